@@ -1,0 +1,213 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"haven/dataset"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// ErrNoDaemon is returned when the socket does not answer.
+var ErrNoDaemon = errors.New("the daemon is not running")
+
+// StatusError is a refusal from the daemon with the exit status to use.
+type StatusError struct {
+	Msg    string
+	Status int
+}
+
+func (e *StatusError) Error() string { return e.Msg }
+
+// Client talks to the local daemon over its unix socket.
+type Client struct {
+	Socket string
+	http   *http.Client
+}
+
+// NewClient returns a client for the socket at path.
+func NewClient(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}
+	return &Client{Socket: socket, http: &http.Client{Transport: tr}}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	u := "http://haven" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) || isDialErr(err) {
+			return fmt.Errorf("%w (socket %s)", ErrNoDaemon, c.Socket)
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var e Error
+		b, _ := io.ReadAll(resp.Body)
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = fmt.Sprintf("daemon answered %s", resp.Status)
+		}
+		if e.Status == 0 {
+			e.Status = 1
+		}
+		return &StatusError{Msg: e.Error, Status: e.Status}
+	}
+	if out == nil {
+		return nil
+	}
+	if s, ok := out.(*string); ok {
+		b, err := io.ReadAll(resp.Body)
+		*s = string(b)
+		return err
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func isDialErr(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// Status returns the cluster status object.
+func (c *Client) Status(ctx context.Context) (*dataset.ClusterStatus, error) {
+	var s dataset.ClusterStatus
+	return &s, c.do(ctx, "GET", PathStatus, nil, nil, &s)
+}
+
+// DaemonStatus returns the daemon's own status.
+func (c *Client) DaemonStatus(ctx context.Context) (*DaemonStatus, error) {
+	var s DaemonStatus
+	return &s, c.do(ctx, "GET", PathDaemonStatus, nil, nil, &s)
+}
+
+// Stop asks the daemon to stop ("stop" or "shutdown").
+func (c *Client) Stop(ctx context.Context, mode string) error {
+	return c.do(ctx, "POST", PathDaemonStop, nil, StopRequest{Mode: mode}, nil)
+}
+
+// NodeAction runs freeze, thaw or drain on this node.
+func (c *Client) NodeAction(ctx context.Context, action string) error {
+	return c.do(ctx, "POST", PathNodeAction, nil, NodeActionRequest{Action: action}, nil)
+}
+
+// Services lists the services this node knows.
+func (c *Client) Services(ctx context.Context) ([]ServiceEntry, error) {
+	var out []ServiceEntry
+	return out, c.do(ctx, "GET", PathServices, nil, nil, &out)
+}
+
+// Create installs a service config.
+func (c *Client) Create(ctx context.Context, req CreateRequest) error {
+	return c.do(ctx, "POST", PathCreate, nil, req, nil)
+}
+
+// Action runs an action on a service.
+func (c *Client) Action(ctx context.Context, req ActionRequest) (*ActionResponse, error) {
+	var out ActionResponse
+	return &out, c.do(ctx, "POST", PathServiceAction, nil, req, &out)
+}
+
+// Config returns the installed config text of a service.
+func (c *Client) Config(ctx context.Context, name string) (string, error) {
+	var s string
+	return s, c.do(ctx, "GET", PathConfig, url.Values{"name": {name}}, nil, &s)
+}
+
+// Keyword runs set, unset or get.
+func (c *Client) Keyword(ctx context.Context, req KeywordRequest) (*KeywordResponse, error) {
+	var out KeywordResponse
+	return &out, c.do(ctx, "POST", PathKeyword, nil, req, &out)
+}
+
+// Logs returns the last lines of a service's log.
+func (c *Client) Logs(ctx context.Context, name string, lines int) (string, error) {
+	var s string
+	q := url.Values{"name": {name}, "lines": {fmt.Sprint(lines)}}
+	return s, c.do(ctx, "GET", PathLogs, q, nil, &s)
+}
+
+// Stream opens a streaming GET (events, logs --follow) and calls fn for each
+// line until ctx ends, the daemon closes the stream, or fn returns an error.
+func (c *Client) Stream(ctx context.Context, path string, q url.Values, fn func(line []byte) error) error {
+	u := "http://haven" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("%w (socket %s)", ErrNoDaemon, c.Socket)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var e Error
+		json.NewDecoder(resp.Body).Decode(&e)
+		return &StatusError{Msg: e.Error, Status: 1}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		if err := fn(sc.Bytes()); err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return sc.Err()
+}
+
+// WaitReady polls until the daemon answers or the deadline passes.
+func (c *Client) WaitReady(ctx context.Context, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := c.DaemonStatus(cctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

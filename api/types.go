@@ -1,0 +1,124 @@
+package api
+
+import (
+	"time"
+
+	"haven/dataset"
+)
+
+// Routes of the local API.
+const (
+	PathStatus        = "/status"           // GET: dataset.ClusterStatus
+	PathDaemonStatus  = "/daemon/status"    // GET: DaemonStatus
+	PathDaemonStop    = "/daemon/stop"      // POST StopRequest
+	PathNodeAction    = "/node/action"      // POST NodeActionRequest
+	PathEvents        = "/events"           // GET: stream of Event, one JSON object a line
+	PathServices      = "/services"         // GET: []ServiceEntry
+	PathCreate        = "/services/create"  // POST CreateRequest
+	PathServiceAction = "/services/action"  // POST ActionRequest -> ActionResponse
+	PathConfig        = "/services/config"  // GET ?name=S: raw config text
+	PathKeyword       = "/services/keyword" // POST KeywordRequest (set/unset/get)
+	PathLogs          = "/services/logs"    // GET ?name=S&follow=1&lines=N: text lines
+)
+
+// Error is the body of every non-2xx answer.
+type Error struct {
+	Error string `json:"error"`
+	// Status is the exit status the CLI should use (1 failed, 2 bad input).
+	Status int `json:"status"`
+}
+
+// DaemonStatus answers `nodemgr daemon status`.
+type DaemonStatus struct {
+	Node    string       `json:"node"`
+	Pid     int          `json:"pid"`
+	Started time.Time    `json:"started"`
+	Uptime  string       `json:"uptime"`
+	Compat  int          `json:"compat"`
+	Monitor string       `json:"monitor"`
+	Peers   []PeerStatus `json:"peers"`
+	HB      HBStatus     `json:"hb"`
+}
+
+// PeerStatus is one peer as seen by this node's heartbeat.
+type PeerStatus struct {
+	Name      string    `json:"name"`
+	Addr      string    `json:"addr"`
+	Status    string    `json:"status"`
+	LastHeard time.Time `json:"last_heard,omitempty"`
+	Gen       uint64    `json:"gen"`
+}
+
+// HBStatus holds the heartbeat figures.
+type HBStatus struct {
+	Addr     string `json:"addr"`
+	Timeout  string `json:"timeout"`
+	Interval string `json:"interval"`
+	Sent     uint64 `json:"sent"`
+	Received uint64 `json:"received"`
+}
+
+// StopRequest asks the daemon to stop. Mode "stop" leaves services running
+// and announces maintenance; "shutdown" stops every local instance first.
+type StopRequest struct {
+	Mode string `json:"mode"`
+}
+
+// NodeActionRequest is freeze, thaw or drain of this node.
+type NodeActionRequest struct {
+	Action string `json:"action"`
+}
+
+// ServiceEntry is one line of `svcmgr ls`.
+type ServiceEntry struct {
+	Name    string         `json:"name"`
+	Avail   dataset.Status `json:"avail"`
+	Overall dataset.Status `json:"overall"`
+	Nodes   []string       `json:"nodes"`
+}
+
+// CreateRequest installs a new service config.
+type CreateRequest struct {
+	Name   string `json:"name"`
+	Config string `json:"config"`
+	// File is the name the user gave, used in error messages.
+	File string `json:"file"`
+}
+
+// ActionRequest is an action on one service.
+type ActionRequest struct {
+	Name   string `json:"name"`
+	Action string `json:"action"` // start stop freeze thaw delete clear abort takeover giveback switch
+	Local  bool   `json:"local"`
+	Node   string `json:"node,omitempty"` // clear --node, switch --to
+}
+
+// ActionResponse tells what was accepted.
+type ActionResponse struct {
+	// ID is the orchestration id of a cluster-wide target, "" for local actions.
+	ID     string `json:"id,omitempty"`
+	Result string `json:"result"`
+}
+
+// KeywordRequest sets, unsets or gets keywords of one service.
+type KeywordRequest struct {
+	Name string   `json:"name"`
+	Op   string   `json:"op"` // set | unset | get
+	Kws  []string `json:"kws"`
+}
+
+// KeywordResponse carries the values of a get.
+type KeywordResponse struct {
+	Values []string `json:"values,omitempty"`
+}
+
+// Event is one line of `nodemgr events`.
+type Event struct {
+	Time    time.Time         `json:"time"`
+	Kind    string            `json:"kind"`
+	Node    string            `json:"node"`
+	Service string            `json:"svc,omitempty"`
+	RID     string            `json:"rid,omitempty"`
+	Message string            `json:"msg"`
+	Fields  map[string]string `json:"fields,omitempty"`
+}

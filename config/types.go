@@ -1,0 +1,173 @@
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"haven/constraints"
+)
+
+// Error is a configuration error. It names the file, the line when known,
+// and the keyword ("DEFAULT.orchestrate", "app#web.timeout", "hb.port").
+type Error struct {
+	File string
+	Line int // 0 when unknown
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	if e.Key != "" {
+		return fmt.Sprintf("%s: %s: %s", loc, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+// NodeConfig is node.toml.
+type NodeConfig struct {
+	File                   string
+	Name                   string
+	Labels                 map[string]string
+	ReadyPeriod            time.Duration // default 16s
+	MaintenanceGracePeriod time.Duration // default 60s
+	RejoinGracePeriod      time.Duration // default 90s
+	SplitAction            string        // crash | reboot | stop | disabled (default crash)
+	// MonitorInterval is how often monitored resources are checked (default 5s).
+	MonitorInterval time.Duration
+	// CheckInterval is how often the other resources are checked (default 60s).
+	CheckInterval time.Duration
+	HB            HBConfig
+}
+
+// HBConfig is the [hb] section of node.toml.
+type HBConfig struct {
+	Addr     string        // default "0.0.0.0"
+	Port     int           // default 10000
+	Timeout  time.Duration // default 15s
+	Interval time.Duration // default 5s
+}
+
+// ClusterConfig is cluster.toml.
+type ClusterConfig struct {
+	File   string
+	Name   string
+	Secret string // 64 hex chars; never logged or printed
+	Quorum bool
+	// Nodes are the members, sorted by name.
+	Nodes       []Member
+	Arbitrators []Arbitrator // sorted by name
+}
+
+// Member is one [nodes] entry.
+type Member struct {
+	Name string
+	Addr string // host:port of its heartbeat
+}
+
+// Arbitrator is one [arbitrator.NAME] section.
+type Arbitrator struct {
+	Name    string
+	URI     string
+	Weight  int
+	Timeout time.Duration
+}
+
+// NodeNames returns the member names, sorted.
+func (c *ClusterConfig) NodeNames() []string {
+	out := make([]string, len(c.Nodes))
+	for i, m := range c.Nodes {
+		out[i] = m.Name
+	}
+	return out
+}
+
+// ServiceConfig is services/NAME.toml, validated. String values are kept
+// unexpanded here; ForNode expands the references for one node.
+type ServiceConfig struct {
+	File string
+	Name string
+	// Raw is the file content as installed.
+	Raw []byte
+
+	Nodes            []string // as written; "*" means every cluster node (see NodeList)
+	Orchestrate      string   // no | start | ha
+	Placement        string   // nodes order | load avg | spread | score | none
+	Constraints      string   // source text, "" for none
+	HardAffinity     []string
+	HardAntiAffinity []string
+	SoftAffinity     []string
+	SoftAntiAffinity []string
+	Parents          []string // "svc" or "svc@node"
+	Children         []string
+	MonitorAction    string // none | freezestop | switch | crash | reboot
+	Priority         int    // default 100
+
+	// Constraint is the compiled constraints expression, nil when none.
+	Constraint *constraints.Program
+
+	// Resources in start order: ip first, then app; within a type by name.
+	Resources []ResourceConfig
+}
+
+// ResourceConfig is one [TYPE.NAME] section.
+type ResourceConfig struct {
+	RID  string // "TYPE#NAME"
+	Type string // "app" | "ip"
+	Name string
+
+	// common keywords
+	Monitor      bool
+	Restart      int
+	RestartDelay time.Duration
+	Optional     bool
+	Disable      bool
+
+	// app
+	Start   string
+	Stop    string
+	Check   string
+	Info    string
+	Timeout time.Duration // per action, default 30s
+
+	// ip
+	IPName  string
+	IPDev   string
+	Netmask string
+}
+
+// NodeList returns the service's candidate nodes in priority order, with
+// "*" replaced by every cluster node (sorted by name) and duplicates dropped.
+func (s *ServiceConfig) NodeList(clusterNodes []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, n := range s.Nodes {
+		if n == "*" {
+			for _, c := range clusterNodes {
+				add(c)
+			}
+			continue
+		}
+		add(n)
+	}
+	return out
+}
+
+// HasNode reports whether node is a candidate of the service.
+func (s *ServiceConfig) HasNode(node string, clusterNodes []string) bool {
+	for _, n := range s.NodeList(clusterNodes) {
+		if n == node {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,198 @@
+package dataset
+
+import "time"
+
+// Status is an availability status of a resource, an instance or a service.
+type Status string
+
+const (
+	StatusUp        Status = "up"
+	StatusDown      Status = "down"
+	StatusWarn      Status = "warn"
+	StatusNA        Status = "n/a"
+	StatusStdbyUp   Status = "stdby up"
+	StatusStdbyDown Status = "stdby down"
+	StatusUnknown   Status = "unknown"
+)
+
+// MonitorState is the state of a service instance's monitor (contract section 6).
+type MonitorState string
+
+const (
+	Idle         MonitorState = "idle"
+	Ready        MonitorState = "ready"
+	Starting     MonitorState = "starting"
+	StartFailed  MonitorState = "start failed"
+	Restarting   MonitorState = "restarting"
+	Stopping     MonitorState = "stopping"
+	StopFailed   MonitorState = "stop failed"
+	Freezing     MonitorState = "freezing"
+	Thawing      MonitorState = "thawing"
+	WaitParents  MonitorState = "wait parents"
+	WaitChildren MonitorState = "wait children"
+	Tocing       MonitorState = "tocing"
+)
+
+// Transitioning reports whether the state is one of the "*ing" states.
+func (s MonitorState) Transitioning() bool {
+	switch s {
+	case Starting, Restarting, Stopping, Freezing, Thawing, Tocing:
+		return true
+	}
+	return false
+}
+
+// Failed reports whether the state blocks orchestration until a clear.
+func (s MonitorState) Failed() bool { return s == StartFailed || s == StopFailed }
+
+// NodeMonitor is the state a node announces about itself.
+type NodeMonitor string
+
+const (
+	NodeIdle        NodeMonitor = "idle"
+	NodeInit        NodeMonitor = "init"
+	NodeRejoin      NodeMonitor = "rejoin"
+	NodeMaintenance NodeMonitor = "maintenance"
+	NodeShutting    NodeMonitor = "shutting"
+	NodeDraining    NodeMonitor = "draining"
+)
+
+// NodeStatus is what an observer concludes about a node.
+type NodeStatus string
+
+const (
+	NodeUp         NodeStatus = "up"
+	NodeDown       NodeStatus = "down"
+	NodeStMaint    NodeStatus = "maintenance"
+	NodeStShutting NodeStatus = "shutting"
+	NodeStUnknown  NodeStatus = "unknown"
+)
+
+// Global expectations (admin targets), contract section 5.
+const (
+	ExpectNone    = "none"
+	ExpectStarted = "started"
+	ExpectStopped = "stopped"
+	ExpectPlaced  = "placed" // "placed@NODE" when the target names a node
+	ExpectFrozen  = "frozen"
+	ExpectThawed  = "thawed"
+	ExpectDeleted = "deleted"
+	ExpectAborted = "aborted"
+)
+
+// Resource is the status of one resource of an instance.
+type Resource struct {
+	Status           Status `json:"status"`
+	Label            string `json:"label"`
+	Monitor          bool   `json:"monitor"`
+	Optional         bool   `json:"optional,omitempty"`
+	Disabled         bool   `json:"disabled,omitempty"`
+	RestartRemaining int    `json:"restart_remaining"`
+	// Log is the last line of the resource's last action or check, if any.
+	Log string `json:"log,omitempty"`
+}
+
+// InstanceMonitor is the monitor part of an instance.
+type InstanceMonitor struct {
+	State        MonitorState `json:"state"`
+	GlobalExpect string       `json:"global_expect"`
+	LocalExpect  string       `json:"local_expect"` // "started" or "none"
+	// StateSince is when the state was entered, on the announcing node's clock.
+	// Only the node that owns the instance reads it (e.g. the ready window).
+	StateSince time.Time `json:"state_since,omitempty"`
+}
+
+// Instance is a service instance on one node.
+type Instance struct {
+	Avail           Status              `json:"avail"`
+	Overall         Status              `json:"overall"`
+	Frozen          bool                `json:"frozen"`
+	Monitor         InstanceMonitor     `json:"monitor"`
+	PlacementLeader bool                `json:"placement_leader"`
+	Flags           string              `json:"flags"`
+	Resources       map[string]Resource `json:"resources"`
+	// ConfigVersion is the version of the service config this instance runs.
+	ConfigVersion Version `json:"config_version"`
+}
+
+// Version is a logical (Lamport) version with the origin node as tie-break.
+// It orders admin targets and config edits without comparing wall clocks.
+type Version struct {
+	Counter uint64 `json:"counter"`
+	Origin  string `json:"origin"`
+}
+
+// Newer reports whether v is strictly after o.
+func (v Version) Newer(o Version) bool {
+	if v.Counter != o.Counter {
+		return v.Counter > o.Counter
+	}
+	return v.Origin > o.Origin
+}
+
+// IsZero reports whether v was never set.
+func (v Version) IsZero() bool { return v.Counter == 0 && v.Origin == "" }
+
+// Target is an admin's cluster-wide target for one service.
+type Target struct {
+	// Expect is one of the Expect* constants.
+	Expect string `json:"expect"`
+	// Node is set for "placed@NODE" targets.
+	Node string `json:"node,omitempty"`
+	// ID is the orchestration id returned to the admin.
+	ID      string  `json:"id"`
+	Version Version `json:"version"`
+}
+
+// String renders the target as in the status object ("placed@n2").
+func (t Target) String() string {
+	if t.Expect == "" {
+		return ExpectNone
+	}
+	if t.Expect == ExpectPlaced && t.Node != "" {
+		return ExpectPlaced + "@" + t.Node
+	}
+	return t.Expect
+}
+
+// Node is everything a node announces about itself.
+type Node struct {
+	Name        string            `json:"name"`
+	Monitor     NodeMonitor       `json:"monitor"`
+	Frozen      bool              `json:"frozen"`
+	Compat      int               `json:"compat"`
+	Load15      float64           `json:"load15"`
+	MemAvailPct float64           `json:"mem_avail_pct"`
+	Labels      map[string]string `json:"labels"`
+	// Services are the instances this node hosts (services whose nodes include it).
+	Services map[string]Instance `json:"services"`
+	// Targets are the admin targets this node knows, by service.
+	Targets map[string]Target `json:"targets,omitempty"`
+	// Gen increases on every change of this node's data (used for deltas).
+	Gen uint64 `json:"gen"`
+}
+
+// Clone returns a deep copy.
+func (n Node) Clone() Node {
+	c := n
+	c.Labels = make(map[string]string, len(n.Labels))
+	for k, v := range n.Labels {
+		c.Labels[k] = v
+	}
+	c.Services = make(map[string]Instance, len(n.Services))
+	for k, v := range n.Services {
+		r := make(map[string]Resource, len(v.Resources))
+		for rk, rv := range v.Resources {
+			r[rk] = rv
+		}
+		v.Resources = r
+		c.Services[k] = v
+	}
+	if n.Targets != nil {
+		c.Targets = make(map[string]Target, len(n.Targets))
+		for k, v := range n.Targets {
+			c.Targets[k] = v
+		}
+	}
+	return c
+}

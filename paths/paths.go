@@ -1,0 +1,91 @@
+// Package paths resolves every file location from the optional root
+// (contract section 2): with a root R everything lives below R, without one
+// the system locations are used.
+package paths
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// EnvRoot is the environment variable that sets the root like --root.
+const EnvRoot = "HAVEN_ROOT"
+
+// Paths are the locations used by one node.
+type Paths struct {
+	Root       string // "" for the system layout
+	Etc        string
+	NodeConf   string
+	Cluster    string
+	ServiceDir string
+	Var        string
+	Run        string
+	Socket     string
+	Log        string
+}
+
+// New returns the layout for root ("" for the system layout).
+func New(root string) Paths {
+	if root == "" {
+		return Paths{
+			Etc:        "/etc/haven",
+			NodeConf:   "/etc/haven/node.toml",
+			Cluster:    "/etc/haven/cluster.toml",
+			ServiceDir: "/etc/haven/services",
+			Var:        "/var/lib/haven",
+			Run:        "/run/haven",
+			Socket:     "/run/haven/daemon.sock",
+			Log:        "/var/log/haven",
+		}
+	}
+	abs, err := filepath.Abs(root)
+	if err == nil {
+		root = abs
+	}
+	return Paths{
+		Root:       root,
+		Etc:        filepath.Join(root, "etc"),
+		NodeConf:   filepath.Join(root, "etc", "node.toml"),
+		Cluster:    filepath.Join(root, "etc", "cluster.toml"),
+		ServiceDir: filepath.Join(root, "etc", "services"),
+		Var:        filepath.Join(root, "var"),
+		Run:        filepath.Join(root, "run"),
+		Socket:     filepath.Join(root, "run", "daemon.sock"),
+		Log:        filepath.Join(root, "log"),
+	}
+}
+
+// FromEnv returns the layout for flag (if set) or $HAVEN_ROOT.
+func FromEnv(flag string) Paths {
+	if flag == "" {
+		flag = os.Getenv(EnvRoot)
+	}
+	return New(flag)
+}
+
+// ServiceConf is the config file of service name.
+func (p Paths) ServiceConf(name string) string {
+	return filepath.Join(p.ServiceDir, name+".toml")
+}
+
+// ServiceVar is the private directory of service name ({var}).
+func (p Paths) ServiceVar(name string) string {
+	return filepath.Join(p.Var, "services", name)
+}
+
+// ServiceLog is the log file of service name.
+func (p Paths) ServiceLog(name string) string {
+	return filepath.Join(p.Log, "services", name+".log")
+}
+
+// NodeLog is the daemon's log file.
+func (p Paths) NodeLog() string { return filepath.Join(p.Log, "node.log") }
+
+// Lock is the file the daemon locks to own the root.
+func (p Paths) Lock() string { return filepath.Join(p.Run, "daemon.lock") }
+
+// PidFile holds the daemon's pid.
+func (p Paths) PidFile() string { return filepath.Join(p.Run, "daemon.pid") }
+
+// State is the file of durable node state (frozen flags, targets, counters).
+func (p Paths) State() string { return filepath.Join(p.Var, "state.json") }
