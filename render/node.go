@@ -1,0 +1,94 @@
+package render
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"haven/api"
+)
+
+// NodeStatus renders `nodemgr print status` and `nodemgr daemon status`:
+// the node, its daemon, heartbeat figures and a table of peers. Ages
+// ("1.2s ago") and the uptime are computed against now.
+func NodeStatus(d *api.DaemonStatus, now time.Time) string {
+	if d == nil {
+		return "daemon not running\n"
+	}
+	uptime := d.Uptime
+	if !d.Started.IsZero() {
+		uptime = formatDuration(now.Sub(d.Started))
+	}
+	monitor := d.Monitor
+	if monitor == "" {
+		monitor = "idle"
+	}
+	kv := table{gap: 2}
+	kv.add(c("node"), c(d.Node))
+	kv.add(c("pid"), c(strconv.Itoa(d.Pid)))
+	kv.add(c("uptime"), c(uptime))
+	kv.add(c("compat"), c(strconv.Itoa(d.Compat)))
+	kv.add(c("monitor"), c(monitor))
+
+	hb := table{gap: 2}
+	hb.add(c(" addr"), c(d.HB.Addr))
+	hb.add(c(" timeout"), c(d.HB.Timeout))
+	hb.add(c(" interval"), c(d.HB.Interval))
+	hb.add(c(" sent"), c(strconv.FormatUint(d.HB.Sent, 10)))
+	hb.add(c(" received"), c(strconv.FormatUint(d.HB.Received, 10)))
+
+	var b strings.Builder
+	b.WriteString(kv.String())
+	b.WriteString("\nHeartbeat\n")
+	b.WriteString(hb.String())
+	b.WriteString("\nPeers\n")
+	if len(d.Peers) == 0 {
+		b.WriteString(" (none)\n")
+		return b.String()
+	}
+	pt := table{gap: 2}
+	pt.add(c(" NAME"), c("ADDR"), c("STATUS"), c("LAST HEARD"), c("GEN"))
+	peers := append([]api.PeerStatus(nil), d.Peers...)
+	sort.Slice(peers, func(i, j int) bool { return peers[i].Name < peers[j].Name })
+	for _, p := range peers {
+		pt.add(c(" "+p.Name), c(p.Addr), c(orDash(p.Status)), c(Age(p.LastHeard, now)), c(strconv.FormatUint(p.Gen, 10)))
+	}
+	b.WriteString(pt.String())
+	return b.String()
+}
+
+// Age renders how long ago t was, relative to now: "1.2s ago", "3m05s ago",
+// "2h10m ago", "3d4h ago"; "never" for the zero time. A t in the future
+// (clock skew between nodes) reads "0.0s ago".
+func Age(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return formatDuration(now.Sub(t)) + " ago"
+}
+
+// formatDuration is a short human duration: one decimal under a minute,
+// then two units.
+func formatDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

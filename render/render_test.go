@@ -1,0 +1,302 @@
+package render
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"haven/api"
+	"haven/dataset"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares got with testdata/NAME.golden, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./render -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s: got\n%s\nwant\n%s", path, got, want)
+	}
+}
+
+// Builders keep the fixtures short.
+
+func node(status dataset.NodeStatus, compat int, load float64) dataset.NodeInfo {
+	return dataset.NodeInfo{Status: status, Monitor: dataset.NodeIdle, Compat: compat, Load15: load}
+}
+
+func inst(avail dataset.Status, state dataset.MonitorState, localExpect string, leader bool) dataset.Instance {
+	i := dataset.Instance{
+		Avail: avail, Overall: avail,
+		Monitor: dataset.InstanceMonitor{State: state, GlobalExpect: "none", LocalExpect: localExpect},
+		Resources: map[string]dataset.Resource{
+			"app#web": {Status: avail, Label: "/srv/web/bin/start", Monitor: true, RestartRemaining: 2},
+			"ip#vip":  {Status: avail, Label: "192.168.10.50@eth0"},
+		},
+	}
+	if leader {
+		i.PlacementLeader = true
+		i.Flags = "L"
+	}
+	return i
+}
+
+func svc(avail dataset.Status, nodes []string, instances map[string]dataset.Instance) dataset.ServiceStatus {
+	return dataset.ServiceStatus{
+		Avail: avail, Overall: avail, Frozen: "thawed", Orchestrate: "ha",
+		Placement: "nodes order", PlacementState: "optimal", GlobalExpect: "none",
+		Nodes: nodes, Instances: instances,
+	}
+}
+
+var n123 = []string{"n1", "n2", "n3"}
+
+func threeNodes() map[string]dataset.NodeInfo {
+	return map[string]dataset.NodeInfo{
+		"n1": node(dataset.NodeUp, 1, 0.3),
+		"n2": node(dataset.NodeUp, 1, 0.12),
+		"n3": node(dataset.NodeUp, 1, 1.75),
+	}
+}
+
+func cases() map[string]*dataset.ClusterStatus {
+	cs := map[string]*dataset.ClusterStatus{}
+
+	cs["one_node"] = &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:   map[string]dataset.NodeInfo{"n1": node(dataset.NodeUp, 1, 0.05)},
+		Services: map[string]dataset.ServiceStatus{
+			"web": svc(dataset.StatusUp, []string{"n1"}, map[string]dataset.Instance{
+				"n1": inst(dataset.StatusUp, dataset.Idle, "started", true),
+			}),
+		},
+		Local: "n1",
+	}
+
+	// A failover service up on n1, n2 ready to take over (e.g. after a
+	// takeover request), n3 idle down; a second service down everywhere.
+	three := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:   threeNodes(),
+		Services: map[string]dataset.ServiceStatus{
+			"web": svc(dataset.StatusUp, n123, map[string]dataset.Instance{
+				"n1": inst(dataset.StatusUp, dataset.Idle, "started", true),
+				"n2": inst(dataset.StatusDown, dataset.Ready, "none", false),
+				"n3": inst(dataset.StatusDown, dataset.Idle, "none", false),
+			}),
+			"db": svc(dataset.StatusUp, []string{"n2", "n3"}, map[string]dataset.Instance{
+				"n2": inst(dataset.StatusUp, dataset.Idle, "started", true),
+				"n3": inst(dataset.StatusDown, dataset.Idle, "none", false),
+			}),
+		},
+		Local: "n2",
+	}
+	cs["three_nodes_failover"] = three
+
+	// n2 frozen, n3 down; its instance data is stale.
+	frozen := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:   threeNodes(),
+		Services: map[string]dataset.ServiceStatus{
+			"web": svc(dataset.StatusUp, n123, map[string]dataset.Instance{
+				"n1": inst(dataset.StatusUp, dataset.Idle, "started", true),
+				"n2": inst(dataset.StatusDown, dataset.Idle, "none", false),
+				"n3": inst(dataset.StatusDown, dataset.Idle, "none", false),
+			}),
+		},
+		Local: "n1",
+	}
+	n2 := frozen.Nodes["n2"]
+	n2.Frozen = true
+	frozen.Nodes["n2"] = n2
+	n3 := frozen.Nodes["n3"]
+	n3.Status, n3.Monitor = dataset.NodeDown, dataset.NodeIdle
+	frozen.Nodes["n3"] = n3
+	w := frozen.Services["web"]
+	i2 := w.Instances["n2"]
+	i2.Frozen, i2.Flags = true, "F"
+	w.Instances["n2"] = i2
+	w.Frozen = "mixed"
+	frozen.Services["web"] = w
+	cs["frozen_node"] = frozen
+
+	// A rolling upgrade: n1 runs compat 2, the others 1; n2 in rejoin.
+	compat := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: false},
+		Nodes:   threeNodes(),
+		Services: map[string]dataset.ServiceStatus{
+			"ha1": svc(dataset.StatusUp, n123, map[string]dataset.Instance{
+				"n1": inst(dataset.StatusUp, dataset.Idle, "started", true),
+				"n2": inst(dataset.StatusDown, dataset.Idle, "none", false),
+				"n3": inst(dataset.StatusDown, dataset.Idle, "none", false),
+			}),
+		},
+	}
+	n1 := compat.Nodes["n1"]
+	n1.Compat = 2
+	compat.Nodes["n1"] = n1
+	n2 = compat.Nodes["n2"]
+	n2.Monitor = dataset.NodeRejoin
+	compat.Nodes["n2"] = n2
+	cs["compat_warn"] = compat
+
+	// Services in warn: "api" has a resource in warn (avail warn);
+	// "web" is up but an optional resource is down (overall warn).
+	warn := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:   threeNodes(),
+		Services: map[string]dataset.ServiceStatus{
+			"api": svc(dataset.StatusWarn, []string{"n1", "n2"}, map[string]dataset.Instance{
+				"n1": inst(dataset.StatusWarn, dataset.Idle, "started", true),
+				"n2": inst(dataset.StatusDown, dataset.Idle, "none", false),
+			}),
+			"web": optionalDisabled(),
+		},
+		Local: "n1",
+	}
+	cs["warn_service"] = warn
+
+	// Placement leader marks beside non-idle states: web is starting on
+	// its leader n1; db failed to start on n2 and n3 (its leader) is ready
+	// after an admin "start"; placement is non-optimal.
+	lead := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:   threeNodes(),
+		Services: map[string]dataset.ServiceStatus{
+			"web": svc(dataset.StatusDown, n123, map[string]dataset.Instance{
+				"n1": inst(dataset.StatusDown, dataset.Starting, "started", true),
+				"n2": inst(dataset.StatusDown, dataset.Idle, "none", false),
+				"n3": inst(dataset.StatusDown, dataset.Idle, "none", false),
+			}),
+			"db": svc(dataset.StatusDown, []string{"n3", "n2"}, map[string]dataset.Instance{
+				"n2": inst(dataset.StatusDown, dataset.StartFailed, "none", false),
+				"n3": inst(dataset.StatusDown, dataset.Ready, "none", true),
+			}),
+		},
+		Local: "n3",
+	}
+	db := lead.Services["db"]
+	db.PlacementState, db.GlobalExpect = "non-optimal", "started"
+	lead.Services["db"] = db
+	cs["leader_non_idle"] = lead
+	return cs
+}
+
+// optionalDisabled is a service up on n1 whose optional resource is down
+// and whose disabled resource is n/a.
+func optionalDisabled() dataset.ServiceStatus {
+	s := svc(dataset.StatusUp, []string{"n1", "n2"}, map[string]dataset.Instance{
+		"n1": inst(dataset.StatusUp, dataset.Idle, "started", true),
+		"n2": inst(dataset.StatusDown, dataset.Idle, "none", false),
+	})
+	s.Overall = dataset.StatusWarn
+	i := s.Instances["n1"]
+	i.Overall = dataset.StatusWarn
+	i.Resources["fs#cache"] = dataset.Resource{Status: dataset.StatusDown, Label: "/srv/cache", Optional: true,
+		Log: "mount: /srv/cache: special device /dev/vg/cache does not exist"}
+	i.Resources["app#batch"] = dataset.Resource{Status: dataset.StatusNA, Label: "/srv/batch/bin/run", Disabled: true}
+	s.Instances["n1"] = i
+	return s
+}
+
+func TestGolden(t *testing.T) {
+	for name, st := range cases() {
+		t.Run(name, func(t *testing.T) {
+			var b strings.Builder
+			b.WriteString("$ svcmon\n")
+			b.WriteString(Svcmon(st, SvcmonOptions{}))
+			for _, s := range sortedKeys(st.Services) {
+				b.WriteString("\n$ svcmgr -s " + s + " print status\n")
+				b.WriteString(StatusTree(s, st.Services[s], st.Local))
+			}
+			golden(t, name, b.String())
+		})
+	}
+}
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// Colours must not move a single column.
+func TestColorKeepsLayout(t *testing.T) {
+	for name, st := range cases() {
+		plain := Svcmon(st, SvcmonOptions{})
+		col := Svcmon(st, SvcmonOptions{Color: true})
+		if strings.Contains(plain, "\x1b") {
+			t.Errorf("%s: escape codes with colours off", name)
+		}
+		if !strings.Contains(col, "\x1b") {
+			t.Errorf("%s: no escape codes with colours on", name)
+		}
+		if got := ansi.ReplaceAllString(col, ""); got != plain {
+			t.Errorf("%s: coloured layout differs:\n%s\nwant\n%s", name, got, plain)
+		}
+	}
+}
+
+func TestSelector(t *testing.T) {
+	st := cases()["three_nodes_failover"]
+	out := Svcmon(st, SvcmonOptions{Selector: func(n string) bool { return n == "db" }})
+	if strings.Contains(out, " web ") || !strings.Contains(out, " db ") {
+		t.Errorf("selector db: got\n%s", out)
+	}
+}
+
+func TestNodeStatus(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	d := &api.DaemonStatus{
+		Node: "n1", Pid: 4242, Started: now.Add(-(3*time.Hour + 25*time.Minute + 7*time.Second)),
+		Compat: 1, Monitor: "idle",
+		HB: api.HBStatus{Addr: "0.0.0.0:10000", Timeout: "15s", Interval: "5s", Sent: 12034, Received: 24011},
+		Peers: []api.PeerStatus{
+			{Name: "n3", Addr: "10.0.0.3:10000", Status: "down", LastHeard: now.Add(-2*time.Minute - 5*time.Second), Gen: 88},
+			{Name: "n2", Addr: "10.0.0.2:10000", Status: "up", LastHeard: now.Add(-1200 * time.Millisecond), Gen: 1504},
+			{Name: "n4", Addr: "10.0.0.4:10000", Status: "unknown"},
+		},
+	}
+	golden(t, "node_status", "$ nodemgr print status\n"+NodeStatus(d, now))
+}
+
+func TestServiceList(t *testing.T) {
+	got := ServiceList([]api.ServiceEntry{
+		{Name: "web", Avail: "up", Overall: "warn", Nodes: n123},
+		{Name: "db", Avail: "down", Overall: "down", Nodes: []string{"n2", "n3"}},
+		{Name: "batch", Avail: "n/a", Overall: "n/a"},
+	})
+	golden(t, "service_list", "$ svcmgr ls\n"+got)
+}
+
+func TestAge(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		ago  time.Duration
+		want string
+	}{
+		{1200 * time.Millisecond, "1.2s ago"},
+		{-time.Second, "0.0s ago"},
+		{65 * time.Second, "1m05s ago"},
+		{2*time.Hour + 3*time.Minute, "2h03m ago"},
+		{50 * time.Hour, "2d2h ago"},
+	} {
+		if got := Age(now.Add(-tc.ago), now); got != tc.want {
+			t.Errorf("Age(-%v) = %q, want %q", tc.ago, got, tc.want)
+		}
+	}
+	if got := Age(time.Time{}, now); got != "never" {
+		t.Errorf("Age(zero) = %q, want never", got)
+	}
+}

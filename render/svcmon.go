@@ -1,0 +1,275 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"haven/dataset"
+)
+
+// SvcmonOptions tunes the svcmon view.
+type SvcmonOptions struct {
+	// Color turns ANSI colours on (off by default, e.g. when not a tty).
+	Color bool
+	// Selector keeps the services it returns true for; nil keeps all.
+	Selector func(name string) bool
+}
+
+// monRow is one line of a svcmon section: left cells, then one cell per node.
+type monRow struct {
+	left  []cell
+	nodes []cell
+}
+
+// monSection is a titled block (Nodes, Services) whose node columns and
+// "|" separator align with the other blocks.
+type monSection struct {
+	title string
+	rows  []monRow
+}
+
+// Svcmon renders the OpenSVC-style cluster view: a header, the Nodes
+// section and the Services grid with one column per node.
+//
+//	Cluster prod
+//
+//	Nodes                   n1      n2
+//	 state                | up      up
+//	 ...
+//	Services                n1      n2
+//	 web       up    ha   | O^      X ready
+func Svcmon(st *dataset.ClusterStatus, opt SvcmonOptions) string {
+	if st == nil {
+		return "no cluster status\n"
+	}
+	nodes := clusterNodes(st)
+	var b strings.Builder
+	b.WriteString(svcmonHeader(st, opt.Color))
+	b.WriteByte('\n')
+	sections := []monSection{nodesSection(st, nodes), servicesSection(st, nodes, opt.Selector)}
+	b.WriteString(layoutSections(sections, nodes, opt.Color))
+	return b.String()
+}
+
+// clusterNodes is every node of the view: the members, plus any node that
+// only appears as a service instance. Sorted by name.
+func clusterNodes(st *dataset.ClusterStatus) []string {
+	seen := map[string]bool{}
+	for n := range st.Nodes {
+		seen[n] = true
+	}
+	for _, s := range st.Services {
+		for n := range s.Instances {
+			seen[n] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func svcmonHeader(st *dataset.ClusterStatus, color bool) string {
+	name := st.Cluster.Name
+	if name == "" {
+		name = "-"
+	}
+	var b strings.Builder
+	b.WriteString(paint("Cluster", ansiBold, color) + " " + name)
+	var notes []string
+	if st.Cluster.Quorum {
+		notes = append(notes, "quorum on")
+	}
+	if st.Local != "" {
+		notes = append(notes, "seen from "+st.Local)
+	}
+	if len(notes) > 0 {
+		b.WriteString("  (" + strings.Join(notes, ", ") + ")")
+	}
+	b.WriteByte('\n')
+	if !st.Cluster.Compat {
+		b.WriteString(" compat " + paint("warn", ansiYellow, color) +
+			": cluster members run incompatible versions, ha orchestration disabled\n")
+	}
+	return b.String()
+}
+
+func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
+	state := monRow{left: []cell{c("state")}}
+	monitor := monRow{left: []cell{c("monitor")}}
+	frozen := monRow{left: []cell{c("frozen")}}
+	compat := monRow{left: []cell{c("compat")}}
+	load := monRow{left: []cell{c("15m")}}
+	if !st.Cluster.Compat {
+		compat.left = append(compat.left, cc("warn", ansiYellow))
+	}
+	for _, n := range nodes {
+		ni, ok := st.Nodes[n]
+		if !ok {
+			// Seen only through a service instance: nothing known.
+			state.nodes = append(state.nodes, c("?"))
+			for _, r := range []*monRow{&monitor, &frozen, &compat, &load} {
+				r.nodes = append(r.nodes, c(""))
+			}
+			continue
+		}
+		s := string(ni.Status)
+		if s == "" {
+			s = string(dataset.NodeStUnknown)
+		}
+		state.nodes = append(state.nodes, cc(s, statusColor(s)))
+		m := ""
+		if ni.Monitor != "" && ni.Monitor != dataset.NodeIdle {
+			m = string(ni.Monitor)
+		}
+		monitor.nodes = append(monitor.nodes, cc(m, statusColor(m)))
+		f := ""
+		if ni.Frozen {
+			f = "*"
+		}
+		frozen.nodes = append(frozen.nodes, cc(f, ansiBlue))
+		compat.nodes = append(compat.nodes, c(strconv.Itoa(ni.Compat)))
+		load.nodes = append(load.nodes, c(fmt.Sprintf("%.1f", ni.Load15)))
+	}
+	return monSection{title: "Nodes", rows: []monRow{state, monitor, frozen, compat, load}}
+}
+
+func servicesSection(st *dataset.ClusterStatus, nodes []string, sel func(string) bool) monSection {
+	sec := monSection{title: "Services"}
+	for _, name := range sortedKeys(st.Services) {
+		if sel != nil && !sel(name) {
+			continue
+		}
+		s := st.Services[name]
+		row := monRow{left: serviceLeft(name, s)}
+		for _, n := range nodes {
+			ni, known := st.Nodes[n]
+			row.nodes = append(row.nodes, instanceCell(s, n, ni, known))
+		}
+		sec.rows = append(sec.rows, row)
+	}
+	return sec
+}
+
+// serviceLeft is the name, aggregate avail ("!" appended when the overall
+// status differs, e.g. an optional resource in warn), orchestrate and notes.
+func serviceLeft(name string, s dataset.ServiceStatus) []cell {
+	avail := string(s.Avail)
+	if avail == "" {
+		avail = string(dataset.StatusUnknown)
+	}
+	color := statusColor(avail)
+	if s.Overall != "" && s.Overall != s.Avail {
+		avail += "!"
+		color = ansiYellow
+	}
+	orch := s.Orchestrate
+	if orch == "" {
+		orch = "no"
+	}
+	return []cell{c(name), cc(avail, color), c(orch), cc(strings.Join(serviceNotes(s), ", "), ansiYellow)}
+}
+
+// serviceNotes are the service-level facts worth a word: frozen, a
+// non-optimal placement, an admin target in progress.
+func serviceNotes(s dataset.ServiceStatus) []string {
+	var notes []string
+	switch s.Frozen {
+	case "frozen":
+		notes = append(notes, "frozen")
+	case "mixed":
+		notes = append(notes, "partly frozen")
+	}
+	if s.PlacementState == "non-optimal" {
+		notes = append(notes, "non-optimal")
+	}
+	if ge := orNone(s.GlobalExpect); ge != dataset.ExpectNone {
+		notes = append(notes, "expect "+ge)
+	}
+	return notes
+}
+
+// instanceCell is the mark of a service on a node: the avail mark, "^" for
+// the placement leader, "*" when frozen, then the monitor state unless idle.
+// "/" is a node that is not a candidate; "?" a candidate with no instance
+// data, or whose node is down (its last data cannot be trusted).
+func instanceCell(s dataset.ServiceStatus, node string, ni dataset.NodeInfo, known bool) cell {
+	inst, ok := s.Instances[node]
+	candidate := slices.Contains(s.Nodes, node) || slices.Contains(s.Nodes, "*")
+	if !ok {
+		if candidate {
+			return c("?")
+		}
+		return cc("/", ansiGrey)
+	}
+	if known && (ni.Status == dataset.NodeDown || ni.Status == dataset.NodeStUnknown) {
+		return c("?")
+	}
+	m := Mark(inst.Avail)
+	if inst.Avail == "" {
+		m = "?"
+	}
+	if inst.PlacementLeader {
+		m += "^"
+	}
+	if inst.Frozen {
+		m += "*"
+	}
+	if st := inst.Monitor.State; st != "" && st != dataset.Idle {
+		m += " " + string(st)
+	}
+	color := markColor(m)
+	if inst.Monitor.State.Failed() {
+		color = ansiRed
+	}
+	return cc(m, color)
+}
+
+// layoutSections aligns the left parts of every section to one width so
+// that the "|" separators and the node columns line up across sections.
+func layoutSections(secs []monSection, nodes []string, color bool) string {
+	// Left cells are aligned within their section; the joined left part is
+	// then padded to the widest of all sections.
+	lefts := make([][]string, len(secs))   // plain
+	painted := make([][]string, len(secs)) // coloured
+	leftW := 0
+	colW := make([]int, len(nodes))
+	for i, n := range nodes {
+		colW[i] = width(n)
+	}
+	for si, sec := range secs {
+		t := table{gap: 2}
+		for _, r := range sec.rows {
+			t.add(r.left...)
+			for i, x := range r.nodes {
+				colW[i] = max(colW[i], width(x.text))
+			}
+		}
+		w := t.widths()
+		for _, r := range sec.rows {
+			plain := joinCells(r.left, w, 2, false)
+			lefts[si] = append(lefts[si], plain)
+			painted[si] = append(painted[si], joinCells(r.left, w, 2, color))
+			leftW = max(leftW, width(plain))
+		}
+		leftW = max(leftW, width(sec.title)-1)
+	}
+	heads := make([]cell, len(nodes))
+	for i, n := range nodes {
+		heads[i] = cc(n, ansiBold)
+	}
+	var b strings.Builder
+	for si, sec := range secs {
+		if si > 0 {
+			b.WriteByte('\n')
+		}
+		line := paint(sec.title, ansiBold, color) + strings.Repeat(" ", leftW+1-width(sec.title)) + "   "
+		b.WriteString(strings.TrimRight(line+joinCells(heads, colW, 2, color), " "))
+		b.WriteByte('\n')
+		for ri, r := range sec.rows {
+			line := " " + painted[si][ri] + strings.Repeat(" ", leftW-width(lefts[si][ri])) + " | "
+			b.WriteString(strings.TrimRight(line+joinCells(r.nodes, colW, 2, color), " "))
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,202 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"haven/dataset"
+)
+
+// treeLine is one line of the status tree: the tree art and name, the
+// status column, then free text. A line with an empty status is a
+// continuation (restart counter, log) whose text starts at the text column.
+type treeLine struct {
+	head   string
+	status string
+	text   string
+	notes  string
+	cont   bool
+}
+
+// StatusTree renders one service like OpenSVC `print status`:
+//
+//	web                        up        leader n1
+//	`- instances
+//	   |- n1                   up        idle, started  leader
+//	   |  `- app#web    M..    up        /srv/web/bin/start
+//	   |                                 restart 2 remaining
+//	   `- n2                   down      idle
+//
+// The local node's instance comes first, then the others by name. Resource
+// flags are a fixed-width column: M monitored, D disabled, O optional, a
+// dot when unset.
+func StatusTree(name string, s dataset.ServiceStatus, local string) string {
+	var lines []treeLine
+	avail := string(s.Avail)
+	if avail == "" {
+		avail = string(dataset.StatusUnknown)
+	}
+	lines = append(lines, treeLine{head: name, status: avail, notes: strings.Join(treeServiceNotes(s), ", ")})
+	lines = append(lines, treeLine{head: "`- instances"})
+
+	nodes := treeNodes(s, local)
+	ridW := 0
+	for _, inst := range s.Instances {
+		for rid := range inst.Resources {
+			ridW = max(ridW, width(rid))
+		}
+	}
+	for i, n := range nodes {
+		last := i == len(nodes)-1
+		branch, indent := "   |- ", "   |  "
+		if last {
+			branch, indent = "   `- ", "      "
+		}
+		inst, ok := s.Instances[n]
+		if !ok {
+			lines = append(lines, treeLine{head: branch + n, status: string(dataset.StatusUnknown), text: "no instance data"})
+			continue
+		}
+		lines = append(lines, instanceLine(branch+n, inst))
+		rids := sortedKeys(inst.Resources)
+		for j, rid := range rids {
+			r := inst.Resources[rid]
+			rb, ri := "|- ", "|  "
+			if j == len(rids)-1 {
+				rb, ri = "`- ", "   "
+			}
+			lines = append(lines, treeLine{
+				head:   indent + rb + pad(rid, ridW) + "  " + resourceFlags(r),
+				status: orUnknown(r.Status),
+				text:   r.Label,
+			})
+			if r.Monitor {
+				lines = append(lines, treeLine{head: indent + ri, cont: true,
+					text: fmt.Sprintf("restart %d remaining", r.RestartRemaining)})
+			}
+			if r.Log != "" {
+				lines = append(lines, treeLine{head: indent + ri, cont: true, text: "log: " + r.Log})
+			}
+		}
+	}
+	return layoutTree(lines)
+}
+
+// treeServiceNotes: what the first line says beside the service avail.
+func treeServiceNotes(s dataset.ServiceStatus) []string {
+	var notes []string
+	if s.Overall != "" && s.Overall != s.Avail {
+		notes = append(notes, "overall "+string(s.Overall))
+	}
+	switch s.Frozen {
+	case "frozen":
+		notes = append(notes, "frozen")
+	case "mixed":
+		notes = append(notes, "partly frozen")
+	}
+	if s.PlacementState == "non-optimal" {
+		notes = append(notes, "placement non-optimal")
+	}
+	if ge := orNone(s.GlobalExpect); ge != dataset.ExpectNone {
+		notes = append(notes, "global expect "+ge)
+	}
+	return notes
+}
+
+// treeNodes is local first, then the other instances and candidate nodes
+// by name.
+func treeNodes(s dataset.ServiceStatus, local string) []string {
+	seen := map[string]bool{}
+	for n := range s.Instances {
+		seen[n] = true
+	}
+	for _, n := range s.Nodes {
+		if n != "*" {
+			seen[n] = true
+		}
+	}
+	nodes := sortedKeys(seen)
+	if i := slices.Index(nodes, local); i > 0 {
+		nodes = append([]string{local}, slices.Delete(nodes, i, i+1)...)
+	}
+	return nodes
+}
+
+// instanceLine: "NODE  AVAIL  STATE[, LOCAL_EXPECT]  notes".
+func instanceLine(head string, inst dataset.Instance) treeLine {
+	state := string(inst.Monitor.State)
+	if state == "" {
+		state = string(dataset.Idle)
+	}
+	if le := inst.Monitor.LocalExpect; le != "" && le != dataset.ExpectNone {
+		state += ", " + le
+	}
+	notes := flagNotes(inst.Flags, inst.Frozen)
+	if inst.PlacementLeader && !slices.Contains(notes, "leader") {
+		notes = append(notes, "leader")
+	}
+	if inst.Overall != "" && inst.Overall != inst.Avail {
+		notes = append([]string{"overall " + string(inst.Overall)}, notes...)
+	}
+	return treeLine{head: head, status: orUnknown(inst.Avail), text: state, notes: strings.Join(notes, ", ")}
+}
+
+// resourceFlags is the fixed-width flag column: M monitored, D disabled,
+// O optional ("." when unset), in OpenSVC's order.
+func resourceFlags(r dataset.Resource) string {
+	f := []byte("...")
+	if r.Monitor {
+		f[0] = 'M'
+	}
+	if r.Disabled {
+		f[1] = 'D'
+	}
+	if r.Optional {
+		f[2] = 'O'
+	}
+	return string(f)
+}
+
+func orUnknown(s dataset.Status) string {
+	if s == "" {
+		return string(dataset.StatusUnknown)
+	}
+	return string(s)
+}
+
+// layoutTree aligns the status, text and notes columns of every line.
+func layoutTree(lines []treeLine) string {
+	headW, statusW, textW := 0, 0, 0
+	for _, l := range lines {
+		if l.cont {
+			continue
+		}
+		headW = max(headW, width(l.head))
+		statusW = max(statusW, width(l.status))
+		if l.notes != "" {
+			textW = max(textW, width(l.text))
+		}
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		var s string
+		switch {
+		case l.cont:
+			s = pad(l.head, headW+2+statusW+2) + l.text
+		case l.status == "":
+			s = l.head
+		default:
+			s = pad(l.head, headW+2) + pad(l.status, statusW+2) + l.text
+			if l.notes != "" {
+				if l.text != "" {
+					s = pad(s, headW+2+statusW+2+textW+2)
+				}
+				s += l.notes
+			}
+		}
+		b.WriteString(strings.TrimRight(s, " "))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
