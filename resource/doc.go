@@ -3,4 +3,18 @@
 // instance in order (start: ip then app; stop: reverse). This is shell code:
 // it runs commands and changes addresses. The daemon calls it; the pure core
 // never does.
+//
+// app: the start, stop, check and info command lines are split into words
+// by splitWords (quotes and backslashes, no expansion) and run without a
+// shell, in the service's private directory, with the daemon's environment
+// plus HAVEN_SVCNAME, HAVEN_NODENAME, HAVEN_RID and HAVEN_ACTION. Each runs
+// in its own process group; on timeout the whole group gets SIGTERM, then
+// SIGKILL. An action returns when its command exits, even when a daemon it
+// left in the background keeps stdout/stderr open; that output is still
+// read (and logged) until the daemon closes it. Start and stop output goes
+// to Env.Log line by line; check output only when the check result changes.
+//
+// ip: iproute2 (`ip addr add|del`, `ip -o addr show dev`). Before adding an
+// address, start probes the link (ARP for IPv4, ICMP echo for IPv6, see
+// probeAddr) and refuses when another host answers for it.
 package resource

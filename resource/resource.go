@@ -2,6 +2,7 @@ package resource
 
 import (
 	"context"
+	"fmt"
 
 	"haven/config"
 	"haven/dataset"
@@ -30,6 +31,25 @@ type Driver interface {
 
 // New returns the driver for one resource config whose string values have
 // already been expanded for this node.
+//
+// The app driver runs its commands without a shell (see Env for where and
+// with what environment); the ip driver uses iproute2. A nil env.Log
+// discards the lines.
 func New(rc config.ResourceConfig, env Env) (Driver, error) {
-	panic("TODO")
+	if env.Log == nil {
+		env.Log = func(string, string) {}
+	}
+	switch rc.Type {
+	case "app":
+		return newApp(rc, env)
+	case "ip":
+		return newIP(rc, env)
+	}
+	return nil, fmt.Errorf("%s: unknown resource type %q", rc.RID, rc.Type)
+}
+
+// Informer is implemented by drivers that have something to tell beyond
+// their status (the app driver runs its info command).
+type Informer interface {
+	Info(ctx context.Context) ([]string, error)
 }

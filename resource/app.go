@@ -1,0 +1,156 @@
+package resource
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"haven/config"
+	"haven/dataset"
+)
+
+// app runs the start, stop, check and info commands of an app resource.
+type app struct {
+	rc  config.ResourceConfig
+	env Env
+
+	mu        sync.Mutex
+	lastCheck dataset.Status // to log check output only when the result changes
+}
+
+func newApp(rc config.ResourceConfig, env Env) (*app, error) {
+	for _, c := range []struct{ key, cmdline string }{
+		{"start", rc.Start}, {"stop", rc.Stop}, {"check", rc.Check}, {"info", rc.Info},
+	} {
+		if _, err := splitWords(c.cmdline); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", rc.RID, c.key, err)
+		}
+	}
+	return &app{rc: rc, env: env}, nil
+}
+
+func (a *app) RID() string { return a.rc.RID }
+
+// Label is the start command, shortened, or the check command when there
+// is no start command.
+func (a *app) Label() string {
+	s := a.rc.Start
+	if s == "" {
+		s = a.rc.Check
+	}
+	if s == "" {
+		return "no command"
+	}
+	if r := []rune(s); len(r) > 48 {
+		s = string(r[:47]) + "…"
+	}
+	return s
+}
+
+// command prepares one run of an action's command line.
+func (a *app) command(action, cmdline string) command {
+	env := append(os.Environ(),
+		"HAVEN_SVCNAME="+a.env.Service,
+		"HAVEN_NODENAME="+a.env.Node,
+		"HAVEN_RID="+a.rc.RID,
+		"HAVEN_ACTION="+action,
+	)
+	return command{
+		cmdline: cmdline,
+		action:  action,
+		timeout: a.rc.Timeout,
+		env:     env,
+		dir:     a.env.VarDir,
+		keep:    20,
+	}
+}
+
+// act runs the start or stop command with its output logged line by line.
+func (a *app) act(ctx context.Context, action, cmdline string) error {
+	if cmdline == "" {
+		return nil // nothing to do
+	}
+	a.env.Log(a.rc.RID, action+": "+cmdline)
+	c := a.command(action, cmdline)
+	c.live = func(line string) { a.env.Log(a.rc.RID, line) }
+	res, err := run(ctx, c)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", a.rc.RID, action, err)
+	}
+	if res.code != 0 {
+		return fmt.Errorf("%s: %s failed: %s", a.rc.RID, action, res.describe())
+	}
+	return nil
+}
+
+// Start runs the start command. A start command that leaves a daemon
+// running in the background returns when the command itself exits; the
+// daemon is left alone.
+func (a *app) Start(ctx context.Context) error { return a.act(ctx, "start", a.rc.Start) }
+
+// Stop runs the stop command; without one there is nothing to do.
+func (a *app) Stop(ctx context.Context) error { return a.act(ctx, "stop", a.rc.Stop) }
+
+// Status runs the check command: exit 0 is up, 1 is down, anything else
+// (another code, a signal, a timeout, a command that cannot run) is warn.
+// Without a check command the status is n/a. The reason is the last output
+// line of the check, or how it ended.
+//
+// Checks run often, so their output is not logged every time: only when the
+// result differs from the previous check's.
+func (a *app) Status(ctx context.Context) (dataset.Status, string) {
+	if a.rc.Check == "" {
+		return dataset.StatusNA, ""
+	}
+	res, err := run(ctx, a.command("check", a.rc.Check))
+	var st dataset.Status
+	var reason string
+	switch {
+	case err != nil:
+		st, reason = dataset.StatusWarn, "check: "+err.Error()
+	case res.code == 0:
+		st, reason = dataset.StatusUp, res.last()
+	case res.code == 1:
+		st, reason = dataset.StatusDown, res.last()
+	default:
+		st, reason = dataset.StatusWarn, "check "+res.describe()
+	}
+	a.mu.Lock()
+	changed := st != a.lastCheck
+	a.lastCheck = st
+	a.mu.Unlock()
+	if changed {
+		for _, l := range res.lines {
+			a.env.Log(a.rc.RID, l)
+		}
+	}
+	return st, reason
+}
+
+// Info runs the info command and returns its output lines (at most the
+// last 1000). Without an info command it returns nothing.
+func (a *app) Info(ctx context.Context) ([]string, error) {
+	if a.rc.Info == "" {
+		return nil, nil
+	}
+	c := a.command("info", a.rc.Info)
+	c.keep = 1000
+	res, err := run(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: info: %w", a.rc.RID, err)
+	}
+	if res.code != 0 {
+		return res.lines, fmt.Errorf("%s: info failed: %s", a.rc.RID, res.describe())
+	}
+	return res.lines, nil
+}
+
+// timeoutOf returns the action timeout of a resource config.
+func timeoutOf(rc config.ResourceConfig) time.Duration {
+	if rc.Timeout > 0 {
+		return rc.Timeout
+	}
+	return defaultTimeout
+}

@@ -1,0 +1,206 @@
+package resource
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"haven/config"
+	"haven/dataset"
+)
+
+// ipAddr holds an address on a device with iproute2 (`ip addr add|del`,
+// `ip -o addr show dev`).
+type ipAddr struct {
+	rid     string
+	env     Env
+	addr    netip.Addr
+	bits    int
+	dev     string
+	timeout time.Duration
+}
+
+// errNoDevice is returned by list when the device does not exist.
+var errNoDevice = errors.New("no such device")
+
+func newIP(rc config.ResourceConfig, env Env) (*ipAddr, error) {
+	if rc.IPName == "" {
+		return nil, fmt.Errorf("%s: ipname is required", rc.RID)
+	}
+	if rc.IPDev == "" {
+		return nil, fmt.Errorf("%s: ipdev is required", rc.RID)
+	}
+	addr, err := netip.ParseAddr(rc.IPName)
+	if err != nil {
+		return nil, fmt.Errorf("%s: ipname %q is not an IP address", rc.RID, rc.IPName)
+	}
+	addr = addr.Unmap()
+	if addr.Zone() != "" {
+		return nil, fmt.Errorf("%s: ipname %q: no zone allowed (ipdev names the device)", rc.RID, rc.IPName)
+	}
+	bits, err := parseNetmask(rc.Netmask, addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: netmask: %w", rc.RID, err)
+	}
+	return &ipAddr{rid: rc.RID, env: env, addr: addr, bits: bits, dev: rc.IPDev, timeout: timeoutOf(rc)}, nil
+}
+
+// parseNetmask reads a prefix length ("24") or, for IPv4, a dotted mask
+// ("255.255.255.0"). Empty means a host address: 32 or 128.
+func parseNetmask(s string, addr netip.Addr) (int, error) {
+	max := addr.BitLen()
+	if s == "" {
+		return max, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 || n > max {
+			return 0, fmt.Errorf("prefix length %d out of range 0-%d", n, max)
+		}
+		return n, nil
+	}
+	m, err := netip.ParseAddr(s)
+	if err != nil || !m.Is4() {
+		return 0, fmt.Errorf("%q is neither a prefix length nor a dotted mask", s)
+	}
+	if !addr.Is4() {
+		return 0, fmt.Errorf("dotted mask %q for an IPv6 address", s)
+	}
+	b := m.As4()
+	ones, total := net.IPMask(b[:]).Size()
+	if total == 0 {
+		return 0, fmt.Errorf("%q is not a contiguous mask", s)
+	}
+	return ones, nil
+}
+
+func (p *ipAddr) RID() string { return p.rid }
+
+// Label is "ADDR/BITS@DEV", e.g. "192.168.10.50/24@eth0".
+func (p *ipAddr) Label() string { return fmt.Sprintf("%s/%d@%s", p.addr, p.bits, p.dev) }
+
+func (p *ipAddr) prefix() string { return fmt.Sprintf("%s/%d", p.addr, p.bits) }
+
+// ipCmd runs the ip command with the resource's timeout and returns its
+// combined output.
+func (p *ipAddr) ipCmd(ctx context.Context, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if msg == "" {
+			msg = err.Error()
+		}
+		return out, fmt.Errorf("ip %s: %s", strings.Join(args, " "), msg)
+	}
+	return out, nil
+}
+
+// present reports whether the address is on the device, and with what
+// prefix and flags ("tentative", "dadfailed", ...) ip shows it.
+func (p *ipAddr) present(ctx context.Context) (bool, netip.Prefix, []string, error) {
+	out, err := p.ipCmd(ctx, "-o", "addr", "show", "dev", p.dev)
+	if err != nil {
+		if bytes.Contains(out, []byte("does not exist")) {
+			return false, netip.Prefix{}, nil, fmt.Errorf("device %s: %w", p.dev, errNoDevice)
+		}
+		return false, netip.Prefix{}, nil, err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] != "inet" && f[i] != "inet6" {
+				continue
+			}
+			pfx, err := netip.ParsePrefix(f[i+1])
+			if err == nil && pfx.Addr().Unmap() == p.addr {
+				return true, pfx, f[i+2:], nil
+			}
+		}
+	}
+	return false, netip.Prefix{}, nil, nil
+}
+
+// Status is up when the address is on the device, down when it is not or
+// when the device does not exist, warn when iproute2 fails or the kernel
+// found the address duplicated (IPv6 DAD).
+func (p *ipAddr) Status(ctx context.Context) (dataset.Status, string) {
+	ok, _, flags, err := p.present(ctx)
+	switch {
+	case errors.Is(err, errNoDevice):
+		return dataset.StatusDown, err.Error()
+	case err != nil:
+		return dataset.StatusWarn, err.Error()
+	case !ok:
+		return dataset.StatusDown, ""
+	}
+	for _, f := range flags {
+		if f == "dadfailed" {
+			return dataset.StatusWarn, "duplicate address detected by the kernel"
+		}
+	}
+	return dataset.StatusUp, ""
+}
+
+// Start adds the address unless it is already there. Before adding it, it
+// probes the network (see probeAddr) and refuses when another host answers
+// for the address. After adding an IPv4 address it announces it with a
+// gratuitous ARP so that neighbours update their caches after a failover.
+func (p *ipAddr) Start(ctx context.Context) error {
+	ok, _, _, err := p.present(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.rid, err)
+	}
+	if ok {
+		p.env.Log(p.rid, p.Label()+" is already up")
+		return nil
+	}
+	holder, err := probeAddr(ctx, p.dev, p.addr)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", p.rid, ctx.Err())
+	case err != nil:
+		p.env.Log(p.rid, fmt.Sprintf("cannot check whether %s is in use elsewhere (%v): proceeding", p.addr, err))
+	case holder != "":
+		return fmt.Errorf("%s: %s already answers on the network (%s): refusing to start", p.rid, p.addr, holder)
+	}
+	p.env.Log(p.rid, "ip addr add "+p.prefix()+" dev "+p.dev)
+	if _, err := p.ipCmd(ctx, "addr", "add", p.prefix(), "dev", p.dev); err != nil {
+		return fmt.Errorf("%s: %w", p.rid, err)
+	}
+	if p.addr.Is4() {
+		if err := announceARP(p.dev, p.addr); err != nil {
+			p.env.Log(p.rid, "gratuitous arp: "+err.Error())
+		}
+	}
+	return nil
+}
+
+// Stop removes the address; when it is not there (or the device is gone)
+// there is nothing to do.
+func (p *ipAddr) Stop(ctx context.Context) error {
+	ok, pfx, _, err := p.present(ctx)
+	if errors.Is(err, errNoDevice) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.rid, err)
+	}
+	if !ok {
+		return nil
+	}
+	// Delete it with the prefix it has, which may differ from ours.
+	p.env.Log(p.rid, "ip addr del "+pfx.String()+" dev "+p.dev)
+	if _, err := p.ipCmd(ctx, "addr", "del", pfx.String(), "dev", p.dev); err != nil {
+		return fmt.Errorf("%s: %w", p.rid, err)
+	}
+	return nil
+}

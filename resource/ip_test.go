@@ -1,0 +1,289 @@
+package resource
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"haven/config"
+	"haven/dataset"
+)
+
+func TestParseNetmask(t *testing.T) {
+	v4, v6 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("fd00::1")
+	tests := []struct {
+		in      string
+		addr    netip.Addr
+		want    int
+		wantErr bool
+	}{
+		{"", v4, 32, false},
+		{"", v6, 128, false},
+		{"24", v4, 24, false},
+		{"0", v4, 0, false},
+		{"64", v6, 64, false},
+		{"255.255.255.0", v4, 24, false},
+		{"255.255.252.0", v4, 22, false},
+		{"255.255.255.255", v4, 32, false},
+		{"33", v4, 0, true},
+		{"129", v6, 0, true},
+		{"-1", v4, 0, true},
+		{"255.0.255.0", v4, 0, true},
+		{"255.255.255.0", v6, 0, true},
+		{"ffff::", v6, 0, true},
+		{"abc", v4, 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseNetmask(tt.in, tt.addr)
+		if tt.wantErr {
+			if err == nil {
+				t.Errorf("parseNetmask(%q, %s) = %d, nil; want an error", tt.in, tt.addr, got)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("parseNetmask(%q, %s) = %d, %v; want %d", tt.in, tt.addr, got, err, tt.want)
+		}
+	}
+}
+
+func TestIPLabel(t *testing.T) {
+	d, err := New(config.ResourceConfig{RID: "ip#vip", Type: "ip", IPName: "192.168.10.50", IPDev: "eth0", Netmask: "255.255.255.0"}, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.Label(), "192.168.10.50/24@eth0"; got != want {
+		t.Errorf("Label() = %q, want %q", got, want)
+	}
+}
+
+// The ip driver is tested for real inside network namespaces: the test
+// binary re-executes itself under `ip netns exec NS`, running only
+// TestIPHelper, which drives one action and prints its outcome.
+
+const helperEnv = "HAVEN_IP_HELPER" // JSON of helperReq
+
+type helperReq struct {
+	Actions []string // start | stop | status, run in turn
+	RC      config.ResourceConfig
+}
+
+// helperOut is the outcome of one action: its error, the status after it,
+// its log lines, and what `ip -o addr show dev` says then.
+type helperOut struct {
+	Status dataset.Status
+	Reason string
+	Err    string
+	Log    []string
+	Shown  string
+}
+
+const helperMark = "HAVEN-HELPER-OUT "
+
+func TestIPHelper(t *testing.T) {
+	raw := os.Getenv(helperEnv)
+	if raw == "" {
+		t.Skip("helper of the ip tests, run by them inside a network namespace")
+	}
+	var req helperReq
+	if err := json.Unmarshal([]byte(raw), &req); err != nil {
+		t.Fatal(err)
+	}
+	var outs []helperOut
+	var lines []string
+	d, err := New(req.RC, Env{Service: "s", Node: "n", Log: func(_, l string) { lines = append(lines, l) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, action := range req.Actions {
+		lines = nil
+		var out helperOut
+		switch action {
+		case "start":
+			err = d.Start(ctx)
+		case "stop":
+			err = d.Stop(ctx)
+		default:
+			err = nil
+		}
+		if err != nil {
+			out.Err = err.Error()
+		}
+		out.Status, out.Reason = d.Status(ctx)
+		out.Log = lines
+		shown, _ := exec.Command("ip", "-o", "addr", "show", "dev", req.RC.IPDev).Output()
+		out.Shown = string(shown)
+		outs = append(outs, out)
+	}
+	b, _ := json.Marshal(outs)
+	fmt.Println(helperMark + string(b))
+}
+
+var nsSeq atomic.Int32
+
+// netns creates a network namespace removed at the end of the test.
+func netns(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("havtest-%d-%d", os.Getpid(), nsSeq.Add(1))
+	sh(t, "ip", "netns", "add", name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	return name
+}
+
+func sh(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// inNS runs driver actions in turn inside ns (one process) and returns
+// their outcomes.
+func inNS(t *testing.T, ns string, rc config.ResourceConfig, actions ...string) []helperOut {
+	t.Helper()
+	req, _ := json.Marshal(helperReq{Actions: actions, RC: rc})
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestIPHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), helperEnv+"="+string(req))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper %s in %s: %v\n%s", actions, ns, err, out)
+	}
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(line, []byte(helperMark)); ok {
+			var h []helperOut
+			if err := json.Unmarshal(rest, &h); err != nil {
+				t.Fatal(err)
+			}
+			if len(h) != len(actions) {
+				t.Fatalf("helper returned %d outcomes for %d actions", len(h), len(actions))
+			}
+			return h
+		}
+	}
+	t.Fatalf("helper %s in %s printed no outcome:\n%s", actions, ns, out)
+	return nil
+}
+
+// twoHosts returns two namespaces joined by a veth pair: va in a
+// (10.77.0.1/24, fd00:77::1/64), vb in b (10.77.0.2/24, fd00:77::2/64).
+func twoHosts(t *testing.T) (a, b string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("ip driver tests need root (network namespaces)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("ip driver tests need iproute2 (ip)")
+	}
+	a, b = netns(t), netns(t)
+	sh(t, "ip", "-n", a, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", b)
+	for _, c := range [][]string{
+		{"-n", a, "addr", "add", "10.77.0.1/24", "dev", "va"},
+		{"-n", a, "addr", "add", "fd00:77::1/64", "dev", "va", "nodad"},
+		{"-n", a, "link", "set", "va", "up"},
+		{"-n", a, "link", "set", "lo", "up"},
+		{"-n", b, "addr", "add", "10.77.0.2/24", "dev", "vb"},
+		{"-n", b, "addr", "add", "fd00:77::2/64", "dev", "vb", "nodad"},
+		{"-n", b, "link", "set", "vb", "up"},
+		{"-n", b, "link", "set", "lo", "up"},
+	} {
+		sh(t, append([]string{"ip"}, c...)...)
+	}
+	return a, b
+}
+
+func ipRC(addr, mask, dev string) config.ResourceConfig {
+	return config.ResourceConfig{RID: "ip#vip", Type: "ip", Name: "vip", IPName: addr, Netmask: mask, IPDev: dev}
+}
+
+func TestIPStartStatusStop(t *testing.T) {
+	a, _ := twoHosts(t)
+	tests := []struct {
+		name, addr, mask, shown string
+	}{
+		{"v4 prefix", "10.77.0.50", "24", "10.77.0.50/24"},
+		{"v4 dotted mask", "10.77.0.51", "255.255.255.0", "10.77.0.51/24"},
+		{"v4 host", "10.77.0.52", "", "10.77.0.52/32"},
+		{"v6", "fd00:77::50", "64", "fd00:77::50/64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := inNS(t, a, ipRC(tt.addr, tt.mask, "va"), "status", "start", "start", "stop", "stop")
+			if h[0].Status != dataset.StatusDown {
+				t.Errorf("status before start = %+v, want down", h[0])
+			}
+			if h[1].Err != "" || h[1].Status != dataset.StatusUp {
+				t.Errorf("start = %+v, want no error and up", h[1])
+			}
+			if !strings.Contains(h[1].Shown, " "+tt.shown+" ") {
+				t.Errorf("ip addr show dev va after start:\n%s\nwant it to hold %s", h[1].Shown, tt.shown)
+			}
+			if log := strings.Join(h[1].Log, "\n"); strings.Contains(log, "cannot check") || strings.Contains(log, "gratuitous") {
+				t.Errorf("start log:\n%s\nwant a probe and an announce without trouble", log)
+			}
+			if h[2].Err != "" || h[2].Status != dataset.StatusUp || !strings.Contains(strings.Join(h[2].Log, "\n"), "already up") {
+				t.Errorf("second start = %+v, want no error, up, and an already up line", h[2])
+			}
+			if h[3].Err != "" || h[3].Status != dataset.StatusDown || strings.Contains(h[3].Shown, tt.addr+"/") {
+				t.Errorf("stop = %+v, want no error, down, and the address gone", h[3])
+			}
+			if h[4].Err != "" || h[4].Status != dataset.StatusDown {
+				t.Errorf("second stop = %+v, want no error and down", h[4])
+			}
+		})
+	}
+}
+
+func TestIPMissingDevice(t *testing.T) {
+	a, _ := twoHosts(t)
+	h := inNS(t, a, ipRC("10.77.0.50", "24", "nosuchdev"), "status", "stop", "start")
+	if h[0].Status != dataset.StatusDown || !strings.Contains(h[0].Reason, "nosuchdev") {
+		t.Errorf("status = %+v, want down with a reason naming the device", h[0])
+	}
+	if h[1].Err != "" {
+		t.Errorf("stop = %+v, want no error", h[1])
+	}
+	if h[2].Err == "" || !strings.Contains(h[2].Err, "ip#vip") {
+		t.Errorf("start = %+v, want an error naming ip#vip", h[2])
+	}
+}
+
+// Start refuses an address another host of the link already holds.
+func TestIPAnswersElsewhere(t *testing.T) {
+	a, b := twoHosts(t)
+	tests := []struct {
+		name, addr, mask, holder string
+	}{
+		{"v4 arp probe", "10.77.0.60", "24", "is-at "},
+		{"v6 echo probe", "fd00:77::60", "64", "answers ICMP echo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sh(t, "ip", "-n", b, "addr", "add", tt.addr+"/"+tt.mask, "dev", "vb", "nodad")
+			h := inNS(t, a, ipRC(tt.addr, tt.mask, "va"), "start")[0]
+			if !strings.Contains(h.Err, "already answers") || !strings.Contains(h.Err, tt.holder) || h.Status != dataset.StatusDown {
+				t.Errorf("start = %+v, want a refusal (%q) and down", h, tt.holder)
+			}
+		})
+	}
+}
+
+// When no probe is possible (here: the device is down, so neither ARP nor
+// a routed echo can go out) start logs it and proceeds.
+func TestIPNoProbePossible(t *testing.T) {
+	a, _ := twoHosts(t)
+	sh(t, "ip", "-n", a, "link", "add", "vc", "type", "veth", "peer", "name", "vd")
+	h := inNS(t, a, ipRC("10.78.0.5", "24", "vc"), "start")[0]
+	if h.Err != "" || h.Status != dataset.StatusUp || !strings.Contains(strings.Join(h.Log, "\n"), "cannot check whether 10.78.0.5 is in use elsewhere") {
+		t.Errorf("start = %+v, want no error, up, and a cannot check line", h)
+	}
+}

@@ -1,0 +1,207 @@
+package resource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"haven/config"
+	"haven/dataset"
+)
+
+// Set is the resources of one instance, in start order (the order of the
+// service config: ip before app, then by name). Its methods may be called
+// from several goroutines, but the caller should not run two actions on
+// the same resource at once.
+type Set struct {
+	env   Env
+	items []item
+
+	mu   sync.Mutex
+	last map[string]string // last line logged per rid
+}
+
+type item struct {
+	rc  config.ResourceConfig
+	drv Driver
+}
+
+// NewSet builds the drivers of rcs, kept in the given order. env.Log (which
+// may be nil) receives every line, and the Set remembers the last one of
+// each resource for Status.
+func NewSet(rcs []config.ResourceConfig, env Env) (*Set, error) {
+	s := &Set{last: map[string]string{}}
+	log := env.Log
+	env.Log = func(rid, line string) {
+		s.mu.Lock()
+		s.last[rid] = line
+		s.mu.Unlock()
+		if log != nil {
+			log(rid, line)
+		}
+	}
+	s.env = env
+	seen := map[string]bool{}
+	for _, rc := range rcs {
+		if seen[rc.RID] {
+			return nil, fmt.Errorf("%s: duplicate resource id", rc.RID)
+		}
+		seen[rc.RID] = true
+		drv, err := New(rc, env)
+		if err != nil {
+			return nil, err
+		}
+		s.items = append(s.items, item{rc: rc, drv: drv})
+	}
+	return s, nil
+}
+
+// RIDs returns the resource ids in start order.
+func (s *Set) RIDs() []string {
+	out := make([]string, len(s.items))
+	for i, it := range s.items {
+		out[i] = it.rc.RID
+	}
+	return out
+}
+
+// Driver returns the driver of one resource.
+func (s *Set) Driver(rid string) (Driver, bool) {
+	it, ok := s.find(rid)
+	return it.drv, ok
+}
+
+func (s *Set) find(rid string) (item, bool) {
+	for _, it := range s.items {
+		if it.rc.RID == rid {
+			return it, true
+		}
+	}
+	return item{}, false
+}
+
+// Start starts the resources in order, skipping the disabled ones. A failed
+// optional resource is logged and skipped. A failed required resource ends
+// the start: the resources already started are stopped in reverse order
+// (rollback) and the error is returned, joined with any rollback error.
+func (s *Set) Start(ctx context.Context) error {
+	var started []item
+	for _, it := range s.items {
+		if it.rc.Disable {
+			continue
+		}
+		err := it.drv.Start(ctx)
+		if err == nil {
+			started = append(started, it)
+			continue
+		}
+		if it.rc.Optional {
+			s.env.Log(it.rc.RID, "optional resource failed to start: "+err.Error())
+			continue
+		}
+		var rollback []error
+		for i := len(started) - 1; i >= 0; i-- {
+			r := started[i]
+			s.env.Log(r.rc.RID, "rollback: stop")
+			if serr := r.drv.Stop(ctx); serr != nil {
+				rollback = append(rollback, fmt.Errorf("rollback: %w", serr))
+			}
+		}
+		return errors.Join(append([]error{err}, rollback...)...)
+	}
+	return nil
+}
+
+// Stop stops the resources in reverse order, skipping the disabled ones,
+// and goes on past failures. It returns the failures of the required
+// resources joined; those of optional resources are only logged.
+func (s *Set) Stop(ctx context.Context) error {
+	var errs []error
+	for i := len(s.items) - 1; i >= 0; i-- {
+		it := s.items[i]
+		if it.rc.Disable {
+			continue
+		}
+		if err := it.drv.Stop(ctx); err != nil {
+			if it.rc.Optional {
+				s.env.Log(it.rc.RID, "optional resource failed to stop: "+err.Error())
+				continue
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StartOne starts one resource (a local restart). A disabled or unknown
+// resource is an error.
+func (s *Set) StartOne(ctx context.Context, rid string) error {
+	it, err := s.one(rid)
+	if err != nil {
+		return err
+	}
+	return it.drv.Start(ctx)
+}
+
+// StopOne stops one resource. A disabled or unknown resource is an error.
+func (s *Set) StopOne(ctx context.Context, rid string) error {
+	it, err := s.one(rid)
+	if err != nil {
+		return err
+	}
+	return it.drv.Stop(ctx)
+}
+
+func (s *Set) one(rid string) (item, error) {
+	it, ok := s.find(rid)
+	if !ok {
+		return item{}, fmt.Errorf("%s: no such resource", rid)
+	}
+	if it.rc.Disable {
+		return item{}, fmt.Errorf("%s: resource is disabled", rid)
+	}
+	return it, nil
+}
+
+// Status checks every resource, one after the other, and returns their
+// statuses by rid with the config flags. A disabled resource is n/a and not
+// checked. Log is the reason the driver gave, or else the last line logged
+// for the resource. RestartRemaining is left to the caller.
+func (s *Set) Status(ctx context.Context) map[string]dataset.Resource {
+	return s.status(ctx, func(config.ResourceConfig) bool { return true })
+}
+
+// StatusMonitored is Status limited to the resources with monitor = true
+// (disabled ones excepted), for the frequent checks.
+func (s *Set) StatusMonitored(ctx context.Context) map[string]dataset.Resource {
+	return s.status(ctx, func(rc config.ResourceConfig) bool { return rc.Monitor && !rc.Disable })
+}
+
+func (s *Set) status(ctx context.Context, keep func(config.ResourceConfig) bool) map[string]dataset.Resource {
+	out := make(map[string]dataset.Resource, len(s.items))
+	for _, it := range s.items {
+		if !keep(it.rc) {
+			continue
+		}
+		r := dataset.Resource{
+			Status:   dataset.StatusNA,
+			Label:    it.drv.Label(),
+			Monitor:  it.rc.Monitor,
+			Optional: it.rc.Optional,
+			Disabled: it.rc.Disable,
+		}
+		var reason string
+		if !it.rc.Disable {
+			r.Status, reason = it.drv.Status(ctx)
+		}
+		if reason == "" {
+			s.mu.Lock()
+			reason = s.last[it.rc.RID]
+			s.mu.Unlock()
+		}
+		r.Log = reason
+		out[it.rc.RID] = r
+	}
+	return out
+}
