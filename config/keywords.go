@@ -1,0 +1,246 @@
+package config
+
+import (
+	"sort"
+	"strings"
+)
+
+// Type is the type of a keyword's value.
+type Type int
+
+// The keyword types.
+const (
+	TypeString   Type = iota
+	TypeInt           // a TOML integer
+	TypeBool          // true or false
+	TypeDuration      // a Go duration string ("16s", "500ms") or an integer of seconds
+	TypeList          // an array of strings (a string is split on blanks)
+	TypeMap           // a table of strings
+	TypeEnum          // a string among Allowed
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeString:
+		return "string"
+	case TypeInt:
+		return "int"
+	case TypeBool:
+		return "bool"
+	case TypeDuration:
+		return "duration"
+	case TypeList:
+		return "list"
+	case TypeMap:
+		return "map"
+	case TypeEnum:
+		return "enum"
+	}
+	return "?"
+}
+
+// The section kinds of the keyword table. A kind is the first part of a
+// section header: [node], [hb], [arbitrator.NAME], [app.NAME], ...
+// SectionResource holds the keywords common to every resource type.
+const (
+	SectionNode       = "node"
+	SectionHB         = "hb"
+	SectionCluster    = "cluster"
+	SectionNodes      = "nodes"
+	SectionArbitrator = "arbitrator"
+	SectionDefault    = "DEFAULT"
+	SectionResource   = "resource"
+	SectionApp        = "app"
+	SectionIP         = "ip"
+)
+
+// AnyKey is the Key of a keyword whose name is free (the [nodes] members).
+const AnyKey = "<nodename>"
+
+// Keyword is one entry of the keyword table.
+type Keyword struct {
+	Section string // a Section* kind
+	Key     string
+	Type    Type
+	// Default is the value when the keyword is not set, written as on the
+	// command line of "svcmgr set" (lists: blank separated). "" is the
+	// empty value of the type (0, false, "", [], {}).
+	Default  string
+	Allowed  []string // for TypeEnum
+	Required bool
+	// NoExpand: references are not expanded in this value (constraints:
+	// {nodename} there is the OpenSVC constraint syntax, evaluated per node).
+	NoExpand bool
+	// Field is the struct field the value is stored in (NodeConfig,
+	// HBConfig, ClusterConfig, Arbitrator, ServiceConfig or ResourceConfig
+	// after the section kind). "" for the [nodes] members.
+	Field string
+	Doc   string
+}
+
+// Keywords is the keyword table: it drives parsing, defaults, validation,
+// svcmgr get/set/unset and docs/keywords.md.
+var Keywords = []Keyword{
+	// node.toml
+	{Section: SectionNode, Key: "name", Type: TypeString, Field: "Name",
+		Doc: "The node name. Default: the short host name, lowercased."},
+	{Section: SectionNode, Key: "labels", Type: TypeMap, Field: "Labels",
+		Doc: "Free labels, seen by the constraints as `node.labels` (`env` also as `node.env`). Example: `{ env = \"PRD\", az = \"a\" }`."},
+	{Section: SectionNode, Key: "ready_period", Type: TypeDuration, Default: "16s", Field: "ReadyPeriod",
+		Doc: "The contest window: how long an instance stays `ready` before the orchestrator starts it, so that a better placed peer can claim the start."},
+	{Section: SectionNode, Key: "maintenance_grace_period", Type: TypeDuration, Default: "60s", Field: "MaintenanceGracePeriod",
+		Doc: "How long the peers of a node in `maintenance` wait for it to come back before they take over its services."},
+	{Section: SectionNode, Key: "rejoin_grace_period", Type: TypeDuration, Default: "90s", Field: "RejoinGracePeriod",
+		Doc: "How long a starting daemon waits for its peers (state `rejoin`) before it orchestrates alone."},
+	{Section: SectionNode, Key: "split_action", Type: TypeEnum, Default: "crash", Allowed: []string{"crash", "reboot", "stop", "disabled"}, Field: "SplitAction",
+		Doc: "What the node does when it loses the quorum. `stop`: stop every local instance at once and freeze the node (the self-fence used by the tests); `crash` and `reboot` act on the real kernel; `disabled`: nothing."},
+	{Section: SectionNode, Key: "monitor_interval", Type: TypeDuration, Default: "5s", Field: "MonitorInterval",
+		Doc: "Check period of the monitored resources (`monitor = true`)."},
+	{Section: SectionNode, Key: "check_interval", Type: TypeDuration, Default: "60s", Field: "CheckInterval",
+		Doc: "Check period of the other resources."},
+	{Section: SectionHB, Key: "addr", Type: TypeString, Default: "0.0.0.0", Field: "Addr",
+		Doc: "The address the heartbeat listens on."},
+	{Section: SectionHB, Key: "port", Type: TypeInt, Default: "10000", Field: "Port",
+		Doc: "The port the heartbeat listens on, 1 to 65535."},
+	{Section: SectionHB, Key: "timeout", Type: TypeDuration, Default: "15s", Field: "Timeout",
+		Doc: "A peer silent this long is declared down."},
+	{Section: SectionHB, Key: "interval", Type: TypeDuration, Default: "5s", Field: "Interval",
+		Doc: "A full state is sent at least this often."},
+
+	// cluster.toml
+	{Section: SectionCluster, Key: "name", Type: TypeString, Default: "default", Field: "Name",
+		Doc: "The cluster name."},
+	{Section: SectionCluster, Key: "secret", Type: TypeString, Field: "Secret",
+		Doc: "64 hex digits (32 bytes): the key that encrypts and authenticates all cluster traffic. Empty: no encryption (tests only). Never printed."},
+	{Section: SectionCluster, Key: "quorum", Type: TypeBool, Default: "false", Field: "Quorum",
+		Doc: "When true, a node that sees less than half of the votes (members and arbitrators) applies its `split_action`."},
+	{Section: SectionNodes, Key: AnyKey, Type: TypeString,
+		Doc: "One line per cluster member: `NAME = \"host:port\"` of its heartbeat. When the section is missing or empty, the local node alone at 127.0.0.1:10000."},
+	{Section: SectionArbitrator, Key: "uri", Type: TypeString, Required: true, Field: "URI",
+		Doc: "`http://` or `https://` URL answered with a 2xx, or `tcp://host:port` that accepts connections: the arbitrator votes for the nodes that reach it."},
+	{Section: SectionArbitrator, Key: "weight", Type: TypeInt, Default: "1", Field: "Weight",
+		Doc: "The number of votes of the arbitrator."},
+	{Section: SectionArbitrator, Key: "timeout", Type: TypeDuration, Default: "5s", Field: "Timeout",
+		Doc: "How long to wait for the arbitrator's answer."},
+
+	// services/NAME.toml
+	{Section: SectionDefault, Key: "nodes", Type: TypeList, Field: "Nodes",
+		Doc: "The candidate nodes, in priority order. `*` means every cluster node (sorted by name). When empty, `svcmgr create` sets it to the node it runs on."},
+	{Section: SectionDefault, Key: "orchestrate", Type: TypeEnum, Default: "no", Allowed: []string{"no", "start", "ha"}, Field: "Orchestrate",
+		Doc: "`no`: the daemon starts nothing by itself; `start`: start the service once on the placement leader; `ha`: also fail it over when its instance or node fails."},
+	{Section: SectionDefault, Key: "placement", Type: TypeEnum, Default: "nodes order", Allowed: []string{"nodes order", "load avg", "spread", "score", "none"}, Field: "Placement",
+		Doc: "How the candidate nodes are ranked: in `nodes` order, by 15 minutes load average, spread by a hash of the service name, by a score of load and free memory, or not at all."},
+	{Section: SectionDefault, Key: "constraints", Type: TypeString, NoExpand: true, Field: "Constraints",
+		Doc: "A boolean expr-lang expression a node must satisfy to be a candidate, over `nodename`, `node.labels`, `node.env`, `node.load15`, `node.mem_avail_pct`; e.g. `node.labels.env in [\"DEV\", \"TST\"]`. The OpenSVC form `$(\"{nodename}\"==\"n1\" or \"{node.env}\" in (DEV, TST))` is accepted too. Compiled at load; references are not expanded here."},
+	{Section: SectionDefault, Key: "hard_affinity", Type: TypeList, Field: "HardAffinity",
+		Doc: "Services that must run on the same node."},
+	{Section: SectionDefault, Key: "hard_anti_affinity", Type: TypeList, Field: "HardAntiAffinity",
+		Doc: "Services that must not run on the same node."},
+	{Section: SectionDefault, Key: "soft_affinity", Type: TypeList, Field: "SoftAffinity",
+		Doc: "Services this one prefers to run with."},
+	{Section: SectionDefault, Key: "soft_anti_affinity", Type: TypeList, Field: "SoftAntiAffinity",
+		Doc: "Services this one prefers to run away from."},
+	{Section: SectionDefault, Key: "parents", Type: TypeList, Field: "Parents",
+		Doc: "Services (`svc`, or `svc@node` for one instance) that must be up before this one starts."},
+	{Section: SectionDefault, Key: "children", Type: TypeList, Field: "Children",
+		Doc: "Services (`svc` or `svc@node`) that must be stopped before this one stops."},
+	{Section: SectionDefault, Key: "monitor_action", Type: TypeEnum, Default: "none", Allowed: []string{"none", "freezestop", "switch", "crash", "reboot"}, Field: "MonitorAction",
+		Doc: "What the daemon does when a monitored resource fails and its restarts are exhausted."},
+	{Section: SectionDefault, Key: "priority", Type: TypeInt, Default: "100", Field: "Priority",
+		Doc: "Start order among the services of a node: lower starts first."},
+
+	{Section: SectionResource, Key: "monitor", Type: TypeBool, Default: "false", Field: "Monitor",
+		Doc: "A failure of this resource is handled by the daemon (restarts, then `monitor_action`); it is checked every `monitor_interval`."},
+	{Section: SectionResource, Key: "restart", Type: TypeInt, Default: "0", Field: "Restart",
+		Doc: "Local restarts tried before the `monitor_action`."},
+	{Section: SectionResource, Key: "restart_delay", Type: TypeDuration, Default: "500ms", Field: "RestartDelay",
+		Doc: "The pause before each restart."},
+	{Section: SectionResource, Key: "optional", Type: TypeBool, Default: "false", Field: "Optional",
+		Doc: "A failure of this resource does not fail the action, and its status does not count in the instance status."},
+	{Section: SectionResource, Key: "disable", Type: TypeBool, Default: "false", Field: "Disable",
+		Doc: "The resource is ignored by every action and status."},
+	{Section: SectionResource, Key: "timeout", Type: TypeDuration, Default: "30s", Field: "Timeout",
+		Doc: "The time limit of each action (start, stop, check) of the resource."},
+
+	{Section: SectionApp, Key: "start", Type: TypeString, Field: "Start",
+		Doc: "The start command. Split like shell words and run without a shell (write `sh -c '...'` for one), in the service's private directory, with HAVEN_SVCNAME, HAVEN_NODENAME, HAVEN_RID and HAVEN_ACTION set. An app needs at least one of start, stop, check."},
+	{Section: SectionApp, Key: "stop", Type: TypeString, Field: "Stop",
+		Doc: "The stop command."},
+	{Section: SectionApp, Key: "check", Type: TypeString, Field: "Check",
+		Doc: "The status command: exit 0 up, 1 down, anything else warn. Without one, the status is `n/a`."},
+	{Section: SectionApp, Key: "info", Type: TypeString, Field: "Info",
+		Doc: "A command whose output is shown by `print status`."},
+
+	{Section: SectionIP, Key: "ipname", Type: TypeString, Required: true, Field: "IPName",
+		Doc: "The address to plumb: an IPv4 or IPv6 address (a value with a reference is checked once expanded)."},
+	{Section: SectionIP, Key: "ipdev", Type: TypeString, Required: true, Field: "IPDev",
+		Doc: "The network interface that carries the address."},
+	{Section: SectionIP, Key: "netmask", Type: TypeString, Field: "Netmask",
+		Doc: "Prefix length (`24`) or dotted IPv4 mask (`255.255.255.0`). Default: 32 for IPv4, 128 for IPv6."},
+}
+
+var kwIndex = func() map[string]*Keyword {
+	m := map[string]*Keyword{}
+	for i := range Keywords {
+		kw := &Keywords[i]
+		m[kw.Section+"\x00"+kw.Key] = kw
+	}
+	return m
+}()
+
+// Lookup returns the keyword key of a section kind; for app and ip it also
+// finds the common resource keywords. For [nodes] any key is a member.
+func Lookup(kind, key string) (*Keyword, bool) {
+	if kind == SectionNodes {
+		key = AnyKey
+	}
+	if kw, ok := kwIndex[kind+"\x00"+key]; ok {
+		return kw, true
+	}
+	if isResourceKind(kind) {
+		kw, ok := kwIndex[SectionResource+"\x00"+key]
+		return kw, ok
+	}
+	return nil, false
+}
+
+// SectionKeywords returns the keywords of a section kind in table order,
+// followed for app and ip by the common resource keywords.
+func SectionKeywords(kind string) []*Keyword {
+	var out []*Keyword
+	for i := range Keywords {
+		if kw := &Keywords[i]; kw.Section == kind {
+			out = append(out, kw)
+		}
+	}
+	if isResourceKind(kind) {
+		out = append(out, SectionKeywords(SectionResource)...)
+	}
+	return out
+}
+
+// ResourceTypes are the resource section kinds, in start order.
+var ResourceTypes = []string{SectionIP, SectionApp}
+
+func isResourceKind(kind string) bool {
+	return kind == SectionApp || kind == SectionIP
+}
+
+func resourceTypeRank(kind string) int {
+	for i, t := range ResourceTypes {
+		if t == kind {
+			return i
+		}
+	}
+	return len(ResourceTypes)
+}
+
+// keywordNames lists the keywords of a kind, for "unknown keyword" hints.
+func keywordNames(kind string) string {
+	var names []string
+	for _, kw := range SectionKeywords(kind) {
+		names = append(names, kw.Key)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}

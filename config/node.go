@@ -1,0 +1,212 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// nodeNameRE is what a node name may be (a host name, short or not).
+var nodeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// LoadNode reads node.toml. A missing file means every default, the node
+// name being the short host name.
+func LoadNode(path string) (*NodeConfig, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		data = nil
+	} else if err != nil {
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	return ParseNode(path, data)
+}
+
+// ParseNode parses the content of node.toml.
+func ParseNode(file string, data []byte) (*NodeConfig, error) {
+	d, err := decodeDoc(file, data, nodeSchema)
+	if err != nil {
+		return nil, err
+	}
+	node := d.ensure(SectionNode)
+	hb := d.ensure(SectionHB)
+	c := &NodeConfig{File: file}
+	fill(c, node)
+	fill(&c.HB, hb)
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	if c.Name == "" {
+		if node.isSet("name") {
+			return nil, d.errAt(node, "name", "must not be empty")
+		}
+		c.Name = shortHostname()
+	}
+	if !nodeNameRE.MatchString(c.Name) {
+		return nil, d.errAt(node, "name", "invalid node name %q: want letters, digits, _ . and -", c.Name)
+	}
+	for _, k := range sortedKeys(c.Labels) {
+		if k == "" {
+			return nil, d.errAt(node, "labels", "empty label name")
+		}
+	}
+	if c.HB.Port < 1 || c.HB.Port > 65535 {
+		return nil, d.errAt(hb, "port", "port %d out of range 1..65535", c.HB.Port)
+	}
+	if net.ParseIP(c.HB.Addr) == nil && c.HB.Addr != "localhost" {
+		return nil, d.errAt(hb, "addr", "invalid address %q: want an IP address", c.HB.Addr)
+	}
+	for _, p := range []struct {
+		sec *section
+		key string
+	}{{hb, "timeout"}, {hb, "interval"}, {node, "monitor_interval"}, {node, "check_interval"}} {
+		if formatValue(p.sec.value(p.key), false) == "0s" {
+			return nil, d.errAt(p.sec, p.key, "must be more than 0")
+		}
+	}
+	return c, nil
+}
+
+// ensure returns the single section kind, empty when the file has none.
+func (d *document) ensure(kind string) *section {
+	if s := d.find(kind, ""); s != nil {
+		return s
+	}
+	s := &section{kind: kind, raw: map[string]any{}, vals: map[string]any{}}
+	d.sections = append(d.sections, s)
+	return s
+}
+
+func shortHostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	h, _, _ = strings.Cut(h, ".")
+	return strings.ToLower(h)
+}
+
+// LoadCluster reads cluster.toml. A missing file means a one-node cluster
+// named "default" whose only member is localNode at 127.0.0.1:10000, with
+// no secret.
+func LoadCluster(path string, localNode string) (*ClusterConfig, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		data = nil
+	} else if err != nil {
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	return ParseCluster(path, data, localNode)
+}
+
+// DefaultMemberAddr is the heartbeat address of the local node when
+// cluster.toml names no member.
+const DefaultMemberAddr = "127.0.0.1:10000"
+
+// ParseCluster parses the content of cluster.toml. When [nodes] is missing
+// or empty, localNode is the only member, at DefaultMemberAddr.
+func ParseCluster(file string, data []byte, localNode string) (*ClusterConfig, error) {
+	d, err := decodeDoc(file, data, clusterSchema)
+	if err != nil {
+		return nil, err
+	}
+	cl := d.ensure(SectionCluster)
+	c := &ClusterConfig{File: file}
+	fill(c, cl)
+	if c.Name == "" {
+		return nil, d.errAt(cl, "name", "must not be empty")
+	}
+	if c.Secret != "" && !isHex(c.Secret, 64) {
+		return nil, d.errAt(cl, "secret", "must be 64 hex digits (32 bytes), got %d characters", len(c.Secret))
+	}
+	if nodes := d.find(SectionNodes, ""); nodes != nil {
+		for _, name := range nodes.keys {
+			addr := nodes.vals[name].(string)
+			if !nodeNameRE.MatchString(name) {
+				return nil, d.errAt(nodes, name, "invalid node name %q", name)
+			}
+			if err := checkHostPort(addr); err != nil {
+				return nil, d.errAt(nodes, name, "invalid address %q: %v", addr, err)
+			}
+			c.Nodes = append(c.Nodes, Member{Name: name, Addr: addr})
+		}
+	}
+	if len(c.Nodes) == 0 {
+		c.Nodes = []Member{{Name: localNode, Addr: DefaultMemberAddr}}
+	}
+	for _, sec := range d.sections {
+		if sec.kind != SectionArbitrator {
+			continue
+		}
+		if err := d.checkRequired(sec); err != nil {
+			return nil, err
+		}
+		a := Arbitrator{Name: sec.name}
+		fill(&a, sec)
+		if err := checkArbitratorURI(a.URI); err != nil {
+			return nil, d.errAt(sec, "uri", "%v", err)
+		}
+		if a.Weight < 0 {
+			return nil, d.errAt(sec, "weight", "must not be negative")
+		}
+		if a.Timeout <= 0 {
+			return nil, d.errAt(sec, "timeout", "must be more than 0")
+		}
+		c.Arbitrators = append(c.Arbitrators, a)
+	}
+	sortMembers(c)
+	return c, nil
+}
+
+func sortMembers(c *ClusterConfig) {
+	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
+	sort.Slice(c.Arbitrators, func(i, j int) bool { return c.Arbitrators[i].Name < c.Arbitrators[j].Name })
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port")
+	}
+	if host == "" {
+		return fmt.Errorf("empty host")
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("port %q out of range 1..65535", port)
+	}
+	return nil
+}
+
+func checkArbitratorURI(uri string) error {
+	switch {
+	case strings.HasPrefix(uri, "http://"), strings.HasPrefix(uri, "https://"):
+		if len(strings.SplitN(uri, "://", 2)[1]) == 0 {
+			return fmt.Errorf("invalid uri %q: no host", uri)
+		}
+		return nil
+	case strings.HasPrefix(uri, "tcp://"):
+		if err := checkHostPort(strings.TrimPrefix(uri, "tcp://")); err != nil {
+			return fmt.Errorf("invalid uri %q: %v", uri, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("invalid uri %q: want http://, https:// or tcp://host:port", uri)
+}

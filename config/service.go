@@ -1,0 +1,191 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"haven/constraints"
+)
+
+var serviceNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+
+// ValidServiceName reports whether name can name a service (and its file):
+// lowercase letters, digits, _ . and -, starting with a letter or a digit.
+func ValidServiceName(name string) error {
+	if !serviceNameRE.MatchString(name) || len(name) > 200 {
+		return fmt.Errorf("invalid service name %q: want [a-z0-9][a-z0-9_.-]*", name)
+	}
+	return nil
+}
+
+// ServiceNameFromFile returns the service name a file names: its base name
+// without the ".toml" extension.
+func ServiceNameFromFile(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".toml")
+}
+
+// LoadService reads services/NAME.toml; the service name is the file name.
+func LoadService(path string) (*ServiceConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &Error{File: path, Msg: "no such file"}
+		}
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	return ParseService(path, ServiceNameFromFile(path), data)
+}
+
+// ParseService parses and validates a service config. file only names the
+// source in errors; name is the service name.
+func ParseService(file, name string, data []byte) (*ServiceConfig, error) {
+	if err := ValidServiceName(name); err != nil {
+		return nil, &Error{File: file, Msg: err.Error()}
+	}
+	d, err := decodeDoc(file, data, serviceSchema)
+	if err != nil {
+		return nil, err
+	}
+	def := d.ensure(SectionDefault)
+	s := &ServiceConfig{File: file, Name: name, Raw: append([]byte(nil), data...)}
+	fill(s, def)
+	if err := d.checkService(s, def); err != nil {
+		return nil, err
+	}
+	for _, sec := range d.sections {
+		if !isResourceKind(sec.kind) {
+			continue
+		}
+		r, err := d.resource(sec)
+		if err != nil {
+			return nil, err
+		}
+		s.Resources = append(s.Resources, r)
+	}
+	sort.SliceStable(s.Resources, func(i, j int) bool {
+		a, b := s.Resources[i], s.Resources[j]
+		if ra, rb := resourceTypeRank(a.Type), resourceTypeRank(b.Type); ra != rb {
+			return ra < rb
+		}
+		return a.Name < b.Name
+	})
+	// Every reference must resolve: expand once for a placeholder node.
+	if _, err := s.expand("nodename", "/var/lib/haven/services/"+name, false); err != nil {
+		return nil, d.refError(err)
+	}
+	return s, nil
+}
+
+// checkService validates the [DEFAULT] keywords.
+func (d *document) checkService(s *ServiceConfig, def *section) error {
+	for _, n := range s.Nodes {
+		if n != "*" && !nodeNameRE.MatchString(n) && !strings.Contains(n, "{") {
+			return d.errAt(def, "nodes", "invalid node name %q", n)
+		}
+	}
+	lists := []struct {
+		key  string
+		list []string
+		at   bool // svc@node allowed
+	}{
+		{"hard_affinity", s.HardAffinity, false},
+		{"hard_anti_affinity", s.HardAntiAffinity, false},
+		{"soft_affinity", s.SoftAffinity, false},
+		{"soft_anti_affinity", s.SoftAntiAffinity, false},
+		{"parents", s.Parents, true},
+		{"children", s.Children, true},
+	}
+	for _, l := range lists {
+		for _, e := range l.list {
+			svc, node, hasNode := strings.Cut(e, "@")
+			if strings.Contains(e, "{") {
+				continue
+			}
+			if ValidServiceName(svc) != nil || hasNode && (!l.at || !nodeNameRE.MatchString(node)) {
+				want := "a service name"
+				if l.at {
+					want = `"svc" or "svc@node"`
+				}
+				return d.errAt(def, l.key, "invalid element %q: want %s", e, want)
+			}
+		}
+	}
+	if strings.TrimSpace(s.Constraints) != "" {
+		p, err := constraints.Compile(s.Constraints)
+		if err != nil {
+			return d.errAt(def, "constraints", "%v", err)
+		}
+		s.Constraint = p
+	}
+	return nil
+}
+
+// resource validates and converts one resource section.
+func (d *document) resource(sec *section) (ResourceConfig, error) {
+	r := ResourceConfig{RID: sec.id(), Type: sec.kind, Name: sec.name}
+	if err := d.checkRequired(sec); err != nil {
+		return r, err
+	}
+	fill(&r, sec)
+	if r.Restart < 0 {
+		return r, d.errAt(sec, "restart", "must not be negative")
+	}
+	if r.Timeout <= 0 {
+		return r, d.errAt(sec, "timeout", "must be more than 0")
+	}
+	switch r.Type {
+	case SectionApp:
+		if r.Start == "" && r.Stop == "" && r.Check == "" {
+			return r, d.errAt(sec, "", "an app needs at least one of start, stop, check")
+		}
+	case SectionIP:
+		if err := checkIP(r); err != nil {
+			return r, d.errAt(sec, err.key, "%s", err.msg)
+		}
+	}
+	return r, nil
+}
+
+type fieldError struct{ key, msg string }
+
+// checkIP validates ipname, ipdev and netmask, skipping the values that
+// hold a reference (checked again by ForNode once expanded).
+func checkIP(r ResourceConfig) *fieldError {
+	if !strings.Contains(r.IPName, "{") && net.ParseIP(r.IPName) == nil {
+		return &fieldError{"ipname", fmt.Sprintf("invalid IP address %q", r.IPName)}
+	}
+	if r.IPDev == "" {
+		return &fieldError{"ipdev", "must not be empty"}
+	}
+	if m := r.Netmask; m != "" && !strings.Contains(m, "{") {
+		if n, err := strconv.Atoi(m); err == nil {
+			if n < 0 || n > 128 {
+				return &fieldError{"netmask", fmt.Sprintf("prefix length %d out of range 0..128", n)}
+			}
+		} else if ip := net.ParseIP(m).To4(); ip == nil {
+			return &fieldError{"netmask", fmt.Sprintf("invalid netmask %q: want a prefix length or a dotted IPv4 mask", m)}
+		}
+	}
+	return nil
+}
+
+// refError locates an expansion error in the document.
+func (d *document) refError(err error) error {
+	var re *refErr
+	if !errors.As(err, &re) {
+		return &Error{File: d.file, Msg: err.Error()}
+	}
+	sec := d.find(re.kind, re.name)
+	if sec == nil {
+		return &Error{File: d.file, Key: re.key, Msg: re.msg}
+	}
+	return d.errAt(sec, re.kw, "%s", re.msg)
+}

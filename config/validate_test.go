@@ -1,0 +1,184 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const goodService = `[DEFAULT]
+nodes = ["n1", "n2", "n3"]
+orchestrate = "ha"
+placement = "nodes order"
+constraints = 'node.labels.env in ["DEV", "TST"]'
+hard_affinity = ["svc1"]
+hard_anti_affinity = []
+soft_affinity = []
+soft_anti_affinity = []
+parents = ["db", "db@n1"]
+children = []
+monitor_action = "none"
+priority = 100
+
+[app.web]
+start = "/srv/web/bin/start"
+stop = "/srv/web/bin/stop"
+check = "/srv/web/bin/check"
+info = ""
+timeout = "30s"
+monitor = true
+restart = 2
+restart_delay = "1s"
+optional = false
+disable = false
+
+[ip.vip]
+ipname = "192.168.10.50"
+ipdev = "eth0"
+netmask = "24"
+`
+
+func TestParseServiceGood(t *testing.T) {
+	s, err := ParseService("web.toml", "web", []byte(goodService))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Constraint == nil || s.Orchestrate != "ha" || len(s.Resources) != 2 ||
+		s.Resources[0].RID != "ip#vip" || s.Resources[1].RID != "app#web" || string(s.Raw) != goodService {
+		t.Errorf("ParseService = %+v", s)
+	}
+}
+
+func TestResourceOrder(t *testing.T) {
+	data := "[app.b]\nstart='x'\n[app.a]\nstart='x'\n[ip.z]\nipname='::1'\nipdev='lo'\n[ip.y]\nipname='10.0.0.1'\nipdev='lo'\n"
+	s, err := ParseService("s.toml", "s", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rids []string
+	for _, r := range s.Resources {
+		rids = append(rids, r.RID)
+	}
+	if got := strings.Join(rids, " "); got != "ip#y ip#z app#a app#b" {
+		t.Errorf("order = %s", got)
+	}
+}
+
+func TestServiceErrors(t *testing.T) {
+	tests := []struct {
+		name, data, want string
+	}{
+		{"syntax", "[DEFAULT]\nnodes = [\"n1\"\norchestrate = \"ha\"\n", "svc.toml:3: "},
+		{"syntax key", "[DEFAULT]\nnodes = \n", "svc.toml:2: DEFAULT.nodes: syntax error"},
+		{"syntax rid", "[app.web]\nstart = 'x\n", "svc.toml:2: app#web.start: syntax error"},
+		{"unknown section", "[DEFAULT]\n\n[fs.data]\ndev = \"x\"\n", `svc.toml:3: fs: unknown section [fs]`},
+		{"unknown section single", "[env]\nfoo = \"x\"\n", `svc.toml:1: env: unknown section [env]`},
+		{"key outside", "nodes = [\"n1\"]\n", "svc.toml:1: nodes: keyword outside of any section"},
+		{"unknown key", "[DEFAULT]\norchestrate = \"ha\"\nbogus = 1\n", "svc.toml:3: DEFAULT.bogus: unknown keyword"},
+		{"unknown resource key", "[app.web]\nstart = \"x\"\nipname = \"1.2.3.4\"\n", "svc.toml:3: app#web.ipname: unknown keyword"},
+		{"app without name", "[app]\nstart = \"x\"\n", "svc.toml:2: app.start: keywords of app go in sections [app.NAME]"},
+		{"bad resource name", "[app.\"we b\"]\nstart = \"x\"\n", `svc.toml:1: app#we b: invalid section name`},
+		{"enum", "[DEFAULT]\n\norchestrate = \"yes\"\n", `svc.toml:3: DEFAULT.orchestrate: invalid value "yes": want one of "no", "start", "ha"`},
+		{"placement", "[DEFAULT]\nplacement = \"random\"\n", `svc.toml:2: DEFAULT.placement: invalid value "random"`},
+		{"monitor_action", "[DEFAULT]\nmonitor_action = \"panic\"\n", `svc.toml:2: DEFAULT.monitor_action: invalid value "panic"`},
+		{"int type", "[DEFAULT]\npriority = \"high\"\n", "svc.toml:2: DEFAULT.priority: want an integer, got a string"},
+		{"bool type", "[app.web]\nstart = \"x\"\nmonitor = \"yes\"\n", "svc.toml:3: app#web.monitor: want true or false"},
+		{"list type", "[DEFAULT]\nnodes = [1, 2]\n", "svc.toml:2: DEFAULT.nodes: want a list of strings"},
+		{"duration", "[app.web]\nstart = \"x\"\ntimeout = \"3x\"\n", `svc.toml:3: app#web.timeout: invalid duration "3x"`},
+		{"duration neg", "[app.web]\nstart = \"x\"\ntimeout = -3\n", `svc.toml:3: app#web.timeout: duration -3 out of range`},
+		{"duration zero", "[app.web]\nstart = \"x\"\ntimeout = 0\n", `svc.toml:3: app#web.timeout: must be more than 0`},
+		{"restart neg", "[app.web]\nstart = \"x\"\nrestart = -1\n", `svc.toml:3: app#web.restart: must not be negative`},
+		{"app empty", "[DEFAULT]\n[app.web]\ninfo = \"x\"\n", "svc.toml:2: app#web: an app needs at least one of start, stop, check"},
+		{"ip no ipname", "[ip.vip]\nipdev = \"eth0\"\n", "svc.toml:1: ip#vip.ipname: required keyword missing"},
+		{"ip no ipdev", "[ip.vip]\nipname = \"10.0.0.1\"\n", "svc.toml:1: ip#vip.ipdev: required keyword missing"},
+		{"ip bad", "[ip.vip]\nipname = \"10.0.0.300\"\nipdev = \"eth0\"\n", `svc.toml:2: ip#vip.ipname: invalid IP address "10.0.0.300"`},
+		{"netmask", "[ip.vip]\nipname = \"10.0.0.3\"\nipdev = \"eth0\"\nnetmask = \"x\"\n", `svc.toml:4: ip#vip.netmask: invalid netmask "x"`},
+		{"constraint syntax", "[DEFAULT]\nconstraints = \"nodename ==\"\n", "svc.toml:2: DEFAULT.constraints: compile"},
+		{"constraint not bool", "[DEFAULT]\nconstraints = \"nodename\"\n", "svc.toml:2: DEFAULT.constraints: compile \"nodename\": expected bool"},
+		{"bad parent", "[DEFAULT]\nparents = [\"Db!\"]\n", `svc.toml:2: DEFAULT.parents: invalid element "Db!"`},
+		{"affinity with node", "[DEFAULT]\nhard_affinity = [\"db@n1\"]\n", `svc.toml:2: DEFAULT.hard_affinity: invalid element "db@n1": want a service name`},
+		{"bad node", "[DEFAULT]\nnodes = [\"n 1\"]\n", `svc.toml:2: DEFAULT.nodes: invalid node name "n 1"`},
+		{"unknown ref", "[app.web]\nstart = \"/bin/{foo.bar}\"\n", "svc.toml:2: app#web.start: unknown reference {foo.bar}"},
+		{"unknown ref word", "[app.web]\nstart = \"/bin/{foo}\"\n", "svc.toml:2: app#web.start: unknown reference {foo}"},
+		{"ref no section", "[app.web]\nstart = \"{app.db.start}\"\n", "svc.toml:2: app#web.start: unknown reference {app.db.start}: no section [app.db]"},
+		{"ref no key", "[app.web]\nstart = \"{DEFAULT.nope}\"\n", `svc.toml:2: app#web.start: unknown reference {DEFAULT.nope}: no keyword "nope"`},
+		{"ref loop", "[app.web]\nstart = \"{app.web.stop}\"\nstop = \"{app.web.start}\"\n", "svc.toml:2: app#web.start: reference {app.web.start}: reference loop"},
+		{"rid in DEFAULT", "[DEFAULT]\nnodes = [\"{rid}\"]\n", "svc.toml:2: DEFAULT.nodes: reference {rid} outside of a resource section"},
+		{"first error wins", "[DEFAULT]\norchestrate = \"x\"\nplacement = \"y\"\n", "DEFAULT.orchestrate"},
+		{"first error wins 2", "[app.b]\nbad2 = 1\n[app.a]\nbad1 = 1\n", "svc.toml:2: app#b.bad2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseService("svc.toml", "svc", []byte(tt.data))
+			if err == nil {
+				t.Fatalf("ParseService: no error, want %q", tt.want)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %q is a %T, not a *config.Error", err, err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %q, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestServiceName(t *testing.T) {
+	for _, n := range []string{"web", "db-1", "a.b_c", "0x"} {
+		if err := ValidServiceName(n); err != nil {
+			t.Errorf("ValidServiceName(%q) = %v", n, err)
+		}
+	}
+	for _, n := range []string{"", "Web", "-a", ".a", "a b", "a/b", "é"} {
+		if ValidServiceName(n) == nil {
+			t.Errorf("ValidServiceName(%q): want an error", n)
+		}
+	}
+	if _, err := ParseService("Bad.toml", "Bad", []byte("")); err == nil || !strings.HasPrefix(err.Error(), "Bad.toml: invalid service name") {
+		t.Errorf("ParseService(bad name) = %v", err)
+	}
+}
+
+func TestNodeErrors(t *testing.T) {
+	tests := []struct{ data, want string }{
+		{"[hb]\nport = 0\n", "node.toml:2: hb.port: port 0 out of range 1..65535"},
+		{"[hb]\nport = 70000\n", "node.toml:2: hb.port: port 70000 out of range"},
+		{"[hb]\naddr = \"x.y\"\n", `node.toml:2: hb.addr: invalid address "x.y"`},
+		{"[hb]\ninterval = 0\n", "node.toml:2: hb.interval: must be more than 0"},
+		{"[node]\nsplit_action = \"panic\"\n", `node.toml:2: node.split_action: invalid value "panic": want one of "crash", "reboot", "stop", "disabled"`},
+		{"[node]\nname = \"\"\n", "node.toml:2: node.name: must not be empty"},
+		{"[node]\nname = \"a b\"\n", `node.toml:2: node.name: invalid node name "a b"`},
+		{"[node]\nlabels = { env = 1 }\n", "node.toml:2: node.labels: want a table of strings"},
+		{"[node]\nready_period = \"soon\"\n", `node.toml:2: node.ready_period: invalid duration "soon"`},
+		{"[node]\n[hb]\nttl = 3\n", "node.toml:3: hb.ttl: unknown keyword"},
+		{"[cluster]\nname = \"x\"\n", "node.toml:1: cluster: unknown section [cluster]: want [node], [hb]"},
+	}
+	for _, tt := range tests {
+		_, err := ParseNode("node.toml", []byte(tt.data))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseNode(%q) = %v, want %q", tt.data, err, tt.want)
+		}
+	}
+}
+
+func TestClusterErrors(t *testing.T) {
+	tests := []struct{ data, want string }{
+		{"[cluster]\nsecret = \"abc\"\n", "cluster.toml:2: cluster.secret: must be 64 hex digits"},
+		{"[cluster]\nsecret = \"" + strings.Repeat("g", 64) + "\"\n", "cluster.toml:2: cluster.secret: must be 64 hex digits"},
+		{"[nodes]\nn1 = \"10.0.0.1\"\n", `cluster.toml:2: nodes.n1: invalid address "10.0.0.1": want host:port`},
+		{"[nodes]\nn1 = \"10.0.0.1:0\"\n", `cluster.toml:2: nodes.n1: invalid address "10.0.0.1:0": port "0" out of range`},
+		{"[nodes]\nn1 = 10000\n", `cluster.toml:2: nodes.n1: want a string`},
+		{"[arbitrator.a]\nweight = 1\n", "cluster.toml:1: arbitrator.a.uri: required keyword missing"},
+		{"[arbitrator.a]\nuri = \"ftp://x\"\n", `cluster.toml:2: arbitrator.a.uri: invalid uri "ftp://x"`},
+		{"[arbitrator.a]\nuri = \"tcp://x\"\n", `cluster.toml:2: arbitrator.a.uri: invalid uri "tcp://x": want host:port`},
+		{"[cluster]\nquorum = \"yes\"\n", "cluster.toml:2: cluster.quorum: want true or false"},
+		{"[DEFAULT]\n", "cluster.toml:1: DEFAULT: unknown section [DEFAULT]"},
+	}
+	for _, tt := range tests {
+		_, err := ParseCluster("cluster.toml", []byte(tt.data), "n1")
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseCluster(%q) = %v, want %q", tt.data, err, tt.want)
+		}
+	}
+}
