@@ -83,6 +83,8 @@ type CreateRequest struct {
 	Config string `json:"config"`
 	// File is the name the user gave, used in error messages.
 	File string `json:"file"`
+	// Replace allows replacing an existing config (edit config).
+	Replace bool `json:"replace,omitempty"`
 }
 
 // ActionRequest is an action on one service.

@@ -1,0 +1,357 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"haven/api"
+	"haven/config"
+	"haven/dataset"
+	"haven/fsutil"
+)
+
+// apiError carries the exit status the CLI should use.
+type apiError struct {
+	status int // 1 or 2
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func failed(format string, a ...any) error { return &apiError{1, fmt.Sprintf(format, a...)} }
+func badInput(err error) error             { return &apiError{2, err.Error()} }
+
+const maxBody = 4 << 20
+
+func (d *Daemon) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
+		d.reply(w, func() (any, error) { return d.clusterStatus(), nil })
+	})
+	mux.HandleFunc("GET "+api.PathDaemonStatus, func(w http.ResponseWriter, r *http.Request) {
+		d.reply(w, func() (any, error) { return d.daemonStatus(), nil })
+	})
+	mux.HandleFunc("POST "+api.PathDaemonStop, func(w http.ResponseWriter, r *http.Request) {
+		var req api.StopRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		if req.Mode != "stop" && req.Mode != "shutdown" {
+			writeErr(w, badInput(fmt.Errorf("unknown stop mode %q (stop | shutdown)", req.Mode)))
+			return
+		}
+		d.RequestStop(req.Mode)
+		writeJSON(w, map[string]string{"result": "stopping"})
+	})
+	mux.HandleFunc("POST "+api.PathNodeAction, func(w http.ResponseWriter, r *http.Request) {
+		var req api.NodeActionRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		d.replyAsync(w, func(done func(any, error)) { d.nodeAction(req.Action, done) })
+	})
+	mux.HandleFunc("GET "+api.PathServices, func(w http.ResponseWriter, r *http.Request) {
+		d.reply(w, func() (any, error) { return d.serviceList(), nil })
+	})
+	mux.HandleFunc("POST "+api.PathCreate, func(w http.ResponseWriter, r *http.Request) {
+		var req api.CreateRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		d.reply(w, func() (any, error) { return nil, d.create(req) })
+	})
+	mux.HandleFunc("POST "+api.PathServiceAction, func(w http.ResponseWriter, r *http.Request) {
+		var req api.ActionRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		d.replyAsync(w, func(done func(any, error)) { d.serviceAction(req, done) })
+	})
+	mux.HandleFunc("GET "+api.PathConfig, func(w http.ResponseWriter, r *http.Request) {
+		name := r.URL.Query().Get("name")
+		v, err := d.call(func() (any, error) {
+			inst, err := d.lookup(name)
+			if err != nil {
+				return nil, err
+			}
+			return inst.cfg.Raw, nil
+		})
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(v.([]byte))
+	})
+	mux.HandleFunc("POST "+api.PathKeyword, func(w http.ResponseWriter, r *http.Request) {
+		var req api.KeywordRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		d.reply(w, func() (any, error) { return d.keyword(req) })
+	})
+	mux.HandleFunc("GET "+api.PathLogs, d.handleLogs)
+	mux.HandleFunc("GET "+api.PathEvents, d.handleEvents)
+	return mux
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	if err := dec.Decode(v); err != nil {
+		writeErr(w, badInput(fmt.Errorf("bad request body: %v", err)))
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	st, code := 1, http.StatusConflict
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == 2 {
+		st, code = 2, http.StatusBadRequest
+	}
+	var ce *config.Error
+	if errors.As(err, &ce) {
+		st, code = 2, http.StatusBadRequest
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(api.Error{Error: err.Error(), Status: st})
+}
+
+// reply runs f on the loop and writes its result.
+func (d *Daemon) reply(w http.ResponseWriter, f func() (any, error)) {
+	v, err := d.call(f)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if v == nil {
+		v = map[string]string{"result": "ok"}
+	}
+	writeJSON(w, v)
+}
+
+// replyAsync runs start on the loop; start calls done (on the loop) when
+// the work it began has ended.
+func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, error))) {
+	type res struct {
+		v   any
+		err error
+	}
+	ch := make(chan res, 1)
+	if !d.post(func() { start(func(v any, err error) { ch <- res{v, err} }) }) {
+		writeErr(w, errors.New("the daemon is stopping"))
+		return
+	}
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			writeErr(w, r.err)
+			return
+		}
+		if r.v == nil {
+			r.v = api.ActionResponse{Result: "ok"}
+		}
+		writeJSON(w, r.v)
+	case <-d.quit:
+		writeErr(w, errors.New("the daemon stopped before the action ended"))
+	}
+}
+
+func (d *Daemon) lookup(name string) (*instance, error) {
+	inst, ok := d.services[name]
+	if !ok {
+		return nil, failed("service %s does not exist", name)
+	}
+	return inst, nil
+}
+
+func (d *Daemon) daemonStatus() *api.DaemonStatus {
+	now := d.clk.Now()
+	ds := &api.DaemonStatus{
+		Node:    d.node.Name,
+		Pid:     os.Getpid(),
+		Started: d.started,
+		Uptime:  now.Sub(d.started).Round(time.Second).String(),
+		Compat:  d.opts.Compat,
+		Monitor: string(d.monitor),
+		HB: api.HBStatus{
+			Addr:     fmt.Sprintf("%s:%d", d.node.HB.Addr, d.node.HB.Port),
+			Timeout:  d.node.HB.Timeout.String(),
+			Interval: d.node.HB.Interval.String(),
+		},
+	}
+	for _, m := range d.cluster.Nodes {
+		if m.Name == d.node.Name {
+			continue
+		}
+		ds.Peers = append(ds.Peers, api.PeerStatus{Name: m.Name, Addr: m.Addr, Status: string(dataset.NodeStUnknown)})
+	}
+	return ds
+}
+
+func (d *Daemon) serviceList() []api.ServiceEntry {
+	st := d.clusterStatus()
+	var out []api.ServiceEntry
+	for _, name := range d.serviceNames() {
+		s := st.Services[name]
+		out = append(out, api.ServiceEntry{Name: name, Avail: s.Avail, Overall: s.Overall, Nodes: s.Nodes})
+	}
+	return out
+}
+
+// create installs a new service config (or replaces one with Replace).
+func (d *Daemon) create(req api.CreateRequest) error {
+	file := req.File
+	if file == "" {
+		file = req.Name + ".toml"
+	}
+	if err := config.ValidServiceName(req.Name); err != nil {
+		return badInput(err)
+	}
+	if _, ok := d.services[req.Name]; ok && !req.Replace {
+		return badInput(fmt.Errorf("service %s already exists (use set or edit config to change it)", req.Name))
+	}
+	raw := []byte(req.Config)
+	cfg, err := config.ParseService(file, req.Name, raw)
+	if err != nil {
+		return err
+	}
+	if len(cfg.Nodes) == 0 {
+		if raw, err = config.SetKeyword(file, raw, "DEFAULT.nodes+="+d.node.Name); err != nil {
+			return err
+		}
+		if cfg, err = config.ParseService(file, req.Name, raw); err != nil {
+			return err
+		}
+	}
+	return d.install(cfg, "created")
+}
+
+// install writes cfg atomically and (re)builds its instance.
+func (d *Daemon) install(cfg *config.ServiceConfig, what string) error {
+	path := d.p.ServiceConf(cfg.Name)
+	if err := fsutil.WriteAtomic(path, cfg.Raw, 0o600); err != nil {
+		return failed("install %s: %v", path, err)
+	}
+	cfg.File = path
+	inst := d.installInstance(cfg)
+	d.log.Info("service config "+what, zap.String("svc", cfg.Name))
+	d.emit(api.Event{Kind: "config", Service: cfg.Name, Message: "config " + what})
+	d.check(inst, true)
+	return nil
+}
+
+func (d *Daemon) keyword(req api.KeywordRequest) (any, error) {
+	inst, err := d.lookup(req.Name)
+	if err != nil {
+		return nil, err
+	}
+	raw := inst.cfg.Raw
+	file := d.p.ServiceConf(req.Name)
+	switch req.Op {
+	case "get":
+		var out api.KeywordResponse
+		for _, k := range req.Kws {
+			v, err := config.GetKeyword(raw, k)
+			if err != nil {
+				return nil, badInput(err)
+			}
+			out.Values = append(out.Values, v)
+		}
+		return out, nil
+	case "set", "unset":
+		for _, k := range req.Kws {
+			if req.Op == "set" {
+				raw, err = config.SetKeyword(file, raw, k)
+			} else {
+				raw, err = config.UnsetKeyword(file, raw, k)
+			}
+			if err != nil {
+				return nil, badInput(err)
+			}
+		}
+		cfg, err := config.ParseService(file, req.Name, raw)
+		if err != nil {
+			return nil, err
+		}
+		return nil, d.install(cfg, "changed")
+	}
+	return nil, badInput(fmt.Errorf("unknown keyword operation %q", req.Op))
+}
+
+func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	name := q.Get("name")
+	if _, err := d.call(func() (any, error) { return d.lookup(name) }); err != nil {
+		writeErr(w, err)
+		return
+	}
+	n, _ := strconv.Atoi(q.Get("lines"))
+	b, off, err := d.svclogs.tail(name, n)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.Write(b)
+	if q.Get("follow") == "" {
+		return
+	}
+	fl, _ := w.(http.Flusher)
+	flush := func() {
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	flush()
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-r.Context().Done():
+		case <-d.quit:
+		}
+		close(done)
+	}()
+	d.svclogs.follow(name, off, w, flush, done)
+}
+
+func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
+	ch := d.bus.subscribe()
+	defer d.bus.unsubscribe(ch)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	fl, _ := w.(http.Flusher)
+	if fl != nil {
+		fl.Flush()
+	}
+	enc := json.NewEncoder(w)
+	for {
+		select {
+		case e := <-ch:
+			if enc.Encode(e) != nil {
+				return
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		case <-r.Context().Done():
+			return
+		case <-d.quit:
+			return
+		}
+	}
+}

@@ -1,0 +1,349 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"haven/api"
+	"haven/clock"
+	"haven/config"
+	"haven/dataset"
+	"haven/paths"
+)
+
+// CompatVersion is the compat version of this build (contract section 7).
+const CompatVersion = 1
+
+// Options configure a daemon.
+type Options struct {
+	Paths paths.Paths
+	// Clock defaults to the wall clock.
+	Clock clock.Clock
+	// Compat overrides CompatVersion when non-zero (HAVEN_COMPAT).
+	Compat int
+	// Stderr also sends the log to stderr (nodemgr daemon run).
+	Stderr bool
+}
+
+// ErrLocked is returned when another daemon owns the root.
+var ErrLocked = errors.New("another daemon is running on this root")
+
+// Daemon is one node's daemon. Only the loop goroutine touches its fields
+// below the "loop-owned" line.
+type Daemon struct {
+	opts    Options
+	p       paths.Paths
+	clk     clock.Clock
+	log     *zap.Logger
+	bus     *bus
+	svclogs *svcLogs
+	lock    *os.File
+	started time.Time
+
+	ev      chan func()
+	quit    chan struct{} // closed when the loop has ended
+	stopReq chan string
+	workers sync.WaitGroup
+	// actx is cancelled to abort running actions when the daemon must exit.
+	actx    context.Context
+	acancel context.CancelFunc
+
+	// loop-owned
+	node     *config.NodeConfig
+	cluster  *config.ClusterConfig
+	dur      durable
+	services map[string]*instance
+	monitor  dataset.NodeMonitor
+	gen      uint64
+	load15   float64
+	memPct   float64
+	stopping bool
+}
+
+// New prepares a daemon: it takes the root's lock, opens the log and loads
+// the configs. Config errors are returned as *config.Error.
+func New(opts Options) (*Daemon, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Compat == 0 {
+		opts.Compat = CompatVersion
+	}
+	p := opts.Paths
+	for _, dir := range []string{p.Etc, p.ServiceDir, p.Var, p.Run, p.Log, filepath.Join(p.Log, "services")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Chmod(p.Run, 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := acquireLock(p.Lock())
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{
+		opts:     opts,
+		p:        p,
+		clk:      opts.Clock,
+		bus:      newBus(),
+		lock:     lock,
+		ev:       make(chan func(), 1024),
+		quit:     make(chan struct{}),
+		stopReq:  make(chan string, 1),
+		services: map[string]*instance{},
+		monitor:  dataset.NodeIdle,
+	}
+	d.actx, d.acancel = context.WithCancel(context.Background())
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
+	d.log, err = newLogger(p.NodeLog(), opts.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	d.svclogs = newSvcLogs(p)
+	if d.node, err = config.LoadNode(p.NodeConf); err != nil {
+		return nil, err
+	}
+	if d.cluster, err = config.LoadCluster(p.Cluster, d.node.Name); err != nil {
+		return nil, err
+	}
+	if d.dur, err = loadDurable(p.State()); err != nil {
+		return nil, err
+	}
+	ok = true
+	return d, nil
+}
+
+func acquireLock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		pid, _ := os.ReadFile(filepath.Join(filepath.Dir(path), "daemon.pid"))
+		return nil, fmt.Errorf("%w (root %s, pid %s)", ErrLocked, filepath.Dir(filepath.Dir(path)), strings.TrimSpace(string(pid)))
+	}
+	return f, nil
+}
+
+// Run serves until ctx ends or a stop is requested through the API.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.lock.Close()
+	defer d.log.Sync()
+	d.started = d.clk.Now()
+	if err := os.WriteFile(d.p.PidFile(), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
+		return err
+	}
+	os.Remove(d.p.Socket)
+	ln, err := net.Listen("unix", d.p.Socket)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", d.p.Socket, err)
+	}
+	if err := os.Chmod(d.p.Socket, 0o600); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 5 * time.Second}
+	var srvWG sync.WaitGroup
+	srvWG.Add(1)
+	go func() {
+		defer srvWG.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("api server", zap.Error(err))
+		}
+	}()
+
+	d.log.Info("daemon started", zap.String("node", d.node.Name), zap.Int("pid", os.Getpid()),
+		zap.Int("compat", d.opts.Compat), zap.String("root", d.p.Root), zap.String("cluster", d.cluster.Name))
+	d.emit(api.Event{Kind: "daemon_start", Message: "daemon started"})
+	d.loadServices()
+	d.refreshSysinfo()
+	// reconcile on start-up: learn what runs before deciding anything
+	for _, name := range d.serviceNames() {
+		d.check(d.services[name], true)
+	}
+
+	mode := d.loop(ctx)
+
+	d.log.Info("daemon stopping", zap.String("mode", mode))
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	srv.Shutdown(shutCtx)
+	cancel()
+	srvWG.Wait()
+	d.acancel()
+	d.workers.Wait()
+	os.Remove(d.p.Socket)
+	os.Remove(d.p.PidFile())
+	d.emit(api.Event{Kind: "daemon_stop", Message: "daemon stopped (" + mode + ")"})
+	d.log.Info("daemon stopped", zap.String("mode", mode))
+	return nil
+}
+
+const tickPeriod = 500 * time.Millisecond
+
+// loop is the event loop. It returns the stop mode.
+func (d *Daemon) loop(ctx context.Context) string {
+	defer close(d.quit)
+	timer := d.clk.After(tickPeriod)
+	var mode string
+	for {
+		select {
+		case f := <-d.ev:
+			f()
+		case <-timer:
+			d.tick()
+			timer = d.clk.After(tickPeriod)
+		case m := <-d.stopReq:
+			if mode == "" {
+				mode = m
+				d.beginStop(m)
+			}
+		case <-ctx.Done():
+			if mode == "" {
+				mode = "stop"
+				d.beginStop(mode)
+			}
+		}
+		if mode != "" && d.readyToExit(mode) {
+			return mode
+		}
+	}
+}
+
+// beginStop announces the stop. "shutdown" also stops every local instance.
+func (d *Daemon) beginStop(mode string) {
+	d.stopping = true
+	if mode == "shutdown" {
+		d.setMonitor(dataset.NodeShutting, "daemon shutdown requested")
+		for _, name := range d.serviceNames() {
+			inst := d.services[name]
+			if inst.local && inst.avail != dataset.StatusDown && inst.avail != dataset.StatusNA {
+				d.runAction(inst, "stop", "daemon shutdown", nil)
+			}
+		}
+		return
+	}
+	d.setMonitor(dataset.NodeMaintenance, "daemon stop requested: services keep running")
+}
+
+func (d *Daemon) readyToExit(mode string) bool {
+	for _, inst := range d.services {
+		if inst.busy != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// post runs f on the loop. It returns false if the loop has ended.
+func (d *Daemon) post(f func()) bool {
+	select {
+	case d.ev <- f:
+		return true
+	case <-d.quit:
+		return false
+	}
+}
+
+// call runs f on the loop and waits for its result.
+func (d *Daemon) call(f func() (any, error)) (any, error) {
+	type res struct {
+		v   any
+		err error
+	}
+	ch := make(chan res, 1)
+	if !d.post(func() { v, err := f(); ch <- res{v, err} }) {
+		return nil, errors.New("the daemon is stopping")
+	}
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-d.quit:
+		return nil, errors.New("the daemon is stopping")
+	}
+}
+
+func (d *Daemon) tick() {
+	now := d.clk.Now()
+	d.refreshSysinfo()
+	for _, name := range d.serviceNames() {
+		inst := d.services[name]
+		if inst.busy != "" || inst.checking {
+			continue
+		}
+		if now.Sub(inst.lastFull) >= d.node.CheckInterval {
+			d.check(inst, true)
+		} else if inst.hasMonitored() && now.Sub(inst.lastMon) >= d.node.MonitorInterval {
+			d.check(inst, false)
+		}
+	}
+}
+
+func (d *Daemon) refreshSysinfo() {
+	d.load15 = load15()
+	d.memPct = memAvailPct()
+}
+
+func (d *Daemon) setMonitor(m dataset.NodeMonitor, reason string) {
+	if d.monitor == m {
+		return
+	}
+	d.log.Info("node monitor state", zap.String("from", string(d.monitor)), zap.String("to", string(m)), zap.String("reason", reason))
+	d.emit(api.Event{Kind: "node_monitor", Message: string(d.monitor) + " -> " + string(m) + ": " + reason})
+	d.monitor = m
+	d.changed()
+}
+
+// changed marks the local dataset as changed (heartbeats send a delta).
+func (d *Daemon) changed() { d.gen++ }
+
+func (d *Daemon) emit(e api.Event) {
+	if e.Time.IsZero() {
+		e.Time = d.clk.Now()
+	}
+	if e.Node == "" && d.node != nil {
+		e.Node = d.node.Name
+	}
+	d.bus.publish(e)
+}
+
+func (d *Daemon) saveState() {
+	if err := saveDurable(d.p.State(), d.dur); err != nil {
+		d.log.Error("persist state", zap.Error(err))
+	}
+}
+
+func (d *Daemon) serviceNames() []string {
+	names := make([]string, 0, len(d.services))
+	for n := range d.services {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// RequestStop asks the loop to stop with mode "stop" or "shutdown".
+func (d *Daemon) RequestStop(mode string) {
+	select {
+	case d.stopReq <- mode:
+	default:
+	}
+}

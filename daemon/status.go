@@ -1,0 +1,107 @@
+package daemon
+
+import (
+	"sort"
+
+	"haven/dataset"
+	"haven/status"
+)
+
+// clusterStatus builds the status object of the contract from this node's
+// view. For now the view holds the local node only; peers join with the
+// heartbeat.
+func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
+	local := d.localNode()
+	st := &dataset.ClusterStatus{
+		Cluster:  dataset.ClusterInfo{Name: d.cluster.Name, Compat: true, Quorum: d.cluster.Quorum},
+		Nodes:    map[string]dataset.NodeInfo{},
+		Services: map[string]dataset.ServiceStatus{},
+		Local:    d.node.Name,
+	}
+	nodes := map[string]dataset.Node{local.Name: local}
+	for _, m := range d.cluster.NodeNames() {
+		n, ok := nodes[m]
+		if !ok {
+			st.Nodes[m] = dataset.NodeInfo{Status: dataset.NodeStUnknown}
+			continue
+		}
+		st.Nodes[m] = nodeInfo(n, dataset.NodeUp)
+	}
+	if _, ok := st.Nodes[local.Name]; !ok {
+		st.Nodes[local.Name] = nodeInfo(local, dataset.NodeUp)
+	}
+	for name, inst := range d.services {
+		cfg := inst.cfg
+		ss := dataset.ServiceStatus{
+			Orchestrate:    cfg.Orchestrate,
+			Placement:      cfg.Placement,
+			PlacementState: "n/a",
+			GlobalExpect:   dataset.ExpectNone,
+			Nodes:          cfg.NodeList(d.cluster.NodeNames()),
+			Instances:      map[string]dataset.Instance{},
+		}
+		if t, ok := d.dur.Services[name]; ok && t.Target.Expect != "" {
+			ss.GlobalExpect = t.Target.String()
+		}
+		var avails []dataset.Status
+		frozen, thawed := 0, 0
+		for _, node := range ss.Nodes {
+			n, ok := nodes[node]
+			if !ok {
+				continue
+			}
+			i, ok := n.Services[name]
+			if !ok {
+				continue
+			}
+			ss.Instances[node] = i
+			avails = append(avails, i.Avail)
+			if i.Frozen || n.Frozen {
+				frozen++
+			} else {
+				thawed++
+			}
+		}
+		ss.Avail = status.Service(avails)
+		ss.Overall = ss.Avail
+		for _, i := range ss.Instances {
+			if i.Overall == dataset.StatusWarn && ss.Overall == dataset.StatusUp {
+				ss.Overall = dataset.StatusWarn
+			}
+		}
+		switch {
+		case frozen > 0 && thawed > 0:
+			ss.Frozen = "mixed"
+		case frozen > 0:
+			ss.Frozen = "frozen"
+		default:
+			ss.Frozen = "thawed"
+		}
+		st.Services[name] = ss
+	}
+	return st
+}
+
+func nodeInfo(n dataset.Node, s dataset.NodeStatus) dataset.NodeInfo {
+	switch n.Monitor {
+	case dataset.NodeMaintenance:
+		s = dataset.NodeStMaint
+	case dataset.NodeShutting:
+		s = dataset.NodeStShutting
+	}
+	return dataset.NodeInfo{
+		Status:      s,
+		Monitor:     n.Monitor,
+		Frozen:      n.Frozen,
+		Compat:      n.Compat,
+		Load15:      n.Load15,
+		MemAvailPct: n.MemAvailPct,
+		Labels:      n.Labels,
+	}
+}
+
+func sortedStrings(in []string) []string {
+	out := append([]string(nil), in...)
+	sort.Strings(out)
+	return out
+}

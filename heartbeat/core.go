@@ -1,0 +1,383 @@
+package heartbeat
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"haven/dataset"
+)
+
+// transport moves opaque frames between members. send must not block: it
+// queues the frame (or drops it and counts the drop). Which path carries a
+// frame (datagram or stream) is the transport's choice.
+type transport interface {
+	send(to string, b []byte)
+}
+
+// eventBuffer is the capacity of the Events channel; beyond it events wait
+// in the core's backlog (Data events of one node coalesce there).
+const eventBuffer = 1024
+
+// rejectLogEvery rate-limits the log line and the event of a rejection source.
+const rejectLogEvery = 10 * time.Second
+
+// incSeq makes incarnations unique within a process even when a fake clock
+// stands still between two starts of the same node.
+var incSeq atomic.Uint64
+
+// peer is the core's state about one other member.
+type peer struct {
+	name, addr string
+	up         bool
+	heard      time.Time
+	inc, gen   uint64
+	data       *dataset.Node // merged full dataset; nil before the first full copy
+	needAt     time.Time     // last full-copy request sent to it
+}
+
+// core is the transport-independent heartbeat: the delta/full/liveness logic
+// shared by the memberlist and in-memory transports. Every method takes mu;
+// none blocks (transports queue, events wait in a backlog).
+type core struct {
+	s   settings
+	log *zap.Logger
+	inc uint64
+	tr  transport // set once before the first call
+
+	dropped, sendErrs atomic.Uint64
+
+	mu       sync.Mutex
+	closed   bool
+	local    *dataset.Node // nil before the first Publish
+	full     []byte        // encoded full copy of local, nil when stale
+	beat     []byte        // encoded beat, nil when stale
+	peers    map[string]*peer
+	names    []string // peer names, sorted
+	nextFull time.Time
+	nextBeat time.Time
+	events   chan Event
+	backlog  []Event
+	st       Stats
+	rejLast  map[string]time.Time
+}
+
+func newCore(s settings) *core {
+	now := s.Clock.Now()
+	c := &core{
+		s:       s,
+		log:     s.Logger.Named("hb").With(zap.String("node", s.Node)),
+		inc:     uint64(now.UnixNano()) + incSeq.Add(1),
+		peers:   map[string]*peer{},
+		events:  make(chan Event, eventBuffer),
+		rejLast: map[string]time.Time{},
+	}
+	for _, m := range s.Members {
+		if m.Name != s.Node {
+			c.peers[m.Name] = &peer{name: m.Name, addr: m.Addr}
+			c.names = append(c.names, m.Name)
+		}
+	}
+	sort.Strings(c.names)
+	// The first tick beats at once so that peers learn of us quickly.
+	c.nextFull, c.nextBeat = now.Add(s.Interval), now
+	return c
+}
+
+// publish records the local dataset and sends the delta to the live peers.
+func (c *core) publish(n dataset.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	next := n.Clone()
+	next.Name = c.s.Node
+	if c.local != nil {
+		if next.Gen <= c.local.Gen {
+			next.Gen = c.local.Gen + 1
+		}
+		d := diff(c.local, &next)
+		if d.empty() {
+			return
+		}
+		b := encode(&message{Kind: kindDelta, From: c.s.Node, Inc: c.inc, Base: c.local.Gen, Gen: next.Gen, Delta: d})
+		c.local, c.full, c.beat = &next, nil, nil
+		for _, name := range c.names {
+			if c.peers[name].up {
+				c.sendLocked(name, b)
+				c.st.DeltasSent++
+			}
+		}
+		return
+	}
+	c.local, c.full, c.beat = &next, nil, nil
+	for _, name := range c.names {
+		if c.peers[name].up {
+			c.sendFullLocked(name)
+		}
+	}
+}
+
+// receive handles one frame from the transport.
+func (c *core) receive(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	m, err := decode(b)
+	if err != nil {
+		c.rejectLocked("", err.Error())
+		return
+	}
+	p := c.peers[m.From]
+	if p == nil {
+		c.rejectLocked(m.From, "sender is not a cluster member (or is this node)")
+		return
+	}
+	now := c.s.Clock.Now()
+	c.st.Received++
+	c.st.BytesReceived += uint64(len(b))
+	p.heard = now
+	sentFull := false
+	if !p.up {
+		p.up = true
+		c.log.Info("peer up", zap.String("peer", p.name))
+		c.emitLocked(Event{Kind: Up, Node: p.name})
+		// Answer at once so that p sees us up without waiting for a beat.
+		if c.local != nil {
+			c.sendFullLocked(p.name)
+			sentFull = true
+		} else {
+			c.sendBeatLocked(p.name)
+		}
+	}
+	switch m.Kind {
+	case kindFull:
+		if m.Inc != p.inc || p.data == nil || m.Gen > p.gen {
+			p.inc, p.gen, p.data = m.Inc, m.Gen, m.Node
+			c.st.FullsMerged++
+			c.emitDataLocked(p)
+		}
+	case kindDelta:
+		switch {
+		case m.Inc == p.inc && p.data != nil && m.Base == p.gen:
+			m.Delta.apply(p.data, m.Gen)
+			p.gen = m.Gen
+			c.st.DeltasApplied++
+			c.emitDataLocked(p)
+		case m.Inc == p.inc && p.data != nil && m.Gen <= p.gen:
+			// stale: already covered by a full copy
+		default:
+			c.needLocked(p, now)
+		}
+	case kindBeat:
+		if m.Gen > 0 && (m.Inc != p.inc || p.data == nil || m.Gen > p.gen) {
+			c.needLocked(p, now)
+		}
+	case kindNeed:
+		if c.local != nil && !sentFull {
+			c.sendFullLocked(p.name)
+		}
+	}
+	c.drainLocked()
+}
+
+// needLocked asks p for a full copy, at most once per two beat periods.
+func (c *core) needLocked(p *peer, now time.Time) {
+	if !p.needAt.IsZero() && now.Sub(p.needAt) < 2*c.s.beat {
+		return
+	}
+	p.needAt = now
+	c.st.NeedsSent++
+	c.sendLocked(p.name, encode(&message{Kind: kindNeed, From: c.s.Node, Inc: c.inc}))
+}
+
+// tick does the work due at the clock's now: down detection, full copies,
+// beats. It is cheap to call early.
+func (c *core) tick() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	now := c.s.Clock.Now()
+	for _, name := range c.names {
+		p := c.peers[name]
+		if p.up && now.Sub(p.heard) >= c.s.Timeout {
+			p.up = false
+			c.log.Warn("peer down", zap.String("peer", p.name),
+				zap.Duration("silent", now.Sub(p.heard)), zap.Time("last_heard", p.heard))
+			c.emitLocked(Event{Kind: Down, Node: p.name})
+		}
+	}
+	switch {
+	case !now.Before(c.nextFull):
+		for _, name := range c.names {
+			if c.peers[name].up && c.local != nil {
+				c.sendFullLocked(name)
+			} else {
+				c.sendBeatLocked(name)
+			}
+		}
+		c.nextFull = now.Add(c.s.Interval)
+		c.nextBeat = now.Add(c.s.beat)
+	case !now.Before(c.nextBeat):
+		for _, name := range c.names {
+			c.sendBeatLocked(name)
+		}
+		c.nextBeat = now.Add(c.s.beat)
+	}
+	c.drainLocked()
+}
+
+// next returns when tick has work to do next.
+func (c *core) next() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.nextBeat
+	if c.nextFull.Before(t) {
+		t = c.nextFull
+	}
+	for _, p := range c.peers {
+		if d := p.heard.Add(c.s.Timeout); p.up && d.Before(t) {
+			t = d
+		}
+	}
+	return t
+}
+
+func (c *core) sendBeatLocked(to string) {
+	if c.beat == nil {
+		var gen uint64
+		if c.local != nil {
+			gen = c.local.Gen
+		}
+		c.beat = encode(&message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen})
+	}
+	c.sendLocked(to, c.beat)
+}
+
+func (c *core) sendFullLocked(to string) {
+	if c.full == nil {
+		c.full = encode(&message{Kind: kindFull, From: c.s.Node, Inc: c.inc, Gen: c.local.Gen, Node: c.local})
+	}
+	c.st.FullsSent++
+	c.sendLocked(to, c.full)
+}
+
+func (c *core) sendLocked(to string, b []byte) {
+	c.st.Sent++
+	c.st.BytesSent += uint64(len(b))
+	c.tr.send(to, b)
+}
+
+// reject counts traffic refused by the transport (wrong key or label) or by
+// decode. src is a member name or a remote address; reason never holds
+// the secret.
+func (c *core) reject(src, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.rejectLocked(src, reason)
+		c.drainLocked()
+	}
+}
+
+func (c *core) rejectLocked(src, reason string) {
+	c.st.Rejected++
+	now := c.s.Clock.Now()
+	if last, ok := c.rejLast[src]; ok && now.Sub(last) < rejectLogEvery {
+		return
+	}
+	if len(c.rejLast) > 1024 {
+		clear(c.rejLast)
+	}
+	c.rejLast[src] = now
+	c.log.Warn("rejected heartbeat traffic", zap.String("from", src), zap.String("reason", reason))
+	c.emitLocked(Event{Kind: Rejected, Node: src, Reason: reason})
+}
+
+func (c *core) emitDataLocked(p *peer) {
+	d := p.data.Clone()
+	c.emitLocked(Event{Kind: Data, Node: p.name, Data: &d})
+}
+
+// emitLocked queues ev. A Data event replaces a pending Data event of the
+// same node when nothing about that node was queued after it.
+func (c *core) emitLocked(ev Event) {
+	if ev.Kind == Data {
+		for i := len(c.backlog) - 1; i >= 0; i-- {
+			if c.backlog[i].Node == ev.Node {
+				if c.backlog[i].Kind == Data {
+					c.backlog[i] = ev
+					return
+				}
+				break
+			}
+		}
+	}
+	c.backlog = append(c.backlog, ev)
+}
+
+// drainLocked moves the backlog into the channel without blocking.
+func (c *core) drainLocked() {
+	i := 0
+	for ; i < len(c.backlog); i++ {
+		select {
+		case c.events <- c.backlog[i]:
+		default:
+			c.backlog = append(c.backlog[:0], c.backlog[i:]...)
+			return
+		}
+	}
+	c.backlog = c.backlog[:0]
+}
+
+func (c *core) peerList() []Peer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Peer, 0, len(c.names))
+	for _, name := range c.names {
+		p := c.peers[name]
+		out = append(out, Peer{Name: p.name, Addr: p.addr, Up: p.up, LastHeard: p.heard, Gen: p.gen})
+	}
+	return out
+}
+
+func (c *core) stats() Stats {
+	c.mu.Lock()
+	st := c.st
+	c.mu.Unlock()
+	st.Dropped = c.dropped.Load()
+	st.SendErrors = c.sendErrs.Load()
+	return st
+}
+
+// shutdown stops the core and closes the Events channel.
+func (c *core) shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.events)
+	}
+}
+
+// localState is the frame memberlist's push/pull carries: a full copy, or a
+// beat before the first Publish.
+func (c *core) localState() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.local == nil {
+		return encode(&message{Kind: kindBeat, From: c.s.Node, Inc: c.inc})
+	}
+	if c.full == nil {
+		c.full = encode(&message{Kind: kindFull, From: c.s.Node, Inc: c.inc, Gen: c.local.Gen, Node: c.local})
+	}
+	return c.full
+}

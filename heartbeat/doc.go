@@ -1,0 +1,63 @@
+// Package heartbeat carries each node's dataset (dataset.Node) to the other
+// cluster members and tells the daemon who is up.
+//
+// It owns: the wire format (JSON frames: beat, full, delta, need), the
+// merge of each peer's dataset from full copies and deltas, and liveness.
+// It does not own the cluster dataset: it reports the peers' data as Data
+// events and the daemon's loop keeps it.
+//
+// # Data
+//
+// Publish sets the local dataset. The change goes at once to every peer
+// that is up as a delta (node header if changed, services and targets set or
+// deleted) tagged with the generations it goes from (Base) and to (Gen).
+// A receiver applies a delta only on top of Base; on a gap it asks for a full
+// copy ("need", at most once per two beat periods). Independently, a full
+// copy goes to every up peer at least every Interval (anti-entropy), and a
+// small beat carrying the current Gen goes to every member every beat period
+// (min(Interval, Timeout/20) within [10ms, 1s]): a receiver that sees a Gen
+// it does not hold asks for a full copy, so a lost delta is repaired within
+// a beat or two. Each start of a node has a new incarnation number, so that a
+// restarted node whose Gen starts over replaces its old data.
+//
+// # Liveness
+//
+// The rule is ours, not memberlist's: a peer is up from the moment any valid
+// frame of it arrives, and down when nothing was heard from it for Timeout,
+// measured with the Clock. The checker wakes at the next due time (and at
+// least every min(Timeout/20, 250ms)), so Down lands a few milliseconds after
+// Timeout of silence; since the last frame precedes a crash by at most one
+// beat period, a crash is declared between Timeout minus a beat and Timeout
+// after it. Beats go to every configured member, up or down, so two nodes
+// that lost each other find each other again as soon as the link works.
+//
+// # Transports
+//
+// The logic lives in one core type; transports only move bytes, so the
+// in-memory tests prove the real logic.
+//
+//   - NewMemberlist: hashicorp/memberlist provides AES-256-GCM encryption and
+//     authentication with the cluster secret (SecretKey), the cluster-name
+//     binding (Label), UDP and TCP framing, and joins. Frames up to about
+//     1.3KB go as one datagram, larger ones over TCP (SendReliable), to the
+//     address in cluster.toml, through one ordered queue per peer. Push/pull
+//     (on join) carries a full copy. Memberlist's own failure detector is
+//     tuned not to fight ours (see memberlistConfig). Traffic with a wrong
+//     key or label is refused by memberlist; its log line becomes a Rejected
+//     event and a counter (rate-limited per source host; the secret is never
+//     logged).
+//   - MemNetwork: deterministic delivery driven by the caller and a fake
+//     clock, with partitions, drops and crashes, for tests and simulation.
+//
+// # Concurrency
+//
+// Heartbeat methods are safe for concurrent use and never block on the
+// network: sends are queued (a full queue drops the frame and counts it; the
+// next full copy repairs). Events are delivered in order on a buffered
+// channel; when it is full they wait in a backlog (Data events of one node
+// coalesce there), never dropped. The real transport runs one ticker
+// goroutine, one joiner goroutine and one sender goroutine per peer, all
+// stopped and waited for by Close. Close flushes the queued frames (so the
+// last Publish reaches the live peers, bounded by min(2s, Timeout)), leaves
+// the cluster, shuts memberlist down and closes the Events channel.
+package heartbeat

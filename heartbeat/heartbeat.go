@@ -1,0 +1,198 @@
+package heartbeat
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"haven/clock"
+	"haven/config"
+	"haven/dataset"
+)
+
+// Defaults of node.toml [hb].
+const (
+	DefaultTimeout  = 15 * time.Second
+	DefaultInterval = 5 * time.Second
+)
+
+// Config configures one node's heartbeat.
+type Config struct {
+	// Node is the local node name; it must be one of Members.
+	Node string
+	// BindAddr and BindPort are where the real transport listens
+	// (node.toml hb.addr / hb.port). A zero BindPort takes the port of the
+	// local entry of Members.
+	BindAddr string
+	BindPort int
+	// AdvertiseAddr and AdvertisePort are what memberlist announces; empty
+	// means the host:port of the local entry of Members.
+	AdvertiseAddr string
+	AdvertisePort int
+	// Members are every cluster member (cluster.toml [nodes]), self included.
+	Members []config.Member
+	// ClusterName binds all traffic to the cluster (memberlist Label).
+	ClusterName string
+	// Secret is the cluster secret: 64 hex characters (32 bytes, AES-256-GCM).
+	// "" disables encryption (development only; a warning is logged).
+	Secret string
+	// Timeout: a peer silent this long is declared down (hb.timeout).
+	Timeout time.Duration
+	// Interval: a full copy is sent at least this often (hb.interval).
+	Interval time.Duration
+	// Clock is the time source; nil means the wall clock.
+	Clock clock.Clock
+	// Logger receives the heartbeat's and memberlist's logs; nil discards.
+	Logger *zap.Logger
+}
+
+// Heartbeat carries the local node's dataset to its peers and reports theirs.
+// All methods are safe for concurrent use and never block on the network.
+type Heartbeat interface {
+	// Publish sets the local node's data. The caller bumps n.Gen on every
+	// change (the heartbeat forces it monotonic anyway). The change is sent
+	// at once to every live peer as a delta.
+	Publish(n dataset.Node)
+	// Events delivers peer events in order. It is closed by Close. Events
+	// are never dropped: when the channel is full they wait in a backlog.
+	Events() <-chan Event
+	// Peers returns every other member, sorted by name.
+	Peers() []Peer
+	// Stats returns the traffic counters.
+	Stats() Stats
+	// Close flushes the last Publish to the live peers, leaves the cluster
+	// and releases the transport.
+	Close() error
+}
+
+// Kind is the kind of an Event.
+type Kind int
+
+const (
+	// Data: the peer's dataset changed; Event.Data is its merged full copy.
+	Data Kind = iota + 1
+	// Up: a message of the peer was heard after it was down or unknown.
+	Up
+	// Down: nothing was heard from the peer for Timeout.
+	Down
+	// Rejected: traffic from outside the cluster (wrong secret, wrong
+	// cluster name, unknown member) or a malformed message was rejected.
+	// Event.Node is the member name when known, else the remote address.
+	Rejected
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Data:
+		return "data"
+	case Up:
+		return "up"
+	case Down:
+		return "down"
+	case Rejected:
+		return "rejected"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Event is what the heartbeat reports to its owner.
+type Event struct {
+	Kind Kind
+	Node string
+	// Data is set on Data events: a private copy the receiver may keep.
+	Data *dataset.Node
+	// Reason explains Rejected events.
+	Reason string
+}
+
+// Peer is the heartbeat's view of another member.
+type Peer struct {
+	Name      string
+	Addr      string
+	Up        bool
+	LastHeard time.Time // zero when never heard
+	Gen       uint64    // generation of the peer's data we hold
+}
+
+// Stats are traffic counters since start.
+type Stats struct {
+	Sent, Received             uint64 // messages
+	BytesSent, BytesReceived   uint64 // payload bytes (before encryption)
+	FullsSent, DeltasSent      uint64
+	NeedsSent                  uint64 // requests for a full copy after a gap
+	Rejected                   uint64 // malformed, foreign or unauthenticated
+	Dropped                    uint64 // sends dropped on a full peer queue
+	SendErrors                 uint64
+	DeltasApplied, FullsMerged uint64
+}
+
+// settings is a validated Config with the derived periods.
+type settings struct {
+	Config
+	key   []byte        // nil when unencrypted
+	beat  time.Duration // beat period: min(Interval, Timeout/20) within [10ms, 1s]
+	check time.Duration // longest sleep of the liveness loop
+}
+
+func (cfg Config) validate() (settings, error) {
+	s := settings{Config: cfg}
+	if s.Node == "" {
+		return s, errors.New("heartbeat: empty node name")
+	}
+	self := false
+	seen := map[string]bool{}
+	for _, m := range s.Members {
+		if m.Name == "" || seen[m.Name] {
+			return s, fmt.Errorf("heartbeat: empty or duplicate member name %q", m.Name)
+		}
+		seen[m.Name] = true
+		if m.Name == s.Node {
+			self = true
+		}
+	}
+	if !self {
+		return s, fmt.Errorf("heartbeat: node %q is not in the members", s.Node)
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.Interval <= 0 {
+		s.Interval = DefaultInterval
+	}
+	if s.Interval >= s.Timeout {
+		return s, fmt.Errorf("heartbeat: interval %s must be shorter than timeout %s", s.Interval, s.Timeout)
+	}
+	if len(s.ClusterName) > 255 {
+		return s, errors.New("heartbeat: cluster name longer than 255 bytes")
+	}
+	if s.Secret != "" {
+		k, err := hex.DecodeString(s.Secret)
+		if err != nil || len(k) != 32 {
+			// Never echo the secret, not even in part.
+			return s, errors.New("heartbeat: cluster secret must be 64 hex characters (32 bytes)")
+		}
+		s.key = k
+	}
+	if s.Clock == nil {
+		s.Clock = clock.Real{}
+	}
+	if s.Logger == nil {
+		s.Logger = zap.NewNop()
+	}
+	s.beat = min(s.Interval, max(10*time.Millisecond, min(time.Second, s.Timeout/20)))
+	s.check = max(time.Millisecond, min(250*time.Millisecond, s.Timeout/20))
+	return s, nil
+}
+
+// self returns the local member entry.
+func (s *settings) self() config.Member {
+	for _, m := range s.Members {
+		if m.Name == s.Node {
+			return m
+		}
+	}
+	return config.Member{}
+}

@@ -1,0 +1,326 @@
+package heartbeat
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"go.uber.org/zap"
+
+	"haven/dataset"
+)
+
+// queueDepth is the number of frames waiting for one peer; beyond it frames
+// are dropped and counted (a full copy repairs any lost delta).
+const queueDepth = 256
+
+// mlHB is a Heartbeat over hashicorp/memberlist.
+type mlHB struct {
+	s   settings
+	c   *core
+	ml  *memberlist.Memberlist
+	log *zap.Logger
+
+	udpMax  int // frames up to this size go as one datagram, larger ones by TCP
+	senders map[string]*peerSender
+
+	stop      chan struct{}
+	loops     sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// peerSender sends the frames of one peer in order, off the caller's path.
+type peerSender struct {
+	name, addr string
+	q          chan []byte
+	done       chan struct{}
+}
+
+// NewMemberlist starts a heartbeat on memberlist: it binds its UDP and TCP
+// listeners, then joins the other members in the background and keeps
+// re-joining those it does not see, so that start order does not matter and
+// partitions heal.
+func NewMemberlist(cfg Config) (Heartbeat, error) {
+	s, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	h := &mlHB{s: s, c: newCore(s), senders: map[string]*peerSender{}, stop: make(chan struct{})}
+	h.c.tr = h
+	h.log = s.Logger.Named("hb").With(zap.String("node", s.Node))
+	if s.key == nil {
+		h.log.Warn("cluster secret is empty: heartbeat traffic is neither encrypted nor authenticated (development only)")
+	}
+	mc, err := h.memberlistConfig()
+	if err != nil {
+		return nil, err
+	}
+	h.udpMax = mc.UDPBufferSize - 96 - len(mc.Label)
+	// The queues exist before memberlist can deliver (and the core answer).
+	for _, m := range s.Members {
+		if m.Name != s.Node {
+			h.senders[m.Name] = &peerSender{name: m.Name, addr: m.Addr,
+				q: make(chan []byte, queueDepth), done: make(chan struct{})}
+		}
+	}
+	h.ml, err = memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: start memberlist on %s:%d: %w", mc.BindAddr, mc.BindPort, err)
+	}
+	for _, ps := range h.senders {
+		go h.runSender(ps)
+	}
+	h.loops.Add(2)
+	go h.runTicker()
+	go h.runJoiner()
+	return h, nil
+}
+
+// memberlistConfig tunes memberlist for our liveness rule (see doc.go).
+func (h *mlHB) memberlistConfig() (*memberlist.Config, error) {
+	s := h.s
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = s.Node
+	self := s.self()
+	host, port, err := splitHostPort(self.Addr)
+	if err != nil && (s.BindPort == 0 || s.AdvertiseAddr == "") {
+		return nil, fmt.Errorf("heartbeat: member %s address %q: %w", s.Node, self.Addr, err)
+	}
+	mc.BindAddr, mc.BindPort = s.BindAddr, s.BindPort
+	if mc.BindAddr == "" {
+		mc.BindAddr = "0.0.0.0"
+	}
+	if mc.BindPort == 0 {
+		mc.BindPort = port
+	}
+	mc.AdvertiseAddr, mc.AdvertisePort = s.AdvertiseAddr, s.AdvertisePort
+	if mc.AdvertiseAddr == "" && net.ParseIP(host) != nil {
+		mc.AdvertiseAddr = host
+	}
+	if mc.AdvertisePort == 0 {
+		mc.AdvertisePort = port
+	}
+	mc.Label = s.ClusterName
+	mc.SecretKey = s.key
+	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	mc.Delegate = mlDelegate{h.c}
+	mc.Logger = log.New(&mlLogWriter{log: h.log.Named("memberlist"), c: h.c}, "", 0)
+
+	// Memberlist's own failure detector only decides whom it gossips with;
+	// liveness is the core's rule. Make it probe often, never slow down
+	// (Lifeguard's awareness and suspicion multipliers make 2-node clusters
+	// take far longer than hb.timeout), and declare dead no sooner than
+	// hb.timeout so that it does not fight our rule.
+	mc.ProbeInterval = clampDur(s.Timeout/10, 100*time.Millisecond, time.Second)
+	mc.ProbeTimeout = mc.ProbeInterval / 2
+	mc.SuspicionMult = max(1, int((s.Timeout+mc.ProbeInterval-1)/mc.ProbeInterval))
+	mc.SuspicionMaxTimeoutMult = 1
+	mc.AwarenessMaxMultiplier = 1
+	mc.GossipToTheDeadTime = s.Timeout
+	mc.DeadNodeReclaimTime = s.Timeout // a restarted node may come back from a new address
+	mc.PushPullInterval = clampDur(3*s.Interval, 5*time.Second, time.Minute)
+	mc.TCPTimeout = clampDur(s.Timeout/4, 500*time.Millisecond, 10*time.Second)
+	return mc, nil
+}
+
+func (h *mlHB) send(to string, b []byte) {
+	ps := h.senders[to]
+	if ps == nil {
+		return
+	}
+	select {
+	case ps.q <- b:
+	default:
+		h.c.dropped.Add(1)
+	}
+}
+
+// runSender sends small frames as datagrams (cheapest, no handshake) and
+// larger ones over TCP. Addresses come from cluster.toml, not from
+// memberlist's member list, so that a peer memberlist believes dead still
+// gets our beats and can come back up.
+func (h *mlHB) runSender(ps *peerSender) {
+	defer close(ps.done)
+	var lastErr time.Time
+	for b := range ps.q {
+		var err error
+		if len(b) <= h.udpMax {
+			err = h.ml.SendToAddress(memberlist.Address{Addr: ps.addr, Name: ps.name}, b)
+		} else {
+			var a *net.TCPAddr
+			if a, err = net.ResolveTCPAddr("tcp", ps.addr); err == nil {
+				err = h.ml.SendReliable(&memberlist.Node{Name: ps.name, Addr: a.IP, Port: uint16(a.Port)}, b)
+			}
+		}
+		if err != nil {
+			h.c.sendErrs.Add(1)
+			if now := time.Now(); now.Sub(lastErr) > rejectLogEvery {
+				lastErr = now
+				h.log.Debug("send failed", zap.String("peer", ps.name), zap.Error(err))
+			}
+		}
+	}
+}
+
+// runTicker runs the core's due work, waking at its next due time.
+func (h *mlHB) runTicker() {
+	defer h.loops.Done()
+	clk := h.s.Clock
+	for {
+		wait := clampDur(h.c.next().Sub(clk.Now()), time.Millisecond, h.s.check)
+		select {
+		case <-h.stop:
+			return
+		case <-clk.After(wait):
+			h.c.tick()
+		}
+	}
+}
+
+// runJoiner joins, at once and then every rejoin period, the members that
+// memberlist does not list.
+func (h *mlHB) runJoiner() {
+	defer h.loops.Done()
+	every := clampDur(h.s.Interval, time.Second, 10*time.Second)
+	for {
+		seen := map[string]bool{}
+		for _, n := range h.ml.Members() {
+			seen[n.Name] = true
+		}
+		var addrs []string
+		for _, m := range h.s.Members {
+			if !seen[m.Name] && m.Name != h.s.Node {
+				addrs = append(addrs, m.Name+"/"+m.Addr)
+			}
+		}
+		if len(addrs) > 0 {
+			if n, err := h.ml.Join(addrs); err != nil && n == 0 {
+				h.log.Debug("join failed", zap.Strings("members", addrs), zap.Error(err))
+			}
+		}
+		select {
+		case <-h.stop:
+			return
+		case <-h.s.Clock.After(every):
+		}
+	}
+}
+
+func (h *mlHB) Publish(n dataset.Node) { h.c.publish(n) }
+func (h *mlHB) Events() <-chan Event   { return h.c.events }
+func (h *mlHB) Peers() []Peer          { return h.c.peerList() }
+func (h *mlHB) Stats() Stats           { return h.c.stats() }
+
+// Close stops the timers, lets the peer queues drain (so the last Publish
+// reaches the live peers), leaves the cluster and shuts memberlist down.
+func (h *mlHB) Close() error {
+	h.closeOnce.Do(func() { h.closeErr = h.shut(true) })
+	return h.closeErr
+}
+
+// shut stops everything; graceful=false simulates a crash (tests): nothing
+// queued is flushed and no leave is announced.
+func (h *mlHB) shut(graceful bool) error {
+	close(h.stop)
+	h.loops.Wait()
+	h.c.shutdown() // from now on nothing is queued
+	var errs []error
+	if graceful {
+		for _, ps := range h.senders {
+			close(ps.q)
+		}
+		deadline := time.After(min(2*time.Second, h.s.Timeout))
+		for _, ps := range h.senders {
+			select {
+			case <-ps.done:
+			case <-deadline:
+			}
+		}
+		if err := h.ml.Leave(min(time.Second, h.s.Timeout)); err != nil {
+			errs = append(errs, fmt.Errorf("heartbeat: leave: %w", err))
+		}
+	}
+	if err := h.ml.Shutdown(); err != nil {
+		errs = append(errs, fmt.Errorf("heartbeat: shutdown: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// mlDelegate hands memberlist's user traffic to the core. Push/pull (on
+// join and every PushPullInterval) carries a full copy too.
+type mlDelegate struct{ c *core }
+
+func (d mlDelegate) NodeMeta(limit int) []byte         { return []byte{protoVersion} }
+func (d mlDelegate) NotifyMsg(b []byte)                { d.c.receive(b) }
+func (d mlDelegate) GetBroadcasts(_, _ int) [][]byte   { return nil }
+func (d mlDelegate) LocalState(join bool) []byte       { return d.c.localState() }
+func (d mlDelegate) MergeRemoteState(b []byte, _ bool) { d.c.receive(b) }
+
+// mlLogWriter routes memberlist's log lines to zap and turns the lines that
+// report foreign traffic (wrong key, wrong label) into rejections.
+type mlLogWriter struct {
+	log *zap.Logger
+	c   *core
+}
+
+var fromRE = regexp.MustCompile(`from=(\S+)`)
+
+func (w *mlLogWriter) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	level, msg := "", line
+	if strings.HasPrefix(line, "[") {
+		if i := strings.IndexByte(line, ']'); i > 0 {
+			level, msg = line[1:i], strings.TrimSpace(line[i+1:])
+		}
+	}
+	msg = strings.TrimPrefix(msg, "memberlist: ")
+	low := strings.ToLower(msg)
+	reason := ""
+	switch {
+	case strings.Contains(low, "unacceptable label"):
+		reason = "wrong cluster name (memberlist label)"
+	case strings.Contains(low, "decrypt") || strings.Contains(low, "encrypt"):
+		reason = "cannot authenticate (wrong or missing cluster secret)"
+	}
+	if reason != "" && (level == "ERR" || level == "ERROR" || level == "WARN") {
+		src := "unknown"
+		if m := fromRE.FindStringSubmatch(msg); m != nil {
+			src = m[1]
+			// Streams come from ephemeral ports: one source per host.
+			if host, _, err := net.SplitHostPort(src); err == nil {
+				src = host
+			}
+		}
+		w.c.reject(src, reason)
+		return len(p), nil
+	}
+	switch level {
+	case "DEBUG":
+		w.log.Debug(msg)
+	case "INFO":
+		w.log.Info(msg)
+	default: // WARN, ERR: mostly transient network errors; our Down events are the signal
+		w.log.Warn(msg)
+	}
+	return len(p), nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	a, err := net.LookupPort("tcp", p)
+	return host, a, err
+}
+
+func clampDur(d, lo, hi time.Duration) time.Duration {
+	return max(lo, min(hi, d))
+}

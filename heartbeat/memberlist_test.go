@@ -1,0 +1,299 @@
+package heartbeat
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"haven/config"
+	"haven/dataset"
+)
+
+// Loopback timings: short so that the package's tests stay fast.
+const (
+	lbTimeout  = 2 * time.Second
+	lbInterval = 500 * time.Millisecond
+)
+
+// freeAddrs returns n loopback addresses whose port is free for TCP and UDP.
+func freeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	var out []string
+	for len(out) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		u, err := net.ListenPacket("udp", addr)
+		l.Close()
+		if err != nil {
+			continue
+		}
+		u.Close()
+		out = append(out, addr)
+	}
+	return out
+}
+
+func loopMembers(t testing.TB, n int) []config.Member {
+	addrs := freeAddrs(t, n)
+	ms := make([]config.Member, n)
+	for i := range ms {
+		ms[i] = config.Member{Name: fmt.Sprintf("n%d", i+1), Addr: addrs[i]}
+	}
+	return ms
+}
+
+func loopConfig(ms []config.Member, name string, log *zap.Logger) Config {
+	return Config{Node: name, BindAddr: "127.0.0.1", Members: ms, ClusterName: "prod", Secret: testSecret,
+		Timeout: lbTimeout, Interval: lbInterval, Logger: log}
+}
+
+// watcher records a real heartbeat's events as they come.
+type watcher struct {
+	mu   sync.Mutex
+	hb   Heartbeat
+	evs  []timedEvent
+	done chan struct{}
+}
+
+type timedEvent struct {
+	Event
+	at time.Time
+}
+
+func watch(t *testing.T, cfg Config) *watcher {
+	t.Helper()
+	h, err := NewMemberlist(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &watcher{hb: h, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ev := range h.Events() {
+			w.mu.Lock()
+			w.evs = append(w.evs, timedEvent{ev, time.Now()})
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { h.Close(); <-w.done })
+	return w
+}
+
+// find returns the first event matching f, polling until the deadline.
+func (w *watcher) find(within time.Duration, f func(Event) bool) (timedEvent, bool) {
+	deadline := time.Now().Add(within)
+	for {
+		w.mu.Lock()
+		for _, ev := range w.evs {
+			if f(ev.Event) {
+				w.mu.Unlock()
+				return ev, true
+			}
+		}
+		w.mu.Unlock()
+		if time.Now().After(deadline) {
+			return timedEvent{}, false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func isKind(k Kind, node string) func(Event) bool {
+	return func(ev Event) bool { return ev.Kind == k && ev.Node == node }
+}
+
+func TestLoopbackConverge(t *testing.T) {
+	t.Parallel()
+	ms := loopMembers(t, 3)
+	ws := map[string]*watcher{}
+	for _, m := range ms {
+		ws[m.Name] = watch(t, loopConfig(ms, m.Name, nil))
+		ws[m.Name].hb.Publish(svcNode(m.Name, 1, "web"))
+	}
+	for _, a := range ms {
+		for _, b := range ms {
+			if a != b {
+				if _, ok := ws[a.Name].find(3*time.Second, isKind(Up, b.Name)); !ok {
+					t.Fatalf("%s does not see %s up", a.Name, b.Name)
+				}
+			}
+		}
+	}
+	// Propagation of a change from n1 to n3.
+	want := svcNode("n1", 2, "web", "db")
+	start := time.Now()
+	ws["n1"].hb.Publish(want)
+	ev, ok := ws["n3"].find(2*time.Second, func(ev Event) bool {
+		return ev.Kind == Data && ev.Node == "n1" && sameData(ev.Data, &want)
+	})
+	if !ok {
+		t.Fatal("n3 never got n1's change")
+	}
+	lat := ev.at.Sub(start)
+	t.Logf("propagation n1 -> n3: %s", lat)
+	if lat > 200*time.Millisecond {
+		t.Errorf("propagation took %s, want < 200ms", lat)
+	}
+	// A large change (over a datagram) goes by TCP.
+	big := svcNode("n1", 3)
+	for i := range 200 {
+		big.Services[fmt.Sprintf("svc-%03d", i)] = dataset.Instance{Avail: dataset.StatusUp}
+	}
+	ws["n1"].hb.Publish(big)
+	if _, ok := ws["n2"].find(2*time.Second, func(ev Event) bool {
+		return ev.Kind == Data && ev.Node == "n1" && sameData(ev.Data, &big)
+	}); !ok {
+		t.Fatal("n2 never got n1's large change")
+	}
+	if st := ws["n1"].hb.Stats(); st.SendErrors != 0 || st.Rejected != 0 {
+		t.Errorf("stats: %+v", st)
+	}
+}
+
+// helperEnv carries the config of a heartbeat run in a child process.
+const helperEnv = "HAVEN_HB_HELPER"
+
+// TestHelperProcess is not a test: run by a test as a child process, it
+// starts a heartbeat and waits to be killed.
+func TestHelperProcess(t *testing.T) {
+	spec := os.Getenv(helperEnv)
+	if spec == "" {
+		t.Skip("helper process only")
+	}
+	var cfg Config
+	if err := json.Unmarshal([]byte(spec), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	h, err := NewMemberlist(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	h.Publish(svcNode(cfg.Node, 1, "web"))
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+func startHelper(t *testing.T, cfg Config) *exec.Cmd {
+	t.Helper()
+	b, _ := json.Marshal(cfg)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+string(b))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// testKill: the last member runs in a child process killed with SIGKILL;
+// the others declare it down between Timeout minus a beat and Timeout+0.5s.
+// Not parallel: the figure is a timing.
+func testKill(t *testing.T, size int) {
+	ms := loopMembers(t, size)
+	victim := ms[size-1].Name
+	var ws []*watcher
+	for _, m := range ms[:size-1] {
+		ws = append(ws, watch(t, loopConfig(ms, m.Name, nil)))
+	}
+	cmd := startHelper(t, loopConfig(ms, victim, nil))
+	for _, w := range ws {
+		if _, ok := w.find(5*time.Second, isKind(Data, victim)); !ok {
+			t.Fatalf("%d nodes: never heard from %s", size, victim)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // steady state
+	killed := time.Now()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := loopConfig(ms, victim, nil).validate()
+	for _, w := range ws {
+		ev, ok := w.find(lbTimeout+2*time.Second, isKind(Down, victim))
+		if !ok {
+			t.Fatalf("%s not declared down", victim)
+		}
+		d := ev.at.Sub(killed)
+		t.Logf("%d nodes: down after %s (timeout %s, beat %s)", size, d, lbTimeout, s.beat)
+		if d < lbTimeout-s.beat-50*time.Millisecond || d > lbTimeout+500*time.Millisecond {
+			t.Errorf("down after %s, want within [%s, %s]", d, lbTimeout-s.beat, lbTimeout+500*time.Millisecond)
+		}
+	}
+}
+
+func TestLoopbackKill2(t *testing.T) { testKill(t, 2) }
+func TestLoopbackKill3(t *testing.T) { testKill(t, 3) }
+
+// TestLoopbackForeign: nodes with a wrong secret, a wrong cluster name or no
+// secret never join, and the secrets never reach the logs.
+func TestLoopbackForeign(t *testing.T) {
+	t.Parallel()
+	core, logs := observer.New(zap.DebugLevel)
+	log := zap.New(core)
+	ms := loopMembers(t, 5)
+	good := []*watcher{watch(t, loopConfig(ms, "n1", log)), watch(t, loopConfig(ms, "n2", log))}
+	wrongSecret := strings.Repeat("ab", 32)
+	c3 := loopConfig(ms, "n3", log)
+	c3.Secret = wrongSecret
+	c4 := loopConfig(ms, "n4", log)
+	c4.ClusterName = "other"
+	c5 := loopConfig(ms, "n5", log)
+	c5.Secret = ""
+	bad := []*watcher{watch(t, c3), watch(t, c4), watch(t, c5)}
+	for _, w := range append(good, bad...) {
+		w.hb.Publish(svcNode("x", 1, "web"))
+	}
+	if _, ok := good[0].find(3*time.Second, isKind(Up, "n2")); !ok {
+		t.Fatal("n1 does not see n2")
+	}
+	time.Sleep(1500 * time.Millisecond) // several beats and a re-join round
+	for i, w := range good {
+		for _, p := range w.hb.Peers() {
+			if p.Up != (p.Name == "n1" || p.Name == "n2") {
+				t.Errorf("n%d sees %s up=%v", i+1, p.Name, p.Up)
+			}
+		}
+		if st := w.hb.Stats(); st.Rejected == 0 {
+			t.Errorf("n%d rejected nothing: %+v", i+1, st)
+		}
+		if _, ok := w.find(0, func(ev Event) bool { return ev.Kind == Rejected }); !ok {
+			t.Errorf("n%d: no Rejected event", i+1)
+		}
+	}
+	for i, w := range bad {
+		for _, p := range w.hb.Peers() {
+			if p.Up {
+				t.Errorf("foreign n%d sees %s up", i+3, p.Name)
+			}
+		}
+	}
+	for _, e := range logs.All() {
+		line := e.Message
+		for _, f := range e.Context {
+			line += fmt.Sprintf(" %s=%v%s", f.Key, f.String, f.Interface)
+		}
+		if strings.Contains(line, testSecret) || strings.Contains(line, wrongSecret) {
+			t.Fatalf("a secret reached the log: %s", line)
+		}
+	}
+	rej := logs.FilterMessage("rejected heartbeat traffic").Len()
+	t.Logf("%d rejection log lines, %d log lines", rej, logs.Len())
+	if rej == 0 {
+		t.Error("no rejection logged")
+	}
+}

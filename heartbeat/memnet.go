@@ -1,0 +1,245 @@
+package heartbeat
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"haven/clock"
+	"haven/dataset"
+)
+
+// MemNetwork is an in-memory network of heartbeats sharing one process and
+// one clock, for tests and the in-process simulation.
+//
+// Delivery is deterministic: a frame is queued when sent and delivered, in
+// FIFO order and with zero latency, by the next Flush. Every entry point that
+// can send (Join, Publish, Close, Tick, Advance) flushes before it returns, so
+// an event caused by a Publish is on the receivers' Events channels when
+// Publish returns. Timers do not run by themselves: Tick runs the work due at
+// the clock's now on every node, and Advance moves a settable (fake) clock
+// from one due time to the next, so simulated hours take milliseconds.
+//
+// Nodes with a different ClusterName or Secret do not understand each other:
+// their frames are rejected by the receiver (counted, Rejected event), as
+// memberlist rejects a wrong key or label.
+type MemNetwork struct {
+	clk clock.Clock
+
+	mu       sync.Mutex
+	nodes    map[string]*memHB
+	queue    []memFrame
+	cut      map[[2]string]bool // Partition: from -> to is cut
+	drop     map[[2]string]bool // Drop: from -> to loses everything
+	crashed  map[string]bool
+	flushing bool
+}
+
+type memFrame struct {
+	sender *memHB
+	to     string
+	b      []byte
+}
+
+// NewMemNetwork returns an empty network driven by clk. Advance needs a
+// clock with a Set method (*clock.Fake); Tick works with any clock.
+func NewMemNetwork(clk clock.Clock) *MemNetwork {
+	return &MemNetwork{
+		clk:     clk,
+		nodes:   map[string]*memHB{},
+		cut:     map[[2]string]bool{},
+		drop:    map[[2]string]bool{},
+		crashed: map[string]bool{},
+	}
+}
+
+// Join starts a node on the network. cfg.Clock is replaced by the network's
+// clock; the bind and advertise fields are ignored. Joining a name that is
+// already on the network replaces that node (a restart after Crash).
+func (n *MemNetwork) Join(cfg Config) (Heartbeat, error) {
+	cfg.Clock = n.clk
+	s, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	h := &memHB{net: n, name: s.Node, cred: s.ClusterName + "\x00" + s.Secret, addr: s.self().Addr}
+	h.c = newCore(s)
+	h.c.tr = h
+	n.mu.Lock()
+	if old := n.nodes[s.Node]; old != nil {
+		old.closed = true
+	}
+	n.nodes[s.Node] = h
+	delete(n.crashed, s.Node)
+	n.mu.Unlock()
+	h.c.tick()
+	n.Flush()
+	return h, nil
+}
+
+// Partition cuts every link between a node of a and a node of b, both ways.
+func (n *MemNetwork) Partition(a, b []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, x := range a {
+		for _, y := range b {
+			n.cut[[2]string{x, y}] = true
+			n.cut[[2]string{y, x}] = true
+		}
+	}
+}
+
+// Heal removes every partition and drop (crashed nodes stay crashed).
+func (n *MemNetwork) Heal() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(n.cut)
+	clear(n.drop)
+}
+
+// Drop makes the link from -> to lose every frame while on.
+func (n *MemNetwork) Drop(from, to string, on bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if on {
+		n.drop[[2]string{from, to}] = true
+	} else {
+		delete(n.drop, [2]string{from, to})
+	}
+}
+
+// Crash stops node: nothing is delivered to or from it any more and its
+// timers stop, without a clean leave. Join the same name to restart it.
+func (n *MemNetwork) Crash(node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.crashed[node] = true
+}
+
+// Flush delivers every queued frame, including those sent while delivering.
+// A Flush called while another runs returns at once (the running one
+// delivers the new frames).
+func (n *MemNetwork) Flush() {
+	n.mu.Lock()
+	if n.flushing {
+		n.mu.Unlock()
+		return
+	}
+	n.flushing = true
+	for len(n.queue) > 0 {
+		f := n.queue[0]
+		n.queue[0] = memFrame{}
+		n.queue = n.queue[1:]
+		from := f.sender.name
+		dst := n.nodes[f.to]
+		ok := dst != nil && !dst.closed && !f.sender.closed && n.nodes[from] == f.sender &&
+			!n.crashed[from] && !n.crashed[f.to] &&
+			!n.cut[[2]string{from, f.to}] && !n.drop[[2]string{from, f.to}]
+		n.mu.Unlock()
+		switch {
+		case !ok:
+		case dst.cred != f.sender.cred:
+			dst.c.reject(f.sender.addr, "cannot authenticate the frame (wrong cluster secret or name)")
+		default:
+			dst.c.receive(f.b)
+		}
+		n.mu.Lock()
+	}
+	n.queue = nil
+	n.flushing = false
+	n.mu.Unlock()
+}
+
+// Tick runs the work due at the clock's now on every live node, then flushes.
+func (n *MemNetwork) Tick() {
+	for _, h := range n.live() {
+		h.c.tick()
+	}
+	n.Flush()
+}
+
+// Advance moves the network's clock forward by d, stopping at every time a
+// node has work due (beats, full copies, timeouts) to Tick. The clock must
+// have a Set method, as *clock.Fake does.
+func (n *MemNetwork) Advance(d time.Duration) {
+	setter, ok := n.clk.(interface{ Set(time.Time) })
+	if !ok {
+		panic(fmt.Sprintf("heartbeat: MemNetwork.Advance needs a settable clock, not %T", n.clk))
+	}
+	end := n.clk.Now().Add(d)
+	stuck := 0
+	for {
+		now := n.clk.Now()
+		next := end
+		for _, h := range n.live() {
+			if t := h.c.next(); t.Before(next) {
+				next = t
+			}
+		}
+		if next.After(now) {
+			stuck = 0
+		} else if stuck++; stuck > 1 {
+			// A tick always moves a node's next due time past now; this
+			// only guards against looping forever on a bug.
+			if next = now.Add(time.Millisecond); next.After(end) {
+				next = end
+			}
+		}
+		setter.Set(next)
+		n.Tick()
+		if !n.clk.Now().Before(end) {
+			return
+		}
+	}
+}
+
+// live returns the running nodes sorted by name.
+func (n *MemNetwork) live() []*memHB {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*memHB
+	for name, h := range n.nodes {
+		if !h.closed && !n.crashed[name] {
+			out = append(out, h)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// memHB is one node of a MemNetwork.
+type memHB struct {
+	net  *MemNetwork
+	c    *core
+	name string
+	cred string // cluster name and secret: frames of another cred are refused
+	addr string
+
+	closed bool // guarded by net.mu
+}
+
+func (h *memHB) send(to string, b []byte) {
+	h.net.mu.Lock()
+	h.net.queue = append(h.net.queue, memFrame{sender: h, to: to, b: b})
+	h.net.mu.Unlock()
+}
+
+func (h *memHB) Publish(d dataset.Node) {
+	h.c.publish(d)
+	h.net.Flush()
+}
+
+func (h *memHB) Events() <-chan Event { return h.c.events }
+func (h *memHB) Peers() []Peer        { return h.c.peerList() }
+func (h *memHB) Stats() Stats         { return h.c.stats() }
+
+// Close delivers what the node sent last, then stops it.
+func (h *memHB) Close() error {
+	h.net.Flush()
+	h.net.mu.Lock()
+	h.closed = true
+	h.net.mu.Unlock()
+	h.c.shutdown()
+	return nil
+}

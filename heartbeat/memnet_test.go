@@ -1,0 +1,327 @@
+package heartbeat
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"haven/clock"
+	"haven/config"
+	"haven/dataset"
+)
+
+const testSecret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func memberList(n int) []config.Member {
+	out := make([]config.Member, n)
+	for i := range out {
+		out[i] = config.Member{Name: fmt.Sprintf("n%02d", i+1), Addr: fmt.Sprintf("10.0.0.%d:10000", i+1)}
+	}
+	return out
+}
+
+// memCluster is an in-memory cluster under test; every node keeps the last
+// Data it saw of every peer.
+type memCluster struct {
+	t       *testing.T
+	clk     *clock.Fake
+	net     *MemNetwork
+	members []config.Member
+	hb      map[string]Heartbeat
+	seen    map[string]map[string]*dataset.Node // observer -> peer -> last data
+	evs     map[string][]Event                  // observer -> events since the last take
+}
+
+func newMemCluster(t *testing.T, n int) *memCluster {
+	c := &memCluster{t: t, clk: clock.NewFake(t0), members: memberList(n),
+		hb: map[string]Heartbeat{}, seen: map[string]map[string]*dataset.Node{}, evs: map[string][]Event{}}
+	c.net = NewMemNetwork(c.clk)
+	for _, m := range c.members {
+		c.join(m.Name, testSecret, "prod")
+	}
+	return c
+}
+
+func (c *memCluster) cfg(name, secret, cluster string) Config {
+	return Config{Node: name, Members: c.members, ClusterName: cluster, Secret: secret,
+		Timeout: 15 * time.Second, Interval: 5 * time.Second}
+}
+
+func (c *memCluster) join(name, secret, cluster string) {
+	h, err := c.net.Join(c.cfg(name, secret, cluster))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.hb[name] = h
+	c.seen[name] = map[string]*dataset.Node{}
+}
+
+// collect drains every node's Events channel.
+func (c *memCluster) collect() {
+	for name, h := range c.hb {
+		for {
+			select {
+			case ev, ok := <-h.Events():
+				if !ok {
+					goto next
+				}
+				c.evs[name] = append(c.evs[name], ev)
+				if ev.Kind == Data {
+					c.seen[name][ev.Node] = ev.Data
+				}
+				continue
+			default:
+			}
+			break
+		}
+	next:
+	}
+}
+
+// take returns and forgets the events of observer of the given kind about node.
+func (c *memCluster) take(observer string, kind Kind, node string) int {
+	c.collect()
+	n := 0
+	for _, ev := range c.evs[observer] {
+		if ev.Kind == kind && ev.Node == node {
+			n++
+		}
+	}
+	c.evs[observer] = nil
+	return n
+}
+
+func (c *memCluster) publish(name string, n dataset.Node) {
+	n.Name = name
+	c.hb[name].Publish(n)
+	c.collect()
+}
+
+// converged reports whether every observer holds want's data for its node.
+func (c *memCluster) converged(want map[string]dataset.Node, observers ...string) error {
+	c.collect()
+	for _, o := range observers {
+		for node, w := range want {
+			if node == o {
+				continue
+			}
+			if got := c.seen[o][node]; got == nil || !sameData(got, &w) {
+				return fmt.Errorf("%s does not hold the data of %s: got %+v, want %+v", o, node, got, w)
+			}
+		}
+	}
+	return nil
+}
+
+func svcNode(name string, gen uint64, svcs ...string) dataset.Node {
+	n := dataset.Node{Name: name, Monitor: dataset.NodeIdle, Compat: 1, Labels: map[string]string{},
+		Services: map[string]dataset.Instance{}, Gen: gen}
+	for _, s := range svcs {
+		n.Services[s] = dataset.Instance{Avail: dataset.StatusUp, Overall: dataset.StatusUp,
+			Resources: map[string]dataset.Resource{}}
+	}
+	return n
+}
+
+func testConverge(t *testing.T, size int) {
+	c := newMemCluster(t, size)
+	want := map[string]dataset.Node{}
+	names := []string{}
+	for _, m := range c.members {
+		names = append(names, m.Name)
+		want[m.Name] = svcNode(m.Name, 1, "web", "db-"+m.Name)
+		c.publish(m.Name, want[m.Name])
+	}
+	// The first beats make every peer up and exchange full copies at once.
+	if err := c.converged(want, names...); err != nil {
+		t.Fatalf("after the first publications: %v", err)
+	}
+	for _, h := range c.hb {
+		for _, p := range h.Peers() {
+			if !p.Up {
+				t.Fatalf("peer %s not up", p.Name)
+			}
+		}
+	}
+	// A change travels as a delta, at once.
+	n1 := names[0]
+	before := c.hb[n1].Stats()
+	w := svcNode(n1, 2, "web", "db-"+n1, "new")
+	w.Monitor = dataset.NodeMaintenance
+	want[n1] = w
+	c.publish(n1, w)
+	if err := c.converged(want, names...); err != nil {
+		t.Fatalf("after a delta: %v", err)
+	}
+	after := c.hb[n1].Stats()
+	if d := after.DeltasSent - before.DeltasSent; d != uint64(size-1) || after.FullsSent != before.FullsSent {
+		t.Errorf("change sent as %d deltas and %d fulls, want %d deltas", d, after.FullsSent-before.FullsSent, size-1)
+	}
+	// Quiet for a long time: nobody goes down, data stays.
+	c.net.Advance(2 * time.Minute)
+	for _, o := range names {
+		if n := c.take(o, Down, ""); n != 0 {
+			t.Errorf("%s saw %d down events", o, n)
+		}
+		for _, ev := range c.evs[o] {
+			if ev.Kind == Down {
+				t.Errorf("%s saw %s down", o, ev.Node)
+			}
+		}
+	}
+	if err := c.converged(want, names...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMemConverge3(t *testing.T)  { testConverge(t, 3) }
+func TestMemConverge16(t *testing.T) { testConverge(t, 16) }
+
+// TestMemDeltaLoss: a lost delta is repaired within Interval.
+func TestMemDeltaLoss(t *testing.T) {
+	c := newMemCluster(t, 3)
+	want := map[string]dataset.Node{"n01": svcNode("n01", 1, "a")}
+	c.publish("n01", want["n01"])
+	if err := c.converged(want, "n02", "n03"); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Drop("n01", "n02", true)
+	want["n01"] = svcNode("n01", 2, "a", "b")
+	c.publish("n01", want["n01"])
+	c.net.Drop("n01", "n02", false)
+	if err := c.converged(want, "n03"); err != nil {
+		t.Fatal(err)
+	}
+	if c.converged(want, "n02") == nil {
+		t.Fatal("n02 got a dropped delta")
+	}
+	// n02 learns of the gap from n01's next beat, asks for a full copy.
+	c.net.Advance(5 * time.Second)
+	if err := c.converged(want, "n02"); err != nil {
+		t.Fatalf("not repaired within Interval: %v", err)
+	}
+	// Without the gap request (n02 -> n01 cut), the periodic full copy repairs.
+	c.net.Drop("n01", "n02", true)
+	want["n01"] = svcNode("n01", 3, "c")
+	c.publish("n01", want["n01"])
+	c.net.Drop("n01", "n02", false)
+	c.net.Drop("n02", "n01", true)
+	c.net.Advance(5 * time.Second)
+	if err := c.converged(want, "n02"); err != nil {
+		t.Fatalf("not repaired by the full copy within Interval: %v", err)
+	}
+}
+
+// TestMemDownUp: down exactly at Timeout of silence, up again when heard.
+func TestMemDownUp(t *testing.T) {
+	for _, size := range []int{2, 3} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			c := newMemCluster(t, size)
+			c.publish("n02", svcNode("n02", 1, "a"))
+			c.net.Advance(3 * time.Second)
+			c.net.Crash("n02")
+			last := peerOf(t, c.hb["n01"], "n02").LastHeard
+			if !last.Equal(c.clk.Now()) {
+				t.Fatalf("last heard %s, want now %s", last, c.clk.Now())
+			}
+			c.take("n01", Down, "n02")
+			c.net.Advance(15*time.Second - time.Millisecond)
+			if n := c.take("n01", Down, "n02"); n != 0 || !peerOf(t, c.hb["n01"], "n02").Up {
+				t.Fatal("n02 declared down before Timeout")
+			}
+			c.net.Advance(time.Millisecond)
+			if n := c.take("n01", Down, "n02"); n != 1 || peerOf(t, c.hb["n01"], "n02").Up {
+				t.Fatalf("n02 not declared down at Timeout (%d events)", n)
+			}
+			// Restart: a new incarnation whose Gen starts over replaces the data.
+			c.join("n02", testSecret, "prod")
+			if n := c.take("n01", Up, "n02"); n != 1 {
+				t.Fatalf("restarted n02 not up at once (%d events)", n)
+			}
+			want := map[string]dataset.Node{"n02": svcNode("n02", 1, "b")}
+			c.publish("n02", want["n02"])
+			if err := c.converged(want, "n01"); err != nil {
+				t.Fatal(err)
+			}
+			// A partition: both sides down at Timeout, up within a beat of the heal.
+			c.net.Partition([]string{"n01"}, []string{"n02"})
+			c.net.Advance(15 * time.Second)
+			if c.take("n01", Down, "n02") != 1 || c.take("n02", Down, "n01") != 1 {
+				t.Fatal("partition not detected at Timeout")
+			}
+			c.net.Heal()
+			c.net.Advance(time.Second)
+			if c.take("n01", Up, "n02") != 1 || c.take("n02", Up, "n01") != 1 {
+				t.Fatal("not up again after the heal")
+			}
+		})
+	}
+}
+
+func peerOf(t *testing.T, h Heartbeat, name string) Peer {
+	t.Helper()
+	for _, p := range h.Peers() {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no peer %s", name)
+	return Peer{}
+}
+
+// TestMemForeign: a node with another secret or cluster name never joins.
+func TestMemForeign(t *testing.T) {
+	c := newMemCluster(t, 4)
+	c.hb["n03"].Close()
+	c.hb["n04"].Close()
+	delete(c.hb, "n03")
+	delete(c.hb, "n04")
+	c.join("n03", "ff"+testSecret[2:], "prod")
+	c.join("n04", testSecret, "other")
+	c.net.Advance(time.Minute)
+	for _, o := range []string{"n01", "n02"} {
+		for _, p := range c.hb[o].Peers() {
+			if p.Up != (p.Name == "n01" || p.Name == "n02") {
+				t.Errorf("%s sees %s up=%v", o, p.Name, p.Up)
+			}
+		}
+		if c.hb[o].Stats().Rejected == 0 {
+			t.Errorf("%s rejected nothing", o)
+		}
+	}
+	for _, o := range []string{"n03", "n04"} {
+		for _, p := range c.hb[o].Peers() {
+			if p.Up {
+				t.Errorf("foreign %s sees %s up", o, p.Name)
+			}
+		}
+	}
+	c.collect()
+	rejected := 0
+	for _, ev := range c.evs["n01"] {
+		if ev.Kind == Rejected {
+			rejected++
+		}
+	}
+	if rejected == 0 {
+		t.Error("no Rejected event on n01")
+	}
+}
+
+// TestMemCloseFlushes: the last Publish before Close reaches the peers.
+func TestMemCloseFlushes(t *testing.T) {
+	c := newMemCluster(t, 2)
+	c.publish("n02", svcNode("n02", 1, "a"))
+	last := svcNode("n02", 2, "a")
+	last.Monitor = dataset.NodeMaintenance
+	c.hb["n02"].Publish(last)
+	c.hb["n02"].Close()
+	if err := c.converged(map[string]dataset.Node{"n02": last}, "n01"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-c.hb["n02"].Events(); ok {
+		t.Error("events channel open after Close")
+	}
+}

@@ -1,0 +1,170 @@
+package heartbeat
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+
+	"haven/dataset"
+)
+
+// protoVersion is the version of the wire format below.
+const protoVersion = 1
+
+// maxMessage bounds a decoded message; anything larger is rejected.
+const maxMessage = 16 << 20
+
+// Message kinds on the wire.
+const (
+	kindBeat  = "beat"  // "I am alive; my data is at Gen"
+	kindFull  = "full"  // the sender's whole dataset
+	kindDelta = "delta" // the change from Base to Gen
+	kindNeed  = "need"  // "send me a full copy" (the receiver saw a gap)
+)
+
+// message is the JSON frame every heartbeat message uses. Encryption,
+// authentication and the cluster label are the transport's job.
+type message struct {
+	V    int    `json:"v"`
+	Kind string `json:"k"`
+	From string `json:"from"`
+	// Inc is the sender's incarnation: it changes on every start, so that a
+	// restarted node whose Gen starts over is not mistaken for stale.
+	Inc uint64 `json:"inc"`
+	// Gen is the generation of the sender's data after this message.
+	Gen uint64 `json:"gen"`
+	// Base is the generation a delta applies to.
+	Base  uint64        `json:"base,omitempty"`
+	Node  *dataset.Node `json:"node,omitempty"`
+	Delta *delta        `json:"delta,omitempty"`
+}
+
+// delta is the change between two publications of one node.
+type delta struct {
+	// Head, when set, replaces every field of the node but Services and
+	// Targets (which are nil in it).
+	Head *dataset.Node               `json:"head,omitempty"`
+	Set  map[string]dataset.Instance `json:"set,omitempty"`
+	Del  []string                    `json:"del,omitempty"`
+	TSet map[string]dataset.Target   `json:"tset,omitempty"`
+	TDel []string                    `json:"tdel,omitempty"`
+}
+
+func encode(m *message) []byte {
+	m.V = protoVersion
+	b, err := json.Marshal(m)
+	if err != nil {
+		// Only unsupported values (NaN load) can fail; they are a bug of
+		// the publisher, and a beat keeps the node alive meanwhile.
+		b, _ = json.Marshal(&message{V: protoVersion, Kind: kindBeat, From: m.From, Inc: m.Inc})
+	}
+	return b
+}
+
+// decode parses and validates a frame. It never panics on hostile input.
+func decode(b []byte) (*message, error) {
+	if len(b) > maxMessage {
+		return nil, fmt.Errorf("message of %d bytes exceeds %d", len(b), maxMessage)
+	}
+	var m message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("malformed message: %w", err)
+	}
+	if m.V != protoVersion {
+		return nil, fmt.Errorf("unsupported protocol version %d", m.V)
+	}
+	if m.From == "" {
+		return nil, errors.New("message without sender")
+	}
+	switch m.Kind {
+	case kindBeat, kindNeed:
+	case kindFull:
+		if m.Node == nil {
+			return nil, errors.New("full message without node")
+		}
+		if m.Node.Name != m.From || m.Node.Gen != m.Gen {
+			return nil, errors.New("full message: node name or gen does not match the header")
+		}
+	case kindDelta:
+		if m.Delta == nil {
+			return nil, errors.New("delta message without delta")
+		}
+		if m.Base >= m.Gen {
+			return nil, fmt.Errorf("delta from gen %d to %d does not go forward", m.Base, m.Gen)
+		}
+		if h := m.Delta.Head; h != nil && (h.Name != m.From || h.Services != nil || h.Targets != nil) {
+			return nil, errors.New("delta head is not a bare node header")
+		}
+	default:
+		return nil, fmt.Errorf("unknown message kind %q", m.Kind)
+	}
+	return &m, nil
+}
+
+// head returns n without its Services and Targets.
+func head(n *dataset.Node) dataset.Node {
+	h := *n
+	h.Services, h.Targets, h.Gen = nil, nil, 0
+	return h
+}
+
+// diff returns the delta that turns prev into next.
+func diff(prev, next *dataset.Node) *delta {
+	d := &delta{}
+	if hp, hn := head(prev), head(next); !reflect.DeepEqual(hp, hn) {
+		hn.Gen = next.Gen
+		d.Head = &hn
+	}
+	d.Set, d.Del = diffMap(prev.Services, next.Services)
+	d.TSet, d.TDel = diffMap(prev.Targets, next.Targets)
+	return d
+}
+
+func (d *delta) empty() bool {
+	return d.Head == nil && len(d.Set) == 0 && len(d.Del) == 0 && len(d.TSet) == 0 && len(d.TDel) == 0
+}
+
+func diffMap[V any](prev, next map[string]V) (set map[string]V, del []string) {
+	for k, v := range next {
+		if pv, ok := prev[k]; !ok || !reflect.DeepEqual(pv, v) {
+			if set == nil {
+				set = map[string]V{}
+			}
+			set[k] = v
+		}
+	}
+	for k := range prev {
+		if _, ok := next[k]; !ok {
+			del = append(del, k)
+		}
+	}
+	sort.Strings(del)
+	return set, del
+}
+
+// apply applies d to n in place (n is a private copy) and sets its Gen.
+func (d *delta) apply(n *dataset.Node, gen uint64) {
+	if d.Head != nil {
+		svcs, tgts := n.Services, n.Targets
+		*n = *d.Head
+		n.Services, n.Targets = svcs, tgts
+	}
+	n.Services = applyMap(n.Services, d.Set, d.Del)
+	n.Targets = applyMap(n.Targets, d.TSet, d.TDel)
+	n.Gen = gen
+}
+
+func applyMap[V any](m map[string]V, set map[string]V, del []string) map[string]V {
+	if m == nil && len(set) > 0 {
+		m = make(map[string]V, len(set))
+	}
+	for k, v := range set {
+		m[k] = v
+	}
+	for _, k := range del {
+		delete(m, k)
+	}
+	return m
+}

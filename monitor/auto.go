@@ -1,0 +1,118 @@
+package monitor
+
+import (
+	"haven/dataset"
+	"haven/placement"
+)
+
+// auto is the orchestration without admin target (BEHAVIOUR 1.2-1.6):
+// idle -> ready (ready_period) -> starting, with the contest rules.
+func (c *svcCtx) auto() {
+	st := c.d.Monitor.State
+	if st.Transitioning() || st.Failed() {
+		// *ing: the shell reports the end of the action; failed: clear.
+		return
+	}
+	blk, waitParents := c.autoBlock()
+	why := blk.String
+	now := c.s.Now
+	if st == dataset.Ready {
+		switch {
+		case waitParents:
+			c.to(dataset.WaitParents, why())
+		case !blk.none():
+			c.to(dataset.Idle, "ready cancelled: "+why())
+		case !now.Before(c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)):
+			c.act(ActionStart, dataset.Starting, "ready period ended uncontested: start")
+		default:
+			c.d.Deadline = c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)
+		}
+		return
+	}
+	switch {
+	case blk.none() && len(c.nodes) == 1:
+		c.act(ActionStart, dataset.Starting, "single-node service down: start")
+	case blk.none():
+		c.to(dataset.Ready, "placement leader and service down everywhere: ready")
+		c.d.Deadline = now.Add(c.s.ReadyPeriod)
+	case waitParents:
+		c.to(dataset.WaitParents, why())
+	case st != dataset.Idle:
+		c.to(dataset.Idle, why())
+	}
+}
+
+// lazy is a reason kept in pieces, joined only when a decision uses it:
+// most services are blocked for a steady reason that is never shown.
+type lazy [4]string
+
+func (l lazy) none() bool     { return l[0] == "" }
+func (l lazy) String() string { return l[0] + l[1] + l[2] + l[3] }
+
+// autoBlock returns why the local node must not start (or keep contesting
+// for) the service by itself, none when it may. waitParents is true when
+// the only obstacle is a parent that is not up.
+func (c *svcCtx) autoBlock() (why lazy, waitParents bool) {
+	local := c.s.Local
+	switch c.cfg.Orchestrate {
+	case OrchestrateHA, OrchestrateStart:
+	default:
+		return lazy{"orchestrate=", c.cfg.Orchestrate}, false
+	}
+	if c.cfg.Placement == placement.PolicyNone {
+		return lazy{"placement=none"}, false
+	}
+	if !c.s.Compat {
+		return lazy{"incompatible versions: ha orchestration disabled"}, false
+	}
+	if n := c.firstUpish(); n != "" {
+		return lazy{"service ", string(c.availOn(n)), " on ", n}, false
+	}
+	if c.transNode != "" {
+		return lazy{c.transNode, " is ", string(c.transState)}, false
+	}
+	if !c.isCandidate(local) {
+		return lazy{"not a candidate: ", c.rank.Excluded[local]}, false
+	}
+	if c.cfg.Orchestrate == OrchestrateStart {
+		if nl := c.rank.NaturalLeader(); nl != local {
+			return lazy{"not the natural leader (", nl, ")"}, false
+		}
+	} else if l := c.rank.Leader(); l != local {
+		return lazy{"not the placement leader (", l, ")"}, false
+	}
+	if p := c.betterReadyPeer(); p != "" {
+		return lazy{p, " is ready with a better rank"}, false
+	}
+	if p := c.parentDown(); p != "" {
+		return lazy{"wait parents: ", p, " not up"}, true
+	}
+	return lazy{}, false
+}
+
+func (c *svcCtx) availOn(node string) dataset.Status {
+	inst, _ := c.instance(node)
+	return inst.Avail
+}
+
+// betterReadyPeer returns a peer in ready (or starting) that ranks before
+// the local node, or "".
+func (c *svcCtx) betterReadyPeer() string {
+	mine := c.rank.Position(c.s.Local)
+	for _, n := range c.nodes {
+		if n == c.s.Local {
+			continue
+		}
+		inst, alive := c.instance(n)
+		if !alive {
+			continue
+		}
+		if st := inst.State; st != dataset.Ready && st != dataset.Starting {
+			continue
+		}
+		if c.rank.Position(n) < mine {
+			return n
+		}
+	}
+	return ""
+}

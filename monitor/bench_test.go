@@ -1,0 +1,68 @@
+package monitor
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"haven/config"
+	"haven/dataset"
+	"haven/placement"
+)
+
+// benchSnapshot is a 16-node cluster with 2000 services on every node
+// ("*"), mixed policies, a few affinities and parents; half the services run
+// somewhere, some are in ready or failed states.
+func benchSnapshot() Snapshot {
+	const nNodes, nSvcs = 16, 2000
+	s := Snapshot{Now: t0.Add(time.Hour), Local: "n00", Nodes: map[string]placement.NodeView{},
+		Services: map[string]*config.ServiceConfig{}, Compat: true, ReadyPeriod: DefaultReadyPeriod}
+	for i := 0; i < nNodes; i++ {
+		n := fmt.Sprintf("n%02d", i)
+		s.ClusterNodes = append(s.ClusterNodes, n)
+		s.Nodes[n] = placement.NodeView{Name: n, Status: dataset.NodeUp, Data: dataset.Node{
+			Name: n, Monitor: dataset.NodeIdle, Load15: float64(i%5) / 2, MemAvailPct: float64(30 + i*3),
+			Services: make(map[string]dataset.Instance, nSvcs), Targets: map[string]dataset.Target{},
+		}}
+	}
+	policies := []string{placement.PolicyNodesOrder, placement.PolicyLoadAvg, placement.PolicySpread, placement.PolicyScore}
+	for j := 0; j < nSvcs; j++ {
+		name := fmt.Sprintf("svc%04d", j)
+		cfg := &config.ServiceConfig{Name: name, Nodes: []string{"*"}, Orchestrate: OrchestrateHA, Placement: policies[j%4]}
+		switch j % 10 {
+		case 1:
+			cfg.HardAntiAffinity = []string{fmt.Sprintf("svc%04d", j-1)}
+		case 2:
+			cfg.SoftAffinity = []string{fmt.Sprintf("svc%04d", j-2)}
+		case 3:
+			cfg.Parents = []string{fmt.Sprintf("svc%04d", j-3)}
+		}
+		s.Services[name] = cfg
+		for i, n := range s.ClusterNodes {
+			inst := dataset.Instance{Avail: dataset.StatusDown, Monitor: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: "none", LocalExpect: "none", StateSince: t0}}
+			if j%2 == 0 && i == j%nNodes {
+				inst.Avail = dataset.StatusUp
+				inst.Monitor.LocalExpect = dataset.ExpectStarted
+			}
+			if j%7 == 0 && i == 0 {
+				inst.Monitor.State = dataset.Ready
+			}
+			if j%13 == 0 && i == 1 {
+				inst.Monitor.State = dataset.StartFailed
+			}
+			s.Nodes[n].Data.Services[name] = inst
+		}
+	}
+	return s
+}
+
+func BenchmarkStep2000x16(b *testing.B) {
+	s := benchSnapshot()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if ds := Step(s); len(ds) != 2000 {
+			b.Fatalf("got %d decisions, want 2000", len(ds))
+		}
+	}
+}

@@ -1,0 +1,422 @@
+package monitor
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"haven/affinity"
+	"haven/config"
+	"haven/dataset"
+	"haven/placement"
+)
+
+// DefaultReadyPeriod is used when Snapshot.ReadyPeriod is not positive.
+const DefaultReadyPeriod = 16 * time.Second
+
+// Orchestrate values (DEFAULT.orchestrate).
+const (
+	OrchestrateNo    = "no"
+	OrchestrateStart = "start"
+	OrchestrateHA    = "ha"
+)
+
+// Action is what the shell must do for one service on the local node.
+type Action string
+
+// Actions. The shell runs each one once, when a Decision carries it, and
+// reports its end through the After* helpers.
+const (
+	ActionNone   Action = ""
+	ActionStart  Action = "start"  // start the local instance
+	ActionStop   Action = "stop"   // stop the local instance
+	ActionFreeze Action = "freeze" // freeze the local instance (persist Instance.Frozen = true)
+	ActionThaw   Action = "thaw"   // thaw the local instance (persist Instance.Frozen = false)
+)
+
+// Snapshot is everything Step reads. It is plain data: Step does not keep
+// it, and does not modify it.
+type Snapshot struct {
+	// Now is the local clock's time; only compared with the local
+	// instances' StateSince.
+	Now time.Time
+	// Local is the name of the node running Step.
+	Local string
+	// ClusterNodes are the cluster members, sorted (expands "*").
+	ClusterNodes []string
+	// Nodes are the views of every cluster node, the local one included
+	// (with Status up, or maintenance/shutting when the local daemon says
+	// so). A missing node counts as down.
+	Nodes map[string]placement.NodeView
+	// Services are the installed service configs by name.
+	Services map[string]*config.ServiceConfig
+	// ConstraintOK holds the constraints results per service and node. A
+	// service missing from the map is evaluated by Step when it has a
+	// constraint (placement.EvalConstraints), and is true everywhere when it
+	// has none. Precompute it: it is the expensive part.
+	ConstraintOK map[string]map[string]bool
+	// Compat is false while the cluster members announce different compat
+	// versions: no automatic start then (admin targets still work).
+	Compat bool
+	// ReadyPeriod is the contest window (node.ready_period).
+	ReadyPeriod time.Duration
+}
+
+// Decision is the outcome of Step for one service with a local instance.
+type Decision struct {
+	Service string
+	// Monitor is the next monitor of the local instance; the shell stores it
+	// in Nodes[Local].Data.Services[Service].Monitor (StateSince is set to
+	// Now when the state changes).
+	Monitor dataset.InstanceMonitor
+	// Action is what the shell must run now (ActionNone: nothing).
+	Action Action
+	// Reason says why the state changed or the action is emitted. It is
+	// non-empty whenever Changed is true; empty otherwise.
+	Reason string
+	// Changed is true when Monitor differs from the current monitor or an
+	// action is emitted: the shell logs the decision once, with Reason.
+	Changed bool
+	// PlacementLeader is true when the local node is the one that would
+	// start the service now (first candidate; for orchestrate=start the
+	// natural leader when it is a candidate).
+	PlacementLeader bool
+	// Flags are the seed's letters for the local instance, in this order:
+	// A hard affinity violated here, C constraints violated here, F node or
+	// instance frozen, L natural placement leader (first node of the policy
+	// order among the available nodes, ignoring the A, C and F filters).
+	Flags string
+	// Deadline, when non-zero, is when Step must run again even if nothing
+	// else happens (the end of the ready window).
+	Deadline time.Time
+	// TargetReached is true when the effective admin target of the service
+	// is non-empty and reached as far as this node can see: the shell
+	// clears it (with a newer version) and answers --wait callers.
+	TargetReached bool
+}
+
+// Step computes the decisions of the local node, one per configured service
+// whose nodes include the local node, sorted by service name.
+func Step(s Snapshot) []Decision {
+	if s.ReadyPeriod <= 0 {
+		s.ReadyPeriod = DefaultReadyPeriod
+	}
+	names := make([]string, 0, len(s.Services))
+	for name, cfg := range s.Services {
+		if cfg != nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	running := placement.RunningFrom(s.Nodes)
+	refs := make(map[string]*placement.NodeView, len(s.Nodes))
+	for name, v := range s.Nodes {
+		refs[name] = &v
+	}
+	out := make([]Decision, 0, len(names))
+	var c svcCtx
+	for _, name := range names {
+		cfg := s.Services[name]
+		nodes := placement.NodeList(cfg, s.ClusterNodes)
+		if !contains(nodes, s.Local) {
+			continue
+		}
+		c.init(&s, refs, name, cfg, nodes, running)
+		c.decide()
+		out = append(out, c.d)
+	}
+	return out
+}
+
+// svcCtx is the working data of one service during one Step.
+type svcCtx struct {
+	s       *Snapshot
+	refs    map[string]*placement.NodeView // s.Nodes, by pointer
+	name    string
+	cfg     *config.ServiceConfig
+	nodes   []string
+	running affinity.RunningFunc
+	rank    placement.Ranking
+	cOK     map[string]bool
+	view    *placement.NodeView // local node
+	inst    dataset.Instance    // local instance, as announced
+	cur     dataset.InstanceMonitor
+	target  dataset.Target
+	d       Decision
+
+	// the instances of the service, aligned with nodes (zero when the
+	// node's data is not alive)
+	insts    []placement.InstanceState
+	alive    []bool
+	instsArr [32]placement.InstanceState
+	aliveArr [32]bool
+
+	// scan results over the alive instances of the service
+	upCount    int    // nodes with avail up
+	firstUp    string // the first of them
+	warnNode   string // first node with avail warn or unknown
+	transNode  string // first node (any) in a *ing state
+	transState dataset.MonitorState
+}
+
+func (c *svcCtx) init(s *Snapshot, refs map[string]*placement.NodeView, name string, cfg *config.ServiceConfig, nodes []string, running affinity.RunningFunc) {
+	*c = svcCtx{s: s, refs: refs, name: name, cfg: cfg, nodes: nodes, running: running}
+	if len(nodes) <= len(c.instsArr) {
+		c.insts, c.alive = c.instsArr[:len(nodes)], c.aliveArr[:len(nodes)]
+	} else {
+		c.insts, c.alive = make([]placement.InstanceState, len(nodes)), make([]bool, len(nodes))
+	}
+	c.view = refs[s.Local]
+	if c.view == nil {
+		c.view = &placement.NodeView{Name: s.Local}
+	}
+	c.inst = c.view.Data.Services[name]
+	for i, n := range nodes {
+		if v := refs[n]; v != nil && v.Alive() {
+			c.alive[i] = true
+			if n == s.Local {
+				c.insts[i] = placement.StateOf(c.inst)
+			} else {
+				c.insts[i] = placement.StateOf(v.Data.Services[name])
+			}
+		}
+	}
+	c.target = c.view.Data.Targets[name]
+	if ok, found := s.ConstraintOK[name]; found {
+		c.cOK = ok
+	} else if cfg.Constraint != nil {
+		c.cOK = placement.EvalConstraints(cfg, s.Nodes)
+	}
+	c.rank = placement.Rank(placement.Input{
+		Service: name, Config: cfg, ClusterNodes: s.ClusterNodes, Nodes: nodes,
+		Views: s.Nodes, ConstraintOK: c.cOK, Running: running, Instances: c.insts,
+	})
+	for i, n := range nodes {
+		if !c.alive[i] {
+			continue
+		}
+		inst := &c.insts[i]
+		switch inst.Avail {
+		case dataset.StatusUp:
+			if c.upCount == 0 {
+				c.firstUp = n
+			}
+			c.upCount++
+		case dataset.StatusWarn, dataset.StatusUnknown:
+			if c.warnNode == "" {
+				c.warnNode = n
+			}
+		}
+		if inst.State.Transitioning() && c.transNode == "" {
+			c.transNode, c.transState = n, inst.State
+		}
+	}
+	c.cur = c.inst.Monitor
+	c.d = Decision{Service: name, Monitor: c.cur}
+}
+
+// instance returns the instance of the service on node and whether the
+// node's data is alive (a dead node's instance is zero: down, idle).
+func (c *svcCtx) instance(node string) (placement.InstanceState, bool) {
+	for i, n := range c.nodes {
+		if n == node {
+			return c.insts[i], c.alive[i]
+		}
+	}
+	return placement.InstanceState{}, false
+}
+
+func (c *svcCtx) decide() {
+	if c.d.Monitor.State == "" {
+		c.to(dataset.Idle, "initial state")
+	}
+	ge := dataset.ExpectNone
+	if c.hasTarget() {
+		ge = c.target.String()
+	}
+	if c.d.Monitor.GlobalExpect != ge {
+		c.d.Monitor.GlobalExpect = ge
+		c.note("global expect " + ge)
+	}
+	c.d.Flags = c.flags()
+	c.d.PlacementLeader = c.placementLeader()
+
+	// "start failed" clears once the service is up somewhere (a warn
+	// instance, maybe the failed start's own leftovers, does not clear it).
+	if c.d.Monitor.State == dataset.StartFailed {
+		if c.upCount > 0 {
+			c.to(dataset.Idle, "service up on "+c.firstUp+": clear start failed")
+		}
+	}
+	if c.hasTarget() {
+		c.runTarget()
+	} else {
+		c.auto()
+	}
+	c.d.Changed = c.d.Action != ActionNone || c.d.Monitor != c.cur
+	if !c.d.Changed {
+		c.d.Reason = ""
+	}
+}
+
+// to moves the next state to st with a reason.
+func (c *svcCtx) to(st dataset.MonitorState, reason string) {
+	if c.d.Monitor.State != st {
+		c.d.Monitor.State = st
+		c.d.Monitor.StateSince = c.s.Now
+	}
+	c.note(reason)
+}
+
+// act sets the action and the state it runs in.
+func (c *svcCtx) act(a Action, st dataset.MonitorState, reason string) {
+	c.to(st, reason)
+	c.d.Action = a
+}
+
+func (c *svcCtx) note(reason string) {
+	if reason == "" {
+		return
+	}
+	if c.d.Reason == "" {
+		c.d.Reason = reason
+	} else {
+		c.d.Reason += "; " + reason
+	}
+}
+
+// settle leaves the waiting states (ready, wait parents, wait children)
+// for idle when the current logic does not want them.
+func (c *svcCtx) settle(reason string) {
+	switch c.d.Monitor.State {
+	case dataset.Ready, dataset.WaitParents, dataset.WaitChildren:
+		c.to(dataset.Idle, reason)
+	}
+}
+
+func (c *svcCtx) flags() string {
+	var b strings.Builder
+	local := c.s.Local
+	if affinity.HasHard(c.cfg) {
+		if ok, _ := affinity.Hard(c.cfg, local, c.running); !ok {
+			b.WriteByte('A')
+		}
+	}
+	if c.cOK != nil && !c.cOK[local] {
+		b.WriteByte('C')
+	}
+	if c.view.Data.Frozen || c.inst.Frozen {
+		b.WriteByte('F')
+	}
+	if c.naturalAvailableLeader() == local {
+		b.WriteByte('L')
+	}
+	return b.String()
+}
+
+// naturalAvailableLeader is the first node of the natural order that is
+// available (up, with an acceptable node monitor).
+func (c *svcCtx) naturalAvailableLeader() string {
+	for _, n := range c.rank.Natural {
+		if v := c.refs[n]; v != nil {
+			if ok, _ := v.Available(); ok {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+func (c *svcCtx) placementLeader() bool {
+	if c.cfg.Orchestrate == OrchestrateStart && !c.hasTarget() {
+		return c.rank.NaturalLeader() == c.s.Local && c.rank.Leader() != "" && c.isCandidate(c.s.Local)
+	}
+	return c.rank.Leader() == c.s.Local
+}
+
+func (c *svcCtx) isCandidate(node string) bool { return contains(c.rank.Candidates, node) }
+
+// firstUpish returns the first node where the service is up or warn.
+func (c *svcCtx) firstUpish() string {
+	if c.firstUp != "" {
+		return c.firstUp
+	}
+	return c.warnNode
+}
+
+// parentDown returns the first parent that is not up, or "".
+// "svc" needs the aggregate avail of svc up over the alive nodes; "svc@node"
+// needs the instance of svc on node up.
+func (c *svcCtx) parentDown() string {
+	for _, p := range c.cfg.Parents {
+		svc, node, pinned := strings.Cut(p, "@")
+		if pinned {
+			v := c.refs[node]
+			if v == nil || !v.Alive() || v.Data.Services[svc].Avail != dataset.StatusUp {
+				return p
+			}
+			continue
+		}
+		if aggregate(c.s.Nodes, svc) != dataset.StatusUp {
+			return p
+		}
+	}
+	return ""
+}
+
+// childNotDown returns the first child that is not down, or "".
+func (c *svcCtx) childNotDown() string {
+	for _, ch := range c.cfg.Children {
+		svc, node, pinned := strings.Cut(ch, "@")
+		for name, v := range c.s.Nodes {
+			if pinned && name != node || !v.Alive() {
+				continue
+			}
+			if upish(v.Data.Services[svc].Avail) {
+				return ch
+			}
+		}
+	}
+	return ""
+}
+
+// aggregate is the failover aggregate avail of svc over the alive nodes:
+// exactly one up: up; more than one up, or any warn: warn; otherwise down.
+func aggregate(nodes map[string]placement.NodeView, svc string) dataset.Status {
+	up := 0
+	for _, v := range nodes {
+		if !v.Alive() {
+			continue
+		}
+		inst, ok := v.Data.Services[svc]
+		if !ok {
+			continue
+		}
+		switch inst.Avail {
+		case dataset.StatusUp:
+			up++
+		case dataset.StatusWarn, dataset.StatusUnknown:
+			return dataset.StatusWarn
+		}
+	}
+	switch {
+	case up == 1:
+		return dataset.StatusUp
+	case up > 1:
+		return dataset.StatusWarn
+	}
+	return dataset.StatusDown
+}
+
+func upish(s dataset.Status) bool {
+	return s == dataset.StatusUp || s == dataset.StatusWarn || s == dataset.StatusUnknown
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

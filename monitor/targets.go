@@ -1,0 +1,221 @@
+package monitor
+
+import (
+	"haven/dataset"
+)
+
+// hasTarget reports whether an admin target drives the service. While one
+// does, the automatic orchestration is suspended for the service.
+func (c *svcCtx) hasTarget() bool {
+	switch c.target.Expect {
+	case "", dataset.ExpectNone, dataset.ExpectAborted:
+		return false
+	}
+	return true
+}
+
+// runTarget drives the local instance toward the admin target
+// (BEHAVIOUR 5) and tells whether it is reached.
+func (c *svcCtx) runTarget() {
+	if c.d.Monitor.State.Transitioning() {
+		return // wait for the shell to report the running action
+	}
+	label := "target " + c.target.String()
+	switch c.target.Expect {
+	case dataset.ExpectFrozen:
+		c.targetFrozen(label, true)
+	case dataset.ExpectThawed:
+		c.targetFrozen(label, false)
+	case dataset.ExpectStopped:
+		c.targetStopped(label)
+	case dataset.ExpectStarted:
+		c.targetStarted(label)
+	case dataset.ExpectPlaced:
+		dest := c.target.Node
+		if dest == "" {
+			dest = c.givebackDest()
+		}
+		c.targetPlaced(label, dest)
+	default:
+		// deleted, or unknown: the shell acts; orchestration stays suspended.
+		c.settle(label)
+	}
+}
+
+// targetFrozen freezes (or thaws) the local instance; reached when every
+// instance on an up node is frozen (thawed).
+func (c *svcCtx) targetFrozen(label string, frozen bool) {
+	if c.inst.Frozen != frozen {
+		c.freeze(label, frozen)
+		return
+	}
+	c.settle(label)
+	c.d.TargetReached = c.allFrozen(frozen) && c.transNode == ""
+}
+
+// freeze emits the freeze or thaw action.
+func (c *svcCtx) freeze(label string, frozen bool) {
+	if frozen {
+		c.act(ActionFreeze, dataset.Freezing, label+": freeze")
+	} else {
+		c.act(ActionThaw, dataset.Thawing, label+": thaw")
+	}
+}
+
+// targetStopped: freeze every instance, then stop where it runs, children
+// first.
+func (c *svcCtx) targetStopped(label string) {
+	if !c.inst.Frozen {
+		c.freeze(label, true)
+		return
+	}
+	st := c.d.Monitor.State
+	if st == dataset.StopFailed {
+		return
+	}
+	if upish(c.inst.Avail) {
+		if !c.allFrozen(true) {
+			c.settle(label + ": waiting for every instance to be frozen")
+			return
+		}
+		if ch := c.childNotDown(); ch != "" {
+			c.to(dataset.WaitChildren, label+": wait children: "+ch+" not down")
+			return
+		}
+		c.act(ActionStop, dataset.Stopping, label+": stop")
+		return
+	}
+	c.settle(label)
+	c.d.TargetReached = c.allFrozen(true) && c.firstUpish() == "" && c.transNode == ""
+}
+
+// targetStarted: thaw every instance, then the placement leader starts it
+// at once (no ready window: the admin decided), whatever orchestrate,
+// placement or compat say.
+func (c *svcCtx) targetStarted(label string) {
+	if c.inst.Frozen {
+		c.freeze(label, false)
+		return
+	}
+	if c.aggregateUp() != "" && c.allFrozen(false) && c.transNode == "" {
+		c.settle(label)
+		c.d.TargetReached = true
+		return
+	}
+	if c.d.Monitor.State.Failed() {
+		return
+	}
+	switch {
+	case !c.allFrozen(false), c.firstUpish() != "", c.transNode != "":
+		c.settle(label)
+	case c.rank.Leader() != c.s.Local:
+		c.settle(label + ": not the placement leader")
+	default:
+		c.startHere(label)
+	}
+}
+
+// targetPlaced: stop everywhere but dest, then start on dest; thaw every
+// instance. Constraints and affinities are not checked: the admin chose.
+func (c *svcCtx) targetPlaced(label, dest string) {
+	if dest == "" {
+		c.settle(label + ": no destination")
+		return
+	}
+	local := c.s.Local
+	destUp := c.destUp(dest)
+	othersDown := c.othersDown(dest)
+	reached := destUp && othersDown && c.allFrozen(false) && c.transNode == ""
+	st := c.d.Monitor.State
+	if local != dest {
+		switch {
+		case upish(c.inst.Avail) && st != dataset.StopFailed:
+			c.act(ActionStop, dataset.Stopping, label+": stop here")
+		case c.inst.Frozen && destUp && c.transNode == "":
+			c.freeze(label, false)
+		default:
+			c.settle(label)
+			c.d.TargetReached = reached
+		}
+		return
+	}
+	switch {
+	case c.inst.Frozen:
+		c.freeze(label, false)
+	case destUp, st.Failed(), !othersDown, c.transNode != "":
+		c.settle(label)
+		c.d.TargetReached = reached
+	default:
+		if ok, why := c.view.Available(); !ok {
+			c.settle(label + ": local " + why)
+			return
+		}
+		c.startHere(label)
+	}
+}
+
+// startHere emits the start, or waits for the parents.
+func (c *svcCtx) startHere(label string) {
+	if p := c.parentDown(); p != "" {
+		c.to(dataset.WaitParents, label+": wait parents: "+p+" not up")
+		return
+	}
+	c.act(ActionStart, dataset.Starting, label+": start")
+}
+
+// givebackDest is where "placed" (giveback) moves the service: for
+// orchestrate=ha the best placeable node; otherwise the natural leader when
+// placeable, else the best placeable node.
+func (c *svcCtx) givebackDest() string {
+	if c.cfg.Orchestrate != OrchestrateHA {
+		if nl := c.rank.NaturalLeader(); contains(c.rank.Placeable, nl) {
+			return nl
+		}
+	}
+	if len(c.rank.Placeable) > 0 {
+		return c.rank.Placeable[0]
+	}
+	return ""
+}
+
+// allFrozen reports whether every instance on an up node has Frozen ==
+// frozen.
+func (c *svcCtx) allFrozen(frozen bool) bool {
+	for i, n := range c.nodes {
+		if v := c.refs[n]; v == nil || v.Status != dataset.NodeUp {
+			continue
+		}
+		if c.insts[i].Frozen != frozen {
+			return false
+		}
+	}
+	return true
+}
+
+// aggregateUp returns the node where the service is up when it is up on
+// exactly one node and warn nowhere, else "".
+func (c *svcCtx) aggregateUp() string {
+	if c.upCount == 1 && c.warnNode == "" {
+		return c.firstUp
+	}
+	return ""
+}
+
+func (c *svcCtx) destUp(dest string) bool {
+	inst, alive := c.instance(dest)
+	return alive && inst.Avail == dataset.StatusUp
+}
+
+// othersDown reports whether the service is neither up nor warn on any
+// alive node but dest.
+func (c *svcCtx) othersDown(dest string) bool {
+	for _, n := range c.nodes {
+		if n == dest {
+			continue
+		}
+		if inst, alive := c.instance(n); alive && upish(inst.Avail) {
+			return false
+		}
+	}
+	return true
+}

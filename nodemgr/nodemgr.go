@@ -1,0 +1,222 @@
+package nodemgr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"haven/api"
+	"haven/cliutil"
+	"haven/daemon"
+	"haven/render"
+)
+
+// EnvCompat overrides the compat version of the daemon (contract section 7).
+const EnvCompat = "HAVEN_COMPAT"
+
+// App returns the nodemgr command.
+func App() *cli.App {
+	flags := append(cliutil.GlobalFlags(),
+		&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "daemon stop/shutdown: how long to wait for the daemon to exit"},
+	)
+	return &cli.App{
+		Name:  "nodemgr",
+		Usage: "manage the Haven daemon and this node",
+		Flags: flags,
+		Commands: []*cli.Command{
+			{Name: "daemon", Usage: "run | start | stop | shutdown | status", Subcommands: []*cli.Command{
+				{Name: "run", Usage: "run the daemon in the foreground", Action: run},
+				{Name: "start", Usage: "start the daemon in the background; return once its API answers", Action: start},
+				{Name: "stop", Usage: "clean stop: announce maintenance, leave services running", Action: func(c *cli.Context) error { return stop(c, "stop") }},
+				{Name: "shutdown", Usage: "stop every local service instance, announce shutting, then stop", Action: func(c *cli.Context) error { return stop(c, "shutdown") }},
+				{Name: "status", Usage: "is the daemon running, with its pid, uptime and peers", Action: status},
+			}},
+			{Name: "freeze", Usage: "freeze this node: no orchestration starts anything on it", Action: func(c *cli.Context) error { return nodeAction(c, "freeze") }},
+			{Name: "thaw", Usage: "thaw this node", Action: func(c *cli.Context) error { return nodeAction(c, "thaw") }},
+			{Name: "drain", Usage: "freeze this node, then stop its service instances", Action: func(c *cli.Context) error { return nodeAction(c, "drain") }},
+			{Name: "events", Usage: "stream the daemon's events (--format json: one JSON object a line)", Action: events},
+			{Name: "print", Usage: "print status", Subcommands: []*cli.Command{
+				{Name: "status", Usage: "this node's view: monitor state, peers, heartbeat figures", Action: status},
+			}},
+		},
+	}
+}
+
+func compat() (int, error) {
+	v := os.Getenv(EnvCompat)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, cliutil.Usage("%s=%q: want a positive integer", EnvCompat, v)
+	}
+	return n, nil
+}
+
+func run(c *cli.Context) error {
+	cv, err := compat()
+	if err != nil {
+		return err
+	}
+	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: true})
+	if err != nil {
+		return err
+	}
+	return d.Run(c.Context)
+}
+
+func start(c *cli.Context) error {
+	p := cliutil.Paths(c)
+	cl := api.NewClient(p.Socket)
+	if ds, err := cl.DaemonStatus(c.Context); err == nil {
+		fmt.Fprintf(c.App.Writer, "daemon already running (pid %d)\n", ds.Pid)
+		return nil
+	}
+	if _, err := compat(); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(p.Log, 0o755); err != nil {
+		return err
+	}
+	outPath := filepath.Join(p.Log, "daemon.out")
+	out, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	args := []string{"daemon", "run"}
+	if c.IsSet("root") {
+		args = append([]string{"--root", c.String("root")}, args...)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return daemonExit(err, outPath)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if ds, err := cl.DaemonStatus(c.Context); err == nil {
+			fmt.Fprintf(c.App.Writer, "daemon started (pid %d)\n", ds.Pid)
+			return nil
+		}
+	}
+	return cliutil.Failed("the daemon did not answer within 15s (see %s)", outPath)
+}
+
+// daemonExit explains an early exit of the background daemon with the
+// last line it printed, and keeps its exit status (2 for bad config).
+func daemonExit(err error, outPath string) error {
+	b, _ := os.ReadFile(outPath)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := lines[len(lines)-1]
+	code := 1
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	}
+	if code != cliutil.ExitUsage {
+		code = cliutil.ExitFailed
+	}
+	return &cliutil.Error{Status: code, Err: fmt.Errorf("the daemon exited: %s", strings.TrimPrefix(last, "nodemgr: "))}
+}
+
+func stop(c *cli.Context, mode string) error {
+	cl := cliutil.Client(c)
+	ds, err := cl.DaemonStatus(c.Context)
+	if err != nil {
+		if errors.Is(err, api.ErrNoDaemon) {
+			fmt.Fprintln(c.App.Writer, "daemon not running")
+			return nil
+		}
+		return err
+	}
+	if err := cl.Stop(c.Context, mode); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Context, c.Duration("time"))
+	defer cancel()
+	for {
+		if syscall.Kill(ds.Pid, 0) != nil {
+			fmt.Fprintf(c.App.Writer, "daemon stopped (%s)\n", mode)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return cliutil.Failed("the daemon (pid %d) is still running after %s", ds.Pid, c.Duration("time"))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func status(c *cli.Context) error {
+	asJSON, err := cliutil.JSON(c)
+	if err != nil {
+		return err
+	}
+	ds, err := cliutil.Client(c).DaemonStatus(c.Context)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return cliutil.PrintJSON(c.App.Writer, ds)
+	}
+	fmt.Fprint(c.App.Writer, render.NodeStatus(ds, time.Now()))
+	return nil
+}
+
+func nodeAction(c *cli.Context, action string) error {
+	if err := cliutil.Client(c).NodeAction(c.Context, action); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "node: %s done\n", action)
+	return nil
+}
+
+func events(c *cli.Context) error {
+	asJSON, err := cliutil.JSON(c)
+	if err != nil {
+		return err
+	}
+	return cliutil.Client(c).Stream(c.Context, api.PathEvents, nil, func(line []byte) error {
+		if asJSON {
+			_, err := fmt.Fprintf(c.App.Writer, "%s\n", line)
+			return err
+		}
+		var e api.Event
+		if json.Unmarshal(line, &e) != nil {
+			return nil
+		}
+		who := e.Node
+		if e.Service != "" {
+			who += " " + e.Service
+		}
+		if e.RID != "" {
+			who += " " + e.RID
+		}
+		_, err := fmt.Fprintf(c.App.Writer, "%s %-16s %s: %s\n", e.Time.Format("15:04:05.000"), e.Kind, who, e.Message)
+		return err
+	})
+}

@@ -1,0 +1,46 @@
+// Package placement ranks the nodes of a service: which nodes may run it
+// (the candidate filters) and in which order (the placement policy, then the
+// soft affinities). Every node computes the same Ranking from the same
+// gossiped data: all orders are total, ties break by node name.
+//
+// Candidate filters (BEHAVIOUR 1.1), in the order the first failing one is
+// reported in Ranking.Excluded:
+//
+//  1. the node is up in the observer's view (not down, maintenance, shutting)
+//     and its own node monitor is not init, rejoin, maintenance, shutting or
+//     draining;
+//  2. the node is not frozen;
+//  3. the constraints evaluate true there (Input.ConstraintOK);
+//  4. the hard affinity and hard anti-affinity are satisfied (package affinity);
+//  5. the instance there is not frozen;
+//  6. the instance there is not "start failed" nor "stop failed" (the seed's
+//     transition table treats a "stop failed" peer like a "start failed" one:
+//     the other node starts).
+//
+// Filters 1-4 are about the node; a node passing them is "placeable"
+// (Ranking.Placeable, used by giveback to find where the service belongs).
+// Filters 5-6 are about the instance; Ranking.Candidates are the placeable
+// nodes that also pass them.
+//
+// Policies (DEFAULT.placement):
+//
+//   - "nodes order": the order of DEFAULT.nodes ("*" expands to the cluster
+//     nodes sorted by name);
+//   - "load avg": lowest 15-minute load first;
+//   - "spread": ascending FNV-1a 64 hash of service name, a NUL byte, and the
+//     node name: a stable pseudo-random order, different per service;
+//   - "score": highest free-resource score first, where
+//     score = mem_avail_pct + 100/(1+load15): free memory in percent plus an
+//     idleness term in the same 0..100 range;
+//   - "none": ordered like "nodes order"; the monitor never starts such a
+//     service by itself (admin targets still use the ranking).
+//
+// Unknown policies behave as "nodes order". Ties break by node name. The soft
+// affinities then move the nodes that satisfy them ahead (stable).
+//
+// Ranking.Natural is the policy order over every node of the service, with
+// no filter and no soft affinity: its first node is the natural leader used
+// by orchestrate=start, giveback of non-ha services, and the L flag.
+//
+// The package is pure: no IO, no clock, no goroutines, no logging.
+package placement

@@ -1,0 +1,142 @@
+package placement
+
+import (
+	"hash/fnv"
+	"reflect"
+	"testing"
+
+	"haven/config"
+	"haven/dataset"
+)
+
+func views(nodes ...dataset.Node) map[string]NodeView {
+	m := map[string]NodeView{}
+	for _, n := range nodes {
+		if n.Monitor == "" {
+			n.Monitor = dataset.NodeIdle
+		}
+		m[n.Name] = NodeView{Name: n.Name, Status: dataset.NodeUp, Data: n}
+	}
+	return m
+}
+
+func TestPolicies(t *testing.T) {
+	vs := views(
+		dataset.Node{Name: "n1", Load15: 2, MemAvailPct: 90},
+		dataset.Node{Name: "n2", Load15: 0.5, MemAvailPct: 10},
+		dataset.Node{Name: "n3", Load15: 0.5, MemAvailPct: 50},
+	)
+	nodes := []string{"n3", "n1", "n2"}
+	cases := []struct {
+		policy string
+		want   []string
+	}{
+		{PolicyNodesOrder, []string{"n3", "n1", "n2"}},
+		{PolicyNone, []string{"n3", "n1", "n2"}},
+		{"bogus", []string{"n3", "n1", "n2"}},
+		{PolicyLoadAvg, []string{"n2", "n3", "n1"}}, // n2 and n3 tie: by name
+		// scores: n1 90+33.3=123.3, n2 10+66.7=76.7, n3 50+66.7=116.7
+		{PolicyScore, []string{"n1", "n3", "n2"}},
+	}
+	for _, c := range cases {
+		got := Order(c.policy, "svc", nodes, vs)
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.policy, got, c.want)
+		}
+	}
+}
+
+func TestSpreadStableAndVaried(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3", "n4"}
+	first := map[string]int{}
+	for i := 0; i < 200; i++ {
+		svc := "svc" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		a := Order(PolicySpread, svc, nodes, nil)
+		b := Order(PolicySpread, svc, []string{"n4", "n3", "n2", "n1"}, nil)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: order depends on input order: got %v and %v", svc, a, b)
+		}
+		first[a[0]]++
+	}
+	for _, n := range nodes {
+		if first[n] < 20 {
+			t.Errorf("spread: got %d/200 services led by %s, want a fair share", first[n], n)
+		}
+	}
+}
+
+func TestRankFilters(t *testing.T) {
+	vs := views(
+		dataset.Node{Name: "n1", Services: map[string]dataset.Instance{"web": {Frozen: true}}},
+		dataset.Node{Name: "n2", Frozen: true},
+		dataset.Node{Name: "n3", Monitor: dataset.NodeRejoin},
+		dataset.Node{Name: "n4", Services: map[string]dataset.Instance{"web": {Monitor: dataset.InstanceMonitor{State: dataset.StartFailed}}}},
+		dataset.Node{Name: "n5"},
+		dataset.Node{Name: "n6", Services: map[string]dataset.Instance{"db": {Avail: dataset.StatusUp}}},
+		dataset.Node{Name: "n7"},
+		dataset.Node{Name: "n8"},
+		dataset.Node{Name: "n9"},
+	)
+	v := vs["n5"]
+	v.Status = dataset.NodeDown
+	vs["n5"] = v
+	v = vs["n9"]
+	v.Status = dataset.NodeStMaint
+	vs["n9"] = v
+	cfg := &config.ServiceConfig{
+		Name: "web", Nodes: []string{"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "n10"},
+		Placement: PolicyNodesOrder, HardAntiAffinity: []string{"db"},
+	}
+	r := Rank(Input{Service: "web", Config: cfg, Views: vs,
+		ConstraintOK: map[string]bool{"n1": true, "n2": true, "n3": true, "n4": true, "n5": true, "n6": true, "n7": false, "n8": true, "n9": true, "n10": true}})
+	wantEx := map[string]string{
+		"n1": ReasonInstanceFrozen, "n2": ReasonNodeFrozen, "n3": "node monitor rejoin",
+		"n4": ReasonStartFailed, "n5": ReasonNodeDown, "n6": "hard anti-affinity: db running",
+		"n7": ReasonConstraints, "n9": "node maintenance", "n10": ReasonNodeDown,
+	}
+	if !reflect.DeepEqual(r.Excluded, wantEx) {
+		t.Errorf("excluded: got %v, want %v", r.Excluded, wantEx)
+	}
+	if !reflect.DeepEqual(r.Candidates, []string{"n8"}) {
+		t.Errorf("candidates: got %v, want [n8]", r.Candidates)
+	}
+	if !reflect.DeepEqual(r.Placeable, []string{"n1", "n4", "n8"}) {
+		t.Errorf("placeable: got %v, want [n1 n4 n8]", r.Placeable)
+	}
+	if r.NaturalLeader() != "n1" || r.Leader() != "n8" {
+		t.Errorf("leaders: got natural %q leader %q, want n1 n8", r.NaturalLeader(), r.Leader())
+	}
+	if p := r.Position("n8"); p != 0 {
+		t.Errorf("position n8: got %d, want 0", p)
+	}
+	if p := r.Position("n1"); p != 1 {
+		t.Errorf("position n1: got %d, want 1 (after the candidates)", p)
+	}
+}
+
+func TestRankSoftAndStar(t *testing.T) {
+	vs := views(
+		dataset.Node{Name: "a"},
+		dataset.Node{Name: "b", Services: map[string]dataset.Instance{"db": {Avail: dataset.StatusUp}}},
+		dataset.Node{Name: "c"},
+	)
+	cfg := &config.ServiceConfig{Name: "web", Nodes: []string{"c", "*"}, SoftAffinity: []string{"db"}}
+	r := Rank(Input{Service: "web", Config: cfg, ClusterNodes: []string{"a", "b", "c"}, Views: vs})
+	if want := []string{"c", "a", "b"}; !reflect.DeepEqual(r.Natural, want) {
+		t.Errorf("natural: got %v, want %v", r.Natural, want)
+	}
+	if want := []string{"b", "c", "a"}; !reflect.DeepEqual(r.Candidates, want) {
+		t.Errorf("candidates: got %v, want %v", r.Candidates, want)
+	}
+	if r.Excluded != nil {
+		t.Errorf("excluded: got %v, want nil", r.Excluded)
+	}
+}
+
+func TestSpreadKeyIsFNV1a(t *testing.T) {
+	h := fnv.New64a()
+	h.Write([]byte("web\x00n1"))
+	if got, want := SpreadKey("web", "n1"), h.Sum64(); got != want {
+		t.Errorf("got %x, want %x", got, want)
+	}
+}
