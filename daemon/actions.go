@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"go.uber.org/zap"
 
@@ -127,30 +126,13 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 }
 
 // deleteService stops the local instance if it runs, then removes the
-// config and the durable state. The private dir {var} is kept.
+// config everywhere: the tombstone travels with the heartbeats.
 func (d *Daemon) deleteService(inst *instance, done func(any, error)) {
-	remove := func() {
-		if err := os.Remove(d.p.ServiceConf(inst.name)); err != nil && !os.IsNotExist(err) {
-			done(nil, failed("remove config: %v", err))
-			return
-		}
-		delete(d.services, inst.name)
-		delete(d.dur.Services, inst.name)
-		d.saveState()
-		d.changed()
-		d.log.Info("service deleted", zap.String("svc", inst.name))
-		d.emit(api.Event{Kind: "config", Service: inst.name, Message: "deleted"})
-		done(api.ActionResponse{Result: "deleted"}, nil)
-	}
-	if inst.set == nil || inst.avail == dataset.StatusDown || inst.avail == dataset.StatusNA {
-		remove()
-		return
-	}
-	d.runAction(inst, "stop", "admin delete", func(err error) {
+	d.removeService(inst.name, d.nextVersion(), func(err error) {
 		if err != nil {
-			done(nil, failed("not deleted: the stop failed: %v", err))
+			done(nil, err)
 			return
 		}
-		remove()
+		done(api.ActionResponse{Result: "deleted"}, nil)
 	})
 }

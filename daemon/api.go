@@ -195,12 +195,18 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 			Interval: d.node.HB.Interval.String(),
 		},
 	}
-	for _, m := range d.cluster.Nodes {
-		if m.Name == d.node.Name {
-			continue
-		}
-		ds.Peers = append(ds.Peers, api.PeerStatus{Name: m.Name, Addr: m.Addr, Status: string(dataset.NodeStUnknown)})
+	if d.hb == nil {
+		return ds
 	}
+	for _, hp := range d.hb.Peers() {
+		ps := api.PeerStatus{Name: hp.Name, Addr: hp.Addr, LastHeard: hp.LastHeard, Gen: hp.Gen, Status: string(dataset.NodeStUnknown)}
+		if p := d.peers[hp.Name]; p != nil {
+			ps.Status = string(d.peerStatus(p))
+		}
+		ds.Peers = append(ds.Peers, ps)
+	}
+	s := d.hb.Stats()
+	ds.HB.Sent, ds.HB.Received = s.Sent, s.Received
 	return ds
 }
 
@@ -239,16 +245,25 @@ func (d *Daemon) create(req api.CreateRequest) error {
 			return err
 		}
 	}
-	return d.install(cfg, "created")
+	what := "created"
+	if req.Replace {
+		what = "replaced"
+	}
+	return d.install(cfg, d.nextVersion(), what)
 }
 
-// install writes cfg atomically and (re)builds its instance.
-func (d *Daemon) install(cfg *config.ServiceConfig, what string) error {
+// install writes cfg atomically at version v and (re)builds its instance.
+func (d *Daemon) install(cfg *config.ServiceConfig, v dataset.Version, what string) error {
 	path := d.p.ServiceConf(cfg.Name)
 	if err := fsutil.WriteAtomic(path, cfg.Raw, 0o600); err != nil {
 		return failed("install %s: %v", path, err)
 	}
 	cfg.File = path
+	ds := d.dur.Services[cfg.Name]
+	ds.ConfigVersion = v
+	d.dur.Services[cfg.Name] = ds
+	delete(d.dur.Tombstones, cfg.Name)
+	d.saveState()
 	inst := d.installInstance(cfg)
 	d.log.Info("service config "+what, zap.String("svc", cfg.Name))
 	d.emit(api.Event{Kind: "config", Service: cfg.Name, Message: "config " + what})
@@ -289,7 +304,7 @@ func (d *Daemon) keyword(req api.KeywordRequest) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return nil, d.install(cfg, "changed")
+		return nil, d.install(cfg, d.nextVersion(), "changed")
 	}
 	return nil, badInput(fmt.Errorf("unknown keyword operation %q", req.Op))
 }

@@ -20,6 +20,7 @@ import (
 	"haven/clock"
 	"haven/config"
 	"haven/dataset"
+	"haven/heartbeat"
 	"haven/paths"
 )
 
@@ -35,6 +36,9 @@ type Options struct {
 	Compat int
 	// Stderr also sends the log to stderr (nodemgr daemon run).
 	Stderr bool
+	// Heartbeat builds the heartbeat; nil means memberlist. The in-process
+	// simulation passes its in-memory network here.
+	Heartbeat func(heartbeat.Config) (heartbeat.Heartbeat, error)
 }
 
 // ErrLocked is returned when another daemon owns the root.
@@ -70,6 +74,14 @@ type Daemon struct {
 	load15   float64
 	memPct   float64
 	stopping bool
+
+	hb        heartbeat.Heartbeat
+	hbEvents  <-chan heartbeat.Event
+	peers     map[string]*peer
+	compat    bool
+	published uint64
+	// refused remembers config versions from peers that did not validate.
+	refused map[string]dataset.Version
 }
 
 // New prepares a daemon: it takes the root's lock, opens the log and loads
@@ -105,6 +117,8 @@ func New(opts Options) (*Daemon, error) {
 		stopReq:  make(chan string, 1),
 		services: map[string]*instance{},
 		monitor:  dataset.NodeIdle,
+		compat:   true,
+		refused:  map[string]dataset.Version{},
 	}
 	d.actx, d.acancel = context.WithCancel(context.Background())
 	ok := false
@@ -176,6 +190,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.emit(api.Event{Kind: "daemon_start", Message: "daemon started"})
 	d.loadServices()
 	d.refreshSysinfo()
+	if err := d.startHeartbeat(); err != nil {
+		srv.Close()
+		srvWG.Wait()
+		return err
+	}
+	if len(d.peers) > 0 {
+		d.monitor = dataset.NodeRejoin
+		d.log.Info("node monitor state", zap.String("to", string(dataset.NodeRejoin)),
+			zap.String("reason", "waiting to hear from every cluster node"), zap.Duration("grace", d.node.RejoinGracePeriod))
+	}
+	d.changed()
+	d.publish()
 	// reconcile on start-up: learn what runs before deciding anything
 	for _, name := range d.serviceNames() {
 		d.check(d.services[name], true)
@@ -190,6 +216,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srvWG.Wait()
 	d.acancel()
 	d.workers.Wait()
+	if d.hb != nil {
+		d.publish() // the last state (maintenance or shutting) reaches the peers
+		if err := d.hb.Close(); err != nil {
+			d.log.Warn("heartbeat close", zap.Error(err))
+		}
+	}
 	os.Remove(d.p.Socket)
 	os.Remove(d.p.PidFile())
 	d.emit(api.Event{Kind: "daemon_stop", Message: "daemon stopped (" + mode + ")"})
@@ -208,6 +240,12 @@ func (d *Daemon) loop(ctx context.Context) string {
 		select {
 		case f := <-d.ev:
 			f()
+		case ev, ok := <-d.hbEvents:
+			if !ok {
+				d.hbEvents = nil
+				continue
+			}
+			d.onHeartbeat(ev)
 		case <-timer:
 			d.tick()
 			timer = d.clk.After(tickPeriod)
@@ -222,6 +260,7 @@ func (d *Daemon) loop(ctx context.Context) string {
 				d.beginStop(mode)
 			}
 		}
+		d.publish()
 		if mode != "" && d.readyToExit(mode) {
 			return mode
 		}
@@ -284,6 +323,7 @@ func (d *Daemon) call(f func() (any, error)) (any, error) {
 func (d *Daemon) tick() {
 	now := d.clk.Now()
 	d.refreshSysinfo()
+	d.updateRejoin()
 	for _, name := range d.serviceNames() {
 		inst := d.services[name]
 		if inst.busy != "" || inst.checking {
@@ -297,9 +337,21 @@ func (d *Daemon) tick() {
 	}
 }
 
+// refreshSysinfo reads load and memory; only a visible change (0.1) marks
+// the dataset changed, so that an idle node sends no deltas.
 func (d *Daemon) refreshSysinfo() {
-	d.load15 = load15()
-	d.memPct = memAvailPct()
+	l, m := load15(), memAvailPct()
+	if abs(l-d.load15) >= 0.1 || abs(m-d.memPct) >= 1 {
+		d.load15, d.memPct = l, m
+		d.changed()
+	}
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
 }
 
 func (d *Daemon) setMonitor(m dataset.NodeMonitor, reason string) {

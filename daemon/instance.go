@@ -347,6 +347,8 @@ func (d *Daemon) localNode() dataset.Node {
 		MemAvailPct: d.memPct,
 		Labels:      d.node.Labels,
 		Services:    map[string]dataset.Instance{},
+		Configs:     d.configEntries(),
+		Targets:     d.targets(),
 		Gen:         d.gen,
 	}
 	for name, inst := range d.services {

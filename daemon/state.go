@@ -17,6 +17,9 @@ type durable struct {
 	Lamport    uint64                    `json:"lamport"`
 	NodeFrozen bool                      `json:"node_frozen"`
 	Services   map[string]durableService `json:"services"`
+	// Tombstones remember deleted services so that older copies of their
+	// config still travelling between nodes never resurrect them.
+	Tombstones map[string]dataset.Version `json:"tombstones,omitempty"`
 }
 
 type durableService struct {

@@ -8,27 +8,36 @@ import (
 )
 
 // clusterStatus builds the status object of the contract from this node's
-// view. For now the view holds the local node only; peers join with the
-// heartbeat.
+// view: its own data and the last data of every peer. Instances on nodes
+// that are down (or never heard) count as unknown.
 func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 	local := d.localNode()
 	st := &dataset.ClusterStatus{
-		Cluster:  dataset.ClusterInfo{Name: d.cluster.Name, Compat: true, Quorum: d.cluster.Quorum},
+		Cluster:  dataset.ClusterInfo{Name: d.cluster.Name, Compat: d.compat, Quorum: d.cluster.Quorum},
 		Nodes:    map[string]dataset.NodeInfo{},
 		Services: map[string]dataset.ServiceStatus{},
 		Local:    d.node.Name,
 	}
 	nodes := map[string]dataset.Node{local.Name: local}
-	for _, m := range d.cluster.NodeNames() {
-		n, ok := nodes[m]
-		if !ok {
-			st.Nodes[m] = dataset.NodeInfo{Status: dataset.NodeStUnknown}
+	st.Nodes[local.Name] = nodeInfo(local, dataset.NodeUp)
+	for name, p := range d.peers {
+		ps := d.peerStatus(p)
+		if p.data == nil {
+			st.Nodes[name] = dataset.NodeInfo{Status: ps}
 			continue
 		}
-		st.Nodes[m] = nodeInfo(n, dataset.NodeUp)
-	}
-	if _, ok := st.Nodes[local.Name]; !ok {
-		st.Nodes[local.Name] = nodeInfo(local, dataset.NodeUp)
+		ni := nodeInfo(*p.data, ps)
+		ni.Status = ps
+		st.Nodes[name] = ni
+		n := *p.data
+		if ps == dataset.NodeDown || ps == dataset.NodeStUnknown {
+			n = n.Clone()
+			for svc, i := range n.Services {
+				i.Avail, i.Overall = dataset.StatusUnknown, dataset.StatusUnknown
+				n.Services[svc] = i
+			}
+		}
+		nodes[name] = n
 	}
 	for name, inst := range d.services {
 		cfg := inst.cfg
@@ -55,7 +64,9 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 				continue
 			}
 			ss.Instances[node] = i
-			avails = append(avails, i.Avail)
+			if i.Avail != dataset.StatusUnknown {
+				avails = append(avails, i.Avail)
+			}
 			if i.Frozen || n.Frozen {
 				frozen++
 			} else {

@@ -168,6 +168,9 @@ type Node struct {
 	Services map[string]Instance `json:"services"`
 	// Targets are the admin targets this node knows, by service.
 	Targets map[string]Target `json:"targets,omitempty"`
+	// Configs are the service configs this node knows, by service, with
+	// their logical versions: the newest version wins on every node.
+	Configs map[string]ConfigEntry `json:"configs,omitempty"`
 	// Gen increases on every change of this node's data (used for deltas).
 	Gen uint64 `json:"gen"`
 }
@@ -188,6 +191,12 @@ func (n Node) Clone() Node {
 		v.Resources = r
 		c.Services[k] = v
 	}
+	if n.Configs != nil {
+		c.Configs = make(map[string]ConfigEntry, len(n.Configs))
+		for k, v := range n.Configs {
+			c.Configs[k] = v
+		}
+	}
 	if n.Targets != nil {
 		c.Targets = make(map[string]Target, len(n.Targets))
 		for k, v := range n.Targets {
@@ -195,4 +204,13 @@ func (n Node) Clone() Node {
 		}
 	}
 	return c
+}
+
+// ConfigEntry is one service config as distributed between nodes. A
+// deleted service keeps a tombstone (Deleted, no Raw) so that the deletion
+// wins over older copies still travelling.
+type ConfigEntry struct {
+	Version Version `json:"version"`
+	Raw     string  `json:"raw,omitempty"`
+	Deleted bool    `json:"deleted,omitempty"`
 }

@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"haven/dataset"
+)
+
+// freePort returns a port free for both TCP and UDP on 127.0.0.1.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+func newSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+type clusterOpts struct {
+	name     string
+	secret   string
+	timeout  string // hb.timeout
+	interval string
+	extra    string // more [node] keys
+}
+
+// newCluster makes the roots of nodes sharing one cluster.toml, on loopback.
+func newCluster(t *testing.T, names []string, o clusterOpts) map[string]*node {
+	t.Helper()
+	if o.name == "" {
+		o.name = "test"
+	}
+	if o.secret == "" {
+		o.secret = newSecret()
+	}
+	if o.timeout == "" {
+		o.timeout = "3s"
+	}
+	if o.interval == "" {
+		o.interval = "1s"
+	}
+	ports := map[string]int{}
+	var members strings.Builder
+	for _, n := range names {
+		ports[n] = freePort(t)
+		fmt.Fprintf(&members, "%s = \"127.0.0.1:%d\"\n", n, ports[n])
+	}
+	cluster := fmt.Sprintf("[cluster]\nname = %q\nsecret = %q\n\n[nodes]\n%s", o.name, o.secret, members.String())
+	out := map[string]*node{}
+	for _, n := range names {
+		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = \"300ms\"\nrejoin_grace_period = \"5s\"\nmaintenance_grace_period = \"6s\"\nready_period = \"2s\"\n%s\n[hb]\naddr = \"127.0.0.1\"\nport = %d\ntimeout = %q\ninterval = %q\n",
+			n, o.extra, ports[n], o.timeout, o.interval)
+		nd := newNode(t, n, nodeToml)
+		writeFile(t, filepath.Join(nd.root, "etc", "cluster.toml"), cluster)
+		out[n] = nd
+	}
+	return out
+}
+
+func peerStatus(n *node, peer string) dataset.NodeStatus {
+	return n.status().Nodes[peer].Status
+}
+
+func TestClusterConvergesDistributesConfigsAndDetectsCrash(t *testing.T) {
+	names := []string{"n1", "n2", "n3"}
+	c := newCluster(t, names, clusterOpts{})
+	for _, n := range names {
+		c[n].startDaemon()
+	}
+	for _, a := range names {
+		for _, b := range names {
+			if a == b {
+				continue
+			}
+			waitFor(t, 10*time.Second, a+" sees "+b+" up", func() bool { return peerStatus(c[a], b) == dataset.NodeUp })
+		}
+	}
+	// rejoin ends once every node was heard: no node froze itself
+	for _, n := range names {
+		if c[n].status().Nodes[n].Frozen {
+			t.Fatalf("%s froze itself although every node was heard", n)
+		}
+	}
+
+	// a config created on n1 reaches n3, installed there
+	cfg := filepath.Join(t.TempDir(), "web.toml")
+	writeFile(t, cfg, strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\", \"n3\"]", 1))
+	c["n1"].must("svcmgr", "-s", "web", "create", "--config", cfg)
+	waitFor(t, 5*time.Second, "web installed on n3", func() bool {
+		_, err := os.Stat(filepath.Join(c["n3"].root, "etc", "services", "web.toml"))
+		return err == nil
+	})
+	// an edit on n3 reaches n1
+	c["n3"].must("svcmgr", "-s", "web", "set", "--kw", "DEFAULT.priority=5")
+	waitFor(t, 5*time.Second, "the edit made on n3 seen on n1", func() bool {
+		return strings.TrimSpace(c["n1"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority").out) == "5"
+	})
+	// a start on n2 is seen from n1
+	c["n2"].must("svcmgr", "-s", "web", "start", "--local")
+	waitFor(t, 5*time.Second, "n1 sees web up on n2", func() bool {
+		return c["n1"].status().Services["web"].Instances["n2"].Avail == dataset.StatusUp
+	})
+	c["n2"].must("svcmgr", "-s", "web", "stop", "--local")
+
+	// kill -9 of n3: the others declare it down after hb.timeout (3s), not long after
+	pid := daemonPid(t, c["n3"])
+	killed := time.Now()
+	if err := syscallKill(pid); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 6*time.Second, "n1 sees n3 down", func() bool { return peerStatus(c["n1"], "n3") == dataset.NodeDown })
+	took := time.Since(killed)
+	if took < 2*time.Second {
+		t.Fatalf("n3 declared down %s after the kill, before hb.timeout (3s) could elapse", took)
+	}
+	t.Logf("crash of n3 detected by n1 after %s (hb.timeout 3s)", took.Round(10*time.Millisecond))
+
+	// n3 comes back and catches up with an edit it missed
+	c["n1"].must("svcmgr", "-s", "web", "set", "--kw", "DEFAULT.priority=9")
+	os.Remove(filepath.Join(c["n3"].root, "run", "daemon.sock"))
+	c["n3"].startDaemon()
+	waitFor(t, 10*time.Second, "n3 catches up with the edit made while it was down", func() bool {
+		return strings.TrimSpace(c["n3"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority").out) == "9"
+	})
+	waitFor(t, 10*time.Second, "n1 sees n3 up again", func() bool { return peerStatus(c["n1"], "n3") == dataset.NodeUp })
+
+	// a delete on n2 removes the config everywhere
+	c["n2"].must("svcmgr", "-s", "web", "delete")
+	for _, n := range names {
+		waitFor(t, 5*time.Second, "web removed on "+n, func() bool {
+			_, err := os.Stat(filepath.Join(c[n].root, "etc", "services", "web.toml"))
+			return os.IsNotExist(err)
+		})
+	}
+}
+
+func daemonPid(t *testing.T, n *node) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(n.root, "run", "daemon.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	return pid
+}
