@@ -1,4 +1,85 @@
-// Package monitor is the orchestrator's decision core: for the local node,
-// Step takes a snapshot of what the node knows and returns, per service
-// with a local instance, the next monitor state, the action to run and why.
+// Package monitor is the orchestrator's decision core (BEHAVIOUR sections
+// 1, 2, 5, 6, 7, 8; the seed's state-transition and affinity tables). For
+// the local node, Step takes a Snapshot of everything the node knows and
+// returns, for each service with a local instance, the next monitor state,
+// the action to run, and why.
+//
+// # Purity
+//
+// monitor, placement, affinity and constraints start no goroutine, read no
+// clock (time is Snapshot.Now), run no command, open no socket and log
+// nothing; they import only the standard library's pure packages and each
+// other (enforced by TestCorePackagesArePure).
+//
+// # How the shell drives Step
+//
+// Build a Snapshot:
+//   - Now: the local clock.
+//   - Local, ClusterNodes (sorted member names).
+//   - Nodes: every member's NodeView. Status is the local conclusion (up,
+//     down, maintenance, shutting); Data is the node's last gossiped data,
+//     the local node's own current data included (Status up, or
+//     maintenance/shutting while it says so). Keep the last data of a node
+//     in maintenance until maintenance_grace_period ends, then mark it down.
+//     A down node's instances count as down and idle.
+//   - The local instances' monitors are in
+//     Nodes[Local].Data.Services[svc].Monitor, frozen flags in
+//     Instance.Frozen and Node.Frozen, the merged effective admin targets in
+//     Nodes[Local].Data.Targets[svc] (merge by dataset.Version, never by
+//     wall clock).
+//   - Services (installed configs), ConstraintOK (precomputed per service
+//     and node with placement.EvalConstraints when configs or labels
+//     change), Compat (all members announce the same compat version),
+//     ReadyPeriod (node.ready_period; 0 means 16s).
+//
+// Call Step on every relevant event (heartbeat data change, node up/down,
+// action end, config or target change) and on a periodic tick; also at the
+// earliest Decision.Deadline (the end of a ready window).
+//
+// For each Decision:
+//   - store Decision.Monitor as the local instance's monitor (it carries
+//     GlobalExpect for display, StateSince set to Now on state changes),
+//     PlacementLeader and Flags in the instance, and gossip them;
+//   - when Changed, log once: svc, Reason, state, action;
+//   - run Action once: ActionStart / ActionStop run the instance's resources
+//     (asynchronously; the monitor state stays starting / stopping, which
+//     Step leaves alone, until the shell reports the end); ActionFreeze /
+//     ActionThaw set and persist Instance.Frozen;
+//   - report the end of an action by replacing the local monitor with
+//     AfterStart(m, ok, now), AfterStop(m, ok, now) or AfterFreeze(m, now),
+//     refresh the instance status (avail) at once, then run Step again;
+//   - when TargetReached, clear the target (a "none" target with a newer
+//     version) and answer the --wait callers.
+//
+// The shell also applies Clear for "svcmgr clear" and Reset to every local
+// monitor when the daemon starts (an action cannot survive a restart).
+// Actions started by the admin outside the orchestrator ("stop --local",
+// "start --local") are the shell's; it sets the states the same way.
+//
+// # Rules (summary)
+//
+// Without target, for orchestrate=ha (and start, where the leader is the
+// natural leader): a node enters ready when it is the placement leader, the
+// service is down everywhere, no instance is warn or in a *ing state,
+// nothing is frozen on it, compat holds and the parents are up (otherwise
+// "wait parents"). Ready lasts ReadyPeriod and is cancelled (back to idle)
+// when any of these stops holding or a peer with a better rank is ready.
+// Then "starting" with ActionStart; a single-node service skips ready.
+// "start failed" leaves the candidates and clears itself once the service is
+// up (avail up) somewhere. orchestrate=no, placement=none or compat false:
+// nothing automatic.
+//
+// Targets suspend the automatic orchestration of their service:
+//   - started: thaw every instance, then the placement leader starts it at
+//     once (no ready window), whatever orchestrate/placement/compat;
+//   - stopped: freeze every instance; once all are frozen, stop where it
+//     runs, after the children are down ("wait children");
+//   - placed@NODE: stop everywhere but NODE, then start on NODE (no
+//     constraint or affinity check: the admin chose), thaw every instance;
+//   - placed: the same toward the giveback destination (ha: best placeable
+//     node; otherwise the natural leader);
+//   - frozen / thawed: freeze / thaw every instance.
+//
+// Reached is judged on the instances of up nodes; then Decision
+// TargetReached is true on every node that sees it.
 package monitor

@@ -101,27 +101,28 @@ func Step(s Snapshot) []Decision {
 	if s.ReadyPeriod <= 0 {
 		s.ReadyPeriod = DefaultReadyPeriod
 	}
-	names := make([]string, 0, len(s.Services))
+	all := make([]string, 0, len(s.Services))
 	for name, cfg := range s.Services {
 		if cfg != nil {
-			names = append(names, name)
+			all = append(all, name)
 		}
 	}
-	sort.Strings(names)
-	running := placement.RunningFrom(s.Nodes)
-	refs := make(map[string]*placement.NodeView, len(s.Nodes))
-	for name, v := range s.Nodes {
-		refs[name] = &v
+	sort.Strings(all)
+	names := all[:0]
+	lists := make([][]string, 0, len(all))
+	for _, name := range all {
+		nodes := placement.NodeList(s.Services[name], s.ClusterNodes)
+		if contains(nodes, s.Local) {
+			names = append(names, name)
+			lists = append(lists, nodes)
+		}
 	}
+	running := placement.RunningFrom(s.Nodes)
+	cluster := placement.NewCluster(s.Nodes)
 	out := make([]Decision, 0, len(names))
 	var c svcCtx
-	for _, name := range names {
-		cfg := s.Services[name]
-		nodes := placement.NodeList(cfg, s.ClusterNodes)
-		if !contains(nodes, s.Local) {
-			continue
-		}
-		c.init(&s, refs, name, cfg, nodes, running)
+	for row, name := range names {
+		c.init(&s, cluster, name, s.Services[name], lists[row], running)
 		c.decide()
 		out = append(out, c.d)
 	}
@@ -131,7 +132,7 @@ func Step(s Snapshot) []Decision {
 // svcCtx is the working data of one service during one Step.
 type svcCtx struct {
 	s       *Snapshot
-	refs    map[string]*placement.NodeView // s.Nodes, by pointer
+	cluster *placement.Cluster
 	name    string
 	cfg     *config.ServiceConfig
 	nodes   []string
@@ -159,20 +160,20 @@ type svcCtx struct {
 	transState dataset.MonitorState
 }
 
-func (c *svcCtx) init(s *Snapshot, refs map[string]*placement.NodeView, name string, cfg *config.ServiceConfig, nodes []string, running affinity.RunningFunc) {
-	*c = svcCtx{s: s, refs: refs, name: name, cfg: cfg, nodes: nodes, running: running}
+func (c *svcCtx) init(s *Snapshot, cluster *placement.Cluster, name string, cfg *config.ServiceConfig, nodes []string, running affinity.RunningFunc) {
+	*c = svcCtx{s: s, cluster: cluster, name: name, cfg: cfg, nodes: nodes, running: running}
 	if len(nodes) <= len(c.instsArr) {
 		c.insts, c.alive = c.instsArr[:len(nodes)], c.aliveArr[:len(nodes)]
 	} else {
 		c.insts, c.alive = make([]placement.InstanceState, len(nodes)), make([]bool, len(nodes))
 	}
-	c.view = refs[s.Local]
+	c.view = c.cluster.View(s.Local)
 	if c.view == nil {
 		c.view = &placement.NodeView{Name: s.Local}
 	}
 	c.inst = c.view.Data.Services[name]
 	for i, n := range nodes {
-		if v := refs[n]; v != nil && v.Alive() {
+		if v := c.cluster.View(n); v != nil && v.Alive() {
 			c.alive[i] = true
 			if n == s.Local {
 				c.insts[i] = placement.StateOf(c.inst)
@@ -189,7 +190,7 @@ func (c *svcCtx) init(s *Snapshot, refs map[string]*placement.NodeView, name str
 	}
 	c.rank = placement.Rank(placement.Input{
 		Service: name, Config: cfg, ClusterNodes: s.ClusterNodes, Nodes: nodes,
-		Views: s.Nodes, ConstraintOK: c.cOK, Running: running, Instances: c.insts,
+		Views: s.Nodes, Cluster: cluster, ConstraintOK: c.cOK, Running: running, Instances: c.insts,
 	})
 	for i, n := range nodes {
 		if !c.alive[i] {
@@ -318,7 +319,7 @@ func (c *svcCtx) flags() string {
 // available (up, with an acceptable node monitor).
 func (c *svcCtx) naturalAvailableLeader() string {
 	for _, n := range c.rank.Natural {
-		if v := c.refs[n]; v != nil {
+		if v := c.cluster.View(n); v != nil {
 			if ok, _ := v.Available(); ok {
 				return n
 			}
@@ -351,7 +352,7 @@ func (c *svcCtx) parentDown() string {
 	for _, p := range c.cfg.Parents {
 		svc, node, pinned := strings.Cut(p, "@")
 		if pinned {
-			v := c.refs[node]
+			v := c.cluster.View(node)
 			if v == nil || !v.Alive() || v.Data.Services[svc].Avail != dataset.StatusUp {
 				return p
 			}

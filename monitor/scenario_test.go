@@ -229,3 +229,32 @@ func TestNodeCrashFailover(t *testing.T) {
 		t.Fatalf("n2: got web %q, want up", got)
 	}
 }
+
+func TestShuttingPeerHandsOver(t *testing.T) {
+	w := threeNodes(t)
+	w.rounds(3, w.ready)
+	// n1 shuts down cleanly: it announces shutting and stops its instance.
+	w.setNode("n1", func(v *placement.NodeView) { v.Status = dataset.NodeStShutting; v.Data.Monitor = dataset.NodeShutting })
+	w.setInst("n1", "web", func(i *dataset.Instance) { i.Monitor.State = dataset.Stopping })
+	if d := w.run("n2")["web"]; d.Monitor.State != dataset.Idle {
+		t.Fatalf("n2 while n1 stops: got %q (%s), want idle", d.Monitor.State, d.Reason)
+	}
+	w.setInst("n1", "web", func(i *dataset.Instance) { i.Avail = dataset.StatusDown; i.Monitor.State = dataset.Idle })
+	d := w.run("n2")["web"]
+	wantState(t, "n2 once n1 stopped", d, dataset.Ready, ActionNone)
+	if d.Flags != "L" {
+		t.Errorf("n2 flags: got %q, want L (n1 is not available)", d.Flags)
+	}
+	w.now = w.now.Add(w.ready)
+	wantState(t, "n2 after ready period", w.step("n2")["web"], dataset.Starting, ActionStart)
+}
+
+func TestRejoiningNodeDoesNotLead(t *testing.T) {
+	w := threeNodes(t)
+	w.setNode("n1", func(v *placement.NodeView) { v.Data.Monitor = dataset.NodeRejoin })
+	d := w.step("n1")["web"]
+	if d.Monitor.State != dataset.Idle || d.PlacementLeader {
+		t.Errorf("n1 in rejoin: got %q leader %v, want idle, not leader", d.Monitor.State, d.PlacementLeader)
+	}
+	wantState(t, "n2", w.step("n2")["web"], dataset.Ready, ActionNone)
+}

@@ -182,7 +182,7 @@ func (c *svcCtx) givebackDest() string {
 // frozen.
 func (c *svcCtx) allFrozen(frozen bool) bool {
 	for i, n := range c.nodes {
-		if v := c.refs[n]; v == nil || v.Status != dataset.NodeUp {
+		if v := c.cluster.View(n); v == nil || v.Status != dataset.NodeUp {
 			continue
 		}
 		if c.insts[i].Frozen != frozen {

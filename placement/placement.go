@@ -80,6 +80,9 @@ type Input struct {
 	ConstraintOK map[string]bool
 	// Running, when non-nil, replaces RunningFrom(Views) for the affinities.
 	Running affinity.RunningFunc
+	// Cluster, when non-nil, replaces Views: an index built once by
+	// NewCluster for ranking many services (a speed-up).
+	Cluster *Cluster
 	// Instances, when non-nil, are the states of the service's instances
 	// aligned with Nodes (the zero value for a node without one), so that
 	// Rank need not look them up in Views (a speed-up for callers that have
@@ -99,7 +102,66 @@ func StateOf(inst dataset.Instance) InstanceState {
 	return InstanceState{Avail: inst.Avail, Frozen: inst.Frozen, State: inst.Monitor.State}
 }
 
-// Ranking is the result of Rank.
+// Cluster indexes node views to rank many services in one pass: it holds
+// once what does not depend on the service. Build it with NewCluster; it is
+// read-only afterwards.
+type Cluster struct {
+	nodes map[string]*clusterNode
+}
+
+type clusterNode struct {
+	view   *NodeView
+	reason string // why it cannot take work (availability, node frozen), "" when it can
+	load   float64
+	score  float64
+}
+
+func makeClusterNode(v NodeView) clusterNode {
+	cn := clusterNode{load: v.Data.Load15, score: Score(v.Data)}
+	if ok, reason := v.Available(); !ok {
+		cn.reason = reason
+	} else if v.Data.Frozen {
+		cn.reason = ReasonNodeFrozen
+	}
+	return cn
+}
+
+// NewCluster indexes views.
+func NewCluster(views map[string]NodeView) *Cluster {
+	c := &Cluster{nodes: make(map[string]*clusterNode, len(views))}
+	for name, v := range views {
+		cn := makeClusterNode(v)
+		cn.view = &v
+		c.nodes[name] = &cn
+	}
+	return c
+}
+
+// View returns the view of node, nil when there is none. Do not modify it.
+func (c *Cluster) View(node string) *NodeView {
+	if cn := c.nodes[node]; cn != nil {
+		return cn.view
+	}
+	return nil
+}
+
+// node returns the service-independent data of node.
+func (in *Input) node(n string) (clusterNode, bool) {
+	if in.Cluster != nil {
+		if cn := in.Cluster.nodes[n]; cn != nil {
+			return *cn, true
+		}
+		return clusterNode{}, false
+	}
+	v, ok := in.Views[n]
+	if !ok {
+		return clusterNode{}, false
+	}
+	return makeClusterNode(v), true
+}
+
+// Ranking is the result of Rank. Its slices may share memory with each
+// other: treat them as read-only.
 type Ranking struct {
 	// Candidates are the nodes passing every filter, best first. The first
 	// one is the placement leader.
@@ -182,54 +244,67 @@ func Rank(in Input) Ranking {
 	}
 	for i, n := range nodes {
 		recs = append(recs, record{name: n, index: i})
-		v, ok := in.Views[n]
+		cn, ok := in.node(n)
 		if !ok {
 			recs[i].nodeReason = ReasonNodeDown
 			recs[i].load = noData
 			continue
 		}
-		recs[i].load = v.Data.Load15
-		recs[i].score = Score(v.Data)
-		recs[i].nodeReason = nodeFilter(in, n, v, running)
+		recs[i].load, recs[i].score = cn.load, cn.score
+		recs[i].nodeReason = nodeFilter(in, n, cn.reason, running)
 		if in.Instances != nil && in.Nodes != nil {
 			recs[i].instReason = instanceFilter(in.Instances[i])
 		} else {
-			recs[i].instReason = instanceFilter(StateOf(v.Data.Services[in.Service]))
+			recs[i].instReason = instanceFilter(StateOf(in.Views[n].Data.Services[in.Service]))
 		}
 	}
 	sortRecords(in.Config.Placement, in.Service, recs)
 
+	n := len(recs)
 	var r Ranking
-	buf := make([]string, 3*len(recs))
-	r.Natural = buf[:len(recs):len(recs)]
-	r.Placeable = buf[len(recs) : len(recs) : 2*len(recs)]
-	for i, rec := range recs {
-		r.Natural[i] = rec.name
-		if rec.nodeReason != "" {
-			r.exclude(rec.name, rec.nodeReason)
+	buf := make([]string, 2*n)
+	r.Natural = buf[:n:n]
+	r.Placeable = buf[n : n : 2*n]
+	// placeable records, in order; then the soft affinities (stable)
+	var pArr [32]int
+	pidx := pArr[:0]
+	if n > len(pArr) {
+		pidx = make([]int, 0, n)
+	}
+	for i := range recs {
+		r.Natural[i] = recs[i].name
+		if recs[i].nodeReason != "" {
+			r.exclude(recs[i].name, recs[i].nodeReason)
 			continue
 		}
-		r.Placeable = append(r.Placeable, rec.name)
+		pidx = append(pidx, i)
 	}
-	r.Candidates = buf[2*len(recs) : 2*len(recs)]
 	if affinity.HasSoft(in.Config) {
-		affinity.SortSoft(in.Config, r.Placeable, running)
-		for _, n := range r.Placeable {
-			if reason := instReasonOf(recs, n); reason != "" {
-				r.exclude(n, reason)
-				continue
-			}
-			r.Candidates = append(r.Candidates, n)
+		for _, i := range pidx {
+			recs[i].soft = affinity.SoftScore(in.Config, recs[i].name, running)
 		}
-		return r
+		for i := 1; i < len(pidx); i++ { // stable insertion sort, best score first
+			for j := i; j > 0 && recs[pidx[j]].soft > recs[pidx[j-1]].soft; j-- {
+				pidx[j], pidx[j-1] = pidx[j-1], pidx[j]
+			}
+		}
 	}
-	for _, rec := range recs {
-		switch {
-		case rec.nodeReason != "":
-		case rec.instReason != "":
-			r.exclude(rec.name, rec.instReason)
-		default:
-			r.Candidates = append(r.Candidates, rec.name)
+	excluded := 0
+	for _, i := range pidx {
+		r.Placeable = append(r.Placeable, recs[i].name)
+		if recs[i].instReason != "" {
+			r.exclude(recs[i].name, recs[i].instReason)
+			excluded++
+		}
+	}
+	// Candidates share Placeable's memory unless an instance is excluded.
+	r.Candidates = r.Placeable
+	if excluded > 0 {
+		r.Candidates = make([]string, 0, len(pidx)-excluded)
+		for _, i := range pidx {
+			if recs[i].instReason == "" {
+				r.Candidates = append(r.Candidates, recs[i].name)
+			}
 		}
 	}
 	return r
@@ -245,17 +320,9 @@ type record struct {
 	load       float64
 	score      float64
 	spread     uint64
+	soft       int // soft affinity score
 	nodeReason string
 	instReason string
-}
-
-func instReasonOf(recs []record, node string) string {
-	for i := range recs {
-		if recs[i].name == node {
-			return recs[i].instReason
-		}
-	}
-	return ""
 }
 
 func (r *Ranking) exclude(node, reason string) {
@@ -265,13 +332,11 @@ func (r *Ranking) exclude(node, reason string) {
 	r.Excluded[node] = reason
 }
 
-// nodeFilter returns why node cannot host the service, or "".
-func nodeFilter(in Input, node string, v NodeView, running affinity.RunningFunc) string {
-	if ok, reason := v.Available(); !ok {
-		return reason
-	}
-	if v.Data.Frozen {
-		return ReasonNodeFrozen
+// nodeFilter returns why node cannot host the service, or "". base is the
+// service-independent reason (clusterNode.reason).
+func nodeFilter(in Input, node, base string, running affinity.RunningFunc) string {
+	if base != "" {
+		return base
 	}
 	if in.ConstraintOK != nil && !in.ConstraintOK[node] {
 		return ReasonConstraints
@@ -393,9 +458,11 @@ func SpreadKey(service, node string) uint64 {
 }
 
 // NodeList is cfg.NodeList(clusterNodes) without a map for short lists.
+// For nodes = ["*"] it returns clusterNodes itself (capacity capped, so an
+// append copies): treat the result as read-only.
 func NodeList(cfg *config.ServiceConfig, clusterNodes []string) []string {
 	if len(cfg.Nodes) == 1 && cfg.Nodes[0] == "*" {
-		return append([]string(nil), clusterNodes...)
+		return clusterNodes[:len(clusterNodes):len(clusterNodes)]
 	}
 	if len(cfg.Nodes)+len(clusterNodes) > 64 {
 		return cfg.NodeList(clusterNodes)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"haven/config"
+	"haven/constraints"
 	"haven/dataset"
 )
 
@@ -138,5 +139,30 @@ func TestSpreadKeyIsFNV1a(t *testing.T) {
 	h.Write([]byte("web\x00n1"))
 	if got, want := SpreadKey("web", "n1"), h.Sum64(); got != want {
 		t.Errorf("got %x, want %x", got, want)
+	}
+}
+
+func TestEvalConstraints(t *testing.T) {
+	prog, err := constraints.Compile(`nodename == "n1" or node.env == "DEV"`)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	vs := views(
+		dataset.Node{Name: "n1"},
+		dataset.Node{Name: "n2", Labels: map[string]string{"env": "DEV"}},
+		dataset.Node{Name: "n3", Labels: map[string]string{"env": "PRD"}},
+	)
+	cfg := &config.ServiceConfig{Name: "web", Nodes: []string{"n1", "n2", "n3"}, Constraint: prog}
+	got := EvalConstraints(cfg, vs)
+	want := map[string]bool{"n1": true, "n2": true, "n3": false}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	r := Rank(Input{Service: "web", Config: cfg, Views: vs, ConstraintOK: got})
+	if !reflect.DeepEqual(r.Candidates, []string{"n1", "n2"}) || r.Excluded["n3"] != ReasonConstraints {
+		t.Errorf("rank: got candidates %v excluded %v, want [n1 n2] and n3 constraints violation", r.Candidates, r.Excluded)
+	}
+	if EvalConstraints(&config.ServiceConfig{Name: "x"}, vs) != nil {
+		t.Errorf("no constraint: got a map, want nil (true everywhere)")
 	}
 }
