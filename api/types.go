@@ -93,6 +93,8 @@ type ActionRequest struct {
 	Action string `json:"action"` // start stop freeze thaw delete clear abort takeover giveback switch
 	Local  bool   `json:"local"`
 	Node   string `json:"node,omitempty"` // clear --node, switch --to
+	// Wait asks the daemon to answer only when the target is reached.
+	Wait bool `json:"wait,omitempty"`
 }
 
 // ActionResponse tells what was accepted.

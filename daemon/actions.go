@@ -8,6 +8,7 @@ import (
 
 	"haven/api"
 	"haven/dataset"
+	"haven/monitor"
 )
 
 // nodeAction runs freeze, thaw or drain of this node.
@@ -73,15 +74,84 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 		return
 	}
 	ok := func(result string) { done(api.ActionResponse{Result: result}, nil) }
+	if req.Local {
+		d.localAction(inst, req, ok, done)
+		return
+	}
+	var t dataset.Target
 	switch req.Action {
-	case "freeze", "thaw":
-		d.setFrozen(inst.name, req.Action == "freeze", "admin "+req.Action)
-		ok(req.Action + " done")
 	case "start":
-		if !req.Local {
-			done(nil, failed("orchestrated start is not available yet: use start --local"))
+		t.Expect = dataset.ExpectStarted
+	case "stop":
+		t.Expect = dataset.ExpectStopped
+	case "freeze":
+		t.Expect = dataset.ExpectFrozen
+	case "thaw":
+		t.Expect = dataset.ExpectThawed
+	case "takeover":
+		t = dataset.Target{Expect: dataset.ExpectPlaced, Node: d.node.Name}
+	case "switch":
+		t = dataset.Target{Expect: dataset.ExpectPlaced, Node: req.Node}
+	case "giveback":
+		t.Expect = dataset.ExpectPlaced
+	case "abort":
+		cur := d.dur.Services[inst.name].Target
+		if cur.Expect == "" || cur.Expect == dataset.ExpectNone || cur.Expect == dataset.ExpectAborted {
+			ok("no target to abort")
 			return
 		}
+		d.setTarget(inst.name, dataset.Target{Expect: dataset.ExpectAborted, ID: cur.ID})
+		d.answerWaiters(inst.name, cur.ID, failed("%s: target %s aborted", inst.name, cur.String()))
+		ok("target " + cur.String() + " aborted")
+		return
+	case "clear":
+		d.requestClear(inst, req.Node)
+		ok("clear requested")
+		return
+	case "delete":
+		d.deleteService(inst, done)
+		return
+	default:
+		done(nil, badInput(fmt.Errorf("unknown action %q", req.Action)))
+		return
+	}
+	nodes := inst.cfg.NodeList(d.cluster.NodeNames())
+	if t.Node != "" && !contains(nodes, t.Node) {
+		done(nil, badInput(fmt.Errorf("%s: %s is not one of the service's nodes (%v)", inst.name, t.Node, nodes)))
+		return
+	}
+	cur := d.dur.Services[inst.name].Target
+	if cur.Expect != "" && cur.Expect != dataset.ExpectNone && cur.Expect != dataset.ExpectAborted {
+		if cur.Expect != t.Expect || cur.Node != t.Node {
+			done(nil, failed("%s: target %s (id %s) is in progress: wait for it, or run abort first", inst.name, cur.String(), cur.ID))
+			return
+		}
+		t = cur // the same target again: join it
+	} else {
+		t = d.setTarget(inst.name, t)
+	}
+	res := api.ActionResponse{ID: t.ID, Result: "target " + t.String() + " accepted (id " + t.ID + ")"}
+	if !req.Wait {
+		done(res, nil)
+		return
+	}
+	d.waiters = append(d.waiters, waiter{svc: inst.name, id: t.ID, done: func(err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		res.Result = "target " + t.String() + " reached (id " + t.ID + ")"
+		done(res, nil)
+	}})
+}
+
+// localAction acts on this node's instance directly, without orchestration.
+func (d *Daemon) localAction(inst *instance, req api.ActionRequest, ok func(string), done func(any, error)) {
+	switch req.Action {
+	case "freeze", "thaw":
+		d.setFrozen(inst.name, req.Action == "freeze", "admin "+req.Action+" --local")
+		ok(req.Action + " done")
+	case "start":
 		d.runAction(inst, "start", "admin start --local", func(err error) {
 			if err != nil {
 				done(nil, failed("%v", err))
@@ -90,10 +160,6 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 			ok("started")
 		})
 	case "stop":
-		if !req.Local {
-			done(nil, failed("orchestrated stop is not available yet: use stop --local"))
-			return
-		}
 		// BEHAVIOUR 5: stop --local stops and freezes this node's instance
 		d.setFrozen(inst.name, true, "admin stop --local")
 		d.runAction(inst, "stop", "admin stop --local", func(err error) {
@@ -104,25 +170,35 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 			ok("stopped and frozen")
 		})
 	case "clear":
-		if req.Node != "" && req.Node != d.node.Name {
-			ok("nothing to clear on this node")
-			return
-		}
-		if inst.mon.State.Failed() {
-			ds := d.dur.Services[inst.name]
-			ds.StartFailed = false
-			d.dur.Services[inst.name] = ds
-			d.saveState()
-			d.setInstanceMonitor(inst, dataset.Idle, "admin clear")
+		if d.clearLocal(inst, "admin clear --local") {
 			ok("cleared")
 			return
 		}
 		ok("nothing to clear")
-	case "delete":
-		d.deleteService(inst, done)
 	default:
-		done(nil, badInput(fmt.Errorf("unknown action %q", req.Action)))
+		done(nil, badInput(fmt.Errorf("%s does not take --local", req.Action)))
 	}
+}
+
+// clearLocal resets a failed monitor state of the local instance.
+func (d *Daemon) clearLocal(inst *instance, reason string) bool {
+	if !inst.mon.State.Failed() {
+		return false
+	}
+	next := monitor.Clear(inst.mon, d.clk.Now())
+	d.setInstanceMonitor(inst, next.State, reason)
+	inst.mon = next
+	d.persistMonitor(inst)
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // deleteService stops the local instance if it runs, then removes the

@@ -121,6 +121,7 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 		p.data = ev.Data
 		d.mergeConfigs(ev.Node, ev.Data.Configs)
 		d.mergeTargets(ev.Data.Targets)
+		d.mergeClears(ev.Data.Clears)
 	}
 	d.updateCompat()
 	d.updateRejoin()

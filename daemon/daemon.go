@@ -82,6 +82,12 @@ type Daemon struct {
 	published uint64
 	// refused remembers config versions from peers that did not validate.
 	refused map[string]dataset.Version
+
+	// orchestration
+	stepGen   uint64 // d.gen at the last Step
+	stepAt    time.Time
+	stepTimer <-chan time.Time
+	waiters   []waiter
 }
 
 // New prepares a daemon: it takes the root's lock, opens the log and loads
@@ -246,8 +252,12 @@ func (d *Daemon) loop(ctx context.Context) string {
 				continue
 			}
 			d.onHeartbeat(ev)
+		case <-d.stepTimer:
+			d.stepTimer, d.stepAt = nil, time.Time{}
+			d.orchestrate()
 		case <-timer:
 			d.tick()
+			d.orchestrate()
 			timer = d.clk.After(tickPeriod)
 		case m := <-d.stopReq:
 			if mode == "" {
@@ -259,6 +269,9 @@ func (d *Daemon) loop(ctx context.Context) string {
 				mode = "stop"
 				d.beginStop(mode)
 			}
+		}
+		if d.gen != d.stepGen {
+			d.orchestrate()
 		}
 		d.publish()
 		if mode != "" && d.readyToExit(mode) {

@@ -13,6 +13,7 @@ import (
 	"haven/api"
 	"haven/config"
 	"haven/dataset"
+	"haven/monitor"
 	"haven/resource"
 	"haven/status"
 	"time"
@@ -33,6 +34,8 @@ type instance struct {
 	overall  dataset.Status
 	mon      dataset.InstanceMonitor
 	busy     string // action in flight: "start" | "stop"
+	leader   bool   // placement leader, from the last decision
+	flags    string // A C F L, from the last decision
 	checking bool
 	lastFull time.Time
 	lastMon  time.Time
@@ -272,26 +275,10 @@ func (d *Daemon) runAction(inst *instance, action, reason string, done func(erro
 	})
 }
 
+// actionDone runs on the loop when an action's commands have ended. The
+// instance stays busy until the status check that follows has ended, so
+// that no decision is taken on the status from before the action.
 func (d *Daemon) actionDone(inst *instance, action string, err error, done func(error)) {
-	inst.busy = ""
-	ds := d.dur.Services[inst.name]
-	switch {
-	case err == nil && action == "start":
-		inst.mon.LocalExpect = "started"
-		ds.StartFailed = false
-		d.setInstanceMonitor(inst, dataset.Idle, "start succeeded")
-	case err == nil:
-		inst.mon.LocalExpect = "none"
-		d.setInstanceMonitor(inst, dataset.Idle, "stop succeeded")
-	case action == "start":
-		ds.StartFailed = true
-		d.setInstanceMonitor(inst, dataset.StartFailed, err.Error())
-	default:
-		d.setInstanceMonitor(inst, dataset.StopFailed, err.Error())
-	}
-	ds.LocalExpect = inst.mon.LocalExpect
-	d.dur.Services[inst.name] = ds
-	d.saveState()
 	result := "ok"
 	if err != nil {
 		result = "failed: " + err.Error()
@@ -301,9 +288,26 @@ func (d *Daemon) actionDone(inst *instance, action string, err error, done func(
 	}
 	d.svclogs.write(inst.name, "", action+" "+result)
 	d.emit(api.Event{Kind: "action_end", Service: inst.name, Message: action + " " + result})
-	if done != nil {
-		inst.afterCheck = append(inst.afterCheck, func() { done(err) })
-	}
+	inst.afterCheck = append(inst.afterCheck, func() {
+		inst.busy = ""
+		now := d.clk.Now()
+		var next dataset.InstanceMonitor
+		if action == "start" {
+			next = monitor.AfterStart(inst.mon, err == nil, now)
+		} else {
+			next = monitor.AfterStop(inst.mon, err == nil, now)
+		}
+		reason := action + " succeeded"
+		if err != nil {
+			reason = err.Error()
+		}
+		d.setInstanceMonitor(inst, next.State, reason)
+		inst.mon = next
+		d.persistMonitor(inst)
+		if done != nil {
+			done(err)
+		}
+	})
 	d.check(inst, true)
 }
 
@@ -349,6 +353,7 @@ func (d *Daemon) localNode() dataset.Node {
 		Services:    map[string]dataset.Instance{},
 		Configs:     d.configEntries(),
 		Targets:     d.targets(),
+		Clears:      d.clears(),
 		Gen:         d.gen,
 	}
 	for name, inst := range d.services {
@@ -359,17 +364,15 @@ func (d *Daemon) localNode() dataset.Node {
 		for k, v := range inst.res {
 			res[k] = v
 		}
-		flags := ""
-		if d.dur.NodeFrozen || d.frozen(name) {
-			flags = "F"
-		}
 		n.Services[name] = dataset.Instance{
-			Avail:     inst.avail,
-			Overall:   inst.overall,
-			Frozen:    d.frozen(name),
-			Monitor:   inst.mon,
-			Flags:     flags,
-			Resources: res,
+			Avail:           inst.avail,
+			Overall:         inst.overall,
+			Frozen:          d.frozen(name),
+			Monitor:         inst.mon,
+			PlacementLeader: inst.leader,
+			Flags:           inst.flags,
+			Resources:       res,
+			ConfigVersion:   d.dur.Services[name].ConfigVersion,
 		}
 	}
 	return n

@@ -32,6 +32,8 @@ type durableService struct {
 	ConfigVersion dataset.Version `json:"config_version"`
 	// StartFailed survives a restart so a failed node does not retry blindly.
 	StartFailed bool `json:"start_failed,omitempty"`
+	// Clear is the newest clear request known (applied once, relayed).
+	Clear dataset.ClearRequest `json:"clear,omitempty"`
 }
 
 func loadDurable(path string) (durable, error) {

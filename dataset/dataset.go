@@ -171,6 +171,9 @@ type Node struct {
 	// Configs are the service configs this node knows, by service, with
 	// their logical versions: the newest version wins on every node.
 	Configs map[string]ConfigEntry `json:"configs,omitempty"`
+	// Clears are the newest "svcmgr clear" requests this node knows, by
+	// service: every node applies each one once.
+	Clears map[string]ClearRequest `json:"clears,omitempty"`
 	// Gen increases on every change of this node's data (used for deltas).
 	Gen uint64 `json:"gen"`
 }
@@ -190,6 +193,12 @@ func (n Node) Clone() Node {
 		}
 		v.Resources = r
 		c.Services[k] = v
+	}
+	if n.Clears != nil {
+		c.Clears = make(map[string]ClearRequest, len(n.Clears))
+		for k, v := range n.Clears {
+			c.Clears[k] = v
+		}
 	}
 	if n.Configs != nil {
 		c.Configs = make(map[string]ConfigEntry, len(n.Configs))
@@ -213,4 +222,11 @@ type ConfigEntry struct {
 	Version Version `json:"version"`
 	Raw     string  `json:"raw,omitempty"`
 	Deleted bool    `json:"deleted,omitempty"`
+}
+
+// ClearRequest asks the nodes to reset a failed monitor state: Node "" means
+// every node.
+type ClearRequest struct {
+	Node    string  `json:"node,omitempty"`
+	Version Version `json:"version"`
 }

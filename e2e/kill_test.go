@@ -1,5 +1,10 @@
 package e2e
 
-import "syscall"
+import (
+	"os/exec"
+	"syscall"
+)
 
 func syscallKill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
+
+func execQuiet(name string, args ...string) { exec.Command(name, args...).Run() }

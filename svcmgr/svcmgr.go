@@ -145,11 +145,21 @@ func serviceAction(c *cli.Context, action string) error {
 	}
 	var failures []string
 	for _, name := range names {
-		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local"), Node: c.String("node")}
+		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local"), Node: c.String("node"), Wait: c.Bool("wait")}
 		if action == "switch" {
 			req.Node = c.String("to")
 		}
-		res, err := cl.Action(ctx(c), req)
+		actx, cancel := context.WithCancel(ctx(c))
+		if req.Wait {
+			actx, cancel = context.WithTimeout(ctx(c), c.Duration("time"))
+		}
+		res, err := cl.Action(actx, req)
+		timedOut := actx.Err() == context.DeadlineExceeded
+		cancel()
+		if timedOut {
+			failures = append(failures, fmt.Sprintf("%s: timed out after %s waiting for the target (it stays in place: see print status, or abort)", name, c.Duration("time")))
+			continue
+		}
 		if err != nil {
 			if cliutil.StatusOf(err) == cliutil.ExitUsage {
 				return err

@@ -1,0 +1,189 @@
+package daemon
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+
+	"haven/api"
+	"haven/config"
+	"haven/dataset"
+	"haven/monitor"
+	"haven/placement"
+)
+
+// snapshot gathers what the decision core reads: plain data, with now.
+func (d *Daemon) snapshot() monitor.Snapshot {
+	local := d.localNode()
+	st := dataset.NodeUp
+	switch d.monitor {
+	case dataset.NodeMaintenance:
+		st = dataset.NodeStMaint
+	case dataset.NodeShutting:
+		st = dataset.NodeStShutting
+	}
+	views := map[string]placement.NodeView{local.Name: {Name: local.Name, Status: st, Data: local}}
+	for name, p := range d.peers {
+		v := placement.NodeView{Name: name, Status: d.peerStatus(p)}
+		if p.data != nil {
+			v.Data = *p.data
+		} else {
+			v.Data = dataset.Node{Name: name}
+		}
+		views[name] = v
+	}
+	svcs := make(map[string]*config.ServiceConfig, len(d.services))
+	cok := map[string]map[string]bool{}
+	for name, inst := range d.services {
+		svcs[name] = inst.cfg
+		if inst.cfg.Constraint != nil {
+			cok[name] = placement.EvalConstraints(inst.cfg, views)
+		}
+	}
+	names := d.cluster.NodeNames()
+	sort.Strings(names)
+	return monitor.Snapshot{
+		Now:          d.clk.Now(),
+		Local:        d.node.Name,
+		ClusterNodes: names,
+		Nodes:        views,
+		Services:     svcs,
+		ConstraintOK: cok,
+		Compat:       d.compat,
+		ReadyPeriod:  d.node.ReadyPeriod,
+	}
+}
+
+// orchestrate runs the decision core and carries out its decisions.
+func (d *Daemon) orchestrate() {
+	if d.stopping {
+		return
+	}
+	d.stepGen = d.gen
+	decisions := monitor.Step(d.snapshot())
+	now := d.clk.Now()
+	var next time.Time
+	for _, dec := range decisions {
+		inst := d.services[dec.Service]
+		if inst == nil || !inst.local {
+			continue
+		}
+		if !dec.Deadline.IsZero() && (next.IsZero() || dec.Deadline.Before(next)) {
+			next = dec.Deadline
+		}
+		if inst.leader != dec.PlacementLeader || inst.flags != dec.Flags {
+			inst.leader, inst.flags = dec.PlacementLeader, dec.Flags
+			d.changed()
+		}
+		if dec.Monitor.GlobalExpect != inst.mon.GlobalExpect {
+			inst.mon.GlobalExpect = dec.Monitor.GlobalExpect
+			d.changed()
+		}
+		if dec.TargetReached {
+			d.targetReached(inst)
+		}
+		if !dec.Changed {
+			continue
+		}
+		if inst.busy != "" {
+			// an action of ours is running: its end decides the state
+			continue
+		}
+		d.log.Info("decision", zap.String("svc", dec.Service), zap.String("state", string(dec.Monitor.State)),
+			zap.String("action", string(dec.Action)), zap.String("reason", dec.Reason))
+		switch dec.Action {
+		case monitor.ActionStart, monitor.ActionStop:
+			inst.mon = dec.Monitor
+			d.changed()
+			d.runAction(inst, string(dec.Action), dec.Reason, nil)
+		case monitor.ActionFreeze, monitor.ActionThaw:
+			d.setFrozen(inst.name, dec.Action == monitor.ActionFreeze, dec.Reason)
+			inst.mon = monitor.AfterFreeze(dec.Monitor, now)
+			d.changed()
+		default:
+			if inst.mon.State != dec.Monitor.State {
+				d.emit(api.Event{Kind: "instance_monitor", Service: inst.name,
+					Message: string(inst.mon.State) + " -> " + string(dec.Monitor.State) + ": " + dec.Reason})
+			}
+			inst.mon = dec.Monitor
+			d.persistMonitor(inst)
+			d.changed()
+		}
+	}
+	d.armStep(next)
+}
+
+// armStep makes the loop run the core again at t (the end of a ready
+// window), unless an earlier wake-up is already armed.
+func (d *Daemon) armStep(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if !d.stepAt.IsZero() && !t.Before(d.stepAt) && d.clk.Now().Before(d.stepAt) {
+		return
+	}
+	d.stepAt = t
+	d.stepTimer = d.clk.After(t.Sub(d.clk.Now()))
+}
+
+// persistMonitor saves what must survive a restart of the instance monitor.
+func (d *Daemon) persistMonitor(inst *instance) {
+	ds := d.dur.Services[inst.name]
+	failed := inst.mon.State == dataset.StartFailed
+	if ds.StartFailed == failed && ds.LocalExpect == inst.mon.LocalExpect {
+		return
+	}
+	ds.StartFailed = failed
+	ds.LocalExpect = inst.mon.LocalExpect
+	d.dur.Services[inst.name] = ds
+	d.saveState()
+}
+
+// setTarget records a new admin target for a service, cluster-wide.
+func (d *Daemon) setTarget(name string, t dataset.Target) dataset.Target {
+	t.Version = d.nextVersion()
+	if t.ID == "" {
+		t.ID = fmt.Sprintf("%s-%d", d.node.Name, t.Version.Counter)
+	}
+	ds := d.dur.Services[name]
+	ds.Target = t
+	d.dur.Services[name] = ds
+	d.saveState()
+	d.log.Info("target set", zap.String("svc", name), zap.String("target", t.String()), zap.String("id", t.ID))
+	d.emit(api.Event{Kind: "target", Service: name, Message: "target " + t.String() + " (id " + t.ID + ")"})
+	d.changed()
+	return t
+}
+
+// targetReached clears a reached target and answers its --wait callers.
+func (d *Daemon) targetReached(inst *instance) {
+	t := d.dur.Services[inst.name].Target
+	if t.Expect == "" || t.Expect == dataset.ExpectNone {
+		return
+	}
+	d.log.Info("target reached", zap.String("svc", inst.name), zap.String("target", t.String()), zap.String("id", t.ID))
+	d.emit(api.Event{Kind: "target_reached", Service: inst.name, Message: "target " + t.String() + " reached (id " + t.ID + ")"})
+	d.setTarget(inst.name, dataset.Target{Expect: dataset.ExpectNone, ID: t.ID})
+	d.answerWaiters(inst.name, t.ID, nil)
+}
+
+// answerWaiters ends the --wait calls waiting on target id of a service.
+func (d *Daemon) answerWaiters(name, id string, err error) {
+	keep := d.waiters[:0]
+	for _, w := range d.waiters {
+		if w.svc == name && (id == "" || w.id == id) {
+			w.done(err)
+			continue
+		}
+		keep = append(keep, w)
+	}
+	d.waiters = keep
+}
+
+// waiter is a --wait caller.
+type waiter struct {
+	svc, id string
+	done    func(error)
+}

@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"haven/dataset"
+)
+
+// haService is pidService with orchestrate = ha on the given nodes.
+func haService(nodes string, extra string) string {
+	return strings.Replace(pidService, "orchestrate = \"no\"", fmt.Sprintf("orchestrate = \"ha\"\nnodes = %s\n%s", nodes, extra), 1)
+}
+
+func createService(t *testing.T, n *node, name, content string) {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), name+".toml")
+	writeFile(t, cfg, content)
+	n.must("svcmgr", "-s", name, "create", "--config", cfg)
+}
+
+// where returns the nodes on which svc is up, as seen from n.
+func where(n *node, svc string) []string {
+	var out []string
+	st := n.status()
+	for node, i := range st.Services[svc].Instances {
+		if i.Avail == dataset.StatusUp {
+			out = append(out, node)
+		}
+	}
+	return out
+}
+
+func upOnlyOn(n *node, svc, want string) func() bool {
+	return func() bool {
+		w := where(n, svc)
+		return len(w) == 1 && w[0] == want
+	}
+}
+
+func startCluster(t *testing.T, names []string, o clusterOpts) map[string]*node {
+	t.Helper()
+	c := newCluster(t, names, o)
+	for _, n := range names {
+		c[n].startDaemon()
+	}
+	for _, a := range names {
+		for _, b := range names {
+			if a != b {
+				waitFor(t, 10*time.Second, a+" sees "+b+" up", func() bool { return peerStatus(c[a], b) == dataset.NodeUp })
+			}
+		}
+		waitFor(t, 10*time.Second, a+" out of rejoin", func() bool { return c[a].status().Nodes[a].Monitor == dataset.NodeIdle })
+	}
+	return c
+}
+
+// An ha service starts on the placement leader after the ready window, and
+// fails over to the next node after a kill -9 of the owner's daemon host.
+func TestHAStartAndFailoverAfterCrash(t *testing.T) {
+	names := []string{"n1", "n2", "n3"}
+	c := startCluster(t, names, clusterOpts{})
+	createService(t, c["n1"], "web", haService(`["n1", "n2", "n3"]`, ""))
+	waitFor(t, 10*time.Second, "web up on n1 (the leader)", upOnlyOn(c["n2"], "web", "n1"))
+
+	// the crash: the daemon of n1 and the service processes it runs
+	killed := time.Now()
+	syscallKill(daemonPid(t, c["n1"]))
+	pkill(c["n1"])
+	waitFor(t, 15*time.Second, "web failed over to n2", upOnlyOn(c["n3"], "web", "n2"))
+	t.Logf("failover after the crash took %s (hb.timeout 3s + ready 2s)", time.Since(killed).Round(10*time.Millisecond))
+	if w := where(c["n2"], "web"); len(w) != 1 {
+		t.Fatalf("web up on %v after the failover, want exactly one node", w)
+	}
+}
+
+// Admin actions with --wait: stop, start, switch, takeover, giveback.
+func TestAdminActionsWithWait(t *testing.T) {
+	names := []string{"n1", "n2"}
+	c := startCluster(t, names, clusterOpts{})
+	createService(t, c["n1"], "web", haService(`["n1", "n2"]`, ""))
+	waitFor(t, 10*time.Second, "web up on n1", upOnlyOn(c["n1"], "web", "n1"))
+
+	c["n2"].must("svcmgr", "-s", "web", "stop", "--wait", "--time", "20s")
+	if w := where(c["n2"], "web"); len(w) != 0 {
+		t.Fatalf("web up on %v after stop --wait", w)
+	}
+	if st := c["n1"].status().Services["web"]; st.Frozen != "frozen" {
+		t.Fatalf("after stop, service frozen = %q, want frozen (it stays down)", st.Frozen)
+	}
+
+	c["n2"].must("svcmgr", "-s", "web", "start", "--wait", "--time", "20s")
+	if !upOnlyOn(c["n2"], "web", "n1")() {
+		t.Fatalf("after start --wait web is up on %v, want n1 (the leader)", where(c["n2"], "web"))
+	}
+
+	c["n1"].must("svcmgr", "-s", "web", "switch", "--to", "n2", "--wait", "--time", "20s")
+	if !upOnlyOn(c["n1"], "web", "n2")() {
+		t.Fatalf("after switch --to n2 web is up on %v", where(c["n1"], "web"))
+	}
+	c["n1"].must("svcmgr", "-s", "web", "takeover", "--wait", "--time", "20s")
+	if !upOnlyOn(c["n2"], "web", "n1")() {
+		t.Fatalf("after takeover on n1 web is up on %v", where(c["n2"], "web"))
+	}
+	c["n2"].must("svcmgr", "-s", "web", "switch", "--to", "n2", "--wait", "--time", "20s")
+	c["n2"].must("svcmgr", "-s", "web", "giveback", "--wait", "--time", "20s")
+	if !upOnlyOn(c["n2"], "web", "n1")() {
+		t.Fatalf("after giveback web is up on %v, want n1", where(c["n2"], "web"))
+	}
+	st := c["n2"].status().Services["web"]
+	if st.GlobalExpect != dataset.ExpectNone || st.Frozen != "thawed" {
+		t.Fatalf("after the moves: global_expect %q frozen %q, want none, thawed", st.GlobalExpect, st.Frozen)
+	}
+	// a switch to a node that is not a candidate is refused as bad usage
+	if r := c["n1"].run("svcmgr", "-s", "web", "switch", "--to", "n9"); r.code != 2 {
+		t.Fatalf("switch --to n9: want exit 2, got %s", r)
+	}
+}
+
+// A failing start leaves "start failed" and the next node takes over; clear
+// resets the state.
+func TestStartFailedThenNextNodeThenClear(t *testing.T) {
+	names := []string{"n1", "n2"}
+	c := startCluster(t, names, clusterOpts{})
+	// the start fails on n1 only
+	svc := haService(`["n1", "n2"]`, "")
+	svc = strings.Replace(svc, "start = \"sh -c '", "start = \"sh -c 'test {nodename} = n1 && exit 1; ", 1)
+	createService(t, c["n1"], "web", svc)
+	waitFor(t, 15*time.Second, "web up on n2 after the failure on n1", upOnlyOn(c["n1"], "web", "n2"))
+	// start failed on n1 is cleared once the service is up somewhere
+	waitFor(t, 5*time.Second, "n1 auto-clears start failed", func() bool {
+		return c["n1"].instance("web").Monitor.State == dataset.Idle
+	})
+	if n1 := c["n2"].status().Services["web"].Instances["n1"]; n1.Avail != dataset.StatusDown {
+		t.Fatalf("web on n1 is %s after its failed start, want down", n1.Avail)
+	}
+}
+
+// Constraints keep a service off the nodes that do not satisfy them.
+func TestConstraintsPlaceTheService(t *testing.T) {
+	names := []string{"n1", "n2"}
+	c := newCluster(t, names, clusterOpts{})
+	// label n2 as the only DEV node
+	for _, n := range names {
+		env := "PRD"
+		if n == "n2" {
+			env = "DEV"
+		}
+		p := filepath.Join(c[n].root, "etc", "node.toml")
+		writeFile(t, p, strings.Replace(readFile(t, p), "[node]\n", fmt.Sprintf("[node]\nlabels = { env = %q }\n", env), 1))
+		c[n].startDaemon()
+	}
+	waitFor(t, 10*time.Second, "n1 sees n2", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeUp })
+	createService(t, c["n1"], "devsvc", haService(`["n1", "n2"]`, `constraints = 'node.env == "DEV"'`))
+	waitFor(t, 15*time.Second, "devsvc up on n2, the DEV node", upOnlyOn(c["n1"], "devsvc", "n2"))
+	if f := c["n1"].status().Services["devsvc"].Instances["n1"].Flags; !strings.Contains(f, "C") {
+		t.Fatalf("n1 flags %q, want C (constraints violation)", f)
+	}
+}
+
+func pkill(n *node) { execQuiet("pkill", "-f", n.root) }
