@@ -5,7 +5,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -13,16 +12,14 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/heartbeat"
+	"haven/view"
 )
 
-// peer is the loop's view of another member.
+// peer is the loop's view of another member: the shared rules of package
+// view apply to it.
 type peer struct {
 	name string
-	// data is the peer's last dataset, nil when never heard.
-	data *dataset.Node
-	up   bool
-	// maintSince is when we first saw the peer announce maintenance.
-	maintSince time.Time
+	view.Peer
 }
 
 // startHeartbeat joins the cluster when it has other members.
@@ -90,8 +87,8 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 		if p == nil {
 			return
 		}
-		if !p.up {
-			p.up = true
+		if !p.Up {
+			p.Up = true
 			d.log.Info("peer up", zap.String("node", ev.Node))
 			d.emit(api.Event{Kind: "peer_up", Message: ev.Node + " up"})
 		}
@@ -99,8 +96,8 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 		if p == nil {
 			return
 		}
-		if p.up {
-			p.up = false
+		if p.Up {
+			p.Up = false
 			d.log.Warn("peer down", zap.String("node", ev.Node), zap.String("reason", "no heartbeat for "+d.node.HB.Timeout.String()))
 			d.emit(api.Event{Kind: "peer_down", Message: ev.Node + " down"})
 		}
@@ -108,17 +105,11 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 		if p == nil || ev.Data == nil {
 			return
 		}
-		p.up = true
-		if ev.Data.Monitor == dataset.NodeMaintenance {
-			if p.maintSince.IsZero() {
-				p.maintSince = d.clk.Now()
-				d.log.Info("peer in maintenance", zap.String("node", ev.Node),
-					zap.Duration("grace", d.node.MaintenanceGracePeriod))
-			}
-		} else {
-			p.maintSince = time.Time{}
+		wasMaint := !p.MaintSince.IsZero()
+		p.Peer = view.NoteData(p.Peer, ev.Data, d.clk.Now())
+		if !wasMaint && !p.MaintSince.IsZero() {
+			d.log.Info("peer in maintenance", zap.String("node", ev.Node), zap.Duration("grace", d.node.MaintenanceGracePeriod))
 		}
-		p.data = ev.Data
 		d.mergeConfigs(ev.Node, ev.Data.Configs)
 		d.mergeTargets(ev.Data.Targets)
 		d.mergeClears(ev.Data.Clears)
@@ -129,40 +120,17 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 
 // peerStatus is this node's conclusion about a peer.
 func (d *Daemon) peerStatus(p *peer) dataset.NodeStatus {
-	if p.data == nil {
-		if p.up {
-			return dataset.NodeUp
-		}
-		return dataset.NodeStUnknown
-	}
-	switch p.data.Monitor {
-	case dataset.NodeMaintenance:
-		// keep the last data for the grace period, heard or not
-		if p.up || d.clk.Now().Sub(p.maintSince) < d.node.MaintenanceGracePeriod {
-			return dataset.NodeStMaint
-		}
-		return dataset.NodeDown
-	case dataset.NodeShutting:
-		if p.up {
-			return dataset.NodeStShutting
-		}
-		return dataset.NodeDown
-	}
-	if p.up {
-		return dataset.NodeUp
-	}
-	return dataset.NodeDown
+	return view.Status(p.Peer, d.clk.Now(), d.node.MaintenanceGracePeriod)
 }
 
 // updateCompat compares the compat versions of the live members and logs
 // the seed's messages on every change.
 func (d *Daemon) updateCompat() {
-	ok := true
-	for _, p := range d.peers {
-		if p.up && p.data != nil && p.data.Compat != d.opts.Compat {
-			ok = false
-		}
+	peers := make(map[string]view.Peer, len(d.peers))
+	for name, p := range d.peers {
+		peers[name] = p.Peer
 	}
+	ok := view.CompatOK(d.opts.Compat, peers)
 	if ok == d.compat {
 		return
 	}
@@ -185,15 +153,15 @@ func (d *Daemon) updateRejoin() {
 	}
 	var missing []string
 	for _, name := range sortedKeys(d.peers) {
-		if d.peers[name].data == nil {
+		if d.peers[name].Data == nil {
 			missing = append(missing, name)
 		}
 	}
-	if len(missing) == 0 {
+	switch view.Rejoin(len(missing), d.started, d.clk.Now(), d.node.RejoinGracePeriod) {
+	case view.RejoinDone:
 		d.setMonitor(dataset.NodeIdle, "every cluster node was heard from")
 		return
-	}
-	if d.clk.Now().Sub(d.started) < d.node.RejoinGracePeriod {
+	case view.StayRejoin:
 		return
 	}
 	reason := fmt.Sprintf("rejoin grace period (%s) ended with nodes never heard from: %s", d.node.RejoinGracePeriod, strings.Join(missing, ", "))

@@ -27,8 +27,8 @@ func (d *Daemon) snapshot() monitor.Snapshot {
 	views := map[string]placement.NodeView{local.Name: {Name: local.Name, Status: st, Data: local}}
 	for name, p := range d.peers {
 		v := placement.NodeView{Name: name, Status: d.peerStatus(p)}
-		if p.data != nil {
-			v.Data = *p.data
+		if p.Data != nil {
+			v.Data = *p.Data
 		} else {
 			v.Data = dataset.Node{Name: name}
 		}

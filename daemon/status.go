@@ -22,14 +22,14 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 	st.Nodes[local.Name] = nodeInfo(local, dataset.NodeUp)
 	for name, p := range d.peers {
 		ps := d.peerStatus(p)
-		if p.data == nil {
+		if p.Data == nil {
 			st.Nodes[name] = dataset.NodeInfo{Status: ps}
 			continue
 		}
-		ni := nodeInfo(*p.data, ps)
+		ni := nodeInfo(*p.Data, ps)
 		ni.Status = ps
 		st.Nodes[name] = ni
-		n := *p.data
+		n := *p.Data
 		if ps == dataset.NodeDown || ps == dataset.NodeStUnknown {
 			n = n.Clone()
 			for svc, i := range n.Services {

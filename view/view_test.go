@@ -1,0 +1,79 @@
+package view
+
+import (
+	"testing"
+	"time"
+
+	"haven/dataset"
+)
+
+func TestStatus(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	grace := 60 * time.Second
+	maint := &dataset.Node{Monitor: dataset.NodeMaintenance}
+	idle := &dataset.Node{Monitor: dataset.NodeIdle}
+	shut := &dataset.Node{Monitor: dataset.NodeShutting}
+	cases := []struct {
+		name string
+		p    Peer
+		now  time.Time
+		want dataset.NodeStatus
+	}{
+		{"never heard", Peer{}, t0, dataset.NodeStUnknown},
+		{"heard, no data yet", Peer{Up: true}, t0, dataset.NodeUp},
+		{"up", Peer{Data: idle, Up: true}, t0, dataset.NodeUp},
+		{"silent", Peer{Data: idle}, t0, dataset.NodeDown},
+		{"maintenance, heard", Peer{Data: maint, Up: true, MaintSince: t0}, t0.Add(2 * grace), dataset.NodeStMaint},
+		{"maintenance, silent within grace", Peer{Data: maint, MaintSince: t0}, t0.Add(grace - time.Millisecond), dataset.NodeStMaint},
+		{"maintenance, silent past grace", Peer{Data: maint, MaintSince: t0}, t0.Add(grace), dataset.NodeDown},
+		{"shutting, heard", Peer{Data: shut, Up: true}, t0, dataset.NodeStShutting},
+		{"shutting, silent", Peer{Data: shut}, t0, dataset.NodeDown},
+	}
+	for _, c := range cases {
+		if got := Status(c.p, c.now, grace); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestNoteDataStartsTheGraceOnce(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	maint := &dataset.Node{Monitor: dataset.NodeMaintenance}
+	p := NoteData(Peer{}, maint, t0)
+	p = NoteData(p, maint, t0.Add(10*time.Second))
+	if !p.MaintSince.Equal(t0) {
+		t.Fatalf("MaintSince %v, want %v (the first announcement)", p.MaintSince, t0)
+	}
+	p = NoteData(p, &dataset.Node{Monitor: dataset.NodeIdle}, t0.Add(20*time.Second))
+	if !p.MaintSince.IsZero() {
+		t.Fatal("MaintSince kept after the peer left maintenance")
+	}
+}
+
+func TestRejoin(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	g := 90 * time.Second
+	if got := Rejoin(0, t0, t0, g); got != RejoinDone {
+		t.Errorf("all heard: got %v, want done", got)
+	}
+	if got := Rejoin(1, t0, t0.Add(g-time.Millisecond), g); got != StayRejoin {
+		t.Errorf("missing within grace: got %v, want stay", got)
+	}
+	if got := Rejoin(1, t0, t0.Add(g), g); got != RejoinFreeze {
+		t.Errorf("missing at grace end: got %v, want freeze", got)
+	}
+}
+
+func TestCompatOK(t *testing.T) {
+	peers := map[string]Peer{
+		"n2": {Up: true, Data: &dataset.Node{Compat: 1}},
+		"n3": {Up: false, Data: &dataset.Node{Compat: 2}}, // down: does not count
+	}
+	if !CompatOK(1, peers) {
+		t.Fatal("a down peer's compat counted")
+	}
+	peers["n3"] = Peer{Up: true, Data: &dataset.Node{Compat: 2}}
+	if CompatOK(1, peers) {
+		t.Fatal("a live peer with compat 2 not seen as a disagreement")
+	}
+}
