@@ -69,7 +69,7 @@ func (d *Daemon) startHeartbeat() error {
 	}
 	hb, err := newHB(cfg)
 	if err != nil {
-		return fmt.Errorf("heartbeat: %w", err)
+		return err
 	}
 	d.hb = hb
 	d.hbEvents = hb.Events()
@@ -116,6 +116,8 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 	}
 	d.updateCompat()
 	d.updateRejoin()
+	// a peer's change is a change of this node's view: decide again
+	d.viewChanged = true
 }
 
 // peerStatus is this node's conclusion about a peer.

@@ -84,10 +84,12 @@ type Daemon struct {
 	refused map[string]dataset.Version
 
 	// orchestration
-	stepGen   uint64 // d.gen at the last Step
-	stepAt    time.Time
-	stepTimer <-chan time.Time
-	waiters   []waiter
+	stepGen uint64 // d.gen at the last Step
+	// viewChanged is set when a peer's data or status changed since the last Step.
+	viewChanged bool
+	stepAt      time.Time
+	stepTimer   <-chan time.Time
+	waiters     []waiter
 }
 
 // New prepares a daemon: it takes the root's lock, opens the log and loads
@@ -270,7 +272,7 @@ func (d *Daemon) loop(ctx context.Context) string {
 				d.beginStop(mode)
 			}
 		}
-		if d.gen != d.stepGen {
+		if d.gen != d.stepGen || d.viewChanged {
 			d.orchestrate()
 		}
 		d.publish()

@@ -62,6 +62,7 @@ func (d *Daemon) orchestrate() {
 		return
 	}
 	d.stepGen = d.gen
+	d.viewChanged = false
 	decisions := monitor.Step(d.snapshot())
 	now := d.clk.Now()
 	var next time.Time

@@ -69,7 +69,7 @@ func TestHAStartAndFailoverAfterCrash(t *testing.T) {
 	// the crash: the daemon of n1 and the service processes it runs
 	killed := time.Now()
 	syscallKill(daemonPid(t, c["n1"]))
-	pkill(c["n1"])
+	killService(t, c["n1"], "web")
 	waitFor(t, 15*time.Second, "web failed over to n2", upOnlyOn(c["n3"], "web", "n2"))
 	t.Logf("failover after the crash took %s (hb.timeout 3s + ready 2s)", time.Since(killed).Round(10*time.Millisecond))
 	if w := where(c["n2"], "web"); len(w) != 1 {
@@ -161,4 +161,13 @@ func TestConstraintsPlaceTheService(t *testing.T) {
 	}
 }
 
-func pkill(n *node) { execQuiet("pkill", "-f", n.root) }
+// killService kills the process of a pidService instance, as a crash of
+// its node would.
+func killService(t *testing.T, n *node, svc string) {
+	t.Helper()
+	var pid int
+	fmt.Sscan(readFile(t, filepath.Join(n.root, "var", "services", svc, "main.pid")), &pid)
+	if pid > 0 {
+		syscallKill(pid)
+	}
+}
