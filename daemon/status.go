@@ -74,6 +74,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 			}
 		}
 		ss.Avail = status.Service(avails)
+		ss.PlacementState = placementState(ss)
 		ss.Overall = ss.Avail
 		for _, i := range ss.Instances {
 			if i.Overall == dataset.StatusWarn && ss.Overall == dataset.StatusUp {
@@ -115,4 +116,30 @@ func sortedStrings(in []string) []string {
 	out := append([]string(nil), in...)
 	sort.Strings(out)
 	return out
+}
+
+// placementState is "optimal" when the service runs on its placement
+// leader, "non-optimal" when it runs elsewhere, "n/a" when it does not run
+// or no node claims the lead.
+func placementState(ss dataset.ServiceStatus) string {
+	leader := ""
+	for _, node := range sortedKeys(ss.Instances) {
+		if i := ss.Instances[node]; i.PlacementLeader && i.Avail != dataset.StatusUnknown {
+			leader = node
+			break
+		}
+	}
+	var up []string
+	for _, node := range sortedKeys(ss.Instances) {
+		if ss.Instances[node].Avail == dataset.StatusUp {
+			up = append(up, node)
+		}
+	}
+	switch {
+	case leader == "" || len(up) == 0:
+		return "n/a"
+	case len(up) == 1 && up[0] == leader:
+		return "optimal"
+	}
+	return "non-optimal"
 }
