@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"haven/config"
 	"haven/dataset"
@@ -175,7 +176,7 @@ func inNS(t *testing.T, ns string, rc config.ResourceConfig, actions ...string) 
 }
 
 // twoHosts returns two namespaces joined by a veth pair: va in a
-// (10.77.0.1/24, fd00:77::1/64), vb in b (10.77.0.2/24, fd00:77::2/64).
+// (198.18.77.1/24, fd00:77::1/64), vb in b (198.18.77.2/24, fd00:77::2/64).
 func twoHosts(t *testing.T) (a, b string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -187,16 +188,31 @@ func twoHosts(t *testing.T) (a, b string) {
 	a, b = netns(t), netns(t)
 	sh(t, "ip", "-n", a, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", b)
 	for _, c := range [][]string{
-		{"-n", a, "addr", "add", "10.77.0.1/24", "dev", "va"},
+		{"-n", a, "addr", "add", "198.18.77.1/24", "dev", "va"},
 		{"-n", a, "addr", "add", "fd00:77::1/64", "dev", "va", "nodad"},
 		{"-n", a, "link", "set", "va", "up"},
 		{"-n", a, "link", "set", "lo", "up"},
-		{"-n", b, "addr", "add", "10.77.0.2/24", "dev", "vb"},
+		{"-n", b, "addr", "add", "198.18.77.2/24", "dev", "vb"},
 		{"-n", b, "addr", "add", "fd00:77::2/64", "dev", "vb", "nodad"},
 		{"-n", b, "link", "set", "vb", "up"},
 		{"-n", b, "link", "set", "lo", "up"},
 	} {
 		sh(t, append([]string{"ip"}, c...)...)
+	}
+	// IPv6 link-local addresses go through duplicate address detection when
+	// the link comes up: probes sent before it ends may get no answer.
+	for _, ns := range []string{a, b} {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			out, _ := exec.Command("ip", "-n", ns, "-6", "addr", "show", "tentative").Output()
+			if len(strings.TrimSpace(string(out))) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("IPv6 addresses of %s still tentative after 5s:\n%s", ns, out)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	return a, b
 }
@@ -210,9 +226,9 @@ func TestIPStartStatusStop(t *testing.T) {
 	tests := []struct {
 		name, addr, mask, shown string
 	}{
-		{"v4 prefix", "10.77.0.50", "24", "10.77.0.50/24"},
-		{"v4 dotted mask", "10.77.0.51", "255.255.255.0", "10.77.0.51/24"},
-		{"v4 host", "10.77.0.52", "", "10.77.0.52/32"},
+		{"v4 prefix", "198.18.77.50", "24", "198.18.77.50/24"},
+		{"v4 dotted mask", "198.18.77.51", "255.255.255.0", "198.18.77.51/24"},
+		{"v4 host", "198.18.77.52", "", "198.18.77.52/32"},
 		{"v6", "fd00:77::50", "64", "fd00:77::50/64"},
 	}
 	for _, tt := range tests {
@@ -245,7 +261,7 @@ func TestIPStartStatusStop(t *testing.T) {
 
 func TestIPMissingDevice(t *testing.T) {
 	a, _ := twoHosts(t)
-	h := inNS(t, a, ipRC("10.77.0.50", "24", "nosuchdev"), "status", "stop", "start")
+	h := inNS(t, a, ipRC("198.18.77.50", "24", "nosuchdev"), "status", "stop", "start")
 	if h[0].Status != dataset.StatusDown || !strings.Contains(h[0].Reason, "nosuchdev") {
 		t.Errorf("status = %+v, want down with a reason naming the device", h[0])
 	}
@@ -263,7 +279,7 @@ func TestIPAnswersElsewhere(t *testing.T) {
 	tests := []struct {
 		name, addr, mask, holder string
 	}{
-		{"v4 arp probe", "10.77.0.60", "24", "is-at "},
+		{"v4 arp probe", "198.18.77.60", "24", "is-at "},
 		{"v6 echo probe", "fd00:77::60", "64", "answers ICMP echo"},
 	}
 	for _, tt := range tests {
@@ -282,8 +298,8 @@ func TestIPAnswersElsewhere(t *testing.T) {
 func TestIPNoProbePossible(t *testing.T) {
 	a, _ := twoHosts(t)
 	sh(t, "ip", "-n", a, "link", "add", "vc", "type", "veth", "peer", "name", "vd")
-	h := inNS(t, a, ipRC("10.78.0.5", "24", "vc"), "start")[0]
-	if h.Err != "" || h.Status != dataset.StatusUp || !strings.Contains(strings.Join(h.Log, "\n"), "cannot check whether 10.78.0.5 is in use elsewhere") {
+	h := inNS(t, a, ipRC("198.18.78.5", "24", "vc"), "start")[0]
+	if h.Err != "" || h.Status != dataset.StatusUp || !strings.Contains(strings.Join(h.Log, "\n"), "cannot check whether 198.18.78.5 is in use elsewhere") {
 		t.Errorf("start = %+v, want no error, up, and a cannot check line", h)
 	}
 }
