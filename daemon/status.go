@@ -18,6 +18,17 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		Services: map[string]dataset.ServiceStatus{},
 		Local:    d.node.Name,
 	}
+	if d.hb != nil {
+		now := d.clk.Now()
+		st.Heartbeat = map[string]dataset.HBPeer{}
+		for _, hp := range d.hb.Peers() {
+			ms := int64(-1)
+			if !hp.LastHeard.IsZero() {
+				ms = now.Sub(hp.LastHeard).Milliseconds()
+			}
+			st.Heartbeat[hp.Name] = dataset.HBPeer{Up: hp.Up, LastHeardMs: ms, Gen: hp.Gen}
+		}
+	}
 	nodes := map[string]dataset.Node{local.Name: local}
 	st.Nodes[local.Name] = nodeInfo(local, dataset.NodeUp)
 	for name, p := range d.peers {

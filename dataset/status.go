@@ -9,6 +9,20 @@ type ClusterStatus struct {
 	Services map[string]ServiceStatus `json:"services"`
 	// Local is the node that produced this view (an extension of the contract).
 	Local string `json:"local,omitempty"`
+	// Heartbeat is the producing node's heartbeat view of its peers, by
+	// name (an extension of the contract); absent on a one-node cluster.
+	Heartbeat map[string]HBPeer `json:"heartbeat,omitempty"`
+}
+
+// HBPeer is one peer as the producing node's heartbeat hears it.
+type HBPeer struct {
+	// Up is the heartbeat's verdict: heard within hb.timeout.
+	Up bool `json:"up"`
+	// LastHeardMs is how long ago the peer was last heard, in milliseconds,
+	// when the status was produced; -1 when never heard.
+	LastHeardMs int64 `json:"last_heard_ms"`
+	// Gen is the generation of the peer's data held.
+	Gen uint64 `json:"gen"`
 }
 
 // ClusterInfo is the "cluster" member of the status object.

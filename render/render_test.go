@@ -105,6 +105,10 @@ func cases() map[string]*dataset.ClusterStatus {
 			}),
 		},
 		Local: "n2",
+		Heartbeat: map[string]dataset.HBPeer{
+			"n1": {Up: true, LastHeardMs: 300, Gen: 42},
+			"n3": {Up: false, LastHeardMs: 15200, Gen: 7},
+		},
 	}
 	cs["three_nodes_failover"] = three
 

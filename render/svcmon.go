@@ -48,7 +48,11 @@ func Svcmon(st *dataset.ClusterStatus, opt SvcmonOptions) string {
 	var b strings.Builder
 	b.WriteString(svcmonHeader(st, opt.Color))
 	b.WriteByte('\n')
-	sections := []monSection{nodesSection(st, nodes), servicesSection(st, nodes, opt.Selector)}
+	sections := []monSection{}
+	if len(st.Heartbeat) > 0 {
+		sections = append(sections, heartbeatSection(st, nodes))
+	}
+	sections = append(sections, nodesSection(st, nodes), servicesSection(st, nodes, opt.Selector))
 	b.WriteString(layoutSections(sections, nodes, opt.Color))
 	return b.String()
 }
@@ -272,4 +276,28 @@ func layoutSections(secs []monSection, nodes []string, color bool) string {
 		}
 	}
 	return b.String()
+}
+
+// heartbeatSection shows how the producing node hears each peer: "up" or
+// "down" with the time since it was last heard.
+func heartbeatSection(st *dataset.ClusterStatus, nodes []string) monSection {
+	row := monRow{left: []cell{c("hb")}}
+	for _, n := range nodes {
+		if n == st.Local {
+			row.nodes = append(row.nodes, c("self"))
+			continue
+		}
+		p, ok := st.Heartbeat[n]
+		switch {
+		case !ok:
+			row.nodes = append(row.nodes, c(""))
+		case p.LastHeardMs < 0:
+			row.nodes = append(row.nodes, cc("never", ansiYellow))
+		case p.Up:
+			row.nodes = append(row.nodes, cc(fmt.Sprintf("up %.1fs", float64(p.LastHeardMs)/1000), ansiGreen))
+		default:
+			row.nodes = append(row.nodes, cc(fmt.Sprintf("down %.1fs", float64(p.LastHeardMs)/1000), ansiRed))
+		}
+	}
+	return monSection{title: "Heartbeat", rows: []monRow{row}}
 }
