@@ -180,6 +180,10 @@ func (d *Daemon) lookup(name string) (*instance, error) {
 	return inst, nil
 }
 
+// nodeName is safe to call from any goroutine (the node config is set
+// before the loop starts and never replaced).
+func (d *Daemon) nodeName() string { return d.node.Name }
+
 func (d *Daemon) daemonStatus() *api.DaemonStatus {
 	now := d.clk.Now()
 	ds := &api.DaemonStatus{
@@ -354,6 +358,11 @@ func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 	enc := json.NewEncoder(w)
+	// a first event tells the client the stream is live
+	enc.Encode(api.Event{Time: d.clk.Now(), Kind: "stream", Node: d.nodeName(), Message: "streaming events"})
+	if fl != nil {
+		fl.Flush()
+	}
 	for {
 		select {
 		case e := <-ch:

@@ -97,7 +97,7 @@ func newNetBed(t *testing.T, names []string, nodeExtra string) *netBed {
 		for _, ns := range made {
 			out, _ := exec.Command("ip", "netns", "pids", ns).Output()
 			for _, f := range strings.Fields(string(out)) {
-				if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 1 && pid != os.Getpid() {
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}
@@ -178,9 +178,15 @@ func (b *netBed) converge(names []string, within time.Duration) {
 
 // cut sets the bridge side of n's veth down (n's eth0 loses its carrier
 // and keeps its addresses); restore sets it up again.
-func (b *netBed) cut(n string) { b.t.Helper(); ipc(b.t, "-n", b.brNS, "link", "set", b.brPort(n), "down") }
+func (b *netBed) cut(n string) {
+	b.t.Helper()
+	ipc(b.t, "-n", b.brNS, "link", "set", b.brPort(n), "down")
+}
 
-func (b *netBed) restore(n string) { b.t.Helper(); ipc(b.t, "-n", b.brNS, "link", "set", b.brPort(n), "up") }
+func (b *netBed) restore(n string) {
+	b.t.Helper()
+	ipc(b.t, "-n", b.brNS, "link", "set", b.brPort(n), "up")
+}
 
 // hasAddr reports whether addr is on eth0 in n's namespace (`ip -n NS addr`).
 func (b *netBed) hasAddr(n, addr string) bool {
@@ -248,24 +254,42 @@ func (b *netBed) neighMAC(n, addr string) string {
 	return ns[0].LLAddr
 }
 
-// inNetns runs f on a thread switched into the namespace ns. The thread is
-// never switched back: it ends with the goroutine (LockOSThread without
-// unlock), so no other goroutine ever runs in ns.
+// inNetns runs f on an OS thread switched into the namespace ns, then
+// switches the thread back. While switched, the thread runs nothing else
+// (LockOSThread). If it cannot switch back, it stays locked and ends with
+// the goroutine. (A thread left in ns must never be the main thread: the
+// kernel shows the main thread's namespace as the process's, and the bed's
+// cleanup would then count the test binary among the namespace's pids.)
 func inNetns(ns string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		self, err := unix.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		defer unix.Close(self)
 		fd, err := unix.Open(filepath.Join("/var/run/netns", ns), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- err
 			return
 		}
 		defer unix.Close(fd)
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("setns %s: %w", ns, err)
 			return
 		}
-		errc <- f()
+		ferr := f()
+		if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns back from %s: %w", ns, err) // the thread stays locked and ends
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
 	}()
 	return <-errc
 }
