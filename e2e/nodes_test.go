@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,4 +129,61 @@ func TestMaintenanceGraceAndShutdown(t *testing.T) {
 	// the last data n2 sent says shutting; n1 shows it until n2 goes silent
 	waitFor(t, 2*time.Second, "n1 sees n2 shutting", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeStShutting })
 	waitFor(t, 5*time.Second, "n1 sees n2 down after hb.timeout", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeDown })
+}
+
+// Hostile bytes on the heartbeat port (TCP and UDP) never crash a daemon
+// nor break the cluster.
+func TestGarbageOnHeartbeatPort(t *testing.T) {
+	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
+	c["n1"].startDaemon()
+	c["n2"].startDaemon()
+	waitFor(t, 10*time.Second, "n1 sees n2 up", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeUp })
+	addr := hbAddr(t, c["n1"])
+	junk := [][]byte{
+		{0}, {0xff, 0xff, 0xff, 0xff}, []byte("GET / HTTP/1.0\r\n\r\n"),
+		append([]byte{1, 2, 3}, make([]byte, 4000)...),
+	}
+	for i := 0; i < 200; i++ {
+		b := make([]byte, 1+i*7%1400)
+		for j := range b {
+			b[j] = byte(i*31 + j*17)
+		}
+		junk = append(junk, b)
+	}
+	for _, b := range junk {
+		if u, err := net.Dial("udp", addr); err == nil {
+			u.Write(b)
+			u.Close()
+		}
+		if tc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			tc.SetDeadline(time.Now().Add(time.Second))
+			tc.Write(b)
+			tc.Close()
+		}
+	}
+	c["n1"].must("nodemgr", "daemon", "status")
+	// still a cluster: a change on n2 reaches n1
+	createService(t, c["n2"], "web", strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
+	waitFor(t, 5*time.Second, "n1 hears of web created on n2", func() bool {
+		_, ok := c["n1"].status().Services["web"]
+		return ok
+	})
+	if s := peerStatus(c["n1"], "n2"); s != dataset.NodeUp {
+		t.Fatalf("n1 sees n2 %s after the garbage, want up", s)
+	}
+}
+
+// hbAddr is the host:port of n's heartbeat, from its node.toml.
+func hbAddr(t *testing.T, n *node) string {
+	t.Helper()
+	var port int
+	for _, line := range strings.Split(readFile(t, filepath.Join(n.root, "etc", "node.toml")), "\n") {
+		if strings.HasPrefix(line, "port = ") {
+			fmt.Sscan(strings.TrimPrefix(line, "port = "), &port)
+		}
+	}
+	if port == 0 {
+		t.Fatal("no hb port in node.toml")
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
 }
