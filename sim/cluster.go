@@ -1,0 +1,329 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"haven/clock"
+	"haven/config"
+	"haven/heartbeat"
+)
+
+// simSecret is the cluster secret of every simulated node.
+const simSecret = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
+
+// T0 is the simulated epoch: times in the timeline are relative to it.
+var T0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Options are the node.toml timings shared by every simulated node, and the
+// default simulated durations of actions.
+type Options struct {
+	HBTimeout        time.Duration // hb.timeout (default 3s)
+	HBInterval       time.Duration // hb.interval (default 1s)
+	ReadyPeriod      time.Duration // ready_period (default 2s)
+	MaintenanceGrace time.Duration // maintenance_grace_period (default 6s)
+	RejoinGrace      time.Duration // rejoin_grace_period (default 10s)
+	StartDuration    time.Duration // a start action (default 1s)
+	StopDuration     time.Duration // a stop action (default 1s)
+}
+
+func (o *Options) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.HBTimeout, 3*time.Second)
+	def(&o.HBInterval, time.Second)
+	def(&o.ReadyPeriod, 2*time.Second)
+	def(&o.MaintenanceGrace, 6*time.Second)
+	def(&o.RejoinGrace, 10*time.Second)
+	def(&o.StartDuration, time.Second)
+	def(&o.StopDuration, time.Second)
+}
+
+// Cluster is a simulated cluster: N nodes in one process, one fake clock,
+// the heartbeat's in-memory network.
+type Cluster struct {
+	opt     Options
+	clk     *clock.Fake
+	net     *heartbeat.MemNetwork
+	members []config.Member
+	names   []string // sorted
+	nodes   map[string]*Node
+	quantum time.Duration // the longest step between two turns of the daemons
+
+	svcs     map[string]*config.ServiceConfig
+	svcNames []string                            // sorted
+	actDur   map[string]map[string]time.Duration // svc -> action -> duration
+
+	// running is the truth about the simulated resources: node -> svc -> up.
+	running map[string]map[string]bool
+	fails   map[string]int // "node/svc/action" -> failures left (-1: always)
+
+	lines []string // the timeline
+}
+
+// Node is one simulated machine and its daemon.
+type Node struct {
+	name      string
+	c         *Cluster
+	machineUp bool
+	compat    int // announced by the next daemon start
+	labels    map[string]string
+	dur       durable
+	d         *daemon // nil while the daemon is not running
+}
+
+// New returns a cluster of the named nodes; no daemon runs yet.
+func New(names []string, opt Options) (*Cluster, error) {
+	opt.defaults()
+	if opt.HBInterval >= opt.HBTimeout {
+		return nil, fmt.Errorf("hb.interval %s must be shorter than hb.timeout %s", opt.HBInterval, opt.HBTimeout)
+	}
+	c := &Cluster{opt: opt, clk: clock.NewFake(T0), nodes: map[string]*Node{}, svcs: map[string]*config.ServiceConfig{},
+		actDur: map[string]map[string]time.Duration{}, running: map[string]map[string]bool{}, fails: map[string]int{}}
+	c.net = heartbeat.NewMemNetwork(c.clk)
+	c.names = append([]string(nil), names...)
+	sort.Strings(c.names)
+	for i, n := range c.names {
+		if _, dup := c.nodes[n]; dup || n == "" {
+			return nil, fmt.Errorf("empty or duplicate node name %q", n)
+		}
+		c.members = append(c.members, config.Member{Name: n, Addr: fmt.Sprintf("10.0.0.%d:10000", i+1)})
+		c.nodes[n] = &Node{name: n, c: c, machineUp: true, compat: 1, labels: map[string]string{}}
+		c.running[n] = map[string]bool{}
+	}
+	// A turn at least every beat period, as the daemon reacts to each event.
+	c.quantum = min(opt.HBInterval, max(10*time.Millisecond, min(500*time.Millisecond, opt.HBTimeout/30)))
+	return c, nil
+}
+
+// AddService installs a service config on every node (before the daemons
+// start: the simulation does not model the config distribution).
+// startDur and stopDur override the action durations when positive.
+func (c *Cluster) AddService(cfg *config.ServiceConfig, startDur, stopDur time.Duration) error {
+	if _, dup := c.svcs[cfg.Name]; dup {
+		return fmt.Errorf("service %s defined twice", cfg.Name)
+	}
+	for _, n := range c.nodes {
+		if n.d != nil {
+			return fmt.Errorf("service %s: services are defined before the daemons start", cfg.Name)
+		}
+	}
+	for _, n := range cfg.NodeList(c.names) {
+		if c.nodes[n] == nil {
+			return fmt.Errorf("service %s: node %s is not a cluster member", cfg.Name, n)
+		}
+	}
+	c.svcs[cfg.Name] = cfg
+	c.svcNames = append(c.svcNames, cfg.Name)
+	sort.Strings(c.svcNames)
+	c.actDur[cfg.Name] = map[string]time.Duration{"start": startDur, "stop": stopDur}
+	return nil
+}
+
+// Node returns the named node, or nil.
+func (c *Cluster) Node(name string) *Node { return c.nodes[name] }
+
+// Now returns the simulated time since T0.
+func (c *Cluster) Now() time.Duration { return c.clk.Now().Sub(T0) }
+
+// Timeline returns the lines logged so far.
+func (c *Cluster) Timeline() []string { return c.lines }
+
+func (c *Cluster) logf(node, svc, format string, args ...any) {
+	who := node
+	if svc != "" {
+		who += " " + svc
+	}
+	c.lines = append(c.lines, fmt.Sprintf("%s  %-9s %s", fmtTime(c.Now()), who, fmt.Sprintf(format, args...)))
+}
+
+func fmtTime(d time.Duration) string { return fmt.Sprintf("%8.3fs", d.Seconds()) }
+
+func (c *Cluster) duration(svc, action string) time.Duration {
+	if d := c.actDur[svc][action]; d > 0 {
+		return d
+	}
+	if action == "stop" {
+		return c.opt.StopDuration
+	}
+	return c.opt.StartDuration
+}
+
+// Fail scripts the next count runs of action ("start" or "stop") of svc on
+// node to fail; count < 0 means every run until Fail(..., 0).
+func (c *Cluster) Fail(node, svc, action string, count int) {
+	key := node + "/" + svc + "/" + action
+	if count == 0 {
+		delete(c.fails, key)
+		return
+	}
+	c.fails[key] = count
+}
+
+// actionResult consumes a scripted failure.
+func (c *Cluster) actionResult(node, svc, action string) bool {
+	key := node + "/" + svc + "/" + action
+	left, ok := c.fails[key]
+	if !ok {
+		return true
+	}
+	if left > 0 {
+		if left == 1 {
+			delete(c.fails, key)
+		} else {
+			c.fails[key] = left - 1
+		}
+	}
+	return false
+}
+
+// settle lets the daemons exchange what they have to say at the current
+// time, in node-name order, until no daemon publishes anything new.
+func (c *Cluster) settle() {
+	for round := 0; ; round++ {
+		if round > 1000 {
+			panic("sim: the daemons do not settle (a publish loop?)")
+		}
+		active := false
+		for _, name := range c.names {
+			if d := c.nodes[name].d; d != nil && d.process() {
+				active = true
+			}
+		}
+		if !active {
+			return
+		}
+	}
+}
+
+// Run advances the simulated time by dur, letting the heartbeats and the
+// daemons work.
+func (c *Cluster) Run(dur time.Duration) {
+	end := c.clk.Now().Add(dur)
+	c.settle()
+	for c.clk.Now().Before(end) {
+		now := c.clk.Now()
+		next := now.Add(c.quantum)
+		if end.Before(next) {
+			next = end
+		}
+		for _, name := range c.names {
+			if d := c.nodes[name].d; d != nil {
+				if t := d.due(); t.After(now) && t.Before(next) {
+					next = t
+				}
+			}
+		}
+		c.net.Advance(next.Sub(now))
+		c.settle()
+	}
+}
+
+// Start boots the daemon of node (after a crash the machine comes back
+// with every service down). compat > 0 changes the announced compat.
+func (c *Cluster) Start(node string, compat int) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	if compat > 0 {
+		n.compat = compat
+	}
+	if n.d != nil {
+		return fmt.Errorf("%s: the daemon is already running", node)
+	}
+	err = n.startDaemon()
+	c.settle()
+	return err
+}
+
+// Stop asks the daemon of node to stop: "stop" (maintenance, services keep
+// running), "shutdown" (stop the local instances, announce shutting) or
+// "restart" (stop, then start again; compat > 0 changes the compat).
+func (c *Cluster) Stop(node, mode string, compat int) error {
+	n, err := c.daemonOf(node)
+	if err != nil {
+		return err
+	}
+	if compat > 0 {
+		n.compat = compat
+	}
+	n.d.beginStop(mode)
+	c.settle()
+	return nil
+}
+
+// Crash stops node without a clean stop: the network loses it, its
+// daemon stops acting and its services die with the machine.
+func (c *Cluster) Crash(node string) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	c.net.Crash(node)
+	n.d, n.machineUp = nil, false
+	c.running[node] = map[string]bool{}
+	c.logf(node, "", "crashed")
+	c.settle()
+	return nil
+}
+
+// Partition cuts every link between the nodes of a and those of b.
+func (c *Cluster) Partition(a, b []string) {
+	c.net.Partition(a, b)
+	c.logf("-", "", "partition %s | %s", strings.Join(a, " "), strings.Join(b, " "))
+}
+
+// Heal removes every partition.
+func (c *Cluster) Heal() {
+	c.net.Heal()
+	c.logf("-", "", "partitions healed")
+}
+
+// Admin runs an admin action on node: "svcmgr -s svc ACTION" when svc is
+// set, else "nodemgr ACTION". arg is --to (switch) or --node (clear).
+func (c *Cluster) Admin(node, svc, action, arg string, local bool) (string, error) {
+	n, err := c.daemonOf(node)
+	if err != nil {
+		return "", err
+	}
+	var res string
+	if svc == "" {
+		res, err = n.d.nodeAction(action)
+	} else {
+		res, err = n.d.serviceAction(svc, action, arg, local)
+	}
+	c.settle()
+	return res, err
+}
+
+func (c *Cluster) node(name string) (*Node, error) {
+	if n := c.nodes[name]; n != nil {
+		return n, nil
+	}
+	return nil, fmt.Errorf("no node %q", name)
+}
+
+func (c *Cluster) daemonOf(name string) (*Node, error) {
+	n, err := c.node(name)
+	if err == nil && n.d == nil {
+		err = fmt.Errorf("%s: the daemon is not running", name)
+	}
+	return n, err
+}
+
+// UpOn returns the nodes where svc really runs, sorted.
+func (c *Cluster) UpOn(svc string) []string {
+	var out []string
+	for _, n := range c.names {
+		if c.running[n][svc] {
+			out = append(out, n)
+		}
+	}
+	return out
+}

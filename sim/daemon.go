@@ -1,0 +1,569 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"haven/config"
+	"haven/dataset"
+	"haven/heartbeat"
+	"haven/monitor"
+	"haven/placement"
+	"haven/view"
+)
+
+// tickPeriod is the daemon's periodic pass (daemon.tickPeriod).
+const tickPeriod = 500 * time.Millisecond
+
+// daemon models one node's daemon loop (package daemon). It is rebuilt on
+// every daemon start; what survives a restart is in Node.dur. Its methods
+// carry the names of the daemon's so that the two can be kept in step.
+type daemon struct {
+	n    *Node
+	c    *Cluster
+	name string
+
+	hb      heartbeat.Heartbeat
+	events  <-chan heartbeat.Event
+	monitor dataset.NodeMonitor
+	compat  int  // announced (opts.Compat)
+	compOK  bool // d.compat: every live member announces ours
+	started time.Time
+	peers   map[string]*peer
+	pnames  []string // sorted peer names
+	insts   map[string]*instance
+	inames  []string // sorted local service names
+
+	gen, stepGen, published uint64
+	stopping                bool
+	mode                    string // "stop", "shutdown", "restart" once a stop began
+	stepAt, nextTick        time.Time
+}
+
+// peer is the daemon's view of another member (daemon.peer) plus the status
+// the timeline last showed.
+type peer struct {
+	view.Peer
+	shown dataset.NodeStatus
+}
+
+// instance is the daemon's runtime of one local service (daemon.instance).
+type instance struct {
+	name    string
+	cfg     *config.ServiceConfig
+	avail   dataset.Status
+	mon     dataset.InstanceMonitor
+	busy    string // "start" | "stop" while an action runs
+	busyEnd time.Time
+	done    func(error)
+	leader  bool
+	flags   string
+}
+
+// startDaemon is daemon.New + Run up to the loop: install the services from
+// the durable state, join the heartbeat, enter rejoin, publish, check.
+func (n *Node) startDaemon() error {
+	c := n.c
+	now := c.clk.Now()
+	if !n.machineUp {
+		n.machineUp = true
+		c.running[n.name] = map[string]bool{}
+	}
+	d := &daemon{n: n, c: c, name: n.name, monitor: dataset.NodeIdle, compat: n.compat, compOK: true,
+		started: now, peers: map[string]*peer{}, insts: map[string]*instance{}}
+	for _, name := range c.svcNames { // loadServices / installInstance
+		cfg := c.svcs[name]
+		if !cfg.HasNode(n.name, c.names) {
+			continue
+		}
+		inst := &instance{name: name, cfg: cfg, avail: dataset.StatusUnknown,
+			mon: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectNone, StateSince: now}}
+		ds := n.dur.svc(name)
+		if ds.LocalExpect != "" {
+			inst.mon.LocalExpect = ds.LocalExpect
+		}
+		if ds.StartFailed {
+			inst.mon.State = dataset.StartFailed
+		}
+		d.insts[name] = inst
+		d.inames = append(d.inames, name)
+	}
+	for _, m := range c.names { // startHeartbeat
+		if m != n.name {
+			d.peers[m] = &peer{shown: dataset.NodeStUnknown}
+			d.pnames = append(d.pnames, m)
+		}
+	}
+	hb, err := c.net.Join(heartbeat.Config{Node: n.name, Members: c.members, ClusterName: "sim", Secret: simSecret,
+		Timeout: c.opt.HBTimeout, Interval: c.opt.HBInterval})
+	if err != nil {
+		return err
+	}
+	d.hb, d.events = hb, hb.Events()
+	n.d = d
+	c.logf(n.name, "", "daemon started (compat %d)", d.compat)
+	if len(d.peers) > 0 {
+		d.setMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
+	}
+	d.changed()
+	d.publish()
+	for _, name := range d.inames {
+		d.check(d.insts[name])
+	}
+	d.nextTick = now.Add(tickPeriod)
+	return nil
+}
+
+// process is one turn of daemon.loop at the clock's now: the heartbeat
+// events one by one, the ends of actions, the step timer, the periodic
+// tick; after each, orchestrate when the dataset changed, and publish.
+// It reports whether it published anything.
+func (d *daemon) process() bool {
+	pub := false
+	after := func() {
+		d.showPeers()
+		if d.gen != d.stepGen {
+			d.orchestrate()
+		}
+		if d.gen != d.published {
+			pub = true
+		}
+		d.publish()
+	}
+	for d.events != nil {
+		select {
+		case ev, ok := <-d.events:
+			if !ok {
+				d.events = nil
+				continue
+			}
+			d.onHeartbeat(ev)
+			after()
+			continue
+		default:
+		}
+		break
+	}
+	now := d.c.clk.Now()
+	for _, name := range d.inames {
+		if inst := d.insts[name]; inst.busy != "" && !now.Before(inst.busyEnd) {
+			d.actionDone(inst)
+			after()
+		}
+	}
+	if !d.stepAt.IsZero() && !now.Before(d.stepAt) {
+		d.stepAt = time.Time{}
+		d.orchestrate()
+		after()
+	}
+	if !now.Before(d.nextTick) {
+		d.updateRejoin() // daemon.tick (the sim's resources never change by themselves)
+		d.orchestrate()
+		d.nextTick = now.Add(tickPeriod)
+		after()
+	}
+	after()
+	if d.mode != "" && d.readyToExit() {
+		d.exit()
+		return true
+	}
+	return pub
+}
+
+// due returns the earliest time process has work of its own.
+func (d *daemon) due() time.Time {
+	t := d.nextTick
+	if !d.stepAt.IsZero() && d.stepAt.Before(t) {
+		t = d.stepAt
+	}
+	for _, inst := range d.insts {
+		if inst.busy != "" && inst.busyEnd.Before(t) {
+			t = inst.busyEnd
+		}
+	}
+	return t
+}
+
+// onHeartbeat mirrors daemon.onHeartbeat (config distribution aside: every
+// simulated node has every config from the start).
+func (d *daemon) onHeartbeat(ev heartbeat.Event) {
+	p := d.peers[ev.Node]
+	if p == nil {
+		return
+	}
+	switch ev.Kind {
+	case heartbeat.Up:
+		p.Up = true
+	case heartbeat.Down:
+		p.Up = false
+	case heartbeat.Data:
+		if ev.Data == nil {
+			return
+		}
+		wasMaint := !p.MaintSince.IsZero()
+		p.Peer = view.NoteData(p.Peer, ev.Data, d.c.clk.Now())
+		if !wasMaint && !p.MaintSince.IsZero() {
+			d.c.logf(d.name, "", "peer %s in maintenance (grace %s)", ev.Node, d.c.opt.MaintenanceGrace)
+		}
+		d.mergeTargets(ev.Data.Targets)
+		d.mergeClears(ev.Data.Clears)
+	default:
+		return
+	}
+	d.updateCompat()
+	d.updateRejoin()
+}
+
+// showPeers logs the changes of the peers' status as this node concludes
+// it (view.Status): the timeline's "n2: n1 up -> down".
+func (d *daemon) showPeers() {
+	for _, name := range d.pnames {
+		p := d.peers[name]
+		if st := d.peerStatus(p); st != p.shown {
+			d.c.logf(d.name, "", "peer %s %s -> %s", name, p.shown, st)
+			p.shown = st
+		}
+	}
+}
+
+func (d *daemon) peerStatus(p *peer) dataset.NodeStatus {
+	return view.Status(p.Peer, d.c.clk.Now(), d.c.opt.MaintenanceGrace)
+}
+
+// updateCompat mirrors daemon.updateCompat.
+func (d *daemon) updateCompat() {
+	peers := make(map[string]view.Peer, len(d.peers))
+	for name, p := range d.peers {
+		peers[name] = p.Peer
+	}
+	ok := view.CompatOK(d.compat, peers)
+	if ok == d.compOK {
+		return
+	}
+	d.compOK = ok
+	if ok {
+		d.c.logf(d.name, "", "cluster members run compatible versions. enable ha orchestration")
+	} else {
+		d.c.logf(d.name, "", "cluster members run incompatible versions. disable ha orchestration")
+	}
+	d.changed()
+}
+
+// updateRejoin mirrors daemon.updateRejoin.
+func (d *daemon) updateRejoin() {
+	if d.monitor != dataset.NodeRejoin {
+		return
+	}
+	var missing []string
+	for _, name := range d.pnames {
+		if d.peers[name].Data == nil {
+			missing = append(missing, name)
+		}
+	}
+	grace := d.c.opt.RejoinGrace
+	switch view.Rejoin(len(missing), d.started, d.c.clk.Now(), grace) {
+	case view.RejoinDone:
+		d.setMonitor(dataset.NodeIdle, "every cluster node was heard from")
+		return
+	case view.StayRejoin:
+		return
+	}
+	reason := fmt.Sprintf("rejoin grace period (%s) ended with nodes never heard from: %s", grace, strings.Join(missing, ", "))
+	if !d.n.dur.NodeFrozen {
+		d.setNodeFrozen(true, reason+": node frozen")
+	}
+	d.setMonitor(dataset.NodeIdle, reason)
+}
+
+// snapshot mirrors daemon.snapshot.
+func (d *daemon) snapshot() monitor.Snapshot {
+	local := d.localNode()
+	st := dataset.NodeUp
+	switch d.monitor {
+	case dataset.NodeMaintenance:
+		st = dataset.NodeStMaint
+	case dataset.NodeShutting:
+		st = dataset.NodeStShutting
+	}
+	views := map[string]placement.NodeView{local.Name: {Name: local.Name, Status: st, Data: local}}
+	for name, p := range d.peers {
+		v := placement.NodeView{Name: name, Status: d.peerStatus(p)}
+		if p.Data != nil {
+			v.Data = *p.Data
+		} else {
+			v.Data = dataset.Node{Name: name}
+		}
+		views[name] = v
+	}
+	svcs := make(map[string]*config.ServiceConfig, len(d.insts))
+	cok := map[string]map[string]bool{}
+	for _, name := range d.c.svcNames {
+		cfg := d.c.svcs[name]
+		svcs[name] = cfg
+		if cfg.Constraint != nil {
+			cok[name] = placement.EvalConstraints(cfg, views)
+		}
+	}
+	return monitor.Snapshot{Now: d.c.clk.Now(), Local: d.name, ClusterNodes: d.c.names, Nodes: views,
+		Services: svcs, ConstraintOK: cok, Compat: d.compOK, ReadyPeriod: d.c.opt.ReadyPeriod}
+}
+
+// orchestrate mirrors daemon.orchestrate.
+func (d *daemon) orchestrate() {
+	if d.stopping {
+		return
+	}
+	d.stepGen = d.gen
+	now := d.c.clk.Now()
+	var next time.Time
+	for _, dec := range monitor.Step(d.snapshot()) {
+		inst := d.insts[dec.Service]
+		if inst == nil {
+			continue
+		}
+		if !dec.Deadline.IsZero() && (next.IsZero() || dec.Deadline.Before(next)) {
+			next = dec.Deadline
+		}
+		if inst.leader != dec.PlacementLeader || inst.flags != dec.Flags {
+			inst.leader, inst.flags = dec.PlacementLeader, dec.Flags
+			d.changed()
+		}
+		if dec.Monitor.GlobalExpect != inst.mon.GlobalExpect {
+			inst.mon.GlobalExpect = dec.Monitor.GlobalExpect
+			d.changed()
+		}
+		if dec.TargetReached {
+			d.targetReached(inst)
+		}
+		if !dec.Changed || inst.busy != "" {
+			continue
+		}
+		switch dec.Action {
+		case monitor.ActionStart, monitor.ActionStop:
+			d.showMonitor(inst, dec.Monitor.State, "["+string(dec.Action)+"] "+dec.Reason)
+			inst.mon = dec.Monitor
+			d.changed()
+			d.runAction(inst, string(dec.Action), dec.Reason, nil)
+		case monitor.ActionFreeze, monitor.ActionThaw:
+			d.setFrozen(inst.name, dec.Action == monitor.ActionFreeze, dec.Reason)
+			inst.mon = monitor.AfterFreeze(dec.Monitor, now)
+			d.changed()
+		default:
+			d.showMonitor(inst, dec.Monitor.State, dec.Reason)
+			inst.mon = dec.Monitor
+			d.persistMonitor(inst)
+			d.changed()
+		}
+	}
+	d.armStep(next)
+}
+
+// armStep mirrors daemon.armStep (the step timer is a due time here).
+func (d *daemon) armStep(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if !d.stepAt.IsZero() && !t.Before(d.stepAt) && d.c.clk.Now().Before(d.stepAt) {
+		return
+	}
+	d.stepAt = t
+}
+
+func (d *daemon) persistMonitor(inst *instance) {
+	ds := d.n.dur.svc(inst.name)
+	ds.StartFailed = inst.mon.State == dataset.StartFailed
+	ds.LocalExpect = inst.mon.LocalExpect
+}
+
+// runAction mirrors daemon.runAction: the action takes the service's
+// simulated duration; process ends it.
+func (d *daemon) runAction(inst *instance, action, reason string, done func(error)) {
+	if inst.busy != "" {
+		if done != nil {
+			done(fmt.Errorf("%s: an action is already running (%s)", inst.name, inst.busy))
+		}
+		return
+	}
+	inst.busy, inst.done = action, done
+	inst.busyEnd = d.c.clk.Now().Add(d.c.duration(inst.name, action))
+	state := dataset.Starting
+	if action == "stop" {
+		state = dataset.Stopping
+	}
+	d.setInstanceMonitor(inst, state, "["+action+"] "+reason)
+}
+
+// actionDone mirrors daemon.actionDone and the status check that follows:
+// the simulated resources change, the instance status is refreshed, then
+// the monitor takes AfterStart / AfterStop.
+func (d *daemon) actionDone(inst *instance) {
+	action := inst.busy
+	ok := d.c.actionResult(d.name, inst.name, action)
+	if ok {
+		d.c.running[d.name][inst.name] = action == "start"
+	}
+	d.check(inst)
+	inst.busy = ""
+	now := d.c.clk.Now()
+	var next dataset.InstanceMonitor
+	reason := action + " succeeded"
+	var err error
+	if action == "start" {
+		next = monitor.AfterStart(inst.mon, ok, now)
+	} else {
+		next = monitor.AfterStop(inst.mon, ok, now)
+	}
+	if !ok {
+		err = fmt.Errorf("%s failed (scripted)", action)
+		reason = err.Error()
+	}
+	d.setInstanceMonitor(inst, next.State, reason)
+	inst.mon = next
+	d.persistMonitor(inst)
+	if done := inst.done; done != nil {
+		inst.done = nil
+		done(err)
+	}
+}
+
+// check is the status check: the instance's avail is what the simulated
+// resources say (a check takes no simulated time).
+func (d *daemon) check(inst *instance) {
+	avail := dataset.StatusDown
+	if d.c.running[d.name][inst.name] {
+		avail = dataset.StatusUp
+	}
+	if avail != inst.avail {
+		if inst.avail != dataset.StatusUnknown || avail == dataset.StatusUp {
+			d.c.logf(d.name, inst.name, "avail %s -> %s", inst.avail, avail)
+		}
+		inst.avail = avail
+		d.changed()
+	}
+}
+
+func (d *daemon) setInstanceMonitor(inst *instance, s dataset.MonitorState, reason string) {
+	if inst.mon.State == s {
+		return
+	}
+	d.showMonitor(inst, s, reason)
+	inst.mon.State = s
+	inst.mon.StateSince = d.c.clk.Now()
+	d.changed()
+}
+
+// showMonitor logs a change of the instance's monitor state.
+func (d *daemon) showMonitor(inst *instance, s dataset.MonitorState, reason string) {
+	if inst.mon.State != s {
+		d.c.logf(d.name, inst.name, "%s -> %s: %s", inst.mon.State, s, reason)
+	}
+}
+
+func (d *daemon) setFrozen(name string, frozen bool, reason string) {
+	ds := d.n.dur.svc(name)
+	if ds.Frozen == frozen {
+		return
+	}
+	ds.Frozen = frozen
+	d.c.logf(d.name, name, "instance %s: %s", frozenWord(frozen), reason)
+	d.changed()
+}
+
+func (d *daemon) setNodeFrozen(frozen bool, reason string) {
+	if d.n.dur.NodeFrozen == frozen {
+		return
+	}
+	d.n.dur.NodeFrozen = frozen
+	d.c.logf(d.name, "", "node %s: %s", frozenWord(frozen), reason)
+	d.changed()
+}
+
+func frozenWord(f bool) string {
+	if f {
+		return "frozen"
+	}
+	return "thawed"
+}
+
+func (d *daemon) setMonitor(m dataset.NodeMonitor, reason string) {
+	if d.monitor == m {
+		return
+	}
+	d.c.logf(d.name, "", "node monitor %s -> %s: %s", d.monitor, m, reason)
+	d.monitor = m
+	d.changed()
+}
+
+func (d *daemon) changed() { d.gen++ }
+
+func (d *daemon) publish() {
+	if d.hb == nil || d.gen == d.published {
+		return
+	}
+	d.published = d.gen
+	d.hb.Publish(d.localNode())
+}
+
+// localNode mirrors daemon.localNode.
+func (d *daemon) localNode() dataset.Node {
+	n := dataset.Node{Name: d.name, Monitor: d.monitor, Frozen: d.n.dur.NodeFrozen, Compat: d.compat,
+		Labels: d.n.labels, Services: map[string]dataset.Instance{}, Targets: d.targets(), Clears: d.clears(), Gen: d.gen}
+	for name, inst := range d.insts {
+		n.Services[name] = dataset.Instance{Avail: inst.avail, Overall: inst.avail, Frozen: d.n.dur.svc(name).Frozen,
+			Monitor: inst.mon, PlacementLeader: inst.leader, Flags: inst.flags, Resources: map[string]dataset.Resource{}}
+	}
+	return n
+}
+
+// beginStop mirrors daemon.beginStop; "restart" is a stop followed by a
+// start once the daemon has exited.
+func (d *daemon) beginStop(mode string) {
+	if d.mode != "" {
+		return
+	}
+	d.mode, d.stopping = mode, true
+	if mode == "shutdown" {
+		d.setMonitor(dataset.NodeShutting, "daemon shutdown requested")
+		for _, name := range d.inames {
+			if inst := d.insts[name]; inst.avail != dataset.StatusDown {
+				d.runAction(inst, "stop", "daemon shutdown", nil)
+			}
+		}
+		return
+	}
+	d.setMonitor(dataset.NodeMaintenance, "daemon "+mode+" requested: services keep running")
+}
+
+func (d *daemon) readyToExit() bool {
+	for _, inst := range d.insts {
+		if inst.busy != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// exit is the end of daemon.Run: the last state reaches the peers, then the
+// heartbeat closes.
+func (d *daemon) exit() {
+	d.publish()
+	d.hb.Close()
+	d.n.d = nil
+	d.c.logf(d.name, "", "daemon stopped (%s)", d.mode)
+	if d.mode == "restart" {
+		if err := d.n.startDaemon(); err != nil {
+			d.c.logf(d.name, "", "daemon start failed: %v", err)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,106 @@
+// Package sim is the in-process simulation of a Haven cluster (DESIGN,
+// "Tests, in three rings", ring 2): N nodes in one process, one fake clock
+// (clock.Fake) and the heartbeat's in-memory network
+// (heartbeat.MemNetwork), so that the real heartbeat core decides liveness
+// and carries the data, the real view rules judge the peers, and the real
+// decision core (monitor.Step) decides. Only the shell is modelled, and
+// kept small. It runs the behaviour catalogue (BEHAVIOUR sections 1, 2, 3,
+// 5, 6, 7, 8) deterministically, at about two thousand simulated seconds
+// per real second.
+//
+// # The shell model mirrors package daemon
+//
+// Each simulated node has a daemon (type daemon, rebuilt on every daemon
+// start) and a durable state (what daemon.durable persists: Lamport clock,
+// node frozen, per service frozen, local expect, target, start failed,
+// clear). Its methods carry the daemon's names, so a change to one side is
+// easy to carry to the other:
+//
+//   - daemon.go: startDaemon (daemon.New + Run up to the loop:
+//     installInstance, startHeartbeat, rejoin, first publish and check),
+//     process (one turn of daemon.loop: heartbeat events one by one, action
+//     ends, the step timer, the 500ms tick; orchestrate when d.gen changed;
+//     publish), onHeartbeat, updateCompat, updateRejoin, snapshot,
+//     orchestrate, armStep, persistMonitor, runAction, actionDone (with
+//     checkDone and runAfterCheck: the status is refreshed, then
+//     AfterStart / AfterStop), setInstanceMonitor, setFrozen,
+//     setNodeFrozen, setMonitor, publish, localNode, beginStop,
+//     readyToExit.
+//   - targets.go (daemon/targets.go, configs.go, actions.go): nextVersion,
+//     witness, targets, mergeTargets, setTarget, targetReached, clears,
+//     mergeClears, applyClear, clearLocal, serviceAction, localAction,
+//     nodeAction.
+//
+// Departures, on purpose: configs are installed on every node before the
+// daemons start (no config distribution, no delete); a service's resources
+// are one boolean per node (avail up or down; no warn, no resource monitor
+// or restarts, no drain); a status check takes no time; actions take the
+// configured duration and succeed unless scripted to fail; load and memory
+// are zero, so "load avg" and "score" tie and break by name; no --wait
+// callers; no quorum, arbitrators or split_action (quorum = false, the
+// default). Within one turn the loop's channels are taken in a fixed order
+// (heartbeat events, action ends, step timer, tick), and the daemons take
+// their turns in node-name order until none publishes anything new; time
+// advances by at most one heartbeat beat period between turns, stopping at
+// every daemon's own due time.
+//
+// The truth about the resources is the cluster's, not a daemon's: a crash
+// kills the machine's services; a daemon stop leaves them running.
+//
+// # Scenario files
+//
+// testdata/scenarios/NAME.txt is a script; NAME.golden is its output,
+// checked by TestScenarios and rewritten by "go test ./sim -update" (review
+// the diff). One command a line; # starts a comment; double quotes group
+// words ("start failed", placement="load avg"). Setup lines come first:
+//
+//	cluster n1 n2 n3 [hb.timeout=3s hb.interval=1s ready_period=2s
+//	        maintenance_grace_period=6s rejoin_grace_period=10s start=1s stop=1s]
+//	node n3 [compat=2] [label.zone=b]
+//	service web nodes=n1,n2,n3 orchestrate=ha [parents=db] [start=5s] ...
+//
+// The values shown are the defaults. A service line's key=value pairs are
+// the DEFAULT keywords of the service config (lists are comma-separated),
+// parsed by config.ParseService; start= and stop= set the simulated action
+// durations of that service. Every daemon starts at time 0, with the first
+// command. Commands run at the current simulated time:
+//
+//	run 10s                                  advance the time
+//	crash n1                                 the machine dies (no clean stop)
+//	n1: nodemgr daemon start [compat=N]      (re)start the daemon (rejoin)
+//	n1: nodemgr daemon stop                  maintenance, services keep running
+//	n1: nodemgr daemon shutdown              stop the local instances, shutting, leave
+//	n1: nodemgr daemon restart [compat=N]    stop, then start
+//	n1: nodemgr freeze | thaw                the node
+//	n1: svcmgr -s web ACTION [--local] [--to N] [--node N]
+//	    ACTION: start stop freeze thaw takeover switch giveback abort clear
+//	partition n1 | n2 n3                     cut every link between the sides
+//	heal                                     remove every partition
+//	fail n1 web start|stop [COUNT|off]       the next COUNT runs fail (default: all)
+//
+// Expect lines assert at the current time; a failed expect fails the test
+// and is marked FAILED in the output:
+//
+//	expect web up on n2          web's resources run on exactly these nodes (n1,n2)
+//	expect web up on 1 node      ... on that many nodes
+//	expect web down              ... nowhere
+//	expect web target none       every running daemon of web sees this target
+//	expect web@n1 "start failed" n1's monitor state of web (or frozen, thawed, leader)
+//	expect n3 frozen             node frozen or thawed
+//	expect n2 sees n1 down       n2's conclusion about n1 (up, down, maintenance, shutting)
+//	expect n1 monitor rejoin     n1's node monitor state
+//	expect n1 daemon stopped     or running
+//
+// The output is the timeline (time, node, service, the change and why:
+// monitor states, actions, avail, node monitor and frozen changes, each
+// node's view of its peers, targets reached, compat messages), the
+// commands (">") with their answers, the expect results, and the final
+// state.
+//
+// # Adding a scenario
+//
+// Write testdata/scenarios/NAME.txt with a comment saying which rule of
+// BEHAVIOUR it shows, expect lines for what matters, run
+// "go test ./sim -run TestScenarios/NAME -update", read NAME.golden and
+// commit both.
+package sim

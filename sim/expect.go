@@ -1,0 +1,193 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"haven/dataset"
+)
+
+// expect checks one expect line and records its result in the timeline.
+func (r *runner) expect(args []string, raw string) {
+	got, ok, err := r.c.holds(args)
+	line := fmtTime(r.c.Now()) + "  "
+	switch {
+	case err != nil:
+		r.fail("%s: %v", raw, err)
+	case ok:
+		r.c.lines = append(r.c.lines, line+"ok: "+raw)
+	default:
+		r.fail("%s (got %s)", raw, got)
+	}
+}
+
+// holds evaluates an expectation; got describes what was found.
+func (c *Cluster) holds(a []string) (got string, ok bool, err error) {
+	if len(a) < 2 {
+		return "", false, fmt.Errorf("expect what?")
+	}
+	subject, rest := a[0], a[1:]
+	if svc, node, pinned := strings.Cut(subject, "@"); pinned {
+		return c.holdsInstance(svc, node, strings.Join(rest, " "))
+	}
+	if _, isSvc := c.svcs[subject]; isSvc {
+		return c.holdsService(subject, rest)
+	}
+	n := c.nodes[subject]
+	if n == nil {
+		return "", false, fmt.Errorf("no service or node %q", subject)
+	}
+	switch {
+	case len(rest) == 1 && (rest[0] == "frozen" || rest[0] == "thawed"):
+		got = frozenWord(n.dur.NodeFrozen)
+		return got, got == rest[0], nil
+	case len(rest) == 2 && rest[0] == "daemon":
+		got = "stopped"
+		if n.d != nil {
+			got = "running"
+		}
+		return got, got == rest[1], nil
+	case len(rest) == 2 && rest[0] == "monitor":
+		if n.d == nil {
+			return "daemon stopped", false, nil
+		}
+		return string(n.d.monitor), string(n.d.monitor) == rest[1], nil
+	case len(rest) == 3 && rest[0] == "sees":
+		if n.d == nil {
+			return "daemon stopped", false, nil
+		}
+		p := n.d.peers[rest[1]]
+		if p == nil {
+			return "", false, fmt.Errorf("%s is not a peer of %s", rest[1], subject)
+		}
+		got = string(n.d.peerStatus(p))
+		return got, got == rest[2], nil
+	}
+	return "", false, fmt.Errorf("unknown node expectation %q", strings.Join(rest, " "))
+}
+
+func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) {
+	up := c.UpOn(svc)
+	got := "up on " + strings.Join(up, ",")
+	if len(up) == 0 {
+		got = "down"
+	}
+	switch {
+	case len(rest) == 1 && rest[0] == "down":
+		return got, len(up) == 0, nil
+	case len(rest) == 4 && rest[0] == "up" && rest[1] == "on" && (rest[3] == "node" || rest[3] == "nodes"):
+		k, err := strconv.Atoi(rest[2])
+		if err != nil {
+			return "", false, fmt.Errorf("bad node count %q", rest[2])
+		}
+		return fmt.Sprintf("up on %d nodes (%s)", len(up), got), len(up) == k, nil
+	case len(rest) == 3 && rest[0] == "up" && rest[1] == "on":
+		return got, strings.Join(up, ",") == rest[2], nil
+	case len(rest) == 2 && rest[0] == "target":
+		// the effective target as every running daemon of the service sees it
+		var seen []string
+		for _, n := range c.names {
+			if d := c.nodes[n].d; d != nil && c.svcs[svc].HasNode(n, c.names) {
+				seen = append(seen, n+":"+effective(d.n.dur.svc(svc).Target))
+			}
+		}
+		allOK := true
+		for _, s := range seen {
+			_, t, _ := strings.Cut(s, ":")
+			allOK = allOK && t == rest[1]
+		}
+		return strings.Join(seen, " "), allOK, nil
+	}
+	return "", false, fmt.Errorf("unknown service expectation %q", strings.Join(rest, " "))
+}
+
+// effective renders a target as Step reads it: none or aborted are none.
+func effective(t dataset.Target) string {
+	if t.Expect == dataset.ExpectAborted {
+		return dataset.ExpectNone
+	}
+	return t.String()
+}
+
+// holdsInstance checks what node's daemon says of its instance of svc:
+// a monitor state, frozen or thawed, leader.
+func (c *Cluster) holdsInstance(svc, node, want string) (string, bool, error) {
+	n := c.nodes[node]
+	if n == nil || c.svcs[svc] == nil {
+		return "", false, fmt.Errorf("no instance %s@%s", svc, node)
+	}
+	switch want {
+	case "frozen", "thawed":
+		got := frozenWord(n.dur.svc(svc).Frozen)
+		return got, got == want, nil
+	}
+	if n.d == nil {
+		return "daemon stopped", false, nil
+	}
+	inst := n.d.insts[svc]
+	if inst == nil {
+		return "", false, fmt.Errorf("%s is not one of the nodes of %s", node, svc)
+	}
+	if want == "leader" {
+		return fmt.Sprintf("leader=%v", inst.leader), inst.leader, nil
+	}
+	return string(inst.mon.State), string(inst.mon.State) == want, nil
+}
+
+// FinalState renders the nodes and the services as each node's daemon
+// sees its own part, and where each service really runs.
+func (c *Cluster) FinalState() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "final state at %s\n", fmtTime(c.Now()))
+	for _, name := range c.names {
+		n := c.nodes[name]
+		switch {
+		case n.d != nil:
+			fmt.Fprintf(&b, "  node %-4s daemon %-12s node %-6s compat %d", name, string(n.d.monitor),
+				frozenWord(n.dur.NodeFrozen), n.d.compat)
+			if !n.d.compOK {
+				b.WriteString(" (compat warning)")
+			}
+			var views []string
+			for _, p := range n.d.pnames {
+				views = append(views, p+"="+string(n.d.peerStatus(n.d.peers[p])))
+			}
+			fmt.Fprintf(&b, "  sees %s\n", strings.Join(views, " "))
+		case n.machineUp:
+			fmt.Fprintf(&b, "  node %-4s daemon stopped\n", name)
+		default:
+			fmt.Fprintf(&b, "  node %-4s crashed\n", name)
+		}
+	}
+	for _, svc := range c.svcNames {
+		up := c.UpOn(svc)
+		where := "down"
+		if len(up) > 0 {
+			where = "up on " + strings.Join(up, ",")
+		}
+		fmt.Fprintf(&b, "  service %s: %s\n", svc, where)
+		for _, name := range c.svcs[svc].NodeList(c.names) {
+			n := c.nodes[name]
+			res := "down"
+			if c.running[name][svc] {
+				res = "up"
+			}
+			if n.d == nil {
+				fmt.Fprintf(&b, "    %-4s resources %-4s (no daemon)\n", name, res)
+				continue
+			}
+			inst := n.d.insts[svc]
+			fmt.Fprintf(&b, "    %-4s resources %-4s avail %-4s %-14s %-6s target %s", name, res, inst.avail,
+				strconv.Quote(string(inst.mon.State)), frozenWord(n.dur.svc(svc).Frozen), effective(n.dur.svc(svc).Target))
+			if inst.leader {
+				b.WriteString(" leader")
+			}
+			if inst.flags != "" {
+				b.WriteString(" flags " + inst.flags)
+			}
+			b.WriteString("\n")
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
