@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -179,24 +178,33 @@ func serviceAction(c *cli.Context, action string) error {
 	return nil
 }
 
-func create(c *cli.Context) error {
-	file := c.String("config")
+// checkConfigFile reads and validates --config FILE here, so that errors
+// name the user's file, without a daemon. The service name is -s, else the
+// file's base name.
+func checkConfigFile(c *cli.Context, action string) (file, name string, data []byte, err error) {
+	file = c.String("config")
 	if file == "" {
-		return cliutil.Usage("create needs --config FILE")
+		return "", "", nil, cliutil.Usage("%s needs --config FILE", action)
 	}
-	name := c.String("service")
+	name = c.String("service")
 	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(file), ".toml")
+		name = config.ServiceNameFromFile(file)
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return cliutil.Usage("%v", err)
-	}
-	// check here first so that errors name the user's file even without a daemon
 	if err := config.ValidServiceName(name); err != nil {
-		return cliutil.Usage("%v", err)
+		return "", "", nil, cliutil.Usage("%v", err)
+	}
+	if data, err = os.ReadFile(file); err != nil {
+		return "", "", nil, cliutil.Usage("%v", err)
 	}
 	if _, err := config.ParseService(file, name, data); err != nil {
+		return "", "", nil, err
+	}
+	return file, name, data, nil
+}
+
+func create(c *cli.Context) error {
+	file, name, data, err := checkConfigFile(c, "create")
+	if err != nil {
 		return err
 	}
 	if err := cliutil.Client(c).Create(ctx(c), api.CreateRequest{Name: name, Config: string(data), File: file}); err != nil {
@@ -293,19 +301,8 @@ func printConfig(c *cli.Context) error {
 
 // validateFile checks --config FILE without a daemon.
 func validateFile(c *cli.Context) error {
-	file := c.String("config")
-	if file == "" {
-		return cliutil.Usage("validate needs --config FILE (or: svcmgr -s NAME validate config)")
-	}
-	name := c.String("service")
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(file), ".toml")
-	}
-	data, err := os.ReadFile(file)
+	file, _, _, err := checkConfigFile(c, "validate")
 	if err != nil {
-		return cliutil.Usage("%v", err)
-	}
-	if _, err := config.ParseService(file, name, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.App.Writer, "%s: valid\n", file)
