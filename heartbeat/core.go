@@ -37,7 +37,19 @@ type peer struct {
 	inc, gen   uint64
 	data       *dataset.Node // merged full dataset; nil before the first full copy
 	needAt     time.Time     // last full-copy request sent to it
+	fullAt     time.Time     // last full copy sent to it
+	// pending are deltas that arrived ahead of their base (memberlist
+	// hands datagrams over LIFO under load), applied when the base comes.
+	pending []*message
+	// A gap: p announced (gapInc, gapGen) that we do not hold, since gapAt
+	// (zero when none). A gap still open after a beat period asks for a
+	// full copy, so a frame merely reordered costs nothing.
+	gapAt          time.Time
+	gapInc, gapGen uint64
 }
+
+// maxPending bounds the deltas waiting for their base per peer.
+const maxPending = 16
 
 // core is the transport-independent heartbeat: the delta/full/liveness logic
 // shared by the memberlist and in-memory transports. Every method takes mu;
@@ -69,7 +81,7 @@ func newCore(s settings) *core {
 	now := s.Clock.Now()
 	c := &core{
 		s:       s,
-		log:     s.Logger.Named("hb").With(zap.String("node", s.Node)),
+		log:     s.Logger.With(zap.String("node", s.Node)),
 		inc:     uint64(now.UnixNano()) + incSeq.Add(1),
 		peers:   map[string]*peer{},
 		events:  make(chan Event, eventBuffer),
@@ -129,6 +141,7 @@ func (c *core) receive(b []byte) {
 	if c.closed {
 		return
 	}
+	defer c.drainLocked()
 	m, err := decode(b)
 	if err != nil {
 		c.rejectLocked("", err.Error())
@@ -146,7 +159,7 @@ func (c *core) receive(b []byte) {
 	sentFull := false
 	if !p.up {
 		p.up = true
-		c.log.Info("peer up", zap.String("peer", p.name))
+		c.log.Debug("peer up", zap.String("peer", p.name))
 		c.emitLocked(Event{Kind: Up, Node: p.name})
 		// Answer at once so that p sees us up without waiting for a beat.
 		if c.local != nil {
@@ -161,35 +174,94 @@ func (c *core) receive(b []byte) {
 		if m.Inc != p.inc || p.data == nil || m.Gen > p.gen {
 			p.inc, p.gen, p.data = m.Inc, m.Gen, m.Node
 			c.st.FullsMerged++
+			c.applyPendingLocked(p)
 			c.emitDataLocked(p)
 		}
 	case kindDelta:
 		switch {
-		case m.Inc == p.inc && p.data != nil && m.Base == p.gen:
+		case m.Inc != p.inc || p.data == nil:
+			c.gapLocked(p, m.Inc, m.Gen, now)
+		case m.Gen <= p.gen:
+			// stale: already covered by a full copy
+		case m.Base == p.gen:
 			m.Delta.apply(p.data, m.Gen)
 			p.gen = m.Gen
 			c.st.DeltasApplied++
+			c.applyPendingLocked(p)
 			c.emitDataLocked(p)
-		case m.Inc == p.inc && p.data != nil && m.Gen <= p.gen:
-			// stale: already covered by a full copy
 		default:
-			c.needLocked(p, now)
+			if len(p.pending) == maxPending {
+				p.pending = p.pending[1:]
+			}
+			p.pending = append(p.pending, m)
+			c.gapLocked(p, m.Inc, m.Gen, now)
 		}
 	case kindBeat:
-		if m.Gen > 0 && (m.Inc != p.inc || p.data == nil || m.Gen > p.gen) {
-			c.needLocked(p, now)
+		if m.Gen > 0 {
+			c.gapLocked(p, m.Inc, m.Gen, now)
 		}
 	case kindNeed:
-		if c.local != nil && !sentFull {
+		// A full copy sent less than a beat ago is on its way: under load,
+		// answering every request would only add to the load.
+		if c.local != nil && !sentFull && now.Sub(p.fullAt) >= c.s.beat {
 			c.sendFullLocked(p.name)
 		}
 	}
-	c.drainLocked()
+	c.checkGapLocked(p, now)
 }
 
-// needLocked asks p for a full copy, at most once per two beat periods.
+// applyPendingLocked applies the waiting deltas that now fit, and forgets
+// those that no longer can.
+func (c *core) applyPendingLocked(p *peer) {
+	for progress := true; progress; {
+		progress = false
+		keep := p.pending[:0]
+		for _, m := range p.pending {
+			switch {
+			case m.Inc != p.inc || m.Gen <= p.gen:
+			case m.Base == p.gen:
+				m.Delta.apply(p.data, m.Gen)
+				p.gen = m.Gen
+				c.st.DeltasApplied++
+				progress = true
+			default:
+				keep = append(keep, m)
+			}
+		}
+		clear(p.pending[len(keep):])
+		p.pending = keep
+	}
+}
+
+// gapLocked notes that p announced (inc, gen); a gap opens if we lack it.
+func (c *core) gapLocked(p *peer, inc, gen uint64, now time.Time) {
+	if inc == p.inc && p.data != nil && gen <= p.gen {
+		return
+	}
+	if p.gapAt.IsZero() {
+		p.gapAt = now
+	}
+	if inc != p.gapInc || gen > p.gapGen {
+		p.gapInc, p.gapGen = inc, gen
+	}
+}
+
+// checkGapLocked closes a filled gap, or asks for a full copy when the gap
+// is a beat period old.
+func (c *core) checkGapLocked(p *peer, now time.Time) {
+	switch {
+	case p.gapAt.IsZero():
+	case p.inc == p.gapInc && p.data != nil && p.gen >= p.gapGen:
+		p.gapAt = time.Time{}
+	case now.Sub(p.gapAt) >= c.s.beat:
+		c.needLocked(p, now)
+		p.gapAt = now
+	}
+}
+
+// needLocked asks p for a full copy, at most once per needEvery.
 func (c *core) needLocked(p *peer, now time.Time) {
-	if !p.needAt.IsZero() && now.Sub(p.needAt) < 2*c.s.beat {
+	if !p.needAt.IsZero() && now.Sub(p.needAt) < c.needEvery() {
 		return
 	}
 	p.needAt = now
@@ -208,9 +280,10 @@ func (c *core) tick() {
 	now := c.s.Clock.Now()
 	for _, name := range c.names {
 		p := c.peers[name]
+		c.checkGapLocked(p, now)
 		if p.up && now.Sub(p.heard) >= c.s.Timeout {
 			p.up = false
-			c.log.Warn("peer down", zap.String("peer", p.name),
+			c.log.Debug("peer down", zap.String("peer", p.name),
 				zap.Duration("silent", now.Sub(p.heard)), zap.Time("last_heard", p.heard))
 			c.emitLocked(Event{Kind: Down, Node: p.name})
 		}
@@ -247,6 +320,9 @@ func (c *core) next() time.Time {
 		if d := p.heard.Add(c.s.Timeout); p.up && d.Before(t) {
 			t = d
 		}
+		if d := p.gapAt.Add(c.s.beat); !p.gapAt.IsZero() && d.Before(t) {
+			t = d
+		}
 	}
 	return t
 }
@@ -262,7 +338,15 @@ func (c *core) sendBeatLocked(to string) {
 	c.sendLocked(to, c.beat)
 }
 
+// needEvery is the least time between two requests for a full copy to one
+// peer: long enough for a full copy to arrive on a loaded host, short
+// enough to beat the periodic full copy.
+func (c *core) needEvery() time.Duration {
+	return max(2*c.s.beat, c.s.Interval/4)
+}
+
 func (c *core) sendFullLocked(to string) {
+	c.peers[to].fullAt = c.s.Clock.Now()
 	if c.full == nil {
 		c.full = encode(&message{Kind: kindFull, From: c.s.Node, Inc: c.inc, Gen: c.local.Gen, Node: c.local})
 	}
@@ -298,7 +382,7 @@ func (c *core) rejectLocked(src, reason string) {
 		clear(c.rejLast)
 	}
 	c.rejLast[src] = now
-	c.log.Warn("rejected heartbeat traffic", zap.String("from", src), zap.String("reason", reason))
+	c.log.Debug("rejected heartbeat traffic", zap.String("from", src), zap.String("reason", reason))
 	c.emitLocked(Event{Kind: Rejected, Node: src, Reason: reason})
 }
 

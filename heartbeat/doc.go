@@ -11,14 +11,17 @@
 // Publish sets the local dataset. The change goes at once to every peer
 // that is up as a delta (node header if changed, services and targets set or
 // deleted) tagged with the generations it goes from (Base) and to (Gen).
-// A receiver applies a delta only on top of Base; on a gap it asks for a full
-// copy ("need", at most once per two beat periods). Independently, a full
-// copy goes to every up peer at least every Interval (anti-entropy), and a
-// small beat carrying the current Gen goes to every member every beat period
-// (min(Interval, Timeout/20) within [10ms, 1s]): a receiver that sees a Gen
-// it does not hold asks for a full copy, so a lost delta is repaired within
-// a beat or two. Each start of a node has a new incarnation number, so that a
-// restarted node whose Gen starts over replaces its old data.
+// A receiver applies a delta only on top of Base; a delta that arrives ahead
+// of its base waits (memberlist hands datagrams over LIFO under load) until
+// the missing one comes. Independently, a full copy goes to every up peer at
+// least every Interval (anti-entropy), and a small beat carrying the current
+// Gen goes to every member every beat period (min(Interval, Timeout/30)
+// within [10ms, 500ms]). A receiver that has seen a Gen it does not hold (in a
+// beat or a waiting delta) for a beat period asks for a full copy ("need"),
+// so a lost delta is repaired within about two beats, and a merely
+// reordered one costs nothing. Each start of a node has a new incarnation
+// number, so that a restarted node whose Gen starts over replaces its old
+// data.
 //
 // # Liveness
 //
@@ -28,7 +31,7 @@
 // least every min(Timeout/20, 250ms)), so Down lands a few milliseconds after
 // Timeout of silence; since the last frame precedes a crash by at most one
 // beat period, a crash is declared between Timeout minus a beat and Timeout
-// after it. Beats go to every configured member, up or down, so two nodes
+// after it (14.5s to 15s with the defaults). Beats go to every configured member, up or down, so two nodes
 // that lost each other find each other again as soon as the link works.
 //
 // # Transports
@@ -40,7 +43,8 @@
 //     authentication with the cluster secret (SecretKey), the cluster-name
 //     binding (Label), UDP and TCP framing, and joins. Frames up to about
 //     1.3KB go as one datagram, larger ones over TCP (SendReliable), to the
-//     address in cluster.toml, through one ordered queue per peer. Push/pull
+//     address in cluster.toml, through two queues per peer (datagrams and
+//     streams, so that beats never wait behind a slow TCP send). Push/pull
 //     (on join) carries a full copy. Memberlist's own failure detector is
 //     tuned not to fight ours (see memberlistConfig). Traffic with a wrong
 //     key or label is refused by memberlist; its log line becomes a Rejected
@@ -56,7 +60,7 @@
 // next full copy repairs). Events are delivered in order on a buffered
 // channel; when it is full they wait in a backlog (Data events of one node
 // coalesce there), never dropped. The real transport runs one ticker
-// goroutine, one joiner goroutine and one sender goroutine per peer, all
+// goroutine, one joiner goroutine and two sender goroutines per peer, all
 // stopped and waited for by Close. Close flushes the queued frames (so the
 // last Publish reaches the live peers, bounded by min(2s, Timeout)), leaves
 // the cluster, shuts memberlist down and closes the Events channel.

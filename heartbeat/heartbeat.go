@@ -45,7 +45,9 @@ type Config struct {
 	Interval time.Duration
 	// Clock is the time source; nil means the wall clock.
 	Clock clock.Clock
-	// Logger receives the heartbeat's and memberlist's logs; nil discards.
+	// Logger receives the heartbeat's and memberlist's logs (the caller
+	// names it, e.g. "hb"); nil discards. Up, Down and Rejected are logged
+	// at debug level only: they are events, and the owner logs them.
 	Logger *zap.Logger
 }
 
@@ -133,7 +135,7 @@ type Stats struct {
 type settings struct {
 	Config
 	key   []byte        // nil when unencrypted
-	beat  time.Duration // beat period: min(Interval, Timeout/20) within [10ms, 1s]
+	beat  time.Duration // beat period: min(Interval, Timeout/30) within [10ms, 500ms]
 	check time.Duration // longest sleep of the liveness loop
 }
 
@@ -182,7 +184,7 @@ func (cfg Config) validate() (settings, error) {
 	if s.Logger == nil {
 		s.Logger = zap.NewNop()
 	}
-	s.beat = min(s.Interval, max(10*time.Millisecond, min(time.Second, s.Timeout/20)))
+	s.beat = min(s.Interval, max(10*time.Millisecond, min(500*time.Millisecond, s.Timeout/30)))
 	s.check = max(time.Millisecond, min(250*time.Millisecond, s.Timeout/20))
 	return s, nil
 }

@@ -16,9 +16,12 @@ import (
 	"haven/dataset"
 )
 
-// queueDepth is the number of frames waiting for one peer; beyond it frames
-// are dropped and counted (a full copy repairs any lost delta).
-const queueDepth = 256
+// Frames waiting for one peer, per path; beyond it frames are dropped and
+// counted (a full copy repairs any lost delta).
+const (
+	dgramDepth  = 256
+	streamDepth = 8
+)
 
 // mlHB is a Heartbeat over hashicorp/memberlist.
 type mlHB struct {
@@ -36,11 +39,14 @@ type mlHB struct {
 	closeErr  error
 }
 
-// peerSender sends the frames of one peer in order, off the caller's path.
+// peerSender sends the frames of one peer off the caller's path, in order
+// per path. Datagrams and streams have their own queue and goroutine so that
+// beats never wait behind a slow TCP send (head-of-line blocking would make
+// a loaded peer look silent).
 type peerSender struct {
-	name, addr string
-	q          chan []byte
-	done       chan struct{}
+	name, addr    string
+	dgram, stream chan []byte
+	done          sync.WaitGroup
 }
 
 // NewMemberlist starts a heartbeat on memberlist: it binds its UDP and TCP
@@ -54,7 +60,7 @@ func NewMemberlist(cfg Config) (Heartbeat, error) {
 	}
 	h := &mlHB{s: s, c: newCore(s), senders: map[string]*peerSender{}, stop: make(chan struct{})}
 	h.c.tr = h
-	h.log = s.Logger.Named("hb").With(zap.String("node", s.Node))
+	h.log = s.Logger.With(zap.String("node", s.Node))
 	if s.key == nil {
 		h.log.Warn("cluster secret is empty: heartbeat traffic is neither encrypted nor authenticated (development only)")
 	}
@@ -67,7 +73,7 @@ func NewMemberlist(cfg Config) (Heartbeat, error) {
 	for _, m := range s.Members {
 		if m.Name != s.Node {
 			h.senders[m.Name] = &peerSender{name: m.Name, addr: m.Addr,
-				q: make(chan []byte, queueDepth), done: make(chan struct{})}
+				dgram: make(chan []byte, dgramDepth), stream: make(chan []byte, streamDepth)}
 		}
 	}
 	h.ml, err = memberlist.Create(mc)
@@ -75,7 +81,9 @@ func NewMemberlist(cfg Config) (Heartbeat, error) {
 		return nil, fmt.Errorf("heartbeat: start memberlist on %s:%d: %w", mc.BindAddr, mc.BindPort, err)
 	}
 	for _, ps := range h.senders {
-		go h.runSender(ps)
+		ps.done.Add(2)
+		go h.runSender(ps, ps.dgram)
+		go h.runSender(ps, ps.stream)
 	}
 	h.loops.Add(2)
 	go h.runTicker()
@@ -126,7 +134,7 @@ func (h *mlHB) memberlistConfig() (*memberlist.Config, error) {
 	mc.GossipToTheDeadTime = s.Timeout
 	mc.DeadNodeReclaimTime = s.Timeout // a restarted node may come back from a new address
 	mc.PushPullInterval = clampDur(3*s.Interval, 5*time.Second, time.Minute)
-	mc.TCPTimeout = clampDur(s.Timeout/4, 500*time.Millisecond, 10*time.Second)
+	mc.TCPTimeout = clampDur(s.Timeout/4, time.Second, 10*time.Second)
 	return mc, nil
 }
 
@@ -135,8 +143,12 @@ func (h *mlHB) send(to string, b []byte) {
 	if ps == nil {
 		return
 	}
+	q := ps.dgram
+	if len(b) > h.udpMax {
+		q = ps.stream
+	}
 	select {
-	case ps.q <- b:
+	case q <- b:
 	default:
 		h.c.dropped.Add(1)
 	}
@@ -146,10 +158,10 @@ func (h *mlHB) send(to string, b []byte) {
 // larger ones over TCP. Addresses come from cluster.toml, not from
 // memberlist's member list, so that a peer memberlist believes dead still
 // gets our beats and can come back up.
-func (h *mlHB) runSender(ps *peerSender) {
-	defer close(ps.done)
+func (h *mlHB) runSender(ps *peerSender, q <-chan []byte) {
+	defer ps.done.Done()
 	var lastErr time.Time
-	for b := range ps.q {
+	for b := range q {
 		var err error
 		if len(b) <= h.udpMax {
 			err = h.ml.SendToAddress(memberlist.Address{Addr: ps.addr, Name: ps.name}, b)
@@ -233,15 +245,18 @@ func (h *mlHB) shut(graceful bool) error {
 	h.c.shutdown() // from now on nothing is queued
 	var errs []error
 	if graceful {
-		for _, ps := range h.senders {
-			close(ps.q)
-		}
-		deadline := time.After(min(2*time.Second, h.s.Timeout))
-		for _, ps := range h.senders {
-			select {
-			case <-ps.done:
-			case <-deadline:
+		flushed := make(chan struct{})
+		go func() {
+			for _, ps := range h.senders {
+				close(ps.dgram)
+				close(ps.stream)
+				ps.done.Wait()
 			}
+			close(flushed)
+		}()
+		select {
+		case <-flushed:
+		case <-time.After(min(2*time.Second, h.s.Timeout)):
 		}
 		if err := h.ml.Leave(min(time.Second, h.s.Timeout)); err != nil {
 			errs = append(errs, fmt.Errorf("heartbeat: leave: %w", err))
@@ -284,6 +299,10 @@ func (w *mlLogWriter) Write(p []byte) (int, error) {
 	low := strings.ToLower(msg)
 	reason := ""
 	switch {
+	case strings.Contains(low, "stream with unacceptable label \"\""):
+		// An empty stream: mostly a connection its sender gave up on (an
+		// overloaded peer). A foreign unlabelled node is still caught by
+		// its datagrams.
 	case strings.Contains(low, "unacceptable label"):
 		reason = "wrong cluster name (memberlist label)"
 	case strings.Contains(low, "decrypt") || strings.Contains(low, "encrypt"):

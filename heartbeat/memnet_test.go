@@ -325,3 +325,27 @@ func TestMemCloseFlushes(t *testing.T) {
 		t.Error("events channel open after Close")
 	}
 }
+
+// TestMemHostileFrames: garbage and frames of non-members are counted and
+// reported, never applied, never a panic.
+func TestMemHostileFrames(t *testing.T) {
+	c := newMemCluster(t, 2)
+	core := c.hb["n01"].(*memHB).c
+	for _, b := range []string{"", "garbage", `{"v":1,"k":"full","from":"n01","gen":1,"node":{"name":"n01","gen":1}}`,
+		`{"v":1,"k":"beat","from":"intruder","gen":1}`, `{"v":1,"k":"delta","from":"n02","base":0,"gen":1}`} {
+		core.receive([]byte(b))
+	}
+	if st := c.hb["n01"].Stats(); st.Rejected != 5 {
+		t.Errorf("rejected %d frames, want 5", st.Rejected)
+	}
+	c.collect()
+	n := 0
+	for _, ev := range c.evs["n01"] {
+		if ev.Kind == Rejected {
+			n++
+		}
+	}
+	if n == 0 || n > 5 {
+		t.Errorf("%d Rejected events", n)
+	}
+}

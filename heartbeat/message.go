@@ -43,13 +43,15 @@ type message struct {
 
 // delta is the change between two publications of one node.
 type delta struct {
-	// Head, when set, replaces every field of the node but Services and
-	// Targets (which are nil in it).
-	Head *dataset.Node               `json:"head,omitempty"`
-	Set  map[string]dataset.Instance `json:"set,omitempty"`
-	Del  []string                    `json:"del,omitempty"`
-	TSet map[string]dataset.Target   `json:"tset,omitempty"`
-	TDel []string                    `json:"tdel,omitempty"`
+	// Head, when set, replaces every field of the node but Services,
+	// Targets and Configs (which are nil in it).
+	Head *dataset.Node                  `json:"head,omitempty"`
+	Set  map[string]dataset.Instance    `json:"set,omitempty"`
+	Del  []string                       `json:"del,omitempty"`
+	TSet map[string]dataset.Target      `json:"tset,omitempty"`
+	TDel []string                       `json:"tdel,omitempty"`
+	CSet map[string]dataset.ConfigEntry `json:"cset,omitempty"`
+	CDel []string                       `json:"cdel,omitempty"`
 }
 
 func encode(m *message) []byte {
@@ -94,7 +96,7 @@ func decode(b []byte) (*message, error) {
 		if m.Base >= m.Gen {
 			return nil, fmt.Errorf("delta from gen %d to %d does not go forward", m.Base, m.Gen)
 		}
-		if h := m.Delta.Head; h != nil && (h.Name != m.From || h.Services != nil || h.Targets != nil) {
+		if h := m.Delta.Head; h != nil && (h.Name != m.From || h.Services != nil || h.Targets != nil || h.Configs != nil) {
 			return nil, errors.New("delta head is not a bare node header")
 		}
 	default:
@@ -103,10 +105,10 @@ func decode(b []byte) (*message, error) {
 	return &m, nil
 }
 
-// head returns n without its Services and Targets.
+// head returns n without its Services, Targets and Configs.
 func head(n *dataset.Node) dataset.Node {
 	h := *n
-	h.Services, h.Targets, h.Gen = nil, nil, 0
+	h.Services, h.Targets, h.Configs, h.Gen = nil, nil, nil, 0
 	return h
 }
 
@@ -119,11 +121,13 @@ func diff(prev, next *dataset.Node) *delta {
 	}
 	d.Set, d.Del = diffMap(prev.Services, next.Services)
 	d.TSet, d.TDel = diffMap(prev.Targets, next.Targets)
+	d.CSet, d.CDel = diffMap(prev.Configs, next.Configs)
 	return d
 }
 
 func (d *delta) empty() bool {
-	return d.Head == nil && len(d.Set) == 0 && len(d.Del) == 0 && len(d.TSet) == 0 && len(d.TDel) == 0
+	return d.Head == nil && len(d.Set) == 0 && len(d.Del) == 0 && len(d.TSet) == 0 && len(d.TDel) == 0 &&
+		len(d.CSet) == 0 && len(d.CDel) == 0
 }
 
 func diffMap[V any](prev, next map[string]V) (set map[string]V, del []string) {
@@ -147,12 +151,13 @@ func diffMap[V any](prev, next map[string]V) (set map[string]V, del []string) {
 // apply applies d to n in place (n is a private copy) and sets its Gen.
 func (d *delta) apply(n *dataset.Node, gen uint64) {
 	if d.Head != nil {
-		svcs, tgts := n.Services, n.Targets
+		svcs, tgts, cfgs := n.Services, n.Targets, n.Configs
 		*n = *d.Head
-		n.Services, n.Targets = svcs, tgts
+		n.Services, n.Targets, n.Configs = svcs, tgts, cfgs
 	}
 	n.Services = applyMap(n.Services, d.Set, d.Del)
 	n.Targets = applyMap(n.Targets, d.TSet, d.TDel)
+	n.Configs = applyMap(n.Configs, d.CSet, d.CDel)
 	n.Gen = gen
 }
 
