@@ -29,16 +29,19 @@ type instance struct {
 	// buildErr is set when the config could not be turned into drivers here.
 	buildErr string
 
-	res      map[string]dataset.Resource
-	avail    dataset.Status
-	overall  dataset.Status
-	mon      dataset.InstanceMonitor
-	busy     string // action in flight: "start" | "stop"
-	leader   bool   // placement leader, from the last decision
-	flags    string // A C F L, from the last decision
-	checking bool
-	lastFull time.Time
-	lastMon  time.Time
+	res     map[string]dataset.Resource
+	avail   dataset.Status
+	overall dataset.Status
+	mon     dataset.InstanceMonitor
+	busy    string // action in flight: "start" | "stop"
+	leader  bool   // placement leader, from the last decision
+	// multiActive lists the nodes where the service was last seen up when
+	// more than one ("" otherwise), to warn once per change.
+	multiActive string
+	flags       string // A C F L, from the last decision
+	checking    bool
+	lastFull    time.Time
+	lastMon     time.Time
 	// pendingCheck asks for a full check as soon as the current one ends.
 	pendingCheck bool
 	// afterCheck run on the loop when the next full check has ended, so

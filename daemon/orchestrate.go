@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -63,7 +64,9 @@ func (d *Daemon) orchestrate() {
 	}
 	d.stepGen = d.gen
 	d.viewChanged = false
-	decisions := monitor.Step(d.snapshot())
+	snap := d.snapshot()
+	d.watchMultipleActive(snap)
+	decisions := monitor.Step(snap)
 	now := d.clk.Now()
 	var next time.Time
 	for _, dec := range decisions {
@@ -187,4 +190,39 @@ func (d *Daemon) answerWaiters(name, id string, err error) {
 type waiter struct {
 	svc, id string
 	done    func(error)
+}
+
+// watchMultipleActive logs and emits, once per change, a failover service
+// found up on more than one node (after a partition heals, or a daemon that
+// came back after its peers failed its services over). Nothing stops the
+// extra instance automatically yet: the admin decides (stop --local, switch).
+func (d *Daemon) watchMultipleActive(s monitor.Snapshot) {
+	for _, name := range sortedKeys(d.services) {
+		inst := d.services[name]
+		var up []string
+		for _, node := range s.ClusterNodes {
+			v, ok := s.Nodes[node]
+			if !ok || !v.Alive() {
+				continue
+			}
+			if i, ok := v.Data.Services[name]; ok && i.Avail == dataset.StatusUp {
+				up = append(up, node)
+			}
+		}
+		multi := ""
+		if len(up) > 1 {
+			multi = strings.Join(up, ",")
+		}
+		if multi == inst.multiActive {
+			continue
+		}
+		inst.multiActive = multi
+		if multi == "" {
+			continue
+		}
+		msg := "service up on more than one node: " + multi + " (stop the extra instance with svcmgr stop --local, or switch)"
+		d.log.Warn(msg, zap.String("svc", name))
+		d.emit(api.Event{Kind: "multiple_active", Service: name, Message: msg})
+		d.svclogs.write(name, "", msg)
+	}
 }

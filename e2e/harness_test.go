@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,7 +56,18 @@ func newNode(t *testing.T, name, nodeToml string) *node {
 	n := &node{t: t, name: name, root: root}
 	t.Cleanup(func() {
 		n.run("nodemgr", "daemon", "stop")
-		// leave no demo process behind
+		// leave no service process behind: the daemon stop leaves them
+		// running, and their command lines do not name the root
+		pids, _ := filepath.Glob(filepath.Join(root, "var", "services", "*", "*.pid"))
+		for _, f := range pids {
+			var pid int
+			if b, err := os.ReadFile(f); err == nil {
+				fmt.Sscan(string(b), &pid)
+			}
+			if pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
 		exec.Command("pkill", "-f", root).Run()
 	})
 	return n

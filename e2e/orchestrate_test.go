@@ -171,3 +171,32 @@ func killService(t *testing.T, n *node, svc string) {
 		syscallKill(pid)
 	}
 }
+
+// When the start fails on every node, every instance stays "start failed"
+// and nothing retries; once the cause is fixed, clear lets the leader start.
+func TestStartFailedEverywhereThenClear(t *testing.T) {
+	names := []string{"n1", "n2"}
+	c := startCluster(t, names, clusterOpts{})
+	ok := filepath.Join(t.TempDir(), "fixed")
+	svc := haService(`["n1", "n2"]`, "")
+	svc = strings.Replace(svc, "start = \"sh -c '", "start = \"sh -c 'test -f "+ok+" || exit 1; ", 1)
+	createService(t, c["n1"], "web", svc)
+	failed := func(node string) func() bool {
+		return func() bool {
+			return c["n1"].status().Services["web"].Instances[node].Monitor.State == dataset.StartFailed
+		}
+	}
+	waitFor(t, 15*time.Second, "start failed on n1", failed("n1"))
+	waitFor(t, 15*time.Second, "start failed on n2", failed("n2"))
+	if w := where(c["n1"], "web"); len(w) != 0 {
+		t.Fatalf("web up on %v although every start failed", w)
+	}
+	writeFile(t, ok, "")
+	c["n2"].must("svcmgr", "-s", "web", "clear")
+	waitFor(t, 15*time.Second, "web up on n1 after the clear", upOnlyOn(c["n2"], "web", "n1"))
+	for _, n := range names {
+		if s := c["n1"].status().Services["web"].Instances[n].Monitor.State; s != dataset.Idle {
+			t.Fatalf("%s monitor %q after the clear and start, want idle", n, s)
+		}
+	}
+}
