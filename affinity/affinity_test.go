@@ -7,12 +7,33 @@ import (
 	"haven/config"
 )
 
-func runningSet(pairs ...string) RunningFunc {
-	m := map[string]bool{}
+// runningSet is an Env where the given node, service pairs run.
+func runningSet(pairs ...string) Env {
+	m := map[string]Presence{}
 	for i := 0; i+1 < len(pairs); i += 2 {
-		m[pairs[i]+"/"+pairs[i+1]] = true
+		m[pairs[i]+"/"+pairs[i+1]] = Running
 	}
-	return func(node, svc string) bool { return m[node+"/"+svc] }
+	return Env{Presence: func(node, svc string) Presence { return m[node+"/"+svc] }}
+}
+
+// claimEnv is an Env where the given node, service pairs are claimed
+// (ready or starting, not up), with the given configs.
+func claimEnv(cfgs []*config.ServiceConfig, pairs ...string) Env {
+	m := map[string]Presence{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		m[pairs[i]+"/"+pairs[i+1]] = Claimed
+	}
+	return Env{
+		Presence: func(node, svc string) Presence { return m[node+"/"+svc] },
+		Config: func(svc string) *config.ServiceConfig {
+			for _, c := range cfgs {
+				if c.Name == svc {
+					return c
+				}
+			}
+			return nil
+		},
+	}
 }
 
 func TestHard(t *testing.T) {
@@ -61,5 +82,103 @@ func TestSortSoft(t *testing.T) {
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestClaims: a claim (ready or starting, not up) never satisfies an
+// affinity; it occupies the node for an anti-affinity when the rule holder
+// yields (Yields).
+func TestClaims(t *testing.T) {
+	db := &config.ServiceConfig{Name: "db", Priority: 100}
+	cases := []struct {
+		name       string
+		cfg        *config.ServiceConfig
+		others     []*config.ServiceConfig
+		want       bool
+		wantReason string
+	}{
+		{"claimed does not satisfy hard affinity",
+			&config.ServiceConfig{Name: "app", HardAffinity: []string{"db"}}, []*config.ServiceConfig{db},
+			false, "hard affinity: db not running"},
+		{"one-directional: the rule holder yields",
+			&config.ServiceConfig{Name: "batch", Priority: 1, HardAntiAffinity: []string{"db"}}, []*config.ServiceConfig{db},
+			false, "hard anti-affinity: db claimed"},
+		{"unknown config: the rule holder yields",
+			&config.ServiceConfig{Name: "batch", HardAntiAffinity: []string{"db"}}, nil,
+			false, "hard anti-affinity: db claimed"},
+		{"mutual: better priority keeps the node",
+			&config.ServiceConfig{Name: "z", Priority: 10, HardAntiAffinity: []string{"db"}},
+			[]*config.ServiceConfig{{Name: "db", Priority: 100, HardAntiAffinity: []string{"z"}}},
+			true, ""},
+		{"mutual: worse priority yields",
+			&config.ServiceConfig{Name: "a", Priority: 200, HardAntiAffinity: []string{"db"}},
+			[]*config.ServiceConfig{{Name: "db", Priority: 100, HardAntiAffinity: []string{"a"}}},
+			false, "hard anti-affinity: db claimed"},
+		{"mutual, same priority: lower name keeps the node",
+			&config.ServiceConfig{Name: "app", Priority: 100, HardAntiAffinity: []string{"db"}},
+			[]*config.ServiceConfig{{Name: "db", Priority: 100, HardAntiAffinity: []string{"app"}}},
+			true, ""},
+		{"mutual, same priority: higher name yields",
+			&config.ServiceConfig{Name: "web", Priority: 100, HardAntiAffinity: []string{"db"}},
+			[]*config.ServiceConfig{{Name: "db", Priority: 100, HardAntiAffinity: []string{"web"}}},
+			false, "hard anti-affinity: db claimed"},
+		{"mutual, mixed: the hard holder yields to the soft-only one",
+			&config.ServiceConfig{Name: "app", Priority: 1, HardAntiAffinity: []string{"db"}},
+			[]*config.ServiceConfig{{Name: "db", Priority: 100, SoftAntiAffinity: []string{"app"}}},
+			false, "hard anti-affinity: db claimed"},
+	}
+	for _, c := range cases {
+		got, reason := Hard(c.cfg, "n1", claimEnv(c.others, "n1", "db"))
+		if got != c.want || reason != c.wantReason {
+			t.Errorf("%s: got %v %q, want %v %q", c.name, got, reason, c.want, c.wantReason)
+		}
+	}
+}
+
+// TestYieldsExactlyOne: in every mutual pair exactly one side yields, and
+// the rule holder facing a service without a rule against it always does.
+func TestYieldsExactlyOne(t *testing.T) {
+	rules := []func(c *config.ServiceConfig, other string){
+		func(c *config.ServiceConfig, o string) { c.HardAntiAffinity = []string{o} },
+		func(c *config.ServiceConfig, o string) { c.SoftAntiAffinity = []string{o} },
+		func(c *config.ServiceConfig, o string) {
+			c.SoftAntiAffinity = []string{o}
+			c.HardAntiAffinity = []string{o}
+		},
+	}
+	for _, pa := range []int{1, 100} {
+		for _, pb := range []int{1, 100} {
+			for ra := range rules {
+				for rb := range rules {
+					a := &config.ServiceConfig{Name: "a", Priority: pa}
+					b := &config.ServiceConfig{Name: "b", Priority: pb}
+					rules[ra](a, "b")
+					rules[rb](b, "a")
+					ya, yb := Yields(a, "b", b), Yields(b, "a", a)
+					if ya == yb {
+						t.Errorf("prio %d/%d rules %d/%d: a yields %v, b yields %v, want exactly one", pa, pb, ra, rb, ya, yb)
+					}
+					if ya != Yields(a, "b", b) {
+						t.Errorf("not deterministic")
+					}
+				}
+			}
+			a := &config.ServiceConfig{Name: "a", Priority: pa, HardAntiAffinity: []string{"b"}}
+			b := &config.ServiceConfig{Name: "b", Priority: pb}
+			if !Yields(a, "b", b) {
+				t.Errorf("prio %d/%d: a (rule holder, b has no rule) does not yield", pa, pb)
+			}
+		}
+	}
+}
+
+func TestSoftScoreClaims(t *testing.T) {
+	db := &config.ServiceConfig{Name: "db"}
+	env := claimEnv([]*config.ServiceConfig{db}, "n1", "db")
+	if got := SoftScore(&config.ServiceConfig{Name: "s", SoftAffinity: []string{"db"}}, "n1", env); got != 1 {
+		t.Errorf("soft affinity toward a claim: got score %d, want 1 (a claim is not running)", got)
+	}
+	if got := SoftScore(&config.ServiceConfig{Name: "s", SoftAntiAffinity: []string{"db"}}, "n1", env); got != 1 {
+		t.Errorf("soft anti-affinity against a claim: got score %d, want 1 (the holder yields)", got)
 	}
 }

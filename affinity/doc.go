@@ -16,8 +16,22 @@
 //     reordering). If no candidate satisfies them, the order is unchanged:
 //     best effort.
 //
-// "Running" is decided by the caller through a RunningFunc; placement uses
-// "instance avail up or warn on a node whose data is alive".
+// What a service has on a node is a Presence, given by the caller through
+// Env.Presence; placement uses: running when the instance's avail is up or
+// warn, claimed when its monitor is ready or starting (the node's intention
+// to start it), on a node whose data is alive.
+//
+//   - The affinity rules (hard_affinity, soft_affinity) need the listed
+//     service running: a claim does not satisfy them (hence the seed's
+//     "startup serialization").
+//   - The anti-affinity rules (hard_anti_affinity, soft_anti_affinity)
+//     count a running instance, and a claim the rule holder yields to
+//     (Yields): without it two services placed at the same time would both
+//     start on the same node. The holder yields to the claim of a service
+//     that has no anti-affinity rule against it (that one will not move).
+//     When both have one, exactly one yields, the same on every node: the
+//     one with a hard rule yields to one whose rule is soft only, then the
+//     higher DEFAULT.priority value yields, then the higher name.
 //
 // The package is pure: no IO, no clock, no goroutines, no logging.
 package affinity

@@ -69,6 +69,14 @@
 // up (avail up) somewhere. orchestrate=no, placement=none or compat false:
 // nothing automatic.
 //
+// Affinities (package affinity): a local or peer instance in ready or
+// starting claims its node against the anti-affinity rules of the other
+// services (affinity.Yields breaks the tie between mutually anti-affine
+// services), so a service that finds its ready node claimed cancels its
+// ready and the next candidate takes it. Within one Step the services are
+// decided in name order and a later one sees the local claims made by the
+// earlier ones.
+//
 // Targets suspend the automatic orchestration of their service:
 //   - started: thaw every instance, then the placement leader starts it at
 //     once (no ready window), whatever orchestrate/placement/compat;

@@ -117,17 +117,57 @@ func Step(s Snapshot) []Decision {
 			lists = append(lists, nodes)
 		}
 	}
-	running := placement.RunningFrom(s.Nodes)
 	cluster := placement.NewCluster(s.Nodes)
+	aff := &affinityEnv{s: &s, cluster: cluster}
+	env := affinity.Env{Presence: aff.presence, Config: aff.config}
 	out := make([]Decision, 0, len(names))
 	var c svcCtx
 	for row, name := range names {
-		c.init(&s, cluster, name, s.Services[name], lists[row], running)
+		c.init(&s, cluster, name, s.Services[name], lists[row], env)
 		c.decide()
+		aff.decided(name, c.cur.State, c.d.Monitor.State)
 		out = append(out, c.d)
 	}
 	return out
 }
+
+// affinityEnv is what the affinity rules read during one Step: the
+// presences of placement.PresenceOf, except that a local instance whose
+// state this Step already changed counts with its next state. So a service
+// decided later in the Step sees a claim (ready, starting) made earlier in
+// the same Step on the local node: two services cannot both claim the node
+// against an anti-affinity rule in one Step, even when the ready window is
+// skipped (single-node services).
+type affinityEnv struct {
+	s       *Snapshot
+	cluster *placement.Cluster
+	next    map[string]dataset.MonitorState // local services whose state changed
+}
+
+func (e *affinityEnv) decided(svc string, cur, next dataset.MonitorState) {
+	if cur == next {
+		return
+	}
+	if e.next == nil {
+		e.next = make(map[string]dataset.MonitorState)
+	}
+	e.next[svc] = next
+}
+
+func (e *affinityEnv) presence(node, svc string) affinity.Presence {
+	v := e.cluster.View(node)
+	if e.next != nil && node == e.s.Local {
+		if st, ok := e.next[svc]; ok {
+			if v == nil || !v.Alive() {
+				return affinity.Absent
+			}
+			return placement.PresenceWith(v.Data.Services[svc].Avail, st)
+		}
+	}
+	return placement.PresenceOf(v, svc)
+}
+
+func (e *affinityEnv) config(svc string) *config.ServiceConfig { return e.s.Services[svc] }
 
 // svcCtx is the working data of one service during one Step.
 type svcCtx struct {
@@ -136,7 +176,7 @@ type svcCtx struct {
 	name    string
 	cfg     *config.ServiceConfig
 	nodes   []string
-	running affinity.RunningFunc
+	aff     affinity.Env
 	rank    placement.Ranking
 	cOK     map[string]bool
 	view    *placement.NodeView // local node
@@ -160,8 +200,8 @@ type svcCtx struct {
 	transState dataset.MonitorState
 }
 
-func (c *svcCtx) init(s *Snapshot, cluster *placement.Cluster, name string, cfg *config.ServiceConfig, nodes []string, running affinity.RunningFunc) {
-	*c = svcCtx{s: s, cluster: cluster, name: name, cfg: cfg, nodes: nodes, running: running}
+func (c *svcCtx) init(s *Snapshot, cluster *placement.Cluster, name string, cfg *config.ServiceConfig, nodes []string, aff affinity.Env) {
+	*c = svcCtx{s: s, cluster: cluster, name: name, cfg: cfg, nodes: nodes, aff: aff}
 	if len(nodes) <= len(c.instsArr) {
 		c.insts, c.alive = c.instsArr[:len(nodes)], c.aliveArr[:len(nodes)]
 	} else {
@@ -190,7 +230,7 @@ func (c *svcCtx) init(s *Snapshot, cluster *placement.Cluster, name string, cfg 
 	}
 	c.rank = placement.Rank(placement.Input{
 		Service: name, Config: cfg, ClusterNodes: s.ClusterNodes, Nodes: nodes,
-		Views: s.Nodes, Cluster: cluster, ConstraintOK: c.cOK, Running: running, Instances: c.insts,
+		Views: s.Nodes, Cluster: cluster, ConstraintOK: c.cOK, Affinity: aff, Instances: c.insts,
 	})
 	for i, n := range nodes {
 		if !c.alive[i] {
@@ -299,7 +339,7 @@ func (c *svcCtx) flags() string {
 	var b strings.Builder
 	local := c.s.Local
 	if affinity.HasHard(c.cfg) {
-		if ok, _ := affinity.Hard(c.cfg, local, c.running); !ok {
+		if ok, _ := affinity.Hard(c.cfg, local, c.aff); !ok {
 			b.WriteByte('A')
 		}
 	}

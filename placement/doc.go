@@ -11,7 +11,10 @@
 //     draining;
 //  2. the node is not frozen;
 //  3. the constraints evaluate true there (Input.ConstraintOK);
-//  4. the hard affinity and hard anti-affinity are satisfied (package affinity);
+//  4. the hard affinity and hard anti-affinity are satisfied (package
+//     affinity; an instance in ready or starting on an alive node is a
+//     claim: it counts for the anti-affinities, with the tie-break of
+//     affinity.Yields, never for the affinities; see PresenceOf);
 //  5. the instance there is not frozen;
 //  6. the instance there is not "start failed" nor "stop failed" (the seed's
 //     transition table treats a "stop failed" peer like a "start failed" one:

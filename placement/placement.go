@@ -78,8 +78,13 @@ type Input struct {
 	// ConstraintOK tells, per node, whether the constraints hold there. Nil
 	// means true everywhere; a node missing from a non-nil map is false.
 	ConstraintOK map[string]bool
-	// Running, when non-nil, replaces RunningFrom(Views) for the affinities.
-	Running affinity.RunningFunc
+	// Services are the installed configs by name, read by the default
+	// affinity environment (the claim tie-break, affinity.Yields). Unused
+	// when Affinity is set.
+	Services map[string]*config.ServiceConfig
+	// Affinity, when its Presence is non-nil, replaces
+	// AffinityFrom(Views, Services) for the affinities.
+	Affinity affinity.Env
 	// Cluster, when non-nil, replaces Views: an index built once by
 	// NewCluster for ranking many services (a speed-up).
 	Cluster *Cluster
@@ -211,19 +216,49 @@ func (r Ranking) Position(node string) int {
 	return len(r.Candidates) + len(r.Natural)
 }
 
-// RunningFrom returns the RunningFunc placement uses by default: the
-// instance's avail is up or warn, on a node whose data is alive.
-func RunningFrom(views map[string]NodeView) affinity.RunningFunc {
-	return func(node, svc string) bool {
-		v, ok := views[node]
-		if !ok || !v.Alive() {
-			return false
-		}
-		inst, ok := v.Data.Services[svc]
-		if !ok {
-			return false
-		}
-		return inst.Avail == dataset.StatusUp || inst.Avail == dataset.StatusWarn
+// PresenceOf is the presence placement gives service svc on the node of
+// view v: none when the node's data is not alive; running when the
+// instance's avail is up or warn; claimed when its monitor is ready or
+// starting (the node intends to start it).
+func PresenceOf(v *NodeView, svc string) affinity.Presence {
+	if v == nil || !v.Alive() {
+		return affinity.Absent
+	}
+	inst, ok := v.Data.Services[svc]
+	if !ok {
+		return affinity.Absent
+	}
+	return presence(inst.Avail, inst.Monitor.State)
+}
+
+// PresenceWith is PresenceOf for an instance whose avail and monitor state
+// are known, on an alive node.
+func PresenceWith(avail dataset.Status, state dataset.MonitorState) affinity.Presence {
+	return presence(avail, state)
+}
+
+func presence(avail dataset.Status, state dataset.MonitorState) affinity.Presence {
+	switch {
+	case avail == dataset.StatusUp || avail == dataset.StatusWarn:
+		return affinity.Running
+	case state == dataset.Ready || state == dataset.Starting:
+		return affinity.Claimed
+	}
+	return affinity.Absent
+}
+
+// AffinityFrom returns the affinity environment placement uses by default:
+// presences by PresenceOf over views, configs from services (nil: unknown).
+func AffinityFrom(views map[string]NodeView, services map[string]*config.ServiceConfig) affinity.Env {
+	return affinity.Env{
+		Presence: func(node, svc string) affinity.Presence {
+			v, ok := views[node]
+			if !ok {
+				return affinity.Absent
+			}
+			return PresenceOf(&v, svc)
+		},
+		Config: func(svc string) *config.ServiceConfig { return services[svc] },
 	}
 }
 
@@ -233,9 +268,9 @@ func Rank(in Input) Ranking {
 	if nodes == nil {
 		nodes = NodeList(in.Config, in.ClusterNodes)
 	}
-	running := in.Running
-	if running == nil && (affinity.HasHard(in.Config) || affinity.HasSoft(in.Config)) {
-		running = RunningFrom(in.Views)
+	env := in.Affinity
+	if env.Presence == nil && (affinity.HasHard(in.Config) || affinity.HasSoft(in.Config)) {
+		env = AffinityFrom(in.Views, in.Services)
 	}
 	var arr [32]record
 	recs := arr[:0]
@@ -251,7 +286,7 @@ func Rank(in Input) Ranking {
 			continue
 		}
 		recs[i].load, recs[i].score = cn.load, cn.score
-		recs[i].nodeReason = nodeFilter(in, n, cn.reason, running)
+		recs[i].nodeReason = nodeFilter(in, n, cn.reason, env)
 		if in.Instances != nil && in.Nodes != nil {
 			recs[i].instReason = instanceFilter(in.Instances[i])
 		} else {
@@ -281,7 +316,7 @@ func Rank(in Input) Ranking {
 	}
 	if affinity.HasSoft(in.Config) {
 		for _, i := range pidx {
-			recs[i].soft = affinity.SoftScore(in.Config, recs[i].name, running)
+			recs[i].soft = affinity.SoftScore(in.Config, recs[i].name, env)
 		}
 		for i := 1; i < len(pidx); i++ { // stable insertion sort, best score first
 			for j := i; j > 0 && recs[pidx[j]].soft > recs[pidx[j-1]].soft; j-- {
@@ -334,7 +369,7 @@ func (r *Ranking) exclude(node, reason string) {
 
 // nodeFilter returns why node cannot host the service, or "". base is the
 // service-independent reason (clusterNode.reason).
-func nodeFilter(in Input, node, base string, running affinity.RunningFunc) string {
+func nodeFilter(in Input, node, base string, env affinity.Env) string {
 	if base != "" {
 		return base
 	}
@@ -342,7 +377,7 @@ func nodeFilter(in Input, node, base string, running affinity.RunningFunc) strin
 		return ReasonConstraints
 	}
 	if affinity.HasHard(in.Config) {
-		if ok, reason := affinity.Hard(in.Config, node, running); !ok {
+		if ok, reason := affinity.Hard(in.Config, node, env); !ok {
 			return reason
 		}
 	}

@@ -166,3 +166,49 @@ func TestEvalConstraints(t *testing.T) {
 		t.Errorf("no constraint: got a map, want nil (true everywhere)")
 	}
 }
+
+// TestRankClaims: an instance in ready or starting (not up) counts against
+// the anti-affinity of a service that yields to it (the default environment
+// reads the other configs from Input.Services), never for an affinity; a
+// claim on a dead node counts for nothing.
+func TestRankClaims(t *testing.T) {
+	claim := func(st dataset.MonitorState) dataset.Instance {
+		return dataset.Instance{Avail: dataset.StatusDown, Monitor: dataset.InstanceMonitor{State: st}}
+	}
+	vs := views(
+		dataset.Node{Name: "n1", Services: map[string]dataset.Instance{"db": claim(dataset.Ready)}},
+		dataset.Node{Name: "n2", Services: map[string]dataset.Instance{"db": claim(dataset.Starting)}},
+		dataset.Node{Name: "n3", Services: map[string]dataset.Instance{"db": claim(dataset.StartFailed)}},
+		dataset.Node{Name: "n4", Services: map[string]dataset.Instance{"db": claim(dataset.Ready)}},
+	)
+	v := vs["n4"]
+	v.Status = dataset.NodeDown
+	vs["n4"] = v
+	nodes := []string{"n1", "n2", "n3", "n4"}
+	db := &config.ServiceConfig{Name: "db", Nodes: nodes}
+	svcs := map[string]*config.ServiceConfig{"db": db}
+
+	anti := &config.ServiceConfig{Name: "batch", Nodes: nodes, HardAntiAffinity: []string{"db"}}
+	r := Rank(Input{Service: "batch", Config: anti, Views: vs, Services: svcs})
+	wantEx := map[string]string{"n1": "hard anti-affinity: db claimed", "n2": "hard anti-affinity: db claimed", "n4": ReasonNodeDown}
+	if !reflect.DeepEqual(r.Excluded, wantEx) || !reflect.DeepEqual(r.Candidates, []string{"n3"}) {
+		t.Errorf("hard anti: got candidates %v excluded %v, want [n3] and %v", r.Candidates, r.Excluded, wantEx)
+	}
+
+	aff := &config.ServiceConfig{Name: "app", Nodes: nodes, HardAffinity: []string{"db"}}
+	r = Rank(Input{Service: "app", Config: aff, Views: vs, Services: svcs})
+	if len(r.Candidates) != 0 || r.Excluded["n1"] != "hard affinity: db not running" {
+		t.Errorf("hard affinity: got candidates %v excluded %v, want none (a claim is not running)", r.Candidates, r.Excluded)
+	}
+
+	// mutual rule, same priority: batch takes precedence by name, db yields.
+	mutual := &config.ServiceConfig{Name: "db", Nodes: nodes, HardAntiAffinity: []string{"batch"}}
+	vs2 := views(dataset.Node{Name: "n1", Services: map[string]dataset.Instance{"db": claim(dataset.Ready), "batch": claim(dataset.Ready)}})
+	svcs2 := map[string]*config.ServiceConfig{"db": mutual, "batch": anti}
+	if r := Rank(Input{Service: "batch", Config: anti, Views: vs2, Services: svcs2, Nodes: []string{"n1"}}); !reflect.DeepEqual(r.Candidates, []string{"n1"}) {
+		t.Errorf("mutual, batch: got candidates %v, want [n1] (it keeps the node)", r.Candidates)
+	}
+	if r := Rank(Input{Service: "db", Config: mutual, Views: vs2, Services: svcs2, Nodes: []string{"n1"}}); len(r.Candidates) != 0 {
+		t.Errorf("mutual, db: got candidates %v, want none (it yields to batch)", r.Candidates)
+	}
+}

@@ -37,9 +37,12 @@ type daemon struct {
 	inames  []string // sorted local service names
 
 	gen, stepGen, published uint64
-	stopping                bool
-	mode                    string // "stop", "shutdown", "restart" once a stop began
-	stepAt, nextTick        time.Time
+	// viewChanged is set when a peer's data or status changed since the
+	// last Step (daemon.viewChanged).
+	viewChanged      bool
+	stopping         bool
+	mode             string // "stop", "shutdown", "restart" once a stop began
+	stepAt, nextTick time.Time
 }
 
 // peer is the daemon's view of another member (daemon.peer) plus the status
@@ -118,13 +121,14 @@ func (n *Node) startDaemon() error {
 
 // process is one turn of daemon.loop at the clock's now: the heartbeat
 // events one by one, the ends of actions, the step timer, the periodic
-// tick; after each, orchestrate when the dataset changed, and publish.
+// tick; after each, orchestrate when the dataset changed (d.gen) or a
+// heartbeat event changed the view (d.viewChanged), and publish.
 // It reports whether it published anything.
 func (d *daemon) process() bool {
 	pub := false
 	after := func() {
 		d.showPeers()
-		if d.gen != d.stepGen {
+		if d.gen != d.stepGen || d.viewChanged {
 			d.orchestrate()
 		}
 		if d.gen != d.published {
@@ -214,6 +218,8 @@ func (d *daemon) onHeartbeat(ev heartbeat.Event) {
 	}
 	d.updateCompat()
 	d.updateRejoin()
+	// a peer's change is a change of this node's view: decide again
+	d.viewChanged = true
 }
 
 // showPeers logs the changes of the peers' status as this node concludes
@@ -316,6 +322,7 @@ func (d *daemon) orchestrate() {
 		return
 	}
 	d.stepGen = d.gen
+	d.viewChanged = false
 	now := d.c.clk.Now()
 	var next time.Time
 	for _, dec := range monitor.Step(d.snapshot()) {

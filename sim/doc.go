@@ -19,8 +19,9 @@
 //   - daemon.go: startDaemon (daemon.New + Run up to the loop:
 //     installInstance, startHeartbeat, rejoin, first publish and check),
 //     process (one turn of daemon.loop: heartbeat events one by one, action
-//     ends, the step timer, the 500ms tick; orchestrate when d.gen changed;
-//     publish), onHeartbeat, updateCompat, updateRejoin, snapshot,
+//     ends, the step timer, the 500ms tick; after each, orchestrate when
+//     d.gen changed or d.viewChanged (set by onHeartbeat, cleared by
+//     orchestrate); publish), onHeartbeat, updateCompat, updateRejoin, snapshot,
 //     orchestrate, armStep, persistMonitor, runAction, actionDone (with
 //     checkDone and runAfterCheck: the status is refreshed, then
 //     AfterStart / AfterStop), setInstanceMonitor, setFrozen,
