@@ -108,8 +108,14 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 		}
 		d.services[cfg.Name] = inst
 	}
+	local := cfg.HasNode(d.node.Name, d.cluster.NodeNames())
+	if inst.local && !local && inst.set != nil && inst.busy == "" &&
+		(inst.avail == dataset.StatusUp || inst.avail == dataset.StatusWarn) {
+		// the running action keeps the old drivers
+		d.runAction(inst, "stop", "this node was removed from the service's nodes", nil)
+	}
 	inst.cfg = cfg
-	inst.local = cfg.HasNode(d.node.Name, d.cluster.NodeNames())
+	inst.local = local
 	inst.set, inst.buildErr = nil, ""
 	if inst.local {
 		exp, err := cfg.ForNode(d.node.Name, d.p.ServiceVar(cfg.Name))

@@ -168,3 +168,20 @@ func daemonPid(t *testing.T, n *node) int {
 	fmt.Sscan(string(b), &pid)
 	return pid
 }
+
+// A node removed from a service's nodes stops its running instance.
+func TestNodeRemovedFromServiceStopsInstance(t *testing.T) {
+	n := newNode(t, "n1", "")
+	n.startDaemon()
+	createService(t, n, "web", pidService)
+	n.must("svcmgr", "-s", "web", "start", "--local")
+	n.must("svcmgr", "-s", "web", "set", "--kw", "DEFAULT.nodes=n9")
+	pid := filepath.Join(n.root, "var", "services", "web", "main.pid")
+	waitFor(t, 5*time.Second, "web stopped on n1", func() bool {
+		_, err := os.Stat(pid)
+		return os.IsNotExist(err)
+	})
+	if _, ok := n.status().Services["web"].Instances["n1"]; ok {
+		t.Fatal("n1 still shows an instance of web after its removal from the nodes")
+	}
+}
