@@ -203,3 +203,36 @@ func TestNetnsRejoinWithLinkDownFreezesNode(t *testing.T) {
 	}
 	t.Logf("after the thaw, giveback moved web and %s to n3 in %s", vip, time.Since(moved).Round(10*time.Millisecond))
 }
+
+// Two edits of one service made on both sides of a partition resolve the
+// same way on every node once the link is back (the newest logical version
+// wins, the origin name breaking ties: never a wall clock).
+func TestNetnsConcurrentEditsConverge(t *testing.T) {
+	names := []string{"n1", "n2", "n3"}
+	b := newNetBed(t, names, `rejoin_grace_period = "10s"`)
+	c := b.nodes
+	for _, n := range names {
+		b.startDaemon(n)
+	}
+	b.converge(names, 15*time.Second)
+	createService(t, c["n1"], "cfg", strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\", \"n3\"]", 1))
+	for _, n := range names {
+		waitFor(t, 5*time.Second, "cfg known on "+n, func() bool {
+			_, ok := c[n].status().Services["cfg"]
+			return ok
+		})
+	}
+	b.cut("n1")
+	waitFor(t, 10*time.Second, "n3 sees n1 down", func() bool { return peerStatus(c["n3"], "n1") == dataset.NodeDown })
+	c["n1"].must("svcmgr", "-s", "cfg", "set", "--kw", "DEFAULT.priority=11")
+	c["n3"].must("svcmgr", "-s", "cfg", "set", "--kw", "DEFAULT.priority=33")
+	b.restore("n1")
+	b.converge(names, 15*time.Second)
+	get := func(n string) string {
+		return strings.TrimSpace(c[n].run("svcmgr", "-s", "cfg", "get", "--kw", "DEFAULT.priority").out)
+	}
+	waitFor(t, 10*time.Second, "every node holds the same priority", func() bool {
+		return get("n1") == get("n2") && get("n2") == get("n3") && (get("n1") == "11" || get("n1") == "33")
+	})
+	t.Logf("after the heal every node holds priority %s", get("n1"))
+}
