@@ -1,0 +1,37 @@
+#!/bin/sh
+# Reproduces every figure of docs/benchmarks.md, one after the other (never
+# in parallel: they share the host's cores). Run from the module root:
+#
+#   bench/run.sh            # everything, about 15 minutes on 2 cores
+#   bench/run.sh prop       # one figure: prop detect idle failover mass step hb
+#
+# Output goes to stdout; the lines starting with RESULT are the summaries.
+set -eu
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cb=$tmp/clusterbench
+go build -o "$cb" ./bench/cmd/clusterbench
+what=${1:-all}
+
+run() { case $what in all|"$1") shift; echo "+ $*"; "$@" ;; esac; }
+
+# 1. propagation of a status change (hb defaults 15s/5s, then 3s/1s)
+run prop timeout 600 $cb propagation -nodes 3,16 -changes 50 -timeout 15s -interval 5s
+run prop timeout 600 $cb propagation -nodes 16 -changes 150 -watch 3 -timeout 15s -interval 5s
+run prop timeout 600 $cb propagation -nodes 3,16 -changes 50 -timeout 3s -interval 1s
+run prop timeout 600 $cb propagation -nodes 16 -changes 150 -watch 3 -timeout 3s -interval 1s
+# 2. detection of a crashed node
+run detect timeout 600 $cb detection -nodes 2,3,16 -runs 5 -timeout 3s -interval 1s
+run detect timeout 600 $cb detection -nodes 3 -runs 3 -timeout 15s -interval 5s
+# 3. idle daemon with 50 services
+run idle timeout 900 $cb idle -nodes 1,3 -services 50 -monitor=true
+run idle timeout 900 $cb idle -nodes 1,3 -services 50 -monitor=false
+# 4. failover of one service after a crash
+run failover timeout 600 $cb failover -nodes 3 -services 1 -runs 6 -timeout 3s -interval 1s -ready 2s
+# 5. 50 services failing over together
+run mass timeout 900 $cb failover -nodes 3 -services 50 -runs 3 -timeout 3s -interval 1s -ready 2s
+# 6. one decision pass over 2,000 services on 16 nodes
+run step go test -run XXX -bench Step2000x16 -benchtime 100x -count 5 -benchmem ./monitor
+# the heartbeat alone (the heartbeat owner's benchmark), for comparison
+run hb timeout 600 go run ./bench/hbbench -sizes 3,16 -detect 2,3,16 -timeout 3s -interval 1s
