@@ -20,6 +20,9 @@ import (
 type peer struct {
 	name string
 	view.Peer
+	// lastStatus is the status at the last tick, to notice changes that
+	// come with time alone.
+	lastStatus dataset.NodeStatus
 }
 
 // startHeartbeat joins the cluster when it has other members.

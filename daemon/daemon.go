@@ -259,7 +259,6 @@ func (d *Daemon) loop(ctx context.Context) string {
 			d.orchestrate()
 		case <-timer:
 			d.tick()
-			d.orchestrate()
 			timer = d.clk.After(tickPeriod)
 		case m := <-d.stopReq:
 			if mode == "" {
@@ -339,6 +338,17 @@ func (d *Daemon) tick() {
 	now := d.clk.Now()
 	d.refreshSysinfo()
 	d.updateRejoin()
+	// a peer's status can change with time alone (maintenance grace ends)
+	for name, p := range d.peers {
+		if st := d.peerStatus(p); st != p.lastStatus {
+			if p.lastStatus == dataset.NodeStMaint && st == dataset.NodeDown {
+				d.log.Warn("peer maintenance grace ended: treated as down", zap.String("node", name),
+					zap.Duration("grace", d.node.MaintenanceGracePeriod))
+			}
+			p.lastStatus = st
+			d.viewChanged = true
+		}
+	}
 	for _, name := range d.serviceNames() {
 		inst := d.services[name]
 		if inst.busy != "" || inst.checking {
