@@ -132,9 +132,16 @@ func writeErr(w http.ResponseWriter, err error) {
 	json.NewEncoder(w).Encode(api.Error{Error: err.Error(), Status: st})
 }
 
-// reply runs f on the loop and writes its result.
+// reply runs f on the loop and writes its result once the state it
+// changed is on disk.
 func (d *Daemon) reply(w http.ResponseWriter, f func() (any, error)) {
-	v, err := d.call(f)
+	var seq uint64
+	v, err := d.call(func() (any, error) {
+		v, err := f()
+		seq = d.persistSeq
+		return v, err
+	})
+	d.persist.wait(seq)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -153,12 +160,19 @@ func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, err
 		err error
 	}
 	ch := make(chan res, 1)
-	if !d.post(func() { start(func(v any, err error) { ch <- res{v, err} }) }) {
+	var seq uint64
+	if !d.post(func() {
+		start(func(v any, err error) {
+			seq = d.persistSeq
+			ch <- res{v, err}
+		})
+	}) {
 		writeErr(w, errors.New("the daemon is stopping"))
 		return
 	}
 	select {
 	case r := <-ch:
+		d.persist.wait(seq)
 		if r.err != nil {
 			writeErr(w, r.err)
 			return

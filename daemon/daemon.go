@@ -64,16 +64,19 @@ type Daemon struct {
 	actx    context.Context
 	acancel context.CancelFunc
 
+	persist *persister
+
 	// loop-owned
-	node     *config.NodeConfig
-	cluster  *config.ClusterConfig
-	dur      durable
-	services map[string]*instance
-	monitor  dataset.NodeMonitor
-	gen      uint64
-	load15   float64
-	memPct   float64
-	stopping bool
+	persistSeq uint64 // number of the last state handed to persist
+	node       *config.NodeConfig
+	cluster    *config.ClusterConfig
+	dur        durable
+	services   map[string]*instance
+	monitor    dataset.NodeMonitor
+	gen        uint64
+	load15     float64
+	memPct     float64
+	stopping   bool
 
 	hb        heartbeat.Heartbeat
 	hbEvents  <-chan heartbeat.Event
@@ -149,6 +152,7 @@ func New(opts Options) (*Daemon, error) {
 	if d.dur, err = loadDurable(p.State()); err != nil {
 		return nil, err
 	}
+	d.persist = newPersister(p.State(), func(err error) { d.log.Error("persist state", zap.Error(err)) })
 	ok = true
 	return d, nil
 }
@@ -224,6 +228,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srvWG.Wait()
 	d.acancel()
 	d.workers.Wait()
+	d.persist.close()
 	if d.hb != nil {
 		d.publish() // the last state (maintenance or shutting) reaches the peers
 		if err := d.hb.Close(); err != nil {
@@ -402,10 +407,16 @@ func (d *Daemon) emit(e api.Event) {
 	d.bus.publish(e)
 }
 
+// saveState hands the durable state to the persister (written off the
+// loop); API answers wait for it to be on disk.
 func (d *Daemon) saveState() {
-	if err := saveDurable(d.p.State(), d.dur); err != nil {
-		d.log.Error("persist state", zap.Error(err))
+	b, err := encodeDurable(d.dur)
+	if err != nil {
+		d.log.Error("encode state", zap.Error(err))
+		return
 	}
+	d.persistSeq++
+	d.persist.submit(d.persistSeq, b)
 }
 
 func (d *Daemon) serviceNames() []string {

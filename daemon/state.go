@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
 	"haven/dataset"
 	"haven/fsutil"
@@ -54,6 +55,85 @@ func loadDurable(path string) (durable, error) {
 	return d, nil
 }
 
-func saveDurable(path string, d durable) error {
-	return fsutil.WriteJSON(path, d, 0o600)
+func encodeDurable(d durable) ([]byte, error) {
+	b, err := json.MarshalIndent(d, "", "  ")
+	return append(b, '\n'), err
+}
+
+// persister writes the durable state off the event loop, so that a slow
+// fsync never stalls heartbeats, decisions or the API. The loop hands it
+// each new state (already encoded) with a sequence number; only the newest
+// pending one is written. API answers wait until the state they changed is
+// on disk (wait), so nothing an admin was told is lost on a crash.
+type persister struct {
+	path    string
+	onError func(error)
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending []byte
+	seq     uint64 // of pending
+	written uint64
+	closed  bool
+	done    chan struct{}
+}
+
+func newPersister(path string, onError func(error)) *persister {
+	p := &persister{path: path, onError: onError, done: make(chan struct{})}
+	p.cond = sync.NewCond(&p.mu)
+	go p.run()
+	return p
+}
+
+// submit queues state number seq for writing (called by the loop).
+func (p *persister) submit(seq uint64, data []byte) {
+	p.mu.Lock()
+	p.pending, p.seq = data, seq
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// wait blocks until state number seq (or a newer one) is on disk, or the
+// persister is closed.
+func (p *persister) wait(seq uint64) {
+	p.mu.Lock()
+	for p.written < seq && !p.closed {
+		p.cond.Wait()
+	}
+	p.mu.Unlock()
+}
+
+// close writes what is pending, then stops.
+func (p *persister) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cond.Broadcast()
+	<-p.done
+}
+
+func (p *persister) run() {
+	defer close(p.done)
+	for {
+		p.mu.Lock()
+		for p.pending == nil && !p.closed {
+			p.cond.Wait()
+		}
+		data, seq := p.pending, p.seq
+		p.pending = nil
+		closed := p.closed
+		p.mu.Unlock()
+		if data != nil {
+			if err := fsutil.WriteAtomic(p.path, data, 0o600); err != nil {
+				p.onError(err)
+			}
+			p.mu.Lock()
+			p.written = seq
+			p.mu.Unlock()
+			p.cond.Broadcast()
+		}
+		if closed && data == nil {
+			return
+		}
+	}
 }
