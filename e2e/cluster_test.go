@@ -4,25 +4,32 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"haven/dataset"
 )
 
-// freePort returns a port free for both TCP and UDP on 127.0.0.1.
+// freePort returns a port free for both TCP and UDP on 127.0.0.1. It is
+// drawn below the kernel's ephemeral range (32768+), so that no outgoing
+// connection of an earlier daemon can take it between here and the bind.
 func freePort(t *testing.T) int {
 	t.Helper()
-	for i := 0; i < 50; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for i := 0; i < 200; i++ {
+		port := 20000 + mrand.IntN(12000)
+		if _, loaded := usedPorts.LoadOrStore(port, true); loaded {
+			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
 		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
 		l.Close()
 		if err == nil {
@@ -33,6 +40,9 @@ func freePort(t *testing.T) int {
 	t.Fatal("no free port")
 	return 0
 }
+
+// usedPorts are the ports this test process handed out already.
+var usedPorts sync.Map
 
 func newSecret() string {
 	b := make([]byte, 32)

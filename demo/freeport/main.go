@@ -1,9 +1,12 @@
 // Command freeport prints N ports that are free for both TCP and UDP on
-// 127.0.0.1, one a line (for the demo's heartbeats).
+// 127.0.0.1, one a line (for the demo's heartbeats). They are drawn below
+// the kernel's ephemeral range (32768+), so that no outgoing connection can
+// take one between here and the daemon's bind.
 package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -15,13 +18,17 @@ func main() {
 		n, _ = strconv.Atoi(os.Args[1])
 	}
 	var held []net.Listener
+	tries := 0
 	for len(held) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
+		if tries++; tries > 1000 {
+			fmt.Fprintln(os.Stderr, "freeport: no free port found")
 			os.Exit(1)
 		}
-		port := l.Addr().(*net.TCPAddr).Port
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
 		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			l.Close()
