@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"sort"
-
 	"haven/dataset"
 	"haven/status"
 )
@@ -121,12 +119,6 @@ func nodeInfo(n dataset.Node, s dataset.NodeStatus) dataset.NodeInfo {
 		MemAvailPct: n.MemAvailPct,
 		Labels:      n.Labels,
 	}
-}
-
-func sortedStrings(in []string) []string {
-	out := append([]string(nil), in...)
-	sort.Strings(out)
-	return out
 }
 
 // placementState is "optimal" when the service runs on its placement

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -280,7 +281,7 @@ func (r *runner) admin(node string, args []string) error {
 			return nil
 		}
 		if len(args) != 2 {
-			return fmt.Errorf("nodemgr: freeze | thaw | daemon ...")
+			return errors.New("want nodemgr freeze, thaw or daemon start|stop|shutdown|restart")
 		}
 		r.answer(r.c.Admin(node, "", args[1], "", false))
 	case "svcmgr":
@@ -308,7 +309,7 @@ func (r *runner) admin(node string, args []string) error {
 		}
 		r.answer(r.c.Admin(node, svc, action, arg, local))
 	default:
-		return fmt.Errorf("want NODE: nodemgr ... or NODE: svcmgr ...")
+		return errors.New("want NODE: nodemgr ARGS or NODE: svcmgr ARGS")
 	}
 	return nil
 }
