@@ -87,7 +87,8 @@ type Daemon struct {
 	refused map[string]dataset.Version
 
 	// orchestration
-	stepGen uint64 // d.gen at the last Step
+	stepGen  uint64 // d.gen at the last Step
+	lastStep time.Time
 	// viewChanged is set when a peer's data or status changed since the last Step.
 	viewChanged bool
 	stepAt      time.Time
@@ -244,6 +245,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 const tickPeriod = 500 * time.Millisecond
 
+// fullPassPeriod bounds the time between two decision passes when nothing
+// changed (between changes, the pass runs on every event that changes the
+// local data or the view, and at ready-window deadlines).
+const fullPassPeriod = 5 * time.Second
+
 // loop is the event loop. It returns the stop mode.
 func (d *Daemon) loop(ctx context.Context) string {
 	defer close(d.quit)
@@ -264,6 +270,11 @@ func (d *Daemon) loop(ctx context.Context) string {
 			d.orchestrate()
 		case <-timer:
 			d.tick()
+			if d.clk.Now().Sub(d.lastStep) >= fullPassPeriod {
+				// the safety net: a full pass even if no event said so,
+				// so that nothing waits forever on a lost event
+				d.orchestrate()
+			}
 			timer = d.clk.After(tickPeriod)
 		case m := <-d.stopReq:
 			if mode == "" {

@@ -63,6 +63,7 @@ func (d *Daemon) orchestrate() {
 		return
 	}
 	d.stepGen = d.gen
+	d.lastStep = d.clk.Now()
 	d.viewChanged = false
 	snap := d.snapshot()
 	d.watchMultipleActive(snap)

@@ -200,3 +200,21 @@ func TestStartFailedEverywhereThenClear(t *testing.T) {
 		}
 	}
 }
+
+// Hard anti-affinity keeps two services apart, hard affinity keeps them
+// together, even when the placement policy would say otherwise.
+func TestAffinityPlacesServices(t *testing.T) {
+	names := []string{"n1", "n2"}
+	c := startCluster(t, names, clusterOpts{})
+	createService(t, c["n1"], "db", haService(`["n1", "n2"]`, ""))
+	waitFor(t, 15*time.Second, "db up on n1", upOnlyOn(c["n2"], "db", "n1"))
+	// batch prefers n1 by nodes order, but must not run beside db
+	createService(t, c["n1"], "batch", haService(`["n1", "n2"]`, `hard_anti_affinity = ["db"]`))
+	waitFor(t, 15*time.Second, "batch up on n2, away from db", upOnlyOn(c["n1"], "batch", "n2"))
+	// web prefers n2 by nodes order, but must run beside db
+	createService(t, c["n1"], "web", haService(`["n2", "n1"]`, `hard_affinity = ["db"]`))
+	waitFor(t, 15*time.Second, "web up on n1, beside db", upOnlyOn(c["n2"], "web", "n1"))
+	if f := c["n2"].status().Services["web"].Instances["n2"].Flags; !strings.Contains(f, "A") {
+		t.Fatalf("web's flags on n2 = %q, want A (affinity violation there)", f)
+	}
+}
