@@ -14,8 +14,11 @@ import (
 	"haven/view"
 )
 
-// tickPeriod is the daemon's periodic pass (daemon.tickPeriod).
+// tickPeriod is the daemon's periodic tick (daemon.tickPeriod).
 const tickPeriod = 500 * time.Millisecond
+
+// fullPassPeriod is the daemon's safety-net pass (daemon.fullPassPeriod).
+const fullPassPeriod = 5 * time.Second
 
 // daemon models one node's daemon loop (package daemon). It is rebuilt on
 // every daemon start; what survives a restart is in Node.dur. Its methods
@@ -37,6 +40,7 @@ type daemon struct {
 	inames  []string // sorted local service names
 
 	gen, stepGen, published uint64
+	lastStep                time.Time
 	// viewChanged is set when a peer's data or status changed since the
 	// last Step (daemon.viewChanged).
 	viewChanged      bool
@@ -49,7 +53,8 @@ type daemon struct {
 // the timeline last showed.
 type peer struct {
 	view.Peer
-	shown dataset.NodeStatus
+	shown      dataset.NodeStatus
+	lastStatus dataset.NodeStatus // daemon.peer.lastStatus
 }
 
 // instance is the daemon's runtime of one local service (daemon.instance).
@@ -163,8 +168,18 @@ func (d *daemon) process() bool {
 		after()
 	}
 	if !now.Before(d.nextTick) {
-		d.updateRejoin() // daemon.tick (the sim's resources never change by themselves)
-		d.orchestrate()
+		// daemon.tick (the sim's resources never change by themselves)
+		d.updateRejoin()
+		for _, name := range sortedKeys(d.peers) {
+			p := d.peers[name]
+			if st := d.peerStatus(p); st != p.lastStatus {
+				p.lastStatus = st
+				d.viewChanged = true
+			}
+		}
+		if now.Sub(d.lastStep) >= fullPassPeriod {
+			d.orchestrate()
+		}
 		d.nextTick = now.Add(tickPeriod)
 		after()
 	}
@@ -322,6 +337,7 @@ func (d *daemon) orchestrate() {
 		return
 	}
 	d.stepGen = d.gen
+	d.lastStep = d.c.clk.Now()
 	d.viewChanged = false
 	now := d.c.clk.Now()
 	var next time.Time
