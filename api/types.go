@@ -56,6 +56,17 @@ type HBStatus struct {
 	Interval string `json:"interval"`
 	Sent     uint64 `json:"sent"`
 	Received uint64 `json:"received"`
+	// FullsSent and DeltasSent split Sent's data frames; NeedsSent counts
+	// the requests for a full copy after a gap (a lost or late delta).
+	FullsSent  uint64 `json:"fulls_sent"`
+	DeltasSent uint64 `json:"deltas_sent"`
+	NeedsSent  uint64 `json:"needs_sent"`
+	// Rejected counts malformed, foreign or unauthenticated traffic;
+	// Dropped the frames lost to a full peer queue (repaired by the next
+	// full copy); SendErrors the failed sends.
+	Rejected   uint64 `json:"rejected"`
+	Dropped    uint64 `json:"dropped"`
+	SendErrors uint64 `json:"send_errors"`
 }
 
 // StopRequest asks the daemon to stop. Mode "stop" leaves services running

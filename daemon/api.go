@@ -225,6 +225,8 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 	}
 	s := d.hb.Stats()
 	ds.HB.Sent, ds.HB.Received = s.Sent, s.Received
+	ds.HB.FullsSent, ds.HB.DeltasSent, ds.HB.NeedsSent = s.FullsSent, s.DeltasSent, s.NeedsSent
+	ds.HB.Rejected, ds.HB.Dropped, ds.HB.SendErrors = s.Rejected, s.Dropped, s.SendErrors
 	return ds
 }
 

@@ -218,3 +218,23 @@ func TestAffinityPlacesServices(t *testing.T) {
 		t.Fatalf("web's flags on n2 = %q, want A (affinity violation there)", f)
 	}
 }
+
+// nodemgr drain freezes the node and stops its instances: the service moves
+// to the next node; a thaw makes the node a candidate again.
+func TestDrainMovesServicesAway(t *testing.T) {
+	names := []string{"n1", "n2"}
+	c := startCluster(t, names, clusterOpts{})
+	createService(t, c["n1"], "web", haService(`["n1", "n2"]`, ""))
+	waitFor(t, 15*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))
+	c["n1"].must("nodemgr", "drain")
+	if st := c["n1"].status(); !st.Nodes["n1"].Frozen || st.Services["web"].Instances["n1"].Avail != dataset.StatusDown {
+		t.Fatalf("after drain: n1 frozen %v, web on n1 %s; want frozen and down",
+			st.Nodes["n1"].Frozen, st.Services["web"].Instances["n1"].Avail)
+	}
+	waitFor(t, 15*time.Second, "web failed over to n2", upOnlyOn(c["n1"], "web", "n2"))
+	c["n1"].must("nodemgr", "thaw")
+	waitFor(t, 5*time.Second, "n1 thawed as seen by n2", func() bool { return !c["n2"].status().Nodes["n1"].Frozen })
+	if !upOnlyOn(c["n2"], "web", "n2")() {
+		t.Fatalf("a thaw moved web: up on %v, want n2 (nothing moves on a thaw)", where(c["n2"], "web"))
+	}
+}
