@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"haven/cmdline"
 	"io/fs"
 	"net"
 	"os"
@@ -145,6 +146,11 @@ func (d *document) resource(sec *section) (ResourceConfig, error) {
 	case SectionApp:
 		if r.Start == "" && r.Stop == "" && r.Check == "" {
 			return r, d.errAt(sec, "", "an app needs at least one of start, stop, check")
+		}
+		for _, kv := range [][2]string{{"start", r.Start}, {"stop", r.Stop}, {"check", r.Check}, {"info", r.Info}} {
+			if _, err := cmdline.Split(kv[1]); err != nil {
+				return r, d.errAt(sec, kv[0], "%v", err)
+			}
 		}
 	case SectionIP:
 		if err := checkIP(r); err != nil {

@@ -89,6 +89,7 @@ func TestServiceErrors(t *testing.T) {
 		{"duration zero", "[app.web]\nstart = \"x\"\ntimeout = 0\n", `svc.toml:3: app#web.timeout: must be more than 0`},
 		{"restart neg", "[app.web]\nstart = \"x\"\nrestart = -1\n", `svc.toml:3: app#web.restart: must not be negative`},
 		{"app empty", "[DEFAULT]\n[app.web]\ninfo = \"x\"\n", "svc.toml:2: app#web: an app needs at least one of start, stop, check"},
+		{"app unbalanced quote", "[app.web]\nstart = \"true\"\ncheck = \"echo 'up\"\n", "svc.toml:3: app#web.check: "},
 		{"ip no ipname", "[ip.vip]\nipdev = \"eth0\"\n", "svc.toml:1: ip#vip.ipname: required keyword missing"},
 		{"ip no ipdev", "[ip.vip]\nipname = \"10.0.0.1\"\n", "svc.toml:1: ip#vip.ipdev: required keyword missing"},
 		{"ip bad", "[ip.vip]\nipname = \"10.0.0.300\"\nipdev = \"eth0\"\n", `svc.toml:2: ip#vip.ipname: invalid IP address "10.0.0.300"`},

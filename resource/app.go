@@ -3,6 +3,7 @@ package resource
 import (
 	"context"
 	"fmt"
+	"haven/cmdline"
 	"os"
 	"sync"
 	"time"
@@ -24,7 +25,7 @@ func newApp(rc config.ResourceConfig, env Env) (*app, error) {
 	for _, c := range []struct{ key, cmdline string }{
 		{"start", rc.Start}, {"stop", rc.Stop}, {"check", rc.Check}, {"info", rc.Info},
 	} {
-		if _, err := splitWords(c.cmdline); err != nil {
+		if _, err := cmdline.Split(c.cmdline); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", rc.RID, c.key, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"haven/cmdline"
 	"io"
 	"os"
 	"os/exec"
@@ -92,7 +93,7 @@ type command struct {
 // found, not executable); an exit code or a timeout is in the result.
 func run(ctx context.Context, c command) (runResult, error) {
 	res := runResult{code: -1}
-	argv, err := splitWords(c.cmdline)
+	argv, err := cmdline.Split(c.cmdline)
 	if err != nil {
 		return res, fmt.Errorf("parse %s command: %w", c.action, err)
 	}

@@ -1,11 +1,14 @@
-package resource
+// Package cmdline splits the command lines of app resources into words,
+// like a POSIX shell does for quoting only. The app driver runs the words
+// without a shell; the config validation refuses a line that does not split.
+package cmdline
 
 import (
 	"errors"
 	"strings"
 )
 
-// splitWords splits a command line into words the way a POSIX shell does
+// Split splits a command line into words the way a POSIX shell does
 // for quoting only: blanks separate words; single quotes keep everything
 // literally; double quotes keep everything but a backslash followed by
 // one of \ " $ ` or a newline; outside quotes a backslash keeps the next
@@ -13,7 +16,7 @@ import (
 // expansion of any kind ($VAR, globs, ~) and no operator (|, ;, >, &): use
 // `sh -c '...'` for those. An unbalanced quote or a trailing backslash is
 // an error.
-func splitWords(s string) ([]string, error) {
+func Split(s string) ([]string, error) {
 	var (
 		words []string
 		cur   strings.Builder

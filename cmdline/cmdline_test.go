@@ -1,4 +1,4 @@
-package resource
+package cmdline
 
 import (
 	"reflect"
@@ -33,19 +33,19 @@ func TestSplitWords(t *testing.T) {
 		{in: `echo trailing\`, wantErr: true},
 	}
 	for _, tt := range tests {
-		got, err := splitWords(tt.in)
+		got, err := Split(tt.in)
 		if tt.wantErr {
 			if err == nil {
-				t.Errorf("splitWords(%q) = %q, nil; want an error", tt.in, got)
+				t.Errorf("Split(%q) = %q, nil; want an error", tt.in, got)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("splitWords(%q) error %v; want %q", tt.in, err, tt.want)
+			t.Errorf("Split(%q) error %v; want %q", tt.in, err, tt.want)
 			continue
 		}
 		if !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("splitWords(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("Split(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
