@@ -9,6 +9,7 @@ import (
 	"haven/api"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/view"
 )
 
 // nodeAction runs freeze, thaw or drain of this node.
@@ -78,23 +79,10 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 		d.localAction(inst, req, ok, done)
 		return
 	}
-	var t dataset.Target
-	switch req.Action {
-	case "start":
-		t.Expect = dataset.ExpectStarted
-	case "stop":
-		t.Expect = dataset.ExpectStopped
-	case "freeze":
-		t.Expect = dataset.ExpectFrozen
-	case "thaw":
-		t.Expect = dataset.ExpectThawed
-	case "takeover":
-		t = dataset.Target{Expect: dataset.ExpectPlaced, Node: d.node.Name}
-	case "switch":
-		t = dataset.Target{Expect: dataset.ExpectPlaced, Node: req.Node}
-	case "giveback":
-		t.Expect = dataset.ExpectPlaced
-	case "abort":
+	t, isTarget := view.ActionTarget(req.Action, d.node.Name, req.Node)
+	switch {
+	case isTarget:
+	case req.Action == "abort":
 		cur := d.dur.Services[inst.name].Target
 		if cur.Expect == "" || cur.Expect == dataset.ExpectNone || cur.Expect == dataset.ExpectAborted {
 			ok("no target to abort")
@@ -104,11 +92,11 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 		d.answerWaiters(inst.name, cur.ID, failed("%s: target %s aborted", inst.name, cur.String()))
 		ok("target " + cur.String() + " aborted")
 		return
-	case "clear":
+	case req.Action == "clear":
 		d.requestClear(inst, req.Node)
 		ok("clear requested")
 		return
-	case "delete":
+	case req.Action == "delete":
 		d.deleteService(inst, done)
 		return
 	default:

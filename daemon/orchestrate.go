@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -12,49 +11,29 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
-	"haven/placement"
+	"haven/view"
 )
 
 // snapshot gathers what the decision core reads: plain data, with now.
 func (d *Daemon) snapshot() monitor.Snapshot {
-	local := d.localNode()
-	st := dataset.NodeUp
-	switch d.monitor {
-	case dataset.NodeMaintenance:
-		st = dataset.NodeStMaint
-	case dataset.NodeShutting:
-		st = dataset.NodeStShutting
-	}
-	views := map[string]placement.NodeView{local.Name: {Name: local.Name, Status: st, Data: local}}
+	peers := make(map[string]view.Peer, len(d.peers))
 	for name, p := range d.peers {
-		v := placement.NodeView{Name: name, Status: d.peerStatus(p)}
-		if p.Data != nil {
-			v.Data = *p.Data
-		} else {
-			v.Data = dataset.Node{Name: name}
-		}
-		views[name] = v
+		peers[name] = p.Peer
 	}
 	svcs := make(map[string]*config.ServiceConfig, len(d.services))
-	cok := map[string]map[string]bool{}
 	for name, inst := range d.services {
 		svcs[name] = inst.cfg
-		if inst.cfg.Constraint != nil {
-			cok[name] = placement.EvalConstraints(inst.cfg, views)
-		}
 	}
-	names := d.cluster.NodeNames()
-	sort.Strings(names)
-	return monitor.Snapshot{
-		Now:          d.clk.Now(),
-		Local:        d.node.Name,
-		ClusterNodes: names,
-		Nodes:        views,
-		Services:     svcs,
-		ConstraintOK: cok,
-		Compat:       d.compat,
-		ReadyPeriod:  d.node.ReadyPeriod,
-	}
+	return view.Snapshot(view.Input{
+		Now:              d.clk.Now(),
+		Local:            d.localNode(),
+		Peers:            peers,
+		MaintenanceGrace: d.node.MaintenanceGracePeriod,
+		ClusterNodes:     d.cluster.NodeNames(),
+		Services:         svcs,
+		Compat:           d.compat,
+		ReadyPeriod:      d.node.ReadyPeriod,
+	})
 }
 
 // orchestrate runs the decision core and carries out its decisions.

@@ -10,7 +10,6 @@ import (
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/monitor"
-	"haven/placement"
 	"haven/view"
 )
 
@@ -300,35 +299,24 @@ func (d *daemon) updateRejoin() {
 
 // snapshot mirrors daemon.snapshot.
 func (d *daemon) snapshot() monitor.Snapshot {
-	local := d.localNode()
-	st := dataset.NodeUp
-	switch d.monitor {
-	case dataset.NodeMaintenance:
-		st = dataset.NodeStMaint
-	case dataset.NodeShutting:
-		st = dataset.NodeStShutting
-	}
-	views := map[string]placement.NodeView{local.Name: {Name: local.Name, Status: st, Data: local}}
+	peers := make(map[string]view.Peer, len(d.peers))
 	for name, p := range d.peers {
-		v := placement.NodeView{Name: name, Status: d.peerStatus(p)}
-		if p.Data != nil {
-			v.Data = *p.Data
-		} else {
-			v.Data = dataset.Node{Name: name}
-		}
-		views[name] = v
+		peers[name] = p.Peer
 	}
 	svcs := make(map[string]*config.ServiceConfig, len(d.insts))
-	cok := map[string]map[string]bool{}
 	for _, name := range d.c.svcNames {
-		cfg := d.c.svcs[name]
-		svcs[name] = cfg
-		if cfg.Constraint != nil {
-			cok[name] = placement.EvalConstraints(cfg, views)
-		}
+		svcs[name] = d.c.svcs[name]
 	}
-	return monitor.Snapshot{Now: d.c.clk.Now(), Local: d.name, ClusterNodes: d.c.names, Nodes: views,
-		Services: svcs, ConstraintOK: cok, Compat: d.compOK, ReadyPeriod: d.c.opt.ReadyPeriod}
+	return view.Snapshot(view.Input{
+		Now:              d.c.clk.Now(),
+		Local:            d.localNode(),
+		Peers:            peers,
+		MaintenanceGrace: d.c.opt.MaintenanceGrace,
+		ClusterNodes:     d.c.names,
+		Services:         svcs,
+		Compat:           d.compOK,
+		ReadyPeriod:      d.c.opt.ReadyPeriod,
+	})
 }
 
 // orchestrate mirrors daemon.orchestrate.

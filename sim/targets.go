@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"haven/view"
 
 	"haven/dataset"
 	"haven/monitor"
@@ -150,30 +151,17 @@ func (d *daemon) serviceAction(name, action, node string, local bool) (string, e
 		}
 		return d.localAction(inst, action)
 	}
-	var t dataset.Target
-	switch action {
-	case "start":
-		t.Expect = dataset.ExpectStarted
-	case "stop":
-		t.Expect = dataset.ExpectStopped
-	case "freeze":
-		t.Expect = dataset.ExpectFrozen
-	case "thaw":
-		t.Expect = dataset.ExpectThawed
-	case "takeover":
-		t = dataset.Target{Expect: dataset.ExpectPlaced, Node: d.name}
-	case "switch":
-		t = dataset.Target{Expect: dataset.ExpectPlaced, Node: node}
-	case "giveback":
-		t.Expect = dataset.ExpectPlaced
-	case "abort":
+	t, isTarget := view.ActionTarget(action, d.name, node)
+	switch {
+	case isTarget:
+	case action == "abort":
 		cur := d.n.dur.svc(name).Target
 		if cur.Expect == "" || cur.Expect == dataset.ExpectNone || cur.Expect == dataset.ExpectAborted {
 			return "no target to abort", nil
 		}
 		d.setTarget(name, dataset.Target{Expect: dataset.ExpectAborted, ID: cur.ID})
 		return "target " + cur.String() + " aborted", nil
-	case "clear":
+	case action == "clear":
 		d.applyClear(name, dataset.ClearRequest{Node: node, Version: d.nextVersion()})
 		return "clear requested", nil
 	default:

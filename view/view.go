@@ -1,8 +1,10 @@
 // Package view holds the pure rules by which a node judges its peers from
 // what it heard: node status (up, down, maintenance with its grace,
-// shutting), the end of the rejoin state, and compat agreement. The daemon
-// and the in-process simulation share them, so the simulation proves the
-// daemon's rules. Pure: no IO, no clock (now is passed in).
+// shutting), the end of the rejoin state, and compat agreement; and how a
+// node turns what it knows into the decision core's snapshot, and an admin
+// action into a target. The daemon and the in-process simulation share
+// them, so the simulation proves the daemon's rules. Pure: no IO, no clock
+// (now is passed in); checked by monitor's TestCorePackagesArePure.
 package view
 
 import (

@@ -77,3 +77,48 @@ func TestCompatOK(t *testing.T) {
 		t.Fatal("a live peer with compat 2 not seen as a disagreement")
 	}
 }
+
+func TestActionTarget(t *testing.T) {
+	cases := []struct {
+		action, want string
+		ok           bool
+	}{
+		{"start", "started", true}, {"stop", "stopped", true}, {"freeze", "frozen", true},
+		{"thaw", "thawed", true}, {"takeover", "placed@n1", true}, {"switch", "placed@n2", true},
+		{"giveback", "placed", true}, {"abort", "none", false}, {"clear", "none", false},
+	}
+	for _, c := range cases {
+		got, ok := ActionTarget(c.action, "n1", "n2")
+		if ok != c.ok || got.String() != c.want {
+			t.Errorf("ActionTarget(%s) = %s, %v; want %s, %v", c.action, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestSnapshotViews(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	in := Input{
+		Now:   t0,
+		Local: dataset.Node{Name: "n1", Monitor: dataset.NodeMaintenance},
+		Peers: map[string]Peer{
+			"n2": {Up: true, Data: &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle}},
+			"n3": {},
+		},
+		MaintenanceGrace: time.Minute,
+		ClusterNodes:     []string{"n3", "n1", "n2"},
+		Compat:           true,
+	}
+	s := Snapshot(in)
+	want := map[string]dataset.NodeStatus{"n1": dataset.NodeStMaint, "n2": dataset.NodeUp, "n3": dataset.NodeStUnknown}
+	for n, st := range want {
+		if got := s.Nodes[n].Status; got != st {
+			t.Errorf("%s: status %s, want %s", n, got, st)
+		}
+	}
+	if s.Nodes["n3"].Data.Name != "n3" {
+		t.Error("a never-heard peer has no named empty data")
+	}
+	if s.ClusterNodes[0] != "n1" || s.Local != "n1" || !s.Compat {
+		t.Errorf("snapshot %+v: want sorted members, local n1, compat", s)
+	}
+}
