@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"haven/api"
 	"haven/dataset"
 )
 
@@ -114,6 +116,17 @@ func TestClusterConvergesDistributesConfigsAndDetectsCrash(t *testing.T) {
 		if c[n].status().Nodes[n].Frozen {
 			t.Fatalf("%s froze itself although every node was heard", n)
 		}
+	}
+	// nodemgr print status: this node's view of its peers
+	var ds api.DaemonStatus
+	if err := json.Unmarshal([]byte(c["n1"].must("nodemgr", "print", "status", "--format", "json")), &ds); err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Peers) != 2 || ds.Peers[0].Status != "up" || ds.Peers[1].Status != "up" || ds.HB.Received == 0 {
+		t.Fatalf("nodemgr print status on n1: peers %+v, received %d; want n2 and n3 up and frames received", ds.Peers, ds.HB.Received)
+	}
+	if out := c["n1"].must("nodemgr", "print", "status"); !strings.Contains(out, "n2") || !strings.Contains(out, "n3") {
+		t.Fatalf("nodemgr print status does not list the peers:\n%s", out)
 	}
 
 	// a config created on n1 reaches n3, installed there
