@@ -336,7 +336,14 @@ func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	n, _ := strconv.Atoi(q.Get("lines"))
+	n := -1 // every line when not asked
+	if v := q.Get("lines"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 0 {
+			writeErr(w, badInput(fmt.Errorf("lines=%q: want a number >= 0", v)))
+			return
+		}
+	}
 	b, off, err := d.svclogs.tail(name, n)
 	if err != nil {
 		writeErr(w, err)

@@ -55,7 +55,7 @@ func (s *svcLogs) write(svc, rid, line string) {
 	fmt.Fprintf(f, "%s %s %s\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), rid, line)
 }
 
-// tail returns the last n lines of a service's log.
+// tail returns the last n lines of a service's log (every line when n < 0).
 func (s *svcLogs) tail(svc string, n int) ([]byte, int64, error) {
 	f, err := os.Open(s.p.ServiceLog(svc))
 	if os.IsNotExist(err) {
@@ -70,7 +70,7 @@ func (s *svcLogs) tail(svc string, n int) ([]byte, int64, error) {
 		return nil, 0, err
 	}
 	size := int64(len(b))
-	if n > 0 {
+	if n >= 0 {
 		lines := bytes.SplitAfter(b, []byte("\n"))
 		if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
 			lines = lines[:len(lines)-1]

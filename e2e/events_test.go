@@ -70,3 +70,53 @@ func TestEventsStreamAndServiceLogs(t *testing.T) {
 		t.Fatalf("svcmgr logs lacks the start and the resource's lines:\n%s", logs)
 	}
 }
+
+// svcmgr logs --follow prints the lines appended after it started.
+func TestLogsFollow(t *testing.T) {
+	n := newNode(t, "n1", "")
+	n.startDaemon()
+	createService(t, n, "web", pidService)
+	n.must("svcmgr", "-s", "web", "start", "--local")
+	n.must("svcmgr", "-s", "web", "stop", "--local")
+	cmd := exec.Command(filepath.Join(binDir, "svcmgr"), "--root", n.root, "-s", "web", "logs", "--follow", "--lines", "1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(10 * time.Second)
+	// the one past line asked for, then only new lines
+	select {
+	case l := <-lines:
+		if strings.Contains(l, "start ok") {
+			t.Fatalf("--lines 1 printed an older line: %q", l)
+		}
+	case <-deadline:
+		t.Fatal("logs --follow printed no past line within 10s")
+	}
+	n.must("svcmgr", "-s", "web", "start", "--local")
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("logs --follow ended")
+			}
+			if strings.Contains(l, "start ok") {
+				return
+			}
+		case <-deadline:
+			t.Fatal("logs --follow did not show the start within 10s")
+		}
+	}
+}
