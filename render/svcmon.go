@@ -170,24 +170,32 @@ func serviceLeft(name string, s dataset.ServiceStatus) []cell {
 	if orch == "" {
 		orch = "no"
 	}
-	return []cell{c(name), cc(avail, color), c(orch), cc(strings.Join(serviceNotes(s), ", "), ansiYellow)}
+	return []cell{c(name), cc(avail, color), c(orch), cc(strings.Join(serviceNotes(s, false), ", "), ansiYellow)}
 }
 
 // serviceNotes are the service-level facts worth a word: frozen, a
-// non-optimal placement, an admin target in progress.
-func serviceNotes(s dataset.ServiceStatus) []string {
+// non-optimal placement, an admin target in progress. long is the wording
+// of the status tree; the svcmon grid is short of room.
+func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 	var notes []string
+	if long && s.Overall != "" && s.Overall != s.Avail {
+		notes = append(notes, "overall "+string(s.Overall))
+	}
 	switch s.Frozen {
 	case "frozen":
 		notes = append(notes, "frozen")
 	case "mixed":
 		notes = append(notes, "partly frozen")
 	}
+	placement, expect := "non-optimal", "expect "
+	if long {
+		placement, expect = "placement non-optimal", "global expect "
+	}
 	if s.PlacementState == "non-optimal" {
-		notes = append(notes, "non-optimal")
+		notes = append(notes, placement)
 	}
 	if ge := orNone(s.GlobalExpect); ge != dataset.ExpectNone {
-		notes = append(notes, "expect "+ge)
+		notes = append(notes, expect+ge)
 	}
 	return notes
 }

@@ -37,7 +37,7 @@ func StatusTree(name string, s dataset.ServiceStatus, local string) string {
 	if avail == "" {
 		avail = string(dataset.StatusUnknown)
 	}
-	lines = append(lines, treeLine{head: name, status: avail, notes: strings.Join(treeServiceNotes(s), ", ")})
+	lines = append(lines, treeLine{head: name, status: avail, notes: strings.Join(serviceNotes(s, true), ", ")})
 	lines = append(lines, treeLine{head: "`- instances"})
 
 	nodes := treeNodes(s, local)
@@ -81,27 +81,6 @@ func StatusTree(name string, s dataset.ServiceStatus, local string) string {
 		}
 	}
 	return layoutTree(lines)
-}
-
-// treeServiceNotes: what the first line says beside the service avail.
-func treeServiceNotes(s dataset.ServiceStatus) []string {
-	var notes []string
-	if s.Overall != "" && s.Overall != s.Avail {
-		notes = append(notes, "overall "+string(s.Overall))
-	}
-	switch s.Frozen {
-	case "frozen":
-		notes = append(notes, "frozen")
-	case "mixed":
-		notes = append(notes, "partly frozen")
-	}
-	if s.PlacementState == "non-optimal" {
-		notes = append(notes, "placement non-optimal")
-	}
-	if ge := orNone(s.GlobalExpect); ge != dataset.ExpectNone {
-		notes = append(notes, "global expect "+ge)
-	}
-	return notes
 }
 
 // treeNodes is local first, then the other instances and candidate nodes

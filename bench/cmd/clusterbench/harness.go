@@ -100,6 +100,24 @@ var usedPorts = map[int]bool{}
 
 // newCluster writes the roots of n nodes (n1..nN) on loopback. A single
 // node gets no cluster.toml.
+// formCluster makes n nodes, starts their daemons and waits until every
+// node sees every other up. On error nothing is left running.
+func formCluster(n int, o opts) (*cluster, error) {
+	c, err := newCluster(n, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.startAll(); err != nil {
+		c.close()
+		return nil, err
+	}
+	if err := c.waitConverged(120*time.Second, c.nodes); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
 func newCluster(n int, o opts) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "havenbench-")
 	if err != nil {

@@ -174,17 +174,11 @@ func propagation(n, changes int, poll time.Duration, watch int, o opts) error {
 		watch = n - 1
 	}
 	fmt.Printf("\n## propagation: %d daemons, hb.timeout %s, hb.interval %s, %d changes, %d peers polled per change, poll pause %s\n", n, o.timeout, o.interval, changes, watch, poll)
-	c, err := newCluster(n, o)
+	c, err := formCluster(n, o)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	if err := c.startAll(); err != nil {
-		return err
-	}
-	if err := c.waitConverged(120*time.Second, c.nodes); err != nil {
-		return err
-	}
 	svc := fmt.Sprintf("[DEFAULT]\nnodes = %s\n\n[app.a]\nstart = \"true\"\nstop = \"true\"\ncheck = \"true\"\n", names(c))
 	n1 := c.nodes[0]
 	if err := n1.createService("p", svc); err != nil {
@@ -276,17 +270,11 @@ func propagation(n, changes int, poll time.Duration, watch int, o opts) error {
 // clock, the same host clock) minus the time of the kill.
 func detection(n, runs int, o opts) error {
 	fmt.Printf("\n## detection: %d daemons, hb.timeout %s, hb.interval %s, %d kills\n", n, o.timeout, o.interval, runs)
-	c, err := newCluster(n, o)
+	c, err := formCluster(n, o)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	if err := c.startAll(); err != nil {
-		return err
-	}
-	if err := c.waitConverged(120*time.Second, c.nodes); err != nil {
-		return err
-	}
 	victim := c.nodes[n-1]
 	others := c.nodes[:n-1]
 	ch := make(chan nev, 100000)
@@ -398,17 +386,11 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 	}
 	fmt.Printf("\n## idle: %d daemon(s), %d services, monitor=%v, default monitor_interval 5s and check_interval 60s, %s, settle %s, window %s\n",
 		n, nsvc, monitored, hb, settle, window)
-	c, err := newCluster(n, o)
+	c, err := formCluster(n, o)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	if err := c.startAll(); err != nil {
-		return err
-	}
-	if err := c.waitConverged(120*time.Second, c.nodes); err != nil {
-		return err
-	}
 	svc := fmt.Sprintf("[DEFAULT]\nnodes = %s\n\n[app.a]\nstart = \"true\"\nstop = \"true\"\ncheck = \"true\"\nmonitor = %v\n", names(c), monitored)
 	for i := range nsvc {
 		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), svc); err != nil {
@@ -542,17 +524,11 @@ func placedOnce(c *cluster, nsvc int, d time.Duration) (string, error) {
 // start). The overhead of a run is up - kill - (hb.timeout + ready_period).
 func failover(n, nsvc, runs int, o opts) error {
 	fmt.Printf("\n## failover: %d daemons, %d ha service(s), hb.timeout %s, hb.interval %s, ready_period %s, %d kills\n", n, nsvc, o.timeout, o.interval, o.ready, runs)
-	c, err := newCluster(n, o)
+	c, err := formCluster(n, o)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	if err := c.startAll(); err != nil {
-		return err
-	}
-	if err := c.waitConverged(120*time.Second, c.nodes); err != nil {
-		return err
-	}
 	for i := range nsvc {
 		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), fmt.Sprintf(haSvc, names(c))); err != nil {
 			return err
