@@ -109,18 +109,16 @@ func TestNetnsVIPFailoverOnLinkCutAndSplitBrain(t *testing.T) {
 			return st.Avail == dataset.StatusWarn && slices.Equal(w, []string{"n1", "n2"})
 		})
 	}
-	// does anything resolve it? Watch for a while (an observation, not a wait).
-	var seen []string
-	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
-		st := c["n3"].status().Services["web"]
-		w := where(c["n3"], "web")
-		slices.Sort(w)
-		s := string(st.Avail) + " on " + strings.Join(w, ",") + " vip@" + strings.Join(b.holders(vip), ",")
-		if len(seen) == 0 || seen[len(seen)-1] != s {
-			seen = append(seen, s)
-		}
+	// every daemon warns once; nothing stops the extra instance by itself
+	// (docs/design-notes.md): the service stays warn until the admin acts
+	for _, n := range names {
+		waitFor(t, 5*time.Second, n+" warns of the double run", func() bool {
+			return strings.Contains(nodeLog(t, c[n]), "service up on more than one node: n1,n2")
+		})
 	}
-	t.Logf("after the link came back, web over 4s (seen from n3): %s", strings.Join(seen, " -> "))
+	if st := c["n3"].status().Services["web"]; st.Avail != dataset.StatusWarn {
+		t.Fatalf("web is %s after the warning, want still warn (only the admin resolves it)", st.Avail)
+	}
 	// the admin resolves it: stop the instance on n1
 	c["n1"].must("svcmgr", "-s", "web", "stop", "--local")
 	waitFor(t, 10*time.Second, "web up on n2 only after the stop on n1", func() bool {
