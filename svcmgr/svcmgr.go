@@ -33,7 +33,8 @@ func App() *cli.App {
 		&cli.IntFlag{Name: "lines", Value: 100, Usage: "logs: how many past lines"},
 	)
 	action := func(name string) *cli.Command {
-		return &cli.Command{Name: name, Usage: actionUsage[name], Action: func(c *cli.Context) error { return serviceAction(c, name) }}
+		return &cli.Command{Name: name, Usage: actionUsage[name], UsageText: "svcmgr -s SELECTOR " + name + " [--local] [--wait [--time 5m]]" + actionExtra[name],
+			Description: flagsAnywhere, Action: func(c *cli.Context) error { return serviceAction(c, name) }}
 	}
 	return &cli.App{
 		Name:      "svcmgr",
@@ -68,6 +69,12 @@ func App() *cli.App {
 		},
 	}
 }
+
+// flagsAnywhere is said in every command's help: the flags are the app's,
+// accepted anywhere on the line.
+const flagsAnywhere = "Every flag listed by `svcmgr --help` may stand anywhere on the line."
+
+var actionExtra = map[string]string{"switch": " --to NODE", "clear": " [--node NODE]"}
 
 var actionUsage = map[string]string{
 	"delete":   "stop the service everywhere and remove its config",
