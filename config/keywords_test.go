@@ -96,6 +96,7 @@ func TestLoadNodeDefaults(t *testing.T) {
 		MonitorInterval:        5 * time.Second,
 		CheckInterval:          60 * time.Second,
 		HB:                     HBConfig{Addr: "0.0.0.0", Port: 10000, Timeout: 15 * time.Second, Interval: 5 * time.Second},
+		lines:                  c.lines,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("LoadNode(missing) = %+v, want %+v", c, want)
@@ -139,7 +140,7 @@ func TestLoadCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &ClusterConfig{File: c.File, Name: "default", Nodes: []Member{{Name: "n9", Addr: "127.0.0.1:10000"}}}
+	want := &ClusterConfig{File: c.File, Name: "default", Nodes: []Member{{Name: "n9", Addr: "127.0.0.1:10000"}}, lines: c.lines}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("LoadCluster(missing) = %+v, want %+v", c, want)
 	}
@@ -162,7 +163,7 @@ uri = "http://10.0.0.9:8080/"
 weight = 2
 timeout = "1s"
 `
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c, err = LoadCluster(path, "n1")
@@ -176,6 +177,7 @@ timeout = "1s"
 			{Name: "a", URI: "http://10.0.0.9:8080/", Weight: 2, Timeout: time.Second},
 			{Name: "b", URI: "tcp://10.0.0.9:22", Weight: 1, Timeout: 5 * time.Second},
 		},
+		explicit: true, lines: c.lines,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("LoadCluster = %+v, want %+v", c, want)

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -35,7 +36,7 @@ func ParseNode(file string, data []byte) (*NodeConfig, error) {
 	}
 	node := d.ensure(SectionNode)
 	hb := d.ensure(SectionHB)
-	c := &NodeConfig{File: file}
+	c := &NodeConfig{File: file, lines: d.lines}
 	fill(c, node)
 	fill(&c.HB, hb)
 	if c.Labels == nil {
@@ -93,15 +94,34 @@ func shortHostname() string {
 
 // LoadCluster reads cluster.toml. A missing file means a one-node cluster
 // named "default" whose only member is localNode at 127.0.0.1:10000, with
-// no secret.
+// no secret. A file holding a secret is refused when users other than its
+// owner may read it.
 func LoadCluster(path string, localNode string) (*ClusterConfig, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		data = nil
+		return ParseCluster(path, nil, localNode)
 	} else if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
-	return ParseCluster(path, data, localNode)
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	c, err := ParseCluster(path, data, localNode)
+	if err != nil {
+		return nil, err
+	}
+	if c.Secret != "" {
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, &Error{File: path, Msg: err.Error()}
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			return nil, &Error{File: path, Msg: fmt.Sprintf("mode %04o lets other users read the cluster secret: chmod 600 it", perm)}
+		}
+	}
+	return c, nil
 }
 
 // DefaultMemberAddr is the heartbeat address of the local node when
@@ -116,7 +136,7 @@ func ParseCluster(file string, data []byte, localNode string) (*ClusterConfig, e
 		return nil, err
 	}
 	cl := d.ensure(SectionCluster)
-	c := &ClusterConfig{File: file}
+	c := &ClusterConfig{File: file, lines: d.lines}
 	fill(c, cl)
 	if c.Name == "" {
 		return nil, d.errAt(cl, "name", "must not be empty")
@@ -125,6 +145,8 @@ func ParseCluster(file string, data []byte, localNode string) (*ClusterConfig, e
 		return nil, d.errAt(cl, "secret", "must be 64 hex digits (32 bytes), got %d characters", len(c.Secret))
 	}
 	if nodes := d.find(SectionNodes, ""); nodes != nil {
+		byFold := map[string]string{} // lowercased name -> name
+		byAddr := map[string]string{} // canonical host:port -> name
 		for _, name := range nodes.keys {
 			addr := nodes.vals[name].(string)
 			if !nodeNameRE.MatchString(name) {
@@ -133,11 +155,26 @@ func ParseCluster(file string, data []byte, localNode string) (*ClusterConfig, e
 			if err := checkHostPort(addr); err != nil {
 				return nil, d.errAt(nodes, name, "invalid address %q: %v", addr, err)
 			}
+			if other, dup := byFold[strings.ToLower(name)]; dup {
+				return nil, d.errAt(nodes, name, "member %q differs from %q only in case: node names are compared as written, give them distinct names", name, other)
+			}
+			byFold[strings.ToLower(name)] = name
+			if other, dup := byAddr[canonicalHostPort(addr)]; dup {
+				return nil, d.errAt(nodes, name, "address %q is also the address of %s: each member needs its own host:port", addr, other)
+			}
+			byAddr[canonicalHostPort(addr)] = name
 			c.Nodes = append(c.Nodes, Member{Name: name, Addr: addr})
 		}
 	}
+	c.explicit = len(c.Nodes) > 0
 	if len(c.Nodes) == 0 {
 		c.Nodes = []Member{{Name: localNode, Addr: DefaultMemberAddr}}
+	}
+	if c.InsecureNoSecret && c.Secret != "" {
+		return nil, d.errAt(cl, "insecure_no_secret", "set while cluster.secret is set: remove one")
+	}
+	if len(c.Nodes) > 1 && c.Secret == "" && !c.InsecureNoSecret {
+		return nil, d.errAt(cl, "secret", "a cluster of %d members needs a secret (64 hex digits, e.g. from `openssl rand -hex 32`): without one, anyone who can send a datagram to a heartbeat port runs commands as root on every node (cluster.insecure_no_secret = true is for tests only)", len(c.Nodes))
 	}
 	for _, sec := range d.sections {
 		if sec.kind != SectionArbitrator {
@@ -178,6 +215,20 @@ func isHex(s string, n int) bool {
 		}
 	}
 	return true
+}
+
+// canonicalHostPort writes addr so that two spellings of one address
+// compare equal: IPs in their canonical form, host names lowercased.
+func canonicalHostPort(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		host = ip.String()
+	}
+	p, _ := strconv.Atoi(port)
+	return net.JoinHostPort(strings.ToLower(host), strconv.Itoa(p))
 }
 
 func checkHostPort(addr string) error {

@@ -41,6 +41,8 @@ type NodeConfig struct {
 	// CheckInterval is how often the other resources are checked (default 60s).
 	CheckInterval time.Duration
 	HB            HBConfig
+	// lines locates the keys of node.toml for the checks against cluster.toml.
+	lines *lineIndex
 }
 
 // HBConfig is the [hb] section of node.toml.
@@ -57,9 +59,15 @@ type ClusterConfig struct {
 	Name   string
 	Secret string // 64 hex chars; never logged or printed
 	Quorum bool
+	// InsecureNoSecret lets a cluster of several members run without a
+	// secret (tests only).
+	InsecureNoSecret bool
 	// Nodes are the members, sorted by name.
 	Nodes       []Member
 	Arbitrators []Arbitrator // sorted by name
+	// explicit is set when [nodes] lists members (not the lone default).
+	explicit bool
+	lines    *lineIndex
 }
 
 // Member is one [nodes] entry.

@@ -9,7 +9,6 @@ import (
 	"go.uber.org/zap"
 
 	"haven/api"
-	"haven/config"
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/view"
@@ -36,15 +35,8 @@ func (d *Daemon) startHeartbeat() error {
 	if len(d.peers) == 0 {
 		return nil
 	}
-	found := false
-	for _, m := range d.cluster.Nodes {
-		if m.Name == d.node.Name {
-			found = true
-		}
-	}
-	if !found {
-		return &config.Error{File: d.cluster.File, Key: "nodes", Msg: fmt.Sprintf("this node (%s) is not a member of the cluster", d.node.Name)}
-	}
+	// membership, [hb] against [nodes] and the secret were checked at load
+	// (config.CheckMember, config.ParseCluster)
 	cfg := heartbeat.Config{
 		Node:        d.node.Name,
 		BindAddr:    d.node.HB.Addr,
@@ -57,6 +49,7 @@ func (d *Daemon) startHeartbeat() error {
 		Clock:       d.clk,
 		Logger:      d.log.Named("hb"),
 	}
+	// TODO(identity, issue 8.2): cfg.Insecure = d.cluster.InsecureNoSecret once heartbeat.Config has the field.
 	// advertise the address the other members know us by
 	for _, m := range d.cluster.Nodes {
 		if m.Name == d.node.Name {
@@ -72,7 +65,7 @@ func (d *Daemon) startHeartbeat() error {
 	}
 	hb, err := newHB(cfg)
 	if err != nil {
-		return err
+		return d.hbBindError(err)
 	}
 	d.hb = hb
 	d.hbEvents = hb.Events()

@@ -39,6 +39,9 @@ type Options struct {
 	// Heartbeat builds the heartbeat; nil means memberlist. The in-process
 	// simulation passes its in-memory network here.
 	Heartbeat func(heartbeat.Config) (heartbeat.Heartbeat, error)
+	// NewCluster accepts a cluster.toml that names another cluster than
+	// the one this node was a member of (or none), and records it.
+	NewCluster bool
 }
 
 // ErrLocked is returned when another daemon owns the root.
@@ -150,8 +153,21 @@ func New(opts Options) (*Daemon, error) {
 	if d.cluster, err = config.LoadCluster(p.Cluster, d.node.Name); err != nil {
 		return nil, err
 	}
+	if err := config.CheckMember(d.node, d.cluster); err != nil {
+		return nil, err
+	}
+	if err := d.checkLocalAddr(); err != nil {
+		return nil, err
+	}
 	if d.dur, err = loadDurable(p.State()); err != nil {
 		return nil, err
+	}
+	if err := d.checkIdentity(opts.NewCluster); err != nil {
+		return nil, err
+	}
+	if d.cluster.InsecureNoSecret {
+		d.log.Warn("INSECURE: cluster.insecure_no_secret is set: heartbeat traffic is neither encrypted nor authenticated, anyone who can reach a heartbeat port can run commands on this node (tests only)",
+			zap.String("node", d.node.Name), zap.String("file", d.cluster.File))
 	}
 	d.persist = newPersister(p.State(), func(err error) { d.log.Error("persist state", zap.Error(err)) })
 	ok = true

@@ -21,6 +21,8 @@ type durable struct {
 	// Tombstones remember deleted services so that older copies of their
 	// config still travelling between nodes never resurrect them.
 	Tombstones map[string]dataset.Version `json:"tombstones,omitempty"`
+	// Cluster is the multi-node cluster this node was a member of.
+	Cluster *clusterIdentity `json:"cluster,omitempty"`
 }
 
 type durableService struct {

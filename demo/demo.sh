@@ -34,6 +34,8 @@ for n in "${nodes[@]}"; do
 done
 for n in "${nodes[@]}"; do
   mkdir -p "$top/$n/etc"
+  # the secret stays readable by its owner only: the daemon refuses more
+  install -m 600 /dev/null "$top/$n/etc/cluster.toml"
   cat > "$top/$n/etc/cluster.toml" <<TOML
 [cluster]
 name = "demo"

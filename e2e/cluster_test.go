@@ -87,10 +87,21 @@ func newCluster(t *testing.T, names []string, o clusterOpts) map[string]*node {
 		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = \"300ms\"\nrejoin_grace_period = \"5s\"\nmaintenance_grace_period = \"6s\"\nready_period = \"2s\"\n%s\n[hb]\naddr = \"127.0.0.1\"\nport = %d\ntimeout = %q\ninterval = %q\n",
 			n, o.extra, ports[n], o.timeout, o.interval)
 		nd := newNode(t, n, nodeToml)
-		writeFile(t, filepath.Join(nd.root, "etc", "cluster.toml"), cluster)
+		writeClusterToml(t, nd, cluster)
 		out[n] = nd
 	}
 	return out
+}
+
+// writeClusterToml writes the node's cluster.toml readable by its owner
+// only, as the daemon demands of a file holding the secret.
+func writeClusterToml(t *testing.T, n *node, content string) {
+	t.Helper()
+	path := filepath.Join(n.root, "etc", "cluster.toml")
+	writeFile(t, path, content)
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func peerStatus(n *node, peer string) dataset.NodeStatus {

@@ -143,7 +143,7 @@ func newNetBed(t *testing.T, names []string, nodeExtra string) *netBed {
 		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = \"300ms\"\nmaintenance_grace_period = \"6s\"\nready_period = \"2s\"\n%s\n[hb]\naddr = %q\nport = %d\ntimeout = \"3s\"\ninterval = \"1s\"\n",
 			n, nodeExtra, b.addr[n], bedPort)
 		nd := newNode(t, n, nodeToml)
-		writeFile(t, filepath.Join(nd.root, "etc", "cluster.toml"), cluster)
+		writeClusterToml(t, nd, cluster)
 		b.nodes[n] = nd
 	}
 	t.Logf("netns bed %s: bridge in %s, nodes %v", b.id, b.brNS, b.ns)

@@ -35,8 +35,8 @@ func App() *cli.App {
 		Flags: flags,
 		Commands: []*cli.Command{
 			{Name: "daemon", Usage: "run | start | stop | shutdown | status", Subcommands: []*cli.Command{
-				{Name: "run", Usage: "run the daemon in the foreground", Action: run},
-				{Name: "start", Usage: "start the daemon in the background; return once its API answers", Action: start},
+				{Name: "run", Usage: "run the daemon in the foreground", Flags: daemonFlags(), Description: newClusterHelp, Action: run},
+				{Name: "start", Usage: "start the daemon in the background; return once its API answers", Flags: daemonFlags(), Description: newClusterHelp, Action: start},
 				{Name: "stop", Usage: "clean stop: announce maintenance, leave services running", Action: func(c *cli.Context) error { return stop(c, "stop") }},
 				{Name: "shutdown", Usage: "stop every local service instance, announce shutting, then stop", Action: func(c *cli.Context) error { return stop(c, "shutdown") }},
 				{Name: "status", Usage: "is the daemon running, with its pid, uptime and peers", Action: status},
@@ -49,6 +49,22 @@ func App() *cli.App {
 				{Name: "status", Usage: "this node's view: monitor state, peers, heartbeat figures", Action: status},
 			}},
 		},
+	}
+}
+
+// newClusterHelp is the description of daemon run and start.
+const newClusterHelp = `A node that has run as a member of a cluster of several nodes remembers
+that cluster (its name and a fingerprint of its secret, in var/state.json).
+The daemon refuses to start (exit 2) when cluster.toml is then missing, names
+another cluster, holds another secret or lists no other member: the node
+would otherwise form a second cluster and run the services a second time.
+--new-cluster accepts the change and records the new cluster (logged at WARN):
+use it to move a node to another cluster, to rotate the secret, or to make
+it a single node again.`
+
+func daemonFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "new-cluster", Usage: "accept a cluster.toml that names another cluster (or none, or another secret) than the one this node was a member of"},
 	}
 }
 
@@ -69,7 +85,7 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: true})
+	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: true, NewCluster: c.Bool("new-cluster")})
 	if err != nil {
 		return err
 	}
@@ -100,6 +116,9 @@ func start(c *cli.Context) error {
 	}
 	defer out.Close()
 	args := []string{"daemon", "run"}
+	if c.Bool("new-cluster") {
+		args = append(args, "--new-cluster")
+	}
 	if c.IsSet("root") {
 		args = append([]string{"--root", c.String("root")}, args...)
 	}

@@ -169,7 +169,8 @@ func newCluster(n int, o opts) (*cluster, error) {
 		}
 		if n > 1 {
 			cl := fmt.Sprintf("[cluster]\nname = \"bench\"\nsecret = %q\n\n[nodes]\n%s", hex.EncodeToString(sec), members.String())
-			if err := os.WriteFile(filepath.Join(b.root, "etc", "cluster.toml"), []byte(cl), 0o644); err != nil {
+			// 0600: the daemon refuses a secret other users may read
+			if err := os.WriteFile(filepath.Join(b.root, "etc", "cluster.toml"), []byte(cl), 0o600); err != nil {
 				return c, err
 			}
 		}
