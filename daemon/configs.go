@@ -49,6 +49,9 @@ func (d *Daemon) configEntries() map[string]dataset.ConfigEntry {
 // breaking ties), so concurrent edits resolve the same way everywhere.
 func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntry) {
 	for _, name := range sortedKeys(entries) {
+		if !d.peerServiceName(from, "configs", name) {
+			continue
+		}
 		e := entries[name]
 		d.witness(e.Version)
 		if !e.Version.Newer(d.knownConfigVersion(name)) {

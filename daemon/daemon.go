@@ -88,6 +88,8 @@ type Daemon struct {
 	published uint64
 	// refused remembers config versions from peers that did not validate.
 	refused map[string]dataset.Version
+	// badPeerNames are invalid names received from peers, logged once.
+	badPeerNames map[string]bool
 
 	// orchestration
 	stepGen  uint64 // d.gen at the last Step

@@ -22,6 +22,9 @@ func (d *Daemon) targets() map[string]dataset.Target {
 func (d *Daemon) mergeTargets(ts map[string]dataset.Target) {
 	changed := false
 	for _, name := range sortedKeys(ts) {
+		if !d.peerServiceName("", "targets", name) || !d.peerNodeName("", "targets", name, ts[name].Node) {
+			continue
+		}
 		t := ts[name]
 		d.witness(t.Version)
 		ds, ok := d.dur.Services[name]
@@ -70,6 +73,9 @@ func (d *Daemon) requestClear(inst *instance, node string) {
 // mergeClears applies the peers' clear requests that are newer than ours.
 func (d *Daemon) mergeClears(cs map[string]dataset.ClearRequest) {
 	for _, name := range sortedKeys(cs) {
+		if !d.peerServiceName("", "clears", name) || !d.peerNodeName("", "clears", name, cs[name].Node) {
+			continue
+		}
 		d.witness(cs[name].Version)
 		d.applyClear(name, cs[name])
 	}
