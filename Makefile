@@ -29,7 +29,7 @@ lint:
 	$(GO) vet ./...
 
 docs:
-	$(GO) run ./config/gendoc > docs/keywords.md
+	$(GO) run ./config/gendoc docs/keywords.md
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./monitor ./placement
