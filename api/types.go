@@ -86,6 +86,8 @@ type ServiceEntry struct {
 	Avail   dataset.Status `json:"avail"`
 	Overall dataset.Status `json:"overall"`
 	Nodes   []string       `json:"nodes"`
+	// ConfigError is set when the config does not parse on this node.
+	ConfigError string `json:"config_error,omitempty"`
 }
 
 // CreateRequest installs a new service config.

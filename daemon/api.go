@@ -78,11 +78,7 @@ func (d *Daemon) routes() http.Handler {
 	mux.HandleFunc("GET "+api.PathConfig, func(w http.ResponseWriter, r *http.Request) {
 		name := r.URL.Query().Get("name")
 		v, err := d.call(func() (any, error) {
-			inst, err := d.lookup(name)
-			if err != nil {
-				return nil, err
-			}
-			return inst.cfg.Raw, nil
+			return d.configRaw(name)
 		})
 		if err != nil {
 			writeErr(w, err)
@@ -189,9 +185,25 @@ func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, err
 func (d *Daemon) lookup(name string) (*instance, error) {
 	inst, ok := d.services[name]
 	if !ok {
+		if bad := d.cfgs.invalid[name]; bad != nil {
+			return nil, failed("%s: config invalid: %s (repair it with svcmgr edit config or create --replace)", name, bad.err)
+		}
 		return nil, failed("service %s does not exist", name)
 	}
 	return inst, nil
+}
+
+// configRaw is the installed config text of a service, also when it does
+// not parse (so that edit config can repair it).
+func (d *Daemon) configRaw(name string) ([]byte, error) {
+	if bad := d.cfgs.invalid[name]; bad != nil {
+		return bad.raw, nil
+	}
+	inst, err := d.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return inst.cfg.Raw, nil
 }
 
 // nodeName is safe to call from any goroutine (the node config is set
@@ -233,9 +245,9 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 func (d *Daemon) serviceList() []api.ServiceEntry {
 	st := d.clusterStatus()
 	var out []api.ServiceEntry
-	for _, name := range d.serviceNames() {
+	for _, name := range sortedKeys(st.Services) {
 		s := st.Services[name]
-		out = append(out, api.ServiceEntry{Name: name, Avail: s.Avail, Overall: s.Overall, Nodes: s.Nodes})
+		out = append(out, api.ServiceEntry{Name: name, Avail: s.Avail, Overall: s.Overall, Nodes: s.Nodes, ConfigError: s.ConfigError})
 	}
 	return out
 }
@@ -251,6 +263,9 @@ func (d *Daemon) create(req api.CreateRequest) error {
 	}
 	if _, ok := d.services[req.Name]; ok && !req.Replace {
 		return badInput(fmt.Errorf("service %s already exists (use set or edit config to change it)", req.Name))
+	}
+	if bad := d.cfgs.invalid[req.Name]; bad != nil && !req.Replace {
+		return badInput(fmt.Errorf("service %s already exists, its config invalid: %s (repair it with edit config or create --replace)", req.Name, bad.err))
 	}
 	raw := []byte(req.Config)
 	cfg, err := config.ParseService(file, req.Name, raw)
@@ -279,6 +294,10 @@ func (d *Daemon) install(cfg *config.ServiceConfig, v dataset.Version, what stri
 		return failed("install %s: %v", path, err)
 	}
 	cfg.File = path
+	if d.cfgs.invalid[cfg.Name] != nil {
+		delete(d.cfgs.invalid, cfg.Name)
+		d.log.Info("service config repaired: managed again with its kept state", zap.String("svc", cfg.Name))
+	}
 	ds := d.dur.Services[cfg.Name]
 	ds.ConfigVersion = v
 	d.dur.Services[cfg.Name] = ds

@@ -99,6 +99,7 @@ func (d *Daemon) removeService(name string, v dataset.Version, done func(error))
 			return
 		}
 		delete(d.services, name)
+		delete(d.cfgs.invalid, name)
 		delete(d.dur.Services, name)
 		if d.dur.Tombstones == nil {
 			d.dur.Tombstones = map[string]dataset.Version{}

@@ -90,6 +90,8 @@ type Daemon struct {
 	refused map[string]dataset.Version
 	// badPeerNames are invalid names received from peers, logged once.
 	badPeerNames map[string]bool
+	// cfgs holds the configs that do not parse and the edits in flight.
+	cfgs configState
 
 	// orchestration
 	stepGen  uint64 // d.gen at the last Step

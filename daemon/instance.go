@@ -61,8 +61,9 @@ func (i *instance) hasMonitored() bool {
 	return false
 }
 
-// loadServices reads every service config at start-up. A bad file is
-// logged and skipped: the daemon keeps running with the good ones.
+// loadServices reads every service config at start-up. A file that does
+// not parse is kept as "config invalid" with the service's durable state:
+// the daemon keeps running with the good ones and does not act on it.
 func (d *Daemon) loadServices() {
 	ents, err := os.ReadDir(d.p.ServiceDir)
 	if err != nil {
@@ -73,16 +74,29 @@ func (d *Daemon) loadServices() {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".toml") {
 			continue
 		}
-		cfg, err := config.LoadService(filepath.Join(d.p.ServiceDir, e.Name()))
+		path := filepath.Join(d.p.ServiceDir, e.Name())
+		name := config.ServiceNameFromFile(path)
+		if config.ValidServiceName(name) != nil {
+			d.log.Error("service config file with an invalid service name skipped", zap.String("file", path))
+			continue
+		}
+		raw, err := os.ReadFile(path)
 		if err != nil {
-			d.log.Error("service config refused, service skipped", zap.Error(err))
+			d.log.Error("service config unreadable: service kept, not managed until repaired", zap.String("svc", name), zap.Error(err))
+			d.setInvalid(name, nil, &config.Error{File: path, Msg: err.Error()})
+			continue
+		}
+		cfg, err := config.ParseService(path, name, raw)
+		if err != nil {
+			d.log.Error("service config invalid: service kept, not managed until repaired", zap.String("svc", name), zap.Error(err))
+			d.setInvalid(name, raw, err)
 			continue
 		}
 		d.installInstance(cfg)
 	}
 	// forget durable state of services that no longer exist
 	for name := range d.dur.Services {
-		if _, ok := d.services[name]; !ok {
+		if _, ok := d.services[name]; !ok && d.cfgs.invalid[name] == nil {
 			delete(d.dur.Services, name)
 		}
 	}
@@ -364,6 +378,9 @@ func (d *Daemon) localNode() dataset.Node {
 		Targets:     d.targets(),
 		Clears:      d.clears(),
 		Gen:         d.gen,
+	}
+	for name := range d.cfgs.invalid {
+		n.Services[name] = d.invalidInstance(name)
 	}
 	for name, inst := range d.services {
 		if !inst.local {

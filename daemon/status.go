@@ -61,46 +61,55 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		if t, ok := d.dur.Services[name]; ok && t.Target.Expect != "" {
 			ss.GlobalExpect = t.Target.String()
 		}
-		var avails []dataset.Status
-		frozen, thawed := 0, 0
-		for _, node := range ss.Nodes {
-			n, ok := nodes[node]
-			if !ok {
-				continue
-			}
-			i, ok := n.Services[name]
-			if !ok {
-				continue
-			}
-			ss.Instances[node] = i
-			if i.Avail != dataset.StatusUnknown {
-				avails = append(avails, i.Avail)
-			}
-			if i.Frozen || n.Frozen {
-				frozen++
-			} else {
-				thawed++
-			}
-		}
-		ss.Avail = status.Service(avails)
-		ss.PlacementState = placementState(ss)
-		ss.Overall = ss.Avail
-		for _, i := range ss.Instances {
-			if i.Overall == dataset.StatusWarn && ss.Overall == dataset.StatusUp {
-				ss.Overall = dataset.StatusWarn
-			}
-		}
-		switch {
-		case frozen > 0 && thawed > 0:
-			ss.Frozen = "mixed"
-		case frozen > 0:
-			ss.Frozen = "frozen"
-		default:
-			ss.Frozen = "thawed"
-		}
+		aggregate(&ss, name, nodes)
 		st.Services[name] = ss
 	}
+	for _, name := range d.invalidNames() {
+		st.Services[name] = d.invalidStatus(name, nodes)
+	}
 	return st
+}
+
+// aggregate fills the instances of ss (on its nodes) and the service-wide
+// avail, overall, placement state and frozen from them.
+func aggregate(ss *dataset.ServiceStatus, name string, nodes map[string]dataset.Node) {
+	var avails []dataset.Status
+	frozen, thawed := 0, 0
+	for _, node := range ss.Nodes {
+		n, ok := nodes[node]
+		if !ok {
+			continue
+		}
+		i, ok := n.Services[name]
+		if !ok {
+			continue
+		}
+		ss.Instances[node] = i
+		if i.Avail != dataset.StatusUnknown {
+			avails = append(avails, i.Avail)
+		}
+		if i.Frozen || n.Frozen {
+			frozen++
+		} else {
+			thawed++
+		}
+	}
+	ss.Avail = status.Service(avails)
+	ss.PlacementState = placementState(*ss)
+	ss.Overall = ss.Avail
+	for _, i := range ss.Instances {
+		if i.Overall == dataset.StatusWarn && ss.Overall == dataset.StatusUp {
+			ss.Overall = dataset.StatusWarn
+		}
+	}
+	switch {
+	case frozen > 0 && thawed > 0:
+		ss.Frozen = "mixed"
+	case frozen > 0:
+		ss.Frozen = "frozen"
+	default:
+		ss.Frozen = "thawed"
+	}
 }
 
 func nodeInfo(n dataset.Node, s dataset.NodeStatus) dataset.NodeInfo {

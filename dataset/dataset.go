@@ -1,6 +1,10 @@
 package dataset
 
-import "time"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
 
 // Status is an availability status of a resource, an instance or a service.
 type Status string
@@ -113,6 +117,9 @@ type Instance struct {
 	Resources       map[string]Resource `json:"resources"`
 	// ConfigVersion is the version of the service config this instance runs.
 	ConfigVersion Version `json:"config_version"`
+	// ConfigError is set when the node's copy of the config does not parse:
+	// the instance is not managed (avail unknown) until it is repaired.
+	ConfigError string `json:"config_error,omitempty"`
 }
 
 // Version is a logical (Lamport) version with the origin node as tie-break.
@@ -203,6 +210,13 @@ func (n Node) Clone() Node {
 	if n.Configs != nil {
 		c.Configs = make(map[string]ConfigEntry, len(n.Configs))
 		for k, v := range n.Configs {
+			if v.Includes != nil {
+				inc := make(map[string]uint64, len(v.Includes))
+				for o, cnt := range v.Includes {
+					inc[o] = cnt
+				}
+				v.Includes = inc
+			}
 			c.Configs[k] = v
 		}
 	}
@@ -220,8 +234,41 @@ func (n Node) Clone() Node {
 // wins over older copies still travelling.
 type ConfigEntry struct {
 	Version Version `json:"version"`
-	Raw     string  `json:"raw,omitempty"`
-	Deleted bool    `json:"deleted,omitempty"`
+	// Digest is ConfigDigest(Raw) ("" for a tombstone): it ties the version
+	// to one content, so that two nodes holding the same version with
+	// different contents converge (see Wins).
+	Digest string `json:"digest,omitempty"`
+	// Includes maps each node that edited this config to the counter of its
+	// newest edit this content descends from: a node knows its own edit
+	// (made at counter c) is in the content when Includes[node] >= c.
+	Includes map[string]uint64 `json:"includes,omitempty"`
+	Raw      string            `json:"raw,omitempty"`
+	Deleted  bool              `json:"deleted,omitempty"`
+}
+
+// ConfigDigest is the hex SHA-256 of a config's bytes.
+func ConfigDigest(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// Wins reports whether e replaces o on a node that holds o: the newer
+// version wins; on the same version (two nodes that hold different
+// contents under one version, after a crash or a change made behind
+// Haven's back) the higher digest wins, and a tombstone ("" digest) loses
+// to a content. Every node applies the same rule, so all converge on one
+// content.
+func (e ConfigEntry) Wins(o ConfigEntry) bool {
+	if e.Version != o.Version {
+		return e.Version.Newer(o.Version)
+	}
+	return e.Digest > o.Digest
+}
+
+// IncludesEdit reports whether e's content descends from the edit that
+// node made at counter c.
+func (e ConfigEntry) IncludesEdit(node string, c uint64) bool {
+	return !e.Deleted && e.Includes[node] >= c
 }
 
 // ClearRequest asks the nodes to reset a failed monitor state: Node "" means

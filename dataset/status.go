@@ -54,4 +54,8 @@ type ServiceStatus struct {
 	GlobalExpect   string              `json:"global_expect"`
 	Nodes          []string            `json:"nodes,omitempty"`
 	Instances      map[string]Instance `json:"instances"`
+	// ConfigError is set when this node's copy of the config does not
+	// parse ("file:line: key: msg"): the daemon keeps the service's state
+	// but does not act on it until the config is repaired.
+	ConfigError string `json:"config_error,omitempty"`
 }

@@ -173,11 +173,14 @@ func serviceLeft(name string, s dataset.ServiceStatus) []cell {
 	return []cell{c(name), cc(avail, color), c(orch), cc(strings.Join(serviceNotes(s, false), ", "), ansiYellow)}
 }
 
-// serviceNotes are the service-level facts worth a word: frozen, a
-// non-optimal placement, an admin target in progress. long is the wording
+// serviceNotes are the service-level facts worth a word: a config that
+// does not parse here (with its error), frozen, a non-optimal placement, an admin target in progress. long is the wording
 // of the status tree; the svcmon grid is short of room.
 func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 	var notes []string
+	if s.ConfigError != "" {
+		notes = append(notes, "config invalid: "+s.ConfigError)
+	}
 	if long && s.Overall != "" && s.Overall != s.Avail {
 		notes = append(notes, "overall "+string(s.Overall))
 	}

@@ -112,6 +112,9 @@ func instanceLine(head string, inst dataset.Instance) treeLine {
 		state += ", " + le
 	}
 	notes := flagNotes(inst.Flags, inst.Frozen)
+	if inst.ConfigError != "" {
+		notes = append([]string{"config invalid"}, notes...)
+	}
 	if inst.PlacementLeader && !slices.Contains(notes, "leader") {
 		notes = append(notes, "leader")
 	}

@@ -1,0 +1,91 @@
+package daemon
+
+import (
+	"sort"
+
+	"haven/dataset"
+)
+
+// configState is the loop-owned part of the daemon about configs that
+// are not plain installed ones: the files that do not parse, and the
+// edits accepted here that the cluster has not adopted yet.
+type configState struct {
+	// invalid are the services whose config file does not parse: their
+	// durable state is kept, they are shown as "config invalid" and the
+	// daemon does not act on them until the config is repaired.
+	invalid map[string]*badConfig
+}
+
+// badConfig is a service config file that does not parse.
+type badConfig struct {
+	raw []byte
+	err string // "file:line: key: msg"
+}
+
+// setInvalid records that the config of name does not parse. Its durable
+// state (frozen, target, local expect, version) is kept as it was.
+func (d *Daemon) setInvalid(name string, raw []byte, err error) {
+	if d.cfgs.invalid == nil {
+		d.cfgs.invalid = map[string]*badConfig{}
+	}
+	d.cfgs.invalid[name] = &badConfig{raw: raw, err: err.Error()}
+	if _, ok := d.dur.Services[name]; !ok {
+		d.dur.Services[name] = durableService{}
+	}
+	d.changed()
+}
+
+// invalidNames lists the services whose config is invalid, sorted.
+func (d *Daemon) invalidNames() []string {
+	out := make([]string, 0, len(d.cfgs.invalid))
+	for n := range d.cfgs.invalid {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// invalidInstance is what this node announces of a service whose config
+// does not parse: its durable state, and "unknown" for its status, which
+// peers count as possibly up, so that none starts a second instance while
+// this one may still run.
+func (d *Daemon) invalidInstance(name string) dataset.Instance {
+	ds := d.dur.Services[name]
+	mon := dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectNone}
+	if ds.LocalExpect != "" {
+		mon.LocalExpect = ds.LocalExpect
+	}
+	if ds.StartFailed {
+		mon.State = dataset.StartFailed
+	}
+	return dataset.Instance{
+		Avail:         dataset.StatusUnknown,
+		Overall:       dataset.StatusUnknown,
+		Frozen:        ds.Frozen,
+		Monitor:       mon,
+		Resources:     map[string]dataset.Resource{},
+		ConfigVersion: ds.ConfigVersion,
+		ConfigError:   d.cfgs.invalid[name].err,
+	}
+}
+
+// invalidStatus is the status of a service whose config does not parse
+// here: its nodes are those that announce an instance of it.
+func (d *Daemon) invalidStatus(name string, nodes map[string]dataset.Node) dataset.ServiceStatus {
+	ss := dataset.ServiceStatus{
+		PlacementState: "n/a",
+		GlobalExpect:   dataset.ExpectNone,
+		Instances:      map[string]dataset.Instance{},
+		ConfigError:    d.cfgs.invalid[name].err,
+	}
+	for _, node := range sortedKeys(nodes) {
+		if _, ok := nodes[node].Services[name]; ok {
+			ss.Nodes = append(ss.Nodes, node)
+		}
+	}
+	if t := d.dur.Services[name].Target; t.Expect != "" {
+		ss.GlobalExpect = t.String()
+	}
+	aggregate(&ss, name, nodes)
+	return ss
+}

@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"haven/dataset"
+)
+
+// startService is pidService with orchestrate = start.
+var startService = strings.Replace(pidService, `orchestrate = "no"`, `orchestrate = "start"`, 1)
+
+// restartDaemon stops and starts n's daemon.
+func restartDaemon(n *node) {
+	n.t.Helper()
+	n.must("nodemgr", "daemon", "stop")
+	n.startDaemon()
+}
+
+// A service whose config no longer parses keeps its durable state and is
+// shown as "config invalid"; nothing is started or stopped; once the file
+// is repaired, a service the admin had stopped stays stopped and frozen.
+func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
+	n := newNode(t, "n1", "[node]\nname = \"n1\"\nmonitor_interval = \"300ms\"\nready_period = \"1s\"\n")
+	n.startDaemon()
+	createService(t, n, "web", startService)
+	waitFor(t, 10*time.Second, "web started (orchestrate = start)", func() bool { return n.instance("web").Avail == dataset.StatusUp })
+	n.must("svcmgr", "-s", "web", "stop", "--wait", "--time", "20s")
+	if i := n.instance("web"); i.Avail != dataset.StatusDown || !i.Frozen {
+		t.Fatalf("after stop: avail %q frozen %v, want down and frozen", i.Avail, i.Frozen)
+	}
+	// a second service runs: it must be left alone while its config is invalid
+	createService(t, n, "db", pidService)
+	n.must("svcmgr", "-s", "db", "start", "--local")
+	dbPid := readFile(t, filepath.Join(n.root, "var", "services", "db", "main.pid"))
+
+	conf := filepath.Join(n.root, "etc", "services", "web.toml")
+	good := readFile(t, conf)
+	n.must("nodemgr", "daemon", "stop")
+	writeFile(t, conf, "[DEFAULT]\norchestrate = \"start\"\nnodes = [\"n1\"\n")
+	dbConf := filepath.Join(n.root, "etc", "services", "db.toml")
+	dbGood := readFile(t, dbConf)
+	writeFile(t, dbConf, strings.Replace(dbGood, `orchestrate = "no"`, `orchestrate = "sometimes"`, 1))
+	n.startDaemon()
+
+	st := n.status()
+	web, ok := st.Services["web"]
+	if !ok {
+		t.Fatalf("web disappeared from the status when its config became invalid: %v", st.Services)
+	}
+	if !strings.Contains(web.ConfigError, conf) {
+		t.Fatalf("web config_error = %q, want the error naming %s", web.ConfigError, conf)
+	}
+	if web.Frozen != "frozen" || !web.Instances["n1"].Frozen {
+		t.Fatalf("web frozen = %q (instance %v), want frozen: the durable state was lost", web.Frozen, web.Instances["n1"].Frozen)
+	}
+	db := st.Services["db"]
+	if !strings.Contains(db.ConfigError, "orchestrate") || db.Instances["n1"].Monitor.LocalExpect != "started" {
+		t.Fatalf("db: config_error %q local expect %q, want the orchestrate error and started", db.ConfigError, db.Instances["n1"].Monitor.LocalExpect)
+	}
+	for _, out := range []string{n.must("svcmon"), n.must("svcmgr", "ls"), n.must("svcmgr", "-s", "web", "print", "status")} {
+		if !strings.Contains(out, "config invalid") || !strings.Contains(out, conf) {
+			t.Fatalf("the view does not say config invalid with the error:\n%s", out)
+		}
+	}
+	// the daemon does not act: nothing started, the running db left alone
+	pid := filepath.Join(n.root, "var", "services", "web", "main.pid")
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, err := os.Stat(pid); err == nil {
+			t.Fatal("web was started while its config is invalid")
+		}
+	}
+	if got := readFile(t, filepath.Join(n.root, "var", "services", "db", "main.pid")); got != dbPid {
+		t.Fatalf("db was restarted while its config is invalid (pid %q, was %q)", got, dbPid)
+	}
+	if r := n.run("svcmgr", "-s", "web", "start"); r.code != 1 || !strings.Contains(r.err, "config invalid") {
+		t.Fatalf("start of a service whose config is invalid: want exit 1 saying config invalid, got %s", r)
+	}
+
+	// repaired by hand, then a restart: still stopped and frozen
+	n.must("nodemgr", "daemon", "stop")
+	writeFile(t, conf, good)
+	n.startDaemon()
+	waitFor(t, 5*time.Second, "web checked after the repair", func() bool { return n.instance("web").Avail != dataset.StatusUnknown })
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if i := n.instance("web"); i.Avail != dataset.StatusDown || !i.Frozen {
+			t.Fatalf("after the repair web is %q frozen %v, want down and frozen (the admin stopped it)", i.Avail, i.Frozen)
+		}
+	}
+	if e := n.status().Services["web"].ConfigError; e != "" {
+		t.Fatalf("config_error %q after the repair", e)
+	}
+
+	// repaired with edit config: db is managed again, still running
+	editor := filepath.Join(t.TempDir(), "fix.sh")
+	writeFile(t, editor, "#!/bin/sh\nsed -i 's/sometimes/no/' \"$1\"\n")
+	os.Chmod(editor, 0o755)
+	t.Setenv("EDITOR", editor)
+	r := n.run("svcmgr", "-s", "db", "edit", "config")
+	if r.code != 0 {
+		t.Fatalf("edit config of the invalid db: %s", r)
+	}
+	waitFor(t, 5*time.Second, "db checked up after the repair", func() bool { return n.instance("db").Avail == dataset.StatusUp })
+	if got := readFile(t, filepath.Join(n.root, "var", "services", "db", "main.pid")); got != dbPid {
+		t.Fatalf("db was restarted by the repair (pid %q, was %q)", got, dbPid)
+	}
+}
