@@ -284,11 +284,12 @@ func (d *Daemon) create(req api.CreateRequest) error {
 	if req.Replace {
 		what = "replaced"
 	}
-	return d.install(cfg, d.nextVersion(), what)
+	return d.install(cfg, d.newEntry(req.Name, cfg.Raw), what)
 }
 
-// install writes cfg atomically at version v and (re)builds its instance.
-func (d *Daemon) install(cfg *config.ServiceConfig, v dataset.Version, what string) error {
+// install writes cfg atomically at the version of e (with its digest and
+// lineage) and (re)builds its instance.
+func (d *Daemon) install(cfg *config.ServiceConfig, e dataset.ConfigEntry, what string) error {
 	path := d.p.ServiceConf(cfg.Name)
 	if err := fsutil.WriteAtomic(path, cfg.Raw, 0o600); err != nil {
 		return failed("install %s: %v", path, err)
@@ -299,7 +300,7 @@ func (d *Daemon) install(cfg *config.ServiceConfig, v dataset.Version, what stri
 		d.log.Info("service config repaired: managed again with its kept state", zap.String("svc", cfg.Name))
 	}
 	ds := d.dur.Services[cfg.Name]
-	ds.ConfigVersion = v
+	ds.ConfigVersion, ds.ConfigDigest, ds.ConfigIncludes = e.Version, dataset.ConfigDigest(cfg.Raw), e.Includes
 	d.dur.Services[cfg.Name] = ds
 	delete(d.dur.Tombstones, cfg.Name)
 	d.saveState()
@@ -343,7 +344,7 @@ func (d *Daemon) keyword(req api.KeywordRequest) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return nil, d.install(cfg, d.nextVersion(), "changed")
+		return nil, d.install(cfg, d.newEntry(req.Name, cfg.Raw), "changed")
 	}
 	return nil, badInput(fmt.Errorf("unknown keyword operation %q", req.Op))
 }

@@ -23,20 +23,36 @@ func (d *Daemon) witness(v dataset.Version) {
 	}
 }
 
-// knownConfigVersion is the version of the config of name this node holds
-// (a tombstone counts).
-func (d *Daemon) knownConfigVersion(name string) dataset.Version {
+// knownConfig is the version, digest and lineage of the config of name
+// this node holds (a tombstone counts), without its text.
+func (d *Daemon) knownConfig(name string) dataset.ConfigEntry {
 	if v, ok := d.dur.Tombstones[name]; ok {
-		return v
+		return dataset.ConfigEntry{Version: v, Deleted: true}
 	}
-	return d.dur.Services[name].ConfigVersion
+	ds := d.dur.Services[name]
+	return dataset.ConfigEntry{Version: ds.ConfigVersion, Digest: ds.ConfigDigest, Includes: ds.ConfigIncludes}
 }
 
-// configEntries lists the configs and tombstones this node relays.
+// newEntry makes the entry of an edit made on this node: a new version
+// whose lineage is the current config's plus this edit.
+func (d *Daemon) newEntry(name string, raw []byte) dataset.ConfigEntry {
+	v := d.nextVersion()
+	inc := map[string]uint64{}
+	for o, c := range d.knownConfig(name).Includes {
+		inc[o] = c
+	}
+	inc[d.node.Name] = v.Counter
+	return dataset.ConfigEntry{Version: v, Digest: dataset.ConfigDigest(raw), Includes: inc, Raw: string(raw)}
+}
+
+// configEntries lists the configs and tombstones this node relays. A config
+// that does not parse here is not relayed.
 func (d *Daemon) configEntries() map[string]dataset.ConfigEntry {
 	out := make(map[string]dataset.ConfigEntry, len(d.services)+len(d.dur.Tombstones))
 	for name, inst := range d.services {
-		out[name] = dataset.ConfigEntry{Version: d.dur.Services[name].ConfigVersion, Raw: string(inst.cfg.Raw)}
+		e := d.knownConfig(name)
+		e.Raw = string(inst.cfg.Raw)
+		out[name] = e
 	}
 	for name, v := range d.dur.Tombstones {
 		out[name] = dataset.ConfigEntry{Version: v, Deleted: true}
@@ -44,9 +60,37 @@ func (d *Daemon) configEntries() map[string]dataset.ConfigEntry {
 	return out
 }
 
-// mergeConfigs installs the configs of a peer that are newer than ours.
-// Every node applies the same rule (the newest version wins, origin name
-// breaking ties), so concurrent edits resolve the same way everywhere.
+// checkLocalFile compares a config file read at start-up with the digest
+// recorded for its version. A file that differs was changed outside Haven
+// (a hand edit, a restored backup, or a crash between the write of the
+// file and that of its version): the file on disk wins, as a hand edit
+// would, and gets a new version so that every node converges on it.
+func (d *Daemon) checkLocalFile(name string, raw []byte) {
+	ds, known := d.dur.Services[name]
+	dig := dataset.ConfigDigest(raw)
+	switch {
+	case ds.ConfigDigest == dig:
+		return
+	case known && ds.ConfigDigest == "" && !ds.ConfigVersion.IsZero():
+		// recorded before versions carried a digest: adopt it as is
+		ds.ConfigDigest = dig
+	default:
+		e := d.newEntry(name, raw)
+		d.log.Warn("service config changed outside Haven (its content is not the one recorded for its version): the file on disk wins as a new version",
+			zap.String("svc", name), zap.String("file", d.p.ServiceConf(name)),
+			zap.Uint64("old_version", ds.ConfigVersion.Counter), zap.String("old_origin", ds.ConfigVersion.Origin),
+			zap.Uint64("version", e.Version.Counter))
+		ds.ConfigVersion, ds.ConfigDigest, ds.ConfigIncludes = e.Version, e.Digest, e.Includes
+		delete(d.dur.Tombstones, name)
+	}
+	d.dur.Services[name] = ds
+	d.saveState()
+}
+
+// mergeConfigs installs the configs of a peer that win over ours. Every
+// node applies the same rule (dataset.ConfigEntry.Wins: the newest
+// version, then the higher digest), so concurrent edits resolve the same
+// way everywhere.
 func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntry) {
 	for _, name := range sortedKeys(entries) {
 		if !d.peerServiceName(from, "configs", name) {
@@ -54,10 +98,11 @@ func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntr
 		}
 		e := entries[name]
 		d.witness(e.Version)
-		if !e.Version.Newer(d.knownConfigVersion(name)) {
+		cur := d.knownConfig(name)
+		if !e.Wins(cur) {
 			continue
 		}
-		if d.refused[name] == e.Version {
+		if r, ok := d.refused[name]; ok && r == e.Version {
 			continue
 		}
 		if e.Deleted {
@@ -70,6 +115,14 @@ func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntr
 			d.log.Error("config from peer refused", zap.String("svc", name), zap.String("from", from), zap.Error(err))
 			continue
 		}
+		if dig := dataset.ConfigDigest([]byte(e.Raw)); e.Digest != dig {
+			if e.Digest != "" {
+				d.refused[name] = e.Version
+				d.log.Error("config from peer refused: its digest does not match its content", zap.String("svc", name), zap.String("from", from))
+				continue
+			}
+			e.Digest = dig // a peer of a build without digests
+		}
 		cfg, err := config.ParseService(d.p.ServiceConf(name), name, []byte(e.Raw))
 		if err != nil {
 			// keep the last good config; log once per version
@@ -77,11 +130,23 @@ func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntr
 			d.log.Error("config from peer refused, last good config kept", zap.String("svc", name), zap.String("from", from), zap.Error(err))
 			continue
 		}
-		if err := d.install(cfg, e.Version, "received from "+from); err != nil {
+		if e.Version == cur.Version && !cur.Deleted {
+			d.log.Warn("config conflict: a peer holds another content under the same version: the higher digest wins on every node",
+				zap.String("svc", name), zap.String("from", from), zap.Uint64("version", e.Version.Counter),
+				zap.String("origin", e.Version.Origin), zap.String("digest", e.Digest[:12]), zap.String("ours", shortDigest(cur.Digest)))
+		}
+		if err := d.install(cfg, e, "received from "+from); err != nil {
 			d.log.Error("install config from peer", zap.String("svc", name), zap.Error(err))
 		}
 	}
 	d.saveState()
+}
+
+func shortDigest(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
 }
 
 // removeService stops the local instance if it runs, then removes the

@@ -92,6 +92,7 @@ func (d *Daemon) loadServices() {
 			d.setInvalid(name, raw, err)
 			continue
 		}
+		d.checkLocalFile(name, raw)
 		d.installInstance(cfg)
 	}
 	// forget durable state of services that no longer exist

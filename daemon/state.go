@@ -33,6 +33,11 @@ type durableService struct {
 	Target      dataset.Target `json:"target,omitempty"`
 	// ConfigVersion orders config edits across the cluster.
 	ConfigVersion dataset.Version `json:"config_version"`
+	// ConfigDigest is dataset.ConfigDigest of the file installed at
+	// ConfigVersion: a file that no longer matches it was changed outside
+	// Haven. ConfigIncludes is the entry's dataset.ConfigEntry.Includes.
+	ConfigDigest   string            `json:"config_digest,omitempty"`
+	ConfigIncludes map[string]uint64 `json:"config_includes,omitempty"`
 	// StartFailed survives a restart so a failed node does not retry blindly.
 	StartFailed bool `json:"start_failed,omitempty"`
 	// Clear is the newest clear request known (applied once, relayed).

@@ -60,3 +60,54 @@ func TestCloneIsDeep(t *testing.T) {
 		t.Fatalf("Clone shares maps with the original: %+v", n)
 	}
 }
+
+// Config entries are ordered by (version, digest): the newer version wins;
+// under one version the higher digest wins, and a content beats a
+// tombstone. Exactly one of two different entries wins, so every node
+// picks the same one whatever the order it hears them in.
+func TestConfigEntryWins(t *testing.T) {
+	a, b := ConfigDigest([]byte("a")), ConfigDigest([]byte("b"))
+	lo, hi := a, b
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	v1, v2 := Version{1, "n1"}, Version{2, "n1"}
+	cases := []struct {
+		name string
+		x, y ConfigEntry
+		want bool
+	}{
+		{"newer version, lower digest", ConfigEntry{Version: v2, Digest: lo}, ConfigEntry{Version: v1, Digest: hi}, true},
+		{"older version, higher digest", ConfigEntry{Version: v1, Digest: hi}, ConfigEntry{Version: v2, Digest: lo}, false},
+		{"same version, higher digest", ConfigEntry{Version: v1, Digest: hi}, ConfigEntry{Version: v1, Digest: lo}, true},
+		{"same version, lower digest", ConfigEntry{Version: v1, Digest: lo}, ConfigEntry{Version: v1, Digest: hi}, false},
+		{"same version and digest", ConfigEntry{Version: v1, Digest: lo}, ConfigEntry{Version: v1, Digest: lo}, false},
+		{"content over tombstone", ConfigEntry{Version: v1, Digest: lo}, ConfigEntry{Version: v1, Deleted: true}, true},
+		{"newer tombstone", ConfigEntry{Version: v2, Deleted: true}, ConfigEntry{Version: v1, Digest: hi}, true},
+		{"anything over nothing", ConfigEntry{Version: v1, Digest: lo}, ConfigEntry{}, true},
+	}
+	for _, c := range cases {
+		if got := c.x.Wins(c.y); got != c.want {
+			t.Errorf("%s: Wins = %v, want %v", c.name, got, c.want)
+		}
+		if c.x.Version != c.y.Version || c.x.Digest != c.y.Digest {
+			if c.x.Wins(c.y) == c.y.Wins(c.x) {
+				t.Errorf("%s: exactly one of the two must win", c.name)
+			}
+		}
+	}
+}
+
+func TestConfigDigestAndIncludes(t *testing.T) {
+	if d := ConfigDigest([]byte("")); d != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
+		t.Fatalf("ConfigDigest(\"\") = %s, want the SHA-256 of nothing", d)
+	}
+	e := ConfigEntry{Includes: map[string]uint64{"n1": 7}}
+	if !e.IncludesEdit("n1", 7) || !e.IncludesEdit("n1", 3) || e.IncludesEdit("n1", 8) || e.IncludesEdit("n2", 1) {
+		t.Fatalf("IncludesEdit wrong for %+v", e.Includes)
+	}
+	e.Deleted = true
+	if e.IncludesEdit("n1", 1) {
+		t.Fatal("a tombstone includes no edit")
+	}
+}

@@ -108,3 +108,34 @@ func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
 		t.Fatalf("db was restarted by the repair (pid %q, was %q)", got, dbPid)
 	}
 }
+
+// A config changed behind Haven's back on one node (valid TOML, e.g. a
+// file truncated or edited by hand) is not kept silently under the same
+// version as the other nodes' content: the node that finds it on start-up
+// gives it a new version, and every node converges on that content.
+func TestConfigChangedBehindHavenConverges(t *testing.T) {
+	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
+	createService(t, c["n1"], "web", strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
+	conf2 := filepath.Join(c["n2"].root, "etc", "services", "web.toml")
+	waitFor(t, 10*time.Second, "web installed on n2", func() bool { _, err := os.Stat(conf2); return err == nil })
+
+	c["n2"].must("nodemgr", "daemon", "stop")
+	hand := "[DEFAULT]\nnodes = [\"n1\", \"n2\"]\norchestrate = \"no\"\npriority = 42\n"
+	writeFile(t, conf2, hand)
+	c["n2"].startDaemon()
+	start := time.Now()
+	waitFor(t, 20*time.Second, "both nodes hold the same content", func() bool {
+		a := c["n1"].run("svcmgr", "-s", "web", "print", "config").out
+		b := c["n2"].run("svcmgr", "-s", "web", "print", "config").out
+		return a == b && a == hand
+	})
+	t.Logf("converged %s after n2's restart", time.Since(start).Round(10*time.Millisecond))
+	v1 := c["n1"].status().Services["web"].Instances["n1"].ConfigVersion
+	v2 := c["n2"].status().Services["web"].Instances["n2"].ConfigVersion
+	if v1 != v2 {
+		t.Fatalf("same content under different versions: n1 %+v, n2 %+v", v1, v2)
+	}
+	if !strings.Contains(nodeLog(t, c["n2"]), "changed outside Haven") {
+		t.Fatalf("n2 did not log the change made behind Haven's back:\n%s", nodeLog(t, c["n2"]))
+	}
+}
