@@ -98,6 +98,9 @@ type CreateRequest struct {
 	File string `json:"file"`
 	// Replace allows replacing an existing config (edit config).
 	Replace bool `json:"replace,omitempty"`
+	// Base is the dataset.ConfigDigest of the config the editor read (edit
+	// config): the daemon refuses the replace if the config changed since.
+	Base string `json:"base,omitempty"`
 }
 
 // ActionRequest is an action on one service.

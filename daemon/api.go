@@ -66,7 +66,7 @@ func (d *Daemon) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		d.reply(w, func() (any, error) { return nil, d.create(req) })
+		d.replyAsync(w, func(done func(any, error)) { d.create(req, done) })
 	})
 	mux.HandleFunc("POST "+api.PathServiceAction, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ActionRequest
@@ -92,7 +92,7 @@ func (d *Daemon) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		d.reply(w, func() (any, error) { return d.keyword(req) })
+		d.replyAsync(w, func(done func(any, error)) { d.keyword(req, done) })
 	})
 	mux.HandleFunc("GET "+api.PathLogs, d.handleLogs)
 	mux.HandleFunc("GET "+api.PathEvents, d.handleEvents)
@@ -252,39 +252,62 @@ func (d *Daemon) serviceList() []api.ServiceEntry {
 	return out
 }
 
-// create installs a new service config (or replaces one with Replace).
-func (d *Daemon) create(req api.CreateRequest) error {
+// create installs a new service config (or replaces one with Replace),
+// and answers done once the live peers hold it. A replace with Base (the
+// digest of the config the editor read) is refused if the config changed
+// since: compare-and-swap.
+func (d *Daemon) create(req api.CreateRequest, done func(any, error)) {
 	file := req.File
 	if file == "" {
 		file = req.Name + ".toml"
 	}
 	if err := config.ValidServiceName(req.Name); err != nil {
-		return badInput(err)
+		done(nil, badInput(err))
+		return
 	}
-	if _, ok := d.services[req.Name]; ok && !req.Replace {
-		return badInput(fmt.Errorf("service %s already exists (use set or edit config to change it)", req.Name))
+	_, exists := d.services[req.Name]
+	if exists && !req.Replace {
+		done(nil, badInput(fmt.Errorf("service %s already exists (use set or edit config to change it)", req.Name)))
+		return
 	}
-	if bad := d.cfgs.invalid[req.Name]; bad != nil && !req.Replace {
-		return badInput(fmt.Errorf("service %s already exists, its config invalid: %s (repair it with edit config or create --replace)", req.Name, bad.err))
+	bad := d.cfgs.invalid[req.Name]
+	if bad != nil && !req.Replace {
+		done(nil, badInput(fmt.Errorf("service %s already exists, its config invalid: %s (repair it with edit config or create --replace)", req.Name, bad.err)))
+		return
+	}
+	if req.Base != "" {
+		cur, err := d.configRaw(req.Name)
+		if err != nil || dataset.ConfigDigest(cur) != req.Base {
+			v := d.knownConfig(req.Name).Version
+			done(nil, failed("%s: changed concurrently (now version %d from %s) since the config was read: nothing installed, retry", req.Name, v.Counter, v.Origin))
+			return
+		}
 	}
 	raw := []byte(req.Config)
 	cfg, err := config.ParseService(file, req.Name, raw)
 	if err != nil {
-		return err
+		done(nil, err)
+		return
 	}
 	if len(cfg.Nodes) == 0 {
-		if raw, err = config.SetKeyword(file, raw, "DEFAULT.nodes+="+d.node.Name); err != nil {
-			return err
+		if raw, err = config.SetKeyword(file, raw, "DEFAULT.nodes+="+d.node.Name); err == nil {
+			cfg, err = config.ParseService(file, req.Name, raw)
 		}
-		if cfg, err = config.ParseService(file, req.Name, raw); err != nil {
-			return err
+		if err != nil {
+			done(nil, err)
+			return
 		}
 	}
 	what := "created"
-	if req.Replace {
+	if exists || bad != nil {
 		what = "replaced"
 	}
-	return d.install(cfg, d.newEntry(req.Name, cfg.Raw), what)
+	e := d.newEntry(req.Name, cfg.Raw)
+	if err := d.install(cfg, e, what); err != nil {
+		done(nil, err)
+		return
+	}
+	d.awaitAdoption(req.Name, "", nil, e.Version.Counter, done)
 }
 
 // install writes cfg atomically at the version of e (with its digest and
@@ -311,10 +334,13 @@ func (d *Daemon) install(cfg *config.ServiceConfig, e dataset.ConfigEntry, what 
 	return nil
 }
 
-func (d *Daemon) keyword(req api.KeywordRequest) (any, error) {
+// keyword gets, sets or unsets keywords. A change is installed here at
+// once and answered once the live peers hold it (see awaitAdoption).
+func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 	inst, err := d.lookup(req.Name)
 	if err != nil {
-		return nil, err
+		done(nil, err)
+		return
 	}
 	raw := inst.cfg.Raw
 	file := d.p.ServiceConf(req.Name)
@@ -324,29 +350,34 @@ func (d *Daemon) keyword(req api.KeywordRequest) (any, error) {
 		for _, k := range req.Kws {
 			v, err := config.GetKeyword(raw, k)
 			if err != nil {
-				return nil, badInput(err)
+				done(nil, badInput(err))
+				return
 			}
 			out.Values = append(out.Values, v)
 		}
-		return out, nil
+		done(out, nil)
+		return
 	case "set", "unset":
-		for _, k := range req.Kws {
-			if req.Op == "set" {
-				raw, err = config.SetKeyword(file, raw, k)
-			} else {
-				raw, err = config.UnsetKeyword(file, raw, k)
-			}
-			if err != nil {
-				return nil, badInput(err)
-			}
+		if raw, err = applyKeywords(file, raw, req.Op, req.Kws); err != nil {
+			done(nil, badInput(err))
+			return
 		}
 		cfg, err := config.ParseService(file, req.Name, raw)
 		if err != nil {
-			return nil, err
+			done(nil, err)
+			return
 		}
-		return nil, d.install(cfg, d.newEntry(req.Name, cfg.Raw), "changed")
+		e := d.newEntry(req.Name, cfg.Raw)
+		if err := d.install(cfg, e, "changed"); err != nil {
+			done(nil, err)
+			return
+		}
+		d.awaitAdoption(req.Name, req.Op, req.Kws, e.Version.Counter, func(_ any, err error) {
+			done(api.KeywordResponse{}, err)
+		})
+		return
 	}
-	return nil, badInput(fmt.Errorf("unknown keyword operation %q", req.Op))
+	done(nil, badInput(fmt.Errorf("unknown keyword operation %q", req.Op)))
 }
 
 func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {

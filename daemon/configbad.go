@@ -14,6 +14,9 @@ type configState struct {
 	// durable state is kept, they are shown as "config invalid" and the
 	// daemon does not act on them until the config is repaired.
 	invalid map[string]*badConfig
+	// pending are the edits made here and not yet adopted by every live
+	// peer, by service, in the order they were accepted (configedit.go).
+	pending map[string][]*pendingEdit
 }
 
 // badConfig is a service config file that does not parse.

@@ -107,6 +107,7 @@ func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntr
 		}
 		if e.Deleted {
 			d.log.Info("service deleted by a peer", zap.String("svc", name), zap.String("from", from))
+			d.failPending(name, failed("%s: deleted concurrently on %s", name, from))
 			d.removeService(name, e.Version, nil)
 			continue
 		}
@@ -137,9 +138,14 @@ func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntr
 		}
 		if err := d.install(cfg, e, "received from "+from); err != nil {
 			d.log.Error("install config from peer", zap.String("svc", name), zap.Error(err))
+			continue
 		}
+		d.rebasePending(name, from)
 	}
 	d.saveState()
+	for _, name := range d.pendingNames() {
+		d.checkPending(name)
+	}
 }
 
 func shortDigest(s string) string {
@@ -163,6 +169,7 @@ func (d *Daemon) removeService(name string, v dataset.Version, done func(error))
 			finish(failed("remove config: %v", err))
 			return
 		}
+		d.failPending(name, failed("%s: deleted meanwhile", name))
 		delete(d.services, name)
 		delete(d.cfgs.invalid, name)
 		delete(d.dur.Services, name)

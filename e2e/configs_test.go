@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +139,74 @@ func TestConfigChangedBehindHavenConverges(t *testing.T) {
 	}
 	if !strings.Contains(nodeLog(t, c["n2"]), "changed outside Haven") {
 		t.Fatalf("n2 did not log the change made behind Haven's back:\n%s", nodeLog(t, c["n2"]))
+	}
+}
+
+// Concurrent edits on two nodes never lose an acknowledged change: every
+// append that exited 0 is in the final config of both nodes; an append may
+// fail (exit 1) only saying it was changed concurrently.
+func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
+	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
+	createService(t, c["n1"], "web", strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
+	waitFor(t, 10*time.Second, "web installed on n2", func() bool {
+		return c["n2"].run("svcmgr", "-s", "web", "print", "config").code == 0
+	})
+	const perNode, parallel = 20, 4
+	type outcome struct {
+		item string
+		r    result
+	}
+	var mu sync.Mutex
+	var outcomes []outcome
+	var wg sync.WaitGroup
+	for _, name := range []string{"n1", "n2"} {
+		n := c[name]
+		work := make(chan string)
+		for w := 0; w < parallel; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for item := range work {
+					r := n.run("svcmgr", "-s", "web", "set", "--kw", "DEFAULT.soft_affinity+="+item)
+					mu.Lock()
+					outcomes = append(outcomes, outcome{item, r})
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perNode; i++ {
+				work <- fmt.Sprintf("%s-%d", name, i)
+			}
+			close(work)
+		}()
+	}
+	wg.Wait()
+	var final string
+	waitFor(t, 20*time.Second, "both nodes hold the same config", func() bool {
+		a := c["n1"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.soft_affinity").out
+		b := c["n2"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.soft_affinity").out
+		final = a
+		return a == b
+	})
+	acked, refused := 0, 0
+	for _, o := range outcomes {
+		switch {
+		case o.r.code == 0:
+			acked++
+			if !strings.Contains(final, `"`+o.item+`"`) {
+				t.Errorf("append of %s exited 0 but is not in the final config", o.item)
+			}
+		case o.r.code == 1 && strings.Contains(o.r.err, "changed concurrently"):
+			refused++
+		default:
+			t.Errorf("append of %s: want exit 0, or exit 1 saying changed concurrently; got %s", o.item, o.r)
+		}
+	}
+	t.Logf("%d appends acknowledged, %d refused as concurrent; final list: %s", acked, refused, strings.TrimSpace(final))
+	if acked == 0 {
+		t.Fatal("no append was acknowledged")
 	}
 }

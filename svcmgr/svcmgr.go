@@ -15,6 +15,7 @@ import (
 	"haven/api"
 	"haven/cliutil"
 	"haven/config"
+	"haven/dataset"
 	"haven/render"
 )
 
@@ -28,6 +29,7 @@ func App() *cli.App {
 		&cli.BoolFlag{Name: "wait", Usage: "return when the target is reached"},
 		&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "bound of --wait"},
 		&cli.StringFlag{Name: "config", Usage: "create / validate: the config `FILE`"},
+		&cli.BoolFlag{Name: "replace", Usage: "create: replace the config of an existing service (e.g. one whose config is invalid)"},
 		&cli.StringSliceFlag{Name: "kw", Usage: "set / get / unset: a keyword `K=V` (set) or `K` (get, unset); repeatable"},
 		&cli.BoolFlag{Name: "follow", Usage: "logs: keep printing new lines"},
 		&cli.IntFlag{Name: "lines", Value: 100, Usage: "logs: how many past lines"},
@@ -42,7 +44,7 @@ func App() *cli.App {
 		UsageText: "svcmgr -s SELECTOR ACTION [flags]\n   svcmgr validate --config FILE",
 		Flags:     flags,
 		Commands: []*cli.Command{
-			{Name: "create", Usage: "install a service config (--config FILE; name from -s or the file name)", Action: create},
+			{Name: "create", Usage: "install a service config (--config FILE; name from -s or the file name; --replace: of an existing service)", Action: create},
 			action("delete"),
 			action("start"), action("stop"), action("freeze"), action("thaw"),
 			action("clear"), action("abort"), action("takeover"), action("giveback"), action("switch"),
@@ -214,10 +216,15 @@ func create(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := cliutil.Client(c).Create(ctx(c), api.CreateRequest{Name: name, Config: string(data), File: file}); err != nil {
+	replace := c.Bool("replace")
+	if err := cliutil.Client(c).Create(ctx(c), api.CreateRequest{Name: name, Config: string(data), File: file, Replace: replace}); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "%s: created\n", name)
+	what := "created"
+	if replace {
+		what = "config installed"
+	}
+	fmt.Fprintf(c.App.Writer, "%s: %s\n", name, what)
 	return nil
 }
 
@@ -378,8 +385,9 @@ func editConfig(c *cli.Context) error {
 	if _, err := config.ParseService(tmpName, name, data); err != nil {
 		return fmt.Errorf("%w (nothing installed; your edit is kept in %s)", err, tmpName)
 	}
-	if err := cl.Create(ctx(c), api.CreateRequest{Name: name, Config: string(data), File: tmpName, Replace: true}); err != nil {
-		return err
+	req := api.CreateRequest{Name: name, Config: string(data), File: tmpName, Replace: true, Base: dataset.ConfigDigest([]byte(raw))}
+	if err := cl.Create(ctx(c), req); err != nil {
+		return fmt.Errorf("%w (your edit is kept in %s)", err, tmpName)
 	}
 	os.Remove(tmpName)
 	fmt.Fprintf(c.App.Writer, "%s: config installed\n", name)
