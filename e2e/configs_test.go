@@ -210,3 +210,26 @@ func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
 		t.Fatal("no append was acknowledged")
 	}
 }
+
+// edit config is a compare-and-swap: a config changed while the editor
+// was open is not overwritten (exit 1, the edit kept in a file).
+func TestEditConfigRefusesAConcurrentChange(t *testing.T) {
+	n := newNode(t, "n1", "")
+	n.startDaemon()
+	createService(t, n, "web", pidService)
+	editor := filepath.Join(t.TempDir(), "edit.sh")
+	writeFile(t, editor, fmt.Sprintf("#!/bin/sh\n%s --root %s -s web set --kw DEFAULT.priority=3 || exit 1\necho '# mine' >> \"$1\"\n",
+		filepath.Join(binDir, "svcmgr"), n.root))
+	os.Chmod(editor, 0o755)
+	t.Setenv("EDITOR", editor)
+	r := n.run("svcmgr", "-s", "web", "edit", "config")
+	if r.code != 1 || !strings.Contains(r.err, "changed concurrently") || !strings.Contains(r.err, "your edit is kept in") {
+		t.Fatalf("edit config over a concurrent set: want exit 1, changed concurrently, edit kept; got %s", r)
+	}
+	if got := strings.TrimSpace(n.must("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority")); got != "3" {
+		t.Fatalf("the concurrent set was overwritten: priority %q, want 3", got)
+	}
+	if strings.Contains(n.must("svcmgr", "-s", "web", "print", "config"), "# mine") {
+		t.Fatal("the stale edit was installed")
+	}
+}
