@@ -209,6 +209,39 @@ func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
 	if acked == 0 {
 		t.Fatal("no append was acknowledged")
 	}
+
+	// edits of different keys at the same moment on both nodes: both kept
+	for i := 1; i <= 5; i++ {
+		var r1, r2 result
+		var pair sync.WaitGroup
+		pair.Add(2)
+		go func() {
+			defer pair.Done()
+			r1 = c["n1"].run("svcmgr", "-s", "web", "set", "--kw", fmt.Sprintf("DEFAULT.priority=%d", i))
+		}()
+		go func() {
+			defer pair.Done()
+			r2 = c["n2"].run("svcmgr", "-s", "web", "set", "--kw", fmt.Sprintf("DEFAULT.soft_anti_affinity=p%d", i))
+		}()
+		pair.Wait()
+		for _, r := range []result{r1, r2} {
+			if r.code != 0 && !(r.code == 1 && strings.Contains(r.err, "changed concurrently")) {
+				t.Fatalf("pair %d: want exit 0, or exit 1 saying changed concurrently; got %s", i, r)
+			}
+		}
+		for _, n := range []string{"n1", "n2"} {
+			if r1.code == 0 {
+				waitFor(t, 10*time.Second, fmt.Sprintf("pair %d: priority %d on %s", i, i, n), func() bool {
+					return strings.TrimSpace(c[n].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority").out) == fmt.Sprint(i)
+				})
+			}
+			if r2.code == 0 {
+				waitFor(t, 10*time.Second, fmt.Sprintf("pair %d: soft_anti_affinity p%d on %s", i, i, n), func() bool {
+					return strings.Contains(c[n].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.soft_anti_affinity").out, fmt.Sprintf(`"p%d"`, i))
+				})
+			}
+		}
+	}
 }
 
 // edit config is a compare-and-swap: a config changed while the editor
