@@ -167,7 +167,10 @@ func serviceLeft(name string, s dataset.ServiceStatus) []cell {
 		color = ansiYellow
 	}
 	orch := s.Orchestrate
-	if orch == "" {
+	switch {
+	case s.ConfigError != "":
+		orch = "?" // not known here: the config does not parse
+	case orch == "":
 		orch = "no"
 	}
 	return []cell{c(name), cc(avail, color), c(orch), cc(strings.Join(serviceNotes(s, false), ", "), ansiYellow)}
