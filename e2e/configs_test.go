@@ -205,7 +205,8 @@ func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
 			t.Errorf("append of %s: want exit 0, or exit 1 saying changed concurrently; got %s", o.item, o.r)
 		}
 	}
-	t.Logf("%d appends acknowledged, %d refused as concurrent; final list: %s", acked, refused, strings.TrimSpace(final))
+	rebases := strings.Count(nodeLog(t, c["n1"])+nodeLog(t, c["n2"]), "applied again on top of a concurrent version")
+	t.Logf("%d appends acknowledged, %d refused as concurrent, %d rebases; final list: %s", acked, refused, rebases, strings.TrimSpace(final))
 	if acked == 0 {
 		t.Fatal("no append was acknowledged")
 	}
