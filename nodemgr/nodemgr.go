@@ -18,6 +18,7 @@ import (
 	"haven/api"
 	"haven/cliutil"
 	"haven/daemon"
+	"haven/paths"
 	"haven/render"
 )
 
@@ -177,8 +178,9 @@ func stop(c *cli.Context, mode string) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("time"))
 	defer cancel()
+	p := cliutil.Paths(c)
 	for {
-		if syscall.Kill(ds.Pid, 0) != nil {
+		if daemonGone(p, ds.Pid) {
 			fmt.Fprintf(c.App.Writer, "daemon stopped (%s)\n", mode)
 			return nil
 		}
@@ -188,6 +190,32 @@ func stop(c *cli.Context, mode string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// daemonGone reports whether the daemon of pid has let go of the root. It
+// looks at what the daemon releases when it ends, not at the pid: a daemon
+// that has exited but that its parent has not reaped yet (a zombie) still
+// answers kill(pid, 0), while the kernel has already dropped its flock on
+// R/run/daemon.lock. A pid file naming another pid means a new daemon
+// owns the root: the one we stopped is gone.
+func daemonGone(p paths.Paths, pid int) bool {
+	if b, err := os.ReadFile(p.PidFile()); err == nil {
+		if other, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && other != pid {
+			return true
+		}
+	}
+	f, err := os.Open(p.Lock())
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	defer f.Close()
+	// a shared lock, held for an instant: it only succeeds once nobody
+	// holds the daemon's exclusive lock
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil {
+		return false
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
 }
 
 func status(c *cli.Context) error {
