@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -29,9 +28,9 @@ func (e *apiError) Error() string { return e.msg }
 func failed(format string, a ...any) error { return &apiError{1, fmt.Sprintf(format, a...)} }
 func badInput(err error) error             { return &apiError{2, err.Error()} }
 
-const maxBody = 4 << 20
-
 func (d *Daemon) routes() http.Handler {
+	lim := newAPILimits()
+	decode := lim.decode
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
 		d.reply(w, func() (any, error) { return d.clusterStatus(), nil })
@@ -66,7 +65,13 @@ func (d *Daemon) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		d.reply(w, func() (any, error) { return nil, d.create(req) })
+		// parsed here, off the event loop
+		cfg, err := d.parseCreate(req)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		d.reply(w, func() (any, error) { return nil, d.create(req, cfg) })
 	})
 	mux.HandleFunc("POST "+api.PathServiceAction, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ActionRequest
@@ -98,18 +103,9 @@ func (d *Daemon) routes() http.Handler {
 		}
 		d.reply(w, func() (any, error) { return d.keyword(req) })
 	})
-	mux.HandleFunc("GET "+api.PathLogs, d.handleLogs)
-	mux.HandleFunc("GET "+api.PathEvents, d.handleEvents)
+	mux.HandleFunc("GET "+api.PathLogs, lim.stream(d.handleLogs))
+	mux.HandleFunc("GET "+api.PathEvents, lim.stream(d.handleEvents))
 	return mux
-}
-
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
-	if err := dec.Decode(v); err != nil {
-		writeErr(w, badInput(fmt.Errorf("bad request body: %v", err)))
-		return false
-	}
-	return true
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -240,30 +236,38 @@ func (d *Daemon) serviceList() []api.ServiceEntry {
 	return out
 }
 
-// create installs a new service config (or replaces one with Replace).
-func (d *Daemon) create(req api.CreateRequest) error {
+// parseCreate parses the config of a create request. It runs on the API
+// handler's goroutine, not on the loop: a large or hostile config never
+// holds the loop.
+func (d *Daemon) parseCreate(req api.CreateRequest) (*config.ServiceConfig, error) {
 	file := req.File
 	if file == "" {
 		file = req.Name + ".toml"
 	}
 	if err := config.ValidServiceName(req.Name); err != nil {
-		return badInput(err)
-	}
-	if _, ok := d.services[req.Name]; ok && !req.Replace {
-		return badInput(fmt.Errorf("service %s already exists (use set or edit config to change it)", req.Name))
+		return nil, badInput(err)
 	}
 	raw := []byte(req.Config)
 	cfg, err := config.ParseService(file, req.Name, raw)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(cfg.Nodes) == 0 {
-		if raw, err = config.SetKeyword(file, raw, "DEFAULT.nodes+="+d.node.Name); err != nil {
-			return err
+		if raw, err = config.SetKeyword(file, raw, "DEFAULT.nodes+="+d.nodeName()); err != nil {
+			return nil, err
 		}
 		if cfg, err = config.ParseService(file, req.Name, raw); err != nil {
-			return err
+			return nil, err
 		}
+	}
+	return cfg, nil
+}
+
+// create installs a new service config (or replaces one with Replace);
+// cfg is req's config, parsed by parseCreate.
+func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig) error {
+	if _, ok := d.services[req.Name]; ok && !req.Replace {
+		return badInput(fmt.Errorf("service %s already exists (use set or edit config to change it)", req.Name))
 	}
 	what := "created"
 	if req.Replace {

@@ -206,12 +206,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 5 * time.Second}
+	srv, lln := newAPIServer(ln, d.routes(), d.log)
 	var srvWG sync.WaitGroup
 	srvWG.Add(1)
 	go func() {
 		defer srvWG.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(lln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("api server", zap.Error(err))
 		}
 	}()
