@@ -230,3 +230,42 @@ func TestLocalAPIPermissionDeniedIsReportedAsSuch(t *testing.T) {
 		t.Fatalf("svcmon as nobody: want an error saying %q, got %v\nstdout: %s\nstderr: %s", want, err, o.String(), e.String())
 	}
 }
+
+// Event and log-follow streams have their own cap: a client that opens
+// many cannot take the connections the CLI needs.
+func TestLocalAPIStreamsAreCapped(t *testing.T) {
+	n := newNode(t, "n1", "")
+	n.startDaemon()
+	sock := filepath.Join(n.root, "run", "daemon.sock")
+	open, refused := 0, 0
+	for i := 0; i < 40; i++ {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: haven\r\n\r\n", api.PathEvents)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		switch resp.StatusCode {
+		case http.StatusOK:
+			open++
+		case http.StatusServiceUnavailable:
+			b, _ := io.ReadAll(resp.Body)
+			if !strings.Contains(string(b), "too many open streams") {
+				t.Fatalf("stream %d refused with %s", i, b)
+			}
+			refused++
+		default:
+			t.Fatalf("stream %d: %s", i, resp.Status)
+		}
+	}
+	if open != 32 || refused != 8 {
+		t.Fatalf("40 event streams: %d open, %d refused; want 32 and 8", open, refused)
+	}
+	n.must("svcmon")
+	n.must("nodemgr", "thaw")
+}
