@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"os"
@@ -60,7 +61,7 @@ func newAPIServer(ln net.Listener, h http.Handler, log *zap.Logger) (*http.Serve
 		ReadHeaderTimeout: apiHeaderTimeout,
 		IdleTimeout:       apiIdleTimeout,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          zap.NewStdLog(log.Named("api").WithOptions(zap.IncreaseLevel(zap.ErrorLevel))),
+		ErrorLog:          errorLog(log.Named("api")),
 	}
 	// No ReadTimeout: net/http would cancel the context of the event and
 	// log streams when it fires; decode bounds the body read instead.
@@ -145,4 +146,13 @@ func (l *apiLimits) stream(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// errorLog turns the HTTP server's messages into ERROR lines of the node log.
+func errorLog(log *zap.Logger) *stdlog.Logger {
+	l, err := zap.NewStdLogAt(log, zap.ErrorLevel)
+	if err != nil { // only for a level zap does not know
+		return zap.NewStdLog(log)
+	}
+	return l
 }

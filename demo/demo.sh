@@ -58,6 +58,7 @@ secret = "$secret"
 [nodes]
 $members
 TOML
+  chmod 600 "$top/$n/etc/cluster.toml" # it holds the secret
   cat > "$top/$n/etc/node.toml" <<TOML
 [node]
 name = "$n"
