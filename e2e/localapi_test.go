@@ -21,15 +21,15 @@ import (
 	"haven/api"
 )
 
-// post sends one raw request on the node's socket and returns the status
+// rawPost sends one raw request on the node's socket and returns the status
 // code and the decoded error body.
-func (n *node) post(path string, body []byte) (int, api.Error) {
+func (n *node) rawPost(path string, body []byte) (int, api.Error) {
 	n.t.Helper()
-	return n.postAs(path, body, false)
+	return n.rawPostAs(path, body, false)
 }
 
-// postAs sends body chunked (no length announced) when chunked is set.
-func (n *node) postAs(path string, body []byte, chunked bool) (int, api.Error) {
+// rawPostAs sends body chunked (no length announced) when chunked is set.
+func (n *node) rawPostAs(path string, body []byte, chunked bool) (int, api.Error) {
 	n.t.Helper()
 	c, err := net.Dial("unix", filepath.Join(n.root, "run", "daemon.sock"))
 	if err != nil {
@@ -60,11 +60,11 @@ func (n *node) postAs(path string, body []byte, chunked bool) (int, api.Error) {
 func TestLocalAPIRefusesUnknownFields(t *testing.T) {
 	n := newNode(t, "n1", "")
 	n.startDaemon()
-	code, e := n.post(api.PathServiceAction, []byte(`{"name":"web","action":"start","lcoal":true}`))
+	code, e := n.rawPost(api.PathServiceAction, []byte(`{"name":"web","action":"start","lcoal":true}`))
 	if code != http.StatusBadRequest || e.Status != 2 || !strings.Contains(e.Error, `"lcoal"`) {
 		t.Fatalf("unknown field: want 400, exit status 2 naming lcoal; got %d %+v", code, e)
 	}
-	code, e = n.post(api.PathDaemonStop, []byte(`{"mode":"stop","now":1}`))
+	code, e = n.rawPost(api.PathDaemonStop, []byte(`{"mode":"stop","now":1}`))
 	if code != http.StatusBadRequest || e.Status != 2 || !strings.Contains(e.Error, `"now"`) {
 		t.Fatalf("unknown field on daemon stop: want 400, exit status 2; got %d %+v", code, e)
 	}
@@ -89,7 +89,7 @@ func vmHWM(t *testing.T, pid int) int {
 	return 0
 }
 
-func (n *node) pid() int {
+func (n *node) daemonPidFromStatus() int {
 	n.t.Helper()
 	var ds api.DaemonStatus
 	if err := json.Unmarshal([]byte(n.must("nodemgr", "daemon", "status", "--format", "json")), &ds); err != nil {
@@ -104,7 +104,7 @@ func (n *node) pid() int {
 func TestLocalAPIBoundsBodies(t *testing.T) {
 	n := newNode(t, "n1", "")
 	n.startDaemon()
-	pid := n.pid()
+	pid := n.daemonPidFromStatus()
 	before := vmHWM(t, pid)
 	big := []byte(`{"name":"web","config":"` + strings.Repeat("x", 5<<20) + `"}`)
 	var wg sync.WaitGroup
@@ -114,7 +114,7 @@ func TestLocalAPIBoundsBodies(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// half announce their length, half do not (chunked)
-			code, e := n.postAs(api.PathCreate, big, i%2 == 0)
+			code, e := n.rawPostAs(api.PathCreate, big, i%2 == 0)
 			if code != http.StatusRequestEntityTooLarge || e.Status != 2 || !strings.Contains(e.Error, "larger than") {
 				errs <- fmt.Sprintf("%d %+v", code, e)
 			}

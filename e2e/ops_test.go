@@ -55,7 +55,7 @@ func TestDaemonLogsSurviveRotationAndRestart(t *testing.T) {
 	if err := os.Rename(nodeLog, nodeLog+".1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(n.pid(), syscall.SIGHUP); err != nil {
+	if err := syscall.Kill(n.daemonPidFromStatus(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "a new node.log after SIGHUP", func() bool {
