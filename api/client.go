@@ -12,11 +12,15 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"syscall"
 	"time"
 )
 
 // ErrNoDaemon is returned when the socket does not answer.
 var ErrNoDaemon = errors.New("the daemon is not running")
+
+// ErrPermission is returned when the user may not use the socket.
+var ErrPermission = errors.New("permission denied")
 
 // StatusError is a refusal from the daemon with the exit status to use.
 type StatusError struct {
@@ -62,11 +66,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) || isDialErr(err) {
-			return fmt.Errorf("%w (socket %s)", ErrNoDaemon, c.Socket)
-		}
-		return err
+		return c.connErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
@@ -91,9 +91,22 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
-func isDialErr(err error) bool {
+// connErr says why the socket did not answer: a permission refusal (the
+// API is root-only), a daemon too busy to take the connection, or no
+// daemon at all.
+func (c *Client) connErr(err error) error {
+	switch {
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return fmt.Errorf("%w on %s (the API is root-only)", ErrPermission, c.Socket)
+	case errors.Is(err, syscall.EAGAIN):
+		return fmt.Errorf("the daemon is not accepting connections (its queue on %s is full): retry", c.Socket)
+	}
+	var ne net.Error
 	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "dial"
+	if errors.As(err, &ne) || (errors.As(err, &oe) && oe.Op == "dial") {
+		return fmt.Errorf("%w (socket %s)", ErrNoDaemon, c.Socket)
+	}
+	return err
 }
 
 // Status returns the cluster status object.
@@ -170,7 +183,7 @@ func (c *Client) Stream(ctx context.Context, path string, q url.Values, fn func(
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("%w (socket %s)", ErrNoDaemon, c.Socket)
+		return c.connErr(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -29,9 +28,9 @@ func (e *apiError) Error() string { return e.msg }
 func failed(format string, a ...any) error { return &apiError{1, fmt.Sprintf(format, a...)} }
 func badInput(err error) error             { return &apiError{2, err.Error()} }
 
-const maxBody = 4 << 20
-
 func (d *Daemon) routes() http.Handler {
+	lim := newAPILimits()
+	decode := lim.decode
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
 		d.reply(w, func() (any, error) { return d.clusterStatus(), nil })
@@ -66,7 +65,13 @@ func (d *Daemon) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		d.replyAsync(w, func(done func(any, error)) { d.create(req, done) })
+		// parsed here, off the event loop
+		cfg, err := d.parseCreate(req)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		d.replyAsync(w, func(done func(any, error)) { d.create(req, cfg, done) })
 	})
 	mux.HandleFunc("POST "+api.PathServiceAction, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ActionRequest
@@ -94,18 +99,9 @@ func (d *Daemon) routes() http.Handler {
 		}
 		d.replyAsync(w, func(done func(any, error)) { d.keyword(req, done) })
 	})
-	mux.HandleFunc("GET "+api.PathLogs, d.handleLogs)
-	mux.HandleFunc("GET "+api.PathEvents, d.handleEvents)
+	mux.HandleFunc("GET "+api.PathLogs, lim.stream(d.handleLogs))
+	mux.HandleFunc("GET "+api.PathEvents, lim.stream(d.handleEvents))
 	return mux
-}
-
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
-	if err := dec.Decode(v); err != nil {
-		writeErr(w, badInput(fmt.Errorf("bad request body: %v", err)))
-		return false
-	}
-	return true
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -252,19 +248,39 @@ func (d *Daemon) serviceList() []api.ServiceEntry {
 	return out
 }
 
-// create installs a new service config (or replaces one with Replace),
-// and answers done once the live peers hold it. A replace with Base (the
-// digest of the config the editor read) is refused if the config changed
-// since: compare-and-swap.
-func (d *Daemon) create(req api.CreateRequest, done func(any, error)) {
+// parseCreate parses the config of a create request. It runs on the API
+// handler's goroutine, not on the loop: a large or hostile config never
+// holds the loop.
+func (d *Daemon) parseCreate(req api.CreateRequest) (*config.ServiceConfig, error) {
 	file := req.File
 	if file == "" {
 		file = req.Name + ".toml"
 	}
 	if err := config.ValidServiceName(req.Name); err != nil {
-		done(nil, badInput(err))
-		return
+		return nil, badInput(err)
 	}
+	raw := []byte(req.Config)
+	cfg, err := config.ParseService(file, req.Name, raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Nodes) == 0 {
+		if raw, err = config.SetKeyword(file, raw, "DEFAULT.nodes+="+d.nodeName()); err != nil {
+			return nil, err
+		}
+		if cfg, err = config.ParseService(file, req.Name, raw); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// create installs a new service config (or replaces one with Replace),
+// and answers done once the live peers hold it. cfg is req's config,
+// parsed by parseCreate off the loop. A replace with Base (the digest of
+// the config the editor read) is refused if the config changed since:
+// compare-and-swap.
+func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done func(any, error)) {
 	_, exists := d.services[req.Name]
 	if exists && !req.Replace {
 		done(nil, badInput(fmt.Errorf("service %s already exists (use set or edit config to change it)", req.Name)))
@@ -283,21 +299,6 @@ func (d *Daemon) create(req api.CreateRequest, done func(any, error)) {
 			return
 		}
 	}
-	raw := []byte(req.Config)
-	cfg, err := config.ParseService(file, req.Name, raw)
-	if err != nil {
-		done(nil, err)
-		return
-	}
-	if len(cfg.Nodes) == 0 {
-		if raw, err = config.SetKeyword(file, raw, "DEFAULT.nodes+="+d.node.Name); err == nil {
-			cfg, err = config.ParseService(file, req.Name, raw)
-		}
-		if err != nil {
-			done(nil, err)
-			return
-		}
-	}
 	what := "created"
 	if exists || bad != nil {
 		what = "replaced"
@@ -309,6 +310,7 @@ func (d *Daemon) create(req api.CreateRequest, done func(any, error)) {
 	}
 	d.awaitAdoption(req.Name, "", nil, e.Version.Counter, done)
 }
+
 
 // install writes cfg atomically at the version of e (with its digest and
 // lineage) and (re)builds its instance.

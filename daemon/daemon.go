@@ -36,6 +36,9 @@ type Options struct {
 	Compat int
 	// Stderr also sends the log to stderr (nodemgr daemon run).
 	Stderr bool
+	// CrashOutput sends the panics and fatal errors of the whole process
+	// to the node log too (nodemgr daemon run: one daemon per process).
+	CrashOutput bool
 	// Heartbeat builds the heartbeat; nil means memberlist. The in-process
 	// simulation passes its in-memory network here.
 	Heartbeat func(heartbeat.Config) (heartbeat.Heartbeat, error)
@@ -54,6 +57,7 @@ type Daemon struct {
 	p       paths.Paths
 	clk     clock.Clock
 	log     *zap.Logger
+	logFile *nodeLog
 	bus     *bus
 	svclogs *svcLogs
 	lock    *os.File
@@ -146,10 +150,10 @@ func New(opts Options) (*Daemon, error) {
 			lock.Close()
 		}
 	}()
-	d.log, err = newLogger(p.NodeLog(), opts.Stderr)
-	if err != nil {
+	if d.logFile, err = openNodeLog(p.NodeLog(), opts.CrashOutput); err != nil {
 		return nil, err
 	}
+	d.log = newLogger(d.logFile, opts.Stderr, opts.Clock)
 	d.svclogs = newSvcLogs(p)
 	if d.node, err = config.LoadNode(p.NodeConf); err != nil {
 		return nil, err
@@ -208,12 +212,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: d.routes(), ReadHeaderTimeout: 5 * time.Second}
+	srv, lln := newAPIServer(ln, d.routes(), d.log)
 	var srvWG sync.WaitGroup
 	srvWG.Add(1)
 	go func() {
 		defer srvWG.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(lln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("api server", zap.Error(err))
 		}
 	}()

@@ -6,30 +6,166 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"haven/clock"
 	"haven/paths"
 )
 
-// newLogger logs human-readable lines to the node log (and stderr).
-func newLogger(file string, stderr bool) (*zap.Logger, error) {
-	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
+// Rate limit of the node log (docs/operations.md, "Logs"): a WARN or
+// ERROR message (same level and text, whatever its fields) is written
+// logFirst times per logTick, then once every logThereafter; the line
+// that gets through says how many were left out (suppressed=N). INFO lines
+// (decisions, state changes) are never sampled.
+const (
+	logTick       = 10 * time.Second
+	logFirst      = 50
+	logThereafter = 1000
+)
+
+// nodeLog is the node log file. reopen opens its path again: after
+// logrotate moved it away, SIGHUP makes the daemon write a new one.
+type nodeLog struct {
+	path string
+	// crash also points the process's crash output (panics and fatal
+	// errors of any goroutine) at the file.
+	crash bool
+	mu    sync.Mutex
+	f     *os.File
+}
+
+// openNodeLog opens path for appending. With crash, an unrecovered panic
+// anywhere in the process is written to it (as well as to stderr) before
+// the process exits with status 2.
+func openNodeLog(path string, crash bool) (*nodeLog, error) {
+	l := &nodeLog{path: path, crash: crash}
+	if err := l.reopen(); err != nil {
 		return nil, err
 	}
+	return l, nil
+}
+
+func (l *nodeLog) reopen() error {
+	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open node log: %w", err)
+	}
+	if l.crash {
+		// the runtime keeps its own duplicate of the descriptor
+		if err := debug.SetCrashOutput(f, debug.CrashOptions{}); err != nil {
+			f.Close()
+			return fmt.Errorf("crash output to %s: %w", l.path, err)
+		}
+	}
+	l.mu.Lock()
+	old := l.f
+	l.f = f
+	l.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+func (l *nodeLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Write(b)
+}
+
+func (l *nodeLog) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Sync()
+}
+
+// zapClock gives zap (entry times, sampler ticks) the daemon's clock.
+type zapClock struct{ clock.Clock }
+
+func (zapClock) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
+
+// suppressed counts, per message, the WARN and ERROR lines the sampler
+// left out since the last one it let through.
+type suppressed struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (s *suppressed) hook(e zapcore.Entry, dec zapcore.SamplingDecision) {
+	if dec&zapcore.LogDropped == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.n[e.Message]++
+	s.mu.Unlock()
+}
+
+func (s *suppressed) take(msg string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.n[msg]
+	delete(s.n, msg)
+	return n
+}
+
+// countingCore adds suppressed=N to a line that follows left-out ones.
+type countingCore struct {
+	zapcore.Core
+	s *suppressed
+}
+
+func (c countingCore) With(f []zapcore.Field) zapcore.Core {
+	return countingCore{c.Core.With(f), c.s}
+}
+
+func (c countingCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c countingCore) Write(e zapcore.Entry, f []zapcore.Field) error {
+	if n := c.s.take(e.Message); n > 0 {
+		f = append(f, zap.Int64("suppressed", n))
+	}
+	return c.Core.Write(e, f)
+}
+
+// newLogger logs human-readable lines to the node log (and stderr), with
+// repeated WARN and ERROR lines rate-limited.
+func newLogger(l *nodeLog, stderr bool, clk clock.Clock) *zap.Logger {
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	enc.EncodeLevel = zapcore.CapitalLevelEncoder
-	ws := zapcore.AddSync(f)
+	ws := zapcore.WriteSyncer(l)
 	if stderr {
 		ws = zapcore.NewMultiWriteSyncer(ws, zapcore.Lock(os.Stderr))
 	}
-	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), ws, zap.InfoLevel)
-	return zap.New(core).Named("daemon"), nil
+	sampled := func(lv zapcore.Level) bool { return lv == zap.WarnLevel || lv == zap.ErrorLevel }
+	always := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), ws,
+		zap.LevelEnablerFunc(func(lv zapcore.Level) bool { return lv >= zap.InfoLevel && !sampled(lv) }))
+	s := &suppressed{n: map[string]int64{}}
+	rated := zapcore.NewSamplerWithOptions(
+		countingCore{zapcore.NewCore(zapcore.NewConsoleEncoder(enc), ws, zap.LevelEnablerFunc(sampled)), s},
+		logTick, logFirst, logThereafter, zapcore.SamplerHook(s.hook))
+	return zap.New(zapcore.NewTee(always, rated), zap.WithClock(zapClock{clk})).Named("daemon")
+}
+
+// ReopenLogs opens the node log again (SIGHUP, after logrotate moved it).
+// Service logs need nothing: each line opens its file. Safe from any
+// goroutine.
+func (d *Daemon) ReopenLogs() {
+	if err := d.logFile.reopen(); err != nil {
+		d.log.Error("reopen node log", zap.Error(err))
+		return
+	}
+	d.log.Info("node log reopened", zap.String("file", d.logFile.path))
 }
 
 // svcLogs appends the output of resource commands and the daemon's

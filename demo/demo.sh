@@ -5,15 +5,29 @@
 # temporary directory, one --root per node.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-bin=$(cd "$here/../bin" && pwd)
+# HAVEN_BIN: where the binaries are (the e2e test passes its own build)
+bin=$(cd "${HAVEN_BIN:-$here/../bin}" && pwd)
 top=$(mktemp -d /tmp/haven-demo.XXXXXX)
 nodes=(n1 n2 n3)
 
+# cleanup stops the daemons (they leave their services running), then ends
+# what the services' starts left behind: each action runs in a process group
+# of its own, found from the pid its service recorded below $top. Never by a
+# name pattern: a service's command line does not name $top.
 cleanup() {
+  local n f pid pgid mine
   for n in "${nodes[@]}"; do
     "$bin/nodemgr" --root "$top/$n" daemon stop >/dev/null 2>&1 || true
   done
-  pkill -f "$top" 2>/dev/null || true
+  mine=$(ps -o pgid= -p $$ | tr -d ' ')
+  for f in "$top"/*/var/services/*/*.pid "$top"/*/run/daemon.pid; do
+    [ -s "$f" ] || continue
+    pid=$(cat "$f")
+    pgid=$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ') || continue
+    if [ -n "$pgid" ] && [ "$pgid" != "$mine" ]; then
+      kill -TERM -- "-$pgid" 2>/dev/null || true
+    fi
+  done
   rm -rf "$top"
 }
 trap cleanup EXIT
@@ -44,6 +58,7 @@ secret = "$secret"
 [nodes]
 $members
 TOML
+  chmod 600 "$top/$n/etc/cluster.toml" # it holds the secret
   cat > "$top/$n/etc/node.toml" <<TOML
 [node]
 name = "$n"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"haven/api"
 	"haven/cliutil"
 	"haven/daemon"
+	"haven/paths"
 	"haven/render"
 )
 
@@ -35,7 +37,8 @@ func App() *cli.App {
 		Flags: flags,
 		Commands: []*cli.Command{
 			{Name: "daemon", Usage: "run | start | stop | shutdown | status", Subcommands: []*cli.Command{
-				{Name: "run", Usage: "run the daemon in the foreground", Flags: daemonFlags(), Description: newClusterHelp, Action: run},
+				{Name: "run", Usage: "run the daemon in the foreground (SIGHUP reopens node.log)", Description: newClusterHelp, Action: run,
+					Flags: append(daemonFlags(), &cli.BoolFlag{Name: "log-stderr", Value: true, Usage: "also write the log to stderr"})},
 				{Name: "start", Usage: "start the daemon in the background; return once its API answers", Flags: daemonFlags(), Description: newClusterHelp, Action: start},
 				{Name: "stop", Usage: "clean stop: announce maintenance, leave services running", Action: func(c *cli.Context) error { return stop(c, "stop") }},
 				{Name: "shutdown", Usage: "stop every local service instance, announce shutting, then stop", Action: func(c *cli.Context) error { return stop(c, "shutdown") }},
@@ -85,11 +88,43 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: true, NewCluster: c.Bool("new-cluster")})
+	// SIGHUP (logrotate's postrotate) reopens node.log; caught from the
+	// start: its default action would end the daemon
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster")})
 	if err != nil {
 		return err
 	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				d.ReopenLogs()
+			case <-done:
+				return
+			}
+		}
+	}()
 	return d.Run(c.Context)
+}
+
+// maxDaemonOut is the size above which `daemon start` moves daemon.out to
+// daemon.out.1 (one old copy kept) instead of appending to it.
+const maxDaemonOut = 1 << 20
+
+// openDaemonOut opens R/log/daemon.out for appending: it keeps what an
+// earlier daemon printed before it died (the node log has its panic too).
+func openDaemonOut(path string) (*os.File, error) {
+	if st, err := os.Stat(path); err == nil && st.Size() > maxDaemonOut {
+		if err := os.Rename(path, path+".1"); err != nil {
+			return nil, err
+		}
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }
 
 func start(c *cli.Context) error {
@@ -110,12 +145,14 @@ func start(c *cli.Context) error {
 		return err
 	}
 	outPath := filepath.Join(p.Log, "daemon.out")
-	out, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	out, err := openDaemonOut(outPath)
 	if err != nil {
 		return err
 	}
 	defer out.Close()
-	args := []string{"daemon", "run"}
+	// the log goes to node.log only; daemon.out gets what the daemon
+	// prints outside of it (a refused config, a crash)
+	args := []string{"daemon", "run", "--log-stderr=false"}
 	if c.Bool("new-cluster") {
 		args = append(args, "--new-cluster")
 	}
@@ -177,8 +214,9 @@ func stop(c *cli.Context, mode string) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("time"))
 	defer cancel()
+	p := cliutil.Paths(c)
 	for {
-		if syscall.Kill(ds.Pid, 0) != nil {
+		if daemonGone(p, ds.Pid) {
 			fmt.Fprintf(c.App.Writer, "daemon stopped (%s)\n", mode)
 			return nil
 		}
@@ -188,6 +226,32 @@ func stop(c *cli.Context, mode string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// daemonGone reports whether the daemon of pid has let go of the root. It
+// looks at what the daemon releases when it ends, not at the pid: a daemon
+// that has exited but that its parent has not reaped yet (a zombie) still
+// answers kill(pid, 0), while the kernel has already dropped its flock on
+// R/run/daemon.lock. A pid file naming another pid means a new daemon
+// owns the root: the one we stopped is gone.
+func daemonGone(p paths.Paths, pid int) bool {
+	if b, err := os.ReadFile(p.PidFile()); err == nil {
+		if other, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && other != pid {
+			return true
+		}
+	}
+	f, err := os.Open(p.Lock())
+	if err != nil {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	defer f.Close()
+	// a shared lock, held for an instant: it only succeeds once nobody
+	// holds the daemon's exclusive lock
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) != nil {
+		return false
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
 }
 
 func status(c *cli.Context) error {

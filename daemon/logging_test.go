@@ -1,0 +1,131 @@
+package daemon
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"haven/clock"
+)
+
+func lines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+func count(ls []string, sub string) int {
+	n := 0
+	for _, l := range ls {
+		if strings.Contains(l, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// One client opening junk connections grew node.log by 17 MB in 10 s, one
+// WARN each. Repeated WARNs are rate-limited and say how many were left
+// out; INFO lines (decisions, state changes) never are.
+func TestRepeatedWarningsAreRateLimitedAndDecisionsAreNot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "node.log")
+	f, err := openNodeLog(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	log := newLogger(f, false, clk)
+	for i := 0; i < 10000; i++ {
+		log.Warn("heartbeat traffic rejected", zap.String("from", "10.0.0.9:4000"), zap.String("reason", "junk"))
+		log.Info("decision", zap.String("svc", "web"), zap.Int("n", i))
+	}
+	ls := lines(t, path)
+	warns := count(ls, "heartbeat traffic rejected")
+	if max := logFirst + 10000/logThereafter; warns > max {
+		t.Fatalf("10000 identical WARNs gave %d lines, want at most %d", warns, max)
+	}
+	if got := count(ls, "\tdecision\t"); got != 10000 {
+		t.Fatalf("10000 INFO decisions gave %d lines, want all", got)
+	}
+	if count(ls, `"suppressed": 999`) == 0 {
+		t.Fatalf("no line says how many WARNs were left out:\n%s", ls[len(ls)-1])
+	}
+	// a new period lets the message through again, with the count of
+	// those left out since the last one written
+	clk.Advance(logTick)
+	log.Warn("heartbeat traffic rejected", zap.String("from", "10.0.0.9:4000"))
+	ls = lines(t, path)
+	if last := ls[len(ls)-1]; !strings.Contains(last, "heartbeat traffic rejected") {
+		t.Fatalf("after a tick the WARN is written again; last line: %s", last)
+	}
+}
+
+// logrotate moves node.log away and sends SIGHUP: the daemon writes a new
+// node.log, and its crash output follows.
+func TestNodeLogReopenWritesANewFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "node.log")
+	f, err := openNodeLog(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := newLogger(f, false, clock.Real{})
+	log.Info("before rotation")
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	log.Info("still in the moved file")
+	if err := f.reopen(); err != nil {
+		t.Fatal(err)
+	}
+	log.Info("after rotation")
+	old, cur := lines(t, path+".1"), lines(t, path)
+	if count(old, "before rotation") != 1 || count(old, "still in the moved file") != 1 || count(old, "after rotation") != 0 {
+		t.Fatalf("rotated file: %q", old)
+	}
+	if len(cur) != 1 || count(cur, "after rotation") != 1 {
+		t.Fatalf("new node.log: %q", cur)
+	}
+}
+
+const envCrashChild = "HAVEN_TEST_CRASH_CHILD"
+
+// A panic in any goroutine (memberlist's included) reaches node.log, and
+// the process exits with status 2 so that its supervisor restarts it. The
+// child sets up its log through openNodeLog as `nodemgr daemon run` does
+// (Options.CrashOutput) and panics in a goroutine of its own.
+func TestPanicInAnyGoroutineReachesNodeLog(t *testing.T) {
+	if path := os.Getenv(envCrashChild); path != "" {
+		f, err := openNodeLog(path, true)
+		if err != nil {
+			os.Exit(3)
+		}
+		newLogger(f, false, clock.Real{}).Info("daemon started")
+		go func() { panic("slice bounds out of range [:-59]") }()
+		select {}
+	}
+	path := filepath.Join(t.TempDir(), "node.log")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPanicInAnyGoroutineReachesNodeLog$")
+	cmd.Env = append(os.Environ(), envCrashChild+"="+path)
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("the panicking process: want exit status 2, got %v", err)
+	}
+	b, _ := os.ReadFile(path)
+	log := string(b)
+	for _, want := range []string{"daemon started", "panic: slice bounds out of range [:-59]", "goroutine ", "logging_test.go"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("node.log lacks %q:\n%s", want, log)
+		}
+	}
+}
