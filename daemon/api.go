@@ -311,7 +311,6 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 	d.awaitAdoption(req.Name, "", nil, e.Version.Counter, done)
 }
 
-
 // install writes cfg atomically at the version of e (with its digest and
 // lineage) and (re)builds its instance.
 func (d *Daemon) install(cfg *config.ServiceConfig, e dataset.ConfigEntry, what string) error {
