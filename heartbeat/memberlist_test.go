@@ -270,7 +270,7 @@ func TestLoopbackForeign(t *testing.T) {
 	c4 := loopConfig(ms, "n4", log)
 	c4.ClusterName = "other"
 	c5 := loopConfig(ms, "n5", log)
-	c5.Secret = ""
+	c5.Secret, c5.Insecure = "", true
 	bad := []*watcher{watch(t, c3), watch(t, c4), watch(t, c5)}
 	for _, w := range append(good, bad...) {
 		w.hb.Publish(svcNode("x", 1, "web"))
