@@ -78,6 +78,11 @@ func watch(t *testing.T, cfg Config) *watcher {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return watchHB(t, h)
+}
+
+func watchHB(t *testing.T, h Heartbeat) *watcher {
+	t.Helper()
 	w := &watcher{hb: h, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)

@@ -270,7 +270,7 @@ func (t *secTransport) release(conn net.Conn) {
 
 // handshake authenticates the open record of an inbound stream and hands
 // the stream to memberlist, or closes it.
-func (t *secTransport) handshake(conn *net.TCPConn, src netip.AddrPort) {
+func (t *secTransport) handshake(conn net.Conn, src netip.AddrPort) {
 	defer t.wg.Done()
 	sc, err := t.openStream(conn, src)
 	t.release(conn)
@@ -292,7 +292,7 @@ func (t *secTransport) handshake(conn *net.TCPConn, src netip.AddrPort) {
 // openStream reads and checks the open record. It returns nil and the
 // error to report, or nil and nil when the refusal was reported already
 // (or is not worth it: a connection closed before its first byte).
-func (t *secTransport) openStream(conn *net.TCPConn, src netip.AddrPort) (*secConn, error) {
+func (t *secTransport) openStream(conn net.Conn, src netip.AddrPort) (*secConn, error) {
 	conn.SetReadDeadline(time.Now().Add(t.hsTTL))
 	h, err := readHeader(conn)
 	if err == io.EOF {

@@ -80,6 +80,28 @@ type peerSec struct {
 }
 
 func newSecTransport(s settings, c *core, bindAddr string, bindPort int) (*secTransport, error) {
+	t, err := newSecState(s, c)
+	if err != nil {
+		return nil, err
+	}
+	ip := net.ParseIP(bindAddr)
+	if t.tcp, err = net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: bindPort}); err != nil {
+		return nil, err
+	}
+	if t.udp, err = net.ListenUDP("udp", &net.UDPAddr{IP: ip, Port: bindPort}); err != nil {
+		t.tcp.Close()
+		return nil, err
+	}
+	for size := 2 << 20; size > 0 && t.udp.SetReadBuffer(size) != nil; size /= 2 {
+	}
+	t.wg.Add(2)
+	go t.udpLoop()
+	go t.tcpLoop()
+	return t, nil
+}
+
+// newSecState is the transport without its sockets.
+func newSecState(s settings, c *core) (*secTransport, error) {
 	keys, err := newKeyring(s.key, s.ClusterName)
 	if err != nil {
 		return nil, err
@@ -99,19 +121,6 @@ func newSecTransport(s settings, c *core, bindAddr string, bindPort int) (*secTr
 		}
 		t.peers[m.Name] = ps
 	}
-	ip := net.ParseIP(bindAddr)
-	if t.tcp, err = net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: bindPort}); err != nil {
-		return nil, err
-	}
-	if t.udp, err = net.ListenUDP("udp", &net.UDPAddr{IP: ip, Port: bindPort}); err != nil {
-		t.tcp.Close()
-		return nil, err
-	}
-	for size := 2 << 20; size > 0 && t.udp.SetReadBuffer(size) != nil; size /= 2 {
-	}
-	t.wg.Add(2)
-	go t.udpLoop()
-	go t.tcpLoop()
 	return t, nil
 }
 
@@ -167,6 +176,9 @@ func (t *secTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time
 }
 
 func (t *secTransport) sendDatagram(typ byte, addr string, payload []byte) error {
+	if t.udp == nil {
+		return net.ErrClosed
+	}
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return err
@@ -206,8 +218,10 @@ func (t *secTransport) Shutdown() error {
 		return nil
 	}
 	close(t.closing)
-	t.tcp.Close()
-	t.udp.Close()
+	if t.tcp != nil {
+		t.tcp.Close()
+		t.udp.Close()
+	}
 	t.mu.Lock()
 	for c := range t.unauth {
 		c.Close()
