@@ -345,8 +345,11 @@ func TestEnvelopeWrongAddressAndImpostor(t *testing.T) {
 		t.Errorf("impostor event %+v", ev.Event)
 	}
 	if _, bad := w2.find(0, func(e Event) bool {
+		if e.Kind != Data {
+			return false
+		}
 		_, imp := e.Data.Services["impostor-data"]
-		return e.Kind == Data && imp
+		return imp
 	}); bad {
 		t.Fatal("the impostor's data reached n2")
 	}
