@@ -405,8 +405,8 @@ func (t *secTransport) confirm(ps *peerSec, h header, nonce []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if ps.nonce == nil || string(nonce) != string(ps.nonce) || h.inc < ps.inc {
-		t.c.replayed.Add(1) // a late or replayed answer: harmless, not reported
-		return
+		return // a late or replayed answer: harmless
+
 	}
 	ps.nonce = nil
 	t.confirmLocked(ps, h)

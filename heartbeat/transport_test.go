@@ -370,7 +370,7 @@ func TestEnvelopeStreamBudgets(t *testing.T) {
 	var ours []byte
 	ours = appendHeader(ours, typeOpen, "n1", 1, 1)
 	ours = binary.BigEndian.AppendUint32(ours, big)
-	theirs := []byte{244, 4, 'p', 'r', 'o', 'd', 1, 0x01, 0x40, 0, 0} // label header, encrypt, 20 MB
+	theirs := []byte{244, 4, 'p', 'r', 'o', 'd', 10, 0x01, 0x40, 0, 0} // label header, encrypt, 20 MB
 	chunk := make([]byte, 64<<10)
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
