@@ -20,6 +20,7 @@ test: build
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParseService -fuzztime=$(FUZZTIME) ./config
+	$(GO) test -run='^$$' -fuzz=FuzzEnvelope -fuzztime=5s ./heartbeat
 
 demo: build
 	./demo/demo.sh

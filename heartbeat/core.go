@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,8 @@ type core struct {
 	tr  transport // set once before the first call
 
 	dropped, sendErrs atomic.Uint64
+	// Refusals of the real transport (see Stats).
+	replayed, wrongSrc, refused, unconfirmed atomic.Uint64
 
 	mu       sync.Mutex
 	closed   bool
@@ -75,6 +78,9 @@ type core struct {
 	backlog  []Event
 	st       Stats
 	rejLast  map[string]time.Time
+	// Rejected events of the current rate window, and those suppressed.
+	rejWindow           time.Time
+	rejShown, rejHidden int
 }
 
 func newCore(s settings) *core {
@@ -82,10 +88,13 @@ func newCore(s settings) *core {
 	c := &core{
 		s:       s,
 		log:     s.Logger.With(zap.String("node", s.Node)),
-		inc:     uint64(now.UnixNano()) + incSeq.Add(1),
+		inc:     s.Incarnation,
 		peers:   map[string]*peer{},
 		events:  make(chan Event, eventBuffer),
 		rejLast: map[string]time.Time{},
+	}
+	if c.inc == 0 {
+		c.inc = uint64(now.UnixNano()) + incSeq.Add(1)
 	}
 	for _, m := range s.Members {
 		if m.Name != s.Node {
@@ -360,30 +369,61 @@ func (c *core) sendLocked(to string, b []byte) {
 	c.tr.send(to, b)
 }
 
-// reject counts traffic refused by the transport (wrong key or label) or by
-// decode. src is a member name or a remote address; reason never holds
-// the secret.
+// reject counts traffic refused by decode. src is a member name or a
+// remote address; reason never holds the secret.
 func (c *core) reject(src, reason string) {
+	c.refuse(src, Event{Kind: Rejected, Node: src, Reason: reason})
+}
+
+// refuse counts a frame refused by the transport and reports ev (Rejected
+// or Impostor), at most once per rejectLogEvery per key.
+func (c *core) refuse(key string, ev Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
-		c.rejectLocked(src, reason)
+		c.refuseLocked(key, ev)
 		c.drainLocked()
 	}
 }
 
 func (c *core) rejectLocked(src, reason string) {
-	c.st.Rejected++
+	c.refuseLocked(src, Event{Kind: Rejected, Node: src, Reason: reason})
+}
+
+// maxRejectEvents bounds the events of refusals per rejectLogEvery over all
+// keys: spoofed source addresses cannot flood the log either.
+const maxRejectEvents = 20
+
+func (c *core) refuseLocked(key string, ev Event) {
+	if ev.Kind == Rejected {
+		c.st.Rejected++
+	}
 	now := c.s.Clock.Now()
-	if last, ok := c.rejLast[src]; ok && now.Sub(last) < rejectLogEvery {
+	if last, ok := c.rejLast[key]; ok && now.Sub(last) < rejectLogEvery {
 		return
 	}
-	if len(c.rejLast) > 1024 {
-		clear(c.rejLast)
+	if now.Sub(c.rejWindow) >= rejectLogEvery {
+		if c.rejHidden > 0 {
+			ev.Reason += fmt.Sprintf(" (and %d more refusals from other sources not reported)", c.rejHidden)
+		}
+		c.rejWindow, c.rejShown, c.rejHidden = now, 0, 0
 	}
-	c.rejLast[src] = now
-	c.log.Debug("rejected heartbeat traffic", zap.String("from", src), zap.String("reason", reason))
-	c.emitLocked(Event{Kind: Rejected, Node: src, Reason: reason})
+	if c.rejShown >= maxRejectEvents {
+		c.rejHidden++
+		return
+	}
+	c.rejShown++
+	if len(c.rejLast) > 1024 {
+		for k, t := range c.rejLast {
+			if now.Sub(t) >= rejectLogEvery {
+				delete(c.rejLast, k)
+			}
+		}
+	}
+	c.rejLast[key] = now
+	c.log.Debug("rejected heartbeat traffic", zap.String("kind", ev.Kind.String()), zap.String("from", ev.Node),
+		zap.String("addr", ev.Addr), zap.String("reason", ev.Reason))
+	c.emitLocked(ev)
 }
 
 func (c *core) emitDataLocked(p *peer) {
@@ -439,6 +479,8 @@ func (c *core) stats() Stats {
 	c.mu.Unlock()
 	st.Dropped = c.dropped.Load()
 	st.SendErrors = c.sendErrs.Load()
+	st.Replayed, st.WrongSource = c.replayed.Load(), c.wrongSrc.Load()
+	st.StreamsRefused, st.Unconfirmed = c.refused.Load(), c.unconfirmed.Load()
 	return st
 }
 

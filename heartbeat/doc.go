@@ -39,17 +39,33 @@
 // The logic lives in one core type; transports only move bytes, so the
 // in-memory tests prove the real logic.
 //
-//   - NewMemberlist: hashicorp/memberlist provides AES-256-GCM encryption and
-//     authentication with the cluster secret (SecretKey), the cluster-name
-//     binding (Label), UDP and TCP framing, and joins. Frames up to about
-//     1.3KB go as one datagram, larger ones over TCP (SendReliable), to the
-//     address in cluster.toml, through two queues per peer (datagrams and
-//     streams, so that beats never wait behind a slow TCP send). Push/pull
-//     (on join) carries a full copy. Memberlist's own failure detector is
-//     tuned not to fight ours (see memberlistConfig). Traffic with a wrong
-//     key or label is refused by memberlist; its log line becomes a Rejected
-//     event and a counter (rate-limited per source host; the secret is never
-//     logged).
+//   - NewMemberlist: hashicorp/memberlist provides UDP and TCP framing,
+//     joins and push/pull over our own transport (transport.go), which
+//     authenticates every byte before memberlist parses any: memberlist's
+//     own encryption and label are off (its encryption does not
+//     authenticate its version byte; one flipped byte made it panic). Each
+//     datagram and each stream record is sealed with AES-256-GCM under a
+//     key derived by HKDF-SHA256 from the cluster secret, the cluster name,
+//     the sender's name and its incarnation (envelope.go); the associated
+//     data holds the envelope version, the cluster name, the sender, its
+//     incarnation and a sequence number. A frame is accepted only when it
+//     authenticates, comes from the sender's address in cluster.toml (IP
+//     and port for datagrams, IP for streams) and is fresh: of the
+//     sender's confirmed run (a newer run is first challenged and must
+//     answer under its own key; older runs are dropped) and new in a
+//     1024-entry replay window. Streams are records of at most 64 KiB,
+//     24 MiB in all; an inbound stream must authenticate its first record
+//     within Timeout/4 (1s to 10s), from a member's address, with at most
+//     64 such streams waiting (16 per address). Refused traffic becomes
+//     Rejected events (rate-limited: one per source and reason per 10s, 20
+//     per 10s in all) and counters; a frame under our own name from a
+//     later run is an Impostor event. See docs/security.md.
+//     Frames up to about 1.3KB go as one datagram, larger ones over TCP
+//     (SendReliable), to the address in cluster.toml, through two queues
+//     per peer (datagrams and streams, so that beats never wait behind a
+//     slow TCP send). Push/pull (on join) carries a full copy. Memberlist's
+//     own failure detector is tuned not to fight ours (see
+//     memberlistConfig).
 //   - MemNetwork: deterministic delivery driven by the caller and a fake
 //     clock, with partitions, drops and crashes, for tests and simulation.
 //

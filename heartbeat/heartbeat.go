@@ -36,9 +36,21 @@ type Config struct {
 	Members []config.Member
 	// ClusterName binds all traffic to the cluster (memberlist Label).
 	ClusterName string
-	// Secret is the cluster secret: 64 hex characters (32 bytes, AES-256-GCM).
-	// "" disables encryption (development only; a warning is logged).
+	// Secret is the cluster secret: 64 hex characters (32 bytes). The real
+	// transport derives its AES-256-GCM keys from it (HKDF-SHA256); the
+	// secret itself is never a key and never logged. NewMemberlist refuses
+	// "" unless Insecure is set.
 	Secret string
+	// Insecure lets NewMemberlist run without a Secret (tests only): the
+	// keys then derive from a fixed label and the cluster name, which
+	// detects damaged frames and other clusters but stops no attacker. A
+	// WARN says so at start. MemNetwork ignores it.
+	Insecure bool
+	// Incarnation identifies this run of the node. It must be strictly
+	// greater than that of every earlier run of the node (the daemon
+	// persists it): peers drop frames of older runs and accept a newer run
+	// only once it answered a challenge. 0 means Clock.Now() in nanoseconds.
+	Incarnation uint64
 	// Timeout: a peer silent this long is declared down (hb.timeout).
 	Timeout time.Duration
 	// Interval: a full copy is sent at least this often (hb.interval).
@@ -81,9 +93,17 @@ const (
 	// Down: nothing was heard from the peer for Timeout.
 	Down
 	// Rejected: traffic from outside the cluster (wrong secret, wrong
-	// cluster name, unknown member) or a malformed message was rejected.
-	// Event.Node is the member name when known, else the remote address.
+	// cluster name, unknown member), a replayed or stale frame, a frame of
+	// a member from another address than its configured one, or a
+	// malformed message was rejected. Event.Node is the member name when
+	// authenticated, else the remote address (Event.Addr). Rate-limited:
+	// at most one per source and reason per 10s, 20 per 10s in all.
 	Rejected
+	// Impostor: a frame authenticated under this node's own name came from
+	// a later run than ours, at Event.Addr: another daemon runs with this
+	// node's name (a copied configuration). The owner should log an error
+	// and stay out of orchestration. Rate-limited like Rejected.
+	Impostor
 )
 
 func (k Kind) String() string {
@@ -96,6 +116,8 @@ func (k Kind) String() string {
 		return "down"
 	case Rejected:
 		return "rejected"
+	case Impostor:
+		return "impostor"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -106,8 +128,11 @@ type Event struct {
 	Node string
 	// Data is set on Data events: a private copy the receiver may keep.
 	Data *dataset.Node
-	// Reason explains Rejected events.
+	// Reason explains Rejected and Impostor events.
 	Reason string
+	// Addr is the remote address of Rejected and Impostor events, when
+	// known.
+	Addr string
 }
 
 // Peer is the heartbeat's view of another member.
@@ -125,7 +150,11 @@ type Stats struct {
 	BytesSent, BytesReceived   uint64 // payload bytes (before encryption)
 	FullsSent, DeltasSent      uint64
 	NeedsSent                  uint64 // requests for a full copy after a gap
-	Rejected                   uint64 // malformed, foreign or unauthenticated
+	Rejected                   uint64 // malformed, foreign, unauthenticated, replayed, misaddressed
+	Replayed                   uint64 // of which duplicates, beyond the replay window, or of an earlier run
+	WrongSource                uint64 // of which authenticated but not from the sender's configured address
+	StreamsRefused             uint64 // inbound connections closed before authentication (no member's address, over budget, empty)
+	Unconfirmed                uint64 // frames of a run not yet proved alive (dropped, answered by a challenge)
 	Dropped                    uint64 // sends dropped on a full peer queue
 	SendErrors                 uint64
 	DeltasApplied, FullsMerged uint64
@@ -134,7 +163,7 @@ type Stats struct {
 // settings is a validated Config with the derived periods.
 type settings struct {
 	Config
-	key   []byte        // nil when unencrypted
+	key   []byte        // nil without a secret
 	beat  time.Duration // beat period: min(Interval, Timeout/30) within [10ms, 500ms]
 	check time.Duration // longest sleep of the liveness loop
 }

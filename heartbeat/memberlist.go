@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +27,7 @@ type mlHB struct {
 	s   settings
 	c   *core
 	ml  *memberlist.Memberlist
+	tr  *secTransport
 	log *zap.Logger
 
 	udpMax  int // frames up to this size go as one datagram, larger ones by TCP
@@ -52,23 +52,40 @@ type peerSender struct {
 // NewMemberlist starts a heartbeat on memberlist: it binds its UDP and TCP
 // listeners, then joins the other members in the background and keeps
 // re-joining those it does not see, so that start order does not matter and
-// partitions heal.
+// partitions heal. It refuses to start without a Secret unless Insecure.
 func NewMemberlist(cfg Config) (Heartbeat, error) {
+	return newMemberlist(cfg, nil)
+}
+
+// newMemberlist is NewMemberlist; tap (tests) sees every sealed byte sent.
+func newMemberlist(cfg Config, tap func(conn net.Conn, to string, b []byte)) (Heartbeat, error) {
 	s, err := cfg.validate()
 	if err != nil {
 		return nil, err
+	}
+	if s.key == nil && !s.Insecure {
+		return nil, errors.New("heartbeat: the cluster has no secret: set one (64 hex characters) to authenticate the heartbeat traffic")
 	}
 	h := &mlHB{s: s, c: newCore(s), senders: map[string]*peerSender{}, stop: make(chan struct{})}
 	h.c.tr = h
 	h.log = s.Logger.With(zap.String("node", s.Node))
 	if s.key == nil {
-		h.log.Warn("cluster secret is empty: heartbeat traffic is neither encrypted nor authenticated (development only)")
+		h.log.Warn("INSECURE: no cluster secret, heartbeat frames are checked against damage only; anyone who can reach the heartbeat port can join, forge and replay traffic (tests only)")
 	}
 	mc, err := h.memberlistConfig()
 	if err != nil {
 		return nil, err
 	}
-	h.udpMax = mc.UDPBufferSize - 96 - len(mc.Label)
+	h.tr, err = newSecTransport(s, h.c, mc.BindAddr, mc.BindPort)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: listen on %s:%d: %w", mc.BindAddr, mc.BindPort, err)
+	}
+	h.tr.tap = tap
+	mc.Transport = h.tr
+	// Datagrams carry our envelope: memberlist fills less, so that a sealed
+	// datagram still fits one Ethernet frame.
+	mc.UDPBufferSize -= headerLen(s.Node) + tagSize
+	h.udpMax = mc.UDPBufferSize - 96
 	// The queues exist before memberlist can deliver (and the core answer).
 	for _, m := range s.Members {
 		if m.Name != s.Node {
@@ -78,6 +95,7 @@ func NewMemberlist(cfg Config) (Heartbeat, error) {
 	}
 	h.ml, err = memberlist.Create(mc)
 	if err != nil {
+		h.tr.Shutdown()
 		return nil, fmt.Errorf("heartbeat: start memberlist on %s:%d: %w", mc.BindAddr, mc.BindPort, err)
 	}
 	for _, ps := range h.senders {
@@ -115,11 +133,13 @@ func (h *mlHB) memberlistConfig() (*memberlist.Config, error) {
 	if mc.AdvertisePort == 0 {
 		mc.AdvertisePort = port
 	}
-	mc.Label = s.ClusterName
-	mc.SecretKey = s.key
-	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	// Our transport authenticates every byte (envelope.go): memberlist's
+	// own encryption does not authenticate its version byte (a flipped
+	// byte made it panic), and neither it nor its label stops replays.
+	mc.Label, mc.SecretKey = "", nil
+	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = false, false
 	mc.Delegate = mlDelegate{h.c}
-	mc.Logger = log.New(&mlLogWriter{log: h.log.Named("memberlist"), c: h.c}, "", 0)
+	mc.Logger = log.New(&mlLogWriter{log: h.log.Named("memberlist")}, "", 0)
 
 	// Memberlist's own failure detector only decides whom it gossips with;
 	// liveness is the core's rule. Make it probe often, never slow down
@@ -284,14 +304,11 @@ func (d mlDelegate) GetBroadcasts(_, _ int) [][]byte   { return nil }
 func (d mlDelegate) LocalState(join bool) []byte       { return d.c.localState() }
 func (d mlDelegate) MergeRemoteState(b []byte, _ bool) { d.c.receive(b) }
 
-// mlLogWriter routes memberlist's log lines to zap and turns the lines that
-// report foreign traffic (wrong key, wrong label) into rejections.
+// mlLogWriter routes memberlist's log lines to zap. Foreign traffic never
+// reaches memberlist: the transport reports it.
 type mlLogWriter struct {
 	log *zap.Logger
-	c   *core
 }
-
-var fromRE = regexp.MustCompile(`from=(\S+)`)
 
 func (w *mlLogWriter) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(p))
@@ -302,30 +319,6 @@ func (w *mlLogWriter) Write(p []byte) (int, error) {
 		}
 	}
 	msg = strings.TrimPrefix(msg, "memberlist: ")
-	low := strings.ToLower(msg)
-	reason := ""
-	switch {
-	case strings.Contains(low, "stream with unacceptable label \"\""):
-		// An empty stream: mostly a connection its sender gave up on (an
-		// overloaded peer). A foreign unlabelled node is still caught by
-		// its datagrams.
-	case strings.Contains(low, "unacceptable label"):
-		reason = "wrong cluster name (memberlist label)"
-	case strings.Contains(low, "decrypt") || strings.Contains(low, "encrypt"):
-		reason = "cannot authenticate (wrong or missing cluster secret)"
-	}
-	if reason != "" && (level == "ERR" || level == "ERROR" || level == "WARN") {
-		src := "unknown"
-		if m := fromRE.FindStringSubmatch(msg); m != nil {
-			src = m[1]
-			// Streams come from ephemeral ports: one source per host.
-			if host, _, err := net.SplitHostPort(src); err == nil {
-				src = host
-			}
-		}
-		w.c.reject(src, reason)
-		return len(p), nil
-	}
 	switch level {
 	case "DEBUG":
 		w.log.Debug(msg)

@@ -78,6 +78,11 @@ func watch(t *testing.T, cfg Config) *watcher {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return watchHB(t, h)
+}
+
+func watchHB(t *testing.T, h Heartbeat) *watcher {
+	t.Helper()
 	w := &watcher{hb: h, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
@@ -270,7 +275,7 @@ func TestLoopbackForeign(t *testing.T) {
 	c4 := loopConfig(ms, "n4", log)
 	c4.ClusterName = "other"
 	c5 := loopConfig(ms, "n5", log)
-	c5.Secret = ""
+	c5.Secret, c5.Insecure = "", true
 	bad := []*watcher{watch(t, c3), watch(t, c4), watch(t, c5)}
 	for _, w := range append(good, bad...) {
 		w.hb.Publish(svcNode("x", 1, "web"))

@@ -1,0 +1,447 @@
+package heartbeat
+
+import (
+	"context"
+	"crypto/cipher"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"go.uber.org/zap"
+)
+
+// Budgets of inbound streams before they authenticate.
+const (
+	maxUnauthStreams = 64 // connections reading their open record, in all
+	maxUnauthPerIP   = 16 // of which from one address
+	resolveEvery     = 30 * time.Second
+	challengeEvery   = 100 * time.Millisecond // least time between two challenges to a peer
+	answerEvery      = 10 * time.Millisecond  // least time between two answers to a peer
+	nonceLife        = 10 * time.Second
+)
+
+// secTransport is memberlist's transport: UDP datagrams and TCP streams
+// wrapped in the envelope (envelope.go). Nothing reaches memberlist that is
+// not authenticated as a member's, fresh (incarnation and sequence number,
+// see peerSec) and from that member's configured address.
+type secTransport struct {
+	s     settings
+	node  string
+	inc   uint64
+	keys  *keyring
+	self  cipher.AEAD
+	seq   atomic.Uint64
+	c     *core
+	log   *zap.Logger
+	hsTTL time.Duration // read deadline of an inbound open record
+
+	// tap, when set (tests), sees every sealed byte sent: conn is nil for
+	// a datagram sent to to.
+	tap func(conn net.Conn, to string, b []byte)
+
+	udp      *net.UDPConn
+	tcp      *net.TCPListener
+	packetCh chan *memberlist.Packet
+	streamCh chan net.Conn
+	closing  chan struct{}
+	down     atomic.Bool
+	wg       sync.WaitGroup
+
+	mu        sync.Mutex
+	peers     map[string]*peerSec
+	memberIPs map[netip.Addr]bool
+	unauth    map[net.Conn]netip.Addr // inbound streams not yet authenticated
+	unauthIP  map[netip.Addr]int
+}
+
+// peerSec is what the transport knows of one member's runs. A run
+// (incarnation) is accepted only once it proved to be alive: a frame of an
+// incarnation above the confirmed one is dropped and answered with a
+// challenge that only the live run can answer (or a stream reply bound to
+// our own fresh stream). Frames of older incarnations are dropped; within
+// the confirmed one, a replay window per path drops duplicates.
+type peerSec struct {
+	name, addr string
+	aps        []netip.AddrPort // addr resolved
+	resolvedAt time.Time
+
+	inc           uint64
+	dgram, stream window
+	nonce         []byte // challenge pending, nil when none
+	nonceAt       time.Time
+	challAt       time.Time
+	answerAt      time.Time
+}
+
+func newSecTransport(s settings, c *core, bindAddr string, bindPort int) (*secTransport, error) {
+	t, err := newSecState(s, c)
+	if err != nil {
+		return nil, err
+	}
+	ip := net.ParseIP(bindAddr)
+	if t.tcp, err = net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: bindPort}); err != nil {
+		return nil, err
+	}
+	if t.udp, err = net.ListenUDP("udp", &net.UDPAddr{IP: ip, Port: bindPort}); err != nil {
+		t.tcp.Close()
+		return nil, err
+	}
+	for size := 2 << 20; size > 0 && t.udp.SetReadBuffer(size) != nil; size /= 2 {
+	}
+	t.wg.Add(2)
+	go t.udpLoop()
+	go t.tcpLoop()
+	return t, nil
+}
+
+// newSecState is the transport without its sockets.
+func newSecState(s settings, c *core) (*secTransport, error) {
+	keys, err := newKeyring(s.key, s.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	t := &secTransport{s: s, node: s.Node, inc: c.inc, keys: keys, c: c,
+		log: s.Logger.With(zap.String("node", s.Node)), hsTTL: clampDur(s.Timeout/4, time.Second, 10*time.Second),
+		packetCh: make(chan *memberlist.Packet), streamCh: make(chan net.Conn), closing: make(chan struct{}),
+		peers: map[string]*peerSec{}, memberIPs: map[netip.Addr]bool{}, unauth: map[net.Conn]netip.Addr{},
+		unauthIP: map[netip.Addr]int{}}
+	t.self = keys.aead(t.node, t.inc)
+	now := time.Now()
+	for _, m := range s.Members {
+		ps := &peerSec{name: m.Name, addr: m.Addr, resolvedAt: now}
+		ps.aps = resolve(m.Addr)
+		for _, ap := range ps.aps {
+			t.memberIPs[ap.Addr()] = true
+		}
+		t.peers[m.Name] = ps
+	}
+	return t, nil
+}
+
+// resolve turns a configured host:port into addresses (none when it does
+// not resolve: its frames are refused until it does).
+func resolve(addr string) []netip.AddrPort {
+	host, port, err := splitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), uint16(port))}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ips, _ := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	var out []netip.AddrPort
+	for _, ip := range ips {
+		out = append(out, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
+	}
+	return out
+}
+
+func (t *secTransport) nextSeq() uint64 { return t.seq.Add(1) }
+
+// FinalAdvertiseAddr implements memberlist.Transport.
+func (t *secTransport) FinalAdvertiseAddr(ip string, port int) (net.IP, int, error) {
+	if ip != "" {
+		a := net.ParseIP(ip)
+		if a == nil {
+			return nil, 0, fmt.Errorf("failed to parse advertise address %q", ip)
+		}
+		if a4 := a.To4(); a4 != nil {
+			a = a4
+		}
+		return a, port, nil
+	}
+	if ps := t.peers[t.node]; len(ps.aps) > 0 {
+		return ps.aps[0].Addr().AsSlice(), int(ps.aps[0].Port()), nil
+	}
+	la := t.tcp.Addr().(*net.TCPAddr)
+	return la.IP, la.Port, nil
+}
+
+// WriteTo implements memberlist.Transport.
+func (t *secTransport) WriteTo(b []byte, addr string) (time.Time, error) {
+	return t.WriteToAddress(b, memberlist.Address{Addr: addr})
+}
+
+// WriteToAddress implements memberlist.NodeAwareTransport.
+func (t *secTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+	return time.Now(), t.sendDatagram(typeDatagram, a.Addr, b)
+}
+
+func (t *secTransport) sendDatagram(typ byte, addr string, payload []byte) error {
+	if t.udp == nil {
+		return net.ErrClosed
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return err
+	}
+	out := t.keys.sealDatagram(typ, t.node, t.inc, t.nextSeq(), payload)
+	if t.tap != nil {
+		t.tap(nil, addr, out)
+	}
+	_, err = t.udp.WriteToUDP(out, ua)
+	return err
+}
+
+// PacketCh implements memberlist.Transport.
+func (t *secTransport) PacketCh() <-chan *memberlist.Packet { return t.packetCh }
+
+// StreamCh implements memberlist.Transport.
+func (t *secTransport) StreamCh() <-chan net.Conn { return t.streamCh }
+
+// DialTimeout implements memberlist.Transport.
+func (t *secTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	return t.DialAddressTimeout(memberlist.Address{Addr: addr}, timeout)
+}
+
+// DialAddressTimeout implements memberlist.NodeAwareTransport.
+func (t *secTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.Dial("tcp", a.Addr)
+	if err != nil {
+		return nil, err
+	}
+	return t.newDialed(c, a.Name), nil
+}
+
+// Shutdown implements memberlist.Transport.
+func (t *secTransport) Shutdown() error {
+	if t.down.Swap(true) {
+		return nil
+	}
+	close(t.closing)
+	if t.tcp != nil {
+		t.tcp.Close()
+		t.udp.Close()
+	}
+	t.mu.Lock()
+	for c := range t.unauth {
+		c.Close()
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	return nil
+}
+
+func (t *secTransport) udpLoop() {
+	defer t.wg.Done()
+	buf := make([]byte, maxDgram+1)
+	for {
+		n, src, err := t.udp.ReadFromUDPAddrPort(buf)
+		ts := time.Now()
+		if err != nil {
+			if t.down.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			t.log.Debug("read heartbeat datagram", zap.Error(err))
+			continue
+		}
+		if p := t.openDatagram(buf[:n], netip.AddrPortFrom(src.Addr().Unmap(), src.Port())); p != nil {
+			select {
+			case t.packetCh <- &memberlist.Packet{Buf: p, From: net.UDPAddrFromAddrPort(src), Timestamp: ts}:
+			case <-t.closing:
+				return
+			}
+		}
+	}
+}
+
+// openDatagram returns the payload of a datagram memberlist may see, or
+// nil (the frame was counted, and reported when it is suspicious).
+func (t *secTransport) openDatagram(b []byte, src netip.AddrPort) []byte {
+	h, ct, err := parseHeader(b)
+	if err == nil && (len(b) > maxDgram || h.typ > typeResponse || len(ct) < tagSize) {
+		err = errNotFrame
+	}
+	if err != nil {
+		t.refuse(src.Addr().String(), Event{Kind: Rejected, Node: src.Addr().String(), Addr: src.String(),
+			Reason: "datagram: " + err.Error()})
+		return nil
+	}
+	ps := t.peers[h.name]
+	if ps == nil {
+		t.refuse(src.Addr().String(), Event{Kind: Rejected, Node: src.Addr().String(), Addr: src.String(),
+			Reason: fmt.Sprintf("datagram from %.64q, not a cluster member", h.name)})
+		return nil
+	}
+	key := t.keys.aead(h.name, h.inc)
+	p, err := key.Open(nil, nonceFor(h.seq, 0), ct, adata(t.keys.context(h.raw, nil), 0))
+	if err != nil {
+		t.refuse(src.Addr().String(), Event{Kind: Rejected, Node: src.Addr().String(), Addr: src.String(),
+			Reason: "datagram: " + errAuth.Error()})
+		return nil
+	}
+	if h.name == t.node {
+		t.ownFrame(h, src)
+		return nil
+	}
+	if !t.fromMember(ps, src, true) {
+		return nil
+	}
+	switch h.typ {
+	case typeChallenge:
+		t.answer(ps, h, p)
+		return nil
+	case typeResponse:
+		t.confirm(ps, h, p)
+		return nil
+	}
+	if !t.fresh(ps, h, &ps.dgram, "datagram") {
+		return nil
+	}
+	return p
+}
+
+// fromMember tells whether src is ps's configured address (IP and port for
+// datagrams, which leave from the bound socket; IP only for streams, whose
+// port is ephemeral), and reports the frame when not.
+func (t *secTransport) fromMember(ps *peerSec, src netip.AddrPort, port bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	match := func() bool {
+		for _, ap := range ps.aps {
+			if ap.Addr() == src.Addr() && (!port || ap.Port() == src.Port()) {
+				return true
+			}
+		}
+		return false
+	}
+	if match() {
+		return true
+	}
+	if now := time.Now(); now.Sub(ps.resolvedAt) >= resolveEvery {
+		ps.resolvedAt = now
+		ps.aps = resolve(ps.addr) // a name may have moved
+		for _, ap := range ps.aps {
+			t.memberIPs[ap.Addr()] = true
+		}
+		if match() {
+			return true
+		}
+	}
+	t.c.wrongSrc.Add(1)
+	shown := src.String()
+	if !port {
+		shown = src.Addr().String()
+	}
+	t.refuseLocked("addr:"+ps.name+"/"+src.Addr().String(), Event{Kind: Rejected, Node: ps.name, Addr: src.String(),
+		Reason: fmt.Sprintf("frame claims to be %s but came from %s (%s is configured at %s)", ps.name, shown, ps.name, ps.addr)})
+	return false
+}
+
+// fresh applies the freshness rule to an authenticated frame of ps on path
+// w, recording it when fresh.
+func (t *secTransport) fresh(ps *peerSec, h header, w *window, path string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case h.inc < ps.inc:
+		t.c.replayed.Add(1)
+		t.refuseLocked("stale:"+ps.name, Event{Kind: Rejected, Node: ps.name,
+			Reason: fmt.Sprintf("%s of an earlier run of %s (incarnation %d, current %d): replayed or delayed", path, ps.name, h.inc, ps.inc)})
+		return false
+	case h.inc > ps.inc:
+		// A run we did not see alive yet: prove it first.
+		t.c.unconfirmed.Add(1)
+		t.challengeLocked(ps)
+		return false
+	case !w.fresh(h.seq):
+		t.c.replayed.Add(1)
+		t.refuseLocked("replay:"+ps.name, Event{Kind: Rejected, Node: ps.name,
+			Reason: fmt.Sprintf("replayed or duplicate %s of %s (sequence %d, newest %d)", path, ps.name, h.seq, w.top)})
+		return false
+	}
+	w.mark(h.seq)
+	return true
+}
+
+// challengeLocked asks ps to prove its current run is alive: the answer is
+// a response sealed under its incarnation, carrying our nonce.
+func (t *secTransport) challengeLocked(ps *peerSec) {
+	now := time.Now()
+	if now.Sub(ps.challAt) < challengeEvery {
+		return
+	}
+	if ps.nonce == nil || now.Sub(ps.nonceAt) >= nonceLife {
+		ps.nonce = make([]byte, challenge)
+		rand.Read(ps.nonce)
+		ps.nonceAt = now
+	}
+	ps.challAt = now
+	nonce, addr := ps.nonce, ps.addr
+	go func() {
+		if err := t.sendDatagram(typeChallenge, addr, nonce); err != nil {
+			t.c.sendErrs.Add(1)
+		}
+	}()
+}
+
+// answer answers a challenge of ps, to its configured address.
+func (t *secTransport) answer(ps *peerSec, h header, nonce []byte) {
+	t.mu.Lock()
+	now := time.Now()
+	ok := len(nonce) == challenge && h.inc >= ps.inc && now.Sub(ps.answerAt) >= answerEvery
+	if ok {
+		ps.answerAt = now
+	}
+	t.mu.Unlock()
+	if ok {
+		if err := t.sendDatagram(typeResponse, ps.addr, nonce); err != nil {
+			t.c.sendErrs.Add(1)
+		}
+	}
+}
+
+// confirm accepts the run of ps that answered our pending challenge.
+func (t *secTransport) confirm(ps *peerSec, h header, nonce []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ps.nonce == nil || string(nonce) != string(ps.nonce) || h.inc < ps.inc {
+		return // a late or replayed answer: harmless
+
+	}
+	ps.nonce = nil
+	t.confirmLocked(ps, h)
+}
+
+func (t *secTransport) confirmLocked(ps *peerSec, h header) {
+	if h.inc > ps.inc {
+		t.log.Debug("peer run confirmed", zap.String("peer", ps.name), zap.Uint64("incarnation", h.inc))
+		ps.inc = h.inc
+		ps.dgram, ps.stream = window{}, window{}
+	}
+}
+
+// ownFrame handles an authenticated frame bearing our own name: a later
+// run than ours is another daemon using our name; anything else is our own
+// traffic reflected or an earlier run of ours replayed.
+func (t *secTransport) ownFrame(h header, src netip.AddrPort) {
+	if h.inc > t.inc {
+		t.refuse("impostor:"+src.Addr().String(), Event{Kind: Impostor, Node: t.node, Addr: src.String(),
+			Reason: fmt.Sprintf("another daemon runs as %s from %s (its incarnation %d, ours %d)", t.node, src, h.inc, t.inc)})
+		return
+	}
+	t.c.replayed.Add(1)
+	t.refuse("own:"+src.Addr().String(), Event{Kind: Rejected, Node: src.Addr().String(), Addr: src.String(),
+		Reason: fmt.Sprintf("frame under this node's own name %s (reflected, or an earlier run replayed)", t.node)})
+}
+
+func (t *secTransport) refuse(key string, ev Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refuseLocked(key, ev)
+}
+
+// refuseLocked counts and reports (rate-limited by key) a refused frame.
+// t.mu is held; the core's lock nests inside it.
+func (t *secTransport) refuseLocked(key string, ev Event) {
+	t.c.refuse(key, ev)
+}
