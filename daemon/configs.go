@@ -108,7 +108,7 @@ func (d *Daemon) removeService(name string, v dataset.Version, done func(error))
 		finish(nil)
 	}
 	inst := d.services[name]
-	if inst == nil || inst.set == nil || inst.avail == dataset.StatusDown || inst.avail == dataset.StatusNA {
+	if inst == nil || inst.set == nil || !inst.running() {
 		remove()
 		return
 	}
