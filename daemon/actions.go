@@ -127,8 +127,8 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 	}
 	if t.ID == cur.ID && inst.targetFailed != "" {
 		// joined a target that cannot be reached: say so at once
-		done(nil, failed("%s: target %s (id %s) cannot be reached: %s (the target stays in place: fix the cause, then svcmgr clear; or abort)",
-			inst.name, t.String(), t.ID, inst.targetFailed))
+		done(nil, failed("target %s (id %s) cannot be reached: %s (the target stays in place: fix the cause, then svcmgr clear; or abort)",
+			t.String(), t.ID, inst.targetFailed))
 		return
 	}
 	var deadline time.Time
@@ -227,7 +227,7 @@ func (d *Daemon) deleteService(inst *instance, done func(any, error)) {
 		}
 	}
 	if len(elsewhere) > 0 {
-		done(nil, failed("%s: not deleted: it runs on %s (stop it first: svcmgr -s %s stop --wait)", inst.name, strings.Join(elsewhere, ", "), inst.name))
+		done(nil, failed("not deleted: it runs on %s (stop it first: svcmgr -s %s stop --wait)", strings.Join(elsewhere, ", "), inst.name))
 		return
 	}
 	d.removeService(inst.name, d.nextVersion(), func(err error) {

@@ -341,9 +341,9 @@ func stillUp(res map[string]dataset.Resource) error {
 		if r.Disabled || r.Optional || r.Status != dataset.StatusUp {
 			continue
 		}
-		s := rid + ": still up after its stop"
+		s := rid + ": its check still says up after its stop"
 		if r.Log != "" {
-			s += " (" + r.Log + ")"
+			s += " (last line: " + r.Log + ")"
 		}
 		up = append(up, s)
 	}

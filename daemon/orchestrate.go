@@ -166,8 +166,8 @@ func (d *Daemon) reachedVerdict(snap monitor.Snapshot, svc string, unknown []str
 		return nil
 	}
 	t := d.dur.Services[svc].Target
-	return failed("%s: target %s (id %s) reached on the known nodes only: %s: the service may still run where it is unknown",
-		svc, t.String(), t.ID, monitor.Progress(snap, svc))
+	return failed("target %s (id %s) reached on the known nodes only: %s: the service may still run where it is unknown",
+		t.String(), t.ID, monitor.Progress(snap, svc))
 }
 
 // answerWaiters ends the --wait calls waiting on target id of a service.
@@ -206,7 +206,7 @@ func (d *Daemon) noteTargetFailed(inst *instance, cause string) {
 	d.log.Warn("target cannot be reached", zap.String("svc", inst.name), zap.String("target", t.String()),
 		zap.String("id", t.ID), zap.String("reason", cause))
 	d.emit(api.Event{Kind: "target_failed", Service: inst.name, Message: msg})
-	d.answerWaiters(inst.name, t.ID, failed("%s: %s", inst.name, msg))
+	d.answerWaiters(inst.name, t.ID, failed("%s", msg))
 }
 
 // expireWaiters answers the --wait callers whose time is up with where the
@@ -229,8 +229,8 @@ func (d *Daemon) expireWaiters(snap monitor.Snapshot) time.Time {
 			continue
 		}
 		t := d.dur.Services[w.svc].Target
-		w.done(failed("%s: timed out waiting for target %s (id %s): %s (the target stays in place: see print status, or abort)",
-			w.svc, t.String(), w.id, monitor.Progress(snap, w.svc)))
+		w.done(failed("timed out waiting for target %s (id %s): %s (the target stays in place: see print status, or abort)",
+			t.String(), w.id, monitor.Progress(snap, w.svc)))
 	}
 	d.waiters = keep
 	return next
