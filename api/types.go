@@ -109,8 +109,12 @@ type ActionRequest struct {
 	Action string `json:"action"` // start stop freeze thaw delete clear abort takeover giveback switch
 	Local  bool   `json:"local"`
 	Node   string `json:"node,omitempty"` // clear --node, switch --to
-	// Wait asks the daemon to answer only when the target is reached.
+	// Wait asks the daemon to answer only when the target is reached, or
+	// at once when it can no longer be reached.
 	Wait bool `json:"wait,omitempty"`
+	// WaitTimeout bounds a Wait (svcmgr --time): the daemon then answers
+	// with where the target stands. Zero waits as long as the caller.
+	WaitTimeout time.Duration `json:"wait_timeout,omitempty"`
 }
 
 // ActionResponse tells what was accepted.

@@ -3,6 +3,8 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -58,7 +60,7 @@ func (d *Daemon) stopAll(reason string, done func(error)) {
 	pending++ // guard while launching
 	for _, name := range d.serviceNames() {
 		inst := d.services[name]
-		if !inst.local || inst.set == nil || inst.avail == dataset.StatusDown || inst.avail == dataset.StatusNA {
+		if !inst.local || inst.set == nil || !inst.running() {
 			continue
 		}
 		pending++
@@ -123,7 +125,18 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 		done(res, nil)
 		return
 	}
-	d.waiters = append(d.waiters, waiter{svc: inst.name, id: t.ID, done: func(err error) {
+	if t.ID == cur.ID && inst.targetFailed != "" {
+		// joined a target that cannot be reached: say so at once
+		done(nil, failed("target %s (id %s) cannot be reached: %s (the target stays in place: fix the cause, then svcmgr clear; or abort)",
+			t.String(), t.ID, inst.targetFailed))
+		return
+	}
+	var deadline time.Time
+	if req.WaitTimeout > 0 {
+		deadline = d.clk.Now().Add(req.WaitTimeout)
+		d.armStep(deadline)
+	}
+	d.waiters = append(d.waiters, waiter{svc: inst.name, id: t.ID, deadline: deadline, done: func(err error) {
 		if err != nil {
 			done(nil, err)
 			return
@@ -140,6 +153,11 @@ func (d *Daemon) localAction(inst *instance, req api.ActionRequest, ok func(stri
 		d.setFrozen(inst.name, req.Action == "freeze", "admin "+req.Action+" --local")
 		ok(req.Action + " done")
 	case "start":
+		if inst.avail == dataset.StatusUp || inst.avail == dataset.StatusNA && inst.running() {
+			// a start would run a second copy: nothing to do
+			ok("already up: nothing done")
+			return
+		}
 		d.runAction(inst, "start", "admin start --local", func(err error) {
 			if err != nil {
 				done(nil, failed("%v", err))
@@ -190,8 +208,28 @@ func contains(list []string, s string) bool {
 }
 
 // deleteService stops the local instance if it runs, then removes the
-// config everywhere: the tombstone travels with the heartbeats.
+// config everywhere: the tombstone travels with the heartbeats. It refuses
+// while the service runs on another node whose daemon is heard (stop it
+// first), or when the local stop fails; a node that is down stops its
+// instance when the tombstone reaches it.
 func (d *Daemon) deleteService(inst *instance, done func(any, error)) {
+	snap := d.snapshot()
+	var elsewhere []string
+	for _, node := range snap.ClusterNodes {
+		v, ok := snap.Nodes[node]
+		if node == d.node.Name || !ok || !v.Alive() {
+			continue
+		}
+		if i, ok := v.Data.Services[inst.name]; ok {
+			if a := monitor.EffectiveAvail(i); a == dataset.StatusUp || a == dataset.StatusWarn {
+				elsewhere = append(elsewhere, node)
+			}
+		}
+	}
+	if len(elsewhere) > 0 {
+		done(nil, failed("not deleted: it runs on %s (stop it first: svcmgr -s %s stop --wait)", strings.Join(elsewhere, ", "), inst.name))
+		return
+	}
 	d.removeService(inst.name, d.nextVersion(), func(err error) {
 		if err != nil {
 			done(nil, err)

@@ -93,7 +93,7 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 			return
 		}
 		if p.Up {
-			p.Up = false
+			p.Peer = view.NoteDown(p.Peer)
 			d.log.Warn("peer down", zap.String("node", ev.Node), zap.String("reason", "no heartbeat for "+d.node.HB.Timeout.String()))
 			d.emit(api.Event{Kind: "peer_down", Message: ev.Node + " down"})
 		}

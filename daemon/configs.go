@@ -184,7 +184,12 @@ func (d *Daemon) removeService(name string, v dataset.Version, done func(error))
 		finish(nil)
 	}
 	inst := d.services[name]
-	if inst == nil || inst.set == nil || inst.avail == dataset.StatusDown || inst.avail == dataset.StatusNA {
+	if inst != nil && done == nil && inst.mon.State == dataset.StopFailed && inst.running() {
+		// a deletion heard from a peer: its stop failed here already; it
+		// is not run again on every heartbeat, the admin clears it
+		return
+	}
+	if inst == nil || inst.set == nil || !inst.running() {
 		remove()
 		return
 	}

@@ -328,7 +328,7 @@ func (d *Daemon) beginStop(mode string) {
 		d.setMonitor(dataset.NodeShutting, "daemon shutdown requested")
 		for _, name := range d.serviceNames() {
 			inst := d.services[name]
-			if inst.local && inst.avail != dataset.StatusDown && inst.avail != dataset.StatusNA {
+			if inst.local && inst.running() {
 				d.runAction(inst, "stop", "daemon shutdown", nil)
 			}
 		}

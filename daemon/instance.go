@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,9 +40,11 @@ type instance struct {
 	// more than one ("" otherwise), to warn once per change.
 	multiActive string
 	flags       string // A C F L, from the last decision
-	checking    bool
-	lastFull    time.Time
-	lastMon     time.Time
+	// targetFailed is the last Decision.TargetFailed, to answer and log once.
+	targetFailed string
+	checking     bool
+	lastFull     time.Time
+	lastMon      time.Time
 	// pendingCheck asks for a full check as soon as the current one ends.
 	pendingCheck bool
 	// afterCheck run on the loop when the next full check has ended, so
@@ -315,6 +318,14 @@ func (d *Daemon) actionDone(inst *instance, action string, err error, done func(
 	inst.afterCheck = append(inst.afterCheck, func() {
 		inst.busy = ""
 		now := d.clk.Now()
+		if action == "stop" && err == nil {
+			// the commands said ok, the check says otherwise: the check wins
+			if err = stillUp(inst.res); err != nil {
+				d.log.Error("action failed", zap.String("svc", inst.name), zap.String("action", action), zap.Error(err))
+				d.svclogs.write(inst.name, "", "stop failed: "+err.Error())
+				d.emit(api.Event{Kind: "action_end", Service: inst.name, Message: "stop failed: " + err.Error()})
+			}
+		}
 		var next dataset.InstanceMonitor
 		if action == "start" {
 			next = monitor.AfterStart(inst.mon, err == nil, now)
@@ -324,6 +335,7 @@ func (d *Daemon) actionDone(inst *instance, action string, err error, done func(
 		reason := action + " succeeded"
 		if err != nil {
 			reason = err.Error()
+			next = monitor.Failure(next, reason)
 		}
 		d.setInstanceMonitor(inst, next.State, reason)
 		inst.mon = next
@@ -333,6 +345,37 @@ func (d *Daemon) actionDone(inst *instance, action string, err error, done func(
 		}
 	})
 	d.check(inst, true)
+}
+
+// stillUp returns an error naming the required resources whose check
+// still says up after a stop whose commands succeeded, nil when none.
+func stillUp(res map[string]dataset.Resource) error {
+	var up []string
+	for _, rid := range sortedKeys(res) {
+		r := res[rid]
+		if r.Disabled || r.Optional || r.Status != dataset.StatusUp {
+			continue
+		}
+		s := rid + ": its check still says up after its stop"
+		if r.Log != "" {
+			s += " (last line: " + r.Log + ")"
+		}
+		up = append(up, s)
+	}
+	if len(up) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(up, "; "))
+}
+
+// running reports whether the local instance may run something a stop
+// must end: up or warn, or n/a and started (monitor.EffectiveAvail).
+func (i *instance) running() bool {
+	switch monitor.EffectiveAvail(dataset.Instance{Avail: i.avail, Monitor: i.mon}) {
+	case dataset.StatusDown, dataset.StatusNA:
+		return false
+	}
+	return true
 }
 
 func (d *Daemon) setInstanceMonitor(inst *instance, s dataset.MonitorState, reason string) {

@@ -66,8 +66,9 @@ func (d *Daemon) orchestrate() {
 			d.changed()
 		}
 		if dec.TargetReached {
-			d.targetReached(inst)
+			d.targetReached(inst, d.reachedVerdict(snap, inst.name, dec.TargetUnknown))
 		}
+		d.noteTargetFailed(inst, dec.TargetFailed)
 		if !dec.Changed {
 			continue
 		}
@@ -95,6 +96,9 @@ func (d *Daemon) orchestrate() {
 			d.persistMonitor(inst)
 			d.changed()
 		}
+	}
+	if t := d.expireWaiters(snap); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+		next = t
 	}
 	d.armStep(next)
 }
@@ -141,8 +145,9 @@ func (d *Daemon) setTarget(name string, t dataset.Target) dataset.Target {
 	return t
 }
 
-// targetReached clears a reached target and answers its --wait callers.
-func (d *Daemon) targetReached(inst *instance) {
+// targetReached clears a reached target and answers its --wait callers
+// (with err when it is reached on the known nodes only).
+func (d *Daemon) targetReached(inst *instance, err error) {
 	t := d.dur.Services[inst.name].Target
 	if t.Expect == "" || t.Expect == dataset.ExpectNone {
 		return
@@ -150,7 +155,19 @@ func (d *Daemon) targetReached(inst *instance) {
 	d.log.Info("target reached", zap.String("svc", inst.name), zap.String("target", t.String()), zap.String("id", t.ID))
 	d.emit(api.Event{Kind: "target_reached", Service: inst.name, Message: "target " + t.String() + " reached (id " + t.ID + ")"})
 	d.setTarget(inst.name, dataset.Target{Expect: dataset.ExpectNone, ID: t.ID})
-	d.answerWaiters(inst.name, t.ID, nil)
+	d.answerWaiters(inst.name, t.ID, err)
+}
+
+// reachedVerdict is the answer to the --wait callers of a reached target
+// of svc: nil when every node of the service is known, else an error that
+// says the target is reached on the known nodes only, and where it stands.
+func (d *Daemon) reachedVerdict(snap monitor.Snapshot, svc string, unknown []string) error {
+	if len(unknown) == 0 {
+		return nil
+	}
+	t := d.dur.Services[svc].Target
+	return failed("target %s (id %s) reached on the known nodes only: %s: the service may still run where it is unknown",
+		t.String(), t.ID, monitor.Progress(snap, svc))
 }
 
 // answerWaiters ends the --wait calls waiting on target id of a service.
@@ -166,10 +183,57 @@ func (d *Daemon) answerWaiters(name, id string, err error) {
 	d.waiters = keep
 }
 
-// waiter is a --wait caller.
+// waiter is a --wait caller. A zero deadline waits as long as the caller.
 type waiter struct {
-	svc, id string
-	done    func(error)
+	svc, id  string
+	deadline time.Time
+	done     func(error)
+}
+
+// noteTargetFailed answers the --wait callers of a target that can no
+// longer be reached (monitor's Decision.TargetFailed) with its cause, and
+// logs each new cause once. The target stays in place.
+func (d *Daemon) noteTargetFailed(inst *instance, cause string) {
+	if cause == inst.targetFailed {
+		return
+	}
+	inst.targetFailed = cause
+	if cause == "" {
+		return
+	}
+	t := d.dur.Services[inst.name].Target
+	msg := fmt.Sprintf("target %s (id %s) cannot be reached: %s (the target stays in place: fix the cause, then svcmgr clear; or abort)", t.String(), t.ID, cause)
+	d.log.Warn("target cannot be reached", zap.String("svc", inst.name), zap.String("target", t.String()),
+		zap.String("id", t.ID), zap.String("reason", cause))
+	d.emit(api.Event{Kind: "target_failed", Service: inst.name, Message: msg})
+	d.answerWaiters(inst.name, t.ID, failed("%s", msg))
+}
+
+// expireWaiters answers the --wait callers whose time is up with where the
+// target stands (monitor.Progress: the unknown nodes, the state of each
+// known one), and returns the next deadline.
+func (d *Daemon) expireWaiters(snap monitor.Snapshot) time.Time {
+	now := d.clk.Now()
+	var next time.Time
+	keep := d.waiters[:0]
+	for _, w := range d.waiters {
+		if w.deadline.IsZero() {
+			keep = append(keep, w)
+			continue
+		}
+		if now.Before(w.deadline) {
+			if next.IsZero() || w.deadline.Before(next) {
+				next = w.deadline
+			}
+			keep = append(keep, w)
+			continue
+		}
+		t := d.dur.Services[w.svc].Target
+		w.done(failed("timed out waiting for target %s (id %s): %s (the target stays in place: see print status, or abort)",
+			t.String(), w.id, monitor.Progress(snap, w.svc)))
+	}
+	d.waiters = keep
+	return next
 }
 
 // watchMultipleActive logs and emits, once per change, a failover service
@@ -185,7 +249,7 @@ func (d *Daemon) watchMultipleActive(s monitor.Snapshot) {
 			if !ok || !v.Alive() {
 				continue
 			}
-			if i, ok := v.Data.Services[name]; ok && i.Avail == dataset.StatusUp {
+			if i, ok := v.Data.Services[name]; ok && monitor.EffectiveAvail(i) == dataset.StatusUp {
 				up = append(up, node)
 			}
 		}

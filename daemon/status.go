@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"strings"
+
 	"haven/dataset"
 	"haven/status"
+	"haven/view"
 )
 
 // clusterStatus builds the status object of the contract from this node's
@@ -27,6 +30,12 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 			st.Heartbeat[hp.Name] = dataset.HBPeer{Up: hp.Up, LastHeardMs: ms, Gen: hp.Gen}
 		}
 	}
+	ageOf := func(node string) int64 {
+		if hp, ok := st.Heartbeat[node]; ok {
+			return hp.LastHeardMs
+		}
+		return -1
+	}
 	nodes := map[string]dataset.Node{local.Name: local}
 	st.Nodes[local.Name] = nodeInfo(local, dataset.NodeUp)
 	for name, p := range d.peers {
@@ -39,12 +48,8 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		ni.Status = ps
 		st.Nodes[name] = ni
 		n := *p.Data
-		if ps == dataset.NodeDown || ps == dataset.NodeStUnknown {
-			n = n.Clone()
-			for svc, i := range n.Services {
-				i.Avail, i.Overall = dataset.StatusUnknown, dataset.StatusUnknown
-				n.Services[svc] = i
-			}
+		if ps == dataset.NodeDown || ps == dataset.NodeStUnknown || view.Unconfirmed(p.Peer) {
+			n = staleNode(n, ageOf(name))
 		}
 		nodes[name] = n
 	}
@@ -110,6 +115,21 @@ func aggregate(ss *dataset.ServiceStatus, name string, nodes map[string]dataset.
 	default:
 		ss.Frozen = "thawed"
 	}
+}
+
+// staleNode marks the instances of a node that is not heard, or whose data
+// predates its loss, as stale: last known data, avail unknown, never the
+// placement leader (no flag L), with the age of the data.
+func staleNode(n dataset.Node, ageMs int64) dataset.Node {
+	n = n.Clone()
+	for svc, i := range n.Services {
+		i.Avail, i.Overall = dataset.StatusUnknown, dataset.StatusUnknown
+		i.PlacementLeader = false
+		i.Flags = strings.ReplaceAll(i.Flags, "L", "")
+		i.Stale, i.AgeMs = true, ageMs
+		n.Services[svc] = i
+	}
+	return n
 }
 
 func nodeInfo(n dataset.Node, s dataset.NodeStatus) dataset.NodeInfo {

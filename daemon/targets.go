@@ -4,6 +4,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/dataset"
+	"haven/monitor"
 )
 
 // targets lists the admin targets this node knows, for the heartbeats.
@@ -35,8 +36,10 @@ func (d *Daemon) mergeTargets(ts map[string]dataset.Target) {
 			zap.String("id", t.ID), zap.String("origin", t.Version.Origin))
 		if old := ds.Target; old.ID != "" && old.Expect != dataset.ExpectNone {
 			if t.ID == old.ID && t.Expect == dataset.ExpectNone {
-				// a peer saw it reached and cleared it
-				d.answerWaiters(name, old.ID, nil)
+				// a peer saw it reached and cleared it: say what this
+				// node knows (reached on the known nodes only?)
+				snap := d.snapshot()
+				d.answerWaiters(name, old.ID, d.reachedVerdict(snap, name, monitor.Unknown(snap, name)))
 			} else if t.ID == old.ID && t.Expect == dataset.ExpectAborted {
 				d.answerWaiters(name, old.ID, failed("%s: target %s (id %s) aborted", name, old.String(), old.ID))
 			} else if t.ID != old.ID {

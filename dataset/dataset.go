@@ -104,6 +104,9 @@ type InstanceMonitor struct {
 	// StateSince is when the state was entered, on the announcing node's clock.
 	// Only the node that owns the instance reads it (e.g. the ready window).
 	StateSince time.Time `json:"state_since,omitempty"`
+	// Error is the cause of a failed state (start failed, stop failed): the
+	// failing resource and its last line. Empty in any other state.
+	Error string `json:"error,omitempty"`
 }
 
 // Instance is a service instance on one node.
@@ -120,6 +123,14 @@ type Instance struct {
 	// ConfigError is set when the node's copy of the config does not parse:
 	// the instance is not managed (avail unknown) until it is repaired.
 	ConfigError string `json:"config_error,omitempty"`
+	// Stale is set in a status object on the instances of a node that the
+	// producing node does not hear (down, unknown) or has not heard confirm
+	// its data since it came back: they are the node's last known data, not
+	// its present. Their avail is then "unknown" and they are never leader.
+	Stale bool `json:"stale,omitempty"`
+	// AgeMs is, for a stale instance, how long ago its node was last heard,
+	// in milliseconds (-1: never heard).
+	AgeMs int64 `json:"age_ms,omitempty"`
 }
 
 // Version is a logical (Lamport) version with the origin node as tie-break.

@@ -47,6 +47,10 @@ type peer struct {
 	// full copy, so a frame merely reordered costs nothing.
 	gapAt          time.Time
 	gapInc, gapGen uint64
+	// confirm is set when p comes up again: the data held may predate its
+	// loss, so the first message showing that it is current (same
+	// incarnation, no newer generation) emits it again as a Data event.
+	confirm bool
 }
 
 // maxPending bounds the deltas waiting for their base per peer.
@@ -168,6 +172,7 @@ func (c *core) receive(b []byte) {
 	sentFull := false
 	if !p.up {
 		p.up = true
+		p.confirm = true
 		c.log.Debug("peer up", zap.String("peer", p.name))
 		c.emitLocked(Event{Kind: Up, Node: p.name})
 		// Answer at once so that p sees us up without waiting for a beat.
@@ -215,6 +220,9 @@ func (c *core) receive(b []byte) {
 		if c.local != nil && !sentFull && now.Sub(p.fullAt) >= c.s.beat {
 			c.sendFullLocked(p.name)
 		}
+	}
+	if p.confirm && p.data != nil && m.Kind != kindNeed && m.Inc == p.inc && m.Gen <= p.gen {
+		c.emitDataLocked(p)
 	}
 	c.checkGapLocked(p, now)
 }
@@ -427,6 +435,7 @@ func (c *core) refuseLocked(key string, ev Event) {
 }
 
 func (c *core) emitDataLocked(p *peer) {
+	p.confirm = false
 	d := p.data.Clone()
 	c.emitLocked(Event{Kind: Data, Node: p.name, Data: &d})
 }

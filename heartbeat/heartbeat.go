@@ -86,7 +86,9 @@ type Heartbeat interface {
 type Kind int
 
 const (
-	// Data: the peer's dataset changed; Event.Data is its merged full copy.
+	// Data: the peer's dataset changed, or, once after an Up, a message
+	// of the peer confirmed that the copy held is current; Event.Data is
+	// its merged full copy.
 	Data Kind = iota + 1
 	// Up: a message of the peer was heard after it was down or unknown.
 	Up

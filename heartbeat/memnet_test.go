@@ -349,3 +349,29 @@ func TestMemHostileFrames(t *testing.T) {
 		t.Errorf("%d Rejected events", n)
 	}
 }
+
+// TestMemUpConfirmsData: a peer heard again after it was declared down gets
+// a Data event once its data is known current, even when it did not change
+// (a healed partition): the owner knows when the data held is no longer
+// from before the loss (issue 7 item 7).
+func TestMemUpConfirmsData(t *testing.T) {
+	c := newMemCluster(t, 2)
+	c.publish("n01", svcNode("n01", 1, "a"))
+	c.publish("n02", svcNode("n02", 1, "b"))
+	c.net.Advance(3 * time.Second)
+	c.net.Partition([]string{"n01"}, []string{"n02"})
+	c.net.Advance(15 * time.Second)
+	c.take("n01", Down, "n02")
+	c.net.Heal()
+	c.net.Advance(time.Second)
+	c.collect()
+	var kinds []Kind
+	for _, ev := range c.evs["n01"] {
+		if ev.Node == "n02" {
+			kinds = append(kinds, ev.Kind)
+		}
+	}
+	if fmt.Sprint(kinds) != fmt.Sprint([]Kind{Up, Data}) {
+		t.Fatalf("n01's events about n02 after the heal: %v, want [up data]", kinds)
+	}
+}

@@ -49,7 +49,10 @@
 //     AfterStart(m, ok, now), AfterStop(m, ok, now) or AfterFreeze(m, now),
 //     refresh the instance status (avail) at once, then run Step again;
 //   - when TargetReached, clear the target (a "none" target with a newer
-//     version) and answer the --wait callers.
+//     version) and answer the --wait callers (exit 1 naming the unknown
+//     nodes when TargetUnknown is set); when TargetFailed, answer them with
+//     it (the target stays);
+//   - report a failed action's cause with Failure (InstanceMonitor.Error).
 //
 // The shell also applies Clear for "svcmgr clear" and Reset to every local
 // monitor when the daemon starts (an action cannot survive a restart).
@@ -88,6 +91,23 @@
 //     node; otherwise the natural leader);
 //   - frozen / thawed: freeze / thaw every instance.
 //
-// Reached is judged on the instances of up nodes; then Decision
-// TargetReached is true on every node that sees it.
+// Reached is judged on every node of the service: a node whose data is not
+// alive (down, unknown) or whose instance was not checked yet is unknown.
+// Stopped and frozen targets are not reached while a node is unknown (its
+// instance may still run; the target waits for it, so that it complies
+// when it comes back); started, placed and thawed targets are reached on
+// the known nodes (so that the orchestration they suspend goes on) with
+// Decision.TargetUnknown naming the others, so that no --wait caller is
+// told more than is known. Decision.TargetReached is true on every node
+// that sees it. Decision.TargetFailed says when a failed state blocks the
+// target (a start failed on every node that could start it, a stop failed
+// where the service still runs, a start failed on a move's destination).
+//
+// # Instances without status
+//
+// An instance whose resources have no check is n/a: it cannot be observed.
+// Once started (local expect "started") it counts as up everywhere the
+// orchestration asks whether the service runs (EffectiveAvail): it is not
+// started again, and for ha no other node starts it while its node is
+// alive; stopped, it counts as down.
 package monitor

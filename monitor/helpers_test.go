@@ -24,12 +24,14 @@ type world struct {
 	compat    bool
 	ready     time.Duration
 	failStart map[string]bool // "node/svc": the start action fails
+	failStop  map[string]bool // "node/svc": the stop action fails, the instance stays up
+	noCheck   map[string]bool // "node/svc": the instance has no check: its avail stays n/a
 	log       []string
 }
 
 func newWorld(t *testing.T, nodes ...string) *world {
 	w := &world{t: t, now: t0, nodes: map[string]placement.NodeView{}, svcs: map[string]*config.ServiceConfig{},
-		compat: true, ready: 2 * time.Second, failStart: map[string]bool{}}
+		compat: true, ready: 2 * time.Second, failStart: map[string]bool{}, failStop: map[string]bool{}, noCheck: map[string]bool{}}
 	for _, n := range nodes {
 		w.cluster = append(w.cluster, n)
 		w.nodes[n] = placement.NodeView{Name: n, Status: dataset.NodeUp, Data: dataset.Node{
@@ -121,10 +123,13 @@ func (w *world) run(node string) map[string]Decision {
 			if ok {
 				i.Avail = dataset.StatusUp
 			}
-			i.Monitor = AfterStart(i.Monitor, ok, w.now)
+			i.Monitor = Failure(AfterStart(i.Monitor, ok, w.now), "app#main: start failed: exit code 1: boom on "+node)
 		case ActionStop:
-			i.Avail = dataset.StatusDown
-			i.Monitor = AfterStop(i.Monitor, true, w.now)
+			ok := !w.failStop[node+"/"+svc]
+			if ok {
+				i.Avail = dataset.StatusDown
+			}
+			i.Monitor = Failure(AfterStop(i.Monitor, ok, w.now), "app#main: still up after its stop on "+node)
 		case ActionFreeze:
 			i.Frozen = true
 			i.Monitor = AfterFreeze(i.Monitor, w.now)
@@ -134,6 +139,9 @@ func (w *world) run(node string) map[string]Decision {
 		}
 		if d.Changed {
 			w.log = append(w.log, node+" "+svc+" "+string(d.Action)+" "+string(d.Monitor.State)+": "+d.Reason)
+		}
+		if w.noCheck[node+"/"+svc] {
+			i.Avail = dataset.StatusNA
 		}
 		w.nodes[node].Data.Services[svc] = i
 		if d.TargetReached {

@@ -90,9 +90,24 @@ type Decision struct {
 	// else happens (the end of the ready window).
 	Deadline time.Time
 	// TargetReached is true when the effective admin target of the service
-	// is non-empty and reached as far as this node can see: the shell
-	// clears it (with a newer version) and answers --wait callers.
+	// is non-empty and reached on every node whose state is known (its data
+	// alive, its instance checked). A stopped or frozen target is not
+	// reached while a node is unknown: it stays, so that the node adopts it
+	// when it comes back. The shell clears a reached target (with a newer
+	// version) and answers --wait callers.
 	TargetReached bool
+	// TargetUnknown, with TargetReached, lists the nodes of the service
+	// whose state is not known (started, placed and thawed targets are
+	// cleared anyway, so that the orchestration goes on): the shell answers
+	// --wait callers that the target is reached on the known nodes only.
+	TargetUnknown []string
+	// TargetFailed, when not empty, says why the effective admin target can
+	// no longer be reached without the admin: a start failed on every node
+	// that could run the service, a stop failed where it still runs. It
+	// names the failing nodes and their Monitor.Error. The target stays in
+	// place (a "clear" after the fix lets it go on); the shell answers the
+	// --wait callers with it.
+	TargetFailed string
 }
 
 // Step computes the decisions of the local node, one per configured service
@@ -108,6 +123,7 @@ func Step(s Snapshot) []Decision {
 		}
 	}
 	sort.Strings(all)
+	s.Nodes = effectiveNodes(s.Nodes)
 	names := all[:0]
 	lists := make([][]string, 0, len(all))
 	for _, name := range all {
@@ -291,6 +307,11 @@ func (c *svcCtx) decide() {
 	}
 	if c.hasTarget() {
 		c.runTarget()
+		if c.d.TargetReached {
+			c.unknownNodes()
+		} else {
+			c.d.TargetFailed = c.targetFailure()
+		}
 	} else {
 		c.auto()
 	}

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"strings"
 	"time"
 
 	"haven/dataset"
@@ -58,7 +59,22 @@ func Reset(m dataset.InstanceMonitor, now time.Time) dataset.InstanceMonitor {
 	return m
 }
 
+// Failure is the monitor after a failed start or stop (AfterStart or
+// AfterStop with ok false) with its cause: the shell passes the action's
+// error, of which the first line is kept.
+func Failure(m dataset.InstanceMonitor, cause string) dataset.InstanceMonitor {
+	if m.State.Failed() {
+		cause, _, _ = strings.Cut(cause, "\n")
+		m.Error = cause
+	}
+	return m
+}
+
+// setState moves m to st; leaving a failed state forgets its cause.
 func setState(m dataset.InstanceMonitor, st dataset.MonitorState, now time.Time) dataset.InstanceMonitor {
+	if !st.Failed() {
+		m.Error = ""
+	}
 	if m.State != st {
 		m.State = st
 		m.StateSince = now

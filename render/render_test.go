@@ -139,6 +139,42 @@ func cases() map[string]*dataset.ClusterStatus {
 	frozen.Services["web"] = w
 	cs["frozen_node"] = frozen
 
+	// n1, the owner of web, crashed: n2 took over; n1's last data is stale
+	// (never a leader), and db's start failed on n2 with its cause.
+	crash := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:   threeNodes(),
+		Services: map[string]dataset.ServiceStatus{
+			"web": svc(dataset.StatusUp, n123, map[string]dataset.Instance{
+				"n1": inst(dataset.StatusUnknown, dataset.Idle, "started", false),
+				"n2": inst(dataset.StatusUp, dataset.Idle, "started", true),
+				"n3": inst(dataset.StatusDown, dataset.Idle, "none", false),
+			}),
+			"db": svc(dataset.StatusDown, []string{"n2"}, map[string]dataset.Instance{
+				"n2": inst(dataset.StatusDown, dataset.StartFailed, "none", false),
+			}),
+		},
+		Local: "n2",
+		Heartbeat: map[string]dataset.HBPeer{
+			"n1": {Up: false, LastHeardMs: 12345, Gen: 42},
+			"n3": {Up: true, LastHeardMs: 200, Gen: 7},
+		},
+	}
+	c1 := crash.Nodes["n1"]
+	c1.Status = dataset.NodeDown
+	crash.Nodes["n1"] = c1
+	cw := crash.Services["web"]
+	s1 := cw.Instances["n1"]
+	s1.Stale, s1.AgeMs = true, 12345
+	s1.Resources["app#web"] = dataset.Resource{Status: dataset.StatusUp, Label: "/srv/web/bin/start", Monitor: true, Log: "web started on n1"}
+	s1.Resources["ip#vip"] = dataset.Resource{Status: dataset.StatusUp, Label: "192.168.10.50@eth0"}
+	cw.Instances["n1"] = s1
+	crash.Services["web"] = cw
+	dbi := crash.Services["db"].Instances["n2"]
+	dbi.Monitor.Error = "app#web: start failed: exit code 1: /srv/web: no such file or directory"
+	crash.Services["db"].Instances["n2"] = dbi
+	cs["crashed_owner"] = crash
+
 	// A rolling upgrade: n1 runs compat 2, the others 1; n2 in rejoin.
 	compat := &dataset.ClusterStatus{
 		Cluster: dataset.ClusterInfo{Name: "prod", Compat: false},

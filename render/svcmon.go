@@ -209,7 +209,8 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 // instanceCell is the mark of a service on a node: the avail mark, "^" for
 // the placement leader, "*" when frozen, then the monitor state unless idle.
 // "/" is a node that is not a candidate; "?" a candidate with no instance
-// data, or whose node is down (its last data cannot be trusted).
+// data, or whose node is down (its last data cannot be trusted): "? stale
+// 12s" with the age of that data when the producing node marked it stale.
 func instanceCell(s dataset.ServiceStatus, node string, ni dataset.NodeInfo, known bool) cell {
 	inst, ok := s.Instances[node]
 	candidate := slices.Contains(s.Nodes, node) || slices.Contains(s.Nodes, "*")
@@ -218,6 +219,15 @@ func instanceCell(s dataset.ServiceStatus, node string, ni dataset.NodeInfo, kno
 			return c("?")
 		}
 		return cc("/", ansiGrey)
+	}
+	if inst.Stale {
+		// the last data of a node not heard (or not confirmed since it
+		// came back): not what runs there now
+		age := "never heard"
+		if inst.AgeMs >= 0 {
+			age = shortAge(inst.AgeMs)
+		}
+		return cc("? stale "+age, ansiGrey)
 	}
 	if known && (ni.Status == dataset.NodeDown || ni.Status == dataset.NodeStUnknown) {
 		return c("?")

@@ -28,7 +28,10 @@ type treeLine struct {
 //	   |                                 restart 2 remaining
 //	   `- n2                   down      idle
 //
-// The local node's instance comes first, then the others by name. Resource
+// A stale instance (its node is not heard, see dataset.Instance.Stale) says
+// so with the age of its data, its resources' statuses in parentheses (last
+// known) and its log lines as "last log". The local node's instance comes
+// first, then the others by name. Resource
 // flags are a fixed-width column: M monitored, D disabled, O optional, a
 // dot when unset.
 func StatusTree(name string, s dataset.ServiceStatus, local string) string {
@@ -66,17 +69,25 @@ func StatusTree(name string, s dataset.ServiceStatus, local string) string {
 			if j == len(rids)-1 {
 				rb, ri = "`- ", "   "
 			}
+			st := orUnknown(r.Status)
+			if inst.Stale {
+				st = "(" + st + ")" // last known, not present
+			}
 			lines = append(lines, treeLine{
 				head:   indent + rb + pad(rid, ridW) + "  " + resourceFlags(r),
-				status: orUnknown(r.Status),
+				status: st,
 				text:   r.Label,
 			})
-			if r.Monitor {
+			if r.Monitor && !inst.Stale {
 				lines = append(lines, treeLine{head: indent + ri, cont: true,
 					text: fmt.Sprintf("restart %d remaining", r.RestartRemaining)})
 			}
 			if r.Log != "" {
-				lines = append(lines, treeLine{head: indent + ri, cont: true, text: "log: " + r.Log})
+				log := "log: "
+				if inst.Stale {
+					log = "last log: "
+				}
+				lines = append(lines, treeLine{head: indent + ri, cont: true, text: log + r.Log})
 			}
 		}
 	}
@@ -117,6 +128,14 @@ func instanceLine(head string, inst dataset.Instance) treeLine {
 	}
 	if inst.PlacementLeader && !slices.Contains(notes, "leader") {
 		notes = append(notes, "leader")
+	}
+	if inst.Stale {
+		// the node's last known data: never a leader
+		notes = slices.DeleteFunc(notes, func(s string) bool { return s == "leader" })
+		notes = append([]string{"stale: " + staleAge(inst.AgeMs)}, notes...)
+	}
+	if inst.Monitor.State.Failed() && inst.Monitor.Error != "" {
+		notes = append(notes, inst.Monitor.Error)
 	}
 	if inst.Overall != "" && inst.Overall != inst.Avail {
 		notes = append([]string{"overall " + string(inst.Overall)}, notes...)
@@ -181,4 +200,25 @@ func layoutTree(lines []treeLine) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// staleAge says how old stale data is: "last heard 12s ago".
+func staleAge(ms int64) string {
+	if ms < 0 {
+		return "never heard"
+	}
+	return "last heard " + shortAge(ms) + " ago"
+}
+
+// shortAge renders a duration in milliseconds as 850ms, 12s, 3m or 2h.
+func shortAge(ms int64) string {
+	switch {
+	case ms < 1000:
+		return fmt.Sprintf("%dms", ms)
+	case ms < 60_000:
+		return fmt.Sprintf("%ds", ms/1000)
+	case ms < 3_600_000:
+		return fmt.Sprintf("%dm", ms/60_000)
+	}
+	return fmt.Sprintf("%dh", ms/3_600_000)
 }

@@ -81,14 +81,20 @@ func (s *Set) find(rid string) (item, bool) {
 	return item{}, false
 }
 
-// Start starts the resources in order, skipping the disabled ones. A failed
-// optional resource is logged and skipped. A failed required resource ends
+// Start starts the resources in order, skipping the disabled ones and
+// those whose check already says up (a second start would run a second
+// copy; a resource without check, n/a, is started). A failed optional
+// resource is logged and skipped. A failed required resource ends
 // the start: the resources already started are stopped in reverse order
 // (rollback) and the error is returned, joined with any rollback error.
 func (s *Set) Start(ctx context.Context) error {
 	var started []item
 	for _, it := range s.items {
 		if it.rc.Disable {
+			continue
+		}
+		if st, _ := it.drv.Status(ctx); st == dataset.StatusUp {
+			s.env.Log(it.rc.RID, "already up: start skipped")
 			continue
 		}
 		err := it.drv.Start(ctx)

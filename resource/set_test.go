@@ -45,7 +45,13 @@ func (f *setFixture) rc(name string) config.ResourceConfig {
 
 func (f *setFixture) order() string {
 	b, _ := os.ReadFile(filepath.Join(f.dir, "order.log"))
-	return strings.Join(strings.Fields(strings.ReplaceAll(string(b), " ", "_")), ",")
+	var out []string
+	for _, l := range strings.Fields(strings.ReplaceAll(string(b), " ", "_")) {
+		if !strings.HasPrefix(l, "check_") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 func (f *setFixture) up(name string) bool {
@@ -197,5 +203,21 @@ func TestNewSetDuplicate(t *testing.T) {
 	f := newSetFixture(t, "", "")
 	if _, err := NewSet([]config.ResourceConfig{f.rc("a"), f.rc("a")}, f.env); err == nil {
 		t.Error("NewSet() with a duplicate rid = nil error, want one")
+	}
+}
+
+// A start of a resource whose check says up does nothing: no second copy
+// (issue 8 item 10).
+func TestSetStartSkipsUpResources(t *testing.T) {
+	f := newSetFixture(t, "", "")
+	s := newSet(t, f, f.rc("a"), f.rc("b"))
+	if err := s.StartOne(context.Background(), "app#a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.order(), "start_a,start_b"; got != want {
+		t.Fatalf("order %s, want %s (a was up: not started again)", got, want)
 	}
 }

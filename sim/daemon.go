@@ -67,6 +67,8 @@ type instance struct {
 	done    func(error)
 	leader  bool
 	flags   string
+	// targetFailed is the last Decision.TargetFailed (daemon.instance).
+	targetFailed string
 }
 
 // startDaemon is daemon.New + Run up to the loop: install the services from
@@ -215,7 +217,7 @@ func (d *daemon) onHeartbeat(ev heartbeat.Event) {
 	case heartbeat.Up:
 		p.Up = true
 	case heartbeat.Down:
-		p.Up = false
+		p.Peer = view.NoteDown(p.Peer)
 	case heartbeat.Data:
 		if ev.Data == nil {
 			return
@@ -346,8 +348,9 @@ func (d *daemon) orchestrate() {
 			d.changed()
 		}
 		if dec.TargetReached {
-			d.targetReached(inst)
+			d.targetReached(inst, dec.TargetUnknown)
 		}
+		d.noteTargetFailed(inst, dec.TargetFailed)
 		if !dec.Changed || inst.busy != "" {
 			continue
 		}
@@ -429,6 +432,7 @@ func (d *daemon) actionDone(inst *instance) {
 	if !ok {
 		err = fmt.Errorf("%s failed (scripted)", action)
 		reason = err.Error()
+		next = monitor.Failure(next, reason)
 	}
 	d.setInstanceMonitor(inst, next.State, reason)
 	inst.mon = next

@@ -35,7 +35,9 @@
 // Departures, on purpose: configs are installed on every node before the
 // daemons start (no config distribution, no delete); a service's resources
 // are one boolean per node (avail up or down; no warn, no resource monitor
-// or restarts, no drain); a status check takes no time; actions take the
+// or restarts, no drain, no resource that stays up after a stop that
+// succeeded: "fail ... stop" scripts a stop failure); a status check takes
+// no time; actions take the
 // configured duration and succeed unless scripted to fail; load and memory
 // are zero, so "load avg" and "score" tie and break by name; no --wait
 // callers; no quorum, arbitrators or split_action (quorum = false, the

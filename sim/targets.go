@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"haven/view"
+	"strings"
 
 	"haven/dataset"
 	"haven/monitor"
@@ -87,14 +88,32 @@ func (d *daemon) setTarget(name string, t dataset.Target) dataset.Target {
 	return t
 }
 
-// targetReached mirrors daemon.targetReached.
-func (d *daemon) targetReached(inst *instance) {
+// targetReached mirrors daemon.targetReached (with the nodes it is not
+// known on, Decision.TargetUnknown, that the daemon tells --wait callers).
+func (d *daemon) targetReached(inst *instance, unknown []string) {
 	t := d.n.dur.svc(inst.name).Target
 	if t.Expect == "" || t.Expect == dataset.ExpectNone {
 		return
 	}
-	d.c.logf(d.name, inst.name, "target %s reached (id %s): cleared", t.String(), t.ID)
+	if len(unknown) > 0 {
+		d.c.logf(d.name, inst.name, "target %s reached on the known nodes only, %s unknown (id %s): cleared", t.String(), strings.Join(unknown, ","), t.ID)
+	} else {
+		d.c.logf(d.name, inst.name, "target %s reached (id %s): cleared", t.String(), t.ID)
+	}
 	d.setTarget(inst.name, dataset.Target{Expect: dataset.ExpectNone, ID: t.ID})
+}
+
+// noteTargetFailed mirrors daemon.noteTargetFailed (no --wait callers
+// here: the timeline shows each new cause once).
+func (d *daemon) noteTargetFailed(inst *instance, cause string) {
+	if cause == inst.targetFailed {
+		return
+	}
+	inst.targetFailed = cause
+	if cause != "" {
+		t := d.n.dur.svc(inst.name).Target
+		d.c.logf(d.name, inst.name, "target %s cannot be reached (id %s): %s", t.String(), t.ID, cause)
+	}
 }
 
 func (d *daemon) clears() map[string]dataset.ClearRequest {
@@ -190,6 +209,9 @@ func (d *daemon) localAction(inst *instance, action string) (string, error) {
 		d.setFrozen(inst.name, action == "freeze", "admin "+action+" --local")
 		return action + " done", nil
 	case "start":
+		if inst.avail == dataset.StatusUp {
+			return "already up: nothing done", nil
+		}
 		d.runAction(inst, "start", "admin start --local", nil)
 		return "start requested", nil
 	case "stop":

@@ -159,7 +159,10 @@ func serviceAction(c *cli.Context, action string) error {
 		}
 		actx, cancel := context.WithCancel(ctx(c))
 		if req.Wait {
-			actx, cancel = context.WithTimeout(ctx(c), c.Duration("time"))
+			// the daemon answers at --time with where the target stands;
+			// the margin lets that answer arrive
+			req.WaitTimeout = c.Duration("time")
+			actx, cancel = context.WithTimeout(ctx(c), c.Duration("time")+5*time.Second)
 		}
 		res, err := cl.Action(actx, req)
 		timedOut := actx.Err() == context.DeadlineExceeded

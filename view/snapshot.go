@@ -42,6 +42,9 @@ func Snapshot(in Input) monitor.Snapshot {
 		v := placement.NodeView{Name: name, Status: Status(p, in.Now, in.MaintenanceGrace)}
 		if p.Data != nil {
 			v.Data = *p.Data
+			if Unconfirmed(p) {
+				v.Data = unknownInstances(v.Data)
+			}
 		} else {
 			v.Data = dataset.Node{Name: name}
 		}
@@ -88,4 +91,19 @@ func ActionTarget(action, local, to string) (t dataset.Target, ok bool) {
 		return dataset.Target{Expect: dataset.ExpectPlaced}, true
 	}
 	return dataset.Target{}, false
+}
+
+// unknownInstances returns a copy of n whose instances are unknown: the
+// data of a peer that came back, heard before it was lost, says nothing of
+// what runs there now (its instances are neither up nor down until it is
+// heard again).
+func unknownInstances(n dataset.Node) dataset.Node {
+	svcs := make(map[string]dataset.Instance, len(n.Services))
+	for name, i := range n.Services {
+		i.Avail, i.Overall = dataset.StatusUnknown, dataset.StatusUnknown
+		i.PlacementLeader = false
+		svcs[name] = i
+	}
+	n.Services = svcs
+	return n
 }

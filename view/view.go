@@ -21,7 +21,27 @@ type Peer struct {
 	Up bool
 	// MaintSince is when the peer was first seen announcing maintenance.
 	MaintSince time.Time
+	// Stale is set when the peer is declared down (NoteDown) and cleared by
+	// the next data heard from it (NoteData): the data held was heard before
+	// the peer was lost, and does not say what runs there now. While the
+	// peer is up again but stale (it came back, its new data not yet heard
+	// or confirmed), its instances count as unknown: neither up nor down.
+	Stale bool
 }
+
+// NoteDown updates p when the heartbeat declares the peer down.
+func NoteDown(p Peer) Peer {
+	p.Up = false
+	if p.Data != nil {
+		p.Stale = true
+	}
+	return p
+}
+
+// Unconfirmed reports whether the peer is heard but its data was heard
+// before it was lost: the data of a node that came back, before it was
+// confirmed or replaced.
+func Unconfirmed(p Peer) bool { return p.Up && p.Stale }
 
 // Status is the node status of a peer as the observer concludes it. A peer
 // in maintenance keeps its status (and its last data counts) for grace after
@@ -63,6 +83,7 @@ func NoteData(p Peer, data *dataset.Node, now time.Time) Peer {
 		p.MaintSince = time.Time{}
 	}
 	p.Data = data
+	p.Stale = false
 	return p
 }
 

@@ -122,3 +122,29 @@ func TestSnapshotViews(t *testing.T) {
 		t.Errorf("snapshot %+v: want sorted members, local n1, compat", s)
 	}
 }
+
+// A peer that was lost and is heard again counts its old instances as
+// unknown until its data is heard again (issue 7 item 7): no node treats the
+// pre-crash data of a returning node as a running instance.
+func TestReturningPeerDataIsUnknownUntilHeard(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	old := &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Services: map[string]dataset.Instance{
+		"web": {Avail: dataset.StatusUp, Overall: dataset.StatusUp, PlacementLeader: true},
+	}}
+	p := NoteData(Peer{}, old, t0)
+	p = NoteDown(p)
+	p.Up = true // heard again: the heartbeat's Up, before any new data
+	in := Input{Now: t0, Local: dataset.Node{Name: "n1"}, Peers: map[string]Peer{"n2": p}, ClusterNodes: []string{"n1", "n2"}}
+	s := Snapshot(in)
+	if i := s.Nodes["n2"].Data.Services["web"]; i.Avail != dataset.StatusUnknown || i.PlacementLeader {
+		t.Fatalf("returning peer before new data: web %s leader %v, want unknown, not leader", i.Avail, i.PlacementLeader)
+	}
+	if old.Services["web"].Avail != dataset.StatusUp {
+		t.Fatal("the snapshot changed the peer's data in place")
+	}
+	p = NoteData(p, &dataset.Node{Name: "n2", Services: map[string]dataset.Instance{"web": {Avail: dataset.StatusDown}}}, t0)
+	in.Peers["n2"] = p
+	if i := Snapshot(in).Nodes["n2"].Data.Services["web"]; i.Avail != dataset.StatusDown {
+		t.Fatalf("after new data: web %s, want down", i.Avail)
+	}
+}
