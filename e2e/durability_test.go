@@ -176,3 +176,27 @@ func TestStateFullVar(t *testing.T) {
 	}
 	checkRecovered(t, n)
 }
+
+// Issue 8.5: a damaged state file stops the daemon from starting (exit 2,
+// the file and the remedy in one line); it is never read as an empty state.
+func TestStateDamagedRefusedAtStart(t *testing.T) {
+	n := newNode(t, "n1", "")
+	n.startDaemon()
+	n.must("nodemgr", "freeze")
+	n.must("nodemgr", "daemon", "stop")
+	state := filepath.Join(n.root, "var", "state.json")
+	good := readFile(t, state)
+	for _, bad := range []string{"null", strings.Replace(good, `"services"`, `"servicez"`, 1), strings.Replace(good, `"node_frozen": true`, `"node_frozen": false`, 1)} {
+		writeFile(t, state, bad)
+		r := n.run("nodemgr", "daemon", "start")
+		if r.code != 2 || !strings.Contains(r.err, state) || !strings.Contains(r.err, "move it away") ||
+			strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
+			t.Fatalf("daemon start on a damaged state (%q...): want exit 2 naming %s with the remedy, got %s", bad[:min(len(bad), 40)], state, r)
+		}
+	}
+	writeFile(t, state, good)
+	n.startDaemon()
+	if !n.status().Nodes["n1"].Frozen {
+		t.Fatal("the restored state was not read: the node is not frozen")
+	}
+}
