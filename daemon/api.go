@@ -173,8 +173,9 @@ func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, err
 	}
 	ch := make(chan res, 1)
 	if !d.post(func() {
+		from := d.ps.seq
 		start(func(v any, err error) {
-			ch <- res{v, err, d.whenSaved()}
+			ch <- res{v, err, d.whenSavedSince(from)}
 		})
 	}) {
 		writeErr(w, errors.New("the daemon is stopping"))

@@ -24,6 +24,11 @@ type persistLoop struct {
 	acked uint64 // the loop knows the fate of every state up to this one
 	last  []byte // the last state handed over (a state equal to it is not written again)
 	acks  []stateAck
+	// undoneTo is the last state handed over when the last roll back
+	// happened (undoneErr its cause): a call that began before it and
+	// changed the state after may have lost its change.
+	undoneTo  uint64
+	undoneErr error
 
 	err       error     // the last write failed (nil once a write succeeds)
 	failSince time.Time // first failure of the current run of failures
@@ -33,7 +38,8 @@ type persistLoop struct {
 
 type stateAck struct {
 	seq uint64
-	ch  chan error
+	ch  chan error  // an API answer waits on it, or
+	fn  func(error) // the loop runs it
 }
 
 // failLogPeriod rate-limits the log lines of a persistent write failure.
@@ -69,8 +75,32 @@ func (d *Daemon) whenSaved() <-chan error {
 		return nil
 	}
 	ch := make(chan error, 1)
-	d.ps.acks = append(d.ps.acks, stateAck{d.ps.seq, ch})
+	d.ps.acks = append(d.ps.acks, stateAck{seq: d.ps.seq, ch: ch})
 	return ch
+}
+
+// afterSaved runs fn on the loop once what the loop holds now is on disk
+// (fn(nil), at once if nothing is pending) or was undone (fn(err)): an
+// action that follows a durable change (drain after its freeze) starts
+// only once the change cannot be undone.
+func (d *Daemon) afterSaved(fn func(error)) {
+	if d.settled() {
+		fn(nil)
+		return
+	}
+	d.ps.acks = append(d.ps.acks, stateAck{seq: d.ps.seq, fn: fn})
+}
+
+// whenSavedSince is whenSaved for an answer whose work began when state
+// number from was the last handed over (an action that runs for a while):
+// if a state handed over since was undone, the answer fails at once.
+func (d *Daemon) whenSavedSince(from uint64) <-chan error {
+	if d.ps.undoneTo > from {
+		ch := make(chan error, 1)
+		ch <- failed("state not saved: %v (a change made during this call was undone)", d.ps.undoneErr)
+		return ch
+	}
+	return d.whenSaved()
 }
 
 // waitSaved blocks on a channel of whenSaved (nil: nothing to wait for).
@@ -105,15 +135,27 @@ func (d *Daemon) persisted(seq uint64, err error, good []byte) {
 }
 
 func (d *Daemon) answerAcks(upTo uint64, err error) {
+	var due []stateAck
 	keep := d.ps.acks[:0]
 	for _, a := range d.ps.acks {
 		if a.seq <= upTo {
-			a.ch <- err
+			due = append(due, a)
 			continue
 		}
 		keep = append(keep, a)
 	}
 	d.ps.acks = keep
+	for _, a := range due { // fn may add acks
+		a.answer(err)
+	}
+}
+
+func (a stateAck) answer(err error) {
+	if a.fn != nil {
+		a.fn(err)
+		return
+	}
+	a.ch <- err
 }
 
 // rollback undoes every change not written: the durable state goes back to
@@ -145,6 +187,7 @@ func (d *Daemon) rollback(werr error, good []byte) {
 		d.dur.Lamport = lamport
 	}
 	d.ps.last = good
+	d.ps.undoneTo, d.ps.undoneErr = d.ps.seq, werr
 	d.ps.acked = d.ps.seq // every state handed over was built on the undone one
 	d.answerAcks(d.ps.seq, err)
 	d.persist.resume()
@@ -205,7 +248,14 @@ func (d *Daemon) mayStep() bool {
 // settleAcks answers, once the loop has ended and the persister has
 // flushed, the calls still waiting: written is the last state on disk.
 func (d *Daemon) settleAcks(written uint64, werr error) {
-	for _, a := range d.ps.acks {
+	acks := d.ps.acks
+	d.ps.acks = nil
+	for _, a := range acks {
+		if a.fn != nil {
+			// the loop has ended: what fn would start cannot run
+			a.fn(failed("the daemon stopped before the change was saved"))
+			continue
+		}
 		if a.seq <= written {
 			a.ch <- nil
 			continue
@@ -215,5 +265,4 @@ func (d *Daemon) settleAcks(written uint64, werr error) {
 		}
 		a.ch <- failed("state not saved: %v", werr)
 	}
-	d.ps.acks = nil
 }

@@ -105,7 +105,9 @@ func checkNotSaved(t *testing.T, n *node, cause string) {
 	for _, args := range [][]string{
 		{"svcmgr", "-s", "x", "freeze", "--wait"},
 		{"svcmgr", "-s", "x", "freeze", "--local"},
+		{"svcmgr", "-s", "x", "stop", "--local"},
 		{"nodemgr", "freeze"},
+		{"nodemgr", "drain"},
 	} {
 		r := n.run(args[0], args[1:]...)
 		if r.code != 1 || !strings.Contains(r.err, "state not saved") || !strings.Contains(r.err, cause) ||
