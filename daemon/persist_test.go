@@ -1,11 +1,19 @@
 package daemon
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+
+	"haven/clock"
+	"haven/config"
+	"haven/dataset"
+	"haven/paths"
 )
 
 type result struct {
@@ -83,5 +91,97 @@ func TestPersisterFailureBlocksUntilResumed(t *testing.T) {
 	}
 	if seq, err := p.close(); seq != 3 || err != nil {
 		t.Fatalf("close: %d, %v", seq, err)
+	}
+}
+
+// loopDaemon is the loop's side of a daemon, driven by hand: the test
+// plays the persister's reports (persisted) on the loop.
+func loopDaemon(t *testing.T) *Daemon {
+	dir := t.TempDir()
+	d := &Daemon{
+		p:        paths.Paths{Var: dir},
+		node:     &config.NodeConfig{Name: "n1"},
+		clk:      clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		log:      zap.NewNop(),
+		bus:      newBus(),
+		services: map[string]*instance{},
+		dur:      durable{Lamport: 3, Services: map[string]durableService{"web": {ConfigVersion: dataset.Version{Counter: 1, Origin: "n1"}}}},
+	}
+	good, err := encodeDurable(d.dur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the reports are played by hand: the real ones are dropped
+	d.persist = newPersister(filepath.Join(dir, "state.json"), good, func(uint64, error, []byte) {})
+	t.Cleanup(func() { d.persist.close() })
+	return d
+}
+
+// Issue 7.3: a failed write rolls the durable state back to the last one
+// written, fails the answers and the --wait callers that relied on it, and
+// keeps the Lamport counter going forward.
+func TestRollbackAfterFailedWrite(t *testing.T) {
+	d := loopDaemon(t)
+	good, _ := encodeDurable(d.dur)
+	d.setFrozen("web", true, "test")
+	tgt := d.setTarget("web", dataset.Target{Expect: dataset.ExpectStopped})
+	var waitErr error
+	waited := false
+	d.waiters = append(d.waiters, waiter{svc: "web", id: tgt.ID, done: func(err error) { waited, waitErr = true, err }})
+	saved := d.whenSaved()
+	if saved == nil || d.settled() {
+		t.Fatal("a change handed to the persister counts as saved")
+	}
+	var after error = errors.New("afterSaved not called")
+	d.afterSaved(func(err error) { after = err })
+	gen := d.gen
+
+	werr := errors.New("write R/var/state.json: read-only file system")
+	d.persisted(d.ps.seq, werr, good)
+
+	if d.dur.Services["web"].Frozen || d.dur.Services["web"].Target.ID != "" {
+		t.Fatalf("not rolled back: %+v", d.dur.Services["web"])
+	}
+	if d.dur.Lamport < tgt.Version.Counter {
+		t.Fatalf("the Lamport counter went back to %d (a version %d was handed out)", d.dur.Lamport, tgt.Version.Counter)
+	}
+	if err := waitSaved(saved); err == nil || !strings.Contains(err.Error(), "read-only file system") {
+		t.Fatalf("the answer waiting on the undone change got %v", err)
+	}
+	if after == nil || !strings.Contains(after.Error(), "read-only") {
+		t.Fatalf("afterSaved got %v, want the write error", after)
+	}
+	if !waited || waitErr == nil || len(d.waiters) != 0 {
+		t.Fatalf("the --wait caller of the undone target: answered %v with %v, %d left", waited, waitErr, len(d.waiters))
+	}
+	if d.gen == gen || !d.settled() || d.ps.err == nil {
+		t.Fatalf("after the roll back: gen %d (was %d), settled %v, failing %v", d.gen, gen, d.settled(), d.ps.err)
+	}
+	if ch := d.whenSavedSince(0); ch == nil || waitSaved(ch) == nil {
+		t.Fatal("an answer whose work began before the roll back reports success")
+	}
+	if d.whenSavedSince(d.ps.seq) != nil {
+		t.Fatal("an answer that began after the roll back waits for nothing")
+	}
+
+	// the next change is written: the node recovers
+	d.setFrozen("web", true, "again")
+	saved = d.whenSaved()
+	d.persisted(d.ps.seq, nil, nil)
+	if err := waitSaved(saved); err != nil || d.ps.err != nil || !d.dur.Services["web"].Frozen {
+		t.Fatalf("after a good write: %v, failing %v, frozen %v", err, d.ps.err, d.dur.Services["web"].Frozen)
+	}
+}
+
+// A state equal to the last one handed over is not written again (a
+// heartbeat that changes nothing costs no fsync).
+func TestSaveStateSkipsUnchanged(t *testing.T) {
+	d := loopDaemon(t)
+	d.saveState()
+	seq := d.ps.seq
+	d.saveState()
+	d.saveState()
+	if d.ps.seq != seq {
+		t.Fatalf("an unchanged state was handed over again: seq %d -> %d", seq, d.ps.seq)
 	}
 }
