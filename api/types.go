@@ -38,6 +38,13 @@ type DaemonStatus struct {
 	Monitor string       `json:"monitor"`
 	Peers   []PeerStatus `json:"peers"`
 	HB      HBStatus     `json:"hb"`
+	// StateError is set while the node's durable state cannot be written
+	// (R/var read-only or full): changes are refused until it can.
+	StateError string `json:"state_error,omitempty"`
+	// StateErrorSince is when the writes began to fail.
+	StateErrorSince time.Time `json:"state_error_since,omitempty"`
+	// StateFailedWrites counts the failed writes since then.
+	StateFailedWrites int `json:"state_failed_writes,omitempty"`
 }
 
 // PeerStatus is one peer as seen by this node's heartbeat.

@@ -22,10 +22,17 @@ func (d *Daemon) nodeAction(action string, done func(any, error)) {
 		done(nil, nil)
 	case "drain":
 		d.setNodeFrozen(true, "admin drain")
-		d.setMonitor(dataset.NodeDraining, "admin drain")
-		d.stopAll("node drain", func(err error) {
-			d.setMonitor(dataset.NodeIdle, "drain done")
-			done(nil, err)
+		// stop nothing before the freeze is on disk
+		d.afterSaved(func(err error) {
+			if err != nil {
+				done(nil, err)
+				return
+			}
+			d.setMonitor(dataset.NodeDraining, "admin drain")
+			d.stopAll("node drain", func(err error) {
+				d.setMonitor(dataset.NodeIdle, "drain done")
+				done(nil, err)
+			})
 		})
 	default:
 		done(nil, badInput(fmt.Errorf("unknown node action %q (freeze | thaw | drain)", action)))
@@ -168,12 +175,19 @@ func (d *Daemon) localAction(inst *instance, req api.ActionRequest, ok func(stri
 	case "stop":
 		// BEHAVIOUR 5: stop --local stops and freezes this node's instance
 		d.setFrozen(inst.name, true, "admin stop --local")
-		d.runAction(inst, "stop", "admin stop --local", func(err error) {
+		// stop only once the freeze is on disk
+		d.afterSaved(func(err error) {
 			if err != nil {
-				done(nil, failed("%v", err))
+				done(nil, err)
 				return
 			}
-			ok("stopped and frozen")
+			d.runAction(inst, "stop", "admin stop --local", func(err error) {
+				if err != nil {
+					done(nil, failed("%v", err))
+					return
+				}
+				ok("stopped and frozen")
+			})
 		})
 	case "clear":
 		if d.clearLocal(inst, "admin clear --local") {

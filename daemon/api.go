@@ -33,10 +33,10 @@ func (d *Daemon) routes() http.Handler {
 	decode := lim.decode
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
-		d.reply(w, func() (any, error) { return d.clusterStatus(), nil })
+		d.replyRead(w, func() (any, error) { return d.clusterStatus(), nil })
 	})
 	mux.HandleFunc("GET "+api.PathDaemonStatus, func(w http.ResponseWriter, r *http.Request) {
-		d.reply(w, func() (any, error) { return d.daemonStatus(), nil })
+		d.replyRead(w, func() (any, error) { return d.daemonStatus(), nil })
 	})
 	mux.HandleFunc("POST "+api.PathDaemonStop, func(w http.ResponseWriter, r *http.Request) {
 		var req api.StopRequest
@@ -58,7 +58,7 @@ func (d *Daemon) routes() http.Handler {
 		d.replyAsync(w, func(done func(any, error)) { d.nodeAction(req.Action, done) })
 	})
 	mux.HandleFunc("GET "+api.PathServices, func(w http.ResponseWriter, r *http.Request) {
-		d.reply(w, func() (any, error) { return d.serviceList(), nil })
+		d.replyRead(w, func() (any, error) { return d.serviceList(), nil })
 	})
 	mux.HandleFunc("POST "+api.PathCreate, func(w http.ResponseWriter, r *http.Request) {
 		var req api.CreateRequest
@@ -125,15 +125,18 @@ func writeErr(w http.ResponseWriter, err error) {
 }
 
 // reply runs f on the loop and writes its result once the state it
-// changed is on disk.
+// changed is on disk. If the state cannot be written, the change is undone
+// and the call fails with the cause.
 func (d *Daemon) reply(w http.ResponseWriter, f func() (any, error)) {
-	var seq uint64
+	var saved <-chan error
 	v, err := d.call(func() (any, error) {
 		v, err := f()
-		seq = d.persistSeq
+		saved = d.whenSaved()
 		return v, err
 	})
-	d.persist.wait(seq)
+	if serr := waitSaved(saved); serr != nil && err == nil {
+		err = serr
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -144,19 +147,31 @@ func (d *Daemon) reply(w http.ResponseWriter, f func() (any, error)) {
 	writeJSON(w, v)
 }
 
+// replyRead runs f, which changes nothing, on the loop and writes its
+// result at once: reads never wait for (or fail with) a state write.
+func (d *Daemon) replyRead(w http.ResponseWriter, f func() (any, error)) {
+	v, err := d.call(f)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, v)
+}
+
 // replyAsync runs start on the loop; start calls done (on the loop) when
-// the work it began has ended.
+// the work it began has ended. The answer is written once the state is on
+// disk, as for reply.
 func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, error))) {
 	type res struct {
-		v   any
-		err error
+		v     any
+		err   error
+		saved <-chan error
 	}
 	ch := make(chan res, 1)
-	var seq uint64
 	if !d.post(func() {
+		from := d.ps.seq
 		start(func(v any, err error) {
-			seq = d.persistSeq
-			ch <- res{v, err}
+			ch <- res{v, err, d.whenSavedSince(from)}
 		})
 	}) {
 		writeErr(w, errors.New("the daemon is stopping"))
@@ -164,7 +179,9 @@ func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, err
 	}
 	select {
 	case r := <-ch:
-		d.persist.wait(seq)
+		if serr := waitSaved(r.saved); serr != nil && r.err == nil {
+			r.err = serr
+		}
 		if r.err != nil {
 			writeErr(w, r.err)
 			return
@@ -209,17 +226,21 @@ func (d *Daemon) nodeName() string { return d.node.Name }
 func (d *Daemon) daemonStatus() *api.DaemonStatus {
 	now := d.clk.Now()
 	ds := &api.DaemonStatus{
-		Node:    d.node.Name,
-		Pid:     os.Getpid(),
-		Started: d.started,
-		Uptime:  now.Sub(d.started).Round(time.Second).String(),
-		Compat:  d.opts.Compat,
-		Monitor: string(d.monitor),
+		Node:              d.node.Name,
+		Pid:               os.Getpid(),
+		Started:           d.started,
+		Uptime:            now.Sub(d.started).Round(time.Second).String(),
+		Compat:            d.opts.Compat,
+		Monitor:           string(d.monitor),
+		StateFailedWrites: d.ps.failures,
 		HB: api.HBStatus{
 			Addr:     fmt.Sprintf("%s:%d", d.node.HB.Addr, d.node.HB.Port),
 			Timeout:  d.node.HB.Timeout.String(),
 			Interval: d.node.HB.Interval.String(),
 		},
+	}
+	if d.ps.err != nil {
+		ds.StateError, ds.StateErrorSince = d.ps.err.Error(), d.ps.failSince
 	}
 	if d.hb == nil {
 		return ds

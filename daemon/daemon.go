@@ -74,16 +74,16 @@ type Daemon struct {
 	persist *persister
 
 	// loop-owned
-	persistSeq uint64 // number of the last state handed to persist
-	node       *config.NodeConfig
-	cluster    *config.ClusterConfig
-	dur        durable
-	services   map[string]*instance
-	monitor    dataset.NodeMonitor
-	gen        uint64
-	load15     float64
-	memPct     float64
-	stopping   bool
+	ps       persistLoop
+	node     *config.NodeConfig
+	cluster  *config.ClusterConfig
+	dur      durable
+	services map[string]*instance
+	monitor  dataset.NodeMonitor
+	gen      uint64
+	load15   float64
+	memPct   float64
+	stopping bool
 
 	hb        heartbeat.Heartbeat
 	hbEvents  <-chan heartbeat.Event
@@ -177,7 +177,12 @@ func New(opts Options) (*Daemon, error) {
 		d.log.Warn("INSECURE: cluster.insecure_no_secret is set: heartbeat traffic is neither encrypted nor authenticated, anyone who can reach a heartbeat port can run commands on this node (tests only)",
 			zap.String("node", d.node.Name), zap.String("file", d.cluster.File))
 	}
-	d.persist = newPersister(p.State(), func(err error) { d.log.Error("persist state", zap.Error(err)) })
+	// what the file holds, for a roll back after a failed write
+	good, err := encodeDurable(d.dur)
+	if err != nil {
+		return nil, err
+	}
+	d.persist = newPersister(p.State(), good, d.onPersisted)
 	ok = true
 	return d, nil
 }
@@ -247,13 +252,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	mode := d.loop(ctx)
 
 	d.log.Info("daemon stopping", zap.String("mode", mode))
+	// the loop has ended: nothing changes the state any more
+	d.settleAcks(d.persist.close())
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	srv.Shutdown(shutCtx)
 	cancel()
 	srvWG.Wait()
 	d.acancel()
 	d.workers.Wait()
-	d.persist.close()
 	if d.hb != nil {
 		d.publish() // the last state (maintenance or shutting) reaches the peers
 		if err := d.hb.Close(); err != nil {
@@ -291,13 +297,13 @@ func (d *Daemon) loop(ctx context.Context) string {
 			d.onHeartbeat(ev)
 		case <-d.stepTimer:
 			d.stepTimer, d.stepAt = nil, time.Time{}
-			d.orchestrate()
+			d.viewChanged = true // a pass below
 		case <-timer:
 			d.tick()
 			if d.clk.Now().Sub(d.lastStep) >= fullPassPeriod {
 				// the safety net: a full pass even if no event said so,
 				// so that nothing waits forever on a lost event
-				d.orchestrate()
+				d.viewChanged = true
 			}
 			timer = d.clk.After(tickPeriod)
 		case m := <-d.stopReq:
@@ -311,10 +317,13 @@ func (d *Daemon) loop(ctx context.Context) string {
 				d.beginStop(mode)
 			}
 		}
-		if d.gen != d.stepGen || d.viewChanged {
+		// a durable change takes effect (decisions, peers) once on disk
+		if (d.gen != d.stepGen || d.viewChanged) && d.mayStep() {
 			d.orchestrate()
 		}
-		d.publish()
+		if d.settled() {
+			d.publish()
+		}
 		if mode != "" && d.readyToExit(mode) {
 			return mode
 		}
@@ -376,6 +385,7 @@ func (d *Daemon) call(f func() (any, error)) (any, error) {
 
 func (d *Daemon) tick() {
 	now := d.clk.Now()
+	d.retryState()
 	d.refreshSysinfo()
 	d.updateRejoin()
 	// a peer's status can change with time alone (maintenance grace ends)
@@ -440,18 +450,6 @@ func (d *Daemon) emit(e api.Event) {
 		e.Node = d.node.Name
 	}
 	d.bus.publish(e)
-}
-
-// saveState hands the durable state to the persister (written off the
-// loop); API answers wait for it to be on disk.
-func (d *Daemon) saveState() {
-	b, err := encodeDurable(d.dur)
-	if err != nil {
-		d.log.Error("encode state", zap.Error(err))
-		return
-	}
-	d.persistSeq++
-	d.persist.submit(d.persistSeq, b)
 }
 
 func (d *Daemon) serviceNames() []string {

@@ -1,40 +1,26 @@
 package daemon
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"haven/config"
+	"haven/dataset"
 )
 
-// The persister writes the newest state, wait returns once a state is on
-// disk, and close flushes what is pending.
-func TestPersisterWritesNewestAndWaits(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.json")
-	var errs []error
-	p := newPersister(path, func(err error) { errs = append(errs, err) })
-	for i := uint64(1); i <= 50; i++ {
-		p.submit(i, []byte{byte('0' + i%10)})
-	}
-	p.wait(50)
-	b, err := os.ReadFile(path)
-	if err != nil || string(b) != "0" {
-		t.Fatalf("after wait(50) the file holds %q (%v), want state 50 (\"0\")", b, err)
-	}
-	p.submit(51, []byte("last"))
-	p.close()
-	if b, _ := os.ReadFile(path); string(b) != "last" {
-		t.Fatalf("close did not flush the pending state: file holds %q", b)
-	}
-	p.wait(99) // closed: must not block
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+func sampleDurable() durable {
+	return durable{Lamport: 7, NodeFrozen: true, Services: map[string]durableService{
+		"web": {Frozen: true, LocalExpect: "started", ConfigVersion: dataset.Version{Counter: 3, Origin: "n1"},
+			Target: dataset.Target{Expect: dataset.ExpectStopped, ID: "n1-7", Version: dataset.Version{Counter: 7, Origin: "n1"}}},
+	}, Tombstones: map[string]dataset.Version{"old": {Counter: 2, Origin: "n2"}}}
 }
 
 func TestDurableRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
-	d := durable{Lamport: 7, NodeFrozen: true, Services: map[string]durableService{"web": {Frozen: true, LocalExpect: "started"}}}
-	b, err := encodeDurable(d)
+	b, err := encodeDurable(sampleDurable())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +29,109 @@ func TestDurableRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Lamport != 7 || !got.NodeFrozen || !got.Services["web"].Frozen || got.Services["web"].LocalExpect != "started" {
+	if got.Lamport != 7 || !got.NodeFrozen || !got.Services["web"].Frozen || got.Services["web"].LocalExpect != "started" ||
+		got.Services["web"].Target.ID != "n1-7" || got.Tombstones["old"].Counter != 2 {
 		t.Fatalf("round trip lost data: %+v", got)
 	}
-	os.WriteFile(path, []byte("{not json"), 0o600)
+	// no file: a node that never saved anything
+	got, err = loadDurable(filepath.Join(t.TempDir(), "none.json"))
+	if err != nil || got.Services == nil || got.Lamport != 0 {
+		t.Fatalf("absent state file: %+v, %v; want an empty state", got, err)
+	}
+}
+
+// The format before the envelope is still read, when it decodes strictly.
+const oldFormat = `{
+  "lamport": 4,
+  "node_frozen": false,
+  "services": {
+    "web": {
+      "frozen": true,
+      "target": {"expect": "none", "id": "n1-3", "version": {"counter": 3, "origin": "n1"}},
+      "config_version": {"counter": 1, "origin": "n1"},
+      "clear": {"version": {"counter": 0, "origin": ""}}
+    }
+  }
+}
+`
+
+func TestDurableOldFormat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	os.WriteFile(path, []byte(oldFormat), 0o600)
+	got, err := loadDurable(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Lamport != 4 || !got.Services["web"].Frozen {
+		t.Fatalf("old format misread: %+v", got)
+	}
+}
+
+// Issue 8.5: a damaged state file is refused, naming the file and saying
+// what to do; it never loads as "nothing was said".
+func TestDurableDamagedRefused(t *testing.T) {
+	good, err := encodeDurable(sampleDurable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := string(good)
+	cases := []struct{ name, content, want string }{
+		{"empty", "", "empty"},
+		{"null", "null", "null"},
+		{"null with spaces", " null\n", "null"},
+		{"empty object", "{}", "missing"},
+		{"array", "[]", "object"},
+		{"truncated", g[:len(g)/2], "unexpected end"},
+		{"trailing garbage", g + "x", ""},
+		{"checksum mismatch", strings.Replace(g, `"frozen": true`, `"frozen": false`, 1), "sha256"},
+		{"renamed key in envelope", strings.Replace(g, `"services"`, `"servicez"`, 1), ""},
+		{"unknown version", strings.Replace(g, `"version": 1`, `"version": 2`, 1), "version 2"},
+		{"missing sha256", strings.Replace(g, `"sha256"`, `"sha257"`, 1), ""},
+		{"state null", `{"version": 1, "sha256": "00", "state": null}`, "null"},
+		{"envelope extra key", strings.Replace(g, `"version": 1,`, `"version": 1, "extra": 1,`, 1), "extra"},
+		{"old: renamed services", strings.Replace(oldFormat, `"services"`, `"servicez"`, 1), "servicez"},
+		{"old: Services capitalised", strings.Replace(oldFormat, `"services"`, `"Services"`, 1), "Services"},
+		{"old: services null", `{"lamport": 1, "node_frozen": false, "services": null}`, "services"},
+		{"old: service null", `{"lamport": 1, "node_frozen": false, "services": {"web": null}}`, "services.web"},
+		{"old: missing node_frozen", `{"lamport": 1, "services": {}}`, "node_frozen"},
+		{"old: missing frozen", strings.Replace(oldFormat, `"frozen": true,`, ``, 1), "frozen"},
+		{"old: unknown field", strings.Replace(oldFormat, `"lamport": 4,`, `"lamport": 4, "lcoal": true,`, 1), "lcoal"},
+		{"old: wrong type", strings.Replace(oldFormat, `"lamport": 4`, `"lamport": "4"`, 1), "lamport"},
+		{"old: target null", strings.Replace(oldFormat, `"target": {"expect": "none", "id": "n1-3", "version": {"counter": 3, "origin": "n1"}}`, `"target": null`, 1), "target"},
+		{"old: version null", strings.Replace(oldFormat, `"config_version": {"counter": 1, "origin": "n1"}`, `"config_version": null`, 1), "config_version"},
+		{"binary", "\x00\x01\x02\xff", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.json")
+			if err := os.WriteFile(path, []byte(c.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := loadDurable(path)
+			if err == nil {
+				t.Fatalf("a damaged state file was accepted:\n%s", c.content)
+			}
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %T is not a *config.Error (exit 2): %v", err, err)
+			}
+			msg := err.Error()
+			t.Log(strings.TrimPrefix(msg, path))
+			if !strings.HasPrefix(msg, path) || !strings.Contains(msg, c.want) || !strings.Contains(msg, "move it away") ||
+				strings.Contains(msg, "\n") {
+				t.Fatalf("error %q: want one line naming %s, saying %q and the remedy", msg, path, c.want)
+			}
+		})
+	}
+}
+
+func TestDurableUnreadableRefused(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads any file: an unreadable state cannot be made")
+	}
+	path := filepath.Join(t.TempDir(), "state.json")
+	os.WriteFile(path, []byte(oldFormat), 0o000)
 	if _, err := loadDurable(path); err == nil {
-		t.Fatal("a corrupt state file was accepted")
+		t.Fatal("an unreadable state file was taken as empty")
 	}
 }

@@ -31,6 +31,10 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	kv.add(c("uptime"), c(uptime))
 	kv.add(c("compat"), c(strconv.Itoa(d.Compat)))
 	kv.add(c("monitor"), c(monitor))
+	if d.StateError != "" {
+		kv.add(c("state"), c(fmt.Sprintf("not saved since %s (%d failed writes, retried): %s",
+			Age(d.StateErrorSince, now), d.StateFailedWrites, d.StateError)))
+	}
 
 	hb := table{gap: 2}
 	hb.add(c(" addr"), c(d.HB.Addr))
