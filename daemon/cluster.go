@@ -49,7 +49,8 @@ func (d *Daemon) startHeartbeat() error {
 		Clock:       d.clk,
 		Logger:      d.log.Named("hb"),
 	}
-	// TODO(identity, issue 8.2): cfg.Insecure = d.cluster.InsecureNoSecret once heartbeat.Config has the field.
+	cfg.Insecure = d.cluster.InsecureNoSecret
+	cfg.Incarnation = d.dur.Incarnation
 	// advertise the address the other members know us by
 	for _, m := range d.cluster.Nodes {
 		if m.Name == d.node.Name {
@@ -77,7 +78,10 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 	p := d.peers[ev.Node]
 	switch ev.Kind {
 	case heartbeat.Rejected:
-		d.log.Warn("heartbeat traffic rejected", zap.String("from", ev.Node), zap.String("reason", ev.Reason))
+		d.log.Warn("heartbeat traffic rejected", zap.String("from", ev.Node), zap.String("addr", ev.Addr), zap.String("reason", ev.Reason))
+		return
+	case heartbeat.Impostor:
+		d.onImpostor(ev)
 		return
 	case heartbeat.Up:
 		if p == nil {

@@ -173,6 +173,9 @@ func New(opts Options) (*Daemon, error) {
 	if err := d.checkIdentity(opts.NewCluster); err != nil {
 		return nil, err
 	}
+	if err := d.nextIncarnation(); err != nil {
+		return nil, err
+	}
 	if d.cluster.InsecureNoSecret {
 		d.log.Warn("INSECURE: cluster.insecure_no_secret is set: heartbeat traffic is neither encrypted nor authenticated, anyone who can reach a heartbeat port can run commands on this node (tests only)",
 			zap.String("node", d.node.Name), zap.String("file", d.cluster.File))

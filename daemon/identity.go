@@ -14,8 +14,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"haven/api"
 	"haven/config"
 	"haven/fsutil"
+	"haven/heartbeat"
 )
 
 // clusterIdentity is what a node remembers of the multi-node cluster it
@@ -75,14 +77,51 @@ func (d *Daemon) checkIdentity(newCluster bool) error {
 		return nil
 	}
 	d.dur.Cluster = cur
+	return d.writeStateNow("record the cluster identity")
+}
+
+// writeStateNow writes the durable state at once, before the daemon goes
+// on (start-up only: the loop's writes go through the persister).
+func (d *Daemon) writeStateNow(what string) error {
 	b, err := encodeDurable(d.dur)
 	if err != nil {
 		return err
 	}
 	if err := fsutil.WriteAtomic(d.p.State(), b, 0o600); err != nil {
-		return fmt.Errorf("record the cluster identity: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// nextIncarnation numbers this run of the node for the heartbeat envelope:
+// the wall clock in nanoseconds, or one more than the last run if the clock
+// went backwards, recorded before any frame is sent, so that a run never
+// reuses the number of an earlier one (peers would drop its frames as
+// replays).
+func (d *Daemon) nextIncarnation() error {
+	if len(d.cluster.Nodes) < 2 {
+		return nil
+	}
+	inc := uint64(d.clk.Now().UnixNano())
+	if inc <= d.dur.Incarnation {
+		inc = d.dur.Incarnation + 1
+	}
+	d.dur.Incarnation = inc
+	return d.writeStateNow("record the heartbeat incarnation")
+}
+
+// onImpostor reacts to frames authenticated under this node's own name
+// from a later run elsewhere: another daemon runs as this node. Peers
+// confirm a run only at the configured address, but two daemons with one
+// name is a configuration error the admin must see: the node freezes
+// itself (nothing more is started here) until the admin thaws it.
+func (d *Daemon) onImpostor(ev heartbeat.Event) {
+	msg := "another daemon runs with this node's name: " + ev.Reason
+	d.log.Error(msg, zap.String("node", d.node.Name), zap.String("addr", ev.Addr))
+	d.emit(api.Event{Kind: "impostor", Message: msg})
+	if !d.dur.NodeFrozen {
+		d.setNodeFrozen(true, msg+": node frozen so that services never start twice (check node.name on the other host, then nodemgr thaw)")
+	}
 }
 
 // identityError says in one line what changed and how to go on.

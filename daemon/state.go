@@ -34,6 +34,9 @@ type durable struct {
 	Tombstones map[string]dataset.Version `json:"tombstones,omitempty"`
 	// Cluster is the multi-node cluster this node was a member of.
 	Cluster *clusterIdentity `json:"cluster,omitempty"`
+	// Incarnation numbers this node's last run in the heartbeat envelope:
+	// peers drop frames of earlier runs, so it must never go backwards.
+	Incarnation uint64 `json:"incarnation,omitempty"`
 }
 
 type durableService struct {
