@@ -4,14 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
-
-	"go.uber.org/zap"
 
 	"haven/api"
 	"haven/dataset"
 	"haven/monitor"
-	"haven/view"
+	"haven/node"
 )
 
 // nodeAction runs freeze, thaw or drain of this node.
@@ -40,15 +37,8 @@ func (d *Daemon) nodeAction(action string, done func(any, error)) {
 }
 
 func (d *Daemon) setNodeFrozen(frozen bool, reason string) {
-	if d.dur.NodeFrozen == frozen {
-		return
-	}
-	d.dur.NodeFrozen = frozen
-	d.saveState()
-	word := map[bool]string{true: "frozen", false: "thawed"}[frozen]
-	d.log.Info("node "+word, zap.String("reason", reason))
-	d.emit(api.Event{Kind: "node_" + word, Message: "node " + word + ": " + reason})
-	d.changed()
+	d.core.SetNodeFrozen(frozen, reason)
+	d.applyReady()
 }
 
 // stopAll stops every local instance that is not down, then calls done.
@@ -88,69 +78,25 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 		d.localAction(inst, req, ok, done)
 		return
 	}
-	t, isTarget := view.ActionTarget(req.Action, d.node.Name, req.Node)
-	switch {
-	case isTarget:
-	case req.Action == "abort":
-		cur := d.dur.Services[inst.name].Target
-		if cur.Expect == "" || cur.Expect == dataset.ExpectNone || cur.Expect == dataset.ExpectAborted {
-			ok("no target to abort")
-			return
-		}
-		d.setTarget(inst.name, dataset.Target{Expect: dataset.ExpectAborted, ID: cur.ID})
-		d.answerWaiters(inst.name, cur.ID, failed("%s: target %s aborted", inst.name, cur.String()))
-		ok("target " + cur.String() + " aborted")
-		return
-	case req.Action == "clear":
-		d.requestClear(inst, req.Node)
-		ok("clear requested")
-		return
-	case req.Action == "delete":
+	if req.Action == "delete" {
 		d.deleteService(inst, done)
 		return
-	default:
-		done(nil, badInput(fmt.Errorf("unknown action %q", req.Action)))
-		return
 	}
-	nodes := inst.cfg.NodeList(d.cluster.NodeNames())
-	if t.Node != "" && !contains(nodes, t.Node) {
-		done(nil, badInput(fmt.Errorf("%s: %s is not one of the service's nodes (%v)", inst.name, t.Node, nodes)))
-		return
+	treq := node.TargetRequest{Service: inst.name, Action: req.Action, Node: req.Node,
+		Nodes: inst.cfg.NodeList(d.cluster.NodeNames()), Wait: req.Wait}
+	if req.Wait && req.WaitTimeout > 0 {
+		treq.Deadline = d.clk.Now().Add(req.WaitTimeout)
+		d.armStep(treq.Deadline)
 	}
-	cur := d.dur.Services[inst.name].Target
-	if cur.Expect != "" && cur.Expect != dataset.ExpectNone && cur.Expect != dataset.ExpectAborted {
-		if cur.Expect != t.Expect || cur.Node != t.Node {
-			done(nil, failed("%s: target %s (id %s) is in progress: wait for it, or run abort first", inst.name, cur.String(), cur.ID))
-			return
-		}
-		t = cur // the same target again: join it
-	} else {
-		t = d.setTarget(inst.name, t)
-	}
-	res := api.ActionResponse{ID: t.ID, Result: "target " + t.String() + " accepted (id " + t.ID + ")"}
-	if !req.Wait {
-		done(res, nil)
-		return
-	}
-	if t.ID == cur.ID && inst.targetFailed != "" {
-		// joined a target that cannot be reached: say so at once
-		done(nil, failed("target %s (id %s) cannot be reached: %s (the target stays in place: fix the cause, then svcmgr clear; or abort)",
-			t.String(), t.ID, inst.targetFailed))
-		return
-	}
-	var deadline time.Time
-	if req.WaitTimeout > 0 {
-		deadline = d.clk.Now().Add(req.WaitTimeout)
-		d.armStep(deadline)
-	}
-	d.waiters = append(d.waiters, waiter{svc: inst.name, id: t.ID, deadline: deadline, done: func(err error) {
-		if err != nil {
+	tk := d.core.AdminTarget(treq)
+	d.tickets[tk] = func(a node.Answer) {
+		if err := answerErr(a); err != nil {
 			done(nil, err)
 			return
 		}
-		res.Result = "target " + t.String() + " reached (id " + t.ID + ")"
-		done(res, nil)
-	}})
+		done(api.ActionResponse{ID: a.ID, Result: a.Result}, nil)
+	}
+	d.applyReady()
 }
 
 // localAction acts on this node's instance directly, without orchestration.

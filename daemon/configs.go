@@ -11,17 +11,10 @@ import (
 )
 
 // nextVersion returns a new logical version for an edit made on this node.
-func (d *Daemon) nextVersion() dataset.Version {
-	d.dur.Lamport++
-	return dataset.Version{Counter: d.dur.Lamport, Origin: d.node.Name}
-}
+func (d *Daemon) nextVersion() dataset.Version { return d.core.NextVersion() }
 
 // witness advances the Lamport clock past a version seen from a peer.
-func (d *Daemon) witness(v dataset.Version) {
-	if v.Counter > d.dur.Lamport {
-		d.dur.Lamport = v.Counter
-	}
-}
+func (d *Daemon) witness(v dataset.Version) { d.core.Witness(v) }
 
 // knownConfig is the version, digest and lineage of the config of name
 // this node holds (a tombstone counts), without its text.

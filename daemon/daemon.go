@@ -21,6 +21,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/heartbeat"
+	"haven/node"
 	"haven/paths"
 )
 
@@ -74,10 +75,14 @@ type Daemon struct {
 	persist *persister
 
 	// loop-owned
-	ps       persistLoop
-	node     *config.NodeConfig
-	cluster  *config.ClusterConfig
-	dur      durable
+	ps      persistLoop
+	node    *config.NodeConfig
+	cluster *config.ClusterConfig
+	// core is the node core (package node): the durable state, targets,
+	// clears and --wait callers; dur is its durable state.
+	core     *node.Core
+	dur      *durable
+	tickets  map[node.Ticket]func(node.Answer)
 	services map[string]*instance
 	monitor  dataset.NodeMonitor
 	gen      uint64
@@ -104,7 +109,6 @@ type Daemon struct {
 	viewChanged bool
 	stepAt      time.Time
 	stepTimer   <-chan time.Time
-	waiters     []waiter
 }
 
 // New prepares a daemon: it takes the root's lock, opens the log and loads
@@ -142,6 +146,7 @@ func New(opts Options) (*Daemon, error) {
 		monitor:  dataset.NodeIdle,
 		compat:   true,
 		refused:  map[string]dataset.Version{},
+		tickets:  map[node.Ticket]func(node.Answer){},
 	}
 	d.actx, d.acancel = context.WithCancel(context.Background())
 	ok := false
@@ -167,9 +172,12 @@ func New(opts Options) (*Daemon, error) {
 	if err := d.checkLocalAddr(); err != nil {
 		return nil, err
 	}
-	if d.dur, err = loadDurable(p.State()); err != nil {
+	dur, err := loadDurable(p.State())
+	if err != nil {
 		return nil, err
 	}
+	d.core = node.New(node.Config{Name: d.node.Name}, dur)
+	d.dur = d.core.State()
 	if err := d.checkIdentity(opts.NewCluster); err != nil {
 		return nil, err
 	}
@@ -181,7 +189,7 @@ func New(opts Options) (*Daemon, error) {
 			zap.String("node", d.node.Name), zap.String("file", d.cluster.File))
 	}
 	// what the file holds, for a roll back after a failed write
-	good, err := encodeDurable(d.dur)
+	good, err := encodeDurable(*d.dur)
 	if err != nil {
 		return nil, err
 	}

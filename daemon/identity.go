@@ -18,18 +18,11 @@ import (
 	"haven/config"
 	"haven/fsutil"
 	"haven/heartbeat"
+	"haven/node"
 )
 
-// clusterIdentity is what a node remembers of the multi-node cluster it
-// was a member of (durable state), so that a start with a missing or
-// another cluster.toml is refused instead of making a second cluster.
-type clusterIdentity struct {
-	Name string `json:"name"`
-	// SecretFingerprint identifies the secret without revealing it: the
-	// first 16 bytes of HMAC-SHA256(secret, "haven cluster identity"), in
-	// hex; "" for a cluster without a secret (insecure_no_secret).
-	SecretFingerprint string `json:"secret_fingerprint"`
-}
+// clusterIdentity is what a node remembers of its cluster (node.ClusterIdentity).
+type clusterIdentity = node.ClusterIdentity
 
 // secretFingerprint is one-way: it tells two secrets apart and nothing more.
 func secretFingerprint(secret string) string {
@@ -83,7 +76,7 @@ func (d *Daemon) checkIdentity(newCluster bool) error {
 // writeStateNow writes the durable state at once, before the daemon goes
 // on (start-up only: the loop's writes go through the persister).
 func (d *Daemon) writeStateNow(what string) error {
-	b, err := encodeDurable(d.dur)
+	b, err := encodeDurable(*d.dur)
 	if err != nil {
 		return err
 	}

@@ -40,11 +40,9 @@ type instance struct {
 	// more than one ("" otherwise), to warn once per change.
 	multiActive string
 	flags       string // A C F L, from the last decision
-	// targetFailed is the last Decision.TargetFailed, to answer and log once.
-	targetFailed string
-	checking     bool
-	lastFull     time.Time
-	lastMon      time.Time
+	checking    bool
+	lastFull    time.Time
+	lastMon     time.Time
 	// pendingCheck asks for a full check as soon as the current one ends.
 	pendingCheck bool
 	// afterCheck run on the loop when the next full check has ended, so
@@ -391,20 +389,11 @@ func (d *Daemon) setInstanceMonitor(inst *instance, s dataset.MonitorState, reas
 }
 
 // frozen reports whether the instance is frozen (its own flag).
-func (d *Daemon) frozen(name string) bool { return d.dur.Services[name].Frozen }
+func (d *Daemon) frozen(name string) bool { return d.core.Frozen(name) }
 
 func (d *Daemon) setFrozen(name string, frozen bool, reason string) {
-	ds := d.dur.Services[name]
-	if ds.Frozen == frozen {
-		return
-	}
-	ds.Frozen = frozen
-	d.dur.Services[name] = ds
-	d.saveState()
-	word := map[bool]string{true: "frozen", false: "thawed"}[frozen]
-	d.log.Info("instance "+word, zap.String("svc", name), zap.String("reason", reason))
-	d.emit(api.Event{Kind: "instance_" + word, Service: name, Message: word + ": " + reason})
-	d.changed()
+	d.core.SetFrozen(name, frozen, reason)
+	d.applyReady()
 }
 
 // localNode builds this node's dataset entry.

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -66,9 +65,10 @@ func (d *Daemon) orchestrate() {
 			d.changed()
 		}
 		if dec.TargetReached {
-			d.targetReached(inst, d.reachedVerdict(snap, inst.name, dec.TargetUnknown))
+			d.core.TargetReached(inst.name, dec.TargetUnknown, snap)
 		}
-		d.noteTargetFailed(inst, dec.TargetFailed)
+		d.core.NoteTargetFailed(inst.name, dec.TargetFailed)
+		d.applyReady()
 		if !dec.Changed {
 			continue
 		}
@@ -97,7 +97,9 @@ func (d *Daemon) orchestrate() {
 			d.changed()
 		}
 	}
-	if t := d.expireWaiters(snap); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+	t := d.core.ExpireWaiters(now, snap)
+	d.applyReady()
+	if !t.IsZero() && (next.IsZero() || t.Before(next)) {
 		next = t
 	}
 	d.armStep(next)
@@ -118,122 +120,15 @@ func (d *Daemon) armStep(t time.Time) {
 
 // persistMonitor saves what must survive a restart of the instance monitor.
 func (d *Daemon) persistMonitor(inst *instance) {
-	ds := d.dur.Services[inst.name]
-	failed := inst.mon.State == dataset.StartFailed
-	if ds.StartFailed == failed && ds.LocalExpect == inst.mon.LocalExpect {
-		return
-	}
-	ds.StartFailed = failed
-	ds.LocalExpect = inst.mon.LocalExpect
-	d.dur.Services[inst.name] = ds
-	d.saveState()
+	d.core.SetMonitorState(inst.name, inst.mon.State == dataset.StartFailed, inst.mon.LocalExpect)
+	d.applyReady()
 }
 
 // setTarget records a new admin target for a service, cluster-wide.
 func (d *Daemon) setTarget(name string, t dataset.Target) dataset.Target {
-	t.Version = d.nextVersion()
-	if t.ID == "" {
-		t.ID = fmt.Sprintf("%s-%d", d.node.Name, t.Version.Counter)
-	}
-	ds := d.dur.Services[name]
-	ds.Target = t
-	d.dur.Services[name] = ds
-	d.saveState()
-	d.log.Info("target set", zap.String("svc", name), zap.String("target", t.String()), zap.String("id", t.ID))
-	d.emit(api.Event{Kind: "target", Service: name, Message: "target " + t.String() + " (id " + t.ID + ")"})
-	d.changed()
+	t = d.core.SetTarget(name, t)
+	d.applyReady()
 	return t
-}
-
-// targetReached clears a reached target and answers its --wait callers
-// (with err when it is reached on the known nodes only).
-func (d *Daemon) targetReached(inst *instance, err error) {
-	t := d.dur.Services[inst.name].Target
-	if t.Expect == "" || t.Expect == dataset.ExpectNone {
-		return
-	}
-	d.log.Info("target reached", zap.String("svc", inst.name), zap.String("target", t.String()), zap.String("id", t.ID))
-	d.emit(api.Event{Kind: "target_reached", Service: inst.name, Message: "target " + t.String() + " reached (id " + t.ID + ")"})
-	d.setTarget(inst.name, dataset.Target{Expect: dataset.ExpectNone, ID: t.ID})
-	d.answerWaiters(inst.name, t.ID, err)
-}
-
-// reachedVerdict is the answer to the --wait callers of a reached target
-// of svc: nil when every node of the service is known, else an error that
-// says the target is reached on the known nodes only, and where it stands.
-func (d *Daemon) reachedVerdict(snap monitor.Snapshot, svc string, unknown []string) error {
-	if len(unknown) == 0 {
-		return nil
-	}
-	t := d.dur.Services[svc].Target
-	return failed("target %s (id %s) reached on the known nodes only: %s: the service may still run where it is unknown",
-		t.String(), t.ID, monitor.Progress(snap, svc))
-}
-
-// answerWaiters ends the --wait calls waiting on target id of a service.
-func (d *Daemon) answerWaiters(name, id string, err error) {
-	keep := d.waiters[:0]
-	for _, w := range d.waiters {
-		if w.svc == name && (id == "" || w.id == id) {
-			w.done(err)
-			continue
-		}
-		keep = append(keep, w)
-	}
-	d.waiters = keep
-}
-
-// waiter is a --wait caller. A zero deadline waits as long as the caller.
-type waiter struct {
-	svc, id  string
-	deadline time.Time
-	done     func(error)
-}
-
-// noteTargetFailed answers the --wait callers of a target that can no
-// longer be reached (monitor's Decision.TargetFailed) with its cause, and
-// logs each new cause once. The target stays in place.
-func (d *Daemon) noteTargetFailed(inst *instance, cause string) {
-	if cause == inst.targetFailed {
-		return
-	}
-	inst.targetFailed = cause
-	if cause == "" {
-		return
-	}
-	t := d.dur.Services[inst.name].Target
-	msg := fmt.Sprintf("target %s (id %s) cannot be reached: %s (the target stays in place: fix the cause, then svcmgr clear; or abort)", t.String(), t.ID, cause)
-	d.log.Warn("target cannot be reached", zap.String("svc", inst.name), zap.String("target", t.String()),
-		zap.String("id", t.ID), zap.String("reason", cause))
-	d.emit(api.Event{Kind: "target_failed", Service: inst.name, Message: msg})
-	d.answerWaiters(inst.name, t.ID, failed("%s", msg))
-}
-
-// expireWaiters answers the --wait callers whose time is up with where the
-// target stands (monitor.Progress: the unknown nodes, the state of each
-// known one), and returns the next deadline.
-func (d *Daemon) expireWaiters(snap monitor.Snapshot) time.Time {
-	now := d.clk.Now()
-	var next time.Time
-	keep := d.waiters[:0]
-	for _, w := range d.waiters {
-		if w.deadline.IsZero() {
-			keep = append(keep, w)
-			continue
-		}
-		if now.Before(w.deadline) {
-			if next.IsZero() || w.deadline.Before(next) {
-				next = w.deadline
-			}
-			keep = append(keep, w)
-			continue
-		}
-		t := d.dur.Services[w.svc].Target
-		w.done(failed("timed out waiting for target %s (id %s): %s (the target stays in place: see print status, or abort)",
-			t.String(), w.id, monitor.Progress(snap, w.svc)))
-	}
-	d.waiters = keep
-	return next
 }
 
 // watchMultipleActive logs and emits, once per change, a failover service

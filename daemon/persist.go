@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"haven/dataset"
 )
 
 // persistLoop is the loop's side of the persister: what it handed over,
@@ -50,7 +48,7 @@ const failLogPeriod = time.Minute
 func (d *Daemon) saveState() { d.submitState(false) }
 
 func (d *Daemon) submitState(force bool) {
-	b, err := encodeDurable(d.dur)
+	b, err := encodeDurable(*d.dur)
 	if err != nil {
 		d.log.Error("encode state", zap.Error(err))
 		return
@@ -174,34 +172,18 @@ func (d *Daemon) rollback(werr error, good []byte) {
 		if restored, derr = decodeState(good); derr != nil {
 			// cannot happen: good was read strictly or written by us
 			d.log.Error("roll back state: the last state written does not decode", zap.Error(derr))
-			restored = d.dur
+			restored = d.dur.Clone()
 		}
 	}
-	if restored.Services == nil {
-		restored.Services = map[string]durableService{}
-	}
-	lamport := d.dur.Lamport
-	d.dur = restored
-	if lamport > d.dur.Lamport {
-		// a logical clock never goes back: versions handed out stay unique
-		d.dur.Lamport = lamport
-	}
+	d.core.Restore(restored, werr)
 	d.ps.last = good
 	d.ps.undoneTo, d.ps.undoneErr = d.ps.seq, werr
 	d.ps.acked = d.ps.seq // every state handed over was built on the undone one
 	d.answerAcks(d.ps.seq, err)
 	d.persist.resume()
 
-	keep := d.waiters[:0]
-	for _, w := range d.waiters {
-		t := d.dur.Services[w.svc].Target
-		if t.ID == w.id && t.Expect != "" && t.Expect != dataset.ExpectNone && t.Expect != dataset.ExpectAborted {
-			keep = append(keep, w)
-			continue
-		}
-		w.done(failed("state not saved: %v (target id %s undone)", werr, w.id))
-	}
-	d.waiters = keep
+	// the --wait callers whose target was undone are answered
+	d.applyReady()
 
 	now := d.clk.Now()
 	if d.ps.err == nil {

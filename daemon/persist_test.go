@@ -13,6 +13,7 @@ import (
 	"haven/clock"
 	"haven/config"
 	"haven/dataset"
+	"haven/node"
 	"haven/paths"
 )
 
@@ -105,9 +106,11 @@ func loopDaemon(t *testing.T) *Daemon {
 		log:      zap.NewNop(),
 		bus:      newBus(),
 		services: map[string]*instance{},
-		dur:      durable{Lamport: 3, Services: map[string]durableService{"web": {ConfigVersion: dataset.Version{Counter: 1, Origin: "n1"}}}},
+		tickets:  map[node.Ticket]func(node.Answer){},
 	}
-	good, err := encodeDurable(d.dur)
+	d.core = node.New(node.Config{Name: "n1"}, durable{Lamport: 3, Services: map[string]durableService{"web": {ConfigVersion: dataset.Version{Counter: 1, Origin: "n1"}}}})
+	d.dur = d.core.State()
+	good, err := encodeDurable(*d.dur)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +125,14 @@ func loopDaemon(t *testing.T) *Daemon {
 // keeps the Lamport counter going forward.
 func TestRollbackAfterFailedWrite(t *testing.T) {
 	d := loopDaemon(t)
-	good, _ := encodeDurable(d.dur)
+	good, _ := encodeDurable(*d.dur)
 	d.setFrozen("web", true, "test")
-	tgt := d.setTarget("web", dataset.Target{Expect: dataset.ExpectStopped})
 	var waitErr error
 	waited := false
-	d.waiters = append(d.waiters, waiter{svc: "web", id: tgt.ID, done: func(err error) { waited, waitErr = true, err }})
+	tk := d.core.AdminTarget(node.TargetRequest{Service: "web", Action: "stop", Wait: true})
+	d.tickets[tk] = func(a node.Answer) { waited, waitErr = true, a.Err }
+	d.applyReady()
+	tgt := d.dur.Services["web"].Target
 	saved := d.whenSaved()
 	if saved == nil || d.settled() {
 		t.Fatal("a change handed to the persister counts as saved")
@@ -151,8 +156,8 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 	if after == nil || !strings.Contains(after.Error(), "read-only") {
 		t.Fatalf("afterSaved got %v, want the write error", after)
 	}
-	if !waited || waitErr == nil || len(d.waiters) != 0 {
-		t.Fatalf("the --wait caller of the undone target: answered %v with %v, %d left", waited, waitErr, len(d.waiters))
+	if !waited || waitErr == nil || d.core.Waiters() != 0 {
+		t.Fatalf("the --wait caller of the undone target: answered %v with %v, %d left", waited, waitErr, d.core.Waiters())
 	}
 	if d.gen == gen || !d.settled() || d.ps.err == nil {
 		t.Fatalf("after the roll back: gen %d (was %d), settled %v, failing %v", d.gen, gen, d.settled(), d.ps.err)

@@ -14,49 +14,18 @@ import (
 	"sync"
 
 	"haven/config"
-	"haven/dataset"
 	"haven/fsutil"
+	"haven/node"
 )
 
-// durable is what survives a daemon restart, written atomically to
-// R/var/state.json on every change of any of its fields.
+// durable is what survives a daemon restart (node.State, owned by the
+// node core), written atomically to R/var/state.json on every change.
 //
 // The file is decoded strictly (decodeState): a field tagged without
-// omitempty is required, an unknown key or a null is refused. A new field
-// that files written before it lack must be tagged omitempty.
-type durable struct {
-	// Lamport is the node's logical clock for targets and config versions.
-	Lamport    uint64                    `json:"lamport"`
-	NodeFrozen bool                      `json:"node_frozen"`
-	Services   map[string]durableService `json:"services"`
-	// Tombstones remember deleted services so that older copies of their
-	// config still travelling between nodes never resurrect them.
-	Tombstones map[string]dataset.Version `json:"tombstones,omitempty"`
-	// Cluster is the multi-node cluster this node was a member of.
-	Cluster *clusterIdentity `json:"cluster,omitempty"`
-	// Incarnation numbers this node's last run in the heartbeat envelope:
-	// peers drop frames of earlier runs, so it must never go backwards.
-	Incarnation uint64 `json:"incarnation,omitempty"`
-}
+// omitempty is required, an unknown key or a null is refused.
+type durable = node.State
 
-type durableService struct {
-	Frozen bool `json:"frozen"`
-	// LocalExpect is "started" when the daemon (or an admin) started the
-	// instance, so that a restarted daemon knows what it was running.
-	LocalExpect string         `json:"local_expect,omitempty"`
-	Target      dataset.Target `json:"target,omitempty"`
-	// ConfigVersion orders config edits across the cluster.
-	ConfigVersion dataset.Version `json:"config_version"`
-	// ConfigDigest is dataset.ConfigDigest of the file installed at
-	// ConfigVersion: a file that no longer matches it was changed outside
-	// Haven. ConfigIncludes is the entry's dataset.ConfigEntry.Includes.
-	ConfigDigest   string            `json:"config_digest,omitempty"`
-	ConfigIncludes map[string]uint64 `json:"config_includes,omitempty"`
-	// StartFailed survives a restart so a failed node does not retry blindly.
-	StartFailed bool `json:"start_failed,omitempty"`
-	// Clear is the newest clear request known (applied once, relayed).
-	Clear dataset.ClearRequest `json:"clear,omitempty"`
-}
+type durableService = node.ServiceState
 
 // stateVersion is the version of the state file's envelope:
 //

@@ -9,6 +9,7 @@ import (
 	"haven/clock"
 	"haven/config"
 	"haven/heartbeat"
+	"haven/node"
 )
 
 // simSecret is the cluster secret of every simulated node.
@@ -73,8 +74,8 @@ type Node struct {
 	machineUp bool
 	compat    int // announced by the next daemon start
 	labels    map[string]string
-	dur       durable
-	d         *daemon // nil while the daemon is not running
+	dur       node.State // what its daemon persisted (the disk)
+	d         *daemon    // nil while the daemon is not running
 }
 
 // New returns a cluster of the named nodes; no daemon runs yet.
@@ -93,7 +94,7 @@ func New(names []string, opt Options) (*Cluster, error) {
 			return nil, fmt.Errorf("empty or duplicate node name %q", n)
 		}
 		c.members = append(c.members, config.Member{Name: n, Addr: fmt.Sprintf("10.0.0.%d:10000", i+1)})
-		c.nodes[n] = &Node{name: n, c: c, machineUp: true, compat: 1, labels: map[string]string{}}
+		c.nodes[n] = &Node{name: n, c: c, machineUp: true, compat: 1, labels: map[string]string{}, dur: node.State{Services: map[string]node.ServiceState{}}}
 		c.running[n] = map[string]bool{}
 	}
 	// A turn at least every beat period, as the daemon reacts to each event.

@@ -10,6 +10,7 @@ import (
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/monitor"
+	"haven/node"
 	"haven/view"
 )
 
@@ -46,6 +47,11 @@ type daemon struct {
 	stopping         bool
 	mode             string // "stop", "shutdown", "restart" once a stop began
 	stepAt, nextTick time.Time
+
+	// core is the node core (package node): durable state, targets,
+	// clears, answers by ticket.
+	core    *node.Core
+	tickets map[node.Ticket]func(node.Answer)
 }
 
 // peer is the daemon's view of another member (daemon.peer) plus the status
@@ -67,8 +73,6 @@ type instance struct {
 	done    func(error)
 	leader  bool
 	flags   string
-	// targetFailed is the last Decision.TargetFailed (daemon.instance).
-	targetFailed string
 }
 
 // startDaemon is daemon.New + Run up to the loop: install the services from
@@ -81,7 +85,11 @@ func (n *Node) startDaemon() error {
 		c.running[n.name] = map[string]bool{}
 	}
 	d := &daemon{n: n, c: c, name: n.name, monitor: dataset.NodeIdle, compat: n.compat, compOK: true,
-		started: now, peers: map[string]*peer{}, insts: map[string]*instance{}}
+		started: now, peers: map[string]*peer{}, insts: map[string]*instance{},
+		core: node.New(node.Config{Name: n.name}, n.dur.Clone()), tickets: map[node.Ticket]func(node.Answer){}}
+	for _, name := range c.svcNames {
+		d.core.Install(name) // every config is installed everywhere
+	}
 	for _, name := range c.svcNames { // loadServices / installInstance
 		cfg := c.svcs[name]
 		if !cfg.HasNode(n.name, c.names) {
@@ -89,7 +97,7 @@ func (n *Node) startDaemon() error {
 		}
 		inst := &instance{name: name, cfg: cfg, avail: dataset.StatusUnknown,
 			mon: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectNone, StateSince: now}}
-		ds := n.dur.svc(name)
+		ds := n.dur.Services[name]
 		if ds.LocalExpect != "" {
 			inst.mon.LocalExpect = ds.LocalExpect
 		}
@@ -227,8 +235,9 @@ func (d *daemon) onHeartbeat(ev heartbeat.Event) {
 		if !wasMaint && !p.MaintSince.IsZero() {
 			d.c.logf(d.name, "", "peer %s in maintenance (grace %s)", ev.Node, d.c.opt.MaintenanceGrace)
 		}
-		d.mergeTargets(ev.Data.Targets)
-		d.mergeClears(ev.Data.Clears)
+		d.core.MergeTargets(ev.Data.Targets, d.snapshot)
+		d.core.MergeClears(ev.Data.Clears)
+		d.applyReady()
 	default:
 		return
 	}
@@ -293,7 +302,7 @@ func (d *daemon) updateRejoin() {
 		return
 	}
 	reason := fmt.Sprintf("rejoin grace period (%s) ended with nodes never heard from: %s", grace, strings.Join(missing, ", "))
-	if !d.n.dur.NodeFrozen {
+	if !d.core.NodeFrozen() {
 		d.setNodeFrozen(true, reason+": node frozen")
 	}
 	d.setMonitor(dataset.NodeIdle, reason)
@@ -331,7 +340,8 @@ func (d *daemon) orchestrate() {
 	d.viewChanged = false
 	now := d.c.clk.Now()
 	var next time.Time
-	for _, dec := range monitor.Step(d.snapshot()) {
+	snap := d.snapshot()
+	for _, dec := range monitor.Step(snap) {
 		inst := d.insts[dec.Service]
 		if inst == nil {
 			continue
@@ -348,9 +358,10 @@ func (d *daemon) orchestrate() {
 			d.changed()
 		}
 		if dec.TargetReached {
-			d.targetReached(inst, dec.TargetUnknown)
+			d.core.TargetReached(inst.name, dec.TargetUnknown, snap)
 		}
-		d.noteTargetFailed(inst, dec.TargetFailed)
+		d.core.NoteTargetFailed(inst.name, dec.TargetFailed)
+		d.applyReady()
 		if !dec.Changed || inst.busy != "" {
 			continue
 		}
@@ -371,6 +382,10 @@ func (d *daemon) orchestrate() {
 			d.changed()
 		}
 	}
+	if t := d.core.ExpireWaiters(now, snap); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+		next = t
+	}
+	d.applyReady()
 	d.armStep(next)
 }
 
@@ -386,9 +401,8 @@ func (d *daemon) armStep(t time.Time) {
 }
 
 func (d *daemon) persistMonitor(inst *instance) {
-	ds := d.n.dur.svc(inst.name)
-	ds.StartFailed = inst.mon.State == dataset.StartFailed
-	ds.LocalExpect = inst.mon.LocalExpect
+	d.core.SetMonitorState(inst.name, inst.mon.State == dataset.StartFailed, inst.mon.LocalExpect)
+	d.applyReady()
 }
 
 // runAction mirrors daemon.runAction: the action takes the service's
@@ -477,22 +491,13 @@ func (d *daemon) showMonitor(inst *instance, s dataset.MonitorState, reason stri
 }
 
 func (d *daemon) setFrozen(name string, frozen bool, reason string) {
-	ds := d.n.dur.svc(name)
-	if ds.Frozen == frozen {
-		return
-	}
-	ds.Frozen = frozen
-	d.c.logf(d.name, name, "instance %s: %s", frozenWord(frozen), reason)
-	d.changed()
+	d.core.SetFrozen(name, frozen, reason)
+	d.applyReady()
 }
 
 func (d *daemon) setNodeFrozen(frozen bool, reason string) {
-	if d.n.dur.NodeFrozen == frozen {
-		return
-	}
-	d.n.dur.NodeFrozen = frozen
-	d.c.logf(d.name, "", "node %s: %s", frozenWord(frozen), reason)
-	d.changed()
+	d.core.SetNodeFrozen(frozen, reason)
+	d.applyReady()
 }
 
 func frozenWord(f bool) string {
@@ -523,10 +528,10 @@ func (d *daemon) publish() {
 
 // localNode mirrors daemon.localNode.
 func (d *daemon) localNode() dataset.Node {
-	n := dataset.Node{Name: d.name, Monitor: d.monitor, Frozen: d.n.dur.NodeFrozen, Compat: d.compat,
-		Labels: d.n.labels, Services: map[string]dataset.Instance{}, Targets: d.targets(), Clears: d.clears(), Gen: d.gen}
+	n := dataset.Node{Name: d.name, Monitor: d.monitor, Frozen: d.core.NodeFrozen(), Compat: d.compat,
+		Labels: d.n.labels, Services: map[string]dataset.Instance{}, Targets: d.core.Targets(), Clears: d.core.Clears(), Gen: d.gen}
 	for name, inst := range d.insts {
-		n.Services[name] = dataset.Instance{Avail: inst.avail, Overall: inst.avail, Frozen: d.n.dur.svc(name).Frozen,
+		n.Services[name] = dataset.Instance{Avail: inst.avail, Overall: inst.avail, Frozen: d.core.Frozen(name),
 			Monitor: inst.mon, PlacementLeader: inst.leader, Flags: inst.flags, Resources: map[string]dataset.Resource{}}
 	}
 	return n

@@ -8,13 +8,17 @@
 // 5, 6, 7, 8) deterministically, at about two thousand simulated seconds
 // per real second.
 //
-// # The shell model mirrors package daemon
+// # The node core, and what is still modelled
 //
-// Each simulated node has a daemon (type daemon, rebuilt on every daemon
-// start) and a durable state (what daemon.durable persists: Lamport clock,
-// node frozen, per service frozen, local expect, target, start failed,
-// clear). Its methods carry the daemon's names, so a change to one side is
-// easy to carry to the other:
+// The durable state, targets, clears, frozen flags and admin target
+// requests are the real node core's (package node), driven here as the
+// daemon drives it (applyReady in admin.go: Persist is what survives a
+// crash, Node.dur; the core's typed events are timeline lines, with the
+// text the daemon writes to node.log and the events stream).
+//
+// The rest of the shell is still modelled after package daemon, with its
+// names, until it moves into the node core (issue 9): each simulated node
+// has a daemon (type daemon, rebuilt on every daemon start):
 //
 //   - daemon.go: startDaemon (daemon.New + Run up to the loop:
 //     installInstance, startHeartbeat, rejoin, first publish and check),
@@ -22,15 +26,12 @@
 //     ends, the step timer, the 500ms tick; after each, orchestrate when
 //     d.gen changed or d.viewChanged (set by onHeartbeat, cleared by
 //     orchestrate); publish), onHeartbeat, updateCompat, updateRejoin, snapshot,
-//     orchestrate, armStep, persistMonitor, runAction, actionDone (with
+//     orchestrate, armStep, runAction, actionDone (with
 //     checkDone and runAfterCheck: the status is refreshed, then
-//     AfterStart / AfterStop), setInstanceMonitor, setFrozen,
-//     setNodeFrozen, setMonitor, publish, localNode, beginStop,
-//     readyToExit.
-//   - targets.go (daemon/targets.go, configs.go, actions.go): nextVersion,
-//     witness, targets, mergeTargets, setTarget, targetReached, clears,
-//     mergeClears, applyClear, clearLocal, serviceAction, localAction,
-//     nodeAction.
+//     AfterStart / AfterStop), setInstanceMonitor, setMonitor, publish,
+//     localNode, beginStop, readyToExit.
+//   - admin.go: applyReady (the driver of the node core), clearLocal,
+//     serviceAction (--local actions: localAction), nodeAction.
 //
 // Departures, on purpose: configs are installed on every node before the
 // daemons start (no config distribution, no delete); a service's resources

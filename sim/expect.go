@@ -89,7 +89,7 @@ func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) 
 		var seen []string
 		for _, n := range c.names {
 			if d := c.nodes[n].d; d != nil && c.svcs[svc].HasNode(n, c.names) {
-				seen = append(seen, n+":"+effective(d.n.dur.svc(svc).Target))
+				seen = append(seen, n+":"+effective(d.n.dur.Services[svc].Target))
 			}
 		}
 		allOK := true
@@ -119,7 +119,7 @@ func (c *Cluster) holdsInstance(svc, node, want string) (string, bool, error) {
 	}
 	switch want {
 	case "frozen", "thawed":
-		got := frozenWord(n.dur.svc(svc).Frozen)
+		got := frozenWord(n.dur.Services[svc].Frozen)
 		return got, got == want, nil
 	}
 	if n.d == nil {
@@ -179,7 +179,7 @@ func (c *Cluster) FinalState() string {
 			}
 			inst := n.d.insts[svc]
 			fmt.Fprintf(&b, "    %-4s resources %-4s avail %-4s %-14s %-6s target %s", name, res, inst.avail,
-				strconv.Quote(string(inst.mon.State)), frozenWord(n.dur.svc(svc).Frozen), effective(n.dur.svc(svc).Target))
+				strconv.Quote(string(inst.mon.State)), frozenWord(n.dur.Services[svc].Frozen), effective(n.dur.Services[svc].Target))
 			if inst.leader {
 				b.WriteString(" leader")
 			}

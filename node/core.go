@@ -1,0 +1,220 @@
+package node
+
+import (
+	"time"
+
+	"haven/dataset"
+)
+
+// Config is what the core knows of its node: set once, by the driver.
+type Config struct {
+	// Name is this node's name (the origin of the versions it hands out).
+	Name string
+}
+
+// Core is one node's logic, driven by a driver (package daemon for real,
+// package sim in the simulation). It does no IO and reads no clock: every
+// input that depends on time carries now. After each input the driver
+// takes the Ready and carries it out.
+type Core struct {
+	cfg   Config
+	state State
+
+	// targetFailed is the last cause given for a service's target that
+	// cannot be reached (monitor's Decision.TargetFailed), to say it once.
+	targetFailed map[string]string
+
+	waiters    []waiter
+	nextTicket Ticket
+
+	ready Ready
+}
+
+// New returns the core of a node whose durable state, as read back by the
+// driver, is st. The core owns st from now on.
+func New(cfg Config, st State) *Core {
+	if st.Services == nil {
+		st.Services = map[string]ServiceState{}
+	}
+	return &Core{cfg: cfg, state: st, targetFailed: map[string]string{}}
+}
+
+// Name returns the node's name.
+func (c *Core) Name() string { return c.cfg.Name }
+
+// State returns the durable state the core owns. The driver reads it to
+// write it; config distribution (still in package daemon) changes the
+// config bookkeeping of its services in place and writes it itself.
+func (c *Core) State() *State { return &c.state }
+
+// Ready is what the driver must carry out after an input, in this order:
+// write Persist (before any answer is released: an answer is a promise
+// that what it says is durable), publish when Publish is set, emit the
+// Events, then release the Answers.
+type Ready struct {
+	// Persist is the durable state to write, nil when unchanged since the
+	// last Ready. It is the core's own state: encode it before the next
+	// input.
+	Persist *State
+	// Publish is set when the local dataset changed (the heartbeats send
+	// a delta).
+	Publish bool
+	// Events are the typed events of the input, in order.
+	Events []Event
+	// Answers end admin requests and --wait callers, by ticket.
+	Answers []Answer
+	// ClearLocal lists the services whose failed monitor state here a
+	// clear request resets (the instance monitors are still the driver's).
+	ClearLocal []string
+}
+
+// Empty reports whether r asks nothing of the driver.
+func (r *Ready) Empty() bool {
+	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.ClearLocal) == 0
+}
+
+// Ready returns what the inputs since the last call ask of the driver and
+// forgets it.
+func (c *Core) Ready() Ready {
+	r := c.ready
+	c.ready = Ready{}
+	return r
+}
+
+// HasReady reports whether Ready would return anything.
+func (c *Core) HasReady() bool { return !c.ready.Empty() }
+
+func (c *Core) persist()        { c.ready.Persist = &c.state }
+func (c *Core) publish()        { c.ready.Publish = true }
+func (c *Core) emit(e Event)    { c.ready.Events = append(c.ready.Events, e) }
+func (c *Core) answer(a Answer) { c.ready.Answers = append(c.ready.Answers, a) }
+
+// Ticket identifies an admin request or a --wait caller until its answer.
+type Ticket uint64
+
+// Answer ends the request of Ticket: a result, or an error. Bad marks an
+// error in the request itself (exit status 2), else an error is a failure
+// (exit status 1).
+type Answer struct {
+	Ticket Ticket
+	// ID is the target's id, when the request set or joined one.
+	ID     string
+	Result string
+	Err    error
+	Bad    bool
+}
+
+// waiter is a --wait caller of target id of svc. A zero deadline waits as
+// long as the caller.
+type waiter struct {
+	ticket   Ticket
+	svc, id  string
+	deadline time.Time
+	result   string // the answer once reached
+}
+
+func (c *Core) newTicket() Ticket {
+	c.nextTicket++
+	return c.nextTicket
+}
+
+// NextVersion returns a new logical version for a change made on this node.
+func (c *Core) NextVersion() dataset.Version {
+	c.state.Lamport++
+	c.persist()
+	return dataset.Version{Counter: c.state.Lamport, Origin: c.cfg.Name}
+}
+
+// Witness advances the Lamport clock past a version seen from a peer.
+func (c *Core) Witness(v dataset.Version) {
+	if v.Counter > c.state.Lamport {
+		c.state.Lamport = v.Counter
+		c.persist()
+	}
+}
+
+// Known reports whether the service has durable state here.
+func (c *Core) Known(svc string) bool {
+	_, ok := c.state.Services[svc]
+	return ok
+}
+
+// Frozen reports whether the instance of svc is frozen (its own flag).
+func (c *Core) Frozen(svc string) bool { return c.state.Services[svc].Frozen }
+
+// NodeFrozen reports whether the node is frozen.
+func (c *Core) NodeFrozen() bool { return c.state.NodeFrozen }
+
+// Target returns the target of svc this node knows.
+func (c *Core) Target(svc string) dataset.Target { return c.state.Services[svc].Target }
+
+// Install records svc as known (its config is installed here), with no
+// state yet if it had none.
+func (c *Core) Install(svc string) {
+	if _, ok := c.state.Services[svc]; !ok {
+		c.state.Services[svc] = ServiceState{}
+		c.persist()
+	}
+}
+
+// SetFrozen freezes or thaws the instance of svc.
+func (c *Core) SetFrozen(svc string, frozen bool, reason string) {
+	ss := c.state.Services[svc]
+	if ss.Frozen == frozen {
+		return
+	}
+	ss.Frozen = frozen
+	c.state.Services[svc] = ss
+	c.persist()
+	c.publish()
+	c.emit(InstanceFrozen{Svc: svc, Frozen: frozen, Reason: reason})
+}
+
+// SetNodeFrozen freezes or thaws the node.
+func (c *Core) SetNodeFrozen(frozen bool, reason string) {
+	if c.state.NodeFrozen == frozen {
+		return
+	}
+	c.state.NodeFrozen = frozen
+	c.persist()
+	c.publish()
+	c.emit(NodeFrozen{Frozen: frozen, Reason: reason})
+}
+
+// SetMonitorState records what must survive a restart of the instance
+// monitor of svc: whether its start failed, and its local expect.
+func (c *Core) SetMonitorState(svc string, startFailed bool, localExpect string) {
+	ss := c.state.Services[svc]
+	if ss.StartFailed == startFailed && ss.LocalExpect == localExpect {
+		return
+	}
+	ss.StartFailed, ss.LocalExpect = startFailed, localExpect
+	c.state.Services[svc] = ss
+	c.persist()
+}
+
+// Restore is the roll back of a failed write: the durable state goes back
+// to st (what the file holds), the Lamport clock never goes back (versions
+// handed out stay unique), and the --wait callers whose target was undone
+// get err.
+func (c *Core) Restore(st State, err error) {
+	if st.Services == nil {
+		st.Services = map[string]ServiceState{}
+	}
+	lamport := c.state.Lamport
+	c.state = st
+	if lamport > c.state.Lamport {
+		c.state.Lamport = lamport
+	}
+	keep := c.waiters[:0]
+	for _, w := range c.waiters {
+		t := c.state.Services[w.svc].Target
+		if t.ID == w.id && activeTarget(t) {
+			keep = append(keep, w)
+			continue
+		}
+		c.answer(Answer{Ticket: w.ticket, ID: w.id, Err: failedf("state not saved: %v (target id %s undone)", err, w.id)})
+	}
+	c.waiters = keep
+	c.publish()
+}

@@ -1,0 +1,139 @@
+package node
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"haven/clock"
+	"haven/dataset"
+	"haven/monitor"
+)
+
+var t0 = clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)).Now()
+
+func newCore(name string) *Core {
+	c := New(Config{Name: name}, State{})
+	c.Install("web")
+	c.Ready()
+	return c
+}
+
+func noSnap() monitor.Snapshot { return monitor.Snapshot{Now: t0} }
+
+// answers returns the answers of the next Ready by ticket.
+func answers(c *Core) map[Ticket]Answer {
+	out := map[Ticket]Answer{}
+	for _, a := range c.Ready().Answers {
+		out[a.Ticket] = a
+	}
+	return out
+}
+
+func TestAdminTargetPersistsThenAnswers(t *testing.T) {
+	c := newCore("n1")
+	tk := c.AdminTarget(TargetRequest{Service: "web", Action: "stop"})
+	rd := c.Ready()
+	if rd.Persist == nil || rd.Persist.Services["web"].Target.Expect != dataset.ExpectStopped {
+		t.Fatalf("got Persist %+v, want the new target to write", rd.Persist)
+	}
+	if !rd.Publish || len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err != nil {
+		t.Fatalf("got publish %v answers %+v, want one success for ticket %d", rd.Publish, rd.Answers, tk)
+	}
+	if got, want := rd.Answers[0].Result, "target stopped accepted (id n1-1)"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if _, ok := rd.Events[0].(TargetSet); !ok {
+		t.Fatalf("got events %v, want a TargetSet first", rd.Events)
+	}
+	// another target while one is in progress is refused
+	tk = c.AdminTarget(TargetRequest{Service: "web", Action: "start"})
+	if a := answers(c)[tk]; a.Err == nil || !strings.Contains(a.Err.Error(), "in progress") {
+		t.Fatalf("got %+v, want a refusal: a target is in progress", a)
+	}
+}
+
+func TestWaitAnsweredWhenReached(t *testing.T) {
+	c := newCore("n1")
+	tk := c.AdminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true})
+	if a, ok := answers(c)[tk]; ok {
+		t.Fatalf("got an answer %+v before the target is reached", a)
+	}
+	c.TargetReached("web", nil, noSnap())
+	a, ok := answers(c)[tk]
+	if !ok || a.Err != nil || a.Result != "target stopped reached (id n1-1)" {
+		t.Fatalf("got %+v (answered %v), want reached", a, ok)
+	}
+	if c.Target("web").Expect != dataset.ExpectNone || c.Waiters() != 0 {
+		t.Fatalf("got target %v and %d waiters, want none", c.Target("web"), c.Waiters())
+	}
+}
+
+func TestMergeTargetsNewerWinsAndWitness(t *testing.T) {
+	c := newCore("n1")
+	peer := dataset.Target{Expect: dataset.ExpectStarted, ID: "n2-7", Version: dataset.Version{Counter: 7, Origin: "n2"}}
+	c.MergeTargets(map[string]dataset.Target{"web": peer, "unknown": peer}, noSnap)
+	rd := c.Ready()
+	if c.Target("web") != peer || rd.Persist == nil || rd.Persist.Lamport != 7 {
+		t.Fatalf("got target %v lamport %d, want the peer's and 7", c.Target("web"), c.State().Lamport)
+	}
+	if _, ok := c.State().Services["unknown"]; ok {
+		t.Fatal("a target of a service unknown here was adopted")
+	}
+	old := peer
+	old.Version.Counter = 3
+	c.MergeTargets(map[string]dataset.Target{"web": old}, noSnap)
+	if c.Target("web") != peer {
+		t.Fatalf("an older target replaced a newer one: %v", c.Target("web"))
+	}
+	if v := c.NextVersion(); v.Counter != 8 {
+		t.Fatalf("got version %d after witnessing 7, want 8", v.Counter)
+	}
+}
+
+func TestRestoreFailsUndoneWaitersKeepsLamport(t *testing.T) {
+	c := newCore("n1")
+	good := c.State().Clone()
+	tk := c.AdminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true})
+	c.Ready()
+	lamport := c.State().Lamport
+	c.Restore(good, errors.New("read-only file system"))
+	a, ok := answers(c)[tk]
+	if !ok || a.Err == nil || !strings.Contains(a.Err.Error(), "read-only") {
+		t.Fatalf("got %+v (answered %v), want the write error", a, ok)
+	}
+	if c.State().Lamport != lamport || c.Target("web").ID != "" {
+		t.Fatalf("got lamport %d (want %d) target %v (want undone)", c.State().Lamport, lamport, c.Target("web"))
+	}
+}
+
+func TestClearAppliesOnceAndHere(t *testing.T) {
+	c := newCore("n1")
+	cr := dataset.ClearRequest{Version: dataset.Version{Counter: 2, Origin: "n2"}}
+	c.MergeClears(map[string]dataset.ClearRequest{"web": cr})
+	if rd := c.Ready(); len(rd.ClearLocal) != 1 || rd.ClearLocal[0] != "web" {
+		t.Fatalf("got ClearLocal %v, want web", rd.ClearLocal)
+	}
+	c.MergeClears(map[string]dataset.ClearRequest{"web": cr})
+	if rd := c.Ready(); len(rd.ClearLocal) != 0 {
+		t.Fatalf("a clear applied twice: %v", rd.ClearLocal)
+	}
+	c.ApplyClear("web", dataset.ClearRequest{Node: "n3", Version: dataset.Version{Counter: 3, Origin: "n2"}})
+	if rd := c.Ready(); len(rd.ClearLocal) != 0 || rd.Persist == nil {
+		t.Fatalf("a clear of n3 cleared here (%v) or was not recorded", rd.ClearLocal)
+	}
+}
+
+func TestWaiterExpiresWithProgress(t *testing.T) {
+	c := newCore("n1")
+	tk := c.AdminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true, Deadline: t0.Add(time.Second)})
+	c.Ready()
+	if next := c.ExpireWaiters(t0, noSnap()); !next.Equal(t0.Add(time.Second)) {
+		t.Fatalf("got next %v, want the deadline", next)
+	}
+	c.ExpireWaiters(t0.Add(time.Second), noSnap())
+	if a := answers(c)[tk]; a.Err == nil || !strings.Contains(a.Err.Error(), "timed out") {
+		t.Fatalf("got %+v, want a time out", a)
+	}
+}

@@ -1,0 +1,33 @@
+// Package node is the node core: one copy of a node's logic, driven by
+// two drivers, package daemon (the real clock, memberlist, resource
+// drivers, disk, zap, the API) and package sim (a fake clock, the
+// in-memory heartbeat network, fake resource drivers). It is pure, like
+// the decision core (monitor) it calls: no IO, no goroutine, no clock, no
+// logging (enforced by monitor's TestCorePackagesArePure).
+//
+// In the manner of etcd raft's RawNode: inputs are method calls that carry
+// now where time matters; after each, the driver takes a Ready and carries
+// it out in its order: write Ready.Persist (before any answer is
+// released: an answer promises what is durable; a failed write is rolled
+// back with Restore, which also fails the --wait callers of what was
+// undone), publish, emit the typed Events, release the Answers (by
+// Ticket).
+//
+// What it owns today:
+//
+//   - the durable state (State: frozen flags, local expect, start failed,
+//     targets, clears, config versions and tombstones, cluster identity,
+//     the Lamport counter): NextVersion, Witness, SetFrozen,
+//     SetNodeFrozen, SetMonitorState, Restore;
+//   - admin targets and clear requests: AdminTarget (start, stop,
+//     switch, ..., abort, clear, with or without --wait), SetTarget,
+//     MergeTargets and MergeClears (newer logical version wins; a target
+//     or clear of a service unknown here is not adopted), TargetReached
+//     and NoteTargetFailed (from the decisions), ExpireWaiters;
+//   - the --wait callers, as tickets.
+//
+// Still in the drivers, to move here next (issue 9): the orchestration
+// pass (snapshot, monitor.Step, applying the decisions, the step timer),
+// the heartbeat events (peers, compat, rejoin), the instance monitors and
+// the actions and checks, and config distribution (daemon only).
+package node

@@ -1,0 +1,120 @@
+package node
+
+import (
+	"fmt"
+	"strings"
+
+	"haven/dataset"
+)
+
+// Level is how loud an event is in the node log.
+type Level int
+
+const (
+	Info Level = iota
+	Warn
+	Error
+)
+
+// Event is one typed event of the core. The daemon writes each to
+// node.log (zap, with the event's fields) and to the events stream
+// (`nodemgr events`); the simulation's timeline is made of them.
+type Event interface {
+	// Kind names the event's type in the events stream ("target", ...).
+	Kind() string
+	// Service is the service it is about, "" for the node.
+	Service() string
+	// Level is its loudness in the log.
+	Level() Level
+	// String is its one-line text, for the log and `nodemgr events`.
+	String() string
+}
+
+// TargetSet: an admin target set (or cleared, or aborted) on this node.
+type TargetSet struct {
+	Svc    string         `json:"svc"`
+	Target dataset.Target `json:"target"`
+}
+
+func (TargetSet) Kind() string      { return "target" }
+func (e TargetSet) Service() string { return e.Svc }
+func (TargetSet) Level() Level      { return Info }
+func (e TargetSet) String() string {
+	return "target " + e.Target.String() + " (id " + e.Target.ID + ")"
+}
+
+// TargetAdopted: a peer's newer target adopted here.
+type TargetAdopted struct {
+	Svc    string         `json:"svc"`
+	Target dataset.Target `json:"target"`
+}
+
+func (TargetAdopted) Kind() string      { return "target_adopted" }
+func (e TargetAdopted) Service() string { return e.Svc }
+func (TargetAdopted) Level() Level      { return Info }
+func (e TargetAdopted) String() string {
+	return "target " + e.Target.String() + " adopted from " + e.Target.Version.Origin + " (id " + e.Target.ID + ")"
+}
+
+// TargetReached: the decision core found the target reached; it is
+// cleared. Unknown are the service's nodes not heard from.
+type TargetReached struct {
+	Svc     string         `json:"svc"`
+	Target  dataset.Target `json:"target"`
+	Unknown []string       `json:"unknown,omitempty"`
+}
+
+func (TargetReached) Kind() string      { return "target_reached" }
+func (e TargetReached) Service() string { return e.Svc }
+func (TargetReached) Level() Level      { return Info }
+func (e TargetReached) String() string {
+	if len(e.Unknown) > 0 {
+		return fmt.Sprintf("target %s reached on the known nodes only, %s unknown (id %s)", e.Target.String(), strings.Join(e.Unknown, ","), e.Target.ID)
+	}
+	return "target " + e.Target.String() + " reached (id " + e.Target.ID + ")"
+}
+
+// TargetFailed: the target cannot be reached (it stays in place).
+type TargetFailed struct {
+	Svc    string         `json:"svc"`
+	Target dataset.Target `json:"target"`
+	Reason string         `json:"reason"`
+}
+
+func (TargetFailed) Kind() string      { return "target_failed" }
+func (e TargetFailed) Service() string { return e.Svc }
+func (TargetFailed) Level() Level      { return Warn }
+func (e TargetFailed) String() string {
+	return fmt.Sprintf("target %s (id %s) cannot be reached: %s (the target stays in place: fix the cause, then svcmgr clear; or abort)",
+		e.Target.String(), e.Target.ID, e.Reason)
+}
+
+// InstanceFrozen: the instance of a service frozen or thawed here.
+type InstanceFrozen struct {
+	Svc    string `json:"svc"`
+	Frozen bool   `json:"frozen"`
+	Reason string `json:"reason"`
+}
+
+func (e InstanceFrozen) Kind() string    { return "instance_" + frozenWord(e.Frozen) }
+func (e InstanceFrozen) Service() string { return e.Svc }
+func (InstanceFrozen) Level() Level      { return Info }
+func (e InstanceFrozen) String() string  { return "instance " + frozenWord(e.Frozen) + ": " + e.Reason }
+
+// NodeFrozen: the node frozen or thawed.
+type NodeFrozen struct {
+	Frozen bool   `json:"frozen"`
+	Reason string `json:"reason"`
+}
+
+func (e NodeFrozen) Kind() string   { return "node_" + frozenWord(e.Frozen) }
+func (NodeFrozen) Service() string  { return "" }
+func (NodeFrozen) Level() Level     { return Info }
+func (e NodeFrozen) String() string { return "node " + frozenWord(e.Frozen) + ": " + e.Reason }
+
+func frozenWord(f bool) string {
+	if f {
+		return "frozen"
+	}
+	return "thawed"
+}

@@ -1,0 +1,84 @@
+package node
+
+import "haven/dataset"
+
+// State is what survives a daemon restart: the driver writes it (the
+// daemon to R/var/state.json, atomically, in a checksummed envelope; the
+// simulation to the simulated machine) whenever Ready.Persist says so.
+//
+// The daemon decodes the file strictly: a field tagged without omitempty
+// is required, an unknown key or a null is refused. A new field that
+// files written before it lack must be tagged omitempty.
+type State struct {
+	// Lamport is the node's logical clock for targets and config versions.
+	Lamport    uint64                  `json:"lamport"`
+	NodeFrozen bool                    `json:"node_frozen"`
+	Services   map[string]ServiceState `json:"services"`
+	// Tombstones remember deleted services so that older copies of their
+	// config still travelling between nodes never resurrect them.
+	Tombstones map[string]dataset.Version `json:"tombstones,omitempty"`
+	// Cluster is the multi-node cluster this node was a member of.
+	Cluster *ClusterIdentity `json:"cluster,omitempty"`
+	// Incarnation numbers this node's last run in the heartbeat envelope:
+	// peers drop frames of earlier runs, so it must never go backwards.
+	Incarnation uint64 `json:"incarnation,omitempty"`
+}
+
+// ServiceState is the durable state of one service known to this node (its
+// config is installed here, or kept as invalid). A service without an
+// entry is unknown: targets and clears heard for it are not adopted.
+type ServiceState struct {
+	Frozen bool `json:"frozen"`
+	// LocalExpect is "started" when the daemon (or an admin) started the
+	// instance, so that a restarted daemon knows what it was running.
+	LocalExpect string         `json:"local_expect,omitempty"`
+	Target      dataset.Target `json:"target,omitempty"`
+	// ConfigVersion orders config edits across the cluster.
+	ConfigVersion dataset.Version `json:"config_version"`
+	// ConfigDigest is dataset.ConfigDigest of the file installed at
+	// ConfigVersion: a file that no longer matches it was changed outside
+	// Haven. ConfigIncludes is the entry's dataset.ConfigEntry.Includes.
+	ConfigDigest   string            `json:"config_digest,omitempty"`
+	ConfigIncludes map[string]uint64 `json:"config_includes,omitempty"`
+	// StartFailed survives a restart so a failed node does not retry blindly.
+	StartFailed bool `json:"start_failed,omitempty"`
+	// Clear is the newest clear request known (applied once, relayed).
+	Clear dataset.ClearRequest `json:"clear,omitempty"`
+}
+
+// ClusterIdentity is what a node remembers of the multi-node cluster it
+// was a member of, so that a start with a missing or another cluster.toml
+// is refused instead of making a second cluster.
+type ClusterIdentity struct {
+	Name string `json:"name"`
+	// SecretFingerprint identifies the secret without revealing it: the
+	// first 16 bytes of HMAC-SHA256(secret, "haven cluster identity"), in
+	// hex; "" for a cluster without a secret (insecure_no_secret).
+	SecretFingerprint string `json:"secret_fingerprint"`
+}
+
+// Clone returns a copy that shares nothing mutable with s at the top two
+// levels (the maps of services and tombstones).
+func (s State) Clone() State {
+	out := s
+	out.Services = make(map[string]ServiceState, len(s.Services))
+	for k, v := range s.Services {
+		out.Services[k] = v
+	}
+	if s.Tombstones != nil {
+		out.Tombstones = make(map[string]dataset.Version, len(s.Tombstones))
+		for k, v := range s.Tombstones {
+			out.Tombstones[k] = v
+		}
+	}
+	if s.Cluster != nil {
+		c := *s.Cluster
+		out.Cluster = &c
+	}
+	return out
+}
+
+// activeTarget reports whether t asks for something not yet reached.
+func activeTarget(t dataset.Target) bool {
+	return t.Expect != "" && t.Expect != dataset.ExpectNone && t.Expect != dataset.ExpectAborted
+}

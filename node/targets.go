@@ -1,0 +1,300 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"haven/dataset"
+	"haven/monitor"
+	"haven/view"
+)
+
+// failedf is an error of an answer (exit status 1).
+func failedf(format string, a ...any) error { return errors.New(fmt.Sprintf(format, a...)) }
+
+// Targets lists the admin targets this node knows, for the heartbeats.
+func (c *Core) Targets() map[string]dataset.Target {
+	out := map[string]dataset.Target{}
+	for name, ss := range c.state.Services {
+		if !ss.Target.Version.IsZero() {
+			out[name] = ss.Target
+		}
+	}
+	return out
+}
+
+// Clears lists the clear requests this node relays.
+func (c *Core) Clears() map[string]dataset.ClearRequest {
+	out := map[string]dataset.ClearRequest{}
+	for name, ss := range c.state.Services {
+		if !ss.Clear.Version.IsZero() {
+			out[name] = ss.Clear
+		}
+	}
+	return out
+}
+
+// SetTarget records a new admin target for a service, cluster-wide.
+func (c *Core) SetTarget(svc string, t dataset.Target) dataset.Target {
+	t.Version = c.NextVersion()
+	if t.ID == "" {
+		t.ID = fmt.Sprintf("%s-%d", c.cfg.Name, t.Version.Counter)
+	}
+	ss := c.state.Services[svc]
+	ss.Target = t
+	c.state.Services[svc] = ss
+	c.persist()
+	c.publish()
+	c.emit(TargetSet{Svc: svc, Target: t})
+	return t
+}
+
+// MergeTargets adopts the peers' targets that are newer than ours: the
+// logical version decides, never a wall clock. Names must have been
+// checked by the driver (a hostile name is never passed in). snap gives
+// the view, read only when a peer cleared a target that has --wait
+// callers here (to tell them where it stands).
+func (c *Core) MergeTargets(ts map[string]dataset.Target, snap func() monitor.Snapshot) {
+	for _, name := range sortedKeys(ts) {
+		t := ts[name]
+		c.Witness(t.Version)
+		ss, ok := c.state.Services[name]
+		if !ok || !t.Version.Newer(ss.Target.Version) {
+			continue
+		}
+		c.emit(TargetAdopted{Svc: name, Target: t})
+		if old := ss.Target; old.ID != "" && old.Expect != dataset.ExpectNone && c.waiting(name, old.ID) {
+			switch {
+			case t.ID == old.ID && t.Expect == dataset.ExpectNone:
+				// a peer saw it reached and cleared it: say what this
+				// node knows (reached on the known nodes only?)
+				s := snap()
+				c.answerWaiters(name, old.ID, c.reachedVerdict(s, name, monitor.Unknown(s, name)))
+			case t.ID == old.ID && t.Expect == dataset.ExpectAborted:
+				c.answerWaiters(name, old.ID, failedf("%s: target %s (id %s) aborted", name, old.String(), old.ID))
+			case t.ID != old.ID:
+				c.answerWaiters(name, old.ID, failedf("%s: target %s (id %s) replaced by %s (id %s)", name, old.String(), old.ID, t.String(), t.ID))
+			}
+		}
+		ss.Target = t
+		c.state.Services[name] = ss
+		c.persist()
+		c.publish()
+	}
+}
+
+// TargetReached clears the reached target of svc and answers its --wait
+// callers (with an error when it is reached on the known nodes only:
+// unknown, Decision.TargetUnknown, names the nodes not heard).
+func (c *Core) TargetReached(svc string, unknown []string, snap monitor.Snapshot) {
+	t := c.state.Services[svc].Target
+	if t.Expect == "" || t.Expect == dataset.ExpectNone {
+		return
+	}
+	c.emit(TargetReached{Svc: svc, Target: t, Unknown: unknown})
+	c.SetTarget(svc, dataset.Target{Expect: dataset.ExpectNone, ID: t.ID})
+	c.answerWaiters(svc, t.ID, c.reachedVerdict(snap, svc, unknown))
+}
+
+// reachedVerdict is the answer to the --wait callers of a reached target
+// of svc: nil when every node of the service is known, else an error that
+// says the target is reached on the known nodes only, and where it stands.
+func (c *Core) reachedVerdict(snap monitor.Snapshot, svc string, unknown []string) error {
+	if len(unknown) == 0 {
+		return nil
+	}
+	t := c.state.Services[svc].Target
+	return failedf("target %s (id %s) reached on the known nodes only: %s: the service may still run where it is unknown",
+		t.String(), t.ID, monitor.Progress(snap, svc))
+}
+
+// NoteTargetFailed takes the last Decision.TargetFailed of svc: a new
+// cause is said once (an event) and answers the --wait callers of the
+// target, which stays in place.
+func (c *Core) NoteTargetFailed(svc, cause string) {
+	if cause == c.targetFailed[svc] {
+		return
+	}
+	if cause == "" {
+		delete(c.targetFailed, svc)
+		return
+	}
+	c.targetFailed[svc] = cause
+	t := c.state.Services[svc].Target
+	e := TargetFailed{Svc: svc, Target: t, Reason: cause}
+	c.emit(e)
+	c.answerWaiters(svc, t.ID, failedf("%s", e.String()))
+}
+
+// ApplyClear applies a clear request (made here, or heard from a peer)
+// that is newer than the one known; Ready.ClearLocal names the service
+// when it resets a failed state here.
+func (c *Core) ApplyClear(svc string, cr dataset.ClearRequest) {
+	ss, ok := c.state.Services[svc]
+	if !ok || !cr.Version.Newer(ss.Clear.Version) {
+		return
+	}
+	ss.Clear = cr
+	c.state.Services[svc] = ss
+	c.persist()
+	c.publish()
+	if cr.Node == "" || cr.Node == c.cfg.Name {
+		c.ready.ClearLocal = append(c.ready.ClearLocal, svc)
+	}
+}
+
+// MergeClears applies the peers' clear requests that are newer than ours
+// (names checked by the driver, as for MergeTargets).
+func (c *Core) MergeClears(cs map[string]dataset.ClearRequest) {
+	for _, name := range sortedKeys(cs) {
+		c.Witness(cs[name].Version)
+		c.ApplyClear(name, cs[name])
+	}
+}
+
+// TargetRequest is an admin action on a service that is not --local:
+// a target (start, stop, switch, takeover, giveback, freeze, thaw...),
+// abort, or clear.
+type TargetRequest struct {
+	Service string
+	Action  string
+	// Node is --to or --node.
+	Node string
+	// Nodes are the service's nodes (its config).
+	Nodes []string
+	// Wait keeps the ticket open until the target is reached (or cannot
+	// be, or Deadline passes; a zero Deadline waits as long as the caller).
+	Wait     bool
+	Deadline time.Time
+}
+
+// AdminTarget takes an admin's request on a service. Its answer comes in
+// a Ready, at once or (Wait) when the target is reached.
+func (c *Core) AdminTarget(req TargetRequest) Ticket {
+	tk := c.newTicket()
+	svc := req.Service
+	t, isTarget := view.ActionTarget(req.Action, c.cfg.Name, req.Node)
+	switch {
+	case isTarget:
+	case req.Action == "abort":
+		cur := c.state.Services[svc].Target
+		if !activeTarget(cur) {
+			c.answer(Answer{Ticket: tk, Result: "no target to abort"})
+			return tk
+		}
+		c.SetTarget(svc, dataset.Target{Expect: dataset.ExpectAborted, ID: cur.ID})
+		c.answerWaiters(svc, cur.ID, failedf("%s: target %s aborted", svc, cur.String()))
+		c.answer(Answer{Ticket: tk, ID: cur.ID, Result: "target " + cur.String() + " aborted"})
+		return tk
+	case req.Action == "clear":
+		c.ApplyClear(svc, dataset.ClearRequest{Node: req.Node, Version: c.NextVersion()})
+		c.answer(Answer{Ticket: tk, Result: "clear requested"})
+		return tk
+	default:
+		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("unknown action %q", req.Action)})
+		return tk
+	}
+	if t.Node != "" && !contains(req.Nodes, t.Node) {
+		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("%s: %s is not one of the service's nodes (%v)", svc, t.Node, req.Nodes)})
+		return tk
+	}
+	cur := c.state.Services[svc].Target
+	if activeTarget(cur) {
+		if cur.Expect != t.Expect || cur.Node != t.Node {
+			c.answer(Answer{Ticket: tk, Err: failedf("%s: target %s (id %s) is in progress: wait for it, or run abort first", svc, cur.String(), cur.ID)})
+			return tk
+		}
+		t = cur // the same target again: join it
+	} else {
+		t = c.SetTarget(svc, t)
+	}
+	accepted := "target " + t.String() + " accepted (id " + t.ID + ")"
+	if !req.Wait {
+		c.answer(Answer{Ticket: tk, ID: t.ID, Result: accepted})
+		return tk
+	}
+	if cause := c.targetFailed[svc]; t.ID == cur.ID && cause != "" {
+		// joined a target that cannot be reached: say so at once
+		c.answer(Answer{Ticket: tk, ID: t.ID, Err: failedf("%s", TargetFailed{Svc: svc, Target: t, Reason: cause}.String())})
+		return tk
+	}
+	c.waiters = append(c.waiters, waiter{ticket: tk, svc: svc, id: t.ID, deadline: req.Deadline,
+		result: "target " + t.String() + " reached (id " + t.ID + ")"})
+	return tk
+}
+
+// waiting reports whether a --wait caller waits on target id of svc.
+func (c *Core) waiting(svc, id string) bool {
+	for _, w := range c.waiters {
+		if w.svc == svc && w.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// answerWaiters ends the --wait calls waiting on target id of svc.
+func (c *Core) answerWaiters(svc, id string, err error) {
+	keep := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.svc == svc && (id == "" || w.id == id) {
+			a := Answer{Ticket: w.ticket, ID: w.id, Err: err}
+			if err == nil {
+				a.Result = w.result
+			}
+			c.answer(a)
+			continue
+		}
+		keep = append(keep, w)
+	}
+	c.waiters = keep
+}
+
+// ExpireWaiters answers the --wait callers whose time is up with where
+// the target stands (monitor.Progress: the unknown nodes, the state of
+// each known one), and returns the next deadline (zero: none).
+func (c *Core) ExpireWaiters(now time.Time, snap monitor.Snapshot) time.Time {
+	var next time.Time
+	keep := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.deadline.IsZero() {
+			keep = append(keep, w)
+			continue
+		}
+		if now.Before(w.deadline) {
+			if next.IsZero() || w.deadline.Before(next) {
+				next = w.deadline
+			}
+			keep = append(keep, w)
+			continue
+		}
+		t := c.state.Services[w.svc].Target
+		c.answer(Answer{Ticket: w.ticket, ID: w.id, Err: failedf("timed out waiting for target %s (id %s): %s (the target stays in place: see print status, or abort)",
+			t.String(), w.id, monitor.Progress(snap, w.svc))})
+	}
+	c.waiters = keep
+	return next
+}
+
+// Waiters returns the number of --wait callers.
+func (c *Core) Waiters() int { return len(c.waiters) }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
