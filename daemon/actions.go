@@ -57,7 +57,7 @@ func (d *Daemon) stopAll(reason string, done func(error)) {
 	pending++ // guard while launching
 	for _, name := range d.serviceNames() {
 		inst := d.services[name]
-		if !inst.local || inst.set == nil || !inst.running() {
+		if !inst.local || inst.set == nil || !d.running(inst) {
 			continue
 		}
 		pending++
@@ -82,7 +82,7 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 		d.deleteService(inst, done)
 		return
 	}
-	treq := node.TargetRequest{Service: inst.name, Action: req.Action, Node: req.Node,
+	treq := node.TargetRequest{Service: inst.name, Action: req.Action, Node: req.Node, Now: d.clk.Now(),
 		Nodes: inst.cfg.NodeList(d.cluster.NodeNames()), Wait: req.Wait}
 	if req.Wait && req.WaitTimeout > 0 {
 		treq.Deadline = d.clk.Now().Add(req.WaitTimeout)
@@ -106,7 +106,7 @@ func (d *Daemon) localAction(inst *instance, req api.ActionRequest, ok func(stri
 		d.setFrozen(inst.name, req.Action == "freeze", "admin "+req.Action+" --local")
 		ok(req.Action + " done")
 	case "start":
-		if inst.avail == dataset.StatusUp || inst.avail == dataset.StatusNA && inst.running() {
+		if inst.avail == dataset.StatusUp || inst.avail == dataset.StatusNA && d.running(inst) {
 			// a start would run a second copy: nothing to do
 			ok("already up: nothing done")
 			return
@@ -148,14 +148,9 @@ func (d *Daemon) localAction(inst *instance, req api.ActionRequest, ok func(stri
 
 // clearLocal resets a failed monitor state of the local instance.
 func (d *Daemon) clearLocal(inst *instance, reason string) bool {
-	if !inst.mon.State.Failed() {
-		return false
-	}
-	next := monitor.Clear(inst.mon, d.clk.Now())
-	d.setInstanceMonitor(inst, next.State, reason)
-	inst.mon = next
-	d.persistMonitor(inst)
-	return true
+	ok := d.core.ClearLocal(inst.name, reason, d.clk.Now())
+	d.applyReady()
+	return ok
 }
 
 func contains(list []string, s string) bool {

@@ -164,6 +164,7 @@ func (d *Daemon) removeService(name string, v dataset.Version, done func(error))
 		}
 		d.failPending(name, failed("%s: deleted meanwhile", name))
 		delete(d.services, name)
+		d.core.RemoveInstance(name)
 		delete(d.cfgs.invalid, name)
 		delete(d.dur.Services, name)
 		if d.dur.Tombstones == nil {
@@ -177,12 +178,12 @@ func (d *Daemon) removeService(name string, v dataset.Version, done func(error))
 		finish(nil)
 	}
 	inst := d.services[name]
-	if inst != nil && done == nil && inst.mon.State == dataset.StopFailed && inst.running() {
+	if inst != nil && done == nil && d.monitorState(name) == dataset.StopFailed && d.running(inst) {
 		// a deletion heard from a peer: its stop failed here already; it
 		// is not run again on every heartbeat, the admin clears it
 		return
 	}
-	if inst == nil || inst.set == nil || !inst.running() {
+	if inst == nil || inst.set == nil || !d.running(inst) {
 		remove()
 		return
 	}

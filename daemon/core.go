@@ -4,6 +4,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/api"
+	"haven/dataset"
 	"haven/node"
 )
 
@@ -29,11 +30,10 @@ func (d *Daemon) applyReady() {
 				f(a)
 			}
 		}
-		for _, name := range rd.ClearLocal {
-			if inst := d.services[name]; inst != nil && inst.local {
-				d.clearLocal(inst, "admin clear (from "+d.dur.Services[name].Clear.Version.Origin+")")
-			}
+		for _, a := range rd.Run {
+			d.startAction(a)
 		}
+		d.armStep(rd.WakeAt)
 	}
 }
 
@@ -44,6 +44,12 @@ func (d *Daemon) logEvent(e node.Event) {
 	if svc := e.Service(); svc != "" {
 		fields = append(fields, zap.String("svc", svc))
 	}
+	switch e := e.(type) {
+	case node.ActionBegin:
+		d.svclogs.write(e.Svc, "", e.String())
+	case node.MultipleActive:
+		d.svclogs.write(e.Svc, "", e.String())
+	}
 	switch e.Level() {
 	case node.Warn:
 		d.log.Warn(e.String(), fields...)
@@ -53,6 +59,12 @@ func (d *Daemon) logEvent(e node.Event) {
 		d.log.Info(e.String(), fields...)
 	}
 	d.emit(api.Event{Kind: e.Kind(), Service: e.Service(), Message: e.String()})
+}
+
+// monitorState is the monitor state of the instance of svc here.
+func (d *Daemon) monitorState(svc string) dataset.MonitorState {
+	info, _ := d.core.Instance(svc)
+	return info.Monitor.State
 }
 
 // answerErr is the error of a core's answer for the API: exit status 2 for

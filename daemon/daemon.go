@@ -348,7 +348,7 @@ func (d *Daemon) beginStop(mode string) {
 		d.setMonitor(dataset.NodeShutting, "daemon shutdown requested")
 		for _, name := range d.serviceNames() {
 			inst := d.services[name]
-			if inst.local && inst.running() {
+			if inst.local && d.running(inst) {
 				d.runAction(inst, "stop", "daemon shutdown", nil)
 			}
 		}
@@ -358,12 +358,7 @@ func (d *Daemon) beginStop(mode string) {
 }
 
 func (d *Daemon) readyToExit(mode string) bool {
-	for _, inst := range d.services {
-		if inst.busy != "" {
-			return false
-		}
-	}
-	return true
+	return !d.core.AnyBusy()
 }
 
 // post runs f on the loop. It returns false if the loop has ended.
@@ -412,7 +407,7 @@ func (d *Daemon) tick() {
 	}
 	for _, name := range d.serviceNames() {
 		inst := d.services[name]
-		if inst.busy != "" || inst.checking {
+		if d.core.Busy(name) != "" || inst.checking {
 			continue
 		}
 		if now.Sub(inst.lastFull) >= d.node.CheckInterval {

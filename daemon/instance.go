@@ -15,6 +15,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node"
 	"haven/resource"
 	"haven/status"
 	"time"
@@ -33,16 +34,13 @@ type instance struct {
 	res     map[string]dataset.Resource
 	avail   dataset.Status
 	overall dataset.Status
-	mon     dataset.InstanceMonitor
-	busy    string // action in flight: "start" | "stop"
-	leader  bool   // placement leader, from the last decision
-	// multiActive lists the nodes where the service was last seen up when
-	// more than one ("" otherwise), to warn once per change.
-	multiActive string
-	flags       string // A C F L, from the last decision
-	checking    bool
-	lastFull    time.Time
-	lastMon     time.Time
+	// the monitor, the action in flight, the placement leader and flags
+	// are the node core's (d.core.Instance)
+	// done is the caller of the action in flight (nil for the core's own)
+	done     func(error)
+	checking bool
+	lastFull time.Time
+	lastMon  time.Time
 	// pendingCheck asks for a full check as soon as the current one ends.
 	pendingCheck bool
 	// afterCheck run on the loop when the next full check has ended, so
@@ -113,25 +111,18 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 			avail:   dataset.StatusUnknown,
 			overall: dataset.StatusUnknown,
 			res:     map[string]dataset.Resource{},
-			mon:     dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: "none", StateSince: d.clk.Now()},
-		}
-		ds := d.dur.Services[cfg.Name]
-		if ds.LocalExpect != "" {
-			inst.mon.LocalExpect = ds.LocalExpect
-		}
-		if ds.StartFailed {
-			inst.mon.State = dataset.StartFailed
 		}
 		d.services[cfg.Name] = inst
 	}
 	local := cfg.HasNode(d.node.Name, d.cluster.NodeNames())
-	if inst.local && !local && inst.set != nil && inst.busy == "" &&
+	if inst.local && !local && inst.set != nil && d.core.Busy(inst.name) == "" &&
 		(inst.avail == dataset.StatusUp || inst.avail == dataset.StatusWarn) {
 		// the running action keeps the old drivers
 		d.runAction(inst, "stop", "this node was removed from the service's nodes", nil)
 	}
 	inst.cfg = cfg
 	inst.local = local
+	d.core.AddInstance(cfg.Name, local, d.clk.Now())
 	inst.set, inst.buildErr = nil, ""
 	if inst.local {
 		exp, err := cfg.ForNode(d.node.Name, d.p.ServiceVar(cfg.Name))
@@ -260,13 +251,18 @@ func (d *Daemon) goWorker(f func(ctx context.Context)) {
 	}()
 }
 
-// runAction starts or stops the local instance in a worker. done (may be
-// nil) runs on the loop with the result.
+// runAction starts or stops the local instance (an admin's or the
+// daemon's own action, not the decision core's): the node core orders it
+// (startAction runs it in a worker). done (may be nil) runs on the loop
+// with the result.
 func (d *Daemon) runAction(inst *instance, action, reason string, done func(error)) {
-	if inst.busy != "" {
+	fail := func(err error) {
 		if done != nil {
-			done(fmt.Errorf("%s: an action is already running (%s)", inst.name, inst.busy))
+			done(err)
 		}
+	}
+	if busy := d.core.Busy(inst.name); busy != "" {
+		fail(fmt.Errorf("%s: an action is already running (%s)", inst.name, busy))
 		return
 	}
 	if inst.set == nil {
@@ -274,21 +270,34 @@ func (d *Daemon) runAction(inst *instance, action, reason string, done func(erro
 		if !inst.local {
 			err = fmt.Errorf("%s: this node is not one of the service's nodes", inst.name)
 		}
-		if done != nil {
-			done(err)
+		fail(err)
+		return
+	}
+	if err := d.core.RunAction(inst.name, action, reason, d.clk.Now()); err != nil {
+		fail(err)
+		return
+	}
+	inst.done = done
+	d.applyReady()
+}
+
+// startAction runs an action the node core ordered (node.Ready.Run) in a
+// worker. An instance whose drivers could not be built here cannot run
+// it: the action fails at once, with the cause.
+func (d *Daemon) startAction(a node.Action) {
+	inst := d.services[a.Service]
+	if inst == nil || inst.set == nil {
+		err := fmt.Errorf("%s: cannot run here", a.Service)
+		if inst != nil && inst.buildErr != "" {
+			err = fmt.Errorf("%s: cannot run here: %s", a.Service, inst.buildErr)
+		}
+		d.core.ActionDone(a.Service, a.Kind, err, d.clk.Now())
+		if inst != nil {
+			d.endAction(inst, err)
 		}
 		return
 	}
-	inst.busy = action
-	state := dataset.Starting
-	if action == "stop" {
-		state = dataset.Stopping
-	}
-	d.setInstanceMonitor(inst, state, reason)
-	d.log.Info("action", zap.String("svc", inst.name), zap.String("action", action), zap.String("reason", reason))
-	d.svclogs.write(inst.name, "", action+": "+reason)
-	d.emit(api.Event{Kind: "action_begin", Service: inst.name, Message: action + ": " + reason})
-	set := inst.set
+	set, action := inst.set, a.Kind
 	d.goWorker(func(ctx context.Context) {
 		var err error
 		if action == "start" {
@@ -296,14 +305,22 @@ func (d *Daemon) runAction(inst *instance, action, reason string, done func(erro
 		} else {
 			err = set.Stop(ctx)
 		}
-		d.post(func() { d.actionDone(inst, action, err, done) })
+		d.post(func() { d.actionDone(inst, action, err) })
 	})
+}
+
+// endAction answers the caller of the instance's action, if any.
+func (d *Daemon) endAction(inst *instance, err error) {
+	if done := inst.done; done != nil {
+		inst.done = nil
+		done(err)
+	}
 }
 
 // actionDone runs on the loop when an action's commands have ended. The
 // instance stays busy until the status check that follows has ended, so
 // that no decision is taken on the status from before the action.
-func (d *Daemon) actionDone(inst *instance, action string, err error, done func(error)) {
+func (d *Daemon) actionDone(inst *instance, action string, err error) {
 	result := "ok"
 	if err != nil {
 		result = "failed: " + err.Error()
@@ -314,8 +331,6 @@ func (d *Daemon) actionDone(inst *instance, action string, err error, done func(
 	d.svclogs.write(inst.name, "", action+" "+result)
 	d.emit(api.Event{Kind: "action_end", Service: inst.name, Message: action + " " + result})
 	inst.afterCheck = append(inst.afterCheck, func() {
-		inst.busy = ""
-		now := d.clk.Now()
 		if action == "stop" && err == nil {
 			// the commands said ok, the check says otherwise: the check wins
 			if err = stillUp(inst.res); err != nil {
@@ -324,23 +339,9 @@ func (d *Daemon) actionDone(inst *instance, action string, err error, done func(
 				d.emit(api.Event{Kind: "action_end", Service: inst.name, Message: "stop failed: " + err.Error()})
 			}
 		}
-		var next dataset.InstanceMonitor
-		if action == "start" {
-			next = monitor.AfterStart(inst.mon, err == nil, now)
-		} else {
-			next = monitor.AfterStop(inst.mon, err == nil, now)
-		}
-		reason := action + " succeeded"
-		if err != nil {
-			reason = err.Error()
-			next = monitor.Failure(next, reason)
-		}
-		d.setInstanceMonitor(inst, next.State, reason)
-		inst.mon = next
-		d.persistMonitor(inst)
-		if done != nil {
-			done(err)
-		}
+		d.core.ActionDone(inst.name, action, err, d.clk.Now())
+		d.applyReady()
+		d.endAction(inst, err)
 	})
 	d.check(inst, true)
 }
@@ -368,24 +369,13 @@ func stillUp(res map[string]dataset.Resource) error {
 
 // running reports whether the local instance may run something a stop
 // must end: up or warn, or n/a and started (monitor.EffectiveAvail).
-func (i *instance) running() bool {
-	switch monitor.EffectiveAvail(dataset.Instance{Avail: i.avail, Monitor: i.mon}) {
+func (d *Daemon) running(i *instance) bool {
+	info, _ := d.core.Instance(i.name)
+	switch monitor.EffectiveAvail(dataset.Instance{Avail: i.avail, Monitor: info.Monitor}) {
 	case dataset.StatusDown, dataset.StatusNA:
 		return false
 	}
 	return true
-}
-
-func (d *Daemon) setInstanceMonitor(inst *instance, s dataset.MonitorState, reason string) {
-	if inst.mon.State == s {
-		return
-	}
-	d.log.Info("instance monitor state", zap.String("svc", inst.name),
-		zap.String("from", string(inst.mon.State)), zap.String("to", string(s)), zap.String("reason", reason))
-	d.emit(api.Event{Kind: "instance_monitor", Service: inst.name, Message: string(inst.mon.State) + " -> " + string(s) + ": " + reason})
-	inst.mon.State = s
-	inst.mon.StateSince = d.clk.Now()
-	d.changed()
 }
 
 // frozen reports whether the instance is frozen (its own flag).
@@ -423,13 +413,14 @@ func (d *Daemon) localNode() dataset.Node {
 		for k, v := range inst.res {
 			res[k] = v
 		}
+		info, _ := d.core.Instance(name)
 		n.Services[name] = dataset.Instance{
 			Avail:           inst.avail,
 			Overall:         inst.overall,
 			Frozen:          d.frozen(name),
-			Monitor:         inst.mon,
-			PlacementLeader: inst.leader,
-			Flags:           inst.flags,
+			Monitor:         info.Monitor,
+			PlacementLeader: info.Leader,
+			Flags:           info.Flags,
 			Resources:       res,
 			ConfigVersion:   d.dur.Services[name].ConfigVersion,
 		}

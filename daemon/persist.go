@@ -207,11 +207,8 @@ func (d *Daemon) retryState() {
 	if d.ps.err == nil || !d.settled() {
 		return
 	}
-	for _, name := range d.serviceNames() {
-		if inst := d.services[name]; inst.local {
-			d.persistMonitor(inst)
-		}
-	}
+	d.core.PersistMonitors()
+	d.applyReady()
 	if d.settled() {
 		d.submitState(true)
 	}

@@ -45,6 +45,6 @@ func (d *Daemon) mergeClears(cs map[string]dataset.ClearRequest) {
 	if ok == nil {
 		return
 	}
-	d.core.MergeClears(ok)
+	d.core.MergeClears(ok, d.clk.Now())
 	d.applyReady()
 }

@@ -20,6 +20,8 @@ type Core struct {
 	cfg   Config
 	state State
 
+	insts map[string]*instance
+
 	// targetFailed is the last cause given for a service's target that
 	// cannot be reached (monitor's Decision.TargetFailed), to say it once.
 	targetFailed map[string]string
@@ -36,7 +38,7 @@ func New(cfg Config, st State) *Core {
 	if st.Services == nil {
 		st.Services = map[string]ServiceState{}
 	}
-	return &Core{cfg: cfg, state: st, targetFailed: map[string]string{}}
+	return &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}}
 }
 
 // Name returns the node's name.
@@ -63,14 +65,16 @@ type Ready struct {
 	Events []Event
 	// Answers end admin requests and --wait callers, by ticket.
 	Answers []Answer
-	// ClearLocal lists the services whose failed monitor state here a
-	// clear request resets (the instance monitors are still the driver's).
-	ClearLocal []string
+	// Run are the actions to start, in order.
+	Run []Action
+	// WakeAt is the earliest time the driver must call Orchestrate again
+	// (zero: no need before the next input).
+	WakeAt time.Time
 }
 
 // Empty reports whether r asks nothing of the driver.
 func (r *Ready) Empty() bool {
-	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.ClearLocal) == 0
+	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && r.WakeAt.IsZero()
 }
 
 // Ready returns what the inputs since the last call ask of the driver and

@@ -108,20 +108,50 @@ func TestRestoreFailsUndoneWaitersKeepsLamport(t *testing.T) {
 	}
 }
 
+// monitorEvents returns the monitor changes of the next Ready.
+func monitorEvents(c *Core) []string {
+	var out []string
+	for _, e := range c.Ready().Events {
+		if m, ok := e.(InstanceMonitor); ok {
+			out = append(out, string(m.From)+">"+string(m.To))
+		}
+	}
+	return out
+}
+
 func TestClearAppliesOnceAndHere(t *testing.T) {
 	c := newCore("n1")
-	cr := dataset.ClearRequest{Version: dataset.Version{Counter: 2, Origin: "n2"}}
-	c.MergeClears(map[string]dataset.ClearRequest{"web": cr})
-	if rd := c.Ready(); len(rd.ClearLocal) != 1 || rd.ClearLocal[0] != "web" {
-		t.Fatalf("got ClearLocal %v, want web", rd.ClearLocal)
+	c.AddInstance("web", true, t0)
+	if err := c.RunAction("web", "start", "test", t0); err != nil {
+		t.Fatal(err)
 	}
-	c.MergeClears(map[string]dataset.ClearRequest{"web": cr})
-	if rd := c.Ready(); len(rd.ClearLocal) != 0 {
-		t.Fatalf("a clear applied twice: %v", rd.ClearLocal)
+	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0] != (Action{Kind: "start", Service: "web", Reason: "test"}) {
+		t.Fatalf("got Run %v, want the start of web", rd.Run)
 	}
-	c.ApplyClear("web", dataset.ClearRequest{Node: "n3", Version: dataset.Version{Counter: 3, Origin: "n2"}})
-	if rd := c.Ready(); len(rd.ClearLocal) != 0 || rd.Persist == nil {
-		t.Fatalf("a clear of n3 cleared here (%v) or was not recorded", rd.ClearLocal)
+	if err := c.RunAction("web", "stop", "test", t0); err == nil {
+		t.Fatal("a second action while one runs was accepted")
+	}
+	c.ActionDone("web", "start", errors.New("boom"), t0)
+	if got := monitorEvents(c); len(got) != 1 || got[0] != "starting>start failed" {
+		t.Fatalf("got %v, want starting>start failed", got)
+	}
+	if !c.State().Services["web"].StartFailed {
+		t.Fatal("start failed not recorded in the durable state")
+	}
+	cr := dataset.ClearRequest{Version: dataset.Version{Counter: 20, Origin: "n2"}}
+	c.MergeClears(map[string]dataset.ClearRequest{"web": cr}, t0)
+	if got := monitorEvents(c); len(got) != 1 || got[0] != "start failed>idle" {
+		t.Fatalf("got %v, want start failed>idle", got)
+	}
+	c.ActionDone("web", "start", errors.New("boom"), t0)
+	c.Ready()
+	c.MergeClears(map[string]dataset.ClearRequest{"web": cr}, t0)
+	if got := monitorEvents(c); len(got) != 0 {
+		t.Fatalf("a clear applied twice: %v", got)
+	}
+	c.ApplyClear("web", dataset.ClearRequest{Node: "n3", Version: dataset.Version{Counter: 30, Origin: "n2"}}, t0)
+	if rd := c.Ready(); len(rd.Events) != 0 || rd.Persist == nil {
+		t.Fatalf("a clear of n3 acted here (%v) or was not recorded", rd.Events)
 	}
 }
 

@@ -24,10 +24,15 @@
 //     MergeTargets and MergeClears (newer logical version wins; a target
 //     or clear of a service unknown here is not adopted), TargetReached
 //     and NoteTargetFailed (from the decisions), ExpireWaiters;
-//   - the --wait callers, as tickets.
+//   - the --wait callers, as tickets;
+//   - the instance monitors (AddInstance, RunAction, ActionDone,
+//     ClearLocal) and the decision pass (Orchestrate: monitor.Step over the
+//     driver's snapshot, the decisions carried out, actions ordered in
+//     Ready.Run, the multiple-active watch, Ready.WakeAt for the end of a
+//     ready window or a --wait deadline).
 //
-// Still in the drivers, to move here next (issue 9): the orchestration
-// pass (snapshot, monitor.Step, applying the decisions, the step timer),
-// the heartbeat events (peers, compat, rejoin), the instance monitors and
-// the actions and checks, and config distribution (daemon only).
+// Still in the drivers, to move here next (issue 9): the snapshot and
+// when to decide (the view's generation, the safety-net pass), the
+// heartbeat events (peers, compat, rejoin), the status checks and the
+// instance status (avail), and config distribution (daemon only).
 package node

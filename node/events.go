@@ -118,3 +118,43 @@ func frozenWord(f bool) string {
 	}
 	return "thawed"
 }
+
+// InstanceMonitor: the monitor state of the local instance changed.
+type InstanceMonitor struct {
+	Svc    string               `json:"svc"`
+	From   dataset.MonitorState `json:"from"`
+	To     dataset.MonitorState `json:"to"`
+	Reason string               `json:"reason"`
+}
+
+func (InstanceMonitor) Kind() string      { return "instance_monitor" }
+func (e InstanceMonitor) Service() string { return e.Svc }
+func (InstanceMonitor) Level() Level      { return Info }
+func (e InstanceMonitor) String() string {
+	return string(e.From) + " -> " + string(e.To) + ": " + e.Reason
+}
+
+// ActionBegin: an action ordered (Ready.Run, RunAction).
+type ActionBegin struct {
+	Svc    string `json:"svc"`
+	Action string `json:"action"`
+	Reason string `json:"reason"`
+}
+
+func (ActionBegin) Kind() string      { return "action_begin" }
+func (e ActionBegin) Service() string { return e.Svc }
+func (ActionBegin) Level() Level      { return Info }
+func (e ActionBegin) String() string  { return e.Action + ": " + e.Reason }
+
+// MultipleActive: a failover service seen up on more than one node.
+type MultipleActive struct {
+	Svc   string   `json:"svc"`
+	Nodes []string `json:"nodes"`
+}
+
+func (MultipleActive) Kind() string      { return "multiple_active" }
+func (e MultipleActive) Service() string { return e.Svc }
+func (MultipleActive) Level() Level      { return Warn }
+func (e MultipleActive) String() string {
+	return "service up on more than one node: " + strings.Join(e.Nodes, ",") + " (stop the extra instance with svcmgr stop --local, or switch)"
+}

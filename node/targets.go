@@ -129,9 +129,8 @@ func (c *Core) NoteTargetFailed(svc, cause string) {
 }
 
 // ApplyClear applies a clear request (made here, or heard from a peer)
-// that is newer than the one known; Ready.ClearLocal names the service
-// when it resets a failed state here.
-func (c *Core) ApplyClear(svc string, cr dataset.ClearRequest) {
+// that is newer than the one known: a failed state here is reset.
+func (c *Core) ApplyClear(svc string, cr dataset.ClearRequest, now time.Time) {
 	ss, ok := c.state.Services[svc]
 	if !ok || !cr.Version.Newer(ss.Clear.Version) {
 		return
@@ -141,16 +140,16 @@ func (c *Core) ApplyClear(svc string, cr dataset.ClearRequest) {
 	c.persist()
 	c.publish()
 	if cr.Node == "" || cr.Node == c.cfg.Name {
-		c.ready.ClearLocal = append(c.ready.ClearLocal, svc)
+		c.ClearLocal(svc, "admin clear (from "+cr.Version.Origin+")", now)
 	}
 }
 
 // MergeClears applies the peers' clear requests that are newer than ours
 // (names checked by the driver, as for MergeTargets).
-func (c *Core) MergeClears(cs map[string]dataset.ClearRequest) {
+func (c *Core) MergeClears(cs map[string]dataset.ClearRequest, now time.Time) {
 	for _, name := range sortedKeys(cs) {
 		c.Witness(cs[name].Version)
-		c.ApplyClear(name, cs[name])
+		c.ApplyClear(name, cs[name], now)
 	}
 }
 
@@ -168,6 +167,8 @@ type TargetRequest struct {
 	// be, or Deadline passes; a zero Deadline waits as long as the caller).
 	Wait     bool
 	Deadline time.Time
+	// Now is the time of the request.
+	Now time.Time
 }
 
 // AdminTarget takes an admin's request on a service. Its answer comes in
@@ -189,7 +190,7 @@ func (c *Core) AdminTarget(req TargetRequest) Ticket {
 		c.answer(Answer{Ticket: tk, ID: cur.ID, Result: "target " + cur.String() + " aborted"})
 		return tk
 	case req.Action == "clear":
-		c.ApplyClear(svc, dataset.ClearRequest{Node: req.Node, Version: c.NextVersion()})
+		c.ApplyClear(svc, dataset.ClearRequest{Node: req.Node, Version: c.NextVersion()}, req.Now)
 		c.answer(Answer{Ticket: tk, Result: "clear requested"})
 		return tk
 	default:

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"haven/dataset"
-	"haven/monitor"
 	"haven/node"
 )
 
@@ -30,23 +29,17 @@ func (d *daemon) applyReady() {
 				f(a)
 			}
 		}
-		for _, name := range rd.ClearLocal {
-			if inst := d.insts[name]; inst != nil {
-				d.clearLocal(inst, "admin clear (from "+d.core.State().Services[name].Clear.Version.Origin+")")
-			}
+		for _, a := range rd.Run {
+			d.startAction(a)
 		}
+		d.armStep(rd.WakeAt)
 	}
 }
 
 func (d *daemon) clearLocal(inst *instance, reason string) bool {
-	if !inst.mon.State.Failed() {
-		return false
-	}
-	next := monitor.Clear(inst.mon, d.c.clk.Now())
-	d.setInstanceMonitor(inst, next.State, reason)
-	inst.mon = next
-	d.persistMonitor(inst)
-	return true
+	ok := d.core.ClearLocal(inst.name, reason, d.c.clk.Now())
+	d.applyReady()
+	return ok
 }
 
 // serviceAction is daemon.serviceAction for one admin request made on
@@ -65,7 +58,7 @@ func (d *daemon) serviceAction(name, action, to string, local bool) (string, err
 		return d.localAction(inst, action)
 	}
 	var ans node.Answer
-	tk := d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names)})
+	tk := d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names), Now: d.c.clk.Now()})
 	d.tickets[tk] = func(a node.Answer) { ans = a }
 	d.applyReady()
 	return ans.Result, ans.Err

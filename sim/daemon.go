@@ -63,16 +63,14 @@ type peer struct {
 }
 
 // instance is the daemon's runtime of one local service (daemon.instance).
+// Its monitor, placement leader and flags are the node core's.
 type instance struct {
 	name    string
 	cfg     *config.ServiceConfig
 	avail   dataset.Status
-	mon     dataset.InstanceMonitor
-	busy    string // "start" | "stop" while an action runs
+	busy    string // "start" | "stop" while an action runs (the fake driver)
 	busyEnd time.Time
 	done    func(error)
-	leader  bool
-	flags   string
 }
 
 // startDaemon is daemon.New + Run up to the loop: install the services from
@@ -87,24 +85,15 @@ func (n *Node) startDaemon() error {
 	d := &daemon{n: n, c: c, name: n.name, monitor: dataset.NodeIdle, compat: n.compat, compOK: true,
 		started: now, peers: map[string]*peer{}, insts: map[string]*instance{},
 		core: node.New(node.Config{Name: n.name}, n.dur.Clone()), tickets: map[node.Ticket]func(node.Answer){}}
-	for _, name := range c.svcNames {
-		d.core.Install(name) // every config is installed everywhere
+	for _, name := range c.svcNames { // every config is installed everywhere
+		d.core.AddInstance(name, c.svcs[name].HasNode(n.name, c.names), now)
 	}
 	for _, name := range c.svcNames { // loadServices / installInstance
 		cfg := c.svcs[name]
 		if !cfg.HasNode(n.name, c.names) {
 			continue
 		}
-		inst := &instance{name: name, cfg: cfg, avail: dataset.StatusUnknown,
-			mon: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectNone, StateSince: now}}
-		ds := n.dur.Services[name]
-		if ds.LocalExpect != "" {
-			inst.mon.LocalExpect = ds.LocalExpect
-		}
-		if ds.StartFailed {
-			inst.mon.State = dataset.StartFailed
-		}
-		d.insts[name] = inst
+		d.insts[name] = &instance{name: name, cfg: cfg, avail: dataset.StatusUnknown}
 		d.inames = append(d.inames, name)
 	}
 	for _, m := range c.names { // startHeartbeat
@@ -236,7 +225,7 @@ func (d *daemon) onHeartbeat(ev heartbeat.Event) {
 			d.c.logf(d.name, "", "peer %s in maintenance (grace %s)", ev.Node, d.c.opt.MaintenanceGrace)
 		}
 		d.core.MergeTargets(ev.Data.Targets, d.snapshot)
-		d.core.MergeClears(ev.Data.Clears)
+		d.core.MergeClears(ev.Data.Clears, d.c.clk.Now())
 		d.applyReady()
 	default:
 		return
@@ -330,7 +319,7 @@ func (d *daemon) snapshot() monitor.Snapshot {
 	})
 }
 
-// orchestrate mirrors daemon.orchestrate.
+// orchestrate is daemon.orchestrate: the node core's decision pass.
 func (d *daemon) orchestrate() {
 	if d.stopping {
 		return
@@ -338,55 +327,8 @@ func (d *daemon) orchestrate() {
 	d.stepGen = d.gen
 	d.lastStep = d.c.clk.Now()
 	d.viewChanged = false
-	now := d.c.clk.Now()
-	var next time.Time
-	snap := d.snapshot()
-	for _, dec := range monitor.Step(snap) {
-		inst := d.insts[dec.Service]
-		if inst == nil {
-			continue
-		}
-		if !dec.Deadline.IsZero() && (next.IsZero() || dec.Deadline.Before(next)) {
-			next = dec.Deadline
-		}
-		if inst.leader != dec.PlacementLeader || inst.flags != dec.Flags {
-			inst.leader, inst.flags = dec.PlacementLeader, dec.Flags
-			d.changed()
-		}
-		if dec.Monitor.GlobalExpect != inst.mon.GlobalExpect {
-			inst.mon.GlobalExpect = dec.Monitor.GlobalExpect
-			d.changed()
-		}
-		if dec.TargetReached {
-			d.core.TargetReached(inst.name, dec.TargetUnknown, snap)
-		}
-		d.core.NoteTargetFailed(inst.name, dec.TargetFailed)
-		d.applyReady()
-		if !dec.Changed || inst.busy != "" {
-			continue
-		}
-		switch dec.Action {
-		case monitor.ActionStart, monitor.ActionStop:
-			d.showMonitor(inst, dec.Monitor.State, "["+string(dec.Action)+"] "+dec.Reason)
-			inst.mon = dec.Monitor
-			d.changed()
-			d.runAction(inst, string(dec.Action), dec.Reason, nil)
-		case monitor.ActionFreeze, monitor.ActionThaw:
-			d.setFrozen(inst.name, dec.Action == monitor.ActionFreeze, dec.Reason)
-			inst.mon = monitor.AfterFreeze(dec.Monitor, now)
-			d.changed()
-		default:
-			d.showMonitor(inst, dec.Monitor.State, dec.Reason)
-			inst.mon = dec.Monitor
-			d.persistMonitor(inst)
-			d.changed()
-		}
-	}
-	if t := d.core.ExpireWaiters(now, snap); !t.IsZero() && (next.IsZero() || t.Before(next)) {
-		next = t
-	}
+	d.core.Orchestrate(d.snapshot())
 	d.applyReady()
-	d.armStep(next)
 }
 
 // armStep mirrors daemon.armStep (the step timer is a due time here).
@@ -400,32 +342,30 @@ func (d *daemon) armStep(t time.Time) {
 	d.stepAt = t
 }
 
-func (d *daemon) persistMonitor(inst *instance) {
-	d.core.SetMonitorState(inst.name, inst.mon.State == dataset.StartFailed, inst.mon.LocalExpect)
-	d.applyReady()
-}
-
-// runAction mirrors daemon.runAction: the action takes the service's
-// simulated duration; process ends it.
+// runAction is daemon.runAction: the node core orders the action
+// (startAction runs it).
 func (d *daemon) runAction(inst *instance, action, reason string, done func(error)) {
-	if inst.busy != "" {
+	if err := d.core.RunAction(inst.name, action, reason, d.c.clk.Now()); err != nil {
 		if done != nil {
-			done(fmt.Errorf("%s: an action is already running (%s)", inst.name, inst.busy))
+			done(err)
 		}
 		return
 	}
-	inst.busy, inst.done = action, done
-	inst.busyEnd = d.c.clk.Now().Add(d.c.duration(inst.name, action))
-	state := dataset.Starting
-	if action == "stop" {
-		state = dataset.Stopping
-	}
-	d.setInstanceMonitor(inst, state, "["+action+"] "+reason)
+	inst.done = done
+	d.applyReady()
 }
 
-// actionDone mirrors daemon.actionDone and the status check that follows:
-// the simulated resources change, the instance status is refreshed, then
-// the monitor takes AfterStart / AfterStop.
+// startAction is the fake resource driver of an action the core ordered:
+// it takes the service's simulated duration; process ends it.
+func (d *daemon) startAction(a node.Action) {
+	inst := d.insts[a.Service]
+	inst.busy = a.Kind
+	inst.busyEnd = d.c.clk.Now().Add(d.c.duration(inst.name, a.Kind))
+}
+
+// actionDone is daemon.actionDone and the status check that follows: the
+// simulated resources change, the instance status is refreshed, then the
+// core takes the end of the action.
 func (d *daemon) actionDone(inst *instance) {
 	action := inst.busy
 	ok := d.c.actionResult(d.name, inst.name, action)
@@ -434,23 +374,12 @@ func (d *daemon) actionDone(inst *instance) {
 	}
 	d.check(inst)
 	inst.busy = ""
-	now := d.c.clk.Now()
-	var next dataset.InstanceMonitor
-	reason := action + " succeeded"
 	var err error
-	if action == "start" {
-		next = monitor.AfterStart(inst.mon, ok, now)
-	} else {
-		next = monitor.AfterStop(inst.mon, ok, now)
-	}
 	if !ok {
 		err = fmt.Errorf("%s failed (scripted)", action)
-		reason = err.Error()
-		next = monitor.Failure(next, reason)
 	}
-	d.setInstanceMonitor(inst, next.State, reason)
-	inst.mon = next
-	d.persistMonitor(inst)
+	d.core.ActionDone(inst.name, action, err, d.c.clk.Now())
+	d.applyReady()
 	if done := inst.done; done != nil {
 		inst.done = nil
 		done(err)
@@ -470,23 +399,6 @@ func (d *daemon) check(inst *instance) {
 		}
 		inst.avail = avail
 		d.changed()
-	}
-}
-
-func (d *daemon) setInstanceMonitor(inst *instance, s dataset.MonitorState, reason string) {
-	if inst.mon.State == s {
-		return
-	}
-	d.showMonitor(inst, s, reason)
-	inst.mon.State = s
-	inst.mon.StateSince = d.c.clk.Now()
-	d.changed()
-}
-
-// showMonitor logs a change of the instance's monitor state.
-func (d *daemon) showMonitor(inst *instance, s dataset.MonitorState, reason string) {
-	if inst.mon.State != s {
-		d.c.logf(d.name, inst.name, "%s -> %s: %s", inst.mon.State, s, reason)
 	}
 }
 
@@ -531,8 +443,9 @@ func (d *daemon) localNode() dataset.Node {
 	n := dataset.Node{Name: d.name, Monitor: d.monitor, Frozen: d.core.NodeFrozen(), Compat: d.compat,
 		Labels: d.n.labels, Services: map[string]dataset.Instance{}, Targets: d.core.Targets(), Clears: d.core.Clears(), Gen: d.gen}
 	for name, inst := range d.insts {
+		info, _ := d.core.Instance(name)
 		n.Services[name] = dataset.Instance{Avail: inst.avail, Overall: inst.avail, Frozen: d.core.Frozen(name),
-			Monitor: inst.mon, PlacementLeader: inst.leader, Flags: inst.flags, Resources: map[string]dataset.Resource{}}
+			Monitor: info.Monitor, PlacementLeader: info.Leader, Flags: info.Flags, Resources: map[string]dataset.Resource{}}
 	}
 	return n
 }

@@ -10,28 +10,31 @@
 //
 // # The node core, and what is still modelled
 //
-// The durable state, targets, clears, frozen flags and admin target
-// requests are the real node core's (package node), driven here as the
-// daemon drives it (applyReady in admin.go: Persist is what survives a
-// crash, Node.dur; the core's typed events are timeline lines, with the
-// text the daemon writes to node.log and the events stream).
+// A node's logic is the real node core's (package node), driven here as
+// the daemon drives it (applyReady in admin.go): the durable state
+// (Persist is what survives a crash, Node.dur), targets, clears, frozen
+// flags, admin target requests, the instance monitors, the decision pass
+// (Orchestrate: monitor.Step and what follows from each decision, the
+// multiple-active watch, the step timer as Ready.WakeAt) and the ends of
+// actions (ActionDone). Every timeline line about a service is one of the
+// core's typed events, with the text the daemon writes to node.log and
+// the events stream.
 //
-// The rest of the shell is still modelled after package daemon, with its
-// names, until it moves into the node core (issue 9): each simulated node
-// has a daemon (type daemon, rebuilt on every daemon start):
+// What is still modelled after package daemon, with its names, until it
+// moves into the node core (issue 9): each simulated node has a daemon
+// (type daemon, rebuilt on every daemon start):
 //
 //   - daemon.go: startDaemon (daemon.New + Run up to the loop:
 //     installInstance, startHeartbeat, rejoin, first publish and check),
 //     process (one turn of daemon.loop: heartbeat events one by one, action
 //     ends, the step timer, the 500ms tick; after each, orchestrate when
 //     d.gen changed or d.viewChanged (set by onHeartbeat, cleared by
-//     orchestrate); publish), onHeartbeat, updateCompat, updateRejoin, snapshot,
-//     orchestrate, armStep, runAction, actionDone (with
-//     checkDone and runAfterCheck: the status is refreshed, then
-//     AfterStart / AfterStop), setInstanceMonitor, setMonitor, publish,
-//     localNode, beginStop, readyToExit.
-//   - admin.go: applyReady (the driver of the node core), clearLocal,
-//     serviceAction (--local actions: localAction), nodeAction.
+//     orchestrate); publish), onHeartbeat, updateCompat, updateRejoin,
+//     snapshot, armStep, check, setMonitor, publish, localNode,
+//     beginStop, readyToExit; the fake resource driver (startAction,
+//     actionDone: an action takes the service's simulated duration).
+//   - admin.go: applyReady (the driver of the node core), serviceAction
+//     (--local actions: localAction), nodeAction.
 //
 // Departures, on purpose: configs are installed on every node before the
 // daemons start (no config distribution, no delete); a service's resources

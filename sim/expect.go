@@ -125,14 +125,14 @@ func (c *Cluster) holdsInstance(svc, node, want string) (string, bool, error) {
 	if n.d == nil {
 		return "daemon stopped", false, nil
 	}
-	inst := n.d.insts[svc]
-	if inst == nil {
+	if n.d.insts[svc] == nil {
 		return "", false, fmt.Errorf("%s is not one of the nodes of %s", node, svc)
 	}
+	inst, _ := n.d.core.Instance(svc)
 	if want == "leader" {
-		return fmt.Sprintf("leader=%v", inst.leader), inst.leader, nil
+		return fmt.Sprintf("leader=%v", inst.Leader), inst.Leader, nil
 	}
-	return string(inst.mon.State), string(inst.mon.State) == want, nil
+	return string(inst.Monitor.State), string(inst.Monitor.State) == want, nil
 }
 
 // FinalState renders the nodes and the services as each node's daemon
@@ -178,13 +178,14 @@ func (c *Cluster) FinalState() string {
 				continue
 			}
 			inst := n.d.insts[svc]
+			info, _ := n.d.core.Instance(svc)
 			fmt.Fprintf(&b, "    %-4s resources %-4s avail %-4s %-14s %-6s target %s", name, res, inst.avail,
-				strconv.Quote(string(inst.mon.State)), frozenWord(n.dur.Services[svc].Frozen), effective(n.dur.Services[svc].Target))
-			if inst.leader {
+				strconv.Quote(string(info.Monitor.State)), frozenWord(n.dur.Services[svc].Frozen), effective(n.dur.Services[svc].Target))
+			if info.Leader {
 				b.WriteString(" leader")
 			}
-			if inst.flags != "" {
-				b.WriteString(" flags " + inst.flags)
+			if info.Flags != "" {
+				b.WriteString(" flags " + info.Flags)
 			}
 			b.WriteString("\n")
 		}

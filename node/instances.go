@@ -1,0 +1,196 @@
+package node
+
+import (
+	"fmt"
+	"time"
+
+	"haven/dataset"
+	"haven/monitor"
+)
+
+// instance is the core's part of a service's instance on this node: its
+// monitor (dataset.InstanceMonitor), the last decision's placement leader
+// and flags, and the action in flight. The driver keeps the resources, the
+// checks and the status (avail).
+type instance struct {
+	// local is true when this node is one of the service's nodes.
+	local  bool
+	mon    dataset.InstanceMonitor
+	leader bool
+	flags  string
+	busy   string // the action in flight: "start" | "stop"
+	// multiActive lists the nodes where the service was last seen up when
+	// more than one ("" otherwise), to say it once per change.
+	multiActive string
+}
+
+// Action is an order to the driver: run the start or the stop of a
+// service's local instance (all its resources), then report its end with
+// ActionDone (after the status check that follows it).
+type Action struct {
+	Kind    string `json:"kind"` // "start" | "stop"
+	Service string `json:"svc"`
+	Reason  string `json:"reason"`
+}
+
+// InstanceInfo is what the core holds of an instance, for the driver's
+// dataset and status.
+type InstanceInfo struct {
+	Local   bool
+	Monitor dataset.InstanceMonitor
+	Leader  bool
+	Flags   string
+	Busy    string
+}
+
+// AddInstance installs (or refreshes) the instance of svc: a new one
+// takes its local expect and start failed from the durable state.
+func (c *Core) AddInstance(svc string, local bool, now time.Time) {
+	c.Install(svc)
+	inst := c.insts[svc]
+	if inst == nil {
+		inst = &instance{mon: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone,
+			LocalExpect: dataset.ExpectNone, StateSince: now}}
+		ss := c.state.Services[svc]
+		if ss.LocalExpect != "" {
+			inst.mon.LocalExpect = ss.LocalExpect
+		}
+		if ss.StartFailed {
+			inst.mon.State = dataset.StartFailed
+		}
+		c.insts[svc] = inst
+	}
+	inst.local = local
+	c.publish()
+}
+
+// RemoveInstance forgets the instance of svc (its config was deleted).
+func (c *Core) RemoveInstance(svc string) {
+	if _, ok := c.insts[svc]; ok {
+		delete(c.insts, svc)
+		delete(c.targetFailed, svc)
+		c.publish()
+	}
+}
+
+// Instance returns what the core holds of the instance of svc.
+func (c *Core) Instance(svc string) (InstanceInfo, bool) {
+	inst := c.insts[svc]
+	if inst == nil {
+		return InstanceInfo{}, false
+	}
+	return InstanceInfo{Local: inst.local, Monitor: inst.mon, Leader: inst.leader, Flags: inst.flags, Busy: inst.busy}, true
+}
+
+// Busy returns the action in flight on the instance of svc, "" if none.
+func (c *Core) Busy(svc string) string {
+	if inst := c.insts[svc]; inst != nil {
+		return inst.busy
+	}
+	return ""
+}
+
+// AnyBusy reports whether an action is in flight on any instance.
+func (c *Core) AnyBusy() bool {
+	for _, inst := range c.insts {
+		if inst.busy != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// RunAction orders the start or the stop of the local instance of svc
+// (an admin's --local action, a daemon shutdown, a drain): the monitor
+// goes to starting or stopping and Ready.Run carries the order. It fails
+// when an action is already in flight.
+func (c *Core) RunAction(svc, kind, reason string, now time.Time) error {
+	inst := c.insts[svc]
+	if inst == nil {
+		return fmt.Errorf("%s: no instance here", svc)
+	}
+	if inst.busy != "" {
+		return fmt.Errorf("%s: an action is already running (%s)", svc, inst.busy)
+	}
+	state := dataset.Starting
+	if kind == "stop" {
+		state = dataset.Stopping
+	}
+	c.setMonitorState(svc, inst, state, reason, now)
+	c.beginAction(svc, inst, kind, reason)
+	return nil
+}
+
+func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
+	inst.busy = kind
+	c.publish()
+	c.emit(ActionBegin{Svc: svc, Action: kind, Reason: reason})
+	c.ready.Run = append(c.ready.Run, Action{Kind: kind, Service: svc, Reason: reason})
+}
+
+// ActionDone reports the end of an action ordered by Ready.Run or
+// RunAction (err nil when it succeeded), once the status check that
+// followed it has ended: the monitor takes AfterStart / AfterStop (and
+// Failure), and what must survive a restart is persisted.
+func (c *Core) ActionDone(svc, kind string, err error, now time.Time) {
+	inst := c.insts[svc]
+	if inst == nil {
+		return
+	}
+	inst.busy = ""
+	c.publish()
+	var next dataset.InstanceMonitor
+	if kind == "start" {
+		next = monitor.AfterStart(inst.mon, err == nil, now)
+	} else {
+		next = monitor.AfterStop(inst.mon, err == nil, now)
+	}
+	reason := kind + " succeeded"
+	if err != nil {
+		reason = err.Error()
+		next = monitor.Failure(next, reason)
+	}
+	c.setMonitorState(svc, inst, next.State, reason, now)
+	inst.mon = next
+	c.persistMonitor(svc, inst)
+}
+
+// ClearLocal resets a failed monitor state of the local instance of svc
+// (svcmgr clear, here or heard from a peer); false when it is not failed.
+func (c *Core) ClearLocal(svc, reason string, now time.Time) bool {
+	inst := c.insts[svc]
+	if inst == nil || !inst.local || !inst.mon.State.Failed() {
+		return false
+	}
+	next := monitor.Clear(inst.mon, now)
+	c.setMonitorState(svc, inst, next.State, reason, now)
+	inst.mon = next
+	c.persistMonitor(svc, inst)
+	return true
+}
+
+// setMonitorState changes the monitor state of an instance, with its event.
+func (c *Core) setMonitorState(svc string, inst *instance, s dataset.MonitorState, reason string, now time.Time) {
+	if inst.mon.State == s {
+		return
+	}
+	c.emit(InstanceMonitor{Svc: svc, From: inst.mon.State, To: s, Reason: reason})
+	inst.mon.State = s
+	inst.mon.StateSince = now
+	c.publish()
+}
+
+// persistMonitor records what must survive a restart of the monitor.
+func (c *Core) persistMonitor(svc string, inst *instance) {
+	c.SetMonitorState(svc, inst.mon.State == dataset.StartFailed, inst.mon.LocalExpect)
+}
+
+// PersistMonitors records again what every local instance monitor
+// observed (after a roll back, once the disk takes writes again).
+func (c *Core) PersistMonitors() {
+	for _, svc := range sortedKeys(c.insts) {
+		if inst := c.insts[svc]; inst.local {
+			c.persistMonitor(svc, inst)
+		}
+	}
+}

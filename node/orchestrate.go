@@ -1,0 +1,111 @@
+package node
+
+import (
+	"strings"
+	"time"
+
+	"haven/dataset"
+	"haven/monitor"
+)
+
+// Orchestrate runs the decision core (monitor.Step) over snap, the view
+// the driver gathered at snap.Now, and carries out its decisions: the
+// monitor states (with their events), the actions (Ready.Run), the
+// freezes, the targets reached or failed, the --wait callers whose time
+// is up. Ready.WakeAt is the earliest time the pass must run again (the
+// end of a ready window, a --wait deadline).
+func (c *Core) Orchestrate(snap monitor.Snapshot) {
+	now := snap.Now
+	c.watchMultipleActive(snap)
+	var next time.Time
+	for _, dec := range monitor.Step(snap) {
+		svc := dec.Service
+		inst := c.insts[svc]
+		if inst == nil || !inst.local {
+			continue
+		}
+		if !dec.Deadline.IsZero() && (next.IsZero() || dec.Deadline.Before(next)) {
+			next = dec.Deadline
+		}
+		if inst.leader != dec.PlacementLeader || inst.flags != dec.Flags {
+			inst.leader, inst.flags = dec.PlacementLeader, dec.Flags
+			c.publish()
+		}
+		if dec.Monitor.GlobalExpect != inst.mon.GlobalExpect {
+			inst.mon.GlobalExpect = dec.Monitor.GlobalExpect
+			c.publish()
+		}
+		if dec.TargetReached {
+			c.TargetReached(svc, dec.TargetUnknown, snap)
+		}
+		c.NoteTargetFailed(svc, dec.TargetFailed)
+		if !dec.Changed || inst.busy != "" {
+			// an action of ours is running: its end decides the state
+			continue
+		}
+		switch dec.Action {
+		case monitor.ActionStart, monitor.ActionStop:
+			if inst.mon.State != dec.Monitor.State {
+				c.emit(InstanceMonitor{Svc: svc, From: inst.mon.State, To: dec.Monitor.State, Reason: dec.Reason})
+			}
+			inst.mon = dec.Monitor
+			c.beginAction(svc, inst, string(dec.Action), dec.Reason)
+		case monitor.ActionFreeze, monitor.ActionThaw:
+			c.SetFrozen(svc, dec.Action == monitor.ActionFreeze, dec.Reason)
+			inst.mon = monitor.AfterFreeze(dec.Monitor, now)
+			c.publish()
+		default:
+			if inst.mon.State != dec.Monitor.State {
+				c.emit(InstanceMonitor{Svc: svc, From: inst.mon.State, To: dec.Monitor.State, Reason: dec.Reason})
+			}
+			inst.mon = dec.Monitor
+			c.persistMonitor(svc, inst)
+			c.publish()
+		}
+	}
+	if t := c.ExpireWaiters(now, snap); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+		next = t
+	}
+	c.wakeAt(next)
+}
+
+// wakeAt asks the driver to call again at t (the earliest wins).
+func (c *Core) wakeAt(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if c.ready.WakeAt.IsZero() || t.Before(c.ready.WakeAt) {
+		c.ready.WakeAt = t
+	}
+}
+
+// watchMultipleActive says, once per change, that a failover service is
+// up on more than one node (after a partition heals, or a daemon that came
+// back after its peers failed its services over). Nothing stops the extra
+// instance automatically yet: the admin decides (stop --local, switch).
+func (c *Core) watchMultipleActive(s monitor.Snapshot) {
+	for _, svc := range sortedKeys(c.insts) {
+		inst := c.insts[svc]
+		var up []string
+		for _, node := range s.ClusterNodes {
+			v, ok := s.Nodes[node]
+			if !ok || !v.Alive() {
+				continue
+			}
+			if i, ok := v.Data.Services[svc]; ok && monitor.EffectiveAvail(i) == dataset.StatusUp {
+				up = append(up, node)
+			}
+		}
+		multi := ""
+		if len(up) > 1 {
+			multi = strings.Join(up, ",")
+		}
+		if multi == inst.multiActive {
+			continue
+		}
+		inst.multiActive = multi
+		if multi != "" {
+			c.emit(MultipleActive{Svc: svc, Nodes: up})
+		}
+	}
+}
