@@ -231,7 +231,7 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 		Started:           d.started,
 		Uptime:            now.Sub(d.started).Round(time.Second).String(),
 		Compat:            d.opts.Compat,
-		Monitor:           string(d.monitor),
+		Monitor:           string(d.core.NodeMonitor()),
 		StateFailedWrites: d.ps.failures,
 		HB: api.HBStatus{
 			Addr:     fmt.Sprintf("%s:%d", d.node.HB.Addr, d.node.HB.Port),
@@ -247,8 +247,8 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 	}
 	for _, hp := range d.hb.Peers() {
 		ps := api.PeerStatus{Name: hp.Name, Addr: hp.Addr, LastHeard: hp.LastHeard, Gen: hp.Gen, Status: string(dataset.NodeStUnknown)}
-		if p := d.peers[hp.Name]; p != nil {
-			ps.Status = string(d.peerStatus(p))
+		if _, ok := d.core.Peer(hp.Name); ok {
+			ps.Status = string(d.peerStatus(hp.Name))
 		}
 		ds.Peers = append(ds.Peers, ps)
 	}

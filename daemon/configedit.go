@@ -133,9 +133,9 @@ func (d *Daemon) checkPending(name string) {
 // not include this node's edit made at counter c.
 func (d *Daemon) peersLacking(name string, c uint64) []string {
 	var out []string
-	for _, pn := range sortedKeys(d.peers) {
-		p := d.peers[pn]
-		if d.peerStatus(p) != dataset.NodeUp {
+	for _, pn := range d.core.PeerNames() {
+		p, _ := d.core.Peer(pn)
+		if d.peerStatus(pn) != dataset.NodeUp {
 			continue
 		}
 		if p.Data == nil || !p.Data.Configs[name].IncludesEdit(d.node.Name, c) {

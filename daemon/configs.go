@@ -136,9 +136,6 @@ func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntr
 		d.rebasePending(name, from)
 	}
 	d.saveState()
-	for _, name := range d.pendingNames() {
-		d.checkPending(name)
-	}
 }
 
 func shortDigest(s string) string {

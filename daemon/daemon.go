@@ -84,7 +84,6 @@ type Daemon struct {
 	dur      *durable
 	tickets  map[node.Ticket]func(node.Answer)
 	services map[string]*instance
-	monitor  dataset.NodeMonitor
 	gen      uint64
 	load15   float64
 	memPct   float64
@@ -92,8 +91,6 @@ type Daemon struct {
 
 	hb        heartbeat.Heartbeat
 	hbEvents  <-chan heartbeat.Event
-	peers     map[string]*peer
-	compat    bool
 	published uint64
 	// refused remembers config versions from peers that did not validate.
 	refused map[string]dataset.Version
@@ -103,12 +100,10 @@ type Daemon struct {
 	cfgs configState
 
 	// orchestration
-	stepGen  uint64 // d.gen at the last Step
-	lastStep time.Time
-	// viewChanged is set when a peer's data or status changed since the last Step.
-	viewChanged bool
-	stepAt      time.Time
-	stepTimer   <-chan time.Time
+	stepGen   uint64 // d.gen at the last Step
+	lastStep  time.Time
+	stepAt    time.Time
+	stepTimer <-chan time.Time
 }
 
 // New prepares a daemon: it takes the root's lock, opens the log and loads
@@ -143,8 +138,6 @@ func New(opts Options) (*Daemon, error) {
 		quit:     make(chan struct{}),
 		stopReq:  make(chan string, 1),
 		services: map[string]*instance{},
-		monitor:  dataset.NodeIdle,
-		compat:   true,
 		refused:  map[string]dataset.Version{},
 		tickets:  map[node.Ticket]func(node.Answer){},
 	}
@@ -176,7 +169,9 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.core = node.New(node.Config{Name: d.node.Name}, dur)
+	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat,
+		MaintenanceGrace: d.node.MaintenanceGracePeriod, RejoinGrace: d.node.RejoinGracePeriod,
+		ReadyPeriod: d.node.ReadyPeriod, Local: d}, dur)
 	d.dur = d.core.State()
 	if err := d.checkIdentity(opts.NewCluster); err != nil {
 		return nil, err
@@ -248,12 +243,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		srvWG.Wait()
 		return err
 	}
-	if len(d.peers) > 0 {
-		d.monitor = dataset.NodeRejoin
-		d.log.Info("node monitor state", zap.String("to", string(dataset.NodeRejoin)),
-			zap.String("reason", "waiting to hear from every cluster node"), zap.Duration("grace", d.node.RejoinGracePeriod))
-	}
-	d.changed()
+	d.core.Start(d.started)
+	d.applyReady()
 	d.publish()
 	// reconcile on start-up: learn what runs before deciding anything
 	for _, name := range d.serviceNames() {
@@ -286,11 +277,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 const tickPeriod = 500 * time.Millisecond
 
-// fullPassPeriod bounds the time between two decision passes when nothing
-// changed (between changes, the pass runs on every event that changes the
-// local data or the view, and at ready-window deadlines).
-const fullPassPeriod = 5 * time.Second
-
 // loop is the event loop. It returns the stop mode.
 func (d *Daemon) loop(ctx context.Context) string {
 	defer close(d.quit)
@@ -308,14 +294,9 @@ func (d *Daemon) loop(ctx context.Context) string {
 			d.onHeartbeat(ev)
 		case <-d.stepTimer:
 			d.stepTimer, d.stepAt = nil, time.Time{}
-			d.viewChanged = true // a pass below
+			d.core.WakeUp() // a pass below
 		case <-timer:
 			d.tick()
-			if d.clk.Now().Sub(d.lastStep) >= fullPassPeriod {
-				// the safety net: a full pass even if no event said so,
-				// so that nothing waits forever on a lost event
-				d.viewChanged = true
-			}
 			timer = d.clk.After(tickPeriod)
 		case m := <-d.stopReq:
 			if mode == "" {
@@ -329,7 +310,7 @@ func (d *Daemon) loop(ctx context.Context) string {
 			}
 		}
 		// a durable change takes effect (decisions, peers) once on disk
-		if (d.gen != d.stepGen || d.viewChanged) && d.mayStep() {
+		if (d.gen != d.stepGen || d.core.ViewChanged()) && d.mayStep() {
 			d.orchestrate()
 		}
 		if d.settled() {
@@ -393,18 +374,10 @@ func (d *Daemon) tick() {
 	now := d.clk.Now()
 	d.retryState()
 	d.refreshSysinfo()
-	d.updateRejoin()
-	// a peer's status can change with time alone (maintenance grace ends)
-	for name, p := range d.peers {
-		if st := d.peerStatus(p); st != p.lastStatus {
-			if p.lastStatus == dataset.NodeStMaint && st == dataset.NodeDown {
-				d.log.Warn("peer maintenance grace ended: treated as down", zap.String("node", name),
-					zap.Duration("grace", d.node.MaintenanceGracePeriod))
-			}
-			p.lastStatus = st
-			d.viewChanged = true
-		}
-	}
+	// rejoin, the peers' status that changes with time alone (a
+	// maintenance grace that ends), the safety-net pass
+	d.core.Tick(now)
+	d.applyReady()
 	for _, name := range d.serviceNames() {
 		inst := d.services[name]
 		if d.core.Busy(name) != "" || inst.checking {
@@ -436,13 +409,8 @@ func abs(f float64) float64 {
 }
 
 func (d *Daemon) setMonitor(m dataset.NodeMonitor, reason string) {
-	if d.monitor == m {
-		return
-	}
-	d.log.Info("node monitor state", zap.String("from", string(d.monitor)), zap.String("to", string(m)), zap.String("reason", reason))
-	d.emit(api.Event{Kind: "node_monitor", Message: string(d.monitor) + " -> " + string(m) + ": " + reason})
-	d.monitor = m
-	d.changed()
+	d.core.SetNodeMonitor(m, reason)
+	d.applyReady()
 }
 
 // changed marks the local dataset as changed (heartbeats send a delta).

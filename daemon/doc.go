@@ -1,8 +1,17 @@
-// Package daemon is the shell of a Haven node: one event loop owns all the
-// node's mutable state (configs, instance states, frozen flags, targets,
-// peers). API requests, action completions, resource check results and
-// timer ticks arrive as events on its queue. It runs resource actions in
-// worker goroutines (each owned by the loop, with a stop signal and a wait),
-// persists durable state atomically under R/var/, serves the local API on
-// R/run/daemon.sock and logs through zap.
+// Package daemon is the shell of a Haven node: the driver of the node
+// core (package node) for real. One event loop feeds the core its inputs
+// (heartbeat events, ticks, the ends of actions, admin requests) and
+// carries out its Ready (applyReady in core.go): the durable state to the
+// persister (written atomically under R/var/, off the loop, before any
+// answer is released; a failed write is rolled back), the dataset to the
+// heartbeat, the actions to worker goroutines (each owned by the loop,
+// with a stop signal and a wait), the typed events to node.log (zap) and
+// the events stream (`nodemgr events`, with a "lost N events" marker for
+// a slow reader), the answers to the API callers.
+//
+// What is still the daemon's own, not the core's: the resource drivers,
+// status checks and instance status (avail, resources), config
+// distribution (configs.go, configedit.go: versions, digests, adoption
+// waits, rebase of keyword edits), the local API, the cluster identity
+// and the heartbeat incarnation, load and memory.
 package daemon

@@ -390,7 +390,7 @@ func (d *Daemon) setFrozen(name string, frozen bool, reason string) {
 func (d *Daemon) localNode() dataset.Node {
 	n := dataset.Node{
 		Name:        d.node.Name,
-		Monitor:     d.monitor,
+		Monitor:     d.core.NodeMonitor(),
 		Frozen:      d.dur.NodeFrozen,
 		Compat:      d.opts.Compat,
 		Load15:      d.load15,

@@ -6,29 +6,21 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
-	"haven/view"
 )
 
-// snapshot gathers what the decision core reads: plain data, with now.
-func (d *Daemon) snapshot() monitor.Snapshot {
-	peers := make(map[string]view.Peer, len(d.peers))
-	for name, p := range d.peers {
-		peers[name] = p.Peer
-	}
+// snapshot gathers what the decision core reads (the node core's view).
+func (d *Daemon) snapshot() monitor.Snapshot { return d.core.Snapshot(d.clk.Now()) }
+
+// LocalNode is this node's dataset entry, for the node core's view.
+func (d *Daemon) LocalNode() dataset.Node { return d.localNode() }
+
+// LocalServices are the installed service configs, for the node core's view.
+func (d *Daemon) LocalServices() map[string]*config.ServiceConfig {
 	svcs := make(map[string]*config.ServiceConfig, len(d.services))
 	for name, inst := range d.services {
 		svcs[name] = inst.cfg
 	}
-	return view.Snapshot(view.Input{
-		Now:              d.clk.Now(),
-		Local:            d.localNode(),
-		Peers:            peers,
-		MaintenanceGrace: d.node.MaintenanceGracePeriod,
-		ClusterNodes:     d.cluster.NodeNames(),
-		Services:         svcs,
-		Compat:           d.compat,
-		ReadyPeriod:      d.node.ReadyPeriod,
-	})
+	return svcs
 }
 
 // orchestrate runs the node core's decision pass over the view of now
@@ -39,8 +31,7 @@ func (d *Daemon) orchestrate() {
 	}
 	d.stepGen = d.gen
 	d.lastStep = d.clk.Now()
-	d.viewChanged = false
-	d.core.Orchestrate(d.snapshot())
+	d.core.Orchestrate(d.lastStep)
 	d.applyReady()
 }
 

@@ -62,17 +62,17 @@ func TestPeerNamesValidated(t *testing.T) {
 	}
 
 	d.dur.Services["web"] = durableService{}
-	d.mergeTargets(map[string]dataset.Target{
+	d.core.MergeTargets(d.validTargets(map[string]dataset.Target{
 		"web":    {Expect: dataset.ExpectPlaced, Node: "../../evil", ID: "x", Version: v(7)},
 		"../web": {Expect: dataset.ExpectPlaced, Node: "n1", ID: "y", Version: v(7)},
-	})
+	}), d.snapshot)
 	if tg := d.dur.Services["web"].Target; !tg.Version.IsZero() {
 		t.Fatalf("a target naming an invalid node was adopted: %+v", tg)
 	}
-	d.mergeClears(map[string]dataset.ClearRequest{
+	d.core.MergeClears(d.validClears(map[string]dataset.ClearRequest{
 		"web":    {Node: "../../evil", Version: v(8)},
 		"../web": {Version: v(8)},
-	})
+	}), d.clk.Now())
 	if c := d.dur.Services["web"].Clear; !c.Version.IsZero() {
 		t.Fatalf("a clear naming an invalid node was adopted: %+v", c)
 	}

@@ -14,7 +14,7 @@ import (
 func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 	local := d.localNode()
 	st := &dataset.ClusterStatus{
-		Cluster:  dataset.ClusterInfo{Name: d.cluster.Name, Compat: d.compat, Quorum: d.cluster.Quorum},
+		Cluster:  dataset.ClusterInfo{Name: d.cluster.Name, Compat: d.core.Compat(), Quorum: d.cluster.Quorum},
 		Nodes:    map[string]dataset.NodeInfo{},
 		Services: map[string]dataset.ServiceStatus{},
 		Local:    d.node.Name,
@@ -38,8 +38,9 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 	}
 	nodes := map[string]dataset.Node{local.Name: local}
 	st.Nodes[local.Name] = nodeInfo(local, dataset.NodeUp)
-	for name, p := range d.peers {
-		ps := d.peerStatus(p)
+	for _, name := range d.core.PeerNames() {
+		p, _ := d.core.Peer(name)
+		ps := d.peerStatus(name)
 		if p.Data == nil {
 			st.Nodes[name] = dataset.NodeInfo{Status: ps}
 			continue
@@ -48,7 +49,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		ni.Status = ps
 		st.Nodes[name] = ni
 		n := *p.Data
-		if ps == dataset.NodeDown || ps == dataset.NodeStUnknown || view.Unconfirmed(p.Peer) {
+		if ps == dataset.NodeDown || ps == dataset.NodeStUnknown || view.Unconfirmed(p) {
 			n = staleNode(n, ageOf(name))
 		}
 		nodes[name] = n

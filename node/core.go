@@ -3,6 +3,7 @@ package node
 import (
 	"time"
 
+	"haven/config"
 	"haven/dataset"
 )
 
@@ -10,6 +11,18 @@ import (
 type Config struct {
 	// Name is this node's name (the origin of the versions it hands out).
 	Name string
+	// ClusterNodes are the cluster's members, this node included.
+	ClusterNodes []string
+	// Compat is the compat version this node announces.
+	Compat int
+	// MaintenanceGrace, RejoinGrace and ReadyPeriod are node.toml's
+	// maintenance_grace_period, rejoin_grace_period and ready_period.
+	MaintenanceGrace time.Duration
+	RejoinGrace      time.Duration
+	ReadyPeriod      time.Duration
+	// Local gives what the driver owns of the node's view (nil: an empty
+	// node, for tests of the durable state alone).
+	Local Local
 }
 
 // Core is one node's logic, driven by a driver (package daemon for real,
@@ -21,6 +34,16 @@ type Core struct {
 	state State
 
 	insts map[string]*instance
+
+	peers   map[string]*peer
+	pnames  []string // sorted
+	compat  bool     // every live member announces our compat
+	monitor dataset.NodeMonitor
+	started time.Time
+	// viewChanged is set when a peer's data or status changed since the
+	// last decision pass; lastStep is the time of that pass.
+	viewChanged bool
+	lastStep    time.Time
 
 	// targetFailed is the last cause given for a service's target that
 	// cannot be reached (monitor's Decision.TargetFailed), to say it once.
@@ -38,8 +61,19 @@ func New(cfg Config, st State) *Core {
 	if st.Services == nil {
 		st.Services = map[string]ServiceState{}
 	}
-	return &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}}
+	if cfg.Local == nil {
+		cfg.Local = emptyLocal{}
+	}
+	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{},
+		compat: true, monitor: dataset.NodeIdle}
+	c.initPeers()
+	return c
 }
+
+type emptyLocal struct{}
+
+func (emptyLocal) LocalNode() dataset.Node                         { return dataset.Node{} }
+func (emptyLocal) LocalServices() map[string]*config.ServiceConfig { return nil }
 
 // Name returns the node's name.
 func (c *Core) Name() string { return c.cfg.Name }

@@ -27,12 +27,21 @@
 //   - the --wait callers, as tickets;
 //   - the instance monitors (AddInstance, RunAction, ActionDone,
 //     ClearLocal) and the decision pass (Orchestrate: monitor.Step over the
-//     driver's snapshot, the decisions carried out, actions ordered in
+//     view of now (Snapshot), the decisions carried out, actions ordered in
 //     Ready.Run, the multiple-active watch, Ready.WakeAt for the end of a
-//     ready window or a --wait deadline).
+//     ready window or a --wait deadline);
+//   - the peers and the node monitor (Start, Heartbeat, Tick): each
+//     peer's judged status (package view) and its changes, the peers'
+//     targets and clears, compat, rejoin (and the freeze at the end of
+//     its grace), when the view changed (ViewChanged, WakeUp), the
+//     safety-net pass every 5s.
 //
-// Still in the drivers, to move here next (issue 9): the snapshot and
-// when to decide (the view's generation, the safety-net pass), the
-// heartbeat events (peers, compat, rejoin), the status checks and the
-// instance status (avail), and config distribution (daemon only).
+// The driver gives the core, through Local, what it still owns of the
+// node's view: its dataset entry (instance status, resources, load,
+// configs) and its service configs.
+//
+// Still in the drivers, to move here next (issue 9): the status checks
+// and the instance status (Check / CheckDone), when the driver's own
+// dataset changed (its generation), and config distribution (daemon
+// only).
 package node

@@ -158,3 +158,61 @@ func (MultipleActive) Level() Level      { return Warn }
 func (e MultipleActive) String() string {
 	return "service up on more than one node: " + strings.Join(e.Nodes, ",") + " (stop the extra instance with svcmgr stop --local, or switch)"
 }
+
+// PeerStatus: this node's conclusion about a peer changed (view.Status).
+type PeerStatus struct {
+	Node   string             `json:"node"`
+	From   dataset.NodeStatus `json:"from"`
+	To     dataset.NodeStatus `json:"to"`
+	Reason string             `json:"reason,omitempty"`
+}
+
+func (PeerStatus) Kind() string    { return "peer_status" }
+func (PeerStatus) Service() string { return "" }
+func (e PeerStatus) Level() Level {
+	if e.To == dataset.NodeDown {
+		return Warn
+	}
+	return Info
+}
+func (e PeerStatus) String() string {
+	s := "peer " + e.Node + " " + string(e.From) + " -> " + string(e.To)
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	return s
+}
+
+// NodeMonitor: the node monitor state changed.
+type NodeMonitor struct {
+	From   dataset.NodeMonitor `json:"from"`
+	To     dataset.NodeMonitor `json:"to"`
+	Reason string              `json:"reason"`
+}
+
+func (NodeMonitor) Kind() string    { return "node_monitor" }
+func (NodeMonitor) Service() string { return "" }
+func (NodeMonitor) Level() Level    { return Info }
+func (e NodeMonitor) String() string {
+	return "node monitor " + string(e.From) + " -> " + string(e.To) + ": " + e.Reason
+}
+
+// Compat: the live members' compat versions agree again, or no longer.
+type Compat struct {
+	OK bool `json:"ok"`
+}
+
+func (Compat) Kind() string    { return "compat" }
+func (Compat) Service() string { return "" }
+func (e Compat) Level() Level {
+	if e.OK {
+		return Info
+	}
+	return Warn
+}
+func (e Compat) String() string {
+	if e.OK {
+		return "cluster members run compatible versions. enable ha orchestration"
+	}
+	return "cluster members run incompatible versions. disable ha orchestration"
+}

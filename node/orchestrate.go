@@ -8,14 +8,16 @@ import (
 	"haven/monitor"
 )
 
-// Orchestrate runs the decision core (monitor.Step) over snap, the view
-// the driver gathered at snap.Now, and carries out its decisions: the
+// Orchestrate runs the decision core (monitor.Step) over the view of now
+// (Snapshot) and carries out its decisions: the
 // monitor states (with their events), the actions (Ready.Run), the
 // freezes, the targets reached or failed, the --wait callers whose time
 // is up. Ready.WakeAt is the earliest time the pass must run again (the
 // end of a ready window, a --wait deadline).
-func (c *Core) Orchestrate(snap monitor.Snapshot) {
-	now := snap.Now
+func (c *Core) Orchestrate(now time.Time) {
+	c.viewChanged = false
+	c.lastStep = now
+	snap := c.Snapshot(now)
 	c.watchMultipleActive(snap)
 	var next time.Time
 	for _, dec := range monitor.Step(snap) {

@@ -3,22 +3,16 @@ package sim
 import (
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"haven/config"
 	"haven/dataset"
 	"haven/heartbeat"
-	"haven/monitor"
 	"haven/node"
-	"haven/view"
 )
 
 // tickPeriod is the daemon's periodic tick (daemon.tickPeriod).
 const tickPeriod = 500 * time.Millisecond
-
-// fullPassPeriod is the daemon's safety-net pass (daemon.fullPassPeriod).
-const fullPassPeriod = 5 * time.Second
 
 // daemon models one node's daemon loop (package daemon). It is rebuilt on
 // every daemon start; what survives a restart is in Node.dur. Its methods
@@ -28,38 +22,21 @@ type daemon struct {
 	c    *Cluster
 	name string
 
-	hb      heartbeat.Heartbeat
-	events  <-chan heartbeat.Event
-	monitor dataset.NodeMonitor
-	compat  int  // announced (opts.Compat)
-	compOK  bool // d.compat: every live member announces ours
-	started time.Time
-	peers   map[string]*peer
-	pnames  []string // sorted peer names
-	insts   map[string]*instance
-	inames  []string // sorted local service names
+	hb     heartbeat.Heartbeat
+	events <-chan heartbeat.Event
+	compat int // announced (opts.Compat)
+	insts  map[string]*instance
+	inames []string // sorted local service names
 
 	gen, stepGen, published uint64
-	lastStep                time.Time
-	// viewChanged is set when a peer's data or status changed since the
-	// last Step (daemon.viewChanged).
-	viewChanged      bool
-	stopping         bool
-	mode             string // "stop", "shutdown", "restart" once a stop began
-	stepAt, nextTick time.Time
+	stopping                bool
+	mode                    string // "stop", "shutdown", "restart" once a stop began
+	stepAt, nextTick        time.Time
 
 	// core is the node core (package node): durable state, targets,
 	// clears, answers by ticket.
 	core    *node.Core
 	tickets map[node.Ticket]func(node.Answer)
-}
-
-// peer is the daemon's view of another member (daemon.peer) plus the status
-// the timeline last showed.
-type peer struct {
-	view.Peer
-	shown      dataset.NodeStatus
-	lastStatus dataset.NodeStatus // daemon.peer.lastStatus
 }
 
 // instance is the daemon's runtime of one local service (daemon.instance).
@@ -82,9 +59,11 @@ func (n *Node) startDaemon() error {
 		n.machineUp = true
 		c.running[n.name] = map[string]bool{}
 	}
-	d := &daemon{n: n, c: c, name: n.name, monitor: dataset.NodeIdle, compat: n.compat, compOK: true,
-		started: now, peers: map[string]*peer{}, insts: map[string]*instance{},
-		core: node.New(node.Config{Name: n.name}, n.dur.Clone()), tickets: map[node.Ticket]func(node.Answer){}}
+	d := &daemon{n: n, c: c, name: n.name, compat: n.compat, insts: map[string]*instance{},
+		tickets: map[node.Ticket]func(node.Answer){}}
+	d.core = node.New(node.Config{Name: n.name, ClusterNodes: c.names, Compat: n.compat,
+		MaintenanceGrace: c.opt.MaintenanceGrace, RejoinGrace: c.opt.RejoinGrace, ReadyPeriod: c.opt.ReadyPeriod,
+		Local: d}, n.dur.Clone())
 	for _, name := range c.svcNames { // every config is installed everywhere
 		d.core.AddInstance(name, c.svcs[name].HasNode(n.name, c.names), now)
 	}
@@ -96,12 +75,6 @@ func (n *Node) startDaemon() error {
 		d.insts[name] = &instance{name: name, cfg: cfg, avail: dataset.StatusUnknown}
 		d.inames = append(d.inames, name)
 	}
-	for _, m := range c.names { // startHeartbeat
-		if m != n.name {
-			d.peers[m] = &peer{shown: dataset.NodeStUnknown}
-			d.pnames = append(d.pnames, m)
-		}
-	}
 	hb, err := c.net.Join(heartbeat.Config{Node: n.name, Members: c.members, ClusterName: "sim", Secret: simSecret,
 		Timeout: c.opt.HBTimeout, Interval: c.opt.HBInterval})
 	if err != nil {
@@ -110,10 +83,8 @@ func (n *Node) startDaemon() error {
 	d.hb, d.events = hb, hb.Events()
 	n.d = d
 	c.logf(n.name, "", "daemon started (compat %d)", d.compat)
-	if len(d.peers) > 0 {
-		d.setMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
-	}
-	d.changed()
+	d.core.Start(now)
+	d.applyReady()
 	d.publish()
 	for _, name := range d.inames {
 		d.check(d.insts[name])
@@ -130,8 +101,7 @@ func (n *Node) startDaemon() error {
 func (d *daemon) process() bool {
 	pub := false
 	after := func() {
-		d.showPeers()
-		if d.gen != d.stepGen || d.viewChanged {
+		if d.gen != d.stepGen || d.core.ViewChanged() {
 			d.orchestrate()
 		}
 		if d.gen != d.published {
@@ -162,22 +132,13 @@ func (d *daemon) process() bool {
 	}
 	if !d.stepAt.IsZero() && !now.Before(d.stepAt) {
 		d.stepAt = time.Time{}
-		d.orchestrate()
+		d.core.WakeUp()
 		after()
 	}
 	if !now.Before(d.nextTick) {
 		// daemon.tick (the sim's resources never change by themselves)
-		d.updateRejoin()
-		for _, name := range sortedKeys(d.peers) {
-			p := d.peers[name]
-			if st := d.peerStatus(p); st != p.lastStatus {
-				p.lastStatus = st
-				d.viewChanged = true
-			}
-		}
-		if now.Sub(d.lastStep) >= fullPassPeriod {
-			d.orchestrate()
-		}
+		d.core.Tick(now)
+		d.applyReady()
 		d.nextTick = now.Add(tickPeriod)
 		after()
 	}
@@ -203,120 +164,39 @@ func (d *daemon) due() time.Time {
 	return t
 }
 
-// onHeartbeat mirrors daemon.onHeartbeat (config distribution aside: every
+// onHeartbeat is daemon.onHeartbeat (config distribution aside: every
 // simulated node has every config from the start).
 func (d *daemon) onHeartbeat(ev heartbeat.Event) {
-	p := d.peers[ev.Node]
-	if p == nil {
-		return
-	}
+	pe := node.PeerEvent{Node: ev.Node, Data: ev.Data}
 	switch ev.Kind {
 	case heartbeat.Up:
-		p.Up = true
+		pe.Kind = node.PeerUp
 	case heartbeat.Down:
-		p.Peer = view.NoteDown(p.Peer)
+		pe.Kind = node.PeerDown
 	case heartbeat.Data:
-		if ev.Data == nil {
-			return
-		}
-		wasMaint := !p.MaintSince.IsZero()
-		p.Peer = view.NoteData(p.Peer, ev.Data, d.c.clk.Now())
-		if !wasMaint && !p.MaintSince.IsZero() {
-			d.c.logf(d.name, "", "peer %s in maintenance (grace %s)", ev.Node, d.c.opt.MaintenanceGrace)
-		}
-		d.core.MergeTargets(ev.Data.Targets, d.snapshot)
-		d.core.MergeClears(ev.Data.Clears, d.c.clk.Now())
-		d.applyReady()
+		pe.Kind = node.PeerData
 	default:
 		return
 	}
-	d.updateCompat()
-	d.updateRejoin()
-	// a peer's change is a change of this node's view: decide again
-	d.viewChanged = true
+	d.core.Heartbeat(pe, d.c.clk.Now())
+	d.applyReady()
 }
 
-// showPeers logs the changes of the peers' status as this node concludes
-// it (view.Status): the timeline's "n2: n1 up -> down".
-func (d *daemon) showPeers() {
-	for _, name := range d.pnames {
-		p := d.peers[name]
-		if st := d.peerStatus(p); st != p.shown {
-			d.c.logf(d.name, "", "peer %s %s -> %s", name, p.shown, st)
-			p.shown = st
-		}
-	}
+// peerStatus is this node's conclusion about a peer.
+func (d *daemon) peerStatus(name string) dataset.NodeStatus {
+	return d.core.PeerStatus(name, d.c.clk.Now())
 }
 
-func (d *daemon) peerStatus(p *peer) dataset.NodeStatus {
-	return view.Status(p.Peer, d.c.clk.Now(), d.c.opt.MaintenanceGrace)
-}
+// LocalNode is the node core's view of this node (daemon.LocalNode).
+func (d *daemon) LocalNode() dataset.Node { return d.localNode() }
 
-// updateCompat mirrors daemon.updateCompat.
-func (d *daemon) updateCompat() {
-	peers := make(map[string]view.Peer, len(d.peers))
-	for name, p := range d.peers {
-		peers[name] = p.Peer
-	}
-	ok := view.CompatOK(d.compat, peers)
-	if ok == d.compOK {
-		return
-	}
-	d.compOK = ok
-	if ok {
-		d.c.logf(d.name, "", "cluster members run compatible versions. enable ha orchestration")
-	} else {
-		d.c.logf(d.name, "", "cluster members run incompatible versions. disable ha orchestration")
-	}
-	d.changed()
-}
-
-// updateRejoin mirrors daemon.updateRejoin.
-func (d *daemon) updateRejoin() {
-	if d.monitor != dataset.NodeRejoin {
-		return
-	}
-	var missing []string
-	for _, name := range d.pnames {
-		if d.peers[name].Data == nil {
-			missing = append(missing, name)
-		}
-	}
-	grace := d.c.opt.RejoinGrace
-	switch view.Rejoin(len(missing), d.started, d.c.clk.Now(), grace) {
-	case view.RejoinDone:
-		d.setMonitor(dataset.NodeIdle, "every cluster node was heard from")
-		return
-	case view.StayRejoin:
-		return
-	}
-	reason := fmt.Sprintf("rejoin grace period (%s) ended with nodes never heard from: %s", grace, strings.Join(missing, ", "))
-	if !d.core.NodeFrozen() {
-		d.setNodeFrozen(true, reason+": node frozen")
-	}
-	d.setMonitor(dataset.NodeIdle, reason)
-}
-
-// snapshot mirrors daemon.snapshot.
-func (d *daemon) snapshot() monitor.Snapshot {
-	peers := make(map[string]view.Peer, len(d.peers))
-	for name, p := range d.peers {
-		peers[name] = p.Peer
-	}
-	svcs := make(map[string]*config.ServiceConfig, len(d.insts))
+// LocalServices are the installed configs (daemon.LocalServices).
+func (d *daemon) LocalServices() map[string]*config.ServiceConfig {
+	svcs := make(map[string]*config.ServiceConfig, len(d.c.svcNames))
 	for _, name := range d.c.svcNames {
 		svcs[name] = d.c.svcs[name]
 	}
-	return view.Snapshot(view.Input{
-		Now:              d.c.clk.Now(),
-		Local:            d.localNode(),
-		Peers:            peers,
-		MaintenanceGrace: d.c.opt.MaintenanceGrace,
-		ClusterNodes:     d.c.names,
-		Services:         svcs,
-		Compat:           d.compOK,
-		ReadyPeriod:      d.c.opt.ReadyPeriod,
-	})
+	return svcs
 }
 
 // orchestrate is daemon.orchestrate: the node core's decision pass.
@@ -325,9 +205,7 @@ func (d *daemon) orchestrate() {
 		return
 	}
 	d.stepGen = d.gen
-	d.lastStep = d.c.clk.Now()
-	d.viewChanged = false
-	d.core.Orchestrate(d.snapshot())
+	d.core.Orchestrate(d.c.clk.Now())
 	d.applyReady()
 }
 
@@ -420,12 +298,8 @@ func frozenWord(f bool) string {
 }
 
 func (d *daemon) setMonitor(m dataset.NodeMonitor, reason string) {
-	if d.monitor == m {
-		return
-	}
-	d.c.logf(d.name, "", "node monitor %s -> %s: %s", d.monitor, m, reason)
-	d.monitor = m
-	d.changed()
+	d.core.SetNodeMonitor(m, reason)
+	d.applyReady()
 }
 
 func (d *daemon) changed() { d.gen++ }
@@ -440,7 +314,7 @@ func (d *daemon) publish() {
 
 // localNode mirrors daemon.localNode.
 func (d *daemon) localNode() dataset.Node {
-	n := dataset.Node{Name: d.name, Monitor: d.monitor, Frozen: d.core.NodeFrozen(), Compat: d.compat,
+	n := dataset.Node{Name: d.name, Monitor: d.core.NodeMonitor(), Frozen: d.core.NodeFrozen(), Compat: d.compat,
 		Labels: d.n.labels, Services: map[string]dataset.Instance{}, Targets: d.core.Targets(), Clears: d.core.Clears(), Gen: d.gen}
 	for name, inst := range d.insts {
 		info, _ := d.core.Instance(name)

@@ -14,27 +14,23 @@
 // the daemon drives it (applyReady in admin.go): the durable state
 // (Persist is what survives a crash, Node.dur), targets, clears, frozen
 // flags, admin target requests, the instance monitors, the decision pass
-// (Orchestrate: monitor.Step and what follows from each decision, the
-// multiple-active watch, the step timer as Ready.WakeAt) and the ends of
-// actions (ActionDone). Every timeline line about a service is one of the
-// core's typed events, with the text the daemon writes to node.log and
-// the events stream.
+// (Orchestrate, with the multiple-active watch and Ready.WakeAt), the
+// ends of actions (ActionDone), the peers and their judged status, compat
+// and rejoin (Start, Heartbeat, Tick). Every timeline line about a
+// service, a peer or the node monitor is one of the core's typed events,
+// with the text the daemon writes to node.log and the events stream.
 //
-// What is still modelled after package daemon, with its names, until it
-// moves into the node core (issue 9): each simulated node has a daemon
-// (type daemon, rebuilt on every daemon start):
-//
-//   - daemon.go: startDaemon (daemon.New + Run up to the loop:
-//     installInstance, startHeartbeat, rejoin, first publish and check),
-//     process (one turn of daemon.loop: heartbeat events one by one, action
-//     ends, the step timer, the 500ms tick; after each, orchestrate when
-//     d.gen changed or d.viewChanged (set by onHeartbeat, cleared by
-//     orchestrate); publish), onHeartbeat, updateCompat, updateRejoin,
-//     snapshot, armStep, check, setMonitor, publish, localNode,
-//     beginStop, readyToExit; the fake resource driver (startAction,
-//     actionDone: an action takes the service's simulated duration).
-//   - admin.go: applyReady (the driver of the node core), serviceAction
-//     (--local actions: localAction), nodeAction.
+// What the driver here does itself (daemon.go), as package daemon does:
+// startDaemon (daemon.New + Run up to the loop: install the instances,
+// join the heartbeat, Start, first publish and check); process (one turn
+// of daemon.loop: heartbeat events one by one, action ends, the step
+// timer, the 500ms tick; after each, a decision pass when the dataset
+// changed or the core's view did; publish); check (the instance status:
+// what the simulated resources say); the fake resource driver
+// (startAction, actionDone: an action takes the service's simulated
+// duration, fails when scripted); localNode, beginStop, readyToExit; and
+// the admin entry points (admin.go: serviceAction with --local actions,
+// nodeAction).
 //
 // Departures, on purpose: configs are installed on every node before the
 // daemons start (no config distribution, no delete); a service's resources

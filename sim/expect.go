@@ -52,16 +52,16 @@ func (c *Cluster) holds(a []string) (got string, ok bool, err error) {
 		if n.d == nil {
 			return "daemon stopped", false, nil
 		}
-		return string(n.d.monitor), string(n.d.monitor) == rest[1], nil
+		m := n.d.core.NodeMonitor()
+		return string(m), string(m) == rest[1], nil
 	case len(rest) == 3 && rest[0] == "sees":
 		if n.d == nil {
 			return "daemon stopped", false, nil
 		}
-		p := n.d.peers[rest[1]]
-		if p == nil {
+		if _, ok := n.d.core.Peer(rest[1]); !ok {
 			return "", false, fmt.Errorf("%s is not a peer of %s", rest[1], subject)
 		}
-		got = string(n.d.peerStatus(p))
+		got = string(n.d.peerStatus(rest[1]))
 		return got, got == rest[2], nil
 	}
 	return "", false, fmt.Errorf("unknown node expectation %q", strings.Join(rest, " "))
@@ -144,14 +144,14 @@ func (c *Cluster) FinalState() string {
 		n := c.nodes[name]
 		switch {
 		case n.d != nil:
-			fmt.Fprintf(&b, "  node %-4s daemon %-12s node %-6s compat %d", name, string(n.d.monitor),
+			fmt.Fprintf(&b, "  node %-4s daemon %-12s node %-6s compat %d", name, string(n.d.core.NodeMonitor()),
 				frozenWord(n.dur.NodeFrozen), n.d.compat)
-			if !n.d.compOK {
+			if !n.d.core.Compat() {
 				b.WriteString(" (compat warning)")
 			}
 			var views []string
-			for _, p := range n.d.pnames {
-				views = append(views, p+"="+string(n.d.peerStatus(n.d.peers[p])))
+			for _, p := range n.d.core.PeerNames() {
+				views = append(views, p+"="+string(n.d.peerStatus(p)))
 			}
 			fmt.Fprintf(&b, "  sees %s\n", strings.Join(views, " "))
 		case n.machineUp:

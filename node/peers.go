@@ -1,0 +1,243 @@
+package node
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"haven/config"
+	"haven/dataset"
+	"haven/monitor"
+	"haven/view"
+)
+
+// fullPassPeriod bounds the time between two decision passes when nothing
+// changed (between changes, the pass runs on every event that changes the
+// local data or the view, and at Ready.WakeAt).
+const fullPassPeriod = 5 * time.Second
+
+// Local is what the driver still owns of the node's view: its own dataset
+// entry (the instances' status, load, configs...) and the configs of its
+// services. The core reads it to build the decision core's snapshot. Its
+// methods must not call back into the core's inputs.
+type Local interface {
+	LocalNode() dataset.Node
+	LocalServices() map[string]*config.ServiceConfig
+}
+
+// peer is what this node knows of another member, judged by the rules of
+// package view.
+type peer struct {
+	view.Peer
+	// status is the conclusion last said (view.Status), to notice the
+	// changes that come with events and with time alone.
+	status dataset.NodeStatus
+}
+
+// PeerKind is the kind of a heartbeat event about a peer.
+type PeerKind int
+
+const (
+	PeerUp PeerKind = iota + 1
+	PeerDown
+	PeerData
+)
+
+// PeerEvent is a heartbeat event about a peer: heard, lost, or its data.
+type PeerEvent struct {
+	Node string
+	Kind PeerKind
+	Data *dataset.Node // PeerData
+}
+
+func (c *Core) initPeers() {
+	c.peers = map[string]*peer{}
+	for _, m := range c.cfg.ClusterNodes {
+		if m != c.cfg.Name {
+			c.peers[m] = &peer{status: dataset.NodeStUnknown}
+			c.pnames = append(c.pnames, m)
+		}
+	}
+}
+
+// Start is the start of the daemon: with peers, the node monitor enters
+// rejoin until every one was heard or the rejoin grace period ends.
+func (c *Core) Start(now time.Time) {
+	c.started = now
+	if len(c.peers) > 0 {
+		c.SetNodeMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
+	}
+	c.publish()
+}
+
+// Heartbeat takes a heartbeat event: the peer's status, its data (targets
+// and clears newer than ours are adopted), then compat and rejoin. The
+// daemon installs the configs it carries before (config distribution is
+// still the daemon's).
+func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
+	p := c.peers[ev.Node]
+	if p == nil {
+		return
+	}
+	switch ev.Kind {
+	case PeerUp:
+		p.Up = true
+	case PeerDown:
+		if p.Up {
+			p.Peer = view.NoteDown(p.Peer)
+		}
+	case PeerData:
+		if ev.Data == nil {
+			return
+		}
+		p.Peer = view.NoteData(p.Peer, ev.Data, now)
+		c.MergeTargets(ev.Data.Targets, func() monitor.Snapshot { return c.Snapshot(now) })
+		c.MergeClears(ev.Data.Clears, now)
+	default:
+		return
+	}
+	c.updateCompat()
+	c.notePeers(now)
+	c.updateRejoin(now)
+	// a peer's change is a change of this node's view: decide again
+	c.viewChanged = true
+}
+
+// Tick is the periodic tick (500ms in the daemon): the peers' status
+// changes that come with time alone (a maintenance grace that ends), the
+// end of the rejoin grace period, and the safety-net decision pass (at
+// most fullPassPeriod apart, so that nothing waits forever on a lost
+// event).
+func (c *Core) Tick(now time.Time) {
+	c.updateRejoin(now)
+	c.notePeers(now)
+	if now.Sub(c.lastStep) >= fullPassPeriod {
+		c.viewChanged = true
+	}
+}
+
+// WakeUp is the driver's timer of Ready.WakeAt: a decision pass is due.
+func (c *Core) WakeUp() { c.viewChanged = true }
+
+// ViewChanged reports whether the view changed since the last decision
+// pass (the driver runs Orchestrate then, or when its dataset changed).
+func (c *Core) ViewChanged() bool { return c.viewChanged }
+
+// notePeers emits the changes of the peers' status as this node concludes
+// it, and marks the view changed.
+func (c *Core) notePeers(now time.Time) {
+	for _, name := range c.pnames {
+		p := c.peers[name]
+		st := view.Status(p.Peer, now, c.cfg.MaintenanceGrace)
+		if st == p.status {
+			continue
+		}
+		e := PeerStatus{Node: name, From: p.status, To: st}
+		if p.status == dataset.NodeStMaint && st == dataset.NodeDown {
+			e.Reason = fmt.Sprintf("maintenance grace period (%s) ended: treated as down", c.cfg.MaintenanceGrace)
+		} else if st == dataset.NodeStMaint {
+			e.Reason = fmt.Sprintf("grace %s", c.cfg.MaintenanceGrace)
+		}
+		c.emit(e)
+		p.status = st
+		c.viewChanged = true
+	}
+}
+
+// updateCompat compares the compat versions of the live members.
+func (c *Core) updateCompat() {
+	peers := make(map[string]view.Peer, len(c.peers))
+	for name, p := range c.peers {
+		peers[name] = p.Peer
+	}
+	ok := view.CompatOK(c.cfg.Compat, peers)
+	if ok == c.compat {
+		return
+	}
+	c.compat = ok
+	c.emit(Compat{OK: ok})
+	c.publish()
+}
+
+// updateRejoin ends the rejoin state once every member was heard, or at
+// the end of rejoin_grace_period, freezing the node if some are missing.
+func (c *Core) updateRejoin(now time.Time) {
+	if c.monitor != dataset.NodeRejoin {
+		return
+	}
+	var missing []string
+	for _, name := range c.pnames {
+		if c.peers[name].Data == nil {
+			missing = append(missing, name)
+		}
+	}
+	grace := c.cfg.RejoinGrace
+	switch view.Rejoin(len(missing), c.started, now, grace) {
+	case view.RejoinDone:
+		c.SetNodeMonitor(dataset.NodeIdle, "every cluster node was heard from")
+		return
+	case view.StayRejoin:
+		return
+	}
+	reason := fmt.Sprintf("rejoin grace period (%s) ended with nodes never heard from: %s", grace, strings.Join(missing, ", "))
+	if !c.state.NodeFrozen {
+		c.SetNodeFrozen(true, reason+": node frozen so that services never start twice (nodemgr thaw resumes)")
+	}
+	c.SetNodeMonitor(dataset.NodeIdle, reason)
+}
+
+// SetNodeMonitor changes the node monitor state (rejoin, idle,
+// maintenance, shutting, draining).
+func (c *Core) SetNodeMonitor(m dataset.NodeMonitor, reason string) {
+	if c.monitor == m {
+		return
+	}
+	c.emit(NodeMonitor{From: c.monitor, To: m, Reason: reason})
+	c.monitor = m
+	c.publish()
+}
+
+// NodeMonitor returns the node monitor state.
+func (c *Core) NodeMonitor() dataset.NodeMonitor { return c.monitor }
+
+// Compat reports whether every live member announces this node's compat.
+func (c *Core) Compat() bool { return c.compat }
+
+// PeerNames returns the other members, sorted.
+func (c *Core) PeerNames() []string { return c.pnames }
+
+// Peer returns what this node knows of a peer.
+func (c *Core) Peer(name string) (view.Peer, bool) {
+	p := c.peers[name]
+	if p == nil {
+		return view.Peer{}, false
+	}
+	return p.Peer, true
+}
+
+// PeerStatus is this node's conclusion about a peer at now.
+func (c *Core) PeerStatus(name string, now time.Time) dataset.NodeStatus {
+	p := c.peers[name]
+	if p == nil {
+		return dataset.NodeStUnknown
+	}
+	return view.Status(p.Peer, now, c.cfg.MaintenanceGrace)
+}
+
+// Snapshot gathers what the decision core reads: plain data, with now.
+func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
+	peers := make(map[string]view.Peer, len(c.peers))
+	for name, p := range c.peers {
+		peers[name] = p.Peer
+	}
+	return view.Snapshot(view.Input{
+		Now:              now,
+		Local:            c.cfg.Local.LocalNode(),
+		Peers:            peers,
+		MaintenanceGrace: c.cfg.MaintenanceGrace,
+		ClusterNodes:     c.cfg.ClusterNodes,
+		Services:         c.cfg.Local.LocalServices(),
+		Compat:           c.compat,
+		ReadyPeriod:      c.cfg.ReadyPeriod,
+	})
+}
