@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"encoding/json"
+
 	"go.uber.org/zap"
 
 	"haven/api"
@@ -38,11 +40,14 @@ func (d *Daemon) applyReady() {
 }
 
 // logEvent writes a typed event of the core to node.log and the events
-// stream.
+// stream, with its structured fields (svc, node, from, to, reason,
+// target...): `nodemgr events --format json` shows them.
 func (d *Daemon) logEvent(e node.Event) {
-	fields := []zap.Field{zap.String("event", e.Kind())}
-	if svc := e.Service(); svc != "" {
-		fields = append(fields, zap.String("svc", svc))
+	fields := eventFields(e)
+	zf := make([]zap.Field, 0, len(fields)+1)
+	zf = append(zf, zap.String("event", e.Kind()))
+	for _, k := range sortedKeys(fields) {
+		zf = append(zf, zap.String(k, fields[k]))
 	}
 	switch e := e.(type) {
 	case node.ActionBegin:
@@ -52,13 +57,55 @@ func (d *Daemon) logEvent(e node.Event) {
 	}
 	switch e.Level() {
 	case node.Warn:
-		d.log.Warn(e.String(), fields...)
+		d.log.Warn(e.String(), zf...)
 	case node.Error:
-		d.log.Error(e.String(), fields...)
+		d.log.Error(e.String(), zf...)
 	default:
-		d.log.Info(e.String(), fields...)
+		d.log.Info(e.String(), zf...)
 	}
-	d.emit(api.Event{Kind: e.Kind(), Service: e.Service(), Message: e.String()})
+	d.emit(api.Event{Kind: e.Kind(), Service: e.Service(), Message: e.String(), Fields: fields})
+}
+
+// eventFields flattens a typed event into strings: its JSON fields, a
+// nested value (a target) as its text form or compact JSON.
+func eventFields(e node.Event) map[string]string {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(b, &raw) != nil {
+		return nil
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			out[k] = s
+			continue
+		}
+		out[k] = string(v)
+	}
+	if t, ok := targetOf(e); ok {
+		out["target"] = t.String()
+		out["id"] = t.ID
+	}
+	return out
+}
+
+// targetOf returns the target an event is about, if any.
+func targetOf(e node.Event) (dataset.Target, bool) {
+	switch e := e.(type) {
+	case node.TargetSet:
+		return e.Target, true
+	case node.TargetAdopted:
+		return e.Target, true
+	case node.TargetReached:
+		return e.Target, true
+	case node.TargetFailed:
+		return e.Target, true
+	}
+	return dataset.Target{}, false
 }
 
 // monitorState is the monitor state of the instance of svc here.

@@ -1,24 +1,34 @@
 package daemon
 
 import (
+	"fmt"
+	"strconv"
 	"sync"
 
 	"haven/api"
 )
 
-// bus fans events out to `nodemgr events` subscribers. Slow subscribers
-// lose events rather than block the loop; they are told by a "lost" event.
+// busBuffer is the number of events a subscriber may lag behind.
+const busBuffer = 256
+
+// bus fans events out to `nodemgr events` subscribers. A slow subscriber
+// loses events rather than block the loop, and is told so: the next event
+// it can take is preceded by a "lost" event saying how many it missed.
 type bus struct {
 	mu   sync.Mutex
-	subs map[chan api.Event]struct{}
+	subs map[chan api.Event]*subscriber
 }
 
-func newBus() *bus { return &bus{subs: map[chan api.Event]struct{}{}} }
+type subscriber struct {
+	lost int // events dropped since the last one delivered
+}
+
+func newBus() *bus { return &bus{subs: map[chan api.Event]*subscriber{}} }
 
 func (b *bus) subscribe() chan api.Event {
-	ch := make(chan api.Event, 256)
+	ch := make(chan api.Event, busBuffer)
 	b.mu.Lock()
-	b.subs[ch] = struct{}{}
+	b.subs[ch] = &subscriber{}
 	b.mu.Unlock()
 	return ch
 }
@@ -29,13 +39,31 @@ func (b *bus) unsubscribe(ch chan api.Event) {
 	b.mu.Unlock()
 }
 
+// publish never blocks. Only publish sends on the channels (under mu), so
+// the room it sees cannot shrink before it sends.
 func (b *bus) publish(e api.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for ch := range b.subs {
+	for ch, s := range b.subs {
+		if s.lost > 0 {
+			if cap(ch)-len(ch) < 2 {
+				s.lost++
+				continue
+			}
+			ch <- lostEvent(e, s.lost)
+			s.lost = 0
+		}
 		select {
 		case ch <- e:
 		default:
+			s.lost++
 		}
 	}
+}
+
+// lostEvent tells a subscriber how many events it missed before e.
+func lostEvent(e api.Event, n int) api.Event {
+	return api.Event{Time: e.Time, Kind: "lost", Node: e.Node,
+		Message: fmt.Sprintf("lost %d events: this reader was too slow", n),
+		Fields:  map[string]string{"lost": strconv.Itoa(n)}}
 }
