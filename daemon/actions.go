@@ -106,7 +106,7 @@ func (d *Daemon) localAction(inst *instance, req api.ActionRequest, ok func(stri
 		d.setFrozen(inst.name, req.Action == "freeze", "admin "+req.Action+" --local")
 		ok(req.Action + " done")
 	case "start":
-		if inst.avail == dataset.StatusUp || inst.avail == dataset.StatusNA && d.running(inst) {
+		if avail, running := d.core.Status(inst.name); avail == dataset.StatusUp || avail == dataset.StatusNA && running {
 			// a start would run a second copy: nothing to do
 			ok("already up: nothing done")
 			return

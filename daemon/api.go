@@ -352,7 +352,7 @@ func (d *Daemon) install(cfg *config.ServiceConfig, e dataset.ConfigEntry, what 
 	inst := d.installInstance(cfg)
 	d.log.Info("service config "+what, zap.String("svc", cfg.Name))
 	d.emit(api.Event{Kind: "config", Service: cfg.Name, Message: "config " + what})
-	d.check(inst, true)
+	d.check(inst)
 	return nil
 }
 

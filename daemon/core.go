@@ -35,6 +35,14 @@ func (d *Daemon) applyReady() {
 		for _, a := range rd.Run {
 			d.startAction(a)
 		}
+		for _, ck := range rd.Check {
+			d.startCheck(ck)
+		}
+		for _, r := range rd.Done {
+			if inst := d.services[r.Service]; inst != nil {
+				d.endAction(inst, r.Err)
+			}
+		}
 		d.armStep(rd.WakeAt)
 	}
 }
@@ -54,6 +62,10 @@ func (d *Daemon) logEvent(e node.Event) {
 		d.svclogs.write(e.Svc, "", e.String())
 	case node.MultipleActive:
 		d.svclogs.write(e.Svc, "", e.String())
+	case node.ActionEnd:
+		d.svclogs.write(e.Svc, "", e.String())
+	case node.ResourceStatus:
+		d.svclogs.write(e.Svc, e.RID, "status "+string(e.From)+" -> "+string(e.To)+reasonSuffix(e.Reason))
 	}
 	switch e.Level() {
 	case node.Warn:
@@ -63,7 +75,11 @@ func (d *Daemon) logEvent(e node.Event) {
 	default:
 		d.log.Info(e.String(), zf...)
 	}
-	d.emit(api.Event{Kind: e.Kind(), Service: e.Service(), Message: e.String(), Fields: fields})
+	ae := api.Event{Kind: e.Kind(), Service: e.Service(), Message: e.String(), Fields: fields}
+	if rs, ok := e.(node.ResourceStatus); ok {
+		ae.RID = rs.RID
+	}
+	d.emit(ae)
 }
 
 // eventFields flattens a typed event into strings: its JSON fields, a

@@ -171,7 +171,8 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat,
 		MaintenanceGrace: d.node.MaintenanceGracePeriod, RejoinGrace: d.node.RejoinGracePeriod,
-		ReadyPeriod: d.node.ReadyPeriod, Local: d}, dur)
+		ReadyPeriod: d.node.ReadyPeriod, CheckInterval: d.node.CheckInterval, MonitorInterval: d.node.MonitorInterval,
+		Local: d}, dur)
 	d.dur = d.core.State()
 	if err := d.checkIdentity(opts.NewCluster); err != nil {
 		return nil, err
@@ -248,7 +249,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.publish()
 	// reconcile on start-up: learn what runs before deciding anything
 	for _, name := range d.serviceNames() {
-		d.check(d.services[name], true)
+		d.check(d.services[name])
 	}
 
 	mode := d.loop(ctx)
@@ -374,21 +375,10 @@ func (d *Daemon) tick() {
 	now := d.clk.Now()
 	d.retryState()
 	d.refreshSysinfo()
-	// rejoin, the peers' status that changes with time alone (a
-	// maintenance grace that ends), the safety-net pass
+	// the periodic checks, rejoin, the peers' status that changes with
+	// time alone (a maintenance grace that ends), the safety-net pass
 	d.core.Tick(now)
 	d.applyReady()
-	for _, name := range d.serviceNames() {
-		inst := d.services[name]
-		if d.core.Busy(name) != "" || inst.checking {
-			continue
-		}
-		if now.Sub(inst.lastFull) >= d.node.CheckInterval {
-			d.check(inst, true)
-		} else if inst.hasMonitored() && now.Sub(inst.lastMon) >= d.node.MonitorInterval {
-			d.check(inst, false)
-		}
-	}
 }
 
 // refreshSysinfo reads load and memory; only a visible change (0.1) marks

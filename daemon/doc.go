@@ -9,9 +9,9 @@
 // the events stream (`nodemgr events`, with a "lost N events" marker for
 // a slow reader), the answers to the API callers.
 //
-// What is still the daemon's own, not the core's: the resource drivers,
-// status checks and instance status (avail, resources), config
-// distribution (configs.go, configedit.go: versions, digests, adoption
+// What is still the daemon's own, not the core's: the resource drivers
+// (its workers only execute the core's node.Action and node.Check and
+// report), config distribution (configs.go, configedit.go: versions, digests, adoption
 // waits, rebase of keyword edits), the local API, the cluster identity
 // and the heartbeat incarnation, load and memory.
 package daemon

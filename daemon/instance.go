@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,14 +10,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"haven/api"
 	"haven/config"
 	"haven/dataset"
-	"haven/monitor"
 	"haven/node"
 	"haven/resource"
-	"haven/status"
-	"time"
 )
 
 // instance is the loop-owned runtime of one service on this node.
@@ -30,22 +25,10 @@ type instance struct {
 	set   *resource.Set
 	// buildErr is set when the config could not be turned into drivers here.
 	buildErr string
-
-	res     map[string]dataset.Resource
-	avail   dataset.Status
-	overall dataset.Status
-	// the monitor, the action in flight, the placement leader and flags
-	// are the node core's (d.core.Instance)
-	// done is the caller of the action in flight (nil for the core's own)
-	done     func(error)
-	checking bool
-	lastFull time.Time
-	lastMon  time.Time
-	// pendingCheck asks for a full check as soon as the current one ends.
-	pendingCheck bool
-	// afterCheck run on the loop when the next full check has ended, so
-	// that an action answers once its effect is visible in the status.
-	afterCheck []func()
+	// done is the caller of the action in flight (nil for the core's own).
+	// The monitor, the status, the checks and the action in flight are
+	// the node core's (d.core.Instance).
+	done func(error)
 }
 
 func (i *instance) hasMonitored() bool {
@@ -106,23 +89,17 @@ func (d *Daemon) loadServices() {
 func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 	inst := d.services[cfg.Name]
 	if inst == nil {
-		inst = &instance{
-			name:    cfg.Name,
-			avail:   dataset.StatusUnknown,
-			overall: dataset.StatusUnknown,
-			res:     map[string]dataset.Resource{},
-		}
+		inst = &instance{name: cfg.Name}
 		d.services[cfg.Name] = inst
 	}
 	local := cfg.HasNode(d.node.Name, d.cluster.NodeNames())
-	if inst.local && !local && inst.set != nil && d.core.Busy(inst.name) == "" &&
-		(inst.avail == dataset.StatusUp || inst.avail == dataset.StatusWarn) {
+	if avail, _ := d.core.Status(inst.name); inst.local && !local && inst.set != nil && d.core.Busy(inst.name) == "" &&
+		(avail == dataset.StatusUp || avail == dataset.StatusWarn) {
 		// the running action keeps the old drivers
 		d.runAction(inst, "stop", "this node was removed from the service's nodes", nil)
 	}
 	inst.cfg = cfg
 	inst.local = local
-	d.core.AddInstance(cfg.Name, local, d.clk.Now())
 	inst.set, inst.buildErr = nil, ""
 	if inst.local {
 		exp, err := cfg.ForNode(d.node.Name, d.p.ServiceVar(cfg.Name))
@@ -141,97 +118,42 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 			d.log.Error("service cannot run here", zap.String("svc", cfg.Name), zap.Error(err))
 		}
 	}
+	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: inst.set != nil, Monitored: inst.hasMonitored()}, d.clk.Now())
 	d.changed()
 	return inst
 }
 
-// check runs a status check of the instance's resources in a worker:
-// every resource when full, else only the monitored ones.
-func (d *Daemon) check(inst *instance, full bool) {
-	if inst == nil || !inst.local || inst.set == nil {
-		d.runAfterCheck(inst)
+// check orders a full status check of the instance (the node core runs
+// one at a time).
+func (d *Daemon) check(inst *instance) {
+	if inst != nil {
+		d.core.CheckNow(inst.name)
+		d.applyReady()
+	}
+}
+
+// startCheck runs a check the node core ordered (node.Ready.Check) in a
+// worker: every resource when full, else only the monitored ones.
+func (d *Daemon) startCheck(ck node.Check) {
+	inst := d.services[ck.Service]
+	if inst == nil || inst.set == nil {
+		// removed or changed meanwhile: the core sees a stale check
+		d.core.CheckDone(ck, nil, d.clk.Now())
 		return
 	}
-	if inst.checking {
-		if full {
-			inst.pendingCheck = true
-		}
-		return
-	}
-	inst.checking = true
 	set := inst.set
 	d.goWorker(func(ctx context.Context) {
 		var res map[string]dataset.Resource
-		if full {
+		if ck.Full {
 			res = set.Status(ctx)
 		} else {
 			res = set.StatusMonitored(ctx)
 		}
-		d.post(func() { d.checkDone(inst, set, full, res) })
+		d.post(func() {
+			d.core.CheckDone(ck, res, d.clk.Now())
+			d.applyReady()
+		})
 	})
-}
-
-func (d *Daemon) checkDone(inst *instance, set *resource.Set, full bool, res map[string]dataset.Resource) {
-	inst.checking = false
-	now := d.clk.Now()
-	if full {
-		inst.lastFull = now
-	}
-	inst.lastMon = now
-	if d.services[inst.name] != inst || inst.set != set {
-		// the config changed meanwhile: this result is stale
-		d.check(inst, true)
-		return
-	}
-	if full && inst.pendingCheck {
-		// an action ended while this check ran: only the next one counts
-		inst.pendingCheck = false
-		d.check(inst, true)
-		return
-	}
-	for rid, r := range res {
-		if old, ok := inst.res[rid]; ok && old.Status != r.Status {
-			d.svclogs.write(inst.name, rid, "status "+string(old.Status)+" -> "+string(r.Status)+reasonSuffix(r.Log))
-			d.log.Info("resource status changed", zap.String("svc", inst.name), zap.String("rid", rid),
-				zap.String("from", string(old.Status)), zap.String("to", string(r.Status)), zap.String("reason", r.Log))
-			d.emit(api.Event{Kind: "resource_status", Service: inst.name, RID: rid, Message: string(old.Status) + " -> " + string(r.Status)})
-		}
-		inst.res[rid] = r
-	}
-	if full {
-		for rid := range inst.res {
-			if _, ok := res[rid]; !ok {
-				delete(inst.res, rid)
-			}
-		}
-	}
-	avail, overall := status.Instance(inst.res)
-	if avail != inst.avail || overall != inst.overall {
-		d.log.Info("instance status changed", zap.String("svc", inst.name),
-			zap.String("from", string(inst.avail)), zap.String("to", string(avail)), zap.String("overall", string(overall)))
-		d.emit(api.Event{Kind: "instance_status", Service: inst.name, Message: string(inst.avail) + " -> " + string(avail)})
-		inst.avail, inst.overall = avail, overall
-		d.changed()
-	}
-	if inst.pendingCheck {
-		inst.pendingCheck = false
-		d.check(inst, true)
-		return
-	}
-	if full {
-		d.runAfterCheck(inst)
-	}
-}
-
-func (d *Daemon) runAfterCheck(inst *instance) {
-	if inst == nil {
-		return
-	}
-	fs := inst.afterCheck
-	inst.afterCheck = nil
-	for _, f := range fs {
-		f()
-	}
 }
 
 func reasonSuffix(r string) string {
@@ -292,9 +214,6 @@ func (d *Daemon) startAction(a node.Action) {
 			err = fmt.Errorf("%s: cannot run here: %s", a.Service, inst.buildErr)
 		}
 		d.core.ActionDone(a.Service, a.Kind, err, d.clk.Now())
-		if inst != nil {
-			d.endAction(inst, err)
-		}
 		return
 	}
 	set, action := inst.set, a.Kind
@@ -305,7 +224,11 @@ func (d *Daemon) startAction(a node.Action) {
 		} else {
 			err = set.Stop(ctx)
 		}
-		d.post(func() { d.actionDone(inst, action, err) })
+		d.post(func() {
+			// the core orders the full check that ends the action
+			d.core.ActionDone(inst.name, action, err, d.clk.Now())
+			d.applyReady()
+		})
 	})
 }
 
@@ -317,65 +240,11 @@ func (d *Daemon) endAction(inst *instance, err error) {
 	}
 }
 
-// actionDone runs on the loop when an action's commands have ended. The
-// instance stays busy until the status check that follows has ended, so
-// that no decision is taken on the status from before the action.
-func (d *Daemon) actionDone(inst *instance, action string, err error) {
-	result := "ok"
-	if err != nil {
-		result = "failed: " + err.Error()
-		d.log.Error("action failed", zap.String("svc", inst.name), zap.String("action", action), zap.Error(err))
-	} else {
-		d.log.Info("action succeeded", zap.String("svc", inst.name), zap.String("action", action))
-	}
-	d.svclogs.write(inst.name, "", action+" "+result)
-	d.emit(api.Event{Kind: "action_end", Service: inst.name, Message: action + " " + result})
-	inst.afterCheck = append(inst.afterCheck, func() {
-		if action == "stop" && err == nil {
-			// the commands said ok, the check says otherwise: the check wins
-			if err = stillUp(inst.res); err != nil {
-				d.log.Error("action failed", zap.String("svc", inst.name), zap.String("action", action), zap.Error(err))
-				d.svclogs.write(inst.name, "", "stop failed: "+err.Error())
-				d.emit(api.Event{Kind: "action_end", Service: inst.name, Message: "stop failed: " + err.Error()})
-			}
-		}
-		d.core.ActionDone(inst.name, action, err, d.clk.Now())
-		d.applyReady()
-		d.endAction(inst, err)
-	})
-	d.check(inst, true)
-}
-
-// stillUp returns an error naming the required resources whose check
-// still says up after a stop whose commands succeeded, nil when none.
-func stillUp(res map[string]dataset.Resource) error {
-	var up []string
-	for _, rid := range sortedKeys(res) {
-		r := res[rid]
-		if r.Disabled || r.Optional || r.Status != dataset.StatusUp {
-			continue
-		}
-		s := rid + ": its check still says up after its stop"
-		if r.Log != "" {
-			s += " (last line: " + r.Log + ")"
-		}
-		up = append(up, s)
-	}
-	if len(up) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(up, "; "))
-}
-
 // running reports whether the local instance may run something a stop
 // must end: up or warn, or n/a and started (monitor.EffectiveAvail).
 func (d *Daemon) running(i *instance) bool {
-	info, _ := d.core.Instance(i.name)
-	switch monitor.EffectiveAvail(dataset.Instance{Avail: i.avail, Monitor: info.Monitor}) {
-	case dataset.StatusDown, dataset.StatusNA:
-		return false
-	}
-	return true
+	_, r := d.core.Status(i.name)
+	return r
 }
 
 // frozen reports whether the instance is frozen (its own flag).
@@ -409,19 +278,15 @@ func (d *Daemon) localNode() dataset.Node {
 		if !inst.local {
 			continue
 		}
-		res := make(map[string]dataset.Resource, len(inst.res))
-		for k, v := range inst.res {
-			res[k] = v
-		}
 		info, _ := d.core.Instance(name)
 		n.Services[name] = dataset.Instance{
-			Avail:           inst.avail,
-			Overall:         inst.overall,
+			Avail:           info.Avail,
+			Overall:         info.Overall,
 			Frozen:          d.frozen(name),
 			Monitor:         info.Monitor,
 			PlacementLeader: info.Leader,
 			Flags:           info.Flags,
-			Resources:       res,
+			Resources:       info.Resources,
 			ConfigVersion:   d.dur.Services[name].ConfigVersion,
 		}
 	}

@@ -22,7 +22,7 @@ var allowedImports = map[string]bool{
 	// haven
 	"haven/dataset": true, "haven/config": true, "haven/constraints": true,
 	"haven/placement": true, "haven/affinity": true, "haven/monitor": true,
-	"haven/view": true, "haven/node": true,
+	"haven/view": true, "haven/node": true, "haven/status": true,
 	// standard library: pure computation only
 	"bytes": true, "cmp": true, "errors": true, "fmt": true, "hash": true, "hash/fnv": true,
 	"maps": true, "math": true, "regexp": true, "reflect": true, "slices": true, "sort": true,

@@ -20,6 +20,11 @@ type Config struct {
 	MaintenanceGrace time.Duration
 	RejoinGrace      time.Duration
 	ReadyPeriod      time.Duration
+	// CheckInterval and MonitorInterval are node.toml's check_interval
+	// (a full check of every instance) and monitor_interval (its
+	// monitored resources).
+	CheckInterval   time.Duration
+	MonitorInterval time.Duration
 	// Local gives what the driver owns of the node's view (nil: an empty
 	// node, for tests of the durable state alone).
 	Local Local
@@ -33,7 +38,8 @@ type Core struct {
 	cfg   Config
 	state State
 
-	insts map[string]*instance
+	insts  map[string]*instance
+	inames []string // sorted
 
 	peers   map[string]*peer
 	pnames  []string // sorted
@@ -99,8 +105,12 @@ type Ready struct {
 	Events []Event
 	// Answers end admin requests and --wait callers, by ticket.
 	Answers []Answer
-	// Run are the actions to start, in order.
-	Run []Action
+	// Run are the actions to start, in order; Check the status checks.
+	Run   []Action
+	Check []Check
+	// Done are the ends of actions started with RunAction, to answer
+	// their callers.
+	Done []ActionResult
 	// WakeAt is the earliest time the driver must call Orchestrate again
 	// (zero: no need before the next input).
 	WakeAt time.Time
@@ -108,7 +118,7 @@ type Ready struct {
 
 // Empty reports whether r asks nothing of the driver.
 func (r *Ready) Empty() bool {
-	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && r.WakeAt.IsZero()
+	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Done) == 0 && r.WakeAt.IsZero()
 }
 
 // Ready returns what the inputs since the last call ask of the driver and

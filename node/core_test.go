@@ -119,9 +119,24 @@ func monitorEvents(c *Core) []string {
 	return out
 }
 
+// failStart ends the start of web with an error: the commands fail, the
+// check that follows says down.
+func failStart(t *testing.T, c *Core) {
+	t.Helper()
+	c.ActionDone("web", "start", errors.New("boom"), t0)
+	rd := c.Ready()
+	if len(rd.Check) != 1 || !rd.Check[0].Full {
+		t.Fatalf("got checks %v, want one full check after the action", rd.Check)
+	}
+	if b := c.Busy("web"); b != "start" {
+		t.Fatalf("busy %q before the check ended, want start", b)
+	}
+	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+}
+
 func TestClearAppliesOnceAndHere(t *testing.T) {
 	c := newCore("n1")
-	c.AddInstance("web", true, t0)
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
 	if err := c.RunAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +146,7 @@ func TestClearAppliesOnceAndHere(t *testing.T) {
 	if err := c.RunAction("web", "stop", "test", t0); err == nil {
 		t.Fatal("a second action while one runs was accepted")
 	}
-	c.ActionDone("web", "start", errors.New("boom"), t0)
+	failStart(t, c)
 	if got := monitorEvents(c); len(got) != 1 || got[0] != "starting>start failed" {
 		t.Fatalf("got %v, want starting>start failed", got)
 	}
@@ -143,7 +158,11 @@ func TestClearAppliesOnceAndHere(t *testing.T) {
 	if got := monitorEvents(c); len(got) != 1 || got[0] != "start failed>idle" {
 		t.Fatalf("got %v, want start failed>idle", got)
 	}
-	c.ActionDone("web", "start", errors.New("boom"), t0)
+	if err := c.RunAction("web", "start", "test", t0); err != nil {
+		t.Fatal(err)
+	}
+	c.Ready()
+	failStart(t, c)
 	c.Ready()
 	c.MergeClears(map[string]dataset.ClearRequest{"web": cr}, t0)
 	if got := monitorEvents(c); len(got) != 0 {
@@ -165,5 +184,47 @@ func TestWaiterExpiresWithProgress(t *testing.T) {
 	c.ExpireWaiters(t0.Add(time.Second), noSnap())
 	if a := answers(c)[tk]; a.Err == nil || !strings.Contains(a.Err.Error(), "timed out") {
 		t.Fatalf("got %+v, want a time out", a)
+	}
+}
+
+// A stop whose commands succeed but whose check still says up fails: the
+// check wins, the caller is told which resource.
+func TestStopThatLeavesAResourceUpFails(t *testing.T) {
+	c := newCore("n1")
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	if err := c.RunAction("web", "stop", "test", t0); err != nil {
+		t.Fatal(err)
+	}
+	c.Ready()
+	c.ActionDone("web", "stop", nil, t0)
+	rd := c.Ready()
+	if len(rd.Check) != 1 {
+		t.Fatalf("got checks %v, want one", rd.Check)
+	}
+	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp, Log: "still here"}}, t0)
+	rd = c.Ready()
+	if len(rd.Done) != 1 || rd.Done[0].Err == nil || !strings.Contains(rd.Done[0].Err.Error(), "app#1: its check still says up after its stop (last line: still here)") {
+		t.Fatalf("got %+v, want the stop failed naming app#1", rd.Done)
+	}
+	if info, _ := c.Instance("web"); info.Monitor.State != dataset.StopFailed || info.Busy != "" || info.Avail != dataset.StatusUp {
+		t.Fatalf("got %+v, want stop failed, not busy, avail up", info)
+	}
+}
+
+// The result of a check made before a config change is not used: a new
+// check is ordered.
+func TestStaleCheckIsMadeAgain(t *testing.T) {
+	c := newCore("n1")
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.CheckNow("web")
+	old := c.Ready().Check[0]
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0) // a new config
+	c.CheckDone(old, map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	rd := c.Ready()
+	if len(rd.Check) != 1 || rd.Check[0].Gen == old.Gen {
+		t.Fatalf("got checks %v, want a new one of the new generation", rd.Check)
+	}
+	if avail, _ := c.Status("web"); avail != dataset.StatusUnknown {
+		t.Fatalf("a stale check set the status to %s", avail)
 	}
 }

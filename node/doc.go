@@ -25,9 +25,15 @@
 //     or clear of a service unknown here is not adopted), TargetReached
 //     and NoteTargetFailed (from the decisions), ExpireWaiters;
 //   - the --wait callers, as tickets;
-//   - the instance monitors (AddInstance, RunAction, ActionDone,
-//     ClearLocal) and the decision pass (Orchestrate: monitor.Step over the
-//     view of now (Snapshot), the decisions carried out, actions ordered in
+//   - the instances (AddInstance, with what the driver says of them:
+//     local, runnable, monitored): their status (CheckNow, the periodic
+//     checks at Tick, CheckDone: resources, avail with status.Instance),
+//     their monitors, their actions (Ready.Run or RunAction, then
+//     ActionDone when the commands end; the action ends after the full
+//     check that follows, a stop that left a resource up fails, and
+//     Ready.Done answers its caller), ClearLocal;
+//   - the decision pass (Orchestrate: monitor.Step over the view of now
+//     (Snapshot), the decisions carried out, actions ordered in
 //     Ready.Run, the multiple-active watch, Ready.WakeAt for the end of a
 //     ready window or a --wait deadline);
 //   - the peers and the node monitor (Start, Heartbeat, Tick): each
@@ -37,11 +43,13 @@
 //     safety-net pass every 5s.
 //
 // The driver gives the core, through Local, what it still owns of the
-// node's view: its dataset entry (instance status, resources, load,
-// configs) and its service configs.
+// node's view: its dataset entry (its instances come from the core; load,
+// memory, labels and configs are the driver's) and its service configs.
 //
-// Still in the drivers, to move here next (issue 9): the status checks
-// and the instance status (Check / CheckDone), when the driver's own
-// dataset changed (its generation), and config distribution (daemon
-// only).
+// Still in the drivers: when the driver's own dataset changed (its
+// generation, which also triggers a decision pass), config distribution
+// (daemon only: versions, digests, adoption waits, rebase of keyword
+// edits), the cluster identity and the heartbeat incarnation (daemon
+// only), and admin requests that are not targets (--local actions,
+// delete, node freeze / drain), which call the core's inputs.
 package node

@@ -216,3 +216,59 @@ func (e Compat) String() string {
 	}
 	return "cluster members run incompatible versions. disable ha orchestration"
 }
+
+// ActionEnd: the commands of an action ended (Err "" when they
+// succeeded), or a stop whose commands succeeded left a resource up.
+type ActionEnd struct {
+	Svc    string `json:"svc"`
+	Action string `json:"action"`
+	Err    string `json:"error,omitempty"`
+}
+
+func (ActionEnd) Kind() string      { return "action_end" }
+func (e ActionEnd) Service() string { return e.Svc }
+func (e ActionEnd) Level() Level {
+	if e.Err != "" {
+		return Error
+	}
+	return Info
+}
+func (e ActionEnd) String() string {
+	if e.Err != "" {
+		return e.Action + " failed: " + e.Err
+	}
+	return e.Action + " ok"
+}
+
+// ResourceStatus: the status of a resource of the local instance changed.
+type ResourceStatus struct {
+	Svc    string         `json:"svc"`
+	RID    string         `json:"rid"`
+	From   dataset.Status `json:"from"`
+	To     dataset.Status `json:"to"`
+	Reason string         `json:"reason,omitempty"` // the resource's last log line
+}
+
+func (ResourceStatus) Kind() string      { return "resource_status" }
+func (e ResourceStatus) Service() string { return e.Svc }
+func (ResourceStatus) Level() Level      { return Info }
+func (e ResourceStatus) String() string {
+	s := e.RID + " " + string(e.From) + " -> " + string(e.To)
+	if e.Reason != "" {
+		s += " (" + e.Reason + ")"
+	}
+	return s
+}
+
+// InstanceStatus: the status (avail) of the local instance changed.
+type InstanceStatus struct {
+	Svc     string         `json:"svc"`
+	From    dataset.Status `json:"from"`
+	To      dataset.Status `json:"to"`
+	Overall dataset.Status `json:"overall"`
+}
+
+func (InstanceStatus) Kind() string      { return "instance_status" }
+func (e InstanceStatus) Service() string { return e.Svc }
+func (InstanceStatus) Level() Level      { return Info }
+func (e InstanceStatus) String() string  { return "avail " + string(e.From) + " -> " + string(e.To) }

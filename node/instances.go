@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"haven/dataset"
@@ -10,11 +11,30 @@ import (
 
 // instance is the core's part of a service's instance on this node: its
 // monitor (dataset.InstanceMonitor), the last decision's placement leader
-// and flags, and the action in flight. The driver keeps the resources, the
-// checks and the status (avail).
+// and flags, the action in flight, and the status from its checks. The
+// driver runs its checks and actions.
 type instance struct {
 	// local is true when this node is one of the service's nodes.
-	local  bool
+	local bool
+	spec  InstanceSpec
+	// gen counts the installs of the instance (config changes): a check
+	// of an older one is stale.
+	gen uint64
+
+	// the status, from the last checks
+	res     map[string]dataset.Resource
+	avail   dataset.Status
+	overall dataset.Status
+	// checking is set while a check runs; pendingCheck asks for a full
+	// one as soon as it ends; lastFull and lastMon are the last ends.
+	checking          bool
+	pendingCheck      bool
+	lastFull, lastMon time.Time
+	// ending is the action whose commands ended, waiting on the full
+	// check that follows (at endAt).
+	ending *ActionResult
+	endAt  time.Time
+
 	mon    dataset.InstanceMonitor
 	leader bool
 	flags  string
@@ -36,21 +56,26 @@ type Action struct {
 // InstanceInfo is what the core holds of an instance, for the driver's
 // dataset and status.
 type InstanceInfo struct {
-	Local   bool
-	Monitor dataset.InstanceMonitor
-	Leader  bool
-	Flags   string
-	Busy    string
+	Local     bool
+	Avail     dataset.Status
+	Overall   dataset.Status
+	Resources map[string]dataset.Resource // a copy
+	Monitor   dataset.InstanceMonitor
+	Leader    bool
+	Flags     string
+	Busy      string
 }
 
-// AddInstance installs (or refreshes) the instance of svc: a new one
-// takes its local expect and start failed from the durable state.
-func (c *Core) AddInstance(svc string, local bool, now time.Time) {
+// AddInstance installs (or refreshes, after a config change) the instance
+// of svc: a new one takes its local expect and start failed from the
+// durable state, and its status is unknown until checked.
+func (c *Core) AddInstance(svc string, spec InstanceSpec, now time.Time) {
 	c.Install(svc)
 	inst := c.insts[svc]
 	if inst == nil {
-		inst = &instance{mon: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone,
-			LocalExpect: dataset.ExpectNone, StateSince: now}}
+		inst = &instance{avail: dataset.StatusUnknown, overall: dataset.StatusUnknown, res: map[string]dataset.Resource{},
+			mon: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone,
+				LocalExpect: dataset.ExpectNone, StateSince: now}}
 		ss := c.state.Services[svc]
 		if ss.LocalExpect != "" {
 			inst.mon.LocalExpect = ss.LocalExpect
@@ -59,8 +84,11 @@ func (c *Core) AddInstance(svc string, local bool, now time.Time) {
 			inst.mon.State = dataset.StartFailed
 		}
 		c.insts[svc] = inst
+		c.inames = append(c.inames, svc)
+		sort.Strings(c.inames)
 	}
-	inst.local = local
+	inst.local, inst.spec = spec.Local, spec
+	inst.gen++
 	c.publish()
 }
 
@@ -68,6 +96,12 @@ func (c *Core) AddInstance(svc string, local bool, now time.Time) {
 func (c *Core) RemoveInstance(svc string) {
 	if _, ok := c.insts[svc]; ok {
 		delete(c.insts, svc)
+		for i, n := range c.inames {
+			if n == svc {
+				c.inames = append(c.inames[:i], c.inames[i+1:]...)
+				break
+			}
+		}
 		delete(c.targetFailed, svc)
 		c.publish()
 	}
@@ -79,7 +113,27 @@ func (c *Core) Instance(svc string) (InstanceInfo, bool) {
 	if inst == nil {
 		return InstanceInfo{}, false
 	}
-	return InstanceInfo{Local: inst.local, Monitor: inst.mon, Leader: inst.leader, Flags: inst.flags, Busy: inst.busy}, true
+	res := make(map[string]dataset.Resource, len(inst.res))
+	for k, v := range inst.res {
+		res[k] = v
+	}
+	return InstanceInfo{Local: inst.local, Avail: inst.avail, Overall: inst.overall, Resources: res,
+		Monitor: inst.mon, Leader: inst.leader, Flags: inst.flags, Busy: inst.busy}, true
+}
+
+// Status returns the instance status (avail) of svc here, and whether it
+// may run something a stop must end (monitor.EffectiveAvail up or warn:
+// n/a and started counts).
+func (c *Core) Status(svc string) (avail dataset.Status, running bool) {
+	inst := c.insts[svc]
+	if inst == nil {
+		return dataset.StatusUnknown, false
+	}
+	switch monitor.EffectiveAvail(dataset.Instance{Avail: inst.avail, Monitor: inst.mon}) {
+	case dataset.StatusDown, dataset.StatusNA:
+		return inst.avail, false
+	}
+	return inst.avail, true
 }
 
 // Busy returns the action in flight on the instance of svc, "" if none.
@@ -112,6 +166,12 @@ func (c *Core) RunAction(svc, kind, reason string, now time.Time) error {
 	if inst.busy != "" {
 		return fmt.Errorf("%s: an action is already running (%s)", svc, inst.busy)
 	}
+	if !inst.local {
+		return fmt.Errorf("%s: this node is not one of the service's nodes", svc)
+	}
+	if !inst.spec.Runnable {
+		return fmt.Errorf("%s: cannot run here", svc)
+	}
 	state := dataset.Starting
 	if kind == "stop" {
 		state = dataset.Stopping
@@ -128,15 +188,10 @@ func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
 	c.ready.Run = append(c.ready.Run, Action{Kind: kind, Service: svc, Reason: reason})
 }
 
-// ActionDone reports the end of an action ordered by Ready.Run or
-// RunAction (err nil when it succeeded), once the status check that
-// followed it has ended: the monitor takes AfterStart / AfterStop (and
-// Failure), and what must survive a restart is persisted.
-func (c *Core) ActionDone(svc, kind string, err error, now time.Time) {
-	inst := c.insts[svc]
-	if inst == nil {
-		return
-	}
+// finishAction ends an action once the status check that followed it has
+// ended: the monitor takes AfterStart / AfterStop (and Failure), and what
+// must survive a restart is persisted.
+func (c *Core) finishAction(svc string, inst *instance, kind string, err error, now time.Time) {
 	inst.busy = ""
 	c.publish()
 	var next dataset.InstanceMonitor

@@ -103,7 +103,8 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	c.viewChanged = true
 }
 
-// Tick is the periodic tick (500ms in the daemon): the peers' status
+// Tick is the periodic tick (500ms in the daemon): the periodic status
+// checks (CheckInterval, MonitorInterval), the peers' status
 // changes that come with time alone (a maintenance grace that ends), the
 // end of the rejoin grace period, and the safety-net decision pass (at
 // most fullPassPeriod apart, so that nothing waits forever on a lost
@@ -111,6 +112,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 func (c *Core) Tick(now time.Time) {
 	c.updateRejoin(now)
 	c.notePeers(now)
+	c.tickChecks(now)
 	if now.Sub(c.lastStep) >= fullPassPeriod {
 		c.viewChanged = true
 	}

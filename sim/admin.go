@@ -32,6 +32,14 @@ func (d *daemon) applyReady() {
 		for _, a := range rd.Run {
 			d.startAction(a)
 		}
+		for _, ck := range rd.Check {
+			d.runCheck(ck)
+		}
+		for _, r := range rd.Done {
+			if inst := d.insts[r.Service]; inst != nil {
+				d.endAction(inst, r.Err)
+			}
+		}
 		d.armStep(rd.WakeAt)
 	}
 }
@@ -72,7 +80,7 @@ func (d *daemon) localAction(inst *instance, action string) (string, error) {
 		d.setFrozen(inst.name, action == "freeze", "admin "+action+" --local")
 		return action + " done", nil
 	case "start":
-		if inst.avail == dataset.StatusUp {
+		if avail, _ := d.core.Status(inst.name); avail == dataset.StatusUp {
 			return "already up: nothing done", nil
 		}
 		d.runAction(inst, "start", "admin start --local", nil)

@@ -44,7 +44,6 @@ type daemon struct {
 type instance struct {
 	name    string
 	cfg     *config.ServiceConfig
-	avail   dataset.Status
 	busy    string // "start" | "stop" while an action runs (the fake driver)
 	busyEnd time.Time
 	done    func(error)
@@ -63,16 +62,17 @@ func (n *Node) startDaemon() error {
 		tickets: map[node.Ticket]func(node.Answer){}}
 	d.core = node.New(node.Config{Name: n.name, ClusterNodes: c.names, Compat: n.compat,
 		MaintenanceGrace: c.opt.MaintenanceGrace, RejoinGrace: c.opt.RejoinGrace, ReadyPeriod: c.opt.ReadyPeriod,
-		Local: d}, n.dur.Clone())
+		CheckInterval: checkInterval, MonitorInterval: monitorInterval, Local: d}, n.dur.Clone())
 	for _, name := range c.svcNames { // every config is installed everywhere
-		d.core.AddInstance(name, c.svcs[name].HasNode(n.name, c.names), now)
+		local := c.svcs[name].HasNode(n.name, c.names)
+		d.core.AddInstance(name, node.InstanceSpec{Local: local, Runnable: local}, now)
 	}
 	for _, name := range c.svcNames { // loadServices / installInstance
 		cfg := c.svcs[name]
 		if !cfg.HasNode(n.name, c.names) {
 			continue
 		}
-		d.insts[name] = &instance{name: name, cfg: cfg, avail: dataset.StatusUnknown}
+		d.insts[name] = &instance{name: name, cfg: cfg}
 		d.inames = append(d.inames, name)
 	}
 	hb, err := c.net.Join(heartbeat.Config{Node: n.name, Members: c.members, ClusterName: "sim", Secret: simSecret,
@@ -250,34 +250,47 @@ func (d *daemon) actionDone(inst *instance) {
 	if ok {
 		d.c.running[d.name][inst.name] = action == "start"
 	}
-	d.check(inst)
 	inst.busy = ""
 	var err error
 	if !ok {
 		err = fmt.Errorf("%s failed (scripted)", action)
 	}
+	// the core orders the full check that ends the action
 	d.core.ActionDone(inst.name, action, err, d.c.clk.Now())
 	d.applyReady()
+}
+
+// endAction answers the caller of the instance's action, if any.
+func (d *daemon) endAction(inst *instance, err error) {
 	if done := inst.done; done != nil {
 		inst.done = nil
 		done(err)
 	}
 }
 
-// check is the status check: the instance's avail is what the simulated
-// resources say (a check takes no simulated time).
+// check orders a full status check (daemon.check).
 func (d *daemon) check(inst *instance) {
-	avail := dataset.StatusDown
-	if d.c.running[d.name][inst.name] {
-		avail = dataset.StatusUp
+	d.core.CheckNow(inst.name)
+	d.applyReady()
+}
+
+// checkInterval and monitorInterval are node.toml's defaults.
+const (
+	checkInterval   = 60 * time.Second
+	monitorInterval = 5 * time.Second
+)
+
+// simRID is the one resource of a simulated instance.
+const simRID = "app#main"
+
+// runCheck is the fake resource driver's status check: what the
+// simulated resources say, at once.
+func (d *daemon) runCheck(ck node.Check) {
+	st := dataset.StatusDown
+	if d.c.running[d.name][ck.Service] {
+		st = dataset.StatusUp
 	}
-	if avail != inst.avail {
-		if inst.avail != dataset.StatusUnknown || avail == dataset.StatusUp {
-			d.c.logf(d.name, inst.name, "avail %s -> %s", inst.avail, avail)
-		}
-		inst.avail = avail
-		d.changed()
-	}
+	d.core.CheckDone(ck, map[string]dataset.Resource{simRID: {Status: st}}, d.c.clk.Now())
 }
 
 func (d *daemon) setFrozen(name string, frozen bool, reason string) {
@@ -316,10 +329,10 @@ func (d *daemon) publish() {
 func (d *daemon) localNode() dataset.Node {
 	n := dataset.Node{Name: d.name, Monitor: d.core.NodeMonitor(), Frozen: d.core.NodeFrozen(), Compat: d.compat,
 		Labels: d.n.labels, Services: map[string]dataset.Instance{}, Targets: d.core.Targets(), Clears: d.core.Clears(), Gen: d.gen}
-	for name, inst := range d.insts {
+	for name := range d.insts {
 		info, _ := d.core.Instance(name)
-		n.Services[name] = dataset.Instance{Avail: inst.avail, Overall: inst.avail, Frozen: d.core.Frozen(name),
-			Monitor: info.Monitor, PlacementLeader: info.Leader, Flags: info.Flags, Resources: map[string]dataset.Resource{}}
+		n.Services[name] = dataset.Instance{Avail: info.Avail, Overall: info.Overall, Frozen: d.core.Frozen(name),
+			Monitor: info.Monitor, PlacementLeader: info.Leader, Flags: info.Flags, Resources: info.Resources}
 	}
 	return n
 }
@@ -334,7 +347,8 @@ func (d *daemon) beginStop(mode string) {
 	if mode == "shutdown" {
 		d.setMonitor(dataset.NodeShutting, "daemon shutdown requested")
 		for _, name := range d.inames {
-			if inst := d.insts[name]; inst.avail != dataset.StatusDown {
+			if avail, _ := d.core.Status(name); avail != dataset.StatusDown {
+				inst := d.insts[name]
 				d.runAction(inst, "stop", "daemon shutdown", nil)
 			}
 		}

@@ -15,7 +15,7 @@
 // (Persist is what survives a crash, Node.dur), targets, clears, frozen
 // flags, admin target requests, the instance monitors, the decision pass
 // (Orchestrate, with the multiple-active watch and Ready.WakeAt), the
-// ends of actions (ActionDone), the peers and their judged status, compat
+// status checks and the ends of actions (CheckDone, ActionDone), the peers and their judged status, compat
 // and rejoin (Start, Heartbeat, Tick). Every timeline line about a
 // service, a peer or the node monitor is one of the core's typed events,
 // with the text the daemon writes to node.log and the events stream.
@@ -25,10 +25,10 @@
 // join the heartbeat, Start, first publish and check); process (one turn
 // of daemon.loop: heartbeat events one by one, action ends, the step
 // timer, the 500ms tick; after each, a decision pass when the dataset
-// changed or the core's view did; publish); check (the instance status:
-// what the simulated resources say); the fake resource driver
-// (startAction, actionDone: an action takes the service's simulated
-// duration, fails when scripted); localNode, beginStop, readyToExit; and
+// changed or the core's view did; publish); the fake resource driver
+// (runCheck: one resource, app#main, up where the cluster's truth says
+// it runs; startAction, actionDone: an action takes the service's
+// simulated duration, fails when scripted); localNode, beginStop, readyToExit; and
 // the admin entry points (admin.go: serviceAction with --local actions,
 // nodeAction).
 //

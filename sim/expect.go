@@ -177,9 +177,8 @@ func (c *Cluster) FinalState() string {
 				fmt.Fprintf(&b, "    %-4s resources %-4s (no daemon)\n", name, res)
 				continue
 			}
-			inst := n.d.insts[svc]
 			info, _ := n.d.core.Instance(svc)
-			fmt.Fprintf(&b, "    %-4s resources %-4s avail %-4s %-14s %-6s target %s", name, res, inst.avail,
+			fmt.Fprintf(&b, "    %-4s resources %-4s avail %-4s %-14s %-6s target %s", name, res, info.Avail,
 				strconv.Quote(string(info.Monitor.State)), frozenWord(n.dur.Services[svc].Frozen), effective(n.dur.Services[svc].Target))
 			if info.Leader {
 				b.WriteString(" leader")

@@ -1,0 +1,201 @@
+package node
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"haven/dataset"
+	"haven/status"
+)
+
+// Check is an order to the driver: check the status of the resources of a
+// service's local instance (every one when Full, else the monitored
+// ones), then report them with CheckDone, with Gen.
+type Check struct {
+	Service string `json:"svc"`
+	Full    bool   `json:"full"`
+	// Gen is the instance's generation: a result of an older one (the
+	// config changed meanwhile) is not used.
+	Gen uint64 `json:"gen"`
+}
+
+// ActionResult is the end of an action that the driver started with
+// RunAction: its caller can be answered (Err nil when it succeeded).
+type ActionResult struct {
+	Service string
+	Kind    string
+	Err     error
+}
+
+// InstanceSpec is what the driver says of an instance when it installs it.
+type InstanceSpec struct {
+	// Local is true when this node is one of the service's nodes.
+	Local bool
+	// Runnable is true when the driver could build its resource drivers
+	// here: only then is it checked and are actions run.
+	Runnable bool
+	// Monitored is true when it has monitored resources (checked every
+	// monitor interval, between the full checks).
+	Monitored bool
+}
+
+// CheckNow orders a full status check of the instance of svc (at start-up,
+// after a config change).
+func (c *Core) CheckNow(svc string) {
+	if inst := c.insts[svc]; inst != nil {
+		c.check(svc, inst, true)
+	}
+}
+
+// check orders a status check; one runs at a time per instance (a full
+// one asked meanwhile runs after it). An instance that cannot be checked
+// here ends its pending action at once.
+func (c *Core) check(svc string, inst *instance, full bool) {
+	if !inst.local || !inst.spec.Runnable {
+		c.afterFullCheck(svc, inst)
+		return
+	}
+	if inst.checking {
+		if full {
+			inst.pendingCheck = true
+		}
+		return
+	}
+	inst.checking = true
+	c.ready.Check = append(c.ready.Check, Check{Service: svc, Full: full, Gen: inst.gen})
+}
+
+// CheckDone takes the result of a Check: the resources' status, the
+// instance's (status.Instance), with their events; then the end of the
+// action that waited on it.
+func (c *Core) CheckDone(ck Check, res map[string]dataset.Resource, now time.Time) {
+	svc := ck.Service
+	inst := c.insts[svc]
+	if inst == nil {
+		return
+	}
+	inst.checking = false
+	if ck.Full {
+		inst.lastFull = now
+	}
+	inst.lastMon = now
+	if ck.Gen != inst.gen {
+		// the config changed meanwhile: this result is stale
+		c.check(svc, inst, true)
+		return
+	}
+	if ck.Full && inst.pendingCheck {
+		// an action ended while this check ran: only the next one counts
+		inst.pendingCheck = false
+		c.check(svc, inst, true)
+		return
+	}
+	for _, rid := range sortedKeys(res) {
+		r := res[rid]
+		if old, ok := inst.res[rid]; ok && old.Status != r.Status {
+			c.emit(ResourceStatus{Svc: svc, RID: rid, From: old.Status, To: r.Status, Reason: r.Log})
+		}
+		inst.res[rid] = r
+	}
+	if ck.Full {
+		for rid := range inst.res {
+			if _, ok := res[rid]; !ok {
+				delete(inst.res, rid)
+			}
+		}
+	}
+	avail, overall := status.Instance(inst.res)
+	if avail != inst.avail || overall != inst.overall {
+		c.emit(InstanceStatus{Svc: svc, From: inst.avail, To: avail, Overall: overall})
+		inst.avail, inst.overall = avail, overall
+		c.publish()
+	}
+	if inst.pendingCheck {
+		inst.pendingCheck = false
+		c.check(svc, inst, true)
+		return
+	}
+	if ck.Full {
+		c.afterFullCheck(svc, inst)
+	}
+}
+
+// tickChecks orders the periodic checks: a full one every CheckInterval,
+// the monitored resources every MonitorInterval; none while an action or
+// a check runs.
+func (c *Core) tickChecks(now time.Time) {
+	for _, svc := range c.inames {
+		inst := c.insts[svc]
+		if inst.busy != "" || inst.checking || !inst.local || !inst.spec.Runnable {
+			continue
+		}
+		if now.Sub(inst.lastFull) >= c.cfg.CheckInterval {
+			c.check(svc, inst, true)
+		} else if inst.spec.Monitored && now.Sub(inst.lastMon) >= c.cfg.MonitorInterval {
+			c.check(svc, inst, false)
+		}
+	}
+}
+
+// ActionDone reports the end of the commands of an action ordered by
+// Ready.Run or RunAction (err nil when they succeeded). The instance
+// stays busy until the full status check that follows has ended, so that
+// no decision is taken on the status from before the action; then the
+// monitor takes AfterStart / AfterStop (and Failure), and Ready.Done
+// answers the action's caller.
+func (c *Core) ActionDone(svc, kind string, err error, now time.Time) {
+	inst := c.insts[svc]
+	if inst == nil {
+		return
+	}
+	c.emit(ActionEnd{Svc: svc, Action: kind, Err: errText(err)})
+	inst.ending = &ActionResult{Service: svc, Kind: kind, Err: err}
+	inst.endAt = now
+	c.check(svc, inst, true)
+}
+
+// afterFullCheck ends the action that waited on the status check.
+func (c *Core) afterFullCheck(svc string, inst *instance) {
+	end := inst.ending
+	if end == nil {
+		return
+	}
+	inst.ending = nil
+	if end.Kind == "stop" && end.Err == nil {
+		// the commands said ok, the check says otherwise: the check wins
+		if end.Err = stillUp(inst.res); end.Err != nil {
+			c.emit(ActionEnd{Svc: svc, Action: "stop", Err: end.Err.Error()})
+		}
+	}
+	c.finishAction(svc, inst, end.Kind, end.Err, inst.endAt)
+	c.ready.Done = append(c.ready.Done, *end)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// stillUp returns an error naming the required resources whose check
+// still says up after a stop whose commands succeeded, nil when none.
+func stillUp(res map[string]dataset.Resource) error {
+	var up []string
+	for _, rid := range sortedKeys(res) {
+		r := res[rid]
+		if r.Disabled || r.Optional || r.Status != dataset.StatusUp {
+			continue
+		}
+		s := rid + ": its check still says up after its stop"
+		if r.Log != "" {
+			s += " (last line: " + r.Log + ")"
+		}
+		up = append(up, s)
+	}
+	if len(up) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(up, "; "))
+}
