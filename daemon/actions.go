@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 
 	"haven/api"
@@ -11,59 +9,17 @@ import (
 	"haven/node"
 )
 
-// nodeAction runs freeze, thaw or drain of this node.
+// nodeAction runs freeze, thaw or drain of this node (the node core's
+// AdminNode: a drain stops nothing before its freeze is on disk).
 func (d *Daemon) nodeAction(action string, done func(any, error)) {
-	switch action {
-	case "freeze", "thaw":
-		d.setNodeFrozen(action == "freeze", "admin "+action)
-		done(nil, nil)
-	case "drain":
-		d.setNodeFrozen(true, "admin drain")
-		// stop nothing before the freeze is on disk
-		d.afterSaved(func(err error) {
-			if err != nil {
-				done(nil, err)
-				return
-			}
-			d.setMonitor(dataset.NodeDraining, "admin drain")
-			d.stopAll("node drain", func(err error) {
-				d.setMonitor(dataset.NodeIdle, "drain done")
-				done(nil, err)
-			})
-		})
-	default:
-		done(nil, badInput(fmt.Errorf("unknown node action %q (freeze | thaw | drain)", action)))
-	}
+	tk := d.core.AdminNode(action, d.clk.Now())
+	d.tickets[tk] = func(a node.Answer) { done(nil, answerErr(a)) }
+	d.applyReady()
 }
 
 func (d *Daemon) setNodeFrozen(frozen bool, reason string) {
 	d.core.SetNodeFrozen(frozen, reason)
 	d.applyReady()
-}
-
-// stopAll stops every local instance that is not down, then calls done.
-func (d *Daemon) stopAll(reason string, done func(error)) {
-	pending := 0
-	var errs []error
-	finish := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-		pending--
-		if pending == 0 {
-			done(errors.Join(errs...))
-		}
-	}
-	pending++ // guard while launching
-	for _, name := range d.serviceNames() {
-		inst := d.services[name]
-		if !inst.local || inst.set == nil || !d.running(inst) {
-			continue
-		}
-		pending++
-		d.runAction(inst, "stop", reason, finish)
-	}
-	finish(nil)
 }
 
 // serviceAction runs one admin action on one service.
@@ -73,9 +29,18 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 		done(nil, err)
 		return
 	}
-	ok := func(result string) { done(api.ActionResponse{Result: result}, nil) }
+	answer := func(a node.Answer) {
+		if err := answerErr(a); err != nil {
+			done(nil, err)
+			return
+		}
+		done(api.ActionResponse{ID: a.ID, Result: a.Result}, nil)
+	}
 	if req.Local {
-		d.localAction(inst, req, ok, done)
+		// acts on this node's instance directly, without orchestration
+		// (stop --local: the freeze is on disk before the stop runs)
+		d.tickets[d.core.AdminLocal(node.LocalRequest{Service: inst.name, Action: req.Action, Now: d.clk.Now()})] = answer
+		d.applyReady()
 		return
 	}
 	if req.Action == "delete" {
@@ -88,62 +53,8 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 		treq.Deadline = d.clk.Now().Add(req.WaitTimeout)
 		d.armStep(treq.Deadline)
 	}
-	tk := d.core.AdminTarget(treq)
-	d.tickets[tk] = func(a node.Answer) {
-		if err := answerErr(a); err != nil {
-			done(nil, err)
-			return
-		}
-		done(api.ActionResponse{ID: a.ID, Result: a.Result}, nil)
-	}
+	d.tickets[d.core.AdminTarget(treq)] = answer
 	d.applyReady()
-}
-
-// localAction acts on this node's instance directly, without orchestration.
-func (d *Daemon) localAction(inst *instance, req api.ActionRequest, ok func(string), done func(any, error)) {
-	switch req.Action {
-	case "freeze", "thaw":
-		d.setFrozen(inst.name, req.Action == "freeze", "admin "+req.Action+" --local")
-		ok(req.Action + " done")
-	case "start":
-		if avail, running := d.core.Status(inst.name); avail == dataset.StatusUp || avail == dataset.StatusNA && running {
-			// a start would run a second copy: nothing to do
-			ok("already up: nothing done")
-			return
-		}
-		d.runAction(inst, "start", "admin start --local", func(err error) {
-			if err != nil {
-				done(nil, failed("%v", err))
-				return
-			}
-			ok("started")
-		})
-	case "stop":
-		// BEHAVIOUR 5: stop --local stops and freezes this node's instance
-		d.setFrozen(inst.name, true, "admin stop --local")
-		// stop only once the freeze is on disk
-		d.afterSaved(func(err error) {
-			if err != nil {
-				done(nil, err)
-				return
-			}
-			d.runAction(inst, "stop", "admin stop --local", func(err error) {
-				if err != nil {
-					done(nil, failed("%v", err))
-					return
-				}
-				ok("stopped and frozen")
-			})
-		})
-	case "clear":
-		if d.clearLocal(inst, "admin clear --local") {
-			ok("cleared")
-			return
-		}
-		ok("nothing to clear")
-	default:
-		done(nil, badInput(fmt.Errorf("%s does not take --local", req.Action)))
-	}
 }
 
 // clearLocal resets a failed monitor state of the local instance.

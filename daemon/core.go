@@ -32,19 +32,32 @@ func (d *Daemon) applyReady() {
 				f(a)
 			}
 		}
-		for _, a := range rd.Run {
-			d.startAction(a)
-		}
+		d.runAll(rd.Run)
 		for _, ck := range rd.Check {
 			d.startCheck(ck)
 		}
-		for _, r := range rd.Done {
-			if inst := d.services[r.Service]; inst != nil {
-				d.endAction(inst, r.Err)
-			}
-		}
 		d.armStep(rd.WakeAt)
 	}
+}
+
+// runAll starts the actions of a Ready once the state handed to the
+// persister is on disk (an action never rests on a change that may be
+// undone); when the write fails, they are not run: the core hears
+// ActionAborted and their callers get the error.
+func (d *Daemon) runAll(runs []node.Action) {
+	if len(runs) == 0 {
+		return
+	}
+	d.afterSaved(func(err error) {
+		for _, a := range runs {
+			if err != nil {
+				d.core.ActionAborted(a.Service, a.Kind, err, d.clk.Now())
+				continue
+			}
+			d.startAction(a)
+		}
+		d.applyReady()
+	})
 }
 
 // logEvent writes a typed event of the core to node.log and the events

@@ -87,7 +87,6 @@ type Daemon struct {
 	gen      uint64
 	load15   float64
 	memPct   float64
-	stopping bool
 
 	hb        heartbeat.Heartbeat
 	hbEvents  <-chan heartbeat.Event
@@ -323,20 +322,11 @@ func (d *Daemon) loop(ctx context.Context) string {
 	}
 }
 
-// beginStop announces the stop. "shutdown" also stops every local instance.
+// beginStop announces the stop. "shutdown" also stops every local
+// instance that runs (the node core's BeginStop).
 func (d *Daemon) beginStop(mode string) {
-	d.stopping = true
-	if mode == "shutdown" {
-		d.setMonitor(dataset.NodeShutting, "daemon shutdown requested")
-		for _, name := range d.serviceNames() {
-			inst := d.services[name]
-			if inst.local && d.running(inst) {
-				d.runAction(inst, "stop", "daemon shutdown", nil)
-			}
-		}
-		return
-	}
-	d.setMonitor(dataset.NodeMaintenance, "daemon stop requested: services keep running")
+	d.core.BeginStop(mode, d.clk.Now())
+	d.applyReady()
 }
 
 func (d *Daemon) readyToExit(mode string) bool {

@@ -25,10 +25,8 @@ type instance struct {
 	set   *resource.Set
 	// buildErr is set when the config could not be turned into drivers here.
 	buildErr string
-	// done is the caller of the action in flight (nil for the core's own).
 	// The monitor, the status, the checks and the action in flight are
 	// the node core's (d.core.Instance).
-	done func(error)
 }
 
 func (i *instance) hasMonitored() bool {
@@ -118,7 +116,8 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 			d.log.Error("service cannot run here", zap.String("svc", cfg.Name), zap.Error(err))
 		}
 	}
-	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: inst.set != nil, Monitored: inst.hasMonitored()}, d.clk.Now())
+	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: inst.set != nil, Monitored: inst.hasMonitored(),
+		Cause: inst.buildErr}, d.clk.Now())
 	d.changed()
 	return inst
 }
@@ -173,33 +172,23 @@ func (d *Daemon) goWorker(f func(ctx context.Context)) {
 	}()
 }
 
-// runAction starts or stops the local instance (an admin's or the
-// daemon's own action, not the decision core's): the node core orders it
-// (startAction runs it in a worker). done (may be nil) runs on the loop
-// with the result.
+// runAction starts or stops the local instance for the daemon itself (a
+// deletion, a node removed from the service's nodes): the node core
+// orders it (startAction runs it in a worker). done (may be nil) runs on
+// the loop with the result.
 func (d *Daemon) runAction(inst *instance, action, reason string, done func(error)) {
-	fail := func(err error) {
+	tk, err := d.core.RunAction(inst.name, action, reason, d.clk.Now())
+	if err != nil {
 		if done != nil {
 			done(err)
 		}
-	}
-	if busy := d.core.Busy(inst.name); busy != "" {
-		fail(fmt.Errorf("%s: an action is already running (%s)", inst.name, busy))
 		return
 	}
-	if inst.set == nil {
-		err := fmt.Errorf("%s: cannot run here: %s", inst.name, inst.buildErr)
-		if !inst.local {
-			err = fmt.Errorf("%s: this node is not one of the service's nodes", inst.name)
+	d.tickets[tk] = func(a node.Answer) {
+		if done != nil {
+			done(a.Err)
 		}
-		fail(err)
-		return
 	}
-	if err := d.core.RunAction(inst.name, action, reason, d.clk.Now()); err != nil {
-		fail(err)
-		return
-	}
-	inst.done = done
 	d.applyReady()
 }
 
@@ -230,14 +219,6 @@ func (d *Daemon) startAction(a node.Action) {
 			d.applyReady()
 		})
 	})
-}
-
-// endAction answers the caller of the instance's action, if any.
-func (d *Daemon) endAction(inst *instance, err error) {
-	if done := inst.done; done != nil {
-		inst.done = nil
-		done(err)
-	}
 }
 
 // running reports whether the local instance may run something a stop

@@ -26,7 +26,7 @@ func (d *Daemon) LocalServices() map[string]*config.ServiceConfig {
 // orchestrate runs the node core's decision pass over the view of now
 // and carries out what it asks (applyReady: actions, step timer, events).
 func (d *Daemon) orchestrate() {
-	if d.stopping {
+	if d.core.Stopping() {
 		return
 	}
 	d.stepGen = d.gen

@@ -20,12 +20,11 @@ type Check struct {
 	Gen uint64 `json:"gen"`
 }
 
-// ActionResult is the end of an action that the driver started with
-// RunAction: its caller can be answered (Err nil when it succeeded).
-type ActionResult struct {
-	Service string
-	Kind    string
-	Err     error
+// actionEnd is the end of an action's commands, waiting on the full
+// check that follows.
+type actionEnd struct {
+	kind string
+	err  error
 }
 
 // InstanceSpec is what the driver says of an instance when it installs it.
@@ -38,6 +37,8 @@ type InstanceSpec struct {
 	// Monitored is true when it has monitored resources (checked every
 	// monitor interval, between the full checks).
 	Monitored bool
+	// Cause says why it is not Runnable (in the refusals of actions).
+	Cause string
 }
 
 // CheckNow orders a full status check of the instance of svc (at start-up,
@@ -139,18 +140,18 @@ func (c *Core) tickChecks(now time.Time) {
 }
 
 // ActionDone reports the end of the commands of an action ordered by
-// Ready.Run or RunAction (err nil when they succeeded). The instance
-// stays busy until the full status check that follows has ended, so that
-// no decision is taken on the status from before the action; then the
-// monitor takes AfterStart / AfterStop (and Failure), and Ready.Done
-// answers the action's caller.
+// Ready.Run (err nil when they succeeded). The instance stays busy until
+// the full status check that follows has ended, so that no decision is
+// taken on the status from before the action; then the monitor takes
+// AfterStart / AfterStop (and Failure), and the action's ticket is
+// answered.
 func (c *Core) ActionDone(svc, kind string, err error, now time.Time) {
 	inst := c.insts[svc]
 	if inst == nil {
 		return
 	}
 	c.emit(ActionEnd{Svc: svc, Action: kind, Err: errText(err)})
-	inst.ending = &ActionResult{Service: svc, Kind: kind, Err: err}
+	inst.ending = &actionEnd{kind: kind, err: err}
 	inst.endAt = now
 	c.check(svc, inst, true)
 }
@@ -162,14 +163,14 @@ func (c *Core) afterFullCheck(svc string, inst *instance) {
 		return
 	}
 	inst.ending = nil
-	if end.Kind == "stop" && end.Err == nil {
+	if end.kind == "stop" && end.err == nil {
 		// the commands said ok, the check says otherwise: the check wins
-		if end.Err = stillUp(inst.res); end.Err != nil {
-			c.emit(ActionEnd{Svc: svc, Action: "stop", Err: end.Err.Error()})
+		if end.err = stillUp(inst.res); end.err != nil {
+			c.emit(ActionEnd{Svc: svc, Action: "stop", Err: end.err.Error()})
 		}
 	}
-	c.finishAction(svc, inst, end.Kind, end.Err, inst.endAt)
-	c.ready.Done = append(c.ready.Done, *end)
+	c.finishAction(svc, inst, end.kind, end.err, inst.endAt)
+	c.actionAnswered(inst, end.err)
 }
 
 func errText(err error) string {

@@ -40,6 +40,12 @@ type Core struct {
 
 	insts  map[string]*instance
 	inames []string // sorted
+	// drains are the node drains in progress, by ticket.
+	drains map[Ticket]*drain
+	// relays answer a request when the action it started ends.
+	relays map[Ticket]relay
+	// stopping is set once the daemon stops: no decision pass any more.
+	stopping bool
 
 	peers   map[string]*peer
 	pnames  []string // sorted
@@ -70,7 +76,7 @@ func New(cfg Config, st State) *Core {
 	if cfg.Local == nil {
 		cfg.Local = emptyLocal{}
 	}
-	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{},
+	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
 		compat: true, monitor: dataset.NodeIdle}
 	c.initPeers()
 	return c
@@ -105,12 +111,12 @@ type Ready struct {
 	Events []Event
 	// Answers end admin requests and --wait callers, by ticket.
 	Answers []Answer
-	// Run are the actions to start, in order; Check the status checks.
+	// Run are the actions to start, in order, once Persist is written
+	// (an action never rests on a change that may be undone: when the
+	// write fails, the driver reports ActionAborted instead); Check the
+	// status checks.
 	Run   []Action
 	Check []Check
-	// Done are the ends of actions started with RunAction, to answer
-	// their callers.
-	Done []ActionResult
 	// WakeAt is the earliest time the driver must call Orchestrate again
 	// (zero: no need before the next input).
 	WakeAt time.Time
@@ -118,7 +124,7 @@ type Ready struct {
 
 // Empty reports whether r asks nothing of the driver.
 func (r *Ready) Empty() bool {
-	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Done) == 0 && r.WakeAt.IsZero()
+	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && r.WakeAt.IsZero()
 }
 
 // Ready returns what the inputs since the last call ask of the driver and

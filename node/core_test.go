@@ -137,13 +137,13 @@ func failStart(t *testing.T, c *Core) {
 func TestClearAppliesOnceAndHere(t *testing.T) {
 	c := newCore("n1")
 	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	if err := c.RunAction("web", "start", "test", t0); err != nil {
+	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0] != (Action{Kind: "start", Service: "web", Reason: "test"}) {
 		t.Fatalf("got Run %v, want the start of web", rd.Run)
 	}
-	if err := c.RunAction("web", "stop", "test", t0); err == nil {
+	if _, err := c.RunAction("web", "stop", "test", t0); err == nil {
 		t.Fatal("a second action while one runs was accepted")
 	}
 	failStart(t, c)
@@ -158,7 +158,7 @@ func TestClearAppliesOnceAndHere(t *testing.T) {
 	if got := monitorEvents(c); len(got) != 1 || got[0] != "start failed>idle" {
 		t.Fatalf("got %v, want start failed>idle", got)
 	}
-	if err := c.RunAction("web", "start", "test", t0); err != nil {
+	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
@@ -192,7 +192,8 @@ func TestWaiterExpiresWithProgress(t *testing.T) {
 func TestStopThatLeavesAResourceUpFails(t *testing.T) {
 	c := newCore("n1")
 	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	if err := c.RunAction("web", "stop", "test", t0); err != nil {
+	tk, err := c.RunAction("web", "stop", "test", t0)
+	if err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
@@ -203,8 +204,9 @@ func TestStopThatLeavesAResourceUpFails(t *testing.T) {
 	}
 	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp, Log: "still here"}}, t0)
 	rd = c.Ready()
-	if len(rd.Done) != 1 || rd.Done[0].Err == nil || !strings.Contains(rd.Done[0].Err.Error(), "app#1: its check still says up after its stop (last line: still here)") {
-		t.Fatalf("got %+v, want the stop failed naming app#1", rd.Done)
+	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err == nil ||
+		!strings.Contains(rd.Answers[0].Err.Error(), "app#1: its check still says up after its stop (last line: still here)") {
+		t.Fatalf("got %+v, want the stop failed naming app#1", rd.Answers)
 	}
 	if info, _ := c.Instance("web"); info.Monitor.State != dataset.StopFailed || info.Busy != "" || info.Avail != dataset.StatusUp {
 		t.Fatalf("got %+v, want stop failed, not busy, avail up", info)
@@ -226,5 +228,80 @@ func TestStaleCheckIsMadeAgain(t *testing.T) {
 	}
 	if avail, _ := c.Status("web"); avail != dataset.StatusUnknown {
 		t.Fatalf("a stale check set the status to %s", avail)
+	}
+}
+
+// stop --local freezes, then stops; the answer comes when the stop ends.
+// When the freeze cannot be written, the stop does not run: the driver
+// aborts it and the caller gets the error.
+func TestStopLocalAnswersAtTheEndOrIsAborted(t *testing.T) {
+	c := newCore("n1")
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.CheckNow("web")
+	rd := c.Ready()
+	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	c.Ready()
+
+	tk := c.AdminLocal(LocalRequest{Service: "web", Action: "stop", Now: t0})
+	rd = c.Ready()
+	if rd.Persist == nil || !rd.Persist.Services["web"].Frozen || len(rd.Run) != 1 || len(rd.Answers) != 0 {
+		t.Fatalf("got persist %v run %v answers %v, want the freeze to write, the stop ordered, no answer yet", rd.Persist, rd.Run, rd.Answers)
+	}
+	c.ActionAborted("web", "stop", errors.New("read-only file system"), t0)
+	rd = c.Ready()
+	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err == nil {
+		t.Fatalf("got %+v, want the write error for ticket %d", rd.Answers, tk)
+	}
+	if info, _ := c.Instance("web"); info.Busy != "" || info.Monitor.State != dataset.Idle {
+		t.Fatalf("after the abort: %+v, want idle and not busy", info)
+	}
+
+	tk = c.AdminLocal(LocalRequest{Service: "web", Action: "stop", Now: t0})
+	c.Ready()
+	c.ActionDone("web", "stop", nil, t0)
+	rd = c.Ready()
+	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	rd = c.Ready()
+	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err != nil || rd.Answers[0].Result != "stopped and frozen" {
+		t.Fatalf("got %+v, want stopped and frozen for ticket %d", rd.Answers, tk)
+	}
+}
+
+// drain freezes the node, stops what runs, and answers once every stop
+// ended; the node monitor says draining meanwhile.
+func TestDrain(t *testing.T) {
+	c := newCore("n1")
+	for _, svc := range []string{"a", "b", "c"} {
+		c.AddInstance(svc, InstanceSpec{Local: true, Runnable: true}, t0)
+		c.CheckNow(svc)
+		st := dataset.StatusUp
+		if svc == "c" {
+			st = dataset.StatusDown
+		}
+		c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: st}}, t0)
+	}
+	c.Ready()
+	tk := c.AdminNode("drain", t0)
+	rd := c.Ready()
+	if len(rd.Run) != 2 || !c.NodeFrozen() || c.NodeMonitor() != dataset.NodeDraining {
+		t.Fatalf("got run %v frozen %v monitor %s, want a and b stopped, frozen, draining", rd.Run, c.NodeFrozen(), c.NodeMonitor())
+	}
+	for i, svc := range []string{"a", "b"} {
+		var err error
+		if svc == "b" {
+			err = errors.New("boom")
+		}
+		c.ActionDone(svc, "stop", err, t0)
+		c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+		rd = c.Ready()
+		if i == 0 && len(rd.Answers) != 0 {
+			t.Fatalf("answered %v before every stop ended", rd.Answers)
+		}
+	}
+	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err == nil || !strings.Contains(rd.Answers[0].Err.Error(), "boom") {
+		t.Fatalf("got %+v, want the drain answered with b's error", rd.Answers)
+	}
+	if c.NodeMonitor() != dataset.NodeIdle {
+		t.Fatalf("node monitor %s after the drain, want idle", c.NodeMonitor())
 	}
 }

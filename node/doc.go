@@ -36,6 +36,12 @@
 //     (Snapshot), the decisions carried out, actions ordered in
 //     Ready.Run, the multiple-active watch, Ready.WakeAt for the end of a
 //     ready window or a --wait deadline);
+//   - admin requests: AdminTarget (above), AdminLocal (--local freeze,
+//     thaw, start, stop which freezes first, clear), AdminNode (freeze,
+//     thaw, drain: answered once every stop ended), BeginStop (daemon
+//     stop / restart / shutdown); every answer by Ticket, every action
+//     run only once the Persist of its Ready is written (else
+//     ActionAborted);
 //   - the peers and the node monitor (Start, Heartbeat, Tick): each
 //     peer's judged status (package view) and its changes, the peers'
 //     targets and clears, compat, rejoin (and the freeze at the end of
@@ -49,7 +55,7 @@
 // Still in the drivers: when the driver's own dataset changed (its
 // generation, which also triggers a decision pass), config distribution
 // (daemon only: versions, digests, adoption waits, rebase of keyword
-// edits), the cluster identity and the heartbeat incarnation (daemon
-// only), and admin requests that are not targets (--local actions,
-// delete, node freeze / drain), which call the core's inputs.
+// edits, and the deletion of a service, which orders its stop through
+// RunAction), the cluster identity and the heartbeat incarnation (daemon
+// only).
 package node

@@ -32,8 +32,12 @@ type instance struct {
 	lastFull, lastMon time.Time
 	// ending is the action whose commands ended, waiting on the full
 	// check that follows (at endAt).
-	ending *ActionResult
+	ending *actionEnd
 	endAt  time.Time
+	// caller is the ticket answered when the action in flight ends (0:
+	// none); prevState is the monitor state before it, for ActionAborted.
+	caller    Ticket
+	prevState dataset.MonitorState
 
 	mon    dataset.InstanceMonitor
 	leader bool
@@ -155,34 +159,80 @@ func (c *Core) AnyBusy() bool {
 }
 
 // RunAction orders the start or the stop of the local instance of svc
-// (an admin's --local action, a daemon shutdown, a drain): the monitor
-// goes to starting or stopping and Ready.Run carries the order. It fails
-// when an action is already in flight.
-func (c *Core) RunAction(svc, kind, reason string, now time.Time) error {
+// (an admin's --local action, a daemon shutdown, a drain, a deletion):
+// the monitor goes to starting or stopping and Ready.Run carries the
+// order. The ticket is answered when the action ends (Err nil when it
+// succeeded). It fails at once when an action is already in flight or
+// the instance cannot run here.
+func (c *Core) RunAction(svc, kind, reason string, now time.Time) (Ticket, error) {
 	inst := c.insts[svc]
 	if inst == nil {
-		return fmt.Errorf("%s: no instance here", svc)
+		return 0, fmt.Errorf("%s: no instance here", svc)
 	}
 	if inst.busy != "" {
-		return fmt.Errorf("%s: an action is already running (%s)", svc, inst.busy)
+		return 0, fmt.Errorf("%s: an action is already running (%s)", svc, inst.busy)
 	}
 	if !inst.local {
-		return fmt.Errorf("%s: this node is not one of the service's nodes", svc)
+		return 0, fmt.Errorf("%s: this node is not one of the service's nodes", svc)
 	}
 	if !inst.spec.Runnable {
-		return fmt.Errorf("%s: cannot run here", svc)
+		if inst.spec.Cause != "" {
+			return 0, fmt.Errorf("%s: cannot run here: %s", svc, inst.spec.Cause)
+		}
+		return 0, fmt.Errorf("%s: cannot run here", svc)
 	}
 	state := dataset.Starting
 	if kind == "stop" {
 		state = dataset.Stopping
 	}
+	prev := inst.mon.State
 	c.setMonitorState(svc, inst, state, reason, now)
 	c.beginAction(svc, inst, kind, reason)
-	return nil
+	inst.prevState = prev
+	inst.caller = c.newTicket()
+	return inst.caller, nil
+}
+
+// ActionAborted reports that an ordered action was not run (the state
+// write it waited on failed): the instance is no longer busy, its monitor
+// goes back to the state before, and the action's ticket gets err.
+func (c *Core) ActionAborted(svc, kind string, err error, now time.Time) {
+	inst := c.insts[svc]
+	if inst == nil || inst.busy != kind {
+		return
+	}
+	inst.busy = ""
+	c.setMonitorState(svc, inst, inst.prevState, "not run: "+err.Error(), now)
+	c.actionAnswered(inst, err)
+}
+
+// actionAnswered answers the caller of the instance's action, if any.
+func (c *Core) actionAnswered(inst *instance, err error) {
+	tk := inst.caller
+	if tk == 0 {
+		return
+	}
+	inst.caller = 0
+	if d := c.drainOf(tk); d != nil {
+		c.drainStep(d, tk, err)
+		return
+	}
+	if r, ok := c.relays[tk]; ok {
+		delete(c.relays, tk)
+		if err != nil {
+			c.answer(Answer{Ticket: r.to, Err: err})
+		} else {
+			c.answer(Answer{Ticket: r.to, Result: r.ok})
+		}
+		return
+	}
+	c.answer(Answer{Ticket: tk, Err: err})
 }
 
 func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
 	inst.busy = kind
+	inst.caller = 0
+	inst.prevState = inst.mon.State
 	c.publish()
 	c.emit(ActionBegin{Svc: svc, Action: kind, Reason: reason})
 	c.ready.Run = append(c.ready.Run, Action{Kind: kind, Service: svc, Reason: reason})

@@ -15,6 +15,9 @@ import (
 // is up. Ready.WakeAt is the earliest time the pass must run again (the
 // end of a ready window, a --wait deadline).
 func (c *Core) Orchestrate(now time.Time) {
+	if c.stopping {
+		return
+	}
 	c.viewChanged = false
 	c.lastStep = now
 	snap := c.Snapshot(now)
@@ -47,11 +50,13 @@ func (c *Core) Orchestrate(now time.Time) {
 		}
 		switch dec.Action {
 		case monitor.ActionStart, monitor.ActionStop:
-			if inst.mon.State != dec.Monitor.State {
-				c.emit(InstanceMonitor{Svc: svc, From: inst.mon.State, To: dec.Monitor.State, Reason: dec.Reason})
+			prev := inst.mon.State
+			if prev != dec.Monitor.State {
+				c.emit(InstanceMonitor{Svc: svc, From: prev, To: dec.Monitor.State, Reason: dec.Reason})
 			}
 			inst.mon = dec.Monitor
 			c.beginAction(svc, inst, string(dec.Action), dec.Reason)
+			inst.prevState = prev
 		case monitor.ActionFreeze, monitor.ActionThaw:
 			c.SetFrozen(svc, dec.Action == monitor.ActionFreeze, dec.Reason)
 			inst.mon = monitor.AfterFreeze(dec.Monitor, now)

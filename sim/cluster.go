@@ -293,11 +293,28 @@ func (c *Cluster) Admin(node, svc, action, arg string, local bool) (string, erro
 	if err != nil {
 		return "", err
 	}
+	answered := false
 	var res string
+	reply := func(r string, e error) {
+		if !answered {
+			answered, res, err = true, r, e
+			return
+		}
+		// an answer that came later (when the action it started ended)
+		if e != nil {
+			c.logf(node, svc, "answer to %q: error: %v", action, e)
+		} else {
+			c.logf(node, svc, "answer to %q: %s", action, r)
+		}
+	}
 	if svc == "" {
-		res, err = n.d.nodeAction(action)
+		n.d.nodeAction(action, reply)
 	} else {
-		res, err = n.d.serviceAction(svc, action, arg, local)
+		n.d.serviceAction(svc, action, arg, local, reply)
+	}
+	if !answered {
+		answered = true
+		res = "(answered when the action ends)"
 	}
 	c.settle()
 	return res, err

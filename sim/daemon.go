@@ -29,7 +29,6 @@ type daemon struct {
 	inames []string // sorted local service names
 
 	gen, stepGen, published uint64
-	stopping                bool
 	mode                    string // "stop", "shutdown", "restart" once a stop began
 	stepAt, nextTick        time.Time
 
@@ -46,7 +45,6 @@ type instance struct {
 	cfg     *config.ServiceConfig
 	busy    string // "start" | "stop" while an action runs (the fake driver)
 	busyEnd time.Time
-	done    func(error)
 }
 
 // startDaemon is daemon.New + Run up to the loop: install the services from
@@ -201,9 +199,6 @@ func (d *daemon) LocalServices() map[string]*config.ServiceConfig {
 
 // orchestrate is daemon.orchestrate: the node core's decision pass.
 func (d *daemon) orchestrate() {
-	if d.stopping {
-		return
-	}
 	d.stepGen = d.gen
 	d.core.Orchestrate(d.c.clk.Now())
 	d.applyReady()
@@ -218,19 +213,6 @@ func (d *daemon) armStep(t time.Time) {
 		return
 	}
 	d.stepAt = t
-}
-
-// runAction is daemon.runAction: the node core orders the action
-// (startAction runs it).
-func (d *daemon) runAction(inst *instance, action, reason string, done func(error)) {
-	if err := d.core.RunAction(inst.name, action, reason, d.c.clk.Now()); err != nil {
-		if done != nil {
-			done(err)
-		}
-		return
-	}
-	inst.done = done
-	d.applyReady()
 }
 
 // startAction is the fake resource driver of an action the core ordered:
@@ -260,14 +242,6 @@ func (d *daemon) actionDone(inst *instance) {
 	d.applyReady()
 }
 
-// endAction answers the caller of the instance's action, if any.
-func (d *daemon) endAction(inst *instance, err error) {
-	if done := inst.done; done != nil {
-		inst.done = nil
-		done(err)
-	}
-}
-
 // check orders a full status check (daemon.check).
 func (d *daemon) check(inst *instance) {
 	d.core.CheckNow(inst.name)
@@ -293,26 +267,11 @@ func (d *daemon) runCheck(ck node.Check) {
 	d.core.CheckDone(ck, map[string]dataset.Resource{simRID: {Status: st}}, d.c.clk.Now())
 }
 
-func (d *daemon) setFrozen(name string, frozen bool, reason string) {
-	d.core.SetFrozen(name, frozen, reason)
-	d.applyReady()
-}
-
-func (d *daemon) setNodeFrozen(frozen bool, reason string) {
-	d.core.SetNodeFrozen(frozen, reason)
-	d.applyReady()
-}
-
 func frozenWord(f bool) string {
 	if f {
 		return "frozen"
 	}
 	return "thawed"
-}
-
-func (d *daemon) setMonitor(m dataset.NodeMonitor, reason string) {
-	d.core.SetNodeMonitor(m, reason)
-	d.applyReady()
 }
 
 func (d *daemon) changed() { d.gen++ }
@@ -337,24 +296,15 @@ func (d *daemon) localNode() dataset.Node {
 	return n
 }
 
-// beginStop mirrors daemon.beginStop; "restart" is a stop followed by a
-// start once the daemon has exited.
+// beginStop is daemon.beginStop (the core's BeginStop); "restart" is a
+// stop followed by a start once the daemon has exited.
 func (d *daemon) beginStop(mode string) {
 	if d.mode != "" {
 		return
 	}
-	d.mode, d.stopping = mode, true
-	if mode == "shutdown" {
-		d.setMonitor(dataset.NodeShutting, "daemon shutdown requested")
-		for _, name := range d.inames {
-			if avail, _ := d.core.Status(name); avail != dataset.StatusDown {
-				inst := d.insts[name]
-				d.runAction(inst, "stop", "daemon shutdown", nil)
-			}
-		}
-		return
-	}
-	d.setMonitor(dataset.NodeMaintenance, "daemon "+mode+" requested: services keep running")
+	d.mode = mode
+	d.core.BeginStop(mode, d.c.clk.Now())
+	d.applyReady()
 }
 
 func (d *daemon) readyToExit() bool {

@@ -8,7 +8,7 @@
 // 5, 6, 7, 8) deterministically, at about two thousand simulated seconds
 // per real second.
 //
-// # The node core, and what is still modelled
+// # The node core and the driver
 //
 // A node's logic is the real node core's (package node), driven here as
 // the daemon drives it (applyReady in admin.go): the durable state
@@ -28,19 +28,22 @@
 // changed or the core's view did; publish); the fake resource driver
 // (runCheck: one resource, app#main, up where the cluster's truth says
 // it runs; startAction, actionDone: an action takes the service's
-// simulated duration, fails when scripted); localNode, beginStop, readyToExit; and
-// the admin entry points (admin.go: serviceAction with --local actions,
-// nodeAction).
+// simulated duration, fails when scripted); localNode, beginStop (the
+// core's BeginStop), readyToExit; and the admin entry points (admin.go:
+// serviceAction, nodeAction: they hand the request to the core; an answer
+// that comes when an action ends is a timeline line 'answer to "stop":
+// ...').
 //
 // Departures, on purpose: configs are installed on every node before the
 // daemons start (no config distribution, no delete); a service's resources
-// are one boolean per node (avail up or down; no warn, no resource monitor
-// or restarts, no drain, no resource that stays up after a stop that
-// succeeded: "fail ... stop" scripts a stop failure); a status check takes
-// no time; actions take the
+// are one resource per node (app#main, up or down; no warn, no resource
+// monitor or restarts, no drain command in the script language, no
+// resource that stays up after a stop that succeeded: "fail ... stop"
+// scripts a stop failure); a status check takes no time; actions take the
 // configured duration and succeed unless scripted to fail; load and memory
 // are zero, so "load avg" and "score" tie and break by name; no --wait
-// callers; no quorum, arbitrators or split_action (quorum = false, the
+// callers (the core has them: its unit tests and the e2e tests cover
+// them); no quorum, arbitrators or split_action (quorum = false, the
 // default). Within one turn the loop's channels are taken in a fixed order
 // (heartbeat events, action ends, step timer, tick), and the daemons take
 // their turns in node-name order until none publishes anything new; time

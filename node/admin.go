@@ -1,0 +1,157 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"haven/dataset"
+)
+
+// LocalRequest is an admin action on this node's instance of a service
+// (svcmgr ... --local): freeze, thaw, start, stop (which also freezes it,
+// BEHAVIOUR 5), clear. It acts here, without orchestration.
+type LocalRequest struct {
+	Service string
+	Action  string
+	Now     time.Time
+}
+
+// AdminLocal takes a --local action. Its answer comes in a Ready: at once,
+// or when the action it started ends.
+func (c *Core) AdminLocal(req LocalRequest) Ticket {
+	tk := c.newTicket()
+	svc, now := req.Service, req.Now
+	inst := c.insts[svc]
+	if inst == nil || !inst.local {
+		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("%s: this node is not one of the service's nodes", svc)})
+		return tk
+	}
+	switch req.Action {
+	case "freeze", "thaw":
+		c.SetFrozen(svc, req.Action == "freeze", "admin "+req.Action+" --local")
+		c.answer(Answer{Ticket: tk, Result: req.Action + " done"})
+	case "start":
+		if avail, running := c.Status(svc); avail == dataset.StatusUp || avail == dataset.StatusNA && running {
+			// a start would run a second copy: nothing to do
+			c.answer(Answer{Ticket: tk, Result: "already up: nothing done"})
+			return tk
+		}
+		c.runFor(tk, svc, "start", "admin start --local", "started", now)
+	case "stop":
+		// the freeze is written before the stop runs (Ready.Run)
+		c.SetFrozen(svc, true, "admin stop --local")
+		c.runFor(tk, svc, "stop", "admin stop --local", "stopped and frozen", now)
+	case "clear":
+		if c.ClearLocal(svc, "admin clear --local", now) {
+			c.answer(Answer{Ticket: tk, Result: "cleared"})
+		} else {
+			c.answer(Answer{Ticket: tk, Result: "nothing to clear"})
+		}
+	default:
+		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("%s does not take --local", req.Action)})
+	}
+	return tk
+}
+
+// runFor runs an action for the request of ticket tk, answered with ok
+// when it succeeds.
+func (c *Core) runFor(tk Ticket, svc, kind, reason, ok string, now time.Time) {
+	atk, err := c.RunAction(svc, kind, reason, now)
+	if err != nil {
+		c.answer(Answer{Ticket: tk, Err: err})
+		return
+	}
+	c.relays[atk] = relay{to: tk, ok: ok}
+}
+
+// relay answers a request's ticket when the action it started ends.
+type relay struct {
+	to Ticket
+	ok string
+}
+
+// drain is a node drain in progress: the stops it waits for.
+type drain struct {
+	ticket  Ticket
+	pending map[Ticket]bool
+	errs    []error
+}
+
+// AdminNode takes a node action: freeze, thaw, drain (freeze the node,
+// then stop every local instance that runs; the answer comes when every
+// stop has ended).
+func (c *Core) AdminNode(action string, now time.Time) Ticket {
+	tk := c.newTicket()
+	switch action {
+	case "freeze", "thaw":
+		c.SetNodeFrozen(action == "freeze", "admin "+action)
+		c.answer(Answer{Ticket: tk})
+	case "drain":
+		c.SetNodeFrozen(true, "admin drain")
+		c.SetNodeMonitor(dataset.NodeDraining, "admin drain")
+		d := &drain{ticket: tk, pending: map[Ticket]bool{}}
+		for _, svc := range c.inames {
+			inst := c.insts[svc]
+			if _, running := c.Status(svc); !inst.local || !inst.spec.Runnable || !running {
+				continue
+			}
+			atk, err := c.RunAction(svc, "stop", "node drain", now)
+			if err != nil {
+				d.errs = append(d.errs, err)
+				continue
+			}
+			d.pending[atk] = true
+			c.drains[atk] = d
+		}
+		if len(d.pending) == 0 {
+			c.drainDone(d)
+		}
+	default:
+		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("unknown node action %q (freeze | thaw | drain)", action)})
+	}
+	return tk
+}
+
+func (c *Core) drainOf(tk Ticket) *drain { return c.drains[tk] }
+
+// drainStep takes the end of one stop of a drain.
+func (c *Core) drainStep(d *drain, tk Ticket, err error) {
+	delete(c.drains, tk)
+	delete(d.pending, tk)
+	if err != nil {
+		d.errs = append(d.errs, err)
+	}
+	if len(d.pending) == 0 {
+		c.drainDone(d)
+	}
+}
+
+func (c *Core) drainDone(d *drain) {
+	c.SetNodeMonitor(dataset.NodeIdle, "drain done")
+	c.answer(Answer{Ticket: d.ticket, Err: errors.Join(d.errs...)})
+}
+
+// BeginStop is the stop of the daemon ("stop", "restart": maintenance,
+// the services keep running; "shutdown": every local instance that runs
+// is stopped, the node announces shutting). No decision pass runs after.
+func (c *Core) BeginStop(mode string, now time.Time) {
+	if c.stopping {
+		return
+	}
+	c.stopping = true
+	if mode == "shutdown" {
+		c.SetNodeMonitor(dataset.NodeShutting, "daemon shutdown requested")
+		for _, svc := range c.inames {
+			inst := c.insts[svc]
+			if _, running := c.Status(svc); inst.local && inst.spec.Runnable && running {
+				c.RunAction(svc, "stop", "daemon shutdown", now)
+			}
+		}
+		return
+	}
+	c.SetNodeMonitor(dataset.NodeMaintenance, "daemon "+mode+" requested: services keep running")
+}
+
+// Stopping reports whether the daemon stops.
+func (c *Core) Stopping() bool { return c.stopping }
