@@ -8,6 +8,7 @@ import (
 	"haven/api"
 	"haven/dataset"
 	"haven/node"
+	"haven/resource"
 )
 
 // applyReady carries out what the node core asks after an input, in the
@@ -44,17 +45,27 @@ func (d *Daemon) applyReady() {
 // persister is on disk (an action never rests on a change that may be
 // undone); when the write fails, they are not run: the core hears
 // ActionAborted and their callers get the error.
+//
+// An action runs with the resource drivers of the instance when it was
+// ordered (a node removed from a service's nodes stops its instance with
+// the drivers of the config that had it).
 func (d *Daemon) runAll(runs []node.Action) {
 	if len(runs) == 0 {
 		return
 	}
+	sets := make([]*resource.Set, len(runs))
+	for i, a := range runs {
+		if inst := d.services[a.Service]; inst != nil {
+			sets[i] = inst.set
+		}
+	}
 	d.afterSaved(func(err error) {
-		for _, a := range runs {
+		for i, a := range runs {
 			if err != nil {
 				d.core.ActionAborted(a.Service, a.Kind, err, d.clk.Now())
 				continue
 			}
-			d.startAction(a)
+			d.startAction(a, sets[i])
 		}
 		d.applyReady()
 	})

@@ -195,9 +195,9 @@ func (d *Daemon) runAction(inst *instance, action, reason string, done func(erro
 // startAction runs an action the node core ordered (node.Ready.Run) in a
 // worker. An instance whose drivers could not be built here cannot run
 // it: the action fails at once, with the cause.
-func (d *Daemon) startAction(a node.Action) {
+func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 	inst := d.services[a.Service]
-	if inst == nil || inst.set == nil {
+	if inst == nil || set == nil {
 		err := fmt.Errorf("%s: cannot run here", a.Service)
 		if inst != nil && inst.buildErr != "" {
 			err = fmt.Errorf("%s: cannot run here: %s", a.Service, inst.buildErr)
@@ -205,7 +205,7 @@ func (d *Daemon) startAction(a node.Action) {
 		d.core.ActionDone(a.Service, a.Kind, err, d.clk.Now())
 		return
 	}
-	set, action := inst.set, a.Kind
+	action := a.Kind
 	d.goWorker(func(ctx context.Context) {
 		var err error
 		if action == "start" {

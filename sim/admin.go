@@ -21,6 +21,7 @@ func (d *daemon) applyReady() {
 		}
 		for _, e := range rd.Events {
 			d.c.logf(d.name, e.Service(), "%s", e.String())
+			d.c.events = append(d.c.events, Event{At: d.c.Now(), Node: d.name, Event: e})
 		}
 		for _, a := range rd.Answers {
 			if f := d.tickets[a.Ticket]; f != nil {

@@ -64,8 +64,19 @@ type Cluster struct {
 	running map[string]map[string]bool
 	fails   map[string]int // "node/svc/action" -> failures left (-1: always)
 
-	lines []string // the timeline
+	lines  []string // the timeline
+	events []Event  // the node cores' typed events
 }
+
+// Event is a typed event of a node core, at a simulated time.
+type Event struct {
+	At    time.Duration // since T0
+	Node  string
+	Event node.Event
+}
+
+// Events returns the node cores' typed events so far, in order.
+func (c *Cluster) Events() []Event { return c.events }
 
 // Node is one simulated machine and its daemon.
 type Node struct {

@@ -20,6 +20,8 @@ type Result struct {
 	Failed []string
 	// Simulated is the simulated time the scenario covered.
 	Simulated time.Duration
+	// Events are the node cores' typed events, in the order emitted.
+	Events []Event
 }
 
 // RunScript runs a scenario (see the package doc for the format). name
@@ -46,6 +48,7 @@ func RunScript(name, text string) (*Result, error) {
 	r.c.lines = append(r.c.lines, "", r.c.FinalState())
 	r.res.Output = strings.Join(r.c.lines, "\n") + "\n"
 	r.res.Simulated = r.c.Now()
+	r.res.Events = r.c.events
 	return r.res, nil
 }
 
