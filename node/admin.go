@@ -91,8 +91,8 @@ func (c *Core) AdminNode(action string, now time.Time) Ticket {
 		c.SetNodeFrozen(true, "admin drain")
 		c.SetNodeMonitor(dataset.NodeDraining, "admin drain")
 		d := &drain{ticket: tk, pending: map[Ticket]bool{}}
-		for _, svc := range c.inames {
-			inst := c.insts[svc]
+		for _, inst := range c.ilist {
+			svc := inst.name
 			if _, running := c.Status(svc); !inst.local || !inst.spec.Runnable || !running {
 				continue
 			}
@@ -142,8 +142,8 @@ func (c *Core) BeginStop(mode string, now time.Time) {
 	c.stopping = true
 	if mode == "shutdown" {
 		c.SetNodeMonitor(dataset.NodeShutting, "daemon shutdown requested")
-		for _, svc := range c.inames {
-			inst := c.insts[svc]
+		for _, inst := range c.ilist {
+			svc := inst.name
 			if _, running := c.Status(svc); inst.local && inst.spec.Runnable && running {
 				c.RunAction(svc, "stop", "daemon shutdown", now)
 			}

@@ -81,6 +81,9 @@ func (c *Core) CheckDone(ck Check, res map[string]dataset.Resource, now time.Tim
 		inst.lastFull = now
 	}
 	inst.lastMon = now
+	if due := c.checkDue(inst); !c.nextCheck.IsZero() && due.Before(c.nextCheck) {
+		c.nextCheck = due
+	}
 	if ck.Gen != inst.gen {
 		// the config changed meanwhile: this result is stale
 		c.check(svc, inst, true)
@@ -125,18 +128,40 @@ func (c *Core) CheckDone(ck Check, res map[string]dataset.Resource, now time.Tim
 // tickChecks orders the periodic checks: a full one every CheckInterval,
 // the monitored resources every MonitorInterval; none while an action or
 // a check runs.
+//
+// An idle tick costs a comparison: nextCheck is no later than the first
+// check due (an instance busy or being checked is looked at again when
+// its check ends, CheckDone).
 func (c *Core) tickChecks(now time.Time) {
-	for _, svc := range c.inames {
-		inst := c.insts[svc]
+	if !c.nextCheck.IsZero() && now.Before(c.nextCheck) {
+		return
+	}
+	var next time.Time
+	for _, inst := range c.ilist {
 		if inst.busy != "" || inst.checking || !inst.local || !inst.spec.Runnable {
 			continue
 		}
-		if now.Sub(inst.lastFull) >= c.cfg.CheckInterval {
-			c.check(svc, inst, true)
-		} else if inst.spec.Monitored && now.Sub(inst.lastMon) >= c.cfg.MonitorInterval {
-			c.check(svc, inst, false)
+		switch {
+		case now.Sub(inst.lastFull) >= c.cfg.CheckInterval:
+			c.check(inst.name, inst, true)
+		case inst.spec.Monitored && now.Sub(inst.lastMon) >= c.cfg.MonitorInterval:
+			c.check(inst.name, inst, false)
+		default:
+			if due := c.checkDue(inst); next.IsZero() || due.Before(next) {
+				next = due
+			}
 		}
 	}
+	c.nextCheck = next
+}
+
+// checkDue is the time of the next periodic check of an instance.
+func (c *Core) checkDue(inst *instance) time.Time {
+	due := inst.lastFull.Add(c.cfg.CheckInterval)
+	if m := inst.lastMon.Add(c.cfg.MonitorInterval); inst.spec.Monitored && m.Before(due) {
+		due = m
+	}
+	return due
 }
 
 // ActionDone reports the end of the commands of an action ordered by

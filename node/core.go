@@ -39,7 +39,11 @@ type Core struct {
 	state State
 
 	insts  map[string]*instance
-	inames []string // sorted
+	inames []string    // sorted
+	ilist  []*instance // in name order
+	// nextCheck is no later than the first periodic check due (zero:
+	// look at every instance at the next tick).
+	nextCheck time.Time
 	// drains are the node drains in progress, by ticket.
 	drains map[Ticket]*drain
 	// relays answer a request when the action it started ends.

@@ -14,6 +14,7 @@ import (
 // and flags, the action in flight, and the status from its checks. The
 // driver runs its checks and actions.
 type instance struct {
+	name string
 	// local is true when this node is one of the service's nodes.
 	local bool
 	spec  InstanceSpec
@@ -87,13 +88,24 @@ func (c *Core) AddInstance(svc string, spec InstanceSpec, now time.Time) {
 		if ss.StartFailed {
 			inst.mon.State = dataset.StartFailed
 		}
+		inst.name = svc
 		c.insts[svc] = inst
 		c.inames = append(c.inames, svc)
 		sort.Strings(c.inames)
+		c.relist()
 	}
+	c.nextCheck = time.Time{} // the periodic checks look again
 	inst.local, inst.spec = spec.Local, spec
 	inst.gen++
 	c.publish()
+}
+
+// relist rebuilds the list of instances in name order.
+func (c *Core) relist() {
+	c.ilist = c.ilist[:0]
+	for _, n := range c.inames {
+		c.ilist = append(c.ilist, c.insts[n])
+	}
 }
 
 // RemoveInstance forgets the instance of svc (its config was deleted).
@@ -106,6 +118,7 @@ func (c *Core) RemoveInstance(svc string) {
 				break
 			}
 		}
+		c.relist()
 		delete(c.targetFailed, svc)
 		c.publish()
 	}
@@ -202,6 +215,7 @@ func (c *Core) ActionAborted(svc, kind string, err error, now time.Time) {
 		return
 	}
 	inst.busy = ""
+	c.nextCheck = time.Time{}
 	c.setMonitorState(svc, inst, inst.prevState, "not run: "+err.Error(), now)
 	c.actionAnswered(inst, err)
 }
