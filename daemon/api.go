@@ -15,6 +15,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/fsutil"
+	"haven/node"
 )
 
 // apiError carries the exit status the CLI should use.
@@ -351,7 +352,7 @@ func (d *Daemon) install(cfg *config.ServiceConfig, e dataset.ConfigEntry, what 
 	d.saveState()
 	inst := d.installInstance(cfg)
 	d.log.Info("service config "+what, zap.String("svc", cfg.Name))
-	d.emit(api.Event{Kind: "config", Service: cfg.Name, Message: "config " + what})
+	d.logEvent(node.ConfigChanged{Svc: cfg.Name, Change: "config " + what})
 	d.check(inst)
 	return nil
 }

@@ -5,9 +5,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"haven/api"
 	"haven/config"
 	"haven/dataset"
+	"haven/node"
 )
 
 // nextVersion returns a new logical version for an edit made on this node.
@@ -171,7 +171,7 @@ func (d *Daemon) removeService(name string, v dataset.Version, done func(error))
 		d.saveState()
 		d.changed()
 		d.log.Info("service deleted", zap.String("svc", name))
-		d.emit(api.Event{Kind: "config", Service: name, Message: "deleted"})
+		d.logEvent(node.ConfigChanged{Svc: name, Change: "deleted"})
 		finish(nil)
 	}
 	inst := d.services[name]

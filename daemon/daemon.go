@@ -233,9 +233,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}()
 
-	d.log.Info("daemon started", zap.String("node", d.node.Name), zap.Int("pid", os.Getpid()),
-		zap.Int("compat", d.opts.Compat), zap.String("root", d.p.Root), zap.String("cluster", d.cluster.Name))
-	d.emit(api.Event{Kind: "daemon_start", Message: "daemon started"})
+	d.logEvent(node.DaemonStarted{Compat: d.opts.Compat, Pid: os.Getpid(), Root: d.p.Root, Cluster: d.cluster.Name})
 	d.loadServices()
 	d.refreshSysinfo()
 	if err := d.startHeartbeat(); err != nil {
@@ -270,8 +268,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	os.Remove(d.p.Socket)
 	os.Remove(d.p.PidFile())
-	d.emit(api.Event{Kind: "daemon_stop", Message: "daemon stopped (" + mode + ")"})
-	d.log.Info("daemon stopped", zap.String("mode", mode))
+	d.logEvent(node.DaemonStopped{Mode: mode})
 	return nil
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"haven/api"
 	"haven/config"
 	"haven/fsutil"
 	"haven/heartbeat"
@@ -109,9 +108,9 @@ func (d *Daemon) nextIncarnation() error {
 // name is a configuration error the admin must see: the node freezes
 // itself (nothing more is started here) until the admin thaws it.
 func (d *Daemon) onImpostor(ev heartbeat.Event) {
-	msg := "another daemon runs with this node's name: " + ev.Reason
-	d.log.Error(msg, zap.String("node", d.node.Name), zap.String("addr", ev.Addr))
-	d.emit(api.Event{Kind: "impostor", Message: msg})
+	e := node.Impostor{Addr: ev.Addr, Reason: ev.Reason}
+	d.logEvent(e)
+	msg := e.String()
 	if !d.dur.NodeFrozen {
 		d.setNodeFrozen(true, msg+": node frozen so that services never start twice (check node.name on the other host, then nodemgr thaw)")
 	}

@@ -272,3 +272,59 @@ func (InstanceStatus) Kind() string      { return "instance_status" }
 func (e InstanceStatus) Service() string { return e.Svc }
 func (InstanceStatus) Level() Level      { return Info }
 func (e InstanceStatus) String() string  { return "avail " + string(e.From) + " -> " + string(e.To) }
+
+// The events below are the drivers' own (the daemon's start and stop,
+// config distribution, an impostor): typed like the core's, so that the
+// log, the events stream and the timeline read one vocabulary.
+
+// DaemonStarted: the daemon started (Pid, Root and Cluster unset in the
+// simulation).
+type DaemonStarted struct {
+	Compat  int    `json:"compat"`
+	Pid     int    `json:"pid,omitempty"`
+	Root    string `json:"root,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+}
+
+func (DaemonStarted) Kind() string    { return "daemon_start" }
+func (DaemonStarted) Service() string { return "" }
+func (DaemonStarted) Level() Level    { return Info }
+func (e DaemonStarted) String() string {
+	return fmt.Sprintf("daemon started (compat %d)", e.Compat)
+}
+
+// DaemonStopped: the daemon stopped (mode stop, restart or shutdown).
+type DaemonStopped struct {
+	Mode string `json:"mode"`
+}
+
+func (DaemonStopped) Kind() string     { return "daemon_stop" }
+func (DaemonStopped) Service() string  { return "" }
+func (DaemonStopped) Level() Level     { return Info }
+func (e DaemonStopped) String() string { return "daemon stopped (" + e.Mode + ")" }
+
+// ConfigChanged: a service's config installed here (created, edited,
+// received from a peer) or deleted.
+type ConfigChanged struct {
+	Svc    string `json:"svc"`
+	Change string `json:"change"` // "config created", "config received from n2", "deleted", ...
+}
+
+func (ConfigChanged) Kind() string      { return "config" }
+func (e ConfigChanged) Service() string { return e.Svc }
+func (ConfigChanged) Level() Level      { return Info }
+func (e ConfigChanged) String() string  { return e.Change }
+
+// Impostor: frames authenticated under this node's own name come from a
+// later run elsewhere: another daemon runs with this node's name.
+type Impostor struct {
+	Addr   string `json:"addr"`
+	Reason string `json:"reason"`
+}
+
+func (Impostor) Kind() string    { return "impostor" }
+func (Impostor) Service() string { return "" }
+func (Impostor) Level() Level    { return Error }
+func (e Impostor) String() string {
+	return "another daemon runs with this node's name: " + e.Reason
+}

@@ -20,8 +20,7 @@ func (d *daemon) applyReady() {
 			d.changed()
 		}
 		for _, e := range rd.Events {
-			d.c.logf(d.name, e.Service(), "%s", e.String())
-			d.c.events = append(d.c.events, Event{At: d.c.Now(), Node: d.name, Event: e})
+			d.record(e)
 		}
 		for _, a := range rd.Answers {
 			if f := d.tickets[a.Ticket]; f != nil {
@@ -38,6 +37,12 @@ func (d *daemon) applyReady() {
 		}
 		d.armStep(rd.WakeAt)
 	}
+}
+
+// record puts a typed event on the timeline.
+func (d *daemon) record(e node.Event) {
+	d.c.logf(d.name, e.Service(), "%s", e.String())
+	d.c.events = append(d.c.events, Event{At: d.c.Now(), Node: d.name, Event: e})
 }
 
 // serviceAction is daemon.serviceAction for one admin request made on

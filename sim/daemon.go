@@ -80,7 +80,7 @@ func (n *Node) startDaemon() error {
 	}
 	d.hb, d.events = hb, hb.Events()
 	n.d = d
-	c.logf(n.name, "", "daemon started (compat %d)", d.compat)
+	d.record(node.DaemonStarted{Compat: d.compat})
 	d.core.Start(now)
 	d.applyReady()
 	d.publish()
@@ -322,7 +322,7 @@ func (d *daemon) exit() {
 	d.publish()
 	d.hb.Close()
 	d.n.d = nil
-	d.c.logf(d.name, "", "daemon stopped (%s)", d.mode)
+	d.record(node.DaemonStopped{Mode: d.mode})
 	if d.mode == "restart" {
 		if err := d.n.startDaemon(); err != nil {
 			d.c.logf(d.name, "", "daemon start failed: %v", err)
