@@ -236,42 +236,22 @@ func (d *Daemon) setFrozen(name string, frozen bool, reason string) {
 	d.applyReady()
 }
 
-// localNode builds this node's dataset entry.
+// localNode builds this node's dataset entry: the driver's part, then the
+// node core's (node.Core.Dataset).
 func (d *Daemon) localNode() dataset.Node {
 	n := dataset.Node{
 		Name:        d.node.Name,
-		Monitor:     d.core.NodeMonitor(),
-		Frozen:      d.dur.NodeFrozen,
-		Compat:      d.opts.Compat,
 		Load15:      d.load15,
 		MemAvailPct: d.memPct,
 		Labels:      d.node.Labels,
 		Services:    map[string]dataset.Instance{},
 		Configs:     d.configEntries(),
-		Targets:     d.targets(),
-		Clears:      d.clears(),
 		Gen:         d.gen,
 	}
 	for name := range d.cfgs.invalid {
 		n.Services[name] = d.invalidInstance(name)
 	}
-	for name, inst := range d.services {
-		if !inst.local {
-			continue
-		}
-		info, _ := d.core.Instance(name)
-		n.Services[name] = dataset.Instance{
-			Avail:           info.Avail,
-			Overall:         info.Overall,
-			Frozen:          d.frozen(name),
-			Monitor:         info.Monitor,
-			PlacementLeader: info.Leader,
-			Flags:           info.Flags,
-			Resources:       info.Resources,
-			ConfigVersion:   d.dur.Services[name].ConfigVersion,
-		}
-	}
-	return n
+	return d.core.Dataset(n)
 }
 
 // sortedKeys returns the keys of m sorted.

@@ -8,10 +8,12 @@
 // In the manner of etcd raft's RawNode: inputs are method calls that carry
 // now where time matters; after each, the driver takes a Ready and carries
 // it out in its order: write Ready.Persist (before any answer is
-// released: an answer promises what is durable; a failed write is rolled
-// back with Restore, which also fails the --wait callers of what was
-// undone), publish, emit the typed Events, release the Answers (by
-// Ticket).
+// released and any action of the same Ready runs: an answer promises what
+// is durable; a failed write is rolled back with Restore, which also
+// fails the --wait callers of what was undone), publish, emit the typed
+// Events (events.go: one Go type per kind, with its fields), release the
+// Answers (by Ticket), run the actions (Run) and the checks (Check), and
+// wake the core at WakeAt.
 //
 // What it owns today:
 //
@@ -30,8 +32,8 @@
 //     checks at Tick, CheckDone: resources, avail with status.Instance),
 //     their monitors, their actions (Ready.Run or RunAction, then
 //     ActionDone when the commands end; the action ends after the full
-//     check that follows, a stop that left a resource up fails, and
-//     Ready.Done answers its caller), ClearLocal;
+//     check that follows, a stop that left a resource up fails, and its
+//     ticket is answered), ClearLocal;
 //   - the decision pass (Orchestrate: monitor.Step over the view of now
 //     (Snapshot), the decisions carried out, actions ordered in
 //     Ready.Run, the multiple-active watch, Ready.WakeAt for the end of a
@@ -48,9 +50,11 @@
 //     its grace), when the view changed (ViewChanged, WakeUp), the
 //     safety-net pass every 5s.
 //
-// The driver gives the core, through Local, what it still owns of the
-// node's view: its dataset entry (its instances come from the core; load,
-// memory, labels and configs are the driver's) and its service configs.
+// The node's dataset entry (what the heartbeat publishes) is the core's
+// (Dataset: node monitor, frozen, compat, targets, clears, the local
+// instances) on top of the driver's part (name, labels, load, memory,
+// configs, generation). The driver gives the core, through Local, that
+// entry and its service configs, to build the decision core's snapshot.
 //
 // Still in the drivers: when the driver's own dataset changed (its
 // generation, which also triggers a decision pass), config distribution

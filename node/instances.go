@@ -313,3 +313,38 @@ func (c *Core) PersistMonitors() {
 		}
 	}
 }
+
+// Dataset fills what the core owns of this node's dataset entry in n
+// (which holds the driver's part: name, labels, load, configs,
+// generation): the node monitor, the frozen flag, the compat, the
+// targets and clears it relays, and every local instance.
+func (c *Core) Dataset(n dataset.Node) dataset.Node {
+	n.Monitor = c.monitor
+	n.Frozen = c.state.NodeFrozen
+	n.Compat = c.cfg.Compat
+	n.Targets = c.Targets()
+	n.Clears = c.Clears()
+	if n.Services == nil {
+		n.Services = make(map[string]dataset.Instance, len(c.ilist))
+	}
+	for _, inst := range c.ilist {
+		if !inst.local {
+			continue
+		}
+		res := make(map[string]dataset.Resource, len(inst.res))
+		for k, v := range inst.res {
+			res[k] = v
+		}
+		n.Services[inst.name] = dataset.Instance{
+			Avail:           inst.avail,
+			Overall:         inst.overall,
+			Frozen:          c.state.Services[inst.name].Frozen,
+			Monitor:         inst.mon,
+			PlacementLeader: inst.leader,
+			Flags:           inst.flags,
+			Resources:       res,
+			ConfigVersion:   c.state.Services[inst.name].ConfigVersion,
+		}
+	}
+	return n
+}

@@ -284,16 +284,9 @@ func (d *daemon) publish() {
 	d.hb.Publish(d.localNode())
 }
 
-// localNode mirrors daemon.localNode.
+// localNode is daemon.localNode: the driver's part, then the core's.
 func (d *daemon) localNode() dataset.Node {
-	n := dataset.Node{Name: d.name, Monitor: d.core.NodeMonitor(), Frozen: d.core.NodeFrozen(), Compat: d.compat,
-		Labels: d.n.labels, Services: map[string]dataset.Instance{}, Targets: d.core.Targets(), Clears: d.core.Clears(), Gen: d.gen}
-	for name := range d.insts {
-		info, _ := d.core.Instance(name)
-		n.Services[name] = dataset.Instance{Avail: info.Avail, Overall: info.Overall, Frozen: d.core.Frozen(name),
-			Monitor: info.Monitor, PlacementLeader: info.Leader, Flags: info.Flags, Resources: info.Resources}
-	}
-	return n
+	return d.core.Dataset(dataset.Node{Name: d.name, Labels: d.n.labels, Gen: d.gen})
 }
 
 // beginStop is daemon.beginStop (the core's BeginStop); "restart" is a
