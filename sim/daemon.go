@@ -204,7 +204,7 @@ func (d *daemon) orchestrate() {
 	d.applyReady()
 }
 
-// armStep mirrors daemon.armStep (the step timer is a due time here).
+// armStep is daemon.armStep (the step timer is a due time here).
 func (d *daemon) armStep(t time.Time) {
 	if t.IsZero() {
 		return
