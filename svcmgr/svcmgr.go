@@ -19,64 +19,121 @@ import (
 	"haven/render"
 )
 
-// App returns the svcmgr command.
+// App returns the svcmgr command. The app's flags (-s, --format, --root)
+// apply to every action; each action defines its own others, listed by its
+// --help. Any flag may stand anywhere on the line (cliutil.Hoist).
 func App() *cli.App {
 	flags := append(cliutil.GlobalFlags(),
 		&cli.StringFlag{Name: "service", Aliases: []string{"s"}, Usage: "`SELECTOR`: a service name, a comma list or a glob"},
-		&cli.BoolFlag{Name: "local", Usage: "act on this node's instance only, without orchestration"},
-		&cli.StringFlag{Name: "node", Usage: "clear: the node whose failed state to reset"},
-		&cli.StringFlag{Name: "to", Usage: "switch: the destination node"},
-		&cli.BoolFlag{Name: "wait", Usage: "return when the target is reached"},
-		&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "bound of --wait"},
-		&cli.StringFlag{Name: "config", Usage: "create / validate: the config `FILE`"},
-		&cli.BoolFlag{Name: "replace", Usage: "create: replace the config of an existing service (e.g. one whose config is invalid)"},
-		&cli.StringSliceFlag{Name: "kw", Usage: "set / get / unset: a keyword `K=V` (set) or `K` (get, unset); repeatable"},
-		&cli.BoolFlag{Name: "follow", Usage: "logs: keep printing new lines"},
-		&cli.IntFlag{Name: "lines", Value: 100, Usage: "logs: how many past lines"},
 	)
-	action := func(name string) *cli.Command {
-		return &cli.Command{Name: name, Usage: actionUsage[name], UsageText: "svcmgr -s SELECTOR " + name + " [--local] [--wait [--time 5m]]" + actionExtra[name],
-			Description: flagsAnywhere, Action: func(c *cli.Context) error { return serviceAction(c, name) }}
-	}
 	return &cli.App{
 		Name:      "svcmgr",
 		Usage:     "manage Haven services",
-		UsageText: "svcmgr -s SELECTOR ACTION [flags]\n   svcmgr validate --config FILE",
+		UsageText: "svcmgr -s SELECTOR ACTION [flags]\nsvcmgr validate --config FILE\nsvcmgr ACTION --help: the flags of an action",
 		Flags:     flags,
 		Commands: []*cli.Command{
-			{Name: "create", Usage: "install a service config (--config FILE; name from -s or the file name; --replace: of an existing service)", Action: create},
+			{Name: "create", Usage: "install a service config (--config FILE; name from -s or the file name; --replace: of an existing service)",
+				UsageText: "svcmgr [-s NAME] create --config FILE [--replace]", Description: globalsHelp,
+				Flags: []cli.Flag{configFlag("the config `FILE` to install"),
+					&cli.BoolFlag{Name: "replace", Usage: "replace the config of an existing service (e.g. one whose config is invalid)"}},
+				Action: create},
 			action("delete"),
 			action("start"), action("stop"), action("freeze"), action("thaw"),
 			action("clear"), action("abort"), action("takeover"), action("giveback"), action("switch"),
-			{Name: "ls", Usage: "list services", Action: ls},
+			{Name: "ls", Usage: "list services", UsageText: "svcmgr [-s SELECTOR] ls", Description: globalsHelp, Action: ls},
 			{Name: "print", Usage: "print status | print config", Subcommands: []*cli.Command{
-				{Name: "status", Usage: "the service's status tree (--format json: the status object)", Action: printStatus},
-				{Name: "config", Usage: "the installed config", Action: printConfig},
+				{Name: "status", Usage: "the service's status tree (--format json: the status object; -r: check now first)",
+					UsageText: "svcmgr -s SELECTOR print status [-r] [--format json]", Description: globalsHelp,
+					Flags: []cli.Flag{refreshFlag()}, Action: printStatus},
+				{Name: "config", Usage: "the installed config (--format json: sections, keys, values)",
+					UsageText: "svcmgr -s SELECTOR print config [--format json]", Description: globalsHelp, Action: printConfig},
 			}},
 			{Name: "json", Usage: "json status", Subcommands: []*cli.Command{
-				{Name: "status", Usage: "alias of print status --format json", Action: func(c *cli.Context) error {
-					c.Set("format", "json")
-					return printStatus(c)
-				}},
+				{Name: "status", Usage: "alias of print status --format json", UsageText: "svcmgr -s SELECTOR json status [-r]",
+					Description: globalsHelp, Flags: []cli.Flag{refreshFlag()}, Action: func(c *cli.Context) error {
+						c.Set("format", "json")
+						return printStatus(c)
+					}},
 			}},
-			{Name: "validate", Usage: "validate --config FILE (no daemon needed) | validate config", Action: validateFile,
-				Subcommands: []*cli.Command{{Name: "config", Usage: "check the installed config", Action: validateInstalled}}},
+			{Name: "validate", Usage: "validate --config FILE (no daemon needed) | validate config",
+				UsageText: "svcmgr [-s NAME] validate --config FILE\nsvcmgr -s SELECTOR validate config", Description: globalsHelp,
+				Flags: []cli.Flag{configFlag("the config `FILE` to check")}, Action: validateFile,
+				Subcommands: []*cli.Command{{Name: "config", Usage: "check the installed config", Description: globalsHelp, Action: validateInstalled}}},
 			{Name: "edit", Usage: "edit config", Subcommands: []*cli.Command{
-				{Name: "config", Usage: "edit the config in $EDITOR, validate, install", Action: editConfig},
+				{Name: "config", Usage: "edit the config in $EDITOR, validate, install", Description: globalsHelp, Action: editConfig},
 			}},
-			{Name: "set", Usage: "set --kw K=V (also K+=V, K-=V for lists)", Action: func(c *cli.Context) error { return keyword(c, "set") }},
-			{Name: "get", Usage: "get --kw K", Action: func(c *cli.Context) error { return keyword(c, "get") }},
-			{Name: "unset", Usage: "unset --kw K", Action: func(c *cli.Context) error { return keyword(c, "unset") }},
-			{Name: "logs", Usage: "the service's log lines (--follow, --lines N)", Action: logs},
+			{Name: "set", Usage: "set --kw K=V (also K+=V, K-=V for lists)", UsageText: "svcmgr -s SELECTOR set --kw K=V [--kw K=V ...]",
+				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword to set: `K=V`, K+=V or K-=V (lists); repeatable")},
+				Action: func(c *cli.Context) error { return keyword(c, "set") }},
+			{Name: "get", Usage: "get --kw K", UsageText: "svcmgr -s SELECTOR get --kw K [--kw K ...]",
+				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to print (its default when unset); repeatable")},
+				Action: func(c *cli.Context) error { return keyword(c, "get") }},
+			{Name: "unset", Usage: "unset --kw K", UsageText: "svcmgr -s SELECTOR unset --kw K [--kw K ...]",
+				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to remove (its default applies); repeatable")},
+				Action: func(c *cli.Context) error { return keyword(c, "unset") }},
+			{Name: "logs", Usage: "the service's log lines (--follow, --lines N; --format json: one object a line)",
+				UsageText: "svcmgr -s NAME logs [--follow] [--lines N] [--format json]", Description: globalsHelp,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "follow", Usage: "keep printing new lines"},
+					&cli.IntFlag{Name: "lines", Value: 100, Usage: "how many past lines"},
+				}, Action: logs},
 		},
 	}
 }
 
-// flagsAnywhere is said in every command's help: the flags are the app's,
-// accepted anywhere on the line.
-const flagsAnywhere = "Every flag listed by `svcmgr --help` may stand anywhere on the line."
+// globalsHelp is said in every command's help: the app's flags apply
+// too, and any flag may stand anywhere on the line.
+const globalsHelp = "Also: -s SELECTOR, --format human|json, --root DIR (see svcmgr --help).\nAny flag may stand anywhere on the line."
 
-var actionExtra = map[string]string{"switch": " --to NODE", "clear": " [--node NODE]"}
+func configFlag(usage string) cli.Flag { return &cli.StringFlag{Name: "config", Usage: usage} }
+func kwFlag(usage string) cli.Flag     { return &cli.StringSliceFlag{Name: "kw", Usage: usage} }
+func refreshFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "refresh", Aliases: []string{"r"}, Usage: "check the local instances now, then print"}
+}
+
+// actionFlags are the flags of each service action: --local where the
+// daemon runs it on this node's instance, --wait where it sets a target.
+func actionFlags(name string) []cli.Flag {
+	var fs []cli.Flag
+	switch name {
+	case "start", "stop", "freeze", "thaw", "clear":
+		fs = append(fs, &cli.BoolFlag{Name: "local", Usage: "act on this node's instance only, without orchestration"})
+	}
+	switch name {
+	case "clear":
+		fs = append(fs, &cli.StringFlag{Name: "node", Usage: "the `NODE` whose failed state to reset (default: every node)"})
+	case "switch":
+		fs = append(fs, &cli.StringFlag{Name: "to", Usage: "the destination `NODE`"})
+	}
+	switch name {
+	case "start", "stop", "freeze", "thaw", "takeover", "giveback", "switch":
+		fs = append(fs,
+			&cli.BoolFlag{Name: "wait", Usage: "return when the target is reached"},
+			&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "bound of --wait"})
+	}
+	return fs
+}
+
+// action is the command of a service action, with its flags and a usage
+// line made of them.
+func action(name string) *cli.Command {
+	fs := actionFlags(name)
+	usage := "svcmgr -s SELECTOR " + name
+	for _, f := range fs {
+		switch f.Names()[0] {
+		case "local":
+			usage += " [--local]"
+		case "node":
+			usage += " [--node NODE]"
+		case "to":
+			usage += " --to NODE"
+		case "wait":
+			usage += " [--wait [--time 5m]]"
+		}
+	}
+	return &cli.Command{Name: name, Usage: actionUsage[name], UsageText: usage, Description: globalsHelp, Flags: fs,
+		Action: func(c *cli.Context) error { return serviceAction(c, name) }}
+}
 
 var actionUsage = map[string]string{
 	"delete":   "stop the service everywhere and remove its config",
@@ -86,9 +143,9 @@ var actionUsage = map[string]string{
 	"thaw":     "resume orchestration (--local: this node's instance)",
 	"clear":    "reset a failed monitor state (--node NODE, default every node)",
 	"abort":    "drop the current target state",
-	"takeover": "move the service to this node",
-	"giveback": "move the service back to its placement leader",
-	"switch":   "move the service to --to NODE",
+	"takeover": "move the service to this node (thaws it)",
+	"giveback": "move the service back to its placement leader (thaws it)",
+	"switch":   "move the service to --to NODE (thaws it)",
 }
 
 func ctx(c *cli.Context) context.Context { return c.Context }

@@ -14,8 +14,10 @@ import (
 // App returns the svcmon command.
 func App() *cli.App {
 	return &cli.App{
-		Name:  "svcmon",
-		Usage: "the Haven cluster at a glance",
+		Name:            "svcmon",
+		Usage:           "the Haven cluster at a glance",
+		UsageText:       "svcmon [-s SELECTOR] [--watch [--interval 1s]] [--format json]",
+		HideHelpCommand: true,
 		Flags: append(cliutil.GlobalFlags(),
 			&cli.StringFlag{Name: "service", Aliases: []string{"s"}, Usage: "only the services matching `SELECTOR`"},
 			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "refresh in place"},
