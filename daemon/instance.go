@@ -422,6 +422,8 @@ func (d *Daemon) localNode() dataset.Node {
 		Targets:     d.targets(),
 		Clears:      d.clears(),
 		Gen:         d.gen,
+
+		FrozenReason: d.dur.NodeFrozenReason,
 	}
 	for name := range d.cfgs.invalid {
 		n.Services[name] = d.invalidInstance(name)

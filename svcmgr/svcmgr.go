@@ -334,6 +334,15 @@ func printStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("refresh") {
+		// the local instances are checked now; the others are as their
+		// nodes last announced them
+		for _, n := range names {
+			if err := cl.Refresh(ctx(c), n); err != nil {
+				return err
+			}
+		}
+	}
 	st, err := cl.Status(ctx(c))
 	if err != nil {
 		return err

@@ -19,6 +19,9 @@ func TestHelpListsNoPhantomCommand(t *testing.T) {
 	if strings.Contains(out.String(), "COMMANDS") || strings.Contains(out.String(), "help, h") {
 		t.Fatalf("svcmon --help lists commands, svcmon has none:\n%s", out.String())
 	}
+	if !strings.Contains(out.String(), "-  not a node of the service") || !strings.Contains(out.String(), "/  n/a") {
+		t.Fatalf("svcmon --help has no legend of the marks:\n%s", out.String())
+	}
 	if !strings.Contains(out.String(), "--watch") {
 		t.Fatalf("svcmon --help lacks its flags:\n%s", out.String())
 	}
