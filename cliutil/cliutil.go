@@ -191,3 +191,19 @@ func usageError(path, cmd string, err error) error {
 	}
 	return Usage("%v", err)
 }
+
+// PrintJSONLine writes v as one line of JSON (streams: one object a line).
+func PrintJSONLine(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}
+
+// Named is err as said about service name: "name: err", unless the
+// daemon's answer names the service already (most of its answers about a
+// service do), so that no line reads "web: web: ...".
+func Named(name string, err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, name+": ") {
+		return msg
+	}
+	return name + ": " + msg
+}

@@ -75,3 +75,18 @@ func TestStatusOfMapsErrorsToContractExitCodes(t *testing.T) {
 		}
 	}
 }
+
+func TestNamedPrefixesTheServiceOnce(t *testing.T) {
+	cases := []struct{ name, msg, want string }{
+		{"web", "web: target stopped aborted", "web: target stopped aborted"},
+		{"slow", "slow: an action is already running (start)", "slow: an action is already running (start)"},
+		{"web", "target placed@n2 (id x) cannot be reached: n2 down", "web: target placed@n2 (id x) cannot be reached: n2 down"},
+		{"web", "webapp: x", "web: webapp: x"},
+		{"web", "web", "web: web"},
+	}
+	for _, c := range cases {
+		if got := Named(c.name, errors.New(c.msg)); got != c.want {
+			t.Errorf("Named(%q, %q) = %q, want %q", c.name, c.msg, got, c.want)
+		}
+	}
+}

@@ -69,20 +69,20 @@ func parseKeyRef(file, s string) (keyRef, error) {
 
 // GetKeyword returns the effective value of a service keyword (its default
 // when unset). Lists print as ["a", "b"], maps as {"k": "v"}, durations as
-// Go durations ("30s"), and references are not expanded.
-func GetKeyword(data []byte, key string) (string, error) {
-	k, err := parseKeyRef("", key)
+// Go durations ("30s"), and references are not expanded. Errors name file.
+func GetKeyword(file string, data []byte, key string) (string, error) {
+	k, err := parseKeyRef(file, key)
 	if err != nil {
 		return "", err
 	}
-	d, err := decodeDoc("", data, serviceSchema)
+	d, err := decodeDoc(file, data, serviceSchema)
 	if err != nil {
 		return "", err
 	}
 	sec := d.find(k.kind, k.name)
 	if sec == nil {
 		if k.name != "" {
-			return "", &Error{Key: k.String(), Msg: fmt.Sprintf("no section [%s.%s]", k.kind, k.name)}
+			return "", &Error{File: file, Key: k.String(), Msg: fmt.Sprintf("no section [%s.%s]", k.kind, k.name)}
 		}
 		sec = d.ensure(k.kind)
 	}

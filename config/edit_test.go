@@ -64,7 +64,7 @@ func TestSetGetUnset(t *testing.T) {
 		var err error
 		switch st.op {
 		case "get":
-			got, err = GetKeyword(data, st.kw)
+			got, err = GetKeyword("web.toml", data, st.kw)
 		case "set":
 			out, err = SetKeyword("svc.toml", data, st.kw)
 		case "unset":
@@ -127,7 +127,7 @@ start = "x"
 		if err != nil {
 			t.Fatalf("set %q: %v", v, err)
 		}
-		got, err := GetKeyword(out, "app#b.start")
+		got, err := GetKeyword("web.toml", out, "app#b.start")
 		if err != nil || got != v {
 			t.Errorf("round trip of %q: got %q, %v\n%s", v, got, err, out)
 		}

@@ -45,7 +45,7 @@ func FuzzParseService(f *testing.F) {
 				t.Fatalf("ForNode error %q is a %T", err, err)
 			}
 		}
-		if _, err := GetKeyword([]byte(data), "DEFAULT.nodes"); err != nil {
+		if _, err := GetKeyword("fuzz.toml", []byte(data), "DEFAULT.nodes"); err != nil {
 			t.Fatalf("GetKeyword on a valid file: %v", err)
 		}
 		out, err := SetKeyword("fuzz.toml", []byte(data), "DEFAULT.priority=5")

@@ -338,7 +338,7 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 func (d *Daemon) install(cfg *config.ServiceConfig, e dataset.ConfigEntry, what string) error {
 	path := d.p.ServiceConf(cfg.Name)
 	if err := fsutil.WriteAtomic(path, cfg.Raw, 0o600); err != nil {
-		return failed("install %s: %v", path, err)
+		return failed("install: %v", err)
 	}
 	cfg.File = path
 	if d.cfgs.invalid[cfg.Name] != nil {
@@ -371,7 +371,7 @@ func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 	case "get":
 		var out api.KeywordResponse
 		for _, k := range req.Kws {
-			v, err := config.GetKeyword(raw, k)
+			v, err := config.GetKeyword(file, raw, k)
 			if err != nil {
 				done(nil, badInput(err))
 				return

@@ -110,3 +110,27 @@ func TestFlagsStandAnywhere(t *testing.T) {
 		}
 	}
 }
+
+func TestThawNoteOfTheActionsThatThaw(t *testing.T) {
+	cases := []struct {
+		action string
+		local  bool
+		frozen string
+		want   string
+	}{
+		{"switch", false, "frozen", "the service was frozen: thawed by this action"},
+		{"takeover", false, "frozen", "the service was frozen: thawed by this action"},
+		{"giveback", false, "mixed", "the service was partly frozen: thawed by this action"},
+		{"start", false, "frozen", "the service was frozen: thawed by this action"},
+		{"start", true, "frozen", ""}, // start --local leaves the freeze
+		{"switch", false, "thawed", ""},
+		{"stop", false, "frozen", ""},
+		{"freeze", false, "frozen", ""},
+		{"switch", false, "", ""}, // not known
+	}
+	for _, c := range cases {
+		if got := thawNote(c.action, c.local, c.frozen); got != c.want {
+			t.Errorf("thawNote(%s, local %v, %q) = %q, want %q", c.action, c.local, c.frozen, got, c.want)
+		}
+	}
+}

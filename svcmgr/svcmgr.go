@@ -208,6 +208,16 @@ func serviceAction(c *cli.Context, action string) error {
 	if err != nil {
 		return err
 	}
+	// the targets of these actions thaw every instance: say so when the
+	// service was frozen (the state read before the action)
+	frozen := map[string]string{}
+	if thawNote(action, c.Bool("local"), "frozen") != "" {
+		if st, err := cl.Status(ctx(c)); err == nil {
+			for _, n := range names {
+				frozen[n] = st.Services[n].Frozen
+			}
+		}
+	}
 	var failures []string
 	for _, name := range names {
 		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local"), Node: c.String("node"), Wait: c.Bool("wait")}
@@ -232,19 +242,43 @@ func serviceAction(c *cli.Context, action string) error {
 			if cliutil.StatusOf(err) == cliutil.ExitUsage {
 				return err
 			}
-			failures = append(failures, fmt.Sprintf("%s: %v", name, err))
+			failures = append(failures, cliutil.Named(name, err))
 			continue
 		}
+		result := res.Result
+		if note := thawNote(action, req.Local, frozen[name]); note != "" {
+			result += "; " + note
+		}
 		if asJSON {
-			cliutil.PrintJSON(c.App.Writer, map[string]any{"service": name, "id": res.ID, "result": res.Result})
+			cliutil.PrintJSON(c.App.Writer, map[string]any{"service": name, "id": res.ID, "result": result})
 		} else {
-			fmt.Fprintf(c.App.Writer, "%s: %s\n", name, res.Result)
+			fmt.Fprintf(c.App.Writer, "%s: %s\n", name, result)
 		}
 	}
 	if len(failures) > 0 {
 		return cliutil.Failed("%s", strings.Join(failures, "; "))
 	}
 	return nil
+}
+
+// thawNote is what an orchestrated action adds to its answer about a
+// service whose frozen state ("frozen" | "mixed" | "thawed") was read
+// before it: the started and placed targets thaw every instance.
+func thawNote(action string, local bool, frozen string) string {
+	switch action {
+	case "start", "takeover", "giveback", "switch":
+	default:
+		return ""
+	}
+	switch {
+	case local:
+		return ""
+	case frozen == "frozen":
+		return "the service was frozen: thawed by this action"
+	case frozen == "mixed":
+		return "the service was partly frozen: thawed by this action"
+	}
+	return ""
 }
 
 // checkConfigFile reads and validates --config FILE here, so that errors
@@ -363,21 +397,43 @@ func printStatus(c *cli.Context) error {
 	return nil
 }
 
+// printConfig prints the installed config as written; with --format json,
+// an object of sections (DEFAULT, app#web...) of keys and values, or one
+// such object by service when several are selected.
 func printConfig(c *cli.Context) error {
+	asJSON, err := cliutil.JSON(c)
+	if err != nil {
+		return err
+	}
 	cl := cliutil.Client(c)
 	names, err := selected(c, cl)
 	if err != nil {
 		return err
 	}
+	all := map[string]any{}
 	for _, n := range names {
 		raw, err := cl.Config(ctx(c), n)
 		if err != nil {
 			return err
 		}
+		if asJSON {
+			secs, err := config.ServiceSections(cliutil.Paths(c).ServiceConf(n), []byte(raw))
+			if err != nil {
+				return fmt.Errorf("%w (svcmgr print config shows it as written)", err)
+			}
+			if len(names) == 1 {
+				return cliutil.PrintJSON(c.App.Writer, secs)
+			}
+			all[n] = secs
+			continue
+		}
 		if len(names) > 1 {
 			fmt.Fprintf(c.App.Writer, "# %s\n", n)
 		}
 		fmt.Fprint(c.App.Writer, raw)
+	}
+	if asJSON {
+		return cliutil.PrintJSON(c.App.Writer, all)
 	}
 	return nil
 }
@@ -487,28 +543,4 @@ func keyword(c *cli.Context, op string) error {
 		}
 	}
 	return nil
-}
-
-func logs(c *cli.Context) error {
-	cl := cliutil.Client(c)
-	names, err := selected(c, cl)
-	if err != nil {
-		return err
-	}
-	if len(names) != 1 {
-		return cliutil.Usage("logs takes one service, %d selected", len(names))
-	}
-	if !c.Bool("follow") {
-		out, err := cl.Logs(ctx(c), names[0], c.Int("lines"))
-		if err != nil {
-			return err
-		}
-		fmt.Fprint(c.App.Writer, out)
-		return nil
-	}
-	q := map[string][]string{"name": {names[0]}, "lines": {fmt.Sprint(c.Int("lines"))}, "follow": {"1"}}
-	return cl.Stream(ctx(c), api.PathLogs, q, func(line []byte) error {
-		_, err := fmt.Fprintf(c.App.Writer, "%s\n", line)
-		return err
-	})
 }
