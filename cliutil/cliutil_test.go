@@ -39,9 +39,12 @@ func TestHoistPutsEachFlagAfterItsCommand(t *testing.T) {
 			[]string{"svcmgr", "-s", "web", "start", "--local", "--time", "1s"}},
 		{[]string{"svcmgr", "-r", "print", "status"},
 			[]string{"svcmgr", "print", "status", "-r"}},
-		// --format=json form; unknown flags stay after the path, in order
+		// --format=json form; unknown flags stay after the path, in their
+		// place among the other words (shell completion's flag stays last)
 		{[]string{"svcmgr", "start", "--format=json", "--unknown", "x", "--help"},
-			[]string{"svcmgr", "--format=json", "start", "--unknown", "--help", "x"}},
+			[]string{"svcmgr", "--format=json", "start", "--unknown", "x", "--help"}},
+		{[]string{"svcmgr", "--help", "print", "-s", "web", "status", "x", "--generate-bash-completion"},
+			[]string{"svcmgr", "-s", "web", "print", "status", "--help", "x", "--generate-bash-completion"}},
 		// the flag of another command stays after the path, with its value
 		{[]string{"svcmgr", "start", "--to", "n2", "-s", "web"},
 			[]string{"svcmgr", "-s", "web", "start", "--to", "n2"}},

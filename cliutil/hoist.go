@@ -73,14 +73,20 @@ func Hoist(args []string, app *cli.App) []string {
 	}
 	tv := takesValue(app)
 	levels := []cmdLevel{levelOf(app.Flags, app.Commands)}
-	words := []string{}  // the command path
-	var flags [][]string // each flag with its value
-	var rest []string    // positional words and unknown flags
-	positional := false  // the path has ended
+	words := []string{} // the command path
+	// the other words, in their order: flags (with their value) and
+	// positional words
+	type token struct {
+		words []string
+		flag  string // the flag's name; "" for a positional word
+	}
+	var toks []token
+	var tail []string   // "--" and what follows
+	positional := false // the path has ended
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			rest = append(rest, args[i:]...)
+			tail = args[i:]
 			break
 		}
 		name := strings.TrimLeft(a, "-")
@@ -93,38 +99,35 @@ func Hoist(args []string, app *cli.App) []string {
 				}
 				positional = true
 			}
-			rest = append(rest, a)
+			toks = append(toks, token{words: []string{a}})
 			continue
 		}
-		group := []string{a}
+		t := token{words: []string{a}, flag: name}
 		if eq := strings.IndexByte(name, '='); eq >= 0 {
-			name = name[:eq]
+			t.flag = name[:eq]
 		} else if tv[name] && i+1 < len(args) {
-			group = append(group, args[i+1])
+			t.words = append(t.words, args[i+1])
 			i++
 		}
-		flags = append(flags, group)
+		toks = append(toks, t)
 	}
-	// each flag goes to the deepest level of the path that defines it
+	// each flag goes to the deepest level of the path that defines it;
+	// the rest stays in its order after the path
 	placed := make([][]string, len(levels))
-	var unknown []string
-	for _, g := range flags {
-		name := strings.TrimLeft(g[0], "-")
-		if eq := strings.IndexByte(name, '='); eq >= 0 {
-			name = name[:eq]
-		}
+	var rest []string
+	for _, t := range toks {
 		at := -1
-		for l := len(levels) - 1; l >= 0; l-- {
-			if levels[l].flags[name] {
+		for l := len(levels) - 1; l >= 0 && t.flag != ""; l-- {
+			if levels[l].flags[t.flag] {
 				at = l
 				break
 			}
 		}
 		if at < 0 {
-			unknown = append(unknown, g...)
+			rest = append(rest, t.words...)
 			continue
 		}
-		placed[at] = append(placed[at], g...)
+		placed[at] = append(placed[at], t.words...)
 	}
 	out := []string{args[0]}
 	out = append(out, placed[0]...)
@@ -132,6 +135,6 @@ func Hoist(args []string, app *cli.App) []string {
 		out = append(out, w)
 		out = append(out, placed[l+1]...)
 	}
-	out = append(out, unknown...)
-	return append(out, rest...)
+	out = append(out, rest...)
+	return append(out, tail...)
 }
