@@ -15,8 +15,10 @@ import (
 	"haven/api"
 	"haven/cliutil"
 	"haven/config"
+	"haven/daemon"
 	"haven/dataset"
 	"haven/render"
+	"haven/version"
 )
 
 // App returns the svcmgr command.
@@ -39,6 +41,11 @@ func App() *cli.App {
 			Description: flagsAnywhere, Action: func(c *cli.Context) error { return serviceAction(c, name) }}
 	}
 	return &cli.App{
+		// --version prints the release, commit, Go and compat versions; the
+		// shell completions call the tool with --generate-bash-completion
+		Version:              version.String(daemon.CompatVersion),
+		EnableBashCompletion: true,
+
 		Name:      "svcmgr",
 		Usage:     "manage Haven services",
 		UsageText: "svcmgr -s SELECTOR ACTION [flags]\n   svcmgr validate --config FILE",

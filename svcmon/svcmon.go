@@ -7,13 +7,20 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"haven/cliutil"
+	"haven/daemon"
 	"haven/render"
 	"haven/svcmgr"
+	"haven/version"
 )
 
 // App returns the svcmon command.
 func App() *cli.App {
 	return &cli.App{
+		// --version prints the release, commit, Go and compat versions; the
+		// shell completions call the tool with --generate-bash-completion
+		Version:              version.String(daemon.CompatVersion),
+		EnableBashCompletion: true,
+
 		Name:  "svcmon",
 		Usage: "the Haven cluster at a glance",
 		Flags: append(cliutil.GlobalFlags(),
