@@ -16,6 +16,7 @@ BINDIR      ?= $(PREFIX)/bin
 MANDIR      ?= $(PREFIX)/share/man
 DOCDIR      ?= $(PREFIX)/share/doc/haven
 UNITDIR     ?= /lib/systemd/system
+SYSCONFDIR  ?= /etc
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/vendor-completions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
@@ -55,6 +56,8 @@ install: dist man
 	install -m 0644 packaging/examples/node.toml packaging/examples/cluster.toml $(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 packaging/examples/services/web.toml $(DESTDIR)$(DOCDIR)/examples/services/
 	install -m 0644 README.md docs/keywords.md docs/operations.md $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(SYSCONFDIR)/logrotate.d
+	install -m 0644 packaging/logrotate/haven $(DESTDIR)$(SYSCONFDIR)/logrotate.d/haven
 
 # haven_VERSION_ARCH.deb in $(BIN)/ (dpkg-deb; see packaging/deb.sh)
 DEBARCH ?= $(shell $(GO) env GOARCH)

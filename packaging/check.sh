@@ -54,6 +54,10 @@ for d in /etc/haven/services /var/lib/haven /var/log/haven; do
   stat -c '%A %U:%G %n' "$d"
 done
 [ "$(stat -c %a /var/lib/haven)" = 700 ] || { echo "/var/lib/haven is not 0700"; exit 1; }
+if command -v logrotate >/dev/null 2>&1; then
+  logrotate -d /etc/logrotate.d/haven 2>&1 | grep -i error && exit 1
+  echo "/etc/logrotate.d/haven parsed by logrotate -d"
+fi
 if [ -d /run/systemd/system ] && systemctl is-active --quiet haven; then
   echo "the package started the daemon without a cluster.toml"; exit 1
 fi

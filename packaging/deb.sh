@@ -34,12 +34,21 @@ chmod 0644 "$doc/changelog.gz"
 for s in postinst prerm postrm; do
 	install -m 0755 "$here/debian/$s" "$stage/DEBIAN/$s"
 done
+# every file shipped under /etc is a conffile (today: the logrotate snippet;
+# never a cluster.toml: it would hold a secret)
+(cd "$stage" && find etc -type f 2>/dev/null | sed 's|^|/|' | LC_ALL=C sort) >"$stage/DEBIAN/conffiles"
+[ -s "$stage/DEBIAN/conffiles" ] || rm -f "$stage/DEBIAN/conffiles"
+if grep -q '/etc/haven/' "$stage/DEBIAN/conffiles" 2>/dev/null; then
+	echo "deb.sh: refusing to ship files under /etc/haven" >&2
+	exit 1
+fi
 size=$(du -k -s --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@SIZE@|$size|" \
 	-e "s|@MAINTAINER@|$MAINTAINER|" "$here/debian/control.in" >"$stage/DEBIAN/control"
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -print | sed 's|^\./||' | LC_ALL=C sort |
 	xargs md5sum) >"$stage/DEBIAN/md5sums"
 chmod 0644 "$stage/DEBIAN/control" "$stage/DEBIAN/md5sums"
+[ ! -e "$stage/DEBIAN/conffiles" ] || chmod 0644 "$stage/DEBIAN/conffiles"
 
 deb="$out/haven_${version}_${arch}.deb"
 dpkg-deb --root-owner-group -Zxz --build "$stage" "$deb" >/dev/null
