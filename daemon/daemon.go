@@ -22,10 +22,11 @@ import (
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/paths"
+	"haven/version"
 )
 
 // CompatVersion is the compat version of this build (contract section 7).
-const CompatVersion = 1
+const CompatVersion = version.Compat
 
 // Options configure a daemon.
 type Options struct {

@@ -35,7 +35,7 @@ func App() *cli.App {
 	return &cli.App{
 		// --version prints the release, commit, Go and compat versions; the
 		// shell completions call the tool with --generate-bash-completion
-		Version:              version.String(daemon.CompatVersion),
+		Version:              version.String(),
 		EnableBashCompletion: true,
 
 		Name:  "nodemgr",

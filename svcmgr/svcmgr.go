@@ -15,7 +15,6 @@ import (
 	"haven/api"
 	"haven/cliutil"
 	"haven/config"
-	"haven/daemon"
 	"haven/dataset"
 	"haven/render"
 	"haven/version"
@@ -43,7 +42,7 @@ func App() *cli.App {
 	return &cli.App{
 		// --version prints the release, commit, Go and compat versions; the
 		// shell completions call the tool with --generate-bash-completion
-		Version:              version.String(daemon.CompatVersion),
+		Version:              version.String(),
 		EnableBashCompletion: true,
 
 		Name:      "svcmgr",

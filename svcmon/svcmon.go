@@ -7,7 +7,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"haven/cliutil"
-	"haven/daemon"
 	"haven/render"
 	"haven/svcmgr"
 	"haven/version"
@@ -18,7 +17,7 @@ func App() *cli.App {
 	return &cli.App{
 		// --version prints the release, commit, Go and compat versions; the
 		// shell completions call the tool with --generate-bash-completion
-		Version:              version.String(daemon.CompatVersion),
+		Version:              version.String(),
 		EnableBashCompletion: true,
 
 		Name:  "svcmon",
