@@ -137,7 +137,7 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 		State: c.cur.State, Since: c.cur.StateSince, GlobalExpect: c.d.Monitor.GlobalExpect,
 		Avail: c.inst.Avail, Frozen: c.inst.Frozen, Flags: c.d.Flags,
 		Next: c.d.Monitor.State, Action: c.d.Action, Changed: c.d.Changed, Reason: c.why,
-		Deadline: c.d.Deadline,
+		Deadline:      c.d.Deadline,
 		TargetReached: c.d.TargetReached, TargetUnknown: c.d.TargetUnknown, TargetFailed: c.d.TargetFailed,
 	}
 	if c.d.Monitor.State == dataset.Ready {
