@@ -34,6 +34,7 @@ func App() *cli.App {
 		&cli.StringSliceFlag{Name: "kw", Usage: "set / get / unset: a keyword `K=V` (set) or `K` (get, unset); repeatable"},
 		&cli.BoolFlag{Name: "follow", Usage: "logs: keep printing new lines"},
 		&cli.IntFlag{Name: "lines", Value: 100, Usage: "logs: how many past lines"},
+		&cli.BoolFlag{Name: "start", Usage: "explain: what a start now would do, as if the service were down everywhere"},
 	)
 	action := func(name string) *cli.Command {
 		return &cli.Command{Name: name, Usage: actionUsage[name], UsageText: "svcmgr -s SELECTOR " + name + " [--local] [--wait [--time 5m]]" + actionExtra[name],
@@ -74,6 +75,8 @@ func App() *cli.App {
 			{Name: "get", Usage: "get --kw K", Action: func(c *cli.Context) error { return keyword(c, "get") }},
 			{Name: "unset", Usage: "unset --kw K", Action: func(c *cli.Context) error { return keyword(c, "unset") }},
 			{Name: "logs", Usage: "the service's log lines (--follow, --lines N)", Action: logs},
+			{Name: "explain", Usage: "why the service runs (or not) where it does: every node's verdict, the leader, the local monitor (--start: for a start now; --format json)",
+				UsageText: "svcmgr -s SELECTOR explain [--start] [--format json]", Description: flagsAnywhere, Action: explain},
 		},
 	}
 }
@@ -451,4 +454,42 @@ func logs(c *cli.Context) error {
 		_, err := fmt.Fprintf(c.App.Writer, "%s\n", line)
 		return err
 	})
+}
+
+// explain prints, for each selected service, the local daemon's
+// explanation of where it may run and what its monitor waits for.
+func explain(c *cli.Context) error {
+	if c.Args().Len() > 0 {
+		return cliutil.Usage("explain: unexpected argument %q", c.Args().First())
+	}
+	asJSON, err := cliutil.JSON(c)
+	if err != nil {
+		return err
+	}
+	cl := cliutil.Client(c)
+	names, err := selected(c, cl)
+	if err != nil {
+		return err
+	}
+	all := make([]*api.Explanation, 0, len(names))
+	for _, n := range names {
+		e, err := cl.Explain(ctx(c), n, c.Bool("start"))
+		if err != nil {
+			return err
+		}
+		all = append(all, e)
+	}
+	if asJSON {
+		if len(all) == 1 {
+			return cliutil.PrintJSON(c.App.Writer, all[0])
+		}
+		return cliutil.PrintJSON(c.App.Writer, all)
+	}
+	for i, e := range all {
+		if i > 0 {
+			fmt.Fprintln(c.App.Writer)
+		}
+		fmt.Fprint(c.App.Writer, render.Explain(e))
+	}
+	return nil
 }
