@@ -24,7 +24,7 @@ func IsTerminal(w io.Writer) bool {
 
 // ColorFlag is the --color flag of the tools that colour their output.
 func ColorFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "color", Usage: "colour the output (default: on a terminal, unless $NO_COLOR is set); --color=false: never"}
+	return &cli.BoolFlag{Name: "color", Usage: "colour the output (--color=false: never)", DefaultText: "on a terminal, unless $NO_COLOR is set"}
 }
 
 // Color reports whether to colour what is written to w: as --color says

@@ -99,6 +99,7 @@ func (d *Daemon) routes() http.Handler {
 		}
 		d.replyAsync(w, func(done func(any, error)) { d.keyword(req, done) })
 	})
+	mux.HandleFunc("GET "+api.PathExplain, d.handleExplain)
 	mux.HandleFunc("POST "+api.PathRefresh, d.handleRefresh(decode))
 	mux.HandleFunc("GET "+api.PathLogs, lim.stream(d.handleLogs))
 	mux.HandleFunc("GET "+api.PathEvents, lim.stream(d.handleEvents))

@@ -147,6 +147,10 @@ func newLogger(l *nodeLog, stderr bool, clk clock.Clock) *zap.Logger {
 	if stderr {
 		ws = zapcore.NewMultiWriteSyncer(ws, zapcore.Lock(os.Stderr))
 	}
+	if stderr && stderrIsJournal() {
+		// run by systemd: the journal only (notify.go)
+		enc, ws = journalEncoding(), zapcore.Lock(os.Stderr)
+	}
 	sampled := func(lv zapcore.Level) bool { return lv == zap.WarnLevel || lv == zap.ErrorLevel }
 	always := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), ws,
 		zap.LevelEnablerFunc(func(lv zapcore.Level) bool { return lv >= zap.InfoLevel && !sampled(lv) }))

@@ -103,6 +103,16 @@
 // target (a start failed on every node that could start it, a stop failed
 // where the service still runs, a start failed on a move's destination).
 //
+// # Explain
+//
+// Explain(s, svc, start) runs the same Step pass over s with the ranking's
+// verdicts turned on for svc only, and returns what `svcmgr explain` shows:
+// every node's verdict, the leader, the running nodes, and the local
+// monitor with the decision Step makes now, its reasoning, what blocks the
+// automatic start, the end of the ready window, every parent not up, every
+// child not down and the target in progress. With start, s is first
+// changed to have svc down and at rest on every node (a start now).
+//
 // # Instances without status
 //
 // An instance whose resources have no check is n/a: it cannot be observed.

@@ -21,6 +21,7 @@ import (
 	"haven/daemon"
 	"haven/paths"
 	"haven/render"
+	"haven/version"
 )
 
 // EnvCompat overrides the compat version of the daemon (contract section 7).
@@ -33,6 +34,11 @@ func App() *cli.App {
 		return []cli.Flag{&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "how long to wait for the daemon to exit"}}
 	}
 	return &cli.App{
+		// --version prints the release, commit, Go and compat versions; the
+		// shell completions call the tool with --generate-bash-completion
+		Version:              version.String(),
+		EnableBashCompletion: true,
+
 		Name:  "nodemgr",
 		Usage: "manage the Haven daemon and this node",
 		Flags: flags,

@@ -10,11 +10,17 @@ import (
 	"haven/cliutil"
 	"haven/render"
 	"haven/svcmgr"
+	"haven/version"
 )
 
 // App returns the svcmon command.
 func App() *cli.App {
 	return &cli.App{
+		// --version prints the release, commit, Go and compat versions; the
+		// shell completions call the tool with --generate-bash-completion
+		Version:              version.String(),
+		EnableBashCompletion: true,
+
 		Name:            "svcmon",
 		Usage:           "the Haven cluster at a glance",
 		UsageText:       "svcmon [-s SELECTOR] [--watch [--interval 1s]] [--format json]",
