@@ -15,6 +15,7 @@ import (
 	"haven/api"
 	"haven/cliutil"
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/render"
 	"haven/version"
@@ -217,7 +218,7 @@ func checkConfigFile(c *cli.Context, action string) (file, name string, data []b
 	if data, err = os.ReadFile(file); err != nil {
 		return "", "", nil, cliutil.Usage("%v", err)
 	}
-	if _, err := config.ParseService(file, name, data); err != nil {
+	if _, err := tomlfile.ParseService(file, name, data); err != nil {
 		return "", "", nil, err
 	}
 	return file, name, data, nil
@@ -347,7 +348,7 @@ func validateInstalled(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := config.ParseService(p.ServiceConf(n), n, []byte(raw)); err != nil {
+		if _, err := tomlfile.ParseService(p.ServiceConf(n), n, []byte(raw)); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.App.Writer, "%s: valid\n", n)
@@ -394,7 +395,7 @@ func editConfig(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "%s: unchanged\n", name)
 		return nil
 	}
-	if _, err := config.ParseService(tmpName, name, data); err != nil {
+	if _, err := tomlfile.ParseService(tmpName, name, data); err != nil {
 		return fmt.Errorf("%w (nothing installed; your edit is kept in %s)", err, tmpName)
 	}
 	req := api.CreateRequest{Name: name, Config: string(data), File: tmpName, Replace: true, Base: dataset.ConfigDigest([]byte(raw))}
