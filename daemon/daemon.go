@@ -157,7 +157,7 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.log = newLogger(d.logFile, opts.Stderr, opts.Clock)
-	d.svclogs = newSvcLogs(p)
+	d.svclogs = newSvcLogs(p, opts.Clock)
 	if d.node, err = tomlfile.LoadNode(p.NodeConf); err != nil {
 		return nil, err
 	}
