@@ -1,10 +1,13 @@
-package config
+package config_test
 
 import (
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	. "haven/config"
+	"haven/config/tomlfile"
 )
 
 const viewConf = `[DEFAULT]
@@ -25,7 +28,7 @@ ipdev = "eth0"
 // get --kw of an unknown keyword names the file the keyword was looked
 // up in, as set and unset do.
 func TestGetKeywordErrorNamesTheFile(t *testing.T) {
-	_, err := GetKeyword("/etc/haven/services/web.toml", []byte(viewConf), "app#main.timout")
+	_, err := tomlfile.GetKeyword("/etc/haven/services/web.toml", []byte(viewConf), "app#main.timout")
 	var ce *Error
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %v, want a config.Error", err)
@@ -33,14 +36,14 @@ func TestGetKeywordErrorNamesTheFile(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "/etc/haven/services/web.toml: app#main.timout: unknown keyword") {
 		t.Fatalf("got %q, want it to start with the file, the key and the cause", err)
 	}
-	_, err = GetKeyword("/etc/haven/services/web.toml", []byte(viewConf), "app#nope.timeout")
+	_, err = tomlfile.GetKeyword("/etc/haven/services/web.toml", []byte(viewConf), "app#nope.timeout")
 	if err == nil || !strings.HasPrefix(err.Error(), "/etc/haven/services/web.toml: app#nope.timeout: no section") {
 		t.Fatalf("got %v, want the file named", err)
 	}
 }
 
 func TestServiceSectionsAsWritten(t *testing.T) {
-	got, err := ServiceSections("web.toml", []byte(viewConf))
+	got, err := tomlfile.ServiceSections("web.toml", []byte(viewConf))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +52,7 @@ func TestServiceSectionsAsWritten(t *testing.T) {
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)
 	}
-	_, err = ServiceSections("web.toml", []byte("[DEFAULT]\norchestrat = \"ha\"\n"))
+	_, err = tomlfile.ServiceSections("web.toml", []byte("[DEFAULT]\norchestrat = \"ha\"\n"))
 	if err == nil || !strings.HasPrefix(err.Error(), "web.toml:2: DEFAULT.orchestrat: unknown keyword") {
 		t.Fatalf("got %v, want file:line: key: unknown keyword", err)
 	}

@@ -5,8 +5,8 @@ package config
 // their TOML values (durations as written: "30s"); defaults are not added.
 // The config must decode (known sections and keywords, values of the right
 // type); the error names file, line and key.
-func ServiceSections(file string, data []byte) (map[string]map[string]any, error) {
-	d, err := decodeDoc(file, data, serviceSchema)
+func (dec Decoder) ServiceSections(file string, data []byte) (map[string]map[string]any, error) {
+	d, err := dec.decodeDoc(file, data, serviceSchema)
 	if err != nil {
 		return nil, err
 	}

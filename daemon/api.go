@@ -13,6 +13,7 @@ import (
 
 	"haven/api"
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/fsutil"
 )
@@ -283,15 +284,15 @@ func (d *Daemon) parseCreate(req api.CreateRequest) (*config.ServiceConfig, erro
 		return nil, badInput(err)
 	}
 	raw := []byte(req.Config)
-	cfg, err := config.ParseService(file, req.Name, raw)
+	cfg, err := tomlfile.ParseService(file, req.Name, raw)
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Nodes) == 0 {
-		if raw, err = config.SetKeyword(file, raw, "DEFAULT.nodes+="+d.nodeName()); err != nil {
+		if raw, err = tomlfile.SetKeyword(file, raw, "DEFAULT.nodes+="+d.nodeName()); err != nil {
 			return nil, err
 		}
-		if cfg, err = config.ParseService(file, req.Name, raw); err != nil {
+		if cfg, err = tomlfile.ParseService(file, req.Name, raw); err != nil {
 			return nil, err
 		}
 	}
@@ -372,7 +373,7 @@ func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 	case "get":
 		var out api.KeywordResponse
 		for _, k := range req.Kws {
-			v, err := config.GetKeyword(file, raw, k)
+			v, err := tomlfile.GetKeyword(file, raw, k)
 			if err != nil {
 				done(nil, badInput(err))
 				return
@@ -386,7 +387,7 @@ func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 			done(nil, badInput(err))
 			return
 		}
-		cfg, err := config.ParseService(file, req.Name, raw)
+		cfg, err := tomlfile.ParseService(file, req.Name, raw)
 		if err != nil {
 			done(nil, err)
 			return

@@ -19,6 +19,7 @@ import (
 	"haven/api"
 	"haven/clock"
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/paths"
@@ -156,11 +157,11 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.log = newLogger(d.logFile, opts.Stderr, opts.Clock)
-	d.svclogs = newSvcLogs(p)
-	if d.node, err = config.LoadNode(p.NodeConf); err != nil {
+	d.svclogs = newSvcLogs(p, opts.Clock)
+	if d.node, err = tomlfile.LoadNode(p.NodeConf); err != nil {
 		return nil, err
 	}
-	if d.cluster, err = config.LoadCluster(p.Cluster, d.node.Name); err != nil {
+	if d.cluster, err = tomlfile.LoadCluster(p.Cluster, d.node.Name); err != nil {
 		return nil, err
 	}
 	if err := config.CheckMember(d.node, d.cluster); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"haven/dataset"
 	"haven/paths"
+	"haven/testbed"
 )
 
 // flagService is up while {var}/flag exists; its resource is not
@@ -70,7 +71,7 @@ func TestPrintStatusRefreshChecksNow(t *testing.T) {
 		t.Fatalf("print status --refresh after the flag was removed: avail %s, want down", a)
 	}
 	// a service that does not exist: exit 1, named
-	if r := n.run("svcmgr", "-s", "nope", "print", "status", "-r"); r.code != 1 || !strings.Contains(r.err, "nope") {
+	if r := n.run("svcmgr", "-s", "nope", "print", "status", "-r"); r.Code != 1 || !strings.Contains(r.Err, "nope") {
 		t.Fatalf("print status -r of no service: %s", r)
 	}
 }
@@ -126,7 +127,7 @@ func TestCLIOutputsAgainstADaemon(t *testing.T) {
 
 	// get --kw of a typo names the installed file
 	r := n.run("svcmgr", "-s", "slow", "get", "--kw", "app#main.timout")
-	if r.code != 2 || !strings.HasPrefix(r.err, "svcmgr: "+conf+": app#main.timout: unknown keyword") {
+	if r.Code != 2 || !strings.HasPrefix(r.Err, "svcmgr: "+conf+": app#main.timout: unknown keyword") {
 		t.Fatalf("get --kw app#main.timout: %s\nwant exit 2 and the file named", r)
 	}
 
@@ -140,14 +141,14 @@ func TestCLIOutputsAgainstADaemon(t *testing.T) {
 	}
 
 	// a second start while the first runs: the service named once
-	first := make(chan result, 1)
+	first := make(chan testbed.Result, 1)
 	go func() { first <- n.run("svcmgr", "-s", "slow", "start", "--local") }()
 	waitFor(t, 20*time.Second, "slow starting", func() bool { return n.instance("slow").Monitor.State == dataset.Starting })
 	r = n.run("svcmgr", "-s", "slow", "start", "--local")
-	if r.code != 1 || !strings.Contains(r.err, "slow: an action is already running") || strings.Contains(r.err, "slow: slow:") {
+	if r.Code != 1 || !strings.Contains(r.Err, "slow: an action is already running") || strings.Contains(r.Err, "slow: slow:") {
 		t.Fatalf("second start --local: %s\nwant exit 1, the service named once", r)
 	}
-	if r := <-first; r.code != 0 {
+	if r := <-first; r.Code != 0 {
 		t.Fatalf("first start --local: %s", r)
 	}
 

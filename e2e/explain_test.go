@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"haven/api"
+	"haven/testbed"
 )
 
 // svcmgr explain on a real two-node cluster: n1 is frozen, so the ha
@@ -16,7 +17,7 @@ func TestExplainOnCluster(t *testing.T) {
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	c["n1"].must("nodemgr", "freeze")
 	waitFor(t, 20*time.Second, "n2 sees n1 frozen", func() bool { return c["n2"].status().Nodes["n1"].Frozen })
-	createService(t, c["n1"], "web", haService(`["n1", "n2"]`, ""))
+	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))
 	waitFor(t, 30*time.Second, "web up on n2 (n1 is frozen)", upOnlyOn(c["n1"], "web", "n2"))
 
 	explainJSON := func(n *node, args ...string) api.Explanation {
@@ -64,7 +65,7 @@ func TestExplainOnCluster(t *testing.T) {
 			t.Fatalf("explain on n1: got\n%s\nwant a line with %q", out, want)
 		}
 	}
-	if r := c["n1"].run("svcmgr", "-s", "nope", "explain"); r.code != 1 || !strings.Contains(r.err, "no service matches") {
+	if r := c["n1"].run("svcmgr", "-s", "nope", "explain"); r.Code != 1 || !strings.Contains(r.Err, "no service matches") {
 		t.Fatalf("explain of an unknown service: got %s, want exit 1 naming it", r)
 	}
 }

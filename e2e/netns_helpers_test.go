@@ -5,6 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
 	"maps"
 	"net"
 	"os"
@@ -18,11 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/icmp"
-	"golang.org/x/net/ipv4"
-	"golang.org/x/sys/unix"
-
 	"haven/dataset"
+	"haven/testbed"
 )
 
 // The network-namespace test bed: one namespace holds a bridge (br0), and
@@ -133,16 +133,16 @@ func newNetBed(t *testing.T, names []string, nodeExtra string) *netBed {
 		ipc(t, "-n", ns, "link", "set", bedDev, "up")
 	}
 
-	secret := newSecret()
-	var members strings.Builder
+	var members []testbed.Member
 	for _, n := range names {
-		fmt.Fprintf(&members, "%s = \"%s:%d\"\n", n, b.addr[n], bedPort)
+		members = append(members, testbed.Member{Name: n, Addr: fmt.Sprintf("%s:%d", b.addr[n], bedPort)})
 	}
-	cluster := fmt.Sprintf("[cluster]\nname = \"netns\"\nsecret = %q\n\n[nodes]\n%s", secret, members.String())
+	cluster := testbed.ClusterToml("netns", testbed.NewSecret(), members)
 	for _, n := range names {
-		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = \"300ms\"\nmaintenance_grace_period = \"6s\"\nready_period = \"2s\"\n%s\n[hb]\naddr = %q\nport = %d\ntimeout = \"3s\"\ninterval = \"1s\"\n",
-			n, nodeExtra, b.addr[n], bedPort)
-		nd := newNode(t, n, nodeToml)
+		nodeToml := testbed.NodeToml{Name: n,
+			Keys:   []string{`monitor_interval = "300ms"`, `maintenance_grace_period = "6s"`, `ready_period = "2s"`, nodeExtra},
+			HBAddr: b.addr[n], HBPort: bedPort, HBTimeout: "3s", HBInterval: "1s"}
+		nd := newNode(t, n, nodeToml.String())
 		writeClusterToml(t, nd, cluster)
 		b.nodes[n] = nd
 	}

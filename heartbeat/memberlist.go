@@ -199,7 +199,7 @@ func (h *mlHB) runSender(ps *peerSender, q <-chan []byte) {
 		}
 		if err != nil {
 			h.c.sendErrs.Add(1)
-			if now := time.Now(); now.Sub(lastErr) > rejectLogEvery {
+			if now := h.s.Clock.Now(); now.Sub(lastErr) > rejectLogEvery {
 				lastErr = now
 				h.log.Debug("send failed", zap.String("peer", ps.name), zap.Error(err))
 			}
@@ -282,7 +282,7 @@ func (h *mlHB) shut(graceful bool) error {
 		}()
 		select {
 		case <-flushed:
-		case <-time.After(min(2*time.Second, h.s.Timeout)):
+		case <-h.s.Clock.After(min(2*time.Second, h.s.Timeout)):
 		}
 		if err := h.ml.Leave(min(time.Second, h.s.Timeout)); err != nil {
 			errs = append(errs, fmt.Errorf("heartbeat: leave: %w", err))

@@ -6,10 +6,14 @@
 //
 // # Purity
 //
-// monitor, placement, affinity and constraints start no goroutine, read no
-// clock (time is Snapshot.Now), run no command, open no socket and log
-// nothing; they import only the standard library's pure packages and each
-// other (enforced by TestCorePackagesArePure).
+// monitor, placement, affinity, constraints, view, status and dataset
+// start no goroutine, read no clock (time is Snapshot.Now), run no command,
+// open no socket or file and log nothing. TestCorePackagesArePure enforces
+// it over everything they reach (go list -deps): no net, os/exec, zap,
+// memberlist or TOML parser anywhere, no os or syscall imported by any
+// non-standard package (the os that fmt brings along aside), no clock,
+// timer or file call and no go statement in our packages' source. That is
+// why config is pure and its files are read by config/tomlfile.
 //
 // # How the shell drives Step
 //

@@ -14,6 +14,7 @@ import (
 	"haven/api"
 	"haven/cliutil"
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/render"
 	"haven/version"
@@ -162,7 +163,7 @@ func checkConfigFile(c *cli.Context, action string) (file, name string, data []b
 	if data, err = os.ReadFile(file); err != nil {
 		return "", "", nil, cliutil.Usage("%v", err)
 	}
-	if _, err := config.ParseService(file, name, data); err != nil {
+	if _, err := tomlfile.ParseService(file, name, data); err != nil {
 		return "", "", nil, err
 	}
 	return file, name, data, nil
@@ -280,7 +281,7 @@ func printConfig(c *cli.Context) error {
 			return err
 		}
 		if asJSON {
-			secs, err := config.ServiceSections(cliutil.Paths(c).ServiceConf(n), []byte(raw))
+			secs, err := tomlfile.ServiceSections(cliutil.Paths(c).ServiceConf(n), []byte(raw))
 			if err != nil {
 				return fmt.Errorf("%w (svcmgr print config shows it as written)", err)
 			}
@@ -323,7 +324,7 @@ func validateInstalled(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := config.ParseService(p.ServiceConf(n), n, []byte(raw)); err != nil {
+		if _, err := tomlfile.ParseService(p.ServiceConf(n), n, []byte(raw)); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.App.Writer, "%s: valid\n", n)
@@ -370,7 +371,7 @@ func editConfig(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "%s: unchanged\n", name)
 		return nil
 	}
-	if _, err := config.ParseService(tmpName, name, data); err != nil {
+	if _, err := tomlfile.ParseService(tmpName, name, data); err != nil {
 		return fmt.Errorf("%w (nothing installed; your edit is kept in %s)", err, tmpName)
 	}
 	req := api.CreateRequest{Name: name, Config: string(data), File: tmpName, Replace: true, Base: dataset.ConfigDigest([]byte(raw))}
