@@ -207,8 +207,7 @@ func testResyncConfig(t *T) error {
 }
 
 func testAdminUnderChurn(t *T) error {
-	where, err := t.where()
-	if err != nil {
+	if _, err := t.where(); err != nil {
 		return err
 	}
 	churn := pick(t, t.C.Names)
@@ -253,33 +252,46 @@ func testAdminUnderChurn(t *T) error {
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	s1, s2 := t.C.Services[0].Name, t.C.Services[1%len(t.C.Services)].Name
-	to := pick(t, t.C.others(where[s1]))
-	var aw sync.WaitGroup
-	aw.Add(2)
-	go func() { // switch from the first admin node
-		defer aw.Done()
-		ok, err := t.admin(adm[0], s1, "switch", "--to", to)
+	// rounds of admin actions for at least churnFor, while the churn goes on
+	frozen := map[string]bool{}
+	for end := time.Now().Add(churnFor); time.Now().Before(end); {
+		where := t.C.anyWhere()
+		s1, s2 := t.C.Services[0].Name, t.C.Services[1%len(t.C.Services)].Name
+		to := pick(t, t.C.others(where[s1]))
+		var aw sync.WaitGroup
+		aw.Add(2)
+		go func() { // a switch from the first admin node
+			defer aw.Done()
+			ok, err := t.admin(adm[0], s1, "switch", "--to", to)
+			check(err)
+			if ok {
+				check(t.upNowOn(adm[0], s1, to, "switch --to "+to))
+			}
+		}()
+		go func() { // a takeover from the second
+			defer aw.Done()
+			ok, err := t.admin(adm[1], s2, "takeover")
+			check(err)
+			if ok {
+				check(t.upNowOn(adm[1], s2, adm[1], "takeover"))
+			}
+		}()
+		aw.Wait()
+		s := pick(t, t.C.svcNames())
+		ok, err := t.admin(pick(t, adm), s, "freeze")
 		check(err)
 		if ok {
-			check(t.upNowOn(adm[0], s1, to, "switch --to "+to))
+			frozen[s] = true
+			t.ledger.SvcFrozen[s] = true
+			check(t.ledgerHolds(10*time.Second, "after an acknowledged freeze of "+s))
 		}
-	}()
-	go func() { // takeover from the second
-		defer aw.Done()
-		ok, err := t.admin(adm[1], s2, "takeover")
-		check(err)
-		if ok {
-			check(t.upNowOn(adm[1], s2, adm[1], "takeover"))
+		if ok, err := t.admin(pick(t, adm), s, "thaw"); err != nil || ok {
+			check(err)
+			if ok {
+				delete(frozen, s)
+				t.ledger.SvcFrozen[s] = false
+			}
 		}
-	}()
-	aw.Wait()
-	s := pick(t, t.C.svcNames())
-	ok, err := t.admin(adm[0], s, "freeze")
-	check(err)
-	if ok {
-		t.ledger.SvcFrozen[s] = true
-		check(t.ledgerHolds(10*time.Second, "after an acknowledged freeze of "+s))
 	}
 	close(stop)
 	wg.Wait()
@@ -287,10 +299,34 @@ func testAdminUnderChurn(t *T) error {
 	if !t.C.Nodes[churn].DaemonAlive() {
 		check(t.C.Nodes[churn].StartDaemon())
 	}
-	if ok {
+	for s := range frozen {
 		check(t.thaw(adm[1], s))
 	}
 	return errors.Join(append(errs, churnErr)...)
+}
+
+// churnFor is how long AdminUnderChurn goes on.
+const churnFor = 15 * time.Second
+
+// anyWhere is where each service is up as the first node that answers
+// sees it (for choices made while the cluster moves).
+func (c *Cluster) anyWhere() map[string]string {
+	out := map[string]string{}
+	for _, n := range c.Names {
+		st, err := c.Nodes[n].Status()
+		if err != nil {
+			continue
+		}
+		for s, ss := range st.Services {
+			for node, i := range ss.Instances {
+				if i.Avail == dataset.StatusUp {
+					out[s] = node
+				}
+			}
+		}
+		return out
+	}
+	return out
 }
 
 // upNowOn fails unless n sees svc up on exactly want right after an

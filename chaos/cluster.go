@@ -192,7 +192,7 @@ fi
 rm -f "$var/main.pid"
 `
 
-const checkScript = `alive "$pid"
+const checkScript = `alive "$pid" || exit 1
 `
 
 func (c *Cluster) writeScripts() error {

@@ -22,6 +22,9 @@ type Config struct {
 	Work     string        // parent of the work directory ("" for the system's temp dir)
 	Keep     bool          // keep the work directory (roots, logs, journal)
 	Out      io.Writer     // one line per test, then the table
+	// StopOnFailure ends the round at the first failed test; otherwise it
+	// goes on while the audits find the cluster recovered.
+	StopOnFailure bool
 }
 
 // T is the context of one test: the cluster, the test's random source,
@@ -152,7 +155,10 @@ func Run(cfg Config) (*Report, error) {
 		for _, f := range o.Failures {
 			fmt.Fprintf(cfg.Out, "        failure: %s\n", f)
 		}
-		if !o.Pass {
+		if !o.Pass && (cfg.StopOnFailure || !o.recovered) {
+			if !o.recovered {
+				fmt.Fprintln(cfg.Out, "        the cluster did not recover: the round stops here")
+			}
 			break
 		}
 	}
@@ -169,7 +175,8 @@ func Run(cfg Config) (*Report, error) {
 
 type result struct {
 	Outcome
-	maxRSS int
+	maxRSS    int
+	recovered bool
 }
 
 // runOne runs a test, then its audits.
@@ -197,9 +204,28 @@ func runOne(t *T, tc *Test, c *Cluster, ledger *Ledger) result {
 	o.Notes = t.notes
 	o.Recovery = a.Recovery
 	o.maxRSS = a.MaxRSS
+	o.recovered = a.Where != nil
 	o.Pass = len(o.Failures) == 0
+	if !o.Pass {
+		repair(c, ledger)
+	}
 	o.Elapsed = time.Since(start)
 	return o
+}
+
+// repair undoes the admin changes a failed test left in force, so that
+// the next test starts from a thawed cluster.
+func repair(c *Cluster, l *Ledger) {
+	for n, frozen := range l.NodeFrozen {
+		if frozen && c.Nodes[n].must(30*time.Second, "nodemgr", "thaw") == nil {
+			l.NodeFrozen[n] = false
+		}
+	}
+	for s, frozen := range l.SvcFrozen {
+		if frozen && c.Nodes[c.Names[0]].must(50*time.Second, "svcmgr", "-s", s, "thaw", "--wait", "--time", "40s") == nil {
+			l.SvcFrozen[s] = false
+		}
+	}
 }
 
 // Replay is the command that runs the same sequence with the same seed.

@@ -35,6 +35,13 @@ var Pending = []PendingTest{
 	{"LossyDelay", "a delaying relay: this kernel has no netem qdisc (LossyNetwork runs loss only)"},
 }
 
+// KnownDefects are runnable tests that fail on the current build because
+// of a defect they found, with the defect. The round inside `make test`
+// leaves them out (and says so); `make chaos` runs them.
+var KnownDefects = map[string]string{
+	"AdminUnderChurn": "svcmgr freeze --wait answers \"target frozen reached\" while a node's daemon is stopped (maintenance), and that node's instance is never frozen once its daemon is back: the acknowledged freeze is not in force there",
+}
+
 // Tests is every runnable test.
 var Tests = []*Test{
 	{"StartOnebyOne", "shut every daemon down at once, start them one by one", testStartOnebyOne},

@@ -2,7 +2,7 @@
 // network namespaces, named fault tests picked at random with a seed, the
 // audits after each (docs/chaos.md). It needs root.
 //
-//	chaos [-seed N] [-duration 10m] [-tests A,B] [-only A,B] [-report FILE] [-bin DIR] [-keep]
+//	chaos [-seed N] [-duration 10m] [-tests A,B] [-only A,B] [-report FILE] [-bin DIR] [-keep] [-stop-on-failure] [-list]
 //	chaos check-journal FILE    the never-twice checker over a journal
 package main
 
@@ -35,6 +35,7 @@ func run(args []string) int {
 	bin := fs.String("bin", "bin", "directory of nodemgr, svcmgr and svcmon")
 	nodes := fs.Int("nodes", 3, "cluster size")
 	keep := fs.Bool("keep", false, "keep the work directory (roots, logs, journal)")
+	stopOnFailure := fs.Bool("stop-on-failure", false, "end the round at the first failed test (else go on while the cluster recovers)")
 	list := fs.Bool("list", false, "list the tests and the pending ones, then exit")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: chaos [flags] | chaos check-journal FILE")
@@ -50,6 +51,9 @@ func run(args []string) int {
 	if *list {
 		for _, t := range chaos.Tests {
 			fmt.Printf("%-16s %s\n", t.Name, t.Doc)
+		}
+		for n, d := range chaos.KnownDefects {
+			fmt.Printf("%-16s KNOWN DEFECT: %s\n", n, d)
 		}
 		for _, p := range chaos.Pending {
 			fmt.Printf("%-16s PENDING: %s\n", p.Name, p.Waits)
@@ -67,7 +71,7 @@ func run(args []string) int {
 			return 2
 		}
 	}
-	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout}
+	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure}
 	rep, err := chaos.Run(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
