@@ -4,7 +4,7 @@ BIN      := bin
 BINARIES := $(BIN)/nodemgr $(BIN)/svcmgr $(BIN)/svcmon
 FUZZTIME ?= 10s
 
-.PHONY: all build test unit fuzz demo lint docs clean bench
+.PHONY: all build test unit fuzz demo lint docs clean bench chaos
 
 all: build
 
@@ -31,6 +31,17 @@ lint:
 
 docs:
 	$(GO) run ./config/gendoc docs/keywords.md
+
+# The chaos suite (root): named fault tests picked at random with SEED over a
+# cluster of daemons in network namespaces, audited after each (docs/chaos.md).
+# TESTS=A,B replays a sequence; ONLY=A,B picks among those tests.
+SEED     ?= 1
+DURATION ?= 10m
+REPORT   ?= chaos-report.md
+chaos: build
+	$(GO) build -o $(BIN)/ ./cmd/chaos
+	$(BIN)/chaos -bin $(BIN) -seed $(SEED) -duration $(DURATION) -report $(REPORT) \
+		$(if $(TESTS),-tests $(TESTS)) $(if $(ONLY),-only $(ONLY))
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./monitor ./placement
