@@ -102,12 +102,14 @@ func Run(cfg Config) (*Report, error) {
 	if why := IptablesUnavailable(); why != "" {
 		return nil, fmt.Errorf("%s", why)
 	}
-	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, Started: time.Now()}
+	started := time.Now()
 	c, err := NewCluster(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { c.CloseKeep(cfg.Keep) }()
+	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, Started: started}
+	// a failed round keeps its roots, logs and journal for the post-mortem
+	defer func() { c.CloseKeep(cfg.Keep || rep.Failed()) }()
 	if cfg.Keep {
 		fmt.Fprintf(cfg.Out, "work directory (kept): %s\n", c.Work)
 	}
@@ -166,9 +168,7 @@ func Run(cfg Config) (*Report, error) {
 	fmt.Fprint(cfg.Out, "\n"+rep.Table())
 	if rep.Failed() {
 		fmt.Fprintf(cfg.Out, "\nFAILED: seed %d; replay the exact sequence with:\n  %s\n", cfg.Seed, rep.Replay())
-		if cfg.Keep {
-			fmt.Fprintf(cfg.Out, "logs, roots and journal kept in %s\n", c.Work)
-		}
+		fmt.Fprintf(cfg.Out, "logs, roots and journal kept in %s\n", c.Work)
 	}
 	return rep, nil
 }
