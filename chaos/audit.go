@@ -17,6 +17,7 @@ const (
 	recoveryBound = 45 * time.Second // every ha service up once after the last fault
 	configBound   = 20 * time.Second // every node holds the same configs
 	rssBoundKiB   = 200 << 10        // a daemon's resident set
+	ledgerBound   = 10 * time.Second // every view shows the acknowledged changes
 )
 
 // Ledger is what acknowledged admin changes put in force: the audits check
@@ -256,8 +257,9 @@ func (c *Cluster) Audit(lastFault time.Time, fromLine int, promised bool, l Ledg
 	if err := waitUntil(configBound, func() bool { return c.sameConfigs() == nil }, "configs"); err != nil {
 		fail("configs: %v", c.sameConfigs())
 	}
-	if err := c.checkLedger(l); err != nil {
-		fail("acknowledged changes: %v", err)
+	// the views may lag the acknowledgement by a heartbeat or two
+	if waitUntil(ledgerBound, func() bool { return c.checkLedger(l) == nil }, "") != nil {
+		fail("acknowledged changes (%s after the recovery): %v", ledgerBound, c.checkLedger(l))
 	}
 	for _, b := range c.badLogLines() {
 		fail("log: %s", b)

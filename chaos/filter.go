@@ -83,6 +83,27 @@ func (b *Bed) Loss(n string, pct int) error {
 	return b.drop(n, "-m", "statistic", "--mode", "random", "--probability", fmt.Sprintf("%.2f", float64(pct)/100))
 }
 
+// Dropped is the number of packets n's chaos chain dropped so far.
+func (b *Bed) Dropped(n string) int {
+	if !b.ipt[n] {
+		return 0
+	}
+	out, err := b.Command(n, "iptables", "-w", "-L", chainName, "-v", "-x", "-n").Output()
+	if err != nil {
+		return 0
+	}
+	total := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 2 && f[2] == "DROP" {
+			var p int
+			fmt.Sscan(f[0], &p)
+			total += p
+		}
+	}
+	return total
+}
+
 // Heal removes every filtering fault and sets every link up again.
 func (b *Bed) Heal() error {
 	for _, n := range b.Names() {

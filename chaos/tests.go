@@ -338,7 +338,11 @@ func testLossyNetwork(t *T) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Fault("loss removed")
+	dropped := 0
+	for _, n := range t.C.Names {
+		dropped += t.C.Bed.Dropped(n)
+	}
+	t.Fault("loss removed (%d packets dropped)", dropped)
 	if err := t.C.Bed.Heal(); err != nil {
 		return err
 	}
