@@ -22,7 +22,7 @@ ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/vendor-completions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 TOOLS       := nodemgr svcmgr svcmon
 
-.PHONY: all build test unit fuzz demo lint docs clean bench dist man completion install deb
+.PHONY: all build test unit fuzz demo lint docs clean bench dist man completion install deb chaos
 
 all: build
 
@@ -86,6 +86,17 @@ lint:
 
 docs:
 	$(GO) run ./config/gendoc docs/keywords.md
+
+# The chaos suite (root): named fault tests picked at random with SEED over a
+# cluster of daemons in network namespaces, audited after each (docs/chaos.md).
+# TESTS=A,B replays a sequence; ONLY=A,B picks among those tests.
+SEED     ?= 1
+DURATION ?= 10m
+REPORT   ?= chaos-report.md
+chaos: build
+	$(GO) build -o $(BIN)/ ./cmd/chaos
+	$(BIN)/chaos -bin $(BIN) -seed $(SEED) -duration $(DURATION) -report $(REPORT) \
+		$(if $(TESTS),-tests $(TESTS)) $(if $(ONLY),-only $(ONLY))
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./monitor ./placement
