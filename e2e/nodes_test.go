@@ -24,10 +24,9 @@ func TestWrongSecretStaysOut(t *testing.T) {
 	secret := testbed.NewSecret()
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{secret: secret})
 	// n2 gets another secret
-	bad := filepath.Join(c["n2"].root, "etc", "cluster.toml")
-	b, _ := os.ReadFile(bad)
+	b, _ := os.ReadFile(filepath.Join(c["n2"].root, "etc", "cluster.toml"))
 	other := testbed.NewSecret()
-	writeFile(t, bad, strings.Replace(string(b), secret, other, 1))
+	writeClusterToml(t, c["n2"], strings.Replace(string(b), secret, other, 1))
 	c["n1"].startDaemon()
 	c["n2"].startDaemon()
 	deadline := time.Now().Add(4 * time.Second)
