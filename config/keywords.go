@@ -103,9 +103,9 @@ var Keywords = []Keyword{
 	{Section: SectionHB, Key: "port", Type: TypeInt, Default: "10000", Field: "Port",
 		Doc: "The port the heartbeat listens on, 1 to 65535: the port of this node's `[nodes]` entry (checked when cluster.toml has a `[nodes]` section)."},
 	{Section: SectionHB, Key: "timeout", Type: TypeDuration, Default: "15s", Field: "Timeout",
-		Doc: "A peer silent this long is declared down."},
+		Doc: "A peer silent this long is declared down. A crash is declared between `timeout` minus the beat period and `timeout` after it (see `interval`)."},
 	{Section: SectionHB, Key: "interval", Type: TypeDuration, Default: "5s", Field: "Interval",
-		Doc: "A full state is sent at least this often."},
+		Doc: "The beat period (or `timeout`/3 if shorter): when nothing changes, each node sends every other member one small beat (about 100 bytes: its run, the generation and a digest of its data) this often, whatever the number of services. Changes go at once as deltas; a full copy of a node's data goes only to a peer that needs it (it joined, or lacks or doubts a generation). Must be shorter than `timeout`; the detection precision is this period."},
 
 	// cluster.toml
 	{Section: SectionCluster, Key: "name", Type: TypeString, Default: "default", Field: "Name",

@@ -16,7 +16,7 @@ import (
 )
 
 // Frames waiting for one peer, per path; beyond it frames are dropped and
-// counted (a full copy repairs any lost delta).
+// counted (the next beat shows the gap, a full copy repairs).
 const (
 	dgramDepth  = 256
 	streamDepth = 8
@@ -141,25 +141,19 @@ func (h *mlHB) memberlistConfig() (*memberlist.Config, error) {
 	mc.Delegate = mlDelegate{h.c}
 	mc.Logger = log.New(&mlLogWriter{log: h.log.Named("memberlist")}, "", 0)
 
-	// Memberlist's own failure detector only decides whom it gossips with;
-	// liveness is the core's rule. Make it probe often, never slow down
-	// (Lifeguard's awareness and suspicion multipliers make 2-node clusters
-	// take far longer than hb.timeout), and declare dead no sooner than
-	// hb.timeout so that it does not fight our rule.
-	mc.ProbeInterval = clampDur(s.Timeout/10, 100*time.Millisecond, time.Second)
-	mc.ProbeTimeout = mc.ProbeInterval / 2
-	mc.SuspicionMult = max(1, int((s.Timeout+mc.ProbeInterval-1)/mc.ProbeInterval))
-	mc.SuspicionMaxTimeoutMult = 1
+	// Memberlist is only our framing (datagrams, TCP user messages, the
+	// push/pull of a join): liveness is the core's rule, on our beats, and
+	// every send goes to the address in cluster.toml whatever memberlist
+	// believes. So none of its periodic work runs: no probes (its failure
+	// detector), no gossip of membership, no periodic push/pull of the full
+	// state over TCP. Each cost CPU and bytes on every idle node for nothing
+	// we use (docs/benchmarks.md, "idle").
+	mc.ProbeInterval = 0
+	mc.GossipInterval = 0
+	mc.PushPullInterval = 0
 	mc.AwarenessMaxMultiplier = 1
-	mc.GossipToTheDeadTime = s.Timeout
 	mc.DeadNodeReclaimTime = s.Timeout // a restarted node may come back from a new address
-	mc.PushPullInterval = clampDur(3*s.Interval, 5*time.Second, time.Minute)
 	mc.TCPTimeout = clampDur(s.Timeout/4, time.Second, 10*time.Second)
-	// Our data travels in our own frames, not in memberlist's broadcasts:
-	// its gossip only spreads membership, which our liveness rule does not
-	// need fast. Gossiping less often and not compressing (LAN payloads of a
-	// few KB) halve an idle daemon's CPU (docs/benchmarks.md, figure 3).
-	mc.GossipInterval = clampDur(s.Interval/5, 200*time.Millisecond, time.Second)
 	mc.EnableCompression = false
 	return mc, nil
 }
@@ -212,13 +206,16 @@ func (h *mlHB) runTicker() {
 	defer h.loops.Done()
 	clk := h.s.Clock
 	for {
-		wait := clampDur(h.c.next().Sub(clk.Now()), time.Millisecond, h.s.check)
+		// next is at most a beat period away; a due time that moves
+		// earlier meanwhile (a trailing beat, a gap) wakes us.
+		wait := clampDur(h.c.next().Sub(clk.Now()), time.Millisecond, h.s.beat)
 		select {
 		case <-h.stop:
 			return
+		case <-h.c.wake:
 		case <-clk.After(wait):
-			h.c.tick()
 		}
+		h.c.tick()
 	}
 }
 
@@ -257,7 +254,7 @@ func (h *mlHB) Peers() []Peer          { return h.c.peerList() }
 func (h *mlHB) Stats() Stats           { return h.c.stats() }
 
 // Close stops the timers, lets the peer queues drain (so the last Publish
-// reaches the live peers), leaves the cluster and shuts memberlist down.
+// reaches the live peers) and shuts memberlist down.
 func (h *mlHB) Close() error {
 	h.closeOnce.Do(func() { h.closeErr = h.shut(true) })
 	return h.closeErr
@@ -284,9 +281,9 @@ func (h *mlHB) shut(graceful bool) error {
 		case <-flushed:
 		case <-time.After(min(2*time.Second, h.s.Timeout)):
 		}
-		if err := h.ml.Leave(min(time.Second, h.s.Timeout)); err != nil {
-			errs = append(errs, fmt.Errorf("heartbeat: leave: %w", err))
-		}
+		// No memberlist Leave: without its gossip the leave would never go
+		// out (Leave would wait its whole timeout), and our peers follow
+		// their own rule: down after Timeout of silence.
 	}
 	if err := h.ml.Shutdown(); err != nil {
 		errs = append(errs, fmt.Errorf("heartbeat: shutdown: %w", err))
@@ -295,7 +292,7 @@ func (h *mlHB) shut(graceful bool) error {
 }
 
 // mlDelegate hands memberlist's user traffic to the core. Push/pull (on
-// join and every PushPullInterval) carries a full copy too.
+// join) carries a full copy too.
 type mlDelegate struct{ c *core }
 
 func (d mlDelegate) NodeMeta(limit int) []byte         { return []byte{protoVersion} }

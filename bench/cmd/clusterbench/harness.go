@@ -35,6 +35,7 @@ type opts struct {
 	interval time.Duration // hb.interval
 	ready    time.Duration // ready_period
 	monitor  time.Duration // monitor_interval (0: default)
+	check    time.Duration // check_interval (0: default)
 }
 
 type cluster struct {
@@ -153,6 +154,9 @@ func newCluster(n int, o opts) (*cluster, error) {
 		}
 		if o.monitor > 0 {
 			fmt.Fprintf(&nt, "monitor_interval = %q\n", o.monitor.String())
+		}
+		if o.check > 0 {
+			fmt.Fprintf(&nt, "check_interval = %q\n", o.check.String())
 		}
 		if n > 1 {
 			fmt.Fprintf(&nt, "rejoin_grace_period = \"30s\"\n")
