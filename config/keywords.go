@@ -87,7 +87,7 @@ var Keywords = []Keyword{
 	{Section: SectionNode, Key: "labels", Type: TypeMap, Field: "Labels",
 		Doc: "Free labels, seen by the constraints as `node.labels` (`env` also as `node.env`). Example: `{ env = \"PRD\", az = \"a\" }`."},
 	{Section: SectionNode, Key: "ready_period", Type: TypeDuration, Default: "16s", Field: "ReadyPeriod",
-		Doc: "The contest window: how long an instance stays `ready` before the orchestrator starts it, so that a better placed peer can claim the start."},
+		Doc: "The contest window: how long an instance stays `ready` before the orchestrator starts it, so that a better placed peer can claim the start. Must be more than 0 (0 is refused: without a window two nodes could start the same service); for a fast failover use a short one such as `500ms`, longer than a delta takes to reach every peer."},
 	{Section: SectionNode, Key: "maintenance_grace_period", Type: TypeDuration, Default: "60s", Field: "MaintenanceGracePeriod",
 		Doc: "How long the peers of a node in `maintenance` wait for it to come back before they take over its services."},
 	{Section: SectionNode, Key: "rejoin_grace_period", Type: TypeDuration, Default: "90s", Field: "RejoinGracePeriod",
@@ -179,6 +179,8 @@ var Keywords = []Keyword{
 		Doc: "The network interface that carries the address."},
 	{Section: SectionIP, Key: "netmask", Type: TypeString, Field: "Netmask",
 		Doc: "Prefix length (`24`) or dotted IPv4 mask (`255.255.255.0`). Default: 32 for IPv4, 128 for IPv6."},
+	{Section: SectionIP, Key: "probe_timeout", Type: TypeDuration, Default: "300ms", Field: "ProbeTimeout",
+		Doc: "Before adding the address, the start asks the link whether another host holds it (IPv4: an ARP probe, IPv6 or a device without ARP: an ICMP echo), one probe every 100ms, and refuses to start at the first answer. This is how long it waits when nobody answers, so it is added to every failover of the address. A host holding the address answers within a few milliseconds on a LAN: 300ms leaves room for two lost probes. More than 0, at most 10s."},
 }
 
 var kwIndex = func() map[string]*Keyword {
