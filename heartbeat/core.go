@@ -389,6 +389,15 @@ func (c *core) next() time.Time {
 	return t
 }
 
+// beatTo sends a beat to one peer now.
+func (c *core) beatTo(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed && c.peers[name] != nil {
+		c.sendBeatLocked(name)
+	}
+}
+
 func (c *core) sendBeatLocked(to string) {
 	if c.beat == nil {
 		var gen uint64

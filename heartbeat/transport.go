@@ -397,6 +397,10 @@ func (t *secTransport) answer(ps *peerSec, h header, nonce []byte) {
 		if err := t.sendDatagram(typeResponse, ps.addr, nonce); err != nil {
 			t.c.sendErrs.Add(1)
 		}
+		// ps challenged us because it dropped a frame of our run: a beat
+		// right behind the answer (same socket, so after it) is accepted,
+		// instead of waiting for the next beat period.
+		t.c.beatTo(ps.name)
 	}
 }
 
