@@ -36,6 +36,7 @@ type peer struct {
 	up         bool
 	heard      time.Time
 	inc, gen   uint64
+	seenInc    uint64        // incarnation of the last frame heard
 	data       *dataset.Node // merged full dataset; nil before the first full copy
 	needAt     time.Time     // last full-copy request sent to it
 	fullAt     time.Time     // last full copy sent to it
@@ -201,6 +202,13 @@ func (c *core) receive(b []byte) {
 	c.st.BytesReceived += uint64(len(b))
 	p.heard = now
 	sentFull := false
+	if p.up && p.seenInc != 0 && m.Inc != p.seenInc && c.local != nil {
+		// A new run of p (a restart within Timeout: p never went down
+		// here) holds nothing of ours: like a join, it gets a full copy.
+		c.sendFullLocked(p.name)
+		sentFull = true
+	}
+	p.seenInc = m.Inc
 	if !p.up {
 		p.up = true
 		p.confirm = true
@@ -393,7 +401,7 @@ func (c *core) next() time.Time {
 func (c *core) beatTo(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.closed && c.peers[name] != nil {
+	if !c.closed && c.tr != nil && c.peers[name] != nil {
 		c.sendBeatLocked(name)
 	}
 }

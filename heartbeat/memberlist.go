@@ -76,23 +76,23 @@ func newMemberlist(cfg Config, tap func(conn net.Conn, to string, b []byte)) (He
 	if err != nil {
 		return nil, err
 	}
-	h.tr, err = newSecTransport(s, h.c, mc.BindAddr, mc.BindPort)
-	if err != nil {
-		return nil, fmt.Errorf("heartbeat: listen on %s:%d: %w", mc.BindAddr, mc.BindPort, err)
-	}
-	h.tr.tap = tap
-	mc.Transport = h.tr
 	// Datagrams carry our envelope: memberlist fills less, so that a sealed
 	// datagram still fits one Ethernet frame.
 	mc.UDPBufferSize -= headerLen(s.Node) + tagSize
 	h.udpMax = mc.UDPBufferSize - 96
-	// The queues exist before memberlist can deliver (and the core answer).
+	// The queues exist before the transport listens: it may make the core
+	// send (a beat after a challenge) before memberlist runs.
 	for _, m := range s.Members {
 		if m.Name != s.Node {
 			h.senders[m.Name] = &peerSender{name: m.Name, addr: m.Addr,
 				dgram: make(chan []byte, dgramDepth), stream: make(chan []byte, streamDepth)}
 		}
 	}
+	h.tr, err = newSecTransport(s, h.c, mc.BindAddr, mc.BindPort, tap)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: listen on %s:%d: %w", mc.BindAddr, mc.BindPort, err)
+	}
+	mc.Transport = h.tr
 	h.ml, err = memberlist.Create(mc)
 	if err != nil {
 		h.tr.Shutdown()
@@ -220,11 +220,15 @@ func (h *mlHB) runTicker() {
 }
 
 // runJoiner joins, at once and then every rejoin period, the members that
-// memberlist does not list.
+// memberlist does not list. Without memberlist's probes nobody leaves its
+// list once joined: when every member is listed it looks again only every
+// 30s (the join only adds memberlist's push/pull of a full copy, which our
+// core also sends when a peer comes up).
 func (h *mlHB) runJoiner() {
 	defer h.loops.Done()
-	every := clampDur(h.s.Interval, time.Second, 10*time.Second)
+	retry := clampDur(h.s.Interval, time.Second, 10*time.Second)
 	for {
+		every := 30 * time.Second
 		seen := map[string]bool{}
 		for _, n := range h.ml.Members() {
 			seen[n.Name] = true
@@ -236,6 +240,7 @@ func (h *mlHB) runJoiner() {
 			}
 		}
 		if len(addrs) > 0 {
+			every = retry
 			if n, err := h.ml.Join(addrs); err != nil && n == 0 {
 				h.log.Debug("join failed", zap.Strings("members", addrs), zap.Error(err))
 			}
