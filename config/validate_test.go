@@ -1,9 +1,14 @@
-package config
+package config_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	. "haven/config"
+	"haven/config/tomlfile"
 )
 
 const goodService = `[DEFAULT]
@@ -39,7 +44,7 @@ netmask = "24"
 `
 
 func TestParseServiceGood(t *testing.T) {
-	s, err := ParseService("web.toml", "web", []byte(goodService))
+	s, err := tomlfile.ParseService("web.toml", "web", []byte(goodService))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +56,7 @@ func TestParseServiceGood(t *testing.T) {
 
 func TestResourceOrder(t *testing.T) {
 	data := "[app.b]\nstart='x'\n[app.a]\nstart='x'\n[ip.z]\nipname='::1'\nipdev='lo'\n[ip.y]\nipname='10.0.0.1'\nipdev='lo'\n"
-	s, err := ParseService("s.toml", "s", []byte(data))
+	s, err := tomlfile.ParseService("s.toml", "s", []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +117,7 @@ func TestServiceErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseService("svc.toml", "svc", []byte(tt.data))
+			_, err := tomlfile.ParseService("svc.toml", "svc", []byte(tt.data))
 			if err == nil {
 				t.Fatalf("ParseService: no error, want %q", tt.want)
 			}
@@ -138,8 +143,8 @@ func TestServiceName(t *testing.T) {
 			t.Errorf("ValidServiceName(%q): want an error", n)
 		}
 	}
-	if _, err := ParseService("Bad.toml", "Bad", []byte("")); err == nil || !strings.HasPrefix(err.Error(), "Bad.toml: invalid service name") {
-		t.Errorf("ParseService(bad name) = %v", err)
+	if _, err := tomlfile.ParseService("Bad.toml", "Bad", []byte("")); err == nil || !strings.HasPrefix(err.Error(), "Bad.toml: invalid service name") {
+		t.Errorf("tomlfile.ParseService(bad name) = %v", err)
 	}
 }
 
@@ -161,9 +166,9 @@ func TestNodeErrors(t *testing.T) {
 		{"[cluster]\nname = \"x\"\n", "node.toml:1: cluster: unknown section [cluster]: want [node], [hb]"},
 	}
 	for _, tt := range tests {
-		_, err := ParseNode("node.toml", []byte(tt.data))
+		_, err := tomlfile.ParseNode("node.toml", []byte(tt.data))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ParseNode(%q) = %v, want %q", tt.data, err, tt.want)
+			t.Errorf("tomlfile.ParseNode(%q) = %v, want %q", tt.data, err, tt.want)
 		}
 	}
 }
@@ -182,9 +187,27 @@ func TestClusterErrors(t *testing.T) {
 		{"[DEFAULT]\n", "cluster.toml:1: DEFAULT: unknown section [DEFAULT]"},
 	}
 	for _, tt := range tests {
-		_, err := ParseCluster("cluster.toml", []byte(tt.data), "n1")
+		_, err := tomlfile.ParseCluster("cluster.toml", []byte(tt.data), "n1")
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ParseCluster(%q) = %v, want %q", tt.data, err, tt.want)
+			t.Errorf("tomlfile.ParseCluster(%q) = %v, want %q", tt.data, err, tt.want)
 		}
+	}
+}
+func TestServiceDefaults(t *testing.T) {
+	s, err := tomlfile.ParseService("svc.toml", "svc", []byte("[app.a]\nstart = \"true\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Nodes) != 0 || s.Orchestrate != "no" || s.Placement != "nodes order" ||
+		s.MonitorAction != "none" || s.Priority != 100 || s.Constraint != nil || len(s.Resources) != 1 {
+		t.Errorf("defaults: %+v", s)
+	}
+	r := s.Resources[0]
+	if r.RID != "app#a" || r.Timeout != 30*time.Second || r.RestartDelay != 500*time.Millisecond || r.Monitor || r.Restart != 0 {
+		t.Errorf("resource defaults: %+v", r)
+	}
+	s.Nodes = []string{"n3", "*"}
+	if got := s.NodeList([]string{"n1", "n3"}); !reflect.DeepEqual(got, []string{"n3", "n1"}) {
+		t.Errorf("NodeList = %v", got)
 	}
 }

@@ -43,7 +43,7 @@ func (d *Daemon) setNodeFrozen(frozen bool, reason string) {
 	if d.dur.NodeFrozen == frozen {
 		return
 	}
-	d.dur.NodeFrozen = frozen
+	d.dur.NodeFrozen, d.dur.NodeFrozenReason = frozen, map[bool]string{true: reason}[frozen]
 	d.saveState()
 	word := map[bool]string{true: "frozen", false: "thawed"}[frozen]
 	d.log.Info("node "+word, zap.String("reason", reason))

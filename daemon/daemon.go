@@ -19,13 +19,15 @@ import (
 	"haven/api"
 	"haven/clock"
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/paths"
+	"haven/version"
 )
 
 // CompatVersion is the compat version of this build (contract section 7).
-const CompatVersion = 1
+const CompatVersion = version.Compat
 
 // Options configure a daemon.
 type Options struct {
@@ -84,6 +86,7 @@ type Daemon struct {
 	load15   float64
 	memPct   float64
 	stopping bool
+	sd       sdNotifier // systemd notify protocol (notify.go)
 
 	hb        heartbeat.Heartbeat
 	hbEvents  <-chan heartbeat.Event
@@ -154,11 +157,11 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.log = newLogger(d.logFile, opts.Stderr, opts.Clock)
-	d.svclogs = newSvcLogs(p)
-	if d.node, err = config.LoadNode(p.NodeConf); err != nil {
+	d.svclogs = newSvcLogs(p, opts.Clock)
+	if d.node, err = tomlfile.LoadNode(p.NodeConf); err != nil {
 		return nil, err
 	}
-	if d.cluster, err = config.LoadCluster(p.Cluster, d.node.Name); err != nil {
+	if d.cluster, err = tomlfile.LoadCluster(p.Cluster, d.node.Name); err != nil {
 		return nil, err
 	}
 	if err := config.CheckMember(d.node, d.cluster); err != nil {
@@ -208,6 +211,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.lock.Close()
 	defer d.log.Sync()
 	d.started = d.clk.Now()
+	d.sdInit()
 	if err := os.WriteFile(d.p.PidFile(), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
 		return err
 	}
@@ -249,8 +253,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.publish()
 	// reconcile on start-up: learn what runs before deciding anything
 	for _, name := range d.serviceNames() {
+		d.sdAwaitCheck(d.services[name])
 		d.check(d.services[name], true)
 	}
+	d.sdLaunched()
 
 	mode := d.loop(ctx)
 
@@ -298,6 +304,8 @@ func (d *Daemon) loop(ctx context.Context) string {
 				continue
 			}
 			d.onHeartbeat(ev)
+		case <-d.sd.timer:
+			d.sdTick()
 		case <-d.stepTimer:
 			d.stepTimer, d.stepAt = nil, time.Time{}
 			d.viewChanged = true // a pass below
@@ -336,6 +344,7 @@ func (d *Daemon) loop(ctx context.Context) string {
 // beginStop announces the stop. "shutdown" also stops every local instance.
 func (d *Daemon) beginStop(mode string) {
 	d.stopping = true
+	d.sdStopping(mode)
 	if mode == "shutdown" {
 		d.setMonitor(dataset.NodeShutting, "daemon shutdown requested")
 		for _, name := range d.serviceNames() {

@@ -16,6 +16,7 @@ import (
 
 	"haven/api"
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/fsutil"
 	"haven/heartbeat"
 )
@@ -150,7 +151,7 @@ func (d *Daemon) checkLocalAddr() error {
 	if err != nil {
 		return fmt.Errorf("list the local addresses: %w", err)
 	}
-	return config.CheckLocalAddr(d.node, d.cluster, addrs)
+	return tomlfile.CheckLocalAddr(d.node, d.cluster, addrs)
 }
 
 // hbBindError explains a heartbeat that could not bind its port.

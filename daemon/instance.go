@@ -13,6 +13,7 @@ import (
 
 	"haven/api"
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/monitor"
 	"haven/resource"
@@ -89,7 +90,7 @@ func (d *Daemon) loadServices() {
 			d.setInvalid(name, nil, &config.Error{File: path, Msg: err.Error()})
 			continue
 		}
-		cfg, err := config.ParseService(path, name, raw)
+		cfg, err := tomlfile.ParseService(path, name, raw)
 		if err != nil {
 			d.log.Error("service config invalid: service kept, not managed until repaired", zap.String("svc", name), zap.Error(err))
 			d.setInvalid(name, raw, err)
@@ -422,6 +423,8 @@ func (d *Daemon) localNode() dataset.Node {
 		Targets:     d.targets(),
 		Clears:      d.clears(),
 		Gen:         d.gen,
+
+		FrozenReason: d.dur.NodeFrozenReason,
 	}
 	for name := range d.cfgs.invalid {
 		n.Services[name] = d.invalidInstance(name)

@@ -193,7 +193,7 @@ func (h *mlHB) runSender(ps *peerSender, q <-chan []byte) {
 		}
 		if err != nil {
 			h.c.sendErrs.Add(1)
-			if now := time.Now(); now.Sub(lastErr) > rejectLogEvery {
+			if now := h.s.Clock.Now(); now.Sub(lastErr) > rejectLogEvery {
 				lastErr = now
 				h.log.Debug("send failed", zap.String("peer", ps.name), zap.Error(err))
 			}
@@ -284,7 +284,7 @@ func (h *mlHB) shut(graceful bool) error {
 		}()
 		select {
 		case <-flushed:
-		case <-time.After(min(2*time.Second, h.s.Timeout)):
+		case <-h.s.Clock.After(min(2*time.Second, h.s.Timeout)):
 		}
 		// No memberlist Leave: without its gossip the leave would never go
 		// out (Leave would wait its whole timeout), and our peers follow

@@ -3,7 +3,6 @@ package heartbeat
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/testbed"
 )
 
 // Loopback timings: short so that the package's tests stay fast.
@@ -24,23 +24,17 @@ const (
 	lbInterval = 500 * time.Millisecond
 )
 
-// freeAddrs returns n loopback addresses whose port is free for TCP and UDP.
+// freeAddrs returns n loopback addresses whose port is free for TCP and
+// UDP (testbed.FreePort).
 func freeAddrs(t testing.TB, n int) []string {
 	t.Helper()
 	var out []string
 	for len(out) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := testbed.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err != nil {
-			continue
-		}
-		u.Close()
-		out = append(out, addr)
+		out = append(out, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	return out
 }

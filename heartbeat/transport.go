@@ -114,7 +114,7 @@ func newSecState(s settings, c *core) (*secTransport, error) {
 		peers: map[string]*peerSec{}, memberIPs: map[netip.Addr]bool{}, unauth: map[net.Conn]netip.Addr{},
 		unauthIP: map[netip.Addr]int{}}
 	t.self = keys.aead(t.node, t.inc)
-	now := time.Now()
+	now := s.Clock.Now()
 	for _, m := range s.Members {
 		ps := &peerSec{name: m.Name, addr: m.Addr, resolvedAt: now}
 		ps.aps = resolve(m.Addr)
@@ -174,6 +174,8 @@ func (t *secTransport) WriteTo(b []byte, addr string) (time.Time, error) {
 
 // WriteToAddress implements memberlist.NodeAwareTransport.
 func (t *secTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+	// The send time is memberlist's (it measures round trips against its
+	// own wall clock), not the shell's.
 	return time.Now(), t.sendDatagram(typeDatagram, a.Addr, b)
 }
 
@@ -238,7 +240,7 @@ func (t *secTransport) udpLoop() {
 	buf := make([]byte, maxDgram+1)
 	for {
 		n, src, err := t.udp.ReadFromUDPAddrPort(buf)
-		ts := time.Now()
+		ts := time.Now() // memberlist's receive time, compared with its wall clock
 		if err != nil {
 			if t.down.Load() || errors.Is(err, net.ErrClosed) {
 				return
@@ -319,7 +321,7 @@ func (t *secTransport) fromMember(ps *peerSec, src netip.AddrPort, port bool) bo
 	if match() {
 		return true
 	}
-	if now := time.Now(); now.Sub(ps.resolvedAt) >= resolveEvery {
+	if now := t.s.Clock.Now(); now.Sub(ps.resolvedAt) >= resolveEvery {
 		ps.resolvedAt = now
 		ps.aps = resolve(ps.addr) // a name may have moved
 		for _, ap := range ps.aps {
@@ -368,21 +370,26 @@ func (t *secTransport) fresh(ps *peerSec, h header, w *window, path string) bool
 // challengeLocked asks ps to prove its current run is alive: the answer is
 // a response sealed under its incarnation, carrying our nonce.
 func (t *secTransport) challengeLocked(ps *peerSec) {
-	now := time.Now()
+	now := t.s.Clock.Now()
 	if wait := challengeEvery - now.Sub(ps.challAt); wait > 0 {
 		// Rate-limited: challenge when the limit allows, rather than
 		// leave the new run unconfirmed until its next frame (a beat
-		// period away). One deferred challenge per peer at a time.
+		// period away). One deferred challenge per peer at a time; it
+		// ends with the transport.
 		if !ps.challLater {
 			ps.challLater = true
-			time.AfterFunc(wait, func() {
+			go func() {
+				select {
+				case <-t.s.Clock.After(wait):
+				case <-t.closing:
+				}
 				t.mu.Lock()
 				defer t.mu.Unlock()
 				ps.challLater = false
 				if !t.down.Load() {
 					t.challengeLocked(ps)
 				}
-			})
+			}()
 		}
 		return
 	}
@@ -403,7 +410,7 @@ func (t *secTransport) challengeLocked(ps *peerSec) {
 // answer answers a challenge of ps, to its configured address.
 func (t *secTransport) answer(ps *peerSec, h header, nonce []byte) {
 	t.mu.Lock()
-	now := time.Now()
+	now := t.s.Clock.Now()
 	ok := len(nonce) == challenge && h.inc >= ps.inc && now.Sub(ps.answerAt) >= answerEvery
 	if ok {
 		ps.answerAt = now

@@ -29,6 +29,7 @@ import (
 
 	"haven/api"
 	"haven/dataset"
+	"haven/testbed"
 )
 
 func usage() {
@@ -156,9 +157,9 @@ func numCPU() int {
 func names(c *cluster) string {
 	var q []string
 	for _, b := range c.nodes {
-		q = append(q, strconv.Quote(b.name))
+		q = append(q, b.name)
 	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return testbed.NodeList(q)
 }
 
 // ---------------------------------------------------------------------------
@@ -394,7 +395,7 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 		n, nsvc, monitored, checkIv, hb, settle, window)
 	pprofAddr := ""
 	if pprofOut != "" {
-		port, err := freePort()
+		port, err := testbed.FreePort()
 		if err != nil {
 			return err
 		}
@@ -454,7 +455,7 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 	before := map[string]procSample{}
 	maxRSS := map[string]int{}
 	for _, b := range c.nodes {
-		pids[b.name] = b.pid()
+		pids[b.name] = testbed.DaemonPID(b.root)
 		s, err := readProc(pids[b.name])
 		if err != nil {
 			return err
@@ -523,18 +524,6 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 // ---------------------------------------------------------------------------
 // Figures 4 and 5: failover after a crash.
 
-const haSvc = `[DEFAULT]
-orchestrate = "ha"
-nodes = %s
-
-[app.main]
-start = "sh -c 'sleep 100000 >/dev/null 2>&1 & echo $! > {var}/main.pid'"
-stop  = "sh -c 'kill $(cat {var}/main.pid) 2>/dev/null; rm -f {var}/main.pid'"
-check = "sh -c 'test -f {var}/main.pid && kill -0 $(cat {var}/main.pid) 2>/dev/null'"
-monitor = true
-timeout = "10s"
-`
-
 // where maps each service to the nodes it is up on, as seen from b.
 func where(b *bnode) (map[string][]string, error) {
 	st, err := b.status()
@@ -588,7 +577,7 @@ func failover(n, nsvc, runs int, o opts) error {
 	}
 	defer c.close()
 	for i := range nsvc {
-		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), fmt.Sprintf(haSvc, names(c))); err != nil {
+		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), testbed.HAService(names(c), "")); err != nil {
 			return err
 		}
 	}
