@@ -10,7 +10,7 @@ import (
 func TestDaemonRefusesZeroReadyPeriod(t *testing.T) {
 	n := newNode(t, "n1", "[node]\nname = \"n1\"\nready_period = 0\n")
 	r := n.run("nodemgr", "daemon", "start")
-	if r.code != 2 || !strings.Contains(r.err, "node.toml:3: node.ready_period: must be more than 0") {
+	if r.Code != 2 || !strings.Contains(r.Err, "node.toml:3: node.ready_period: must be more than 0") {
 		t.Fatalf("want exit 2 and node.toml:3: node.ready_period: must be more than 0, got %s", r)
 	}
 }
