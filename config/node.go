@@ -50,7 +50,7 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 	for _, p := range []struct {
 		sec *section
 		key string
-	}{{hb, "timeout"}, {hb, "interval"}, {node, "monitor_interval"}, {node, "check_interval"}} {
+	}{{hb, "timeout"}, {hb, "interval"}, {node, "monitor_interval"}, {node, "check_interval"}, {node, "ready_period"}} {
 		if formatValue(p.sec.value(p.key), false) == "0s" {
 			return nil, d.errAt(p.sec, p.key, "must be more than 0")
 		}

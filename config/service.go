@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"haven/constraints"
 )
@@ -140,6 +141,9 @@ func (d *document) resource(sec *section) (ResourceConfig, error) {
 	case SectionIP:
 		if err := checkIP(r); err != nil {
 			return r, d.errAt(sec, err.key, "%s", err.msg)
+		}
+		if r.ProbeTimeout <= 0 || r.ProbeTimeout > 10*time.Second {
+			return r, d.errAt(sec, "probe_timeout", "must be more than 0 and at most 10s")
 		}
 	}
 	return r, nil

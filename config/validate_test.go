@@ -92,6 +92,8 @@ func TestServiceErrors(t *testing.T) {
 		{"duration", "[app.web]\nstart = \"x\"\ntimeout = \"3x\"\n", `svc.toml:3: app#web.timeout: invalid duration "3x"`},
 		{"duration neg", "[app.web]\nstart = \"x\"\ntimeout = -3\n", `svc.toml:3: app#web.timeout: duration -3 out of range`},
 		{"duration zero", "[app.web]\nstart = \"x\"\ntimeout = 0\n", `svc.toml:3: app#web.timeout: must be more than 0`},
+		{"probe_timeout zero", "[ip.vip]\nipname = \"10.0.0.9\"\nipdev = \"eth0\"\nprobe_timeout = 0\n", `svc.toml:4: ip#vip.probe_timeout: must be more than 0 and at most 10s`},
+		{"probe_timeout long", "[ip.vip]\nipname = \"10.0.0.9\"\nipdev = \"eth0\"\nprobe_timeout = \"1m\"\n", `svc.toml:4: ip#vip.probe_timeout: must be more than 0 and at most 10s`},
 		{"restart neg", "[app.web]\nstart = \"x\"\nrestart = -1\n", `svc.toml:3: app#web.restart: must not be negative`},
 		{"app empty", "[DEFAULT]\n[app.web]\ninfo = \"x\"\n", "svc.toml:2: app#web: an app needs at least one of start, stop, check"},
 		{"app unbalanced quote", "[app.web]\nstart = \"true\"\ncheck = \"echo 'up\"\n", "svc.toml:3: app#web.check: "},
@@ -157,6 +159,9 @@ func TestNodeErrors(t *testing.T) {
 		{"[node]\nname = \"a b\"\n", `node.toml:2: node.name: invalid node name "a b"`},
 		{"[node]\nlabels = { env = 1 }\n", "node.toml:2: node.labels: want a table of strings"},
 		{"[node]\nready_period = \"soon\"\n", `node.toml:2: node.ready_period: invalid duration "soon"`},
+		// 0 used to mean 16s silently (issue 14 item 5)
+		{"[node]\nready_period = 0\n", "node.toml:2: node.ready_period: must be more than 0"},
+		{"[node]\nready_period = \"0s\"\n", "node.toml:2: node.ready_period: must be more than 0"},
 		{"[node]\n[hb]\nttl = 3\n", "node.toml:3: hb.ttl: unknown keyword"},
 		{"[cluster]\nname = \"x\"\n", "node.toml:1: cluster: unknown section [cluster]: want [node], [hb]"},
 	}

@@ -76,14 +76,16 @@ type peerSec struct {
 	nonce         []byte // challenge pending, nil when none
 	nonceAt       time.Time
 	challAt       time.Time
+	challLater    bool // a rate-limited challenge is scheduled
 	answerAt      time.Time
 }
 
-func newSecTransport(s settings, c *core, bindAddr string, bindPort int) (*secTransport, error) {
+func newSecTransport(s settings, c *core, bindAddr string, bindPort int, tap func(net.Conn, string, []byte)) (*secTransport, error) {
 	t, err := newSecState(s, c)
 	if err != nil {
 		return nil, err
 	}
+	t.tap = tap
 	ip := net.ParseIP(bindAddr)
 	if t.tcp, err = net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: bindPort}); err != nil {
 		return nil, err
@@ -369,7 +371,26 @@ func (t *secTransport) fresh(ps *peerSec, h header, w *window, path string) bool
 // a response sealed under its incarnation, carrying our nonce.
 func (t *secTransport) challengeLocked(ps *peerSec) {
 	now := t.s.Clock.Now()
-	if now.Sub(ps.challAt) < challengeEvery {
+	if wait := challengeEvery - now.Sub(ps.challAt); wait > 0 {
+		// Rate-limited: challenge when the limit allows, rather than
+		// leave the new run unconfirmed until its next frame (a beat
+		// period away). One deferred challenge per peer at a time; it
+		// ends with the transport.
+		if !ps.challLater {
+			ps.challLater = true
+			go func() {
+				select {
+				case <-t.s.Clock.After(wait):
+				case <-t.closing:
+				}
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				ps.challLater = false
+				if !t.down.Load() {
+					t.challengeLocked(ps)
+				}
+			}()
+		}
 		return
 	}
 	if ps.nonce == nil || now.Sub(ps.nonceAt) >= nonceLife {
@@ -394,11 +415,18 @@ func (t *secTransport) answer(ps *peerSec, h header, nonce []byte) {
 	if ok {
 		ps.answerAt = now
 	}
+	if h.inc < ps.inc {
+		t.c.replayed.Add(1) // a challenge of an earlier run of ps
+	}
 	t.mu.Unlock()
 	if ok {
 		if err := t.sendDatagram(typeResponse, ps.addr, nonce); err != nil {
 			t.c.sendErrs.Add(1)
 		}
+		// ps challenged us because it dropped a frame of our run: a beat
+		// right behind the answer (same socket, so after it) is accepted,
+		// instead of waiting for the next beat period.
+		t.c.beatTo(ps.name)
 	}
 }
 
@@ -406,9 +434,12 @@ func (t *secTransport) answer(ps *peerSec, h header, nonce []byte) {
 func (t *secTransport) confirm(ps *peerSec, h header, nonce []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if ps.nonce == nil || string(nonce) != string(ps.nonce) || h.inc < ps.inc {
+	if h.inc < ps.inc {
+		t.c.replayed.Add(1) // a response of an earlier run of ps
+		return
+	}
+	if ps.nonce == nil || string(nonce) != string(ps.nonce) {
 		return // a late or replayed answer: harmless
-
 	}
 	ps.nonce = nil
 	t.confirmLocked(ps, h)
@@ -419,6 +450,9 @@ func (t *secTransport) confirmLocked(ps *peerSec, h header) {
 		t.log.Debug("peer run confirmed", zap.String("peer", ps.name), zap.Uint64("incarnation", h.inc))
 		ps.inc = h.inc
 		ps.dgram, ps.stream = window{}, window{}
+		// ps may not have confirmed our run yet either: a beat now makes
+		// it challenge us at once rather than at our next beat period.
+		t.c.beatTo(ps.name)
 	}
 }
 

@@ -95,6 +95,9 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := startPprof(); err != nil {
+		return cliutil.Usage("%v", err)
+	}
 	// SIGHUP (logrotate's postrotate) reopens node.log; caught from the
 	// start: its default action would end the daemon
 	hup := make(chan os.Signal, 1)

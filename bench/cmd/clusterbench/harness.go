@@ -28,6 +28,7 @@ type opts struct {
 	interval time.Duration // hb.interval
 	ready    time.Duration // ready_period
 	monitor  time.Duration // monitor_interval (0: default)
+	check    time.Duration // check_interval (0: default)
 }
 
 type cluster struct {
@@ -103,6 +104,9 @@ func newCluster(n int, o opts) (*cluster, error) {
 		}
 		if o.monitor > 0 {
 			nt.Keys = append(nt.Keys, fmt.Sprintf("monitor_interval = %q", o.monitor.String()))
+		}
+		if o.check > 0 {
+			nt.Keys = append(nt.Keys, fmt.Sprintf("check_interval = %q", o.check.String()))
 		}
 		if n > 1 {
 			nt.Keys = append(nt.Keys, `rejoin_grace_period = "30s"`)
