@@ -4,12 +4,67 @@ BIN      := bin
 BINARIES := $(BIN)/nodemgr $(BIN)/svcmgr $(BIN)/svcmon
 FUZZTIME ?= 10s
 
-.PHONY: all build test unit fuzz demo lint docs clean bench
+# --version: the release (packaging/version.sh: git describe, else VERSION)
+# and the commit, stamped into the binaries
+VERSION := $(shell packaging/version.sh)
+COMMIT  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+LDFLAGS := -X haven/version.Version=$(VERSION) -X haven/version.Commit=$(COMMIT)
+
+# make install (DESTDIR for staging, PREFIX=/usr by default)
+PREFIX      ?= /usr
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+DOCDIR      ?= $(PREFIX)/share/doc/haven
+UNITDIR     ?= /lib/systemd/system
+SYSCONFDIR  ?= /etc
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/vendor-completions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+TOOLS       := nodemgr svcmgr svcmon
+
+.PHONY: all build test unit fuzz demo lint docs clean bench dist man completion install deb chaos
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/nodemgr ./cmd/svcmgr ./cmd/svcmon
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/nodemgr ./cmd/svcmgr ./cmd/svcmon
+
+# the installed binaries: position-independent (ASLR, as Debian builds Go),
+# stripped (symbols and DWARF; a panic still prints its stack), without the
+# build machine's paths
+dist:
+	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags '-s -w $(LDFLAGS)' -o $(BIN)/dist/ ./cmd/nodemgr ./cmd/svcmgr ./cmd/svcmon
+
+# man pages and bash/zsh/fish completions, from the urfave/cli definitions
+man completion:
+	$(GO) run ./packaging/gendist -out $(BIN)/share
+
+install: dist man
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR) \
+		$(DESTDIR)$(DOCDIR)/examples/services
+	for t in $(TOOLS); do \
+		install -m 0755 $(BIN)/dist/$$t $(DESTDIR)$(BINDIR)/$$t && \
+		gzip -9n -c $(BIN)/share/man/$$t.1 > $(DESTDIR)$(MANDIR)/man1/$$t.1.gz && \
+		chmod 0644 $(DESTDIR)$(MANDIR)/man1/$$t.1.gz && \
+		install -m 0644 $(BIN)/share/bash/$$t $(DESTDIR)$(BASHCOMPDIR)/$$t && \
+		install -m 0644 $(BIN)/share/zsh/_$$t $(DESTDIR)$(ZSHCOMPDIR)/_$$t && \
+		install -m 0644 $(BIN)/share/fish/$$t.fish $(DESTDIR)$(FISHCOMPDIR)/$$t.fish || exit 1; \
+	done
+	sed 's|/usr/bin/|$(BINDIR)/|g' packaging/haven.service > $(DESTDIR)$(UNITDIR)/haven.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/haven.service
+	install -m 0644 packaging/examples/node.toml packaging/examples/cluster.toml $(DESTDIR)$(DOCDIR)/examples/
+	install -m 0644 packaging/examples/services/web.toml $(DESTDIR)$(DOCDIR)/examples/services/
+	install -m 0644 README.md docs/keywords.md docs/operations.md $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(SYSCONFDIR)/logrotate.d
+	install -m 0644 packaging/logrotate/haven $(DESTDIR)$(SYSCONFDIR)/logrotate.d/haven
+
+# haven_VERSION_ARCH.deb in $(BIN)/ (dpkg-deb; see packaging/deb.sh)
+DEBARCH ?= $(shell $(GO) env GOARCH)
+deb:
+	rm -rf $(BIN)/deb
+	umask 022 && $(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(BIN)/deb PREFIX=/usr
+	GOARCH=$(DEBARCH) packaging/deb.sh $(BIN)/deb $(VERSION) $(DEBARCH) $(BIN)
 
 # The whole suite: unit and table tests, real-process tests (daemons from the
 # built binaries), network-namespace tests when root, and a short fuzz run.
@@ -31,6 +86,17 @@ lint:
 
 docs:
 	$(GO) run ./config/gendoc docs/keywords.md
+
+# The chaos suite (root): named fault tests picked at random with SEED over a
+# cluster of daemons in network namespaces, audited after each (docs/chaos.md).
+# TESTS=A,B replays a sequence; ONLY=A,B picks among those tests.
+SEED     ?= 1
+DURATION ?= 10m
+REPORT   ?= chaos-report.md
+chaos: build
+	$(GO) build -o $(BIN)/ ./cmd/chaos
+	$(BIN)/chaos -bin $(BIN) -seed $(SEED) -duration $(DURATION) -report $(REPORT) \
+		$(if $(TESTS),-tests $(TESTS)) $(if $(ONLY),-only $(ONLY))
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./monitor ./placement

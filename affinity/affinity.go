@@ -109,14 +109,30 @@ func against(cfg *config.ServiceConfig, svc string) int {
 // Hard reports whether node satisfies the hard affinity and hard
 // anti-affinity of cfg. When it does not, reason says which rule and which
 // service ("hard affinity: svc1 not running", "hard anti-affinity: svc1
-// running", "hard anti-affinity: svc1 claimed").
+// running", "hard anti-affinity: svc1 claimed"): the first one CheckHard
+// reports.
 func Hard(cfg *config.ServiceConfig, node string, env Env) (ok bool, reason string) {
+	CheckHard(cfg, node, env, func(r string) bool {
+		reason = r
+		return false
+	})
+	return reason == "", reason
+}
+
+// CheckHard calls fail with the reason of each hard rule of cfg that node
+// breaks (every hard_affinity service not running there, then every
+// hard_anti_affinity service occupying it), in that order, until fail
+// returns false. Hard is its first reason; placement's verdicts list them
+// all.
+func CheckHard(cfg *config.ServiceConfig, node string, env Env, fail func(reason string) (more bool)) {
 	for _, other := range cfg.HardAffinity {
 		if other == cfg.Name {
 			continue
 		}
 		if !env.running(node, other) {
-			return false, "hard affinity: " + other + " not running"
+			if !fail("hard affinity: " + other + " not running") {
+				return
+			}
 		}
 	}
 	for _, other := range cfg.HardAntiAffinity {
@@ -124,13 +140,15 @@ func Hard(cfg *config.ServiceConfig, node string, env Env) (ok bool, reason stri
 			continue
 		}
 		if held, p := env.occupied(cfg, node, other); held {
+			why := "hard anti-affinity: " + other + " running"
 			if p == Claimed {
-				return false, "hard anti-affinity: " + other + " claimed"
+				why = "hard anti-affinity: " + other + " claimed"
 			}
-			return false, "hard anti-affinity: " + other + " running"
+			if !fail(why) {
+				return
+			}
 		}
 	}
-	return true, ""
 }
 
 // HasHard reports whether cfg declares any hard affinity rule.
@@ -148,20 +166,46 @@ func HasSoft(cfg *config.ServiceConfig) bool {
 // soft_anti_affinity service occupies it (runs there, or claims it and cfg
 // yields) (or the list is empty). 2 is best.
 func SoftScore(cfg *config.ServiceConfig, node string, env Env) int {
+	return CheckSoft(cfg, node, env, nil)
+}
+
+// CheckSoft is SoftScore; when note is non-nil it is called with each soft
+// rule node breaks ("soft affinity: svc1 not running", "soft anti-affinity:
+// svc1 running", "soft anti-affinity: svc1 claimed"), every one of them
+// rather than the first of each list.
+func CheckSoft(cfg *config.ServiceConfig, node string, env Env, note func(reason string)) int {
 	score := 2
+	lost := false
 	for _, other := range cfg.SoftAffinity {
 		if other != cfg.Name && !env.running(node, other) {
-			score--
-			break
+			if !lost {
+				score--
+				lost = true
+			}
+			if note == nil {
+				break
+			}
+			note("soft affinity: " + other + " not running")
 		}
 	}
+	lost = false
 	for _, other := range cfg.SoftAntiAffinity {
 		if other == cfg.Name {
 			continue
 		}
-		if held, _ := env.occupied(cfg, node, other); held {
-			score--
-			break
+		if held, p := env.occupied(cfg, node, other); held {
+			if !lost {
+				score--
+				lost = true
+			}
+			if note == nil {
+				break
+			}
+			if p == Claimed {
+				note("soft anti-affinity: " + other + " claimed")
+			} else {
+				note("soft anti-affinity: " + other + " running")
+			}
 		}
 	}
 	return score

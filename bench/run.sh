@@ -2,7 +2,7 @@
 # Reproduces every figure of docs/benchmarks.md, one after the other (never
 # in parallel: they share the host's cores). Run from the module root:
 #
-#   bench/run.sh            # everything, about 15 minutes on 2 cores
+#   bench/run.sh            # everything, about 25 minutes on 2 cores
 #   bench/run.sh prop       # one figure: prop detect idle failover mass step hb
 #
 # Output goes to stdout; the lines starting with RESULT are the summaries.
@@ -27,6 +27,13 @@ run detect timeout 600 $cb detection -nodes 3 -runs 3 -timeout 15s -interval 5s
 # 3. idle daemon with 50 services
 run idle timeout 900 $cb idle -nodes 1,3 -services 50 -monitor=true
 run idle timeout 900 $cb idle -nodes 1,3 -services 50 -monitor=false
+# 3'. idle cost against the number of services (issue 14: CPU and bytes/s)
+for n in 0 50 500; do
+  run idle timeout 900 $cb idle -nodes 3 -services $n -monitor=false -timeout 3s -interval 1s
+done
+run idle timeout 900 $cb idle -nodes 3 -services 500 -monitor=false -timeout 3s -interval 1s -check 1h
+run idle timeout 900 $cb idle -nodes 3 -services 0 -monitor=false
+run idle timeout 900 $cb idle -nodes 3 -services 500 -monitor=false -check 1h
 # 4. failover of one service after a crash
 run failover timeout 600 $cb failover -nodes 3 -services 1 -runs 6 -timeout 3s -interval 1s -ready 2s
 # 5. 50 services failing over together

@@ -76,57 +76,6 @@ func GlobalFlags() []cli.Flag {
 	}
 }
 
-// Hoist moves the known flags (and their values) before the first
-// positional word so that `svcmgr print status --format json` works like
-// `svcmgr --format json print status`. Flags after "--" are left alone.
-func Hoist(args []string, flags []cli.Flag) []string {
-	takes := map[string]bool{}
-	for _, f := range flags {
-		_, isBool := f.(*cli.BoolFlag)
-		for _, n := range f.Names() {
-			takes[n] = !isBool
-		}
-	}
-	if len(args) == 0 {
-		return args
-	}
-	var front, rest []string
-	for i := 1; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			rest = append(rest, args[i:]...)
-			break
-		}
-		name := strings.TrimLeft(a, "-")
-		if !strings.HasPrefix(a, "-") || name == "" {
-			rest = append(rest, a)
-			continue
-		}
-		if eq := strings.IndexByte(name, '='); eq >= 0 {
-			name = name[:eq]
-			if _, ok := takes[name]; ok {
-				front = append(front, a)
-				continue
-			}
-			rest = append(rest, a)
-			continue
-		}
-		tv, ok := takes[name]
-		if !ok {
-			rest = append(rest, a)
-			continue
-		}
-		front = append(front, a)
-		if tv && i+1 < len(args) {
-			front = append(front, args[i+1])
-			i++
-		}
-	}
-	out := []string{args[0]}
-	out = append(out, front...)
-	return append(out, rest...)
-}
-
 // Paths returns the layout selected by --root / $HAVEN_ROOT.
 func Paths(c *cli.Context) paths.Paths { return paths.FromEnv(c.String("root")) }
 
@@ -157,23 +106,33 @@ func Context() (context.Context, context.CancelFunc) {
 }
 
 // MainContext runs app with the contract's exit statuses and returns the
-// status; ctx ends the command (e.g. on SIGINT).
+// status; ctx ends the command (e.g. on SIGINT). Flags may stand anywhere
+// on the line (see Hoist). A line without a command, with an unknown one
+// or a command that needs a subcommand, is bad usage (2) with one line
+// saying what was expected.
 func MainContext(ctx context.Context, app *cli.App, args []string) int {
+	notFound := false
 	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-		return Usage("%v", err)
+		return usageError(app.Name, "", err)
 	}
 	app.CommandNotFound = func(c *cli.Context, cmd string) {
-		fmt.Fprintf(app.ErrWriter, "%s: unknown command %q (see --help)\n", app.Name, cmd)
-		os.Exit(ExitUsage)
+		fmt.Fprintf(app.ErrWriter, "%s: unknown command %q (see %s --help)\n", app.Name, cmd, app.Name)
+		notFound = true
 	}
 	app.ExitErrHandler = func(*cli.Context, error) {}
 	if app.ErrWriter == nil {
 		app.ErrWriter = os.Stderr
 	}
-	for _, cmd := range app.Commands {
-		setUsageHandlers(cmd)
+	if app.Action == nil {
+		app.Action = needCommand(app.Name, "", app.Commands)
 	}
-	err := app.RunContext(ctx, Hoist(args, app.Flags))
+	for _, cmd := range app.Commands {
+		setUsageHandlers(app.Name, cmd)
+	}
+	err := app.RunContext(ctx, Hoist(args, app))
+	if notFound {
+		return ExitUsage
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -181,9 +140,70 @@ func MainContext(ctx context.Context, app *cli.App, args []string) int {
 	return StatusOf(err)
 }
 
-func setUsageHandlers(cmd *cli.Command) {
-	cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error { return Usage("%v", err) }
-	for _, sub := range cmd.Subcommands {
-		setUsageHandlers(sub)
+// needCommand is the action of a line that stops before its command (or
+// subcommand): bad usage, naming what may follow.
+func needCommand(path, cmd string, cmds []*cli.Command) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if c.Args().Present() {
+			if cmd == "" {
+				return Usage("unknown command %q (see %s --help)", c.Args().First(), path)
+			}
+			return Usage("%s: unknown subcommand %q (see %s --help)", cmd, c.Args().First(), path)
+		}
+		var names []string
+		for _, cmd := range cmds {
+			if !cmd.Hidden {
+				names = append(names, cmd.Name)
+			}
+		}
+		if cmd == "" {
+			return Usage("no command given: %s (see %s --help)", strings.Join(names, " | "), path)
+		}
+		return Usage("%s needs a subcommand: %s (see %s --help)", cmd, strings.Join(names, " | "), path)
 	}
+}
+
+func setUsageHandlers(parent string, cmd *cli.Command) {
+	path := parent + " " + cmd.Name
+	cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error { return usageError(path, cmd.Name, err) }
+	if len(cmd.Subcommands) > 0 && cmd.Action == nil {
+		cmd.Action = needCommand(path, cmd.Name, cmd.Subcommands)
+	}
+	for _, sub := range cmd.Subcommands {
+		setUsageHandlers(path, sub)
+	}
+}
+
+// usageError rewords the flag package's parse errors: a flag that the
+// command does not take is named with the command and where to look.
+func usageError(path, cmd string, err error) error {
+	const undefined = "flag provided but not defined: "
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, undefined); ok {
+		name = "--" + strings.TrimLeft(name, "-")
+		if len(name) == 3 {
+			name = name[1:] // a one-letter flag: -x
+		}
+		if cmd == "" {
+			return Usage("%s is not a flag of %s (see %s --help)", name, path, path)
+		}
+		return Usage("%s: %s is not a flag of %s (see %s --help)", cmd, name, cmd, path)
+	}
+	return Usage("%v", err)
+}
+
+// PrintJSONLine writes v as one line of JSON (streams: one object a line).
+func PrintJSONLine(w io.Writer, v any) error {
+	return json.NewEncoder(w).Encode(v)
+}
+
+// Named is err as said about service name: "name: err", unless the
+// daemon's answer names the service already (most of its answers about a
+// service do), so that no line reads "web: web: ...".
+func Named(name string, err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, name+": ") {
+		return msg
+	}
+	return name + ": " + msg
 }

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-
-	"github.com/BurntSushi/toml"
 )
 
 // schema says which section kinds a file may hold.
@@ -86,6 +84,7 @@ type document struct {
 	order    map[string]int // key path -> rank of first appearance
 	lines    *lineIndex
 	sections []*section
+	dec      Decoder // decoded it; decodes the inline values of edits
 }
 
 // errAt builds the error of key in sec ("" for the section itself).
@@ -112,22 +111,26 @@ var sectionNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 // decodeDoc decodes data, checks the sections and keys against sc and the
 // keyword table, and converts the values. The first error wins; sections
 // and keys are visited in file order.
-func decodeDoc(file string, data []byte, sc schema) (*document, error) {
+func (dec Decoder) decodeDoc(file string, data []byte, sc schema) (*document, error) {
 	text := string(data)
-	d := &document{file: file, tree: map[string]any{}, order: map[string]int{}}
-	md, err := toml.Decode(text, &d.tree)
+	d := &document{file: file, order: map[string]int{}, dec: dec}
+	tree, err := dec(text)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			key := pe.LastKey
+		var se *SyntaxError
+		if errors.As(err, &se) {
+			key := se.LastKey
 			if p := strings.SplitN(key, ".", 3); len(p) == 3 && contains(sc.named, p[0]) && isResourceKind(p[0]) {
 				key = p[0] + "#" + p[1] + "." + p[2]
 			}
-			return nil, &Error{File: file, Line: pe.Position.Line, Key: key, Msg: "syntax error: " + pe.Message}
+			return nil, &Error{File: file, Line: se.Line, Key: key, Msg: "syntax error: " + se.Msg}
 		}
 		return nil, &Error{File: file, Msg: "syntax error: " + err.Error()}
 	}
-	for i, k := range md.Keys() {
+	d.tree = tree.Values
+	if d.tree == nil {
+		d.tree = map[string]any{}
+	}
+	for i, k := range tree.Keys {
 		d.order[pathKey(k)] = i
 	}
 	d.lines = indexLines(text)

@@ -69,20 +69,20 @@ func parseKeyRef(file, s string) (keyRef, error) {
 
 // GetKeyword returns the effective value of a service keyword (its default
 // when unset). Lists print as ["a", "b"], maps as {"k": "v"}, durations as
-// Go durations ("30s"), and references are not expanded.
-func GetKeyword(data []byte, key string) (string, error) {
-	k, err := parseKeyRef("", key)
+// Go durations ("30s"), and references are not expanded. Errors name file.
+func (dec Decoder) GetKeyword(file string, data []byte, key string) (string, error) {
+	k, err := parseKeyRef(file, key)
 	if err != nil {
 		return "", err
 	}
-	d, err := decodeDoc("", data, serviceSchema)
+	d, err := dec.decodeDoc(file, data, serviceSchema)
 	if err != nil {
 		return "", err
 	}
 	sec := d.find(k.kind, k.name)
 	if sec == nil {
 		if k.name != "" {
-			return "", &Error{Key: k.String(), Msg: fmt.Sprintf("no section [%s.%s]", k.kind, k.name)}
+			return "", &Error{File: file, Key: k.String(), Msg: fmt.Sprintf("no section [%s.%s]", k.kind, k.name)}
 		}
 		sec = d.ensure(k.kind)
 	}
@@ -95,7 +95,7 @@ func GetKeyword(data []byte, key string) (string, error) {
 // as ["a", "b"] or blank separated words. The result must be a valid
 // service config, else the error is returned. The file is re-encoded in
 // the canonical order: comments are lost.
-func SetKeyword(file string, data []byte, kw string) ([]byte, error) {
+func (dec Decoder) SetKeyword(file string, data []byte, kw string) ([]byte, error) {
 	i := strings.IndexByte(kw, '=')
 	if i <= 0 {
 		return nil, &Error{File: file, Key: kw, Msg: "want K=V, K+=V or K-=V"}
@@ -108,11 +108,11 @@ func SetKeyword(file string, data []byte, kw string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := decodeDoc(file, data, serviceSchema)
+	d, err := dec.decodeDoc(file, data, serviceSchema)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := fromText(k.kw, val)
+	raw, err := dec.fromText(k.kw, val)
 	if err == nil {
 		_, err = fromTOML(k.kw, raw)
 	}
@@ -162,12 +162,12 @@ func editList(cur, elems []string, add bool) []any {
 // UnsetKeyword removes one keyword from a service config (so that its
 // default applies) and returns the new content; data is returned as is
 // when the keyword is not set. The result must be valid.
-func UnsetKeyword(file string, data []byte, key string) ([]byte, error) {
+func (dec Decoder) UnsetKeyword(file string, data []byte, key string) ([]byte, error) {
 	k, err := parseKeyRef(file, strings.TrimSpace(key))
 	if err != nil {
 		return nil, err
 	}
-	d, err := decodeDoc(file, data, serviceSchema)
+	d, err := dec.decodeDoc(file, data, serviceSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func (d *document) reencode(file string) ([]byte, error) {
 	if ValidServiceName(name) != nil {
 		name = "svc"
 	}
-	if _, err := ParseService(file, name, out); err != nil {
+	if _, err := d.dec.ParseService(file, name, out); err != nil {
 		// Locate the error in the file as it was, not as re-encoded.
 		if e, ok := err.(*Error); ok {
 			e.Line = 0

@@ -1,8 +1,11 @@
-package config
+package config_test
 
 import (
 	"strings"
 	"testing"
+
+	. "haven/config"
+	"haven/config/tomlfile"
 )
 
 func TestSetGetUnset(t *testing.T) {
@@ -64,11 +67,11 @@ func TestSetGetUnset(t *testing.T) {
 		var err error
 		switch st.op {
 		case "get":
-			got, err = GetKeyword(data, st.kw)
+			got, err = tomlfile.GetKeyword("web.toml", data, st.kw)
 		case "set":
-			out, err = SetKeyword("svc.toml", data, st.kw)
+			out, err = tomlfile.SetKeyword("svc.toml", data, st.kw)
 		case "unset":
-			out, err = UnsetKeyword("svc.toml", data, st.kw)
+			out, err = tomlfile.UnsetKeyword("svc.toml", data, st.kw)
 		}
 		if st.wantErr {
 			if err == nil || !strings.Contains(err.Error(), st.want) {
@@ -89,7 +92,7 @@ func TestSetGetUnset(t *testing.T) {
 			}
 			continue
 		}
-		if _, err := ParseService("svc.toml", "svc", out); err != nil {
+		if _, err := tomlfile.ParseService("svc.toml", "svc", out); err != nil {
 			t.Fatalf("%s %s: result invalid: %v\n%s", st.op, st.kw, err, out)
 		}
 		data = out
@@ -98,7 +101,7 @@ func TestSetGetUnset(t *testing.T) {
 
 func TestSetCanonical(t *testing.T) {
 	in := "# comment\n[app.b]\nstart = 'x'\n[ip.a]\nipdev = \"lo\"\nipname = \"::1\"\n[DEFAULT]\npriority = 3\n"
-	out, err := SetKeyword("svc.toml", []byte(in), "DEFAULT.orchestrate=ha")
+	out, err := tomlfile.SetKeyword("svc.toml", []byte(in), "DEFAULT.orchestrate=ha")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,17 +120,17 @@ start = "x"
 		t.Errorf("SetKeyword =\n%s\nwant\n%s", out, want)
 	}
 	// Setting the same again is stable.
-	again, err := SetKeyword("svc.toml", out, "DEFAULT.orchestrate=ha")
+	again, err := tomlfile.SetKeyword("svc.toml", out, "DEFAULT.orchestrate=ha")
 	if err != nil || string(again) != want {
 		t.Errorf("second SetKeyword = %q, %v", again, err)
 	}
 	// Strings that need escapes survive a round trip.
 	for _, v := range []string{`sh -c 'echo "a\b"'`, "tab\there", `say "hi"`, `back\slash`} {
-		out, err := SetKeyword("svc.toml", []byte(in), "app#b.start="+v)
+		out, err := tomlfile.SetKeyword("svc.toml", []byte(in), "app#b.start="+v)
 		if err != nil {
 			t.Fatalf("set %q: %v", v, err)
 		}
-		got, err := GetKeyword(out, "app#b.start")
+		got, err := tomlfile.GetKeyword("web.toml", out, "app#b.start")
 		if err != nil || got != v {
 			t.Errorf("round trip of %q: got %q, %v\n%s", v, got, err, out)
 		}

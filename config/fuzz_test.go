@@ -1,8 +1,11 @@
-package config
+package config_test
 
 import (
 	"errors"
 	"testing"
+
+	. "haven/config"
+	"haven/config/tomlfile"
 )
 
 func FuzzParseService(f *testing.F) {
@@ -30,7 +33,7 @@ func FuzzParseService(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
-		s, err := ParseService("fuzz.toml", "fuzz", []byte(data))
+		s, err := tomlfile.ParseService("fuzz.toml", "fuzz", []byte(data))
 		if err != nil {
 			var ce *Error
 			if !errors.As(err, &ce) {
@@ -45,14 +48,14 @@ func FuzzParseService(f *testing.F) {
 				t.Fatalf("ForNode error %q is a %T", err, err)
 			}
 		}
-		if _, err := GetKeyword([]byte(data), "DEFAULT.nodes"); err != nil {
+		if _, err := tomlfile.GetKeyword("fuzz.toml", []byte(data), "DEFAULT.nodes"); err != nil {
 			t.Fatalf("GetKeyword on a valid file: %v", err)
 		}
-		out, err := SetKeyword("fuzz.toml", []byte(data), "DEFAULT.priority=5")
+		out, err := tomlfile.SetKeyword("fuzz.toml", []byte(data), "DEFAULT.priority=5")
 		if err != nil {
 			return // the canonical form may reject a value the original held
 		}
-		if _, err := ParseService("fuzz.toml", "fuzz", out); err != nil {
+		if _, err := tomlfile.ParseService("fuzz.toml", "fuzz", out); err != nil {
 			t.Fatalf("SetKeyword produced an invalid file: %v\n%s", err, out)
 		}
 	})

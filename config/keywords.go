@@ -87,7 +87,7 @@ var Keywords = []Keyword{
 	{Section: SectionNode, Key: "labels", Type: TypeMap, Field: "Labels",
 		Doc: "Free labels, seen by the constraints as `node.labels` (`env` also as `node.env`). Example: `{ env = \"PRD\", az = \"a\" }`."},
 	{Section: SectionNode, Key: "ready_period", Type: TypeDuration, Default: "16s", Field: "ReadyPeriod",
-		Doc: "The contest window: how long an instance stays `ready` before the orchestrator starts it, so that a better placed peer can claim the start."},
+		Doc: "The contest window: how long an instance stays `ready` before the orchestrator starts it, so that a better placed peer can claim the start. Must be more than 0 (0 is refused: without a window two nodes could start the same service); for a fast failover use a short one such as `500ms`, longer than a delta takes to reach every peer."},
 	{Section: SectionNode, Key: "maintenance_grace_period", Type: TypeDuration, Default: "60s", Field: "MaintenanceGracePeriod",
 		Doc: "How long the peers of a node in `maintenance` wait for it to come back before they take over its services."},
 	{Section: SectionNode, Key: "rejoin_grace_period", Type: TypeDuration, Default: "90s", Field: "RejoinGracePeriod",
@@ -103,9 +103,9 @@ var Keywords = []Keyword{
 	{Section: SectionHB, Key: "port", Type: TypeInt, Default: "10000", Field: "Port",
 		Doc: "The port the heartbeat listens on, 1 to 65535: the port of this node's `[nodes]` entry (checked when cluster.toml has a `[nodes]` section)."},
 	{Section: SectionHB, Key: "timeout", Type: TypeDuration, Default: "15s", Field: "Timeout",
-		Doc: "A peer silent this long is declared down."},
+		Doc: "A peer silent this long is declared down. A crash is declared between `timeout` minus the beat period and `timeout` after it (see `interval`)."},
 	{Section: SectionHB, Key: "interval", Type: TypeDuration, Default: "5s", Field: "Interval",
-		Doc: "A full state is sent at least this often."},
+		Doc: "The beat period (or `timeout`/3 if shorter): when nothing changes, each node sends every other member one small beat (about 100 bytes: its run, the generation and a digest of its data) this often, whatever the number of services. Changes go at once as deltas; a full copy of a node's data goes only to a peer that needs it (it joined, or lacks or doubts a generation). Must be shorter than `timeout`; the detection precision is this period."},
 
 	// cluster.toml
 	{Section: SectionCluster, Key: "name", Type: TypeString, Default: "default", Field: "Name",
@@ -179,6 +179,8 @@ var Keywords = []Keyword{
 		Doc: "The network interface that carries the address."},
 	{Section: SectionIP, Key: "netmask", Type: TypeString, Field: "Netmask",
 		Doc: "Prefix length (`24`) or dotted IPv4 mask (`255.255.255.0`). Default: 32 for IPv4, 128 for IPv6."},
+	{Section: SectionIP, Key: "probe_timeout", Type: TypeDuration, Default: "300ms", Field: "ProbeTimeout",
+		Doc: "Before adding the address, the start asks the link whether another host holds it (IPv4: an ARP probe, IPv6 or a device without ARP: an ICMP echo), one probe every 100ms, and refuses to start at the first answer. This is how long it waits when nobody answers, so it is added to every failover of the address. A host holding the address answers within a few milliseconds on a LAN: 300ms leaves room for two lost probes. More than 0, at most 10s."},
 }
 
 var kwIndex = func() map[string]*Keyword {

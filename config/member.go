@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 )
@@ -16,6 +15,10 @@ func ValidNodeName(name string) error {
 	}
 	return nil
 }
+
+// ListsMembers reports whether cluster.toml lists its members in [nodes]
+// (else the local node is the only one, at DefaultMemberAddr).
+func (c *ClusterConfig) ListsMembers() bool { return c.explicit }
 
 // Member returns the [nodes] entry of name.
 func (c *ClusterConfig) Member(name string) (Member, bool) {
@@ -86,8 +89,8 @@ func CheckMember(n *NodeConfig, c *ClusterConfig) error {
 		return n.ErrAt(SectionNode, "name", "%q is not a member of [nodes] in %s (members: %s)", n.Name, where, members)
 	}
 	entry := fmt.Sprintf("%s (nodes.%s = %q)", fileLine(c.File, c.lines, SectionNodes, own.Name), own.Name, own.Addr)
-	host, portStr, err := net.SplitHostPort(own.Addr)
-	if err != nil {
+	host, portStr, ok := splitHostPort(own.Addr)
+	if !ok {
 		return c.ErrAt(SectionNodes, own.Name, "invalid address %q: want host:port", own.Addr)
 	}
 	port, _ := strconv.Atoi(portStr)
@@ -110,50 +113,15 @@ func isWildcard(addr string) bool {
 	if addr == "" {
 		return true
 	}
-	ip := net.ParseIP(addr)
-	return ip != nil && ip.IsUnspecified()
+	ip, ok := parseIP(addr)
+	return ok && ip.IsUnspecified()
 }
 
 func sameHost(a, b string) bool {
 	if strings.EqualFold(a, b) {
 		return true
 	}
-	ia, ib := net.ParseIP(a), net.ParseIP(b)
-	return ia != nil && ib != nil && ia.Equal(ib)
-}
-
-// CheckLocalAddr refuses a node whose own [nodes] entry is a literal IP
-// that is not an address of this host (addrs, from net.InterfaceAddrs):
-// the node is most likely configured with another member's name. A
-// loopback address counts as local when a loopback network holds it.
-// Host names are not resolved.
-func CheckLocalAddr(n *NodeConfig, c *ClusterConfig, addrs []net.Addr) error {
-	if !c.explicit {
-		return nil
-	}
-	own, ok := c.Member(n.Name)
-	if !ok {
-		return nil
-	}
-	host, _, err := net.SplitHostPort(own.Addr)
-	if err != nil {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return nil
-	}
-	for _, a := range addrs {
-		switch a := a.(type) {
-		case *net.IPNet:
-			if a.IP.Equal(ip) || ip.IsLoopback() && a.IP.IsLoopback() && a.Contains(ip) {
-				return nil
-			}
-		case *net.IPAddr:
-			if a.IP.Equal(ip) {
-				return nil
-			}
-		}
-	}
-	return c.ErrAt(SectionNodes, own.Name, "%s is not an address of this host: is this node really %s? (node.name in %s)", ip, own.Name, n.File)
+	ia, oka := parseIP(a)
+	ib, okb := parseIP(b)
+	return oka && okb && ia == ib
 }

@@ -1,11 +1,11 @@
-package config
+package config_test
 
 import (
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	. "haven/config"
+	"haven/config/tomlfile"
 )
 
 var testSecret = strings.Repeat("0123456789abcdef", 4)
@@ -31,18 +31,18 @@ func TestClusterMemberErrors(t *testing.T) {
 			"cluster.toml:3: cluster.insecure_no_secret: set while cluster.secret is set: remove one"},
 	}
 	for _, tt := range tests {
-		_, err := ParseCluster("cluster.toml", []byte(tt.data), "n1")
+		_, err := tomlfile.ParseCluster("cluster.toml", []byte(tt.data), "n1")
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ParseCluster(%q) = %v, want %q", tt.data, err, tt.want)
+			t.Errorf("tomlfile.ParseCluster(%q) = %v, want %q", tt.data, err, tt.want)
 		}
 	}
 	// the insecure keyword lets a test cluster run without a secret
-	c, err := ParseCluster("cluster.toml", []byte("[cluster]\ninsecure_no_secret = true\n[nodes]\nn1 = \"127.0.0.1:1\"\nn2 = \"127.0.0.1:2\"\n"), "n1")
+	c, err := tomlfile.ParseCluster("cluster.toml", []byte("[cluster]\ninsecure_no_secret = true\n[nodes]\nn1 = \"127.0.0.1:1\"\nn2 = \"127.0.0.1:2\"\n"), "n1")
 	if err != nil || !c.InsecureNoSecret {
 		t.Errorf("insecure_no_secret: %+v, %v", c, err)
 	}
 	// a one-node cluster needs no secret
-	if _, err := ParseCluster("cluster.toml", []byte("[nodes]\nn1 = \"127.0.0.1:1\"\n"), "n1"); err != nil {
+	if _, err := tomlfile.ParseCluster("cluster.toml", []byte("[nodes]\nn1 = \"127.0.0.1:1\"\n"), "n1"); err != nil {
 		t.Errorf("one member without a secret: %v", err)
 	}
 }
@@ -65,14 +65,14 @@ func TestCheckMember(t *testing.T) {
 		{"[node]\nname = \"n3\"\n[hb]\nport = 10003\naddr = \"10.0.0.3\"\n",
 			`node.toml:5: hb.addr: "10.0.0.3" is not the host of this node's entry`},
 	}
-	cl, err := ParseCluster("cluster.toml", []byte(cluster), "n1")
+	cl, err := tomlfile.ParseCluster("cluster.toml", []byte(cluster), "n1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range tests {
-		n, err := ParseNode("node.toml", []byte(tt.node))
+		n, err := tomlfile.ParseNode("node.toml", []byte(tt.node))
 		if err != nil {
-			t.Fatalf("ParseNode(%q): %v", tt.node, err)
+			t.Fatalf("tomlfile.ParseNode(%q): %v", tt.node, err)
 		}
 		err = CheckMember(n, cl)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -85,7 +85,7 @@ func TestCheckMember(t *testing.T) {
 		"[node]\nname = \"n2\"\n[hb]\nport = 10002\naddr = \"::\"\n",
 		"[node]\nname = \"n3\"\n[hb]\nport = 10003\n",
 	} {
-		n, err := ParseNode("node.toml", []byte(ok))
+		n, err := tomlfile.ParseNode("node.toml", []byte(ok))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,83 +94,12 @@ func TestCheckMember(t *testing.T) {
 		}
 	}
 	// without [nodes], the node is alone: its [hb] is not checked
-	alone, err := ParseCluster("cluster.toml", nil, "n1")
+	alone, err := tomlfile.ParseCluster("cluster.toml", nil, "n1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, _ := ParseNode("node.toml", []byte("[node]\nname = \"n1\"\n[hb]\nport = 10005\naddr = \"10.0.0.9\"\n"))
+	n, _ := tomlfile.ParseNode("node.toml", []byte("[node]\nname = \"n1\"\n[hb]\nport = 10005\naddr = \"10.0.0.9\"\n"))
 	if err := CheckMember(n, alone); err != nil {
 		t.Errorf("CheckMember(alone) = %v, want nil", err)
-	}
-}
-
-// The node's own [nodes] address must be one of this host's when it is a
-// literal IP: this is what stops a node configured with another's name.
-func TestCheckLocalAddr(t *testing.T) {
-	cl, err := ParseCluster("cluster.toml", []byte("[cluster]\nsecret = \""+testSecret+"\"\n[nodes]\nn1 = \"192.0.2.1:10000\"\nn2 = \"192.0.2.2:10000\"\nn3 = \"db3.example:10000\"\nn4 = \"127.0.0.4:10000\"\n"), "n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ipnet := func(s string) net.Addr {
-		ip, n, err := net.ParseCIDR(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.IP = ip
-		return n
-	}
-	local := []net.Addr{ipnet("127.0.0.1/8"), ipnet("192.0.2.1/24"), ipnet("::1/128")}
-	node := func(name string) *NodeConfig {
-		n, err := ParseNode("node.toml", []byte("[node]\nname = \""+name+"\"\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	if err := CheckLocalAddr(node("n1"), cl, local); err != nil {
-		t.Errorf("n1 at a local address: %v", err)
-	}
-	if err := CheckLocalAddr(node("n3"), cl, local); err != nil {
-		t.Errorf("n3 at a host name (not checked): %v", err)
-	}
-	if err := CheckLocalAddr(node("n4"), cl, local); err != nil {
-		t.Errorf("n4 at a loopback address: %v", err)
-	}
-	err = CheckLocalAddr(node("n2"), cl, local)
-	want := `cluster.toml:5: nodes.n2: 192.0.2.2 is not an address of this host: is this node really n2? (node.name in node.toml)`
-	if err == nil || err.Error() != want {
-		t.Errorf("n2 at another host's address: %v, want %q", err, want)
-	}
-}
-
-// A cluster.toml holding the secret is refused when other users may read it.
-func TestClusterSecretFileMode(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "cluster.toml")
-	data := "[cluster]\nsecret = \"" + testSecret + "\"\n"
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(path, 0o644)
-	_, err := LoadCluster(path, "n1")
-	want := path + ": mode 0644 lets other users read the cluster secret: chmod 600 it"
-	if err == nil || err.Error() != want {
-		t.Errorf("LoadCluster(0644) = %v, want %q", err, want)
-	}
-	os.Chmod(path, 0o640)
-	if _, err := LoadCluster(path, "n1"); err == nil || !strings.Contains(err.Error(), "mode 0640") {
-		t.Errorf("LoadCluster(0640) = %v", err)
-	}
-	os.Chmod(path, 0o600)
-	if _, err := LoadCluster(path, "n1"); err != nil {
-		t.Errorf("LoadCluster(0600) = %v", err)
-	}
-	// without a secret, the mode does not matter
-	if err := os.WriteFile(path, []byte("[cluster]\nname = \"x\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(path, 0o644)
-	if _, err := LoadCluster(path, "n1"); err != nil {
-		t.Errorf("LoadCluster(no secret, 0644) = %v", err)
 	}
 }

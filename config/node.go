@@ -1,12 +1,8 @@
 package config
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"net"
-	"os"
+
 	"regexp"
 	"sort"
 	"strconv"
@@ -16,21 +12,10 @@ import (
 // nodeNameRE is what a node name may be (a host name, short or not).
 var nodeNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-// LoadNode reads node.toml. A missing file means every default, the node
-// name being the short host name.
-func LoadNode(path string) (*NodeConfig, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		data = nil
-	} else if err != nil {
-		return nil, &Error{File: path, Msg: err.Error()}
-	}
-	return ParseNode(path, data)
-}
-
-// ParseNode parses the content of node.toml.
-func ParseNode(file string, data []byte) (*NodeConfig, error) {
-	d, err := decodeDoc(file, data, nodeSchema)
+// ParseNode parses the content of node.toml. hostname is the node name
+// when node.name is not set (the shell's short host name).
+func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeConfig, error) {
+	d, err := dec.decodeDoc(file, data, nodeSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +31,7 @@ func ParseNode(file string, data []byte) (*NodeConfig, error) {
 		if node.isSet("name") {
 			return nil, d.errAt(node, "name", "must not be empty")
 		}
-		c.Name = shortHostname()
+		c.Name = hostname
 	}
 	if !nodeNameRE.MatchString(c.Name) {
 		return nil, d.errAt(node, "name", "invalid node name %q: want letters, digits, _ . and -", c.Name)
@@ -59,13 +44,13 @@ func ParseNode(file string, data []byte) (*NodeConfig, error) {
 	if c.HB.Port < 1 || c.HB.Port > 65535 {
 		return nil, d.errAt(hb, "port", "port %d out of range 1..65535", c.HB.Port)
 	}
-	if net.ParseIP(c.HB.Addr) == nil && c.HB.Addr != "localhost" {
+	if !isIP(c.HB.Addr) && c.HB.Addr != "localhost" {
 		return nil, d.errAt(hb, "addr", "invalid address %q: want an IP address", c.HB.Addr)
 	}
 	for _, p := range []struct {
 		sec *section
 		key string
-	}{{hb, "timeout"}, {hb, "interval"}, {node, "monitor_interval"}, {node, "check_interval"}} {
+	}{{hb, "timeout"}, {hb, "interval"}, {node, "monitor_interval"}, {node, "check_interval"}, {node, "ready_period"}} {
 		if formatValue(p.sec.value(p.key), false) == "0s" {
 			return nil, d.errAt(p.sec, p.key, "must be more than 0")
 		}
@@ -83,55 +68,14 @@ func (d *document) ensure(kind string) *section {
 	return s
 }
 
-func shortHostname() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "localhost"
-	}
-	h, _, _ = strings.Cut(h, ".")
-	return strings.ToLower(h)
-}
-
-// LoadCluster reads cluster.toml. A missing file means a one-node cluster
-// named "default" whose only member is localNode at 127.0.0.1:10000, with
-// no secret. A file holding a secret is refused when users other than its
-// owner may read it.
-func LoadCluster(path string, localNode string) (*ClusterConfig, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return ParseCluster(path, nil, localNode)
-	} else if err != nil {
-		return nil, &Error{File: path, Msg: err.Error()}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, &Error{File: path, Msg: err.Error()}
-	}
-	c, err := ParseCluster(path, data, localNode)
-	if err != nil {
-		return nil, err
-	}
-	if c.Secret != "" {
-		fi, err := f.Stat()
-		if err != nil {
-			return nil, &Error{File: path, Msg: err.Error()}
-		}
-		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-			return nil, &Error{File: path, Msg: fmt.Sprintf("mode %04o lets other users read the cluster secret: chmod 600 it", perm)}
-		}
-	}
-	return c, nil
-}
-
 // DefaultMemberAddr is the heartbeat address of the local node when
 // cluster.toml names no member.
 const DefaultMemberAddr = "127.0.0.1:10000"
 
 // ParseCluster parses the content of cluster.toml. When [nodes] is missing
 // or empty, localNode is the only member, at DefaultMemberAddr.
-func ParseCluster(file string, data []byte, localNode string) (*ClusterConfig, error) {
-	d, err := decodeDoc(file, data, clusterSchema)
+func (dec Decoder) ParseCluster(file string, data []byte, localNode string) (*ClusterConfig, error) {
+	d, err := dec.decodeDoc(file, data, clusterSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -220,20 +164,20 @@ func isHex(s string, n int) bool {
 // canonicalHostPort writes addr so that two spellings of one address
 // compare equal: IPs in their canonical form, host names lowercased.
 func canonicalHostPort(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
+	host, port, ok := splitHostPort(addr)
+	if !ok {
 		return addr
 	}
-	if ip := net.ParseIP(host); ip != nil {
+	if ip, ok := parseIP(host); ok {
 		host = ip.String()
 	}
 	p, _ := strconv.Atoi(port)
-	return net.JoinHostPort(strings.ToLower(host), strconv.Itoa(p))
+	return joinHostPort(strings.ToLower(host), strconv.Itoa(p))
 }
 
 func checkHostPort(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
+	host, port, ok := splitHostPort(addr)
+	if !ok {
 		return fmt.Errorf("want host:port")
 	}
 	if host == "" {

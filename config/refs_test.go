@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"errors"
@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	. "haven/config"
+	"haven/config/tomlfile"
 )
 
 func TestForNode(t *testing.T) {
@@ -29,7 +32,7 @@ ipname = "{ip.vip.netmask}"
 ipdev = "eth{DEFAULT.priority}"
 netmask = "10.0.0.1"
 `
-	s, err := ParseService("svc.toml", "svc", []byte(data))
+	s, err := tomlfile.ParseService("svc.toml", "svc", []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,7 @@ netmask = "10.0.0.1"
 
 func TestForNodeBadIP(t *testing.T) {
 	data := "[ip.vip]\nipname = \"{nodename}\"\nipdev = \"eth0\"\n"
-	s, err := ParseService("svc.toml", "svc", []byte(data))
+	s, err := tomlfile.ParseService("svc.toml", "svc", []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +88,7 @@ func TestExpansionBounded(t *testing.T) {
 		fmt.Fprintf(&b, "[app.a%d]\nstart = \"{app.a%d.start}{app.a%d.start}{app.a%d.start}{app.a%d.start}\"\n", i, i+1, i+1, i+1, i+1)
 	}
 	b.WriteString("[app.a9]\nstart = \"x\"\n")
-	_, err := ParseService("f.toml", "f", []byte(b.String()))
+	_, err := tomlfile.ParseService("f.toml", "f", []byte(b.String()))
 	if err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Errorf("ParseService = %v, want a length error", err)
 	}

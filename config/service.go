@@ -4,14 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"haven/cmdline"
-	"io/fs"
-	"net"
-	"os"
-	"path/filepath"
+	pathpkg "path"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"haven/constraints"
 )
@@ -30,28 +28,16 @@ func ValidServiceName(name string) error {
 // ServiceNameFromFile returns the service name a file names: its base name
 // without the ".toml" extension.
 func ServiceNameFromFile(path string) string {
-	return strings.TrimSuffix(filepath.Base(path), ".toml")
-}
-
-// LoadService reads services/NAME.toml; the service name is the file name.
-func LoadService(path string) (*ServiceConfig, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &Error{File: path, Msg: "no such file"}
-		}
-		return nil, &Error{File: path, Msg: err.Error()}
-	}
-	return ParseService(path, ServiceNameFromFile(path), data)
+	return strings.TrimSuffix(pathpkg.Base(path), ".toml")
 }
 
 // ParseService parses and validates a service config. file only names the
 // source in errors; name is the service name.
-func ParseService(file, name string, data []byte) (*ServiceConfig, error) {
+func (dec Decoder) ParseService(file, name string, data []byte) (*ServiceConfig, error) {
 	if err := ValidServiceName(name); err != nil {
 		return nil, &Error{File: file, Msg: err.Error()}
 	}
-	d, err := decodeDoc(file, data, serviceSchema)
+	d, err := dec.decodeDoc(file, data, serviceSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +142,9 @@ func (d *document) resource(sec *section) (ResourceConfig, error) {
 		if err := checkIP(r); err != nil {
 			return r, d.errAt(sec, err.key, "%s", err.msg)
 		}
+		if r.ProbeTimeout <= 0 || r.ProbeTimeout > 10*time.Second {
+			return r, d.errAt(sec, "probe_timeout", "must be more than 0 and at most 10s")
+		}
 	}
 	return r, nil
 }
@@ -165,7 +154,7 @@ type fieldError struct{ key, msg string }
 // checkIP validates ipname, ipdev and netmask, skipping the values that
 // hold a reference (checked again by ForNode once expanded).
 func checkIP(r ResourceConfig) *fieldError {
-	if !strings.Contains(r.IPName, "{") && net.ParseIP(r.IPName) == nil {
+	if !strings.Contains(r.IPName, "{") && !isIP(r.IPName) {
 		return &fieldError{"ipname", fmt.Sprintf("invalid IP address %q", r.IPName)}
 	}
 	if r.IPDev == "" {
@@ -176,7 +165,7 @@ func checkIP(r ResourceConfig) *fieldError {
 			if n < 0 || n > 128 {
 				return &fieldError{"netmask", fmt.Sprintf("prefix length %d out of range 0..128", n)}
 			}
-		} else if ip := net.ParseIP(m).To4(); ip == nil {
+		} else if !isIPv4(m) {
 			return &fieldError{"netmask", fmt.Sprintf("invalid netmask %q: want a prefix length or a dotted IPv4 mask", m)}
 		}
 	}

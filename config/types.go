@@ -145,6 +145,9 @@ type ResourceConfig struct {
 	IPName  string
 	IPDev   string
 	Netmask string
+	// ProbeTimeout is how long the start waits for another holder of the
+	// address to answer (default 300ms).
+	ProbeTimeout time.Duration
 }
 
 // NodeList returns the service's candidate nodes in priority order, with

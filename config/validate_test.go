@@ -1,9 +1,14 @@
-package config
+package config_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	. "haven/config"
+	"haven/config/tomlfile"
 )
 
 const goodService = `[DEFAULT]
@@ -39,7 +44,7 @@ netmask = "24"
 `
 
 func TestParseServiceGood(t *testing.T) {
-	s, err := ParseService("web.toml", "web", []byte(goodService))
+	s, err := tomlfile.ParseService("web.toml", "web", []byte(goodService))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +56,7 @@ func TestParseServiceGood(t *testing.T) {
 
 func TestResourceOrder(t *testing.T) {
 	data := "[app.b]\nstart='x'\n[app.a]\nstart='x'\n[ip.z]\nipname='::1'\nipdev='lo'\n[ip.y]\nipname='10.0.0.1'\nipdev='lo'\n"
-	s, err := ParseService("s.toml", "s", []byte(data))
+	s, err := tomlfile.ParseService("s.toml", "s", []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +92,8 @@ func TestServiceErrors(t *testing.T) {
 		{"duration", "[app.web]\nstart = \"x\"\ntimeout = \"3x\"\n", `svc.toml:3: app#web.timeout: invalid duration "3x"`},
 		{"duration neg", "[app.web]\nstart = \"x\"\ntimeout = -3\n", `svc.toml:3: app#web.timeout: duration -3 out of range`},
 		{"duration zero", "[app.web]\nstart = \"x\"\ntimeout = 0\n", `svc.toml:3: app#web.timeout: must be more than 0`},
+		{"probe_timeout zero", "[ip.vip]\nipname = \"10.0.0.9\"\nipdev = \"eth0\"\nprobe_timeout = 0\n", `svc.toml:4: ip#vip.probe_timeout: must be more than 0 and at most 10s`},
+		{"probe_timeout long", "[ip.vip]\nipname = \"10.0.0.9\"\nipdev = \"eth0\"\nprobe_timeout = \"1m\"\n", `svc.toml:4: ip#vip.probe_timeout: must be more than 0 and at most 10s`},
 		{"restart neg", "[app.web]\nstart = \"x\"\nrestart = -1\n", `svc.toml:3: app#web.restart: must not be negative`},
 		{"app empty", "[DEFAULT]\n[app.web]\ninfo = \"x\"\n", "svc.toml:2: app#web: an app needs at least one of start, stop, check"},
 		{"app unbalanced quote", "[app.web]\nstart = \"true\"\ncheck = \"echo 'up\"\n", "svc.toml:3: app#web.check: "},
@@ -110,7 +117,7 @@ func TestServiceErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseService("svc.toml", "svc", []byte(tt.data))
+			_, err := tomlfile.ParseService("svc.toml", "svc", []byte(tt.data))
 			if err == nil {
 				t.Fatalf("ParseService: no error, want %q", tt.want)
 			}
@@ -136,8 +143,8 @@ func TestServiceName(t *testing.T) {
 			t.Errorf("ValidServiceName(%q): want an error", n)
 		}
 	}
-	if _, err := ParseService("Bad.toml", "Bad", []byte("")); err == nil || !strings.HasPrefix(err.Error(), "Bad.toml: invalid service name") {
-		t.Errorf("ParseService(bad name) = %v", err)
+	if _, err := tomlfile.ParseService("Bad.toml", "Bad", []byte("")); err == nil || !strings.HasPrefix(err.Error(), "Bad.toml: invalid service name") {
+		t.Errorf("tomlfile.ParseService(bad name) = %v", err)
 	}
 }
 
@@ -152,13 +159,16 @@ func TestNodeErrors(t *testing.T) {
 		{"[node]\nname = \"a b\"\n", `node.toml:2: node.name: invalid node name "a b"`},
 		{"[node]\nlabels = { env = 1 }\n", "node.toml:2: node.labels: want a table of strings"},
 		{"[node]\nready_period = \"soon\"\n", `node.toml:2: node.ready_period: invalid duration "soon"`},
+		// 0 used to mean 16s silently (issue 14 item 5)
+		{"[node]\nready_period = 0\n", "node.toml:2: node.ready_period: must be more than 0"},
+		{"[node]\nready_period = \"0s\"\n", "node.toml:2: node.ready_period: must be more than 0"},
 		{"[node]\n[hb]\nttl = 3\n", "node.toml:3: hb.ttl: unknown keyword"},
 		{"[cluster]\nname = \"x\"\n", "node.toml:1: cluster: unknown section [cluster]: want [node], [hb]"},
 	}
 	for _, tt := range tests {
-		_, err := ParseNode("node.toml", []byte(tt.data))
+		_, err := tomlfile.ParseNode("node.toml", []byte(tt.data))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ParseNode(%q) = %v, want %q", tt.data, err, tt.want)
+			t.Errorf("tomlfile.ParseNode(%q) = %v, want %q", tt.data, err, tt.want)
 		}
 	}
 }
@@ -177,9 +187,27 @@ func TestClusterErrors(t *testing.T) {
 		{"[DEFAULT]\n", "cluster.toml:1: DEFAULT: unknown section [DEFAULT]"},
 	}
 	for _, tt := range tests {
-		_, err := ParseCluster("cluster.toml", []byte(tt.data), "n1")
+		_, err := tomlfile.ParseCluster("cluster.toml", []byte(tt.data), "n1")
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("ParseCluster(%q) = %v, want %q", tt.data, err, tt.want)
+			t.Errorf("tomlfile.ParseCluster(%q) = %v, want %q", tt.data, err, tt.want)
 		}
+	}
+}
+func TestServiceDefaults(t *testing.T) {
+	s, err := tomlfile.ParseService("svc.toml", "svc", []byte("[app.a]\nstart = \"true\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Nodes) != 0 || s.Orchestrate != "no" || s.Placement != "nodes order" ||
+		s.MonitorAction != "none" || s.Priority != 100 || s.Constraint != nil || len(s.Resources) != 1 {
+		t.Errorf("defaults: %+v", s)
+	}
+	r := s.Resources[0]
+	if r.RID != "app#a" || r.Timeout != 30*time.Second || r.RestartDelay != 500*time.Millisecond || r.Monitor || r.Restart != 0 {
+		t.Errorf("resource defaults: %+v", r)
+	}
+	s.Nodes = []string{"n3", "*"}
+	if got := s.NodeList([]string{"n1", "n3"}); !reflect.DeepEqual(got, []string{"n3", "n1"}) {
+		t.Errorf("NodeList = %v", got)
 	}
 }

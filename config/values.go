@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/BurntSushi/toml"
 )
 
 // The Go types of the keyword values, by Type: string, int, bool,
@@ -110,7 +108,7 @@ func toDuration(raw any) (time.Duration, error) {
 // defaults of the table) into the TOML value to store in the file.
 // Lists: `["a", "b"]` or blank separated words. Maps: `{ k = "v" }` or
 // blank separated k=v words.
-func fromText(kw *Keyword, text string) (any, error) {
+func (dec Decoder) fromText(kw *Keyword, text string) (any, error) {
 	switch kw.Type {
 	case TypeString, TypeEnum:
 		return text, nil
@@ -134,7 +132,7 @@ func fromText(kw *Keyword, text string) (any, error) {
 	case TypeList:
 		t := strings.TrimSpace(text)
 		if strings.HasPrefix(t, "[") {
-			return decodeInline(t)
+			return dec.decodeInline(t)
 		}
 		out := []any{}
 		for _, f := range strings.Fields(t) {
@@ -144,7 +142,7 @@ func fromText(kw *Keyword, text string) (any, error) {
 	case TypeMap:
 		t := strings.TrimSpace(text)
 		if strings.HasPrefix(t, "{") {
-			return decodeInline(t)
+			return dec.decodeInline(t)
 		}
 		out := map[string]any{}
 		for _, f := range strings.Fields(t) {
@@ -159,18 +157,10 @@ func fromText(kw *Keyword, text string) (any, error) {
 	return nil, fmt.Errorf("unsupported keyword type %v", kw.Type)
 }
 
-// decodeInline decodes one TOML value written inline.
-func decodeInline(t string) (any, error) {
-	var m map[string]any
-	if _, err := toml.Decode("v = "+t, &m); err != nil {
-		return nil, fmt.Errorf("invalid value %s: %v", t, err)
-	}
-	return m["v"], nil
-}
-
-// defaultValue returns the Go value of kw's default.
+// defaultValue returns the Go value of kw's default (written without
+// inline TOML, so that no decoder is needed).
 func defaultValue(kw *Keyword) any {
-	raw, err := fromText(kw, kw.Default)
+	raw, err := Decoder(nil).fromText(kw, kw.Default)
 	if err == nil {
 		var v any
 		if v, err = fromTOML(kw, raw); err == nil {

@@ -13,6 +13,7 @@ import (
 
 	"haven/api"
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/fsutil"
 	"haven/node"
@@ -100,6 +101,8 @@ func (d *Daemon) routes() http.Handler {
 		}
 		d.replyAsync(w, func(done func(any, error)) { d.keyword(req, done) })
 	})
+	mux.HandleFunc("GET "+api.PathExplain, d.handleExplain)
+	mux.HandleFunc("POST "+api.PathRefresh, d.handleRefresh(decode))
 	mux.HandleFunc("GET "+api.PathLogs, lim.stream(d.handleLogs))
 	mux.HandleFunc("GET "+api.PathEvents, lim.stream(d.handleEvents))
 	return mux
@@ -282,15 +285,15 @@ func (d *Daemon) parseCreate(req api.CreateRequest) (*config.ServiceConfig, erro
 		return nil, badInput(err)
 	}
 	raw := []byte(req.Config)
-	cfg, err := config.ParseService(file, req.Name, raw)
+	cfg, err := tomlfile.ParseService(file, req.Name, raw)
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Nodes) == 0 {
-		if raw, err = config.SetKeyword(file, raw, "DEFAULT.nodes+="+d.nodeName()); err != nil {
+		if raw, err = tomlfile.SetKeyword(file, raw, "DEFAULT.nodes+="+d.nodeName()); err != nil {
 			return nil, err
 		}
-		if cfg, err = config.ParseService(file, req.Name, raw); err != nil {
+		if cfg, err = tomlfile.ParseService(file, req.Name, raw); err != nil {
 			return nil, err
 		}
 	}
@@ -338,7 +341,7 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 func (d *Daemon) install(cfg *config.ServiceConfig, e dataset.ConfigEntry, what string) error {
 	path := d.p.ServiceConf(cfg.Name)
 	if err := fsutil.WriteAtomic(path, cfg.Raw, 0o600); err != nil {
-		return failed("install %s: %v", path, err)
+		return failed("install: %v", err)
 	}
 	cfg.File = path
 	if d.cfgs.invalid[cfg.Name] != nil {
@@ -371,7 +374,7 @@ func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 	case "get":
 		var out api.KeywordResponse
 		for _, k := range req.Kws {
-			v, err := config.GetKeyword(raw, k)
+			v, err := tomlfile.GetKeyword(file, raw, k)
 			if err != nil {
 				done(nil, badInput(err))
 				return
@@ -385,7 +388,7 @@ func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 			done(nil, badInput(err))
 			return
 		}
-		cfg, err := config.ParseService(file, req.Name, raw)
+		cfg, err := tomlfile.ParseService(file, req.Name, raw)
 		if err != nil {
 			done(nil, err)
 			return

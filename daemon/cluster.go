@@ -17,7 +17,7 @@ func (d *Daemon) startHeartbeat() error {
 		return nil
 	}
 	// membership, [hb] against [nodes] and the secret were checked at load
-	// (config.CheckMember, config.ParseCluster)
+	// (config.CheckMember, tomlfile.ParseCluster)
 	cfg := heartbeat.Config{
 		Node:        d.node.Name,
 		BindAddr:    d.node.HB.Addr,

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 )
 
@@ -172,7 +172,7 @@ func (d *Daemon) rebasePending(name, from string) {
 		}
 		next, err := applyKeywords(file, raw, p.op, p.kws)
 		if err == nil {
-			_, err = config.ParseService(file, name, next)
+			_, err = tomlfile.ParseService(file, name, next)
 		}
 		if err != nil {
 			d.finishEdit(name, p, failed("%s: changed concurrently on %s, and the change no longer applies (%v): retry", name, cur.Version.Origin, err))
@@ -185,7 +185,7 @@ func (d *Daemon) rebasePending(name, from string) {
 	if len(redo) == 0 {
 		return
 	}
-	cfg, err := config.ParseService(file, name, raw)
+	cfg, err := tomlfile.ParseService(file, name, raw)
 	if err == nil {
 		e := d.newEntry(name, cfg.Raw)
 		if err = d.install(cfg, e, "changed (edits made here applied again on a concurrent version)"); err == nil {
@@ -214,9 +214,9 @@ func applyKeywords(file string, raw []byte, op string, kws []string) ([]byte, er
 	var err error
 	for _, k := range kws {
 		if op == "set" {
-			raw, err = config.SetKeyword(file, raw, k)
+			raw, err = tomlfile.SetKeyword(file, raw, k)
 		} else {
-			raw, err = config.UnsetKeyword(file, raw, k)
+			raw, err = tomlfile.UnsetKeyword(file, raw, k)
 		}
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/node"
 )
@@ -117,7 +118,7 @@ func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntr
 			}
 			e.Digest = dig // a peer of a build without digests
 		}
-		cfg, err := config.ParseService(d.p.ServiceConf(name), name, []byte(e.Raw))
+		cfg, err := tomlfile.ParseService(d.p.ServiceConf(name), name, []byte(e.Raw))
 		if err != nil {
 			// keep the last good config; log once per version
 			d.refused[name] = e.Version

@@ -19,14 +19,16 @@ import (
 	"haven/api"
 	"haven/clock"
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/node"
 	"haven/paths"
+	"haven/version"
 )
 
 // CompatVersion is the compat version of this build (contract section 7).
-const CompatVersion = 1
+const CompatVersion = version.Compat
 
 // Options configure a daemon.
 type Options struct {
@@ -87,6 +89,7 @@ type Daemon struct {
 	gen      uint64
 	load15   float64
 	memPct   float64
+	sd       sdNotifier // systemd notify protocol (notify.go)
 
 	hb        heartbeat.Heartbeat
 	hbEvents  <-chan heartbeat.Event
@@ -151,11 +154,11 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.log = newLogger(d.logFile, opts.Stderr, opts.Clock)
-	d.svclogs = newSvcLogs(p)
-	if d.node, err = config.LoadNode(p.NodeConf); err != nil {
+	d.svclogs = newSvcLogs(p, opts.Clock)
+	if d.node, err = tomlfile.LoadNode(p.NodeConf); err != nil {
 		return nil, err
 	}
-	if d.cluster, err = config.LoadCluster(p.Cluster, d.node.Name); err != nil {
+	if d.cluster, err = tomlfile.LoadCluster(p.Cluster, d.node.Name); err != nil {
 		return nil, err
 	}
 	if err := config.CheckMember(d.node, d.cluster); err != nil {
@@ -211,6 +214,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.lock.Close()
 	defer d.log.Sync()
 	d.started = d.clk.Now()
+	d.sdInit()
 	if err := os.WriteFile(d.p.PidFile(), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
 		return err
 	}
@@ -246,8 +250,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.publish()
 	// reconcile on start-up: learn what runs before deciding anything
 	for _, name := range d.serviceNames() {
+		d.sdAwaitCheck(d.services[name])
 		d.check(d.services[name])
 	}
+	d.sdLaunched()
 
 	mode := d.loop(ctx)
 
@@ -289,6 +295,8 @@ func (d *Daemon) loop(ctx context.Context) string {
 				continue
 			}
 			d.onHeartbeat(ev)
+		case <-d.sd.timer:
+			d.sdTick()
 		case <-d.stepTimer:
 			d.stepTimer, d.stepAt = nil, time.Time{}
 			d.core.WakeUp() // a pass below
@@ -322,6 +330,7 @@ func (d *Daemon) loop(ctx context.Context) string {
 // beginStop announces the stop. "shutdown" also stops every local
 // instance that runs (the node core's BeginStop).
 func (d *Daemon) beginStop(mode string) {
+	d.sdStopping(mode)
 	d.core.BeginStop(mode, d.clk.Now())
 	d.applyReady()
 }

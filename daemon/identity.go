@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/fsutil"
 	"haven/heartbeat"
 	"haven/node"
@@ -142,7 +143,7 @@ func (d *Daemon) checkLocalAddr() error {
 	if err != nil {
 		return fmt.Errorf("list the local addresses: %w", err)
 	}
-	return config.CheckLocalAddr(d.node, d.cluster, addrs)
+	return tomlfile.CheckLocalAddr(d.node, d.cluster, addrs)
 }
 
 // hbBindError explains a heartbeat that could not bind its port.

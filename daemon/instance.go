@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/node"
 	"haven/resource"
@@ -66,7 +67,7 @@ func (d *Daemon) loadServices() {
 			d.setInvalid(name, nil, &config.Error{File: path, Msg: err.Error()})
 			continue
 		}
-		cfg, err := config.ParseService(path, name, raw)
+		cfg, err := tomlfile.ParseService(path, name, raw)
 		if err != nil {
 			d.log.Error("service config invalid: service kept, not managed until repaired", zap.String("svc", name), zap.Error(err))
 			d.setInvalid(name, raw, err)

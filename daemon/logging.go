@@ -87,6 +87,9 @@ func (l *nodeLog) Sync() error {
 // zapClock gives zap (entry times, sampler ticks) the daemon's clock.
 type zapClock struct{ clock.Clock }
 
+// NewTicker is zap's (its Clock interface wants a *time.Ticker, which
+// clock.Clock cannot make); only zap's buffered writer uses it, and the
+// daemon has none: its sampler reads the entry times, from the clock.
 func (zapClock) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
 
 // suppressed counts, per message, the WARN and ERROR lines the sampler
@@ -147,6 +150,10 @@ func newLogger(l *nodeLog, stderr bool, clk clock.Clock) *zap.Logger {
 	if stderr {
 		ws = zapcore.NewMultiWriteSyncer(ws, zapcore.Lock(os.Stderr))
 	}
+	if stderr && stderrIsJournal() {
+		// run by systemd: the journal only (notify.go)
+		enc, ws = journalEncoding(), zapcore.Lock(os.Stderr)
+	}
 	sampled := func(lv zapcore.Level) bool { return lv == zap.WarnLevel || lv == zap.ErrorLevel }
 	always := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), ws,
 		zap.LevelEnablerFunc(func(lv zapcore.Level) bool { return lv >= zap.InfoLevel && !sampled(lv) }))
@@ -171,11 +178,12 @@ func (d *Daemon) ReopenLogs() {
 // svcLogs appends the output of resource commands and the daemon's
 // messages about a service to R/log/services/NAME.log.
 type svcLogs struct {
-	p  paths.Paths
-	mu sync.Mutex
+	p   paths.Paths
+	clk clock.Clock
+	mu  sync.Mutex
 }
 
-func newSvcLogs(p paths.Paths) *svcLogs { return &svcLogs{p: p} }
+func newSvcLogs(p paths.Paths, clk clock.Clock) *svcLogs { return &svcLogs{p: p, clk: clk} }
 
 func (s *svcLogs) write(svc, rid, line string) {
 	s.mu.Lock()
@@ -188,7 +196,7 @@ func (s *svcLogs) write(svc, rid, line string) {
 	if rid == "" {
 		rid = "-"
 	}
-	fmt.Fprintf(f, "%s %s %s\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), rid, line)
+	fmt.Fprintf(f, "%s %s %s\n", s.clk.Now().Format("2006-01-02T15:04:05.000Z07:00"), rid, line)
 }
 
 // tail returns the last n lines of a service's log (every line when n < 0).

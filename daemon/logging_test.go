@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/clock"
+	"haven/paths"
 )
 
 func lines(t *testing.T, path string) []string {
@@ -127,5 +128,19 @@ func TestPanicInAnyGoroutineReachesNodeLog(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Fatalf("node.log lacks %q:\n%s", want, log)
 		}
+	}
+}
+
+// Service log lines are stamped with the daemon's clock, not the wall
+// clock.
+func TestServiceLogStampsTheDaemonClock(t *testing.T) {
+	p := paths.New(t.TempDir())
+	if err := os.MkdirAll(filepath.Dir(p.ServiceLog("web")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC))
+	newSvcLogs(p, clk).write("web", "app#a", "started")
+	if got, want := lines(t, p.ServiceLog("web"))[0], "2024-01-02T03:04:05.000Z app#a started"; got != want {
+		t.Errorf("service log line %q, want %q", got, want)
 	}
 }

@@ -148,6 +148,8 @@ func nodeInfo(n dataset.Node, s dataset.NodeStatus) dataset.NodeInfo {
 		Load15:      n.Load15,
 		MemAvailPct: n.MemAvailPct,
 		Labels:      n.Labels,
+
+		FrozenReason: n.FrozenReason,
 	}
 }
 

@@ -194,6 +194,10 @@ type Node struct {
 	Clears map[string]ClearRequest `json:"clears,omitempty"`
 	// Gen increases on every change of this node's data (used for deltas).
 	Gen uint64 `json:"gen"`
+
+	// FrozenReason says why the node is frozen: an admin freeze, or the
+	// daemon's own (rejoin grace period ended, impostor...). Empty when thawed.
+	FrozenReason string `json:"frozen_reason,omitempty"`
 }
 
 // Clone returns a deep copy.

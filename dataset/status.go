@@ -41,6 +41,9 @@ type NodeInfo struct {
 	Load15      float64           `json:"load15"`
 	MemAvailPct float64           `json:"mem_avail_pct"`
 	Labels      map[string]string `json:"labels"`
+
+	// FrozenReason is Node.FrozenReason.
+	FrozenReason string `json:"frozen_reason,omitempty"`
 }
 
 // ServiceStatus is one service across its nodes.

@@ -1,55 +1,28 @@
 package e2e
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	mrand "math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"haven/api"
 	"haven/dataset"
+	"haven/testbed"
 )
 
-// freePort returns a port free for both TCP and UDP on 127.0.0.1. It is
-// drawn below the kernel's ephemeral range (32768+), so that no outgoing
-// connection of an earlier daemon can take it between here and the bind.
+// freePort returns a port free for both TCP and UDP on 127.0.0.1
+// (testbed.FreePort).
 func freePort(t *testing.T) int {
 	t.Helper()
-	for i := 0; i < 200; i++ {
-		port := 20000 + mrand.IntN(12000)
-		if _, loaded := usedPorts.LoadOrStore(port, true); loaded {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
+	port, err := testbed.FreePort()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port")
-	return 0
-}
-
-// usedPorts are the ports this test process handed out already.
-var usedPorts sync.Map
-
-func newSecret() string {
-	b := make([]byte, 32)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+	return port
 }
 
 type clusterOpts struct {
@@ -67,7 +40,7 @@ func newCluster(t *testing.T, names []string, o clusterOpts) map[string]*node {
 		o.name = "test"
 	}
 	if o.secret == "" {
-		o.secret = newSecret()
+		o.secret = testbed.NewSecret()
 	}
 	if o.timeout == "" {
 		o.timeout = "3s"
@@ -76,30 +49,28 @@ func newCluster(t *testing.T, names []string, o clusterOpts) map[string]*node {
 		o.interval = "1s"
 	}
 	ports := map[string]int{}
-	var members strings.Builder
+	var members []testbed.Member
 	for _, n := range names {
 		ports[n] = freePort(t)
-		fmt.Fprintf(&members, "%s = \"127.0.0.1:%d\"\n", n, ports[n])
+		members = append(members, testbed.Member{Name: n, Addr: fmt.Sprintf("127.0.0.1:%d", ports[n])})
 	}
-	cluster := fmt.Sprintf("[cluster]\nname = %q\nsecret = %q\n\n[nodes]\n%s", o.name, o.secret, members.String())
+	cluster := testbed.ClusterToml(o.name, o.secret, members)
 	out := map[string]*node{}
 	for _, n := range names {
-		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = \"300ms\"\nrejoin_grace_period = \"5s\"\nmaintenance_grace_period = \"6s\"\nready_period = \"2s\"\n%s\n[hb]\naddr = \"127.0.0.1\"\nport = %d\ntimeout = %q\ninterval = %q\n",
-			n, o.extra, ports[n], o.timeout, o.interval)
-		nd := newNode(t, n, nodeToml)
+		nodeToml := testbed.NodeToml{Name: n,
+			Keys:   []string{`monitor_interval = "300ms"`, `rejoin_grace_period = "5s"`, `maintenance_grace_period = "6s"`, `ready_period = "2s"`, o.extra},
+			HBAddr: "127.0.0.1", HBPort: ports[n], HBTimeout: o.timeout, HBInterval: o.interval}
+		nd := newNode(t, n, nodeToml.String())
 		writeClusterToml(t, nd, cluster)
 		out[n] = nd
 	}
 	return out
 }
 
-// writeClusterToml writes the node's cluster.toml readable by its owner
-// only, as the daemon demands of a file holding the secret.
+// writeClusterToml writes the node's cluster.toml, 0600.
 func writeClusterToml(t *testing.T, n *node, content string) {
 	t.Helper()
-	path := filepath.Join(n.root, "etc", "cluster.toml")
-	writeFile(t, path, content)
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := testbed.WriteClusterToml(n.root, content); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -142,7 +113,7 @@ func TestClusterConvergesDistributesConfigsAndDetectsCrash(t *testing.T) {
 
 	// a config created on n1 reaches n3, installed there
 	cfg := filepath.Join(t.TempDir(), "web.toml")
-	writeFile(t, cfg, strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\", \"n3\"]", 1))
+	writeFile(t, cfg, strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\", \"n3\"]", 1))
 	c["n1"].must("svcmgr", "-s", "web", "create", "--config", cfg)
 	waitFor(t, 5*time.Second, "web installed on n3", func() bool {
 		_, err := os.Stat(filepath.Join(c["n3"].root, "etc", "services", "web.toml"))
@@ -151,7 +122,7 @@ func TestClusterConvergesDistributesConfigsAndDetectsCrash(t *testing.T) {
 	// an edit on n3 reaches n1
 	c["n3"].must("svcmgr", "-s", "web", "set", "--kw", "DEFAULT.priority=5")
 	waitFor(t, 5*time.Second, "the edit made on n3 seen on n1", func() bool {
-		return strings.TrimSpace(c["n1"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority").out) == "5"
+		return strings.TrimSpace(c["n1"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority").Out) == "5"
 	})
 	// a start on n2 is seen from n1
 	c["n2"].must("svcmgr", "-s", "web", "start", "--local")
@@ -178,7 +149,7 @@ func TestClusterConvergesDistributesConfigsAndDetectsCrash(t *testing.T) {
 	os.Remove(filepath.Join(c["n3"].root, "run", "daemon.sock"))
 	c["n3"].startDaemon()
 	waitFor(t, 10*time.Second, "n3 catches up with the edit made while it was down", func() bool {
-		return strings.TrimSpace(c["n3"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority").out) == "9"
+		return strings.TrimSpace(c["n3"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority").Out) == "9"
 	})
 	waitFor(t, 10*time.Second, "n1 sees n3 up again", func() bool { return peerStatus(c["n1"], "n3") == dataset.NodeUp })
 
@@ -194,12 +165,10 @@ func TestClusterConvergesDistributesConfigsAndDetectsCrash(t *testing.T) {
 
 func daemonPid(t *testing.T, n *node) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(n.root, "run", "daemon.pid"))
-	if err != nil {
-		t.Fatal(err)
+	pid := testbed.DaemonPID(n.root)
+	if pid == 0 {
+		t.Fatalf("%s: no daemon pid", n.name)
 	}
-	var pid int
-	fmt.Sscan(string(b), &pid)
 	return pid
 }
 
@@ -207,7 +176,7 @@ func daemonPid(t *testing.T, n *node) int {
 func TestNodeRemovedFromServiceStopsInstance(t *testing.T) {
 	n := newNode(t, "n1", "")
 	n.startDaemon()
-	createService(t, n, "web", pidService)
+	createService(t, n, "web", testbed.PidService)
 	n.must("svcmgr", "-s", "web", "start", "--local")
 	n.must("svcmgr", "-s", "web", "set", "--kw", "DEFAULT.nodes=n9")
 	pid := filepath.Join(n.root, "var", "services", "web", "main.pid")

@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
 
-// startService is pidService with orchestrate = start.
-var startService = strings.Replace(pidService, `orchestrate = "no"`, `orchestrate = "start"`, 1)
+// startService is testbed.PidService with orchestrate = start.
+var startService = strings.Replace(testbed.PidService, `orchestrate = "no"`, `orchestrate = "start"`, 1)
 
 // restartDaemon stops and starts n's daemon.
 func restartDaemon(n *node) {
@@ -35,7 +36,7 @@ func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
 		t.Fatalf("after stop: avail %q frozen %v, want down and frozen", i.Avail, i.Frozen)
 	}
 	// a second service runs: it must be left alone while its config is invalid
-	createService(t, n, "db", pidService)
+	createService(t, n, "db", testbed.PidService)
 	n.must("svcmgr", "-s", "db", "start", "--local")
 	dbPid := readFile(t, filepath.Join(n.root, "var", "services", "db", "main.pid"))
 
@@ -78,7 +79,7 @@ func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
 	if got := readFile(t, filepath.Join(n.root, "var", "services", "db", "main.pid")); got != dbPid {
 		t.Fatalf("db was restarted while its config is invalid (pid %q, was %q)", got, dbPid)
 	}
-	if r := n.run("svcmgr", "-s", "web", "start"); r.code != 1 || !strings.Contains(r.err, "config invalid") {
+	if r := n.run("svcmgr", "-s", "web", "start"); r.Code != 1 || !strings.Contains(r.Err, "config invalid") {
 		t.Fatalf("start of a service whose config is invalid: want exit 1 saying config invalid, got %s", r)
 	}
 
@@ -102,7 +103,7 @@ func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
 	os.Chmod(editor, 0o755)
 	t.Setenv("EDITOR", editor)
 	r := n.run("svcmgr", "-s", "db", "edit", "config")
-	if r.code != 0 {
+	if r.Code != 0 {
 		t.Fatalf("edit config of the invalid db: %s", r)
 	}
 	waitFor(t, 5*time.Second, "db checked up after the repair", func() bool { return n.instance("db").Avail == dataset.StatusUp })
@@ -117,7 +118,7 @@ func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
 // gives it a new version, and every node converges on that content.
 func TestConfigChangedBehindHavenConverges(t *testing.T) {
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
-	createService(t, c["n1"], "web", strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
+	createService(t, c["n1"], "web", strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
 	conf2 := filepath.Join(c["n2"].root, "etc", "services", "web.toml")
 	waitFor(t, 10*time.Second, "web installed on n2", func() bool { _, err := os.Stat(conf2); return err == nil })
 
@@ -127,8 +128,8 @@ func TestConfigChangedBehindHavenConverges(t *testing.T) {
 	c["n2"].startDaemon()
 	start := time.Now()
 	waitFor(t, 20*time.Second, "both nodes hold the same content", func() bool {
-		a := c["n1"].run("svcmgr", "-s", "web", "print", "config").out
-		b := c["n2"].run("svcmgr", "-s", "web", "print", "config").out
+		a := c["n1"].run("svcmgr", "-s", "web", "print", "config").Out
+		b := c["n2"].run("svcmgr", "-s", "web", "print", "config").Out
 		return a == b && a == hand
 	})
 	t.Logf("converged %s after n2's restart", time.Since(start).Round(10*time.Millisecond))
@@ -147,14 +148,14 @@ func TestConfigChangedBehindHavenConverges(t *testing.T) {
 // fail (exit 1) only saying it was changed concurrently.
 func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
-	createService(t, c["n1"], "web", strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
+	createService(t, c["n1"], "web", strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
 	waitFor(t, 10*time.Second, "web installed on n2", func() bool {
-		return c["n2"].run("svcmgr", "-s", "web", "print", "config").code == 0
+		return c["n2"].run("svcmgr", "-s", "web", "print", "config").Code == 0
 	})
 	const perNode, parallel = 20, 4
 	type outcome struct {
 		item string
-		r    result
+		r    testbed.Result
 	}
 	var mu sync.Mutex
 	var outcomes []outcome
@@ -186,20 +187,20 @@ func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
 	wg.Wait()
 	var final string
 	waitFor(t, 20*time.Second, "both nodes hold the same config", func() bool {
-		a := c["n1"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.soft_affinity").out
-		b := c["n2"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.soft_affinity").out
+		a := c["n1"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.soft_affinity").Out
+		b := c["n2"].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.soft_affinity").Out
 		final = a
 		return a == b
 	})
 	acked, refused := 0, 0
 	for _, o := range outcomes {
 		switch {
-		case o.r.code == 0:
+		case o.r.Code == 0:
 			acked++
 			if !strings.Contains(final, `"`+o.item+`"`) {
 				t.Errorf("append of %s exited 0 but is not in the final config", o.item)
 			}
-		case o.r.code == 1 && strings.Contains(o.r.err, "changed concurrently"):
+		case o.r.Code == 1 && strings.Contains(o.r.Err, "changed concurrently"):
 			refused++
 		default:
 			t.Errorf("append of %s: want exit 0, or exit 1 saying changed concurrently; got %s", o.item, o.r)
@@ -213,7 +214,7 @@ func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
 
 	// edits of different keys at the same moment on both nodes: both kept
 	for i := 1; i <= 5; i++ {
-		var r1, r2 result
+		var r1, r2 testbed.Result
 		var pair sync.WaitGroup
 		pair.Add(2)
 		go func() {
@@ -225,20 +226,20 @@ func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
 			r2 = c["n2"].run("svcmgr", "-s", "web", "set", "--kw", fmt.Sprintf("DEFAULT.soft_anti_affinity=p%d", i))
 		}()
 		pair.Wait()
-		for _, r := range []result{r1, r2} {
-			if r.code != 0 && !(r.code == 1 && strings.Contains(r.err, "changed concurrently")) {
+		for _, r := range []testbed.Result{r1, r2} {
+			if r.Code != 0 && !(r.Code == 1 && strings.Contains(r.Err, "changed concurrently")) {
 				t.Fatalf("pair %d: want exit 0, or exit 1 saying changed concurrently; got %s", i, r)
 			}
 		}
 		for _, n := range []string{"n1", "n2"} {
-			if r1.code == 0 {
+			if r1.Code == 0 {
 				waitFor(t, 10*time.Second, fmt.Sprintf("pair %d: priority %d on %s", i, i, n), func() bool {
-					return strings.TrimSpace(c[n].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority").out) == fmt.Sprint(i)
+					return strings.TrimSpace(c[n].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority").Out) == fmt.Sprint(i)
 				})
 			}
-			if r2.code == 0 {
+			if r2.Code == 0 {
 				waitFor(t, 10*time.Second, fmt.Sprintf("pair %d: soft_anti_affinity p%d on %s", i, i, n), func() bool {
-					return strings.Contains(c[n].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.soft_anti_affinity").out, fmt.Sprintf(`"p%d"`, i))
+					return strings.Contains(c[n].run("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.soft_anti_affinity").Out, fmt.Sprintf(`"p%d"`, i))
 				})
 			}
 		}
@@ -250,14 +251,14 @@ func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
 func TestEditConfigRefusesAConcurrentChange(t *testing.T) {
 	n := newNode(t, "n1", "")
 	n.startDaemon()
-	createService(t, n, "web", pidService)
+	createService(t, n, "web", testbed.PidService)
 	editor := filepath.Join(t.TempDir(), "edit.sh")
 	writeFile(t, editor, fmt.Sprintf("#!/bin/sh\n%s --root %s -s web set --kw DEFAULT.priority=3 || exit 1\necho '# mine' >> \"$1\"\n",
 		filepath.Join(binDir, "svcmgr"), n.root))
 	os.Chmod(editor, 0o755)
 	t.Setenv("EDITOR", editor)
 	r := n.run("svcmgr", "-s", "web", "edit", "config")
-	if r.code != 1 || !strings.Contains(r.err, "changed concurrently") || !strings.Contains(r.err, "your edit is kept in") {
+	if r.Code != 1 || !strings.Contains(r.Err, "changed concurrently") || !strings.Contains(r.Err, "your edit is kept in") {
 		t.Fatalf("edit config over a concurrent set: want exit 1, changed concurrently, edit kept; got %s", r)
 	}
 	if got := strings.TrimSpace(n.must("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority")); got != "3" {

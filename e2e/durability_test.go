@@ -110,8 +110,8 @@ func checkNotSaved(t *testing.T, n *node, cause string) {
 		{"nodemgr", "drain"},
 	} {
 		r := n.run(args[0], args[1:]...)
-		if r.code != 1 || !strings.Contains(r.err, "state not saved") || !strings.Contains(r.err, cause) ||
-			strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
+		if r.Code != 1 || !strings.Contains(r.Err, "state not saved") || !strings.Contains(r.Err, cause) ||
+			strings.Count(strings.TrimSpace(r.Err), "\n") != 0 {
 			t.Fatalf("%s with R/var %s: want exit 1 and the cause in one line, got %s", strings.Join(args, " "), cause, r)
 		}
 	}
@@ -191,8 +191,8 @@ func TestStateDamagedRefusedAtStart(t *testing.T) {
 	for _, bad := range []string{"null", strings.Replace(good, `"services"`, `"servicez"`, 1), strings.Replace(good, `"node_frozen": true`, `"node_frozen": false`, 1)} {
 		writeFile(t, state, bad)
 		r := n.run("nodemgr", "daemon", "start")
-		if r.code != 2 || !strings.Contains(r.err, state) || !strings.Contains(r.err, "move it away") ||
-			strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
+		if r.Code != 2 || !strings.Contains(r.Err, state) || !strings.Contains(r.Err, "move it away") ||
+			strings.Count(strings.TrimSpace(r.Err), "\n") != 0 {
 			t.Fatalf("daemon start on a damaged state (%q...): want exit 2 naming %s with the remedy, got %s", bad[:min(len(bad), 40)], state, r)
 		}
 	}

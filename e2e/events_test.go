@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"haven/api"
+	"haven/testbed"
 )
 
 // nodemgr events --format json streams one JSON object a line, live;
@@ -17,7 +18,7 @@ import (
 func TestEventsStreamAndServiceLogs(t *testing.T) {
 	n := newNode(t, "n1", "")
 	n.startDaemon()
-	createService(t, n, "web", pidService)
+	createService(t, n, "web", testbed.PidService)
 
 	cmd := exec.Command(filepath.Join(binDir, "nodemgr"), "--root", n.root, "events", "--format", "json")
 	out, err := cmd.StdoutPipe()
@@ -75,7 +76,7 @@ func TestEventsStreamAndServiceLogs(t *testing.T) {
 func TestLogsFollow(t *testing.T) {
 	n := newNode(t, "n1", "")
 	n.startDaemon()
-	createService(t, n, "web", pidService)
+	createService(t, n, "web", testbed.PidService)
 	n.must("svcmgr", "-s", "web", "start", "--local")
 	n.must("svcmgr", "-s", "web", "stop", "--local")
 	cmd := exec.Command(filepath.Join(binDir, "svcmgr"), "--root", n.root, "-s", "web", "logs", "--follow", "--lines", "1")

@@ -1,19 +1,16 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
 
 var binDir string
@@ -24,10 +21,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "haven/cmd/nodemgr", "haven/cmd/svcmgr", "haven/cmd/svcmon")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build binaries:", err)
+	if err := testbed.Build(dir, "", "haven/cmd/nodemgr", "haven/cmd/svcmgr", "haven/cmd/svcmon"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	binDir = dir
@@ -46,67 +41,36 @@ type node struct {
 func newNode(t *testing.T, name, nodeToml string) *node {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), name)
-	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+	if nodeToml == "" {
+		nodeToml = testbed.NodeToml{Name: name, Keys: []string{`monitor_interval = "300ms"`}}.String()
+	}
+	if err := testbed.WriteNodeToml(root, nodeToml); err != nil {
 		t.Fatal(err)
 	}
-	if nodeToml == "" {
-		nodeToml = fmt.Sprintf("[node]\nname = %q\nmonitor_interval = \"300ms\"\n", name)
-	}
-	writeFile(t, filepath.Join(root, "etc", "node.toml"), nodeToml)
 	n := &node{t: t, name: name, root: root}
-	t.Cleanup(func() {
-		n.run("nodemgr", "daemon", "stop")
-		// leave no service process behind: the daemon stop leaves them
-		// running, and their command lines do not name the root
-		pids, _ := filepath.Glob(filepath.Join(root, "var", "services", "*", "*.pid"))
-		for _, f := range pids {
-			var pid int
-			if b, err := os.ReadFile(f); err == nil {
-				fmt.Sscan(string(b), &pid)
-			}
-			if pid > 0 {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		exec.Command("pkill", "-f", root).Run()
-	})
+	// leave no daemon or service process behind
+	t.Cleanup(func() { testbed.StopDaemon(filepath.Join(binDir, "nodemgr"), root) })
 	return n
 }
 
-type result struct {
-	out, err string
-	code     int
-}
-
-func (r result) String() string {
-	return fmt.Sprintf("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err)
-}
-
 // run runs one of the binaries against this node's root.
-func (n *node) run(bin string, args ...string) result {
+func (n *node) run(bin string, args ...string) testbed.Result {
 	n.t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, bin), append([]string{"--root", n.root}, args...)...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		n.t.Fatalf("run %s: %v", bin, err)
+	r, err := testbed.Run(filepath.Join(binDir, bin), n.root, args...)
+	if err != nil {
+		n.t.Fatal(err)
 	}
-	return result{o.String(), e.String(), code}
+	return r
 }
 
 // must runs and fails the test on a non-zero exit.
 func (n *node) must(bin string, args ...string) string {
 	n.t.Helper()
 	r := n.run(bin, args...)
-	if r.code != 0 {
+	if r.Code != 0 {
 		n.t.Fatalf("%s %s: %s", bin, strings.Join(args, " "), r)
 	}
-	return r.out
+	return r.Out
 }
 
 func (n *node) startDaemon() {
@@ -132,37 +96,17 @@ func (n *node) instance(svc string) dataset.Instance {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := testbed.WaitFor(d, 50*time.Millisecond, what, cond); err != nil {
+		t.Fatal(err)
 	}
 }
 
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+	if err := testbed.WriteFile(path, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
-
-// pidService is a service whose app runs a sleep process with its pid in {var}.
-const pidService = `
-[DEFAULT]
-orchestrate = "no"
-
-[app.main]
-start = "sh -c 'sleep 100000 >/dev/null 2>&1 & echo $! > {var}/main.pid'"
-stop  = "sh -c 'kill $(cat {var}/main.pid) 2>/dev/null; rm -f {var}/main.pid'"
-check = "sh -c 'test -f {var}/main.pid && kill -0 $(cat {var}/main.pid) 2>/dev/null'"
-monitor = true
-timeout = "10s"
-`
 
 func readFile(t *testing.T, path string) string {
 	t.Helper()

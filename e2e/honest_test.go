@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
 
 // Honest results (issue 7 items 4, 5, 7, 8; issue 8 items 9, 10): what the
@@ -87,12 +88,12 @@ func TestHonestWaitReturnsTheCause(t *testing.T) {
 	began := time.Now()
 	r := c["n2"].run("svcmgr", "-s", "web", "start", "--wait", "--time", "40s")
 	took := time.Since(began)
-	t.Logf("start --wait on a start failing everywhere: %s after %s", strings.TrimSpace(r.err), took.Round(10*time.Millisecond))
-	if r.code != 1 || took > 25*time.Second {
+	t.Logf("start --wait on a start failing everywhere: %s after %s", strings.TrimSpace(r.Err), took.Round(10*time.Millisecond))
+	if r.Code != 1 || took > 25*time.Second {
 		t.Fatalf("start --wait: want exit 1 well before --time, got %s after %s", r, took)
 	}
 	for _, want := range []string{"n1", "n2", "start failed", "boom-cause-n1", "boom-cause-n2"} {
-		if !strings.Contains(r.err, want) {
+		if !strings.Contains(r.Err, want) {
 			t.Fatalf("start --wait: the answer does not say %q:\n%s", want, r)
 		}
 	}
@@ -107,12 +108,12 @@ func TestHonestWaitReturnsTheCause(t *testing.T) {
 	began = time.Now()
 	r = c["n2"].run("svcmgr", "-s", "web", "switch", "--to", "n2", "--wait", "--time", "40s")
 	took = time.Since(began)
-	t.Logf("switch --wait whose stop failed: %s after %s", strings.TrimSpace(r.err), took.Round(10*time.Millisecond))
-	if r.code != 1 || took > 25*time.Second {
+	t.Logf("switch --wait whose stop failed: %s after %s", strings.TrimSpace(r.Err), took.Round(10*time.Millisecond))
+	if r.Code != 1 || took > 25*time.Second {
 		t.Fatalf("switch --wait: want exit 1 well before --time, got %s after %s", r, took)
 	}
 	for _, want := range []string{"stop failed", "n1", "stop-cause-n1"} {
-		if !strings.Contains(r.err, want) {
+		if !strings.Contains(r.Err, want) {
 			t.Fatalf("switch --wait: the answer does not say %q:\n%s", want, r)
 		}
 	}
@@ -122,18 +123,18 @@ func TestHonestWaitReturnsTheCause(t *testing.T) {
 // takeover --wait nor stop --wait says "reached": n2's state is unknown.
 func TestHonestWaitWithADeadDaemon(t *testing.T) {
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
-	createService(t, c["n1"], "web", haService(`["n2", "n1"]`, ""))
+	createService(t, c["n1"], "web", testbed.HAService(`["n2", "n1"]`, ""))
 	waitFor(t, 15*time.Second, "web up on n2", upOnlyOn(c["n1"], "web", "n2"))
 	syscallKill(daemonPid(t, c["n2"]))
 	waitFor(t, 10*time.Second, "n1 sees n2 down", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeDown })
 
 	for _, action := range []string{"takeover", "stop"} {
 		r := c["n1"].run("svcmgr", "-s", "web", action, "--wait", "--time", "6s")
-		t.Logf("%s --wait with n2's daemon dead: exit %d: %s%s", action, r.code, r.out, r.err)
-		if r.code != 1 || strings.Contains(r.out, "reached") {
+		t.Logf("%s --wait with n2's daemon dead: exit %d: %s%s", action, r.Code, r.Out, r.Err)
+		if r.Code != 1 || strings.Contains(r.Out, "reached") {
 			t.Fatalf("%s --wait said the target was reached although n2 is unknown: %s", action, r)
 		}
-		if !strings.Contains(r.err, "n2") || !strings.Contains(r.err, "unknown") {
+		if !strings.Contains(r.Err, "n2") || !strings.Contains(r.Err, "unknown") {
 			t.Fatalf("%s --wait: the answer does not name n2 as unknown: %s", action, r)
 		}
 		c["n1"].must("svcmgr", "-s", "web", "abort")
@@ -145,7 +146,7 @@ func TestHonestWaitWithADeadDaemon(t *testing.T) {
 // about a service up twice from its pre-crash data.
 func TestHonestStaleDataOfACrashedNode(t *testing.T) {
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
-	createService(t, c["n1"], "web", haService(`["n1", "n2"]`, ""))
+	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))
 	waitFor(t, 15*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))
 	syscallKill(daemonPid(t, c["n1"]))
 	killService(t, c["n1"], "web")
@@ -202,15 +203,15 @@ timeout = "10s"
 `, starts, stops))
 	n.must("svcmgr", "-s", "web", "start", "--local")
 	r := n.run("svcmgr", "-s", "web", "start", "--local")
-	if r.code != 0 || countLines(starts) != 1 {
+	if r.Code != 0 || countLines(starts) != 1 {
 		t.Fatalf("start --local of an up instance: %s; start ran %d times, want once", r, countLines(starts))
 	}
 
 	began := time.Now()
 	r = n.run("svcmgr", "-s", "web", "stop", "--wait", "--time", "30s")
 	took := time.Since(began)
-	t.Logf("stop --wait of a stop that leaves the app up: %s after %s", strings.TrimSpace(r.err), took.Round(10*time.Millisecond))
-	if r.code != 1 || took > 20*time.Second || !strings.Contains(r.err, "stop failed") || !strings.Contains(r.err, "app#main") {
+	t.Logf("stop --wait of a stop that leaves the app up: %s after %s", strings.TrimSpace(r.Err), took.Round(10*time.Millisecond))
+	if r.Code != 1 || took > 20*time.Second || !strings.Contains(r.Err, "stop failed") || !strings.Contains(r.Err, "app#main") {
 		t.Fatalf("stop --wait: want exit 1 at once with stop failed and the resource, got %s after %s", r, took)
 	}
 	time.Sleep(2 * time.Second)
@@ -222,7 +223,7 @@ timeout = "10s"
 	}
 	n.must("svcmgr", "-s", "web", "abort")
 	r = n.run("svcmgr", "-s", "web", "delete")
-	if r.code != 1 || !strings.Contains(r.err, "app#main") {
+	if r.Code != 1 || !strings.Contains(r.Err, "app#main") {
 		t.Fatalf("delete with a stop that fails: want exit 1 with the cause, got %s", r)
 	}
 	if _, err := os.Stat(filepath.Join(n.root, "etc", "services", "web.toml")); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
 
 // refused runs `nodemgr daemon start` and wants exit want with one line
@@ -16,19 +17,19 @@ import (
 func refused(t *testing.T, n *node, want int, msg ...string) {
 	t.Helper()
 	r := n.run("nodemgr", "daemon", "start")
-	if r.code != want {
+	if r.Code != want {
 		t.Fatalf("daemon start on %s: want exit %d\n%s", n.name, want, r)
 	}
-	if strings.Count(strings.TrimSpace(r.err), "\n") != 0 {
+	if strings.Count(strings.TrimSpace(r.Err), "\n") != 0 {
 		t.Fatalf("daemon start on %s: want one line on stderr\n%s", n.name, r)
 	}
 	for _, m := range msg {
-		if !strings.Contains(r.err, m) {
+		if !strings.Contains(r.Err, m) {
 			t.Fatalf("daemon start on %s: stderr misses %q\n%s", n.name, m, r)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(n.root, "run", "daemon.sock")); err == nil {
-		if n.run("nodemgr", "daemon", "status").code == 0 {
+		if n.run("nodemgr", "daemon", "status").Code == 0 {
 			t.Fatalf("a daemon runs on %s after a refused start", n.name)
 		}
 	}
@@ -38,7 +39,7 @@ func refused(t *testing.T, n *node, want int, msg ...string) {
 // cluster.toml, or with another cluster's name or secret, until the admin
 // says --new-cluster (issue 7.1).
 func TestClusterIdentityRemembered(t *testing.T) {
-	secret := newSecret()
+	secret := testbed.NewSecret()
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{name: "prod", secret: secret})
 	c["n1"].startDaemon()
 	c["n2"].startDaemon()
@@ -59,7 +60,7 @@ func TestClusterIdentityRemembered(t *testing.T) {
 		"): restore it, or start with --new-cluster to leave that cluster")
 
 	// another secret
-	other := newSecret()
+	other := testbed.NewSecret()
 	writeClusterToml(t, n2, strings.Replace(good, secret, other, 1))
 	refused(t, n2, 2, conf+":3: cluster.secret: differs from the secret of cluster \"prod\"", "--new-cluster")
 	// another name

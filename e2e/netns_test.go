@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
 
 // The cluster in network namespaces (see netns_helpers_test.go for the
@@ -18,7 +19,7 @@ const vip = "192.0.2.100"
 
 // vipService is an ha service with a VIP on eth0 and an app resource.
 func vipService(nodes string) string {
-	return haService(nodes, "") + "\n[ip.vip]\nipname = \"" + vip + "\"\nipdev = \"" + bedDev + "\"\nnetmask = \"24\"\n"
+	return testbed.HAService(nodes, "") + "\n[ip.vip]\nipname = \"" + vip + "\"\nipdev = \"" + bedDev + "\"\nnetmask = \"24\"\n"
 }
 
 // A 3-node cluster whose nodes talk over a bridge. The failover service
@@ -71,7 +72,7 @@ func TestNetnsVIPFailoverOnLinkCutAndSplitBrain(t *testing.T) {
 	// ... and the service with its VIP fails over to n2
 	waitFor(t, 15*time.Second, "web failed over to n2 (seen from n3)", upOnlyOn(c["n3"], "web", "n2"))
 	waitFor(t, 5*time.Second, vip+" in n2's namespace", func() bool { return b.hasAddr("n2", vip) })
-	t.Logf("link cut: web and %s up on n2 %s after the cut (hb.timeout 3s + ready_period 2s + ARP probe 1s)", vip, time.Since(cutAt).Round(10*time.Millisecond))
+	t.Logf("link cut: web and %s up on n2 %s after the cut (hb.timeout 3s + ready_period 2s + ARP probe 300ms)", vip, time.Since(cutAt).Round(10*time.Millisecond))
 	// n2 announced the VIP (gratuitous ARP): n3 reaches it at n2 at once
 	waitFor(t, 5*time.Second, vip+" answers ping from n3 after the failover", func() bool { return b.ping("n3", vip, 300*time.Millisecond) })
 	if got, want := b.neighMAC("n3", vip), b.mac("n2"); got != want {
@@ -213,7 +214,7 @@ func TestNetnsConcurrentEditsConverge(t *testing.T) {
 		b.startDaemon(n)
 	}
 	b.converge(names, 15*time.Second)
-	createService(t, c["n1"], "cfg", strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\", \"n3\"]", 1))
+	createService(t, c["n1"], "cfg", strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\", \"n3\"]", 1))
 	for _, n := range names {
 		waitFor(t, 5*time.Second, "cfg known on "+n, func() bool {
 			_, ok := c[n].status().Services["cfg"]
@@ -227,7 +228,7 @@ func TestNetnsConcurrentEditsConverge(t *testing.T) {
 	b.restore("n1")
 	b.converge(names, 15*time.Second)
 	get := func(n string) string {
-		return strings.TrimSpace(c[n].run("svcmgr", "-s", "cfg", "get", "--kw", "DEFAULT.priority").out)
+		return strings.TrimSpace(c[n].run("svcmgr", "-s", "cfg", "get", "--kw", "DEFAULT.priority").Out)
 	}
 	waitFor(t, 10*time.Second, "every node holds the same priority", func() bool {
 		return get("n1") == get("n2") && get("n2") == get("n3") && (get("n1") == "11" || get("n1") == "33")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
 
 func nodeLog(t *testing.T, n *node) string {
@@ -20,13 +21,12 @@ func nodeLog(t *testing.T, n *node) string {
 
 // A node with the wrong secret never joins, and the secret is never logged.
 func TestWrongSecretStaysOut(t *testing.T) {
-	secret := newSecret()
+	secret := testbed.NewSecret()
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{secret: secret})
 	// n2 gets another secret
-	bad := filepath.Join(c["n2"].root, "etc", "cluster.toml")
-	b, _ := os.ReadFile(bad)
-	other := newSecret()
-	writeFile(t, bad, strings.Replace(string(b), secret, other, 1))
+	b, _ := os.ReadFile(filepath.Join(c["n2"].root, "etc", "cluster.toml"))
+	other := testbed.NewSecret()
+	writeClusterToml(t, c["n2"], strings.Replace(string(b), secret, other, 1))
 	c["n1"].startDaemon()
 	c["n2"].startDaemon()
 	deadline := time.Now().Add(4 * time.Second)
@@ -88,7 +88,7 @@ func TestMaintenanceGraceAndShutdown(t *testing.T) {
 	waitFor(t, 10*time.Second, "n1 sees n2 up", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeUp })
 
 	cfg := filepath.Join(t.TempDir(), "web.toml")
-	writeFile(t, cfg, strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n2\", \"n1\"]", 1))
+	writeFile(t, cfg, strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n2\", \"n1\"]", 1))
 	c["n2"].must("svcmgr", "-s", "web", "create", "--config", cfg)
 	c["n2"].must("svcmgr", "-s", "web", "start", "--local")
 	waitFor(t, 5*time.Second, "n1 sees web up on n2", func() bool {
@@ -120,7 +120,7 @@ func TestMaintenanceGraceAndShutdown(t *testing.T) {
 
 	// shutdown stops the local instances and announces shutting
 	r := c["n2"].run("nodemgr", "daemon", "shutdown")
-	if r.code != 0 {
+	if r.Code != 0 {
 		t.Fatalf("shutdown: %s", r)
 	}
 	if _, err := os.Stat(filepath.Join(c["n2"].root, "var", "services", "web", "main.pid")); !os.IsNotExist(err) {
@@ -163,7 +163,7 @@ func TestGarbageOnHeartbeatPort(t *testing.T) {
 	}
 	c["n1"].must("nodemgr", "daemon", "status")
 	// still a cluster: a change on n2 reaches n1
-	createService(t, c["n2"], "web", strings.Replace(pidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
+	createService(t, c["n2"], "web", strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
 	waitFor(t, 5*time.Second, "n1 hears of web created on n2", func() bool {
 		_, ok := c["n1"].status().Services["web"]
 		return ok

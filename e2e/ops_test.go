@@ -23,18 +23,18 @@ func TestDaemonStopReturnsWhenTheDaemonIsAZombie(t *testing.T) {
 		// the test does not Wait() until the end: the daemon stays a zombie
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		waitFor(t, 20*time.Second, "the daemon to answer", func() bool {
-			return n.run("nodemgr", "daemon", "status").code == 0
+			return n.run("nodemgr", "daemon", "status").Code == 0
 		})
 		t0 := time.Now()
 		r := n.run("nodemgr", "daemon", mode, "--time", "15s")
-		if r.code != 0 {
+		if r.Code != 0 {
 			t.Fatalf("daemon %s of a zombie daemon: %s", mode, r)
 		}
 		if el := time.Since(t0); el > 10*time.Second {
 			t.Fatalf("daemon %s took %s", mode, el)
 		}
-		if r.out != "daemon stopped ("+mode+")\n" {
-			t.Fatalf("daemon %s said %q", mode, r.out)
+		if r.Out != "daemon stopped ("+mode+")\n" {
+			t.Fatalf("daemon %s said %q", mode, r.Out)
 		}
 	}
 }

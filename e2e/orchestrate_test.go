@@ -8,12 +8,8 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
-
-// haService is pidService with orchestrate = ha on the given nodes.
-func haService(nodes string, extra string) string {
-	return strings.Replace(pidService, "orchestrate = \"no\"", fmt.Sprintf("orchestrate = \"ha\"\nnodes = %s\n%s", nodes, extra), 1)
-}
 
 func createService(t *testing.T, n *node, name, content string) {
 	t.Helper()
@@ -63,7 +59,7 @@ func startCluster(t *testing.T, names []string, o clusterOpts) map[string]*node 
 func TestHAStartAndFailoverAfterCrash(t *testing.T) {
 	names := []string{"n1", "n2", "n3"}
 	c := startCluster(t, names, clusterOpts{})
-	createService(t, c["n1"], "web", haService(`["n1", "n2", "n3"]`, ""))
+	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2", "n3"]`, ""))
 	waitFor(t, 10*time.Second, "web up on n1 (the leader)", upOnlyOn(c["n2"], "web", "n1"))
 
 	// the crash: the daemon of n1 and the service processes it runs
@@ -81,7 +77,7 @@ func TestHAStartAndFailoverAfterCrash(t *testing.T) {
 func TestAdminActionsWithWait(t *testing.T) {
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
-	createService(t, c["n1"], "web", haService(`["n1", "n2"]`, ""))
+	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))
 	waitFor(t, 10*time.Second, "web up on n1", upOnlyOn(c["n1"], "web", "n1"))
 
 	c["n2"].must("svcmgr", "-s", "web", "stop", "--wait", "--time", "20s")
@@ -115,7 +111,7 @@ func TestAdminActionsWithWait(t *testing.T) {
 		t.Fatalf("after the moves: global_expect %q frozen %q, want none, thawed", st.GlobalExpect, st.Frozen)
 	}
 	// a switch to a node that is not a candidate is refused as bad usage
-	if r := c["n1"].run("svcmgr", "-s", "web", "switch", "--to", "n9"); r.code != 2 {
+	if r := c["n1"].run("svcmgr", "-s", "web", "switch", "--to", "n9"); r.Code != 2 {
 		t.Fatalf("switch --to n9: want exit 2, got %s", r)
 	}
 }
@@ -126,7 +122,7 @@ func TestStartFailedThenNextNodeThenClear(t *testing.T) {
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
 	// the start fails on n1 only
-	svc := haService(`["n1", "n2"]`, "")
+	svc := testbed.HAService(`["n1", "n2"]`, "")
 	svc = strings.Replace(svc, "start = \"sh -c '", "start = \"sh -c 'test {nodename} = n1 && exit 1; ", 1)
 	createService(t, c["n1"], "web", svc)
 	waitFor(t, 15*time.Second, "web up on n2 after the failure on n1", upOnlyOn(c["n1"], "web", "n2"))
@@ -154,14 +150,14 @@ func TestConstraintsPlaceTheService(t *testing.T) {
 		c[n].startDaemon()
 	}
 	waitFor(t, 10*time.Second, "n1 sees n2", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeUp })
-	createService(t, c["n1"], "devsvc", haService(`["n1", "n2"]`, `constraints = 'node.env == "DEV"'`))
+	createService(t, c["n1"], "devsvc", testbed.HAService(`["n1", "n2"]`, `constraints = 'node.env == "DEV"'`))
 	waitFor(t, 15*time.Second, "devsvc up on n2, the DEV node", upOnlyOn(c["n1"], "devsvc", "n2"))
 	if f := c["n1"].status().Services["devsvc"].Instances["n1"].Flags; !strings.Contains(f, "C") {
 		t.Fatalf("n1 flags %q, want C (constraints violation)", f)
 	}
 }
 
-// killService kills the process of a pidService instance, as a crash of
+// killService kills the process of a testbed.PidService instance, as a crash of
 // its node would.
 func killService(t *testing.T, n *node, svc string) {
 	t.Helper()
@@ -178,7 +174,7 @@ func TestStartFailedEverywhereThenClear(t *testing.T) {
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
 	ok := filepath.Join(t.TempDir(), "fixed")
-	svc := haService(`["n1", "n2"]`, "")
+	svc := testbed.HAService(`["n1", "n2"]`, "")
 	svc = strings.Replace(svc, "start = \"sh -c '", "start = \"sh -c 'test -f "+ok+" || exit 1; ", 1)
 	createService(t, c["n1"], "web", svc)
 	failed := func(node string) func() bool {
@@ -206,13 +202,13 @@ func TestStartFailedEverywhereThenClear(t *testing.T) {
 func TestAffinityPlacesServices(t *testing.T) {
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
-	createService(t, c["n1"], "db", haService(`["n1", "n2"]`, ""))
+	createService(t, c["n1"], "db", testbed.HAService(`["n1", "n2"]`, ""))
 	waitFor(t, 15*time.Second, "db up on n1", upOnlyOn(c["n2"], "db", "n1"))
 	// batch prefers n1 by nodes order, but must not run beside db
-	createService(t, c["n1"], "batch", haService(`["n1", "n2"]`, `hard_anti_affinity = ["db"]`))
+	createService(t, c["n1"], "batch", testbed.HAService(`["n1", "n2"]`, `hard_anti_affinity = ["db"]`))
 	waitFor(t, 15*time.Second, "batch up on n2, away from db", upOnlyOn(c["n1"], "batch", "n2"))
 	// web prefers n2 by nodes order, but must run beside db
-	createService(t, c["n1"], "web", haService(`["n2", "n1"]`, `hard_affinity = ["db"]`))
+	createService(t, c["n1"], "web", testbed.HAService(`["n2", "n1"]`, `hard_affinity = ["db"]`))
 	waitFor(t, 15*time.Second, "web up on n1, beside db", upOnlyOn(c["n2"], "web", "n1"))
 	if f := c["n2"].status().Services["web"].Instances["n2"].Flags; !strings.Contains(f, "A") {
 		t.Fatalf("web's flags on n2 = %q, want A (affinity violation there)", f)
@@ -224,7 +220,7 @@ func TestAffinityPlacesServices(t *testing.T) {
 func TestDrainMovesServicesAway(t *testing.T) {
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
-	createService(t, c["n1"], "web", haService(`["n1", "n2"]`, ""))
+	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))
 	waitFor(t, 15*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))
 	c["n1"].must("nodemgr", "drain")
 	if st := c["n1"].status(); !st.Nodes["n1"].Frozen || st.Services["web"].Instances["n1"].Avail != dataset.StatusDown {

@@ -15,6 +15,7 @@ import (
 	"haven/api"
 	hnode "haven/node"
 	"haven/sim"
+	"haven/testbed"
 )
 
 // monitorTap collects the instance_monitor events of one service from a
@@ -105,7 +106,7 @@ func TestSimAndDaemonsAgreeOnTheOwnersCrash(t *testing.T) {
 	names := []string{"n1", "n2", "n3"}
 	c := startCluster(t, names, clusterOpts{})
 	taps := map[string]*monitorTap{"n2": tapMonitor(t, c["n2"], "web"), "n3": tapMonitor(t, c["n3"], "web")}
-	createService(t, c["n1"], "web", haService(`["n1", "n2", "n3"]`, ""))
+	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2", "n3"]`, ""))
 	waitFor(t, 20*time.Second, "web up on n1 (the leader)", upOnlyOn(c["n2"], "web", "n1"))
 	// the start-up is settled: the monitors of n2 and n3 are idle
 	waitFor(t, 10*time.Second, "n2 and n3 idle", func() bool {

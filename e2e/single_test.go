@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
 
 // One daemon: create, start, status JSON, freeze persisted across a daemon
@@ -19,7 +20,7 @@ func TestSingleDaemonServiceLifecycle(t *testing.T) {
 	n.startDaemon()
 
 	cfg := filepath.Join(t.TempDir(), "web.toml")
-	writeFile(t, cfg, pidService)
+	writeFile(t, cfg, testbed.PidService)
 	n.must("svcmgr", "-s", "web", "create", "--config", cfg)
 	if _, err := os.Stat(filepath.Join(n.root, "etc", "services", "web.toml")); err != nil {
 		t.Fatalf("config not installed: %v", err)
@@ -79,7 +80,7 @@ func TestSingleDaemonServiceLifecycle(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.toml")
 	writeFile(t, bad, "[DEFAULT]\norchestrate = \"sometimes\"\n")
 	r := n.run("svcmgr", "-s", "bad", "create", "--config", bad)
-	if r.code != 2 || !strings.Contains(r.err, bad) || !strings.Contains(r.err, "orchestrate") {
+	if r.Code != 2 || !strings.Contains(r.Err, bad) || !strings.Contains(r.Err, "orchestrate") {
 		t.Fatalf("bad create: want exit 2 naming %s and orchestrate, got %s", bad, r)
 	}
 	if _, err := os.Stat(filepath.Join(n.root, "etc", "services", "bad.toml")); !os.IsNotExist(err) {
@@ -88,7 +89,7 @@ func TestSingleDaemonServiceLifecycle(t *testing.T) {
 	// a bad set changes nothing
 	before := n.must("svcmgr", "-s", "web", "print", "config")
 	r = n.run("svcmgr", "-s", "web", "set", "--kw", "DEFAULT.placement=random")
-	if r.code != 2 {
+	if r.Code != 2 {
 		t.Fatalf("bad set: want exit 2, got %s", r)
 	}
 	if after := n.must("svcmgr", "-s", "web", "print", "config"); after != before {
@@ -113,7 +114,7 @@ func TestDaemonOwnsRootAndSurvivesGarbage(t *testing.T) {
 	n.startDaemon()
 
 	r := n.run("nodemgr", "daemon", "run")
-	if r.code == 0 || !strings.Contains(r.err, "another daemon") {
+	if r.Code == 0 || !strings.Contains(r.Err, "another daemon") {
 		t.Fatalf("second daemon on the same root: want refusal, got %s", r)
 	}
 	sock := filepath.Join(n.root, "run", "daemon.sock")
@@ -138,12 +139,12 @@ func TestDaemonOwnsRootAndSurvivesGarbage(t *testing.T) {
 	n.must("nodemgr", "daemon", "status")
 
 	r = n.run("svcmgr", "-s", "nosuch", "start", "--local")
-	if r.code != 1 {
+	if r.Code != 1 {
 		t.Fatalf("action on a missing service: want exit 1, got %s", r)
 	}
 	n.must("nodemgr", "daemon", "stop")
 	r = n.run("nodemgr", "daemon", "status")
-	if r.code != 1 || !strings.Contains(r.err, "not running") {
+	if r.Code != 1 || !strings.Contains(r.Err, "not running") {
 		t.Fatalf("status of a stopped daemon: want exit 1 saying not running, got %s", r)
 	}
 }
@@ -152,7 +153,7 @@ func TestDaemonOwnsRootAndSurvivesGarbage(t *testing.T) {
 func TestDaemonRefusesBadNodeConfig(t *testing.T) {
 	n := newNode(t, "n1", "[node]\nname = \"n1\"\nready_period = \"soon\"\n")
 	r := n.run("nodemgr", "daemon", "start")
-	if r.code != 2 || !strings.Contains(r.err, "node.toml") || !strings.Contains(r.err, "ready_period") {
+	if r.Code != 2 || !strings.Contains(r.Err, "node.toml") || !strings.Contains(r.Err, "ready_period") {
 		t.Fatalf("want exit 2 naming node.toml and ready_period, got %s", r)
 	}
 }
@@ -161,16 +162,16 @@ func TestDaemonRefusesBadNodeConfig(t *testing.T) {
 func TestValidateWithoutDaemon(t *testing.T) {
 	n := newNode(t, "n1", "")
 	good := filepath.Join(t.TempDir(), "good.toml")
-	writeFile(t, good, pidService)
+	writeFile(t, good, testbed.PidService)
 	n.must("svcmgr", "validate", "--config", good)
 	bad := filepath.Join(t.TempDir(), "bad.toml")
 	writeFile(t, bad, "[DEFAULT]\nnodes = [\"n1\"]\n\n[app.web]\nstart = \"true\"\nfrobnicate = 1\n")
 	r := n.run("svcmgr", "validate", "--config", bad)
-	if r.code != 2 || !strings.Contains(r.err, "bad.toml:6") || !strings.Contains(r.err, "frobnicate") {
+	if r.Code != 2 || !strings.Contains(r.Err, "bad.toml:6") || !strings.Contains(r.Err, "frobnicate") {
 		t.Fatalf("want exit 2 naming bad.toml:6 and frobnicate, got %s", r)
 	}
 	r = n.run("svcmgr", "-s", "x", "ls")
-	if r.code != 1 || !strings.Contains(r.err, "not running") {
+	if r.Code != 1 || !strings.Contains(r.Err, "not running") {
 		t.Fatalf("ls without a daemon: want exit 1 saying not running, got %s", r)
 	}
 }

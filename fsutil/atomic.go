@@ -4,21 +4,24 @@ package fsutil
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
 
 // WriteAtomic writes data to path so that a crash leaves either the old or
-// the new content, never a mix.
+// the new content, never a mix. Its error says "write PATH: cause" once,
+// whichever step failed (see writeErr).
 func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return writeErr(path, "", err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return err
+		return writeErr(path, "", err)
 	}
 	tmp := f.Name()
 	ok := false
@@ -29,21 +32,21 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	}()
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
+		return writeErr(path, tmp, err)
 	}
 	if err := f.Chmod(perm); err != nil {
 		f.Close()
-		return err
+		return writeErr(path, tmp, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return err
+		return writeErr(path, tmp, err)
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return writeErr(path, tmp, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return err
+		return writeErr(path, tmp, err)
 	}
 	ok = true
 	if d, err := os.Open(dir); err == nil {
@@ -51,6 +54,22 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+// writeErr names path once: the errors of the steps name the temporary
+// file (removed by then) or, for a rename, both files; only their cause
+// is kept. An error about another path (the directory) keeps it. The
+// cause stays reachable with errors.Is (syscall.ENOSPC...).
+func writeErr(path, tmp string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe) && (pe.Path == tmp || pe.Path == path):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	return fmt.Errorf("write %s: %w", path, err)
 }
 
 // WriteJSON writes v as indented JSON, atomically.

@@ -36,15 +36,22 @@ type peer struct {
 	up         bool
 	heard      time.Time
 	inc, gen   uint64
+	seenInc    uint64        // incarnation of the last frame heard
 	data       *dataset.Node // merged full dataset; nil before the first full copy
 	needAt     time.Time     // last full-copy request sent to it
 	fullAt     time.Time     // last full copy sent to it
+	// dig is the digest of data, valid when digOK (reset by every change).
+	dig   uint64
+	digOK bool
+	// suspect: a beat of p's current generation carried another digest;
+	// the next full copy of that generation replaces data.
+	suspect bool
 	// pending are deltas that arrived ahead of their base (memberlist
 	// hands datagrams over LIFO under load), applied when the base comes.
 	pending []*message
 	// A gap: p announced (gapInc, gapGen) that we do not hold, since gapAt
-	// (zero when none). A gap still open after a beat period asks for a
-	// full copy, so a frame merely reordered costs nothing.
+	// (zero when none). A gap still open after gapWait asks for a full
+	// copy, so a frame merely reordered costs nothing.
 	gapAt          time.Time
 	gapInc, gapGen uint64
 	// confirm is set when p comes up again: the data held may predate its
@@ -72,16 +79,19 @@ type core struct {
 	mu       sync.Mutex
 	closed   bool
 	local    *dataset.Node // nil before the first Publish
+	dig      uint64        // digest of local
 	full     []byte        // encoded full copy of local, nil when stale
 	beat     []byte        // encoded beat, nil when stale
 	peers    map[string]*peer
 	names    []string // peer names, sorted
-	nextFull time.Time
 	nextBeat time.Time
-	events   chan Event
-	backlog  []Event
-	st       Stats
-	rejLast  map[string]time.Time
+	// wake tells the real transport's ticker that a due time moved earlier
+	// than it sleeps for (a trailing beat, a gap to check).
+	wake    chan struct{}
+	events  chan Event
+	backlog []Event
+	st      Stats
+	rejLast map[string]time.Time
 	// Rejected events of the current rate window, and those suppressed.
 	rejWindow           time.Time
 	rejShown, rejHidden int
@@ -96,6 +106,7 @@ func newCore(s settings) *core {
 		peers:   map[string]*peer{},
 		events:  make(chan Event, eventBuffer),
 		rejLast: map[string]time.Time{},
+		wake:    make(chan struct{}, 1),
 	}
 	if c.inc == 0 {
 		c.inc = uint64(now.UnixNano()) + incSeq.Add(1)
@@ -108,7 +119,7 @@ func newCore(s settings) *core {
 	}
 	sort.Strings(c.names)
 	// The first tick beats at once so that peers learn of us quickly.
-	c.nextFull, c.nextBeat = now.Add(s.Interval), now
+	c.nextBeat = now
 	return c
 }
 
@@ -130,7 +141,7 @@ func (c *core) publish(n dataset.Node) {
 			return
 		}
 		b := encode(&message{Kind: kindDelta, From: c.s.Node, Inc: c.inc, Base: c.local.Gen, Gen: next.Gen, Delta: d})
-		c.local, c.full, c.beat = &next, nil, nil
+		c.setLocalLocked(&next)
 		for _, name := range c.names {
 			if c.peers[name].up {
 				c.sendLocked(name, b)
@@ -139,11 +150,32 @@ func (c *core) publish(n dataset.Node) {
 		}
 		return
 	}
-	c.local, c.full, c.beat = &next, nil, nil
+	c.setLocalLocked(&next)
 	for _, name := range c.names {
 		if c.peers[name].up {
 			c.sendFullLocked(name)
 		}
+	}
+}
+
+// setLocalLocked records a new local dataset. A beat follows gapWait later
+// (unless one is due sooner): a peer that lost the delta sees the new
+// generation in it and asks for a full copy, without waiting for the next
+// beat period.
+func (c *core) setLocalLocked(n *dataset.Node) {
+	c.local, c.full, c.beat = n, nil, nil
+	c.dig = digest(n)
+	if t := c.s.Clock.Now().Add(c.s.gapWait); t.Before(c.nextBeat) {
+		c.nextBeat = t
+		c.kick()
+	}
+}
+
+// kick wakes the real transport's ticker (never blocks).
+func (c *core) kick() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -170,6 +202,13 @@ func (c *core) receive(b []byte) {
 	c.st.BytesReceived += uint64(len(b))
 	p.heard = now
 	sentFull := false
+	if p.up && p.seenInc != 0 && m.Inc != p.seenInc && c.local != nil {
+		// A new run of p (a restart within Timeout: p never went down
+		// here) holds nothing of ours: like a join, it gets a full copy.
+		c.sendFullLocked(p.name)
+		sentFull = true
+	}
+	p.seenInc = m.Inc
 	if !p.up {
 		p.up = true
 		p.confirm = true
@@ -185,8 +224,9 @@ func (c *core) receive(b []byte) {
 	}
 	switch m.Kind {
 	case kindFull:
-		if m.Inc != p.inc || p.data == nil || m.Gen > p.gen {
+		if m.Inc != p.inc || p.data == nil || m.Gen > p.gen || (m.Gen == p.gen && p.suspect) {
 			p.inc, p.gen, p.data = m.Inc, m.Gen, m.Node
+			p.digOK, p.suspect = false, false
 			c.st.FullsMerged++
 			c.applyPendingLocked(p)
 			c.emitDataLocked(p)
@@ -199,7 +239,7 @@ func (c *core) receive(b []byte) {
 			// stale: already covered by a full copy
 		case m.Base == p.gen:
 			m.Delta.apply(p.data, m.Gen)
-			p.gen = m.Gen
+			p.gen, p.digOK = m.Gen, false
 			c.st.DeltasApplied++
 			c.applyPendingLocked(p)
 			c.emitDataLocked(p)
@@ -213,11 +253,13 @@ func (c *core) receive(b []byte) {
 	case kindBeat:
 		if m.Gen > 0 {
 			c.gapLocked(p, m.Inc, m.Gen, now)
+			c.checkDigestLocked(p, m, now)
 		}
 	case kindNeed:
-		// A full copy sent less than a beat ago is on its way: under load,
-		// answering every request would only add to the load.
-		if c.local != nil && !sentFull && now.Sub(p.fullAt) >= c.s.beat {
+		// A full copy sent less than gapWait ago is on its way (the
+		// answer to p coming up): under load, answering every request
+		// would only add to the load.
+		if c.local != nil && !sentFull && now.Sub(p.fullAt) >= c.s.gapWait {
 			c.sendFullLocked(p.name)
 		}
 	}
@@ -238,7 +280,7 @@ func (c *core) applyPendingLocked(p *peer) {
 			case m.Inc != p.inc || m.Gen <= p.gen:
 			case m.Base == p.gen:
 				m.Delta.apply(p.data, m.Gen)
-				p.gen = m.Gen
+				p.gen, p.digOK = m.Gen, false
 				c.st.DeltasApplied++
 				progress = true
 			default:
@@ -250,6 +292,28 @@ func (c *core) applyPendingLocked(p *peer) {
 	}
 }
 
+// checkDigestLocked compares the digest of a beat with that of the copy
+// held at the same generation; a difference asks for a full copy. The
+// digest of the copy is computed once per generation, at the first beat.
+func (c *core) checkDigestLocked(p *peer, m *message, now time.Time) {
+	if m.Dig == 0 || p.data == nil || m.Inc != p.inc || m.Gen != p.gen {
+		return
+	}
+	if !p.digOK {
+		p.dig, p.digOK = digest(p.data), true
+	}
+	if p.dig == m.Dig {
+		return
+	}
+	if !p.suspect {
+		c.st.DigestMismatches++
+		c.log.Debug("copy differs from the peer's digest: asking for a full copy",
+			zap.String("peer", p.name), zap.Uint64("gen", p.gen))
+	}
+	p.suspect = true
+	c.needLocked(p, now)
+}
+
 // gapLocked notes that p announced (inc, gen); a gap opens if we lack it.
 func (c *core) gapLocked(p *peer, inc, gen uint64, now time.Time) {
 	if inc == p.inc && p.data != nil && gen <= p.gen {
@@ -257,6 +321,7 @@ func (c *core) gapLocked(p *peer, inc, gen uint64, now time.Time) {
 	}
 	if p.gapAt.IsZero() {
 		p.gapAt = now
+		c.kick()
 	}
 	if inc != p.gapInc || gen > p.gapGen {
 		p.gapInc, p.gapGen = inc, gen
@@ -264,13 +329,13 @@ func (c *core) gapLocked(p *peer, inc, gen uint64, now time.Time) {
 }
 
 // checkGapLocked closes a filled gap, or asks for a full copy when the gap
-// is a beat period old.
+// is gapWait old (and again every gapWait, within needEvery).
 func (c *core) checkGapLocked(p *peer, now time.Time) {
 	switch {
 	case p.gapAt.IsZero():
 	case p.inc == p.gapInc && p.data != nil && p.gen >= p.gapGen:
 		p.gapAt = time.Time{}
-	case now.Sub(p.gapAt) >= c.s.beat:
+	case now.Sub(p.gapAt) >= c.s.gapWait:
 		c.needLocked(p, now)
 		p.gapAt = now
 	}
@@ -286,8 +351,10 @@ func (c *core) needLocked(p *peer, now time.Time) {
 	c.sendLocked(p.name, encode(&message{Kind: kindNeed, From: c.s.Node, Inc: c.inc}))
 }
 
-// tick does the work due at the clock's now: down detection, full copies,
-// beats. It is cheap to call early.
+// tick does the work due at the clock's now: down detection, gaps, beats.
+// There is no periodic full copy: a beat carries the generation and digest
+// of the data, and a peer that lacks them asks (need). It is cheap to call
+// early, and does nothing per service.
 func (c *core) tick() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -305,18 +372,7 @@ func (c *core) tick() {
 			c.emitLocked(Event{Kind: Down, Node: p.name})
 		}
 	}
-	switch {
-	case !now.Before(c.nextFull):
-		for _, name := range c.names {
-			if c.peers[name].up && c.local != nil {
-				c.sendFullLocked(name)
-			} else {
-				c.sendBeatLocked(name)
-			}
-		}
-		c.nextFull = now.Add(c.s.Interval)
-		c.nextBeat = now.Add(c.s.beat)
-	case !now.Before(c.nextBeat):
+	if !now.Before(c.nextBeat) {
 		for _, name := range c.names {
 			c.sendBeatLocked(name)
 		}
@@ -330,18 +386,24 @@ func (c *core) next() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.nextBeat
-	if c.nextFull.Before(t) {
-		t = c.nextFull
-	}
 	for _, p := range c.peers {
 		if d := p.heard.Add(c.s.Timeout); p.up && d.Before(t) {
 			t = d
 		}
-		if d := p.gapAt.Add(c.s.beat); !p.gapAt.IsZero() && d.Before(t) {
+		if d := p.gapAt.Add(c.s.gapWait); !p.gapAt.IsZero() && d.Before(t) {
 			t = d
 		}
 	}
 	return t
+}
+
+// beatTo sends a beat to one peer now.
+func (c *core) beatTo(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed && c.tr != nil && c.peers[name] != nil {
+		c.sendBeatLocked(name)
+	}
 }
 
 func (c *core) sendBeatLocked(to string) {
@@ -350,16 +412,16 @@ func (c *core) sendBeatLocked(to string) {
 		if c.local != nil {
 			gen = c.local.Gen
 		}
-		c.beat = encode(&message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen})
+		c.beat = encode(&message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig})
 	}
 	c.sendLocked(to, c.beat)
 }
 
 // needEvery is the least time between two requests for a full copy to one
 // peer: long enough for a full copy to arrive on a loaded host, short
-// enough to beat the periodic full copy.
+// enough to repair soon when a request or its answer was lost.
 func (c *core) needEvery() time.Duration {
-	return max(2*c.s.beat, c.s.Interval/4)
+	return max(4*c.s.gapWait, min(c.s.beat/2, time.Second))
 }
 
 func (c *core) sendFullLocked(to string) {

@@ -13,26 +13,39 @@
 // deleted) tagged with the generations it goes from (Base) and to (Gen).
 // A receiver applies a delta only on top of Base; a delta that arrives ahead
 // of its base waits (memberlist hands datagrams over LIFO under load) until
-// the missing one comes. Independently, a full copy goes to every up peer at
-// least every Interval (anti-entropy), and a small beat carrying the current
-// Gen goes to every member every beat period (min(Interval, Timeout/30)
-// within [10ms, 500ms]). A receiver that has seen a Gen it does not hold (in a
-// beat or a waiting delta) for a beat period asks for a full copy ("need"),
-// so a lost delta is repaired within about two beats, and a merely
-// reordered one costs nothing. Each start of a node has a new incarnation
-// number, so that a restarted node whose Gen starts over replaces its old
-// data.
+// the missing one comes.
+//
+// When nothing changes, nothing but a small beat travels: the incarnation,
+// the generation and a digest of the data (the first 8 bytes of a SHA-256
+// of its JSON form), about 100 bytes whatever the number of services, to
+// every member every beat period: min(Interval, Timeout/3). There is no
+// periodic full copy. A full copy goes only when a peer needs one: when it
+// comes up (a join, a restart, a healed partition), and when it asks
+// ("need"): it saw a generation it does not hold (in a beat or a waiting
+// delta) for gapWait (beat/10 within [10ms, 100ms]: a frame merely
+// reordered costs nothing), or a beat of the generation it holds with
+// another digest (a copy gone wrong is replaced, never kept). A beat
+// follows every Publish gapWait later, so a lost delta is repaired within
+// about two gapWait, not a beat period; a lost request is repeated every
+// needEvery. Each start of a node has a new incarnation number, so that a
+// restarted node whose Gen starts over replaces its old data. Nothing on
+// a tick is per service: idle CPU and bytes do not grow with the data
+// (docs/benchmarks.md, "idle").
 //
 // # Liveness
 //
 // The rule is ours, not memberlist's: a peer is up from the moment any valid
 // frame of it arrives, and down when nothing was heard from it for Timeout,
-// measured with the Clock. The checker wakes at the next due time (and at
-// least every min(Timeout/20, 250ms)), so Down lands a few milliseconds after
-// Timeout of silence; since the last frame precedes a crash by at most one
-// beat period, a crash is declared between Timeout minus a beat and Timeout
-// after it (14.5s to 15s with the defaults). Beats go to every configured member, up or down, so two nodes
-// that lost each other find each other again as soon as the link works.
+// measured with the Clock. The ticker wakes at the next due time (the next
+// beat, a peer's Timeout, a gap's deadline), so Down lands a few
+// milliseconds after Timeout of silence. Since the last frame precedes a
+// crash by at most one beat period, a crash is declared between Timeout
+// minus a beat and Timeout after it: the detection precision is the beat
+// period (2s to 3s at hb 1s/3s, 10s to 15s with the defaults 5s/15s).
+// With at least three beats per Timeout, two lost datagrams in a row never
+// make a live peer look down. Beats go to every configured member, up or
+// down, so two nodes that lost each other find each other again within a
+// beat of the link working.
 //
 // # Transports
 //
@@ -63,9 +76,9 @@
 //     Frames up to about 1.3KB go as one datagram, larger ones over TCP
 //     (SendReliable), to the address in cluster.toml, through two queues
 //     per peer (datagrams and streams, so that beats never wait behind a
-//     slow TCP send). Push/pull (on join) carries a full copy. Memberlist's
-//     own failure detector is tuned not to fight ours (see
-//     memberlistConfig).
+//     slow TCP send). Push/pull (on join) carries a full copy. None of
+//     memberlist's periodic work runs (probes, gossip, periodic push/pull:
+//     see memberlistConfig): it is our framing, not our failure detector.
 //   - MemNetwork: deterministic delivery driven by the caller and a fake
 //     clock, with partitions, drops and crashes, for tests and simulation.
 //
@@ -73,11 +86,12 @@
 //
 // Heartbeat methods are safe for concurrent use and never block on the
 // network: sends are queued (a full queue drops the frame and counts it; the
-// next full copy repairs). Events are delivered in order on a buffered
+// next beat shows the gap and a full copy repairs). Events are delivered in order on a buffered
 // channel; when it is full they wait in a backlog (Data events of one node
 // coalesce there), never dropped. The real transport runs one ticker
 // goroutine, one joiner goroutine and two sender goroutines per peer, all
 // stopped and waited for by Close. Close flushes the queued frames (so the
-// last Publish reaches the live peers, bounded by min(2s, Timeout)), leaves
-// the cluster, shuts memberlist down and closes the Events channel.
+// last Publish reaches the live peers, bounded by min(2s, Timeout)), shuts
+// memberlist down and closes the Events channel (the peers see the node
+// down after Timeout, by their own rule).
 package heartbeat

@@ -53,7 +53,9 @@ type Config struct {
 	Incarnation uint64
 	// Timeout: a peer silent this long is declared down (hb.timeout).
 	Timeout time.Duration
-	// Interval: a full copy is sent at least this often (hb.interval).
+	// Interval is the beat period (hb.interval): a small beat (incarnation,
+	// generation, digest of the data) goes to every member this often, or
+	// every Timeout/3 if that is shorter. Full copies go only on demand.
 	Interval time.Duration
 	// Clock is the time source; nil means the wall clock.
 	Clock clock.Clock
@@ -77,8 +79,8 @@ type Heartbeat interface {
 	Peers() []Peer
 	// Stats returns the traffic counters.
 	Stats() Stats
-	// Close flushes the last Publish to the live peers, leaves the cluster
-	// and releases the transport.
+	// Close flushes the last Publish to the live peers and releases the
+	// transport.
 	Close() error
 }
 
@@ -160,14 +162,21 @@ type Stats struct {
 	Dropped                    uint64 // sends dropped on a full peer queue
 	SendErrors                 uint64
 	DeltasApplied, FullsMerged uint64
+	// DigestMismatches counts beats whose digest differed from the copy
+	// held at the same generation (each asks for a full copy).
+	DigestMismatches uint64
 }
 
 // settings is a validated Config with the derived periods.
 type settings struct {
 	Config
-	key   []byte        // nil without a secret
-	beat  time.Duration // beat period: min(Interval, Timeout/30) within [10ms, 500ms]
-	check time.Duration // longest sleep of the liveness loop
+	key  []byte        // nil without a secret
+	beat time.Duration // beat period: min(Interval, Timeout/3), at least 10ms
+	// gapWait is how long a gap may stay open (a frame merely reordered)
+	// before a full copy is asked for, and how soon after a Publish a
+	// trailing beat shows the new generation (so that a lost delta is
+	// noticed without waiting for the next beat): beat/10 within [10ms, 100ms].
+	gapWait time.Duration
 }
 
 func (cfg Config) validate() (settings, error) {
@@ -215,8 +224,8 @@ func (cfg Config) validate() (settings, error) {
 	if s.Logger == nil {
 		s.Logger = zap.NewNop()
 	}
-	s.beat = min(s.Interval, max(10*time.Millisecond, min(500*time.Millisecond, s.Timeout/30)))
-	s.check = max(time.Millisecond, min(250*time.Millisecond, s.Timeout/20))
+	s.beat = max(10*time.Millisecond, min(s.Interval, s.Timeout/3))
+	s.gapWait = max(10*time.Millisecond, min(100*time.Millisecond, s.beat/10))
 	return s, nil
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // Frames waiting for one peer, per path; beyond it frames are dropped and
-// counted (a full copy repairs any lost delta).
+// counted (the next beat shows the gap, a full copy repairs).
 const (
 	dgramDepth  = 256
 	streamDepth = 8
@@ -76,23 +76,23 @@ func newMemberlist(cfg Config, tap func(conn net.Conn, to string, b []byte)) (He
 	if err != nil {
 		return nil, err
 	}
-	h.tr, err = newSecTransport(s, h.c, mc.BindAddr, mc.BindPort)
-	if err != nil {
-		return nil, fmt.Errorf("heartbeat: listen on %s:%d: %w", mc.BindAddr, mc.BindPort, err)
-	}
-	h.tr.tap = tap
-	mc.Transport = h.tr
 	// Datagrams carry our envelope: memberlist fills less, so that a sealed
 	// datagram still fits one Ethernet frame.
 	mc.UDPBufferSize -= headerLen(s.Node) + tagSize
 	h.udpMax = mc.UDPBufferSize - 96
-	// The queues exist before memberlist can deliver (and the core answer).
+	// The queues exist before the transport listens: it may make the core
+	// send (a beat after a challenge) before memberlist runs.
 	for _, m := range s.Members {
 		if m.Name != s.Node {
 			h.senders[m.Name] = &peerSender{name: m.Name, addr: m.Addr,
 				dgram: make(chan []byte, dgramDepth), stream: make(chan []byte, streamDepth)}
 		}
 	}
+	h.tr, err = newSecTransport(s, h.c, mc.BindAddr, mc.BindPort, tap)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: listen on %s:%d: %w", mc.BindAddr, mc.BindPort, err)
+	}
+	mc.Transport = h.tr
 	h.ml, err = memberlist.Create(mc)
 	if err != nil {
 		h.tr.Shutdown()
@@ -141,25 +141,19 @@ func (h *mlHB) memberlistConfig() (*memberlist.Config, error) {
 	mc.Delegate = mlDelegate{h.c}
 	mc.Logger = log.New(&mlLogWriter{log: h.log.Named("memberlist")}, "", 0)
 
-	// Memberlist's own failure detector only decides whom it gossips with;
-	// liveness is the core's rule. Make it probe often, never slow down
-	// (Lifeguard's awareness and suspicion multipliers make 2-node clusters
-	// take far longer than hb.timeout), and declare dead no sooner than
-	// hb.timeout so that it does not fight our rule.
-	mc.ProbeInterval = clampDur(s.Timeout/10, 100*time.Millisecond, time.Second)
-	mc.ProbeTimeout = mc.ProbeInterval / 2
-	mc.SuspicionMult = max(1, int((s.Timeout+mc.ProbeInterval-1)/mc.ProbeInterval))
-	mc.SuspicionMaxTimeoutMult = 1
+	// Memberlist is only our framing (datagrams, TCP user messages, the
+	// push/pull of a join): liveness is the core's rule, on our beats, and
+	// every send goes to the address in cluster.toml whatever memberlist
+	// believes. So none of its periodic work runs: no probes (its failure
+	// detector), no gossip of membership, no periodic push/pull of the full
+	// state over TCP. Each cost CPU and bytes on every idle node for nothing
+	// we use (docs/benchmarks.md, "idle").
+	mc.ProbeInterval = 0
+	mc.GossipInterval = 0
+	mc.PushPullInterval = 0
 	mc.AwarenessMaxMultiplier = 1
-	mc.GossipToTheDeadTime = s.Timeout
 	mc.DeadNodeReclaimTime = s.Timeout // a restarted node may come back from a new address
-	mc.PushPullInterval = clampDur(3*s.Interval, 5*time.Second, time.Minute)
 	mc.TCPTimeout = clampDur(s.Timeout/4, time.Second, 10*time.Second)
-	// Our data travels in our own frames, not in memberlist's broadcasts:
-	// its gossip only spreads membership, which our liveness rule does not
-	// need fast. Gossiping less often and not compressing (LAN payloads of a
-	// few KB) halve an idle daemon's CPU (docs/benchmarks.md, figure 3).
-	mc.GossipInterval = clampDur(s.Interval/5, 200*time.Millisecond, time.Second)
 	mc.EnableCompression = false
 	return mc, nil
 }
@@ -199,7 +193,7 @@ func (h *mlHB) runSender(ps *peerSender, q <-chan []byte) {
 		}
 		if err != nil {
 			h.c.sendErrs.Add(1)
-			if now := time.Now(); now.Sub(lastErr) > rejectLogEvery {
+			if now := h.s.Clock.Now(); now.Sub(lastErr) > rejectLogEvery {
 				lastErr = now
 				h.log.Debug("send failed", zap.String("peer", ps.name), zap.Error(err))
 			}
@@ -212,22 +206,29 @@ func (h *mlHB) runTicker() {
 	defer h.loops.Done()
 	clk := h.s.Clock
 	for {
-		wait := clampDur(h.c.next().Sub(clk.Now()), time.Millisecond, h.s.check)
+		// next is at most a beat period away; a due time that moves
+		// earlier meanwhile (a trailing beat, a gap) wakes us.
+		wait := clampDur(h.c.next().Sub(clk.Now()), time.Millisecond, h.s.beat)
 		select {
 		case <-h.stop:
 			return
+		case <-h.c.wake:
 		case <-clk.After(wait):
-			h.c.tick()
 		}
+		h.c.tick()
 	}
 }
 
 // runJoiner joins, at once and then every rejoin period, the members that
-// memberlist does not list.
+// memberlist does not list. Without memberlist's probes nobody leaves its
+// list once joined: when every member is listed it looks again only every
+// 30s (the join only adds memberlist's push/pull of a full copy, which our
+// core also sends when a peer comes up).
 func (h *mlHB) runJoiner() {
 	defer h.loops.Done()
-	every := clampDur(h.s.Interval, time.Second, 10*time.Second)
+	retry := clampDur(h.s.Interval, time.Second, 10*time.Second)
 	for {
+		every := 30 * time.Second
 		seen := map[string]bool{}
 		for _, n := range h.ml.Members() {
 			seen[n.Name] = true
@@ -239,6 +240,7 @@ func (h *mlHB) runJoiner() {
 			}
 		}
 		if len(addrs) > 0 {
+			every = retry
 			if n, err := h.ml.Join(addrs); err != nil && n == 0 {
 				h.log.Debug("join failed", zap.Strings("members", addrs), zap.Error(err))
 			}
@@ -257,7 +259,7 @@ func (h *mlHB) Peers() []Peer          { return h.c.peerList() }
 func (h *mlHB) Stats() Stats           { return h.c.stats() }
 
 // Close stops the timers, lets the peer queues drain (so the last Publish
-// reaches the live peers), leaves the cluster and shuts memberlist down.
+// reaches the live peers) and shuts memberlist down.
 func (h *mlHB) Close() error {
 	h.closeOnce.Do(func() { h.closeErr = h.shut(true) })
 	return h.closeErr
@@ -282,11 +284,11 @@ func (h *mlHB) shut(graceful bool) error {
 		}()
 		select {
 		case <-flushed:
-		case <-time.After(min(2*time.Second, h.s.Timeout)):
+		case <-h.s.Clock.After(min(2*time.Second, h.s.Timeout)):
 		}
-		if err := h.ml.Leave(min(time.Second, h.s.Timeout)); err != nil {
-			errs = append(errs, fmt.Errorf("heartbeat: leave: %w", err))
-		}
+		// No memberlist Leave: without its gossip the leave would never go
+		// out (Leave would wait its whole timeout), and our peers follow
+		// their own rule: down after Timeout of silence.
 	}
 	if err := h.ml.Shutdown(); err != nil {
 		errs = append(errs, fmt.Errorf("heartbeat: shutdown: %w", err))
@@ -295,7 +297,7 @@ func (h *mlHB) shut(graceful bool) error {
 }
 
 // mlDelegate hands memberlist's user traffic to the core. Push/pull (on
-// join and every PushPullInterval) carries a full copy too.
+// join) carries a full copy too.
 type mlDelegate struct{ c *core }
 
 func (d mlDelegate) NodeMeta(limit int) []byte         { return []byte{protoVersion} }

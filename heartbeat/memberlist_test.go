@@ -3,7 +3,6 @@ package heartbeat
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/testbed"
 )
 
 // Loopback timings: short so that the package's tests stay fast.
@@ -24,23 +24,17 @@ const (
 	lbInterval = 500 * time.Millisecond
 )
 
-// freeAddrs returns n loopback addresses whose port is free for TCP and UDP.
+// freeAddrs returns n loopback addresses whose port is free for TCP and
+// UDP (testbed.FreePort).
 func freeAddrs(t testing.TB, n int) []string {
 	t.Helper()
 	var out []string
 	for len(out) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := testbed.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err != nil {
-			continue
-		}
-		u.Close()
-		out = append(out, addr)
+		out = append(out, fmt.Sprintf("127.0.0.1:%d", port))
 	}
 	return out
 }
@@ -318,4 +312,40 @@ func TestLoopbackForeign(t *testing.T) {
 	if rej == 0 {
 		t.Error("no rejection logged")
 	}
+}
+
+// TestLoopbackRestartSeenAtOnce: with beats every 5s (the defaults), a
+// restarted node is up with its new data on its peer long before the next
+// beat: its first frame is dropped and challenged (a new run), and the
+// answer to the challenge is followed at once by a beat.
+func TestLoopbackRestartSeenAtOnce(t *testing.T) {
+	ms := loopMembers(t, 2)
+	cfg := func(name string) Config {
+		c := loopConfig(ms, name, nil)
+		c.Timeout, c.Interval = 15*time.Second, 5*time.Second
+		return c
+	}
+	w1 := watch(t, cfg("n1"))
+	a := watch(t, cfg("n2"))
+	w1.hb.Publish(svcNode("n1", 1, "web"))
+	a.hb.Publish(svcNode("n2", 1, "a"))
+	if _, ok := w1.find(5*time.Second, isKind(Data, "n2")); !ok {
+		t.Fatal("n1 never got n2's data")
+	}
+	crash(t, a.hb)
+	restarted := time.Now()
+	b := watch(t, cfg("n2"))
+	want := svcNode("n2", 1, "b")
+	b.hb.Publish(want)
+	ev, ok := w1.find(2500*time.Millisecond, func(ev Event) bool {
+		return ev.Kind == Data && ev.Node == "n2" && sameData(ev.Data, &want)
+	})
+	if !ok {
+		t.Fatal("n1 did not get the restarted n2's data within 2.5s (beat period 5s)")
+	}
+	ev2, ok := b.find(2500*time.Millisecond, isKind(Data, "n1"))
+	if !ok {
+		t.Fatal("the restarted n2 did not get n1's data within 2.5s (beat period 5s)")
+	}
+	t.Logf("after the restart: n2's data on n1 after %s, n1's on n2 after %s", ev.at.Sub(restarted), ev2.at.Sub(restarted))
 }

@@ -160,7 +160,7 @@ func (n *MemNetwork) Tick() {
 }
 
 // Advance moves the network's clock forward by d, stopping at every time a
-// node has work due (beats, full copies, timeouts) to Tick. The clock must
+// node has work due (beats, gaps, timeouts) to Tick. The clock must
 // have a Set method, as *clock.Fake does.
 func (n *MemNetwork) Advance(d time.Duration) {
 	setter, ok := n.clk.(interface{ Set(time.Time) })

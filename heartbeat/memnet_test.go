@@ -179,7 +179,9 @@ func testConverge(t *testing.T, size int) {
 func TestMemConverge3(t *testing.T)  { testConverge(t, 3) }
 func TestMemConverge16(t *testing.T) { testConverge(t, 16) }
 
-// TestMemDeltaLoss: a lost delta is repaired within Interval.
+// TestMemDeltaLoss: a lost delta is repaired within two gapWait (100ms
+// here): the beat that trails every Publish shows the new generation, and
+// the gap asks for a full copy.
 func TestMemDeltaLoss(t *testing.T) {
 	c := newMemCluster(t, 3)
 	want := map[string]dataset.Node{"n01": svcNode("n01", 1, "a")}
@@ -197,20 +199,116 @@ func TestMemDeltaLoss(t *testing.T) {
 	if c.converged(want, "n02") == nil {
 		t.Fatal("n02 got a dropped delta")
 	}
-	// n02 learns of the gap from n01's next beat, asks for a full copy.
-	c.net.Advance(5 * time.Second)
+	// n02 learns of the gap from n01's trailing beat, asks for a full copy.
+	c.net.Advance(200 * time.Millisecond)
 	if err := c.converged(want, "n02"); err != nil {
-		t.Fatalf("not repaired within Interval: %v", err)
+		t.Fatalf("not repaired within 2 gapWait: %v", err)
 	}
-	// Without the gap request (n02 -> n01 cut), the periodic full copy repairs.
+	if st := c.hb["n02"].Stats(); st.NeedsSent != 1 {
+		t.Fatalf("n02 sent %d requests, want 1", st.NeedsSent)
+	}
+	// The requests lost too (n02 -> n01 cut): they are repeated, and the
+	// first one after the heal repairs, within needEvery.
 	c.net.Drop("n01", "n02", true)
 	want["n01"] = svcNode("n01", 3, "c")
 	c.publish("n01", want["n01"])
 	c.net.Drop("n01", "n02", false)
 	c.net.Drop("n02", "n01", true)
-	c.net.Advance(5 * time.Second)
+	c.net.Advance(3 * time.Second)
+	if c.converged(want, "n02") == nil {
+		t.Fatal("n02 repaired through a cut link")
+	}
+	c.net.Drop("n02", "n01", false)
+	c.net.Advance(time.Second)
 	if err := c.converged(want, "n02"); err != nil {
-		t.Fatalf("not repaired by the full copy within Interval: %v", err)
+		t.Fatalf("not repaired within needEvery of the heal: %v", err)
+	}
+}
+
+// TestMemIdleTrafficFlat: when nothing changes, a node sends nothing but
+// one small beat per peer per beat period: no full copies, and as many
+// bytes with 500 services as with none (issue 14 item 1).
+func TestMemIdleTrafficFlat(t *testing.T) {
+	idle := func(nsvc int) (Stats, Stats) {
+		c := newMemCluster(t, 3)
+		var svcs []string
+		for i := range nsvc {
+			svcs = append(svcs, fmt.Sprintf("svc%03d", i))
+		}
+		want := map[string]dataset.Node{}
+		for _, m := range c.members {
+			want[m.Name] = svcNode(m.Name, 1, svcs...)
+			c.publish(m.Name, want[m.Name])
+		}
+		c.net.Advance(time.Second)
+		if err := c.converged(want, "n01", "n02", "n03"); err != nil {
+			t.Fatal(err)
+		}
+		before := c.hb["n01"].Stats()
+		c.net.Advance(time.Minute)
+		after := c.hb["n01"].Stats()
+		return before, after
+	}
+	var bytes [2]uint64
+	for i, nsvc := range []int{0, 500} {
+		before, after := idle(nsvc)
+		// 15s/5s: a beat every 5s to each of 2 peers
+		if f := after.FullsSent - before.FullsSent; f != 0 {
+			t.Errorf("%d services: %d full copies sent in an idle minute, want 0", nsvc, f)
+		}
+		if n := after.Sent - before.Sent; n != 24 {
+			t.Errorf("%d services: %d frames sent in an idle minute, want 24 beats", nsvc, n)
+		}
+		bytes[i] = after.BytesSent - before.BytesSent
+		t.Logf("%d services: %d bytes sent in an idle minute", nsvc, bytes[i])
+	}
+	// the digest is a decimal number: a few digits either way
+	if bytes[1] > bytes[0]+24*4 {
+		t.Errorf("idle bytes grow with the services: %d with 0, %d with 500", bytes[0], bytes[1])
+	}
+}
+
+// TestMemDigestMismatch: a copy that differs from its peer's data at the
+// same generation (a bug, a corruption) is noticed from the digest of the
+// next beat and replaced by a full copy.
+func TestMemDigestMismatch(t *testing.T) {
+	c := newMemCluster(t, 2)
+	want := map[string]dataset.Node{"n01": svcNode("n01", 1, "a", "b")}
+	c.publish("n01", want["n01"])
+	c.publish("n02", svcNode("n02", 1))
+	c.net.Advance(time.Second)
+	if err := c.converged(want, "n02"); err != nil {
+		t.Fatal(err)
+	}
+	// n02 applies a wrong delta to gen 2 (as a bug of diff or apply
+	// would), while n01's real gen 2 is lost on the way.
+	c.net.Drop("n01", "n02", true)
+	want["n01"] = svcNode("n01", 2, "a", "b", "new")
+	c.publish("n01", want["n01"])
+	c.net.Drop("n01", "n02", false)
+	n02 := c.hb["n02"].(*memHB).c
+	wrong := svcNode("n01", 2, "a", "c")
+	from := svcNode("n01", 1, "a", "b")
+	n02.receive(encode(&message{Kind: kindDelta, From: "n01", Inc: c.hb["n01"].(*memHB).c.inc, Base: 1, Gen: 2,
+		Delta: diff(&from, &wrong)}))
+	p := n02.peers["n01"]
+	if p.gen != 2 || !sameData(p.data, &wrong) {
+		t.Fatalf("the wrong delta was not applied: gen %d", p.gen)
+	}
+	c.net.Advance(5 * time.Second)
+	st := c.hb["n02"].Stats()
+	if st.DigestMismatches != 1 || st.NeedsSent != 1 {
+		t.Fatalf("stats %+v, want 1 digest mismatch and 1 request", st)
+	}
+	if w := want["n01"]; !sameData(p.data, &w) {
+		t.Fatalf("copy not repaired: %+v", p.data)
+	}
+	if err := c.converged(want, "n02"); err != nil {
+		t.Fatal(err)
+	}
+	c.net.Advance(time.Minute)
+	if st := c.hb["n02"].Stats(); st.DigestMismatches != 1 || st.NeedsSent != 1 {
+		t.Fatalf("stats %+v after the repair, want no more mismatches", st)
 	}
 }
 
@@ -220,14 +318,16 @@ func TestMemDownUp(t *testing.T) {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			c := newMemCluster(t, size)
 			c.publish("n02", svcNode("n02", 1, "a"))
-			c.net.Advance(3 * time.Second)
+			c.net.Advance(7 * time.Second)
 			c.net.Crash("n02")
+			// beats every min(Interval, Timeout/3) = 5s: the last one
+			// came at most a beat before the crash
 			last := peerOf(t, c.hb["n01"], "n02").LastHeard
-			if !last.Equal(c.clk.Now()) {
-				t.Fatalf("last heard %s, want now %s", last, c.clk.Now())
+			if now := c.clk.Now(); now.Sub(last) > 5*time.Second {
+				t.Fatalf("last heard %s, more than a beat before now %s", last, now)
 			}
 			c.take("n01", Down, "n02")
-			c.net.Advance(15*time.Second - time.Millisecond)
+			c.net.Advance(last.Add(15*time.Second).Sub(c.clk.Now()) - time.Millisecond)
 			if n := c.take("n01", Down, "n02"); n != 0 || !peerOf(t, c.hb["n01"], "n02").Up {
 				t.Fatal("n02 declared down before Timeout")
 			}
@@ -252,7 +352,7 @@ func TestMemDownUp(t *testing.T) {
 				t.Fatal("partition not detected at Timeout")
 			}
 			c.net.Heal()
-			c.net.Advance(time.Second)
+			c.net.Advance(5 * time.Second)
 			if c.take("n01", Up, "n02") != 1 || c.take("n02", Up, "n01") != 1 {
 				t.Fatal("not up again after the heal")
 			}
@@ -363,7 +463,7 @@ func TestMemUpConfirmsData(t *testing.T) {
 	c.net.Advance(15 * time.Second)
 	c.take("n01", Down, "n02")
 	c.net.Heal()
-	c.net.Advance(time.Second)
+	c.net.Advance(5 * time.Second) // a beat period
 	c.collect()
 	var kinds []Kind
 	for _, ev := range c.evs["n01"] {

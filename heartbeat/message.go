@@ -1,6 +1,8 @@
 package heartbeat
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +20,7 @@ const maxMessage = 16 << 20
 
 // Message kinds on the wire.
 const (
-	kindBeat  = "beat"  // "I am alive; my data is at Gen"
+	kindBeat  = "beat"  // "I am alive; my data is at Gen, its digest is Dig"
 	kindFull  = "full"  // the sender's whole dataset
 	kindDelta = "delta" // the change from Base to Gen
 	kindNeed  = "need"  // "send me a full copy" (the receiver saw a gap)
@@ -36,7 +38,10 @@ type message struct {
 	// Gen is the generation of the sender's data after this message.
 	Gen uint64 `json:"gen"`
 	// Base is the generation a delta applies to.
-	Base  uint64        `json:"base,omitempty"`
+	Base uint64 `json:"base,omitempty"`
+	// Dig (beats) is the digest of the sender's data at Gen (see digest);
+	// 0 before the first Publish.
+	Dig   uint64        `json:"dig,omitempty"`
 	Node  *dataset.Node `json:"node,omitempty"`
 	Delta *delta        `json:"delta,omitempty"`
 }
@@ -172,4 +177,29 @@ func applyMap[V any](m map[string]V, set map[string]V, del []string) map[string]
 		delete(m, k)
 	}
 	return m
+}
+
+// digest is a fingerprint of n as its receivers hold it: the first 8 bytes
+// of the SHA-256 of its JSON form, with empty and nil top-level maps alike
+// (a receiver's copy is built from JSON by full copies and deltas, and
+// JSON round-trips every other value exactly). A beat carries it so that a
+// receiver holding the same generation with different content (a bug, a
+// corrupted copy) asks for a full copy instead of keeping it forever.
+func digest(n *dataset.Node) uint64 {
+	c := *n
+	if len(c.Services) == 0 {
+		c.Services = nil
+	}
+	if len(c.Targets) == 0 {
+		c.Targets = nil
+	}
+	if len(c.Configs) == 0 {
+		c.Configs = nil
+	}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return 0 // not encodable: not sent either (see encode)
+	}
+	sum := sha256.Sum256(b)
+	return max(1, binary.BigEndian.Uint64(sum[:8]))
 }

@@ -217,7 +217,7 @@ func (t *secTransport) tcpLoop() {
 			delay = clampDur(2*delay, 5*time.Millisecond, time.Second)
 			t.log.Debug("accept heartbeat stream", zap.Error(err))
 			select {
-			case <-time.After(delay):
+			case <-t.s.Clock.After(delay):
 			case <-t.closing:
 				return
 			}
@@ -293,7 +293,7 @@ func (t *secTransport) handshake(conn net.Conn, src netip.AddrPort) {
 // error to report, or nil and nil when the refusal was reported already
 // (or is not worth it: a connection closed before its first byte).
 func (t *secTransport) openStream(conn net.Conn, src netip.AddrPort) (*secConn, error) {
-	conn.SetReadDeadline(time.Now().Add(t.hsTTL))
+	conn.SetReadDeadline(time.Now().Add(t.hsTTL)) // the kernel's deadline: wall clock
 	h, err := readHeader(conn)
 	if err == io.EOF {
 		t.c.refused.Add(1) // an empty connection: mostly a sender that gave up

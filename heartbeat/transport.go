@@ -76,14 +76,16 @@ type peerSec struct {
 	nonce         []byte // challenge pending, nil when none
 	nonceAt       time.Time
 	challAt       time.Time
+	challLater    bool // a rate-limited challenge is scheduled
 	answerAt      time.Time
 }
 
-func newSecTransport(s settings, c *core, bindAddr string, bindPort int) (*secTransport, error) {
+func newSecTransport(s settings, c *core, bindAddr string, bindPort int, tap func(net.Conn, string, []byte)) (*secTransport, error) {
 	t, err := newSecState(s, c)
 	if err != nil {
 		return nil, err
 	}
+	t.tap = tap
 	ip := net.ParseIP(bindAddr)
 	if t.tcp, err = net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: bindPort}); err != nil {
 		return nil, err
@@ -112,7 +114,7 @@ func newSecState(s settings, c *core) (*secTransport, error) {
 		peers: map[string]*peerSec{}, memberIPs: map[netip.Addr]bool{}, unauth: map[net.Conn]netip.Addr{},
 		unauthIP: map[netip.Addr]int{}}
 	t.self = keys.aead(t.node, t.inc)
-	now := time.Now()
+	now := s.Clock.Now()
 	for _, m := range s.Members {
 		ps := &peerSec{name: m.Name, addr: m.Addr, resolvedAt: now}
 		ps.aps = resolve(m.Addr)
@@ -172,6 +174,8 @@ func (t *secTransport) WriteTo(b []byte, addr string) (time.Time, error) {
 
 // WriteToAddress implements memberlist.NodeAwareTransport.
 func (t *secTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
+	// The send time is memberlist's (it measures round trips against its
+	// own wall clock), not the shell's.
 	return time.Now(), t.sendDatagram(typeDatagram, a.Addr, b)
 }
 
@@ -236,7 +240,7 @@ func (t *secTransport) udpLoop() {
 	buf := make([]byte, maxDgram+1)
 	for {
 		n, src, err := t.udp.ReadFromUDPAddrPort(buf)
-		ts := time.Now()
+		ts := time.Now() // memberlist's receive time, compared with its wall clock
 		if err != nil {
 			if t.down.Load() || errors.Is(err, net.ErrClosed) {
 				return
@@ -317,7 +321,7 @@ func (t *secTransport) fromMember(ps *peerSec, src netip.AddrPort, port bool) bo
 	if match() {
 		return true
 	}
-	if now := time.Now(); now.Sub(ps.resolvedAt) >= resolveEvery {
+	if now := t.s.Clock.Now(); now.Sub(ps.resolvedAt) >= resolveEvery {
 		ps.resolvedAt = now
 		ps.aps = resolve(ps.addr) // a name may have moved
 		for _, ap := range ps.aps {
@@ -366,8 +370,27 @@ func (t *secTransport) fresh(ps *peerSec, h header, w *window, path string) bool
 // challengeLocked asks ps to prove its current run is alive: the answer is
 // a response sealed under its incarnation, carrying our nonce.
 func (t *secTransport) challengeLocked(ps *peerSec) {
-	now := time.Now()
-	if now.Sub(ps.challAt) < challengeEvery {
+	now := t.s.Clock.Now()
+	if wait := challengeEvery - now.Sub(ps.challAt); wait > 0 {
+		// Rate-limited: challenge when the limit allows, rather than
+		// leave the new run unconfirmed until its next frame (a beat
+		// period away). One deferred challenge per peer at a time; it
+		// ends with the transport.
+		if !ps.challLater {
+			ps.challLater = true
+			go func() {
+				select {
+				case <-t.s.Clock.After(wait):
+				case <-t.closing:
+				}
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				ps.challLater = false
+				if !t.down.Load() {
+					t.challengeLocked(ps)
+				}
+			}()
+		}
 		return
 	}
 	if ps.nonce == nil || now.Sub(ps.nonceAt) >= nonceLife {
@@ -387,16 +410,23 @@ func (t *secTransport) challengeLocked(ps *peerSec) {
 // answer answers a challenge of ps, to its configured address.
 func (t *secTransport) answer(ps *peerSec, h header, nonce []byte) {
 	t.mu.Lock()
-	now := time.Now()
+	now := t.s.Clock.Now()
 	ok := len(nonce) == challenge && h.inc >= ps.inc && now.Sub(ps.answerAt) >= answerEvery
 	if ok {
 		ps.answerAt = now
+	}
+	if h.inc < ps.inc {
+		t.c.replayed.Add(1) // a challenge of an earlier run of ps
 	}
 	t.mu.Unlock()
 	if ok {
 		if err := t.sendDatagram(typeResponse, ps.addr, nonce); err != nil {
 			t.c.sendErrs.Add(1)
 		}
+		// ps challenged us because it dropped a frame of our run: a beat
+		// right behind the answer (same socket, so after it) is accepted,
+		// instead of waiting for the next beat period.
+		t.c.beatTo(ps.name)
 	}
 }
 
@@ -404,9 +434,12 @@ func (t *secTransport) answer(ps *peerSec, h header, nonce []byte) {
 func (t *secTransport) confirm(ps *peerSec, h header, nonce []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if ps.nonce == nil || string(nonce) != string(ps.nonce) || h.inc < ps.inc {
+	if h.inc < ps.inc {
+		t.c.replayed.Add(1) // a response of an earlier run of ps
+		return
+	}
+	if ps.nonce == nil || string(nonce) != string(ps.nonce) {
 		return // a late or replayed answer: harmless
-
 	}
 	ps.nonce = nil
 	t.confirmLocked(ps, h)
@@ -417,6 +450,9 @@ func (t *secTransport) confirmLocked(ps *peerSec, h header) {
 		t.log.Debug("peer run confirmed", zap.String("peer", ps.name), zap.Uint64("incarnation", h.inc))
 		ps.inc = h.inc
 		ps.dgram, ps.stream = window{}, window{}
+		// ps may not have confirmed our run yet either: a beat now makes
+		// it challenge us at once rather than at our next beat period.
+		t.c.beatTo(ps.name)
 	}
 }
 

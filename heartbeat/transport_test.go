@@ -189,7 +189,7 @@ func TestEnvelopeReplayAfterCrash(t *testing.T) {
 	if _, ok := w2.find(5*time.Second, isKind(Data, "n1")); !ok {
 		t.Fatal("n2 never heard n1")
 	}
-	time.Sleep(lbInterval + 300*time.Millisecond) // a periodic full copy by TCP, beats
+	time.Sleep(lbInterval + 300*time.Millisecond) // the full copy of the join by TCP, beats
 	crash(t, w1.hb)
 	killed := time.Now()
 	dgrams, streams := cap1.datagrams(), cap1.dialed()

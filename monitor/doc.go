@@ -6,10 +6,14 @@
 //
 // # Purity
 //
-// monitor, placement, affinity and constraints start no goroutine, read no
-// clock (time is Snapshot.Now), run no command, open no socket and log
-// nothing; they import only the standard library's pure packages and each
-// other (enforced by TestCorePackagesArePure).
+// monitor, placement, affinity, constraints, view, status and dataset
+// start no goroutine, read no clock (time is Snapshot.Now), run no command,
+// open no socket or file and log nothing. TestCorePackagesArePure enforces
+// it over everything they reach (go list -deps): no net, os/exec, zap,
+// memberlist or TOML parser anywhere, no os or syscall imported by any
+// non-standard package (the os that fmt brings along aside), no clock,
+// timer or file call and no go statement in our packages' source. That is
+// why config is pure and its files are read by config/tomlfile.
 //
 // # How the shell drives Step
 //
@@ -102,6 +106,16 @@
 // that sees it. Decision.TargetFailed says when a failed state blocks the
 // target (a start failed on every node that could start it, a stop failed
 // where the service still runs, a start failed on a move's destination).
+//
+// # Explain
+//
+// Explain(s, svc, start) runs the same Step pass over s with the ranking's
+// verdicts turned on for svc only, and returns what `svcmgr explain` shows:
+// every node's verdict, the leader, the running nodes, and the local
+// monitor with the decision Step makes now, its reasoning, what blocks the
+// automatic start, the end of the ready window, every parent not up, every
+// child not down and the target in progress. With start, s is first
+// changed to have svc down and at rest on every node (a start now).
 //
 // # Instances without status
 //

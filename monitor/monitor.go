@@ -113,6 +113,13 @@ type Decision struct {
 // Step computes the decisions of the local node, one per configured service
 // whose nodes include the local node, sorted by service name.
 func Step(s Snapshot) []Decision {
+	out, _ := step(s, "")
+	return out
+}
+
+// step is Step; when explain names a configured service, it also explains
+// that service (Explain), from the very pass that decides it.
+func step(s Snapshot, explain string) ([]Decision, *Explanation) {
 	if s.ReadyPeriod <= 0 {
 		s.ReadyPeriod = DefaultReadyPeriod
 	}
@@ -138,13 +145,22 @@ func Step(s Snapshot) []Decision {
 	env := affinity.Env{Presence: aff.presence, Config: aff.config}
 	out := make([]Decision, 0, len(names))
 	var c svcCtx
+	var ex *Explanation
 	for row, name := range names {
-		c.init(&s, cluster, name, s.Services[name], lists[row], env)
+		c.init(&s, cluster, name, s.Services[name], lists[row], env, name == explain)
 		c.decide()
+		if name == explain {
+			ex = c.explanation(true)
+		}
 		aff.decided(name, c.cur.State, c.d.Monitor.State)
 		out = append(out, c.d)
 	}
-	return out
+	if cfg := s.Services[explain]; explain != "" && ex == nil && cfg != nil {
+		// no local instance: the ranking only, after every local decision
+		c.init(&s, cluster, explain, cfg, placement.NodeList(cfg, s.ClusterNodes), env, true)
+		ex = c.explanation(false)
+	}
+	return out, ex
 }
 
 // affinityEnv is what the affinity rules read during one Step: the
@@ -200,6 +216,8 @@ type svcCtx struct {
 	cur     dataset.InstanceMonitor
 	target  dataset.Target
 	d       Decision
+	why     string // every note of this Step, changed or not (for Explain)
+	explain bool   // explaining this service: the ranking carries verdicts
 
 	// the instances of the service, aligned with nodes (zero when the
 	// node's data is not alive)
@@ -216,8 +234,8 @@ type svcCtx struct {
 	transState dataset.MonitorState
 }
 
-func (c *svcCtx) init(s *Snapshot, cluster *placement.Cluster, name string, cfg *config.ServiceConfig, nodes []string, aff affinity.Env) {
-	*c = svcCtx{s: s, cluster: cluster, name: name, cfg: cfg, nodes: nodes, aff: aff}
+func (c *svcCtx) init(s *Snapshot, cluster *placement.Cluster, name string, cfg *config.ServiceConfig, nodes []string, aff affinity.Env, explain bool) {
+	*c = svcCtx{s: s, cluster: cluster, name: name, cfg: cfg, nodes: nodes, aff: aff, explain: explain}
 	if len(nodes) <= len(c.instsArr) {
 		c.insts, c.alive = c.instsArr[:len(nodes)], c.aliveArr[:len(nodes)]
 	} else {
@@ -244,10 +262,15 @@ func (c *svcCtx) init(s *Snapshot, cluster *placement.Cluster, name string, cfg 
 	} else if cfg.Constraint != nil {
 		c.cOK = placement.EvalConstraints(cfg, s.Nodes)
 	}
-	c.rank = placement.Rank(placement.Input{
+	in := placement.Input{
 		Service: name, Config: cfg, ClusterNodes: s.ClusterNodes, Nodes: nodes,
 		Views: s.Nodes, Cluster: cluster, ConstraintOK: c.cOK, Affinity: aff, Instances: c.insts,
-	})
+	}
+	if explain {
+		in.Explain = true
+		_, in.ConstraintErr = placement.ConstraintResults(cfg, s.Nodes)
+	}
+	c.rank = placement.Rank(in)
 	for i, n := range nodes {
 		if !c.alive[i] {
 			continue
@@ -316,6 +339,7 @@ func (c *svcCtx) decide() {
 		c.auto()
 	}
 	c.d.Changed = c.d.Action != ActionNone || c.d.Monitor != c.cur
+	c.why = c.d.Reason
 	if !c.d.Changed {
 		c.d.Reason = ""
 	}
@@ -389,11 +413,19 @@ func (c *svcCtx) naturalAvailableLeader() string {
 	return ""
 }
 
-func (c *svcCtx) placementLeader() bool {
+func (c *svcCtx) placementLeader() bool { return c.leader() == c.s.Local }
+
+// leader is the node that would start the service now: the first
+// candidate; for orchestrate=start without target, the natural leader when
+// it is a candidate. "" when none.
+func (c *svcCtx) leader() string {
 	if c.cfg.Orchestrate == OrchestrateStart && !c.hasTarget() {
-		return c.rank.NaturalLeader() == c.s.Local && c.rank.Leader() != "" && c.isCandidate(c.s.Local)
+		if nl := c.rank.NaturalLeader(); c.rank.Leader() != "" && c.isCandidate(nl) {
+			return nl
+		}
+		return ""
 	}
-	return c.rank.Leader() == c.s.Local
+	return c.rank.Leader()
 }
 
 func (c *svcCtx) isCandidate(node string) bool { return contains(c.rank.Candidates, node) }
@@ -407,27 +439,49 @@ func (c *svcCtx) firstUpish() string {
 }
 
 // parentDown returns the first parent that is not up, or "".
-// "svc" needs the aggregate avail of svc up over the alive nodes; "svc@node"
-// needs the instance of svc on node up.
 func (c *svcCtx) parentDown() string {
+	first := ""
+	c.parentsDown(func(p string) bool {
+		first = p
+		return false
+	})
+	return first
+}
+
+// parentsDown calls f with each parent that is not up, in the order of
+// DEFAULT.parents, until f returns false. "svc" needs the aggregate avail
+// of svc up over the alive nodes; "svc@node" needs the instance of svc on
+// node up.
+func (c *svcCtx) parentsDown(f func(parent string) (more bool)) {
 	for _, p := range c.cfg.Parents {
 		svc, node, pinned := strings.Cut(p, "@")
+		down := false
 		if pinned {
 			v := c.cluster.View(node)
-			if v == nil || !v.Alive() || v.Data.Services[svc].Avail != dataset.StatusUp {
-				return p
-			}
-			continue
+			down = v == nil || !v.Alive() || v.Data.Services[svc].Avail != dataset.StatusUp
+		} else {
+			down = aggregate(c.s.Nodes, svc) != dataset.StatusUp
 		}
-		if aggregate(c.s.Nodes, svc) != dataset.StatusUp {
-			return p
+		if down && !f(p) {
+			return
 		}
 	}
-	return ""
 }
 
 // childNotDown returns the first child that is not down, or "".
 func (c *svcCtx) childNotDown() string {
+	first := ""
+	c.childrenNotDown(func(ch string) bool {
+		first = ch
+		return false
+	})
+	return first
+}
+
+// childrenNotDown calls f with each child that is not down (up, warn or
+// unknown on an alive node; "svc@node": on that node), in the order of
+// DEFAULT.children, until f returns false.
+func (c *svcCtx) childrenNotDown(f func(child string) (more bool)) {
 	for _, ch := range c.cfg.Children {
 		svc, node, pinned := strings.Cut(ch, "@")
 		for name, v := range c.s.Nodes {
@@ -435,11 +489,13 @@ func (c *svcCtx) childNotDown() string {
 				continue
 			}
 			if upish(v.Data.Services[svc].Avail) {
-				return ch
+				if !f(ch) {
+					return
+				}
+				break
 			}
 		}
 	}
-	return ""
 }
 
 // aggregate is the failover aggregate avail of svc over the alive nodes:

@@ -181,8 +181,13 @@ func (c *Core) ActionDone(svc, kind string, err error, now time.Time) {
 	c.check(svc, inst, true)
 }
 
-// afterFullCheck ends the action that waited on the status check.
+// afterFullCheck answers those who waited on the status check
+// (WhenChecked) and ends the action that waited on it.
 func (c *Core) afterFullCheck(svc string, inst *instance) {
+	for _, tk := range inst.checkWaiters {
+		c.answer(Answer{Ticket: tk})
+	}
+	inst.checkWaiters = nil
 	end := inst.ending
 	if end == nil {
 		return
@@ -224,4 +229,19 @@ func stillUp(res map[string]dataset.Resource) error {
 		return nil
 	}
 	return errors.New(strings.Join(up, "; "))
+}
+
+// WhenChecked returns a ticket answered when the next full status check
+// of the instance of svc has ended (one that starts after this call: a
+// check in progress is followed by a new one when the caller orders it
+// with CheckNow), at once when the instance cannot be checked here.
+func (c *Core) WhenChecked(svc string) Ticket {
+	tk := c.newTicket()
+	inst := c.insts[svc]
+	if inst == nil || !inst.local || !inst.spec.Runnable {
+		c.answer(Answer{Ticket: tk})
+		return tk
+	}
+	inst.checkWaiters = append(inst.checkWaiters, tk)
+	return tk
 }

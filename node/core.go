@@ -234,6 +234,10 @@ func (c *Core) SetNodeFrozen(frozen bool, reason string) {
 		return
 	}
 	c.state.NodeFrozen = frozen
+	c.state.NodeFrozenReason = ""
+	if frozen {
+		c.state.NodeFrozenReason = reason
+	}
 	c.persist()
 	c.publish()
 	c.emit(NodeFrozen{Frozen: frozen, Reason: reason})

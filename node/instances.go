@@ -39,6 +39,8 @@ type instance struct {
 	// none); prevState is the monitor state before it, for ActionAborted.
 	caller    Ticket
 	prevState dataset.MonitorState
+	// checkWaiters are answered when the next full check ends.
+	checkWaiters []Ticket
 
 	mon    dataset.InstanceMonitor
 	leader bool
@@ -110,7 +112,10 @@ func (c *Core) relist() {
 
 // RemoveInstance forgets the instance of svc (its config was deleted).
 func (c *Core) RemoveInstance(svc string) {
-	if _, ok := c.insts[svc]; ok {
+	if inst, ok := c.insts[svc]; ok {
+		for _, tk := range inst.checkWaiters {
+			c.answer(Answer{Ticket: tk})
+		}
 		delete(c.insts, svc)
 		for i, n := range c.inames {
 			if n == svc {
@@ -321,6 +326,7 @@ func (c *Core) PersistMonitors() {
 func (c *Core) Dataset(n dataset.Node) dataset.Node {
 	n.Monitor = c.monitor
 	n.Frozen = c.state.NodeFrozen
+	n.FrozenReason = c.state.NodeFrozenReason
 	n.Compat = c.cfg.Compat
 	n.Targets = c.Targets()
 	n.Clears = c.Clears()

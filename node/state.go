@@ -14,6 +14,9 @@ type State struct {
 	Lamport    uint64                  `json:"lamport"`
 	NodeFrozen bool                    `json:"node_frozen"`
 	Services   map[string]ServiceState `json:"services"`
+
+	// NodeFrozenReason says why the node is frozen (dataset.Node.FrozenReason).
+	NodeFrozenReason string `json:"node_frozen_reason,omitempty"`
 	// Tombstones remember deleted services so that older copies of their
 	// config still travelling between nodes never resurrect them.
 	Tombstones map[string]dataset.Version `json:"tombstones,omitempty"`

@@ -21,6 +21,7 @@ import (
 	"haven/daemon"
 	"haven/paths"
 	"haven/render"
+	"haven/version"
 )
 
 // EnvCompat overrides the compat version of the daemon (contract section 7).
@@ -28,10 +29,16 @@ const EnvCompat = "HAVEN_COMPAT"
 
 // App returns the nodemgr command.
 func App() *cli.App {
-	flags := append(cliutil.GlobalFlags(),
-		&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "daemon stop/shutdown: how long to wait for the daemon to exit"},
-	)
+	flags := cliutil.GlobalFlags()
+	stopFlags := func() []cli.Flag {
+		return []cli.Flag{&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "how long to wait for the daemon to exit"}}
+	}
 	return &cli.App{
+		// --version prints the release, commit, Go and compat versions; the
+		// shell completions call the tool with --generate-bash-completion
+		Version:              version.String(),
+		EnableBashCompletion: true,
+
 		Name:  "nodemgr",
 		Usage: "manage the Haven daemon and this node",
 		Flags: flags,
@@ -40,8 +47,8 @@ func App() *cli.App {
 				{Name: "run", Usage: "run the daemon in the foreground (SIGHUP reopens node.log)", Description: newClusterHelp, Action: run,
 					Flags: append(daemonFlags(), &cli.BoolFlag{Name: "log-stderr", Value: true, Usage: "also write the log to stderr"})},
 				{Name: "start", Usage: "start the daemon in the background; return once its API answers", Flags: daemonFlags(), Description: newClusterHelp, Action: start},
-				{Name: "stop", Usage: "clean stop: announce maintenance, leave services running", Action: func(c *cli.Context) error { return stop(c, "stop") }},
-				{Name: "shutdown", Usage: "stop every local service instance, announce shutting, then stop", Action: func(c *cli.Context) error { return stop(c, "shutdown") }},
+				{Name: "stop", Usage: "clean stop: announce maintenance, leave services running", Flags: stopFlags(), Action: func(c *cli.Context) error { return stop(c, "stop") }},
+				{Name: "shutdown", Usage: "stop every local service instance, announce shutting, then stop", Flags: stopFlags(), Action: func(c *cli.Context) error { return stop(c, "shutdown") }},
 				{Name: "status", Usage: "is the daemon running, with its pid, uptime and peers", Action: status},
 			}},
 			{Name: "freeze", Usage: "freeze this node: no orchestration starts anything on it", Action: func(c *cli.Context) error { return nodeAction(c, "freeze") }},
@@ -87,6 +94,9 @@ func run(c *cli.Context) error {
 	cv, err := compat()
 	if err != nil {
 		return err
+	}
+	if err := startPprof(); err != nil {
+		return cliutil.Usage("%v", err)
 	}
 	// SIGHUP (logrotate's postrotate) reopens node.log; caught from the
 	// start: its default action would end the daemon

@@ -45,5 +45,13 @@
 // no filter and no soft affinity: its first node is the natural leader used
 // by orchestrate=start, giveback of non-ha services, and the L flag.
 //
+// With Input.Explain, Rank also returns Ranking.Verdicts: for each node,
+// every filter it fails (not only the first; a constraint that could not be
+// evaluated, from ConstraintResults, shows its error rather than a plain
+// violation), the policy's sort key, the soft-affinity score and effect
+// (moved ahead or behind), and its place in the resulting order. They come
+// from the same filter and sort functions, and the ranking is the same with
+// or without them; the orchestrator's pass leaves them off (they allocate).
+//
 // The package is pure: no IO, no clock, no goroutines, no logging.
 package placement

@@ -3,7 +3,6 @@ package placement
 import (
 	"haven/affinity"
 	"haven/config"
-	"haven/constraints"
 	"haven/dataset"
 )
 
@@ -21,6 +20,7 @@ const (
 	ReasonNodeDown        = "node down"
 	ReasonNodeFrozen      = "node frozen"
 	ReasonConstraints     = "constraints violation"
+	ReasonConstraintError = "constraints error" // + ": " + the error, in verdicts only
 	ReasonInstanceFrozen  = "instance frozen"
 	ReasonStartFailed     = "start failed"
 	ReasonStopFailed      = "stop failed"
@@ -93,6 +93,14 @@ type Input struct {
 	// Rank need not look them up in Views (a speed-up for callers that have
 	// them).
 	Instances []InstanceState
+	// Explain asks Rank for Ranking.Verdicts: every filter each node fails,
+	// its sort key, the soft-affinity effect. The ranking itself is the
+	// same with or without it.
+	Explain bool
+	// ConstraintErr, read only with Explain, gives the nodes where the
+	// constraints could not be evaluated and why (ConstraintResults): their
+	// verdict shows the error rather than a plain violation.
+	ConstraintErr map[string]string
 }
 
 // InstanceState is the part of an instance the orchestration reads.
@@ -116,18 +124,15 @@ type Cluster struct {
 
 type clusterNode struct {
 	view   *NodeView
-	reason string // why it cannot take work (availability, node frozen), "" when it can
+	avail  string // why it cannot take work (Available), "" when it can
+	frozen bool   // the node is frozen
 	load   float64
 	score  float64
 }
 
 func makeClusterNode(v NodeView) clusterNode {
-	cn := clusterNode{load: v.Data.Load15, score: Score(v.Data)}
-	if ok, reason := v.Available(); !ok {
-		cn.reason = reason
-	} else if v.Data.Frozen {
-		cn.reason = ReasonNodeFrozen
-	}
+	cn := clusterNode{load: v.Data.Load15, score: Score(v.Data), frozen: v.Data.Frozen}
+	_, cn.avail = v.Available()
 	return cn
 }
 
@@ -181,6 +186,9 @@ type Ranking struct {
 	// Natural is the policy order over every node of the service, ignoring
 	// the filters and the soft affinities.
 	Natural []string
+	// Verdicts, with Input.Explain only, say why each node of the service
+	// stands where it does, in the order of Position (candidates first).
+	Verdicts []Verdict
 }
 
 // Leader returns the first candidate, or "" when there is none.
@@ -279,18 +287,30 @@ func Rank(in Input) Ranking {
 	}
 	for i, n := range nodes {
 		recs = append(recs, record{name: n, index: i})
+		f := filter{all: in.Explain}
 		cn, ok := in.node(n)
 		if !ok {
-			recs[i].nodeReason = ReasonNodeDown
+			f.fail(ReasonNodeDown, "")
+			recs[i].nodeReason = f.first
 			recs[i].load = noData
+			recs[i].reasons = f.list
 			continue
 		}
 		recs[i].load, recs[i].score = cn.load, cn.score
-		recs[i].nodeReason = nodeFilter(in, n, cn.reason, env)
+		nodeFilter(in, n, cn, env, &f)
+		recs[i].nodeReason = f.first
+		g := filter{all: in.Explain, list: f.list}
 		if in.Instances != nil && in.Nodes != nil {
-			recs[i].instReason = instanceFilter(in.Instances[i])
+			instanceFilter(in.Instances[i], &g)
 		} else {
-			recs[i].instReason = instanceFilter(StateOf(in.Views[n].Data.Services[in.Service]))
+			instanceFilter(StateOf(in.Views[n].Data.Services[in.Service]), &g)
+		}
+		recs[i].instReason = g.first
+		recs[i].reasons = g.list
+	}
+	if in.Explain && in.Config.Placement != PolicySpread {
+		for i := range recs {
+			recs[i].spread = SpreadKey(in.Service, recs[i].name)
 		}
 	}
 	sortRecords(in.Config.Placement, in.Service, recs)
@@ -314,8 +334,19 @@ func Rank(in Input) Ranking {
 		}
 		pidx = append(pidx, i)
 	}
+	if in.Explain {
+		for k, i := range pidx {
+			recs[i].placeIdx = k
+		}
+	}
 	if affinity.HasSoft(in.Config) {
 		for _, i := range pidx {
+			if in.Explain {
+				recs[i].soft = affinity.CheckSoft(in.Config, recs[i].name, env, func(why string) {
+					recs[i].softNotes = append(recs[i].softNotes, why)
+				})
+				continue
+			}
 			recs[i].soft = affinity.SoftScore(in.Config, recs[i].name, env)
 		}
 		for i := 1; i < len(pidx); i++ { // stable insertion sort, best score first
@@ -342,6 +373,9 @@ func Rank(in Input) Ranking {
 			}
 		}
 	}
+	if in.Explain {
+		r.Verdicts = verdicts(in, &r, recs, pidx)
+	}
 	return r
 }
 
@@ -358,6 +392,11 @@ type record struct {
 	soft       int // soft affinity score
 	nodeReason string
 	instReason string
+
+	// with Input.Explain only
+	reasons   []string // every filter failed
+	softNotes []string // every soft rule broken
+	placeIdx  int      // position among the placeable nodes before the soft affinities
 }
 
 func (r *Ranking) exclude(node, reason string) {
@@ -365,37 +404,6 @@ func (r *Ranking) exclude(node, reason string) {
 		r.Excluded = make(map[string]string)
 	}
 	r.Excluded[node] = reason
-}
-
-// nodeFilter returns why node cannot host the service, or "". base is the
-// service-independent reason (clusterNode.reason).
-func nodeFilter(in Input, node, base string, env affinity.Env) string {
-	if base != "" {
-		return base
-	}
-	if in.ConstraintOK != nil && !in.ConstraintOK[node] {
-		return ReasonConstraints
-	}
-	if affinity.HasHard(in.Config) {
-		if ok, reason := affinity.Hard(in.Config, node, env); !ok {
-			return reason
-		}
-	}
-	return ""
-}
-
-// instanceFilter returns why the instance cannot be started, or "".
-func instanceFilter(inst InstanceState) string {
-	if inst.Frozen {
-		return ReasonInstanceFrozen
-	}
-	switch inst.State {
-	case dataset.StartFailed:
-		return ReasonStartFailed
-	case dataset.StopFailed:
-		return ReasonStopFailed
-	}
-	return ""
 }
 
 // sortRecords orders the records by the policy, ties by node name.
@@ -523,27 +531,6 @@ func NodeList(cfg *config.ServiceConfig, clusterNodes []string) []string {
 		if !has(n) {
 			out = append(out, n)
 		}
-	}
-	return out
-}
-
-// EvalConstraints evaluates cfg's constraints on every viewed node, with the
-// environment the node announced. It returns nil when the service has no
-// constraints (nil means true everywhere). An evaluation error counts as
-// false.
-func EvalConstraints(cfg *config.ServiceConfig, views map[string]NodeView) map[string]bool {
-	if cfg.Constraint == nil {
-		return nil
-	}
-	out := make(map[string]bool, len(views))
-	for name, v := range views {
-		ok, err := cfg.Constraint.Eval(constraints.Env{
-			NodeName:    name,
-			Labels:      v.Data.Labels,
-			Load15:      v.Data.Load15,
-			MemAvailPct: v.Data.MemAvailPct,
-		})
-		out[name] = err == nil && ok
 	}
 	return out
 }

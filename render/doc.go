@@ -7,7 +7,7 @@
 // newline. Layouts follow OpenSVC's so that its users feel at home:
 //
 //	Services                 n1          n2        n3
-//	 web       up     ha   | O^          X ready   /
+//	 web       up     ha   | O^          X ready   -
 //
 // Columns are aligned from the widths of their cells. ANSI colours are off
 // unless asked for, and never change the widths.

@@ -6,6 +6,23 @@ import (
 	"haven/dataset"
 )
 
+// NotANode is the svcmon mark of a node that is not one of the service's
+// nodes: distinct from "/", the mark of an instance whose avail is n/a.
+const NotANode = "-"
+
+// SvcmonLegend explains the marks of the svcmon grid (svcmon --help).
+const SvcmonLegend = `Marks of the Services grid, one column per node:
+  O  up              X  down            !  warn
+  o  standby up      x  standby down    /  n/a (no status: the resources have no check)
+  ?  unknown (the node is down or not heard, or no instance data)
+  -  not a node of the service
+  ^  placement leader    *  frozen
+  then the monitor state when not idle (X ready, O^ starting, X start failed),
+  or "? stale 12s": the last data of a node not heard, 12s old.
+A service's avail with "!" appended (up!) means its overall status differs
+(e.g. an optional resource down). Below the Nodes grid: why a node is frozen.
+Colours only on a terminal, unless --color; NO_COLOR (not empty) turns them off.`
+
 // Mark returns the OpenSVC svcmon mark of an availability status:
 // O up, X down, ! warn, / n/a, o standby up, x standby down, ? anything else.
 func Mark(s dataset.Status) string {
@@ -35,7 +52,7 @@ func statusColor(s string) string {
 		return ansiRed
 	case "warn", "!", "maintenance", "shutting", "draining", "rejoin":
 		return ansiYellow
-	case "stdby up", "stdby down", "o", "x", "n/a", "/":
+	case "stdby up", "stdby down", "o", "x", "n/a", "/", NotANode:
 		return ansiGrey
 	}
 	return ""

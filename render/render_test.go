@@ -139,6 +139,29 @@ func cases() map[string]*dataset.ClusterStatus {
 	frozen.Services["web"] = w
 	cs["frozen_node"] = frozen
 
+	// n2 froze itself at the end of its rejoin grace period: svcmon says
+	// why, below the Nodes grid. db runs on n2 and n3 only: n1 is not one
+	// of its nodes ("-"), and its instance on n3 has no status ("/" n/a).
+	self := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:   threeNodes(),
+		Services: map[string]dataset.ServiceStatus{
+			"db": svc(dataset.StatusUp, []string{"n2", "n3"}, map[string]dataset.Instance{
+				"n2": inst(dataset.StatusUp, dataset.Idle, "started", true),
+				"n3": inst(dataset.StatusNA, dataset.Idle, "none", false),
+			}),
+		},
+		Local: "n1",
+	}
+	sn2 := self.Nodes["n2"]
+	sn2.Frozen = true
+	sn2.FrozenReason = "rejoin grace period (90s) ended with nodes never heard from: n3: node frozen so that services never start twice (nodemgr thaw resumes)"
+	self.Nodes["n2"] = sn2
+	sn3 := self.Nodes["n3"]
+	sn3.Frozen, sn3.FrozenReason = true, "admin freeze"
+	self.Nodes["n3"] = sn3
+	cs["self_frozen_na"] = self
+
 	// n1, the owner of web, crashed: n2 took over; n1's last data is stale
 	// (never a leader), and db's start failed on n2 with its cause.
 	crash := &dataset.ClusterStatus{

@@ -28,6 +28,8 @@ type monRow struct {
 type monSection struct {
 	title string
 	rows  []monRow
+	// notes are full-width lines below the grid (why a node is frozen).
+	notes []string
 }
 
 // Svcmon renders the OpenSVC-style cluster view: a header, the Nodes
@@ -134,7 +136,13 @@ func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
 		compat.nodes = append(compat.nodes, c(strconv.Itoa(ni.Compat)))
 		load.nodes = append(load.nodes, c(fmt.Sprintf("%.1f", ni.Load15)))
 	}
-	return monSection{title: "Nodes", rows: []monRow{state, monitor, frozen, compat, load}}
+	var notes []string
+	for _, n := range nodes {
+		if ni, ok := st.Nodes[n]; ok && ni.Frozen && ni.FrozenReason != "" {
+			notes = append(notes, n+" frozen: "+ni.FrozenReason)
+		}
+	}
+	return monSection{title: "Nodes", rows: []monRow{state, monitor, frozen, compat, load}, notes: notes}
 }
 
 func servicesSection(st *dataset.ClusterStatus, nodes []string, sel func(string) bool) monSection {
@@ -208,7 +216,8 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 
 // instanceCell is the mark of a service on a node: the avail mark, "^" for
 // the placement leader, "*" when frozen, then the monitor state unless idle.
-// "/" is a node that is not a candidate; "?" a candidate with no instance
+// NotANode ("-") is a node that is not one of the service's nodes (the
+// "/" mark is an instance whose avail is n/a); "?" a candidate with no instance
 // data, or whose node is down (its last data cannot be trusted): "? stale
 // 12s" with the age of that data when the producing node marked it stale.
 func instanceCell(s dataset.ServiceStatus, node string, ni dataset.NodeInfo, known bool) cell {
@@ -218,7 +227,7 @@ func instanceCell(s dataset.ServiceStatus, node string, ni dataset.NodeInfo, kno
 		if candidate {
 			return c("?")
 		}
-		return cc("/", ansiGrey)
+		return cc(NotANode, ansiGrey)
 	}
 	if inst.Stale {
 		// the last data of a node not heard (or not confirmed since it
@@ -297,6 +306,9 @@ func layoutSections(secs []monSection, nodes []string, color bool) string {
 			line := " " + painted[si][ri] + strings.Repeat(" ", leftW-width(lefts[si][ri])) + " | "
 			b.WriteString(strings.TrimRight(line+joinCells(r.nodes, colW, 2, color), " "))
 			b.WriteByte('\n')
+		}
+		for _, n := range sec.notes {
+			b.WriteString(" " + n + "\n")
 		}
 	}
 	return b.String()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"haven/config"
@@ -25,6 +26,12 @@ type ipAddr struct {
 	bits    int
 	dev     string
 	timeout time.Duration
+	// probe is how long Start waits for a holder of the address to answer
+	// (probe_timeout).
+	probe time.Duration
+
+	mu  sync.Mutex
+	ann *announcer // the announcements of the last start, nil when none
 }
 
 // errNoDevice is returned by list when the device does not exist.
@@ -49,7 +56,11 @@ func newIP(rc config.ResourceConfig, env Env) (*ipAddr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: netmask: %w", rc.RID, err)
 	}
-	return &ipAddr{rid: rc.RID, env: env, addr: addr, bits: bits, dev: rc.IPDev, timeout: timeoutOf(rc)}, nil
+	probe := rc.ProbeTimeout
+	if probe <= 0 {
+		probe = DefaultProbeTimeout
+	}
+	return &ipAddr{rid: rc.RID, env: env, addr: addr, bits: bits, dev: rc.IPDev, timeout: timeoutOf(rc), probe: probe}, nil
 }
 
 // parseNetmask reads a prefix length ("24") or, for IPv4, a dotted mask
@@ -151,9 +162,11 @@ func (p *ipAddr) Status(ctx context.Context) (dataset.Status, string) {
 }
 
 // Start adds the address unless it is already there. Before adding it, it
-// probes the network (see probeAddr) and refuses when another host answers
-// for the address. After adding an IPv4 address it announces it with a
-// gratuitous ARP so that neighbours update their caches after a failover.
+// probes the network for probe_timeout (see probeAddr) and refuses when
+// another host answers for the address. After adding it, it announces it
+// (gratuitous ARPs for IPv4, unsolicited neighbour advertisements for
+// IPv6: see announce) so that neighbours update their caches after a
+// failover.
 func (p *ipAddr) Start(ctx context.Context) error {
 	ok, _, _, err := p.present(ctx)
 	if err != nil {
@@ -163,7 +176,7 @@ func (p *ipAddr) Start(ctx context.Context) error {
 		p.env.Log(p.rid, p.Label()+" is already up")
 		return nil
 	}
-	holder, err := probeAddr(ctx, p.dev, p.addr)
+	holder, err := probeAddr(ctx, p.dev, p.addr, p.probe)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("%s: %w", p.rid, ctx.Err())
@@ -176,17 +189,32 @@ func (p *ipAddr) Start(ctx context.Context) error {
 	if _, err := p.ipCmd(ctx, "addr", "add", p.prefix(), "dev", p.dev); err != nil {
 		return fmt.Errorf("%s: %w", p.rid, err)
 	}
-	if p.addr.Is4() {
-		if err := announceARP(p.dev, p.addr); err != nil {
-			p.env.Log(p.rid, "gratuitous arp: "+err.Error())
-		}
+	log := func(line string) { p.env.Log(p.rid, line) }
+	ann, err := announce(p.dev, p.addr, log)
+	if err != nil {
+		log("announce " + p.addr.String() + " on " + p.dev + ": " + err.Error())
 	}
+	p.mu.Lock()
+	old := p.ann
+	p.ann = ann
+	p.mu.Unlock()
+	old.stop()
 	return nil
+}
+
+// stopAnnounce ends the announcements of the last start, if any.
+func (p *ipAddr) stopAnnounce() {
+	p.mu.Lock()
+	a := p.ann
+	p.ann = nil
+	p.mu.Unlock()
+	a.stop()
 }
 
 // Stop removes the address; when it is not there (or the device is gone)
 // there is nothing to do.
 func (p *ipAddr) Stop(ctx context.Context) error {
+	p.stopAnnounce()
 	ok, pfx, _, err := p.present(ctx)
 	if errors.Is(err, errNoDevice) {
 		return nil

@@ -72,7 +72,7 @@ func TestIPLabel(t *testing.T) {
 const helperEnv = "HAVEN_IP_HELPER" // JSON of helperReq
 
 type helperReq struct {
-	Actions []string // start | stop | status, run in turn
+	Actions []string // start | stop | status | settle (wait for the announcements to end), run in turn
 	RC      config.ResourceConfig
 }
 
@@ -84,6 +84,7 @@ type helperOut struct {
 	Err    string
 	Log    []string
 	Shown  string
+	Took   time.Duration // of the action alone
 }
 
 const helperMark = "HAVEN-HELPER-OUT "
@@ -107,14 +108,23 @@ func TestIPHelper(t *testing.T) {
 	for _, action := range req.Actions {
 		lines = nil
 		var out helperOut
+		t0 := time.Now()
 		switch action {
 		case "start":
 			err = d.Start(ctx)
 		case "stop":
 			err = d.Stop(ctx)
+		case "settle":
+			ip := d.(*ipAddr)
+			ip.mu.Lock()
+			a := ip.ann
+			ip.mu.Unlock()
+			a.wait()
+			err = nil
 		default:
 			err = nil
 		}
+		out.Took = time.Since(t0)
 		if err != nil {
 			out.Err = err.Error()
 		}
@@ -243,8 +253,13 @@ func TestIPStartStatusStop(t *testing.T) {
 			if !strings.Contains(h[1].Shown, " "+tt.shown+" ") {
 				t.Errorf("ip addr show dev va after start:\n%s\nwant it to hold %s", h[1].Shown, tt.shown)
 			}
-			if log := strings.Join(h[1].Log, "\n"); strings.Contains(log, "cannot check") || strings.Contains(log, "gratuitous") {
+			if log := strings.Join(h[1].Log, "\n"); strings.Contains(log, "cannot check") || strings.Contains(log, "announce") {
 				t.Errorf("start log:\n%s\nwant a probe and an announce without trouble", log)
+			}
+			// the probe of a free address waits probe_timeout (300ms),
+			// not the fixed second it used to
+			if h[1].Took >= time.Second {
+				t.Errorf("start took %s, want the 300ms probe and three ip commands", h[1].Took)
 			}
 			if h[2].Err != "" || h[2].Status != dataset.StatusUp || !strings.Contains(strings.Join(h[2].Log, "\n"), "already up") {
 				t.Errorf("second start = %+v, want no error, up, and an already up line", h[2])
@@ -285,9 +300,15 @@ func TestIPAnswersElsewhere(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sh(t, "ip", "-n", b, "addr", "add", tt.addr+"/"+tt.mask, "dev", "vb", "nodad")
-			h := inNS(t, a, ipRC(tt.addr, tt.mask, "va"), "start")[0]
+			rc := ipRC(tt.addr, tt.mask, "va")
+			rc.ProbeTimeout = 5 * time.Second
+			h := inNS(t, a, rc, "start")[0]
 			if !strings.Contains(h.Err, "already answers") || !strings.Contains(h.Err, tt.holder) || h.Status != dataset.StatusDown {
 				t.Errorf("start = %+v, want a refusal (%q) and down", h, tt.holder)
+			}
+			// the first answer ends the wait
+			if h.Took >= 2*time.Second {
+				t.Errorf("refusal after %s, want it at the first answer, well before probe_timeout 5s", h.Took)
 			}
 		})
 	}

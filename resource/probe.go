@@ -17,12 +17,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// probeWait is how long probeAddr listens for an answer, over 3 probes.
-const probeWait = time.Second
+// DefaultProbeTimeout is how long probeAddr waits for an answer when the
+// resource sets no ip probe_timeout.
+const DefaultProbeTimeout = 300 * time.Millisecond
+
+// probeEvery is the period of the probes within the probe window: a host
+// holding the address answers within a millisecond or two on a LAN, so
+// a probe every 100ms until the window ends catches it even if a probe or
+// two, or their answers, are lost; the first answer ends the wait.
+const probeEvery = 100 * time.Millisecond
 
 // probeAddr asks the network whether another host already holds addr, and
-// returns a description of the answer ("" when nobody answered). An error
-// means no probe was possible; the caller decides what to do then.
+// returns a description of the answer ("" when nobody answered within
+// total). An error means no probe was possible; the caller decides what to
+// do then. It returns at the first answer, so a live holder costs a round
+// trip, and a free address (the failover case) costs total.
 //
 // IPv4 uses an ARP probe (RFC 5227: an ARP request with a zero sender
 // address) sent on the device itself through a raw packet socket: every
@@ -32,9 +41,12 @@ const probeWait = time.Second
 // an ICMPv6 echo (the kernel runs its own duplicate address detection after
 // the add; Status reports a "dadfailed" address as warn). Both need root
 // (CAP_NET_RAW) and nothing installed.
-func probeAddr(ctx context.Context, dev string, addr netip.Addr) (string, error) {
+func probeAddr(ctx context.Context, dev string, addr netip.Addr, total time.Duration) (string, error) {
+	if total <= 0 {
+		total = DefaultProbeTimeout
+	}
 	if addr.Is4() {
-		holder, err := arpProbe(ctx, dev, addr)
+		holder, err := arpProbe(ctx, dev, addr, total)
 		if err == nil {
 			return holder, nil
 		}
@@ -42,7 +54,41 @@ func probeAddr(ctx context.Context, dev string, addr netip.Addr) (string, error)
 			return "", err
 		}
 	}
-	return echoProbe(ctx, dev, addr)
+	return echoProbe(ctx, dev, addr, total)
+}
+
+// probeSchedule paces probes: due tells whether a probe is to be sent now
+// (one at the start, then every probeEvery), wait how long to listen before
+// the next one or the end of the window, which over tells.
+type probeSchedule struct {
+	end, next time.Time
+}
+
+func newProbeSchedule(total time.Duration) *probeSchedule {
+	now := time.Now()
+	return &probeSchedule{end: now.Add(total), next: now}
+}
+
+func (s *probeSchedule) due() bool {
+	now := time.Now()
+	if now.Before(s.next) || !now.Before(s.end) {
+		return false
+	}
+	for !s.next.After(now) {
+		s.next = s.next.Add(probeEvery)
+	}
+	return true
+}
+
+func (s *probeSchedule) over() bool { return !time.Now().Before(s.end) }
+
+// wait is how long to listen until the next probe or the end.
+func (s *probeSchedule) wait() time.Duration {
+	t := s.next
+	if s.end.Before(t) {
+		t = s.end
+	}
+	return time.Until(t)
 }
 
 // errNoARP says the device cannot carry ARP.
@@ -104,9 +150,9 @@ func sendARP(fd int, ifi *net.Interface, pkt []byte) error {
 	return unix.Sendto(fd, pkt, 0, to)
 }
 
-// arpProbe sends ARP probes for addr on dev and returns "is-at MAC" when a
-// host other than this one claims it.
-func arpProbe(ctx context.Context, dev string, addr netip.Addr) (string, error) {
+// arpProbe sends ARP probes for addr on dev, every probeEvery for total,
+// and returns "is-at MAC" as soon as a host other than this one claims it.
+func arpProbe(ctx context.Context, dev string, addr netip.Addr, total time.Duration) (string, error) {
 	ifi, err := arpIface(dev)
 	if err != nil {
 		return "", err
@@ -119,62 +165,47 @@ func arpProbe(ctx context.Context, dev string, addr netip.Addr) (string, error) 
 	pkt := arpPacket(ifi.HardwareAddr, netip.IPv4Unspecified(), addr)
 	want := addr.As4()
 	buf := make([]byte, 1500)
-	const rounds = 3
-	for round := 1; round <= rounds; round++ {
-		if err := sendARP(fd, ifi, pkt); err != nil {
-			return "", fmt.Errorf("arp probe: %w", err)
+	sched := newProbeSchedule(total)
+	for !sched.over() {
+		if err := ctx.Err(); err != nil {
+			return "", err
 		}
-		end := time.Now().Add(probeWait / rounds)
-		for {
-			if err := ctx.Err(); err != nil {
-				return "", err
-			}
-			left := time.Until(end)
-			if left <= 0 {
-				break
-			}
-			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			n, err := unix.Poll(pfd, int(left/time.Millisecond)+1)
-			if errors.Is(err, unix.EINTR) || n == 0 {
-				continue
-			}
-			if err != nil {
+		if sched.due() {
+			if err := sendARP(fd, ifi, pkt); err != nil {
 				return "", fmt.Errorf("arp probe: %w", err)
 			}
-			m, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
-			if err != nil {
-				continue
-			}
-			p := buf[:m]
-			if len(p) < 28 || binary.BigEndian.Uint16(p[0:]) != 1 || binary.BigEndian.Uint16(p[2:]) != 0x0800 {
-				continue
-			}
-			sha := net.HardwareAddr(p[8:14])
-			if bytes.Equal(p[14:18], want[:]) && !bytes.Equal(sha, ifi.HardwareAddr) {
-				return "is-at " + sha.String(), nil
-			}
+		}
+		left := sched.wait()
+		if left <= 0 {
+			continue
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, int((left+time.Millisecond-1)/time.Millisecond))
+		if errors.Is(err, unix.EINTR) || n == 0 {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("arp probe: %w", err)
+		}
+		m, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
+		if err != nil {
+			continue
+		}
+		p := buf[:m]
+		if len(p) < 28 || binary.BigEndian.Uint16(p[0:]) != 1 || binary.BigEndian.Uint16(p[2:]) != 0x0800 {
+			continue
+		}
+		sha := net.HardwareAddr(p[8:14])
+		if bytes.Equal(p[14:18], want[:]) && !bytes.Equal(sha, ifi.HardwareAddr) {
+			return "is-at " + sha.String(), nil
 		}
 	}
 	return "", nil
 }
 
-// announceARP broadcasts a gratuitous ARP for addr on dev.
-func announceARP(dev string, addr netip.Addr) error {
-	ifi, err := arpIface(dev)
-	if err != nil {
-		return err
-	}
-	fd, err := arpSocket(ifi)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return sendARP(fd, ifi, arpPacket(ifi.HardwareAddr, addr, addr))
-}
-
-// echoProbe sends ICMP (v4 or v6) echo requests to addr and returns
-// "answers ICMP echo" when it gets a matching reply.
-func echoProbe(ctx context.Context, dev string, addr netip.Addr) (string, error) {
+// echoProbe sends ICMP (v4 or v6) echo requests to addr, every probeEvery
+// for total, and returns "answers ICMP echo" at the first matching reply.
+func echoProbe(ctx context.Context, dev string, addr netip.Addr, total time.Duration) (string, error) {
 	network, laddr, proto := "ip4:icmp", "0.0.0.0", 1
 	var typ icmp.Type = ipv4.ICMPTypeEcho
 	var reply icmp.Type = ipv4.ICMPTypeEchoReply
@@ -198,12 +229,14 @@ func echoProbe(ctx context.Context, dev string, addr netip.Addr) (string, error)
 		dst.Zone = dev
 	}
 	buf := make([]byte, 1500)
-	const rounds = 3
-	for round := 1; round <= rounds; round++ {
-		if _, err := c.WriteTo(req, dst); err != nil {
-			return "", fmt.Errorf("icmp echo: %w", err)
+	sched := newProbeSchedule(total)
+	for !sched.over() {
+		if sched.due() {
+			if _, err := c.WriteTo(req, dst); err != nil {
+				return "", fmt.Errorf("icmp echo: %w", err)
+			}
 		}
-		end := time.Now().Add(probeWait / rounds)
+		end := time.Now().Add(sched.wait())
 		if d, ok := ctx.Deadline(); ok && d.Before(end) {
 			end = d
 		}
@@ -214,7 +247,7 @@ func echoProbe(ctx context.Context, dev string, addr netip.Addr) (string, error)
 				if ctx.Err() != nil {
 					return "", ctx.Err()
 				}
-				break // deadline: next round
+				break // deadline: next probe
 			}
 			ip, ok := peer.(*net.IPAddr)
 			if !ok {

@@ -67,7 +67,7 @@
 //
 // The values shown are the defaults. A service line's key=value pairs are
 // the DEFAULT keywords of the service config (lists are comma-separated),
-// parsed by config.ParseService; start= and stop= set the simulated action
+// parsed by tomlfile.ParseService; start= and stop= set the simulated action
 // durations of that service. Every daemon starts at time 0, with the first
 // command. Commands run at the current simulated time:
 //

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"haven/config"
+	"haven/config/tomlfile"
 )
 
 // Result is the outcome of a scenario run.
@@ -218,7 +218,7 @@ func (r *runner) nodeLine(args []string) error {
 var listKeys = map[string]bool{"nodes": true, "parents": true, "children": true, "hard_affinity": true,
 	"hard_anti_affinity": true, "soft_affinity": true, "soft_anti_affinity": true}
 
-// service builds the service config through config.ParseService: the
+// service builds the service config through tomlfile.ParseService: the
 // key=value pairs are DEFAULT keywords (start= and stop= are the sim's
 // action durations).
 func (r *runner) service(args []string) error {
@@ -252,7 +252,7 @@ func (r *runner) service(args []string) error {
 			fmt.Fprintf(&b, "%s = %s\n", k, strconv.Quote(v))
 		}
 	}
-	cfg, err := config.ParseService(args[0]+".toml", args[0], []byte(b.String()))
+	cfg, err := tomlfile.ParseService(args[0]+".toml", args[0], []byte(b.String()))
 	if err != nil {
 		return err
 	}

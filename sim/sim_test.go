@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite testdata/scenarios/*.golden")
 
 const scenarioDir = "../testdata/scenarios"
 
-func scenarios(t *testing.T) []string {
+func scenarios(t testing.TB) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(scenarioDir, "*.txt"))
 	if err != nil || len(files) == 0 {
@@ -25,7 +25,7 @@ func scenarios(t *testing.T) []string {
 	return files
 }
 
-func runFile(t *testing.T, file string) *Result {
+func runFile(t testing.TB, file string) *Result {
 	t.Helper()
 	text, err := os.ReadFile(file)
 	if err != nil {
@@ -77,17 +77,18 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// TestCatalogueSpeed runs the whole catalogue and reports the ratio of
-// simulated to real time (information, not a threshold).
-func TestCatalogueSpeed(t *testing.T) {
+// BenchmarkCatalogue runs the whole catalogue per iteration and reports
+// the ratio of simulated to real time as sim-s/s (go test -run XXX -bench
+// Catalogue ./sim).
+func BenchmarkCatalogue(b *testing.B) {
+	files := scenarios(b)
 	var sim time.Duration
-	start := time.Now()
-	for _, file := range scenarios(t) {
-		sim += runFile(t, file).Simulated
+	for b.Loop() {
+		for _, file := range files {
+			sim += runFile(b, file).Simulated
+		}
 	}
-	real := time.Since(start)
-	t.Logf("catalogue: %s simulated in %s real: %.0f simulated seconds per real second",
-		sim, real.Round(time.Millisecond), sim.Seconds()/real.Seconds())
+	b.ReportMetric(sim.Seconds()/b.Elapsed().Seconds(), "sim-s/s")
 }
 
 func firstDiff(got, want string) string {

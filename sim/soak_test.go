@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"haven/config"
+	"haven/config/tomlfile"
 )
 
 // TestSoak drives a 5-node cluster with 6 services through seeded random
@@ -36,7 +36,7 @@ func soak(t *testing.T, seed int64) {
 		if i == 5 {
 			raw += "parents = [\"s1\"]\n"
 		}
-		cfg, err := config.ParseService(s+".toml", s, []byte(raw))
+		cfg, err := tomlfile.ParseService(s+".toml", s, []byte(raw))
 		if err != nil {
 			t.Fatal(err)
 		}

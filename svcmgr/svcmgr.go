@@ -8,87 +8,97 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"haven/api"
 	"haven/cliutil"
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/render"
+	"haven/version"
 )
 
-// App returns the svcmgr command.
+// App returns the svcmgr command. The app's flags (-s, --format, --root)
+// apply to every action; each action defines its own others, listed by its
+// --help. Any flag may stand anywhere on the line (cliutil.Hoist).
 func App() *cli.App {
 	flags := append(cliutil.GlobalFlags(),
 		&cli.StringFlag{Name: "service", Aliases: []string{"s"}, Usage: "`SELECTOR`: a service name, a comma list or a glob"},
-		&cli.BoolFlag{Name: "local", Usage: "act on this node's instance only, without orchestration"},
-		&cli.StringFlag{Name: "node", Usage: "clear: the node whose failed state to reset"},
-		&cli.StringFlag{Name: "to", Usage: "switch: the destination node"},
-		&cli.BoolFlag{Name: "wait", Usage: "return when the target is reached"},
-		&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "bound of --wait"},
-		&cli.StringFlag{Name: "config", Usage: "create / validate: the config `FILE`"},
-		&cli.BoolFlag{Name: "replace", Usage: "create: replace the config of an existing service (e.g. one whose config is invalid)"},
-		&cli.StringSliceFlag{Name: "kw", Usage: "set / get / unset: a keyword `K=V` (set) or `K` (get, unset); repeatable"},
-		&cli.BoolFlag{Name: "follow", Usage: "logs: keep printing new lines"},
-		&cli.IntFlag{Name: "lines", Value: 100, Usage: "logs: how many past lines"},
 	)
-	action := func(name string) *cli.Command {
-		return &cli.Command{Name: name, Usage: actionUsage[name], UsageText: "svcmgr -s SELECTOR " + name + " [--local] [--wait [--time 5m]]" + actionExtra[name],
-			Description: flagsAnywhere, Action: func(c *cli.Context) error { return serviceAction(c, name) }}
-	}
 	return &cli.App{
+		// --version prints the release, commit, Go and compat versions; the
+		// shell completions call the tool with --generate-bash-completion
+		Version:              version.String(),
+		EnableBashCompletion: true,
+
 		Name:      "svcmgr",
 		Usage:     "manage Haven services",
-		UsageText: "svcmgr -s SELECTOR ACTION [flags]\n   svcmgr validate --config FILE",
+		UsageText: "svcmgr -s SELECTOR ACTION [flags]\nsvcmgr validate --config FILE\nsvcmgr ACTION --help: the flags of an action",
 		Flags:     flags,
 		Commands: []*cli.Command{
-			{Name: "create", Usage: "install a service config (--config FILE; name from -s or the file name; --replace: of an existing service)", Action: create},
+			{Name: "create", Usage: "install a service config (--config FILE; name from -s or the file name; --replace: of an existing service)",
+				UsageText: "svcmgr [-s NAME] create --config FILE [--replace]", Description: globalsHelp,
+				Flags: []cli.Flag{configFlag("the config `FILE` to install"),
+					&cli.BoolFlag{Name: "replace", Usage: "replace the config of an existing service (e.g. one whose config is invalid)"}},
+				Action: create},
 			action("delete"),
 			action("start"), action("stop"), action("freeze"), action("thaw"),
 			action("clear"), action("abort"), action("takeover"), action("giveback"), action("switch"),
-			{Name: "ls", Usage: "list services", Action: ls},
+			{Name: "ls", Usage: "list services", UsageText: "svcmgr [-s SELECTOR] ls", Description: globalsHelp, Action: ls},
 			{Name: "print", Usage: "print status | print config", Subcommands: []*cli.Command{
-				{Name: "status", Usage: "the service's status tree (--format json: the status object)", Action: printStatus},
-				{Name: "config", Usage: "the installed config", Action: printConfig},
+				{Name: "status", Usage: "the service's status tree (--format json: the status object; -r: check now first)",
+					UsageText: "svcmgr -s SELECTOR print status [-r] [--format json]", Description: globalsHelp,
+					Flags: []cli.Flag{refreshFlag()}, Action: printStatus},
+				{Name: "config", Usage: "the installed config (--format json: sections, keys, values)",
+					UsageText: "svcmgr -s SELECTOR print config [--format json]", Description: globalsHelp, Action: printConfig},
 			}},
 			{Name: "json", Usage: "json status", Subcommands: []*cli.Command{
-				{Name: "status", Usage: "alias of print status --format json", Action: func(c *cli.Context) error {
-					c.Set("format", "json")
-					return printStatus(c)
-				}},
+				{Name: "status", Usage: "alias of print status --format json", UsageText: "svcmgr -s SELECTOR json status [-r]",
+					Description: globalsHelp, Flags: []cli.Flag{refreshFlag()}, Action: func(c *cli.Context) error {
+						c.Set("format", "json")
+						return printStatus(c)
+					}},
 			}},
-			{Name: "validate", Usage: "validate --config FILE (no daemon needed) | validate config", Action: validateFile,
-				Subcommands: []*cli.Command{{Name: "config", Usage: "check the installed config", Action: validateInstalled}}},
+			{Name: "validate", Usage: "validate --config FILE (no daemon needed) | validate config",
+				UsageText: "svcmgr [-s NAME] validate --config FILE\nsvcmgr -s SELECTOR validate config", Description: globalsHelp,
+				Flags: []cli.Flag{configFlag("the config `FILE` to check")}, Action: validateFile,
+				Subcommands: []*cli.Command{{Name: "config", Usage: "check the installed config", Description: globalsHelp, Action: validateInstalled}}},
 			{Name: "edit", Usage: "edit config", Subcommands: []*cli.Command{
-				{Name: "config", Usage: "edit the config in $EDITOR, validate, install", Action: editConfig},
+				{Name: "config", Usage: "edit the config in $EDITOR, validate, install", Description: globalsHelp, Action: editConfig},
 			}},
-			{Name: "set", Usage: "set --kw K=V (also K+=V, K-=V for lists)", Action: func(c *cli.Context) error { return keyword(c, "set") }},
-			{Name: "get", Usage: "get --kw K", Action: func(c *cli.Context) error { return keyword(c, "get") }},
-			{Name: "unset", Usage: "unset --kw K", Action: func(c *cli.Context) error { return keyword(c, "unset") }},
-			{Name: "logs", Usage: "the service's log lines (--follow, --lines N)", Action: logs},
+			{Name: "set", Usage: "set --kw K=V (also K+=V, K-=V for lists)", UsageText: "svcmgr -s SELECTOR set --kw K=V [--kw K=V ...]",
+				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword to set: `K=V`, K+=V or K-=V (lists); repeatable")},
+				Action: func(c *cli.Context) error { return keyword(c, "set") }},
+			{Name: "get", Usage: "get --kw K", UsageText: "svcmgr -s SELECTOR get --kw K [--kw K ...]",
+				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to print (its default when unset); repeatable")},
+				Action: func(c *cli.Context) error { return keyword(c, "get") }},
+			{Name: "unset", Usage: "unset --kw K", UsageText: "svcmgr -s SELECTOR unset --kw K [--kw K ...]",
+				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to remove (its default applies); repeatable")},
+				Action: func(c *cli.Context) error { return keyword(c, "unset") }},
+			{Name: "logs", Usage: "the service's log lines (--follow, --lines N; --format json: one object a line)",
+				UsageText: "svcmgr -s NAME logs [--follow] [--lines N] [--format json]", Description: globalsHelp,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "follow", Usage: "keep printing new lines"},
+					&cli.IntFlag{Name: "lines", Value: 100, Usage: "how many past lines"},
+				}, Action: logs},
+			{Name: "explain", Usage: "why the service runs (or not) where it does: every node's verdict, the leader, the local monitor (--start: for a start now; --format json)",
+				UsageText: "svcmgr -s SELECTOR explain [--start] [--format json]", Description: globalsHelp,
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "start", Usage: "what a start now would do, as if the service were down everywhere"}},
+				Action: explain},
 		},
 	}
 }
 
-// flagsAnywhere is said in every command's help: the flags are the app's,
-// accepted anywhere on the line.
-const flagsAnywhere = "Every flag listed by `svcmgr --help` may stand anywhere on the line."
+// globalsHelp is said in every command's help: the app's flags apply
+// too, and any flag may stand anywhere on the line.
+const globalsHelp = "Also: -s SELECTOR, --format human|json, --root DIR (see svcmgr --help).\nAny flag may stand anywhere on the line."
 
-var actionExtra = map[string]string{"switch": " --to NODE", "clear": " [--node NODE]"}
-
-var actionUsage = map[string]string{
-	"delete":   "stop the service everywhere and remove its config",
-	"start":    "start (orchestrated; --local: this node's instance directly)",
-	"stop":     "stop and freeze (orchestrated; --local: this node's instance directly)",
-	"freeze":   "stop orchestrating the service (--local: this node's instance)",
-	"thaw":     "resume orchestration (--local: this node's instance)",
-	"clear":    "reset a failed monitor state (--node NODE, default every node)",
-	"abort":    "drop the current target state",
-	"takeover": "move the service to this node",
-	"giveback": "move the service back to its placement leader",
-	"switch":   "move the service to --to NODE",
+func configFlag(usage string) cli.Flag { return &cli.StringFlag{Name: "config", Usage: usage} }
+func kwFlag(usage string) cli.Flag     { return &cli.StringSliceFlag{Name: "kw", Usage: usage} }
+func refreshFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "refresh", Aliases: []string{"r"}, Usage: "check the local instances now, then print"}
 }
 
 func ctx(c *cli.Context) context.Context { return c.Context }
@@ -135,61 +145,6 @@ func Select(sel string, names []string) []string {
 	return out
 }
 
-func serviceAction(c *cli.Context, action string) error {
-	if c.Args().Len() > 0 {
-		return cliutil.Usage("%s: unexpected argument %q", action, c.Args().First())
-	}
-	if action == "switch" && c.String("to") == "" {
-		return cliutil.Usage("switch needs --to NODE")
-	}
-	cl := cliutil.Client(c)
-	names, err := selected(c, cl)
-	if err != nil {
-		return err
-	}
-	asJSON, err := cliutil.JSON(c)
-	if err != nil {
-		return err
-	}
-	var failures []string
-	for _, name := range names {
-		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local"), Node: c.String("node"), Wait: c.Bool("wait")}
-		if action == "switch" {
-			req.Node = c.String("to")
-		}
-		actx, cancel := context.WithCancel(ctx(c))
-		if req.Wait {
-			// the daemon answers at --time with where the target stands;
-			// the margin lets that answer arrive
-			req.WaitTimeout = c.Duration("time")
-			actx, cancel = context.WithTimeout(ctx(c), c.Duration("time")+5*time.Second)
-		}
-		res, err := cl.Action(actx, req)
-		timedOut := actx.Err() == context.DeadlineExceeded
-		cancel()
-		if timedOut {
-			failures = append(failures, fmt.Sprintf("%s: timed out after %s waiting for the target (it stays in place: see print status, or abort)", name, c.Duration("time")))
-			continue
-		}
-		if err != nil {
-			if cliutil.StatusOf(err) == cliutil.ExitUsage {
-				return err
-			}
-			failures = append(failures, fmt.Sprintf("%s: %v", name, err))
-			continue
-		}
-		if asJSON {
-			cliutil.PrintJSON(c.App.Writer, map[string]any{"service": name, "id": res.ID, "result": res.Result})
-		} else {
-			fmt.Fprintf(c.App.Writer, "%s: %s\n", name, res.Result)
-		}
-	}
-	if len(failures) > 0 {
-		return cliutil.Failed("%s", strings.Join(failures, "; "))
-	}
-	return nil
-}
-
 // checkConfigFile reads and validates --config FILE here, so that errors
 // name the user's file, without a daemon. The service name is -s, else the
 // file's base name.
@@ -208,7 +163,7 @@ func checkConfigFile(c *cli.Context, action string) (file, name string, data []b
 	if data, err = os.ReadFile(file); err != nil {
 		return "", "", nil, cliutil.Usage("%v", err)
 	}
-	if _, err := config.ParseService(file, name, data); err != nil {
+	if _, err := tomlfile.ParseService(file, name, data); err != nil {
 		return "", "", nil, err
 	}
 	return file, name, data, nil
@@ -277,6 +232,15 @@ func printStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("refresh") {
+		// the local instances are checked now; the others are as their
+		// nodes last announced them
+		for _, n := range names {
+			if err := cl.Refresh(ctx(c), n); err != nil {
+				return err
+			}
+		}
+	}
 	st, err := cl.Status(ctx(c))
 	if err != nil {
 		return err
@@ -297,21 +261,43 @@ func printStatus(c *cli.Context) error {
 	return nil
 }
 
+// printConfig prints the installed config as written; with --format json,
+// an object of sections (DEFAULT, app#web...) of keys and values, or one
+// such object by service when several are selected.
 func printConfig(c *cli.Context) error {
+	asJSON, err := cliutil.JSON(c)
+	if err != nil {
+		return err
+	}
 	cl := cliutil.Client(c)
 	names, err := selected(c, cl)
 	if err != nil {
 		return err
 	}
+	all := map[string]any{}
 	for _, n := range names {
 		raw, err := cl.Config(ctx(c), n)
 		if err != nil {
 			return err
 		}
+		if asJSON {
+			secs, err := tomlfile.ServiceSections(cliutil.Paths(c).ServiceConf(n), []byte(raw))
+			if err != nil {
+				return fmt.Errorf("%w (svcmgr print config shows it as written)", err)
+			}
+			if len(names) == 1 {
+				return cliutil.PrintJSON(c.App.Writer, secs)
+			}
+			all[n] = secs
+			continue
+		}
 		if len(names) > 1 {
 			fmt.Fprintf(c.App.Writer, "# %s\n", n)
 		}
 		fmt.Fprint(c.App.Writer, raw)
+	}
+	if asJSON {
+		return cliutil.PrintJSON(c.App.Writer, all)
 	}
 	return nil
 }
@@ -338,7 +324,7 @@ func validateInstalled(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := config.ParseService(p.ServiceConf(n), n, []byte(raw)); err != nil {
+		if _, err := tomlfile.ParseService(p.ServiceConf(n), n, []byte(raw)); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.App.Writer, "%s: valid\n", n)
@@ -385,7 +371,7 @@ func editConfig(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "%s: unchanged\n", name)
 		return nil
 	}
-	if _, err := config.ParseService(tmpName, name, data); err != nil {
+	if _, err := tomlfile.ParseService(tmpName, name, data); err != nil {
 		return fmt.Errorf("%w (nothing installed; your edit is kept in %s)", err, tmpName)
 	}
 	req := api.CreateRequest{Name: name, Config: string(data), File: tmpName, Replace: true, Base: dataset.ConfigDigest([]byte(raw))}
@@ -423,26 +409,40 @@ func keyword(c *cli.Context, op string) error {
 	return nil
 }
 
-func logs(c *cli.Context) error {
+// explain prints, for each selected service, the local daemon's
+// explanation of where it may run and what its monitor waits for.
+func explain(c *cli.Context) error {
+	if c.Args().Len() > 0 {
+		return cliutil.Usage("explain: unexpected argument %q", c.Args().First())
+	}
+	asJSON, err := cliutil.JSON(c)
+	if err != nil {
+		return err
+	}
 	cl := cliutil.Client(c)
 	names, err := selected(c, cl)
 	if err != nil {
 		return err
 	}
-	if len(names) != 1 {
-		return cliutil.Usage("logs takes one service, %d selected", len(names))
-	}
-	if !c.Bool("follow") {
-		out, err := cl.Logs(ctx(c), names[0], c.Int("lines"))
+	all := make([]*api.Explanation, 0, len(names))
+	for _, n := range names {
+		e, err := cl.Explain(ctx(c), n, c.Bool("start"))
 		if err != nil {
 			return err
 		}
-		fmt.Fprint(c.App.Writer, out)
-		return nil
+		all = append(all, e)
 	}
-	q := map[string][]string{"name": {names[0]}, "lines": {fmt.Sprint(c.Int("lines"))}, "follow": {"1"}}
-	return cl.Stream(ctx(c), api.PathLogs, q, func(line []byte) error {
-		_, err := fmt.Fprintf(c.App.Writer, "%s\n", line)
-		return err
-	})
+	if asJSON {
+		if len(all) == 1 {
+			return cliutil.PrintJSON(c.App.Writer, all[0])
+		}
+		return cliutil.PrintJSON(c.App.Writer, all)
+	}
+	for i, e := range all {
+		if i > 0 {
+			fmt.Fprintln(c.App.Writer)
+		}
+		fmt.Fprint(c.App.Writer, render.Explain(e))
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package svcmon
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -9,18 +10,27 @@ import (
 	"haven/cliutil"
 	"haven/render"
 	"haven/svcmgr"
+	"haven/version"
 )
 
 // App returns the svcmon command.
 func App() *cli.App {
 	return &cli.App{
-		Name:  "svcmon",
-		Usage: "the Haven cluster at a glance",
+		// --version prints the release, commit, Go and compat versions; the
+		// shell completions call the tool with --generate-bash-completion
+		Version:              version.String(),
+		EnableBashCompletion: true,
+
+		Name:            "svcmon",
+		Usage:           "the Haven cluster at a glance",
+		UsageText:       "svcmon [-s SELECTOR] [--watch [--interval 1s]] [--format json]",
+		Description:     render.SvcmonLegend,
+		HideHelpCommand: true,
 		Flags: append(cliutil.GlobalFlags(),
 			&cli.StringFlag{Name: "service", Aliases: []string{"s"}, Usage: "only the services matching `SELECTOR`"},
 			&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "refresh in place"},
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "--watch refresh period"},
-			&cli.BoolFlag{Name: "color", Usage: "colour the marks"},
+			cliutil.ColorFlag(),
 		),
 		Action: show,
 	}
@@ -36,7 +46,8 @@ func show(c *cli.Context) error {
 	}
 	cl := cliutil.Client(c)
 	sel := c.String("service")
-	opt := render.SvcmonOptions{Color: c.Bool("color")}
+	w := c.App.Writer
+	opt := render.SvcmonOptions{Color: cliutil.Color(c, w)}
 	if sel != "" {
 		opt.Selector = func(name string) bool { return len(svcmgr.Select(sel, []string{name})) == 1 }
 	}
@@ -53,22 +64,34 @@ func show(c *cli.Context) error {
 					}
 				}
 			}
-			return "", cliutil.PrintJSON(c.App.Writer, st)
+			var b strings.Builder
+			err := cliutil.PrintJSON(&b, st)
+			return b.String(), err
 		}
 		return render.Svcmon(st, opt), nil
 	}
 	if !c.Bool("watch") {
 		out, err := once()
-		fmt.Fprint(c.App.Writer, out)
+		fmt.Fprint(w, out)
 		return err
 	}
-	for {
+	// on a terminal each view replaces the last; elsewhere (a pipe, a
+	// file) the views follow each other, without escapes: JSON objects
+	// back to back, human views separated by a blank line
+	tty := cliutil.IsTerminal(w)
+	for i := 0; ; i++ {
 		out, err := once()
 		if err != nil {
 			out = err.Error() + "\n"
 		}
-		// home, clear screen, then the view
-		fmt.Fprint(c.App.Writer, "\033[H\033[2J"+out)
+		switch {
+		case tty:
+			fmt.Fprint(w, "\033[H\033[2J"+out) // home, clear screen, then the view
+		case i > 0 && !asJSON:
+			fmt.Fprint(w, "\n"+out)
+		default:
+			fmt.Fprint(w, out)
+		}
 		select {
 		case <-c.Context.Done():
 			return nil

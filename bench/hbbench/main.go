@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -25,6 +24,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/heartbeat"
+	"haven/testbed"
 )
 
 const childEnv = "HAVEN_HBBENCH_CHILD"
@@ -79,18 +79,11 @@ func ints(s string) []int {
 func members(n int) ([]config.Member, error) {
 	var ms []config.Member
 	for len(ms) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port, err := testbed.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		l.Close()
-		if err != nil {
-			continue
-		}
-		u.Close()
-		ms = append(ms, config.Member{Name: fmt.Sprintf("n%02d", len(ms)+1), Addr: addr})
+		ms = append(ms, config.Member{Name: fmt.Sprintf("n%02d", len(ms)+1), Addr: fmt.Sprintf("127.0.0.1:%d", port)})
 	}
 	return ms, nil
 }

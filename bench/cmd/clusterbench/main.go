@@ -29,6 +29,7 @@ import (
 
 	"haven/api"
 	"haven/dataset"
+	"haven/testbed"
 )
 
 func usage() {
@@ -54,6 +55,8 @@ func main() {
 	window := fs.Duration("window", 60*time.Second, "idle: measurement window")
 	settle := fs.Duration("settle", 15*time.Second, "idle: wait before the window")
 	perfOut := fs.String("perf", "", "idle: also run `perf record -g` on n1's daemon over the window, into this file")
+	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
+	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file")
 	monitor := fs.Bool("monitor", true, "idle: resources are monitored (checked every monitor_interval, 5s, instead of check_interval, 60s)")
 	fs.Parse(os.Args[2:])
 
@@ -96,7 +99,7 @@ func main() {
 	case "idle":
 		for _, n := range ints(*nodes, "1,3") {
 			// default hb timings unless given on the command line
-			var o opts
+			o := opts{check: *check}
 			fs.Visit(func(f *flag.Flag) {
 				switch f.Name {
 				case "timeout":
@@ -105,7 +108,7 @@ func main() {
 					o.interval = *interval
 				}
 			})
-			err = idle(n, *services, *monitor, *settle, *window, o, *perfOut)
+			err = idle(n, *services, *monitor, *settle, *window, o, *perfOut, *pprofOut)
 			if err != nil {
 				break
 			}
@@ -154,9 +157,9 @@ func numCPU() int {
 func names(c *cluster) string {
 	var q []string
 	for _, b := range c.nodes {
-		q = append(q, strconv.Quote(b.name))
+		q = append(q, b.name)
 	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return testbed.NodeList(q)
 }
 
 // ---------------------------------------------------------------------------
@@ -379,14 +382,46 @@ const clkTck = 100 // USER_HZ on Linux x86_64
 // idle starts n daemons with nsvc services each (app resources whose start,
 // stop and check are `true`), waits for them to settle, then samples
 // /proc/PID of every daemon over the window.
-func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, perfOut string) error {
+func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, perfOut, pprofOut string) error {
 	hb := "default hb.timeout 15s, hb.interval 5s"
 	if o.timeout > 0 || o.interval > 0 {
 		hb = fmt.Sprintf("hb.timeout %s, hb.interval %s (0: default)", o.timeout, o.interval)
 	}
-	fmt.Printf("\n## idle: %d daemon(s), %d services, monitor=%v, default monitor_interval 5s and check_interval 60s, %s, settle %s, window %s\n",
-		n, nsvc, monitored, hb, settle, window)
-	c, err := formCluster(n, o)
+	checkIv := "60s (default)"
+	if o.check > 0 {
+		checkIv = o.check.String()
+	}
+	fmt.Printf("\n## idle: %d daemon(s), %d services, monitor=%v, default monitor_interval 5s, check_interval %s, %s, settle %s, window %s\n",
+		n, nsvc, monitored, checkIv, hb, settle, window)
+	pprofAddr := ""
+	if pprofOut != "" {
+		port, err := testbed.FreePort()
+		if err != nil {
+			return err
+		}
+		pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		os.Setenv("HAVEN_PPROF_ADDR", pprofAddr) // n1 only: unset once it runs
+	}
+	c, err := newCluster(n, o)
+	if err == nil {
+		for i, b := range c.nodes {
+			if err = b.start(); err != nil {
+				break
+			}
+			if i == 0 {
+				os.Unsetenv("HAVEN_PPROF_ADDR")
+			}
+		}
+	}
+	if err == nil {
+		err = c.waitConverged(120*time.Second, c.nodes)
+	}
+	if err != nil {
+		if c != nil {
+			c.close()
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
@@ -420,7 +455,7 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 	before := map[string]procSample{}
 	maxRSS := map[string]int{}
 	for _, b := range c.nodes {
-		pids[b.name] = b.pid()
+		pids[b.name] = testbed.DaemonPID(b.root)
 		s, err := readProc(pids[b.name])
 		if err != nil {
 			return err
@@ -437,6 +472,17 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 		}
 		defer perf.Wait()
 	}
+	var prof chan error
+	if pprofAddr != "" {
+		prof = make(chan error, 1)
+		go func() { prof <- fetchProfile(pprofAddr, window, pprofOut) }()
+	}
+	ctr, cerr := newByteCounter(c)
+	if cerr != nil {
+		fmt.Printf("bytes on the wire not measured: %v\n", cerr)
+	}
+	defer ctr.close()
+	b0, _ := ctr.read()
 	t0 := time.Now()
 	for time.Since(t0) < window {
 		time.Sleep(min(5*time.Second, window-time.Since(t0)))
@@ -447,6 +493,19 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 		}
 	}
 	el := time.Since(t0).Seconds()
+	b1, berr := ctr.read()
+	bps := -1.0
+	if cerr == nil && berr == nil {
+		bps = float64(b1-b0) / el / float64(n)
+		fmt.Printf("heartbeat traffic (IP bytes on lo to/from the hb ports, UDP and TCP, all nodes / %d): %.0f B/s per node\n", n, bps)
+	}
+	if prof != nil {
+		if err := <-prof; err != nil {
+			fmt.Printf("profile: %v\n", err)
+		} else {
+			fmt.Printf("CPU profile of n1 in %s (go tool pprof -top %s)\n", pprofOut, pprofOut)
+		}
+	}
 	for _, b := range c.nodes {
 		s, err := readProc(pids[b.name])
 		if err != nil {
@@ -456,26 +515,14 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 		kids := float64(s.children-before[b.name].children) / clkTck / el * 100
 		fmt.Printf("%s: VmRSS %.1f MB (max in window %.1f MB, VmHWM %.1f MB); CPU daemon %.2f%% of a core, its children (check commands) %.2f%%\n",
 			b.name, float64(s.rss)/1024, float64(maxRSS[b.name])/1024, float64(s.hwm)/1024, self, kids)
-		fmt.Printf("RESULT idle n=%d node=%s services=%d monitor=%v rss_mb=%.1f hwm_mb=%.1f cpu_self_pct=%.2f cpu_children_pct=%.2f\n",
-			n, b.name, nsvc, monitored, float64(maxRSS[b.name])/1024, float64(s.hwm)/1024, self, kids)
+		fmt.Printf("RESULT idle n=%d node=%s services=%d monitor=%v hb=%s/%s rss_mb=%.1f hwm_mb=%.1f cpu_self_pct=%.3f cpu_children_pct=%.3f hb_bytes_per_s_per_node=%.0f\n",
+			n, b.name, nsvc, monitored, o.timeout, o.interval, float64(maxRSS[b.name])/1024, float64(s.hwm)/1024, self, kids, bps)
 	}
 	return nil
 }
 
 // ---------------------------------------------------------------------------
 // Figures 4 and 5: failover after a crash.
-
-const haSvc = `[DEFAULT]
-orchestrate = "ha"
-nodes = %s
-
-[app.main]
-start = "sh -c 'sleep 100000 >/dev/null 2>&1 & echo $! > {var}/main.pid'"
-stop  = "sh -c 'kill $(cat {var}/main.pid) 2>/dev/null; rm -f {var}/main.pid'"
-check = "sh -c 'test -f {var}/main.pid && kill -0 $(cat {var}/main.pid) 2>/dev/null'"
-monitor = true
-timeout = "10s"
-`
 
 // where maps each service to the nodes it is up on, as seen from b.
 func where(b *bnode) (map[string][]string, error) {
@@ -530,7 +577,7 @@ func failover(n, nsvc, runs int, o opts) error {
 	}
 	defer c.close()
 	for i := range nsvc {
-		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), fmt.Sprintf(haSvc, names(c))); err != nil {
+		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), testbed.HAService(names(c), "")); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,288 @@
+package chaos
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Timings of the chaos cluster: short, so that a test takes seconds.
+const (
+	hbTimeout     = 3 * time.Second
+	hbInterval    = time.Second
+	readyPeriod   = time.Second
+	maintGrace    = 6 * time.Second
+	rejoinGrace   = 20 * time.Second
+	varSize       = "16m"
+	arbitratorIP  = Subnet + "254"
+	arbitratorURI = "http://" + arbitratorIP + ":8080/"
+)
+
+// Cluster is a set of nodes in the bed, their services, the journal.
+type Cluster struct {
+	cfg      Config
+	Bed      *Bed
+	Names    []string
+	Nodes    map[string]*Node
+	Work     string
+	Journal  string
+	Services []Service
+	arb      *http.Server
+	mounts   []string
+	logSeen  map[string]int64 // audits: how much of each log was read
+}
+
+// Service is one failover test service and the nodes it may run on.
+type Service struct {
+	Name  string
+	Nodes []string
+}
+
+// App is the path of the service's process: a link to sleep whose name
+// tells the audits which service a process belongs to.
+func (c *Cluster) App(svc string) string { return filepath.Join(c.Work, "app-"+svc) }
+
+// NewCluster makes the bed, the node roots (each R/var a small tmpfs of
+// its own), the journal and the scripts, and an arbitrator host. It starts
+// no daemon.
+func NewCluster(cfg Config) (c *Cluster, err error) {
+	if cfg.Nodes < 2 {
+		cfg.Nodes = 3
+	}
+	work, err := os.MkdirTemp(cfg.Work, "haven-chaos-")
+	if err != nil {
+		return nil, err
+	}
+	c = &Cluster{cfg: cfg, Work: work, Nodes: map[string]*Node{}, Journal: filepath.Join(work, "journal"), logSeen: map[string]int64{}}
+	for i := 1; i <= cfg.Nodes; i++ {
+		c.Names = append(c.Names, fmt.Sprintf("n%d", i))
+	}
+	bed, err := NewBed(c.Names)
+	if err != nil {
+		os.RemoveAll(work)
+		return nil, err
+	}
+	c.Bed = bed
+	defer func() {
+		if err != nil {
+			c.Close()
+			c = nil
+		}
+	}()
+	if err := bed.AddHost("arb", arbitratorIP); err != nil {
+		return c, err
+	}
+	if err := c.startArbitrator(); err != nil {
+		return c, err
+	}
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	var members strings.Builder
+	for _, n := range c.Names {
+		fmt.Fprintf(&members, "%s = \"%s:%d\"\n", n, bed.Addr[n], HBPort)
+	}
+	cluster := fmt.Sprintf("[cluster]\nname = \"chaos\"\nsecret = %q\nquorum = false\n\n[nodes]\n%s\n[arbitrator.a1]\nuri = %q\ntimeout = \"2s\"\n",
+		hex.EncodeToString(secret), members.String(), arbitratorURI)
+	for _, n := range c.Names {
+		nd := &Node{Name: n, Root: filepath.Join(work, n), c: c}
+		c.Nodes[n] = nd
+		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = \"300ms\"\nready_period = %q\nmaintenance_grace_period = %q\nrejoin_grace_period = %q\nsplit_action = \"stop\"\n\n[hb]\naddr = %q\nport = %d\ntimeout = %q\ninterval = %q\n",
+			n, readyPeriod, maintGrace, rejoinGrace, bed.Addr[n], HBPort, hbTimeout, hbInterval)
+		if err := writeFile(filepath.Join(nd.Root, "etc", "node.toml"), nodeToml, 0o644); err != nil {
+			return c, err
+		}
+		if err := writeFile(filepath.Join(nd.Root, "etc", "cluster.toml"), cluster, 0o600); err != nil {
+			return c, err
+		}
+		if err := c.mountVar(nd); err != nil {
+			return c, err
+		}
+	}
+	if err := c.writeScripts(); err != nil {
+		return c, err
+	}
+	if err := writeFile(c.Journal, "", 0o644); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func writeFile(path, content string, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
+}
+
+// mountVar puts a small tmpfs on the node's R/var, so that a fault can
+// fill it or make it read-only for real.
+func (c *Cluster) mountVar(n *Node) error {
+	v := n.Var()
+	if err := os.MkdirAll(v, 0o755); err != nil {
+		return err
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+varSize, "tmpfs", v).CombinedOutput(); err != nil {
+		return fmt.Errorf("mount a tmpfs on %s: %w: %s", v, err, out)
+	}
+	c.mounts = append(c.mounts, v)
+	return nil
+}
+
+// startArbitrator serves 200 on arbitratorURI from the arbitrator's own
+// namespace: cutting its link (Bed.Cut("arb")) makes it unreachable.
+func (c *Cluster) startArbitrator() error {
+	var l net.Listener
+	err := InNetns(c.Bed.NS["arb"], func() (err error) {
+		l, err = net.Listen("tcp", arbitratorIP+":8080")
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("arbitrator: %w", err)
+	}
+	c.arb = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })}
+	go c.arb.Serve(l)
+	return nil
+}
+
+// The test service's scripts. start journals, then starts the app (once);
+// stop kills it, waits for its end, then journals. The journal line is
+// `<CLOCK_BOOTTIME seconds> <node> <service> start|stop`, appended (one
+// write, O_APPEND) to one file on the host: the order of its lines is the
+// order of the events, whatever the namespaces.
+const scriptCommon = `#!/bin/sh
+# the chaos suite's test app: %[1]s SVC NODE VAR
+svc=$1 node=$2 var=$3
+app=%[2]s/app-$svc
+journal() { echo "$(cut -d' ' -f1 /proc/uptime) $node $svc $1" >> %[3]s; }
+alive() { [ -n "$1" ] && grep -qs "app-$svc" /proc/$1/cmdline && ! grep -qs '^State:[[:space:]]*Z' /proc/$1/status; }
+pid=$(cat "$var/main.pid" 2>/dev/null)
+`
+
+const startScript = `alive "$pid" && exit 0
+journal start
+"$app" 100000 >/dev/null 2>&1 &
+pid=$!
+if ! echo $pid > "$var/main.pid"; then
+	kill -9 $pid; journal stop; echo "cannot write $var/main.pid"; exit 1
+fi
+`
+
+const stopScript = `if alive "$pid"; then
+	kill "$pid"
+	i=0
+	while alive "$pid"; do
+		sleep 0.05; i=$((i+1)); [ $i -eq 100 ] && kill -9 "$pid"
+	done
+	journal stop
+fi
+rm -f "$var/main.pid"
+`
+
+const checkScript = `alive "$pid" || exit 1
+`
+
+func (c *Cluster) writeScripts() error {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		return err
+	}
+	for name, body := range map[string]string{"start.sh": startScript, "stop.sh": stopScript, "check.sh": checkScript} {
+		s := fmt.Sprintf(scriptCommon, name, c.Work, c.Journal) + body
+		if err := writeFile(filepath.Join(c.Work, name), s, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, s := range c.Services {
+		if err := os.Symlink(sleep, c.App(s.Name)); err != nil && !os.IsExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// ServiceConfig is the config of a failover test service.
+func (c *Cluster) ServiceConfig(s Service) string {
+	q := make([]string, len(s.Nodes))
+	for i, n := range s.Nodes {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	args := " {name} {nodename} {var}"
+	return fmt.Sprintf("[DEFAULT]\norchestrate = \"ha\"\nnodes = [%s]\n\n[app.main]\nstart = %q\nstop = %q\ncheck = %q\ntimeout = \"10s\"\n",
+		strings.Join(q, ", "), filepath.Join(c.Work, "start.sh")+args, filepath.Join(c.Work, "stop.sh")+args, filepath.Join(c.Work, "check.sh")+args)
+}
+
+// CreateServices installs one failover service per rotation of the nodes
+// (svc1 prefers n1, svc2 prefers n2...), at most max of them, from node n1.
+func (c *Cluster) CreateServices(max int) error {
+	for i := 0; i < max && i < len(c.Names); i++ {
+		nodes := append(slices.Clone(c.Names[i:]), c.Names[:i]...)
+		c.Services = append(c.Services, Service{Name: fmt.Sprintf("svc%d", i+1), Nodes: nodes})
+	}
+	if err := c.writeScripts(); err != nil {
+		return err
+	}
+	n := c.Nodes[c.Names[0]]
+	for _, s := range c.Services {
+		cfg := filepath.Join(c.Work, s.Name+".toml")
+		if err := writeFile(cfg, c.ServiceConfig(s), 0o644); err != nil {
+			return err
+		}
+		if err := n.must(30*time.Second, "svcmgr", "-s", s.Name, "create", "--config", cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops the daemons (asking, then killing what is left in the
+// namespaces), unmounts the tmpfs and removes the work directory unless
+// keep is set.
+func (c *Cluster) Close() {
+	c.CloseKeep(false)
+}
+
+func (c *Cluster) CloseKeep(keep bool) {
+	var wg sync.WaitGroup
+	for _, n := range c.Nodes {
+		if n.DaemonAlive() {
+			n.Signal(syscall.SIGCONT) // a paused daemon must run to stop
+		}
+	}
+	for _, n := range c.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.Run(10*time.Second, "nodemgr", "daemon", "stop", "--time", "8s")
+		}()
+	}
+	wg.Wait()
+	if c.arb != nil {
+		c.arb.Close()
+	}
+	if c.Bed != nil {
+		c.Bed.Close()
+	}
+	for _, m := range c.mounts {
+		if out, err := exec.Command("umount", m).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "umount %s: %v: %s (lazy unmount)\n", m, err, out)
+			exec.Command("umount", "-l", m).Run()
+		}
+	}
+	if !keep {
+		os.RemoveAll(c.Work)
+	}
+}

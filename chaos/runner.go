@@ -1,0 +1,315 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config of a chaos round.
+type Config struct {
+	Bin      string        // directory of nodemgr, svcmgr, svcmon
+	Nodes    int           // cluster size (3)
+	Services int           // failover test services (2)
+	Seed     uint64        // picks the tests and their choices
+	Duration time.Duration // tests start until then
+	Tests    []string      // replay this sequence instead of picking at random
+	Only     []string      // pick only among these tests
+	Work     string        // parent of the work directory ("" for the system's temp dir)
+	Keep     bool          // keep the work directory (roots, logs, journal)
+	Out      io.Writer     // one line per test, then the table
+	// StopOnFailure ends the round at the first failed test; otherwise it
+	// goes on while the audits find the cluster recovered.
+	StopOnFailure bool
+}
+
+// T is the context of one test: the cluster, the test's random source,
+// what it did, and the acknowledged admin changes.
+type T struct {
+	C         *Cluster
+	Rand      *rand.Rand
+	lastFault time.Time
+	ledger    *Ledger
+	notes     []string
+	findings  []string
+	promised  bool // overlaps fail the test (unset by tests without that promise)
+}
+
+// Fault records a fault and when it was injected.
+func (t *T) Fault(format string, args ...any) {
+	t.lastFault = time.Now()
+	t.notes = append(t.notes, fmt.Sprintf(format, args...))
+}
+
+// Note records what the test saw.
+func (t *T) Note(format string, args ...any) { t.notes = append(t.notes, fmt.Sprintf(format, args...)) }
+
+// Finding records something worth reporting that breaks no promise.
+func (t *T) Finding(format string, args ...any) {
+	t.findings = append(t.findings, fmt.Sprintf(format, args...))
+}
+
+// Outcome is the result of one run of a test with its audits.
+type Outcome struct {
+	Test     string
+	Pass     bool
+	Failures []string
+	Findings []string
+	Notes    []string
+	Recovery time.Duration
+	Elapsed  time.Duration
+}
+
+// Report is a whole round.
+type Report struct {
+	Seed     uint64
+	Duration time.Duration
+	Started  time.Time
+	Elapsed  time.Duration
+	Sequence []string
+	Outcomes []Outcome
+	MaxRSS   int // KiB, over every audit
+	Setup    time.Duration
+}
+
+// Failed reports whether any test failed.
+func (r *Report) Failed() bool {
+	return slices.ContainsFunc(r.Outcomes, func(o Outcome) bool { return !o.Pass })
+}
+
+// Run sets up the cluster, then runs tests (picked at random with the seed,
+// or cfg.Tests in order) with the audits after each, until cfg.Duration has
+// passed or a test failed. The cluster is removed at the end.
+func Run(cfg Config) (*Report, error) {
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	if cfg.Services == 0 {
+		cfg.Services = 2
+	}
+	for _, n := range append(slices.Clone(cfg.Tests), cfg.Only...) {
+		if testByName(n) == nil {
+			return nil, fmt.Errorf("unknown test %q (tests: %s)", n, strings.Join(TestNames(), ", "))
+		}
+	}
+	if why := NetnsUnavailable(); why != "" {
+		return nil, fmt.Errorf("%w: %s", ErrNoNamespace, why)
+	}
+	if why := IptablesUnavailable(); why != "" {
+		return nil, fmt.Errorf("%s", why)
+	}
+	started := time.Now()
+	c, err := NewCluster(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, Started: started}
+	// a failed round keeps its roots, logs and journal for the post-mortem
+	defer func() { c.CloseKeep(cfg.Keep || rep.Failed()) }()
+	if cfg.Keep {
+		fmt.Fprintf(cfg.Out, "work directory (kept): %s\n", c.Work)
+	}
+	if err := c.Start(); err != nil {
+		return nil, fmt.Errorf("set-up: %w", err)
+	}
+	rep.Setup = time.Since(rep.Started)
+	fmt.Fprintf(cfg.Out, "chaos: seed %d, %d nodes, %d services, cluster up in %s\n", cfg.Seed, len(c.Names), len(c.Services), rep.Setup.Round(100*time.Millisecond))
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6861766e))
+	ledger := newLedger()
+	pool := cfg.Only
+	if len(pool) == 0 {
+		pool = TestNames()
+	}
+	end := time.Now().Add(cfg.Duration)
+	for i := 0; ; i++ {
+		var name string
+		if len(cfg.Tests) > 0 {
+			if i == len(cfg.Tests) {
+				break
+			}
+			name = cfg.Tests[i]
+		} else {
+			if i > 0 && time.Now().After(end) {
+				break
+			}
+			name = pool[rng.IntN(len(pool))]
+		}
+		// each test draws from its own source, derived from the round's:
+		// a replay of the sequence makes the same choices
+		t := &T{C: c, Rand: rand.New(rand.NewPCG(rng.Uint64(), uint64(i))), ledger: &ledger, promised: true}
+		rep.Sequence = append(rep.Sequence, name)
+		o := runOne(t, testByName(name), c, &ledger)
+		rep.MaxRSS = max(rep.MaxRSS, o.maxRSS)
+		rep.Outcomes = append(rep.Outcomes, o.Outcome)
+		status := "pass"
+		if !o.Pass {
+			status = "FAIL"
+		}
+		fmt.Fprintf(cfg.Out, "[%3d] %7s %-16s %s  recovery %-6s %s\n", i+1, time.Since(rep.Started).Round(time.Second), name, status,
+			o.Recovery.Round(100*time.Millisecond), strings.Join(o.Notes, "; "))
+		for _, f := range o.Findings {
+			fmt.Fprintf(cfg.Out, "        finding: %s\n", f)
+		}
+		for _, f := range o.Failures {
+			fmt.Fprintf(cfg.Out, "        failure: %s\n", f)
+		}
+		if !o.Pass && (cfg.StopOnFailure || !o.recovered) {
+			if !o.recovered {
+				fmt.Fprintln(cfg.Out, "        the cluster did not recover: the round stops here")
+			}
+			break
+		}
+	}
+	rep.Elapsed = time.Since(rep.Started)
+	fmt.Fprint(cfg.Out, "\n"+rep.Table())
+	if rep.Failed() {
+		fmt.Fprintf(cfg.Out, "\nFAILED: seed %d; replay the exact sequence with:\n  %s\n", cfg.Seed, rep.Replay())
+		fmt.Fprintf(cfg.Out, "logs, roots and journal kept in %s\n", c.Work)
+	}
+	return rep, nil
+}
+
+type result struct {
+	Outcome
+	maxRSS    int
+	recovered bool
+}
+
+// runOne runs a test, then its audits.
+func runOne(t *T, tc *Test, c *Cluster, ledger *Ledger) result {
+	start := time.Now()
+	t.lastFault = start
+	from := c.journalLines()
+	err := tc.Run(t)
+	o := result{Outcome: Outcome{Test: tc.Name}}
+	if err != nil {
+		o.Failures = append(o.Failures, err.Error())
+		// leave no fault behind for the audits: they judge the recovery
+		c.Bed.Heal()
+		for _, n := range c.Nodes {
+			if n.DaemonAlive() {
+				n.Signal(sigCONT)
+			} else {
+				n.StartDaemon()
+			}
+		}
+	}
+	a := c.Audit(t.lastFault, from, t.promised, *ledger)
+	o.Failures = append(o.Failures, a.Failures...)
+	o.Findings = append(t.findings, a.Findings...)
+	o.Notes = t.notes
+	o.Recovery = a.Recovery
+	o.maxRSS = a.MaxRSS
+	o.recovered = a.Where != nil
+	o.Pass = len(o.Failures) == 0
+	if !o.Pass {
+		repair(c, ledger)
+	}
+	o.Elapsed = time.Since(start)
+	return o
+}
+
+// repair undoes the admin changes a failed test left in force, so that
+// the next test starts from a thawed cluster.
+func repair(c *Cluster, l *Ledger) {
+	for n, frozen := range l.NodeFrozen {
+		if frozen && c.Nodes[n].must(30*time.Second, "nodemgr", "thaw") == nil {
+			l.NodeFrozen[n] = false
+		}
+	}
+	for s, frozen := range l.SvcFrozen {
+		if frozen && c.Nodes[c.Names[0]].must(50*time.Second, "svcmgr", "-s", s, "thaw", "--wait", "--time", "40s") == nil {
+			l.SvcFrozen[s] = false
+		}
+	}
+}
+
+// Replay is the command that runs the same sequence with the same seed.
+func (r *Report) Replay() string {
+	return fmt.Sprintf("make chaos SEED=%d TESTS=%s", r.Seed, strings.Join(r.Sequence, ","))
+}
+
+type row struct {
+	runs, passed int
+	worst        time.Duration
+}
+
+func (r *Report) rows() ([]string, map[string]*row) {
+	rows := map[string]*row{}
+	var names []string
+	for _, o := range r.Outcomes {
+		w := rows[o.Test]
+		if w == nil {
+			w = &row{}
+			rows[o.Test] = w
+			names = append(names, o.Test)
+		}
+		w.runs++
+		if o.Pass {
+			w.passed++
+		}
+		w.worst = max(w.worst, o.Recovery)
+	}
+	slices.Sort(names)
+	return names, rows
+}
+
+// Table is the final table of the round, in text.
+func (r *Report) Table() string {
+	var b strings.Builder
+	names, rows := r.rows()
+	fmt.Fprintf(&b, "%-16s %5s %7s %14s\n", "test", "runs", "passed", "worst recovery")
+	for _, n := range names {
+		w := rows[n]
+		fmt.Fprintf(&b, "%-16s %5d %7d %14s\n", n, w.runs, w.passed, w.worst.Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(&b, "\n%d tests in %s (seed %d), daemon RSS at most %d MiB\n", len(r.Outcomes), r.Elapsed.Round(time.Second), r.Seed, r.MaxRSS>>10)
+	fmt.Fprintf(&b, "pending (not run, waiting for other work):\n")
+	for _, p := range Pending {
+		fmt.Fprintf(&b, "  %-16s %s\n", p.Name, p.Waits)
+	}
+	return b.String()
+}
+
+// Markdown is the same report as a markdown document.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Chaos round: seed %d\n\n", r.Seed)
+	fmt.Fprintf(&b, "Started %s, ran %s (asked: %s), %d tests, cluster set up in %s. Result: **%s**.\n\n",
+		r.Started.Format(time.RFC3339), r.Elapsed.Round(time.Second), r.Duration, len(r.Outcomes), r.Setup.Round(100*time.Millisecond), map[bool]string{true: "FAILED", false: "passed"}[r.Failed()])
+	b.WriteString("| test | runs | passed | worst recovery |\n|---|---:|---:|---:|\n")
+	names, rows := r.rows()
+	for _, n := range names {
+		w := rows[n]
+		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", n, w.runs, w.passed, w.worst.Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(&b, "\nDaemon RSS at most %d MiB.\n\n## Pending\n\n| test | waits for |\n|---|---|\n", r.MaxRSS>>10)
+	for _, p := range Pending {
+		fmt.Fprintf(&b, "| %s | %s |\n", p.Name, p.Waits)
+	}
+	b.WriteString("\n## Sequence\n\n| # | test | result | recovery | what happened |\n|---:|---|---|---:|---|\n")
+	for i, o := range r.Outcomes {
+		res := "pass"
+		if !o.Pass {
+			res = "**FAIL**: " + strings.Join(o.Failures, "; ")
+		}
+		what := strings.Join(o.Notes, "; ")
+		if len(o.Findings) > 0 {
+			what += "; findings: " + strings.Join(o.Findings, "; ")
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", i+1, o.Test, strings.ReplaceAll(res, "|", "/"), o.Recovery.Round(100*time.Millisecond), strings.ReplaceAll(what, "|", "/"))
+	}
+	if r.Failed() {
+		fmt.Fprintf(&b, "\nReplay: `%s`\n", r.Replay())
+	}
+	return b.String()
+}
+
+// WriteMarkdown writes the markdown report to path.
+func (r *Report) WriteMarkdown(path string) error {
+	return os.WriteFile(path, []byte(r.Markdown()), 0o644)
+}

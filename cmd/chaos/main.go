@@ -1,0 +1,126 @@
+// Command chaos runs Haven's chaos suite: a cluster of real daemons in
+// network namespaces, named fault tests picked at random with a seed, the
+// audits after each (docs/chaos.md). It needs root.
+//
+//	chaos [-seed N] [-duration 10m] [-tests A,B] [-only A,B] [-report FILE] [-bin DIR] [-keep] [-stop-on-failure] [-list]
+//	chaos check-journal FILE    the never-twice checker over a journal
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"haven/chaos"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) > 0 && args[0] == "check-journal" {
+		return checkJournal(args[1:])
+	}
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	seed := fs.Uint64("seed", 1, "seed of the test picks and of their choices")
+	duration := fs.Duration("duration", 2*time.Minute, "start tests until then")
+	tests := fs.String("tests", "", "replay this comma-separated sequence instead of picking at random")
+	only := fs.String("only", "", "pick only among these comma-separated tests")
+	report := fs.String("report", "chaos-report.md", "write the markdown report there (\"\" for none)")
+	bin := fs.String("bin", "bin", "directory of nodemgr, svcmgr and svcmon")
+	nodes := fs.Int("nodes", 3, "cluster size")
+	keep := fs.Bool("keep", false, "keep the work directory (roots, logs, journal)")
+	stopOnFailure := fs.Bool("stop-on-failure", false, "end the round at the first failed test (else go on while the cluster recovers)")
+	list := fs.Bool("list", false, "list the tests and the pending ones, then exit")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: chaos [flags] | chaos check-journal FILE")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "chaos: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *list {
+		for _, t := range chaos.Tests {
+			fmt.Printf("%-16s %s\n", t.Name, t.Doc)
+		}
+		for n, d := range chaos.KnownDefects {
+			fmt.Printf("%-16s KNOWN DEFECT: %s\n", n, d)
+		}
+		for _, p := range chaos.Pending {
+			fmt.Printf("%-16s PENDING: %s\n", p.Name, p.Waits)
+		}
+		return 0
+	}
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	for _, b := range []string{"nodemgr", "svcmgr", "svcmon"} {
+		if _, err := os.Stat(filepath.Join(abs, b)); err != nil {
+			fmt.Fprintf(os.Stderr, "chaos: -bin %s: %v (run make build)\n", *bin, err)
+			return 2
+		}
+	}
+	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure}
+	rep, err := chaos.Run(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		if errors.Is(err, chaos.ErrNoNamespace) || strings.HasPrefix(err.Error(), "unknown test") {
+			return 2
+		}
+		return 1
+	}
+	if *report != "" {
+		if err := rep.WriteMarkdown(*report); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 1
+		}
+		fmt.Printf("report written to %s\n", *report)
+	}
+	if rep.Failed() {
+		return 1
+	}
+	return 0
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// checkJournal prints every overlap of a journal; exit 1 when there is one.
+func checkJournal(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: chaos check-journal FILE")
+		return 2
+	}
+	ev, err := chaos.ReadJournal(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	ov := chaos.Overlaps(ev)
+	for _, o := range ov {
+		fmt.Println(o)
+	}
+	fmt.Printf("%d events, %d overlaps\n", len(ev), len(ov))
+	if len(ov) > 0 {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,161 @@
+package monitor
+
+import (
+	"time"
+
+	"haven/dataset"
+	"haven/placement"
+)
+
+// Explanation says why a service runs, or does not, where it does, as the
+// local node sees it: what `svcmgr explain` prints. Explain builds it from
+// the very Step pass the daemon runs, with the ranking's verdicts turned on
+// for the one service.
+type Explanation struct {
+	Service string    `json:"service"`
+	Local   string    `json:"local"`
+	Now     time.Time `json:"now"`
+	// Hypothetical is set for Explain's start: the service taken as down
+	// everywhere.
+	Hypothetical bool   `json:"hypothetical,omitempty"`
+	Orchestrate  string `json:"orchestrate"`
+	Policy       string `json:"placement"`
+	// Constraint is the DEFAULT.constraints source, "" when none.
+	Constraint string `json:"constraints,omitempty"`
+	// Verdicts are the service's nodes in the resulting order: the
+	// candidates best first, then the excluded nodes, each with every
+	// filter it fails.
+	Verdicts []placement.Verdict `json:"verdicts"`
+	// Leader is the node that would start the service now (the first
+	// candidate; for orchestrate=start the natural leader when it is a
+	// candidate), "" when none; NaturalLeader the first node of the policy
+	// order, filters and soft affinities ignored.
+	Leader        string `json:"leader"`
+	NaturalLeader string `json:"natural_leader"`
+	// Running are the nodes whose instance is up or warn (an n/a instance
+	// started counts as up), in the service's node order.
+	Running []string `json:"running,omitempty"`
+	// Monitor is the local instance's monitor, nil when the local node is
+	// not a node of the service.
+	Monitor *LocalMonitor `json:"monitor,omitempty"`
+}
+
+// LocalMonitor is the local instance's monitor and what it waits for.
+type LocalMonitor struct {
+	State        dataset.MonitorState `json:"state"`
+	Since        time.Time            `json:"since"`
+	GlobalExpect string               `json:"global_expect"`
+	Avail        dataset.Status       `json:"avail"`
+	Frozen       bool                 `json:"frozen"`
+	Flags        string               `json:"flags,omitempty"`
+	// Next, Action and Changed are Step's decision now; Reason is its
+	// reasoning, told even when nothing changes.
+	Next    dataset.MonitorState `json:"next"`
+	Action  Action               `json:"action,omitempty"`
+	Changed bool                 `json:"changed"`
+	Reason  string               `json:"reason,omitempty"`
+	// Blocked, without admin target, is why the local node does not start
+	// the service by itself, "" when nothing holds it back.
+	Blocked string `json:"blocked,omitempty"`
+	// ReadyUntil is the end of the ready window while the next state is
+	// ready; Deadline when Step must run again (Decision.Deadline).
+	ReadyUntil time.Time `json:"ready_until,omitempty"`
+	Deadline   time.Time `json:"deadline,omitempty"`
+	// WaitParents are the parents not up; WaitChildren the children not
+	// down (what a start, resp. a stop, waits for).
+	WaitParents  []string `json:"wait_parents,omitempty"`
+	WaitChildren []string `json:"wait_children,omitempty"`
+	// Target is the effective admin target in progress ("" none), with its
+	// orchestration id, and where it stands (Decision.TargetReached,
+	// TargetUnknown, TargetFailed).
+	Target        string   `json:"target,omitempty"`
+	TargetID      string   `json:"target_id,omitempty"`
+	TargetReached bool     `json:"target_reached,omitempty"`
+	TargetUnknown []string `json:"target_unknown,omitempty"`
+	TargetFailed  string   `json:"target_failed,omitempty"`
+}
+
+// Explain explains service svc as Step sees it in s. With start, it
+// explains a start now instead: the snapshot with the service down on every
+// node (no instance up, ready or in an action; frozen and failed instances
+// stay so). ok is false when svc has no config in s.
+func Explain(s Snapshot, svc string, start bool) (e Explanation, ok bool) {
+	if s.Services[svc] == nil {
+		return Explanation{}, false
+	}
+	if start {
+		s.Nodes = downEverywhere(s.Nodes, svc)
+	}
+	_, ex := step(s, svc)
+	ex.Hypothetical = start
+	return *ex, true
+}
+
+// downEverywhere returns a copy of nodes where svc's instances are down and
+// at rest: avail down, local expect none, monitor idle unless failed.
+func downEverywhere(nodes map[string]placement.NodeView, svc string) map[string]placement.NodeView {
+	out := make(map[string]placement.NodeView, len(nodes))
+	for name, v := range nodes {
+		if inst, ok := v.Data.Services[svc]; ok {
+			svcs := make(map[string]dataset.Instance, len(v.Data.Services))
+			for k, i := range v.Data.Services {
+				svcs[k] = i
+			}
+			inst.Avail, inst.Overall = dataset.StatusDown, dataset.StatusDown
+			inst.Monitor.LocalExpect = dataset.ExpectNone
+			if !inst.Monitor.State.Failed() {
+				inst.Monitor.State = dataset.Idle
+			}
+			svcs[svc] = inst
+			v.Data.Services = svcs
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// explanation builds the Explanation of the service c just ranked (and
+// decided, when local).
+func (c *svcCtx) explanation(local bool) *Explanation {
+	e := &Explanation{
+		Service: c.name, Local: c.s.Local, Now: c.s.Now,
+		Orchestrate: c.cfg.Orchestrate, Policy: c.cfg.Placement,
+		Verdicts: c.rank.Verdicts, Leader: c.leader(), NaturalLeader: c.rank.NaturalLeader(),
+	}
+	if c.cfg.Constraint != nil {
+		e.Constraint = c.cfg.Constraint.Source
+	}
+	for i, n := range c.nodes {
+		if c.alive[i] && upish(c.insts[i].Avail) && c.insts[i].Avail != dataset.StatusUnknown {
+			e.Running = append(e.Running, n)
+		}
+	}
+	if !local {
+		return e
+	}
+	m := &LocalMonitor{
+		State: c.cur.State, Since: c.cur.StateSince, GlobalExpect: c.d.Monitor.GlobalExpect,
+		Avail: c.inst.Avail, Frozen: c.inst.Frozen, Flags: c.d.Flags,
+		Next: c.d.Monitor.State, Action: c.d.Action, Changed: c.d.Changed, Reason: c.why,
+		Deadline:      c.d.Deadline,
+		TargetReached: c.d.TargetReached, TargetUnknown: c.d.TargetUnknown, TargetFailed: c.d.TargetFailed,
+	}
+	if c.d.Monitor.State == dataset.Ready {
+		m.ReadyUntil = c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)
+	}
+	if c.hasTarget() {
+		m.Target, m.TargetID = c.target.String(), c.target.ID
+	} else if blk, _ := c.autoBlock(); !blk.none() {
+		m.Blocked = blk.String()
+	}
+	c.parentsDown(func(p string) bool {
+		m.WaitParents = append(m.WaitParents, p)
+		return true
+	})
+	c.childrenNotDown(func(ch string) bool {
+		m.WaitChildren = append(m.WaitChildren, ch)
+		return true
+	})
+	e.Monitor = m
+	return e
+}

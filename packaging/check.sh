@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The package checks CI runs (as root, on a Debian-like machine): build the
+# .deb, lint it, verify the unit, install it, run the installed binaries,
+# purge it. Leaves the machine as it found it (the directories postinst
+# creates are removed when they were not there before and stayed empty).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" != 0 ] || ! command -v dpkg >/dev/null 2>&1; then
+  echo "package checks skipped: they need root and dpkg (a Debian-like machine)"
+  exit 0
+fi
+if dpkg -s haven >/dev/null 2>&1; then
+  echo "package checks skipped: a haven package is already installed here"
+  exit 0
+fi
+need=()
+command -v lintian >/dev/null 2>&1 || need+=(lintian)
+command -v dpkg-architecture >/dev/null 2>&1 || need+=(dpkg-dev)
+if ((${#need[@]})); then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+step() { printf '== %s\n' "$*"; }
+
+step "make deb"
+make --no-print-directory deb >/dev/null
+deb=$(ls -t bin/haven_*.deb | head -1)
+echo "$deb"
+
+step "lintian (errors fail, warnings are printed)"
+lintian --fail-on error "$deb" 2> >(grep -v 'running with root privileges' >&2)
+
+created=()
+for d in /etc/haven/services /etc/haven /var/lib/haven /var/log/haven; do
+  [ -e "$d" ] || created+=("$d")
+done
+smoke=no
+cleanup() {
+  if [ "$smoke" = yes ]; then
+    /usr/bin/nodemgr daemon stop >/dev/null 2>&1 || true
+    rm -f /etc/haven/node.toml /etc/haven/cluster.toml /var/lib/haven/state.json
+    rm -rf /var/log/haven/* /var/lib/haven/services
+  fi
+  dpkg -P haven >/dev/null 2>&1 || true
+  for d in "${created[@]}"; do rmdir "$d" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+step "dpkg -i"
+dpkg -i "$deb"
+for d in /etc/haven/services /var/lib/haven /var/log/haven; do
+  stat -c '%A %U:%G %n' "$d"
+done
+[ "$(stat -c %a /var/lib/haven)" = 700 ] || { echo "/var/lib/haven is not 0700"; exit 1; }
+if command -v logrotate >/dev/null 2>&1; then
+  logrotate -d /etc/logrotate.d/haven 2>&1 | grep -i error && exit 1
+  echo "/etc/logrotate.d/haven parsed by logrotate -d"
+fi
+if [ -d /run/systemd/system ] && systemctl is-active --quiet haven; then
+  echo "the package started the daemon without a cluster.toml"; exit 1
+fi
+
+step "installed binaries"
+/usr/bin/nodemgr --version
+/usr/bin/svcmgr --version
+/usr/bin/svcmon --version
+/usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/web.toml
+man -w nodemgr svcmgr svcmon 2>/dev/null || ls /usr/share/man/man1/{nodemgr,svcmgr,svcmon}.1.gz
+
+if [[ " ${created[*]} " == *" /etc/haven "* ]]; then
+  step "the installed daemon on the system paths (one node, from the examples)"
+  smoke=yes
+  secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  sed -e 's/^# name = "n1" /name = "n1"   /' /usr/share/doc/haven/examples/node.toml >/etc/haven/node.toml
+  install -m 0600 /dev/null /etc/haven/cluster.toml
+  sed -e "s/^secret = .*/secret = \"$secret\"/" -e '/^n[12] = /d' \
+    /usr/share/doc/haven/examples/cluster.toml >/etc/haven/cluster.toml
+  /usr/bin/nodemgr daemon start
+  /usr/bin/nodemgr daemon status | head -3
+  test -S /run/haven/daemon.sock
+  grep -q "daemon started" /var/log/haven/node.log
+  if grep -q "$secret" /var/log/haven/node.log; then echo "the secret is in node.log"; exit 1; fi
+  /usr/bin/nodemgr daemon stop
+else
+  echo "/etc/haven existed before: the installed daemon is not run"
+fi
+
+step "reinstall (the upgrade path of the maintainer scripts)"
+dpkg -i "$deb" >/dev/null
+
+step "systemd-analyze verify"
+if command -v systemd-analyze >/dev/null 2>&1; then
+  # the unit names man pages; man-db may be missing on a minimal machine
+  man=yes
+  command -v man >/dev/null 2>&1 || man=no
+  # verify exits 0 on a line it ignores ("Failed to parse ..., ignoring"):
+  # any message about the unit fails the check
+  out=$(systemd-analyze verify --man="$man" /lib/systemd/system/haven.service 2>&1) || { echo "$out"; exit 1; }
+  if grep haven.service <<<"$out"; then exit 1; fi
+  [ -z "$out" ] || echo "$out"
+  echo "haven.service verified"
+else
+  echo "systemd-analyze not found: the unit is not verified"
+fi
+
+step "dpkg -P haven"
+dpkg -P haven

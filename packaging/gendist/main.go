@@ -1,0 +1,203 @@
+// Command gendist writes the man pages and the shell completions of the
+// three tools from their urfave/cli definitions (make man, make completion,
+// make install, make deb):
+//
+//	go run ./packaging/gendist -out DIR
+//
+// writes DIR/man/TOOL.1, DIR/bash/TOOL, DIR/zsh/_TOOL and DIR/fish/TOOL.fish.
+// The bash and zsh scripts ask the tool itself for the candidates
+// (urfave/cli's --generate-bash-completion), so they follow the commands and
+// flags of the installed binary; fish gets urfave/cli's static script.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"haven/nodemgr"
+	"haven/svcmgr"
+	"haven/svcmon"
+)
+
+func main() {
+	out := flag.String("out", "bin/share", "output directory")
+	flag.Parse()
+	if err := write(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "gendist:", err)
+		os.Exit(1)
+	}
+}
+
+// Apps are the shipped tools, by name.
+func apps() []*cli.App { return []*cli.App{nodemgr.App(), svcmgr.App(), svcmon.App()} }
+
+func write(out string) error {
+	for _, app := range apps() {
+		man, err := Man(app)
+		if err != nil {
+			return fmt.Errorf("%s man page: %w", app.Name, err)
+		}
+		fish, err := app.ToFishCompletion()
+		if err != nil {
+			return fmt.Errorf("%s fish completion: %w", app.Name, err)
+		}
+		files := map[string]string{
+			filepath.Join("man", app.Name+".1"):     man,
+			filepath.Join("bash", app.Name):         Bash(app.Name),
+			filepath.Join("zsh", "_"+app.Name):      Zsh(app.Name),
+			filepath.Join("fish", app.Name+".fish"): fish,
+		}
+		for name, text := range files {
+			path := filepath.Join(out, name)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Man is the section 1 page of app: urfave/cli's page (name, synopsis,
+// global options, commands) followed by the sections it does not write.
+func Man(app *cli.App) (string, error) {
+	page, err := app.ToManWithSection(1)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(page)
+	if !strings.HasSuffix(page, "\n") {
+		b.WriteString("\n")
+	}
+	b.WriteString(roff(extra(app.Name)))
+	return b.String(), nil
+}
+
+type section struct {
+	title string
+	items [][2]string // tag, text; a single paragraph when tag is ""
+}
+
+func extra(tool string) []section {
+	var s []section
+	if tool == "nodemgr" {
+		s = append(s, section{"SYSTEMD", [][2]string{
+			{"", "The haven.service unit runs `nodemgr daemon run` (Type=notify: ready once the API answers and the first resource checks ran; the event loop pings the watchdog). Stopping the unit runs `nodemgr daemon stop` (maintenance: services keep running), or `nodemgr daemon shutdown` when the host itself shuts down. Under systemd the daemon logs to the journal (journalctl -u haven) instead of /var/log/haven/node.log."},
+		}})
+	}
+	s = append(s,
+		section{"FILES", [][2]string{
+			{"/etc/haven/node.toml", "this node's config"},
+			{"/etc/haven/cluster.toml", "the cluster config, identical on every node; it holds the cluster secret (mode 0600)"},
+			{"/etc/haven/services/NAME.toml", "the service configs"},
+			{"/var/lib/haven/", "the daemon's durable state and each service's private directory (services/NAME/)"},
+			{"/run/haven/daemon.sock", "the daemon's local API"},
+			{"/var/log/haven/", "node.log (when not run by systemd) and services/NAME.log"},
+			{"/usr/share/doc/haven/examples/", "example configs"},
+		}},
+		section{"ENVIRONMENT", [][2]string{
+			{"HAVEN_ROOT", "like --root: every path above lives below this directory instead (R/etc, R/var, R/run, R/log)"},
+		}},
+		section{"EXIT STATUS", [][2]string{
+			{"0", "success"},
+			{"1", "the action failed"},
+			{"2", "bad usage or a bad config (the error names the file, the line and the key)"},
+		}},
+		section{"SEE ALSO", [][2]string{{"", seeAlso(tool)}}},
+	)
+	return s
+}
+
+func seeAlso(tool string) string {
+	var refs []string
+	for _, t := range []string{"nodemgr", "svcmgr", "svcmon"} {
+		if t != tool {
+			refs = append(refs, `\fB`+t+`\fP(1)`)
+		}
+	}
+	return strings.Join(refs, ", ") + `, \fBsystemctl\fP(1), \fBjournalctl\fP(1)`
+}
+
+// roff renders sections as man(7) requests.
+func roff(secs []section) string {
+	var b strings.Builder
+	for _, s := range secs {
+		fmt.Fprintf(&b, ".SH %s\n", s.title)
+		for _, it := range s.items {
+			if it[0] == "" {
+				fmt.Fprintf(&b, ".PP\n%s\n", escape(it[1], false))
+				continue
+			}
+			fmt.Fprintf(&b, ".TP\n\\fB%s\\fP\n%s\n", escape(it[0], true), escape(it[1], true))
+		}
+	}
+	return b.String()
+}
+
+// escape protects roff's special characters: a leading dot or quote, and
+// the backslash unless the text is already roff (SEE ALSO).
+func escape(s string, plain bool) string {
+	if plain {
+		s = strings.ReplaceAll(s, `\`, `\e`)
+	}
+	s = strings.ReplaceAll(s, "-", `\-`)
+	// `code` in bold
+	for i := 0; strings.Contains(s, "`"); i++ {
+		s = strings.Replace(s, "`", [2]string{`\fB`, `\fP`}[i%2], 1)
+	}
+	if strings.HasPrefix(s, ".") || strings.HasPrefix(s, "'") {
+		s = `\&` + s
+	}
+	return s
+}
+
+// Bash is the bash completion of tool: the words typed so far are handed
+// back to the tool, which prints the candidate commands or flags.
+func Bash(tool string) string {
+	return strings.ReplaceAll(`# bash completion for TOOL (Haven); generated by packaging/gendist
+_haven_TOOL_complete() {
+  local cur words cword
+  if declare -F _init_completion >/dev/null 2>&1; then
+    _init_completion -n "=:" || return
+  else
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    words=("${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+  fi
+  local -a req=("${words[@]:0:$cword}")
+  if [[ "$cur" == -* ]]; then
+    req+=("$cur")
+  fi
+  local opts
+  opts=$("${req[@]}" --generate-bash-completion 2>/dev/null)
+  COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+}
+complete -o bashdefault -o default -F _haven_TOOL_complete TOOL
+`, "TOOL", tool)
+}
+
+// Zsh is the zsh completion of tool, with each command's usage line as its
+// description (urfave/cli prints "name:usage" when $0 names zsh).
+func Zsh(tool string) string {
+	return strings.ReplaceAll(`#compdef TOOL
+# zsh completion for TOOL (Haven); generated by packaging/gendist
+local cur=${words[CURRENT]}
+local -a req opts
+req=(${words[1,CURRENT-1]})
+[[ $cur == -* ]] && req+=($cur)
+opts=("${(@f)$(env 0=zsh $req --generate-bash-completion 2>/dev/null)}")
+if [[ -n ${opts[1]} ]]; then
+  _describe 'values' opts
+else
+  _files
+fi
+`, "TOOL", tool)
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The man pages name each tool and list its commands, with the sections
+// urfave/cli does not write, and groff renders them without a warning.
+func TestManPages(t *testing.T) {
+	for _, app := range apps() {
+		page, err := Man(app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{".TH " + app.Name + " 1", ".SH NAME\n" + app.Name + ` \- `, ".SH FILES", "/etc/haven/cluster.toml", ".SH EXIT STATUS", ".SH SEE ALSO"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("%s.1 lacks %q", app.Name, want)
+			}
+		}
+		for _, cmd := range app.Commands {
+			if !cmd.Hidden && !strings.Contains(page, "\n.SH "+cmd.Name+"\n") {
+				t.Errorf("%s.1 lacks the command %q", app.Name, cmd.Name)
+			}
+		}
+		groff, err := exec.LookPath("groff")
+		if err != nil {
+			continue
+		}
+		cmd := exec.Command(groff, "-man", "-Tutf8", "-ww", "-z")
+		cmd.Stdin = strings.NewReader(page)
+		out, err := cmd.CombinedOutput()
+		if err != nil || len(out) > 0 {
+			t.Errorf("groff on %s.1: %v\n%s", app.Name, err, out)
+		}
+	}
+}
+
+// The bash completion asks the real binary: "nodemgr da<TAB>" completes to
+// daemon, "nodemgr daemon st<TAB>" to start, status and stop, and a flag
+// prefix to the global flag.
+func TestBashCompletionAsksTheTool(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash on this machine")
+	}
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir, "haven/cmd/nodemgr")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	script := filepath.Join(dir, "nodemgr.bash")
+	if err := os.WriteFile(script, []byte(Bash("nodemgr")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ line, want string }{
+		{"nodemgr da", "daemon"},
+		{"nodemgr daemon st", "start status stop"},
+		{"nodemgr --ro", "--root"},
+		{"nodemgr --root /tmp/x print s", "status"},
+	}
+	for _, c := range cases {
+		sh := `source "$1"; COMP_WORDS=($2); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); COMP_LINE="$2"; COMP_POINT=${#COMP_LINE}
+_haven_nodemgr_complete; printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' '`
+		cmd := exec.Command(bash, "-c", sh, "bash", script, c.line)
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%q: %v\n%s", c.line, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != c.want {
+			t.Errorf("complete %q = %q, want %q", c.line, got, c.want)
+		}
+	}
+}
+
+// The zsh script at least parses (when zsh is installed).
+func TestZshCompletionParses(t *testing.T) {
+	zsh, err := exec.LookPath("zsh")
+	if err != nil {
+		t.Skip("no zsh on this machine: syntax not checked")
+	}
+	out, err := exec.Command(zsh, "-n", "-c", Zsh("svcmgr")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("zsh -n: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,159 @@
+package svcmgr
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"haven/api"
+	"haven/cliutil"
+)
+
+// actionFlags are the flags of each service action: --local where the
+// daemon runs it on this node's instance, --wait where it sets a target.
+func actionFlags(name string) []cli.Flag {
+	var fs []cli.Flag
+	switch name {
+	case "start", "stop", "freeze", "thaw", "clear":
+		fs = append(fs, &cli.BoolFlag{Name: "local", Usage: "act on this node's instance only, without orchestration"})
+	}
+	switch name {
+	case "clear":
+		fs = append(fs, &cli.StringFlag{Name: "node", Usage: "the `NODE` whose failed state to reset (default: every node)"})
+	case "switch":
+		fs = append(fs, &cli.StringFlag{Name: "to", Usage: "the destination `NODE`"})
+	}
+	switch name {
+	case "start", "stop", "freeze", "thaw", "takeover", "giveback", "switch":
+		fs = append(fs,
+			&cli.BoolFlag{Name: "wait", Usage: "return when the target is reached"},
+			&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "bound of --wait"})
+	}
+	return fs
+}
+
+// action is the command of a service action, with its flags and a usage
+// line made of them.
+func action(name string) *cli.Command {
+	fs := actionFlags(name)
+	usage := "svcmgr -s SELECTOR " + name
+	for _, f := range fs {
+		switch f.Names()[0] {
+		case "local":
+			usage += " [--local]"
+		case "node":
+			usage += " [--node NODE]"
+		case "to":
+			usage += " --to NODE"
+		case "wait":
+			usage += " [--wait [--time 5m]]"
+		}
+	}
+	return &cli.Command{Name: name, Usage: actionUsage[name], UsageText: usage, Description: globalsHelp, Flags: fs,
+		Action: func(c *cli.Context) error { return serviceAction(c, name) }}
+}
+
+var actionUsage = map[string]string{
+	"delete":   "stop the service everywhere and remove its config",
+	"start":    "start (orchestrated; --local: this node's instance directly)",
+	"stop":     "stop and freeze (orchestrated; --local: this node's instance directly)",
+	"freeze":   "stop orchestrating the service (--local: this node's instance)",
+	"thaw":     "resume orchestration (--local: this node's instance)",
+	"clear":    "reset a failed monitor state (--node NODE, default every node)",
+	"abort":    "drop the current target state",
+	"takeover": "move the service to this node (thaws it)",
+	"giveback": "move the service back to its placement leader (thaws it)",
+	"switch":   "move the service to --to NODE (thaws it)",
+}
+
+func serviceAction(c *cli.Context, action string) error {
+	if c.Args().Len() > 0 {
+		return cliutil.Usage("%s: unexpected argument %q", action, c.Args().First())
+	}
+	if action == "switch" && c.String("to") == "" {
+		return cliutil.Usage("switch needs --to NODE")
+	}
+	cl := cliutil.Client(c)
+	names, err := selected(c, cl)
+	if err != nil {
+		return err
+	}
+	asJSON, err := cliutil.JSON(c)
+	if err != nil {
+		return err
+	}
+	// the targets of these actions thaw every instance: say so when the
+	// service was frozen (the state read before the action)
+	frozen := map[string]string{}
+	if thawNote(action, c.Bool("local"), "frozen") != "" {
+		if st, err := cl.Status(ctx(c)); err == nil {
+			for _, n := range names {
+				frozen[n] = st.Services[n].Frozen
+			}
+		}
+	}
+	var failures []string
+	for _, name := range names {
+		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local"), Node: c.String("node"), Wait: c.Bool("wait")}
+		if action == "switch" {
+			req.Node = c.String("to")
+		}
+		actx, cancel := context.WithCancel(ctx(c))
+		if req.Wait {
+			// the daemon answers at --time with where the target stands;
+			// the margin lets that answer arrive
+			req.WaitTimeout = c.Duration("time")
+			actx, cancel = context.WithTimeout(ctx(c), c.Duration("time")+5*time.Second)
+		}
+		res, err := cl.Action(actx, req)
+		timedOut := actx.Err() == context.DeadlineExceeded
+		cancel()
+		if timedOut {
+			failures = append(failures, fmt.Sprintf("%s: timed out after %s waiting for the target (it stays in place: see print status, or abort)", name, c.Duration("time")))
+			continue
+		}
+		if err != nil {
+			if cliutil.StatusOf(err) == cliutil.ExitUsage {
+				return err
+			}
+			failures = append(failures, cliutil.Named(name, err))
+			continue
+		}
+		result := res.Result
+		if note := thawNote(action, req.Local, frozen[name]); note != "" {
+			result += "; " + note
+		}
+		if asJSON {
+			cliutil.PrintJSON(c.App.Writer, map[string]any{"service": name, "id": res.ID, "result": result})
+		} else {
+			fmt.Fprintf(c.App.Writer, "%s: %s\n", name, result)
+		}
+	}
+	if len(failures) > 0 {
+		return cliutil.Failed("%s", strings.Join(failures, "; "))
+	}
+	return nil
+}
+
+// thawNote is what an orchestrated action adds to its answer about a
+// service whose frozen state ("frozen" | "mixed" | "thawed") was read
+// before it: the started and placed targets thaw every instance.
+func thawNote(action string, local bool, frozen string) string {
+	switch action {
+	case "start", "takeover", "giveback", "switch":
+	default:
+		return ""
+	}
+	switch {
+	case local:
+		return ""
+	case frozen == "frozen":
+		return "the service was frozen: thawed by this action"
+	case frozen == "mixed":
+		return "the service was partly frozen: thawed by this action"
+	}
+	return ""
+}

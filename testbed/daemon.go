@@ -1,0 +1,162 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Build builds the commands pkgs ("haven/cmd/nodemgr") into dir, from the
+// module in srcDir ("" for the current directory).
+func Build(dir, srcDir string, pkgs ...string) error {
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	cmd.Dir = srcDir
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("build %s: %w", strings.Join(pkgs, " "), err)
+	}
+	return nil
+}
+
+// Result is how a command ended.
+type Result struct {
+	Out, Err string
+	Code     int
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Out, r.Err)
+}
+
+// Run runs bin --root root args...; a non-zero exit is a Result, not an
+// error.
+func Run(bin, root string, args ...string) (Result, error) {
+	cmd := exec.Command(bin, append([]string{"--root", root}, args...)...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return Result{o.String(), e.String(), ee.ExitCode()}, nil
+	} else if err != nil {
+		return Result{}, fmt.Errorf("run %s: %w", filepath.Base(bin), err)
+	}
+	return Result{o.String(), e.String(), 0}, nil
+}
+
+// StartDaemon runs `nodemgr daemon start` on root, which returns once the
+// daemon's API answers (bounded at 30 s).
+func StartDaemon(nodemgr, root string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, nodemgr, "--root", root, "daemon", "start").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: daemon start: %v: %s", filepath.Base(root), err, out)
+	}
+	return nil
+}
+
+// DaemonPID is the pid in root/run/daemon.pid, 0 when there is none.
+func DaemonPID(root string) int {
+	b, err := os.ReadFile(filepath.Join(root, "run", "daemon.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// StopDaemon stops the daemon of root (`nodemgr daemon stop`, bounded),
+// SIGKILLs it if it lingers, then kills what the daemon left under root
+// (KillUnder): the daemon stop leaves the services running.
+func StopDaemon(nodemgr, root string) {
+	pid := DaemonPID(root)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	exec.CommandContext(ctx, nodemgr, "--root", root, "daemon", "stop").Run()
+	cancel()
+	if pid > 0 && WaitFor(10*time.Second, 50*time.Millisecond, "daemon exit", gone(pid)) != nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	KillUnder(root)
+}
+
+// Crash SIGKILLs the daemon of root, then the service processes under it
+// (a host crash), and returns once the daemon is gone (or after 5 s), with
+// the time of the kill.
+func Crash(root string) (time.Time, error) {
+	pid := DaemonPID(root)
+	if pid == 0 {
+		return time.Time{}, fmt.Errorf("%s: no daemon pid", filepath.Base(root))
+	}
+	t := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return t, err
+	}
+	KillUnder(root)
+	// reaped by init
+	WaitFor(5*time.Second, 50*time.Millisecond, "the killed daemon to vanish", gone(pid))
+	return t, nil
+}
+
+func gone(pid int) func() bool { return func() bool { return syscall.Kill(pid, 0) != nil } }
+
+// KillUnder SIGKILLs the processes this harness caused under dir: those
+// recorded in dir's var/services/*/*.pid files (the service commands
+// whose command lines do not name the root), and those whose working
+// directory or an argument lies under dir (daemons, service commands
+// running in {var}).
+func KillUnder(dir string) {
+	pidFiles, _ := filepath.Glob(filepath.Join(dir, "var", "services", "*", "*.pid"))
+	more, _ := filepath.Glob(filepath.Join(dir, "*", "var", "services", "*", "*.pid"))
+	for _, f := range append(pidFiles, more...) {
+		if b, err := os.ReadFile(f); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && pid != os.Getpid() {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	under := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		hit := false
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && under(cwd) {
+			hit = true
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && !hit {
+			for _, arg := range strings.Split(string(b), "\x00") {
+				if under(arg) {
+					hit = true
+					break
+				}
+			}
+		}
+		if hit {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// WaitFor polls cond every period until it holds; after d it gives up
+// with an error naming what it waited for.
+func WaitFor(d, every time.Duration, what string, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(every)
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package testbed
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"haven/config/tomlfile"
+)
+
+func TestFreePortBelowTheEphemeralRange(t *testing.T) {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		lo, _ = strconv.Atoi(strings.Fields(string(b))[0])
+	}
+	seen := map[int]bool{}
+	for range 50 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p >= lo || p < 1024 || seen[p] {
+			t.Fatalf("FreePort() = %d: want a port in 1024..%d never handed out before", p, lo-1)
+		}
+		seen[p] = true
+	}
+}
+
+// The files the harness writes are what the daemon accepts.
+func TestRootsParse(t *testing.T) {
+	root := t.TempDir()
+	nt := NodeToml{Name: "n1", Keys: []string{`ready_period = "2s"`, "", "rejoin_grace_period = \"5s\"\n"},
+		HBAddr: "127.0.0.1", HBPort: 10001, HBTimeout: "3s", HBInterval: "1s"}
+	if err := WriteNodeToml(root, nt.String()); err != nil {
+		t.Fatal(err)
+	}
+	secret := NewSecret()
+	cl := ClusterToml("t", secret, []Member{{"n1", "127.0.0.1:10001"}, {"n2", "127.0.0.1:10002"}})
+	if err := WriteClusterToml(root, cl); err != nil {
+		t.Fatal(err)
+	}
+	n, err := tomlfile.LoadNode(filepath.Join(root, "etc", "node.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Name != "n1" || n.ReadyPeriod != 2*time.Second || n.RejoinGracePeriod != 5*time.Second ||
+		n.HB.Port != 10001 || n.HB.Timeout != 3*time.Second || n.HB.Interval != time.Second {
+		t.Errorf("node.toml %q read as %+v", nt.String(), n)
+	}
+	c, err := tomlfile.LoadCluster(filepath.Join(root, "etc", "cluster.toml"), "n1")
+	if err != nil {
+		t.Fatal(err) // also when the file is not 0600
+	}
+	if c.Name != "t" || c.Secret != secret || len(c.Nodes) != 2 || !c.ListsMembers() {
+		t.Errorf("cluster.toml read as name %q, %d members, lists members %v (secret equal: %v)", c.Name, len(c.Nodes), c.ListsMembers(), c.Secret == secret)
+	}
+	if _, err := tomlfile.ParseService("web.toml", "web", []byte(HAService(NodeList([]string{"n1", "n2"}), "priority = 5"))); err != nil {
+		t.Errorf("HAService: %v", err)
+	}
+}
