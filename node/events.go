@@ -167,7 +167,17 @@ type PeerStatus struct {
 	Reason string             `json:"reason,omitempty"`
 }
 
-func (PeerStatus) Kind() string    { return "peer_status" }
+// Kind is peer_up or peer_down when the peer comes up or goes down (the
+// kinds readers of the events stream wait for), else peer_status.
+func (e PeerStatus) Kind() string {
+	switch e.To {
+	case dataset.NodeUp:
+		return "peer_up"
+	case dataset.NodeDown:
+		return "peer_down"
+	}
+	return "peer_status"
+}
 func (PeerStatus) Service() string { return "" }
 func (e PeerStatus) Level() Level {
 	if e.To == dataset.NodeDown {

@@ -300,7 +300,7 @@ func detection(n, runs int, o opts) error {
 		for len(got) < len(others) {
 			select {
 			case e := <-ch:
-				if e.Kind == "peer_down" && e.Message == victim.name+" down" {
+				if e.Kind == "peer_down" && e.Fields["node"] == victim.name {
 					if _, seen := got[e.from]; !seen {
 						got[e.from] = e.Time.Sub(tk)
 					}
@@ -628,7 +628,7 @@ func failover(n, nsvc, runs int, o opts) error {
 					continue
 				}
 				switch {
-				case e.Kind == "peer_down" && e.Message == owner+" down":
+				case e.Kind == "peer_down" && e.Fields["node"] == owner:
 					down[e.from] = e.Time
 				case e.Kind == "action_begin" && strings.HasPrefix(e.Message, "start"):
 					if _, ok := begin[e.Service]; !ok {
