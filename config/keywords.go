@@ -105,7 +105,7 @@ var Keywords = []Keyword{
 	{Section: SectionHB, Key: "timeout", Type: TypeDuration, Default: "15s", Field: "Timeout",
 		Doc: "A peer silent this long is declared down. A crash is declared between `timeout` minus the beat period and `timeout` after it (see `interval`)."},
 	{Section: SectionHB, Key: "interval", Type: TypeDuration, Default: "5s", Field: "Interval",
-		Doc: "The beat period (or `timeout`/3 if shorter): when nothing changes, each node sends every other member one small beat (about 100 bytes: its run, the generation and a digest of its data) this often, whatever the number of services. Changes go at once as deltas; a full copy of a node's data goes only to a peer that needs it (it joined, or lacks or doubts a generation). Must be shorter than `timeout`; the detection precision is this period."},
+		Doc: "The beat period (or `timeout`/6 if shorter): when nothing changes, each node sends every other member one small beat (about 100 bytes: its run, the generation and a digest of its data) this often, whatever the number of services. Changes go at once as deltas; a full copy of a node's data goes only to a peer that needs it (it joined, or lacks or doubts a generation). Must be shorter than `timeout`; the detection precision is this period."},
 
 	// cluster.toml
 	{Section: SectionCluster, Key: "name", Type: TypeString, Default: "default", Field: "Name",

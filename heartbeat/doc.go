@@ -18,7 +18,7 @@
 // When nothing changes, nothing but a small beat travels: the incarnation,
 // the generation and a digest of the data (the first 8 bytes of a SHA-256
 // of its JSON form), about 100 bytes whatever the number of services, to
-// every member every beat period: min(Interval, Timeout/3). There is no
+// every member every beat period: min(Interval, Timeout/6). There is no
 // periodic full copy. A full copy goes only when a peer needs one: when it
 // comes up (a join, a restart, a healed partition), and when it asks
 // ("need"): it saw a generation it does not hold (in a beat or a waiting
