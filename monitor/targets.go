@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"haven/dataset"
+	"haven/placement"
 )
 
 // hasTarget reports whether an admin target drives the service. While one
@@ -50,7 +51,7 @@ func (c *svcCtx) targetFrozen(label string, frozen bool) {
 		return
 	}
 	c.settle(label)
-	c.d.TargetReached = c.allFrozen(frozen) && c.transNode == ""
+	c.d.TargetReached = c.frozenEverywhere(frozen) && c.transNode == ""
 }
 
 // freeze emits the freeze or thaw action.
@@ -86,7 +87,7 @@ func (c *svcCtx) targetStopped(label string) {
 		return
 	}
 	c.settle(label)
-	c.d.TargetReached = c.allFrozen(true) && c.firstUpish() == "" && c.transNode == ""
+	c.d.TargetReached = c.frozenEverywhere(true) && c.firstUpish() == "" && c.transNode == ""
 }
 
 // targetStarted: thaw every instance, then the placement leader starts it
@@ -181,8 +182,21 @@ func (c *svcCtx) givebackDest() string {
 // allFrozen reports whether every instance on an up node has Frozen ==
 // frozen.
 func (c *svcCtx) allFrozen(frozen bool) bool {
+	return c.frozenOn(frozen, func(v *placement.NodeView) bool { return v.Status == dataset.NodeUp })
+}
+
+// frozenEverywhere is allFrozen over every alive node, those in maintenance
+// or shutting included: their daemon cannot apply a target now, so a freeze
+// or stop is not reached until they announced the flag, or it would be
+// cleared before they come back and never be in force there. Down nodes are
+// unknown (unknownNodes: a freeze or stop waits for them too).
+func (c *svcCtx) frozenEverywhere(frozen bool) bool {
+	return c.frozenOn(frozen, func(v *placement.NodeView) bool { return v.Alive() })
+}
+
+func (c *svcCtx) frozenOn(frozen bool, counts func(*placement.NodeView) bool) bool {
 	for i, n := range c.nodes {
-		if v := c.cluster.View(n); v == nil || v.Status != dataset.NodeUp {
+		if v := c.cluster.View(n); v == nil || !counts(v) {
 			continue
 		}
 		if c.insts[i].Frozen != frozen {

@@ -8,6 +8,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/placement"
 )
 
 var version uint64
@@ -187,5 +188,27 @@ func TestResultHelpers(t *testing.T) {
 	m.State = dataset.Starting
 	if got := Reset(m, now); got.State != dataset.Idle {
 		t.Errorf("Reset: got %+v", got)
+	}
+}
+
+// A freeze is not reached while a node whose daemon is stopped (maintenance,
+// within its grace) has not frozen its instance: it could not apply it, and
+// the target would be cleared before it comes back, so the acknowledged
+// freeze would never be in force there (found by the chaos suite's
+// AdminUnderChurn). It is reached once that node is back and frozen.
+func TestTargetFrozenWaitsForANodeInMaintenance(t *testing.T) {
+	w := runningOn(t, "n2")
+	w.setNode("n3", func(v *placement.NodeView) { v.Status = dataset.NodeStMaint })
+	w.setTarget("web", target(dataset.ExpectFrozen, ""))
+	w.rounds(3, time.Second)
+	if targetCleared(w, "web") {
+		w.dumpLog()
+		t.Fatal("freeze reached while n3's daemon was stopped and its instance not frozen")
+	}
+	w.setNode("n3", func(v *placement.NodeView) { v.Status = dataset.NodeUp })
+	w.rounds(3, time.Second)
+	if !allFrozen(w, "web", true) || !targetCleared(w, "web") {
+		w.dumpLog()
+		t.Fatalf("n3 back: frozen %v cleared %v, want both", allFrozen(w, "web", true), targetCleared(w, "web"))
 	}
 }
