@@ -140,6 +140,7 @@ func (c *Core) BeginStop(mode string, now time.Time) {
 		return
 	}
 	c.stopping = true
+	c.shutdown = mode == "shutdown"
 	if mode == "shutdown" {
 		c.SetNodeMonitor(dataset.NodeShutting, "daemon shutdown requested")
 		for _, inst := range c.ilist {

@@ -201,6 +201,14 @@ func (c *Core) afterFullCheck(svc string, inst *instance) {
 	}
 	c.finishAction(svc, inst, end.kind, end.err, inst.endAt)
 	c.actionAnswered(inst, end.err)
+	if c.shutdown && end.kind == "start" && inst.local && inst.spec.Runnable {
+		// a start that was running when the shutdown came: the shutdown
+		// stops what it started, or the daemon would exit with the service
+		// running (found by the chaos suite's SimulStart)
+		if _, running := c.Status(svc); running {
+			c.RunAction(svc, "stop", "daemon shutdown (the start in flight ended)", inst.endAt)
+		}
+	}
 }
 
 func errText(err error) string {

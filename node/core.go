@@ -50,6 +50,9 @@ type Core struct {
 	relays map[Ticket]relay
 	// stopping is set once the daemon stops: no decision pass any more.
 	stopping bool
+	// shutdown is set when that stop is a shutdown: an instance whose start
+	// was in flight is stopped once the start ends.
+	shutdown bool
 
 	peers   map[string]*peer
 	pnames  []string // sorted

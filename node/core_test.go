@@ -305,3 +305,31 @@ func TestDrain(t *testing.T) {
 		t.Fatalf("node monitor %s after the drain, want idle", c.NodeMonitor())
 	}
 }
+
+// A shutdown that comes while a start runs stops the instance once the
+// start has ended, so that the daemon never exits with a service it just
+// started running (found by the chaos suite's SimulStart: the shutdown
+// stopped only the instances already running).
+func TestShutdownStopsAStartInFlight(t *testing.T) {
+	c := newCore("n1")
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.CheckNow("web")
+	c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.Ready()
+	if _, err := c.RunAction("web", "start", "admin start --local", t0); err != nil {
+		t.Fatal(err)
+	}
+	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0].Kind != "start" {
+		t.Fatalf("got run %+v, want the start", rd.Run)
+	}
+	c.BeginStop("shutdown", t0)
+	if rd := c.Ready(); len(rd.Run) != 0 {
+		t.Fatalf("got run %+v while the start runs, want nothing yet", rd.Run)
+	}
+	c.ActionDone("web", "start", nil, t0)
+	c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	rd := c.Ready()
+	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || !c.AnyBusy() {
+		t.Fatalf("after the start ended during a shutdown: run %+v busy %v, want its stop", rd.Run, c.AnyBusy())
+	}
+}
