@@ -101,7 +101,7 @@ awk -v a="$t0" -v b="$t1" 'BEGIN { printf "web is up on n2 %.1fs after the crash
 on n3 svcmon
 on n2 svcmgr -s web print status
 say "what n2 decided, and why (nodemgr events / the node log)"
-grep -E 'peer down|decision' "$top/n2/log/node.log" | sed -E 's/^[^ ]+T([0-9:.]+)Z/\1/' | cut -c1-160
+grep -E 'peer n1 up -> down|(idle -> ready|ready -> starting|starting -> idle)' "$top/n2/log/node.log" | sed -E 's/^[^ ]+T([0-9:.]+)Z/\1/' | cut -c1-160
 
 say "n1 comes back: it rejoins, sees web running on n2, and leaves it there"
 on n1 nodemgr daemon start

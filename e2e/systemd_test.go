@@ -80,7 +80,7 @@ func TestSystemdUnitRun(t *testing.T) {
 	n.must("nodemgr", "daemon", "status")
 	await("WATCHDOG=1")
 	log := readFile(t, journal.Name())
-	if !strings.Contains(log, "<6>INFO\tdaemon\tdaemon started\t") {
+	if !strings.Contains(log, "<6>INFO\tdaemon\tdaemon started (compat ") {
 		t.Fatalf("the journal stream lacks the start line with its priority:\n%s", log)
 	}
 	// node.log stays open for crash output only
