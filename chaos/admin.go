@@ -282,15 +282,21 @@ func testAdminUnderChurn(t *T) error {
 		check(err)
 		if ok {
 			frozen[s] = true
-			t.ledger.SvcFrozen[s] = true
+			t.ledger.SvcFrozen[s], t.ledger.SvcUnsure[s] = true, false
 			check(t.ledgerHolds(10*time.Second, "after an acknowledged freeze of "+s))
+		} else if err == nil {
+			t.ledger.SvcUnsure[s] = true // refused: see the thaw below
 		}
 		if ok, err := t.admin(pick(t, adm), s, "thaw"); err != nil || ok {
 			check(err)
 			if ok {
 				delete(frozen, s)
-				t.ledger.SvcFrozen[s] = false
+				t.ledger.SvcFrozen[s], t.ledger.SvcUnsure[s] = false, false
 			}
+		} else {
+			// refused: "reached on the known nodes only" (in force where
+			// known) or a timeout: the flag is not promised either way
+			t.ledger.SvcUnsure[s] = true
 		}
 	}
 	close(stop)

@@ -25,9 +25,16 @@ const (
 type Ledger struct {
 	NodeFrozen map[string]bool // node -> frozen by an acknowledged freeze or drain
 	SvcFrozen  map[string]bool // service -> frozen by an acknowledged freeze
+	// SvcUnsure: the last freeze or thaw of the service answered exit 1
+	// "reached on the known nodes only" (a node was unknown): it is in force
+	// on the known nodes and maybe not on the others, so no frozen flag is
+	// promised until the next acknowledged one.
+	SvcUnsure map[string]bool
 }
 
-func newLedger() Ledger { return Ledger{NodeFrozen: map[string]bool{}, SvcFrozen: map[string]bool{}} }
+func newLedger() Ledger {
+	return Ledger{NodeFrozen: map[string]bool{}, SvcFrozen: map[string]bool{}, SvcUnsure: map[string]bool{}}
+}
 
 // stable checks that every node's daemon runs and sees every other up and
 // idle, and that every service is up on exactly one node, the same in
@@ -133,6 +140,9 @@ func (c *Cluster) checkLedger(l Ledger) error {
 			}
 		}
 		for _, s := range c.Services {
+			if l.SvcUnsure[s.Name] {
+				continue
+			}
 			for node, i := range st.Services[s.Name].Instances {
 				if i.Frozen != l.SvcFrozen[s.Name] {
 					return fmt.Errorf("%s sees the instance of %s on %s frozen=%v, the acknowledged admin changes say %v", n, s.Name, node, i.Frozen, l.SvcFrozen[s.Name])
