@@ -17,7 +17,7 @@ orchestrate = "ha"
 [app.main]
 start = "sh -c 'echo start'"
 timeout = "30s"
-restart = 2
+restart = 0
 monitor = true
 
 [ip.vip]
@@ -48,7 +48,7 @@ func TestServiceSectionsAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(got)
-	want := `{"DEFAULT":{"nodes":["n1","n2"],"orchestrate":"ha"},"app#main":{"monitor":true,"restart":2,"start":"sh -c 'echo start'","timeout":"30s"},"ip#vip":{"ipdev":"eth0","ipname":"192.168.10.50"}}`
+	want := `{"DEFAULT":{"nodes":["n1","n2"],"orchestrate":"ha"},"app#main":{"monitor":true,"restart":0,"start":"sh -c 'echo start'","timeout":"30s"},"ip#vip":{"ipdev":"eth0","ipname":"192.168.10.50"}}`
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)
 	}

@@ -85,7 +85,11 @@ resources by name; keys in the order of this page): comments and layout are not 
 				case kw.Default == "":
 					def = ""
 				}
-				fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", kw.Key, typ, def, strings.ReplaceAll(kw.Doc, "|", "\\|"))
+				doc := kw.Doc
+				if kw.NotYet != "" {
+					doc = "**Not implemented yet** (" + kw.NotYet + "): a value other than the default is refused at load. " + doc
+				}
+				fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", kw.Key, typ, def, strings.ReplaceAll(doc, "|", "\\|"))
 			}
 		}
 	}

@@ -182,6 +182,9 @@ func (dec Decoder) decodeDoc(file string, data []byte, sc schema) (*document, er
 			if err != nil {
 				return nil, d.errAt(sec, key, "%v", err)
 			}
+			if err := notYet(kw, v); err != nil {
+				return nil, d.errAt(sec, key, "%v", err)
+			}
 			sec.keys = append(sec.keys, key)
 			sec.vals[key] = v
 		}

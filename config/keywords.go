@@ -76,6 +76,10 @@ type Keyword struct {
 	// after the section kind). "" for the [nodes] members.
 	Field string
 	Doc   string
+	// NotYet names the work that will make the keyword act (an issue):
+	// until then a value other than the default is refused at load, so that
+	// no documented knob is silently read by nothing.
+	NotYet string
 }
 
 // Keywords is the keyword table: it drives parsing, defaults, validation,
@@ -93,7 +97,7 @@ var Keywords = []Keyword{
 	{Section: SectionNode, Key: "rejoin_grace_period", Type: TypeDuration, Default: "90s", Field: "RejoinGracePeriod",
 		Doc: "How long a starting daemon waits for its peers (state `rejoin`) before it orchestrates alone."},
 	{Section: SectionNode, Key: "split_action", Type: TypeEnum, Default: "crash", Allowed: []string{"crash", "reboot", "stop", "disabled"}, Field: "SplitAction",
-		Doc: "What the node does when it loses the quorum. `stop`: stop every local instance at once and freeze the node (the self-fence used by the tests); `crash` and `reboot` act on the real kernel; `disabled`: nothing."},
+		Doc: "What the node does when it loses the quorum. `stop`: stop every local instance at once and freeze the node (the self-fence used by the tests); `crash` and `reboot` act on the real kernel; `disabled`: nothing.", NotYet: "quorum, arbitrators and split_action (BEHAVIOUR 3)"},
 	{Section: SectionNode, Key: "monitor_interval", Type: TypeDuration, Default: "5s", Field: "MonitorInterval",
 		Doc: "Check period of the monitored resources (`monitor = true`)."},
 	{Section: SectionNode, Key: "check_interval", Type: TypeDuration, Default: "60s", Field: "CheckInterval",
@@ -115,11 +119,11 @@ var Keywords = []Keyword{
 	{Section: SectionCluster, Key: "insecure_no_secret", Type: TypeBool, Default: "false", Field: "InsecureNoSecret",
 		Doc: "INSECURE, tests only. A cluster of more than one member refuses to start without a `secret`: anyone who can send a datagram to a heartbeat port could then install a service, whose commands run as root. `true` lets it run without one, with a warning at every start. Refused together with a `secret`."},
 	{Section: SectionCluster, Key: "quorum", Type: TypeBool, Default: "false", Field: "Quorum",
-		Doc: "When true, a node that sees less than half of the votes (members and arbitrators) applies its `split_action`."},
+		Doc: "When true, a node that sees less than half of the votes (members and arbitrators) applies its `split_action`.", NotYet: "quorum, arbitrators and split_action (BEHAVIOUR 3)"},
 	{Section: SectionNodes, Key: AnyKey, Type: TypeString,
 		Doc: "One line per cluster member: `NAME = \"host:port\"` of its heartbeat. When the section is missing or empty, the local node alone at 127.0.0.1:10000. The local node must be a member; names may not differ only in case; each member has its own host:port; the local node's entry, when a literal IP, must be an address of the host (checked at start)."},
 	{Section: SectionArbitrator, Key: "uri", Type: TypeString, Required: true, Field: "URI",
-		Doc: "`http://` or `https://` URL answered with a 2xx, or `tcp://host:port` that accepts connections: the arbitrator votes for the nodes that reach it."},
+		Doc: "`http://` or `https://` URL answered with a 2xx, or `tcp://host:port` that accepts connections: the arbitrator votes for the nodes that reach it.", NotYet: "quorum, arbitrators and split_action (BEHAVIOUR 3)"},
 	{Section: SectionArbitrator, Key: "weight", Type: TypeInt, Default: "1", Field: "Weight",
 		Doc: "The number of votes of the arbitrator."},
 	{Section: SectionArbitrator, Key: "timeout", Type: TypeDuration, Default: "5s", Field: "Timeout",
@@ -147,16 +151,16 @@ var Keywords = []Keyword{
 	{Section: SectionDefault, Key: "children", Type: TypeList, Field: "Children",
 		Doc: "Services (`svc` or `svc@node`) that must be stopped before this one stops."},
 	{Section: SectionDefault, Key: "monitor_action", Type: TypeEnum, Default: "none", Allowed: []string{"none", "freezestop", "switch", "crash", "reboot"}, Field: "MonitorAction",
-		Doc: "What the daemon does when a monitored resource fails and its restarts are exhausted."},
+		Doc: "What the daemon does when a monitored resource fails and its restarts are exhausted.", NotYet: "the restart ladder and monitor_action (BEHAVIOUR 4)"},
 	{Section: SectionDefault, Key: "priority", Type: TypeInt, Default: "100", Field: "Priority",
 		Doc: "Start order among the services of a node: lower starts first."},
 
 	{Section: SectionResource, Key: "monitor", Type: TypeBool, Default: "false", Field: "Monitor",
 		Doc: "A failure of this resource is handled by the daemon (restarts, then `monitor_action`); it is checked every `monitor_interval`."},
 	{Section: SectionResource, Key: "restart", Type: TypeInt, Default: "0", Field: "Restart",
-		Doc: "Local restarts tried before the `monitor_action`."},
+		Doc: "Local restarts tried before the `monitor_action`.", NotYet: "the restart ladder and monitor_action (BEHAVIOUR 4)"},
 	{Section: SectionResource, Key: "restart_delay", Type: TypeDuration, Default: "500ms", Field: "RestartDelay",
-		Doc: "The pause before each restart."},
+		Doc: "The pause before each restart.", NotYet: "the restart ladder and monitor_action (BEHAVIOUR 4)"},
 	{Section: SectionResource, Key: "optional", Type: TypeBool, Default: "false", Field: "Optional",
 		Doc: "A failure of this resource does not fail the action, and its status does not count in the instance status."},
 	{Section: SectionResource, Key: "disable", Type: TypeBool, Default: "false", Field: "Disable",

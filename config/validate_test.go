@@ -32,8 +32,8 @@ check = "/srv/web/bin/check"
 info = ""
 timeout = "30s"
 monitor = true
-restart = 2
-restart_delay = "1s"
+restart = 0          # the ladder is not built yet: only the defaults are accepted
+restart_delay = "500ms"
 optional = false
 disable = false
 
@@ -94,7 +94,9 @@ func TestServiceErrors(t *testing.T) {
 		{"duration zero", "[app.web]\nstart = \"x\"\ntimeout = 0\n", `svc.toml:3: app#web.timeout: must be more than 0`},
 		{"probe_timeout zero", "[ip.vip]\nipname = \"10.0.0.9\"\nipdev = \"eth0\"\nprobe_timeout = 0\n", `svc.toml:4: ip#vip.probe_timeout: must be more than 0 and at most 10s`},
 		{"probe_timeout long", "[ip.vip]\nipname = \"10.0.0.9\"\nipdev = \"eth0\"\nprobe_timeout = \"1m\"\n", `svc.toml:4: ip#vip.probe_timeout: must be more than 0 and at most 10s`},
-		{"restart neg", "[app.web]\nstart = \"x\"\nrestart = -1\n", `svc.toml:3: app#web.restart: must not be negative`},
+		{"restart neg", "[app.web]\nstart = \"x\"\nrestart = -1\n", `svc.toml:3: app#web.restart: not implemented yet`},
+		{"restart not yet", "[app.web]\nstart = \"x\"\nrestart = 2\n", `svc.toml:3: app#web.restart: not implemented yet (the restart ladder and monitor_action (BEHAVIOUR 4)): only the default "0" is accepted for now`},
+		{"monitor_action not yet", "[DEFAULT]\nmonitor_action = \"switch\"\n", `svc.toml:2: DEFAULT.monitor_action: not implemented yet`},
 		{"app empty", "[DEFAULT]\n[app.web]\ninfo = \"x\"\n", "svc.toml:2: app#web: an app needs at least one of start, stop, check"},
 		{"app unbalanced quote", "[app.web]\nstart = \"true\"\ncheck = \"echo 'up\"\n", "svc.toml:3: app#web.check: "},
 		{"ip no ipname", "[ip.vip]\nipdev = \"eth0\"\n", "svc.toml:1: ip#vip.ipname: required keyword missing"},
@@ -155,6 +157,7 @@ func TestNodeErrors(t *testing.T) {
 		{"[hb]\naddr = \"x.y\"\n", `node.toml:2: hb.addr: invalid address "x.y"`},
 		{"[hb]\ninterval = 0\n", "node.toml:2: hb.interval: must be more than 0"},
 		{"[node]\nsplit_action = \"panic\"\n", `node.toml:2: node.split_action: invalid value "panic": want one of "crash", "reboot", "stop", "disabled"`},
+		{"[node]\nsplit_action = \"stop\"\n", `node.toml:2: node.split_action: not implemented yet (quorum, arbitrators and split_action (BEHAVIOUR 3)): only the default "crash" is accepted for now`},
 		{"[node]\nname = \"\"\n", "node.toml:2: node.name: must not be empty"},
 		{"[node]\nname = \"a b\"\n", `node.toml:2: node.name: invalid node name "a b"`},
 		{"[node]\nlabels = { env = 1 }\n", "node.toml:2: node.labels: want a table of strings"},
@@ -181,8 +184,10 @@ func TestClusterErrors(t *testing.T) {
 		{"[nodes]\nn1 = \"10.0.0.1:0\"\n", `cluster.toml:2: nodes.n1: invalid address "10.0.0.1:0": port "0" out of range`},
 		{"[nodes]\nn1 = 10000\n", `cluster.toml:2: nodes.n1: want a string`},
 		{"[arbitrator.a]\nweight = 1\n", "cluster.toml:1: arbitrator.a.uri: required keyword missing"},
-		{"[arbitrator.a]\nuri = \"ftp://x\"\n", `cluster.toml:2: arbitrator.a.uri: invalid uri "ftp://x"`},
-		{"[arbitrator.a]\nuri = \"tcp://x\"\n", `cluster.toml:2: arbitrator.a.uri: invalid uri "tcp://x": want host:port`},
+		// quorum, arbitrators and split_action act on nothing yet: refused
+		// (their URI checks come back with them)
+		{"[arbitrator.a]\nuri = \"tcp://10.0.0.9:22\"\n", `cluster.toml:2: arbitrator.a.uri: not implemented yet (quorum, arbitrators and split_action (BEHAVIOUR 3)): leave the [arbitrator.NAME] sections out for now`},
+		{"[cluster]\nquorum = true\n", `cluster.toml:2: cluster.quorum: not implemented yet (quorum, arbitrators and split_action (BEHAVIOUR 3)): only the default "false" is accepted for now`},
 		{"[cluster]\nquorum = \"yes\"\n", "cluster.toml:2: cluster.quorum: want true or false"},
 		{"[DEFAULT]\n", "cluster.toml:1: DEFAULT: unknown section [DEFAULT]"},
 	}

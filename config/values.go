@@ -157,6 +157,21 @@ func (dec Decoder) fromText(kw *Keyword, text string) (any, error) {
 	return nil, fmt.Errorf("unsupported keyword type %v", kw.Type)
 }
 
+// notYet refuses a value other than the default of a keyword that nothing
+// acts on yet (Keyword.NotYet).
+func notYet(kw *Keyword, v any) error {
+	if kw.NotYet == "" {
+		return nil
+	}
+	if !kw.Required && fmt.Sprint(v) == fmt.Sprint(defaultValue(kw)) {
+		return nil
+	}
+	if kw.Required {
+		return fmt.Errorf("not implemented yet (%s): leave the [%s.NAME] sections out for now", kw.NotYet, kw.Section)
+	}
+	return fmt.Errorf("not implemented yet (%s): only the default %s is accepted for now", kw.NotYet, strconv.Quote(kw.Default))
+}
+
 // defaultValue returns the Go value of kw's default (written without
 // inline TOML, so that no decoder is needed).
 func defaultValue(kw *Keyword) any {

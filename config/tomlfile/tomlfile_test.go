@@ -57,7 +57,7 @@ func TestLoadNode(t *testing.T) {
 name = "n1"
 labels = { env = "PRD", az = "a" }
 ready_period = 2
-split_action = "stop"
+split_action = "crash"
 monitor_interval = "500ms"
 
 [hb]
@@ -73,7 +73,7 @@ timeout = "3s"
 		t.Fatal(err)
 	}
 	if c.Name != "n1" || c.Labels["env"] != "PRD" || c.Labels["az"] != "a" || c.ReadyPeriod != 2*time.Second ||
-		c.SplitAction != "stop" || c.MonitorInterval != 500*time.Millisecond || c.CheckInterval != time.Minute ||
+		c.SplitAction != "crash" || c.MonitorInterval != 500*time.Millisecond || c.CheckInterval != time.Minute ||
 		c.HB.Addr != "127.0.0.1" || c.HB.Port != 10001 || c.HB.Timeout != 3*time.Second || c.HB.Interval != 5*time.Second {
 		t.Errorf("LoadNode = %+v", c)
 	}
@@ -95,18 +95,11 @@ func TestLoadCluster(t *testing.T) {
 	data := `[cluster]
 name = "prod"
 secret = "` + secret + `"
-quorum = true
+quorum = false
 
 [nodes]
 n2 = "127.0.0.1:10002"
 n1 = "127.0.0.1:10001"
-
-[arbitrator.b]
-uri = "tcp://10.0.0.9:22"
-[arbitrator.a]
-uri = "http://10.0.0.9:8080/"
-weight = 2
-timeout = "1s"
 `
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
@@ -116,12 +109,8 @@ timeout = "1s"
 		t.Fatal(err)
 	}
 	want = &config.ClusterConfig{
-		File: path, Name: "prod", Secret: secret, Quorum: true,
+		File: path, Name: "prod", Secret: secret,
 		Nodes: []config.Member{{Name: "n1", Addr: "127.0.0.1:10001"}, {Name: "n2", Addr: "127.0.0.1:10002"}},
-		Arbitrators: []config.Arbitrator{
-			{Name: "a", URI: "http://10.0.0.9:8080/", Weight: 2, Timeout: time.Second},
-			{Name: "b", URI: "tcp://10.0.0.9:22", Weight: 1, Timeout: 5 * time.Second},
-		},
 	}
 	if !exportedEqual(c, want) || !c.ListsMembers() {
 		t.Errorf("LoadCluster = %+v, want %+v ([nodes])", c, want)
