@@ -86,7 +86,7 @@ func (d *Daemon) invalidStatus(name string, nodes map[string]dataset.Node) datas
 			ss.Nodes = append(ss.Nodes, node)
 		}
 	}
-	if t := d.dur.Services[name].Target; t.Expect != "" {
+	if t := d.dur.Services[name].Target; t.Active() {
 		ss.GlobalExpect = t.String()
 	}
 	aggregate(&ss, name, nodes)

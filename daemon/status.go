@@ -64,7 +64,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 			Nodes:          cfg.NodeList(d.cluster.NodeNames()),
 			Instances:      map[string]dataset.Instance{},
 		}
-		if t, ok := d.dur.Services[name]; ok && t.Target.Expect != "" {
+		if t, ok := d.dur.Services[name]; ok && t.Target.Active() {
 			ss.GlobalExpect = t.Target.String()
 		}
 		aggregate(&ss, name, nodes)

@@ -162,6 +162,13 @@ type Target struct {
 	Version Version `json:"version"`
 }
 
+// Active reports whether t asks for something: an aborted target is kept
+// (its version orders the abort against older targets on every node) but
+// asks for nothing, and the status shows no global expect for it.
+func (t Target) Active() bool {
+	return t.Expect != "" && t.Expect != ExpectNone && t.Expect != ExpectAborted
+}
+
 // String renders the target as in the status object ("placed@n2").
 func (t Target) String() string {
 	if t.Expect == "" {

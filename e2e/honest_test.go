@@ -222,6 +222,9 @@ timeout = "10s"
 		t.Fatalf("monitor state %q, want stop failed", st)
 	}
 	n.must("svcmgr", "-s", "web", "abort")
+	if ge := n.status().Services["web"].GlobalExpect; ge != dataset.ExpectNone {
+		t.Fatalf("after abort the status shows global expect %q, want none", ge)
+	}
 	r = n.run("svcmgr", "-s", "web", "delete")
 	if r.Code != 1 || !strings.Contains(r.Err, "app#main") {
 		t.Fatalf("delete with a stop that fails: want exit 1 with the cause, got %s", r)

@@ -83,5 +83,5 @@ func (s State) Clone() State {
 
 // activeTarget reports whether t asks for something not yet reached.
 func activeTarget(t dataset.Target) bool {
-	return t.Expect != "" && t.Expect != dataset.ExpectNone && t.Expect != dataset.ExpectAborted
+	return t.Active()
 }
