@@ -160,10 +160,13 @@ func (c *Client) Keyword(ctx context.Context, req KeywordRequest) (*KeywordRespo
 	return &out, c.do(ctx, "POST", PathKeyword, nil, req, &out)
 }
 
-// Logs returns the last lines of a service's log.
-func (c *Client) Logs(ctx context.Context, name string, lines int) (string, error) {
+// Logs returns the last lines of a service's log on node (this node when "").
+func (c *Client) Logs(ctx context.Context, node, name string, lines int) (string, error) {
 	var s string
 	q := url.Values{"name": {name}, "lines": {fmt.Sprint(lines)}}
+	if node != "" {
+		q.Set("node", node)
+	}
 	return s, c.do(ctx, "GET", PathLogs, q, nil, &s)
 }
 

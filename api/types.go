@@ -18,7 +18,7 @@ const (
 	PathServiceAction = "/services/action"  // POST ActionRequest -> ActionResponse
 	PathConfig        = "/services/config"  // GET ?name=S: raw config text
 	PathKeyword       = "/services/keyword" // POST KeywordRequest (set/unset/get)
-	PathLogs          = "/services/logs"    // GET ?name=S&follow=1&lines=N: text lines
+	PathLogs          = "/services/logs"    // GET ?name=S&follow=1&lines=N&node=N: text lines
 )
 
 // Error is the body of every non-2xx answer.

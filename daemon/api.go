@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -420,6 +421,24 @@ func (d *Daemon) handleLogs(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, badInput(fmt.Errorf("lines=%q: want a number >= 0", v)))
 			return
 		}
+	}
+	if peer := q.Get("node"); peer != "" && peer != d.node.Name {
+		if q.Get("follow") != "" {
+			writeErr(w, badInput(fmt.Errorf("--follow reads this node's log only; without it, --node %s reads the last lines of %s's", peer, peer)))
+			return
+		}
+		raw, err := d.askPeer(peer, opSvcLog, svcLogAsk{Svc: name, Lines: n})
+		var text string
+		if err == nil {
+			err = json.Unmarshal(raw, &text)
+		}
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, text)
+		return
 	}
 	b, off, err := d.svclogs.tail(name, n)
 	if err != nil {

@@ -65,6 +65,12 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 	case heartbeat.Impostor:
 		d.onImpostor(ev)
 		return
+	case heartbeat.Asked:
+		d.onAsked(ev)
+		return
+	case heartbeat.Answered:
+		d.onAnswered(ev)
+		return
 	case heartbeat.Up:
 		pe.Kind = node.PeerUp
 	case heartbeat.Down:

@@ -93,6 +93,7 @@ type Daemon struct {
 
 	hb        heartbeat.Heartbeat
 	hbEvents  <-chan heartbeat.Event
+	asks      peerAsks // asks to peers waiting for an answer (peerlogs.go)
 	published uint64
 	// refused remembers config versions from peers that did not validate.
 	refused map[string]dataset.Version

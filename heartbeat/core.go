@@ -95,6 +95,8 @@ type core struct {
 	// Rejected events of the current rate window, and those suppressed.
 	rejWindow           time.Time
 	rejShown, rejHidden int
+	// nextAsk numbers the asks sent (ask.go).
+	nextAsk uint64
 }
 
 func newCore(s settings) *core {
@@ -255,6 +257,10 @@ func (c *core) receive(b []byte) {
 			c.gapLocked(p, m.Inc, m.Gen, now)
 			c.checkDigestLocked(p, m, now)
 		}
+	case kindAsk, kindAnswer:
+		c.receiveAskLocked(p, m)
+		c.checkGapLocked(p, now)
+		return
 	case kindNeed:
 		// A full copy sent less than gapWait ago is on its way (the
 		// answer to p coming up): under load, answering every request

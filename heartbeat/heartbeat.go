@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -85,6 +86,13 @@ type Heartbeat interface {
 	Peers() []Peer
 	// Stats returns the traffic counters.
 	Stats() Stats
+	// Ask sends a request (op, body: JSON) to a member that is up and
+	// returns its id; the answer comes as an Answered event with that id,
+	// or never (the caller keeps its own deadline).
+	Ask(to, op string, body json.RawMessage) (uint64, error)
+	// Answer answers the Asked event id of member to (errText set: a
+	// failure).
+	Answer(to string, id uint64, body json.RawMessage, errText string)
 	// Close flushes the last Publish to the live peers and releases the
 	// transport.
 	Close() error
@@ -114,6 +122,12 @@ const (
 	// node's name (a copied configuration). The owner should log an error
 	// and stay out of orchestration. Rate-limited like Rejected.
 	Impostor
+	// Asked: a member asks something (Event.ID, Op, Body); the owner
+	// answers with Heartbeat.Answer, off its event loop if it is slow.
+	Asked
+	// Answered: the answer to our Ask Event.ID (Body; Reason when it
+	// failed).
+	Answered
 )
 
 func (k Kind) String() string {
@@ -128,6 +142,10 @@ func (k Kind) String() string {
 		return "rejected"
 	case Impostor:
 		return "impostor"
+	case Asked:
+		return "asked"
+	case Answered:
+		return "answered"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -143,6 +161,10 @@ type Event struct {
 	// Addr is the remote address of Rejected and Impostor events, when
 	// known.
 	Addr string
+	// ID, Op and Body are those of Asked and Answered events.
+	ID   uint64
+	Op   string
+	Body json.RawMessage
 }
 
 // Peer is the heartbeat's view of another member.

@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -257,6 +258,12 @@ func (h *mlHB) Publish(n dataset.Node) { h.c.publish(n) }
 func (h *mlHB) Events() <-chan Event   { return h.c.events }
 func (h *mlHB) Peers() []Peer          { return h.c.peerList() }
 func (h *mlHB) Stats() Stats           { return h.c.stats() }
+func (h *mlHB) Ask(to, op string, body json.RawMessage) (uint64, error) {
+	return h.c.ask(to, op, body)
+}
+func (h *mlHB) Answer(to string, id uint64, body json.RawMessage, errText string) {
+	h.c.answer(to, id, body, errText)
+}
 
 // Close stops the timers, lets the peer queues drain (so the last Publish
 // reaches the live peers) and shuts memberlist down.

@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
@@ -233,6 +234,12 @@ func (h *memHB) Publish(d dataset.Node) {
 func (h *memHB) Events() <-chan Event { return h.c.events }
 func (h *memHB) Peers() []Peer        { return h.c.peerList() }
 func (h *memHB) Stats() Stats         { return h.c.stats() }
+func (h *memHB) Ask(to, op string, body json.RawMessage) (uint64, error) {
+	return h.c.ask(to, op, body)
+}
+func (h *memHB) Answer(to string, id uint64, body json.RawMessage, errText string) {
+	h.c.answer(to, id, body, errText)
+}
 
 // Close delivers what the node sent last, then stops it.
 func (h *memHB) Close() error {

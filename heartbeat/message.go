@@ -44,6 +44,11 @@ type message struct {
 	Dig   uint64        `json:"dig,omitempty"`
 	Node  *dataset.Node `json:"node,omitempty"`
 	Delta *delta        `json:"delta,omitempty"`
+	// ID, Op, Body and Err are those of asks and answers (ask.go).
+	ID   uint64          `json:"id,omitempty"`
+	Op   string          `json:"op,omitempty"`
+	Body json.RawMessage `json:"body,omitempty"`
+	Err  string          `json:"err,omitempty"`
 }
 
 // delta is the change between two publications of one node.
@@ -103,6 +108,10 @@ func decode(b []byte) (*message, error) {
 		}
 		if h := m.Delta.Head; h != nil && (h.Name != m.From || h.Services != nil || h.Targets != nil || h.Configs != nil) {
 			return nil, errors.New("delta head is not a bare node header")
+		}
+	case kindAsk, kindAnswer:
+		if err := validAsk(&m); err != nil {
+			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("unknown message kind %q", m.Kind)

@@ -55,9 +55,12 @@ func logs(c *cli.Context) error {
 		return cliutil.Usage("logs takes one service, %d selected", len(names))
 	}
 	name := names[0]
-	// the lines are this node's log of the service
-	node := ""
-	if asJSON {
+	// the lines are this node's log of the service, or --node's
+	node := c.String("node")
+	if node != "" && c.Bool("follow") {
+		return cliutil.Usage("--follow reads this node's log only; --node %s without --follow prints its last lines", node)
+	}
+	if asJSON && node == "" {
 		ds, err := cl.DaemonStatus(ctx(c))
 		if err != nil {
 			return err
@@ -72,7 +75,7 @@ func logs(c *cli.Context) error {
 		return err
 	}
 	if !c.Bool("follow") {
-		out, err := cl.Logs(ctx(c), name, c.Int("lines"))
+		out, err := cl.Logs(ctx(c), node, name, c.Int("lines"))
 		if err != nil || out == "" {
 			return err
 		}
