@@ -207,3 +207,17 @@ func Named(name string, err error) string {
 	}
 	return name + ": " + msg
 }
+
+// CompleteCommands is the tools' shell completion of a command name: every
+// visible command and its aliases, but not urfave/cli's own `help` (`h`),
+// which `--help` covers.
+func CompleteCommands(c *cli.Context) {
+	for _, cmd := range c.App.VisibleCommands() {
+		if cmd.Name == "help" {
+			continue
+		}
+		for _, name := range cmd.Names() {
+			fmt.Fprintln(c.App.Writer, name)
+		}
+	}
+}

@@ -38,6 +38,7 @@ func App() *cli.App {
 		// shell completions call the tool with --generate-bash-completion
 		Version:              version.String(),
 		EnableBashCompletion: true,
+		BashComplete:         cliutil.CompleteCommands,
 
 		Name:  "nodemgr",
 		Usage: "manage the Haven daemon and this node",

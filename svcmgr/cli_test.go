@@ -134,3 +134,17 @@ func TestThawNoteOfTheActionsThatThaw(t *testing.T) {
 		}
 	}
 }
+
+// The shell completion offers the actions, not urfave/cli's `help h`.
+func TestCompletionOffersActionsOnly(t *testing.T) {
+	code, out, errs := runCLI(t, "--generate-bash-completion")
+	words := strings.Fields(out)
+	if code != 0 || len(words) < 10 || !strings.Contains(" "+out, "\nswitch\n") {
+		t.Fatalf("completion: exit %d, out %q, err %q", code, out, errs)
+	}
+	for _, w := range words {
+		if w == "help" || w == "h" {
+			t.Fatalf("completion offers %q: %q", w, out)
+		}
+	}
+}

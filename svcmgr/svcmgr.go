@@ -32,6 +32,7 @@ func App() *cli.App {
 		// shell completions call the tool with --generate-bash-completion
 		Version:              version.String(),
 		EnableBashCompletion: true,
+		BashComplete:         cliutil.CompleteCommands,
 
 		Name:      "svcmgr",
 		Usage:     "manage Haven services",

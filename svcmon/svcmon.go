@@ -20,6 +20,7 @@ func App() *cli.App {
 		// shell completions call the tool with --generate-bash-completion
 		Version:              version.String(),
 		EnableBashCompletion: true,
+		BashComplete:         cliutil.CompleteCommands,
 
 		Name:            "svcmon",
 		Usage:           "the Haven cluster at a glance",
