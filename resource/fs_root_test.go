@@ -312,7 +312,9 @@ func TestFSImageFile(t *testing.T) {
 	if len(loops) != 1 {
 		t.Fatalf("the image is attached to %v, want one loop device", loops)
 	}
-	d2, _ := newFSDriver(t, fsConfig(img, filepath.Join(t.TempDir(), "again")))
+	again := filepath.Join(t.TempDir(), "again")
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", again).Run() })
+	d2, _ := newFSDriver(t, fsConfig(img, again))
 	if err := d2.Start(ctx); err == nil || !strings.Contains(err.Error(), "is already mounted on "+mnt) {
 		t.Fatalf("second mount of the image: %v, want a refusal naming %s", err, mnt)
 	}
