@@ -78,6 +78,7 @@ type devIdent struct {
 	// mounted twice on the node.
 	device  bool
 	missing error // the path does not exist
+	dir     bool  // the path is a directory (a bind mount: not supported)
 }
 
 // ident resolves dev. UUID=X and LABEL=X name /dev/disk/by-uuid/X and
@@ -107,6 +108,8 @@ func (p *fsMount) ident() devIdent {
 		id.nums, id.device = []devNum{devOf(uint64(st.Rdev))}, true
 	case syscall.S_IFREG:
 		id.nums, id.device = loopDevsOf(id.path, &st), true
+	case syscall.S_IFDIR:
+		id.dir = true
 	}
 	return id
 }
@@ -164,8 +167,14 @@ func (p *fsMount) Status(ctx context.Context) (dataset.Status, string) {
 		return dataset.StatusDown, fmt.Sprintf("%s is mounted on %s, not on %s", p.dev, strings.Join(st.elsewhere, ", "), p.mnt)
 	case id.missing != nil:
 		return dataset.StatusDown, id.missing.Error()
+	case id.dir:
+		return dataset.StatusDown, errBindMount(p.dev).Error()
 	}
 	return dataset.StatusDown, ""
+}
+
+func errBindMount(dev string) error {
+	return fmt.Errorf("dev %s is a directory: bind mounts are not supported", dev)
 }
 
 // Start mounts dev on mnt, creating mnt (and its parents, mode 0755) when
@@ -186,6 +195,8 @@ func (p *fsMount) Start(ctx context.Context) error {
 		return fmt.Errorf("%s: %s is already mounted on %s: refusing to mount it on %s too", p.rid, p.dev, strings.Join(st.elsewhere, ", "), p.mnt)
 	case id.missing != nil:
 		return fmt.Errorf("%s: %w", p.rid, id.missing)
+	case id.dir:
+		return fmt.Errorf("%s: %w", p.rid, errBindMount(p.dev))
 	}
 	if fi, err := os.Stat(p.mnt); errors.Is(err, os.ErrNotExist) {
 		p.env.Log(p.rid, "create the mount point "+p.mnt)

@@ -172,6 +172,35 @@ func TestFSMountStatusUnmount(t *testing.T) {
 	}
 }
 
+// A mount point given through a symlink is found in the mount table under
+// its real path; a directory as dev (a bind mount) is refused.
+func TestFSMountPointSymlinkAndBind(t *testing.T) {
+	dev := loopExt4(t)
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := newFSDriver(t, fsConfig(dev, link))
+	ctx := context.Background()
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := mountedOn(t, dev); len(got) != 1 || got[0] != real {
+		t.Fatalf("%s mounted on %v, want %s", dev, got, real)
+	}
+	wantStatus(t, d, dataset.StatusUp, "")
+	if err := d.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, d, dataset.StatusDown, "")
+
+	bind, _ := newFSDriver(t, fsConfig(t.TempDir(), filepath.Join(t.TempDir(), "b")))
+	if err := bind.Start(ctx); err == nil || !strings.Contains(err.Error(), "is a directory: bind mounts are not supported") {
+		t.Fatalf("start with a directory as dev: %v", err)
+	}
+}
+
 // A device already mounted elsewhere is never mounted a second time: the
 // start refuses, naming the other mount point, and the status says where
 // it is. A mount point holding another filesystem is refused too, and
