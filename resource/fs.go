@@ -182,6 +182,8 @@ func errBindMount(dev string) error {
 // when another filesystem is mounted on mnt or when dev (a block device or
 // an image) is already mounted elsewhere on the node.
 func (p *fsMount) Start(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
 	st, id, err := p.state()
 	switch {
 	case err != nil:
@@ -227,8 +229,11 @@ func (p *fsMount) Start(ctx context.Context) error {
 // filesystem is mounted there, left alone) there is nothing to do. When the
 // unmount fails because processes use the filesystem, the error names
 // them, or with force_unmount they are killed (SIGTERM, SIGKILL after
-// fsKillGrace) and the unmount is tried again.
+// fsKillGrace) and the unmount is tried again. The whole stop, like the
+// whole start, is bounded by the resource's timeout.
 func (p *fsMount) Stop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
 	for try := 0; ; try++ {
 		st, _, err := p.state()
 		if err != nil {
@@ -291,7 +296,7 @@ func (p *fsMount) kill(ctx context.Context, dev devNum, hs []holder) error {
 			}
 			select {
 			case <-ctx.Done():
-				return left, ctx.Err()
+				return left, fmt.Errorf("%s while %s was still held by %s", p.ended(ctx), p.mnt, describeHolders(left))
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
@@ -309,15 +314,22 @@ func (p *fsMount) kill(ctx context.Context, dev devNum, hs []holder) error {
 	return err
 }
 
-// command runs mount or umount with the resource's timeout.
+// ended says why ctx ended.
+func (p *fsMount) ended(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "timed out after " + p.timeout.String()
+	}
+	return "canceled"
+}
+
+// command runs mount or umount, killed when ctx (bounded by the
+// resource's timeout) ends.
 func (p *fsMount) command(ctx context.Context, name string, args ...string) error {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
 	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
 		if ctx.Err() != nil {
-			msg = "timed out after " + p.timeout.String()
+			msg = p.ended(ctx)
 		} else if msg == "" {
 			msg = err.Error()
 		}

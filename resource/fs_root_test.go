@@ -302,7 +302,15 @@ func TestFSForceUnmountKillsHolders(t *testing.T) {
 	}
 	wantStatus(t, d, dataset.StatusUp, "")
 
-	d.force = true
+	// the timeout bounds the whole stop, the grace included
+	d.force, d.timeout, d.grace = true, 700*time.Millisecond, 5*time.Second
+	err = d.Stop(ctx)
+	if err == nil || !strings.Contains(err.Error(), "timed out after 700ms while "+mnt+" was still held by pid "+itoa(stubborn.Process.Pid)) {
+		t.Fatalf("stop with a timeout shorter than the grace: %v", err)
+	}
+	wantStatus(t, d, dataset.StatusUp, "")
+
+	d.timeout, d.grace = 20*time.Second, time.Second
 	start := time.Now()
 	if err := d.Stop(ctx); err != nil {
 		t.Fatalf("stop with force_unmount: %v\n%s", err, rec)
