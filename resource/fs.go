@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +45,13 @@ type fsMount struct {
 	proc     string
 	grace    time.Duration
 	killWait time.Duration
+
+	// probing is set while a reading of the mount state runs: one that
+	// blocks (a stat of a hung NFS mount) is abandoned at the timeout, and
+	// no second one is started while it is stuck.
+	probing atomic.Bool
+	// read is state (replaced by the tests).
+	read func() (fsState, devIdent, error)
 }
 
 func newFS(rc config.ResourceConfig, env Env) (*fsMount, error) {
@@ -55,9 +63,11 @@ func newFS(rc config.ResourceConfig, env Env) (*fsMount, error) {
 	case !filepath.IsAbs(rc.Mnt) || filepath.Clean(rc.Mnt) == "/":
 		return nil, fmt.Errorf("%s: mnt %q is not an absolute path other than /", rc.RID, rc.Mnt)
 	}
-	return &fsMount{rid: rc.RID, env: env, dev: rc.Dev, mnt: filepath.Clean(rc.Mnt), fsType: rc.FSType,
+	p := &fsMount{rid: rc.RID, env: env, dev: rc.Dev, mnt: filepath.Clean(rc.Mnt), fsType: rc.FSType,
 		opts: rc.MntOpt, force: rc.ForceUnmount, timeout: timeoutOf(rc),
-		proc: "/proc", grace: fsKillGrace, killWait: fsKillWait}, nil
+		proc: "/proc", grace: fsKillGrace, killWait: fsKillWait}
+	p.read = p.state
+	return p, nil
 }
 
 func (p *fsMount) RID() string { return p.rid }
@@ -141,7 +151,39 @@ func (p *fsMount) mntPath() string {
 	return p.mnt
 }
 
-// state reads the mount table.
+// errProbeStuck is the error of a state reading while an abandoned one is
+// still blocked.
+var errProbeStuck = errors.New("a previous reading of the mount state is still blocked (a hung filesystem?)")
+
+// stateCtx is state, given up when ctx ends or after the resource's
+// timeout: the blocked reading is left behind, and until it returns the
+// next ones fail at once with errProbeStuck.
+func (p *fsMount) stateCtx(ctx context.Context) (fsState, devIdent, error) {
+	if !p.probing.CompareAndSwap(false, true) {
+		return fsState{}, devIdent{}, errProbeStuck
+	}
+	type result struct {
+		st  fsState
+		id  devIdent
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		st, id, err := p.read()
+		p.probing.Store(false) // before the answer: the caller may read again at once
+		ch <- result{st, id, err}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	select {
+	case r := <-ch:
+		return r.st, r.id, r.err
+	case <-ctx.Done():
+		return fsState{}, devIdent{}, fmt.Errorf("reading the mount state of %s and %s: %s (a hung filesystem?)", p.dev, p.mnt, p.ended(ctx))
+	}
+}
+
+// state reads the mount table and resolves dev and mnt.
 func (p *fsMount) state() (fsState, devIdent, error) {
 	entries, err := readMountinfo()
 	if err != nil {
@@ -155,7 +197,7 @@ func (p *fsMount) state() (fsState, devIdent, error) {
 // another one is mounted there (or the mount table cannot be read); down
 // otherwise, with where dev is mounted if it is mounted elsewhere.
 func (p *fsMount) Status(ctx context.Context) (dataset.Status, string) {
-	st, id, err := p.state()
+	st, id, err := p.stateCtx(ctx)
 	switch {
 	case err != nil:
 		return dataset.StatusWarn, err.Error()
@@ -184,7 +226,7 @@ func errBindMount(dev string) error {
 func (p *fsMount) Start(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	st, id, err := p.state()
+	st, id, err := p.stateCtx(ctx)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%s: %w", p.rid, err)
@@ -219,7 +261,7 @@ func (p *fsMount) Start(ctx context.Context) error {
 	if err := p.command(ctx, "mount", args...); err != nil {
 		return fmt.Errorf("%s: %w", p.rid, err)
 	}
-	if st, _, err := p.state(); err == nil && !st.ours {
+	if st, _, err := p.stateCtx(ctx); err == nil && !st.ours {
 		return fmt.Errorf("%s: mount said yes but %s is not seen on %s in /proc/self/mountinfo", p.rid, p.dev, p.mnt)
 	}
 	return nil
@@ -235,7 +277,7 @@ func (p *fsMount) Stop(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	for try := 0; ; try++ {
-		st, _, err := p.state()
+		st, _, err := p.stateCtx(ctx)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.rid, err)
 		}

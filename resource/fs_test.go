@@ -1,15 +1,19 @@
 package resource
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"haven/config"
+	"haven/dataset"
 )
 
 const sampleMountinfo = `22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
@@ -224,4 +228,41 @@ func TestNewFSRefusesBadConfig(t *testing.T) {
 	if err != nil || d.Label() != "/dev/sdb1@/srv/d" {
 		t.Fatalf("New = %v, %v; want label /dev/sdb1@/srv/d", d, err)
 	}
+}
+
+// A reading of the mount state that blocks (a stat of a hung NFS mount
+// point) is given up at the resource's timeout: the status is warn and
+// says so; while it stays blocked no second reading starts; once it
+// returns the status reads normally again.
+func TestFSStatusGivesUpABlockedReading(t *testing.T) {
+	rc := config.ResourceConfig{RID: "fs#d", Type: "fs", Dev: "srv:/export", Mnt: "/srv/d", FSType: "nfs", Timeout: 50 * time.Millisecond}
+	d, err := New(rc, Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := d.(*fsMount)
+	release := make(chan struct{})
+	var calls atomic.Int32
+	p.read = func() (fsState, devIdent, error) {
+		calls.Add(1)
+		<-release
+		return fsState{ours: true}, devIdent{}, nil
+	}
+	ctx := context.Background()
+	st, why := p.Status(ctx)
+	if st != dataset.StatusWarn || why != "reading the mount state of srv:/export and /srv/d: timed out after 50ms (a hung filesystem?)" {
+		t.Fatalf("blocked reading: status %s %q", st, why)
+	}
+	st, why = p.Status(ctx)
+	if st != dataset.StatusWarn || why != errProbeStuck.Error() || calls.Load() != 1 {
+		t.Fatalf("while blocked: status %s %q after %d readings, want warn %q after 1", st, why, calls.Load(), errProbeStuck)
+	}
+	if err := p.Start(ctx); err == nil || !strings.Contains(err.Error(), "still blocked") {
+		t.Fatalf("start while blocked: %v", err)
+	}
+	close(release)
+	eventually(t, 5*time.Second, "the status reads again once the reading returned", func() bool {
+		st, _ := p.Status(ctx)
+		return st == dataset.StatusUp
+	})
 }
