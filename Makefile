@@ -54,7 +54,7 @@ install: dist man
 	sed 's|/usr/bin/|$(BINDIR)/|g' packaging/haven.service > $(DESTDIR)$(UNITDIR)/haven.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/haven.service
 	install -m 0644 packaging/examples/node.toml packaging/examples/cluster.toml $(DESTDIR)$(DOCDIR)/examples/
-	install -m 0644 packaging/examples/services/web.toml $(DESTDIR)$(DOCDIR)/examples/services/
+	install -m 0644 packaging/examples/services/web.toml packaging/examples/services/pg.toml $(DESTDIR)$(DOCDIR)/examples/services/
 	install -m 0644 README.md docs/keywords.md docs/operations.md $(DESTDIR)$(DOCDIR)/
 	install -d $(DESTDIR)$(SYSCONFDIR)/logrotate.d
 	install -m 0644 packaging/logrotate/haven $(DESTDIR)$(SYSCONFDIR)/logrotate.d/haven

@@ -18,7 +18,7 @@ type schema struct {
 var (
 	nodeSchema    = schema{single: []string{SectionNode, SectionHB}}
 	clusterSchema = schema{single: []string{SectionCluster, SectionNodes}, named: []string{SectionArbitrator}}
-	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP}}
+	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP, SectionFS}}
 )
 
 func (s schema) sectionNames() string {

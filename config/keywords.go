@@ -52,6 +52,7 @@ const (
 	SectionResource   = "resource"
 	SectionApp        = "app"
 	SectionIP         = "ip"
+	SectionFS         = "fs"
 )
 
 // AnyKey is the Key of a keyword whose name is free (the [nodes] members).
@@ -185,6 +186,17 @@ var Keywords = []Keyword{
 		Doc: "Prefix length (`24`) or dotted IPv4 mask (`255.255.255.0`). Default: 32 for IPv4, 128 for IPv6."},
 	{Section: SectionIP, Key: "probe_timeout", Type: TypeDuration, Default: "300ms", Field: "ProbeTimeout",
 		Doc: "Before adding the address, the start asks the link whether another host holds it (IPv4: an ARP probe, IPv6 or a device without ARP: an ICMP echo), one probe every 100ms, and refuses to start at the first answer. This is how long it waits when nobody answers, so it is added to every failover of the address. A host holding the address answers within a few milliseconds on a LAN: 300ms leaves room for two lost probes. More than 0, at most 10s."},
+
+	{Section: SectionFS, Key: "dev", Type: TypeString, Required: true, Field: "Dev",
+		Doc: "What to mount: a block device (`/dev/sdb1`, `/dev/mapper/vg-lv`, `/dev/disk/by-uuid/...`: symlinks are resolved), a regular file (an image: mount(8) attaches it to a loop device, detached again at the unmount), or a source without a path such as `server:/export` or `tmpfs` (a directory, for a bind mount, is refused). `UUID=X` and `LABEL=X` are read as /dev/disk/by-uuid/X and /dev/disk/by-label/X. The status is `up` when this is the filesystem mounted on `mnt`. The start refuses when this block device (or image) is already mounted anywhere on the node, naming where."},
+	{Section: SectionFS, Key: "mnt", Type: TypeString, Required: true, Field: "Mnt",
+		Doc: "The mount point: an absolute path other than `/`, created (mode 0755, with its parents) by the start when missing. The start refuses when another device is mounted there."},
+	{Section: SectionFS, Key: "type", Type: TypeString, Required: true, Field: "FSType",
+		Doc: "The filesystem type, given to `mount -t` (`ext4`, `xfs`, `nfs`, ...); `auto` lets mount(8) probe the device."},
+	{Section: SectionFS, Key: "mnt_opt", Type: TypeString, Field: "MntOpt",
+		Doc: "Mount options, comma separated as in fstab (`noatime,nodev`), given to `mount -o`. Empty: none."},
+	{Section: SectionFS, Key: "force_unmount", Type: TypeBool, Default: "false", Field: "ForceUnmount",
+		Doc: "When the unmount fails because processes still use the filesystem (open files, current or root directory, mapped files, in the daemon's mount namespace), send them SIGTERM, then SIGKILL to those still there 5s later, and unmount again. The processes are found in /proc, as `fuser -km` would; each one is logged with its pid and command. Off: the stop fails and names them."},
 }
 
 var kwIndex = func() map[string]*Keyword {
@@ -196,7 +208,7 @@ var kwIndex = func() map[string]*Keyword {
 	return m
 }()
 
-// Lookup returns the keyword key of a section kind; for app and ip it also
+// Lookup returns the keyword key of a section kind; for a resource kind it also
 // finds the common resource keywords. For [nodes] any key is a member.
 func Lookup(kind, key string) (*Keyword, bool) {
 	if kind == SectionNodes {
@@ -213,7 +225,7 @@ func Lookup(kind, key string) (*Keyword, bool) {
 }
 
 // SectionKeywords returns the keywords of a section kind in table order,
-// followed for app and ip by the common resource keywords.
+// followed for a resource kind by the common resource keywords.
 func SectionKeywords(kind string) []*Keyword {
 	var out []*Keyword
 	for i := range Keywords {
@@ -228,10 +240,10 @@ func SectionKeywords(kind string) []*Keyword {
 }
 
 // ResourceTypes are the resource section kinds, in start order.
-var ResourceTypes = []string{SectionIP, SectionApp}
+var ResourceTypes = []string{SectionIP, SectionFS, SectionApp}
 
 func isResourceKind(kind string) bool {
-	return kind == SectionApp || kind == SectionIP
+	return kind == SectionApp || kind == SectionIP || kind == SectionFS
 }
 
 func resourceTypeRank(kind string) int {

@@ -145,6 +145,10 @@ func (d *document) resource(sec *section) (ResourceConfig, error) {
 		if r.ProbeTimeout <= 0 || r.ProbeTimeout > 10*time.Second {
 			return r, d.errAt(sec, "probe_timeout", "must be more than 0 and at most 10s")
 		}
+	case SectionFS:
+		if err := checkFS(r); err != nil {
+			return r, d.errAt(sec, err.key, "%s", err.msg)
+		}
 	}
 	return r, nil
 }
@@ -168,6 +172,35 @@ func checkIP(r ResourceConfig) *fieldError {
 		} else if !isIPv4(m) {
 			return &fieldError{"netmask", fmt.Sprintf("invalid netmask %q: want a prefix length or a dotted IPv4 mask", m)}
 		}
+	}
+	return nil
+}
+
+// checkFS validates dev, mnt, type and mnt_opt, skipping the values that
+// hold a reference (checked again by ForNode once expanded).
+func checkFS(r ResourceConfig) *fieldError {
+	set := func(v string) bool { return strings.TrimSpace(v) != "" }
+	if !set(r.Dev) {
+		return &fieldError{"dev", "must not be empty"}
+	}
+	if m := r.Mnt; !strings.Contains(m, "{") {
+		switch {
+		case !set(m):
+			return &fieldError{"mnt", "must not be empty"}
+		case !pathpkg.IsAbs(m):
+			return &fieldError{"mnt", fmt.Sprintf("%q is not an absolute path", m)}
+		case pathpkg.Clean(m) == "/":
+			return &fieldError{"mnt", "cannot be the root directory /"}
+		}
+	}
+	if !set(r.FSType) {
+		return &fieldError{"type", "must not be empty (auto lets mount probe the device)"}
+	}
+	if strings.ContainsAny(r.FSType, " \t\n,") && !strings.Contains(r.FSType, "{") {
+		return &fieldError{"type", fmt.Sprintf("invalid filesystem type %q", r.FSType)}
+	}
+	if strings.ContainsAny(r.MntOpt, " \t\n") && !strings.Contains(r.MntOpt, "{") {
+		return &fieldError{"mnt_opt", fmt.Sprintf("invalid mount options %q: want comma separated options, no blanks", r.MntOpt)}
 	}
 	return nil
 }

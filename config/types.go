@@ -117,14 +117,15 @@ type ServiceConfig struct {
 	// Constraint is the compiled constraints expression, nil when none.
 	Constraint *constraints.Program
 
-	// Resources in start order: ip first, then app; within a type by name.
+	// Resources in start order: ip first, then fs, then app; within a type
+	// by name.
 	Resources []ResourceConfig
 }
 
 // ResourceConfig is one [TYPE.NAME] section.
 type ResourceConfig struct {
 	RID  string // "TYPE#NAME"
-	Type string // "app" | "ip"
+	Type string // "app" | "ip" | "fs"
 	Name string
 
 	// common keywords
@@ -148,6 +149,15 @@ type ResourceConfig struct {
 	// ProbeTimeout is how long the start waits for another holder of the
 	// address to answer (default 300ms).
 	ProbeTimeout time.Duration
+
+	// fs
+	Dev    string
+	Mnt    string
+	FSType string // the type keyword (mount -t)
+	MntOpt string
+	// ForceUnmount kills the processes that hold the filesystem when the
+	// unmount finds it busy.
+	ForceUnmount bool
 }
 
 // NodeList returns the service's candidate nodes in priority order, with

@@ -69,6 +69,56 @@ func TestResourceOrder(t *testing.T) {
 	}
 }
 
+// The fs sections sit between ip and app in the start order (the stop
+// order is the reverse), and their keywords land in the config.
+func TestResourceOrderFS(t *testing.T) {
+	data := "[app.web]\nstart='x'\n[fs.b]\ndev='/dev/sdc'\nmnt='/srv/b'\ntype='xfs'\n" +
+		"[fs.a]\ndev='UUID=1234'\nmnt='/srv/a'\ntype='ext4'\nmnt_opt='noatime,nodev'\nforce_unmount=true\nmonitor=true\ntimeout='5s'\n" +
+		"[ip.vip]\nipname='10.0.0.1'\nipdev='lo'\n"
+	s, err := tomlfile.ParseService("s.toml", "s", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rids []string
+	for _, r := range s.Resources {
+		rids = append(rids, r.RID)
+	}
+	if got := strings.Join(rids, " "); got != "ip#vip fs#a fs#b app#web" {
+		t.Errorf("order = %s, want ip#vip fs#a fs#b app#web", got)
+	}
+	a := s.Resources[1]
+	if a.Type != "fs" || a.Dev != "UUID=1234" || a.Mnt != "/srv/a" || a.FSType != "ext4" || a.MntOpt != "noatime,nodev" ||
+		!a.ForceUnmount || !a.Monitor || a.Timeout != 5*time.Second {
+		t.Errorf("fs#a = %+v", a)
+	}
+	if b := s.Resources[2]; b.ForceUnmount || b.MntOpt != "" || b.Timeout != 30*time.Second {
+		t.Errorf("fs#b defaults = %+v", b)
+	}
+}
+
+// A mount point given by a reference is checked once expanded for the node.
+func TestFSMntCheckedOnceExpanded(t *testing.T) {
+	data := "[DEFAULT]\nnodes = [\"n1\"]\n\n[fs.data]\ndev = \"/dev/sdb1\"\nmnt = \"{nodename}/data\"\ntype = \"ext4\"\n"
+	s, err := tomlfile.ParseService("svc.toml", "svc", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.ForNode("n1", "/var/lib/haven/services/svc")
+	want := `svc.toml:6: fs#data.mnt: "n1/data" is not an absolute path (expanded)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("ForNode error = %v, want %s", err, want)
+	}
+	data = strings.Replace(data, "{nodename}/data", "/srv/{nodename}", 1)
+	s, err = tomlfile.ParseService("svc.toml", "svc", []byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.ForNode("n1", "/var/lib/haven/services/svc")
+	if err != nil || c.Resources[0].Mnt != "/srv/n1" {
+		t.Fatalf("ForNode = %v, %v; want mnt /srv/n1", c, err)
+	}
+}
+
 func TestServiceErrors(t *testing.T) {
 	tests := []struct {
 		name, data, want string
@@ -76,7 +126,7 @@ func TestServiceErrors(t *testing.T) {
 		{"syntax", "[DEFAULT]\nnodes = [\"n1\"\norchestrate = \"ha\"\n", "svc.toml:3: "},
 		{"syntax key", "[DEFAULT]\nnodes = \n", "svc.toml:2: DEFAULT.nodes: syntax error"},
 		{"syntax rid", "[app.web]\nstart = 'x\n", "svc.toml:2: app#web.start: syntax error"},
-		{"unknown section", "[DEFAULT]\n\n[fs.data]\ndev = \"x\"\n", `svc.toml:3: fs: unknown section [fs]`},
+		{"unknown section", "[DEFAULT]\n\n[disk.data]\ndev = \"x\"\n", `svc.toml:3: disk: unknown section [disk]: want [DEFAULT], [app.NAME], [ip.NAME], [fs.NAME]`},
 		{"unknown section single", "[env]\nfoo = \"x\"\n", `svc.toml:1: env: unknown section [env]`},
 		{"key outside", "nodes = [\"n1\"]\n", "svc.toml:1: nodes: keyword outside of any section"},
 		{"unknown key", "[DEFAULT]\norchestrate = \"ha\"\nbogus = 1\n", "svc.toml:3: DEFAULT.bogus: unknown keyword"},
@@ -103,6 +153,17 @@ func TestServiceErrors(t *testing.T) {
 		{"ip no ipdev", "[ip.vip]\nipname = \"10.0.0.1\"\n", "svc.toml:1: ip#vip.ipdev: required keyword missing"},
 		{"ip bad", "[ip.vip]\nipname = \"10.0.0.300\"\nipdev = \"eth0\"\n", `svc.toml:2: ip#vip.ipname: invalid IP address "10.0.0.300"`},
 		{"netmask", "[ip.vip]\nipname = \"10.0.0.3\"\nipdev = \"eth0\"\nnetmask = \"x\"\n", `svc.toml:4: ip#vip.netmask: invalid netmask "x"`},
+		{"fs no dev", "[fs.data]\nmnt = \"/srv/data\"\ntype = \"ext4\"\n", "svc.toml:1: fs#data.dev: required keyword missing"},
+		{"fs no mnt", "[fs.data]\ndev = \"/dev/sdb1\"\ntype = \"ext4\"\n", "svc.toml:1: fs#data.mnt: required keyword missing"},
+		{"fs no type", "[fs.data]\ndev = \"/dev/sdb1\"\nmnt = \"/srv/data\"\n", "svc.toml:1: fs#data.type: required keyword missing"},
+		{"fs empty dev", "[fs.data]\ndev = \" \"\nmnt = \"/srv/data\"\ntype = \"ext4\"\n", "svc.toml:2: fs#data.dev: must not be empty"},
+		{"fs empty type", "[fs.data]\ndev = \"/dev/sdb1\"\nmnt = \"/srv/data\"\ntype = \"\"\n", "svc.toml:4: fs#data.type: must not be empty (auto lets mount probe the device)"},
+		{"fs relative mnt", "[fs.data]\ndev = \"/dev/sdb1\"\nmnt = \"srv/data\"\ntype = \"ext4\"\n", `svc.toml:3: fs#data.mnt: "srv/data" is not an absolute path`},
+		{"fs mnt root", "[fs.data]\ndev = \"/dev/sdb1\"\nmnt = \"/srv/..\"\ntype = \"ext4\"\n", "svc.toml:3: fs#data.mnt: cannot be the root directory /"},
+		{"fs bad type", "[fs.data]\ndev = \"/dev/sdb1\"\nmnt = \"/srv/data\"\ntype = \"ext4,xfs\"\n", `svc.toml:4: fs#data.type: invalid filesystem type "ext4,xfs"`},
+		{"fs mnt_opt blank", "[fs.data]\ndev = \"/dev/sdb1\"\nmnt = \"/srv/data\"\ntype = \"ext4\"\nmnt_opt = \"ro, noatime\"\n", `svc.toml:5: fs#data.mnt_opt: invalid mount options "ro, noatime": want comma separated options, no blanks`},
+		{"fs force_unmount type", "[fs.data]\ndev = \"/dev/sdb1\"\nmnt = \"/srv/data\"\ntype = \"ext4\"\nforce_unmount = \"yes\"\n", "svc.toml:5: fs#data.force_unmount: want true or false"},
+		{"fs unknown key", "[fs.data]\ndev = \"/dev/sdb1\"\nmnt = \"/srv/data\"\ntype = \"ext4\"\nipdev = \"eth0\"\n", "svc.toml:5: fs#data.ipdev: unknown keyword"},
 		{"constraint syntax", "[DEFAULT]\nconstraints = \"nodename ==\"\n", "svc.toml:2: DEFAULT.constraints: compile"},
 		{"constraint not bool", "[DEFAULT]\nconstraints = \"nodename\"\n", "svc.toml:2: DEFAULT.constraints: compile \"nodename\": expected bool"},
 		{"bad parent", "[DEFAULT]\nparents = [\"Db!\"]\n", `svc.toml:2: DEFAULT.parents: invalid element "Db!"`},

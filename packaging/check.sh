@@ -67,6 +67,7 @@ step "installed binaries"
 /usr/bin/svcmgr --version
 /usr/bin/svcmon --version
 /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/web.toml
+/usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/pg.toml
 man -w nodemgr svcmgr svcmon 2>/dev/null || ls /usr/share/man/man1/{nodemgr,svcmgr,svcmon}.1.gz
 
 if [[ " ${created[*]} " == *" /etc/haven "* ]]; then

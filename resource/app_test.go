@@ -227,7 +227,8 @@ func TestNewErrors(t *testing.T) {
 		rc   config.ResourceConfig
 		want string
 	}{
-		{"unknown type", config.ResourceConfig{RID: "fs#x", Type: "fs"}, `unknown resource type "fs"`},
+		{"unknown type", config.ResourceConfig{RID: "disk#x", Type: "disk"}, `unknown resource type "disk"`},
+		{"fs without dev", config.ResourceConfig{RID: "fs#x", Type: "fs", Mnt: "/srv", FSType: "ext4"}, "fs#x: dev is required"},
 		{"bad quoting", config.ResourceConfig{RID: "app#x", Type: "app", Start: `sh -c 'echo`}, "app#x: start: unbalanced single quote"},
 		{"ip without ipname", config.ResourceConfig{RID: "ip#x", Type: "ip", IPDev: "eth0"}, "ipname is required"},
 		{"ip without ipdev", config.ResourceConfig{RID: "ip#x", Type: "ip", IPName: "10.0.0.1"}, "ipdev is required"},

@@ -33,7 +33,8 @@ type Driver interface {
 // already been expanded for this node.
 //
 // The app driver runs its commands without a shell (see Env for where and
-// with what environment); the ip driver uses iproute2. A nil env.Log
+// with what environment); the ip driver uses iproute2, the fs driver
+// util-linux mount and umount. A nil env.Log
 // discards the lines.
 func New(rc config.ResourceConfig, env Env) (Driver, error) {
 	if env.Log == nil {
@@ -44,6 +45,8 @@ func New(rc config.ResourceConfig, env Env) (Driver, error) {
 		return newApp(rc, env)
 	case "ip":
 		return newIP(rc, env)
+	case "fs":
+		return newFS(rc, env)
 	}
 	return nil, fmt.Errorf("%s: unknown resource type %q", rc.RID, rc.Type)
 }
