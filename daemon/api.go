@@ -31,7 +31,7 @@ func failed(format string, a ...any) error { return &apiError{1, fmt.Sprintf(for
 func badInput(err error) error             { return &apiError{2, err.Error()} }
 
 func (d *Daemon) routes() http.Handler {
-	lim := newAPILimits()
+	lim := newAPILimits(d.clk)
 	decode := lim.decode
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
@@ -459,7 +459,9 @@ func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	enc := json.NewEncoder(w)
 	// a first event tells the client the stream is live
-	enc.Encode(api.Event{Time: d.clk.Now(), Kind: "stream", Node: d.nodeName(), Message: "streaming events"})
+	// (node.StreamStarted)
+	var live node.StreamStarted
+	enc.Encode(api.Event{Time: d.clk.Now(), Kind: live.Kind(), Node: d.nodeName(), Message: live.String()})
 	if fl != nil {
 		fl.Flush()
 	}

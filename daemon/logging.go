@@ -233,7 +233,7 @@ func (s *svcLogs) follow(svc string, off int64, w io.Writer, flush func(), done 
 		select {
 		case <-done:
 			return
-		case <-time.After(200 * time.Millisecond):
+		case <-s.clk.After(200 * time.Millisecond):
 		}
 		f, err := os.Open(s.p.ServiceLog(svc))
 		if err != nil {
