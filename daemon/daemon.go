@@ -24,6 +24,7 @@ import (
 	"haven/heartbeat"
 	"haven/node"
 	"haven/paths"
+	"haven/resource"
 	"haven/version"
 )
 
@@ -100,6 +101,9 @@ type Daemon struct {
 	badPeerNames map[string]bool
 	// cfgs holds the configs that do not parse and the edits in flight.
 	cfgs configState
+	// ordered are the resource drivers of the actions the core ordered
+	// and holds until their state is on disk, by service, in order.
+	ordered map[string][]*resource.Set
 
 	// orchestration
 	stepGen   uint64 // d.gen at the last Step
@@ -191,6 +195,7 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.core.MarkDurable()
 	d.persist = newPersister(p.State(), good, d.onPersisted)
 	ok = true
 	return d, nil
@@ -259,7 +264,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	d.log.Info("daemon stopping", zap.String("mode", mode))
 	// the loop has ended: nothing changes the state any more
-	d.settleAcks(d.persist.close())
+	// what is pending is written; the calls still waiting are told the
+	// daemon stopped (an answer never promises more than is durable)
+	d.persist.close()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	srv.Shutdown(shutCtx)
 	cancel()

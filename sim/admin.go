@@ -15,6 +15,13 @@ func (d *daemon) applyReady() {
 		rd := d.core.Ready()
 		if rd.Persist != nil {
 			d.n.dur = rd.Persist.Clone()
+			// the simulated disk is written at once: what waited for it
+			// (answers, actions) is released in this same pass, in the
+			// order of one Ready
+			d.core.PersistDone(rd.PersistSeq, nil, d.c.clk.Now())
+			rel := d.core.Ready()
+			rd.Answers = append(rd.Answers, rel.Answers...)
+			rd.Run = append(rd.Run, rel.Run...)
 		}
 		if rd.Publish {
 			d.changed()
