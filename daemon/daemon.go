@@ -159,6 +159,10 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.log = newLogger(d.logFile, opts.Stderr, opts.Clock)
 	d.svclogs = newSvcLogs(p, opts.Clock)
+	// a failed write of a service log comes back to the loop, which logs it
+	d.svclogs.w.onError(func(svc string, err error) {
+		d.post(func() { d.svcLogFailed(svc, err) })
+	})
 	if d.node, err = tomlfile.LoadNode(p.NodeConf); err != nil {
 		return nil, err
 	}
@@ -273,6 +277,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srvWG.Wait()
 	d.acancel()
 	d.workers.Wait()
+	d.svclogs.w.close() // the last lines of the actions reach their files
 	if d.hb != nil {
 		d.publish() // the last state (maintenance or shutting) reaches the peers
 		if err := d.hb.Close(); err != nil {
