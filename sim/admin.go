@@ -82,3 +82,17 @@ func (d *daemon) nodeAction(action string, reply func(string, error)) {
 	}
 	d.applyReady()
 }
+
+// serviceActionWait is daemon.serviceAction with --wait (no deadline): the
+// answer comes when the core reaches or fails the target.
+func (d *daemon) serviceActionWait(name, action, to string, reply func(string, error)) {
+	cfg, ok := d.c.svcs[name]
+	if !ok {
+		reply("", fmt.Errorf("no service %s", name))
+		return
+	}
+	tk := d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names),
+		Now: d.c.clk.Now(), Wait: true})
+	d.tickets[tk] = func(a node.Answer) { reply(a.Result, a.Err) }
+	d.applyReady()
+}
