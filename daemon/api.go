@@ -32,7 +32,7 @@ func failed(format string, a ...any) error { return &apiError{1, fmt.Sprintf(for
 func badInput(err error) error             { return &apiError{2, err.Error()} }
 
 func (d *Daemon) routes() http.Handler {
-	lim := newAPILimits()
+	lim := newAPILimits(d.clk)
 	decode := lim.decode
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.PathStatus, func(w http.ResponseWriter, r *http.Request) {
@@ -129,29 +129,6 @@ func writeErr(w http.ResponseWriter, err error) {
 	json.NewEncoder(w).Encode(api.Error{Error: err.Error(), Status: st})
 }
 
-// reply runs f on the loop and writes its result once the state it
-// changed is on disk. If the state cannot be written, the change is undone
-// and the call fails with the cause.
-func (d *Daemon) reply(w http.ResponseWriter, f func() (any, error)) {
-	var saved <-chan error
-	v, err := d.call(func() (any, error) {
-		v, err := f()
-		saved = d.whenSaved()
-		return v, err
-	})
-	if serr := waitSaved(saved); serr != nil && err == nil {
-		err = serr
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	if v == nil {
-		v = map[string]string{"result": "ok"}
-	}
-	writeJSON(w, v)
-}
-
 // replyRead runs f, which changes nothing, on the loop and writes its
 // result at once: reads never wait for (or fail with) a state write.
 func (d *Daemon) replyRead(w http.ResponseWriter, f func() (any, error)) {
@@ -168,15 +145,21 @@ func (d *Daemon) replyRead(w http.ResponseWriter, f func() (any, error)) {
 // disk, as for reply.
 func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, error))) {
 	type res struct {
-		v     any
-		err   error
-		saved <-chan error
+		v   any
+		err error
 	}
 	ch := make(chan res, 1)
 	if !d.post(func() {
-		from := d.ps.seq
+		from := d.core.PersistSeq()
 		start(func(v any, err error) {
-			ch <- res{v, err, d.whenSavedSince(from)}
+			if err != nil {
+				ch <- res{v, err}
+				return
+			}
+			// what the call changed is on disk first (the core answers
+			// once it is, or with the error of a roll back since from)
+			d.tickets[d.core.AfterPersist(from)] = func(a node.Answer) { ch <- res{v, answerErr(a)} }
+			d.applyReady()
 		})
 	}) {
 		writeErr(w, errors.New("the daemon is stopping"))
@@ -184,9 +167,6 @@ func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, err
 	}
 	select {
 	case r := <-ch:
-		if serr := waitSaved(r.saved); serr != nil && r.err == nil {
-			r.err = serr
-		}
 		if r.err != nil {
 			writeErr(w, r.err)
 			return
@@ -353,7 +333,7 @@ func (d *Daemon) install(cfg *config.ServiceConfig, e dataset.ConfigEntry, what 
 	ds.ConfigVersion, ds.ConfigDigest, ds.ConfigIncludes = e.Version, dataset.ConfigDigest(cfg.Raw), e.Includes
 	d.dur.Services[cfg.Name] = ds
 	delete(d.dur.Tombstones, cfg.Name)
-	d.saveState()
+	d.core.StateChanged()
 	inst := d.installInstance(cfg)
 	d.log.Info("service config "+what, zap.String("svc", cfg.Name))
 	d.logEvent(node.ConfigChanged{Svc: cfg.Name, Change: "config " + what})
@@ -478,7 +458,9 @@ func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	enc := json.NewEncoder(w)
 	// a first event tells the client the stream is live
-	enc.Encode(api.Event{Time: d.clk.Now(), Kind: "stream", Node: d.nodeName(), Message: "streaming events"})
+	// (node.StreamStarted)
+	var live node.StreamStarted
+	enc.Encode(api.Event{Time: d.clk.Now(), Kind: live.Kind(), Node: d.nodeName(), Message: live.String()})
 	if fl != nil {
 		fl.Flush()
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"haven/api"
+	"haven/clock"
 )
 
 // Budgets of the local API (docs/security.md, "Local API"). The socket is
@@ -47,10 +48,11 @@ const (
 type apiLimits struct {
 	bodies  chan struct{}
 	streams chan struct{}
+	clk     clock.Clock
 }
 
-func newAPILimits() *apiLimits {
-	return &apiLimits{bodies: make(chan struct{}, maxBodies), streams: make(chan struct{}, maxStreams)}
+func newAPILimits(clk clock.Clock) *apiLimits {
+	return &apiLimits{bodies: make(chan struct{}, maxBodies), streams: make(chan struct{}, maxStreams), clk: clk}
 }
 
 // newAPIServer serves h on ln with the budgets above. Errors of the HTTP
@@ -90,12 +92,14 @@ func (l *apiLimits) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		defer func() { <-l.bodies }()
 	case <-r.Context().Done():
 		return false
-	case <-time.After(apiBodyTimeout):
+	case <-l.clk.After(apiBodyTimeout):
 		writeStatus(w, http.StatusServiceUnavailable, 1,
 			fmt.Sprintf("the daemon is busy: %d requests are being read; retry", maxBodies))
 		return false
 	}
 	rc := http.NewResponseController(w)
+	// a socket deadline is compared with the wall clock by the runtime's
+	// poller, not with the daemon's Clock
 	rc.SetReadDeadline(time.Now().Add(apiBodyTimeout))
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()

@@ -78,7 +78,7 @@ func (d *Daemon) checkLocalFile(name string, raw []byte) {
 		delete(d.dur.Tombstones, name)
 	}
 	d.dur.Services[name] = ds
-	d.saveState()
+	d.core.StateChanged()
 }
 
 // mergeConfigs installs the configs of a peer that win over ours. Every
@@ -136,7 +136,7 @@ func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntr
 		}
 		d.rebasePending(name, from)
 	}
-	d.saveState()
+	d.core.StateChanged()
 }
 
 func shortDigest(s string) string {
@@ -169,7 +169,7 @@ func (d *Daemon) removeService(name string, v dataset.Version, done func(error))
 			d.dur.Tombstones = map[string]dataset.Version{}
 		}
 		d.dur.Tombstones[name] = v
-		d.saveState()
+		d.core.StateChanged()
 		d.changed()
 		d.log.Info("service deleted", zap.String("svc", name))
 		d.logEvent(node.ConfigChanged{Svc: name, Change: "deleted"})

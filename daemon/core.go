@@ -12,15 +12,17 @@ import (
 )
 
 // applyReady carries out what the node core asks after an input, in the
-// order of node.Ready: the durable state to the persister first (an
-// answer waits for it: whenSaved), then the dataset marked changed, the
-// events to node.log and the events stream, the answers to their callers.
+// order of node.Ready: the durable state to the persister first (the core
+// holds the answers and actions that rest on it until PersistDone), then
+// the dataset marked changed, the events to node.log and the events
+// stream, the answers to their callers.
 func (d *Daemon) applyReady() {
 	for d.core.HasReady() {
 		rd := d.core.Ready()
 		if rd.Persist != nil {
-			d.saveState()
+			d.saveState(rd.PersistSeq)
 		}
+		d.order(rd.Ordered)
 		if rd.Publish {
 			d.changed()
 		}
@@ -41,34 +43,42 @@ func (d *Daemon) applyReady() {
 	}
 }
 
-// runAll starts the actions of a Ready once the state handed to the
-// persister is on disk (an action never rests on a change that may be
-// undone); when the write fails, they are not run: the core hears
-// ActionAborted and their callers get the error.
-//
-// An action runs with the resource drivers of the instance when it was
-// ordered (a node removed from a service's nodes stops its instance with
-// the drivers of the config that had it).
-func (d *Daemon) runAll(runs []node.Action) {
-	if len(runs) == 0 {
-		return
-	}
-	sets := make([]*resource.Set, len(runs))
-	for i, a := range runs {
+// order binds the actions the core ordered (and holds until their state
+// is on disk) to the resource drivers of the instance now: an action runs
+// with the drivers of the config of the time it was ordered (a node
+// removed from a service's nodes stops its instance with the drivers of
+// the config that had it).
+func (d *Daemon) order(acts []node.Action) {
+	for _, a := range acts {
+		var set *resource.Set
 		if inst := d.services[a.Service]; inst != nil {
-			sets[i] = inst.set
+			set = inst.set
 		}
+		if d.ordered == nil {
+			d.ordered = map[string][]*resource.Set{}
+		}
+		d.ordered[a.Service] = append(d.ordered[a.Service], set)
 	}
-	d.afterSaved(func(err error) {
-		for i, a := range runs {
-			if err != nil {
-				d.core.ActionAborted(a.Service, a.Kind, err, d.clk.Now())
-				continue
+}
+
+// runAll starts the actions the core released: their state is on disk
+// (an action never rests on a change that may be undone; when the write
+// fails the core aborts them).
+func (d *Daemon) runAll(runs []node.Action) {
+	for _, a := range runs {
+		var set *resource.Set
+		if q := d.ordered[a.Service]; len(q) > 0 {
+			set = q[0]
+			if len(q) == 1 {
+				delete(d.ordered, a.Service)
+			} else {
+				d.ordered[a.Service] = q[1:]
 			}
-			d.startAction(a, sets[i])
+		} else if inst := d.services[a.Service]; inst != nil {
+			set = inst.set
 		}
-		d.applyReady()
-	})
+		d.startAction(a, set)
+	}
 }
 
 // logEvent writes a typed event of the core to node.log and the events

@@ -24,6 +24,7 @@ import (
 	"haven/heartbeat"
 	"haven/node"
 	"haven/paths"
+	"haven/resource"
 	"haven/version"
 )
 
@@ -101,6 +102,9 @@ type Daemon struct {
 	badPeerNames map[string]bool
 	// cfgs holds the configs that do not parse and the edits in flight.
 	cfgs configState
+	// ordered are the resource drivers of the actions the core ordered
+	// and holds until their state is on disk, by service, in order.
+	ordered map[string][]*resource.Set
 
 	// orchestration
 	stepGen   uint64 // d.gen at the last Step
@@ -156,6 +160,10 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.log = newLogger(d.logFile, opts.Stderr, opts.Clock)
 	d.svclogs = newSvcLogs(p, opts.Clock)
+	// a failed write of a service log comes back to the loop, which logs it
+	d.svclogs.w.onError(func(svc string, err error) {
+		d.post(func() { d.svcLogFailed(svc, err) })
+	})
 	if d.node, err = tomlfile.LoadNode(p.NodeConf); err != nil {
 		return nil, err
 	}
@@ -192,6 +200,7 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.core.MarkDurable()
 	d.persist = newPersister(p.State(), good, d.onPersisted)
 	ok = true
 	return d, nil
@@ -260,13 +269,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	d.log.Info("daemon stopping", zap.String("mode", mode))
 	// the loop has ended: nothing changes the state any more
-	d.settleAcks(d.persist.close())
+	// what is pending is written; the calls still waiting are told the
+	// daemon stopped (an answer never promises more than is durable)
+	d.persist.close()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	srv.Shutdown(shutCtx)
 	cancel()
 	srvWG.Wait()
 	d.acancel()
 	d.workers.Wait()
+	d.svclogs.w.close() // the last lines of the actions reach their files
 	if d.hb != nil {
 		d.publish() // the last state (maintenance or shutting) reaches the peers
 		if err := d.hb.Close(); err != nil {

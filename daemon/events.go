@@ -1,11 +1,11 @@
 package daemon
 
 import (
-	"fmt"
 	"strconv"
 	"sync"
 
 	"haven/api"
+	"haven/node"
 )
 
 // busBuffer is the number of events a subscriber may lag behind.
@@ -62,8 +62,9 @@ func (b *bus) publish(e api.Event) {
 }
 
 // lostEvent tells a subscriber how many events it missed before e.
+// (node.EventsLost).
 func lostEvent(e api.Event, n int) api.Event {
-	return api.Event{Time: e.Time, Kind: "lost", Node: e.Node,
-		Message: fmt.Sprintf("lost %d events: this reader was too slow", n),
-		Fields:  map[string]string{"lost": strconv.Itoa(n)}}
+	l := node.EventsLost{Lost: n}
+	return api.Event{Time: e.Time, Kind: l.Kind(), Node: e.Node, Message: l.String(),
+		Fields: map[string]string{"lost": strconv.Itoa(n)}}
 }

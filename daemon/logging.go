@@ -176,31 +176,51 @@ func (d *Daemon) ReopenLogs() {
 }
 
 // svcLogs appends the output of resource commands and the daemon's
-// messages about a service to R/log/services/NAME.log.
+// messages about a service to R/log/services/NAME.log. The lines are
+// written off the event loop, in order, by one writer (svclogwriter.go):
+// write only queues them.
 type svcLogs struct {
 	p   paths.Paths
 	clk clock.Clock
-	mu  sync.Mutex
+	w   *lineWriter
 }
 
-func newSvcLogs(p paths.Paths, clk clock.Clock) *svcLogs { return &svcLogs{p: p, clk: clk} }
+func newSvcLogs(p paths.Paths, clk clock.Clock) *svcLogs {
+	s := &svcLogs{p: p, clk: clk}
+	s.w = newLineWriter(s.append, func(n int) string {
+		return s.line("-", fmt.Sprintf("%d lines of this log were lost: the disk did not keep up", n))
+	})
+	return s
+}
 
+// write queues a line; the time is the time of the call.
 func (s *svcLogs) write(svc, rid, line string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, err := os.OpenFile(s.p.ServiceLog(svc), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return
-	}
-	defer f.Close()
 	if rid == "" {
 		rid = "-"
 	}
-	fmt.Fprintf(f, "%s %s %s\n", s.clk.Now().Format("2006-01-02T15:04:05.000Z07:00"), rid, line)
+	s.w.queue(svc, s.line(rid, line))
+}
+
+func (s *svcLogs) line(rid, line string) string {
+	return fmt.Sprintf("%s %s %s\n", s.clk.Now().Format("2006-01-02T15:04:05.000Z07:00"), rid, line)
+}
+
+// append writes lines to the log of svc (on the writer's goroutine).
+func (s *svcLogs) append(svc string, lines []byte) error {
+	f, err := os.OpenFile(s.p.ServiceLog(svc), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(lines)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // tail returns the last n lines of a service's log (every line when n < 0).
 func (s *svcLogs) tail(svc string, n int) ([]byte, int64, error) {
+	s.w.flush() // what was queued before the call is in the file
 	f, err := os.Open(s.p.ServiceLog(svc))
 	if os.IsNotExist(err) {
 		return nil, 0, nil
@@ -233,7 +253,7 @@ func (s *svcLogs) follow(svc string, off int64, w io.Writer, flush func(), done 
 		select {
 		case <-done:
 			return
-		case <-time.After(200 * time.Millisecond):
+		case <-s.clk.After(200 * time.Millisecond):
 		}
 		f, err := os.Open(s.p.ServiceLog(svc))
 		if err != nil {

@@ -139,7 +139,9 @@ func TestServiceLogStampsTheDaemonClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clock.NewFake(time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC))
-	newSvcLogs(p, clk).write("web", "app#a", "started")
+	sl := newSvcLogs(p, clk)
+	sl.write("web", "app#a", "started")
+	sl.w.flush() // written off the loop
 	if got, want := lines(t, p.ServiceLog("web"))[0], "2024-01-02T03:04:05.000Z app#a started"; got != want {
 		t.Errorf("service log line %q, want %q", got, want)
 	}

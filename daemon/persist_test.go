@@ -122,7 +122,8 @@ func loopDaemon(t *testing.T) *Daemon {
 
 // Issue 7.3: a failed write rolls the durable state back to the last one
 // written, fails the answers and the --wait callers that relied on it, and
-// keeps the Lamport counter going forward.
+// keeps the Lamport counter going forward. Issue 9: the node core does it
+// (PersistDone), the daemon hands it the persister's report.
 func TestRollbackAfterFailedWrite(t *testing.T) {
 	d := loopDaemon(t)
 	good, _ := encodeDurable(*d.dur)
@@ -133,16 +134,16 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 	d.tickets[tk] = func(a node.Answer) { waited, waitErr = true, a.Err }
 	d.applyReady()
 	tgt := d.dur.Services["web"].Target
-	saved := d.whenSaved()
-	if saved == nil || d.settled() {
+	var saved error = errors.New("not answered")
+	d.tickets[d.core.AfterPersist(0)] = func(a node.Answer) { saved = a.Err }
+	d.applyReady()
+	if saved == nil || saved.Error() != "not answered" || d.settled() {
 		t.Fatal("a change handed to the persister counts as saved")
 	}
-	var after error = errors.New("afterSaved not called")
-	d.afterSaved(func(err error) { after = err })
 	gen := d.gen
 
 	werr := errors.New("write R/var/state.json: read-only file system")
-	d.persisted(d.ps.seq, werr, good)
+	d.persisted(d.ps.handed, werr, good)
 
 	if d.dur.Services["web"].Frozen || d.dur.Services["web"].Target.ID != "" {
 		t.Fatalf("not rolled back: %+v", d.dur.Services["web"])
@@ -150,11 +151,8 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 	if d.dur.Lamport < tgt.Version.Counter {
 		t.Fatalf("the Lamport counter went back to %d (a version %d was handed out)", d.dur.Lamport, tgt.Version.Counter)
 	}
-	if err := waitSaved(saved); err == nil || !strings.Contains(err.Error(), "read-only file system") {
-		t.Fatalf("the answer waiting on the undone change got %v", err)
-	}
-	if after == nil || !strings.Contains(after.Error(), "read-only") {
-		t.Fatalf("afterSaved got %v, want the write error", after)
+	if saved == nil || !strings.Contains(saved.Error(), "read-only file system") {
+		t.Fatalf("the answer waiting on the undone change got %v", saved)
 	}
 	if !waited || waitErr == nil || d.core.Waiters() != 0 {
 		t.Fatalf("the --wait caller of the undone target: answered %v with %v, %d left", waited, waitErr, d.core.Waiters())
@@ -162,31 +160,47 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 	if d.gen == gen || !d.settled() || d.ps.err == nil {
 		t.Fatalf("after the roll back: gen %d (was %d), settled %v, failing %v", d.gen, gen, d.settled(), d.ps.err)
 	}
-	if ch := d.whenSavedSince(0); ch == nil || waitSaved(ch) == nil {
+	var since error
+	d.tickets[d.core.AfterPersist(0)] = func(a node.Answer) { since = a.Err }
+	d.applyReady()
+	if since == nil {
 		t.Fatal("an answer whose work began before the roll back reports success")
 	}
-	if d.whenSavedSince(d.ps.seq) != nil {
-		t.Fatal("an answer that began after the roll back waits for nothing")
+	since = errors.New("not answered")
+	d.tickets[d.core.AfterPersist(d.core.PersistSeq())] = func(a node.Answer) { since = a.Err }
+	d.applyReady()
+	if since != nil {
+		t.Fatalf("an answer that began after the roll back: %v", since)
 	}
 
 	// the next change is written: the node recovers
 	d.setFrozen("web", true, "again")
-	saved = d.whenSaved()
-	d.persisted(d.ps.seq, nil, nil)
-	if err := waitSaved(saved); err != nil || d.ps.err != nil || !d.dur.Services["web"].Frozen {
-		t.Fatalf("after a good write: %v, failing %v, frozen %v", err, d.ps.err, d.dur.Services["web"].Frozen)
+	saved = errors.New("not answered")
+	d.tickets[d.core.AfterPersist(d.core.PersistSeq())] = func(a node.Answer) { saved = a.Err }
+	d.applyReady()
+	d.persisted(d.ps.handed, nil, nil)
+	if saved != nil || d.ps.err != nil || !d.dur.Services["web"].Frozen {
+		t.Fatalf("after a good write: %v, failing %v, frozen %v", saved, d.ps.err, d.dur.Services["web"].Frozen)
 	}
 }
 
 // A state equal to the last one handed over is not written again (a
-// heartbeat that changes nothing costs no fsync).
+// heartbeat that changes nothing costs no fsync); it is on disk when the
+// one handed over is.
 func TestSaveStateSkipsUnchanged(t *testing.T) {
 	d := loopDaemon(t)
-	d.saveState()
-	seq := d.ps.seq
-	d.saveState()
-	d.saveState()
-	if d.ps.seq != seq {
-		t.Fatalf("an unchanged state was handed over again: seq %d -> %d", seq, d.ps.seq)
+	d.core.StateChanged()
+	d.applyReady()
+	handed := d.ps.handed
+	d.core.StateChanged()
+	d.applyReady()
+	d.core.StateChanged()
+	d.applyReady()
+	if d.ps.handed != handed || d.settled() {
+		t.Fatalf("an unchanged state was handed over again: seq %d -> %d (settled %v)", handed, d.ps.handed, d.settled())
+	}
+	d.persisted(handed, nil, nil)
+	if !d.settled() {
+		t.Fatal("the unchanged states are not on disk once the one handed over is")
 	}
 }

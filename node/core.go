@@ -28,6 +28,11 @@ type Config struct {
 	// Local gives what the driver owns of the node's view (nil: an empty
 	// node, for tests of the durable state alone).
 	Local Local
+	// WriteThrough is a driver's promise that it writes Ready.Persist
+	// before it takes anything else of the Ready, and never fails (unit
+	// tests): the core then counts each state written as soon as it
+	// hands it out, without PersistDone.
+	WriteThrough bool
 }
 
 // Core is one node's logic, driven by a driver (package daemon for real,
@@ -71,6 +76,9 @@ type Core struct {
 	waiters    []waiter
 	nextTicket Ticket
 
+	// ps is the acknowledgement of state writes (persist.go).
+	ps persistence
+
 	ready Ready
 }
 
@@ -86,6 +94,7 @@ func New(cfg Config, st State) *Core {
 	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
 		compat: true, monitor: dataset.NodeIdle}
 	c.initPeers()
+	c.MarkDurable()
 	return c
 }
 
@@ -127,6 +136,16 @@ type Ready struct {
 	// WakeAt is the earliest time the driver must call Orchestrate again
 	// (zero: no need before the next input).
 	WakeAt time.Time
+	// PersistSeq numbers Persist: the driver reports its write with
+	// PersistDone(PersistSeq, err). Answers and Run wait for it: those of
+	// a Ready whose state is not on disk come in a later Ready.
+	PersistSeq uint64
+	// Ordered are the actions ordered by this Ready and held until its
+	// state is on disk: they come in the Run of a later Ready (or are
+	// aborted if the write fails). A driver that binds an action to what
+	// it holds when the action is ordered (the daemon: the resource
+	// drivers of the config of that time) does it here.
+	Ordered []Action
 }
 
 // Empty reports whether r asks nothing of the driver.
@@ -139,11 +158,17 @@ func (r *Ready) Empty() bool {
 func (c *Core) Ready() Ready {
 	r := c.ready
 	c.ready = Ready{}
+	c.hold(&r)
+	r.Answers = append(r.Answers, c.ps.outAnswers...)
+	r.Run = append(r.Run, c.ps.outRuns...)
+	c.ps.outAnswers, c.ps.outRuns = nil, nil
 	return r
 }
 
 // HasReady reports whether Ready would return anything.
-func (c *Core) HasReady() bool { return !c.ready.Empty() }
+func (c *Core) HasReady() bool {
+	return !c.ready.Empty() || len(c.ps.outAnswers) > 0 || len(c.ps.outRuns) > 0
+}
 
 func (c *Core) persist()        { c.ready.Persist = &c.state }
 func (c *Core) publish()        { c.ready.Publish = true }

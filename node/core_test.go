@@ -14,7 +14,7 @@ import (
 var t0 = clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)).Now()
 
 func newCore(name string) *Core {
-	c := New(Config{Name: name}, State{})
+	c := New(Config{Name: name, WriteThrough: true}, State{})
 	c.Install("web")
 	c.Ready()
 	return c

@@ -7,13 +7,15 @@
 //
 // In the manner of etcd raft's RawNode: inputs are method calls that carry
 // now where time matters; after each, the driver takes a Ready and carries
-// it out in its order: write Ready.Persist (before any answer is
-// released and any action of the same Ready runs: an answer promises what
-// is durable; a failed write is rolled back with Restore, which also
-// fails the --wait callers of what was undone), publish, emit the typed
-// Events (events.go: one Go type per kind, with its fields), release the
-// Answers (by Ticket), run the actions (Run) and the checks (Check), and
-// wake the core at WakeAt.
+// it out in its order: write Ready.Persist and report the write with
+// PersistDone(Ready.PersistSeq, err) (persist.go: the core holds the
+// answers and actions that rest on a state until it is on disk — an
+// answer promises what is durable — and on a failed write rolls back to
+// what the file holds, fails them and the --wait callers of what was
+// undone; AfterPersist is the barrier of a driver's own answers),
+// publish, emit the typed Events (events.go: one Go type per kind, with
+// its fields), release the Answers (by Ticket), run the actions (Run)
+// and the checks (Check), and wake the core at WakeAt.
 //
 // What it owns today:
 //
@@ -60,6 +62,8 @@
 // generation, which also triggers a decision pass), config distribution
 // (daemon only: versions, digests, adoption waits, rebase of keyword
 // edits, and the deletion of a service, which orders its stop through
-// RunAction), the cluster identity and the heartbeat incarnation (daemon
-// only).
+// RunAction; it changes the config bookkeeping of State in place and
+// tells the core with StateChanged, so that its write goes through
+// Ready.Persist and PersistDone), the cluster identity and the heartbeat
+// incarnation (daemon only, written at start-up: MarkDurable).
 package node

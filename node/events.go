@@ -338,3 +338,27 @@ func (Impostor) Level() Level    { return Error }
 func (e Impostor) String() string {
 	return "another daemon runs with this node's name: " + e.Reason
 }
+
+// StreamStarted: the first event of an events stream (`nodemgr events`),
+// telling the reader the stream is live. The events bus of the daemon
+// sends it, not the core.
+type StreamStarted struct{}
+
+func (StreamStarted) Kind() string    { return "stream" }
+func (StreamStarted) Service() string { return "" }
+func (StreamStarted) Level() Level    { return Info }
+func (StreamStarted) String() string  { return "streaming events" }
+
+// EventsLost: a reader of the events stream was too slow and missed Lost
+// events (the bus drops rather than blocks the loop); it precedes the next
+// event the reader gets.
+type EventsLost struct {
+	Lost int `json:"lost"`
+}
+
+func (EventsLost) Kind() string    { return "lost" }
+func (EventsLost) Service() string { return "" }
+func (EventsLost) Level() Level    { return Warn }
+func (e EventsLost) String() string {
+	return fmt.Sprintf("lost %d events: this reader was too slow", e.Lost)
+}

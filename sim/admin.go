@@ -15,6 +15,13 @@ func (d *daemon) applyReady() {
 		rd := d.core.Ready()
 		if rd.Persist != nil {
 			d.n.dur = rd.Persist.Clone()
+			// the simulated disk is written at once: what waited for it
+			// (answers, actions) is released in this same pass, in the
+			// order of one Ready
+			d.core.PersistDone(rd.PersistSeq, nil, d.c.clk.Now())
+			rel := d.core.Ready()
+			rd.Answers = append(rd.Answers, rel.Answers...)
+			rd.Run = append(rd.Run, rel.Run...)
 		}
 		if rd.Publish {
 			d.changed()
@@ -73,5 +80,19 @@ func (d *daemon) nodeAction(action string, reply func(string, error)) {
 		}
 		reply(a.Result, a.Err)
 	}
+	d.applyReady()
+}
+
+// serviceActionWait is daemon.serviceAction with --wait (no deadline): the
+// answer comes when the core reaches or fails the target.
+func (d *daemon) serviceActionWait(name, action, to string, reply func(string, error)) {
+	cfg, ok := d.c.svcs[name]
+	if !ok {
+		reply("", fmt.Errorf("no service %s", name))
+		return
+	}
+	tk := d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names),
+		Now: d.c.clk.Now(), Wait: true})
+	d.tickets[tk] = func(a node.Answer) { reply(a.Result, a.Err) }
 	d.applyReady()
 }

@@ -300,6 +300,17 @@ func (c *Cluster) Heal() {
 // Admin runs an admin action on node: "svcmgr -s svc ACTION" when svc is
 // set, else "nodemgr ACTION". arg is --to (switch) or --node (clear).
 func (c *Cluster) Admin(node, svc, action, arg string, local bool) (string, error) {
+	return c.admin(node, svc, action, arg, local, false)
+}
+
+// AdminWait runs "svcmgr -s SVC ACTION --wait" on node: the target's
+// --wait caller is a ticket of the node core, answered when the target is
+// reached or failed (its answer comes on the timeline then).
+func (c *Cluster) AdminWait(node, svc, action, arg string) (string, error) {
+	return c.admin(node, svc, action, arg, false, true)
+}
+
+func (c *Cluster) admin(node, svc, action, arg string, local, wait bool) (string, error) {
 	n, err := c.daemonOf(node)
 	if err != nil {
 		return "", err
@@ -318,14 +329,20 @@ func (c *Cluster) Admin(node, svc, action, arg string, local bool) (string, erro
 			c.logf(node, svc, "answer to %q: %s", action, r)
 		}
 	}
-	if svc == "" {
+	switch {
+	case svc == "":
 		n.d.nodeAction(action, reply)
-	} else {
+	case wait:
+		n.d.serviceActionWait(svc, action, arg, reply)
+	default:
 		n.d.serviceAction(svc, action, arg, local, reply)
 	}
 	if !answered {
 		answered = true
 		res = "(answered when the action ends)"
+		if wait {
+			res = "(waiting: answered when the target is reached)"
+		}
 	}
 	c.settle()
 	return res, err

@@ -37,13 +37,12 @@
 // Departures, on purpose: configs are installed on every node before the
 // daemons start (no config distribution, no delete); a service's resources
 // are one resource per node (app#main, up or down; no warn, no resource
-// monitor or restarts, no drain command in the script language, no
+// monitor or restarts, no
 // resource that stays up after a stop that succeeded: "fail ... stop"
 // scripts a stop failure); a status check takes no time; actions take the
 // configured duration and succeed unless scripted to fail; load and memory
-// are zero, so "load avg" and "score" tie and break by name; no --wait
-// callers (the core has them: its unit tests and the e2e tests cover
-// them); no quorum, arbitrators or split_action (quorum = false, the
+// are zero, so "load avg" and "score" tie and break by name; --wait has
+// no deadline (--wait-timeout is not scripted); no quorum, arbitrators or split_action (quorum = false, the
 // default). Within one turn the loop's channels are taken in a fixed order
 // (heartbeat events, action ends, step timer, tick), and the daemons take
 // their turns in node-name order until none publishes anything new; time
@@ -77,8 +76,8 @@
 //	n1: nodemgr daemon stop                  maintenance, services keep running
 //	n1: nodemgr daemon shutdown              stop the local instances, shutting, leave
 //	n1: nodemgr daemon restart [compat=N]    stop, then start
-//	n1: nodemgr freeze | thaw                the node
-//	n1: svcmgr -s web ACTION [--local] [--to N] [--node N]
+//	n1: nodemgr freeze | thaw | drain        the node (drain: freeze, stop what runs here)
+//	n1: svcmgr -s web ACTION [--local] [--wait] [--to N] [--node N]
 //	    ACTION: start stop freeze thaw takeover switch giveback abort clear
 //	partition n1 | n2 n3                     cut every link between the sides
 //	heal                                     remove every partition

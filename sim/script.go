@@ -289,7 +289,7 @@ func (r *runner) admin(node string, args []string) error {
 		r.answer(r.c.Admin(node, "", args[1], "", false))
 	case "svcmgr":
 		var svc, action, arg string
-		local := false
+		local, wait := false, false
 		for i := 1; i < len(args); i++ {
 			switch a := args[i]; {
 			case (a == "-s" || a == "--to" || a == "--node") && i+1 < len(args):
@@ -301,6 +301,8 @@ func (r *runner) admin(node string, args []string) error {
 				i++
 			case a == "--local":
 				local = true
+			case a == "--wait":
+				wait = true
 			case action == "" && !strings.HasPrefix(a, "-"):
 				action = a
 			default:
@@ -309,6 +311,10 @@ func (r *runner) admin(node string, args []string) error {
 		}
 		if svc == "" || action == "" {
 			return fmt.Errorf("svcmgr: want -s SVC ACTION")
+		}
+		if wait {
+			r.answer(r.c.AdminWait(node, svc, action, arg))
+			return nil
 		}
 		r.answer(r.c.Admin(node, svc, action, arg, local))
 	default:

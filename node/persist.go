@@ -1,0 +1,218 @@
+package node
+
+import "time"
+
+// The acknowledgement of state writes. Every Ready that carries Persist
+// numbers it (Ready.PersistSeq); the driver writes it (the daemon off its
+// loop, the simulation at once) and reports the outcome with PersistDone.
+// The core, not the driver, keeps the promise "an answer promises what is
+// durable": while a state it handed out is not known to be on disk, the
+// answers and the actions of the Readies are held back; PersistDone
+// releases them (in a later Ready) once the state they rest on is written,
+// or, when the write failed, rolls the durable state back to what the file
+// holds, fails the held answers, aborts the held actions (ActionAborted)
+// and fails the --wait callers whose target was undone (Restore).
+//
+// A driver that writes states out of order or skips some (the daemon's
+// persister writes only the newest pending one) reports the newest seq
+// written: every earlier one is acknowledged with it.
+
+// persistence is the core's bookkeeping of state writes.
+type persistence struct {
+	seq   uint64 // of the last Persist handed out
+	acked uint64 // the fate of every Persist up to it is known
+	// onDisk is what the file holds: the state of the last Persist
+	// written (MarkDurable for what the driver wrote itself).
+	onDisk State
+	// states are the copies of the states handed out and not acked.
+	states []seqState
+	// held are the answers and actions waiting for a write.
+	held []heldOut
+	// undoneTo is the last seq handed out when the last roll back
+	// happened (undoneErr its cause): a request that began before it
+	// may have lost its change (AfterPersist).
+	undoneTo  uint64
+	undoneErr error
+	// failing is the error of the last write, nil once one succeeds.
+	failing error
+	// from is the seq a barrier (AfterPersist) began at, by ticket.
+	from map[Ticket]uint64
+	// outAnswers and outRuns are released by a write: the next Ready
+	// hands them over without holding them again.
+	outAnswers []Answer
+	outRuns    []Action
+}
+
+type seqState struct {
+	seq uint64
+	st  State
+}
+
+// heldOut is an answer or an action of a Ready whose state (seq) is not
+// on disk yet.
+type heldOut struct {
+	seq    uint64
+	answer *Answer
+	run    *Action
+}
+
+// PersistSeq returns the seq of the last state handed out (0: none yet).
+// A request that begins now passes it to AfterPersist when it ends.
+func (c *Core) PersistSeq() uint64 { return c.ps.seq }
+
+// Settled reports whether every state handed out is known to be written
+// (or was rolled back): nothing the core holds is ahead of the disk. The
+// driver publishes, and runs the decision pass, only then.
+func (c *Core) Settled() bool { return c.ps.acked >= c.ps.seq }
+
+// PersistFailing returns the error of the last state write, nil when it
+// succeeded (the node writes its state again on every tick meanwhile:
+// RetryPersist).
+func (c *Core) PersistFailing() error { return c.ps.failing }
+
+// MarkDurable records that the state, as it is now, is what the file
+// holds: the driver wrote it itself (the daemon at start-up, its cluster
+// identity and incarnation) or read it back.
+func (c *Core) MarkDurable() {
+	c.ps.onDisk = c.state.Clone()
+}
+
+// AfterPersist answers a new ticket (Err nil) once every state handed out
+// so far is on disk; with the write's error if it was rolled back, or at
+// once if a roll back happened since the state numbered from (the seq of
+// PersistSeq when the request began: a change it made may have been
+// undone).
+func (c *Core) AfterPersist(from uint64) Ticket {
+	tk := c.newTicket()
+	if c.ps.from == nil {
+		c.ps.from = map[Ticket]uint64{}
+	}
+	c.ps.from[tk] = from
+	c.answer(Answer{Ticket: tk})
+	return tk
+}
+
+// PersistDone is the outcome of writing the state numbered seq (and every
+// one handed out before it). On success, the answers and actions that
+// waited for it come in the next Ready. On failure (err), the durable
+// state goes back to what the file holds; every state handed out is
+// undone; the answers waiting for them fail, their actions are aborted.
+func (c *Core) PersistDone(seq uint64, err error, now time.Time) {
+	if err != nil {
+		c.persistFailed(err, now)
+		return
+	}
+	if seq <= c.ps.acked && seq != 0 {
+		return
+	}
+	if seq > c.ps.seq {
+		seq = c.ps.seq
+	}
+	c.ps.acked = seq
+	c.ps.failing = nil
+	keep := c.ps.states[:0]
+	for _, s := range c.ps.states {
+		if s.seq == seq {
+			c.ps.onDisk = s.st
+		}
+		if s.seq > seq {
+			keep = append(keep, s)
+		}
+	}
+	c.ps.states = keep
+	c.release(seq, nil, now)
+}
+
+// persistFailed rolls back every change not written.
+func (c *Core) persistFailed(werr error, now time.Time) {
+	c.ps.failing = werr
+	c.ps.states = nil
+	c.ps.acked = c.ps.seq // every state handed out was built on the undone one
+	c.ps.undoneTo, c.ps.undoneErr = c.ps.seq, werr
+	c.Restore(c.ps.onDisk.Clone(), werr)
+	c.release(c.ps.seq, failedf("state not saved: %v (the change was undone)", werr), now)
+}
+
+// release hands over the answers and actions held for a state up to seq:
+// with err (a roll back) an answer that reported a success fails and an
+// action is aborted.
+func (c *Core) release(seq uint64, err error, now time.Time) {
+	var due []heldOut
+	keep := c.ps.held[:0]
+	for _, h := range c.ps.held {
+		if h.seq <= seq {
+			due = append(due, h)
+			continue
+		}
+		keep = append(keep, h)
+	}
+	c.ps.held = keep
+	for _, h := range due {
+		switch {
+		case h.answer != nil:
+			a := *h.answer
+			if err != nil && a.Err == nil {
+				a.Err, a.Result = err, ""
+			}
+			c.ps.outAnswers = append(c.ps.outAnswers, a)
+		case err != nil:
+			c.ActionAborted(h.run.Service, h.run.Kind, err, now)
+		default:
+			c.ps.outRuns = append(c.ps.outRuns, *h.run)
+		}
+	}
+}
+
+// RetryPersist runs on every tick while writes fail: what the instance
+// monitors observed is recorded again, and the state is handed out even
+// if unchanged, so that the node recovers as soon as the disk does.
+func (c *Core) RetryPersist() {
+	if c.ps.failing == nil || !c.Settled() {
+		return
+	}
+	c.PersistMonitors()
+	c.persist()
+}
+
+// hold numbers the Persist of r, and keeps back its answers and actions
+// while a state handed out is not on disk. A barrier whose request began
+// before a roll back fails at once.
+func (c *Core) hold(r *Ready) {
+	if r.Persist != nil {
+		c.ps.seq++
+		r.PersistSeq = c.ps.seq
+		if c.cfg.WriteThrough {
+			c.ps.acked, c.ps.onDisk = c.ps.seq, r.Persist.Clone()
+		} else {
+			c.ps.states = append(c.ps.states, seqState{seq: c.ps.seq, st: r.Persist.Clone()})
+		}
+	}
+	for i := range r.Answers {
+		a := &r.Answers[i]
+		if from, ok := c.ps.from[a.Ticket]; ok {
+			delete(c.ps.from, a.Ticket)
+			if c.ps.undoneTo > from && a.Err == nil {
+				a.Err = failedf("state not saved: %v (a change made during this call was undone)", c.ps.undoneErr)
+			}
+		}
+	}
+	if c.Settled() {
+		return
+	}
+	for i := range r.Answers {
+		a := r.Answers[i]
+		c.ps.held = append(c.ps.held, heldOut{seq: c.ps.seq, answer: &a})
+	}
+	for i := range r.Run {
+		a := r.Run[i]
+		c.ps.held = append(c.ps.held, heldOut{seq: c.ps.seq, run: &a})
+	}
+	r.Ordered = r.Run
+	r.Answers, r.Run = nil, nil
+}
+
+// StateChanged tells the core that the driver changed the durable state
+// it holds in place (config distribution, still in package daemon: config
+// versions, digests, tombstones): the next Ready persists it, and the
+// answers that follow wait for it.
+func (c *Core) StateChanged() { c.persist() }
