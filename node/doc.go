@@ -36,7 +36,9 @@
 //     ticket is answered), ClearLocal;
 //   - the decision pass (Orchestrate: monitor.Step over the view of now
 //     (Snapshot), the decisions carried out, actions ordered in
-//     Ready.Run, the multiple-active watch, Ready.WakeAt for the end of a
+//     Ready.Run, the multiple-active resolution (multiactive.go: the
+//     multiple_active rule, acted on once every node's data is fresh and
+//     stable for ready_period), Ready.WakeAt for the end of a
 //     ready window or a --wait deadline);
 //   - admin requests: AdminTarget (above), AdminLocal (--local freeze,
 //     thaw, start, stop which freezes first, clear), AdminNode (freeze,

@@ -146,19 +146,6 @@ func (e ActionBegin) Service() string { return e.Svc }
 func (ActionBegin) Level() Level      { return Info }
 func (e ActionBegin) String() string  { return e.Action + ": " + e.Reason }
 
-// MultipleActive: a failover service seen up on more than one node.
-type MultipleActive struct {
-	Svc   string   `json:"svc"`
-	Nodes []string `json:"nodes"`
-}
-
-func (MultipleActive) Kind() string      { return "multiple_active" }
-func (e MultipleActive) Service() string { return e.Svc }
-func (MultipleActive) Level() Level      { return Warn }
-func (e MultipleActive) String() string {
-	return "service up on more than one node: " + strings.Join(e.Nodes, ",") + " (stop the extra instance with svcmgr stop --local, or switch)"
-}
-
 // PeerStatus: this node's conclusion about a peer changed (view.Status).
 type PeerStatus struct {
 	Node   string             `json:"node"`

@@ -47,8 +47,13 @@ type instance struct {
 	flags  string
 	busy   string // the action in flight: "start" | "stop"
 	// multiActive lists the nodes where the service was last seen up when
-	// more than one ("" otherwise), to say it once per change.
+	// more than one ("" otherwise), to say it once per change; multiKept
+	// and multiSince are the keeper and since when it was seen fresh,
+	// multiDone is set once its rule was applied (multiactive.go).
 	multiActive string
+	multiKept   string
+	multiSince  time.Time
+	multiDone   bool
 }
 
 // Action is an order to the driver: run the start or the stop of a
