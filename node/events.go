@@ -139,6 +139,8 @@ type ActionBegin struct {
 	Svc    string `json:"svc"`
 	Action string `json:"action"`
 	Reason string `json:"reason"`
+	// FencingToken is HAVEN_FENCING_TOKEN of the action's commands.
+	FencingToken uint64 `json:"fencing_token,omitempty"`
 }
 
 func (ActionBegin) Kind() string      { return "action_begin" }

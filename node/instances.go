@@ -63,6 +63,9 @@ type Action struct {
 	Kind    string `json:"kind"` // "start" | "stop"
 	Service string `json:"svc"`
 	Reason  string `json:"reason"`
+	// FencingToken is HAVEN_FENCING_TOKEN for its commands: a start's new
+	// token, or the token of the running instance for a stop (fencing.go).
+	FencingToken uint64 `json:"fencing_token,omitempty"`
 }
 
 // InstanceInfo is what the core holds of an instance, for the driver's
@@ -258,8 +261,12 @@ func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
 	inst.caller = 0
 	inst.prevState = inst.mon.State
 	c.publish()
-	c.emit(ActionBegin{Svc: svc, Action: kind, Reason: reason})
-	c.ready.Run = append(c.ready.Run, Action{Kind: kind, Service: svc, Reason: reason})
+	token := c.FencingToken(svc)
+	if kind == "start" {
+		token = c.nextFencingToken(svc)
+	}
+	c.emit(ActionBegin{Svc: svc, Action: kind, Reason: reason, FencingToken: token})
+	c.ready.Run = append(c.ready.Run, Action{Kind: kind, Service: svc, Reason: reason, FencingToken: token})
 }
 
 // finishAction ends an action once the status check that followed it has
@@ -355,6 +362,8 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 			Flags:           inst.flags,
 			Resources:       res,
 			ConfigVersion:   c.state.Services[inst.name].ConfigVersion,
+			FencingToken:    c.state.Services[inst.name].FencingToken,
+			FencingSeen:     c.state.Services[inst.name].FencingSeen,
 		}
 	}
 	return n
