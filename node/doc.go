@@ -19,8 +19,12 @@
 //
 //   - the durable state (State: frozen flags, local expect, start failed,
 //     targets, clears, config versions and tombstones, cluster identity,
-//     the Lamport counter): NextVersion, Witness, SetFrozen,
-//     SetNodeFrozen, SetMonitorState, Restore;
+//     the Lamport counter, the fencing tokens): NextVersion, Witness,
+//     SetFrozen, SetNodeFrozen, SetMonitorState, Restore;
+//   - the fencing tokens (fencing.go): a start's new token (Action
+//     FencingToken, persisted in the Ready that orders it), the running
+//     instance's for its stops and checks, the greatest ones heard from
+//     the peers' data;
 //   - admin targets and clear requests: AdminTarget (start, stop,
 //     switch, ..., abort, clear, with or without --wait), SetTarget,
 //     MergeTargets and MergeClears (newer logical version wins; a target
