@@ -10,7 +10,7 @@ import (
 
 // startToken runs a start of web on c and returns the token of its
 // action, checking that the Ready that orders it persists it.
-func startToken(t *testing.T, c *Core, now time.Time) uint64 {
+func maStartToken(t *testing.T, c *Core, now time.Time) uint64 {
 	t.Helper()
 	if _, err := c.RunAction("web", "start", "test", now); err != nil {
 		t.Fatal(err)
@@ -37,10 +37,10 @@ func startToken(t *testing.T, c *Core, now time.Time) uint64 {
 
 func TestFencingTokenIncreasesPersistsAndReachesStopAndCheck(t *testing.T) {
 	clk := clock.NewFake(t0)
-	c := testNode(t, "n2", "", false, clk.Now())
-	hear(c, peerData("n1", false, false), clk.Now())
-	hear(c, peerData("n3", false, false), clk.Now())
-	first := startToken(t, c, clk.Now())
+	c := maNode(t, "n2", "", false, clk.Now())
+	maHear(c, maPeer("n1", false, false), clk.Now())
+	maHear(c, maPeer("n3", false, false), clk.Now())
+	first := maStartToken(t, c, clk.Now())
 	if first != 2 { // n2 is the second of n1 n2 n3: 2, 5, 8...
 		t.Fatalf("got first token %d on n2, want 2", first)
 	}
@@ -66,7 +66,7 @@ func TestFencingTokenIncreasesPersistsAndReachesStopAndCheck(t *testing.T) {
 	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, clk.Now())
 	c.Ready()
 	// a peer used 10 meanwhile: the next start here is above it, in n2's numbers
-	d := peerData("n1", false, false)
+	d := maPeer("n1", false, false)
 	i := d.Services["web"]
 	i.FencingToken = 10
 	d.Services["web"] = i
@@ -74,7 +74,7 @@ func TestFencingTokenIncreasesPersistsAndReachesStopAndCheck(t *testing.T) {
 	if rd := c.Ready(); rd.Persist == nil || rd.Persist.Services["web"].FencingSeen != 10 {
 		t.Fatalf("a peer's greater token is not persisted: %+v", rd.Persist)
 	}
-	if tok := startToken(t, c, clk.Now()); tok != 11 {
+	if tok := maStartToken(t, c, clk.Now()); tok != 11 {
 		t.Fatalf("got token %d after a peer's 10, want 11 (n2's next above 10)", tok)
 	}
 }
@@ -83,18 +83,18 @@ func TestFencingTokenIncreasesPersistsAndReachesStopAndCheck(t *testing.T) {
 // the highest token it used or heard of.
 func TestFencingTokenSurvivesRestart(t *testing.T) {
 	clk := clock.NewFake(t0)
-	c := testNode(t, "n1", "", false, clk.Now())
-	d := peerData("n3", false, false)
+	c := maNode(t, "n1", "", false, clk.Now())
+	d := maPeer("n3", false, false)
 	i := d.Services["web"]
 	i.FencingSeen = 30 // n3 heard of 30 from n2
 	d.Services["web"] = i
-	hear(c, d, clk.Now())
+	maHear(c, d, clk.Now())
 	disk := c.State().Clone()
 	// the daemon restarts: a new core from the disk, no peer heard yet
-	c2 := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2", "n3"}, Local: &testLocal{name: "n1"}}, disk)
+	c2 := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2", "n3"}, Local: &maLocal{name: "n1"}}, disk)
 	c2.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, clk.Now())
 	c2.Ready()
-	if tok := startToken(t, c2, clk.Now()); tok != 31 {
+	if tok := maStartToken(t, c2, clk.Now()); tok != 31 {
 		t.Fatalf("got token %d after a restart that knew 30, want 31", tok)
 	}
 }
@@ -104,10 +104,10 @@ func TestFencingTokenSurvivesRestart(t *testing.T) {
 func TestFencingTokensNeverCollideAcrossNodes(t *testing.T) {
 	used := map[uint64]string{}
 	for _, name := range []string{"n1", "n2", "n3"} {
-		c := testNode(t, name, "", false, t0)
+		c := maNode(t, name, "", false, t0)
 		prev := uint64(0)
 		for k := 0; k < 5; k++ {
-			tok := startToken(t, c, t0)
+			tok := maStartToken(t, c, t0)
 			if tok <= prev {
 				t.Fatalf("%s: token %d after %d", name, tok, prev)
 			}

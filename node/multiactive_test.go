@@ -10,26 +10,26 @@ import (
 	"haven/dataset"
 )
 
-// testLocal is a driver's part of a node for the tests: its name, labels
+// maLocal is a driver's part of a node for the tests: its name, labels
 // and service configs; the core fills the rest (Dataset).
-type testLocal struct {
+type maLocal struct {
 	name string
 	core *Core
 	svcs map[string]*config.ServiceConfig
 }
 
-func (l *testLocal) LocalNode() dataset.Node {
+func (l *maLocal) LocalNode() dataset.Node {
 	return l.core.Dataset(dataset.Node{Name: l.name, Services: map[string]dataset.Instance{}})
 }
-func (l *testLocal) LocalServices() map[string]*config.ServiceConfig { return l.svcs }
+func (l *maLocal) LocalServices() map[string]*config.ServiceConfig { return l.svcs }
 
 // testNode is a core with web (nodes n1 n2 n3, orchestrate ha, the given
 // multiple_active) installed and checked: up when up is true.
-func testNode(t *testing.T, name, rule string, up bool, now time.Time) *Core {
+func maNode(t *testing.T, name, rule string, up bool, now time.Time) *Core {
 	t.Helper()
 	cfg := &config.ServiceConfig{Name: "web", Nodes: []string{"n1", "n2", "n3"}, Orchestrate: "ha",
 		Placement: "nodes order", MultipleActive: rule, Priority: 100}
-	l := &testLocal{name: name, svcs: map[string]*config.ServiceConfig{"web": cfg}}
+	l := &maLocal{name: name, svcs: map[string]*config.ServiceConfig{"web": cfg}}
 	c := New(Config{Name: name, ClusterNodes: []string{"n1", "n2", "n3"}, Compat: 1, ReadyPeriod: 2 * time.Second,
 		RejoinGrace: time.Minute, MaintenanceGrace: time.Minute, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: l}, State{})
 	l.core = c
@@ -47,7 +47,7 @@ func testNode(t *testing.T, name, rule string, up bool, now time.Time) *Core {
 }
 
 // peerData is the dataset a peer announces: idle, web up or down.
-func peerData(name string, webUp, frozen bool) *dataset.Node {
+func maPeer(name string, webUp, frozen bool) *dataset.Node {
 	st := dataset.StatusDown
 	le := dataset.ExpectNone
 	if webUp {
@@ -58,18 +58,18 @@ func peerData(name string, webUp, frozen bool) *dataset.Node {
 }
 
 // hear gives c a peer's data (up, then its data).
-func hear(c *Core, d *dataset.Node, now time.Time) {
+func maHear(c *Core, d *dataset.Node, now time.Time) {
 	c.Heartbeat(PeerEvent{Node: d.Name, Kind: PeerUp}, now)
 	c.Heartbeat(PeerEvent{Node: d.Name, Kind: PeerData, Data: d}, now)
 }
 
 // pass runs a decision pass and returns its Ready.
-func pass(c *Core, now time.Time) Ready {
+func maPass(c *Core, now time.Time) Ready {
 	c.Orchestrate(now)
 	return c.Ready()
 }
 
-func resolveEvent(rd Ready) (MultipleActiveResolve, bool) {
+func maResolveEvent(rd Ready) (MultipleActiveResolve, bool) {
 	for _, e := range rd.Events {
 		if r, ok := e.(MultipleActiveResolve); ok {
 			return r, true
@@ -78,7 +78,7 @@ func resolveEvent(rd Ready) (MultipleActiveResolve, bool) {
 	return MultipleActiveResolve{}, false
 }
 
-func stops(rd Ready) int {
+func maStops(rd Ready) int {
 	n := 0
 	for _, a := range rd.Run {
 		if a.Kind == "stop" && a.Service == "web" {
@@ -92,30 +92,30 @@ func stops(rd Ready) int {
 // once the situation lasted ready_period, and says so loudly.
 func TestMultipleActiveStopsOwnExtraAfterSettle(t *testing.T) {
 	clk := clock.NewFake(t0)
-	c := testNode(t, "n2", "", true, clk.Now())
-	hear(c, peerData("n1", true, false), clk.Now())
-	hear(c, peerData("n3", false, false), clk.Now())
-	rd := pass(c, clk.Now())
+	c := maNode(t, "n2", "", true, clk.Now())
+	maHear(c, maPeer("n1", true, false), clk.Now())
+	maHear(c, maPeer("n3", false, false), clk.Now())
+	rd := maPass(c, clk.Now())
 	var seen bool
 	for _, e := range rd.Events {
 		if m, ok := e.(MultipleActive); ok {
 			seen = strings.Join(m.Nodes, ",") == "n1,n2" && m.Rule == MultipleActiveStopOthers
 		}
 	}
-	if !seen || stops(rd) != 0 {
-		t.Fatalf("got events %v and %d stops, want the multiple-active event and no stop yet", rd.Events, stops(rd))
+	if !seen || maStops(rd) != 0 {
+		t.Fatalf("got events %v and %d stops, want the multiple-active event and no stop yet", rd.Events, maStops(rd))
 	}
 	if want := clk.Now().Add(2 * time.Second); !rd.WakeAt.Equal(want) {
 		t.Fatalf("got WakeAt %v, want the end of the settle %v", rd.WakeAt, want)
 	}
 	clk.Advance(1900 * time.Millisecond)
-	if rd := pass(c, clk.Now()); stops(rd) != 0 {
+	if rd := maPass(c, clk.Now()); maStops(rd) != 0 {
 		t.Fatalf("stopped before ready_period: %+v", rd.Run)
 	}
 	clk.Advance(100 * time.Millisecond)
-	rd = pass(c, clk.Now())
-	e, ok := resolveEvent(rd)
-	if stops(rd) != 1 || !ok || e.Kept != "n1" || e.Level() != Error {
+	rd = maPass(c, clk.Now())
+	e, ok := maResolveEvent(rd)
+	if maStops(rd) != 1 || !ok || e.Kept != "n1" || e.Level() != Error {
 		t.Fatalf("got run %+v event %+v, want n2's stop and an error-level event keeping n1", rd.Run, e)
 	}
 	for _, want := range []string{"up on n1,n2", "multiple_active = stop_others keeps n1", "stopping the instance here"} {
@@ -128,7 +128,7 @@ func TestMultipleActiveStopsOwnExtraAfterSettle(t *testing.T) {
 	}
 	// once: no second stop while the situation lasts
 	clk.Advance(5 * time.Second)
-	if rd := pass(c, clk.Now()); stops(rd) != 0 {
+	if rd := maPass(c, clk.Now()); maStops(rd) != 0 {
 		t.Fatalf("stopped twice: %+v", rd.Run)
 	}
 }
@@ -145,17 +145,17 @@ func TestMultipleActiveKeeperAndObserverStopNothing(t *testing.T) {
 		{"n3", false, "stopped by n2"},
 	} {
 		clk := clock.NewFake(t0)
-		c := testNode(t, tc.local, "", tc.runs, clk.Now())
+		c := maNode(t, tc.local, "", tc.runs, clk.Now())
 		for _, p := range []string{"n1", "n2", "n3"} {
 			if p != tc.local {
-				hear(c, peerData(p, p != "n3", false), clk.Now())
+				maHear(c, maPeer(p, p != "n3", false), clk.Now())
 			}
 		}
-		pass(c, clk.Now())
+		maPass(c, clk.Now())
 		clk.Advance(2 * time.Second)
-		rd := pass(c, clk.Now())
-		e, ok := resolveEvent(rd)
-		if stops(rd) != 0 || !ok || e.Kept != "n1" || e.Action != tc.action {
+		rd := maPass(c, clk.Now())
+		e, ok := maResolveEvent(rd)
+		if maStops(rd) != 0 || !ok || e.Kept != "n1" || e.Action != tc.action {
 			t.Fatalf("%s: got run %+v event %+v, want no stop and %q", tc.local, rd.Run, e, tc.action)
 		}
 	}
@@ -166,31 +166,31 @@ func TestMultipleActiveKeeperAndObserverStopNothing(t *testing.T) {
 // starts.
 func TestMultipleActiveWaitsForFreshData(t *testing.T) {
 	clk := clock.NewFake(t0)
-	c := testNode(t, "n2", "", true, clk.Now())
-	hear(c, peerData("n1", true, false), clk.Now())
-	hear(c, peerData("n3", false, false), clk.Now())
+	c := maNode(t, "n2", "", true, clk.Now())
+	maHear(c, maPeer("n1", true, false), clk.Now())
+	maHear(c, maPeer("n3", false, false), clk.Now())
 	// n1 lost, n2 ran web meanwhile; n1 comes back with no data yet
 	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerDown}, clk.Now())
 	c.Ready()
 	clk.Advance(10 * time.Second)
 	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerUp}, clk.Now())
-	rd := pass(c, clk.Now())
+	rd := maPass(c, clk.Now())
 	for _, e := range rd.Events {
 		if _, ok := e.(MultipleActive); ok {
 			t.Fatalf("multiple active on n1's data from before the split: %v", e)
 		}
 	}
 	clk.Advance(5 * time.Second)
-	if rd := pass(c, clk.Now()); stops(rd) != 0 {
+	if rd := maPass(c, clk.Now()); maStops(rd) != 0 {
 		t.Fatalf("stopped on stale data: %+v", rd.Run)
 	}
 	// n1 is heard: web still runs there
-	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: peerData("n1", true, false)}, clk.Now())
-	if rd := pass(c, clk.Now()); stops(rd) != 0 {
+	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: maPeer("n1", true, false)}, clk.Now())
+	if rd := maPass(c, clk.Now()); maStops(rd) != 0 {
 		t.Fatalf("stopped at once on the first fresh data: %+v", rd.Run)
 	}
 	clk.Advance(2 * time.Second)
-	if rd := pass(c, clk.Now()); stops(rd) != 1 {
+	if rd := maPass(c, clk.Now()); maStops(rd) != 1 {
 		t.Fatalf("got run %+v, want the stop ready_period after fresh data", rd.Run)
 	}
 }
@@ -199,20 +199,20 @@ func TestMultipleActiveWaitsForFreshData(t *testing.T) {
 // its rank is not yet the one every node will compute.
 func TestMultipleActiveWaitsForAvailablePeer(t *testing.T) {
 	clk := clock.NewFake(t0)
-	c := testNode(t, "n2", "", true, clk.Now())
-	d := peerData("n1", true, false)
+	c := maNode(t, "n2", "", true, clk.Now())
+	d := maPeer("n1", true, false)
 	d.Monitor = dataset.NodeRejoin
-	hear(c, d, clk.Now())
-	hear(c, peerData("n3", false, false), clk.Now())
-	pass(c, clk.Now())
+	maHear(c, d, clk.Now())
+	maHear(c, maPeer("n3", false, false), clk.Now())
+	maPass(c, clk.Now())
 	clk.Advance(10 * time.Second)
-	if rd := pass(c, clk.Now()); stops(rd) != 0 {
+	if rd := maPass(c, clk.Now()); maStops(rd) != 0 {
 		t.Fatalf("stopped while n1 is in rejoin: %+v", rd.Run)
 	}
-	hear(c, peerData("n1", true, false), clk.Now())
-	pass(c, clk.Now())
+	maHear(c, maPeer("n1", true, false), clk.Now())
+	maPass(c, clk.Now())
 	clk.Advance(2 * time.Second)
-	if rd := pass(c, clk.Now()); stops(rd) != 1 {
+	if rd := maPass(c, clk.Now()); maStops(rd) != 1 {
 		t.Fatalf("got run %+v, want the stop once n1 is idle for ready_period", rd.Run)
 	}
 }
@@ -221,14 +221,14 @@ func TestMultipleActiveWaitsForAvailablePeer(t *testing.T) {
 func TestMultipleActiveFreezeAndWarn(t *testing.T) {
 	for _, rule := range []string{MultipleActiveFreeze, MultipleActiveWarn} {
 		clk := clock.NewFake(t0)
-		c := testNode(t, "n2", rule, true, clk.Now())
-		hear(c, peerData("n1", true, false), clk.Now())
-		hear(c, peerData("n3", false, false), clk.Now())
-		pass(c, clk.Now())
+		c := maNode(t, "n2", rule, true, clk.Now())
+		maHear(c, maPeer("n1", true, false), clk.Now())
+		maHear(c, maPeer("n3", false, false), clk.Now())
+		maPass(c, clk.Now())
 		clk.Advance(2 * time.Second)
-		rd := pass(c, clk.Now())
-		e, ok := resolveEvent(rd)
-		if stops(rd) != 0 || !ok || e.Rule != rule {
+		rd := maPass(c, clk.Now())
+		e, ok := maResolveEvent(rd)
+		if maStops(rd) != 0 || !ok || e.Rule != rule {
 			t.Fatalf("%s: got run %+v event %+v, want no stop and the event", rule, rd.Run, e)
 		}
 		if got, want := c.Frozen("web"), rule == MultipleActiveFreeze; got != want {
@@ -248,10 +248,10 @@ func TestKeeperIsTheSameEverywhere(t *testing.T) {
 	// but cannot be stopped: it is kept
 	views := map[string]*Core{}
 	for _, n := range []string{"n2", "n3"} {
-		c := testNode(t, n, "", true, clk.Now())
+		c := maNode(t, n, "", true, clk.Now())
 		for _, p := range []string{"n1", "n2", "n3"} {
 			if p != n {
-				hear(c, peerData(p, true, p == "n1"), clk.Now())
+				maHear(c, maPeer(p, true, p == "n1"), clk.Now())
 			}
 		}
 		views[n] = c
@@ -264,9 +264,9 @@ func TestKeeperIsTheSameEverywhere(t *testing.T) {
 	}
 	// without the freeze, n2 and n3 see the nodes order: n1 still, and a
 	// service whose nodes order is n3 first keeps n3
-	c := testNode(t, "n2", "", true, clk.Now())
-	hear(c, peerData("n1", true, false), clk.Now())
-	hear(c, peerData("n3", true, false), clk.Now())
+	c := maNode(t, "n2", "", true, clk.Now())
+	maHear(c, maPeer("n1", true, false), clk.Now())
+	maHear(c, maPeer("n3", true, false), clk.Now())
 	s := c.Snapshot(clk.Now())
 	if k := Keeper(s, "web", []string{"n2", "n3"}); k != "n2" {
 		t.Fatalf("got keeper %s among n2,n3, want n2 (nodes order)", k)
@@ -280,19 +280,19 @@ func TestKeeperIsTheSameEverywhere(t *testing.T) {
 // Three instances: the two extra ones stop in the same round.
 func TestMultipleActiveThreeInstances(t *testing.T) {
 	clk := clock.NewFake(t0)
-	c := testNode(t, "n3", "", true, clk.Now())
-	hear(c, peerData("n1", true, false), clk.Now())
-	hear(c, peerData("n2", true, false), clk.Now())
-	pass(c, clk.Now())
+	c := maNode(t, "n3", "", true, clk.Now())
+	maHear(c, maPeer("n1", true, false), clk.Now())
+	maHear(c, maPeer("n2", true, false), clk.Now())
+	maPass(c, clk.Now())
 	clk.Advance(1 * time.Second)
 	// n2's stop begins first: it does not hold n3's
-	d := peerData("n2", true, false)
+	d := maPeer("n2", true, false)
 	i := d.Services["web"]
 	i.Monitor.State = dataset.Stopping
 	d.Services["web"] = i
-	hear(c, d, clk.Now())
+	maHear(c, d, clk.Now())
 	clk.Advance(1 * time.Second)
-	if rd := pass(c, clk.Now()); stops(rd) != 1 {
+	if rd := maPass(c, clk.Now()); maStops(rd) != 1 {
 		t.Fatalf("got run %+v, want n3's stop in the same round as n2's", rd.Run)
 	}
 }
