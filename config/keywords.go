@@ -155,6 +155,8 @@ var Keywords = []Keyword{
 		Doc: "What the daemon does when a monitored resource fails and its restarts are exhausted.", NotYet: "the restart ladder and monitor_action (BEHAVIOUR 4)"},
 	{Section: SectionDefault, Key: "priority", Type: TypeInt, Default: "100", Field: "Priority",
 		Doc: "Start order among the services of a node: lower starts first."},
+	{Section: SectionDefault, Key: "multiple_active", Type: TypeEnum, Default: "stop_others", Allowed: []string{"stop_others", "freeze", "warn"}, Field: "MultipleActive",
+		Doc: "What the daemons do when the service is found up on more than one node (after a split with `quorum = false`, or a manual start), once the data of every node running it is fresh and the situation has lasted `ready_period`. `stop_others`: keep the instance on the node the placement ranks first among those running it (an instance that cannot be stopped, frozen or on a frozen node, ranks first) and every other node stops its own; `freeze`: freeze the service on every node and stop nothing; `warn`: log only. Every node logs it at error level, naming the nodes, the kept one and the rule (event `multiple_active_resolve`)."},
 
 	{Section: SectionResource, Key: "monitor", Type: TypeBool, Default: "false", Field: "Monitor",
 		Doc: "A failure of this resource is handled by the daemon (restarts, then `monitor_action`); it is checked every `monitor_interval`."},
@@ -170,7 +172,7 @@ var Keywords = []Keyword{
 		Doc: "The time limit of each action (start, stop, check) of the resource."},
 
 	{Section: SectionApp, Key: "start", Type: TypeString, Field: "Start",
-		Doc: "The start command. Split like shell words and run without a shell (write `sh -c '...'` for one), in the service's private directory, with HAVEN_SVCNAME, HAVEN_NODENAME, HAVEN_RID and HAVEN_ACTION set. An app needs at least one of start, stop, check."},
+		Doc: "The start command. Split like shell words and run without a shell (write `sh -c '...'` for one), in the service's private directory, with HAVEN_SVCNAME, HAVEN_NODENAME, HAVEN_RID and HAVEN_ACTION set, and HAVEN_FENCING_TOKEN (the start's fencing token, see docs/fencing-token.md; also given to stop and check, with the token of the running instance). An app needs at least one of start, stop, check."},
 	{Section: SectionApp, Key: "stop", Type: TypeString, Field: "Stop",
 		Doc: "The stop command."},
 	{Section: SectionApp, Key: "check", Type: TypeString, Field: "Check",

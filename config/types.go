@@ -113,6 +113,7 @@ type ServiceConfig struct {
 	Children         []string
 	MonitorAction    string // none | freezestop | switch | crash | reboot
 	Priority         int    // default 100
+	MultipleActive   string // stop_others | freeze | warn
 
 	// Constraint is the compiled constraints expression, nil when none.
 	Constraint *constraints.Program

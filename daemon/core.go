@@ -96,6 +96,8 @@ func (d *Daemon) logEvent(e node.Event) {
 		d.svclogs.write(e.Svc, "", e.String())
 	case node.MultipleActive:
 		d.svclogs.write(e.Svc, "", e.String())
+	case node.MultipleActiveResolve:
+		d.svclogs.write(e.Svc, "", e.String())
 	case node.ActionEnd:
 		d.svclogs.write(e.Svc, "", e.String())
 	case node.ResourceStatus:

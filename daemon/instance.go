@@ -143,6 +143,7 @@ func (d *Daemon) startCheck(ck node.Check) {
 	}
 	set := inst.set
 	d.goWorker(func(ctx context.Context) {
+		ctx = resource.WithFencingToken(ctx, ck.FencingToken)
 		var res map[string]dataset.Resource
 		if ck.Full {
 			res = set.Status(ctx)
@@ -208,6 +209,7 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 	}
 	action := a.Kind
 	d.goWorker(func(ctx context.Context) {
+		ctx = resource.WithFencingToken(ctx, a.FencingToken)
 		var err error
 		if action == "start" {
 			err = set.Start(ctx)

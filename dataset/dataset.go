@@ -131,6 +131,12 @@ type Instance struct {
 	// AgeMs is, for a stale instance, how long ago its node was last heard,
 	// in milliseconds (-1: never heard).
 	AgeMs int64 `json:"age_ms,omitempty"`
+	// FencingToken is the fencing token of the last start of the service
+	// on this node (HAVEN_FENCING_TOKEN of the running instance), 0 when it
+	// never started here; FencingSeen is the highest token the node knows
+	// for the service anywhere (docs/fencing-token.md).
+	FencingToken uint64 `json:"fencing_token,omitempty"`
+	FencingSeen  uint64 `json:"fencing_seen,omitempty"`
 }
 
 // Version is a logical (Lamport) version with the origin node as tie-break.

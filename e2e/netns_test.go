@@ -44,7 +44,9 @@ func TestNetnsVIPFailoverOnLinkCutAndSplitBrain(t *testing.T) {
 
 	// 1. the service and its VIP start on n1, the placement leader
 	created := time.Now()
-	createService(t, c["n1"], "web", vipService(`["n1", "n2", "n3"]`))
+	// multiple_active = warn: this test shows the split and the admin's
+	// way out; e2e/multiactive_test.go shows the default resolution
+	createService(t, c["n1"], "web", strings.Replace(vipService(`["n1", "n2", "n3"]`), `orchestrate = "ha"`, `orchestrate = "ha"`+"\nmultiple_active = \"warn\"", 1))
 	waitFor(t, 15*time.Second, "web up on n1 only (seen from n2)", upOnlyOn(c["n2"], "web", "n1"))
 	t.Logf("web up on n1 %s after its creation (ready_period 2s)", time.Since(created).Round(10*time.Millisecond))
 	if h := b.holders(vip); !slices.Equal(h, []string{"n1"}) {

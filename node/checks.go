@@ -18,6 +18,9 @@ type Check struct {
 	// Gen is the instance's generation: a result of an older one (the
 	// config changed meanwhile) is not used.
 	Gen uint64 `json:"gen"`
+	// FencingToken is the token of the instance's last start here, for
+	// HAVEN_FENCING_TOKEN (0: never started here).
+	FencingToken uint64 `json:"fencing_token,omitempty"`
 }
 
 // actionEnd is the end of an action's commands, waiting on the full
@@ -64,7 +67,7 @@ func (c *Core) check(svc string, inst *instance, full bool) {
 		return
 	}
 	inst.checking = true
-	c.ready.Check = append(c.ready.Check, Check{Service: svc, Full: full, Gen: inst.gen})
+	c.ready.Check = append(c.ready.Check, Check{Service: svc, Full: full, Gen: inst.gen, FencingToken: c.FencingToken(svc)})
 }
 
 // CheckDone takes the result of a Check: the resources' status, the

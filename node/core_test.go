@@ -140,7 +140,7 @@ func TestClearAppliesOnceAndHere(t *testing.T) {
 	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
-	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0] != (Action{Kind: "start", Service: "web", Reason: "test"}) {
+	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0] != (Action{Kind: "start", Service: "web", Reason: "test", FencingToken: 1}) {
 		t.Fatalf("got Run %v, want the start of web", rd.Run)
 	}
 	if _, err := c.RunAction("web", "stop", "test", t0); err == nil {

@@ -21,8 +21,12 @@
 //
 //   - the durable state (State: frozen flags, local expect, start failed,
 //     targets, clears, config versions and tombstones, cluster identity,
-//     the Lamport counter): NextVersion, Witness, SetFrozen,
-//     SetNodeFrozen, SetMonitorState, Restore;
+//     the Lamport counter, the fencing tokens): NextVersion, Witness,
+//     SetFrozen, SetNodeFrozen, SetMonitorState, Restore;
+//   - the fencing tokens (fencing.go): a start's new token (Action
+//     FencingToken, persisted in the Ready that orders it), the running
+//     instance's for its stops and checks, the greatest ones heard from
+//     the peers' data;
 //   - admin targets and clear requests: AdminTarget (start, stop,
 //     switch, ..., abort, clear, with or without --wait), SetTarget,
 //     MergeTargets and MergeClears (newer logical version wins; a target
@@ -38,7 +42,9 @@
 //     ticket is answered), ClearLocal;
 //   - the decision pass (Orchestrate: monitor.Step over the view of now
 //     (Snapshot), the decisions carried out, actions ordered in
-//     Ready.Run, the multiple-active watch, Ready.WakeAt for the end of a
+//     Ready.Run, the multiple-active resolution (multiactive.go: the
+//     multiple_active rule, acted on once every node's data is fresh and
+//     stable for ready_period), Ready.WakeAt for the end of a
 //     ready window or a --wait deadline);
 //   - admin requests: AdminTarget (above), AdminLocal (--local freeze,
 //     thaw, start, stop which freezes first, clear), AdminNode (freeze,

@@ -139,25 +139,14 @@ type ActionBegin struct {
 	Svc    string `json:"svc"`
 	Action string `json:"action"`
 	Reason string `json:"reason"`
+	// FencingToken is HAVEN_FENCING_TOKEN of the action's commands.
+	FencingToken uint64 `json:"fencing_token,omitempty"`
 }
 
 func (ActionBegin) Kind() string      { return "action_begin" }
 func (e ActionBegin) Service() string { return e.Svc }
 func (ActionBegin) Level() Level      { return Info }
 func (e ActionBegin) String() string  { return e.Action + ": " + e.Reason }
-
-// MultipleActive: a failover service seen up on more than one node.
-type MultipleActive struct {
-	Svc   string   `json:"svc"`
-	Nodes []string `json:"nodes"`
-}
-
-func (MultipleActive) Kind() string      { return "multiple_active" }
-func (e MultipleActive) Service() string { return e.Svc }
-func (MultipleActive) Level() Level      { return Warn }
-func (e MultipleActive) String() string {
-	return "service up on more than one node: " + strings.Join(e.Nodes, ",") + " (stop the extra instance with svcmgr stop --local, or switch)"
-}
 
 // PeerStatus: this node's conclusion about a peer changed (view.Status).
 type PeerStatus struct {

@@ -47,8 +47,13 @@ type instance struct {
 	flags  string
 	busy   string // the action in flight: "start" | "stop"
 	// multiActive lists the nodes where the service was last seen up when
-	// more than one ("" otherwise), to say it once per change.
+	// more than one ("" otherwise), to say it once per change; multiKept
+	// and multiSince are the keeper and since when it was seen fresh,
+	// multiDone is set once its rule was applied (multiactive.go).
 	multiActive string
+	multiKept   string
+	multiSince  time.Time
+	multiDone   bool
 }
 
 // Action is an order to the driver: run the start or the stop of a
@@ -58,6 +63,9 @@ type Action struct {
 	Kind    string `json:"kind"` // "start" | "stop"
 	Service string `json:"svc"`
 	Reason  string `json:"reason"`
+	// FencingToken is HAVEN_FENCING_TOKEN for its commands: a start's new
+	// token, or the token of the running instance for a stop (fencing.go).
+	FencingToken uint64 `json:"fencing_token,omitempty"`
 }
 
 // InstanceInfo is what the core holds of an instance, for the driver's
@@ -253,8 +261,12 @@ func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
 	inst.caller = 0
 	inst.prevState = inst.mon.State
 	c.publish()
-	c.emit(ActionBegin{Svc: svc, Action: kind, Reason: reason})
-	c.ready.Run = append(c.ready.Run, Action{Kind: kind, Service: svc, Reason: reason})
+	token := c.FencingToken(svc)
+	if kind == "start" {
+		token = c.nextFencingToken(svc)
+	}
+	c.emit(ActionBegin{Svc: svc, Action: kind, Reason: reason, FencingToken: token})
+	c.ready.Run = append(c.ready.Run, Action{Kind: kind, Service: svc, Reason: reason, FencingToken: token})
 }
 
 // finishAction ends an action once the status check that followed it has
@@ -350,6 +362,8 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 			Flags:           inst.flags,
 			Resources:       res,
 			ConfigVersion:   c.state.Services[inst.name].ConfigVersion,
+			FencingToken:    c.state.Services[inst.name].FencingToken,
+			FencingSeen:     c.state.Services[inst.name].FencingSeen,
 		}
 	}
 	return n

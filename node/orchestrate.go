@@ -1,10 +1,8 @@
 package node
 
 import (
-	"strings"
 	"time"
 
-	"haven/dataset"
 	"haven/monitor"
 )
 
@@ -21,8 +19,7 @@ func (c *Core) Orchestrate(now time.Time) {
 	c.viewChanged = false
 	c.lastStep = now
 	snap := c.Snapshot(now)
-	c.watchMultipleActive(snap)
-	var next time.Time
+	next := c.resolveMultipleActive(snap, now)
 	for _, dec := range monitor.Step(snap) {
 		svc := dec.Service
 		inst := c.insts[svc]
@@ -83,36 +80,5 @@ func (c *Core) wakeAt(t time.Time) {
 	}
 	if c.ready.WakeAt.IsZero() || t.Before(c.ready.WakeAt) {
 		c.ready.WakeAt = t
-	}
-}
-
-// watchMultipleActive says, once per change, that a failover service is
-// up on more than one node (after a partition heals, or a daemon that came
-// back after its peers failed its services over). Nothing stops the extra
-// instance automatically yet: the admin decides (stop --local, switch).
-func (c *Core) watchMultipleActive(s monitor.Snapshot) {
-	for _, svc := range sortedKeys(c.insts) {
-		inst := c.insts[svc]
-		var up []string
-		for _, node := range s.ClusterNodes {
-			v, ok := s.Nodes[node]
-			if !ok || !v.Alive() {
-				continue
-			}
-			if i, ok := v.Data.Services[svc]; ok && monitor.EffectiveAvail(i) == dataset.StatusUp {
-				up = append(up, node)
-			}
-		}
-		multi := ""
-		if len(up) > 1 {
-			multi = strings.Join(up, ",")
-		}
-		if multi == inst.multiActive {
-			continue
-		}
-		inst.multiActive = multi
-		if multi != "" {
-			c.emit(MultipleActive{Svc: svc, Nodes: up})
-		}
 	}
 }

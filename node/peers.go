@@ -91,6 +91,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 			return
 		}
 		p.Peer = view.NoteData(p.Peer, ev.Data, now)
+		c.witnessFencing(ev.Data)
 		c.MergeTargets(ev.Data.Targets, func() monitor.Snapshot { return c.Snapshot(now) })
 		c.MergeClears(ev.Data.Clears, now)
 	default:

@@ -47,6 +47,12 @@ type ServiceState struct {
 	StartFailed bool `json:"start_failed,omitempty"`
 	// Clear is the newest clear request known (applied once, relayed).
 	Clear dataset.ClearRequest `json:"clear,omitempty"`
+	// FencingToken is the fencing token of the last start of the service
+	// on this node (its running instance's); FencingSeen the highest token
+	// known for the service anywhere (fencing.go). Written before the start
+	// runs.
+	FencingToken uint64 `json:"fencing_token,omitempty"`
+	FencingSeen  uint64 `json:"fencing_seen,omitempty"`
 }
 
 // ClusterIdentity is what a node remembers of the multi-node cluster it

@@ -23,7 +23,7 @@ type treeLine struct {
 //
 //	web                        up        leader n1
 //	`- instances
-//	   |- n1                   up        idle, started  leader
+//	   |- n1                   up        idle, started  leader, token 4
 //	   |  `- app#web    M..    up        /srv/web/bin/start
 //	   |                                 restart 2 remaining
 //	   `- n2                   down      idle
@@ -139,6 +139,10 @@ func instanceLine(head string, inst dataset.Instance) treeLine {
 	}
 	if inst.Overall != "" && inst.Overall != inst.Avail {
 		notes = append([]string{"overall " + string(inst.Overall)}, notes...)
+	}
+	if inst.FencingToken != 0 {
+		// the token of the instance's last start there (HAVEN_FENCING_TOKEN)
+		notes = append(notes, fmt.Sprintf("token %d", inst.FencingToken))
 	}
 	return treeLine{head: head, status: orUnknown(inst.Avail), text: state, notes: strings.Join(notes, ", ")}
 }

@@ -50,14 +50,16 @@ func (a *app) Label() string {
 	return s
 }
 
-// command prepares one run of an action's command line.
-func (a *app) command(action, cmdline string) command {
+// command prepares one run of an action's command line (with the
+// fencing token ctx carries, WithFencingToken).
+func (a *app) command(ctx context.Context, action, cmdline string) command {
 	env := append(os.Environ(),
 		"HAVEN_SVCNAME="+a.env.Service,
 		"HAVEN_NODENAME="+a.env.Node,
 		"HAVEN_RID="+a.rc.RID,
 		"HAVEN_ACTION="+action,
 	)
+	env = append(env, fencingEnv(ctx)...)
 	return command{
 		cmdline: cmdline,
 		action:  action,
@@ -74,7 +76,7 @@ func (a *app) act(ctx context.Context, action, cmdline string) error {
 		return nil // nothing to do
 	}
 	a.env.Log(a.rc.RID, action+": "+cmdline)
-	c := a.command(action, cmdline)
+	c := a.command(ctx, action, cmdline)
 	c.live = func(line string) { a.env.Log(a.rc.RID, line) }
 	res, err := run(ctx, c)
 	if err != nil {
@@ -105,7 +107,7 @@ func (a *app) Status(ctx context.Context) (dataset.Status, string) {
 	if a.rc.Check == "" {
 		return dataset.StatusNA, ""
 	}
-	res, err := run(ctx, a.command("check", a.rc.Check))
+	res, err := run(ctx, a.command(ctx, "check", a.rc.Check))
 	var st dataset.Status
 	var reason string
 	switch {
@@ -136,7 +138,7 @@ func (a *app) Info(ctx context.Context) ([]string, error) {
 	if a.rc.Info == "" {
 		return nil, nil
 	}
-	c := a.command("info", a.rc.Info)
+	c := a.command(ctx, "info", a.rc.Info)
 	c.keep = 1000
 	res, err := run(ctx, c)
 	if err != nil {

@@ -87,6 +87,9 @@ type Node struct {
 	labels    map[string]string
 	dur       node.State // what its daemon persisted (the disk)
 	d         *daemon    // nil while the daemon is not running
+	// tokens are the HAVEN_FENCING_TOKEN of the last start the fake
+	// driver ran, by service (what the app saw).
+	tokens map[string]uint64
 }
 
 // New returns a cluster of the named nodes; no daemon runs yet.

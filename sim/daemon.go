@@ -219,6 +219,12 @@ func (d *daemon) armStep(t time.Time) {
 // it takes the service's simulated duration; process ends it.
 func (d *daemon) startAction(a node.Action) {
 	inst := d.insts[a.Service]
+	if a.Kind == "start" {
+		if d.n.tokens == nil {
+			d.n.tokens = map[string]uint64{}
+		}
+		d.n.tokens[a.Service] = a.FencingToken
+	}
 	inst.busy = a.Kind
 	inst.busyEnd = d.c.clk.Now().Add(d.c.duration(inst.name, a.Kind))
 }

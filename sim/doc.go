@@ -91,6 +91,8 @@
 //	expect web down              ... nowhere
 //	expect web target none       every running daemon of web sees this target
 //	expect web@n1 "start failed" n1's monitor state of web (or frozen, thawed, leader)
+//	expect web@n1 token 4        HAVEN_FENCING_TOKEN of web's last start on n1
+//	                             (the one on n1's disk too)
 //	expect n3 frozen             node frozen or thawed
 //	expect n2 sees n1 down       n2's conclusion about n1 (up, down, maintenance, shutting)
 //	expect n1 monitor rejoin     n1's node monitor state

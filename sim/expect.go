@@ -122,6 +122,15 @@ func (c *Cluster) holdsInstance(svc, node, want string) (string, bool, error) {
 		got := frozenWord(n.dur.Services[svc].Frozen)
 		return got, got == want, nil
 	}
+	if tok, ok := strings.CutPrefix(want, "token "); ok {
+		// the HAVEN_FENCING_TOKEN of the last start there, which must be
+		// the one on its disk
+		got := fmt.Sprintf("token %d", n.tokens[svc])
+		if dur := n.dur.Services[svc].FencingToken; dur != n.tokens[svc] {
+			got += fmt.Sprintf(" (but %d on disk)", dur)
+		}
+		return got, got == "token "+tok, nil
+	}
 	if n.d == nil {
 		return "daemon stopped", false, nil
 	}
