@@ -91,7 +91,7 @@ func TestFencingTokenSurvivesRestart(t *testing.T) {
 	maHear(c, d, clk.Now())
 	disk := c.State().Clone()
 	// the daemon restarts: a new core from the disk, no peer heard yet
-	c2 := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2", "n3"}, Local: &maLocal{name: "n1"}}, disk)
+	c2 := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2", "n3"}, Local: &maLocal{name: "n1"}, WriteThrough: true}, disk)
 	c2.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, clk.Now())
 	c2.Ready()
 	if tok := maStartToken(t, c2, clk.Now()); tok != 31 {

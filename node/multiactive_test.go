@@ -31,7 +31,7 @@ func maNode(t *testing.T, name, rule string, up bool, now time.Time) *Core {
 		Placement: "nodes order", MultipleActive: rule, Priority: 100}
 	l := &maLocal{name: name, svcs: map[string]*config.ServiceConfig{"web": cfg}}
 	c := New(Config{Name: name, ClusterNodes: []string{"n1", "n2", "n3"}, Compat: 1, ReadyPeriod: 2 * time.Second,
-		RejoinGrace: time.Minute, MaintenanceGrace: time.Minute, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: l}, State{})
+		RejoinGrace: time.Minute, MaintenanceGrace: time.Minute, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: l, WriteThrough: true}, State{})
 	l.core = c
 	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, now)
 	c.CheckNow("web")
