@@ -24,3 +24,15 @@ func TestNodeActionCommands(t *testing.T) {
 		t.Fatalf("set: crash %q reboot %q", n.CrashCommand, n.RebootCommand)
 	}
 }
+
+// The restart ladder's keywords are accepted (they were refused at load
+// until the ladder acted on them).
+func TestLadderKeywordsAccepted(t *testing.T) {
+	s, err := tomlfile.ParseService("web.toml", "web", []byte("[DEFAULT]\nmonitor_action = \"switch\"\n[app.web]\nstart = \"x\"\nmonitor = true\nrestart = 2\nrestart_delay = \"1s\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.MonitorAction != "switch" || s.Resources[0].Restart != 2 || s.Resources[0].RestartDelay.String() != "1s" {
+		t.Fatalf("got %q %+v", s.MonitorAction, s.Resources[0])
+	}
+}

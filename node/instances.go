@@ -49,15 +49,25 @@ type instance struct {
 	// multiActive lists the nodes where the service was last seen up when
 	// more than one ("" otherwise), to say it once per change.
 	multiActive string
+	// pendRID is the monitored resource whose restart is due at pendAt
+	// (the restart ladder, ladder.go).
+	pendRID string
+	pendAt  time.Time
+	// upElsewhere is a node where the service was up at the last decision
+	// pass ("" none): the ladder is not this node's then.
+	upElsewhere string
 }
 
 // Action is an order to the driver: run the start or the stop of a
-// service's local instance (all its resources), then report its end with
-// ActionDone (after the status check that follows it).
+// service's local instance (all its resources), or the restart of one of
+// its resources (RID: stop then start of that resource only), then report
+// its end with ActionDone (after the status check that follows it).
 type Action struct {
-	Kind    string `json:"kind"` // "start" | "stop"
+	Kind    string `json:"kind"` // "start" | "stop" | "restart"
 	Service string `json:"svc"`
-	Reason  string `json:"reason"`
+	// RID is the resource of a "restart".
+	RID    string `json:"rid,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // InstanceInfo is what the core holds of an instance, for the driver's
@@ -263,6 +273,17 @@ func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
 func (c *Core) finishAction(svc string, inst *instance, kind string, err error, now time.Time) {
 	inst.busy = ""
 	c.publish()
+	if kind == "restart" {
+		// the ladder goes on from the check that followed (ladder.go)
+		if rid, _, _ := c.downMonitored(inst); rid == "" && inst.mon.State == dataset.Restarting {
+			c.setMonitorState(svc, inst, dataset.Idle, "restart succeeded", now)
+		}
+		return
+	}
+	if kind == "start" && err == nil {
+		// a fresh run: a new ladder
+		c.resetLadder(svc, "the instance started", now, true)
+	}
 	var next dataset.InstanceMonitor
 	if kind == "start" {
 		next = monitor.AfterStart(inst.mon, err == nil, now)
@@ -283,8 +304,13 @@ func (c *Core) finishAction(svc string, inst *instance, kind string, err error, 
 // (svcmgr clear, here or heard from a peer); false when it is not failed.
 func (c *Core) ClearLocal(svc, reason string, now time.Time) bool {
 	inst := c.insts[svc]
-	if inst == nil || !inst.local || !inst.mon.State.Failed() {
+	if inst == nil || !inst.local {
 		return false
+	}
+	// the restart ladder's counters, give-up and exclusion go too
+	reset := c.resetLadder(svc, reason, now, true)
+	if !inst.mon.State.Failed() {
+		return reset
 	}
 	next := monitor.Clear(inst.mon, now)
 	c.setMonitorState(svc, inst, next.State, reason, now)
@@ -341,7 +367,20 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 		for k, v := range inst.res {
 			res[k] = v
 		}
+		ss := c.state.Services[inst.name]
+		for _, spec := range inst.spec.Resources {
+			r, ok := res[spec.RID]
+			if !ok || !spec.Monitor {
+				continue
+			}
+			cnt := ss.Restarts[spec.RID]
+			r.RestartRemaining = max(spec.Restart-cnt.Spent, 0)
+			r.LastFailure, r.LastFailureAt = cnt.LastFailure, cnt.FailedAt
+			res[spec.RID] = r
+		}
 		n.Services[inst.name] = dataset.Instance{
+			Excluded:        ss.Excluded,
+			GaveUp:          ss.GaveUp,
 			Avail:           inst.avail,
 			Overall:         inst.overall,
 			Frozen:          c.state.Services[inst.name].Frozen,

@@ -22,6 +22,11 @@ func (c *Core) Orchestrate(now time.Time) {
 	c.lastStep = now
 	snap := c.Snapshot(now)
 	c.watchMultipleActive(snap)
+	c.watchLadders(snap, now)
+	if c.ladderAll(now) {
+		// the ladder changed a monitor: decide on what it did
+		snap = c.Snapshot(now)
+	}
 	var next time.Time
 	for _, dec := range monitor.Step(snap) {
 		svc := dec.Service
@@ -46,6 +51,12 @@ func (c *Core) Orchestrate(now time.Time) {
 		c.NoteTargetFailed(svc, dec.TargetFailed)
 		if !dec.Changed || inst.busy != "" {
 			// an action of ours is running: its end decides the state
+			continue
+		}
+		if c.held(svc) && dec.Monitor.GlobalExpect == dataset.ExpectNone &&
+			(dec.Action == monitor.ActionStart || dec.Monitor.State == dataset.Ready) {
+			// the restart ladder gave up here: no start by the orchestrator
+			// (an admin target, a clear or a start --local end it)
 			continue
 		}
 		switch dec.Action {

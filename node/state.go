@@ -47,6 +47,14 @@ type ServiceState struct {
 	StartFailed bool `json:"start_failed,omitempty"`
 	// Clear is the newest clear request known (applied once, relayed).
 	Clear dataset.ClearRequest `json:"clear,omitempty"`
+	// Restarts are the restart ladder's counters, by rid (ladder.go): a
+	// daemon restart does not give restarts back.
+	Restarts map[string]RestartCount `json:"restarts,omitempty"`
+	// GaveUp says why the ladder stopped restarting (dataset.Instance.GaveUp);
+	// Excluded why this node is out of the candidates after a
+	// monitor_action switch (dataset.Instance.Excluded).
+	GaveUp   string `json:"gave_up,omitempty"`
+	Excluded string `json:"excluded,omitempty"`
 }
 
 // ClusterIdentity is what a node remembers of the multi-node cluster it
