@@ -213,6 +213,13 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 		case "start":
 			err = set.Start(ctx)
 		case "restart":
+			if rid == "" {
+				// svcmgr restart: the whole instance
+				if err = set.Stop(ctx); err == nil {
+					err = set.Start(ctx)
+				}
+				break
+			}
 			// the restart ladder: this resource alone, the others keep running
 			if err = set.StopOne(ctx, rid); err == nil {
 				err = set.StartOne(ctx, rid)

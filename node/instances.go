@@ -53,6 +53,8 @@ type instance struct {
 	// (the restart ladder, ladder.go).
 	pendRID string
 	pendAt  time.Time
+	// restartRID is the resource of the ladder's restart in flight.
+	restartRID string
 	// upElsewhere is a node where the service was up at the last decision
 	// pass ("" none): the ladder is not this node's then.
 	upElsewhere string
@@ -210,8 +212,11 @@ func (c *Core) RunAction(svc, kind, reason string, now time.Time) (Ticket, error
 		return 0, fmt.Errorf("%s: cannot run here", svc)
 	}
 	state := dataset.Starting
-	if kind == "stop" {
+	switch kind {
+	case "stop":
 		state = dataset.Stopping
+	case "restart":
+		state = dataset.Restarting // the whole instance: Action.RID ""
 	}
 	prev := inst.mon.State
 	c.setMonitorState(svc, inst, state, reason, now)
@@ -273,12 +278,17 @@ func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
 func (c *Core) finishAction(svc string, inst *instance, kind string, err error, now time.Time) {
 	inst.busy = ""
 	c.publish()
-	if kind == "restart" {
+	if kind == "restart" && inst.restartRID != "" {
 		// the ladder goes on from the check that followed (ladder.go)
+		inst.restartRID = ""
 		if rid, _, _ := c.downMonitored(inst); rid == "" && inst.mon.State == dataset.Restarting {
 			c.setMonitorState(svc, inst, dataset.Idle, "restart succeeded", now)
 		}
 		return
+	}
+	if kind == "restart" {
+		// the whole instance (admin restart): it ends as a start
+		kind = "start"
 	}
 	if kind == "start" && err == nil {
 		// a fresh run: a new ladder

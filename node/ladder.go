@@ -195,6 +195,7 @@ func failureText(r dataset.Resource) string {
 // that resource only); ActionDone with kind "restart" ends it.
 func (c *Core) beginRestart(svc string, inst *instance, rid, reason string) {
 	inst.busy = "restart"
+	inst.restartRID = rid
 	inst.caller = 0
 	inst.prevState = inst.mon.State
 	c.publish()

@@ -59,7 +59,7 @@ func (d *daemon) serviceAction(name, action, to string, local bool, reply func(s
 		return
 	}
 	var tk node.Ticket
-	if local {
+	if local || action == "restart" { // svcmgr restart is always this node's
 		tk = d.core.AdminLocal(node.LocalRequest{Service: name, Action: action, Now: d.c.clk.Now()})
 	} else {
 		tk = d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names), Now: d.c.clk.Now()})

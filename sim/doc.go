@@ -83,7 +83,7 @@
 //	n1: nodemgr daemon restart [compat=N]    stop, then start
 //	n1: nodemgr freeze | thaw                the node
 //	n1: svcmgr -s web ACTION [--local] [--to N] [--node N]
-//	    ACTION: start stop freeze thaw takeover switch giveback abort clear
+//	    ACTION: start stop freeze thaw takeover switch giveback abort clear restart
 //	partition n1 | n2 n3                     cut every link between the sides
 //	heal                                     remove every partition
 //	fail n1 web start|stop|restart [COUNT|off] the next COUNT runs fail (default: all)
