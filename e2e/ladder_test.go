@@ -87,9 +87,13 @@ func resourceOf(n *node, svc string) dataset.Resource {
 func TestLadderRestartsTheAppLocally(t *testing.T) {
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	const delay = 500 * time.Millisecond
-	createService(t, c["n1"], "web", ladderService("switch", 2, delay.String()))
+	// a second, unmonitored app: it keeps running while app#main restarts
+	side := "[app.side]\nstart = \"sh -c 'sleep 100000 >/dev/null 2>&1 & echo $! > {var}/side.pid'\"\n" +
+		"stop = \"sh -c 'kill $(cat {var}/side.pid) 2>/dev/null; rm -f {var}/side.pid'\"\n"
+	createService(t, c["n1"], "web", ladderService("switch", 2, delay.String())+side)
 	waitFor(t, 15*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))
 	waitFor(t, 5*time.Second, "web's app running", func() bool { return appPid(c["n1"], "web") != 0 })
+	sidePid := readFile(t, filepath.Join(c["n1"].root, "var", "services", "web", "side.pid"))
 
 	at, old := killApp(t, c["n1"], "web")
 	took := restartedOn(t, c["n1"], "web", old, at, 20*time.Second)
@@ -107,6 +111,9 @@ func TestLadderRestartsTheAppLocally(t *testing.T) {
 		r := i.Resources["app#main"]
 		return i.Monitor.State == dataset.Idle && i.Avail == dataset.StatusUp && r.RestartRemaining == 1 && r.LastFailure != ""
 	})
+	if got := readFile(t, filepath.Join(c["n1"].root, "var", "services", "web", "side.pid")); got != sidePid {
+		t.Fatalf("app#side was restarted too (pid %q, was %q): the ladder restarts the failed resource alone", got, sidePid)
+	}
 	tree := c["n1"].must("svcmgr", "-s", "web", "print", "status")
 	if !strings.Contains(tree, "restart 1 remaining") || !strings.Contains(tree, "last failure") {
 		t.Fatalf("print status does not show the ladder:\n%s", tree)
