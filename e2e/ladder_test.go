@@ -124,6 +124,22 @@ func TestLadderRestartsTheAppLocally(t *testing.T) {
 	if p := appPid(c["n2"], "web"); p != 0 {
 		t.Fatalf("web's app runs on n2 too (pid %d)", p)
 	}
+
+	// svcmgr restart: refused where the service does not run, done where
+	// it runs, and the ladder is given back
+	if r := c["n2"].run("svcmgr", "-s", "web", "restart"); r.Code != 1 || !strings.Contains(r.Out+r.Err, "web runs on n1: restart it there") {
+		t.Fatalf("restart on n2: want exit 1 naming n1, got %s", r)
+	}
+	old = appPid(c["n1"], "web")
+	if out := c["n1"].must("svcmgr", "-s", "web", "restart"); !strings.Contains(out, "web: restarted") {
+		t.Fatalf("restart on n1: %q", out)
+	}
+	if p := appPid(c["n1"], "web"); p == 0 || p == old {
+		t.Fatalf("after svcmgr restart the app's pid is %d (was %d), want a new process", p, old)
+	}
+	if n := resourceOf(c["n1"], "web").RestartRemaining; n != 2 {
+		t.Fatalf("after svcmgr restart: %d restarts remaining, want 2", n)
+	}
 }
 
 // Killed more than `restart` times, with monitor_action switch, the
