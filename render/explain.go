@@ -137,10 +137,10 @@ func monitorText(e *api.Explanation) string {
 		t.add(c("  gave up:"), c(m.GaveUp+" (no start by the orchestrator here until svcmgr clear, a start, or the resource is up again)"))
 	}
 	if m.Excluded != "" {
-		t.add(c("  excluded:"), c(m.Excluded+" (until svcmgr clear, or the service is up on another node)"))
+		t.add(c("  ladder:"), c("excluded: "+m.Excluded+" (until svcmgr clear, or the service is up on another node)"))
 	}
 	for _, l := range m.Ladder {
-		t.add(c("  restarts:"), c(l))
+		t.add(c("  ladder:"), c(l))
 	}
 	var waits []string
 	if !m.ReadyUntil.IsZero() {
