@@ -118,7 +118,7 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 		}
 	}
 	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: inst.set != nil, Monitored: inst.hasMonitored(),
-		Cause: inst.buildErr}, d.clk.Now())
+		Cause: inst.buildErr, Resources: node.LadderSpecs(cfg), MonitorAction: cfg.MonitorAction}, d.clk.Now())
 	d.changed()
 	return inst
 }
@@ -207,13 +207,26 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 		d.core.ActionDone(a.Service, a.Kind, err, d.clk.Now())
 		return
 	}
-	action := a.Kind
+	action, rid := a.Kind, a.RID
 	d.goWorker(func(ctx context.Context) {
 		ctx = resource.WithFencingToken(ctx, a.FencingToken)
 		var err error
-		if action == "start" {
+		switch action {
+		case "start":
 			err = set.Start(ctx)
-		} else {
+		case "restart":
+			if rid == "" {
+				// svcmgr restart: the whole instance
+				if err = set.Stop(ctx); err == nil {
+					err = set.Start(ctx)
+				}
+				break
+			}
+			// the restart ladder: this resource alone, the others keep running
+			if err = set.StopOne(ctx, rid); err == nil {
+				err = set.StartOne(ctx, rid)
+			}
+		default:
 			err = set.Stop(ctx)
 		}
 		d.post(func() {

@@ -92,6 +92,11 @@ type Resource struct {
 	Optional         bool   `json:"optional,omitempty"`
 	Disabled         bool   `json:"disabled,omitempty"`
 	RestartRemaining int    `json:"restart_remaining"`
+	// LastFailure is the last time a monitored resource was found down
+	// where the instance runs (the restart ladder), with what its check
+	// said; zero when none is remembered.
+	LastFailure   string    `json:"last_failure,omitempty"`
+	LastFailureAt time.Time `json:"last_failure_at,omitempty"`
 	// Log is the last line of the resource's last action or check, if any.
 	Log string `json:"log,omitempty"`
 }
@@ -123,6 +128,15 @@ type Instance struct {
 	// ConfigError is set when the node's copy of the config does not parse:
 	// the instance is not managed (avail unknown) until it is repaired.
 	ConfigError string `json:"config_error,omitempty"`
+	// Excluded says why this node is out of the placement candidates of
+	// the service: its monitor_action switch moved the service away, until
+	// a clear or until the service is up on another node. Empty otherwise.
+	Excluded string `json:"excluded,omitempty"`
+	// GaveUp says why the daemon stopped restarting a failed monitored
+	// resource here (restarts spent, and the monitor_action taken or why
+	// none was): the orchestrator does not start the instance again by
+	// itself until a clear, a start, or the resource is up again.
+	GaveUp string `json:"gave_up,omitempty"`
 	// Stale is set in a status object on the instances of a node that the
 	// producing node does not hear (down, unknown) or has not heard confirm
 	// its data since it came back: they are the node's last known data, not

@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"fmt"
+	"sort"
 	"time"
 
 	"haven/dataset"
@@ -73,6 +75,13 @@ type LocalMonitor struct {
 	TargetReached bool     `json:"target_reached,omitempty"`
 	TargetUnknown []string `json:"target_unknown,omitempty"`
 	TargetFailed  string   `json:"target_failed,omitempty"`
+	// Ladder is the restart ladder of the local instance, one line per
+	// monitored resource (restarts remaining, last failure); GaveUp and
+	// Excluded are dataset.Instance's: why the daemon restarts nothing
+	// more here, why this node is out of the candidates.
+	Ladder   []string `json:"ladder,omitempty"`
+	GaveUp   string   `json:"gave_up,omitempty"`
+	Excluded string   `json:"excluded,omitempty"`
 }
 
 // Explain explains service svc as Step sees it in s. With start, it
@@ -156,6 +165,27 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 		m.WaitChildren = append(m.WaitChildren, ch)
 		return true
 	})
+	m.GaveUp, m.Excluded = c.inst.GaveUp, c.inst.Excluded
+	for _, rid := range sortedRIDs(c.inst.Resources) {
+		r := c.inst.Resources[rid]
+		if !r.Monitor {
+			continue
+		}
+		l := fmt.Sprintf("%s: %s, %d restart(s) remaining", rid, r.Status, r.RestartRemaining)
+		if r.LastFailure != "" {
+			l += ", last failure at " + r.LastFailureAt.UTC().Format(time.RFC3339) + ": " + r.LastFailure
+		}
+		m.Ladder = append(m.Ladder, l)
+	}
 	e.Monitor = m
 	return e
+}
+
+func sortedRIDs(m map[string]dataset.Resource) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

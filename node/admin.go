@@ -42,6 +42,15 @@ func (c *Core) AdminLocal(req LocalRequest) Ticket {
 		// the freeze is written before the stop runs (Ready.Run)
 		c.SetFrozen(svc, true, "admin stop --local")
 		c.runFor(tk, svc, "stop", "admin stop --local", "stopped and frozen", now)
+	case "restart":
+		// a stop then a start of this node's instance, in one action
+		// (restarting throughout: no peer contests meanwhile); refused where
+		// it would run a second copy of a service that runs elsewhere
+		if n := inst.upElsewhere; n != "" {
+			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s runs on %s: restart it there (svcmgr -s %s restart on %s), or move it (switch --to)", svc, n, svc, n)})
+			return tk
+		}
+		c.runFor(tk, svc, "restart", "admin restart", "restarted", now)
 	case "clear":
 		if c.ClearLocal(svc, "admin clear --local", now) {
 			c.answer(Answer{Ticket: tk, Result: "cleared"})

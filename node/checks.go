@@ -42,6 +42,11 @@ type InstanceSpec struct {
 	Monitored bool
 	// Cause says why it is not Runnable (in the refusals of actions).
 	Cause string
+	// Resources are its resources in start order (the disabled ones left
+	// out), MonitorAction the service's monitor_action: the restart
+	// ladder's settings (ladder.go).
+	Resources     []ResourceSpec
+	MonitorAction string
 }
 
 // CheckNow orders a full status check of the instance of svc (at start-up,
@@ -126,6 +131,7 @@ func (c *Core) CheckDone(ck Check, res map[string]dataset.Resource, now time.Tim
 	if ck.Full {
 		c.afterFullCheck(svc, inst)
 	}
+	c.ladder(svc, inst, now)
 }
 
 // tickChecks orders the periodic checks: a full one every CheckInterval,

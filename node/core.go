@@ -133,6 +133,9 @@ type Ready struct {
 	// status checks.
 	Run   []Action
 	Check []Check
+	// NodeActions are the node actions to run (crash, reboot), once
+	// Persist is written (nodeaction.go).
+	NodeActions []NodeAction
 	// WakeAt is the earliest time the driver must call Orchestrate again
 	// (zero: no need before the next input).
 	WakeAt time.Time
@@ -150,7 +153,7 @@ type Ready struct {
 
 // Empty reports whether r asks nothing of the driver.
 func (r *Ready) Empty() bool {
-	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && r.WakeAt.IsZero()
+	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.NodeActions) == 0 && r.WakeAt.IsZero()
 }
 
 // Ready returns what the inputs since the last call ask of the driver and
@@ -161,13 +164,14 @@ func (c *Core) Ready() Ready {
 	c.hold(&r)
 	r.Answers = append(r.Answers, c.ps.outAnswers...)
 	r.Run = append(r.Run, c.ps.outRuns...)
-	c.ps.outAnswers, c.ps.outRuns = nil, nil
+	r.NodeActions = append(r.NodeActions, c.ps.outNode...)
+	c.ps.outAnswers, c.ps.outRuns, c.ps.outNode = nil, nil, nil
 	return r
 }
 
 // HasReady reports whether Ready would return anything.
 func (c *Core) HasReady() bool {
-	return !c.ready.Empty() || len(c.ps.outAnswers) > 0 || len(c.ps.outRuns) > 0
+	return !c.ready.Empty() || len(c.ps.outAnswers) > 0 || len(c.ps.outRuns) > 0 || len(c.ps.outNode) > 0
 }
 
 func (c *Core) persist()        { c.ready.Persist = &c.state }

@@ -40,6 +40,10 @@
 //     ActionDone when the commands end; the action ends after the full
 //     check that follows, a stop that left a resource up fails, and its
 //     ticket is answered), ClearLocal;
+//   - the restart ladder (ladder.go: a monitored resource found down is
+//     restarted alone, Action "restart" with its RID; durable counters;
+//     the monitor_action when they are spent: freezestop, switch with the
+//     node's exclusion, crash and reboot as Ready.NodeActions);
 //   - the decision pass (Orchestrate: monitor.Step over the view of now
 //     (Snapshot), the decisions carried out, actions ordered in
 //     Ready.Run, the multiple-active resolution (multiactive.go: the

@@ -54,15 +54,27 @@ type instance struct {
 	multiKept   string
 	multiSince  time.Time
 	multiDone   bool
+	// pendRID is the monitored resource whose restart is due at pendAt
+	// (the restart ladder, ladder.go).
+	pendRID string
+	pendAt  time.Time
+	// restartRID is the resource of the ladder's restart in flight.
+	restartRID string
+	// upElsewhere is a node where the service was up at the last decision
+	// pass ("" none): the ladder is not this node's then.
+	upElsewhere string
 }
 
 // Action is an order to the driver: run the start or the stop of a
-// service's local instance (all its resources), then report its end with
-// ActionDone (after the status check that follows it).
+// service's local instance (all its resources), or the restart of one of
+// its resources (RID: stop then start of that resource only), then report
+// its end with ActionDone (after the status check that follows it).
 type Action struct {
-	Kind    string `json:"kind"` // "start" | "stop"
+	Kind    string `json:"kind"` // "start" | "stop" | "restart"
 	Service string `json:"svc"`
-	Reason  string `json:"reason"`
+	// RID is the resource of a "restart".
+	RID    string `json:"rid,omitempty"`
+	Reason string `json:"reason"`
 	// FencingToken is HAVEN_FENCING_TOKEN for its commands: a start's new
 	// token, or the token of the running instance for a stop (fencing.go).
 	FencingToken uint64 `json:"fencing_token,omitempty"`
@@ -208,8 +220,11 @@ func (c *Core) RunAction(svc, kind, reason string, now time.Time) (Ticket, error
 		return 0, fmt.Errorf("%s: cannot run here", svc)
 	}
 	state := dataset.Starting
-	if kind == "stop" {
+	switch kind {
+	case "stop":
 		state = dataset.Stopping
+	case "restart":
+		state = dataset.Restarting // the whole instance: Action.RID ""
 	}
 	prev := inst.mon.State
 	c.setMonitorState(svc, inst, state, reason, now)
@@ -275,6 +290,22 @@ func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
 func (c *Core) finishAction(svc string, inst *instance, kind string, err error, now time.Time) {
 	inst.busy = ""
 	c.publish()
+	if kind == "restart" && inst.restartRID != "" {
+		// the ladder goes on from the check that followed (ladder.go)
+		inst.restartRID = ""
+		if rid, _, _ := c.downMonitored(inst); rid == "" && inst.mon.State == dataset.Restarting {
+			c.setMonitorState(svc, inst, dataset.Idle, "restart succeeded", now)
+		}
+		return
+	}
+	if kind == "restart" {
+		// the whole instance (admin restart): it ends as a start
+		kind = "start"
+	}
+	if kind == "start" && err == nil {
+		// a fresh run: a new ladder
+		c.resetLadder(svc, "the instance started", now, true)
+	}
 	var next dataset.InstanceMonitor
 	if kind == "start" {
 		next = monitor.AfterStart(inst.mon, err == nil, now)
@@ -295,8 +326,13 @@ func (c *Core) finishAction(svc string, inst *instance, kind string, err error, 
 // (svcmgr clear, here or heard from a peer); false when it is not failed.
 func (c *Core) ClearLocal(svc, reason string, now time.Time) bool {
 	inst := c.insts[svc]
-	if inst == nil || !inst.local || !inst.mon.State.Failed() {
+	if inst == nil || !inst.local {
 		return false
+	}
+	// the restart ladder's counters, give-up and exclusion go too
+	reset := c.resetLadder(svc, reason, now, true)
+	if !inst.mon.State.Failed() {
+		return reset
 	}
 	next := monitor.Clear(inst.mon, now)
 	c.setMonitorState(svc, inst, next.State, reason, now)
@@ -353,7 +389,20 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 		for k, v := range inst.res {
 			res[k] = v
 		}
+		ss := c.state.Services[inst.name]
+		for _, spec := range inst.spec.Resources {
+			r, ok := res[spec.RID]
+			if !ok || !spec.Monitor {
+				continue
+			}
+			cnt := ss.Restarts[spec.RID]
+			r.RestartRemaining = max(spec.Restart-cnt.Spent, 0)
+			r.LastFailure, r.LastFailureAt = cnt.LastFailure, cnt.FailedAt
+			res[spec.RID] = r
+		}
 		n.Services[inst.name] = dataset.Instance{
+			Excluded:        ss.Excluded,
+			GaveUp:          ss.GaveUp,
 			Avail:           inst.avail,
 			Overall:         inst.overall,
 			Frozen:          c.state.Services[inst.name].Frozen,

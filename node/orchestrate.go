@@ -3,6 +3,7 @@ package node
 import (
 	"time"
 
+	"haven/dataset"
 	"haven/monitor"
 )
 
@@ -19,6 +20,11 @@ func (c *Core) Orchestrate(now time.Time) {
 	c.viewChanged = false
 	c.lastStep = now
 	snap := c.Snapshot(now)
+	c.watchLadders(snap, now)
+	if c.ladderAll(now) {
+		// the ladder changed a monitor: decide on what it did
+		snap = c.Snapshot(now)
+	}
 	next := c.resolveMultipleActive(snap, now)
 	for _, dec := range monitor.Step(snap) {
 		svc := dec.Service
@@ -43,6 +49,12 @@ func (c *Core) Orchestrate(now time.Time) {
 		c.NoteTargetFailed(svc, dec.TargetFailed)
 		if !dec.Changed || inst.busy != "" {
 			// an action of ours is running: its end decides the state
+			continue
+		}
+		if c.held(svc) && dec.Monitor.GlobalExpect == dataset.ExpectNone &&
+			(dec.Action == monitor.ActionStart || dec.Monitor.State == dataset.Ready) {
+			// the restart ladder gave up here: no start by the orchestrator
+			// (an admin target, a clear or a start --local end it)
 			continue
 		}
 		switch dec.Action {

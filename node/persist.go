@@ -41,6 +41,7 @@ type persistence struct {
 	// hands them over without holding them again.
 	outAnswers []Answer
 	outRuns    []Action
+	outNode    []NodeAction
 }
 
 type seqState struct {
@@ -54,6 +55,7 @@ type heldOut struct {
 	seq    uint64
 	answer *Answer
 	run    *Action
+	node   *NodeAction
 }
 
 // PersistSeq returns the seq of the last state handed out (0: none yet).
@@ -155,6 +157,10 @@ func (c *Core) release(seq uint64, err error, now time.Time) {
 				a.Err, a.Result = err, ""
 			}
 			c.ps.outAnswers = append(c.ps.outAnswers, a)
+		case h.node != nil && err != nil:
+			c.emit(NodeActionEnd{Action: h.node.Kind, Err: "not run: " + err.Error()})
+		case h.node != nil:
+			c.ps.outNode = append(c.ps.outNode, *h.node)
 		case err != nil:
 			c.ActionAborted(h.run.Service, h.run.Kind, err, now)
 		default:
@@ -207,8 +213,12 @@ func (c *Core) hold(r *Ready) {
 		a := r.Run[i]
 		c.ps.held = append(c.ps.held, heldOut{seq: c.ps.seq, run: &a})
 	}
+	for i := range r.NodeActions {
+		a := r.NodeActions[i]
+		c.ps.held = append(c.ps.held, heldOut{seq: c.ps.seq, node: &a})
+	}
 	r.Ordered = r.Run
-	r.Answers, r.Run = nil, nil
+	r.Answers, r.Run, r.NodeActions = nil, nil, nil
 }
 
 // StateChanged tells the core that the driver changed the durable state

@@ -53,6 +53,14 @@ type ServiceState struct {
 	// runs.
 	FencingToken uint64 `json:"fencing_token,omitempty"`
 	FencingSeen  uint64 `json:"fencing_seen,omitempty"`
+	// Restarts are the restart ladder's counters, by rid (ladder.go): a
+	// daemon restart does not give restarts back.
+	Restarts map[string]RestartCount `json:"restarts,omitempty"`
+	// GaveUp says why the ladder stopped restarting (dataset.Instance.GaveUp);
+	// Excluded why this node is out of the candidates after a
+	// monitor_action switch (dataset.Instance.Excluded).
+	GaveUp   string `json:"gave_up,omitempty"`
+	Excluded string `json:"excluded,omitempty"`
 }
 
 // ClusterIdentity is what a node remembers of the multi-node cluster it

@@ -55,9 +55,13 @@ func nodeFilter(in Input, node string, cn clusterNode, env affinity.Env, f *filt
 	}
 }
 
-// instanceFilter checks the instance filters: frozen, then failed.
+// instanceFilter checks the instance filters: frozen, excluded (a
+// monitor_action switch), then failed.
 func instanceFilter(inst InstanceState, f *filter) {
 	if inst.Frozen && !f.fail(ReasonInstanceFrozen, "") {
+		return
+	}
+	if inst.Excluded != "" && !f.fail(ReasonExcluded, ReasonExcluded+": "+inst.Excluded) {
 		return
 	}
 	switch inst.State {

@@ -24,6 +24,7 @@ const (
 	ReasonInstanceFrozen  = "instance frozen"
 	ReasonStartFailed     = "start failed"
 	ReasonStopFailed      = "stop failed"
+	ReasonExcluded        = "excluded"      // + ": " + why, in verdicts only
 	reasonNodeStatusPref  = "node "         // + status: "node maintenance"
 	reasonNodeMonitorPref = "node monitor " // + monitor: "node monitor rejoin"
 )
@@ -108,11 +109,13 @@ type InstanceState struct {
 	Avail  dataset.Status
 	Frozen bool
 	State  dataset.MonitorState
+	// Excluded is dataset.Instance.Excluded (a monitor_action switch).
+	Excluded string
 }
 
 // StateOf extracts the InstanceState of an instance.
 func StateOf(inst dataset.Instance) InstanceState {
-	return InstanceState{Avail: inst.Avail, Frozen: inst.Frozen, State: inst.Monitor.State}
+	return InstanceState{Avail: inst.Avail, Frozen: inst.Frozen, State: inst.Monitor.State, Excluded: inst.Excluded}
 }
 
 // Cluster indexes node views to rank many services in one pass: it holds

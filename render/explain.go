@@ -133,6 +133,15 @@ func monitorText(e *api.Explanation) string {
 	if m.Blocked != "" && !strings.Contains(m.Reason, m.Blocked) {
 		t.add(c("  held by:"), c(m.Blocked))
 	}
+	if m.GaveUp != "" {
+		t.add(c("  gave up:"), c(m.GaveUp+" (no start by the orchestrator here until svcmgr clear, a start, or the resource is up again)"))
+	}
+	if m.Excluded != "" {
+		t.add(c("  ladder:"), c("excluded: "+m.Excluded+" (until svcmgr clear, or the service is up on another node)"))
+	}
+	for _, l := range m.Ladder {
+		t.add(c("  ladder:"), c(l))
+	}
 	var waits []string
 	if !m.ReadyUntil.IsZero() {
 		waits = append(waits, "the end of the ready window at "+stamp(m.ReadyUntil)+until(e.Now, m.ReadyUntil))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"haven/dataset"
 )
@@ -81,6 +82,10 @@ func StatusTree(name string, s dataset.ServiceStatus, local string) string {
 			if r.Monitor && !inst.Stale {
 				lines = append(lines, treeLine{head: indent + ri, cont: true,
 					text: fmt.Sprintf("restart %d remaining", r.RestartRemaining)})
+				if r.LastFailure != "" {
+					lines = append(lines, treeLine{head: indent + ri, cont: true,
+						text: "last failure " + r.LastFailureAt.UTC().Format(time.RFC3339) + ": " + r.LastFailure})
+				}
 			}
 			if r.Log != "" {
 				log := "log: "
@@ -136,6 +141,12 @@ func instanceLine(head string, inst dataset.Instance) treeLine {
 	}
 	if inst.Monitor.State.Failed() && inst.Monitor.Error != "" {
 		notes = append(notes, inst.Monitor.Error)
+	}
+	if inst.GaveUp != "" {
+		notes = append(notes, "gave up: "+inst.GaveUp)
+	}
+	if inst.Excluded != "" {
+		notes = append(notes, "excluded: "+inst.Excluded)
 	}
 	if inst.Overall != "" && inst.Overall != inst.Avail {
 		notes = append([]string{"overall " + string(inst.Overall)}, notes...)

@@ -20,8 +20,19 @@ func (d *daemon) applyReady() {
 			// order of one Ready
 			d.core.PersistDone(rd.PersistSeq, nil, d.c.clk.Now())
 			rel := d.core.Ready()
+			rd.Events = append(rd.Events, rel.Events...)
 			rd.Answers = append(rd.Answers, rel.Answers...)
 			rd.Run = append(rd.Run, rel.Run...)
+			rd.NodeActions = append(rd.NodeActions, rel.NodeActions...)
+			rd.Check = append(rd.Check, rel.Check...)
+			rd.Publish = rd.Publish || rel.Publish
+			if !rel.WakeAt.IsZero() && (rd.WakeAt.IsZero() || rel.WakeAt.Before(rd.WakeAt)) {
+				rd.WakeAt = rel.WakeAt
+			}
+			if rel.Persist != nil {
+				d.n.dur = rel.Persist.Clone()
+				d.core.PersistDone(rel.PersistSeq, nil, d.c.clk.Now())
+			}
 		}
 		if rd.Publish {
 			d.changed()
@@ -38,6 +49,10 @@ func (d *daemon) applyReady() {
 		// the simulated disk is written at once: the actions can run
 		for _, a := range rd.Run {
 			d.startAction(a)
+		}
+		// a node action is recorded, not run: the simulated machine goes on
+		for _, na := range rd.NodeActions {
+			d.record(node.NodeActionRun{Action: na.Kind, Reason: na.Reason})
 		}
 		for _, ck := range rd.Check {
 			d.runCheck(ck)
@@ -62,7 +77,7 @@ func (d *daemon) serviceAction(name, action, to string, local bool, reply func(s
 		return
 	}
 	var tk node.Ticket
-	if local {
+	if local || action == "restart" { // svcmgr restart is always this node's
 		tk = d.core.AdminLocal(node.LocalRequest{Service: name, Action: action, Now: d.c.clk.Now()})
 	} else {
 		tk = d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names), Now: d.c.clk.Now()})

@@ -288,6 +288,21 @@ func (c *Cluster) Crash(node string) error {
 	return nil
 }
 
+// Kill makes the resources of svc on node die (the app's process is
+// killed): the next check there says down.
+func (c *Cluster) Kill(node, svc string) error {
+	if _, err := c.node(node); err != nil {
+		return err
+	}
+	if c.svcs[svc] == nil {
+		return fmt.Errorf("no service %s", svc)
+	}
+	c.running[node][svc] = false
+	c.logf(node, svc, "killed (its app's process died)")
+	c.settle()
+	return nil
+}
+
 // Partition cuts every link between the nodes of a and those of b.
 func (c *Cluster) Partition(a, b []string) {
 	c.net.Partition(a, b)

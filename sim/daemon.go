@@ -62,8 +62,15 @@ func (n *Node) startDaemon() error {
 		MaintenanceGrace: c.opt.MaintenanceGrace, RejoinGrace: c.opt.RejoinGrace, ReadyPeriod: c.opt.ReadyPeriod,
 		CheckInterval: checkInterval, MonitorInterval: monitorInterval, Local: d}, n.dur.Clone())
 	for _, name := range c.svcNames { // every config is installed everywhere
-		local := c.svcs[name].HasNode(n.name, c.names)
-		d.core.AddInstance(name, node.InstanceSpec{Local: local, Runnable: local}, now)
+		cfg := c.svcs[name]
+		local := cfg.HasNode(n.name, c.names)
+		specs := node.LadderSpecs(cfg)
+		monitored := false
+		for _, s := range specs {
+			monitored = monitored || s.Monitor
+		}
+		d.core.AddInstance(name, node.InstanceSpec{Local: local, Runnable: local, Monitored: monitored,
+			Resources: specs, MonitorAction: cfg.MonitorAction}, now)
 	}
 	for _, name := range c.svcNames { // loadServices / installInstance
 		cfg := c.svcs[name]
@@ -216,7 +223,8 @@ func (d *daemon) armStep(t time.Time) {
 }
 
 // startAction is the fake resource driver of an action the core ordered:
-// it takes the service's simulated duration; process ends it.
+// it takes the service's simulated duration (a restart of the one
+// resource: its start duration); process ends it.
 func (d *daemon) startAction(a node.Action) {
 	inst := d.insts[a.Service]
 	if a.Kind == "start" {
@@ -226,7 +234,11 @@ func (d *daemon) startAction(a node.Action) {
 		d.n.tokens[a.Service] = a.FencingToken
 	}
 	inst.busy = a.Kind
-	inst.busyEnd = d.c.clk.Now().Add(d.c.duration(inst.name, a.Kind))
+	kind := a.Kind
+	if kind == "restart" {
+		kind = "start"
+	}
+	inst.busyEnd = d.c.clk.Now().Add(d.c.duration(inst.name, kind))
 }
 
 // actionDone is daemon.actionDone and the status check that follows: the
@@ -236,7 +248,7 @@ func (d *daemon) actionDone(inst *instance) {
 	action := inst.busy
 	ok := d.c.actionResult(d.name, inst.name, action)
 	if ok {
-		d.c.running[d.name][inst.name] = action == "start"
+		d.c.running[d.name][inst.name] = action == "start" || action == "restart"
 	}
 	inst.busy = ""
 	var err error

@@ -36,8 +36,9 @@
 //
 // Departures, on purpose: configs are installed on every node before the
 // daemons start (no config distribution, no delete); a service's resources
-// are one resource per node (app#main, up or down; no warn, no resource
-// monitor or restarts, no
+// are one resource per node (app#main, up or down; no warn; monitored with
+// restarts when the service line sets monitor=, restart=, restart_delay=;
+// no
 // resource that stays up after a stop that succeeded: "fail ... stop"
 // scripts a stop failure); a status check takes no time; actions take the
 // configured duration and succeed unless scripted to fail; load and memory
@@ -63,25 +64,28 @@
 //	        maintenance_grace_period=6s rejoin_grace_period=10s start=1s stop=1s]
 //	node n3 [compat=2] [label.zone=b]
 //	service web nodes=n1,n2,n3 orchestrate=ha [parents=db] [start=5s] ...
+//	        [monitor_action=switch monitor=true restart=2 restart_delay=1s]
 //
 // The values shown are the defaults. A service line's key=value pairs are
-// the DEFAULT keywords of the service config (lists are comma-separated),
+// the DEFAULT keywords of the service config (lists are comma-separated;
+// monitor, restart and restart_delay go to its one resource, app#main),
 // parsed by tomlfile.ParseService; start= and stop= set the simulated action
 // durations of that service. Every daemon starts at time 0, with the first
 // command. Commands run at the current simulated time:
 //
 //	run 10s                                  advance the time
 //	crash n1                                 the machine dies (no clean stop)
+//	kill n1 web                              web's app dies on n1 (the next check says down)
 //	n1: nodemgr daemon start [compat=N]      (re)start the daemon (rejoin)
 //	n1: nodemgr daemon stop                  maintenance, services keep running
 //	n1: nodemgr daemon shutdown              stop the local instances, shutting, leave
 //	n1: nodemgr daemon restart [compat=N]    stop, then start
 //	n1: nodemgr freeze | thaw | drain        the node (drain: freeze, stop what runs here)
 //	n1: svcmgr -s web ACTION [--local] [--wait] [--to N] [--node N]
-//	    ACTION: start stop freeze thaw takeover switch giveback abort clear
+//	    ACTION: start stop freeze thaw takeover switch giveback abort clear restart
 //	partition n1 | n2 n3                     cut every link between the sides
 //	heal                                     remove every partition
-//	fail n1 web start|stop [COUNT|off]       the next COUNT runs fail (default: all)
+//	fail n1 web start|stop|restart [COUNT|off] the next COUNT runs fail (default: all)
 //
 // Expect lines assert at the current time; a failed expect fails the test
 // and is marked FAILED in the output:
@@ -90,7 +94,9 @@
 //	expect web up on 1 node      ... on that many nodes
 //	expect web down              ... nowhere
 //	expect web target none       every running daemon of web sees this target
-//	expect web@n1 "start failed" n1's monitor state of web (or frozen, thawed, leader)
+//	expect web@n1 "start failed" n1's monitor state of web (or frozen, thawed, leader,
+//	                             excluded, "not excluded", "gave up", "not gave up",
+//	                             "remaining N": app#main's restarts left)
 //	expect web@n1 token 4        HAVEN_FENCING_TOKEN of web's last start on n1
 //	                             (the one on n1's disk too)
 //	expect n3 frozen             node frozen or thawed

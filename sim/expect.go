@@ -141,6 +141,24 @@ func (c *Cluster) holdsInstance(svc, node, want string) (string, bool, error) {
 	if want == "leader" {
 		return fmt.Sprintf("leader=%v", inst.Leader), inst.Leader, nil
 	}
+	ds := n.d.localNode().Services[svc]
+	switch {
+	case want == "excluded" || want == "not excluded":
+		got := "not excluded"
+		if ds.Excluded != "" {
+			got = "excluded"
+		}
+		return got, got == want, nil
+	case want == "gave up" || want == "not gave up":
+		got := "not gave up"
+		if ds.GaveUp != "" {
+			got = "gave up"
+		}
+		return got, got == want, nil
+	case strings.HasPrefix(want, "remaining "):
+		got := strconv.Itoa(ds.Resources[simRID].RestartRemaining)
+		return "remaining " + got, "remaining "+got == want, nil
+	}
 	return string(inst.Monitor.State), string(inst.Monitor.State) == want, nil
 }
 
@@ -194,6 +212,15 @@ func (c *Cluster) FinalState() string {
 			}
 			if info.Flags != "" {
 				b.WriteString(" flags " + info.Flags)
+			}
+			if ds := n.d.localNode().Services[svc]; ds.Excluded != "" || ds.GaveUp != "" || len(n.dur.Services[svc].Restarts) > 0 {
+				fmt.Fprintf(&b, " restart %d remaining", ds.Resources[simRID].RestartRemaining)
+				if ds.GaveUp != "" {
+					b.WriteString(" gave up")
+				}
+				if ds.Excluded != "" {
+					b.WriteString(" excluded")
+				}
 			}
 			b.WriteString("\n")
 		}

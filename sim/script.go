@@ -114,6 +114,8 @@ func (r *runner) exec(toks []string, raw string) error {
 		r.c.Run(d)
 	case verb == "crash" && len(toks) == 2:
 		r.check(r.c.Crash(toks[1]))
+	case verb == "kill" && len(toks) == 3:
+		r.check(r.c.Kill(toks[1], toks[2]))
 	case verb == "partition":
 		a, b, ok := strings.Cut(strings.Join(toks[1:], " "), "|")
 		if !ok {
@@ -136,8 +138,8 @@ func (r *runner) exec(toks []string, raw string) error {
 				return fmt.Errorf("fail: count is a positive number or off")
 			}
 		}
-		if toks[3] != "start" && toks[3] != "stop" {
-			return fmt.Errorf("fail: the action is start or stop")
+		if toks[3] != "start" && toks[3] != "stop" && toks[3] != "restart" {
+			return fmt.Errorf("fail: the action is start, stop or restart")
 		}
 		r.c.Fail(toks[1], toks[2], toks[3], count)
 	case strings.HasSuffix(verb, ":") && len(toks) >= 3:
@@ -228,6 +230,7 @@ func (r *runner) service(args []string) error {
 	var b strings.Builder
 	b.WriteString("[DEFAULT]\n")
 	var durs [2]time.Duration
+	var res strings.Builder // the [app.main] keywords, when any
 	for _, a := range args[1:] {
 		k, v, ok := strings.Cut(a, "=")
 		if !ok {
@@ -248,9 +251,16 @@ func (r *runner) service(args []string) error {
 			fmt.Fprintf(&b, "%s = [%s]\n", k, strings.Join(q, ", "))
 		case k == "priority":
 			fmt.Fprintf(&b, "%s = %s\n", k, v)
+		case k == "monitor" || k == "restart":
+			fmt.Fprintf(&res, "%s = %s\n", k, v)
+		case k == "restart_delay":
+			fmt.Fprintf(&res, "%s = %s\n", k, strconv.Quote(v))
 		default:
 			fmt.Fprintf(&b, "%s = %s\n", k, strconv.Quote(v))
 		}
+	}
+	if res.Len() > 0 {
+		b.WriteString("[app.main]\nstart = \"true\"\n" + res.String())
 	}
 	cfg, err := tomlfile.ParseService(args[0]+".toml", args[0], []byte(b.String()))
 	if err != nil {

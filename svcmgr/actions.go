@@ -67,6 +67,7 @@ var actionUsage = map[string]string{
 	"takeover": "move the service to this node (thaws it)",
 	"giveback": "move the service back to its placement leader (thaws it)",
 	"switch":   "move the service to --to NODE (thaws it)",
+	"restart":  "stop then start this node's instance, through this node's daemon (refused when the service runs on another node)",
 }
 
 func serviceAction(c *cli.Context, action string) error {
@@ -97,7 +98,7 @@ func serviceAction(c *cli.Context, action string) error {
 	}
 	var failures []string
 	for _, name := range names {
-		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local"), Node: c.String("node"), Wait: c.Bool("wait")}
+		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local") || action == "restart", Node: c.String("node"), Wait: c.Bool("wait")}
 		if action == "switch" {
 			req.Node = c.String("to")
 		}

@@ -1,0 +1,418 @@
+package node
+
+import (
+	"fmt"
+	"time"
+
+	"haven/config"
+	"haven/dataset"
+	"haven/monitor"
+)
+
+// The restart ladder (BEHAVIOUR 4): a monitored resource found down where
+// the instance runs (local expect started, idle, not frozen) is restarted
+// alone (Action "restart" with its RID: a stop then a start of that
+// resource only), up to its `restart` times, `restart_delay` after each
+// failure; the monitor state is `restarting` meanwhile. When none is left,
+// the service's monitor_action runs (`tocing`), only if another candidate
+// node exists: freezestop (freeze, stop), switch (exclude this node, stop),
+// crash or reboot (a NodeAction). With no other candidate, or with
+// monitor_action none, the daemon gives up (Instance.GaveUp): an event, and
+// nothing more until a clear, a start, or the resource is up again.
+//
+// The counters are durable (ServiceState.Restarts): a daemon restart does
+// not give the restarts back. A failure is forgotten (its restart given
+// back) once the resource is up and the failure is RestartStable old
+// (Pacemaker's failure-timeout): a restart that brings the resource up
+// keeps its count spent until then. A successful start of the instance, a
+// clear, or the service up on another node while it is down here reset
+// every counter, the exclusion and GaveUp.
+
+// RestartStableMin is the least stabilisation time of the restart ladder;
+// it is at least twice monitor_interval (StableAfter).
+const RestartStableMin = 60 * time.Second
+
+// StableAfter is how long after its last failure a resource that is up
+// gets its restarts back: max(RestartStableMin, 2 x monitor_interval).
+func StableAfter(monitorInterval time.Duration) time.Duration {
+	if d := 2 * monitorInterval; d > RestartStableMin {
+		return d
+	}
+	return RestartStableMin
+}
+
+// RestartCount is the durable state of the restart ladder of one resource.
+type RestartCount struct {
+	// Spent is the number of restarts ordered since the counter was last
+	// reset.
+	Spent int `json:"spent"`
+	// LastFailure is what the check said when the resource was last found
+	// down, FailedAt when.
+	LastFailure string    `json:"last_failure,omitempty"`
+	FailedAt    time.Time `json:"failed_at,omitempty"`
+}
+
+// ResourceSpec is what the ladder reads of one resource of an instance.
+type ResourceSpec struct {
+	RID          string
+	Monitor      bool
+	Restart      int
+	RestartDelay time.Duration
+}
+
+// LadderSpecs are what the restart ladder reads of the resources of cfg
+// (the disabled ones left out), in start order: the drivers put them in
+// InstanceSpec.Resources.
+func LadderSpecs(cfg *config.ServiceConfig) []ResourceSpec {
+	var out []ResourceSpec
+	for _, r := range cfg.Resources {
+		if !r.Disable {
+			out = append(out, ResourceSpec{RID: r.RID, Monitor: r.Monitor, Restart: r.Restart, RestartDelay: r.RestartDelay})
+		}
+	}
+	return out
+}
+
+// Monitor actions (DEFAULT.monitor_action).
+const (
+	MonitorActionNone       = "none"
+	MonitorActionFreezeStop = "freezestop"
+	MonitorActionSwitch     = "switch"
+	MonitorActionCrash      = "crash"
+	MonitorActionReboot     = "reboot"
+)
+
+// ladder runs one step of the restart ladder of a local instance: after
+// each status check, and at each decision pass (a restart whose delay is
+// over). now is the input's time.
+func (c *Core) ladder(svc string, inst *instance, now time.Time) {
+	if !inst.local || !inst.spec.Runnable || inst.busy != "" || inst.ending != nil || inst.checking || c.stopping {
+		return
+	}
+	c.expireFailures(svc, inst, now)
+	ss := c.state.Services[svc]
+	st := inst.mon.State
+	hold := ""
+	switch {
+	case inst.mon.LocalExpect != dataset.ExpectStarted:
+		hold = "the instance is not started here"
+	case st != dataset.Idle && st != dataset.Restarting:
+		hold = "the instance is " + string(st)
+	case ss.Frozen:
+		hold = "instance frozen"
+	case c.state.NodeFrozen:
+		hold = "node frozen"
+	case inst.upElsewhere != "":
+		hold = "the service is up on " + inst.upElsewhere
+	}
+	if hold != "" {
+		inst.pendRID = ""
+		if st == dataset.Restarting {
+			c.setMonitorState(svc, inst, dataset.Idle, "restart cancelled: "+hold, now)
+		}
+		return
+	}
+	rid, res, spec := c.downMonitored(inst)
+	if ss.GaveUp != "" {
+		if rid == "" && len(monitoredSpecs(inst)) > 0 {
+			c.resetLadder(svc, "every monitored resource is up again", now, false)
+		}
+		return
+	}
+	if rid == "" {
+		inst.pendRID = ""
+		if st == dataset.Restarting {
+			c.setMonitorState(svc, inst, dataset.Idle, "monitored resources up", now)
+		}
+		return
+	}
+	if inst.pendRID != rid {
+		// a new failure
+		cnt := ss.Restarts[rid]
+		cnt.LastFailure, cnt.FailedAt = failureText(res), now
+		c.setRestartCount(svc, rid, cnt)
+		left := spec.Restart - cnt.Spent
+		c.emit(ResourceFailed{Svc: svc, RID: rid, Reason: cnt.LastFailure, Remaining: max(left, 0), Delay: spec.RestartDelay.String()})
+		if left <= 0 {
+			inst.pendRID = ""
+			c.monitorAction(svc, inst, rid, spec, now)
+			return
+		}
+		inst.pendRID, inst.pendAt = rid, now.Add(spec.RestartDelay)
+		c.setMonitorState(svc, inst, dataset.Restarting,
+			fmt.Sprintf("%s down: restart %d of %d in %s", rid, cnt.Spent+1, spec.Restart, spec.RestartDelay), now)
+	}
+	if now.Before(inst.pendAt) {
+		c.wakeAt(inst.pendAt)
+		return
+	}
+	cnt := ss.Restarts[rid]
+	cnt.Spent++
+	c.setRestartCount(svc, rid, cnt)
+	inst.pendRID = ""
+	c.beginRestart(svc, inst, rid, fmt.Sprintf("%s down: restart %d of %d", rid, cnt.Spent, spec.Restart))
+}
+
+// ladderAll runs the ladder of every local instance (a decision pass); it
+// reports whether it changed anything.
+func (c *Core) ladderAll(now time.Time) bool {
+	n := len(c.ready.Events)
+	for _, inst := range c.ilist {
+		c.ladder(inst.name, inst, now)
+	}
+	return len(c.ready.Events) != n
+}
+
+// downMonitored returns the first monitored resource (in start order)
+// whose last check says down, with its status and spec; "" when none.
+func (c *Core) downMonitored(inst *instance) (string, dataset.Resource, ResourceSpec) {
+	for _, spec := range monitoredSpecs(inst) {
+		if r, ok := inst.res[spec.RID]; ok && r.Status == dataset.StatusDown && !r.Disabled {
+			return spec.RID, r, spec
+		}
+	}
+	return "", dataset.Resource{}, ResourceSpec{}
+}
+
+func monitoredSpecs(inst *instance) []ResourceSpec {
+	var out []ResourceSpec
+	for _, s := range inst.spec.Resources {
+		if s.Monitor {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func failureText(r dataset.Resource) string {
+	if r.Log != "" {
+		return "check says down: " + r.Log
+	}
+	return "check says down"
+}
+
+// beginRestart orders the restart of one resource (stop, then start, of
+// that resource only); ActionDone with kind "restart" ends it.
+func (c *Core) beginRestart(svc string, inst *instance, rid, reason string) {
+	inst.busy = "restart"
+	inst.restartRID = rid
+	inst.caller = 0
+	inst.prevState = inst.mon.State
+	c.publish()
+	c.emit(ActionBegin{Svc: svc, Action: "restart " + rid, Reason: reason})
+	c.ready.Run = append(c.ready.Run, Action{Kind: "restart", Service: svc, RID: rid, Reason: reason})
+}
+
+// monitorAction runs the service's monitor_action once the restarts of rid
+// are spent, only when another candidate node exists; else it gives up.
+func (c *Core) monitorAction(svc string, inst *instance, rid string, spec ResourceSpec, now time.Time) {
+	why := fmt.Sprintf("%s down, %d restarts spent", rid, spec.Restart)
+	act := inst.spec.MonitorAction
+	if act == "" || act == MonitorActionNone {
+		c.giveUp(svc, inst, why+": monitor_action none: nothing more is done (svcmgr clear or restart)", now)
+		return
+	}
+	others := monitor.OtherCandidates(c.Snapshot(now), svc)
+	if len(others) == 0 {
+		c.giveUp(svc, inst, why+": monitor_action "+act+" not run: no other candidate node", now)
+		return
+	}
+	reason := why + ": monitor_action " + act + " (next candidate " + others[0] + ")"
+	c.giveUp(svc, inst, reason, now)
+	c.emit(MonitorActionTaken{Svc: svc, Action: act, Reason: reason})
+	switch act {
+	case MonitorActionFreezeStop:
+		c.SetFrozen(svc, true, reason)
+		c.beginTocStop(svc, inst, reason, now)
+	case MonitorActionSwitch:
+		ss := c.state.Services[svc]
+		ss.Excluded = reason
+		c.state.Services[svc] = ss
+		c.persist()
+		c.publish()
+		c.beginTocStop(svc, inst, reason, now)
+	case MonitorActionCrash:
+		c.nodeAction(NodeCrash, svc+": "+reason)
+	case MonitorActionReboot:
+		c.nodeAction(NodeReboot, svc+": "+reason)
+	}
+}
+
+// beginTocStop stops the instance for its monitor_action (state tocing);
+// the stop ends as any stop (idle, or stop failed).
+func (c *Core) beginTocStop(svc string, inst *instance, reason string, now time.Time) {
+	prev := inst.mon.State
+	c.setMonitorState(svc, inst, dataset.Tocing, reason, now)
+	c.beginAction(svc, inst, "stop", reason)
+	inst.prevState = prev
+}
+
+// giveUp records that the ladder of the instance ended (durable): the
+// orchestrator does not start it again by itself until it is reset.
+func (c *Core) giveUp(svc string, inst *instance, reason string, now time.Time) {
+	ss := c.state.Services[svc]
+	ss.GaveUp = reason
+	c.state.Services[svc] = ss
+	c.persist()
+	c.publish()
+	c.emit(LadderGaveUp{Svc: svc, Reason: reason})
+	if inst.mon.State == dataset.Restarting {
+		c.setMonitorState(svc, inst, dataset.Idle, reason, now)
+	}
+}
+
+// setRestartCount writes the counter of rid (a new map: the state handed
+// to the driver shares nothing that changes).
+func (c *Core) setRestartCount(svc, rid string, cnt RestartCount) {
+	ss := c.state.Services[svc]
+	m := make(map[string]RestartCount, len(ss.Restarts)+1)
+	for k, v := range ss.Restarts {
+		m[k] = v
+	}
+	m[rid] = cnt
+	ss.Restarts = m
+	c.state.Services[svc] = ss
+	c.persist()
+	c.publish()
+}
+
+// expireFailures gives their restarts back to the resources that are up
+// and whose last failure is older than StableAfter.
+func (c *Core) expireFailures(svc string, inst *instance, now time.Time) {
+	ss := c.state.Services[svc]
+	if len(ss.Restarts) == 0 || ss.GaveUp != "" {
+		return
+	}
+	stable := StableAfter(c.cfg.MonitorInterval)
+	for _, rid := range sortedKeys(ss.Restarts) {
+		cnt := ss.Restarts[rid]
+		r, ok := inst.res[rid]
+		if !ok || r.Status != dataset.StatusUp || now.Sub(cnt.FailedAt) < stable {
+			continue
+		}
+		if cnt.Spent > 0 {
+			c.emit(RestartsReset{Svc: svc, RID: rid, Reason: fmt.Sprintf("up, last failure %s ago (stabilisation %s)", now.Sub(cnt.FailedAt).Round(time.Second), stable)})
+		}
+		m := make(map[string]RestartCount, len(ss.Restarts))
+		for k, v := range ss.Restarts {
+			if k != rid {
+				m[k] = v
+			}
+		}
+		if len(m) == 0 {
+			m = nil
+		}
+		ss.Restarts = m
+		c.state.Services[svc] = ss
+		c.persist()
+		c.publish()
+	}
+}
+
+// resetLadder forgets the ladder of svc: counters, GaveUp, and with
+// exclusion the switch's exclusion too. It reports whether anything was
+// reset.
+func (c *Core) resetLadder(svc, reason string, now time.Time, exclusion bool) bool {
+	ss := c.state.Services[svc]
+	if len(ss.Restarts) == 0 && ss.GaveUp == "" && (!exclusion || ss.Excluded == "") {
+		return false
+	}
+	ss.Restarts, ss.GaveUp = nil, ""
+	if exclusion {
+		ss.Excluded = ""
+	}
+	c.state.Services[svc] = ss
+	c.persist()
+	c.publish()
+	c.emit(RestartsReset{Svc: svc, Reason: reason})
+	if inst := c.insts[svc]; inst != nil {
+		inst.pendRID = ""
+	}
+	return true
+}
+
+// watchLadders resets the ladder of the local instances that are down
+// here while the service is up on another node (the switch's exclusion
+// ends: never a ping-pong back, as the service runs elsewhere).
+func (c *Core) watchLadders(s monitor.Snapshot, now time.Time) {
+	for _, inst := range c.ilist {
+		if inst.local {
+			inst.upElsewhere = monitor.UpElsewhere(s, inst.name)
+		}
+		ss := c.state.Services[inst.name]
+		if !inst.local || (len(ss.Restarts) == 0 && ss.GaveUp == "" && ss.Excluded == "") || inst.busy != "" {
+			continue
+		}
+		if _, running := c.Status(inst.name); running {
+			continue
+		}
+		if n := inst.upElsewhere; n != "" {
+			c.resetLadder(inst.name, "service up on "+n, now, true)
+		}
+	}
+}
+
+// held reports whether the orchestrator must not start the instance of
+// svc by itself: its ladder gave up.
+func (c *Core) held(svc string) bool { return c.state.Services[svc].GaveUp != "" }
+
+// ResourceFailed: a monitored resource found down where the instance runs.
+type ResourceFailed struct {
+	Svc       string `json:"svc"`
+	RID       string `json:"rid"`
+	Reason    string `json:"reason"`
+	Remaining int    `json:"remaining"`
+	Delay     string `json:"delay"`
+}
+
+func (ResourceFailed) Kind() string      { return "resource_failed" }
+func (e ResourceFailed) Service() string { return e.Svc }
+func (ResourceFailed) Level() Level      { return Warn }
+func (e ResourceFailed) String() string {
+	if e.Remaining == 0 {
+		return fmt.Sprintf("%s failed (%s): no restart left", e.RID, e.Reason)
+	}
+	return fmt.Sprintf("%s failed (%s): %d restart(s) left, next in %s", e.RID, e.Reason, e.Remaining, e.Delay)
+}
+
+// LadderGaveUp: the restarts of a resource are spent; the daemon restarts
+// it no more (the monitor_action, if one runs, follows).
+type LadderGaveUp struct {
+	Svc    string `json:"svc"`
+	Reason string `json:"reason"`
+}
+
+func (LadderGaveUp) Kind() string      { return "restarts_spent" }
+func (e LadderGaveUp) Service() string { return e.Svc }
+func (LadderGaveUp) Level() Level      { return Warn }
+func (e LadderGaveUp) String() string  { return "restarts spent: " + e.Reason }
+
+// MonitorActionTaken: the monitor_action of a service runs here.
+type MonitorActionTaken struct {
+	Svc    string `json:"svc"`
+	Action string `json:"action"`
+	Reason string `json:"reason"`
+}
+
+func (MonitorActionTaken) Kind() string      { return "monitor_action" }
+func (e MonitorActionTaken) Service() string { return e.Svc }
+func (MonitorActionTaken) Level() Level      { return Error }
+func (e MonitorActionTaken) String() string  { return "monitor_action " + e.Action + ": " + e.Reason }
+
+// RestartsReset: the restart counters (RID "": all of them, with the
+// exclusion and the give-up) were reset.
+type RestartsReset struct {
+	Svc    string `json:"svc"`
+	RID    string `json:"rid,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func (RestartsReset) Kind() string      { return "restarts_reset" }
+func (e RestartsReset) Service() string { return e.Svc }
+func (RestartsReset) Level() Level      { return Info }
+func (e RestartsReset) String() string {
+	if e.RID != "" {
+		return e.RID + " restarts given back: " + e.Reason
+	}
+	return "restart ladder reset: " + e.Reason
+}
