@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
 
 // Bounds of the audits.
@@ -221,7 +222,7 @@ func (c *Cluster) leaks(where map[string]string) []string {
 				bad = append(bad, fmt.Sprintf("%s: process %d on %s, the service is up on %s", s.Name, pid, n, where[s.Name]))
 				continue
 			}
-			if rec := readPid(filepath.Join(c.Nodes[n].Var(), "services", s.Name, "main.pid")); rec != pid {
+			if rec := testbed.ReadPID(filepath.Join(c.Nodes[n].Var(), "services", s.Name, "main.pid")); rec != pid {
 				bad = append(bad, fmt.Sprintf("%s: process %d on %s, its pid file says %d", s.Name, pid, n, rec))
 			}
 		}
