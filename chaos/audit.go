@@ -183,6 +183,43 @@ func (c *Cluster) badLogLines() []string {
 	return bad
 }
 
+// logSizes are the sizes of the daemons' logs now (see newLogLines).
+func (c *Cluster) logSizes() map[string]int64 {
+	out := map[string]int64{}
+	for _, n := range c.Names {
+		for _, p := range c.Nodes[n].logs() {
+			if fi, err := os.Stat(p); err == nil {
+				out[p] = fi.Size()
+			}
+		}
+	}
+	return out
+}
+
+// newLogLines returns the lines containing substr written to the daemons'
+// logs since the sizes in from, each prefixed with its node.
+func (c *Cluster) newLogLines(from map[string]int64, substr string) []string {
+	var out []string
+	for _, n := range c.Names {
+		for _, p := range c.Nodes[n].logs() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			seen := from[p]
+			if int64(len(b)) < seen { // rotated: start over
+				seen = 0
+			}
+			for _, l := range strings.Split(string(b[seen:]), "\n") {
+				if strings.Contains(l, substr) {
+					out = append(out, n+": "+l)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // appProcs lists the live app processes of svc (pid -> node) in every
 // node's namespace, and those outside of any.
 func (c *Cluster) appProcs(svc string) map[int]string {

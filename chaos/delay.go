@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -48,7 +49,7 @@ const (
 	nfAccept          = 1
 	delayQueueBase    = 4200 // queue numbers: base + host index
 	delayQueueMaxLen  = 8192
-	delayRecvTimeout  = 200 * time.Millisecond
+	delayRecvTimeout  = 50 * time.Millisecond
 	delayRecvBufBytes = 4 << 20
 )
 
@@ -105,14 +106,26 @@ func (b *Bed) Delay(n string, d time.Duration) error {
 // NoDelay removes the delay into n: the rule first, then the delayer once
 // the packets it holds are released.
 func (b *Bed) NoDelay(n string) error {
-	dl := b.delays[n]
-	if dl == nil {
-		return nil
+	return b.noDelay([]string{n})
+}
+
+// noDelay removes the delays into the hosts ns: their rules, then their
+// delayers at once.
+func (b *Bed) noDelay(ns []string) error {
+	var errs []error
+	var wg sync.WaitGroup
+	for _, n := range ns {
+		dl := b.delays[n]
+		if dl == nil {
+			continue
+		}
+		delete(b.delays, n)
+		errs = append(errs, b.iptables(n, "-D", chainName, "-i", Dev, "-j", "NFQUEUE", "--queue-num", fmt.Sprint(dl.queue), "--queue-bypass"))
+		wg.Add(1)
+		go func() { defer wg.Done(); dl.close() }()
 	}
-	delete(b.delays, n)
-	err := b.iptables(n, "-D", chainName, "-i", Dev, "-j", "NFQUEUE", "--queue-num", fmt.Sprint(dl.queue), "--queue-bypass")
-	dl.close()
-	return err
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Delayed is the number of packets the delay into n held so far.
@@ -288,10 +301,11 @@ func (dl *delayer) release() {
 	}
 }
 
-// close releases what is held (the rule is gone: nothing new comes but
-// what is already queued), then unbinds the queue.
+// close releases what is held, then unbinds the queue. The rule is gone:
+// nothing new comes, and what the kernel queued before is read within a
+// moment (the reader never lags); each held packet still waits its delay.
 func (dl *delayer) close() {
-	time.Sleep(dl.d + 50*time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
 	close(dl.stop)
 	dl.wg.Wait()
 	unix.Close(dl.fd)

@@ -108,10 +108,10 @@ func (b *Bed) Dropped(n string) int {
 // Heal removes every filtering fault and delay and sets every link up
 // again.
 func (b *Bed) Heal() error {
+	if err := b.noDelay(b.Names()); err != nil {
+		return err
+	}
 	for _, n := range b.Names() {
-		if err := b.NoDelay(n); err != nil {
-			return err
-		}
 		if b.ipt[n] {
 			if err := b.iptables(n, "-F", chainName); err != nil {
 				return err

@@ -161,10 +161,8 @@ func (b *Bed) AddHost(name, addr string) error {
 // their links. It returns what it could not delete.
 func (b *Bed) Close() []error {
 	var errs []error
-	for n := range b.delays {
-		if err := b.NoDelay(n); err != nil {
-			errs = append(errs, err)
-		}
+	if err := b.noDelay(b.Names()); err != nil {
+		errs = append(errs, err)
 	}
 	for _, ns := range b.made {
 		for _, pid := range nsPids(ns) {
