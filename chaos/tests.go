@@ -28,11 +28,11 @@ type PendingTest struct{ Name, Waits string }
 
 // Pending are the tests not run yet, with what they wait for.
 var Pending = []PendingTest{
-	{"ResourceRecover", "issue 10: the restart ladder (kill of an app → local restarts → monitor_action)"},
-	{"SplitBrain", "issue 11: quorum and split_action (minority stops, majority takes over); without quorum, multiple-active resolution (one instance after the heal)"},
-	{"OneWayLoss", "issue 11: quorum and split_action (the fault exists: Bed.OneWay)"},
-	{"NearQuorumPoint", "issue 11: quorum (lose exactly half ± 1 of the votes; the arbitrator exists and can be cut)"},
-	{"PauseActive", "issue 11: Pause of a node that runs a service (its peers take over while it sleeps: two instances until quorum or multiple-active resolution)"},
+	{"ResourceRecover", "issue 10: the restart ladder (kill of an app → local restarts → monitor_action); prepared: TESTS=ResourceRecover with -ladder"},
+	{"SplitBrain", "issue 11: quorum and split_action (minority stops, majority takes over); without quorum, multiple-active resolution (one instance after the heal); prepared: TESTS=SplitBrain, with -quorum"},
+	{"OneWayLoss", "issue 11: quorum and split_action (the fault exists: Bed.OneWay); prepared: TESTS=OneWayLoss, with -quorum"},
+	{"NearQuorumPoint", "issue 11: quorum (lose exactly half ± 1 of the votes; the arbitrator exists and can be cut); prepared: TESTS=NearQuorumPoint with -quorum"},
+	{"PauseActive", "issue 11: Pause of a node that runs a service (its peers take over while it sleeps: two instances until quorum or multiple-active resolution); prepared: TESTS=PauseActive, with -quorum"},
 }
 
 // KnownDefects are runnable tests that fail on the current build because
@@ -63,7 +63,7 @@ var Tests = []*Test{
 }
 
 func testByName(n string) *Test {
-	for _, t := range Tests {
+	for _, t := range append(slices.Clone(Tests), Prepared...) {
 		if t.Name == n {
 			return t
 		}
