@@ -360,6 +360,7 @@ func (t *T) upNowOn(n, svc, want, action string) error {
 		return fmt.Errorf("%s: %s of %s acknowledged, but the journal has it up on %v", n, action, svc, up)
 	}
 	var first, last string
+	var firstAt time.Time
 	err = waitUntil(ackViewBound, func() bool {
 		st, err := t.C.Nodes[n].Status()
 		if err != nil {
@@ -369,17 +370,17 @@ func (t *T) upNowOn(n, svc, want, action string) error {
 		up, unknown := upIn(st, svc)
 		last = describeInstances(st, svc)
 		if first == "" {
-			first = last
+			first, firstAt = last, time.Now()
 		}
 		return len(unknown) == 0 && slices.Equal(up, []string{want})
 	}, "")
 	if err == nil {
 		if first != last {
-			t.Note("%s: right after the %s of %s: %s; then %s", n, action, svc, first, last)
+			t.Note("%s: right after the %s of %s (%s): %s; then %s", n, action, svc, firstAt.Format("15:04:05.000"), first, last)
 		}
 		return nil
 	}
-	return fmt.Errorf("%s: %s of %s acknowledged (the journal agrees), but %s later its view is %s (first read: %s)", n, action, svc, ackViewBound, last, first)
+	return fmt.Errorf("%s: %s of %s acknowledged (the journal agrees), but %s later its view is %s (first read at %s: %s)", n, action, svc, ackViewBound, last, firstAt.Format("15:04:05.000"), first)
 }
 
 // ackViewBound is how long upNowOn waits for a view that knows every
