@@ -3,6 +3,7 @@ package chaos
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -335,23 +336,86 @@ func (c *Cluster) anyWhere() map[string]string {
 	return out
 }
 
-// upNowOn fails unless n sees svc up on exactly want right after an
-// acknowledged action.
+// upNowOn judges an acknowledged placement of svc on want (switch --to,
+// takeover), asked from node n, right after the answer. Two observers:
+//
+//  1. the journal, which no daemon can fool: svc is up on want and on no
+//     other node (its start line is written before the process starts, a
+//     stop line after it is gone);
+//  2. n's view, once it knows every instance of svc: a node whose daemon
+//     restarts announces its instances unknown until its first check, and
+//     a node that came back has its held data marked stale until it is
+//     confirmed. An unknown instance is neither up nor down, so the view
+//     is read again (every 100 ms, up to ackViewBound) until it knows them
+//     all; then svc must be up on exactly want.
+//
+// Nothing else moves svc meanwhile (the other admin acts on another
+// service, a daemon restart never stops a service).
 func (t *T) upNowOn(n, svc, want, action string) error {
-	st, err := t.C.Nodes[n].Status()
+	ev, err := ReadJournal(t.C.Journal)
 	if err != nil {
 		return err
 	}
-	var up []string
+	if up := UpAt(ev)[svc]; !slices.Equal(up, []string{want}) {
+		return fmt.Errorf("%s: %s of %s acknowledged, but the journal has it up on %v", n, action, svc, up)
+	}
+	var first, last string
+	var firstAt time.Time
+	err = waitUntil(ackViewBound, func() bool {
+		st, err := t.C.Nodes[n].Status()
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		up, unknown := upIn(st, svc)
+		last = describeInstances(st, svc)
+		if first == "" {
+			first, firstAt = last, time.Now()
+		}
+		return len(unknown) == 0 && slices.Equal(up, []string{want})
+	}, "")
+	if err == nil {
+		if first != last {
+			t.Note("%s: right after the %s of %s (%s): %s; then %s", n, action, svc, firstAt.Format("15:04:05.000"), first, last)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: %s of %s acknowledged (the journal agrees), but %s later its view is %s (first read at %s: %s)", n, action, svc, ackViewBound, last, firstAt.Format("15:04:05.000"), first)
+}
+
+// ackViewBound is how long upNowOn waits for a view that knows every
+// instance of the service.
+const ackViewBound = 10 * time.Second
+
+// upIn lists, in a status object, the nodes where svc is up and those
+// whose instance of svc is not known (avail unknown or empty, or stale).
+func upIn(st dataset.ClusterStatus, svc string) (up, unknown []string) {
 	for node, i := range st.Services[svc].Instances {
-		if i.Avail == dataset.StatusUp {
+		switch {
+		case i.Stale || i.Avail == dataset.StatusUnknown || i.Avail == "":
+			unknown = append(unknown, node)
+		case i.Avail == dataset.StatusUp:
 			up = append(up, node)
 		}
 	}
-	if !slices.Equal(up, []string{want}) {
-		return fmt.Errorf("%s: %s of %s acknowledged, but it is up on %v", n, action, svc, up)
+	slices.Sort(up)
+	slices.Sort(unknown)
+	return up, unknown
+}
+
+// describeInstances is svc in a status object, for a message:
+// "n1 down (node up), n3 unknown stale (node maintenance)".
+func describeInstances(st dataset.ClusterStatus, svc string) string {
+	var out []string
+	for _, node := range slices.Sorted(maps.Keys(st.Services[svc].Instances)) {
+		i := st.Services[svc].Instances[node]
+		s := node + " " + string(i.Avail)
+		if i.Stale {
+			s += " stale"
+		}
+		out = append(out, fmt.Sprintf("%s (node %s)", s, st.Nodes[node].Status))
 	}
-	return nil
+	return strings.Join(out, ", ")
 }
 
 func testDiskFull(t *T) error {

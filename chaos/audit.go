@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
 
 // Bounds of the audits.
@@ -156,30 +157,57 @@ func (c *Cluster) checkLedger(l Ledger) error {
 // badLogLines returns the lines appended to the daemons' logs since the
 // last call that contain panic or fatal (case-insensitive).
 func (c *Cluster) badLogLines() []string {
-	var bad []string
+	bad, sizes := c.logLinesSince(c.logSeen, func(l string) bool {
+		low := strings.ToLower(l)
+		return strings.Contains(low, "panic") || strings.Contains(low, "fatal")
+	})
+	c.logSeen = sizes
+	for i, l := range bad {
+		if len(l) > 300 {
+			bad[i] = l[:300] + "..."
+		}
+	}
+	return bad
+}
+
+// logSizes are the sizes of the daemons' logs now (see newLogLines).
+func (c *Cluster) logSizes() map[string]int64 {
+	_, sizes := c.logLinesSince(nil, func(string) bool { return false })
+	return sizes
+}
+
+// newLogLines returns the lines containing substr written to the daemons'
+// logs since the sizes in from.
+func (c *Cluster) newLogLines(from map[string]int64, substr string) []string {
+	lines, _ := c.logLinesSince(from, func(l string) bool { return strings.Contains(l, substr) })
+	return lines
+}
+
+// logLinesSince returns the lines that match, written to the daemons' logs
+// after the sizes in from (a log shorter than its size was rotated: read
+// from its start), as "NODE: FILE: LINE", and the sizes now.
+func (c *Cluster) logLinesSince(from map[string]int64, match func(string) bool) ([]string, map[string]int64) {
+	var out []string
+	sizes := map[string]int64{}
 	for _, n := range c.Names {
 		for _, p := range c.Nodes[n].logs() {
 			b, err := os.ReadFile(p)
 			if err != nil {
 				continue
 			}
-			seen := c.logSeen[p]
-			if int64(len(b)) < seen { // rotated: start over
+			seen := from[p]
+			if int64(len(b)) < seen {
 				seen = 0
 			}
 			for _, l := range strings.Split(string(b[seen:]), "\n") {
-				low := strings.ToLower(l)
-				if strings.Contains(low, "panic") || strings.Contains(low, "fatal") {
-					if len(l) > 300 {
-						l = l[:300] + "..."
-					}
-					bad = append(bad, n+": "+filepath.Base(p)+": "+l)
+				if match(l) {
+					out = append(out, n+": "+filepath.Base(p)+": "+l)
 				}
 			}
-			c.logSeen[p] = int64(len(b))
+			sizes[p] = int64(len(b))
 		}
 	}
-	return bad
+	return out, sizes
 }
 
 // appProcs lists the live app processes of svc (pid -> node) in every
@@ -221,7 +249,7 @@ func (c *Cluster) leaks(where map[string]string) []string {
 				bad = append(bad, fmt.Sprintf("%s: process %d on %s, the service is up on %s", s.Name, pid, n, where[s.Name]))
 				continue
 			}
-			if rec := readPid(filepath.Join(c.Nodes[n].Var(), "services", s.Name, "main.pid")); rec != pid {
+			if rec := testbed.ReadPID(filepath.Join(c.Nodes[n].Var(), "services", s.Name, "main.pid")); rec != pid {
 				bad = append(bad, fmt.Sprintf("%s: process %d on %s, its pid file says %d", s.Name, pid, n, rec))
 			}
 		}

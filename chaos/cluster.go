@@ -19,14 +19,17 @@ import (
 
 // Timings of the chaos cluster: short, so that a test takes seconds.
 const (
-	hbTimeout     = 3 * time.Second
-	hbInterval    = time.Second
-	readyPeriod   = time.Second
-	maintGrace    = 6 * time.Second
-	rejoinGrace   = 20 * time.Second
-	varSize       = "16m"
-	arbitratorIP  = Subnet + "254"
-	arbitratorURI = "http://" + arbitratorIP + ":8080/"
+	hbTimeout   = 3 * time.Second
+	hbInterval  = time.Second
+	readyPeriod = time.Second
+	maintGrace  = 6 * time.Second
+	rejoinGrace = 20 * time.Second
+	varSize     = "16m"
+	// the restart ladder of the services with Config.Ladder
+	ladderRestarts = 2
+	ladderDelay    = time.Second
+	arbitratorIP   = Subnet + "254"
+	arbitratorURI  = "http://" + arbitratorIP + ":8080/"
 )
 
 // Cluster is a set of nodes in the bed, their services, the journal.
@@ -92,16 +95,21 @@ func NewCluster(cfg Config) (c *Cluster, err error) {
 	for _, n := range c.Names {
 		fmt.Fprintf(&members, "%s = \"%s:%d\"\n", n, bed.Addr[n], HBPort)
 	}
-	// the arbitrator runs (its namespace can be cut), but [arbitrator.a1]
-	// and split_action join the configs with quorum (issue 11): until then
-	// the daemons refuse them at load
-	cluster := fmt.Sprintf("[cluster]\nname = \"chaos\"\nsecret = %q\nquorum = false\n\n[nodes]\n%s",
-		hex.EncodeToString(secret), members.String())
+	// the arbitrator always runs (its namespace can be cut); it is named
+	// in the configs, with split_action, only with cfg.Quorum: daemons
+	// without quorum (issue 11) refuse these keys at load
+	cluster := fmt.Sprintf("[cluster]\nname = \"chaos\"\nsecret = %q\nquorum = %v\n\n[nodes]\n%s",
+		hex.EncodeToString(secret), cfg.Quorum, members.String())
+	splitAction := ""
+	if cfg.Quorum {
+		cluster += fmt.Sprintf("\n[arbitrator.a1]\nuri = %q\ntimeout = \"2s\"\n", arbitratorURI)
+		splitAction = "split_action = \"stop\"\n"
+	}
 	for _, n := range c.Names {
 		nd := &Node{Name: n, Root: filepath.Join(work, n), c: c}
 		c.Nodes[n] = nd
-		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = \"300ms\"\nready_period = %q\nmaintenance_grace_period = %q\nrejoin_grace_period = %q\n\n[hb]\naddr = %q\nport = %d\ntimeout = %q\ninterval = %q\n",
-			n, readyPeriod, maintGrace, rejoinGrace, bed.Addr[n], HBPort, hbTimeout, hbInterval)
+		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = \"300ms\"\nready_period = %q\nmaintenance_grace_period = %q\nrejoin_grace_period = %q\n%s\n[hb]\naddr = %q\nport = %d\ntimeout = %q\ninterval = %q\n",
+			n, readyPeriod, maintGrace, rejoinGrace, splitAction, bed.Addr[n], HBPort, hbTimeout, hbInterval)
 		if err := writeFile(filepath.Join(nd.Root, "etc", "node.toml"), nodeToml, 0o644); err != nil {
 			return c, err
 		}
@@ -176,6 +184,7 @@ pid=$(cat "$var/main.pid" 2>/dev/null)
 `
 
 const startScript = `alive "$pid" && exit 0
+if [ -e "%[2]s/fail-$svc-$node" ]; then echo "chaos: the start of $svc fails on $node"; exit 1; fi
 journal start
 "$app" 100000 >/dev/null 2>&1 &
 pid=$!
@@ -204,7 +213,7 @@ func (c *Cluster) writeScripts() error {
 		return err
 	}
 	for name, body := range map[string]string{"start.sh": startScript, "stop.sh": stopScript, "check.sh": checkScript} {
-		s := fmt.Sprintf(scriptCommon, name, c.Work, c.Journal) + body
+		s := fmt.Sprintf(scriptCommon+body, name, c.Work, c.Journal)
 		if err := writeFile(filepath.Join(c.Work, name), s, 0o755); err != nil {
 			return err
 		}
@@ -224,8 +233,13 @@ func (c *Cluster) ServiceConfig(s Service) string {
 		q[i] = fmt.Sprintf("%q", n)
 	}
 	args := " {name} {nodename} {var}"
-	return fmt.Sprintf("[DEFAULT]\norchestrate = \"ha\"\nnodes = [%s]\n\n[app.main]\nstart = %q\nstop = %q\ncheck = %q\ntimeout = \"10s\"\n",
-		strings.Join(q, ", "), filepath.Join(c.Work, "start.sh")+args, filepath.Join(c.Work, "stop.sh")+args, filepath.Join(c.Work, "check.sh")+args)
+	def, res := "", ""
+	if c.cfg.Ladder {
+		def = "monitor_action = \"switch\"\n"
+		res = fmt.Sprintf("monitor = true\nrestart = %d\nrestart_delay = %q\n", ladderRestarts, ladderDelay)
+	}
+	return fmt.Sprintf("[DEFAULT]\norchestrate = \"ha\"\nnodes = [%s]\n%s\n[app.main]\nstart = %q\nstop = %q\ncheck = %q\ntimeout = \"10s\"\n%s",
+		strings.Join(q, ", "), def, filepath.Join(c.Work, "start.sh")+args, filepath.Join(c.Work, "stop.sh")+args, filepath.Join(c.Work, "check.sh")+args, res)
 }
 
 // CreateServices installs one failover service per rotation of the nodes

@@ -7,9 +7,10 @@ import (
 )
 
 // Filtering faults: iptables rules in the chaos chain of the receiving
-// host's namespace (INPUT jumps to it). The kernel here has no netem
-// qdisc, so there is no delay; loss uses the statistic match, which works
-// inside a namespace with Debian's iptables (nf_tables backend).
+// host's namespace (INPUT jumps to it). Loss uses the statistic match,
+// which works inside a namespace with Debian's iptables (nf_tables
+// backend); the kernel here has no netem qdisc, so delay is a queue to a
+// program of the bed (NFQUEUE, see delay.go).
 
 // IptablesUnavailable says why iptables faults cannot be made ("" when they can).
 func IptablesUnavailable() string {
@@ -104,8 +105,12 @@ func (b *Bed) Dropped(n string) int {
 	return total
 }
 
-// Heal removes every filtering fault and sets every link up again.
+// Heal removes every filtering fault and delay and sets every link up
+// again.
 func (b *Bed) Heal() error {
+	if err := b.noDelay(b.Names()); err != nil {
+		return err
+	}
 	for _, n := range b.Names() {
 		if b.ipt[n] {
 			if err := b.iptables(n, "-F", chainName); err != nil {

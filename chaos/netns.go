@@ -60,6 +60,8 @@ type Bed struct {
 	Addr map[string]string // host name -> address on eth0
 	made []string          // namespaces to delete, in creation order
 	ipt  map[string]bool   // hosts whose chaos chain exists
+	// delays are the packet delayers by receiving host (Delay)
+	delays map[string]*delayer
 }
 
 // NetnsUnavailable says why network namespaces cannot be made here ("" when
@@ -95,7 +97,7 @@ func IP(args ...string) (string, error) {
 func NewBed(names []string) (b *Bed, err error) {
 	rnd := make([]byte, 3)
 	rand.Read(rnd)
-	b = &Bed{ID: hex.EncodeToString(rnd), NS: map[string]string{}, Addr: map[string]string{}, ipt: map[string]bool{}}
+	b = &Bed{ID: hex.EncodeToString(rnd), NS: map[string]string{}, Addr: map[string]string{}, ipt: map[string]bool{}, delays: map[string]*delayer{}}
 	b.BrNS = "hv-" + b.ID + "-br"
 	defer func() {
 		if err != nil {
@@ -159,6 +161,9 @@ func (b *Bed) AddHost(name, addr string) error {
 // their links. It returns what it could not delete.
 func (b *Bed) Close() []error {
 	var errs []error
+	if err := b.noDelay(b.Names()); err != nil {
+		errs = append(errs, err)
+	}
 	for _, ns := range b.made {
 		for _, pid := range nsPids(ns) {
 			syscall.Kill(pid, syscall.SIGKILL)

@@ -1,13 +1,9 @@
 package chaos
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +11,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/testbed"
 )
 
 // Node is one Haven node of the chaos cluster: its root on the host, its
@@ -27,11 +24,7 @@ type Node struct {
 
 // Result is what a command printed and its exit status (-1: it could not
 // run or was killed at its deadline, see TimedOut).
-type Result struct {
-	Out, Err string
-	Code     int
-	TimedOut bool
-}
+type Result struct{ testbed.Result }
 
 func (r Result) String() string {
 	s := fmt.Sprintf("exit %d", r.Code)
@@ -55,30 +48,15 @@ func (n *Node) Run(timeout time.Duration, bin string, args ...string) Result {
 }
 
 func (n *Node) run(timeout time.Duration, inNS bool, bin string, args ...string) Result {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	argv := append([]string{"--root", n.Root}, args...)
-	path := filepath.Join(n.c.cfg.Bin, bin)
-	var cmd *exec.Cmd
+	c := testbed.Command{Bin: filepath.Join(n.c.cfg.Bin, bin), Root: n.Root, Args: args, Timeout: timeout}
 	if inNS {
-		cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.c.Bed.NS[n.Name], path}, argv...)...)
-	} else {
-		cmd = exec.CommandContext(ctx, path, argv...)
+		c.NS = n.c.Bed.NS[n.Name]
 	}
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	r := Result{Out: o.String(), Err: e.String()}
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		r.Code, r.TimedOut = -1, true
-	case errors.As(err, &ee):
-		r.Code = ee.ExitCode()
-	case err != nil:
+	r, err := c.Run()
+	if err != nil {
 		r.Code, r.Err = -1, err.Error()
 	}
-	return r
+	return Result{r}
 }
 
 // must runs a command and turns a non-zero exit into an error.
@@ -120,18 +98,7 @@ func (n *Node) Shutdown() error {
 }
 
 // DaemonPid is the pid in the daemon's pid file (0 when none).
-func (n *Node) DaemonPid() int {
-	return readPid(filepath.Join(n.Root, "run", "daemon.pid"))
-}
-
-func readPid(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
-}
+func (n *Node) DaemonPid() int { return testbed.DaemonPID(n.Root) }
 
 // alive reports whether pid runs (a zombie does not).
 func alive(pid int) bool {
@@ -200,12 +167,8 @@ func (n *Node) logs() []string {
 // waitUntil polls cond every 100ms until it holds, or returns the error
 // made of format and args after d.
 func waitUntil(d time.Duration, cond func() bool, format string, args ...any) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf(format, args...)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if testbed.WaitFor(d, 100*time.Millisecond, "", cond) != nil {
+		return fmt.Errorf(format, args...)
 	}
 	return nil
 }

@@ -25,6 +25,14 @@ type Config struct {
 	// StopOnFailure ends the round at the first failed test; otherwise it
 	// goes on while the audits find the cluster recovered.
 	StopOnFailure bool
+	// Quorum sets cluster.quorum = true, the arbitrator a1 and
+	// split_action = "stop" in the configs (issue 11); never twice is then
+	// promised by every test. Daemons without quorum refuse these keys.
+	Quorum bool
+	// Ladder gives the services' app a restart ladder: monitor = true,
+	// restart = 2, restart_delay = 1s, monitor_action = switch (issue 10).
+	// Daemons without the ladder refuse these keys.
+	Ladder bool
 }
 
 // T is the context of one test: the cluster, the test's random source,
@@ -93,7 +101,11 @@ func Run(cfg Config) (*Report, error) {
 	}
 	for _, n := range append(slices.Clone(cfg.Tests), cfg.Only...) {
 		if testByName(n) == nil {
-			return nil, fmt.Errorf("unknown test %q (tests: %s)", n, strings.Join(TestNames(), ", "))
+			var prepared []string
+			for _, p := range Prepared {
+				prepared = append(prepared, p.Name)
+			}
+			return nil, fmt.Errorf("unknown test %q (tests: %s; prepared: %s)", n, strings.Join(TestNames(), ", "), strings.Join(prepared, ", "))
 		}
 	}
 	if why := NetnsUnavailable(); why != "" {
@@ -198,7 +210,8 @@ func runOne(t *T, tc *Test, c *Cluster, ledger *Ledger) result {
 			}
 		}
 	}
-	a := c.Audit(t.lastFault, from, t.promised, *ledger)
+	// with quorum, never twice is promised by every test (BEHAVIOUR 3)
+	a := c.Audit(t.lastFault, from, t.promised || c.cfg.Quorum, *ledger)
 	o.Failures = append(o.Failures, a.Failures...)
 	o.Findings = append(t.findings, a.Findings...)
 	o.Notes = t.notes

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -27,12 +28,11 @@ type PendingTest struct{ Name, Waits string }
 
 // Pending are the tests not run yet, with what they wait for.
 var Pending = []PendingTest{
-	{"ResourceRecover", "issue 10: the restart ladder (kill of an app → local restarts → monitor_action)"},
-	{"SplitBrain", "issue 11: quorum and split_action (minority stops, majority takes over); without quorum, multiple-active resolution (one instance after the heal)"},
-	{"OneWayLoss", "issue 11: quorum and split_action (the fault exists: Bed.OneWay)"},
-	{"NearQuorumPoint", "issue 11: quorum (lose exactly half ± 1 of the votes; the arbitrator exists and can be cut)"},
-	{"PauseActive", "issue 11: Pause of a node that runs a service (its peers take over while it sleeps: two instances until quorum or multiple-active resolution)"},
-	{"LossyDelay", "a delaying relay: this kernel has no netem qdisc (LossyNetwork runs loss only)"},
+	{"ResourceRecover", "issue 10: the restart ladder (kill of an app → local restarts → monitor_action); prepared: TESTS=ResourceRecover with -ladder"},
+	{"SplitBrain", "issue 11: quorum and split_action (minority stops, majority takes over); without quorum, multiple-active resolution (one instance after the heal); prepared: TESTS=SplitBrain, with -quorum"},
+	{"OneWayLoss", "issue 11: quorum and split_action (the fault exists: Bed.OneWay); prepared: TESTS=OneWayLoss, with -quorum"},
+	{"NearQuorumPoint", "issue 11: quorum (lose exactly half ± 1 of the votes; the arbitrator exists and can be cut); prepared: TESTS=NearQuorumPoint with -quorum"},
+	{"PauseActive", "issue 11: Pause of a node that runs a service (its peers take over while it sleeps: two instances until quorum or multiple-active resolution); prepared: TESTS=PauseActive, with -quorum"},
 }
 
 // KnownDefects are runnable tests that fail on the current build because
@@ -55,7 +55,7 @@ var Tests = []*Test{
 	{"ComponentFail", "kill -9 a daemon: back before hb.timeout nothing moves; a node crash (its apps killed too) fails its services over", testComponentFail},
 	{"Reattach", "restart (clean, then kill -9) the daemon of a node running a service: its app is neither stopped nor started", testReattach},
 	{"Pause", "SIGSTOP the daemon of a node running no service past hb.timeout, then SIGCONT: nothing starts anywhere", testPause},
-	{"LossyNetwork", "20 % random loss into every node for 20 s: no node declared down, nothing moves", testLossyNetwork},
+	{"LossyNetwork", "20 % random loss into every node for 15 s, then 200 ms of delay: no node declared down, nothing moves", testLossyNetwork},
 	{"Standby", "drain a node running a service, restart its daemon, thaw it; freeze and thaw a service", testStandby},
 	{"ResyncConfig", "freeze, cut a node off, edit a service on both sides, heal: every node holds the same config", testResyncConfig},
 	{"AdminUnderChurn", "switch, takeover, freeze --wait from two nodes while the third restarts: every --wait answers honestly", testAdminUnderChurn},
@@ -63,7 +63,7 @@ var Tests = []*Test{
 }
 
 func testByName(n string) *Test {
-	for _, t := range Tests {
+	for _, t := range append(slices.Clone(Tests), Prepared...) {
 		if t.Name == n {
 			return t
 		}
@@ -315,15 +315,49 @@ func testPause(t *T) error {
 	return t.nothingMoved(from, "the paused node ran no service")
 }
 
+// The phases of LossyNetwork: random loss into every node, then a delay
+// of every packet into every node (200 ms one way, so a 400 ms round
+// trip). hb.timeout is 3 s and a beat goes every 500 ms: a fair claim is
+// that neither fault makes any node miss hb.timeout's worth of beats.
+const (
+	lossyPct   = 20
+	lossyDelay = 200 * time.Millisecond
+	lossyFor   = 15 * time.Second
+)
+
 func testLossyNetwork(t *T) error {
 	from := t.C.journalLines()
-	t.Fault("20%% random loss into every node for 20s")
+	var errs []error
+	for _, phase := range []struct {
+		what   string
+		inject func(n string) error
+	}{
+		{fmt.Sprintf("%d%% random loss", lossyPct), func(n string) error { return t.C.Bed.Loss(n, lossyPct) }},
+		{fmt.Sprintf("a delay of %s", lossyDelay), func(n string) error { return t.C.Bed.Delay(n, lossyDelay) }},
+	} {
+		if err := t.lossyPhase(phase.what, phase.inject); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return t.nothingMoved(from, "nothing may move under loss or delay")
+}
+
+// lossyPhase injects a fault into every node for lossyFor, and fails when
+// any node saw another one not up (its view polled every 250 ms) or logged
+// a peer going down (a flap shorter than the poll) meanwhile.
+func (t *T) lossyPhase(what string, inject func(n string) error) error {
+	t.Fault("%s into every node for %s", what, lossyFor)
+	logs := t.C.logSizes()
 	for _, n := range t.C.Names {
-		if err := t.C.Bed.Loss(n, 20); err != nil {
+		if err := inject(n); err != nil {
+			t.C.Bed.Heal()
 			return err
 		}
 	}
-	end := time.Now().Add(20 * time.Second)
+	end := time.Now().Add(lossyFor)
 	var downs []string
 	for time.Now().Before(end) {
 		for _, a := range t.C.Names {
@@ -340,16 +374,17 @@ func testLossyNetwork(t *T) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	dropped := 0
+	downs = append(downs, t.C.newLogLines(logs, `"event": "peer_down"`)...)
+	held := 0
 	for _, n := range t.C.Names {
-		dropped += t.C.Bed.Dropped(n)
+		held += t.C.Bed.Dropped(n) + t.C.Bed.Delayed(n)
 	}
-	t.Fault("loss removed (%d packets dropped)", dropped)
+	t.Fault("%s removed (%d packets dropped or delayed)", what, held)
 	if err := t.C.Bed.Heal(); err != nil {
 		return err
 	}
 	if len(downs) > 0 {
-		return fmt.Errorf("false node down under 20%% loss (hb.timeout %s): %s", hbTimeout, strings.Join(downs[:min(len(downs), 5)], ", "))
+		return fmt.Errorf("false node down under %s (hb.timeout %s): %s", what, hbTimeout, strings.Join(downs[:min(len(downs), 5)], ", "))
 	}
-	return t.nothingMoved(from, "nothing may move under 20% loss")
+	return nil
 }

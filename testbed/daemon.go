@@ -26,10 +26,12 @@ func Build(dir, srcDir string, pkgs ...string) error {
 	return nil
 }
 
-// Result is how a command ended.
+// Result is how a command ended. Code is -1 when it could not run or was
+// killed at its deadline (TimedOut).
 type Result struct {
 	Out, Err string
 	Code     int
+	TimedOut bool
 }
 
 func (r Result) String() string {
@@ -39,17 +41,48 @@ func (r Result) String() string {
 // Run runs bin --root root args...; a non-zero exit is a Result, not an
 // error.
 func Run(bin, root string, args ...string) (Result, error) {
-	cmd := exec.Command(bin, append([]string{"--root", root}, args...)...)
+	return Command{Bin: bin, Root: root, Args: args}.Run()
+}
+
+// Command is bin --root Root Args..., run inside the network namespace NS
+// when set (`ip netns exec`), killed after Timeout when set.
+type Command struct {
+	Bin, Root string
+	Args      []string
+	NS        string
+	Timeout   time.Duration
+}
+
+// Run runs the command. A non-zero exit, or a kill at the deadline
+// (TimedOut, Code -1), is a Result; an error says it could not run.
+func (c Command) Run() (Result, error) {
+	ctx := context.Background()
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	argv := append([]string{"--root", c.Root}, c.Args...)
+	var cmd *exec.Cmd
+	if c.NS != "" {
+		cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", c.NS, c.Bin}, argv...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, c.Bin, argv...)
+	}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
+	r := Result{Out: o.String(), Err: e.String()}
 	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return Result{o.String(), e.String(), ee.ExitCode()}, nil
-	} else if err != nil {
-		return Result{}, fmt.Errorf("run %s: %w", filepath.Base(bin), err)
+	switch {
+	case ctx.Err() != nil:
+		r.Code, r.TimedOut = -1, true
+	case errors.As(err, &ee):
+		r.Code = ee.ExitCode()
+	case err != nil:
+		return Result{}, fmt.Errorf("run %s: %w", filepath.Base(c.Bin), err)
 	}
-	return Result{o.String(), e.String(), 0}, nil
+	return r, nil
 }
 
 // StartDaemon runs `nodemgr daemon start` on root, which returns once the
@@ -66,7 +99,12 @@ func StartDaemon(nodemgr, root string) error {
 
 // DaemonPID is the pid in root/run/daemon.pid, 0 when there is none.
 func DaemonPID(root string) int {
-	b, err := os.ReadFile(filepath.Join(root, "run", "daemon.pid"))
+	return ReadPID(filepath.Join(root, "run", "daemon.pid"))
+}
+
+// ReadPID is the pid in a pid file, 0 when there is none.
+func ReadPID(path string) int {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
