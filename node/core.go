@@ -25,6 +25,8 @@ type Config struct {
 	// monitored resources).
 	CheckInterval   time.Duration
 	MonitorInterval time.Duration
+	// Quorum is cluster.quorum and what goes with it (quorum.go).
+	Quorum QuorumConfig
 	// Local gives what the driver owns of the node's view (nil: an empty
 	// node, for tests of the durable state alone).
 	Local Local
@@ -70,6 +72,9 @@ type Core struct {
 
 	waiters    []waiter
 	nextTicket Ticket
+
+	// q is the quorum's state (quorum.go).
+	q quorumState
 
 	ready Ready
 }
@@ -124,6 +129,11 @@ type Ready struct {
 	// status checks.
 	Run   []Action
 	Check []Check
+	// Probes are the arbitrators to probe now; Fences the lost peers to
+	// fence (quorum.go): run off the loop, reported with ArbitratorResult
+	// and FenceDone.
+	Probes []Probe
+	Fences []Fence
 	// WakeAt is the earliest time the driver must call Orchestrate again
 	// (zero: no need before the next input).
 	WakeAt time.Time
@@ -131,7 +141,7 @@ type Ready struct {
 
 // Empty reports whether r asks nothing of the driver.
 func (r *Ready) Empty() bool {
-	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && r.WakeAt.IsZero()
+	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Probes) == 0 && len(r.Fences) == 0 && r.WakeAt.IsZero()
 }
 
 // Ready returns what the inputs since the last call ask of the driver and

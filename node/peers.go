@@ -99,6 +99,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	c.updateCompat()
 	c.notePeers(now)
 	c.updateRejoin(now)
+	c.updateQuorum(now)
 	// a peer's change is a change of this node's view: decide again
 	c.viewChanged = true
 }
@@ -113,6 +114,7 @@ func (c *Core) Tick(now time.Time) {
 	c.updateRejoin(now)
 	c.notePeers(now)
 	c.tickChecks(now)
+	c.tickQuorum(now)
 	if now.Sub(c.lastStep) >= fullPassPeriod {
 		c.viewChanged = true
 	}
@@ -232,7 +234,7 @@ func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
 	for name, p := range c.peers {
 		peers[name] = p.Peer
 	}
-	return view.Snapshot(view.Input{
+	s := view.Snapshot(view.Input{
 		Now:              now,
 		Local:            c.cfg.Local.LocalNode(),
 		Peers:            peers,
@@ -242,4 +244,6 @@ func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
 		Compat:           c.compat,
 		ReadyPeriod:      c.cfg.ReadyPeriod,
 	})
+	s.Fencing = c.fencing()
+	return s
 }
