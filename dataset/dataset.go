@@ -38,7 +38,7 @@ const (
 	// of the service has not certainly stopped it yet (quorum on: not
 	// fenced, its self-stop deadline not passed).
 	WaitFence MonitorState = "wait fence"
-	Tocing       MonitorState = "tocing"
+	Tocing    MonitorState = "tocing"
 )
 
 // Transitioning reports whether the state is one of the "*ing" states.
