@@ -40,6 +40,10 @@ type NodeConfig struct {
 	MonitorInterval time.Duration
 	// CheckInterval is how often the other resources are checked (default 60s).
 	CheckInterval time.Duration
+	// CrashCommand and RebootCommand are the node actions crash and
+	// reboot, run with /bin/sh -c (defaults: sysrq c and b).
+	CrashCommand  string
+	RebootCommand string
 	HB            HBConfig
 	// lines locates the keys of node.toml for the checks against cluster.toml.
 	lines *lineIndex

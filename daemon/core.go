@@ -34,6 +34,7 @@ func (d *Daemon) applyReady() {
 			}
 		}
 		d.runAll(rd.Run)
+		d.runNodeActions(rd.NodeActions)
 		for _, ck := range rd.Check {
 			d.startCheck(ck)
 		}

@@ -134,6 +134,9 @@ type Ready struct {
 	// and FenceDone.
 	Probes []Probe
 	Fences []Fence
+	// NodeActions are the node actions to run (crash, reboot), once
+	// Persist is written (nodeaction.go).
+	NodeActions []NodeAction
 	// WakeAt is the earliest time the driver must call Orchestrate again
 	// (zero: no need before the next input).
 	WakeAt time.Time
@@ -141,7 +144,7 @@ type Ready struct {
 
 // Empty reports whether r asks nothing of the driver.
 func (r *Ready) Empty() bool {
-	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Probes) == 0 && len(r.Fences) == 0 && r.WakeAt.IsZero()
+	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Probes) == 0 && len(r.NodeActions) == 0 && len(r.Fences) == 0 && r.WakeAt.IsZero()
 }
 
 // Ready returns what the inputs since the last call ask of the driver and

@@ -32,6 +32,10 @@ func (d *daemon) applyReady() {
 		for _, a := range rd.Run {
 			d.startAction(a)
 		}
+		// a node action is recorded, not run: the simulated machine goes on
+		for _, na := range rd.NodeActions {
+			d.record(node.NodeActionRun{Action: na.Kind, Reason: na.Reason})
+		}
 		for _, ck := range rd.Check {
 			d.runCheck(ck)
 		}
