@@ -34,7 +34,8 @@ type QuorumConfig struct {
 	SplitAction string
 	// Arbitrators are the [arbitrator.NAME] sections (Answered unused).
 	Arbitrators []quorum.Arbitrator
-	// Timing makes the self-stop deadline (quorum.Timing).
+	// Timing makes the self-stop deadline (quorum.Timing); its StopBudget
+	// is a floor, raised to the longest stop of a known service.
 	Timing quorum.Timing
 	// HBTimeout is hb.timeout: a gap longer than this between two ticks
 	// means this daemon was paused (SIGSTOP, a VM frozen): its peers may
@@ -101,6 +102,26 @@ type quorumState struct {
 	escalated  bool
 
 	gates map[string]*gate
+}
+
+// timing is the self-stop timing: the configured one, its stop budget
+// raised to the longest stop of a service known here (the sum of its
+// resources' timeouts: they stop one after the other, each bounded).
+func (c *Core) timing() quorum.Timing {
+	t := c.cfg.Quorum.Timing
+	for _, cfg := range c.cfg.Local.LocalServices() {
+		if cfg == nil {
+			continue
+		}
+		var sum time.Duration
+		for _, r := range cfg.Resources {
+			if !r.Disable {
+				sum += r.Timeout
+			}
+		}
+		t.StopBudget = max(t.StopBudget, sum)
+	}
+	return t
 }
 
 // quorumOn reports whether cluster.quorum is on.
@@ -261,7 +282,7 @@ func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
 	}
 	q.lost = true
 	c.SetNodeFrozen(true, reason+": every local instance stopped, node frozen (nodemgr thaw resumes once the cluster is whole)")
-	q.escalateAt = started.Add(c.cfg.Quorum.Timing.EscalateAfter())
+	q.escalateAt = started.Add(c.timing().EscalateAfter())
 	q.escalated = false
 	q.splitSvcs = q.splitSvcs[:0]
 	for _, inst := range c.ilist {
@@ -369,7 +390,7 @@ func (c *Core) updateGates(now time.Time) {
 		g := q.gates[name]
 		switch {
 		case down && g == nil:
-			g = &gate{since: now, deadline: now.Add(c.cfg.Quorum.Timing.Deadline())}
+			g = &gate{since: now, deadline: now.Add(c.timing().Deadline())}
 			q.gates[name] = g
 		case !down && g != nil:
 			delete(q.gates, name)
@@ -449,7 +470,7 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	if now.Before(g.deadline) {
 		c.wakeAt(g.deadline)
 		return fmt.Sprintf("waiting for %s's self-stop deadline at %s (lost at %s + %s)", name,
-			g.deadline.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), c.cfg.Quorum.Timing.Deadline())
+			g.deadline.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), g.deadline.Sub(g.since))
 	}
 	return ""
 }

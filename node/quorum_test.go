@@ -246,8 +246,8 @@ func TestSplitStopFailureEscalates(t *testing.T) {
 	}
 	ticks(c, at, at.Add(1500*time.Millisecond))
 	var crash bool
-	for _, e := range c.Ready().Events {
-		if a, ok := e.(SplitNodeAction); ok && a.Action == SplitCrash {
+	for _, a := range c.Ready().NodeActions {
+		if a.Kind == NodeCrash && strings.Contains(a.Reason, "the split stop of web failed") {
 			crash = true
 		}
 	}

@@ -115,22 +115,8 @@ func (e FenceFailed) String() string {
 	return fmt.Sprintf("fence of %s failed (attempt %d): %s; takeover blocked, next try in %s", e.Node, e.Attempt, e.Err, e.Retry)
 }
 
-// SplitNodeAction: a node that lost the quorum crashes or reboots (its
-// split_action, or the escalation of a split stop).
-type SplitNodeAction struct {
-	Action string `json:"action"`
-	Reason string `json:"reason"`
-}
-
-func (SplitNodeAction) Kind() string    { return "split_node_action" }
-func (SplitNodeAction) Service() string { return "" }
-func (SplitNodeAction) Level() Level    { return Error }
-func (e SplitNodeAction) String() string {
-	return "split node action " + e.Action + ": " + e.Reason
-}
-
-// splitNodeAction orders a crash or reboot of the node (until the node
-// actions of the restart ladder land, the event alone).
+// splitNodeAction orders a crash or reboot of the node (the node actions
+// shared with monitor_action: node.crash_command, node.reboot_command).
 func (c *Core) splitNodeAction(kind, reason string) {
-	c.emit(SplitNodeAction{Action: kind, Reason: reason})
+	c.nodeAction(kind, reason)
 }
