@@ -203,14 +203,10 @@ type Node struct {
 	// daemon's own (rejoin grace period ended, impostor...). Empty when thawed.
 	FrozenReason string `json:"frozen_reason,omitempty"`
 
-	// Unseen are the members this node does not hear (cluster.quorum on,
-	// sorted): a node listed here by a peer it hears knows that peer
-	// declared it down (one-way loss, a pause) and counts it out of its
-	// vote. SplitAction is the node's split_action (quorum on): the
+	// SplitAction is the node's split_action (cluster.quorum on): the
 	// survivors count on a lost node's self-stop only when it is stop,
 	// crash or reboot.
-	Unseen      []string `json:"unseen,omitempty"`
-	SplitAction string   `json:"split_action,omitempty"`
+	SplitAction string `json:"split_action,omitempty"`
 }
 
 // Clone returns a deep copy.
@@ -220,7 +216,6 @@ func (n Node) Clone() Node {
 	for k, v := range n.Labels {
 		c.Labels[k] = v
 	}
-	c.Unseen = append([]string(nil), n.Unseen...)
 	c.Services = make(map[string]Instance, len(n.Services))
 	for k, v := range n.Services {
 		r := make(map[string]Resource, len(v.Resources))

@@ -114,6 +114,9 @@ const (
 	// node's name (a copied configuration). The owner should log an error
 	// and stay out of orchestration. Rate-limited like Rejected.
 	Impostor
+	// Unseen: the members the peer does not hear changed (carried by its
+	// beats); Event.Unseen is the new list. Sent after the peer's Up.
+	Unseen
 )
 
 func (k Kind) String() string {
@@ -128,6 +131,8 @@ func (k Kind) String() string {
 		return "rejected"
 	case Impostor:
 		return "impostor"
+	case Unseen:
+		return "unseen"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -143,6 +148,8 @@ type Event struct {
 	// Addr is the remote address of Rejected and Impostor events, when
 	// known.
 	Addr string
+	// Unseen is set on Unseen events: the members the peer does not hear.
+	Unseen []string
 }
 
 // Peer is the heartbeat's view of another member.

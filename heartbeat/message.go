@@ -41,9 +41,14 @@ type message struct {
 	Base uint64 `json:"base,omitempty"`
 	// Dig (beats) is the digest of the sender's data at Gen (see digest);
 	// 0 before the first Publish.
-	Dig   uint64        `json:"dig,omitempty"`
-	Node  *dataset.Node `json:"node,omitempty"`
-	Delta *delta        `json:"delta,omitempty"`
+	Dig uint64 `json:"dig,omitempty"`
+	// Unseen (beats) are the members the sender does not hear (its own
+	// liveness verdict), sorted: a node that hears the sender learns from
+	// it that the sender declared it down (one-way loss), since beats go
+	// to every member, up or down.
+	Unseen []string      `json:"unseen,omitempty"`
+	Node   *dataset.Node `json:"node,omitempty"`
+	Delta  *delta        `json:"delta,omitempty"`
 }
 
 // delta is the change between two publications of one node.

@@ -330,7 +330,6 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 	n.Compat = c.cfg.Compat
 	n.Targets = c.Targets()
 	n.Clears = c.Clears()
-	n.Unseen = c.unseen()
 	if c.quorumOn() {
 		n.SplitAction = c.cfg.Quorum.SplitAction
 	}

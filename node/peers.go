@@ -32,6 +32,9 @@ type peer struct {
 	// status is the conclusion last said (view.Status), to notice the
 	// changes that come with events and with time alone.
 	status dataset.NodeStatus
+	// unseen are the members the peer does not hear, from its beats
+	// (PeerUnseen): listing this node, it declared it down.
+	unseen []string
 }
 
 // PeerKind is the kind of a heartbeat event about a peer.
@@ -41,6 +44,8 @@ const (
 	PeerUp PeerKind = iota + 1
 	PeerDown
 	PeerData
+	// PeerUnseen: the members the peer does not hear changed (Unseen).
+	PeerUnseen
 )
 
 // PeerEvent is a heartbeat event about a peer: heard, lost, or its data.
@@ -48,6 +53,8 @@ type PeerEvent struct {
 	Node string
 	Kind PeerKind
 	Data *dataset.Node // PeerData
+	// Unseen are the members the peer does not hear (PeerUnseen).
+	Unseen []string
 }
 
 func (c *Core) initPeers() {
@@ -86,6 +93,8 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 		if p.Up {
 			p.Peer = view.NoteDown(p.Peer)
 		}
+	case PeerUnseen:
+		p.unseen = append([]string(nil), ev.Unseen...)
 	case PeerData:
 		if ev.Data == nil {
 			return

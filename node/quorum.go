@@ -91,7 +91,6 @@ type quorumState struct {
 	arbs        map[string]arbResult
 	nextProbe   time.Time
 	lastTick    time.Time
-	unseenSaid  string
 
 	// lost is set once this node lost a vote; splitSvcs are the instances
 	// its split_action stop stops; escalateAt is when it crashes if one
@@ -127,8 +126,9 @@ func (c *Core) timing() quorum.Timing {
 // quorumOn reports whether cluster.quorum is on.
 func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
 
-// livePeers are the peers this node hears, whose data is current, and that
-// do not list it as unseen: the members of its side.
+// livePeers are the peers this node hears, whose data is current, and whose
+// beats do not list it as unseen: the members of its side. A peer in
+// maintenance (within its grace) or shutting counts: it left on purpose.
 func (c *Core) livePeers(now time.Time) []string {
 	var out []string
 	for _, name := range c.pnames {
@@ -138,27 +138,13 @@ func (c *Core) livePeers(now time.Time) []string {
 			// announced: a daemon stopped for maintenance (within its
 			// grace) or shutting down is no loss
 		case dataset.NodeUp:
-			if p.Data == nil || view.Unconfirmed(p.Peer) || contains(p.Data.Unseen, c.cfg.Name) {
+			if p.Data == nil || view.Unconfirmed(p.Peer) || contains(p.unseen, c.cfg.Name) {
 				continue
 			}
 		default:
 			continue
 		}
 		out = append(out, name)
-	}
-	return out
-}
-
-// unseen are the members this node does not hear (published).
-func (c *Core) unseen() []string {
-	if !c.quorumOn() {
-		return nil
-	}
-	var out []string
-	for _, name := range c.pnames {
-		if !c.peers[name].Up {
-			out = append(out, name)
-		}
 	}
 	return out
 }
@@ -182,6 +168,10 @@ func (c *Core) updateQuorum(now time.Time) {
 		stalled = now.Sub(q.lastTick)
 	}
 	q.lastTick = now
+	if q.lost && c.cfg.Quorum.SplitAction == SplitStop && !c.state.NodeFrozen {
+		// the admin thawed the node: it is back in the race
+		q.lost, q.splitSvcs = false, nil
+	}
 	live := c.livePeers(now)
 	cur := make(map[string]bool, len(live))
 	var lost []string
@@ -194,10 +184,6 @@ func (c *Core) updateQuorum(now time.Time) {
 		}
 	}
 	q.live = cur
-	if u := strings.Join(c.unseen(), ","); u != q.unseenSaid {
-		q.unseenSaid = u
-		c.publish()
-	}
 	if stalled > 0 {
 		// this daemon did not run for longer than hb.timeout: its peers
 		// may have declared it down and taken over; count it alone
@@ -255,15 +241,20 @@ func (c *Core) decideVote(now time.Time) {
 			arbs[i].Answered = r.ok
 		}
 	}
-	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: q.pendingLive, Arbitrators: arbs, Frozen: c.state.NodeFrozen})
+	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: q.pendingLive, Arbitrators: arbs, Frozen: c.state.NodeFrozen && !q.lost})
 	started := q.pending
 	q.pending = time.Time{}
+	if q.lost && !v.Survive {
+		// already out of the race (stopped and frozen, or crashed): one
+		// vote said it
+		return
+	}
 	q.last, q.lastAt = &v, now
 	c.emit(QuorumVote{Verdict: v, Lost: q.pendingLost, SplitAction: c.cfg.Quorum.SplitAction})
 	c.publish()
 	c.viewChanged = true
-	if v.Survive || v.Skipped {
-		return
+	if v.Survive || v.Skipped || q.lost {
+		return // a node that already lost stays stopped (or crashed)
 	}
 	c.splitAction(started, now, v)
 }
@@ -395,7 +386,7 @@ func (c *Core) updateGates(now time.Time) {
 		case !down && g != nil:
 			delete(q.gates, name)
 			if g.blocked != "" {
-				c.emit(TakeoverGate{Node: name, Reason: "heard again"})
+				c.emit(TakeoverGate{Node: name, Closed: true})
 			}
 			c.viewChanged = true
 			continue
@@ -438,7 +429,7 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	}
 	for _, n := range c.pnames {
 		if q.live[n] {
-			if d := c.peers[n].Data; d != nil && !contains(d.Unseen, name) {
+			if !contains(c.peers[n].unseen, name) {
 				return n + " still hears " + name
 			}
 		}

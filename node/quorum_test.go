@@ -31,9 +31,11 @@ func qcore(t *testing.T, name string, members []string, arbs []quorum.Arbitrator
 	return c, clk
 }
 
-// hear is a data heartbeat of peer p, which does not hear unseen.
+// hear is a data heartbeat of peer p, then its beat saying it does not
+// hear unseen.
 func hear(c *Core, p string, unseen []string, now time.Time) {
-	c.Heartbeat(PeerEvent{Node: p, Kind: PeerData, Data: &dataset.Node{Name: p, Monitor: dataset.NodeIdle, SplitAction: SplitStop, Unseen: unseen}}, now)
+	c.Heartbeat(PeerEvent{Node: p, Kind: PeerData, Data: &dataset.Node{Name: p, Monitor: dataset.NodeIdle, SplitAction: SplitStop}}, now)
+	c.Heartbeat(PeerEvent{Node: p, Kind: PeerUnseen, Unseen: unseen}, now)
 }
 
 func lose(c *Core, p string, now time.Time) { c.Heartbeat(PeerEvent{Node: p, Kind: PeerDown}, now) }

@@ -24,7 +24,7 @@ func (e QuorumVote) Level() Level {
 	return Error
 }
 func (e QuorumVote) String() string {
-	s := "lost sight of " + strings.Join(e.Lost, ",") + ": " + e.Verdict.String()
+	s := "lost contact with " + strings.Join(e.Lost, ",") + ": " + e.Verdict.String()
 	switch {
 	case e.Verdict.Skipped:
 	case !e.Verdict.Survive && e.SplitAction == SplitDisabled:
@@ -77,12 +77,17 @@ type TakeoverGate struct {
 	Node    string `json:"node"`
 	Cleared bool   `json:"cleared"`
 	Reason  string `json:"reason"`
+	// Closed: the peer is heard again, no takeover of its services.
+	Closed bool `json:"closed,omitempty"`
 }
 
 func (TakeoverGate) Kind() string    { return "takeover_gate" }
 func (TakeoverGate) Service() string { return "" }
 func (TakeoverGate) Level() Level    { return Warn }
 func (e TakeoverGate) String() string {
+	if e.Closed {
+		return e.Node + " heard again: no takeover of its services"
+	}
 	if e.Cleared {
 		return "takeover of " + e.Node + "'s services allowed: " + e.Reason
 	}

@@ -39,6 +39,7 @@ func (d *daemon) applyReady() {
 		for _, ck := range rd.Check {
 			d.runCheck(ck)
 		}
+		d.quorumReady(&rd)
 		d.armStep(rd.WakeAt)
 	}
 }

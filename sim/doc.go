@@ -43,8 +43,11 @@
 // configured duration and succeed unless scripted to fail; load and memory
 // are zero, so "load avg" and "score" tie and break by name; no --wait
 // callers (the core has them: its unit tests and the e2e tests cover
-// them); no quorum, arbitrators or split_action (quorum = false, the
-// default). Within one turn the loop's channels are taken in a fixed order
+// them). Quorum (cluster line quorum=true split_action=stop), arbitrators,
+// fence commands, one-way loss and daemon pauses are modelled in
+// quorum.go (see there for the script lines); a node action (crash,
+// reboot) is recorded, not run, and a fence that succeeds powers the
+// fenced machine off. Within one turn the loop's channels are taken in a fixed order
 // (heartbeat events, action ends, step timer, tick), and the daemons take
 // their turns in node-name order until none publishes anything new; time
 // advances by at most one heartbeat beat period between turns, stopping at
