@@ -157,6 +157,35 @@ func (q *quorumBed) noOverlap() {
 	}
 }
 
+// dump logs what each node says of the quorum, for a failure.
+func (q *quorumBed) dump() {
+	for _, n := range q.bed.Names() {
+		nd := q.nodes[n]
+		if nd == nil {
+			continue
+		}
+		q.t.Logf("svcmon on %s:\n%s", n, nd.run("svcmon").Out)
+		var lines []string
+		for _, l := range strings.Split(nodeLog(q.t, nd), "\n") {
+			if strings.Contains(l, "quorum") || strings.Contains(l, "takeover") || strings.Contains(l, "fence") || strings.Contains(l, "stalled") || strings.Contains(l, "peer") || strings.Contains(l, "web") || strings.Contains(l, "arbitrator") || strings.Contains(l, "frozen") {
+				lines = append(lines, l)
+			}
+		}
+		q.t.Logf("%s's log (quorum lines):\n%s", n, strings.Join(lines, "\n"))
+	}
+	b, _ := os.ReadFile(q.journal)
+	q.t.Logf("journal:\n%s", b)
+}
+
+// waitFor is waitFor with the quorum dump on a failure.
+func (q *quorumBed) waitFor(d time.Duration, what string, cond func() bool) {
+	q.t.Helper()
+	if err := testbed.WaitFor(d, 50*time.Millisecond, what, cond); err != nil {
+		q.dump()
+		q.t.Fatal(err)
+	}
+}
+
 func frozen(n *node) bool { return n.status().Nodes[n.name].Frozen }
 
 // splitRun cuts the owner n1's link and measures, on the journal's clock,
@@ -167,11 +196,14 @@ func (q *quorumBed) splitRun(t *testing.T) (stop, start float64) {
 	q.cut("n1")
 	waitFor(t, 20*time.Second, "n1 stops web (journal)", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
 	waitFor(t, 20*time.Second, "n1 freezes itself", func() bool { return frozen(c["n1"]) })
-	waitFor(t, 30*time.Second, "a survivor starts web (journal)", func() bool {
+	if err := testbed.WaitFor(30*time.Second, 50*time.Millisecond, "a survivor starts web (journal)", func() bool {
 		_, ok2 := q.first("n2", "start", cut)
 		_, ok3 := q.first("n3", "start", cut)
 		return ok2 || ok3
-	})
+	}); err != nil {
+		q.dump()
+		t.Fatal(err)
+	}
 	st, _ := q.first("n1", "stop", cut)
 	sv, ok := q.first("n2", "start", cut)
 	if !ok {
@@ -196,7 +228,7 @@ func TestNetnsQuorumSplitNoOverlap(t *testing.T) {
 	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
 	var stops, starts, gaps []float64
 	for run := 0; run < runs; run++ {
-		waitFor(t, 30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+		q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
 		stop, start := q.splitRun(t)
 		stops, starts, gaps = append(stops, stop), append(starts, start), append(gaps, start-stop)
 		t.Logf("run %d: cut -> n1 stop %.2fs, cut -> survivor start %.2fs, gap %.2fs", run+1, stop, start, start-stop)
@@ -249,7 +281,7 @@ func TestNetnsQuorumTwoNodesArbitrator(t *testing.T) {
 		return qs != nil && len(qs.Arbitrators) == 1 && qs.Arbitrators[0].Answered
 	})
 	createService(t, c["n1"], "web", q.service("n1", "n2"))
-	waitFor(t, 30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
 	cut := uptime(t)
 	q.cut("n1")
 	waitFor(t, 20*time.Second, "n1 stops web", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
@@ -315,13 +347,16 @@ func TestNetnsQuorumFenceFailureBlocks(t *testing.T) {
 	}, nil)
 	c := q.nodes
 	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
-	waitFor(t, 30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
 	cut := uptime(t)
 	q.cut("n1")
 	waitFor(t, 20*time.Second, "n2 waits for the fence", func() bool {
 		return c["n2"].instance("web").Monitor.State == dataset.WaitFence &&
 			strings.Contains(c["n2"].must("svcmon"), "takeover of n1 blocked: fence of n1 failed")
 	})
+	if ex := c["n2"].must("svcmgr", "-s", "web", "explain"); !strings.Contains(ex, "wait fence: n1: fence of n1 failed") {
+		t.Fatalf("svcmgr explain on n2 does not say the takeover waits for the fence:\n%s", ex)
+	}
 	time.Sleep(4 * time.Second) // far past the self-stop deadline: still no start
 	if _, ok := q.first("n2", "start", cut); ok {
 		t.Fatal("n2 started web while the fence of n1 fails")

@@ -59,7 +59,7 @@ type peer struct {
 	// loss, so the first message showing that it is current (same
 	// incarnation, no newer generation) emits it again as a Data event.
 	confirm bool
-	// unseen are the members p does not hear, from its last beat.
+	// unseen are the members p declared down, from its last beat.
 	unseen []string
 }
 
@@ -421,9 +421,11 @@ func (c *core) sendBeatLocked(to string) {
 		if c.local != nil {
 			gen = c.local.Gen
 		}
+		// the members heard, then declared down: a member never heard
+		// (this node just started) is not declared down
 		var unseen []string
 		for _, name := range c.names {
-			if !c.peers[name].up {
+			if p := c.peers[name]; !p.up && !p.heard.IsZero() {
 				unseen = append(unseen, name)
 			}
 		}

@@ -114,8 +114,9 @@ const (
 	// node's name (a copied configuration). The owner should log an error
 	// and stay out of orchestration. Rate-limited like Rejected.
 	Impostor
-	// Unseen: the members the peer does not hear changed (carried by its
-	// beats); Event.Unseen is the new list. Sent after the peer's Up.
+	// Unseen: the members the peer declared down (heard, then silent for
+	// its Timeout) changed, as carried by its beats; Event.Unseen is the
+	// new list. Sent after the peer's Up.
 	Unseen
 )
 
@@ -148,7 +149,7 @@ type Event struct {
 	// Addr is the remote address of Rejected and Impostor events, when
 	// known.
 	Addr string
-	// Unseen is set on Unseen events: the members the peer does not hear.
+	// Unseen is set on Unseen events: the members the peer declared down.
 	Unseen []string
 }
 

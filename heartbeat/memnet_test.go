@@ -504,3 +504,22 @@ func TestMemUnseen(t *testing.T) {
 		t.Fatalf("n01's unseen events about n02: %v, want one saying n02 does not hear n01", got)
 	}
 }
+
+// TestMemUnseenNeverHeardNotListed: a node that just started (or
+// restarted) has declared nobody down: its beats list no member it never
+// heard, or every start would look like a split to its peers' quorum vote.
+func TestMemUnseenNeverHeardNotListed(t *testing.T) {
+	c := newMemCluster(t, 3)
+	c.net.Advance(3 * time.Second)
+	c.net.Crash("n02")
+	c.join("n02", testSecret, "prod") // a restart within Timeout
+	c.net.Advance(3 * time.Second)
+	c.collect()
+	for _, n := range []string{"n01", "n03"} {
+		for _, ev := range c.evs[n] {
+			if ev.Kind == Unseen && len(ev.Unseen) > 0 {
+				t.Fatalf("%s got %s declaring %v down at a start", n, ev.Node, ev.Unseen)
+			}
+		}
+	}
+}

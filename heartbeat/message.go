@@ -42,10 +42,11 @@ type message struct {
 	// Dig (beats) is the digest of the sender's data at Gen (see digest);
 	// 0 before the first Publish.
 	Dig uint64 `json:"dig,omitempty"`
-	// Unseen (beats) are the members the sender does not hear (its own
-	// liveness verdict), sorted: a node that hears the sender learns from
-	// it that the sender declared it down (one-way loss), since beats go
-	// to every member, up or down.
+	// Unseen (beats) are the members the sender heard and then declared
+	// down (its own liveness verdict; a member never heard since it
+	// started is not listed), sorted: a node that hears the sender learns
+	// from it that the sender declared it down (one-way loss, a pause),
+	// since beats go to every member, up or down.
 	Unseen []string      `json:"unseen,omitempty"`
 	Node   *dataset.Node `json:"node,omitempty"`
 	Delta  *delta        `json:"delta,omitempty"`

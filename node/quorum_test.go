@@ -257,3 +257,65 @@ func TestSplitStopFailureEscalates(t *testing.T) {
 		t.Fatal("a failed split stop did not escalate to crash")
 	}
 }
+
+// split_action crash and reboot run the node action at once; disabled logs
+// only; a frozen node does not run the race.
+func TestSplitActions(t *testing.T) {
+	at := t0.Add(3 * time.Second)
+	for _, split := range []string{SplitCrash, SplitReboot, SplitDisabled} {
+		c, _ := qcore(t, "n1", []string{"n1", "n2", "n3"}, nil, split)
+		ticks(c, t0, at)
+		c.Ready()
+		lose(c, "n2", at)
+		lose(c, "n3", at)
+		rd := c.Ready()
+		v := votes(rd)
+		if len(v) != 2 || v[1].Verdict.Survive {
+			t.Fatalf("%s: votes %v, want the second lost", split, v)
+		}
+		switch split {
+		case SplitDisabled:
+			if len(rd.NodeActions) != 0 || len(rd.Run) != 0 || c.NodeFrozen() || !strings.Contains(v[1].String(), "split_action disabled: nothing done") {
+				t.Fatalf("disabled: actions %v run %v frozen %v (%s), want nothing but the log", rd.NodeActions, rd.Run, c.NodeFrozen(), v[1])
+			}
+		default:
+			if len(rd.NodeActions) != 1 || rd.NodeActions[0].Kind != split || len(rd.Run) != 0 {
+				t.Fatalf("%s: node actions %v run %v, want one %s", split, rd.NodeActions, rd.Run, split)
+			}
+		}
+	}
+	c, _ := qcore(t, "n1", []string{"n1", "n2", "n3"}, nil, SplitStop)
+	c.SetNodeFrozen(true, "admin")
+	ticks(c, t0, at)
+	c.Ready()
+	lose(c, "n2", at)
+	lose(c, "n3", at)
+	rd := c.Ready()
+	v := votes(rd)
+	if len(v) != 2 || !v[1].Verdict.Skipped || len(rd.Run) != 0 || !strings.Contains(v[1].String(), "node frozen: it does not run the race") {
+		t.Fatalf("frozen: votes %v run %v, want the race skipped", v, rd.Run)
+	}
+}
+
+// A split stop that has not ended by its escalation time crashes the node.
+func TestSplitStopDeadlineEscalates(t *testing.T) {
+	c, _ := qcore(t, "n1", []string{"n1", "n2", "n3"}, nil, SplitStop)
+	at := t0.Add(3 * time.Second)
+	ticks(c, t0, at)
+	c.Ready()
+	lose(c, "n2", at)
+	lose(c, "n3", at)
+	if rd := c.Ready(); len(rd.Run) != 1 {
+		t.Fatalf("run %v, want the stop", rd.Run)
+	}
+	// escalation: vote start + arbitrator timeout 2s + stop budget 3s
+	ticks(c, at, at.Add(4500*time.Millisecond))
+	if rd := c.Ready(); len(rd.NodeActions) != 0 {
+		t.Fatalf("crashed before the escalation time: %v", rd.NodeActions)
+	}
+	ticks(c, at.Add(4500*time.Millisecond), at.Add(5*time.Second))
+	rd := c.Ready()
+	if len(rd.NodeActions) != 1 || rd.NodeActions[0].Kind != NodeCrash || !strings.Contains(rd.NodeActions[0].Reason, "did not end by its deadline (web still running)") {
+		t.Fatalf("node actions %v, want a crash at the escalation time", rd.NodeActions)
+	}
+}
