@@ -77,6 +77,9 @@ type gate struct {
 	nextTry         time.Time
 	blocked         string // the reason said last ("" cleared)
 	said            bool
+	// raceChecked: the fence delay of a possible double survivor was
+	// decided (raceDelay: this node waits before it fences).
+	raceChecked, raceDelay bool
 }
 
 type quorumState struct {
@@ -435,9 +438,25 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 		}
 	}
 	if c.hasStonith(name) {
+		if !g.raceChecked {
+			// Both sides may have kept the quorum (2 nodes and an
+			// arbitrator both reach): each would fence the other. The
+			// first by name fences at once, the other after the self-stop
+			// deadline, as Pacemaker's fence delay does.
+			g.raceChecked = true
+			agree := len(q.live) + 1
+			if !quorum.CertainlyLost(len(c.cfg.ClusterNodes), agree, c.cfg.Quorum.Arbitrators) && c.cfg.Name > name {
+				g.raceDelay = true
+				g.nextTry = g.deadline
+				c.wakeAt(g.nextTry)
+			}
+		}
 		switch {
 		case g.fencing:
 			return "fencing " + name
+		case g.raceDelay && g.attempts == 0 && now.Before(g.nextTry):
+			return fmt.Sprintf("fence of %s delayed until %s: %s may have kept the quorum too, and the first node by name fences first (so that two survivors never fence each other)",
+				name, g.nextTry.UTC().Format("15:04:05.000"), name)
 		case now.Before(g.nextTry):
 			return fmt.Sprintf("fence of %s failed (attempt %d: %s), next try at %s", name, g.attempts, g.fenceErr, g.nextTry.UTC().Format("15:04:05.000"))
 		}

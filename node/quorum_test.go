@@ -319,3 +319,35 @@ func TestSplitStopDeadlineEscalates(t *testing.T) {
 		t.Fatalf("node actions %v, want a crash at the escalation time", rd.NodeActions)
 	}
 }
+
+// Two survivors that may both have kept the quorum (2 nodes, an arbitrator
+// both reach) must not fence each other at once: the first by name fences
+// at once, the other after the self-stop deadline.
+func TestFenceRaceDelay(t *testing.T) {
+	arbs := []quorum.Arbitrator{{Name: "a", Weight: 1}}
+	at := t0.Add(3 * time.Second)
+	for _, tc := range []struct {
+		name, peer string
+		delayed    bool
+	}{{"n1", "n2", false}, {"n2", "n1", true}} {
+		c, _ := qcore(t, tc.name, []string{"n1", "n2"}, arbs, SplitStop, tc.peer)
+		ticks(c, t0, at)
+		c.Ready()
+		lose(c, tc.peer, at)
+		c.ArbitratorResult("a", true, "200 OK", at, at)
+		rd := c.Ready()
+		if got := len(rd.Fences) == 0; got != tc.delayed {
+			t.Fatalf("%s: fences %v, want delayed %v", tc.name, rd.Fences, tc.delayed)
+		}
+		if !tc.delayed {
+			continue
+		}
+		if f := c.Snapshot(at).Fencing[tc.peer]; !strings.Contains(f, "fence of n1 delayed until 00:00:10.000") {
+			t.Fatalf("gate %q, want the fence delayed to the deadline", f)
+		}
+		ticks(c, at, at.Add(7*time.Second))
+		if rd := c.Ready(); len(rd.Fences) != 1 {
+			t.Fatalf("fences %v after the delay, want one", rd.Fences)
+		}
+	}
+}
