@@ -134,7 +134,7 @@ var Keywords = []Keyword{
 	{Section: SectionArbitrator, Key: "timeout", Type: TypeDuration, Default: "5s", Field: "Timeout",
 		Doc: "How long to wait for the arbitrator's answer."},
 	{Section: SectionStonith, Key: "command", Type: TypeString, Required: true, Field: "Command",
-		Doc: "The fence command of node NAME (`[stonith.n1]`), run with `/bin/sh -c` by a survivor that holds the quorum before it takes over the services of NAME once lost, with HAVEN_FENCE_NODE=NAME set: e.g. an IPMI power off. Exit 0: NAME is fenced, the takeover goes on at once; otherwise the takeover stays blocked (monitor state `wait fence`) and the command is retried with a backoff (1s, doubling, at most 60s). Never run on a node that lost the quorum."},
+		Doc: "The fence command of node NODE (`[stonith.n1]`), run with `/bin/sh -c` by every survivor that holds the quorum before it takes over the services of NODE once lost, with HAVEN_FENCE_NODE=NODE set: e.g. an IPMI power off. With it, only a fence clears the takeover (not the self-stop deadline). Exit 0: NODE is fenced, the takeover goes on at once; otherwise the takeover stays blocked (monitor state `wait fence`) and the command is retried with a backoff (1s, doubling, at most 60s). Never run on a node that lost the quorum. When NODE may have kept the quorum too (2 nodes and an arbitrator both reach), the first node by name fences at once and the other at NODE's self-stop deadline, so that they never fence each other."},
 	{Section: SectionStonith, Key: "timeout", Type: TypeDuration, Default: "30s", Field: "Timeout",
 		Doc: "The time limit of one run of the fence command: a run that outlasts it is killed and counts as a failure."},
 
