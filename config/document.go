@@ -17,7 +17,7 @@ type schema struct {
 
 var (
 	nodeSchema    = schema{single: []string{SectionNode, SectionHB}}
-	clusterSchema = schema{single: []string{SectionCluster, SectionNodes}, named: []string{SectionArbitrator}}
+	clusterSchema = schema{single: []string{SectionCluster, SectionNodes}, named: []string{SectionArbitrator, SectionStonith}}
 	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP, SectionFS}}
 )
 

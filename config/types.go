@@ -69,6 +69,8 @@ type ClusterConfig struct {
 	// Nodes are the members, sorted by name.
 	Nodes       []Member
 	Arbitrators []Arbitrator // sorted by name
+	// Stonith are the fence commands, by node name ([stonith.NODE]).
+	Stonith map[string]Stonith
 	// explicit is set when [nodes] lists members (not the lone default).
 	explicit bool
 	lines    *lineIndex
@@ -85,6 +87,13 @@ type Arbitrator struct {
 	Name    string
 	URI     string
 	Weight  int
+	Timeout time.Duration
+}
+
+// Stonith is one [stonith.NODE] section: how to fence NODE.
+type Stonith struct {
+	Node    string
+	Command string
 	Timeout time.Duration
 }
 

@@ -75,6 +75,8 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 		pe.Kind = node.PeerUp
 	case heartbeat.Down:
 		pe.Kind = node.PeerDown
+	case heartbeat.Unseen:
+		pe.Kind, pe.Unseen = node.PeerUnseen, ev.Unseen
 	case heartbeat.Data:
 		if _, ok := d.core.Peer(ev.Node); !ok || ev.Data == nil {
 			return

@@ -40,6 +40,8 @@ func (d *Daemon) applyReady() {
 		for _, ck := range rd.Check {
 			d.startCheck(ck)
 		}
+		d.runProbes(rd.Probes)
+		d.runFences(rd.Fences)
 		d.armStep(rd.WakeAt)
 	}
 }

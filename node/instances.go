@@ -378,6 +378,9 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 	n.Compat = c.cfg.Compat
 	n.Targets = c.Targets()
 	n.Clears = c.Clears()
+	if c.quorumOn() {
+		n.SplitAction = c.cfg.Quorum.SplitAction
+	}
 	if n.Services == nil {
 		n.Services = make(map[string]dataset.Instance, len(c.ilist))
 	}
