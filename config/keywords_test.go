@@ -47,6 +47,8 @@ func TestKeywordTable(t *testing.T) {
 			typ = reflect.TypeOf(ClusterConfig{})
 		case SectionArbitrator:
 			typ = reflect.TypeOf(Arbitrator{})
+		case SectionHook:
+			typ = reflect.TypeOf(Hook{})
 		case SectionDefault:
 			typ = reflect.TypeOf(ServiceConfig{})
 		default:
