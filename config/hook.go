@@ -9,15 +9,17 @@ import (
 	"haven/cmdline"
 )
 
-// EventKinds are the kinds of the daemon's events (package node, events.go:
-// the Kind of each event type), which [hook.NAME] events may name. A test
-// of package node checks that every event type's kind is listed here.
+// EventKinds are the kinds of the daemon's events (package node: the Kind
+// of each event type), which [hook.NAME] events may name. A test of package
+// node checks that every event type's kind is listed here. The markers of
+// an events stream (stream, lost) are no daemon events: hooks never see them.
 var EventKinds = []string{
 	"action_begin", "action_end", "compat", "config", "daemon_start", "daemon_stop",
 	"failover", "impostor", "instance_frozen", "instance_monitor", "instance_status",
-	"instance_thawed", "multiple_active", "node_frozen", "node_monitor", "node_thawed",
-	"peer_down", "peer_status", "peer_up", "resource_status", "target", "target_adopted",
-	"target_failed", "target_reached",
+	"instance_thawed", "monitor_action", "multiple_active", "multiple_active_end", "multiple_active_resolve",
+	"node_action", "node_action_end", "node_frozen", "node_monitor", "node_thawed",
+	"peer_down", "peer_status", "peer_up", "resource_failed", "resource_status", "restarts_reset",
+	"restarts_spent", "target", "target_adopted", "target_failed", "target_reached",
 }
 
 // HookAll is the events entry of a hook run on every event.
