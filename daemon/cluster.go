@@ -108,5 +108,7 @@ func (d *Daemon) publish() {
 		return
 	}
 	d.published = d.gen
-	d.hb.Publish(d.localNode())
+	n := d.localNode()
+	d.metrics.setLocal(n)
+	d.hb.Publish(n)
 }

@@ -116,7 +116,10 @@ func (d *Daemon) logEvent(e node.Event) {
 	if rs, ok := e.(node.ResourceStatus); ok {
 		ae.RID = rs.RID
 	}
+	ae = d.stamp(ae)
 	d.emit(ae)
+	d.metrics.observe(e, ae.Time)
+	d.hooks.enqueue(ae)
 }
 
 // eventFields flattens a typed event into strings: its JSON fields, a
