@@ -54,8 +54,10 @@ type metrics struct {
 
 	starts, startFailures *prometheus.CounterVec
 	stops, stopFailures   *prometheus.CounterVec
+	restarts, restartFail *prometheus.CounterVec
 	failovers             *prometheus.CounterVec
 	startDur, stopDur     *prometheus.HistogramVec
+	restartDur            *prometheus.HistogramVec
 	decision              prometheus.Histogram
 	events                *prometheus.CounterVec
 	hookRuns              *prometheus.CounterVec
@@ -91,6 +93,8 @@ func newMetrics(nodeName, cluster string, compat int) *metrics {
 	m.startFailures = counter("haven_service_start_failures_total", "Starts of the local instance that failed.", svc...)
 	m.stops = counter("haven_service_stops_total", "Stops of the local instance ordered.", svc...)
 	m.stopFailures = counter("haven_service_stop_failures_total", "Stops of the local instance that failed (commands failed, or a resource still up after them).", svc...)
+	m.restarts = counter("haven_service_restarts_total", "Restarts of a resource of the local instance by the restart ladder (action restart).", svc...)
+	m.restartFail = counter("haven_service_restart_failures_total", "Restarts of the restart ladder that failed.", svc...)
 	m.failovers = counter("haven_service_failovers_total", "Successful starts here after the service last ran on another node (failover events).", svc...)
 	m.events = counter("haven_events_total", "Events of the daemon (nodemgr events), by kind.", "kind")
 	m.hookRuns = counter("haven_hook_runs_total", "Hook commands run, by hook and result (ok, failed, timeout).", "hook", "result")
@@ -100,6 +104,8 @@ func newMetrics(nodeName, cluster string, compat int) *metrics {
 		Help: "Duration of the starts of the local instance, from the order to the end of its commands.", Buckets: actionBuckets}, svc)
 	m.stopDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "haven_service_stop_duration_seconds",
 		Help: "Duration of the stops of the local instance, from the order to the end of its commands.", Buckets: actionBuckets}, svc)
+	m.restartDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "haven_service_restart_duration_seconds",
+		Help: "Duration of the restarts of a resource of the local instance, from the order to the end of its commands.", Buckets: actionBuckets}, svc)
 	m.decision = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "haven_decision_pass_duration_seconds",
 		Help:    "CPU time of one decision pass of the orchestrator (the node core over the view of the cluster).",
 		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 15)}) // 50µs .. 0.8s
@@ -108,8 +114,8 @@ func newMetrics(nodeName, cluster string, compat int) *metrics {
 		ConstLabels: prometheus.Labels{"node": nodeName, "cluster": cluster, "version": version.Version,
 			"commit": version.Commit, "compat": strconv.Itoa(compat)}})
 	info.Set(1)
-	m.reg.MustRegister(m.starts, m.startFailures, m.stops, m.stopFailures, m.failovers, m.events,
-		m.hookRuns, m.hookDropped, m.startDur, m.stopDur, m.decision, info, stateCollector{m},
+	m.reg.MustRegister(m.starts, m.startFailures, m.stops, m.stopFailures, m.restarts, m.restartFail, m.failovers, m.events,
+		m.hookRuns, m.hookDropped, m.startDur, m.stopDur, m.restartDur, m.decision, info, stateCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -122,12 +128,7 @@ func (m *metrics) observe(e node.Event, now time.Time) {
 		m.mu.Lock()
 		m.begun[e.Svc+"\x00"+e.Action] = now
 		m.mu.Unlock()
-		switch e.Action {
-		case "start":
-			m.starts.WithLabelValues(e.Svc).Inc()
-		case "stop":
-			m.stops.WithLabelValues(e.Svc).Inc()
-		}
+		m.counterOf(e.Action, m.starts, m.stops, m.restarts).WithLabelValues(e.Svc).Inc()
 	case node.ActionEnd:
 		key := e.Svc + "\x00" + e.Action
 		m.mu.Lock()
@@ -136,25 +137,46 @@ func (m *metrics) observe(e node.Event, now time.Time) {
 		m.mu.Unlock()
 		// a stop whose commands succeeded but left a resource up ends
 		// twice (ok, then the error): one duration, one failure
-		if ok {
-			switch e.Action {
-			case "start":
-				m.startDur.WithLabelValues(e.Svc).Observe(now.Sub(begun).Seconds())
-			case "stop":
-				m.stopDur.WithLabelValues(e.Svc).Observe(now.Sub(begun).Seconds())
-			}
+		if h := m.durationOf(e.Action); ok && h != nil {
+			h.WithLabelValues(e.Svc).Observe(now.Sub(begun).Seconds())
 		}
 		if e.Err != "" {
-			switch e.Action {
-			case "start":
-				m.startFailures.WithLabelValues(e.Svc).Inc()
-			case "stop":
-				m.stopFailures.WithLabelValues(e.Svc).Inc()
-			}
+			m.counterOf(e.Action, m.startFailures, m.stopFailures, m.restartFail).WithLabelValues(e.Svc).Inc()
 		}
 	case node.Failover:
 		m.failovers.WithLabelValues(e.Svc).Inc()
 	}
+}
+
+// counterOf picks the counter of an action: start, stop or restart (the
+// restart ladder's resource restarts); nil for another.
+func (m *metrics) counterOf(action string, start, stop, restart *prometheus.CounterVec) *prometheus.CounterVec {
+	switch action {
+	case "start":
+		return start
+	case "stop":
+		return stop
+	case "restart":
+		return restart
+	}
+	return nilCounter
+}
+
+// nilCounter counts the actions of an unknown kind (none today): never
+// registered, never shown.
+var nilCounter = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "haven_unregistered"}, []string{"service"})
+
+// durationOf is the duration histogram of an action, nil for another.
+func (m *metrics) durationOf(action string) *prometheus.HistogramVec {
+	switch action {
+	case "start":
+		return m.startDur
+	case "stop":
+		return m.stopDur
+	case "restart":
+		return m.restartDur
+	}
+	return nil
 }
 
 // observeDecision records the duration of one decision pass.

@@ -1,0 +1,94 @@
+package daemon
+
+import (
+	"testing"
+	"time"
+
+	"haven/clock"
+	"haven/dataset"
+	"haven/node"
+)
+
+// The counters and durations come from the events, at the times the loop
+// gives (fake clock here); a stop that ends twice (ok, then a resource
+// still up) is one stop, one failure, one duration.
+func TestMetricsFromEvents(t *testing.T) {
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := newMetrics("n1", "c", 1)
+	ev := func(e node.Event, after time.Duration) {
+		clk.Advance(after)
+		m.observe(e, clk.Now())
+	}
+	ev(node.ActionBegin{Svc: "web", Action: "start"}, 0)
+	ev(node.ActionEnd{Svc: "web", Action: "start"}, 2*time.Second)
+	ev(node.Failover{Svc: "web", From: "n2"}, 0)
+	ev(node.ActionBegin{Svc: "web", Action: "stop"}, time.Minute)
+	ev(node.ActionEnd{Svc: "web", Action: "stop"}, 500*time.Millisecond)
+	ev(node.ActionEnd{Svc: "web", Action: "stop", Err: "app#main: its check still says up after its stop"}, 0)
+	ev(node.ActionBegin{Svc: "web", Action: "restart"}, 0) // the restart ladder's
+	ev(node.ActionEnd{Svc: "web", Action: "restart", Err: "boom"}, time.Second)
+	for _, c := range []struct {
+		name string
+		want float64
+	}{
+		{"haven_service_starts_total", 1}, {"haven_service_start_failures_total", -1},
+		{"haven_service_stops_total", 1}, {"haven_service_stop_failures_total", 1},
+		{"haven_service_restarts_total", 1}, {"haven_service_restart_failures_total", 1},
+		{"haven_service_failovers_total", 1},
+		{"haven_service_start_duration_seconds", 1}, {"haven_service_stop_duration_seconds", 1},
+		{"haven_service_restart_duration_seconds", 1},
+	} {
+		if got := metricValue(t, m, c.name, "service", "web"); got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got := metricValue(t, m, "haven_events_total", "kind", "action_end"); got != 4 {
+		t.Errorf("haven_events_total{kind=action_end} = %v, want 4", got)
+	}
+	mfs, _ := m.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "haven_service_start_duration_seconds" {
+			if s := mf.GetMetric()[0].GetHistogram().GetSampleSum(); s != 2 {
+				t.Errorf("start duration sum %v, want 2 (s)", s)
+			}
+		}
+	}
+}
+
+// The states are one-hot gauges over the known states, from the copy the
+// loop keeps when it publishes; a state outside the list shows too.
+func TestMetricsOneHotStates(t *testing.T) {
+	m := newMetrics("n1", "c", 1)
+	m.setLocal(dataset.Node{Monitor: dataset.NodeRejoin, Services: map[string]dataset.Instance{
+		"web": {Avail: dataset.StatusUp, Monitor: dataset.InstanceMonitor{State: dataset.Idle}, Frozen: true},
+		"db":  {Avail: dataset.StatusDown, Monitor: dataset.InstanceMonitor{State: "wait fence"}},
+	}})
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"haven_service_avail", []string{"service", "web", "state", "up"}, 1},
+		{"haven_service_avail", []string{"service", "web", "state", "down"}, 0},
+		{"haven_service_avail", []string{"service", "db", "state", "down"}, 1},
+		{"haven_service_monitor_state", []string{"service", "web", "state", "idle"}, 1},
+		{"haven_service_monitor_state", []string{"service", "web", "state", "start failed"}, 0},
+		{"haven_service_monitor_state", []string{"service", "db", "state", "wait fence"}, 1},
+		{"haven_service_monitor_state", []string{"service", "db", "state", "idle"}, 0},
+		{"haven_service_frozen", []string{"service", "web"}, 1},
+		{"haven_node_monitor_state", []string{"state", "rejoin"}, 1},
+		{"haven_node_monitor_state", []string{"state", "idle"}, 0},
+		{"haven_node_frozen", nil, 0},
+		{"haven_node_info", []string{"node", "n1", "cluster", "c", "compat", "1"}, 1},
+		{"haven_heartbeat_peers_up", nil, -1}, // no heartbeat yet: absent
+	} {
+		if got := metricValue(t, m, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	// a service gone from the dataset goes from the metrics
+	m.setLocal(dataset.Node{Monitor: dataset.NodeIdle, Services: map[string]dataset.Instance{}})
+	if got := metricValue(t, m, "haven_service_avail", "service", "web"); got != -1 {
+		t.Errorf("haven_service_avail of a deleted service = %v, want absent", got)
+	}
+}
