@@ -233,13 +233,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.log.Sync()
 	d.started = d.clk.Now()
 	d.sdInit()
-	if err := os.WriteFile(d.p.PidFile(), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
-		return err
-	}
 	if err := d.serveMetrics(); err != nil {
 		return err
 	}
 	defer d.stopMetrics()
+	if err := os.WriteFile(d.p.PidFile(), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
+		return err
+	}
 	hctx, hcancel := context.WithCancel(context.Background())
 	go d.hooks.run(hctx)
 	defer d.hooks.stop(hcancel, hookStopGrace)

@@ -53,6 +53,9 @@ func newHookRunner(hooks []config.Hook, queueLen int, log *zap.Logger, m *metric
 // full the event is dropped for them: counted, logged (at most once a
 // second, with the number dropped since).
 func (h *hookRunner) enqueue(ev api.Event) {
+	if h == nil {
+		return // a Daemon built by a test
+	}
 	for _, hk := range h.hooks {
 		if !hk.Matches(ev.Kind) {
 			continue

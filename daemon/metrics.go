@@ -120,8 +120,12 @@ func newMetrics(nodeName, cluster string, compat int) *metrics {
 	return m
 }
 
-// observe counts a typed event of the core (on the loop, at now).
+// observe counts a typed event of the core (on the loop, at now). The
+// methods of a nil *metrics do nothing (a Daemon built by a test).
 func (m *metrics) observe(e node.Event, now time.Time) {
+	if m == nil {
+		return
+	}
 	m.events.WithLabelValues(e.Kind()).Inc()
 	switch e := e.(type) {
 	case node.ActionBegin:
@@ -180,11 +184,18 @@ func (m *metrics) durationOf(action string) *prometheus.HistogramVec {
 }
 
 // observeDecision records the duration of one decision pass.
-func (m *metrics) observeDecision(d time.Duration) { m.decision.Observe(d.Seconds()) }
+func (m *metrics) observeDecision(d time.Duration) {
+	if m != nil {
+		m.decision.Observe(d.Seconds())
+	}
+}
 
 // setLocal keeps a copy of the local node's states for the scrapes (on
 // the loop, each time the dataset is published).
 func (m *metrics) setLocal(n dataset.Node) {
+	if m == nil {
+		return
+	}
 	st := localState{monitor: n.Monitor, frozen: n.Frozen, svcs: make(map[string]svcState, len(n.Services))}
 	for name, i := range n.Services {
 		st.svcs[name] = svcState{avail: i.Avail, monitor: i.Monitor.State, frozen: i.Frozen}
@@ -196,7 +207,7 @@ func (m *metrics) setLocal(n dataset.Node) {
 
 // setHeartbeat makes the scrapes read hb's peers and counters.
 func (m *metrics) setHeartbeat(hb heartbeat.Heartbeat) {
-	if hb != nil {
+	if m != nil && hb != nil {
 		m.hb.Store(&hb)
 	}
 }
