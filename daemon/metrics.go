@@ -289,6 +289,9 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	hbp := c.m.hb.Load()
 	if hbp == nil {
+		// a lone node (or the heartbeat not started yet): no peer
+		gauge(descPeersUp, 0)
+		gauge(descPeers, 0)
 		return
 	}
 	hb := *hbp
