@@ -101,6 +101,8 @@ func (d *Daemon) logEvent(e node.Event) {
 		d.svclogs.write(e.Svc, "", e.String())
 	case node.ActionEnd:
 		d.svclogs.write(e.Svc, "", e.String())
+	case node.Failover:
+		d.svclogs.write(e.Svc, "", e.String())
 	case node.ResourceStatus:
 		d.svclogs.write(e.Svc, e.RID, "status "+string(e.From)+" -> "+string(e.To)+reasonSuffix(e.Reason))
 	}
