@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,10 @@ type metrics struct {
 	failovers             *prometheus.CounterVec
 	startDur, stopDur     *prometheus.HistogramVec
 	restartDur            *prometheus.HistogramVec
+	resRestarts           *prometheus.CounterVec // service, rid
+	resFailures           *prometheus.CounterVec // service, rid
+	restartsSpent         *prometheus.CounterVec
+	monitorActions        *prometheus.CounterVec // service, action
 	decision              prometheus.Histogram
 	events                *prometheus.CounterVec
 	hookRuns              *prometheus.CounterVec
@@ -93,8 +98,12 @@ func newMetrics(nodeName, cluster string, compat int) *metrics {
 	m.startFailures = counter("haven_service_start_failures_total", "Starts of the local instance that failed.", svc...)
 	m.stops = counter("haven_service_stops_total", "Stops of the local instance ordered.", svc...)
 	m.stopFailures = counter("haven_service_stop_failures_total", "Stops of the local instance that failed (commands failed, or a resource still up after them).", svc...)
-	m.restarts = counter("haven_service_restarts_total", "Restarts of a resource of the local instance by the restart ladder (action restart).", svc...)
-	m.restartFail = counter("haven_service_restart_failures_total", "Restarts of the restart ladder that failed.", svc...)
+	m.restarts = counter("haven_service_restarts_total", "Restarts ordered here: of a resource by the restart ladder, or of the whole instance (svcmgr restart).", svc...)
+	m.restartFail = counter("haven_service_restart_failures_total", "Restarts that failed.", svc...)
+	m.resRestarts = counter("haven_resource_restarts_total", "Restarts of a monitored resource by the restart ladder.", "service", "rid")
+	m.resFailures = counter("haven_resource_failures_total", "Monitored resources found down where the instance runs (each climbs the restart ladder).", "service", "rid")
+	m.restartsSpent = counter("haven_service_restarts_spent_total", "Times the restart ladder gave up on a resource of the service (its restarts spent).", svc...)
+	m.monitorActions = counter("haven_service_monitor_actions_total", "monitor_action runs here (freezestop, switch, crash, reboot) after the restarts were spent.", "service", "action")
 	m.failovers = counter("haven_service_failovers_total", "Successful starts here after the service last ran on another node (failover events).", svc...)
 	m.events = counter("haven_events_total", "Events of the daemon (nodemgr events), by kind.", "kind")
 	m.hookRuns = counter("haven_hook_runs_total", "Hook commands run, by hook and result (ok, failed, timeout).", "hook", "result")
@@ -115,6 +124,7 @@ func newMetrics(nodeName, cluster string, compat int) *metrics {
 			"commit": version.Commit, "compat": strconv.Itoa(compat)}})
 	info.Set(1)
 	m.reg.MustRegister(m.starts, m.startFailures, m.stops, m.stopFailures, m.restarts, m.restartFail, m.failovers, m.events,
+		m.resRestarts, m.resFailures, m.restartsSpent, m.monitorActions,
 		m.hookRuns, m.hookDropped, m.startDur, m.stopDur, m.restartDur, m.decision, info, stateCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -129,10 +139,16 @@ func (m *metrics) observe(e node.Event, now time.Time) {
 	m.events.WithLabelValues(e.Kind()).Inc()
 	switch e := e.(type) {
 	case node.ActionBegin:
+		// the ladder's restart of one resource is "restart RID"; it ends
+		// as "restart"
+		action, rid, _ := strings.Cut(e.Action, " ")
 		m.mu.Lock()
-		m.begun[e.Svc+"\x00"+e.Action] = now
+		m.begun[e.Svc+"\x00"+action] = now
 		m.mu.Unlock()
-		m.counterOf(e.Action, m.starts, m.stops, m.restarts).WithLabelValues(e.Svc).Inc()
+		m.counterOf(action, m.starts, m.stops, m.restarts).WithLabelValues(e.Svc).Inc()
+		if action == "restart" && rid != "" {
+			m.resRestarts.WithLabelValues(e.Svc, rid).Inc()
+		}
 	case node.ActionEnd:
 		key := e.Svc + "\x00" + e.Action
 		m.mu.Lock()
@@ -149,11 +165,18 @@ func (m *metrics) observe(e node.Event, now time.Time) {
 		}
 	case node.Failover:
 		m.failovers.WithLabelValues(e.Svc).Inc()
+	case node.ResourceFailed:
+		m.resFailures.WithLabelValues(e.Svc, e.RID).Inc()
+	case node.LadderGaveUp:
+		m.restartsSpent.WithLabelValues(e.Svc).Inc()
+	case node.MonitorActionTaken:
+		m.monitorActions.WithLabelValues(e.Svc, e.Action).Inc()
 	}
 }
 
-// counterOf picks the counter of an action: start, stop or restart (the
-// restart ladder's resource restarts); nil for another.
+// counterOf picks the counter of an action: start, stop or restart (a
+// resource by the ladder, or the whole instance); a never registered one
+// for another.
 func (m *metrics) counterOf(action string, start, stop, restart *prometheus.CounterVec) *prometheus.CounterVec {
 	switch action {
 	case "start":

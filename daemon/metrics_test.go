@@ -29,25 +29,41 @@ func TestMetricsFromEvents(t *testing.T) {
 	ev(node.ActionBegin{Svc: "web", Action: "stop"}, time.Minute)
 	ev(node.ActionEnd{Svc: "web", Action: "stop"}, 500*time.Millisecond)
 	ev(node.ActionEnd{Svc: "web", Action: "stop", Err: "app#main: its check still says up after its stop"}, 0)
-	ev(node.ActionBegin{Svc: "web", Action: "restart"}, 0) // the restart ladder's
+	ev(node.ResourceFailed{Svc: "web", RID: "app#main", Remaining: 1}, 0)
+	ev(node.ActionBegin{Svc: "web", Action: "restart app#main"}, 0) // the restart ladder's
 	ev(node.ActionEnd{Svc: "web", Action: "restart", Err: "boom"}, time.Second)
+	ev(node.LadderGaveUp{Svc: "web", Reason: "app#main: restarts spent"}, 0)
+	ev(node.MonitorActionTaken{Svc: "web", Action: "switch"}, 0)
+	ev(node.ActionBegin{Svc: "web", Action: "restart"}, time.Minute) // svcmgr restart: the whole instance
+	ev(node.ActionEnd{Svc: "web", Action: "restart"}, time.Second)
 	for _, c := range []struct {
 		name string
 		want float64
 	}{
 		{"haven_service_starts_total", 1}, {"haven_service_start_failures_total", -1},
 		{"haven_service_stops_total", 1}, {"haven_service_stop_failures_total", 1},
-		{"haven_service_restarts_total", 1}, {"haven_service_restart_failures_total", 1},
+		{"haven_service_restarts_total", 2}, {"haven_service_restart_failures_total", 1},
 		{"haven_service_failovers_total", 1},
 		{"haven_service_start_duration_seconds", 1}, {"haven_service_stop_duration_seconds", 1},
-		{"haven_service_restart_duration_seconds", 1},
+		{"haven_service_restart_duration_seconds", 2}, {"haven_service_restarts_spent_total", 1},
 	} {
 		if got := metricValue(t, m, c.name, "service", "web"); got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, got, c.want)
 		}
 	}
-	if got := metricValue(t, m, "haven_events_total", "kind", "action_end"); got != 4 {
-		t.Errorf("haven_events_total{kind=action_end} = %v, want 4", got)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"haven_events_total", []string{"kind", "action_end"}, 5},
+		{"haven_resource_restarts_total", []string{"service", "web", "rid", "app#main"}, 1},
+		{"haven_resource_failures_total", []string{"service", "web", "rid", "app#main"}, 1},
+		{"haven_service_monitor_actions_total", []string{"service", "web", "action", "switch"}, 1},
+	} {
+		if got := metricValue(t, m, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
 	}
 	mfs, _ := m.reg.Gather()
 	for _, mf := range mfs {

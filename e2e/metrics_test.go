@@ -91,7 +91,8 @@ func TestMetricsScrapedFromARealDaemon(t *testing.T) {
 		c[n].startDaemon()
 	}
 	waitFor(t, 20*time.Second, "n1 sees n2 up", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeUp })
-	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))
+	// restart = 1: the restart ladder restarts the app once when it dies
+	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, "")+"restart = 1\n")
 	waitFor(t, 30*time.Second, "web up on n1", upOnlyOn(c["n1"], "web", "n1"))
 
 	var mfs map[string]*dto.MetricFamily
@@ -132,6 +133,17 @@ func TestMetricsScrapedFromARealDaemon(t *testing.T) {
 	}
 	if mf := mfs["haven_service_avail"]; mf.GetType() != dto.MetricType_GAUGE || mf.GetHelp() == "" {
 		t.Errorf("haven_service_avail: type %v help %q", mf.GetType(), mf.GetHelp())
+	}
+
+	// the app dies: the ladder restarts it, counted per resource
+	killService(t, c["n1"], "web")
+	waitFor(t, 20*time.Second, "the ladder's restart counted", func() bool {
+		mfs = scrape(t, addr)
+		v, _ := value(mfs, "haven_resource_restarts_total", "service", "web", "rid", "app#main")
+		return v == 1
+	})
+	if v, _ := value(mfs, "haven_resource_failures_total", "service", "web", "rid", "app#main"); v != 1 {
+		t.Errorf("haven_resource_failures_total = %v, want 1", v)
 	}
 }
 
