@@ -54,6 +54,7 @@ const (
 	SectionApp        = "app"
 	SectionIP         = "ip"
 	SectionFS         = "fs"
+	SectionHook       = "hook"
 )
 
 // AnyKey is the Key of a keyword whose name is free (the [nodes] members).
@@ -108,6 +109,14 @@ var Keywords = []Keyword{
 		Doc: "Check period of the monitored resources (`monitor = true`)."},
 	{Section: SectionNode, Key: "check_interval", Type: TypeDuration, Default: "60s", Field: "CheckInterval",
 		Doc: "Check period of the other resources."},
+	{Section: SectionNode, Key: "metrics_addr", Type: TypeString, Field: "MetricsAddr",
+		Doc: "Where the daemon serves its Prometheus metrics, at `http://ADDR/metrics` (see docs/metrics.md): `host:port`, the host an IP address, `localhost` or empty for every address (`\":9477\"`). Plain HTTP without authentication: bind it to an address only the scraper reaches. Empty (the default): no metrics listener. An address that cannot be listened on stops the daemon at start, naming it."},
+	{Section: SectionHook, Key: "events", Type: TypeList, Required: true, Field: "Events",
+		Doc: "The event kinds that run the hook, as `nodemgr events` names them (`failover`, `instance_monitor`, `peer_down`, ...; docs/operations.md lists them), or `[\"*\"]` for every event. An unknown kind is an error at load."},
+	{Section: SectionHook, Key: "command", Type: TypeString, Required: true, Field: "Command",
+		Doc: "The command run for each matching event, split like an app command (no shell: write `sh -c '...'` for one). It gets the event as one JSON object on its standard input and in `HAVEN_EVENT_*` environment variables (docs/operations.md, \"Event hooks\"). Hooks run one at a time, outside the event loop, in a bounded queue: when it is full new events are dropped for the hooks (counted in `haven_hook_dropped_total` and logged), the daemon never waits for a hook."},
+	{Section: SectionHook, Key: "timeout", Type: TypeDuration, Default: "10s", Field: "Timeout",
+		Doc: "How long the command may run: then its whole process group is killed (SIGTERM, SIGKILL 2s later) and the failure logged. More than 0."},
 	{Section: SectionHB, Key: "addr", Type: TypeString, Default: "0.0.0.0", Field: "Addr",
 		Doc: "The address the heartbeat listens on: a wildcard (`0.0.0.0`, `::`) or the host of this node's `[nodes]` entry (checked when cluster.toml has a `[nodes]` section)."},
 	{Section: SectionHB, Key: "port", Type: TypeInt, Default: "10000", Field: "Port",

@@ -55,6 +55,12 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 			return nil, d.errAt(p.sec, p.key, "must be more than 0")
 		}
 	}
+	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
+		return nil, d.errAt(node, "metrics_addr", "%v", err)
+	}
+	if c.Hooks, err = d.hooks(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -44,9 +44,21 @@ type NodeConfig struct {
 	// reboot, run with /bin/sh -c (defaults: sysrq c and b).
 	CrashCommand  string
 	RebootCommand string
-	HB            HBConfig
+	// MetricsAddr is where /metrics is served ("" for none).
+	MetricsAddr string
+	HB          HBConfig
+	// Hooks are the [hook.NAME] sections, sorted by name.
+	Hooks []Hook
 	// lines locates the keys of node.toml for the checks against cluster.toml.
 	lines *lineIndex
+}
+
+// Hook is one [hook.NAME] section of node.toml: a command run on events.
+type Hook struct {
+	Name    string
+	Events  []string // event kinds, or "*"
+	Command string
+	Timeout time.Duration
 }
 
 // HBConfig is the [hb] section of node.toml.

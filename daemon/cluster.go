@@ -106,9 +106,13 @@ func (d *Daemon) peerStatus(name string) dataset.NodeStatus {
 
 // publish sends the local dataset when it changed since the last send.
 func (d *Daemon) publish() {
-	if d.hb == nil || d.gen == d.published {
+	if d.gen == d.published {
 		return
 	}
 	d.published = d.gen
-	d.hb.Publish(d.localNode())
+	n := d.localNode()
+	d.metrics.setLocal(n) // a lone node too (no heartbeat)
+	if d.hb != nil {
+		d.hb.Publish(n)
+	}
 }

@@ -103,6 +103,8 @@ func (d *Daemon) logEvent(e node.Event) {
 		d.svclogs.write(e.Svc, "", e.String())
 	case node.ActionEnd:
 		d.svclogs.write(e.Svc, "", e.String())
+	case node.Failover:
+		d.svclogs.write(e.Svc, "", e.String())
 	case node.ResourceStatus:
 		d.svclogs.write(e.Svc, e.RID, "status "+string(e.From)+" -> "+string(e.To)+reasonSuffix(e.Reason))
 	}
@@ -118,7 +120,10 @@ func (d *Daemon) logEvent(e node.Event) {
 	if rs, ok := e.(node.ResourceStatus); ok {
 		ae.RID = rs.RID
 	}
+	ae = d.stamp(ae)
 	d.emit(ae)
+	d.metrics.observe(e, ae.Time)
+	d.hooks.enqueue(ae)
 }
 
 // eventFields flattens a typed event into strings: its JSON fields, a
