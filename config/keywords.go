@@ -95,6 +95,8 @@ var Keywords = []Keyword{
 		Doc: "Free labels, seen by the constraints as `node.labels` (`env` also as `node.env`). Example: `{ env = \"PRD\", az = \"a\" }`."},
 	{Section: SectionNode, Key: "ready_period", Type: TypeDuration, Default: "16s", Field: "ReadyPeriod",
 		Doc: "The contest window: how long an instance stays `ready` before the orchestrator starts it, so that a better placed peer can claim the start. Must be more than 0 (0 is refused: without a window two nodes could start the same service); for a fast failover use a short one such as `500ms`, longer than a delta takes to reach every peer."},
+	{Section: SectionNode, Key: "ready_fast_ack", Type: TypeBool, Default: "false", Field: "ReadyFastAck",
+		Doc: "Fast-ack ready window: this node publishes, for each claim of a peer it sees and does not contest, an ack naming the claim (`ready_ack` in its instance); a claim of its own starts as soon as every live node of the service acked it, before `ready_period` ends. With `cluster.quorum = true` only while the node's side holds the quorum. Set it on every node: a node without it never acks, and the claims it must ack wait the whole window (safe, slower). The mechanism and its safety argument: docs/operations.md, \"Fast ack\"."},
 	{Section: SectionNode, Key: "maintenance_grace_period", Type: TypeDuration, Default: "60s", Field: "MaintenanceGracePeriod",
 		Doc: "How long the peers of a node in `maintenance` wait for it to come back before they take over its services."},
 	{Section: SectionNode, Key: "rejoin_grace_period", Type: TypeDuration, Default: "90s", Field: "RejoinGracePeriod",

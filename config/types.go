@@ -33,6 +33,7 @@ type NodeConfig struct {
 	Name                   string
 	Labels                 map[string]string
 	ReadyPeriod            time.Duration // default 16s
+	ReadyFastAck           bool          // node.ready_fast_ack (default false)
 	MaintenanceGracePeriod time.Duration // default 60s
 	RejoinGracePeriod      time.Duration // default 90s
 	SplitAction            string        // crash | reboot | stop | disabled (default crash)

@@ -190,7 +190,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat,
 		MaintenanceGrace: d.node.MaintenanceGracePeriod, RejoinGrace: d.node.RejoinGracePeriod,
-		ReadyPeriod: d.node.ReadyPeriod, CheckInterval: d.node.CheckInterval, MonitorInterval: d.node.MonitorInterval,
+		ReadyPeriod: d.node.ReadyPeriod, ReadyFastAck: d.node.ReadyFastAck, CheckInterval: d.node.CheckInterval, MonitorInterval: d.node.MonitorInterval,
 		Quorum: quorumConfig(d.node, d.cluster), Local: d}, dur)
 	d.dur = d.core.State()
 	if err := d.checkIdentity(opts.NewCluster); err != nil {

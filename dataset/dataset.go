@@ -3,6 +3,7 @@ package dataset
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"time"
 )
 
@@ -155,6 +156,20 @@ type Instance struct {
 	// for the service anywhere (docs/fencing-token.md).
 	FencingToken uint64 `json:"fencing_token,omitempty"`
 	FencingSeen  uint64 `json:"fencing_seen,omitempty"`
+	// ReadyAck is the claim (ClaimID: the claimer and the start of its
+	// ready window) this node saw and does not contest, with
+	// node.ready_fast_ack on; empty otherwise (docs/operations.md, "Fast
+	// ack"). The claimer starts before its window ends once every live
+	// node of the service acks its claim.
+	ReadyAck string `json:"ready_ack,omitempty"`
+}
+
+// ClaimID names one ready window of a service: the claiming node and when
+// its ready state began (its own clock, as it announces it in
+// InstanceMonitor.StateSince). A new window of the same node is a new
+// claim: an ack of an older one does not count for it.
+func ClaimID(node string, since time.Time) string {
+	return node + "@" + strconv.FormatInt(since.UnixNano(), 10)
 }
 
 // Version is a logical (Lamport) version with the origin node as tie-break.

@@ -8,6 +8,9 @@ import (
 // auto is the orchestration without admin target (BEHAVIOUR 1.2-1.6):
 // idle -> ready (ready_period) -> starting, with the contest rules.
 func (c *svcCtx) auto() {
+	if c.s.FastAck {
+		defer c.readyAck()
+	}
 	st := c.d.Monitor.State
 	if st.Transitioning() || st.Failed() {
 		// *ing: the shell reports the end of the action; failed: clear.
@@ -24,6 +27,8 @@ func (c *svcCtx) auto() {
 			c.to(dataset.Idle, "ready cancelled: "+why())
 		case !now.Before(c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)):
 			c.act(ActionStart, dataset.Starting, "ready period ended uncontested: start")
+		case c.s.FastAck && c.allAcked():
+			c.act(ActionStart, dataset.Starting, fastAckReason)
 		default:
 			c.d.Deadline = c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)
 		}
@@ -35,6 +40,10 @@ func (c *svcCtx) auto() {
 	case blk.none():
 		c.to(dataset.Ready, "placement leader and service down everywhere: ready")
 		c.d.Deadline = now.Add(c.s.ReadyPeriod)
+		if c.s.FastAck && c.allAcked() {
+			// no live peer to ack: decide again at once
+			c.d.Deadline = now
+		}
 	case wait != "":
 		c.to(wait, why())
 	case st != dataset.Idle:

@@ -65,6 +65,11 @@ type Snapshot struct {
 	// by node, with why: no service whose nodes include one of them is
 	// started here (monitor state "wait fence"). Empty with quorum off.
 	Fencing map[string]string
+	// FastAck is node.ready_fast_ack, when it may act now (quorum on: this
+	// node's side holds the quorum): the node acks the claims of its peers
+	// (Decision.ReadyAck) and starts a claim of its own before the ready
+	// window ends once every live node of the service acked it (fastack.go).
+	FastAck bool
 }
 
 // Decision is the outcome of Step for one service with a local instance.
@@ -113,6 +118,11 @@ type Decision struct {
 	// place (a "clear" after the fix lets it go on); the shell answers the
 	// --wait callers with it.
 	TargetFailed string
+	// ReadyAck, with Snapshot.FastAck, is the claim (dataset.ClaimID) of a
+	// peer's ready window that this node saw and does not contest; the
+	// shell stores it in the local instance (Instance.ReadyAck) and
+	// publishes it when it changes. Empty when it acks nothing.
+	ReadyAck string
 }
 
 // Step computes the decisions of the local node, one per configured service

@@ -20,6 +20,9 @@ type Config struct {
 	MaintenanceGrace time.Duration
 	RejoinGrace      time.Duration
 	ReadyPeriod      time.Duration
+	// ReadyFastAck is node.ready_fast_ack: ack the peers' claims, and start
+	// a claim of this node's once every live node acked it (fastack.go).
+	ReadyFastAck bool
 	// CheckInterval and MonitorInterval are node.toml's check_interval
 	// (a full check of every instance) and monitor_interval (its
 	// monitored resources).

@@ -67,6 +67,11 @@ type instance struct {
 	// while not here (failover.go); startReason is the reason of the
 	// last start ordered.
 	ranElsewhere, startReason string
+	// ack is the peer's claim this node acks (monitor's Decision.ReadyAck,
+	// published as Instance.ReadyAck); lastClaim is the start of the last
+	// ready window of this instance (fastack.go).
+	ack       string
+	lastClaim time.Time
 }
 
 // Action is an order to the driver: run the start or the stop of a
@@ -424,6 +429,7 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 			ConfigVersion:   c.state.Services[inst.name].ConfigVersion,
 			FencingToken:    c.state.Services[inst.name].FencingToken,
 			FencingSeen:     c.state.Services[inst.name].FencingSeen,
+			ReadyAck:        inst.ack,
 		}
 	}
 	return n

@@ -40,6 +40,7 @@ func (c *Core) Orchestrate(now time.Time) {
 			inst.leader, inst.flags = dec.PlacementLeader, dec.Flags
 			c.publish()
 		}
+		c.noteReadyAck(inst, dec.ReadyAck)
 		if dec.Monitor.GlobalExpect != inst.mon.GlobalExpect {
 			inst.mon.GlobalExpect = dec.Monitor.GlobalExpect
 			c.publish()
@@ -72,6 +73,7 @@ func (c *Core) Orchestrate(now time.Time) {
 			inst.mon = monitor.AfterFreeze(dec.Monitor, now)
 			c.publish()
 		default:
+			c.newClaim(inst, &dec)
 			if inst.mon.State != dec.Monitor.State {
 				c.emit(InstanceMonitor{Svc: svc, From: inst.mon.State, To: dec.Monitor.State, Reason: dec.Reason})
 			}

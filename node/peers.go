@@ -255,5 +255,6 @@ func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
 		ReadyPeriod:      c.cfg.ReadyPeriod,
 	})
 	s.Fencing = c.fencing()
+	s.FastAck = c.fastAck(now)
 	return s
 }
