@@ -16,7 +16,8 @@ import (
 // A node acks only when it would not contest: it is idle (or start
 // failed, out of the race), with no target, no action; the claimer is the
 // only node of the service in a state other than idle or start failed;
-// the service is up, warn or unknown nowhere; and its own view of the
+// the service is up, warn or unknown nowhere; no lost node of the service
+// holds its takeover gate (quorum on: "wait fence"); and its own view of the
 // placement agrees that the claimer is the one to start it. So a claimer
 // never acks (ready, starting), a better candidate never acks (it claims
 // itself), and a node that joins or comes back has not acked the claim
@@ -61,6 +62,9 @@ func (c *svcCtx) readyAck() {
 	if c.d.Action != ActionNone || c.hasTarget() || !c.s.Compat || c.cfg.Placement == placement.PolicyNone ||
 		c.firstUpish() != "" || c.transNode != "" {
 		return
+	}
+	if n, _ := c.fenceGate(); n != "" {
+		return // quorum on: a lost node may still run it, as far as this node knows
 	}
 	claimer := ""
 	for i, n := range c.nodes {

@@ -170,3 +170,22 @@ func TestFastAckAloneStartsAtOnce(t *testing.T) {
 	}
 	wantState(t, "n2 alone, again", w.fastRun("n2"), dataset.Starting, ActionStart)
 }
+
+// Quorum on: a node whose takeover gate of a lost node of the service is
+// still closed (Snapshot.Fencing) acks nothing; once open, it acks.
+func TestFastAckNoAckBehindTheFenceGate(t *testing.T) {
+	w := threeNodes(t)
+	w.setNode("n1", func(v *placement.NodeView) { v.Status = dataset.NodeDown })
+	w.fastRun("n2")
+	s := w.snap("n3")
+	s.FastAck = true
+	s.Fencing = map[string]string{"n1": "waiting for n1's self-stop deadline"}
+	for _, d := range Step(s) {
+		if d.ReadyAck != "" {
+			t.Errorf("n3 behind the gate: got ack %q, want none", d.ReadyAck)
+		}
+	}
+	if d := w.fastRun("n3"); d.ReadyAck == "" {
+		t.Errorf("n3 with the gate open: got no ack")
+	}
+}

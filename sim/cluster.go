@@ -28,6 +28,7 @@ type Options struct {
 	RejoinGrace      time.Duration // rejoin_grace_period (default 10s)
 	StartDuration    time.Duration // a start action (default 1s)
 	StopDuration     time.Duration // a stop action (default 1s)
+	ReadyFastAck     bool          // node.ready_fast_ack on every node
 }
 
 func (o *Options) defaults() {

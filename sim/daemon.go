@@ -64,7 +64,7 @@ func (n *Node) startDaemon() error {
 	d := &daemon{n: n, c: c, name: n.name, compat: n.compat, insts: map[string]*instance{},
 		tickets: map[node.Ticket]func(node.Answer){}}
 	d.core = node.New(node.Config{Name: n.name, ClusterNodes: c.names, Compat: n.compat,
-		MaintenanceGrace: c.opt.MaintenanceGrace, RejoinGrace: c.opt.RejoinGrace, ReadyPeriod: c.opt.ReadyPeriod,
+		MaintenanceGrace: c.opt.MaintenanceGrace, RejoinGrace: c.opt.RejoinGrace, ReadyPeriod: c.opt.ReadyPeriod, ReadyFastAck: c.opt.ReadyFastAck,
 		CheckInterval: checkInterval, MonitorInterval: monitorInterval, Quorum: c.quorumConfig(n.name), Local: d}, n.dur.Clone())
 	for _, name := range c.svcNames { // every config is installed everywhere
 		cfg := c.svcs[name]

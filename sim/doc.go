@@ -65,7 +65,8 @@
 // words ("start failed", placement="load avg"). Setup lines come first:
 //
 //	cluster n1 n2 n3 [hb.timeout=3s hb.interval=1s ready_period=2s
-//	        maintenance_grace_period=6s rejoin_grace_period=10s start=1s stop=1s]
+//	        maintenance_grace_period=6s rejoin_grace_period=10s start=1s stop=1s
+//	        ready_fast_ack=false]
 //	node n3 [compat=2] [label.zone=b]
 //	service web nodes=n1,n2,n3 orchestrate=ha [parents=db] [start=5s] ...
 //	        [monitor_action=switch monitor=true restart=2 restart_delay=1s]

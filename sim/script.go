@@ -191,6 +191,14 @@ func (r *runner) cluster(args []string) error {
 			qkv = append(qkv, [2]string{k, v})
 			continue
 		}
+		if k == "ready_fast_ack" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("cluster: %s: %v", k, err)
+			}
+			opt.ReadyFastAck = b
+			continue
+		}
 		p := durs[k]
 		if p == nil {
 			return fmt.Errorf("cluster: unknown setting %q", k)
