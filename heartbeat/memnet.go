@@ -35,12 +35,19 @@ type MemNetwork struct {
 	drop     map[[2]string]bool // Drop: from -> to loses everything
 	crashed  map[string]bool
 	flushing bool
+	// delay holds the frames of a link for a while (SetDelay); held are
+	// the frames sent on a delayed link, not yet due, in sending order;
+	// lastDue keeps each link FIFO.
+	delay   map[[2]string]time.Duration
+	held    []memFrame
+	lastDue map[[2]string]time.Time
 }
 
 type memFrame struct {
 	sender *memHB
 	to     string
 	b      []byte
+	due    time.Time // zero: at the next Flush
 }
 
 // NewMemNetwork returns an empty network driven by clk. Advance needs a
@@ -52,7 +59,34 @@ func NewMemNetwork(clk clock.Clock) *MemNetwork {
 		cut:     map[[2]string]bool{},
 		drop:    map[[2]string]bool{},
 		crashed: map[string]bool{},
+		delay:   map[[2]string]time.Duration{},
+		lastDue: map[[2]string]time.Time{},
 	}
+}
+
+// SetDelay makes every frame sent from -> to arrive d after it was sent
+// (the frames of one link keep their order); 0 removes the delay. Frames
+// already held keep their due time. Advance stops at each due time.
+func (n *MemNetwork) SetDelay(from, to string, d time.Duration) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if d > 0 {
+		n.delay[[2]string{from, to}] = d
+	} else {
+		delete(n.delay, [2]string{from, to})
+	}
+}
+
+// heldDue is the earliest due time of the held frames (zero: none). Called
+// with n.mu held.
+func (n *MemNetwork) heldDue() time.Time {
+	var t time.Time
+	for _, f := range n.held {
+		if t.IsZero() || f.due.Before(t) {
+			t = f.due
+		}
+	}
+	return t
 }
 
 // Join starts a node on the network. cfg.Clock is replaced by the network's
@@ -128,6 +162,21 @@ func (n *MemNetwork) Flush() {
 		return
 	}
 	n.flushing = true
+	if len(n.held) > 0 {
+		// the held frames now due go first, in sending order
+		now := n.clk.Now()
+		var due, keep []memFrame
+		for _, f := range n.held {
+			if f.due.After(now) {
+				keep = append(keep, f)
+			} else {
+				f.due = time.Time{}
+				due = append(due, f)
+			}
+		}
+		n.held = keep
+		n.queue = append(due, n.queue...)
+	}
 	for len(n.queue) > 0 {
 		f := n.queue[0]
 		n.queue[0] = memFrame{}
@@ -178,6 +227,11 @@ func (n *MemNetwork) Advance(d time.Duration) {
 				next = t
 			}
 		}
+		n.mu.Lock()
+		if t := n.heldDue(); !t.IsZero() && t.Before(next) {
+			next = t
+		}
+		n.mu.Unlock()
 		if next.After(now) {
 			stuck = 0
 		} else if stuck++; stuck > 1 {
@@ -221,9 +275,20 @@ type memHB struct {
 }
 
 func (h *memHB) send(to string, b []byte) {
-	h.net.mu.Lock()
-	h.net.queue = append(h.net.queue, memFrame{sender: h, to: to, b: b})
-	h.net.mu.Unlock()
+	n := h.net
+	n.mu.Lock()
+	link := [2]string{h.name, to}
+	if d := n.delay[link]; d > 0 || n.lastDue[link].After(n.clk.Now()) {
+		due := n.clk.Now().Add(d)
+		if last := n.lastDue[link]; last.After(due) {
+			due = last
+		}
+		n.lastDue[link] = due
+		n.held = append(n.held, memFrame{sender: h, to: to, b: b, due: due})
+	} else {
+		n.queue = append(n.queue, memFrame{sender: h, to: to, b: b})
+	}
+	n.mu.Unlock()
 }
 
 func (h *memHB) Publish(d dataset.Node) {

@@ -69,6 +69,8 @@ type Cluster struct {
 	events []Event  // the node cores' typed events
 
 	q quorumOptions // quorum.go
+
+	startOverlaps map[string][]string // svc -> starts begun while active elsewhere (starts.go)
 }
 
 // Event is a typed event of a node core, at a simulated time.

@@ -249,6 +249,9 @@ func (d *daemon) startAction(a node.Action) {
 		}
 		d.n.tokens[a.Service] = a.FencingToken
 	}
+	if a.Kind == "start" || a.Kind == "restart" {
+		d.c.noteStart(a.Service, d.name)
+	}
 	inst.busy = a.Kind
 	kind := a.Kind
 	if kind == "restart" {

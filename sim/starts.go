@@ -1,0 +1,60 @@
+package sim
+
+import (
+	"strings"
+	"time"
+)
+
+// The start observer: every start the fake driver begins is checked
+// against the other nodes, where the service must not be active (its app
+// running, or a start of it in flight). It sees every overlap of two
+// starts, or of a start and a running instance, as soon as it begins:
+// whatever a daemon believes, the truth is the cluster's.
+
+// noteStart is called when node begins a start (or restart) of svc.
+func (c *Cluster) noteStart(svc, node string) {
+	var on []string
+	for _, n := range c.names {
+		if n != node && c.active(n, svc) {
+			on = append(on, n)
+		}
+	}
+	if len(on) > 0 {
+		if c.startOverlaps == nil {
+			c.startOverlaps = map[string][]string{}
+		}
+		c.startOverlaps[svc] = append(c.startOverlaps[svc],
+			fmtTime(c.Now())+" "+node+" starts while active on "+strings.Join(on, ","))
+	}
+}
+
+// active reports whether svc runs on node or a start of it is in flight.
+func (c *Cluster) active(node, svc string) bool {
+	if c.running[node][svc] {
+		return true
+	}
+	if d := c.nodes[node].d; d != nil {
+		if inst := d.insts[svc]; inst != nil && (inst.busy == "start" || inst.busy == "restart") {
+			return true
+		}
+	}
+	return false
+}
+
+// StartOverlaps returns every start of svc that began while svc was active
+// on another node (when, where, and where else), in order.
+func (c *Cluster) StartOverlaps(svc string) []string { return c.startOverlaps[svc] }
+
+// Delay makes the heartbeat frames from -> to arrive d late (0: on time
+// again); a link keeps its order.
+func (c *Cluster) Delay(from, to string, d time.Duration) {
+	c.net.SetDelay(from, to, d)
+	c.logf("-", "", "frames %s -> %s delayed %s", from, to, d)
+}
+
+// Drop makes the link from -> to lose every frame while on (Heal ends
+// it too).
+func (c *Cluster) Drop(from, to string, on bool) {
+	c.net.Drop(from, to, on)
+	c.logf("-", "", "frames %s -> %s lost: %v", from, to, on)
+}
