@@ -26,6 +26,12 @@ func (c *svcCtx) auto() {
 		case !blk.none():
 			c.to(dataset.Idle, "ready cancelled: "+why())
 		case !now.Before(c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)):
+			if p := c.otherReadyPeer(); p != "" {
+				// a worse claim not withdrawn yet: it may not have seen
+				// ours (a split cutting it off); its next data decides
+				c.note("ready period ended, but " + p + " is ready too: waiting for it to back off")
+				break
+			}
 			c.act(ActionStart, dataset.Starting, "ready period ended uncontested: start")
 		case c.s.FastAck && c.allAcked():
 			c.act(ActionStart, dataset.Starting, fastAckReason)
@@ -138,6 +144,20 @@ func (c *svcCtx) betterReadyPeer() string {
 			continue
 		}
 		if c.rank.Position(n) < mine {
+			return n
+		}
+	}
+	return ""
+}
+
+// otherReadyPeer returns a peer of the service, alive, in ready, or "": a
+// claim that has not backed off before ours. The better ones cancel ours
+// (betterReadyPeer); a worse one backs off once it sees ours, and until
+// it does, the claim is contested: starting then would start twice if our
+// claim never reached it (a split during the window).
+func (c *svcCtx) otherReadyPeer() string {
+	for i, n := range c.nodes {
+		if n != c.s.Local && c.alive[i] && c.insts[i].State == dataset.Ready {
 			return n
 		}
 	}
