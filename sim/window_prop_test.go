@@ -137,7 +137,9 @@ func windowScenario(t *testing.T, seed int64, fastAck bool) windowStats {
 		}
 	}
 	var script []string
-	say := func(f string, a ...any) { script = append(script, fmt.Sprintf("%s "+f, append([]any{fmtTime(c.Now())}, a...)...)) }
+	say := func(f string, a ...any) {
+		script = append(script, fmt.Sprintf("%s "+f, append([]any{fmtTime(c.Now())}, a...)...))
+	}
 	for _, n := range names {
 		c.Start(n, 0)
 	}
