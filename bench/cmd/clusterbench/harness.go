@@ -29,6 +29,7 @@ type opts struct {
 	ready    time.Duration // ready_period
 	monitor  time.Duration // monitor_interval (0: default)
 	check    time.Duration // check_interval (0: default)
+	fastAck  bool          // node.ready_fast_ack
 }
 
 type cluster struct {
@@ -101,6 +102,9 @@ func newCluster(n int, o opts) (*cluster, error) {
 		nt := testbed.NodeToml{Name: b.name}
 		if o.ready > 0 {
 			nt.Keys = append(nt.Keys, fmt.Sprintf("ready_period = %q", o.ready.String()))
+		}
+		if o.fastAck {
+			nt.Keys = append(nt.Keys, "ready_fast_ack = true")
 		}
 		if o.monitor > 0 {
 			nt.Keys = append(nt.Keys, fmt.Sprintf("monitor_interval = %q", o.monitor.String()))
