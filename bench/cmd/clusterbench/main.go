@@ -60,7 +60,7 @@ func main() {
 	perfOut := fs.String("perf", "", "idle: also run `perf record -g` on n1's daemon over the window, into this file")
 	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
 	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file")
-	monitor := fs.Bool("monitor", true, "idle: resources are monitored (checked every monitor_interval, 5s, instead of check_interval, 60s)")
+	monitor := fs.Bool("monitor", true, "idle, failover: resources are monitored (checked every monitor_interval, 5s, instead of check_interval, 60s)")
 	fs.Parse(os.Args[2:])
 
 	sig := make(chan os.Signal, 1)
@@ -118,7 +118,7 @@ func main() {
 		}
 	case "failover":
 		for _, n := range ints(*nodes, "3") {
-			err = failover(n, *services, *runs, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck})
+			err = failover(n, *services, *runs, *monitor, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck})
 			if err != nil {
 				break
 			}
@@ -573,19 +573,23 @@ func placedOnce(c *cluster, nsvc int, d time.Duration) (string, error) {
 // action_begin (start) and instance_status "-> up" (the check after the
 // start). The overhead of a run is up - kill - (hb.timeout + ready_period),
 // or up - kill - hb.timeout with fast ack (the start needs no window then).
-func failover(n, nsvc, runs int, o opts) error {
+func failover(n, nsvc, runs int, monitored bool, o opts) error {
 	fa := ""
 	if o.fastAck {
 		fa = ", ready_fast_ack on"
 	}
-	fmt.Printf("\n## failover: %d daemons, %d ha service(s), hb.timeout %s, hb.interval %s, ready_period %s%s, %d kills\n", n, nsvc, o.timeout, o.interval, o.ready, fa, runs)
+	fmt.Printf("\n## failover: %d daemons, %d ha service(s), monitor=%v, hb.timeout %s, hb.interval %s, ready_period %s%s, %d kills\n", n, nsvc, monitored, o.timeout, o.interval, o.ready, fa, runs)
 	c, err := formCluster(n, o)
 	if err != nil {
 		return err
 	}
 	defer c.close()
 	for i := range nsvc {
-		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), testbed.HAService(names(c), "")); err != nil {
+		svc := testbed.HAService(names(c), "")
+		if !monitored {
+			svc = strings.Replace(svc, "monitor = true", "monitor = false", 1)
+		}
+		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), svc); err != nil {
 			return err
 		}
 	}
