@@ -7,16 +7,12 @@ import (
 )
 
 // configState is the loop-owned part of the daemon about configs that
-// are not plain installed ones: the files that do not parse, and the
-// edits accepted here that the cluster has not adopted yet.
+// are not plain installed ones: the files that do not parse.
 type configState struct {
 	// invalid are the services whose config file does not parse: their
 	// durable state is kept, they are shown as "config invalid" and the
 	// daemon does not act on them until the config is repaired.
 	invalid map[string]*badConfig
-	// pending are the edits made here and not yet adopted by every live
-	// peer, by service, in the order they were accepted (configedit.go).
-	pending map[string][]*pendingEdit
 }
 
 // badConfig is a service config file that does not parse.

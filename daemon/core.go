@@ -41,6 +41,10 @@ func (d *Daemon) applyReady() {
 			d.startCheck(ck)
 		}
 		d.armStep(rd.WakeAt)
+		// the config files, each reported to the core (configs.go)
+		for _, op := range rd.Configs {
+			d.applyConfig(op)
+		}
 	}
 }
 

@@ -92,6 +92,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 		}
 		p.Peer = view.NoteData(p.Peer, ev.Data, now)
 		c.witnessFencing(ev.Data)
+		c.MergeConfigs(ev.Node, ev.Data.Configs, now)
 		c.MergeTargets(ev.Data.Targets, func() monitor.Snapshot { return c.Snapshot(now) })
 		c.MergeClears(ev.Data.Clears, now)
 	default:
@@ -100,6 +101,9 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	c.updateCompat()
 	c.notePeers(now)
 	c.updateRejoin(now)
+	if ev.Kind == PeerData {
+		c.checkEdits(now)
+	}
 	// a peer's change is a change of this node's view: decide again
 	c.viewChanged = true
 }
@@ -114,6 +118,7 @@ func (c *Core) Tick(now time.Time) {
 	c.updateRejoin(now)
 	c.notePeers(now)
 	c.tickChecks(now)
+	c.checkEdits(now)
 	if now.Sub(c.lastStep) >= fullPassPeriod {
 		c.viewChanged = true
 	}
