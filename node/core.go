@@ -115,8 +115,7 @@ func (emptyLocal) LocalServices() map[string]*config.ServiceConfig { return nil 
 func (c *Core) Name() string { return c.cfg.Name }
 
 // State returns the durable state the core owns. The driver reads it to
-// write it; config distribution (still in package daemon) changes the
-// config bookkeeping of its services in place and writes it itself.
+// write it.
 func (c *Core) State() *State { return &c.state }
 
 // Ready is what the driver must carry out after an input, in this order:

@@ -70,10 +70,10 @@ func (c *Core) Start(now time.Time) {
 	c.publish()
 }
 
-// Heartbeat takes a heartbeat event: the peer's status, its data (targets
-// and clears newer than ours are adopted), then compat and rejoin. The
-// daemon installs the configs it carries before (config distribution is
-// still the daemon's).
+// Heartbeat takes a heartbeat event: the peer's status, its data (configs,
+// targets and clears newer than ours are adopted: MergeConfigs first),
+// then compat and rejoin; the edits waiting for the peers' adoption are
+// looked at again.
 func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	p := c.peers[ev.Node]
 	if p == nil {
