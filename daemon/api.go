@@ -71,7 +71,9 @@ func (d *Daemon) routes() http.Handler {
 			writeErr(w, err)
 			return
 		}
-		d.replyAsync(w, func(done func(any, error)) { d.create(req, cfg, done) })
+		d.replyAsync(w, func(done func(any, error)) {
+			d.whenConfigIdle(req.Name, func() { d.create(req, cfg, done) })
+		})
 	})
 	mux.HandleFunc("POST "+api.PathServiceAction, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ActionRequest
@@ -97,7 +99,9 @@ func (d *Daemon) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		d.replyAsync(w, func(done func(any, error)) { d.keyword(req, done) })
+		d.replyAsync(w, func(done func(any, error)) {
+			d.whenConfigIdle(req.Name, func() { d.keyword(req, done) })
+		})
 	})
 	mux.HandleFunc("GET "+api.PathExplain, d.handleExplain)
 	mux.HandleFunc("POST "+api.PathRefresh, d.handleRefresh(decode))

@@ -49,6 +49,10 @@ func TestPeerNamesValidated(t *testing.T) {
 			"gone":            {Version: v(5), Deleted: true},
 		}), d.clk.Now())
 		d.applyReady()
+		// the config writes run in workers and post their results
+		for d.workers.Wait(); len(d.ev) > 0; d.workers.Wait() {
+			(<-d.ev)()
+		}
 	}
 	for _, f := range []string{filepath.Join(top, "victim.toml"), p.Cluster} {
 		if _, err := os.Stat(f); err != nil {

@@ -334,6 +334,12 @@ func (c *Core) ConfigDone(svc string, err error, now time.Time) {
 	}
 }
 
+// ConfigBusy reports whether a write of the config of svc is handed out
+// and not reported: a request that reads the config (to edit it) waits
+// until it is not, so that it reads the newest content, which holds every
+// edit pending here.
+func (c *Core) ConfigBusy(svc string) bool { return c.opsFor(svc) }
+
 // opsFor reports whether a ConfigOp of svc is handed out and not reported.
 func (c *Core) opsFor(svc string) bool {
 	for _, o := range c.cd.ops {
