@@ -296,8 +296,14 @@ func TestEditAnswerWaitsForFileAndState(t *testing.T) {
 	if rd.Persist != nil {
 		c.PersistDone(rd.PersistSeq, nil, t0)
 	}
+	if !c.ConfigBusy("web") || c.KnownConfig("web").Digest != dataset.ConfigDigest([]byte("a")) {
+		t.Fatal("a config handed out and not written: want it busy, and known as the newest")
+	}
 	d.svcs["web"] = rd.Configs[0].Config
 	c.ConfigDone("web", nil, t0)
+	if c.ConfigBusy("web") {
+		t.Fatal("busy after its write was reported")
+	}
 	rd = c.Ready()
 	if rd.Persist == nil || rd.Persist.Services["web"].ConfigDigest != dataset.ConfigDigest([]byte("a")) || len(rd.Answers) != 0 {
 		t.Fatalf("got persist %v answers %v, want the version to write, no answer yet", rd.Persist, rd.Answers)
