@@ -498,4 +498,3 @@ func shortDigest(s string) string {
 	}
 	return s
 }
-
