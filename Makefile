@@ -37,7 +37,7 @@ dist:
 
 # man pages and bash/zsh/fish completions, from the urfave/cli definitions
 man completion:
-	$(GO) run ./packaging/gendist -out $(BIN)/share
+	$(GO) run ./packaging/gendist -out $(BIN)/share -docdir $(DOCDIR)
 
 install: dist man
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) \
@@ -55,7 +55,7 @@ install: dist man
 	chmod 0644 $(DESTDIR)$(UNITDIR)/haven.service
 	install -m 0644 packaging/examples/node.toml packaging/examples/cluster.toml $(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 packaging/examples/services/web.toml packaging/examples/services/pg.toml $(DESTDIR)$(DOCDIR)/examples/services/
-	install -m 0644 README.md docs/keywords.md docs/operations.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 README.md docs/keywords.md docs/operations.md docs/metrics.md docs/multiple-active.md docs/fencing-token.md docs/security.md $(DESTDIR)$(DOCDIR)/
 	install -d $(DESTDIR)$(SYSCONFDIR)/logrotate.d
 	install -m 0644 packaging/logrotate/haven $(DESTDIR)$(SYSCONFDIR)/logrotate.d/haven
 

@@ -210,13 +210,23 @@ func Named(name string, err error) string {
 
 // CompleteCommands is the tools' shell completion of a command name: every
 // visible command and its aliases, but not urfave/cli's own `help` (`h`),
-// which `--help` covers.
+// which `--help` covers. A flag being typed (`--ro`) completes as urfave/cli
+// does.
 func CompleteCommands(c *cli.Context) {
+	if n := len(os.Args); n > 2 && strings.HasPrefix(os.Args[n-2], "-") {
+		cli.DefaultAppComplete(c)
+		return
+	}
+	zsh := os.Getenv("_CLI_ZSH_AUTOCOMPLETE_HACK") == "1"
 	for _, cmd := range c.App.VisibleCommands() {
 		if cmd.Name == "help" {
 			continue
 		}
 		for _, name := range cmd.Names() {
+			if zsh {
+				fmt.Fprintf(c.App.Writer, "%s:%s\n", name, cmd.Usage)
+				continue
+			}
 			fmt.Fprintln(c.App.Writer, name)
 		}
 	}

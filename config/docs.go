@@ -55,8 +55,8 @@ resources by name; keys in the order of this page): comments and layout are not 
 		title    string
 		sections []struct{ kind, header string }
 	}{
-		{"node.toml", []struct{ kind, header string }{{SectionNode, "[node]"}, {SectionHB, "[hb]"}}},
-		{"cluster.toml", []struct{ kind, header string }{{SectionCluster, "[cluster]"}, {SectionNodes, "[nodes]"}, {SectionArbitrator, "[arbitrator.NAME]"}}},
+		{"node.toml", []struct{ kind, header string }{{SectionNode, "[node]"}, {SectionHB, "[hb]"}, {SectionHook, "[hook.NAME]"}}},
+		{"cluster.toml", []struct{ kind, header string }{{SectionCluster, "[cluster]"}, {SectionNodes, "[nodes]"}, {SectionArbitrator, "[arbitrator.NAME]"}, {SectionStonith, "[stonith.NODE]"}}},
 		{"services/NAME.toml", []struct{ kind, header string }{
 			{SectionDefault, "[DEFAULT]"},
 			{SectionResource, "resources: keywords of every [TYPE.NAME]"},

@@ -16,8 +16,8 @@ type schema struct {
 }
 
 var (
-	nodeSchema    = schema{single: []string{SectionNode, SectionHB}}
-	clusterSchema = schema{single: []string{SectionCluster, SectionNodes}, named: []string{SectionArbitrator}}
+	nodeSchema    = schema{single: []string{SectionNode, SectionHB}, named: []string{SectionHook}}
+	clusterSchema = schema{single: []string{SectionCluster, SectionNodes}, named: []string{SectionArbitrator, SectionStonith}}
 	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP, SectionFS}}
 )
 

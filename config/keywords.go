@@ -48,11 +48,13 @@ const (
 	SectionCluster    = "cluster"
 	SectionNodes      = "nodes"
 	SectionArbitrator = "arbitrator"
+	SectionStonith    = "stonith"
 	SectionDefault    = "DEFAULT"
 	SectionResource   = "resource"
 	SectionApp        = "app"
 	SectionIP         = "ip"
 	SectionFS         = "fs"
+	SectionHook       = "hook"
 )
 
 // AnyKey is the Key of a keyword whose name is free (the [nodes] members).
@@ -98,7 +100,7 @@ var Keywords = []Keyword{
 	{Section: SectionNode, Key: "rejoin_grace_period", Type: TypeDuration, Default: "90s", Field: "RejoinGracePeriod",
 		Doc: "How long a starting daemon waits for its peers (state `rejoin`) before it orchestrates alone."},
 	{Section: SectionNode, Key: "split_action", Type: TypeEnum, Default: "crash", Allowed: []string{"crash", "reboot", "stop", "disabled"}, Field: "SplitAction",
-		Doc: "What the node does when it loses the quorum. `stop`: stop every local instance at once and freeze the node (the self-fence used by the tests); `crash` and `reboot` act on the real kernel; `disabled`: nothing.", NotYet: "quorum, arbitrators and split_action (BEHAVIOUR 3)"},
+		Doc: "What the node does when it loses the quorum. `stop`: stop every local instance at once and freeze the node (the self-fence used by the tests); `crash` and `reboot` run the node action (act on the real kernel by default); `disabled`: log only. Read only with `cluster.quorum = true`. A `stop` that has not ended by the self-stop deadline escalates to `crash` (docs/operations.md, \"Split brain\")."},
 	{Section: SectionNode, Key: "crash_command", Type: TypeString, Default: "echo c > /proc/sysrq-trigger", Field: "CrashCommand",
 		Doc: "DANGEROUS DEFAULT: the command of the node action `crash` (a service's `monitor_action = \"crash\"`), run with `/bin/sh -c` as root; the default crashes the kernel at once (sysrq `c`: no sync, no clean stop). Tests set a harmless command, e.g. `touch /tmp/crashed`. Each run is logged at error level with its reason and bounded by a 30s timeout."},
 	{Section: SectionNode, Key: "reboot_command", Type: TypeString, Default: "echo b > /proc/sysrq-trigger", Field: "RebootCommand",
@@ -107,6 +109,14 @@ var Keywords = []Keyword{
 		Doc: "Check period of the monitored resources (`monitor = true`)."},
 	{Section: SectionNode, Key: "check_interval", Type: TypeDuration, Default: "60s", Field: "CheckInterval",
 		Doc: "Check period of the other resources."},
+	{Section: SectionNode, Key: "metrics_addr", Type: TypeString, Field: "MetricsAddr",
+		Doc: "Where the daemon serves its Prometheus metrics, at `http://ADDR/metrics` (see docs/metrics.md): `host:port`, the host an IP address, `localhost` or empty for every address (`\":9477\"`). Plain HTTP without authentication: bind it to an address only the scraper reaches. Empty (the default): no metrics listener. An address that cannot be listened on stops the daemon at start, naming it."},
+	{Section: SectionHook, Key: "events", Type: TypeList, Required: true, Field: "Events",
+		Doc: "The event kinds that run the hook, as `nodemgr events` names them (`failover`, `instance_monitor`, `peer_down`, ...; docs/operations.md lists them), or `[\"*\"]` for every event. An unknown kind is an error at load."},
+	{Section: SectionHook, Key: "command", Type: TypeString, Required: true, Field: "Command",
+		Doc: "The command run for each matching event, split like an app command (no shell: write `sh -c '...'` for one). It gets the event as one JSON object on its standard input and in `HAVEN_EVENT_*` environment variables (docs/operations.md, \"Event hooks\"). Hooks run one at a time, outside the event loop, in a bounded queue: when it is full new events are dropped for the hooks (counted in `haven_hook_dropped_total` and logged), the daemon never waits for a hook."},
+	{Section: SectionHook, Key: "timeout", Type: TypeDuration, Default: "10s", Field: "Timeout",
+		Doc: "How long the command may run: then its whole process group is killed (SIGTERM, SIGKILL 2s later) and the failure logged. More than 0."},
 	{Section: SectionHB, Key: "addr", Type: TypeString, Default: "0.0.0.0", Field: "Addr",
 		Doc: "The address the heartbeat listens on: a wildcard (`0.0.0.0`, `::`) or the host of this node's `[nodes]` entry (checked when cluster.toml has a `[nodes]` section)."},
 	{Section: SectionHB, Key: "port", Type: TypeInt, Default: "10000", Field: "Port",
@@ -124,15 +134,19 @@ var Keywords = []Keyword{
 	{Section: SectionCluster, Key: "insecure_no_secret", Type: TypeBool, Default: "false", Field: "InsecureNoSecret",
 		Doc: "INSECURE, tests only. A cluster of more than one member refuses to start without a `secret`: anyone who can send a datagram to a heartbeat port could then install a service, whose commands run as root. `true` lets it run without one, with a warning at every start. Refused together with a `secret`."},
 	{Section: SectionCluster, Key: "quorum", Type: TypeBool, Default: "false", Field: "Quorum",
-		Doc: "When true, a node that sees less than half of the votes (members and arbitrators) applies its `split_action`.", NotYet: "quorum, arbitrators and split_action (BEHAVIOUR 3)"},
+		Doc: "When true, a node that loses sight of peers counts the votes: the members it hears (and that hear it) plus the weights of the arbitrators that answer. It survives if and only if they are more than half of the members plus every arbitrator's weight (a tie loses); otherwise it applies its `split_action` at once. The survivors take over a lost node's services only once it is fenced (`[stonith.NODE]`) or its self-stop deadline has passed (docs/operations.md, \"Split brain\")."},
 	{Section: SectionNodes, Key: AnyKey, Type: TypeString,
 		Doc: "One line per cluster member: `NAME = \"host:port\"` of its heartbeat. When the section is missing or empty, the local node alone at 127.0.0.1:10000. The local node must be a member; names may not differ only in case; each member has its own host:port; the local node's entry, when a literal IP, must be an address of the host (checked at start)."},
 	{Section: SectionArbitrator, Key: "uri", Type: TypeString, Required: true, Field: "URI",
-		Doc: "`http://` or `https://` URL answered with a 2xx, or `tcp://host:port` that accepts connections: the arbitrator votes for the nodes that reach it.", NotYet: "quorum, arbitrators and split_action (BEHAVIOUR 3)"},
+		Doc: "`http://` or `https://` URL answered with a 2xx, or `tcp://host:port` that accepts connections: the arbitrator votes for the nodes that reach it. Probed by each node when it loses sight of peers (and every 10s for the status)."},
 	{Section: SectionArbitrator, Key: "weight", Type: TypeInt, Default: "1", Field: "Weight",
 		Doc: "The number of votes of the arbitrator."},
 	{Section: SectionArbitrator, Key: "timeout", Type: TypeDuration, Default: "5s", Field: "Timeout",
 		Doc: "How long to wait for the arbitrator's answer."},
+	{Section: SectionStonith, Key: "command", Type: TypeString, Required: true, Field: "Command",
+		Doc: "The fence command of node NODE (`[stonith.n1]`), run with `/bin/sh -c` by every survivor that holds the quorum before it takes over the services of NODE once lost, with HAVEN_FENCE_NODE=NODE set: e.g. an IPMI power off. With it, only a fence clears the takeover (not the self-stop deadline). Exit 0: NODE is fenced, the takeover goes on at once; otherwise the takeover stays blocked (monitor state `wait fence`) and the command is retried with a backoff (1s, doubling, at most 60s). Never run on a node that lost the quorum. When NODE may have kept the quorum too (2 nodes and an arbitrator both reach), the first node by name fences at once and the other at NODE's self-stop deadline, so that they never fence each other."},
+	{Section: SectionStonith, Key: "timeout", Type: TypeDuration, Default: "30s", Field: "Timeout",
+		Doc: "The time limit of one run of the fence command: a run that outlasts it is killed and counts as a failure."},
 
 	// services/NAME.toml
 	{Section: SectionDefault, Key: "nodes", Type: TypeList, Field: "Nodes",

@@ -47,6 +47,10 @@ func TestKeywordTable(t *testing.T) {
 			typ = reflect.TypeOf(ClusterConfig{})
 		case SectionArbitrator:
 			typ = reflect.TypeOf(Arbitrator{})
+		case SectionStonith:
+			typ = reflect.TypeOf(Stonith{})
+		case SectionHook:
+			typ = reflect.TypeOf(Hook{})
 		case SectionDefault:
 			typ = reflect.TypeOf(ServiceConfig{})
 		default:

@@ -55,6 +55,12 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 			return nil, d.errAt(p.sec, p.key, "must be more than 0")
 		}
 	}
+	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
+		return nil, d.errAt(node, "metrics_addr", "%v", err)
+	}
+	if c.Hooks, err = d.hooks(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -140,8 +146,40 @@ func (dec Decoder) ParseCluster(file string, data []byte, localNode string) (*Cl
 		}
 		c.Arbitrators = append(c.Arbitrators, a)
 	}
+	for _, sec := range d.sections {
+		if sec.kind != SectionStonith {
+			continue
+		}
+		if err := d.checkRequired(sec); err != nil {
+			return nil, err
+		}
+		st := Stonith{Node: sec.name}
+		fill(&st, sec)
+		if !c.hasMember(sec.name) {
+			return nil, d.errAt(sec, "command", "[stonith.%s]: %s is not a cluster member ([nodes])", sec.name, sec.name)
+		}
+		if strings.TrimSpace(st.Command) == "" {
+			return nil, d.errAt(sec, "command", "must not be empty")
+		}
+		if st.Timeout <= 0 {
+			return nil, d.errAt(sec, "timeout", "must be more than 0")
+		}
+		if c.Stonith == nil {
+			c.Stonith = map[string]Stonith{}
+		}
+		c.Stonith[sec.name] = st
+	}
 	sortMembers(c)
 	return c, nil
+}
+
+func (c *ClusterConfig) hasMember(name string) bool {
+	for _, m := range c.Nodes {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func sortMembers(c *ClusterConfig) {

@@ -44,9 +44,21 @@ type NodeConfig struct {
 	// reboot, run with /bin/sh -c (defaults: sysrq c and b).
 	CrashCommand  string
 	RebootCommand string
-	HB            HBConfig
+	// MetricsAddr is where /metrics is served ("" for none).
+	MetricsAddr string
+	HB          HBConfig
+	// Hooks are the [hook.NAME] sections, sorted by name.
+	Hooks []Hook
 	// lines locates the keys of node.toml for the checks against cluster.toml.
 	lines *lineIndex
+}
+
+// Hook is one [hook.NAME] section of node.toml: a command run on events.
+type Hook struct {
+	Name    string
+	Events  []string // event kinds, or "*"
+	Command string
+	Timeout time.Duration
 }
 
 // HBConfig is the [hb] section of node.toml.
@@ -69,6 +81,8 @@ type ClusterConfig struct {
 	// Nodes are the members, sorted by name.
 	Nodes       []Member
 	Arbitrators []Arbitrator // sorted by name
+	// Stonith are the fence commands, by node name ([stonith.NODE]).
+	Stonith map[string]Stonith
 	// explicit is set when [nodes] lists members (not the lone default).
 	explicit bool
 	lines    *lineIndex
@@ -85,6 +99,13 @@ type Arbitrator struct {
 	Name    string
 	URI     string
 	Weight  int
+	Timeout time.Duration
+}
+
+// Stonith is one [stonith.NODE] section: how to fence NODE.
+type Stonith struct {
+	Node    string
+	Command string
 	Timeout time.Duration
 }
 

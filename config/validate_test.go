@@ -218,7 +218,6 @@ func TestNodeErrors(t *testing.T) {
 		{"[hb]\naddr = \"x.y\"\n", `node.toml:2: hb.addr: invalid address "x.y"`},
 		{"[hb]\ninterval = 0\n", "node.toml:2: hb.interval: must be more than 0"},
 		{"[node]\nsplit_action = \"panic\"\n", `node.toml:2: node.split_action: invalid value "panic": want one of "crash", "reboot", "stop", "disabled"`},
-		{"[node]\nsplit_action = \"stop\"\n", `node.toml:2: node.split_action: not implemented yet (quorum, arbitrators and split_action (BEHAVIOUR 3)): only the default "crash" is accepted for now`},
 		{"[node]\nname = \"\"\n", "node.toml:2: node.name: must not be empty"},
 		{"[node]\nname = \"a b\"\n", `node.toml:2: node.name: invalid node name "a b"`},
 		{"[node]\nlabels = { env = 1 }\n", "node.toml:2: node.labels: want a table of strings"},
@@ -245,10 +244,12 @@ func TestClusterErrors(t *testing.T) {
 		{"[nodes]\nn1 = \"10.0.0.1:0\"\n", `cluster.toml:2: nodes.n1: invalid address "10.0.0.1:0": port "0" out of range`},
 		{"[nodes]\nn1 = 10000\n", `cluster.toml:2: nodes.n1: want a string`},
 		{"[arbitrator.a]\nweight = 1\n", "cluster.toml:1: arbitrator.a.uri: required keyword missing"},
-		// quorum, arbitrators and split_action act on nothing yet: refused
-		// (their URI checks come back with them)
-		{"[arbitrator.a]\nuri = \"tcp://10.0.0.9:22\"\n", `cluster.toml:2: arbitrator.a.uri: not implemented yet (quorum, arbitrators and split_action (BEHAVIOUR 3)): leave the [arbitrator.NAME] sections out for now`},
-		{"[cluster]\nquorum = true\n", `cluster.toml:2: cluster.quorum: not implemented yet (quorum, arbitrators and split_action (BEHAVIOUR 3)): only the default "false" is accepted for now`},
+		{"[arbitrator.a]\nuri = \"ftp://10.0.0.9:22\"\n", `cluster.toml:2: arbitrator.a.uri: invalid uri "ftp://10.0.0.9:22": want http://, https:// or tcp://host:port`},
+		{"[arbitrator.a]\nuri = \"tcp://10.0.0.9\"\n", `cluster.toml:2: arbitrator.a.uri: invalid uri "tcp://10.0.0.9": want host:port`},
+		{"[arbitrator.a]\nuri = \"tcp://10.0.0.9:22\"\ntimeout = 0\n", `cluster.toml:3: arbitrator.a.timeout: must be more than 0`},
+		{"[stonith.n1]\ntimeout = \"5s\"\n", "cluster.toml:1: stonith.n1.command: required keyword missing"},
+		{"[stonith.n9]\ncommand = \"true\"\n", "cluster.toml:2: stonith.n9.command: [stonith.n9]: n9 is not a cluster member ([nodes])"},
+		{"[stonith.n1]\ncommand = \"true\"\ntimeout = 0\n", "cluster.toml:3: stonith.n1.timeout: must be more than 0"},
 		{"[cluster]\nquorum = \"yes\"\n", "cluster.toml:2: cluster.quorum: want true or false"},
 		{"[DEFAULT]\n", "cluster.toml:1: DEFAULT: unknown section [DEFAULT]"},
 	}

@@ -75,6 +75,8 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 		pe.Kind = node.PeerUp
 	case heartbeat.Down:
 		pe.Kind = node.PeerDown
+	case heartbeat.Unseen:
+		pe.Kind, pe.Unseen = node.PeerUnseen, ev.Unseen
 	case heartbeat.Data:
 		if _, ok := d.core.Peer(ev.Node); !ok || ev.Data == nil {
 			return
@@ -99,9 +101,13 @@ func (d *Daemon) peerStatus(name string) dataset.NodeStatus {
 
 // publish sends the local dataset when it changed since the last send.
 func (d *Daemon) publish() {
-	if d.hb == nil || d.gen == d.published {
+	if d.gen == d.published {
 		return
 	}
 	d.published = d.gen
-	d.hb.Publish(d.localNode())
+	n := d.localNode()
+	d.metrics.setLocal(n) // a lone node too (no heartbeat)
+	if d.hb != nil {
+		d.hb.Publish(n)
+	}
 }

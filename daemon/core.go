@@ -40,6 +40,8 @@ func (d *Daemon) applyReady() {
 		for _, ck := range rd.Check {
 			d.startCheck(ck)
 		}
+		d.runProbes(rd.Probes)
+		d.runFences(rd.Fences)
 		d.armStep(rd.WakeAt)
 		// the config files, each reported to the core (configs.go)
 		for _, op := range rd.Configs {
@@ -105,6 +107,8 @@ func (d *Daemon) logEvent(e node.Event) {
 		d.svclogs.write(e.Svc, "", e.String())
 	case node.ActionEnd:
 		d.svclogs.write(e.Svc, "", e.String())
+	case node.Failover:
+		d.svclogs.write(e.Svc, "", e.String())
 	case node.ResourceStatus:
 		d.svclogs.write(e.Svc, e.RID, "status "+string(e.From)+" -> "+string(e.To)+reasonSuffix(e.Reason))
 	}
@@ -120,7 +124,10 @@ func (d *Daemon) logEvent(e node.Event) {
 	if rs, ok := e.(node.ResourceStatus); ok {
 		ae.RID = rs.RID
 	}
+	ae = d.stamp(ae)
 	d.emit(ae)
+	d.metrics.observe(e, ae.Time)
+	d.hooks.enqueue(ae)
 }
 
 // eventFields flattens a typed event into strings: its JSON fields, a

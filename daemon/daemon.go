@@ -77,6 +77,12 @@ type Daemon struct {
 
 	persist *persister
 
+	// metrics are the Prometheus metrics (metrics.go), served on
+	// node.metrics_addr by metricsSrv; hooks run the event hooks (hooks.go).
+	metrics    *metrics
+	metricsSrv *http.Server
+	hooks      *hookRunner
+
 	// loop-owned
 	ps      persistLoop
 	node    *config.NodeConfig
@@ -173,6 +179,8 @@ func New(opts Options) (*Daemon, error) {
 	if err := d.checkLocalAddr(); err != nil {
 		return nil, err
 	}
+	d.metrics = newMetrics(d.node.Name, d.cluster.Name, opts.Compat)
+	d.hooks = newHookRunner(d.node.Hooks, hookQueueLen, d.log.Named("hook"), d.metrics)
 	dur, err := loadDurable(p.State())
 	if err != nil {
 		return nil, err
@@ -180,7 +188,8 @@ func New(opts Options) (*Daemon, error) {
 	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat,
 		MaintenanceGrace: d.node.MaintenanceGracePeriod, RejoinGrace: d.node.RejoinGracePeriod,
 		ReadyPeriod: d.node.ReadyPeriod, CheckInterval: d.node.CheckInterval, MonitorInterval: d.node.MonitorInterval,
-		Local: d, Configs: tomlfile.ServiceCodec{File: p.ServiceConf}, ConfirmTimeout: 10*time.Second + 2*d.node.HB.Timeout}, dur)
+		Quorum: quorumConfig(d.node, d.cluster), Local: d, Configs: tomlfile.ServiceCodec{File: p.ServiceConf},
+		ConfirmTimeout: 10*time.Second + 2*d.node.HB.Timeout}, dur)
 	d.dur = d.core.State()
 	if err := d.checkIdentity(opts.NewCluster); err != nil {
 		return nil, err
@@ -222,9 +231,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer d.log.Sync()
 	d.started = d.clk.Now()
 	d.sdInit()
+	if err := d.serveMetrics(); err != nil {
+		return err
+	}
+	defer d.stopMetrics()
 	if err := os.WriteFile(d.p.PidFile(), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
 		return err
 	}
+	hctx, hcancel := context.WithCancel(context.Background())
+	go d.hooks.run(hctx)
+	defer d.hooks.stop(hcancel, hookStopGrace)
 	os.Remove(d.p.Socket)
 	ln, err := net.Listen("unix", d.p.Socket)
 	if err != nil {
@@ -252,6 +268,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		srvWG.Wait()
 		return err
 	}
+	d.metrics.setHeartbeat(d.hb)
 	d.core.Start(d.started)
 	d.applyReady()
 	d.publish()
@@ -412,14 +429,17 @@ func (d *Daemon) setMonitor(m dataset.NodeMonitor, reason string) {
 // changed marks the local dataset as changed (heartbeats send a delta).
 func (d *Daemon) changed() { d.gen++ }
 
-func (d *Daemon) emit(e api.Event) {
+func (d *Daemon) emit(e api.Event) { d.bus.publish(d.stamp(e)) }
+
+// stamp sets the time and node of an event that has none.
+func (d *Daemon) stamp(e api.Event) api.Event {
 	if e.Time.IsZero() {
 		e.Time = d.clk.Now()
 	}
 	if e.Node == "" && d.node != nil {
 		e.Node = d.node.Name
 	}
-	d.bus.publish(e)
+	return e
 }
 
 func (d *Daemon) serviceNames() []string {

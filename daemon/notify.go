@@ -29,9 +29,10 @@ import (
 //
 // The protocol is go-systemd's (sd_notify(3) over NOTIFY_SOCKET). All of it
 // is inert when NOTIFY_SOCKET is unset (nodemgr daemon start, tests, demo).
-// NOTIFY_SOCKET stays in the environment (go-systemd reads it on each
-// message), so service commands inherit it; with the unit's
-// NotifyAccess=main systemd ignores anything they send there.
+// NOTIFY_SOCKET stays in the daemon's environment (go-systemd reads it on
+// each message); the commands the daemon runs do not inherit it, nor
+// WATCHDOG_* (resource.BaseEnv), and with the unit's NotifyAccess=main
+// systemd would ignore anything they sent there anyway.
 
 // startupBound is how long READY=1 waits for the start-up checks: past it
 // the daemon says ready anyway (a check that never ends must not keep the

@@ -14,7 +14,7 @@ import (
 func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 	local := d.localNode()
 	st := &dataset.ClusterStatus{
-		Cluster:  dataset.ClusterInfo{Name: d.cluster.Name, Compat: d.core.Compat(), Quorum: d.cluster.Quorum},
+		Cluster:  dataset.ClusterInfo{Name: d.cluster.Name, Compat: d.core.Compat(), Quorum: d.cluster.Quorum, QuorumState: d.core.QuorumInfo(d.clk.Now())},
 		Nodes:    map[string]dataset.NodeInfo{},
 		Services: map[string]dataset.ServiceStatus{},
 		Local:    d.node.Name,

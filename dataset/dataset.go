@@ -34,7 +34,11 @@ const (
 	Thawing      MonitorState = "thawing"
 	WaitParents  MonitorState = "wait parents"
 	WaitChildren MonitorState = "wait children"
-	Tocing       MonitorState = "tocing"
+	// WaitFence: the local node would start the service, but a lost peer
+	// of the service has not certainly stopped it yet (quorum on: not
+	// fenced, its self-stop deadline not passed).
+	WaitFence MonitorState = "wait fence"
+	Tocing    MonitorState = "tocing"
 )
 
 // Transitioning reports whether the state is one of the "*ing" states.
@@ -225,6 +229,11 @@ type Node struct {
 	// FrozenReason says why the node is frozen: an admin freeze, or the
 	// daemon's own (rejoin grace period ended, impostor...). Empty when thawed.
 	FrozenReason string `json:"frozen_reason,omitempty"`
+
+	// SplitAction is the node's split_action (cluster.quorum on): the
+	// survivors count on a lost node's self-stop only when it is stop,
+	// crash or reboot.
+	SplitAction string `json:"split_action,omitempty"`
 }
 
 // Clone returns a deep copy.

@@ -1,5 +1,7 @@
 package dataset
 
+import "time"
+
 // ClusterStatus is the status object of the contract, section 5.
 // `svcmon --format json` prints it; `svcmgr print status --format json`
 // prints one entry of Services.
@@ -30,6 +32,50 @@ type ClusterInfo struct {
 	Name   string `json:"name"`
 	Compat bool   `json:"compat"`
 	Quorum bool   `json:"quorum"`
+	// QuorumState is the producing node's view of the quorum (an extension
+	// of the contract), set when Quorum is.
+	QuorumState *QuorumInfo `json:"quorum_state,omitempty"`
+}
+
+// QuorumInfo is a node's view of the quorum (cluster.quorum on): the votes
+// it counts now, the arbitrators' last answers, its last vote, and the
+// takeover gates of the peers it lost.
+type QuorumInfo struct {
+	SplitAction string            `json:"split_action"`
+	Votes       int               `json:"votes"`
+	Total       int               `json:"total"`
+	Live        []string          `json:"live"`
+	Arbitrators []ArbitratorState `json:"arbitrators,omitempty"`
+	// LastVote is the last vote's line (the quorum_vote event), empty
+	// before the first loss of a peer.
+	LastVote    string    `json:"last_vote,omitempty"`
+	LastVoteAt  time.Time `json:"last_vote_at,omitempty"`
+	LastSurvive bool      `json:"last_survive,omitempty"`
+	// Pending: a vote waits for the arbitrators' answers.
+	Pending bool `json:"vote_pending,omitempty"`
+	// Lost: this node lost a vote and applied its split_action.
+	Lost  bool        `json:"lost,omitempty"`
+	Gates []GateState `json:"takeover_gates,omitempty"`
+}
+
+// ArbitratorState is an arbitrator and its last probe.
+type ArbitratorState struct {
+	Name     string    `json:"name"`
+	Weight   int       `json:"weight"`
+	Answered bool      `json:"answered"`
+	Detail   string    `json:"detail,omitempty"`
+	ProbedAt time.Time `json:"probed_at,omitempty"`
+}
+
+// GateState is the takeover gate of a lost peer: Blocked says why its
+// services are not started elsewhere yet ("" once fenced or its self-stop
+// deadline passed).
+type GateState struct {
+	Node     string    `json:"node"`
+	Since    time.Time `json:"since"`
+	Deadline time.Time `json:"deadline"`
+	Blocked  string    `json:"blocked,omitempty"`
+	Fenced   bool      `json:"fenced,omitempty"`
 }
 
 // NodeInfo is one node as seen by the producing node.

@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,8 @@ type peer struct {
 	// loss, so the first message showing that it is current (same
 	// incarnation, no newer generation) emits it again as a Data event.
 	confirm bool
+	// unseen are the members p declared down, from its last beat.
+	unseen []string
 }
 
 // maxPending bounds the deltas waiting for their base per peer.
@@ -214,6 +217,7 @@ func (c *core) receive(b []byte) {
 	if !p.up {
 		p.up = true
 		p.confirm = true
+		c.beat = nil // the beat says who is unseen
 		c.log.Debug("peer up", zap.String("peer", p.name))
 		c.emitLocked(Event{Kind: Up, Node: p.name})
 		// Answer at once so that p sees us up without waiting for a beat.
@@ -253,6 +257,10 @@ func (c *core) receive(b []byte) {
 			c.gapLocked(p, m.Inc, m.Gen, now)
 		}
 	case kindBeat:
+		if !slices.Equal(p.unseen, m.Unseen) {
+			p.unseen = m.Unseen
+			c.emitLocked(Event{Kind: Unseen, Node: p.name, Unseen: slices.Clone(m.Unseen)})
+		}
 		if m.Gen > 0 {
 			c.gapLocked(p, m.Inc, m.Gen, now)
 			c.checkDigestLocked(p, m, now)
@@ -373,6 +381,7 @@ func (c *core) tick() {
 		c.checkGapLocked(p, now)
 		if p.up && now.Sub(p.heard) >= c.s.Timeout {
 			p.up = false
+			c.beat = nil // the beat says who is unseen
 			c.log.Debug("peer down", zap.String("peer", p.name),
 				zap.Duration("silent", now.Sub(p.heard)), zap.Time("last_heard", p.heard))
 			c.emitLocked(Event{Kind: Down, Node: p.name})
@@ -418,7 +427,15 @@ func (c *core) sendBeatLocked(to string) {
 		if c.local != nil {
 			gen = c.local.Gen
 		}
-		c.beat = encode(&message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig})
+		// the members heard, then declared down: a member never heard
+		// (this node just started) is not declared down
+		var unseen []string
+		for _, name := range c.names {
+			if p := c.peers[name]; !p.up && !p.heard.IsZero() {
+				unseen = append(unseen, name)
+			}
+		}
+		c.beat = encode(&message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen})
 	}
 	c.sendLocked(to, c.beat)
 }

@@ -128,6 +128,10 @@ const (
 	// Answered: the answer to our Ask Event.ID (Body; Reason when it
 	// failed).
 	Answered
+	// Unseen: the members the peer declared down (heard, then silent for
+	// its Timeout) changed, as carried by its beats; Event.Unseen is the
+	// new list. Sent after the peer's Up.
+	Unseen
 )
 
 func (k Kind) String() string {
@@ -146,6 +150,8 @@ func (k Kind) String() string {
 		return "asked"
 	case Answered:
 		return "answered"
+	case Unseen:
+		return "unseen"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -165,6 +171,8 @@ type Event struct {
 	ID   uint64
 	Op   string
 	Body json.RawMessage
+	// Unseen is set on Unseen events: the members the peer declared down.
+	Unseen []string
 }
 
 // Peer is the heartbeat's view of another member.

@@ -467,11 +467,59 @@ func TestMemUpConfirmsData(t *testing.T) {
 	c.collect()
 	var kinds []Kind
 	for _, ev := range c.evs["n01"] {
-		if ev.Node == "n02" {
+		if ev.Node == "n02" && ev.Kind != Unseen { // TestMemUnseen
 			kinds = append(kinds, ev.Kind)
 		}
 	}
 	if fmt.Sprint(kinds) != fmt.Sprint([]Kind{Up, Data}) {
 		t.Fatalf("n01's events about n02 after the heal: %v, want [up data]", kinds)
+	}
+}
+
+// TestMemUnseen: beats say which members their sender does not hear, so a
+// node whose frames are lost one way learns it was declared down from the
+// beats it still receives (issue 11, one-way loss).
+func TestMemUnseen(t *testing.T) {
+	c := newMemCluster(t, 2)
+	c.publish("n01", svcNode("n01", 1, "a"))
+	c.publish("n02", svcNode("n02", 1, "b"))
+	c.net.Advance(3 * time.Second)
+	c.collect()
+	c.evs["n01"] = nil
+	c.net.Drop("n01", "n02", true) // n02 no longer hears n01; n01 hears n02
+	c.net.Advance(20 * time.Second)
+	c.collect()
+	var got [][]string
+	for _, ev := range c.evs["n01"] {
+		if ev.Node == "n02" {
+			if ev.Kind == Down {
+				t.Fatal("n01 declared n02 down: it still hears it")
+			}
+			if ev.Kind == Unseen {
+				got = append(got, ev.Unseen)
+			}
+		}
+	}
+	if len(got) != 1 || fmt.Sprint(got[0]) != "[n01]" {
+		t.Fatalf("n01's unseen events about n02: %v, want one saying n02 does not hear n01", got)
+	}
+}
+
+// TestMemUnseenNeverHeardNotListed: a node that just started (or
+// restarted) has declared nobody down: its beats list no member it never
+// heard, or every start would look like a split to its peers' quorum vote.
+func TestMemUnseenNeverHeardNotListed(t *testing.T) {
+	c := newMemCluster(t, 3)
+	c.net.Advance(3 * time.Second)
+	c.net.Crash("n02")
+	c.join("n02", testSecret, "prod") // a restart within Timeout
+	c.net.Advance(3 * time.Second)
+	c.collect()
+	for _, n := range []string{"n01", "n03"} {
+		for _, ev := range c.evs[n] {
+			if ev.Kind == Unseen && len(ev.Unseen) > 0 {
+				t.Fatalf("%s got %s declaring %v down at a start", n, ev.Node, ev.Unseen)
+			}
+		}
 	}
 }

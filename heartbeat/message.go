@@ -41,9 +41,15 @@ type message struct {
 	Base uint64 `json:"base,omitempty"`
 	// Dig (beats) is the digest of the sender's data at Gen (see digest);
 	// 0 before the first Publish.
-	Dig   uint64        `json:"dig,omitempty"`
-	Node  *dataset.Node `json:"node,omitempty"`
-	Delta *delta        `json:"delta,omitempty"`
+	Dig uint64 `json:"dig,omitempty"`
+	// Unseen (beats) are the members the sender heard and then declared
+	// down (its own liveness verdict; a member never heard since it
+	// started is not listed), sorted: a node that hears the sender learns
+	// from it that the sender declared it down (one-way loss, a pause),
+	// since beats go to every member, up or down.
+	Unseen []string      `json:"unseen,omitempty"`
+	Node   *dataset.Node `json:"node,omitempty"`
+	Delta  *delta        `json:"delta,omitempty"`
 	// ID, Op, Body and Err are those of asks and answers (ask.go).
 	ID   uint64          `json:"id,omitempty"`
 	Op   string          `json:"op,omitempty"`

@@ -13,13 +13,13 @@ func (c *svcCtx) auto() {
 		// *ing: the shell reports the end of the action; failed: clear.
 		return
 	}
-	blk, waitParents := c.autoBlock()
+	blk, wait := c.autoBlock()
 	why := blk.String
 	now := c.s.Now
 	if st == dataset.Ready {
 		switch {
-		case waitParents:
-			c.to(dataset.WaitParents, why())
+		case wait != "":
+			c.to(wait, why())
 		case !blk.none():
 			c.to(dataset.Idle, "ready cancelled: "+why())
 		case !now.Before(c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)):
@@ -35,8 +35,8 @@ func (c *svcCtx) auto() {
 	case blk.none():
 		c.to(dataset.Ready, "placement leader and service down everywhere: ready")
 		c.d.Deadline = now.Add(c.s.ReadyPeriod)
-	case waitParents:
-		c.to(dataset.WaitParents, why())
+	case wait != "":
+		c.to(wait, why())
 	case st != dataset.Idle:
 		c.to(dataset.Idle, why())
 	}
@@ -50,44 +50,62 @@ func (l lazy) none() bool     { return l[0] == "" }
 func (l lazy) String() string { return l[0] + l[1] + l[2] + l[3] }
 
 // autoBlock returns why the local node must not start (or keep contesting
-// for) the service by itself, none when it may. waitParents is true when
-// the only obstacle is a parent that is not up.
-func (c *svcCtx) autoBlock() (why lazy, waitParents bool) {
+// for) the service by itself, none when it may. wait is the waiting state
+// when the only obstacle is a lost peer not certainly stopped (wait fence)
+// or a parent that is not up (wait parents), "" otherwise.
+func (c *svcCtx) autoBlock() (why lazy, wait dataset.MonitorState) {
 	local := c.s.Local
 	switch c.cfg.Orchestrate {
 	case OrchestrateHA, OrchestrateStart:
 	default:
-		return lazy{"orchestrate=", c.cfg.Orchestrate}, false
+		return lazy{"orchestrate=", c.cfg.Orchestrate}, ""
 	}
 	if c.cfg.Placement == placement.PolicyNone {
-		return lazy{"placement=none"}, false
+		return lazy{"placement=none"}, ""
 	}
 	if !c.s.Compat {
-		return lazy{"incompatible versions: ha orchestration disabled"}, false
+		return lazy{"incompatible versions: ha orchestration disabled"}, ""
 	}
 	if n := c.firstUpish(); n != "" {
-		return lazy{"service ", string(c.availOn(n)), " on ", n}, false
+		return lazy{"service ", string(c.availOn(n)), " on ", n}, ""
 	}
 	if c.transNode != "" {
-		return lazy{c.transNode, " is ", string(c.transState)}, false
+		return lazy{c.transNode, " is ", string(c.transState)}, ""
 	}
 	if !c.isCandidate(local) {
-		return lazy{"not a candidate: ", c.rank.Excluded[local]}, false
+		return lazy{"not a candidate: ", c.rank.Excluded[local]}, ""
 	}
 	if c.cfg.Orchestrate == OrchestrateStart {
 		if nl := c.rank.NaturalLeader(); nl != local {
-			return lazy{"not the natural leader (", nl, ")"}, false
+			return lazy{"not the natural leader (", nl, ")"}, ""
 		}
 	} else if l := c.rank.Leader(); l != local {
-		return lazy{"not the placement leader (", l, ")"}, false
+		return lazy{"not the placement leader (", l, ")"}, ""
 	}
 	if p := c.betterReadyPeer(); p != "" {
-		return lazy{p, " is ready with a better rank"}, false
+		return lazy{p, " is ready with a better rank"}, ""
+	}
+	if n, why := c.fenceGate(); n != "" {
+		return lazy{"wait fence: ", n, ": ", why}, dataset.WaitFence
 	}
 	if p := c.parentDown(); p != "" {
-		return lazy{"wait parents: ", p, " not up"}, true
+		return lazy{"wait parents: ", p, " not up"}, dataset.WaitParents
 	}
-	return lazy{}, false
+	return lazy{}, ""
+}
+
+// fenceGate returns the first lost peer among the service's nodes that has
+// not certainly stopped it (Snapshot.Fencing), and why; "" when none.
+func (c *svcCtx) fenceGate() (node, why string) {
+	if len(c.s.Fencing) == 0 {
+		return "", ""
+	}
+	for _, n := range c.nodes {
+		if why, ok := c.s.Fencing[n]; ok && n != c.s.Local {
+			return n, why
+		}
+	}
+	return "", ""
 }
 
 func (c *svcCtx) availOn(node string) dataset.Status {

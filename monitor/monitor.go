@@ -60,6 +60,11 @@ type Snapshot struct {
 	Compat bool
 	// ReadyPeriod is the contest window (node.ready_period).
 	ReadyPeriod time.Duration
+	// Fencing are the lost peers that have not certainly stopped what they
+	// ran (cluster.quorum on: not fenced, self-stop deadline not passed),
+	// by node, with why: no service whose nodes include one of them is
+	// started here (monitor state "wait fence"). Empty with quorum off.
+	Fencing map[string]string
 }
 
 // Decision is the outcome of Step for one service with a local instance.
@@ -375,7 +380,7 @@ func (c *svcCtx) note(reason string) {
 // for idle when the current logic does not want them.
 func (c *svcCtx) settle(reason string) {
 	switch c.d.Monitor.State {
-	case dataset.Ready, dataset.WaitParents, dataset.WaitChildren:
+	case dataset.Ready, dataset.WaitParents, dataset.WaitChildren, dataset.WaitFence:
 		c.to(dataset.Idle, reason)
 	}
 }

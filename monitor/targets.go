@@ -157,6 +157,10 @@ func (c *svcCtx) targetPlaced(label, dest string) {
 
 // startHere emits the start, or waits for the parents.
 func (c *svcCtx) startHere(label string) {
+	if n, why := c.fenceGate(); n != "" {
+		c.to(dataset.WaitFence, label+": wait fence: "+n+": "+why)
+		return
+	}
 	if p := c.parentDown(); p != "" {
 		c.to(dataset.WaitParents, label+": wait parents: "+p+" not up")
 		return

@@ -25,6 +25,8 @@ type Config struct {
 	// monitored resources).
 	CheckInterval   time.Duration
 	MonitorInterval time.Duration
+	// Quorum is cluster.quorum and what goes with it (quorum.go).
+	Quorum QuorumConfig
 	// Local gives what the driver owns of the node's view (nil: an empty
 	// node, for tests of the durable state alone).
 	Local Local
@@ -86,6 +88,8 @@ type Core struct {
 	ps persistence
 	// cd is config distribution (configs.go).
 	cd configDist
+	// q is the quorum's state (quorum.go).
+	q quorumState
 
 	ready Ready
 }
@@ -140,6 +144,11 @@ type Ready struct {
 	// status checks.
 	Run   []Action
 	Check []Check
+	// Probes are the arbitrators to probe now; Fences the lost peers to
+	// fence (quorum.go): run off the loop, reported with ArbitratorResult
+	// and FenceDone.
+	Probes []Probe
+	Fences []Fence
 	// NodeActions are the node actions to run (crash, reboot), once
 	// Persist is written (nodeaction.go).
 	NodeActions []NodeAction
@@ -164,7 +173,7 @@ type Ready struct {
 
 // Empty reports whether r asks nothing of the driver.
 func (r *Ready) Empty() bool {
-	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.NodeActions) == 0 && r.WakeAt.IsZero() &&
+	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Probes) == 0 && len(r.NodeActions) == 0 && len(r.Fences) == 0 && r.WakeAt.IsZero() &&
 		len(r.Configs) == 0
 }
 

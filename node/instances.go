@@ -63,6 +63,10 @@ type instance struct {
 	// upElsewhere is a node where the service was up at the last decision
 	// pass ("" none): the ladder is not this node's then.
 	upElsewhere string
+	// ranElsewhere is the node where the service was last seen running
+	// while not here (failover.go); startReason is the reason of the
+	// last start ordered.
+	ranElsewhere, startReason string
 }
 
 // Action is an order to the driver: run the start or the stop of a
@@ -282,6 +286,7 @@ func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
 	token := c.FencingToken(svc)
 	if kind == "start" {
 		token = c.nextFencingToken(svc)
+		inst.startReason = reason
 	}
 	c.emit(ActionBegin{Svc: svc, Action: kind, Reason: reason, FencingToken: token})
 	c.ready.Run = append(c.ready.Run, Action{Kind: kind, Service: svc, Reason: reason, FencingToken: token})
@@ -323,6 +328,9 @@ func (c *Core) finishAction(svc string, inst *instance, kind string, err error, 
 	c.setMonitorState(svc, inst, next.State, reason, now)
 	inst.mon = next
 	c.persistMonitor(svc, inst)
+	if kind == "start" && err == nil {
+		c.noteStarted(svc, inst)
+	}
 }
 
 // ClearLocal resets a failed monitor state of the local instance of svc
@@ -381,6 +389,9 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 	n.Compat = c.cfg.Compat
 	n.Targets = c.Targets()
 	n.Clears = c.Clears()
+	if c.quorumOn() {
+		n.SplitAction = c.cfg.Quorum.SplitAction
+	}
 	if n.Services == nil {
 		n.Services = make(map[string]dataset.Instance, len(c.ilist))
 	}

@@ -26,6 +26,7 @@ func (c *Core) Orchestrate(now time.Time) {
 		snap = c.Snapshot(now)
 	}
 	next := c.resolveMultipleActive(snap, now)
+	c.watchRanElsewhere(snap)
 	for _, dec := range monitor.Step(snap) {
 		svc := dec.Service
 		inst := c.insts[svc]

@@ -32,6 +32,9 @@ type peer struct {
 	// status is the conclusion last said (view.Status), to notice the
 	// changes that come with events and with time alone.
 	status dataset.NodeStatus
+	// unseen are the members the peer does not hear, from its beats
+	// (PeerUnseen): listing this node, it declared it down.
+	unseen []string
 }
 
 // PeerKind is the kind of a heartbeat event about a peer.
@@ -41,6 +44,8 @@ const (
 	PeerUp PeerKind = iota + 1
 	PeerDown
 	PeerData
+	// PeerUnseen: the members the peer does not hear changed (Unseen).
+	PeerUnseen
 )
 
 // PeerEvent is a heartbeat event about a peer: heard, lost, or its data.
@@ -48,6 +53,8 @@ type PeerEvent struct {
 	Node string
 	Kind PeerKind
 	Data *dataset.Node // PeerData
+	// Unseen are the members the peer does not hear (PeerUnseen).
+	Unseen []string
 }
 
 func (c *Core) initPeers() {
@@ -86,6 +93,8 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 		if p.Up {
 			p.Peer = view.NoteDown(p.Peer)
 		}
+	case PeerUnseen:
+		p.unseen = append([]string(nil), ev.Unseen...)
 	case PeerData:
 		if ev.Data == nil {
 			return
@@ -101,6 +110,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	c.updateCompat()
 	c.notePeers(now)
 	c.updateRejoin(now)
+	c.updateQuorum(now)
 	if ev.Kind == PeerData {
 		c.checkEdits(now)
 	}
@@ -118,6 +128,7 @@ func (c *Core) Tick(now time.Time) {
 	c.updateRejoin(now)
 	c.notePeers(now)
 	c.tickChecks(now)
+	c.tickQuorum(now)
 	c.checkEdits(now)
 	if now.Sub(c.lastStep) >= fullPassPeriod {
 		c.viewChanged = true
@@ -238,7 +249,7 @@ func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
 	for name, p := range c.peers {
 		peers[name] = p.Peer
 	}
-	return view.Snapshot(view.Input{
+	s := view.Snapshot(view.Input{
 		Now:              now,
 		Local:            c.cfg.Local.LocalNode(),
 		Peers:            peers,
@@ -248,4 +259,6 @@ func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
 		Compat:           c.compat,
 		ReadyPeriod:      c.cfg.ReadyPeriod,
 	})
+	s.Fencing = c.fencing()
+	return s
 }

@@ -82,8 +82,17 @@ func svcmonHeader(st *dataset.ClusterStatus, color bool) string {
 	var b strings.Builder
 	b.WriteString(paint("Cluster", ansiBold, color) + " " + name)
 	var notes []string
-	if st.Cluster.Quorum {
-		notes = append(notes, "quorum on")
+	if q := st.Cluster.QuorumState; st.Cluster.Quorum && q != nil {
+		switch {
+		case q.Lost:
+			notes = append(notes, paint(fmt.Sprintf("quorum LOST, split_action %s", q.SplitAction), ansiRed, color))
+		case q.Pending:
+			notes = append(notes, fmt.Sprintf("quorum vote pending (%d/%d votes)", q.Votes, q.Total))
+		case 2*q.Votes > q.Total:
+			notes = append(notes, fmt.Sprintf("quorum on: %d/%d votes", q.Votes, q.Total))
+		default:
+			notes = append(notes, paint(fmt.Sprintf("quorum short: %d/%d votes", q.Votes, q.Total), ansiYellow, color))
+		}
 	}
 	if st.Local != "" {
 		notes = append(notes, "seen from "+st.Local)
@@ -92,6 +101,9 @@ func svcmonHeader(st *dataset.ClusterStatus, color bool) string {
 		b.WriteString("  (" + strings.Join(notes, ", ") + ")")
 	}
 	b.WriteByte('\n')
+	if q := st.Cluster.QuorumState; st.Cluster.Quorum && q != nil {
+		b.WriteString(quorumLines(q, color))
+	}
 	if !st.Cluster.Compat {
 		b.WriteString(" compat " + paint("warn", ansiYellow, color) +
 			": cluster members run incompatible versions, ha orchestration disabled\n")
@@ -336,4 +348,36 @@ func heartbeatSection(st *dataset.ClusterStatus, nodes []string) monSection {
 		}
 	}
 	return monSection{title: "Heartbeat", rows: []monRow{row}}
+}
+
+// quorumLines are the arbitrators' answers, the last vote and the takeover
+// gates of the lost peers (cluster.quorum on).
+func quorumLines(q *dataset.QuorumInfo, color bool) string {
+	var b strings.Builder
+	if len(q.Arbitrators) > 0 {
+		var parts []string
+		for _, a := range q.Arbitrators {
+			w := paint("answers", ansiGreen, color)
+			if !a.Answered {
+				w = paint("silent", ansiYellow, color)
+			}
+			parts = append(parts, fmt.Sprintf("%s (weight %d) %s", a.Name, a.Weight, w))
+		}
+		b.WriteString(" arbitrators: " + strings.Join(parts, ", ") + "\n")
+	}
+	if q.LastVote != "" {
+		b.WriteString(" last vote " + q.LastVoteAt.UTC().Format("15:04:05") + ": " + q.LastVote + "\n")
+	}
+	for _, g := range q.Gates {
+		if g.Blocked != "" {
+			b.WriteString(" takeover of " + g.Node + " " + paint("blocked", ansiYellow, color) + ": " + g.Blocked + "\n")
+		} else {
+			how := "self-stop deadline passed"
+			if g.Fenced {
+				how = "fenced"
+			}
+			b.WriteString(" takeover of " + g.Node + " allowed: " + how + "\n")
+		}
+	}
+	return b.String()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"haven/cmdline"
-	"os"
 	"sync"
 	"time"
 
@@ -53,7 +52,7 @@ func (a *app) Label() string {
 // command prepares one run of an action's command line (with the
 // fencing token ctx carries, WithFencingToken).
 func (a *app) command(ctx context.Context, action, cmdline string) command {
-	env := append(os.Environ(),
+	env := append(BaseEnv(),
 		"HAVEN_SVCNAME="+a.env.Service,
 		"HAVEN_NODENAME="+a.env.Node,
 		"HAVEN_RID="+a.rc.RID,

@@ -76,6 +76,8 @@ type command struct {
 	// kept the output open, until that child closes it.
 	live func(line string)
 	keep int // how many last lines to keep in the result
+	// stdin is written to the command's standard input (nil: none).
+	stdin []byte
 }
 
 // run executes c without a shell, in a new process group, and waits for it
@@ -119,12 +121,37 @@ func run(ctx context.Context, c command) (runResult, error) {
 	cmd.Stdout = pw // an *os.File: handed to the child as is, no copying goroutine
 	cmd.Stderr = pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	var inR, inW *os.File
+	if c.stdin != nil {
+		if inR, inW, err = os.Pipe(); err != nil {
+			pr.Close()
+			pw.Close()
+			return res, err
+		}
+		cmd.Stdin = inR // an *os.File: Wait never waits on a copy
+	}
+	err = cmd.Start()
+	if inR != nil {
+		inR.Close()
+	}
+	if err != nil {
 		pr.Close()
 		pw.Close()
+		if inW != nil {
+			inW.Close()
+		}
 		return res, err
 	}
 	pw.Close()
+	if inW != nil {
+		// a command that does not read its input is not waited for: the
+		// write ends when the pipe is closed below (run's return)
+		go func() {
+			inW.Write(c.stdin)
+			inW.Close()
+		}()
+		defer inW.Close()
+	}
 
 	out := &tail{keep: c.keep, live: c.live}
 	readDone := make(chan struct{})

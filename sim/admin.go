@@ -25,6 +25,8 @@ func (d *daemon) applyReady() {
 			rd.Run = append(rd.Run, rel.Run...)
 			rd.NodeActions = append(rd.NodeActions, rel.NodeActions...)
 			rd.Check = append(rd.Check, rel.Check...)
+			rd.Probes = append(rd.Probes, rel.Probes...)
+			rd.Fences = append(rd.Fences, rel.Fences...)
 			rd.Publish = rd.Publish || rel.Publish
 			if !rel.WakeAt.IsZero() && (rd.WakeAt.IsZero() || rel.WakeAt.Before(rd.WakeAt)) {
 				rd.WakeAt = rel.WakeAt
@@ -57,6 +59,7 @@ func (d *daemon) applyReady() {
 		for _, ck := range rd.Check {
 			d.runCheck(ck)
 		}
+		d.quorumReady(&rd)
 		d.armStep(rd.WakeAt)
 		// the config files, written at once and reported (configs.go)
 		for _, op := range rd.Configs {

@@ -66,6 +66,8 @@ type Cluster struct {
 
 	lines  []string // the timeline
 	events []Event  // the node cores' typed events
+
+	q quorumOptions // quorum.go
 }
 
 // Event is a typed event of a node core, at a simulated time.

@@ -37,6 +37,11 @@ type daemon struct {
 	// clears, answers by ticket.
 	core    *node.Core
 	tickets map[node.Ticket]func(node.Answer)
+
+	// later are the arbitrator answers and fence ends due, pausedUntil
+	// the end of a pause (quorum.go)
+	later       []pending
+	pausedUntil time.Time
 }
 
 // instance is the daemon's runtime of one local service (daemon.instance).
@@ -61,7 +66,7 @@ func (n *Node) startDaemon() error {
 		tickets: map[node.Ticket]func(node.Answer){}}
 	d.core = node.New(node.Config{Name: n.name, ClusterNodes: c.names, Compat: n.compat,
 		MaintenanceGrace: c.opt.MaintenanceGrace, RejoinGrace: c.opt.RejoinGrace, ReadyPeriod: c.opt.ReadyPeriod,
-		CheckInterval: checkInterval, MonitorInterval: monitorInterval, Local: d,
+		CheckInterval: checkInterval, MonitorInterval: monitorInterval, Quorum: c.quorumConfig(n.name), Local: d,
 		Configs: simCodec, ConfirmTimeout: 10*time.Second + 2*c.opt.HBTimeout}, n.dur.Clone())
 	for _, name := range sortedKeys(n.files) { // loadServices / installInstance
 		d.installInstance(n.files[name], now)
@@ -90,6 +95,9 @@ func (n *Node) startDaemon() error {
 // heartbeat event changed the view (d.viewChanged), and publish.
 // It reports whether it published anything.
 func (d *daemon) process() bool {
+	if d.paused() {
+		return false
+	}
 	pub := false
 	after := func() {
 		if d.gen != d.stepGen || d.core.ViewChanged() {
@@ -120,6 +128,9 @@ func (d *daemon) process() bool {
 			d.actionDone(inst)
 			after()
 		}
+	}
+	if d.runLater() {
+		after()
 	}
 	if !d.stepAt.IsZero() && !now.Before(d.stepAt) {
 		d.stepAt = time.Time{}
@@ -152,6 +163,9 @@ func (d *daemon) due() time.Time {
 			t = inst.busyEnd
 		}
 	}
+	if l := d.laterDue(); !l.IsZero() && l.Before(t) {
+		t = l
+	}
 	return t
 }
 
@@ -164,6 +178,8 @@ func (d *daemon) onHeartbeat(ev heartbeat.Event) {
 		pe.Kind = node.PeerUp
 	case heartbeat.Down:
 		pe.Kind = node.PeerDown
+	case heartbeat.Unseen:
+		pe.Kind, pe.Unseen = node.PeerUnseen, ev.Unseen
 	case heartbeat.Data:
 		pe.Kind = node.PeerData
 	default:
@@ -282,6 +298,7 @@ func (d *daemon) actionDone(inst *instance) {
 	ok := d.c.actionResult(d.name, inst.name, action)
 	if ok {
 		d.c.running[d.name][inst.name] = action == "start" || action == "restart"
+		d.c.noteRunning(inst.name)
 	}
 	inst.busy = ""
 	var err error

@@ -52,8 +52,12 @@
 // scripts a stop failure); a status check takes no time; actions take the
 // configured duration and succeed unless scripted to fail; load and memory
 // are zero, so "load avg" and "score" tie and break by name; --wait has
-// no deadline (--wait-timeout is not scripted); no quorum, arbitrators or split_action (quorum = false, the
-// default). Within one turn the loop's channels are taken in a fixed order
+// no deadline (--wait-timeout is not scripted). Quorum (cluster line
+// quorum=true split_action=stop), arbitrators,
+// fence commands, one-way loss and daemon pauses are modelled in
+// quorum.go (see there for the script lines); a node action (crash,
+// reboot) is recorded, not run, and a fence that succeeds powers the
+// fenced machine off. Within one turn the loop's channels are taken in a fixed order
 // (heartbeat events, action ends, step timer, tick), and the daemons take
 // their turns in node-name order until none publishes anything new; time
 // advances by at most one heartbeat beat period between turns, stopping at

@@ -75,6 +75,9 @@ func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) 
 		got = "down"
 	}
 	switch {
+	case len(rest) == 2 && rest[0] == "never" && rest[1] == "twice":
+		got, ok := c.holdsNeverTwice(svc)
+		return got, ok, nil
 	case len(rest) == 1 && rest[0] == "down":
 		return got, len(up) == 0, nil
 	case len(rest) == 4 && rest[0] == "up" && rest[1] == "on" && (rest[3] == "node" || rest[3] == "nodes"):

@@ -89,6 +89,16 @@ func (r *runner) exec(toks []string, raw string) error {
 	switch verb {
 	case "cluster":
 		return r.cluster(toks[1:])
+	case "arbitrator", "stonith", "oneway", "pause":
+		if r.c == nil {
+			return fmt.Errorf("the cluster line comes first")
+		}
+		if verb == "oneway" || verb == "pause" || verb == "arbitrator" && len(toks) > 2 && strings.HasSuffix(toks[2], "reachable") || verb == "stonith" && r.booted {
+			r.boot()
+			r.c.lines = append(r.c.lines, fmtTime(r.c.Now())+"  > "+raw)
+		}
+		_, err := r.quorumLine(verb, toks[1:])
+		return err
 	case "node", "service":
 		if r.c == nil || r.booted {
 			return fmt.Errorf("%s lines come after the cluster line, before the first command", verb)
@@ -164,6 +174,8 @@ func (r *runner) cluster(args []string) error {
 	}
 	var names []string
 	var opt Options
+	qs := map[string]bool{"quorum": true, "split_action": true, "stop_budget": true}
+	var qkv [][2]string
 	durs := map[string]*time.Duration{
 		"hb.timeout": &opt.HBTimeout, "hb.interval": &opt.HBInterval, "ready_period": &opt.ReadyPeriod,
 		"maintenance_grace_period": &opt.MaintenanceGrace, "rejoin_grace_period": &opt.RejoinGrace,
@@ -173,6 +185,10 @@ func (r *runner) cluster(args []string) error {
 		k, v, kv := strings.Cut(a, "=")
 		if !kv {
 			names = append(names, a)
+			continue
+		}
+		if qs[k] {
+			qkv = append(qkv, [2]string{k, v})
 			continue
 		}
 		p := durs[k]
@@ -187,7 +203,15 @@ func (r *runner) cluster(args []string) error {
 	}
 	c, err := New(names, opt)
 	r.c = c
-	return err
+	if err != nil {
+		return err
+	}
+	for _, kv := range qkv {
+		if _, err := c.quorumSetting(kv[0], kv[1]); err != nil {
+			return fmt.Errorf("cluster: %s: %v", kv[0], err)
+		}
+	}
+	return nil
 }
 
 func (r *runner) nodeLine(args []string) error {
@@ -207,6 +231,14 @@ func (r *runner) nodeLine(args []string) error {
 				return fmt.Errorf("node: bad compat %q", v)
 			}
 			n.compat = c
+		case k == "split_action":
+			if err := checkSplit(v); err != nil {
+				return fmt.Errorf("node: %v", err)
+			}
+			if r.c.q.splitOf == nil {
+				r.c.q.splitOf = map[string]string{}
+			}
+			r.c.q.splitOf[n.name] = v
 		case strings.HasPrefix(k, "label."):
 			n.labels[strings.TrimPrefix(k, "label.")] = v
 		default:

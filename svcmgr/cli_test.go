@@ -3,6 +3,7 @@ package svcmgr
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -137,6 +138,9 @@ func TestThawNoteOfTheActionsThatThaw(t *testing.T) {
 
 // The shell completion offers the actions, not urfave/cli's `help h`.
 func TestCompletionOffersActionsOnly(t *testing.T) {
+	// urfave/cli reads the word being completed from os.Args
+	defer func(a []string) { os.Args = a }(os.Args)
+	os.Args = []string{"svcmgr", "--generate-bash-completion"}
 	code, out, errs := runCLI(t, "--generate-bash-completion")
 	words := strings.Fields(out)
 	if code != 0 || len(words) < 10 || !strings.Contains(" "+out, "\nswitch\n") {

@@ -2,12 +2,14 @@
 // three tools from their urfave/cli definitions (make man, make completion,
 // make install, make deb):
 //
-//	go run ./packaging/gendist -out DIR
+//	go run ./packaging/gendist -out DIR [-docdir DOCDIR]
 //
 // writes DIR/man/TOOL.1, DIR/bash/TOOL, DIR/zsh/_TOOL and DIR/fish/TOOL.fish.
 // The bash and zsh scripts ask the tool itself for the candidates
 // (urfave/cli's --generate-bash-completion), so they follow the commands and
 // flags of the installed binary; fish gets urfave/cli's static script.
+// The FILES section of the man pages names the installed layout: the
+// system paths of package paths and DOCDIR (make install's, from PREFIX).
 package main
 
 import (
@@ -20,14 +22,16 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"haven/nodemgr"
+	"haven/paths"
 	"haven/svcmgr"
 	"haven/svcmon"
 )
 
 func main() {
 	out := flag.String("out", "bin/share", "output directory")
+	docdir := flag.String("docdir", DefaultDocDir, "where make install puts the docs and examples (the man pages' FILES)")
 	flag.Parse()
-	if err := write(*out); err != nil {
+	if err := write(*out, *docdir); err != nil {
 		fmt.Fprintln(os.Stderr, "gendist:", err)
 		os.Exit(1)
 	}
@@ -36,9 +40,13 @@ func main() {
 // Apps are the shipped tools, by name.
 func apps() []*cli.App { return []*cli.App{nodemgr.App(), svcmgr.App(), svcmon.App()} }
 
-func write(out string) error {
+// DefaultDocDir is the doc directory of the .deb (make install's DOCDIR
+// with PREFIX=/usr).
+const DefaultDocDir = "/usr/share/doc/haven"
+
+func write(out, docdir string) error {
 	for _, app := range apps() {
-		man, err := Man(app)
+		man, err := Man(app, docdir)
 		if err != nil {
 			return fmt.Errorf("%s man page: %w", app.Name, err)
 		}
@@ -66,8 +74,9 @@ func write(out string) error {
 }
 
 // Man is the section 1 page of app: urfave/cli's page (name, synopsis,
-// global options, commands) followed by the sections it does not write.
-func Man(app *cli.App) (string, error) {
+// global options, commands) followed by the sections it does not write;
+// docdir is where the docs and examples are installed.
+func Man(app *cli.App, docdir string) (string, error) {
 	page, err := app.ToManWithSection(1)
 	if err != nil {
 		return "", err
@@ -77,7 +86,7 @@ func Man(app *cli.App) (string, error) {
 	if !strings.HasSuffix(page, "\n") {
 		b.WriteString("\n")
 	}
-	b.WriteString(roff(extra(app.Name)))
+	b.WriteString(roff(extra(app.Name, paths.New(""), docdir)))
 	return b.String(), nil
 }
 
@@ -86,7 +95,7 @@ type section struct {
 	items [][2]string // tag, text; a single paragraph when tag is ""
 }
 
-func extra(tool string) []section {
+func extra(tool string, p paths.Paths, docdir string) []section {
 	var s []section
 	if tool == "nodemgr" {
 		s = append(s, section{"SYSTEMD", [][2]string{
@@ -95,13 +104,14 @@ func extra(tool string) []section {
 	}
 	s = append(s,
 		section{"FILES", [][2]string{
-			{"/etc/haven/node.toml", "this node's config"},
-			{"/etc/haven/cluster.toml", "the cluster config, identical on every node; it holds the cluster secret (mode 0600)"},
-			{"/etc/haven/services/NAME.toml", "the service configs"},
-			{"/var/lib/haven/", "the daemon's durable state and each service's private directory (services/NAME/)"},
-			{"/run/haven/daemon.sock", "the daemon's local API"},
-			{"/var/log/haven/", "node.log (when not run by systemd) and services/NAME.log"},
-			{"/usr/share/doc/haven/examples/", "example configs"},
+			{p.NodeConf, "this node's config"},
+			{p.Cluster, "the cluster config, identical on every node; it holds the cluster secret (mode 0600)"},
+			{p.ServiceDir + "/NAME.toml", "the service configs"},
+			{p.Var + "/", "the daemon's durable state and each service's private directory (services/NAME/)"},
+			{p.Socket, "the daemon's local API"},
+			{p.Log + "/", "node.log (when not run by systemd) and services/NAME.log"},
+			{docdir + "/examples/", "example configs"},
+			{docdir + "/", "the operations guide, the keywords, the metrics"},
 		}},
 		section{"ENVIRONMENT", [][2]string{
 			{"HAVEN_ROOT", "like --root: every path above lives below this directory instead (R/etc, R/var, R/run, R/log)"},

@@ -12,7 +12,7 @@ import (
 // urfave/cli does not write, and groff renders them without a warning.
 func TestManPages(t *testing.T) {
 	for _, app := range apps() {
-		page, err := Man(app)
+		page, err := Man(app, DefaultDocDir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,5 +86,24 @@ func TestZshCompletionParses(t *testing.T) {
 	out, err := exec.Command(zsh, "-n", "-c", Zsh("svcmgr")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("zsh -n: %v\n%s", err, out)
+	}
+}
+
+// The FILES section names the installed layout: the system paths and the
+// doc directory make install was given (PREFIX=/usr/local puts the
+// examples under /usr/local/share/doc/haven).
+func TestManFilesFollowTheInstalledLayout(t *testing.T) {
+	page, err := Man(apps()[0], "/usr/local/share/doc/haven")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := page[strings.Index(page, ".SH FILES"):strings.Index(page, ".SH ENVIRONMENT")]
+	for _, want := range []string{`/usr/local/share/doc/haven/examples/`, `/etc/haven/node.toml`, `/var/lib/haven/`, `/run/haven/daemon.sock`, `/var/log/haven/`} {
+		if !strings.Contains(strings.ReplaceAll(files, `\-`, "-"), want) {
+			t.Errorf("FILES lacks %s:\n%s", want, files)
+		}
+	}
+	if strings.Contains(files, "/usr/share/doc") {
+		t.Errorf("FILES names /usr/share/doc for a /usr/local install:\n%s", files)
 	}
 }

@@ -1,0 +1,141 @@
+package daemon
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"haven/config"
+	"haven/node"
+	"haven/quorum"
+)
+
+// quorumConfig is the node core's QuorumConfig from node.toml and
+// cluster.toml.
+func quorumConfig(n *config.NodeConfig, cl *config.ClusterConfig) node.QuorumConfig {
+	q := node.QuorumConfig{Enabled: cl.Quorum, SplitAction: n.SplitAction, HBTimeout: n.HB.Timeout}
+	var arbTimeout time.Duration
+	for _, a := range cl.Arbitrators {
+		q.Arbitrators = append(q.Arbitrators, quorum.Arbitrator{Name: a.Name, Weight: a.Weight})
+		arbTimeout = max(arbTimeout, a.Timeout)
+	}
+	for name := range cl.Stonith {
+		q.Stonith = append(q.Stonith, name)
+	}
+	beat := n.HB.Interval
+	if t := n.HB.Timeout / 6; t > 0 && t < beat {
+		beat = t
+	}
+	q.Timing = quorum.Timing{Beat: beat, ArbitratorTimeout: arbTimeout}
+	return q
+}
+
+// runProbes probes the arbitrators the core asked for, each in a worker
+// bounded by its timeout; the answers go back to the loop.
+func (d *Daemon) runProbes(probes []node.Probe) {
+	for _, p := range probes {
+		var arb *config.Arbitrator
+		for i := range d.cluster.Arbitrators {
+			if d.cluster.Arbitrators[i].Name == p.Name {
+				arb = &d.cluster.Arbitrators[i]
+			}
+		}
+		if arb == nil {
+			continue
+		}
+		a, sent := *arb, p.Sent
+		d.goWorker(func(ctx context.Context) {
+			ok, detail := probeArbitrator(ctx, a)
+			d.post(func() {
+				d.core.ArbitratorResult(a.Name, ok, detail, sent, d.clk.Now())
+				d.applyReady()
+			})
+		})
+	}
+}
+
+// probeArbitrator asks an arbitrator for its vote: an http(s) GET answered
+// 2xx, or a tcp connection accepted, within its timeout.
+func probeArbitrator(ctx context.Context, a config.Arbitrator) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, a.Timeout)
+	defer cancel()
+	if addr, ok := strings.CutPrefix(a.URI, "tcp://"); ok {
+		var dl net.Dialer
+		c, err := dl.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false, err.Error()
+		}
+		c.Close()
+		return true, "tcp " + addr + " accepted"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URI, nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	// an arbitrator answers reachability: its certificate is not what is
+	// voted on (a self-signed one is common on a witness host)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: a.Timeout}).Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return false, "http " + resp.Status
+	}
+	return true, "http " + resp.Status
+}
+
+// runFences runs the fence command of each lost peer the core asked for,
+// in a worker bounded by the stonith timeout; the end goes back to the
+// loop (the core logs and emits it).
+func (d *Daemon) runFences(fences []node.Fence) {
+	for _, f := range fences {
+		st, ok := d.cluster.Stonith[f.Node]
+		target := f.Node
+		if !ok {
+			d.post(func() {
+				d.core.FenceDone(target, fmt.Errorf("no [stonith.%s] command", target), d.clk.Now())
+				d.applyReady()
+			})
+			continue
+		}
+		d.goWorker(func(ctx context.Context) {
+			err := runFence(ctx, st)
+			d.post(func() {
+				d.core.FenceDone(target, err, d.clk.Now())
+				d.applyReady()
+			})
+		})
+	}
+}
+
+func runFence(ctx context.Context, st config.Stonith) error {
+	ctx, cancel := context.WithTimeout(ctx, st.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", st.Command)
+	cmd.Env = append(os.Environ(), "HAVEN_FENCE_NODE="+st.Node)
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() == context.DeadlineExceeded {
+		return fmt.Errorf("timed out after %s", st.Timeout)
+	}
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 200 {
+			msg = msg[:200] + "..."
+		}
+		if msg != "" {
+			return fmt.Errorf("%w: %s", err, msg)
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,536 @@
+package node
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"haven/dataset"
+	"haven/quorum"
+	"haven/view"
+)
+
+// Split actions (node.split_action).
+const (
+	SplitStop     = "stop"
+	SplitCrash    = "crash"
+	SplitReboot   = "reboot"
+	SplitDisabled = "disabled"
+)
+
+// statusProbeEvery is how often the arbitrators are probed for the status
+// alone (a vote probes them at once).
+const statusProbeEvery = 10 * time.Second
+
+// fenceBackoffMax bounds the pause between two runs of a failing fence.
+const fenceBackoffMax = 60 * time.Second
+
+// QuorumConfig is cluster.quorum and what goes with it (BEHAVIOUR 3).
+type QuorumConfig struct {
+	// Enabled is cluster.quorum: without it, a split is ignored.
+	Enabled bool
+	// SplitAction is node.split_action.
+	SplitAction string
+	// Arbitrators are the [arbitrator.NAME] sections (Answered unused).
+	Arbitrators []quorum.Arbitrator
+	// Timing makes the self-stop deadline (quorum.Timing); its StopBudget
+	// is a floor, raised to the longest stop of a known service.
+	Timing quorum.Timing
+	// HBTimeout is hb.timeout: a gap longer than this between two ticks
+	// means this daemon was paused (SIGSTOP, a VM frozen): its peers may
+	// have declared it down and taken its services over.
+	HBTimeout time.Duration
+	// Stonith are the members that have a [stonith.NODE] fence command:
+	// a survivor fences them before a takeover, and only a fence clears it.
+	Stonith []string
+}
+
+// Probe orders the driver to probe an arbitrator now, off its loop, and
+// report with ArbitratorResult (within the arbitrator's timeout).
+type Probe struct {
+	Name string    `json:"name"`
+	Sent time.Time `json:"sent"`
+}
+
+// Fence orders the driver to run the fence command of Node, off its loop,
+// and report with FenceDone.
+type Fence struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+type arbResult struct {
+	ok     bool
+	detail string
+	sent   time.Time
+}
+
+// gate is the takeover gate of a lost peer: its services are not started
+// here until it is fenced or its self-stop deadline has passed.
+type gate struct {
+	since, deadline time.Time
+	fencing         bool // a fence run is in flight
+	fenced          bool
+	fenceErr        string
+	attempts        int
+	nextTry         time.Time
+	blocked         string // the reason said last ("" cleared)
+	said            bool
+	// raceChecked: the fence delay of a possible double survivor was
+	// decided (raceDelay: this node waits before it fences).
+	raceChecked, raceDelay bool
+}
+
+type quorumState struct {
+	// live are the members counted live at the last update (peers only).
+	live map[string]bool
+	// pending is the vote waiting for arbitrator answers (zero: none).
+	pending     time.Time
+	pendingLive []string
+	pendingLost []string
+	last        *quorum.Verdict
+	lastAt      time.Time
+	arbs        map[string]arbResult
+	nextProbe   time.Time
+	lastTick    time.Time
+
+	// lost is set once this node lost a vote; splitSvcs are the instances
+	// its split_action stop stops; escalateAt is when it crashes if one
+	// still runs.
+	lost       bool
+	splitSvcs  []string
+	escalateAt time.Time
+	escalated  bool
+
+	gates map[string]*gate
+}
+
+// timing is the self-stop timing: the configured one, its stop budget
+// raised to the longest stop of a service known here (the sum of its
+// resources' timeouts: they stop one after the other, each bounded).
+func (c *Core) timing() quorum.Timing {
+	t := c.cfg.Quorum.Timing
+	for _, cfg := range c.cfg.Local.LocalServices() {
+		if cfg == nil {
+			continue
+		}
+		var sum time.Duration
+		for _, r := range cfg.Resources {
+			if !r.Disable {
+				sum += r.Timeout
+			}
+		}
+		t.StopBudget = max(t.StopBudget, sum)
+	}
+	return t
+}
+
+// quorumOn reports whether cluster.quorum is on.
+func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
+
+// livePeers are the peers this node hears, whose data is current, and whose
+// beats do not list it as unseen: the members of its side. A peer in
+// maintenance (within its grace) or shutting counts: it left on purpose.
+func (c *Core) livePeers(now time.Time) []string {
+	var out []string
+	for _, name := range c.pnames {
+		p := c.peers[name]
+		switch view.Status(p.Peer, now, c.cfg.MaintenanceGrace) {
+		case dataset.NodeStMaint, dataset.NodeStShutting:
+			// announced: a daemon stopped for maintenance (within its
+			// grace) or shutting down is no loss
+		case dataset.NodeUp:
+			if p.Data == nil || view.Unconfirmed(p.Peer) || contains(p.unseen, c.cfg.Name) {
+				continue
+			}
+		default:
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// updateQuorum runs after every heartbeat event and tick: a loss of live
+// members starts a vote; the vote is decided once the arbitrators
+// answered; the takeover gates follow the lost peers; a split stop that
+// outlasts its deadline escalates to crash.
+func (c *Core) updateQuorum(now time.Time) {
+	if !c.quorumOn() {
+		return
+	}
+	q := &c.q
+	if q.live == nil {
+		q.live = map[string]bool{}
+		q.arbs = map[string]arbResult{}
+		q.gates = map[string]*gate{}
+	}
+	stalled := time.Duration(0)
+	if !q.lastTick.IsZero() && c.cfg.Quorum.HBTimeout > 0 && now.Sub(q.lastTick) > c.cfg.Quorum.HBTimeout {
+		stalled = now.Sub(q.lastTick)
+	}
+	q.lastTick = now
+	if q.lost && c.cfg.Quorum.SplitAction == SplitStop && !c.state.NodeFrozen {
+		// the admin thawed the node: it is back in the race
+		q.lost, q.splitSvcs = false, nil
+	}
+	live := c.livePeers(now)
+	cur := make(map[string]bool, len(live))
+	var lost []string
+	for _, n := range live {
+		cur[n] = true
+	}
+	for _, n := range sortedKeys(q.live) {
+		if !cur[n] {
+			lost = append(lost, n)
+		}
+	}
+	q.live = cur
+	if stalled > 0 {
+		// this daemon did not run for longer than hb.timeout: its peers
+		// may have declared it down and taken over; count it alone
+		c.emit(QuorumStall{Gap: stalled.Round(time.Millisecond).String()})
+		c.startVote(now, nil, c.pnames)
+	} else if len(lost) > 0 {
+		c.startVote(now, live, lost)
+	}
+	c.decideVote(now)
+	if !q.nextProbe.IsZero() && !now.Before(q.nextProbe) || q.nextProbe.IsZero() && len(c.cfg.Quorum.Arbitrators) > 0 {
+		q.nextProbe = now.Add(statusProbeEvery)
+		c.probeAll(now)
+	}
+	c.updateGates(now)
+	c.splitProgress(now)
+}
+
+// Tick's share of the quorum: the same update (deadlines, backoffs,
+// stalls come with time alone).
+func (c *Core) tickQuorum(now time.Time) { c.updateQuorum(now) }
+
+func (c *Core) probeAll(now time.Time) {
+	for _, a := range c.cfg.Quorum.Arbitrators {
+		c.ready.Probes = append(c.ready.Probes, Probe{Name: a.Name, Sent: now})
+	}
+}
+
+// startVote begins a vote: lost members were lost at now; live are the
+// members of this side (nil: this node alone).
+func (c *Core) startVote(now time.Time, live, lost []string) {
+	q := &c.q
+	q.pending = now
+	q.pendingLive = append([]string{c.cfg.Name}, live...)
+	q.pendingLost = append([]string(nil), lost...)
+	if ok, _ := quorum.Decided(len(c.cfg.ClusterNodes), len(q.pendingLive), c.cfg.Quorum.Arbitrators); !ok {
+		c.probeAll(now)
+	}
+}
+
+// decideVote decides the pending vote once every arbitrator answered a
+// probe sent for it (or at once when the members alone decide).
+func (c *Core) decideVote(now time.Time) {
+	q := &c.q
+	if q.pending.IsZero() {
+		return
+	}
+	arbs := make([]quorum.Arbitrator, len(c.cfg.Quorum.Arbitrators))
+	copy(arbs, c.cfg.Quorum.Arbitrators)
+	if ok, _ := quorum.Decided(len(c.cfg.ClusterNodes), len(q.pendingLive), arbs); !ok {
+		for i, a := range arbs {
+			r, heard := q.arbs[a.Name]
+			if !heard || r.sent.Before(q.pending) {
+				return // wait for its answer (the driver bounds it by its timeout)
+			}
+			arbs[i].Answered = r.ok
+		}
+	}
+	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: q.pendingLive, Arbitrators: arbs, Frozen: c.state.NodeFrozen && !q.lost})
+	started := q.pending
+	q.pending = time.Time{}
+	if q.lost && !v.Survive {
+		// already out of the race (stopped and frozen, or crashed): one
+		// vote said it
+		return
+	}
+	q.last, q.lastAt = &v, now
+	c.emit(QuorumVote{Verdict: v, Lost: q.pendingLost, SplitAction: c.cfg.Quorum.SplitAction})
+	c.publish()
+	c.viewChanged = true
+	if v.Survive || v.Skipped || q.lost {
+		return // a node that already lost stays stopped (or crashed)
+	}
+	c.splitAction(started, now, v)
+}
+
+// splitAction is what a node that lost the vote does at once.
+func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
+	q := &c.q
+	reason := fmt.Sprintf("quorum lost (%d of %d votes): split_action %s", v.Votes, v.Total, c.cfg.Quorum.SplitAction)
+	switch c.cfg.Quorum.SplitAction {
+	case SplitDisabled:
+		return // the vote event said it
+	case SplitCrash, SplitReboot:
+		q.lost = true
+		c.splitNodeAction(c.cfg.Quorum.SplitAction, reason)
+		return
+	}
+	q.lost = true
+	c.SetNodeFrozen(true, reason+": every local instance stopped, node frozen (nodemgr thaw resumes once the cluster is whole)")
+	q.escalateAt = started.Add(c.timing().EscalateAfter())
+	q.escalated = false
+	q.splitSvcs = q.splitSvcs[:0]
+	for _, inst := range c.ilist {
+		if inst.local && inst.spec.Runnable {
+			q.splitSvcs = append(q.splitSvcs, inst.name)
+		}
+	}
+	c.splitProgress(now)
+	c.wakeAt(q.escalateAt)
+}
+
+// splitProgress stops what still runs after a lost vote (an action in
+// flight is let end first), and crashes the node when a stop failed or the
+// escalation deadline passed with an instance still running.
+func (c *Core) splitProgress(now time.Time) {
+	q := &c.q
+	if !q.lost || q.escalated || c.cfg.Quorum.SplitAction != SplitStop {
+		return
+	}
+	var left []string
+	for _, svc := range q.splitSvcs {
+		inst := c.insts[svc]
+		if inst == nil {
+			continue
+		}
+		_, running := c.Status(svc)
+		if inst.mon.State == dataset.StopFailed {
+			c.escalate(fmt.Sprintf("the split stop of %s failed (%s)", svc, inst.mon.Error))
+			return
+		}
+		if inst.busy == "" && running {
+			c.RunAction(svc, "stop", "quorum lost: split_action stop", now)
+		}
+		if inst.busy != "" || running {
+			left = append(left, svc)
+		}
+	}
+	if len(left) > 0 && !now.Before(q.escalateAt) {
+		c.escalate(fmt.Sprintf("the split stop did not end by its deadline (%s still running)", strings.Join(left, ", ")))
+	}
+}
+
+func (c *Core) escalate(why string) {
+	c.q.escalated = true
+	c.splitNodeAction(SplitCrash, "quorum lost and "+why+": escalate to crash, as a watchdog would")
+}
+
+// ArbitratorResult is the answer of a probe of arbitrator name sent at
+// sent (Probe.Sent): ok when it answered 2xx or accepted, detail says what
+// it answered or why not.
+func (c *Core) ArbitratorResult(name string, ok bool, detail string, sent, now time.Time) {
+	if !c.quorumOn() {
+		return
+	}
+	if c.q.arbs == nil {
+		c.updateQuorum(now)
+	}
+	prev, had := c.q.arbs[name]
+	if had && sent.Before(prev.sent) {
+		return
+	}
+	c.q.arbs[name] = arbResult{ok: ok, detail: detail, sent: sent}
+	if !had || prev.ok != ok {
+		c.emit(ArbitratorStatus{Name: name, OK: ok, Detail: detail})
+	}
+	c.decideVote(now)
+	c.updateGates(now)
+}
+
+// FenceDone is the end of a fence run of node: err nil when the command
+// exited 0.
+func (c *Core) FenceDone(node string, err error, now time.Time) {
+	g := c.q.gates[node]
+	if g == nil || !g.fencing {
+		return
+	}
+	g.fencing = false
+	g.attempts++
+	if err == nil {
+		g.fenced = true
+		c.emit(Fenced{Node: node})
+	} else {
+		back := time.Second << min(g.attempts-1, 6)
+		back = min(back, fenceBackoffMax)
+		g.nextTry = now.Add(back)
+		g.fenceErr = err.Error()
+		c.emit(FenceFailed{Node: node, Err: err.Error(), Attempt: g.attempts, Retry: back.String()})
+		c.wakeAt(g.nextTry)
+	}
+	c.updateGates(now)
+}
+
+// hasStonith reports whether node has a fence command.
+func (c *Core) hasStonith(node string) bool { return contains(c.cfg.Quorum.Stonith, node) }
+
+// updateGates follows the lost peers: a gate opens when a peer heard
+// before is declared down, closes when it is heard again; it clears once
+// the peer is fenced or certainly stopped by its own split_action.
+func (c *Core) updateGates(now time.Time) {
+	q := &c.q
+	for _, name := range c.pnames {
+		p := c.peers[name]
+		down := p.Data != nil && p.Data.Monitor != dataset.NodeShutting &&
+			view.Status(p.Peer, now, c.cfg.MaintenanceGrace) == dataset.NodeDown
+		g := q.gates[name]
+		switch {
+		case down && g == nil:
+			g = &gate{since: now, deadline: now.Add(c.timing().Deadline())}
+			q.gates[name] = g
+		case !down && g != nil:
+			delete(q.gates, name)
+			if g.blocked != "" {
+				c.emit(TakeoverGate{Node: name, Closed: true})
+			}
+			c.viewChanged = true
+			continue
+		case !down:
+			continue
+		}
+		why := c.gateBlocked(name, p.Peer, g, now)
+		if why == g.blocked && g.said {
+			continue
+		}
+		g.blocked, g.said = why, true
+		c.viewChanged = true
+		if why == "" {
+			c.emit(TakeoverGate{Node: name, Cleared: true, Reason: c.gateCleared(g)})
+		} else {
+			c.emit(TakeoverGate{Node: name, Reason: why})
+		}
+	}
+}
+
+func (c *Core) gateCleared(g *gate) string {
+	if g.fenced {
+		return "fenced"
+	}
+	return "self-stop deadline passed"
+}
+
+// gateBlocked says why the services of lost peer name may not be taken
+// over yet, "" when they may.
+func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) string {
+	q := &c.q
+	if g.fenced {
+		return ""
+	}
+	if !q.pending.IsZero() {
+		return "this node's quorum vote waits for the arbitrators"
+	}
+	if q.lost || q.last != nil && !q.last.Survive {
+		return "this node lost the quorum"
+	}
+	for _, n := range c.pnames {
+		if q.live[n] {
+			if !contains(c.peers[n].unseen, name) {
+				return n + " still hears " + name
+			}
+		}
+	}
+	if c.hasStonith(name) {
+		if !g.raceChecked {
+			// Both sides may have kept the quorum (2 nodes and an
+			// arbitrator both reach): each would fence the other. The
+			// first by name fences at once, the other after the self-stop
+			// deadline, as Pacemaker's fence delay does.
+			g.raceChecked = true
+			agree := len(q.live) + 1
+			if !quorum.CertainlyLost(len(c.cfg.ClusterNodes), agree, c.cfg.Quorum.Arbitrators) && c.cfg.Name > name {
+				g.raceDelay = true
+				g.nextTry = g.deadline
+				c.wakeAt(g.nextTry)
+			}
+		}
+		switch {
+		case g.fencing:
+			return "fencing " + name
+		case g.raceDelay && g.attempts == 0 && now.Before(g.nextTry):
+			return fmt.Sprintf("fence of %s delayed until %s: %s may have kept the quorum too, and the first node by name fences first (so that two survivors never fence each other)",
+				name, g.nextTry.UTC().Format("15:04:05.000"), name)
+		case now.Before(g.nextTry):
+			return fmt.Sprintf("fence of %s failed (attempt %d: %s), next try at %s", name, g.attempts, g.fenceErr, g.nextTry.UTC().Format("15:04:05.000"))
+		}
+		g.fencing = true
+		c.ready.Fences = append(c.ready.Fences, Fence{Node: name, Reason: "lost peer: fence before the takeover"})
+		return "fencing " + name
+	}
+	d := p.Data
+	switch {
+	case d.Monitor == dataset.NodeMaintenance:
+		return name + "'s daemon was stopped (maintenance): it runs no split_action and its services may still run; only a fence ([stonith." + name + "]) proves they stopped"
+	case d.Frozen:
+		return name + " was frozen: it does not run the race and keeps its services; only a fence ([stonith." + name + "]) proves it stopped"
+	case d.SplitAction == "" || d.SplitAction == SplitDisabled:
+		return name + "'s split_action is disabled (or unknown): only a fence ([stonith." + name + "]) proves it stopped"
+	}
+	agree := len(q.live) + 1
+	if !quorum.CertainlyLost(len(c.cfg.ClusterNodes), agree, c.cfg.Quorum.Arbitrators) {
+		return name + " may have kept the quorum (its side can reach the arbitrators): only a fence ([stonith." + name + "]) proves it stopped"
+	}
+	if now.Before(g.deadline) {
+		c.wakeAt(g.deadline)
+		return fmt.Sprintf("waiting for %s's self-stop deadline at %s (lost at %s + %s)", name,
+			g.deadline.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), g.deadline.Sub(g.since))
+	}
+	return ""
+}
+
+// fencing is Snapshot.Fencing: the lost peers whose services may not be
+// taken over yet.
+func (c *Core) fencing() map[string]string {
+	if !c.quorumOn() || len(c.q.gates) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for name, g := range c.q.gates {
+		if g.blocked != "" {
+			out[name] = g.blocked
+		}
+	}
+	return out
+}
+
+// QuorumInfo is what svcmon and the JSON status show of the quorum: the
+// votes now (the live members and the last answers of the arbitrators),
+// the last vote, the takeover gates. nil when cluster.quorum is off.
+func (c *Core) QuorumInfo(now time.Time) *dataset.QuorumInfo {
+	if !c.quorumOn() {
+		return nil
+	}
+	q := &c.q
+	qi := &dataset.QuorumInfo{SplitAction: c.cfg.Quorum.SplitAction, Pending: !q.pending.IsZero(), Lost: q.lost}
+	live := append([]string{c.cfg.Name}, c.livePeers(now)...)
+	sort.Strings(live)
+	qi.Live = live
+	qi.Votes, qi.Total = len(live), len(c.cfg.ClusterNodes)
+	for _, a := range c.cfg.Quorum.Arbitrators {
+		r, heard := q.arbs[a.Name]
+		st := dataset.ArbitratorState{Name: a.Name, Weight: a.Weight, Answered: heard && r.ok, Detail: r.detail}
+		if heard {
+			st.ProbedAt = r.sent
+		}
+		qi.Total += max(a.Weight, 0)
+		if st.Answered {
+			qi.Votes += max(a.Weight, 0)
+		}
+		qi.Arbitrators = append(qi.Arbitrators, st)
+	}
+	if q.last != nil {
+		qi.LastVote, qi.LastVoteAt, qi.LastSurvive = q.last.String(), q.lastAt, q.last.Survive
+	}
+	for _, name := range sortedKeys(q.gates) {
+		g := q.gates[name]
+		qi.Gates = append(qi.Gates, dataset.GateState{Node: name, Since: g.since, Deadline: g.deadline, Blocked: g.blocked, Fenced: g.fenced})
+	}
+	return qi
+}

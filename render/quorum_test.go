@@ -1,0 +1,34 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"haven/dataset"
+)
+
+// svcmon says "quorum on" only when the votes are there (issue 11).
+func TestSvcmonQuorumHeader(t *testing.T) {
+	st := &dataset.ClusterStatus{Cluster: dataset.ClusterInfo{Name: "c", Compat: true, Quorum: true}}
+	if h := svcmonHeader(st, false); strings.Contains(h, "quorum") {
+		t.Fatalf("no quorum state, got %q", h)
+	}
+	st.Cluster.QuorumState = &dataset.QuorumInfo{SplitAction: "stop", Votes: 2, Total: 3,
+		Arbitrators: []dataset.ArbitratorState{{Name: "a", Weight: 1, Answered: false}},
+		LastVote:    "quorum kept: 2 of 3 votes (live n2,n3; arbitrators answering: none; need more than 1)",
+		Gates:       []dataset.GateState{{Node: "n1", Blocked: "waiting for n1's self-stop deadline at 10:00:07.000"}}}
+	h := svcmonHeader(st, false)
+	for _, want := range []string{"quorum on: 2/3 votes", "arbitrators: a (weight 1) silent", "last vote", "takeover of n1 blocked: waiting for n1's self-stop deadline"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("header %q lacks %q", h, want)
+		}
+	}
+	st.Cluster.QuorumState = &dataset.QuorumInfo{SplitAction: "stop", Votes: 1, Total: 3, Lost: true}
+	if h := svcmonHeader(st, false); !strings.Contains(h, "quorum LOST, split_action stop") || strings.Contains(h, "quorum on") {
+		t.Fatalf("lost: got %q", h)
+	}
+	st.Cluster.QuorumState = &dataset.QuorumInfo{SplitAction: "stop", Votes: 1, Total: 2}
+	if h := svcmonHeader(st, false); !strings.Contains(h, "quorum short: 1/2 votes") {
+		t.Fatalf("short: got %q", h)
+	}
+}
