@@ -91,6 +91,23 @@ func TestQuorumEntries(t *testing.T) {
 	if checkMode(QuorumMixed, "NearQuorumPoint", false) != "" || checkMode(QuorumOn, "Pause", false) != "" {
 		t.Fatal("a runnable entry refused")
 	}
+	for _, c := range []struct {
+		mode, name    string
+		current, coin bool
+		want          bool
+	}{
+		{QuorumMixed, "SplitBrain", false, true, true},
+		{QuorumMixed, "SplitBrain", true, false, false},
+		{QuorumMixed, "NearQuorumPoint", false, false, true},
+		{QuorumMixed, "Pause", true, false, true},
+		{QuorumMixed, "Pause", false, true, false},
+		{QuorumOn, "SplitBrain", false, false, true},
+		{QuorumOff, "Pause", true, true, false},
+	} {
+		if got := wantQuorum(c.mode, c.name, c.current, c.coin); got != c.want {
+			t.Errorf("wantQuorum(%s, %s, current %v, coin %v) = %v, want %v", c.mode, c.name, c.current, c.coin, got, c.want)
+		}
+	}
 }
 
 // BEHAVIOUR 3's vote as the split tests compute it: a tie loses.

@@ -77,8 +77,9 @@ func checkMode(mode, name string, quorum bool) string {
 	return ""
 }
 
-// wantQuorum is the mode a randomly picked test runs in.
-func wantQuorum(mode, name string, current bool, t *T) bool {
+// wantQuorum is the mode a randomly picked test runs in; coin is the
+// draw of a test that draws it.
+func wantQuorum(mode, name string, current, coin bool) bool {
 	switch mode {
 	case QuorumOn:
 		return true
@@ -89,7 +90,7 @@ func wantQuorum(mode, name string, current bool, t *T) bool {
 	case quorumNeed:
 		return true
 	case quorumDraw:
-		return t.Rand.IntN(2) == 1
+		return coin
 	}
 	return current
 }

@@ -179,10 +179,13 @@ func Run(cfg Config) (*Report, error) {
 		// each test draws from its own source, derived from the round's:
 		// a replay of the sequence makes the same choices
 		t := &T{C: c, Rand: rand.New(rand.NewPCG(rng.Uint64(), uint64(i))), ledger: &ledger, promised: true}
+		// a test that draws its mode always draws (first), named or not,
+		// so that a replay makes the same choices afterwards
+		coin := quorumUses[name] == quorumDraw && t.Rand.IntN(2) == 1
 		if named {
 			q = q || cfg.Quorum == QuorumOn || quorumUses[name] == quorumNeed
 		} else {
-			q = wantQuorum(cfg.Quorum, name, c.Quorum(), t)
+			q = wantQuorum(cfg.Quorum, name, c.Quorum(), coin)
 		}
 		rep.Sequence = append(rep.Sequence, entry(name, q))
 		o := runOne(t, testByName(name), c, &ledger, q)
