@@ -34,6 +34,12 @@ type Config struct {
 	First []string
 }
 
+// ConfigError is a round asked for what cannot run (an unknown test, a
+// mode that refuses it): the command's usage error.
+type ConfigError string
+
+func (e ConfigError) Error() string { return string(e) }
+
 // T is the context of one test: the cluster, the test's random source,
 // what it did, and the acknowledged admin changes.
 type T struct {
@@ -106,18 +112,18 @@ func Run(cfg Config) (*Report, error) {
 		cfg.Quorum = QuorumMixed
 	case QuorumMixed, QuorumOn, QuorumOff:
 	default:
-		return nil, fmt.Errorf("quorum mode %q: want %s, %s or %s", cfg.Quorum, QuorumMixed, QuorumOn, QuorumOff)
+		return nil, ConfigError(fmt.Sprintf("quorum mode %q: want %s, %s or %s", cfg.Quorum, QuorumMixed, QuorumOn, QuorumOff))
 	}
 	for _, e := range append(slices.Clone(cfg.Tests), append(cfg.First, cfg.Only...)...) {
 		n, _ := parseEntry(e)
 		if testByName(n) == nil {
-			return nil, fmt.Errorf("unknown test %q (tests: %s)", n, strings.Join(TestNames(), ", "))
+			return nil, ConfigError(fmt.Sprintf("unknown test %q (tests: %s)", n, strings.Join(TestNames(), ", ")))
 		}
 	}
 	for _, e := range append(slices.Clone(cfg.Tests), cfg.First...) {
 		n, q := parseEntry(e)
 		if why := checkMode(cfg.Quorum, n, q); why != "" {
-			return nil, fmt.Errorf("%s", why)
+			return nil, ConfigError(why)
 		}
 	}
 	if why := NetnsUnavailable(); why != "" {

@@ -76,7 +76,8 @@ func run(args []string) int {
 	rep, err := chaos.Run(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
-		if errors.Is(err, chaos.ErrNoNamespace) || strings.HasPrefix(err.Error(), "unknown test") || strings.HasPrefix(err.Error(), "quorum mode") {
+		var bad chaos.ConfigError
+		if errors.Is(err, chaos.ErrNoNamespace) || errors.As(err, &bad) {
 			return 2
 		}
 		return 1
