@@ -40,7 +40,7 @@ func TestChaosShortRound(t *testing.T) {
 	// first the split brain with quorum on and the restart ladder, then
 	// tests at random (quorum mixed: the daemons' mode changes as they ask)
 	first := []string{"SplitBrain/q", "ResourceRecover/q"}
-	rep, err := Run(Config{Bin: bin, Seed: 1, Duration: 120 * time.Second, First: first, Only: only, Out: &out, StopOnFailure: true})
+	rep, err := Run(Config{Bin: bin, Seed: 1, Duration: 100 * time.Second, First: first, Only: only, Out: &out, StopOnFailure: true})
 	t.Log("\n" + out.String())
 	if errors.Is(err, ErrNoNamespace) {
 		t.Skip(err)
