@@ -49,6 +49,11 @@ func testResourceRecover(t *T) error {
 	ev, _ := ReadJournal(t.C.Journal)
 	took := sinceBoot(ev[len(ev)-1].T).Sub(killed)
 	t.Note("%s restarted on %s %s after the kill", s, n, took.Round(100*time.Millisecond))
+	// restart_delay after it was found down, so never sooner after the
+	// kill (the journal's clock has 10 ms steps)
+	if took < ladderDelay-20*time.Millisecond {
+		return fmt.Errorf("%s restarted on %s %s after the kill, sooner than restart_delay %s", s, n, took.Round(10*time.Millisecond), ladderDelay)
+	}
 	if took > restartBound {
 		return fmt.Errorf("%s restarted on %s %s after the kill, over the bound %s (a check period + restart_delay %s + slack)", s, n, took.Round(100*time.Millisecond), restartBound, ladderDelay)
 	}
