@@ -34,13 +34,16 @@
 //   - Services (installed configs), ConstraintOK (precomputed per service
 //     and node with placement.EvalConstraints when configs or labels
 //     change), Compat (all members announce the same compat version),
-//     ReadyPeriod (node.ready_period; 0 means 16s).
+//     ReadyPeriod (node.ready_period; 0 means 16s), FastAck
+//     (node.ready_fast_ack, while the node may use it: quorum held).
 //
 // Call Step on every relevant event (heartbeat data change, node up/down,
 // action end, config or target change) and on a periodic tick; also at the
 // earliest Decision.Deadline (the end of a ready window).
 //
 // For each Decision:
+//   - store Decision.ReadyAck in the local instance (Instance.ReadyAck) and
+//     publish it when it changes;
 //   - store Decision.Monitor as the local instance's monitor (it carries
 //     GlobalExpect for display, StateSince set to Now on state changes),
 //     PlacementLeader and Flags in the instance, and gossip them;
@@ -71,7 +74,11 @@
 // nothing is frozen on it, compat holds and the parents are up (otherwise
 // "wait parents"). Ready lasts ReadyPeriod and is cancelled (back to idle)
 // when any of these stops holding or a peer with a better rank is ready.
-// Then "starting" with ActionStart; a single-node service skips ready.
+// Then "starting" with ActionStart, unless a worse claim is still ready on a
+// live node (it may not have seen ours: the start waits for it to back off);
+// a single-node service skips ready. With FastAck, each node publishes the
+// peer's claim it does not contest (Decision.ReadyAck) and a claimer starts
+// as soon as every live node of the service acks its claim (fastack.go).
 // "start failed" leaves the candidates and clears itself once the service is
 // up (avail up) somewhere. orchestrate=no, placement=none or compat false:
 // nothing automatic.
