@@ -98,6 +98,11 @@ type Input struct {
 	// its sort key, the soft-affinity effect. The ranking itself is the
 	// same with or without it.
 	Explain bool
+	// Buf, when its capacity holds twice the service's nodes, is used for
+	// Ranking.Natural and Ranking.Placeable instead of a new allocation (a
+	// speed-up for callers that rank many services one after the other):
+	// the Ranking then shares its memory.
+	Buf []string
 	// ConstraintErr, read only with Explain, gives the nodes where the
 	// constraints could not be evaluated and why (ConstraintResults): their
 	// verdict shows the error rather than a plain violation.
@@ -320,7 +325,12 @@ func Rank(in Input) Ranking {
 
 	n := len(recs)
 	var r Ranking
-	buf := make([]string, 2*n)
+	var buf []string
+	if cap(in.Buf) >= 2*n {
+		buf = in.Buf[:2*n]
+	} else {
+		buf = make([]string, 2*n)
+	}
 	r.Natural = buf[:n:n]
 	r.Placeable = buf[n : n : 2*n]
 	// placeable records, in order; then the soft affinities (stable)
