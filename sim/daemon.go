@@ -222,8 +222,13 @@ func (d *daemon) LocalServices() map[string]*config.ServiceConfig {
 
 // orchestrate is daemon.orchestrate: the node core's decision pass.
 func (d *daemon) orchestrate() {
+	viewOnly := d.gen == d.stepGen // only the view changed: maybe incremental
 	d.stepGen = d.gen
-	d.core.Orchestrate(d.c.clk.Now())
+	if viewOnly {
+		d.core.OrchestrateView(d.c.clk.Now())
+	} else {
+		d.core.Orchestrate(d.c.clk.Now())
+	}
 	d.applyReady()
 }
 
