@@ -60,6 +60,10 @@ type Snapshot struct {
 	Compat bool
 	// ReadyPeriod is the contest window (node.ready_period).
 	ReadyPeriod time.Duration
+	// Cache, when not nil, keeps what a full pass read of each node's
+	// data for the next one (see Cache: the maps of Nodes must never be
+	// modified once handed to Step).
+	Cache *Cache
 	// Fencing are the lost peers that have not certainly stopped what they
 	// ran (cluster.quorum on: not fenced, self-stop deadline not passed),
 	// by node, with why: no service whose nodes include one of them is

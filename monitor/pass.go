@@ -1,6 +1,9 @@
 package monitor
 
 import (
+	"reflect"
+	"slices"
+
 	"haven/dataset"
 	"haven/placement"
 )
@@ -20,13 +23,65 @@ type pass struct {
 	col   map[string]int
 	views []*placement.NodeView
 	alive []bool
-	// row gives the row of a service decided in this pass; table holds
-	// the rows, len(ClusterNodes) wide; local the local instance of each
-	// (as announced, with EffectiveAvail), found whether it has one.
+	// row gives the row of a service decided in this pass; cols holds,
+	// per column, the instances of the rows (nil when the member's data
+	// is not alive); local the local instance of each row (as announced,
+	// with EffectiveAvail).
 	row   map[string]int
 	names []string
-	table []placement.InstanceState
+	cols  [][]placement.InstanceState
 	local []dataset.Instance
+}
+
+// Cache keeps, from one Step to the next, the instances a full pass read
+// from each node's data (Snapshot.Cache): a node whose Services map is the
+// very map of the previous pass (a peer not heard from since) is not read
+// again. The caller promises that a map it hands to Step is never
+// modified afterwards (the node core's are: the heartbeat delivers copies,
+// the local data is built anew for each pass). Not safe for concurrent
+// use.
+type Cache struct {
+	names []string
+	cols  map[string]cachedCol
+}
+
+type cachedCol struct {
+	svcs   map[string]dataset.Instance // kept: its address identifies it
+	states []placement.InstanceState
+}
+
+// column returns the instances of the rows in svcs, from the cache when
+// it read that very map for the same rows.
+func (k *Cache) column(node string, svcs map[string]dataset.Instance, p *pass) []placement.InstanceState {
+	if k != nil {
+		if e, ok := k.cols[node]; ok && sameMap(e.svcs, svcs) {
+			return e.states
+		}
+	}
+	col := make([]placement.InstanceState, len(p.names))
+	for svc, inst := range svcs {
+		if r, ok := p.row[svc]; ok {
+			col[r] = stateOf(inst)
+		}
+	}
+	if k != nil {
+		k.cols[node] = cachedCol{svcs: svcs, states: col}
+	}
+	return col
+}
+
+func sameMap(a, b map[string]dataset.Instance) bool {
+	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// use readies the cache for a pass over names: its columns are for other
+// rows, it forgets them.
+func (k *Cache) use(names []string) {
+	if k.cols != nil && slices.Equal(k.names, names) {
+		return
+	}
+	k.names = append(k.names[:0], names...)
+	k.cols = make(map[string]cachedCol)
 }
 
 // scanRows is the number of services from which a pass reads every
@@ -51,18 +106,17 @@ func newPass(s *Snapshot, names []string) *pass {
 	for i, n := range names {
 		p.row[n] = i
 	}
-	p.table = make([]placement.InstanceState, len(names)*nc)
+	p.cols = make([][]placement.InstanceState, nc)
 	p.local = make([]dataset.Instance, len(names))
 	lv := p.cluster.View(s.Local)
 	if len(names) >= scanRows {
+		k := s.Cache
+		if k != nil {
+			k.use(names)
+		}
 		for c, v := range p.views {
-			if v == nil || !p.alive[c] {
-				continue
-			}
-			for svc, inst := range v.Data.Services {
-				if r, ok := p.row[svc]; ok {
-					p.table[r*nc+c] = stateOf(inst)
-				}
+			if v != nil && p.alive[c] {
+				p.cols[c] = k.column(s.ClusterNodes[c], v.Data.Services, p)
 			}
 		}
 		if lv != nil {
@@ -75,13 +129,17 @@ func newPass(s *Snapshot, names []string) *pass {
 		}
 		return p
 	}
-	for r, name := range names {
-		for c, v := range p.views {
-			if v != nil && p.alive[c] {
-				p.table[r*nc+c] = stateOf(v.Data.Services[name])
+	for c, v := range p.views {
+		if v != nil && p.alive[c] {
+			col := make([]placement.InstanceState, len(names))
+			for r, name := range names {
+				col[r] = stateOf(v.Data.Services[name])
 			}
+			p.cols[c] = col
 		}
-		if lv != nil {
+	}
+	if lv != nil {
+		for r, name := range names {
 			inst := lv.Data.Services[name]
 			inst.Avail = EffectiveAvail(inst)
 			p.local[r] = inst
@@ -100,8 +158,18 @@ func stateOf(inst dataset.Instance) placement.InstanceState {
 // instances fills insts and alive, aligned with nodes, for the service of
 // row r: the zero state where the node's data is not alive.
 func (p *pass) instances(r int, nodes []string, insts []placement.InstanceState, alive []bool) {
-	nc := len(p.s.ClusterNodes)
-	rowData := p.table[r*nc : (r+1)*nc]
+	if cn := p.s.ClusterNodes; len(nodes) == len(cn) && len(cn) > 0 && &nodes[0] == &cn[0] {
+		// nodes = "*": the columns themselves
+		for c := range nodes {
+			alive[c] = p.alive[c]
+			if alive[c] {
+				insts[c] = p.cols[c][r]
+			} else {
+				insts[c] = placement.InstanceState{}
+			}
+		}
+		return
+	}
 	for i, n := range nodes {
 		c, ok := p.col[n]
 		if !ok {
@@ -113,7 +181,11 @@ func (p *pass) instances(r int, nodes []string, insts []placement.InstanceState,
 			continue
 		}
 		alive[i] = p.alive[c]
-		insts[i] = rowData[c]
+		if alive[i] {
+			insts[i] = p.cols[c][r]
+		} else {
+			insts[i] = placement.InstanceState{}
+		}
 	}
 }
 
@@ -122,7 +194,10 @@ func (p *pass) instances(r int, nodes []string, insts []placement.InstanceState,
 func (p *pass) instance(node, svc string) (placement.InstanceState, bool) {
 	if r, ok := p.row[svc]; ok {
 		if c, ok := p.col[node]; ok {
-			return p.table[r*len(p.s.ClusterNodes)+c], p.alive[c]
+			if !p.alive[c] {
+				return placement.InstanceState{}, false
+			}
+			return p.cols[c][r], true
 		}
 	}
 	v := p.cluster.View(node)

@@ -33,6 +33,10 @@ type incremental struct {
 	// is passed, the pass is full (the end of a ready window, a restart
 	// delay, a settle time... of a service that may not be dirty).
 	due time.Time
+	// cache keeps what a full pass read of each node's data for the next
+	// (monitor.Cache: a peer's data is a copy no one modifies, the local
+	// data is built anew for each pass).
+	cache monitor.Cache
 	// full and partial count the passes (tests, benchmarks); off turns
 	// the incremental passes off (tests: the reference node).
 	full, partial uint64

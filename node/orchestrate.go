@@ -60,6 +60,7 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 		// the ladder changed a monitor: decide on what it did
 		snap = c.Snapshot(now)
 	}
+	snap.Cache = &c.inc.cache
 	c.inc.last = &snap
 	next := c.resolveMultipleActive(snap, now)
 	c.watchRanElsewhere(snap)
