@@ -295,7 +295,7 @@ func (c *svcCtx) init(s *Snapshot, p *pass, row int, name string, cfg *config.Se
 	in := placement.Input{
 		Service: name, Config: cfg, ClusterNodes: s.ClusterNodes, Nodes: nodes,
 		Views: s.Nodes, Cluster: cluster, ConstraintOK: c.cOK, Affinity: aff, Instances: c.insts,
-		Buf: buf,
+		Buf: buf, Members: p.members,
 	}
 	if explain {
 		in.Explain = true

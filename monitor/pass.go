@@ -18,6 +18,8 @@ import (
 type pass struct {
 	s       *Snapshot
 	cluster *placement.Cluster
+	// members resolves ClusterNodes for the rankings ("*" services).
+	members *placement.Members
 	// col gives the column of a cluster member; views and alive are by
 	// column (views[i] nil when the member has no view).
 	col   map[string]int
@@ -90,6 +92,7 @@ const scanRows = 64
 
 func newPass(s *Snapshot, names []string) *pass {
 	p := &pass{s: s, cluster: placement.NewCluster(s.Nodes)}
+	p.members = p.cluster.Members(s.ClusterNodes)
 	nc := len(s.ClusterNodes)
 	p.col = make(map[string]int, nc)
 	p.views = make([]*placement.NodeView, nc)
