@@ -92,7 +92,9 @@ const scanRows = 64
 
 func newPass(s *Snapshot, names []string) *pass {
 	p := &pass{s: s, cluster: placement.NewCluster(s.Nodes)}
-	p.members = p.cluster.Members(s.ClusterNodes)
+	if len(names) >= 16 { // worth it for many rankings only
+		p.members = p.cluster.Members(s.ClusterNodes)
+	}
 	nc := len(s.ClusterNodes)
 	p.col = make(map[string]int, nc)
 	p.views = make([]*placement.NodeView, nc)
