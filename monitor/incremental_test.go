@@ -325,3 +325,41 @@ func TestCacheMatchesFresh(t *testing.T) {
 		t.Fatal("the cache was never used")
 	}
 }
+
+// TestPassReadsAsLookups: the per-pass table (filled by lookups for a few
+// services, by scanning whole maps for many, from a Cache or not) gives,
+// for every service and node, what looking the instance up gives, and its
+// aggregate is the one computed from the views.
+func TestPassReadsAsLookups(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for iter := 0; iter < 300; iter++ {
+		s := randomSnapshotN(r, 3+r.Intn(2*scanRows))
+		if r.Intn(2) == 0 {
+			s.Cache = &Cache{}
+		}
+		names := make([]string, 0, len(s.Services))
+		for name := range s.Services {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for round := 0; round < 2; round++ {
+			p := newPass(&s, names)
+			for _, svc := range append(names, "ghost") {
+				for _, n := range s.ClusterNodes {
+					got, alive := p.instance(n, svc)
+					v, ok := s.Nodes[n]
+					want, wantAlive := placement.InstanceState{}, ok && v.Alive()
+					if wantAlive {
+						want = stateOf(v.Data.Services[svc])
+					}
+					if got != want || alive != wantAlive {
+						t.Fatalf("iter %d: %s on %s: got %+v (alive %v), want %+v (alive %v)", iter, svc, n, got, alive, want, wantAlive)
+					}
+				}
+				if got, want := p.aggregate(svc), aggregate(s.Nodes, svc); got != want {
+					t.Fatalf("iter %d: aggregate of %s: got %s, want %s", iter, svc, got, want)
+				}
+			}
+		}
+	}
+}

@@ -233,6 +233,7 @@ func (e *affinityEnv) config(svc string) *config.ServiceConfig { return e.s.Serv
 // svcCtx is the working data of one service during one Step.
 type svcCtx struct {
 	s       *Snapshot
+	p       *pass
 	cluster *placement.Cluster
 	name    string
 	cfg     *config.ServiceConfig
@@ -249,11 +250,10 @@ type svcCtx struct {
 	explain bool   // explaining this service: the ranking carries verdicts
 
 	// the instances of the service, aligned with nodes (zero when the
-	// node's data is not alive)
-	insts    []placement.InstanceState
-	alive    []bool
-	instsArr [32]placement.InstanceState
-	aliveArr [32]bool
+	// node's data is not alive): the pass's buffers, reused from one
+	// service to the next
+	insts []placement.InstanceState
+	alive []bool
 
 	// scan results over the alive instances of the service
 	upCount    int    // nodes with avail up
@@ -265,12 +265,8 @@ type svcCtx struct {
 
 func (c *svcCtx) init(s *Snapshot, p *pass, row int, name string, cfg *config.ServiceConfig, nodes []string, aff affinity.Env, explain bool, buf []string) {
 	cluster := p.cluster
-	*c = svcCtx{s: s, cluster: cluster, name: name, cfg: cfg, nodes: nodes, aff: aff, explain: explain}
-	if len(nodes) <= len(c.instsArr) {
-		c.insts, c.alive = c.instsArr[:len(nodes)], c.aliveArr[:len(nodes)]
-	} else {
-		c.insts, c.alive = make([]placement.InstanceState, len(nodes)), make([]bool, len(nodes))
-	}
+	*c = svcCtx{s: s, p: p, cluster: cluster, name: name, cfg: cfg, nodes: nodes, aff: aff, explain: explain}
+	c.insts, c.alive = p.buffers(len(nodes))
 	c.view = c.cluster.View(s.Local)
 	if c.view == nil {
 		c.view = &placement.NodeView{Name: s.Local}
@@ -491,7 +487,7 @@ func (c *svcCtx) parentsDown(f func(parent string) (more bool)) {
 			v := c.cluster.View(node)
 			down = v == nil || !v.Alive() || EffectiveAvail(v.Data.Services[svc]) != dataset.StatusUp
 		} else {
-			down = aggregate(c.s.Nodes, svc) != dataset.StatusUp
+			down = c.p.aggregate(svc) != dataset.StatusUp
 		}
 		if down && !f(p) {
 			return

@@ -33,6 +33,22 @@ type pass struct {
 	names []string
 	cols  [][]placement.InstanceState
 	local []dataset.Instance
+	// members says every view of the snapshot is a cluster member's: the
+	// columns are every node (aggregate reads them).
+	allMembers bool
+	// bufInsts and bufAlive are the buffers of svcCtx (buffers).
+	bufInsts []placement.InstanceState
+	bufAlive []bool
+}
+
+// buffers returns the buffers for the instances of a service of n nodes:
+// the pass's own, reused from one service to the next (every entry is
+// written by instances).
+func (p *pass) buffers(n int) ([]placement.InstanceState, []bool) {
+	if cap(p.bufInsts) < n {
+		p.bufInsts, p.bufAlive = make([]placement.InstanceState, n), make([]bool, n)
+	}
+	return p.bufInsts[:n], p.bufAlive[:n]
 }
 
 // Cache keeps, from one Step to the next, the instances a full pass read
@@ -106,6 +122,13 @@ func newPass(s *Snapshot, names []string) *pass {
 			p.alive[i] = v.Alive()
 		}
 	}
+	found := 0
+	for _, v := range p.views {
+		if v != nil {
+			found++
+		}
+	}
+	p.allMembers = found == len(s.Nodes)
 	p.names = names
 	p.row = make(map[string]int, len(names))
 	for i, n := range names {
@@ -179,6 +202,7 @@ func (p *pass) instances(r int, nodes []string, insts []placement.InstanceState,
 		c, ok := p.col[n]
 		if !ok {
 			// not a member: looked up
+			insts[i], alive[i] = placement.InstanceState{}, false
 			if v := p.cluster.View(n); v != nil && v.Alive() {
 				alive[i] = true
 				insts[i] = stateOf(v.Data.Services[p.names[r]])
@@ -210,4 +234,32 @@ func (p *pass) instance(node, svc string) (placement.InstanceState, bool) {
 		return placement.InstanceState{}, false
 	}
 	return stateOf(v.Data.Services[svc]), true
+}
+
+// aggregate is the package's aggregate(s.Nodes, svc), from the columns
+// when they hold svc and every node.
+func (p *pass) aggregate(svc string) dataset.Status {
+	r, ok := p.row[svc]
+	if !ok || !p.allMembers {
+		return aggregate(p.s.Nodes, svc)
+	}
+	up := 0
+	for c, col := range p.cols {
+		if !p.alive[c] {
+			continue
+		}
+		switch col[r].Avail {
+		case dataset.StatusUp:
+			up++
+		case dataset.StatusWarn, dataset.StatusUnknown:
+			return dataset.StatusWarn
+		}
+	}
+	switch {
+	case up == 1:
+		return dataset.StatusUp
+	case up > 1:
+		return dataset.StatusWarn
+	}
+	return dataset.StatusDown
 }
