@@ -55,7 +55,7 @@ install: dist man
 	chmod 0644 $(DESTDIR)$(UNITDIR)/haven.service
 	install -m 0644 packaging/examples/node.toml packaging/examples/cluster.toml $(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 packaging/examples/services/web.toml packaging/examples/services/pg.toml $(DESTDIR)$(DOCDIR)/examples/services/
-	install -m 0644 README.md docs/keywords.md docs/operations.md docs/metrics.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 README.md docs/keywords.md docs/operations.md docs/metrics.md docs/multiple-active.md docs/fencing-token.md docs/security.md $(DESTDIR)$(DOCDIR)/
 	install -d $(DESTDIR)$(SYSCONFDIR)/logrotate.d
 	install -m 0644 packaging/logrotate/haven $(DESTDIR)$(SYSCONFDIR)/logrotate.d/haven
 
@@ -90,14 +90,14 @@ docs:
 # The chaos suite (root): named fault tests picked at random with SEED over a
 # cluster of daemons in network namespaces, audited after each (docs/chaos.md).
 # TESTS=A,B replays a sequence; ONLY=A,B picks among those tests;
-# QUORUM=1 and LADDER=1 configure quorum and the restart ladder (docs/chaos.md).
+# QUORUM=on|off fixes cluster.quorum for the round (default: mixed, docs/chaos.md).
 SEED     ?= 1
 DURATION ?= 10m
 REPORT   ?= chaos-report.md
 chaos: build
 	$(GO) build -o $(BIN)/ ./cmd/chaos
 	$(BIN)/chaos -bin $(BIN) -seed $(SEED) -duration $(DURATION) -report $(REPORT) \
-		$(if $(TESTS),-tests $(TESTS)) $(if $(ONLY),-only $(ONLY)) $(if $(QUORUM),-quorum) $(if $(LADDER),-ladder)
+		$(if $(TESTS),-tests $(TESTS)) $(if $(ONLY),-only $(ONLY)) $(if $(QUORUM),-quorum $(QUORUM))
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./monitor ./placement

@@ -173,6 +173,13 @@ func testResyncConfig(t *T) error {
 	if err := waitUntil(15*time.Second, func() bool { return t.C.sees(o, n, dataset.NodeDown) }, "%s never saw %s down after the cut", o, n); err != nil {
 		return err
 	}
+	if t.C.Quorum() {
+		// the cut node loses its vote (1 of 4), stops and freezes; the
+		// others keep it but the services are frozen: nothing moves
+		if err := t.lostQuorum(n, splitStopBound); err != nil {
+			return err
+		}
+	}
 	s := pick(t, t.C.Services).Name
 	v1, v2 := 10+t.Rand.IntN(40), 50+t.Rand.IntN(40)
 	for _, e := range []struct {
@@ -188,7 +195,12 @@ func testResyncConfig(t *T) error {
 	if err := t.C.Bed.Restore(n); err != nil {
 		return err
 	}
-	if _, err := t.where(); err != nil {
+	if t.C.Quorum() {
+		// its services may be down everywhere until the thaws below
+		if err := t.thawLosers([]string{n}); err != nil {
+			return err
+		}
+	} else if _, err := t.where(); err != nil {
 		return err
 	}
 	if err := waitUntil(configBound, func() bool { return t.C.sameConfigs() == nil }, ""); err != nil {

@@ -302,6 +302,11 @@ func (c *Cluster) Audit(lastFault time.Time, fromLine int, promised bool, l Ledg
 	for _, b := range c.badLogLines() {
 		fail("log: %s", b)
 	}
+	// split_action stop ends before its deadline, and no service asks
+	// for a node action: crash_command and reboot_command never run
+	for _, a := range c.nodeActions() {
+		fail("node action ran (crash_command or reboot_command): %s", a)
+	}
 	if where != nil {
 		for _, b := range c.leaks(where) {
 			fail("leaked process: %s", b)

@@ -25,11 +25,17 @@ const (
 	maintGrace  = 6 * time.Second
 	rejoinGrace = 20 * time.Second
 	varSize     = "16m"
-	// the restart ladder of the services with Config.Ladder
-	ladderRestarts = 2
-	ladderDelay    = time.Second
-	arbitratorIP   = Subnet + "254"
-	arbitratorURI  = "http://" + arbitratorIP + ":8080/"
+	// the restart ladder of every test service (docs/operations.md,
+	// "Resource failures"): monitor_interval, restart, restart_delay
+	monitorInterval = 300 * time.Millisecond
+	ladderRestarts  = 2
+	ladderDelay     = time.Second
+	// appTimeout is the timeout of the services' app: the quorum's stop
+	// budget, so part of the self-stop deadline
+	appTimeout    = 10 * time.Second
+	arbitratorIP  = Subnet + "254"
+	arbitratorURI = "http://" + arbitratorIP + ":8080/"
+	arbTimeout    = 2 * time.Second
 )
 
 // Cluster is a set of nodes in the bed, their services, the journal.
@@ -44,6 +50,25 @@ type Cluster struct {
 	arb      *http.Server
 	mounts   []string
 	logSeen  map[string]int64 // audits: how much of each log was read
+	// quorum is the mode the daemons run now (cluster.quorum); members is
+	// the [nodes] section and secret the cluster's, to write cluster.toml
+	// again when the mode changes (SetQuorum)
+	quorum  bool
+	members string
+	secret  string
+	// actionsSeen: how many lines of NodeActions the audits read
+	actionsSeen int
+}
+
+// NodeActions is the file where the nodes' harmless crash_command and
+// reboot_command record that they ran: `<uptime> <node> crash|reboot`.
+func (c *Cluster) NodeActions() string { return filepath.Join(c.Work, "node-actions") }
+
+// clusterToml is cluster.toml with quorum on or off. The arbitrator (the
+// bed's HTTP server, a1) is named in both: it is read only with quorum on.
+func (c *Cluster) clusterToml(quorum bool) string {
+	return fmt.Sprintf("[cluster]\nname = \"chaos\"\nsecret = %q\nquorum = %v\n\n[nodes]\n%s\n[arbitrator.a1]\nuri = %q\ntimeout = %q\n",
+		c.secret, quorum, c.members, arbitratorURI, arbTimeout)
 }
 
 // Service is one failover test service and the nodes it may run on.
@@ -60,6 +85,11 @@ func (c *Cluster) App(svc string) string { return filepath.Join(c.Work, "app-"+s
 // its own), the journal and the scripts, and an arbitrator host. It starts
 // no daemon.
 func NewCluster(cfg Config) (c *Cluster, err error) {
+	return newCluster(cfg, cfg.Quorum == QuorumOn)
+}
+
+// newCluster is NewCluster with the daemons' first quorum mode.
+func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 	if cfg.Nodes < 2 {
 		cfg.Nodes = 3
 	}
@@ -67,7 +97,7 @@ func NewCluster(cfg Config) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{cfg: cfg, Work: work, Nodes: map[string]*Node{}, Journal: filepath.Join(work, "journal"), logSeen: map[string]int64{}}
+	c = &Cluster{cfg: cfg, Work: work, Nodes: map[string]*Node{}, Journal: filepath.Join(work, "journal"), logSeen: map[string]int64{}, quorum: quorum}
 	for i := 1; i <= cfg.Nodes; i++ {
 		c.Names = append(c.Names, fmt.Sprintf("n%d", i))
 	}
@@ -95,33 +125,27 @@ func NewCluster(cfg Config) (c *Cluster, err error) {
 	for _, n := range c.Names {
 		fmt.Fprintf(&members, "%s = \"%s:%d\"\n", n, bed.Addr[n], HBPort)
 	}
-	// the arbitrator always runs (its namespace can be cut); it is named
-	// in the configs, with split_action, only with cfg.Quorum: daemons
-	// without quorum (issue 11) refuse these keys at load
-	cluster := fmt.Sprintf("[cluster]\nname = \"chaos\"\nsecret = %q\nquorum = %v\n\n[nodes]\n%s",
-		hex.EncodeToString(secret), cfg.Quorum, members.String())
-	splitAction := ""
-	if cfg.Quorum {
-		cluster += fmt.Sprintf("\n[arbitrator.a1]\nuri = %q\ntimeout = \"2s\"\n", arbitratorURI)
-		splitAction = "split_action = \"stop\"\n"
+	c.members, c.secret = members.String(), hex.EncodeToString(secret)
+	if err := c.writeScripts(); err != nil {
+		return c, err
 	}
 	for _, n := range c.Names {
 		nd := &Node{Name: n, Root: filepath.Join(work, n), c: c}
 		c.Nodes[n] = nd
-		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = \"300ms\"\nready_period = %q\nmaintenance_grace_period = %q\nrejoin_grace_period = %q\n%s\n[hb]\naddr = %q\nport = %d\ntimeout = %q\ninterval = %q\n",
-			n, readyPeriod, maintGrace, rejoinGrace, splitAction, bed.Addr[n], HBPort, hbTimeout, hbInterval)
+		// split_action stop (read with quorum on only), and node actions
+		// that only record they ran: never the default sysrq
+		action := filepath.Join(work, "node-action.sh")
+		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = %q\nready_period = %q\nmaintenance_grace_period = %q\nrejoin_grace_period = %q\nsplit_action = \"stop\"\ncrash_command = \"%s %s crash\"\nreboot_command = \"%s %s reboot\"\n\n[hb]\naddr = %q\nport = %d\ntimeout = %q\ninterval = %q\n",
+			n, monitorInterval, readyPeriod, maintGrace, rejoinGrace, action, n, action, n, bed.Addr[n], HBPort, hbTimeout, hbInterval)
 		if err := writeFile(filepath.Join(nd.Root, "etc", "node.toml"), nodeToml, 0o644); err != nil {
 			return c, err
 		}
-		if err := writeFile(filepath.Join(nd.Root, "etc", "cluster.toml"), cluster, 0o600); err != nil {
+		if err := writeFile(filepath.Join(nd.Root, "etc", "cluster.toml"), c.clusterToml(quorum), 0o600); err != nil {
 			return c, err
 		}
 		if err := c.mountVar(nd); err != nil {
 			return c, err
 		}
-	}
-	if err := c.writeScripts(); err != nil {
-		return c, err
 	}
 	if err := writeFile(c.Journal, "", 0o644); err != nil {
 		return c, err
@@ -207,6 +231,13 @@ rm -f "$var/main.pid"
 const checkScript = `alive "$pid" || exit 1
 `
 
+// nodeActionScript is every node's crash_command and reboot_command: it
+// records that it ran (NODE crash|reboot) and does nothing else.
+const nodeActionScript = `#!/bin/sh
+# the chaos suite's harmless node action: NODE crash|reboot
+echo "$(cut -d' ' -f1 /proc/uptime) $1 $2" >> %s
+`
+
 func (c *Cluster) writeScripts() error {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
@@ -217,6 +248,9 @@ func (c *Cluster) writeScripts() error {
 		if err := writeFile(filepath.Join(c.Work, name), s, 0o755); err != nil {
 			return err
 		}
+	}
+	if err := writeFile(filepath.Join(c.Work, "node-action.sh"), fmt.Sprintf(nodeActionScript, c.NodeActions()), 0o755); err != nil {
+		return err
 	}
 	for _, s := range c.Services {
 		if err := os.Symlink(sleep, c.App(s.Name)); err != nil && !os.IsExist(err) {
@@ -233,13 +267,11 @@ func (c *Cluster) ServiceConfig(s Service) string {
 		q[i] = fmt.Sprintf("%q", n)
 	}
 	args := " {name} {nodename} {var}"
-	def, res := "", ""
-	if c.cfg.Ladder {
-		def = "monitor_action = \"switch\"\n"
-		res = fmt.Sprintf("monitor = true\nrestart = %d\nrestart_delay = %q\n", ladderRestarts, ladderDelay)
-	}
-	return fmt.Sprintf("[DEFAULT]\norchestrate = \"ha\"\nnodes = [%s]\n%s\n[app.main]\nstart = %q\nstop = %q\ncheck = %q\ntimeout = \"10s\"\n%s",
-		strings.Join(q, ", "), def, filepath.Join(c.Work, "start.sh")+args, filepath.Join(c.Work, "stop.sh")+args, filepath.Join(c.Work, "check.sh")+args, res)
+	// the restart ladder: a killed app is restarted in place, and once
+	// its restarts are spent the service switches (ResourceRecover)
+	return fmt.Sprintf("[DEFAULT]\norchestrate = \"ha\"\nnodes = [%s]\nmonitor_action = \"switch\"\n\n[app.main]\nstart = %q\nstop = %q\ncheck = %q\ntimeout = %q\nmonitor = true\nrestart = %d\nrestart_delay = %q\n",
+		strings.Join(q, ", "), filepath.Join(c.Work, "start.sh")+args, filepath.Join(c.Work, "stop.sh")+args, filepath.Join(c.Work, "check.sh")+args,
+		appTimeout, ladderRestarts, ladderDelay)
 }
 
 // CreateServices installs one failover service per rotation of the nodes

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,14 +35,10 @@ func TestScriptsAndConfigs(t *testing.T) {
 	if j, _ := os.ReadFile(c.Journal); len(j) != 0 {
 		t.Fatalf("a refused start journaled: %s", j)
 	}
-	if cfg := c.ServiceConfig(c.Services[0]); strings.Contains(cfg, "restart") || strings.Contains(cfg, "monitor") {
-		t.Fatalf("without Ladder the config names the ladder:\n%s", cfg)
-	}
-	c.cfg.Ladder = true
 	cfg := c.ServiceConfig(c.Services[0])
-	for _, want := range []string{"monitor_action = \"switch\"\n", "monitor = true\n", "restart = 2\n", "restart_delay = \"1s\"\n"} {
+	for _, want := range []string{"monitor_action = \"switch\"\n", "monitor = true\n", "restart = 2\n", "restart_delay = \"1s\"\n", "timeout = \"10s\"\n"} {
 		if !strings.Contains(cfg, want) {
-			t.Fatalf("with Ladder the config lacks %q:\n%s", want, cfg)
+			t.Fatalf("the service config lacks %q:\n%s", want, cfg)
 		}
 	}
 	if i, j := strings.Index(cfg, "monitor_action"), strings.Index(cfg, "[app.main]"); i > j {
@@ -49,7 +46,71 @@ func TestScriptsAndConfigs(t *testing.T) {
 	}
 }
 
-// BEHAVIOUR 3's vote as the prepared quorum tests compute it: a tie loses.
+// The node action the nodes run for crash_command and reboot_command only
+// records it; cluster.toml names the arbitrator in both quorum modes.
+func TestNodeActionAndClusterToml(t *testing.T) {
+	w := t.TempDir()
+	c := &Cluster{Work: w, Journal: filepath.Join(w, "journal"), secret: "00", members: "n1 = \"192.0.2.1:10000\"\n"}
+	if err := c.writeScripts(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if out, err := exec.Command(filepath.Join(w, "node-action.sh"), "n1", "crash").CombinedOutput(); err != nil {
+			t.Fatalf("node-action.sh: %v: %s", err, out)
+		}
+	}
+	got := c.nodeActions()
+	if len(got) != 2 || !strings.HasSuffix(got[0], " n1 crash") {
+		t.Fatalf("node actions %q, want two 'n1 crash' lines", got)
+	}
+	if again := c.nodeActions(); len(again) != 0 {
+		t.Fatalf("node actions read twice: %q", again)
+	}
+	for _, q := range []bool{false, true} {
+		s := c.clusterToml(q)
+		for _, want := range []string{fmt.Sprintf("quorum = %v\n", q), "[arbitrator.a1]\n", "uri = \"http://192.0.2.254:8080/\"\n", "timeout = \"2s\"\n"} {
+			if !strings.Contains(s, want) {
+				t.Fatalf("cluster.toml (quorum %v) lacks %q:\n%s", q, want, s)
+			}
+		}
+	}
+}
+
+// Sequence entries: Name/q runs with quorum on; the modes refuse what
+// they cannot run.
+func TestQuorumEntries(t *testing.T) {
+	if n, q := parseEntry("SplitBrain/q"); n != "SplitBrain" || !q {
+		t.Fatalf("parseEntry(SplitBrain/q) = %s %v", n, q)
+	}
+	if n, q := parseEntry("Pause"); n != "Pause" || q || entry("Pause", true) != "Pause/q" {
+		t.Fatalf("parseEntry(Pause) = %s %v", n, q)
+	}
+	if checkMode(QuorumOff, "NearQuorumPoint", false) == "" || checkMode(QuorumOff, "Pause", true) == "" {
+		t.Fatal("-quorum off accepted a test with quorum on")
+	}
+	if checkMode(QuorumMixed, "NearQuorumPoint", false) != "" || checkMode(QuorumOn, "Pause", false) != "" {
+		t.Fatal("a runnable entry refused")
+	}
+	for _, c := range []struct {
+		mode, name    string
+		current, coin bool
+		want          bool
+	}{
+		{QuorumMixed, "SplitBrain", false, true, true},
+		{QuorumMixed, "SplitBrain", true, false, false},
+		{QuorumMixed, "NearQuorumPoint", false, false, true},
+		{QuorumMixed, "Pause", true, false, true},
+		{QuorumMixed, "Pause", false, true, false},
+		{QuorumOn, "SplitBrain", false, false, true},
+		{QuorumOff, "Pause", true, true, false},
+	} {
+		if got := wantQuorum(c.mode, c.name, c.current, c.coin); got != c.want {
+			t.Errorf("wantQuorum(%s, %s, current %v, coin %v) = %v, want %v", c.mode, c.name, c.current, c.coin, got, c.want)
+		}
+	}
+}
+
+// BEHAVIOUR 3's vote as the split tests compute it: a tie loses.
 func TestSurvives(t *testing.T) {
 	for _, c := range []struct {
 		live, votes, total int

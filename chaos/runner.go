@@ -25,15 +25,20 @@ type Config struct {
 	// StopOnFailure ends the round at the first failed test; otherwise it
 	// goes on while the audits find the cluster recovered.
 	StopOnFailure bool
-	// Quorum sets cluster.quorum = true, the arbitrator a1 and
-	// split_action = "stop" in the configs (issue 11); never twice is then
-	// promised by every test. Daemons without quorum refuse these keys.
-	Quorum bool
-	// Ladder gives the services' app a restart ladder: monitor = true,
-	// restart = 2, restart_delay = 1s, monitor_action = switch (issue 10).
-	// Daemons without the ladder refuse these keys.
-	Ladder bool
+	// Quorum is the round's quorum mode: QuorumMixed ("" too), QuorumOn
+	// or QuorumOff (quorummode.go). With quorum on never twice is promised
+	// by every test.
+	Quorum string
+	// First are run first, in order (entries as in Tests: Name or
+	// Name/q), then the tests picked at random.
+	First []string
 }
+
+// ConfigError is a round asked for what cannot run (an unknown test, a
+// mode that refuses it): the command's usage error.
+type ConfigError string
+
+func (e ConfigError) Error() string { return string(e) }
 
 // T is the context of one test: the cluster, the test's random source,
 // what it did, and the acknowledged admin changes.
@@ -45,6 +50,8 @@ type T struct {
 	notes     []string
 	findings  []string
 	promised  bool // overlaps fail the test (unset by tests without that promise)
+	// logs are the sizes of the daemons' logs when the test began
+	logs map[string]int64
 }
 
 // Fault records a fault and when it was injected.
@@ -64,6 +71,7 @@ func (t *T) Finding(format string, args ...any) {
 // Outcome is the result of one run of a test with its audits.
 type Outcome struct {
 	Test     string
+	Quorum   bool // cluster.quorum was on
 	Pass     bool
 	Failures []string
 	Findings []string
@@ -99,13 +107,23 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.Services == 0 {
 		cfg.Services = 2
 	}
-	for _, n := range append(slices.Clone(cfg.Tests), cfg.Only...) {
+	switch cfg.Quorum {
+	case "":
+		cfg.Quorum = QuorumMixed
+	case QuorumMixed, QuorumOn, QuorumOff:
+	default:
+		return nil, ConfigError(fmt.Sprintf("quorum mode %q: want %s, %s or %s", cfg.Quorum, QuorumMixed, QuorumOn, QuorumOff))
+	}
+	for _, e := range append(slices.Clone(cfg.Tests), append(cfg.First, cfg.Only...)...) {
+		n, _ := parseEntry(e)
 		if testByName(n) == nil {
-			var prepared []string
-			for _, p := range Prepared {
-				prepared = append(prepared, p.Name)
-			}
-			return nil, fmt.Errorf("unknown test %q (tests: %s; prepared: %s)", n, strings.Join(TestNames(), ", "), strings.Join(prepared, ", "))
+			return nil, ConfigError(fmt.Sprintf("unknown test %q (tests: %s)", n, strings.Join(TestNames(), ", ")))
+		}
+	}
+	for _, e := range append(slices.Clone(cfg.Tests), cfg.First...) {
+		n, q := parseEntry(e)
+		if why := checkMode(cfg.Quorum, n, q); why != "" {
+			return nil, ConfigError(why)
 		}
 	}
 	if why := NetnsUnavailable(); why != "" {
@@ -115,7 +133,13 @@ func Run(cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("%s", why)
 	}
 	started := time.Now()
-	c, err := NewCluster(cfg)
+	// the daemons start in the mode of the first test named, if any
+	first := cfg.Quorum == QuorumOn
+	if seq := append(slices.Clone(cfg.Tests), cfg.First...); len(seq) > 0 && cfg.Quorum == QuorumMixed {
+		_, first = parseEntry(seq[0])
+		first = first || quorumUses[seq[0]] == quorumNeed
+	}
+	c, err := newCluster(cfg, first)
 	if err != nil {
 		return nil, err
 	}
@@ -129,39 +153,55 @@ func Run(cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("set-up: %w", err)
 	}
 	rep.Setup = time.Since(rep.Started)
-	fmt.Fprintf(cfg.Out, "chaos: seed %d, %d nodes, %d services, cluster up in %s\n", cfg.Seed, len(c.Names), len(c.Services), rep.Setup.Round(100*time.Millisecond))
+	fmt.Fprintf(cfg.Out, "chaos: seed %d, %d nodes, %d services, quorum %s, cluster up in %s\n", cfg.Seed, len(c.Names), len(c.Services), cfg.Quorum, rep.Setup.Round(100*time.Millisecond))
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6861766e))
 	ledger := newLedger()
 	pool := cfg.Only
 	if len(pool) == 0 {
 		pool = TestNames()
 	}
+	if cfg.Quorum == QuorumOff {
+		pool = slices.DeleteFunc(slices.Clone(pool), func(n string) bool { return quorumUses[n] == quorumNeed })
+	}
+	seq := cfg.Tests
+	if len(seq) == 0 {
+		seq = cfg.First
+	}
 	end := time.Now().Add(cfg.Duration)
 	for i := 0; ; i++ {
 		var name string
-		if len(cfg.Tests) > 0 {
-			if i == len(cfg.Tests) {
-				break
-			}
-			name = cfg.Tests[i]
-		} else {
-			if i > 0 && time.Now().After(end) {
-				break
-			}
+		var named, q bool
+		switch {
+		case i < len(seq):
+			name, q = parseEntry(seq[i])
+			named = true
+		case len(cfg.Tests) > 0 || len(pool) == 0:
+		case i == 0 || time.Now().Before(end):
 			name = pool[rng.IntN(len(pool))]
+		}
+		if name == "" {
+			break
 		}
 		// each test draws from its own source, derived from the round's:
 		// a replay of the sequence makes the same choices
 		t := &T{C: c, Rand: rand.New(rand.NewPCG(rng.Uint64(), uint64(i))), ledger: &ledger, promised: true}
-		rep.Sequence = append(rep.Sequence, name)
-		o := runOne(t, testByName(name), c, &ledger)
+		// a test that draws its mode always draws (first), named or not,
+		// so that a replay makes the same choices afterwards
+		coin := quorumUses[name] == quorumDraw && t.Rand.IntN(2) == 1
+		if named {
+			q = q || cfg.Quorum == QuorumOn || quorumUses[name] == quorumNeed
+		} else {
+			q = wantQuorum(cfg.Quorum, name, c.Quorum(), coin)
+		}
+		rep.Sequence = append(rep.Sequence, entry(name, q))
+		o := runOne(t, testByName(name), c, &ledger, q)
 		rep.MaxRSS = max(rep.MaxRSS, o.maxRSS)
 		rep.Outcomes = append(rep.Outcomes, o.Outcome)
 		status := "pass"
 		if !o.Pass {
 			status = "FAIL"
 		}
-		fmt.Fprintf(cfg.Out, "[%3d] %7s %-16s %s  recovery %-6s %s\n", i+1, time.Since(rep.Started).Round(time.Second), name, status,
+		fmt.Fprintf(cfg.Out, "[%3d] %7s %-18s %s  recovery %-6s %s\n", i+1, time.Since(rep.Started).Round(time.Second), entry(name, q), status,
 			o.Recovery.Round(100*time.Millisecond), strings.Join(o.Notes, "; "))
 		for _, f := range o.Findings {
 			fmt.Fprintf(cfg.Out, "        finding: %s\n", f)
@@ -191,13 +231,22 @@ type result struct {
 	recovered bool
 }
 
-// runOne runs a test, then its audits.
-func runOne(t *T, tc *Test, c *Cluster, ledger *Ledger) result {
+// runOne runs a test with cluster.quorum = quorum (the daemons restarted
+// first if the mode changes), then its audits.
+func runOne(t *T, tc *Test, c *Cluster, ledger *Ledger, quorum bool) result {
+	if quorum != c.Quorum() {
+		t0 := time.Now()
+		if err := c.SetQuorum(quorum); err != nil {
+			return result{Outcome: Outcome{Test: tc.Name, Quorum: quorum, Failures: []string{fmt.Sprintf("quorum = %v: %v", quorum, err)}}}
+		}
+		t.Note("quorum switched %s (daemons restarted in %s)", map[bool]string{true: "on", false: "off"}[quorum], time.Since(t0).Round(100*time.Millisecond))
+	}
 	start := time.Now()
 	t.lastFault = start
+	t.logs = c.logSizes()
 	from := c.journalLines()
 	err := tc.Run(t)
-	o := result{Outcome: Outcome{Test: tc.Name}}
+	o := result{Outcome: Outcome{Test: tc.Name, Quorum: quorum}}
 	if err != nil {
 		o.Failures = append(o.Failures, err.Error())
 		// leave no fault behind for the audits: they judge the recovery
@@ -211,7 +260,7 @@ func runOne(t *T, tc *Test, c *Cluster, ledger *Ledger) result {
 		}
 	}
 	// with quorum, never twice is promised by every test (BEHAVIOUR 3)
-	a := c.Audit(t.lastFault, from, t.promised || c.cfg.Quorum, *ledger)
+	a := c.Audit(t.lastFault, from, t.promised || c.Quorum(), *ledger)
 	o.Failures = append(o.Failures, a.Failures...)
 	o.Findings = append(t.findings, a.Findings...)
 	o.Notes = t.notes
@@ -247,8 +296,8 @@ func (r *Report) Replay() string {
 }
 
 type row struct {
-	runs, passed int
-	worst        time.Duration
+	runs, passed, quorum int
+	worst                time.Duration
 }
 
 func (r *Report) rows() ([]string, map[string]*row) {
@@ -262,6 +311,9 @@ func (r *Report) rows() ([]string, map[string]*row) {
 			names = append(names, o.Test)
 		}
 		w.runs++
+		if o.Quorum {
+			w.quorum++
+		}
 		if o.Pass {
 			w.passed++
 		}
@@ -275,15 +327,17 @@ func (r *Report) rows() ([]string, map[string]*row) {
 func (r *Report) Table() string {
 	var b strings.Builder
 	names, rows := r.rows()
-	fmt.Fprintf(&b, "%-16s %5s %7s %14s\n", "test", "runs", "passed", "worst recovery")
+	fmt.Fprintf(&b, "%-16s %5s %7s %7s %14s\n", "test", "runs", "passed", "quorum", "worst recovery")
 	for _, n := range names {
 		w := rows[n]
-		fmt.Fprintf(&b, "%-16s %5d %7d %14s\n", n, w.runs, w.passed, w.worst.Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "%-16s %5d %7d %7d %14s\n", n, w.runs, w.passed, w.quorum, w.worst.Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(&b, "\n%d tests in %s (seed %d), daemon RSS at most %d MiB\n", len(r.Outcomes), r.Elapsed.Round(time.Second), r.Seed, r.MaxRSS>>10)
-	fmt.Fprintf(&b, "pending (not run, waiting for other work):\n")
-	for _, p := range Pending {
-		fmt.Fprintf(&b, "  %-16s %s\n", p.Name, p.Waits)
+	if len(Pending) > 0 {
+		fmt.Fprintf(&b, "pending (not run, waiting for other work):\n")
+		for _, p := range Pending {
+			fmt.Fprintf(&b, "  %-16s %s\n", p.Name, p.Waits)
+		}
 	}
 	return b.String()
 }
@@ -294,15 +348,18 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# Chaos round: seed %d\n\n", r.Seed)
 	fmt.Fprintf(&b, "Started %s, ran %s (asked: %s), %d tests, cluster set up in %s. Result: **%s**.\n\n",
 		r.Started.Format(time.RFC3339), r.Elapsed.Round(time.Second), r.Duration, len(r.Outcomes), r.Setup.Round(100*time.Millisecond), map[bool]string{true: "FAILED", false: "passed"}[r.Failed()])
-	b.WriteString("| test | runs | passed | worst recovery |\n|---|---:|---:|---:|\n")
+	b.WriteString("| test | runs | passed | with quorum | worst recovery |\n|---|---:|---:|---:|---:|\n")
 	names, rows := r.rows()
 	for _, n := range names {
 		w := rows[n]
-		fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", n, w.runs, w.passed, w.worst.Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s |\n", n, w.runs, w.passed, w.quorum, w.worst.Round(100*time.Millisecond))
 	}
-	fmt.Fprintf(&b, "\nDaemon RSS at most %d MiB.\n\n## Pending\n\n| test | waits for |\n|---|---|\n", r.MaxRSS>>10)
-	for _, p := range Pending {
-		fmt.Fprintf(&b, "| %s | %s |\n", p.Name, p.Waits)
+	fmt.Fprintf(&b, "\nDaemon RSS at most %d MiB.\n", r.MaxRSS>>10)
+	if len(Pending) > 0 {
+		b.WriteString("\n## Pending\n\n| test | waits for |\n|---|---|\n")
+		for _, p := range Pending {
+			fmt.Fprintf(&b, "| %s | %s |\n", p.Name, p.Waits)
+		}
 	}
 	b.WriteString("\n## Sequence\n\n| # | test | result | recovery | what happened |\n|---:|---|---|---:|---|\n")
 	for i, o := range r.Outcomes {
@@ -314,7 +371,7 @@ func (r *Report) Markdown() string {
 		if len(o.Findings) > 0 {
 			what += "; findings: " + strings.Join(o.Findings, "; ")
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", i+1, o.Test, strings.ReplaceAll(res, "|", "/"), o.Recovery.Round(100*time.Millisecond), strings.ReplaceAll(what, "|", "/"))
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", i+1, entry(o.Test, o.Quorum), strings.ReplaceAll(res, "|", "/"), o.Recovery.Round(100*time.Millisecond), strings.ReplaceAll(what, "|", "/"))
 	}
 	if r.Failed() {
 		fmt.Fprintf(&b, "\nReplay: `%s`\n", r.Replay())

@@ -21,6 +21,8 @@ var EventKinds = []string{
 	"peer_down", "peer_status", "peer_up", "resource_failed", "resource_status", "restarts_reset",
 	"restarts_spent", "target", "target_adopted", "target_failed", "target_reached",
 	"quorum_vote", "quorum_stall", "arbitrator", "takeover_gate", "fenced", "fence_failed",
+	"config_outside", "config_deleted_by_peer", "config_refused", "config_conflict", "config_install_failed",
+	"config_rebased", "config_unconfirmed",
 }
 
 // HookAll is the events entry of a hook run on every event.

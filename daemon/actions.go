@@ -1,11 +1,7 @@
 package daemon
 
 import (
-	"strings"
-
 	"haven/api"
-	"haven/dataset"
-	"haven/monitor"
 	"haven/node"
 )
 
@@ -73,34 +69,17 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// deleteService stops the local instance if it runs, then removes the
-// config everywhere: the tombstone travels with the heartbeats. It refuses
-// while the service runs on another node whose daemon is heard (stop it
-// first), or when the local stop fails; a node that is down stops its
-// instance when the tombstone reaches it.
+// deleteService deletes the service everywhere (the node core's
+// DeleteService: the local instance stopped first, then the config
+// removed and a tombstone left, which travels with the heartbeats).
 func (d *Daemon) deleteService(inst *instance, done func(any, error)) {
-	snap := d.snapshot()
-	var elsewhere []string
-	for _, node := range snap.ClusterNodes {
-		v, ok := snap.Nodes[node]
-		if node == d.node.Name || !ok || !v.Alive() {
-			continue
-		}
-		if i, ok := v.Data.Services[inst.name]; ok {
-			if a := monitor.EffectiveAvail(i); a == dataset.StatusUp || a == dataset.StatusWarn {
-				elsewhere = append(elsewhere, node)
-			}
-		}
-	}
-	if len(elsewhere) > 0 {
-		done(nil, failed("not deleted: it runs on %s (stop it first: svcmgr -s %s stop --wait)", strings.Join(elsewhere, ", "), inst.name))
-		return
-	}
-	d.removeService(inst.name, d.nextVersion(), func(err error) {
-		if err != nil {
+	tk := d.core.DeleteService(inst.name, d.clk.Now())
+	d.tickets[tk] = func(a node.Answer) {
+		if err := answerErr(a); err != nil {
 			done(nil, err)
 			return
 		}
-		done(api.ActionResponse{Result: "deleted"}, nil)
-	})
+		done(api.ActionResponse{Result: a.Result}, nil)
+	}
+	d.applyReady()
 }

@@ -10,13 +10,10 @@ import (
 	"strconv"
 	"time"
 
-	"go.uber.org/zap"
-
 	"haven/api"
 	"haven/config"
 	"haven/config/tomlfile"
 	"haven/dataset"
-	"haven/fsutil"
 	"haven/node"
 )
 
@@ -74,7 +71,9 @@ func (d *Daemon) routes() http.Handler {
 			writeErr(w, err)
 			return
 		}
-		d.replyAsync(w, func(done func(any, error)) { d.create(req, cfg, done) })
+		d.replyAsync(w, func(done func(any, error)) {
+			d.whenConfigIdle(req.Name, func() { d.create(req, cfg, done) })
+		})
 	})
 	mux.HandleFunc("POST "+api.PathServiceAction, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ActionRequest
@@ -100,7 +99,9 @@ func (d *Daemon) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		d.replyAsync(w, func(done func(any, error)) { d.keyword(req, done) })
+		d.replyAsync(w, func(done func(any, error)) {
+			d.whenConfigIdle(req.Name, func() { d.keyword(req, done) })
+		})
 	})
 	mux.HandleFunc("GET "+api.PathExplain, d.handleExplain)
 	mux.HandleFunc("POST "+api.PathRefresh, d.handleRefresh(decode))
@@ -300,7 +301,7 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 	if req.Base != "" {
 		cur, err := d.configRaw(req.Name)
 		if err != nil || dataset.ConfigDigest(cur) != req.Base {
-			v := d.knownConfig(req.Name).Version
+			v := d.core.KnownConfig(req.Name).Version
 			done(nil, failed("%s: changed concurrently (now version %d from %s) since the config was read: nothing installed, retry", req.Name, v.Counter, v.Origin))
 			return
 		}
@@ -309,40 +310,20 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 	if exists || bad != nil {
 		what = "replaced"
 	}
-	e := d.newEntry(req.Name, cfg.Raw)
-	if err := d.install(cfg, e, what); err != nil {
-		done(nil, err)
-		return
-	}
-	d.awaitAdoption(req.Name, "", nil, e.Version.Counter, done)
+	d.editConfig(node.ConfigRequest{Service: req.Name, Config: cfg, What: what}, func(a node.Answer) { done(nil, answerErr(a)) })
 }
 
-// install writes cfg atomically at the version of e (with its digest and
-// lineage) and (re)builds its instance.
-func (d *Daemon) install(cfg *config.ServiceConfig, e dataset.ConfigEntry, what string) error {
-	path := d.p.ServiceConf(cfg.Name)
-	if err := fsutil.WriteAtomic(path, cfg.Raw, 0o600); err != nil {
-		return failed("install: %v", err)
-	}
-	cfg.File = path
-	if d.cfgs.invalid[cfg.Name] != nil {
-		delete(d.cfgs.invalid, cfg.Name)
-		d.log.Info("service config repaired: managed again with its kept state", zap.String("svc", cfg.Name))
-	}
-	ds := d.dur.Services[cfg.Name]
-	ds.ConfigVersion, ds.ConfigDigest, ds.ConfigIncludes = e.Version, dataset.ConfigDigest(cfg.Raw), e.Includes
-	d.dur.Services[cfg.Name] = ds
-	delete(d.dur.Tombstones, cfg.Name)
-	d.core.StateChanged()
-	inst := d.installInstance(cfg)
-	d.log.Info("service config "+what, zap.String("svc", cfg.Name))
-	d.logEvent(node.ConfigChanged{Svc: cfg.Name, Change: "config " + what})
-	d.check(inst)
-	return nil
+// editConfig hands an edit made here to the node core, which installs it
+// (applyConfig) and answers once the state is written and the live peers
+// hold it.
+func (d *Daemon) editConfig(req node.ConfigRequest, done func(node.Answer)) {
+	req.Now = d.clk.Now()
+	d.tickets[d.core.EditConfig(req)] = done
+	d.applyReady()
 }
 
 // keyword gets, sets or unsets keywords. A change is installed here at
-// once and answered once the live peers hold it (see awaitAdoption).
+// once and answered once the live peers hold it (node/configs.go).
 func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 	inst, err := d.lookup(req.Name)
 	if err != nil {
@@ -365,22 +346,18 @@ func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 		done(out, nil)
 		return
 	case "set", "unset":
-		if raw, err = applyKeywords(file, raw, req.Op, req.Kws); err != nil {
+		codec := tomlfile.ServiceCodec{File: d.p.ServiceConf}
+		if raw, err = codec.EditService(req.Name, raw, req.Op, req.Kws); err != nil {
 			done(nil, badInput(err))
 			return
 		}
-		cfg, err := tomlfile.ParseService(file, req.Name, raw)
+		cfg, err := codec.ParseService(req.Name, raw)
 		if err != nil {
 			done(nil, err)
 			return
 		}
-		e := d.newEntry(req.Name, cfg.Raw)
-		if err := d.install(cfg, e, "changed"); err != nil {
-			done(nil, err)
-			return
-		}
-		d.awaitAdoption(req.Name, req.Op, req.Kws, e.Version.Counter, func(_ any, err error) {
-			done(api.KeywordResponse{}, err)
+		d.editConfig(node.ConfigRequest{Service: req.Name, Config: cfg, What: "changed", Op: req.Op, Kws: req.Kws}, func(a node.Answer) {
+			done(api.KeywordResponse{}, answerErr(a))
 		})
 		return
 	}

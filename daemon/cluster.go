@@ -55,7 +55,7 @@ func (d *Daemon) startHeartbeat() error {
 }
 
 // onHeartbeat applies one heartbeat event on the loop: the node core
-// takes the peer's news; the configs it carries are installed first.
+// takes the peer's news (the configs it carries too).
 func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 	pe := node.PeerEvent{Node: ev.Node}
 	switch ev.Kind {
@@ -82,9 +82,9 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 			return
 		}
 		pe.Kind, pe.Data = node.PeerData, ev.Data
-		d.mergeConfigs(ev.Node, ev.Data.Configs)
-		// targets and clears with invalid names are refused here
+		// configs, targets and clears with invalid names are refused here
 		data := *ev.Data
+		data.Configs = d.validConfigs(ev.Node, ev.Data.Configs)
 		data.Targets, data.Clears = d.validTargets(ev.Data.Targets), d.validClears(ev.Data.Clears)
 		pe.Data = &data
 	default:
@@ -92,11 +92,6 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 	}
 	d.core.Heartbeat(pe, d.clk.Now())
 	d.applyReady()
-	if pe.Kind == node.PeerData {
-		for _, name := range d.pendingNames() {
-			d.checkPending(name)
-		}
-	}
 }
 
 // peerStatus is this node's conclusion about a peer.

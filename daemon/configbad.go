@@ -8,15 +8,18 @@ import (
 
 // configState is the loop-owned part of the daemon about configs that
 // are not plain installed ones: the files that do not parse, and the
-// edits accepted here that the cluster has not adopted yet.
+// config writes in flight (configs.go).
 type configState struct {
 	// invalid are the services whose config file does not parse: their
 	// durable state is kept, they are shown as "config invalid" and the
 	// daemon does not act on them until the config is repaired.
 	invalid map[string]*badConfig
-	// pending are the edits made here and not yet adopted by every live
-	// peer, by service, in the order they were accepted (configedit.go).
-	pending map[string][]*pendingEdit
+	// last is closed when the last config write handed to a worker has
+	// ended: each write waits for the one before (the core's order).
+	last chan struct{}
+	// parked are the requests that read a config while a write of it is
+	// in flight: they run once it is written (whenConfigIdle).
+	parked map[string][]func()
 }
 
 // badConfig is a service config file that does not parse.

@@ -1,195 +1,117 @@
 package daemon
 
 import (
+	"context"
 	"os"
 
 	"go.uber.org/zap"
 
-	"haven/config"
-	"haven/config/tomlfile"
 	"haven/dataset"
+	"haven/fsutil"
 	"haven/node"
 )
 
-// nextVersion returns a new logical version for an edit made on this node.
-func (d *Daemon) nextVersion() dataset.Version { return d.core.NextVersion() }
+// Config distribution is the node core's (node/configs.go: versions,
+// digests, tombstones, which peer config to adopt, the adoption waits of
+// the edits made here and their rebase, the deletion which stops the
+// instance first). The daemon carries out its ConfigOps: it writes the
+// config files off the loop, in order, rebuilds the instances on the loop
+// and reports each with ConfigDone. A file written when the daemon stops
+// before its version is recorded is found at the next start as changed
+// outside Haven: it wins as a new version (node.Core.CheckLocalFile).
 
-// witness advances the Lamport clock past a version seen from a peer.
-func (d *Daemon) witness(v dataset.Version) { d.core.Witness(v) }
-
-// knownConfig is the version, digest and lineage of the config of name
-// this node holds (a tombstone counts), without its text.
-func (d *Daemon) knownConfig(name string) dataset.ConfigEntry {
-	if v, ok := d.dur.Tombstones[name]; ok {
-		return dataset.ConfigEntry{Version: v, Deleted: true}
-	}
-	ds := d.dur.Services[name]
-	return dataset.ConfigEntry{Version: ds.ConfigVersion, Digest: ds.ConfigDigest, Includes: ds.ConfigIncludes}
-}
-
-// newEntry makes the entry of an edit made on this node: a new version
-// whose lineage is the current config's plus this edit.
-func (d *Daemon) newEntry(name string, raw []byte) dataset.ConfigEntry {
-	v := d.nextVersion()
-	inc := map[string]uint64{}
-	for o, c := range d.knownConfig(name).Includes {
-		inc[o] = c
-	}
-	inc[d.node.Name] = v.Counter
-	return dataset.ConfigEntry{Version: v, Digest: dataset.ConfigDigest(raw), Includes: inc, Raw: string(raw)}
-}
-
-// configEntries lists the configs and tombstones this node relays. A config
-// that does not parse here is not relayed.
-func (d *Daemon) configEntries() map[string]dataset.ConfigEntry {
-	out := make(map[string]dataset.ConfigEntry, len(d.services)+len(d.dur.Tombstones))
-	for name, inst := range d.services {
-		e := d.knownConfig(name)
-		e.Raw = string(inst.cfg.Raw)
-		out[name] = e
-	}
-	for name, v := range d.dur.Tombstones {
-		out[name] = dataset.ConfigEntry{Version: v, Deleted: true}
-	}
-	return out
-}
-
-// checkLocalFile compares a config file read at start-up with the digest
-// recorded for its version. A file that differs was changed outside Haven
-// (a hand edit, a restored backup, or a crash between the write of the
-// file and that of its version): the file on disk wins, as a hand edit
-// would, and gets a new version so that every node converges on it.
-func (d *Daemon) checkLocalFile(name string, raw []byte) {
-	ds, known := d.dur.Services[name]
-	dig := dataset.ConfigDigest(raw)
-	switch {
-	case ds.ConfigDigest == dig:
-		return
-	case known && ds.ConfigDigest == "" && !ds.ConfigVersion.IsZero():
-		// recorded before versions carried a digest: adopt it as is
-		ds.ConfigDigest = dig
-	default:
-		e := d.newEntry(name, raw)
-		d.log.Warn("service config changed outside Haven (its content is not the one recorded for its version): the file on disk wins as a new version",
-			zap.String("svc", name), zap.String("file", d.p.ServiceConf(name)),
-			zap.Uint64("old_version", ds.ConfigVersion.Counter), zap.String("old_origin", ds.ConfigVersion.Origin),
-			zap.Uint64("version", e.Version.Counter))
-		ds.ConfigVersion, ds.ConfigDigest, ds.ConfigIncludes = e.Version, e.Digest, e.Includes
-		delete(d.dur.Tombstones, name)
-	}
-	d.dur.Services[name] = ds
-	d.core.StateChanged()
-}
-
-// mergeConfigs installs the configs of a peer that win over ours. Every
-// node applies the same rule (dataset.ConfigEntry.Wins: the newest
-// version, then the higher digest), so concurrent edits resolve the same
-// way everywhere.
-func (d *Daemon) mergeConfigs(from string, entries map[string]dataset.ConfigEntry) {
-	for _, name := range sortedKeys(entries) {
-		if !d.peerServiceName(from, "configs", name) {
-			continue
+// applyConfig writes (atomically) or removes the config file of a
+// ConfigOp of the core in a worker, off the loop, each write after the one
+// before; configWritten takes the result on the loop.
+func (d *Daemon) applyConfig(op node.ConfigOp) {
+	path := d.p.ServiceConf(op.Service)
+	prev, done := d.cfgs.last, make(chan struct{})
+	d.cfgs.last = done
+	d.goWorker(func(context.Context) {
+		defer close(done)
+		if prev != nil {
+			<-prev
 		}
-		e := entries[name]
-		d.witness(e.Version)
-		cur := d.knownConfig(name)
-		if !e.Wins(cur) {
-			continue
-		}
-		if r, ok := d.refused[name]; ok && r == e.Version {
-			continue
-		}
-		if e.Deleted {
-			d.log.Info("service deleted by a peer", zap.String("svc", name), zap.String("from", from))
-			d.failPending(name, failed("%s: deleted concurrently on %s", name, from))
-			d.removeService(name, e.Version, nil)
-			continue
-		}
-		if err := config.ValidServiceName(name); err != nil {
-			d.refused[name] = e.Version
-			d.log.Error("config from peer refused", zap.String("svc", name), zap.String("from", from), zap.Error(err))
-			continue
-		}
-		if dig := dataset.ConfigDigest([]byte(e.Raw)); e.Digest != dig {
-			if e.Digest != "" {
-				d.refused[name] = e.Version
-				d.log.Error("config from peer refused: its digest does not match its content", zap.String("svc", name), zap.String("from", from))
-				continue
+		var err error
+		if op.Config == nil {
+			if err = os.Remove(path); os.IsNotExist(err) {
+				err = nil
 			}
-			e.Digest = dig // a peer of a build without digests
+		} else {
+			err = fsutil.WriteAtomic(path, op.Config.Raw, 0o600)
 		}
-		cfg, err := tomlfile.ParseService(d.p.ServiceConf(name), name, []byte(e.Raw))
-		if err != nil {
-			// keep the last good config; log once per version
-			d.refused[name] = e.Version
-			d.log.Error("config from peer refused, last good config kept", zap.String("svc", name), zap.String("from", from), zap.Error(err))
-			continue
-		}
-		if e.Version == cur.Version && !cur.Deleted {
-			d.log.Warn("config conflict: a peer holds another content under the same version: the higher digest wins on every node",
-				zap.String("svc", name), zap.String("from", from), zap.Uint64("version", e.Version.Counter),
-				zap.String("origin", e.Version.Origin), zap.String("digest", e.Digest[:12]), zap.String("ours", shortDigest(cur.Digest)))
-		}
-		if err := d.install(cfg, e, "received from "+from); err != nil {
-			d.log.Error("install config from peer", zap.String("svc", name), zap.Error(err))
-			continue
-		}
-		d.rebasePending(name, from)
-	}
-	d.core.StateChanged()
+		d.post(func() { d.configWritten(op, path, err) })
+	})
 }
 
-func shortDigest(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}
-
-// removeService stops the local instance if it runs, then removes the
-// config and leaves a tombstone at version v. done (may be nil) gets the
-// result. The private dir {var} is kept.
-func (d *Daemon) removeService(name string, v dataset.Version, done func(error)) {
-	finish := func(err error) {
-		if done != nil {
-			done(err)
-		}
-	}
-	remove := func() {
-		if err := os.Remove(d.p.ServiceConf(name)); err != nil && !os.IsNotExist(err) {
-			finish(failed("remove config: %v", err))
-			return
-		}
-		d.failPending(name, failed("%s: deleted meanwhile", name))
+// configWritten rebuilds or forgets the instance of a config written, and
+// reports it to the core, which records its version; the status check of
+// a new config is ordered. The requests parked meanwhile run then.
+func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
+	name := op.Service
+	switch {
+	case err != nil:
+		d.core.ConfigDone(name, err, d.clk.Now())
+	case op.Config == nil:
 		delete(d.services, name)
 		d.core.RemoveInstance(name)
 		delete(d.cfgs.invalid, name)
-		delete(d.dur.Services, name)
-		if d.dur.Tombstones == nil {
-			d.dur.Tombstones = map[string]dataset.Version{}
-		}
-		d.dur.Tombstones[name] = v
-		d.core.StateChanged()
 		d.changed()
 		d.log.Info("service deleted", zap.String("svc", name))
-		d.logEvent(node.ConfigChanged{Svc: name, Change: "deleted"})
-		finish(nil)
-	}
-	inst := d.services[name]
-	if inst != nil && done == nil && d.monitorState(name) == dataset.StopFailed && d.running(inst) {
-		// a deletion heard from a peer: its stop failed here already; it
-		// is not run again on every heartbeat, the admin clears it
-		return
-	}
-	if inst == nil || inst.set == nil || !d.running(inst) {
-		remove()
-		return
-	}
-	d.runAction(inst, "stop", "service deleted", func(err error) {
-		if err != nil {
-			finish(failed("not deleted: the stop failed: %v", err))
-			return
+		d.core.ConfigDone(name, nil, d.clk.Now())
+	default:
+		cfg := op.Config
+		cfg.File = path
+		if d.cfgs.invalid[name] != nil {
+			delete(d.cfgs.invalid, name)
+			d.log.Info("service config repaired: managed again with its kept state", zap.String("svc", name))
 		}
-		remove()
-	})
+		inst := d.installInstance(cfg)
+		d.log.Info("service config "+op.What, zap.String("svc", name))
+		d.core.ConfigDone(name, nil, d.clk.Now())
+		d.core.CheckNow(inst.name)
+	}
+	d.applyReady()
+	d.runParked(name)
+}
+
+// whenConfigIdle runs f, a request that reads the config of name (get,
+// set, unset, create), at once, or once no write of that config is in
+// flight: an edit is made on the newest config, which holds every edit
+// pending here (node/configs.go).
+func (d *Daemon) whenConfigIdle(name string, f func()) {
+	if !d.core.ConfigBusy(name) {
+		f()
+		return
+	}
+	if d.cfgs.parked == nil {
+		d.cfgs.parked = map[string][]func(){}
+	}
+	d.cfgs.parked[name] = append(d.cfgs.parked[name], f)
+}
+
+// runParked runs the requests parked for name while no write of it is in
+// flight.
+func (d *Daemon) runParked(name string) {
+	for len(d.cfgs.parked[name]) > 0 && !d.core.ConfigBusy(name) {
+		f := d.cfgs.parked[name][0]
+		d.cfgs.parked[name] = d.cfgs.parked[name][1:]
+		f()
+	}
+	if len(d.cfgs.parked[name]) == 0 {
+		delete(d.cfgs.parked, name)
+	}
+}
+
+// validConfigs keeps the config entries heard from peer from whose names
+// are valid; an invalid one is refused (logged once): it could name a
+// path outside the service directory.
+func (d *Daemon) validConfigs(from string, es map[string]dataset.ConfigEntry) map[string]dataset.ConfigEntry {
+	ok := make(map[string]dataset.ConfigEntry, len(es))
+	for _, name := range sortedKeys(es) {
+		if d.peerServiceName(from, "configs", name) {
+			ok[name] = es[name]
+		}
+	}
+	return ok
 }

@@ -43,6 +43,10 @@ func (d *Daemon) applyReady() {
 		d.runProbes(rd.Probes)
 		d.runFences(rd.Fences)
 		d.armStep(rd.WakeAt)
+		// the config files, each reported to the core (configs.go)
+		for _, op := range rd.Configs {
+			d.applyConfig(op)
+		}
 	}
 }
 

@@ -102,8 +102,6 @@ type Daemon struct {
 	hbEvents  <-chan heartbeat.Event
 	asks      peerAsks // asks to peers waiting for an answer (peerlogs.go)
 	published uint64
-	// refused remembers config versions from peers that did not validate.
-	refused map[string]dataset.Version
 	// badPeerNames are invalid names received from peers, logged once.
 	badPeerNames map[string]bool
 	// cfgs holds the configs that do not parse and the edits in flight.
@@ -151,7 +149,6 @@ func New(opts Options) (*Daemon, error) {
 		quit:     make(chan struct{}),
 		stopReq:  make(chan string, 1),
 		services: map[string]*instance{},
-		refused:  map[string]dataset.Version{},
 		tickets:  map[node.Ticket]func(node.Answer){},
 	}
 	d.actx, d.acancel = context.WithCancel(context.Background())
@@ -191,7 +188,8 @@ func New(opts Options) (*Daemon, error) {
 	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat,
 		MaintenanceGrace: d.node.MaintenanceGracePeriod, RejoinGrace: d.node.RejoinGracePeriod,
 		ReadyPeriod: d.node.ReadyPeriod, CheckInterval: d.node.CheckInterval, MonitorInterval: d.node.MonitorInterval,
-		Quorum: quorumConfig(d.node, d.cluster), Local: d}, dur)
+		Quorum: quorumConfig(d.node, d.cluster), Local: d, Configs: tomlfile.ServiceCodec{File: p.ServiceConf},
+		ConfirmTimeout: 10*time.Second + 2*d.node.HB.Timeout}, dur)
 	d.dur = d.core.State()
 	if err := d.checkIdentity(opts.NewCluster); err != nil {
 		return nil, err

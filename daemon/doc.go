@@ -11,7 +11,9 @@
 //
 // What is still the daemon's own, not the core's: the resource drivers
 // (its workers only execute the core's node.Action and node.Check and
-// report), config distribution (configs.go, configedit.go: versions, digests, adoption
-// waits, rebase of keyword edits), the local API, the cluster identity
-// and the heartbeat incarnation, load and memory.
+// report), the config files (configs.go: the core decides config
+// distribution, node/configs.go; the daemon writes or removes the files of
+// its Ready.Configs, rebuilds the instances and reports each with
+// ConfigDone), the local API, the cluster identity and the heartbeat
+// incarnation, load and memory.
 package daemon

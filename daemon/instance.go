@@ -73,7 +73,7 @@ func (d *Daemon) loadServices() {
 			d.setInvalid(name, raw, err)
 			continue
 		}
-		d.checkLocalFile(name, raw)
+		d.core.CheckLocalFile(name, raw)
 		d.installInstance(cfg)
 	}
 	// forget durable state of services that no longer exist
@@ -261,7 +261,7 @@ func (d *Daemon) localNode() dataset.Node {
 		MemAvailPct: d.memPct,
 		Labels:      d.node.Labels,
 		Services:    map[string]dataset.Instance{},
-		Configs:     d.configEntries(),
+		Configs:     d.core.ConfigEntries(),
 		Gen:         d.gen,
 	}
 	for name := range d.cfgs.invalid {

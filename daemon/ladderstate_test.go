@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,19 +17,7 @@ func TestDurableKeepsTheLadder(t *testing.T) {
 	web.Restarts = map[string]node.RestartCount{"app#main": {Spent: 2, LastFailure: "check says down", FailedAt: at}}
 	web.GaveUp, web.Excluded = "app#main down, 2 restarts spent", "monitor_action switch"
 	st.Services["web"] = web
-	b, err := encodeDurable(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "state.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got, err := loadDurable(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := got.Services["web"]
+	g := roundTrip(t, st).Services["web"]
 	if c := g.Restarts["app#main"]; c.Spent != 2 || !c.FailedAt.Equal(at) || c.LastFailure != "check says down" ||
 		g.GaveUp != web.GaveUp || g.Excluded != web.Excluded {
 		t.Fatalf("read back %+v", g)

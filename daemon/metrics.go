@@ -64,7 +64,7 @@ type metrics struct {
 	restartsSpent         *prometheus.CounterVec
 	monitorActions        *prometheus.CounterVec // service, action
 	// the quorum: the last vote, the votes by verdict, arbitrators, fences
-	voteSurvive, voteVotes, voteTotal, voteAt *prometheus.GaugeVec // no label: absent before the first vote
+	voteSurvive, voteVotes, voteTotal, voteAt *prometheus.GaugeVec   // no label: absent before the first vote
 	votes                                     *prometheus.CounterVec // verdict
 	arbitratorUp                              *prometheus.GaugeVec   // arbitrator
 	fences                                    *prometheus.CounterVec // node, result

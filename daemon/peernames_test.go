@@ -43,11 +43,16 @@ func TestPeerNamesValidated(t *testing.T) {
 	}()
 	v := func(c uint64) dataset.Version { return dataset.Version{Counter: c, Origin: "n2"} }
 	for i := 0; i < 3; i++ { // a peer repeats its data: one log line per name
-		d.mergeConfigs("n2", map[string]dataset.ConfigEntry{
+		d.core.MergeConfigs("n2", d.validConfigs("n2", map[string]dataset.ConfigEntry{
 			"../../../victim": {Version: v(5), Deleted: true},
 			"../cluster":      {Version: v(5), Deleted: true},
 			"gone":            {Version: v(5), Deleted: true},
-		})
+		}), d.clk.Now())
+		d.applyReady()
+		// the config writes run in workers and post their results
+		for d.workers.Wait(); len(d.ev) > 0; d.workers.Wait() {
+			(<-d.ev)()
+		}
 	}
 	for _, f := range []string{filepath.Join(top, "victim.toml"), p.Cluster} {
 		if _, err := os.Stat(f); err != nil {

@@ -18,23 +18,32 @@ func sampleDurable() durable {
 	}, Tombstones: map[string]dataset.Version{"old": {Counter: 2, Origin: "n2"}}}
 }
 
-func TestDurableRoundTrip(t *testing.T) {
+// roundTrip writes st to a state file and reads it back.
+func roundTrip(t *testing.T, st durable) durable {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.json")
-	b, err := encodeDurable(sampleDurable())
+	b, err := encodeDurable(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(path, b, 0o600)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	got, err := loadDurable(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+func TestDurableRoundTrip(t *testing.T) {
+	got := roundTrip(t, sampleDurable())
 	if got.Lamport != 7 || !got.NodeFrozen || !got.Services["web"].Frozen || got.Services["web"].LocalExpect != "started" ||
 		got.Services["web"].Target.ID != "n1-7" || got.Tombstones["old"].Counter != 2 {
 		t.Fatalf("round trip lost data: %+v", got)
 	}
 	// no file: a node that never saved anything
-	got, err = loadDurable(filepath.Join(t.TempDir(), "none.json"))
+	got, err := loadDurable(filepath.Join(t.TempDir(), "none.json"))
 	if err != nil || got.Services == nil || got.Lamport != 0 {
 		t.Fatalf("absent state file: %+v, %v; want an empty state", got, err)
 	}

@@ -30,6 +30,12 @@ type Config struct {
 	// Local gives what the driver owns of the node's view (nil: an empty
 	// node, for tests of the durable state alone).
 	Local Local
+	// Configs parses and edits service configs for config distribution
+	// (configs.go); nil: no config distribution (a peer's configs are not
+	// installed). ConfirmTimeout bounds the wait for the peers' adoption
+	// of an edit made here (default 10s).
+	Configs        ConfigCodec
+	ConfirmTimeout time.Duration
 	// WriteThrough is a driver's promise that it writes Ready.Persist
 	// before it takes anything else of the Ready, and never fails (unit
 	// tests): the core then counts each state written as soon as it
@@ -82,6 +88,8 @@ type Core struct {
 
 	// ps is the acknowledgement of state writes (persist.go).
 	ps persistence
+	// cd is config distribution (configs.go).
+	cd configDist
 	// q is the quorum's state (quorum.go).
 	q quorumState
 
@@ -113,8 +121,7 @@ func (emptyLocal) LocalServices() map[string]*config.ServiceConfig { return nil 
 func (c *Core) Name() string { return c.cfg.Name }
 
 // State returns the durable state the core owns. The driver reads it to
-// write it; config distribution (still in package daemon) changes the
-// config bookkeeping of its services in place and writes it itself.
+// write it.
 func (c *Core) State() *State { return &c.state }
 
 // Ready is what the driver must carry out after an input, in this order:
@@ -154,6 +161,10 @@ type Ready struct {
 	// PersistDone(PersistSeq, err). Answers and Run wait for it: those of
 	// a Ready whose state is not on disk come in a later Ready.
 	PersistSeq uint64
+	// Configs are the config files to write or remove, in order, each
+	// reported with ConfigDone (configs.go). They do not wait for Persist:
+	// the state records a config only once its file is written.
+	Configs []ConfigOp
 	// Ordered are the actions ordered by this Ready and held until its
 	// state is on disk: they come in the Run of a later Ready (or are
 	// aborted if the write fails). A driver that binds an action to what
@@ -164,7 +175,8 @@ type Ready struct {
 
 // Empty reports whether r asks nothing of the driver.
 func (r *Ready) Empty() bool {
-	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Probes) == 0 && len(r.NodeActions) == 0 && len(r.Fences) == 0 && r.WakeAt.IsZero()
+	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Probes) == 0 && len(r.NodeActions) == 0 && len(r.Fences) == 0 && r.WakeAt.IsZero() &&
+		len(r.Configs) == 0
 }
 
 // Ready returns what the inputs since the last call ask of the driver and

@@ -56,6 +56,21 @@
 //     stop / restart / shutdown); every answer by Ticket, every action
 //     run only once the Persist of its Ready is written (else
 //     ActionAborted);
+//   - config distribution (configs.go): the config versions, digests and
+//     lineages, the tombstones, which peer config to adopt (newer version
+//     wins, then the higher digest; a digest that lies or a config that
+//     does not parse is refused once per version), the edits made here
+//     (EditConfig: answered once every live peer holds them, or failed at
+//     ConfirmTimeout) and the rebase of a keyword edit over a concurrent
+//     version that won, the deletion (DeleteService, or a peer's
+//     tombstone: the instance stopped first, then the config removed and
+//     the tombstone kept), the check of a file changed outside Haven at
+//     start-up (CheckLocalFile). The core decides and the driver writes:
+//     Ready.Configs are the files to write or remove, in order, each
+//     reported with ConfigDone; the state records a version only once its
+//     file is written, and the answers wait for that state on disk. Text
+//     is parsed and edited through Config.Configs (a ConfigCodec: the
+//     drivers pass tomlfile.ServiceCodec);
 //   - the peers and the node monitor (Start, Heartbeat, Tick): each
 //     peer's judged status (package view) and its changes, the peers'
 //     targets and clears, compat, rejoin (and the freeze at the end of
@@ -69,11 +84,8 @@
 // entry and its service configs, to build the decision core's snapshot.
 //
 // Still in the drivers: when the driver's own dataset changed (its
-// generation, which also triggers a decision pass), config distribution
-// (daemon only: versions, digests, adoption waits, rebase of keyword
-// edits, and the deletion of a service, which orders its stop through
-// RunAction; it changes the config bookkeeping of State in place and
-// tells the core with StateChanged, so that its write goes through
-// Ready.Persist and PersistDone), the cluster identity and the heartbeat
-// incarnation (daemon only, written at start-up: MarkDurable).
+// generation, which also triggers a decision pass), the instance stop
+// when this node leaves a running service's nodes (daemon.installInstance),
+// the cluster identity and the heartbeat incarnation (daemon only,
+// written at start-up: MarkDurable).
 package node

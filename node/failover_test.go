@@ -83,7 +83,9 @@ func TestEventKindsListed(t *testing.T) {
 		NodeMonitor{}, Compat{}, ActionEnd{}, ResourceStatus{}, InstanceStatus{}, DaemonStarted{}, DaemonStopped{},
 		ConfigChanged{}, Impostor{}, Failover{}, MultipleActiveResolve{}, MultipleActiveEnded{},
 		ResourceFailed{}, LadderGaveUp{}, MonitorActionTaken{}, RestartsReset{}, NodeActionRun{}, NodeActionEnd{},
-		QuorumVote{}, QuorumStall{}, ArbitratorStatus{}, TakeoverGate{}, Fenced{}, FenceFailed{}}
+		QuorumVote{}, QuorumStall{}, ArbitratorStatus{}, TakeoverGate{}, Fenced{}, FenceFailed{},
+		ConfigChangedOutside{}, ConfigDeletedByPeer{}, ConfigRefused{}, ConfigConflict{}, ConfigInstallFailed{},
+		ConfigRebased{}, ConfigUnconfirmed{}}
 	for _, e := range evs {
 		found := false
 		for _, k := range config.EventKinds {

@@ -259,6 +259,9 @@ func (c *Core) actionAnswered(inst *instance, err error) {
 		return
 	}
 	inst.caller = 0
+	if c.deleteStopped(tk, err) {
+		return
+	}
 	if d := c.drainOf(tk); d != nil {
 		c.drainStep(d, tk, err)
 		return

@@ -77,10 +77,10 @@ func (c *Core) Start(now time.Time) {
 	c.publish()
 }
 
-// Heartbeat takes a heartbeat event: the peer's status, its data (targets
-// and clears newer than ours are adopted), then compat and rejoin. The
-// daemon installs the configs it carries before (config distribution is
-// still the daemon's).
+// Heartbeat takes a heartbeat event: the peer's status, its data (configs,
+// targets and clears newer than ours are adopted: MergeConfigs first),
+// then compat and rejoin; the edits waiting for the peers' adoption are
+// looked at again.
 func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	p := c.peers[ev.Node]
 	if p == nil {
@@ -104,6 +104,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 		p.Peer = view.NoteData(p.Peer, ev.Data, now)
 		instancesOnly = c.noteData(ev.Node, prev, ev.Data)
 		c.witnessFencing(ev.Data)
+		c.MergeConfigs(ev.Node, ev.Data.Configs, now)
 		c.MergeTargets(ev.Data.Targets, func() monitor.Snapshot { return c.Snapshot(now) })
 		c.MergeClears(ev.Data.Clears, now)
 	default:
@@ -113,6 +114,9 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	c.notePeers(now)
 	c.updateRejoin(now)
 	c.updateQuorum(now)
+	if ev.Kind == PeerData {
+		c.checkEdits(now)
+	}
 	// a peer's change is a change of this node's view: decide again (only
 	// the services whose instances changed, when that is all: dirty)
 	if !instancesOnly {
@@ -131,6 +135,7 @@ func (c *Core) Tick(now time.Time) {
 	c.notePeers(now)
 	c.tickChecks(now)
 	c.tickQuorum(now)
+	c.checkEdits(now)
 	if now.Sub(c.lastStep) >= fullPassPeriod {
 		c.viewChanged = true
 	}

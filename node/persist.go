@@ -222,7 +222,6 @@ func (c *Core) hold(r *Ready) {
 }
 
 // StateChanged tells the core that the driver changed the durable state
-// it holds in place (config distribution, still in package daemon: config
-// versions, digests, tombstones): the next Ready persists it, and the
-// answers that follow wait for it.
+// it holds in place: the next Ready persists it, and the answers that
+// follow wait for it.
 func (c *Core) StateChanged() { c.persist() }

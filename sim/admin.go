@@ -61,6 +61,10 @@ func (d *daemon) applyReady() {
 		}
 		d.quorumReady(&rd)
 		d.armStep(rd.WakeAt)
+		// the config files, written at once and reported (configs.go)
+		for _, op := range rd.Configs {
+			d.applyConfig(op)
+		}
 	}
 }
 
@@ -74,13 +78,15 @@ func (d *daemon) record(e node.Event) {
 // this node (no --wait callers): reply gets the answer the CLI would
 // print, at once or when the action it started ends.
 func (d *daemon) serviceAction(name, action, to string, local bool, reply func(string, error)) {
-	cfg, ok := d.c.svcs[name]
+	cfg, ok := d.n.files[name]
 	if !ok {
 		reply("", fmt.Errorf("no service %s", name))
 		return
 	}
 	var tk node.Ticket
-	if local || action == "restart" { // svcmgr restart is always this node's
+	if action == "delete" { // daemon.deleteService
+		tk = d.core.DeleteService(name, d.c.clk.Now())
+	} else if local || action == "restart" { // svcmgr restart is always this node's
 		tk = d.core.AdminLocal(node.LocalRequest{Service: name, Action: action, Now: d.c.clk.Now()})
 	} else {
 		tk = d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names), Now: d.c.clk.Now()})
@@ -104,7 +110,7 @@ func (d *daemon) nodeAction(action string, reply func(string, error)) {
 // serviceActionWait is daemon.serviceAction with --wait (no deadline): the
 // answer comes when the core reaches or fails the target.
 func (d *daemon) serviceActionWait(name, action, to string, reply func(string, error)) {
-	cfg, ok := d.c.svcs[name]
+	cfg, ok := d.n.files[name]
 	if !ok {
 		reply("", fmt.Errorf("no service %s", name))
 		return
@@ -112,5 +118,32 @@ func (d *daemon) serviceActionWait(name, action, to string, reply func(string, e
 	tk := d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names),
 		Now: d.c.clk.Now(), Wait: true})
 	d.tickets[tk] = func(a node.Answer) { reply(a.Result, a.Err) }
+	d.applyReady()
+}
+
+// keyword is daemon.keyword for set and unset: the keywords applied to
+// this node's config, which the core installs as a new version and
+// answers once every live peer holds it.
+func (d *daemon) keyword(name, op string, kws []string, reply func(string, error)) {
+	cfg, ok := d.n.files[name]
+	if !ok {
+		reply("", fmt.Errorf("no service %s", name))
+		return
+	}
+	raw, err := simCodec.EditService(name, cfg.Raw, op, kws)
+	if err == nil {
+		cfg, err = simCodec.ParseService(name, raw)
+	}
+	if err != nil {
+		reply("", err)
+		return
+	}
+	tk := d.core.EditConfig(node.ConfigRequest{Service: name, Config: cfg, What: "changed", Op: op, Kws: kws, Now: d.c.clk.Now()})
+	d.tickets[tk] = func(a node.Answer) {
+		if a.Err == nil && a.Result == "" {
+			a.Result = "ok"
+		}
+		reply(a.Result, a.Err)
+	}
 	d.applyReady()
 }

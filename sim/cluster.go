@@ -88,7 +88,11 @@ type Node struct {
 	compat    int // announced by the next daemon start
 	labels    map[string]string
 	dur       node.State // what its daemon persisted (the disk)
-	d         *daemon    // nil while the daemon is not running
+	// files are the service configs installed on the machine (its
+	// service directory): every service of the scenario at first, then
+	// what config distribution writes.
+	files map[string]*config.ServiceConfig
+	d     *daemon // nil while the daemon is not running
 	// tokens are the HAVEN_FENCING_TOKEN of the last start the fake
 	// driver ran, by service (what the app saw).
 	tokens map[string]uint64
@@ -110,7 +114,8 @@ func New(names []string, opt Options) (*Cluster, error) {
 			return nil, fmt.Errorf("empty or duplicate node name %q", n)
 		}
 		c.members = append(c.members, config.Member{Name: n, Addr: fmt.Sprintf("10.0.0.%d:10000", i+1)})
-		c.nodes[n] = &Node{name: n, c: c, machineUp: true, compat: 1, labels: map[string]string{}, dur: node.State{Services: map[string]node.ServiceState{}}}
+		c.nodes[n] = &Node{name: n, c: c, machineUp: true, compat: 1, labels: map[string]string{}, dur: node.State{Services: map[string]node.ServiceState{}},
+			files: map[string]*config.ServiceConfig{}}
 		c.running[n] = map[string]bool{}
 	}
 	// A turn at least every beat period, as the daemon reacts to each event.
@@ -119,7 +124,8 @@ func New(names []string, opt Options) (*Cluster, error) {
 }
 
 // AddService installs a service config on every node (before the daemons
-// start: the simulation does not model the config distribution).
+// start; a later change travels by config distribution: svcmgr set,
+// unset, delete).
 // startDur and stopDur override the action durations when positive.
 func (c *Cluster) AddService(cfg *config.ServiceConfig, startDur, stopDur time.Duration) error {
 	if _, dup := c.svcs[cfg.Name]; dup {
@@ -136,6 +142,9 @@ func (c *Cluster) AddService(cfg *config.ServiceConfig, startDur, stopDur time.D
 		}
 	}
 	c.svcs[cfg.Name] = cfg
+	for _, n := range c.nodes {
+		n.files[cfg.Name] = cfg
+	}
 	c.svcNames = append(c.svcNames, cfg.Name)
 	sort.Strings(c.svcNames)
 	c.actDur[cfg.Name] = map[string]time.Duration{"start": startDur, "stop": stopDur}
@@ -330,7 +339,36 @@ func (c *Cluster) AdminWait(node, svc, action, arg string) (string, error) {
 	return c.admin(node, svc, action, arg, false, true)
 }
 
+// Keyword runs "svcmgr -s SVC set|unset --kw K[=V] ..." on node: the edit
+// is installed there and answered once every live peer holds it (its
+// answer comes on the timeline then).
+func (c *Cluster) Keyword(node, svc, op string, kws []string) (string, error) {
+	return c.request(node, svc, op, "(answered when every live node holds the change)", func(d *daemon, reply func(string, error)) {
+		d.keyword(svc, op, kws, reply)
+	})
+}
+
 func (c *Cluster) admin(node, svc, action, arg string, local, wait bool) (string, error) {
+	pending := "(answered when the action ends)"
+	if wait {
+		pending = "(waiting: answered when the target is reached)"
+	}
+	return c.request(node, svc, action, pending, func(d *daemon, reply func(string, error)) {
+		switch {
+		case svc == "":
+			d.nodeAction(action, reply)
+		case wait:
+			d.serviceActionWait(svc, action, arg, reply)
+		default:
+			d.serviceAction(svc, action, arg, local, reply)
+		}
+	})
+}
+
+// request runs an admin request on node's daemon: its answer is returned
+// when it comes at once (else pending), and put on the timeline when it
+// comes later.
+func (c *Cluster) request(node, svc, action, pending string, do func(*daemon, func(string, error))) (string, error) {
 	n, err := c.daemonOf(node)
 	if err != nil {
 		return "", err
@@ -349,20 +387,10 @@ func (c *Cluster) admin(node, svc, action, arg string, local, wait bool) (string
 			c.logf(node, svc, "answer to %q: %s", action, r)
 		}
 	}
-	switch {
-	case svc == "":
-		n.d.nodeAction(action, reply)
-	case wait:
-		n.d.serviceActionWait(svc, action, arg, reply)
-	default:
-		n.d.serviceAction(svc, action, arg, local, reply)
-	}
+	do(n.d, reply)
 	if !answered {
 		answered = true
-		res = "(answered when the action ends)"
-		if wait {
-			res = "(waiting: answered when the target is reached)"
-		}
+		res = pending
 	}
 	c.settle()
 	return res, err

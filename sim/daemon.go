@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/node"
@@ -65,25 +66,10 @@ func (n *Node) startDaemon() error {
 		tickets: map[node.Ticket]func(node.Answer){}}
 	d.core = node.New(node.Config{Name: n.name, ClusterNodes: c.names, Compat: n.compat,
 		MaintenanceGrace: c.opt.MaintenanceGrace, RejoinGrace: c.opt.RejoinGrace, ReadyPeriod: c.opt.ReadyPeriod,
-		CheckInterval: checkInterval, MonitorInterval: monitorInterval, Quorum: c.quorumConfig(n.name), Local: d}, n.dur.Clone())
-	for _, name := range c.svcNames { // every config is installed everywhere
-		cfg := c.svcs[name]
-		local := cfg.HasNode(n.name, c.names)
-		specs := node.LadderSpecs(cfg)
-		monitored := false
-		for _, s := range specs {
-			monitored = monitored || s.Monitor
-		}
-		d.core.AddInstance(name, node.InstanceSpec{Local: local, Runnable: local, Monitored: monitored,
-			Resources: specs, MonitorAction: cfg.MonitorAction}, now)
-	}
-	for _, name := range c.svcNames { // loadServices / installInstance
-		cfg := c.svcs[name]
-		if !cfg.HasNode(n.name, c.names) {
-			continue
-		}
-		d.insts[name] = &instance{name: name, cfg: cfg}
-		d.inames = append(d.inames, name)
+		CheckInterval: checkInterval, MonitorInterval: monitorInterval, Quorum: c.quorumConfig(n.name), Local: d,
+		Configs: simCodec, ConfirmTimeout: 10*time.Second + 2*c.opt.HBTimeout}, n.dur.Clone())
+	for _, name := range sortedKeys(n.files) { // loadServices / installInstance
+		d.installInstance(n.files[name], now)
 	}
 	hb, err := c.net.Join(heartbeat.Config{Node: n.name, Members: c.members, ClusterName: "sim", Secret: simSecret,
 		Timeout: c.opt.HBTimeout, Interval: c.opt.HBInterval})
@@ -211,13 +197,60 @@ func (d *daemon) peerStatus(name string) dataset.NodeStatus {
 // LocalNode is the node core's view of this node (daemon.LocalNode).
 func (d *daemon) LocalNode() dataset.Node { return d.localNode() }
 
-// LocalServices are the installed configs (daemon.LocalServices).
-func (d *daemon) LocalServices() map[string]*config.ServiceConfig {
-	svcs := make(map[string]*config.ServiceConfig, len(d.c.svcNames))
-	for _, name := range d.c.svcNames {
-		svcs[name] = d.c.svcs[name]
+// LocalServices are the configs installed on this machine
+// (daemon.LocalServices).
+func (d *daemon) LocalServices() map[string]*config.ServiceConfig { return d.n.files }
+
+// simCodec parses and edits the simulated service configs (the daemon's
+// codec, files named NAME.toml).
+var simCodec = tomlfile.ServiceCodec{File: func(name string) string { return name + ".toml" }}
+
+// installInstance is daemon.installInstance: the core's instance of a
+// config, and the driver's runtime when this node is one of its nodes.
+// (A node removed from a running service's nodes is not modelled.)
+func (d *daemon) installInstance(cfg *config.ServiceConfig, now time.Time) {
+	local := cfg.HasNode(d.name, d.c.names)
+	specs := node.LadderSpecs(cfg)
+	monitored := false
+	for _, s := range specs {
+		monitored = monitored || s.Monitor
 	}
-	return svcs
+	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: local, Monitored: monitored,
+		Resources: specs, MonitorAction: cfg.MonitorAction}, now)
+	if local && d.insts[cfg.Name] == nil {
+		d.insts[cfg.Name] = &instance{name: cfg.Name}
+	}
+	if inst := d.insts[cfg.Name]; inst != nil {
+		inst.cfg = cfg
+	}
+	d.relist()
+}
+
+// relist sorts the names of the local instances.
+func (d *daemon) relist() {
+	d.inames = sortedKeys(d.insts)
+}
+
+// applyConfig is daemon.applyConfig: a config the core hands out is
+// written to the simulated machine's disk at once (or removed), the
+// instance rebuilt (or forgotten), and reported.
+func (d *daemon) applyConfig(op node.ConfigOp) {
+	now := d.c.clk.Now()
+	name := op.Service
+	if op.Config == nil {
+		delete(d.n.files, name)
+		delete(d.insts, name)
+		d.relist()
+		d.core.RemoveInstance(name)
+		d.changed()
+		d.core.ConfigDone(name, nil, now)
+		return
+	}
+	d.n.files[name] = op.Config
+	d.installInstance(op.Config, now)
+	d.changed()
+	d.core.ConfigDone(name, nil, now)
+	d.core.CheckNow(name)
 }
 
 // orchestrate is daemon.orchestrate: the node core's decision pass.
@@ -326,7 +359,7 @@ func (d *daemon) publish() {
 
 // localNode is daemon.localNode: the driver's part, then the core's.
 func (d *daemon) localNode() dataset.Node {
-	return d.core.Dataset(dataset.Node{Name: d.name, Labels: d.n.labels, Gen: d.gen})
+	return d.core.Dataset(dataset.Node{Name: d.name, Labels: d.n.labels, Gen: d.gen, Configs: d.core.ConfigEntries()})
 }
 
 // beginStop is daemon.beginStop (the core's BeginStop); "restart" is a

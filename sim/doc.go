@@ -34,8 +34,17 @@
 // that comes when an action ends is a timeline line 'answer to "stop":
 // ...').
 //
-// Departures, on purpose: configs are installed on every node before the
-// daemons start (no config distribution, no delete); a service's resources
+// Config distribution is the core's too: the services of the scenario are
+// installed on every machine before the daemons start (Node.files, the
+// machine's service directory, version zero); svcmgr set, unset and delete
+// go through the core (EditConfig, DeleteService), whose Ready.Configs
+// the driver writes to the machine at once (applyConfig); the versions
+// and tombstones travel with the heartbeats as in the daemon.
+//
+// Departures, on purpose: no create or edit config (set, unset and delete
+// only), no file changed outside Haven (CheckLocalFile is not called), no
+// stop of a running instance when a set removes its node from the
+// service's nodes (the expectations read the scenario's nodes); a service's resources
 // are one resource per node (app#main, up or down; no warn; monitored with
 // restarts when the service line sets monitor=, restart=, restart_delay=;
 // no
@@ -86,7 +95,8 @@
 //	n1: nodemgr daemon restart [compat=N]    stop, then start
 //	n1: nodemgr freeze | thaw | drain        the node (drain: freeze, stop what runs here)
 //	n1: svcmgr -s web ACTION [--local] [--wait] [--to N] [--node N]
-//	    ACTION: start stop freeze thaw takeover switch giveback abort clear restart
+//	    ACTION: start stop freeze thaw takeover switch giveback abort clear restart delete
+//	n1: svcmgr -s web set --kw K=V [--kw ...]  | unset --kw K   a keyword edit (config distribution)
 //	partition n1 | n2 n3                     cut every link between the sides
 //	heal                                     remove every partition
 //	fail n1 web start|stop|restart [COUNT|off] the next COUNT runs fail (default: all)
@@ -103,6 +113,8 @@
 //	                             "remaining N": app#main's restarts left)
 //	expect web@n1 token 4        HAVEN_FENCING_TOKEN of web's last start on n1
 //	                             (the one on n1's disk too)
+//	expect web@n1 keyword priority 50   the value of a keyword in n1's installed config
+//	expect web@n1 deleted        no config on n1, a tombstone on its disk
 //	expect n3 frozen             node frozen or thawed
 //	expect n2 sees n1 down       n2's conclusion about n1 (up, down, maintenance, shutting)
 //	expect n1 monitor rejoin     n1's node monitor state

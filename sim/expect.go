@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"haven/config/tomlfile"
 	"haven/dataset"
 )
 
@@ -124,6 +125,29 @@ func (c *Cluster) holdsInstance(svc, node, want string) (string, bool, error) {
 	case "frozen", "thawed":
 		got := frozenWord(n.dur.Services[svc].Frozen)
 		return got, got == want, nil
+	case "deleted":
+		// no config on the machine, a tombstone on its disk
+		got := "installed"
+		if n.files[svc] == nil {
+			got = "no config, no tombstone"
+			if _, ok := n.dur.Tombstones[svc]; ok {
+				got = "deleted"
+			}
+		}
+		return got, got == want, nil
+	}
+	if kv, ok := strings.CutPrefix(want, "keyword "); ok {
+		// the effective value of a keyword in the config on the machine
+		k, v, _ := strings.Cut(kv, " ")
+		cfg := n.files[svc]
+		if cfg == nil {
+			return "no config", false, nil
+		}
+		got, err := tomlfile.GetKeyword(svc+".toml", cfg.Raw, k)
+		if err != nil {
+			return "", false, err
+		}
+		return got, got == v, nil
 	}
 	if tok, ok := strings.CutPrefix(want, "token "); ok {
 		// the HAVEN_FENCING_TOKEN of the last start there, which must be
@@ -205,6 +229,10 @@ func (c *Cluster) FinalState() string {
 			}
 			if n.d == nil {
 				fmt.Fprintf(&b, "    %-4s resources %-4s (no daemon)\n", name, res)
+				continue
+			}
+			if n.files[svc] == nil {
+				fmt.Fprintf(&b, "    %-4s resources %-4s config deleted\n", name, res)
 				continue
 			}
 			info, _ := n.d.core.Instance(svc)

@@ -331,9 +331,13 @@ func (r *runner) admin(node string, args []string) error {
 		r.answer(r.c.Admin(node, "", args[1], "", false))
 	case "svcmgr":
 		var svc, action, arg string
+		var kws []string
 		local, wait := false, false
 		for i := 1; i < len(args); i++ {
 			switch a := args[i]; {
+			case a == "--kw" && i+1 < len(args):
+				kws = append(kws, args[i+1])
+				i++
 			case (a == "-s" || a == "--to" || a == "--node") && i+1 < len(args):
 				if a == "-s" {
 					svc = args[i+1]
@@ -353,6 +357,13 @@ func (r *runner) admin(node string, args []string) error {
 		}
 		if svc == "" || action == "" {
 			return fmt.Errorf("svcmgr: want -s SVC ACTION")
+		}
+		if action == "set" || action == "unset" {
+			if len(kws) == 0 || local || wait {
+				return fmt.Errorf("svcmgr: want -s SVC %s --kw K[=V] ...", action)
+			}
+			r.answer(r.c.Keyword(node, svc, action, kws))
+			return nil
 		}
 		if wait {
 			r.answer(r.c.AdminWait(node, svc, action, arg))

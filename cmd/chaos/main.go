@@ -2,7 +2,7 @@
 // network namespaces, named fault tests picked at random with a seed, the
 // audits after each (docs/chaos.md). It needs root.
 //
-//	chaos [-seed N] [-duration 10m] [-tests A,B] [-only A,B] [-report FILE] [-bin DIR] [-keep] [-stop-on-failure] [-quorum] [-ladder] [-list]
+//	chaos [-seed N] [-duration 10m] [-tests A,B] [-only A,B] [-report FILE] [-bin DIR] [-keep] [-stop-on-failure] [-quorum mixed|on|off] [-list]
 //	chaos check-journal FILE    the never-twice checker over a journal
 package main
 
@@ -37,8 +37,7 @@ func run(args []string) int {
 	keep := fs.Bool("keep", false, "keep the work directory (roots, logs, journal)")
 	stopOnFailure := fs.Bool("stop-on-failure", false, "end the round at the first failed test (else go on while the cluster recovers)")
 	list := fs.Bool("list", false, "list the tests and the pending ones, then exit")
-	quorum := fs.Bool("quorum", false, "configure quorum = true, the arbitrator and split_action = stop (needs daemons with quorum, issue 11)")
-	ladder := fs.Bool("ladder", false, "give the services a restart ladder (needs daemons with it, issue 10)")
+	quorum := fs.String("quorum", chaos.QuorumMixed, "cluster.quorum of the round: mixed (changed between tests as they ask), on, or off (docs/chaos.md)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: chaos [flags] | chaos check-journal FILE")
 		fs.PrintDefaults()
@@ -60,9 +59,6 @@ func run(args []string) int {
 		for _, p := range chaos.Pending {
 			fmt.Printf("%-16s PENDING: %s\n", p.Name, p.Waits)
 		}
-		for _, t := range chaos.Prepared {
-			fmt.Printf("%-16s PREPARED (run by name only): %s\n", t.Name, t.Doc)
-		}
 		return 0
 	}
 	abs, err := filepath.Abs(*bin)
@@ -76,11 +72,12 @@ func run(args []string) int {
 			return 2
 		}
 	}
-	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, Ladder: *ladder}
+	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum}
 	rep, err := chaos.Run(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
-		if errors.Is(err, chaos.ErrNoNamespace) || strings.HasPrefix(err.Error(), "unknown test") {
+		var bad chaos.ConfigError
+		if errors.Is(err, chaos.ErrNoNamespace) || errors.As(err, &bad) {
 			return 2
 		}
 		return 1

@@ -1,0 +1,500 @@
+package node
+
+import (
+	"strings"
+	"time"
+
+	"haven/config"
+	"haven/dataset"
+	"haven/monitor"
+)
+
+// Config distribution: the service configs, their versions and tombstones.
+//
+// Every config installed here has a logical version (State's
+// ConfigVersion: this node's Lamport counter and origin), the digest of
+// its content and its lineage (ConfigIncludes); a deleted service leaves a
+// tombstone (State.Tombstones) so that older copies still travelling never
+// resurrect it. Every node announces what it holds (ConfigEntries, in the
+// heartbeats) and installs a peer's entry that wins over its own
+// (dataset.ConfigEntry.Wins: the newer version, then the higher digest),
+// so that concurrent edits resolve the same way everywhere.
+//
+// The core decides; the driver writes. A config to install or a file to
+// remove comes in Ready.Configs; the driver writes it (the daemon
+// atomically, then rebuilds the instance), in order, and reports it with
+// ConfigDone. Only then does the state record the new version (the file
+// is on disk before the state that names its digest: a crash between the
+// two leaves a file the start-up check, CheckLocalFile, adopts as a new
+// version) and only once that state is written are the requests answered.
+//
+// An edit accepted here (set, unset, create, edit config: EditConfig) is
+// answered only when every live peer announces a config that descends
+// from it (ConfigEntry.IncludesEdit), or fails after ConfirmTimeout. When
+// a concurrent version from another node wins over it, a keyword edit is
+// applied again on top of the winner as a new version (a rebase, at most
+// maxRebases times); a whole-file edit cannot be merged and fails:
+// "changed concurrently on NODE, retry" (exit 1). An acknowledged edit is
+// thus in the content every live node holds.
+//
+// This works because this node's current config always includes every
+// edit pending here: an edit is applied on top of the current config, and
+// when a peer's version wins, the pending edits it lacks are re-applied at
+// once. So any version this node makes while an edit is pending includes
+// the edit, and a peer's config whose lineage holds such a version
+// (Includes[this node] >= the edit's counter) includes it too.
+
+// ConfigCodec parses and edits the text of service configs for the core,
+// which reaches no TOML parser (tomlfile.ServiceCodec is the drivers').
+type ConfigCodec interface {
+	// ParseService parses and validates the config of service name.
+	ParseService(name string, raw []byte) (*config.ServiceConfig, error)
+	// EditService applies the keyword edits kws of op ("set", "unset").
+	EditService(name string, raw []byte, op string, kws []string) ([]byte, error)
+}
+
+// ConfigOp is a config file for the driver to write, in order: the config
+// to install (written atomically, its instance rebuilt), or, Config nil,
+// the file of a deleted service to remove (and its instance forgotten).
+// The driver reports each with ConfigDone.
+type ConfigOp struct {
+	Service string
+	Config  *config.ServiceConfig
+	// What says why, for the driver's log: "created", "replaced",
+	// "changed", "received from n2", ...
+	What string
+}
+
+// maxRebases bounds how many times one keyword edit is re-applied on top
+// of concurrent versions before it fails as "changed concurrently".
+const maxRebases = 10
+
+// configDist is the core's bookkeeping of config distribution.
+type configDist struct {
+	// ops are the ConfigOps handed out and not yet reported, in order.
+	ops []*cfgOp
+	// pending are the edits made here that the live peers have not all
+	// adopted yet, by service, in the order they were accepted.
+	pending map[string][]*pendingEdit
+	// refused are the versions from peers that did not validate here (not
+	// tried again, logged once).
+	refused map[string]dataset.Version
+	// deletes are the deletions waiting for the stop of the local
+	// instance, by the ticket of that stop.
+	deletes map[Ticket]deletion
+}
+
+// cfgOp is a ConfigOp handed out, with what its end decides.
+type cfgOp struct {
+	svc   string
+	cfg   *config.ServiceConfig // nil: a removal
+	entry dataset.ConfigEntry   // what the state records once written
+	what  string
+	from  string         // a peer's config: its name
+	edit  *pendingEdit   // a local edit: waits for the peers once written
+	redo  []*pendingEdit // a rebase: the edits it applies again
+	// ticket answers a deletion (0: a deletion heard from a peer).
+	ticket Ticket
+}
+
+// pendingEdit is an edit made here that the live peers have not all
+// adopted yet.
+type pendingEdit struct {
+	ticket Ticket
+	// op is "set" or "unset" with kws; "" for a whole-file edit.
+	op  string
+	kws []string
+	// counter is this node's counter of the version that last applied it.
+	counter  uint64
+	rebases  int
+	deadline time.Time
+}
+
+// ConfigRequest is an edit of a service config made on this node: Config
+// is the new config, parsed and checked by the driver (create, replace,
+// edit config; set and unset with Op and Kws, to apply them again on a
+// concurrent version).
+type ConfigRequest struct {
+	Service string
+	Config  *config.ServiceConfig
+	// What says what it is: "created", "replaced", "changed".
+	What string
+	// Op is "set" or "unset" for a keyword edit (Kws), "" for a whole file.
+	Op  string
+	Kws []string
+	Now time.Time
+}
+
+// confirmTimeout bounds the wait for the peers' adoption of an edit.
+func (c *Core) confirmTimeout() time.Duration {
+	if c.cfg.ConfirmTimeout > 0 {
+		return c.cfg.ConfirmTimeout
+	}
+	return 10 * time.Second
+}
+
+// KnownConfig is the version, digest and lineage of the config of name
+// this node holds, or is about to hold once the ConfigOps handed out are
+// written (a tombstone counts), without its text.
+func (c *Core) KnownConfig(name string) dataset.ConfigEntry {
+	for i := len(c.cd.ops) - 1; i >= 0; i-- {
+		if op := c.cd.ops[i]; op.svc == name {
+			return op.entry
+		}
+	}
+	return c.configOnDisk(name)
+}
+
+// configOnDisk is the entry the state records for name.
+func (c *Core) configOnDisk(name string) dataset.ConfigEntry {
+	if v, ok := c.state.Tombstones[name]; ok {
+		return dataset.ConfigEntry{Version: v, Deleted: true}
+	}
+	ss := c.state.Services[name]
+	return dataset.ConfigEntry{Version: ss.ConfigVersion, Digest: ss.ConfigDigest, Includes: ss.ConfigIncludes}
+}
+
+// ConfigEntries lists the configs and tombstones this node relays: the
+// installed configs (Local.LocalServices, a config that does not parse
+// here is not relayed) and the tombstones.
+func (c *Core) ConfigEntries() map[string]dataset.ConfigEntry {
+	svcs := c.cfg.Local.LocalServices()
+	out := make(map[string]dataset.ConfigEntry, len(svcs)+len(c.state.Tombstones))
+	for name, cfg := range svcs {
+		e := c.configOnDisk(name)
+		e.Raw = string(cfg.Raw)
+		out[name] = e
+	}
+	for name, v := range c.state.Tombstones {
+		out[name] = dataset.ConfigEntry{Version: v, Deleted: true}
+	}
+	return out
+}
+
+// newEntry makes the entry of an edit made on this node: a new version
+// whose lineage is the current config's plus this edit.
+func (c *Core) newEntry(name string, raw []byte) dataset.ConfigEntry {
+	v := c.NextVersion()
+	inc := map[string]uint64{}
+	for o, n := range c.KnownConfig(name).Includes {
+		inc[o] = n
+	}
+	inc[c.cfg.Name] = v.Counter
+	return dataset.ConfigEntry{Version: v, Digest: dataset.ConfigDigest(raw), Includes: inc}
+}
+
+// CheckLocalFile compares a config file read at start-up with the digest
+// recorded for its version. A file that differs was changed outside Haven
+// (a hand edit, a restored backup, or a crash between the write of the
+// file and that of its version): the file on disk wins, as a hand edit
+// would, and gets a new version so that every node converges on it.
+func (c *Core) CheckLocalFile(name string, raw []byte) {
+	ss, known := c.state.Services[name]
+	dig := dataset.ConfigDigest(raw)
+	switch {
+	case ss.ConfigDigest == dig:
+		return
+	case known && ss.ConfigDigest == "" && !ss.ConfigVersion.IsZero():
+		// recorded before versions carried a digest: adopt it as is
+		ss.ConfigDigest = dig
+	default:
+		e := c.newEntry(name, raw)
+		c.emit(ConfigChangedOutside{Svc: name, Old: ss.ConfigVersion, Version: e.Version.Counter})
+		ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = e.Version, e.Digest, e.Includes
+		delete(c.state.Tombstones, name)
+	}
+	c.state.Services[name] = ss
+	c.persist()
+}
+
+// order hands a ConfigOp out.
+func (c *Core) order(op *cfgOp) {
+	c.cd.ops = append(c.cd.ops, op)
+	c.ready.Configs = append(c.ready.Configs, ConfigOp{Service: op.svc, Config: op.cfg, What: op.what})
+}
+
+// EditConfig installs an edit made here (ConfigRequest) as a new version.
+// Its ticket is answered once the config and the state are written and
+// every live peer holds it (at once without peers), or with the cause.
+func (c *Core) EditConfig(req ConfigRequest) Ticket {
+	tk := c.newTicket()
+	e := c.newEntry(req.Service, req.Config.Raw)
+	c.order(&cfgOp{svc: req.Service, cfg: req.Config, entry: e, what: req.What,
+		edit: &pendingEdit{ticket: tk, op: req.Op, kws: req.Kws, counter: e.Version.Counter}})
+	return tk
+}
+
+// DeleteService deletes svc everywhere: this node's instance is stopped if
+// it runs, then the config removed and a tombstone left, which travels
+// with the heartbeats. It is refused while the service runs on another
+// node whose daemon is heard (stop it first), or when the local stop
+// fails; a node that is down stops its instance when the tombstone
+// reaches it.
+func (c *Core) DeleteService(svc string, now time.Time) Ticket {
+	tk := c.newTicket()
+	snap := c.Snapshot(now)
+	var elsewhere []string
+	for _, n := range snap.ClusterNodes {
+		v, ok := snap.Nodes[n]
+		if n == c.cfg.Name || !ok || !v.Alive() {
+			continue
+		}
+		if i, ok := v.Data.Services[svc]; ok {
+			if a := monitor.EffectiveAvail(i); a == dataset.StatusUp || a == dataset.StatusWarn {
+				elsewhere = append(elsewhere, n)
+			}
+		}
+	}
+	if len(elsewhere) > 0 {
+		c.answer(Answer{Ticket: tk, Err: failedf("not deleted: it runs on %s (stop it first: svcmgr -s %s stop --wait)", strings.Join(elsewhere, ", "), svc)})
+		return tk
+	}
+	c.removeService(svc, c.NextVersion(), tk, now)
+	return tk
+}
+
+// removeService stops the local instance if it runs, then removes the
+// config and leaves a tombstone at version v. tk (0 for a deletion heard
+// from a peer) gets the result. The private dir {var} is kept.
+func (c *Core) removeService(name string, v dataset.Version, tk Ticket, now time.Time) {
+	inst := c.insts[name]
+	_, running := c.Status(name)
+	if inst != nil && tk == 0 && inst.mon.State == dataset.StopFailed && running {
+		// a deletion heard from a peer: its stop failed here already; it
+		// is not run again on every heartbeat, the admin clears it
+		return
+	}
+	if inst == nil || !inst.local || !inst.spec.Runnable || !running {
+		c.order(&cfgOp{svc: name, entry: dataset.ConfigEntry{Version: v, Deleted: true}, ticket: tk})
+		return
+	}
+	atk, err := c.RunAction(name, "stop", "service deleted", now)
+	if err != nil {
+		if tk != 0 {
+			c.answer(Answer{Ticket: tk, Err: failedf("not deleted: the stop failed: %v", err)})
+		}
+		return
+	}
+	if c.cd.deletes == nil {
+		c.cd.deletes = map[Ticket]deletion{}
+	}
+	c.cd.deletes[atk] = deletion{svc: name, v: v, ticket: tk}
+}
+
+// deletion is a deletion waiting for the stop of the local instance.
+type deletion struct {
+	svc    string
+	v      dataset.Version
+	ticket Ticket
+}
+
+// deleteStopped ends the stop a deletion ran (tk its ticket): the config
+// is removed once it succeeded. It reports whether tk was a deletion's.
+func (c *Core) deleteStopped(tk Ticket, err error) bool {
+	del, ok := c.cd.deletes[tk]
+	if !ok {
+		return false
+	}
+	delete(c.cd.deletes, tk)
+	if err != nil {
+		if del.ticket != 0 {
+			c.answer(Answer{Ticket: del.ticket, Err: failedf("not deleted: the stop failed: %v", err)})
+		}
+		return true
+	}
+	c.order(&cfgOp{svc: del.svc, entry: dataset.ConfigEntry{Version: del.v, Deleted: true}, ticket: del.ticket})
+	return true
+}
+
+// ConfigDone reports the end of the first ConfigOp of svc handed out and
+// not reported: err nil once the file is written (or removed) and the
+// instance rebuilt (or forgotten). The state records it then.
+func (c *Core) ConfigDone(svc string, err error, now time.Time) {
+	var op *cfgOp
+	for i, o := range c.cd.ops {
+		if o.svc == svc {
+			op = o
+			c.cd.ops = append(c.cd.ops[:i:i], c.cd.ops[i+1:]...)
+			break
+		}
+	}
+	if op == nil {
+		return
+	}
+	switch {
+	case op.cfg == nil:
+		c.removed(op, err)
+	case err != nil:
+		c.installFailed(op, err)
+	default:
+		c.installed(op, now)
+	}
+	if !c.opsFor(svc) {
+		c.checkPending(svc, now)
+	}
+}
+
+// ConfigBusy reports whether a write of the config of svc is handed out
+// and not reported: a request that reads the config (to edit it) waits
+// until it is not, so that it reads the newest content, which holds every
+// edit pending here.
+func (c *Core) ConfigBusy(svc string) bool { return c.opsFor(svc) }
+
+// opsFor reports whether a ConfigOp of svc is handed out and not reported.
+func (c *Core) opsFor(svc string) bool {
+	for _, o := range c.cd.ops {
+		if o.svc == svc {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Core) removed(op *cfgOp, err error) {
+	name := op.svc
+	if err != nil {
+		if op.ticket != 0 {
+			c.answer(Answer{Ticket: op.ticket, Err: failedf("remove config: %v", err)})
+		}
+		return
+	}
+	c.failPending(name, failedf("%s: deleted meanwhile", name))
+	delete(c.state.Services, name)
+	if c.state.Tombstones == nil {
+		c.state.Tombstones = map[string]dataset.Version{}
+	}
+	c.state.Tombstones[name] = op.entry.Version
+	c.persist()
+	c.publish()
+	c.emit(ConfigChanged{Svc: name, Change: "deleted"})
+	if op.ticket != 0 {
+		c.answer(Answer{Ticket: op.ticket, Result: "deleted"})
+	}
+}
+
+func (c *Core) installFailed(op *cfgOp, err error) {
+	switch {
+	case op.edit != nil:
+		c.answer(Answer{Ticket: op.edit.ticket, Err: failedf("install: %v", err)})
+	case len(op.redo) > 0:
+		for _, p := range op.redo {
+			c.finishEdit(op.svc, p, failedf("%s: changed concurrently on %s, and the change no longer applies (install: %v): retry", op.svc, op.from, err))
+		}
+	default:
+		c.emit(ConfigInstallFailed{Svc: op.svc, From: op.from, Err: err.Error()})
+	}
+}
+
+// installed records a config written: its version, digest and lineage,
+// then what follows: a local edit waits for the peers, a peer's config
+// gets the edits pending here applied again.
+func (c *Core) installed(op *cfgOp, now time.Time) {
+	name := op.svc
+	known := c.Known(name)
+	ss := c.state.Services[name]
+	ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = op.entry.Version, dataset.ConfigDigest(op.cfg.Raw), op.entry.Includes
+	c.state.Services[name] = ss
+	delete(c.state.Tombstones, name)
+	c.persist()
+	c.publish()
+	c.emit(ConfigChanged{Svc: name, Change: "config " + op.what})
+	switch {
+	case op.edit != nil:
+		op.edit.deadline = now.Add(c.confirmTimeout())
+		if c.cd.pending == nil {
+			c.cd.pending = map[string][]*pendingEdit{}
+		}
+		c.cd.pending[name] = append(c.cd.pending[name], op.edit)
+	case len(op.redo) > 0:
+		c.emit(ConfigRebased{Svc: name, From: op.from, Edits: len(op.redo), Version: op.entry.Version.Counter})
+	case op.from != "":
+		if !known {
+			// a service new here: the targets and clears heard for it
+			// before it was known are adopted now
+			c.remerge(name, now)
+		}
+		c.rebasePending(name, op.from, op.cfg.Raw)
+	}
+}
+
+// remerge merges the peers' targets and clears of svc again.
+func (c *Core) remerge(svc string, now time.Time) {
+	for _, pn := range c.pnames {
+		d := c.peers[pn].Data
+		if d == nil {
+			continue
+		}
+		if t, ok := d.Targets[svc]; ok {
+			c.MergeTargets(map[string]dataset.Target{svc: t}, func() monitor.Snapshot { return c.Snapshot(now) })
+		}
+		if cr, ok := d.Clears[svc]; ok {
+			c.MergeClears(map[string]dataset.ClearRequest{svc: cr}, now)
+		}
+	}
+}
+
+// MergeConfigs installs the configs of a peer that win over ours. Every
+// node applies the same rule (dataset.ConfigEntry.Wins: the newest
+// version, then the higher digest), so concurrent edits resolve the same
+// way everywhere. The driver has dropped the entries whose names are not
+// valid.
+func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry, now time.Time) {
+	if c.cfg.Configs == nil {
+		return
+	}
+	for _, name := range sortedKeys(entries) {
+		e := entries[name]
+		c.Witness(e.Version)
+		cur := c.KnownConfig(name)
+		if !e.Wins(cur) {
+			continue
+		}
+		if r, ok := c.cd.refused[name]; ok && r == e.Version {
+			continue
+		}
+		if e.Deleted {
+			c.emit(ConfigDeletedByPeer{Svc: name, From: from})
+			c.failPending(name, failedf("%s: deleted concurrently on %s", name, from))
+			c.removeService(name, e.Version, 0, now)
+			continue
+		}
+		if err := config.ValidServiceName(name); err != nil {
+			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error()})
+			continue
+		}
+		if dig := dataset.ConfigDigest([]byte(e.Raw)); e.Digest != dig {
+			if e.Digest != "" {
+				c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Digest: true})
+				continue
+			}
+			e.Digest = dig // a peer of a build without digests
+		}
+		cfg, err := c.cfg.Configs.ParseService(name, []byte(e.Raw))
+		if err != nil {
+			// keep the last good config; log once per version
+			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error(), Kept: true})
+			continue
+		}
+		if e.Version == cur.Version && !cur.Deleted {
+			c.emit(ConfigConflict{Svc: name, From: from, Version: e.Version.Counter, Origin: e.Version.Origin,
+				Digest: e.Digest[:12], Ours: shortDigest(cur.Digest)})
+		}
+		e.Raw = ""
+		c.order(&cfgOp{svc: name, cfg: cfg, entry: e, what: "received from " + from, from: from})
+	}
+}
+
+func (c *Core) refuse(name string, v dataset.Version, e ConfigRefused) {
+	if c.cd.refused == nil {
+		c.cd.refused = map[string]dataset.Version{}
+	}
+	c.cd.refused[name] = v
+	c.emit(e)
+}
+
+func shortDigest(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
