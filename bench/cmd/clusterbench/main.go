@@ -6,6 +6,8 @@
 //	go run ./bench/cmd/clusterbench idle -nodes 1,3 -services 50 -window 60s
 //	go run ./bench/cmd/clusterbench failover -services 1 -runs 5
 //	go run ./bench/cmd/clusterbench failover -services 50 -runs 3
+//	go run ./bench/cmd/clusterbench netns-scale -nodes 16,32 -services 500
+//	go run ./bench/cmd/clusterbench sidebyside -crashes 5
 //
 // It builds nodemgr from this module into a temporary directory, makes the
 // roots under $TMPDIR/havenbench-*, and stops every daemon and service
@@ -28,12 +30,13 @@ import (
 	"time"
 
 	"haven/api"
+	"haven/chaos"
 	"haven/dataset"
 	"haven/testbed"
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: clusterbench propagation|detection|idle|failover [flags]  (-h for the flags)")
+	fmt.Fprintln(os.Stderr, "usage: clusterbench propagation|detection|idle|failover|netns-scale|sidebyside [flags]  (-h for the flags)")
 	os.Exit(2)
 }
 
@@ -116,6 +119,16 @@ func main() {
 	case "failover":
 		for _, n := range ints(*nodes, "3") {
 			err = failover(n, *services, *runs, opts{timeout: *timeout, interval: *interval, ready: *ready})
+			if err != nil {
+				break
+			}
+		}
+	case "netns-scale":
+		if why := chaos.NetnsUnavailable(); why != "" {
+			fatal(fmt.Errorf("netns-scale: %s", why))
+		}
+		for _, n := range ints(*nodes, "16,32") {
+			err = netnsScale(n, *services, *changes, *runs, *poll, *watch, opts{timeout: *timeout, interval: *interval}, *settle, *window)
 			if err != nil {
 				break
 			}
