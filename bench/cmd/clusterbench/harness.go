@@ -250,6 +250,7 @@ func closeAll() {
 	for _, c := range cs {
 		c.close()
 	}
+	runCleanups()
 }
 
 // nev is an event of one node's stream with the time this program read it.

@@ -60,6 +60,9 @@ func main() {
 	perfOut := fs.String("perf", "", "idle: also run `perf record -g` on n1's daemon over the window, into this file")
 	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
 	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file")
+	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,pacemaker", "sidebyside: the systems, alternated crash after crash (haven-<ready_period>)")
+	crashes := fs.Int("crashes", 5, "sidebyside: crashes of the VIP's owner per system")
+	period := fs.Duration("period", 10*time.Millisecond, "sidebyside: the client's ping period")
 	monitor := fs.Bool("monitor", true, "idle: resources are monitored (checked every monitor_interval, 5s, instead of check_interval, 60s)")
 	fs.Parse(os.Args[2:])
 
@@ -133,6 +136,11 @@ func main() {
 				break
 			}
 		}
+	case "sidebyside":
+		if why := chaos.NetnsUnavailable(); why != "" {
+			fatal(fmt.Errorf("sidebyside: %s", why))
+		}
+		err = sideBySide(strings.Split(*systems, ","), *crashes, *window, *period)
 	default:
 		closeAll()
 		usage()
