@@ -80,6 +80,7 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(bin)
+	registerCleanup(func() { os.RemoveAll(bin) }) // also on a fatal error or a signal
 	if err := buildBinaries(bin); err != nil {
 		os.RemoveAll(bin)
 		fatal(fmt.Errorf("%w (run from the module root, or set HAVEN_SRC to it)", err))
