@@ -243,7 +243,12 @@ func (c *cluster) close() {
 	clustersMu.Unlock()
 }
 
+// closeMu serializes closeAll: a signal and a fatal error may both call it.
+var closeMu sync.Mutex
+
 func closeAll() {
+	closeMu.Lock()
+	defer closeMu.Unlock()
 	clustersMu.Lock()
 	cs := append([]*cluster(nil), clusters...)
 	clustersMu.Unlock()

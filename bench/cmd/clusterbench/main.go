@@ -60,6 +60,7 @@ func main() {
 	perfOut := fs.String("perf", "", "idle: also run `perf record -g` on n1's daemon over the window, into this file")
 	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
 	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file")
+	heapOut := fs.String("heap", "", "netns-scale: also take a heap profile of n1's daemon after the idle window, into this file")
 	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,pacemaker", "sidebyside: the systems, alternated crash after crash (haven-<ready_period>)")
 	crashes := fs.Int("crashes", 5, "sidebyside: crashes of the VIP's owner per system")
 	period := fs.Duration("period", 10*time.Millisecond, "sidebyside: the client's ping period")
@@ -132,7 +133,7 @@ func main() {
 			fatal(fmt.Errorf("netns-scale: %s", why))
 		}
 		for _, n := range ints(*nodes, "16,32") {
-			err = netnsScale(n, *services, *changes, *runs, *poll, *watch, opts{timeout: *timeout, interval: *interval}, *settle, *window)
+			err = netnsScale(n, *services, *changes, *runs, *poll, *watch, opts{timeout: *timeout, interval: *interval}, *settle, *window, *heapOut)
 			if err != nil {
 				break
 			}

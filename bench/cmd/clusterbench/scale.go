@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -132,7 +133,20 @@ func (s *spread) String() string {
 	return fmt.Sprintf("min %.2f median %.2f mean %.2f max %.2f", xs[0], xs[len(xs)/2], sum/float64(len(xs)), xs[len(xs)-1])
 }
 
-func netnsScale(n, nsvc, changes, kills int, poll time.Duration, watch int, o opts, settle, window time.Duration) error {
+// pprofInNS is where n1's daemon serves pprof with -heap: loopback of its
+// own network namespace.
+const pprofInNS = "127.0.0.1:6060"
+
+// fetchInNS GETs url from inside the network namespace ns into out (curl).
+func fetchInNS(ns, url, out string) error {
+	b, err := exec.Command("ip", "netns", "exec", ns, "curl", "-sSf", "-o", out, url).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("curl %s in %s: %w: %s", url, ns, err, b)
+	}
+	return nil
+}
+
+func netnsScale(n, nsvc, changes, kills int, poll time.Duration, watch int, o opts, settle, window time.Duration, heapOut string) error {
 	fmt.Printf("\n## netns-scale: %d daemons, one network namespace each on a bridge, %d services on every node (app without check, orchestrate no), hb.timeout %s, hb.interval %s\n", n, nsvc, o.timeout, o.interval)
 	fmt.Printf("load at the start: %s\n", loadNow())
 	var names []string
@@ -151,21 +165,30 @@ func netnsScale(n, nsvc, changes, kills int, poll time.Duration, watch int, o op
 		return err
 	}
 	defer c.close()
-	// The services are installed on disk before the daemons start (as a
-	// cluster restarted with its services would be): 500 creates through
-	// the API cost O(services) on every node each (every peer re-merges
-	// every config and rewrites its state file), minutes on 16 daemons.
+	// The services are installed on n1's disk before the daemons start;
+	// the peers receive them from n1 as they join, once. (500 creates
+	// through the API cost O(services) on every node each: every peer
+	// re-merges every config and rewrites its state file, 200 services in
+	// 5 minutes on 16 daemons. The same files on every node's disk are
+	// worse: each node gives its copies a version of its own origin, and
+	// every join installs the winner's 500 configs again everywhere.)
 	svc := scaleService(testbed.NodeList(names))
-	for _, b := range c.nodes {
-		for i := range nsvc {
-			if err := testbed.WriteFile(filepath.Join(b.root, "etc", "services", fmt.Sprintf("s%03d.toml", i)), svc, 0o644); err != nil {
-				return err
-			}
+	for i := range nsvc {
+		if err := testbed.WriteFile(filepath.Join(c.nodes[0].root, "etc", "services", fmt.Sprintf("s%03d.toml", i)), svc, 0o644); err != nil {
+			return err
 		}
 	}
 	t0 := time.Now()
-	if err := c.startAll(); err != nil {
-		return err
+	if heapOut != "" {
+		os.Setenv("HAVEN_PPROF_ADDR", pprofInNS) // n1 only, in its namespace
+	}
+	for i, b := range c.nodes {
+		if err := b.start(); err != nil {
+			return err
+		}
+		if i == 0 {
+			os.Unsetenv("HAVEN_PPROF_ADDR")
+		}
 	}
 	if err := c.waitPeersUp(300*time.Second, c.nodes); err != nil {
 		return err
@@ -189,6 +212,13 @@ func netnsScale(n, nsvc, changes, kills int, poll time.Duration, watch int, o op
 	time.Sleep(settle)
 	if err := scaleIdle(c, window); err != nil {
 		return err
+	}
+	if heapOut != "" {
+		if err := fetchInNS(c.nodes[0].ns, "http://"+pprofInNS+"/debug/pprof/heap", heapOut); err != nil {
+			fmt.Printf("heap profile: %v\n", err)
+		} else {
+			fmt.Printf("heap profile of n1 in %s (go tool pprof -sample_index=inuse_space -top %s)\n", heapOut, heapOut)
+		}
 	}
 	if err := scalePropagation(c, changes, poll, watch, o); err != nil {
 		return err
