@@ -67,13 +67,20 @@ func newSystem(kind string, period time.Duration) (s *sbsSystem, err error) {
 	var closeBed func()
 	switch {
 	case strings.HasPrefix(kind, "haven-"):
-		ready, perr := time.ParseDuration(strings.TrimPrefix(kind, "haven-"))
-		if perr != nil {
+		// haven-<ready_period>[@<hb.timeout>]: hb.timeout 3s by default,
+		// hb.interval a third of it
+		rs, ts, _ := strings.Cut(strings.TrimPrefix(kind, "haven-"), "@")
+		ready, perr := time.ParseDuration(rs)
+		timeout := 3 * time.Second
+		if perr == nil && ts != "" {
+			timeout, perr = time.ParseDuration(ts)
+		}
+		if perr != nil || timeout <= 0 {
 			bed.Close()
-			return s, fmt.Errorf("%s: want haven-<ready_period>, e.g. haven-1s: %w", kind, perr)
+			return s, fmt.Errorf("%s: want haven-<ready_period>[@<hb.timeout>], e.g. haven-1s or haven-100ms@1s: %v", kind, perr)
 		}
 		// the cluster owns the bed from here (closeAll closes it)
-		c, err := newClusterOn(len(sbsNodes), opts{timeout: 3 * time.Second, interval: time.Second, ready: ready}, bed, nil)
+		c, err := newClusterOn(len(sbsNodes), opts{timeout: timeout, interval: timeout / 3, ready: ready}, bed, nil)
 		if err != nil {
 			return s, err
 		}
@@ -102,7 +109,7 @@ func newSystem(kind string, period time.Duration) (s *sbsSystem, err error) {
 		}
 	default:
 		bed.Close()
-		return s, fmt.Errorf("unknown system %q (keepalived, pacemaker, haven-<ready_period>)", kind)
+		return s, fmt.Errorf("unknown system %q (keepalived, pacemaker, haven-<ready_period>[@<hb.timeout>])", kind)
 	}
 	a := s.a
 	var once sync.Once
@@ -281,7 +288,7 @@ func sbsIdle(systems []*sbsSystem, window time.Duration) {
 
 func sideBySide(kinds []string, crashes int, window, period time.Duration) error {
 	fmt.Printf("\n## sidebyside: %s; 3 nodes each in network namespaces on a bridge of its own, a client namespace pinging the VIP %s every %s\n", strings.Join(kinds, ", "), vipAddr, period)
-	fmt.Println("detection settings: keepalived advert_int 1 (master down after 3 adverts + skew); corosync token 3000 (consensus 3600, its default); Haven hb.timeout 3s, hb.interval 1s. Haven's fast-ack ready window (issue 14 item 2) is not built: not measured.")
+	fmt.Println("detection settings: keepalived advert_int 1 (master down after 3 adverts + skew); corosync token 3000 (consensus 3600, its default); Haven hb.timeout 3s, hb.interval 1s (haven-R@T: hb.timeout T, hb.interval T/3). Haven's fast-ack ready window (issue 14 item 2) is not built: not measured.")
 	fmt.Printf("load at the start: %s\n", loadNow())
 	var systems []*sbsSystem
 	var failed []*sbsSystem
