@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"haven/api"
@@ -239,15 +240,22 @@ func scaleIdle(c *cluster, window time.Duration) error {
 	before := map[string]procSample{}
 	hb0 := map[string]api.HBStatus{}
 	for _, b := range c.nodes {
-		ds, err := b.daemonStatus()
-		if err != nil {
-			return err
+		// a daemon of a loaded host may not answer within one call's 10 s
+		var ds *api.DaemonStatus
+		if err := waitFor(60*time.Second, b.name+"'s daemon status", func() bool {
+			var err error
+			ds, err = b.daemonStatus()
+			return err == nil
+		}); err != nil {
+			return fmt.Errorf("%w (daemon pid %d alive: %v)", err, testbed.DaemonPID(b.root), alive(testbed.DaemonPID(b.root)))
 		}
 		hb0[b.name] = ds.HB
 		pids[b.name] = ds.Pid
-		if before[b.name], err = readProc(ds.Pid); err != nil {
+		ps, err := readProc(ds.Pid)
+		if err != nil {
 			return err
 		}
+		before[b.name] = ps
 	}
 	by0, err := vethBytes(c.bed)
 	if err != nil {
@@ -424,3 +432,6 @@ func scaleDetection(c *cluster, kills int, o opts) error {
 		n, o.timeout, len(all.xs), ms(all.min()), ms(all.pct(50)), ms(all.pct(99)), ms(all.max()), ms(all.max()-o.timeout), lost)
 	return nil
 }
+
+// alive reports whether pid runs.
+func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
