@@ -29,10 +29,15 @@ func (d *Daemon) orchestrate() {
 	if d.core.Stopping() {
 		return
 	}
+	viewOnly := d.gen == d.stepGen // only the view changed: maybe incremental
 	d.stepGen = d.gen
 	d.lastStep = d.clk.Now()
 	began := time.Now() // the CPU time of the pass, whatever d.clk is
-	d.core.Orchestrate(d.lastStep)
+	if viewOnly {
+		d.core.OrchestrateView(d.lastStep)
+	} else {
+		d.core.Orchestrate(d.lastStep)
+	}
 	d.metrics.observeDecision(time.Since(began))
 	d.applyReady()
 }

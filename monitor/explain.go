@@ -95,7 +95,7 @@ func Explain(s Snapshot, svc string, start bool) (e Explanation, ok bool) {
 	if start {
 		s.Nodes = downEverywhere(s.Nodes, svc)
 	}
-	_, ex := step(s, svc)
+	_, ex := step(s, nil, svc)
 	ex.Hypothetical = start
 	return *ex, true
 }

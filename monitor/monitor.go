@@ -60,6 +60,10 @@ type Snapshot struct {
 	Compat bool
 	// ReadyPeriod is the contest window (node.ready_period).
 	ReadyPeriod time.Duration
+	// Cache, when not nil, keeps what a full pass read of each node's
+	// data for the next one (see Cache: the maps of Nodes must never be
+	// modified once handed to Step).
+	Cache *Cache
 	// Fencing are the lost peers that have not certainly stopped what they
 	// ran (cluster.quorum on: not fenced, self-stop deadline not passed),
 	// by node, with why: no service whose nodes include one of them is
@@ -128,41 +132,61 @@ type Decision struct {
 // Step computes the decisions of the local node, one per configured service
 // whose nodes include the local node, sorted by service name.
 func Step(s Snapshot) []Decision {
-	out, _ := step(s, "")
+	out, _ := step(s, nil, "")
 	return out
 }
 
 // step is Step; when explain names a configured service, it also explains
-// that service (Explain), from the very pass that decides it.
-func step(s Snapshot, explain string) ([]Decision, *Explanation) {
+// that service (Explain), from the very pass that decides it. With only
+// non-nil, it decides only the services of only (StepOnly).
+func step(s Snapshot, only []string, explain string) ([]Decision, *Explanation) {
 	if s.ReadyPeriod <= 0 {
 		s.ReadyPeriod = DefaultReadyPeriod
 	}
-	all := make([]string, 0, len(s.Services))
-	for name, cfg := range s.Services {
-		if cfg != nil {
-			all = append(all, name)
+	var all []string
+	if only == nil {
+		all = make([]string, 0, len(s.Services))
+		for name, cfg := range s.Services {
+			if cfg != nil {
+				all = append(all, name)
+			}
+		}
+	} else {
+		all = make([]string, 0, len(only))
+		for _, name := range only {
+			if s.Services[name] != nil {
+				all = append(all, name)
+			}
 		}
 	}
 	sort.Strings(all)
-	s.Nodes = effectiveNodes(s.Nodes)
 	names := all[:0]
 	lists := make([][]string, 0, len(all))
-	for _, name := range all {
+	for i, name := range all {
+		if i > 0 && name == all[i-1] {
+			continue
+		}
 		nodes := placement.NodeList(s.Services[name], s.ClusterNodes)
 		if contains(nodes, s.Local) {
 			names = append(names, name)
 			lists = append(lists, nodes)
 		}
 	}
-	cluster := placement.NewCluster(s.Nodes)
-	aff := &affinityEnv{s: &s, cluster: cluster}
+	p := newPass(&s, names)
+	aff := &affinityEnv{s: &s, p: p}
 	env := affinity.Env{Presence: aff.presence, Config: aff.config}
 	out := make([]Decision, 0, len(names))
 	var c svcCtx
 	var ex *Explanation
+	// one buffer for every ranking of the pass: a ranking is done with
+	// once its service is decided (an explained one keeps its own)
+	buf := make([]string, 0, 2*len(s.ClusterNodes))
 	for row, name := range names {
-		c.init(&s, cluster, name, s.Services[name], lists[row], env, name == explain)
+		b := buf
+		if name == explain {
+			b = nil
+		}
+		c.init(&s, p, row, name, s.Services[name], lists[row], env, name == explain, b)
 		c.decide()
 		if name == explain {
 			ex = c.explanation(true)
@@ -172,23 +196,23 @@ func step(s Snapshot, explain string) ([]Decision, *Explanation) {
 	}
 	if cfg := s.Services[explain]; explain != "" && ex == nil && cfg != nil {
 		// no local instance: the ranking only, after every local decision
-		c.init(&s, cluster, explain, cfg, placement.NodeList(cfg, s.ClusterNodes), env, true)
+		c.init(&s, p, -1, explain, cfg, placement.NodeList(cfg, s.ClusterNodes), env, true, nil)
 		ex = c.explanation(false)
 	}
 	return out, ex
 }
 
 // affinityEnv is what the affinity rules read during one Step: the
-// presences of placement.PresenceOf, except that a local instance whose
-// state this Step already changed counts with its next state. So a service
-// decided later in the Step sees a claim (ready, starting) made earlier in
-// the same Step on the local node: two services cannot both claim the node
-// against an anti-affinity rule in one Step, even when the ready window is
-// skipped (single-node services).
+// presences of placement.PresenceOf (with EffectiveAvail), except that a
+// local instance whose state this Step already changed counts with its next
+// state. So a service decided later in the Step sees a claim (ready,
+// starting) made earlier in the same Step on the local node: two services
+// cannot both claim the node against an anti-affinity rule in one Step,
+// even when the ready window is skipped (single-node services).
 type affinityEnv struct {
-	s       *Snapshot
-	cluster *placement.Cluster
-	next    map[string]dataset.MonitorState // local services whose state changed
+	s    *Snapshot
+	p    *pass
+	next map[string]dataset.MonitorState // local services whose state changed
 }
 
 func (e *affinityEnv) decided(svc string, cur, next dataset.MonitorState) {
@@ -202,16 +226,16 @@ func (e *affinityEnv) decided(svc string, cur, next dataset.MonitorState) {
 }
 
 func (e *affinityEnv) presence(node, svc string) affinity.Presence {
-	v := e.cluster.View(node)
+	inst, alive := e.p.instance(node, svc)
+	if !alive {
+		return affinity.Absent
+	}
 	if e.next != nil && node == e.s.Local {
 		if st, ok := e.next[svc]; ok {
-			if v == nil || !v.Alive() {
-				return affinity.Absent
-			}
-			return placement.PresenceWith(v.Data.Services[svc].Avail, st)
+			return placement.PresenceWith(inst.Avail, st)
 		}
 	}
-	return placement.PresenceOf(v, svc)
+	return placement.PresenceWith(inst.Avail, inst.State)
 }
 
 func (e *affinityEnv) config(svc string) *config.ServiceConfig { return e.s.Services[svc] }
@@ -219,6 +243,7 @@ func (e *affinityEnv) config(svc string) *config.ServiceConfig { return e.s.Serv
 // svcCtx is the working data of one service during one Step.
 type svcCtx struct {
 	s       *Snapshot
+	p       *pass
 	cluster *placement.Cluster
 	name    string
 	cfg     *config.ServiceConfig
@@ -235,11 +260,10 @@ type svcCtx struct {
 	explain bool   // explaining this service: the ranking carries verdicts
 
 	// the instances of the service, aligned with nodes (zero when the
-	// node's data is not alive)
-	insts    []placement.InstanceState
-	alive    []bool
-	instsArr [32]placement.InstanceState
-	aliveArr [32]bool
+	// node's data is not alive): the pass's buffers, reused from one
+	// service to the next
+	insts []placement.InstanceState
+	alive []bool
 
 	// scan results over the alive instances of the service
 	upCount    int    // nodes with avail up
@@ -249,26 +273,23 @@ type svcCtx struct {
 	transState dataset.MonitorState
 }
 
-func (c *svcCtx) init(s *Snapshot, cluster *placement.Cluster, name string, cfg *config.ServiceConfig, nodes []string, aff affinity.Env, explain bool) {
-	*c = svcCtx{s: s, cluster: cluster, name: name, cfg: cfg, nodes: nodes, aff: aff, explain: explain}
-	if len(nodes) <= len(c.instsArr) {
-		c.insts, c.alive = c.instsArr[:len(nodes)], c.aliveArr[:len(nodes)]
-	} else {
-		c.insts, c.alive = make([]placement.InstanceState, len(nodes)), make([]bool, len(nodes))
-	}
+func (c *svcCtx) init(s *Snapshot, p *pass, row int, name string, cfg *config.ServiceConfig, nodes []string, aff affinity.Env, explain bool, buf []string) {
+	cluster := p.cluster
+	*c = svcCtx{s: s, p: p, cluster: cluster, name: name, cfg: cfg, nodes: nodes, aff: aff, explain: explain}
+	c.insts, c.alive = p.buffers(len(nodes))
 	c.view = c.cluster.View(s.Local)
 	if c.view == nil {
 		c.view = &placement.NodeView{Name: s.Local}
 	}
-	c.inst = c.view.Data.Services[name]
-	for i, n := range nodes {
-		if v := c.cluster.View(n); v != nil && v.Alive() {
-			c.alive[i] = true
-			if n == s.Local {
-				c.insts[i] = placement.StateOf(c.inst)
-			} else {
-				c.insts[i] = placement.StateOf(v.Data.Services[name])
-			}
+	if row >= 0 {
+		c.inst = p.local[row]
+		p.instances(row, nodes, c.insts, c.alive)
+	} else {
+		// explained without a local instance: looked up
+		c.inst = c.view.Data.Services[name]
+		c.inst.Avail = EffectiveAvail(c.inst)
+		for i, n := range nodes {
+			c.insts[i], c.alive[i] = p.instance(n, name)
 		}
 	}
 	c.target = c.view.Data.Targets[name]
@@ -280,6 +301,7 @@ func (c *svcCtx) init(s *Snapshot, cluster *placement.Cluster, name string, cfg 
 	in := placement.Input{
 		Service: name, Config: cfg, ClusterNodes: s.ClusterNodes, Nodes: nodes,
 		Views: s.Nodes, Cluster: cluster, ConstraintOK: c.cOK, Affinity: aff, Instances: c.insts,
+		Buf: buf, Members: p.members,
 	}
 	if explain {
 		in.Explain = true
@@ -473,9 +495,9 @@ func (c *svcCtx) parentsDown(f func(parent string) (more bool)) {
 		down := false
 		if pinned {
 			v := c.cluster.View(node)
-			down = v == nil || !v.Alive() || v.Data.Services[svc].Avail != dataset.StatusUp
+			down = v == nil || !v.Alive() || EffectiveAvail(v.Data.Services[svc]) != dataset.StatusUp
 		} else {
-			down = aggregate(c.s.Nodes, svc) != dataset.StatusUp
+			down = c.p.aggregate(svc) != dataset.StatusUp
 		}
 		if down && !f(p) {
 			return
@@ -503,7 +525,7 @@ func (c *svcCtx) childrenNotDown(f func(child string) (more bool)) {
 			if pinned && name != node || !v.Alive() {
 				continue
 			}
-			if upish(v.Data.Services[svc].Avail) {
+			if upish(EffectiveAvail(v.Data.Services[svc])) {
 				if !f(ch) {
 					return
 				}
@@ -525,7 +547,7 @@ func aggregate(nodes map[string]placement.NodeView, svc string) dataset.Status {
 		if !ok {
 			continue
 		}
-		switch inst.Avail {
+		switch EffectiveAvail(inst) {
 		case dataset.StatusUp:
 			up++
 		case dataset.StatusWarn, dataset.StatusUnknown:

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,4 +64,83 @@ func benchTick(b *testing.B, scan bool) {
 				len(rd.Events), len(rd.Check), len(rd.Run), c.ViewChanged())
 		}
 	}
+}
+
+// BenchmarkHeartbeatOne2000x16 is a heartbeat that changes one instance of
+// one service on one peer (16 nodes, 2,000 services, every one local),
+// and the pass that follows (OrchestrateView: incremental). The data
+// comparison with the peer's previous copy is included. Target: < 100µs.
+func BenchmarkHeartbeatOne2000x16(b *testing.B) { benchHeartbeat(b, true) }
+
+// BenchmarkHeartbeatFull2000x16 is BenchmarkHeartbeatOne2000x16 with the
+// full pass (what every heartbeat cost before the incremental passes).
+func BenchmarkHeartbeatFull2000x16(b *testing.B) { benchHeartbeat(b, false) }
+
+func benchHeartbeat(b *testing.B, incremental bool) {
+	names := make([]string, 16)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%02d", i+1)
+	}
+	svcs := map[string]*config.ServiceConfig{}
+	for i := 0; i < 2000; i++ {
+		n := fmt.Sprintf("svc%04d", i)
+		svcs[n] = &config.ServiceConfig{Name: n, Nodes: []string{"*"}, Orchestrate: "ha", Placement: "nodes order"}
+	}
+	loc := &incLocal{svcs: svcs}
+	c := New(Config{Name: names[0], ClusterNodes: names, Compat: 1, MaintenanceGrace: 6 * time.Second,
+		RejoinGrace: 10 * time.Second, ReadyPeriod: 2 * time.Second, CheckInterval: time.Hour, MonitorInterval: time.Hour,
+		Local: loc, WriteThrough: true}, State{})
+	loc.c = c
+	now := t0
+	for n := range svcs {
+		c.AddInstance(n, InstanceSpec{Local: true, Runnable: true, Monitored: true}, now)
+	}
+	c.Start(now)
+	peer := func(n string, upOn string) *dataset.Node {
+		d := &dataset.Node{Name: n, Monitor: dataset.NodeIdle, Compat: 1, Services: make(map[string]dataset.Instance, len(svcs))}
+		for s := range svcs {
+			i := dataset.Instance{Avail: dataset.StatusDown, Monitor: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: "none", LocalExpect: "none", StateSince: t0}}
+			if s == upOn {
+				i.Avail = dataset.StatusUp
+			}
+			d.Services[s] = i
+		}
+		return d
+	}
+	for _, n := range names[1:] {
+		c.Heartbeat(PeerEvent{Node: n, Kind: PeerUp}, now)
+		c.Heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: peer(n, "")}, now)
+	}
+	for _, inst := range c.insts { // checked, down
+		inst.avail, inst.overall, inst.lastFull, inst.lastMon = dataset.StatusDown, dataset.StatusDown, now, now
+	}
+	c.Orchestrate(now)
+	c.Ready()
+	// the service is up on n05 in one copy, down in the other
+	copies := []*dataset.Node{peer("n05", "svc0014"), peer("n05", "")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime()
+	for i := 0; i < b.N; i++ {
+		c.Heartbeat(PeerEvent{Node: "n05", Kind: PeerData, Data: copies[i%2]}, now)
+		if incremental {
+			c.OrchestrateView(now)
+		} else {
+			c.Orchestrate(now)
+		}
+		c.Ready()
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+	if incremental && c.inc.partial < uint64(b.N) {
+		b.Fatalf("%d incremental passes for %d heartbeats", c.inc.partial, b.N)
+	}
+}
+
+// cpuTime is the CPU time of the process (every thread).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

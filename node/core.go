@@ -79,6 +79,8 @@ type Core struct {
 	// last decision pass; lastStep is the time of that pass.
 	viewChanged bool
 	lastStep    time.Time
+	// inc is what the incremental passes keep (incremental.go).
+	inc incremental
 
 	// targetFailed is the last cause given for a service's target that
 	// cannot be reached (monitor's Decision.TargetFailed), to say it once.

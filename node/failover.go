@@ -29,8 +29,8 @@ func (e Failover) String() string {
 // the node where its service was last seen running (up or warn) among the
 // live peers; an instance that runs here forgets it.
 func (c *Core) watchRanElsewhere(s monitor.Snapshot) {
-	for _, svc := range sortedKeys(c.insts) {
-		inst := c.insts[svc]
+	for _, inst := range c.passInstances() {
+		svc := inst.name
 		if !inst.local {
 			continue
 		}

@@ -72,13 +72,16 @@ func (c *Core) FencingToken(svc string) uint64 { return c.state.Services[svc].Fe
 // services known here: a node that restarts, or whose peers are all away,
 // still knows them.
 func (c *Core) witnessFencing(d *dataset.Node) {
-	for _, svc := range sortedKeys(d.Services) {
+	for svc, i := range d.Services { // in any order: each service alone
+		m := max(i.FencingToken, i.FencingSeen)
+		if m == 0 {
+			continue
+		}
 		ss, ok := c.state.Services[svc]
 		if !ok {
 			continue
 		}
-		i := d.Services[svc]
-		if m := max(i.FencingToken, i.FencingSeen); m > ss.FencingSeen {
+		if m > ss.FencingSeen {
 			ss.FencingSeen = m
 			c.state.Services[svc] = ss
 			c.persist()

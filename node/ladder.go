@@ -157,7 +157,7 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 // reports whether it changed anything.
 func (c *Core) ladderAll(now time.Time) bool {
 	n := len(c.ready.Events)
-	for _, inst := range c.ilist {
+	for _, inst := range c.passInstances() {
 		c.ladder(inst.name, inst, now)
 	}
 	return len(c.ready.Events) != n
@@ -335,7 +335,7 @@ func (c *Core) resetLadder(svc, reason string, now time.Time, exclusion bool) bo
 // here while the service is up on another node (the switch's exclusion
 // ends: never a ping-pong back, as the service runs elsewhere).
 func (c *Core) watchLadders(s monitor.Snapshot, now time.Time) {
-	for _, inst := range c.ilist {
+	for _, inst := range c.passInstances() {
 		if inst.local {
 			inst.upElsewhere = monitor.UpElsewhere(s, inst.name)
 		}

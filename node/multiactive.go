@@ -145,7 +145,7 @@ func (c *Core) multiFresh(s monitor.Snapshot, svc string, up []string, kept stri
 // the next change).
 func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Time {
 	var next time.Time
-	for _, inst := range c.ilist {
+	for _, inst := range c.passInstances() {
 		svc := inst.name
 		up := runningNodes(s, svc)
 		if len(up) < 2 {

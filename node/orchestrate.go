@@ -13,21 +13,64 @@ import (
 // freezes, the targets reached or failed, the --wait callers whose time
 // is up. Ready.WakeAt is the earliest time the pass must run again (the
 // end of a ready window, a --wait deadline).
-func (c *Core) Orchestrate(now time.Time) {
+func (c *Core) Orchestrate(now time.Time) { c.orchestrate(now, false) }
+
+// OrchestrateView is Orchestrate when the driver's own dataset did not
+// change since the last pass, only the view did (ViewChanged): when the
+// view's changes since that pass are limited to the instances of some
+// services on peers, it decides again only those services and the ones
+// related to them (incremental.go), exactly as the full pass would;
+// otherwise it is Orchestrate.
+func (c *Core) OrchestrateView(now time.Time) { c.orchestrate(now, true) }
+
+func (c *Core) orchestrate(now time.Time, viewOnly bool) {
 	if c.stopping {
+		return
+	}
+	if viewOnly && c.incrementalPass(now) {
 		return
 	}
 	c.viewChanged = false
 	c.lastStep = now
+	in := &c.inc
+	in.dirty, in.peers, in.rel = nil, nil, nil
+	if !in.due.IsZero() && !now.Before(in.due) {
+		in.due = time.Time{}
+	}
+	in.full++
 	snap := c.Snapshot(now)
+	in.loadUsed = loadUsed(snap.Services)
+	c.decide(snap, now, nil)
+}
+
+// decide is the decision pass over snap: every service (only nil), or the
+// services of only (a closure of monitor.Relations).
+func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
+	if only != nil {
+		c.inc.only = make([]*instance, 0, len(only))
+		for _, svc := range only { // sorted, as ilist
+			if inst := c.insts[svc]; inst != nil {
+				c.inc.only = append(c.inc.only, inst)
+			}
+		}
+		defer func() { c.inc.only = nil }()
+	}
 	c.watchLadders(snap, now)
 	if c.ladderAll(now) {
 		// the ladder changed a monitor: decide on what it did
 		snap = c.Snapshot(now)
 	}
+	snap.Cache = &c.inc.cache
+	c.inc.last = &snap
 	next := c.resolveMultipleActive(snap, now)
 	c.watchRanElsewhere(snap)
-	for _, dec := range monitor.Step(snap) {
+	var decs []monitor.Decision
+	if only == nil {
+		decs = monitor.Step(snap)
+	} else {
+		decs = monitor.StepOnly(snap, only)
+	}
+	for _, dec := range decs {
 		svc := dec.Service
 		inst := c.insts[svc]
 		if inst == nil || !inst.local {
@@ -93,6 +136,7 @@ func (c *Core) wakeAt(t time.Time) {
 	if t.IsZero() {
 		return
 	}
+	c.inc.noteWake(t)
 	if c.ready.WakeAt.IsZero() || t.Before(c.ready.WakeAt) {
 		c.ready.WakeAt = t
 	}

@@ -86,6 +86,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	if p == nil {
 		return
 	}
+	instancesOnly := false
 	switch ev.Kind {
 	case PeerUp:
 		p.Up = true
@@ -99,7 +100,9 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 		if ev.Data == nil {
 			return
 		}
+		prev := p.Peer
 		p.Peer = view.NoteData(p.Peer, ev.Data, now)
+		instancesOnly = c.noteData(ev.Node, prev, ev.Data)
 		c.witnessFencing(ev.Data)
 		c.MergeConfigs(ev.Node, ev.Data.Configs, now)
 		c.MergeTargets(ev.Data.Targets, func() monitor.Snapshot { return c.Snapshot(now) })
@@ -114,8 +117,11 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	if ev.Kind == PeerData {
 		c.checkEdits(now)
 	}
-	// a peer's change is a change of this node's view: decide again
-	c.viewChanged = true
+	// a peer's change is a change of this node's view: decide again (only
+	// the services whose instances changed, when that is all: dirty)
+	if !instancesOnly {
+		c.viewChanged = true
+	}
 }
 
 // Tick is the periodic tick (500ms in the daemon): the periodic status
@@ -140,7 +146,7 @@ func (c *Core) WakeUp() { c.viewChanged = true }
 
 // ViewChanged reports whether the view changed since the last decision
 // pass (the driver runs Orchestrate then, or when its dataset changed).
-func (c *Core) ViewChanged() bool { return c.viewChanged }
+func (c *Core) ViewChanged() bool { return c.viewChanged || len(c.inc.dirty) > 0 }
 
 // notePeers emits the changes of the peers' status as this node concludes
 // it, and marks the view changed.

@@ -255,8 +255,13 @@ func (d *daemon) applyConfig(op node.ConfigOp) {
 
 // orchestrate is daemon.orchestrate: the node core's decision pass.
 func (d *daemon) orchestrate() {
+	viewOnly := d.gen == d.stepGen // only the view changed: maybe incremental
 	d.stepGen = d.gen
-	d.core.Orchestrate(d.c.clk.Now())
+	if viewOnly {
+		d.core.OrchestrateView(d.c.clk.Now())
+	} else {
+		d.core.Orchestrate(d.c.clk.Now())
+	}
 	d.applyReady()
 }
 

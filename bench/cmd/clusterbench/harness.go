@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"haven/api"
+	"haven/chaos"
 	"haven/dataset"
 	"haven/testbed"
 )
@@ -20,6 +22,7 @@ type bnode struct {
 	name string
 	root string
 	port int
+	ns   string // its network namespace ("" on loopback)
 	c    *api.Client
 }
 
@@ -36,6 +39,7 @@ type cluster struct {
 	dir   string
 	nodes []*bnode
 	by    map[string]*bnode
+	bed   *chaos.Bed // the network namespaces of the nodes, nil on loopback
 }
 
 // all clusters made by this run, for the clean-up on exit.
@@ -75,31 +79,42 @@ func formCluster(n int, o opts) (*cluster, error) {
 
 // newCluster writes the roots of n nodes (n1..nN) on loopback. A single
 // node gets no cluster.toml.
-func newCluster(n int, o opts) (*cluster, error) {
+func newCluster(n int, o opts) (*cluster, error) { return newClusterOn(n, o, nil, nil) }
+
+// newClusterOn is newCluster with the nodes in the network namespaces of
+// bed when it is not nil (heartbeats on their eth0 addresses, port
+// chaos.HBPort), and more [node] keys in extra. The cluster owns the bed:
+// close deletes it.
+func newClusterOn(n int, o opts, bed *chaos.Bed, extra []string) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "havenbench-")
 	if err != nil {
+		if bed != nil {
+			bed.Close()
+		}
 		return nil, err
 	}
-	c := &cluster{dir: dir, by: map[string]*bnode{}}
+	c := &cluster{dir: dir, by: map[string]*bnode{}, bed: bed}
 	clustersMu.Lock()
 	clusters = append(clusters, c)
 	clustersMu.Unlock()
 	var members []testbed.Member
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("n%d", i)
-		port, err := testbed.FreePort()
-		if err != nil {
+		b := &bnode{name: name, root: filepath.Join(dir, name)}
+		addr := "127.0.0.1"
+		if bed != nil {
+			b.port, b.ns, addr = chaos.HBPort, bed.NS[name], bed.Addr[name]
+		} else if b.port, err = testbed.FreePort(); err != nil {
 			return c, err
 		}
-		b := &bnode{name: name, root: filepath.Join(dir, name), port: port}
 		b.c = api.NewClient(filepath.Join(b.root, "run", "daemon.sock"))
 		c.nodes = append(c.nodes, b)
 		c.by[name] = b
-		members = append(members, testbed.Member{Name: name, Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+		members = append(members, testbed.Member{Name: name, Addr: fmt.Sprintf("%s:%d", addr, b.port)})
 	}
 	cl := testbed.ClusterToml("bench", testbed.NewSecret(), members)
 	for _, b := range c.nodes {
-		nt := testbed.NodeToml{Name: b.name}
+		nt := testbed.NodeToml{Name: b.name, Keys: slices.Clone(extra)}
 		if o.ready > 0 {
 			nt.Keys = append(nt.Keys, fmt.Sprintf("ready_period = %q", o.ready.String()))
 		}
@@ -115,6 +130,9 @@ func newCluster(n int, o opts) (*cluster, error) {
 		if n > 1 {
 			nt.Keys = append(nt.Keys, `rejoin_grace_period = "30s"`)
 			nt.HBAddr, nt.HBPort = "127.0.0.1", b.port
+			if bed != nil {
+				nt.HBAddr = bed.Addr[b.name]
+			}
 			if o.timeout > 0 {
 				nt.HBTimeout = o.timeout.String()
 			}
@@ -134,8 +152,21 @@ func newCluster(n int, o opts) (*cluster, error) {
 	return c, nil
 }
 
-// start runs `nodemgr daemon start`, which returns once the API answers.
-func (b *bnode) start() error { return testbed.StartDaemon(nodemgr, b.root) }
+// start runs `nodemgr daemon start` (in the node's namespace if it has
+// one), which returns once the API answers.
+func (b *bnode) start() error {
+	if b.ns == "" {
+		return testbed.StartDaemon(nodemgr, b.root)
+	}
+	r, err := testbed.Command{Bin: nodemgr, Root: b.root, Args: []string{"daemon", "start"}, NS: b.ns, Timeout: 30 * time.Second}.Run()
+	if err == nil && r.Code != 0 {
+		err = fmt.Errorf("%s", r)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: daemon start in %s: %w", b.name, b.ns, err)
+	}
+	return nil
+}
 
 func (c *cluster) startAll() error {
 	for _, b := range c.nodes {
@@ -196,6 +227,11 @@ func (c *cluster) close() {
 	}
 	wg.Wait()
 	testbed.KillUnder(c.dir)
+	if c.bed != nil {
+		for _, err := range c.bed.Close() {
+			fmt.Fprintln(os.Stderr, "cleanup:", err)
+		}
+	}
 	if os.Getenv("HAVENBENCH_KEEP") == "" {
 		os.RemoveAll(c.dir)
 	} else {
@@ -211,13 +247,19 @@ func (c *cluster) close() {
 	clustersMu.Unlock()
 }
 
+// closeMu serializes closeAll: a signal and a fatal error may both call it.
+var closeMu sync.Mutex
+
 func closeAll() {
+	closeMu.Lock()
+	defer closeMu.Unlock()
 	clustersMu.Lock()
 	cs := append([]*cluster(nil), clusters...)
 	clustersMu.Unlock()
 	for _, c := range cs {
 		c.close()
 	}
+	runCleanups()
 }
 
 // nev is an event of one node's stream with the time this program read it.

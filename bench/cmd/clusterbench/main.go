@@ -7,6 +7,8 @@
 //	go run ./bench/cmd/clusterbench failover -services 1 -runs 5
 //	go run ./bench/cmd/clusterbench failover -services 50 -runs 3
 //	go run ./bench/cmd/clusterbench failover -services 1 -runs 5 -ready 16s -fastack
+//	go run ./bench/cmd/clusterbench netns-scale -nodes 16,32 -services 500
+//	go run ./bench/cmd/clusterbench sidebyside -crashes 5
 //
 // It builds nodemgr from this module into a temporary directory, makes the
 // roots under $TMPDIR/havenbench-*, and stops every daemon and service
@@ -30,12 +32,13 @@ import (
 	"time"
 
 	"haven/api"
+	"haven/chaos"
 	"haven/dataset"
 	"haven/testbed"
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: clusterbench propagation|detection|idle|failover [flags]  (-h for the flags)")
+	fmt.Fprintln(os.Stderr, "usage: clusterbench propagation|detection|idle|failover|netns-scale|sidebyside [flags]  (-h for the flags)")
 	os.Exit(2)
 }
 
@@ -60,6 +63,10 @@ func main() {
 	perfOut := fs.String("perf", "", "idle: also run `perf record -g` on n1's daemon over the window, into this file")
 	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
 	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file")
+	heapOut := fs.String("heap", "", "netns-scale: also take a heap profile of n1's daemon after the idle window, into this file")
+	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,pacemaker", "sidebyside: the systems, alternated crash after crash (haven-<ready_period>[@<hb.timeout>])")
+	crashes := fs.Int("crashes", 5, "sidebyside: crashes of the VIP's owner per system")
+	period := fs.Duration("period", 10*time.Millisecond, "sidebyside: the client's ping period")
 	monitor := fs.Bool("monitor", true, "idle, failover: resources are monitored (checked every monitor_interval, 5s, instead of check_interval, 60s)")
 	fs.Parse(os.Args[2:])
 
@@ -77,6 +84,7 @@ func main() {
 		fatal(err)
 	}
 	defer os.RemoveAll(bin)
+	registerCleanup(func() { os.RemoveAll(bin) }) // also on a fatal error or a signal
 	if err := buildBinaries(bin); err != nil {
 		os.RemoveAll(bin)
 		fatal(fmt.Errorf("%w (run from the module root, or set HAVEN_SRC to it)", err))
@@ -123,6 +131,21 @@ func main() {
 				break
 			}
 		}
+	case "netns-scale":
+		if why := chaos.NetnsUnavailable(); why != "" {
+			fatal(fmt.Errorf("netns-scale: %s", why))
+		}
+		for _, n := range ints(*nodes, "16,32") {
+			err = netnsScale(n, *services, *changes, *runs, *poll, *watch, opts{timeout: *timeout, interval: *interval}, *settle, *window, *heapOut)
+			if err != nil {
+				break
+			}
+		}
+	case "sidebyside":
+		if why := chaos.NetnsUnavailable(); why != "" {
+			fatal(fmt.Errorf("sidebyside: %s", why))
+		}
+		err = sideBySide(strings.Split(*systems, ","), *crashes, *window, *period)
 	default:
 		closeAll()
 		usage()
