@@ -145,3 +145,22 @@ func TestFastAckNeedsTheQuorum(t *testing.T) {
 		t.Fatalf("vote won with the arbitrator: fast ack off")
 	}
 }
+
+// The ack alone (nothing else of n3's instance changed) reaches the
+// claimer's incremental pass: the pass that follows a heartbeat decides
+// web again and starts it.
+func TestFastAckCoreIncrementalPass(t *testing.T) {
+	n2, n3 := fastNode(t, "n2", true), fastNode(t, "n3", true)
+	t1 := t0.Add(time.Second)
+	send(n3, n2, t1)                       // n3 as it is before the claim: no ack
+	maPass(n2, t1)                         // the claim
+	maPass(n2, t1.Add(5*time.Millisecond)) // the pass after a change of its own dataset: the incremental base
+	send(n2, n3, t1)
+	maPass(n3, t1)
+	send(n3, n2, t1.Add(20*time.Millisecond)) // only the ack is new
+	n2.OrchestrateView(t1.Add(20 * time.Millisecond))
+	rd := n2.Ready()
+	if len(rd.Run) != 1 || rd.Run[0].Kind != "start" || !strings.Contains(rd.Run[0].Reason, "fast ack") {
+		t.Fatalf("n2 after the ack, incremental pass: got run %+v, want a start on the ack", rd.Run)
+	}
+}

@@ -146,7 +146,7 @@ func instanceEqual(a, b dataset.Instance) bool {
 	if a.Avail != b.Avail || a.Overall != b.Overall || a.Frozen != b.Frozen || a.Monitor != b.Monitor ||
 		a.PlacementLeader != b.PlacementLeader || a.Flags != b.Flags || a.ConfigVersion != b.ConfigVersion ||
 		a.ConfigError != b.ConfigError || a.Excluded != b.Excluded || a.GaveUp != b.GaveUp || a.Stale != b.Stale ||
-		a.AgeMs != b.AgeMs || a.FencingToken != b.FencingToken || a.FencingSeen != b.FencingSeen ||
+		a.AgeMs != b.AgeMs || a.FencingToken != b.FencingToken || a.FencingSeen != b.FencingSeen || a.ReadyAck != b.ReadyAck ||
 		len(a.Resources) != len(b.Resources) {
 		return false
 	}
@@ -166,7 +166,7 @@ func (c *Core) viewSnapshot(now time.Time) (s monitor.Snapshot, ok bool) {
 	in := &c.inc
 	s = *in.last
 	s.Now = now
-	if s.Compat != c.compat || !sameFencing(s.Fencing, c.fencing()) {
+	if s.Compat != c.compat || !sameFencing(s.Fencing, c.fencing()) || s.FastAck != c.fastAck(now) {
 		return s, false
 	}
 	nodes := make(map[string]placement.NodeView, len(s.Nodes))

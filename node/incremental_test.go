@@ -284,7 +284,7 @@ func TestNodeLevelFieldsKnown(t *testing.T) {
 func TestInstanceFieldsKnown(t *testing.T) {
 	known := map[string]string{}
 	for _, f := range []string{"Avail", "Overall", "Frozen", "Monitor", "PlacementLeader", "Flags", "Resources", "ConfigVersion",
-		"ConfigError", "Excluded", "GaveUp", "Stale", "AgeMs", "FencingToken", "FencingSeen"} {
+		"ConfigError", "Excluded", "GaveUp", "Stale", "AgeMs", "FencingToken", "FencingSeen", "ReadyAck"} {
 		known[f] = "compared"
 	}
 	checkFields(t, reflect.TypeOf(dataset.Instance{}), known)
