@@ -16,15 +16,19 @@ import (
 func fastNode(t *testing.T, name string, fastAck bool) *Core {
 	t.Helper()
 	cfg := &config.ServiceConfig{Name: "web", Nodes: []string{"n1", "n2", "n3"}, Orchestrate: "ha", Placement: "nodes order", Priority: 100}
-	l := &maLocal{name: name, svcs: map[string]*config.ServiceConfig{"web": cfg}}
+	db := &config.ServiceConfig{Name: "db", Nodes: []string{"n2", "n3"}, Orchestrate: "no", Placement: "nodes order", Priority: 100}
+	l := &maLocal{name: name, svcs: map[string]*config.ServiceConfig{"web": cfg, "db": db}}
 	c := New(Config{Name: name, ClusterNodes: []string{"n1", "n2", "n3"}, Compat: 1, ReadyPeriod: 16 * time.Second, ReadyFastAck: fastAck,
 		RejoinGrace: time.Minute, MaintenanceGrace: time.Minute, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: l, WriteThrough: true}, State{})
 	l.core = c
 	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.AddInstance("db", InstanceSpec{Local: name != "n1", Runnable: name != "n1"}, t0) // not orchestrated
 	c.Start(t0)
 	c.CheckNow("web")
 	rd := c.Ready()
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, t0)
+	for _, ck := range rd.Check {
+		c.CheckDone(ck, map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, t0)
+	}
 	for _, p := range c.PeerNames() {
 		maHear(c, maPeer(p, false, false), t0)
 	}
@@ -146,9 +150,10 @@ func TestFastAckNeedsTheQuorum(t *testing.T) {
 	}
 }
 
-// The ack alone (nothing else of n3's instance changed) reaches the
-// claimer's incremental pass: the pass that follows a heartbeat decides
-// web again and starts it.
+// The ack alone (nothing else of n3's instance of web changed, another
+// service changed in the same delta) reaches the claimer's incremental
+// pass: the pass that follows the heartbeat decides web again and starts
+// it.
 func TestFastAckCoreIncrementalPass(t *testing.T) {
 	n2, n3 := fastNode(t, "n2", true), fastNode(t, "n3", true)
 	t1 := t0.Add(time.Second)
@@ -157,7 +162,8 @@ func TestFastAckCoreIncrementalPass(t *testing.T) {
 	maPass(n2, t1.Add(5*time.Millisecond)) // the pass after a change of its own dataset: the incremental base
 	send(n2, n3, t1)
 	maPass(n3, t1)
-	send(n3, n2, t1.Add(20*time.Millisecond)) // only the ack is new
+	n3.SetFrozen("db", true, "admin freeze")  // db changes in the same delta
+	send(n3, n2, t1.Add(20*time.Millisecond)) // of web, only the ack is new
 	n2.OrchestrateView(t1.Add(20 * time.Millisecond))
 	rd := n2.Ready()
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "start" || !strings.Contains(rd.Run[0].Reason, "fast ack") {
