@@ -109,6 +109,9 @@ func (c *Core) CheckDone(ck Check, res map[string]dataset.Resource, now time.Tim
 			c.emit(ResourceStatus{Svc: svc, RID: rid, From: old.Status, To: r.Status, Reason: r.Log})
 		}
 		inst.res[rid] = r
+		if r.Status == dataset.StatusUp {
+			inst.sawUp(rid)
+		}
 	}
 	if ck.Full {
 		for rid := range inst.res {

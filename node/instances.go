@@ -60,6 +60,11 @@ type instance struct {
 	pendAt  time.Time
 	// restartRID is the resource of the ladder's restart in flight.
 	restartRID string
+	// upSeen are the monitored resources seen up, or started, in this
+	// run of the daemon: only their failures climb the ladder (a resource
+	// found down when the daemon starts is no failure of a running
+	// instance: the service may run elsewhere by now).
+	upSeen map[string]bool
 	// upElsewhere is a node where the service was up at the last decision
 	// pass ("" none): the ladder is not this node's then.
 	upElsewhere string
@@ -315,6 +320,12 @@ func (c *Core) finishAction(svc string, inst *instance, kind string, err error, 
 		// the whole instance (admin restart): it ends as a start
 		kind = "start"
 	}
+	if kind == "start" {
+		// started by this run: its failures are the ladder's
+		for _, spec := range monitoredSpecs(inst) {
+			inst.sawUp(spec.RID)
+		}
+	}
 	if kind == "start" && err == nil {
 		// a fresh run: a new ladder
 		c.resetLadder(svc, "the instance started", now, true)
@@ -436,4 +447,12 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 		}
 	}
 	return n
+}
+
+// sawUp records that the resource rid was up, or started, in this run.
+func (inst *instance) sawUp(rid string) {
+	if inst.upSeen == nil {
+		inst.upSeen = map[string]bool{}
+	}
+	inst.upSeen[rid] = true
 }

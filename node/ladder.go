@@ -114,7 +114,7 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 	}
 	rid, res, spec := c.downMonitored(inst)
 	if ss.GaveUp != "" {
-		if rid == "" && len(monitoredSpecs(inst)) > 0 {
+		if allMonitoredUp(inst) {
 			c.resetLadder(svc, "every monitored resource is up again", now, false)
 		}
 		return
@@ -164,14 +164,28 @@ func (c *Core) ladderAll(now time.Time) bool {
 }
 
 // downMonitored returns the first monitored resource (in start order)
-// whose last check says down, with its status and spec; "" when none.
+// whose last check says down, with its status and spec; "" when none. A
+// resource not seen up (nor started) in this run of the daemon is left
+// out: found down at start, it is no failure of a running instance.
 func (c *Core) downMonitored(inst *instance) (string, dataset.Resource, ResourceSpec) {
 	for _, spec := range monitoredSpecs(inst) {
-		if r, ok := inst.res[spec.RID]; ok && r.Status == dataset.StatusDown && !r.Disabled {
+		if r, ok := inst.res[spec.RID]; ok && r.Status == dataset.StatusDown && !r.Disabled && inst.upSeen[spec.RID] {
 			return spec.RID, r, spec
 		}
 	}
 	return "", dataset.Resource{}, ResourceSpec{}
+}
+
+// allMonitoredUp reports whether the instance has monitored resources and
+// the last check found every one up.
+func allMonitoredUp(inst *instance) bool {
+	specs := monitoredSpecs(inst)
+	for _, spec := range specs {
+		if r, ok := inst.res[spec.RID]; !ok || r.Status != dataset.StatusUp {
+			return false
+		}
+	}
+	return len(specs) > 0
 }
 
 func monitoredSpecs(inst *instance) []ResourceSpec {

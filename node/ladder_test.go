@@ -144,3 +144,41 @@ func TestLadderLeavesAFrozenInstance(t *testing.T) {
 		t.Fatalf("got %s runs %v, want idle and nothing", info.Monitor.State, rd.Run)
 	}
 }
+
+// A daemon that starts (after a crash of the node, or of the daemon with
+// its apps) and finds its monitored resource down is not facing a failure
+// of a running instance: the service may run elsewhere by now. The ladder
+// neither restarts it nor gives up (a give-up would hold the service off
+// this node for good: found by clusterbench failover -runs 2); the
+// orchestrator decides.
+func TestLadderIgnoresADownResourceFoundAtStart(t *testing.T) {
+	fc := clock.NewFake(t0)
+	st := State{Services: map[string]ServiceState{"web": {LocalExpect: dataset.ExpectStarted}}}
+	c := New(Config{Name: "n1", MonitorInterval: 5 * time.Second, CheckInterval: time.Minute, WriteThrough: true}, st)
+	c.AddInstance("web", ladderSpec, fc.Now())
+	c.CheckNow("web")
+	rd := check(t, c, fc, dataset.StatusDown)
+	fc.Advance(2 * time.Second)
+	c.Orchestrate(fc.Now())
+	rd2 := c.Ready()
+	for _, r := range append(rd.Run, rd2.Run...) {
+		if r.Kind == "restart" {
+			t.Fatalf("the ladder restarted %s, found down at start", r.RID)
+		}
+	}
+	for _, e := range append(rd.Events, rd2.Events...) {
+		if _, ok := e.(ResourceFailed); ok {
+			t.Fatalf("a resource found down at start counted as a failure: %v", e)
+		}
+	}
+	if info, _ := c.Instance("web"); info.Monitor.State == dataset.Restarting || c.held("web") {
+		t.Fatalf("state %s gave up %q, want neither", info.Monitor.State, c.State().Services["web"].GaveUp)
+	}
+	// once seen up in this run, a failure climbs the ladder as before
+	check(t, c, fc, dataset.StatusUp)
+	fc.Advance(5 * time.Second)
+	check(t, c, fc, dataset.StatusDown)
+	if info, _ := c.Instance("web"); info.Monitor.State != dataset.Restarting {
+		t.Fatalf("after up then down: state %s, want restarting", info.Monitor.State)
+	}
+}
