@@ -514,6 +514,8 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	switch {
 	case d.Monitor == dataset.NodeMaintenance:
 		return name + "'s daemon was stopped (maintenance): it runs no split_action and its services may still run; only a fence ([stonith." + name + "]) proves they stopped"
+	case d.Monitor == dataset.NodeRejoin:
+		return name + " was in rejoin (its daemon had just started): it does not run the race until it heard every member; only a fence ([stonith." + name + "]) proves it stopped"
 	case d.Frozen:
 		return name + " was frozen: it does not run the race and keeps its services; only a fence ([stonith." + name + "]) proves it stopped"
 	case d.SplitAction == "" || d.SplitAction == SplitDisabled:

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,21 @@ func TestRestartClaimThatPersistsIsALoss(t *testing.T) {
 	v := votes(c.Ready())
 	if len(v) != 1 || len(v[0].Lost) != 1 || v[0].Lost[0] != "n2" || !v[0].Verdict.Survive || v[0].Verdict.Votes != 3 {
 		t.Fatalf("votes %+v, want one vote on the loss of n2, kept 3 of 4", v)
+	}
+}
+
+// A node in rejoin does not run the race: a survivor that loses it then
+// may not count on its self-stop deadline, only on a fence.
+func TestLostInRejoinNeedsAFence(t *testing.T) {
+	c, _ := qcore(t, "n2", []string{"n1", "n2", "n3"}, nil, SplitStop)
+	at := t0.Add(3 * time.Second)
+	ticks(c, t0, at)
+	// n1 restarted: its new run says rejoin
+	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: &dataset.Node{Name: "n1", Monitor: dataset.NodeRejoin, SplitAction: SplitStop}}, at)
+	lose(c, "n1", at.Add(3*time.Second))
+	hear(c, "n3", []string{"n1"}, at.Add(3*time.Second))
+	ticks(c, at.Add(3*time.Second), at.Add(time.Minute))
+	if f := c.Snapshot(at).Fencing; !strings.Contains(f["n1"], "n1 was in rejoin (its daemon had just started): it does not run the race") {
+		t.Fatalf("fencing %v, want n1 held until a fence: it was in rejoin", f)
 	}
 }
