@@ -120,3 +120,20 @@ func TestLostInRejoinNeedsAFence(t *testing.T) {
 		t.Fatalf("fencing %v, want n1 held until a fence: it was in rejoin", f)
 	}
 }
+
+// A peer whose beat did not list this node heard this run: its later claim
+// that it does not is credited at once, even within hb.timeout of its
+// first beat (a one-way loss right after the restart is not delayed).
+func TestClaimAfterHeardUsIsCreditedAtOnce(t *testing.T) {
+	c := rcore(t)
+	at := t0.Add(600 * time.Millisecond)
+	peerUp(c, "n2", at)
+	peerUp(c, "n3", at)
+	unseen(c, "n2", at)
+	unseen(c, "n3", at)
+	c.Ready()
+	unseen(c, "n2", at.Add(time.Second), "n1")
+	if !c.QuorumInfo(at).Pending {
+		t.Fatalf("no vote on n2's claim (votes %+v): n2 had heard n1's run, its claim is about it", votes(c.Ready()))
+	}
+}
