@@ -59,8 +59,12 @@ type peer struct {
 	// loss, so the first message showing that it is current (same
 	// incarnation, no newer generation) emits it again as a Data event.
 	confirm bool
-	// unseen are the members p declared down, from its last beat.
-	unseen []string
+	// unseen are the members p declared down, from its last beat;
+	// unseenSaid is set once an Unseen event said them (the first beat
+	// heard says them even when empty: a peer that does not list this
+	// node heard this run, see node.selfClaimCredited).
+	unseen     []string
+	unseenSaid bool
 }
 
 // maxPending bounds the deltas waiting for their base per peer.
@@ -257,8 +261,8 @@ func (c *core) receive(b []byte) {
 			c.gapLocked(p, m.Inc, m.Gen, now)
 		}
 	case kindBeat:
-		if !slices.Equal(p.unseen, m.Unseen) {
-			p.unseen = m.Unseen
+		if !p.unseenSaid || !slices.Equal(p.unseen, m.Unseen) {
+			p.unseen, p.unseenSaid = m.Unseen, true
 			c.emitLocked(Event{Kind: Unseen, Node: p.name, Unseen: slices.Clone(m.Unseen)})
 		}
 		if m.Gen > 0 {

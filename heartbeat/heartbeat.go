@@ -130,7 +130,8 @@ const (
 	Answered
 	// Unseen: the members the peer declared down (heard, then silent for
 	// its Timeout) changed, as carried by its beats; Event.Unseen is the
-	// new list. Sent after the peer's Up.
+	// new list; the first beat heard of the peer in this run says it even
+	// when empty. Sent after the peer's Up.
 	Unseen
 )
 

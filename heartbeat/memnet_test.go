@@ -523,3 +523,24 @@ func TestMemUnseenNeverHeardNotListed(t *testing.T) {
 		}
 	}
 }
+
+// TestMemFirstBeatSaysUnseen: the first beat heard of a peer says its
+// unseen list even when empty, so that the owner knows the peer heard it
+// (a later claim that it does not is about this run, not a previous one).
+func TestMemFirstBeatSaysUnseen(t *testing.T) {
+	c := newMemCluster(t, 2)
+	c.net.Advance(3 * time.Second)
+	c.collect()
+	var got int
+	for _, ev := range c.evs["n01"] {
+		if ev.Node == "n02" && ev.Kind == Unseen {
+			if len(ev.Unseen) != 0 {
+				t.Fatalf("n02 declares %v down", ev.Unseen)
+			}
+			got++
+		}
+	}
+	if got != 1 {
+		t.Fatalf("n01 got %d unseen events about n02, want one (its first beat)", got)
+	}
+}

@@ -35,6 +35,12 @@ type peer struct {
 	// unseen are the members the peer does not hear, from its beats
 	// (PeerUnseen): listing this node, it declared it down.
 	unseen []string
+	// firstHeard is when the peer was first heard in this run; heardUs
+	// is set once one of its beats did not list this node: from then on
+	// a claim that it does not hear this node is about this run
+	// (selfClaimCredited).
+	firstHeard time.Time
+	heardUs    bool
 }
 
 // PeerKind is the kind of a heartbeat event about a peer.
@@ -87,6 +93,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 		return
 	}
 	instancesOnly := false
+	c.noteFirstHeard(p, ev, now)
 	switch ev.Kind {
 	case PeerUp:
 		p.Up = true

@@ -94,6 +94,8 @@ type quorumState struct {
 	arbs        map[string]arbResult
 	nextProbe   time.Time
 	lastTick    time.Time
+	// rejoined is set once this run left the rejoin: it votes from then on.
+	rejoined bool
 
 	// lost is set once this node lost a vote; splitSvcs are the instances
 	// its split_action stop stops; escalateAt is when it crashes if one
@@ -141,7 +143,7 @@ func (c *Core) livePeers(now time.Time) []string {
 			// announced: a daemon stopped for maintenance (within its
 			// grace) or shutting down is no loss
 		case dataset.NodeUp:
-			if p.Data == nil || view.Unconfirmed(p.Peer) || contains(p.unseen, c.cfg.Name) {
+			if p.Data == nil || view.Unconfirmed(p.Peer) || c.selfClaimCredited(p, now) {
 				continue
 			}
 		default:
@@ -150,6 +152,31 @@ func (c *Core) livePeers(now time.Time) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// noteFirstHeard records when a peer was first heard in this run, and
+// whether one of its beats since did not list this node.
+func (c *Core) noteFirstHeard(p *peer, ev PeerEvent, now time.Time) {
+	if p.firstHeard.IsZero() && (ev.Kind == PeerUp || ev.Kind == PeerData && ev.Data != nil) {
+		p.firstHeard = now
+	}
+	if ev.Kind == PeerUnseen && !contains(ev.Unseen, c.cfg.Name) {
+		p.heardUs = true
+	}
+}
+
+// selfClaimCredited reports whether the peer's beats list this node as
+// declared down, and that claim is about this run of the daemon. A peer
+// that declared the previous run down keeps listing it until it hears the
+// new one (its next beat then drops it): right after a restart, the claim
+// is credited only once a beat of the peer did not list this node (it
+// heard this run) or the claim outlasted hb.timeout since the peer was
+// first heard (it had time to hear this run and did not: a one-way loss).
+func (c *Core) selfClaimCredited(p *peer, now time.Time) bool {
+	if !contains(p.unseen, c.cfg.Name) {
+		return false
+	}
+	return p.heardUs || p.firstHeard.IsZero() || !now.Before(p.firstHeard.Add(c.cfg.Quorum.HBTimeout))
 }
 
 // updateQuorum runs after every heartbeat event and tick: a loss of live
@@ -184,6 +211,25 @@ func (c *Core) updateQuorum(now time.Time) {
 	for _, n := range sortedKeys(q.live) {
 		if !cur[n] {
 			lost = append(lost, n)
+		}
+	}
+	if c.monitor == dataset.NodeRejoin {
+		// Just started, not every member heard yet: this node has never
+		// had sight of the cluster in this run, and it starts nothing
+		// before the end of the rejoin (which freezes it when members are
+		// still missing). It does not run the race: a member not heard yet
+		// is no loss, nor an arbitrator not probed yet.
+		q.live, q.rejoined = cur, false
+		lost, stalled = nil, 0
+	} else if !q.rejoined {
+		// The rejoin ended: the members heard in this run that are not
+		// live now (declared down since, or not hearing this node) are
+		// lost, and voted on as usual.
+		q.rejoined = true
+		for _, n := range c.pnames {
+			if c.peers[n].Data != nil && !cur[n] && !contains(lost, n) {
+				lost = append(lost, n)
+			}
 		}
 	}
 	q.live = cur
@@ -468,6 +514,8 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	switch {
 	case d.Monitor == dataset.NodeMaintenance:
 		return name + "'s daemon was stopped (maintenance): it runs no split_action and its services may still run; only a fence ([stonith." + name + "]) proves they stopped"
+	case d.Monitor == dataset.NodeRejoin:
+		return name + " was in rejoin (its daemon had just started): it does not run the race until it heard every member; only a fence ([stonith." + name + "]) proves it stopped"
 	case d.Frozen:
 		return name + " was frozen: it does not run the race and keeps its services; only a fence ([stonith." + name + "]) proves it stopped"
 	case d.SplitAction == "" || d.SplitAction == SplitDisabled:
