@@ -538,7 +538,7 @@ func (c *svcCtx) childrenNotDown(f func(child string) (more bool)) {
 // aggregate is the failover aggregate avail of svc over the alive nodes:
 // exactly one up: up; more than one up, or any warn: warn; otherwise down.
 func aggregate(nodes map[string]placement.NodeView, svc string) dataset.Status {
-	up := 0
+	var a failoverAggregate
 	for _, v := range nodes {
 		if !v.Alive() {
 			continue
@@ -547,17 +547,35 @@ func aggregate(nodes map[string]placement.NodeView, svc string) dataset.Status {
 		if !ok {
 			continue
 		}
-		switch EffectiveAvail(inst) {
-		case dataset.StatusUp:
-			up++
-		case dataset.StatusWarn, dataset.StatusUnknown:
+		if a.add(EffectiveAvail(inst)) {
 			return dataset.StatusWarn
 		}
 	}
+	return a.result()
+}
+
+// failoverAggregate counts the instances of a failover service for its
+// aggregate: exactly one up: up; more than one up, or any warn or
+// unknown: warn; otherwise down.
+type failoverAggregate struct{ up int }
+
+// add counts one instance's avail; true when the aggregate is warn
+// whatever follows.
+func (a *failoverAggregate) add(s dataset.Status) bool {
+	switch s {
+	case dataset.StatusUp:
+		a.up++
+	case dataset.StatusWarn, dataset.StatusUnknown:
+		return true
+	}
+	return false
+}
+
+func (a failoverAggregate) result() dataset.Status {
 	switch {
-	case up == 1:
+	case a.up == 1:
 		return dataset.StatusUp
-	case up > 1:
+	case a.up > 1:
 		return dataset.StatusWarn
 	}
 	return dataset.StatusDown

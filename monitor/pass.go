@@ -243,23 +243,14 @@ func (p *pass) aggregate(svc string) dataset.Status {
 	if !ok || !p.allMembers {
 		return aggregate(p.s.Nodes, svc)
 	}
-	up := 0
+	var a failoverAggregate
 	for c, col := range p.cols {
 		if !p.alive[c] {
 			continue
 		}
-		switch col[r].Avail {
-		case dataset.StatusUp:
-			up++
-		case dataset.StatusWarn, dataset.StatusUnknown:
+		if a.add(col[r].Avail) {
 			return dataset.StatusWarn
 		}
 	}
-	switch {
-	case up == 1:
-		return dataset.StatusUp
-	case up > 1:
-		return dataset.StatusWarn
-	}
-	return dataset.StatusDown
+	return a.result()
 }

@@ -320,21 +320,7 @@ func detection(n, runs int, o opts) error {
 		if err != nil {
 			return err
 		}
-		got := map[string]time.Duration{}
-		deadline := time.After(o.timeout + 15*time.Second)
-	collect:
-		for len(got) < len(others) {
-			select {
-			case e := <-ch:
-				if e.Kind == "peer_down" && e.Fields["node"] == victim.name {
-					if _, seen := got[e.from]; !seen {
-						got[e.from] = e.Time.Sub(tk)
-					}
-				}
-			case <-deadline:
-				break collect
-			}
-		}
+		got := downsSeen(ch, victim.name, len(others), tk, o.timeout+15*time.Second)
 		var run stats
 		for _, d := range got {
 			run.add(d)
@@ -354,6 +340,27 @@ func detection(n, runs int, o opts) error {
 		len(all.xs), ms(all.min()), ms(all.pct(50)), ms(all.max()), o.timeout, ms(all.max()-o.timeout))
 	fmt.Printf("RESULT detection n=%d timeout=%s min=%s p50=%s max=%s excess_max=%s\n", n, o.timeout, ms(all.min()), ms(all.pct(50)), ms(all.max()), ms(all.max()-o.timeout))
 	return nil
+}
+
+// downsSeen collects, from the peers' events on ch, when each peer declared
+// victim down (relative to the kill at tk), until every one of n peers did
+// or within passes.
+func downsSeen(ch chan nev, victim string, n int, tk time.Time, within time.Duration) map[string]time.Duration {
+	got := map[string]time.Duration{}
+	deadline := time.After(within)
+	for len(got) < n {
+		select {
+		case e := <-ch:
+			if e.Kind == "peer_down" && e.Fields["node"] == victim {
+				if _, seen := got[e.from]; !seen {
+					got[e.from] = e.Time.Sub(tk)
+				}
+			}
+		case <-deadline:
+			return got
+		}
+	}
+	return got
 }
 
 func drain(ch chan nev) {

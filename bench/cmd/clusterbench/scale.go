@@ -399,21 +399,7 @@ func scaleDetection(c *cluster, kills int, o opts) error {
 		if err != nil {
 			return err
 		}
-		got := map[string]time.Duration{}
-		deadline := time.After(o.timeout + 20*time.Second)
-	collect:
-		for len(got) < len(others) {
-			select {
-			case e := <-ch:
-				if e.Kind == "peer_down" && e.Fields["node"] == victim.name {
-					if _, seen := got[e.from]; !seen {
-						got[e.from] = e.Time.Sub(tk)
-					}
-				}
-			case <-deadline:
-				break collect
-			}
-		}
+		got := downsSeen(ch, victim.name, len(others), tk, o.timeout+20*time.Second)
 		var run stats
 		for _, d := range got {
 			run.add(d)
