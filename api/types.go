@@ -68,6 +68,10 @@ type HBStatus struct {
 	FullsSent  uint64 `json:"fulls_sent"`
 	DeltasSent uint64 `json:"deltas_sent"`
 	NeedsSent  uint64 `json:"needs_sent"`
+	// ProbesSent counts the beats that asked a silent peer for a beat at
+	// once (lost beats); ProbesAnswered the peers' probes answered.
+	ProbesSent     uint64 `json:"probes_sent"`
+	ProbesAnswered uint64 `json:"probes_answered"`
 	// Rejected counts malformed, foreign or unauthenticated traffic;
 	// Dropped the frames lost to a full peer queue (repaired by the next
 	// full copy); SendErrors the failed sends.

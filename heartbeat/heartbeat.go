@@ -202,6 +202,9 @@ type Stats struct {
 	// DigestMismatches counts beats whose digest differed from the copy
 	// held at the same generation (each asks for a full copy).
 	DigestMismatches uint64
+	// ProbesSent counts the beats asking a silent peer for a beat at once;
+	// ProbesAnswered the beats sent back for a peer's probe.
+	ProbesSent, ProbesAnswered uint64
 }
 
 // settings is a validated Config with the derived periods.

@@ -33,6 +33,7 @@ type MemNetwork struct {
 	queue    []memFrame
 	cut      map[[2]string]bool // Partition: from -> to is cut
 	drop     map[[2]string]bool // Drop: from -> to loses everything
+	lose     func(from, to string, b []byte) bool // Lose: per-frame loss, nil when none
 	crashed  map[string]bool
 	flushing bool
 	// delay holds the frames of a link for a while (SetDelay); held are
@@ -144,6 +145,15 @@ func (n *MemNetwork) Drop(from, to string, on bool) {
 	}
 }
 
+// Lose makes every frame for which lose returns true lost (nil: none).
+// It is called in sending order, with the network's lock held: it must not
+// call the network.
+func (n *MemNetwork) Lose(lose func(from, to string, b []byte) bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.lose = lose
+}
+
 // Crash stops node: nothing is delivered to or from it any more and its
 // timers stop, without a clean leave. Join the same name to restart it.
 func (n *MemNetwork) Crash(node string) {
@@ -185,7 +195,8 @@ func (n *MemNetwork) Flush() {
 		dst := n.nodes[f.to]
 		ok := dst != nil && !dst.closed && !f.sender.closed && n.nodes[from] == f.sender &&
 			!n.crashed[from] && !n.crashed[f.to] &&
-			!n.cut[[2]string{from, f.to}] && !n.drop[[2]string{from, f.to}]
+			!n.cut[[2]string{from, f.to}] && !n.drop[[2]string{from, f.to}] &&
+			(n.lose == nil || !n.lose(from, f.to, f.b))
 		n.mu.Unlock()
 		switch {
 		case !ok:

@@ -47,9 +47,13 @@ type message struct {
 	// started is not listed), sorted: a node that hears the sender learns
 	// from it that the sender declared it down (one-way loss, a pause),
 	// since beats go to every member, up or down.
-	Unseen []string      `json:"unseen,omitempty"`
-	Node   *dataset.Node `json:"node,omitempty"`
-	Delta  *delta        `json:"delta,omitempty"`
+	Unseen []string `json:"unseen,omitempty"`
+	// Probe (beats): the sender has not heard the receiver for a while
+	// and asks for a beat at once (see probeAfter). A node of an earlier
+	// version ignores the field: it only misses the answer.
+	Probe bool          `json:"probe,omitempty"`
+	Node  *dataset.Node `json:"node,omitempty"`
+	Delta *delta        `json:"delta,omitempty"`
 	// ID, Op, Body and Err are those of asks and answers (ask.go).
 	ID   uint64          `json:"id,omitempty"`
 	Op   string          `json:"op,omitempty"`

@@ -44,6 +44,7 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	hb.add(c(" received"), c(strconv.FormatUint(d.HB.Received, 10)))
 	hb.add(c(" fulls/deltas"), c(strconv.FormatUint(d.HB.FullsSent, 10)+" / "+strconv.FormatUint(d.HB.DeltasSent, 10)))
 	hb.add(c(" needs sent"), c(strconv.FormatUint(d.HB.NeedsSent, 10)))
+	hb.add(c(" probes sent/answered"), c(strconv.FormatUint(d.HB.ProbesSent, 10)+" / "+strconv.FormatUint(d.HB.ProbesAnswered, 10)))
 	hb.add(c(" rejected"), c(strconv.FormatUint(d.HB.Rejected, 10)))
 	hb.add(c(" dropped"), c(strconv.FormatUint(d.HB.Dropped, 10)+" ("+strconv.FormatUint(d.HB.SendErrors, 10)+" send errors)"))
 
