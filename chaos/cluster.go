@@ -58,6 +58,8 @@ type Cluster struct {
 	secret  string
 	// actionsSeen: how many lines of NodeActions the audits read
 	actionsSeen int
+	// closing makes CloseKeep run once (an abort and the round's end)
+	closing sync.Once
 }
 
 // NodeActions is the file where the nodes' harmless crash_command and
@@ -305,6 +307,10 @@ func (c *Cluster) Close() {
 }
 
 func (c *Cluster) CloseKeep(keep bool) {
+	c.closing.Do(func() { c.closeKeep(keep) })
+}
+
+func (c *Cluster) closeKeep(keep bool) {
 	var wg sync.WaitGroup
 	for _, n := range c.Nodes {
 		if n.DaemonAlive() {

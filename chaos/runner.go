@@ -32,6 +32,14 @@ type Config struct {
 	// First are run first, in order (entries as in Tests: Name or
 	// Name/q), then the tests picked at random.
 	First []string
+	// Stop, when closed, ends the round after the test running (the report
+	// says it was interrupted). Abort, when closed, removes the cluster at
+	// once (daemons stopped, namespaces deleted, the work directory kept
+	// for the post-mortem), then calls Aborted, which must not return (the
+	// command exits there): the test running meanwhile is abandoned.
+	Stop    <-chan struct{}
+	Abort   <-chan struct{}
+	Aborted func()
 }
 
 // ConfigError is a round asked for what cannot run (an unknown test, a
@@ -90,6 +98,8 @@ type Report struct {
 	Outcomes []Outcome
 	MaxRSS   int // KiB, over every audit
 	Setup    time.Duration
+	// Interrupted: the round was stopped (Config.Stop) before its end.
+	Interrupted bool
 }
 
 // Failed reports whether any test failed.
@@ -145,7 +155,22 @@ func Run(cfg Config) (*Report, error) {
 	}
 	rep := &Report{Seed: cfg.Seed, Duration: cfg.Duration, Started: started}
 	// a failed round keeps its roots, logs and journal for the post-mortem
-	defer func() { c.CloseKeep(cfg.Keep || rep.Failed()) }()
+	defer func() { c.CloseKeep(cfg.Keep || rep.Failed() || rep.Interrupted) }()
+	if cfg.Abort != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-cfg.Abort:
+				c.CloseKeep(true)
+				fmt.Fprintf(cfg.Out, "aborted: daemons stopped, namespaces removed; logs, roots and journal kept in %s\n", c.Work)
+				if cfg.Aborted != nil {
+					cfg.Aborted()
+				}
+			case <-done:
+			}
+		}()
+	}
 	if cfg.Keep {
 		fmt.Fprintf(cfg.Out, "work directory (kept): %s\n", c.Work)
 	}
@@ -180,6 +205,11 @@ func Run(cfg Config) (*Report, error) {
 			name = pool[rng.IntN(len(pool))]
 		}
 		if name == "" {
+			break
+		}
+		if stopped(cfg.Stop) {
+			rep.Interrupted = true
+			fmt.Fprintf(cfg.Out, "interrupted: the round stops after %d tests\n", i)
 			break
 		}
 		// each test draws from its own source, derived from the round's:
@@ -220,9 +250,21 @@ func Run(cfg Config) (*Report, error) {
 	fmt.Fprint(cfg.Out, "\n"+rep.Table())
 	if rep.Failed() {
 		fmt.Fprintf(cfg.Out, "\nFAILED: seed %d; replay the exact sequence with:\n  %s\n", cfg.Seed, rep.Replay())
+	}
+	if rep.Failed() || rep.Interrupted {
 		fmt.Fprintf(cfg.Out, "logs, roots and journal kept in %s\n", c.Work)
 	}
 	return rep, nil
+}
+
+// stopped reports whether stop is closed (never for nil).
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 type result struct {
@@ -347,7 +389,7 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Chaos round: seed %d\n\n", r.Seed)
 	fmt.Fprintf(&b, "Started %s, ran %s (asked: %s), %d tests, cluster set up in %s. Result: **%s**.\n\n",
-		r.Started.Format(time.RFC3339), r.Elapsed.Round(time.Second), r.Duration, len(r.Outcomes), r.Setup.Round(100*time.Millisecond), map[bool]string{true: "FAILED", false: "passed"}[r.Failed()])
+		r.Started.Format(time.RFC3339), r.Elapsed.Round(time.Second), r.Duration, len(r.Outcomes), r.Setup.Round(100*time.Millisecond), r.result())
 	b.WriteString("| test | runs | passed | with quorum | worst recovery |\n|---|---:|---:|---:|---:|\n")
 	names, rows := r.rows()
 	for _, n := range names {
@@ -377,6 +419,17 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "\nReplay: `%s`\n", r.Replay())
 	}
 	return b.String()
+}
+
+// result is the round's verdict in a word.
+func (r *Report) result() string {
+	switch {
+	case r.Failed():
+		return "FAILED"
+	case r.Interrupted:
+		return "interrupted"
+	}
+	return "passed"
 }
 
 // WriteMarkdown writes the markdown report to path.

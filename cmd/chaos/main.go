@@ -11,8 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"haven/chaos"
@@ -73,6 +75,8 @@ func run(args []string) int {
 		}
 	}
 	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum}
+	cfg.Stop, cfg.Abort = interrupts()
+	cfg.Aborted = func() { os.Exit(130) }
 	rep, err := chaos.Run(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
@@ -89,10 +93,33 @@ func run(args []string) int {
 		}
 		fmt.Printf("report written to %s\n", *report)
 	}
-	if rep.Failed() {
+	switch {
+	case rep.Failed():
 		return 1
+	case rep.Interrupted:
+		return 130
 	}
 	return 0
+}
+
+// interrupts turns signals into the round's stop and abort: a first
+// SIGINT (Ctrl-C) ends the round after the test running, with its report;
+// a second SIGINT, or a SIGTERM, removes the cluster at once (daemons,
+// namespaces) and exits 130, so that nothing is left behind.
+func interrupts() (stop, abort <-chan struct{}) {
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	st, ab := make(chan struct{}), make(chan struct{})
+	go func() {
+		if s := <-sig; s == syscall.SIGINT {
+			fmt.Fprintln(os.Stderr, "chaos: interrupted: the round ends after the test running (interrupt again to stop at once)")
+			close(st)
+			<-sig
+		}
+		fmt.Fprintln(os.Stderr, "chaos: stopping at once: removing the cluster")
+		close(ab)
+	}()
+	return st, ab
 }
 
 func split(s string) []string {
