@@ -16,8 +16,15 @@ import (
 	"time"
 )
 
-// ErrNoDaemon is returned when the socket does not answer.
+// ErrNoDaemon is returned when nothing listens on the socket (no socket
+// file, or a connection refused): no daemon runs.
 var ErrNoDaemon = errors.New("the daemon is not running")
+
+// ErrNoAnswer is returned when a daemon took the connection (or its
+// listener exists) but did not answer in time: it runs, busy or hung. It is
+// never ErrNoDaemon: "not running" would be a lie (nodemgr daemon stop
+// would report a busy daemon stopped).
+var ErrNoAnswer = errors.New("the daemon did not answer in time (it is running, but busy or hung)")
 
 // ErrPermission is returned when the user may not use the socket.
 var ErrPermission = errors.New("permission denied")
@@ -103,8 +110,13 @@ func (c *Client) connErr(err error) error {
 	}
 	var ne net.Error
 	var oe *net.OpError
-	if errors.As(err, &ne) || (errors.As(err, &oe) && oe.Op == "dial") {
+	switch {
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("%w (socket %s)", ErrNoDaemon, c.Socket)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("%w (socket %s)", ErrNoAnswer, c.Socket)
+	case errors.As(err, &oe) && oe.Op == "dial":
+		return fmt.Errorf("%w (socket %s: %v)", ErrNoDaemon, c.Socket, oe.Err)
 	}
 	return err
 }
