@@ -42,6 +42,11 @@ const (
 	apiHeaderTimeout = 2 * time.Second
 	apiBodyTimeout   = 5 * time.Second
 	apiIdleTimeout   = 30 * time.Second
+	// A refused body is read and thrown away, up to drainMax bytes for up
+	// to drainTime, after the refusal is sent: a client still writing it
+	// then reads the refusal instead of a reset connection.
+	drainMax  = 8 << 20
+	drainTime = time.Second
 )
 
 // apiLimits holds the semaphores of one daemon's API.
@@ -85,6 +90,7 @@ func (l *apiLimits) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if r.ContentLength > maxBody {
 		w.Header().Set("Connection", "close")
 		writeStatus(w, http.StatusRequestEntityTooLarge, 2, tooLarge(what))
+		drainRefused(w, r)
 		return false
 	}
 	select {
@@ -120,12 +126,25 @@ func (l *apiLimits) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	switch {
 	case errors.As(err, &mbe):
 		writeStatus(w, http.StatusRequestEntityTooLarge, 2, tooLarge(what))
+		drainRefused(w, r)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		writeStatus(w, http.StatusRequestTimeout, 2, fmt.Sprintf("%s: the request body did not arrive within %s", what, apiBodyTimeout))
 	default:
 		writeStatus(w, http.StatusBadRequest, 2, fmt.Sprintf("bad request body (%s): %s", what, strings.TrimPrefix(err.Error(), "json: ")))
 	}
 	return false
+}
+
+// drainRefused sends the refusal written to w, then reads and discards
+// the rest of r's body (at most drainMax bytes, for at most drainTime; no
+// memory is kept): a client that is still writing a body the daemon
+// refused gets the refusal, where closing with its bytes unread reset the
+// connection under it ("connection reset by peer" instead of the limit).
+func drainRefused(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	rc.SetReadDeadline(time.Now().Add(drainTime))
+	io.CopyN(io.Discard, r.Body, drainMax)
 }
 
 func tooLarge(what string) string {

@@ -114,6 +114,8 @@ func TestMaintenanceGraceAndShutdown(t *testing.T) {
 	// back within no time: up again, the service never stopped
 	c["n2"].startDaemon()
 	waitFor(t, 10*time.Second, "n1 sees n2 up again", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeUp })
+	// the restarted daemon knows its instance once its first check ran
+	waitFor(t, 10*time.Second, "n2 checked web", func() bool { return c["n2"].instance("web").Avail != dataset.StatusUnknown })
 	if a := c["n2"].instance("web").Avail; a != dataset.StatusUp {
 		t.Fatalf("web on n2 is %s after a daemon restart, want up (a daemon stop leaves services running)", a)
 	}
