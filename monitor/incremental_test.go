@@ -285,10 +285,11 @@ func TestEffectiveAvailEverywhere(t *testing.T) {
 // passes decides exactly as one without: over random snapshots of 64 to
 // 100 services (the size from which a pass reads whole maps) where one
 // node's data is replaced by a changed copy at each pass, and sometimes
-// the services change (the cache forgets its columns).
+// the services change (the cache forgets its columns), or are renamed
+// (as many services: the sorted names of the last pass do not hold).
 func TestCacheMatchesFresh(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
-	hits := 0
+	hits, renames := 0, 0
 	for iter := 0; iter < 60; iter++ {
 		s := randomSnapshotN(r, scanRows+r.Intn(36))
 		k := &Cache{}
@@ -318,11 +319,25 @@ func TestCacheMatchesFresh(t *testing.T) {
 				}
 				delete(svcs, fmt.Sprintf("s%02d", r.Intn(len(svcs))))
 				s.Services = svcs
+			} else if r.Intn(5) == 0 { // a service renamed: as many, not the same
+				svcs := make(map[string]*config.ServiceConfig, len(s.Services))
+				for name, cfg := range s.Services {
+					svcs[name] = cfg
+				}
+				old := fmt.Sprintf("s%02d", r.Intn(len(svcs)))
+				if cfg := svcs[old]; cfg != nil {
+					delete(svcs, old)
+					renamed := *cfg
+					renamed.Name = "r" + old
+					svcs[renamed.Name] = &renamed
+					renames++
+				}
+				s.Services = svcs
 			}
 		}
 	}
-	if hits == 0 {
-		t.Fatal("the cache was never used")
+	if hits == 0 || renames == 0 {
+		t.Fatalf("the cache was used %d times, with %d renames", hits, renames)
 	}
 }
 

@@ -106,6 +106,10 @@ type Input struct {
 	// speed-up for callers that rank many services one after the other):
 	// the Ranking then shares its memory.
 	Buf []string
+	// NoExcluded leaves Ranking.Excluded nil (no map per service): the
+	// caller reads the reasons with Ranking.Reason (a speed-up for callers
+	// that rank many services and read few reasons). It needs Buf.
+	NoExcluded bool
 	// ConstraintErr, read only with Explain, gives the nodes where the
 	// constraints could not be evaluated and why (ConstraintResults): their
 	// verdict shows the error rather than a plain violation.
@@ -235,8 +239,12 @@ type Ranking struct {
 	// subsequence of it.
 	Placeable []string
 	// Excluded gives, for each node of the service that is not a candidate,
-	// the first filter it failed. Nil when every node is a candidate.
+	// the first filter it failed. Nil when every node is a candidate, or
+	// with Input.NoExcluded (Reason tells then).
 	Excluded map[string]string
+	// why, with Input.NoExcluded, is Excluded aligned with Natural ("" for
+	// a candidate).
+	why []string
 	// Natural is the policy order over every node of the service, ignoring
 	// the filters and the soft affinities.
 	Natural []string
@@ -251,6 +259,21 @@ func (r Ranking) Leader() string {
 		return ""
 	}
 	return r.Candidates[0]
+}
+
+// Reason returns the first filter node failed, "" when it is a candidate
+// or not a node of the service: Excluded[node], with or without
+// Input.NoExcluded.
+func (r Ranking) Reason(node string) string {
+	if r.why == nil {
+		return r.Excluded[node]
+	}
+	for i, n := range r.Natural {
+		if n == node {
+			return r.why[i]
+		}
+	}
+	return ""
 }
 
 // NaturalLeader returns the first node of the natural order, or "".
@@ -339,11 +362,17 @@ func Rank(in Input) Ranking {
 	if len(nodes) > len(arr) {
 		recs = make([]record, 0, len(nodes))
 	}
+	var ex []explained // with Explain only
+	if in.Explain {
+		ex = make([]explained, len(nodes))
+	}
 	mem := in.Members.of(nodes)
 	var order []int // the records in the policy's order already (Members)
 	if mem != nil {
 		order = mem.order[in.Config.Placement]
 	}
+	hard := affinity.HasHard(in.Config)
+	insts := in.Instances != nil && in.Nodes != nil
 	for k := range nodes {
 		i := k
 		if order != nil {
@@ -351,34 +380,42 @@ func Rank(in Input) Ranking {
 		}
 		n := nodes[i]
 		recs = append(recs, record{name: n, index: i})
-		f := filter{all: in.Explain}
-		var cn clusterNode
-		ok := false
-		if mem != nil {
-			if p := mem.cn[i]; p != nil {
-				cn, ok = *p, true
-			}
-		} else {
-			cn, ok = in.node(n)
+		rec := &recs[k]
+		if ex != nil {
+			rec.x = &ex[k]
 		}
-		if !ok {
+		f := filter{all: in.Explain}
+		var cn *clusterNode
+		if mem != nil {
+			cn = mem.cn[i]
+		} else if c, ok := in.node(n); ok {
+			cn = &c
+		}
+		if cn == nil {
 			f.fail(ReasonNodeDown, "")
-			recs[k].nodeReason = f.first
-			recs[k].load = noData
-			recs[k].reasons = f.list
+			rec.nodeReason = f.first
+			rec.load = noData
+			if rec.x != nil {
+				rec.x.reasons = f.list
+			}
 			continue
 		}
-		recs[k].load, recs[k].score = cn.load, cn.score
-		nodeFilter(in, n, cn, env, &f)
-		recs[k].nodeReason = f.first
-		g := filter{all: in.Explain, list: f.list}
-		if in.Instances != nil && in.Nodes != nil {
-			instanceFilter(in.Instances[i], &g)
-		} else {
-			instanceFilter(StateOf(in.Views[n].Data.Services[in.Service]), &g)
+		rec.load, rec.score = cn.load, cn.score
+		if cn.avail != "" || cn.frozen || in.ConstraintOK != nil || hard {
+			nodeFilter(&in, n, cn, env, &f)
 		}
-		recs[k].instReason = g.first
-		recs[k].reasons = g.list
+		rec.nodeReason = f.first
+		g := filter{all: in.Explain, list: f.list}
+		if insts {
+			instanceFilter(&in.Instances[i], &g)
+		} else {
+			st := StateOf(in.Views[n].Data.Services[in.Service])
+			instanceFilter(&st, &g)
+		}
+		rec.instReason = g.first
+		if rec.x != nil {
+			rec.x.reasons = g.list
+		}
 	}
 	if in.Explain && in.Config.Placement != PolicySpread {
 		for i := range recs {
@@ -390,13 +427,21 @@ func Rank(in Input) Ranking {
 	n := len(recs)
 	var r Ranking
 	var buf []string
-	if cap(in.Buf) >= 2*n {
-		buf = in.Buf[:2*n]
+	lean := in.NoExcluded && !in.Explain
+	size := 2 * n
+	if lean {
+		size = 3 * n
+	}
+	if cap(in.Buf) >= size {
+		buf = in.Buf[:size]
 	} else {
-		buf = make([]string, 2*n)
+		buf = make([]string, size)
 	}
 	r.Natural = buf[:n:n]
 	r.Placeable = buf[n : n : 2*n]
+	if lean {
+		r.why = buf[2*n : 3*n : 3*n]
+	}
 	// placeable records, in order; then the soft affinities (stable)
 	var pArr [32]int
 	pidx := pArr[:0]
@@ -405,22 +450,28 @@ func Rank(in Input) Ranking {
 	}
 	for i := range recs {
 		r.Natural[i] = recs[i].name
+		if lean {
+			r.why[i] = recs[i].nodeReason
+		}
 		if recs[i].nodeReason != "" {
-			r.exclude(recs[i].name, recs[i].nodeReason)
+			if !lean {
+				r.exclude(recs[i].name, recs[i].nodeReason)
+			}
 			continue
 		}
 		pidx = append(pidx, i)
 	}
 	if in.Explain {
 		for k, i := range pidx {
-			recs[i].placeIdx = k
+			recs[i].x.placeIdx = k
 		}
 	}
 	if affinity.HasSoft(in.Config) {
 		for _, i := range pidx {
 			if in.Explain {
+				x := recs[i].x
 				recs[i].soft = affinity.CheckSoft(in.Config, recs[i].name, env, func(why string) {
-					recs[i].softNotes = append(recs[i].softNotes, why)
+					x.softNotes = append(x.softNotes, why)
 				})
 				continue
 			}
@@ -436,7 +487,11 @@ func Rank(in Input) Ranking {
 	for _, i := range pidx {
 		r.Placeable = append(r.Placeable, recs[i].name)
 		if recs[i].instReason != "" {
-			r.exclude(recs[i].name, recs[i].instReason)
+			if lean {
+				r.why[i] = recs[i].instReason
+			} else {
+				r.exclude(recs[i].name, recs[i].instReason)
+			}
 			excluded++
 		}
 	}
@@ -469,8 +524,11 @@ type record struct {
 	soft       int // soft affinity score
 	nodeReason string
 	instReason string
+	x          *explained // with Input.Explain only
+}
 
-	// with Input.Explain only
+// explained is what Rank keeps of a node for its verdict (Input.Explain).
+type explained struct {
 	reasons   []string // every filter failed
 	softNotes []string // every soft rule broken
 	placeIdx  int      // position among the placeable nodes before the soft affinities
