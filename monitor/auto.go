@@ -130,17 +130,16 @@ func (c *svcCtx) availOn(node string) dataset.Status {
 // betterReadyPeer returns a peer in ready (or starting) that ranks before
 // the local node, or "".
 func (c *svcCtx) betterReadyPeer() string {
-	mine := c.rank.Position(c.s.Local)
-	for _, n := range c.nodes {
-		if n == c.s.Local {
+	mine := -1 // Position of the local node, when a peer needs it
+	for i, n := range c.nodes {
+		if n == c.s.Local || !c.alive[i] {
 			continue
 		}
-		inst, alive := c.instance(n)
-		if !alive {
+		if st := c.insts[i].State; st != dataset.Ready && st != dataset.Starting {
 			continue
 		}
-		if st := inst.State; st != dataset.Ready && st != dataset.Starting {
-			continue
+		if mine < 0 {
+			mine = c.rank.Position(c.s.Local)
 		}
 		if c.rank.Position(n) < mine {
 			return n

@@ -9,7 +9,8 @@ import (
 // TestNoExcludedRanksAlike: Rank with NoExcluded (no Excluded map, the
 // reasons aligned with Natural in Buf) ranks exactly as without, and
 // Reason gives for every node what Excluded gives, over random rankings
-// (with and without Members, a Buf too short or large enough).
+// (with and without Members, a Buf too short or large enough); and its
+// natural order is Order's.
 func TestNoExcludedRanksAlike(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	reasons := 0
@@ -19,6 +20,9 @@ func TestNoExcludedRanksAlike(t *testing.T) {
 			in.Members = m
 		}
 		want := Rank(in)
+		if o := Order(in.Config.Placement, in.Service, in.Nodes, in.Views); !reflect.DeepEqual(want.Natural, o) {
+			t.Fatalf("iter %d: %s: Rank's natural order %v, Order's %v", iter, in.Config.Placement, want.Natural, o)
+		}
 		in.NoExcluded = true
 		in.Buf = make([]string, 0, r.Intn(4*len(in.Nodes)))
 		got := Rank(in)

@@ -178,13 +178,13 @@ func (c *Cluster) View(node string) *NodeView {
 type Members struct {
 	nodes []string
 	cn    []*clusterNode // nil where the node has no view
-	order map[string][]int
+	order [bySpread][]int // by policyKind: load avg and score only
 }
 
 // Members resolves nodes; pass it as Input.Members with Input.Nodes the
 // very same slice (placement.NodeList of a "*" service returns it).
 func (c *Cluster) Members(nodes []string) *Members {
-	m := &Members{nodes: nodes, cn: make([]*clusterNode, len(nodes)), order: map[string][]int{}}
+	m := &Members{nodes: nodes, cn: make([]*clusterNode, len(nodes))}
 	recs := make([]record, len(nodes))
 	for i, n := range nodes {
 		m.cn[i] = c.nodes[n]
@@ -200,7 +200,7 @@ func (c *Cluster) Members(nodes []string) *Members {
 		for k := range sorted {
 			order[k] = sorted[k].index
 		}
-		m.order[policy] = order
+		m.order[kindOf(policy)] = order
 	}
 	return m
 }
@@ -367,9 +367,28 @@ func Rank(in Input) Ranking {
 		ex = make([]explained, len(nodes))
 	}
 	mem := in.Members.of(nodes)
+	kind := kindOf(in.Config.Placement)
 	var order []int // the records in the policy's order already (Members)
-	if mem != nil {
-		order = mem.order[in.Config.Placement]
+	if mem != nil && kind < bySpread {
+		order = mem.order[kind]
+	}
+	var keys [32]uint64 // spread: the keys, by position in nodes
+	if kind == bySpread && len(nodes) <= len(keys) {
+		// the records in the policy's order already: a permutation sorted
+		// by key (ints moved, not records)
+		var perm [32]int
+		for i, n := range nodes {
+			keys[i], perm[i] = SpreadKey(in.Service, n), i
+		}
+		for i := 1; i < len(nodes); i++ {
+			x := perm[i]
+			j := i
+			for ; j > 0 && (keys[x] < keys[perm[j-1]] || keys[x] == keys[perm[j-1]] && nodes[x] < nodes[perm[j-1]]); j-- {
+				perm[j] = perm[j-1]
+			}
+			perm[j] = x
+		}
+		order = perm[:len(nodes)]
 	}
 	hard := affinity.HasHard(in.Config)
 	insts := in.Instances != nil && in.Nodes != nil
@@ -381,6 +400,9 @@ func Rank(in Input) Ranking {
 		n := nodes[i]
 		recs = append(recs, record{name: n, index: i})
 		rec := &recs[k]
+		if kind == bySpread && order != nil {
+			rec.spread = keys[i]
+		}
 		if ex != nil {
 			rec.x = &ex[k]
 		}
@@ -422,7 +444,11 @@ func Rank(in Input) Ranking {
 			recs[i].spread = SpreadKey(in.Service, recs[i].name)
 		}
 	}
-	sortRecords(in.Config.Placement, in.Service, recs)
+	if kind == bySpread && order == nil {
+		sortRecords(in.Config.Placement, in.Service, recs)
+	} else {
+		insertionSort(kind, recs) // nothing to move when in order already
+	}
 
 	n := len(recs)
 	var r Ranking
@@ -543,27 +569,61 @@ func (r *Ranking) exclude(node, reason string) {
 
 // sortRecords orders the records by the policy, ties by node name.
 func sortRecords(policy, service string, recs []record) {
-	if policy == PolicySpread {
+	kind := kindOf(policy)
+	if kind == bySpread {
 		for i := range recs {
 			recs[i].spread = SpreadKey(service, recs[i].name)
 		}
 	}
-	// insertion sort: node lists are short, and it allocates nothing
+	insertionSort(kind, recs)
+}
+
+// policyKind is a policy as its sort key.
+type policyKind uint8
+
+const (
+	byIndex policyKind = iota // nodes order, and any other policy
+	byLoad
+	byScore
+	bySpread
+)
+
+func kindOf(policy string) policyKind {
+	switch policy {
+	case PolicyLoadAvg:
+		return byLoad
+	case PolicyScore:
+		return byScore
+	case PolicySpread:
+		return bySpread
+	}
+	return byIndex
+}
+
+// insertionSort sorts recs by kind, stable: node lists are short, and it
+// allocates nothing.
+func insertionSort(kind policyKind, recs []record) {
 	for i := 1; i < len(recs); i++ {
-		for j := i; j > 0 && lessRecord(policy, &recs[j], &recs[j-1]); j-- {
-			recs[j], recs[j-1] = recs[j-1], recs[j]
+		if !lessRecord(kind, &recs[i], &recs[i-1]) {
+			continue
 		}
+		x := recs[i]
+		j := i
+		for ; j > 0 && lessRecord(kind, &x, &recs[j-1]); j-- {
+			recs[j] = recs[j-1]
+		}
+		recs[j] = x
 	}
 }
 
-func lessRecord(policy string, a, b *record) bool {
+func lessRecord(kind policyKind, a, b *record) bool {
 	c := 0
-	switch policy {
-	case PolicyLoadAvg:
+	switch kind {
+	case byLoad:
 		c = cmpFloat(a.load, b.load)
-	case PolicyScore:
+	case byScore:
 		c = cmpFloat(b.score, a.score)
-	case PolicySpread:
+	case bySpread:
 		switch {
 		case a.spread < b.spread:
 			c = -1
