@@ -177,7 +177,7 @@ func (c *Cluster) View(node string) *NodeView {
 // sort has nothing left to move. Build it with Cluster.Members.
 type Members struct {
 	nodes []string
-	cn    []*clusterNode // nil where the node has no view
+	cn    []*clusterNode  // nil where the node has no view
 	order [bySpread][]int // by policyKind: load avg and score only
 }
 
