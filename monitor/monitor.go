@@ -311,7 +311,7 @@ func (c *svcCtx) init(s *Snapshot, p *pass, row int, name string, cfg *config.Se
 		in.Explain = true
 		_, in.ConstraintErr = placement.ConstraintResults(cfg, s.Nodes)
 	}
-	c.rank = placement.Rank(in)
+	c.rank = p.rank(row, &in, c.cacheable(row, buf))
 	for i, n := range nodes {
 		if !c.alive[i] {
 			continue

@@ -68,6 +68,8 @@ type Cache struct {
 	// when they are the same.
 	sorted []string
 	set    map[string]struct{}
+	// rc keeps the rankings (rankcache.go).
+	rc rankCache
 }
 
 type cachedCol struct {
@@ -83,14 +85,14 @@ type cachedCol struct {
 func (k *Cache) column(node string, svcs map[string]dataset.Instance, p *pass, local []dataset.Instance) ([]placement.InstanceState, bool) {
 	var col []placement.InstanceState
 	if k != nil {
-		if e, ok := k.cols[node]; ok {
-			if sameMap(e.svcs, svcs) {
-				return e.states, false
-			}
-			// another map: its column is read anew into the same memory
-			// (the pass that read it is over)
-			col = e.states
+		e, ok := k.cols[node]
+		if ok && sameMap(e.svcs, svcs) {
+			return e.states, false
 		}
+		// another map: its column is read anew into the same memory
+		// (the pass that read it is over)
+		col = e.states
+		k.rc.before(col)
 	}
 	if len(col) != len(p.names) {
 		col = make([]placement.InstanceState, len(p.names))
@@ -112,6 +114,7 @@ func (k *Cache) column(node string, svcs map[string]dataset.Instance, p *pass, l
 	}
 	if k != nil {
 		k.cols[node] = cachedCol{svcs: svcs, states: col}
+		k.rc.after(col)
 	}
 	return col, local != nil
 }
@@ -122,12 +125,13 @@ func sameMap(a, b map[string]dataset.Instance) bool {
 
 // use readies the cache for a pass over names: its columns are for other
 // rows, it forgets them.
-func (k *Cache) use(names []string) {
+func (k *Cache) use(names []string) (reset bool) {
 	if k.cols != nil && slices.Equal(k.names, names) {
-		return
+		return false
 	}
 	k.names = append(k.names[:0], names...)
 	k.cols = make(map[string]cachedCol)
+	return true
 }
 
 // sort sorts all (distinct names): the sorted list of the last call when
@@ -164,6 +168,9 @@ const scanRows = 64
 
 func newPass(s *Snapshot, names []string) *pass {
 	p := &pass{s: s, cluster: placement.NewCluster(s.Nodes)}
+	if s.Cache != nil {
+		s.Cache.rc.active = false // until begin, in this pass
+	}
 	if len(names) >= 16 { // worth it for many rankings only
 		p.members = p.cluster.Members(s.ClusterNodes)
 	}
@@ -195,7 +202,11 @@ func newPass(s *Snapshot, names []string) *pass {
 	if len(names) >= scanRows {
 		k := s.Cache
 		if k != nil {
-			k.use(names)
+			if p.members != nil {
+				k.rc.begin(len(names), k.use(names), s.ClusterNodes)
+			} else {
+				k.use(names)
+			}
 			if cap(k.local) < len(names) {
 				k.local = make([]dataset.Instance, len(names))
 			}
@@ -214,6 +225,9 @@ func newPass(s *Snapshot, names []string) *pass {
 				p.cols[c], done = k.column(s.ClusterNodes[c], v.Data.Services, p, local)
 				localDone = localDone || done
 			}
+		}
+		if k != nil {
+			k.rc.end(p)
 		}
 		if lv != nil && !localDone {
 			clear(p.local)

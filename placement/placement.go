@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"slices"
+
 	"haven/affinity"
 	"haven/config"
 	"haven/dataset"
@@ -203,6 +205,33 @@ func (c *Cluster) Members(nodes []string) *Members {
 		m.order[kindOf(policy)] = order
 	}
 	return m
+}
+
+// Changes tells, for m and prev resolving the same node list, what
+// differs between their nodes for Rank: nodes when a node's view, its
+// availability or its frozen flag differ (every ranking may change);
+// load and score when a node's key of the load avg or score policy
+// differs (the rankings of that policy may change). Every one is true
+// when the node lists differ or prev is nil.
+func (m *Members) Changes(prev *Members) (nodes, load, score bool) {
+	if prev == nil || !slices.Equal(m.nodes, prev.nodes) {
+		return true, true, true
+	}
+	for i, a := range m.cn {
+		b := prev.cn[i]
+		if a == nil || b == nil {
+			if a != b {
+				return true, true, true
+			}
+			continue
+		}
+		if a.avail != b.avail || a.frozen != b.frozen {
+			return true, true, true
+		}
+		load = load || a.load != b.load
+		score = score || a.score != b.score
+	}
+	return false, load, score
 }
 
 // of returns m when it resolves nodes, else nil.
