@@ -17,14 +17,13 @@ func (c *svcCtx) auto() {
 		return
 	}
 	blk, wait := c.autoBlock()
-	why := blk.String
 	now := c.s.Now
 	if st == dataset.Ready {
 		switch {
 		case wait != "":
-			c.to(wait, why())
+			c.to(wait, blk.String())
 		case !blk.none():
-			c.to(dataset.Idle, "ready cancelled: "+why())
+			c.to(dataset.Idle, "ready cancelled: "+blk.String())
 		case !now.Before(c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)):
 			if p := c.otherReadyPeer(); p != "" {
 				// a worse claim not withdrawn yet: it may not have seen
@@ -51,9 +50,9 @@ func (c *svcCtx) auto() {
 			c.d.Deadline = now
 		}
 	case wait != "":
-		c.to(wait, why())
+		c.to(wait, blk.String())
 	case st != dataset.Idle:
-		c.to(dataset.Idle, why())
+		c.to(dataset.Idle, blk.String())
 	}
 }
 
@@ -88,7 +87,7 @@ func (c *svcCtx) autoBlock() (why lazy, wait dataset.MonitorState) {
 		return lazy{c.transNode, " is ", string(c.transState)}, ""
 	}
 	if !c.isCandidate(local) {
-		return lazy{"not a candidate: ", c.rank.Excluded[local]}, ""
+		return lazy{"not a candidate: ", c.rank.Reason(local)}, ""
 	}
 	if c.cfg.Orchestrate == OrchestrateStart {
 		if nl := c.rank.NaturalLeader(); nl != local {
@@ -131,17 +130,16 @@ func (c *svcCtx) availOn(node string) dataset.Status {
 // betterReadyPeer returns a peer in ready (or starting) that ranks before
 // the local node, or "".
 func (c *svcCtx) betterReadyPeer() string {
-	mine := c.rank.Position(c.s.Local)
-	for _, n := range c.nodes {
-		if n == c.s.Local {
+	mine := -1 // Position of the local node, when a peer needs it
+	for i, n := range c.nodes {
+		if n == c.s.Local || !c.alive[i] {
 			continue
 		}
-		inst, alive := c.instance(n)
-		if !alive {
+		if st := c.insts[i].State; st != dataset.Ready && st != dataset.Starting {
 			continue
 		}
-		if st := inst.State; st != dataset.Ready && st != dataset.Starting {
-			continue
+		if mine < 0 {
+			mine = c.rank.Position(c.s.Local)
 		}
 		if c.rank.Position(n) < mine {
 			return n

@@ -285,10 +285,14 @@ func TestEffectiveAvailEverywhere(t *testing.T) {
 // passes decides exactly as one without: over random snapshots of 64 to
 // 100 services (the size from which a pass reads whole maps) where one
 // node's data is replaced by a changed copy at each pass, and sometimes
-// the services change (the cache forgets its columns).
+// the services change (the cache forgets its columns), or are renamed
+// (as many services: the sorted names of the last pass do not hold), and
+// sometimes a node's own data changes (load, memory, frozen, status,
+// monitor: the rankings of the last pass do not hold).
 func TestCacheMatchesFresh(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
-	hits := 0
+	hits, renames, nodeChanges := 0, 0, 0
+	var reused uint64
 	for iter := 0; iter < 60; iter++ {
 		s := randomSnapshotN(r, scanRows+r.Intn(36))
 		k := &Cache{}
@@ -301,6 +305,8 @@ func TestCacheMatchesFresh(t *testing.T) {
 			if pass > 0 && len(k.cols) > 0 {
 				hits++
 			}
+			reused += k.rc.reused
+			k.rc.reused = 0
 			node := s.ClusterNodes[r.Intn(len(s.ClusterNodes))]
 			if _, ok := s.Nodes[node]; !ok {
 				continue
@@ -311,6 +317,30 @@ func TestCacheMatchesFresh(t *testing.T) {
 			}
 			sort.Strings(svcs)
 			s = withInstance(s, node, svcs[r.Intn(len(svcs))], randomInstance(r, s.Now), r.Intn(10) > 0)
+			if r.Intn(3) == 0 { // a node's own data changes, not its instances (the same map)
+				nodes := make(map[string]placement.NodeView, len(s.Nodes))
+				for n, v := range s.Nodes {
+					nodes[n] = v
+				}
+				n := s.ClusterNodes[r.Intn(len(s.ClusterNodes))]
+				if v, ok := nodes[n]; ok {
+					switch r.Intn(5) {
+					case 0:
+						v.Data.Load15 = float64(r.Intn(4)) / 2
+					case 1:
+						v.Data.MemAvailPct = float64(r.Intn(100))
+					case 2:
+						v.Data.Frozen = !v.Data.Frozen
+					case 3:
+						v.Status = []dataset.NodeStatus{dataset.NodeUp, dataset.NodeDown, dataset.NodeStMaint}[r.Intn(3)]
+					default:
+						v.Data.Monitor = []dataset.NodeMonitor{dataset.NodeIdle, dataset.NodeRejoin, dataset.NodeDraining}[r.Intn(3)]
+					}
+					nodes[n] = v
+					nodeChanges++
+				}
+				s.Nodes = nodes
+			}
 			if r.Intn(6) == 0 { // a service removed: other rows
 				svcs := make(map[string]*config.ServiceConfig, len(s.Services))
 				for name, cfg := range s.Services {
@@ -318,12 +348,27 @@ func TestCacheMatchesFresh(t *testing.T) {
 				}
 				delete(svcs, fmt.Sprintf("s%02d", r.Intn(len(svcs))))
 				s.Services = svcs
+			} else if r.Intn(5) == 0 { // a service renamed: as many, not the same
+				svcs := make(map[string]*config.ServiceConfig, len(s.Services))
+				for name, cfg := range s.Services {
+					svcs[name] = cfg
+				}
+				old := fmt.Sprintf("s%02d", r.Intn(len(svcs)))
+				if cfg := svcs[old]; cfg != nil {
+					delete(svcs, old)
+					renamed := *cfg
+					renamed.Name = "r" + old
+					svcs[renamed.Name] = &renamed
+					renames++
+				}
+				s.Services = svcs
 			}
 		}
 	}
-	if hits == 0 {
-		t.Fatal("the cache was never used")
+	if hits == 0 || renames == 0 || reused < 1000 || nodeChanges < 50 {
+		t.Fatalf("the cache was used %d times (%d rankings reused), with %d renames and %d node changes", hits, reused, renames, nodeChanges)
 	}
+	t.Logf("%d passes with cached columns, %d rankings reused, %d renames, %d node changes", hits, reused, renames, nodeChanges)
 }
 
 // TestPassReadsAsLookups: the per-pass table (filled by lookups for a few

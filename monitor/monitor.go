@@ -159,8 +159,12 @@ func step(s Snapshot, only []string, explain string) ([]Decision, *Explanation) 
 			}
 		}
 	}
-	sort.Strings(all)
-	names := all[:0]
+	if only == nil {
+		all = s.Cache.sort(all) // distinct: the keys of a map
+	} else {
+		sort.Strings(all)
+	}
+	names := make([]string, 0, len(all))
 	lists := make([][]string, 0, len(all))
 	for i, name := range all {
 		if i > 0 && name == all[i-1] {
@@ -180,7 +184,7 @@ func step(s Snapshot, only []string, explain string) ([]Decision, *Explanation) 
 	var ex *Explanation
 	// one buffer for every ranking of the pass: a ranking is done with
 	// once its service is decided (an explained one keeps its own)
-	buf := make([]string, 0, 2*len(s.ClusterNodes))
+	buf := make([]string, 0, 3*len(s.ClusterNodes))
 	for row, name := range names {
 		b := buf
 		if name == explain {
@@ -301,13 +305,13 @@ func (c *svcCtx) init(s *Snapshot, p *pass, row int, name string, cfg *config.Se
 	in := placement.Input{
 		Service: name, Config: cfg, ClusterNodes: s.ClusterNodes, Nodes: nodes,
 		Views: s.Nodes, Cluster: cluster, ConstraintOK: c.cOK, Affinity: aff, Instances: c.insts,
-		Buf: buf, Members: p.members,
+		Buf: buf, Members: p.members, NoExcluded: buf != nil,
 	}
 	if explain {
 		in.Explain = true
 		_, in.ConstraintErr = placement.ConstraintResults(cfg, s.Nodes)
 	}
-	c.rank = placement.Rank(in)
+	c.rank = p.rank(row, &in, c.cacheable(row, buf))
 	for i, n := range nodes {
 		if !c.alive[i] {
 			continue
@@ -418,24 +422,44 @@ func (c *svcCtx) settle(reason string) {
 }
 
 func (c *svcCtx) flags() string {
-	var b strings.Builder
+	var bits int
 	local := c.s.Local
 	if affinity.HasHard(c.cfg) {
 		if ok, _ := affinity.Hard(c.cfg, local, c.aff); !ok {
-			b.WriteByte('A')
+			bits |= flagA
 		}
 	}
 	if c.cOK != nil && !c.cOK[local] {
-		b.WriteByte('C')
+		bits |= flagC
 	}
 	if c.view.Data.Frozen || c.inst.Frozen {
-		b.WriteByte('F')
+		bits |= flagF
 	}
 	if c.naturalAvailableLeader() == local {
-		b.WriteByte('L')
+		bits |= flagL
 	}
-	return b.String()
+	return flagStrings[bits]
 }
+
+// The letters of Decision.Flags as bits, and every combination spelt in
+// order (no string built per service).
+const (
+	flagA = 1 << iota
+	flagC
+	flagF
+	flagL
+)
+
+var flagStrings = func() (t [16]string) {
+	for bits := range t {
+		for i, l := range "ACFL" {
+			if bits&(1<<i) != 0 {
+				t[bits] += string(l)
+			}
+		}
+	}
+	return t
+}()
 
 // naturalAvailableLeader is the first node of the natural order that is
 // available (up, with an acceptable node monitor).

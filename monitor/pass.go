@@ -61,6 +61,15 @@ func (p *pass) buffers(n int) ([]placement.InstanceState, []bool) {
 type Cache struct {
 	names []string
 	cols  map[string]cachedCol
+	// local is the buffer of pass.local, reused from one pass to the next.
+	local []dataset.Instance
+	// sorted are the configured services of the last full pass, sorted,
+	// and set the same as a set: the next pass need not sort them again
+	// when they are the same.
+	sorted []string
+	set    map[string]struct{}
+	// rc keeps the rankings (rankcache.go).
+	rc rankCache
 }
 
 type cachedCol struct {
@@ -69,23 +78,45 @@ type cachedCol struct {
 }
 
 // column returns the instances of the rows in svcs, from the cache when
-// it read that very map for the same rows.
-func (k *Cache) column(node string, svcs map[string]dataset.Instance, p *pass) []placement.InstanceState {
+// it read that very map for the same rows. When it reads the map and
+// local is not nil, it also fills local with the instances of the rows
+// (with EffectiveAvail; the zero instance for a row not in svcs) and
+// reports it.
+func (k *Cache) column(node string, svcs map[string]dataset.Instance, p *pass, local []dataset.Instance) ([]placement.InstanceState, bool) {
+	var col []placement.InstanceState
 	if k != nil {
-		if e, ok := k.cols[node]; ok && sameMap(e.svcs, svcs) {
-			return e.states
+		e, ok := k.cols[node]
+		if ok && sameMap(e.svcs, svcs) {
+			return e.states, false
 		}
+		// another map: its column is read anew into the same memory
+		// (the pass that read it is over)
+		col = e.states
+		k.rc.before(col)
 	}
-	col := make([]placement.InstanceState, len(p.names))
+	if len(col) != len(p.names) {
+		col = make([]placement.InstanceState, len(p.names))
+	} else {
+		clear(col)
+	}
+	if local != nil {
+		clear(local)
+	}
 	for svc, inst := range svcs {
 		if r, ok := p.row[svc]; ok {
-			col[r] = stateOf(inst)
+			st := stateOf(inst)
+			col[r] = st
+			if local != nil {
+				inst.Avail = st.Avail
+				local[r] = inst
+			}
 		}
 	}
 	if k != nil {
 		k.cols[node] = cachedCol{svcs: svcs, states: col}
+		k.rc.after(col)
 	}
-	return col
+	return col, local != nil
 }
 
 func sameMap(a, b map[string]dataset.Instance) bool {
@@ -94,12 +125,41 @@ func sameMap(a, b map[string]dataset.Instance) bool {
 
 // use readies the cache for a pass over names: its columns are for other
 // rows, it forgets them.
-func (k *Cache) use(names []string) {
+func (k *Cache) use(names []string) (reset bool) {
 	if k.cols != nil && slices.Equal(k.names, names) {
-		return
+		return false
 	}
 	k.names = append(k.names[:0], names...)
 	k.cols = make(map[string]cachedCol)
+	return true
+}
+
+// sort sorts all (distinct names): the sorted list of the last call when
+// all holds the same names, in which case all is left as is.
+func (k *Cache) sort(all []string) []string {
+	if k == nil {
+		slices.Sort(all)
+		return all
+	}
+	if len(all) == len(k.sorted) {
+		same := true
+		for _, n := range all {
+			if _, ok := k.set[n]; !ok {
+				same = false
+				break
+			}
+		}
+		if same {
+			return k.sorted
+		}
+	}
+	slices.Sort(all)
+	k.sorted = append(k.sorted[:0], all...)
+	k.set = make(map[string]struct{}, len(all))
+	for _, n := range all {
+		k.set[n] = struct{}{}
+	}
+	return all
 }
 
 // scanRows is the number of services from which a pass reads every
@@ -108,6 +168,9 @@ const scanRows = 64
 
 func newPass(s *Snapshot, names []string) *pass {
 	p := &pass{s: s, cluster: placement.NewCluster(s.Nodes)}
+	if s.Cache != nil {
+		s.Cache.rc.active = false // until begin, in this pass
+	}
 	if len(names) >= 16 { // worth it for many rankings only
 		p.members = p.cluster.Members(s.ClusterNodes)
 	}
@@ -135,19 +198,39 @@ func newPass(s *Snapshot, names []string) *pass {
 		p.row[n] = i
 	}
 	p.cols = make([][]placement.InstanceState, nc)
-	p.local = make([]dataset.Instance, len(names))
 	lv := p.cluster.View(s.Local)
 	if len(names) >= scanRows {
 		k := s.Cache
 		if k != nil {
-			k.use(names)
+			if p.members != nil {
+				k.rc.begin(len(names), k.use(names), s.ClusterNodes)
+			} else {
+				k.use(names)
+			}
+			if cap(k.local) < len(names) {
+				k.local = make([]dataset.Instance, len(names))
+			}
+			p.local = k.local[:len(names)]
+		} else {
+			p.local = make([]dataset.Instance, len(names))
 		}
+		localDone := false
 		for c, v := range p.views {
 			if v != nil && p.alive[c] {
-				p.cols[c] = k.column(s.ClusterNodes[c], v.Data.Services, p)
+				var local []dataset.Instance
+				if v == lv {
+					local = p.local
+				}
+				var done bool
+				p.cols[c], done = k.column(s.ClusterNodes[c], v.Data.Services, p, local)
+				localDone = localDone || done
 			}
 		}
-		if lv != nil {
+		if k != nil {
+			k.rc.end(p)
+		}
+		if lv != nil && !localDone {
+			clear(p.local)
 			for svc, inst := range lv.Data.Services {
 				if r, ok := p.row[svc]; ok {
 					inst.Avail = EffectiveAvail(inst)
@@ -157,6 +240,7 @@ func newPass(s *Snapshot, names []string) *pass {
 		}
 		return p
 	}
+	p.local = make([]dataset.Instance, len(names))
 	for c, v := range p.views {
 		if v != nil && p.alive[c] {
 			col := make([]placement.InstanceState, len(names))

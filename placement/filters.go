@@ -34,7 +34,7 @@ func (f *filter) fail(reason, detail string) (more bool) {
 
 // nodeFilter checks the node filters in order: availability, node frozen,
 // constraints (an evaluation error is detailed as such), hard affinities.
-func nodeFilter(in Input, node string, cn clusterNode, env affinity.Env, f *filter) {
+func nodeFilter(in *Input, node string, cn *clusterNode, env affinity.Env, f *filter) {
 	if cn.avail != "" && !f.fail(cn.avail, "") {
 		return
 	}
@@ -57,7 +57,7 @@ func nodeFilter(in Input, node string, cn clusterNode, env affinity.Env, f *filt
 
 // instanceFilter checks the instance filters: frozen, excluded (a
 // monitor_action switch), then failed.
-func instanceFilter(inst InstanceState, f *filter) {
+func instanceFilter(inst *InstanceState, f *filter) {
 	if inst.Frozen && !f.fail(ReasonInstanceFrozen, "") {
 		return
 	}

@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"slices"
+
 	"haven/affinity"
 	"haven/config"
 	"haven/dataset"
@@ -106,6 +108,10 @@ type Input struct {
 	// speed-up for callers that rank many services one after the other):
 	// the Ranking then shares its memory.
 	Buf []string
+	// NoExcluded leaves Ranking.Excluded nil (no map per service): the
+	// caller reads the reasons with Ranking.Reason (a speed-up for callers
+	// that rank many services and read few reasons). It needs Buf.
+	NoExcluded bool
 	// ConstraintErr, read only with Explain, gives the nodes where the
 	// constraints could not be evaluated and why (ConstraintResults): their
 	// verdict shows the error rather than a plain violation.
@@ -173,14 +179,14 @@ func (c *Cluster) View(node string) *NodeView {
 // sort has nothing left to move. Build it with Cluster.Members.
 type Members struct {
 	nodes []string
-	cn    []*clusterNode // nil where the node has no view
-	order map[string][]int
+	cn    []*clusterNode  // nil where the node has no view
+	order [bySpread][]int // by policyKind: load avg and score only
 }
 
 // Members resolves nodes; pass it as Input.Members with Input.Nodes the
 // very same slice (placement.NodeList of a "*" service returns it).
 func (c *Cluster) Members(nodes []string) *Members {
-	m := &Members{nodes: nodes, cn: make([]*clusterNode, len(nodes)), order: map[string][]int{}}
+	m := &Members{nodes: nodes, cn: make([]*clusterNode, len(nodes))}
 	recs := make([]record, len(nodes))
 	for i, n := range nodes {
 		m.cn[i] = c.nodes[n]
@@ -196,9 +202,36 @@ func (c *Cluster) Members(nodes []string) *Members {
 		for k := range sorted {
 			order[k] = sorted[k].index
 		}
-		m.order[policy] = order
+		m.order[kindOf(policy)] = order
 	}
 	return m
+}
+
+// Changes tells, for m and prev resolving the same node list, what
+// differs between their nodes for Rank: nodes when a node's view, its
+// availability or its frozen flag differ (every ranking may change);
+// load and score when a node's key of the load avg or score policy
+// differs (the rankings of that policy may change). Every one is true
+// when the node lists differ or prev is nil.
+func (m *Members) Changes(prev *Members) (nodes, load, score bool) {
+	if prev == nil || !slices.Equal(m.nodes, prev.nodes) {
+		return true, true, true
+	}
+	for i, a := range m.cn {
+		b := prev.cn[i]
+		if a == nil || b == nil {
+			if a != b {
+				return true, true, true
+			}
+			continue
+		}
+		if a.avail != b.avail || a.frozen != b.frozen {
+			return true, true, true
+		}
+		load = load || a.load != b.load
+		score = score || a.score != b.score
+	}
+	return false, load, score
 }
 
 // of returns m when it resolves nodes, else nil.
@@ -235,8 +268,12 @@ type Ranking struct {
 	// subsequence of it.
 	Placeable []string
 	// Excluded gives, for each node of the service that is not a candidate,
-	// the first filter it failed. Nil when every node is a candidate.
+	// the first filter it failed. Nil when every node is a candidate, or
+	// with Input.NoExcluded (Reason tells then).
 	Excluded map[string]string
+	// why, with Input.NoExcluded, is Excluded aligned with Natural ("" for
+	// a candidate).
+	why []string
 	// Natural is the policy order over every node of the service, ignoring
 	// the filters and the soft affinities.
 	Natural []string
@@ -251,6 +288,21 @@ func (r Ranking) Leader() string {
 		return ""
 	}
 	return r.Candidates[0]
+}
+
+// Reason returns the first filter node failed, "" when it is a candidate
+// or not a node of the service: Excluded[node], with or without
+// Input.NoExcluded.
+func (r Ranking) Reason(node string) string {
+	if r.why == nil {
+		return r.Excluded[node]
+	}
+	for i, n := range r.Natural {
+		if n == node {
+			return r.why[i]
+		}
+	}
+	return ""
 }
 
 // NaturalLeader returns the first node of the natural order, or "".
@@ -339,11 +391,36 @@ func Rank(in Input) Ranking {
 	if len(nodes) > len(arr) {
 		recs = make([]record, 0, len(nodes))
 	}
-	mem := in.Members.of(nodes)
-	var order []int // the records in the policy's order already (Members)
-	if mem != nil {
-		order = mem.order[in.Config.Placement]
+	var ex []explained // with Explain only
+	if in.Explain {
+		ex = make([]explained, len(nodes))
 	}
+	mem := in.Members.of(nodes)
+	kind := kindOf(in.Config.Placement)
+	var order []int // the records in the policy's order already (Members)
+	if mem != nil && kind < bySpread {
+		order = mem.order[kind]
+	}
+	var keys [32]uint64 // spread: the keys, by position in nodes
+	if kind == bySpread && len(nodes) <= len(keys) {
+		// the records in the policy's order already: a permutation sorted
+		// by key (ints moved, not records)
+		var perm [32]int
+		for i, n := range nodes {
+			keys[i], perm[i] = SpreadKey(in.Service, n), i
+		}
+		for i := 1; i < len(nodes); i++ {
+			x := perm[i]
+			j := i
+			for ; j > 0 && (keys[x] < keys[perm[j-1]] || keys[x] == keys[perm[j-1]] && nodes[x] < nodes[perm[j-1]]); j-- {
+				perm[j] = perm[j-1]
+			}
+			perm[j] = x
+		}
+		order = perm[:len(nodes)]
+	}
+	hard := affinity.HasHard(in.Config)
+	insts := in.Instances != nil && in.Nodes != nil
 	for k := range nodes {
 		i := k
 		if order != nil {
@@ -351,52 +428,75 @@ func Rank(in Input) Ranking {
 		}
 		n := nodes[i]
 		recs = append(recs, record{name: n, index: i})
-		f := filter{all: in.Explain}
-		var cn clusterNode
-		ok := false
-		if mem != nil {
-			if p := mem.cn[i]; p != nil {
-				cn, ok = *p, true
-			}
-		} else {
-			cn, ok = in.node(n)
+		rec := &recs[k]
+		if kind == bySpread && order != nil {
+			rec.spread = keys[i]
 		}
-		if !ok {
+		if ex != nil {
+			rec.x = &ex[k]
+		}
+		f := filter{all: in.Explain}
+		var cn *clusterNode
+		if mem != nil {
+			cn = mem.cn[i]
+		} else if c, ok := in.node(n); ok {
+			cn = &c
+		}
+		if cn == nil {
 			f.fail(ReasonNodeDown, "")
-			recs[k].nodeReason = f.first
-			recs[k].load = noData
-			recs[k].reasons = f.list
+			rec.nodeReason = f.first
+			rec.load = noData
+			if rec.x != nil {
+				rec.x.reasons = f.list
+			}
 			continue
 		}
-		recs[k].load, recs[k].score = cn.load, cn.score
-		nodeFilter(in, n, cn, env, &f)
-		recs[k].nodeReason = f.first
-		g := filter{all: in.Explain, list: f.list}
-		if in.Instances != nil && in.Nodes != nil {
-			instanceFilter(in.Instances[i], &g)
-		} else {
-			instanceFilter(StateOf(in.Views[n].Data.Services[in.Service]), &g)
+		rec.load, rec.score = cn.load, cn.score
+		if cn.avail != "" || cn.frozen || in.ConstraintOK != nil || hard {
+			nodeFilter(&in, n, cn, env, &f)
 		}
-		recs[k].instReason = g.first
-		recs[k].reasons = g.list
+		rec.nodeReason = f.first
+		g := filter{all: in.Explain, list: f.list}
+		if insts {
+			instanceFilter(&in.Instances[i], &g)
+		} else {
+			st := StateOf(in.Views[n].Data.Services[in.Service])
+			instanceFilter(&st, &g)
+		}
+		rec.instReason = g.first
+		if rec.x != nil {
+			rec.x.reasons = g.list
+		}
 	}
 	if in.Explain && in.Config.Placement != PolicySpread {
 		for i := range recs {
 			recs[i].spread = SpreadKey(in.Service, recs[i].name)
 		}
 	}
-	sortRecords(in.Config.Placement, in.Service, recs)
+	if kind == bySpread && order == nil {
+		sortRecords(in.Config.Placement, in.Service, recs)
+	} else {
+		insertionSort(kind, recs) // nothing to move when in order already
+	}
 
 	n := len(recs)
 	var r Ranking
 	var buf []string
-	if cap(in.Buf) >= 2*n {
-		buf = in.Buf[:2*n]
+	lean := in.NoExcluded && !in.Explain
+	size := 2 * n
+	if lean {
+		size = 3 * n
+	}
+	if cap(in.Buf) >= size {
+		buf = in.Buf[:size]
 	} else {
-		buf = make([]string, 2*n)
+		buf = make([]string, size)
 	}
 	r.Natural = buf[:n:n]
 	r.Placeable = buf[n : n : 2*n]
+	if lean {
+		r.why = buf[2*n : 3*n : 3*n]
+	}
 	// placeable records, in order; then the soft affinities (stable)
 	var pArr [32]int
 	pidx := pArr[:0]
@@ -405,22 +505,28 @@ func Rank(in Input) Ranking {
 	}
 	for i := range recs {
 		r.Natural[i] = recs[i].name
+		if lean {
+			r.why[i] = recs[i].nodeReason
+		}
 		if recs[i].nodeReason != "" {
-			r.exclude(recs[i].name, recs[i].nodeReason)
+			if !lean {
+				r.exclude(recs[i].name, recs[i].nodeReason)
+			}
 			continue
 		}
 		pidx = append(pidx, i)
 	}
 	if in.Explain {
 		for k, i := range pidx {
-			recs[i].placeIdx = k
+			recs[i].x.placeIdx = k
 		}
 	}
 	if affinity.HasSoft(in.Config) {
 		for _, i := range pidx {
 			if in.Explain {
+				x := recs[i].x
 				recs[i].soft = affinity.CheckSoft(in.Config, recs[i].name, env, func(why string) {
-					recs[i].softNotes = append(recs[i].softNotes, why)
+					x.softNotes = append(x.softNotes, why)
 				})
 				continue
 			}
@@ -436,7 +542,11 @@ func Rank(in Input) Ranking {
 	for _, i := range pidx {
 		r.Placeable = append(r.Placeable, recs[i].name)
 		if recs[i].instReason != "" {
-			r.exclude(recs[i].name, recs[i].instReason)
+			if lean {
+				r.why[i] = recs[i].instReason
+			} else {
+				r.exclude(recs[i].name, recs[i].instReason)
+			}
 			excluded++
 		}
 	}
@@ -469,8 +579,11 @@ type record struct {
 	soft       int // soft affinity score
 	nodeReason string
 	instReason string
+	x          *explained // with Input.Explain only
+}
 
-	// with Input.Explain only
+// explained is what Rank keeps of a node for its verdict (Input.Explain).
+type explained struct {
 	reasons   []string // every filter failed
 	softNotes []string // every soft rule broken
 	placeIdx  int      // position among the placeable nodes before the soft affinities
@@ -485,27 +598,61 @@ func (r *Ranking) exclude(node, reason string) {
 
 // sortRecords orders the records by the policy, ties by node name.
 func sortRecords(policy, service string, recs []record) {
-	if policy == PolicySpread {
+	kind := kindOf(policy)
+	if kind == bySpread {
 		for i := range recs {
 			recs[i].spread = SpreadKey(service, recs[i].name)
 		}
 	}
-	// insertion sort: node lists are short, and it allocates nothing
+	insertionSort(kind, recs)
+}
+
+// policyKind is a policy as its sort key.
+type policyKind uint8
+
+const (
+	byIndex policyKind = iota // nodes order, and any other policy
+	byLoad
+	byScore
+	bySpread
+)
+
+func kindOf(policy string) policyKind {
+	switch policy {
+	case PolicyLoadAvg:
+		return byLoad
+	case PolicyScore:
+		return byScore
+	case PolicySpread:
+		return bySpread
+	}
+	return byIndex
+}
+
+// insertionSort sorts recs by kind, stable: node lists are short, and it
+// allocates nothing.
+func insertionSort(kind policyKind, recs []record) {
 	for i := 1; i < len(recs); i++ {
-		for j := i; j > 0 && lessRecord(policy, &recs[j], &recs[j-1]); j-- {
-			recs[j], recs[j-1] = recs[j-1], recs[j]
+		if !lessRecord(kind, &recs[i], &recs[i-1]) {
+			continue
 		}
+		x := recs[i]
+		j := i
+		for ; j > 0 && lessRecord(kind, &x, &recs[j-1]); j-- {
+			recs[j] = recs[j-1]
+		}
+		recs[j] = x
 	}
 }
 
-func lessRecord(policy string, a, b *record) bool {
+func lessRecord(kind policyKind, a, b *record) bool {
 	c := 0
-	switch policy {
-	case PolicyLoadAvg:
+	switch kind {
+	case byLoad:
 		c = cmpFloat(a.load, b.load)
-	case PolicyScore:
+	case byScore:
 		c = cmpFloat(b.score, a.score)
-	case PolicySpread:
+	case bySpread:
 		switch {
 		case a.spread < b.spread:
 			c = -1

@@ -62,7 +62,7 @@ func verdicts(in Input, r *Ranking, recs []record, pidx []int) []Verdict {
 	for i := range recs {
 		rec := &recs[i]
 		v := Verdict{
-			Node: rec.name, Reasons: rec.reasons, Natural: i, Index: rec.index,
+			Node: rec.name, Reasons: rec.x.reasons, Natural: i, Index: rec.index,
 			Load15: rec.load, Spread: rec.spread, Score: rec.score, Soft: -1,
 		}
 		if rec.load == noData {
@@ -78,11 +78,11 @@ func verdicts(in Input, r *Ranking, recs []record, pidx []int) []Verdict {
 		if !soft {
 			continue
 		}
-		v.Soft, v.SoftNotes = recs[i].soft, recs[i].softNotes
+		v.Soft, v.SoftNotes = recs[i].soft, recs[i].x.softNotes
 		switch {
-		case k < recs[i].placeIdx:
+		case k < recs[i].x.placeIdx:
 			v.SoftEffect = SoftAhead
-		case k > recs[i].placeIdx:
+		case k > recs[i].x.placeIdx:
 			v.SoftEffect = SoftBehind
 		}
 	}
