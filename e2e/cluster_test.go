@@ -80,6 +80,7 @@ func peerStatus(n *node, peer string) dataset.NodeStatus {
 }
 
 func TestClusterConvergesDistributesConfigsAndDetectsCrash(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2", "n3"}
 	c := newCluster(t, names, clusterOpts{})
 	for _, n := range names {

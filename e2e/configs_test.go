@@ -27,6 +27,7 @@ func restartDaemon(n *node) {
 // shown as "config invalid"; nothing is started or stopped; once the file
 // is repaired, a service the admin had stopped stays stopped and frozen.
 func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	n := newNode(t, "n1", "[node]\nname = \"n1\"\nmonitor_interval = \"300ms\"\nready_period = \"1s\"\n")
 	n.startDaemon()
 	createService(t, n, "web", startService)
@@ -147,6 +148,7 @@ func TestConfigChangedBehindHavenConverges(t *testing.T) {
 // append that exited 0 is in the final config of both nodes; an append may
 // fail (exit 1) only saying it was changed concurrently.
 func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	createService(t, c["n1"], "web", strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
 	waitFor(t, 10*time.Second, "web installed on n2", func() bool {

@@ -93,6 +93,7 @@ esac
 // the disk again, finds n2's data and starts. The order is read from the
 // app's own record.
 func TestNetnsFSFailover(t *testing.T) {
+	t.Parallel()         // a bed of its own (namespaces): runs beside the other netns tests
 	dev := sharedDisk(t) // before the bed: detached after it is closed
 	names := []string{"n1", "n2"}
 	b := newNetBed(t, names, "")

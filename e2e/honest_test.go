@@ -41,6 +41,7 @@ start = "sh -c 'echo {nodename} >> %s'"
 // An app without a check that was started counts as started: neither
 // orchestrate=start nor ha runs its start again, on its node or another.
 func TestHonestNAStartedCountsAsUp(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	dir := t.TempDir()
 	starts, has := filepath.Join(dir, "starts"), filepath.Join(dir, "has")
@@ -122,6 +123,7 @@ func TestHonestWaitReturnsTheCause(t *testing.T) {
 // With the daemon of n2 dead and its service still running there, neither
 // takeover --wait nor stop --wait says "reached": n2's state is unknown.
 func TestHonestWaitWithADeadDaemon(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	createService(t, c["n1"], "web", testbed.HAService(`["n2", "n1"]`, ""))
 	waitFor(t, 15*time.Second, "web up on n2", upOnlyOn(c["n1"], "web", "n2"))
@@ -145,6 +147,7 @@ func TestHonestWaitWithADeadDaemon(t *testing.T) {
 // it is never a second leader, and when it comes back its peers do not warn
 // about a service up twice from its pre-crash data.
 func TestHonestStaleDataOfACrashedNode(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))
 	waitFor(t, 15*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))

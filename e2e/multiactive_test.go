@@ -85,6 +85,7 @@ func readJournal(t *testing.T, path string) []journalEntry {
 // first heartbeat, then ready_period 2s of fresh, stable data): n1's, first
 // in the nodes order; n2 stops its own. Checked from the app processes.
 func TestNetnsMultipleActiveHealLeavesOne(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	names := []string{"n1", "n2"}
 	b := newNetBed(t, names, `rejoin_grace_period = "10s"`)
 	c := b.nodes
@@ -133,6 +134,7 @@ func TestNetnsMultipleActiveHealLeavesOne(t *testing.T) {
 // restart of every daemon (the token is on each node's disk); a stop gets
 // the token of the instance it stops. Read from the app's own journal.
 func TestFencingTokenAcrossFailoverAndRestart(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
 	journal := filepath.Join(t.TempDir(), "journal")

@@ -29,6 +29,7 @@ func vipService(nodes string) string {
 // keeps its instance: a split brain, the documented price of the default.
 // Restoring the link shows the double-running service as avail warn.
 func TestNetnsVIPFailoverOnLinkCutAndSplitBrain(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	names := []string{"n1", "n2", "n3"}
 	b := newNetBed(t, names, `rejoin_grace_period = "10s"`)
 	c := b.nodes
@@ -137,6 +138,7 @@ func TestNetnsVIPFailoverOnLinkCutAndSplitBrain(t *testing.T) {
 // starts a service the others may run. Once the link is back it is seen
 // again but stays frozen (no service starts there) until `nodemgr thaw`.
 func TestNetnsRejoinWithLinkDownFreezesNode(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	names := []string{"n1", "n2", "n3"}
 	b := newNetBed(t, names, `rejoin_grace_period = "4s"`)
 	c := b.nodes
@@ -209,6 +211,7 @@ func TestNetnsRejoinWithLinkDownFreezesNode(t *testing.T) {
 // same way on every node once the link is back (the newest logical version
 // wins, the origin name breaking ties: never a wall clock).
 func TestNetnsConcurrentEditsConverge(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	names := []string{"n1", "n2", "n3"}
 	b := newNetBed(t, names, `rejoin_grace_period = "10s"`)
 	c := b.nodes

@@ -21,6 +21,7 @@ func nodeLog(t *testing.T, n *node) string {
 
 // A node with the wrong secret never joins, and the secret is never logged.
 func TestWrongSecretStaysOut(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	secret := testbed.NewSecret()
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{secret: secret})
 	// n2 gets another secret

@@ -57,6 +57,7 @@ func startCluster(t *testing.T, names []string, o clusterOpts) map[string]*node 
 // An ha service starts on the placement leader after the ready window, and
 // fails over to the next node after a kill -9 of the owner's daemon host.
 func TestHAStartAndFailoverAfterCrash(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2", "n3"}
 	c := startCluster(t, names, clusterOpts{})
 	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2", "n3"]`, ""))
@@ -119,6 +120,7 @@ func TestAdminActionsWithWait(t *testing.T) {
 // A failing start leaves "start failed" and the next node takes over; clear
 // resets the state.
 func TestStartFailedThenNextNodeThenClear(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
 	// the start fails on n1 only
@@ -171,6 +173,7 @@ func killService(t *testing.T, n *node, svc string) {
 // When the start fails on every node, every instance stays "start failed"
 // and nothing retries; once the cause is fixed, clear lets the leader start.
 func TestStartFailedEverywhereThenClear(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
 	ok := filepath.Join(t.TempDir(), "fixed")
@@ -200,6 +203,7 @@ func TestStartFailedEverywhereThenClear(t *testing.T) {
 // Hard anti-affinity keeps two services apart, hard affinity keeps them
 // together, even when the placement policy would say otherwise.
 func TestAffinityPlacesServices(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
 	createService(t, c["n1"], "db", testbed.HAService(`["n1", "n2"]`, ""))
@@ -218,6 +222,7 @@ func TestAffinityPlacesServices(t *testing.T) {
 // nodemgr drain freezes the node and stops its instances: the service moves
 // to the next node; a thaw makes the node a candidate again.
 func TestDrainMovesServicesAway(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
 	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))

@@ -218,6 +218,7 @@ func (q *quorumBed) splitRun(t *testing.T) (stop, start float64) {
 // after n1's self-stop deadline. The external journal shows no overlap.
 // HAVEN_QUORUM_RUNS=N repeats the split N times and reports the timings.
 func TestNetnsQuorumSplitNoOverlap(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	names := []string{"n1", "n2", "n3"}
 	q := newQuorumBed(t, names, nil, nil)
 	c := q.nodes
@@ -267,6 +268,7 @@ func TestNetnsQuorumSplitNoOverlap(t *testing.T) {
 // stops; n2 reaches the arbitrator, survives (2 of 3), fences n1 (its fence
 // command) and takes web over. No overlap.
 func TestNetnsQuorumTwoNodesArbitrator(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	const arbAddr = "192.0.2.50"
 	var fenceLog string
 	q := newQuorumBed(t, []string{"n1", "n2"}, func(b *chaos.Bed) string {
@@ -306,6 +308,7 @@ func TestNetnsQuorumTwoNodesArbitrator(t *testing.T) {
 // 2 nodes + an arbitrator that neither reaches: each side has 1 of 3 votes,
 // both stop what they run and freeze (documented: docs/operations.md).
 func TestNetnsQuorumArbitratorUnreachableBothStop(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	const arbAddr = "192.0.2.50"
 	q := newQuorumBed(t, []string{"n1", "n2"}, func(*chaos.Bed) string {
 		return fmt.Sprintf("[arbitrator.witness]\nuri = \"tcp://%s:8080\"\ntimeout = \"1s\"\n", arbAddr)
@@ -340,6 +343,7 @@ func TestNetnsQuorumArbitratorUnreachableBothStop(t *testing.T) {
 // fence", svcmon says why) and is retried with a backoff; once it succeeds
 // the takeover goes on.
 func TestNetnsQuorumFenceFailureBlocks(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	var okFile string
 	q := newQuorumBed(t, []string{"n1", "n2", "n3"}, func(*chaos.Bed) string {
 		okFile = filepath.Join(t.TempDir(), "fence-works")

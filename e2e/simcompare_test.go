@@ -84,6 +84,7 @@ func (m *monitorTap) len() int {
 // run the same node core (issue 9). The start-up is not compared: which
 // peer a node hears first there is a race of the real network.
 func TestSimAndDaemonsAgreeOnTheOwnersCrash(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	script, err := os.ReadFile(filepath.Join("..", "testdata", "scenarios", "crash_owner.txt"))
 	if err != nil {
 		t.Fatal(err)

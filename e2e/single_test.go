@@ -16,6 +16,7 @@ import (
 // One daemon: create, start, status JSON, freeze persisted across a daemon
 // restart, stop, and a bad create refused.
 func TestSingleDaemonServiceLifecycle(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 

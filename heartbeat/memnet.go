@@ -31,8 +31,8 @@ type MemNetwork struct {
 	mu       sync.Mutex
 	nodes    map[string]*memHB
 	queue    []memFrame
-	cut      map[[2]string]bool // Partition: from -> to is cut
-	drop     map[[2]string]bool // Drop: from -> to loses everything
+	cut      map[[2]string]bool                   // Partition: from -> to is cut
+	drop     map[[2]string]bool                   // Drop: from -> to loses everything
 	lose     func(from, to string, b []byte) bool // Lose: per-frame loss, nil when none
 	crashed  map[string]bool
 	flushing bool
