@@ -21,6 +21,7 @@ type persistLoop struct {
 	// it is on disk once that one is.
 	newest  uint64
 	written uint64 // seq of the last state written
+	encodes int    // states encoded (a full encoding each)
 
 	err       error     // the last write failed (nil once a write succeeds)
 	failSince time.Time // first failure of the current run of failures
@@ -36,6 +37,7 @@ const failLogPeriod = time.Minute
 // again, unless writes fail (each is a retry): it is on disk when that
 // one is.
 func (d *Daemon) saveState(seq uint64) {
+	d.ps.encodes++
 	b, err := encodeDurable(*d.dur)
 	if err != nil {
 		d.log.Error("encode state", zap.Error(err))
