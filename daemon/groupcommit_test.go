@@ -38,7 +38,7 @@ func TestJoinEncodesTheStateFewTimes(t *testing.T) {
 	d := soloDaemon(t)
 	const n = 500
 	enc := joinConfigs(t, d, n)
-	if enc > 60 {
+	if enc > 40 {
 		t.Fatalf("the state was encoded %d times to install %d configs: want a bounded number (a group commit)", enc, n)
 	}
 	t.Logf("%d configs installed with %d state encodings", n, enc)
