@@ -1,7 +1,9 @@
 package node
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"haven/dataset"
@@ -100,5 +102,44 @@ func TestManyConfigsGroupCommit(t *testing.T) {
 		if disk.Services[name].ConfigVersion != e.Version {
 			t.Fatalf("%s: on disk at %+v, want %+v", name, disk.Services[name].ConfigVersion, e.Version)
 		}
+	}
+}
+
+// A change made during a write waits for its end; when that write fails,
+// the change is undone with it (it was built on the undone state), its
+// answer fails with the roll back's message, and it is never handed out.
+func TestGroupCommitFailureUndoesTheWaitingChanges(t *testing.T) {
+	c := asyncCore("n1")
+	c.Install("api")
+	written(c)
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.AddInstance("api", InstanceSpec{Local: true, Runnable: true}, t0)
+	t1 := c.AdminLocal(LocalRequest{Service: "web", Action: "freeze", Now: t0})
+	rd := c.Ready()
+	if rd.Persist == nil {
+		t.Fatal("the freeze is not handed out")
+	}
+	first := rd.PersistSeq
+	t2 := c.AdminLocal(LocalRequest{Service: "api", Action: "freeze", Now: t0})
+	rd = c.Ready()
+	if rd.Persist != nil || rd.PersistSeq <= first || len(rd.Answers) != 0 {
+		t.Fatalf("a change during a write: persist %v seq %d (first %d) answers %+v", rd.Persist != nil, rd.PersistSeq, first, rd.Answers)
+	}
+	c.PersistDone(first, errors.New("write R/var/state.json: no space left on device"), t0)
+	rd = c.Ready()
+	if rd.Persist != nil {
+		t.Fatal("the undone change was handed out")
+	}
+	got := map[Ticket]Answer{}
+	for _, a := range rd.Answers {
+		got[a.Ticket] = a
+	}
+	for _, tk := range []Ticket{t1, t2} {
+		if a := got[tk]; a.Err == nil || !strings.Contains(a.Err.Error(), "state not saved: write R/var/state.json: no space left on device (the change was undone)") {
+			t.Fatalf("answer %d: %+v", tk, a)
+		}
+	}
+	if c.Frozen("web") || c.Frozen("api") || !c.Settled() {
+		t.Fatalf("not undone: web %v api %v settled %v", c.Frozen("web"), c.Frozen("api"), c.Settled())
 	}
 }
