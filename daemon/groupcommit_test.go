@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -59,5 +61,31 @@ func BenchmarkJoinConfigs(b *testing.B) {
 				b.ReportMetric(float64(ms.HeapSys)/(1<<20), "heapsys-MB")
 			}
 		})
+	}
+}
+
+// A change that waits for the write in flight (group commit) when the loop
+// ends is written by the stop: the persister writes it after that one.
+func TestStopWritesTheChangesWaitingForTheWriteInFlight(t *testing.T) {
+	d := loopDaemon(t)
+	d.setFrozen("web", true, "first")
+	d.applyReady()
+	handed := d.ps.handed
+	d.core.SetNodeFrozen(true, "second")
+	d.applyReady()
+	if d.ps.handed != handed || d.settled() {
+		t.Fatalf("the second change was handed out while the first is being written (seq %d -> %d)", handed, d.ps.handed)
+	}
+	d.flushState()
+	if _, err := d.persist.close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(d.p.Var, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := decodeState(b)
+	if err != nil || !st.NodeFrozen || !st.Services["web"].Frozen {
+		t.Fatalf("the file after the stop: node frozen %v, web frozen %v (%v); want both", st.NodeFrozen, st.Services["web"].Frozen, err)
 	}
 }

@@ -126,3 +126,20 @@ func (d *Daemon) mayStep() bool {
 	}
 	return d.ps.err == nil || d.clk.Now().Sub(d.lastStep) >= tickPeriod
 }
+
+// flushState runs once the loop has ended: the changes that waited for the
+// write in flight (the core's group commit) are handed to the persister,
+// which writes them after it when it closes. Nobody was answered about
+// them; they are kept as the daemon kept every state handed out before.
+func (d *Daemon) flushState() {
+	seq := d.core.PersistSeq()
+	if seq <= d.ps.handed {
+		return
+	}
+	b, err := encodeDurable(*d.dur)
+	if err != nil || bytes.Equal(b, d.ps.last) {
+		return
+	}
+	d.ps.last, d.ps.handed = b, seq
+	d.persist.submit(seq, b)
+}
