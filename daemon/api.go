@@ -315,7 +315,7 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 }
 
 // editConfig hands an edit made here to the node core, which installs it
-// (applyConfig) and answers once the state is written and the live peers
+// (applyConfigs) and answers once the state is written and the live peers
 // hold it.
 func (d *Daemon) editConfig(req node.ConfigRequest, done func(node.Answer)) {
 	req.Now = d.clk.Now()

@@ -20,11 +20,16 @@ import (
 // before its version is recorded is found at the next start as changed
 // outside Haven: it wins as a new version (node.Core.CheckLocalFile).
 
-// applyConfig writes (atomically) or removes the config file of a
-// ConfigOp of the core in a worker, off the loop, each write after the one
-// before; configWritten takes the result on the loop.
-func (d *Daemon) applyConfig(op node.ConfigOp) {
-	path := d.p.ServiceConf(op.Service)
+// applyConfigs writes (atomically) or removes the config files of the
+// ConfigOps of one Ready of the core in a worker, off the loop, in order,
+// each batch after the one before; configsWritten takes the results on the
+// loop in chunks of 1, 2, 4, 8... files: the state records the versions of
+// a chunk in one change, so a node installing the N configs of a peer's
+// full copy changes (and encodes) its state O(log N) times, not N.
+func (d *Daemon) applyConfigs(ops []node.ConfigOp) {
+	if len(ops) == 0 {
+		return
+	}
 	prev, done := d.cfgs.last, make(chan struct{})
 	d.cfgs.last = done
 	d.goWorker(func(context.Context) {
@@ -32,21 +37,53 @@ func (d *Daemon) applyConfig(op node.ConfigOp) {
 		if prev != nil {
 			<-prev
 		}
-		var err error
-		if op.Config == nil {
-			if err = os.Remove(path); os.IsNotExist(err) {
-				err = nil
+		chunk := make([]configResult, 0, 1)
+		for _, op := range ops {
+			r := configResult{op: op, path: d.p.ServiceConf(op.Service)}
+			if op.Config == nil {
+				if r.err = os.Remove(r.path); os.IsNotExist(r.err) {
+					r.err = nil
+				}
+			} else {
+				r.err = fsutil.WriteAtomic(r.path, op.Config.Raw, 0o600)
 			}
-		} else {
-			err = fsutil.WriteAtomic(path, op.Config.Raw, 0o600)
+			chunk = append(chunk, r)
+			if len(chunk) == cap(chunk) {
+				got := chunk
+				d.post(func() { d.configsWritten(got) })
+				chunk = make([]configResult, 0, 2*cap(chunk))
+			}
 		}
-		d.post(func() { d.configWritten(op, path, err) })
+		if len(chunk) > 0 {
+			d.post(func() { d.configsWritten(chunk) })
+		}
 	})
+}
+
+// configResult is a config file written (or removed).
+type configResult struct {
+	op   node.ConfigOp
+	path string
+	err  error
+}
+
+// configsWritten reports a chunk of config files written, in order, then
+// carries out what the core asks once, then runs the requests parked for
+// them.
+func (d *Daemon) configsWritten(rs []configResult) {
+	for _, r := range rs {
+		d.configWritten(r.op, r.path, r.err)
+	}
+	d.applyReady()
+	for _, r := range rs {
+		d.runParked(r.op.Service)
+	}
 }
 
 // configWritten rebuilds or forgets the instance of a config written, and
 // reports it to the core, which records its version; the status check of
-// a new config is ordered. The requests parked meanwhile run then.
+// a new config is ordered. The caller takes the core's Ready, then runs
+// the requests parked meanwhile.
 func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 	name := op.Service
 	switch {
@@ -71,8 +108,6 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 		d.core.ConfigDone(name, nil, d.clk.Now())
 		d.core.CheckNow(inst.name)
 	}
-	d.applyReady()
-	d.runParked(name)
 }
 
 // whenConfigIdle runs f, a request that reads the config of name (get,

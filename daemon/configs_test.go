@@ -17,7 +17,7 @@ import (
 
 // soloDaemon is a daemon of a one-node cluster whose loop does not run:
 // the test runs what the workers post (drain).
-func soloDaemon(t *testing.T) *Daemon {
+func soloDaemon(t testing.TB) *Daemon {
 	t.Helper()
 	p := paths.New(filepath.Join(t.TempDir(), "r"))
 	for f, content := range map[string]string{
@@ -45,7 +45,7 @@ func soloDaemon(t *testing.T) *Daemon {
 
 // runUntil runs on the test's goroutine, as the loop would, what the
 // workers and the persister post, until done holds (20s at most).
-func runUntil(t *testing.T, d *Daemon, what string, done func() bool) {
+func runUntil(t testing.TB, d *Daemon, what string, done func() bool) {
 	t.Helper()
 	deadline := time.After(20 * time.Second)
 	for !done() {

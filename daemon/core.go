@@ -43,10 +43,8 @@ func (d *Daemon) applyReady() {
 		d.runProbes(rd.Probes)
 		d.runFences(rd.Fences)
 		d.armStep(rd.WakeAt)
-		// the config files, each reported to the core (configs.go)
-		for _, op := range rd.Configs {
-			d.applyConfig(op)
-		}
+		// the config files, reported to the core (configs.go)
+		d.applyConfigs(rd.Configs)
 	}
 }
 

@@ -285,6 +285,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	// the loop has ended: nothing changes the state any more
 	// what is pending is written; the calls still waiting are told the
 	// daemon stopped (an answer never promises more than is durable)
+	d.flushState()
 	d.persist.close()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	srv.Shutdown(shutCtx)

@@ -12,15 +12,16 @@ import (
 // every state it hands out (node.Ready.PersistSeq), holds the answers and
 // actions that rest on it, and hears the outcome of each write
 // (node.Core.PersistDone): it releases them, or rolls back and fails them
-// (node/persist.go). The loop keeps the IO: the bytes last handed over (a
-// state equal to them is not written again) and the log of failures.
+// (node/persist.go). It hands out one state at a time (group commit: the
+// changes made during a write come in one state when it ends), so the
+// state is encoded once per write, not once per change. The loop keeps
+// the IO: the bytes last handed over (a state equal to them is not
+// written again) and the log of failures.
 type persistLoop struct {
-	last   []byte // the last state handed over
-	handed uint64 // the core's seq of the last state handed over
-	// newest is the newest seq whose state equals the one handed over:
-	// it is on disk once that one is.
-	newest  uint64
+	last    []byte // the last state handed over
+	handed  uint64 // the core's seq of the last state handed over
 	written uint64 // seq of the last state written
+	encodes int    // states encoded (a full encoding each)
 
 	err       error     // the last write failed (nil once a write succeeds)
 	failSince time.Time // first failure of the current run of failures
@@ -32,26 +33,22 @@ type persistLoop struct {
 const failLogPeriod = time.Minute
 
 // saveState hands the state numbered seq to the persister (written off
-// the loop). A state equal to the last one handed over is not written
-// again, unless writes fail (each is a retry): it is on disk when that
-// one is.
+// the loop). A state equal to the one on disk is not written again,
+// unless writes fail (each is a retry).
 func (d *Daemon) saveState(seq uint64) {
+	d.ps.encodes++
 	b, err := encodeDurable(*d.dur)
 	if err != nil {
 		d.log.Error("encode state", zap.Error(err))
 		d.core.PersistDone(seq, fmt.Errorf("encode state: %w", err), d.clk.Now())
 		return
 	}
-	if d.core.PersistFailing() == nil && bytes.Equal(b, d.ps.last) {
-		if d.ps.written >= d.ps.handed {
-			d.core.PersistDone(seq, nil, d.clk.Now())
-			return
-		}
-		d.ps.newest = seq
+	if d.core.PersistFailing() == nil && d.ps.written >= d.ps.handed && bytes.Equal(b, d.ps.last) {
+		d.core.PersistDone(seq, nil, d.clk.Now())
 		return
 	}
 	d.ps.last = b
-	d.ps.handed, d.ps.newest = seq, seq
+	d.ps.handed = seq
 	d.persist.submit(seq, b)
 }
 
@@ -68,11 +65,7 @@ func (d *Daemon) persisted(seq uint64, err error, good []byte) {
 		return
 	}
 	d.ps.written = seq
-	ack := seq
-	if seq == d.ps.handed {
-		ack = d.ps.newest
-	}
-	d.core.PersistDone(ack, nil, d.clk.Now())
+	d.core.PersistDone(seq, nil, d.clk.Now())
 	if d.ps.err != nil {
 		d.log.Info("state saved again", zap.String("path", d.p.State()), zap.Int("failed_writes", d.ps.failures),
 			zap.Duration("after", d.clk.Now().Sub(d.ps.failSince)))
@@ -132,4 +125,21 @@ func (d *Daemon) mayStep() bool {
 		return false
 	}
 	return d.ps.err == nil || d.clk.Now().Sub(d.lastStep) >= tickPeriod
+}
+
+// flushState runs once the loop has ended: the changes that waited for the
+// write in flight (the core's group commit) are handed to the persister,
+// which writes them after it when it closes. Nobody was answered about
+// them; they are kept as the daemon kept every state handed out before.
+func (d *Daemon) flushState() {
+	seq := d.core.PersistSeq()
+	if seq <= d.ps.handed {
+		return
+	}
+	b, err := encodeDurable(*d.dur)
+	if err != nil || bytes.Equal(b, d.ps.last) {
+		return
+	}
+	d.ps.last, d.ps.handed = b, seq
+	d.persist.submit(seq, b)
 }

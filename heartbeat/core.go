@@ -21,8 +21,12 @@ type transport interface {
 }
 
 // eventBuffer is the capacity of the Events channel; beyond it events wait
-// in the core's backlog (Data events of one node coalesce there).
-const eventBuffer = 1024
+// in the core's backlog (Data events of one node coalesce there). It is
+// small: each Data event holds a full copy of a peer's dataset, and a busy
+// loop (a node joining a cluster of 500 services) would otherwise hold up
+// to eventBuffer stale copies (16 daemons x 500 services: hundreds of MB
+// each) and handle every one of them.
+const eventBuffer = 16
 
 // rejectLogEvery rate-limits the log line and the event of a rejection source.
 const rejectLogEvery = 10 * time.Second

@@ -162,7 +162,10 @@ type Ready struct {
 	WakeAt time.Time
 	// PersistSeq numbers Persist: the driver reports its write with
 	// PersistDone(PersistSeq, err). Answers and Run wait for it: those of
-	// a Ready whose state is not on disk come in a later Ready.
+	// a Ready whose state is not on disk come in a later Ready. While a
+	// write is in flight Persist is nil and PersistSeq numbers the state
+	// that will hold this Ready's changes, handed out when that write
+	// ends (group commit, persist.go).
 	PersistSeq uint64
 	// Configs are the config files to write or remove, in order, each
 	// reported with ConfigDone (configs.go). They do not wait for Persist:

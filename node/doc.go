@@ -8,7 +8,9 @@
 // In the manner of etcd raft's RawNode: inputs are method calls that carry
 // now where time matters; after each, the driver takes a Ready and carries
 // it out in its order: write Ready.Persist and report the write with
-// PersistDone(Ready.PersistSeq, err) (persist.go: the core holds the
+// PersistDone(Ready.PersistSeq, err) (persist.go: one write at a time,
+// the changes made meanwhile handed out in one state when it ends; the
+// core holds the
 // answers and actions that rest on a state until it is on disk — an
 // answer promises what is durable — and on a failed write rolls back to
 // what the file holds, fails them and the --wait callers of what was

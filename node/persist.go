@@ -13,18 +13,28 @@ import "time"
 // holds, fails the held answers, aborts the held actions (ActionAborted)
 // and fails the --wait callers whose target was undone (Restore).
 //
-// A driver that writes states out of order or skips some (the daemon's
-// persister writes only the newest pending one) reports the newest seq
-// written: every earlier one is acknowledged with it.
+// Group commit: one state write at a time. While a state handed out is
+// being written, the changes that follow are not handed out each (a node
+// installing the N configs of a peer's full copy would encode and write
+// its whole state N times, and the core would keep N clones of it to roll
+// back): they share the number of the next state (Ready.PersistSeq, with
+// Persist nil), which the core hands out, as it is then, once the write in
+// flight ends. Its PersistDone releases everything held up to it. The core
+// keeps two copies of its state at most: what the file holds (onDisk, to
+// roll back) and the one being written.
 
 // persistence is the core's bookkeeping of state writes.
 type persistence struct {
-	seq   uint64 // of the last Persist handed out
-	acked uint64 // the fate of every Persist up to it is known
+	// seq numbers the newest state: handed out, or, above handed, the
+	// changes waiting for the write in flight to end.
+	seq    uint64
+	handed uint64 // of the last Persist handed out
+	acked  uint64 // the fate of every state up to it is known
 	// onDisk is what the file holds: the state of the last Persist
 	// written (MarkDurable for what the driver wrote itself).
 	onDisk State
-	// states are the copies of the states handed out and not acked.
+	// states is the copy of the state handed out and not acked (one at
+	// most: the write in flight).
 	states []seqState
 	// held are the answers and actions waiting for a write.
 	held []heldOut
@@ -58,8 +68,9 @@ type heldOut struct {
 	node   *NodeAction
 }
 
-// PersistSeq returns the seq of the last state handed out (0: none yet).
-// A request that begins now passes it to AfterPersist when it ends.
+// PersistSeq returns the seq of the newest state (0: none yet), handed
+// out or waiting for the write in flight. A request that begins now
+// passes it to AfterPersist when it ends.
 func (c *Core) PersistSeq() uint64 { return c.ps.seq }
 
 // Settled reports whether every state handed out is known to be written
@@ -94,21 +105,22 @@ func (c *Core) AfterPersist(from uint64) Ticket {
 	return tk
 }
 
-// PersistDone is the outcome of writing the state numbered seq (and every
-// one handed out before it). On success, the answers and actions that
-// waited for it come in the next Ready. On failure (err), the durable
-// state goes back to what the file holds; every state handed out is
-// undone; the answers waiting for them fail, their actions are aborted.
+// PersistDone is the outcome of writing the state numbered seq (the one
+// handed out last). On success, the answers and actions that waited for
+// it come in the next Ready, with the newest state to write if changes
+// waited for this write. On failure (err), the durable state goes back to
+// what the file holds; every change not written (handed out or waiting)
+// is undone; the answers waiting for them fail, their actions are aborted.
 func (c *Core) PersistDone(seq uint64, err error, now time.Time) {
 	if err != nil {
 		c.persistFailed(err, now)
 		return
 	}
-	if seq <= c.ps.acked && seq != 0 {
-		return
+	if seq > c.ps.handed {
+		seq = c.ps.handed // a state not handed out is not on disk
 	}
-	if seq > c.ps.seq {
-		seq = c.ps.seq
+	if seq <= c.ps.acked {
+		return
 	}
 	c.ps.acked = seq
 	c.ps.failing = nil
@@ -123,13 +135,17 @@ func (c *Core) PersistDone(seq uint64, err error, now time.Time) {
 	}
 	c.ps.states = keep
 	c.release(seq, nil, now)
+	if c.ps.seq > c.ps.handed && c.ps.acked == c.ps.handed {
+		c.persist() // the changes made during the write, in one state
+	}
 }
 
 // persistFailed rolls back every change not written.
 func (c *Core) persistFailed(werr error, now time.Time) {
 	c.ps.failing = werr
 	c.ps.states = nil
-	c.ps.acked = c.ps.seq // every state handed out was built on the undone one
+	// every state handed out or waiting was built on the undone one
+	c.ps.handed, c.ps.acked = c.ps.seq, c.ps.seq
 	c.ps.undoneTo, c.ps.undoneErr = c.ps.seq, werr
 	c.Restore(c.ps.onDisk.Clone(), werr)
 	c.release(c.ps.seq, failedf("state not saved: %v (the change was undone)", werr), now)
@@ -181,16 +197,24 @@ func (c *Core) RetryPersist() {
 }
 
 // hold numbers the Persist of r, and keeps back its answers and actions
-// while a state handed out is not on disk. A barrier whose request began
-// before a roll back fails at once.
+// while a state handed out is not on disk. While a write is in flight,
+// Persist is not handed out: the changes wait for its end (group commit,
+// PersistDone), numbered with the state that will hold them. A barrier
+// whose request began before a roll back fails at once.
 func (c *Core) hold(r *Ready) {
 	if r.Persist != nil {
-		c.ps.seq++
+		if c.ps.seq == c.ps.handed {
+			c.ps.seq++ // a new state: not yet numbered
+		}
 		r.PersistSeq = c.ps.seq
-		if c.cfg.WriteThrough {
-			c.ps.acked, c.ps.onDisk = c.ps.seq, r.Persist.Clone()
-		} else {
-			c.ps.states = append(c.ps.states, seqState{seq: c.ps.seq, st: r.Persist.Clone()})
+		switch {
+		case c.cfg.WriteThrough:
+			c.ps.handed, c.ps.acked, c.ps.onDisk = c.ps.seq, c.ps.seq, r.Persist.Clone()
+		case c.ps.handed > c.ps.acked:
+			r.Persist = nil // handed out when the write in flight ends
+		default:
+			c.ps.handed = c.ps.seq
+			c.ps.states = append(c.ps.states[:0], seqState{seq: c.ps.seq, st: r.Persist.Clone()})
 		}
 	}
 	for i := range r.Answers {
