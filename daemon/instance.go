@@ -26,6 +26,10 @@ type instance struct {
 	set   *resource.Set
 	// buildErr is set when the config could not be turned into drivers here.
 	buildErr string
+	// retired are the drivers of the config that last had this node, kept
+	// when the node was removed from the service's nodes: the core's stop
+	// of the instance and the check that ends it run with them.
+	retired *resource.Set
 	// The monitor, the status, the checks and the action in flight are
 	// the node core's (d.core.Instance).
 }
@@ -92,15 +96,9 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 		d.services[cfg.Name] = inst
 	}
 	local := cfg.HasNode(d.node.Name, d.cluster.NodeNames())
-	if avail, _ := d.core.Status(inst.name); inst.local && !local && inst.set != nil && d.core.Busy(inst.name) == "" &&
-		(avail == dataset.StatusUp || avail == dataset.StatusWarn) {
-		// the running action keeps the old drivers
-		d.runAction(inst, "stop", "this node was removed from the service's nodes", nil)
-	}
-	inst.cfg = cfg
-	inst.local = local
-	inst.set, inst.buildErr = nil, ""
-	if inst.local {
+	var set *resource.Set
+	var buildErr string
+	if local {
 		exp, err := cfg.ForNode(d.node.Name, d.p.ServiceVar(cfg.Name))
 		if err == nil {
 			name := cfg.Name
@@ -110,15 +108,32 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 				VarDir:  d.p.ServiceVar(name),
 				Log:     func(rid, line string) { d.svclogs.write(name, rid, line) },
 			}
-			inst.set, err = resource.NewSet(exp.Resources, env)
+			set, err = resource.NewSet(exp.Resources, env)
 		}
 		if err != nil {
-			inst.buildErr = err.Error()
+			buildErr = err.Error()
 			d.log.Error("service cannot run here", zap.String("svc", cfg.Name), zap.Error(err))
 		}
 	}
-	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: inst.set != nil, Monitored: inst.hasMonitored(),
-		Cause: inst.buildErr, Resources: node.LadderSpecs(cfg), MonitorAction: cfg.MonitorAction}, d.clk.Now())
+	removed := inst.local && !local
+	if removed {
+		// the stop the core orders, and the check that ends it, run with
+		// the drivers of the config that had this node
+		inst.retired = inst.set
+	}
+	inst.cfg = cfg
+	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: set != nil, Monitored: inst.hasMonitored(),
+		Cause: buildErr, Resources: node.LadderSpecs(cfg), MonitorAction: cfg.MonitorAction}, d.clk.Now())
+	if removed {
+		// the core stops an instance that runs on a node removed from the
+		// service's nodes: its action is bound to the drivers of the
+		// config that had it (order), before they are replaced
+		d.applyReady()
+	}
+	inst.local, inst.set, inst.buildErr = local, set, buildErr
+	if local {
+		inst.retired = nil
+	}
 	d.changed()
 	return inst
 }
@@ -136,12 +151,18 @@ func (d *Daemon) check(inst *instance) {
 // worker: every resource when full, else only the monitored ones.
 func (d *Daemon) startCheck(ck node.Check) {
 	inst := d.services[ck.Service]
-	if inst == nil || inst.set == nil {
+	var set *resource.Set
+	if inst != nil {
+		set = inst.set
+		if set == nil && !inst.local {
+			set = inst.retired // the stop of a node removed from the service's nodes
+		}
+	}
+	if set == nil {
 		// removed or changed meanwhile: the core sees a stale check
 		d.core.CheckDone(ck, nil, d.clk.Now())
 		return
 	}
-	set := inst.set
 	d.goWorker(func(ctx context.Context) {
 		ctx = resource.WithFencingToken(ctx, ck.FencingToken)
 		var res map[string]dataset.Resource

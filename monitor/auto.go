@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"slices"
+
 	"haven/dataset"
 	"haven/placement"
 )
@@ -96,6 +98,9 @@ func (c *svcCtx) autoBlock() (why lazy, wait dataset.MonitorState) {
 	} else if l := c.rank.Leader(); l != local {
 		return lazy{"not the placement leader (", l, ")"}, ""
 	}
+	if n, why := c.strayInstance(); n != "" {
+		return lazy{"service " + why + " on ", n, ", not one of its nodes", " (it must stop there first)"}, ""
+	}
 	if p := c.betterReadyPeer(); p != "" {
 		return lazy{p, " is ready with a better rank"}, ""
 	}
@@ -106,6 +111,38 @@ func (c *svcCtx) autoBlock() (why lazy, wait dataset.MonitorState) {
 		return lazy{"wait parents: ", p, " not up"}, dataset.WaitParents
 	}
 	return lazy{}, ""
+}
+
+// strayInstance returns a live cluster node outside the service's nodes
+// whose instance is up, warn or in an action (a node just removed from
+// the service's nodes, stopping it), and what it is: the service does not
+// start elsewhere before it is down there, or a slow or failed stop would
+// run it twice. Only the placement leader of a service down on its nodes
+// gets here.
+func (c *svcCtx) strayInstance() (node, what string) {
+	if len(c.s.ClusterNodes) == len(c.nodes) {
+		return "", "" // the service's nodes are every cluster node
+	}
+	for _, n := range c.s.ClusterNodes {
+		if n == c.s.Local || slices.Contains(c.nodes, n) {
+			continue
+		}
+		v, ok := c.s.Nodes[n]
+		if !ok || !v.Alive() {
+			continue
+		}
+		inst, ok := v.Data.Services[c.name]
+		if !ok {
+			continue
+		}
+		switch a := EffectiveAvail(inst); {
+		case a == dataset.StatusUp || a == dataset.StatusWarn:
+			return n, string(a)
+		case inst.Monitor.State.Transitioning():
+			return n, string(inst.Monitor.State)
+		}
+	}
+	return "", ""
 }
 
 // fenceGate returns the first lost peer among the service's nodes that has

@@ -61,7 +61,7 @@ func (c *Core) CheckNow(svc string) {
 // one asked meanwhile runs after it). An instance that cannot be checked
 // here ends its pending action at once.
 func (c *Core) check(svc string, inst *instance, full bool) {
-	if !inst.local || !inst.spec.Runnable {
+	if (!inst.local || !inst.spec.Runnable) && !inst.retiring {
 		c.afterFullCheck(svc, inst)
 		return
 	}
@@ -205,6 +205,9 @@ func (c *Core) afterFullCheck(svc string, inst *instance) {
 		return
 	}
 	inst.ending = nil
+	if !inst.local {
+		inst.retiring = false // its stop ended: the old drivers are done
+	}
 	if end.kind == "stop" && end.err == nil {
 		// the commands said ok, the check says otherwise: the check wins
 		if end.err = stillUp(inst.res); end.err != nil {

@@ -333,3 +333,46 @@ func TestShutdownStopsAStartInFlight(t *testing.T) {
 		t.Fatalf("after the start ended during a shutdown: run %+v busy %v, want its stop", rd.Run, c.AnyBusy())
 	}
 }
+
+// A node removed from the service's nodes while the instance runs there
+// stops it, in the core (it was the daemon's decision, which the
+// simulation did not make); an instance that is down, or not runnable
+// here, is left alone.
+func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
+	c := newCore("n1")
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.CheckNow("web")
+	rd := c.Ready()
+	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	c.Ready()
+
+	c.AddInstance("web", InstanceSpec{Local: false}, t0)
+	rd = c.Ready()
+	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || rd.Run[0].Reason != "this node was removed from the service's nodes" {
+		t.Fatalf("got run %+v, want the stop of the removed instance", rd.Run)
+	}
+	if info, _ := c.Instance("web"); info.Busy != "stop" || info.Monitor.State != dataset.Stopping {
+		t.Fatalf("got %+v, want busy stop, stopping", info)
+	}
+	c.ActionDone("web", "stop", nil, t0)
+	rd = c.Ready()
+	for _, ck := range rd.Check {
+		c.CheckDone(ck, nil, t0) // the drivers are gone: a stale check
+	}
+	c.Ready()
+	if info, _ := c.Instance("web"); info.Busy != "" {
+		t.Fatalf("after the stop: %+v, want not busy", info)
+	}
+
+	// down, then removed: nothing to stop
+	d := newCore("n1")
+	d.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	d.CheckNow("web")
+	rd = d.Ready()
+	d.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	d.Ready()
+	d.AddInstance("web", InstanceSpec{Local: false}, t0)
+	if rd = d.Ready(); len(rd.Run) != 0 {
+		t.Fatalf("a down instance removed from the nodes: run %+v, want none", rd.Run)
+	}
+}

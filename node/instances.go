@@ -46,6 +46,10 @@ type instance struct {
 	leader bool
 	flags  string
 	busy   string // the action in flight: "start" | "stop"
+	// retiring: this node was removed from the service's nodes while the
+	// instance ran here; its stop and the check that ends it run with the
+	// drivers of the config that had it (the driver keeps them).
+	retiring bool
 	// multiActive lists the nodes where the service was last seen up when
 	// more than one ("" otherwise), to say it once per change; multiKept
 	// and multiSince are the keeper and since when it was seen fresh,
@@ -131,6 +135,21 @@ func (c *Core) AddInstance(svc string, spec InstanceSpec, now time.Time) {
 		c.relist()
 	}
 	c.nextCheck = time.Time{} // the periodic checks look again
+	if inst.local && !spec.Local && inst.busy == "" && inst.spec.Runnable &&
+		(inst.avail == dataset.StatusUp || inst.avail == dataset.StatusWarn) {
+		// This node was removed from the service's nodes while the
+		// instance runs here: it is stopped, by the drivers of the config
+		// that had it (the driver binds an action to the drivers of the
+		// moment it is ordered: order it before installing the new ones).
+		const reason = "this node was removed from the service's nodes"
+		prev := inst.mon.State
+		c.setMonitorState(svc, inst, dataset.Stopping, reason, now)
+		c.beginAction(svc, inst, "stop", reason)
+		inst.prevState = prev
+		inst.retiring = true
+	} else if spec.Local {
+		inst.retiring = false
+	}
 	inst.local, inst.spec = spec.Local, spec
 	inst.gen++
 	c.publish()
@@ -412,7 +431,10 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 		n.Services = make(map[string]dataset.Instance, len(c.ilist))
 	}
 	for _, inst := range c.ilist {
-		if !inst.local {
+		if !inst.local && !inst.retiring && inst.mon.State != dataset.StopFailed {
+			// not one of the service's nodes; one just removed from them
+			// shows its instance until it stopped (or failed to: then
+			// the others still see it running here)
 			continue
 		}
 		res := make(map[string]dataset.Resource, len(inst.res))
