@@ -101,21 +101,7 @@ func (n *Node) Shutdown() error {
 func (n *Node) DaemonPid() int { return testbed.DaemonPID(n.Root) }
 
 // alive reports whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "State:") {
-			return !strings.Contains(l, "Z")
-		}
-	}
-	return true
-}
+func alive(pid int) bool { return testbed.Alive(pid) }
 
 // DaemonAlive reports whether the daemon of the pid file runs.
 func (n *Node) DaemonAlive() bool { return alive(n.DaemonPid()) }

@@ -144,7 +144,25 @@ func Crash(root string) (time.Time, error) {
 	return t, nil
 }
 
-func gone(pid int) func() bool { return func() bool { return syscall.Kill(pid, 0) != nil } }
+func gone(pid int) func() bool { return func() bool { return !Alive(pid) } }
+
+// Alive reports whether pid runs: a zombie (killed, not reaped yet: init
+// reaps late in a container) does not.
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "State:") {
+			return !strings.Contains(l, "Z")
+		}
+	}
+	return true
+}
 
 // KillUnder SIGKILLs the processes this harness caused under dir: those
 // recorded in dir's var/services/*/*.pid files (the service commands
