@@ -134,7 +134,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	}
 }
 
-// Tick is the periodic tick (500ms in the daemon): the periodic status
+// Tick is the periodic tick (at NextTick in the daemon): the periodic status
 // checks (CheckInterval, MonitorInterval), the peers' status
 // changes that come with time alone (a maintenance grace that ends), the
 // end of the rejoin grace period, and the safety-net decision pass (at
