@@ -96,7 +96,9 @@ type Daemon struct {
 	gen      uint64
 	load15   float64
 	memPct   float64
-	sd       sdNotifier // systemd notify protocol (notify.go)
+	// sysinfoAt is when load15 and memPct were last read.
+	sysinfoAt time.Time
+	sd        sdNotifier // systemd notify protocol (notify.go)
 
 	hb        heartbeat.Heartbeat
 	hbEvents  <-chan heartbeat.Event
@@ -306,14 +308,31 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return nil
 }
 
+// tickPeriod is the shortest time between two ticks, and their period
+// while a rule of the core's Tick reads the clock on every call (quorum,
+// rejoin, a maintenance grace, edits in flight, failing state writes:
+// node.Core.NextTick). Otherwise the loop sleeps until the next thing due:
+// a periodic check, the safety-net pass, a sysinfo read.
 const tickPeriod = 500 * time.Millisecond
+
+// sysinfoPeriod is the period of the load and memory reads (refreshSysinfo).
+const sysinfoPeriod = 10 * time.Second
 
 // loop is the event loop. It returns the stop mode.
 func (d *Daemon) loop(ctx context.Context) string {
 	defer close(d.quit)
-	timer := d.clk.After(tickPeriod)
+	var (
+		timer    <-chan time.Time
+		timerAt  time.Time
+		lastTick = d.clk.Now()
+	)
 	var mode string
 	for {
+		// sleep until the next tick due: the core knows its wake-ups (an
+		// input may bring them earlier: asked again after each one)
+		if due := d.nextTick(lastTick); timer == nil || due.Before(timerAt) {
+			timerAt, timer = due, d.clk.After(due.Sub(d.clk.Now()))
+		}
 		select {
 		case f := <-d.ev:
 			f()
@@ -329,8 +348,9 @@ func (d *Daemon) loop(ctx context.Context) string {
 			d.stepTimer, d.stepAt = nil, time.Time{}
 			d.core.WakeUp() // a pass below
 		case <-timer:
+			timer = nil
+			lastTick = d.clk.Now()
 			d.tick()
-			timer = d.clk.After(tickPeriod)
 		case m := <-d.stopReq:
 			if mode == "" {
 				mode = m
@@ -395,24 +415,56 @@ func (d *Daemon) call(f func() (any, error)) (any, error) {
 	}
 }
 
+// nextTick is when the loop ticks next: what the core and the sysinfo
+// reads need, no sooner than tickPeriod after the last tick.
+func (d *Daemon) nextTick(lastTick time.Time) time.Time {
+	now := d.clk.Now()
+	t := d.core.NextTick(now, tickPeriod)
+	if d.ps.err != nil {
+		t = now.Add(tickPeriod) // each tick retries the write
+	}
+	if s := d.sysinfoAt.Add(sysinfoPeriod); s.Before(t) {
+		t = s
+	}
+	if min := lastTick.Add(tickPeriod); t.Before(min) {
+		t = min
+	}
+	return t
+}
+
 func (d *Daemon) tick() {
 	now := d.clk.Now()
 	d.retryState()
-	d.refreshSysinfo()
+	if now.Sub(d.sysinfoAt) >= sysinfoPeriod {
+		d.refreshSysinfo()
+	}
 	// the periodic checks, rejoin, the peers' status that changes with
 	// time alone (a maintenance grace that ends), the safety-net pass
 	d.core.Tick(now)
 	d.applyReady()
 }
 
-// refreshSysinfo reads load and memory; only a visible change (0.1) marks
-// the dataset changed, so that an idle node sends no deltas.
+// refreshSysinfo reads load and memory (every sysinfoPeriod). Both are in
+// the dataset every peer sees (placement, constraints), and each change
+// is a delta that every peer merges: only a meaningful change marks the
+// dataset changed (sysinfoChanged), so that an idle node sends no deltas.
 func (d *Daemon) refreshSysinfo() {
+	d.sysinfoAt = d.clk.Now()
 	l, m := load15(), memAvailPct()
-	if abs(l-d.load15) >= 0.1 || abs(m-d.memPct) >= 1 {
+	if sysinfoChanged(d.load15, l, d.memPct, m) {
 		d.load15, d.memPct = l, m
 		d.changed()
 	}
+}
+
+// sysinfoChanged reports whether the load and memory read (load, mem)
+// differ enough from those published (pubLoad, pubMem) to publish them: the
+// 15-minute load average by 0.1 and by a tenth of its value (0.1 up to a
+// load of 1, 0.5 at 5, 5 at 50), the available memory by 2 points of
+// percent.
+func sysinfoChanged(pubLoad, load, pubMem, mem float64) bool {
+	const eps = 1e-9 // 0.6-0.5 is 0.0999...
+	return abs(load-pubLoad) >= max(0.1, pubLoad/10)-eps || abs(mem-pubMem) >= 2-eps
 }
 
 func abs(f float64) float64 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -33,6 +34,10 @@ type mlHB struct {
 
 	udpMax  int // frames up to this size go as one datagram, larger ones by TCP
 	senders map[string]*peerSender
+	// direct is set once memberlist runs: from then on a datagram to a
+	// peer addressed by IP, with none queued before it, goes out from the
+	// caller (send).
+	direct atomic.Bool
 
 	stop      chan struct{}
 	loops     sync.WaitGroup
@@ -48,6 +53,10 @@ type peerSender struct {
 	name, addr    string
 	dgram, stream chan []byte
 	done          sync.WaitGroup
+	// literal: addr's host is an IP address, a datagram to it needs no
+	// name lookup (which could block the caller)
+	literal bool
+	lastErr atomic.Int64 // unix nanoseconds of the last "send failed" line
 }
 
 // NewMemberlist starts a heartbeat on memberlist: it binds its UDP and TCP
@@ -85,7 +94,7 @@ func newMemberlist(cfg Config, tap func(conn net.Conn, to string, b []byte)) (He
 	// send (a beat after a challenge) before memberlist runs.
 	for _, m := range s.Members {
 		if m.Name != s.Node {
-			h.senders[m.Name] = &peerSender{name: m.Name, addr: m.Addr,
+			h.senders[m.Name] = &peerSender{name: m.Name, addr: m.Addr, literal: ipLiteral(m.Addr),
 				dgram: make(chan []byte, dgramDepth), stream: make(chan []byte, streamDepth)}
 		}
 	}
@@ -104,6 +113,7 @@ func newMemberlist(cfg Config, tap func(conn net.Conn, to string, b []byte)) (He
 		go h.runSender(ps, ps.dgram)
 		go h.runSender(ps, ps.stream)
 	}
+	h.direct.Store(true)
 	h.loops.Add(2)
 	go h.runTicker()
 	go h.runJoiner()
@@ -167,6 +177,13 @@ func (h *mlHB) send(to string, b []byte) {
 	q := ps.dgram
 	if len(b) > h.udpMax {
 		q = ps.stream
+	} else if ps.literal && len(q) == 0 && h.direct.Load() {
+		// A datagram goes out at once from the caller (a UDP write does
+		// not wait for the peer): handing each beat to the sender
+		// goroutine cost a scheduler wake-up per beat and peer, most of
+		// an idle node's CPU (docs/benchmarks.md, "Idle cost").
+		h.sendFrame(ps, b)
+		return
 	}
 	select {
 	case q <- b:
@@ -181,25 +198,36 @@ func (h *mlHB) send(to string, b []byte) {
 // gets our beats and can come back up.
 func (h *mlHB) runSender(ps *peerSender, q <-chan []byte) {
 	defer ps.done.Done()
-	var lastErr time.Time
 	for b := range q {
-		var err error
-		if len(b) <= h.udpMax {
-			err = h.ml.SendToAddress(memberlist.Address{Addr: ps.addr, Name: ps.name}, b)
-		} else {
-			var a *net.TCPAddr
-			if a, err = net.ResolveTCPAddr("tcp", ps.addr); err == nil {
-				err = h.ml.SendReliable(&memberlist.Node{Name: ps.name, Addr: a.IP, Port: uint16(a.Port)}, b)
-			}
-		}
-		if err != nil {
-			h.c.sendErrs.Add(1)
-			if now := h.s.Clock.Now(); now.Sub(lastErr) > rejectLogEvery {
-				lastErr = now
-				h.log.Debug("send failed", zap.String("peer", ps.name), zap.Error(err))
-			}
+		h.sendFrame(ps, b)
+	}
+}
+
+// sendFrame sends one frame to ps: a datagram, or over TCP when larger
+// than udpMax.
+func (h *mlHB) sendFrame(ps *peerSender, b []byte) {
+	var err error
+	if len(b) <= h.udpMax {
+		err = h.ml.SendToAddress(memberlist.Address{Addr: ps.addr, Name: ps.name}, b)
+	} else {
+		var a *net.TCPAddr
+		if a, err = net.ResolveTCPAddr("tcp", ps.addr); err == nil {
+			err = h.ml.SendReliable(&memberlist.Node{Name: ps.name, Addr: a.IP, Port: uint16(a.Port)}, b)
 		}
 	}
+	if err != nil {
+		h.c.sendErrs.Add(1)
+		now := h.s.Clock.Now()
+		if last := ps.lastErr.Load(); now.UnixNano()-last > int64(rejectLogEvery) && ps.lastErr.CompareAndSwap(last, now.UnixNano()) {
+			h.log.Debug("send failed", zap.String("peer", ps.name), zap.Error(err))
+		}
+	}
+}
+
+// ipLiteral reports whether addr (host:port) names its host by IP address.
+func ipLiteral(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && net.ParseIP(host) != nil
 }
 
 // runTicker runs the core's due work, waking at its next due time.

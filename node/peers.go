@@ -13,8 +13,11 @@ import (
 
 // fullPassPeriod bounds the time between two decision passes when nothing
 // changed (between changes, the pass runs on every event that changes the
-// local data or the view, and at Ready.WakeAt).
-const fullPassPeriod = 5 * time.Second
+// local data or the view, and at Ready.WakeAt). It is a safety net only:
+// every time-driven decision asks for its own wake-up (WakeAt, NextTick),
+// so it was lengthened from 5 s to 15 s, a third of an idle node's passes
+// (docs/benchmarks.md, "Idle cost").
+const fullPassPeriod = 15 * time.Second
 
 // Local is what the driver still owns of the node's view: its own dataset
 // entry (the instances' status, load, configs...) and the configs of its
@@ -131,7 +134,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	}
 }
 
-// Tick is the periodic tick (500ms in the daemon): the periodic status
+// Tick is the periodic tick (at NextTick in the daemon): the periodic status
 // checks (CheckInterval, MonitorInterval), the peers' status
 // changes that come with time alone (a maintenance grace that ends), the
 // end of the rejoin grace period, and the safety-net decision pass (at

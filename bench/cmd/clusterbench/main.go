@@ -64,7 +64,7 @@ func main() {
 	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
 	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file")
 	heapOut := fs.String("heap", "", "netns-scale: also take a heap profile of n1's daemon after the idle window, into this file")
-	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,pacemaker", "sidebyside: the systems, alternated crash after crash (haven-<ready_period>[@<hb.timeout>])")
+	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,haven-16s+fastack,pacemaker", "sidebyside: the systems, alternated crash after crash (haven-<ready_period>[@<hb.timeout>][+fastack])")
 	crashes := fs.Int("crashes", 5, "sidebyside: crashes of the VIP's owner per system")
 	period := fs.Duration("period", 10*time.Millisecond, "sidebyside: the client's ping period")
 	monitor := fs.Bool("monitor", true, "idle, failover: resources are monitored (checked every monitor_interval, 5s, instead of check_interval, 60s)")
