@@ -27,7 +27,6 @@ func restartDaemon(n *node) {
 // shown as "config invalid"; nothing is started or stopped; once the file
 // is repaired, a service the admin had stopped stays stopped and frozen.
 func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
-	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	n := newNode(t, "n1", "[node]\nname = \"n1\"\nmonitor_interval = \"300ms\"\nready_period = \"1s\"\n")
 	n.startDaemon()
 	createService(t, n, "web", startService)
