@@ -38,15 +38,8 @@ func (c *Core) watchRanElsewhere(s monitor.Snapshot) {
 			inst.ranElsewhere = ""
 			continue
 		}
-		for _, node := range s.ClusterNodes {
-			v, ok := s.Nodes[node]
-			if node == c.cfg.Name || !ok || !v.Alive() {
-				continue
-			}
-			if i, ok := v.Data.Services[svc]; ok && runs(i) {
-				inst.ranElsewhere = node
-				break
-			}
+		if n := c.ranElsewhere(s, svc); n != "" {
+			inst.ranElsewhere = n
 		}
 	}
 }

@@ -37,6 +37,9 @@ type incremental struct {
 	// (monitor.Cache: a peer's data is a copy no one modifies, the local
 	// data is built anew for each pass).
 	cache monitor.Cache
+	// runs is where each service runs, for the snapshot of the full pass
+	// under way (runtable.go).
+	runs runTable
 	// full and partial count the passes (tests, benchmarks); off turns
 	// the incremental passes off (tests: the reference node).
 	full, partial uint64

@@ -351,7 +351,7 @@ func (c *Core) resetLadder(svc, reason string, now time.Time, exclusion bool) bo
 func (c *Core) watchLadders(s monitor.Snapshot, now time.Time) {
 	for _, inst := range c.passInstances() {
 		if inst.local {
-			inst.upElsewhere = monitor.UpElsewhere(s, inst.name)
+			inst.upElsewhere = c.upElsewhere(s, inst.name)
 		}
 		ss := c.state.Services[inst.name]
 		if !inst.local || (len(ss.Restarts) == 0 && ss.GaveUp == "" && ss.Excluded == "") || inst.busy != "" {

@@ -147,7 +147,7 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 	var next time.Time
 	for _, inst := range c.passInstances() {
 		svc := inst.name
-		up := runningNodes(s, svc)
+		up := c.runningOn(s, svc, inst.multiActive == "")
 		if len(up) < 2 {
 			if inst.multiActive != "" {
 				inst.multiActive, inst.multiKept, inst.multiSince, inst.multiDone = "", "", time.Time{}, false

@@ -55,10 +55,16 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 		}
 		defer func() { c.inc.only = nil }()
 	}
+	if only == nil {
+		c.inc.runs.build(snap)
+	}
 	c.watchLadders(snap, now)
 	if c.ladderAll(now) {
 		// the ladder changed a monitor: decide on what it did
 		snap = c.Snapshot(now)
+		if only == nil {
+			c.inc.runs.build(snap)
+		}
 	}
 	snap.Cache = &c.inc.cache
 	c.inc.last = &snap
