@@ -27,11 +27,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"haven/api"
 	"haven/chaos"
 	"haven/dataset"
 	"haven/testbed"
@@ -229,58 +227,23 @@ func propagation(n, changes int, poll time.Duration, watch int, o opts) error {
 	}
 	time.Sleep(2 * time.Second)
 	var upper, lower, ack, cycle, fromAck stats
-	misses := 0
-	for i := range changes {
-		want := i%2 == 0
-		action := "thaw"
-		if want {
-			action = "freeze"
+	seen := func(b *bnode, want bool) (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		st, err := b.c.Status(ctx)
+		return err == nil && st.Services["p"].Instances["n1"].Frozen == want, err
+	}
+	misses, err := flipAndPoll(c, "p", changes, watch, poll, 10*time.Second, 200*time.Millisecond, seen, func(ch flipChange) {
+		ack.add(ch.tAck.Sub(ch.t0))
+		for _, s := range ch.seen {
+			upper.add(s.at.Sub(ch.t0))
+			fromAck.add(s.at.Sub(ch.tAck))
+			lower.add(s.prev.Sub(ch.t0))
+			cycle.add(s.at.Sub(ch.t0) / time.Duration(s.polls))
 		}
-		t0 := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := n1.c.Action(ctx, api.ActionRequest{Name: "p", Action: action, Local: true})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%s --local: %w", action, err)
-		}
-		tAck := time.Now()
-		ack.add(tAck.Sub(t0))
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for k := range watch {
-			b := c.nodes[1+(i*watch+k)%(n-1)]
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				prev := t0
-				polls := 0
-				deadline := t0.Add(10 * time.Second)
-				for time.Now().Before(deadline) {
-					rs := time.Now()
-					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-					st, err := b.c.Status(ctx)
-					cancel()
-					re := time.Now()
-					polls++
-					if err == nil && st.Services["p"].Instances["n1"].Frozen == want {
-						mu.Lock()
-						upper.add(re.Sub(t0))
-						fromAck.add(re.Sub(tAck))
-						lower.add(prev.Sub(t0))
-						cycle.add(re.Sub(t0) / time.Duration(polls))
-						mu.Unlock()
-						return
-					}
-					prev = rs
-					time.Sleep(poll)
-				}
-				mu.Lock()
-				misses++
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
-		time.Sleep(200*time.Millisecond + rand.N(200*time.Millisecond))
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Printf("samples %d (changes x peers), missed (>10s) %d\n", len(upper.xs), misses)
 	fmt.Printf("seen by (upper bound): p50 %s  p90 %s  p99 %s  max %s\n", ms(upper.pct(50)), ms(upper.pct(90)), ms(upper.pct(99)), ms(upper.max()))

@@ -317,54 +317,22 @@ func scalePropagation(c *cluster, changes int, poll time.Duration, watch int, o 
 	fmt.Printf("propagation: %d changes (freeze/thaw --local of %s on n1), %d peers polled per change (svcmgr explain, pause %s); load: %s\n", changes, svc, watch, poll, loadNow())
 	n1 := c.nodes[0]
 	var peer, all, lower, ack stats
-	misses := 0
-	for i := range changes {
-		want := i%2 == 0
-		action := "thaw"
-		if want {
-			action = "freeze"
-		}
-		t0 := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := n1.c.Action(ctx, api.ActionRequest{Name: svc, Action: action, Local: true})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%s --local: %w", action, err)
-		}
-		ack.add(time.Since(t0))
-		var mu sync.Mutex
-		var wg sync.WaitGroup
+	seen := func(b *bnode, want bool) (bool, error) {
+		ok, err := frozenSeen(b, svc, n1.name)
+		return err == nil && ok == want, err
+	}
+	misses, err := flipAndPoll(c, svc, changes, watch, poll, 20*time.Second, 300*time.Millisecond, seen, func(ch flipChange) {
+		ack.add(ch.tAck.Sub(ch.t0))
 		var last time.Duration
-		for k := range watch {
-			b := c.nodes[1+(i*watch+k)%(n-1)]
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				prev := t0
-				deadline := t0.Add(20 * time.Second)
-				for time.Now().Before(deadline) {
-					rs := time.Now()
-					ok, err := frozenSeen(b, svc, n1.name)
-					re := time.Now()
-					if err == nil && ok == want {
-						mu.Lock()
-						peer.add(re.Sub(t0))
-						lower.add(prev.Sub(t0))
-						last = max(last, re.Sub(t0))
-						mu.Unlock()
-						return
-					}
-					prev = rs
-					time.Sleep(poll)
-				}
-				mu.Lock()
-				misses++
-				mu.Unlock()
-			}()
+		for _, s := range ch.seen {
+			peer.add(s.at.Sub(ch.t0))
+			lower.add(s.prev.Sub(ch.t0))
+			last = max(last, s.at.Sub(ch.t0))
 		}
-		wg.Wait()
 		all.add(last)
-		time.Sleep(300*time.Millisecond + rand.N(200*time.Millisecond))
+	})
+	if err != nil {
+		return err
 	}
 	fmt.Printf("samples %d (changes x peers), missed (>20s) %d\n", len(peer.xs), misses)
 	fmt.Printf("seen by one peer (upper bound): p50 %s p90 %s p99 %s max %s; lower bound p50 %s p99 %s\n",
@@ -421,3 +389,76 @@ func scaleDetection(c *cluster, kills int, o opts) error {
 
 // alive reports whether pid runs.
 func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
+
+// flipChange is one change of flipAndPoll: when it was asked (t0), when
+// n1's API answered (tAck), and when each polled peer saw it.
+type flipChange struct {
+	t0, tAck time.Time
+	seen     []flipSeen
+}
+
+// flipSeen is a peer's first poll that showed the change: its end (at, an
+// upper bound), the start of the poll before it (prev, a lower bound), and
+// the polls it took.
+type flipSeen struct {
+	at, prev time.Time
+	polls    int
+}
+
+// flipAndPoll flips the local freeze of svc on the first node changes
+// times; after each, watch peers (in turn over the others) are polled with
+// seen, pausing poll between two polls, until it reports the new value or
+// deadline passed (a miss). done gets each change once its peers ended;
+// then a random pause of pause to pause + 200ms.
+func flipAndPoll(c *cluster, svc string, changes, watch int, poll, deadline, pause time.Duration,
+	seen func(b *bnode, want bool) (bool, error), done func(flipChange)) (misses int, err error) {
+	n := len(c.nodes)
+	n1 := c.nodes[0]
+	for i := range changes {
+		want := i%2 == 0
+		action := "thaw"
+		if want {
+			action = "freeze"
+		}
+		ch := flipChange{t0: time.Now()}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := n1.c.Action(ctx, api.ActionRequest{Name: svc, Action: action, Local: true})
+		cancel()
+		if err != nil {
+			return misses, fmt.Errorf("%s --local: %w", action, err)
+		}
+		ch.tAck = time.Now()
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for k := range watch {
+			b := c.nodes[1+(i*watch+k)%(n-1)]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				prev := ch.t0
+				polls := 0
+				for end := ch.t0.Add(deadline); time.Now().Before(end); {
+					rs := time.Now()
+					ok, err := seen(b, want)
+					re := time.Now()
+					polls++
+					if err == nil && ok {
+						mu.Lock()
+						ch.seen = append(ch.seen, flipSeen{at: re, prev: prev, polls: polls})
+						mu.Unlock()
+						return
+					}
+					prev = rs
+					time.Sleep(poll)
+				}
+				mu.Lock()
+				misses++
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		done(ch)
+		time.Sleep(pause + rand.N(200*time.Millisecond))
+	}
+	return misses, nil
+}
