@@ -267,41 +267,56 @@ func detection(n, runs int, o opts) error {
 		return err
 	}
 	defer c.close()
-	victim := c.nodes[n-1]
-	others := c.nodes[:n-1]
+	var all, firsts, lasts stats
+	err = killRounds(c, runs, o.timeout+15*time.Second, func() error { return c.waitConverged(120*time.Second, c.nodes) },
+		func(r int, victim string, peers int, got map[string]time.Duration) {
+			var run stats
+			for _, d := range got {
+				run.add(d)
+				all.add(d)
+			}
+			firsts.add(run.min())
+			lasts.add(run.max())
+			fmt.Printf("run %d: %d/%d peers declared %s down, first %s last %s after the kill\n", r+1, len(got), peers, victim, ms(run.min()), ms(run.max()))
+		})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("over %d samples (kills x peers): min %s p50 %s max %s (hb.timeout %s; worst excess %s)\n",
+		len(all.xs), ms(all.min()), ms(all.pct(50)), ms(all.max()), o.timeout, ms(all.max()-o.timeout))
+	fmt.Printf("RESULT detection n=%d timeout=%s min=%s p50=%s max=%s excess_max=%s\n", n, o.timeout, ms(all.min()), ms(all.pct(50)), ms(all.max()), ms(all.max()-o.timeout))
+	return nil
+}
+
+// killRounds kills -9 the daemon of the last node of c kills times (after
+// a random pause of 1 to 2 s each), reads when each other node declared it
+// down (its peer_down event, within), gives them to each, then starts it
+// again and waits for back.
+func killRounds(c *cluster, kills int, within time.Duration, back func() error,
+	each func(r int, victim string, peers int, got map[string]time.Duration)) error {
+	victim := c.nodes[len(c.nodes)-1]
+	others := c.nodes[:len(c.nodes)-1]
 	ch := make(chan nev, 100000)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, b := range others {
 		b.subscribe(ctx, ch)
 	}
-	var all, firsts, lasts stats
-	for r := range runs {
+	for r := range kills {
 		time.Sleep(time.Second + rand.N(time.Second))
 		drain(ch)
 		tk, err := victim.crash()
 		if err != nil {
 			return err
 		}
-		got := downsSeen(ch, victim.name, len(others), tk, o.timeout+15*time.Second)
-		var run stats
-		for _, d := range got {
-			run.add(d)
-			all.add(d)
-		}
-		firsts.add(run.min())
-		lasts.add(run.max())
-		fmt.Printf("run %d: %d/%d peers declared %s down, first %s last %s after the kill\n", r+1, len(got), len(others), victim.name, ms(run.min()), ms(run.max()))
+		each(r, victim.name, len(others), downsSeen(ch, victim.name, len(others), tk, within))
 		if err := victim.start(); err != nil {
 			return err
 		}
-		if err := c.waitConverged(120*time.Second, c.nodes); err != nil {
+		if err := back(); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("over %d samples (kills x peers): min %s p50 %s max %s (hb.timeout %s; worst excess %s)\n",
-		len(all.xs), ms(all.min()), ms(all.pct(50)), ms(all.max()), o.timeout, ms(all.max()-o.timeout))
-	fmt.Printf("RESULT detection n=%d timeout=%s min=%s p50=%s max=%s excess_max=%s\n", n, o.timeout, ms(all.min()), ms(all.pct(50)), ms(all.max()), ms(all.max()-o.timeout))
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"haven/api"
@@ -247,7 +246,7 @@ func scaleIdle(c *cluster, window time.Duration) error {
 			ds, err = b.daemonStatus()
 			return err == nil
 		}); err != nil {
-			return fmt.Errorf("%w (daemon pid %d alive: %v)", err, testbed.DaemonPID(b.root), alive(testbed.DaemonPID(b.root)))
+			return fmt.Errorf("%w (daemon pid %d alive: %v)", err, testbed.DaemonPID(b.root), testbed.Alive(testbed.DaemonPID(b.root)))
 		}
 		hb0[b.name] = ds.HB
 		pids[b.name] = ds.Pid
@@ -352,43 +351,26 @@ func scaleDetection(c *cluster, kills int, o opts) error {
 	victim := c.nodes[n-1]
 	others := c.nodes[:n-1]
 	fmt.Printf("detection: %d kills -9 of %s's daemon, peer_down on the %d others; load: %s\n", kills, victim.name, len(others), loadNow())
-	ch := make(chan nev, 100000)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for _, b := range others {
-		b.subscribe(ctx, ch)
-	}
 	var all stats
 	lost := 0
-	for r := range kills {
-		time.Sleep(time.Second + rand.N(time.Second))
-		drain(ch)
-		tk, err := victim.crash()
-		if err != nil {
-			return err
-		}
-		got := downsSeen(ch, victim.name, len(others), tk, o.timeout+20*time.Second)
-		var run stats
-		for _, d := range got {
-			run.add(d)
-			all.add(d)
-		}
-		lost += len(others) - len(got)
-		fmt.Printf("kill %d: %d/%d peers declared %s down, first %s p50 %s last %s after the kill\n", r+1, len(got), len(others), victim.name, ms(run.min()), ms(run.pct(50)), ms(run.max()))
-		if err := victim.start(); err != nil {
-			return err
-		}
-		if err := c.waitPeersUp(300*time.Second, c.nodes); err != nil {
-			return err
-		}
+	err := killRounds(c, kills, o.timeout+20*time.Second, func() error { return c.waitPeersUp(300*time.Second, c.nodes) },
+		func(r int, victim string, peers int, got map[string]time.Duration) {
+			var run stats
+			for _, d := range got {
+				run.add(d)
+				all.add(d)
+			}
+			lost += peers - len(got)
+			fmt.Printf("kill %d: %d/%d peers declared %s down, first %s p50 %s last %s after the kill\n", r+1, len(got), peers, victim, ms(run.min()), ms(run.pct(50)), ms(run.max()))
+		})
+	if err != nil {
+		return err
 	}
 	fmt.Printf("RESULT netns-scale detection n=%d timeout=%s samples=%d min=%s p50=%s p99=%s max=%s excess_max=%s not_seen=%d\n",
 		n, o.timeout, len(all.xs), ms(all.min()), ms(all.pct(50)), ms(all.pct(99)), ms(all.max()), ms(all.max()-o.timeout), lost)
 	return nil
 }
 
-// alive reports whether pid runs.
-func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
 
 // flipChange is one change of flipAndPoll: when it was asked (t0), when
 // n1's API answered (tAck), and when each polled peer saw it.
