@@ -57,7 +57,7 @@ func (d *Daemon) order(acts []node.Action) {
 	for _, a := range acts {
 		var set *resource.Set
 		if inst := d.services[a.Service]; inst != nil {
-			set = inst.set
+			set = inst.drivers()
 		}
 		if d.ordered == nil {
 			d.ordered = map[string][]*resource.Set{}
@@ -80,7 +80,7 @@ func (d *Daemon) runAll(runs []node.Action) {
 				d.ordered[a.Service] = q[1:]
 			}
 		} else if inst := d.services[a.Service]; inst != nil {
-			set = inst.set
+			set = inst.drivers()
 		}
 		d.startAction(a, set)
 	}

@@ -34,6 +34,16 @@ type instance struct {
 	// the node core's (d.core.Instance).
 }
 
+// drivers are the resource drivers of the instance's actions and checks:
+// its own, or, on a node removed from the service's nodes, those of the
+// config that had it (the core stops what runs there with them).
+func (i *instance) drivers() *resource.Set {
+	if i.set == nil && !i.local {
+		return i.retired
+	}
+	return i.set
+}
+
 func (i *instance) hasMonitored() bool {
 	if i.cfg == nil {
 		return false
@@ -153,10 +163,7 @@ func (d *Daemon) startCheck(ck node.Check) {
 	inst := d.services[ck.Service]
 	var set *resource.Set
 	if inst != nil {
-		set = inst.set
-		if set == nil && !inst.local {
-			set = inst.retired // the stop of a node removed from the service's nodes
-		}
+		set = inst.drivers()
 	}
 	if set == nil {
 		// removed or changed meanwhile: the core sees a stale check

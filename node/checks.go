@@ -205,9 +205,6 @@ func (c *Core) afterFullCheck(svc string, inst *instance) {
 		return
 	}
 	inst.ending = nil
-	if !inst.local {
-		inst.retiring = false // its stop ended: the old drivers are done
-	}
 	if end.kind == "stop" && end.err == nil {
 		// the commands said ok, the check says otherwise: the check wins
 		if end.err = stillUp(inst.res); end.err != nil {
@@ -216,6 +213,12 @@ func (c *Core) afterFullCheck(svc string, inst *instance) {
 	}
 	c.finishAction(svc, inst, end.kind, end.err, inst.endAt)
 	c.actionAnswered(inst, end.err)
+	if !inst.local && inst.retiring {
+		// the node was removed from the service's nodes: after its stop
+		// the old drivers are done; after another action (a start in
+		// flight at the removal) what runs is stopped now
+		inst.retiring = end.kind != "stop" && inst.busy == "" && c.stopRetired(svc, inst, inst.endAt)
+	}
 	if c.shutdown && end.kind == "start" && inst.local && inst.spec.Runnable {
 		// a start that was running when the shutdown came: the shutdown
 		// stops what it started, or the daemon would exit with the service

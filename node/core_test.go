@@ -376,3 +376,38 @@ func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 		t.Fatalf("a down instance removed from the nodes: run %+v, want none", rd.Run)
 	}
 }
+
+// Removed from the service's nodes while a start runs here: once the start
+// ended up, the instance is stopped (it was left running, unpublished).
+func TestNodeRemovedDuringAStartStopsItAfterwards(t *testing.T) {
+	c := newCore("n1")
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+		t.Fatal(err)
+	}
+	c.Ready()
+	c.AddInstance("web", InstanceSpec{Local: false}, t0)
+	if rd := c.Ready(); len(rd.Run) != 0 {
+		t.Fatalf("a stop ordered while the start runs: %+v", rd.Run)
+	}
+	c.ActionDone("web", "start", nil, t0)
+	rd := c.Ready()
+	if len(rd.Check) != 1 {
+		t.Fatalf("got checks %v, want the check that ends the start (old drivers)", rd.Check)
+	}
+	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	rd = c.Ready()
+	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || rd.Run[0].Reason != "this node was removed from the service's nodes" {
+		t.Fatalf("after the start ended up: run %+v, want the stop of the removed instance", rd.Run)
+	}
+	if _, ok := c.Dataset(dataset.Node{}).Services["web"]; !ok {
+		t.Fatal("the removed instance, still running, is not published")
+	}
+	c.ActionDone("web", "stop", nil, t0)
+	rd = c.Ready()
+	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.Ready()
+	if _, ok := c.Dataset(dataset.Node{}).Services["web"]; ok {
+		t.Fatal("the removed instance is still published after its stop")
+	}
+}

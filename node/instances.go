@@ -135,24 +135,38 @@ func (c *Core) AddInstance(svc string, spec InstanceSpec, now time.Time) {
 		c.relist()
 	}
 	c.nextCheck = time.Time{} // the periodic checks look again
-	if inst.local && !spec.Local && inst.busy == "" && inst.spec.Runnable &&
-		(inst.avail == dataset.StatusUp || inst.avail == dataset.StatusWarn) {
+	switch {
+	case spec.Local:
+		inst.retiring = false
+	case inst.local && inst.spec.Runnable && inst.busy != "":
+		// removed while an action runs here: its end decides (a start
+		// that ends up is stopped then, stopRetired)
+		inst.retiring = true
+	case inst.local && inst.spec.Runnable:
 		// This node was removed from the service's nodes while the
 		// instance runs here: it is stopped, by the drivers of the config
 		// that had it (the driver binds an action to the drivers of the
 		// moment it is ordered: order it before installing the new ones).
-		const reason = "this node was removed from the service's nodes"
-		prev := inst.mon.State
-		c.setMonitorState(svc, inst, dataset.Stopping, reason, now)
-		c.beginAction(svc, inst, "stop", reason)
-		inst.prevState = prev
-		inst.retiring = true
-	} else if spec.Local {
-		inst.retiring = false
+		inst.retiring = c.stopRetired(svc, inst, now)
 	}
 	inst.local, inst.spec = spec.Local, spec
 	inst.gen++
 	c.publish()
+}
+
+// stopRetired stops the instance of a node removed from the service's
+// nodes when it runs (up or warn), and reports whether it did: the stop and
+// its check run with the drivers of the config that had the node.
+func (c *Core) stopRetired(svc string, inst *instance, now time.Time) bool {
+	if inst.avail != dataset.StatusUp && inst.avail != dataset.StatusWarn {
+		return false
+	}
+	const reason = "this node was removed from the service's nodes"
+	prev := inst.mon.State
+	c.setMonitorState(svc, inst, dataset.Stopping, reason, now)
+	c.beginAction(svc, inst, "stop", reason)
+	inst.prevState = prev
+	return true
 }
 
 // relist rebuilds the list of instances in name order.
