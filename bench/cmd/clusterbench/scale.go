@@ -371,7 +371,6 @@ func scaleDetection(c *cluster, kills int, o opts) error {
 	return nil
 }
 
-
 // flipChange is one change of flipAndPoll: when it was asked (t0), when
 // n1's API answered (tAck), and when each polled peer saw it.
 type flipChange struct {
