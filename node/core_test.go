@@ -20,6 +20,16 @@ func newCore(name string) *Core {
 	return c
 }
 
+// localWebChecked installs a local, runnable web and ends its first check
+// with status.
+func localWebChecked(c *Core, status dataset.Status) {
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.CheckNow("web")
+	rd := c.Ready()
+	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: status}}, t0)
+	c.Ready()
+}
+
 func noSnap() monitor.Snapshot { return monitor.Snapshot{Now: t0} }
 
 // answers returns the answers of the next Ready by ticket.
@@ -236,14 +246,10 @@ func TestStaleCheckIsMadeAgain(t *testing.T) {
 // aborts it and the caller gets the error.
 func TestStopLocalAnswersAtTheEndOrIsAborted(t *testing.T) {
 	c := newCore("n1")
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.CheckNow("web")
-	rd := c.Ready()
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
-	c.Ready()
+	localWebChecked(c, dataset.StatusUp)
 
 	tk := c.AdminLocal(LocalRequest{Service: "web", Action: "stop", Now: t0})
-	rd = c.Ready()
+	rd := c.Ready()
 	if rd.Persist == nil || !rd.Persist.Services["web"].Frozen || len(rd.Run) != 1 || len(rd.Answers) != 0 {
 		t.Fatalf("got persist %v run %v answers %v, want the freeze to write, the stop ordered, no answer yet", rd.Persist, rd.Run, rd.Answers)
 	}
@@ -336,18 +342,13 @@ func TestShutdownStopsAStartInFlight(t *testing.T) {
 
 // A node removed from the service's nodes while the instance runs there
 // stops it, in the core (it was the daemon's decision, which the
-// simulation did not make); an instance that is down, or not runnable
-// here, is left alone.
+// simulation did not make); an instance that is down is left alone.
 func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 	c := newCore("n1")
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.CheckNow("web")
-	rd := c.Ready()
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
-	c.Ready()
+	localWebChecked(c, dataset.StatusUp)
 
 	c.AddInstance("web", InstanceSpec{Local: false}, t0)
-	rd = c.Ready()
+	rd := c.Ready()
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || rd.Run[0].Reason != "this node was removed from the service's nodes" {
 		t.Fatalf("got run %+v, want the stop of the removed instance", rd.Run)
 	}
@@ -366,11 +367,7 @@ func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 
 	// down, then removed: nothing to stop
 	d := newCore("n1")
-	d.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	d.CheckNow("web")
-	rd = d.Ready()
-	d.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
-	d.Ready()
+	localWebChecked(d, dataset.StatusDown)
 	d.AddInstance("web", InstanceSpec{Local: false}, t0)
 	if rd = d.Ready(); len(rd.Run) != 0 {
 		t.Fatalf("a down instance removed from the nodes: run %+v, want none", rd.Run)
