@@ -63,6 +63,12 @@ type delayer struct {
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	count int // packets delayed
+	// pick, when set (an on-path attacker, onpath.go), decides for each
+	// packet: withheld until releaseHeld, or delayed by its own duration
+	// (so packets overtake each other); the FIFO of held is then unused
+	pick     func() (d time.Duration, withhold bool)
+	withheld []uint32
+	timers   sync.WaitGroup
 }
 
 type heldPacket struct {
@@ -128,14 +134,18 @@ func (b *Bed) noDelay(ns []string) error {
 	return errors.Join(errs...)
 }
 
-// Delayed is the number of packets the delay into n held so far.
+// Delayed is the number of packets the delay into n, and the on-path
+// attacker's queue into n, held so far.
 func (b *Bed) Delayed(n string) int {
-	if dl := b.delays[n]; dl != nil {
-		dl.mu.Lock()
-		defer dl.mu.Unlock()
-		return dl.count
+	total := 0
+	for _, dl := range []*delayer{b.delays[n], b.onpath[n].queue()} {
+		if dl != nil {
+			dl.mu.Lock()
+			total += dl.count
+			dl.mu.Unlock()
+		}
 	}
-	return 0
+	return total
 }
 
 // newDelayer binds netlink queue q in the current namespace (the caller
@@ -256,7 +266,11 @@ func (dl *delayer) read() {
 			}
 			if binary.NativeEndian.Uint16(m[4:]) == nfnlSubsysQueue<<8|nfqnlMsgPacket {
 				if id, ok := packetID(m[20:l]); ok {
-					dl.held <- heldPacket{id: id, due: now.Add(dl.d)}
+					if dl.pick != nil {
+						dl.decide(id)
+					} else {
+						dl.held <- heldPacket{id: id, due: now.Add(dl.d)}
+					}
 				}
 			}
 			m = m[(l+3)&^3:]
@@ -291,14 +305,19 @@ func (dl *delayer) release() {
 		if w := time.Until(p.due); w > 0 {
 			time.Sleep(w)
 		}
-		v := make([]byte, 8)
-		binary.BigEndian.PutUint32(v, nfAccept)
-		binary.BigEndian.PutUint32(v[4:], p.id)
-		dl.request(nfqnlMsgVerdict, []nlAttr{{nfqaVerdictHdr, v}}, false)
-		dl.mu.Lock()
-		dl.count++
-		dl.mu.Unlock()
+		dl.accept(p.id)
 	}
+}
+
+// accept gives packet id its verdict: it goes on, unchanged.
+func (dl *delayer) accept(id uint32) {
+	v := make([]byte, 8)
+	binary.BigEndian.PutUint32(v, nfAccept)
+	binary.BigEndian.PutUint32(v[4:], id)
+	dl.request(nfqnlMsgVerdict, []nlAttr{{nfqaVerdictHdr, v}}, false)
+	dl.mu.Lock()
+	dl.count++
+	dl.mu.Unlock()
 }
 
 // close releases what is held, then unbinds the queue. The rule is gone:
@@ -308,5 +327,7 @@ func (dl *delayer) close() {
 	time.Sleep(20 * time.Millisecond)
 	close(dl.stop)
 	dl.wg.Wait()
+	dl.releaseHeld()
+	dl.timers.Wait()
 	unix.Close(dl.fd)
 }

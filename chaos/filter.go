@@ -111,6 +111,9 @@ func (b *Bed) Heal() error {
 	if err := b.noDelay(b.Names()); err != nil {
 		return err
 	}
+	if err := b.noOnPath(b.Names()); err != nil {
+		return err
+	}
 	for _, n := range b.Names() {
 		if b.ipt[n] {
 			if err := b.iptables(n, "-F", chainName); err != nil {

@@ -88,9 +88,5 @@ func testResourceRecover(t *T) error {
 	}, ""); err != nil {
 		return fmt.Errorf("%s up on %s, yet %s still shows its instance excluded after %s: %s", s, to, n, ledgerBound, inst.Excluded)
 	}
-	if inst.Monitor.State != dataset.Idle || inst.GaveUp != "" {
-		t.Note("%s's instance on %s: %s %s: cleared", s, n, inst.Monitor.State, inst.GaveUp)
-		return t.C.Nodes[n].must(30*time.Second, "svcmgr", "-s", s, "clear")
-	}
-	return nil
+	return t.clearFailed(s, n)
 }

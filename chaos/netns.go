@@ -62,6 +62,8 @@ type Bed struct {
 	ipt  map[string]bool   // hosts whose chaos chain exists
 	// delays are the packet delayers by receiving host (Delay)
 	delays map[string]*delayer
+	// onpath are the on-path attacker's queues by receiving host (onpath.go)
+	onpath map[string]*onPath
 }
 
 // NetnsUnavailable says why network namespaces cannot be made here ("" when
@@ -162,6 +164,9 @@ func (b *Bed) AddHost(name, addr string) error {
 func (b *Bed) Close() []error {
 	var errs []error
 	if err := b.noDelay(b.Names()); err != nil {
+		errs = append(errs, err)
+	}
+	if err := b.noOnPath(b.Names()); err != nil {
 		errs = append(errs, err)
 	}
 	for _, ns := range b.made {

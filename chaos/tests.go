@@ -40,6 +40,7 @@ var KnownDefects = map[string]string{
 	// and AdminUnderChurn (a freeze acknowledged while a node's daemon was
 	// stopped was never in force there) were fixed in the node core and
 	// the decision core.
+	"OnPath": "issue 19 items 3 and 4: held-back datagrams of a crashed node bring it back up; beats without data keep a stale view trusted",
 }
 
 // Tests is every runnable test.
@@ -61,6 +62,7 @@ var Tests = []*Test{
 	{"OneWayLoss", "the others stop hearing the node running a service, which still hears them: it must learn it was declared down; then as SplitBrain", testOneWayLoss},
 	{"NearQuorumPoint", "split 1 | 2 with the arbitrator on either side or cut (exactly half of the 4 votes, or one more or less): each side stops or takes over as the vote says (quorum on)", testNearQuorumPoint},
 	{"PauseActive", "SIGSTOP the daemon of a node running a service past hb.timeout, then SIGCONT: with quorum it stops and freezes when it wakes, never twice; without, one instance after it wakes", testPauseActive},
+	{"OnPath", "an attacker on the path without the secret: reorders every packet (0-300 ms) for 15 s, then passes only the beats of a service's node to another while the service dies there, then withholds datagrams of a node that crashes and delivers them late: no false down, stale data never trusted past hb.timeout, a dead node never shown up again, never twice", testOnPath},
 	{"ResourceRecover", "kill a service's process: restarted in place within monitor_interval + restart_delay; then make its starts fail there: restarts spent, monitor_action switch moves it", testResourceRecover},
 }
 
