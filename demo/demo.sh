@@ -32,8 +32,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-say()  { printf '\n\033[1m# %s\033[0m\n' "$*"; }
-show() { printf '\033[2m$ %s\033[0m\n' "${*#$bin/}"; "$@"; }
+# bold and dim only on a terminal, and never with NO_COLOR set (as svcmon)
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  b=$'\033[1m' d=$'\033[2m' z=$'\033[0m'
+else
+  b= d= z=
+fi
+say()  { printf '\n%s# %s%s\n' "$b" "$*" "$z"; }
+show() { printf '%s$ %s%s\n' "$d" "${*#$bin/}" "$z"; "$@"; }
 on()   { local n=$1; shift; show "$bin/$1" --root "$top/$n" "${@:2}"; }
 
 # ports free for TCP and UDP on loopback, chosen by the kernel

@@ -30,7 +30,7 @@ func leftBehind(dir string) []string {
 
 // `make demo` says every daemon stopped: nothing it started may be left
 // running (its `sleep 100000` was, the cleanup's name pattern did not
-// match it).
+// match it). Written into a pipe, it has no colour codes.
 func TestDemoLeavesNoProcessBehind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo takes about 30 s")
@@ -42,6 +42,10 @@ func TestDemoLeavesNoProcessBehind(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	// its output is a pipe here: no terminal escape, as svcmon
+	if i := strings.IndexByte(string(out), 0x1b); i >= 0 {
+		t.Fatalf("the demo wrote a terminal escape into a pipe at byte %d: %q", i, out[i:min(len(out), i+40)])
 	}
 	m := regexp.MustCompile(`every daemon stopped, (/tmp/haven-demo\.\S+) removed`).FindSubmatch(out)
 	if m == nil {
