@@ -22,7 +22,7 @@ ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/vendor-completions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 TOOLS       := nodemgr svcmgr svcmon
 
-.PHONY: all build test unit fuzz demo lint docs clean bench dist man completion install deb chaos
+.PHONY: all build test unit fuzz demo bed lint docs clean bench dist man completion install deb chaos
 
 all: build
 
@@ -87,6 +87,13 @@ fuzz:
 
 demo: build
 	./demo/demo.sh
+
+# a cluster in network namespaces to try faults by hand (root), removed at
+# Ctrl-C: make bed NODES=3 QUORUM=on (docs/chaos.md, "Try it by hand")
+NODES ?= 3
+bed: build
+	$(GO) build -o $(BIN)/ ./cmd/chaos
+	$(BIN)/chaos bed -bin $(BIN) -nodes $(NODES) $(if $(filter on,$(QUORUM)),-quorum)
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -4,6 +4,7 @@
 //
 //	chaos [-seed N] [-duration 10m] [-tests A,B] [-only A,B] [-report FILE] [-bin DIR] [-keep] [-stop-on-failure] [-quorum mixed|on|off] [-list]
 //	chaos check-journal FILE    the never-twice checker over a journal
+//	chaos bed [-nodes 3] [-quorum]  a cluster in network namespaces to try by hand, until Ctrl-C
 package main
 
 import (
@@ -28,6 +29,9 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == "check-journal" {
 		return checkJournal(args[1:])
 	}
+	if len(args) > 0 && args[0] == "bed" {
+		return bed(args[1:])
+	}
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	seed := fs.Uint64("seed", 1, "seed of the test picks and of their choices")
 	duration := fs.Duration("duration", 2*time.Minute, "start tests until then")
@@ -41,7 +45,7 @@ func run(args []string) int {
 	list := fs.Bool("list", false, "list the tests and the pending ones, then exit")
 	quorum := fs.String("quorum", chaos.QuorumMixed, "cluster.quorum of the round: mixed (changed between tests as they ask), on, or off (docs/chaos.md)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: chaos [flags] | chaos check-journal FILE")
+		fmt.Fprintln(fs.Output(), "usage: chaos [flags] | chaos check-journal FILE | chaos bed [-nodes N] [-quorum]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

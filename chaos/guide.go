@@ -1,0 +1,38 @@
+package chaos
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Guide tells a person how to use a running cluster of the bed by hand
+// (`chaos bed`): which root and namespace each node has, and the faults
+// the suite makes, as commands.
+func (c *Cluster) Guide() string {
+	var b strings.Builder
+	n1, n2 := c.Names[0], c.Names[1]
+	bin := c.cfg.Bin
+	fmt.Fprintf(&b, "A %d-node Haven cluster in network namespaces (hb.timeout %s, interval %s, ready_period %s), quorum %v.\n", len(c.Names), hbTimeout, hbInterval, readyPeriod, c.quorum)
+	fmt.Fprintf(&b, "Work directory: %s (roots, the journal of starts and stops)\n\n", c.Work)
+	fmt.Fprintf(&b, "%-6s %-16s %-22s %s\n", "node", "address", "namespace", "root")
+	for _, n := range c.Names {
+		fmt.Fprintf(&b, "%-6s %-16s %-22s %s\n", n, c.Bed.Addr[n], c.Bed.NS[n], c.Nodes[n].Root)
+	}
+	fmt.Fprintf(&b, "%-6s %-16s %-22s %s\n\n", "arb", c.Bed.Addr["arb"], c.Bed.NS["arb"], "(an HTTP arbitrator, one vote)")
+	var svcs []string
+	for _, s := range c.Services {
+		svcs = append(svcs, fmt.Sprintf("%s (nodes %s)", s.Name, strings.Join(s.Nodes, ",")))
+	}
+	fmt.Fprintf(&b, "Failover services: %s; their app is a sleep, journaled in %s.\n\n", strings.Join(svcs, ", "), c.Journal)
+	fmt.Fprintf(&b, "Try, in another shell (as root):\n")
+	fmt.Fprintf(&b, "  %s --root %s --watch                         the cluster as %s sees it\n", filepath.Join(bin, "svcmon"), c.Nodes[n1].Root, n1)
+	fmt.Fprintf(&b, "  %s --root %s -s svc1 switch --to %s --wait     move a service\n", filepath.Join(bin, "svcmgr"), c.Nodes[n1].Root, n2)
+	fmt.Fprintf(&b, "  kill -9 $(cat %s)                 crash %s's daemon (its services keep running)\n", filepath.Join(c.Nodes[n1].Root, "run", "daemon.pid"), n1)
+	fmt.Fprintf(&b, "  ip netns exec %s %s --root %s daemon start   start it again (in its namespace)\n", c.Bed.NS[n1], filepath.Join(bin, "nodemgr"), c.Nodes[n1].Root)
+	fmt.Fprintf(&b, "  ip netns exec %s iptables -I INPUT -i %s -j DROP   cut %s off (-D instead of -I heals)\n", c.Bed.NS[n1], Dev, n1)
+	fmt.Fprintf(&b, "  ip -n %s link set %s down                   pull %s's cable (up again: link set %s up)\n", c.Bed.NS[n1], Dev, n1, Dev)
+	fmt.Fprintf(&b, "  %s check-journal %s       did a service ever run twice?\n", filepath.Join(bin, "chaos"), c.Journal)
+	fmt.Fprintf(&b, "\nCtrl-C stops the daemons and the services and removes the namespaces and the work directory.\n")
+	return b.String()
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"haven/chaos"
+)
+
+// bed builds the chaos suite's cluster (network namespaces, a bridge, the
+// daemons, two failover services, an arbitrator) and leaves it running for
+// a person to try faults by hand, until Ctrl-C: then it removes it all.
+func bed(args []string) int {
+	fs := flag.NewFlagSet("chaos bed", flag.ContinueOnError)
+	bin := fs.String("bin", "bin", "directory of nodemgr, svcmgr and svcmon")
+	nodes := fs.Int("nodes", 3, "cluster size")
+	quorum := fs.Bool("quorum", false, "cluster.quorum = true (the arbitrator counts one vote)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: chaos bed [-bin DIR] [-nodes N] [-quorum]: a cluster in network namespaces to try by hand (root), removed at Ctrl-C")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos bed:", err)
+		return 2
+	}
+	if why := chaos.NetnsUnavailable(); why != "" {
+		fmt.Fprintln(os.Stderr, "chaos bed:", why)
+		return 2
+	}
+	mode := chaos.QuorumOff
+	if *quorum {
+		mode = chaos.QuorumOn
+	}
+	c, err := chaos.NewCluster(chaos.Config{Bin: abs, Nodes: *nodes, Services: 2, Quorum: mode})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos bed:", err)
+		if errors.Is(err, chaos.ErrNoNamespace) {
+			return 2
+		}
+		return 1
+	}
+	defer c.Close()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	if err := c.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos bed:", err)
+		return 1
+	}
+	fmt.Print(c.Guide())
+	<-sig
+	fmt.Println("\nremoving the cluster: daemons, services, namespaces")
+	return 0
+}
