@@ -46,7 +46,7 @@ func App() *cli.App {
 		Commands: []*cli.Command{
 			{Name: "daemon", Usage: "run | start | stop | shutdown | status", Subcommands: []*cli.Command{
 				{Name: "run", Usage: "run the daemon in the foreground (SIGHUP reopens node.log)", Description: newClusterHelp, Action: run,
-					Flags: append(daemonFlags(), &cli.BoolFlag{Name: "log-stderr", Value: true, Usage: "also write the log to stderr"})},
+					Flags: append(daemonFlags(), &cli.BoolFlag{Name: "log-stderr", Value: true, Usage: "also write the log to stderr (default: on; --log-stderr=false: only to node.log, or the journal under systemd)"})},
 				{Name: "start", Usage: "start the daemon in the background; return once its API answers", Flags: daemonFlags(), Description: newClusterHelp, Action: start},
 				{Name: "stop", Usage: "clean stop: announce maintenance, leave services running", Flags: stopFlags(), Action: func(c *cli.Context) error { return stop(c, "stop") }},
 				{Name: "shutdown", Usage: "stop every local service instance, announce shutting, then stop", Flags: stopFlags(), Action: func(c *cli.Context) error { return stop(c, "shutdown") }},

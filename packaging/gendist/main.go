@@ -81,6 +81,7 @@ func Man(app *cli.App, docdir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	page = synopsis(page, app)
 	var b strings.Builder
 	b.WriteString(page)
 	if !strings.HasSuffix(page, "\n") {
@@ -88,6 +89,54 @@ func Man(app *cli.App, docdir string) (string, error) {
 	}
 	b.WriteString(roff(extra(app.Name, paths.New(""), docdir)))
 	return b.String(), nil
+}
+
+// synopsis replaces urfave/cli's SYNOPSIS (the bare tool name, then each
+// global flag as `[--format]=[value]`) with the tool's usage lines and its
+// global flags with their values spelled out.
+func synopsis(page string, app *cli.App) string {
+	start := strings.Index(page, ".SH SYNOPSIS\n")
+	end := strings.Index(page, ".SH GLOBAL OPTIONS")
+	if start < 0 || end < start {
+		return page
+	}
+	var globals []string
+	for _, f := range app.Flags {
+		names := f.Names()
+		name := "--" + names[0]
+		if len(names) > 1 && len(names[1]) == 1 {
+			name = "-" + names[1] + "|" + name
+		}
+		switch f.(type) {
+		case *cli.BoolFlag:
+			globals = append(globals, "["+name+"]")
+		default:
+			globals = append(globals, "["+name+" "+flagValue(names[0])+"]")
+		}
+	}
+	var b strings.Builder
+	b.WriteString(".SH SYNOPSIS\n.EX\n")
+	fmt.Fprintf(&b, "%s %s COMMAND [OPTIONS]\n", app.Name, escape(strings.Join(globals, " "), true))
+	for _, l := range strings.Split(app.UsageText, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			b.WriteString(escape(l, true) + "\n")
+		}
+	}
+	b.WriteString(".EE\n\n")
+	return page[:start] + b.String() + page[end:]
+}
+
+// flagValue names the value of a global flag in the synopsis.
+func flagValue(name string) string {
+	switch name {
+	case "format":
+		return "human|json"
+	case "root":
+		return "DIR"
+	case "service":
+		return "SELECTOR"
+	}
+	return strings.ToUpper(name)
 }
 
 type section struct {
@@ -101,6 +150,9 @@ func extra(tool string, p paths.Paths, docdir string) []section {
 		s = append(s, section{"SYSTEMD", [][2]string{
 			{"", "The haven.service unit runs `nodemgr daemon run` (Type=notify: ready once the API answers and the first resource checks ran; the event loop pings the watchdog). Stopping the unit runs `nodemgr daemon stop` (maintenance: services keep running), or `nodemgr daemon shutdown` when the host itself shuts down. Under systemd the daemon logs to the journal (journalctl -u haven) instead of /var/log/haven/node.log."},
 		}})
+	}
+	if ex := examples[tool]; len(ex) > 0 {
+		s = append(s, section{"EXAMPLES", ex})
 	}
 	s = append(s,
 		section{"FILES", [][2]string{
@@ -124,6 +176,33 @@ func extra(tool string, p paths.Paths, docdir string) []section {
 		section{"SEE ALSO", [][2]string{{"", seeAlso(tool)}}},
 	)
 	return s
+}
+
+// examples are the EXAMPLES of each page: a command and what it does.
+var examples = map[string][][2]string{
+	"nodemgr": {
+		{"systemctl enable --now haven", "start the daemon under systemd (or `nodemgr daemon start` by hand)"},
+		{"nodemgr daemon status", "the daemon, the heartbeat and each peer as this node sees them"},
+		{"nodemgr freeze", "no service starts or stops here by itself (`nodemgr thaw` ends it)"},
+		{"nodemgr drain --wait", "move every service off this node, e.g. before maintenance"},
+		{"nodemgr events --format json", "follow the cluster's events, one JSON object a line"},
+		{"nodemgr --root /tmp/n1 daemon start", "a daemon with every file below /tmp/n1 (tests, demos)"},
+	},
+	"svcmgr": {
+		{"svcmgr validate --config web.toml", "check a config without a daemon (exit 2 names the file, the line and the key)"},
+		{"svcmgr -s web create --config web.toml", "install it on every node"},
+		{"svcmgr -s web start --wait", "start it where the placement policy says, and wait until it is up"},
+		{"svcmgr -s web switch --to n2 --wait", "move it to n2"},
+		{"svcmgr -s web explain", "why it runs where it runs, or why it does not"},
+		{"svcmgr -s web print status --format json", "the status object"},
+		{"svcmgr -s web set --kw app#main.timeout=30s", "change one keyword (checked, distributed)"},
+		{"svcmgr -s web logs --node n2 --follow", "follow n2's log of web"},
+	},
+	"svcmon": {
+		{"svcmon", "the cluster: nodes, heartbeats, services and where they run"},
+		{"svcmon --watch", "the same, redrawn on every change"},
+		{"svcmon --format json", "the cluster status object"},
+	},
 }
 
 func seeAlso(tool string) string {

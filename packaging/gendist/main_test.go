@@ -8,18 +8,23 @@ import (
 	"testing"
 )
 
-// The man pages name each tool and list its commands, with the sections
-// urfave/cli does not write, and groff renders them without a warning.
+// The man pages name each tool and list its commands, with a synopsis of
+// real usage lines, examples, and the sections urfave/cli does not write,
+// and groff renders them without a warning.
 func TestManPages(t *testing.T) {
 	for _, app := range apps() {
 		page, err := Man(app, DefaultDocDir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{".TH " + app.Name + " 1", ".SH NAME\n" + app.Name + ` \- `, ".SH FILES", "/etc/haven/cluster.toml", ".SH EXIT STATUS", ".SH SEE ALSO"} {
+		for _, want := range []string{".TH " + app.Name + " 1", ".SH NAME\n" + app.Name + ` \- `, ".SH SYNOPSIS\n.EX\n" + app.Name + ` [\-\-root DIR]`, ".SH EXAMPLES", ".SH FILES", "/etc/haven/cluster.toml", ".SH EXIT STATUS", ".SH SEE ALSO"} {
 			if !strings.Contains(page, want) {
 				t.Errorf("%s.1 lacks %q", app.Name, want)
 			}
+		}
+		// urfave/cli's own synopsis spelled each global flag `[--root]=[value]`
+		if strings.Contains(page, "]=[value]") {
+			t.Errorf("%s.1 has a synopsis of bare [--flag]=[value]", app.Name)
 		}
 		for _, cmd := range app.Commands {
 			if !cmd.Hidden && !strings.Contains(page, "\n.SH "+cmd.Name+"\n") {
