@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -267,5 +268,51 @@ func TestEditConfigRefusesAConcurrentChange(t *testing.T) {
 	}
 	if strings.Contains(n.must("svcmgr", "-s", "web", "print", "config"), "# mine") {
 		t.Fatal("the stale edit was installed")
+	}
+}
+
+// edit config on a terminal offers a refused edit to the editor again
+// (as crontab -e does); answered yes, the second edit is installed and no
+// edit file is left behind. Off a terminal, the refusal ends it, the edit
+// kept and named.
+func TestEditConfigOffersARefusedEditAgain(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("needs script(1) (util-linux) for a terminal")
+	}
+	n := newNode(t, "n1", "")
+	n.startDaemon()
+	createService(t, n, "web", testbed.PidService)
+	dir := t.TempDir()
+	tmpdir := filepath.Join(dir, "tmp")
+	os.Mkdir(tmpdir, 0o700)
+	// first edit: an unknown keyword (refused); second: a valid change
+	editor := filepath.Join(dir, "edit.sh")
+	writeFile(t, editor, fmt.Sprintf("#!/bin/sh\nif [ -e %[1]s/once ]; then sed -i '/nosuchsection/d' \"$1\"; echo '# second' >> \"$1\"; else touch %[1]s/once; echo '[nosuchsection]' >> \"$1\"; fi\n", dir))
+	os.Chmod(editor, 0o755)
+	t.Setenv("EDITOR", editor)
+	t.Setenv("TMPDIR", tmpdir)
+	// off a terminal: refused, exit 2, the edit kept and named
+	r := n.run("svcmgr", "-s", "web", "edit", "config")
+	if r.Code != 2 || !strings.Contains(r.Err, "nosuchsection") || !strings.Contains(r.Err, "your edit is kept in "+tmpdir) {
+		t.Fatalf("a refused edit off a terminal: want exit 2 naming the key and the kept file; got %s", r)
+	}
+	os.Remove(filepath.Join(dir, "once"))
+	kept, _ := filepath.Glob(filepath.Join(tmpdir, "*"))
+	for _, f := range kept {
+		os.Remove(f)
+	}
+	// on a terminal (script's pty), answered yes
+	cmd := exec.Command(scriptBin, "-qec", filepath.Join(binDir, "svcmgr")+" --root "+n.root+" -s web edit config", "/dev/null")
+	cmd.Stdin = strings.NewReader("y\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "edit again? [Y/n]") || !strings.Contains(string(out), "web: config installed") {
+		t.Fatalf("edit config on a terminal, a refused edit answered yes: %v\n%s", err, out)
+	}
+	if !strings.Contains(n.must("svcmgr", "-s", "web", "print", "config"), "# second") {
+		t.Fatal("the second edit was not installed")
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmpdir, "*")); len(left) > 0 {
+		t.Fatalf("edit files left behind: %v", left)
 	}
 }

@@ -360,30 +360,58 @@ func editConfig(c *cli.Context) error {
 	if editor == "" {
 		editor = "vi"
 	}
-	cmd := exec.Command("sh", "-c", editor+` "$1"`, "editor", tmpName)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return cliutil.Failed("editor: %v (your edit is kept in %s)", err, tmpName)
+	// the edit file goes in every way out but two: the editor failed, or
+	// the edit was refused and not edited again (it is then named)
+	for {
+		cmd := exec.Command("sh", "-c", editor+` "$1"`, "editor", tmpName)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return cliutil.Failed("editor: %v (your edit is kept in %s)", err, tmpName)
+		}
+		data, err := os.ReadFile(tmpName)
+		if err != nil {
+			return err
+		}
+		if string(data) == raw {
+			os.Remove(tmpName)
+			fmt.Fprintf(c.App.Writer, "%s: unchanged\n", name)
+			return nil
+		}
+		_, err = tomlfile.ParseService(tmpName, name, data)
+		if err == nil {
+			req := api.CreateRequest{Name: name, Config: string(data), File: tmpName, Replace: true, Base: dataset.ConfigDigest([]byte(raw))}
+			if err = cl.Create(ctx(c), req); err == nil {
+				os.Remove(tmpName)
+				fmt.Fprintf(c.App.Writer, "%s: config installed\n", name)
+				return nil
+			}
+		}
+		// a refused config (exit 2) is offered to the editor again, as
+		// crontab -e and visudo do, when a person answers on a terminal
+		if cliutil.StatusOf(err) != cliutil.ExitUsage || !askAgain(c, err) {
+			return fmt.Errorf("%w (nothing installed; your edit is kept in %s)", err, tmpName)
+		}
 	}
-	data, err := os.ReadFile(tmpName)
-	if err != nil {
-		return err
+}
+
+// askAgain prints a refused edit's error and asks whether to edit again:
+// only when standard input and output are a terminal; yes by default.
+func askAgain(c *cli.Context, err error) bool {
+	if !cliutil.IsTerminal(os.Stdin) || !cliutil.IsTerminal(c.App.Writer) {
+		return false
 	}
-	if string(data) == raw {
-		os.Remove(tmpName)
-		fmt.Fprintf(c.App.Writer, "%s: unchanged\n", name)
-		return nil
+	fmt.Fprintf(c.App.Writer, "%v\nedit again? [Y/n] ", err)
+	var line []byte
+	b := make([]byte, 1)
+	for {
+		n, err := os.Stdin.Read(b)
+		if n == 0 || err != nil || b[0] == '\n' {
+			break
+		}
+		line = append(line, b[0])
 	}
-	if _, err := tomlfile.ParseService(tmpName, name, data); err != nil {
-		return fmt.Errorf("%w (nothing installed; your edit is kept in %s)", err, tmpName)
-	}
-	req := api.CreateRequest{Name: name, Config: string(data), File: tmpName, Replace: true, Base: dataset.ConfigDigest([]byte(raw))}
-	if err := cl.Create(ctx(c), req); err != nil {
-		return fmt.Errorf("%w (your edit is kept in %s)", err, tmpName)
-	}
-	os.Remove(tmpName)
-	fmt.Fprintf(c.App.Writer, "%s: config installed\n", name)
-	return nil
+	a := strings.ToLower(strings.TrimSpace(string(line)))
+	return a == "" || a == "y" || a == "yes"
 }
 
 func keyword(c *cli.Context, op string) error {
