@@ -42,7 +42,7 @@ type DaemonStatus struct {
 	// (R/var read-only or full): changes are refused until it can.
 	StateError string `json:"state_error,omitempty"`
 	// StateErrorSince is when the writes began to fail.
-	StateErrorSince time.Time `json:"state_error_since,omitempty"`
+	StateErrorSince time.Time `json:"state_error_since,omitzero"`
 	// StateFailedWrites counts the failed writes since then.
 	StateFailedWrites int `json:"state_failed_writes,omitempty"`
 }
@@ -52,7 +52,7 @@ type PeerStatus struct {
 	Name      string    `json:"name"`
 	Addr      string    `json:"addr"`
 	Status    string    `json:"status"`
-	LastHeard time.Time `json:"last_heard,omitempty"`
+	LastHeard time.Time `json:"last_heard,omitzero"`
 	Gen       uint64    `json:"gen"`
 }
 

@@ -93,9 +93,11 @@ func JSON(c *cli.Context) (bool, error) {
 	return false, Usage("--format: unknown format %q (human | json)", c.String("format"))
 }
 
-// PrintJSON writes v indented.
+// PrintJSON writes v indented, with <, > and & as they are (not as
+// \u003c...: the output is read by people and programs, not HTML pages).
 func PrintJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -192,9 +194,12 @@ func usageError(path, cmd string, err error) error {
 	return Usage("%v", err)
 }
 
-// PrintJSONLine writes v as one line of JSON (streams: one object a line).
+// PrintJSONLine writes v as one line of JSON (streams: one object a
+// line), unescaped as PrintJSON.
 func PrintJSONLine(w io.Writer, v any) error {
-	return json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // Named is err as said about service name: "name: err", unless the

@@ -49,7 +49,7 @@ type QuorumInfo struct {
 	// LastVote is the last vote's line (the quorum_vote event), empty
 	// before the first loss of a peer.
 	LastVote    string    `json:"last_vote,omitempty"`
-	LastVoteAt  time.Time `json:"last_vote_at,omitempty"`
+	LastVoteAt  time.Time `json:"last_vote_at,omitzero"`
 	LastSurvive bool      `json:"last_survive,omitempty"`
 	// Pending: a vote waits for the arbitrators' answers.
 	Pending bool `json:"vote_pending,omitempty"`
@@ -64,7 +64,7 @@ type ArbitratorState struct {
 	Weight   int       `json:"weight"`
 	Answered bool      `json:"answered"`
 	Detail   string    `json:"detail,omitempty"`
-	ProbedAt time.Time `json:"probed_at,omitempty"`
+	ProbedAt time.Time `json:"probed_at,omitzero"`
 }
 
 // GateState is the takeover gate of a lost peer: Blocked says why its

@@ -61,8 +61,8 @@ type LocalMonitor struct {
 	Blocked string `json:"blocked,omitempty"`
 	// ReadyUntil is the end of the ready window while the next state is
 	// ready; Deadline when Step must run again (Decision.Deadline).
-	ReadyUntil time.Time `json:"ready_until,omitempty"`
-	Deadline   time.Time `json:"deadline,omitempty"`
+	ReadyUntil time.Time `json:"ready_until,omitzero"`
+	Deadline   time.Time `json:"deadline,omitzero"`
 	// WaitParents are the parents not up; WaitChildren the children not
 	// down (what a start, resp. a stop, waits for).
 	WaitParents  []string `json:"wait_parents,omitempty"`

@@ -49,7 +49,7 @@ type RestartCount struct {
 	// LastFailure is what the check said when the resource was last found
 	// down, FailedAt when.
 	LastFailure string    `json:"last_failure,omitempty"`
-	FailedAt    time.Time `json:"failed_at,omitempty"`
+	FailedAt    time.Time `json:"failed_at,omitzero"`
 }
 
 // ResourceSpec is what the ladder reads of one resource of an instance.

@@ -77,7 +77,7 @@ func StatusTree(name string, s dataset.ServiceStatus, local string) string {
 			lines = append(lines, treeLine{
 				head:   indent + rb + pad(rid, ridW) + "  " + resourceFlags(r),
 				status: st,
-				text:   r.Label,
+				text:   shorten(r.Label, labelWidth),
 			})
 			if r.Monitor && !inst.Stale {
 				lines = append(lines, treeLine{head: indent + ri, cont: true,
@@ -236,4 +236,15 @@ func shortAge(ms int64) string {
 		return fmt.Sprintf("%dm", ms/60_000)
 	}
 	return fmt.Sprintf("%dh", ms/3_600_000)
+}
+
+// labelWidth is how much of a resource's label the tree shows.
+const labelWidth = 48
+
+// shorten cuts s to at most n runes, the last one an ellipsis.
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -33,8 +33,9 @@ func newApp(rc config.ResourceConfig, env Env) (*app, error) {
 
 func (a *app) RID() string { return a.rc.RID }
 
-// Label is the start command, shortened, or the check command when there
-// is no start command.
+// Label is the start command, or the check command when there is no
+// start command, whole: the status tree shortens it for the eye, the JSON
+// keeps it as it is.
 func (a *app) Label() string {
 	s := a.rc.Start
 	if s == "" {
@@ -42,9 +43,6 @@ func (a *app) Label() string {
 	}
 	if s == "" {
 		return "no command"
-	}
-	if r := []rune(s); len(r) > 48 {
-		s = string(r[:47]) + "…"
 	}
 	return s
 }
