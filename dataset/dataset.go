@@ -101,7 +101,7 @@ type Resource struct {
 	// where the instance runs (the restart ladder), with what its check
 	// said; zero when none is remembered.
 	LastFailure   string    `json:"last_failure,omitempty"`
-	LastFailureAt time.Time `json:"last_failure_at,omitzero"`
+	LastFailureAt time.Time `json:"last_failure_at,omitempty"`
 	// Log is the last line of the resource's last action or check, if any.
 	Log string `json:"log,omitempty"`
 }
@@ -113,7 +113,7 @@ type InstanceMonitor struct {
 	LocalExpect  string       `json:"local_expect"` // "started" or "none"
 	// StateSince is when the state was entered, on the announcing node's clock.
 	// Only the node that owns the instance reads it (e.g. the ready window).
-	StateSince time.Time `json:"state_since,omitzero"`
+	StateSince time.Time `json:"state_since,omitempty"`
 	// Error is the cause of a failed state (start failed, stop failed): the
 	// failing resource and its last line. Empty in any other state.
 	Error string `json:"error,omitempty"`
