@@ -10,11 +10,17 @@ import (
 // node.name, a [nodes] member); names received from peers are checked with
 // it before any use.
 func ValidNodeName(name string) error {
-	if !nodeNameRE.MatchString(name) || len(name) > 253 {
+	if len(name) > MaxNodeName {
+		return fmt.Errorf("invalid node name %.40q...: %d characters, at most %d (a host name's limit)", name, len(name), MaxNodeName)
+	}
+	if !nodeNameRE.MatchString(name) {
 		return fmt.Errorf("invalid node name %q: want letters, digits, _ . and -", name)
 	}
 	return nil
 }
+
+// MaxNodeName is the longest node name.
+const MaxNodeName = 253
 
 // ListsMembers reports whether cluster.toml lists its members in [nodes]
 // (else the local node is the only one, at DefaultMemberAddr).

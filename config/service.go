@@ -19,11 +19,17 @@ var serviceNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 // ValidServiceName reports whether name can name a service (and its file):
 // lowercase letters, digits, _ . and -, starting with a letter or a digit.
 func ValidServiceName(name string) error {
-	if !serviceNameRE.MatchString(name) || len(name) > 200 {
+	if len(name) > MaxServiceName {
+		return fmt.Errorf("invalid service name %.40q...: %d characters, at most %d", name, len(name), MaxServiceName)
+	}
+	if !serviceNameRE.MatchString(name) {
 		return fmt.Errorf("invalid service name %q: want [a-z0-9][a-z0-9_.-]*", name)
 	}
 	return nil
 }
+
+// MaxServiceName is the longest service name (its file name is NAME.toml).
+const MaxServiceName = 200
 
 // ServiceNameFromFile returns the service name a file names: its base name
 // without the ".toml" extension.
@@ -40,6 +46,12 @@ func (dec Decoder) ParseService(file, name string, data []byte) (*ServiceConfig,
 	d, err := dec.decodeDoc(file, data, serviceSchema)
 	if err != nil {
 		return nil, err
+	}
+	if len(d.sections) == 0 {
+		// nothing but blanks and comments: a file cut short, or the wrong
+		// one; a service of [DEFAULT] keywords alone is still valid (a
+		// parent or an affinity target with nothing to run)
+		return nil, &Error{File: file, Msg: "empty config (no section, no keyword): a file cut short? A service needs at least [DEFAULT] or a resource ([app.NAME], [ip.NAME], [fs.NAME])"}
 	}
 	def := d.ensure(SectionDefault)
 	s := &ServiceConfig{File: file, Name: name, Raw: append([]byte(nil), data...)}

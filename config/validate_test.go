@@ -209,6 +209,27 @@ func TestServiceName(t *testing.T) {
 	if _, err := tomlfile.ParseService("Bad.toml", "Bad", []byte("")); err == nil || !strings.HasPrefix(err.Error(), "Bad.toml: invalid service name") {
 		t.Errorf("tomlfile.ParseService(bad name) = %v", err)
 	}
+	long := strings.Repeat("a", MaxServiceName+1)
+	if err := ValidServiceName(long); err == nil || !strings.Contains(err.Error(), "at most 200") {
+		t.Errorf("ValidServiceName(%d characters) = %v, want the limit said", len(long), err)
+	}
+	if err := ValidNodeName(strings.Repeat("n", MaxNodeName+1)); err == nil || !strings.Contains(err.Error(), "at most 253") {
+		t.Errorf("ValidNodeName(254 characters) = %v, want the limit said", err)
+	}
+}
+
+// An empty file (or one of comments only) is refused, naming the file: a
+// config cut short must not install a service that runs nothing.
+func TestEmptyServiceConfigRefused(t *testing.T) {
+	for _, data := range []string{"", "\n\n", "# web\n# nothing else\n"} {
+		_, err := tomlfile.ParseService("web.toml", "web", []byte(data))
+		if err == nil || !strings.HasPrefix(err.Error(), "web.toml: empty config") {
+			t.Errorf("ParseService(%q) = %v, want web.toml: empty config", data, err)
+		}
+	}
+	if _, err := tomlfile.ParseService("web.toml", "web", []byte("[DEFAULT]\n")); err != nil {
+		t.Errorf("a service of [DEFAULT] alone: %v", err)
+	}
 }
 
 func TestNodeErrors(t *testing.T) {
