@@ -58,11 +58,14 @@ type PeerStatus struct {
 
 // HBStatus holds the heartbeat figures.
 type HBStatus struct {
-	Addr     string `json:"addr"`
-	Timeout  string `json:"timeout"`
-	Interval string `json:"interval"`
-	Sent     uint64 `json:"sent"`
-	Received uint64 `json:"received"`
+	Addr string `json:"addr"`
+	// Listening is false on a node alone in its cluster (cluster.toml
+	// names no other member): no heartbeat runs, nothing is bound to Addr.
+	Listening bool   `json:"listening"`
+	Timeout   string `json:"timeout"`
+	Interval  string `json:"interval"`
+	Sent      uint64 `json:"sent"`
+	Received  uint64 `json:"received"`
 	// FullsSent and DeltasSent split Sent's data frames; NeedsSent counts
 	// the requests for a full copy after a gap (a lost or late delta).
 	FullsSent  uint64 `json:"fulls_sent"`

@@ -231,6 +231,7 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 	if d.hb == nil {
 		return ds
 	}
+	ds.HB.Listening = true
 	for _, hp := range d.hb.Peers() {
 		ps := api.PeerStatus{Name: hp.Name, Addr: hp.Addr, LastHeard: hp.LastHeard, Gen: hp.Gen, Status: string(dataset.NodeStUnknown)}
 		if _, ok := d.core.Peer(hp.Name); ok {

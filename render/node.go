@@ -37,7 +37,11 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	}
 
 	hb := table{gap: 2}
-	hb.add(c(" addr"), c(d.HB.Addr))
+	if d.HB.Listening {
+		hb.add(c(" addr"), c(d.HB.Addr))
+	} else {
+		hb.add(c(" addr"), c("off: a single node (cluster.toml names no other member), nothing listens on "+d.HB.Addr))
+	}
 	hb.add(c(" timeout"), c(d.HB.Timeout))
 	hb.add(c(" interval"), c(d.HB.Interval))
 	hb.add(c(" sent"), c(strconv.FormatUint(d.HB.Sent, 10)))

@@ -324,7 +324,7 @@ func TestNodeStatus(t *testing.T) {
 	d := &api.DaemonStatus{
 		Node: "n1", Pid: 4242, Started: now.Add(-(3*time.Hour + 25*time.Minute + 7*time.Second)),
 		Compat: 1, Monitor: "idle",
-		HB: api.HBStatus{Addr: "0.0.0.0:10000", Timeout: "15s", Interval: "5s", Sent: 12034, Received: 24011},
+		HB: api.HBStatus{Addr: "0.0.0.0:10000", Listening: true, Timeout: "15s", Interval: "5s", Sent: 12034, Received: 24011},
 		Peers: []api.PeerStatus{
 			{Name: "n3", Addr: "10.0.0.3:10000", Status: "down", LastHeard: now.Add(-2*time.Minute - 5*time.Second), Gen: 88},
 			{Name: "n2", Addr: "10.0.0.2:10000", Status: "up", LastHeard: now.Add(-1200 * time.Millisecond), Gen: 1504},
@@ -332,6 +332,12 @@ func TestNodeStatus(t *testing.T) {
 		},
 	}
 	golden(t, "node_status", "$ nodemgr print status\n"+NodeStatus(d, now))
+	// a node alone in its cluster runs no heartbeat: its address is not
+	// shown as if something listened there
+	alone := &api.DaemonStatus{Node: "n1", HB: api.HBStatus{Addr: "0.0.0.0:10000", Timeout: "15s", Interval: "5s"}}
+	if out := NodeStatus(alone, now); !strings.Contains(out, "addr                  off: a single node") {
+		t.Errorf("a single node's heartbeat:\n%s", out)
+	}
 }
 
 func TestServiceList(t *testing.T) {
