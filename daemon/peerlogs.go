@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"haven/dataset"
 	"haven/heartbeat"
 )
 
@@ -54,6 +55,12 @@ func (d *Daemon) askPeer(node, op string, body any) (json.RawMessage, error) {
 		if node == d.node.Name {
 			return nil, badInput(fmt.Errorf("%s is this node", node))
 		}
+		// a daemon stopped for maintenance or shutting down answers no
+		// ask: say so at once rather than wait peerAskTimeout for nothing
+		switch st := d.peerStatus(node); st {
+		case dataset.NodeStMaint, dataset.NodeStShutting, dataset.NodeDown:
+			return nil, failed("%s is %s (its daemon is not running): its log cannot be read through the cluster now; read it on %s itself (log/services/ below its root)", node, st, node)
+		}
 		d.asks.mu.Lock()
 		defer d.asks.mu.Unlock()
 		id, err := d.hb.Ask(node, op, b)
@@ -87,7 +94,7 @@ func (d *Daemon) askPeer(node, op string, body any) (json.RawMessage, error) {
 		}
 		return ev.Body, nil
 	case <-t.C:
-		return nil, failed("%s did not answer within %s (a node of an older Haven refuses the request)", node, peerAskTimeout)
+		return nil, failed("%s did not answer within %s (busy, or its daemon just stopped)", node, peerAskTimeout)
 	case <-d.quit:
 		return nil, failed("the daemon is stopping")
 	}

@@ -37,4 +37,15 @@ func TestLogsOfAnotherNode(t *testing.T) {
 		}
 		t.Logf("logs %v: %s", bad, r.Err)
 	}
+	// n1's daemon stopped for maintenance: said at once, not after the
+	// ask's timeout, nor blamed on an older Haven
+	c["n1"].must("nodemgr", "daemon", "stop")
+	waitFor(t, 10*time.Second, "n2 sees n1 in maintenance", func() bool {
+		return strings.Contains(c["n2"].must("svcmon", "--format", "json"), `"status": "maintenance"`)
+	})
+	start := time.Now()
+	r := c["n2"].run("svcmgr", "-s", "web", "logs", "--node", "n1")
+	if r.Code != 1 || !strings.Contains(r.Err, "n1 is maintenance") || strings.Contains(r.Err, "older Haven") || time.Since(start) > 3*time.Second {
+		t.Fatalf("logs --node of a node in maintenance: want exit 1 at once saying so; got %s after %s", r, time.Since(start))
+	}
 }
