@@ -2,12 +2,15 @@ package node
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"haven/clock"
 	"haven/config"
 	"haven/dataset"
+	"haven/monitor"
+	"haven/render"
 )
 
 // pairSpec is web's instance for ladderPair: one monitored app, restart 1
@@ -249,5 +252,62 @@ func TestLadderGiveUpExpectsNothingUntilUpAgain(t *testing.T) {
 	check(t, c, fc, dataset.StatusUp)
 	if ss := c.State().Services["web"]; ss.GaveUp != "" || ss.LocalExpect != dataset.ExpectStarted {
 		t.Fatalf("up again: gave up %q local expect %q, want none and started", ss.GaveUp, ss.LocalExpect)
+	}
+}
+
+// Issue 19 item 10: the leader's instance gave up (n1 frozen, n2 leads):
+// nobody starts web. svcmgr explain says so, on the leader and elsewhere,
+// and that a clear is needed; it promises no start, no ready window.
+func TestExplainGaveUpLeaderStartsNothing(t *testing.T) {
+	fc := clock.NewFake(t0)
+	p := newLadderPair(t, fc)
+	n1, n2 := p.nodes["n1"], p.nodes["n2"]
+	n1.SetNodeFrozen(true, "test")
+	p.drain("n1")
+	if _, err := n2.RunAction("web", "start", "test", fc.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p.drain("n2")
+	p.finish("n2", "start", nil, dataset.StatusUp)
+	p.step(time.Second)
+	p.check("n2", dataset.StatusDown)
+	p.step(time.Second)
+	p.finish("n2", "restart", errors.New("restart failed"), dataset.StatusDown)
+	p.exchange()
+	n2runs := len(p.runs["n2"])
+	for i := 0; i < 5; i++ {
+		p.step(time.Second)
+	}
+	if got := p.runs["n2"][n2runs:]; len(got) != 0 || n2.State().Services["web"].GaveUp == "" {
+		t.Fatalf("n2 gave up %q and ordered %+v, want a give-up and nothing", n2.State().Services["web"].GaveUp, got)
+	}
+	for _, c := range []*Core{n2, n1} {
+		e, ok := monitor.Explain(c.Snapshot(fc.Now()), "web", false)
+		if !ok {
+			t.Fatal("no explanation")
+		}
+		out := render.Explain(&e)
+		if e.Leader != "n2" || e.LeaderGaveUp == "" ||
+			!strings.Contains(out, "leader: n2 (its restart ladder gave up there: nobody will start it; svcmgr -s web clear needed") ||
+			strings.Contains(out, "would start it now") {
+			t.Errorf("explain on %s: leader %q gave up %q, want n2's give-up said:\n%s", c.Name(), e.Leader, e.LeaderGaveUp, out)
+		}
+		if c != n2 {
+			continue
+		}
+		m := e.Monitor
+		if m.Next != dataset.Idle || m.Action != "" || !m.ReadyUntil.IsZero() || !m.Deadline.IsZero() ||
+			strings.Contains(out, "ready") || !strings.Contains(out, "because: the restart ladder gave up here") {
+			t.Errorf("explain on n2 promises a start (next %s, ready until %v):\n%s", m.Next, m.ReadyUntil, out)
+		}
+	}
+	// a clear: the leader starts it
+	n2.ClearLocal("web", "test", fc.Now())
+	p.drain("n2")
+	for i := 0; i < 3; i++ {
+		p.step(time.Second)
+	}
+	if r := p.lastRun("n2"); r.Kind != "start" {
+		t.Fatalf("after the clear n2 ordered %+v, want the start", r)
 	}
 }
