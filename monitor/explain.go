@@ -55,8 +55,10 @@ type LocalMonitor struct {
 	Avail        dataset.Status       `json:"avail"`
 	Frozen       bool                 `json:"frozen"`
 	Flags        string               `json:"flags,omitempty"`
-	// Next, Action and Changed are Step's decision now; Reason is its
-	// reasoning, told even when nothing changes.
+	// Next, Action and Changed are Step's decision now, as the node core
+	// takes it (a ready or a start held back by the ladder's give-up,
+	// GaveUpHolds, is dropped: the state stays); Reason is its reasoning,
+	// told even when nothing changes.
 	Next    dataset.MonitorState `json:"next"`
 	Action  Action               `json:"action,omitempty"`
 	Changed bool                 `json:"changed"`
