@@ -123,6 +123,9 @@ type ActionRequest struct {
 	Action string `json:"action"` // start stop freeze thaw delete clear abort takeover giveback switch
 	Local  bool   `json:"local"`
 	Node   string `json:"node,omitempty"` // clear --node, switch --to
+	// Force lets start --local run a second copy of a service that runs
+	// on another node (refused otherwise).
+	Force bool `json:"force,omitempty"`
 	// Wait asks the daemon to answer only when the target is reached, or
 	// at once when it can no longer be reached.
 	Wait bool `json:"wait,omitempty"`

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"fmt"
+
 	"haven/api"
 	"haven/node"
 )
@@ -20,6 +22,10 @@ func (d *Daemon) setNodeFrozen(frozen bool, reason string) {
 
 // serviceAction runs one admin action on one service.
 func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
+	if req.Force && (!req.Local || req.Action != "start") {
+		done(nil, badInput(fmt.Errorf("%s %s: force goes with start --local only", req.Name, req.Action)))
+		return
+	}
 	inst, err := d.lookup(req.Name)
 	if err != nil {
 		done(nil, err)
@@ -35,7 +41,7 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 	if req.Local {
 		// acts on this node's instance directly, without orchestration
 		// (stop --local: the freeze is on disk before the stop runs)
-		d.tickets[d.core.AdminLocal(node.LocalRequest{Service: inst.name, Action: req.Action, Now: d.clk.Now()})] = answer
+		d.tickets[d.core.AdminLocal(node.LocalRequest{Service: inst.name, Action: req.Action, Now: d.clk.Now(), Force: req.Force})] = answer
 		d.applyReady()
 		return
 	}

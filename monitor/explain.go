@@ -34,6 +34,11 @@ type Explanation struct {
 	// order, filters and soft affinities ignored.
 	Leader        string `json:"leader"`
 	NaturalLeader string `json:"natural_leader"`
+	// LeaderGaveUp is the give-up of the leader's restart ladder (its
+	// dataset.Instance.GaveUp) when it holds the service back: no admin
+	// target and the service running nowhere, so no node starts it until
+	// svcmgr clear (GaveUpHolds). "" otherwise.
+	LeaderGaveUp string `json:"leader_gave_up,omitempty"`
 	// Running are the nodes whose instance is up or warn (an n/a instance
 	// started counts as up), in the service's node order.
 	Running []string `json:"running,omitempty"`
@@ -50,8 +55,10 @@ type LocalMonitor struct {
 	Avail        dataset.Status       `json:"avail"`
 	Frozen       bool                 `json:"frozen"`
 	Flags        string               `json:"flags,omitempty"`
-	// Next, Action and Changed are Step's decision now; Reason is its
-	// reasoning, told even when nothing changes.
+	// Next, Action and Changed are Step's decision now, as the node core
+	// takes it (a ready or a start held back by the ladder's give-up,
+	// GaveUpHolds, is dropped: the state stays); Reason is its reasoning,
+	// told even when nothing changes.
 	Next    dataset.MonitorState `json:"next"`
 	Action  Action               `json:"action,omitempty"`
 	Changed bool                 `json:"changed"`
@@ -139,6 +146,9 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 			e.Running = append(e.Running, n)
 		}
 	}
+	if e.Leader != "" && len(e.Running) == 0 && !c.hasTarget() {
+		e.LeaderGaveUp = c.gaveUpOn(e.Leader)
+	}
 	if !local {
 		return e
 	}
@@ -166,6 +176,14 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 		return true
 	})
 	m.GaveUp, m.Excluded = c.inst.GaveUp, c.inst.Excluded
+	if GaveUpHolds(c.inst.GaveUp, c.d) {
+		// the node core drops this decision (no ready window, no start):
+		// the monitor stays as it is
+		m.Next, m.Action, m.Changed = c.cur.State, "", false
+		m.ReadyUntil, m.Deadline = time.Time{}, time.Time{}
+		m.Blocked = "the restart ladder gave up here"
+		m.Reason = m.Blocked + ": the orchestrator starts nothing here by itself (svcmgr -s " + c.name + " clear)"
+	}
 	for _, rid := range sortedRIDs(c.inst.Resources) {
 		r := c.inst.Resources[rid]
 		if !r.Monitor {
@@ -179,6 +197,18 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 	}
 	e.Monitor = m
 	return e
+}
+
+// gaveUpOn is the give-up of the instance of the service on node, as
+// announced ("" none).
+func (c *svcCtx) gaveUpOn(node string) string {
+	if node == c.s.Local {
+		return c.inst.GaveUp
+	}
+	if v, ok := c.s.Nodes[node]; ok {
+		return v.Data.Services[c.name].GaveUp
+	}
+	return ""
 }
 
 func sortedRIDs(m map[string]dataset.Resource) []string {

@@ -15,6 +15,9 @@ type LocalRequest struct {
 	Service string
 	Action  string
 	Now     time.Time
+	// Force lets a start run here while the service runs on another node
+	// (a second copy, on purpose: svcmgr start --local --force).
+	Force bool
 }
 
 // AdminLocal takes a --local action. Its answer comes in a Ready: at once,
@@ -37,7 +40,17 @@ func (c *Core) AdminLocal(req LocalRequest) Ticket {
 			c.answer(Answer{Ticket: tk, Result: "already up: nothing done"})
 			return tk
 		}
-		c.runFor(tk, svc, "start", "admin start --local", "started", now)
+		// refused where it would run a second copy of a service that runs
+		// elsewhere, as restart is, unless forced
+		if n := inst.upElsewhere; n != "" && !req.Force {
+			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s runs on %s: starting it here would run a second copy; move it (svcmgr -s %s switch --to %s), or start --local --force", svc, n, svc, c.cfg.Name)})
+			return tk
+		}
+		reason := "admin start --local"
+		if req.Force {
+			reason += " --force"
+		}
+		c.runFor(tk, svc, "start", reason, "started", now)
 	case "stop":
 		// the freeze is written before the stop runs (Ready.Run)
 		c.SetFrozen(svc, true, "admin stop --local")

@@ -18,7 +18,11 @@ import (
 // node exists: freezestop (freeze, stop), switch (exclude this node, stop),
 // crash or reboot (a NodeAction). With no other candidate, or with
 // monitor_action none, the daemon gives up (Instance.GaveUp): an event, and
-// nothing more until a clear, a start, or the resource is up again.
+// nothing more until a clear, a start, or the resource is up again; the
+// instance keeps no expectation to run (local expect none). An instance
+// down here while the service is up on another node drops it too: the
+// ladder is only the one of the node where the service runs and ran last,
+// so a later failure there is never restarted here as well.
 //
 // The counters are durable (ServiceState.Restarts): a daemon restart does
 // not give the restarts back. A failure is forgotten (its restart given
@@ -94,7 +98,9 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 	st := inst.mon.State
 	hold := ""
 	switch {
-	case inst.mon.LocalExpect != dataset.ExpectStarted:
+	case inst.mon.LocalExpect != dataset.ExpectStarted && ss.GaveUp == "":
+		// (a gave-up instance expects to run no more: it only looks
+		// whether its resources came up again, below)
 		hold = "the instance is not started here"
 	case st != dataset.Idle && st != dataset.Restarting:
 		hold = "the instance is " + string(st)
@@ -115,7 +121,9 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 	rid, res, spec := c.downMonitored(inst)
 	if ss.GaveUp != "" {
 		if allMonitoredUp(inst) {
+			// it runs here again: the ladder is back, and the expectation
 			c.resetLadder(svc, "every monitored resource is up again", now, false)
+			c.expect(svc, inst, dataset.ExpectStarted)
 		}
 		return
 	}
@@ -262,11 +270,14 @@ func (c *Core) beginTocStop(svc string, inst *instance, reason string, now time.
 }
 
 // giveUp records that the ladder of the instance ended (durable): the
-// orchestrator does not start it again by itself until it is reset.
+// orchestrator does not start it again by itself until it is reset, and
+// the instance keeps no expectation to run (local expect none): once the
+// service ran elsewhere, this node's ladder is not the one to restart it.
 func (c *Core) giveUp(svc string, inst *instance, reason string, now time.Time) {
 	ss := c.state.Services[svc]
 	ss.GaveUp = reason
 	c.state.Services[svc] = ss
+	c.expect(svc, inst, dataset.ExpectNone)
 	c.persist()
 	c.publish()
 	c.emit(LadderGaveUp{Svc: svc, Reason: reason})
@@ -347,11 +358,16 @@ func (c *Core) resetLadder(svc, reason string, now time.Time, exclusion bool) bo
 
 // watchLadders resets the ladder of the local instances that are down
 // here while the service is up on another node (the switch's exclusion
-// ends: never a ping-pong back, as the service runs elsewhere).
+// ends: never a ping-pong back, as the service runs elsewhere), and drops
+// their expectation to run: the service ran last on that node, so a later
+// failure there is that node's ladder's, never this one's.
 func (c *Core) watchLadders(s monitor.Snapshot, now time.Time) {
 	for _, inst := range c.passInstances() {
 		if inst.local {
 			inst.upElsewhere = c.upElsewhere(s, inst.name)
+			if inst.upElsewhere != "" && inst.busy == "" && inst.avail == dataset.StatusDown {
+				c.expect(inst.name, inst, dataset.ExpectNone)
+			}
 		}
 		ss := c.state.Services[inst.name]
 		if !inst.local || (len(ss.Restarts) == 0 && ss.GaveUp == "" && ss.Excluded == "") || inst.busy != "" {
@@ -364,6 +380,16 @@ func (c *Core) watchLadders(s monitor.Snapshot, now time.Time) {
 			c.resetLadder(inst.name, "service up on "+n, now, true)
 		}
 	}
+}
+
+// expect sets the local expect of the instance (durable).
+func (c *Core) expect(svc string, inst *instance, le string) {
+	if inst.mon.LocalExpect == le {
+		return
+	}
+	inst.mon.LocalExpect = le
+	c.persistMonitor(svc, inst)
+	c.publish()
 }
 
 // held reports whether the orchestrator must not start the instance of

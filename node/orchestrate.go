@@ -3,7 +3,6 @@ package node
 import (
 	"time"
 
-	"haven/dataset"
 	"haven/monitor"
 )
 
@@ -102,8 +101,7 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 			// an action of ours is running: its end decides the state
 			continue
 		}
-		if c.held(svc) && dec.Monitor.GlobalExpect == dataset.ExpectNone &&
-			(dec.Action == monitor.ActionStart || dec.Monitor.State == dataset.Ready) {
+		if monitor.GaveUpHolds(c.state.Services[svc].GaveUp, dec) {
 			// the restart ladder gave up here: no start by the orchestrator
 			// (an admin target, a clear or a start --local end it)
 			continue

@@ -76,6 +76,11 @@ func leaderLine(e *api.Explanation) string {
 		return "none: no node may start it now"
 	}
 	s := e.Leader + " (would start it now"
+	if e.LeaderGaveUp != "" {
+		// the leader's ladder gave up: it starts nothing, and no other
+		// node does while it leads
+		s = e.Leader + " (its restart ladder gave up there: nobody will start it; svcmgr -s " + e.Service + " clear needed"
+	}
 	if e.NaturalLeader != "" && e.NaturalLeader != e.Leader {
 		s += "; natural leader " + e.NaturalLeader
 	}

@@ -77,7 +77,7 @@ func (d *daemon) record(e node.Event) {
 // serviceAction is daemon.serviceAction for one admin request made on
 // this node (no --wait callers): reply gets the answer the CLI would
 // print, at once or when the action it started ends.
-func (d *daemon) serviceAction(name, action, to string, local bool, reply func(string, error)) {
+func (d *daemon) serviceAction(name, action, to string, local, force bool, reply func(string, error)) {
 	cfg, ok := d.n.files[name]
 	if !ok {
 		reply("", fmt.Errorf("no service %s", name))
@@ -87,7 +87,7 @@ func (d *daemon) serviceAction(name, action, to string, local bool, reply func(s
 	if action == "delete" { // daemon.deleteService
 		tk = d.core.DeleteService(name, d.c.clk.Now())
 	} else if local || action == "restart" { // svcmgr restart is always this node's
-		tk = d.core.AdminLocal(node.LocalRequest{Service: name, Action: action, Now: d.c.clk.Now()})
+		tk = d.core.AdminLocal(node.LocalRequest{Service: name, Action: action, Now: d.c.clk.Now(), Force: force})
 	} else {
 		tk = d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names), Now: d.c.clk.Now()})
 	}

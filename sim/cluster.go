@@ -332,14 +332,19 @@ func (c *Cluster) Heal() {
 // Admin runs an admin action on node: "svcmgr -s svc ACTION" when svc is
 // set, else "nodemgr ACTION". arg is --to (switch) or --node (clear).
 func (c *Cluster) Admin(node, svc, action, arg string, local bool) (string, error) {
-	return c.admin(node, svc, action, arg, local, false)
+	return c.admin(node, svc, action, arg, local, false, false)
+}
+
+// AdminForce runs "svcmgr -s SVC start --local --force" on node.
+func (c *Cluster) AdminForce(node, svc string) (string, error) {
+	return c.admin(node, svc, "start", "", true, false, true)
 }
 
 // AdminWait runs "svcmgr -s SVC ACTION --wait" on node: the target's
 // --wait caller is a ticket of the node core, answered when the target is
 // reached or failed (its answer comes on the timeline then).
 func (c *Cluster) AdminWait(node, svc, action, arg string) (string, error) {
-	return c.admin(node, svc, action, arg, false, true)
+	return c.admin(node, svc, action, arg, false, true, false)
 }
 
 // Keyword runs "svcmgr -s SVC set|unset --kw K[=V] ..." on node: the edit
@@ -351,7 +356,7 @@ func (c *Cluster) Keyword(node, svc, op string, kws []string) (string, error) {
 	})
 }
 
-func (c *Cluster) admin(node, svc, action, arg string, local, wait bool) (string, error) {
+func (c *Cluster) admin(node, svc, action, arg string, local, wait, force bool) (string, error) {
 	pending := "(answered when the action ends)"
 	if wait {
 		pending = "(waiting: answered when the target is reached)"
@@ -363,7 +368,7 @@ func (c *Cluster) admin(node, svc, action, arg string, local, wait bool) (string
 		case wait:
 			d.serviceActionWait(svc, action, arg, reply)
 		default:
-			d.serviceAction(svc, action, arg, local, reply)
+			d.serviceAction(svc, action, arg, local, force, reply)
 		}
 	})
 }

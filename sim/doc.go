@@ -96,6 +96,7 @@
 //	n1: nodemgr daemon restart [compat=N]    stop, then start
 //	n1: nodemgr freeze | thaw | drain        the node (drain: freeze, stop what runs here)
 //	n1: svcmgr -s web ACTION [--local] [--wait] [--to N] [--node N]
+//	n1: svcmgr -s web start --local --force  a second copy, on purpose
 //	    ACTION: start stop freeze thaw takeover switch giveback abort clear restart delete
 //	n1: svcmgr -s web set --kw K=V [--kw ...]  | unset --kw K   a keyword edit (config distribution)
 //	partition n1 | n2 n3                     cut every link between the sides

@@ -340,7 +340,7 @@ func (r *runner) admin(node string, args []string) error {
 	case "svcmgr":
 		var svc, action, arg string
 		var kws []string
-		local, wait := false, false
+		local, wait, force := false, false, false
 		for i := 1; i < len(args); i++ {
 			switch a := args[i]; {
 			case a == "--kw" && i+1 < len(args):
@@ -357,6 +357,8 @@ func (r *runner) admin(node string, args []string) error {
 				local = true
 			case a == "--wait":
 				wait = true
+			case a == "--force":
+				force = true
 			case action == "" && !strings.HasPrefix(a, "-"):
 				action = a
 			default:
@@ -371,6 +373,13 @@ func (r *runner) admin(node string, args []string) error {
 				return fmt.Errorf("svcmgr: want -s SVC %s --kw K[=V] ...", action)
 			}
 			r.answer(r.c.Keyword(node, svc, action, kws))
+			return nil
+		}
+		if force {
+			if action != "start" || !local || wait {
+				return fmt.Errorf("svcmgr: --force goes with start --local")
+			}
+			r.answer(r.c.AdminForce(node, svc))
 			return nil
 		}
 		if wait {

@@ -20,6 +20,9 @@ func actionFlags(name string) []cli.Flag {
 	case "start", "stop", "freeze", "thaw", "clear":
 		fs = append(fs, &cli.BoolFlag{Name: "local", Usage: "act on this node's instance only, without orchestration"})
 	}
+	if name == "start" {
+		fs = append(fs, &cli.BoolFlag{Name: "force", Usage: "with --local: start here even though the service runs on another node (a second copy)"})
+	}
 	switch name {
 	case "clear":
 		fs = append(fs, &cli.StringFlag{Name: "node", Usage: "the `NODE` whose failed state to reset (default: every node)"})
@@ -43,7 +46,11 @@ func action(name string) *cli.Command {
 	for _, f := range fs {
 		switch f.Names()[0] {
 		case "local":
-			usage += " [--local]"
+			if name == "start" {
+				usage += " [--local [--force]]"
+			} else {
+				usage += " [--local]"
+			}
 		case "node":
 			usage += " [--node NODE]"
 		case "to":
@@ -58,7 +65,7 @@ func action(name string) *cli.Command {
 
 var actionUsage = map[string]string{
 	"delete":   "stop the service everywhere and remove its config",
-	"start":    "start (orchestrated; --local: this node's instance directly)",
+	"start":    "start (orchestrated; --local: this node's instance directly, refused when the service runs on another node unless --force)",
 	"stop":     "stop and freeze (orchestrated; --local: this node's instance directly)",
 	"freeze":   "stop orchestrating the service (--local: this node's instance)",
 	"thaw":     "resume orchestration (--local: this node's instance)",
@@ -76,6 +83,9 @@ func serviceAction(c *cli.Context, action string) error {
 	}
 	if action == "switch" && c.String("to") == "" {
 		return cliutil.Usage("switch needs --to NODE")
+	}
+	if action == "start" && c.Bool("force") && !c.Bool("local") {
+		return cliutil.Usage("start: --force goes with --local")
 	}
 	cl := cliutil.Client(c)
 	names, err := selected(c, cl)
@@ -98,7 +108,8 @@ func serviceAction(c *cli.Context, action string) error {
 	}
 	var failures []string
 	for _, name := range names {
-		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local") || action == "restart", Node: c.String("node"), Wait: c.Bool("wait")}
+		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local") || action == "restart", Node: c.String("node"), Wait: c.Bool("wait"),
+			Force: action == "start" && c.Bool("force")}
 		if action == "switch" {
 			req.Node = c.String("to")
 		}
