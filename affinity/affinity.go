@@ -42,6 +42,12 @@ func (e Env) running(node, other string) bool {
 	return e.Presence(node, other) == Running
 }
 
+// unknown reports whether other is no service of the cluster: known only
+// when the environment gives configs.
+func (e Env) unknown(other string) bool {
+	return e.Config != nil && e.Config(other) == nil
+}
+
 // occupied reports whether other holds node against cfg's anti-affinity
 // rules: it runs there, or it claims the node and cfg yields to it.
 func (e Env) occupied(cfg *config.ServiceConfig, node, other string) (held bool, p Presence) {
@@ -130,7 +136,11 @@ func CheckHard(cfg *config.ServiceConfig, node string, env Env, fail func(reason
 			continue
 		}
 		if !env.running(node, other) {
-			if !fail("hard affinity: " + other + " not running") {
+			why := "hard affinity: " + other + " not running"
+			if env.unknown(other) {
+				why = "hard affinity: " + other + ": no such service (a typo? it waits until one is created)"
+			}
+			if !fail(why) {
 				return
 			}
 		}

@@ -182,3 +182,21 @@ func TestSoftScoreClaims(t *testing.T) {
 		t.Errorf("soft anti-affinity against a claim: got score %d, want 1 (the holder yields)", got)
 	}
 }
+
+// A hard affinity to a service the cluster does not have says so, rather
+// than "not running" (a typo would otherwise wait silently); without
+// configs (Env.Config nil) nothing is claimed about existence.
+func TestHardAffinityToNoSuchService(t *testing.T) {
+	cfg := config.ServiceConfig{Name: "web", HardAffinity: []string{"dbb"}}
+	env := claimEnv([]*config.ServiceConfig{&cfg, {Name: "db"}})
+	if ok, why := Hard(&cfg, "n1", env); ok || why != "hard affinity: dbb: no such service (a typo? it waits until one is created)" {
+		t.Errorf("affinity to dbb: got %v %q", ok, why)
+	}
+	cfg.HardAffinity = []string{"db"}
+	if _, why := Hard(&cfg, "n1", env); why != "hard affinity: db not running" {
+		t.Errorf("affinity to db: got %q", why)
+	}
+	if _, why := Hard(&config.ServiceConfig{Name: "web", HardAffinity: []string{"dbb"}}, "n1", runningSet()); why != "hard affinity: dbb not running" {
+		t.Errorf("without configs: got %q", why)
+	}
+}

@@ -115,6 +115,11 @@ func (d *document) checkService(s *ServiceConfig, def *section) error {
 				}
 				return d.errAt(def, l.key, "invalid element %q: want %s", e, want)
 			}
+			if svc == s.Name && s.Name != "" {
+				// itself as its own parent waits forever; as its own
+				// affinity it means nothing
+				return d.errAt(def, l.key, "names the service itself (%q): a service cannot list itself in %s", e, l.key)
+			}
 		}
 	}
 	if strings.TrimSpace(s.Constraints) != "" {

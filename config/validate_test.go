@@ -299,3 +299,23 @@ func TestServiceDefaults(t *testing.T) {
 		t.Errorf("NodeList = %v", got)
 	}
 }
+
+// A service listing itself as its parent waits forever, as its affinity
+// means nothing: refused, naming the key.
+func TestServiceListsItself(t *testing.T) {
+	for _, key := range []string{"parents", "children", "hard_affinity", "hard_anti_affinity", "soft_affinity", "soft_anti_affinity"} {
+		for _, v := range []string{`"web"`, `"db", "web@n1"`} {
+			if key != "parents" && key != "children" && strings.Contains(v, "@") {
+				continue
+			}
+			data := "[DEFAULT]\n" + key + " = [" + v + "]\n"
+			_, err := tomlfile.ParseService("web.toml", "web", []byte(data))
+			if err == nil || !strings.Contains(err.Error(), "web.toml:2: DEFAULT."+key+": names the service itself") {
+				t.Errorf("%s = [%s]: got %v", key, v, err)
+			}
+		}
+	}
+	if _, err := tomlfile.ParseService("web.toml", "web", []byte("[DEFAULT]\nparents = [\"db\"]\n")); err != nil {
+		t.Errorf("parents = [db]: %v", err)
+	}
+}

@@ -364,7 +364,7 @@ func presence(avail dataset.Status, state dataset.MonitorState) affinity.Presenc
 // AffinityFrom returns the affinity environment placement uses by default:
 // presences by PresenceOf over views, configs from services (nil: unknown).
 func AffinityFrom(views map[string]NodeView, services map[string]*config.ServiceConfig) affinity.Env {
-	return affinity.Env{
+	env := affinity.Env{
 		Presence: func(node, svc string) affinity.Presence {
 			v, ok := views[node]
 			if !ok {
@@ -372,8 +372,11 @@ func AffinityFrom(views map[string]NodeView, services map[string]*config.Service
 			}
 			return PresenceOf(&v, svc)
 		},
-		Config: func(svc string) *config.ServiceConfig { return services[svc] },
 	}
+	if services != nil {
+		env.Config = func(svc string) *config.ServiceConfig { return services[svc] }
+	}
+	return env
 }
 
 // Rank computes the ranking of one service.
