@@ -194,7 +194,7 @@ var Keywords = []Keyword{
 	{Section: SectionApp, Key: "start", Type: TypeString, Field: "Start",
 		Doc: "The start command. Split like shell words and run without a shell (write `sh -c '...'` for one), in the service's private directory, with HAVEN_SVCNAME, HAVEN_NODENAME, HAVEN_RID and HAVEN_ACTION set, and HAVEN_FENCING_TOKEN (the start's fencing token, see docs/fencing-token.md; also given to stop and check, with the token of the running instance). An app needs at least one of start, stop, check."},
 	{Section: SectionApp, Key: "stop", Type: TypeString, Field: "Stop",
-		Doc: "The stop command."},
+		Doc: "The stop command. It must be idempotent, as an OCF agent's stop is: Haven runs it on a resource that may be down already (a restart of the ladder, the stop after a failed start, a takeover's clean-up), and it must then exit 0; a non-zero exit is a failed stop (`stop failed`), which holds the service until `svcmgr clear`."},
 	{Section: SectionApp, Key: "check", Type: TypeString, Field: "Check",
 		Doc: "The status command: exit 0 up, 1 down, anything else warn. Without one, the status is `n/a`."},
 	{Section: SectionApp, Key: "info", Type: TypeString, Field: "Info",

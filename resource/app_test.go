@@ -109,6 +109,16 @@ func TestAppStartFailure(t *testing.T) {
 	}
 }
 
+// A cause followed by blank lines (a trailing echo) is still the cause.
+func TestAppStartFailureCauseBeforeBlankLines(t *testing.T) {
+	env, _ := testEnv(t)
+	start := script(t, "start", "echo 'port 80 in use' >&2; echo; printf '  \\n'; exit 5")
+	err := newTestApp(t, config.ResourceConfig{Start: start}, env).Start(context.Background())
+	if err == nil || !strings.HasSuffix(err.Error(), "exit code 5: port 80 in use") {
+		t.Fatalf("Start() error %v, want it to end with the cause", err)
+	}
+}
+
 func TestAppNoCommands(t *testing.T) {
 	env, _ := testEnv(t)
 	d := newTestApp(t, config.ResourceConfig{}, env)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -37,12 +38,14 @@ type runResult struct {
 	lines    []string // the last output lines (at most keep of them)
 }
 
-// last returns the last output line, or "".
+// last returns the last output line that is not blank, or "".
 func (r runResult) last() string {
-	if len(r.lines) == 0 {
-		return ""
+	for i := len(r.lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(r.lines[i]); l != "" {
+			return l // a trailing blank line (echo; printf '\n') is no cause
+		}
 	}
-	return r.lines[len(r.lines)-1]
+	return ""
 }
 
 // describe renders how the command ended, with its last output line.
