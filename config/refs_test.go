@@ -30,7 +30,7 @@ check = "/bin/check {rid} {ip.vip.ipname}"
 [ip.vip]
 ipname = "{ip.vip.netmask}"
 ipdev = "eth{DEFAULT.priority}"
-netmask = "10.0.0.1"
+netmask = "255.255.255.0"
 `
 	s, err := tomlfile.ParseService("svc.toml", "svc", []byte(data))
 	if err != nil {
@@ -44,10 +44,10 @@ netmask = "10.0.0.1"
 	checks := []struct{ what, got, want string }{
 		{"web.start", web.Start, "/srv/svc/start --rid app#web --prio 7 --timeout 1m30s --on n2 --in /var/svc"},
 		{"web.stop", web.Stop, `sh -c 'awk "{print $1}" ${HOME} {}'`},
-		{"web.check", web.Check, "/bin/check app#db 10.0.0.1 svc"},
+		{"web.check", web.Check, "/bin/check app#db 255.255.255.0 svc"},
 		{"web.info", web.Info, "n1 n2"},
-		{"db.check", db.Check, "/bin/check app#db 10.0.0.1"},
-		{"vip.ipname", vip.IPName, "10.0.0.1"},
+		{"db.check", db.Check, "/bin/check app#db 255.255.255.0"},
+		{"vip.ipname", vip.IPName, "255.255.255.0"},
 		{"vip.ipdev", vip.IPDev, "eth7"},
 		{"constraints", f.Constraints, `$("{nodename}" == "n1")`},
 	}

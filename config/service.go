@@ -182,15 +182,44 @@ func checkIP(r ResourceConfig) *fieldError {
 		return &fieldError{"ipdev", "must not be empty"}
 	}
 	if m := r.Netmask; m != "" && !strings.Contains(m, "{") {
-		if n, err := strconv.Atoi(m); err == nil {
-			if n < 0 || n > 128 {
-				return &fieldError{"netmask", fmt.Sprintf("prefix length %d out of range 0..128", n)}
-			}
-		} else if !isIPv4(m) {
-			return &fieldError{"netmask", fmt.Sprintf("invalid netmask %q: want a prefix length or a dotted IPv4 mask", m)}
+		// the family is known unless ipname is a reference (then checked
+		// again once expanded, by ForNode)
+		known := !strings.Contains(r.IPName, "{")
+		if msg := checkNetmask(m, known && isIPv4(r.IPName), known && !isIPv4(r.IPName)); msg != "" {
+			return &fieldError{"netmask", msg}
 		}
 	}
 	return nil
+}
+
+// checkNetmask says what is wrong with netmask m ("" when nothing): a
+// prefix length (0..32 for an IPv4 address, 0..128 for IPv6, 0..128 when
+// the family is not known yet), or for IPv4 a dotted mask whose ones are
+// contiguous (255.255.255.0, not 255.0.255.0).
+func checkNetmask(m string, v4, v6 bool) string {
+	if n, err := strconv.Atoi(m); err == nil {
+		max := 128
+		if v4 {
+			max = 32
+		}
+		if n < 0 || n > max {
+			return fmt.Sprintf("prefix length %d out of range 0..%d", n, max)
+		}
+		return ""
+	}
+	if !isIPv4(m) {
+		return fmt.Sprintf("invalid netmask %q: want a prefix length or a dotted IPv4 mask", m)
+	}
+	if v6 {
+		return fmt.Sprintf("dotted mask %q for an IPv6 address: want a prefix length 0..128", m)
+	}
+	a, _ := parseIP(m)
+	b := a.As4()
+	inv := ^(uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]))
+	if inv&(inv+1) != 0 { // the zeros after the ones must be all the rest
+		return fmt.Sprintf("invalid netmask %q: its ones are not contiguous (want e.g. 255.255.255.0)", m)
+	}
+	return ""
 }
 
 // checkFS validates dev, mnt, type and mnt_opt, skipping the values that
