@@ -96,6 +96,17 @@ func (dec Decoder) GetKeyword(file string, data []byte, key string) (string, err
 // service config, else the error is returned. The file is re-encoded in
 // the canonical order: comments are lost.
 func (dec Decoder) SetKeyword(file string, data []byte, kw string) ([]byte, error) {
+	return dec.setKeyword(file, data, kw, false)
+}
+
+// AddKeyword is SetKeyword that may also add the resource it names (svcmgr
+// set --add): SetKeyword refuses a resource the config does not have, so
+// that a typo in its name never adds one.
+func (dec Decoder) AddKeyword(file string, data []byte, kw string) ([]byte, error) {
+	return dec.setKeyword(file, data, kw, true)
+}
+
+func (dec Decoder) setKeyword(file string, data []byte, kw string, add bool) ([]byte, error) {
 	i := strings.IndexByte(kw, '=')
 	if i <= 0 {
 		return nil, &Error{File: file, Key: kw, Msg: "want K=V, K+=V or K-=V"}
@@ -118,6 +129,9 @@ func (dec Decoder) SetKeyword(file string, data []byte, kw string) ([]byte, erro
 	}
 	if err != nil {
 		return nil, &Error{File: file, Line: d.lines.find(k.path(), k.key), Key: k.String(), Msg: err.Error()}
+	}
+	if !add && k.name != "" && d.table(k.path(), false) == nil {
+		return nil, &Error{File: file, Key: k.String(), Msg: fmt.Sprintf("no resource %s#%s in this config (a typo? `svcmgr set --add --kw %s=...` adds one)", k.kind, k.name, k.String())}
 	}
 	sec := d.table(k.path(), true)
 	if op != '=' {
@@ -163,7 +177,11 @@ func editList(cur, elems []string, add bool) []any {
 // default applies) and returns the new content; data is returned as is
 // when the keyword is not set. The result must be valid.
 func (dec Decoder) UnsetKeyword(file string, data []byte, key string) ([]byte, error) {
-	k, err := parseKeyRef(file, strings.TrimSpace(key))
+	key = strings.TrimSpace(key)
+	if t, name, ok := strings.Cut(key, "#"); ok && !strings.Contains(name, ".") {
+		return dec.removeResource(file, data, t, name)
+	}
+	k, err := parseKeyRef(file, key)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +197,28 @@ func (dec Decoder) UnsetKeyword(file string, data []byte, key string) ([]byte, e
 		return data, nil
 	}
 	delete(sec, k.key)
+	return d.reencode(file)
+}
+
+// removeResource removes the resource TYPE#NAME (unset --kw app#web): an
+// error when the config has none of that name.
+func (dec Decoder) removeResource(file string, data []byte, kind, name string) ([]byte, error) {
+	id := kind + "#" + name
+	if !isResourceKind(kind) || !sectionNameRE.MatchString(name) {
+		return nil, &Error{File: file, Key: id, Msg: "want TYPE#NAME (a resource) or a keyword"}
+	}
+	d, err := dec.decodeDoc(file, data, serviceSchema)
+	if err != nil {
+		return nil, err
+	}
+	kinds, _ := d.tree[kind].(map[string]any)
+	if _, ok := kinds[name]; !ok {
+		return nil, &Error{File: file, Key: id, Msg: "no resource " + id + " in this config"}
+	}
+	delete(kinds, name)
+	if len(kinds) == 0 {
+		delete(d.tree, kind)
+	}
 	return d.reencode(file)
 }
 

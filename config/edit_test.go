@@ -40,10 +40,12 @@ func TestSetGetUnset(t *testing.T) {
 		{"get", "DEFAULT.children", `["a", "b"]`, false},
 		{"set", "DEFAULT.soft_affinity+=x", "", false},
 		{"get", "DEFAULT.soft_affinity", `["x"]`, false},
-		{"set", `app#new.start=/bin/echo "hi {rid}"`, "", false},
+		{"add", `app#new.start=/bin/echo "hi {rid}"`, "", false},
 		{"get", "app#new.start", `/bin/echo "hi {rid}"`, false},
 		{"set", "app#new.monitor=true", "", false},
 		{"get", "app#new.monitor", "true", false},
+		{"unset", "app#new", "", false},
+		{"get", "app#new.start", "no section [app.new]", true},
 		{"unset", "app#web.restart", "", false},
 		{"get", "app#web.restart", "0", false},
 		{"unset", "DEFAULT.orchestrate", "", false},
@@ -55,9 +57,12 @@ func TestSetGetUnset(t *testing.T) {
 		{"set", "DEFAULT.priority+=1", "+= applies to lists only", true},
 		{"set", "DEFAULT.bogus=1", "DEFAULT.bogus: unknown keyword", true},
 		{"set", "disk#x.dev=1", "want DEFAULT.KEY", true},
-		{"set", "fs#new.dev=/dev/sdb1", "fs#new.mnt: required keyword missing", true},
-		{"set", "ip#new.ipname=10.0.0.9", "ip#new.ipdev: required keyword missing", true},
-		{"set", "app#web.start={app.nope.start}", "svc.toml:24: app#web.start: unknown reference", true},
+		{"add", "fs#new.dev=/dev/sdb1", "fs#new.mnt: required keyword missing", true},
+		{"add", "ip#new.ipname=10.0.0.9", "ip#new.ipdev: required keyword missing", true},
+		{"set", "app#wbe.start=true", "app#wbe.start: no resource app#wbe in this config (a typo?", true},
+		{"unset", "app#nope", "app#nope: no resource app#nope in this config", true},
+		{"unset", "disk#x", "want TYPE#NAME (a resource) or a keyword", true},
+		{"set", "app#web.start={app.nope.start}", "svc.toml:20: app#web.start: unknown reference", true},
 		{"set", "noequal", "want K=V", true},
 		{"unset", "ip#vip.ipname", "ip#vip.ipname: required keyword missing", true},
 		{"unset", "app#web.nope", "app#web.nope: unknown keyword", true},
@@ -73,6 +78,8 @@ func TestSetGetUnset(t *testing.T) {
 			got, err = tomlfile.GetKeyword("web.toml", data, st.kw)
 		case "set":
 			out, err = tomlfile.SetKeyword("svc.toml", data, st.kw)
+		case "add":
+			out, err = tomlfile.AddKeyword("svc.toml", data, st.kw)
 		case "unset":
 			out, err = tomlfile.UnsetKeyword("svc.toml", data, st.kw)
 		}
@@ -129,7 +136,7 @@ start = "x"
 	}
 	// Strings that need escapes survive a round trip.
 	for _, v := range []string{`sh -c 'echo "a\b"'`, "tab\there", `say "hi"`, `back\slash`} {
-		out, err := tomlfile.SetKeyword("svc.toml", []byte(in), "app#b.start="+v)
+		out, err := tomlfile.AddKeyword("svc.toml", []byte(in), "app#b.start="+v)
 		if err != nil {
 			t.Fatalf("set %q: %v", v, err)
 		}

@@ -347,7 +347,7 @@ func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 		}
 		done(out, nil)
 		return
-	case "set", "unset":
+	case "set", "add", "unset":
 		codec := tomlfile.ServiceCodec{File: d.p.ServiceConf}
 		if raw, err = codec.EditService(req.Name, raw, req.Op, req.Kws); err != nil {
 			done(nil, badInput(err))

@@ -101,6 +101,19 @@ func TestSingleDaemonServiceLifecycle(t *testing.T) {
 	if got := strings.TrimSpace(n.must("svcmgr", "-s", "web", "get", "--kw", "DEFAULT.priority")); got != "7" {
 		t.Fatalf("get DEFAULT.priority = %q, want 7", got)
 	}
+	// a resource name that is not in the config is a typo unless --add;
+	// unset of TYPE#NAME removes a whole resource
+	if r := n.run("svcmgr", "-s", "web", "set", "--kw", "app#wbe.start=true"); r.Code != 2 || !strings.Contains(r.Err, "no resource app#wbe") {
+		t.Fatalf("set of a resource not in the config: want exit 2 naming it, got %s", r)
+	}
+	n.must("svcmgr", "-s", "web", "set", "--add", "--kw", "app#extra.check=true")
+	if !strings.Contains(n.must("svcmgr", "-s", "web", "print", "config"), "[app.extra]") {
+		t.Fatal("set --add added no resource")
+	}
+	n.must("svcmgr", "-s", "web", "unset", "--kw", "app#extra")
+	if strings.Contains(n.must("svcmgr", "-s", "web", "print", "config"), "[app.extra]") {
+		t.Fatal("unset --kw app#extra left the resource")
+	}
 
 	n.must("svcmgr", "-s", "web", "delete")
 	if out := n.must("svcmgr", "ls"); strings.Contains(out, "web") {

@@ -49,7 +49,8 @@ import (
 type ConfigCodec interface {
 	// ParseService parses and validates the config of service name.
 	ParseService(name string, raw []byte) (*config.ServiceConfig, error)
-	// EditService applies the keyword edits kws of op ("set", "unset").
+	// EditService applies the keyword edits kws of op ("set", "add": a set
+	// that may add a resource, "unset").
 	EditService(name string, raw []byte, op string, kws []string) ([]byte, error)
 }
 
@@ -101,7 +102,7 @@ type cfgOp struct {
 // adopted yet.
 type pendingEdit struct {
 	ticket Ticket
-	// op is "set" or "unset" with kws; "" for a whole-file edit.
+	// op is "set", "add" or "unset" with kws; "" for a whole-file edit.
 	op  string
 	kws []string
 	// counter is this node's counter of the version that last applied it.
@@ -119,7 +120,8 @@ type ConfigRequest struct {
 	Config  *config.ServiceConfig
 	// What says what it is: "created", "replaced", "changed".
 	What string
-	// Op is "set" or "unset" for a keyword edit (Kws), "" for a whole file.
+	// Op is "set", "add" or "unset" for a keyword edit (Kws), "" for a
+	// whole file.
 	Op  string
 	Kws []string
 	Now time.Time

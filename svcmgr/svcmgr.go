@@ -70,14 +70,20 @@ func App() *cli.App {
 			{Name: "edit", Usage: "edit config", Subcommands: []*cli.Command{
 				{Name: "config", Usage: "edit the config in $EDITOR, validate, install", Description: globalsHelp, Action: editConfig},
 			}},
-			{Name: "set", Usage: "set --kw K=V (also K+=V, K-=V for lists)", UsageText: "svcmgr -s SELECTOR set --kw K=V [--kw K=V ...]",
-				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword to set: `K=V`, K+=V or K-=V (lists); repeatable")},
-				Action: func(c *cli.Context) error { return keyword(c, "set") }},
+			{Name: "set", Usage: "set --kw K=V (also K+=V, K-=V for lists; --add: a new resource)", UsageText: "svcmgr -s SELECTOR set [--add] --kw K=V [--kw K=V ...]",
+				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword to set: `K=V`, K+=V or K-=V (lists); repeatable"),
+					&cli.BoolFlag{Name: "add", Usage: "the keywords may add a resource the config does not have (without it, a resource name that is not in the config is refused: a typo)"}},
+				Action: func(c *cli.Context) error {
+					if c.Bool("add") {
+						return keyword(c, "add")
+					}
+					return keyword(c, "set")
+				}},
 			{Name: "get", Usage: "get --kw K", UsageText: "svcmgr -s SELECTOR get --kw K [--kw K ...]",
 				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to print (its default when unset); repeatable")},
 				Action: func(c *cli.Context) error { return keyword(c, "get") }},
-			{Name: "unset", Usage: "unset --kw K", UsageText: "svcmgr -s SELECTOR unset --kw K [--kw K ...]",
-				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to remove (its default applies); repeatable")},
+			{Name: "unset", Usage: "unset --kw K (a keyword; TYPE#NAME: a whole resource)", UsageText: "svcmgr -s SELECTOR unset --kw K [--kw K ...]",
+				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to remove (its default applies), or a resource TYPE#NAME to remove; repeatable")},
 				Action: func(c *cli.Context) error { return keyword(c, "unset") }},
 			{Name: "logs", Usage: "the service's log lines (--follow, --lines N, --node N: another node's; --format json: one object a line)",
 				UsageText: "svcmgr -s NAME logs [--follow] [--lines N] [--node N] [--format json]", Description: globalsHelp,

@@ -14,15 +14,18 @@ func (c ServiceCodec) ParseService(name string, raw []byte) (*config.ServiceConf
 	return ParseService(c.File(name), name, raw)
 }
 
-// EditService applies set or unset (op) of the keywords kws to raw, in
-// order.
+// EditService applies set, add (set that may add a resource) or unset
+// (op) of the keywords kws to raw, in order.
 func (c ServiceCodec) EditService(name string, raw []byte, op string, kws []string) ([]byte, error) {
 	file := c.File(name)
 	var err error
 	for _, k := range kws {
-		if op == "set" {
+		switch op {
+		case "set":
 			raw, err = SetKeyword(file, raw, k)
-		} else {
+		case "add":
+			raw, err = AddKeyword(file, raw, k)
+		default:
 			raw, err = UnsetKeyword(file, raw, k)
 		}
 		if err != nil {

@@ -77,6 +77,12 @@ func SetKeyword(file string, data []byte, kw string) ([]byte, error) {
 	return Decode.SetKeyword(file, data, kw)
 }
 
+// AddKeyword is SetKeyword that may add the resource it names
+// (config.Decoder.AddKeyword).
+func AddKeyword(file string, data []byte, kw string) ([]byte, error) {
+	return Decode.AddKeyword(file, data, kw)
+}
+
 // UnsetKeyword removes one keyword of a service config and returns the new
 // content (config.Decoder.UnsetKeyword).
 func UnsetKeyword(file string, data []byte, key string) ([]byte, error) {
