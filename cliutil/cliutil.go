@@ -204,11 +204,12 @@ func PrintJSONLine(w io.Writer, v any) error {
 
 // Named is err as said about service name: "name: err", unless the
 // daemon's answer names the service already (most of its answers about a
-// service do), so that no line reads "web: web: ...".
+// service do), so that no line reads "web: web: ..." or "web: web runs
+// on n1".
 func Named(name string, err error) string {
 	msg := err.Error()
-	if strings.HasPrefix(msg, name+": ") {
-		return msg
+	if strings.HasPrefix(msg, name+": ") || strings.HasPrefix(msg, name+" ") {
+		return msg // "web: ...", or a sentence about it: "web runs on n1: ..."
 	}
 	return name + ": " + msg
 }

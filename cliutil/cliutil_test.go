@@ -86,6 +86,8 @@ func TestNamedPrefixesTheServiceOnce(t *testing.T) {
 		{"web", "target placed@n2 (id x) cannot be reached: n2 down", "web: target placed@n2 (id x) cannot be reached: n2 down"},
 		{"web", "webapp: x", "web: webapp: x"},
 		{"web", "web", "web: web"},
+		{"app1", "app1 runs on n1: starting it here would run a second copy", "app1 runs on n1: starting it here would run a second copy"},
+		{"web", "webapp runs on n1", "web: webapp runs on n1"},
 	}
 	for _, c := range cases {
 		if got := Named(c.name, errors.New(c.msg)); got != c.want {

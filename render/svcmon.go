@@ -145,8 +145,15 @@ func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
 			f = "*"
 		}
 		frozen.nodes = append(frozen.nodes, cc(f, ansiBlue))
-		compat.nodes = append(compat.nodes, c(strconv.Itoa(ni.Compat)))
-		load.nodes = append(load.nodes, c(fmt.Sprintf("%.1f", ni.Load15)))
+		if ni.Compat == 0 {
+			// never heard (every daemon announces compat >= 1): no
+			// figure rather than a false 0
+			compat.nodes = append(compat.nodes, c("-"))
+			load.nodes = append(load.nodes, c("-"))
+		} else {
+			compat.nodes = append(compat.nodes, c(strconv.Itoa(ni.Compat)))
+			load.nodes = append(load.nodes, c(fmt.Sprintf("%.1f", ni.Load15)))
+		}
 	}
 	var notes []string
 	for _, n := range nodes {
@@ -211,7 +218,12 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 	case "frozen":
 		notes = append(notes, "frozen")
 	case "mixed":
-		notes = append(notes, "partly frozen")
+		// the aggregate counts a frozen node too (nodemgr freeze, drain):
+		// that one shows in the node row; "partly" is the service's own
+		// freeze on some of its instances
+		if ownFreeze(s) {
+			notes = append(notes, "partly frozen")
+		}
 	}
 	placement, expect := "non-optimal", "expect "
 	if long {
@@ -224,6 +236,17 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 		notes = append(notes, expect+ge)
 	}
 	return notes
+}
+
+// ownFreeze reports whether an instance of s is frozen itself (svcmgr
+// freeze, stop --local), not only through its node.
+func ownFreeze(s dataset.ServiceStatus) bool {
+	for _, i := range s.Instances {
+		if i.Frozen {
+			return true
+		}
+	}
+	return false
 }
 
 // instanceCell is the mark of a service on a node: the avail mark, "^" for
@@ -341,6 +364,10 @@ func heartbeatSection(st *dataset.ClusterStatus, nodes []string) monSection {
 			row.nodes = append(row.nodes, c(""))
 		case p.LastHeardMs < 0:
 			row.nodes = append(row.nodes, cc("never", ansiYellow))
+		case p.Up && st.Nodes[n].Status == dataset.NodeStMaint:
+			// its daemon stopped for maintenance: its last beats are not
+			// a daemon that is up
+			row.nodes = append(row.nodes, cc(fmt.Sprintf("maint %.1fs", float64(p.LastHeardMs)/1000), ansiYellow))
 		case p.Up:
 			row.nodes = append(row.nodes, cc(fmt.Sprintf("up %.1fs", float64(p.LastHeardMs)/1000), ansiGreen))
 		default:

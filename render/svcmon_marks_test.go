@@ -1,0 +1,64 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"haven/dataset"
+)
+
+// svcmon's cosmetics that misled (issue 28 item 20): a node never heard
+// shows no compat or load rather than 0; a node whose daemon stopped for
+// maintenance is not "hb up"; a drained (frozen) node does not make the
+// services "partly frozen" (the node row shows it), a service's own
+// freeze on some instances does.
+func TestSvcmonMarksOfUnknownMaintAndDrain(t *testing.T) {
+	nodes := threeNodes()
+	n3 := nodes["n3"]
+	n3.Compat, n3.Load15, n3.Status = 0, 0, dataset.NodeStUnknown
+	nodes["n3"] = n3
+	n1 := nodes["n1"]
+	n1.Status, n1.Frozen = dataset.NodeStMaint, true
+	nodes["n1"] = n1
+	web := svc(dataset.StatusUp, []string{"n1", "n2"}, map[string]dataset.Instance{
+		"n1": inst(dataset.StatusDown, dataset.Idle, "none", false),
+		"n2": inst(dataset.StatusUp, dataset.Idle, "started", true),
+	})
+	web.Frozen = "mixed" // n1 is frozen (drained), not web
+	st := &dataset.ClusterStatus{
+		Cluster:   dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:     nodes,
+		Services:  map[string]dataset.ServiceStatus{"web": web},
+		Local:     "n2",
+		Heartbeat: map[string]dataset.HBPeer{"n1": {Up: true, LastHeardMs: 800}},
+	}
+	out := Svcmon(st, SvcmonOptions{})
+	line := func(prefix string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+				return l
+			}
+		}
+		t.Fatalf("no %q line in\n%s", prefix, out)
+		return ""
+	}
+	if f := strings.Fields(line("compat")); f[len(f)-1] != "-" {
+		t.Errorf("compat of a node never heard: %q", line("compat"))
+	}
+	if f := strings.Fields(line("15m")); f[len(f)-1] != "-" {
+		t.Errorf("load of a node never heard: %q", line("15m"))
+	}
+	if l := line("hb "); !strings.Contains(l, "maint 0.8s") || strings.Contains(l, "up 0.8s") {
+		t.Errorf("hb of a node in maintenance: %q", l)
+	}
+	if strings.Contains(out, "partly frozen") {
+		t.Errorf("a drained node made web partly frozen:\n%s", out)
+	}
+	i := web.Instances["n2"]
+	i.Frozen = true
+	web.Instances["n2"] = i
+	st.Services["web"] = web
+	if out := Svcmon(st, SvcmonOptions{}); !strings.Contains(out, "partly frozen") {
+		t.Errorf("web frozen on n2 itself is not partly frozen:\n%s", out)
+	}
+}
