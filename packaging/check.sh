@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The package checks CI runs (as root, on a Debian-like machine): build the
-# .deb, lint it, verify the unit, install it, run the installed binaries,
-# purge it. Leaves the machine as it found it (the directories postinst
-# creates are removed when they were not there before and stayed empty).
+# .deb, lint it, verify the unit, install it, run the unit's ExecStop line
+# and the installed binaries, purge it. Leaves the machine as it found it
+# (the directories postinst creates are removed when they were not there
+# before and stayed empty).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
