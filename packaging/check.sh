@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The package checks CI runs (as root, on a Debian-like machine): build the
-# .deb, lint it, verify the unit, install it, run the installed binaries,
-# purge it. Leaves the machine as it found it (the directories postinst
-# creates are removed when they were not there before and stayed empty).
+# .deb, lint it, verify the unit, install it, run the unit's ExecStop line
+# and the installed binaries, purge it. Leaves the machine as it found it
+# (the directories postinst creates are removed when they were not there
+# before and stayed empty).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,27 @@ if ((${#need[@]})); then
 fi
 
 step() { printf '== %s\n' "$*"; }
+
+# execstop MODE: run the installed haven.service's ExecStop= command line
+# the way systemd would, with `systemctl is-system-running` answering MODE
+# ("running": a plain stop, "stopping": a host shutdown). The line is read
+# by sh: refused when it holds what systemd reads otherwise (%, $, \).
+execstop() {
+  local unit=/lib/systemd/system/haven.service line fake rc=0
+  line=$(sed -n 's/^ExecStop=[-@:+!]*//p' "$unit")
+  if [ -z "$line" ] || [ "$(wc -l <<<"$line")" != 1 ]; then
+    echo "$unit: want exactly one ExecStop= line"; return 1
+  fi
+  case "$line" in *[%\$\\]*)
+    echo "$unit: ExecStop= holds %, \$ or a backslash: update execstop() in $0"; return 1 ;;
+  esac
+  fake=$(mktemp -d)
+  printf '#!/bin/sh\necho %s\n' "$1" >"$fake/systemctl"
+  chmod +x "$fake/systemctl"
+  PATH="$fake:$PATH" sh -c "$line" || rc=$?
+  rm -rf "$fake"
+  return "$rc"
+}
 
 step "make deb"
 make --no-print-directory deb >/dev/null
@@ -62,6 +84,17 @@ if [ -d /run/systemd/system ] && systemctl is-active --quiet haven; then
   echo "the package started the daemon without a cluster.toml"; exit 1
 fi
 
+step "the unit's ExecStop= (both branches) through the installed nodemgr"
+# no daemon under this root: each branch parses its flags and answers
+# "daemon not running"; a bad flag exits 2 (as "--time 4min" once did)
+root=$(mktemp -d)
+for mode in running stopping; do
+  out=$(HAVEN_ROOT=$root execstop "$mode" 2>&1) || { echo "$out"; rm -rf "$root"; exit 1; }
+  [ "$out" = "daemon not running" ] || { echo "ExecStop ($mode): $out"; rm -rf "$root"; exit 1; }
+done
+rm -rf "$root"
+echo "ExecStop parses in both branches"
+
 step "installed binaries"
 /usr/bin/nodemgr --version
 /usr/bin/svcmgr --version
@@ -83,7 +116,15 @@ if [[ " ${created[*]} " == *" /etc/haven "* ]]; then
   test -S /run/haven/daemon.sock
   grep -q "daemon started" /var/log/haven/node.log
   if grep -q "$secret" /var/log/haven/node.log; then echo "the secret is in node.log"; exit 1; fi
-  /usr/bin/nodemgr daemon stop
+  # stopped by the unit's own ExecStop=: the host-shutdown branch, then
+  # (started again) the plain stop
+  out=$(execstop stopping 2>&1) || true
+  echo "$out"
+  [ "$out" = "daemon stopped (shutdown)" ] || { echo "ExecStop (stopping) did not shut the daemon down"; exit 1; }
+  /usr/bin/nodemgr daemon start
+  out=$(execstop running 2>&1) || true
+  echo "$out"
+  [ "$out" = "daemon stopped (stop)" ] || { echo "ExecStop (running) did not stop the daemon"; exit 1; }
 else
   echo "/etc/haven existed before: the installed daemon is not run"
 fi
