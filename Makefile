@@ -15,7 +15,11 @@ PREFIX      ?= /usr
 BINDIR      ?= $(PREFIX)/bin
 MANDIR      ?= $(PREFIX)/share/man
 DOCDIR      ?= $(PREFIX)/share/doc/haven
-UNITDIR     ?= /lib/systemd/system
+# the unit: where the distribution's units live for PREFIX=/usr (the .deb),
+# else below PREFIX (systemd reads /usr/local/lib/systemd/system too)
+UNITDIR     ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/systemd/system)
+# SYSCONFDIR places the logrotate file only: the daemon's own configs are
+# always /etc/haven (compiled in, like /var/lib/haven), or below --root
 SYSCONFDIR  ?= /etc
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/vendor-completions
