@@ -171,23 +171,31 @@ func (dec Decoder) decodeDoc(file string, data []byte, sc schema) (*document, er
 			return nil, d.errAt(topSec, "", "unknown section [%s]: want %s", top, sc.sectionNames())
 		}
 	}
+	// every keyword error of the file, not the first only
+	var errs []*Error
 	for _, sec := range d.sections {
 		sec.vals = map[string]any{}
 		for _, key := range d.sortedKeys(sec.raw, sec.path()) {
 			kw, ok := Lookup(sec.kind, key)
 			if !ok {
-				return nil, d.errAt(sec, key, "unknown keyword (known: %s)", keywordNames(sec.kind))
+				errs = append(errs, d.errAt(sec, key, "unknown keyword (known: %s)", keywordNames(sec.kind)))
+				continue
 			}
 			v, err := fromTOML(kw, sec.raw[key])
 			if err != nil {
-				return nil, d.errAt(sec, key, "%v", err)
+				errs = append(errs, d.errAt(sec, key, "%v", err))
+				continue
 			}
 			if err := notYet(kw, v); err != nil {
-				return nil, d.errAt(sec, key, "%v", err)
+				errs = append(errs, d.errAt(sec, key, "%v", err))
+				continue
 			}
 			sec.keys = append(sec.keys, key)
 			sec.vals[key] = v
 		}
+	}
+	if err := joinErrors(errs); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

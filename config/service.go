@@ -56,8 +56,20 @@ func (dec Decoder) ParseService(file, name string, data []byte) (*ServiceConfig,
 	def := d.ensure(SectionDefault)
 	s := &ServiceConfig{File: file, Name: name, Raw: append([]byte(nil), data...)}
 	fill(s, def)
+	// every error of the file: DEFAULT's first one, then each resource's
+	var errs []*Error
+	collect := func(err error) error {
+		var e *Error
+		if !errors.As(err, &e) {
+			return err
+		}
+		errs = append(errs, e)
+		return nil
+	}
 	if err := d.checkService(s, def); err != nil {
-		return nil, err
+		if err := collect(err); err != nil {
+			return nil, err
+		}
 	}
 	for _, sec := range d.sections {
 		if !isResourceKind(sec.kind) {
@@ -65,9 +77,15 @@ func (dec Decoder) ParseService(file, name string, data []byte) (*ServiceConfig,
 		}
 		r, err := d.resource(sec)
 		if err != nil {
-			return nil, err
+			if err := collect(err); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		s.Resources = append(s.Resources, r)
+	}
+	if err := joinErrors(errs); err != nil {
+		return nil, err
 	}
 	sort.SliceStable(s.Resources, func(i, j int) bool {
 		a, b := s.Resources[i], s.Resources[j]

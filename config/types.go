@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"haven/constraints"
@@ -25,6 +26,37 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s: %s: %s", loc, e.Key, e.Msg)
 	}
 	return fmt.Sprintf("%s: %s", loc, e.Msg)
+}
+
+// Errors are every error found in one file, in file order (at least two:
+// one error is an *Error alone). errors.As finds the first *Error in it.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// joinErrors is nil for none, the *Error itself for one, else Errors.
+func joinErrors(es []*Error) error {
+	switch len(es) {
+	case 0:
+		return nil
+	case 1:
+		return es[0]
+	}
+	return Errors(es)
 }
 
 // NodeConfig is node.toml.

@@ -324,3 +324,27 @@ func TestServiceListsItself(t *testing.T) {
 		t.Errorf("parents = [db]: %v", err)
 	}
 }
+
+// Every error of a file is reported, each with its line and key, not the
+// first only; errors.As still finds a *Error (exit status 2).
+func TestEveryErrorOfAFile(t *testing.T) {
+	data := "[DEFAULT]\norchestrate = \"sometimes\"\nnodez = [\"n1\"]\n\n[app.web]\nstart = \"true\"\ntimeout = \"ten\"\n"
+	_, err := tomlfile.ParseService("svc.toml", "svc", []byte(data))
+	for _, want := range []string{"svc.toml:2: DEFAULT.orchestrate:", "svc.toml:3: DEFAULT.nodez: unknown keyword", "svc.toml:7: app#web.timeout:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want it to contain %q", err, want)
+		}
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Line != 2 {
+		t.Errorf("errors.As: %v, first line %d, want 2", e, e.Line)
+	}
+	// the checks of the decoded values: each resource's
+	data = "[ip.a]\nipname = \"10.0.0.1\"\nipdev = \"eth0\"\nnetmask = \"33\"\n\n[ip.b]\nipname = \"nope\"\nipdev = \"eth0\"\n"
+	_, err = tomlfile.ParseService("svc.toml", "svc", []byte(data))
+	for _, want := range []string{"ip#a.netmask", "ip#b.ipname"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want it to contain %q", err, want)
+		}
+	}
+}

@@ -127,7 +127,10 @@ execstop_ok() {
 }
 
 step "a minimal Debian 12 (debootstrap, or the cached tarball)"
-cache=${HAVEN_ROOTFS_CACHE-/var/cache/haven-ci/bookworm-systemd.tar}
+# the packages the rootfs holds besides minbase: the unit's systemd, and
+# the package's Depends (the cache's name follows the list)
+include=systemd,systemd-sysv,dbus,iproute2
+cache=${HAVEN_ROOTFS_CACHE-/var/cache/haven-ci/bookworm-$(echo "$include" | tr , -).tar}
 mkdir -p "$dir"
 if [ -n "$cache" ] && [ -n "$(find "$cache" -mtime -7 2>/dev/null)" ]; then
 	tar -C "$dir" -xpf "$cache"
@@ -147,7 +150,7 @@ else
 		[ -z "${http_proxy:-}" ] || export http_proxy
 	fi
 	echo "debootstrap from $mirror"
-	if ! debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus bookworm "$dir" "$mirror" >"$work/debootstrap.log" 2>&1; then
+	if ! debootstrap --variant=minbase --include="$include" bookworm "$dir" "$mirror" >"$work/debootstrap.log" 2>&1; then
 		tail -5 "$work/debootstrap.log"
 		skip "debootstrap failed (the mirror $mirror unreachable?)"
 	fi
