@@ -47,6 +47,7 @@ type secTransport struct {
 
 	udp      *net.UDPConn
 	tcp      *net.TCPListener
+	dialFrom *net.TCPAddr // source of our streams: hb.addr, nil when a wildcard
 	packetCh chan *memberlist.Packet
 	streamCh chan net.Conn
 	closing  chan struct{}
@@ -87,6 +88,7 @@ func newSecTransport(s settings, c *core, bindAddr string, bindPort int, tap fun
 	}
 	t.tap = tap
 	ip := net.ParseIP(bindAddr)
+	t.dialFrom = dialSource(ip)
 	if t.tcp, err = net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: bindPort}); err != nil {
 		return nil, err
 	}
@@ -100,6 +102,20 @@ func newSecTransport(s settings, c *core, bindAddr string, bindPort int, tap fun
 	go t.udpLoop()
 	go t.tcpLoop()
 	return t, nil
+}
+
+// dialSource is the local address our streams leave from: hb.addr when it
+// is a specific address, so that the peers see the stream come from the
+// address they know us by (their address check refuses any other), even
+// when hb.addr is not the address the kernel would pick (a secondary
+// address, an address of another interface). A wildcard leaves the choice
+// to the kernel (nil), as for the datagrams, which leave from the bound
+// socket.
+func dialSource(ip net.IP) *net.TCPAddr {
+	if ip == nil || ip.IsUnspecified() {
+		return nil
+	}
+	return &net.TCPAddr{IP: ip}
 }
 
 // newSecState is the transport without its sockets.
@@ -209,6 +225,9 @@ func (t *secTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn
 // DialAddressTimeout implements memberlist.NodeAwareTransport.
 func (t *secTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
+	if t.dialFrom != nil {
+		d.LocalAddr = t.dialFrom
+	}
 	c, err := d.Dial("tcp", a.Addr)
 	if err != nil {
 		return nil, err
