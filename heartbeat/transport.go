@@ -57,8 +57,9 @@ type secTransport struct {
 	mu        sync.Mutex
 	peers     map[string]*peerSec
 	memberIPs map[netip.Addr]bool
-	unauth    map[net.Conn]netip.Addr // inbound streams not yet authenticated
+	unauth    map[net.Conn]unauthSlot // inbound streams not yet authenticated
 	unauthIP  map[netip.Addr]int
+	admitted  uint64 // inbound streams admitted so far: their order
 }
 
 // peerSec is what the transport knows of one member's runs. A run
@@ -127,7 +128,7 @@ func newSecState(s settings, c *core) (*secTransport, error) {
 	t := &secTransport{s: s, node: s.Node, inc: c.inc, keys: keys, c: c,
 		log: s.Logger.With(zap.String("node", s.Node)), hsTTL: clampDur(s.Timeout/4, time.Second, 10*time.Second),
 		packetCh: make(chan *memberlist.Packet), streamCh: make(chan net.Conn), closing: make(chan struct{}),
-		peers: map[string]*peerSec{}, memberIPs: map[netip.Addr]bool{}, unauth: map[net.Conn]netip.Addr{},
+		peers: map[string]*peerSec{}, memberIPs: map[netip.Addr]bool{}, unauth: map[net.Conn]unauthSlot{},
 		unauthIP: map[netip.Addr]int{}}
 	t.self = keys.aead(t.node, t.inc)
 	now := s.Clock.Now()
