@@ -1,9 +1,11 @@
 package heartbeat
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"haven/dataset"
 )
@@ -38,198 +40,398 @@ const (
 // few hundred KB once decoded: beats and small deltas skip the check.
 const boundsCheckAbove = 4 << 10
 
-// count is the number of members of a JSON object or elements of an array
-// (0 for null), counted without decoding them. Every count adds up over
-// repeated keys: encoding/json merges the maps of a key given twice.
-type count int
-
-func (n *count) UnmarshalJSON(b []byte) error {
-	*n += count(jsonMembers(b))
-	return nil
-}
-
-// jsonMembers counts the members (or elements) of the object (or array)
-// b, which encoding/json validated already: the commas at depth 1 outside
-// strings, plus one when it is not empty.
-func jsonMembers(b []byte) int {
-	depth, n, empty := 0, 0, true
-	inStr, esc := false, false
-	for _, c := range b {
-		switch {
-		case inStr:
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			if depth == 1 {
-				empty = false
-			}
-			continue
-		case c == '"':
-			inStr = true
-		case c == '{' || c == '[':
-			depth++
-			if depth == 1 {
-				continue
-			}
-		case c == '}' || c == ']':
-			depth--
-		case c == ',' && depth == 1:
-			n++
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
-			continue
-		}
-		if depth >= 1 {
-			empty = false
-		}
-	}
-	if empty {
-		return 0
-	}
-	return n + 1
-}
-
-// services counts the instances of a services map and their resources,
-// refusing before decoding anything when there are too many instances.
-type services struct{ n, resources int }
-
-func (s *services) UnmarshalJSON(b []byte) error {
-	if s.n += jsonMembers(b); s.n > maxCopyServices {
-		return boundError("services", s.n, maxCopyServices)
-	}
-	var m map[string]struct {
-		Resources count `json:"resources"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	for _, i := range m {
-		s.resources += int(i.Resources)
-	}
-	if s.resources > maxCopyResources {
-		return boundError("resources", s.resources, maxCopyResources)
-	}
-	return nil
-}
-
-// configs checks the configs of a configs map: their number, the size of
-// each text and of each lineage.
-type configs int
-
-func (c *configs) UnmarshalJSON(b []byte) error {
-	n := int(*c) + jsonMembers(b)
-	if n > maxCopyConfigs {
-		return boundError("configs", n, maxCopyConfigs)
-	}
-	var m map[string]struct {
-		Raw      string `json:"raw"` // at most the message's bytes, in all
-		Includes count  `json:"includes"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return err
-	}
-	for name, e := range m {
-		if len(e.Raw) > maxConfigBytes {
-			return overBound(fmt.Sprintf("config %.64q of %d bytes (at most %d)", name, len(e.Raw), maxConfigBytes))
-		}
-		if e.Includes > maxConfigIncludes {
-			return overBound(fmt.Sprintf("config %.64q: %d nodes in its lineage (at most %d)", name, int(e.Includes), maxConfigIncludes))
-		}
-	}
-	*c = configs(n)
-	return nil
-}
-
-// nodeShape and deltaShape are what checkBounds reads of a message.
-type nodeShape struct {
-	Labels   count    `json:"labels"`
-	Services services `json:"services"`
-	Targets  count    `json:"targets"`
-	Configs  configs  `json:"configs"`
-	Clears   count    `json:"clears"`
-}
-
-type deltaShape struct {
-	Head *nodeShape `json:"head"`
-	Set  services   `json:"set"`
-	Del  count      `json:"del"`
-	TSet count      `json:"tset"`
-	TDel count      `json:"tdel"`
-	CSet configs    `json:"cset"`
-	CDel count      `json:"cdel"`
-}
-
-// checkBounds refuses a message whose node or delta exceeds a bound,
-// reading only its shape (counts and sizes): nothing of the size of the
-// entries is allocated.
+// checkBounds refuses a message whose node or delta exceeds a bound. It
+// reads the message's shape in one pass over its bytes (counts and sizes,
+// nothing decoded, nothing allocated in proportion to the message), as
+// encoding/json will decode it: keys match case-insensitively (Unicode
+// simple folding, escapes resolved), and the maps of a key given twice add
+// up. A malformed message passes: decode refuses it, saying why.
 func checkBounds(b []byte) error {
 	if len(b) <= boundsCheckAbove {
 		return nil
 	}
-	var m struct {
-		From  string      `json:"from"`
-		Node  *nodeShape  `json:"node"`
-		Delta *deltaShape `json:"delta"`
-	}
-	err := json.Unmarshal(b, &m)
+	s := &shapeScan{b: b}
+	var from string
+	var err error
+	s.object(func(k string) {
+		switch {
+		case strings.EqualFold(k, "from"):
+			from = s.shortString()
+		case strings.EqualFold(k, "node"):
+			err = orErr(err, s.node(""))
+		case strings.EqualFold(k, "delta"):
+			err = orErr(err, s.delta())
+		default:
+			s.skip()
+		}
+	})
 	if err == nil {
-		err = m.Node.check("")
-	}
-	if err == nil && m.Delta != nil {
-		err = m.Delta.Head.check("delta head: ")
-		for _, c := range []struct {
-			what string
-			n    count
-			max  int
-		}{{"deleted services", m.Delta.Del, maxCopyServices}, {"targets", m.Delta.TSet, maxCopyTargets},
-			{"deleted targets", m.Delta.TDel, maxCopyTargets}, {"deleted configs", m.Delta.CDel, maxCopyConfigs}} {
-			if err == nil && int(c.n) > c.max {
-				err = boundError(c.what, int(c.n), c.max)
-			}
-		}
-	}
-	var ob overBound
-	if !errors.As(err, &ob) {
-		return nil // malformed: decode says how
-	}
-	if m.From == "" { // the shape stopped before the sender's name
-		var f struct {
-			From string `json:"from"`
-		}
-		json.Unmarshal(b, &f)
-		m.From = f.From
-	}
-	return fmt.Errorf("message from %.64q over a bound of a member's data, refused: %w", m.From, err)
-}
-
-// overBound is a bound exceeded.
-type overBound string
-
-func (e overBound) Error() string { return string(e) }
-
-func (n *nodeShape) check(prefix string) error {
-	if n == nil {
 		return nil
 	}
-	for _, c := range []struct {
-		what string
-		n    int
-		max  int
-	}{{"labels", int(n.Labels), maxCopyLabels}, {"targets", int(n.Targets), maxCopyTargets},
-		{"clears", int(n.Clears), maxCopyClears}} {
-		if c.n > c.max {
-			return overBound(prefix + boundError(c.what, c.n, c.max).Error())
+	return fmt.Errorf("message from %.64q over a bound of a member's data, refused: %w", from, err)
+}
+
+func orErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// shapeScan walks a JSON text once. On bytes that are not JSON it stops
+// (ok false) and every count it gave is a lower bound: decode refuses the
+// message anyway.
+type shapeScan struct {
+	b    []byte
+	i    int
+	stop bool
+	// the counts of the node being read, adding up over repeated keys
+	labels, services, resources, targets, configs, clears int
+}
+
+func (s *shapeScan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
 		}
 	}
+}
+
+// peek is the next byte past white space, 0 at the end or after a stop.
+func (s *shapeScan) peek() byte {
+	s.ws()
+	if s.stop || s.i >= len(s.b) {
+		s.stop = true
+		return 0
+	}
+	return s.b[s.i]
+}
+
+// str reads a string and returns its bytes between the quotes, escapes
+// as sent.
+func (s *shapeScan) str() []byte {
+	if s.peek() != '"' {
+		s.stop = true
+		return nil
+	}
+	start := s.i + 1
+	for s.i++; s.i < len(s.b); s.i++ {
+		switch s.b[s.i] {
+		case '\\':
+			s.i++
+		case '"':
+			s.i++
+			return s.b[start : s.i-1]
+		}
+	}
+	s.stop = true
 	return nil
 }
 
+// key reads an object key as encoding/json compares it: its escapes
+// resolved (a key too long to be a field name is returned as sent).
+func (s *shapeScan) key() string {
+	raw := s.str()
+	if bytes.IndexByte(raw, '\\') < 0 || len(raw) > 64 {
+		return string(raw)
+	}
+	var k string
+	if json.Unmarshal(s.b[s.i-len(raw)-2:s.i], &k) != nil {
+		return string(raw)
+	}
+	return k
+}
+
+// shortString reads a string value, up to 64 bytes of it as sent.
+func (s *shapeScan) shortString() string {
+	if s.peek() != '"' {
+		s.skip()
+		return ""
+	}
+	raw := s.str()
+	return string(raw[:min(len(raw), 64)])
+}
+
+// textSize reads a string value and returns the size of its text: its
+// bytes as sent, an escape counting for the bytes it stands for at most.
+func (s *shapeScan) textSize() int {
+	if s.peek() != '"' {
+		s.skip()
+		return 0
+	}
+	raw := s.str()
+	n := len(raw)
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '\\' && i+1 < len(raw) {
+			if raw[i+1] == 'u' {
+				n -= 3 // 6 bytes for at most 3
+				i += 5
+			} else {
+				n-- // 2 bytes for 1
+				i++
+			}
+		}
+	}
+	return n
+}
+
+// skip reads one value of any kind.
+func (s *shapeScan) skip() {
+	depth := 0
+	for !s.stop {
+		switch s.peek() {
+		case 0:
+			return
+		case '"':
+			s.str()
+		case '{', '[':
+			depth++
+			s.i++
+			continue
+		case '}', ']':
+			if depth == 0 {
+				return // the caller's
+			}
+			depth--
+			s.i++
+		case ',', ':':
+			if depth == 0 {
+				return
+			}
+			s.i++
+			continue
+		default: // a number, true, false, null
+			for s.i < len(s.b) && !strings.ContainsRune(" \t\n\r,:]}{[\"", rune(s.b[s.i])) {
+				s.i++
+			}
+		}
+		if depth == 0 {
+			return
+		}
+	}
+}
+
+// object reads an object, calling member for each key with the scan on
+// its value, which member must read. Anything but an object is skipped.
+func (s *shapeScan) object(member func(k string)) {
+	if s.peek() != '{' {
+		s.skip()
+		return
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		return
+	}
+	for !s.stop {
+		k := s.key()
+		if s.peek() != ':' {
+			s.stop = true
+			return
+		}
+		s.i++
+		at := s.i
+		member(k)
+		if s.i == at && !s.stop {
+			s.skip() // member read nothing
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return
+		default:
+			s.stop = true
+			return
+		}
+	}
+}
+
+// count reads an object or an array and returns its number of members.
+func (s *shapeScan) count() int {
+	n := 0
+	switch s.peek() {
+	case '{':
+		s.object(func(string) { n++; s.skip() })
+	case '[':
+		s.i++
+		if s.peek() == ']' {
+			s.i++
+			return 0
+		}
+		for !s.stop {
+			n++
+			s.skip()
+			switch s.peek() {
+			case ',':
+				s.i++
+			case ']':
+				s.i++
+				return n
+			default:
+				s.stop = true
+			}
+		}
+	default:
+		s.skip()
+	}
+	return n
+}
+
+// node reads a node (a full copy's, or a delta's head) against the
+// bounds.
+func (s *shapeScan) node(prefix string) error {
+	var err error
+	s.object(func(k string) {
+		switch {
+		case strings.EqualFold(k, "labels"):
+			s.labels += s.count()
+		case strings.EqualFold(k, "services"):
+			err = orErr(err, s.instances())
+		case strings.EqualFold(k, "targets"):
+			s.targets += s.count()
+		case strings.EqualFold(k, "configs"):
+			err = orErr(err, s.configEntries())
+		case strings.EqualFold(k, "clears"):
+			s.clears += s.count()
+		default:
+			s.skip()
+		}
+	})
+	for _, c := range []struct {
+		what     string
+		n, limit int
+	}{{"labels", s.labels, maxCopyLabels}, {"targets", s.targets, maxCopyTargets}, {"clears", s.clears, maxCopyClears}} {
+		if err == nil && c.n > c.limit {
+			err = boundError(c.what, c.n, c.limit)
+		}
+	}
+	if err != nil && prefix != "" {
+		err = fmt.Errorf("%s%w", prefix, err)
+	}
+	return err
+}
+
+// instances reads a map of instances: their number, and their resources
+// in all; it stops at the first bound exceeded.
+func (s *shapeScan) instances() error {
+	var err error
+	s.object(func(string) {
+		if err != nil {
+			s.skip()
+			return
+		}
+		if s.services++; s.services > maxCopyServices {
+			err = tooMany("services", maxCopyServices)
+			s.stop = true
+			return
+		}
+		s.object(func(k string) {
+			if strings.EqualFold(k, "resources") {
+				s.resources += s.count()
+			} else {
+				s.skip()
+			}
+		})
+		if s.resources > maxCopyResources {
+			err = boundError("resources", s.resources, maxCopyResources)
+			s.stop = true
+		}
+	})
+	return err
+}
+
+// configEntries reads a map of config entries: their number, the size of
+// each text and of each lineage; it stops at the first bound exceeded.
+func (s *shapeScan) configEntries() error {
+	var err error
+	s.object(func(name string) {
+		if err != nil {
+			s.skip()
+			return
+		}
+		if s.configs++; s.configs > maxCopyConfigs {
+			err = tooMany("configs", maxCopyConfigs)
+			s.stop = true
+			return
+		}
+		size, includes := 0, 0
+		s.object(func(k string) {
+			switch {
+			case strings.EqualFold(k, "raw"):
+				size = s.textSize() // the last one given is the one kept
+			case strings.EqualFold(k, "includes"):
+				includes += s.count()
+			default:
+				s.skip()
+			}
+		})
+		switch {
+		case size > maxConfigBytes:
+			err = fmt.Errorf("config %.64q of %d bytes (at most %d): %w", name, size, maxConfigBytes, errOverBound)
+		case includes > maxConfigIncludes:
+			err = fmt.Errorf("config %.64q: %d nodes in its lineage (at most %d): %w", name, includes, maxConfigIncludes, errOverBound)
+		}
+		if err != nil {
+			s.stop = true
+		}
+	})
+	return err
+}
+
+// delta reads a delta against the bounds (the copy it applies to is
+// bounded again as it applies: delta.bound).
+func (s *shapeScan) delta() error {
+	var err error
+	var del, tset, tdel, cdel int
+	s.object(func(k string) {
+		switch {
+		case strings.EqualFold(k, "head"):
+			head := &shapeScan{b: s.b, i: s.i}
+			err = orErr(err, head.node("delta head: "))
+			s.i, s.stop = head.i, head.stop
+		case strings.EqualFold(k, "set"):
+			err = orErr(err, s.instances())
+		case strings.EqualFold(k, "cset"):
+			err = orErr(err, s.configEntries())
+		case strings.EqualFold(k, "del"):
+			del += s.count()
+		case strings.EqualFold(k, "tset"):
+			tset += s.count()
+		case strings.EqualFold(k, "tdel"):
+			tdel += s.count()
+		case strings.EqualFold(k, "cdel"):
+			cdel += s.count()
+		default:
+			s.skip()
+		}
+	})
+	for _, c := range []struct {
+		what     string
+		n, limit int
+	}{{"deleted services", del, maxCopyServices}, {"targets", tset, maxCopyTargets},
+		{"deleted targets", tdel, maxCopyTargets}, {"deleted configs", cdel, maxCopyConfigs}} {
+		if err == nil && c.n > c.limit {
+			err = boundError(c.what, c.n, c.limit)
+		}
+	}
+	return err
+}
+
+// errOverBound marks a bound exceeded.
+var errOverBound = errors.New("over a bound")
+
+// tooMany is a count over its bound, stopped at the first beyond it.
+func tooMany(what string, limit int) error {
+	return fmt.Errorf("more than %d %s: %w", limit, what, errOverBound)
+}
+
 func boundError(what string, n, limit int) error {
-	return overBound(fmt.Sprintf("%d %s (at most %d)", n, what, limit))
+	return fmt.Errorf("%d %s (at most %d): %w", n, what, limit, errOverBound)
 }
 
 // bound removes from d, before it is applied to n (the copy held of a

@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"fmt"
+	"math/rand"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,14 +12,37 @@ import (
 	"haven/dataset"
 )
 
-func TestJSONMembers(t *testing.T) {
+func TestShapeScanCount(t *testing.T) {
 	for in, want := range map[string]int{
 		`null`: 0, `{}`: 0, `[ ]`: 0, `[1]`: 1, `{"a":1}`: 1, `{"a":{"b":1,"c":[1,2]},"d":"x,}"}`: 2,
-		`["\"", "\\", {"]":","}]`: 3, ` { "a" : [ ] , "b" : { } } `: 2, `"a,b"`: 0,
+		`["\"", "\\", {"]":","}]`: 3, ` { "a" : [ ] , "b" : { } } `: 2, `"a,b"`: 0, `[1,[2,3],{"a":[4]},-1.5e3,true]`: 5,
+		`{"a":`: 1, `[1,2`: 2, `}`: 0, // not JSON: whatever was counted before the stop
 	} {
-		if got := jsonMembers([]byte(in)); got != want {
-			t.Errorf("jsonMembers(%s) = %d, want %d", in, got, want)
+		s := &shapeScan{b: []byte(in)}
+		if got := s.count(); got != want {
+			t.Errorf("count(%s) = %d, want %d", in, got, want)
 		}
+	}
+	// Hostile bytes: every prefix of a large message, and random bytes,
+	// end the scan (decode refuses them).
+	n := dataset.Node{Name: "n2", Gen: 1, Services: map[string]dataset.Instance{}, Labels: map[string]string{"a": "b"}}
+	for i := range 100 {
+		n.Services[fmt.Sprintf("s%03d", i)] = dataset.Instance{Avail: dataset.StatusUp, Resources: map[string]dataset.Resource{"app#1": {}}}
+	}
+	b := encode(&message{Kind: kindFull, From: "n2", Inc: 9, Gen: 1, Node: &n})
+	if err := checkBounds(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(b); i += 7 {
+		checkBounds(b[:i])
+	}
+	r := rand.New(rand.NewSource(1))
+	for range 200 {
+		junk := make([]byte, boundsCheckAbove+r.Intn(4096))
+		for i := range junk {
+			junk[i] = "{}[]\",: ab1\\"[r.Intn(12)]
+		}
+		checkBounds(junk)
 	}
 }
 
@@ -93,7 +117,7 @@ func TestBoundsMillionServicesRefused(t *testing.T) {
 	if c.peers["n2"].data != nil {
 		t.Error("the copy was installed")
 	}
-	if r := rejection(c); !strings.Contains(r, `"n2"`) || !strings.Contains(r, "1000000 services (at most 20000)") {
+	if r := rejection(c); !strings.Contains(r, `"n2"`) || !strings.Contains(r, "more than 20000 services") {
 		t.Errorf("rejection %q, want one naming n2 and the bound", r)
 	}
 }
@@ -142,13 +166,17 @@ func TestBoundsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		body, want string
 	}{
-		{many("configs", maxCopyConfigs+1, `{}`), "20001 configs (at most 20000)"},
+		{many("configs", maxCopyConfigs+1, `{}`), "more than 20000 configs"},
 		{`"configs":{"web":{"raw":"` + bigRaw + `"}}`, `config "web" of 1048577 bytes`},
 		{many("labels", maxCopyLabels+1, `"v"`), "1025 labels"},
 		{`"services":{"web":` + strings.Replace(many("resources", maxCopyResources+1, `{}`), `"resources":`, `{"resources":`, 1) + `}}`, "200001 resources"},
 		{many("targets", maxCopyTargets+1, `{}`), "20001 targets"},
+		// keys as encoding/json matches them: any case, Unicode folding, escapes
+		{strings.Replace(many("targets", maxCopyTargets+1, `{}`), `"targets"`, `"TARGETS"`, 1), "20001 targets"},
+		{strings.Replace(many("services", maxCopyServices+1, `{}`), `"services"`, `"\u017fervices"`, 1), "more than 20000 services"},
+		{strings.Replace(many("services", maxCopyServices+1, `{}`), `"services"`, `"\u0073ervices"`, 1), "more than 20000 services"},
 		// a key given twice: the counts add up
-		{many("services", maxCopyServices/2+1, `{}`) + "," + many("services", maxCopyServices/2, `{}`), "20001 services"},
+		{many("services", maxCopyServices/2+1, `{}`) + "," + many("services", maxCopyServices/2, `{}`), "more than 20000 services"},
 	} {
 		c := boundsCore(t)
 		c.receive(fullOf(tc.body))
@@ -171,5 +199,50 @@ func TestBoundsRefused(t *testing.T) {
 	c.receive(encode(&message{Kind: kindFull, From: "n2", Inc: 9, Gen: 1, Node: &n}))
 	if p := c.peers["n2"]; p.data == nil || len(p.data.Configs) != 2000 {
 		t.Errorf("a copy of 2,000 services and configs was not installed (%q)", rejection(c))
+	}
+}
+
+// A large message (2,000 configs of 7 KB: 14 MB, near the largest) is
+// decoded before the core's lock is taken: the daemon's loop, which takes
+// it to publish and to list the peers, is not held for the whole decode
+// (a second or more on a busy host: the CLI waited that long).
+func TestLargeMessageDecodedOutsideTheLock(t *testing.T) {
+	c := boundsCore(t)
+	n := dataset.Node{Name: "n2", Gen: 1, Services: map[string]dataset.Instance{}, Configs: map[string]dataset.ConfigEntry{}}
+	raw := strings.Repeat("# padding padding padding padding\n", 220)
+	for i := range 2000 {
+		name := fmt.Sprintf("svc%04d", i)
+		n.Configs[name] = dataset.ConfigEntry{Raw: raw, Digest: dataset.ConfigDigest([]byte(raw))}
+	}
+	b := encode(&message{Kind: kindFull, From: "n2", Inc: 9, Gen: 1, Node: &n})
+	s := time.Now()
+	if err := checkBounds(b); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the bounds of a full copy of %d MB checked in %s", len(b)>>20, time.Since(s))
+	done := make(chan time.Duration)
+	go func() {
+		start := time.Now()
+		c.receive(b)
+		done <- time.Since(start)
+	}()
+	var worst time.Duration
+	var took time.Duration
+	for took == 0 {
+		select {
+		case took = <-done:
+		default:
+			s := time.Now()
+			c.peerList()
+			worst = max(worst, time.Since(s))
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Logf("full copy of %d MB received in %s; the lock waited for at most %s meanwhile", len(b)>>20, took, worst)
+	if c.peers["n2"].data == nil {
+		t.Fatal("the copy was not installed")
+	}
+	if worst > took/2 {
+		t.Errorf("peerList waited %s for a receive of %s: the lock is held while decoding", worst, took)
 	}
 }
