@@ -33,6 +33,7 @@ const (
 	// request body of at most 1 MiB, so no config created here is larger.
 	maxConfigBytes    = 1 << 20
 	maxConfigIncludes = 256 // nodes in a config's lineage (a cluster has at most 32)
+	maxUnseen         = 256 // members a beat says are down (a cluster has at most 32)
 )
 
 // boundsCheckAbove: a message of at most this many bytes cannot exceed a
@@ -53,10 +54,15 @@ func checkBounds(b []byte) error {
 	s := &shapeScan{b: b}
 	var from string
 	var err error
+	unseen := 0
 	s.object(func(k string) {
 		switch {
 		case strings.EqualFold(k, "from"):
 			from = s.shortString()
+		case strings.EqualFold(k, "unseen"):
+			if unseen += s.count(); unseen > maxUnseen {
+				err = orErr(err, boundError("members unseen", unseen, maxUnseen))
+			}
 		case strings.EqualFold(k, "node"):
 			err = orErr(err, s.node(""))
 		case strings.EqualFold(k, "delta"):

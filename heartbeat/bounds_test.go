@@ -175,6 +175,7 @@ func TestBoundsRefused(t *testing.T) {
 		{strings.Replace(many("targets", maxCopyTargets+1, `{}`), `"targets"`, `"TARGETS"`, 1), "20001 targets"},
 		{strings.Replace(many("services", maxCopyServices+1, `{}`), `"services"`, `"\u017fervices"`, 1), "more than 20000 services"},
 		{strings.Replace(many("services", maxCopyServices+1, `{}`), `"services"`, `"\u0073ervices"`, 1), "more than 20000 services"},
+		{`"labels":{}},"unseen":[` + strings.Repeat(`"nnnnnnnnnnnnnnnnnnnn",`, maxUnseen) + `"n"],"x":{`, "257 members unseen"},
 		// a key given twice: the counts add up
 		{many("services", maxCopyServices/2+1, `{}`) + "," + many("services", maxCopyServices/2, `{}`), "more than 20000 services"},
 	} {
