@@ -34,9 +34,13 @@ func TestPeerConfigsMergedWithinABudget(t *testing.T) {
 	for i := range 2000 {
 		es[fmt.Sprintf("s%04d", i)] = entry(ver(1, "n2"), raw, map[string]uint64{"n2": 1})
 	}
+	es["s1999"] = entry(ver(9, "n2"), raw, map[string]uint64{"n2": 9}) // parsed last
 	announce(c, es, t0)
 	if parsed > mergeBudget || !c.ConfigMergesLeft() {
 		t.Fatalf("one heartbeat parsed %d bytes (budget %d), merges left %v", parsed, mergeBudget, c.ConfigMergesLeft())
+	}
+	if c.State().Lamport < 9 {
+		t.Errorf("Lamport clock %d: the versions left for later were not witnessed (an edit made meanwhile would lose)", c.State().Lamport)
 	}
 	d.drive(t0)
 	if !c.NextTick(t0, time.Second).Equal(t0.Add(time.Second)) {

@@ -467,8 +467,8 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			continue
 		}
 		if parsed > 0 && parsed+len(e.Raw) > mergeBudget {
-			c.mergeSpent(from) // the rest in a later turn (MergeMore)
-			return
+			c.mergeSpent(from) // in a later turn (MergeMore); every version is witnessed now
+			continue
 		}
 		parsed += len(e.Raw)
 		if dig := dataset.ConfigDigest([]byte(e.Raw)); e.Digest != dig {
