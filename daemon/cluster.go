@@ -92,6 +92,7 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 	}
 	d.core.Heartbeat(pe, d.clk.Now())
 	d.applyReady()
+	d.mergeMoreLater()
 }
 
 // peerStatus is this node's conclusion about a peer.

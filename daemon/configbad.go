@@ -20,6 +20,8 @@ type configState struct {
 	// parked are the requests that read a config while a write of it is
 	// in flight: they run once it is written (whenConfigIdle).
 	parked map[string][]func()
+	// merging: a turn of mergeMoreLater is queued.
+	merging bool
 }
 
 // badConfig is a service config file that does not parse.

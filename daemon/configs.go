@@ -150,3 +150,20 @@ func (d *Daemon) validConfigs(from string, es map[string]dataset.ConfigEntry) ma
 	}
 	return ok
 }
+
+// mergeMoreLater goes on, in later turns of the loop, with the peers'
+// configs the core left over at its budget (node.Core.MergeMore): the
+// requests that arrived meanwhile are served in between, instead of
+// waiting for thousands of configs to be parsed.
+func (d *Daemon) mergeMoreLater() {
+	if d.cfgs.merging || !d.core.ConfigMergesLeft() {
+		return
+	}
+	d.cfgs.merging = true
+	go d.post(func() { // from a goroutine: the loop never waits on its own queue
+		d.cfgs.merging = false
+		d.core.MergeMore(d.clk.Now())
+		d.applyReady()
+		d.mergeMoreLater()
+	})
+}

@@ -43,6 +43,14 @@ func skipUnlessNetns(t *testing.T) {
 // deletes their links.
 func newNetBed(t *testing.T, names []string, nodeExtra string) *netBed {
 	t.Helper()
+	return newNetBedAt(t, names, nodeExtra, nil)
+}
+
+// newNetBedAt is newNetBed where the nodes of addrs are members at (and
+// their hb.addr is) that address instead of their eth0 address: the test
+// adds it to the node's namespace before starting its daemon.
+func newNetBedAt(t *testing.T, names []string, nodeExtra string, addrs map[string]string) *netBed {
+	t.Helper()
 	skipUnlessNetns(t)
 	bed, err := chaos.NewBed(names)
 	if errors.Is(err, chaos.ErrNoNamespace) {
@@ -58,15 +66,21 @@ func newNetBed(t *testing.T, names []string, nodeExtra string) *netBed {
 		}
 	})
 	b := &netBed{t: t, bed: bed, nodes: map[string]*node{}}
+	addr := func(n string) string {
+		if a, ok := addrs[n]; ok {
+			return a
+		}
+		return bed.Addr[n]
+	}
 	var members []testbed.Member
 	for _, n := range names {
-		members = append(members, testbed.Member{Name: n, Addr: fmt.Sprintf("%s:%d", bed.Addr[n], bedPort)})
+		members = append(members, testbed.Member{Name: n, Addr: fmt.Sprintf("%s:%d", addr(n), bedPort)})
 	}
 	cluster := testbed.ClusterToml("netns", testbed.NewSecret(), members)
 	for _, n := range names {
 		nodeToml := testbed.NodeToml{Name: n,
 			Keys:   []string{`monitor_interval = "300ms"`, `maintenance_grace_period = "6s"`, `ready_period = "2s"`, nodeExtra},
-			HBAddr: bed.Addr[n], HBPort: bedPort, HBTimeout: "3s", HBInterval: "1s"}
+			HBAddr: addr(n), HBPort: bedPort, HBTimeout: "3s", HBInterval: "1s"}
 		nd := newNode(t, n, nodeToml.String())
 		writeClusterToml(t, nd, cluster)
 		b.nodes[n] = nd

@@ -210,13 +210,15 @@ func (c *core) kick() {
 
 // receive handles one frame from the transport.
 func (c *core) receive(b []byte) {
+	// Decoded before the lock: a message of 16 MB takes a second or more
+	// to decode, and the daemon's loop takes the lock (Publish, Peers).
+	m, err := decode(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return
 	}
 	defer c.drainLocked()
-	m, err := decode(b)
 	if err != nil {
 		c.rejectLocked("", err.Error())
 		return

@@ -90,6 +90,9 @@ func decode(b []byte) (*message, error) {
 	if len(b) > maxMessage {
 		return nil, fmt.Errorf("message of %d bytes exceeds %d", len(b), maxMessage)
 	}
+	if err := checkBounds(b); err != nil {
+		return nil, err
+	}
 	var m message
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("malformed message: %w", err)
@@ -172,8 +175,10 @@ func diffMap[V any](prev, next map[string]V) (set map[string]V, del []string) {
 	return set, del
 }
 
-// apply applies d to n in place (n is a private copy) and sets its Gen.
+// apply applies d to n in place (n is a private copy) and sets its Gen,
+// without what would take n over a bound (bounds.go).
 func (d *delta) apply(n *dataset.Node, gen uint64) {
+	d.bound(n)
 	if d.Head != nil {
 		svcs, tgts, cfgs := n.Services, n.Targets, n.Configs
 		*n = *d.Head

@@ -203,8 +203,10 @@ func unexpected(err error) error {
 }
 
 // tcpLoop accepts inbound streams. A connection from an address that is no
-// member's, or beyond the budget of unauthenticated connections, is closed
-// at once; the others read their open record within hsTTL.
+// member's is closed at once; the others read their open record within
+// hsTTL. When the budget of unauthenticated connections is full, the
+// oldest one (of the same address when that address is at its budget)
+// is closed to make room (admit).
 func (t *secTransport) tcpLoop() {
 	defer t.wg.Done()
 	var delay time.Duration
@@ -226,7 +228,14 @@ func (t *secTransport) tcpLoop() {
 		delay = 0
 		ra := conn.RemoteAddr().(*net.TCPAddr).AddrPort()
 		src := netip.AddrPortFrom(ra.Addr().Unmap(), ra.Port())
-		if reason := t.admit(conn, src.Addr()); reason != "" {
+		reason, evicted := t.admit(conn, src.Addr())
+		if evicted != nil {
+			evicted.Close() // its handshake fails and releases nothing more
+			t.c.refused.Add(1)
+			t.refuse(src.Addr().String(), Event{Kind: Rejected, Node: src.Addr().String(), Addr: evicted.RemoteAddr().String(),
+				Reason: "stream: " + reason})
+		}
+		if evicted == nil && reason != "" {
 			conn.Close()
 			t.c.refused.Add(1)
 			t.refuse(src.Addr().String(), Event{Kind: Rejected, Node: src.Addr().String(), Addr: src.String(),
@@ -238,34 +247,82 @@ func (t *secTransport) tcpLoop() {
 	}
 }
 
-// admit reserves a slot for an unauthenticated stream, or says why not.
-func (t *secTransport) admit(conn net.Conn, ip netip.Addr) string {
+// unauthSlot is an inbound stream reading its open record: its source
+// address and its admission order.
+type unauthSlot struct {
+	ip  netip.Addr
+	seq uint64
+}
+
+// admit reserves a slot for an unauthenticated stream. A connection from
+// an address that is no member's, or arriving at shutdown, is refused
+// (reason set, evicted nil). When the budget is full (maxUnauthPerIP from
+// ip, or maxUnauthStreams in all), the oldest unauthenticated connection
+// (from ip, or from any address) loses its slot to the new one: it is
+// returned in evicted, with the reason, for the caller to close. A member
+// opens its stream and sends its open record at once, which takes
+// microseconds to authenticate; connections that send nothing or trickle
+// could otherwise hold every slot of a member's address (another process
+// of a member's host, a NAT in front of it) and keep the member's own
+// streams out for as long as they reconnect. Evicting the oldest, they can
+// only keep a member's stream out by opening maxUnauthPerIP connections
+// within the time its first record takes to be read.
+func (t *secTransport) admit(conn net.Conn, ip netip.Addr) (reason string, evicted net.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
 	case t.down.Load():
-		return "shutting down"
+		return "shutting down", nil
 	case !t.memberIPs[ip]:
-		return "connection from an address that is no member's"
-	case len(t.unauth) >= maxUnauthStreams:
-		return fmt.Sprintf("%d unauthenticated connections already open, closed", maxUnauthStreams)
+		return "connection from an address that is no member's", nil
 	case t.unauthIP[ip] >= maxUnauthPerIP:
-		return fmt.Sprintf("%d unauthenticated connections already open from %s, closed", maxUnauthPerIP, ip)
+		evicted = t.oldestUnauthLocked(ip)
+		reason = fmt.Sprintf("%d unauthenticated connections already open from %s: the oldest closed", maxUnauthPerIP, ip)
+	case len(t.unauth) >= maxUnauthStreams:
+		evicted = t.oldestUnauthLocked(netip.Addr{})
+		reason = fmt.Sprintf("%d unauthenticated connections already open: the oldest closed", maxUnauthStreams)
 	}
-	t.unauth[conn] = ip
+	if evicted != nil {
+		t.releaseLocked(evicted)
+	} else if reason != "" {
+		return reason, nil // not reached: a full budget holds a connection
+	}
+	t.admitted++
+	t.unauth[conn] = unauthSlot{ip: ip, seq: t.admitted}
 	t.unauthIP[ip]++
-	return ""
+	return reason, evicted
 }
 
-func (t *secTransport) release(conn net.Conn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if ip, ok := t.unauth[conn]; ok {
-		delete(t.unauth, conn)
-		if t.unauthIP[ip]--; t.unauthIP[ip] <= 0 {
-			delete(t.unauthIP, ip)
+// oldestUnauthLocked is the unauthenticated connection admitted first,
+// from ip (any address when ip is the zero Addr).
+func (t *secTransport) oldestUnauthLocked(ip netip.Addr) net.Conn {
+	var old net.Conn
+	var seq uint64
+	for c, s := range t.unauth {
+		if (!ip.IsValid() || s.ip == ip) && (old == nil || s.seq < seq) {
+			old, seq = c, s.seq
 		}
 	}
+	return old
+}
+
+// release frees the slot of conn, and tells whether it still held one (it
+// did not when it was evicted).
+func (t *secTransport) release(conn net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.releaseLocked(conn)
+}
+
+func (t *secTransport) releaseLocked(conn net.Conn) bool {
+	s, ok := t.unauth[conn]
+	if ok {
+		delete(t.unauth, conn)
+		if t.unauthIP[s.ip]--; t.unauthIP[s.ip] <= 0 {
+			delete(t.unauthIP, s.ip)
+		}
+	}
+	return ok
 }
 
 // handshake authenticates the open record of an inbound stream and hands
@@ -273,10 +330,10 @@ func (t *secTransport) release(conn net.Conn) {
 func (t *secTransport) handshake(conn net.Conn, src netip.AddrPort) {
 	defer t.wg.Done()
 	sc, err := t.openStream(conn, src)
-	t.release(conn)
-	if sc == nil {
+	held := t.release(conn)
+	if sc == nil || !held {
 		conn.Close()
-		if err != nil {
+		if err != nil && held { // an evicted connection was reported by tcpLoop
 			t.refuse(src.Addr().String(), Event{Kind: Rejected, Node: src.Addr().String(), Addr: src.String(),
 				Reason: "stream: " + err.Error()})
 		}

@@ -47,6 +47,7 @@ type secTransport struct {
 
 	udp      *net.UDPConn
 	tcp      *net.TCPListener
+	dialFrom *net.TCPAddr // source of our streams: hb.addr, nil when a wildcard
 	packetCh chan *memberlist.Packet
 	streamCh chan net.Conn
 	closing  chan struct{}
@@ -56,8 +57,9 @@ type secTransport struct {
 	mu        sync.Mutex
 	peers     map[string]*peerSec
 	memberIPs map[netip.Addr]bool
-	unauth    map[net.Conn]netip.Addr // inbound streams not yet authenticated
+	unauth    map[net.Conn]unauthSlot // inbound streams not yet authenticated
 	unauthIP  map[netip.Addr]int
+	admitted  uint64 // inbound streams admitted so far: their order
 }
 
 // peerSec is what the transport knows of one member's runs. A run
@@ -87,6 +89,7 @@ func newSecTransport(s settings, c *core, bindAddr string, bindPort int, tap fun
 	}
 	t.tap = tap
 	ip := net.ParseIP(bindAddr)
+	t.dialFrom = dialSource(ip)
 	if t.tcp, err = net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: bindPort}); err != nil {
 		return nil, err
 	}
@@ -102,6 +105,20 @@ func newSecTransport(s settings, c *core, bindAddr string, bindPort int, tap fun
 	return t, nil
 }
 
+// dialSource is the local address our streams leave from: hb.addr when it
+// is a specific address, so that the peers see the stream come from the
+// address they know us by (their address check refuses any other), even
+// when hb.addr is not the address the kernel would pick (a secondary
+// address, an address of another interface). A wildcard leaves the choice
+// to the kernel (nil), as for the datagrams, which leave from the bound
+// socket.
+func dialSource(ip net.IP) *net.TCPAddr {
+	if ip == nil || ip.IsUnspecified() {
+		return nil
+	}
+	return &net.TCPAddr{IP: ip}
+}
+
 // newSecState is the transport without its sockets.
 func newSecState(s settings, c *core) (*secTransport, error) {
 	keys, err := newKeyring(s.key, s.ClusterName)
@@ -111,7 +128,7 @@ func newSecState(s settings, c *core) (*secTransport, error) {
 	t := &secTransport{s: s, node: s.Node, inc: c.inc, keys: keys, c: c,
 		log: s.Logger.With(zap.String("node", s.Node)), hsTTL: clampDur(s.Timeout/4, time.Second, 10*time.Second),
 		packetCh: make(chan *memberlist.Packet), streamCh: make(chan net.Conn), closing: make(chan struct{}),
-		peers: map[string]*peerSec{}, memberIPs: map[netip.Addr]bool{}, unauth: map[net.Conn]netip.Addr{},
+		peers: map[string]*peerSec{}, memberIPs: map[netip.Addr]bool{}, unauth: map[net.Conn]unauthSlot{},
 		unauthIP: map[netip.Addr]int{}}
 	t.self = keys.aead(t.node, t.inc)
 	now := s.Clock.Now()
@@ -209,6 +226,9 @@ func (t *secTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn
 // DialAddressTimeout implements memberlist.NodeAwareTransport.
 func (t *secTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
+	if t.dialFrom != nil {
+		d.LocalAddr = t.dialFrom
+	}
 	c, err := d.Dial("tcp", a.Addr)
 	if err != nil {
 		return nil, err

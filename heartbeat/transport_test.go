@@ -360,7 +360,7 @@ func TestEnvelopeWrongAddressAndImpostor(t *testing.T) {
 
 // Attack: streams announcing 20 MB (in memberlist's framing, and in ours)
 // allocate nothing near it, and 200 idle connections are capped: at most
-// maxUnauthPerIP wait, the rest are closed at once, and the log gets a
+// maxUnauthPerIP wait, each newer one closing the oldest, and the log gets a
 // handful of lines.
 func TestEnvelopeStreamBudgets(t *testing.T) {
 	ms := loopMembers(t, 2)

@@ -83,6 +83,9 @@ type configDist struct {
 	// deletes are the deletions waiting for the stop of the local
 	// instance, by the ticket of that stop.
 	deletes map[Ticket]deletion
+	// more are the peers whose configs MergeConfigs left over at its
+	// budget, for MergeMore (configbudget.go).
+	more map[string]bool
 }
 
 // cfgOp is a ConfigOp handed out, with what its end decides.
@@ -444,6 +447,7 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 	if c.cfg.Configs == nil {
 		return
 	}
+	parsed := 0
 	for _, name := range sortedKeys(entries) {
 		e := entries[name]
 		c.Witness(e.Version)
@@ -464,6 +468,11 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error()})
 			continue
 		}
+		if parsed > 0 && parsed+len(e.Raw) > mergeBudget {
+			c.mergeSpent(from) // in a later turn (MergeMore); every version is witnessed now
+			continue
+		}
+		parsed += len(e.Raw)
 		if dig := dataset.ConfigDigest([]byte(e.Raw)); e.Digest != dig {
 			if e.Digest != "" {
 				c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Digest: true})

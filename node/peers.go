@@ -145,6 +145,9 @@ func (c *Core) Tick(now time.Time) {
 	c.notePeers(now)
 	c.tickChecks(now)
 	c.tickQuorum(now)
+	if c.ConfigMergesLeft() {
+		c.MergeMore(now) // the driver's own turns are quicker (MergeMore)
+	}
 	c.checkEdits(now)
 	if now.Sub(c.lastStep) >= fullPassPeriod {
 		c.viewChanged = true

@@ -18,7 +18,7 @@ import (
 // (a heartbeat event, an API call, the end of an action) may bring it
 // earlier: the driver asks again after each one.
 func (c *Core) NextTick(now time.Time, poll time.Duration) time.Time {
-	if c.quorumOn() || c.monitor == dataset.NodeRejoin || len(c.cd.pending) > 0 || c.ps.failing != nil {
+	if c.quorumOn() || c.monitor == dataset.NodeRejoin || len(c.cd.pending) > 0 || c.ps.failing != nil || c.ConfigMergesLeft() {
 		return now.Add(poll)
 	}
 	for _, name := range c.pnames {
