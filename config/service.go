@@ -28,6 +28,11 @@ func ValidServiceName(name string) error {
 	return nil
 }
 
+// MaxServiceConfig is the largest service config: validate and create
+// agree, and its JSON (escaped, with the request's other fields) fits the
+// local API's 1 MiB request body.
+const MaxServiceConfig = 512 << 10
+
 // MaxServiceName is the longest service name (its file name is NAME.toml).
 const MaxServiceName = 200
 
@@ -42,6 +47,9 @@ func ServiceNameFromFile(path string) string {
 func (dec Decoder) ParseService(file, name string, data []byte) (*ServiceConfig, error) {
 	if err := ValidServiceName(name); err != nil {
 		return nil, &Error{File: file, Msg: err.Error()}
+	}
+	if len(data) > MaxServiceConfig {
+		return nil, &Error{File: file, Msg: fmt.Sprintf("%d KiB: a service config is at most %d KiB (its JSON must fit the local API's 1 MiB request)", (len(data)+1023)>>10, MaxServiceConfig>>10)}
 	}
 	d, err := dec.decodeDoc(file, data, serviceSchema)
 	if err != nil {

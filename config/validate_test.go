@@ -348,3 +348,13 @@ func TestEveryErrorOfAFile(t *testing.T) {
 		}
 	}
 }
+
+// A config too large for create is refused by validate too, naming the
+// file and the limit.
+func TestServiceConfigTooLarge(t *testing.T) {
+	data := "[DEFAULT]\n# " + strings.Repeat("x", MaxServiceConfig) + "\n"
+	_, err := tomlfile.ParseService("big.toml", "big", []byte(data))
+	if err == nil || !strings.HasPrefix(err.Error(), "big.toml: 513 KiB: a service config is at most 512 KiB") {
+		t.Fatalf("ParseService of %d bytes: %v", len(data), err)
+	}
+}
