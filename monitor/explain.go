@@ -167,10 +167,13 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 	} else if blk, _ := c.autoBlock(); !blk.none() {
 		m.Blocked = blk.String()
 	}
-	c.parentsDown(func(p string) bool {
-		m.WaitParents = append(m.WaitParents, p)
-		return true
-	})
+	if c.inst.Avail != dataset.StatusUp && c.inst.Avail != dataset.StatusWarn {
+		// the parents gate a start: an instance already up waits for none
+		c.parentsDown(func(p string) bool {
+			m.WaitParents = append(m.WaitParents, p)
+			return true
+		})
+	}
 	c.childrenNotDown(func(ch string) bool {
 		m.WaitChildren = append(m.WaitChildren, ch)
 		return true

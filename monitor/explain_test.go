@@ -125,6 +125,10 @@ func TestExplainWaitsAndTarget(t *testing.T) {
 	}
 
 	w.setInst("n1", "web", func(i *dataset.Instance) { i.Avail, i.Frozen = dataset.StatusUp, true })
+	// up already: its parents gate no start, explain lists none
+	if m := explain(t, w, "n1", "web", false).Monitor; len(m.WaitParents) > 0 {
+		t.Errorf("web up: got parents not up %v, want none listed", m.WaitParents)
+	}
 	w.setTarget("web", dataset.Target{Expect: dataset.ExpectStopped, ID: "n1-7"})
 	m = explain(t, w, "n1", "web", false).Monitor
 	if m.Target != "stopped" || m.TargetID != "n1-7" || !reflect.DeepEqual(m.WaitChildren, []string{"front"}) ||
