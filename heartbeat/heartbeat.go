@@ -133,6 +133,14 @@ const (
 	// new list; the first beat heard of the peer in this run says it even
 	// when empty. Sent after the peer's Up.
 	Unseen
+	// Stale: the peer is heard, but the copy of its data held has stayed
+	// behind the generation its beats announce for Timeout (its data is
+	// lost on the way); Reason says how far. The owner must not trust
+	// the copy: the instances there are unknown. Ends with Fresh, or Down.
+	Stale
+	// Fresh: the copy of a stale peer caught up with what it announces;
+	// a Data event with the current copy follows.
+	Fresh
 )
 
 func (k Kind) String() string {
@@ -153,6 +161,10 @@ func (k Kind) String() string {
 		return "answered"
 	case Unseen:
 		return "unseen"
+	case Stale:
+		return "stale"
+	case Fresh:
+		return "fresh"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -183,6 +195,12 @@ type Peer struct {
 	Up        bool
 	LastHeard time.Time // zero when never heard
 	Gen       uint64    // generation of the peer's data we hold
+	// Stale: the copy held stayed behind AnnouncedGen (the newest
+	// generation its beats announced) for Timeout (a Stale event).
+	// BehindSince is when it fell behind, zero when it is current.
+	Stale        bool
+	AnnouncedGen uint64
+	BehindSince  time.Time
 }
 
 // Stats are traffic counters since start.
