@@ -44,6 +44,8 @@ type peer struct {
 	// (selfClaimCredited).
 	firstHeard time.Time
 	heardUs    bool
+	// behind: the heartbeat said its data is stale (stale.go).
+	behind bool
 }
 
 // PeerKind is the kind of a heartbeat event about a peer.
@@ -64,6 +66,8 @@ type PeerEvent struct {
 	Data *dataset.Node // PeerData
 	// Unseen are the members the peer does not hear (PeerUnseen).
 	Unseen []string
+	// Reason says why (PeerStale).
+	Reason string
 }
 
 func (c *Core) initPeers() {
@@ -117,9 +121,11 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 		c.MergeConfigs(ev.Node, ev.Data.Configs, now)
 		c.MergeTargets(ev.Data.Targets, func() monitor.Snapshot { return c.Snapshot(now) })
 		c.MergeClears(ev.Data.Clears, now)
+	case PeerStale, PeerFresh:
 	default:
 		return
 	}
+	c.noteStale(p, ev)
 	c.updateCompat()
 	c.notePeers(now)
 	c.updateRejoin(now)

@@ -180,6 +180,10 @@ func (d *daemon) onHeartbeat(ev heartbeat.Event) {
 		pe.Kind = node.PeerDown
 	case heartbeat.Unseen:
 		pe.Kind, pe.Unseen = node.PeerUnseen, ev.Unseen
+	case heartbeat.Stale:
+		pe.Kind, pe.Reason = node.PeerStale, ev.Reason
+	case heartbeat.Fresh:
+		pe.Kind = node.PeerFresh
 	case heartbeat.Data:
 		pe.Kind = node.PeerData
 	default:
