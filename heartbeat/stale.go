@@ -64,7 +64,7 @@ func (p *peer) behindReason(now time.Time) string {
 	} else if p.inc != p.annInc {
 		held += " of an earlier run"
 	}
-	return fmt.Sprintf("its beats announce generation %d, the copy held is at %s, for %s: its data is lost on the way",
+	return fmt.Sprintf("its beats announce generation %d, the copy held is at %s, for %s: its data does not reach this node (lost on the way, or not sent: it may not hear this node)",
 		p.annGen, held, now.Sub(p.behindAt).Round(time.Millisecond))
 }
 
