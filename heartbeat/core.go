@@ -78,6 +78,10 @@ type peer struct {
 	behindAt       time.Time
 	annInc, annGen uint64
 	stale          bool
+	// twin: two runs of p are alive at once (twins.go), last said at
+	// twinAt.
+	twin   bool
+	twinAt time.Time
 }
 
 // Probes: a peer silent for probeAfter (two beat periods: a beat lost, at
@@ -292,6 +296,7 @@ func (c *core) receive(b []byte) {
 			c.st.ProbesAnswered++
 			c.sendBeatLocked(p.name)
 		}
+		c.twinOfSelfLocked(p, m.Twins)
 		if !p.unseenSaid || !slices.Equal(p.unseen, m.Unseen) {
 			p.unseen, p.unseenSaid = m.Unseen, true
 			c.emitLocked(Event{Kind: Unseen, Node: p.name, Unseen: slices.Clone(m.Unseen)})
@@ -416,6 +421,7 @@ func (c *core) tick() {
 	for _, name := range c.names {
 		p := c.peers[name]
 		c.checkGapLocked(p, now)
+		c.checkTwinLocked(p, now)
 		if p.up && now.Sub(p.heard) >= c.s.Timeout {
 			p.up = false
 			p.forgetBehind()
@@ -460,6 +466,9 @@ func (c *core) next() time.Time {
 		if d := c.behindDue(p); !d.IsZero() && d.Before(t) {
 			t = d
 		}
+		if d := c.twinDue(p); !d.IsZero() && d.Before(t) {
+			t = d
+		}
 	}
 	return t
 }
@@ -494,7 +503,7 @@ func (c *core) beatMessage(probe bool) *message {
 			unseen = append(unseen, name)
 		}
 	}
-	return &message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen, Probe: probe}
+	return &message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen, Probe: probe, Twins: c.twinsLocked()}
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -627,7 +636,7 @@ func (c *core) peerList() []Peer {
 	for _, name := range c.names {
 		p := c.peers[name]
 		out = append(out, Peer{Name: p.name, Addr: p.addr, Up: p.up, LastHeard: p.heard, Gen: p.gen,
-			Stale: p.stale, AnnouncedGen: p.annGen, BehindSince: p.behindAt})
+			Stale: p.stale, AnnouncedGen: p.annGen, BehindSince: p.behindAt, Duplicate: p.twin})
 	}
 	return out
 }

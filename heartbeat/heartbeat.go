@@ -118,8 +118,9 @@ const (
 	// at most one per source and reason per 10s, 20 per 10s in all.
 	Rejected
 	// Impostor: a frame authenticated under this node's own name came from
-	// a later run than ours, at Event.Addr: another daemon runs with this
-	// node's name (a copied configuration). The owner should log an error
+	// a later run than ours, at Event.Addr, or a peer's beat lists this
+	// node among the names it hears two runs of: another daemon runs with
+	// this node's name (a copied configuration, a cloned host). The owner should log an error
 	// and stay out of orchestration. Rate-limited like Rejected.
 	Impostor
 	// Asked: a member asks something (Event.ID, Op, Body); the owner
@@ -141,6 +142,15 @@ const (
 	// Fresh: the copy of a stale peer caught up with what it announces;
 	// a Data event with the current copy follows.
 	Fresh
+	// Duplicate: two runs of the peer send at once (two daemons with its
+	// name and address: a cloned host); Reason says which. The owner must
+	// treat the peer as unknown, not down, while it lasts, and log an
+	// error. The duplicated names go in this node's beats, so that the
+	// twins learn it (an Impostor event there).
+	Duplicate
+	// DuplicateGone: no two runs of the peer were heard at once for
+	// Timeout.
+	DuplicateGone
 )
 
 func (k Kind) String() string {
@@ -165,6 +175,10 @@ func (k Kind) String() string {
 		return "stale"
 	case Fresh:
 		return "fresh"
+	case Duplicate:
+		return "duplicate"
+	case DuplicateGone:
+		return "duplicate_gone"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -201,6 +215,9 @@ type Peer struct {
 	Stale        bool
 	AnnouncedGen uint64
 	BehindSince  time.Time
+	// Duplicate: two runs of the peer are alive at once (a Duplicate
+	// event).
+	Duplicate bool
 }
 
 // Stats are traffic counters since start.
