@@ -32,6 +32,10 @@ type HBPeer struct {
 	Stale        bool   `json:"stale,omitempty"`
 	AnnouncedGen uint64 `json:"announced_gen,omitempty"`
 	BehindMs     int64  `json:"behind_ms,omitempty"`
+	// Duplicate: two runs of the peer's name are heard at once (two
+	// daemons with one name: a cloned host); the peer is treated as
+	// unknown, not down, while it lasts.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // ClusterInfo is the "cluster" member of the status object.

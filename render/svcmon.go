@@ -341,6 +341,9 @@ func heartbeatSection(st *dataset.ClusterStatus, nodes []string) monSection {
 			row.nodes = append(row.nodes, c(""))
 		case p.LastHeardMs < 0:
 			row.nodes = append(row.nodes, cc("never", ansiYellow))
+		case p.Duplicate:
+			// two daemons run with its name: its state is unknown
+			row.nodes = append(row.nodes, cc(fmt.Sprintf("DUPLICATE %.1fs", float64(p.LastHeardMs)/1000), ansiRed))
 		case p.Up && p.Stale:
 			// heard, but its data is lost on the way: not trusted
 			row.nodes = append(row.nodes, cc(fmt.Sprintf("up %.1fs stale", float64(p.LastHeardMs)/1000), ansiYellow))

@@ -184,6 +184,10 @@ func (d *daemon) onHeartbeat(ev heartbeat.Event) {
 		pe.Kind, pe.Reason = node.PeerStale, ev.Reason
 	case heartbeat.Fresh:
 		pe.Kind = node.PeerFresh
+	case heartbeat.Duplicate:
+		pe.Kind, pe.Reason = node.PeerDuplicate, ev.Reason
+	case heartbeat.DuplicateGone:
+		pe.Kind = node.PeerDuplicateGone
 	case heartbeat.Data:
 		pe.Kind = node.PeerData
 	default:
