@@ -149,7 +149,7 @@ const (
 	// twins learn it (an Impostor event there).
 	Duplicate
 	// DuplicateGone: no two runs of the peer were heard at once for
-	// Timeout.
+	// Timeout; a Data event with the copy held follows (peer up).
 	DuplicateGone
 )
 

@@ -189,6 +189,11 @@ func (c *core) checkTwinLocked(p *peer, now time.Time) {
 		p.twin = false
 		c.beat = nil
 		c.emitLocked(Event{Kind: DuplicateGone, Node: p.name})
+		if p.up && p.data != nil {
+			// the owner held the copy as unknown: the copy of the run
+			// heard now, again
+			c.emitDataLocked(p)
+		}
 	}
 }
 
