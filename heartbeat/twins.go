@@ -20,7 +20,9 @@ import (
 // confirmed before it, newer runs, and older runs that answered a challenge
 // (an older run it never confirmed is a replay until it proves otherwise).
 // Two such runs that keep sending fresh frames twinAfter after the later of
-// them first appeared, both within Timeout, are two live daemons: the core
+// them first appeared (each at two times half a beat apart at least: not a
+// burst of withheld frames released at once), both within Timeout, are two
+// live daemons: the core
 // is told (core.noteTwin: a Duplicate event, the name in its beats, so that
 // the twins themselves learn it), as long as it lasts. A restart is not a
 // duplicate: the old run stops before the new one starts (frames in flight
@@ -39,6 +41,11 @@ type runSeen struct {
 	inc         uint64
 	w           window    // its fresh sequence numbers
 	first, last time.Time // its first and last fresh frames
+	// prev is the last fresh frame at least half a beat before last: a
+	// run counts as sending at a time when two of its fresh frames came
+	// after it, apart (a burst of datagrams withheld by an attacker and
+	// released at once is not a live run).
+	prev time.Time
 	// confirmed: it was the confirmed run; proved: it answered a
 	// challenge while older than the confirmed run.
 	confirmed, proved bool
@@ -83,6 +90,9 @@ func (t *secTransport) noteRunLocked(ps *peerSec, h header) {
 		return
 	}
 	r.w.mark(h.seq)
+	if now.Sub(r.last) >= t.s.beat/2 {
+		r.prev = r.last
+	}
 	r.last = now
 	if h.inc < ps.inc {
 		// an older run still sends: prove it alive (twin evidence), or
@@ -151,7 +161,7 @@ func (t *secTransport) checkTwinLocked(ps *peerSec, now time.Time) {
 		return
 	}
 	since := maxTime(a.first, b.first).Add(t.twinAfter())
-	if a.last.Before(since) || b.last.Before(since) {
+	if a.prev.Before(since) || b.prev.Before(since) {
 		return
 	}
 	older, newer := a, b

@@ -242,3 +242,41 @@ func TestTwinOfSelfIsImpostor(t *testing.T) {
 		t.Fatalf("%d Impostor events on n01, want 1 (rate-limited)", n)
 	}
 }
+
+// An attacker on the path withheld datagrams of run A; A's node restarts
+// (run B, confirmed); the attacker releases what it held at once: fresh
+// sequence numbers of a run confirmed before, but a burst, not a live run.
+// No duplicate.
+func TestTwinWithheldBurstIsNoDuplicate(t *testing.T) {
+	b := newTwinBed(t)
+	const A, B = 100, 200
+	var held [][]byte
+	for i := 0; i < 24; i++ {
+		b.frame(A)
+		b.answer(A)
+		if i%3 == 0 { // every 3rd datagram withheld
+			b.seq[A]++
+			held = append(held, b.tr.keys.sealDatagram(typeDatagram, "n2", A, b.seq[A], []byte("x")))
+		}
+		b.step(250 * time.Millisecond)
+	}
+	for i := 0; i < 12; i++ {
+		b.frame(B)
+		b.answer(B)
+		b.step(250 * time.Millisecond)
+	}
+	if b.confirmed() != B {
+		t.Fatalf("confirmed %d, want B", b.confirmed())
+	}
+	for _, d := range held {
+		b.tr.openDatagram(d, b.src)
+	}
+	for i := 0; i < 12; i++ {
+		b.frame(B)
+		b.answer(B)
+		b.step(250 * time.Millisecond)
+	}
+	if n := b.count(Duplicate); n != 0 || b.confirmed() != B {
+		t.Fatalf("%d Duplicate events (confirmed %d) after a burst of withheld frames of the earlier run", n, b.confirmed())
+	}
+}
