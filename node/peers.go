@@ -69,7 +69,7 @@ type PeerEvent struct {
 	Data *dataset.Node // PeerData
 	// Unseen are the members the peer does not hear (PeerUnseen).
 	Unseen []string
-	// Reason says why (PeerStale).
+	// Reason says why (PeerStale, PeerDuplicate).
 	Reason string
 }
 
