@@ -54,6 +54,10 @@ type PeerStatus struct {
 	Status    string    `json:"status"`
 	LastHeard time.Time `json:"last_heard,omitzero"`
 	Gen       uint64    `json:"gen"`
+	// Stale: its data held is behind what its beats announce (for
+	// hb.timeout); Duplicate: two runs of its name are heard at once.
+	Stale     bool `json:"stale,omitempty"`
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // HBStatus holds the heartbeat figures.

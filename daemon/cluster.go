@@ -77,6 +77,14 @@ func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
 		pe.Kind = node.PeerDown
 	case heartbeat.Unseen:
 		pe.Kind, pe.Unseen = node.PeerUnseen, ev.Unseen
+	case heartbeat.Stale:
+		pe.Kind, pe.Reason = node.PeerStale, ev.Reason
+	case heartbeat.Fresh:
+		pe.Kind = node.PeerFresh
+	case heartbeat.Duplicate:
+		pe.Kind, pe.Reason = node.PeerDuplicate, ev.Reason
+	case heartbeat.DuplicateGone:
+		pe.Kind = node.PeerDuplicateGone
 	case heartbeat.Data:
 		if _, ok := d.core.Peer(ev.Node); !ok || ev.Data == nil {
 			return

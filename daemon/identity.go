@@ -104,7 +104,9 @@ func (d *Daemon) nextIncarnation() error {
 }
 
 // onImpostor reacts to frames authenticated under this node's own name
-// from a later run elsewhere: another daemon runs as this node. Peers
+// from a later run elsewhere, or to a peer's beat listing this node among
+// the names it hears two runs of (a cloned host): another daemon runs as
+// this node. Peers
 // confirm a run only at the configured address, but two daemons with one
 // name is a configuration error the admin must see: the node freezes
 // itself (nothing more is started here) until the admin thaws it.

@@ -27,11 +27,18 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 			if !hp.LastHeard.IsZero() {
 				ms = now.Sub(hp.LastHeard).Milliseconds()
 			}
-			st.Heartbeat[hp.Name] = dataset.HBPeer{Up: hp.Up, LastHeardMs: ms, Gen: hp.Gen}
+			hbp := dataset.HBPeer{Up: hp.Up, LastHeardMs: ms, Gen: hp.Gen, Stale: hp.Stale, AnnouncedGen: hp.AnnouncedGen, Duplicate: hp.Duplicate}
+			if !hp.BehindSince.IsZero() {
+				hbp.BehindMs = max(1, now.Sub(hp.BehindSince).Milliseconds())
+			}
+			st.Heartbeat[hp.Name] = hbp
 		}
 	}
 	ageOf := func(node string) int64 {
 		if hp, ok := st.Heartbeat[node]; ok {
+			if hp.Stale && hp.Up {
+				return hp.BehindMs // the data is that old at least
+			}
 			return hp.LastHeardMs
 		}
 		return -1

@@ -25,6 +25,17 @@ type HBPeer struct {
 	LastHeardMs int64 `json:"last_heard_ms"`
 	// Gen is the generation of the peer's data held.
 	Gen uint64 `json:"gen"`
+	// Stale: the data held stayed behind the generation the peer's beats
+	// announce (AnnouncedGen) for hb.timeout: heard, but its data is lost
+	// on the way; its instances are unknown (shown stale). BehindMs is
+	// how long the data held has been behind, when it is.
+	Stale        bool   `json:"stale,omitempty"`
+	AnnouncedGen uint64 `json:"announced_gen,omitempty"`
+	BehindMs     int64  `json:"behind_ms,omitempty"`
+	// Duplicate: two runs of the peer's name are heard at once (two
+	// daemons with one name: a cloned host); the peer is treated as
+	// unknown, not down, while it lasts.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // ClusterInfo is the "cluster" member of the status object.

@@ -72,6 +72,16 @@ type peer struct {
 	// probedAt is when a probe last went to p (p silent for probeAfter);
 	// answeredAt when a probe of p was last answered.
 	probedAt, answeredAt time.Time
+	// behindAt is when the copy held fell behind what p announced
+	// (annInc, annGen), zero when it is not; stale once that lasted
+	// Timeout (stale.go).
+	behindAt       time.Time
+	annInc, annGen uint64
+	stale          bool
+	// twin: two runs of p are alive at once (twins.go), last said at
+	// twinAt.
+	twin   bool
+	twinAt time.Time
 }
 
 // Probes: a peer silent for probeAfter (two beat periods: a beat lost, at
@@ -288,6 +298,7 @@ func (c *core) receive(b []byte) {
 			c.st.ProbesAnswered++
 			c.sendBeatLocked(p.name)
 		}
+		c.twinOfSelfLocked(p, m.Twins)
 		if !p.unseenSaid || !slices.Equal(p.unseen, m.Unseen) {
 			p.unseen, p.unseenSaid = m.Unseen, true
 			c.emitLocked(Event{Kind: Unseen, Node: p.name, Unseen: slices.Clone(m.Unseen)})
@@ -361,6 +372,7 @@ func (c *core) checkDigestLocked(p *peer, m *message, now time.Time) {
 
 // gapLocked notes that p announced (inc, gen); a gap opens if we lack it.
 func (c *core) gapLocked(p *peer, inc, gen uint64, now time.Time) {
+	c.noteBehindLocked(p, inc, gen, now)
 	if inc == p.inc && p.data != nil && gen <= p.gen {
 		return
 	}
@@ -376,6 +388,7 @@ func (c *core) gapLocked(p *peer, inc, gen uint64, now time.Time) {
 // checkGapLocked closes a filled gap, or asks for a full copy when the gap
 // is gapWait old (and again every gapWait, within needEvery).
 func (c *core) checkGapLocked(p *peer, now time.Time) {
+	c.checkBehindLocked(p, now)
 	switch {
 	case p.gapAt.IsZero():
 	case p.inc == p.gapInc && p.data != nil && p.gen >= p.gapGen:
@@ -410,8 +423,10 @@ func (c *core) tick() {
 	for _, name := range c.names {
 		p := c.peers[name]
 		c.checkGapLocked(p, now)
+		c.checkTwinLocked(p, now)
 		if p.up && now.Sub(p.heard) >= c.s.Timeout {
 			p.up = false
+			p.forgetBehind()
 			c.beat = nil // the beat says who is unseen
 			c.log.Debug("peer down", zap.String("peer", p.name),
 				zap.Duration("silent", now.Sub(p.heard)), zap.Time("last_heard", p.heard))
@@ -450,6 +465,12 @@ func (c *core) next() time.Time {
 		if d := p.gapAt.Add(c.s.gapWait); !p.gapAt.IsZero() && d.Before(t) {
 			t = d
 		}
+		if d := c.behindDue(p); !d.IsZero() && d.Before(t) {
+			t = d
+		}
+		if d := c.twinDue(p); !d.IsZero() && d.Before(t) {
+			t = d
+		}
 	}
 	return t
 }
@@ -484,7 +505,7 @@ func (c *core) beatMessage(probe bool) *message {
 			unseen = append(unseen, name)
 		}
 	}
-	return &message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen, Probe: probe}
+	return &message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen, Probe: probe, Twins: c.twinsLocked()}
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -616,7 +637,8 @@ func (c *core) peerList() []Peer {
 	out := make([]Peer, 0, len(c.names))
 	for _, name := range c.names {
 		p := c.peers[name]
-		out = append(out, Peer{Name: p.name, Addr: p.addr, Up: p.up, LastHeard: p.heard, Gen: p.gen})
+		out = append(out, Peer{Name: p.name, Addr: p.addr, Up: p.up, LastHeard: p.heard, Gen: p.gen,
+			Stale: p.stale, AnnouncedGen: p.annGen, BehindSince: p.behindAt, Duplicate: p.twin})
 	}
 	return out
 }

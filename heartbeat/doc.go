@@ -28,7 +28,10 @@
 // follows every Publish gapWait later, so a lost delta is repaired within
 // about two gapWait, not a beat period; a lost request is repeated every
 // needEvery. Each start of a node has a new incarnation number, so that a
-// restarted node whose Gen starts over replaces its old data. Nothing on
+// restarted node whose Gen starts over replaces its old data. A peer whose
+// beats announce a generation the copy held stays behind for Timeout (its
+// data lost on the way while its beats pass) is stale: a Stale event, until
+// the copy catches up (Fresh) or the peer goes down (stale.go). Nothing on
 // a tick is per service: idle CPU and bytes do not grow with the data
 // (docs/benchmarks.md, "idle").
 //
@@ -76,7 +79,12 @@
 //     64 such streams waiting (16 per address). Refused traffic becomes
 //     Rejected events (rate-limited: one per source and reason per 10s, 20
 //     per 10s in all) and counters; a frame under our own name from a
-//     later run is an Impostor event. See docs/security.md.
+//     later run is an Impostor event. Two runs of one member that both
+//     keep sending fresh frames are two daemons with one name (a cloned
+//     host): a Duplicate event, the name in our beats (a node that reads
+//     its own name there gets an Impostor event), and a run shut out by
+//     its twin is challenged and taken back once the twin is silent
+//     (twins.go). See docs/security.md.
 //     Frames up to about 1.3KB go as one datagram, larger ones over TCP
 //     (SendReliable), to the address in cluster.toml, through two queues
 //     per peer (datagrams and streams, so that beats never wait behind a

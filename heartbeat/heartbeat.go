@@ -118,8 +118,9 @@ const (
 	// at most one per source and reason per 10s, 20 per 10s in all.
 	Rejected
 	// Impostor: a frame authenticated under this node's own name came from
-	// a later run than ours, at Event.Addr: another daemon runs with this
-	// node's name (a copied configuration). The owner should log an error
+	// a later run than ours, at Event.Addr, or a peer's beat lists this
+	// node among the names it hears two runs of: another daemon runs with
+	// this node's name (a copied configuration, a cloned host). The owner should log an error
 	// and stay out of orchestration. Rate-limited like Rejected.
 	Impostor
 	// Asked: a member asks something (Event.ID, Op, Body); the owner
@@ -133,6 +134,23 @@ const (
 	// new list; the first beat heard of the peer in this run says it even
 	// when empty. Sent after the peer's Up.
 	Unseen
+	// Stale: the peer is heard, but the copy of its data held has stayed
+	// behind the generation its beats announce for Timeout (its data is
+	// lost on the way); Reason says how far. The owner must not trust
+	// the copy: the instances there are unknown. Ends with Fresh, or Down.
+	Stale
+	// Fresh: the copy of a stale peer caught up with what it announces;
+	// a Data event with the current copy follows.
+	Fresh
+	// Duplicate: two runs of the peer send at once (two daemons with its
+	// name and address: a cloned host); Reason says which. The owner must
+	// treat the peer as unknown, not down, while it lasts, and log an
+	// error. The duplicated names go in this node's beats, so that the
+	// twins learn it (an Impostor event there).
+	Duplicate
+	// DuplicateGone: no two runs of the peer were heard at once for
+	// Timeout; a Data event with the copy held follows (peer up).
+	DuplicateGone
 )
 
 func (k Kind) String() string {
@@ -153,6 +171,14 @@ func (k Kind) String() string {
 		return "answered"
 	case Unseen:
 		return "unseen"
+	case Stale:
+		return "stale"
+	case Fresh:
+		return "fresh"
+	case Duplicate:
+		return "duplicate"
+	case DuplicateGone:
+		return "duplicate_gone"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -183,6 +209,15 @@ type Peer struct {
 	Up        bool
 	LastHeard time.Time // zero when never heard
 	Gen       uint64    // generation of the peer's data we hold
+	// Stale: the copy held stayed behind AnnouncedGen (the newest
+	// generation its beats announced) for Timeout (a Stale event).
+	// BehindSince is when it fell behind, zero when it is current.
+	Stale        bool
+	AnnouncedGen uint64
+	BehindSince  time.Time
+	// Duplicate: two runs of the peer are alive at once (a Duplicate
+	// event).
+	Duplicate bool
 }
 
 // Stats are traffic counters since start.

@@ -51,7 +51,11 @@ type message struct {
 	// Probe (beats): the sender has not heard the receiver for a while
 	// and asks for a beat at once (see probeAfter). A node of an earlier
 	// version ignores the field: it only misses the answer.
-	Probe bool          `json:"probe,omitempty"`
+	Probe bool `json:"probe,omitempty"`
+	// Twins (beats) are the members the sender hears two live runs of at
+	// once (two daemons with one name): a node listed learns that another
+	// daemon runs with its name. Older versions ignore the field.
+	Twins []string      `json:"twins,omitempty"`
 	Node  *dataset.Node `json:"node,omitempty"`
 	Delta *delta        `json:"delta,omitempty"`
 	// ID, Op, Body and Err are those of asks and answers (ask.go).

@@ -80,6 +80,7 @@ type peerSec struct {
 	challAt       time.Time
 	challLater    bool // a rate-limited challenge is scheduled
 	answerAt      time.Time
+	twinState     // the runs seen, to detect two at once (twins.go)
 }
 
 func newSecTransport(s settings, c *core, bindAddr string, bindPort int, tap func(net.Conn, string, []byte)) (*secTransport, error) {
@@ -366,6 +367,7 @@ func (t *secTransport) fromMember(ps *peerSec, src netip.AddrPort, port bool) bo
 func (t *secTransport) fresh(ps *peerSec, h header, w *window, path string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.noteRunLocked(ps, h)
 	switch {
 	case h.inc < ps.inc:
 		t.c.replayed.Add(1)
@@ -455,7 +457,9 @@ func (t *secTransport) confirm(ps *peerSec, h header, nonce []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h.inc < ps.inc {
-		t.c.replayed.Add(1) // a response of an earlier run of ps
+		if !t.olderAnsweredLocked(ps, h, nonce) {
+			t.c.replayed.Add(1) // a response of an earlier run of ps
+		}
 		return
 	}
 	if ps.nonce == nil || string(nonce) != string(ps.nonce) {

@@ -85,7 +85,8 @@ func TestEventKindsListed(t *testing.T) {
 		ResourceFailed{}, LadderGaveUp{}, MonitorActionTaken{}, RestartsReset{}, NodeActionRun{}, NodeActionEnd{},
 		QuorumVote{}, QuorumStall{}, ArbitratorStatus{}, TakeoverGate{}, Fenced{}, FenceFailed{},
 		ConfigChangedOutside{}, ConfigDeletedByPeer{}, ConfigRefused{}, ConfigConflict{}, ConfigInstallFailed{},
-		ConfigRebased{}, ConfigUnconfirmed{}}
+		ConfigRebased{}, ConfigUnconfirmed{},
+		PeerDataStale{}, PeerDataFresh{}, DuplicateMember{}, DuplicateMemberGone{}}
 	for _, e := range evs {
 		found := false
 		for _, k := range config.EventKinds {

@@ -44,6 +44,11 @@ type peer struct {
 	// (selfClaimCredited).
 	firstHeard time.Time
 	heardUs    bool
+	// behind: the heartbeat said its data is stale (stale.go).
+	behind bool
+	// twin: two runs of its name are heard at once; downHeld: a Down
+	// came meanwhile (duplicate.go).
+	twin, downHeld bool
 }
 
 // PeerKind is the kind of a heartbeat event about a peer.
@@ -64,6 +69,8 @@ type PeerEvent struct {
 	Data *dataset.Node // PeerData
 	// Unseen are the members the peer does not hear (PeerUnseen).
 	Unseen []string
+	// Reason says why (PeerStale, PeerDuplicate).
+	Reason string
 }
 
 func (c *Core) initPeers() {
@@ -101,7 +108,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	case PeerUp:
 		p.Up = true
 	case PeerDown:
-		if p.Up {
+		if p.Up && !c.heldUpAsTwin(p) {
 			p.Peer = view.NoteDown(p.Peer)
 		}
 	case PeerUnseen:
@@ -117,9 +124,12 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 		c.MergeConfigs(ev.Node, ev.Data.Configs, now)
 		c.MergeTargets(ev.Data.Targets, func() monitor.Snapshot { return c.Snapshot(now) })
 		c.MergeClears(ev.Data.Clears, now)
+	case PeerStale, PeerFresh, PeerDuplicate, PeerDuplicateGone:
 	default:
 		return
 	}
+	c.noteStale(p, ev)
+	c.noteDuplicate(p, ev)
 	c.updateCompat()
 	c.notePeers(now)
 	c.updateRejoin(now)

@@ -18,7 +18,11 @@ const SvcmonLegend = `Marks of the Services grid, one column per node:
   -  not a node of the service
   ^  placement leader    *  frozen
   then the monitor state when not idle (X ready, O^ starting, X start failed),
-  or "? stale 12s": the last data of a node not heard, 12s old.
+  or "? stale 12s": the last data of a node not heard (or heard, but whose
+  data does not reach this node), 12s old.
+Heartbeat row: "up 0.3s" heard 0.3s ago; "up 0.3s stale" heard, but its data
+does not reach this node (its instances are unknown); "DUPLICATE" two daemons
+run with its name (docs/operations.md).
 A service's avail with "!" appended (up!) means its overall status differs
 (e.g. an optional resource down). Below the Nodes grid: why a node is frozen.
 Colours only on a terminal, unless --color; NO_COLOR (not empty) turns them off.`

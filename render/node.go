@@ -66,7 +66,13 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	peers := append([]api.PeerStatus(nil), d.Peers...)
 	sort.Slice(peers, func(i, j int) bool { return peers[i].Name < peers[j].Name })
 	for _, p := range peers {
-		pt.add(c(" "+p.Name), c(p.Addr), c(orDash(p.Status)), c(Age(p.LastHeard, now)), c(strconv.FormatUint(p.Gen, 10)))
+		st := orDash(p.Status)
+		if p.Duplicate {
+			st += " DUPLICATE" // two daemons run with its name
+		} else if p.Stale {
+			st += " stale" // its data does not reach this node
+		}
+		pt.add(c(" "+p.Name), c(p.Addr), c(st), c(Age(p.LastHeard, now)), c(strconv.FormatUint(p.Gen, 10)))
 	}
 	b.WriteString(pt.String())
 	return b.String()

@@ -257,6 +257,28 @@ func cases() map[string]*dataset.ClusterStatus {
 	db.PlacementState, db.GlobalExpect = "non-optimal", "started"
 	lead.Services["db"] = db
 	cs["leader_non_idle"] = lead
+
+	// n2 hears n1 but its data does not arrive (stale: web's instance
+	// there is "? stale"), and two daemons run as n3 (DUPLICATE).
+	trust := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:   threeNodes(),
+		Services: map[string]dataset.ServiceStatus{
+			"web": svc(dataset.StatusDown, n123, map[string]dataset.Instance{
+				"n1": {Avail: dataset.StatusUnknown, Overall: dataset.StatusUnknown, Stale: true, AgeMs: 4200,
+					Monitor: dataset.InstanceMonitor{State: dataset.Idle}},
+				"n2": inst(dataset.StatusDown, dataset.Idle, "none", false),
+				"n3": {Avail: dataset.StatusUnknown, Overall: dataset.StatusUnknown, Stale: true, AgeMs: 200,
+					Monitor: dataset.InstanceMonitor{State: dataset.Idle}},
+			}),
+		},
+		Local: "n2",
+		Heartbeat: map[string]dataset.HBPeer{
+			"n1": {Up: true, LastHeardMs: 300, Gen: 40, Stale: true, AnnouncedGen: 42, BehindMs: 4200},
+			"n3": {Up: true, LastHeardMs: 200, Gen: 7, Duplicate: true},
+		},
+	}
+	cs["stale_and_duplicate"] = trust
 	return cs
 }
 

@@ -364,6 +364,12 @@ func heartbeatSection(st *dataset.ClusterStatus, nodes []string) monSection {
 			row.nodes = append(row.nodes, c(""))
 		case p.LastHeardMs < 0:
 			row.nodes = append(row.nodes, cc("never", ansiYellow))
+		case p.Duplicate:
+			// two daemons run with its name: its state is unknown
+			row.nodes = append(row.nodes, cc(fmt.Sprintf("DUPLICATE %.1fs", float64(p.LastHeardMs)/1000), ansiRed))
+		case p.Up && p.Stale:
+			// heard, but its data is lost on the way: not trusted
+			row.nodes = append(row.nodes, cc(fmt.Sprintf("up %.1fs stale", float64(p.LastHeardMs)/1000), ansiYellow))
 		case p.Up && st.Nodes[n].Status == dataset.NodeStMaint:
 			// its daemon stopped for maintenance: its last beats are not
 			// a daemon that is up

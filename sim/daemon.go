@@ -180,6 +180,14 @@ func (d *daemon) onHeartbeat(ev heartbeat.Event) {
 		pe.Kind = node.PeerDown
 	case heartbeat.Unseen:
 		pe.Kind, pe.Unseen = node.PeerUnseen, ev.Unseen
+	case heartbeat.Stale:
+		pe.Kind, pe.Reason = node.PeerStale, ev.Reason
+	case heartbeat.Fresh:
+		pe.Kind = node.PeerFresh
+	case heartbeat.Duplicate:
+		pe.Kind, pe.Reason = node.PeerDuplicate, ev.Reason
+	case heartbeat.DuplicateGone:
+		pe.Kind = node.PeerDuplicateGone
 	case heartbeat.Data:
 		pe.Kind = node.PeerData
 	default:

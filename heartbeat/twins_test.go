@@ -1,0 +1,282 @@
+package heartbeat
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"haven/clock"
+	"haven/config"
+)
+
+type nopTransport struct{}
+
+func (nopTransport) send(string, []byte) {}
+
+// twinBed is n1's transport state (no sockets) with a fake clock, fed
+// authentic frames of runs of n2 from n2's configured address.
+type twinBed struct {
+	t   *testing.T
+	clk *clock.Fake
+	tr  *secTransport
+	src netip.AddrPort
+	seq map[uint64]uint64
+	evs []Event
+}
+
+func newTwinBed(t *testing.T) *twinBed {
+	clk := clock.NewFake(t0)
+	ms := []config.Member{{Name: "n1", Addr: "10.0.0.1:10000"}, {Name: "n2", Addr: "10.0.0.2:10000"}}
+	s, err := Config{Node: "n1", Members: ms, ClusterName: "prod", Secret: testSecret, Timeout: 3 * time.Second,
+		Interval: time.Second, Clock: clk}.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCore(s)
+	c.tr = nopTransport{}
+	tr, err := newSecState(s, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Shutdown() })
+	return &twinBed{t: t, clk: clk, tr: tr, src: netip.MustParseAddrPort("10.0.0.2:10000"), seq: map[uint64]uint64{}}
+}
+
+// frame feeds a datagram of run inc of n2; it reports whether memberlist
+// would see it.
+func (b *twinBed) frame(inc uint64) bool {
+	b.seq[inc]++
+	return b.tr.openDatagram(b.tr.keys.sealDatagram(typeDatagram, "n2", inc, b.seq[inc], []byte("x")), b.src) != nil
+}
+
+// answer feeds run inc's answer to n1's pending challenge (none: no-op).
+func (b *twinBed) answer(inc uint64) {
+	b.tr.mu.Lock()
+	nonce := b.tr.peers["n2"].nonce
+	b.tr.mu.Unlock()
+	if nonce == nil {
+		return
+	}
+	b.seq[inc]++
+	b.tr.openDatagram(b.tr.keys.sealDatagram(typeResponse, "n2", inc, b.seq[inc], nonce), b.src)
+}
+
+func (b *twinBed) confirmed() uint64 {
+	b.tr.mu.Lock()
+	defer b.tr.mu.Unlock()
+	return b.tr.peers["n2"].inc
+}
+
+// step advances the clock by d, ticks the core and collects its events.
+func (b *twinBed) step(d time.Duration) {
+	b.clk.Advance(d)
+	b.tr.c.tick()
+	for {
+		select {
+		case ev := <-b.tr.c.events:
+			b.evs = append(b.evs, ev)
+			continue
+		default:
+		}
+		return
+	}
+}
+
+func (b *twinBed) count(k Kind) int {
+	n := 0
+	for _, ev := range b.evs {
+		if ev.Kind == k && ev.Node == "n2" {
+			n++
+		}
+	}
+	return n
+}
+
+// A restart: run A beats, stops, run B starts and is confirmed. One run
+// at a time is no duplicate.
+func TestTwinRestartIsNoDuplicate(t *testing.T) {
+	b := newTwinBed(t)
+	const A, B = 100, 200
+	for i := 0; i < 10; i++ {
+		b.frame(A)
+		b.answer(A)
+		b.step(500 * time.Millisecond)
+	}
+	if b.confirmed() != A {
+		t.Fatalf("confirmed %d, want A", b.confirmed())
+	}
+	for i := 0; i < 20; i++ {
+		b.frame(B)
+		b.answer(B)
+		b.step(500 * time.Millisecond)
+	}
+	if b.confirmed() != B || b.count(Duplicate) != 0 {
+		t.Fatalf("confirmed %d, %d Duplicate events: a restart is no duplicate", b.confirmed(), b.count(Duplicate))
+	}
+}
+
+// A clone: run A is confirmed, run B (the clone) appears and answers the
+// challenge (it holds the address now); A keeps sending fresh frames (no
+// replay: new sequence numbers). n1 reports a duplicate within twinAfter
+// of B's start and lists n2 in its beats; while both send it stays so.
+// Then the clone stops: A, silent-shut-out until then, is challenged,
+// answers, and is accepted again before hb.timeout (n2 is never declared
+// down); the duplicate ends hb.timeout later.
+func TestTwinCloneDetectedAndRealRunTakenBack(t *testing.T) {
+	b := newTwinBed(t)
+	const A, B = 100, 200
+	for i := 0; i < 6; i++ {
+		b.frame(A)
+		b.answer(A)
+		b.step(500 * time.Millisecond)
+	}
+	cloneAt := b.clk.Now()
+	var detected time.Time
+	for i := 0; i < 12; i++ {
+		b.frame(B)
+		b.answer(B) // the clone answers the challenges
+		b.frame(A)  // the real run keeps beating: refused, earlier run
+		b.step(250 * time.Millisecond)
+		if detected.IsZero() && b.count(Duplicate) > 0 {
+			detected = b.clk.Now()
+		}
+	}
+	if b.confirmed() != B {
+		t.Fatalf("confirmed %d, want the clone's run (it answered)", b.confirmed())
+	}
+	if detected.IsZero() || b.count(Duplicate) != 1 {
+		t.Fatalf("%d Duplicate events, want 1", b.count(Duplicate))
+	}
+	if d := detected.Sub(cloneAt); d > 2*time.Second {
+		t.Fatalf("duplicate reported %s after the clone started, want within 2 beats (+ one)", d)
+	}
+	for _, ev := range b.evs {
+		if ev.Kind == Duplicate && !strings.Contains(ev.Reason, "two runs of n2") {
+			t.Fatalf("reason %q", ev.Reason)
+		}
+	}
+	b.tr.c.mu.Lock()
+	twins := b.tr.c.beatMessage(false).Twins
+	b.tr.c.mu.Unlock()
+	if len(twins) != 1 || twins[0] != "n2" {
+		t.Fatalf("n1's beat lists twins %v, want [n2]", twins)
+	}
+	if p := peerOf(t, &memHB{c: b.tr.c}, "n2"); !p.Duplicate {
+		t.Fatalf("Peers: %+v, want n2 duplicate", p)
+	}
+	// the clone stops; the real run keeps beating and answers
+	taken := false
+	for i := 0; i < 10 && !taken; i++ {
+		taken = b.frame(A)
+		b.answer(A)
+		b.step(250 * time.Millisecond)
+	}
+	if !taken || b.confirmed() != A {
+		t.Fatalf("the real run is still shut out (confirmed %d) 2.5s after the clone stopped", b.confirmed())
+	}
+	if b.count(DuplicateGone) != 0 {
+		t.Fatal("duplicate over before hb.timeout")
+	}
+	for i := 0; i < 16; i++ {
+		b.frame(A)
+		b.step(250 * time.Millisecond)
+	}
+	if b.count(DuplicateGone) != 1 {
+		t.Fatalf("%d DuplicateGone events once only one run sends for hb.timeout, want 1", b.count(DuplicateGone))
+	}
+	if p := peerOf(t, &memHB{c: b.tr.c}, "n2"); p.Duplicate {
+		t.Fatal("still duplicate")
+	}
+}
+
+// A clone that never gets confirmed (the real run answers every challenge)
+// is a duplicate too.
+func TestTwinUnconfirmedCloneDetected(t *testing.T) {
+	b := newTwinBed(t)
+	const A, B = 100, 200
+	for i := 0; i < 6; i++ {
+		b.frame(A)
+		b.answer(A)
+		b.step(500 * time.Millisecond)
+	}
+	for i := 0; i < 12; i++ {
+		b.frame(B)
+		b.answer(A) // the real run holds the address
+		b.frame(A)
+		b.step(250 * time.Millisecond)
+	}
+	if b.confirmed() != A || b.count(Duplicate) != 1 {
+		t.Fatalf("confirmed %d, %d Duplicate events, want A and 1", b.confirmed(), b.count(Duplicate))
+	}
+}
+
+// Replayed frames of an earlier run never confirmed here (captured before
+// n1 started) are no evidence of a second live run.
+func TestTwinReplayOfUnknownRunIsNoDuplicate(t *testing.T) {
+	b := newTwinBed(t)
+	const Old, A = 50, 100
+	for i := 0; i < 6; i++ {
+		b.frame(A)
+		b.answer(A)
+		b.step(500 * time.Millisecond)
+	}
+	for i := 0; i < 20; i++ {
+		b.frame(Old)
+		b.answer(A) // a challenge, if any, is answered by the live run
+		b.frame(A)
+		b.step(250 * time.Millisecond)
+	}
+	if b.confirmed() != A || b.count(Duplicate) != 0 {
+		t.Fatalf("confirmed %d, %d Duplicate events: a replay is no second run", b.confirmed(), b.count(Duplicate))
+	}
+}
+
+// A peer's beat listing this node among the duplicated members is an
+// Impostor event: another daemon runs with this node's name.
+func TestTwinOfSelfIsImpostor(t *testing.T) {
+	c := newMemCluster(t, 2)
+	c.hb["n02"].(*memHB).c.noteTwin("n01", "test")
+	c.net.Advance(5 * time.Second) // two beats
+	if n := c.take("n01", Impostor, "n01"); n != 1 {
+		t.Fatalf("%d Impostor events on n01, want 1 (rate-limited)", n)
+	}
+}
+
+// An attacker on the path withheld datagrams of run A; A's node restarts
+// (run B, confirmed); the attacker releases what it held at once: fresh
+// sequence numbers of a run confirmed before, but a burst, not a live run.
+// No duplicate.
+func TestTwinWithheldBurstIsNoDuplicate(t *testing.T) {
+	b := newTwinBed(t)
+	const A, B = 100, 200
+	var held [][]byte
+	for i := 0; i < 24; i++ {
+		b.frame(A)
+		b.answer(A)
+		if i%3 == 0 { // every 3rd datagram withheld
+			b.seq[A]++
+			held = append(held, b.tr.keys.sealDatagram(typeDatagram, "n2", A, b.seq[A], []byte("x")))
+		}
+		b.step(250 * time.Millisecond)
+	}
+	for i := 0; i < 12; i++ {
+		b.frame(B)
+		b.answer(B)
+		b.step(250 * time.Millisecond)
+	}
+	if b.confirmed() != B {
+		t.Fatalf("confirmed %d, want B", b.confirmed())
+	}
+	for _, d := range held {
+		b.tr.openDatagram(d, b.src)
+	}
+	for i := 0; i < 12; i++ {
+		b.frame(B)
+		b.answer(B)
+		b.step(250 * time.Millisecond)
+	}
+	if n := b.count(Duplicate); n != 0 || b.confirmed() != B {
+		t.Fatalf("%d Duplicate events (confirmed %d) after a burst of withheld frames of the earlier run", n, b.confirmed())
+	}
+}

@@ -1,0 +1,90 @@
+package node
+
+import "haven/view"
+
+// A duplicated member (PeerDuplicate): the heartbeat hears two runs of the
+// peer's name at once, two daemons with one name and address (a cloned
+// host, a spare restored from backup). Which run's data reaches this node
+// is the network's choice, and the other run may run services too: the
+// peer is treated as a node whose state is unknown, not as down. Its
+// instances count as unknown (as a stale peer's: nothing fails over
+// because of them), and a Down of the heartbeat while it lasts (the run
+// this node confirmed went silent, the other one still sends) is applied
+// only once the duplicate is over: no node takes over anything because
+// of a duplicated member. The twins themselves learn it from the beats
+// (an Impostor event there freezes the node: nothing more starts there).
+
+const (
+	// PeerDuplicate: two runs of the peer send at once (Reason says which).
+	PeerDuplicate PeerKind = iota + 200
+	// PeerDuplicateGone: one run of the peer again.
+	PeerDuplicateGone
+)
+
+// DuplicateMember: two daemons run with a peer's name at once.
+type DuplicateMember struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+func (DuplicateMember) Kind() string    { return "duplicate_member" }
+func (DuplicateMember) Service() string { return "" }
+func (DuplicateMember) Level() Level    { return Error }
+func (e DuplicateMember) String() string {
+	return "duplicate member " + e.Node + ": " + e.Reason + "; " + e.Node +
+		" is treated as unknown, not down (nothing fails over because of it) until only one daemon runs as " + e.Node +
+		" (stop the other one: docs/operations.md)"
+}
+
+// DuplicateMemberGone: one daemon runs with the peer's name again.
+type DuplicateMemberGone struct {
+	Node string `json:"node"`
+}
+
+func (DuplicateMemberGone) Kind() string    { return "duplicate_member_gone" }
+func (DuplicateMemberGone) Service() string { return "" }
+func (DuplicateMemberGone) Level() Level    { return Warn }
+func (e DuplicateMemberGone) String() string {
+	return "one daemon runs as " + e.Node + " again (no two runs heard for hb.timeout)"
+}
+
+// heldUpAsTwin reports whether a Down of p is held back: p is duplicated
+// (it is applied when the duplicate is over).
+func (c *Core) heldUpAsTwin(p *peer) bool {
+	if p.twin {
+		p.downHeld = true
+	}
+	return p.twin
+}
+
+// noteDuplicate applies PeerDuplicate, PeerDuplicateGone and what a
+// duplicate leaves on the peer's other events.
+func (c *Core) noteDuplicate(p *peer, ev PeerEvent) {
+	switch ev.Kind {
+	case PeerDuplicate:
+		if !p.twin {
+			p.twin = true
+			c.emit(DuplicateMember{Node: ev.Node, Reason: ev.Reason})
+		}
+	case PeerDuplicateGone:
+		if p.twin {
+			p.twin = false
+			c.emit(DuplicateMemberGone{Node: ev.Node})
+			if p.downHeld && p.Up {
+				p.Peer = view.NoteDown(p.Peer)
+			}
+			p.downHeld = false
+		}
+	case PeerUp, PeerData:
+		p.downHeld = false
+	}
+	if p.twin && p.Data != nil {
+		p.Stale = true
+	}
+}
+
+// PeerDuplicated reports whether two runs of the peer are heard at once.
+func (c *Core) PeerDuplicated(name string) bool {
+	p := c.peers[name]
+	return p != nil && p.twin
+}
