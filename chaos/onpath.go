@@ -230,7 +230,8 @@ func (t *T) onPathBeatsOnly() error {
 	end := time.Now().Add(splitBound)
 	for time.Now().Before(end) {
 		st, err := t.C.Nodes[o].Status()
-		trusted := err == nil && st.Services[s].Instances[n].Avail == dataset.StatusUp && st.Nodes[n].Status == dataset.NodeUp
+		inst := st.Services[s].Instances[n]
+		trusted := err == nil && inst.Avail == dataset.StatusUp && !inst.Stale && !st.Heartbeat[n].Stale && st.Nodes[n].Status == dataset.NodeUp
 		if trusted && t.C.appPid(s, n) == 0 {
 			if since.IsZero() {
 				since = time.Now()
