@@ -44,12 +44,14 @@ func App() *cli.App {
 		Usage: "manage the Haven daemon and this node",
 		Flags: flags,
 		Commands: []*cli.Command{
-			{Name: "daemon", Usage: "run | start | stop | shutdown | status", Subcommands: []*cli.Command{
+			{Name: "daemon", Usage: "run | start | stop | shutdown | restart | status", Subcommands: []*cli.Command{
 				{Name: "run", Usage: "run the daemon in the foreground (SIGHUP reopens node.log)", Description: newClusterHelp, Action: run,
 					Flags: append(daemonFlags(), &cli.BoolFlag{Name: "log-stderr", Value: true, Usage: "also write the log to stderr (default: on; --log-stderr=false: only to node.log, or the journal under systemd)"})},
 				{Name: "start", Usage: "start the daemon in the background; return once its API answers", Flags: daemonFlags(), Description: newClusterHelp, Action: start},
 				{Name: "stop", Usage: "clean stop: announce maintenance, leave services running", Flags: stopFlags(), Action: func(c *cli.Context) error { return stop(c, "stop") }},
 				{Name: "shutdown", Usage: "stop every local service instance, announce shutting, then stop", Flags: stopFlags(), Action: func(c *cli.Context) error { return stop(c, "shutdown") }},
+				{Name: "restart", Usage: "clean stop (maintenance: services keep running), then start; under systemd use systemctl restart haven",
+					Flags: append(stopFlags(), daemonFlags()...), Description: newClusterHelp, Action: restart},
 				{Name: "status", Usage: "is the daemon running, with its pid, uptime and peers", Action: status},
 			}},
 			{Name: "freeze", Usage: "freeze this node: no orchestration starts anything on it", Action: func(c *cli.Context) error { return nodeAction(c, "freeze") }},
@@ -237,6 +239,16 @@ func stop(c *cli.Context, mode string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// restart is stop (maintenance: the services keep running, the peers
+// wait) then start: the daemon comes back within the maintenance grace
+// period and adopts its services.
+func restart(c *cli.Context) error {
+	if err := stop(c, "stop"); err != nil {
+		return err
+	}
+	return start(c)
 }
 
 // daemonGone reports whether the daemon of pid has let go of the root. It
