@@ -92,3 +92,14 @@ func (p Paths) PidFile() string { return filepath.Join(p.Run, "daemon.pid") }
 
 // State is the file of durable node state (frozen flags, targets, counters).
 func (p Paths) State() string { return filepath.Join(p.Var, "state.json") }
+
+// ArbitratorConf is the config of the one-vote arbitrator (nodemgr
+// arbitrator run), on a host that is no cluster member.
+func (p Paths) ArbitratorConf() string { return filepath.Join(p.Etc, "arbitrator.toml") }
+
+// ArbitratorStatus is where the running arbitrator writes its status
+// (nodemgr arbitrator status reads it).
+func (p Paths) ArbitratorStatus() string { return filepath.Join(p.Run, "arbitrator.json") }
+
+// ArbitratorPid is the running arbitrator's pid file; it holds its lock.
+func (p Paths) ArbitratorPid() string { return filepath.Join(p.Run, "arbitrator.pid") }

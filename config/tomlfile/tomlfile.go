@@ -192,3 +192,32 @@ func CheckLocalAddr(n *config.NodeConfig, c *config.ClusterConfig, addrs []net.A
 	}
 	return c.ErrAt(config.SectionNodes, own.Name, "%s is not an address of this host: is this node really %s? (node.name in %s)", ip, own.Name, n.File)
 }
+
+// LoadArbitratorConf reads arbitrator.toml: it holds cluster secrets, so a
+// file other users may read is refused as cluster.toml is.
+func LoadArbitratorConf(path string) (*config.ArbitratorConf, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &config.Error{File: path, Msg: "no such file (the arbitrator's config: [arbitrator] listen, one [cluster.NAME] secret per cluster)"}
+		}
+		return nil, &config.Error{File: path, Msg: err.Error()}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: err.Error()}
+	}
+	c, err := Decode.ParseArbitratorConf(path, data)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: err.Error()}
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, &config.Error{File: path, Msg: fmt.Sprintf("mode %04o lets other users read the cluster secrets: chmod 600 it", perm)}
+	}
+	return c, nil
+}

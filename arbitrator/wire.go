@@ -1,0 +1,192 @@
+package arbitrator
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"haven/quorum"
+)
+
+// The wire: one UDP datagram each way, all integers big-endian.
+//
+//	header   = magic 'A' | version 1 | type | cluster length | cluster | node length | node | inc (8) | seq (8)
+//	report   = header (type 1) | AES-256-GCM(ReportBody JSON), nonce seq | 0
+//	grant    = header (type 2, the report's cluster, node, inc, seq) | AES-256-GCM(GrantBody JSON), nonce seq | 1
+//
+// The key is HKDF-SHA256 of the cluster secret, expanded for the cluster
+// name, the node's name and its incarnation (one key per run of a node, as
+// the heartbeat's); the associated data is the header. A grant repeats the
+// header of the report it answers, so it opens only for that report: a
+// captured grant cannot answer another one. The secret never crosses the
+// wire.
+const (
+	magic      = 'A'
+	version    = 1
+	typeReport = 1
+	typeGrant  = 2
+
+	// MaxDatagram bounds what the arbitrator reads, and what a report
+	// may be (a partition of 32 members is about 600 bytes).
+	MaxDatagram = 4096
+	tagSize     = 16
+	maxName     = 255
+)
+
+var (
+	errNotFrame = errors.New("not an arbitrator frame of this version")
+	errAuth     = errors.New("cannot authenticate (wrong cluster secret, or damaged)")
+)
+
+// ReportBody is what a node tells the arbitrator.
+type ReportBody struct {
+	// Partition are the members the node hears and that hear it, itself
+	// included.
+	Partition []string `json:"partition"`
+	// Running is how many failover services the node runs.
+	Running int `json:"running"`
+	// SentUnixMs is the node's wall clock when it sent the report: the
+	// arbitrator refuses reports too far from its own (a replay of old
+	// traffic after it restarted).
+	SentUnixMs int64 `json:"sent_unix_ms"`
+}
+
+// GrantBody is the arbitrator's answer.
+type GrantBody = quorum.GrantAnswer
+
+// header is a parsed frame header.
+type header struct {
+	typ           byte
+	cluster, node string
+	inc, seq      uint64
+	raw           []byte
+}
+
+func appendHeader(dst []byte, typ byte, cluster, node string, inc, seq uint64) []byte {
+	dst = append(dst, magic, version, typ, byte(len(cluster)))
+	dst = append(dst, cluster...)
+	dst = append(dst, byte(len(node)))
+	dst = append(dst, node...)
+	dst = binary.BigEndian.AppendUint64(dst, inc)
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// parseHeader reads the header at the start of b; it never reads past b.
+func parseHeader(b []byte) (header, []byte, error) {
+	if len(b) < 4 || b[0] != magic || b[1] != version {
+		return header{}, nil, errNotFrame
+	}
+	h := header{typ: b[2]}
+	i := 3
+	str := func() (string, bool) {
+		if i >= len(b) {
+			return "", false
+		}
+		n := int(b[i])
+		if n == 0 || i+1+n > len(b) {
+			return "", false
+		}
+		s := string(b[i+1 : i+1+n])
+		i += 1 + n
+		return s, true
+	}
+	var ok bool
+	if h.cluster, ok = str(); !ok {
+		return header{}, nil, errNotFrame
+	}
+	if h.node, ok = str(); !ok {
+		return header{}, nil, errNotFrame
+	}
+	if i+16 > len(b) {
+		return header{}, nil, errNotFrame
+	}
+	h.inc = binary.BigEndian.Uint64(b[i:])
+	h.seq = binary.BigEndian.Uint64(b[i+8:])
+	i += 16
+	h.raw = b[:i]
+	if (h.typ != typeReport && h.typ != typeGrant) || h.inc == 0 || h.seq == 0 {
+		return header{}, nil, errNotFrame
+	}
+	return h, b[i:], nil
+}
+
+// key derives the AEAD of a node's run from the cluster secret.
+func key(secret []byte, cluster, node string, inc uint64) (cipher.AEAD, error) {
+	prk, err := hkdf.Extract(sha256.New, secret, []byte("haven arbitrator v1"))
+	if err != nil {
+		return nil, err
+	}
+	info := []byte("report key\x00")
+	info = append(info, byte(len(cluster)))
+	info = append(info, cluster...)
+	info = append(info, byte(len(node)))
+	info = append(info, node...)
+	info = binary.BigEndian.AppendUint64(info, inc)
+	k, err := hkdf.Expand(sha256.New, prk, string(info), 32)
+	if err != nil {
+		return nil, err
+	}
+	blk, err := aes.NewCipher(k)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(blk)
+}
+
+func nonce(seq uint64, dir uint32) []byte {
+	n := make([]byte, 12)
+	binary.BigEndian.PutUint64(n, seq)
+	binary.BigEndian.PutUint32(n[8:], dir)
+	return n
+}
+
+// seal builds a frame of typ carrying body.
+func seal(secret []byte, typ byte, cluster, node string, inc, seq uint64, body any) ([]byte, error) {
+	if len(cluster) == 0 || len(cluster) > maxName || len(node) == 0 || len(node) > maxName {
+		return nil, fmt.Errorf("cluster and node names of 1 to %d bytes", maxName)
+	}
+	a, err := key(secret, cluster, node, inc)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	out := appendHeader(nil, typ, cluster, node, inc, seq)
+	out = a.Seal(out, nonce(seq, uint32(typ-1)), plain, out)
+	if len(out) > MaxDatagram {
+		return nil, fmt.Errorf("frame of %d bytes over %d", len(out), MaxDatagram)
+	}
+	return out, nil
+}
+
+// open authenticates frame b (its header already parsed as h) under
+// secret and decodes its body into v.
+func open(secret []byte, h header, ct []byte, v any) error {
+	if len(ct) < tagSize {
+		return errNotFrame
+	}
+	a, err := key(secret, h.cluster, h.node, h.inc)
+	if err != nil {
+		return err
+	}
+	plain, err := a.Open(nil, nonce(h.seq, uint32(h.typ-1)), ct, h.raw)
+	if err != nil {
+		return errAuth
+	}
+	if err := json.Unmarshal(plain, v); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	return nil
+}
+
+// maxSkew bounds how far a report's send time may be from the arbitrator's
+// wall clock (NTP keeps hosts within a second).
+const maxSkew = 30 * time.Second

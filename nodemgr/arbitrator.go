@@ -1,0 +1,249 @@
+package nodemgr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"haven/arbitrator"
+	"haven/cliutil"
+	"haven/config/tomlfile"
+	"haven/fsutil"
+	"haven/paths"
+	"haven/render"
+)
+
+// arbitratorCommand is `nodemgr arbitrator`: Haven's one-vote arbitrator,
+// for a third host that is no cluster member (docs/operations.md, "The
+// 2-node case").
+func arbitratorCommand() *cli.Command {
+	return &cli.Command{Name: "arbitrator", Usage: "the one-vote arbitrator of 2-node clusters (a third host): run | start | stop | status",
+		Subcommands: []*cli.Command{
+			{Name: "run", Usage: "run the arbitrator in the foreground (R/etc/arbitrator.toml)", Action: arbitratorRun},
+			{Name: "start", Usage: "start the arbitrator in the background; return once it listens", Action: arbitratorStart},
+			{Name: "stop", Usage: "stop the arbitrator", Action: arbitratorStop},
+			{Name: "status", Usage: "the clusters served, their nodes' last reports, which partition holds each vote and until when", Action: arbitratorStatus},
+		}}
+}
+
+// statusEvery is how often the running arbitrator writes its status file.
+const statusEvery = time.Second
+
+func arbitratorRun(c *cli.Context) error {
+	p := cliutil.Paths(c)
+	conf, err := tomlfile.LoadArbitratorConf(p.ArbitratorConf())
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(p.Run, 0o700); err != nil {
+		return err
+	}
+	// one arbitrator a root: the pid file is its lock
+	lock, err := os.OpenFile(p.ArbitratorPid(), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return cliutil.Failed("an arbitrator already runs with this root (%s is locked)", p.ArbitratorPid())
+	}
+	lock.Truncate(0)
+	fmt.Fprintf(lock, "%d\n", os.Getpid())
+	defer os.Remove(p.ArbitratorPid())
+	defer os.Remove(p.ArbitratorStatus())
+	log, err := zap.NewProduction()
+	if err != nil {
+		return err
+	}
+	log = log.Named("arbitrator")
+	s, err := arbitrator.Listen(arbitrator.Config{Conf: conf, Log: log})
+	if err != nil {
+		return cliutil.Failed("%v", err)
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("arbitrator listening", zap.String("addr", s.Addr().String()), zap.Strings("clusters", conf.ClusterNames()),
+		zap.Duration("lease", arbitrator.Lease), zap.Duration("no vote for", arbitrator.Lease))
+	go writeStatus(ctx, s, p.ArbitratorStatus(), log)
+	err = s.Serve(ctx)
+	log.Info("arbitrator stopped")
+	return err
+}
+
+// writeStatus writes the arbitrator's status to path every statusEvery
+// (0600: it names the clusters and their nodes) until ctx ends.
+func writeStatus(ctx context.Context, s *arbitrator.Server, path string, log *zap.Logger) {
+	t := time.NewTicker(statusEvery)
+	defer t.Stop()
+	for {
+		st := s.Status()
+		st.Pid = os.Getpid()
+		b, _ := json.MarshalIndent(st, "", "  ")
+		if err := fsutil.WriteAtomic(path, append(b, '\n'), 0o600); err != nil {
+			log.Warn("status file", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// arbitratorPid is the pid of the running arbitrator of p, 0 when none
+// holds its lock.
+func arbitratorPid(p paths.Paths) int {
+	f, err := os.Open(p.ArbitratorPid())
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		return 0 // nobody holds it: a pid file left by a crash
+	}
+	b, _ := io.ReadAll(f)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+func arbitratorStart(c *cli.Context) error {
+	p := cliutil.Paths(c)
+	if pid := arbitratorPid(p); pid != 0 {
+		fmt.Fprintf(c.App.Writer, "arbitrator already running (pid %d)\n", pid)
+		return nil
+	}
+	if _, err := tomlfile.LoadArbitratorConf(p.ArbitratorConf()); err != nil {
+		return err // said here, with its file and key, rather than in a log
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(p.Log, 0o700); err != nil {
+		return err
+	}
+	outPath := filepath.Join(p.Log, "arbitrator.out")
+	out, err := openDaemonOut(outPath)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	args := []string{"arbitrator", "run"}
+	if c.IsSet("root") {
+		args = append([]string{"--root", c.String("root")}, args...)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return daemonExit(err, outPath)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if _, err := os.Stat(p.ArbitratorStatus()); err == nil {
+			fmt.Fprintf(c.App.Writer, "arbitrator started (pid %d)\n", cmd.Process.Pid)
+			return nil
+		}
+	}
+	return cliutil.Failed("the arbitrator did not start within 10s (see %s)", outPath)
+}
+
+func arbitratorStop(c *cli.Context) error {
+	p := cliutil.Paths(c)
+	pid := arbitratorPid(p)
+	if pid == 0 {
+		fmt.Fprintln(c.App.Writer, "arbitrator not running")
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if arbitratorPid(p) == 0 {
+			fmt.Fprintln(c.App.Writer, "arbitrator stopped")
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return cliutil.Failed("the arbitrator (pid %d) is still running after 10s", pid)
+}
+
+func arbitratorStatus(c *cli.Context) error {
+	p := cliutil.Paths(c)
+	asJSON, err := cliutil.JSON(c)
+	if err != nil {
+		return err
+	}
+	pid := arbitratorPid(p)
+	if pid == 0 {
+		return cliutil.Failed("arbitrator not running (%s)", p.ArbitratorPid())
+	}
+	b, err := os.ReadFile(p.ArbitratorStatus())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return cliutil.Failed("arbitrator (pid %d) has written no status yet", pid)
+		}
+		return err
+	}
+	var st arbitrator.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("%s: %w", p.ArbitratorStatus(), err)
+	}
+	if asJSON {
+		return cliutil.PrintJSON(c.App.Writer, st)
+	}
+	fmt.Fprint(c.App.Writer, arbitratorText(st, time.Now()))
+	return nil
+}
+
+// arbitratorText is the status for people: each cluster, the partition
+// holding its vote and the leases running, each node's last report.
+func arbitratorText(st arbitrator.Status, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "arbitrator  pid %d, listening on %s, started %s, lease %s\n", st.Pid, st.Listen, render.Age(st.Started, now), st.Lease)
+	fmt.Fprintf(&b, "reports     %d (%d granted, %d refused), %d rejected\n", st.Counters.Reports, st.Counters.Grants, st.Counters.Refusals, st.Counters.Rejected)
+	for _, cs := range st.Clusters {
+		winner := "none yet"
+		if len(cs.Winner) > 0 {
+			winner = strings.Join(cs.Winner, ",")
+		}
+		fmt.Fprintf(&b, "\ncluster %s: the vote is with %s\n", cs.Name, winner)
+		for _, h := range cs.Holders {
+			fmt.Fprintf(&b, " lease  %-12s until %s (%s left)\n", h.Node, h.Until.UTC().Format("15:04:05.0"), h.Until.Sub(now).Round(100*time.Millisecond))
+		}
+		for _, n := range cs.Nodes {
+			g := "refused"
+			if n.Granted {
+				g = "granted"
+			}
+			fmt.Fprintf(&b, " node   %-12s %s  hears %s  runs %d  last report %s (%s)\n", n.Node, n.Addr, strings.Join(n.Partition, ","), n.Running, render.Age(n.LastReport, now), g)
+		}
+		if len(cs.Nodes) == 0 {
+			b.WriteString(" (no report yet)\n")
+		}
+	}
+	return b.String()
+}
