@@ -111,4 +111,3 @@ func (dec Decoder) ParseArbitratorConf(file string, data []byte) (*ArbitratorCon
 	}
 	return c, nil
 }
-
