@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -83,7 +85,8 @@ func writeStatus(w http.ResponseWriter, code, status int, msg string) {
 
 // decode reads the JSON body of r into v, strictly: an unknown field (a
 // misspelled "local" would turn a local action into a cluster-wide one),
-// data after the object, a body over maxBody or one that does not arrive
+// a field name that matches only case-insensitively, a field given twice
+// (`{"local":true,"local":false}`), data after the object, a body over maxBody or one that does not arrive
 // within apiBodyTimeout are refused. It answers the refusal itself.
 func (l *apiLimits) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	what := r.Method + " " + r.URL.Path
@@ -107,11 +110,18 @@ func (l *apiLimits) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	// a socket deadline is compared with the wall clock by the runtime's
 	// poller, not with the daemon's Clock
 	rc.SetReadDeadline(time.Now().Add(apiBodyTimeout))
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.Decode(&json.RawMessage{}) != io.EOF {
-		err = errors.New("data after the JSON object")
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+		if err == nil && dec.Decode(&json.RawMessage{}) != io.EOF {
+			err = errors.New("data after the JSON object")
+		}
+		if err == nil {
+			// field names exactly as spelled, each at most once
+			err = checkExactJSON(body, reflect.TypeOf(v))
+		}
 	}
 	if err == nil {
 		// no deadline once the body is in: the connection stays open
