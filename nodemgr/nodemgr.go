@@ -19,6 +19,7 @@ import (
 	"haven/api"
 	"haven/cliutil"
 	"haven/daemon"
+	"haven/nodemgr/earlyhup"
 	"haven/paths"
 	"haven/render"
 	"haven/version"
@@ -100,9 +101,13 @@ func run(c *cli.Context) error {
 		return cliutil.Usage("%v", err)
 	}
 	// SIGHUP (logrotate's postrotate) reopens node.log; caught from the
-	// start: its default action would end the daemon
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	// start (package earlyhup, before the flags are parsed): its default
+	// action would end the daemon
+	hup := earlyhup.C
+	if hup == nil { // run through App() by a test
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+	}
 	defer signal.Stop(hup)
 	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster")})
 	if err != nil {
@@ -173,7 +178,13 @@ func start(c *cli.Context) error {
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	// the daemon starts with SIGHUP ignored (an ignored signal stays
+	// ignored across exec): one sent before its handler is installed
+	// (package earlyhup, a few ms after the exec) cannot end it
+	signal.Ignore(syscall.SIGHUP)
+	err = cmd.Start()
+	signal.Reset(syscall.SIGHUP)
+	if err != nil {
 		return err
 	}
 	exited := make(chan error, 1)
