@@ -128,6 +128,10 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Compat == 0 {
 		opts.Compat = CompatVersion
 	}
+	// no inherited descriptor reaches the apps and hooks
+	if err := closeInheritedOnExec(); err != nil {
+		return nil, err
+	}
 	p := opts.Paths
 	for _, dir := range []string{p.Etc, p.ServiceDir, p.Var, p.Run, p.Log, filepath.Join(p.Log, "services")} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
