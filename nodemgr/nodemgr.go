@@ -22,6 +22,7 @@ import (
 	"haven/nodemgr/earlyhup"
 	"haven/paths"
 	"haven/render"
+	"haven/render/termtext"
 	"haven/version"
 )
 
@@ -321,7 +322,8 @@ func events(c *cli.Context) error {
 		if e.RID != "" {
 			who += " " + e.RID
 		}
-		_, err := fmt.Fprintf(c.App.Writer, "%s %-16s %s: %s\n", e.Time.Format("15:04:05.000"), e.Kind, who, e.Message)
+		// peers' text: control characters made visible
+		_, err := fmt.Fprintf(c.App.Writer, "%s %-16s %s: %s\n", e.Time.Format("15:04:05.000"), termtext.Clean(e.Kind), termtext.Clean(who), termtext.Clean(e.Message))
 		return err
 	})
 }
