@@ -19,6 +19,7 @@ import (
 	"haven/api"
 	"haven/cliutil"
 	"haven/daemon"
+	"haven/fsutil"
 	"haven/nodemgr/earlyhup"
 	"haven/paths"
 	"haven/render"
@@ -141,7 +142,7 @@ func openDaemonOut(path string) (*os.File, error) {
 			return nil, err
 		}
 	}
-	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	return fsutil.OpenAppendBeneath(filepath.Dir(path), filepath.Base(path))
 }
 
 func start(c *cli.Context) error {
@@ -158,7 +159,7 @@ func start(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(p.Log, 0o755); err != nil {
+	if err := os.MkdirAll(p.Log, 0o700); err != nil {
 		return err
 	}
 	outPath := filepath.Join(p.Log, "daemon.out")
