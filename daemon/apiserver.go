@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/net/netutil"
 
 	"haven/api"
 	"haven/clock"
@@ -43,7 +42,10 @@ const (
 	// take to arrive (a local client sends it in one go).
 	apiHeaderTimeout = 2 * time.Second
 	apiBodyTimeout   = 5 * time.Second
-	apiIdleTimeout   = 30 * time.Second
+	// apiIdleTimeout closes a keep-alive connection left idle (the CLI
+	// sends its few requests at once); at maxConns the idlest is closed
+	// sooner, to make room (connguard.go)
+	apiIdleTimeout = 5 * time.Second
 	// A refused body is read and thrown away, up to drainMax bytes for up
 	// to drainTime, after the refusal is sent: a client still writing it
 	// then reads the refusal instead of a reset connection.
@@ -74,7 +76,8 @@ func newAPIServer(ln net.Listener, h http.Handler, log *zap.Logger) (*http.Serve
 	}
 	// No ReadTimeout: net/http would cancel the context of the event and
 	// log streams when it fires; decode bounds the body read instead.
-	return srv, netutil.LimitListener(ln, maxConns)
+	// idle keep-alive connections give way to new ones at the cap
+	return srv, guardServer(srv, ln, maxConns, 0)
 }
 
 func writeStatus(w http.ResponseWriter, code, status int, msg string) {
