@@ -33,8 +33,10 @@ func OpenAppendBeneath(base, rel string) (*os.File, error) {
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
 	}
 	fd, err := unix.Openat2(int(dir.Fd()), rel, &how)
-	if errors.Is(err, unix.ENOSYS) {
-		// a kernel before 5.6: the file itself is still never followed
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		// a kernel before 5.6, or a seccomp filter that refuses openat2
+		// (old container runtimes): the file itself is still never
+		// followed, and a real permission error shows again below
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return nil, linkErr(path, err)
