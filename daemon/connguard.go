@@ -3,6 +3,7 @@ package daemon
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 )
 
@@ -20,6 +21,10 @@ import (
 type connGuard struct {
 	net.Listener
 	max, perClient int
+	// allow, when set, says whether a client may connect at all: the
+	// others are closed before anything is read, and told to refused.
+	allow   func(netip.Addr) bool
+	refused func(net.Addr)
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -52,7 +57,7 @@ func guardConns(ln net.Listener, max, perClient int) *connGuard {
 }
 
 // guardServer serves srv on ln through a connGuard.
-func guardServer(srv *http.Server, ln net.Listener, max, perClient int) net.Listener {
+func guardServer(srv *http.Server, ln net.Listener, max, perClient int) *connGuard {
 	g := guardConns(ln, max, perClient)
 	prev := srv.ConnState
 	srv.ConnState = func(c net.Conn, st http.ConnState) {
@@ -77,6 +82,13 @@ func (g *connGuard) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		if g.allow != nil && !g.allowed(c.RemoteAddr()) {
+			c.Close()
+			if g.refused != nil {
+				g.refused(c.RemoteAddr())
+			}
+			continue
+		}
 		gc := &guardedConn{Conn: c, g: g, client: clientOf(c)}
 		g.mu.Lock()
 		if g.perClient > 0 && g.count[gc.client] >= g.perClient && !g.evictIdle(gc.client) {
@@ -99,6 +111,15 @@ func (g *connGuard) Accept() (net.Conn, error) {
 		g.mu.Unlock()
 		return gc, nil
 	}
+}
+
+func (g *connGuard) allowed(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return false
+	}
+	ip, ok := netip.AddrFromSlice(ta.IP)
+	return ok && g.allow(ip.Unmap())
 }
 
 func (g *connGuard) Close() error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"haven/config"
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/node"
@@ -440,6 +442,25 @@ func (d *Daemon) serveMetrics() error {
 	d.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: metricsHeaderTime, IdleTimeout: metricsIdleTimeout,
 		ErrorLog: zap.NewStdLog(d.log.Named("metrics"))}
 	gln := guardServer(d.metricsSrv, ln, metricsMaxConns, metricsPerClient)
+	if len(d.node.MetricsAllow) > 0 {
+		allow, err := config.MetricsAllowList(d.node.MetricsAllow)
+		if err != nil { // checked at load
+			ln.Close()
+			return fmt.Errorf("%s: node.metrics_allow: %w", d.node.File, err)
+		}
+		gln.allow = func(a netip.Addr) bool {
+			for _, p := range allow {
+				if p.Contains(a) {
+					return true
+				}
+			}
+			return false
+		}
+		log := d.log.Named("metrics")
+		gln.refused = func(a net.Addr) {
+			log.Warn("metrics connection refused: its address is not in node.metrics_allow", zap.String("from", a.String()))
+		}
+	}
 	d.log.Info("serving metrics", zap.String("addr", ln.Addr().String()))
 	srv := d.metricsSrv
 	go func() {

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,4 +88,35 @@ func TestLocalAPIAnswersPastIdleConnections(t *testing.T) {
 		t.Fatalf("daemon status past 256 idle connections: %s after %s", r, el.Round(time.Millisecond))
 	}
 	t.Logf("daemon status answered in %s", el.Round(time.Millisecond))
+}
+
+// node.metrics_allow: a connection from another address is closed before
+// anything is read (and logged); the allowed scraper is served.
+func TestMetricsAllowList(t *testing.T) {
+	n := newNode(t, "n1", "")
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	setNodeKey(t, n, fmt.Sprintf("metrics_addr = %q\nmetrics_allow = [\"127.0.0.2\", \"127.0.1.0/24\"]", addr))
+	n.startDaemon()
+	get := func(src string) (int, error) {
+		tr := &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}).DialContext}
+		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: tr}).Get("http://" + addr + "/metrics")
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	for _, src := range []string{"127.0.0.2", "127.0.1.9"} {
+		if code, err := get(src); err != nil || code != 200 {
+			t.Fatalf("scrape from %s (allowed): %d %v", src, code, err)
+		}
+	}
+	if code, err := get("127.0.0.1"); err == nil {
+		t.Fatalf("scrape from 127.0.0.1 (not allowed) answered %d", code)
+	}
+	waitFor(t, 10*time.Second, "node.log to report the refused connection", func() bool {
+		b, _ := os.ReadFile(filepath.Join(n.root, "log", "node.log"))
+		return strings.Contains(string(b), "metrics connection refused") && strings.Contains(string(b), "127.0.0.1:")
+	})
 }
