@@ -20,6 +20,7 @@ import (
 	"haven/api"
 	"haven/config"
 	"haven/paths"
+	"haven/render/termtext"
 )
 
 // Exit statuses of the contract.
@@ -138,7 +139,8 @@ func MainContext(ctx context.Context, app *cli.App, args []string) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(app.ErrWriter, "%s: %v\n", app.Name, err)
+	// an error may quote a peer's text: control characters made visible
+	fmt.Fprintf(app.ErrWriter, "%s: %s\n", app.Name, termtext.CleanText(err.Error()))
 	return StatusOf(err)
 }
 

@@ -113,6 +113,8 @@ var Keywords = []Keyword{
 		Doc: "Check period of the other resources."},
 	{Section: SectionNode, Key: "metrics_addr", Type: TypeString, Field: "MetricsAddr",
 		Doc: "Where the daemon serves its Prometheus metrics, at `http://ADDR/metrics` (see docs/metrics.md): `host:port`, the host an IP address, `localhost` or empty for every address (`\":9477\"`). Plain HTTP without authentication: bind it to an address only the scraper reaches. Empty (the default): no metrics listener. An address that cannot be listened on stops the daemon at start, naming it."},
+	{Section: SectionNode, Key: "metrics_allow", Type: TypeList, Field: "MetricsAllow",
+		Doc: "The addresses that may connect to `metrics_addr`: IP addresses and CIDR prefixes (`[\"10.0.0.5\", \"192.168.1.0/24\"]`). A connection from any other address is closed at once, before anything is read, and logged (WARN, rate-limited). Empty (the default): every address that reaches the listener."},
 	{Section: SectionHook, Key: "events", Type: TypeList, Required: true, Field: "Events",
 		Doc: "The event kinds that run the hook, as `nodemgr events` names them (`failover`, `instance_monitor`, `peer_down`, ...; docs/operations.md lists them), or `[\"*\"]` for every event. An unknown kind is an error at load."},
 	{Section: SectionHook, Key: "command", Type: TypeString, Required: true, Field: "Command",

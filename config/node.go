@@ -58,6 +58,9 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
 		return nil, d.errAt(node, "metrics_addr", "%v", err)
 	}
+	if _, err := MetricsAllowList(c.MetricsAllow); err != nil {
+		return nil, d.errAt(node, "metrics_allow", "%v", err)
+	}
 	if c.Hooks, err = d.hooks(); err != nil {
 		return nil, err
 	}

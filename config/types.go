@@ -80,6 +80,9 @@ type NodeConfig struct {
 	// MetricsAddr is where /metrics is served ("" for none).
 	MetricsAddr string
 	HB          HBConfig
+	// MetricsAllow are the addresses and prefixes that may connect to
+	// MetricsAddr (every address when empty).
+	MetricsAllow []string
 	// Hooks are the [hook.NAME] sections, sorted by name.
 	Hooks []Hook
 	// lines locates the keys of node.toml for the checks against cluster.toml.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,11 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/net/netutil"
 
 	"haven/api"
 	"haven/clock"
@@ -41,7 +42,10 @@ const (
 	// take to arrive (a local client sends it in one go).
 	apiHeaderTimeout = 2 * time.Second
 	apiBodyTimeout   = 5 * time.Second
-	apiIdleTimeout   = 30 * time.Second
+	// apiIdleTimeout closes a keep-alive connection left idle (the CLI
+	// sends its few requests at once); at maxConns the idlest is closed
+	// sooner, to make room (connguard.go)
+	apiIdleTimeout = 5 * time.Second
 	// A refused body is read and thrown away, up to drainMax bytes for up
 	// to drainTime, after the refusal is sent: a client still writing it
 	// then reads the refusal instead of a reset connection.
@@ -72,7 +76,8 @@ func newAPIServer(ln net.Listener, h http.Handler, log *zap.Logger) (*http.Serve
 	}
 	// No ReadTimeout: net/http would cancel the context of the event and
 	// log streams when it fires; decode bounds the body read instead.
-	return srv, netutil.LimitListener(ln, maxConns)
+	// idle keep-alive connections give way to new ones at the cap
+	return srv, guardServer(srv, ln, maxConns, 0)
 }
 
 func writeStatus(w http.ResponseWriter, code, status int, msg string) {
@@ -83,7 +88,8 @@ func writeStatus(w http.ResponseWriter, code, status int, msg string) {
 
 // decode reads the JSON body of r into v, strictly: an unknown field (a
 // misspelled "local" would turn a local action into a cluster-wide one),
-// data after the object, a body over maxBody or one that does not arrive
+// a field name that matches only case-insensitively, a field given twice
+// (`{"local":true,"local":false}`), data after the object, a body over maxBody or one that does not arrive
 // within apiBodyTimeout are refused. It answers the refusal itself.
 func (l *apiLimits) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	what := r.Method + " " + r.URL.Path
@@ -107,11 +113,18 @@ func (l *apiLimits) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	// a socket deadline is compared with the wall clock by the runtime's
 	// poller, not with the daemon's Clock
 	rc.SetReadDeadline(time.Now().Add(apiBodyTimeout))
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.Decode(&json.RawMessage{}) != io.EOF {
-		err = errors.New("data after the JSON object")
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+		if err == nil && dec.Decode(&json.RawMessage{}) != io.EOF {
+			err = errors.New("data after the JSON object")
+		}
+		if err == nil {
+			// field names exactly as spelled, each at most once
+			err = checkExactJSON(body, reflect.TypeOf(v))
+		}
 	}
 	if err == nil {
 		// no deadline once the body is in: the connection stays open

@@ -21,6 +21,7 @@ import (
 	"haven/config"
 	"haven/config/tomlfile"
 	"haven/dataset"
+	"haven/fsutil"
 	"haven/heartbeat"
 	"haven/node"
 	"haven/paths"
@@ -128,9 +129,14 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Compat == 0 {
 		opts.Compat = CompatVersion
 	}
+	// no inherited descriptor reaches the apps and hooks
+	if err := closeInheritedOnExec(); err != nil {
+		return nil, err
+	}
 	p := opts.Paths
+	// private: the README's 0700 (existing directories keep their mode)
 	for _, dir := range []string{p.Etc, p.ServiceDir, p.Var, p.Run, p.Log, filepath.Join(p.Log, "services")} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
 	}
@@ -215,7 +221,7 @@ func New(opts Options) (*Daemon, error) {
 }
 
 func acquireLock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +243,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.stopMetrics()
-	if err := os.WriteFile(d.p.PidFile(), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
+	// replaced, never written through a link
+	if err := fsutil.WriteAtomic(d.p.PidFile(), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
 		return err
 	}
 	hctx, hcancel := context.WithCancel(context.Background())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"haven/clock"
+	"haven/fsutil"
 	"haven/paths"
 )
 
@@ -51,7 +53,8 @@ func openNodeLog(path string, crash bool) (*nodeLog, error) {
 }
 
 func (l *nodeLog) reopen() error {
-	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	// never through a link planted in the log directory
+	f, err := fsutil.OpenAppendBeneath(filepath.Dir(l.path), filepath.Base(l.path))
 	if err != nil {
 		return fmt.Errorf("open node log: %w", err)
 	}
@@ -207,7 +210,12 @@ func (s *svcLogs) line(rid, line string) string {
 
 // append writes lines to the log of svc (on the writer's goroutine).
 func (s *svcLogs) append(svc string, lines []byte) error {
-	f, err := os.OpenFile(s.p.ServiceLog(svc), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	// never through a link planted in R/log/services (or at services/)
+	rel, err := filepath.Rel(s.p.Log, s.p.ServiceLog(svc))
+	if err != nil {
+		return err
+	}
+	f, err := fsutil.OpenAppendBeneath(s.p.Log, rel)
 	if err != nil {
 		return err
 	}
@@ -221,7 +229,7 @@ func (s *svcLogs) append(svc string, lines []byte) error {
 // tail returns the last n lines of a service's log (every line when n < 0).
 func (s *svcLogs) tail(svc string, n int) ([]byte, int64, error) {
 	s.w.flush() // what was queued before the call is in the file
-	f, err := os.Open(s.p.ServiceLog(svc))
+	f, err := fsutil.OpenNoFollow(s.p.ServiceLog(svc))
 	if os.IsNotExist(err) {
 		return nil, 0, nil
 	}
@@ -255,7 +263,7 @@ func (s *svcLogs) follow(svc string, off int64, w io.Writer, flush func(), done 
 			return
 		case <-s.clk.After(200 * time.Millisecond):
 		}
-		f, err := os.Open(s.p.ServiceLog(svc))
+		f, err := fsutil.OpenNoFollow(s.p.ServiceLog(svc))
 		if err != nil {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
-	"golang.org/x/net/netutil"
 
+	"haven/config"
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/node"
@@ -34,8 +35,15 @@ import (
 // So a scrape never waits on the loop, and the loop never waits on a
 // scrape (a mutex held for a map copy at most).
 
-// metricsMaxConns bounds the scrapers' connections.
-const metricsMaxConns = 16
+// metricsMaxConns bounds the scrapers' connections, metricsPerClient
+// those of one address; idle keep-alive connections give way to new ones
+// at either cap (connguard.go) and end after metricsIdleTimeout.
+const (
+	metricsMaxConns    = 16
+	metricsPerClient   = 4
+	metricsIdleTimeout = 15 * time.Second
+	metricsHeaderTime  = 3 * time.Second
+)
 
 // The states the one-hot gauges always show (0 or 1); a state outside
 // these lists shows too while it is the current one.
@@ -431,12 +439,32 @@ func (d *Daemon) serveMetrics() error {
 		MaxRequestsInFlight: 4,
 		Timeout:             10 * time.Second,
 	}))
-	d.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 60 * time.Second,
+	d.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: metricsHeaderTime, IdleTimeout: metricsIdleTimeout,
 		ErrorLog: zap.NewStdLog(d.log.Named("metrics"))}
+	gln := guardServer(d.metricsSrv, ln, metricsMaxConns, metricsPerClient)
+	if len(d.node.MetricsAllow) > 0 {
+		allow, err := config.MetricsAllowList(d.node.MetricsAllow)
+		if err != nil { // checked at load
+			ln.Close()
+			return fmt.Errorf("%s: node.metrics_allow: %w", d.node.File, err)
+		}
+		gln.allow = func(a netip.Addr) bool {
+			for _, p := range allow {
+				if p.Contains(a) {
+					return true
+				}
+			}
+			return false
+		}
+		log := d.log.Named("metrics")
+		gln.refused = func(a net.Addr) {
+			log.Warn("metrics connection refused: its address is not in node.metrics_allow", zap.String("from", a.String()))
+		}
+	}
 	d.log.Info("serving metrics", zap.String("addr", ln.Addr().String()))
 	srv := d.metricsSrv
 	go func() {
-		if err := srv.Serve(netutil.LimitListener(ln, metricsMaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(gln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("metrics server", zap.Error(err))
 		}
 	}()

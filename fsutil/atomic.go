@@ -16,7 +16,7 @@ import (
 // whichever step failed (see writeErr).
 func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return writeErr(path, "", err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")

@@ -19,8 +19,11 @@ import (
 	"haven/api"
 	"haven/cliutil"
 	"haven/daemon"
+	"haven/fsutil"
+	"haven/nodemgr/earlyhup"
 	"haven/paths"
 	"haven/render"
+	"haven/render/termtext"
 	"haven/version"
 )
 
@@ -103,9 +106,13 @@ func run(c *cli.Context) error {
 		return cliutil.Usage("%v", err)
 	}
 	// SIGHUP (logrotate's postrotate) reopens node.log; caught from the
-	// start: its default action would end the daemon
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+	// start (package earlyhup, before the flags are parsed): its default
+	// action would end the daemon
+	hup := earlyhup.C
+	if hup == nil { // run through App() by a test
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+	}
 	defer signal.Stop(hup)
 	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster")})
 	if err != nil {
@@ -138,7 +145,7 @@ func openDaemonOut(path string) (*os.File, error) {
 			return nil, err
 		}
 	}
-	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	return fsutil.OpenAppendBeneath(filepath.Dir(path), filepath.Base(path))
 }
 
 func start(c *cli.Context) error {
@@ -155,7 +162,7 @@ func start(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(p.Log, 0o755); err != nil {
+	if err := os.MkdirAll(p.Log, 0o700); err != nil {
 		return err
 	}
 	outPath := filepath.Join(p.Log, "daemon.out")
@@ -176,7 +183,13 @@ func start(c *cli.Context) error {
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	// the daemon starts with SIGHUP ignored (an ignored signal stays
+	// ignored across exec): one sent before its handler is installed
+	// (package earlyhup, a few ms after the exec) cannot end it
+	signal.Ignore(syscall.SIGHUP)
+	err = cmd.Start()
+	signal.Reset(syscall.SIGHUP)
+	if err != nil {
 		return err
 	}
 	exited := make(chan error, 1)
@@ -323,7 +336,8 @@ func events(c *cli.Context) error {
 		if e.RID != "" {
 			who += " " + e.RID
 		}
-		_, err := fmt.Fprintf(c.App.Writer, "%s %-16s %s: %s\n", e.Time.Format("15:04:05.000"), e.Kind, who, e.Message)
+		// peers' text: control characters made visible
+		_, err := fmt.Fprintf(c.App.Writer, "%s %-16s %s: %s\n", e.Time.Format("15:04:05.000"), termtext.Clean(e.Kind), termtext.Clean(who), termtext.Clean(e.Message))
 		return err
 	})
 }

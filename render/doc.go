@@ -4,7 +4,10 @@
 //
 // Every function here is pure: it takes plain values (and `now` where an age
 // is shown), reads no clock, does no IO and returns a string ending with a
-// newline. Layouts follow OpenSVC's so that its users feel at home:
+// newline. Each view first passes every string of what it is given through
+// termtext.Clean, in place: text that peers provide (frozen reasons, labels,
+// messages, names) reaches the terminal with its control characters made
+// visible, never acted on. Layouts follow OpenSVC's so that its users feel at home:
 //
 //	Services                 n1          n2        n3
 //	 web       up     ha   | O^          X ready   -

@@ -27,6 +27,7 @@ import (
 //	  now:     stays idle
 //	  held by: not a candidate: node frozen
 func Explain(e *api.Explanation) string {
+	cleanAll(e) // peers' text, made inert (Clean)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: orchestrate %s, placement %q, seen from %s at %s\n",
 		e.Service, orDash(e.Orchestrate), e.Policy, e.Local, stamp(e.Now))

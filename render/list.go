@@ -11,6 +11,7 @@ import (
 // with its avail, overall status and candidate nodes, and a NOTES column
 // when a config does not parse.
 func ServiceList(entries []api.ServiceEntry) string {
+	cleanAll(entries) // peers' text, made inert (Clean)
 	if len(entries) == 0 {
 		return "no services\n"
 	}

@@ -17,6 +17,7 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	if d == nil {
 		return "daemon not running\n"
 	}
+	cleanAll(d) // peers' text, made inert (Clean)
 	uptime := d.Uptime
 	if !d.Started.IsZero() {
 		uptime = formatDuration(now.Sub(d.Started))

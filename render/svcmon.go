@@ -46,6 +46,7 @@ func Svcmon(st *dataset.ClusterStatus, opt SvcmonOptions) string {
 	if st == nil {
 		return "no cluster status\n"
 	}
+	cleanAll(st) // peers' text, made inert (Clean)
 	nodes := clusterNodes(st)
 	var b strings.Builder
 	b.WriteString(svcmonHeader(st, opt.Color))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/render/termtext"
 )
 
 // treeLine is one line of the status tree: the tree art and name, the
@@ -36,6 +37,8 @@ type treeLine struct {
 // flags are a fixed-width column: M monitored, D disabled, O optional, a
 // dot when unset.
 func StatusTree(name string, s dataset.ServiceStatus, local string) string {
+	name, local = termtext.Clean(name), termtext.Clean(local)
+	cleanAll(&s) // peers' text, made inert (Clean)
 	var lines []treeLine
 	avail := string(s.Avail)
 	if avail == "" {

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"haven/cmdline"
+	"haven/fsutil"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -106,8 +108,12 @@ func run(ctx context.Context, c command) (runResult, error) {
 		return res, fmt.Errorf("empty %s command", c.action)
 	}
 	if c.dir != "" {
-		if err := os.MkdirAll(c.dir, 0o755); err != nil {
-			return res, err
+		// {var} is R/var/services/NAME: private, and neither it nor
+		// services/ may be a link (the command would run, and write its
+		// files, wherever it points)
+		base := filepath.Dir(filepath.Dir(c.dir))
+		if err := fsutil.MkdirBeneath(base, strings.TrimPrefix(c.dir, base+string(filepath.Separator))); err != nil {
+			return res, fmt.Errorf("{var}: %w", err)
 		}
 	}
 	timeout := c.timeout

@@ -10,6 +10,7 @@ import (
 
 	"haven/api"
 	"haven/cliutil"
+	"haven/render/termtext"
 )
 
 // actionFlags are the flags of each service action: --local where the
@@ -141,7 +142,7 @@ func serviceAction(c *cli.Context, action string) error {
 		if asJSON {
 			cliutil.PrintJSON(c.App.Writer, map[string]any{"service": name, "id": res.ID, "result": result})
 		} else {
-			fmt.Fprintf(c.App.Writer, "%s: %s\n", name, result)
+			fmt.Fprintf(c.App.Writer, "%s: %s\n", name, termtext.Clean(result))
 		}
 	}
 	if len(failures) > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"haven/api"
 	"haven/cliutil"
+	"haven/render/termtext"
 )
 
 // LogEntry is one line of a service log, as `logs --format json` prints it
@@ -71,7 +72,8 @@ func logs(c *cli.Context) error {
 		if asJSON {
 			return cliutil.PrintJSONLine(c.App.Writer, ParseLogLine(node, name, line))
 		}
-		_, err := fmt.Fprintln(c.App.Writer, line)
+		// peers' and commands' text: control characters made visible
+		_, err := fmt.Fprintln(c.App.Writer, termtext.CleanText(line))
 		return err
 	}
 	if !c.Bool("follow") {
@@ -80,7 +82,7 @@ func logs(c *cli.Context) error {
 			return err
 		}
 		if !asJSON {
-			_, err := fmt.Fprint(c.App.Writer, out)
+			_, err := fmt.Fprint(c.App.Writer, termtext.CleanText(out))
 			return err
 		}
 		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {

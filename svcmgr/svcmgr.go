@@ -17,6 +17,7 @@ import (
 	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/render"
+	"haven/render/termtext"
 	"haven/version"
 )
 
@@ -303,6 +304,9 @@ func printConfig(c *cli.Context) error {
 		if len(names) > 1 {
 			fmt.Fprintf(c.App.Writer, "# %s\n", n)
 		}
+		if cliutil.IsTerminal(c.App.Writer) {
+			raw = termtext.CleanText(raw) // exact in a pipe or a file
+		}
 		fmt.Fprint(c.App.Writer, raw)
 	}
 	if asJSON {
@@ -437,9 +441,9 @@ func keyword(c *cli.Context, op string) error {
 		}
 		for _, v := range res.Values {
 			if len(names) > 1 {
-				fmt.Fprintf(c.App.Writer, "%s: %s\n", n, v)
+				fmt.Fprintf(c.App.Writer, "%s: %s\n", n, termtext.Clean(v))
 			} else {
-				fmt.Fprintln(c.App.Writer, v)
+				fmt.Fprintln(c.App.Writer, termtext.Clean(v))
 			}
 		}
 	}
