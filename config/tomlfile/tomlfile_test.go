@@ -44,6 +44,7 @@ func TestLoadNodeDefaults(t *testing.T) {
 		CrashCommand:           "echo c > /proc/sysrq-trigger",
 		RebootCommand:          "echo b > /proc/sysrq-trigger",
 		HB:                     config.HBConfig{Addr: "0.0.0.0", Port: 10000, Timeout: 15 * time.Second, Interval: 5 * time.Second},
+		MetricsAllow:           []string{},
 	}
 	if !exportedEqual(c, want) {
 		t.Errorf("LoadNode(missing) = %+v, want %+v", c, want)
