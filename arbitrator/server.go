@@ -17,13 +17,10 @@ import (
 	"haven/quorum"
 )
 
-// Timing of the one-vote arbitrator: nodes report every ReportEvery; a
-// grant lasts Lease from the arbitrator's receipt; a node's last report
-// stands for its partition for Fresh (two report periods and a half).
+// Timing of the one-vote arbitrator (quorum's, shared with the nodes).
 const (
-	ReportEvery = time.Second
-	Lease       = 8 * time.Second
-	Fresh       = 2*ReportEvery + ReportEvery/2
+	Lease = quorum.DefaultLease
+	Fresh = quorum.DefaultFresh
 )
 
 // Config is what a Server runs with.

@@ -41,6 +41,16 @@ import (
 // arbitrator gives the vote to the other side (or calls a grant exclusive),
 // the old holder has counted it lost.
 
+// The timing of a one-vote arbitrator and of its nodes: a node reports
+// every LeaseReportEvery; a grant lasts DefaultLease from the arbitrator's
+// receipt; a node's last report stands for its partition for
+// DefaultFresh (two report periods and a half).
+const (
+	LeaseReportEvery = time.Second
+	DefaultLease     = 8 * time.Second
+	DefaultFresh     = 2*LeaseReportEvery + LeaseReportEvery/2
+)
+
 // LeaseConfig holds the timing of a one-vote arbitrator.
 type LeaseConfig struct {
 	// Lease is how long a grant lasts, from the arbitrator's receipt.

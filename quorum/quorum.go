@@ -12,8 +12,12 @@ type Arbitrator struct {
 	Name   string `json:"name"`
 	Weight int    `json:"weight"`
 	// Answered is set when the probe sent for this vote got a 2xx (http)
-	// or a connection (tcp) within the arbitrator's timeout.
+	// or a connection (tcp) within the arbitrator's timeout; for a
+	// one-vote arbitrator, when this node's lease runs.
 	Answered bool `json:"answered"`
+	// OneVote is a Haven arbitrator (haven://): it gives its vote to one
+	// partition at a time, as a lease (lease.go).
+	OneVote bool `json:"one_vote,omitempty"`
 }
 
 // Input is what a node counts when it loses sight of peers.
@@ -99,6 +103,21 @@ func CertainlyLost(clusterNodes, agree int, arbs []Arbitrator) bool {
 		all += max(a.Weight, 0)
 	}
 	return 2*(clusterNodes-agree+all) <= total
+}
+
+// CertainlyLostExcept is CertainlyLost when the arbitrators that ours
+// names cannot count for the peer: a one-vote arbitrator that granted this
+// side its vote exclusively after the peer was lost (every lease of the
+// peer's side had ended at the arbitrator then).
+func CertainlyLostExcept(clusterNodes, agree int, arbs []Arbitrator, ours func(name string) bool) bool {
+	total, theirs := clusterNodes, 0
+	for _, a := range arbs {
+		total += max(a.Weight, 0)
+		if !ours(a.Name) {
+			theirs += max(a.Weight, 0)
+		}
+	}
+	return 2*(clusterNodes-agree+theirs) <= total
 }
 
 // Timing is what the self-stop deadline is made of.
