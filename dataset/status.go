@@ -76,6 +76,14 @@ type ArbitratorState struct {
 	Answered bool      `json:"answered"`
 	Detail   string    `json:"detail,omitempty"`
 	ProbedAt time.Time `json:"probed_at,omitzero"`
+	// OneVote: a Haven arbitrator (haven://), which gives its vote to one
+	// partition at a time; LeaseUntil is when this node stops counting it
+	// (zero: no lease runs), Exclusive that its last grant was to this
+	// side alone, Winner the partition it names as holding its vote.
+	OneVote    bool      `json:"one_vote,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	Exclusive  bool      `json:"exclusive,omitempty"`
+	Winner     []string  `json:"winner,omitempty"`
 }
 
 // GateState is the takeover gate of a lost peer: Blocked says why its

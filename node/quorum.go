@@ -51,6 +51,11 @@ type QuorumConfig struct {
 type Probe struct {
 	Name string    `json:"name"`
 	Sent time.Time `json:"sent"`
+	// Partition and Running are the report to a one-vote arbitrator
+	// (answered with OneVoteResult): this node's partition, and how many
+	// failover services it runs.
+	Partition []string `json:"partition,omitempty"`
+	Running   int      `json:"running,omitempty"`
 }
 
 // Fence orders the driver to run the fence command of Node, off its loop,
@@ -80,6 +85,11 @@ type gate struct {
 	// raceChecked: the fence delay of a possible double survivor was
 	// decided (raceDelay: this node waits before it fences).
 	raceChecked, raceDelay bool
+	// oneVoteAt is when a one-vote arbitrator first granted this side
+	// alone after the peer was lost (zero: not yet): the peer's lease had
+	// ended by then, its stop budget runs from there.
+	oneVoteAt time.Time
+	oneVoteBy string
 }
 
 type quorumState struct {
@@ -106,6 +116,11 @@ type quorumState struct {
 	escalated  bool
 
 	gates map[string]*gate
+
+	// leases are this node's standing with each one-vote arbitrator
+	// (onevote.go); nextReport is when the next reports are due.
+	leases     map[string]*lease
+	nextReport time.Time
 }
 
 // timing is the self-stop timing: the configured one, its stop budget
@@ -240,7 +255,12 @@ func (c *Core) updateQuorum(now time.Time) {
 		c.startVote(now, nil, c.pnames)
 	} else if len(lost) > 0 {
 		c.startVote(now, live, lost)
+	} else if c.leaseLapsed(now) {
+		// a one-vote arbitrator's lease counted by the last vote ended
+		// unrenewed: the vote is taken again without it
+		c.startVote(now, live, nil)
 	}
+	c.reportLeases(live, now)
 	c.decideVote(now)
 	if !q.nextProbe.IsZero() && !now.Before(q.nextProbe) || q.nextProbe.IsZero() && len(c.cfg.Quorum.Arbitrators) > 0 {
 		q.nextProbe = now.Add(statusProbeEvery)
@@ -256,6 +276,9 @@ func (c *Core) tickQuorum(now time.Time) { c.updateQuorum(now) }
 
 func (c *Core) probeAll(now time.Time) {
 	for _, a := range c.cfg.Quorum.Arbitrators {
+		if a.OneVote {
+			continue // reported to every quorum.LeaseReportEvery (reportLeases)
+		}
 		c.ready.Probes = append(c.ready.Probes, Probe{Name: a.Name, Sent: now})
 	}
 }
@@ -283,6 +306,12 @@ func (c *Core) decideVote(now time.Time) {
 	copy(arbs, c.cfg.Quorum.Arbitrators)
 	if ok, _ := quorum.Decided(len(c.cfg.ClusterNodes), len(q.pendingLive), arbs); !ok {
 		for i, a := range arbs {
+			if a.OneVote {
+				// its standing is current (reported every second): the
+				// lease that runs now counts, none is waited for
+				arbs[i].Answered = c.leaseRuns(a.Name, now)
+				continue
+			}
 			r, heard := q.arbs[a.Name]
 			if !heard || r.sent.Before(q.pending) {
 				return // wait for its answer (the driver bounds it by its timeout)
@@ -522,13 +551,34 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 		return name + "'s split_action is disabled (or unknown): only a fence ([stonith." + name + "]) proves it stopped"
 	}
 	agree := len(q.live) + 1
-	if !quorum.CertainlyLost(len(c.cfg.ClusterNodes), agree, c.cfg.Quorum.Arbitrators) {
+	// a one-vote arbitrator that granted this side alone, answering a
+	// report made after the peer was lost, counts for this side only
+	ours := func(a string) bool {
+		at, ok := c.exclusiveSince(a, g.since)
+		if ok && c.oneVote(a) && g.oneVoteAt.IsZero() {
+			g.oneVoteAt, g.oneVoteBy = at, a
+		}
+		return ok && c.oneVote(a)
+	}
+	lost := quorum.CertainlyLostExcept(len(c.cfg.ClusterNodes), agree, c.cfg.Quorum.Arbitrators, ours)
+	deadline, by := g.deadline, ""
+	if d := g.oneVoteAt.Add(c.timing().StopBudget + c.timing().Beat); !g.oneVoteAt.IsZero() && d.After(deadline) {
+		deadline, by = d, g.oneVoteBy
+	}
+	if !lost {
+		if c.hasOneVote() {
+			return name + " may still hold the vote of a one-vote arbitrator: waiting for it to grant this side alone (the lease of " + name + "'s side must end first), or a fence ([stonith." + name + "])"
+		}
 		return name + " may have kept the quorum (its side can reach the arbitrators): only a fence ([stonith." + name + "]) proves it stopped"
 	}
-	if now.Before(g.deadline) {
-		c.wakeAt(g.deadline)
+	if now.Before(deadline) {
+		c.wakeAt(deadline)
+		if by != "" {
+			return fmt.Sprintf("waiting for %s's self-stop: %s granted this side alone, so %s's arbitrator lease ended; its stop budget runs until %s", name,
+				by, name, deadline.UTC().Format("15:04:05.000"))
+		}
 		return fmt.Sprintf("waiting for %s's self-stop deadline at %s (lost at %s + %s)", name,
-			g.deadline.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), g.deadline.Sub(g.since))
+			deadline.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), deadline.Sub(g.since))
 	}
 	return ""
 }
@@ -566,6 +616,9 @@ func (c *Core) QuorumInfo(now time.Time) *dataset.QuorumInfo {
 		st := dataset.ArbitratorState{Name: a.Name, Weight: a.Weight, Answered: heard && r.ok, Detail: r.detail}
 		if heard {
 			st.ProbedAt = r.sent
+		}
+		if a.OneVote {
+			c.oneVoteState(&st, now)
 		}
 		qi.Total += max(a.Weight, 0)
 		if st.Answered {

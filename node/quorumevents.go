@@ -25,6 +25,9 @@ func (e QuorumVote) Level() Level {
 }
 func (e QuorumVote) String() string {
 	s := "lost contact with " + strings.Join(e.Lost, ",") + ": " + e.Verdict.String()
+	if len(e.Lost) == 0 {
+		s = "vote again, a one-vote arbitrator's lease ended unrenewed: " + e.Verdict.String()
+	}
 	switch {
 	case e.Verdict.Skipped:
 	case !e.Verdict.Survive && e.SplitAction == SplitDisabled:
@@ -53,6 +56,9 @@ type ArbitratorStatus struct {
 	Name   string `json:"arbitrator"`
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"`
+	// Refused: a one-vote arbitrator answered but gave its vote to
+	// another partition (or none yet).
+	Refused bool `json:"refused,omitempty"`
 }
 
 func (ArbitratorStatus) Kind() string    { return "arbitrator" }
@@ -65,7 +71,10 @@ func (e ArbitratorStatus) Level() Level {
 }
 func (e ArbitratorStatus) String() string {
 	w := "answers"
-	if !e.OK {
+	switch {
+	case e.Refused:
+		w = "refuses its vote"
+	case !e.OK:
 		w = "does not answer"
 	}
 	return fmt.Sprintf("arbitrator %s %s (%s)", e.Name, w, e.Detail)

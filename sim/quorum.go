@@ -18,7 +18,12 @@ import (
 //
 //	cluster n1 n2 n3 quorum=true split_action=stop [stop_budget=3s]
 //	node n3 split_action=disabled
-//	arbitrator a [weight=1] [timeout=1s]  a setup line: every node reaches it
+//	arbitrator a [weight=1] [timeout=1s] [onevote]
+//	                                      a setup line: every node reaches it;
+//	                                      onevote: a Haven one-vote arbitrator
+//	                                      (the real quorum.LeaseBook on the fake clock)
+//	arbitrator a restart                  a command: the one-vote arbitrator restarts
+//	                                      (it forgets every lease)
 //	stonith n1 ok|fail                    n1's fence command (a setup line or a command)
 //	arbitrator a unreachable n1 [n2...]   a command: those nodes no longer reach it
 //	arbitrator a reachable n1 [n2...]     they reach it again
@@ -40,6 +45,8 @@ type simArbitrator struct {
 	weight      int
 	timeout     time.Duration
 	unreachable map[string]bool // by node
+	// book is a one-vote arbitrator's lease book (nil: a plain one)
+	book *quorum.LeaseBook
 }
 
 // quorumOptions are the quorum settings of the cluster line.
@@ -60,6 +67,7 @@ type pending struct {
 	probe *node.Probe
 	ok    bool
 	fence string
+	grant *quorum.GrantAnswer // a one-vote arbitrator's answer (probe set)
 }
 
 // quorumSetting takes a quorum key of the cluster line; false when k is
@@ -100,7 +108,7 @@ func (c *Cluster) quorumConfig(n string) node.QuorumConfig {
 	}
 	var arbTimeout time.Duration
 	for _, a := range c.q.arbs {
-		q.Arbitrators = append(q.Arbitrators, quorum.Arbitrator{Name: a.name, Weight: a.weight})
+		q.Arbitrators = append(q.Arbitrators, quorum.Arbitrator{Name: a.name, Weight: a.weight, OneVote: a.book != nil})
 		arbTimeout = max(arbTimeout, a.timeout)
 	}
 	for _, name := range sortedKeys(c.q.stonith) {
@@ -135,6 +143,15 @@ func (r *runner) quorumLine(verb string, args []string) (bool, error) {
 			c.logf("-", "", "arbitrator %s %s from %s", a.name, args[1], strings.Join(args[2:], " "))
 			return true, nil
 		}
+		if len(args) == 2 && args[1] == "restart" {
+			a := c.arbitrator(args[0])
+			if a == nil || a.book == nil {
+				return true, fmt.Errorf("arbitrator %s restart: no one-vote arbitrator of that name", args[0])
+			}
+			a.book = quorum.NewLeaseBook(quorum.LeaseConfig{Lease: quorum.DefaultLease, Fresh: quorum.DefaultFresh}, c.clk.Now())
+			c.logf("-", "", "arbitrator %s restarted: it forgot every lease", a.name)
+			return true, nil
+		}
 		if r.booted || len(args) == 0 {
 			return true, errors.New("arbitrator NAME [weight=N] [timeout=D] is a setup line; then arbitrator NAME reachable|unreachable NODE...")
 		}
@@ -154,6 +171,8 @@ func (r *runner) quorumLine(verb string, args []string) (bool, error) {
 					return true, fmt.Errorf("arbitrator: bad timeout %q", v)
 				}
 				a.timeout = d
+			case "onevote":
+				a.book = quorum.NewLeaseBook(quorum.LeaseConfig{Lease: quorum.DefaultLease, Fresh: quorum.DefaultFresh}, c.clk.Now())
 			default:
 				return true, fmt.Errorf("arbitrator: unknown setting %q", kv)
 			}
@@ -257,7 +276,13 @@ func (d *daemon) quorumReady(rd *node.Ready) {
 		if !ok {
 			at = now.Add(a.timeout)
 		}
-		d.later = append(d.later, pending{at: at, probe: &p, ok: ok})
+		var g *quorum.GrantAnswer
+		if a.book != nil && ok {
+			// the report reaches the arbitrator now: its real book decides
+			ans := a.book.Report(now, quorum.Report{Node: d.name, Partition: p.Partition, Running: p.Running})
+			g = &ans
+		}
+		d.later = append(d.later, pending{at: at, probe: &p, ok: ok, grant: g})
 	}
 	for _, f := range rd.Fences {
 		d.later = append(d.later, pending{at: now.Add(fenceDuration), fence: f.Node, ok: d.c.q.stonith[f.Node]})
@@ -281,7 +306,13 @@ func (d *daemon) runLater() bool {
 	d.later = keep
 	for _, p := range due {
 		did = true
-		if p.probe != nil {
+		if p.probe != nil && d.c.arbitrator(p.probe.Name) != nil && d.c.arbitrator(p.probe.Name).book != nil {
+			if p.grant == nil {
+				d.core.OneVoteResult(p.probe.Name, quorum.GrantAnswer{}, "no answer within the timeout", p.probe.Sent, now)
+			} else {
+				d.core.OneVoteResult(p.probe.Name, *p.grant, "", p.probe.Sent, now)
+			}
+		} else if p.probe != nil {
 			detail := "answered"
 			if !p.ok {
 				detail = "no answer within the timeout"

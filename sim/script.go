@@ -93,7 +93,7 @@ func (r *runner) exec(toks []string, raw string) error {
 		if r.c == nil {
 			return fmt.Errorf("the cluster line comes first")
 		}
-		if verb == "oneway" || verb == "pause" || verb == "arbitrator" && len(toks) > 2 && strings.HasSuffix(toks[2], "reachable") || verb == "stonith" && r.booted {
+		if verb == "oneway" || verb == "pause" || verb == "arbitrator" && len(toks) > 2 && (strings.HasSuffix(toks[2], "reachable") || toks[2] == "restart") || verb == "stonith" && r.booted {
 			r.boot()
 			r.c.lines = append(r.c.lines, fmtTime(r.c.Now())+"  > "+raw)
 		}
