@@ -142,7 +142,7 @@ var Keywords = []Keyword{
 	{Section: SectionNodes, Key: AnyKey, Type: TypeString,
 		Doc: "One line per cluster member: `NAME = \"host:port\"` of its heartbeat. When the section is missing or empty, the local node alone at 127.0.0.1:10000. The local node must be a member; names may not differ only in case; each member has its own host:port; the local node's entry, when a literal IP, must be an address of the host (checked at start)."},
 	{Section: SectionArbitrator, Key: "uri", Type: TypeString, Required: true, Field: "URI",
-		Doc: "`http://` or `https://` URL answered with a 2xx, or `tcp://host:port` that accepts connections: the arbitrator votes for the nodes that reach it. Probed by each node when it loses sight of peers (and every 10s for the status)."},
+		Doc: "`http://` or `https://` URL answered with a 2xx, or `tcp://host:port` that accepts connections: a plain arbitrator, which votes for every node that reaches it; probed by each node when it loses sight of peers (and every 10s for the status). Or `haven://host:port`: Haven's one-vote arbitrator (`nodemgr arbitrator run` on a third host), which gives its vote to one partition at a time as a lease, so that a 2-node cluster fails over without a fence command; each node reports to it every second (docs/operations.md, \"The 2-node case\")."},
 	{Section: SectionArbitrator, Key: "weight", Type: TypeInt, Default: "1", Field: "Weight",
 		Doc: "The number of votes of the arbitrator."},
 	{Section: SectionArbitrator, Key: "timeout", Type: TypeDuration, Default: "5s", Field: "Timeout",

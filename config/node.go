@@ -141,6 +141,9 @@ func (dec Decoder) ParseCluster(file string, data []byte, localNode string) (*Cl
 		if err := checkArbitratorURI(a.URI); err != nil {
 			return nil, d.errAt(sec, "uri", "%v", err)
 		}
+		if strings.HasPrefix(a.URI, "haven://") && c.Secret == "" {
+			return nil, d.errAt(sec, "uri", "a one-vote arbitrator (haven://) authenticates the nodes with the cluster secret: set cluster.secret")
+		}
 		if a.Weight < 0 {
 			return nil, d.errAt(sec, "weight", "must not be negative")
 		}
@@ -238,11 +241,12 @@ func checkArbitratorURI(uri string) error {
 			return fmt.Errorf("invalid uri %q: no host", uri)
 		}
 		return nil
-	case strings.HasPrefix(uri, "tcp://"):
-		if err := checkHostPort(strings.TrimPrefix(uri, "tcp://")); err != nil {
+	case strings.HasPrefix(uri, "tcp://"), strings.HasPrefix(uri, "haven://"):
+		_, hp, _ := strings.Cut(uri, "://")
+		if err := checkHostPort(hp); err != nil {
 			return fmt.Errorf("invalid uri %q: %v", uri, err)
 		}
 		return nil
 	}
-	return fmt.Errorf("invalid uri %q: want http://, https:// or tcp://host:port", uri)
+	return fmt.Errorf("invalid uri %q: want http://, https://, tcp://host:port, or haven://host:port (Haven's one-vote arbitrator)", uri)
 }

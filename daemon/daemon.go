@@ -101,9 +101,11 @@ type Daemon struct {
 	sysinfoAt time.Time
 	sd        sdNotifier // systemd notify protocol (notify.go)
 
-	hb        heartbeat.Heartbeat
-	hbEvents  <-chan heartbeat.Event
-	asks      peerAsks // asks to peers waiting for an answer (peerlogs.go)
+	hb       heartbeat.Heartbeat
+	hbEvents <-chan heartbeat.Event
+	asks     peerAsks // asks to peers waiting for an answer (peerlogs.go)
+	// oneVote are the wires to the one-vote arbitrators, by name (quorum.go; the loop's)
+	oneVote   map[string]*oneVoteClient
 	published uint64
 	// badPeerNames are invalid names received from peers, logged once.
 	badPeerNames map[string]bool

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"haven/arbitrator"
 	"haven/config"
 	"haven/node"
 	"haven/quorum"
@@ -22,7 +24,7 @@ func quorumConfig(n *config.NodeConfig, cl *config.ClusterConfig) node.QuorumCon
 	q := node.QuorumConfig{Enabled: cl.Quorum, SplitAction: n.SplitAction, HBTimeout: n.HB.Timeout}
 	var arbTimeout time.Duration
 	for _, a := range cl.Arbitrators {
-		q.Arbitrators = append(q.Arbitrators, quorum.Arbitrator{Name: a.Name, Weight: a.Weight})
+		q.Arbitrators = append(q.Arbitrators, quorum.Arbitrator{Name: a.Name, Weight: a.Weight, OneVote: strings.HasPrefix(a.URI, "haven://")})
 		arbTimeout = max(arbTimeout, a.Timeout)
 	}
 	for name := range cl.Stonith {
@@ -47,6 +49,10 @@ func (d *Daemon) runProbes(probes []node.Probe) {
 			}
 		}
 		if arb == nil {
+			continue
+		}
+		if strings.HasPrefix(arb.URI, "haven://") {
+			d.reportOneVote(*arb, p)
 			continue
 		}
 		a, sent := *arb, p.Sent
@@ -138,4 +144,55 @@ func runFence(ctx context.Context, st config.Stonith) error {
 		return err
 	}
 	return nil
+}
+
+// oneVoteClient is this node's wire to one one-vote arbitrator: its
+// reporter (the sequence of this run's reports) and whether a report is
+// in flight (the next waits for it: reports of a run go in order).
+type oneVoteClient struct {
+	rep  *arbitrator.Reporter
+	busy bool
+}
+
+// reportOneVote sends the core's report p to one-vote arbitrator a in a
+// worker bounded by a's timeout; the grant (or why none came) goes back
+// to the loop. A report still in flight makes this one wait for the next
+// period.
+func (d *Daemon) reportOneVote(a config.Arbitrator, p node.Probe) {
+	if d.oneVote == nil {
+		d.oneVote = map[string]*oneVoteClient{}
+	}
+	cl := d.oneVote[a.Name]
+	if cl == nil {
+		secret, err := hex.DecodeString(d.cluster.Secret)
+		if err != nil {
+			return // refused at load: a one-vote arbitrator needs the secret
+		}
+		src := d.node.HB.Addr
+		if ip := net.ParseIP(src); ip == nil || ip.IsUnspecified() {
+			src = ""
+		}
+		cl = &oneVoteClient{rep: &arbitrator.Reporter{Addr: strings.TrimPrefix(a.URI, "haven://"), Cluster: d.cluster.Name,
+			Node: d.node.Name, Secret: secret, Inc: d.dur.Incarnation, Source: src}}
+		d.oneVote[a.Name] = cl
+	}
+	if cl.busy {
+		return
+	}
+	cl.busy = true
+	name, timeout := a.Name, a.Timeout
+	d.goWorker(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		g, sent, err := cl.rep.Report(ctx, arbitrator.ReportBody{Partition: p.Partition, Running: p.Running}, d.clk.Now)
+		errText := ""
+		if err != nil {
+			errText = err.Error()
+		}
+		d.post(func() {
+			cl.busy = false
+			d.core.OneVoteResult(name, g, errText, sent, d.clk.Now())
+			d.applyReady()
+		})
+	})
 }
