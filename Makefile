@@ -57,6 +57,8 @@ install: dist man
 	done
 	sed 's|/usr/bin/|$(BINDIR)/|g' packaging/haven.service > $(DESTDIR)$(UNITDIR)/haven.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/haven.service
+	sed 's|/usr/bin/|$(BINDIR)/|g' packaging/haven-arbitrator.service > $(DESTDIR)$(UNITDIR)/haven-arbitrator.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/haven-arbitrator.service
 	install -m 0644 packaging/examples/node.toml packaging/examples/cluster.toml $(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 packaging/examples/services/web.toml packaging/examples/services/pg.toml $(DESTDIR)$(DOCDIR)/examples/services/
 	install -m 0644 README.md docs/keywords.md docs/operations.md docs/metrics.md docs/multiple-active.md docs/fencing-token.md docs/security.md $(DESTDIR)$(DOCDIR)/

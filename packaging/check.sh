@@ -139,10 +139,12 @@ if command -v systemd-analyze >/dev/null 2>&1; then
   command -v man >/dev/null 2>&1 || man=no
   # verify exits 0 on a line it ignores ("Failed to parse ..., ignoring"):
   # any message about the unit fails the check
-  out=$(systemd-analyze verify --man="$man" /lib/systemd/system/haven.service 2>&1) || { echo "$out"; exit 1; }
-  if grep haven.service <<<"$out"; then exit 1; fi
-  [ -z "$out" ] || echo "$out"
-  echo "haven.service verified"
+  for unit in haven.service haven-arbitrator.service; do
+    out=$(systemd-analyze verify --man="$man" /lib/systemd/system/$unit 2>&1) || { echo "$out"; exit 1; }
+    if grep "$unit" <<<"$out"; then exit 1; fi
+    [ -z "$out" ] || echo "$out"
+    echo "$unit verified"
+  done
 else
   echo "systemd-analyze not found: the unit is not verified"
 fi
