@@ -395,6 +395,21 @@ func quorumLines(q *dataset.QuorumInfo, color bool) string {
 			if !a.Answered {
 				w = paint("silent", ansiYellow, color)
 			}
+			if a.OneVote {
+				// a one-vote arbitrator: whose is its vote, and this
+				// node's lease
+				switch {
+				case a.Answered && a.Exclusive:
+					w = paint("vote here alone", ansiGreen, color) + " until " + a.LeaseUntil.UTC().Format("15:04:05.0")
+				case a.Answered:
+					w = paint("vote here", ansiGreen, color) + " until " + a.LeaseUntil.UTC().Format("15:04:05.0")
+				case len(a.Winner) > 0:
+					w = paint("vote with "+strings.Join(a.Winner, ","), ansiYellow, color)
+				default:
+					w = paint("no vote here", ansiYellow, color)
+				}
+				w = "one-vote, " + w
+			}
 			parts = append(parts, fmt.Sprintf("%s (weight %d) %s", a.Name, a.Weight, w))
 		}
 		b.WriteString(" arbitrators: " + strings.Join(parts, ", ") + "\n")

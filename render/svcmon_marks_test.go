@@ -3,6 +3,7 @@ package render
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"haven/dataset"
 )
@@ -60,5 +61,22 @@ func TestSvcmonMarksOfUnknownMaintAndDrain(t *testing.T) {
 	st.Services["web"] = web
 	if out := Svcmon(st, SvcmonOptions{}); !strings.Contains(out, "partly frozen") {
 		t.Errorf("web frozen on n2 itself is not partly frozen:\n%s", out)
+	}
+}
+
+// A one-vote arbitrator says whose its vote is and until when this node
+// counts it.
+func TestSvcmonOneVoteArbitrator(t *testing.T) {
+	until := time.Date(2030, 1, 1, 10, 0, 8, 0, time.UTC)
+	q := &dataset.QuorumInfo{Arbitrators: []dataset.ArbitratorState{
+		{Name: "a1", Weight: 1, OneVote: true, Answered: true, Exclusive: true, LeaseUntil: until},
+		{Name: "a2", Weight: 1, OneVote: true, Winner: []string{"n1"}},
+		{Name: "w", Weight: 1, Answered: true},
+	}}
+	out := quorumLines(q, false)
+	for _, want := range []string{"a1 (weight 1) one-vote, vote here alone until 10:00:08.0", "a2 (weight 1) one-vote, vote with n1", "w (weight 1) answers"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("quorum lines lack %q:\n%s", want, out)
+		}
 	}
 }
