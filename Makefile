@@ -61,7 +61,11 @@ install: dist man
 	chmod 0644 $(DESTDIR)$(UNITDIR)/haven-arbitrator.service
 	install -m 0644 packaging/examples/node.toml packaging/examples/cluster.toml $(DESTDIR)$(DOCDIR)/examples/
 	install -m 0644 packaging/examples/services/web.toml packaging/examples/services/pg.toml $(DESTDIR)$(DOCDIR)/examples/services/
-	install -m 0644 README.md docs/keywords.md docs/operations.md docs/metrics.md docs/multiple-active.md docs/fencing-token.md docs/security.md $(DESTDIR)$(DOCDIR)/
+	# the README links docs/NAME.md: the docs go below docs/ so that its
+	# links work in the installed copy too
+	install -d $(DESTDIR)$(DOCDIR)/docs
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 docs/*.md $(DESTDIR)$(DOCDIR)/docs/
 	install -d $(DESTDIR)$(SYSCONFDIR)/logrotate.d
 	install -m 0644 packaging/logrotate/haven $(DESTDIR)$(SYSCONFDIR)/logrotate.d/haven
 

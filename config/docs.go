@@ -12,7 +12,7 @@ func KeywordsMarkdown() string {
 
 <!-- Generated from config/keywords.go by "go generate ./config"; do not edit. -->
 
-Haven reads three kinds of TOML files (see CONTRACT.md, section 3, for the paths):
+Haven reads three kinds of TOML files (see [contract.md](contract.md), section 2, for the paths):
 ` + "`node.toml`, `cluster.toml` and `services/NAME.toml`" + `. Unknown sections or keywords
 are errors. Every error names the file, the line when known and the keyword, as in
 ` + "`etc/services/web.toml:7: app#web.timeout: invalid duration \"3x\": ...`" + `.

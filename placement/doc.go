@@ -3,7 +3,7 @@
 // soft affinities). Every node computes the same Ranking from the same
 // gossiped data: all orders are total, ties break by node name.
 //
-// Candidate filters (BEHAVIOUR 1.1), in the order the first failing one is
+// Candidate filters (behaviour.md 1.1), in the order the first failing one is
 // reported in Ranking.Excluded:
 //
 //  1. the node is up in the observer's view (not down, maintenance, shutting)

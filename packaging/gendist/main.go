@@ -163,7 +163,7 @@ func extra(tool string, p paths.Paths, docdir string) []section {
 			{p.Socket, "the daemon's local API"},
 			{p.Log + "/", "node.log (when not run by systemd) and services/NAME.log"},
 			{docdir + "/examples/", "example configs"},
-			{docdir + "/", "the operations guide, the keywords, the metrics"},
+			{docdir + "/docs/", "the contract, the behaviour, the operations guide, the keywords, security, the metrics"},
 		}},
 		section{"ENVIRONMENT", [][2]string{
 			{"HAVEN_ROOT", "like --root: every path above lives below this directory instead (R/etc, R/var, R/run, R/log)"},
