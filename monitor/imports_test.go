@@ -17,7 +17,7 @@ import (
 	"testing"
 )
 
-// The core packages are pure (DESIGN.md): no goroutine, no clock, no
+// The core packages are pure (docs/design-notes.md, README "Layout"): no goroutine, no clock, no
 // command, no socket, no file, no logging. TestCorePackagesArePure
 // enforces it over everything they reach (go list -deps), not only over
 // their own imports, so that a dependency cannot bring IO back in.
