@@ -131,7 +131,7 @@ func newMetrics(nodeName, cluster string, compat int) *metrics {
 	m.voteAt = gauge("haven_quorum_last_vote_timestamp_seconds", "Unix time of the last quorum vote; absent before the first vote.")
 	m.votes = counter("haven_quorum_votes_total", "Quorum votes of this node, by verdict (survive, lost, skipped: a frozen node does not run the race).", "verdict")
 	m.arbitratorUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "haven_arbitrator_up",
-		Help: "1 when the arbitrator answered its last probe from this node, 0 when not; absent before the first change."}, []string{"arbitrator"})
+		Help: "1 when the arbitrator answered its last probe from this node (a one-vote arbitrator: granted this node its vote), 0 when not; absent before the first change."}, []string{"arbitrator"})
 	m.fences = counter("haven_fence_total", "Fence commands run by this node, by fenced node and result (ok, failed).", "node", "result")
 	m.stalls = prometheus.NewCounter(prometheus.CounterOpts{Name: "haven_quorum_stalls_total",
 		Help: "Times this daemon did not run for longer than hb.timeout (paused) and voted as if alone."})
