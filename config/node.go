@@ -58,6 +58,9 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
 		return nil, d.errAt(node, "metrics_addr", "%v", err)
 	}
+	if err := d.checkNodeCross(c, node, hb); err != nil {
+		return nil, err
+	}
 	if c.Hooks, err = d.hooks(); err != nil {
 		return nil, err
 	}
@@ -93,6 +96,13 @@ func (dec Decoder) ParseCluster(file string, data []byte, localNode string) (*Cl
 	}
 	if c.Secret != "" && !isHex(c.Secret, 64) {
 		return nil, d.errAt(cl, "secret", "must be 64 hex digits (32 bytes), got %d characters", len(c.Secret))
+	}
+	if why := weakSecret(c.Secret); why != "" {
+		// never echo the secret, not even in part
+		return nil, d.errAt(cl, "secret", "too weak: %s: generate one with `openssl rand -hex 32` (or head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')", why)
+	}
+	if len(c.Name) > 255 {
+		return nil, d.errAt(cl, "name", "longer than 255 bytes (%d): the heartbeat carries it in one byte of length", len(c.Name))
 	}
 	if nodes := d.find(SectionNodes, ""); nodes != nil {
 		byFold := map[string]string{} // lowercased name -> name
