@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"haven/testbed"
 )
@@ -61,11 +59,7 @@ func TestConfigCrossKeyErrorsExit2(t *testing.T) {
 	for _, c := range cases {
 		n := c.n()
 		for _, args := range [][]string{{"daemon", "run"}, {"daemon", "start"}} {
-			// bounded: before the fix some of these daemons ran
-			r, err := testbed.Command{Bin: filepath.Join(binDir, "nodemgr"), Root: n.root, Args: args, Timeout: 10 * time.Second}.Run()
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := runBounded(t, n, args...) // before the fix some of these daemons ran
 			if r.Code != 2 {
 				t.Errorf("%s: nodemgr %s: exit %d, want 2: %s", c.name, strings.Join(args, " "), r.Code, r)
 				continue
