@@ -194,7 +194,7 @@ func New(opts Options) (*Daemon, error) {
 	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat,
 		MaintenanceGrace: d.node.MaintenanceGracePeriod, RejoinGrace: d.node.RejoinGracePeriod,
 		ReadyPeriod: d.node.ReadyPeriod, ReadyFastAck: d.node.ReadyFastAck, CheckInterval: d.node.CheckInterval, MonitorInterval: d.node.MonitorInterval,
-		Quorum: quorumConfig(d.node, d.cluster), Local: d, Configs: tomlfile.ServiceCodec{File: p.ServiceConf},
+		Quorum: quorumConfig(d.node, d.cluster), Local: d, Configs: memberCodec{tomlfile.ServiceCodec{File: p.ServiceConf}, d},
 		ConfirmTimeout: 10*time.Second + 2*d.node.HB.Timeout}, dur)
 	d.dur = d.core.State()
 	if err := d.checkIdentity(opts.NewCluster); err != nil {
