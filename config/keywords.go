@@ -112,7 +112,7 @@ var Keywords = []Keyword{
 	{Section: SectionNode, Key: "check_interval", Type: TypeDuration, Default: "60s", Field: "CheckInterval",
 		Doc: "Check period of the other resources."},
 	{Section: SectionNode, Key: "metrics_addr", Type: TypeString, Field: "MetricsAddr",
-		Doc: "Where the daemon serves its Prometheus metrics, at `http://ADDR/metrics` (see docs/metrics.md): `host:port`, the host an IP address, `localhost` or empty for every address (`\":9477\"`). Plain HTTP without authentication: bind it to an address only the scraper reaches. Empty (the default): no metrics listener. Its port must not be the heartbeat's (`hb.port` on an overlapping `hb.addr`): a config error at start. An address that cannot be listened on stops the daemon at start, naming it."},
+		Doc: "Where the daemon serves its Prometheus metrics, at `http://ADDR/metrics` (see docs/metrics.md): `host:port`, the host an IP address, `localhost` or empty for every address (`\":9477\"`). Plain HTTP without authentication: bind it to an address only the scraper reaches. Empty (the default): no metrics listener. An address that cannot be listened on stops the daemon at start, naming it."},
 	{Section: SectionHook, Key: "events", Type: TypeList, Required: true, Field: "Events",
 		Doc: "The event kinds that run the hook, as `nodemgr events` names them (`failover`, `instance_monitor`, `peer_down`, ...; docs/operations.md lists them), or `[\"*\"]` for every event. An unknown kind is an error at load."},
 	{Section: SectionHook, Key: "command", Type: TypeString, Required: true, Field: "Command",

@@ -58,10 +58,10 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
 		return nil, d.errAt(node, "metrics_addr", "%v", err)
 	}
-	if err := d.checkNodeCross(c, node, hb); err != nil {
+	if c.Hooks, err = d.hooks(); err != nil {
 		return nil, err
 	}
-	if c.Hooks, err = d.hooks(); err != nil {
+	if err := d.checkNodeCross(c, node, hb); err != nil {
 		return nil, err
 	}
 	return c, nil
