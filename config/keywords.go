@@ -134,7 +134,7 @@ var Keywords = []Keyword{
 	{Section: SectionCluster, Key: "name", Type: TypeString, Default: "default", Field: "Name",
 		Doc: "The cluster name."},
 	{Section: SectionCluster, Key: "secret", Type: TypeString, Field: "Secret",
-		Doc: "64 hex digits (32 bytes), e.g. from `openssl rand -hex 32`: the key that encrypts and authenticates all cluster traffic. Required when [nodes] has more than one member (see `insecure_no_secret`). A cluster.toml holding it must not be readable by other users (mode 0600). Never printed."},
+		Doc: "64 hex digits (32 bytes), e.g. from `openssl rand -hex 32`: the key that encrypts and authenticates all cluster traffic. Required when [nodes] has more than one member (see `insecure_no_secret`). A cluster.toml holding it must not be readable by other users (mode 0600). Never printed. An obviously weak secret is refused: fewer than 16 distinct byte values among its 32 (all zeros, a repeated byte or short pattern) or bytes that step by a constant (`000102…`). Whoever holds it is root on every node: docs/security.md."},
 	{Section: SectionCluster, Key: "insecure_no_secret", Type: TypeBool, Default: "false", Field: "InsecureNoSecret",
 		Doc: "INSECURE, tests only. A cluster of more than one member refuses to start without a `secret`: anyone who can send a datagram to a heartbeat port could then install a service, whose commands run as root. `true` lets it run without one, with a warning at every start. Refused together with a `secret`."},
 	{Section: SectionCluster, Key: "quorum", Type: TypeBool, Default: "false", Field: "Quorum",

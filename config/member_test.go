@@ -8,7 +8,7 @@ import (
 	"haven/config/tomlfile"
 )
 
-var testSecret = strings.Repeat("0123456789abcdef", 4)
+var testSecret = "3159c6d29505f6186d904edf9d27ceebf038c15d0029ef8c56266481db282dac"
 
 // Refusals of cluster.toml alone: names that differ only in case, two
 // members at one address, a cluster without a secret.

@@ -64,6 +64,9 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 	if c.Hooks, err = d.hooks(); err != nil {
 		return nil, err
 	}
+	if err := d.checkNodeCross(c, node, hb); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -96,6 +99,13 @@ func (dec Decoder) ParseCluster(file string, data []byte, localNode string) (*Cl
 	}
 	if c.Secret != "" && !isHex(c.Secret, 64) {
 		return nil, d.errAt(cl, "secret", "must be 64 hex digits (32 bytes), got %d characters", len(c.Secret))
+	}
+	if why := weakSecret(c.Secret); why != "" {
+		// never echo the secret, not even in part
+		return nil, d.errAt(cl, "secret", "too weak: %s: generate one with `openssl rand -hex 32` (or head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')", why)
+	}
+	if len(c.Name) > 255 {
+		return nil, d.errAt(cl, "name", "longer than 255 bytes (%d): the heartbeat carries it in one byte of length", len(c.Name))
 	}
 	if nodes := d.find(SectionNodes, ""); nodes != nil {
 		byFold := map[string]string{} // lowercased name -> name

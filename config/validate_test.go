@@ -253,6 +253,11 @@ func TestNodeErrors(t *testing.T) {
 		{"[node]\nready_period = \"0s\"\n", "node.toml:2: node.ready_period: must be more than 0"},
 		{"[node]\n[hb]\nttl = 3\n", "node.toml:3: hb.ttl: unknown keyword"},
 		{"[cluster]\nname = \"x\"\n", "node.toml:1: cluster: unknown section [cluster]: want [node], [hb]"},
+		// checks across keys (issue 19 item 13)
+		{"[hb]\ntimeout = \"5s\"\ninterval = \"5s\"\n", "node.toml:3: hb.interval: hb.interval 5s must be shorter than hb.timeout 5s"},
+		{"[hb]\ntimeout = \"2s\"\n", "node.toml:2: hb.timeout: hb.interval 5s (the default) must be shorter than hb.timeout 2s"},
+		{"[node]\nmetrics_addr = \":10000\"\n", `node.toml:2: node.metrics_addr: ":10000" uses the heartbeat port: hb.port 10000 (the default) on hb.addr "0.0.0.0" (the default)`},
+		{"[node]\nmetrics_addr = \"localhost:10001\"\n[hb]\naddr = \"127.0.0.1\"\nport = 10001\n", `node.toml:2: node.metrics_addr: "localhost:10001" uses the heartbeat port`},
 	}
 	for _, tt := range tests {
 		_, err := tomlfile.ParseNode("node.toml", []byte(tt.data))
@@ -280,6 +285,12 @@ func TestClusterErrors(t *testing.T) {
 		{"[stonith.n1]\ncommand = \"true\"\ntimeout = 0\n", "cluster.toml:3: stonith.n1.timeout: must be more than 0"},
 		{"[cluster]\nquorum = \"yes\"\n", "cluster.toml:2: cluster.quorum: want true or false"},
 		{"[DEFAULT]\n", "cluster.toml:1: DEFAULT: unknown section [DEFAULT]"},
+		// weak secrets (all zeros, one byte, a short pattern, a counter)
+		{"[cluster]\nsecret = \"" + strings.Repeat("0", 64) + "\"\n", "cluster.toml:2: cluster.secret: too weak: only 1 distinct byte values among its 32 bytes"},
+		{"[cluster]\nsecret = \"" + strings.Repeat("5e", 32) + "\"\n", "cluster.toml:2: cluster.secret: too weak: only 1 distinct"},
+		{"[cluster]\nsecret = \"" + strings.Repeat("0123456789abcdef", 4) + "\"\n", "cluster.toml:2: cluster.secret: too weak: only 8 distinct"},
+		{"[cluster]\nsecret = \"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"\n", "cluster.toml:2: cluster.secret: too weak: its bytes step by a constant"},
+		{"[cluster]\nname = \"" + strings.Repeat("c", 256) + "\"\n", "cluster.toml:2: cluster.name: longer than 255 bytes"},
 	}
 	for _, tt := range tests {
 		_, err := tomlfile.ParseCluster("cluster.toml", []byte(tt.data), "n1")

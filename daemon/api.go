@@ -309,6 +309,10 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 			return
 		}
 	}
+	if err := d.checkServiceNodes(cfg); err != nil {
+		done(nil, err)
+		return
+	}
 	what := "created"
 	if exists || bad != nil {
 		what = "replaced"
@@ -355,6 +359,9 @@ func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 			return
 		}
 		cfg, err := codec.ParseService(req.Name, raw)
+		if err == nil {
+			err = d.checkServiceNodes(cfg)
+		}
 		if err != nil {
 			done(nil, err)
 			return

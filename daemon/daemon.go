@@ -50,6 +50,10 @@ type Options struct {
 	// NewCluster accepts a cluster.toml that names another cluster than
 	// the one this node was a member of (or none), and records it.
 	NewCluster bool
+	// NewState starts with a new, empty state where the state file is
+	// missing while service configs exist, or is a dangling symbolic link,
+	// and accepts a state file without envelope (statefresh.go).
+	NewState bool
 }
 
 // ErrLocked is returned when another daemon owns the root.
@@ -191,14 +195,14 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.metrics = newMetrics(d.node.Name, d.cluster.Name, opts.Compat)
 	d.hooks = newHookRunner(d.node.Hooks, hookQueueLen, d.log.Named("hook"), d.metrics)
-	dur, err := loadDurable(p.State())
+	dur, accepted, err := openState(p.State(), p.ServiceDir, opts.NewState)
 	if err != nil {
 		return nil, err
 	}
 	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat,
 		MaintenanceGrace: d.node.MaintenanceGracePeriod, RejoinGrace: d.node.RejoinGracePeriod,
 		ReadyPeriod: d.node.ReadyPeriod, ReadyFastAck: d.node.ReadyFastAck, CheckInterval: d.node.CheckInterval, MonitorInterval: d.node.MonitorInterval,
-		Quorum: quorumConfig(d.node, d.cluster), Local: d, Configs: tomlfile.ServiceCodec{File: p.ServiceConf},
+		Quorum: quorumConfig(d.node, d.cluster), Local: d, Configs: memberCodec{tomlfile.ServiceCodec{File: p.ServiceConf}, d},
 		ConfirmTimeout: 10*time.Second + 2*d.node.HB.Timeout}, dur)
 	d.dur = d.core.State()
 	if err := d.checkIdentity(opts.NewCluster); err != nil {
@@ -206,6 +210,12 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if err := d.nextIncarnation(); err != nil {
 		return nil, err
+	}
+	if accepted != "" {
+		d.log.Warn(accepted, zap.String("node", d.node.Name), zap.String("path", p.State()), zap.String("reason", "nodemgr daemon start/run --new-state"))
+		if err := d.writeStateNow("write the state accepted by --new-state"); err != nil {
+			return nil, err
+		}
 	}
 	if d.cluster.InsecureNoSecret {
 		d.log.Warn("INSECURE: cluster.insecure_no_secret is set: heartbeat traffic is neither encrypted nor authenticated, anyone who can reach a heartbeat port can run commands on this node (tests only)",

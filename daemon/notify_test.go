@@ -118,7 +118,7 @@ func TestSystemdNotifyReadyWatchdogStopping(t *testing.T) {
 	write(p.ServiceConf("web"), slowCheckService)
 	marker := filepath.Join(p.ServiceVar("web"), "checked")
 
-	d, err := New(Options{Paths: p})
+	d, err := New(Options{Paths: p, NewState: true}) // a config on disk, no state yet
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ const stateVersion = 1
 
 // stateRemedy ends every error about a state file that cannot be used.
 const stateRemedy = "the daemon does not start on a state it cannot read (it holds the frozen flags, targets and config versions of this node): " +
-	"restore the file from a backup, or move it away to start afresh (what it held is then forgotten)"
+	"restore the file from a backup, or move it away and start with --new-state to start afresh (what it held is then forgotten)"
 
 // loadDurable reads the state file. No file is an empty state (a node that
 // never saved one); a file that does not decode strictly is an error
@@ -87,10 +87,7 @@ func decodeState(b []byte) (durable, error) {
 		return d, &stateError{msg: "null instead of the state object"}
 	}
 	raw := json.RawMessage(b)
-	_, v := top["version"]
-	_, s := top["sha256"]
-	_, st := top["state"]
-	if v || s || st {
+	if hasEnvelope(top) {
 		var err error
 		if raw, err = openEnvelope(top); err != nil {
 			return d, err
@@ -105,6 +102,15 @@ func decodeState(b []byte) (durable, error) {
 		return d, syntaxError(raw, err, "")
 	}
 	return d, nil
+}
+
+// hasEnvelope reports whether a state file's top object is an envelope
+// (any of its keys), not a bare state of the format before it.
+func hasEnvelope(top map[string]json.RawMessage) bool {
+	_, v := top["version"]
+	_, s := top["sha256"]
+	_, st := top["state"]
+	return v || s || st
 }
 
 // openEnvelope checks the envelope and returns the state it holds.

@@ -77,11 +77,21 @@ another cluster, holds another secret or lists no other member: the node
 would otherwise form a second cluster and run the services a second time.
 --new-cluster accepts the change and records the new cluster (logged at WARN):
 use it to move a node to another cluster, to rotate the secret, or to make
-it a single node again.`
+it a single node again.
+
+The daemon also refuses to start (exit 2) when var/state.json is missing
+while service configs exist in etc/services, or is a symbolic link to
+nothing (the disk of var/ not mounted?): an empty state would forget the
+frozen flags, targets, config versions and cluster identity of the node.
+It refuses a state file without envelope and checksum (an older format) too.
+--new-state starts with a new, empty state in the first two cases and
+accepts the file in the third (logged at WARN); a brand-new node (no state,
+no service config) needs no flag.`
 
 func daemonFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "new-cluster", Usage: "accept a cluster.toml that names another cluster (or none, or another secret) than the one this node was a member of"},
+		&cli.BoolFlag{Name: "new-state", Usage: "start with a new, empty state when var/state.json is missing while service configs exist, or is a symbolic link to nothing; accept a state file without checksum (older format)"},
 	}
 }
 
@@ -114,7 +124,7 @@ func run(c *cli.Context) error {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	defer signal.Stop(hup)
-	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster")})
+	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster"), NewState: c.Bool("new-state")})
 	if err != nil {
 		return err
 	}
@@ -176,6 +186,9 @@ func start(c *cli.Context) error {
 	args := []string{"daemon", "run", "--log-stderr=false"}
 	if c.Bool("new-cluster") {
 		args = append(args, "--new-cluster")
+	}
+	if c.Bool("new-state") {
+		args = append(args, "--new-state")
 	}
 	if c.IsSet("root") {
 		args = append([]string{"--root", c.String("root")}, args...)

@@ -12,7 +12,7 @@ import (
 	"haven/config"
 )
 
-var testSecret = strings.Repeat("0123456789abcdef", 4)
+var testSecret = "3159c6d29505f6186d904edf9d27ceebf038c15d0029ef8c56266481db282dac"
 
 // exportedEqual compares the exported fields of two configs (the line
 // index is config's own).
@@ -66,7 +66,7 @@ monitor_interval = "500ms"
 [hb]
 addr = "127.0.0.1"
 port = 10001
-timeout = "3s"
+timeout = "6s"
 `
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ timeout = "3s"
 	}
 	if c.Name != "n1" || c.Labels["env"] != "PRD" || c.Labels["az"] != "a" || c.ReadyPeriod != 2*time.Second ||
 		c.SplitAction != "crash" || c.MonitorInterval != 500*time.Millisecond || c.CheckInterval != time.Minute ||
-		c.HB.Addr != "127.0.0.1" || c.HB.Port != 10001 || c.HB.Timeout != 3*time.Second || c.HB.Interval != 5*time.Second {
+		c.HB.Addr != "127.0.0.1" || c.HB.Port != 10001 || c.HB.Timeout != 6*time.Second || c.HB.Interval != 5*time.Second {
 		t.Errorf("LoadNode = %+v", c)
 	}
 }
@@ -93,7 +93,7 @@ func TestLoadCluster(t *testing.T) {
 		t.Errorf("LoadCluster(missing) = %+v, want %+v (no [nodes])", c, want)
 	}
 
-	secret := strings.Repeat("0123456789abcdef", 4)
+	secret := "3159c6d29505f6186d904edf9d27ceebf038c15d0029ef8c56266481db282dac"
 	path := filepath.Join(dir, "c.toml")
 	data := `[cluster]
 name = "prod"

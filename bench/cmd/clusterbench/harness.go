@@ -24,6 +24,9 @@ type bnode struct {
 	port int
 	ns   string // its network namespace ("" on loopback)
 	c    *api.Client
+	// newState starts the daemon with --new-state: service configs were
+	// written on its disk before its first start (scale.go)
+	newState bool
 }
 
 type opts struct {
@@ -155,10 +158,13 @@ func newClusterOn(n int, o opts, bed *chaos.Bed, extra []string) (*cluster, erro
 // start runs `nodemgr daemon start` (in the node's namespace if it has
 // one), which returns once the API answers.
 func (b *bnode) start() error {
-	if b.ns == "" {
+	args := []string{"daemon", "start"}
+	if b.newState {
+		args = append(args, "--new-state")
+	} else if b.ns == "" {
 		return testbed.StartDaemon(nodemgr, b.root)
 	}
-	r, err := testbed.Command{Bin: nodemgr, Root: b.root, Args: []string{"daemon", "start"}, NS: b.ns, Timeout: 30 * time.Second}.Run()
+	r, err := testbed.Command{Bin: nodemgr, Root: b.root, Args: args, NS: b.ns, Timeout: 30 * time.Second}.Run()
 	if err == nil && r.Code != 0 {
 		err = fmt.Errorf("%s", r)
 	}

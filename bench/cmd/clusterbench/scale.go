@@ -178,6 +178,7 @@ func netnsScale(n, nsvc, changes, kills int, poll time.Duration, watch int, o op
 			return err
 		}
 	}
+	c.nodes[0].newState = true // configs on its disk before its first start
 	t0 := time.Now()
 	if heapOut != "" {
 		os.Setenv("HAVEN_PPROF_ADDR", pprofInNS) // n1 only, in its namespace
