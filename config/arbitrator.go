@@ -104,6 +104,9 @@ func (dec Decoder) ParseArbitratorConf(file string, data []byte) (*ArbitratorCon
 		if !isHex(secret, 64) {
 			return nil, at(path, "secret", "must be 64 hex digits (32 bytes): the secret of cluster %s's cluster.toml", name)
 		}
+		if why := weakSecret(secret); why != "" {
+			return nil, at(path, "secret", "too weak: %s (cluster %s's cluster.toml refuses it too)", why, name)
+		}
 		c.Clusters[name] = strings.ToLower(secret)
 	}
 	if len(c.Clusters) == 0 {

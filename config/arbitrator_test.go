@@ -8,7 +8,7 @@ import (
 )
 
 func TestArbitratorConf(t *testing.T) {
-	sec := strings.Repeat("ab", 32)
+	sec := "6b1d0c8f2e4a7c9b3d5f1e0a2c4b6d8f9e7a5c3b1d0f2e4a6c8b0d2f4e6a8c01"
 	good := "[arbitrator]\nlisten = \"192.0.2.9:10400\"\n\n[cluster.prod]\nsecret = \"" + sec + "\"\n\n[cluster.test]\nsecret = \"" + strings.ToUpper(sec) + "\"\n"
 	c, err := tomlfile.Decode.ParseArbitratorConf("a.toml", []byte(good))
 	if err != nil || c.Listen != "192.0.2.9:10400" || strings.Join(c.ClusterNames(), ",") != "prod,test" || c.Clusters["test"] != sec {
@@ -23,6 +23,7 @@ func TestArbitratorConf(t *testing.T) {
 		{"[arbitrator]\nlisten = \"192.0.2.9:1\"\n[cluster.prod]\nsecret = \"" + sec + "\"\nname = \"x\"\n", "a.toml:5: cluster.prod.name: unknown keyword"},
 		{"[arbitrator]\nlisten = \"192.0.2.9:1\"\n[nodes]\nn1 = \"x\"\n", "a.toml:3: nodes: unknown section"},
 		{"[arbitrator\n", "a.toml:2: syntax error"},
+		{"[arbitrator]\nlisten = \"192.0.2.9:1\"\n[cluster.prod]\nsecret = \"" + strings.Repeat("0", 64) + "\"\n", "a.toml:4: cluster.prod.secret: too weak"},
 	} {
 		_, err := tomlfile.Decode.ParseArbitratorConf("a.toml", []byte(tc.data))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
