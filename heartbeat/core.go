@@ -222,8 +222,9 @@ func (c *core) kick() {
 	}
 }
 
-// receive handles one frame from the transport.
-func (c *core) receive(b []byte) {
+// receiveFrom handles one frame from the transport, which authenticated
+// it as sender's (sender.go).
+func (c *core) receiveFrom(sender string, b []byte) {
 	// Decoded before the lock: a message of 16 MB takes a second or more
 	// to decode, and the daemon's loop takes the lock (Publish, Peers).
 	m, err := decode(b)
@@ -235,6 +236,9 @@ func (c *core) receive(b []byte) {
 	defer c.drainLocked()
 	if err != nil {
 		c.rejectLocked("", err.Error())
+		return
+	}
+	if c.refuseForeignFromLocked(sender, m) {
 		return
 	}
 	p := c.peers[m.From]

@@ -102,7 +102,7 @@ func (n *MemNetwork) ReleaseHeld(to string) int {
 	live := dst != nil && !dst.closed && !n.crashed[to]
 	n.mu.Unlock()
 	for i := len(out) - 1; i >= 0 && live; i-- {
-		dst.c.receive(out[i].b)
+		dst.c.receiveFrom(out[i].sender.name, out[i].b)
 	}
 	n.Flush()
 	return len(out)
@@ -250,7 +250,7 @@ func (n *MemNetwork) Flush() {
 		case dst.cred != f.sender.cred:
 			dst.c.reject(f.sender.addr, "cannot authenticate the frame (wrong cluster secret or name)")
 		default:
-			dst.c.receive(f.b)
+			dst.c.receiveFrom(from, f.b)
 		}
 		n.mu.Lock()
 	}

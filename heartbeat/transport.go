@@ -322,6 +322,10 @@ func (t *secTransport) openDatagram(b []byte, src netip.AddrPort) []byte {
 	if !t.fresh(ps, h, &ps.dgram, "datagram") {
 		return nil
 	}
+	if msg, ok := userDatagram(p); ok {
+		t.c.receiveFrom(h.name, msg) // bound to its sender (sender.go)
+		return nil
+	}
 	return p
 }
 
