@@ -235,7 +235,7 @@ func (c *core) receiveFrom(sender string, b []byte) {
 	}
 	defer c.drainLocked()
 	if err != nil {
-		c.rejectLocked("", err.Error())
+		c.rejectLocked(sender, err.Error())
 		return
 	}
 	if c.refuseForeignFromLocked(sender, m) {

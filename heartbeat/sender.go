@@ -122,7 +122,7 @@ func userStreamMsg(b []byte) ([]byte, error) {
 	return msg, nil
 }
 
-// refuseForeignFrom refuses m when its From is not sender, the member the
+// refuseForeignFromLocked refuses m when its From is not sender, the member the
 // transport authenticated, and says so blaming the sender.
 func (c *core) refuseForeignFromLocked(sender string, m *message) bool {
 	if m.From == sender {
