@@ -78,7 +78,7 @@ func (r *runTop) timely(s settings, now time.Time, d time.Duration) bool {
 		if now.Sub(r.lateFrom) < s.Timeout {
 			return false
 		}
-		r.prevOK = false // late for Timeout: measured again from here
+		r.prevOK, r.curOK = false, false // late for Timeout: measured again from here
 	}
 	r.lateFrom = time.Time{}
 	if !r.curOK || d < r.cur {

@@ -89,3 +89,25 @@ func TestMemWithheldWhileUp(t *testing.T) {
 		t.Fatal("n01 not down Timeout after its crash")
 	}
 }
+
+// A host suspended for a while (its monotonic clock stood still): every
+// message of its run then comes with a lag far above the least seen. They
+// refresh nothing at first, then, late for Timeout, the run is measured
+// again: the peer is up again, not shut out for good.
+func TestMemLaggingRunMeasuredAgain(t *testing.T) {
+	c := newMemCluster(t, 2)
+	c.publish("n01", svcNode("n01", 1, "web"))
+	c.net.Advance(10 * time.Second)
+	n01 := c.hb["n01"].(*memHB).c
+	n01.mu.Lock()
+	n01.epoch = n01.epoch.Add(time.Minute) // its clock stood still for a minute
+	n01.mu.Unlock()
+	c.take("n02", Down, "n01")
+	c.net.Advance(3 * 15 * time.Second)
+	if !peerOf(t, c.hb["n02"], "n01").Up {
+		t.Fatal("a run whose clock stood still is shut out for good")
+	}
+	if n := c.take("n02", Down, "n01"); n > 1 {
+		t.Fatalf("n01 went down %d times", n)
+	}
+}
