@@ -39,8 +39,9 @@ var KnownDefects = map[string]string{
 	// none: SimulStart (a shutdown during a start left the service running)
 	// and AdminUnderChurn (a freeze acknowledged while a node's daemon was
 	// stopped was never in force there) were fixed in the node core and
-	// the decision core.
-	"OnPath": "issue 19 item 3: held-back datagrams of a crashed node bring it back up (the beats-only phase passes since item 4)",
+	// the decision core. OnPath (held-back datagrams of a crashed node
+	// brought it back up) was fixed in the heartbeat: liveness from new
+	// and timely messages only.
 }
 
 // Tests is every runnable test.

@@ -102,7 +102,7 @@ func TestConfigDigestAndIncludes(t *testing.T) {
 	if d := ConfigDigest([]byte("")); d != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
 		t.Fatalf("ConfigDigest(\"\") = %s, want the SHA-256 of nothing", d)
 	}
-	e := ConfigEntry{Includes: map[string]uint64{"n1": 7}}
+	e := ConfigEntry{Version: Version{Counter: 9, Origin: "n1"}, Includes: map[string]uint64{"n1": 7}}
 	if !e.IncludesEdit("n1", 7) || !e.IncludesEdit("n1", 3) || e.IncludesEdit("n1", 8) || e.IncludesEdit("n2", 1) {
 		t.Fatalf("IncludesEdit wrong for %+v", e.Includes)
 	}

@@ -57,7 +57,7 @@ func (c *core) ask(to, op string, body json.RawMessage) (uint64, error) {
 		return 0, fmt.Errorf("%s: %w", to, ErrNotUp)
 	}
 	c.nextAsk++
-	c.sendLocked(to, encode(&message{Kind: kindAsk, From: c.s.Node, Inc: c.inc, ID: c.nextAsk, Op: op, Body: body}))
+	c.sendLocked(to, c.encode(&message{Kind: kindAsk, From: c.s.Node, Inc: c.inc, ID: c.nextAsk, Op: op, Body: body}))
 	return c.nextAsk, nil
 }
 
@@ -75,7 +75,7 @@ func (c *core) answer(to string, id uint64, body json.RawMessage, errText string
 }
 
 func (c *core) answerLocked(to string, id uint64, body json.RawMessage, errText string) {
-	c.sendLocked(to, encode(&message{Kind: kindAnswer, From: c.s.Node, Inc: c.inc, ID: id, Body: body, Err: errText}))
+	c.sendLocked(to, c.encode(&message{Kind: kindAnswer, From: c.s.Node, Inc: c.inc, ID: id, Body: body, Err: errText}))
 }
 
 // receiveAskLocked turns an ask or an answer of p into an event.

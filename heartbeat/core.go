@@ -42,6 +42,7 @@ type peer struct {
 	heard      time.Time
 	inc, gen   uint64
 	seenInc    uint64        // incarnation of the last frame heard
+	tops       []runTop      // the newest message of each recent run (fresh.go)
 	data       *dataset.Node // merged full dataset; nil before the first full copy
 	needAt     time.Time     // last full-copy request sent to it
 	fullAt     time.Time     // last full copy sent to it
@@ -108,6 +109,8 @@ type core struct {
 	log *zap.Logger
 	inc uint64
 	tr  transport // set once before the first call
+	// epoch is when this run started: messages carry the time since (fresh.go).
+	epoch time.Time
 
 	dropped, sendErrs atomic.Uint64
 	// Refusals of the real transport (see Stats).
@@ -146,6 +149,7 @@ func newCore(s settings) *core {
 		events:  make(chan Event, eventBuffer),
 		rejLast: map[string]time.Time{},
 		wake:    make(chan struct{}, 1),
+		epoch:   now,
 	}
 	if c.inc == 0 {
 		c.inc = uint64(now.UnixNano()) + incSeq.Add(1)
@@ -179,7 +183,7 @@ func (c *core) publish(n dataset.Node) {
 		if d.empty() {
 			return
 		}
-		b := encode(&message{Kind: kindDelta, From: c.s.Node, Inc: c.inc, Base: c.local.Gen, Gen: next.Gen, Delta: d})
+		b := c.encode(&message{Kind: kindDelta, From: c.s.Node, Inc: c.inc, Base: c.local.Gen, Gen: next.Gen, Delta: d})
 		c.setLocalLocked(&next)
 		for _, name := range c.names {
 			if c.peers[name].up {
@@ -218,8 +222,9 @@ func (c *core) kick() {
 	}
 }
 
-// receive handles one frame from the transport.
-func (c *core) receive(b []byte) {
+// receiveFrom handles one frame from the transport, which authenticated
+// it as sender's (sender.go).
+func (c *core) receiveFrom(sender string, b []byte) {
 	// Decoded before the lock: a message of 16 MB takes a second or more
 	// to decode, and the daemon's loop takes the lock (Publish, Peers).
 	m, err := decode(b)
@@ -230,7 +235,10 @@ func (c *core) receive(b []byte) {
 	}
 	defer c.drainLocked()
 	if err != nil {
-		c.rejectLocked("", err.Error())
+		c.rejectLocked(sender, err.Error())
+		return
+	}
+	if c.refuseForeignFromLocked(sender, m) {
 		return
 	}
 	p := c.peers[m.From]
@@ -241,15 +249,23 @@ func (c *core) receive(b []byte) {
 	now := c.s.Clock.Now()
 	c.st.Received++
 	c.st.BytesReceived += uint64(len(b))
-	p.heard = now
+	newer := c.newerLocked(p, m, now)
+	if !newer && !c.lateUsefulLocked(p, m) {
+		return
+	}
+	if newer {
+		p.heard = now
+	}
 	sentFull := false
-	if p.up && p.seenInc != 0 && m.Inc != p.seenInc && c.local != nil {
+	if newer && p.up && p.seenInc != 0 && m.Inc != p.seenInc && c.local != nil {
 		// A new run of p (a restart within Timeout: p never went down
 		// here) holds nothing of ours: like a join, it gets a full copy.
 		c.sendFullLocked(p.name)
 		sentFull = true
 	}
-	p.seenInc = m.Inc
+	if newer {
+		p.seenInc = m.Inc
+	}
 	if !p.up {
 		p.up = true
 		p.confirm = true
@@ -406,7 +422,7 @@ func (c *core) needLocked(p *peer, now time.Time) {
 	}
 	p.needAt = now
 	c.st.NeedsSent++
-	c.sendLocked(p.name, encode(&message{Kind: kindNeed, From: c.s.Node, Inc: c.inc}))
+	c.sendLocked(p.name, c.encode(&message{Kind: kindNeed, From: c.s.Node, Inc: c.inc}))
 }
 
 // tick does the work due at the clock's now: down detection, gaps, beats.
@@ -435,7 +451,7 @@ func (c *core) tick() {
 		if p.up && now.Sub(p.heard) >= c.s.probeAfter() && now.Sub(p.probedAt) >= c.s.probeEvery() {
 			p.probedAt = now
 			c.st.ProbesSent++
-			c.sendLocked(p.name, encode(c.beatMessage(true)))
+			c.sendLocked(p.name, c.encode(c.beatMessage(true)))
 		}
 	}
 	if !now.Before(c.nextBeat) {
@@ -485,9 +501,9 @@ func (c *core) beatTo(name string) {
 }
 
 func (c *core) sendBeatLocked(to string) {
-	if c.beat == nil {
-		c.beat = encode(c.beatMessage(false))
-	}
+	// Every beat is encoded anew: its N must be newer than every message
+	// sent before it, or it would not refresh our liveness (fresh.go).
+	c.beat = c.encode(c.beatMessage(false))
 	c.sendLocked(to, c.beat)
 }
 
@@ -525,7 +541,7 @@ func (c *core) needEvery() time.Duration {
 func (c *core) sendFullLocked(to string) {
 	c.peers[to].fullAt = c.s.Clock.Now()
 	if c.full == nil {
-		c.full = encode(&message{Kind: kindFull, From: c.s.Node, Inc: c.inc, Gen: c.local.Gen, Node: c.local})
+		c.full = c.encode(&message{Kind: kindFull, From: c.s.Node, Inc: c.inc, Gen: c.local.Gen, Node: c.local})
 	}
 	c.st.FullsSent++
 	c.sendLocked(to, c.full)
@@ -670,10 +686,10 @@ func (c *core) localState() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.local == nil {
-		return encode(&message{Kind: kindBeat, From: c.s.Node, Inc: c.inc})
+		return c.encode(&message{Kind: kindBeat, From: c.s.Node, Inc: c.inc})
 	}
 	if c.full == nil {
-		c.full = encode(&message{Kind: kindFull, From: c.s.Node, Inc: c.inc, Gen: c.local.Gen, Node: c.local})
+		c.full = c.encode(&message{Kind: kindFull, From: c.s.Node, Inc: c.inc, Gen: c.local.Gen, Node: c.local})
 	}
 	return c.full
 }

@@ -37,8 +37,10 @@
 //
 // # Liveness
 //
-// The rule is ours, not memberlist's: a peer is up from the moment any valid
-// frame of it arrives, and down when nothing was heard from it for Timeout,
+// The rule is ours, not memberlist's: a peer is up from the moment a valid
+// frame of it arrives that is newer than every one heard of its run and
+// timely (fresh.go: frames held back on the path and delivered late refresh
+// nothing), and down when nothing was heard from it for Timeout,
 // measured with the Clock. The ticker wakes at the next due time (the next
 // beat, a peer's Timeout, a gap's deadline), so Down lands a few
 // milliseconds after Timeout of silence. Since the last frame precedes a
@@ -88,7 +90,11 @@
 //     Frames up to about 1.3KB go as one datagram, larger ones over TCP
 //     (SendReliable), to the address in cluster.toml, through two queues
 //     per peer (datagrams and streams, so that beats never wait behind a
-//     slow TCP send). Push/pull (on join) carries a full copy. None of
+//     slow TCP send). The core's messages do not go through memberlist's
+//     delegate, which does not know who sent them: the transport hands
+//     each to the core with the sender it authenticated, and a message
+//     naming another sender is refused (sender.go); push/pull (on join)
+//     carries a full copy, ignored for the same reason. None of
 //     memberlist's periodic work runs (probes, gossip, periodic push/pull:
 //     see memberlistConfig): it is our framing, not our failure detector.
 //   - MemNetwork: deterministic delivery driven by the caller and a fake

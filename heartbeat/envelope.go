@@ -230,6 +230,26 @@ func (w *window) fresh(seq uint64) bool {
 	return w.bits[i/64]&(1<<(i%64)) == 0
 }
 
+// maxJump is how far ahead of the highest sequence number seen a frame may
+// be and still be accepted without a challenge: half the window, so that
+// one frame far ahead (sealed by a holder of the secret) cannot push the
+// window past the real sender's numbers and end its reception.
+const maxJump = windowSize / 2
+
+// jumps tells whether seq is too far ahead of the highest seen (none seen:
+// any number is the first).
+func (w *window) jumps(seq uint64) bool {
+	return w.top != 0 && seq > w.top && seq-w.top > maxJump
+}
+
+// advance moves the window up to seq, a number known to be the sender's
+// (its answer to our challenge): jumps are measured from there.
+func (w *window) advance(seq uint64) {
+	if seq > w.top {
+		w.mark(seq)
+	}
+}
+
 // mark records seq, which fresh accepted.
 func (w *window) mark(seq uint64) {
 	if seq > w.top {

@@ -336,10 +336,10 @@ func (h *mlHB) shut(graceful bool) error {
 type mlDelegate struct{ c *core }
 
 func (d mlDelegate) NodeMeta(limit int) []byte         { return []byte{protoVersion} }
-func (d mlDelegate) NotifyMsg(b []byte)                { d.c.receive(b) }
+func (d mlDelegate) NotifyMsg(b []byte)                { d.c.unbound() }
 func (d mlDelegate) GetBroadcasts(_, _ int) [][]byte   { return nil }
 func (d mlDelegate) LocalState(join bool) []byte       { return d.c.localState() }
-func (d mlDelegate) MergeRemoteState(b []byte, _ bool) { d.c.receive(b) }
+func (d mlDelegate) MergeRemoteState(b []byte, _ bool) {} // unbound (sender.go)
 
 // mlLogWriter routes memberlist's log lines to zap. Foreign traffic never
 // reaches memberlist: the transport reports it.

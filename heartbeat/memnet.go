@@ -42,6 +42,10 @@ type MemNetwork struct {
 	delay   map[[2]string]time.Duration
 	held    []memFrame
 	lastDue map[[2]string]time.Time
+	// withhold picks the frames an on-path attacker holds back on a link
+	// (Withhold); withheld are those frames, in sending order.
+	withhold map[[2]string]func(b []byte) bool
+	withheld []memFrame
 }
 
 type memFrame struct {
@@ -62,7 +66,46 @@ func NewMemNetwork(clk clock.Clock) *MemNetwork {
 		crashed: map[string]bool{},
 		delay:   map[[2]string]time.Duration{},
 		lastDue: map[[2]string]time.Time{},
+
+		withhold: map[[2]string]func(b []byte) bool{},
 	}
+}
+
+// Withhold puts an on-path attacker without the secret on the link from ->
+// to: the frames for which pick returns true are held back, the others pass
+// (nil stops holding). The held frames stay authentic: ReleaseHeld delivers
+// them later, even after their sender crashed.
+func (n *MemNetwork) Withhold(from, to string, pick func(b []byte) bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if pick == nil {
+		delete(n.withhold, [2]string{from, to})
+	} else {
+		n.withhold[[2]string{from, to}] = pick
+	}
+}
+
+// ReleaseHeld delivers the frames held back into to, newest first, and
+// returns how many. to must be running.
+func (n *MemNetwork) ReleaseHeld(to string) int {
+	n.mu.Lock()
+	var out, keep []memFrame
+	for _, f := range n.withheld {
+		if f.to == to {
+			out = append(out, f)
+		} else {
+			keep = append(keep, f)
+		}
+	}
+	n.withheld = keep
+	dst := n.nodes[to]
+	live := dst != nil && !dst.closed && !n.crashed[to]
+	n.mu.Unlock()
+	for i := len(out) - 1; i >= 0 && live; i-- {
+		dst.c.receiveFrom(out[i].sender.name, out[i].b)
+	}
+	n.Flush()
+	return len(out)
 }
 
 // SetDelay makes every frame sent from -> to arrive d after it was sent
@@ -197,13 +240,17 @@ func (n *MemNetwork) Flush() {
 			!n.crashed[from] && !n.crashed[f.to] &&
 			!n.cut[[2]string{from, f.to}] && !n.drop[[2]string{from, f.to}] &&
 			(n.lose == nil || !n.lose(from, f.to, f.b))
+		if pick := n.withhold[[2]string{from, f.to}]; ok && pick != nil && pick(f.b) {
+			n.withheld = append(n.withheld, f)
+			ok = false
+		}
 		n.mu.Unlock()
 		switch {
 		case !ok:
 		case dst.cred != f.sender.cred:
 			dst.c.reject(f.sender.addr, "cannot authenticate the frame (wrong cluster secret or name)")
 		default:
-			dst.c.receive(f.b)
+			dst.c.receiveFrom(from, f.b)
 		}
 		n.mu.Lock()
 	}

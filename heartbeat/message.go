@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"time"
 
 	"haven/dataset"
 )
@@ -35,6 +36,14 @@ type message struct {
 	// Inc is the sender's incarnation: it changes on every start, so that a
 	// restarted node whose Gen starts over is not mistaken for stale.
 	Inc uint64 `json:"inc"`
+	// N orders the messages of one run of the sender: strictly increasing
+	// (see fresh.go); only a message newer than every one heard of its
+	// run refreshes the sender's liveness. 0 (an older sender) is not
+	// ordered.
+	N uint64 `json:"n,omitempty"`
+	// T is when the sender encoded the message: the time elapsed since
+	// its run started, by its monotonic clock (fresh.go).
+	T time.Duration `json:"t,omitempty"`
 	// Gen is the generation of the sender's data after this message.
 	Gen uint64 `json:"gen"`
 	// Base is the generation a delta applies to.

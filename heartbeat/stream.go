@@ -339,6 +339,9 @@ func (t *secTransport) handshake(conn net.Conn, src netip.AddrPort) {
 		}
 		return
 	}
+	if t.userStream(sc) {
+		return
+	}
 	select {
 	case t.streamCh <- sc:
 	case <-t.closing:

@@ -322,6 +322,10 @@ func (t *secTransport) openDatagram(b []byte, src netip.AddrPort) []byte {
 	if !t.fresh(ps, h, &ps.dgram, "datagram") {
 		return nil
 	}
+	if msg, ok := userDatagram(p); ok {
+		t.c.receiveFrom(h.name, msg) // bound to its sender (sender.go)
+		return nil
+	}
 	return p
 }
 
@@ -367,6 +371,9 @@ func (t *secTransport) fromMember(ps *peerSec, src netip.AddrPort, port bool) bo
 func (t *secTransport) fresh(ps *peerSec, h header, w *window, path string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.jumpLocked(ps, h, w, path) {
+		return false
+	}
 	t.noteRunLocked(ps, h)
 	switch {
 	case h.inc < ps.inc:
@@ -478,6 +485,29 @@ func (t *secTransport) confirmLocked(ps *peerSec, h header) {
 		// it challenge us at once rather than at our next beat period.
 		t.c.beatTo(ps.name)
 	}
+	if h.inc == ps.inc {
+		// h is the run's own (it answered our nonce, or our fresh
+		// stream): its sequence number anchors the windows.
+		ps.dgram.advance(h.seq)
+		ps.stream.advance(h.seq)
+	}
+}
+
+// jumpLocked refuses a frame of the confirmed run of ps whose sequence
+// number is more than maxJump ahead of the highest seen on its path, and
+// challenges the run: the answer, sealed by the run from its address,
+// carries its real sequence number and moves the windows there, so a
+// genuine jump (frames to us lost while the peer sent to others) costs
+// one round trip, and a forged one ends nobody's reception.
+func (t *secTransport) jumpLocked(ps *peerSec, h header, w *window, path string) bool {
+	if h.inc != ps.inc || !w.jumps(h.seq) {
+		return false
+	}
+	t.c.unconfirmed.Add(1)
+	t.refuseLocked("jump:"+ps.name, Event{Kind: Rejected, Node: ps.name,
+		Reason: fmt.Sprintf("%s of %s jumps from sequence %d to %d (more than %d ahead): refused, %s challenged", path, ps.name, w.top, h.seq, maxJump, ps.name)})
+	t.challengeLocked(ps)
+	return true
 }
 
 // ownFrame handles an authenticated frame bearing our own name: a later

@@ -450,6 +450,10 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 	parsed := 0
 	for _, name := range sortedKeys(entries) {
 		e := entries[name]
+		if err := e.Sane(); err != nil {
+			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error()})
+			continue
+		}
 		c.Witness(e.Version)
 		cur := c.KnownConfig(name)
 		if !e.Wins(cur) {

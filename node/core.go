@@ -1,6 +1,7 @@
 package node
 
 import (
+	"math"
 	"time"
 
 	"haven/config"
@@ -239,14 +240,18 @@ func (c *Core) newTicket() Ticket {
 
 // NextVersion returns a new logical version for a change made on this node.
 func (c *Core) NextVersion() dataset.Version {
-	c.state.Lamport++
+	if c.state.Lamport < math.MaxUint64 { // saturates: never wraps to 0
+		c.state.Lamport++
+	}
 	c.persist()
 	return dataset.Version{Counter: c.state.Lamport, Origin: c.cfg.Name}
 }
 
-// Witness advances the Lamport clock past a version seen from a peer.
+// Witness advances the Lamport clock past a version seen from a peer; a
+// counter beyond dataset.MaxCounter is not witnessed (its entry is
+// refused: MergeConfigs, MergeTargets, MergeClears).
 func (c *Core) Witness(v dataset.Version) {
-	if v.Counter > c.state.Lamport {
+	if v.Counter > c.state.Lamport && v.Sane() {
 		c.state.Lamport = v.Counter
 		c.persist()
 	}

@@ -61,7 +61,7 @@ func (c *Core) MergeTargets(ts map[string]dataset.Target, snap func() monitor.Sn
 		t := ts[name]
 		c.Witness(t.Version)
 		ss, ok := c.state.Services[name]
-		if !ok || !t.Version.Newer(ss.Target.Version) {
+		if !ok || !t.Version.Sane() || !t.Version.Newer(ss.Target.Version) {
 			continue
 		}
 		c.emit(TargetAdopted{Svc: name, Target: t})
@@ -148,6 +148,9 @@ func (c *Core) ApplyClear(svc string, cr dataset.ClearRequest, now time.Time) {
 // (names checked by the driver, as for MergeTargets).
 func (c *Core) MergeClears(cs map[string]dataset.ClearRequest, now time.Time) {
 	for _, name := range sortedKeys(cs) {
+		if !cs[name].Version.Sane() {
+			continue // beyond any real counter: it would win for good
+		}
 		c.Witness(cs[name].Version)
 		c.ApplyClear(name, cs[name], now)
 	}
