@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"haven/testbed"
 	"io"
 	"net"
 	"net/http"
@@ -35,7 +36,9 @@ const (
 	appTimeout    = 10 * time.Second
 	arbitratorIP  = Subnet + "254"
 	arbitratorURI = "http://" + arbitratorIP + ":8080/"
-	arbTimeout    = 2 * time.Second
+	// oneVoteURI is Haven's one-vote arbitrator (Config.OneVote)
+	oneVoteURI = "haven://" + arbitratorIP + ":10400"
+	arbTimeout = 2 * time.Second
 )
 
 // Cluster is a set of nodes in the bed, their services, the journal.
@@ -69,8 +72,12 @@ func (c *Cluster) NodeActions() string { return filepath.Join(c.Work, "node-acti
 // clusterToml is cluster.toml with quorum on or off. The arbitrator (the
 // bed's HTTP server, a1) is named in both: it is read only with quorum on.
 func (c *Cluster) clusterToml(quorum bool) string {
+	uri := arbitratorURI
+	if c.cfg.OneVote {
+		uri = oneVoteURI
+	}
 	return fmt.Sprintf("[cluster]\nname = \"chaos\"\nsecret = %q\nquorum = %v\n\n[nodes]\n%s\n[arbitrator.a1]\nuri = %q\ntimeout = %q\n",
-		c.secret, quorum, c.members, arbitratorURI, arbTimeout)
+		c.secret, quorum, c.members, uri, arbTimeout)
 }
 
 // Service is one failover test service and the nodes it may run on.
@@ -118,9 +125,6 @@ func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 	if err := bed.AddHost("arb", arbitratorIP); err != nil {
 		return c, err
 	}
-	if err := c.startArbitrator(); err != nil {
-		return c, err
-	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	var members strings.Builder
@@ -128,6 +132,9 @@ func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 		fmt.Fprintf(&members, "%s = \"%s:%d\"\n", n, bed.Addr[n], HBPort)
 	}
 	c.members, c.secret = members.String(), hex.EncodeToString(secret)
+	if err := c.startArbitrator(); err != nil {
+		return c, err
+	}
 	if err := c.writeScripts(); err != nil {
 		return c, err
 	}
@@ -182,6 +189,9 @@ func (c *Cluster) mountVar(n *Node) error {
 // startArbitrator serves 200 on arbitratorURI from the arbitrator's own
 // namespace: cutting its link (Bed.Cut("arb")) makes it unreachable.
 func (c *Cluster) startArbitrator() error {
+	if c.cfg.OneVote {
+		return c.startOneVote()
+	}
 	var l net.Listener
 	err := InNetns(c.Bed.NS["arb"], func() (err error) {
 		l, err = net.Listen("tcp", arbitratorIP+":8080")
@@ -192,6 +202,25 @@ func (c *Cluster) startArbitrator() error {
 	}
 	c.arb = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })}
 	go c.arb.Serve(l)
+	return nil
+}
+
+// startOneVote starts Haven's one-vote arbitrator (nodemgr arbitrator) in
+// the arbitrator's namespace, its root below the work directory; Close
+// ends it with every process of the namespaces.
+func (c *Cluster) startOneVote() error {
+	root := filepath.Join(c.Work, "arb")
+	conf := fmt.Sprintf("[arbitrator]\nlisten = \"%s:10400\"\n\n[cluster.chaos]\nsecret = %q\n", arbitratorIP, c.secret)
+	if err := writeFile(filepath.Join(root, "etc", "arbitrator.toml"), conf, 0o600); err != nil {
+		return err
+	}
+	r, err := testbed.Command{Bin: filepath.Join(c.cfg.Bin, "nodemgr"), Root: root, Args: []string{"arbitrator", "start"}, NS: c.Bed.NS["arb"], Timeout: 20 * time.Second}.Run()
+	if err != nil {
+		return fmt.Errorf("one-vote arbitrator: %w", err)
+	}
+	if r.Code != 0 {
+		return fmt.Errorf("one-vote arbitrator: %s", r)
+	}
 	return nil
 }
 

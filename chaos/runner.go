@@ -29,6 +29,10 @@ type Config struct {
 	// or QuorumOff (quorummode.go). With quorum on never twice is promised
 	// by every test.
 	Quorum string
+	// OneVote makes the arbitrator Haven's one-vote arbitrator (nodemgr
+	// arbitrator, haven://) instead of the plain HTTP one: with 2 nodes,
+	// the split tests then fail over without a fence command.
+	OneVote bool
 	// First are run first, in order (entries as in Tests: Name or
 	// Name/q), then the tests picked at random.
 	First []string

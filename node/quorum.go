@@ -556,14 +556,19 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	ours := func(a string) bool {
 		at, ok := c.exclusiveSince(a, g.since)
 		if ok && c.oneVote(a) && g.oneVoteAt.IsZero() {
+			// the peer's lease had ended: its stop budget runs from here,
+			// and the gate's deadline (shown in the status) moves with it
 			g.oneVoteAt, g.oneVoteBy = at, a
+			if d := at.Add(c.timing().StopBudget + c.timing().Beat); d.After(g.deadline) {
+				g.deadline = d
+			}
 		}
 		return ok && c.oneVote(a)
 	}
 	lost := quorum.CertainlyLostExcept(len(c.cfg.ClusterNodes), agree, c.cfg.Quorum.Arbitrators, ours)
 	deadline, by := g.deadline, ""
-	if d := g.oneVoteAt.Add(c.timing().StopBudget + c.timing().Beat); !g.oneVoteAt.IsZero() && d.After(deadline) {
-		deadline, by = d, g.oneVoteBy
+	if !g.oneVoteAt.IsZero() {
+		by = g.oneVoteBy
 	}
 	if !lost {
 		if c.hasOneVote() {
