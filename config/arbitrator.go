@@ -12,6 +12,7 @@ import (
 //
 //	[arbitrator]
 //	listen = "192.0.2.10:10400"
+//	metrics_addr = "127.0.0.1:9478"   # optional
 //
 //	[cluster.prod]
 //	secret = "…64 hex digits: prod's cluster.toml secret…"
@@ -22,6 +23,9 @@ import (
 type ArbitratorConf struct {
 	File   string
 	Listen string
+	// MetricsAddr, when set, serves the arbitrator's Prometheus metrics
+	// (/metrics, plain HTTP: bind it where only the scraper reaches).
+	MetricsAddr string
 	// Clusters are the secrets (hex, as written) by cluster name.
 	Clusters map[string]string
 }
@@ -69,14 +73,23 @@ func (dec Decoder) ParseArbitratorConf(file string, data []byte) (*ArbitratorCon
 	arb, _ := tree.Values["arbitrator"].(map[string]any)
 	for _, k := range sortedKeys(arb) {
 		v := arb[k]
-		if k != "listen" {
-			return nil, at([]string{"arbitrator"}, k, "unknown keyword (known: listen)")
+		if k != "listen" && k != "metrics_addr" {
+			return nil, at([]string{"arbitrator"}, k, "unknown keyword (known: listen, metrics_addr)")
 		}
 		s, ok := v.(string)
 		if !ok {
 			return nil, at([]string{"arbitrator"}, k, "want a string \"HOST:PORT\"")
 		}
-		c.Listen = s
+		if k == "listen" {
+			c.Listen = s
+		} else {
+			c.MetricsAddr = s
+		}
+	}
+	if c.MetricsAddr != "" {
+		if err := checkHostPort(c.MetricsAddr); err != nil {
+			return nil, at([]string{"arbitrator"}, "metrics_addr", "invalid address %q: %v", c.MetricsAddr, err)
+		}
 	}
 	if c.Listen == "" {
 		return nil, at([]string{"arbitrator"}, "listen", "required: the address and port the nodes reach, \"HOST:PORT\"")

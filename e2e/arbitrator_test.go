@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,8 +42,12 @@ func TestArbitratorDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mport, err := testbed.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	secret := "6b1d0c8f2e4a7c9b3d5f1e0a2c4b6d8f9e7a5c3b1d0f2e4a6c8b0d2f4e6a8c01"
-	writeFile(t, conf, fmt.Sprintf("[arbitrator]\nlisten = \"127.0.0.1:%d\"\n\n[cluster.prod]\nsecret = %q\n", port, secret))
+	writeFile(t, conf, fmt.Sprintf("[arbitrator]\nlisten = \"127.0.0.1:%d\"\nmetrics_addr = \"127.0.0.1:%d\"\n\n[cluster.prod]\nsecret = %q\n", port, mport, secret))
 	os.Chmod(conf, 0o600)
 	if r := run("start"); r.Code != 0 || !strings.Contains(r.Out, "arbitrator started") {
 		t.Fatalf("start: %s", r)
@@ -67,6 +73,17 @@ func TestArbitratorDaemon(t *testing.T) {
 	}
 	if out := run("status").Out; !strings.Contains(out, "cluster prod") || !strings.Contains(out, "node   n1") {
 		t.Fatalf("status text:\n%s", out)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", mport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"haven_arbitrator_reports_total 1", "haven_arbitrator_refusals_total 1", `haven_arbitrator_node_granted{cluster="prod",node="n1"} 0`, `haven_arbitrator_winner_size{cluster="prod"} 0`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
 	}
 	if r := run("stop"); r.Code != 0 || !strings.Contains(r.Out, "arbitrator stopped") {
 		t.Fatalf("stop: %s", r)

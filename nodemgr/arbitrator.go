@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v2"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -79,9 +83,34 @@ func arbitratorRun(c *cli.Context) error {
 	log.Info("arbitrator listening", zap.String("addr", s.Addr().String()), zap.Strings("clusters", conf.ClusterNames()),
 		zap.Duration("lease", arbitrator.Lease), zap.Duration("no vote for", arbitrator.Lease))
 	go writeStatus(ctx, s, p.ArbitratorStatus(), log)
+	if conf.MetricsAddr != "" {
+		srv, err := serveArbitratorMetrics(conf.MetricsAddr, s)
+		if err != nil {
+			return cliutil.Failed("metrics_addr %s: %v", conf.MetricsAddr, err)
+		}
+		defer srv.Close()
+		log.Info("metrics served", zap.String("addr", conf.MetricsAddr))
+	}
 	err = s.Serve(ctx)
 	log.Info("arbitrator stopped")
 	return err
+}
+
+// serveArbitratorMetrics serves /metrics of the arbitrator's own registry
+// on addr (plain HTTP, read-only; short timeouts so that idle connections
+// do not hold it).
+func serveArbitratorMetrics(addr string, s *arbitrator.Server) (*http.Server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.Metrics())
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 3 * time.Second, IdleTimeout: 15 * time.Second, WriteTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return srv, nil
 }
 
 // writeStatus writes the arbitrator's status to path every statusEvery
