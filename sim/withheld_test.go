@@ -1,0 +1,65 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"haven/config/tomlfile"
+)
+
+// Attack (issue 19, item 3), at the node level: an on-path attacker without
+// the secret holds back some of n1's authentic frames to n2 and delivers
+// them after n1 crashed and n2 took the service over. The dead n1 must not
+// come back up at n2, and n2 must not stop its healthy copy (before: n2 saw
+// the service on two nodes, stopped its own, and it ran nowhere).
+func TestWithheldFramesAfterCrashKeepSurvivor(t *testing.T) {
+	c, err := New([]string{"n1", "n2"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := tomlfile.ParseService("web.toml", "web", []byte("[DEFAULT]\nnodes = [\"n1\", \"n2\"]\norchestrate = \"ha\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddService(cfg, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"n1", "n2"} {
+		if err := c.Start(n, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Run(20 * time.Second)
+	if up := c.UpOn("web"); !slices.Equal(up, []string{"n1"}) {
+		t.Fatalf("web up on %v, want n1", up)
+	}
+	k := 0
+	c.net.Withhold("n1", "n2", func([]byte) bool { k++; return k%3 == 0 })
+	c.Run(6 * time.Second)
+	if err := c.Crash("n1"); err != nil {
+		t.Fatal(err)
+	}
+	c.Run(20 * time.Second)
+	if up := c.UpOn("web"); !slices.Equal(up, []string{"n2"}) {
+		t.Fatalf("after n1's crash web up on %v, want n2", up)
+	}
+	held := c.net.ReleaseHeld("n2")
+	if held < 2 {
+		t.Fatalf("the attacker held %d frames, want several", held)
+	}
+	for i := 0; i < 60; i++ { // every second: the survivor's copy is never stopped
+		c.Run(time.Second)
+		if up := c.UpOn("web"); !slices.Equal(up, []string{"n2"}) {
+			t.Fatalf("%d held frames of the crashed n1 delivered: web up on %v, want n2\n%s", held, up, timeline(c))
+		}
+	}
+}
+
+func timeline(c *Cluster) string {
+	var s string
+	for _, l := range c.Timeline() {
+		s += l + "\n"
+	}
+	return s
+}
