@@ -20,6 +20,13 @@ const oneVoteAddr = "192.0.2.50"
 // command, and Haven's one-vote arbitrator (nodemgr arbitrator) running in
 // a namespace of its own; it returns once both nodes hold its lease.
 func newOneVoteBed(t *testing.T) *quorumBed {
+	q, _ := newOneVoteBedArb(t)
+	return q
+}
+
+// newOneVoteBedArb is newOneVoteBed, with a function that runs `nodemgr
+// arbitrator ARGS` in the arbitrator's namespace.
+func newOneVoteBedArb(t *testing.T) (*quorumBed, func(args ...string) testbed.Result) {
 	t.Helper()
 	port, err := testbed.FreePort()
 	if err != nil {
@@ -58,7 +65,7 @@ func newOneVoteBed(t *testing.T) *quorumBed {
 			return qs != nil && len(qs.Arbitrators) == 1 && qs.Arbitrators[0].OneVote && qs.Arbitrators[0].Answered
 		})
 	}
-	return q
+	return q, arb
 }
 
 // Issue 21: 2 nodes, quorum, a one-vote arbitrator, no fence command. The
@@ -112,6 +119,37 @@ func TestNetnsOneVoteArbitratorLinkCut(t *testing.T) {
 	if _, ok := q.first("n1", "stop", cut); ok || frozen(c["n1"]) {
 		q.dump()
 		t.Fatal("n1, the side running web, lost it")
+	}
+	q.noOverlap()
+}
+
+// Issue 21: the one-vote arbitrator restarts in the middle of a cut of the
+// link between the two nodes. It remembers no lease and gives no vote for
+// its start-up wait, so both nodes lose theirs at their lease ends: both
+// stop and freeze (safe, not available; docs/operations.md). Never twice.
+func TestNetnsOneVoteArbitratorRestartedMidSplit(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces)
+	q, arb := newOneVoteBedArb(t)
+	c := q.nodes
+	createService(t, c["n1"], "web", q.service("n1", "n2"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	cut := uptime(t)
+	q.ok(q.bed.OneWay("n1", "n2"))
+	q.ok(q.bed.OneWay("n2", "n1"))
+	if r := arb("stop"); r.Code != 0 {
+		t.Fatalf("arbitrator stop: %s", r)
+	}
+	if r := arb("start"); r.Code != 0 {
+		t.Fatalf("arbitrator start: %s", r)
+	}
+	q.waitFor(60*time.Second, "both nodes lose their vote and freeze", func() bool { return frozen(c["n1"]) && frozen(c["n2"]) })
+	if _, ok := q.first("n1", "stop", cut); !ok {
+		q.dump()
+		t.Fatal("n1 froze but its journal has no stop of web")
+	}
+	if _, ok := q.first("n2", "start", cut); ok {
+		q.dump()
+		t.Fatal("n2 started web while the arbitrator gave no vote")
 	}
 	q.noOverlap()
 }
