@@ -59,15 +59,11 @@ func testResourceRecover(t *T) error {
 	}
 	// its starts fail there: the restart left is spent, monitor_action
 	// switch moves it
-	marker := filepath.Join(t.C.Work, "fail-"+s+"-"+n)
-	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+	unfail, err := t.killFailing(s, n)
+	if err != nil {
 		return err
 	}
-	defer os.Remove(marker)
-	t.Fault("kill -9 of the process of %s on %s, its starts failing there", s, n)
-	if err := t.C.killApp(s, n); err != nil {
-		return err
-	}
+	defer unfail()
 	to, err := t.C.upOnlyOn(s, t.C.others(n), splitBound)
 	if err != nil {
 		return fmt.Errorf("restarts spent on %s, monitor_action switch: %w", n, err)
@@ -77,7 +73,7 @@ func testResourceRecover(t *T) error {
 	if took > switchBound {
 		return fmt.Errorf("%s moved to %s %s after the kill, over the bound %s (%d restarts, the switch)", s, to, took.Round(100*time.Millisecond), switchBound, ladderRestarts)
 	}
-	os.Remove(marker)
+	unfail()
 	// the exclusion of n ends once the service is up on another node; a
 	// failed state is cleared as an admin does once the cause is fixed
 	var inst dataset.Instance
@@ -89,4 +85,22 @@ func testResourceRecover(t *T) error {
 		return fmt.Errorf("%s up on %s, yet %s still shows its instance excluded after %s: %s", s, to, n, ledgerBound, inst.Excluded)
 	}
 	return t.clearFailed(s, n)
+}
+
+// killFailing makes the starts of svc fail on n (the file R/fail-SVC-NODE
+// that start.sh reads), then kills its process there: the restart ladder
+// spends its restarts and monitor_action moves it. undo makes its starts
+// work again (it may be called more than once).
+func (t *T) killFailing(svc, n string) (undo func(), err error) {
+	marker := filepath.Join(t.C.Work, "fail-"+svc+"-"+n)
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		return nil, err
+	}
+	undo = func() { os.Remove(marker) }
+	t.Fault("kill -9 of the process of %s on %s, its starts failing there", svc, n)
+	if err := t.C.killApp(svc, n); err != nil {
+		undo()
+		return nil, err
+	}
+	return undo, nil
 }

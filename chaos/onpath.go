@@ -3,8 +3,6 @@ package chaos
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -215,15 +213,11 @@ func (t *T) onPathBeatsOnly() error {
 		return err
 	}
 	defer t.C.Bed.Heal()
-	marker := filepath.Join(t.C.Work, "fail-"+s+"-"+n)
-	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+	unfail, err := t.killFailing(s, n)
+	if err != nil {
 		return err
 	}
-	defer os.Remove(marker)
-	t.Fault("kill -9 of the process of %s on %s, its starts failing there", s, n)
-	if err := t.C.killApp(s, n); err != nil {
-		return err
-	}
+	defer unfail()
 	// o's view of s on n, while s has no process on n
 	const bound = hbTimeout + 3*time.Second
 	var since time.Time
@@ -251,7 +245,7 @@ func (t *T) onPathBeatsOnly() error {
 	if err := t.C.Bed.Heal(); err != nil {
 		return err
 	}
-	os.Remove(marker)
+	unfail()
 	if _, err := t.C.upOnlyOn(s, t.C.Names, splitBound); err != nil {
 		return err
 	}

@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -159,44 +157,17 @@ func arbitratorStart(c *cli.Context) error {
 	if _, err := tomlfile.LoadArbitratorConf(p.ArbitratorConf()); err != nil {
 		return err // said here, with its file and key, rather than in a log
 	}
-	self, err := os.Executable()
+	pid, err := spawn(c, "the arbitrator", []string{"arbitrator", "run"}, "arbitrator.out", 10*time.Second, func() (int, bool) {
+		if _, err := os.Stat(p.ArbitratorStatus()); err != nil {
+			return 0, false
+		}
+		return arbitratorPid(p), true
+	})
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(p.Log, 0o700); err != nil {
-		return err
-	}
-	outPath := filepath.Join(p.Log, "arbitrator.out")
-	out, err := openDaemonOut(outPath)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	args := []string{"arbitrator", "run"}
-	if c.IsSet("root") {
-		args = append([]string{"--root", c.String("root")}, args...)
-	}
-	cmd := exec.Command(self, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			return daemonExit(err, outPath)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if _, err := os.Stat(p.ArbitratorStatus()); err == nil {
-			fmt.Fprintf(c.App.Writer, "arbitrator started (pid %d)\n", cmd.Process.Pid)
-			return nil
-		}
-	}
-	return cliutil.Failed("the arbitrator did not start within 10s (see %s)", outPath)
+	fmt.Fprintf(c.App.Writer, "arbitrator started (pid %d)\n", pid)
+	return nil
 }
 
 func arbitratorStop(c *cli.Context) error {

@@ -168,19 +168,6 @@ func start(c *cli.Context) error {
 	if _, err := compat(); err != nil {
 		return err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(p.Log, 0o700); err != nil {
-		return err
-	}
-	outPath := filepath.Join(p.Log, "daemon.out")
-	out, err := openDaemonOut(outPath)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
 	// the log goes to node.log only; daemon.out gets what the daemon
 	// prints outside of it (a refused config, a crash)
 	args := []string{"daemon", "run", "--log-stderr=false"}
@@ -190,36 +177,68 @@ func start(c *cli.Context) error {
 	if c.Bool("new-state") {
 		args = append(args, "--new-state")
 	}
+	pid, err := spawn(c, "the daemon", args, "daemon.out", 15*time.Second, func() (int, bool) {
+		ds, err := cl.DaemonStatus(c.Context)
+		if err != nil {
+			return 0, false
+		}
+		return ds.Pid, true
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "daemon started (pid %d)\n", pid)
+	return nil
+}
+
+// spawn starts this binary (what, for the messages) with args (after --root, when set) in the
+// background, in a session of its own, its output appended to the file
+// out of the log directory, and waits until ready says it is up (its pid)
+// or it exits (its last line and its exit status: 2 for a bad config).
+func spawn(c *cli.Context, what string, args []string, out string, within time.Duration, ready func() (int, bool)) (int, error) {
+	p := cliutil.Paths(c)
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(p.Log, 0o700); err != nil {
+		return 0, err
+	}
+	outPath := filepath.Join(p.Log, out)
+	f, err := openDaemonOut(outPath)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
 	if c.IsSet("root") {
 		args = append([]string{"--root", c.String("root")}, args...)
 	}
 	cmd := exec.Command(self, args...)
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	// the daemon starts with SIGHUP ignored (an ignored signal stays
-	// ignored across exec): one sent before its handler is installed
-	// (package earlyhup, a few ms after the exec) cannot end it
+	// it starts with SIGHUP ignored (an ignored signal stays ignored
+	// across exec): one sent before its handler is installed (package
+	// earlyhup, a few ms after the exec) cannot end it
 	signal.Ignore(syscall.SIGHUP)
 	err = cmd.Start()
 	signal.Reset(syscall.SIGHUP)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			return daemonExit(err, outPath)
+			return 0, daemonExit(err, outPath)
 		case <-time.After(50 * time.Millisecond):
 		}
-		if ds, err := cl.DaemonStatus(c.Context); err == nil {
-			fmt.Fprintf(c.App.Writer, "daemon started (pid %d)\n", ds.Pid)
-			return nil
+		if pid, ok := ready(); ok {
+			return pid, nil
 		}
 	}
-	return cliutil.Failed("the daemon did not answer within 15s (see %s)", outPath)
+	return 0, cliutil.Failed("%s did not come up within %s (see %s)", what, within, outPath)
 }
 
 // daemonExit explains an early exit of the background daemon with the
