@@ -173,13 +173,15 @@ func daemonPid(t *testing.T, n *node) int {
 	return pid
 }
 
-// A node removed from a service's nodes stops its running instance.
+// A node removed from a service's nodes stops its running instance (the
+// service moved to n2, another member: a name that is no member is
+// refused since issue 19 item 12).
 func TestNodeRemovedFromServiceStopsInstance(t *testing.T) {
-	n := newNode(t, "n1", "")
-	n.startDaemon()
+	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
+	n := c["n1"]
 	createService(t, n, "web", testbed.PidService)
 	n.must("svcmgr", "-s", "web", "start", "--local")
-	n.must("svcmgr", "-s", "web", "set", "--kw", "DEFAULT.nodes=n9")
+	n.must("svcmgr", "-s", "web", "set", "--kw", "DEFAULT.nodes=n2")
 	pid := filepath.Join(n.root, "var", "services", "web", "main.pid")
 	waitFor(t, 5*time.Second, "web stopped on n1", func() bool {
 		_, err := os.Stat(pid)
