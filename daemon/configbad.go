@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"fmt"
 	"sort"
 
 	"haven/dataset"
+	"haven/node"
 )
 
 // configState is the loop-owned part of the daemon about configs that
@@ -22,6 +24,11 @@ type configState struct {
 	parked map[string][]func()
 	// merging: a turn of mergeMoreLater is queued.
 	merging bool
+	// refused are the peers' configs that do not parse here (a node in
+	// nodes that is not a member, an invalid keyword), by service: the
+	// status shows them as invalid until a config of that name is
+	// installed or deleted here.
+	refused map[string]string
 }
 
 // badConfig is a service config file that does not parse.
@@ -80,11 +87,45 @@ func (d *Daemon) invalidInstance(name string) dataset.Instance {
 // invalidStatus is the status of a service whose config does not parse
 // here: its nodes are those that announce an instance of it.
 func (d *Daemon) invalidStatus(name string, nodes map[string]dataset.Node) dataset.ServiceStatus {
+	return d.badStatus(name, d.cfgs.invalid[name].err, nodes)
+}
+
+// peerConfigRefused records a peer's config refused because it does not
+// parse here (the last good config, if any, is kept: node.ConfigRefused).
+func (d *Daemon) peerConfigRefused(e node.ConfigRefused) {
+	if !e.Kept || e.Err == "" {
+		return
+	}
+	if d.cfgs.refused == nil {
+		d.cfgs.refused = map[string]string{}
+	}
+	d.cfgs.refused[e.Svc] = fmt.Sprintf("the config from %s is refused here: %s", e.From, e.Err)
+}
+
+// showRefused adds the peers' configs refused here to the status st: the
+// error on a service this node has (its last good config kept), or a
+// service shown as invalid when this node has none.
+func (d *Daemon) showRefused(st *dataset.ClusterStatus, nodes map[string]dataset.Node) {
+	for _, name := range sortedKeys(d.cfgs.refused) {
+		msg := d.cfgs.refused[name]
+		if ss, ok := st.Services[name]; ok {
+			if ss.ConfigError == "" {
+				ss.ConfigError = msg + " (the last good config is kept)"
+				st.Services[name] = ss
+			}
+			continue
+		}
+		st.Services[name] = d.badStatus(name, msg, nodes)
+	}
+}
+
+// badStatus is the status of a service without a valid config here.
+func (d *Daemon) badStatus(name, err string, nodes map[string]dataset.Node) dataset.ServiceStatus {
 	ss := dataset.ServiceStatus{
 		PlacementState: "n/a",
 		GlobalExpect:   dataset.ExpectNone,
 		Instances:      map[string]dataset.Instance{},
-		ConfigError:    d.cfgs.invalid[name].err,
+		ConfigError:    err,
 	}
 	for _, node := range sortedKeys(nodes) {
 		if _, ok := nodes[node].Services[name]; ok {

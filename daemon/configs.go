@@ -90,6 +90,7 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 	case err != nil:
 		d.core.ConfigDone(name, err, d.clk.Now())
 	case op.Config == nil:
+		delete(d.cfgs.refused, name)
 		delete(d.services, name)
 		d.core.RemoveInstance(name)
 		delete(d.cfgs.invalid, name)
@@ -99,6 +100,7 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 	default:
 		cfg := op.Config
 		cfg.File = path
+		delete(d.cfgs.refused, name)
 		if d.cfgs.invalid[name] != nil {
 			delete(d.cfgs.invalid, name)
 			d.log.Info("service config repaired: managed again with its kept state", zap.String("svc", name))

@@ -28,6 +28,9 @@ func (d *Daemon) applyReady() {
 		}
 		for _, e := range rd.Events {
 			d.logEvent(e)
+			if r, ok := e.(node.ConfigRefused); ok {
+				d.peerConfigRefused(r)
+			}
 		}
 		for _, a := range rd.Answers {
 			if f := d.tickets[a.Ticket]; f != nil {

@@ -211,7 +211,11 @@ func New(opts Options) (*Daemon, error) {
 	if err := d.nextIncarnation(); err != nil {
 		return nil, err
 	}
-	if accepted != "" {
+	if accepted == brandNew {
+		if err := d.writeStateNow("write the first state"); err != nil {
+			return nil, err
+		}
+	} else if accepted != "" {
 		d.log.Warn(accepted, zap.String("node", d.node.Name), zap.String("path", p.State()), zap.String("reason", "nodemgr daemon start/run --new-state"))
 		if err := d.writeStateNow("write the state accepted by --new-state"); err != nil {
 			return nil, err

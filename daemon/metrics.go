@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -430,6 +431,9 @@ func (d *Daemon) serveMetrics() error {
 		return nil
 	}
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRNOTAVAIL) { // not an address of this host: a config error (exit 2)
+		return d.node.ErrAt(config.SectionNode, "metrics_addr", "cannot serve the metrics: %q is not an address of this host: %v", addr, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: node.metrics_addr: cannot serve the metrics: %w", d.node.File, err)
 	}

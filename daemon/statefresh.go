@@ -29,7 +29,7 @@ import (
 const newStateFlag = "--new-state (nodemgr daemon run or start)"
 
 // openState reads the state file at path. accepted says why a state that
-// needed --new-state was taken ("" when none did).
+// needed --new-state was taken, or is brandNew ("" when neither).
 func openState(path, serviceDir string, newState bool) (st durable, accepted string, err error) {
 	fi, lerr := os.Lstat(path)
 	switch {
@@ -46,7 +46,7 @@ func openState(path, serviceDir string, newState bool) (st durable, accepted str
 	case errors.Is(lerr, fs.ErrNotExist):
 		n := serviceConfigs(serviceDir)
 		if n == 0 {
-			return empty(), "", nil // a brand-new node
+			return empty(), brandNew, nil
 		}
 		if !newState {
 			return st, "", &config.Error{File: path, Msg: fmt.Sprintf("missing, but %d service config(s) exist in %s: this node has run before, and an empty state would forget its frozen flags, targets, config versions and cluster identity; "+
@@ -67,6 +67,12 @@ func openState(path, serviceDir string, newState bool) (st durable, accepted str
 	}
 	return st, "", nil
 }
+
+// brandNew is what openState says of a brand-new node (no state file, no
+// service config): its empty state is written at once, not logged, so
+// that a config written later never lies on disk without a state file (a
+// crash between the two would otherwise need --new-state).
+const brandNew = "brand-new node"
 
 func empty() durable { return durable{Services: map[string]durableService{}} }
 

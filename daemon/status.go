@@ -80,6 +80,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 	for _, name := range d.invalidNames() {
 		st.Services[name] = d.invalidStatus(name, nodes)
 	}
+	d.showRefused(st, nodes)
 	return st
 }
 

@@ -147,13 +147,23 @@ func TestMetricsScrapedFromARealDaemon(t *testing.T) {
 	}
 }
 
-// A bad node.metrics_addr is a config error (exit 2, file, line and key);
-// an address already in use stops the daemon at start, naming the key.
+// A bad node.metrics_addr is a config error (exit 2, file, line and key),
+// an address of another host too; an address already in use stops the
+// daemon at start, naming the key (exit 1: it may be free at the next try).
 func TestMetricsAddrErrors(t *testing.T) {
 	n := newNode(t, "n1", "")
 	setNodeKey(t, n, `metrics_addr = "localhost"`)
 	r := n.run("nodemgr", "daemon", "start")
 	if r.Code != 2 || !strings.Contains(r.Out+r.Err, `node.toml:2: node.metrics_addr: invalid address "localhost": want host:port`) {
+		t.Fatalf("got %s, want exit 2 naming node.toml:2 node.metrics_addr", r)
+	}
+
+	// an address that is not one of this host's (TEST-NET-1): a config
+	// error too, not a failure that systemd would restart forever
+	n = newNode(t, "n1", "")
+	setNodeKey(t, n, `metrics_addr = "192.0.2.1:9477"`)
+	r = n.run("nodemgr", "daemon", "start")
+	if r.Code != 2 || !strings.Contains(r.Out+r.Err, `node.toml:2: node.metrics_addr: cannot serve the metrics: "192.0.2.1:9477" is not an address of this host`) {
 		t.Fatalf("got %s, want exit 2 naming node.toml:2 node.metrics_addr", r)
 	}
 

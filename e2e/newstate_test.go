@@ -21,6 +21,11 @@ func TestStateMissingRefusedAtStart(t *testing.T) {
 	t.Parallel()
 	n := newNode(t, "n1", "")
 	n.startDaemon() // brand-new: no state, no config
+	// its state is on disk before any config can be: a config never lies
+	// there without a state file (a crash between the two)
+	if _, err := os.Stat(filepath.Join(n.root, "var", "state.json")); err != nil {
+		t.Fatalf("a brand-new node did not write its state at start: %v", err)
+	}
 	createService(t, n, "web", testbed.PidService)
 	n.must("svcmgr", "-s", "web", "freeze")
 	n.must("nodemgr", "daemon", "stop")

@@ -41,7 +41,9 @@ func TestServiceNodesMustBeMembers(t *testing.T) {
 
 // A config received from a peer naming a node that is not a member here
 // (the peers' cluster.toml differ) is refused as a peer config that does
-// not parse is: not installed, config_refused logged with the key.
+// not parse is: not installed, config_refused logged with the key, and the
+// service shown as invalid in this node's status (svcmon) until a valid
+// version is installed.
 func TestPeerConfigWithUnknownNodeRefused(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, []string{"n1", "n2", "n3"}, clusterOpts{})
@@ -66,4 +68,19 @@ func TestPeerConfigWithUnknownNodeRefused(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c["n2"].root, "etc", "services", "web.toml")); !os.IsNotExist(err) {
 		t.Fatalf("n2 installed a config naming a node it does not know: %v", err)
 	}
+	// shown as invalid on n2 (svcmon), as a config that does not parse is
+	waitFor(t, 10*time.Second, "n2 shows web's config refused", func() bool {
+		e := c["n2"].status().Services["web"].ConfigError
+		return strings.Contains(e, "the config from n1 is refused here: ") && strings.Contains(e, "DEFAULT.nodes: n3 is not a cluster member (members: n1, n2)")
+	})
+	if out := c["n2"].must("svcmon"); !strings.Contains(out, "config invalid: the config from n1 is refused here") {
+		t.Fatalf("svcmon on n2 does not show web's config as invalid:\n%s", out)
+	}
+	// a valid version from n1 is installed, and the mark goes
+	c["n1"].must("svcmgr", "-s", "web", "set", "--kw", "nodes-=n3")
+	waitFor(t, 20*time.Second, "n2 installs the repaired web", func() bool {
+		_, err := os.Stat(filepath.Join(c["n2"].root, "etc", "services", "web.toml"))
+		return err == nil
+	})
+	waitFor(t, 10*time.Second, "the refusal no longer shown on n2", func() bool { return c["n2"].status().Services["web"].ConfigError == "" })
 }
