@@ -226,6 +226,17 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 			notes = append(notes, "partly frozen")
 		}
 	}
+	// a hard affinity only gates starts: an instance up where its rule is
+	// broken now (the other service moved) stays there, and says so
+	var broken []string
+	for _, n := range sortedKeys(s.Instances) {
+		if i := s.Instances[n]; (i.Avail == dataset.StatusUp || i.Avail == dataset.StatusWarn) && strings.ContainsRune(i.Flags, 'A') {
+			broken = append(broken, n)
+		}
+	}
+	if len(broken) > 0 {
+		notes = append(notes, "affinity violated on "+strings.Join(broken, ","))
+	}
 	placement, expect := "non-optimal", "expect "
 	if long {
 		placement, expect = "placement non-optimal", "global expect "

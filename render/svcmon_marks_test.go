@@ -80,3 +80,20 @@ func TestSvcmonOneVoteArbitrator(t *testing.T) {
 		}
 	}
 }
+
+// A hard affinity only gates starts: an instance up where its rule is now
+// broken (flag A) is said in the service's notes.
+func TestSvcmonSaysAffinityViolated(t *testing.T) {
+	web := svc(dataset.StatusUp, []string{"n1", "n2"}, map[string]dataset.Instance{
+		"n1": inst(dataset.StatusUp, dataset.Idle, "started", true),
+		"n2": inst(dataset.StatusDown, dataset.Idle, "none", false),
+	})
+	i := web.Instances["n1"]
+	i.Flags = "AL"
+	web.Instances["n1"] = i
+	st := &dataset.ClusterStatus{Cluster: dataset.ClusterInfo{Name: "prod", Compat: true}, Nodes: threeNodes(),
+		Services: map[string]dataset.ServiceStatus{"web": web}, Local: "n1"}
+	if out := Svcmon(st, SvcmonOptions{}); !strings.Contains(out, "affinity violated on n1") {
+		t.Errorf("svcmon does not say the affinity is violated:\n%s", out)
+	}
+}
