@@ -3,8 +3,10 @@ package monitor
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
+	"haven/config"
 	"haven/dataset"
 	"haven/placement"
 )
@@ -74,6 +76,9 @@ type LocalMonitor struct {
 	// down (what a start, resp. a stop, waits for).
 	WaitParents  []string `json:"wait_parents,omitempty"`
 	WaitChildren []string `json:"wait_children,omitempty"`
+	// ParentCycle is a cycle of parents through this service (web, db,
+	// web): none of them is ever started by the daemon.
+	ParentCycle []string `json:"parent_cycle,omitempty"`
 	// Target is the effective admin target in progress ("" none), with its
 	// orchestration id, and where it stands (Decision.TargetReached,
 	// TargetUnknown, TargetFailed).
@@ -174,6 +179,7 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 			return true
 		})
 	}
+	m.ParentCycle = parentCycle(c.name, c.s.Services)
 	c.childrenNotDown(func(ch string) bool {
 		m.WaitChildren = append(m.WaitChildren, ch)
 		return true
@@ -221,4 +227,34 @@ func sortedRIDs(m map[string]dataset.Resource) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// parentCycle returns a cycle of DEFAULT.parents that leads from svc back
+// to itself (svc, p1, ..., svc), or nil: each waits for the next to be up,
+// so none is ever started by the daemon. An instance parent ("db@n1")
+// counts as its service.
+func parentCycle(svc string, cfgs map[string]*config.ServiceConfig) []string {
+	seen := map[string]bool{}
+	var path []string
+	var walk func(s string) []string
+	walk = func(s string) []string {
+		cfg := cfgs[s]
+		if cfg == nil || seen[s] {
+			return nil
+		}
+		seen[s] = true
+		path = append(path, s)
+		for _, p := range cfg.Parents {
+			p, _, _ = strings.Cut(p, "@")
+			if p == svc {
+				return append(append([]string(nil), path...), svc)
+			}
+			if cyc := walk(p); cyc != nil {
+				return cyc
+			}
+		}
+		path = path[:len(path)-1]
+		return nil
+	}
+	return walk(svc)
 }

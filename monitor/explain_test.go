@@ -186,3 +186,19 @@ func TestExplainSeesSameStepClaims(t *testing.T) {
 		t.Errorf("unknown service: got ok")
 	}
 }
+
+// A cycle of parents (web waits for db, db for web) never ends: explain
+// names it, instead of only "parents not up".
+func TestExplainParentCycle(t *testing.T) {
+	w := newWorld(t, "n1")
+	w.addSvc(&config.ServiceConfig{Name: "web", Nodes: []string{"n1"}, Parents: []string{"db"}})
+	w.addSvc(&config.ServiceConfig{Name: "db", Nodes: []string{"n1"}, Parents: []string{"mq@n1"}})
+	w.addSvc(&config.ServiceConfig{Name: "mq", Nodes: []string{"n1"}, Parents: []string{"web"}})
+	w.addSvc(&config.ServiceConfig{Name: "app", Nodes: []string{"n1"}, Parents: []string{"db"}})
+	if m := explain(t, w, "n1", "web", false).Monitor; !reflect.DeepEqual(m.ParentCycle, []string{"web", "db", "mq", "web"}) {
+		t.Errorf("web: parent cycle %v, want web db mq web", m.ParentCycle)
+	}
+	if m := explain(t, w, "n1", "app", false).Monitor; m.ParentCycle != nil {
+		t.Errorf("app (outside the cycle): parent cycle %v, want none", m.ParentCycle)
+	}
+}

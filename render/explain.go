@@ -157,6 +157,9 @@ func monitorText(e *api.Explanation) string {
 	if len(m.WaitParents) > 0 {
 		waits = append(waits, "parents not up: "+strings.Join(m.WaitParents, ", "))
 	}
+	if len(m.ParentCycle) > 0 {
+		waits = append(waits, "a cycle of parents that never ends: "+strings.Join(m.ParentCycle, " -> ")+" (each waits for the next: fix DEFAULT.parents)")
+	}
 	if len(m.WaitChildren) > 0 {
 		waits = append(waits, "children not down: "+strings.Join(m.WaitChildren, ", "))
 	}
