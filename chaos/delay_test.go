@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"errors"
 	"io"
 	"net"
 	"testing"
@@ -78,20 +77,7 @@ func udpRoundTrip(t *testing.T, b *Bed, from, to string) time.Duration {
 }
 
 func TestDelayHoldsUDPAndTCPBothWays(t *testing.T) {
-	if why := NetnsUnavailable(); why != "" {
-		t.Skip(why)
-	}
-	if why := IptablesUnavailable(); why != "" {
-		t.Skip(why)
-	}
-	b, err := NewBed([]string{"a", "b"})
-	if errors.Is(err, ErrNoNamespace) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := twoHostBed(t)
 	var l net.Listener
 	if err := InNetns(b.NS["b"], func() (err error) { l, err = net.Listen("tcp", b.Addr["b"]+":7777"); return err }); err != nil {
 		t.Fatal(err)

@@ -79,7 +79,9 @@ func numbered(n int) []string {
 	return p
 }
 
-func onPathBed(t *testing.T) *Bed {
+// twoHostBed is a bed of hosts a and b, removed at the end of the test; it
+// skips without namespaces or iptables.
+func twoHostBed(t *testing.T) *Bed {
 	t.Helper()
 	if why := NetnsUnavailable(); why != "" {
 		t.Skip(why)
@@ -101,7 +103,7 @@ func onPathBed(t *testing.T) *Bed {
 // The attacker holds back every 2nd datagram and delivers them later,
 // newest first; the others pass at once.
 func TestOnPathWithholdsThenReleases(t *testing.T) {
-	b := onPathBed(t)
+	b := twoHostBed(t)
 	s := newSink(t, b, "b")
 	if err := b.Withhold("a", "b", 2); err != nil {
 		t.Fatal(err)
@@ -127,7 +129,7 @@ func TestOnPathWithholdsThenReleases(t *testing.T) {
 
 // Reordering delivers everything, not in the order sent.
 func TestOnPathReorders(t *testing.T) {
-	b := onPathBed(t)
+	b := twoHostBed(t)
 	s := newSink(t, b, "b")
 	if err := b.Reorder("a", "b", 200*time.Millisecond, 1); err != nil {
 		t.Fatal(err)
@@ -153,7 +155,7 @@ func TestOnPathReorders(t *testing.T) {
 
 // Beats only: small datagrams pass; large ones and TCP are dropped.
 func TestOnPathBeatsOnly(t *testing.T) {
-	b := onPathBed(t)
+	b := twoHostBed(t)
 	s := newSink(t, b, "b")
 	var l net.Listener
 	if err := InNetns(b.NS["b"], func() (err error) { l, err = net.Listen("tcp", b.Addr["b"]+":7777"); return err }); err != nil {
