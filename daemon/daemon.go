@@ -29,7 +29,7 @@ import (
 	"haven/version"
 )
 
-// CompatVersion is the compat version of this build (contract section 7).
+// CompatVersion is the compat version of this build (docs/contract.md section 7).
 const CompatVersion = version.Compat
 
 // Options configure a daemon.

@@ -21,7 +21,7 @@ const (
 	StatusUnknown   Status = "unknown"
 )
 
-// MonitorState is the state of a service instance's monitor (contract section 6).
+// MonitorState is the state of a service instance's monitor (docs/contract.md section 6).
 type MonitorState string
 
 const (
@@ -78,7 +78,7 @@ const (
 	NodeStUnknown  NodeStatus = "unknown"
 )
 
-// Global expectations (admin targets), contract section 5.
+// Global expectations (admin targets), docs/contract.md section 5.
 const (
 	ExpectNone    = "none"
 	ExpectStarted = "started"

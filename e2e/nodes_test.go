@@ -55,7 +55,7 @@ func TestWrongSecretStaysOut(t *testing.T) {
 	}
 }
 
-// Compat mismatch disables ha orchestration with the seed's messages, and
+// Compat mismatch disables ha orchestration with the messages of docs/contract.md section 8, and
 // the agreement enables it again.
 func TestCompatMismatchAndRecoveryLogged(t *testing.T) {
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})

@@ -1,5 +1,5 @@
 // Package monitor is the orchestrator's decision core (behaviour.md sections
-// 1, 2, 5, 6, 7, 8; the seed's state-transition and affinity tables). For
+// 1, 2, 5, 6, 7, 8; the transition table of 1.7 and the affinity tables of 6). For
 // the local node, Step takes a Snapshot of everything the node knows and
 // returns, for each service with a local instance, the next monitor state,
 // the action to run, and why.

@@ -27,7 +27,7 @@ import (
 	"haven/version"
 )
 
-// EnvCompat overrides the compat version of the daemon (contract section 7).
+// EnvCompat overrides the compat version of the daemon (docs/contract.md section 7).
 const EnvCompat = "HAVEN_COMPAT"
 
 // App returns the nodemgr command.

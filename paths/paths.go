@@ -1,5 +1,5 @@
 // Package paths resolves every file location from the optional root
-// (contract section 2): with a root R everything lives below R, without one
+// (docs/contract.md section 2): with a root R everything lives below R, without one
 // the system locations are used: the FHS layout the .deb and `make install`
 // set up (/etc/haven, /var/lib/haven, /run/haven, /var/log/haven). Run by
 // systemd, the daemon logs to the journal instead of Log/node.log; the

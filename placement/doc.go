@@ -16,7 +16,7 @@
 //     claim: it counts for the anti-affinities, with the tie-break of
 //     affinity.Yields, never for the affinities; see PresenceOf);
 //  5. the instance there is not frozen;
-//  6. the instance there is not "start failed" nor "stop failed" (the seed's
+//  6. the instance there is not "start failed" nor "stop failed" (behaviour.md 1.7's
 //     transition table treats a "stop failed" peer like a "start failed" one:
 //     the other node starts).
 //

@@ -1,3 +1,3 @@
 // Package svcmgr is the `svcmgr` command: service actions, configs and
-// status through the local daemon's API (contract section 4).
+// status through the local daemon's API (docs/contract.md section 4).
 package svcmgr

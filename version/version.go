@@ -18,11 +18,11 @@ var Version = "dev"
 var Commit = "unknown"
 
 // Compat is the compat version of this build, announced in every heartbeat
-// (contract section 7); HAVEN_COMPAT overrides it when the daemon starts.
+// (docs/contract.md section 7); HAVEN_COMPAT overrides it when the daemon starts.
 const Compat = 1
 
 // String is the one-line version of a tool: its release, commit, Go version
-// and the compat version of the cluster protocol (contract section 7).
+// and the compat version of the cluster protocol (docs/contract.md section 7).
 func String() string {
 	return fmt.Sprintf("%s (commit %s, %s, compat %d)", Version, Commit, runtime.Version(), Compat)
 }
