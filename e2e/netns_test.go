@@ -183,9 +183,11 @@ func TestNetnsRejoinWithLinkDownFreezesNode(t *testing.T) {
 		waitFor(t, 15*time.Second, p[0]+" sees "+p[1]+" up", func() bool { return peerStatus(c[p[0]], p[1]) == dataset.NodeUp })
 	}
 	t.Logf("link of n3 restored: seen up both ways %s later", time.Since(restoredAt).Round(10*time.Millisecond))
-	if !c["n1"].status().Nodes["n3"].Frozen {
-		t.Fatal("n1 does not see n3 frozen after the link came back; it should stay frozen until nodemgr thaw")
-	}
+	// up comes with n3's first new frame, its frozen flag with its data
+	// (a full copy of its new run, a moment later): n1 must see it frozen
+	waitFor(t, 5*time.Second, "n1 sees n3 frozen after the link came back (it stays frozen until nodemgr thaw)", func() bool {
+		return c["n1"].status().Nodes["n3"].Frozen
+	})
 	// a service whose first node is n3 starts on n1: the frozen n3 is no candidate
 	createService(t, c["n1"], "web", vipService(`["n3", "n1", "n2"]`))
 	waitFor(t, 15*time.Second, "web up on n1 (n3 frozen)", upOnlyOn(c["n3"], "web", "n1"))
