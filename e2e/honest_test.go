@@ -102,6 +102,16 @@ func TestHonestWaitReturnsTheCause(t *testing.T) {
 	// the target stays: fix the cause, clear, and it is reached
 	writeFile(t, flag, "")
 	c["n1"].must("svcmgr", "-s", "web", "clear")
+	// the clear reaches n2 with the heartbeat: a --wait asked there before
+	// it arrived would read the failures it clears
+	waitFor(t, 10*time.Second, "n2 sees the clear", func() bool {
+		for _, i := range c["n2"].status().Services["web"].Instances {
+			if i.Monitor.State == dataset.StartFailed {
+				return false
+			}
+		}
+		return true
+	})
 	c["n2"].must("svcmgr", "-s", "web", "start", "--wait", "--time", "30s")
 	waitFor(t, 10*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))
 
