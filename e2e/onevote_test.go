@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"haven/chaos"
+	"haven/quorum"
 	"haven/testbed"
 )
 
@@ -68,6 +69,16 @@ func newOneVoteBedArb(t *testing.T) (*quorumBed, func(args ...string) testbed.Re
 	return q, arb
 }
 
+// webOnN1 creates web on n1 and n2, waits until it runs on n1 only, and
+// returns the journal's clock then (the tests' fault comes next).
+func (q *quorumBed) webOnN1() float64 {
+	q.t.Helper()
+	c := q.nodes
+	createService(q.t, c["n1"], "web", q.service("n1", "n2"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	return uptime(q.t)
+}
+
 // Issue 21: 2 nodes, quorum, a one-vote arbitrator, no fence command. The
 // owner n1 is cut off from n2 and from the arbitrator: n1 loses its vote
 // when its lease ends and stops web; the arbitrator gives its vote to n2
@@ -77,9 +88,7 @@ func TestNetnsOneVoteArbitratorOwnerCutOff(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces)
 	q := newOneVoteBed(t)
 	c := q.nodes
-	createService(t, c["n1"], "web", q.service("n1", "n2"))
-	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
-	cut := uptime(t)
+	cut := q.webOnN1()
 	q.cut("n1")
 	q.waitFor(30*time.Second, "n1 stops web (journal)", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
 	q.waitFor(60*time.Second, "n2 starts web by itself (journal)", func() bool { _, ok := q.first("n2", "start", cut); return ok })
@@ -104,14 +113,17 @@ func TestNetnsOneVoteArbitratorLinkCut(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces)
 	q := newOneVoteBed(t)
 	c := q.nodes
-	createService(t, c["n1"], "web", q.service("n1", "n2"))
-	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
-	cut := uptime(t)
+	cut := q.webOnN1()
 	q.ok(q.bed.OneWay("n1", "n2"))
 	q.ok(q.bed.OneWay("n2", "n1"))
 	q.waitFor(60*time.Second, "n2 loses its vote and freezes", func() bool { return frozen(c["n2"]) })
-	// n1's lease is renewed past the point where n2 froze: it keeps web
-	time.Sleep(5 * time.Second) // a fixed look after the fact, not a wait for a condition
+	// n1 keeps the vote: its lease is renewed well past the moment n2
+	// froze (a renewal after n2's loss, not the lease it had before)
+	lostAt := time.Now()
+	q.waitFor(20*time.Second, "n1's lease renewed past n2's loss", func() bool {
+		qs := c["n1"].status().Cluster.QuorumState
+		return qs != nil && len(qs.Arbitrators) == 1 && qs.Arbitrators[0].LeaseUntil.After(lostAt.Add(quorum.DefaultLease/2))
+	})
 	if _, ok := q.first("n2", "start", cut); ok {
 		q.dump()
 		t.Fatal("n2 started web after the link cut")
@@ -131,9 +143,7 @@ func TestNetnsOneVoteArbitratorRestartedMidSplit(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces)
 	q, arb := newOneVoteBedArb(t)
 	c := q.nodes
-	createService(t, c["n1"], "web", q.service("n1", "n2"))
-	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
-	cut := uptime(t)
+	cut := q.webOnN1()
 	q.ok(q.bed.OneWay("n1", "n2"))
 	q.ok(q.bed.OneWay("n2", "n1"))
 	if r := arb("stop"); r.Code != 0 {
