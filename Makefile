@@ -8,7 +8,7 @@ FUZZTIME ?= 10s
 # and the commit, stamped into the binaries
 VERSION := $(shell packaging/version.sh)
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
-LDFLAGS := -X haven/version.Version=$(VERSION) -X haven/version.Commit=$(COMMIT)
+LDFLAGS := -X haven/internal/version.Version=$(VERSION) -X haven/internal/version.Commit=$(COMMIT)
 
 # make install (DESTDIR for staging, PREFIX=/usr by default)
 PREFIX      ?= /usr
@@ -41,7 +41,7 @@ dist:
 
 # man pages and bash/zsh/fish completions, from the urfave/cli definitions
 man completion:
-	$(GO) run ./packaging/gendist -out $(BIN)/share -docdir $(DOCDIR)
+	$(GO) run ./cmd/gendist -out $(BIN)/share -docdir $(DOCDIR)
 
 install: dist man
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(UNITDIR) \
@@ -96,7 +96,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzEnvelope -fuzztime=5s -fuzzminimizetime=1s ./heartbeat
 
 demo: build
-	./demo/demo.sh
+	./test/demo/demo.sh
 
 # a cluster in network namespaces to try faults by hand (root), removed at
 # Ctrl-C: make bed NODES=3 QUORUM=on (docs/chaos.md, "Try it by hand")
@@ -110,7 +110,7 @@ lint:
 	$(GO) vet ./...
 
 docs:
-	$(GO) run ./config/gendoc docs/keywords.md
+	$(GO) run ./cmd/gendoc docs/keywords.md
 
 # The chaos suite (root): named fault tests picked at random with SEED over a
 # cluster of daemons in network namespaces, audited after each (docs/chaos.md).

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cb=$tmp/clusterbench
-go build -o "$cb" ./bench/cmd/clusterbench
+go build -o "$cb" ./cmd/clusterbench
 what=${1:-all}
 
 run() { case $what in all|"$1") shift; echo "+ $*"; "$@" ;; esac; }
@@ -42,7 +42,7 @@ run mass timeout 900 $cb failover -nodes 3 -services 50 -runs 3 -timeout 3s -int
 # 6. one decision pass over 2,000 services on 16 nodes
 run step go test -run XXX -bench Step2000x16 -benchtime 100x -count 5 -benchmem ./monitor
 # the heartbeat alone (the heartbeat owner's benchmark), for comparison
-run hb timeout 600 go run ./bench/hbbench -sizes 3,16 -detect 2,3,16 -timeout 3s -interval 1s
+run hb timeout 600 go run ./cmd/hbbench -sizes 3,16 -detect 2,3,16 -timeout 3s -interval 1s
 # issue 14 item 4: daemons in network namespaces (root only). 500 services
 # (-services 500) do not converge on 16 daemons on this host and take GBs:
 # see docs/benchmarks.md, "Scale in network namespaces"; watch MemAvailable

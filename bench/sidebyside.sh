@@ -44,6 +44,6 @@ if [ -n "$need" ]; then
 fi
 echo "+ keepalived $(keepalived --version 2>&1 | head -1 | awk '{print $2}'), corosync $(corosync -v | head -1 | sed "s/.*version '\(.*\)'/\1/"), $(pacemakerd --version | head -1)"
 
-go build -o "$tmp/clusterbench" ./bench/cmd/clusterbench
+go build -o "$tmp/clusterbench" ./cmd/clusterbench
 uptime
 "$tmp/clusterbench" sidebyside "$@"

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"haven/cmdline"
+	"haven/internal/cmdline"
 )
 
 // EventKinds are the kinds of the daemon's events (package node: the Kind

@@ -3,7 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
-	"haven/cmdline"
+	"haven/internal/cmdline"
 	pathpkg "path"
 	"regexp"
 	"sort"

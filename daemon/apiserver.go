@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/api"
-	"haven/clock"
+	"haven/internal/clock"
 )
 
 // Budgets of the local API (docs/security.md, "Local API"). The socket is

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"haven/clock"
+	"haven/internal/clock"
 )
 
 // A panic inside an API request is caught by net/http, which keeps the

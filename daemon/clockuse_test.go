@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"haven/clock"
-	"haven/paths"
+	"haven/internal/clock"
+	"haven/internal/paths"
 )
 
 // Issue 9: the wait for a free body slot of the API reads time through

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/dataset"
-	"haven/fsutil"
+	"haven/internal/fsutil"
 	"haven/node"
 )
 

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"haven/api"
-	"haven/clock"
 	"haven/config/tomlfile"
 	"haven/dataset"
+	"haven/internal/clock"
+	"haven/internal/paths"
 	"haven/node"
-	"haven/paths"
 )
 
 // soloDaemon is a daemon of a one-node cluster whose loop does not run:

@@ -17,16 +17,16 @@ import (
 	"go.uber.org/zap"
 
 	"haven/api"
-	"haven/clock"
 	"haven/config"
 	"haven/config/tomlfile"
 	"haven/dataset"
-	"haven/fsutil"
 	"haven/heartbeat"
+	"haven/internal/clock"
+	"haven/internal/fsutil"
+	"haven/internal/paths"
+	"haven/internal/version"
 	"haven/node"
-	"haven/paths"
 	"haven/resource"
-	"haven/version"
 )
 
 // CompatVersion is the compat version of this build (docs/contract.md section 7).

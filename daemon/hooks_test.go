@@ -17,7 +17,7 @@ import (
 
 	"haven/api"
 	"haven/config"
-	"haven/testbed"
+	"haven/test/testbed"
 )
 
 func newTestHooks(t *testing.T, queue int, hooks ...config.Hook) (*hookRunner, *observer.ObservedLogs) {

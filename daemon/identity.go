@@ -16,8 +16,8 @@ import (
 
 	"haven/config"
 	"haven/config/tomlfile"
-	"haven/fsutil"
 	"haven/heartbeat"
+	"haven/internal/fsutil"
 	"haven/node"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"haven/clock"
-	"haven/paths"
+	"haven/internal/clock"
+	"haven/internal/paths"
 )
 
 // Each run of a cluster node records a heartbeat incarnation greater than

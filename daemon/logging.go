@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"haven/clock"
-	"haven/fsutil"
-	"haven/paths"
+	"haven/internal/clock"
+	"haven/internal/fsutil"
+	"haven/internal/paths"
 )
 
 // Rate limit of the node log (docs/operations.md, "Logs"): a WARN or

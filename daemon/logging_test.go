@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"haven/clock"
-	"haven/paths"
+	"haven/internal/clock"
+	"haven/internal/paths"
 )
 
 func lines(t *testing.T, path string) []string {

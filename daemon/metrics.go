@@ -21,8 +21,8 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/heartbeat"
+	"haven/internal/version"
 	"haven/node"
-	"haven/version"
 )
 
 // The metrics (docs/metrics.md) live in the daemon's own Prometheus

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"haven/clock"
 	"haven/dataset"
+	"haven/internal/clock"
 	"haven/node"
 	"haven/quorum"
 )

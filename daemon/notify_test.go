@@ -15,9 +15,9 @@ import (
 	"go.uber.org/zap"
 
 	"haven/api"
-	"haven/clock"
 	"haven/dataset"
-	"haven/paths"
+	"haven/internal/clock"
+	"haven/internal/paths"
 )
 
 type sdMsg struct {

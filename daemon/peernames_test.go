@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"haven/clock"
 	"haven/dataset"
-	"haven/paths"
+	"haven/internal/clock"
+	"haven/internal/paths"
 )
 
 // Names received from a peer are checked like local input before any use:

@@ -10,11 +10,11 @@ import (
 
 	"go.uber.org/zap"
 
-	"haven/clock"
 	"haven/config"
 	"haven/dataset"
+	"haven/internal/clock"
+	"haven/internal/paths"
 	"haven/node"
-	"haven/paths"
 )
 
 type result struct {

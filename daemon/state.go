@@ -14,7 +14,7 @@ import (
 	"sync"
 
 	"haven/config"
-	"haven/fsutil"
+	"haven/internal/fsutil"
 	"haven/node"
 )
 

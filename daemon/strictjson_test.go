@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"haven/api"
-	"haven/clock"
+	"haven/internal/clock"
 )
 
 // Issue 19 item 17: the local API decodes field names exactly and refuses

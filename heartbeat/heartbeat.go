@@ -9,9 +9,9 @@ import (
 
 	"go.uber.org/zap"
 
-	"haven/clock"
 	"haven/config"
 	"haven/dataset"
+	"haven/internal/clock"
 )
 
 // beatsPerTimeout beats at least go out within one Timeout, so that a live

@@ -15,7 +15,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
-	"haven/testbed"
+	"haven/test/testbed"
 )
 
 // Loopback timings: short so that the package's tests stay fast.

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"haven/clock"
 	"haven/dataset"
+	"haven/internal/clock"
 )
 
 // MemNetwork is an in-memory network of heartbeats sharing one process and

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"haven/clock"
 	"haven/config"
 	"haven/dataset"
+	"haven/internal/clock"
 )
 
 const testSecret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"

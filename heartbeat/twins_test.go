@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"haven/clock"
 	"haven/config"
+	"haven/internal/clock"
 )
 
 type nopTransport struct{}

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"haven/clock"
 	"haven/dataset"
+	"haven/internal/clock"
 )
 
 // startToken runs a start of web on c and returns the token of its

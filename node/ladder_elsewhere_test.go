@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"haven/clock"
+	"haven/cli/render"
 	"haven/config"
 	"haven/dataset"
+	"haven/internal/clock"
 	"haven/monitor"
-	"haven/render"
 )
 
 // pairSpec is web's instance for ladderPair: one monitored app, restart 1

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"haven/clock"
 	"haven/dataset"
+	"haven/internal/clock"
 )
 
 var ladderSpec = InstanceSpec{Local: true, Runnable: true, Monitored: true, MonitorAction: MonitorActionSwitch,

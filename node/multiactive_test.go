@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"haven/clock"
 	"haven/config"
 	"haven/dataset"
+	"haven/internal/clock"
 )
 
 // maLocal is a driver's part of a node for the tests: its name, labels

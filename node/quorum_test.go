@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"haven/clock"
 	"haven/dataset"
+	"haven/internal/clock"
 	"haven/quorum"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"haven/clock"
 	"haven/dataset"
+	"haven/internal/clock"
 )
 
 // Issue 19 item 11: svcmgr start --local where the service runs on another

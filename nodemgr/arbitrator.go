@@ -22,11 +22,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"haven/arbitrator"
-	"haven/cliutil"
+	"haven/cli/cliutil"
+	"haven/cli/render"
 	"haven/config/tomlfile"
-	"haven/fsutil"
-	"haven/paths"
-	"haven/render"
+	"haven/internal/fsutil"
+	"haven/internal/paths"
 )
 
 // arbitratorCommand is `nodemgr arbitrator`: Haven's one-vote arbitrator,

@@ -17,14 +17,14 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"haven/api"
-	"haven/cliutil"
+	"haven/cli/cliutil"
+	"haven/cli/render"
 	"haven/daemon"
-	"haven/fsutil"
+	"haven/internal/fsutil"
+	"haven/internal/paths"
+	"haven/internal/termtext"
+	"haven/internal/version"
 	"haven/nodemgr/earlyhup"
-	"haven/paths"
-	"haven/render"
-	"haven/render/termtext"
-	"haven/version"
 )
 
 // EnvCompat overrides the compat version of the daemon (docs/contract.md section 7).

@@ -3,7 +3,7 @@ package resource
 import (
 	"context"
 	"fmt"
-	"haven/cmdline"
+	"haven/internal/cmdline"
 	"sync"
 	"time"
 

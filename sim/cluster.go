@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"haven/clock"
 	"haven/config"
 	"haven/heartbeat"
+	"haven/internal/clock"
 	"haven/node"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"haven/api"
-	"haven/cliutil"
-	"haven/render/termtext"
+	"haven/cli/cliutil"
+	"haven/internal/termtext"
 )
 
 // actionFlags are the flags of each service action: --local where the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"haven/cliutil"
+	"haven/cli/cliutil"
 )
 
 // runCLI runs svcmgr in-process against a root without a daemon and

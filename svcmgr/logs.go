@@ -8,8 +8,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"haven/api"
-	"haven/cliutil"
-	"haven/render/termtext"
+	"haven/cli/cliutil"
+	"haven/internal/termtext"
 )
 
 // LogEntry is one line of a service log, as `logs --format json` prints it

@@ -12,13 +12,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"haven/api"
-	"haven/cliutil"
+	"haven/cli/cliutil"
+	"haven/cli/render"
 	"haven/config"
 	"haven/config/tomlfile"
 	"haven/dataset"
-	"haven/render"
-	"haven/render/termtext"
-	"haven/version"
+	"haven/internal/termtext"
+	"haven/internal/version"
 )
 
 // App returns the svcmgr command. The app's flags (-s, --format, --root)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"haven/cliutil"
+	"haven/cli/cliutil"
 )
 
 func TestHelpListsNoPhantomCommand(t *testing.T) {

@@ -7,10 +7,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"haven/cliutil"
-	"haven/render"
+	"haven/cli/cliutil"
+	"haven/cli/render"
+	"haven/internal/version"
 	"haven/svcmgr"
-	"haven/version"
 )
 
 // App returns the svcmon command.

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"haven/chaos"
+	"haven/test/chaos"
 )
 
 // bed builds the chaos suite's cluster (network namespaces, a bridge, the

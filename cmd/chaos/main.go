@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"haven/chaos"
+	"haven/test/chaos"
 )
 
 func main() {

@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"haven/cliutil"
+	"haven/cli/cliutil"
 	"haven/svcmgr"
 )
 

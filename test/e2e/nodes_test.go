@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"haven/dataset"
+	"haven/test/testbed"
+)
+
+func nodeLog(t *testing.T, n *node) string {
+	t.Helper()
+	b, _ := os.ReadFile(filepath.Join(n.root, "log", "node.log"))
+	return string(b)
+}
+
+// A node with the wrong secret never joins, and the secret is never logged.
+func TestWrongSecretStaysOut(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
+	secret := testbed.NewSecret()
+	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{secret: secret})
+	// n2 gets another secret
+	b, _ := os.ReadFile(filepath.Join(c["n2"].root, "etc", "cluster.toml"))
+	other := testbed.NewSecret()
+	writeClusterToml(t, c["n2"], strings.Replace(string(b), secret, other, 1))
+	c["n1"].startDaemon()
+	c["n2"].startDaemon()
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		if s := peerStatus(c["n1"], "n2"); s == dataset.NodeUp {
+			t.Fatalf("n1 sees n2 %s although n2 has another secret", s)
+		}
+		if s := peerStatus(c["n2"], "n1"); s == dataset.NodeUp {
+			t.Fatalf("n2 sees n1 %s although n2 has another secret", s)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, n := range []string{"n1", "n2"} {
+		log := nodeLog(t, c[n])
+		if strings.Contains(log, secret) || strings.Contains(log, other) {
+			t.Fatalf("%s logged a cluster secret", n)
+		}
+		st := c[n].must("svcmon", "--format", "json")
+		if strings.Contains(st, secret) || strings.Contains(st, other) {
+			t.Fatalf("%s shows a cluster secret in its status", n)
+		}
+	}
+	if !strings.Contains(nodeLog(t, c["n1"]), "rejected") {
+		t.Fatalf("n1 did not log the rejected traffic:\n%s", nodeLog(t, c["n1"]))
+	}
+}
+
+// Compat mismatch disables ha orchestration with the messages of docs/contract.md section 8, and
+// the agreement enables it again.
+func TestCompatMismatchAndRecoveryLogged(t *testing.T) {
+	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
+	c["n1"].startDaemon()
+	os.Setenv("HAVEN_COMPAT", "2")
+	c["n2"].startDaemon()
+	os.Unsetenv("HAVEN_COMPAT")
+	const off = "cluster members run incompatible versions. disable ha orchestration"
+	const on = "cluster members run compatible versions. enable ha orchestration"
+	waitFor(t, 10*time.Second, "n1 logs the incompatibility", func() bool { return strings.Contains(nodeLog(t, c["n1"]), off) })
+	if c["n1"].status().Cluster.Compat {
+		t.Fatal("cluster.compat is true while n2 runs compat 2")
+	}
+	if out := c["n1"].must("svcmon"); !strings.Contains(out, "compat") || !strings.Contains(out, "warn") {
+		t.Fatalf("svcmon does not show the compat warning:\n%s", out)
+	}
+	// n2 upgraded back to the same compat as n1
+	c["n2"].must("nodemgr", "daemon", "stop")
+	c["n2"].startDaemon()
+	waitFor(t, 10*time.Second, "n1 logs the recovery", func() bool { return strings.Contains(nodeLog(t, c["n1"]), on) })
+	waitFor(t, 5*time.Second, "cluster.compat true again", func() bool { return c["n1"].status().Cluster.Compat })
+}
+
+// daemon stop: the node announces maintenance, peers keep its data for the
+// grace period, then treat it as down. shutdown: the node stops its
+// instances and announces shutting.
+func TestMaintenanceGraceAndShutdown(t *testing.T) {
+	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
+	c["n1"].startDaemon()
+	c["n2"].startDaemon()
+	waitFor(t, 10*time.Second, "n1 sees n2 up", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeUp })
+
+	cfg := filepath.Join(t.TempDir(), "web.toml")
+	writeFile(t, cfg, strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n2\", \"n1\"]", 1))
+	c["n2"].must("svcmgr", "-s", "web", "create", "--config", cfg)
+	c["n2"].must("svcmgr", "-s", "web", "start", "--local")
+	waitFor(t, 5*time.Second, "n1 sees web up on n2", func() bool {
+		return c["n1"].status().Services["web"].Instances["n2"].Avail == dataset.StatusUp
+	})
+
+	stopped := time.Now()
+	c["n2"].must("nodemgr", "daemon", "stop")
+	waitFor(t, 3*time.Second, "n1 sees n2 in maintenance", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeStMaint })
+	// past hb.timeout (3s) but within the grace (6s): still maintenance, data kept
+	for time.Since(stopped) < 4500*time.Millisecond {
+		time.Sleep(100 * time.Millisecond)
+	}
+	st := c["n1"].status()
+	if st.Nodes["n2"].Status != dataset.NodeStMaint {
+		t.Fatalf("n2 is %s 4.5s after its daemon stop, want maintenance until the 6s grace ends", st.Nodes["n2"].Status)
+	}
+	if st.Services["web"].Instances["n2"].Avail != dataset.StatusUp {
+		t.Fatalf("n1 dropped n2's data during the grace: web on n2 is %s", st.Services["web"].Instances["n2"].Avail)
+	}
+	waitFor(t, 5*time.Second, "n1 treats n2 as down after the grace", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeDown })
+
+	// back within no time: up again, the service never stopped
+	c["n2"].startDaemon()
+	waitFor(t, 10*time.Second, "n1 sees n2 up again", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeUp })
+	// the restarted daemon knows its instance once its first check ran
+	waitFor(t, 10*time.Second, "n2 checked web", func() bool { return c["n2"].instance("web").Avail != dataset.StatusUnknown })
+	if a := c["n2"].instance("web").Avail; a != dataset.StatusUp {
+		t.Fatalf("web on n2 is %s after a daemon restart, want up (a daemon stop leaves services running)", a)
+	}
+
+	// shutdown stops the local instances and announces shutting
+	r := c["n2"].run("nodemgr", "daemon", "shutdown")
+	if r.Code != 0 {
+		t.Fatalf("shutdown: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(c["n2"].root, "var", "services", "web", "main.pid")); !os.IsNotExist(err) {
+		t.Fatal("web still running on n2 after a daemon shutdown")
+	}
+	// the last data n2 sent says shutting; n1 shows it until n2 goes silent
+	waitFor(t, 2*time.Second, "n1 sees n2 shutting", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeStShutting })
+	waitFor(t, 5*time.Second, "n1 sees n2 down after hb.timeout", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeDown })
+}
+
+// Hostile bytes on the heartbeat port (TCP and UDP) never crash a daemon
+// nor break the cluster.
+func TestGarbageOnHeartbeatPort(t *testing.T) {
+	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
+	c["n1"].startDaemon()
+	c["n2"].startDaemon()
+	waitFor(t, 10*time.Second, "n1 sees n2 up", func() bool { return peerStatus(c["n1"], "n2") == dataset.NodeUp })
+	addr := hbAddr(t, c["n1"])
+	junk := [][]byte{
+		{0}, {0xff, 0xff, 0xff, 0xff}, []byte("GET / HTTP/1.0\r\n\r\n"),
+		append([]byte{1, 2, 3}, make([]byte, 4000)...),
+	}
+	for i := 0; i < 200; i++ {
+		b := make([]byte, 1+i*7%1400)
+		for j := range b {
+			b[j] = byte(i*31 + j*17)
+		}
+		junk = append(junk, b)
+	}
+	for _, b := range junk {
+		if u, err := net.Dial("udp", addr); err == nil {
+			u.Write(b)
+			u.Close()
+		}
+		if tc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			tc.SetDeadline(time.Now().Add(time.Second))
+			tc.Write(b)
+			tc.Close()
+		}
+	}
+	c["n1"].must("nodemgr", "daemon", "status")
+	// still a cluster: a change on n2 reaches n1
+	createService(t, c["n2"], "web", strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
+	waitFor(t, 5*time.Second, "n1 hears of web created on n2", func() bool {
+		_, ok := c["n1"].status().Services["web"]
+		return ok
+	})
+	if s := peerStatus(c["n1"], "n2"); s != dataset.NodeUp {
+		t.Fatalf("n1 sees n2 %s after the garbage, want up", s)
+	}
+}
+
+// hbAddr is the host:port of n's heartbeat, from its node.toml.
+func hbAddr(t *testing.T, n *node) string {
+	t.Helper()
+	var port int
+	for _, line := range strings.Split(readFile(t, filepath.Join(n.root, "etc", "node.toml")), "\n") {
+		if strings.HasPrefix(line, "port = ") {
+			fmt.Sscan(strings.TrimPrefix(line, "port = "), &port)
+		}
+	}
+	if port == 0 {
+		t.Fatal("no hb port in node.toml")
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
