@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"haven/dataset"
-	"haven/status"
-	"haven/view"
+	"haven/dataset/status"
+	"haven/node/view"
 )
 
 // clusterStatus builds the status object of the contract from this node's

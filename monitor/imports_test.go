@@ -21,7 +21,7 @@ import (
 // command, no socket, no file, no logging. TestCorePackagesArePure
 // enforces it over everything they reach (go list -deps), not only over
 // their own imports, so that a dependency cannot bring IO back in.
-var corePackages = []string{"monitor", "placement", "affinity", "constraints", "view", "status", "dataset", "quorum"}
+var corePackages = []string{"monitor", "placement", "affinity", "constraints", "node/view", "dataset/status", "dataset", "quorum"}
 
 // optionalCorePackages join corePackages when their directory exists.
 var optionalCorePackages = []string{"node"}

@@ -19,7 +19,7 @@ var layoutFloors = []struct {
 	prefixes []string
 }{
 	{0, []string{"internal/"}},
-	{1, []string{"dataset", "constraints", "quorum", "config", "affinity", "placement", "monitor", "status", "view", "node"}},
+	{1, []string{"dataset", "constraints", "quorum", "config", "affinity", "placement", "monitor", "node"}},
 	{2, []string{"config/tomlfile", "heartbeat", "resource", "api", "arbitrator"}},
 	{3, []string{"daemon", "sim", "node/driver"}},
 	{4, []string{"cli/", "svcmgr", "nodemgr", "svcmon"}},

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"haven/dataset"
-	"haven/status"
+	"haven/dataset/status"
 )
 
 // Check is an order to the driver: check the status of the resources of a

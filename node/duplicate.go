@@ -1,6 +1,6 @@
 package node
 
-import "haven/view"
+import "haven/node/view"
 
 // A duplicated member (PeerDuplicate): the heartbeat hears two runs of the
 // peer's name at once, two daemons with one name and address (a cloned

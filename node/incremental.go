@@ -6,8 +6,8 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/view"
 	"haven/placement"
-	"haven/view"
 )
 
 // incremental is what the core keeps to decide again only the services a

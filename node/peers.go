@@ -8,7 +8,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
-	"haven/view"
+	"haven/node/view"
 )
 
 // fullPassPeriod bounds the time between two decision passes when nothing

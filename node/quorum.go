@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/node/view"
 	"haven/quorum"
-	"haven/view"
 )
 
 // Split actions (node.split_action).

@@ -8,7 +8,7 @@ import (
 
 	"haven/dataset"
 	"haven/monitor"
-	"haven/view"
+	"haven/node/view"
 )
 
 // failedf is an error of an answer (exit status 1).
