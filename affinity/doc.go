@@ -3,7 +3,7 @@
 // candidate nodes, the soft forms (DEFAULT.soft_affinity,
 // DEFAULT.soft_anti_affinity) reorder them.
 //
-// The rules, as in behaviour.md 6 (its four tables are
+// The rules, as in docs/behaviour.md 6 (its four tables are
 // normative):
 //
 //   - hard_affinity: a node qualifies only if every listed service has a
@@ -22,7 +22,7 @@
 // to start it), on a node whose data is alive.
 //
 //   - The affinity rules (hard_affinity, soft_affinity) need the listed
-//     service running: a claim does not satisfy them (hence behaviour.md 6's
+//     service running: a claim does not satisfy them (hence docs/behaviour.md 6's
 //     "startup serialization").
 //   - The anti-affinity rules (hard_anti_affinity, soft_anti_affinity)
 //     count a running instance, and a claim the rule holder yields to

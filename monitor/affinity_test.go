@@ -8,7 +8,7 @@ import (
 	"haven/dataset"
 )
 
-// behaviour.md 6's four affinity tables. Nodes n1 and n2; svc1 is up on n1 and
+// docs/behaviour.md 6's four affinity tables. Nodes n1 and n2; svc1 is up on n1 and
 // down on n2; svc2 is down on both, with the affinity rule toward svc1.
 // leader is svc2's first node (nodes order), frozen where svc2's instance is
 // frozen, start where the orchestrator starts svc2 ("" for none).

@@ -7,7 +7,7 @@ import (
 	"haven/placement"
 )
 
-// auto is the orchestration without admin target (behaviour.md 1.2-1.6):
+// auto is the orchestration without admin target (docs/behaviour.md 1.2-1.6):
 // idle -> ready (ready_period) -> starting, with the contest rules.
 func (c *svcCtx) auto() {
 	if c.s.FastAck {

@@ -1,4 +1,4 @@
-// Package monitor is the orchestrator's decision core (behaviour.md sections
+// Package monitor is the orchestrator's decision core (docs/behaviour.md sections
 // 1, 2, 5, 6, 7, 8; the transition table of 1.7 and the affinity tables of 6). For
 // the local node, Step takes a Snapshot of everything the node knows and
 // returns, for each service with a local instance, the next monitor state,

@@ -95,7 +95,7 @@ type Decision struct {
 	// start the service now (first candidate; for orchestrate=start the
 	// natural leader when it is a candidate).
 	PlacementLeader bool
-	// Flags are behaviour.md 1.7's letters for the local instance, in this order:
+	// Flags are docs/behaviour.md 1.7's letters for the local instance, in this order:
 	// A hard affinity violated here, C constraints violated here, F node or
 	// instance frozen, L natural placement leader (first node of the policy
 	// order among the available nodes, ignoring the A, C and F filters).

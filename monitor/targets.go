@@ -16,7 +16,7 @@ func (c *svcCtx) hasTarget() bool {
 }
 
 // runTarget drives the local instance toward the admin target
-// (behaviour.md 5) and tells whether it is reached.
+// (docs/behaviour.md 5) and tells whether it is reached.
 func (c *svcCtx) runTarget() {
 	if c.d.Monitor.State.Transitioning() {
 		return // wait for the shell to report the running action

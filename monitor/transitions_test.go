@@ -10,7 +10,7 @@ import (
 	"haven/placement"
 )
 
-// behaviour.md 1.7's transition table, node A's perspective, row by row.
+// docs/behaviour.md 1.7's transition table, node A's perspective, row by row.
 // Initial states are "<avail> <monitor state> <flags>" of A and of B; next
 // says who goes idle => ready: "A", "B", or "" for nobody.
 //

@@ -10,7 +10,7 @@ import (
 
 // LocalRequest is an admin action on this node's instance of a service
 // (svcmgr ... --local): freeze, thaw, start, stop (which also freezes it,
-// behaviour.md 5), clear. It acts here, without orchestration.
+// docs/behaviour.md 5), clear. It acts here, without orchestration.
 type LocalRequest struct {
 	Service string
 	Action  string

@@ -6,7 +6,7 @@ import (
 	"haven/dataset"
 )
 
-// Fencing tokens (behaviour.md 3, docs/fencing-token.md).
+// Fencing tokens (docs/behaviour.md 3, docs/fencing-token.md).
 //
 // Every start of a service's instance gets a fencing token, given to its
 // commands as HAVEN_FENCING_TOKEN: an integer greater than every token this

@@ -9,7 +9,7 @@ import (
 	"haven/monitor"
 )
 
-// The restart ladder (behaviour.md 4): a monitored resource found down where
+// The restart ladder (docs/behaviour.md 4): a monitored resource found down where
 // the instance runs (local expect started, idle, not frozen) is restarted
 // alone (Action "restart" with its RID: a stop then a start of that
 // resource only), up to its `restart` times, `restart_delay` after each

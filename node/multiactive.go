@@ -19,7 +19,7 @@ const (
 	MultipleActiveWarn       = "warn"
 )
 
-// Multiple-active resolution (behaviour.md 3).
+// Multiple-active resolution (docs/behaviour.md 3).
 //
 // A failover service found up on more than one node (after a split with
 // quorum off, or a manual start on a second node) is resolved by its

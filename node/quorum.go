@@ -26,7 +26,7 @@ const statusProbeEvery = 10 * time.Second
 // fenceBackoffMax bounds the pause between two runs of a failing fence.
 const fenceBackoffMax = 60 * time.Second
 
-// QuorumConfig is cluster.quorum and what goes with it (behaviour.md 3).
+// QuorumConfig is cluster.quorum and what goes with it (docs/behaviour.md 3).
 type QuorumConfig struct {
 	// Enabled is cluster.quorum: without it, a split is ignored.
 	Enabled bool

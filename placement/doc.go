@@ -3,7 +3,7 @@
 // soft affinities). Every node computes the same Ranking from the same
 // gossiped data: all orders are total, ties break by node name.
 //
-// Candidate filters (behaviour.md 1.1), in the order the first failing one is
+// Candidate filters (docs/behaviour.md 1.1), in the order the first failing one is
 // reported in Ranking.Excluded:
 //
 //  1. the node is up in the observer's view (not down, maintenance, shutting)
@@ -16,7 +16,7 @@
 //     claim: it counts for the anti-affinities, with the tie-break of
 //     affinity.Yields, never for the affinities; see PresenceOf);
 //  5. the instance there is not frozen;
-//  6. the instance there is not "start failed" nor "stop failed" (behaviour.md 1.7's
+//  6. the instance there is not "start failed" nor "stop failed" (docs/behaviour.md 1.7's
 //     transition table treats a "stop failed" peer like a "start failed" one:
 //     the other node starts).
 //

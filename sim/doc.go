@@ -4,7 +4,7 @@
 // (heartbeat.MemNetwork), so that the real heartbeat core decides liveness
 // and carries the data, the real view rules judge the peers, and the real
 // decision core (monitor.Step) decides. Only the shell is modelled, and
-// kept small. It runs the behaviour catalogue (behaviour.md sections 1, 2, 3,
+// kept small. It runs the behaviour catalogue (docs/behaviour.md sections 1, 2, 3,
 // 5, 6, 7, 8) deterministically, at about two thousand simulated seconds
 // per real second.
 //
@@ -131,7 +131,7 @@
 // # Adding a scenario
 //
 // Write testdata/scenarios/NAME.txt with a comment saying which rule of
-// behaviour.md it shows, expect lines for what matters, run
+// docs/behaviour.md it shows, expect lines for what matters, run
 // "go test ./sim -run TestScenarios/NAME -update", read NAME.golden and
 // commit both.
 package sim

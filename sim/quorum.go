@@ -11,7 +11,7 @@ import (
 	"haven/quorum"
 )
 
-// The simulation's quorum (behaviour.md 3): cluster.quorum and split_action
+// The simulation's quorum (docs/behaviour.md 3): cluster.quorum and split_action
 // on the cluster line (quorum=true split_action=stop), a node's own
 // split_action on its node line, arbitrators that each node reaches or not,
 // fence commands that succeed or fail, one-way link loss and daemon pauses:

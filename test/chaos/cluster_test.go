@@ -110,7 +110,7 @@ func TestQuorumEntries(t *testing.T) {
 	}
 }
 
-// behaviour.md 3's vote as the split tests compute it: a tie loses.
+// docs/behaviour.md 3's vote as the split tests compute it: a tie loses.
 func TestSurvives(t *testing.T) {
 	for _, c := range []struct {
 		live, votes, total int

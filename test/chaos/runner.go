@@ -305,7 +305,7 @@ func runOne(t *T, tc *Test, c *Cluster, ledger *Ledger, quorum bool) result {
 			}
 		}
 	}
-	// with quorum, never twice is promised by every test (behaviour.md 3)
+	// with quorum, never twice is promised by every test (docs/behaviour.md 3)
 	a := c.Audit(t.lastFault, from, t.promised || c.Quorum(), *ledger)
 	o.Failures = append(o.Failures, a.Failures...)
 	o.Findings = append(t.findings, a.Findings...)

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The split tests (behaviour.md 3 and 4, docs/operations.md "Split brain" and
+// The split tests (docs/behaviour.md 3 and 4, docs/operations.md "Split brain" and
 // "After a network partition"): a node running a service isolated from the
 // others (a partition, a one-way loss, a pause of its daemon), and the 1 | 2
 // splits around the quorum's tie. With cluster.quorum on (the bed: 3 nodes,
@@ -19,7 +19,7 @@ import (
 // audit reports the overlap) and multiple_active leaves one instance within
 // healBound of the heal.
 
-// survives is behaviour.md 3's vote: a side with live nodes and votes of the
+// survives is docs/behaviour.md 3's vote: a side with live nodes and votes of the
 // arbitrators it reaches keeps quorum iff live + votes > total / 2 (total:
 // the cluster's nodes plus the arbitrators' votes; a tie loses).
 func survives(live, votes, total int) bool { return 2*(live+votes) > total }
@@ -64,7 +64,7 @@ func testOneWayLoss(t *T) error {
 }
 
 // isolateOwner isolates the node running a service with fault, then checks
-// behaviour.md 3: with quorum the owner (1 of 4 votes) stops and freezes and
+// docs/behaviour.md 3: with quorum the owner (1 of 4 votes) stops and freezes and
 // the majority (3 of 4) takes over after the owner's self-stop deadline;
 // without quorum both run and one instance is left after the heal.
 func (t *T) isolateOwner(what string, fault func(owner string, rest []string) error) error {
