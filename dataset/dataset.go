@@ -163,6 +163,12 @@ type Instance struct {
 	// ack"). The claimer starts before its window ends once every live
 	// node of the service acks its claim.
 	ReadyAck string `json:"ready_ack,omitempty"`
+	// LastStartMs and LastStopMs are how long the instance's last start
+	// and last stop took on this node (from the action's begin to its
+	// end, the status check after it included), in milliseconds; zero
+	// until measured. svcmgr simulate takes them as the action durations.
+	LastStartMs int64 `json:"last_start_ms,omitempty"`
+	LastStopMs  int64 `json:"last_stop_ms,omitempty"`
 }
 
 // ClaimID names one ready window of a service: the claiming node and when

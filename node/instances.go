@@ -46,6 +46,10 @@ type instance struct {
 	leader bool
 	flags  string
 	busy   string // the action in flight: "start" | "stop"
+	// busyAt is when the action in flight began; lastStart and lastStop
+	// how long the last start and stop took (dataset.Instance.LastStartMs).
+	busyAt              time.Time
+	lastStart, lastStop time.Duration
 	// retiring: this node was removed from the service's nodes while the
 	// instance ran here; its stop and the check that ends it run with the
 	// drivers of the config that had it (the driver keeps them).
@@ -164,7 +168,7 @@ func (c *Core) stopRetired(svc string, inst *instance, now time.Time) bool {
 	const reason = "this node was removed from the service's nodes"
 	prev := inst.mon.State
 	c.setMonitorState(svc, inst, dataset.Stopping, reason, now)
-	c.beginAction(svc, inst, "stop", reason)
+	c.beginAction(svc, inst, "stop", reason, now)
 	inst.prevState = prev
 	return true
 }
@@ -275,7 +279,7 @@ func (c *Core) RunAction(svc, kind, reason string, now time.Time) (Ticket, error
 	}
 	prev := inst.mon.State
 	c.setMonitorState(svc, inst, state, reason, now)
-	c.beginAction(svc, inst, kind, reason)
+	c.beginAction(svc, inst, kind, reason, now)
 	inst.prevState = prev
 	inst.caller = c.newTicket()
 	return inst.caller, nil
@@ -321,8 +325,9 @@ func (c *Core) actionAnswered(inst *instance, err error) {
 	c.answer(Answer{Ticket: tk, Err: err})
 }
 
-func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
+func (c *Core) beginAction(svc string, inst *instance, kind, reason string, now time.Time) {
 	inst.busy = kind
+	inst.busyAt = now
 	inst.caller = 0
 	inst.prevState = inst.mon.State
 	c.publish()
@@ -340,6 +345,17 @@ func (c *Core) beginAction(svc string, inst *instance, kind, reason string) {
 // must survive a restart is persisted.
 func (c *Core) finishAction(svc string, inst *instance, kind string, err error, now time.Time) {
 	inst.busy = ""
+	if took := now.Sub(inst.busyAt); !inst.busyAt.IsZero() && took >= 0 && err == nil {
+		switch kind {
+		case "start", "restart":
+			if inst.restartRID == "" { // not one resource's restart (the ladder)
+				inst.lastStart = took
+			}
+		case "stop":
+			inst.lastStop = took
+		}
+	}
+	inst.busyAt = time.Time{}
 	c.publish()
 	if kind == "restart" && inst.restartRID != "" {
 		// the ladder goes on from the check that followed (ladder.go)
@@ -480,6 +496,8 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 			FencingToken:    c.state.Services[inst.name].FencingToken,
 			FencingSeen:     c.state.Services[inst.name].FencingSeen,
 			ReadyAck:        inst.ack,
+			LastStartMs:     inst.lastStart.Milliseconds(),
+			LastStopMs:      inst.lastStop.Milliseconds(),
 		}
 	}
 	return n

@@ -265,7 +265,7 @@ func (c *Core) monitorAction(svc string, inst *instance, rid string, spec Resour
 func (c *Core) beginTocStop(svc string, inst *instance, reason string, now time.Time) {
 	prev := inst.mon.State
 	c.setMonitorState(svc, inst, dataset.Tocing, reason, now)
-	c.beginAction(svc, inst, "stop", reason)
+	c.beginAction(svc, inst, "stop", reason, now)
 	inst.prevState = prev
 }
 

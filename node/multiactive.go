@@ -234,7 +234,7 @@ func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instance, up []stri
 		if e.Action == "stopping the instance here" {
 			reason := fmt.Sprintf("multiple_active = stop_others: up on %s, %s kept", strings.Join(up, ","), kept)
 			c.setMonitorState(svc, inst, dataset.Stopping, reason, now)
-			c.beginAction(svc, inst, "stop", reason)
+			c.beginAction(svc, inst, "stop", reason, now)
 		}
 	}
 }

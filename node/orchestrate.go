@@ -113,7 +113,7 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 				c.emit(InstanceMonitor{Svc: svc, From: prev, To: dec.Monitor.State, Reason: dec.Reason})
 			}
 			inst.mon = dec.Monitor
-			c.beginAction(svc, inst, string(dec.Action), dec.Reason)
+			c.beginAction(svc, inst, string(dec.Action), dec.Reason, now)
 			inst.prevState = prev
 		case monitor.ActionFreeze, monitor.ActionThaw:
 			c.SetFrozen(svc, dec.Action == monitor.ActionFreeze, dec.Reason)

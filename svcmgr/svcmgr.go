@@ -49,6 +49,7 @@ func App() *cli.App {
 			action("start"), action("stop"), action("freeze"), action("thaw"),
 			action("clear"), action("abort"), action("takeover"), action("giveback"), action("switch"),
 			action("restart"),
+			simulateCommand(),
 			{Name: "ls", Usage: "list services", UsageText: "svcmgr [-s SELECTOR] ls", Description: globalsHelp, Action: ls},
 			{Name: "print", Usage: "print status | print config", Subcommands: []*cli.Command{
 				{Name: "status", Usage: "the service's status tree (--format json: the status object; -r: check now first)",

@@ -1,0 +1,648 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"haven/config/tomlfile"
+	"haven/dataset"
+	"haven/monitor"
+	"haven/node"
+)
+
+// What-if: the live cluster, as one daemon knows it, rebuilt in the
+// simulation (the same node core on the fake clock), a list of events
+// applied to it, and what every node then does (svcmgr simulate,
+// docs/operations.md "What if").
+
+// SnapshotFormat is the version of the Snapshot format written by Save.
+const SnapshotFormat = 1
+
+// Snapshot is what the simulation needs of a live cluster: the settings,
+// every node as the local daemon sees it, every service config and where
+// each service runs. It holds no secret.
+type Snapshot struct {
+	Format  int       `json:"format"`
+	TakenAt time.Time `json:"taken_at"`
+	// Local is the node the snapshot was taken on: the simulated admin
+	// commands run there.
+	Local    string                     `json:"local"`
+	Cluster  string                     `json:"cluster"`
+	Settings SnapshotSettings           `json:"settings"`
+	Nodes    map[string]SnapshotNode    `json:"nodes"`
+	Services map[string]SnapshotService `json:"services"`
+}
+
+// SnapshotSettings are the node.toml and cluster.toml settings the
+// simulation runs every node with (the local node's).
+type SnapshotSettings struct {
+	HBTimeout        Duration `json:"hb_timeout"`
+	HBInterval       Duration `json:"hb_interval"`
+	ReadyPeriod      Duration `json:"ready_period"`
+	ReadyFastAck     bool     `json:"ready_fast_ack,omitempty"`
+	MaintenanceGrace Duration `json:"maintenance_grace_period"`
+	RejoinGrace      Duration `json:"rejoin_grace_period"`
+	Quorum           bool     `json:"quorum,omitempty"`
+	SplitAction      string   `json:"split_action,omitempty"`
+}
+
+// SnapshotNode is one member as the local daemon sees it.
+type SnapshotNode struct {
+	// Status is the local view: up, down, maintenance, shutting, unknown.
+	Status       string            `json:"status"`
+	Frozen       bool              `json:"frozen,omitempty"`
+	FrozenReason string            `json:"frozen_reason,omitempty"`
+	Compat       int               `json:"compat,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+}
+
+// SnapshotService is one service: its config and its instances.
+type SnapshotService struct {
+	// Config is the service's TOML, as installed on the local node.
+	Config    string                      `json:"config"`
+	Target    string                      `json:"target,omitempty"`
+	Instances map[string]SnapshotInstance `json:"instances"`
+}
+
+// SnapshotInstance is one instance of a service.
+type SnapshotInstance struct {
+	Running     bool   `json:"running,omitempty"`
+	Frozen      bool   `json:"frozen,omitempty"`
+	StartFailed bool   `json:"start_failed,omitempty"`
+	Monitor     string `json:"monitor,omitempty"`
+	// StartDuration and StopDuration are the last measured durations of
+	// the instance's actions, zero when never measured.
+	StartDuration Duration `json:"start_duration,omitempty"`
+	StopDuration  Duration `json:"stop_duration,omitempty"`
+}
+
+// Duration is a time.Duration written as "16s" in JSON.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as Go's text form.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads "16s" (or a number of nanoseconds).
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n int64
+		if err2 := json.Unmarshal(b, &n); err2 != nil {
+			return fmt.Errorf("duration: want a string such as \"16s\": %v", err)
+		}
+		*d = Duration(n)
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %v", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// DefaultActionDuration is the start or stop duration assumed for an
+// instance whose durations were never measured.
+const DefaultActionDuration = time.Second
+
+// WhatIfEvent is one event of a what-if: a verb, its argument, and when it
+// happens (after the start of the simulation).
+type WhatIfEvent struct {
+	At   time.Duration `json:"at"`
+	Verb string        `json:"verb"`
+	Arg  string        `json:"arg"`
+}
+
+// WhatIfVerbs are the events svcmgr simulate knows, with the form of
+// their argument.
+var WhatIfVerbs = []struct{ Verb, Arg, Help string }{
+	{"kill", "NODE", "the node dies (no clean stop; its services die with it)"},
+	{"cut", "NODE", "every heartbeat link between NODE and the others is cut"},
+	{"heal", "NODE", "NODE's links come back (every cut is healed)"},
+	{"freeze", "NODE|SVC", "nodemgr freeze on NODE, or svcmgr -s SVC freeze"},
+	{"thaw", "NODE|SVC", "nodemgr thaw on NODE, or svcmgr -s SVC thaw"},
+	{"drain", "NODE", "nodemgr drain on NODE"},
+	{"start", "SVC", "svcmgr -s SVC start"},
+	{"stop", "SVC", "svcmgr -s SVC stop"},
+	{"switch", "SVC:NODE", "svcmgr -s SVC switch --to NODE"},
+	{"takeover", "SVC:NODE", "svcmgr -s SVC takeover on NODE"},
+	{"giveback", "SVC", "svcmgr -s SVC giveback"},
+	{"fail", "SVC[:RID]", "the service's resources die where it runs (the next check says down)"},
+	{"set", "SVC:KEY=VALUE", "svcmgr -s SVC set --kw KEY=VALUE (a config edit)"},
+	{"start-daemon", "NODE", "nodemgr daemon start on NODE (a node that was down comes back)"},
+}
+
+// ParseWhatIfEvent parses "NODE@+10s" style arguments of verb: the time,
+// when given, is "@+DURATION" after the start of the simulation.
+func ParseWhatIfEvent(verb, arg string) (WhatIfEvent, error) {
+	known := false
+	for _, v := range WhatIfVerbs {
+		known = known || v.Verb == verb
+	}
+	if !known {
+		return WhatIfEvent{}, fmt.Errorf("unknown event %q", verb)
+	}
+	ev := WhatIfEvent{Verb: verb, Arg: arg}
+	if a, at, ok := strings.Cut(arg, "@"); ok {
+		ev.Arg = a
+		rel, ok := strings.CutPrefix(at, "+")
+		if !ok {
+			return ev, fmt.Errorf("--%s %s: the time is @+DURATION after now (e.g. @+10s): %q is in the past or absolute", verb, arg, at)
+		}
+		d, err := time.ParseDuration(rel)
+		if err != nil || d < 0 {
+			return ev, fmt.Errorf("--%s %s: bad time %q (want e.g. @+10s)", verb, arg, at)
+		}
+		ev.At = d
+	}
+	if ev.Arg == "" {
+		return ev, fmt.Errorf("--%s: want an argument", verb)
+	}
+	return ev, nil
+}
+
+// WhatIfResult is what the simulation predicts.
+type WhatIfResult struct {
+	Local string `json:"local"`
+	// For is the simulated time after the start.
+	For Duration `json:"for"`
+	// Assumptions are what the simulation took as given.
+	Assumptions []string `json:"assumptions"`
+	// Timeline is every decision, start and stop, in order.
+	Timeline []WhatIfLine `json:"timeline"`
+	// Services is the final placement of every service.
+	Services []WhatIfService `json:"services"`
+	// Nodes is the final state of every node.
+	Nodes []WhatIfNode `json:"nodes"`
+}
+
+// WhatIfLine is one line of the timeline.
+type WhatIfLine struct {
+	At      Duration `json:"at"`
+	Node    string   `json:"node,omitempty"`
+	Service string   `json:"service,omitempty"`
+	// Kind is the node core's event kind ("action_begin", ...), "event"
+	// for one of the what-if's own events, "answer" for an admin answer.
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// WhatIfService is one service at the end.
+type WhatIfService struct {
+	Name   string   `json:"name"`
+	UpOn   []string `json:"up_on"`
+	Frozen []string `json:"frozen_on,omitempty"`
+	// Reason says why a service is down (or not where it should be): the
+	// explanation of the decision core on a node that runs a daemon.
+	Reason string `json:"reason,omitempty"`
+	// Explain is that explanation, when there is one.
+	Explain *monitor.Explanation `json:"explain,omitempty"`
+}
+
+// WhatIfNode is one node at the end.
+type WhatIfNode struct {
+	Name    string `json:"name"`
+	State   string `json:"state"` // daemon running, daemon stopped, down
+	Monitor string `json:"monitor,omitempty"`
+	Frozen  bool   `json:"frozen,omitempty"`
+}
+
+// Validate checks a snapshot read from a file or built from the API.
+func (s *Snapshot) Validate() error {
+	if s.Format != SnapshotFormat {
+		return fmt.Errorf("snapshot format %d: this version reads format %d", s.Format, SnapshotFormat)
+	}
+	if len(s.Nodes) == 0 {
+		return fmt.Errorf("snapshot: no node")
+	}
+	if _, ok := s.Nodes[s.Local]; !ok {
+		return fmt.Errorf("snapshot: the local node %q is not a member", s.Local)
+	}
+	if s.Settings.HBInterval <= 0 || s.Settings.HBTimeout <= s.Settings.HBInterval {
+		return fmt.Errorf("snapshot: hb.interval %s must be positive and shorter than hb.timeout %s",
+			time.Duration(s.Settings.HBInterval), time.Duration(s.Settings.HBTimeout))
+	}
+	for name, svc := range s.Services {
+		for n := range svc.Instances {
+			if _, ok := s.Nodes[n]; !ok {
+				return fmt.Errorf("snapshot: service %s has an instance on %q, not a member", name, n)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckEvents refuses events that name an unknown node or service.
+func (s *Snapshot) CheckEvents(events []WhatIfEvent) error {
+	isNode := func(n string) bool { _, ok := s.Nodes[n]; return ok }
+	isSvc := func(n string) bool { _, ok := s.Services[n]; return ok }
+	for _, e := range events {
+		head, tail, _ := strings.Cut(e.Arg, ":")
+		switch e.Verb {
+		case "kill", "cut", "heal", "drain", "start-daemon":
+			if !isNode(e.Arg) {
+				return fmt.Errorf("--%s %s: no node %q in the cluster (members: %s)", e.Verb, e.Arg, e.Arg, strings.Join(s.nodeNames(), ", "))
+			}
+		case "freeze", "thaw":
+			if !isNode(e.Arg) && !isSvc(e.Arg) {
+				return fmt.Errorf("--%s %s: no node or service %q", e.Verb, e.Arg, e.Arg)
+			}
+		case "start", "stop", "giveback":
+			if !isSvc(e.Arg) {
+				return fmt.Errorf("--%s %s: no service %q", e.Verb, e.Arg, e.Arg)
+			}
+		case "switch", "takeover":
+			if !isSvc(head) {
+				return fmt.Errorf("--%s %s: no service %q", e.Verb, e.Arg, head)
+			}
+			if !isNode(tail) {
+				return fmt.Errorf("--%s %s: want SVC:NODE with a member node, not %q", e.Verb, e.Arg, tail)
+			}
+		case "fail":
+			if !isSvc(head) {
+				return fmt.Errorf("--%s %s: no service %q", e.Verb, e.Arg, head)
+			}
+		case "set":
+			if !isSvc(head) {
+				return fmt.Errorf("--%s %s: no service %q", e.Verb, e.Arg, head)
+			}
+			if k, _, ok := strings.Cut(tail, "="); !ok || k == "" {
+				return fmt.Errorf("--%s %s: want SVC:KEY=VALUE", e.Verb, e.Arg)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Snapshot) nodeNames() []string {
+	names := make([]string, 0, len(s.Nodes))
+	for n := range s.Nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// WhatIf rebuilds the snapshot's cluster in the simulation, lets it settle
+// (the daemons start with every service where it runs, in the node and
+// service states of the snapshot), then applies events at their times and
+// runs for the given duration (at least until the last event and what it
+// sets off has had time to settle). Nothing leaves the process.
+func WhatIf(s *Snapshot, events []WhatIfEvent, dur time.Duration) (*WhatIfResult, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.CheckEvents(events); err != nil {
+		return nil, err
+	}
+	c, assumptions, err := buildFromSnapshot(s)
+	if err != nil {
+		return nil, err
+	}
+	// the daemons start with the cluster as it runs; the rejoin and the
+	// first exchange of data are not part of the prediction
+	for _, n := range c.names {
+		if c.nodes[n].machineUp {
+			if err := c.Start(n, 0); err != nil {
+				return nil, fmt.Errorf("start the simulated daemon of %s: %v", n, err)
+			}
+		}
+	}
+	c.Run(c.opt.RejoinGrace + 2*c.opt.HBTimeout)
+	origin := c.Now()
+	firstEvent := len(c.events)
+
+	evs := slices.Clone(events)
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At < evs[j].At })
+	res := &WhatIfResult{Local: s.Local, Assumptions: assumptions}
+	var own []WhatIfLine
+	for _, e := range evs {
+		if wait := origin + e.At - c.Now(); wait > 0 {
+			c.Run(wait)
+		}
+		text, answer := c.applyWhatIf(s.Local, e)
+		own = append(own, WhatIfLine{At: Duration(c.Now() - origin), Kind: "event", Text: text})
+		if answer != "" {
+			own = append(own, WhatIfLine{At: Duration(c.Now() - origin), Node: s.Local, Kind: "answer", Text: answer})
+		}
+	}
+	if left := origin + dur - c.Now(); left > 0 {
+		c.Run(left)
+	}
+	res.For = Duration(c.Now() - origin)
+	res.Timeline = mergeTimeline(own, c.events[firstEvent:], origin)
+	res.Services, res.Nodes = c.whatIfFinal(s.Local)
+	return res, nil
+}
+
+// mergeTimeline puts the what-if's own lines and the node cores' events in
+// time order (the own line first at equal times: it caused the others).
+func mergeTimeline(own []WhatIfLine, events []Event, origin time.Duration) []WhatIfLine {
+	out := make([]WhatIfLine, 0, len(own)+len(events))
+	i := 0
+	for _, e := range events {
+		at := Duration(e.At - origin)
+		for i < len(own) && own[i].At <= at {
+			out = append(out, own[i])
+			i++
+		}
+		if !whatIfShown(e.Event) {
+			continue
+		}
+		out = append(out, WhatIfLine{At: at, Node: e.Node, Service: e.Event.Service(), Kind: e.Event.Kind(), Text: e.Event.String()})
+	}
+	return append(out, own[i:]...)
+}
+
+// whatIfShown keeps the events a what-if is about: decisions (monitor
+// states, targets), actions, peers and node states; resource checks and
+// config bookkeeping are left out.
+func whatIfShown(e node.Event) bool {
+	switch e.(type) {
+	case node.ResourceStatus, node.InstanceStatus, node.ConfigChanged, node.StreamStarted, node.EventsLost:
+		return false
+	}
+	return true
+}
+
+// buildFromSnapshot makes the cluster of the snapshot; no daemon runs yet.
+func buildFromSnapshot(s *Snapshot) (*Cluster, []string, error) {
+	names := s.nodeNames()
+	st := s.Settings
+	c, err := New(names, Options{HBTimeout: time.Duration(st.HBTimeout), HBInterval: time.Duration(st.HBInterval),
+		ReadyPeriod: time.Duration(st.ReadyPeriod), MaintenanceGrace: time.Duration(st.MaintenanceGrace),
+		RejoinGrace: time.Duration(st.RejoinGrace), ReadyFastAck: st.ReadyFastAck,
+		StartDuration: DefaultActionDuration, StopDuration: DefaultActionDuration})
+	if err != nil {
+		return nil, nil, err
+	}
+	assumptions := []string{
+		fmt.Sprintf("every node runs with %s's timings: hb.timeout %s, hb.interval %s, ready_period %s%s",
+			s.Local, time.Duration(st.HBTimeout), time.Duration(st.HBInterval), time.Duration(st.ReadyPeriod),
+			map[bool]string{true: ", ready_fast_ack", false: ""}[st.ReadyFastAck]),
+		"every check, start and stop succeeds unless an event says otherwise (--fail)",
+		"the cluster starts settled: services where they run now, timers (ready windows, grace periods) not running",
+		"peers' clocks as the local daemon observes them; load and memory equal on every node",
+	}
+	if st.Quorum {
+		c.q.enabled = true
+		c.q.split = st.SplitAction
+		if c.q.split == "" {
+			c.q.split = node.SplitCrash
+		}
+		assumptions = append(assumptions, "cluster.quorum is on; arbitrators and fence commands are not simulated")
+	}
+	var measured, defaulted []string
+	for _, name := range sortedKeys(s.Services) {
+		svc := s.Services[name]
+		cfg, err := tomlfile.ParseService(name+".toml", name, []byte(svc.Config))
+		if err != nil {
+			return nil, nil, fmt.Errorf("snapshot: service %s: %v", name, err)
+		}
+		var start, stop time.Duration
+		for _, in := range svc.Instances {
+			start = max(start, time.Duration(in.StartDuration))
+			stop = max(stop, time.Duration(in.StopDuration))
+		}
+		if start > 0 || stop > 0 {
+			measured = append(measured, fmt.Sprintf("%s start %s stop %s", name, orDefault(start), orDefault(stop)))
+		} else {
+			defaulted = append(defaulted, name)
+		}
+		if err := c.AddService(cfg, start, stop); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(measured) > 0 {
+		assumptions = append(assumptions, "action durations as last measured: "+strings.Join(measured, "; "))
+	}
+	if len(defaulted) > 0 {
+		assumptions = append(assumptions, fmt.Sprintf("never measured, start and stop take %s: %s", DefaultActionDuration, strings.Join(defaulted, ", ")))
+	}
+	var down []string
+	for _, name := range names {
+		sn, n := s.Nodes[name], c.nodes[name]
+		for k, v := range sn.Labels {
+			n.labels[k] = v
+		}
+		if sn.Compat > 0 {
+			n.compat = sn.Compat
+		}
+		n.dur.NodeFrozen, n.dur.NodeFrozenReason = sn.Frozen, sn.FrozenReason
+		if sn.Status == string(dataset.NodeDown) {
+			n.machineUp = false
+			down = append(down, name)
+		}
+	}
+	if len(down) > 0 {
+		assumptions = append(assumptions, "down now, and down in the simulation until started: "+strings.Join(down, ", "))
+	}
+	for _, name := range sortedKeys(s.Services) {
+		svc := s.Services[name]
+		for nn, in := range svc.Instances {
+			n := c.nodes[nn]
+			ss := n.dur.Services[name]
+			ss.Frozen, ss.StartFailed = in.Frozen, in.StartFailed
+			if in.Running && n.machineUp {
+				c.running[nn][name] = true
+				ss.LocalExpect = dataset.ExpectStarted
+			}
+			n.dur.Services[name] = ss
+		}
+	}
+	return c, assumptions, nil
+}
+
+func orDefault(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultActionDuration
+	}
+	return d
+}
+
+// applyWhatIf applies one event; it returns the line that shows it and the
+// answer of an admin command.
+func (c *Cluster) applyWhatIf(local string, e WhatIfEvent) (text, answer string) {
+	head, tail, _ := strings.Cut(e.Arg, ":")
+	answerOf := func(res string, err error) string {
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return res
+	}
+	// admin commands run on the local node, or on any node whose daemon
+	// runs when the local one does not
+	on := local
+	if c.nodes[on].d == nil {
+		for _, n := range c.names {
+			if c.nodes[n].d != nil {
+				on = n
+				break
+			}
+		}
+	}
+	switch e.Verb {
+	case "kill":
+		return "kill " + e.Arg, answerOf("", c.Crash(e.Arg))
+	case "cut":
+		var others []string
+		for _, n := range c.names {
+			if n != e.Arg {
+				others = append(others, n)
+			}
+		}
+		c.Partition([]string{e.Arg}, others)
+		c.settle()
+		return "cut " + e.Arg + "'s links", ""
+	case "heal":
+		c.Heal()
+		c.settle()
+		return "heal " + e.Arg + "'s links", ""
+	case "start-daemon":
+		return e.Arg + ": nodemgr daemon start", answerOf("", c.Start(e.Arg, 0))
+	case "drain", "freeze", "thaw":
+		if _, isNode := c.nodes[e.Arg]; isNode {
+			return e.Arg + ": nodemgr " + e.Verb, answerOf(c.Admin(e.Arg, "", e.Verb, "", false))
+		}
+		return on + ": svcmgr -s " + e.Arg + " " + e.Verb, answerOf(c.Admin(on, e.Arg, e.Verb, "", false))
+	case "start", "stop", "giveback":
+		return on + ": svcmgr -s " + e.Arg + " " + e.Verb, answerOf(c.Admin(on, e.Arg, e.Verb, "", false))
+	case "switch":
+		return on + ": svcmgr -s " + head + " switch --to " + tail, answerOf(c.Admin(on, head, "switch", tail, false))
+	case "takeover":
+		return tail + ": svcmgr -s " + head + " takeover", answerOf(c.Admin(tail, head, "takeover", "", false))
+	case "fail":
+		up := c.UpOn(head)
+		if len(up) == 0 {
+			return "fail " + e.Arg, "error: " + head + " runs nowhere"
+		}
+		var errs []string
+		for _, n := range up {
+			if err := c.Kill(n, head); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		if len(errs) > 0 {
+			return "fail " + e.Arg + " on " + strings.Join(up, ","), "error: " + strings.Join(errs, "; ")
+		}
+		return "fail " + e.Arg + " on " + strings.Join(up, ","), ""
+	case "set":
+		return on + ": svcmgr -s " + head + " set --kw " + tail, answerOf(c.Keyword(on, head, "set", []string{tail}))
+	}
+	return e.Verb + " " + e.Arg, "error: unknown event"
+}
+
+// whatIfFinal is the final placement and node states.
+func (c *Cluster) whatIfFinal(local string) ([]WhatIfService, []WhatIfNode) {
+	var nodes []WhatIfNode
+	var explainer *daemon
+	for _, name := range c.names {
+		n := c.nodes[name]
+		wn := WhatIfNode{Name: name, Frozen: n.dur.NodeFrozen}
+		switch {
+		case n.d != nil:
+			wn.State, wn.Monitor = "daemon running", string(n.d.core.NodeMonitor())
+			if explainer == nil || name == local {
+				explainer = n.d
+			}
+		case n.machineUp:
+			wn.State = "daemon stopped"
+		default:
+			wn.State = "down"
+		}
+		nodes = append(nodes, wn)
+	}
+	var svcs []WhatIfService
+	for _, name := range c.svcNames {
+		ws := WhatIfService{Name: name, UpOn: c.UpOn(name)}
+		if ws.UpOn == nil {
+			ws.UpOn = []string{}
+		}
+		for _, nn := range c.svcs[name].NodeList(c.names) {
+			if n := c.nodes[nn]; n.dur.Services[name].Frozen {
+				ws.Frozen = append(ws.Frozen, nn)
+			}
+		}
+		if explainer != nil {
+			if e, ok := monitor.Explain(explainer.core.Snapshot(c.clk.Now()), name, false); ok {
+				if len(ws.UpOn) == 0 || len(ws.Frozen) > 0 {
+					ws.Explain = &e
+				}
+				ws.Reason = whyDown(ws, e)
+			}
+		}
+		svcs = append(svcs, ws)
+	}
+	return svcs, nodes
+}
+
+// whyDown is a one-line reason for a service that runs nowhere (or is
+// frozen somewhere); "" for a service that runs.
+func whyDown(ws WhatIfService, e monitor.Explanation) string {
+	var parts []string
+	if len(ws.Frozen) > 0 {
+		parts = append(parts, "frozen on "+strings.Join(ws.Frozen, ","))
+	}
+	if len(ws.UpOn) > 0 {
+		return strings.Join(parts, "; ")
+	}
+	if e.Orchestrate == "no" {
+		parts = append(parts, "orchestrate = no")
+	}
+	if e.Leader == "" {
+		var why []string
+		for _, v := range e.Verdicts {
+			if len(v.Reasons) > 0 {
+				why = append(why, v.Node+": "+strings.Join(v.Reasons, ", "))
+			}
+		}
+		if len(why) > 0 {
+			parts = append(parts, "no candidate ("+strings.Join(why, "; ")+")")
+		} else {
+			parts = append(parts, "no candidate")
+		}
+	}
+	if e.LeaderGaveUp != "" {
+		parts = append(parts, "the leader's restart ladder gave up: "+e.LeaderGaveUp)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "down (see svcmgr explain)")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// SnapshotFromStatus builds a snapshot from the local daemon's status
+// object and the service configs it holds (configs: name -> TOML).
+func SnapshotFromStatus(st *dataset.ClusterStatus, configs map[string]string, set SnapshotSettings, now time.Time) *Snapshot {
+	s := &Snapshot{Format: SnapshotFormat, TakenAt: now, Local: st.Local, Cluster: st.Cluster.Name, Settings: set,
+		Nodes: map[string]SnapshotNode{}, Services: map[string]SnapshotService{}}
+	for name, n := range st.Nodes {
+		s.Nodes[name] = SnapshotNode{Status: string(n.Status), Frozen: n.Frozen, FrozenReason: n.FrozenReason,
+			Compat: n.Compat, Labels: n.Labels}
+	}
+	for name, sv := range st.Services {
+		cfg, ok := configs[name]
+		if !ok {
+			continue
+		}
+		ss := SnapshotService{Config: cfg, Instances: map[string]SnapshotInstance{}}
+		if sv.GlobalExpect != "" && sv.GlobalExpect != dataset.ExpectNone {
+			ss.Target = sv.GlobalExpect
+		}
+		for nn, in := range sv.Instances {
+			ss.Instances[nn] = SnapshotInstance{
+				Running: in.Avail == dataset.StatusUp || in.Avail == dataset.StatusWarn,
+				Frozen:  in.Frozen, StartFailed: in.Monitor.State == dataset.StartFailed,
+				Monitor:       string(in.Monitor.State),
+				StartDuration: Duration(time.Duration(in.LastStartMs) * time.Millisecond),
+				StopDuration:  Duration(time.Duration(in.LastStopMs) * time.Millisecond),
+			}
+		}
+		s.Services[name] = ss
+	}
+	return s
+}
