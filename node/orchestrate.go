@@ -57,7 +57,7 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 		}
 		defer func() { c.inc.only = nil }()
 	}
-	snap = c.decisionView(snap, now, only)
+	c.decisionView(&snap, now, only)
 	next := c.resolveMultipleActive(snap, now)
 	c.watchRanElsewhere(snap)
 	var decs []monitor.Decision
@@ -71,25 +71,24 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 	c.wakeAt(next)
 }
 
-// decisionView is the view the pass decides on: snap, or a new snapshot
+// decisionView makes snap the view the pass decides on: a new snapshot
 // when the restart ladders changed a monitor, with the caches of the
-// pass behind it (the runs table of a full pass, the placement cache,
-// the last snapshot kept for the incremental passes).
-func (c *Core) decisionView(snap monitor.Snapshot, now time.Time, only []string) monitor.Snapshot {
+// pass behind it (the runs table of a full pass, the placement cache, and
+// snap itself kept for the incremental passes).
+func (c *Core) decisionView(snap *monitor.Snapshot, now time.Time, only []string) {
 	if only == nil {
-		c.inc.runs.build(snap)
+		c.inc.runs.build(*snap)
 	}
-	c.watchLadders(snap, now)
+	c.watchLadders(*snap, now)
 	if c.ladderAll(now) {
 		// the ladder changed a monitor: decide on what it did
-		snap = c.Snapshot(now)
+		*snap = c.Snapshot(now)
 		if only == nil {
-			c.inc.runs.build(snap)
+			c.inc.runs.build(*snap)
 		}
 	}
 	snap.Cache = &c.inc.cache
-	c.inc.last = &snap
-	return snap
+	c.inc.last = snap
 }
 
 // applyDecisions carries out the decisions of a pass, in order, for the
