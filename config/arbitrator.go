@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -60,7 +62,7 @@ func (dec Decoder) ParseArbitratorConf(file string, data []byte) (*ArbitratorCon
 		return &Error{File: file, Line: lines.find(path, key), Key: strings.Join(id, "."), Msg: fmt.Sprintf(format, a...)}
 	}
 	c := &ArbitratorConf{File: file, Clusters: map[string]string{}}
-	for _, top := range sortedKeys(tree.Values) {
+	for _, top := range slices.Sorted(maps.Keys(tree.Values)) {
 		switch top {
 		case "arbitrator", "cluster":
 		default:
@@ -71,7 +73,7 @@ func (dec Decoder) ParseArbitratorConf(file string, data []byte) (*ArbitratorCon
 		}
 	}
 	arb, _ := tree.Values["arbitrator"].(map[string]any)
-	for _, k := range sortedKeys(arb) {
+	for _, k := range slices.Sorted(maps.Keys(arb)) {
 		v := arb[k]
 		if k != "listen" && k != "metrics_addr" {
 			return nil, at([]string{"arbitrator"}, k, "unknown keyword (known: listen, metrics_addr)")
@@ -98,7 +100,7 @@ func (dec Decoder) ParseArbitratorConf(file string, data []byte) (*ArbitratorCon
 		return nil, at([]string{"arbitrator"}, "listen", "invalid address %q: %v", c.Listen, err)
 	}
 	clusters, _ := tree.Values["cluster"].(map[string]any)
-	for _, name := range sortedKeys(clusters) {
+	for _, name := range slices.Sorted(maps.Keys(clusters)) {
 		v := clusters[name]
 		path := []string{"cluster", name}
 		t, ok := v.(map[string]any)
@@ -108,7 +110,7 @@ func (dec Decoder) ParseArbitratorConf(file string, data []byte) (*ArbitratorCon
 		if !sectionNameRE.MatchString(name) {
 			return nil, at(path, "", "invalid cluster name %q", name)
 		}
-		for _, k := range sortedKeys(t) {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if k != "secret" {
 				return nil, at(path, k, "unknown keyword (known: secret)")
 			}

@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -119,7 +121,7 @@ func (dec Decoder) decodeDoc(file string, data []byte, sc schema) (*document, er
 		var se *SyntaxError
 		if errors.As(err, &se) {
 			key := se.LastKey
-			if p := strings.SplitN(key, ".", 3); len(p) == 3 && contains(sc.named, p[0]) && isResourceKind(p[0]) {
+			if p := strings.SplitN(key, ".", 3); len(p) == 3 && slices.Contains(sc.named, p[0]) && isResourceKind(p[0]) {
 				key = p[0] + "#" + p[1] + "." + p[2]
 			}
 			return nil, &Error{File: file, Line: se.Line, Key: key, Msg: "syntax error: " + se.Msg}
@@ -138,14 +140,14 @@ func (dec Decoder) decodeDoc(file string, data []byte, sc schema) (*document, er
 		v := d.tree[top]
 		topSec := &section{kind: top}
 		switch {
-		case contains(sc.single, top):
+		case slices.Contains(sc.single, top):
 			m, ok := v.(map[string]any)
 			if !ok {
 				return nil, d.errAt(topSec, "", "must be a section [%s]", top)
 			}
 			topSec.raw = m
 			d.sections = append(d.sections, topSec)
-		case contains(sc.named, top):
+		case slices.Contains(sc.named, top):
 			m, ok := v.(map[string]any)
 			if !ok {
 				return nil, d.errAt(topSec, "", "must be sections [%s.NAME]", top)
@@ -202,7 +204,7 @@ func (dec Decoder) decodeDoc(file string, data []byte, sc schema) (*document, er
 
 // sortedKeys returns the keys of m (a table at path) in file order.
 func (d *document) sortedKeys(m map[string]any, path []string) []string {
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	rank := func(k string) int {
 		if r, ok := d.order[pathKey(append(append([]string{}, path...), k))]; ok {
 			return r

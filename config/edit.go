@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -158,13 +159,13 @@ func (dec Decoder) setKeyword(file string, data []byte, kw string, add bool) ([]
 func editList(cur, elems []string, add bool) []any {
 	out := []any{}
 	for _, e := range cur {
-		if add || !contains(elems, e) {
+		if add || !slices.Contains(elems, e) {
 			out = append(out, e)
 		}
 	}
 	if add {
 		for _, e := range elems {
-			if !contains(cur, e) {
+			if !slices.Contains(cur, e) {
 				out = append(out, e)
 				cur = append(cur, e)
 			}

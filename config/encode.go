@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,7 +16,7 @@ import (
 // keyword table order. Comments and the original layout are not kept.
 func encodeService(tree map[string]any) ([]byte, error) {
 	var b strings.Builder
-	tops := sortedKeys(tree)
+	tops := slices.Sorted(maps.Keys(tree))
 	rank := func(k string) int {
 		if k == SectionDefault {
 			return -1
@@ -33,7 +35,7 @@ func encodeService(tree map[string]any) ([]byte, error) {
 			}
 			continue
 		}
-		for _, name := range sortedKeys(m) {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
 			sm, ok := m[name].(map[string]any)
 			if !ok {
 				return nil, fmt.Errorf("%s.%s: not a section", top, name)
@@ -61,8 +63,8 @@ func writeTable(b *strings.Builder, path []string, kind string, m map[string]any
 			keys = append(keys, kw.Key)
 		}
 	}
-	for _, k := range sortedKeys(m) {
-		if !contains(keys, k) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
@@ -112,7 +114,7 @@ func encodeValue(v any) (string, error) {
 		return "[" + strings.Join(parts, ", ") + "]", nil
 	case map[string]any:
 		var parts []string
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			s, err := encodeValue(x[k])
 			if err != nil {
 				return "", err

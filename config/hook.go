@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +56,7 @@ func (d *document) hooks() ([]Hook, error) {
 			return nil, d.errAt(sec, "events", "empty: name event kinds (e.g. [\"failover\"]) or [\"*\"] for every event")
 		}
 		for _, k := range h.Events {
-			if k != HookAll && !contains(EventKinds, k) {
+			if k != HookAll && !slices.Contains(EventKinds, k) {
 				return nil, d.errAt(sec, "events", "unknown event kind %q (known: %s, or \"*\" for every event)", k, strings.Join(EventKinds, ", "))
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,7 +21,7 @@ func TestKeywordTable(t *testing.T) {
 		if kw.Doc == "" {
 			t.Errorf("%s: no doc", id)
 		}
-		if kw.Type == TypeEnum && !contains(kw.Allowed, kw.Default) {
+		if kw.Type == TypeEnum && !slices.Contains(kw.Allowed, kw.Default) {
 			t.Errorf("%s: default %q not allowed", id, kw.Default)
 		}
 		func() {

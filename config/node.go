@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"regexp"
 	"sort"
@@ -36,7 +38,7 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 	if !nodeNameRE.MatchString(c.Name) {
 		return nil, d.errAt(node, "name", "invalid node name %q: want letters, digits, _ . and -", c.Name)
 	}
-	for _, k := range sortedKeys(c.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(c.Labels)) {
 		if k == "" {
 			return nil, d.errAt(node, "labels", "empty label name")
 		}

@@ -2,8 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ func fromTOML(kw *Keyword, raw any) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("want a string, got %s", tomlTypeName(raw))
 		}
-		if kw.Type == TypeEnum && !contains(kw.Allowed, s) {
+		if kw.Type == TypeEnum && !slices.Contains(kw.Allowed, s) {
 			return nil, fmt.Errorf("invalid value %q: want one of %s", s, quoteList(kw.Allowed))
 		}
 		return s, nil
@@ -210,7 +211,7 @@ func formatValue(v any, quoted bool) string {
 		}
 		return "[" + strings.Join(q, ", ") + "]"
 	case map[string]string:
-		keys := sortedKeys(x)
+		keys := slices.Sorted(maps.Keys(x))
 		var parts []string
 		for _, k := range keys {
 			if quoted {
@@ -249,28 +250,10 @@ func tomlTypeName(v any) string {
 	return "a date"
 }
 
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
-
 func quoteList(list []string) string {
 	q := make([]string, len(list))
 	for i, s := range list {
 		q[i] = strconv.Quote(s)
 	}
 	return strings.Join(q, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -2,7 +2,8 @@ package monitor
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -193,7 +194,7 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 		m.Blocked = "the restart ladder gave up here"
 		m.Reason = m.Blocked + ": the orchestrator starts nothing here by itself (svcmgr -s " + c.name + " clear)"
 	}
-	for _, rid := range sortedRIDs(c.inst.Resources) {
+	for _, rid := range slices.Sorted(maps.Keys(c.inst.Resources)) {
 		r := c.inst.Resources[rid]
 		if !r.Monitor {
 			continue
@@ -218,15 +219,6 @@ func (c *svcCtx) gaveUpOn(node string) string {
 		return v.Data.Services[c.name].GaveUp
 	}
 	return ""
-}
-
-func sortedRIDs(m map[string]dataset.Resource) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // parentCycle returns a cycle of DEFAULT.parents that leads from svc back

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -171,7 +172,7 @@ func step(s Snapshot, only []string, explain string) ([]Decision, *Explanation) 
 			continue
 		}
 		nodes := placement.NodeList(s.Services[name], s.ClusterNodes)
-		if contains(nodes, s.Local) {
+		if slices.Contains(nodes, s.Local) {
 			names = append(names, name)
 			lists = append(lists, nodes)
 		}
@@ -489,7 +490,7 @@ func (c *svcCtx) leader() string {
 	return c.rank.Leader()
 }
 
-func (c *svcCtx) isCandidate(node string) bool { return contains(c.rank.Candidates, node) }
+func (c *svcCtx) isCandidate(node string) bool { return slices.Contains(c.rank.Candidates, node) }
 
 // firstUpish returns the first node where the service is up or warn.
 func (c *svcCtx) firstUpish() string {
@@ -607,13 +608,4 @@ func (a failoverAggregate) result() dataset.Status {
 
 func upish(s dataset.Status) bool {
 	return s == dataset.StatusUp || s == dataset.StatusWarn || s == dataset.StatusUnknown
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"slices"
+
 	"haven/dataset"
 	"haven/placement"
 )
@@ -173,7 +175,7 @@ func (c *svcCtx) startHere(label string) {
 // placeable, else the best placeable node.
 func (c *svcCtx) givebackDest() string {
 	if c.cfg.Orchestrate != OrchestrateHA {
-		if nl := c.rank.NaturalLeader(); contains(c.rank.Placeable, nl) {
+		if nl := c.rank.NaturalLeader(); slices.Contains(c.rank.Placeable, nl) {
 			return nl
 		}
 	}

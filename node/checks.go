@@ -2,6 +2,8 @@ package node
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,7 +105,7 @@ func (c *Core) CheckDone(ck Check, res map[string]dataset.Resource, now time.Tim
 		c.check(svc, inst, true)
 		return
 	}
-	for _, rid := range sortedKeys(res) {
+	for _, rid := range slices.Sorted(maps.Keys(res)) {
 		r := res[rid]
 		if old, ok := inst.res[rid]; ok && old.Status != r.Status {
 			c.emit(ResourceStatus{Svc: svc, RID: rid, From: old.Status, To: r.Status, Reason: r.Log})
@@ -240,7 +242,7 @@ func errText(err error) string {
 // still says up after a stop whose commands succeeded, nil when none.
 func stillUp(res map[string]dataset.Resource) error {
 	var up []string
-	for _, rid := range sortedKeys(res) {
+	for _, rid := range slices.Sorted(maps.Keys(res)) {
 		r := res[rid]
 		if r.Disabled || r.Optional || r.Status != dataset.StatusUp {
 			continue

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,7 +68,7 @@ func (c *Core) checkEdits(now time.Time) {
 	if len(c.cd.pending) == 0 {
 		return
 	}
-	for _, name := range sortedKeys(c.cd.pending) {
+	for _, name := range slices.Sorted(maps.Keys(c.cd.pending)) {
 		if !c.opsFor(name) {
 			c.checkPending(name, now)
 		}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -448,7 +450,7 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 		return
 	}
 	parsed := 0
-	for _, name := range sortedKeys(entries) {
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		e := entries[name]
 		if err := e.Sane(); err != nil {
 			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error()})

@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -436,7 +438,7 @@ func (c *Core) persistMonitor(svc string, inst *instance) {
 // PersistMonitors records again what every local instance monitor
 // observed (after a roll back, once the disk takes writes again).
 func (c *Core) PersistMonitors() {
-	for _, svc := range sortedKeys(c.insts) {
+	for _, svc := range slices.Sorted(maps.Keys(c.insts)) {
 		if inst := c.insts[svc]; inst.local {
 			c.persistMonitor(svc, inst)
 		}

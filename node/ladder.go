@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"haven/config"
@@ -309,7 +311,7 @@ func (c *Core) expireFailures(svc string, inst *instance, now time.Time) {
 		return
 	}
 	stable := StableAfter(c.cfg.MonitorInterval)
-	for _, rid := range sortedKeys(ss.Restarts) {
+	for _, rid := range slices.Sorted(maps.Keys(ss.Restarts)) {
 		cnt := ss.Restarts[rid]
 		r, ok := inst.res[rid]
 		if !ok || r.Status != dataset.StatusUp || now.Sub(cnt.FailedAt) < stable {

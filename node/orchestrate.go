@@ -43,7 +43,10 @@ func (c *Core) orchestrate(now time.Time, viewOnly bool) {
 }
 
 // decide is the decision pass over snap: every service (only nil), or the
-// services of only (a closure of monitor.Relations).
+// services of only (a closure of monitor.Relations). Its stages: the view
+// the pass decides on (decisionView, with the caches), the multi-active
+// resolution, monitor.Step, then the decisions carried out
+// (applyDecisions) and the --wait callers whose time is up.
 func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 	if only != nil {
 		c.inc.only = make([]*instance, 0, len(only))
@@ -54,19 +57,7 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 		}
 		defer func() { c.inc.only = nil }()
 	}
-	if only == nil {
-		c.inc.runs.build(snap)
-	}
-	c.watchLadders(snap, now)
-	if c.ladderAll(now) {
-		// the ladder changed a monitor: decide on what it did
-		snap = c.Snapshot(now)
-		if only == nil {
-			c.inc.runs.build(snap)
-		}
-	}
-	snap.Cache = &c.inc.cache
-	c.inc.last = &snap
+	c.decisionView(&snap, now, only)
 	next := c.resolveMultipleActive(snap, now)
 	c.watchRanElsewhere(snap)
 	var decs []monitor.Decision
@@ -75,64 +66,103 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 	} else {
 		decs = monitor.StepOnly(snap, only)
 	}
+	next = earliest(next, c.applyDecisions(decs, snap, now))
+	next = earliest(next, c.ExpireWaiters(now, snap))
+	c.wakeAt(next)
+}
+
+// decisionView makes snap the view the pass decides on: a new snapshot
+// when the restart ladders changed a monitor, with the caches of the
+// pass behind it (the runs table of a full pass, the placement cache, and
+// snap itself kept for the incremental passes).
+func (c *Core) decisionView(snap *monitor.Snapshot, now time.Time, only []string) {
+	if only == nil {
+		c.inc.runs.build(*snap)
+	}
+	c.watchLadders(*snap, now)
+	if c.ladderAll(now) {
+		// the ladder changed a monitor: decide on what it did
+		*snap = c.Snapshot(now)
+		if only == nil {
+			c.inc.runs.build(*snap)
+		}
+	}
+	snap.Cache = &c.inc.cache
+	c.inc.last = snap
+}
+
+// applyDecisions carries out the decisions of a pass, in order, for the
+// local instances: the placement leader and flags, the ready acks, the
+// global expect, the targets reached or failed, then the monitor state
+// and its action (start, stop, freeze, thaw, or a claim). It returns the
+// earliest deadline among them (zero: none).
+func (c *Core) applyDecisions(decs []monitor.Decision, snap monitor.Snapshot, now time.Time) (next time.Time) {
 	for _, dec := range decs {
-		svc := dec.Service
-		inst := c.insts[svc]
+		inst := c.insts[dec.Service]
 		if inst == nil || !inst.local {
 			continue
 		}
-		if !dec.Deadline.IsZero() && (next.IsZero() || dec.Deadline.Before(next)) {
-			next = dec.Deadline
-		}
-		if inst.leader != dec.PlacementLeader || inst.flags != dec.Flags {
-			inst.leader, inst.flags = dec.PlacementLeader, dec.Flags
-			c.publish()
-		}
-		c.noteReadyAck(inst, dec.ReadyAck)
-		if dec.Monitor.GlobalExpect != inst.mon.GlobalExpect {
-			inst.mon.GlobalExpect = dec.Monitor.GlobalExpect
-			c.publish()
-		}
-		if dec.TargetReached {
-			c.TargetReached(svc, dec.TargetUnknown, snap)
-		}
-		c.NoteTargetFailed(svc, dec.TargetFailed)
-		if !dec.Changed || inst.busy != "" {
-			// an action of ours is running: its end decides the state
-			continue
-		}
-		if monitor.GaveUpHolds(c.state.Services[svc].GaveUp, dec) {
-			// the restart ladder gave up here: no start by the orchestrator
-			// (an admin target, a clear or a start --local end it)
-			continue
-		}
-		switch dec.Action {
-		case monitor.ActionStart, monitor.ActionStop:
-			prev := inst.mon.State
-			if prev != dec.Monitor.State {
-				c.emit(InstanceMonitor{Svc: svc, From: prev, To: dec.Monitor.State, Reason: dec.Reason})
-			}
-			inst.mon = dec.Monitor
-			c.beginAction(svc, inst, string(dec.Action), dec.Reason, now)
-			inst.prevState = prev
-		case monitor.ActionFreeze, monitor.ActionThaw:
-			c.SetFrozen(svc, dec.Action == monitor.ActionFreeze, dec.Reason)
-			inst.mon = monitor.AfterFreeze(dec.Monitor, now)
-			c.publish()
-		default:
-			c.newClaim(inst, &dec)
-			if inst.mon.State != dec.Monitor.State {
-				c.emit(InstanceMonitor{Svc: svc, From: inst.mon.State, To: dec.Monitor.State, Reason: dec.Reason})
-			}
-			inst.mon = dec.Monitor
-			c.persistMonitor(svc, inst)
-			c.publish()
-		}
+		next = earliest(next, dec.Deadline)
+		c.applyDecision(dec, inst, snap, now)
 	}
-	if t := c.ExpireWaiters(now, snap); !t.IsZero() && (next.IsZero() || t.Before(next)) {
-		next = t
+	return next
+}
+
+// applyDecision carries out one decision for a local instance.
+func (c *Core) applyDecision(dec monitor.Decision, inst *instance, snap monitor.Snapshot, now time.Time) {
+	svc := dec.Service
+	if inst.leader != dec.PlacementLeader || inst.flags != dec.Flags {
+		inst.leader, inst.flags = dec.PlacementLeader, dec.Flags
+		c.publish()
 	}
-	c.wakeAt(next)
+	c.noteReadyAck(inst, dec.ReadyAck)
+	if dec.Monitor.GlobalExpect != inst.mon.GlobalExpect {
+		inst.mon.GlobalExpect = dec.Monitor.GlobalExpect
+		c.publish()
+	}
+	if dec.TargetReached {
+		c.TargetReached(svc, dec.TargetUnknown, snap)
+	}
+	c.NoteTargetFailed(svc, dec.TargetFailed)
+	if !dec.Changed || inst.busy != "" {
+		// an action of ours is running: its end decides the state
+		return
+	}
+	if monitor.GaveUpHolds(c.state.Services[svc].GaveUp, dec) {
+		// the restart ladder gave up here: no start by the orchestrator
+		// (an admin target, a clear or a start --local end it)
+		return
+	}
+	switch dec.Action {
+	case monitor.ActionStart, monitor.ActionStop:
+		prev := inst.mon.State
+		if prev != dec.Monitor.State {
+			c.emit(InstanceMonitor{Svc: svc, From: prev, To: dec.Monitor.State, Reason: dec.Reason})
+		}
+		inst.mon = dec.Monitor
+		c.beginAction(svc, inst, string(dec.Action), dec.Reason, now)
+		inst.prevState = prev
+	case monitor.ActionFreeze, monitor.ActionThaw:
+		c.SetFrozen(svc, dec.Action == monitor.ActionFreeze, dec.Reason)
+		inst.mon = monitor.AfterFreeze(dec.Monitor, now)
+		c.publish()
+	default:
+		c.newClaim(inst, &dec)
+		if inst.mon.State != dec.Monitor.State {
+			c.emit(InstanceMonitor{Svc: svc, From: inst.mon.State, To: dec.Monitor.State, Reason: dec.Reason})
+		}
+		inst.mon = dec.Monitor
+		c.persistMonitor(svc, inst)
+		c.publish()
+	}
+}
+
+// earliest returns the earlier of a and b, ignoring a zero time.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // wakeAt asks the driver to call again at t (the earliest wins).

@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -175,7 +177,7 @@ func (c *Core) noteFirstHeard(p *peer, ev PeerEvent, now time.Time) {
 	if p.firstHeard.IsZero() && (ev.Kind == PeerUp || ev.Kind == PeerData && ev.Data != nil) {
 		p.firstHeard = now
 	}
-	if ev.Kind == PeerUnseen && !contains(ev.Unseen, c.cfg.Name) {
+	if ev.Kind == PeerUnseen && !slices.Contains(ev.Unseen, c.cfg.Name) {
 		p.heardUs = true
 	}
 }
@@ -188,7 +190,7 @@ func (c *Core) noteFirstHeard(p *peer, ev PeerEvent, now time.Time) {
 // heard this run) or the claim outlasted hb.timeout since the peer was
 // first heard (it had time to hear this run and did not: a one-way loss).
 func (c *Core) selfClaimCredited(p *peer, now time.Time) bool {
-	if !contains(p.unseen, c.cfg.Name) {
+	if !slices.Contains(p.unseen, c.cfg.Name) {
 		return false
 	}
 	return p.heardUs || p.firstHeard.IsZero() || !now.Before(p.firstHeard.Add(c.cfg.Quorum.HBTimeout))
@@ -223,7 +225,7 @@ func (c *Core) updateQuorum(now time.Time) {
 	for _, n := range live {
 		cur[n] = true
 	}
-	for _, n := range sortedKeys(q.live) {
+	for _, n := range slices.Sorted(maps.Keys(q.live)) {
 		if !cur[n] {
 			lost = append(lost, n)
 		}
@@ -242,7 +244,7 @@ func (c *Core) updateQuorum(now time.Time) {
 		// lost, and voted on as usual.
 		q.rejoined = true
 		for _, n := range c.pnames {
-			if c.peers[n].Data != nil && !cur[n] && !contains(lost, n) {
+			if c.peers[n].Data != nil && !cur[n] && !slices.Contains(lost, n) {
 				lost = append(lost, n)
 			}
 		}
@@ -445,7 +447,7 @@ func (c *Core) FenceDone(node string, err error, now time.Time) {
 }
 
 // hasStonith reports whether node has a fence command.
-func (c *Core) hasStonith(node string) bool { return contains(c.cfg.Quorum.Stonith, node) }
+func (c *Core) hasStonith(node string) bool { return slices.Contains(c.cfg.Quorum.Stonith, node) }
 
 // updateGates follows the lost peers: a gate opens when a peer heard
 // before is declared down, closes when it is heard again; it clears once
@@ -507,7 +509,7 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	}
 	for _, n := range c.pnames {
 		if q.live[n] {
-			if !contains(c.peers[n].unseen, name) {
+			if !slices.Contains(c.peers[n].unseen, name) {
 				return n + " still hears " + name
 			}
 		}
@@ -634,7 +636,7 @@ func (c *Core) QuorumInfo(now time.Time) *dataset.QuorumInfo {
 	if q.last != nil {
 		qi.LastVote, qi.LastVoteAt, qi.LastSurvive = q.last.String(), q.lastAt, q.last.Survive
 	}
-	for _, name := range sortedKeys(q.gates) {
+	for _, name := range slices.Sorted(maps.Keys(q.gates)) {
 		g := q.gates[name]
 		qi.Gates = append(qi.Gates, dataset.GateState{Node: name, Since: g.since, Deadline: g.deadline, Blocked: g.blocked, Fenced: g.fenced})
 	}

@@ -3,7 +3,8 @@ package node
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"haven/dataset"
@@ -57,7 +58,7 @@ func (c *Core) SetTarget(svc string, t dataset.Target) dataset.Target {
 // the view, read only when a peer cleared a target that has --wait
 // callers here (to tell them where it stands).
 func (c *Core) MergeTargets(ts map[string]dataset.Target, snap func() monitor.Snapshot) {
-	for _, name := range sortedKeys(ts) {
+	for _, name := range slices.Sorted(maps.Keys(ts)) {
 		t := ts[name]
 		c.Witness(t.Version)
 		ss, ok := c.state.Services[name]
@@ -147,7 +148,7 @@ func (c *Core) ApplyClear(svc string, cr dataset.ClearRequest, now time.Time) {
 // MergeClears applies the peers' clear requests that are newer than ours
 // (names checked by the driver, as for MergeTargets).
 func (c *Core) MergeClears(cs map[string]dataset.ClearRequest, now time.Time) {
-	for _, name := range sortedKeys(cs) {
+	for _, name := range slices.Sorted(maps.Keys(cs)) {
 		if !cs[name].Version.Sane() {
 			continue // beyond any real counter: it would win for good
 		}
@@ -200,7 +201,7 @@ func (c *Core) AdminTarget(req TargetRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("unknown action %q", req.Action)})
 		return tk
 	}
-	if t.Node != "" && !contains(req.Nodes, t.Node) {
+	if t.Node != "" && !slices.Contains(req.Nodes, t.Node) {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("%s: %s is not one of the service's nodes (%v)", svc, t.Node, req.Nodes)})
 		return tk
 	}
@@ -284,21 +285,3 @@ func (c *Core) ExpireWaiters(now time.Time, snap monitor.Snapshot) time.Time {
 
 // Waiters returns the number of --wait callers.
 func (c *Core) Waiters() int { return len(c.waiters) }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

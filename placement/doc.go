@@ -53,5 +53,12 @@
 // from the same filter and sort functions, and the ranking is the same with
 // or without them; the orchestrator's pass leaves them off (they allocate).
 //
+// Rank runs in stages: the records of the nodes, feasibility (the
+// filters), ordering (the policy), the soft affinities, then the lists and
+// the verdicts. Its speed-ups (Input.Members, Cluster, Instances, Buf,
+// NoExcluded, the orders known in advance) are fast paths behind those
+// stages: a test compares them with the stages alone over generated
+// inputs.
+//
 // The package is pure: no IO, no clock, no goroutines, no logging.
 package placement

@@ -32,13 +32,15 @@ func (f *filter) fail(reason, detail string) (more bool) {
 	return true
 }
 
-// nodeFilter checks the node filters in order: availability, node frozen,
-// constraints (an evaluation error is detailed as such), hard affinities.
-func nodeFilter(in *Input, node string, cn *clusterNode, env affinity.Env, f *filter) {
-	if cn.avail != "" && !f.fail(cn.avail, "") {
+// nodeFilter checks the node filters of a node with a view in order:
+// availability, node frozen, constraints (an evaluation error is detailed
+// as such), hard affinities.
+func nodeFilter(in *Input, rec *record, env affinity.Env, f *filter) {
+	node := rec.name
+	if rec.avail != "" && !f.fail(rec.avail, "") {
 		return
 	}
-	if cn.frozen && !f.fail(ReasonNodeFrozen, "") {
+	if rec.frozen && !f.fail(ReasonNodeFrozen, "") {
 		return
 	}
 	if in.ConstraintOK != nil && !in.ConstraintOK[node] {

@@ -379,203 +379,22 @@ func AffinityFrom(views map[string]NodeView, services map[string]*config.Service
 	return env
 }
 
-// Rank computes the ranking of one service.
-func Rank(in Input) Ranking {
-	nodes := in.Nodes
-	if nodes == nil {
-		nodes = NodeList(in.Config, in.ClusterNodes)
-	}
-	env := in.Affinity
-	if env.Presence == nil && (affinity.HasHard(in.Config) || affinity.HasSoft(in.Config)) {
-		env = AffinityFrom(in.Views, in.Services)
-	}
-	var arr [32]record
-	recs := arr[:0]
-	if len(nodes) > len(arr) {
-		recs = make([]record, 0, len(nodes))
-	}
-	var ex []explained // with Explain only
-	if in.Explain {
-		ex = make([]explained, len(nodes))
-	}
-	mem := in.Members.of(nodes)
-	kind := kindOf(in.Config.Placement)
-	var order []int // the records in the policy's order already (Members)
-	if mem != nil && kind < bySpread {
-		order = mem.order[kind]
-	}
-	var keys [32]uint64 // spread: the keys, by position in nodes
-	if kind == bySpread && len(nodes) <= len(keys) {
-		// the records in the policy's order already: a permutation sorted
-		// by key (ints moved, not records)
-		var perm [32]int
-		for i, n := range nodes {
-			keys[i], perm[i] = SpreadKey(in.Service, n), i
-		}
-		for i := 1; i < len(nodes); i++ {
-			x := perm[i]
-			j := i
-			for ; j > 0 && (keys[x] < keys[perm[j-1]] || keys[x] == keys[perm[j-1]] && nodes[x] < nodes[perm[j-1]]); j-- {
-				perm[j] = perm[j-1]
-			}
-			perm[j] = x
-		}
-		order = perm[:len(nodes)]
-	}
-	hard := affinity.HasHard(in.Config)
-	insts := in.Instances != nil && in.Nodes != nil
-	for k := range nodes {
-		i := k
-		if order != nil {
-			i = order[k]
-		}
-		n := nodes[i]
-		recs = append(recs, record{name: n, index: i})
-		rec := &recs[k]
-		if kind == bySpread && order != nil {
-			rec.spread = keys[i]
-		}
-		if ex != nil {
-			rec.x = &ex[k]
-		}
-		f := filter{all: in.Explain}
-		var cn *clusterNode
-		if mem != nil {
-			cn = mem.cn[i]
-		} else if c, ok := in.node(n); ok {
-			cn = &c
-		}
-		if cn == nil {
-			f.fail(ReasonNodeDown, "")
-			rec.nodeReason = f.first
-			rec.load = noData
-			if rec.x != nil {
-				rec.x.reasons = f.list
-			}
-			continue
-		}
-		rec.load, rec.score = cn.load, cn.score
-		if cn.avail != "" || cn.frozen || in.ConstraintOK != nil || hard {
-			nodeFilter(&in, n, cn, env, &f)
-		}
-		rec.nodeReason = f.first
-		g := filter{all: in.Explain, list: f.list}
-		if insts {
-			instanceFilter(&in.Instances[i], &g)
-		} else {
-			st := StateOf(in.Views[n].Data.Services[in.Service])
-			instanceFilter(&st, &g)
-		}
-		rec.instReason = g.first
-		if rec.x != nil {
-			rec.x.reasons = g.list
-		}
-	}
-	if in.Explain && in.Config.Placement != PolicySpread {
-		for i := range recs {
-			recs[i].spread = SpreadKey(in.Service, recs[i].name)
-		}
-	}
-	if kind == bySpread && order == nil {
-		sortRecords(in.Config.Placement, in.Service, recs)
-	} else {
-		insertionSort(kind, recs) // nothing to move when in order already
-	}
-
-	n := len(recs)
-	var r Ranking
-	var buf []string
-	lean := in.NoExcluded && !in.Explain
-	size := 2 * n
-	if lean {
-		size = 3 * n
-	}
-	if cap(in.Buf) >= size {
-		buf = in.Buf[:size]
-	} else {
-		buf = make([]string, size)
-	}
-	r.Natural = buf[:n:n]
-	r.Placeable = buf[n : n : 2*n]
-	if lean {
-		r.why = buf[2*n : 3*n : 3*n]
-	}
-	// placeable records, in order; then the soft affinities (stable)
-	var pArr [32]int
-	pidx := pArr[:0]
-	if n > len(pArr) {
-		pidx = make([]int, 0, n)
-	}
-	for i := range recs {
-		r.Natural[i] = recs[i].name
-		if lean {
-			r.why[i] = recs[i].nodeReason
-		}
-		if recs[i].nodeReason != "" {
-			if !lean {
-				r.exclude(recs[i].name, recs[i].nodeReason)
-			}
-			continue
-		}
-		pidx = append(pidx, i)
-	}
-	if in.Explain {
-		for k, i := range pidx {
-			recs[i].x.placeIdx = k
-		}
-	}
-	if affinity.HasSoft(in.Config) {
-		for _, i := range pidx {
-			if in.Explain {
-				x := recs[i].x
-				recs[i].soft = affinity.CheckSoft(in.Config, recs[i].name, env, func(why string) {
-					x.softNotes = append(x.softNotes, why)
-				})
-				continue
-			}
-			recs[i].soft = affinity.SoftScore(in.Config, recs[i].name, env)
-		}
-		for i := 1; i < len(pidx); i++ { // stable insertion sort, best score first
-			for j := i; j > 0 && recs[pidx[j]].soft > recs[pidx[j-1]].soft; j-- {
-				pidx[j], pidx[j-1] = pidx[j-1], pidx[j]
-			}
-		}
-	}
-	excluded := 0
-	for _, i := range pidx {
-		r.Placeable = append(r.Placeable, recs[i].name)
-		if recs[i].instReason != "" {
-			if lean {
-				r.why[i] = recs[i].instReason
-			} else {
-				r.exclude(recs[i].name, recs[i].instReason)
-			}
-			excluded++
-		}
-	}
-	// Candidates share Placeable's memory unless an instance is excluded.
-	r.Candidates = r.Placeable
-	if excluded > 0 {
-		r.Candidates = make([]string, 0, len(pidx)-excluded)
-		for _, i := range pidx {
-			if recs[i].instReason == "" {
-				r.Candidates = append(r.Candidates, recs[i].name)
-			}
-		}
-	}
-	if in.Explain {
-		r.Verdicts = verdicts(in, &r, recs, pidx)
-	}
-	return r
-}
+// Rank computes the ranking of one service, in stages (stages.go):
+// feasibility, ordering, soft affinity, then the lists and the verdicts.
+func Rank(in Input) Ranking { return rank(&in, true) }
 
 // noData sorts a node without data last under "load avg".
 const noData = 1e300
 
 // record is one node of the service while ranking.
 type record struct {
-	name       string
-	index      int // position in the node list
+	name  string
+	index int // position in the node list
+	// known: the node has a view; avail and frozen are then its
+	// clusterNode's (why it cannot take work, its frozen flag).
+	known      bool
+	frozen     bool
+	avail      string
 	load       float64
 	score      float64
 	spread     uint64

@@ -65,6 +65,9 @@ func verdicts(in Input, r *Ranking, recs []record, pidx []int) []Verdict {
 			Node: rec.name, Reasons: rec.x.reasons, Natural: i, Index: rec.index,
 			Load15: rec.load, Spread: rec.spread, Score: rec.score, Soft: -1,
 		}
+		if in.Config.Placement != PolicySpread {
+			v.Spread = SpreadKey(in.Service, rec.name) // not computed by the ordering
+		}
 		if rec.load == noData {
 			v.Load15, v.NoData = 0, true
 		}

@@ -1,8 +1,6 @@
 package render
 
 import (
-	"sort"
-
 	"haven/dataset"
 )
 
@@ -76,16 +74,6 @@ func orNone(s string) string {
 		return dataset.ExpectNone
 	}
 	return s
-}
-
-// sortedKeys returns the keys of a map in order.
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for n := range m {
-		k = append(k, n)
-	}
-	sort.Strings(k)
-	return k
 }
 
 // flagNotes spells out the letters of an instance's flags (contract

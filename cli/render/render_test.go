@@ -2,9 +2,11 @@ package render
 
 import (
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -305,7 +307,7 @@ func TestGolden(t *testing.T) {
 			var b strings.Builder
 			b.WriteString("$ svcmon\n")
 			b.WriteString(Svcmon(st, SvcmonOptions{}))
-			for _, s := range sortedKeys(st.Services) {
+			for _, s := range slices.Sorted(maps.Keys(st.Services)) {
 				b.WriteString("\n$ svcmgr -s " + s + " print status\n")
 				b.WriteString(StatusTree(s, st.Services[s], st.Local))
 			}

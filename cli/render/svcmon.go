@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,7 +73,7 @@ func clusterNodes(st *dataset.ClusterStatus) []string {
 			seen[n] = true
 		}
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func svcmonHeader(st *dataset.ClusterStatus, color bool) string {
@@ -167,7 +168,7 @@ func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
 
 func servicesSection(st *dataset.ClusterStatus, nodes []string, sel func(string) bool) monSection {
 	sec := monSection{title: "Services"}
-	for _, name := range sortedKeys(st.Services) {
+	for _, name := range slices.Sorted(maps.Keys(st.Services)) {
 		if sel != nil && !sel(name) {
 			continue
 		}
@@ -229,7 +230,7 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 	// a hard affinity only gates starts: an instance up where its rule is
 	// broken now (the other service moved) stays there, and says so
 	var broken []string
-	for _, n := range sortedKeys(s.Instances) {
+	for _, n := range slices.Sorted(maps.Keys(s.Instances)) {
 		if i := s.Instances[n]; (i.Avail == dataset.StatusUp || i.Avail == dataset.StatusWarn) && strings.ContainsRune(i.Flags, 'A') {
 			broken = append(broken, n)
 		}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -66,7 +67,7 @@ func StatusTree(name string, s dataset.ServiceStatus, local string) string {
 			continue
 		}
 		lines = append(lines, instanceLine(branch+n, inst))
-		rids := sortedKeys(inst.Resources)
+		rids := slices.Sorted(maps.Keys(inst.Resources))
 		for j, rid := range rids {
 			r := inst.Resources[rid]
 			rb, ri := "|- ", "|  "
@@ -114,7 +115,7 @@ func treeNodes(s dataset.ServiceStatus, local string) []string {
 			seen[n] = true
 		}
 	}
-	nodes := sortedKeys(seen)
+	nodes := slices.Sorted(maps.Keys(seen))
 	if i := slices.Index(nodes, local); i > 0 {
 		nodes = append([]string{local}, slices.Delete(nodes, i, i+1)...)
 	}

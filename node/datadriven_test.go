@@ -1,0 +1,425 @@
+package node_test
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"haven/config"
+	"haven/config/tomlfile"
+	"haven/dataset"
+	"haven/node"
+	"haven/node/datadriven"
+)
+
+var update = flag.Bool("update", false, "rewrite node/testdata/*.txt with the outputs (review the diff)")
+
+// TestDatadriven runs the files of testdata/ (package datadriven): each
+// command is one input of a node core, driven through its exported
+// methods as a driver would, then the whole Ready it produced (see
+// harness.step for the commands). go test ./node -run TestDatadriven
+// -update rewrites the expected outputs.
+func TestDatadriven(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test file in testdata/ (%v)", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+			h := &harness{t: t, now: ddT0, cfgs: map[string]*config.ServiceConfig{}, checks: map[string]node.Check{},
+				running: map[string]string{}, gens: map[string]uint64{}}
+			datadriven.RunFile(t, f, *update, h.step)
+		})
+	}
+}
+
+// ddT0 is the fake clock's start; times print as offsets from it.
+var ddT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// harness is a driver of one node core whose state writes happen off its
+// loop (unless write-through): the state of a Persist is written when a
+// command says so (persist-done), or fails (persist-fail).
+type harness struct {
+	t    *testing.T
+	c    *node.Core
+	name string
+	now  time.Time
+	cfgs map[string]*config.ServiceConfig // the installed configs (Local)
+	// checks are the status checks ordered and not answered, by service.
+	checks map[string]node.Check
+	// running are the actions run and not ended, by service.
+	running map[string]string
+	gens    map[string]uint64 // the peers' data generations
+	// writing is the seq of the state being written (0: none), pending
+	// that state; disk what the file holds.
+	writing uint64
+	pending node.State
+	disk    node.State
+	through bool
+}
+
+// LocalNode and LocalServices are the driver's part of the view (Local).
+func (h *harness) LocalNode() dataset.Node {
+	return h.c.Dataset(dataset.Node{Name: h.name, Compat: 1})
+}
+func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cfgs }
+
+// step maps a command of a test file to the core's inputs, then prints
+// the Ready they produced (the whole of it). The commands:
+//
+//	new NAME members=N1,N2 [write-through] [ready=D] [rejoin=D]
+//	service SVC            (the input lines: the service's TOML config)
+//	start                  the daemon's start
+//	peer N up|down         a heartbeat event about N
+//	peer N data            N's data; input lines "node [monitor=M] [frozen]"
+//	                       and "SVC [avail=S] [state=S] [frozen]"
+//	advance D              the fake clock moves on by D
+//	tick [D]               advance D, then the periodic tick
+//	orchestrate [view]     the decision pass (view: only the view changed)
+//	wake                   the driver's timer of Ready.WakeAt
+//	admin SVC ACTION [to=N] [wait] [deadline=D]    an admin target
+//	local SVC ACTION       an admin action --local
+//	node-admin ACTION      an admin action on the node (freeze, thaw...)
+//	check SVC STATUS       the status check ordered for SVC ends
+//	action-done SVC KIND [fail=TEXT]   an action ordered ends
+//	persist-done           the state write in flight ends well
+//	persist-fail TEXT      it fails
+//	retry-persist          the driver's tick while writes fail
+//	state                  the core's durable state and the file's
+//
+// It is the one place that knows the core's input methods: switching to
+// a typed input is a change here only.
+func (h *harness) step(d *datadriven.Cmd) (string, error) {
+	var pre string
+	switch d.Name {
+	case "new":
+		return h.newCore(d)
+	case "state":
+		return "memory: " + stateText(*h.c.State()) + "\ndisk:   " + stateText(h.disk) +
+			fmt.Sprintf("\nsettled=%v seq=%d", h.c.Settled(), h.c.PersistSeq()), nil
+	case "service":
+		if len(d.Args) != 1 {
+			return "", d.Errorf("want a service name")
+		}
+		cfg, err := tomlfile.ParseService(d.Args[0]+".toml", d.Args[0], []byte(strings.Join(d.Input, "\n")+"\n"))
+		if err != nil {
+			return "", err
+		}
+		h.cfgs[cfg.Name] = cfg
+		local := cfg.HasNode(h.name, h.c.PeerNames())
+		h.c.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: local, Resources: node.LadderSpecs(cfg),
+			MonitorAction: cfg.MonitorAction}, h.now)
+		if local {
+			h.c.CheckNow(cfg.Name)
+		}
+	case "start":
+		h.c.Start(h.now)
+	case "peer":
+		ev, err := h.peerEvent(d)
+		if err != nil {
+			return "", err
+		}
+		h.c.Heartbeat(ev, h.now)
+	case "advance", "tick":
+		if len(d.Args) > 0 {
+			dur, err := time.ParseDuration(d.Args[0])
+			if err != nil {
+				return "", d.Errorf("%v", err)
+			}
+			h.now = h.now.Add(dur)
+		}
+		if d.Name == "advance" {
+			return "now " + h.at(h.now), nil
+		}
+		h.c.Tick(h.now)
+	case "orchestrate":
+		if _, view := d.Arg("view"); view {
+			h.c.OrchestrateView(h.now)
+		} else {
+			h.c.Orchestrate(h.now)
+		}
+	case "wake":
+		h.c.WakeUp()
+	case "admin":
+		if len(d.Args) < 2 {
+			return "", d.Errorf("want a service and an action")
+		}
+		req := node.TargetRequest{Service: d.Args[0], Action: d.Args[1], Now: h.now}
+		if cfg := h.cfgs[req.Service]; cfg != nil {
+			req.Nodes = cfg.NodeList(append([]string{h.name}, h.c.PeerNames()...))
+		}
+		req.Node, _ = d.Arg("to")
+		_, req.Wait = d.Arg("wait")
+		if v, ok := d.Arg("deadline"); ok {
+			dur, err := time.ParseDuration(v)
+			if err != nil {
+				return "", d.Errorf("%v", err)
+			}
+			req.Deadline = h.now.Add(dur)
+		}
+		pre = fmt.Sprintf("ticket %d\n", h.c.AdminTarget(req))
+	case "local":
+		if len(d.Args) != 2 {
+			return "", d.Errorf("want a service and an action")
+		}
+		pre = fmt.Sprintf("ticket %d\n", h.c.AdminLocal(node.LocalRequest{Service: d.Args[0], Action: d.Args[1], Now: h.now}))
+	case "node-admin":
+		if len(d.Args) != 1 {
+			return "", d.Errorf("want an action")
+		}
+		pre = fmt.Sprintf("ticket %d\n", h.c.AdminNode(d.Args[0], h.now))
+	case "check":
+		if len(d.Args) != 2 {
+			return "", d.Errorf("want a service and a status")
+		}
+		ck, ok := h.checks[d.Args[0]]
+		if !ok {
+			return "", d.Errorf("no check of %s ordered", d.Args[0])
+		}
+		delete(h.checks, d.Args[0])
+		res := map[string]dataset.Resource{}
+		for _, r := range h.cfgs[d.Args[0]].Resources {
+			res[r.RID] = dataset.Resource{Status: dataset.Status(d.Args[1])}
+		}
+		h.c.CheckDone(ck, res, h.now)
+	case "action-done":
+		if len(d.Args) < 2 {
+			return "", d.Errorf("want a service and a kind")
+		}
+		if h.running[d.Args[0]] != d.Args[1] {
+			return "", d.Errorf("no %s of %s running", d.Args[1], d.Args[0])
+		}
+		delete(h.running, d.Args[0])
+		var err error
+		if v, ok := d.Arg("fail"); ok {
+			err = errors.New(v)
+		}
+		h.c.ActionDone(d.Args[0], d.Args[1], err, h.now)
+	case "persist-done", "persist-fail":
+		if h.writing == 0 {
+			return "", d.Errorf("no state write in flight")
+		}
+		seq := h.writing
+		h.writing = 0
+		if d.Name == "persist-fail" {
+			h.c.PersistDone(seq, errors.New(strings.Join(d.Args, " ")), h.now)
+			break
+		}
+		h.disk = h.pending
+		h.c.PersistDone(seq, nil, h.now)
+	case "retry-persist":
+		h.c.RetryPersist()
+	default:
+		return "", d.Errorf("unknown command")
+	}
+	out := h.ready()
+	h.checkDurable(d)
+	return pre + out, nil
+}
+
+// checkDurable checks, after each command, that the core is not ahead of
+// the disk: once every state handed out is known to be written (Settled),
+// the core's durable state is what the file holds.
+func (h *harness) checkDurable(d *datadriven.Cmd) {
+	if !h.c.Settled() || h.writing != 0 {
+		return
+	}
+	mem, _ := json.Marshal(h.c.State())
+	disk, _ := json.Marshal(h.disk)
+	if string(mem) != string(disk) {
+		h.t.Errorf("%s: %s: settled, yet the core's state is not what the file holds:\nmemory %s\ndisk   %s", d.Pos, d.Name, mem, disk)
+	}
+}
+
+func (h *harness) newCore(d *datadriven.Cmd) (string, error) {
+	if len(d.Args) == 0 {
+		return "", d.Errorf("want the node's name")
+	}
+	h.name = d.Args[0]
+	cfg := node.Config{Name: h.name, ClusterNodes: []string{h.name}, Compat: 1, Local: h,
+		MaintenanceGrace: time.Minute, RejoinGrace: 10 * time.Second, ReadyPeriod: 2 * time.Second,
+		CheckInterval: time.Hour, MonitorInterval: time.Hour}
+	if v, ok := d.Arg("members"); ok {
+		cfg.ClusterNodes = strings.Split(v, ",")
+	}
+	_, h.through = d.Arg("write-through")
+	cfg.WriteThrough = h.through
+	for key, p := range map[string]*time.Duration{"ready": &cfg.ReadyPeriod, "rejoin": &cfg.RejoinGrace} {
+		if v, ok := d.Arg(key); ok {
+			dur, err := time.ParseDuration(v)
+			if err != nil {
+				return "", d.Errorf("%s: %v", key, err)
+			}
+			*p = dur
+		}
+	}
+	h.c = node.New(cfg, node.State{})
+	h.disk = h.c.State().Clone()
+	return h.ready(), nil
+}
+
+// peerEvent is the heartbeat event of a "peer" command.
+func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
+	if len(d.Args) != 2 {
+		return node.PeerEvent{}, d.Errorf("want a node and up, down or data")
+	}
+	ev := node.PeerEvent{Node: d.Args[0]}
+	switch d.Args[1] {
+	case "up":
+		ev.Kind = node.PeerUp
+	case "down":
+		ev.Kind = node.PeerDown
+	case "data":
+		ev.Kind = node.PeerData
+		h.gens[ev.Node]++
+		n := &dataset.Node{Name: ev.Node, Monitor: dataset.NodeIdle, Compat: 1, Gen: h.gens[ev.Node], Services: map[string]dataset.Instance{}}
+		for _, l := range d.Input {
+			f := strings.Fields(l)
+			kv := map[string]string{}
+			for _, w := range f[1:] {
+				k, v, _ := strings.Cut(w, "=")
+				kv[k] = v
+			}
+			_, frozen := kv["frozen"]
+			if f[0] == "node" {
+				if m := kv["monitor"]; m != "" {
+					n.Monitor = dataset.NodeMonitor(m)
+				}
+				n.Frozen = frozen
+				continue
+			}
+			inst := dataset.Instance{Avail: dataset.StatusDown, Overall: dataset.StatusDown, Frozen: frozen,
+				Monitor: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectNone}}
+			if a := kv["avail"]; a != "" {
+				inst.Avail, inst.Overall = dataset.Status(a), dataset.Status(a)
+			}
+			if s := kv["state"]; s != "" {
+				inst.Monitor.State = dataset.MonitorState(strings.ReplaceAll(s, "_", " "))
+			}
+			n.Services[f[0]] = inst
+		}
+		ev.Data = n
+	default:
+		return ev, d.Errorf("want up, down or data, got %q", d.Args[1])
+	}
+	return ev, nil
+}
+
+// ready takes the core's Ready, carries out what the test driver does
+// itself (a Persist starts a write, or is written at once when
+// write-through; checks are remembered), and prints the whole of it.
+func (h *harness) ready() string {
+	rd := h.c.Ready()
+	var b strings.Builder
+	switch {
+	case rd.Persist != nil:
+		fmt.Fprintf(&b, "persist #%d: %s\n", rd.PersistSeq, stateText(*rd.Persist))
+		if h.through {
+			h.disk = rd.Persist.Clone()
+		} else {
+			h.writing, h.pending = rd.PersistSeq, rd.Persist.Clone()
+		}
+	case rd.PersistSeq != 0:
+		fmt.Fprintf(&b, "persist #%d: after the write in flight\n", rd.PersistSeq)
+	}
+	if rd.Publish {
+		b.WriteString("publish\n")
+	}
+	for _, e := range rd.Events {
+		svc := e.Service()
+		if svc != "" {
+			svc = " " + svc
+		}
+		fmt.Fprintf(&b, "event %s%s: %s\n", e.Kind(), svc, e.String())
+	}
+	for _, a := range rd.Answers {
+		fmt.Fprintf(&b, "answer %d:", a.Ticket)
+		if a.ID != "" {
+			b.WriteString(" id=" + a.ID)
+		}
+		if a.Result != "" {
+			b.WriteString(" " + a.Result)
+		}
+		if a.Err != nil {
+			fmt.Fprintf(&b, " error (bad=%v): %v", a.Bad, a.Err)
+		}
+		if a.ID == "" && a.Result == "" && a.Err == nil {
+			b.WriteString(" ok")
+		}
+		b.WriteString("\n")
+	}
+	for _, a := range rd.Ordered {
+		fmt.Fprintf(&b, "ordered %s %s (held for the write)\n", a.Kind, a.Service)
+	}
+	for _, a := range rd.Run {
+		h.running[a.Service] = a.Kind
+		fmt.Fprintf(&b, "run %s %s token=%d: %s\n", a.Kind, a.Service, a.FencingToken, a.Reason)
+	}
+	for _, a := range rd.NodeActions {
+		fmt.Fprintf(&b, "node-action %s: %s\n", a.Kind, a.Reason)
+	}
+	for _, ck := range rd.Check {
+		h.checks[ck.Service] = ck
+		fmt.Fprintf(&b, "check %s full=%v\n", ck.Service, ck.Full)
+	}
+	for _, p := range rd.Probes {
+		fmt.Fprintf(&b, "probe %s\n", p.Name)
+	}
+	for _, f := range rd.Fences {
+		fmt.Fprintf(&b, "fence %s: %s\n", f.Node, f.Reason)
+	}
+	for _, op := range rd.Configs {
+		fmt.Fprintf(&b, "config %s: %s\n", op.Service, op.What)
+	}
+	if !rd.WakeAt.IsZero() {
+		fmt.Fprintf(&b, "wake-at %s\n", h.at(rd.WakeAt))
+	}
+	if b.Len() == 0 {
+		return "(empty ready)"
+	}
+	return b.String()
+}
+
+// at prints t as an offset from the fake clock's start.
+func (h *harness) at(t time.Time) string { return "+" + t.Sub(ddT0).String() }
+
+// stateText is a node's durable state on one line: what differs from
+// a zero state.
+func stateText(st node.State) string {
+	var parts []string
+	if st.NodeFrozen {
+		parts = append(parts, "node frozen")
+	}
+	for _, svc := range slices.Sorted(maps.Keys(st.Services)) {
+		ss := st.Services[svc]
+		var f []string
+		if ss.Frozen {
+			f = append(f, "frozen")
+		}
+		if ss.LocalExpect != "" {
+			f = append(f, "local_expect="+ss.LocalExpect)
+		}
+		if ss.Target.Expect != "" {
+			f = append(f, "target="+ss.Target.String())
+		}
+		if ss.StartFailed {
+			f = append(f, "start_failed")
+		}
+		if ss.FencingToken != 0 {
+			f = append(f, fmt.Sprintf("token=%d", ss.FencingToken))
+		}
+		if ss.GaveUp != "" {
+			f = append(f, "gave_up")
+		}
+		parts = append(parts, svc+"{"+strings.Join(f, " ")+"}")
+	}
+	parts = append(parts, fmt.Sprintf("lamport=%d", st.Lamport))
+	return strings.Join(parts, " ")
+}
