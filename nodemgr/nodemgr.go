@@ -19,12 +19,14 @@ import (
 	"haven/api"
 	"haven/cli/cliutil"
 	"haven/cli/render"
+	"haven/cli/whatif"
 	"haven/daemon"
 	"haven/internal/fsutil"
 	"haven/internal/paths"
 	"haven/internal/termtext"
 	"haven/internal/version"
 	"haven/nodemgr/earlyhup"
+	"haven/sim"
 )
 
 // EnvCompat overrides the compat version of the daemon (docs/contract.md section 7).
@@ -60,7 +62,16 @@ func App() *cli.App {
 			arbitratorCommand(),
 			{Name: "freeze", Usage: "freeze this node: no orchestration starts anything on it", Action: func(c *cli.Context) error { return nodeAction(c, "freeze") }},
 			{Name: "thaw", Usage: "thaw this node", Action: func(c *cli.Context) error { return nodeAction(c, "thaw") }},
-			{Name: "drain", Usage: "freeze this node, then stop its service instances", Action: func(c *cli.Context) error { return nodeAction(c, "drain") }},
+			{Name: "drain", Usage: "freeze this node, then stop its service instances (--dry-run: print what the simulation of the live cluster says would happen)",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "dry-run", Usage: "do nothing: simulate the drain (svcmgr simulate --drain NODE)"}},
+				Action: func(c *cli.Context) error {
+					if c.Bool("dry-run") {
+						return whatif.RunWith(c, func(s *sim.Snapshot) []sim.WhatIfEvent {
+							return []sim.WhatIfEvent{{Verb: "drain", Arg: s.Local}}
+						}, 60*time.Second)
+					}
+					return nodeAction(c, "drain")
+				}},
 			{Name: "events", Usage: "stream the daemon's events (--format json: one JSON object a line)", Action: events},
 			{Name: "print", Usage: "print status", Subcommands: []*cli.Command{
 				{Name: "status", Usage: "this node's view: monitor state, peers, heartbeat figures", Action: status},

@@ -336,6 +336,16 @@ func WhatIf(s *Snapshot, events []WhatIfEvent, dur time.Duration) (*WhatIfResult
 	res.For = Duration(c.Now() - origin)
 	res.Timeline = mergeTimeline(own, c.events[firstEvent:], origin)
 	res.Services, res.Nodes = c.whatIfFinal(s.Local)
+	// the explanations' times on the live cluster's clock: the start of
+	// the simulation is when the snapshot was taken
+	if !s.TakenAt.IsZero() {
+		shift := s.TakenAt.Sub(T0.Add(origin))
+		for _, ws := range res.Services {
+			if ws.Explain != nil {
+				shiftExplanation(ws.Explain, shift)
+			}
+		}
+	}
 	return res, nil
 }
 
@@ -362,9 +372,11 @@ func mergeTimeline(own []WhatIfLine, events []Event, origin time.Duration) []Wha
 // states, targets), actions, peers and node states; resource checks and
 // config bookkeeping are left out.
 func whatIfShown(e node.Event) bool {
-	switch e.(type) {
-	case node.ResourceStatus, node.InstanceStatus, node.ConfigChanged, node.StreamStarted, node.EventsLost:
+	switch e := e.(type) {
+	case node.ResourceStatus, node.InstanceStatus, node.ConfigChanged, node.StreamStarted, node.EventsLost, node.TargetAdopted:
 		return false
+	case node.TargetSet:
+		return e.Target.Active() // not the target's clean-up once reached
 	}
 	return true
 }
@@ -569,7 +581,7 @@ func (c *Cluster) whatIfFinal(local string) ([]WhatIfService, []WhatIfNode) {
 		}
 		if explainer != nil {
 			if e, ok := monitor.Explain(explainer.core.Snapshot(c.clk.Now()), name, false); ok {
-				if len(ws.UpOn) == 0 || len(ws.Frozen) > 0 {
+				if (len(ws.UpOn) == 0 || len(ws.Frozen) > 0) && e.Orchestrate != "no" {
 					ws.Explain = &e
 				}
 				ws.Reason = whyDown(ws, e)
@@ -578,6 +590,21 @@ func (c *Cluster) whatIfFinal(local string) ([]WhatIfService, []WhatIfNode) {
 		svcs = append(svcs, ws)
 	}
 	return svcs, nodes
+}
+
+// shiftExplanation moves the times of e by shift.
+func shiftExplanation(e *monitor.Explanation, shift time.Duration) {
+	move := func(t *time.Time) {
+		if !t.IsZero() {
+			*t = t.Add(shift)
+		}
+	}
+	move(&e.Now)
+	if m := e.Monitor; m != nil {
+		move(&m.Since)
+		move(&m.ReadyUntil)
+		move(&m.Deadline)
+	}
 }
 
 // whyDown is a one-line reason for a service that runs nowhere (or is

@@ -36,6 +36,9 @@ func actionFlags(name string) []cli.Flag {
 			&cli.BoolFlag{Name: "wait", Usage: "return when the target is reached"},
 			&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "bound of --wait"})
 	}
+	if dryRunVerb[name] {
+		fs = append(fs, &cli.BoolFlag{Name: "dry-run", Usage: "do nothing: print what the simulation of the live cluster says would happen (svcmgr simulate)"})
+	}
 	return fs
 }
 
@@ -92,6 +95,9 @@ func serviceAction(c *cli.Context, action string) error {
 	names, err := selected(c, cl)
 	if err != nil {
 		return err
+	}
+	if c.Bool("dry-run") {
+		return dryRun(c, action, names)
 	}
 	asJSON, err := cliutil.JSON(c)
 	if err != nil {

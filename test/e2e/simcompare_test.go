@@ -18,15 +18,15 @@ import (
 	"haven/test/testbed"
 )
 
-// monitorTap collects the instance_monitor events of one service from a
-// node's events stream (nodemgr events --format json).
-type monitorTap struct {
+// eventTap collects the events of one node's events stream (nodemgr
+// events --format json), from the moment it is live.
+type eventTap struct {
 	mu   sync.Mutex
-	seen []string // "from>to", in order
+	seen []api.Event
 	live chan struct{}
 }
 
-func tapMonitor(t *testing.T, n *node, svc string) *monitorTap {
+func tapEvents(t *testing.T, n *node) *eventTap {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, "nodemgr"), "--root", n.root, "events", "--format", "json")
 	out, err := cmd.StdoutPipe()
@@ -37,7 +37,7 @@ func tapMonitor(t *testing.T, n *node, svc string) *monitorTap {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	tap := &monitorTap{live: make(chan struct{})}
+	tap := &eventTap{live: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -49,11 +49,8 @@ func tapMonitor(t *testing.T, n *node, svc string) *monitorTap {
 				close(tap.live)
 				continue
 			}
-			if e.Kind != "instance_monitor" || e.Service != svc {
-				continue
-			}
 			tap.mu.Lock()
-			tap.seen = append(tap.seen, e.Fields["from"]+">"+e.Fields["to"])
+			tap.seen = append(tap.seen, e)
 			tap.mu.Unlock()
 		}
 	}()
@@ -65,17 +62,38 @@ func tapMonitor(t *testing.T, n *node, svc string) *monitorTap {
 	return tap
 }
 
-// since returns the transitions seen from index i on.
-func (m *monitorTap) since(i int) []string {
+// since returns the events seen from index i on.
+func (m *eventTap) since(i int) []api.Event {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]string(nil), m.seen[i:]...)
+	return append([]api.Event(nil), m.seen[i:]...)
 }
 
-func (m *monitorTap) len() int {
+func (m *eventTap) len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.seen)
+}
+
+// monitorTap is the instance_monitor transitions of one service on a tap.
+type monitorTap struct {
+	*eventTap
+	svc string
+}
+
+func tapMonitor(t *testing.T, n *node, svc string) *monitorTap {
+	return &monitorTap{tapEvents(t, n), svc}
+}
+
+// since returns the transitions ("from>to") seen from event index i on.
+func (m *monitorTap) since(i int) []string {
+	var out []string
+	for _, e := range m.eventTap.since(i) {
+		if e.Kind == "instance_monitor" && e.Service == m.svc {
+			out = append(out, e.Fields["from"]+">"+e.Fields["to"])
+		}
+	}
+	return out
 }
 
 // The owner's crash (testdata/scenarios/crash_owner.txt) on real daemons
