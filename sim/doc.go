@@ -80,6 +80,13 @@
 //	service web nodes=n1,n2,n3 orchestrate=ha [parents=db] [start=5s] ...
 //	        [monitor_action=switch monitor=true restart=2 restart_delay=1s]
 //
+// A scenario may start from a real cluster instead: "snapshot FILE" (the
+// first line, in place of the cluster, node and service lines; FILE is
+// relative to the scenario's directory) builds the cluster that
+// `svcmgr simulate --save FILE` saw, starts the daemons of its live nodes
+// with every service where it ran and lets it settle before the first
+// command (testdata/scenarios/whatif_from_snapshot.txt).
+//
 // The values shown are the defaults. A service line's key=value pairs are
 // the DEFAULT keywords of the service config (lists are comma-separated;
 // monitor, restart and restart_delay go to its one resource, app#main),

@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +28,13 @@ type Result struct {
 // RunScript runs a scenario (see the package doc for the format). name
 // prefixes the messages of Result.Failed. A malformed scenario is an error.
 func RunScript(name, text string) (*Result, error) {
-	r := &runner{name: name, res: &Result{}}
+	return RunScriptAt("", name, text)
+}
+
+// RunScriptAt is RunScript for a scenario file in dir: a snapshot line's
+// file is read relative to dir.
+func RunScriptAt(dir, name, text string) (*Result, error) {
+	r := &runner{name: name, dir: dir, res: &Result{}}
 	for i, raw := range strings.Split(text, "\n") {
 		r.line = i + 1
 		toks, err := tokenize(raw)
@@ -54,10 +61,15 @@ func RunScript(name, text string) (*Result, error) {
 
 type runner struct {
 	name   string
+	dir    string
 	line   int
 	c      *Cluster
 	booted bool
 	res    *Result
+	// snapshot: the cluster was built from a snapshot (snapshot line):
+	// the daemons of the nodes that were up start, and the cluster
+	// settles, before the first command
+	snapshot bool
 }
 
 func (r *runner) errf(format string, args ...any) error {
@@ -70,6 +82,13 @@ func (r *runner) boot() {
 		return
 	}
 	r.booted = true
+	if r.snapshot {
+		r.c.lines = append(r.c.lines, fmtTime(r.c.Now())+"  > the daemons of the snapshot's live nodes start; the cluster settles")
+		if err := r.c.bootSnapshot(); err != nil {
+			r.fail("%v", err)
+		}
+		return
+	}
 	r.c.lines = append(r.c.lines, fmtTime(r.c.Now())+"  > every daemon starts")
 	for _, n := range r.c.names {
 		if err := r.c.Start(n, 0); err != nil {
@@ -89,6 +108,8 @@ func (r *runner) exec(toks []string, raw string) error {
 	switch verb {
 	case "cluster":
 		return r.cluster(toks[1:])
+	case "snapshot":
+		return r.fromSnapshot(toks[1:])
 	case "arbitrator", "stonith", "oneway", "pause":
 		if r.c == nil {
 			return fmt.Errorf("the cluster line comes first")
@@ -219,6 +240,34 @@ func (r *runner) cluster(args []string) error {
 			return fmt.Errorf("cluster: %s: %v", kv[0], err)
 		}
 	}
+	return nil
+}
+
+// fromSnapshot builds the cluster from a snapshot file (svcmgr simulate
+// --save), in place of the cluster, node and service lines.
+func (r *runner) fromSnapshot(args []string) error {
+	if r.c != nil {
+		return fmt.Errorf("snapshot: the snapshot line replaces the cluster line and comes first")
+	}
+	if len(args) != 1 {
+		return fmt.Errorf("snapshot: want one FILE")
+	}
+	path := args[0]
+	if !filepath.IsAbs(path) && r.dir != "" {
+		path = filepath.Join(r.dir, path)
+	}
+	s, err := ReadSnapshot(path)
+	if err != nil {
+		return err
+	}
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	c, _, err := buildFromSnapshot(s)
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	r.c, r.snapshot = c, true
 	return nil
 }
 

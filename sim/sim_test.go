@@ -31,7 +31,7 @@ func runFile(t testing.TB, file string) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := RunScript(filepath.Base(file), string(text))
+	res, err := RunScriptAt(filepath.Dir(file), filepath.Base(file), string(text))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -303,16 +306,9 @@ func WhatIf(s *Snapshot, events []WhatIfEvent, dur time.Duration) (*WhatIfResult
 	if err != nil {
 		return nil, err
 	}
-	// the daemons start with the cluster as it runs; the rejoin and the
-	// first exchange of data are not part of the prediction
-	for _, n := range c.names {
-		if c.nodes[n].machineUp {
-			if err := c.Start(n, 0); err != nil {
-				return nil, fmt.Errorf("start the simulated daemon of %s: %v", n, err)
-			}
-		}
+	if err := c.bootSnapshot(); err != nil {
+		return nil, err
 	}
-	c.Run(c.opt.RejoinGrace + 2*c.opt.HBTimeout)
 	origin := c.Now()
 	firstEvent := len(c.events)
 
@@ -347,6 +343,40 @@ func WhatIf(s *Snapshot, events []WhatIfEvent, dur time.Duration) (*WhatIfResult
 		}
 	}
 	return res, nil
+}
+
+// bootSnapshot starts the daemons of the nodes that were up in the
+// snapshot and lets the cluster settle: the rejoin and the first exchange
+// of data are not part of a prediction.
+func (c *Cluster) bootSnapshot() error {
+	for _, n := range c.names {
+		if c.nodes[n].machineUp {
+			if err := c.Start(n, 0); err != nil {
+				return fmt.Errorf("start the simulated daemon of %s: %v", n, err)
+			}
+		}
+	}
+	c.Run(c.opt.RejoinGrace + 2*c.opt.HBTimeout)
+	return nil
+}
+
+// ReadSnapshot reads a snapshot file (svcmgr simulate --save): strict
+// JSON, one object.
+func ReadSnapshot(path string) (*Snapshot, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var s Snapshot
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: not a snapshot: %v", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%s: trailing data after the snapshot", path)
+	}
+	return &s, nil
 }
 
 // mergeTimeline puts the what-if's own lines and the node cores' events in

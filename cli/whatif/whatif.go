@@ -5,11 +5,8 @@
 package whatif
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -112,20 +109,11 @@ func TakeSnapshot(c *cli.Context) (*sim.Snapshot, error) {
 
 // readSnapshot reads a snapshot file written by --save.
 func readSnapshot(path string) (*sim.Snapshot, error) {
-	b, err := os.ReadFile(path)
+	s, err := sim.ReadSnapshot(path)
 	if err != nil {
 		return nil, cliutil.Usage("simulate --from: %v", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var s sim.Snapshot
-	if err := dec.Decode(&s); err != nil {
-		return nil, cliutil.Usage("simulate --from %s: not a snapshot: %v", path, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, cliutil.Usage("simulate --from %s: trailing data after the snapshot", path)
-	}
-	return &s, nil
+	return s, nil
 }
 
 // RenderWhatIf is the human form of a what-if.
