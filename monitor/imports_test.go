@@ -63,17 +63,10 @@ type listedPackage struct {
 	Imports    []string
 }
 
-func TestCorePackagesArePure(t *testing.T) {
-	pkgs := corePackages
-	for _, p := range optionalCorePackages {
-		if fi, err := os.Stat(filepath.Join("..", p)); err == nil && fi.IsDir() {
-			pkgs = append(pkgs, p)
-		}
-	}
-	args := []string{"list", "-deps", "-json"}
-	for _, p := range pkgs {
-		args = append(args, "./"+p)
-	}
+// goList runs `go ARGS` (a list -json) at the module's root and decodes
+// the packages it prints.
+func goList(t *testing.T, args ...string) []listedPackage {
+	t.Helper()
 	cmd := exec.Command("go", args...)
 	cmd.Dir = ".."
 	var stderr bytes.Buffer
@@ -93,6 +86,21 @@ func TestCorePackagesArePure(t *testing.T) {
 		}
 		listed = append(listed, p)
 	}
+	return listed
+}
+
+func TestCorePackagesArePure(t *testing.T) {
+	pkgs := corePackages
+	for _, p := range optionalCorePackages {
+		if fi, err := os.Stat(filepath.Join("..", p)); err == nil && fi.IsDir() {
+			pkgs = append(pkgs, p)
+		}
+	}
+	args := []string{"list", "-deps", "-json"}
+	for _, p := range pkgs {
+		args = append(args, "./"+p)
+	}
+	listed := goList(t, args...)
 	for _, p := range pkgs {
 		if !slices.ContainsFunc(listed, func(l listedPackage) bool { return l.ImportPath == "haven/"+p }) {
 			t.Fatalf("go list did not list haven/%s", p)

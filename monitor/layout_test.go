@@ -1,10 +1,6 @@
 package monitor
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -44,22 +40,7 @@ func floorOf(rel string) int {
 }
 
 func TestLayoutFloors(t *testing.T) {
-	cmd := exec.Command("go", "list", "-json", "./...")
-	cmd.Dir = ".."
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listedPackage
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("decode go list output: %v", err)
-		}
+	for _, p := range goList(t, "list", "-json", "./...") {
 		rel := strings.TrimPrefix(p.ImportPath, "haven/")
 		from := floorOf(rel)
 		if from < 0 {
