@@ -583,7 +583,7 @@ func (c *core) beatMessage(probe bool, to *peer) *message {
 	}
 	m := &message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen, Probe: probe, Twins: c.twinsLocked()}
 	if to != nil {
-		m.Hear, m.Links = hearMask(to)
+		m.Hear, m.Links = c.hearMaskLocked(to)
 	}
 	return m
 }

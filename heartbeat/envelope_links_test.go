@@ -51,8 +51,24 @@ func TestEnvelopeLinksReplayOnOtherLink(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// only frames sent once both listen (those sent before n2 started
+	// never reached it: new to its window, they are not replays)
+	seen := len(capA.datagrams())
+	deadline = time.Now().Add(5 * time.Second)
+	for len(capA.datagrams()) < seen+4 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	// n2 reads net1 in order: once it heard n1 there after these were
+	// sent, it has them all
+	upto, sent := len(capA.datagrams()), time.Now()
+	for !peerOf(t, b.hb, "n1").Links[0].LastHeard.After(sent) {
+		if time.Now().After(deadline) {
+			t.Fatal("n2 hears nothing more of n1 on net1")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	var dgrams [][]byte
-	for _, d := range capA.datagrams() {
+	for _, d := range capA.datagrams()[seen:upto] {
 		if len(d) > 2 && d[2] == typeDatagram { // not a challenge or its answer
 			dgrams = append(dgrams, d)
 		}

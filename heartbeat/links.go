@@ -187,35 +187,54 @@ func (p *peer) linksUp() int {
 }
 
 // dataLinkLocked is the network link data goes over to p: the first one
-// that is up both ways (we hear p on it, and p's last beat said it hears
-// us on it), else the first one up, else the first one.
+// that works both ways (we heard p on it within two beat periods, and p's
+// last beat said it hears us on it), else the first one heard lately,
+// else the first one up, else the first one. A link that fails stops
+// carrying data within two beat periods, long before it is declared down.
 func (c *core) dataLinkLocked(p *peer) int {
-	first := -1
+	now := c.s.Clock.Now()
+	heard, up := -1, -1
 	for i, l := range p.links {
 		if l.external || !l.up {
+			continue
+		}
+		if up < 0 {
+			up = i
+		}
+		if !c.heardLately(l, now) {
 			continue
 		}
 		if !p.hearsOK || p.hears&(1<<uint(i)) != 0 {
 			return i
 		}
-		if first < 0 {
-			first = i
+		if heard < 0 {
+			heard = i
 		}
 	}
-	return max(first, 0)
+	if heard >= 0 {
+		return heard
+	}
+	return max(up, 0)
 }
 
-// hearMask is the set of network links on which p is heard, for our beats
-// (bit i: link i), and the number of network links; 0, 0 with a single
-// link (the beat stays as before).
-func hearMask(p *peer) (uint64, int) {
+// heardLately tells whether l carried something of its peer within two
+// beat periods (a beat lost, at most).
+func (c *core) heardLately(l *link, now time.Time) bool {
+	return !l.heard.IsZero() && now.Sub(l.heard) < c.s.probeAfter()
+}
+
+// hearMaskLocked is the set of network links on which p was heard lately,
+// for our beats (bit i: link i), and the number of network links; 0, 0
+// with a single link (the beat stays as before).
+func (c *core) hearMaskLocked(p *peer) (uint64, int) {
 	n := p.netLinks()
 	if n < 2 {
 		return 0, 0
 	}
+	now := c.s.Clock.Now()
 	var mask uint64
 	for i, l := range p.links {
-		if !l.external && l.up && i < 64 {
+		if !l.external && l.up && i < 64 && c.heardLately(l, now) {
 			mask |= 1 << uint(i)
 		}
 	}
