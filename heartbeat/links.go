@@ -148,9 +148,13 @@ func (c *core) checkLinksLocked(p *peer, now time.Time) {
 		last := maxTime(l.heard, p.upAt)
 		if l.up && now.Sub(last) >= c.s.Timeout {
 			l.up, l.said = false, true
-			reason := fmt.Sprintf("nothing heard of %s on link %s (%s) for %s; %d/%d links up", p.name, l.name, l.addr, now.Sub(last).Round(time.Millisecond), p.linksUp(), len(p.links))
+			name := l.name
+			if l.addr != "" {
+				name += " (" + l.addr + ")"
+			}
+			reason := fmt.Sprintf("nothing heard of %s on link %s for %s; %d/%d links up", p.name, name, now.Sub(last).Round(time.Millisecond), p.linksUp(), len(p.links))
 			if l.heard.IsZero() {
-				reason = fmt.Sprintf("%s never heard on link %s (%s) in %s; %d/%d links up", p.name, l.name, l.addr, now.Sub(last).Round(time.Millisecond), p.linksUp(), len(p.links))
+				reason = fmt.Sprintf("%s never heard on link %s in %s; %d/%d links up", p.name, name, now.Sub(last).Round(time.Millisecond), p.linksUp(), len(p.links))
 			}
 			c.log.Debug("link down", zap.String("peer", p.name), zap.String("link", l.name), zap.String("reason", reason))
 			c.emitLocked(Event{Kind: LinkDown, Node: p.name, Link: l.name, Addr: l.addr, Reason: reason})

@@ -191,7 +191,7 @@ func TestNoteLinkAlive(t *testing.T) {
 		c.hb["n02"].NoteLinkAlive("n01", "disk")
 		c.net.Advance(time.Second)
 	}
-	if n := c.take("n02", Down, "n01"); n != 0 {
+	if evs := c.events("n02", Down, "n01"); len(evs) != 0 {
 		t.Fatalf("n01 declared down while its disk link advanced")
 	}
 	p := peerOf(t, c.hb["n02"], "n01")
@@ -211,6 +211,9 @@ func TestNoteLinkAlive(t *testing.T) {
 	c.hb["n02"].NoteLinkAlive("nobody", "disk")
 	if l := linkOf(t, c.hb["n02"], "n01", "net1"); l.Up {
 		t.Fatalf("NoteLinkAlive made a network link up: %+v", l)
+	}
+	if evs := c.events("n02", LinkDown, "n01"); len(evs) != 2 || evs[0].Link == "disk" || evs[1].Link == "disk" {
+		t.Fatalf("LinkDown events with the disk link alive: %+v", evs)
 	}
 	c.collect()
 	c.evs["n02"] = nil
