@@ -58,6 +58,16 @@ type PeerStatus struct {
 	// hb.timeout); Duplicate: two runs of its name are heard at once.
 	Stale     bool `json:"stale,omitempty"`
 	Duplicate bool `json:"duplicate,omitempty"`
+	// Links are the heartbeat links to the peer when more than one.
+	Links []LinkStatus `json:"links,omitempty"`
+}
+
+// LinkStatus is one heartbeat link to a peer.
+type LinkStatus struct {
+	Name      string    `json:"name"`
+	Addr      string    `json:"addr,omitempty"`
+	Up        bool      `json:"up"`
+	LastHeard time.Time `json:"last_heard,omitzero"`
 }
 
 // HBStatus holds the heartbeat figures.

@@ -25,6 +25,7 @@ var EventKinds = []string{
 	"config_outside", "config_deleted_by_peer", "config_refused", "config_conflict", "config_install_failed",
 	"config_rebased", "config_unconfirmed",
 	"peer_stale", "peer_fresh", "duplicate_member", "duplicate_member_gone",
+	"link_down", "link_up",
 }
 
 // HookAll is the events entry of a hook run on every event.

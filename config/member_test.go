@@ -27,6 +27,14 @@ func TestClusterMemberErrors(t *testing.T) {
 			"cluster.toml: cluster.secret: a cluster of 2 members needs a secret"},
 		{"[cluster]\nname = \"x\"\n[nodes]\nn1 = \"127.0.0.1:10001\"\nn2 = \"127.0.0.1:10002\"\n",
 			"cluster.toml:1: cluster.secret: a cluster of 2 members needs a secret"},
+		{sec + "[nodes]\nn1 = []\n", `cluster.toml:4: nodes.n1: no heartbeat address`},
+		{sec + "[nodes]\nn1 = [\"10.0.0.1:1\", \"10.1.0.1\"]\n", `cluster.toml:4: nodes.n1: link 2: invalid address "10.1.0.1": want host:port`},
+		{sec + "[nodes]\nn1 = [\"10.0.0.1:1\", \"host-b:1\"]\n", `cluster.toml:4: nodes.n1: link 2: "host-b:1": with several links each address must be an IP address`},
+		{sec + "[nodes]\nn1 = [\"10.0.0.1:1\", \"10.0.0.1:1\"]\n", `cluster.toml:4: nodes.n1: link 2: address "10.0.0.1:1" listed twice`},
+		{sec + "[nodes]\nn1 = [\"10.0.0.1:1\", 2]\n", `cluster.toml:4: nodes.n1: want a list of strings, got an element of type an integer`},
+		{sec + "[nodes]\nn1 = [\"10.0.0.1:1\", \"10.1.0.1:1\"]\nn2 = \"10.0.0.2:1\"\n", `cluster.toml:5: nodes.n2: 1 heartbeat address(es), but n1 lists 2`},
+		{sec + "[nodes]\nn1 = [\"10.0.0.1:1\", \"10.1.0.1:1\"]\nn2 = [\"10.0.0.2:1\", \"10.1.0.1:1\"]\n", `cluster.toml:5: nodes.n2: address "10.1.0.1:1" is also the address of n1`},
+		{sec + "[nodes]\nn1 = [\"1.0.0.1:1\",\"1.0.0.2:1\",\"1.0.0.3:1\",\"1.0.0.4:1\",\"1.0.0.5:1\",\"1.0.0.6:1\",\"1.0.0.7:1\",\"1.0.0.8:1\",\"1.0.0.9:1\"]\n", `cluster.toml:4: nodes.n1: 9 heartbeat addresses: at most 8 links`},
 		{sec + "insecure_no_secret = true\n[nodes]\nn1 = \"127.0.0.1:10001\"\nn2 = \"127.0.0.1:10002\"\n",
 			"cluster.toml:3: cluster.insecure_no_secret: set while cluster.secret is set: remove one"},
 	}
@@ -40,6 +48,15 @@ func TestClusterMemberErrors(t *testing.T) {
 	c, err := tomlfile.ParseCluster("cluster.toml", []byte("[cluster]\ninsecure_no_secret = true\n[nodes]\nn1 = \"127.0.0.1:1\"\nn2 = \"127.0.0.1:2\"\n"), "n1")
 	if err != nil || !c.InsecureNoSecret {
 		t.Errorf("insecure_no_secret: %+v, %v", c, err)
+	}
+	// several links per member; a single string stays one link
+	c, err = tomlfile.ParseCluster("cluster.toml", []byte(sec+"[nodes]\nn1 = [\"10.0.0.1:10000\", \"10.1.0.1:10000\"]\nn2 = [\"10.0.0.2:10000\", \"10.1.0.2:10000\"]\n"), "n1")
+	if err != nil || len(c.Nodes) != 2 || c.Nodes[1].Addr != "10.0.0.2:10000" || strings.Join(c.Nodes[1].LinkAddrs(), ",") != "10.0.0.2:10000,10.1.0.2:10000" {
+		t.Errorf("two links: %+v, %v", c, err)
+	}
+	c, err = tomlfile.ParseCluster("cluster.toml", []byte(sec+"[nodes]\nn1 = \"10.0.0.1:10000\"\n"), "n1")
+	if err != nil || c.Nodes[0].Links != nil || strings.Join(c.Nodes[0].LinkAddrs(), ",") != "10.0.0.1:10000" {
+		t.Errorf("one link: %+v, %v", c, err)
 	}
 	// a one-node cluster needs no secret
 	if _, err := tomlfile.ParseCluster("cluster.toml", []byte("[nodes]\nn1 = \"127.0.0.1:1\"\n"), "n1"); err != nil {

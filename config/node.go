@@ -113,22 +113,32 @@ func (dec Decoder) ParseCluster(file string, data []byte, localNode string) (*Cl
 		byFold := map[string]string{} // lowercased name -> name
 		byAddr := map[string]string{} // canonical host:port -> name
 		for _, name := range nodes.keys {
-			addr := nodes.vals[name].(string)
+			addrs := nodes.vals[name].([]string)
 			if !nodeNameRE.MatchString(name) {
 				return nil, d.errAt(nodes, name, "invalid node name %q", name)
 			}
-			if err := checkHostPort(addr); err != nil {
-				return nil, d.errAt(nodes, name, "invalid address %q: %v", addr, err)
+			if err := checkLinks(addrs); err != nil {
+				return nil, d.errAt(nodes, name, "%v", err)
 			}
 			if other, dup := byFold[strings.ToLower(name)]; dup {
 				return nil, d.errAt(nodes, name, "member %q differs from %q only in case: node names are compared as written, give them distinct names", name, other)
 			}
 			byFold[strings.ToLower(name)] = name
-			if other, dup := byAddr[canonicalHostPort(addr)]; dup {
-				return nil, d.errAt(nodes, name, "address %q is also the address of %s: each member needs its own host:port", addr, other)
+			for _, addr := range addrs {
+				if other, dup := byAddr[canonicalHostPort(addr)]; dup {
+					return nil, d.errAt(nodes, name, "address %q is also the address of %s: each member needs its own host:port", addr, other)
+				}
+				byAddr[canonicalHostPort(addr)] = name
 			}
-			byAddr[canonicalHostPort(addr)] = name
-			c.Nodes = append(c.Nodes, Member{Name: name, Addr: addr})
+			if len(c.Nodes) > 0 && len(c.Nodes[0].LinkAddrs()) != len(addrs) {
+				first := c.Nodes[0]
+				return nil, d.errAt(nodes, name, "%d heartbeat address(es), but %s lists %d: every member lists one address per link, in the same order (link 1 first)", len(addrs), first.Name, len(first.LinkAddrs()))
+			}
+			m := Member{Name: name, Addr: addrs[0]}
+			if len(addrs) > 1 {
+				m.Links = addrs
+			}
+			c.Nodes = append(c.Nodes, m)
 		}
 	}
 	c.explicit = len(c.Nodes) > 0
@@ -229,6 +239,38 @@ func canonicalHostPort(addr string) string {
 	}
 	p, _ := strconv.Atoi(port)
 	return joinHostPort(strings.ToLower(host), strconv.Itoa(p))
+}
+
+// MaxLinks is the most heartbeat links (addresses) a member may list.
+const MaxLinks = 8
+
+// checkLinks checks the heartbeat addresses of one [nodes] entry: one
+// host:port, or a list of 1 to MaxLinks distinct ones; with several, each
+// host is an IP address (the daemon binds each of its own).
+func checkLinks(addrs []string) error {
+	if len(addrs) == 0 {
+		return fmt.Errorf("no heartbeat address: want \"host:port\" or a list [\"ip:port\", \"ip:port\"], one per link")
+	}
+	if len(addrs) > MaxLinks {
+		return fmt.Errorf("%d heartbeat addresses: at most %d links", len(addrs), MaxLinks)
+	}
+	seen := map[string]bool{}
+	for i, addr := range addrs {
+		if err := checkHostPort(addr); err != nil {
+			if len(addrs) > 1 {
+				return fmt.Errorf("link %d: invalid address %q: %v", i+1, addr, err)
+			}
+			return fmt.Errorf("invalid address %q: %v", addr, err)
+		}
+		if host, _, _ := splitHostPort(addr); len(addrs) > 1 && !isIP(host) {
+			return fmt.Errorf("link %d: %q: with several links each address must be an IP address (the daemon binds each)", i+1, addr)
+		}
+		if seen[canonicalHostPort(addr)] {
+			return fmt.Errorf("link %d: address %q listed twice", i+1, addr)
+		}
+		seen[canonicalHostPort(addr)] = true
+	}
+	return nil
 }
 
 func checkHostPort(addr string) error {

@@ -127,7 +127,18 @@ type ClusterConfig struct {
 // Member is one [nodes] entry.
 type Member struct {
 	Name string
-	Addr string // host:port of its heartbeat
+	Addr string // host:port of its heartbeat: its first link
+	// Links are the host:port of each of its heartbeat links, in order
+	// (Links[0] == Addr); nil means the one link Addr.
+	Links []string
+}
+
+// LinkAddrs returns the host:port of each heartbeat link of m.
+func (m Member) LinkAddrs() []string {
+	if len(m.Links) > 0 {
+		return m.Links
+	}
+	return []string{m.Addr}
 }
 
 // Arbitrator is one [arbitrator.NAME] section.

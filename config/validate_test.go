@@ -273,7 +273,7 @@ func TestClusterErrors(t *testing.T) {
 		{"[cluster]\nsecret = \"" + strings.Repeat("g", 64) + "\"\n", "cluster.toml:2: cluster.secret: must be 64 hex digits"},
 		{"[nodes]\nn1 = \"10.0.0.1\"\n", `cluster.toml:2: nodes.n1: invalid address "10.0.0.1": want host:port`},
 		{"[nodes]\nn1 = \"10.0.0.1:0\"\n", `cluster.toml:2: nodes.n1: invalid address "10.0.0.1:0": port "0" out of range`},
-		{"[nodes]\nn1 = 10000\n", `cluster.toml:2: nodes.n1: want a string`},
+		{"[nodes]\nn1 = 10000\n", `cluster.toml:2: nodes.n1: want a list of strings`},
 		{"[arbitrator.a]\nweight = 1\n", "cluster.toml:1: arbitrator.a.uri: required keyword missing"},
 		{"[arbitrator.a]\nuri = \"ftp://10.0.0.9:22\"\n", `cluster.toml:2: arbitrator.a.uri: invalid uri "ftp://10.0.0.9:22": want http://, https://, tcp://host:port, or haven://host:port`},
 		{"[arbitrator.a]\nuri = \"haven://10.0.0.9\"\n", `cluster.toml:2: arbitrator.a.uri: invalid uri "haven://10.0.0.9"`},

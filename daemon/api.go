@@ -234,7 +234,7 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 	ds.HB.Listening = true
 	for _, hp := range d.hb.Peers() {
 		ps := api.PeerStatus{Name: hp.Name, Addr: hp.Addr, LastHeard: hp.LastHeard, Gen: hp.Gen, Status: string(dataset.NodeStUnknown),
-			Stale: hp.Stale, Duplicate: hp.Duplicate}
+			Stale: hp.Stale, Duplicate: hp.Duplicate, Links: apiLinks(hp.Links)}
 		if _, ok := d.core.Peer(hp.Name); ok {
 			ps.Status = string(d.peerStatus(hp.Name))
 		}

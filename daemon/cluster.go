@@ -57,6 +57,10 @@ func (d *Daemon) startHeartbeat() error {
 // onHeartbeat applies one heartbeat event on the loop: the node core
 // takes the peer's news (the configs it carries too).
 func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
+	if isLinkEvent(ev) {
+		d.onLink(ev) // links.go: an alarm, never a peer event
+		return
+	}
 	pe := node.PeerEvent{Node: ev.Node}
 	switch ev.Kind {
 	case heartbeat.Rejected:

@@ -31,6 +31,11 @@ func (d *Daemon) handleExplain(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return nil, failed("service %s does not exist", name)
 		}
+		var nodes []string
+		for _, v := range e.Verdicts {
+			nodes = append(nodes, v.Node)
+		}
+		e.Links = d.explainLinks(nodes) // links.go
 		return e, nil
 	})
 }

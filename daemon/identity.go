@@ -150,6 +150,11 @@ func (d *Daemon) checkLocalAddr() error {
 
 // hbBindError explains a heartbeat that could not bind its port.
 func (d *Daemon) hbBindError(err error) error {
+	if own, ok := d.cluster.Member(d.node.Name); ok && len(own.LinkAddrs()) > 1 && (errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), syscall.EADDRINUSE.Error())) {
+		// several links: each binds its own address (cluster.toml)
+		return fmt.Errorf("heartbeat addresses %s (nodes.%s in %s): another daemon may already run as this node, or another program holds one of them (%v): %w",
+			strings.Join(own.LinkAddrs(), ", "), d.node.Name, d.cluster.File, err, syscall.EADDRINUSE)
+	}
 	if errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), syscall.EADDRINUSE.Error()) {
 		return fmt.Errorf("heartbeat port %s:%d (hb.addr/hb.port in %s): another daemon may already run as this node (%s), or another program holds the port: %w",
 			d.node.HB.Addr, d.node.HB.Port, d.node.File, d.node.Name, syscall.EADDRINUSE)

@@ -340,7 +340,7 @@ var (
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descAvail, descMonitor, descSvcFrozen, descNodeMonitor, descNodeFrozen,
-		descPeersUp, descPeers, descPeerUp, descPeerAge} {
+		descPeersUp, descPeers, descPeerUp, descPeerAge, descLinkUp} {
 		ch <- d
 	}
 	for _, h := range hbCounters {
@@ -385,6 +385,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descPeersUp, float64(up))
 	gauge(descPeers, float64(len(peers)))
+	collectLinks(ch, peers) // links.go
 	s := hb.Stats()
 	for _, h := range hbCounters {
 		ch <- prometheus.MustNewConstMetric(h.desc, prometheus.CounterValue, float64(h.get(s)))

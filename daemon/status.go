@@ -27,7 +27,8 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 			if !hp.LastHeard.IsZero() {
 				ms = now.Sub(hp.LastHeard).Milliseconds()
 			}
-			hbp := dataset.HBPeer{Up: hp.Up, LastHeardMs: ms, Gen: hp.Gen, Stale: hp.Stale, AnnouncedGen: hp.AnnouncedGen, Duplicate: hp.Duplicate}
+			hbp := dataset.HBPeer{Up: hp.Up, LastHeardMs: ms, Gen: hp.Gen, Stale: hp.Stale, AnnouncedGen: hp.AnnouncedGen, Duplicate: hp.Duplicate,
+				Links: hbLinks(hp.Links, now)}
 			if !hp.BehindSince.IsZero() {
 				hbp.BehindMs = max(1, now.Sub(hp.BehindSince).Milliseconds())
 			}

@@ -36,6 +36,20 @@ type HBPeer struct {
 	// daemons with one name: a cloned host); the peer is treated as
 	// unknown, not down, while it lasts.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// Links are the heartbeat links to the peer when it has more than
+	// one (several addresses in cluster.toml, or the disk heartbeat): a
+	// link down is an alarm, the peer is down only when every link is.
+	Links []HBLink `json:"links,omitempty"`
+}
+
+// HBLink is one heartbeat link to a peer.
+type HBLink struct {
+	Name string `json:"name"`           // net1, net2... or disk
+	Addr string `json:"addr,omitempty"` // the peer's address on it
+	Up   bool   `json:"up"`
+	// LastHeardMs: how long ago the link last carried the peer's
+	// frames, in milliseconds; -1 when never.
+	LastHeardMs int64 `json:"last_heard_ms"`
 }
 
 // ClusterInfo is the "cluster" member of the status object.

@@ -14,10 +14,11 @@ import (
 )
 
 // transport moves opaque frames between members. send must not block: it
-// queues the frame (or drops it and counts the drop). Which path carries a
-// frame (datagram or stream) is the transport's choice.
+// queues the frame (or drops it and counts the drop). The core picks the
+// network link (0-based, links.go); which path carries a frame on it
+// (datagram or stream) is the transport's choice.
 type transport interface {
-	send(to string, b []byte)
+	send(to string, link int, b []byte)
 }
 
 // eventBuffer is the capacity of the Events channel; beyond it events wait
@@ -83,6 +84,14 @@ type peer struct {
 	// twinAt.
 	twin   bool
 	twinAt time.Time
+	// links are the network links to p, then those added by
+	// NoteLinkAlive (links.go); upAt is when p last came up.
+	links []*link
+	upAt  time.Time
+	// hears (bit i: link i) are the links on which p hears us, from its
+	// last beat; hearsOK when a beat said them.
+	hears   uint64
+	hearsOK bool
 }
 
 // Probes: a peer silent for probeAfter (two beat periods: a beat lost, at
@@ -156,7 +165,7 @@ func newCore(s settings) *core {
 	}
 	for _, m := range s.Members {
 		if m.Name != s.Node {
-			c.peers[m.Name] = &peer{name: m.Name, addr: m.Addr}
+			c.peers[m.Name] = &peer{name: m.Name, addr: m.Addr, links: newLinks(s.self(), m)}
 			c.names = append(c.names, m.Name)
 		}
 	}
@@ -223,8 +232,8 @@ func (c *core) kick() {
 }
 
 // receiveFrom handles one frame from the transport, which authenticated
-// it as sender's (sender.go).
-func (c *core) receiveFrom(sender string, b []byte) {
+// it as sender's (sender.go), come by network link (0-based).
+func (c *core) receiveFrom(sender string, link int, b []byte) {
 	// Decoded before the lock: a message of 16 MB takes a second or more
 	// to decode, and the daemon's loop takes the lock (Publish, Peers).
 	m, err := decode(b)
@@ -249,96 +258,141 @@ func (c *core) receiveFrom(sender string, b []byte) {
 	now := c.s.Clock.Now()
 	c.st.Received++
 	c.st.BytesReceived += uint64(len(b))
+	linkFresh := c.linkFreshLocked(p, link, m, now)
 	newer := c.newerLocked(p, m, now)
 	if !newer && !c.lateUsefulLocked(p, m) {
+		if linkFresh && p.up {
+			// a copy of a message already heard on another link
+			c.linkHeardLocked(p, p.links[link], m, now)
+		}
 		return
 	}
-	if newer {
-		p.heard = now
-	}
-	sentFull := false
-	if newer && p.up && p.seenInc != 0 && m.Inc != p.seenInc && c.local != nil {
-		// A new run of p (a restart within Timeout: p never went down
-		// here) holds nothing of ours: like a join, it gets a full copy.
-		c.sendFullLocked(p.name)
-		sentFull = true
-	}
-	if newer {
-		p.seenInc = m.Inc
-	}
-	if !p.up {
-		p.up = true
-		p.confirm = true
-		c.beat = nil // the beat says who is unseen
-		c.log.Debug("peer up", zap.String("peer", p.name))
-		c.emitLocked(Event{Kind: Up, Node: p.name})
-		// Answer at once so that p sees us up without waiting for a beat.
-		if c.local != nil {
-			c.sendFullLocked(p.name)
-			sentFull = true
-		} else {
-			c.sendBeatLocked(p.name)
-		}
+	sentFull := c.heardLocked(p, m, newer, now)
+	if linkFresh {
+		c.linkHeardLocked(p, p.links[link], m, now)
 	}
 	switch m.Kind {
 	case kindFull:
-		if m.Inc != p.inc || p.data == nil || m.Gen > p.gen || (m.Gen == p.gen && p.suspect) {
-			p.inc, p.gen, p.data = m.Inc, m.Gen, m.Node
-			p.digOK, p.suspect = false, false
-			c.st.FullsMerged++
-			c.applyPendingLocked(p)
-			c.emitDataLocked(p)
-		}
+		c.onFullLocked(p, m)
 	case kindDelta:
-		switch {
-		case m.Inc != p.inc || p.data == nil:
-			c.gapLocked(p, m.Inc, m.Gen, now)
-		case m.Gen <= p.gen:
-			// stale: already covered by a full copy
-		case m.Base == p.gen:
-			m.Delta.apply(p.data, m.Gen)
-			p.gen, p.digOK = m.Gen, false
-			c.st.DeltasApplied++
-			c.applyPendingLocked(p)
-			c.emitDataLocked(p)
-		default:
-			if len(p.pending) == maxPending {
-				p.pending = p.pending[1:]
-			}
-			p.pending = append(p.pending, m)
-			c.gapLocked(p, m.Inc, m.Gen, now)
-		}
+		c.onDeltaLocked(p, m, now)
 	case kindBeat:
-		if m.Probe && now.Sub(p.answeredAt) >= c.s.probeAnswerEvery() {
-			p.answeredAt = now
-			c.st.ProbesAnswered++
-			c.sendBeatLocked(p.name)
-		}
-		c.twinOfSelfLocked(p, m.Twins)
-		if !p.unseenSaid || !slices.Equal(p.unseen, m.Unseen) {
-			p.unseen, p.unseenSaid = m.Unseen, true
-			c.emitLocked(Event{Kind: Unseen, Node: p.name, Unseen: slices.Clone(m.Unseen)})
-		}
-		if m.Gen > 0 {
-			c.gapLocked(p, m.Inc, m.Gen, now)
-			c.checkDigestLocked(p, m, now)
-		}
+		c.onBeatLocked(p, m, now)
 	case kindAsk, kindAnswer:
 		c.receiveAskLocked(p, m)
 		c.checkGapLocked(p, now)
 		return
 	case kindNeed:
-		// A full copy sent less than gapWait ago is on its way (the
-		// answer to p coming up): under load, answering every request
-		// would only add to the load.
-		if c.local != nil && !sentFull && now.Sub(p.fullAt) >= c.s.gapWait {
-			c.sendFullLocked(p.name)
-		}
+		c.onNeedLocked(p, sentFull, now)
 	}
 	if p.confirm && p.data != nil && m.Kind != kindNeed && m.Inc == p.inc && m.Gen <= p.gen {
 		c.emitDataLocked(p)
 	}
 	c.checkGapLocked(p, now)
+}
+
+// heardLocked notes a message m of p that may count for its data: a newer
+// one refreshes its liveness (and brings it up). It tells whether a full
+// copy went to p.
+func (c *core) heardLocked(p *peer, m *message, newer bool, now time.Time) bool {
+	if !newer {
+		return false
+	}
+	p.heard = now
+	sentFull := false
+	if p.up && p.seenInc != 0 && m.Inc != p.seenInc && c.local != nil {
+		// A new run of p (a restart within Timeout: p never went down
+		// here) holds nothing of ours: like a join, it gets a full copy.
+		c.sendFullLocked(p.name)
+		sentFull = true
+	}
+	p.seenInc = m.Inc
+	if !p.up {
+		sentFull = c.peerUpLocked(p, now) || sentFull
+	}
+	return sentFull
+}
+
+// peerUpLocked brings p up (it was heard after it was down or unknown) and
+// tells whether a full copy went to it.
+func (c *core) peerUpLocked(p *peer, now time.Time) bool {
+	p.up = true
+	p.confirm = true
+	linksUpLocked(p, now)
+	c.beat = nil // the beat says who is unseen
+	c.log.Debug("peer up", zap.String("peer", p.name))
+	c.emitLocked(Event{Kind: Up, Node: p.name})
+	// Answer at once so that p sees us up without waiting for a beat.
+	if c.local != nil {
+		c.sendFullLocked(p.name)
+		return true
+	}
+	c.sendBeatLocked(p.name)
+	return false
+}
+
+// onFullLocked takes a full copy of p's data.
+func (c *core) onFullLocked(p *peer, m *message) {
+	if m.Inc != p.inc || p.data == nil || m.Gen > p.gen || (m.Gen == p.gen && p.suspect) {
+		p.inc, p.gen, p.data = m.Inc, m.Gen, m.Node
+		p.digOK, p.suspect = false, false
+		c.st.FullsMerged++
+		c.applyPendingLocked(p)
+		c.emitDataLocked(p)
+	}
+}
+
+// onDeltaLocked applies a delta of p on its base, or keeps it until the
+// base comes.
+func (c *core) onDeltaLocked(p *peer, m *message, now time.Time) {
+	switch {
+	case m.Inc != p.inc || p.data == nil:
+		c.gapLocked(p, m.Inc, m.Gen, now)
+	case m.Gen <= p.gen:
+		// stale: already covered by a full copy
+	case m.Base == p.gen:
+		m.Delta.apply(p.data, m.Gen)
+		p.gen, p.digOK = m.Gen, false
+		c.st.DeltasApplied++
+		c.applyPendingLocked(p)
+		c.emitDataLocked(p)
+	default:
+		if len(p.pending) == maxPending {
+			p.pending = p.pending[1:]
+		}
+		p.pending = append(p.pending, m)
+		c.gapLocked(p, m.Inc, m.Gen, now)
+	}
+}
+
+// onBeatLocked answers a probe, and takes what a beat of p says: the twins
+// and the unseen members it hears, the links it hears us on, its
+// generation and digest.
+func (c *core) onBeatLocked(p *peer, m *message, now time.Time) {
+	if m.Probe && now.Sub(p.answeredAt) >= c.s.probeAnswerEvery() {
+		p.answeredAt = now
+		c.st.ProbesAnswered++
+		c.sendBeatLocked(p.name)
+	}
+	c.twinOfSelfLocked(p, m.Twins)
+	if !p.unseenSaid || !slices.Equal(p.unseen, m.Unseen) {
+		p.unseen, p.unseenSaid = m.Unseen, true
+		c.emitLocked(Event{Kind: Unseen, Node: p.name, Unseen: slices.Clone(m.Unseen)})
+	}
+	p.hears, p.hearsOK = m.Hear, m.Links > 0
+	if m.Gen > 0 {
+		c.gapLocked(p, m.Inc, m.Gen, now)
+		c.checkDigestLocked(p, m, now)
+	}
+}
+
+// onNeedLocked answers p's request for a full copy. A full copy sent less
+// than gapWait ago is on its way (the answer to p coming up): under load,
+// answering every request would only add to the load.
+func (c *core) onNeedLocked(p *peer, sentFull bool, now time.Time) {
+	if c.local != nil && !sentFull && now.Sub(p.fullAt) >= c.s.gapWait {
+		c.sendFullLocked(p.name)
+	}
 }
 
 // applyPendingLocked applies the waiting deltas that now fit, and forgets
@@ -442,16 +496,18 @@ func (c *core) tick() {
 		c.checkTwinLocked(p, now)
 		if p.up && now.Sub(p.heard) >= c.s.Timeout {
 			p.up = false
+			linksDownLocked(p)
 			p.forgetBehind()
 			c.beat = nil // the beat says who is unseen
 			c.log.Debug("peer down", zap.String("peer", p.name),
 				zap.Duration("silent", now.Sub(p.heard)), zap.Time("last_heard", p.heard))
 			c.emitLocked(Event{Kind: Down, Node: p.name})
 		}
+		c.checkLinksLocked(p, now)
 		if p.up && now.Sub(p.heard) >= c.s.probeAfter() && now.Sub(p.probedAt) >= c.s.probeEvery() {
 			p.probedAt = now
 			c.st.ProbesSent++
-			c.sendLocked(p.name, c.encode(c.beatMessage(true)))
+			c.sendAllLocked(p.name, c.encode(c.beatMessage(true, p)))
 		}
 	}
 	if !now.Before(c.nextBeat) {
@@ -487,6 +543,9 @@ func (c *core) next() time.Time {
 		if d := c.twinDue(p); !d.IsZero() && d.Before(t) {
 			t = d
 		}
+		if d := c.linksDue(p); !d.IsZero() && d.Before(t) {
+			t = d
+		}
 	}
 	return t
 }
@@ -503,12 +562,13 @@ func (c *core) beatTo(name string) {
 func (c *core) sendBeatLocked(to string) {
 	// Every beat is encoded anew: its N must be newer than every message
 	// sent before it, or it would not refresh our liveness (fresh.go).
-	c.beat = c.encode(c.beatMessage(false))
-	c.sendLocked(to, c.beat)
+	c.beat = c.encode(c.beatMessage(false, c.peers[to]))
+	c.sendAllLocked(to, c.beat)
 }
 
-// beatMessage is this node's beat; probe asks the receiver for one at once.
-func (c *core) beatMessage(probe bool) *message {
+// beatMessage is this node's beat to p (nil: any); probe asks the
+// receiver for one at once.
+func (c *core) beatMessage(probe bool, to *peer) *message {
 	var gen uint64
 	if c.local != nil {
 		gen = c.local.Gen
@@ -521,7 +581,11 @@ func (c *core) beatMessage(probe bool) *message {
 			unseen = append(unseen, name)
 		}
 	}
-	return &message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen, Probe: probe, Twins: c.twinsLocked()}
+	m := &message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen, Probe: probe, Twins: c.twinsLocked()}
+	if to != nil {
+		m.Hear, m.Links = c.hearMaskLocked(to)
+	}
+	return m
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -547,10 +611,11 @@ func (c *core) sendFullLocked(to string) {
 	c.sendLocked(to, c.full)
 }
 
+// sendLocked sends b to one live link of to (dataLinkLocked).
 func (c *core) sendLocked(to string, b []byte) {
 	c.st.Sent++
 	c.st.BytesSent += uint64(len(b))
-	c.tr.send(to, b)
+	c.tr.send(to, c.dataLinkLocked(c.peers[to]), b)
 }
 
 // reject counts traffic refused by decode. src is a member name or a
@@ -654,7 +719,7 @@ func (c *core) peerList() []Peer {
 	for _, name := range c.names {
 		p := c.peers[name]
 		out = append(out, Peer{Name: p.name, Addr: p.addr, Up: p.up, LastHeard: p.heard, Gen: p.gen,
-			Stale: p.stale, AnnouncedGen: p.annGen, BehindSince: p.behindAt, Duplicate: p.twin})
+			Stale: p.stale, AnnouncedGen: p.annGen, BehindSince: p.behindAt, Duplicate: p.twin, Links: c.linkStatus(p)})
 	}
 	return out
 }

@@ -56,6 +56,16 @@
 // down, so two nodes that lost each other find each other again within a
 // beat of the link working.
 //
+// # Links
+//
+// A member may list several addresses, one per network link (links.go):
+// beats and probes go out on every link, data over one live link, and a
+// peer is down only when every link was silent for Timeout; a link silent
+// while the peer is heard on another is a LinkDown event (an alarm), its
+// return a LinkUp. Freshness and replays are checked per peer run over all
+// links. NoteLinkAlive adds links from outside the network (the disk
+// heartbeat), which count for liveness like a fresh beat.
+//
 // # Transports
 //
 // The logic lives in one core type; transports only move bytes, so the

@@ -87,6 +87,16 @@ func (r *runTop) timely(s settings, now time.Time, d time.Duration) bool {
 	return true
 }
 
+// lagOK tells whether a message with lag d, received at now, would be
+// timely, without recording it (a copy of a message come by another link).
+func (r *runTop) lagOK(s settings, now time.Time, d time.Duration) bool {
+	base, ok := r.prev, r.prevOK
+	if r.curOK && (!ok || r.cur < base) {
+		base, ok = r.cur, true
+	}
+	return !ok || d-base <= s.lateMax() || !r.lateFrom.IsZero() && now.Sub(r.lateFrom) >= s.Timeout
+}
+
 // newerLocked tells whether m is newer than every message heard of its run
 // and timely (a run not heard before is new; a message of an older sender,
 // without N, is taken as before), and records it.

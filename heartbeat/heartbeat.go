@@ -93,6 +93,14 @@ type Heartbeat interface {
 	// Answer answers the Asked event id of member to (errText set: a
 	// failure).
 	Answer(to string, id uint64, body json.RawMessage, errText string)
+	// NoteLinkAlive tells that peer was heard just now on link (a link
+	// outside the network, such as the disk heartbeat: no data): it
+	// refreshes the peer's liveness as a fresh beat does (bringing it up),
+	// and the link is tracked and reported (Peer.Links, LinkDown, LinkUp)
+	// like a network link. The caller calls it only on real progress (a
+	// counter of the peer that advanced). Unknown peers, the names of
+	// network links (net1...) and "" are ignored.
+	NoteLinkAlive(peer, link string)
 	// Close flushes the last Publish to the live peers and releases the
 	// transport.
 	Close() error
@@ -151,6 +159,13 @@ const (
 	// DuplicateGone: no two runs of the peer were heard at once for
 	// Timeout; a Data event with the copy held follows (peer up).
 	DuplicateGone
+	// LinkDown: link Event.Link to the peer (address Event.Addr) was
+	// silent for Timeout while the peer is heard on another link: an
+	// alarm, the peer stays up. Reason says how long and how many links
+	// remain. Only for peers with several links.
+	LinkDown
+	// LinkUp: a link reported down carries the peer's frames again.
+	LinkUp
 )
 
 func (k Kind) String() string {
@@ -179,6 +194,10 @@ func (k Kind) String() string {
 		return "duplicate"
 	case DuplicateGone:
 		return "duplicate_gone"
+	case LinkDown:
+		return "link_down"
+	case LinkUp:
+		return "link_up"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -200,6 +219,8 @@ type Event struct {
 	Body json.RawMessage
 	// Unseen is set on Unseen events: the members the peer declared down.
 	Unseen []string
+	// Link is the link of LinkDown and LinkUp events (net1, net2, disk).
+	Link string
 }
 
 // Peer is the heartbeat's view of another member.
@@ -218,6 +239,9 @@ type Peer struct {
 	// Duplicate: two runs of the peer are alive at once (a Duplicate
 	// event).
 	Duplicate bool
+	// Links are the links to the peer (links.go): its network links in
+	// cluster.toml order, then those of NoteLinkAlive.
+	Links []LinkStatus
 }
 
 // Stats are traffic counters since start.

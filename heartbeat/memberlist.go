@@ -32,8 +32,9 @@ type mlHB struct {
 	tr  *secTransport
 	log *zap.Logger
 
-	udpMax  int // frames up to this size go as one datagram, larger ones by TCP
-	senders map[string]*peerSender
+	udpMax int // frames up to this size go as one datagram, larger ones by TCP
+	// senders are the queues of each peer, one per network link
+	senders map[string][]*peerSender
 	// direct is set once memberlist runs: from then on a datagram to a
 	// peer addressed by IP, with none queued before it, goes out from the
 	// caller (send).
@@ -76,7 +77,7 @@ func newMemberlist(cfg Config, tap func(conn net.Conn, to string, b []byte)) (He
 	if s.key == nil && !s.Insecure {
 		return nil, errors.New("heartbeat: the cluster has no secret: set one (64 hex characters) to authenticate the heartbeat traffic")
 	}
-	h := &mlHB{s: s, c: newCore(s), senders: map[string]*peerSender{}, stop: make(chan struct{})}
+	h := &mlHB{s: s, c: newCore(s), senders: map[string][]*peerSender{}, stop: make(chan struct{})}
 	h.c.tr = h
 	h.log = s.Logger.With(zap.String("node", s.Node))
 	if s.key == nil {
@@ -94,8 +95,10 @@ func newMemberlist(cfg Config, tap func(conn net.Conn, to string, b []byte)) (He
 	// send (a beat after a challenge) before memberlist runs.
 	for _, m := range s.Members {
 		if m.Name != s.Node {
-			h.senders[m.Name] = &peerSender{name: m.Name, addr: m.Addr, literal: ipLiteral(m.Addr),
-				dgram: make(chan []byte, dgramDepth), stream: make(chan []byte, streamDepth)}
+			for _, l := range newLinks(s.self(), m) {
+				h.senders[m.Name] = append(h.senders[m.Name], &peerSender{name: m.Name, addr: l.addr, literal: ipLiteral(l.addr),
+					dgram: make(chan []byte, dgramDepth), stream: make(chan []byte, streamDepth)})
+			}
 		}
 	}
 	h.tr, err = newSecTransport(s, h.c, mc.BindAddr, mc.BindPort, tap)
@@ -108,10 +111,12 @@ func newMemberlist(cfg Config, tap func(conn net.Conn, to string, b []byte)) (He
 		h.tr.Shutdown()
 		return nil, fmt.Errorf("heartbeat: start memberlist on %s:%d: %w", mc.BindAddr, mc.BindPort, err)
 	}
-	for _, ps := range h.senders {
-		ps.done.Add(2)
-		go h.runSender(ps, ps.dgram)
-		go h.runSender(ps, ps.stream)
+	for _, pss := range h.senders {
+		for _, ps := range pss {
+			ps.done.Add(2)
+			go h.runSender(ps, ps.dgram)
+			go h.runSender(ps, ps.stream)
+		}
 	}
 	h.direct.Store(true)
 	h.loops.Add(2)
@@ -169,11 +174,12 @@ func (h *mlHB) memberlistConfig() (*memberlist.Config, error) {
 	return mc, nil
 }
 
-func (h *mlHB) send(to string, b []byte) {
-	ps := h.senders[to]
-	if ps == nil {
+func (h *mlHB) send(to string, link int, b []byte) {
+	pss := h.senders[to]
+	if len(pss) == 0 {
 		return
 	}
+	ps := pss[min(max(link, 0), len(pss)-1)]
 	q := ps.dgram
 	if len(b) > h.udpMax {
 		q = ps.stream
@@ -256,7 +262,7 @@ func (h *mlHB) runTicker() {
 func (h *mlHB) runJoiner() {
 	defer h.loops.Done()
 	retry := clampDur(h.s.Interval, time.Second, 10*time.Second)
-	for {
+	for try := 0; ; try++ {
 		every := 30 * time.Second
 		seen := map[string]bool{}
 		for _, n := range h.ml.Members() {
@@ -265,7 +271,9 @@ func (h *mlHB) runJoiner() {
 		var addrs []string
 		for _, m := range h.s.Members {
 			if !seen[m.Name] && m.Name != h.s.Node {
-				addrs = append(addrs, m.Name+"/"+m.Addr)
+				// each try on the next link: one of them may be down
+				la := linkAddrs(m)
+				addrs = append(addrs, m.Name+"/"+la[try%len(la)])
 			}
 		}
 		if len(addrs) > 0 {
@@ -284,8 +292,11 @@ func (h *mlHB) runJoiner() {
 
 func (h *mlHB) Publish(n dataset.Node) { h.c.publish(n) }
 func (h *mlHB) Events() <-chan Event   { return h.c.events }
-func (h *mlHB) Peers() []Peer          { return h.c.peerList() }
-func (h *mlHB) Stats() Stats           { return h.c.stats() }
+func (h *mlHB) NoteLinkAlive(peer, link string) {
+	h.c.noteLinkAlive(peer, link)
+}
+func (h *mlHB) Peers() []Peer { return h.c.peerList() }
+func (h *mlHB) Stats() Stats  { return h.c.stats() }
 func (h *mlHB) Ask(to, op string, body json.RawMessage) (uint64, error) {
 	return h.c.ask(to, op, body)
 }
@@ -310,10 +321,12 @@ func (h *mlHB) shut(graceful bool) error {
 	if graceful {
 		flushed := make(chan struct{})
 		go func() {
-			for _, ps := range h.senders {
-				close(ps.dgram)
-				close(ps.stream)
-				ps.done.Wait()
+			for _, pss := range h.senders {
+				for _, ps := range pss {
+					close(ps.dgram)
+					close(ps.stream)
+					ps.done.Wait()
+				}
 			}
 			close(flushed)
 		}()

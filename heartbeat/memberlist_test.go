@@ -123,7 +123,7 @@ func TestLoopbackConverge(t *testing.T) {
 	}
 	for _, a := range ms {
 		for _, b := range ms {
-			if a != b {
+			if a.Name != b.Name {
 				if _, ok := ws[a.Name].find(3*time.Second, isKind(Up, b.Name)); !ok {
 					t.Fatalf("%s does not see %s up", a.Name, b.Name)
 				}

@@ -46,11 +46,20 @@ type MemNetwork struct {
 	// (Withhold); withheld are those frames, in sending order.
 	withhold map[[2]string]func(b []byte) bool
 	withheld []memFrame
+	// linkCut: CutLink, the frames from or to the node on the link are lost
+	linkCut map[memLink]bool
+}
+
+// memLink is one network link of one node.
+type memLink struct {
+	node string
+	link int
 }
 
 type memFrame struct {
 	sender *memHB
 	to     string
+	link   int
 	b      []byte
 	due    time.Time // zero: at the next Flush
 }
@@ -68,7 +77,34 @@ func NewMemNetwork(clk clock.Clock) *MemNetwork {
 		lastDue: map[[2]string]time.Time{},
 
 		withhold: map[[2]string]func(b []byte) bool{},
+		linkCut:  map[memLink]bool{},
 	}
+}
+
+// CutLink cuts (on) or restores network link (0-based) of node: every
+// frame sent from or to node on that link is lost, both ways (a NIC or a
+// switch port down). Heal restores every link.
+func (n *MemNetwork) CutLink(node string, link int, on bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if on {
+		n.linkCut[memLink{node, link}] = true
+	} else {
+		delete(n.linkCut, memLink{node, link})
+	}
+}
+
+// Redeliver delivers b to node to again as sent by from on link (a frame
+// replayed by someone on the path, on any link).
+func (n *MemNetwork) Redeliver(from, to string, link int, b []byte) {
+	n.mu.Lock()
+	dst := n.nodes[to]
+	live := dst != nil && !dst.closed && !n.crashed[to]
+	n.mu.Unlock()
+	if live {
+		dst.c.receiveFrom(from, link, b)
+	}
+	n.Flush()
 }
 
 // Withhold puts an on-path attacker without the secret on the link from ->
@@ -102,7 +138,7 @@ func (n *MemNetwork) ReleaseHeld(to string) int {
 	live := dst != nil && !dst.closed && !n.crashed[to]
 	n.mu.Unlock()
 	for i := len(out) - 1; i >= 0 && live; i-- {
-		dst.c.receiveFrom(out[i].sender.name, out[i].b)
+		dst.c.receiveFrom(out[i].sender.name, out[i].link, out[i].b)
 	}
 	n.Flush()
 	return len(out)
@@ -175,6 +211,7 @@ func (n *MemNetwork) Heal() {
 	defer n.mu.Unlock()
 	clear(n.cut)
 	clear(n.drop)
+	clear(n.linkCut)
 }
 
 // Drop makes the link from -> to lose every frame while on.
@@ -239,6 +276,7 @@ func (n *MemNetwork) Flush() {
 		ok := dst != nil && !dst.closed && !f.sender.closed && n.nodes[from] == f.sender &&
 			!n.crashed[from] && !n.crashed[f.to] &&
 			!n.cut[[2]string{from, f.to}] && !n.drop[[2]string{from, f.to}] &&
+			!n.linkCut[memLink{from, f.link}] && !n.linkCut[memLink{f.to, f.link}] &&
 			(n.lose == nil || !n.lose(from, f.to, f.b))
 		if pick := n.withhold[[2]string{from, f.to}]; ok && pick != nil && pick(f.b) {
 			n.withheld = append(n.withheld, f)
@@ -250,7 +288,7 @@ func (n *MemNetwork) Flush() {
 		case dst.cred != f.sender.cred:
 			dst.c.reject(f.sender.addr, "cannot authenticate the frame (wrong cluster secret or name)")
 		default:
-			dst.c.receiveFrom(from, f.b)
+			dst.c.receiveFrom(from, f.link, f.b)
 		}
 		n.mu.Lock()
 	}
@@ -332,19 +370,19 @@ type memHB struct {
 	closed bool // guarded by net.mu
 }
 
-func (h *memHB) send(to string, b []byte) {
+func (h *memHB) send(to string, link int, b []byte) {
 	n := h.net
 	n.mu.Lock()
-	link := [2]string{h.name, to}
-	if d := n.delay[link]; d > 0 || n.lastDue[link].After(n.clk.Now()) {
+	pair := [2]string{h.name, to}
+	if d := n.delay[pair]; d > 0 || n.lastDue[pair].After(n.clk.Now()) {
 		due := n.clk.Now().Add(d)
-		if last := n.lastDue[link]; last.After(due) {
+		if last := n.lastDue[pair]; last.After(due) {
 			due = last
 		}
-		n.lastDue[link] = due
-		n.held = append(n.held, memFrame{sender: h, to: to, b: b, due: due})
+		n.lastDue[pair] = due
+		n.held = append(n.held, memFrame{sender: h, to: to, link: link, b: b, due: due})
 	} else {
-		n.queue = append(n.queue, memFrame{sender: h, to: to, b: b})
+		n.queue = append(n.queue, memFrame{sender: h, to: to, link: link, b: b})
 	}
 	n.mu.Unlock()
 }
@@ -355,8 +393,12 @@ func (h *memHB) Publish(d dataset.Node) {
 }
 
 func (h *memHB) Events() <-chan Event { return h.c.events }
-func (h *memHB) Peers() []Peer        { return h.c.peerList() }
-func (h *memHB) Stats() Stats         { return h.c.stats() }
+func (h *memHB) NoteLinkAlive(peer, link string) {
+	h.c.noteLinkAlive(peer, link)
+	h.net.Flush()
+}
+func (h *memHB) Peers() []Peer { return h.c.peerList() }
+func (h *memHB) Stats() Stats  { return h.c.stats() }
 func (h *memHB) Ask(to, op string, body json.RawMessage) (uint64, error) {
 	return h.c.ask(to, op, body)
 }

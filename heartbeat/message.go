@@ -64,7 +64,13 @@ type message struct {
 	// Twins (beats) are the members the sender hears two live runs of at
 	// once (two daemons with one name): a node listed learns that another
 	// daemon runs with its name. Older versions ignore the field.
-	Twins []string      `json:"twins,omitempty"`
+	Twins []string `json:"twins,omitempty"`
+	// Links (beats) is the number of network links of the sender to the
+	// receiver when more than one, and Hear the links (bit i: link i,
+	// 0-based) on which it hears the receiver: data goes over a link
+	// heard both ways (links.go). Older versions ignore the fields.
+	Links int           `json:"links,omitempty"`
+	Hear  uint64        `json:"hear,omitempty"`
 	Node  *dataset.Node `json:"node,omitempty"`
 	Delta *delta        `json:"delta,omitempty"`
 	// ID, Op, Body and Err are those of asks and answers (ask.go).

@@ -132,7 +132,7 @@ func FuzzDecode(f *testing.F) {
 
 type nullTransport struct{ frames int }
 
-func (n *nullTransport) send(string, []byte) { n.frames++ }
+func (n *nullTransport) send(string, int, []byte) { n.frames++ }
 
 // TestCoreReorder: deltas handed over out of order (memberlist's datagram
 // queue is LIFO under load) are applied without asking for a full copy.

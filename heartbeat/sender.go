@@ -67,7 +67,7 @@ func (t *secTransport) userStream(sc *secConn) bool {
 		t.refuse("stream:"+h.name, Event{Kind: Rejected, Node: h.name, Reason: "stream: " + err.Error()})
 		return true
 	}
-	t.c.receiveFrom(h.name, msg)
+	t.c.receiveFrom(h.name, sc.link, msg)
 	return true
 }
 

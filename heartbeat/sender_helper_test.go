@@ -7,5 +7,5 @@ func (c *core) receive(b []byte) {
 	if m, err := decode(b); err == nil {
 		sender = m.From
 	}
-	c.receiveFrom(sender, b)
+	c.receiveFrom(sender, 0, b)
 }

@@ -44,6 +44,7 @@ type secConn struct {
 	rbuf  []byte // authenticated bytes not yet read
 	total int    // authenticated bytes received
 	rerr  error
+	link  int // accepted: the sender's network link it came by (links.go)
 }
 
 var errStreamBudget = fmt.Errorf("stream exceeds %d bytes", streamMax)
@@ -207,17 +208,17 @@ func unexpected(err error) error {
 // hsTTL. When the budget of unauthenticated connections is full, the
 // oldest one (of the same address when that address is at its budget)
 // is closed to make room (admit).
-func (t *secTransport) tcpLoop() {
+func (t *secTransport) tcpLoop(tcp *net.TCPListener, sock int) {
 	defer t.wg.Done()
 	var delay time.Duration
 	for {
-		conn, err := t.tcp.AcceptTCP()
+		conn, err := tcp.AcceptTCP()
 		if err != nil {
 			if t.down.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
 			delay = clampDur(2*delay, 5*time.Millisecond, time.Second)
-			t.log.Debug("accept heartbeat stream", zap.Error(err))
+			t.log.Debug("accept heartbeat stream", zap.Int("link", sock+1), zap.Error(err))
 			select {
 			case <-t.s.Clock.After(delay):
 			case <-t.closing:
@@ -382,11 +383,15 @@ func (t *secTransport) openStream(conn net.Conn, src netip.AddrPort) (*secConn, 
 	case h.name == t.node:
 		t.ownFrame(h, src)
 		return nil, nil
-	case !t.fromMember(ps, src, false), !t.fresh(ps, h, &ps.stream, "stream"):
+	}
+	link, ok := t.fromMemberLink(ps, src, false)
+	if !ok || !t.fresh(ps, h, &ps.stream, "stream") {
 		return nil, nil
 	}
 	conn.SetReadDeadline(time.Time{}) // memberlist sets its own
-	return t.newAccepted(conn, h, key, first), nil
+	sc := t.newAccepted(conn, h, key, first)
+	sc.link = link
+	return sc, nil
 }
 
 // checkAccept checks the accept header of the reply to a stream we opened.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +50,11 @@ type secTransport struct {
 	udp      *net.UDPConn
 	tcp      *net.TCPListener
 	dialFrom *net.TCPAddr // source of our streams: hb.addr, nil when a wildcard
+	// socks are the sockets of each network link (socks[0] holds udp, tcp
+	// and dialFrom); outLink maps a peer's address to the link it is on
+	// (links.go): a frame to it leaves from that link's socket.
+	socks    []*linkSock
+	outLink  map[string]int
 	packetCh chan *memberlist.Packet
 	streamCh chan net.Conn
 	closing  chan struct{}
@@ -72,6 +79,11 @@ type peerSec struct {
 	name, addr string
 	aps        []netip.AddrPort // addr resolved
 	resolvedAt time.Time
+	// links are the addresses of its network links (links[0] is addr,
+	// aps); lastLink is the link its last frame came by: a challenge, or
+	// the answer to one, goes there.
+	links    []linkAddr
+	lastLink int
 
 	inc           uint64
 	dgram, stream window
@@ -89,20 +101,25 @@ func newSecTransport(s settings, c *core, bindAddr string, bindPort int, tap fun
 		return nil, err
 	}
 	t.tap = tap
-	ip := net.ParseIP(bindAddr)
-	t.dialFrom = dialSource(ip)
-	if t.tcp, err = net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: bindPort}); err != nil {
-		return nil, err
+	binds := []string{net.JoinHostPort(bindAddr, strconv.Itoa(bindPort))}
+	if own := linkAddrs(s.self()); len(own) > 1 {
+		// several links: each binds its own address (cluster.toml)
+		binds = own
 	}
-	if t.udp, err = net.ListenUDP("udp", &net.UDPAddr{IP: ip, Port: bindPort}); err != nil {
-		t.tcp.Close()
-		return nil, err
+	for _, b := range binds {
+		ls, err := listenLink(b)
+		if err != nil {
+			t.closeSocks()
+			return nil, err
+		}
+		t.socks = append(t.socks, ls)
 	}
-	for size := 2 << 20; size > 0 && t.udp.SetReadBuffer(size) != nil; size /= 2 {
+	t.udp, t.tcp, t.dialFrom = t.socks[0].udp, t.socks[0].tcp, t.socks[0].dialFrom
+	for i, ls := range t.socks {
+		t.wg.Add(2)
+		go t.udpLoop(ls.udp, i)
+		go t.tcpLoop(ls.tcp, i)
 	}
-	t.wg.Add(2)
-	go t.udpLoop()
-	go t.tcpLoop()
 	return t, nil
 }
 
@@ -133,12 +150,19 @@ func newSecState(s settings, c *core) (*secTransport, error) {
 		unauthIP: map[netip.Addr]int{}}
 	t.self = keys.aead(t.node, t.inc)
 	now := s.Clock.Now()
+	t.outLink = map[string]int{}
 	for _, m := range s.Members {
 		ps := &peerSec{name: m.Name, addr: m.Addr, resolvedAt: now}
-		ps.aps = resolve(m.Addr)
-		for _, ap := range ps.aps {
-			t.memberIPs[ap.Addr()] = true
+		for i, a := range linkAddrs(m) {
+			la := linkAddr{addr: a, aps: resolve(a)}
+			for _, ap := range la.aps {
+				t.memberIPs[ap.Addr()] = true
+				t.outLink[ap.String()] = i
+			}
+			t.outLink[a] = i
+			ps.links = append(ps.links, la)
 		}
+		ps.aps = ps.links[0].aps
 		t.peers[m.Name] = ps
 	}
 	return t, nil
@@ -201,6 +225,7 @@ func (t *secTransport) sendDatagram(typ byte, addr string, payload []byte) error
 	if t.udp == nil {
 		return net.ErrClosed
 	}
+	udp := t.sockFor(addr).udp
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return err
@@ -209,7 +234,7 @@ func (t *secTransport) sendDatagram(typ byte, addr string, payload []byte) error
 	if t.tap != nil {
 		t.tap(nil, addr, out)
 	}
-	_, err = t.udp.WriteToUDP(out, ua)
+	_, err = udp.WriteToUDP(out, ua)
 	return err
 }
 
@@ -227,8 +252,8 @@ func (t *secTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn
 // DialAddressTimeout implements memberlist.NodeAwareTransport.
 func (t *secTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
-	if t.dialFrom != nil {
-		d.LocalAddr = t.dialFrom
+	if from := t.sockFor(a.Addr).dialFrom; from != nil {
+		d.LocalAddr = from
 	}
 	c, err := d.Dial("tcp", a.Addr)
 	if err != nil {
@@ -243,10 +268,7 @@ func (t *secTransport) Shutdown() error {
 		return nil
 	}
 	close(t.closing)
-	if t.tcp != nil {
-		t.tcp.Close()
-		t.udp.Close()
-	}
+	t.closeSocks()
 	t.mu.Lock()
 	for c := range t.unauth {
 		c.Close()
@@ -256,17 +278,17 @@ func (t *secTransport) Shutdown() error {
 	return nil
 }
 
-func (t *secTransport) udpLoop() {
+func (t *secTransport) udpLoop(udp *net.UDPConn, sock int) {
 	defer t.wg.Done()
 	buf := make([]byte, maxDgram+1)
 	for {
-		n, src, err := t.udp.ReadFromUDPAddrPort(buf)
+		n, src, err := udp.ReadFromUDPAddrPort(buf)
 		ts := time.Now() // memberlist's receive time, compared with its wall clock
 		if err != nil {
 			if t.down.Load() || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			t.log.Debug("read heartbeat datagram", zap.Error(err))
+			t.log.Debug("read heartbeat datagram", zap.Int("link", sock+1), zap.Error(err))
 			continue
 		}
 		if p := t.openDatagram(buf[:n], netip.AddrPortFrom(src.Addr().Unmap(), src.Port())); p != nil {
@@ -308,7 +330,8 @@ func (t *secTransport) openDatagram(b []byte, src netip.AddrPort) []byte {
 		t.ownFrame(h, src)
 		return nil
 	}
-	if !t.fromMember(ps, src, true) {
+	link, ok := t.fromMemberLink(ps, src, true)
+	if !ok {
 		return nil
 	}
 	switch h.typ {
@@ -323,7 +346,7 @@ func (t *secTransport) openDatagram(b []byte, src netip.AddrPort) []byte {
 		return nil
 	}
 	if msg, ok := userDatagram(p); ok {
-		t.c.receiveFrom(h.name, msg) // bound to its sender (sender.go)
+		t.c.receiveFrom(h.name, link, msg) // bound to its sender (sender.go)
 		return nil
 	}
 	return p
@@ -333,27 +356,40 @@ func (t *secTransport) openDatagram(b []byte, src netip.AddrPort) []byte {
 // datagrams, which leave from the bound socket; IP only for streams, whose
 // port is ephemeral), and reports the frame when not.
 func (t *secTransport) fromMember(ps *peerSec, src netip.AddrPort, port bool) bool {
+	_, ok := t.fromMemberLink(ps, src, port)
+	return ok
+}
+
+// fromMemberLink is fromMember that also tells which of ps's links src is
+// on (0-based), and records it as the link ps was last heard by.
+func (t *secTransport) fromMemberLink(ps *peerSec, src netip.AddrPort, port bool) (int, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	match := func() bool {
-		for _, ap := range ps.aps {
-			if ap.Addr() == src.Addr() && (!port || ap.Port() == src.Port()) {
-				return true
+	match := func() (int, bool) {
+		for i, la := range ps.links {
+			for _, ap := range la.aps {
+				if ap.Addr() == src.Addr() && (!port || ap.Port() == src.Port()) {
+					ps.lastLink = i
+					return i, true
+				}
 			}
 		}
-		return false
+		return 0, false
 	}
-	if match() {
-		return true
+	if i, ok := match(); ok {
+		return i, true
 	}
 	if now := t.s.Clock.Now(); now.Sub(ps.resolvedAt) >= resolveEvery {
 		ps.resolvedAt = now
-		ps.aps = resolve(ps.addr) // a name may have moved
-		for _, ap := range ps.aps {
-			t.memberIPs[ap.Addr()] = true
+		for i := range ps.links { // a name may have moved
+			ps.links[i].aps = resolve(ps.links[i].addr)
+			for _, ap := range ps.links[i].aps {
+				t.memberIPs[ap.Addr()] = true
+			}
 		}
-		if match() {
-			return true
+		ps.aps = ps.links[0].aps
+		if i, ok := match(); ok {
+			return i, true
 		}
 	}
 	t.c.wrongSrc.Add(1)
@@ -362,8 +398,8 @@ func (t *secTransport) fromMember(ps *peerSec, src netip.AddrPort, port bool) bo
 		shown = src.Addr().String()
 	}
 	t.refuseLocked("addr:"+ps.name+"/"+src.Addr().String(), Event{Kind: Rejected, Node: ps.name, Addr: src.String(),
-		Reason: fmt.Sprintf("frame claims to be %s but came from %s (%s is configured at %s)", ps.name, shown, ps.name, ps.addr)})
-	return false
+		Reason: fmt.Sprintf("frame claims to be %s but came from %s (%s is configured at %s)", ps.name, shown, ps.name, ps.linkList())})
+	return 0, false
 }
 
 // fresh applies the freshness rule to an authenticated frame of ps on path
@@ -428,7 +464,7 @@ func (t *secTransport) challengeLocked(ps *peerSec) {
 		ps.nonceAt = now
 	}
 	ps.challAt = now
-	nonce, addr := ps.nonce, ps.addr
+	nonce, addr := ps.nonce, ps.lastAddr()
 	go func() {
 		if err := t.sendDatagram(typeChallenge, addr, nonce); err != nil {
 			t.c.sendErrs.Add(1)
@@ -449,7 +485,7 @@ func (t *secTransport) answer(ps *peerSec, h header, nonce []byte) {
 	}
 	t.mu.Unlock()
 	if ok {
-		if err := t.sendDatagram(typeResponse, ps.addr, nonce); err != nil {
+		if err := t.sendDatagram(typeResponse, ps.lastAddr(), nonce); err != nil {
 			t.c.sendErrs.Add(1)
 		}
 		// ps challenged us because it dropped a frame of our run: a beat
@@ -534,4 +570,74 @@ func (t *secTransport) refuse(key string, ev Event) {
 // t.mu is held; the core's lock nests inside it.
 func (t *secTransport) refuseLocked(key string, ev Event) {
 	t.c.refuse(key, ev)
+}
+
+// linkAddr is one network link address of a member, resolved.
+type linkAddr struct {
+	addr string
+	aps  []netip.AddrPort
+}
+
+// linkSock is the sockets of one network link of this node.
+type linkSock struct {
+	udp      *net.UDPConn
+	tcp      *net.TCPListener
+	dialFrom *net.TCPAddr // source of our streams: the bound address, nil when a wildcard
+}
+
+// listenLink binds the TCP and UDP sockets of one link at host:port.
+func listenLink(hostport string) (*linkSock, error) {
+	host, port, err := splitHostPort(hostport)
+	if err != nil {
+		return nil, err
+	}
+	ip := net.ParseIP(host)
+	ls := &linkSock{dialFrom: dialSource(ip)}
+	if ls.tcp, err = net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: port}); err != nil {
+		return nil, err
+	}
+	if ls.udp, err = net.ListenUDP("udp", &net.UDPAddr{IP: ip, Port: port}); err != nil {
+		ls.tcp.Close()
+		return nil, err
+	}
+	for size := 2 << 20; size > 0 && ls.udp.SetReadBuffer(size) != nil; size /= 2 {
+	}
+	return ls, nil
+}
+
+func (t *secTransport) closeSocks() {
+	for _, ls := range t.socks {
+		ls.tcp.Close()
+		ls.udp.Close()
+	}
+}
+
+// sockFor returns the sockets of the link a peer's address addr is on
+// (the first link's when unknown).
+func (t *secTransport) sockFor(addr string) *linkSock {
+	if i, ok := t.outLink[addr]; ok && i < len(t.socks) {
+		return t.socks[i]
+	}
+	return t.socks[0]
+}
+
+// lastAddr is the address of the link ps was last heard by. t.mu is held
+// or ps is not shared yet.
+func (ps *peerSec) lastAddr() string {
+	if ps.lastLink < len(ps.links) {
+		return ps.links[ps.lastLink].addr
+	}
+	return ps.addr
+}
+
+// linkList is the configured address(es) of ps, for messages.
+func (ps *peerSec) linkList() string {
+	if len(ps.links) < 2 {
+		return ps.addr
+	}
+	var out []string
+	for _, la := range ps.links {
+		out = append(out, la.addr)
+	}
+	return strings.Join(out, ", ")
 }

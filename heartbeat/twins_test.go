@@ -12,7 +12,7 @@ import (
 
 type nopTransport struct{}
 
-func (nopTransport) send(string, []byte) {}
+func (nopTransport) send(string, int, []byte) {}
 
 // twinBed is n1's transport state (no sockets) with a fake clock, fed
 // authentic frames of runs of n2 from n2's configured address.
@@ -157,7 +157,7 @@ func TestTwinCloneDetectedAndRealRunTakenBack(t *testing.T) {
 		}
 	}
 	b.tr.c.mu.Lock()
-	twins := b.tr.c.beatMessage(false).Twins
+	twins := b.tr.c.beatMessage(false, nil).Twins
 	b.tr.c.mu.Unlock()
 	if len(twins) != 1 || twins[0] != "n2" {
 		t.Fatalf("n1's beat lists twins %v, want [n2]", twins)

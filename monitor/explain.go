@@ -48,6 +48,10 @@ type Explanation struct {
 	// Monitor is the local instance's monitor, nil when the local node is
 	// not a node of the service.
 	Monitor *LocalMonitor `json:"monitor,omitempty"`
+	// Links are the service's nodes heard on fewer than all of their
+	// heartbeat links ("n2: links 1/2, net2 down"), set by the daemon:
+	// an alarm, never part of the decision.
+	Links []string `json:"links,omitempty"`
 }
 
 // LocalMonitor is the local instance's monitor and what it waits for.

@@ -39,6 +39,9 @@ func Explain(e *api.Explanation) string {
 	}
 	b.WriteString("leader: " + leaderLine(e) + "\n")
 	b.WriteString("running: " + orWord(strings.Join(e.Running, ", "), "nowhere") + "\n")
+	for _, l := range e.Links {
+		b.WriteString("heartbeat: " + l + "\n") // a link down: an alarm
+	}
 
 	var cand, excl table
 	cand.gap, excl.gap = 2, 2

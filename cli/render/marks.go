@@ -19,8 +19,9 @@ const SvcmonLegend = `Marks of the Services grid, one column per node:
   or "? stale 12s": the last data of a node not heard (or heard, but whose
   data does not reach this node), 12s old.
 Heartbeat row: "up 0.3s" heard 0.3s ago; "up 0.3s stale" heard, but its data
-does not reach this node (its instances are unknown); "DUPLICATE" two daemons
-run with its name (docs/operations.md).
+does not reach this node (its instances are unknown); "up 0.3s links 1/2" heard
+on 1 of its 2 heartbeat links (an alarm, not a failover); "DUPLICATE" two
+daemons run with its name (docs/operations.md).
 A service's avail with "!" appended (up!) means its overall status differs
 (e.g. an optional resource down). Below the Nodes grid: why a node is frozen.
 Colours only on a terminal, unless --color; NO_COLOR (not empty) turns them off.`

@@ -73,6 +73,7 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 		} else if p.Stale {
 			st += " stale" // its data does not reach this node
 		}
+		st += apiLinksText(p.Links) // heard on fewer than all its links
 		pt.add(c(" "+p.Name), c(p.Addr), c(st), c(Age(p.LastHeard, now)), c(strconv.FormatUint(p.Gen, 10)))
 	}
 	b.WriteString(pt.String())

@@ -387,6 +387,9 @@ func heartbeatSection(st *dataset.ClusterStatus, nodes []string) monSection {
 			// its daemon stopped for maintenance: its last beats are not
 			// a daemon that is up
 			row.nodes = append(row.nodes, cc(fmt.Sprintf("maint %.1fs", float64(p.LastHeardMs)/1000), ansiYellow))
+		case p.Up && linksMark(p.Links) != "":
+			// heard, but not on every link: an alarm (links.go)
+			row.nodes = append(row.nodes, cc(fmt.Sprintf("up %.1fs", float64(p.LastHeardMs)/1000)+linksMark(p.Links), ansiYellow))
 		case p.Up:
 			row.nodes = append(row.nodes, cc(fmt.Sprintf("up %.1fs", float64(p.LastHeardMs)/1000), ansiGreen))
 		default:

@@ -43,6 +43,7 @@ func run(args []string) int {
 	keep := fs.Bool("keep", false, "keep the work directory (roots, logs, journal)")
 	stopOnFailure := fs.Bool("stop-on-failure", false, "end the round at the first failed test (else go on while the cluster recovers)")
 	list := fs.Bool("list", false, "list the tests and the pending ones, then exit")
+	links := fs.Int("links", 1, "network links per node: 1, or 2 (a second bridge; LinkFail cuts one of them)")
 	oneVote := fs.Bool("onevote", false, "the arbitrator is Haven's one-vote arbitrator (haven://) instead of a plain HTTP one (2-node clusters fail over without a fence)")
 	quorum := fs.String("quorum", chaos.QuorumMixed, "cluster.quorum of the round: mixed (changed between tests as they ask), on, or off (docs/chaos.md)")
 	fs.Usage = func() {
@@ -79,7 +80,7 @@ func run(args []string) int {
 			return 2
 		}
 	}
-	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, OneVote: *oneVote}
+	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, OneVote: *oneVote, Links: *links}
 	cfg.Stop, cfg.Abort = interrupts()
 	cfg.Aborted = func() { os.Exit(130) }
 	rep, err := chaos.Run(cfg)

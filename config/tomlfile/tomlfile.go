@@ -170,27 +170,36 @@ func CheckLocalAddr(n *config.NodeConfig, c *config.ClusterConfig, addrs []net.A
 	if !ok {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(own.Addr)
-	if err != nil {
-		return nil
+	for _, la := range own.LinkAddrs() { // each link's address (bound by the daemon)
+		host, _, err := net.SplitHostPort(la)
+		if err != nil {
+			continue
+		}
+		ip := net.ParseIP(host)
+		if ip == nil || localIP(ip, addrs) {
+			continue
+		}
+		return c.ErrAt(config.SectionNodes, own.Name, "%s is not an address of this host: is this node really %s? (node.name in %s)", ip, own.Name, n.File)
 	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return nil
-	}
+	return nil
+}
+
+// localIP tells whether ip is one of addrs (a loopback address counts when
+// a loopback network holds it).
+func localIP(ip net.IP, addrs []net.Addr) bool {
 	for _, a := range addrs {
 		switch a := a.(type) {
 		case *net.IPNet:
 			if a.IP.Equal(ip) || ip.IsLoopback() && a.IP.IsLoopback() && a.Contains(ip) {
-				return nil
+				return true
 			}
 		case *net.IPAddr:
 			if a.IP.Equal(ip) {
-				return nil
+				return true
 			}
 		}
 	}
-	return c.ErrAt(config.SectionNodes, own.Name, "%s is not an address of this host: is this node really %s? (node.name in %s)", ip, own.Name, n.File)
+	return false
 }
 
 // LoadArbitratorConf reads arbitrator.toml: it holds cluster secrets, so a

@@ -160,6 +160,19 @@ func TestCheckLocalAddr(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("n2 at another host's address: %v, want %q", err, want)
 	}
+	// several links: each address must be local
+	cl2, err := ParseCluster("cluster.toml", []byte("[cluster]\nsecret = \""+testSecret+"\"\n[nodes]\nn1 = [\"192.0.2.1:10000\", \"198.51.100.1:10000\"]\nn2 = [\"192.0.2.2:10000\", \"198.51.100.2:10000\"]\n"), "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckLocalAddr(node("n1"), cl2, local)
+	want = `cluster.toml:4: nodes.n1: 198.51.100.1 is not an address of this host`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("n1's second link at another host's address: %v, want %q", err, want)
+	}
+	if err := CheckLocalAddr(node("n1"), cl2, append(local, ipnet("198.51.100.1/24"))); err != nil {
+		t.Errorf("n1 with both links local: %v", err)
+	}
 }
 
 // A cluster.toml holding the secret is refused when other users may read it.

@@ -110,7 +110,7 @@ func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 	for i := 1; i <= cfg.Nodes; i++ {
 		c.Names = append(c.Names, fmt.Sprintf("n%d", i))
 	}
-	bed, err := NewBed(c.Names)
+	bed, err := NewBedLinks(c.Names, cfg.Links)
 	if err != nil {
 		os.RemoveAll(work)
 		return nil, err
@@ -127,11 +127,7 @@ func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	var members strings.Builder
-	for _, n := range c.Names {
-		fmt.Fprintf(&members, "%s = \"%s:%d\"\n", n, bed.Addr[n], HBPort)
-	}
-	c.members, c.secret = members.String(), hex.EncodeToString(secret)
+	c.members, c.secret = membersToml(bed, c.Names), hex.EncodeToString(secret) // links.go
 	if err := c.startArbitrator(); err != nil {
 		return c, err
 	}

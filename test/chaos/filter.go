@@ -54,7 +54,13 @@ func (b *Bed) drop(n string, args ...string) error {
 // OneWay drops every packet from `from` arriving at `to`: to hears nothing
 // of from, while from still hears to.
 func (b *Bed) OneWay(from, to string) error {
-	return b.drop(to, "-s", b.Addr[from])
+	if err := b.drop(to, "-s", b.Addr[from]); err != nil {
+		return err
+	}
+	if a := b.Addr2[from]; a != "" {
+		return b.drop(to, "-s", a) // and on the second link
+	}
+	return nil
 }
 
 // Partition splits the hosts into groups that hear only their own group

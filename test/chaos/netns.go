@@ -40,15 +40,23 @@ import (
 //	ns hv-ID-n2:  eth0 192.0.2.2 ─────────────────────┘          │
 //	ns hv-ID-n3:  eth0 192.0.2.3 ────────────────────────────────┘
 //
+// With two links (NewBedLinks), a second bridge br1 joins every host again
+// by a second veth pair: eth1 in the host's namespace (198.51.100.N/24,
+// TEST-NET-2), w-NAME on br1; cluster.toml lists both addresses of each
+// node, and CutLink cuts one of them.
+//
 // Daemons run inside their node's namespace (`ip netns exec`); the CLIs
 // reach them from the root namespace over the unix socket of their root.
 // Filtering faults (partitions, one-way and random loss) are iptables rules
 // in a chain of the receiving host's namespace (chainName), so that Heal
 // removes them all at once.
 const (
-	Dev       = "eth0"     // the host side of its veth
-	HBPort    = 10000      // heartbeat port, the same in every namespace
-	Subnet    = "192.0.2." // TEST-NET-1: traffic stays in our namespaces
+	Dev    = "eth0"     // the host side of its veth
+	HBPort = 10000      // heartbeat port, the same in every namespace
+	Subnet = "192.0.2." // TEST-NET-1: traffic stays in our namespaces
+	// Dev2 and Subnet2 are those of the second link (NewBedLinks).
+	Dev2      = "eth1"
+	Subnet2   = "198.51.100." // TEST-NET-2
 	chainName = "HAVEN-CHAOS"
 )
 
@@ -58,8 +66,12 @@ type Bed struct {
 	BrNS string
 	NS   map[string]string // host name -> namespace
 	Addr map[string]string // host name -> address on eth0
-	made []string          // namespaces to delete, in creation order
-	ipt  map[string]bool   // hosts whose chaos chain exists
+	// Addr2 is each host's address on eth1 (second link), empty with one
+	// link.
+	Addr2 map[string]string
+	links int             // 1 or 2 (NewBedLinks)
+	made  []string        // namespaces to delete, in creation order
+	ipt   map[string]bool // hosts whose chaos chain exists
 	// delays are the packet delayers by receiving host (Delay)
 	delays map[string]*delayer
 	// onpath are the on-path attacker's queues by receiving host (onpath.go)
@@ -96,10 +108,15 @@ func IP(args ...string) (string, error) {
 
 // NewBed builds the bridge and one namespace per name, whose addresses are
 // 192.0.2.1, .2, ... in order. On an error, what was made is removed.
-func NewBed(names []string) (b *Bed, err error) {
+func NewBed(names []string) (b *Bed, err error) { return NewBedLinks(names, 1) }
+
+// NewBedLinks is NewBed with links (1 or 2) links per host: the second on
+// its own bridge, at 198.51.100.N.
+func NewBedLinks(names []string, links int) (b *Bed, err error) {
 	rnd := make([]byte, 3)
 	rand.Read(rnd)
-	b = &Bed{ID: hex.EncodeToString(rnd), NS: map[string]string{}, Addr: map[string]string{}, ipt: map[string]bool{}, delays: map[string]*delayer{}}
+	b = &Bed{ID: hex.EncodeToString(rnd), NS: map[string]string{}, Addr: map[string]string{}, Addr2: map[string]string{},
+		links: min(max(links, 1), 2), ipt: map[string]bool{}, delays: map[string]*delayer{}}
 	b.BrNS = "hv-" + b.ID + "-br"
 	defer func() {
 		if err != nil {
@@ -112,6 +129,13 @@ func NewBed(names []string) (b *Bed, err error) {
 	for _, args := range [][]string{{"-n", b.BrNS, "link", "add", "br0", "type", "bridge"}, {"-n", b.BrNS, "link", "set", "br0", "up"}} {
 		if _, err := IP(args...); err != nil {
 			return nil, err
+		}
+	}
+	if b.links == 2 {
+		for _, args := range [][]string{{"-n", b.BrNS, "link", "add", "br1", "type", "bridge"}, {"-n", b.BrNS, "link", "set", "br1", "up"}} {
+			if _, err := IP(args...); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for i, n := range names {
@@ -155,7 +179,58 @@ func (b *Bed) AddHost(name, addr string) error {
 			return err
 		}
 	}
+	if b.links < 2 {
+		return nil
+	}
+	// the second link: same host number on TEST-NET-2
+	addr2 := Subnet2 + addr[strings.LastIndexByte(addr, '.')+1:]
+	b.Addr2[name] = addr2
+	br2 := b.brPort2(name)
+	for _, args := range [][]string{
+		{"-n", b.BrNS, "link", "add", br2, "type", "veth", "peer", "name", Dev2, "netns", ns},
+		{"-n", b.BrNS, "link", "set", br2, "master", "br1"},
+		{"-n", b.BrNS, "link", "set", br2, "up"},
+		{"-n", ns, "addr", "add", addr2 + "/24", "dev", Dev2},
+		{"-n", ns, "link", "set", Dev2, "up"},
+	} {
+		if _, err := IP(args...); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// Links is the number of links per host (1 or 2).
+func (b *Bed) Links() int { return b.links }
+
+// HBAddrs are the heartbeat addresses of host n, one per link.
+func (b *Bed) HBAddrs(n string) []string {
+	out := []string{fmt.Sprintf("%s:%d", b.Addr[n], HBPort)}
+	if a := b.Addr2[n]; a != "" {
+		out = append(out, fmt.Sprintf("%s:%d", a, HBPort))
+	}
+	return out
+}
+
+// brPort2 is the bridge side of the host's second veth.
+func (b *Bed) brPort2(n string) string { return "w-" + n }
+
+// CutLink sets the bridge side of link (0: eth0, 1: eth1) of n down (on)
+// or up again (off): one network of n fails, the others work.
+func (b *Bed) CutLink(n string, link int, on bool) error {
+	port := b.brPort(n)
+	if link == 1 {
+		if b.links < 2 {
+			return fmt.Errorf("%s has no second link", n)
+		}
+		port = b.brPort2(n)
+	}
+	state := "up"
+	if on {
+		state = "down"
+	}
+	_, err := IP("-n", b.BrNS, "link", "set", port, state)
+	return err
 }
 
 // Close kills every process left in the bed's namespaces (the caller asks
@@ -207,16 +282,25 @@ func (b *Bed) Names() []string { return slices.Sorted(maps.Keys(b.NS)) }
 // brPort is the bridge side of the host's veth (at most 15 characters).
 func (b *Bed) brPort(n string) string { return "v-" + n }
 
-// Cut sets the bridge side of n's veth down (n's eth0 loses its carrier
-// and keeps its addresses); Restore sets it up again.
+// Cut sets the bridge side of n's veths down (n's eth0, and eth1 with two
+// links, lose their carrier and keep their addresses): n is cut from every
+// network. Restore sets them up again.
 func (b *Bed) Cut(n string) error {
-	_, err := IP("-n", b.BrNS, "link", "set", b.brPort(n), "down")
-	return err
+	for i := 0; i < b.links; i++ {
+		if err := b.CutLink(n, i, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *Bed) Restore(n string) error {
-	_, err := IP("-n", b.BrNS, "link", "set", b.brPort(n), "up")
-	return err
+	for i := 0; i < b.links; i++ {
+		if err := b.CutLink(n, i, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // HasAddr reports whether addr is on eth0 in n's namespace.

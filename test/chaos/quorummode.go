@@ -49,6 +49,7 @@ var quorumUses = map[string]quorumUse{
 	"OneWayLoss":      quorumDraw,
 	"PauseActive":     quorumDraw,
 	"NearQuorumPoint": quorumNeed,
+	"LinkFail":        quorumDraw, // with quorum on, no vote either
 }
 
 // entry is one test of a sequence: its name and whether it runs with

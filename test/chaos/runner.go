@@ -29,6 +29,9 @@ type Config struct {
 	// or QuorumOff (quorummode.go). With quorum on never twice is promised
 	// by every test.
 	Quorum string
+	// Links is the number of network links per node: 1 (0 too) or 2
+	// (links.go).
+	Links int
 	// OneVote makes the arbitrator Haven's one-vote arbitrator (nodemgr
 	// arbitrator, haven://) instead of the plain HTTP one: with 2 nodes,
 	// the split tests then fail over without a fence command.
@@ -134,9 +137,18 @@ func Run(cfg Config) (*Report, error) {
 			return nil, ConfigError(fmt.Sprintf("unknown test %q (tests: %s)", n, strings.Join(TestNames(), ", ")))
 		}
 	}
+	if cfg.Links < 1 || cfg.Links > 2 {
+		if cfg.Links != 0 {
+			return nil, ConfigError(fmt.Sprintf("%d links per node: want 1 or 2", cfg.Links))
+		}
+		cfg.Links = 1
+	}
 	for _, e := range append(slices.Clone(cfg.Tests), cfg.First...) {
 		n, q := parseEntry(e)
 		if why := checkMode(cfg.Quorum, n, q); why != "" {
+			return nil, ConfigError(why)
+		}
+		if why := checkLinks(cfg.Links, n); why != "" {
 			return nil, ConfigError(why)
 		}
 	}
@@ -182,7 +194,7 @@ func Run(cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("set-up: %w", err)
 	}
 	rep.Setup = time.Since(rep.Started)
-	fmt.Fprintf(cfg.Out, "chaos: seed %d, %d nodes, %d services, quorum %s, cluster up in %s\n", cfg.Seed, len(c.Names), len(c.Services), cfg.Quorum, rep.Setup.Round(100*time.Millisecond))
+	fmt.Fprintf(cfg.Out, "chaos: seed %d, %d nodes, %d link(s) each, %d services, quorum %s, cluster up in %s\n", cfg.Seed, len(c.Names), cfg.Links, len(c.Services), cfg.Quorum, rep.Setup.Round(100*time.Millisecond))
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6861766e))
 	ledger := newLedger()
 	pool := cfg.Only
@@ -192,6 +204,7 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.Quorum == QuorumOff {
 		pool = slices.DeleteFunc(slices.Clone(pool), func(n string) bool { return quorumUses[n] == quorumNeed })
 	}
+	pool = linksPool(cfg.Links, pool)
 	seq := cfg.Tests
 	if len(seq) == 0 {
 		seq = cfg.First

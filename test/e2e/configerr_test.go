@@ -55,6 +55,18 @@ func TestConfigCrossKeyErrorsExit2(t *testing.T) {
 			[]string{"cluster.toml:3: cluster.secret: too weak: only 1 distinct byte values"}},
 		{"repeated pattern secret", func() *node { n, _ := twoNodeRoot(t, strings.Repeat("deadbeef", 8), "", ""); return n },
 			[]string{"cluster.toml:3: cluster.secret: too weak: only 4 distinct byte values"}},
+		{"links: members list different numbers", func() *node {
+			n, p := twoNodeRoot(t, "", "", "")
+			writeClusterToml(t, n, testbed.ClusterToml("c", testbed.NewSecret(), []testbed.Member{
+				{Name: "n1", Links: []string{fmt.Sprintf("127.0.0.1:%d", p), fmt.Sprintf("127.0.0.2:%d", p)}}, {Name: "n2", Addr: "127.0.0.1:1"}}))
+			return n
+		}, []string{"cluster.toml:7: nodes.n2: 1 heartbeat address(es), but n1 lists 2"}},
+		{"links: a host name among several", func() *node {
+			n, p := twoNodeRoot(t, "", "", "")
+			writeClusterToml(t, n, testbed.ClusterToml("c", testbed.NewSecret(), []testbed.Member{
+				{Name: "n1", Links: []string{fmt.Sprintf("127.0.0.1:%d", p), "db1.example:1"}}, {Name: "n2", Links: []string{"127.0.0.1:1", "127.0.0.2:1"}}}))
+			return n
+		}, []string{`cluster.toml:6: nodes.n1: link 2: "db1.example:1": with several links each address must be an IP address`}},
 	}
 	for _, c := range cases {
 		n := c.n()

@@ -51,8 +51,16 @@ func newNetBed(t *testing.T, names []string, nodeExtra string) *netBed {
 // adds it to the node's namespace before starting its daemon.
 func newNetBedAt(t *testing.T, names []string, nodeExtra string, addrs map[string]string) *netBed {
 	t.Helper()
+	return newNetBedLinks(t, names, nodeExtra, addrs, 1)
+}
+
+// newNetBedLinks is newNetBedAt with links (1 or 2) network links per
+// node (chaos.NewBedLinks): with two, each member lists its eth0 and eth1
+// addresses in cluster.toml.
+func newNetBedLinks(t *testing.T, names []string, nodeExtra string, addrs map[string]string, links int) *netBed {
+	t.Helper()
 	skipUnlessNetns(t)
-	bed, err := chaos.NewBed(names)
+	bed, err := chaos.NewBedLinks(names, links)
 	if errors.Is(err, chaos.ErrNoNamespace) {
 		t.Skip(err)
 	}
@@ -74,7 +82,11 @@ func newNetBedAt(t *testing.T, names []string, nodeExtra string, addrs map[strin
 	}
 	var members []testbed.Member
 	for _, n := range names {
-		members = append(members, testbed.Member{Name: n, Addr: fmt.Sprintf("%s:%d", addr(n), bedPort)})
+		m := testbed.Member{Name: n, Addr: fmt.Sprintf("%s:%d", addr(n), bedPort)}
+		if links > 1 {
+			m.Links = bed.HBAddrs(n)
+		}
+		members = append(members, m)
 	}
 	cluster := testbed.ClusterToml("netns", testbed.NewSecret(), members)
 	for _, n := range names {
@@ -118,9 +130,12 @@ func (b *netBed) ok(err error) {
 	}
 }
 
-// cut sets the bridge side of n's veth down; restore sets it up again.
-func (b *netBed) cut(n string)     { b.t.Helper(); b.ok(b.bed.Cut(n)) }
-func (b *netBed) restore(n string) { b.t.Helper(); b.ok(b.bed.Restore(n)) }
+// cut sets the bridge side of n's veths down; restore sets them up again.
+func (b *netBed) cut(n string) { b.t.Helper(); b.ok(b.bed.Cut(n)) }
+
+// cutLink cuts (on) or restores link (0: eth0, 1: eth1) of n.
+func (b *netBed) cutLink(n string, link int, on bool) { b.t.Helper(); b.ok(b.bed.CutLink(n, link, on)) }
+func (b *netBed) restore(n string)                    { b.t.Helper(); b.ok(b.bed.Restore(n)) }
 
 func (b *netBed) hasAddr(n, addr string) bool {
 	b.t.Helper()

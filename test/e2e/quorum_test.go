@@ -101,14 +101,25 @@ type quorumBed struct {
 
 func newQuorumBed(t *testing.T, names []string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string) *quorumBed {
 	t.Helper()
+	return newQuorumBedLinks(t, names, clusterExtra, hosts, 1)
+}
+
+// newQuorumBedLinks is newQuorumBed with links (1 or 2) network links per
+// node.
+func newQuorumBedLinks(t *testing.T, names []string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string, links int) *quorumBed {
+	t.Helper()
 	work := t.TempDir()
-	b := newNetBed(t, names, `split_action = "stop"`+"\n"+`crash_command = "touch `+filepath.Join(work, "crashed-$(hostname)")+`"`)
+	b := newNetBedLinks(t, names, `split_action = "stop"`+"\n"+`crash_command = "touch `+filepath.Join(work, "crashed-$(hostname)")+`"`, nil, links)
 	for h, addr := range hosts {
 		b.ok(b.bed.AddHost(h, addr))
 	}
 	var members []testbed.Member
 	for _, n := range names {
-		members = append(members, testbed.Member{Name: n, Addr: fmt.Sprintf("%s:%d", b.bed.Addr[n], bedPort)})
+		m := testbed.Member{Name: n, Addr: fmt.Sprintf("%s:%d", b.bed.Addr[n], bedPort)}
+		if links > 1 {
+			m.Links = b.bed.HBAddrs(n)
+		}
+		members = append(members, m)
 	}
 	cluster := strings.Replace(testbed.ClusterToml("netns", testbed.NewSecret(), members), "\n\n[nodes]", "\nquorum = true\n\n[nodes]", 1)
 	if clusterExtra != nil {

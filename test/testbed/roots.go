@@ -43,6 +43,9 @@ func WriteClusterToml(root, content string) error {
 type Member struct {
 	Name string
 	Addr string // host:port
+	// Links, when more than one, are its heartbeat addresses, one per
+	// network link (Addr is then ignored).
+	Links []string
 }
 
 // ClusterToml is the cluster.toml of the cluster name: its secret and its
@@ -51,6 +54,14 @@ func ClusterToml(name, secret string, members []Member) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[cluster]\nname = %q\nsecret = %q\n\n[nodes]\n", name, secret)
 	for _, m := range members {
+		if len(m.Links) > 1 {
+			fmt.Fprintf(&b, "%s = [%q", m.Name, m.Links[0])
+			for _, l := range m.Links[1:] {
+				fmt.Fprintf(&b, ", %q", l)
+			}
+			b.WriteString("]\n")
+			continue
+		}
 		fmt.Fprintf(&b, "%s = %q\n", m.Name, m.Addr)
 	}
 	return b.String()

@@ -38,7 +38,7 @@ func TestRootsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := NewSecret()
-	cl := ClusterToml("t", secret, []Member{{"n1", "127.0.0.1:10001"}, {"n2", "127.0.0.1:10002"}})
+	cl := ClusterToml("t", secret, []Member{{Name: "n1", Addr: "127.0.0.1:10001"}, {Name: "n2", Addr: "127.0.0.1:10002"}})
 	if err := WriteClusterToml(root, cl); err != nil {
 		t.Fatal(err)
 	}

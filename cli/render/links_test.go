@@ -1,0 +1,48 @@
+package render
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"haven/api"
+	"haven/dataset"
+	"haven/monitor"
+)
+
+// A peer heard on one of its two links: svcmon's hb row, the daemon status
+// and svcmgr explain say so; all links up (or a single link) says nothing.
+func TestLinksMarks(t *testing.T) {
+	st := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:   threeNodes(),
+		Local:   "n2",
+		Heartbeat: map[string]dataset.HBPeer{
+			"n1": {Up: true, LastHeardMs: 800, Links: []dataset.HBLink{{Name: "net1", Up: true}, {Name: "net2", Up: false}}},
+			"n3": {Up: true, LastHeardMs: 300, Links: []dataset.HBLink{{Name: "net1", Up: true}, {Name: "net2", Up: true}}},
+		},
+	}
+	out := Svcmon(st, SvcmonOptions{})
+	var hb string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "hb ") {
+			hb = l
+		}
+	}
+	if !strings.Contains(hb, "up 0.8s links 1/2") || strings.Contains(hb, "up 0.3s links") {
+		t.Errorf("hb row: %q", hb)
+	}
+	now := time.Now()
+	ds := &api.DaemonStatus{Node: "n2", Started: now, HB: api.HBStatus{Addr: "0.0.0.0:10000", Listening: true},
+		Peers: []api.PeerStatus{{Name: "n1", Status: "up", Links: []api.LinkStatus{{Name: "net1", Up: true}, {Name: "net2"}}},
+			{Name: "n3", Status: "up", Links: []api.LinkStatus{{Name: "net1", Up: true}, {Name: "net2", Up: true}}}}}
+	s := NodeStatus(ds, now)
+	if !strings.Contains(s, "up links 1/2 (net2 down)") || strings.Count(s, "links") != 1 {
+		t.Errorf("daemon status:\n%s", s)
+	}
+	e := Explain(&api.Explanation{Service: "web", Local: "n2", Links: []string{"n1: links 1/2, net2 down (an alarm, not a failover)"},
+		Monitor: &monitor.LocalMonitor{}})
+	if !strings.Contains(e, "heartbeat: n1: links 1/2, net2 down") {
+		t.Errorf("explain:\n%s", e)
+	}
+}

@@ -1,0 +1,48 @@
+package daemon
+
+import (
+	"testing"
+	"time"
+
+	"haven/config"
+	"haven/heartbeat"
+	"haven/internal/clock"
+)
+
+// haven_hb_link_up has one gauge per link of every peer: 0 for a link cut
+// while the peer is heard on the other, 1 for the others.
+func TestMetricsLinkUp(t *testing.T) {
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	net := heartbeat.NewMemNetwork(clk)
+	members := []config.Member{
+		{Name: "n1", Addr: "10.0.0.1:10000", Links: []string{"10.0.0.1:10000", "10.1.0.1:10000"}},
+		{Name: "n2", Addr: "10.0.0.2:10000", Links: []string{"10.0.0.2:10000", "10.1.0.2:10000"}},
+	}
+	var hb1 heartbeat.Heartbeat
+	for _, m := range members {
+		h, err := net.Join(heartbeat.Config{Node: m.Name, Members: members, ClusterName: "c", Timeout: 3 * time.Second, Interval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Name == "n1" {
+			hb1 = h
+		}
+	}
+	m := newMetrics("n1", "c", 1)
+	m.setHeartbeat(hb1)
+	net.Advance(10 * time.Second)
+	if got := metricValue(t, m, "haven_hb_link_up", "peer", "n2", "link", "net2"); got != 1 {
+		t.Fatalf("haven_hb_link_up{n2,net2} = %v before the cut, want 1", got)
+	}
+	net.CutLink("n2", 1, true)
+	net.Advance(10 * time.Second)
+	if got := metricValue(t, m, "haven_hb_link_up", "peer", "n2", "link", "net2"); got != 0 {
+		t.Errorf("haven_hb_link_up{n2,net2} = %v with net2 cut, want 0", got)
+	}
+	if got := metricValue(t, m, "haven_hb_link_up", "peer", "n2", "link", "net1"); got != 1 {
+		t.Errorf("haven_hb_link_up{n2,net1} = %v, want 1", got)
+	}
+	if got := metricValue(t, m, "haven_heartbeat_peer_up", "peer", "n2"); got != 1 {
+		t.Errorf("haven_heartbeat_peer_up{n2} = %v with one link of two cut, want 1", got)
+	}
+}

@@ -1,0 +1,45 @@
+package node
+
+// Heartbeat links (several network links per member, or a link added from
+// outside such as the disk heartbeat): a link going down while the peer is
+// heard on another one is an alarm, never a peer down, a vote or a
+// failover. The daemon reports these events itself; they never reach the
+// core's state.
+
+// LinkDown: a link to a peer was silent for hb.timeout while the peer is
+// heard on another link.
+type LinkDown struct {
+	Node   string `json:"node"`
+	Link   string `json:"link"`
+	Addr   string `json:"addr,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func (LinkDown) Kind() string    { return "link_down" }
+func (LinkDown) Service() string { return "" }
+func (LinkDown) Level() Level    { return Warn }
+func (e LinkDown) String() string {
+	return "heartbeat link " + linkText(e.Link, e.Addr) + " to " + e.Node + " down: " + e.Reason +
+		"; " + e.Node + " stays up (heard on another link): check that network (docs/operations.md, \"Heartbeat links\")"
+}
+
+// LinkUp: a link reported down carries the peer's frames again.
+type LinkUp struct {
+	Node string `json:"node"`
+	Link string `json:"link"`
+	Addr string `json:"addr,omitempty"`
+}
+
+func (LinkUp) Kind() string    { return "link_up" }
+func (LinkUp) Service() string { return "" }
+func (LinkUp) Level() Level    { return Info }
+func (e LinkUp) String() string {
+	return "heartbeat link " + linkText(e.Link, e.Addr) + " to " + e.Node + " up again"
+}
+
+func linkText(link, addr string) string {
+	if addr == "" {
+		return link
+	}
+	return link + " (" + addr + ")"
+}
