@@ -10,6 +10,7 @@ import (
 	"haven/config"
 	"haven/heartbeat"
 	"haven/node"
+	"haven/node/driver"
 )
 
 // simSecret is the cluster secret of every simulated node.
@@ -362,14 +363,11 @@ func (c *Cluster) admin(node, svc, action, arg string, local, wait, force bool) 
 		pending = "(waiting: answered when the target is reached)"
 	}
 	return c.request(node, svc, action, pending, func(d *daemon, reply func(string, error)) {
-		switch {
-		case svc == "":
+		if svc == "" {
 			d.nodeAction(action, reply)
-		case wait:
-			d.serviceActionWait(svc, action, arg, reply)
-		default:
-			d.serviceAction(svc, action, arg, local, force, reply)
+			return
 		}
+		d.serviceAction(driver.Request{Service: svc, Action: action, Node: arg, Local: local, Force: force, Wait: wait}, reply)
 	})
 }
 
