@@ -159,8 +159,7 @@ func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, err
 			}
 			// what the call changed is on disk first (the core answers
 			// once it is, or with the error of a roll back since from)
-			d.tickets[d.core.AfterPersist(from)] = func(a node.Answer) { ch <- res{v, answerErr(a)} }
-			d.applyReady()
+			d.drv.Await(d.core.AfterPersist(from), func(a node.Answer) { ch <- res{v, answerErr(a)} })
 		})
 	}) {
 		writeErr(w, errors.New("the daemon is stopping"))
@@ -324,9 +323,7 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 // (applyConfigs) and answers once the state is written and the live peers
 // hold it.
 func (d *Daemon) editConfig(req node.ConfigRequest, done func(node.Answer)) {
-	req.Now = d.clk.Now()
-	d.tickets[d.core.EditConfig(req)] = done
-	d.applyReady()
+	d.drv.EditConfig(req, done)
 }
 
 // keyword gets, sets or unsets keywords. A change is installed here at

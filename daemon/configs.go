@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"haven/dataset"
 	"haven/fsutil"
 	"haven/node"
 )
@@ -94,7 +93,7 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 		delete(d.services, name)
 		d.core.RemoveInstance(name)
 		delete(d.cfgs.invalid, name)
-		d.changed()
+		d.drv.Changed()
 		d.log.Info("service deleted", zap.String("svc", name))
 		d.core.ConfigDone(name, nil, d.clk.Now())
 	default:
@@ -138,19 +137,6 @@ func (d *Daemon) runParked(name string) {
 	if len(d.cfgs.parked[name]) == 0 {
 		delete(d.cfgs.parked, name)
 	}
-}
-
-// validConfigs keeps the config entries heard from peer from whose names
-// are valid; an invalid one is refused (logged once): it could name a
-// path outside the service directory.
-func (d *Daemon) validConfigs(from string, es map[string]dataset.ConfigEntry) map[string]dataset.ConfigEntry {
-	ok := make(map[string]dataset.ConfigEntry, len(es))
-	for _, name := range sortedKeys(es) {
-		if d.peerServiceName(from, "configs", name) {
-			ok[name] = es[name]
-		}
-	}
-	return ok
 }
 
 // mergeMoreLater goes on, in later turns of the loop, with the peers'

@@ -152,8 +152,7 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 // one at a time).
 func (d *Daemon) check(inst *instance) {
 	if inst != nil {
-		d.core.CheckNow(inst.name)
-		d.applyReady()
+		d.drv.CheckNow(inst.name)
 	}
 }
 
@@ -202,26 +201,6 @@ func (d *Daemon) goWorker(f func(ctx context.Context)) {
 	}()
 }
 
-// runAction starts or stops the local instance for the daemon itself (a
-// deletion, a node removed from the service's nodes): the node core
-// orders it (startAction runs it in a worker). done (may be nil) runs on
-// the loop with the result.
-func (d *Daemon) runAction(inst *instance, action, reason string, done func(error)) {
-	tk, err := d.core.RunAction(inst.name, action, reason, d.clk.Now())
-	if err != nil {
-		if done != nil {
-			done(err)
-		}
-		return
-	}
-	d.tickets[tk] = func(a node.Answer) {
-		if done != nil {
-			done(a.Err)
-		}
-	}
-	d.applyReady()
-}
-
 // startAction runs an action the node core ordered (node.Ready.Run) in a
 // worker. An instance whose drivers could not be built here cannot run
 // it: the action fails at once, with the cause.
@@ -259,8 +238,7 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 		}
 		d.post(func() {
 			// the core orders the full check that ends the action
-			d.core.ActionDone(inst.name, action, err, d.clk.Now())
-			d.applyReady()
+			d.drv.ActionDone(inst.name, action, err)
 		})
 	})
 }
@@ -290,7 +268,7 @@ func (d *Daemon) localNode() dataset.Node {
 		Labels:      d.node.Labels,
 		Services:    map[string]dataset.Instance{},
 		Configs:     d.core.ConfigEntries(),
-		Gen:         d.gen,
+		Gen:         d.drv.Gen(),
 	}
 	for name := range d.cfgs.invalid {
 		n.Services[name] = d.invalidInstance(name)

@@ -109,24 +109,6 @@ func (d *Daemon) rollback(seq uint64, werr error, good []byte) {
 // rolled back): nothing the loop holds is ahead of the disk.
 func (d *Daemon) settled() bool { return d.core.Settled() }
 
-// retryState runs on every tick while writes fail: the core records again
-// what the instance monitors observed and hands the state out even if
-// unchanged, so that the node recovers as soon as the disk does.
-func (d *Daemon) retryState() {
-	d.core.RetryPersist()
-	d.applyReady()
-}
-
-// mayStep reports whether the decision core may run now: not while a
-// state is pending (its decisions would rest on what may be undone), and
-// at most once a tick while writes fail (each pass could retry a write).
-func (d *Daemon) mayStep() bool {
-	if !d.settled() {
-		return false
-	}
-	return d.ps.err == nil || d.clk.Now().Sub(d.lastStep) >= tickPeriod
-}
-
 // flushState runs once the loop has ended: the changes that waited for the
 // write in flight (the core's group commit) are handed to the persister,
 // which writes them after it when it closes. Nobody was answered about
