@@ -1,7 +1,8 @@
 package driver
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"haven/config"
 	"haven/dataset"
@@ -95,21 +96,21 @@ func (d *Driver) ValidConfigs(from string, es map[string]dataset.ConfigEntry) ma
 // ValidTargets keeps the targets heard from a peer whose names are
 // valid.
 func (d *Driver) ValidTargets(ts map[string]dataset.Target) map[string]dataset.Target {
-	ok := make(map[string]dataset.Target, len(ts))
-	for _, name := range sortedKeys(ts) {
-		if d.serviceName("", "targets", name) && d.nodeName("", "targets", name, ts[name].Node) {
-			ok[name] = ts[name]
-		}
-	}
-	return ok
+	return validNodeEntries(d, "targets", ts, func(t dataset.Target) string { return t.Node })
 }
 
 // ValidClears is ValidTargets for clear requests.
 func (d *Driver) ValidClears(cs map[string]dataset.ClearRequest) map[string]dataset.ClearRequest {
-	ok := make(map[string]dataset.ClearRequest, len(cs))
-	for _, name := range sortedKeys(cs) {
-		if d.serviceName("", "clears", name) && d.nodeName("", "clears", name, cs[name].Node) {
-			ok[name] = cs[name]
+	return validNodeEntries(d, "clears", cs, func(c dataset.ClearRequest) string { return c.Node })
+}
+
+// validNodeEntries keeps the entries of es whose service and node
+// (nodeOf) names are valid.
+func validNodeEntries[E any](d *Driver, what string, es map[string]E, nodeOf func(E) string) map[string]E {
+	ok := make(map[string]E, len(es))
+	for _, name := range sortedKeys(es) {
+		if d.serviceName("", what, name) && d.nodeName("", what, name, nodeOf(es[name])) {
+			ok[name] = es[name]
 		}
 	}
 	return ok
@@ -150,11 +151,4 @@ func (d *Driver) refuse(r RefusedName) {
 	d.fx.RefusedName(r)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
