@@ -38,7 +38,7 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 			done(nil, err)
 			return
 		}
-		done(api.ActionResponse{ID: a.ID, Result: a.Result}, nil)
+		done(api.ActionResponse{ID: a.ID, Result: a.Result, WasFrozen: a.WasFrozen}, nil)
 	})
 }
 

@@ -89,6 +89,9 @@ type Core struct {
 
 	waiters    []waiter
 	nextTicket Ticket
+	// wasFrozen is the frozen state of a service before an admin action,
+	// for its answer (wasfrozen.go).
+	wasFrozen map[Ticket]string
 
 	// ps is the acknowledgement of state writes (persist.go).
 	ps persistence
@@ -196,6 +199,7 @@ func (c *Core) Ready() Ready {
 	r.Run = append(r.Run, c.ps.outRuns...)
 	r.NodeActions = append(r.NodeActions, c.ps.outNode...)
 	c.ps.outAnswers, c.ps.outRuns, c.ps.outNode = nil, nil, nil
+	c.stampAnswers(r.Answers)
 	return r
 }
 
@@ -222,6 +226,10 @@ type Answer struct {
 	Result string
 	Err    error
 	Bad    bool
+	// WasFrozen is the frozen state of the service before the admin
+	// target action of the request (WasFrozen, WasMixed, WasThawed), ""
+	// for the other requests.
+	WasFrozen string
 }
 
 // waiter is a --wait caller of target id of svc. A zero deadline waits as

@@ -205,3 +205,21 @@ func TestServiceActionRouting(t *testing.T) {
 		t.Fatalf("wake-ups %v, want the deadline %v", fx.wakes, clk.Now().Add(time.Minute))
 	}
 }
+
+// The answer of a target action says whether the service was frozen
+// before it (the CLI prints it without a status call of its own).
+func TestAnswerSaysWasFrozen(t *testing.T) {
+	d, _ := newDriver(t, &fakeFx{})
+	var got node.Answer
+	req := Request{Service: "web", Action: "start", Nodes: []string{"n1", "n2"}}
+	d.ServiceAction(req, func(a node.Answer) { got = a })
+	if got.Err != nil || got.WasFrozen != node.WasThawed {
+		t.Fatalf("start of a thawed service: %+v", got)
+	}
+	d.ServiceAction(Request{Service: "web", Action: "abort"}, func(node.Answer) {})
+	d.ServiceAction(Request{Service: "web", Action: "freeze", Local: true}, func(node.Answer) {})
+	d.ServiceAction(req, func(a node.Answer) { got = a })
+	if got.Err != nil || got.WasFrozen != node.WasFrozen {
+		t.Fatalf("start of a frozen service: %+v", got)
+	}
+}
