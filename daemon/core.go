@@ -43,7 +43,15 @@ func (e effects) Event(ev node.Event) {
 }
 
 // ArmWake arms the step timer.
-func (e effects) ArmWake(t time.Time) { e.d.stepTimer = e.d.clk.After(t.Sub(e.d.clk.Now())) }
+func (e effects) ArmWake(t time.Time) {
+	d := e.d
+	if d.stepTimer == nil {
+		d.stepTimer = d.clk.NewTimer(t.Sub(d.clk.Now()))
+	} else {
+		d.stepTimer.Reset(t.Sub(d.clk.Now()))
+	}
+	d.step = d.stepTimer.C()
+}
 
 // Publish sends the local dataset (to the metrics too: a lone node has no
 // heartbeat).

@@ -118,8 +118,10 @@ type Daemon struct {
 	// and holds until their state is on disk, by service, in order.
 	ordered map[string][]*resource.Set
 
-	// stepTimer is the driver's wake-up (driver.Effects.ArmWake)
-	stepTimer <-chan time.Time
+	// stepTimer is the driver's wake-up (driver.Effects.ArmWake), step
+	// its channel while armed
+	stepTimer clock.Timer
+	step      <-chan time.Time
 }
 
 // New prepares a daemon: it takes the root's lock, opens the log and loads
@@ -189,7 +191,9 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.metrics = newMetrics(d.node.Name, d.cluster.Name, opts.Compat)
+	d.metrics.clk = d.clk
 	d.hooks = newHookRunner(d.node.Hooks, hookQueueLen, d.log.Named("hook"), d.metrics)
+	d.hooks.clk = d.clk
 	dur, accepted, err := openState(p.State(), p.ServiceDir, opts.NewState)
 	if err != nil {
 		return nil, err
@@ -197,7 +201,7 @@ func New(opts Options) (*Daemon, error) {
 	d.core = node.New(driver.CoreConfig(d.node, d.cluster, opts.Compat, d, memberCodec{tomlfile.ServiceCodec{File: p.ServiceConf}, d}), dur)
 	d.drv = driver.New(d.core, effects{d}, d.clk)
 	// the CPU time of a decision pass, whatever d.clk is
-	d.drv.Stopwatch, d.drv.ObserveDecision = clock.Real{}, d.metrics.observeDecision
+	d.drv.Stopwatch, d.drv.ObserveDecision = clock.Wall, d.metrics.observeDecision
 	d.dur = d.core.State()
 	if err := d.checkIdentity(opts.NewCluster); err != nil {
 		return nil, err
@@ -338,16 +342,19 @@ const sysinfoPeriod = 10 * time.Second
 func (d *Daemon) loop(ctx context.Context) string {
 	defer close(d.quit)
 	var (
-		timer    <-chan time.Time
+		timer    = d.clk.NewTimer(tickPeriod) // armed below
+		armed    = false
 		timerAt  time.Time
 		lastTick = d.clk.Now()
 	)
+	defer timer.Stop()
 	var mode string
 	for {
 		// sleep until the next tick due: the core knows its wake-ups (an
 		// input may bring them earlier: asked again after each one)
-		if due := d.nextTick(lastTick); timer == nil || due.Before(timerAt) {
-			timerAt, timer = due, d.clk.After(due.Sub(d.clk.Now()))
+		if due := d.nextTick(lastTick); !armed || due.Before(timerAt) {
+			timerAt, armed = due, true
+			timer.Reset(due.Sub(d.clk.Now()))
 		}
 		select {
 		case f := <-d.ev:
@@ -360,11 +367,11 @@ func (d *Daemon) loop(ctx context.Context) string {
 			d.onHeartbeat(ev)
 		case <-d.sd.timer:
 			d.sdTick()
-		case <-d.stepTimer:
-			d.stepTimer = nil
+		case <-d.step:
+			d.step = nil
 			d.drv.Wake() // a pass below
-		case <-timer:
-			timer = nil
+		case <-timer.C():
+			armed = false
 			lastTick = d.clk.Now()
 			d.tick()
 		case m := <-d.stopReq:
