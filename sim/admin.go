@@ -16,10 +16,7 @@ import (
 type effects struct{ d *daemon }
 
 // SaveState writes the simulated disk: what survives a crash.
-func (e effects) SaveState(seq uint64, st *node.State) bool {
-	e.d.n.dur = st.Clone()
-	return true
-}
+func (e effects) SaveState(seq uint64, st *node.State) bool { return e.d.saveState(seq, st) }
 
 func (e effects) Order([]node.Action)            {}
 func (e effects) Event(ev node.Event)            { e.d.record(ev) }

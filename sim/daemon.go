@@ -40,6 +40,10 @@ type daemon struct {
 	drv  *driver.Driver
 	core *node.Core
 
+	// writes are the state writes in flight on a slow or failing disk
+	// (disk.go)
+	writes []simWrite
+
 	// later are the arbitrator answers and fence ends due, pausedUntil
 	// the end of a pause (quorum.go)
 	later       []pending
@@ -123,6 +127,9 @@ func (d *daemon) process() bool {
 			after()
 		}
 	}
+	if d.writesDone() {
+		after()
+	}
 	if d.runLater() {
 		after()
 	}
@@ -157,6 +164,9 @@ func (d *daemon) due() time.Time {
 	}
 	if l := d.laterDue(); !l.IsZero() && l.Before(t) {
 		t = l
+	}
+	if w := d.writeDue(); !w.IsZero() && w.Before(t) {
+		t = w
 	}
 	return t
 }
@@ -308,6 +318,9 @@ func (d *daemon) beginStop(mode string) {
 }
 
 func (d *daemon) readyToExit() bool {
+	if len(d.writes) > 0 {
+		return false // the last states reach the disk first
+	}
 	for _, inst := range d.insts {
 		if inst.busy != "" {
 			return false
