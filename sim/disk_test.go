@@ -5,41 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"haven/config/tomlfile"
 )
 
-// diskCluster is n1 n2 with web (ha, on n1 and n2) and db (on n1 only,
-// orchestrate no), running.
+// diskCluster is n1 n2 with web up on n1, and db and log on n1 only
+// (orchestrate no).
 func diskCluster(t *testing.T, opt Options) *Cluster {
 	t.Helper()
-	c, err := New([]string{"n1", "n2"}, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, text := range map[string]string{
-		"web": "[DEFAULT]\nnodes = [\"n1\", \"n2\"]\norchestrate = \"ha\"\n",
-		"db":  "[DEFAULT]\nnodes = [\"n1\"]\norchestrate = \"no\"\n",
-		"log": "[DEFAULT]\nnodes = [\"n1\"]\norchestrate = \"no\"\n",
-	} {
-		cfg, err := tomlfile.ParseService(name+".toml", name, []byte(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.AddService(cfg, 0, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range []string{"n1", "n2"} {
-		if err := c.Start(n, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.Run(20 * time.Second)
-	if up := c.UpOn("web"); !slices.Equal(up, []string{"n1"}) {
-		t.Fatalf("web up on %v, want n1", up)
-	}
-	return c
+	only := "[DEFAULT]\nnodes = [\"n1\"]\norchestrate = \"no\"\n"
+	return webCluster(t, opt, map[string]string{"db": only, "log": only})
 }
 
 // lineWith is the first timeline line that has every one of ss.
