@@ -153,7 +153,7 @@ func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, err
 				done(v, err)
 				return
 			}
-			d.drv.Await(d.core.AfterPersist(from), func(a node.Answer) { done(v, answerErr(a)) })
+			d.drv.Ask(node.Barrier{From: from}, func(a node.Answer) { done(v, answerErr(a)) })
 		})
 	})
 }

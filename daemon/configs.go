@@ -87,7 +87,7 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 	name := op.Service
 	switch {
 	case err != nil:
-		d.core.ConfigDone(name, err, d.clk.Now())
+		d.drv.Input(node.ConfigWritten{Service: name, Err: err, Now: d.clk.Now()})
 	case op.Config == nil:
 		delete(d.cfgs.refused, name)
 		delete(d.services, name)
@@ -95,7 +95,7 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 		delete(d.cfgs.invalid, name)
 		d.drv.Changed()
 		d.log.Info("service deleted", zap.String("svc", name))
-		d.core.ConfigDone(name, nil, d.clk.Now())
+		d.drv.Input(node.ConfigWritten{Service: name, Now: d.clk.Now()})
 	default:
 		cfg := op.Config
 		cfg.File = path
@@ -106,8 +106,8 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 		}
 		inst := d.installInstance(cfg)
 		d.log.Info("service config "+op.What, zap.String("svc", name))
-		d.core.ConfigDone(name, nil, d.clk.Now())
-		d.core.CheckNow(inst.name)
+		d.drv.Input(node.ConfigWritten{Service: name, Now: d.clk.Now()})
+		d.drv.Input(node.CheckOrdered{Service: inst.name})
 	}
 }
 
@@ -150,8 +150,7 @@ func (d *Daemon) mergeMoreLater() {
 	d.cfgs.merging = true
 	go d.post(func() { // from a goroutine: the loop never waits on its own queue
 		d.cfgs.merging = false
-		d.core.MergeMore(d.clk.Now())
-		d.applyReady()
+		d.drv.Step(node.MoreConfigs{Now: d.clk.Now()})
 		d.mergeMoreLater()
 	})
 }

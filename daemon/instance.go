@@ -167,7 +167,7 @@ func (d *Daemon) startCheck(ck node.Check) {
 	}
 	if set == nil {
 		// removed or changed meanwhile: the core sees a stale check
-		d.core.CheckDone(ck, nil, d.clk.Now())
+		d.drv.Input(node.Checked{Check: ck, Now: d.clk.Now()})
 		return
 	}
 	d.goWorker(func(ctx context.Context) {
@@ -178,10 +178,7 @@ func (d *Daemon) startCheck(ck node.Check) {
 		} else {
 			res = set.StatusMonitored(ctx)
 		}
-		d.post(func() {
-			d.core.CheckDone(ck, res, d.clk.Now())
-			d.applyReady()
-		})
+		d.post(func() { d.drv.CheckDone(ck, res) })
 	})
 }
 
@@ -212,7 +209,7 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 		if inst != nil && inst.buildErr != "" {
 			err = fmt.Errorf("%s: cannot run here: %s", a.Service, inst.buildErr)
 		}
-		d.core.ActionDone(a.Service, a.Kind, err, d.clk.Now())
+		d.drv.Input(node.Acted{Service: a.Service, Kind: a.Kind, Err: err, Now: d.clk.Now()})
 		return
 	}
 	action, rid := a.Kind, a.RID

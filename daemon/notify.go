@@ -111,7 +111,7 @@ func (d *Daemon) sdAwaitCheck(inst *instance) {
 		return
 	}
 	d.sd.pending++
-	d.drv.Await(d.core.WhenChecked(inst.name), func(node.Answer) {
+	d.drv.Ask(node.CheckWait{Service: inst.name}, func(node.Answer) {
 		if d.sd.pending > 0 {
 			d.sd.pending--
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"haven/node"
 )
 
 // persistLoop is the loop's side of the persister. The node core numbers
@@ -40,11 +42,11 @@ func (d *Daemon) saveState(seq uint64) {
 	b, err := encodeDurable(*d.dur)
 	if err != nil {
 		d.log.Error("encode state", zap.Error(err))
-		d.core.PersistDone(seq, fmt.Errorf("encode state: %w", err), d.clk.Now())
+		d.drv.Input(node.Persisted{Seq: seq, Err: fmt.Errorf("encode state: %w", err), Now: d.clk.Now()})
 		return
 	}
 	if d.core.PersistFailing() == nil && d.ps.written >= d.ps.handed && bytes.Equal(b, d.ps.last) {
-		d.core.PersistDone(seq, nil, d.clk.Now())
+		d.drv.Input(node.Persisted{Seq: seq, Now: d.clk.Now()})
 		return
 	}
 	d.ps.last = b
@@ -65,7 +67,7 @@ func (d *Daemon) persisted(seq uint64, err error, good []byte) {
 		return
 	}
 	d.ps.written = seq
-	d.core.PersistDone(seq, nil, d.clk.Now())
+	d.drv.Input(node.Persisted{Seq: seq, Now: d.clk.Now()})
 	if d.ps.err != nil {
 		d.log.Info("state saved again", zap.String("path", d.p.State()), zap.Int("failed_writes", d.ps.failures),
 			zap.Duration("after", d.clk.Now().Sub(d.ps.failSince)))
@@ -83,7 +85,7 @@ func (d *Daemon) persisted(seq uint64, err error, good []byte) {
 // What the instance monitors observed (local expect, start failed) is
 // recorded again by the retries (retryState) once the disk takes writes.
 func (d *Daemon) rollback(seq uint64, werr error, good []byte) {
-	d.core.PersistDone(seq, werr, d.clk.Now())
+	d.drv.Input(node.Persisted{Seq: seq, Err: werr, Now: d.clk.Now()})
 	d.ps.last = good
 	d.ps.written = d.ps.handed
 	d.ordered = nil // every action held was aborted

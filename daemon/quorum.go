@@ -39,8 +39,7 @@ func (d *Daemon) runProbes(probes []node.Probe) {
 		d.goWorker(func(ctx context.Context) {
 			ok, detail := probeArbitrator(ctx, a)
 			d.post(func() {
-				d.core.ArbitratorResult(a.Name, ok, detail, sent, d.clk.Now())
-				d.applyReady()
+				d.drv.Step(node.Voted{Arbitrator: a.Name, OK: ok, Detail: detail, Sent: sent, Now: d.clk.Now()})
 			})
 		})
 	}
@@ -88,17 +87,13 @@ func (d *Daemon) runFences(fences []node.Fence) {
 		target := f.Node
 		if !ok {
 			d.post(func() {
-				d.core.FenceDone(target, fmt.Errorf("no [stonith.%s] command", target), d.clk.Now())
-				d.applyReady()
+				d.drv.Step(node.FenceEnded{Node: target, Err: fmt.Errorf("no [stonith.%s] command", target), Now: d.clk.Now()})
 			})
 			continue
 		}
 		d.goWorker(func(ctx context.Context) {
 			err := runFence(ctx, st)
-			d.post(func() {
-				d.core.FenceDone(target, err, d.clk.Now())
-				d.applyReady()
-			})
+			d.post(func() { d.drv.Step(node.FenceEnded{Node: target, Err: err, Now: d.clk.Now()}) })
 		})
 	}
 }
@@ -171,8 +166,7 @@ func (d *Daemon) reportOneVote(a config.Arbitrator, p node.Probe) {
 		}
 		d.post(func() {
 			cl.busy = false
-			d.core.OneVoteResult(name, g, errText, sent, d.clk.Now())
-			d.applyReady()
+			d.drv.Step(node.Granted{Arbitrator: name, Grant: g, ErrText: errText, Sent: sent, Now: d.clk.Now()})
 		})
 	})
 }

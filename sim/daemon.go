@@ -225,14 +225,14 @@ func (d *daemon) applyConfig(op node.ConfigOp) {
 		d.relist()
 		d.core.RemoveInstance(name)
 		d.drv.Changed()
-		d.core.ConfigDone(name, nil, now)
+		d.drv.Input(node.ConfigWritten{Service: name, Now: now})
 		return
 	}
 	d.n.files[name] = op.Config
 	d.installInstance(op.Config, now)
 	d.drv.Changed()
-	d.core.ConfigDone(name, nil, now)
-	d.core.CheckNow(name)
+	d.drv.Input(node.ConfigWritten{Service: name, Now: now})
+	d.drv.Input(node.CheckOrdered{Service: name})
 }
 
 // startAction is the fake resource driver of an action the core ordered:
@@ -292,7 +292,7 @@ func (d *daemon) runCheck(ck node.Check) {
 	if d.c.running[d.name][ck.Service] {
 		st = dataset.StatusUp
 	}
-	d.core.CheckDone(ck, map[string]dataset.Resource{simRID: {Status: st}}, d.c.clk.Now())
+	d.drv.Input(node.Checked{Check: ck, Resources: map[string]dataset.Resource{simRID: {Status: st}}, Now: d.c.clk.Now()})
 }
 
 func frozenWord(f bool) string {

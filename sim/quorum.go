@@ -316,16 +316,16 @@ func (d *daemon) runLater() bool {
 		did = true
 		if p.probe != nil && d.c.arbitrator(p.probe.Name) != nil && d.c.arbitrator(p.probe.Name).book != nil {
 			if p.grant == nil {
-				d.core.OneVoteResult(p.probe.Name, quorum.GrantAnswer{}, "no answer within the timeout", p.probe.Sent, now)
+				d.drv.Input(node.Granted{Arbitrator: p.probe.Name, ErrText: "no answer within the timeout", Sent: p.probe.Sent, Now: now})
 			} else {
-				d.core.OneVoteResult(p.probe.Name, *p.grant, "", p.probe.Sent, now)
+				d.drv.Input(node.Granted{Arbitrator: p.probe.Name, Grant: *p.grant, Sent: p.probe.Sent, Now: now})
 			}
 		} else if p.probe != nil {
 			detail := "answered"
 			if !p.ok {
 				detail = "no answer within the timeout"
 			}
-			d.core.ArbitratorResult(p.probe.Name, p.ok, detail, p.probe.Sent, now)
+			d.drv.Input(node.Voted{Arbitrator: p.probe.Name, OK: p.ok, Detail: detail, Sent: p.probe.Sent, Now: now})
 		} else {
 			var err error
 			if !p.ok {
@@ -337,7 +337,7 @@ func (d *daemon) runLater() bool {
 				n.d, n.machineUp = nil, false
 				d.c.running[p.fence] = map[string]bool{}
 			}
-			d.core.FenceDone(p.fence, err, now)
+			d.drv.Input(node.FenceEnded{Node: p.fence, Err: err, Now: now})
 		}
 		d.drv.Apply()
 	}

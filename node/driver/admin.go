@@ -43,26 +43,24 @@ func (d *Driver) ServiceAction(r Request, done func(node.Answer)) {
 		return
 	}
 	now := d.clk.Now()
-	var tk node.Ticket
 	switch {
 	case r.Local || r.Action == "restart":
-		tk = d.Core.AdminLocal(node.LocalRequest{Service: r.Service, Action: r.Action, Now: now, Force: r.Force})
+		d.Ask(node.LocalRequest{Service: r.Service, Action: r.Action, Now: now, Force: r.Force}, done)
 	case r.Action == "delete":
-		tk = d.Core.DeleteService(r.Service, now)
+		d.Ask(node.Deletion{Service: r.Service, Now: now}, done)
 	default:
 		treq := node.TargetRequest{Service: r.Service, Action: r.Action, Node: r.Node, Now: now, Nodes: r.Nodes, Wait: r.Wait}
 		if r.Wait && r.WaitTimeout > 0 {
 			treq.Deadline = now.Add(r.WaitTimeout)
 			d.armWake(treq.Deadline)
 		}
-		tk = d.Core.AdminTarget(treq)
+		d.Ask(treq, done)
 	}
-	d.Await(tk, done)
 }
 
 // NodeAction runs freeze, thaw or drain of this node.
 func (d *Driver) NodeAction(action string, done func(node.Answer)) {
-	d.Await(d.Core.AdminNode(action, d.clk.Now()), done)
+	d.Ask(node.NodeAdmin{Action: action, Now: d.clk.Now()}, done)
 }
 
 // EditConfig hands an edit made here (create, set, unset) to the core,
@@ -70,7 +68,7 @@ func (d *Driver) NodeAction(action string, done func(node.Answer)) {
 // peers hold it.
 func (d *Driver) EditConfig(req node.ConfigRequest, done func(node.Answer)) {
 	req.Now = d.clk.Now()
-	d.Await(d.Core.EditConfig(req), done)
+	d.Ask(req, done)
 }
 
 // RunAction starts or stops the local instance for the shell itself (a

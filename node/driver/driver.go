@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"haven/clock"
+	"haven/dataset"
 	"haven/node"
 )
 
@@ -67,6 +68,10 @@ type Driver struct {
 	lastStep, stepAt        time.Time
 	badNames                map[string]bool
 
+	// Trace, when set, sees every input the driver hands the core, in
+	// order (to log or replay a run).
+	Trace func(node.Input)
+
 	// ObserveDecision, when set, gets the duration of each decision pass
 	// as measured by Stopwatch (the CPU time of the pass, whatever the
 	// loop's clock is).
@@ -102,7 +107,7 @@ func (d *Driver) Apply() {
 			}
 			// written at once: what waited for it is released in this
 			// same pass, in the order of one Ready
-			d.Core.PersistDone(rd.PersistSeq, nil, d.clk.Now())
+			d.Input(node.Persisted{Seq: rd.PersistSeq, Now: d.clk.Now()})
 			rel := d.Core.Ready()
 			p = rel.Persist
 			rd.Append(rel)
@@ -142,6 +147,28 @@ func (d *Driver) Apply() {
 	}
 }
 
+// Input hands the core one input (seen by Trace) without carrying out
+// what it asks: for an effect that reports at once, inside Apply (the
+// Apply running takes it). It returns the ticket of a request.
+func (d *Driver) Input(in node.Input) node.Ticket {
+	if d.Trace != nil {
+		d.Trace(in)
+	}
+	return d.Core.Step(in)
+}
+
+// Step hands the core one input, then carries out what it asks.
+func (d *Driver) Step(in node.Input) {
+	d.Input(in)
+	d.Apply()
+}
+
+// Ask hands the core a request (an input with a ticket): done gets its
+// answer, in this Apply or a later one.
+func (d *Driver) Ask(in node.Input, done func(node.Answer)) {
+	d.Await(d.Input(in), done)
+}
+
 // Await calls done with the answer of ticket tk (in a later Apply, or in
 // this one), then carries out what the core asks.
 func (d *Driver) Await(tk node.Ticket, done func(node.Answer)) {
@@ -152,8 +179,7 @@ func (d *Driver) Await(tk node.Ticket, done func(node.Answer)) {
 // Persisted is the shell's report of the write of the state numbered seq
 // (err: it failed; the core rolls back what was not written).
 func (d *Driver) Persisted(seq uint64, err error) {
-	d.Core.PersistDone(seq, err, d.clk.Now())
-	d.Apply()
+	d.Step(node.Persisted{Seq: seq, Err: err, Now: d.clk.Now()})
 }
 
 // Changed marks the local dataset changed (the heartbeats send a delta).
@@ -212,11 +238,7 @@ func (d *Driver) Orchestrate() {
 	if d.Stopwatch != nil {
 		began = d.Stopwatch.Now()
 	}
-	if viewOnly {
-		d.Core.OrchestrateView(d.lastStep)
-	} else {
-		d.Core.Orchestrate(d.lastStep)
-	}
+	d.Input(node.Pass{Now: d.lastStep, ViewOnly: viewOnly})
 	if d.ObserveDecision != nil && d.Stopwatch != nil {
 		d.ObserveDecision(d.Stopwatch.Now().Sub(began))
 	}
@@ -242,41 +264,34 @@ func (d *Driver) WakeAt() time.Time { return d.stepAt }
 // Wake is the wake-up timer's end: the core runs a pass at the next Pass.
 func (d *Driver) Wake() {
 	d.stepAt = time.Time{}
-	d.Core.WakeUp()
+	d.Input(node.Woken{})
 }
 
 // Start is the start of the daemon's loop: the core enters rejoin (with
 // peers), then what it asks is carried out.
-func (d *Driver) Start() {
-	d.Core.Start(d.clk.Now())
-	d.Apply()
-}
+func (d *Driver) Start() { d.Step(node.Started{Now: d.clk.Now()}) }
 
 // Tick is the periodic tick: while writes fail the state is written again
 // (the node recovers as soon as the disk does), then the periodic checks,
 // rejoin, the peers' status that changes with time alone, the safety-net
 // pass.
 func (d *Driver) Tick() {
-	d.Core.RetryPersist()
-	d.Apply()
-	d.Core.Tick(d.clk.Now())
-	d.Apply()
+	d.Step(node.RetryWrite{})
+	d.Step(node.Ticked{Now: d.clk.Now()})
 }
 
 // BeginStop is the stop of the daemon ("stop", "restart", "shutdown").
-func (d *Driver) BeginStop(mode string) {
-	d.Core.BeginStop(mode, d.clk.Now())
-	d.Apply()
-}
+func (d *Driver) BeginStop(mode string) { d.Step(node.Stopping{Mode: mode, Now: d.clk.Now()}) }
 
 // ActionDone is the end of an action the core ordered.
 func (d *Driver) ActionDone(svc, kind string, err error) {
-	d.Core.ActionDone(svc, kind, err, d.clk.Now())
-	d.Apply()
+	d.Step(node.Acted{Service: svc, Kind: kind, Err: err, Now: d.clk.Now()})
 }
 
 // CheckNow orders a full status check of svc.
-func (d *Driver) CheckNow(svc string) {
-	d.Core.CheckNow(svc)
-	d.Apply()
+func (d *Driver) CheckNow(svc string) { d.Step(node.CheckOrdered{Service: svc}) }
+
+// CheckDone is the end of a status check the core ordered.
+func (d *Driver) CheckDone(ck node.Check, res map[string]dataset.Resource) {
+	d.Step(node.Checked{Check: ck, Resources: res, Now: d.clk.Now()})
 }

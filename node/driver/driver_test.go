@@ -223,3 +223,58 @@ func TestAnswerSaysWasFrozen(t *testing.T) {
 		t.Fatalf("start of a frozen service: %+v", got)
 	}
 }
+
+// Every input reaches the core through Step as a value: a run's inputs,
+// traced, replayed on a new core give the same durable state and the same
+// events.
+func TestTracedInputsReplay(t *testing.T) {
+	fx := &fakeFx{}
+	clk := clock.NewFake(t0)
+	nc := &config.NodeConfig{Name: "n1", ReadyPeriod: 2 * time.Second, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
+	cl := &config.ClusterConfig{Name: "c", Nodes: []config.Member{{Name: "n1"}, {Name: "n2"}}}
+	newCore := func() *node.Core {
+		c := node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
+		c.AddInstance("web", node.InstanceSpec{Local: true, Runnable: true}, t0)
+		return c
+	}
+	d := New(newCore(), fx, clk)
+	var traced []node.Input
+	d.Trace = func(in node.Input) { traced = append(traced, in) }
+	d.Start()
+	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Up, Node: "n2"})
+	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: peerData("n2")})
+	d.Pass()
+	d.ServiceAction(Request{Service: "web", Action: "freeze", Local: true}, func(node.Answer) {})
+	clk.Advance(time.Second)
+	d.Tick()
+	d.ServiceAction(Request{Service: "web", Action: "start", Nodes: []string{"n1", "n2"}}, func(node.Answer) {})
+	d.Pass()
+	events := strings.Join(fx.log, "\n")
+
+	replay := newCore()
+	rfx := &fakeFx{}
+	for _, in := range traced {
+		replay.Step(in)
+		for replay.HasReady() {
+			rd := replay.Ready()
+			for _, e := range rd.Events {
+				rfx.Event(e)
+			}
+		}
+	}
+	if got, want := fmt.Sprintf("%+v", *replay.State()), fmt.Sprintf("%+v", *d.Core.State()); got != want {
+		t.Fatalf("replayed state:\n%s\nwant:\n%s", got, want)
+	}
+	var evs []string
+	for _, l := range fx.log {
+		if strings.HasPrefix(l, "event ") {
+			evs = append(evs, l)
+		}
+	}
+	if got := strings.Join(rfx.log, "\n"); got != strings.Join(evs, "\n") {
+		t.Fatalf("replayed events:\n%s\nwant:\n%s\n(run: %s)", got, strings.Join(evs, "\n"), events)
+	}
+	if len(traced) < 8 {
+		t.Fatalf("traced %d inputs: %v", len(traced), traced)
+	}
+}

@@ -62,8 +62,7 @@ func (d *Driver) Heartbeat(ev heartbeat.Event) bool {
 		data.Targets, data.Clears = d.ValidTargets(ev.Data.Targets), d.ValidClears(ev.Data.Clears)
 		pe.Data = &data
 	}
-	d.Core.Heartbeat(pe, d.clk.Now())
-	d.Apply()
+	d.Step(node.PeerNews{Event: pe, Now: d.clk.Now()})
 	return true
 }
 
