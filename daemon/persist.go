@@ -67,13 +67,12 @@ func (d *Daemon) persisted(seq uint64, err error, good []byte) {
 		return
 	}
 	d.ps.written = seq
-	d.drv.Input(node.Persisted{Seq: seq, Now: d.clk.Now()})
 	if d.ps.err != nil {
 		d.log.Info("state saved again", zap.String("path", d.p.State()), zap.Int("failed_writes", d.ps.failures),
 			zap.Duration("after", d.clk.Now().Sub(d.ps.failSince)))
 		d.ps.err, d.ps.failures = nil, 0
 	}
-	d.applyReady()
+	d.drv.Persisted(seq, nil)
 }
 
 // rollback: the core undoes every change not written (the durable state
