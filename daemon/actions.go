@@ -21,18 +21,13 @@ func (d *Daemon) setNodeFrozen(frozen bool, reason string) {
 // it: --local to this node's instance, delete everywhere, the others to a
 // cluster-wide target).
 func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
-	r := driver.Request{Service: req.Name, Action: req.Action, Node: req.Node, Local: req.Local, Force: req.Force,
-		Wait: req.Wait, WaitTimeout: req.WaitTimeout}
-	if err := r.Check(); err != nil {
-		done(nil, badInput(err))
-		return
-	}
 	inst, err := d.lookup(req.Name)
 	if err != nil {
 		done(nil, err)
 		return
 	}
-	r.Service, r.Nodes = inst.name, inst.cfg.NodeList(d.cluster.NodeNames())
+	r := driver.Request{Service: inst.name, Action: req.Action, Node: req.Node, Local: req.Local, Force: req.Force,
+		Wait: req.Wait, WaitTimeout: req.WaitTimeout, Nodes: inst.cfg.NodeList(d.cluster.NodeNames())}
 	d.drv.ServiceAction(r, func(a node.Answer) {
 		if err := answerErr(a); err != nil {
 			done(nil, err)

@@ -23,15 +23,13 @@ func (d *Daemon) applyReady() { d.drv.Apply() }
 // the loop.
 type effects struct{ d *Daemon }
 
-func (e effects) SaveState(seq uint64, _ *node.State) bool { e.d.saveState(seq); return false }
-func (e effects) Order(acts []node.Action)                 { e.d.order(acts) }
-func (e effects) StartAction(a node.Action)                { e.d.runAll([]node.Action{a}) }
-func (e effects) RunNodeAction(na node.NodeAction)         { e.d.runNodeActions([]node.NodeAction{na}) }
-func (e effects) StartCheck(ck node.Check)                 { e.d.startCheck(ck) }
-func (e effects) Probe(p node.Probe)                       { e.d.runProbes([]node.Probe{p}) }
-func (e effects) Fence(f node.Fence)                       { e.d.runFences([]node.Fence{f}) }
-func (e effects) ApplyConfigs(ops []node.ConfigOp)         { e.d.applyConfigs(ops) }
-func (e effects) RefusedName(r driver.RefusedName)         { e.d.refusePeerName(r) }
+func (e effects) StartAction(a node.Action)        { e.d.runAll([]node.Action{a}) }
+func (e effects) RunNodeAction(na node.NodeAction) { e.d.runNodeActions([]node.NodeAction{na}) }
+func (e effects) StartCheck(ck node.Check)         { e.d.startCheck(ck) }
+func (e effects) Probe(p node.Probe)               { e.d.runProbes([]node.Probe{p}) }
+func (e effects) Fence(f node.Fence)               { e.d.runFences([]node.Fence{f}) }
+func (e effects) ApplyConfigs(ops []node.ConfigOp) { e.d.applyConfigs(ops) }
+func (e effects) RefusedName(r driver.RefusedName) { e.d.refusePeerName(r) }
 
 // Event writes an event to node.log and the events stream; a peer's
 // config refused is also kept for the status.
@@ -63,12 +61,13 @@ func (e effects) Publish() {
 	}
 }
 
-// order binds the actions the core ordered (and holds until their state
+// Order binds the actions the core ordered (and holds until their state
 // is on disk) to the resource drivers of the instance now: an action runs
 // with the drivers of the config of the time it was ordered (a node
 // removed from a service's nodes stops its instance with the drivers of
 // the config that had it).
-func (d *Daemon) order(acts []node.Action) {
+func (e effects) Order(acts []node.Action) {
+	d := e.d
 	for _, a := range acts {
 		var set *resource.Set
 		if inst := d.services[a.Service]; inst != nil {

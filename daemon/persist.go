@@ -34,24 +34,26 @@ type persistLoop struct {
 // failLogPeriod rate-limits the log lines of a persistent write failure.
 const failLogPeriod = time.Minute
 
-// saveState hands the state numbered seq to the persister (written off
-// the loop). A state equal to the one on disk is not written again,
-// unless writes fail (each is a retry).
-func (d *Daemon) saveState(seq uint64) {
+// SaveState hands the state numbered seq to the persister (written off
+// the loop; its report comes back with onPersisted). A state equal to the
+// one on disk is not written again, unless writes fail (each is a retry).
+func (e effects) SaveState(seq uint64, _ *node.State) bool {
+	d := e.d
 	d.ps.encodes++
 	b, err := encodeDurable(*d.dur)
 	if err != nil {
 		d.log.Error("encode state", zap.Error(err))
 		d.drv.Input(node.Persisted{Seq: seq, Err: fmt.Errorf("encode state: %w", err), Now: d.clk.Now()})
-		return
+		return false
 	}
 	if d.core.PersistFailing() == nil && d.ps.written >= d.ps.handed && bytes.Equal(b, d.ps.last) {
 		d.drv.Input(node.Persisted{Seq: seq, Now: d.clk.Now()})
-		return
+		return false
 	}
 	d.ps.last = b
 	d.ps.handed = seq
 	d.persist.submit(seq, b)
+	return false
 }
 
 // onPersisted is the persister's report (from its goroutine): the loop

@@ -12,10 +12,10 @@ const (
 	WasThawed = "thawed"
 )
 
-// frozenWord is the frozen state of the instances of svc on nodes as this
-// node knows them (the status's: an instance is frozen when it is, or its
-// node is).
-func (c *Core) frozenWord(svc string, nodes []string) string {
+// noteWasFrozen keeps, for the answer of tk, the frozen state of the
+// instances of svc on nodes as this node knows them (the status's: an
+// instance is frozen when it is, or its node is).
+func (c *Core) noteWasFrozen(tk Ticket, svc string, nodes []string) {
 	frozen, thawed := 0, 0
 	for _, n := range nodes {
 		var f bool
@@ -42,21 +42,17 @@ func (c *Core) frozenWord(svc string, nodes []string) string {
 			thawed++
 		}
 	}
+	w := WasThawed
 	switch {
 	case frozen > 0 && thawed > 0:
-		return WasMixed
+		w = WasMixed
 	case frozen > 0:
-		return WasFrozen
+		w = WasFrozen
 	}
-	return WasThawed
-}
-
-// noteWasFrozen keeps the frozen state of svc for the answer of tk.
-func (c *Core) noteWasFrozen(tk Ticket, svc string, nodes []string) {
 	if c.wasFrozen == nil {
 		c.wasFrozen = map[Ticket]string{}
 	}
-	c.wasFrozen[tk] = c.frozenWord(svc, nodes)
+	c.wasFrozen[tk] = w
 }
 
 // stampAnswers sets WasFrozen on the answers going out.

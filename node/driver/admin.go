@@ -24,22 +24,14 @@ type Request struct {
 	Nodes []string
 }
 
-// Check refuses a request whose flags do not go together.
-func (r Request) Check() error {
-	if r.Force && (!r.Local || r.Action != "start") {
-		return fmt.Errorf("%s %s: force goes with start --local only", r.Service, r.Action)
-	}
-	return nil
-}
-
 // ServiceAction routes an admin action on one service to the core: a
 // --local one (and restart) to this node's instance, delete to the
 // deletion everywhere, the others to a cluster-wide target (with --wait,
 // answered when it is reached or failed, or at its deadline). done gets
 // the answer, at once or when the action or the target ends.
 func (d *Driver) ServiceAction(r Request, done func(node.Answer)) {
-	if err := r.Check(); err != nil {
-		done(node.Answer{Bad: true, Err: err})
+	if r.Force && (!r.Local || r.Action != "start") {
+		done(node.Answer{Bad: true, Err: fmt.Errorf("%s %s: force goes with start --local only", r.Service, r.Action)})
 		return
 	}
 	now := d.clk.Now()

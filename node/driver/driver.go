@@ -166,7 +166,8 @@ func (d *Driver) Step(in node.Input) {
 // Ask hands the core a request (an input with a ticket): done gets its
 // answer, in this Apply or a later one.
 func (d *Driver) Ask(in node.Input, done func(node.Answer)) {
-	d.Await(d.Input(in), done)
+	d.tickets[d.Input(in)] = done
+	d.Apply()
 }
 
 // Await calls done with the answer of ticket tk (in a later Apply, or in
@@ -179,7 +180,8 @@ func (d *Driver) Await(tk node.Ticket, done func(node.Answer)) {
 // Persisted is the shell's report of the write of the state numbered seq
 // (err: it failed; the core rolls back what was not written).
 func (d *Driver) Persisted(seq uint64, err error) {
-	d.Step(node.Persisted{Seq: seq, Err: err, Now: d.clk.Now()})
+	d.Input(node.Persisted{Seq: seq, Err: err, Now: d.clk.Now()})
+	d.Apply()
 }
 
 // Changed marks the local dataset changed (the heartbeats send a delta).
