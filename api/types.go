@@ -153,6 +153,10 @@ type ActionResponse struct {
 	// ID is the orchestration id of a cluster-wide target, "" for local actions.
 	ID     string `json:"id,omitempty"`
 	Result string `json:"result"`
+	// WasFrozen is the frozen state of the service before a cluster-wide
+	// target action (frozen, mixed, thawed): the started and placed
+	// targets thaw every instance, which the CLI says.
+	WasFrozen string `json:"was_frozen,omitempty"`
 }
 
 // KeywordRequest sets, unsets or gets keywords of one service.

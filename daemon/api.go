@@ -55,7 +55,7 @@ func (d *Daemon) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		d.replyAsync(w, func(done func(any, error)) { d.nodeAction(req.Action, done) })
+		d.replyAnswer(w, func(done func(any, error)) { d.nodeAction(req.Action, done) })
 	})
 	mux.HandleFunc("GET "+api.PathServices, func(w http.ResponseWriter, r *http.Request) {
 		d.replyRead(w, func() (any, error) { return d.serviceList(), nil })
@@ -80,7 +80,7 @@ func (d *Daemon) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
-		d.replyAsync(w, func(done func(any, error)) { d.serviceAction(req, done) })
+		d.replyAnswer(w, func(done func(any, error)) { d.serviceAction(req, done) })
 	})
 	mux.HandleFunc("GET "+api.PathConfig, func(w http.ResponseWriter, r *http.Request) {
 		name := r.URL.Query().Get("name")
@@ -143,26 +143,32 @@ func (d *Daemon) replyRead(w http.ResponseWriter, f func() (any, error)) {
 
 // replyAsync runs start on the loop; start calls done (on the loop) when
 // the work it began has ended. The answer is written once the state is on
-// disk, as for reply.
+// disk (the core answers once it is, or with the error of a roll back
+// since the call began).
 func (d *Daemon) replyAsync(w http.ResponseWriter, start func(done func(any, error))) {
+	d.replyAnswer(w, func(done func(any, error)) {
+		from := d.core.PersistSeq()
+		start(func(v any, err error) {
+			if err != nil {
+				done(v, err)
+				return
+			}
+			d.drv.Ask(node.Barrier{From: from}, func(a node.Answer) { done(v, answerErr(a)) })
+		})
+	})
+}
+
+// replyAnswer runs start on the loop and writes the result start gives
+// done. The admin actions use it directly: the core holds their answer
+// until what it rests on is on disk (node/persist.go), so it is written
+// as it comes, through one ticket.
+func (d *Daemon) replyAnswer(w http.ResponseWriter, start func(done func(any, error))) {
 	type res struct {
 		v   any
 		err error
 	}
 	ch := make(chan res, 1)
-	if !d.post(func() {
-		from := d.core.PersistSeq()
-		start(func(v any, err error) {
-			if err != nil {
-				ch <- res{v, err}
-				return
-			}
-			// what the call changed is on disk first (the core answers
-			// once it is, or with the error of a roll back since from)
-			d.tickets[d.core.AfterPersist(from)] = func(a node.Answer) { ch <- res{v, answerErr(a)} }
-			d.applyReady()
-		})
-	}) {
+	if !d.post(func() { start(func(v any, err error) { ch <- res{v, err} }) }) {
 		writeErr(w, errors.New("the daemon is stopping"))
 		return
 	}
@@ -324,9 +330,7 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 // (applyConfigs) and answers once the state is written and the live peers
 // hold it.
 func (d *Daemon) editConfig(req node.ConfigRequest, done func(node.Answer)) {
-	req.Now = d.clk.Now()
-	d.tickets[d.core.EditConfig(req)] = done
-	d.applyReady()
+	d.drv.EditConfig(req, done)
 }
 
 // keyword gets, sets or unsets keywords. A change is installed here at

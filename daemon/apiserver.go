@@ -112,7 +112,7 @@ func (l *apiLimits) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	rc := http.NewResponseController(w)
 	// a socket deadline is compared with the wall clock by the runtime's
 	// poller, not with the daemon's Clock
-	rc.SetReadDeadline(time.Now().Add(apiBodyTimeout))
+	rc.SetReadDeadline(clock.Wall.Now().Add(apiBodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err == nil {
 		dec := json.NewDecoder(bytes.NewReader(body))
@@ -156,7 +156,7 @@ func (l *apiLimits) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 func drainRefused(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.Flush()
-	rc.SetReadDeadline(time.Now().Add(drainTime))
+	rc.SetReadDeadline(clock.Wall.Now().Add(drainTime))
 	io.CopyN(io.Discard, r.Body, drainMax)
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -102,4 +103,51 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Issue 20: the daemon reads time and arms its timers through its Clock
+// (clock.Clock: Now, After, NewTimer, NewTicker), never through package
+// time directly, so that a test drives all of it with clock.Fake; what
+// must be the wall clock (socket deadlines, the CPU time of a pass) says
+// so with clock.Wall.
+func TestDaemonReadsTimeThroughItsClock(t *testing.T) {
+	direct := regexp.MustCompile(`\btime\.(Now|Since|Until|After|AfterFunc|NewTimer|NewTicker|Tick|Sleep)\(`)
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if code, _, _ := strings.Cut(line, "//"); direct.MatchString(code) {
+				t.Errorf("%s:%d: %s: use the daemon's clock (d.clk) or clock.Wall", f, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
+// The loop's tick timer and the driver's wake-up run on the daemon's
+// clock: with a fake clock, the wake-up the driver arms fires when the
+// clock passes it.
+func TestWakeTimerReadsTheClock(t *testing.T) {
+	d := loopDaemon(t)
+	clk := d.clk.(*clock.Fake)
+	effects{d}.ArmWake(clk.Now().Add(time.Second))
+	select {
+	case <-d.step:
+		t.Fatal("the wake-up fired before its time")
+	default:
+	}
+	clk.Advance(time.Second)
+	select {
+	case <-d.step:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wake-up did not fire when the fake clock passed it")
+	}
 }

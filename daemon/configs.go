@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"haven/dataset"
 	"haven/internal/fsutil"
 	"haven/node"
 )
@@ -88,15 +87,15 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 	name := op.Service
 	switch {
 	case err != nil:
-		d.core.ConfigDone(name, err, d.clk.Now())
+		d.drv.Input(node.ConfigWritten{Service: name, Err: err, Now: d.clk.Now()})
 	case op.Config == nil:
 		delete(d.cfgs.refused, name)
 		delete(d.services, name)
 		d.core.RemoveInstance(name)
 		delete(d.cfgs.invalid, name)
-		d.changed()
+		d.drv.Changed()
 		d.log.Info("service deleted", zap.String("svc", name))
-		d.core.ConfigDone(name, nil, d.clk.Now())
+		d.drv.Input(node.ConfigWritten{Service: name, Now: d.clk.Now()})
 	default:
 		cfg := op.Config
 		cfg.File = path
@@ -107,8 +106,8 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 		}
 		inst := d.installInstance(cfg)
 		d.log.Info("service config "+op.What, zap.String("svc", name))
-		d.core.ConfigDone(name, nil, d.clk.Now())
-		d.core.CheckNow(inst.name)
+		d.drv.Input(node.ConfigWritten{Service: name, Now: d.clk.Now()})
+		d.drv.Input(node.CheckOrdered{Service: inst.name})
 	}
 }
 
@@ -140,19 +139,6 @@ func (d *Daemon) runParked(name string) {
 	}
 }
 
-// validConfigs keeps the config entries heard from peer from whose names
-// are valid; an invalid one is refused (logged once): it could name a
-// path outside the service directory.
-func (d *Daemon) validConfigs(from string, es map[string]dataset.ConfigEntry) map[string]dataset.ConfigEntry {
-	ok := make(map[string]dataset.ConfigEntry, len(es))
-	for _, name := range sortedKeys(es) {
-		if d.peerServiceName(from, "configs", name) {
-			ok[name] = es[name]
-		}
-	}
-	return ok
-}
-
 // mergeMoreLater goes on, in later turns of the loop, with the peers'
 // configs the core left over at its budget (node.Core.MergeMore): the
 // requests that arrived meanwhile are served in between, instead of
@@ -164,8 +150,7 @@ func (d *Daemon) mergeMoreLater() {
 	d.cfgs.merging = true
 	go d.post(func() { // from a goroutine: the loop never waits on its own queue
 		d.cfgs.merging = false
-		d.core.MergeMore(d.clk.Now())
-		d.applyReady()
+		d.drv.Step(node.MoreConfigs{Now: d.clk.Now()})
 		d.mergeMoreLater()
 	})
 }

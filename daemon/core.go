@@ -2,61 +2,72 @@ package daemon
 
 import (
 	"encoding/json"
+	"time"
 
 	"go.uber.org/zap"
 
 	"haven/api"
 	"haven/dataset"
 	"haven/node"
+	"haven/node/driver"
 	"haven/resource"
 )
 
-// applyReady carries out what the node core asks after an input, in the
-// order of node.Ready: the durable state to the persister first (the core
-// holds the answers and actions that rest on it until PersistDone), then
-// the dataset marked changed, the events to node.log and the events
-// stream, the answers to their callers.
-func (d *Daemon) applyReady() {
-	for d.core.HasReady() {
-		rd := d.core.Ready()
-		if rd.Persist != nil {
-			d.saveState(rd.PersistSeq)
-		}
-		d.order(rd.Ordered)
-		if rd.Publish {
-			d.changed()
-		}
-		for _, e := range rd.Events {
-			d.logEvent(e)
-			if r, ok := e.(node.ConfigRefused); ok {
-				d.peerConfigRefused(r)
-			}
-		}
-		for _, a := range rd.Answers {
-			if f := d.tickets[a.Ticket]; f != nil {
-				delete(d.tickets, a.Ticket)
-				f(a)
-			}
-		}
-		d.runAll(rd.Run)
-		d.runNodeActions(rd.NodeActions)
-		for _, ck := range rd.Check {
-			d.startCheck(ck)
-		}
-		d.runProbes(rd.Probes)
-		d.runFences(rd.Fences)
-		d.armStep(rd.WakeAt)
-		// the config files, reported to the core (configs.go)
-		d.applyConfigs(rd.Configs)
+// applyReady carries out what the node core asks after an input (the
+// driver's Apply, in the order of node.Ready, with the daemon's effects).
+func (d *Daemon) applyReady() { d.drv.Apply() }
+
+// effects are the daemon's IO of the node core (driver.Effects): the
+// state to the persister, the events to node.log and the events stream,
+// the actions, checks, probes and fences in workers, the config files off
+// the loop.
+type effects struct{ d *Daemon }
+
+func (e effects) StartAction(a node.Action)        { e.d.runAll([]node.Action{a}) }
+func (e effects) RunNodeAction(na node.NodeAction) { e.d.runNodeActions([]node.NodeAction{na}) }
+func (e effects) StartCheck(ck node.Check)         { e.d.startCheck(ck) }
+func (e effects) Probe(p node.Probe)               { e.d.runProbes([]node.Probe{p}) }
+func (e effects) Fence(f node.Fence)               { e.d.runFences([]node.Fence{f}) }
+func (e effects) ApplyConfigs(ops []node.ConfigOp) { e.d.applyConfigs(ops) }
+func (e effects) RefusedName(r driver.RefusedName) { e.d.refusePeerName(r) }
+
+// Event writes an event to node.log and the events stream; a peer's
+// config refused is also kept for the status.
+func (e effects) Event(ev node.Event) {
+	e.d.logEvent(ev)
+	if r, ok := ev.(node.ConfigRefused); ok {
+		e.d.peerConfigRefused(r)
 	}
 }
 
-// order binds the actions the core ordered (and holds until their state
+// ArmWake arms the step timer.
+func (e effects) ArmWake(t time.Time) {
+	d := e.d
+	if d.stepTimer == nil {
+		d.stepTimer = d.clk.NewTimer(t.Sub(d.clk.Now()))
+	} else {
+		d.stepTimer.Reset(t.Sub(d.clk.Now()))
+	}
+	d.step = d.stepTimer.C()
+}
+
+// Publish sends the local dataset (to the metrics too: a lone node has no
+// heartbeat).
+func (e effects) Publish() {
+	n := e.d.localNode()
+	e.d.metrics.setLocal(n)
+	if e.d.hb != nil {
+		e.d.hb.Publish(n)
+	}
+}
+
+// Order binds the actions the core ordered (and holds until their state
 // is on disk) to the resource drivers of the instance now: an action runs
 // with the drivers of the config of the time it was ordered (a node
 // removed from a service's nodes stops its instance with the drivers of
 // the config that had it).
-func (d *Daemon) order(acts []node.Action) {
+func (e effects) Order(acts []node.Action) {
+	d := e.d
 	for _, a := range acts {
 		var set *resource.Set
 		if inst := d.services[a.Service]; inst != nil {

@@ -26,6 +26,7 @@ import (
 	"haven/internal/paths"
 	"haven/internal/version"
 	"haven/node"
+	"haven/node/driver"
 	"haven/resource"
 )
 
@@ -92,13 +93,14 @@ type Daemon struct {
 	ps      persistLoop
 	node    *config.NodeConfig
 	cluster *config.ClusterConfig
-	// core is the node core (package node): the durable state, targets,
-	// clears and --wait callers; dur is its durable state.
+	// drv drives the node core (package node/driver: the loop rules, the
+	// answers by ticket, the order of a Ready); core is its core (the
+	// durable state, targets, clears and --wait callers), dur its
+	// durable state.
+	drv      *driver.Driver
 	core     *node.Core
 	dur      *durable
-	tickets  map[node.Ticket]func(node.Answer)
 	services map[string]*instance
-	gen      uint64
 	load15   float64
 	memPct   float64
 	// sysinfoAt is when load15 and memPct were last read.
@@ -109,21 +111,17 @@ type Daemon struct {
 	hbEvents <-chan heartbeat.Event
 	asks     peerAsks // asks to peers waiting for an answer (peerlogs.go)
 	// oneVote are the wires to the one-vote arbitrators, by name (quorum.go; the loop's)
-	oneVote   map[string]*oneVoteClient
-	published uint64
-	// badPeerNames are invalid names received from peers, logged once.
-	badPeerNames map[string]bool
+	oneVote map[string]*oneVoteClient
 	// cfgs holds the configs that do not parse and the edits in flight.
 	cfgs configState
 	// ordered are the resource drivers of the actions the core ordered
 	// and holds until their state is on disk, by service, in order.
 	ordered map[string][]*resource.Set
 
-	// orchestration
-	stepGen   uint64 // d.gen at the last Step
-	lastStep  time.Time
-	stepAt    time.Time
-	stepTimer <-chan time.Time
+	// stepTimer is the driver's wake-up (driver.Effects.ArmWake), step
+	// its channel while armed
+	stepTimer clock.Timer
+	step      <-chan time.Time
 }
 
 // New prepares a daemon: it takes the root's lock, opens the log and loads
@@ -163,7 +161,6 @@ func New(opts Options) (*Daemon, error) {
 		quit:     make(chan struct{}),
 		stopReq:  make(chan string, 1),
 		services: map[string]*instance{},
-		tickets:  map[node.Ticket]func(node.Answer){},
 	}
 	d.actx, d.acancel = context.WithCancel(context.Background())
 	ok := false
@@ -194,16 +191,17 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.metrics = newMetrics(d.node.Name, d.cluster.Name, opts.Compat)
+	d.metrics.clk = d.clk
 	d.hooks = newHookRunner(d.node.Hooks, hookQueueLen, d.log.Named("hook"), d.metrics)
+	d.hooks.clk = d.clk
 	dur, accepted, err := openState(p.State(), p.ServiceDir, opts.NewState)
 	if err != nil {
 		return nil, err
 	}
-	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat,
-		MaintenanceGrace: d.node.MaintenanceGracePeriod, RejoinGrace: d.node.RejoinGracePeriod,
-		ReadyPeriod: d.node.ReadyPeriod, ReadyFastAck: d.node.ReadyFastAck, CheckInterval: d.node.CheckInterval, MonitorInterval: d.node.MonitorInterval,
-		Quorum: quorumConfig(d.node, d.cluster), Local: d, Configs: memberCodec{tomlfile.ServiceCodec{File: p.ServiceConf}, d},
-		ConfirmTimeout: 10*time.Second + 2*d.node.HB.Timeout}, dur)
+	d.core = node.New(driver.CoreConfig(d.node, d.cluster, opts.Compat, d, memberCodec{tomlfile.ServiceCodec{File: p.ServiceConf}, d}), dur)
+	d.drv = driver.New(d.core, effects{d}, d.clk)
+	// the CPU time of a decision pass, whatever d.clk is
+	d.drv.Stopwatch, d.drv.ObserveDecision = clock.Wall, d.metrics.observeDecision
 	d.dur = d.core.State()
 	if err := d.checkIdentity(opts.NewCluster); err != nil {
 		return nil, err
@@ -294,13 +292,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	d.metrics.setHeartbeat(d.hb)
-	d.core.Start(d.started)
-	d.applyReady()
-	d.publish()
+	d.drv.Start()
+	d.drv.Publish()
 	// reconcile on start-up: learn what runs before deciding anything
 	for _, name := range d.serviceNames() {
 		d.sdAwaitCheck(d.services[name])
-		d.check(d.services[name])
+		d.drv.CheckNow(name)
 	}
 	d.sdLaunched()
 
@@ -320,7 +317,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.workers.Wait()
 	d.svclogs.w.close() // the last lines of the actions reach their files
 	if d.hb != nil {
-		d.publish() // the last state (maintenance or shutting) reaches the peers
+		d.drv.Publish() // the last state (maintenance or shutting) reaches the peers
 		if err := d.hb.Close(); err != nil {
 			d.log.Warn("heartbeat close", zap.Error(err))
 		}
@@ -336,7 +333,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 // rejoin, a maintenance grace, edits in flight, failing state writes:
 // node.Core.NextTick). Otherwise the loop sleeps until the next thing due:
 // a periodic check, the safety-net pass, a sysinfo read.
-const tickPeriod = 500 * time.Millisecond
+const tickPeriod = driver.TickPeriod
 
 // sysinfoPeriod is the period of the load and memory reads (refreshSysinfo).
 const sysinfoPeriod = 10 * time.Second
@@ -345,16 +342,19 @@ const sysinfoPeriod = 10 * time.Second
 func (d *Daemon) loop(ctx context.Context) string {
 	defer close(d.quit)
 	var (
-		timer    <-chan time.Time
+		timer    = d.clk.NewTimer(tickPeriod) // armed below
+		armed    = false
 		timerAt  time.Time
 		lastTick = d.clk.Now()
 	)
+	defer timer.Stop()
 	var mode string
 	for {
 		// sleep until the next tick due: the core knows its wake-ups (an
 		// input may bring them earlier: asked again after each one)
-		if due := d.nextTick(lastTick); timer == nil || due.Before(timerAt) {
-			timerAt, timer = due, d.clk.After(due.Sub(d.clk.Now()))
+		if due := d.nextTick(lastTick); !armed || due.Before(timerAt) {
+			timerAt, armed = due, true
+			timer.Reset(due.Sub(d.clk.Now()))
 		}
 		select {
 		case f := <-d.ev:
@@ -367,11 +367,11 @@ func (d *Daemon) loop(ctx context.Context) string {
 			d.onHeartbeat(ev)
 		case <-d.sd.timer:
 			d.sdTick()
-		case <-d.stepTimer:
-			d.stepTimer, d.stepAt = nil, time.Time{}
-			d.core.WakeUp() // a pass below
-		case <-timer:
-			timer = nil
+		case <-d.step:
+			d.step = nil
+			d.drv.Wake() // a pass below
+		case <-timer.C():
+			armed = false
 			lastTick = d.clk.Now()
 			d.tick()
 		case m := <-d.stopReq:
@@ -386,12 +386,7 @@ func (d *Daemon) loop(ctx context.Context) string {
 			}
 		}
 		// a durable change takes effect (decisions, peers) once on disk
-		if (d.gen != d.stepGen || d.core.ViewChanged()) && d.mayStep() {
-			d.orchestrate()
-		}
-		if d.settled() {
-			d.publish()
-		}
+		d.drv.Pass()
 		if mode != "" && d.readyToExit(mode) {
 			return mode
 		}
@@ -402,8 +397,7 @@ func (d *Daemon) loop(ctx context.Context) string {
 // instance that runs (the node core's BeginStop).
 func (d *Daemon) beginStop(mode string) {
 	d.sdStopping(mode)
-	d.core.BeginStop(mode, d.clk.Now())
-	d.applyReady()
+	d.drv.BeginStop(mode)
 }
 
 func (d *Daemon) readyToExit(mode string) bool {
@@ -456,15 +450,13 @@ func (d *Daemon) nextTick(lastTick time.Time) time.Time {
 }
 
 func (d *Daemon) tick() {
-	now := d.clk.Now()
-	d.retryState()
-	if now.Sub(d.sysinfoAt) >= sysinfoPeriod {
+	if d.clk.Now().Sub(d.sysinfoAt) >= sysinfoPeriod {
 		d.refreshSysinfo()
 	}
-	// the periodic checks, rejoin, the peers' status that changes with
-	// time alone (a maintenance grace that ends), the safety-net pass
-	d.core.Tick(now)
-	d.applyReady()
+	// the state written again while writes fail, the periodic checks,
+	// rejoin, the peers' status that changes with time alone (a
+	// maintenance grace that ends), the safety-net pass
+	d.drv.Tick()
 }
 
 // refreshSysinfo reads load and memory (every sysinfoPeriod). Both are in
@@ -503,7 +495,7 @@ func (d *Daemon) setMonitor(m dataset.NodeMonitor, reason string) {
 }
 
 // changed marks the local dataset as changed (heartbeats send a delta).
-func (d *Daemon) changed() { d.gen++ }
+func (d *Daemon) changed() { d.drv.Changed() }
 
 func (d *Daemon) emit(e api.Event) { d.bus.publish(d.stamp(e)) }
 

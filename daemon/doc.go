@@ -1,7 +1,12 @@
-// Package daemon is the shell of a Haven node: the driver of the node
-// core (package node) for real. One event loop feeds the core its inputs
-// (heartbeat events, ticks, the ends of actions, admin requests) and
-// carries out its Ready (applyReady in core.go): the durable state to the
+// Package daemon is the shell of a Haven node: the effects of the node
+// core (package node) for real, under the driver shared with the
+// simulation (package node/driver: the loop rules, the heartbeat mapping,
+// the admin routing, the tickets, the order of a Ready). One event loop
+// feeds the core its inputs through the driver (heartbeat events, ticks,
+// the ends of actions, admin requests) and carries out its Ready (the
+// effects in core.go), all of it on the daemon's clock (clock.Clock:
+// timers and tickers too; clock.Wall only for socket deadlines and CPU
+// times): the durable state to the
 // persister (written atomically under R/var/, off the loop, before any
 // answer is released; a failed write is rolled back), the dataset to the
 // heartbeat, the actions to worker goroutines (each owned by the loop,

@@ -11,6 +11,7 @@ import (
 
 	"haven/api"
 	"haven/config"
+	"haven/internal/clock"
 	"haven/resource"
 )
 
@@ -41,12 +42,15 @@ type hookRunner struct {
 	mu      sync.Mutex
 	dropped map[string]int // per hook, since the last drop was logged
 	lastLog time.Time
-	done    chan struct{}
+	// clk rates the log of the drops (the daemon's clock; the wall
+	// clock by default)
+	clk  clock.Clock
+	done chan struct{}
 }
 
 func newHookRunner(hooks []config.Hook, queueLen int, log *zap.Logger, m *metrics) *hookRunner {
 	return &hookRunner{hooks: hooks, queue: make(chan hookJob, queueLen), log: log, m: m,
-		env: resource.BaseEnv(), dropped: map[string]int{}, done: make(chan struct{})}
+		env: resource.BaseEnv(), dropped: map[string]int{}, done: make(chan struct{}), clk: clock.Wall}
 }
 
 // enqueue queues the runs of the hooks that want ev; when the queue is
@@ -73,7 +77,7 @@ func (h *hookRunner) noteDrop(hook, kind string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.dropped[hook]++
-	now := time.Now()
+	now := h.clk.Now()
 	if now.Sub(h.lastLog) < time.Second {
 		return
 	}
@@ -127,10 +131,10 @@ func (h *hookRunner) runOne(ctx context.Context, j hookJob) {
 	payload, _ := json.Marshal(j.ev)
 	payload = append(payload, '\n')
 	env := append(append([]string{}, h.env...), hookEnv(j.hook.Name, j.ev)...)
-	start := time.Now()
+	start := clock.Wall.Now() // the run's duration, whatever the daemon's clock
 	out, err := resource.Exec(ctx, j.hook.Command, j.hook.Timeout, env, payload)
 	fields := []zap.Field{zap.String("hook", j.hook.Name), zap.String("event", j.ev.Kind),
-		zap.String("svc", j.ev.Service), zap.Duration("took", time.Since(start).Round(time.Millisecond))}
+		zap.String("svc", j.ev.Service), zap.Duration("took", clock.Since(clock.Wall, start).Round(time.Millisecond))}
 	switch {
 	case err != nil:
 		h.m.hookRuns.WithLabelValues(j.hook.Name, "failed").Inc()

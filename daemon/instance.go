@@ -3,9 +3,10 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -152,8 +153,7 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 // one at a time).
 func (d *Daemon) check(inst *instance) {
 	if inst != nil {
-		d.core.CheckNow(inst.name)
-		d.applyReady()
+		d.drv.CheckNow(inst.name)
 	}
 }
 
@@ -167,7 +167,7 @@ func (d *Daemon) startCheck(ck node.Check) {
 	}
 	if set == nil {
 		// removed or changed meanwhile: the core sees a stale check
-		d.core.CheckDone(ck, nil, d.clk.Now())
+		d.drv.Input(node.Checked{Check: ck, Now: d.clk.Now()})
 		return
 	}
 	d.goWorker(func(ctx context.Context) {
@@ -178,10 +178,7 @@ func (d *Daemon) startCheck(ck node.Check) {
 		} else {
 			res = set.StatusMonitored(ctx)
 		}
-		d.post(func() {
-			d.core.CheckDone(ck, res, d.clk.Now())
-			d.applyReady()
-		})
+		d.post(func() { d.drv.CheckDone(ck, res) })
 	})
 }
 
@@ -202,26 +199,6 @@ func (d *Daemon) goWorker(f func(ctx context.Context)) {
 	}()
 }
 
-// runAction starts or stops the local instance for the daemon itself (a
-// deletion, a node removed from the service's nodes): the node core
-// orders it (startAction runs it in a worker). done (may be nil) runs on
-// the loop with the result.
-func (d *Daemon) runAction(inst *instance, action, reason string, done func(error)) {
-	tk, err := d.core.RunAction(inst.name, action, reason, d.clk.Now())
-	if err != nil {
-		if done != nil {
-			done(err)
-		}
-		return
-	}
-	d.tickets[tk] = func(a node.Answer) {
-		if done != nil {
-			done(a.Err)
-		}
-	}
-	d.applyReady()
-}
-
 // startAction runs an action the node core ordered (node.Ready.Run) in a
 // worker. An instance whose drivers could not be built here cannot run
 // it: the action fails at once, with the cause.
@@ -232,7 +209,7 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 		if inst != nil && inst.buildErr != "" {
 			err = fmt.Errorf("%s: cannot run here: %s", a.Service, inst.buildErr)
 		}
-		d.core.ActionDone(a.Service, a.Kind, err, d.clk.Now())
+		d.drv.Input(node.Acted{Service: a.Service, Kind: a.Kind, Err: err, Now: d.clk.Now()})
 		return
 	}
 	action, rid := a.Kind, a.RID
@@ -259,8 +236,7 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 		}
 		d.post(func() {
 			// the core orders the full check that ends the action
-			d.core.ActionDone(inst.name, action, err, d.clk.Now())
-			d.applyReady()
+			d.drv.ActionDone(inst.name, action, err)
 		})
 	})
 }
@@ -290,7 +266,7 @@ func (d *Daemon) localNode() dataset.Node {
 		Labels:      d.node.Labels,
 		Services:    map[string]dataset.Instance{},
 		Configs:     d.core.ConfigEntries(),
-		Gen:         d.gen,
+		Gen:         d.drv.Gen(),
 	}
 	for name := range d.cfgs.invalid {
 		n.Services[name] = d.invalidInstance(name)
@@ -299,11 +275,4 @@ func (d *Daemon) localNode() dataset.Node {
 }
 
 // sortedKeys returns the keys of m sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

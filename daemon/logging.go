@@ -93,7 +93,7 @@ type zapClock struct{ clock.Clock }
 // NewTicker is zap's (its Clock interface wants a *time.Ticker, which
 // clock.Clock cannot make); only zap's buffered writer uses it, and the
 // daemon has none: its sampler reads the entry times, from the clock.
-func (zapClock) NewTicker(d time.Duration) *time.Ticker { return time.NewTicker(d) }
+func (zapClock) NewTicker(d time.Duration) *time.Ticker { return clock.StdTicker(d) }
 
 // suppressed counts, per message, the WARN and ERROR lines the sampler
 // left out since the last one it let through.

@@ -21,6 +21,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/heartbeat"
+	"haven/internal/clock"
 	"haven/internal/version"
 	"haven/node"
 )
@@ -61,6 +62,8 @@ var (
 // metrics is one daemon's registry and what feeds it.
 type metrics struct {
 	reg *prometheus.Registry
+	// clk is the clock of the heartbeat's times (the daemon's)
+	clk clock.Clock
 
 	starts, startFailures *prometheus.CounterVec
 	stops, stopFailures   *prometheus.CounterVec
@@ -104,7 +107,7 @@ type svcState struct {
 }
 
 func newMetrics(nodeName, cluster string, compat int) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), begun: map[string]time.Time{}}
+	m := &metrics{reg: prometheus.NewRegistry(), begun: map[string]time.Time{}, clk: clock.Wall}
 	svc := []string{"service"}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
@@ -380,7 +383,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			up++
 		}
 		if !p.LastHeard.IsZero() {
-			gauge(descPeerAge, time.Since(p.LastHeard).Seconds(), p.Name)
+			gauge(descPeerAge, clock.Since(c.m.clk, p.LastHeard).Seconds(), p.Name)
 		}
 	}
 	gauge(descPeersUp, float64(up))

@@ -111,12 +111,12 @@ func (d *Daemon) sdAwaitCheck(inst *instance) {
 		return
 	}
 	d.sd.pending++
-	d.tickets[d.core.WhenChecked(inst.name)] = func(node.Answer) {
+	d.drv.Ask(node.CheckWait{Service: inst.name}, func(node.Answer) {
 		if d.sd.pending > 0 {
 			d.sd.pending--
 		}
 		d.sdMaybeReady()
-	}
+	})
 }
 
 // sdLaunched is called once Run has launched every start-up check.

@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"time"
-
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
@@ -21,38 +19,6 @@ func (d *Daemon) LocalServices() map[string]*config.ServiceConfig {
 		svcs[name] = inst.cfg
 	}
 	return svcs
-}
-
-// orchestrate runs the node core's decision pass over the view of now
-// and carries out what it asks (applyReady: actions, step timer, events).
-func (d *Daemon) orchestrate() {
-	if d.core.Stopping() {
-		return
-	}
-	viewOnly := d.gen == d.stepGen // only the view changed: maybe incremental
-	d.stepGen = d.gen
-	d.lastStep = d.clk.Now()
-	began := time.Now() // the CPU time of the pass, whatever d.clk is
-	if viewOnly {
-		d.core.OrchestrateView(d.lastStep)
-	} else {
-		d.core.Orchestrate(d.lastStep)
-	}
-	d.metrics.observeDecision(time.Since(began))
-	d.applyReady()
-}
-
-// armStep makes the loop run the core again at t (the end of a ready
-// window), unless an earlier wake-up is already armed.
-func (d *Daemon) armStep(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	if !d.stepAt.IsZero() && !t.Before(d.stepAt) && d.clk.Now().Before(d.stepAt) {
-		return
-	}
-	d.stepAt = t
-	d.stepTimer = d.clk.After(t.Sub(d.clk.Now()))
 }
 
 // setTarget records a new admin target for a service, cluster-wide.

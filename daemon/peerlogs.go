@@ -85,7 +85,7 @@ func (d *Daemon) askPeer(node, op string, body any) (json.RawMessage, error) {
 		delete(d.asks.wait, id)
 		d.asks.mu.Unlock()
 	}()
-	t := time.NewTimer(peerAskTimeout)
+	t := d.clk.NewTimer(peerAskTimeout)
 	defer t.Stop()
 	select {
 	case ev := <-ch:
@@ -93,7 +93,7 @@ func (d *Daemon) askPeer(node, op string, body any) (json.RawMessage, error) {
 			return nil, failed("%s: %s", node, ev.Reason)
 		}
 		return ev.Body, nil
-	case <-t.C:
+	case <-t.C():
 		return nil, failed("%s did not answer within %s (busy, or its daemon just stopped)", node, peerAskTimeout)
 	case <-d.quit:
 		return nil, failed("the daemon is stopping")

@@ -43,7 +43,7 @@ func TestPeerNamesValidated(t *testing.T) {
 	}()
 	v := func(c uint64) dataset.Version { return dataset.Version{Counter: c, Origin: "n2"} }
 	for i := 0; i < 3; i++ { // a peer repeats its data: one log line per name
-		d.core.MergeConfigs("n2", d.validConfigs("n2", map[string]dataset.ConfigEntry{
+		d.core.MergeConfigs("n2", d.drv.ValidConfigs("n2", map[string]dataset.ConfigEntry{
 			"../../../victim": {Version: v(5), Deleted: true},
 			"../cluster":      {Version: v(5), Deleted: true},
 			"gone":            {Version: v(5), Deleted: true},
@@ -67,14 +67,14 @@ func TestPeerNamesValidated(t *testing.T) {
 	}
 
 	d.dur.Services["web"] = durableService{}
-	d.core.MergeTargets(d.validTargets(map[string]dataset.Target{
+	d.core.MergeTargets(d.drv.ValidTargets(map[string]dataset.Target{
 		"web":    {Expect: dataset.ExpectPlaced, Node: "../../evil", ID: "x", Version: v(7)},
 		"../web": {Expect: dataset.ExpectPlaced, Node: "n1", ID: "y", Version: v(7)},
 	}), d.snapshot)
 	if tg := d.dur.Services["web"].Target; !tg.Version.IsZero() {
 		t.Fatalf("a target naming an invalid node was adopted: %+v", tg)
 	}
-	d.core.MergeClears(d.validClears(map[string]dataset.ClearRequest{
+	d.core.MergeClears(d.drv.ValidClears(map[string]dataset.ClearRequest{
 		"web":    {Node: "../../evil", Version: v(8)},
 		"../web": {Version: v(8)},
 	}), d.clk.Now())

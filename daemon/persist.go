@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"haven/node"
 )
 
 // persistLoop is the loop's side of the persister. The node core numbers
@@ -32,24 +34,26 @@ type persistLoop struct {
 // failLogPeriod rate-limits the log lines of a persistent write failure.
 const failLogPeriod = time.Minute
 
-// saveState hands the state numbered seq to the persister (written off
-// the loop). A state equal to the one on disk is not written again,
-// unless writes fail (each is a retry).
-func (d *Daemon) saveState(seq uint64) {
+// SaveState hands the state numbered seq to the persister (written off
+// the loop; its report comes back with onPersisted). A state equal to the
+// one on disk is not written again, unless writes fail (each is a retry).
+func (e effects) SaveState(seq uint64, _ *node.State) bool {
+	d := e.d
 	d.ps.encodes++
 	b, err := encodeDurable(*d.dur)
 	if err != nil {
 		d.log.Error("encode state", zap.Error(err))
-		d.core.PersistDone(seq, fmt.Errorf("encode state: %w", err), d.clk.Now())
-		return
+		d.drv.Input(node.Persisted{Seq: seq, Err: fmt.Errorf("encode state: %w", err), Now: d.clk.Now()})
+		return false
 	}
 	if d.core.PersistFailing() == nil && d.ps.written >= d.ps.handed && bytes.Equal(b, d.ps.last) {
-		d.core.PersistDone(seq, nil, d.clk.Now())
-		return
+		d.drv.Input(node.Persisted{Seq: seq, Now: d.clk.Now()})
+		return false
 	}
 	d.ps.last = b
 	d.ps.handed = seq
 	d.persist.submit(seq, b)
+	return false
 }
 
 // onPersisted is the persister's report (from its goroutine): the loop
@@ -65,13 +69,12 @@ func (d *Daemon) persisted(seq uint64, err error, good []byte) {
 		return
 	}
 	d.ps.written = seq
-	d.core.PersistDone(seq, nil, d.clk.Now())
 	if d.ps.err != nil {
 		d.log.Info("state saved again", zap.String("path", d.p.State()), zap.Int("failed_writes", d.ps.failures),
 			zap.Duration("after", d.clk.Now().Sub(d.ps.failSince)))
 		d.ps.err, d.ps.failures = nil, 0
 	}
-	d.applyReady()
+	d.drv.Persisted(seq, nil)
 }
 
 // rollback: the core undoes every change not written (the durable state
@@ -83,7 +86,7 @@ func (d *Daemon) persisted(seq uint64, err error, good []byte) {
 // What the instance monitors observed (local expect, start failed) is
 // recorded again by the retries (retryState) once the disk takes writes.
 func (d *Daemon) rollback(seq uint64, werr error, good []byte) {
-	d.core.PersistDone(seq, werr, d.clk.Now())
+	d.drv.Input(node.Persisted{Seq: seq, Err: werr, Now: d.clk.Now()})
 	d.ps.last = good
 	d.ps.written = d.ps.handed
 	d.ordered = nil // every action held was aborted
@@ -108,24 +111,6 @@ func (d *Daemon) rollback(seq uint64, werr error, good []byte) {
 // settled reports whether every state handed over has been written (or
 // rolled back): nothing the loop holds is ahead of the disk.
 func (d *Daemon) settled() bool { return d.core.Settled() }
-
-// retryState runs on every tick while writes fail: the core records again
-// what the instance monitors observed and hands the state out even if
-// unchanged, so that the node recovers as soon as the disk does.
-func (d *Daemon) retryState() {
-	d.core.RetryPersist()
-	d.applyReady()
-}
-
-// mayStep reports whether the decision core may run now: not while a
-// state is pending (its decisions would rest on what may be undone), and
-// at most once a tick while writes fail (each pass could retry a write).
-func (d *Daemon) mayStep() bool {
-	if !d.settled() {
-		return false
-	}
-	return d.ps.err == nil || d.clk.Now().Sub(d.lastStep) >= tickPeriod
-}
 
 // flushState runs once the loop has ended: the changes that waited for the
 // write in flight (the core's group commit) are handed to the persister,

@@ -15,6 +15,7 @@ import (
 	"haven/internal/clock"
 	"haven/internal/paths"
 	"haven/node"
+	"haven/node/driver"
 )
 
 type result struct {
@@ -106,9 +107,9 @@ func loopDaemon(t *testing.T) *Daemon {
 		log:      zap.NewNop(),
 		bus:      newBus(),
 		services: map[string]*instance{},
-		tickets:  map[node.Ticket]func(node.Answer){},
 	}
 	d.core = node.New(node.Config{Name: "n1"}, durable{Lamport: 3, Services: map[string]durableService{"web": {ConfigVersion: dataset.Version{Counter: 1, Origin: "n1"}}}})
+	d.drv = driver.New(d.core, effects{d}, d.clk)
 	d.dur = d.core.State()
 	good, err := encodeDurable(*d.dur)
 	if err != nil {
@@ -131,16 +132,14 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 	var waitErr error
 	waited := false
 	tk := d.core.AdminTarget(node.TargetRequest{Service: "web", Action: "stop", Wait: true})
-	d.tickets[tk] = func(a node.Answer) { waited, waitErr = true, a.Err }
-	d.applyReady()
+	d.drv.Await(tk, func(a node.Answer) { waited, waitErr = true, a.Err })
 	tgt := d.dur.Services["web"].Target
 	var saved error = errors.New("not answered")
-	d.tickets[d.core.AfterPersist(0)] = func(a node.Answer) { saved = a.Err }
-	d.applyReady()
+	d.drv.Await(d.core.AfterPersist(0), func(a node.Answer) { saved = a.Err })
 	if saved == nil || saved.Error() != "not answered" || d.settled() {
 		t.Fatal("a change handed to the persister counts as saved")
 	}
-	gen := d.gen
+	gen := d.drv.Gen()
 
 	werr := errors.New("write R/var/state.json: read-only file system")
 	d.persisted(d.ps.handed, werr, good)
@@ -157,18 +156,16 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 	if !waited || waitErr == nil || d.core.Waiters() != 0 {
 		t.Fatalf("the --wait caller of the undone target: answered %v with %v, %d left", waited, waitErr, d.core.Waiters())
 	}
-	if d.gen == gen || !d.settled() || d.ps.err == nil {
-		t.Fatalf("after the roll back: gen %d (was %d), settled %v, failing %v", d.gen, gen, d.settled(), d.ps.err)
+	if d.drv.Gen() == gen || !d.settled() || d.ps.err == nil {
+		t.Fatalf("after the roll back: gen %d (was %d), settled %v, failing %v", d.drv.Gen(), gen, d.settled(), d.ps.err)
 	}
 	var since error
-	d.tickets[d.core.AfterPersist(0)] = func(a node.Answer) { since = a.Err }
-	d.applyReady()
+	d.drv.Await(d.core.AfterPersist(0), func(a node.Answer) { since = a.Err })
 	if since == nil {
 		t.Fatal("an answer whose work began before the roll back reports success")
 	}
 	since = errors.New("not answered")
-	d.tickets[d.core.AfterPersist(d.core.PersistSeq())] = func(a node.Answer) { since = a.Err }
-	d.applyReady()
+	d.drv.Await(d.core.AfterPersist(d.core.PersistSeq()), func(a node.Answer) { since = a.Err })
 	if since != nil {
 		t.Fatalf("an answer that began after the roll back: %v", since)
 	}
@@ -176,8 +173,7 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 	// the next change is written: the node recovers
 	d.setFrozen("web", true, "again")
 	saved = errors.New("not answered")
-	d.tickets[d.core.AfterPersist(d.core.PersistSeq())] = func(a node.Answer) { saved = a.Err }
-	d.applyReady()
+	d.drv.Await(d.core.AfterPersist(d.core.PersistSeq()), func(a node.Answer) { saved = a.Err })
 	d.persisted(d.ps.handed, nil, nil)
 	if saved != nil || d.ps.err != nil || !d.dur.Services["web"].Frozen {
 		t.Fatalf("after a good write: %v, failing %v, frozen %v", saved, d.ps.err, d.dur.Services["web"].Frozen)

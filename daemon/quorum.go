@@ -15,28 +15,8 @@ import (
 	"haven/arbitrator"
 	"haven/config"
 	"haven/node"
-	"haven/quorum"
+	"haven/node/driver"
 )
-
-// quorumConfig is the node core's QuorumConfig from node.toml and
-// cluster.toml.
-func quorumConfig(n *config.NodeConfig, cl *config.ClusterConfig) node.QuorumConfig {
-	q := node.QuorumConfig{Enabled: cl.Quorum, SplitAction: n.SplitAction, HBTimeout: n.HB.Timeout}
-	var arbTimeout time.Duration
-	for _, a := range cl.Arbitrators {
-		q.Arbitrators = append(q.Arbitrators, quorum.Arbitrator{Name: a.Name, Weight: a.Weight, OneVote: strings.HasPrefix(a.URI, "haven://")})
-		arbTimeout = max(arbTimeout, a.Timeout)
-	}
-	for name := range cl.Stonith {
-		q.Stonith = append(q.Stonith, name)
-	}
-	beat := n.HB.Interval
-	if t := n.HB.Timeout / 6; t > 0 && t < beat {
-		beat = t
-	}
-	q.Timing = quorum.Timing{Beat: beat, ArbitratorTimeout: arbTimeout}
-	return q
-}
 
 // runProbes probes the arbitrators the core asked for, each in a worker
 // bounded by its timeout; the answers go back to the loop.
@@ -51,7 +31,7 @@ func (d *Daemon) runProbes(probes []node.Probe) {
 		if arb == nil {
 			continue
 		}
-		if strings.HasPrefix(arb.URI, "haven://") {
+		if strings.HasPrefix(arb.URI, driver.OneVoteScheme) {
 			d.reportOneVote(*arb, p)
 			continue
 		}
@@ -59,8 +39,7 @@ func (d *Daemon) runProbes(probes []node.Probe) {
 		d.goWorker(func(ctx context.Context) {
 			ok, detail := probeArbitrator(ctx, a)
 			d.post(func() {
-				d.core.ArbitratorResult(a.Name, ok, detail, sent, d.clk.Now())
-				d.applyReady()
+				d.drv.Step(node.Voted{Arbitrator: a.Name, OK: ok, Detail: detail, Sent: sent, Now: d.clk.Now()})
 			})
 		})
 	}
@@ -108,17 +87,13 @@ func (d *Daemon) runFences(fences []node.Fence) {
 		target := f.Node
 		if !ok {
 			d.post(func() {
-				d.core.FenceDone(target, fmt.Errorf("no [stonith.%s] command", target), d.clk.Now())
-				d.applyReady()
+				d.drv.Step(node.FenceEnded{Node: target, Err: fmt.Errorf("no [stonith.%s] command", target), Now: d.clk.Now()})
 			})
 			continue
 		}
 		d.goWorker(func(ctx context.Context) {
 			err := runFence(ctx, st)
-			d.post(func() {
-				d.core.FenceDone(target, err, d.clk.Now())
-				d.applyReady()
-			})
+			d.post(func() { d.drv.Step(node.FenceEnded{Node: target, Err: err, Now: d.clk.Now()}) })
 		})
 	}
 }
@@ -172,7 +147,7 @@ func (d *Daemon) reportOneVote(a config.Arbitrator, p node.Probe) {
 		if ip := net.ParseIP(src); ip == nil || ip.IsUnspecified() {
 			src = ""
 		}
-		cl = &oneVoteClient{rep: &arbitrator.Reporter{Addr: strings.TrimPrefix(a.URI, "haven://"), Cluster: d.cluster.Name,
+		cl = &oneVoteClient{rep: &arbitrator.Reporter{Addr: strings.TrimPrefix(a.URI, driver.OneVoteScheme), Cluster: d.cluster.Name,
 			Node: d.node.Name, Secret: secret, Inc: d.dur.Incarnation, Source: src}}
 		d.oneVote[a.Name] = cl
 	}
@@ -191,8 +166,7 @@ func (d *Daemon) reportOneVote(a config.Arbitrator, p node.Probe) {
 		}
 		d.post(func() {
 			cl.busy = false
-			d.core.OneVoteResult(name, g, errText, sent, d.clk.Now())
-			d.applyReady()
+			d.drv.Step(node.Granted{Arbitrator: name, Grant: g, ErrText: errText, Sent: sent, Now: d.clk.Now()})
 		})
 	})
 }

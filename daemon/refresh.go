@@ -33,6 +33,6 @@ func (d *Daemon) refresh(name string, done func(any, error)) {
 		done(nil, err)
 		return
 	}
-	d.tickets[d.core.WhenChecked(inst.name)] = func(node.Answer) { done(api.ActionResponse{Result: "checked"}, nil) }
+	d.drv.Ask(node.CheckWait{Service: inst.name}, func(node.Answer) { done(api.ActionResponse{Result: "checked"}, nil) })
 	d.check(inst)
 }

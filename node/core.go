@@ -47,8 +47,8 @@ type Config struct {
 	WriteThrough bool
 }
 
-// Core is one node's logic, driven by a driver (package daemon for real,
-// package sim in the simulation). It does no IO and reads no clock: every
+// Core is one node's logic, driven by package node/driver (in package
+// daemon for real, package sim in the simulation). It does no IO and reads no clock: every
 // input that depends on time carries now. After each input the driver
 // takes the Ready and carries it out.
 type Core struct {
@@ -89,6 +89,9 @@ type Core struct {
 
 	waiters    []waiter
 	nextTicket Ticket
+	// wasFrozen is the frozen state of a service before an admin action,
+	// for its answer (wasfrozen.go).
+	wasFrozen map[Ticket]string
 
 	// ps is the acknowledgement of state writes (persist.go).
 	ps persistence
@@ -196,6 +199,7 @@ func (c *Core) Ready() Ready {
 	r.Run = append(r.Run, c.ps.outRuns...)
 	r.NodeActions = append(r.NodeActions, c.ps.outNode...)
 	c.ps.outAnswers, c.ps.outRuns, c.ps.outNode = nil, nil, nil
+	c.stampAnswers(r.Answers)
 	return r
 }
 
@@ -222,6 +226,10 @@ type Answer struct {
 	Result string
 	Err    error
 	Bad    bool
+	// WasFrozen is the frozen state of the service before the admin
+	// target action of the request (WasFrozen, WasMixed, WasThawed), ""
+	// for the other requests.
+	WasFrozen string
 }
 
 // waiter is a --wait caller of target id of svc. A zero deadline waits as

@@ -1,7 +1,8 @@
 // Package node is the node core: one copy of a node's logic, driven by
-// two drivers, package daemon (the real clock, memberlist, resource
-// drivers, disk, zap, the API) and package sim (a fake clock, the
-// in-memory heartbeat network, fake resource drivers). It is pure, like
+// one driver (package node/driver) in two shells, package daemon (the
+// real clock, memberlist, resource drivers, disk, zap, the API) and
+// package sim (a fake clock, the in-memory heartbeat network, fake
+// resource drivers, a fast, slow or failing disk). It is pure, like
 // the decision core (monitor) it calls: no IO, no goroutine, no clock, no
 // logging (enforced by monitor's TestCorePackagesArePure).
 //

@@ -201,6 +201,7 @@ func (c *Core) AdminTarget(req TargetRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("unknown action %q", req.Action)})
 		return tk
 	}
+	c.noteWasFrozen(tk, svc, req.Nodes)
 	if t.Node != "" && !slices.Contains(req.Nodes, t.Node) {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("%s: %s is not one of the service's nodes (%v)", svc, t.Node, req.Nodes)})
 		return tk

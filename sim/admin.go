@@ -2,70 +2,59 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
+	"haven/config"
 	"haven/node"
+	"haven/node/driver"
 )
 
-// applyReady is the simulation's driver of the node core (as
-// daemon.applyReady): Persist is what survives a crash (the simulated
-// disk, Node.dur), Publish marks the dataset changed, the events are the
-// timeline, the answers go to their callers.
-func (d *daemon) applyReady() {
-	for d.core.HasReady() {
-		rd := d.core.Ready()
-		if rd.Persist != nil {
-			d.n.dur = rd.Persist.Clone()
-			// the simulated disk is written at once: what waited for it
-			// (answers, actions) is released in this same pass, in the
-			// order of one Ready
-			d.core.PersistDone(rd.PersistSeq, nil, d.c.clk.Now())
-			rel := d.core.Ready()
-			rd.Events = append(rd.Events, rel.Events...)
-			rd.Answers = append(rd.Answers, rel.Answers...)
-			rd.Run = append(rd.Run, rel.Run...)
-			rd.NodeActions = append(rd.NodeActions, rel.NodeActions...)
-			rd.Check = append(rd.Check, rel.Check...)
-			rd.Probes = append(rd.Probes, rel.Probes...)
-			rd.Fences = append(rd.Fences, rel.Fences...)
-			rd.Publish = rd.Publish || rel.Publish
-			if !rel.WakeAt.IsZero() && (rd.WakeAt.IsZero() || rel.WakeAt.Before(rd.WakeAt)) {
-				rd.WakeAt = rel.WakeAt
-			}
-			if rel.Persist != nil {
-				d.n.dur = rel.Persist.Clone()
-				d.core.PersistDone(rel.PersistSeq, nil, d.c.clk.Now())
-			}
-		}
-		if rd.Publish {
-			d.changed()
-		}
-		for _, e := range rd.Events {
-			d.record(e)
-		}
-		for _, a := range rd.Answers {
-			if f := d.tickets[a.Ticket]; f != nil {
-				delete(d.tickets, a.Ticket)
-				f(a)
-			}
-		}
-		// the simulated disk is written at once: the actions can run
-		for _, a := range rd.Run {
-			d.startAction(a)
-		}
-		// a node action is recorded, not run: the simulated machine goes on
-		for _, na := range rd.NodeActions {
-			d.record(node.NodeActionRun{Action: na.Kind, Reason: na.Reason})
-		}
-		for _, ck := range rd.Check {
-			d.runCheck(ck)
-		}
-		d.quorumReady(&rd)
-		d.armStep(rd.WakeAt)
-		// the config files, written at once and reported (configs.go)
-		for _, op := range rd.Configs {
-			d.applyConfig(op)
-		}
+// effects are the simulation's IO of the node core (driver.Effects): the
+// simulated disk (Node.dur) is written at once, the actions take their
+// simulated durations, the checks answer at once, the events go to the
+// timeline.
+type effects struct{ d *daemon }
+
+// SaveState writes the simulated disk: what survives a crash.
+func (e effects) SaveState(seq uint64, st *node.State) bool { return e.d.saveState(seq, st) }
+
+func (e effects) Order([]node.Action)            {}
+func (e effects) Event(ev node.Event)            { e.d.record(ev) }
+func (e effects) StartAction(a node.Action)      { e.d.startAction(a) }
+func (e effects) StartCheck(ck node.Check)       { e.d.runCheck(ck) }
+func (e effects) Probe(p node.Probe)             { e.d.probe(p) }
+func (e effects) Fence(f node.Fence)             { e.d.fence(f) }
+func (e effects) ArmWake(time.Time)              {} // process reads drv.WakeAt
+func (e effects) RefusedName(driver.RefusedName) {}
+
+// RunNodeAction records a node action: the simulated machine goes on.
+func (e effects) RunNodeAction(na node.NodeAction) {
+	e.d.record(node.NodeActionRun{Action: na.Kind, Reason: na.Reason})
+}
+
+// ApplyConfigs writes the config files at once and reports them.
+func (e effects) ApplyConfigs(ops []node.ConfigOp) {
+	for _, op := range ops {
+		e.d.applyConfig(op)
 	}
+}
+
+// Publish sends the local dataset to the peers.
+func (e effects) Publish() {
+	if e.d.hb != nil {
+		e.d.hb.Publish(e.d.localNode())
+	}
+}
+
+// coreConfig is the node core's config of node n (the driver's, from the
+// simulated node.toml and cluster.toml).
+func (c *Cluster) coreConfig(n string, compat int, local node.Local) node.Config {
+	nc := &config.NodeConfig{Name: n, MaintenanceGracePeriod: c.opt.MaintenanceGrace, RejoinGracePeriod: c.opt.RejoinGrace,
+		ReadyPeriod: c.opt.ReadyPeriod, ReadyFastAck: c.opt.ReadyFastAck, CheckInterval: checkInterval, MonitorInterval: monitorInterval,
+		HB: config.HBConfig{Timeout: c.opt.HBTimeout, Interval: c.opt.HBInterval}}
+	cfg := driver.CoreConfig(nc, c.clusterConfig(n, nc), compat, local, simCodec)
+	cfg.Quorum.Timing.StopBudget = c.stopBudget()
+	return cfg
 }
 
 // record puts a typed event on the timeline.
@@ -74,60 +63,43 @@ func (d *daemon) record(e node.Event) {
 	d.c.events = append(d.c.events, Event{At: d.c.Now(), Node: d.name, Event: e})
 }
 
+// reply is a CLI's answer to an admin request: the result it prints, or
+// the error; "ok" when the core says nothing (dflt).
+func reply(f func(string, error), dflt bool) func(node.Answer) {
+	return func(a node.Answer) {
+		if dflt && a.Err == nil && a.Result == "" {
+			a.Result = "ok"
+		}
+		f(a.Result, a.Err)
+	}
+}
+
 // serviceAction is daemon.serviceAction for one admin request made on
-// this node (no --wait callers): reply gets the answer the CLI would
-// print, at once or when the action it started ends.
-func (d *daemon) serviceAction(name, action, to string, local, force bool, reply func(string, error)) {
-	cfg, ok := d.n.files[name]
+// this node: reply gets the answer the CLI would print, at once or when
+// the action it started ends (wait: when the target is reached or failed,
+// or at timeout when set).
+func (d *daemon) serviceAction(r driver.Request, f func(string, error)) {
+	cfg, ok := d.n.files[r.Service]
 	if !ok {
-		reply("", fmt.Errorf("no service %s", name))
+		f("", fmt.Errorf("no service %s", r.Service))
 		return
 	}
-	var tk node.Ticket
-	if action == "delete" { // daemon.deleteService
-		tk = d.core.DeleteService(name, d.c.clk.Now())
-	} else if local || action == "restart" { // svcmgr restart is always this node's
-		tk = d.core.AdminLocal(node.LocalRequest{Service: name, Action: action, Now: d.c.clk.Now(), Force: force})
-	} else {
-		tk = d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names), Now: d.c.clk.Now()})
-	}
-	d.tickets[tk] = func(a node.Answer) { reply(a.Result, a.Err) }
-	d.applyReady()
+	r.Nodes = cfg.NodeList(d.c.names)
+	d.drv.ServiceAction(r, reply(f, false))
 }
 
 // nodeAction is daemon.nodeAction (freeze, thaw, drain).
-func (d *daemon) nodeAction(action string, reply func(string, error)) {
-	tk := d.core.AdminNode(action, d.c.clk.Now())
-	d.tickets[tk] = func(a node.Answer) {
-		if a.Err == nil && a.Result == "" {
-			a.Result = "ok"
-		}
-		reply(a.Result, a.Err)
-	}
-	d.applyReady()
-}
-
-// serviceActionWait is daemon.serviceAction with --wait (no deadline): the
-// answer comes when the core reaches or fails the target.
-func (d *daemon) serviceActionWait(name, action, to string, reply func(string, error)) {
-	cfg, ok := d.n.files[name]
-	if !ok {
-		reply("", fmt.Errorf("no service %s", name))
-		return
-	}
-	tk := d.core.AdminTarget(node.TargetRequest{Service: name, Action: action, Node: to, Nodes: cfg.NodeList(d.c.names),
-		Now: d.c.clk.Now(), Wait: true})
-	d.tickets[tk] = func(a node.Answer) { reply(a.Result, a.Err) }
-	d.applyReady()
+func (d *daemon) nodeAction(action string, f func(string, error)) {
+	d.drv.NodeAction(action, reply(f, true))
 }
 
 // keyword is daemon.keyword for set and unset: the keywords applied to
 // this node's config, which the core installs as a new version and
 // answers once every live peer holds it.
-func (d *daemon) keyword(name, op string, kws []string, reply func(string, error)) {
+func (d *daemon) keyword(name, op string, kws []string, f func(string, error)) {
 	cfg, ok := d.n.files[name]
 	if !ok {
-		reply("", fmt.Errorf("no service %s", name))
+		f("", fmt.Errorf("no service %s", name))
 		return
 	}
 	raw, err := simCodec.EditService(name, cfg.Raw, op, kws)
@@ -135,15 +107,8 @@ func (d *daemon) keyword(name, op string, kws []string, reply func(string, error
 		cfg, err = simCodec.ParseService(name, raw)
 	}
 	if err != nil {
-		reply("", err)
+		f("", err)
 		return
 	}
-	tk := d.core.EditConfig(node.ConfigRequest{Service: name, Config: cfg, What: "changed", Op: op, Kws: kws, Now: d.c.clk.Now()})
-	d.tickets[tk] = func(a node.Answer) {
-		if a.Err == nil && a.Result == "" {
-			a.Result = "ok"
-		}
-		reply(a.Result, a.Err)
-	}
-	d.applyReady()
+	d.drv.EditConfig(node.ConfigRequest{Service: name, Config: cfg, What: "changed", Op: op, Kws: kws}, reply(f, true))
 }

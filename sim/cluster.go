@@ -10,6 +10,7 @@ import (
 	"haven/heartbeat"
 	"haven/internal/clock"
 	"haven/node"
+	"haven/node/driver"
 )
 
 // simSecret is the cluster secret of every simulated node.
@@ -91,6 +92,7 @@ type Node struct {
 	compat    int // announced by the next daemon start
 	labels    map[string]string
 	dur       node.State // what its daemon persisted (the disk)
+	disk      diskState  // how that disk behaves (disk.go)
 	// files are the service configs installed on the machine (its
 	// service directory): every service of the scenario at first, then
 	// what config distribution writes.
@@ -347,6 +349,12 @@ func (c *Cluster) AdminWait(node, svc, action, arg string) (string, error) {
 	return c.admin(node, svc, action, arg, false, true, false)
 }
 
+// AdminWaitFor is AdminWait with --time: the answer comes at the latest
+// after timeout, with where the target stands.
+func (c *Cluster) AdminWaitFor(node, svc, action, arg string, timeout time.Duration) (string, error) {
+	return c.adminReq(node, driver.Request{Service: svc, Action: action, Node: arg, Wait: true, WaitTimeout: timeout})
+}
+
 // Keyword runs "svcmgr -s SVC set|unset --kw K[=V] ..." on node: the edit
 // is installed there and answered once every live peer holds it (its
 // answer comes on the timeline then).
@@ -357,19 +365,21 @@ func (c *Cluster) Keyword(node, svc, op string, kws []string) (string, error) {
 }
 
 func (c *Cluster) admin(node, svc, action, arg string, local, wait, force bool) (string, error) {
+	return c.adminReq(node, driver.Request{Service: svc, Action: action, Node: arg, Local: local, Force: force, Wait: wait})
+}
+
+// adminReq runs an admin request on node (r.Service "": a node action).
+func (c *Cluster) adminReq(node string, r driver.Request) (string, error) {
 	pending := "(answered when the action ends)"
-	if wait {
+	if r.Wait {
 		pending = "(waiting: answered when the target is reached)"
 	}
-	return c.request(node, svc, action, pending, func(d *daemon, reply func(string, error)) {
-		switch {
-		case svc == "":
-			d.nodeAction(action, reply)
-		case wait:
-			d.serviceActionWait(svc, action, arg, reply)
-		default:
-			d.serviceAction(svc, action, arg, local, force, reply)
+	return c.request(node, r.Service, r.Action, pending, func(d *daemon, reply func(string, error)) {
+		if r.Service == "" {
+			d.nodeAction(r.Action, reply)
+			return
 		}
+		d.serviceAction(r, reply)
 	})
 }
 

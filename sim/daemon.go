@@ -2,7 +2,8 @@ package sim
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"haven/config"
@@ -10,6 +11,7 @@ import (
 	"haven/dataset"
 	"haven/heartbeat"
 	"haven/node"
+	"haven/node/driver"
 )
 
 // tickPeriod is the daemon's periodic tick (daemon.tickPeriod).
@@ -29,14 +31,18 @@ type daemon struct {
 	insts  map[string]*instance
 	inames []string // sorted local service names
 
-	gen, stepGen, published uint64
-	mode                    string // "stop", "shutdown", "restart" once a stop began
-	stepAt, nextTick        time.Time
+	mode     string // "stop", "shutdown", "restart" once a stop began
+	nextTick time.Time
 
-	// core is the node core (package node): durable state, targets,
-	// clears, answers by ticket.
-	core    *node.Core
-	tickets map[node.Ticket]func(node.Answer)
+	// drv drives the node core (package node/driver: the loop rules, the
+	// answers by ticket, the order of a Ready); core is its core (durable
+	// state, targets, clears).
+	drv  *driver.Driver
+	core *node.Core
+
+	// writes are the state writes in flight on a slow or failing disk
+	// (disk.go)
+	writes []simWrite
 
 	// later are the arbitrator answers and fence ends due, pausedUntil
 	// the end of a pause (quorum.go)
@@ -62,12 +68,9 @@ func (n *Node) startDaemon() error {
 		n.machineUp = true
 		c.running[n.name] = map[string]bool{}
 	}
-	d := &daemon{n: n, c: c, name: n.name, compat: n.compat, insts: map[string]*instance{},
-		tickets: map[node.Ticket]func(node.Answer){}}
-	d.core = node.New(node.Config{Name: n.name, ClusterNodes: c.names, Compat: n.compat,
-		MaintenanceGrace: c.opt.MaintenanceGrace, RejoinGrace: c.opt.RejoinGrace, ReadyPeriod: c.opt.ReadyPeriod, ReadyFastAck: c.opt.ReadyFastAck,
-		CheckInterval: checkInterval, MonitorInterval: monitorInterval, Quorum: c.quorumConfig(n.name), Local: d,
-		Configs: simCodec, ConfirmTimeout: 10*time.Second + 2*c.opt.HBTimeout}, n.dur.Clone())
+	d := &daemon{n: n, c: c, name: n.name, compat: n.compat, insts: map[string]*instance{}}
+	d.core = node.New(c.coreConfig(n.name, n.compat, d), n.dur.Clone())
+	d.drv = driver.New(d.core, effects{d}, c.clk)
 	for _, name := range sortedKeys(n.files) { // loadServices / installInstance
 		d.installInstance(n.files[name], now)
 	}
@@ -79,11 +82,10 @@ func (n *Node) startDaemon() error {
 	d.hb, d.events = hb, hb.Events()
 	n.d = d
 	d.record(node.DaemonStarted{Compat: d.compat})
-	d.core.Start(now)
-	d.applyReady()
-	d.publish()
+	d.drv.Start()
+	d.drv.Publish()
 	for _, name := range d.inames {
-		d.check(d.insts[name])
+		d.drv.CheckNow(name)
 	}
 	d.nextTick = now.Add(tickPeriod)
 	return nil
@@ -100,13 +102,9 @@ func (d *daemon) process() bool {
 	}
 	pub := false
 	after := func() {
-		if d.gen != d.stepGen || d.core.ViewChanged() {
-			d.orchestrate()
-		}
-		if d.gen != d.published {
+		if d.drv.Pass() {
 			pub = true
 		}
-		d.publish()
 	}
 	for d.events != nil {
 		select {
@@ -115,7 +113,7 @@ func (d *daemon) process() bool {
 				d.events = nil
 				continue
 			}
-			d.onHeartbeat(ev)
+			d.drv.Heartbeat(ev)
 			after()
 			continue
 		default:
@@ -129,18 +127,19 @@ func (d *daemon) process() bool {
 			after()
 		}
 	}
+	if d.writesDone() {
+		after()
+	}
 	if d.runLater() {
 		after()
 	}
-	if !d.stepAt.IsZero() && !now.Before(d.stepAt) {
-		d.stepAt = time.Time{}
-		d.core.WakeUp()
+	if at := d.drv.WakeAt(); !at.IsZero() && !now.Before(at) {
+		d.drv.Wake()
 		after()
 	}
 	if !now.Before(d.nextTick) {
 		// daemon.tick (the sim's resources never change by themselves)
-		d.core.Tick(now)
-		d.applyReady()
+		d.drv.Tick()
 		d.nextTick = now.Add(tickPeriod)
 		after()
 	}
@@ -155,8 +154,8 @@ func (d *daemon) process() bool {
 // due returns the earliest time process has work of its own.
 func (d *daemon) due() time.Time {
 	t := d.nextTick
-	if !d.stepAt.IsZero() && d.stepAt.Before(t) {
-		t = d.stepAt
+	if at := d.drv.WakeAt(); !at.IsZero() && at.Before(t) {
+		t = at
 	}
 	for _, inst := range d.insts {
 		if inst.busy != "" && inst.busyEnd.Before(t) {
@@ -166,35 +165,10 @@ func (d *daemon) due() time.Time {
 	if l := d.laterDue(); !l.IsZero() && l.Before(t) {
 		t = l
 	}
-	return t
-}
-
-// onHeartbeat is daemon.onHeartbeat (config distribution aside: every
-// simulated node has every config from the start).
-func (d *daemon) onHeartbeat(ev heartbeat.Event) {
-	pe := node.PeerEvent{Node: ev.Node, Data: ev.Data}
-	switch ev.Kind {
-	case heartbeat.Up:
-		pe.Kind = node.PeerUp
-	case heartbeat.Down:
-		pe.Kind = node.PeerDown
-	case heartbeat.Unseen:
-		pe.Kind, pe.Unseen = node.PeerUnseen, ev.Unseen
-	case heartbeat.Stale:
-		pe.Kind, pe.Reason = node.PeerStale, ev.Reason
-	case heartbeat.Fresh:
-		pe.Kind = node.PeerFresh
-	case heartbeat.Duplicate:
-		pe.Kind, pe.Reason = node.PeerDuplicate, ev.Reason
-	case heartbeat.DuplicateGone:
-		pe.Kind = node.PeerDuplicateGone
-	case heartbeat.Data:
-		pe.Kind = node.PeerData
-	default:
-		return
+	if w := d.writeDue(); !w.IsZero() && w.Before(t) {
+		t = w
 	}
-	d.core.Heartbeat(pe, d.c.clk.Now())
-	d.applyReady()
+	return t
 }
 
 // peerStatus is this node's conclusion about a peer.
@@ -250,38 +224,15 @@ func (d *daemon) applyConfig(op node.ConfigOp) {
 		delete(d.insts, name)
 		d.relist()
 		d.core.RemoveInstance(name)
-		d.changed()
-		d.core.ConfigDone(name, nil, now)
+		d.drv.Changed()
+		d.drv.Input(node.ConfigWritten{Service: name, Now: now})
 		return
 	}
 	d.n.files[name] = op.Config
 	d.installInstance(op.Config, now)
-	d.changed()
-	d.core.ConfigDone(name, nil, now)
-	d.core.CheckNow(name)
-}
-
-// orchestrate is daemon.orchestrate: the node core's decision pass.
-func (d *daemon) orchestrate() {
-	viewOnly := d.gen == d.stepGen // only the view changed: maybe incremental
-	d.stepGen = d.gen
-	if viewOnly {
-		d.core.OrchestrateView(d.c.clk.Now())
-	} else {
-		d.core.Orchestrate(d.c.clk.Now())
-	}
-	d.applyReady()
-}
-
-// armStep is daemon.armStep (the step timer is a due time here).
-func (d *daemon) armStep(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	if !d.stepAt.IsZero() && !t.Before(d.stepAt) && d.c.clk.Now().Before(d.stepAt) {
-		return
-	}
-	d.stepAt = t
+	d.drv.Changed()
+	d.drv.Input(node.ConfigWritten{Service: name, Now: now})
+	d.drv.Input(node.CheckOrdered{Service: name})
 }
 
 // startAction is the fake resource driver of an action the core ordered:
@@ -322,14 +273,7 @@ func (d *daemon) actionDone(inst *instance) {
 		err = fmt.Errorf("%s failed (scripted)", action)
 	}
 	// the core orders the full check that ends the action
-	d.core.ActionDone(inst.name, action, err, d.c.clk.Now())
-	d.applyReady()
-}
-
-// check orders a full status check (daemon.check).
-func (d *daemon) check(inst *instance) {
-	d.core.CheckNow(inst.name)
-	d.applyReady()
+	d.drv.ActionDone(inst.name, action, err)
 }
 
 // checkInterval and monitorInterval are node.toml's defaults.
@@ -348,7 +292,7 @@ func (d *daemon) runCheck(ck node.Check) {
 	if d.c.running[d.name][ck.Service] {
 		st = dataset.StatusUp
 	}
-	d.core.CheckDone(ck, map[string]dataset.Resource{simRID: {Status: st}}, d.c.clk.Now())
+	d.drv.Input(node.Checked{Check: ck, Resources: map[string]dataset.Resource{simRID: {Status: st}}, Now: d.c.clk.Now()})
 }
 
 func frozenWord(f bool) string {
@@ -358,19 +302,9 @@ func frozenWord(f bool) string {
 	return "thawed"
 }
 
-func (d *daemon) changed() { d.gen++ }
-
-func (d *daemon) publish() {
-	if d.hb == nil || d.gen == d.published {
-		return
-	}
-	d.published = d.gen
-	d.hb.Publish(d.localNode())
-}
-
 // localNode is daemon.localNode: the driver's part, then the core's.
 func (d *daemon) localNode() dataset.Node {
-	return d.core.Dataset(dataset.Node{Name: d.name, Labels: d.n.labels, Gen: d.gen, Configs: d.core.ConfigEntries()})
+	return d.core.Dataset(dataset.Node{Name: d.name, Labels: d.n.labels, Gen: d.drv.Gen(), Configs: d.core.ConfigEntries()})
 }
 
 // beginStop is daemon.beginStop (the core's BeginStop); "restart" is a
@@ -380,11 +314,13 @@ func (d *daemon) beginStop(mode string) {
 		return
 	}
 	d.mode = mode
-	d.core.BeginStop(mode, d.c.clk.Now())
-	d.applyReady()
+	d.drv.BeginStop(mode)
 }
 
 func (d *daemon) readyToExit() bool {
+	if len(d.writes) > 0 {
+		return false // the last states reach the disk first
+	}
 	for _, inst := range d.insts {
 		if inst.busy != "" {
 			return false
@@ -396,7 +332,7 @@ func (d *daemon) readyToExit() bool {
 // exit is the end of daemon.Run: the last state reaches the peers, then the
 // heartbeat closes.
 func (d *daemon) exit() {
-	d.publish()
+	d.drv.Publish()
 	d.hb.Close()
 	d.n.d = nil
 	d.record(node.DaemonStopped{Mode: d.mode})
@@ -407,11 +343,4 @@ func (d *daemon) exit() {
 	}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

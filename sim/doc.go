@@ -10,8 +10,11 @@
 //
 // # The node core and the driver
 //
-// A node's logic is the real node core's (package node), driven here as
-// the daemon drives it (applyReady in admin.go): the durable state
+// A node's logic is the real node core's (package node), driven by the
+// same driver as the daemon's (package node/driver: the order of a Ready,
+// the tickets, the loop rules, the heartbeat mapping, the admin routing,
+// the core's config); the simulation implements only its effects
+// (admin.go, disk.go): the durable state
 // (Persist is what survives a crash, Node.dur), targets, clears, frozen
 // flags, admin target requests, the instance monitors, the decision pass
 // (Orchestrate, with the multiple-active watch and Ready.WakeAt), the
@@ -20,7 +23,7 @@
 // service, a peer or the node monitor is one of the core's typed events,
 // with the text the daemon writes to node.log and the events stream.
 //
-// What the driver here does itself (daemon.go), as package daemon does:
+// What the shell here does itself (daemon.go), as package daemon does:
 // startDaemon (daemon.New + Run up to the loop: install the instances,
 // join the heartbeat, Start, first publish and check); process (one turn
 // of daemon.loop: heartbeat events one by one, action ends, the step
@@ -38,7 +41,7 @@
 // installed on every machine before the daemons start (Node.files, the
 // machine's service directory, version zero); svcmgr set, unset and delete
 // go through the core (EditConfig, DeleteService), whose Ready.Configs
-// the driver writes to the machine at once (applyConfig); the versions
+// the shell writes to the machine at once (applyConfig); the versions
 // and tombstones travel with the heartbeats as in the daemon.
 //
 // Departures, on purpose: no create or edit config (set, unset and delete
@@ -51,8 +54,9 @@
 // resource that stays up after a stop that succeeded: "fail ... stop"
 // scripts a stop failure); a status check takes no time; actions take the
 // configured duration and succeed unless scripted to fail; load and memory
-// are zero, so "load avg" and "score" tie and break by name; --wait has
-// no deadline (--wait-timeout is not scripted). Quorum (cluster line
+// are zero, so "load avg" and "score" tie and break by name. The state
+// disk is fast unless scripted slow or failing (disk.go: held answers,
+// group commit, roll back). Quorum (cluster line
 // quorum=true split_action=stop), arbitrators,
 // fence commands, one-way loss and daemon pauses are modelled in
 // quorum.go (see there for the script lines); a node action (crash,
@@ -102,13 +106,15 @@
 //	n1: nodemgr daemon shutdown              stop the local instances, shutting, leave
 //	n1: nodemgr daemon restart [compat=N]    stop, then start
 //	n1: nodemgr freeze | thaw | drain        the node (drain: freeze, stop what runs here)
-//	n1: svcmgr -s web ACTION [--local] [--wait] [--to N] [--node N]
+//	n1: svcmgr -s web ACTION [--local] [--wait [--time 5s]] [--to N] [--node N]
 //	n1: svcmgr -s web start --local --force  a second copy, on purpose
 //	    ACTION: start stop freeze thaw takeover switch giveback abort clear restart delete
 //	n1: svcmgr -s web set --kw K=V [--kw ...]  | unset --kw K   a keyword edit (config distribution)
 //	partition n1 | n2 n3                     cut every link between the sides
 //	heal                                     remove every partition
 //	fail n1 web start|stop|restart [COUNT|off] the next COUNT runs fail (default: all)
+//	disk n1 slow 2s | fail | ok              n1's state writes take 2s, fail, or are
+//	                                         fast and good again (disk.go)
 //
 // Expect lines assert at the current time; a failed expect fails the test
 // and is marked FAILED in the output:

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"haven/config"
 	"haven/node"
+	"haven/node/driver"
 	"haven/quorum"
 )
 
@@ -97,30 +99,37 @@ func checkSplit(v string) error {
 	return fmt.Errorf("split_action: want stop, crash, reboot or disabled, got %q", v)
 }
 
-// quorumConfig is the node core's QuorumConfig of node n.
-func (c *Cluster) quorumConfig(n string) node.QuorumConfig {
-	q := node.QuorumConfig{Enabled: c.q.enabled, SplitAction: c.q.split, HBTimeout: c.opt.HBTimeout}
-	if q.SplitAction == "" {
-		q.SplitAction = node.SplitStop
+// clusterConfig is the simulated cluster.toml seen by node n, whose
+// split_action it sets in nc (the cluster line's, or the node line's).
+func (c *Cluster) clusterConfig(n string, nc *config.NodeConfig) *config.ClusterConfig {
+	nc.SplitAction = c.q.split
+	if nc.SplitAction == "" {
+		nc.SplitAction = node.SplitStop
 	}
 	if s, ok := c.q.splitOf[n]; ok {
-		q.SplitAction = s
+		nc.SplitAction = s
 	}
-	var arbTimeout time.Duration
+	cl := &config.ClusterConfig{Name: "sim", Quorum: c.q.enabled, Nodes: c.members, Stonith: map[string]config.Stonith{}}
 	for _, a := range c.q.arbs {
-		q.Arbitrators = append(q.Arbitrators, quorum.Arbitrator{Name: a.name, Weight: a.weight, OneVote: a.book != nil})
-		arbTimeout = max(arbTimeout, a.timeout)
+		uri := "tcp://" + a.name
+		if a.book != nil {
+			uri = driver.OneVoteScheme + a.name
+		}
+		cl.Arbitrators = append(cl.Arbitrators, config.Arbitrator{Name: a.name, URI: uri, Weight: a.weight, Timeout: a.timeout})
 	}
-	for _, name := range sortedKeys(c.q.stonith) {
-		q.Stonith = append(q.Stonith, name)
+	for name := range c.q.stonith {
+		cl.Stonith[name] = config.Stonith{Node: name}
 	}
-	budget := c.q.stopBudget
-	if budget == 0 {
-		budget = 2 * c.opt.StopDuration
+	return cl
+}
+
+// stopBudget is the longest stop of an instance (stop_budget on the
+// cluster line, else twice the simulated stop).
+func (c *Cluster) stopBudget() time.Duration {
+	if c.q.stopBudget != 0 {
+		return c.q.stopBudget
 	}
-	beat := min(c.opt.HBInterval, c.opt.HBTimeout/6)
-	q.Timing = quorum.Timing{Beat: beat, ArbitratorTimeout: arbTimeout, StopBudget: budget}
-	return q
+	return 2 * c.opt.StopDuration
 }
 
 // quorumLine runs the quorum lines of a script (setup or command); false
@@ -260,34 +269,33 @@ func (d *daemon) paused() bool {
 	return !d.pausedUntil.IsZero()
 }
 
-// quorumReady carries out the probes and fences of a Ready: a reachable
-// arbitrator answers at once, an unreachable one after its timeout; a
-// fence ends after fenceDuration.
-func (d *daemon) quorumReady(rd *node.Ready) {
+// probe asks an arbitrator: a reachable one answers at once, an
+// unreachable one after its timeout.
+func (d *daemon) probe(p node.Probe) {
 	now := d.c.clk.Now()
-	for i := range rd.Probes {
-		p := rd.Probes[i]
-		a := d.c.arbitrator(p.Name)
-		if a == nil {
-			continue
-		}
-		ok := !a.unreachable[d.name]
-		at := now
-		if !ok {
-			at = now.Add(a.timeout)
-		}
-		var g *quorum.GrantAnswer
-		if a.book != nil && ok {
-			// the report reaches the arbitrator now: its real book decides
-			ans := a.book.Report(now, quorum.Report{Node: d.name, Partition: p.Partition, Running: p.Running})
-			g = &ans
-		}
-		d.later = append(d.later, pending{at: at, probe: &p, ok: ok, grant: g})
+	a := d.c.arbitrator(p.Name)
+	if a == nil {
+		return
 	}
-	for _, f := range rd.Fences {
-		d.later = append(d.later, pending{at: now.Add(fenceDuration), fence: f.Node, ok: d.c.q.stonith[f.Node]})
-		d.c.logf(d.name, "", "fence command of %s runs", f.Node)
+	ok := !a.unreachable[d.name]
+	at := now
+	if !ok {
+		at = now.Add(a.timeout)
 	}
+	var g *quorum.GrantAnswer
+	if a.book != nil && ok {
+		// the report reaches the arbitrator now: its real book decides
+		ans := a.book.Report(now, quorum.Report{Node: d.name, Partition: p.Partition, Running: p.Running})
+		g = &ans
+	}
+	d.later = append(d.later, pending{at: at, probe: &p, ok: ok, grant: g})
+}
+
+// fence runs the fence command of a lost peer: it ends after
+// fenceDuration.
+func (d *daemon) fence(f node.Fence) {
+	d.later = append(d.later, pending{at: d.c.clk.Now().Add(fenceDuration), fence: f.Node, ok: d.c.q.stonith[f.Node]})
+	d.c.logf(d.name, "", "fence command of %s runs", f.Node)
 }
 
 // runLater delivers the probe answers and fence ends that are due.
@@ -308,16 +316,16 @@ func (d *daemon) runLater() bool {
 		did = true
 		if p.probe != nil && d.c.arbitrator(p.probe.Name) != nil && d.c.arbitrator(p.probe.Name).book != nil {
 			if p.grant == nil {
-				d.core.OneVoteResult(p.probe.Name, quorum.GrantAnswer{}, "no answer within the timeout", p.probe.Sent, now)
+				d.drv.Input(node.Granted{Arbitrator: p.probe.Name, ErrText: "no answer within the timeout", Sent: p.probe.Sent, Now: now})
 			} else {
-				d.core.OneVoteResult(p.probe.Name, *p.grant, "", p.probe.Sent, now)
+				d.drv.Input(node.Granted{Arbitrator: p.probe.Name, Grant: *p.grant, Sent: p.probe.Sent, Now: now})
 			}
 		} else if p.probe != nil {
 			detail := "answered"
 			if !p.ok {
 				detail = "no answer within the timeout"
 			}
-			d.core.ArbitratorResult(p.probe.Name, p.ok, detail, p.probe.Sent, now)
+			d.drv.Input(node.Voted{Arbitrator: p.probe.Name, OK: p.ok, Detail: detail, Sent: p.probe.Sent, Now: now})
 		} else {
 			var err error
 			if !p.ok {
@@ -329,9 +337,9 @@ func (d *daemon) runLater() bool {
 				n.d, n.machineUp = nil, false
 				d.c.running[p.fence] = map[string]bool{}
 			}
-			d.core.FenceDone(p.fence, err, now)
+			d.drv.Input(node.FenceEnded{Node: p.fence, Err: err, Now: now})
 		}
-		d.applyReady()
+		d.drv.Apply()
 	}
 	return did
 }

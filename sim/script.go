@@ -173,6 +173,19 @@ func (r *runner) exec(toks []string, raw string) error {
 			return fmt.Errorf("fail: the action is start, stop or restart")
 		}
 		r.c.Fail(toks[1], toks[2], toks[3], count)
+	case verb == "disk" && (len(toks) == 3 || len(toks) == 4):
+		var delay time.Duration
+		if len(toks) == 4 {
+			d, err := time.ParseDuration(toks[3])
+			if err != nil {
+				return fmt.Errorf("disk: bad duration %q", toks[3])
+			}
+			delay = d
+		}
+		if err := r.c.Disk(toks[1], toks[2], delay); err != nil {
+			return err
+		}
+		r.c.settle()
 	case strings.HasSuffix(verb, ":") && len(toks) >= 3:
 		return r.admin(strings.TrimSuffix(verb, ":"), toks[1:])
 	case verb == "expect":
@@ -389,6 +402,7 @@ func (r *runner) admin(node string, args []string) error {
 	case "svcmgr":
 		var svc, action, arg string
 		var kws []string
+		var timeout time.Duration
 		local, wait, force := false, false, false
 		for i := 1; i < len(args); i++ {
 			switch a := args[i]; {
@@ -406,6 +420,13 @@ func (r *runner) admin(node string, args []string) error {
 				local = true
 			case a == "--wait":
 				wait = true
+			case a == "--time" && i+1 < len(args):
+				d, err := time.ParseDuration(args[i+1])
+				if err != nil || d <= 0 {
+					return fmt.Errorf("svcmgr: --time: bad duration %q", args[i+1])
+				}
+				timeout = d
+				i++
 			case a == "--force":
 				force = true
 			case action == "" && !strings.HasPrefix(a, "-"):
@@ -431,8 +452,11 @@ func (r *runner) admin(node string, args []string) error {
 			r.answer(r.c.AdminForce(node, svc))
 			return nil
 		}
+		if timeout > 0 && !wait {
+			return fmt.Errorf("svcmgr: --time goes with --wait")
+		}
 		if wait {
-			r.answer(r.c.AdminWait(node, svc, action, arg))
+			r.answer(r.c.AdminWaitFor(node, svc, action, arg, timeout))
 			return nil
 		}
 		r.answer(r.c.Admin(node, svc, action, arg, local))

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"haven/config/tomlfile"
 )
 
 // Attack (issue 19, item 3), at the node level: an on-path attacker without
@@ -14,26 +12,7 @@ import (
 // come back up at n2, and n2 must not stop its healthy copy (before: n2 saw
 // the service on two nodes, stopped its own, and it ran nowhere).
 func TestWithheldFramesAfterCrashKeepSurvivor(t *testing.T) {
-	c, err := New([]string{"n1", "n2"}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := tomlfile.ParseService("web.toml", "web", []byte("[DEFAULT]\nnodes = [\"n1\", \"n2\"]\norchestrate = \"ha\"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.AddService(cfg, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"n1", "n2"} {
-		if err := c.Start(n, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.Run(20 * time.Second)
-	if up := c.UpOn("web"); !slices.Equal(up, []string{"n1"}) {
-		t.Fatalf("web up on %v, want n1", up)
-	}
+	c := webCluster(t, Options{}, nil)
 	k := 0
 	c.net.Withhold("n1", "n2", func([]byte) bool { k++; return k%3 == 0 })
 	c.Run(6 * time.Second)

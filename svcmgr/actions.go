@@ -103,16 +103,6 @@ func serviceAction(c *cli.Context, action string) error {
 	if err != nil {
 		return err
 	}
-	// the targets of these actions thaw every instance: say so when the
-	// service was frozen (the state read before the action)
-	frozen := map[string]string{}
-	if thawNote(action, c.Bool("local"), "frozen") != "" {
-		if st, err := cl.Status(ctx(c)); err == nil {
-			for _, n := range names {
-				frozen[n] = st.Services[n].Frozen
-			}
-		}
-	}
 	var failures []string
 	for _, name := range names {
 		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local") || action == "restart", Node: c.String("node"), Wait: c.Bool("wait"),
@@ -142,7 +132,9 @@ func serviceAction(c *cli.Context, action string) error {
 			continue
 		}
 		result := res.Result
-		if note := thawNote(action, req.Local, frozen[name]); note != "" {
+		// the targets of these actions thaw every instance: say so when
+		// the service was frozen (the daemon's answer says what it was)
+		if note := thawNote(action, req.Local, res.WasFrozen); note != "" {
 			result += "; " + note
 		}
 		if asJSON {

@@ -14,6 +14,9 @@ type Clock interface {
 	Now() time.Time
 	// After returns a channel that receives once d has elapsed.
 	After(d time.Duration) <-chan time.Time
+	// NewTimer and NewTicker arm a timer and a ticker of the clock.
+	NewTimer(d time.Duration) Timer
+	NewTicker(d time.Duration) Ticker
 }
 
 // Real is the wall clock.
@@ -27,6 +30,7 @@ type Fake struct {
 	mu      sync.Mutex
 	now     time.Time
 	waiters []waiter
+	timers  []*fakeTimer // NewTimer, NewTicker (timer.go)
 }
 
 type waiter struct {
@@ -73,6 +77,7 @@ func (f *Fake) Advance(d time.Duration) {
 	}
 	f.waiters = keep
 	f.mu.Unlock()
+	f.fire()
 }
 
 // Set moves the clock to t (never backwards) and fires due timers.

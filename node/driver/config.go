@@ -1,0 +1,48 @@
+package driver
+
+import (
+	"strings"
+	"time"
+
+	"haven/config"
+	"haven/node"
+	"haven/quorum"
+)
+
+// CoreConfig is the core's config of node n of cluster cl (node.toml and
+// cluster.toml), announcing compat; local and codec are the shell's.
+func CoreConfig(n *config.NodeConfig, cl *config.ClusterConfig, compat int, local node.Local, codec node.ConfigCodec) node.Config {
+	return node.Config{Name: n.Name, ClusterNodes: cl.NodeNames(), Compat: compat,
+		MaintenanceGrace: n.MaintenanceGracePeriod, RejoinGrace: n.RejoinGracePeriod,
+		ReadyPeriod: n.ReadyPeriod, ReadyFastAck: n.ReadyFastAck, CheckInterval: n.CheckInterval, MonitorInterval: n.MonitorInterval,
+		Quorum: QuorumConfig(n, cl), Local: local, Configs: codec,
+		ConfirmTimeout: ConfirmTimeout(n.HB.Timeout)}
+}
+
+// ConfirmTimeout bounds the wait for the peers' adoption of an edit made
+// here: long enough for a peer declared down meanwhile to be so.
+func ConfirmTimeout(hbTimeout time.Duration) time.Duration { return 10*time.Second + 2*hbTimeout }
+
+// OneVoteScheme prefixes the URI of a Haven one-vote arbitrator.
+const OneVoteScheme = "haven://"
+
+// QuorumConfig is the core's QuorumConfig from node.toml and cluster.toml.
+func QuorumConfig(n *config.NodeConfig, cl *config.ClusterConfig) node.QuorumConfig {
+	q := node.QuorumConfig{Enabled: cl.Quorum, SplitAction: n.SplitAction, HBTimeout: n.HB.Timeout}
+	var arbTimeout time.Duration
+	for _, a := range cl.Arbitrators {
+		q.Arbitrators = append(q.Arbitrators, quorum.Arbitrator{Name: a.Name, Weight: a.Weight, OneVote: strings.HasPrefix(a.URI, OneVoteScheme)})
+		arbTimeout = max(arbTimeout, a.Timeout)
+	}
+	for _, name := range sortedKeys(cl.Stonith) {
+		q.Stonith = append(q.Stonith, name)
+	}
+	// a beat: the heartbeat's interval, no longer than a sixth of its
+	// timeout
+	beat := n.HB.Interval
+	if t := n.HB.Timeout / 6; t > 0 && t < beat {
+		beat = t
+	}
+	q.Timing = quorum.Timing{Beat: beat, ArbitratorTimeout: arbTimeout}
+	return q
+}

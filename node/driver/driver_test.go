@@ -1,0 +1,280 @@
+package driver
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"haven/config"
+	"haven/dataset"
+	"haven/heartbeat"
+	"haven/internal/clock"
+	"haven/node"
+)
+
+// fakeFx records what the driver asks of its shell; its disk is written at
+// once unless slow.
+type fakeFx struct {
+	log     []string
+	slow    bool
+	saved   []uint64
+	refused []RefusedName
+	wakes   []time.Time
+	checks  []node.Check
+}
+
+func (f *fakeFx) note(format string, a ...any) { f.log = append(f.log, fmt.Sprintf(format, a...)) }
+func (f *fakeFx) SaveState(seq uint64, st *node.State) bool {
+	f.note("save %d", seq)
+	f.saved = append(f.saved, seq)
+	return !f.slow
+}
+func (f *fakeFx) Order(acts []node.Action) {
+	for _, a := range acts {
+		f.note("order %s %s", a.Kind, a.Service)
+	}
+}
+func (f *fakeFx) Event(e node.Event)               { f.note("event %s", e.Kind()) }
+func (f *fakeFx) StartAction(a node.Action)        { f.note("run %s %s", a.Kind, a.Service) }
+func (f *fakeFx) RunNodeAction(na node.NodeAction) { f.note("node action %s", na.Kind) }
+func (f *fakeFx) StartCheck(ck node.Check) {
+	f.note("check %s", ck.Service)
+	f.checks = append(f.checks, ck)
+}
+func (f *fakeFx) Probe(p node.Probe)               { f.note("probe %s", p.Name) }
+func (f *fakeFx) Fence(fc node.Fence)              { f.note("fence %s", fc.Node) }
+func (f *fakeFx) ArmWake(t time.Time)              { f.wakes = append(f.wakes, t) }
+func (f *fakeFx) ApplyConfigs(ops []node.ConfigOp) { f.note("configs %d", len(ops)) }
+func (f *fakeFx) Publish()                         { f.note("publish") }
+func (f *fakeFx) RefusedName(r RefusedName)        { f.refused = append(f.refused, r) }
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// newDriver is the driver of n1 in a cluster n1 n2 n3, with a service web
+// on n1 and n2, on a fake clock.
+func newDriver(t *testing.T, fx *fakeFx) (*Driver, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	nc := &config.NodeConfig{Name: "n1", ReadyPeriod: 2 * time.Second, MaintenanceGracePeriod: time.Minute, RejoinGracePeriod: 90 * time.Second,
+		CheckInterval: time.Minute, MonitorInterval: 5 * time.Second, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
+	cl := &config.ClusterConfig{Name: "c", Nodes: []config.Member{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}}
+	core := node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
+	core.MarkDurable()
+	d := New(core, fx, clk)
+	core.AddInstance("web", node.InstanceSpec{Local: true, Runnable: true}, clk.Now())
+	d.Start()
+	return d, clk
+}
+
+// peerData is a live peer's dataset.
+func peerData(name string) *dataset.Node {
+	return &dataset.Node{Name: name, Compat: 1, Monitor: dataset.NodeIdle, Gen: 1}
+}
+
+// Every kind of heartbeat news about a peer maps to its peer event; the
+// shell's kinds map to none.
+func TestPeerEventMapping(t *testing.T) {
+	want := map[heartbeat.Kind]node.PeerKind{
+		heartbeat.Up: node.PeerUp, heartbeat.Down: node.PeerDown, heartbeat.Unseen: node.PeerUnseen,
+		heartbeat.Stale: node.PeerStale, heartbeat.Fresh: node.PeerFresh, heartbeat.Duplicate: node.PeerDuplicate,
+		heartbeat.DuplicateGone: node.PeerDuplicateGone, heartbeat.Data: node.PeerData,
+	}
+	for k, pk := range want {
+		pe, ok := PeerEvent(heartbeat.Event{Kind: k, Node: "n2", Reason: "r", Unseen: []string{"n3"}})
+		if !ok || pe.Kind != pk || pe.Node != "n2" {
+			t.Errorf("heartbeat kind %d: %+v %v, want peer kind %d", k, pe, ok, pk)
+		}
+		if (pe.Reason != "") != (pk == node.PeerStale || pk == node.PeerDuplicate) || (pe.Unseen != nil) != (pk == node.PeerUnseen) {
+			t.Errorf("heartbeat kind %d: reason %q unseen %v", k, pe.Reason, pe.Unseen)
+		}
+	}
+	for _, k := range []heartbeat.Kind{heartbeat.Rejected, heartbeat.Impostor, heartbeat.Asked, heartbeat.Answered} {
+		if pe, ok := PeerEvent(heartbeat.Event{Kind: k, Node: "n2"}); ok {
+			t.Errorf("the shell's heartbeat kind %d mapped to %+v", k, pe)
+		}
+	}
+}
+
+// A peer heard, then silent: the core concludes up, then down (a Down
+// mapped to anything else leaves it up).
+func TestHeartbeatUpThenDown(t *testing.T) {
+	d, clk := newDriver(t, &fakeFx{})
+	for _, ev := range []heartbeat.Event{{Kind: heartbeat.Up, Node: "n2"}, {Kind: heartbeat.Data, Node: "n2", Data: peerData("n2")}} {
+		if !d.Heartbeat(ev) {
+			t.Fatalf("%+v: left to the shell", ev)
+		}
+	}
+	if st := d.Core.PeerStatus("n2", clk.Now()); st != dataset.NodeUp {
+		t.Fatalf("n2 heard: %s, want up", st)
+	}
+	clk.Advance(3 * time.Second)
+	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Down, Node: "n2"})
+	if st := d.Core.PeerStatus("n2", clk.Now()); st != dataset.NodeDown {
+		t.Fatalf("n2 silent for hb.timeout (heartbeat Down): %s, want down", st)
+	}
+	if d.Heartbeat(heartbeat.Event{Kind: heartbeat.Rejected, Node: "x"}) {
+		t.Fatal("a Rejected event was taken by the driver (it is the shell's)")
+	}
+}
+
+// The names a peer sends are checked before the core sees them: an
+// invalid one is refused, reported once.
+func TestPeerNamesRefusedOnce(t *testing.T) {
+	fx := &fakeFx{}
+	d, _ := newDriver(t, fx)
+	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Up, Node: "n2"})
+	data := peerData("n2")
+	v := dataset.Version{Counter: 5, Origin: "n2"}
+	data.Configs = map[string]dataset.ConfigEntry{"../../victim": {Version: v, Deleted: true}}
+	data.Targets = map[string]dataset.Target{"web": {Expect: dataset.ExpectPlaced, Node: "../evil", ID: "x", Version: v}}
+	for i := 0; i < 3; i++ {
+		d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: data})
+	}
+	if len(fx.refused) != 2 || fx.refused[0].Svc != "../../victim" || fx.refused[0].From != "n2" || fx.refused[1].Node != "../evil" {
+		t.Fatalf("refused %+v, want the config and the target's node, once each", fx.refused)
+	}
+	if tg := d.Core.Target("web"); !tg.Version.IsZero() {
+		t.Fatalf("a target naming an invalid node was adopted: %+v", tg)
+	}
+	if len(data.Configs) != 1 {
+		t.Fatal("the peer's data was changed in place")
+	}
+}
+
+// A Ready is carried out in order; a state written at once releases what
+// waited for it in the same pass (Ready.Append: the actions the write
+// holds run before the next input).
+func TestApplyOrderWriteThrough(t *testing.T) {
+	fx := &fakeFx{}
+	d, _ := newDriver(t, fx)
+	fx.log = nil
+	var got []node.Answer
+	d.ServiceAction(Request{Service: "web", Action: "stop", Local: true}, func(a node.Answer) { got = append(got, a) })
+	log := strings.Join(fx.log, "\n")
+	want := "save 2\norder stop web\nevent instance_frozen\nevent instance_monitor\nevent action_begin\nrun stop web"
+	if log != want {
+		t.Fatalf("carried out:\n%s\nwant:\n%s", log, want)
+	}
+	if len(got) != 0 {
+		t.Fatalf("answered before the stop ended: %+v", got)
+	}
+	d.ActionDone("web", "stop", nil)
+	// the check that ends the action
+	d.Core.CheckDone(fx.checks[len(fx.checks)-1], map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, d.Now())
+	d.Apply()
+	if len(got) != 1 || got[0].Err != nil || got[0].Result != "stopped and frozen" {
+		t.Fatalf("answer %+v", got)
+	}
+}
+
+// On a slow disk the answer and the action wait for the write; a failed
+// write rolls the change back and fails the answer.
+func TestApplySlowDisk(t *testing.T) {
+	fx := &fakeFx{slow: true}
+	d, _ := newDriver(t, fx)
+	d.Persisted(fx.saved[len(fx.saved)-1], nil)
+	fx.log = nil
+	var got []node.Answer
+	d.ServiceAction(Request{Service: "web", Action: "freeze", Local: true}, func(a node.Answer) { got = append(got, a) })
+	if len(got) != 0 || !d.Core.Frozen("web") {
+		t.Fatalf("answered %+v before the freeze was written", got)
+	}
+	if d.MayStep() || d.Pass() {
+		t.Fatal("a decision pass or a publish while a state is pending")
+	}
+	d.Persisted(fx.saved[len(fx.saved)-1], fmt.Errorf("disk full"))
+	if len(got) != 1 || got[0].Err == nil || !strings.Contains(got[0].Err.Error(), "disk full") || d.Core.Frozen("web") {
+		t.Fatalf("after a failed write: %+v, frozen %v", got, d.Core.Frozen("web"))
+	}
+}
+
+// Admin routing: flags that do not go together are a bad request; a
+// --wait with a time arms the wake-up at its deadline.
+func TestServiceActionRouting(t *testing.T) {
+	fx := &fakeFx{}
+	d, clk := newDriver(t, fx)
+	var got node.Answer
+	d.ServiceAction(Request{Service: "web", Action: "stop", Force: true}, func(a node.Answer) { got = a })
+	if !got.Bad || got.Err == nil {
+		t.Fatalf("stop --force: %+v, want a bad request", got)
+	}
+	fx.wakes = nil
+	d.ServiceAction(Request{Service: "web", Action: "start", Wait: true, WaitTimeout: time.Minute, Nodes: []string{"n1", "n2"}}, func(a node.Answer) { got = a })
+	if len(fx.wakes) == 0 || !fx.wakes[0].Equal(clk.Now().Add(time.Minute)) {
+		t.Fatalf("wake-ups %v, want the deadline %v", fx.wakes, clk.Now().Add(time.Minute))
+	}
+}
+
+// The answer of a target action says whether the service was frozen
+// before it (the CLI prints it without a status call of its own).
+func TestAnswerSaysWasFrozen(t *testing.T) {
+	d, _ := newDriver(t, &fakeFx{})
+	var got node.Answer
+	req := Request{Service: "web", Action: "start", Nodes: []string{"n1", "n2"}}
+	d.ServiceAction(req, func(a node.Answer) { got = a })
+	if got.Err != nil || got.WasFrozen != node.WasThawed {
+		t.Fatalf("start of a thawed service: %+v", got)
+	}
+	d.ServiceAction(Request{Service: "web", Action: "abort"}, func(node.Answer) {})
+	d.ServiceAction(Request{Service: "web", Action: "freeze", Local: true}, func(node.Answer) {})
+	d.ServiceAction(req, func(a node.Answer) { got = a })
+	if got.Err != nil || got.WasFrozen != node.WasFrozen {
+		t.Fatalf("start of a frozen service: %+v", got)
+	}
+}
+
+// Every input reaches the core through Step as a value: a run's inputs,
+// traced, replayed on a new core give the same durable state and the same
+// events.
+func TestTracedInputsReplay(t *testing.T) {
+	fx := &fakeFx{}
+	clk := clock.NewFake(t0)
+	nc := &config.NodeConfig{Name: "n1", ReadyPeriod: 2 * time.Second, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
+	cl := &config.ClusterConfig{Name: "c", Nodes: []config.Member{{Name: "n1"}, {Name: "n2"}}}
+	newCore := func() *node.Core {
+		c := node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
+		c.AddInstance("web", node.InstanceSpec{Local: true, Runnable: true}, t0)
+		return c
+	}
+	d := New(newCore(), fx, clk)
+	var traced []node.Input
+	d.Trace = func(in node.Input) { traced = append(traced, in) }
+	d.Start()
+	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Up, Node: "n2"})
+	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: peerData("n2")})
+	d.Pass()
+	d.ServiceAction(Request{Service: "web", Action: "freeze", Local: true}, func(node.Answer) {})
+	clk.Advance(time.Second)
+	d.Tick()
+	d.ServiceAction(Request{Service: "web", Action: "start", Nodes: []string{"n1", "n2"}}, func(node.Answer) {})
+	d.Pass()
+	events := strings.Join(fx.log, "\n")
+
+	replay := newCore()
+	rfx := &fakeFx{}
+	for _, in := range traced {
+		replay.Step(in)
+		for replay.HasReady() {
+			rd := replay.Ready()
+			for _, e := range rd.Events {
+				rfx.Event(e)
+			}
+		}
+	}
+	if got, want := fmt.Sprintf("%+v", *replay.State()), fmt.Sprintf("%+v", *d.Core.State()); got != want {
+		t.Fatalf("replayed state:\n%s\nwant:\n%s", got, want)
+	}
+	var evs []string
+	for _, l := range fx.log {
+		if strings.HasPrefix(l, "event ") {
+			evs = append(evs, l)
+		}
+	}
+	if got := strings.Join(rfx.log, "\n"); got != strings.Join(evs, "\n") {
+		t.Fatalf("replayed events:\n%s\nwant:\n%s\n(run: %s)", got, strings.Join(evs, "\n"), events)
+	}
+	if len(traced) < 8 {
+		t.Fatalf("traced %d inputs: %v", len(traced), traced)
+	}
+}

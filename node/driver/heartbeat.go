@@ -1,0 +1,153 @@
+package driver
+
+import (
+	"maps"
+	"slices"
+
+	"haven/config"
+	"haven/dataset"
+	"haven/heartbeat"
+	"haven/node"
+)
+
+// peerKinds maps the heartbeat's news of a peer to the core's peer
+// events. A kind not listed (Rejected, Impostor, Asked, Answered, ...) is
+// the shell's own: Heartbeat leaves it to the shell.
+var peerKinds = map[heartbeat.Kind]node.PeerKind{
+	heartbeat.Up:            node.PeerUp,
+	heartbeat.Down:          node.PeerDown,
+	heartbeat.Unseen:        node.PeerUnseen,
+	heartbeat.Stale:         node.PeerStale,
+	heartbeat.Fresh:         node.PeerFresh,
+	heartbeat.Duplicate:     node.PeerDuplicate,
+	heartbeat.DuplicateGone: node.PeerDuplicateGone,
+	heartbeat.Data:          node.PeerData,
+}
+
+// PeerEvent is the core's peer event of a heartbeat event; false when
+// the kind is not news of a peer for the core.
+func PeerEvent(ev heartbeat.Event) (node.PeerEvent, bool) {
+	k, ok := peerKinds[ev.Kind]
+	if !ok {
+		return node.PeerEvent{}, false
+	}
+	pe := node.PeerEvent{Node: ev.Node, Kind: k}
+	switch k {
+	case node.PeerUnseen:
+		pe.Unseen = ev.Unseen
+	case node.PeerStale, node.PeerDuplicate:
+		pe.Reason = ev.Reason
+	case node.PeerData:
+		pe.Data = ev.Data
+	}
+	return pe, true
+}
+
+// Heartbeat gives the core a heartbeat event about a peer, with the
+// configs, targets and clears of its data whose names are invalid
+// refused (they could name a path outside the service directory), then
+// carries out what the core asks. It reports false for a kind the shell
+// handles itself.
+func (d *Driver) Heartbeat(ev heartbeat.Event) bool {
+	pe, ok := PeerEvent(ev)
+	if !ok {
+		return false
+	}
+	if pe.Kind == node.PeerData {
+		if _, known := d.Core.Peer(ev.Node); !known || ev.Data == nil {
+			return true
+		}
+		data := *ev.Data
+		data.Configs = d.ValidConfigs(ev.Node, ev.Data.Configs)
+		data.Targets, data.Clears = d.ValidTargets(ev.Data.Targets), d.ValidClears(ev.Data.Clears)
+		pe.Data = &data
+	}
+	d.Step(node.PeerNews{Event: pe, Now: d.clk.Now()})
+	return true
+}
+
+// RefusedName is an invalid name a peer sent, refused: in What
+// (configs, targets, clears), the service Svc or the node Node of its
+// entry. Last is set on the report after which no more are made (a
+// hostile peer cannot grow the memory of refused names, nor the log).
+type RefusedName struct {
+	From, What string
+	Svc, Node  string
+	Err        error
+	Last       bool
+}
+
+// maxBadNames bounds the memory of refused names.
+const maxBadNames = 256
+
+// ValidConfigs keeps the config entries heard from peer from whose names
+// are valid.
+func (d *Driver) ValidConfigs(from string, es map[string]dataset.ConfigEntry) map[string]dataset.ConfigEntry {
+	ok := make(map[string]dataset.ConfigEntry, len(es))
+	for _, name := range sortedKeys(es) {
+		if d.serviceName(from, "configs", name) {
+			ok[name] = es[name]
+		}
+	}
+	return ok
+}
+
+// ValidTargets keeps the targets heard from a peer whose names are
+// valid.
+func (d *Driver) ValidTargets(ts map[string]dataset.Target) map[string]dataset.Target {
+	return validNodeEntries(d, "targets", ts, func(t dataset.Target) string { return t.Node })
+}
+
+// ValidClears is ValidTargets for clear requests.
+func (d *Driver) ValidClears(cs map[string]dataset.ClearRequest) map[string]dataset.ClearRequest {
+	return validNodeEntries(d, "clears", cs, func(c dataset.ClearRequest) string { return c.Node })
+}
+
+// validNodeEntries keeps the entries of es whose service and node
+// (nodeOf) names are valid.
+func validNodeEntries[E any](d *Driver, what string, es map[string]E, nodeOf func(E) string) map[string]E {
+	ok := make(map[string]E, len(es))
+	for _, name := range sortedKeys(es) {
+		if d.serviceName("", what, name) && d.nodeName("", what, name, nodeOf(es[name])) {
+			ok[name] = es[name]
+		}
+	}
+	return ok
+}
+
+func (d *Driver) serviceName(from, what, name string) bool {
+	if err := config.ValidServiceName(name); err != nil {
+		d.refuse(RefusedName{From: from, What: what, Svc: name, Err: err})
+		return false
+	}
+	return true
+}
+
+// nodeName checks the node named by the entry of service svc ("" is no
+// node).
+func (d *Driver) nodeName(from, what, svc, name string) bool {
+	if name == "" {
+		return true
+	}
+	if err := config.ValidNodeName(name); err != nil {
+		d.refuse(RefusedName{From: from, What: what, Svc: svc, Node: name, Err: err})
+		return false
+	}
+	return true
+}
+
+// refuse reports a refused name once.
+func (d *Driver) refuse(r RefusedName) {
+	key := r.What + "\x00" + r.Svc + "\x00" + r.Node
+	if d.badNames == nil {
+		d.badNames = map[string]bool{}
+	}
+	if d.badNames[key] || len(d.badNames) > maxBadNames {
+		return
+	}
+	d.badNames[key] = true
+	r.Last = len(d.badNames) > maxBadNames
+	d.fx.RefusedName(r)
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,192 @@
+package node
+
+import (
+	"time"
+
+	"haven/dataset"
+	"haven/quorum"
+)
+
+// Input is one input of the core, as a value: the driver hands every input
+// to Step, so that the inputs of a run can be logged and replayed. The
+// queries (Instance, Peer, Status, Snapshot, ...) stay methods: they change
+// nothing.
+type Input interface{ isInput() }
+
+// The inputs that are not requests of their own. Each carries Now where
+// time matters.
+type (
+	// Started is the start of the daemon's loop (Start).
+	Started struct{ Now time.Time }
+	// PeerNews is the heartbeat's news of a peer (Heartbeat).
+	PeerNews struct {
+		Event PeerEvent
+		Now   time.Time
+	}
+	// Ticked is the periodic tick (Tick).
+	Ticked struct{ Now time.Time }
+	// Woken is the end of the wake-up timer armed at Ready.WakeAt (WakeUp).
+	Woken struct{}
+	// Pass is a decision pass; ViewOnly when only the view changed since
+	// the last one (OrchestrateView), else a full one (Orchestrate).
+	Pass struct {
+		Now      time.Time
+		ViewOnly bool
+	}
+	// Persisted is the outcome of the write of the state numbered Seq
+	// (PersistDone).
+	Persisted struct {
+		Seq uint64
+		Err error
+		Now time.Time
+	}
+	// RetryWrite is the tick's retry of a failing state write
+	// (RetryPersist).
+	RetryWrite struct{}
+	// Acted is the end of an action (ActionDone).
+	Acted struct {
+		Service, Kind string
+		Err           error
+		Now           time.Time
+	}
+	// Checked is the end of a status check (CheckDone).
+	Checked struct {
+		Check     Check
+		Resources map[string]dataset.Resource
+		Now       time.Time
+	}
+	// CheckOrdered orders a full status check of Service (CheckNow).
+	CheckOrdered struct{ Service string }
+	// ConfigWritten is a config file written or removed (ConfigDone).
+	ConfigWritten struct {
+		Service string
+		Err     error
+		Now     time.Time
+	}
+	// MoreConfigs goes on with the peers' configs left over (MergeMore).
+	MoreConfigs struct{ Now time.Time }
+	// Voted is an arbitrator's answer (ArbitratorResult).
+	Voted struct {
+		Arbitrator string
+		OK         bool
+		Detail     string
+		Sent, Now  time.Time
+	}
+	// Granted is a one-vote arbitrator's answer (OneVoteResult).
+	Granted struct {
+		Arbitrator string
+		Grant      quorum.GrantAnswer
+		ErrText    string
+		Sent, Now  time.Time
+	}
+	// FenceEnded is the end of a fence command (FenceDone).
+	FenceEnded struct {
+		Node string
+		Err  error
+		Now  time.Time
+	}
+	// Stopping is the stop of the daemon (BeginStop).
+	Stopping struct {
+		Mode string
+		Now  time.Time
+	}
+	// NodeAdmin is a node action, freeze, thaw or drain (AdminNode): it
+	// has a ticket.
+	NodeAdmin struct {
+		Action string
+		Now    time.Time
+	}
+	// Deletion deletes a service everywhere (DeleteService): it has a
+	// ticket.
+	Deletion struct {
+		Service string
+		Now     time.Time
+	}
+	// CheckWait answers once the next full check of Service ended
+	// (WhenChecked): it has a ticket.
+	CheckWait struct{ Service string }
+	// Barrier answers once every state handed out is on disk
+	// (AfterPersist, from the PersistSeq of when the request began): it
+	// has a ticket.
+	Barrier struct{ From uint64 }
+)
+
+func (Started) isInput()       {}
+func (PeerNews) isInput()      {}
+func (Ticked) isInput()        {}
+func (Woken) isInput()         {}
+func (Pass) isInput()          {}
+func (Persisted) isInput()     {}
+func (RetryWrite) isInput()    {}
+func (Acted) isInput()         {}
+func (Checked) isInput()       {}
+func (CheckOrdered) isInput()  {}
+func (ConfigWritten) isInput() {}
+func (MoreConfigs) isInput()   {}
+func (Voted) isInput()         {}
+func (Granted) isInput()       {}
+func (FenceEnded) isInput()    {}
+func (Stopping) isInput()      {}
+func (NodeAdmin) isInput()     {}
+func (Deletion) isInput()      {}
+func (CheckWait) isInput()     {}
+func (Barrier) isInput()       {}
+func (TargetRequest) isInput() {}
+func (LocalRequest) isInput()  {}
+func (ConfigRequest) isInput() {}
+
+// Step takes one input. It returns the ticket of the answer of a request
+// (TargetRequest, LocalRequest, ConfigRequest, NodeAdmin, Deletion,
+// CheckWait, Barrier), zero for the other inputs. What the input asks of
+// the driver is in the next Ready.
+func (c *Core) Step(in Input) Ticket {
+	switch in := in.(type) {
+	case Started:
+		c.Start(in.Now)
+	case PeerNews:
+		c.Heartbeat(in.Event, in.Now)
+	case Ticked:
+		c.Tick(in.Now)
+	case Woken:
+		c.WakeUp()
+	case Pass:
+		c.orchestrate(in.Now, in.ViewOnly)
+	case Persisted:
+		c.PersistDone(in.Seq, in.Err, in.Now)
+	case RetryWrite:
+		c.RetryPersist()
+	case Acted:
+		c.ActionDone(in.Service, in.Kind, in.Err, in.Now)
+	case Checked:
+		c.CheckDone(in.Check, in.Resources, in.Now)
+	case CheckOrdered:
+		c.CheckNow(in.Service)
+	case ConfigWritten:
+		c.ConfigDone(in.Service, in.Err, in.Now)
+	case MoreConfigs:
+		c.MergeMore(in.Now)
+	case Voted:
+		c.ArbitratorResult(in.Arbitrator, in.OK, in.Detail, in.Sent, in.Now)
+	case Granted:
+		c.OneVoteResult(in.Arbitrator, in.Grant, in.ErrText, in.Sent, in.Now)
+	case FenceEnded:
+		c.FenceDone(in.Node, in.Err, in.Now)
+	case Stopping:
+		c.BeginStop(in.Mode, in.Now)
+	case NodeAdmin:
+		return c.AdminNode(in.Action, in.Now)
+	case Deletion:
+		return c.DeleteService(in.Service, in.Now)
+	case CheckWait:
+		return c.WhenChecked(in.Service)
+	case Barrier:
+		return c.AfterPersist(in.From)
+	case TargetRequest:
+		return c.AdminTarget(in)
+	case LocalRequest:
+		return c.AdminLocal(in)
+	case ConfigRequest:
+		return c.EditConfig(in)
+	}
+	return 0
+}
