@@ -109,7 +109,9 @@ type Daemon struct {
 	hbEvents <-chan heartbeat.Event
 	asks     peerAsks // asks to peers waiting for an answer (peerlogs.go)
 	// oneVote are the wires to the one-vote arbitrators, by name (quorum.go; the loop's)
-	oneVote   map[string]*oneVoteClient
+	oneVote map[string]*oneVoteClient
+	// sbd is the disk heartbeat and the watchdog (sbd.go; nil: neither)
+	sbd       *sbd
 	published uint64
 	// badPeerNames are invalid names received from peers, logged once.
 	badPeerNames map[string]bool
@@ -294,6 +296,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	d.metrics.setHeartbeat(d.hb)
+	if err := d.startSBD(); err != nil {
+		if d.hb != nil {
+			d.hb.Close()
+		}
+		srv.Close()
+		srvWG.Wait()
+		return err
+	}
 	d.core.Start(d.started)
 	d.applyReady()
 	d.publish()
@@ -305,6 +315,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.sdLaunched()
 
 	mode := d.loop(ctx)
+	d.stopSBD(mode)
 
 	d.log.Info("daemon stopping", zap.String("mode", mode))
 	// the loop has ended: nothing changes the state any more

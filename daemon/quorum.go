@@ -30,6 +30,7 @@ func quorumConfig(n *config.NodeConfig, cl *config.ClusterConfig) node.QuorumCon
 	for name := range cl.Stonith {
 		q.Stonith = append(q.Stonith, name)
 	}
+	q.Stonith = append(q.Stonith, diskFenced(n, cl)...) // fenced through the disk (sbd.go)
 	beat := n.HB.Interval
 	if t := n.HB.Timeout / 6; t > 0 && t < beat {
 		beat = t
@@ -106,6 +107,9 @@ func (d *Daemon) runFences(fences []node.Fence) {
 	for _, f := range fences {
 		st, ok := d.cluster.Stonith[f.Node]
 		target := f.Node
+		if !ok && d.diskFence(target) {
+			continue
+		}
 		if !ok {
 			d.post(func() {
 				d.core.FenceDone(target, fmt.Errorf("no [stonith.%s] command", target), d.clk.Now())

@@ -42,6 +42,7 @@ pid=$(cat "$var/app.pid" 2>/dev/null)
 	scripts := map[string]string{
 		"start.sh": `alive "$pid" && exit 0
 journal start
+echo "$var" > "` + dir + `/var-$node"
 ` + sleep + ` 100000 >/dev/null 2>&1 &
 echo $! > "$var/app.pid"
 `,
@@ -101,8 +102,18 @@ type quorumBed struct {
 
 func newQuorumBed(t *testing.T, names []string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string) *quorumBed {
 	t.Helper()
+	return newQuorumBedWith(t, names, func(work string) string {
+		return `split_action = "stop"` + "\n" + `crash_command = "touch ` + filepath.Join(work, "crashed-$(hostname)") + `"`
+	}, clusterExtra, hosts)
+}
+
+// newQuorumBedWith is newQuorumBed with the [node] keys (and the sections
+// after them) of every node.toml written by nodeExtra (work: the bed's
+// directory of the app, its journal and the test's files).
+func newQuorumBedWith(t *testing.T, names []string, nodeExtra func(work string) string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string) *quorumBed {
+	t.Helper()
 	work := t.TempDir()
-	b := newNetBed(t, names, `split_action = "stop"`+"\n"+`crash_command = "touch `+filepath.Join(work, "crashed-$(hostname)")+`"`)
+	b := newNetBed(t, names, nodeExtra(work))
 	for h, addr := range hosts {
 		b.ok(b.bed.AddHost(h, addr))
 	}

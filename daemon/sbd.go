@@ -1,0 +1,294 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"haven/config"
+	"haven/heartbeat/disk"
+	"haven/node"
+)
+
+// The disk heartbeat, its SBD-style fencing and the watchdog (node.toml
+// [hb.disk] and node.watchdog_device; docs/operations.md "Disk heartbeat",
+// "SBD-style fencing", "Watchdog").
+//
+// The disk's servant (heartbeat/disk) runs in goroutines of its own: a disk
+// that blocks never blocks the loop. What it reports comes back to the loop
+// with post, except a fence aimed at this node: its crash_command runs at
+// once from the servant's side, so that a hung loop is fenced too.
+
+// sbd is the daemon's share of the disk heartbeat and the watchdog.
+type sbd struct {
+	// disk is the open disk heartbeat (nil: none, or not open yet).
+	disk *disk.Disk
+	// lost: the disk had no good round for hb.disk.timeout (the loop's).
+	lost bool
+	// split: the split_action of a node without the disk and without a
+	// majority was applied (once per loss).
+	split bool
+	wd    *watchdog
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+// pulsePeriod is the period of the loop's pulse: the watchdog's pets and
+// the disk-lost check run on the loop this often.
+const pulsePeriod = 500 * time.Millisecond
+
+// diskFenced are the members fenced through the disk when a survivor
+// loses them: with [hb.disk] fence = true, every other member without a
+// [stonith.NODE] command (quorumConfig adds them to the core's fenced
+// members, so that a takeover waits for the fence).
+func diskFenced(n *config.NodeConfig, cl *config.ClusterConfig) []string {
+	if !n.HB.Disk.Fence || n.HB.Disk.Path == "" {
+		return nil
+	}
+	var out []string
+	for _, m := range cl.NodeNames() {
+		if _, ok := cl.Stonith[m]; !ok && m != n.Name {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// startSBD opens the watchdog (an error stops the start: the node asked
+// for one) and starts the disk heartbeat (opened in the background, again
+// until it opens: a disk missing at start is logged and counted lost).
+func (d *Daemon) startSBD() error {
+	dk := d.node.HB.Disk
+	if dk.Path == "" && d.node.WatchdogDevice == "" {
+		return nil
+	}
+	s := &sbd{quit: make(chan struct{}), done: make(chan struct{})}
+	if d.node.WatchdogDevice != "" {
+		wd, err := openWatchdog(d.node.WatchdogDevice)
+		if err != nil {
+			return fmt.Errorf("node.watchdog_device %s (%s): %w", d.node.WatchdogDevice, d.node.File, err)
+		}
+		s.wd = wd
+		d.log.Info("watchdog armed", zap.String("device", wd.path), zap.String("timeout", wd.timeoutText()))
+	}
+	d.sbd = s
+	if dk.Path != "" {
+		cfg := disk.Config{Path: dk.Path, Node: d.node.Name, Members: d.cluster.NodeNames(), Cluster: d.cluster.Name,
+			Secret: d.cluster.Secret, Run: d.dur.Incarnation, Interval: config.BeatPeriod(d.node.HB), Timeout: dk.Timeout,
+			Clock: d.clk, Logger: d.log.Named("disk"), OnState: d.onDiskState}
+		if !dk.Fence {
+			// the disk is one more link: a peer whose slot advances is
+			// heard (the heartbeat's NoteLinkAlive, where it has one);
+			// with fence = true it is the fencing device instead: a node
+			// silent on every network is voted on and fenced through it
+			if l, ok := d.hb.(disk.Liveness); ok {
+				cfg.Liveness = l
+			}
+		}
+		var dsk *disk.Disk
+		cfg.OnFenced = func(f disk.Fence) { d.onDiskFence(dsk, f) }
+		go func() {
+			for {
+				var err error
+				if dsk, err = disk.New(cfg); err == nil {
+					dsk.Start()
+					if !d.post(func() { d.sbd.disk = dsk }) {
+						dsk.Close(disk.StateStopped) // the daemon stopped meanwhile
+					}
+					return
+				}
+				d.log.Error("disk heartbeat: cannot open the disk (retried)", zap.String("path", dk.Path), zap.Error(err))
+				d.post(func() { d.onDiskState(false, err.Error()) })
+				select {
+				case <-s.quit:
+					return
+				case <-time.After(dk.Timeout):
+				}
+			}
+		}()
+	}
+	go d.pulse(s)
+	return nil
+}
+
+// pulse posts onPulse to the loop every pulsePeriod, the next only once
+// the last ran: a loop that is blocked (or a process paused) runs none,
+// and the watchdog is not petted.
+func (d *Daemon) pulse(s *sbd) {
+	defer close(s.done)
+	for {
+		ran := make(chan struct{})
+		if !d.post(func() { d.onPulse(); close(ran) }) {
+			return
+		}
+		select {
+		case <-ran:
+		case <-s.quit:
+			return
+		}
+		select {
+		case <-time.After(pulsePeriod):
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// onPulse runs on the loop: it pets the watchdog, and applies the
+// split_action of a node that lost the disk and does not hear a majority.
+func (d *Daemon) onPulse() {
+	s := d.sbd
+	if s.wd != nil {
+		if err := s.wd.pet(); err != nil {
+			d.log.Error("watchdog: pet failed", zap.String("device", s.wd.path), zap.Error(err))
+		}
+	}
+	d.checkDiskSplit()
+}
+
+// onDiskState is the disk reachable or lost (from the servant).
+func (d *Daemon) onDiskState(ok bool, reason string) {
+	d.post(func() {
+		if d.sbd == nil {
+			return
+		}
+		d.sbd.lost = !ok
+		if ok {
+			d.sbd.split = false
+		}
+		d.checkDiskSplit()
+	})
+}
+
+// checkDiskSplit: with fence = true, a node that can neither read the
+// disk nor hear a strict majority of the members (arbitrators not
+// counted: both sides of a cut may reach them) applies its split_action:
+// a survivor may be fencing it through a disk it cannot read, and counts
+// it fenced once its slot stalled long enough (docs/operations.md).
+func (d *Daemon) checkDiskSplit() {
+	s := d.sbd
+	if s == nil || !s.lost || s.split || !d.node.HB.Disk.Fence {
+		return
+	}
+	qi := d.core.QuorumInfo(d.clk.Now())
+	if qi == nil {
+		return
+	}
+	members := len(d.cluster.Nodes)
+	if 2*len(qi.Live) > members {
+		return
+	}
+	s.split = true
+	reason := fmt.Sprintf("the fencing disk is lost and this node hears %d of %d members: split_action %s", len(qi.Live), members, d.node.SplitAction)
+	d.log.Error(reason, zap.String("node", d.node.Name), zap.String("path", d.node.HB.Disk.Path))
+	switch d.node.SplitAction {
+	case node.SplitCrash, node.SplitReboot:
+		d.startNodeAction(node.NodeAction{Kind: d.node.SplitAction, Reason: reason})
+	case node.SplitStop:
+		d.core.SetNodeFrozen(true, reason+": every local instance stopped, node frozen")
+		for _, name := range d.serviceNames() {
+			if _, running := d.core.Status(name); running {
+				d.runAction(d.services[name], "stop", reason, nil)
+			}
+		}
+		d.applyReady()
+	}
+}
+
+// onDiskFence: a fence aimed at this run was read in this node's slot
+// (called from the servant). The crash_command runs at once, outside the
+// loop; when it returns 0 (a harmless test command, or a kernel that
+// ignored it) the node's slot acknowledges the fence, after the node was
+// frozen (it starts nothing any more).
+func (d *Daemon) onDiskFence(dsk *disk.Disk, f disk.Fence) {
+	reason := "fenced through the disk by " + f.Fencer
+	d.post(func() {
+		d.logEvent(node.NodeActionRun{Action: node.NodeCrash, Reason: reason})
+		d.core.SetNodeFrozen(true, reason)
+		d.applyReady()
+	})
+	cmdline := d.node.CrashCommand
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), nodeActionTimeout)
+		defer cancel()
+		err := execNodeAction(ctx, cmdline)
+		if err == nil {
+			dsk.Ack(f.Nonce, f.Fencer)
+		}
+		d.post(func() { d.logEvent(node.NodeActionEnd{Action: node.NodeCrash, Err: errString(err)}) })
+	}()
+}
+
+// diskFence fences target through the disk for the core's Fence, when
+// the disk fences it (fence = true, no [stonith.NODE] command): a worker
+// waits for the fence's end and reports it with FenceDone. It reports
+// false when the disk does not fence target.
+func (d *Daemon) diskFence(target string) bool {
+	if d.sbd == nil || !d.node.HB.Disk.Fence {
+		return false
+	}
+	now := d.clk.Now()
+	// the stall the fence waits for: longer than the target's own
+	// reaction to a lost disk (its hb.disk.timeout, one more for the
+	// round it lost it in) and its split_action (the self-stop deadline)
+	wait := 2 * d.node.HB.Disk.Timeout
+	if qi := d.core.QuorumInfo(now); qi != nil {
+		for _, g := range qi.Gates {
+			if g.Node == target {
+				wait += g.Deadline.Sub(g.Since)
+			}
+		}
+	}
+	dsk := d.sbd.disk
+	if dsk == nil {
+		d.post(func() {
+			d.core.FenceDone(target, fmt.Errorf("disk fence: the disk %s is not open", d.node.HB.Disk.Path), d.clk.Now())
+			d.applyReady()
+		})
+		return true
+	}
+	d.log.Warn("fencing through the disk", zap.String("target", target), zap.String("stall_wait", wait.String()))
+	d.goWorker(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, wait+4*d.node.HB.Disk.Timeout)
+		defer cancel()
+		how, err := dsk.Fence(ctx, target, wait)
+		d.post(func() {
+			if err == nil {
+				d.log.Warn("disk fence done", zap.String("target", target), zap.String("how", how))
+			}
+			d.core.FenceDone(target, err, d.clk.Now())
+			d.applyReady()
+		})
+	})
+	return true
+}
+
+// stopSBD ends the pulse, writes the disk's last beat (the daemon stopped
+// on purpose: "shutdown" stopped the services, "stop" may have left them
+// running) and disarms the watchdog with the magic close.
+func (d *Daemon) stopSBD(mode string) {
+	s := d.sbd
+	if s == nil {
+		return
+	}
+	close(s.quit)
+	<-s.done
+	if s.disk != nil {
+		state := byte(disk.StateStopped)
+		if mode == "shutdown" {
+			state = disk.StateShutdown
+		}
+		if err := s.disk.Close(state); err != nil {
+			d.log.Warn("disk heartbeat: last beat not written", zap.Error(err))
+		}
+	}
+	if s.wd != nil {
+		if err := s.wd.disarm(); err != nil {
+			d.log.Error("watchdog: magic close failed: the host may be reset", zap.String("device", s.wd.path), zap.Error(err))
+		} else {
+			d.log.Info("watchdog disarmed", zap.String("device", s.wd.path))
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"haven/testbed"
+)
+
+// TestNetnsDiskFence: 3 nodes with quorum, a disk heartbeat on a file of
+// the host shared by the namespaces, fence = true, no [stonith] command,
+// split_action disabled (only the fence stops the owner). Every network
+// link of the owner n1 is cut: the survivors fence it through the disk,
+// n1 reads the fence in its slot and runs its (harmless) crash command,
+// which stops its app; its slot acknowledges the fence; the survivors take
+// over after it, and the external journal shows no overlap.
+func TestNetnsDiskFence(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	diskFile := filepath.Join(t.TempDir(), "hb.disk")
+	var work string
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w string) string {
+		work = w
+		// the crash command stops the app where it runs (n1's: the
+		// survivors never run it) and says it ran
+		crash := fmt.Sprintf(`touch %s/crashed; for v in %s/var-*; do %s/stop.sh web ${v##*/var-} $(cat $v); done`, w, w, w)
+		return `split_action = "disabled"` + "\n" + fmt.Sprintf("crash_command = %q\n", crash) +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"2s\"\n", diskFile)
+	}, nil, nil)
+	c := q.nodes
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	cut := uptime(t)
+	q.cut("n1")
+	q.waitFor(40*time.Second, "n1 runs its crash command (fenced through the disk)", func() bool {
+		_, err := os.Stat(filepath.Join(work, "crashed"))
+		return err == nil
+	})
+	q.waitFor(40*time.Second, "a survivor starts web after the fence", func() bool {
+		_, a := q.first("n2", "start", cut)
+		_, b := q.first("n3", "start", cut)
+		return a || b
+	})
+	q.noOverlap()
+	stop, ok := q.first("n1", "stop", cut)
+	if !ok {
+		q.dump()
+		t.Fatal("n1 never stopped web: the takeover did not wait for the fence")
+	}
+	for _, n := range []string{"n2", "n3"} {
+		if s, ok := q.first(n, "start", cut); ok {
+			t.Logf("n1 stopped web %.1fs after the cut, %s started it %.1fs after the cut", stop.T-cut, n, s.T-cut)
+		}
+		if s, ok := q.first(n, "start", cut); ok && s.T < stop.T {
+			t.Fatalf("%s started web at %.2f, before n1's stop at %.2f", n, s.T, stop.T)
+		}
+	}
+	log2, log3 := nodeLog(t, c["n2"]), nodeLog(t, c["n3"])
+	if !strings.Contains(log2+log3, "acknowledged by n1") {
+		q.dump()
+		t.Fatal("no survivor's log says n1's slot acknowledged the fence")
+	}
+	if !strings.Contains(log2+log3, "fenced n1") {
+		t.Fatal("no survivor's log says n1 was fenced")
+	}
+	if l := nodeLog(t, c["n1"]); !strings.Contains(l, "fenced through the disk by n") {
+		t.Fatalf("n1's log does not say it was fenced through the disk:\n%s", l)
+	}
+	if !frozen(c["n1"]) {
+		t.Fatal("n1 is not frozen after its fence")
+	}
+}
+
+// TestWatchdogPets: node.watchdog_device names a file that records the
+// pets (one byte each): the daemon pets it while its loop runs, never
+// while it is paused (SIGSTOP), again after SIGCONT, and writes the magic
+// "V" at a clean stop.
+func TestWatchdogPets(t *testing.T) {
+	t.Parallel()
+	wd := filepath.Join(t.TempDir(), "watchdog")
+	writeFile(t, wd, "")
+	n := newNode(t, "n1", testbed.NodeToml{Name: "n1", Keys: []string{`monitor_interval = "300ms"`, fmt.Sprintf("watchdog_device = %q", wd)}}.String())
+	n.must("nodemgr", "daemon", "start")
+	size := func() int64 {
+		st, err := os.Stat(wd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	waitFor(t, 10*time.Second, "3 pets", func() bool { return size() >= 3 })
+	pid := testbed.DaemonPID(n.root)
+	if pid == 0 {
+		t.Fatal("no daemon pid")
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // a pet in flight lands
+	s0 := size()
+	time.Sleep(2 * time.Second) // 4 pulse periods
+	if s := size(); s != s0 {
+		t.Fatalf("%d pets while the daemon was paused", s-s0)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	stopped = false
+	waitFor(t, 10*time.Second, "pets again after SIGCONT", func() bool { return size() >= s0+2 })
+	n.must("nodemgr", "daemon", "stop")
+	waitFor(t, 10*time.Second, "the daemon stopped", func() bool { return testbed.DaemonPID(n.root) == 0 })
+	b, err := os.ReadFile(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 || b[len(b)-1] != 'V' {
+		t.Fatalf("no magic close: the watchdog file ends with %q", b[max(0, len(b)-3):])
+	}
+}
