@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/config"
+	"haven/heartbeat"
 	"haven/heartbeat/disk"
 	"haven/node"
 )
@@ -78,15 +79,7 @@ func (d *Daemon) startSBD() error {
 		cfg := disk.Config{Path: dk.Path, Node: d.node.Name, Members: d.cluster.NodeNames(), Cluster: d.cluster.Name,
 			Secret: d.cluster.Secret, Run: d.dur.Incarnation, Interval: config.BeatPeriod(d.node.HB), Timeout: dk.Timeout,
 			Clock: d.clk, Logger: d.log.Named("disk"), OnState: d.onDiskState}
-		if !dk.Fence {
-			// the disk is one more link: a peer whose slot advances is
-			// heard (the heartbeat's NoteLinkAlive, where it has one);
-			// with fence = true it is the fencing device instead: a node
-			// silent on every network is voted on and fenced through it
-			if l, ok := d.hb.(disk.Liveness); ok {
-				cfg.Liveness = l
-			}
-		}
+		cfg.Liveness = diskLiveness(d.hb, dk.Fence)
 		var dsk *disk.Disk
 		cfg.OnFenced = func(f disk.Fence) { d.onDiskFence(dsk, f) }
 		go func() {
@@ -104,12 +97,27 @@ func (d *Daemon) startSBD() error {
 				select {
 				case <-s.quit:
 					return
-				case <-time.After(dk.Timeout):
+				case <-d.clk.After(dk.Timeout):
 				}
 			}
 		}()
 	}
 	go d.pulse(s)
+	return nil
+}
+
+// diskLiveness is what the disk tells of the peers' slots that advance:
+// the heartbeat's NoteLinkAlive ("heard just now on link disk"), where the
+// heartbeat has one, when the disk is one more link. With fence = true the
+// disk is the fencing device instead: a node silent on every network is
+// voted on and fenced through it, its slot does not keep it up.
+func diskLiveness(hb heartbeat.Heartbeat, fence bool) disk.Liveness {
+	if fence || hb == nil {
+		return nil
+	}
+	if l, ok := hb.(disk.Liveness); ok {
+		return l
+	}
 	return nil
 }
 
@@ -129,7 +137,7 @@ func (d *Daemon) pulse(s *sbd) {
 			return
 		}
 		select {
-		case <-time.After(pulsePeriod):
+		case <-d.clk.After(pulsePeriod):
 		case <-s.quit:
 			return
 		}
