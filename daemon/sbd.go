@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/config"
+	"haven/dataset"
 	"haven/heartbeat"
 	"haven/heartbeat/disk"
 	"haven/node"
@@ -31,9 +32,11 @@ type sbd struct {
 	// split: the split_action of a node without the disk and without a
 	// majority was applied (once per loss).
 	split bool
-	wd    *watchdog
-	quit  chan struct{}
-	done  chan struct{}
+	// escalated: the split stop failed and escalated to crash
+	escalated bool
+	wd        *watchdog
+	quit      chan struct{}
+	done      chan struct{}
 }
 
 // pulsePeriod is the period of the loop's pulse: the watchdog's pets and
@@ -164,7 +167,7 @@ func (d *Daemon) onDiskState(ok bool, reason string) {
 		}
 		d.sbd.lost = !ok
 		if ok {
-			d.sbd.split = false
+			d.sbd.split, d.sbd.escalated = false, false
 		}
 		d.checkDiskSplit()
 	})
@@ -177,11 +180,24 @@ func (d *Daemon) onDiskState(ok bool, reason string) {
 // it fenced once its slot stalled long enough (docs/operations.md).
 func (d *Daemon) checkDiskSplit() {
 	s := d.sbd
+	if s != nil && s.split && !s.escalated && d.node.SplitAction == node.SplitStop {
+		// a stop that ended with the instance still running (it failed)
+		// escalates to crash, as the quorum's split stop does
+		for _, name := range d.serviceNames() {
+			if _, running := d.core.Status(name); running && d.core.Busy(name) == "" {
+				s.escalated = true
+				d.startNodeAction(node.NodeAction{Kind: node.NodeCrash, Reason: "the fencing disk is lost and the split stop of " + name + " failed: escalate to crash"})
+				return
+			}
+		}
+	}
 	if s == nil || !s.lost || s.split || !d.node.HB.Disk.Fence {
 		return
 	}
 	qi := d.core.QuorumInfo(d.clk.Now())
-	if qi == nil {
+	if qi == nil || qi.Lost || d.core.NodeMonitor() == dataset.NodeRejoin {
+		// no quorum rule, or the vote already applied the split_action,
+		// or the daemon just started: in rejoin it starts nothing
 		return
 	}
 	members := len(d.cluster.Nodes)
