@@ -298,11 +298,14 @@ func (d *Disk) round() {
 			t := true
 			change = &t
 		}
-	} else if !d.lost && now.Sub(d.lastGood) >= d.cfg.Timeout {
+	} else if end := d.clk.Now(); !d.lost && end.Sub(d.lastGood) >= d.cfg.Timeout {
+		// at the end of the round: an I/O that blocked for Timeout makes
+		// the disk lost at once (within Timeout + one period of the last
+		// good round's start)
 		d.lost = true
 		f := false
 		change = &f
-		reason = fmt.Sprintf("no good disk round for %s", now.Sub(d.lastGood).Round(time.Millisecond))
+		reason = fmt.Sprintf("no good disk round for %s", end.Sub(d.lastGood).Round(time.Millisecond))
 		if werr != nil {
 			reason += ": " + werr.Error()
 		} else if rerr != nil {
