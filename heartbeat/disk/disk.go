@@ -284,9 +284,10 @@ func (d *Disk) round() {
 	if rerr != nil && !isEOF(rerr) {
 		d.logErr("read", "read of the slots failed", rerr)
 	} else {
-		rerr = nil
 		buf = buf[:got] // beyond the end of a file: never written
-		d.follow(buf, now)
+		if rerr = d.follow(buf, now); rerr != nil {
+			d.logErr("readback", "this node's slot does not read back what it wrote (a disk that lies, or another writer): not a good round", rerr)
+		}
 	}
 	d.mu.Lock()
 	var change *bool
@@ -340,12 +341,21 @@ func block(buf []byte, off int64) []byte {
 
 // follow reads the blocks: the peers' beats (advances, acks) and the
 // fence block of this node.
-func (d *Disk) follow(buf []byte, now time.Time) {
+// It returns an error when this node's own beat block does not read back
+// as written (the round is then not good: a disk that returns old blocks
+// would hide this node's stall from the fencers).
+func (d *Disk) follow(buf []byte, now time.Time) error {
 	var advanced []string
 	var fenced *Fence
+	var own error
 	d.mu.Lock()
 	for i, m := range d.cfg.Members {
 		if m == d.cfg.Node {
+			if bt, err := d.keys.DecodeBeat(block(buf, BeatOffset(i)), i); err != nil {
+				own = fmt.Errorf("own slot: %w", err)
+			} else if bt.Writer != m || bt.Run != d.cfg.Run || bt.Counter != d.counter {
+				own = fmt.Errorf("own slot reads back %s run %d counter %d, wrote run %d counter %d", bt.Writer, bt.Run, bt.Counter, d.cfg.Run, d.counter)
+			}
 			f, err := d.keys.DecodeFence(block(buf, FenceOffset(i)), i)
 			switch {
 			case errors.Is(err, ErrEmpty):
@@ -397,6 +407,7 @@ func (d *Disk) follow(buf []byte, now time.Time) {
 			d.cfg.OnFenced(*fenced)
 		}
 	}
+	return own
 }
 
 func kindOf(err error) string {

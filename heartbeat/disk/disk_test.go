@@ -357,3 +357,53 @@ func TestDiskFenceStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// frozenDevice returns, once frozen, the blocks as they were then: a disk
+// that lies (or a host that writes old blocks back).
+type frozenDevice struct {
+	Device
+	mu   sync.Mutex
+	snap []byte
+}
+
+func (f *frozenDevice) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	snap := f.snap
+	f.mu.Unlock()
+	if snap == nil {
+		return f.Device.ReadAt(p, off)
+	}
+	return copy(p, snap[min(off, int64(len(snap))):]), nil
+}
+
+// TestDiskOwnSlotReadBack: a disk that returns old blocks is lost: this
+// node's slot must read back as written (else a fencer would see a stall
+// this node never had, or this node a life that is not there).
+func TestDiskOwnSlotReadBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hb.disk")
+	states := make(chan bool, 10)
+	fd := &frozenDevice{}
+	d1 := newDisk(t, path, "n1", 10, func(c *Config) {
+		c.OnState = func(ok bool, _ string) { states <- ok }
+		c.Open = func(p string) (Device, error) {
+			dev, err := OpenFile(p)
+			fd.Device = dev
+			return fd, err
+		}
+	})
+	d1.Start()
+	within(t, "a few rounds", func() bool { d1.mu.Lock(); defer d1.mu.Unlock(); return d1.counter > 3 })
+	snap := make([]byte, 6*BlockSize)
+	n, _ := fd.Device.ReadAt(snap, 0)
+	fd.mu.Lock()
+	fd.snap = snap[:n]
+	fd.mu.Unlock()
+	select {
+	case ok := <-states:
+		if ok {
+			t.Fatal("reachable")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a disk that returns old blocks was not declared lost")
+	}
+}
