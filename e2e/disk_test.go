@@ -125,3 +125,55 @@ func TestWatchdogPets(t *testing.T) {
 		t.Fatalf("no magic close: the watchdog file ends with %q", b[max(0, len(b)-3):])
 	}
 }
+
+// TestNetnsDiskErrorsNeverFence: the disk heartbeat's path is a FIFO, on
+// which every read and write fails (ESPIPE): each daemon logs the disk
+// lost, keeps running and answering, and nothing moves while the network
+// holds; every link of the owner cut, the survivors cannot fence it
+// through the disk: the fence fails and the takeover stays blocked (no
+// false fence), the owner runs no crash command.
+func TestNetnsDiskErrorsNeverFence(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	fifo := filepath.Join(t.TempDir(), "hb.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var work string
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w string) string {
+		work = w
+		return `split_action = "disabled"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"1s\"\n", fifo)
+	}, nil, nil)
+	c := q.nodes
+	for _, n := range []string{"n1", "n2", "n3"} {
+		q.waitFor(20*time.Second, n+" logs the disk lost", func() bool { return strings.Contains(nodeLog(t, c[n]), "disk heartbeat lost") })
+	}
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	cut := uptime(t)
+	q.cut("n1")
+	q.waitFor(60*time.Second, "the disk fence of n1 fails on a survivor", func() bool {
+		return strings.Contains(nodeLog(t, c["n2"])+nodeLog(t, c["n3"]), "fence of n1 failed")
+	})
+	for _, l := range strings.Split(nodeLog(t, c["n2"])+nodeLog(t, c["n3"]), "\n") {
+		if strings.Contains(l, "fence of n1 failed") {
+			t.Logf("%s", l)
+			break
+		}
+	}
+	for _, n := range []string{"n2", "n3"} {
+		if _, ok := q.first(n, "start", cut); ok {
+			q.dump()
+			t.Fatalf("%s started web without a fence", n)
+		}
+	}
+	if _, ok := q.first("n1", "stop", cut); ok {
+		t.Fatal("n1 stopped web: nothing fenced it")
+	}
+	if _, err := os.Stat(filepath.Join(work, "crashed")); err == nil {
+		t.Fatal("n1 ran its crash command")
+	}
+	if !strings.Contains(c["n2"].must("svcmon"), "fenc") {
+		t.Fatalf("svcmon on n2 does not show the blocked takeover:\n%s", c["n2"].must("svcmon"))
+	}
+}
