@@ -76,6 +76,7 @@ type fenceReq struct {
 	nonce   [NonceLen]byte
 	run     uint64 // the run aimed at (written)
 	written time.Time
+	created time.Time // when Fence was called
 	wait    time.Duration
 	done    chan string // the way the fence ended (closed once)
 	ended   bool
@@ -442,7 +443,7 @@ func (d *Disk) logErrLocked(key, msg string, err error, fields ...zap.Field) {
 // Fence fences target through the disk: its fence block gets a fence
 // aimed at its current run, and Fence returns nil once target's slot
 // acknowledges it (its crash_command returned), or once its slot has not
-// advanced for wait while the fence was on the disk (the target either
+// advanced for wait since the fence began (stallFrom), the fence on the disk (the target either
 // read it and went down, or lost the disk longer than it may run without
 // it). It returns an error when ctx ends first, when the target's last
 // beat says its daemon stopped on purpose (its services may run, nobody
@@ -452,7 +453,7 @@ func (d *Disk) Fence(ctx context.Context, target string, wait time.Duration) (ho
 	if slot < 0 || target == d.cfg.Node {
 		return "", fmt.Errorf("%s has no slot to fence", target)
 	}
-	f := &fenceReq{target: target, slot: slot, wait: wait, done: make(chan string, 1)}
+	f := &fenceReq{target: target, slot: slot, wait: wait, created: d.clk.Now(), done: make(chan string, 1)}
 	if _, err := rand.Read(f.nonce[:]); err != nil {
 		return "", err
 	}
@@ -504,10 +505,16 @@ func (d *Disk) fenceWaitLocked(f *fenceReq) string {
 		f.target, d.clk.Now().Sub(d.stallFrom(v, f)).Round(time.Millisecond), f.wait)
 }
 
-// stallFrom is when the target's slot was last seen advancing, or when
-// this node began to watch it (an old block read at start proves nothing).
+// stallFrom is when the stall of the target's slot counts from: the last
+// advance seen, but no earlier than this fence's start (a target that lost
+// the disk long ago reacts to it only once it also lost the majority,
+// around the time it was declared down and the fence began) nor than this
+// node's start of the disk heartbeat (an old block proves nothing).
 func (d *Disk) stallFrom(v *slotView, f *fenceReq) time.Time {
-	t := d.start
+	t := f.created
+	if d.start.After(t) {
+		t = d.start
+	}
 	if v.lastAdvance.After(t) {
 		t = v.lastAdvance
 	}
