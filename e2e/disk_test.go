@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"haven/chaos"
 	"haven/testbed"
 )
 
@@ -23,7 +24,7 @@ func TestNetnsDiskFence(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	diskFile := filepath.Join(t.TempDir(), "hb.disk")
 	var work string
-	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w string) string {
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
 		work = w
 		// the crash command stops the app where it runs (n1's: the
 		// survivors never run it) and says it ran
@@ -139,7 +140,7 @@ func TestNetnsDiskErrorsNeverFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	var work string
-	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w string) string {
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
 		work = w
 		return `split_action = "disabled"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
 			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"1s\"\n", fifo)
@@ -175,5 +176,99 @@ func TestNetnsDiskErrorsNeverFence(t *testing.T) {
 	}
 	if !strings.Contains(c["n2"].must("svcmon"), "fenc") {
 		t.Fatalf("svcmon on n2 does not show the blocked takeover:\n%s", c["n2"].must("svcmon"))
+	}
+}
+
+// TestNetnsDiskFenceStall: the owner's crash command stops its app and
+// kills its daemon (a host that went down): no acknowledgement comes, and
+// the survivors count the fence done once n1's slot has not advanced for
+// the fence wait (2 x hb.disk.timeout + the self-stop deadline), then take
+// over; the journal shows no overlap.
+func TestNetnsDiskFenceStall(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	diskFile := filepath.Join(t.TempDir(), "hb.disk")
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
+		// $PPID of the command's shell is the daemon
+		crash := fmt.Sprintf(`for v in %s/var-*; do %s/stop.sh web ${v##*/var-} $(cat $v); done; kill -9 $PPID`, w, w)
+		return `split_action = "disabled"` + "\n" + fmt.Sprintf("crash_command = %q\n", crash) +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"2s\"\n", diskFile)
+	}, nil, nil)
+	c := q.nodes
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	cut := uptime(t)
+	q.cut("n1")
+	q.waitFor(60*time.Second, "a survivor starts web after the fence", func() bool {
+		_, a := q.first("n2", "start", cut)
+		_, b := q.first("n3", "start", cut)
+		return a || b
+	})
+	q.noOverlap()
+	logs := nodeLog(t, c["n2"]) + nodeLog(t, c["n3"])
+	if !strings.Contains(logs, "n1's slot has not advanced for") || strings.Contains(logs, "acknowledged by n1") {
+		q.dump()
+		t.Fatal("the survivors' logs do not say the fence was done by the stall of n1's slot")
+	}
+	stop, _ := q.first("n1", "stop", cut)
+	for _, n := range []string{"n2", "n3"} {
+		if s, ok := q.first(n, "start", cut); ok {
+			t.Logf("n1 stopped web %.1fs after the cut, %s started it %.1fs after the cut", stop.T-cut, n, s.T-cut)
+		}
+	}
+}
+
+// TestNetnsDiskLostSplitAction: n1 cannot read the fencing disk (its path
+// is a FIFO: every I/O fails) and is cut from n2 and n3 but still reaches
+// an arbitrator of weight 2, so its vote keeps the quorum (3 of 5). It
+// applies its split_action all the same: without the disk and without a
+// majority of the members, a survivor may be fencing it through a disk it
+// cannot read. The survivors (4 of 5) fence it through the disk, count the
+// fence done after the stall of its slot, and take over after its stop.
+func TestNetnsDiskLostSplitAction(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	const arbAddr = "192.0.2.50"
+	dir := t.TempDir()
+	diskFile, fifo := filepath.Join(dir, "hb.disk"), filepath.Join(dir, "hb.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, name string) string {
+		path := diskFile
+		if name == "n1" {
+			path = fifo
+		}
+		return `split_action = "stop"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"1s\"\n", path)
+	}, func(*chaos.Bed) string {
+		return fmt.Sprintf("[arbitrator.witness]\nuri = \"http://%s:8080/\"\ntimeout = \"1s\"\nweight = 2\n", arbAddr)
+	}, map[string]string{"arb": arbAddr})
+	startArbitrator(t, q.bed, "arb", arbAddr)
+	c := q.nodes
+	q.waitFor(20*time.Second, "n1 hears the arbitrator and lost its disk", func() bool {
+		qs := c["n1"].status().Cluster.QuorumState
+		return qs != nil && len(qs.Arbitrators) == 1 && qs.Arbitrators[0].Answered && strings.Contains(nodeLog(t, c["n1"]), "disk heartbeat lost")
+	})
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	cut := uptime(t)
+	for _, p := range [][2]string{{"n1", "n2"}, {"n2", "n1"}, {"n1", "n3"}, {"n3", "n1"}} {
+		q.ok(q.bed.OneWay(p[0], p[1]))
+	}
+	q.waitFor(30*time.Second, "n1 stops web by its split_action", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
+	if l := nodeLog(t, c["n1"]); !strings.Contains(l, "the fencing disk is lost and this node hears 1 of 3 members") {
+		q.dump()
+		t.Fatal("n1's log does not say it applied its split_action for the lost disk")
+	}
+	if qs := c["n1"].status().Cluster.QuorumState; qs == nil || qs.Lost || !qs.LastSurvive {
+		t.Fatalf("n1's quorum state %+v: want its vote kept (the disk rule, not the vote, stopped it)", qs)
+	}
+	q.waitFor(60*time.Second, "a survivor starts web after the fence", func() bool {
+		_, a := q.first("n2", "start", cut)
+		_, b := q.first("n3", "start", cut)
+		return a || b
+	})
+	q.noOverlap()
+	if !frozen(c["n1"]) {
+		t.Fatal("n1 is not frozen after its split stop")
 	}
 }

@@ -102,18 +102,28 @@ type quorumBed struct {
 
 func newQuorumBed(t *testing.T, names []string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string) *quorumBed {
 	t.Helper()
-	return newQuorumBedWith(t, names, func(work string) string {
+	return newQuorumBedWith(t, names, func(work, _ string) string {
 		return `split_action = "stop"` + "\n" + `crash_command = "touch ` + filepath.Join(work, "crashed-$(hostname)") + `"`
 	}, clusterExtra, hosts)
 }
 
 // newQuorumBedWith is newQuorumBed with the [node] keys (and the sections
-// after them) of every node.toml written by nodeExtra (work: the bed's
-// directory of the app, its journal and the test's files).
-func newQuorumBedWith(t *testing.T, names []string, nodeExtra func(work string) string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string) *quorumBed {
+// after them) of each node.toml written by nodeExtra (work: the bed's
+// directory of the app, its journal and the test's files; name: the node,
+// "" for what most nodes get).
+func newQuorumBedWith(t *testing.T, names []string, nodeExtra func(work, name string) string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string) *quorumBed {
 	t.Helper()
 	work := t.TempDir()
-	b := newNetBed(t, names, nodeExtra(work))
+	common := nodeExtra(work, "")
+	b := newNetBed(t, names, common)
+	for _, n := range names {
+		if own := nodeExtra(work, n); own != common {
+			path := filepath.Join(b.nodes[n].root, "etc", "node.toml")
+			old, err := os.ReadFile(path)
+			b.ok(err)
+			b.ok(testbed.WriteNodeToml(b.nodes[n].root, strings.Replace(string(old), common, own, 1)))
+		}
+	}
 	for h, addr := range hosts {
 		b.ok(b.bed.AddHost(h, addr))
 	}
