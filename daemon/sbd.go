@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -34,9 +35,11 @@ type sbd struct {
 	split bool
 	// escalated: the split stop failed and escalated to crash
 	escalated bool
-	wd        *watchdog
-	quit      chan struct{}
-	done      chan struct{}
+	// diskLost is the disk's last state, set by its servant (onDiskState)
+	diskLost atomic.Bool
+	wd       *watchdog
+	quit     chan struct{}
+	done     chan struct{}
 }
 
 // pulsePeriod is the period of the loop's pulse: the watchdog's pets and
@@ -96,7 +99,7 @@ func (d *Daemon) startSBD() error {
 					return
 				}
 				d.log.Error("disk heartbeat: cannot open the disk (retried)", zap.String("path", dk.Path), zap.Error(err))
-				d.post(func() { d.onDiskState(false, err.Error()) })
+				d.onDiskState(false, err.Error())
 				select {
 				case <-s.quit:
 					return
@@ -159,18 +162,30 @@ func (d *Daemon) onPulse() {
 	d.checkDiskSplit()
 }
 
-// onDiskState is the disk reachable or lost (from the servant).
-func (d *Daemon) onDiskState(ok bool, reason string) {
-	d.post(func() {
-		if d.sbd == nil {
-			return
-		}
-		d.sbd.lost = !ok
-		if ok {
-			d.sbd.split, d.sbd.escalated = false, false
-		}
-		d.checkDiskSplit()
-	})
+// onDiskState is the disk reachable or lost (from the servant, which
+// never waits for the loop: the state is kept aside and the loop told to
+// read it, so that a busy loop neither blocks the disk's rounds nor sees
+// two changes in the wrong order).
+func (d *Daemon) onDiskState(ok bool, _ string) {
+	d.sbd.diskLost.Store(!ok) // d.sbd is set before the servant starts, never changed
+	go d.post(d.syncDiskState)
+}
+
+// syncDiskState takes the disk's last state on the loop.
+func (d *Daemon) syncDiskState() {
+	s := d.sbd
+	if s == nil {
+		return
+	}
+	lost := s.diskLost.Load()
+	if lost == s.lost {
+		return
+	}
+	s.lost = lost
+	if !lost {
+		s.split, s.escalated = false, false
+	}
+	d.checkDiskSplit()
 }
 
 // checkDiskSplit: with fence = true, a node that can neither read the
@@ -226,23 +241,35 @@ func (d *Daemon) checkDiskSplit() {
 // loop; when it returns 0 (a harmless test command, or a kernel that
 // ignored it) the node's slot acknowledges the fence, after the node was
 // frozen (it starts nothing any more).
+//
+// node.toml is read at start only: its crash_command is read here, off
+// the loop, as it was loaded.
 func (d *Daemon) onDiskFence(dsk *disk.Disk, f disk.Fence) {
 	reason := "fenced through the disk by " + f.Fencer
-	d.post(func() {
-		d.logEvent(node.NodeActionRun{Action: node.NodeCrash, Reason: reason})
-		d.core.SetNodeFrozen(true, reason)
-		d.applyReady()
-	})
 	cmdline := d.node.CrashCommand
+	frozen := make(chan struct{})
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), nodeActionTimeout)
 		defer cancel()
 		err := execNodeAction(ctx, cmdline)
 		if err == nil {
-			dsk.Ack(f.Nonce, f.Fencer)
+			// acknowledged once the node is frozen too (it restarts
+			// nothing): a hung loop never acknowledges, its watchdog
+			// resets the host
+			select {
+			case <-frozen:
+				dsk.Ack(f.Nonce, f.Fencer)
+			case <-ctx.Done():
+			}
 		}
 		d.post(func() { d.logEvent(node.NodeActionEnd{Action: node.NodeCrash, Err: errString(err)}) })
 	}()
+	go d.post(func() {
+		d.logEvent(node.NodeActionRun{Action: node.NodeCrash, Reason: reason})
+		d.core.SetNodeFrozen(true, reason)
+		d.applyReady()
+		close(frozen)
+	})
 }
 
 // diskFence fences target through the disk for the core's Fence, when
