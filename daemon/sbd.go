@@ -92,6 +92,12 @@ func (d *Daemon) startSBD() error {
 			for {
 				var err error
 				if dsk, err = disk.New(cfg); err == nil {
+					fields := []zap.Field{zap.String("path", dk.Path), zap.Int("slot", dsk.Slot()), zap.Bool("fence", dk.Fence), zap.Bool("o_direct", dsk.Direct())}
+					if dsk.Direct() {
+						d.log.Info("disk heartbeat started", fields...)
+					} else {
+						d.log.Warn("disk heartbeat started without O_DIRECT (the file system refused it): reads may come from this host's page cache, fine for a file shared by the processes of one host only", fields...)
+					}
 					dsk.Start()
 					if !d.post(func() { d.sbd.disk = dsk }) {
 						dsk.Close(disk.StateStopped) // the daemon stopped meanwhile

@@ -175,6 +175,9 @@ func New(cfg Config) (*Disk, error) {
 // Slot is this node's slot index.
 func (d *Disk) Slot() int { return d.slot }
 
+// Direct reports whether the device bypasses the page cache (O_DIRECT).
+func (d *Disk) Direct() bool { return Direct(d.dev) }
+
 // Start begins the rounds in the servant goroutine.
 func (d *Disk) Start() {
 	d.mu.Lock()
