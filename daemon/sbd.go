@@ -81,6 +81,10 @@ func (d *Daemon) startSBD() error {
 		d.log.Info("watchdog armed", zap.String("device", wd.path), zap.String("timeout", wd.timeoutText()))
 	}
 	d.sbd = s
+	if dk.Fence && s.wd == nil {
+		d.log.Warn("hb.disk.fence without node.watchdog_device: a survivor counts this node fenced once its slot stalls for the fence wait, and a daemon paused or hung that long leaves its services running: set a watchdog (docs/operations.md)",
+			zap.String("node", d.node.Name), zap.String("file", d.node.File))
+	}
 	if dk.Path != "" {
 		cfg := disk.Config{Path: dk.Path, Node: d.node.Name, Members: d.cluster.NodeNames(), Cluster: d.cluster.Name,
 			Secret: d.cluster.Secret, Run: d.dur.Incarnation, Interval: config.BeatPeriod(d.node.HB), Timeout: dk.Timeout,
