@@ -90,6 +90,10 @@ func (d *Daemon) startSBD() error {
 			Secret: d.cluster.Secret, Run: d.dur.Incarnation, Interval: config.BeatPeriod(d.node.HB), Timeout: dk.Timeout,
 			Clock: d.clk, Logger: d.log.Named("disk"), OnState: d.onDiskState}
 		cfg.Liveness = diskLiveness(d.hb, dk.Fence)
+		if cfg.Liveness == nil && !dk.Fence && d.hb != nil {
+			d.log.Warn("the disk heartbeat is not counted as a link: this build's heartbeat has no NoteLinkAlive (the slots are written, read and logged only)",
+				zap.String("path", dk.Path))
+		}
 		var dsk *disk.Disk
 		cfg.OnFenced = func(f disk.Fence) { d.onDiskFence(dsk, f) }
 		go func() {
