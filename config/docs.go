@@ -55,7 +55,7 @@ resources by name; keys in the order of this page): comments and layout are not 
 		title    string
 		sections []struct{ kind, header string }
 	}{
-		{"node.toml", []struct{ kind, header string }{{SectionNode, "[node]"}, {SectionHB, "[hb]"}, {SectionHook, "[hook.NAME]"}}},
+		{"node.toml", []struct{ kind, header string }{{SectionNode, "[node]"}, {SectionHB, "[hb]"}, {SectionHBDisk, "[hb.disk]"}, {SectionHook, "[hook.NAME]"}}},
 		{"cluster.toml", []struct{ kind, header string }{{SectionCluster, "[cluster]"}, {SectionNodes, "[nodes]"}, {SectionArbitrator, "[arbitrator.NAME]"}, {SectionStonith, "[stonith.NODE]"}}},
 		{"services/NAME.toml", []struct{ kind, header string }{
 			{SectionDefault, "[DEFAULT]"},

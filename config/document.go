@@ -18,7 +18,7 @@ type schema struct {
 }
 
 var (
-	nodeSchema    = schema{single: []string{SectionNode, SectionHB}, named: []string{SectionHook}}
+	nodeSchema    = schema{single: []string{SectionNode, SectionHB, SectionHBDisk}, named: []string{SectionHook}}
 	clusterSchema = schema{single: []string{SectionCluster, SectionNodes}, named: []string{SectionArbitrator, SectionStonith}}
 	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP, SectionFS}}
 )
@@ -57,7 +57,7 @@ func (s *section) id() string {
 
 func (s *section) path() []string {
 	if s.name == "" {
-		return []string{s.kind}
+		return strings.Split(s.kind, ".") // [hb.disk]: a table in [hb]
 	}
 	return []string{s.kind, s.name}
 }
@@ -147,6 +147,26 @@ func (dec Decoder) decodeDoc(file string, data []byte, sc schema) (*document, er
 			}
 			topSec.raw = m
 			d.sections = append(d.sections, topSec)
+			// a sub-section ([hb.disk]) is a section of its own
+			for _, k := range d.sortedKeys(m, []string{top}) {
+				if !slices.Contains(sc.single, top+"."+k) {
+					continue
+				}
+				sub := &section{kind: top + "." + k}
+				sm, ok := m[k].(map[string]any)
+				if !ok {
+					return nil, d.errAt(sub, "", "must be a section [%s]", sub.kind)
+				}
+				sub.raw = sm
+				rest := make(map[string]any, len(m))
+				for kk, vv := range m {
+					if kk != k {
+						rest[kk] = vv
+					}
+				}
+				topSec.raw, m = rest, rest
+				d.sections = append(d.sections, sub)
+			}
 		case slices.Contains(sc.named, top):
 			m, ok := v.(map[string]any)
 			if !ok {

@@ -45,6 +45,7 @@ func (t Type) String() string {
 const (
 	SectionNode       = "node"
 	SectionHB         = "hb"
+	SectionHBDisk     = "hb.disk"
 	SectionCluster    = "cluster"
 	SectionNodes      = "nodes"
 	SectionArbitrator = "arbitrator"
@@ -107,6 +108,8 @@ var Keywords = []Keyword{
 		Doc: "DANGEROUS DEFAULT: the command of the node action `crash` (a service's `monitor_action = \"crash\"`), run with `/bin/sh -c` as root; the default crashes the kernel at once (sysrq `c`: no sync, no clean stop). Tests set a harmless command, e.g. `touch /tmp/crashed`. Each run is logged at error level with its reason and bounded by a 30s timeout."},
 	{Section: SectionNode, Key: "reboot_command", Type: TypeString, Default: "echo b > /proc/sysrq-trigger", Field: "RebootCommand",
 		Doc: "DANGEROUS DEFAULT: the command of the node action `reboot` (a service's `monitor_action = \"reboot\"`), run with `/bin/sh -c` as root; the default reboots at once (sysrq `b`: no sync, no clean stop of the services). Tests set a harmless command. Logged and bounded like `crash_command`."},
+	{Section: SectionNode, Key: "watchdog_device", Type: TypeString, Field: "WatchdogDevice",
+		Doc: "A watchdog device (`/dev/watchdog`: a hardware watchdog, or the `softdog` module): the daemon opens it at start and pets it from its event loop while the loop runs, so that a daemon hung or paused (SIGSTOP, a frozen VM) for longer than the watchdog's timeout gets its host reset by the kernel or the hardware; a clean stop disarms it (magic close). Empty (the default): none. The watchdog's timeout adds to the self-stop deadline the peers wait for (docs/operations.md, \"Watchdog\")."},
 	{Section: SectionNode, Key: "monitor_interval", Type: TypeDuration, Default: "5s", Field: "MonitorInterval",
 		Doc: "Check period of the monitored resources (`monitor = true`)."},
 	{Section: SectionNode, Key: "check_interval", Type: TypeDuration, Default: "60s", Field: "CheckInterval",
@@ -129,6 +132,12 @@ var Keywords = []Keyword{
 		Doc: "A peer silent this long is declared down. A crash is declared between `timeout` minus the beat period and `timeout` after it (see `interval`)."},
 	{Section: SectionHB, Key: "interval", Type: TypeDuration, Default: "5s", Field: "Interval",
 		Doc: "The beat period (or `timeout`/6 if shorter): when nothing changes, each node sends every other member one small beat (about 100 bytes: its run, the generation and a digest of its data) this often, whatever the number of services. Changes go at once as deltas; a full copy of a node's data goes only to a peer that needs it (it joined, or lacks or doubts a generation). Must be shorter than `timeout`; the detection precision is this period."},
+	{Section: SectionHBDisk, Key: "path", Type: TypeString, Field: "Path",
+		Doc: "The disk heartbeat (docs/operations.md, \"Disk heartbeat\"): a small block device shared by every node, or a file on storage every node mounts, the same path on every node (at least 8 KiB per member). Each member writes its slot (4 KiB, in the order of the sorted `[nodes]` names) every beat period with `O_DSYNC` (and `O_DIRECT` where the file system takes it) and reads the others'; each block is sealed with a key derived from the cluster secret. Empty (the default): no disk heartbeat. Read at start."},
+	{Section: SectionHBDisk, Key: "fence", Type: TypeBool, Default: "false", Field: "Fence",
+		Doc: "SBD-style fencing through the disk (needs `path` and `cluster.quorum = true`): a survivor fences a lost member that has no `[stonith.NODE]` command by writing a fence into its slot; a node that reads a fence aimed at its run runs `node.crash_command` at once. The fence is done when the node's slot acknowledges it, or when its slot has not advanced for 2 x `timeout` + the self-stop deadline (docs/operations.md, \"SBD-style fencing\"). When false the disk is one more heartbeat link."},
+	{Section: SectionHBDisk, Key: "timeout", Type: TypeDuration, Default: "10s", Field: "Timeout",
+		Doc: "Each read and write of the disk heartbeat is waited for at most this long (a disk that blocks never blocks the daemon), and a disk without a good read and write for this long is lost (logged; with `fence = true` a node that lost the disk and does not hear a majority of the members applies its `split_action`). Must be longer than the beat period."},
 
 	// cluster.toml
 	{Section: SectionCluster, Key: "name", Type: TypeString, Default: "default", Field: "Name",

@@ -44,6 +44,8 @@ func TestKeywordTable(t *testing.T) {
 			typ = reflect.TypeOf(NodeConfig{})
 		case SectionHB:
 			typ = reflect.TypeOf(HBConfig{})
+		case SectionHBDisk:
+			typ = reflect.TypeOf(HBDiskConfig{})
 		case SectionCluster:
 			typ = reflect.TypeOf(ClusterConfig{})
 		case SectionArbitrator:

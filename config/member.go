@@ -81,6 +81,9 @@ func fileLine(file string, lines *lineIndex, sec, key string) string {
 // those of its own entry (a wildcard address is fine). Each refusal names
 // the node.toml line and key, and the cluster.toml entry.
 func CheckMember(n *NodeConfig, c *ClusterConfig) error {
+	if err := checkHBDiskCluster(n, c); err != nil {
+		return err
+	}
 	if !c.explicit {
 		return nil
 	}

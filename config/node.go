@@ -26,6 +26,8 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 	c := &NodeConfig{File: file, lines: d.lines}
 	fill(c, node)
 	fill(&c.HB, hb)
+	hbDisk := d.ensure(SectionHBDisk)
+	fill(&c.HB.Disk, hbDisk)
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
 	}
@@ -64,6 +66,9 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 		return nil, d.errAt(node, "metrics_allow", "%v", err)
 	}
 	if c.Hooks, err = d.hooks(); err != nil {
+		return nil, err
+	}
+	if err := d.checkHBDisk(c, node, hbDisk); err != nil {
 		return nil, err
 	}
 	if err := d.checkNodeCross(c, node, hb); err != nil {

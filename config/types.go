@@ -80,6 +80,8 @@ type NodeConfig struct {
 	// MetricsAddr is where /metrics is served ("" for none).
 	MetricsAddr string
 	HB          HBConfig
+	// WatchdogDevice is node.watchdog_device ("" for none).
+	WatchdogDevice string
 	// MetricsAllow are the addresses and prefixes that may connect to
 	// MetricsAddr (every address when empty).
 	MetricsAllow []string
@@ -103,6 +105,15 @@ type HBConfig struct {
 	Port     int           // default 10000
 	Timeout  time.Duration // default 15s
 	Interval time.Duration // default 5s
+	// Disk is [hb.disk].
+	Disk HBDiskConfig
+}
+
+// HBDiskConfig is the [hb.disk] section of node.toml.
+type HBDiskConfig struct {
+	Path    string        // "" for no disk heartbeat
+	Fence   bool          // default false
+	Timeout time.Duration // default 10s
 }
 
 // ClusterConfig is cluster.toml.

@@ -112,6 +112,8 @@ type Daemon struct {
 	asks     peerAsks // asks to peers waiting for an answer (peerlogs.go)
 	// oneVote are the wires to the one-vote arbitrators, by name (quorum.go; the loop's)
 	oneVote map[string]*oneVoteClient
+	// sbd is the disk heartbeat and the watchdog (sbd.go; nil: neither)
+	sbd *sbd
 	// cfgs holds the configs that do not parse and the edits in flight.
 	cfgs configState
 	// ordered are the resource drivers of the actions the core ordered
@@ -292,6 +294,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	d.metrics.setHeartbeat(d.hb)
+	if err := d.startSBD(); err != nil {
+		if d.hb != nil {
+			d.hb.Close()
+		}
+		srv.Close()
+		srvWG.Wait()
+		return err
+	}
 	d.drv.Start()
 	d.drv.Publish()
 	// reconcile on start-up: learn what runs before deciding anything
@@ -302,6 +312,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.sdLaunched()
 
 	mode := d.loop(ctx)
+	d.stopSBD(mode)
 
 	d.log.Info("daemon stopping", zap.String("mode", mode))
 	// the loop has ended: nothing changes the state any more

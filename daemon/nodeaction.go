@@ -47,18 +47,25 @@ func (d *Daemon) startNodeAction(a node.NodeAction) {
 	d.goWorker(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, nodeActionTimeout)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline).CombinedOutput()
-		if err != nil {
-			msg := strings.TrimSpace(string(out))
-			if len(msg) > 200 {
-				msg = msg[:200]
-			}
-			if msg != "" {
-				err = fmt.Errorf("%w: %s", err, msg)
-			}
-		}
+		err := execNodeAction(ctx, cmdline)
 		d.post(func() { d.logEvent(node.NodeActionEnd{Action: a.Kind, Err: errString(err)}) })
 	})
+}
+
+// execNodeAction runs a node action's command with /bin/sh -c; its error
+// carries the start of its output.
+func execNodeAction(ctx context.Context, cmdline string) error {
+	out, err := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline).CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 200 {
+			msg = msg[:200]
+		}
+		if msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+	}
+	return err
 }
 
 func errString(err error) string {

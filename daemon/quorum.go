@@ -85,6 +85,9 @@ func (d *Daemon) runFences(fences []node.Fence) {
 	for _, f := range fences {
 		st, ok := d.cluster.Stonith[f.Node]
 		target := f.Node
+		if !ok && d.diskFence(target) {
+			continue
+		}
 		if !ok {
 			d.post(func() {
 				d.drv.Step(node.FenceEnded{Node: target, Err: fmt.Errorf("no [stonith.%s] command", target), Now: d.clk.Now()})

@@ -43,8 +43,9 @@ func TestLoadNodeDefaults(t *testing.T) {
 		CheckInterval:          60 * time.Second,
 		CrashCommand:           "echo c > /proc/sysrq-trigger",
 		RebootCommand:          "echo b > /proc/sysrq-trigger",
-		HB:                     config.HBConfig{Addr: "0.0.0.0", Port: 10000, Timeout: 15 * time.Second, Interval: 5 * time.Second},
-		MetricsAllow:           []string{},
+		HB: config.HBConfig{Addr: "0.0.0.0", Port: 10000, Timeout: 15 * time.Second, Interval: 5 * time.Second,
+			Disk: config.HBDiskConfig{Timeout: 10 * time.Second}},
+		MetricsAllow: []string{},
 	}
 	if !exportedEqual(c, want) {
 		t.Errorf("LoadNode(missing) = %+v, want %+v", c, want)

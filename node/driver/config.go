@@ -37,6 +37,7 @@ func QuorumConfig(n *config.NodeConfig, cl *config.ClusterConfig) node.QuorumCon
 	for _, name := range sortedKeys(cl.Stonith) {
 		q.Stonith = append(q.Stonith, name)
 	}
+	q.Stonith = append(q.Stonith, DiskFenced(n, cl)...)
 	// a beat: the heartbeat's interval, no longer than a sixth of its
 	// timeout
 	beat := n.HB.Interval
@@ -45,4 +46,20 @@ func QuorumConfig(n *config.NodeConfig, cl *config.ClusterConfig) node.QuorumCon
 	}
 	q.Timing = quorum.Timing{Beat: beat, ArbitratorTimeout: arbTimeout}
 	return q
+}
+
+// DiskFenced are the members fenced through the shared disk when a
+// survivor must fence them: with [hb.disk] fence = true, every other member
+// that has no [stonith.NODE] command (daemon/sbd.go runs the fence).
+func DiskFenced(n *config.NodeConfig, cl *config.ClusterConfig) []string {
+	if !n.HB.Disk.Fence || n.HB.Disk.Path == "" {
+		return nil
+	}
+	var out []string
+	for _, m := range cl.NodeNames() {
+		if _, ok := cl.Stonith[m]; !ok && m != n.Name {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -42,6 +42,7 @@ pid=$(cat "$var/app.pid" 2>/dev/null)
 	scripts := map[string]string{
 		"start.sh": `alive "$pid" && exit 0
 journal start
+echo "$var" > "` + dir + `/var-$node"
 ` + sleep + ` 100000 >/dev/null 2>&1 &
 echo $! > "$var/app.pid"
 `,
@@ -108,8 +109,28 @@ func newQuorumBed(t *testing.T, names []string, clusterExtra func(b *chaos.Bed) 
 // node.
 func newQuorumBedLinks(t *testing.T, names []string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string, links int) *quorumBed {
 	t.Helper()
+	return newQuorumBedWith(t, names, func(work, _ string) string {
+		return `split_action = "stop"` + "\n" + `crash_command = "touch ` + filepath.Join(work, "crashed-$(hostname)") + `"`
+	}, clusterExtra, hosts, links)
+}
+
+// newQuorumBedWith is newQuorumBedLinks with the [node] keys (and the
+// sections after them) of each node.toml written by nodeExtra (work: the
+// bed's directory of the app, its journal and the test's files; name: the
+// node, "" for what most nodes get).
+func newQuorumBedWith(t *testing.T, names []string, nodeExtra func(work, name string) string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string, links int) *quorumBed {
+	t.Helper()
 	work := t.TempDir()
-	b := newNetBedLinks(t, names, `split_action = "stop"`+"\n"+`crash_command = "touch `+filepath.Join(work, "crashed-$(hostname)")+`"`, nil, links)
+	common := nodeExtra(work, "")
+	b := newNetBedLinks(t, names, common, nil, links)
+	for _, n := range names {
+		if own := nodeExtra(work, n); own != common {
+			path := filepath.Join(b.nodes[n].root, "etc", "node.toml")
+			old, err := os.ReadFile(path)
+			b.ok(err)
+			b.ok(testbed.WriteNodeToml(b.nodes[n].root, strings.Replace(string(old), common, own, 1)))
+		}
+	}
 	for h, addr := range hosts {
 		b.ok(b.bed.AddHost(h, addr))
 	}

@@ -1,0 +1,342 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"haven/config"
+	"haven/dataset"
+	"haven/heartbeat"
+	"haven/heartbeat/disk"
+	"haven/node"
+)
+
+// The disk heartbeat, its SBD-style fencing and the watchdog (node.toml
+// [hb.disk] and node.watchdog_device; docs/operations.md "Disk heartbeat",
+// "SBD-style fencing", "Watchdog").
+//
+// The disk's servant (heartbeat/disk) runs in goroutines of its own: a disk
+// that blocks never blocks the loop. What it reports comes back to the loop
+// with post, except a fence aimed at this node: its crash_command runs at
+// once from the servant's side, so that a hung loop is fenced too.
+
+// sbd is the daemon's share of the disk heartbeat and the watchdog.
+type sbd struct {
+	// disk is the open disk heartbeat (nil: none, or not open yet).
+	disk *disk.Disk
+	// lost: the disk had no good round for hb.disk.timeout (the loop's).
+	lost bool
+	// split: the split_action of a node without the disk and without a
+	// majority was applied (once per loss).
+	split bool
+	// escalated: the split stop failed and escalated to crash
+	escalated bool
+	// diskLost is the disk's last state, set by its servant (onDiskState)
+	diskLost atomic.Bool
+	wd       *watchdog
+	quit     chan struct{}
+	done     chan struct{}
+}
+
+// pulsePeriod is the period of the loop's pulse: the watchdog's pets and
+// the disk-lost check run on the loop this often.
+const pulsePeriod = 500 * time.Millisecond
+
+// startSBD opens the watchdog (an error stops the start: the node asked
+// for one) and starts the disk heartbeat (opened in the background, again
+// until it opens: a disk missing at start is logged and counted lost).
+func (d *Daemon) startSBD() error {
+	dk := d.node.HB.Disk
+	if dk.Path == "" && d.node.WatchdogDevice == "" {
+		return nil
+	}
+	s := &sbd{quit: make(chan struct{}), done: make(chan struct{})}
+	if d.node.WatchdogDevice != "" {
+		wd, err := openWatchdog(d.node.WatchdogDevice)
+		if err != nil {
+			return fmt.Errorf("node.watchdog_device %s (%s): %w", d.node.WatchdogDevice, d.node.File, err)
+		}
+		s.wd = wd
+		d.log.Info("watchdog armed", zap.String("device", wd.path), zap.String("timeout", wd.timeoutText()))
+	}
+	d.sbd = s
+	if dk.Fence && s.wd == nil {
+		d.log.Warn("hb.disk.fence without node.watchdog_device: a survivor counts this node fenced once its slot stalls for the fence wait, and a daemon paused or hung that long leaves its services running: set a watchdog (docs/operations.md)",
+			zap.String("node", d.node.Name), zap.String("file", d.node.File))
+	}
+	if dk.Path != "" {
+		cfg := disk.Config{Path: dk.Path, Node: d.node.Name, Members: d.cluster.NodeNames(), Cluster: d.cluster.Name,
+			Secret: d.cluster.Secret, Run: d.dur.Incarnation, Interval: config.BeatPeriod(d.node.HB), Timeout: dk.Timeout,
+			Clock: d.clk, Logger: d.log.Named("disk"), OnState: d.onDiskState}
+		cfg.Liveness = diskLiveness(d.hb, dk.Fence)
+		if cfg.Liveness == nil && !dk.Fence && d.hb != nil {
+			d.log.Warn("the disk heartbeat is not counted as a link: this build's heartbeat has no NoteLinkAlive (the slots are written, read and logged only)",
+				zap.String("path", dk.Path))
+		}
+		var dsk *disk.Disk
+		cfg.OnFenced = func(f disk.Fence) { d.onDiskFence(dsk, f) }
+		go func() {
+			for {
+				var err error
+				if dsk, err = disk.New(cfg); err == nil {
+					fields := []zap.Field{zap.String("path", dk.Path), zap.Int("slot", dsk.Slot()), zap.Bool("fence", dk.Fence), zap.Bool("o_direct", dsk.Direct())}
+					if dsk.Direct() {
+						d.log.Info("disk heartbeat started", fields...)
+					} else {
+						d.log.Warn("disk heartbeat started without O_DIRECT (the file system refused it): reads may come from this host's page cache, fine for a file shared by the processes of one host only", fields...)
+					}
+					dsk.Start()
+					if !d.post(func() { d.sbd.disk = dsk }) {
+						dsk.Close(disk.StateStopped) // the daemon stopped meanwhile
+					}
+					return
+				}
+				d.log.Error("disk heartbeat: cannot open the disk (retried)", zap.String("path", dk.Path), zap.Error(err))
+				d.onDiskState(false, err.Error())
+				select {
+				case <-s.quit:
+					return
+				case <-d.clk.After(dk.Timeout):
+				}
+			}
+		}()
+	}
+	go d.pulse(s)
+	return nil
+}
+
+// diskLiveness is what the disk tells of the peers' slots that advance:
+// the heartbeat's NoteLinkAlive ("heard just now on link disk"), where the
+// heartbeat has one, when the disk is one more link. With fence = true the
+// disk is the fencing device instead: a node silent on every network is
+// voted on and fenced through it, its slot does not keep it up.
+func diskLiveness(hb heartbeat.Heartbeat, fence bool) disk.Liveness {
+	if fence || hb == nil {
+		return nil
+	}
+	if l, ok := hb.(disk.Liveness); ok {
+		return l
+	}
+	return nil
+}
+
+// pulse posts onPulse to the loop every pulsePeriod, the next only once
+// the last ran: a loop that is blocked (or a process paused) runs none,
+// and the watchdog is not petted.
+func (d *Daemon) pulse(s *sbd) {
+	defer close(s.done)
+	for {
+		ran := make(chan struct{})
+		if !d.post(func() { d.onPulse(); close(ran) }) {
+			return
+		}
+		select {
+		case <-ran:
+		case <-s.quit:
+			return
+		}
+		select {
+		case <-d.clk.After(pulsePeriod):
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// onPulse runs on the loop: it pets the watchdog, and applies the
+// split_action of a node that lost the disk and does not hear a majority.
+func (d *Daemon) onPulse() {
+	s := d.sbd
+	if s.wd != nil {
+		if err := s.wd.pet(); err != nil {
+			d.log.Error("watchdog: pet failed", zap.String("device", s.wd.path), zap.Error(err))
+		}
+	}
+	d.checkDiskSplit()
+}
+
+// onDiskState is the disk reachable or lost (from the servant, which
+// never waits for the loop: the state is kept aside and the loop told to
+// read it, so that a busy loop neither blocks the disk's rounds nor sees
+// two changes in the wrong order).
+func (d *Daemon) onDiskState(ok bool, _ string) {
+	d.sbd.diskLost.Store(!ok) // d.sbd is set before the servant starts, never changed
+	go d.post(d.syncDiskState)
+}
+
+// syncDiskState takes the disk's last state on the loop.
+func (d *Daemon) syncDiskState() {
+	s := d.sbd
+	if s == nil {
+		return
+	}
+	lost := s.diskLost.Load()
+	if lost == s.lost {
+		return
+	}
+	s.lost = lost
+	if !lost {
+		s.split, s.escalated = false, false
+	}
+	d.checkDiskSplit()
+}
+
+// checkDiskSplit: with fence = true, a node that can neither read the
+// disk nor hear a strict majority of the members (arbitrators not
+// counted: both sides of a cut may reach them) applies its split_action:
+// a survivor may be fencing it through a disk it cannot read, and counts
+// it fenced once its slot stalled long enough (docs/operations.md).
+func (d *Daemon) checkDiskSplit() {
+	s := d.sbd
+	if s != nil && s.split && !s.escalated && d.node.SplitAction == node.SplitStop {
+		// a stop that ended with the instance still running (it failed)
+		// escalates to crash, as the quorum's split stop does
+		for _, name := range d.serviceNames() {
+			if _, running := d.core.Status(name); running && d.core.Busy(name) == "" {
+				s.escalated = true
+				d.startNodeAction(node.NodeAction{Kind: node.NodeCrash, Reason: "the fencing disk is lost and the split stop of " + name + " failed: escalate to crash"})
+				return
+			}
+		}
+	}
+	if s == nil || !s.lost || s.split || !d.node.HB.Disk.Fence {
+		return
+	}
+	qi := d.core.QuorumInfo(d.clk.Now())
+	if qi == nil || qi.Lost || d.core.NodeMonitor() == dataset.NodeRejoin {
+		// no quorum rule, or the vote already applied the split_action,
+		// or the daemon just started: in rejoin it starts nothing
+		return
+	}
+	members := len(d.cluster.Nodes)
+	if 2*len(qi.Live) > members {
+		return
+	}
+	s.split = true
+	reason := fmt.Sprintf("the fencing disk is lost and this node hears %d of %d members: split_action %s", len(qi.Live), members, d.node.SplitAction)
+	d.log.Error(reason, zap.String("node", d.node.Name), zap.String("path", d.node.HB.Disk.Path))
+	switch d.node.SplitAction {
+	case node.SplitCrash, node.SplitReboot:
+		d.startNodeAction(node.NodeAction{Kind: d.node.SplitAction, Reason: reason})
+	case node.SplitStop:
+		d.core.SetNodeFrozen(true, reason+": every local instance stopped, node frozen")
+		for _, name := range d.serviceNames() {
+			if _, running := d.core.Status(name); running {
+				d.drv.RunAction(name, "stop", reason, nil)
+			}
+		}
+		d.applyReady()
+	}
+}
+
+// onDiskFence: a fence aimed at this run was read in this node's slot
+// (called from the servant). The crash_command runs at once, outside the
+// loop; when it returns 0 (a harmless test command, or a kernel that
+// ignored it) the node's slot acknowledges the fence, after the node was
+// frozen (it starts nothing any more).
+//
+// node.toml is read at start only: its crash_command is read here, off
+// the loop, as it was loaded.
+func (d *Daemon) onDiskFence(dsk *disk.Disk, f disk.Fence) {
+	reason := "fenced through the disk by " + f.Fencer
+	cmdline := d.node.CrashCommand
+	frozen := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), nodeActionTimeout)
+		defer cancel()
+		err := execNodeAction(ctx, cmdline)
+		if err == nil {
+			// acknowledged once the node is frozen too (it restarts
+			// nothing): a hung loop never acknowledges, its watchdog
+			// resets the host
+			select {
+			case <-frozen:
+				dsk.Ack(f.Nonce, f.Fencer)
+			case <-ctx.Done():
+			}
+		}
+		d.post(func() { d.logEvent(node.NodeActionEnd{Action: node.NodeCrash, Err: errString(err)}) })
+	}()
+	go d.post(func() {
+		d.logEvent(node.NodeActionRun{Action: node.NodeCrash, Reason: reason})
+		d.core.SetNodeFrozen(true, reason)
+		d.applyReady()
+		close(frozen)
+	})
+}
+
+// diskFence fences target through the disk for the core's Fence, when
+// the disk fences it (fence = true, no [stonith.NODE] command): a worker
+// waits for the fence's end and reports it with FenceDone. It reports
+// false when the disk does not fence target.
+func (d *Daemon) diskFence(target string) bool {
+	if d.sbd == nil || !d.node.HB.Disk.Fence {
+		return false
+	}
+	now := d.clk.Now()
+	// the stall the fence waits for: longer than the target's own
+	// reaction to a lost disk (its hb.disk.timeout, one more for the
+	// round it lost it in) and its split_action (the self-stop deadline)
+	wait := 2 * d.node.HB.Disk.Timeout
+	if qi := d.core.QuorumInfo(now); qi != nil {
+		for _, g := range qi.Gates {
+			if g.Node == target {
+				wait += g.Deadline.Sub(g.Since)
+			}
+		}
+	}
+	dsk := d.sbd.disk
+	if dsk == nil {
+		d.post(func() {
+			d.core.FenceDone(target, fmt.Errorf("disk fence: the disk %s is not open", d.node.HB.Disk.Path), d.clk.Now())
+			d.applyReady()
+		})
+		return true
+	}
+	d.log.Warn("fencing through the disk", zap.String("target", target), zap.String("stall_wait", wait.String()))
+	d.goWorker(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, wait+4*d.node.HB.Disk.Timeout)
+		defer cancel()
+		how, err := dsk.Fence(ctx, target, wait)
+		d.post(func() {
+			if err == nil {
+				d.log.Warn("disk fence done", zap.String("target", target), zap.String("how", how))
+			}
+			d.core.FenceDone(target, err, d.clk.Now())
+			d.applyReady()
+		})
+	})
+	return true
+}
+
+// stopSBD ends the pulse, writes the disk's last beat (the daemon stopped
+// on purpose: "shutdown" stopped the services, "stop" may have left them
+// running) and disarms the watchdog with the magic close.
+func (d *Daemon) stopSBD(mode string) {
+	s := d.sbd
+	if s == nil {
+		return
+	}
+	close(s.quit)
+	<-s.done
+	if s.disk != nil {
+		state := byte(disk.StateStopped)
+		if mode == "shutdown" {
+			state = disk.StateShutdown
+		}
+		if err := s.disk.Close(state); err != nil {
+			d.log.Warn("disk heartbeat: last beat not written", zap.Error(err))
+		}
+	}
+	if s.wd != nil {
+		if err := s.wd.disarm(); err != nil {
+			d.log.Error("watchdog: magic close failed: the host may be reset", zap.String("device", s.wd.path), zap.Error(err))
+		} else {
+			d.log.Info("watchdog disarmed", zap.String("device", s.wd.path))
+		}
+	}
+}

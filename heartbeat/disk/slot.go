@@ -1,0 +1,297 @@
+package disk
+
+import (
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// On-disk layout (docs/operations.md, "Disk heartbeat").
+//
+// The device holds two blocks of BlockSize bytes per member, in the order
+// of the sorted member list of cluster.toml: member i's beat block at
+// offset 2*i*BlockSize, written by member i alone every period, and its
+// fence block at (2*i+1)*BlockSize, written only by the members that fence
+// it. A block is:
+//
+//	0   magic "HAVENDSK" (8 bytes)
+//	8   version (uint16, big endian) = 1
+//	10  kind (1 byte: 1 beat, 2 fence)
+//	11  0
+//	12  body length (uint16)
+//	14  body
+//	14+len  HMAC-SHA256 of bytes 0..14+len, 32 bytes
+//	rest zero
+//
+// The MAC key is HKDF-SHA256 of the cluster secret and the cluster name:
+// a host that reads and writes the disk but lacks the secret can neither
+// forge a beat nor a fence. The cluster name is also in clear in every
+// body, so that a disk of another cluster is named as such in the logs.
+const (
+	BlockSize = 4096
+	magic     = "HAVENDSK"
+	version   = 1
+	headerLen = 14
+	macLen    = 32
+	NonceLen  = 16
+)
+
+// Block kinds.
+const (
+	kindBeat  = 1
+	kindFence = 2
+)
+
+// Beat states (Beat.State): what the writer's daemon is doing.
+const (
+	StateRunning  = 0 // the daemon runs and reads its fence block
+	StateStopped  = 1 // the daemon stopped on purpose; its services may still run
+	StateShutdown = 2 // the daemon stopped after stopping its services
+)
+
+// The errors of Decode. A block that was never written (all zero, or
+// beyond the end of a file) is ErrEmpty: no log, no life.
+var (
+	ErrEmpty        = errors.New("empty block (never written)")
+	ErrTruncated    = errors.New("truncated block")
+	ErrGarbage      = errors.New("not a Haven disk heartbeat block (bad magic)")
+	ErrVersion      = errors.New("unknown block version")
+	ErrOtherCluster = errors.New("block of another cluster")
+	ErrChecksum     = errors.New("bad checksum (damaged, or written without this cluster's secret)")
+	ErrMalformed    = errors.New("malformed block body")
+	ErrWrongSlot    = errors.New("block written for another slot")
+)
+
+// Beat is a member's beat block.
+type Beat struct {
+	Cluster string
+	Writer  string
+	Slot    int
+	// Run is the writer's run id (the daemon's incarnation): a new run
+	// restarts the counter.
+	Run     uint64
+	Counter uint64
+	Time    time.Time
+	State   byte
+	// AckNonce and AckFencer acknowledge the fence of that nonce: the
+	// writer read it, ran its crash_command, and is still up to say so.
+	AckNonce  [NonceLen]byte
+	AckFencer string
+}
+
+// Fence is a member's fence block: the poison pill.
+type Fence struct {
+	Cluster string
+	Fencer  string
+	Target  string
+	Slot    int
+	// TargetRun is the run of the target the fence is aimed at: a later
+	// run of the target (it restarted) ignores it.
+	TargetRun uint64
+	Nonce     [NonceLen]byte
+	Time      time.Time
+}
+
+// Keys seals and checks the blocks of one cluster.
+type Keys struct {
+	cluster string
+	key     []byte
+}
+
+// NewKeys derives the MAC key from the cluster secret (64 hex digits) and
+// the cluster name. An empty secret (cluster.insecure_no_secret, tests)
+// derives it from a fixed label and the name: damage and other clusters
+// are still detected, forgery is not stopped.
+func NewKeys(cluster, secretHex string) (*Keys, error) {
+	secret, err := hex.DecodeString(secretHex)
+	if err != nil {
+		return nil, fmt.Errorf("cluster secret: %w", err)
+	}
+	if len(secret) == 0 {
+		secret = []byte("haven insecure disk key")
+	}
+	prk, err := hkdf.Extract(sha256.New, secret, []byte("haven disk heartbeat v1"))
+	if err != nil {
+		return nil, err
+	}
+	key, err := hkdf.Expand(sha256.New, prk, "slot mac:"+cluster, 32)
+	if err != nil {
+		return nil, err
+	}
+	return &Keys{cluster: cluster, key: key}, nil
+}
+
+// enc is a small big-endian writer.
+type enc struct{ b []byte }
+
+func (e *enc) str(s string) {
+	if len(s) > 255 {
+		s = s[:255]
+	}
+	e.b = append(e.b, byte(len(s)))
+	e.b = append(e.b, s...)
+}
+func (e *enc) u16(v uint16) { e.b = binary.BigEndian.AppendUint16(e.b, v) }
+func (e *enc) u64(v uint64) { e.b = binary.BigEndian.AppendUint64(e.b, v) }
+
+// dec is its reader; a short body sets bad.
+type dec struct {
+	b   []byte
+	bad bool
+}
+
+func (d *dec) take(n int) []byte {
+	if d.bad || len(d.b) < n {
+		d.bad = true
+		return make([]byte, n)
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+func (d *dec) str() string { n := d.take(1)[0]; return string(d.take(int(n))) }
+func (d *dec) u16() uint16 { return binary.BigEndian.Uint16(d.take(2)) }
+func (d *dec) u64() uint64 { return binary.BigEndian.Uint64(d.take(8)) }
+func (d *dec) byte1() byte { return d.take(1)[0] }
+func (d *dec) done() bool  { return !d.bad && len(d.b) == 0 }
+func (d *dec) nonce() (n [NonceLen]byte) {
+	copy(n[:], d.take(NonceLen))
+	return n
+}
+
+func (k *Keys) seal(kind byte, body []byte) []byte {
+	b := make([]byte, BlockSize)
+	copy(b, magic)
+	binary.BigEndian.PutUint16(b[8:], version)
+	b[10] = kind
+	binary.BigEndian.PutUint16(b[12:], uint16(len(body)))
+	copy(b[headerLen:], body)
+	m := hmac.New(sha256.New, k.key)
+	m.Write(b[:headerLen+len(body)])
+	copy(b[headerLen+len(body):], m.Sum(nil))
+	return b
+}
+
+// open checks a block's header and MAC and returns its body. The cluster
+// name is read first (every body starts with it) so that a block of
+// another cluster is told apart from a damaged one.
+func (k *Keys) open(b []byte, kind byte) ([]byte, error) {
+	if len(b) < BlockSize {
+		if allZero(b) {
+			return nil, ErrEmpty
+		}
+		return nil, ErrTruncated
+	}
+	if allZero(b[:BlockSize]) {
+		return nil, ErrEmpty
+	}
+	if string(b[:8]) != magic {
+		return nil, ErrGarbage
+	}
+	if v := binary.BigEndian.Uint16(b[8:]); v != version {
+		return nil, fmt.Errorf("%w %d", ErrVersion, v)
+	}
+	if b[10] != kind {
+		return nil, fmt.Errorf("%w: kind %d where %d belongs", ErrMalformed, b[10], kind)
+	}
+	n := int(binary.BigEndian.Uint16(b[12:]))
+	if headerLen+n+macLen > BlockSize {
+		return nil, fmt.Errorf("%w: body length %d", ErrMalformed, n)
+	}
+	body := b[headerLen : headerLen+n]
+	cd := dec{b: body}
+	if c := cd.str(); !cd.bad && c != k.cluster {
+		return nil, fmt.Errorf("%w %q", ErrOtherCluster, c)
+	}
+	m := hmac.New(sha256.New, k.key)
+	m.Write(b[:headerLen+n])
+	if !hmac.Equal(m.Sum(nil), b[headerLen+n:headerLen+n+macLen]) {
+		return nil, ErrChecksum
+	}
+	return body, nil
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// EncodeBeat seals a beat block.
+func (k *Keys) EncodeBeat(bt Beat) []byte {
+	e := enc{}
+	e.str(k.cluster)
+	e.str(bt.Writer)
+	e.u16(uint16(bt.Slot))
+	e.u64(bt.Run)
+	e.u64(bt.Counter)
+	e.u64(uint64(bt.Time.UnixNano()))
+	e.b = append(e.b, bt.State)
+	e.b = append(e.b, bt.AckNonce[:]...)
+	e.str(bt.AckFencer)
+	return k.seal(kindBeat, e.b)
+}
+
+// DecodeBeat opens the beat block of slot.
+func (k *Keys) DecodeBeat(b []byte, slot int) (Beat, error) {
+	body, err := k.open(b, kindBeat)
+	if err != nil {
+		return Beat{}, err
+	}
+	d := dec{b: body}
+	bt := Beat{Cluster: d.str(), Writer: d.str(), Slot: int(d.u16()), Run: d.u64(), Counter: d.u64()}
+	bt.Time = time.Unix(0, int64(d.u64()))
+	bt.State = d.byte1()
+	bt.AckNonce = d.nonce()
+	bt.AckFencer = d.str()
+	if !d.done() {
+		return Beat{}, ErrMalformed
+	}
+	if bt.Slot != slot {
+		return Beat{}, fmt.Errorf("%w: slot %d found in slot %d", ErrWrongSlot, bt.Slot, slot)
+	}
+	return bt, nil
+}
+
+// EncodeFence seals a fence block.
+func (k *Keys) EncodeFence(f Fence) []byte {
+	e := enc{}
+	e.str(k.cluster)
+	e.str(f.Fencer)
+	e.str(f.Target)
+	e.u16(uint16(f.Slot))
+	e.u64(f.TargetRun)
+	e.b = append(e.b, f.Nonce[:]...)
+	e.u64(uint64(f.Time.UnixNano()))
+	return k.seal(kindFence, e.b)
+}
+
+// DecodeFence opens the fence block of slot.
+func (k *Keys) DecodeFence(b []byte, slot int) (Fence, error) {
+	body, err := k.open(b, kindFence)
+	if err != nil {
+		return Fence{}, err
+	}
+	d := dec{b: body}
+	f := Fence{Cluster: d.str(), Fencer: d.str(), Target: d.str(), Slot: int(d.u16()), TargetRun: d.u64(), Nonce: d.nonce()}
+	f.Time = time.Unix(0, int64(d.u64()))
+	if !d.done() {
+		return Fence{}, ErrMalformed
+	}
+	if f.Slot != slot {
+		return Fence{}, fmt.Errorf("%w: slot %d found in slot %d", ErrWrongSlot, f.Slot, slot)
+	}
+	return f, nil
+}
+
+// BeatOffset and FenceOffset are where the blocks of slot lie.
+func BeatOffset(slot int) int64  { return int64(2*slot) * BlockSize }
+func FenceOffset(slot int) int64 { return int64(2*slot+1) * BlockSize }

@@ -1,0 +1,274 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"haven/test/chaos"
+	"haven/test/testbed"
+)
+
+// TestNetnsDiskFence: 3 nodes with quorum, a disk heartbeat on a file of
+// the host shared by the namespaces, fence = true, no [stonith] command,
+// split_action disabled (only the fence stops the owner). Every network
+// link of the owner n1 is cut: the survivors fence it through the disk,
+// n1 reads the fence in its slot and runs its (harmless) crash command,
+// which stops its app; its slot acknowledges the fence; the survivors take
+// over after it, and the external journal shows no overlap.
+func TestNetnsDiskFence(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	diskFile := filepath.Join(t.TempDir(), "hb.disk")
+	var work string
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
+		work = w
+		// the crash command stops the app where it runs (n1's: the
+		// survivors never run it) and says it ran
+		crash := fmt.Sprintf(`touch %s/crashed; for v in %s/var-*; do %s/stop.sh web ${v##*/var-} $(cat $v); done`, w, w, w)
+		return `split_action = "disabled"` + "\n" + fmt.Sprintf("crash_command = %q\n", crash) +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"2s\"\n", diskFile)
+	}, nil, nil, 1)
+	c := q.nodes
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	cut := uptime(t)
+	q.cut("n1")
+	q.waitFor(40*time.Second, "n1 runs its crash command (fenced through the disk)", func() bool {
+		_, err := os.Stat(filepath.Join(work, "crashed"))
+		return err == nil
+	})
+	q.waitFor(40*time.Second, "a survivor starts web after the fence", func() bool {
+		_, a := q.first("n2", "start", cut)
+		_, b := q.first("n3", "start", cut)
+		return a || b
+	})
+	q.noOverlap()
+	stop, ok := q.first("n1", "stop", cut)
+	if !ok {
+		q.dump()
+		t.Fatal("n1 never stopped web: the takeover did not wait for the fence")
+	}
+	for _, n := range []string{"n2", "n3"} {
+		if s, ok := q.first(n, "start", cut); ok {
+			t.Logf("n1 stopped web %.1fs after the cut, %s started it %.1fs after the cut", stop.T-cut, n, s.T-cut)
+		}
+		if s, ok := q.first(n, "start", cut); ok && s.T < stop.T {
+			t.Fatalf("%s started web at %.2f, before n1's stop at %.2f", n, s.T, stop.T)
+		}
+	}
+	log2, log3 := nodeLog(t, c["n2"]), nodeLog(t, c["n3"])
+	if !strings.Contains(log2+log3, "acknowledged by n1") {
+		q.dump()
+		t.Fatal("no survivor's log says n1's slot acknowledged the fence")
+	}
+	if !strings.Contains(log2+log3, "fenced n1") {
+		t.Fatal("no survivor's log says n1 was fenced")
+	}
+	if l := nodeLog(t, c["n1"]); !strings.Contains(l, "fenced through the disk by n") {
+		t.Fatalf("n1's log does not say it was fenced through the disk:\n%s", l)
+	}
+	if !frozen(c["n1"]) {
+		t.Fatal("n1 is not frozen after its fence")
+	}
+}
+
+// TestWatchdogPets: node.watchdog_device names a file that records the
+// pets (one byte each): the daemon pets it while its loop runs, never
+// while it is paused (SIGSTOP), again after SIGCONT, and writes the magic
+// "V" at a clean stop.
+func TestWatchdogPets(t *testing.T) {
+	t.Parallel()
+	wd := filepath.Join(t.TempDir(), "watchdog")
+	writeFile(t, wd, "")
+	n := newNode(t, "n1", testbed.NodeToml{Name: "n1", Keys: []string{`monitor_interval = "300ms"`, fmt.Sprintf("watchdog_device = %q", wd)}}.String())
+	n.must("nodemgr", "daemon", "start")
+	size := func() int64 {
+		st, err := os.Stat(wd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	waitFor(t, 10*time.Second, "3 pets", func() bool { return size() >= 3 })
+	pid := testbed.DaemonPID(n.root)
+	if pid == 0 {
+		t.Fatal("no daemon pid")
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // a pet in flight lands
+	s0 := size()
+	time.Sleep(2 * time.Second) // 4 pulse periods
+	if s := size(); s != s0 {
+		t.Fatalf("%d pets while the daemon was paused", s-s0)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	stopped = false
+	waitFor(t, 10*time.Second, "pets again after SIGCONT", func() bool { return size() >= s0+2 })
+	n.must("nodemgr", "daemon", "stop")
+	waitFor(t, 10*time.Second, "the daemon stopped", func() bool { return testbed.DaemonPID(n.root) == 0 })
+	b, err := os.ReadFile(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) == 0 || b[len(b)-1] != 'V' {
+		t.Fatalf("no magic close: the watchdog file ends with %q", b[max(0, len(b)-3):])
+	}
+}
+
+// TestNetnsDiskErrorsNeverFence: the disk heartbeat's path is a FIFO, on
+// which every read and write fails (ESPIPE): each daemon logs the disk
+// lost, keeps running and answering, and nothing moves while the network
+// holds; every link of the owner cut, the survivors cannot fence it
+// through the disk: the fence fails and the takeover stays blocked (no
+// false fence), the owner runs no crash command.
+func TestNetnsDiskErrorsNeverFence(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	fifo := filepath.Join(t.TempDir(), "hb.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var work string
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
+		work = w
+		return `split_action = "disabled"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"1s\"\n", fifo)
+	}, nil, nil, 1)
+	c := q.nodes
+	for _, n := range []string{"n1", "n2", "n3"} {
+		q.waitFor(20*time.Second, n+" logs the disk lost", func() bool { return strings.Contains(nodeLog(t, c[n]), "disk heartbeat lost") })
+	}
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	cut := uptime(t)
+	q.cut("n1")
+	q.waitFor(60*time.Second, "the disk fence of n1 fails on a survivor", func() bool {
+		return strings.Contains(nodeLog(t, c["n2"])+nodeLog(t, c["n3"]), "fence of n1 failed")
+	})
+	for _, l := range strings.Split(nodeLog(t, c["n2"])+nodeLog(t, c["n3"]), "\n") {
+		if strings.Contains(l, "fence of n1 failed") {
+			t.Logf("%s", l)
+			break
+		}
+	}
+	for _, n := range []string{"n2", "n3"} {
+		if _, ok := q.first(n, "start", cut); ok {
+			q.dump()
+			t.Fatalf("%s started web without a fence", n)
+		}
+	}
+	if _, ok := q.first("n1", "stop", cut); ok {
+		t.Fatal("n1 stopped web: nothing fenced it")
+	}
+	if _, err := os.Stat(filepath.Join(work, "crashed")); err == nil {
+		t.Fatal("n1 ran its crash command")
+	}
+	if !strings.Contains(c["n2"].must("svcmon"), "fenc") {
+		t.Fatalf("svcmon on n2 does not show the blocked takeover:\n%s", c["n2"].must("svcmon"))
+	}
+}
+
+// TestNetnsDiskFenceStall: the owner's crash command stops its app and
+// kills its daemon (a host that went down): no acknowledgement comes, and
+// the survivors count the fence done once n1's slot has not advanced for
+// the fence wait (2 x hb.disk.timeout + the self-stop deadline), then take
+// over; the journal shows no overlap.
+func TestNetnsDiskFenceStall(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	diskFile := filepath.Join(t.TempDir(), "hb.disk")
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
+		// $PPID of the command's shell is the daemon
+		crash := fmt.Sprintf(`for v in %s/var-*; do %s/stop.sh web ${v##*/var-} $(cat $v); done; kill -9 $PPID`, w, w)
+		return `split_action = "disabled"` + "\n" + fmt.Sprintf("crash_command = %q\n", crash) +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"2s\"\n", diskFile)
+	}, nil, nil, 1)
+	c := q.nodes
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	cut := uptime(t)
+	q.cut("n1")
+	q.waitFor(60*time.Second, "a survivor starts web after the fence", func() bool {
+		_, a := q.first("n2", "start", cut)
+		_, b := q.first("n3", "start", cut)
+		return a || b
+	})
+	q.noOverlap()
+	logs := nodeLog(t, c["n2"]) + nodeLog(t, c["n3"])
+	if !strings.Contains(logs, "n1's slot has not advanced for") || strings.Contains(logs, "acknowledged by n1") {
+		q.dump()
+		t.Fatal("the survivors' logs do not say the fence was done by the stall of n1's slot")
+	}
+	stop, _ := q.first("n1", "stop", cut)
+	for _, n := range []string{"n2", "n3"} {
+		if s, ok := q.first(n, "start", cut); ok {
+			t.Logf("n1 stopped web %.1fs after the cut, %s started it %.1fs after the cut", stop.T-cut, n, s.T-cut)
+		}
+	}
+}
+
+// TestNetnsDiskLostSplitAction: n1 cannot read the fencing disk (its path
+// is a FIFO: every I/O fails) and is cut from n2 and n3 but still reaches
+// an arbitrator of weight 2, so its vote keeps the quorum (3 of 5). It
+// applies its split_action all the same: without the disk and without a
+// majority of the members, a survivor may be fencing it through a disk it
+// cannot read. The survivors (4 of 5) fence it through the disk, count the
+// fence done after the stall of its slot, and take over after its stop.
+func TestNetnsDiskLostSplitAction(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	const arbAddr = "192.0.2.50"
+	dir := t.TempDir()
+	diskFile, fifo := filepath.Join(dir, "hb.disk"), filepath.Join(dir, "hb.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, name string) string {
+		path := diskFile
+		if name == "n1" {
+			path = fifo
+		}
+		return `split_action = "stop"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"1s\"\n", path)
+	}, func(*chaos.Bed) string {
+		return fmt.Sprintf("[arbitrator.witness]\nuri = \"http://%s:8080/\"\ntimeout = \"1s\"\nweight = 2\n", arbAddr)
+	}, map[string]string{"arb": arbAddr}, 1)
+	startArbitrator(t, q.bed, "arb", arbAddr)
+	c := q.nodes
+	q.waitFor(20*time.Second, "n1 hears the arbitrator and lost its disk", func() bool {
+		qs := c["n1"].status().Cluster.QuorumState
+		return qs != nil && len(qs.Arbitrators) == 1 && qs.Arbitrators[0].Answered && strings.Contains(nodeLog(t, c["n1"]), "disk heartbeat lost")
+	})
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	cut := uptime(t)
+	for _, p := range [][2]string{{"n1", "n2"}, {"n2", "n1"}, {"n1", "n3"}, {"n3", "n1"}} {
+		q.ok(q.bed.OneWay(p[0], p[1]))
+	}
+	q.waitFor(30*time.Second, "n1 stops web by its split_action", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
+	if l := nodeLog(t, c["n1"]); !strings.Contains(l, "the fencing disk is lost and this node hears 1 of 3 members") {
+		q.dump()
+		t.Fatal("n1's log does not say it applied its split_action for the lost disk")
+	}
+	if qs := c["n1"].status().Cluster.QuorumState; qs == nil || qs.Lost || !qs.LastSurvive {
+		t.Fatalf("n1's quorum state %+v: want its vote kept (the disk rule, not the vote, stopped it)", qs)
+	}
+	q.waitFor(60*time.Second, "a survivor starts web after the fence", func() bool {
+		_, a := q.first("n2", "start", cut)
+		_, b := q.first("n3", "start", cut)
+		return a || b
+	})
+	q.noOverlap()
+	if !frozen(c["n1"]) {
+		t.Fatal("n1 is not frozen after its split stop")
+	}
+}
