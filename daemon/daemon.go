@@ -259,6 +259,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.stopMetrics()
+	stopWeb, err := d.serveWeb() // node.web_addr (webview.go)
+	if err != nil {
+		return err
+	}
+	defer stopWeb()
 	// replaced, never written through a link
 	if err := fsutil.WriteAtomic(d.p.PidFile(), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
 		return err
