@@ -34,10 +34,12 @@ func newHub(src Source, log *zap.Logger) *hub {
 	return &hub{src: src, log: log, subs: map[chan struct{}]struct{}{}}
 }
 
-// run reads the stream until ctx ends, opening it again a second after
-// it breaks (the daemon's API not up yet, or restarting).
+// run reads the stream until ctx ends, opening it again when it breaks
+// (the daemon's API not up yet, or too busy): at once at first, then
+// after up to a second.
 func (h *hub) run(ctx context.Context) {
 	var stream node.StreamStarted
+	wait := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		err := h.src.Stream(ctx, api.PathEvents, nil, func(line []byte) error {
 			var e api.Event
@@ -60,8 +62,9 @@ func (h *hub) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Second):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, time.Second)
 	}
 }
 

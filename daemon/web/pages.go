@@ -1,10 +1,11 @@
 package web
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -22,9 +23,10 @@ type pages struct {
 }
 
 var funcs = template.FuncMap{
-	"tone":  func(s string) string { return "t-" + toneOf(s) },
-	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
-	"stamp": func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+	"tone":   func(s string) string { return "t-" + toneOf(s) },
+	"svcURL": func(name string) string { return "/service/" + url.PathEscape(name) },
+	"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
+	"stamp":  func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	"legend": func() string { l, _, _ := strings.Cut(render.SvcmonLegend, "\nColours"); return l },
 }
 
@@ -74,14 +76,15 @@ type pageData struct {
 type gridData struct {
 	Grid     render.Grid
 	Sections []gridSection
-	Err      string
+	// LeftCols is the number of left cells of every row, Cols of all cells.
+	LeftCols, Cols int
+	Err            string
 }
 
 type gridSection struct {
-	Title    string
-	LeftCols int
-	Rows     []gridRow
-	Notes    []string
+	Title string
+	Rows  []gridRow
+	Notes []string
 }
 
 // gridRow is a row of the grid as the page shows it: its name (a link to
@@ -135,14 +138,34 @@ func (v *View) gridData(r *http.Request) gridData {
 	return makeGrid(render.SvcmonGrid(st, nil))
 }
 
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 func makeGrid(g render.Grid) gridData {
-	d := gridData{Grid: g}
+	// the first header line repeats the page's title: keep its notes
+	if len(g.Header) > 0 {
+		h := strings.TrimSpace(strings.TrimPrefix(g.Header[0], "Cluster "+orDash(g.Cluster)))
+		g.Header = append([]string{strings.TrimSuffix(strings.TrimPrefix(h, "("), ")")}, g.Header[1:]...)
+		if g.Header[0] == "" {
+			g.Header = g.Header[1:]
+		}
+	}
+	d := gridData{Grid: g, Cols: len(g.Nodes)}
+	// one table: the node columns line up across the blocks, as in svcmon
+	n := 1
 	for _, s := range g.Sections {
-		n := 1
 		for _, r := range s.Rows {
 			n = max(n, len(r.Left))
 		}
-		sec := gridSection{Title: s.Title, LeftCols: n, Notes: s.Notes}
+	}
+	d.LeftCols = n
+	d.Cols += n
+	for _, s := range g.Sections {
+		sec := gridSection{Title: s.Title, Notes: s.Notes}
 		for _, r := range s.Rows {
 			row := gridRow{Service: r.Service}
 			if len(r.Left) > 0 {
@@ -177,6 +200,7 @@ func (v *View) serviceData(r *http.Request, name string) serviceData {
 	// the grid's row of this service, by the grid's own rules
 	d.Grid = makeGrid(render.SvcmonGrid(st, func(n string) bool { return n == name }))
 	d.Grid.Sections = d.Grid.Sections[len(d.Grid.Sections)-1:]
+	d.Grid.Grid.Header = nil
 	s = st.Services[name] // as made inert by SvcmonGrid
 	d.Svc = s
 	d.Instances = instanceRows(s, st.Local)
