@@ -47,6 +47,7 @@ func (h *hub) run(ctx context.Context) {
 				return nil
 			}
 			if e.Kind == stream.Kind() {
+				wait = 50 * time.Millisecond // it was open: again at once
 				h.setLive(true)
 				return nil
 			}

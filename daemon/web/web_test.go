@@ -124,7 +124,8 @@ func get(t *testing.T, u string, hdr ...string) (*http.Response, string) {
 		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// a stream served where a refusal is due ends with the timeout
+	c := &http.Client{Timeout: 3 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -346,7 +347,9 @@ func TestNoSecretServed(t *testing.T) {
 // events as they come, each once.
 func TestLiveStream(t *testing.T) {
 	s, src := serve(t, Options{})
-	resp, err := http.Get(s.URL + "/live?view=events")
+	// a stream that never sends what is awaited ends with the timeout
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(s.URL + "/live?view=events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +369,7 @@ func TestLiveStream(t *testing.T) {
 		}
 	}
 
-	g, err := http.Get(s.URL + "/live?view=grid")
+	g, err := c.Get(s.URL + "/live?view=grid")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +387,8 @@ type sseMsg struct{ event, id, data string }
 
 var readers sync.Map // body -> *bufio.Reader
 
-// readSSE reads messages until one satisfies until (or 5 s pass).
+// readSSE reads messages until one satisfies until (or 5 s pass, checked
+// at each line; the client's timeout ends a silent stream).
 func readSSE(t *testing.T, body io.Reader, until func(sseMsg) bool) []sseMsg {
 	t.Helper()
 	br, _ := readers.LoadOrStore(body, bufio.NewReader(body))
