@@ -254,3 +254,71 @@ func TestWebViewInBrowser(t *testing.T) {
 	}
 	shoot(t, ctx, "grid-phone.png")
 }
+
+// Issue 27: the web view of a real daemon off by default; a token file
+// other users may read, or one too short, or a name off the loopback
+// without a token, is a config error (exit 2, naming the key); with a
+// token, the daemon's pages ask for it and never serve it.
+func TestWebViewTokenOfARealDaemon(t *testing.T) {
+	t.Parallel() // one daemon on ports of its own
+	n := newNode(t, "n1", "")
+	etc := filepath.Join(n.root, "etc")
+	port := freePort(t)
+	setNodeKey(t, n, fmt.Sprintf("web_addr = \"0.0.0.0:%d\"", port))
+	r := n.run("nodemgr", "daemon", "start")
+	if r.Code != 2 || !strings.Contains(r.Out+r.Err, `node.toml:2: node.web_addr: "0.0.0.0:`) || !strings.Contains(r.Out+r.Err, "set web_token_file") {
+		t.Fatalf("a web view on every address without a token: %s, want exit 2 naming node.web_addr", r)
+	}
+
+	n = newNode(t, "n1", "")
+	etc = filepath.Join(n.root, "etc")
+	token := "d5b1c0e7a9f24c3e8b6a7d1f"
+	if err := os.WriteFile(filepath.Join(etc, "web.token"), []byte(token+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setNodeKey(t, n, fmt.Sprintf("web_addr = \"127.0.0.1:%d\"\nweb_token_file = \"web.token\"", port))
+	r = n.run("nodemgr", "daemon", "start")
+	if r.Code != 2 || !strings.Contains(r.Out+r.Err, "node.web_token_file") || !strings.Contains(r.Out+r.Err, "chmod 600") {
+		t.Fatalf("a token file other users may read: %s, want exit 2 naming node.web_token_file", r)
+	}
+	if err := os.Chmod(filepath.Join(etc, "web.token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "web.token"), []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r = n.run("nodemgr", "daemon", "start"); r.Code != 2 || !strings.Contains(r.Out+r.Err, "want at least 16") {
+		t.Fatalf("a short token: %s, want exit 2", r)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "web.token"), []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.startDaemon()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	noRedirect := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	var resp *http.Response
+	waitFor(t, 10*time.Second, "the web view answers", func() bool {
+		var err error
+		resp, err = noRedirect.Get(base + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+		t.Fatalf("GET / without the token: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	for _, p := range []string{"/", "/events", "/login", "/static/app.js"} {
+		req, _ := http.NewRequest("GET", base+p, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.Contains(string(b), token) || resp.Header.Get("Content-Security-Policy") == "" {
+			t.Fatalf("GET %s with the token: %d, CSP %q, serves the token %v", p, resp.StatusCode, resp.Header.Get("Content-Security-Policy"), strings.Contains(string(b), token))
+		}
+	}
+}
