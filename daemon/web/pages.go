@@ -131,7 +131,7 @@ type resourceRow struct {
 }
 
 func (v *View) gridData(r *http.Request) gridData {
-	st, err := call(r, v.opt.Source.Status)
+	st, err := v.status(r)
 	if err != nil {
 		return gridData{Err: errText(err)}
 	}
@@ -187,7 +187,7 @@ func makeGrid(g render.Grid) gridData {
 
 func (v *View) serviceData(r *http.Request, name string) serviceData {
 	d := serviceData{Name: name}
-	st, err := call(r, v.opt.Source.Status)
+	st, err := v.status(r)
 	if err != nil {
 		d.Err = errText(err)
 		return d

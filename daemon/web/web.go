@@ -92,6 +92,7 @@ type View struct {
 	streams chan struct{}
 	session string // the cookie's value, "" without a token
 	static  http.Handler
+	stCache statusCache
 
 	failMu sync.Mutex // serialises failed logins (a delay each)
 }
