@@ -2,8 +2,17 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -319,6 +328,99 @@ func TestWebViewTokenOfARealDaemon(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 || strings.Contains(string(b), token) || resp.Header.Get("Content-Security-Policy") == "" {
 			t.Fatalf("GET %s with the token: %d, CSP %q, serves the token %v", p, resp.StatusCode, resp.Header.Get("Content-Security-Policy"), strings.Contains(string(b), token))
+		}
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key (0600) in dir.
+func selfSigned(t *testing.T, dir string) (cert, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "haven test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, "web.crt"), filepath.Join(dir, "web.key")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+// Issue 27: with web_tls_cert and web_tls_key the view is HTTPS only
+// (HSTS, a Secure cookie), and its connections still go through the
+// connection guard (a live page and the pages after it are served).
+func TestWebViewOverTLS(t *testing.T) {
+	t.Parallel() // one daemon on ports of its own
+	n := newNode(t, "n1", "")
+	etc := filepath.Join(n.root, "etc")
+	cert, key := selfSigned(t, etc)
+	token := "7c1e9a04b25d4f6a8e3b0c9d"
+	if err := os.WriteFile(filepath.Join(etc, "web.token"), []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	setNodeKey(t, n, fmt.Sprintf("web_addr = \"127.0.0.1:%d\"\nweb_token_file = \"web.token\"\nweb_tls_cert = %q\nweb_tls_key = %q", port, cert, key))
+	n.startDaemon()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM([]byte(readFile(t, cert)))
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	// plain HTTP gets no page
+	if resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(fmt.Sprintf("http://127.0.0.1:%d/", port)); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Fatal("the view answered over plain HTTP")
+		}
+	}
+	var resp *http.Response
+	waitFor(t, 10*time.Second, "the view answers over HTTPS", func() bool {
+		var err error
+		resp, err = c.PostForm(base+"/login", map[string][]string{"token": {token}, "next": {"/events"}})
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil
+	})
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 || !resp.Cookies()[0].Secure || resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Fatalf("login over HTTPS: %d, cookies %v, HSTS %q", resp.StatusCode, resp.Cookies(), resp.Header.Get("Strict-Transport-Security"))
+	}
+	ck := resp.Cookies()[0]
+	get := func(p string) *http.Response {
+		req, _ := http.NewRequest("GET", base+p, nil)
+		req.AddCookie(ck)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	live := get("/live?view=grid")
+	defer live.Body.Close()
+	if live.StatusCode != 200 || live.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("live stream over HTTPS: %d", live.StatusCode)
+	}
+	for range 20 {
+		r := get("/")
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 || !strings.Contains(string(b), "Cluster") {
+			t.Fatalf("GET / over HTTPS with the cookie: %d", r.StatusCode)
 		}
 	}
 }

@@ -443,3 +443,36 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The live pages are bounded: past MaxStreams a new one is refused with
+// 503 at once (the pages themselves still load), and a closed one frees
+// its slot.
+func TestLiveStreamsBounded(t *testing.T) {
+	s, _ := serve(t, Options{MaxStreams: 2})
+	c := &http.Client{Timeout: 10 * time.Second}
+	var open []*http.Response
+	for range 2 {
+		resp, err := c.Get(s.URL + "/live?view=grid")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("stream: %v %v", err, resp)
+		}
+		open = append(open, resp)
+	}
+	resp, body := get(t, s.URL+"/live?view=grid")
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "too many live pages open (2)") {
+		t.Fatalf("a third stream: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, s.URL+"/"); resp.StatusCode != 200 {
+		t.Fatalf("a page with every stream open: %d", resp.StatusCode)
+	}
+	open[0].Body.Close()
+	waitFor(t, "a slot freed by a closed stream", func() bool {
+		r, err := c.Get(s.URL + "/live?view=grid")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == 200
+	})
+	open[1].Body.Close()
+}
