@@ -16,8 +16,8 @@ const keepAlive = 15 * time.Second
 // /live?view=grid|service|events[&name=S][&after=N]): "view" messages
 // carry the page's fragment, rendered again at each event of the daemon
 // and every Options.Every, sent when it changed; "event" messages carry
-// one row of the event list (id: its number, so that a reconnecting
-// browser resumes after it with Last-Event-ID); "state" says whether the
+// one row of the event list (id: the view's run and the event's number,
+// so that a reconnecting browser resumes after it with Last-Event-ID); "state" says whether the
 // daemon's event stream is open.
 func (v *View) live(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -28,7 +28,14 @@ func (v *View) live(w http.ResponseWriter, r *http.Request) {
 	}
 	after, _ := strconv.ParseUint(q.Get("after"), 10, 64)
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
-		after, _ = strconv.ParseUint(id, 10, 64)
+		// a browser resuming: after its last event, unless that was
+		// another run of the view (the daemon restarted: all of this
+		// run's events are new to it)
+		epoch, n, _ := strings.Cut(id, ":")
+		after, _ = strconv.ParseUint(n, 10, 64)
+		if epoch != v.epoch {
+			after = 0
+		}
 	}
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -71,7 +78,7 @@ func (v *View) live(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return
 			}
-			send(w, "event", strconv.FormatUint(e.Seq, 10), row)
+			send(w, "event", v.epoch+":"+strconv.FormatUint(e.Seq, 10), row)
 		}
 		var frag string
 		var err error

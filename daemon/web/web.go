@@ -20,6 +20,7 @@ package web
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
@@ -92,6 +93,8 @@ type View struct {
 	streams chan struct{}
 	session string // the cookie's value, "" without a token
 	static  http.Handler
+	// epoch names this run of the view in the ids of the live events.
+	epoch   string
 	stCache statusCache
 
 	failMu sync.Mutex // serialises failed logins (a delay each)
@@ -114,6 +117,9 @@ func New(opt Options) *View {
 		m.Write([]byte("haven web view session"))
 		v.session = hex.EncodeToString(m.Sum(nil))
 	}
+	var e [6]byte
+	rand.Read(e[:])
+	v.epoch = hex.EncodeToString(e[:])
 	sub, _ := fs.Sub(assets, "assets/static")
 	v.static = http.StripPrefix("/static/", http.FileServerFS(sub))
 	return v

@@ -360,7 +360,7 @@ func TestLiveStream(t *testing.T) {
 	src.events <- api.Event{Kind: "failover", Node: "n2", Service: "web", Message: "failover: started here\r\nevent: view"}
 	msgs := readSSE(t, resp.Body, func(m sseMsg) bool { return m.event == "event" })
 	last := msgs[len(msgs)-1]
-	if !strings.Contains(last.data, "failover") || last.id != "1" {
+	if !strings.Contains(last.data, "failover") || !strings.HasSuffix(last.id, ":1") {
 		t.Fatalf("event message %+v", last)
 	}
 	for _, m := range msgs {
@@ -475,4 +475,45 @@ func TestLiveStreamsBounded(t *testing.T) {
 		return r.StatusCode == 200
 	})
 	open[1].Body.Close()
+}
+
+// A browser that reconnects (Last-Event-ID) gets the events after its
+// last one; after a restart of the view (another run's id), all of them.
+func TestLiveStreamResumes(t *testing.T) {
+	s, src := serve(t, Options{})
+	src.events <- api.Event{Kind: "failover", Node: "n1", Service: "web", Message: "first"}
+	src.events <- api.Event{Kind: "failover", Node: "n1", Service: "web", Message: "second"}
+	var epoch string
+	waitFor(t, "two events in the view", func() bool {
+		_, body := get(t, s.URL+"/events")
+		return strings.Contains(body, "second")
+	})
+	c := &http.Client{Timeout: 10 * time.Second}
+	open := func(lastID string) []sseMsg {
+		req, _ := http.NewRequest("GET", s.URL+"/live?view=events", nil)
+		req.Header.Set("Last-Event-ID", lastID)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		// the first message is the state; the events follow at once
+		return readSSE(t, resp.Body, func(m sseMsg) bool { return strings.Contains(m.data, "second") })
+	}
+	msgs := open("none:0")
+	var events []sseMsg
+	for _, m := range msgs {
+		if m.event == "event" {
+			events = append(events, m)
+		}
+	}
+	if len(events) != 2 {
+		t.Fatalf("after another run's id: %+v, want both events", msgs)
+	}
+	epoch, _, _ = strings.Cut(events[0].id, ":")
+	for _, m := range open(epoch + ":1") {
+		if m.event == "event" && strings.Contains(m.data, "first") {
+			t.Fatalf("resumed after event 1 but got it again: %+v", m)
+		}
+	}
 }
