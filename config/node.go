@@ -65,6 +65,9 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 	if _, err := MetricsAllowList(c.MetricsAllow); err != nil {
 		return nil, d.errAt(node, "metrics_allow", "%v", err)
 	}
+	if err := d.checkWeb(c, node); err != nil {
+		return nil, err
+	}
 	if c.Hooks, err = d.hooks(); err != nil {
 		return nil, err
 	}

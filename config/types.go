@@ -85,6 +85,10 @@ type NodeConfig struct {
 	// MetricsAllow are the addresses and prefixes that may connect to
 	// MetricsAddr (every address when empty).
 	MetricsAllow []string
+	// WebAddr is where the web view is served ("" for none; a missing
+	// host is 127.0.0.1: WebListenAddr); WebTokenFile holds its access
+	// token; WebTLSCert and WebTLSKey serve it over HTTPS (config/web.go).
+	WebAddr, WebTokenFile, WebTLSCert, WebTLSKey string
 	// Hooks are the [hook.NAME] sections, sorted by name.
 	Hooks []Hook
 	// lines locates the keys of node.toml for the checks against cluster.toml.

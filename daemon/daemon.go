@@ -51,6 +51,11 @@ type Options struct {
 	// NewCluster accepts a cluster.toml that names another cluster than
 	// the one this node was a member of (or none), and records it.
 	NewCluster bool
+	// WebView builds the read-only web view of node.web_addr (package
+	// cli/web, a client of this daemon's local API like svcmon: nodemgr
+	// passes it, so that the daemon does not import a view of the
+	// command-line floor). nil: a node.toml that sets web_addr is refused.
+	WebView func(WebOptions) WebView
 	// NewState starts with a new, empty state where the state file is
 	// missing while service configs exist, or is a dangling symbolic link,
 	// and accepts a state file without envelope (statefresh.go).
@@ -259,6 +264,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.stopMetrics()
+	stopWeb, err := d.serveWeb() // node.web_addr (webview.go)
+	if err != nil {
+		return err
+	}
+	defer stopWeb()
 	// replaced, never written through a link
 	if err := fsutil.WriteAtomic(d.p.PidFile(), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o600); err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"haven/api"
 	"haven/cli/cliutil"
 	"haven/cli/render"
+	"haven/cli/web"
 	"haven/cli/whatif"
 	"haven/daemon"
 	"haven/internal/fsutil"
@@ -135,7 +136,8 @@ func run(c *cli.Context) error {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	defer signal.Stop(hup)
-	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster"), NewState: c.Bool("new-state")})
+	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster"), NewState: c.Bool("new-state"),
+		WebView: webView})
 	if err != nil {
 		return err
 	}
@@ -383,4 +385,9 @@ func events(c *cli.Context) error {
 		_, err := fmt.Fprintf(c.App.Writer, "%s %-16s %s: %s\n", e.Time.Format("15:04:05.000"), termtext.Clean(e.Kind), termtext.Clean(who), termtext.Clean(e.Message))
 		return err
 	})
+}
+
+// webView builds the web view of node.web_addr for the daemon (cli/web).
+func webView(o daemon.WebOptions) daemon.WebView {
+	return web.New(web.Options{Source: o.Source, Token: o.Token, TLS: o.TLS, Log: o.Log, MaxStreams: o.MaxStreams})
 }
