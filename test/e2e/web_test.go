@@ -48,7 +48,7 @@ func artifactDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("HAVEN_ARTIFACTS")
 	if dir == "" {
-		dir = filepath.Join("..", "test-artifacts")
+		dir = filepath.Join("..", "..", "test-artifacts")
 	}
 	dir = filepath.Join(dir, "web")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
