@@ -45,6 +45,8 @@ type DaemonStatus struct {
 	StateErrorSince time.Time `json:"state_error_since,omitzero"`
 	// StateFailedWrites counts the failed writes since then.
 	StateFailedWrites int `json:"state_failed_writes,omitempty"`
+	// Disk is the disk heartbeat, when [hb.disk] is set.
+	Disk *dataset.HBDisk `json:"disk,omitempty"`
 }
 
 // PeerStatus is one peer as seen by this node's heartbeat.

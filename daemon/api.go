@@ -234,6 +234,7 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 	if d.ps.err != nil {
 		ds.StateError, ds.StateErrorSince = d.ps.err.Error(), d.ps.failSince
 	}
+	ds.Disk = d.diskStatus(now) // diskstatus.go
 	if d.hb == nil {
 		return ds
 	}

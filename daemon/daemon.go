@@ -199,6 +199,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.metrics = newMetrics(d.node.Name, d.cluster.Name, opts.Compat)
 	d.metrics.clk = d.clk
+	d.metrics.diskPath = d.node.HB.Disk.Path
 	d.hooks = newHookRunner(d.node.Hooks, hookQueueLen, d.log.Named("hook"), d.metrics)
 	d.hooks.clk = d.clk
 	dur, accepted, err := openState(p.State(), p.ServiceDir, opts.NewState)

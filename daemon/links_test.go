@@ -46,3 +46,22 @@ func TestMetricsLinkUp(t *testing.T) {
 		t.Errorf("haven_heartbeat_peer_up{n2} = %v with one link of two cut, want 1", got)
 	}
 }
+
+// TestMetricsDiskNotOpen: with [hb.disk] set and the disk not open (yet),
+// haven_hb_disk_reachable says 0 (diskstatus.go).
+func TestMetricsDiskNotOpen(t *testing.T) {
+	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	net := heartbeat.NewMemNetwork(clk)
+	members := []config.Member{{Name: "n1", Addr: "10.0.0.1:10000"}, {Name: "n2", Addr: "10.0.0.2:10000"}}
+	h, err := net.Join(heartbeat.Config{Node: "n1", Members: members, ClusterName: "c", Timeout: 3 * time.Second, Interval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMetrics("n1", "c", 1)
+	m.clk = clk
+	m.setHeartbeat(h)
+	m.diskPath = "/dev/sdb"
+	if got := metricValue(t, m, "haven_hb_disk_reachable", "path", "/dev/sdb"); got != 0 {
+		t.Fatalf("haven_hb_disk_reachable = %v with the disk not open, want 0", got)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/heartbeat"
+	"haven/heartbeat/disk"
 	"haven/internal/clock"
 	"haven/internal/version"
 	"haven/node"
@@ -91,6 +92,9 @@ type metrics struct {
 	local localState
 
 	hb atomic.Pointer[heartbeat.Heartbeat]
+	// the disk heartbeat ([hb.disk] path; the disk once open: diskstatus.go)
+	diskPath string
+	disk     atomic.Pointer[disk.Disk]
 }
 
 // localState is the copy of the local states a scrape reads.
@@ -343,7 +347,7 @@ var (
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descAvail, descMonitor, descSvcFrozen, descNodeMonitor, descNodeFrozen,
-		descPeersUp, descPeers, descPeerUp, descPeerAge, descLinkUp} {
+		descPeersUp, descPeers, descPeerUp, descPeerAge, descLinkUp, descDiskReachable, descDiskSlotAge} {
 		ch <- d
 	}
 	for _, h := range hbCounters {
@@ -389,6 +393,11 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descPeersUp, float64(up))
 	gauge(descPeers, float64(len(peers)))
 	collectLinks(ch, peers) // links.go
+	names := make([]string, len(peers))
+	for i, p := range peers {
+		names[i] = p.Name
+	}
+	collectDisk(ch, c.m.diskPath, c.m.disk.Load(), names, c.m.clk.Now()) // diskstatus.go
 	s := hb.Stats()
 	for _, h := range hbCounters {
 		ch <- prometheus.MustNewConstMetric(h.desc, prometheus.CounterValue, float64(h.get(s)))

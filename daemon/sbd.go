@@ -90,7 +90,7 @@ func (d *Daemon) startSBD() error {
 						d.log.Warn("disk heartbeat started without O_DIRECT (the file system refused it): reads may come from this host's page cache, fine for a file shared by the processes of one host only", fields...)
 					}
 					dsk.Start()
-					if !d.post(func() { d.sbd.disk = dsk }) {
+					if !d.post(func() { d.sbd.disk = dsk; d.metrics.disk.Store(dsk) }) {
 						dsk.Close(disk.StateStopped) // the daemon stopped meanwhile
 					}
 					return

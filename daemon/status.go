@@ -35,6 +35,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 			st.Heartbeat[hp.Name] = hbp
 		}
 	}
+	st.Disk = d.diskStatus(d.clk.Now()) // diskstatus.go
 	ageOf := func(node string) int64 {
 		if hp, ok := st.Heartbeat[node]; ok {
 			if hp.Stale && hp.Up {

@@ -14,6 +14,8 @@ type ClusterStatus struct {
 	// Heartbeat is the producing node's heartbeat view of its peers, by
 	// name (an extension of the contract); absent on a one-node cluster.
 	Heartbeat map[string]HBPeer `json:"heartbeat,omitempty"`
+	// Disk is the producing node's disk heartbeat, when [hb.disk] is set.
+	Disk *HBDisk `json:"disk,omitempty"`
 }
 
 // HBPeer is one peer as the producing node's heartbeat hears it.
@@ -50,6 +52,34 @@ type HBLink struct {
 	// LastHeardMs: how long ago the link last carried the peer's
 	// frames, in milliseconds; -1 when never.
 	LastHeardMs int64 `json:"last_heard_ms"`
+}
+
+// HBDisk is the producing node's view of the disk heartbeat ([hb.disk];
+// an extension of the contract): whether the disk answers, and each
+// peer's slot as read from it.
+type HBDisk struct {
+	Path string `json:"path"`
+	// Fence: the disk is the fencing device (fence = true), else one more
+	// heartbeat link.
+	Fence bool `json:"fence"`
+	// Open: the disk was opened (it is retried until it is).
+	Open bool `json:"open"`
+	// Reachable: a good round (this node's slot written and read back,
+	// the others read) within hb.disk.timeout.
+	Reachable bool `json:"reachable"`
+	// Slots are the peers' slots, by node name.
+	Slots map[string]HBDiskSlot `json:"slots,omitempty"`
+}
+
+// HBDiskSlot is one peer's slot on the shared disk.
+type HBDiskSlot struct {
+	// Alive: its counter moved within hb.disk.timeout.
+	Alive bool `json:"alive"`
+	// LastAdvanceMs: how long ago its counter last moved, in
+	// milliseconds; -1 when never seen moving.
+	LastAdvanceMs int64 `json:"last_advance_ms"`
+	// Err is why the slot cannot be read (corrupt, another cluster...).
+	Err string `json:"error,omitempty"`
 }
 
 // ClusterInfo is the "cluster" member of the status object.

@@ -2,6 +2,8 @@ package render
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +54,35 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	hb.add(c(" probes sent/answered"), c(strconv.FormatUint(d.HB.ProbesSent, 10)+" / "+strconv.FormatUint(d.HB.ProbesAnswered, 10)))
 	hb.add(c(" rejected"), c(strconv.FormatUint(d.HB.Rejected, 10)))
 	hb.add(c(" dropped"), c(strconv.FormatUint(d.HB.Dropped, 10)+" ("+strconv.FormatUint(d.HB.SendErrors, 10)+" send errors)"))
+
+	if dk := d.Disk; dk != nil {
+		state := "ok"
+		switch {
+		case !dk.Open:
+			state = "not open (retried)"
+		case !dk.Reachable:
+			state = "LOST (no good round within hb.disk.timeout)"
+		}
+		use := "a heartbeat link"
+		if dk.Fence {
+			use = "the fencing device"
+		}
+		hb.add(c(" disk"), c(dk.Path+": "+state+", "+use))
+		for _, p := range slices.Sorted(maps.Keys(dk.Slots)) {
+			sl := dk.Slots[p]
+			t := "never seen advancing"
+			if sl.LastAdvanceMs >= 0 {
+				t = fmt.Sprintf("advanced %.1fs ago", float64(sl.LastAdvanceMs)/1000)
+				if !sl.Alive {
+					t += " (still: no longer alive on the disk)"
+				}
+			}
+			if sl.Err != "" {
+				t += ": " + sl.Err
+			}
+			hb.add(c("  slot "+p), c(t))
+		}
+	}
 
 	var b strings.Builder
 	b.WriteString(kv.String())

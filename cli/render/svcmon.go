@@ -396,7 +396,48 @@ func heartbeatSection(st *dataset.ClusterStatus, nodes []string) monSection {
 			row.nodes = append(row.nodes, cc(fmt.Sprintf("down %.1fs", float64(p.LastHeardMs)/1000), ansiRed))
 		}
 	}
-	return monSection{title: "Heartbeat", rows: []monRow{row}}
+	rows := []monRow{row}
+	if st.Disk != nil {
+		rows = append(rows, diskRow(st.Disk, st.Local, nodes))
+	}
+	return monSection{title: "Heartbeat", rows: rows}
+}
+
+// diskRow shows the disk heartbeat ([hb.disk]): this node's access to the
+// disk, and how long ago each peer's slot advanced.
+func diskRow(dk *dataset.HBDisk, local string, nodes []string) monRow {
+	label := "disk"
+	if dk.Fence {
+		label = "disk (fence)"
+	}
+	row := monRow{left: []cell{c(label)}}
+	for _, n := range nodes {
+		if n == local {
+			switch {
+			case !dk.Open:
+				row.nodes = append(row.nodes, cc("not open", ansiRed))
+			case !dk.Reachable:
+				row.nodes = append(row.nodes, cc("LOST", ansiRed))
+			default:
+				row.nodes = append(row.nodes, cc("ok", ansiGreen))
+			}
+			continue
+		}
+		sl, ok := dk.Slots[n]
+		switch {
+		case !ok:
+			row.nodes = append(row.nodes, c(""))
+		case sl.Err != "" && sl.LastAdvanceMs < 0:
+			row.nodes = append(row.nodes, cc("bad slot", ansiRed))
+		case sl.LastAdvanceMs < 0:
+			row.nodes = append(row.nodes, cc("never", ansiYellow))
+		case sl.Alive:
+			row.nodes = append(row.nodes, cc(fmt.Sprintf("slot %.1fs", float64(sl.LastAdvanceMs)/1000), ansiGreen))
+		default:
+			row.nodes = append(row.nodes, cc(fmt.Sprintf("still %.1fs", float64(sl.LastAdvanceMs)/1000), ansiRed))
+		}
+	}
+	return row
 }
 
 // quorumLines are the arbitrators' answers, the last vote and the takeover

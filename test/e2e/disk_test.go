@@ -35,6 +35,17 @@ func TestNetnsDiskFence(t *testing.T) {
 	c := q.nodes
 	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
 	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	// the disk shows in the status object, svcmon and the daemon status
+	q.waitFor(20*time.Second, "n2 shows the fencing disk reachable and n1's slot alive", func() bool {
+		dk := c["n2"].status().Disk
+		return dk != nil && dk.Fence && dk.Reachable && dk.Slots["n1"].Alive && dk.Slots["n3"].Alive
+	})
+	if out := c["n2"].must("svcmon"); !strings.Contains(out, "disk (fence)") || !strings.Contains(out, "slot ") {
+		t.Fatalf("svcmon shows no disk row:\n%s", out)
+	}
+	if out := c["n2"].must("nodemgr", "daemon", "status"); !strings.Contains(out, "the fencing device") || !strings.Contains(out, "slot n1") {
+		t.Fatalf("nodemgr daemon status shows no disk:\n%s", out)
+	}
 	cut := uptime(t)
 	q.cut("n1")
 	q.waitFor(40*time.Second, "n1 runs its crash command (fenced through the disk)", func() bool {
