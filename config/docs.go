@@ -63,6 +63,7 @@ resources by name; keys in the order of this page): comments and layout are not 
 			{SectionApp, "[app.NAME] (rid app#NAME)"},
 			{SectionIP, "[ip.NAME] (rid ip#NAME)"},
 			{SectionFS, "[fs.NAME] (rid fs#NAME)"},
+			{SectionOCF, "[ocf.NAME] (rid ocf#NAME)"},
 		}},
 	}
 	for _, f := range files {

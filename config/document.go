@@ -18,7 +18,7 @@ type schema struct {
 var (
 	nodeSchema    = schema{single: []string{SectionNode, SectionHB}, named: []string{SectionHook}}
 	clusterSchema = schema{single: []string{SectionCluster, SectionNodes}, named: []string{SectionArbitrator, SectionStonith}}
-	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP, SectionFS}}
+	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP, SectionFS, SectionOCF}}
 )
 
 func (s schema) sectionNames() string {

@@ -117,6 +117,8 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 				Node:    d.node.Name,
 				VarDir:  d.p.ServiceVar(name),
 				Log:     func(rid, line string) { d.svclogs.write(name, rid, line) },
+				// the [ocf.NAME] agents' root and recurring monitor interval
+				OCFRoot: d.node.OCFRoot, MonitorInterval: d.node.MonitorInterval,
 			}
 			set, err = resource.NewSet(exp.Resources, env)
 		}

@@ -199,7 +199,11 @@ func (s *Set) status(ctx context.Context, keep func(config.ResourceConfig) bool)
 		}
 		var reason string
 		if !it.rc.Disable {
-			r.Status, reason = it.drv.Status(ctx)
+			if f, ok := it.drv.(Faulter); ok {
+				r.Status, reason, r.Fault = f.FaultStatus(ctx)
+			} else {
+				r.Status, reason = it.drv.Status(ctx)
+			}
 		}
 		if reason == "" {
 			s.mu.Lock()
