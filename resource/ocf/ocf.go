@@ -148,3 +148,29 @@ func (e Env) Environ(base []string) []string {
 	}
 	return out
 }
+
+// List returns the agents installed under root (of provider, when not
+// ""), sorted by provider and type.
+func List(root, provider string) ([]Agent, error) {
+	provs, err := os.ReadDir(filepath.Join(root, "resource.d"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Agent
+	for _, p := range provs {
+		if provider != "" && p.Name() != provider {
+			continue
+		}
+		ents, err := os.ReadDir(filepath.Join(root, "resource.d", p.Name()))
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			a := Agent{Root: root, Provider: p.Name(), Type: e.Name()}
+			if !strings.HasPrefix(e.Name(), ".") && a.Installed() == nil {
+				out = append(out, a)
+			}
+		}
+	}
+	return out, nil
+}
