@@ -118,7 +118,7 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 				VarDir:  d.p.ServiceVar(name),
 				Log:     func(rid, line string) { d.svclogs.write(name, rid, line) },
 				// the [ocf.NAME] agents' root and recurring monitor interval
-				OCFRoot: d.node.OCFRoot, MonitorInterval: d.node.MonitorInterval,
+				OCFRoot: d.node.OCFRoot, MonitorInterval: d.node.MonitorInterval, RscTmp: d.rscTmp(),
 			}
 			set, err = resource.NewSet(exp.Resources, env)
 		}

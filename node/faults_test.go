@@ -67,7 +67,7 @@ func TestHardFaultExcludesTheNodeAndStopsTheInstance(t *testing.T) {
 	fc := clock.NewFake(t0)
 	c := faultCore(t, fc, true)
 	fc.Advance(5 * time.Second)
-	rd := faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusWarn, Fault: FaultHard,
+	rd := faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusDown, Fault: FaultHard,
 		Log: "monitor: exit 5 (OCF_ERR_INSTALLED: not installed): this node cannot run it"})
 	if f := faultEvent(rd, FaultHard); f == nil || f.RID != "ocf#app" || !strings.Contains(f.Reason, "OCF_ERR_INSTALLED") {
 		t.Fatalf("events %v, want a hard fault of ocf#app", rd.Events)
@@ -83,7 +83,7 @@ func TestHardFaultExcludesTheNodeAndStopsTheInstance(t *testing.T) {
 		t.Fatalf("monitor %+v, want tocing and no expectation to run here", info.Monitor)
 	}
 	c.ActionDone("web", "stop", nil, fc.Now())
-	faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusWarn, Fault: FaultHard, Log: "still"})
+	faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusDown, Fault: FaultHard, Log: "still"})
 	if ex := c.Dataset(dataset.Node{}).Services["web"].Excluded; ex == "" {
 		t.Fatal("the exclusion ended while the fault lasts")
 	}
@@ -99,7 +99,7 @@ func TestHardFaultExcludesTheNodeAndStopsTheInstance(t *testing.T) {
 func TestHardFaultOnAPassiveNode(t *testing.T) {
 	fc := clock.NewFake(t0)
 	c := faultCore(t, fc, false)
-	bad := dataset.Resource{Status: dataset.StatusWarn, Fault: FaultHard, Log: "cannot run here: agent ocf:heartbeat:X is not installed on this node"}
+	bad := dataset.Resource{Status: dataset.StatusDown, Fault: FaultHard, Log: "cannot run here: agent ocf:heartbeat:X is not installed on this node"}
 	rd := faultCheck(t, c, fc, bad)
 	if faultEvent(rd, FaultHard) == nil || len(rd.Run) != 0 {
 		t.Fatalf("events %v runs %v, want the fault said and nothing run", rd.Events, rd.Run)
@@ -125,7 +125,7 @@ func TestHardFaultOnAPassiveNode(t *testing.T) {
 func TestFatalFaultStopsAndFreezesTheService(t *testing.T) {
 	fc := clock.NewFake(t0)
 	c := faultCore(t, fc, true)
-	rd := faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusWarn, Fault: FaultFatal,
+	rd := faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusDown, Fault: FaultFatal,
 		Log: "monitor: exit 6 (OCF_ERR_CONFIGURED: not configured): state file is not writable"})
 	f := faultEvent(rd, FaultFatal)
 	if f == nil || f.Level() != Error || !strings.Contains(f.Reason, "stopped on every node and frozen") || !strings.Contains(f.Reason, "state file is not writable") {
@@ -135,7 +135,7 @@ func TestFatalFaultStopsAndFreezesTheService(t *testing.T) {
 	if tg.Expect != dataset.ExpectStopped {
 		t.Fatalf("target %+v, want stopped", tg)
 	}
-	faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusWarn, Fault: FaultFatal, Log: "again"})
+	faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusDown, Fault: FaultFatal, Log: "again"})
 	if tg2 := c.Targets()["web"]; tg2.Version != tg.Version {
 		t.Fatalf("target set again: %+v", tg2)
 	}

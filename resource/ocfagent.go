@@ -3,6 +3,7 @@ package resource
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -179,7 +180,10 @@ type outcome struct {
 func (o *ocfAgent) act(ctx context.Context, action string, interval time.Duration, live bool) (outcome, error) {
 	timeout := o.timeout(ctx, action)
 	env := ocf.Env{Agent: o.agent, Instance: o.instance(), Node: o.env.Node, Params: o.rc.Params,
-		Timeout: timeout, Interval: interval}
+		Timeout: timeout, Interval: interval, RscTmp: o.env.RscTmp}
+	if err := os.MkdirAll(env.RscTmpDir(), 0o755); err != nil {
+		return outcome{code: -1}, fmt.Errorf("%s: HA_RSCTMP: %w", o.rc.RID, err)
+	}
 	c := command{
 		argv: []string{o.agent.Path(), action}, action: action, timeout: timeout,
 		env: append(env.Environ(BaseEnv()), fencingEnv(ctx)...), dir: o.env.VarDir, keep: 20,
@@ -299,7 +303,8 @@ func (o *ocfAgent) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop runs stop. A stop that fails on a resource that the monitor finds
+// Stop runs stop. A stop that exits 5 (not installed) is done: nothing
+// of the resource can run here. A stop that fails on a resource that the monitor finds
 // not running breaks the OCF rule (stopping a stopped resource succeeds):
 // it is reported, and the stop counts as done since the resource is down.
 func (o *ocfAgent) Stop(ctx context.Context) error {
@@ -318,6 +323,12 @@ func (o *ocfAgent) Stop(ctx context.Context) error {
 		o.setActive(false)
 		return nil
 	}
+	if out.code == ocf.ErrInstalled {
+		// what is not installed here does not run here
+		o.env.Log(o.rc.RID, "stop: "+out.text+": nothing of it can run on this node: taken as stopped")
+		o.setActive(false)
+		return nil
+	}
 	mon, merr := o.act(ctx, ocf.ActionMonitor, 0, false)
 	if merr == nil && mon.code == ocf.NotRunning {
 		o.env.Log(o.rc.RID, fmt.Sprintf("AGENT BUG: %s stop returned %s on a resource its monitor says is not running; the OCF API wants 0 there (Pacemaker would count a failed stop): taken as stopped", o.agent.Name(), out.text))
@@ -328,7 +339,7 @@ func (o *ocfAgent) Stop(ctx context.Context) error {
 }
 
 // Status runs the monitor: 0 up, 7 down, 1 and the other failures down
-// (the restart ladder), 2 to 6 warn with the fault (FaultStatus).
+// (the restart ladder), 2 to 6 down with the fault (FaultStatus).
 func (o *ocfAgent) Status(ctx context.Context) (dataset.Status, string) {
 	st, reason, _ := o.FaultStatus(ctx)
 	return st, reason
@@ -340,7 +351,7 @@ func (o *ocfAgent) Status(ctx context.Context) (dataset.Status, string) {
 func (o *ocfAgent) FaultStatus(ctx context.Context) (dataset.Status, string, string) {
 	if e := o.usable(ctx); e != nil {
 		o.setActive(false)
-		return dataset.StatusWarn, e.Msg, string(e.Severity)
+		return dataset.StatusDown, e.Msg, string(e.Severity)
 	}
 	active := o.isActive()
 	var interval time.Duration
@@ -368,8 +379,10 @@ func (o *ocfAgent) FaultStatus(ctx context.Context) (dataset.Status, string, str
 		case ocf.Failed:
 			st, reason = dataset.StatusDown, "monitor: "+out.text
 		case ocf.Error:
+			// down: whatever the agent manages does not run here (a
+			// warn would count as running, here and in every peer's view)
 			sev := ocf.CodeOf(out.code).Severity
-			st, reason, fault = dataset.StatusWarn, "monitor: "+out.text, string(sev)
+			st, reason, fault = dataset.StatusDown, "monitor: "+out.text, string(sev)
 			if sev == ocf.Hard {
 				reason += ": this node cannot run it"
 			}

@@ -82,11 +82,11 @@ func TestOCFExitCodes(t *testing.T) {
 		{"0", dataset.StatusUp, "", ""},
 		{"7", dataset.StatusDown, "", ""},
 		{"1", dataset.StatusDown, "", "OCF_ERR_GENERIC"},
-		{"2", dataset.StatusWarn, "hard", "OCF_ERR_ARGS"},
-		{"3", dataset.StatusWarn, "hard", "OCF_ERR_UNIMPLEMENTED"},
-		{"4", dataset.StatusWarn, "hard", "OCF_ERR_PERM"},
-		{"5", dataset.StatusWarn, "hard", "OCF_ERR_INSTALLED"},
-		{"6", dataset.StatusWarn, "fatal", "OCF_ERR_CONFIGURED"},
+		{"2", dataset.StatusDown, "hard", "OCF_ERR_ARGS"},
+		{"3", dataset.StatusDown, "hard", "OCF_ERR_UNIMPLEMENTED"},
+		{"4", dataset.StatusDown, "hard", "OCF_ERR_PERM"},
+		{"5", dataset.StatusDown, "hard", "OCF_ERR_INSTALLED"},
+		{"6", dataset.StatusDown, "fatal", "OCF_ERR_CONFIGURED"},
 		{"8", dataset.StatusDown, "", "OCF_RUNNING_PROMOTED"},
 		{"42", dataset.StatusDown, "", "not an OCF code"},
 	}
@@ -164,7 +164,7 @@ func TestOCFExitCodes(t *testing.T) {
 	t.Run("not installed", func(t *testing.T) {
 		o, _, _ := fakeAgent(t, config.ResourceConfig{Agent: "haven:missing"})
 		st, reason, fault := o.FaultStatus(ctx)
-		if st != dataset.StatusWarn || fault != "hard" || !strings.Contains(reason, "cannot run here") {
+		if st != dataset.StatusDown || fault != "hard" || !strings.Contains(reason, "cannot run here") {
 			t.Fatalf("missing agent: %s %q %q", st, reason, fault)
 		}
 		if err := o.Start(ctx); severityOf(err) != "hard" {

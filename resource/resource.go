@@ -22,6 +22,9 @@ type Env struct {
 	// given to the agents' recurring monitors (0 for 10s).
 	OCFRoot         string
 	MonitorInterval time.Duration
+	// RscTmp is the agents' HA_RSCTMP ("" for /run/resource-agents; a
+	// daemon run with --root uses ROOT/run/resource-agents).
+	RscTmp string
 }
 
 // Driver starts, stops and checks one resource.

@@ -104,6 +104,14 @@ type Env struct {
 	RscTmp   string // "" for DefaultRscTmp
 }
 
+// RscTmpDir is HA_RSCTMP.
+func (e Env) RscTmpDir() string {
+	if e.RscTmp == "" {
+		return DefaultRscTmp
+	}
+	return e.RscTmp
+}
+
 // Environ returns the environment: base, without any OCF_ or HA_
 // variable of its own, then the OCF ones.
 func (e Env) Environ(base []string) []string {
@@ -114,10 +122,7 @@ func (e Env) Environ(base []string) []string {
 		}
 		out = append(out, kv)
 	}
-	rsctmp := e.RscTmp
-	if rsctmp == "" {
-		rsctmp = DefaultRscTmp
-	}
+	rsctmp := e.RscTmpDir()
 	out = append(out,
 		"OCF_ROOT="+e.Agent.Root,
 		"OCF_FUNCTIONS_DIR="+e.Agent.FunctionsDir(),
