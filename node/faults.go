@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"haven/dataset"
@@ -53,7 +54,7 @@ func hardExclusion(inst *instance) string {
 	if rid == "" {
 		return ""
 	}
-	return rid + " cannot run here: " + reason
+	return rid + " cannot run here: " + strings.TrimPrefix(reason, "cannot run here: ")
 }
 
 // excludedText is the Instance.Excluded published: a monitor_action
@@ -86,13 +87,19 @@ func (c *Core) resourceFaults(svc string, inst *instance, now time.Time) {
 			c.fatalFault(svc, fatalRID, fatalWhy)
 		}
 	}
-	if hard != "" {
+	switch {
+	case fatalRID != "":
+		// its state is not known: stopped here at once (the target
+		// stops it where else it runs), and the ladder stays out
+		c.stopFaulted(svc, inst, fatalRID+" is not configured right", now)
+	case hard != "":
 		c.stopFaulted(svc, inst, hard, now)
 	}
 }
 
 // stopFaulted stops the instance running here when one of its resources
-// cannot run here: the next node takes the service.
+// cannot run here (the next node takes the service) or is not configured
+// right.
 func (c *Core) stopFaulted(svc string, inst *instance, why string, now time.Time) {
 	if inst.busy != "" || inst.ending != nil || inst.checking || c.stopping ||
 		inst.mon.LocalExpect != dataset.ExpectStarted || inst.mon.State != dataset.Idle ||

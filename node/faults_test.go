@@ -135,6 +135,16 @@ func TestFatalFaultStopsAndFreezesTheService(t *testing.T) {
 	if tg.Expect != dataset.ExpectStopped {
 		t.Fatalf("target %+v, want stopped", tg)
 	}
+	// stopped here at once, the ladder out of it
+	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" {
+		t.Fatalf("runs %+v, want the stop of the instance", rd.Run)
+	}
+	for _, e := range rd.Events {
+		if _, ok := e.(ResourceFailed); ok {
+			t.Fatalf("the ladder counted a fatal fault: %v", e)
+		}
+	}
+	c.ActionDone("web", "stop", nil, fc.Now())
 	faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusDown, Fault: FaultFatal, Log: "again"})
 	if tg2 := c.Targets()["web"]; tg2.Version != tg.Version {
 		t.Fatalf("target set again: %+v", tg2)
