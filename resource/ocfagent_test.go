@@ -270,3 +270,22 @@ func TestOCFRefused(t *testing.T) {
 		t.Errorf("mysql runs as a primitive: %v", err)
 	}
 }
+
+// TestOCFAdvisedTimeoutKills: the start timeout the agent advises is the
+// time limit of its start: a start that outlasts it is killed there.
+func TestOCFAdvisedTimeoutKills(t *testing.T) {
+	t.Setenv("FAKE_START_TIMEOUT", "1s")
+	o, dir, _ := fakeAgent(t, config.ResourceConfig{})
+	if err := os.WriteFile(filepath.Join(dir, "start.sleep"), []byte("30\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	err := o.Start(context.Background())
+	took := time.Since(began)
+	if err == nil || !strings.Contains(err.Error(), "timed out after 1s") {
+		t.Fatalf("start: %v, want timed out after 1s", err)
+	}
+	if took > 10*time.Second {
+		t.Fatalf("the start took %s: not killed at the advised 1s", took)
+	}
+}
