@@ -117,6 +117,7 @@ docs:
 # TESTS=A,B replays a sequence; ONLY=A,B picks among those tests;
 # QUORUM=on|off fixes cluster.quorum for the round (default: mixed, docs/chaos.md).
 # CHAOS_NODES=2 ONEVOTE=1: two nodes and Haven's one-vote arbitrator.
+# OCF=1: the test services are OCF agents (docs/resources.md; needs resource-agents).
 SEED     ?= 1
 DURATION ?= 10m
 REPORT   ?= chaos-report.md
@@ -124,7 +125,7 @@ chaos: build
 	$(GO) build -o $(BIN)/ ./cmd/chaos
 	$(BIN)/chaos -bin $(BIN) -seed $(SEED) -duration $(DURATION) -report $(REPORT) \
 		$(if $(TESTS),-tests $(TESTS)) $(if $(ONLY),-only $(ONLY)) $(if $(QUORUM),-quorum $(QUORUM)) \
-		$(if $(CHAOS_NODES),-nodes $(CHAOS_NODES)) $(if $(ONEVOTE),-onevote)
+		$(if $(CHAOS_NODES),-nodes $(CHAOS_NODES)) $(if $(ONEVOTE),-onevote) $(if $(OCF),-ocf)
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./monitor ./placement

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // The [ocf.NAME] resources run an OCF resource agent (docs/resources.md).
@@ -86,4 +87,14 @@ func (s *ServiceConfig) ErrorAt(rid, key, msg string) *Error {
 		e.Line = x.find([]string{kind, name}, first)
 	}
 	return e
+}
+
+// StopBound is the longest stop of the resource: StopLimit when the shell
+// set it (an ocf resource's stop_timeout or its agent's advice), else
+// Timeout. The quorum's stop budget is the sum of a service's.
+func (r ResourceConfig) StopBound() time.Duration {
+	if r.StopLimit > 0 {
+		return r.StopLimit
+	}
+	return r.Timeout
 }

@@ -234,6 +234,10 @@ type ResourceConfig struct {
 	// TimeoutSet is true when the section sets timeout itself (not a
 	// keyword: the ocf driver prefers the agent's advice to the default).
 	TimeoutSet bool
+	// StopLimit is the time limit of the resource's stop when it is not
+	// Timeout (0): set by the shell for an ocf resource whose agent
+	// advises its stop timeout (StopBound).
+	StopLimit time.Duration
 }
 
 // NodeList returns the service's candidate nodes in priority order, with

@@ -133,7 +133,7 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 		// the drivers of the config that had this node
 		inst.retired = inst.set
 	}
-	inst.cfg = cfg
+	inst.cfg = d.ocfStopLimits(cfg) // the quorum's stop budget counts the agents' stop timeouts
 	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: set != nil, Monitored: inst.hasMonitored(),
 		Cause: buildErr, Resources: node.LadderSpecs(cfg), MonitorAction: cfg.MonitorAction}, d.clk.Now())
 	if removed {

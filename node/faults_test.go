@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"haven/clock"
+	"haven/config"
 	"haven/dataset"
+	"haven/quorum"
 )
 
 var faultSpec = InstanceSpec{Local: true, Runnable: true, Monitored: true, MonitorAction: MonitorActionNone,
@@ -188,5 +190,20 @@ func TestFatalStartFreezesTheService(t *testing.T) {
 	rd := c.Ready()
 	if faultEvent(rd, FaultFatal) == nil || c.Targets()["web"].Expect != dataset.ExpectStopped {
 		t.Fatalf("events %v target %+v, want a fatal fault and the target stopped", rd.Events, c.Targets()["web"])
+	}
+}
+
+// The quorum's stop budget counts an ocf resource's own stop limit (its
+// agent's advised stop timeout, set by the shell), not the section's
+// timeout: the self-stop deadline covers the stop the driver allows.
+func TestStopBudgetCountsTheAgentsStopLimit(t *testing.T) {
+	svc := &config.ServiceConfig{Name: "web", Resources: []config.ResourceConfig{
+		{RID: "ip#vip", Timeout: 5 * time.Second},
+		{RID: "ocf#data", Type: "ocf", Timeout: 30 * time.Second, StopLimit: 2 * time.Minute},
+	}}
+	c := New(Config{Name: "n1", Local: &maLocal{svcs: map[string]*config.ServiceConfig{"web": svc}},
+		Quorum: QuorumConfig{Enabled: true, Timing: quorum.Timing{StopBudget: 3 * time.Second}}}, State{})
+	if got := c.timing().StopBudget; got != 2*time.Minute+5*time.Second {
+		t.Fatalf("stop budget %s, want 2m5s (the agent's 2m stop, the ip's 5s)", got)
 	}
 }

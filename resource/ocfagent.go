@@ -121,10 +121,46 @@ func ReadOCFMetadata(ctx context.Context, agent ocf.Agent) (*ocf.Metadata, error
 	return readMetadata(ctx, agent, "")
 }
 
+// mdCache keeps the meta-data read, by agent path, while the agent's file
+// is unchanged (its size and modification time): a daemon reads each
+// agent's once, and again after a package upgrade.
+var mdCache = struct {
+	sync.Mutex
+	m map[string]mdEntry
+}{m: map[string]mdEntry{}}
+
+type mdEntry struct {
+	size  int64
+	mtime time.Time
+	md    *ocf.Metadata
+}
+
 func readMetadata(ctx context.Context, agent ocf.Agent, dir string) (*ocf.Metadata, error) {
 	if err := agent.Installed(); err != nil {
 		return nil, err
 	}
+	st, err := os.Stat(agent.Path())
+	if err != nil {
+		return nil, err
+	}
+	mdCache.Lock()
+	e, ok := mdCache.m[agent.Path()]
+	mdCache.Unlock()
+	if ok && e.size == st.Size() && e.mtime.Equal(st.ModTime()) {
+		return e.md, nil
+	}
+	md, err := runMetadata(ctx, agent, dir)
+	if err != nil {
+		return nil, err
+	}
+	mdCache.Lock()
+	mdCache.m[agent.Path()] = mdEntry{size: st.Size(), mtime: st.ModTime(), md: md}
+	mdCache.Unlock()
+	return md, nil
+}
+
+// runMetadata runs the agent's meta-data action and parses its output.
+func runMetadata(ctx context.Context, agent ocf.Agent, dir string) (*ocf.Metadata, error) {
 	env := ocf.Env{Agent: agent, Instance: "meta-data", Timeout: metadataTimeout}
 	res, out, err := runCapture(ctx, command{
 		argv: []string{agent.Path(), ocf.ActionMetadata}, action: "meta-data",
@@ -146,20 +182,44 @@ func readMetadata(ctx context.Context, agent ocf.Agent, dir string) (*ocf.Metada
 // timeout is the time limit of action: its own keyword, else timeout
 // when the section sets it, else the agent's advice, else 30s.
 func (o *ocfAgent) timeout(ctx context.Context, action string) time.Duration {
-	own := map[string]time.Duration{ocf.ActionStart: o.rc.StartTimeout, ocf.ActionStop: o.rc.StopTimeout,
-		ocf.ActionMonitor: o.rc.MonitorTimeout}[action]
+	return ocfTimeout(o.rc, action, func() *ocf.Metadata { return o.metadata(ctx) })
+}
+
+func ocfTimeout(rc config.ResourceConfig, action string, md func() *ocf.Metadata) time.Duration {
+	own := map[string]time.Duration{ocf.ActionStart: rc.StartTimeout, ocf.ActionStop: rc.StopTimeout,
+		ocf.ActionMonitor: rc.MonitorTimeout}[action]
 	if own > 0 {
 		return own
 	}
-	if o.rc.TimeoutSet && o.rc.Timeout > 0 {
-		return o.rc.Timeout
+	if rc.TimeoutSet && rc.Timeout > 0 {
+		return rc.Timeout
 	}
-	if md := o.metadata(ctx); md != nil {
-		if d := md.Timeout(action); d > 0 {
+	if m := md(); m != nil {
+		if d := m.Timeout(action); d > 0 {
 			return d
 		}
 	}
-	return timeoutOf(o.rc)
+	return timeoutOf(rc)
+}
+
+// OCFStopLimit is the time limit of the stop of the ocf resource rc on
+// this node (its agent under root): what the driver gives its stop, for
+// the quorum's stop budget (config.ResourceConfig.StopLimit). The agent's
+// meta-data is read once per agent (cached); when it cannot be read
+// within ctx, the resource's timeout.
+func OCFStopLimit(ctx context.Context, rc config.ResourceConfig, root string) time.Duration {
+	prov, typ, err := config.ParseAgent(rc.Agent)
+	if err != nil {
+		return timeoutOf(rc)
+	}
+	if root == "" {
+		root = ocf.DefaultRoot
+	}
+	a := ocf.Agent{Root: root, Provider: prov, Type: typ}
+	return ocfTimeout(rc, ocf.ActionStop, func() *ocf.Metadata {
+		md, _ := readMetadata(ctx, a, "")
+		return md
+	})
 }
 
 // Timeouts are the time limits of start, stop and monitor (for tests and

@@ -276,16 +276,47 @@ func TestOCFRefused(t *testing.T) {
 func TestOCFAdvisedTimeoutKills(t *testing.T) {
 	t.Setenv("FAKE_START_TIMEOUT", "1s")
 	o, dir, _ := fakeAgent(t, config.ResourceConfig{})
+	// an agent file of its own: the meta-data of the shared one is cached
+	// (by path, size and modification time) with the default advice
+	b, err := os.ReadFile(o.agent.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.agent.Root = t.TempDir()
+	if err := os.MkdirAll(filepath.Dir(o.agent.Path()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(o.agent.Path(), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "start.sleep"), []byte("30\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	err := o.Start(context.Background())
+	err = o.Start(context.Background())
 	took := time.Since(began)
 	if err == nil || !strings.Contains(err.Error(), "timed out after 1s") {
 		t.Fatalf("start: %v, want timed out after 1s", err)
 	}
 	if took > 10*time.Second {
 		t.Fatalf("the start took %s: not killed at the advised 1s", took)
+	}
+}
+
+// TestOCFStopLimit: the stop limit the quorum's budget counts is the one
+// the driver gives the stop: the agent's advice unless the config says.
+func TestOCFStopLimit(t *testing.T) {
+	ctx := context.Background()
+	rc := config.ResourceConfig{RID: "ocf#f", Type: "ocf", Name: "f", Agent: "haven:fake", Timeout: 30 * time.Second}
+	if got := OCFStopLimit(ctx, rc, fakeRoot(t)); got != 8*time.Second {
+		t.Errorf("advised: %s, want 8s", got)
+	}
+	rc.StopTimeout = time.Minute
+	if got := OCFStopLimit(ctx, rc, fakeRoot(t)); got != time.Minute {
+		t.Errorf("stop_timeout: %s, want 1m", got)
+	}
+	rc.StopTimeout = 0
+	if got := OCFStopLimit(ctx, rc, t.TempDir()); got != 30*time.Second {
+		t.Errorf("agent missing: %s, want the timeout 30s", got)
 	}
 }
