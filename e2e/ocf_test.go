@@ -50,6 +50,8 @@ params = { device = "` + dev + `", directory = "` + mnt + `", fstype = "ext4", o
 agent = "ocf:heartbeat:anything"
 params = { binfile = "/bin/sleep", cmdline_options = "100000", pidfile = "` + mnt + `/app.pid" }
 monitor = true
+restart = 1
+restart_delay = "200ms"
 `
 }
 
@@ -129,6 +131,23 @@ func TestNetnsOCFFailover(t *testing.T) {
 	if iv < 0 || id < iv || ia < id {
 		t.Fatalf("n1 did not start IPaddr2, Filesystem, anything in that order:\n%s", log1)
 	}
+
+	// the sleep dies: anything's monitor says 7, the ladder restarts it
+	// in place (its one restart), nothing moves
+	old := sleepPid(t, c["n1"], mnt)
+	killed := time.Now()
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the sleep restarted on n1 by the ladder", func() bool {
+		p := sleepPid(t, c["n1"], mnt)
+		return p != 0 && p != old
+	})
+	t.Logf("ladder: the sleep of ocf#3-app restarted on n1 %s after its kill", time.Since(killed).Round(10*time.Millisecond))
+	waitFor(t, 5*time.Second, "web up on n1 after the restart, its restart spent", func() bool {
+		i := c["n3"].status().Services["web"].Instances["n1"]
+		return i.Avail == dataset.StatusUp && i.Resources["ocf#3-app"].RestartRemaining == 0
+	})
 
 	// 2. switch to n2: everything moves
 	switchedAt := time.Now()

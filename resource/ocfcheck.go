@@ -31,6 +31,11 @@ func CheckOCF(ctx context.Context, cfg *config.ServiceConfig, root string) (note
 			continue
 		}
 		a := ocf.Agent{Root: root, Provider: prov, Type: typ}
+		if rerr := ocf.Refused(a, nil); rerr != nil {
+			// by its name: refused on every node, installed or not
+			errs = append(errs, cfg.ErrorAt(r.RID, "agent", rerr.Error()))
+			continue
+		}
 		if ierr := a.Installed(); ierr != nil {
 			notes = append(notes, fmt.Sprintf("%s: %v: its parameters are not checked here, and this node cannot run it (the service is placed on the nodes that have it)", r.RID, ierr))
 			continue

@@ -60,6 +60,11 @@ func TestValidateOCFParams(t *testing.T) {
 	if code != cliutil.ExitUsage {
 		t.Errorf("exit %d, want 2", code)
 	}
+	// a promotable-only agent: refused by its name, installed here or not
+	code, _, errs = runAt(t, root, "validate", "--config", write("[ocf.db]\nagent = \"ocf:heartbeat:galera\"\n"))
+	if code != cliutil.ExitUsage || !strings.Contains(errs, "web.toml:2: ocf#db.agent: agent ocf:heartbeat:galera runs only as a promotable clone") {
+		t.Errorf("galera: exit %d, %q", code, errs)
+	}
 	good := write("[ocf.f]\nagent = \"haven:fake\"\nparams = { dir = \"/tmp\" }\n\n[ocf.m]\nagent = \"heartbeat:NotHere\"\n")
 	code, out, errs := runAt(t, root, "validate", "--config", good)
 	if code != 0 || !strings.Contains(out, "valid") || !strings.Contains(errs, "ocf#m: agent ocf:heartbeat:NotHere is not installed on this node") {
