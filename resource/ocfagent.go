@@ -61,7 +61,9 @@ func newOCF(rc config.ResourceConfig, env Env) (*ocfAgent, error) {
 
 func (o *ocfAgent) RID() string { return o.rc.RID }
 
-// Label is the agent and its parameters: "ocf:heartbeat:IPaddr2 cidr_netmask=24 ip=10.0.0.50".
+// Label is the agent and its parameters: "ocf:heartbeat:IPaddr2
+// cidr_netmask=24 ip=10.0.0.50", the values of those that look secret
+// shown as ***.
 func (o *ocfAgent) Label() string {
 	keys := make([]string, 0, len(o.rc.Params))
 	for k := range o.rc.Params {
@@ -70,9 +72,26 @@ func (o *ocfAgent) Label() string {
 	sort.Strings(keys)
 	s := o.agent.Name()
 	for _, k := range keys {
-		s += " " + k + "=" + o.rc.Params[k]
+		v := o.rc.Params[k]
+		if secretParam(k) {
+			v = "***"
+		}
+		s += " " + k + "=" + v
 	}
 	return s
+}
+
+// secretParam reports whether a parameter's value is kept out of the
+// label (the status every peer and svcmon show): passwords and keys
+// (mysql's replication_passwd, pgsql's repuser password, api keys).
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"pass", "secret", "token", "key", "credential"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // instance is OCF_RESOURCE_INSTANCE: the service and the resource, as

@@ -320,3 +320,13 @@ func TestOCFStopLimit(t *testing.T) {
 		t.Errorf("agent missing: %s, want the timeout 30s", got)
 	}
 }
+
+// TestOCFLabelHidesSecrets: the label (published in the status) shows the
+// parameters, but not the values of passwords and keys.
+func TestOCFLabelHidesSecrets(t *testing.T) {
+	o, dir, _ := fakeAgent(t, config.ResourceConfig{Params: map[string]string{"color": "red", "replication_passwd": "hunter2", "api_key": "k"}})
+	want := "ocf:haven:fake api_key=*** color=red dir=" + dir + " replication_passwd=***"
+	if l := o.Label(); l != want {
+		t.Fatalf("label %q, want %q", l, want)
+	}
+}
