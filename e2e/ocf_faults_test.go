@@ -79,6 +79,12 @@ func TestOCFExitCodesWithDaemons(t *testing.T) {
 		t.Errorf("n1's status does not say it cannot run here:\n%s", out)
 	}
 
+	// a set of a parameter the agent does not have: refused the same way
+	r = c["n2"].run("svcmgr", "-s", "web", "set", "--kw", "ocf#app.params=dir="+dir+" colour=red")
+	if r.Code != 2 || !strings.Contains(r.Err, `ocf#app.params.colour: ocf:haven:fake has no parameter "colour"`) {
+		t.Fatalf("set of a bad param: %s", r)
+	}
+
 	// the monitor says 7: the ladder restarts the resource on n2
 	calls := filepath.Join(dir, "calls")
 	before := len(strings.Fields(readFile(t, calls)))

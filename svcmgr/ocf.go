@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"haven/api"
 	"haven/cliutil"
 	"haven/config"
 	"haven/config/tomlfile"
@@ -32,6 +33,31 @@ func checkOCF(c *cli.Context, cfg *config.ServiceConfig) error {
 		fmt.Fprintf(c.App.ErrWriter, "%s: note: %s\n", cfg.File, n)
 	}
 	return err
+}
+
+// precheckOCF checks a set, add or unset of service name against its
+// agents' meta-data here before the daemon applies it: the edit is made
+// on the installed config as the daemon will make it. A config without
+// ocf resources, or an edit the daemon will refuse anyway, is left to the
+// daemon.
+func precheckOCF(c *cli.Context, cl *api.Client, name, op string, kws []string) error {
+	if op == "get" {
+		return nil
+	}
+	raw, err := cl.Config(ctx(c), name)
+	if err != nil {
+		return nil
+	}
+	codec := tomlfile.ServiceCodec{File: cliutil.Paths(c).ServiceConf}
+	next, err := codec.EditService(name, []byte(raw), op, kws)
+	if err != nil {
+		return nil
+	}
+	cfg, err := codec.ParseService(name, next)
+	if err != nil {
+		return nil
+	}
+	return checkOCF(c, cfg)
 }
 
 // describeCommand is `svcmgr describe ocf:PROVIDER:TYPE`: an agent's

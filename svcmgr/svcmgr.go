@@ -447,6 +447,9 @@ func keyword(c *cli.Context, op string) error {
 		return err
 	}
 	for _, n := range names {
+		if err := precheckOCF(c, cl, n, op, kws); err != nil {
+			return err
+		}
 		res, err := cl.Keyword(ctx(c), api.KeywordRequest{Name: n, Op: op, Kws: kws})
 		if err != nil {
 			return err
