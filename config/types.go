@@ -181,7 +181,7 @@ type ServiceConfig struct {
 	// Constraint is the compiled constraints expression, nil when none.
 	Constraint *constraints.Program
 
-	// Resources in start order: ip first, then fs, then app; within a type
+	// Resources in start order: ip first, then fs, then ocf, then app; within a type
 	// by name.
 	Resources []ResourceConfig
 }

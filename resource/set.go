@@ -11,7 +11,7 @@ import (
 )
 
 // Set is the resources of one instance, in start order (the order of the
-// service config: ip, then fs, then app, each by name). Its methods may be called
+// service config: ip, then fs, then ocf, then app, each by name). Its methods may be called
 // from several goroutines, but the caller should not run two actions on
 // the same resource at once.
 type Set struct {
