@@ -27,10 +27,10 @@ type ocfAgent struct {
 	env   Env
 	agent ocf.Agent
 
-	mu        sync.Mutex
-	md        *ocf.Metadata // the meta-data, once read
-	mdErr     error
-	mdRead    bool
+	mu sync.Mutex
+	// mdFailed is when the meta-data could not be read (zero: it was, or
+	// was not tried yet)
+	mdFailed  time.Time
 	active    bool           // started here, or found running: monitors are recurring
 	lastCheck dataset.Status // to log monitor output only when the result changes
 	lastFault string
@@ -116,24 +116,32 @@ func (e *OCFError) Fault() (string, string) { return e.RIDName, string(e.Severit
 // read: the driver then runs with its own defaults).
 func (o *ocfAgent) metadata(ctx context.Context) *ocf.Metadata {
 	o.mu.Lock()
-	if o.mdRead {
-		md := o.md
+	if !o.mdFailed.IsZero() && time.Since(o.mdFailed) < mdRetry {
 		o.mu.Unlock()
-		return md
+		return nil
 	}
 	o.mu.Unlock()
+	// the global cache answers but the first time, and after an upgrade
 	md, err := readMetadata(ctx, o.agent, o.env.VarDir)
 	if err != nil && ctx.Err() != nil {
 		return nil // asked again next time
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.md, o.mdErr, o.mdRead = md, err, true
 	if err != nil {
-		o.env.Log(o.rc.RID, "meta-data unreadable, default timeouts apply: "+err.Error())
+		if o.mdFailed.IsZero() {
+			o.env.Log(o.rc.RID, "meta-data unreadable, default timeouts apply: "+err.Error())
+		}
+		o.mdFailed = time.Now()
+		return nil
 	}
+	o.mdFailed = time.Time{}
 	return md
 }
+
+// mdRetry is how long a driver whose agent's meta-data could not be read
+// runs with the default timeouts before it tries again.
+const mdRetry = time.Minute
 
 // ReadOCFMetadata runs the meta-data action of agent and parses it.
 func ReadOCFMetadata(ctx context.Context, agent ocf.Agent) (*ocf.Metadata, error) {

@@ -4,10 +4,11 @@
 // meta-data (the parameters and the advised timeouts), read with
 // encoding/xml. The ocf resource driver (package resource) runs them; the
 // CLI and the daemon check a service's parameters against the meta-data
-// where the agent is installed (CheckService), and `svcmgr describe`
-// prints it (Describe).
+// where the agent is installed (CheckParams, through resource.CheckOCF),
+// and `svcmgr describe` prints it (Describe).
 //
-// Nothing here runs a command but Metadata (the agent's meta-data action).
+// Nothing here runs a command: package resource runs the agents (their
+// meta-data action too, ReadOCFMetadata).
 package ocf
 
 import (
