@@ -22,6 +22,7 @@ func realAgent(t *testing.T, name string, params map[string]string) (*ocfAgent, 
 		t.Skipf("%v (apt-get install resource-agents)", err)
 	}
 	env, rec := testEnv(t)
+	env.RscTmp = t.TempDir() // the agents' state files: the test's own
 	rc := config.ResourceConfig{RID: "ocf#r", Type: "ocf", Name: "r", Agent: name, Params: params, Timeout: 30 * time.Second}
 	drv, err := New(rc, env)
 	if err != nil {
@@ -91,5 +92,38 @@ func TestOCFAnything(t *testing.T) {
 	wantStatus(t, o, dataset.StatusDown, "")
 	if err := o.Stop(ctx); err != nil {
 		t.Fatalf("second stop: %v", err)
+	}
+}
+
+// TestOCFFilesystem: ocf:heartbeat:Filesystem mounts an ext4 loop device,
+// its monitor sees it, its stop unmounts it (twice: the second stop of a
+// stopped resource succeeds); its advised timeouts are the defaults.
+func TestOCFFilesystem(t *testing.T) {
+	ctx := context.Background()
+	dev := loopExt4(t)
+	mnt := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o, rec := realAgent(t, "heartbeat:Filesystem", map[string]string{"device": dev, "directory": mnt, "fstype": "ext4"})
+	wantStatus(t, o, dataset.StatusDown, "")
+	if err := o.Start(ctx); err != nil {
+		t.Fatalf("start: %v\n%s", err, rec)
+	}
+	if got := mountedOn(t, dev); len(got) != 1 || got[0] != mnt {
+		t.Fatalf("%s mounted on %v, want %s", dev, got, mnt)
+	}
+	wantStatus(t, o, dataset.StatusUp, "")
+	for i := 0; i < 2; i++ {
+		if err := o.Stop(ctx); err != nil {
+			t.Fatalf("stop %d: %v\n%s", i+1, err, rec)
+		}
+	}
+	if got := mountedOn(t, dev); len(got) != 0 {
+		t.Fatalf("%s still mounted on %v after the stop", dev, got)
+	}
+	wantStatus(t, o, dataset.StatusDown, "")
+	if start, stop, mon := o.Timeouts(ctx); start != time.Minute || stop != time.Minute || mon != 40*time.Second {
+		t.Fatalf("timeouts %s %s %s, want Filesystem's advised 1m 1m 40s", start, stop, mon)
 	}
 }
