@@ -452,7 +452,9 @@ func (o *ocfAgent) FaultStatus(ctx context.Context) (dataset.Status, string, str
 	case err != nil:
 		st, reason = dataset.StatusWarn, "monitor: "+err.Error()
 	case out.code < 0:
-		st, reason = dataset.StatusWarn, "monitor "+out.text
+		// a monitor that timed out failed, as Pacemaker takes it (a
+		// warn would count as running, here and in every peer's view)
+		st, reason = dataset.StatusDown, "monitor "+out.text
 	default:
 		switch ocf.Monitor(out.code) {
 		case ocf.Running:

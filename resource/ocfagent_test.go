@@ -153,6 +153,14 @@ func TestOCFExitCodes(t *testing.T) {
 			t.Fatalf("failed stop of a running resource: %v", err)
 		}
 	})
+	t.Run("monitor timeout", func(t *testing.T) {
+		o, dir, _ := fakeAgent(t, config.ResourceConfig{MonitorTimeout: 300 * time.Millisecond})
+		os.WriteFile(filepath.Join(dir, "monitor.sleep"), []byte("5\n"), 0o644)
+		st, reason, fault := o.FaultStatus(ctx)
+		if st != dataset.StatusDown || fault != "" || !strings.Contains(reason, "monitor timed out after 300ms") {
+			t.Fatalf("monitor timeout: %s %q %q, want down (soft)", st, reason, fault)
+		}
+	})
 	t.Run("exit reason", func(t *testing.T) {
 		o, dir, _ := fakeAgent(t, config.ResourceConfig{})
 		os.WriteFile(filepath.Join(dir, "start.out"), []byte("ocf-exit-reason:the disk is gone\nsome other line\n"), 0o644)
