@@ -42,10 +42,7 @@ restart_delay = "200ms"
 //     frozen everywhere, said at error level.
 func TestOCFExitCodesWithDaemons(t *testing.T) {
 	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
-	fakeRoot, err := filepath.Abs("../resource/testdata/ocf")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fakeRoot := repoPath(t, "resource", "testdata", "ocf")
 	names := []string{"n1", "n2"}
 	c := newCluster(t, names, clusterOpts{extra: `ocf_root = "` + fakeRoot + `"`})
 	// n1: an OCF root without the agent
@@ -120,6 +117,24 @@ func TestOCFExitCodesWithDaemons(t *testing.T) {
 	if log := nodeLog(t, c["n2"]); !strings.Contains(log, "fatal fault of ocf#app") || !strings.Contains(log, "OCF_ERR_CONFIGURED") {
 		t.Errorf("n2's log does not say why:\n%s", log)
 	}
+}
+
+// repoPath is a path of the repository, found from the test's directory
+// up to go.mod (wherever the e2e tests live).
+func repoPath(t *testing.T, elem ...string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !fileExists(filepath.Join(dir, "go.mod")) {
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("go.mod not found above the test's directory")
+		}
+		dir = up
+	}
+	return filepath.Join(append([]string{dir}, elem...)...)
 }
 
 func fileExists(p string) bool {
