@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"haven/api"
 	"haven/dataset"
 	"haven/testbed"
 )
@@ -62,6 +64,12 @@ func TestOCFExitCodesWithDaemons(t *testing.T) {
 	r := c["n2"].run("svcmgr", "-s", "web", "create", "--config", bad)
 	if r.Code != 2 || !strings.Contains(r.Err, `web.toml:7: ocf#app.params.colour: ocf:haven:fake has no parameter "colour"; its parameters: dir (required) [Code directory], color [A color]`) {
 		t.Fatalf("bad params: %s", r)
+	}
+
+	// the daemon checks too (an API client that skips svcmgr's check)
+	body, _ := json.Marshal(api.CreateRequest{Name: "web", Config: readFile(t, bad), File: "web.toml"})
+	if code, e := c["n2"].rawPost(api.PathCreate, body); code != 400 || e.Status != 2 || !strings.Contains(e.Error, `ocf#app.params.colour: ocf:haven:fake has no parameter "colour"`) {
+		t.Fatalf("create over the API: %d %+v", code, e)
 	}
 
 	// placed on n2, the node that has the agent; n1 says why not
