@@ -60,7 +60,7 @@ install: dist man
 	sed 's|/usr/bin/|$(BINDIR)/|g' packaging/haven-arbitrator.service > $(DESTDIR)$(UNITDIR)/haven-arbitrator.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/haven-arbitrator.service
 	install -m 0644 packaging/examples/node.toml packaging/examples/cluster.toml $(DESTDIR)$(DOCDIR)/examples/
-	install -m 0644 packaging/examples/services/web.toml packaging/examples/services/pg.toml $(DESTDIR)$(DOCDIR)/examples/services/
+	install -m 0644 packaging/examples/services/web.toml packaging/examples/services/web-ocf.toml packaging/examples/services/pg.toml $(DESTDIR)$(DOCDIR)/examples/services/
 	# the README links docs/NAME.md: the docs go below docs/ so that its
 	# links work in the installed copy too
 	install -d $(DESTDIR)$(DOCDIR)/docs
@@ -118,6 +118,7 @@ docs:
 # QUORUM=on|off fixes cluster.quorum for the round (default: mixed, docs/chaos.md).
 # CHAOS_NODES=2 ONEVOTE=1: two nodes and Haven's one-vote arbitrator.
 # LINKS=2: two network links per node (LinkFail cuts one; docs/chaos.md).
+# OCF=1: the test services are OCF agents (docs/resources.md; needs resource-agents).
 SEED     ?= 1
 DURATION ?= 10m
 REPORT   ?= chaos-report.md
@@ -125,7 +126,7 @@ chaos: build
 	$(GO) build -o $(BIN)/ ./cmd/chaos
 	$(BIN)/chaos -bin $(BIN) -seed $(SEED) -duration $(DURATION) -report $(REPORT) \
 		$(if $(TESTS),-tests $(TESTS)) $(if $(ONLY),-only $(ONLY)) $(if $(QUORUM),-quorum $(QUORUM)) \
-		$(if $(CHAOS_NODES),-nodes $(CHAOS_NODES)) $(if $(ONEVOTE),-onevote) $(if $(LINKS),-links $(LINKS))
+		$(if $(CHAOS_NODES),-nodes $(CHAOS_NODES)) $(if $(ONEVOTE),-onevote) $(if $(LINKS),-links $(LINKS)) $(if $(OCF),-ocf)
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./monitor ./placement

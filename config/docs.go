@@ -48,7 +48,7 @@ elements from a list. V is written without TOML quotes; a list is ` + "`[\"a\", 
 words. ` + "`get --kw K`" + ` prints the effective value (the default when unset), unexpanded: lists as
 ` + "`[\"a\", \"b\"]`" + `, maps as ` + "`{\"k\": \"v\"}`" + `, durations as Go durations. ` + "`unset --kw K`" + ` removes the keyword so
 that its default applies. A change that would make the file invalid is refused and nothing
-changes. set and unset rewrite the file in a canonical order ([DEFAULT], then ip, fs and app
+changes. set and unset rewrite the file in a canonical order ([DEFAULT], then ip, fs, ocf and app
 resources by name; keys in the order of this page): comments and layout are not kept.
 `)
 	files := []struct {
@@ -63,6 +63,7 @@ resources by name; keys in the order of this page): comments and layout are not 
 			{SectionApp, "[app.NAME] (rid app#NAME)"},
 			{SectionIP, "[ip.NAME] (rid ip#NAME)"},
 			{SectionFS, "[fs.NAME] (rid fs#NAME)"},
+			{SectionOCF, "[ocf.NAME] (rid ocf#NAME)"},
 		}},
 	}
 	for _, f := range files {

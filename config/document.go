@@ -20,7 +20,7 @@ type schema struct {
 var (
 	nodeSchema    = schema{single: []string{SectionNode, SectionHB, SectionHBDisk}, named: []string{SectionHook}}
 	clusterSchema = schema{single: []string{SectionCluster, SectionNodes}, named: []string{SectionArbitrator, SectionStonith}}
-	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP, SectionFS}}
+	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP, SectionFS, SectionOCF}}
 )
 
 func (s schema) sectionNames() string {

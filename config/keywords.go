@@ -55,6 +55,7 @@ const (
 	SectionApp        = "app"
 	SectionIP         = "ip"
 	SectionFS         = "fs"
+	SectionOCF        = "ocf"
 	SectionHook       = "hook"
 )
 
@@ -114,6 +115,8 @@ var Keywords = []Keyword{
 		Doc: "Check period of the monitored resources (`monitor = true`)."},
 	{Section: SectionNode, Key: "check_interval", Type: TypeDuration, Default: "60s", Field: "CheckInterval",
 		Doc: "Check period of the other resources."},
+	{Section: SectionNode, Key: "ocf_root", Type: TypeString, Default: "/usr/lib/ocf", Field: "OCFRoot",
+		Doc: "The OCF root of the `[ocf.NAME]` resources: their agents are `resource.d/PROVIDER/TYPE` under it, the shell functions they source `lib/heartbeat` (Debian's resource-agents package installs them under /usr/lib/ocf). An absolute path."},
 	{Section: SectionNode, Key: "metrics_addr", Type: TypeString, Field: "MetricsAddr",
 		Doc: "Where the daemon serves its Prometheus metrics, at `http://ADDR/metrics` (see docs/metrics.md): `host:port`, the host an IP address, `localhost` or empty for every address (`\":9477\"`). Plain HTTP without authentication: bind it to an address only the scraper reaches. Empty (the default): no metrics listener. An address that cannot be listened on stops the daemon at start, naming it."},
 	{Section: SectionNode, Key: "metrics_allow", Type: TypeList, Field: "MetricsAllow",
@@ -238,6 +241,17 @@ var Keywords = []Keyword{
 		Doc: "Mount options, comma separated as in fstab (`noatime,nodev`), given to `mount -o`. Empty: none."},
 	{Section: SectionFS, Key: "force_unmount", Type: TypeBool, Default: "false", Field: "ForceUnmount",
 		Doc: "When the unmount fails because processes still use the filesystem (open files, current or root directory, mapped files, in the daemon's mount namespace), send them SIGTERM, then SIGKILL to those still there 5s later, and unmount again. The processes are found in /proc, as `fuser -km` would; each one is logged with its pid and command. Off: the stop fails and names them."},
+
+	{Section: SectionOCF, Key: "agent", Type: TypeString, Required: true, NoExpand: true, Field: "Agent",
+		Doc: "The OCF resource agent, `PROVIDER:TYPE` (`heartbeat:IPaddr2`, `heartbeat:Filesystem`, `heartbeat:apache`); `ocf:PROVIDER:TYPE`, as Pacemaker writes it, is accepted. It runs as `OCF_ROOT/resource.d/PROVIDER/TYPE` (node.toml `ocf_root`) with the OCF environment and the `params`. `svcmgr describe ocf:heartbeat:IPaddr2` prints its parameters and actions. The agents that run only as a promotable clone or only as a clone (Stateful, galera, ping, ...) are refused: a Haven service is a failover service; those that also run as a primitive (mysql, pgsql, redis) run as one. A node where the agent is not installed cannot run the resource: it says so in the status (`cannot run here`) and the service is placed on the nodes that have it. See docs/resources.md."},
+	{Section: SectionOCF, Key: "params", Type: TypeMap, Field: "Params",
+		Doc: "The instance parameters of the agent, as a table of strings (`params = { ip = \"10.0.0.50\", cidr_netmask = \"24\" }`), each passed as `OCF_RESKEY_NAME`. When the config is validated or created on a node where the agent is installed, an unknown parameter, or a required one missing, is refused with the agent's own description of its parameters."},
+	{Section: SectionOCF, Key: "start_timeout", Type: TypeDuration, Default: "0s", Field: "StartTimeout",
+		Doc: "The time limit of the agent's start. `0s` (unset): `timeout` when it is set in the section, else the start timeout the agent's meta-data advises, else 30s. The monitor that confirms a start, and the validate-all before it, count in it."},
+	{Section: SectionOCF, Key: "stop_timeout", Type: TypeDuration, Default: "0s", Field: "StopTimeout",
+		Doc: "The time limit of the agent's stop: like `start_timeout`, with the stop's advised timeout."},
+	{Section: SectionOCF, Key: "monitor_timeout", Type: TypeDuration, Default: "0s", Field: "MonitorTimeout",
+		Doc: "The time limit of the agent's monitor (the status check): like `start_timeout`, with the monitor's advised timeout."},
 }
 
 var kwIndex = func() map[string]*Keyword {
@@ -281,10 +295,10 @@ func SectionKeywords(kind string) []*Keyword {
 }
 
 // ResourceTypes are the resource section kinds, in start order.
-var ResourceTypes = []string{SectionIP, SectionFS, SectionApp}
+var ResourceTypes = []string{SectionIP, SectionFS, SectionOCF, SectionApp}
 
 func isResourceKind(kind string) bool {
-	return kind == SectionApp || kind == SectionIP || kind == SectionFS
+	return kind == SectionApp || kind == SectionIP || kind == SectionFS || kind == SectionOCF
 }
 
 func resourceTypeRank(kind string) int {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	pathpkg "path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -58,6 +59,9 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 		if formatValue(p.sec.value(p.key), false) == "0s" {
 			return nil, d.errAt(p.sec, p.key, "must be more than 0")
 		}
+	}
+	if !pathpkg.IsAbs(c.OCFRoot) {
+		return nil, d.errAt(node, "ocf_root", "%q is not an absolute path", c.OCFRoot)
 	}
 	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
 		return nil, d.errAt(node, "metrics_addr", "%v", err)

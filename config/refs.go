@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -87,6 +89,11 @@ func (s *ServiceConfig) expand(nodename, varDir string, final bool) (*ServiceCon
 				return nil, &refErr{kind: ctx.kind, name: ctx.name, kw: fe.key, key: ctx.key(fe.key), msg: fe.msg + " (expanded)"}
 			}
 		}
+		if final && r.Type == SectionOCF {
+			if fe := checkOCF(*r); fe != nil {
+				return nil, &refErr{kind: ctx.kind, name: ctx.name, kw: fe.key, key: ctx.key(fe.key), msg: fe.msg + " (expanded)"}
+			}
+		}
 		if final && r.Type == SectionFS {
 			if fe := checkFS(*r); fe != nil {
 				return nil, &refErr{kind: ctx.kind, name: ctx.name, kw: fe.key, key: ctx.key(fe.key), msg: fe.msg + " (expanded)"}
@@ -128,6 +135,19 @@ func (x *expander) expandStruct(dst, src any, ctx refCtx) error {
 				l[i] = s
 			}
 			out = l
+		case map[string]string:
+			if v == nil || kw.Type != TypeMap {
+				break
+			}
+			m := make(map[string]string, len(v))
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				s, err := x.expandString(v[k], ctx, 0)
+				if err != nil {
+					return &refErr{kind: ctx.kind, name: ctx.name, kw: kw.Key, key: ctx.key(kw.Key + "." + k), msg: err.Error()}
+				}
+				m[k] = s
+			}
+			out = m
 		}
 		delete(x.active, ctx.key(kw.Key))
 		if out != nil {

@@ -73,6 +73,8 @@ type NodeConfig struct {
 	MonitorInterval time.Duration
 	// CheckInterval is how often the other resources are checked (default 60s).
 	CheckInterval time.Duration
+	// OCFRoot is the root of the OCF resource agents (default /usr/lib/ocf).
+	OCFRoot string
 	// CrashCommand and RebootCommand are the node actions crash and
 	// reboot, run with /bin/sh -c (defaults: sysrq c and b).
 	CrashCommand  string
@@ -205,7 +207,7 @@ type ServiceConfig struct {
 	// Constraint is the compiled constraints expression, nil when none.
 	Constraint *constraints.Program
 
-	// Resources in start order: ip first, then fs, then app; within a type
+	// Resources in start order: ip first, then fs, then ocf, then app; within a type
 	// by name.
 	Resources []ResourceConfig
 }
@@ -213,7 +215,7 @@ type ServiceConfig struct {
 // ResourceConfig is one [TYPE.NAME] section.
 type ResourceConfig struct {
 	RID  string // "TYPE#NAME"
-	Type string // "app" | "ip" | "fs"
+	Type string // "app" | "ip" | "fs" | "ocf"
 	Name string
 
 	// common keywords
@@ -246,6 +248,22 @@ type ResourceConfig struct {
 	// ForceUnmount kills the processes that hold the filesystem when the
 	// unmount finds it busy.
 	ForceUnmount bool
+
+	// ocf
+	Agent  string            // "PROVIDER:TYPE" as written
+	Params map[string]string // OCF_RESKEY_*
+	// StartTimeout, StopTimeout and MonitorTimeout are the per action time
+	// limits; 0: Timeout when TimeoutSet, else the agent's advice.
+	StartTimeout   time.Duration
+	StopTimeout    time.Duration
+	MonitorTimeout time.Duration
+	// TimeoutSet is true when the section sets timeout itself (not a
+	// keyword: the ocf driver prefers the agent's advice to the default).
+	TimeoutSet bool
+	// StopLimit is the time limit of the resource's stop when it is not
+	// Timeout (0): set by the shell for an ocf resource whose agent
+	// advises its stop timeout (StopBound).
+	StopLimit time.Duration
 }
 
 // NodeList returns the service's candidate nodes in priority order, with

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/node"
+	"haven/resource"
 )
 
 // apiError carries the exit status the CLI should use.
@@ -288,6 +290,10 @@ func (d *Daemon) parseCreate(req api.CreateRequest) (*config.ServiceConfig, erro
 		if cfg, err = tomlfile.ParseService(file, req.Name, raw); err != nil {
 			return nil, err
 		}
+	}
+	// the [ocf.NAME] parameters, against the agents' meta-data here
+	if _, err := resource.CheckOCF(context.Background(), cfg, d.node.OCFRoot); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

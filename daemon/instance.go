@@ -118,6 +118,8 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 				Node:    d.node.Name,
 				VarDir:  d.p.ServiceVar(name),
 				Log:     func(rid, line string) { d.svclogs.write(name, rid, line) },
+				// the [ocf.NAME] agents' root and recurring monitor interval
+				OCFRoot: d.node.OCFRoot, MonitorInterval: d.node.MonitorInterval, RscTmp: d.rscTmp(),
 			}
 			set, err = resource.NewSet(exp.Resources, env)
 		}
@@ -132,7 +134,7 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 		// the drivers of the config that had this node
 		inst.retired = inst.set
 	}
-	inst.cfg = cfg
+	inst.cfg = d.ocfStopLimits(cfg) // the quorum's stop budget counts the agents' stop timeouts
 	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: set != nil, Monitored: inst.hasMonitored(),
 		Cause: buildErr, Resources: node.LadderSpecs(cfg), MonitorAction: cfg.MonitorAction}, d.clk.Now())
 	if removed {

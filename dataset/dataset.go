@@ -105,6 +105,10 @@ type Resource struct {
 	LastFailureAt time.Time `json:"last_failure_at,omitempty"`
 	// Log is the last line of the resource's last action or check, if any.
 	Log string `json:"log,omitempty"`
+	// Fault is set when the last check says the resource cannot run here
+	// ("hard": an OCF agent not installed, or its monitor exited 2 to 5)
+	// or is not configured right ("fatal": exit 6); Log says why.
+	Fault string `json:"fault,omitempty"`
 }
 
 // InstanceMonitor is the monitor part of an instance.

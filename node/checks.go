@@ -136,6 +136,7 @@ func (c *Core) CheckDone(ck Check, res map[string]dataset.Resource, now time.Tim
 	if ck.Full {
 		c.afterFullCheck(svc, inst)
 	}
+	c.resourceFaults(svc, inst, now)
 	c.ladder(svc, inst, now)
 }
 
@@ -190,6 +191,7 @@ func (c *Core) ActionDone(svc, kind string, err error, now time.Time) {
 		return
 	}
 	c.emit(ActionEnd{Svc: svc, Action: kind, Err: errText(err)})
+	c.actionFault(svc, err)
 	inst.ending = &actionEnd{kind: kind, err: err}
 	inst.endAt = now
 	c.check(svc, inst, true)

@@ -87,6 +87,9 @@ type instance struct {
 	// ready window of this instance (fastack.go).
 	ack       string
 	lastClaim time.Time
+	// faults are the hard and fatal faults of the last check, to act on
+	// each once (faults.go).
+	faults string
 }
 
 // Action is an order to the driver: run the start or the stop of a
@@ -485,7 +488,7 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 			res[spec.RID] = r
 		}
 		n.Services[inst.name] = dataset.Instance{
-			Excluded:        ss.Excluded,
+			Excluded:        excludedText(ss.Excluded, inst),
 			GaveUp:          ss.GaveUp,
 			Avail:           inst.avail,
 			Overall:         inst.overall,

@@ -137,7 +137,7 @@ func (c *Core) timing() quorum.Timing {
 		var sum time.Duration
 		for _, r := range cfg.Resources {
 			if !r.Disable {
-				sum += r.Timeout
+				sum += r.StopBound() // an ocf agent's stop: its own limit
 			}
 		}
 		t.StopBudget = max(t.StopBudget, sum)

@@ -101,6 +101,7 @@ step "installed binaries"
 /usr/bin/svcmon --version
 /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/web.toml
 /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/pg.toml
+/usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/web-ocf.toml
 man -w nodemgr svcmgr svcmon 2>/dev/null || ls /usr/share/man/man1/{nodemgr,svcmgr,svcmon}.1.gz
 
 if [[ " ${created[*]} " == *" /etc/haven "* ]]; then

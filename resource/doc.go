@@ -1,6 +1,6 @@
-// Package resource holds the resource drivers (one per type: app, ip) behind
-// the small Driver interface, and Set, which runs the resources of one
-// instance in order (start: ip then app; stop: reverse). This is shell code:
+// Package resource holds the resource drivers (one per type: app, ip, fs,
+// ocf) behind the small Driver interface, and Set, which runs the resources
+// of one instance in order (start: ip, fs, ocf, app; stop: reverse). This is shell code:
 // it runs commands and changes addresses. The daemon calls it; the pure core
 // never does.
 //
@@ -17,4 +17,11 @@
 // ip: iproute2 (`ip addr add|del`, `ip -o addr show dev`). Before adding an
 // address, start probes the link (ARP for IPv4, ICMP echo for IPv6, see
 // probeAddr) and refuses when another host answers for it.
+//
+// ocf: an OCF resource agent (ocfagent.go; package ocf: the environment,
+// the exit codes, the meta-data), run as Pacemaker runs it: start
+// (validate-all, start, a monitor that confirms it), stop, monitor (a probe
+// until the resource was started or found running). A check's hard or
+// fatal fault goes in dataset.Resource.Fault (Faulter), a failed action's
+// in its error (OCFError.Fault), for the node core. docs/resources.md.
 package resource

@@ -3,6 +3,7 @@ package resource
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"haven/config"
 	"haven/dataset"
@@ -16,6 +17,14 @@ type Env struct {
 	// Log receives one line of output or of driver messages at a time,
 	// already prefixed by nothing: the caller adds time and rid.
 	Log func(rid, line string)
+	// OCFRoot is the root of the OCF agents (node.toml ocf_root; ""
+	// for /usr/lib/ocf), MonitorInterval the node's monitor_interval,
+	// given to the agents' recurring monitors (0 for 10s).
+	OCFRoot         string
+	MonitorInterval time.Duration
+	// RscTmp is the agents' HA_RSCTMP ("" for /run/resource-agents; a
+	// daemon run with --root uses ROOT/run/resource-agents).
+	RscTmp string
 }
 
 // Driver starts, stops and checks one resource.
@@ -47,6 +56,8 @@ func New(rc config.ResourceConfig, env Env) (Driver, error) {
 		return newIP(rc, env)
 	case "fs":
 		return newFS(rc, env)
+	case "ocf":
+		return newOCF(rc, env)
 	}
 	return nil, fmt.Errorf("%s: unknown resource type %q", rc.RID, rc.Type)
 }

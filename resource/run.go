@@ -83,6 +83,8 @@ type command struct {
 	keep int // how many last lines to keep in the result
 	// stdin is written to the command's standard input (nil: none).
 	stdin []byte
+	// argv, when set, is run as is instead of cmdline split into words.
+	argv []string
 }
 
 // run executes c without a shell, in a new process group, and waits for it
@@ -100,9 +102,11 @@ type command struct {
 // found, not executable); an exit code or a timeout is in the result.
 func run(ctx context.Context, c command) (runResult, error) {
 	res := runResult{code: -1}
-	argv, err := cmdline.Split(c.cmdline)
-	if err != nil {
-		return res, fmt.Errorf("parse %s command: %w", c.action, err)
+	argv, err := c.argv, error(nil)
+	if argv == nil {
+		if argv, err = cmdline.Split(c.cmdline); err != nil {
+			return res, fmt.Errorf("parse %s command: %w", c.action, err)
+		}
 	}
 	if len(argv) == 0 {
 		return res, fmt.Errorf("empty %s command", c.action)

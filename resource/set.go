@@ -11,7 +11,7 @@ import (
 )
 
 // Set is the resources of one instance, in start order (the order of the
-// service config: ip, then fs, then app, each by name). Its methods may be called
+// service config: ip, then fs, then ocf, then app, each by name). Its methods may be called
 // from several goroutines, but the caller should not run two actions on
 // the same resource at once.
 type Set struct {
@@ -199,7 +199,11 @@ func (s *Set) status(ctx context.Context, keep func(config.ResourceConfig) bool)
 		}
 		var reason string
 		if !it.rc.Disable {
-			r.Status, reason = it.drv.Status(ctx)
+			if f, ok := it.drv.(Faulter); ok {
+				r.Status, reason, r.Fault = f.FaultStatus(ctx)
+			} else {
+				r.Status, reason = it.drv.Status(ctx)
+			}
 		}
 		if reason == "" {
 			s.mu.Lock()

@@ -50,6 +50,7 @@ func App() *cli.App {
 			action("clear"), action("abort"), action("takeover"), action("giveback"), action("switch"),
 			action("restart"),
 			simulateCommand(),
+			describeCommand(),
 			{Name: "ls", Usage: "list services", UsageText: "svcmgr [-s SELECTOR] ls", Description: globalsHelp, Action: ls},
 			{Name: "print", Usage: "print status | print config", Subcommands: []*cli.Command{
 				{Name: "status", Usage: "the service's status tree (--format json: the status object; -r: check now first)",
@@ -174,7 +175,11 @@ func checkConfigFile(c *cli.Context, action string) (file, name string, data []b
 	if data, err = os.ReadFile(file); err != nil {
 		return "", "", nil, cliutil.Usage("%v", err)
 	}
-	if _, err := tomlfile.ParseService(file, name, data); err != nil {
+	cfg, err := tomlfile.ParseService(file, name, data)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if err := checkOCF(c, cfg); err != nil {
 		return "", "", nil, err
 	}
 	return file, name, data, nil
@@ -338,7 +343,11 @@ func validateInstalled(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tomlfile.ParseService(p.ServiceConf(n), n, []byte(raw)); err != nil {
+		cfg, err := tomlfile.ParseService(p.ServiceConf(n), n, []byte(raw))
+		if err != nil {
+			return err
+		}
+		if err := checkOCF(c, cfg); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.App.Writer, "%s: valid\n", n)
@@ -388,7 +397,10 @@ func editConfig(c *cli.Context) error {
 			fmt.Fprintf(c.App.Writer, "%s: unchanged\n", name)
 			return nil
 		}
-		_, err = tomlfile.ParseService(tmpName, name, data)
+		var cfg *config.ServiceConfig
+		if cfg, err = tomlfile.ParseService(tmpName, name, data); err == nil {
+			err = checkOCF(c, cfg)
+		}
 		if err == nil {
 			req := api.CreateRequest{Name: name, Config: string(data), File: tmpName, Replace: true, Base: dataset.ConfigDigest([]byte(raw))}
 			if err = cl.Create(ctx(c), req); err == nil {
@@ -436,6 +448,9 @@ func keyword(c *cli.Context, op string) error {
 		return err
 	}
 	for _, n := range names {
+		if err := precheckOCF(c, cl, n, op, kws); err != nil {
+			return err
+		}
 		res, err := cl.Keyword(ctx(c), api.KeywordRequest{Name: n, Op: op, Kws: kws})
 		if err != nil {
 			return err

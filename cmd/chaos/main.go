@@ -45,6 +45,7 @@ func run(args []string) int {
 	list := fs.Bool("list", false, "list the tests and the pending ones, then exit")
 	links := fs.Int("links", 1, "network links per node: 1, or 2 (a second bridge; LinkFail cuts one of them)")
 	oneVote := fs.Bool("onevote", false, "the arbitrator is Haven's one-vote arbitrator (haven://) instead of a plain HTTP one (2-node clusters fail over without a fence)")
+	ocfMode := fs.Bool("ocf", false, "the test services are OCF agents (the app behind ocf:chaos:app, with ocf:heartbeat:Dummy; needs resource-agents)")
 	quorum := fs.String("quorum", chaos.QuorumMixed, "cluster.quorum of the round: mixed (changed between tests as they ask), on, or off (docs/chaos.md)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: chaos [flags] | chaos check-journal FILE | chaos bed [-nodes N] [-quorum]")
@@ -80,7 +81,7 @@ func run(args []string) int {
 			return 2
 		}
 	}
-	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, OneVote: *oneVote, Links: *links}
+	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, OneVote: *oneVote, Links: *links, OCF: *ocfMode}
 	cfg.Stop, cfg.Abort = interrupts()
 	cfg.Aborted = func() { os.Exit(130) }
 	rep, err := chaos.Run(cfg)

@@ -142,6 +142,9 @@ func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 		action := filepath.Join(work, "node-action.sh")
 		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = %q\nready_period = %q\nmaintenance_grace_period = %q\nrejoin_grace_period = %q\nsplit_action = \"stop\"\ncrash_command = \"%s %s crash\"\nreboot_command = \"%s %s reboot\"\n\n[hb]\naddr = %q\nport = %d\ntimeout = %q\ninterval = %q\n",
 			n, monitorInterval, readyPeriod, maintGrace, rejoinGrace, action, n, action, n, bed.Addr[n], HBPort, hbTimeout, hbInterval)
+		if c.cfg.OCF {
+			nodeToml = strings.Replace(nodeToml, "\n\n[hb]", fmt.Sprintf("\nocf_root = %q\n\n[hb]", c.OCFRoot()), 1)
+		}
 		if err := writeFile(filepath.Join(nd.Root, "etc", "node.toml"), nodeToml, 0o644); err != nil {
 			return c, err
 		}
@@ -284,6 +287,9 @@ func (c *Cluster) writeScripts() error {
 			return err
 		}
 	}
+	if c.cfg.OCF {
+		return c.writeOCFRoot()
+	}
 	return nil
 }
 
@@ -292,6 +298,9 @@ func (c *Cluster) ServiceConfig(s Service) string {
 	q := make([]string, len(s.Nodes))
 	for i, n := range s.Nodes {
 		q[i] = fmt.Sprintf("%q", n)
+	}
+	if c.cfg.OCF {
+		return c.ocfServiceConfig(s)
 	}
 	args := " {name} {nodename} {var}"
 	// the restart ladder: a killed app is restarted in place, and once

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"haven/config/tomlfile"
 )
 
 func TestScriptsAndConfigs(t *testing.T) {
@@ -130,4 +133,77 @@ func TestSurvives(t *testing.T) {
 			t.Errorf("survives(live %d, votes %d, total %d) = %v, want %v", c.live, c.votes, c.total, got, c.want)
 		}
 	}
+}
+
+// The OCF mode: the services are ocf:heartbeat:Dummy and ocf:chaos:app,
+// an agent over the same scripts, with the OCF exit codes; the nodes'
+// ocf_root holds it with links to the system's heartbeat agents.
+func TestOCFModeServiceAndAgent(t *testing.T) {
+	if why := OCFUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	w := t.TempDir()
+	c := &Cluster{cfg: Config{OCF: true}, Work: w, Journal: filepath.Join(w, "journal"), Services: []Service{{Name: "svc1", Nodes: []string{"n1", "n2"}}}}
+	if err := c.writeScripts(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.ServiceConfig(c.Services[0])
+	for _, want := range []string{"[ocf.1-state]\nagent = \"heartbeat:Dummy\"", "[ocf.2-main]\nagent = \"chaos:app\"", "monitor = true\nrestart = 2\n", "monitor_action = \"switch\""} {
+		if !strings.Contains(cfg, want) {
+			t.Fatalf("the service config lacks %q:\n%s", want, cfg)
+		}
+	}
+	parsed, err := tomlfile.ParseService("svc1.toml", "svc1", []byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var budget time.Duration
+	for _, r := range parsed.Resources {
+		budget += r.StopBound()
+	}
+	if budget != appTimeout {
+		t.Fatalf("the resources' stop budget is %s, want appTimeout %s (the split tests' bounds)", budget, appTimeout)
+	}
+	agent := filepath.Join(c.OCFRoot(), "resource.d", "chaos", "app")
+	v := t.TempDir()
+	run := func(action string) int {
+		cmd := exec.Command(agent, action)
+		cmd.Env = append(os.Environ(), "OCF_RESKEY_svc=svc1", "OCF_RESKEY_var="+v, "OCF_RESKEY_CRM_meta_on_node=n1")
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	}
+	if code := run("monitor"); code != 7 {
+		t.Fatalf("monitor before start: %d, want 7", code)
+	}
+	if run("start") != 0 || run("monitor") != 0 {
+		t.Fatal("start, then monitor: want 0 and 0")
+	}
+	if run("stop") != 0 || run("monitor") != 7 || run("stop") != 0 {
+		t.Fatal("stop, monitor, stop again: want 0, 7, 0")
+	}
+	if j := readJournalKinds(t, c.Journal); j != "start stop" {
+		t.Fatalf("journal %q, want start stop", j)
+	}
+	if _, err := os.Stat(filepath.Join(c.OCFRoot(), "resource.d", "heartbeat", "Dummy")); err != nil {
+		t.Fatalf("no heartbeat agents in the OCF root: %v", err)
+	}
+}
+
+func readJournalKinds(t *testing.T, path string) string {
+	t.Helper()
+	evs, err := ReadJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k []string
+	for _, e := range evs {
+		k = append(k, e.Kind)
+	}
+	return strings.Join(k, " ")
 }

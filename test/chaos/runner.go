@@ -36,6 +36,9 @@ type Config struct {
 	// arbitrator, haven://) instead of the plain HTTP one: with 2 nodes,
 	// the split tests then fail over without a fence command.
 	OneVote bool
+	// OCF makes the test services of OCF agents (chaos/ocf.go): the app
+	// behind ocf:chaos:app, with ocf:heartbeat:Dummy beside it.
+	OCF bool
 	// First are run first, in order (entries as in Tests: Name or
 	// Name/q), then the tests picked at random.
 	First []string
@@ -130,6 +133,9 @@ func Run(cfg Config) (*Report, error) {
 	case QuorumMixed, QuorumOn, QuorumOff:
 	default:
 		return nil, ConfigError(fmt.Sprintf("quorum mode %q: want %s, %s or %s", cfg.Quorum, QuorumMixed, QuorumOn, QuorumOff))
+	}
+	if why := OCFUnavailable(); cfg.OCF && why != "" {
+		return nil, ConfigError(why)
 	}
 	for _, e := range append(slices.Clone(cfg.Tests), append(cfg.First, cfg.Only...)...) {
 		n, _ := parseEntry(e)
