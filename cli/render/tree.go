@@ -48,7 +48,7 @@ func StatusTree(name string, s dataset.ServiceStatus, local string) string {
 	lines = append(lines, treeLine{head: name, status: avail, notes: strings.Join(serviceNotes(s, true), ", ")})
 	lines = append(lines, treeLine{head: "`- instances"})
 
-	nodes := treeNodes(s, local)
+	nodes := TreeNodes(s, local)
 	ridW := 0
 	for _, inst := range s.Instances {
 		for rid := range inst.Resources {
@@ -103,9 +103,9 @@ func StatusTree(name string, s dataset.ServiceStatus, local string) string {
 	return layoutTree(lines)
 }
 
-// treeNodes is local first, then the other instances and candidate nodes
-// by name.
-func treeNodes(s dataset.ServiceStatus, local string) []string {
+// TreeNodes is local first, then the other instances and candidate nodes
+// by name (the status tree's order, the web view's too).
+func TreeNodes(s dataset.ServiceStatus, local string) []string {
 	seen := map[string]bool{}
 	for n := range s.Instances {
 		seen[n] = true

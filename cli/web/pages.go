@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -226,37 +226,14 @@ func (v *View) serviceData(r *http.Request, name string) serviceData {
 // instanceRows are the service's instances: the local node first, then
 // the others and the candidate nodes without data, by name.
 func instanceRows(s dataset.ServiceStatus, local string) []instanceRow {
-	seen := map[string]bool{}
-	for n := range s.Instances {
-		seen[n] = true
-	}
-	for _, n := range s.Nodes {
-		if n != "*" {
-			seen[n] = true
-		}
-	}
-	var nodes []string
-	for n := range seen {
-		nodes = append(nodes, n)
-	}
-	sort.Slice(nodes, func(i, j int) bool {
-		if (nodes[i] == local) != (nodes[j] == local) {
-			return nodes[i] == local
-		}
-		return nodes[i] < nodes[j]
-	})
+	nodes := render.TreeNodes(s, local)
 	var out []instanceRow
 	for _, n := range nodes {
 		inst, ok := s.Instances[n]
 		row := instanceRow{Node: n, Known: ok, Inst: inst}
 		if ok {
 			row.Notes = instanceNotes(inst)
-			rids := make([]string, 0, len(inst.Resources))
-			for rid := range inst.Resources {
-				rids = append(rids, rid)
-			}
-			slices.Sort(rids)
-			for _, rid := range rids {
+			for _, rid := range slices.Sorted(maps.Keys(inst.Resources)) {
 				res := inst.Resources[rid]
 				row.Resources = append(row.Resources, resourceRow{RID: rid, Res: res, Flags: resourceFlags(res)})
 			}
