@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,4 +73,46 @@ func collectDisk(ch chan<- prometheus.Metric, path string, dsk *disk.Disk, peers
 			ch <- prometheus.MustNewConstMetric(descDiskSlotAge, prometheus.GaugeValue, now.Sub(ps.LastAdvance).Seconds(), p)
 		}
 	}
+}
+
+// explainDisk are the disk heartbeat's notes on the given nodes (svcmgr
+// explain): the disk lost here, a peer whose slot stands still, a peer
+// heard on the disk only (a network split with the disk alive).
+func (d *Daemon) explainDisk(nodes []string) []string {
+	st := d.diskStatus(d.clk.Now())
+	if st == nil {
+		return nil
+	}
+	var out []string
+	switch {
+	case !st.Open:
+		out = append(out, "disk: not open yet (retried): no disk heartbeat here")
+	case !st.Reachable:
+		out = append(out, "disk: LOST here (no good round within hb.disk.timeout)")
+	}
+	up := map[string]bool{}
+	if d.hb != nil {
+		for _, p := range d.hb.Peers() {
+			netUp := false
+			for _, l := range p.Links {
+				netUp = netUp || l.Up && l.Name != disk.LinkName
+			}
+			up[p.Name] = netUp || len(p.Links) == 0 && p.Up
+		}
+	}
+	for _, n := range nodes {
+		sl, ok := st.Slots[n]
+		if !ok {
+			continue
+		}
+		switch {
+		case sl.Alive && !up[n]:
+			out = append(out, fmt.Sprintf("%s: silent on every network link but its disk slot advances (a network split, the disk alive)", n))
+		case !sl.Alive && sl.LastAdvanceMs >= 0:
+			out = append(out, fmt.Sprintf("%s: its disk slot has not advanced for %.1fs", n, float64(sl.LastAdvanceMs)/1000))
+		case sl.Err != "":
+			out = append(out, fmt.Sprintf("%s: its disk slot cannot be read: %s", n, sl.Err))
+		}
+	}
+	return out
 }

@@ -35,7 +35,7 @@ func (d *Daemon) handleExplain(w http.ResponseWriter, r *http.Request) {
 		for _, v := range e.Verdicts {
 			nodes = append(nodes, v.Node)
 		}
-		e.Links = d.explainLinks(nodes) // links.go
+		e.Links = append(d.explainLinks(nodes), d.explainDisk(nodes)...) // links.go, diskstatus.go
 		return e, nil
 	})
 }

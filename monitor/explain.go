@@ -49,8 +49,10 @@ type Explanation struct {
 	// not a node of the service.
 	Monitor *LocalMonitor `json:"monitor,omitempty"`
 	// Links are the service's nodes heard on fewer than all of their
-	// heartbeat links ("n2: links 1/2, net2 down"), set by the daemon:
-	// an alarm, never part of the decision.
+	// heartbeat links ("n2: links 1/2, net2 down") and the disk
+	// heartbeat's notes (the disk lost here, a slot that stands still, a
+	// node heard on the disk only), set by the daemon: alarms, never part
+	// of the decision.
 	Links []string `json:"links,omitempty"`
 }
 

@@ -283,3 +283,64 @@ func TestNetnsDiskLostSplitAction(t *testing.T) {
 		t.Fatal("n1 is not frozen after its split stop")
 	}
 }
+
+// TestNetnsDiskLinkKeepsCutOwnerUp: with [hb.disk] fence = false the disk
+// is one more heartbeat link. The owner cut from every network link while
+// its slot advances is not down: no vote, no failover (the external journal
+// shows web on n1 only); the survivors show the split with the disk alive
+// (svcmgr explain) and the links (svcmon). After the heal nothing moved.
+func TestNetnsDiskLinkKeepsCutOwnerUp(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	diskFile := filepath.Join(t.TempDir(), "hb.disk")
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
+		return `split_action = "stop"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = false\ntimeout = \"2s\"\n", diskFile)
+	}, nil, nil, 1)
+	c := q.nodes
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	q.waitFor(20*time.Second, "n2 hears n1 on the disk link too", func() bool {
+		for _, l := range c["n2"].status().Heartbeat["n1"].Links {
+			if l.Name == "disk" && l.Up {
+				return true
+			}
+		}
+		return false
+	})
+	cut := uptime(t)
+	q.cut("n1")
+	// three hb.timeout (3 s): a network-only cluster would have voted and
+	// failed over by then
+	q.waitFor(20*time.Second, "n2 explains n1 silent on the network, alive on the disk", func() bool {
+		out := c["n2"].must("svcmgr", "-s", "web", "explain")
+		return strings.Contains(out, "n1: silent on every network link but its disk slot advances")
+	})
+	time.Sleep(9 * time.Second) // the failover that must not come: nothing to poll for
+	if st := c["n2"].status(); st.Nodes["n1"].Status != "up" {
+		q.dump()
+		t.Fatalf("n2 sees n1 %s while n1's disk slot advances", st.Nodes["n1"].Status)
+	}
+	for _, n := range []string{"n2", "n3"} {
+		if e, ok := q.first(n, "start", cut); ok {
+			q.dump()
+			t.Fatalf("%s started web at %.2f: a failover although n1's disk slot advances", n, e.T)
+		}
+	}
+	if e, ok := q.first("n1", "stop", cut); ok {
+		q.dump()
+		t.Fatalf("n1 stopped web at %.2f (a lost vote?) although it hears every peer on the disk", e.T)
+	}
+	q.restore("n1")
+	q.waitFor(20*time.Second, "n1 heard on the network again", func() bool {
+		for _, l := range c["n2"].status().Heartbeat["n1"].Links {
+			if l.Name != "disk" && !l.Up {
+				return false
+			}
+		}
+		return true
+	})
+	q.noOverlap()
+	if w := where(c["n3"], "web"); len(w) != 1 || w[0] != "n1" {
+		t.Fatalf("web up on %v after the heal, want n1 only", w)
+	}
+}
