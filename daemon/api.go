@@ -228,6 +228,7 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 	if d.ps.err != nil {
 		ds.StateError, ds.StateErrorSince = d.ps.err.Error(), d.ps.failSince
 	}
+	d.upgradeStatus(ds)
 	if d.hb == nil {
 		return ds
 	}

@@ -26,6 +26,7 @@ import (
 	"haven/internal/paths"
 	"haven/internal/version"
 	"haven/node"
+	"haven/node/upgrade"
 	"haven/resource"
 )
 
@@ -39,6 +40,9 @@ type Options struct {
 	Clock clock.Clock
 	// Compat overrides CompatVersion when non-zero (HAVEN_COMPAT).
 	Compat int
+	// Format overrides upgrade.Current, the newest format version this
+	// node reads, when non-zero (HAVEN_FORMAT: to rehearse an upgrade).
+	Format int
 	// Stderr also sends the log to stderr (nodemgr daemon run).
 	Stderr bool
 	// CrashOutput sends the panics and fatal errors of the whole process
@@ -135,6 +139,9 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Compat == 0 {
 		opts.Compat = CompatVersion
 	}
+	if opts.Format == 0 {
+		opts.Format = upgrade.Current
+	}
 	// no inherited descriptor reaches the apps and hooks
 	if err := closeInheritedOnExec(); err != nil {
 		return nil, err
@@ -199,7 +206,10 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat,
+	if err := checkStateLevel(p.State(), dur.FeatureLevel, opts.Format); err != nil {
+		return nil, err
+	}
+	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat, Format: opts.Format,
 		MaintenanceGrace: d.node.MaintenanceGracePeriod, RejoinGrace: d.node.RejoinGracePeriod,
 		ReadyPeriod: d.node.ReadyPeriod, ReadyFastAck: d.node.ReadyFastAck, CheckInterval: d.node.CheckInterval, MonitorInterval: d.node.MonitorInterval,
 		Quorum: quorumConfig(d.node, d.cluster), Local: d, Configs: memberCodec{tomlfile.ServiceCodec{File: p.ServiceConf}, d},

@@ -259,6 +259,19 @@ type Node struct {
 	// survivors count on a lost node's self-stop only when it is stop,
 	// crash or reboot.
 	SplitAction string `json:"split_action,omitempty"`
+
+	// Format is the node's format versions (node/upgrade). It is not part
+	// of the dataset's JSON (nor of its digest): every heartbeat message's
+	// header carries it, and the receiver sets it on the copy it hands over.
+	Format Format `json:"-"`
+}
+
+// Format is what a node says of its versions: Max, the newest format
+// version it reads; Level, the cluster feature level it runs at. Zero
+// (a node of the first release, which says nothing) means 1.
+type Format struct {
+	Max   int
+	Level int
 }
 
 // Clone returns a deep copy.

@@ -83,6 +83,9 @@ type peer struct {
 	// twinAt.
 	twin   bool
 	twinAt time.Time
+	// format is what p's last message said of its versions (message.Fmt,
+	// Lvl): its Data events carry it.
+	format dataset.Format
 }
 
 // Probes: a peer silent for probeAfter (two beat periods: a beat lost, at
@@ -265,6 +268,11 @@ func (c *core) receiveFrom(sender string, b []byte) {
 	}
 	if newer {
 		p.seenInc = m.Inc
+		if f := m.format(); f != p.format {
+			// a change of its versions (its feature level moved) is
+			// handed over with the copy held, as a peer up is
+			p.format, p.confirm = f, true
+		}
 	}
 	if !p.up {
 		p.up = true
@@ -613,6 +621,7 @@ func (c *core) refuseLocked(key string, ev Event) {
 func (c *core) emitDataLocked(p *peer) {
 	p.confirm = false
 	d := p.data.Clone()
+	d.Format = p.format
 	c.emitLocked(Event{Kind: Data, Node: p.name, Data: &d})
 }
 

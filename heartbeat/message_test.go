@@ -94,6 +94,7 @@ func TestDecodeRejects(t *testing.T) {
 	for _, tc := range []struct{ name, in string }{
 		{"not json", `hello`},
 		{"old version", `{"v":0,"k":"beat","from":"n1"}`},
+		{"newer version", `{"v":3,"k":"beat","from":"n1"}`},
 		{"no sender", `{"v":1,"k":"beat"}`},
 		{"unknown kind", `{"v":1,"k":"boom","from":"n1"}`},
 		{"full without node", `{"v":1,"k":"full","from":"n1","gen":1}`},

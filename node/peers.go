@@ -198,12 +198,19 @@ func (c *Core) updateCompat() {
 	for name, p := range c.peers {
 		peers[name] = p.Peer
 	}
+	c.updateLevel()
 	ok := view.CompatOK(c.cfg.Compat, peers)
+	reason := ""
+	if !ok {
+		reason = "the members announce different compat versions"
+	} else {
+		ok, reason = c.formatsCompatible()
+	}
 	if ok == c.compat {
 		return
 	}
 	c.compat = ok
-	c.emit(Compat{OK: ok})
+	c.emit(Compat{OK: ok, Reason: reason})
 	c.publish()
 }
 
