@@ -120,6 +120,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(&message{Kind: kindDelta, From: "n1", Base: 1, Gen: 2, Delta: diff(&a, &b)}))
 	f.Add(encode(&message{Kind: kindFull, From: "n1", Gen: 2, Node: &b}))
 	f.Add([]byte(`{"v":1,"k":"beat","from":"n1"}`))
+	// both versions (node/upgrade): the previous release's, and version 2
+	f.Add([]byte(`{"v":1,"k":"beat","from":"n1","fmt":2,"lvl":1}`))
+	f.Add(encode(&message{V: 2, Fmt: 2, Lvl: 2, Kind: kindFull, From: "n1", Gen: 2, Node: &b}))
 	f.Add([]byte(`{"v":1,"k":"delta","from":"n1","base":1,"gen":2,"delta":{"set":{"s":{"resources":null}},"del":["x"]}}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		m, err := decode(in)
