@@ -200,10 +200,8 @@ func (c *Core) updateCompat() {
 	}
 	c.updateLevel()
 	ok := view.CompatOK(c.cfg.Compat, peers)
-	reason := ""
-	if !ok {
-		reason = "the members announce different compat versions"
-	} else {
+	reason := "" // a compat mismatch says nothing more: the contract's line
+	if ok {
 		ok, reason = c.formatsCompatible()
 	}
 	if ok == c.compat {
