@@ -300,6 +300,7 @@ func encodeDurable(d durable) ([]byte, error) {
 	if d.Services == nil {
 		d.Services = map[string]durableService{}
 	}
+	d = withoutUnknown(d)
 	st, err := json.MarshalIndent(d, "  ", "  ")
 	if err != nil {
 		return nil, err

@@ -90,3 +90,28 @@ func checkStateLevel(path string, level, format int) error {
 	}
 	return &config.Error{File: path, Key: levelKey, Msg: fmt.Sprintf("written at cluster feature level %d: this node reads formats up to %d: %s", level, format, newerStateRemedy)}
 }
+
+// withoutUnknown drops, at feature level 1, the fields of a newer release
+// that the targets and clears kept (dataset.Unknown): the first release
+// refuses a state file with a key it does not know, and a node at level 1
+// may be taken back to it. From level 2 on they are written, and read
+// back.
+func withoutUnknown(d durable) durable {
+	if envelopeVersion(d.FeatureLevel) >= 2 {
+		return d
+	}
+	strip := false
+	for _, s := range d.Services {
+		strip = strip || s.Target.Unknown != "" || s.Clear.Unknown != ""
+	}
+	if !strip {
+		return d
+	}
+	svcs := make(map[string]durableService, len(d.Services))
+	for k, s := range d.Services {
+		s.Target.Unknown, s.Clear.Unknown = "", ""
+		svcs[k] = s
+	}
+	d.Services = svcs
+	return d
+}

@@ -111,3 +111,37 @@ func FuzzDecodeState(f *testing.F) {
 		}
 	})
 }
+
+// TestStateKeepsNewerFields: a target or clear adopted from a newer peer
+// keeps that release's fields in the state file from level 2 on (read
+// back with them); at level 1 they are left out, since the first
+// release refuses a key it does not know.
+func TestStateKeepsNewerFields(t *testing.T) {
+	st := formatState(1)
+	web := st.Services["web"]
+	web.Target = dataset.Target{Expect: "started", ID: "x", Version: dataset.Version{Counter: 2, Origin: "n3"}, Unknown: `"t_new":{"a":1}`}
+	web.Clear.Unknown = `"k_new":true`
+	st.Services["web"] = web
+	b1, err := encodeDurable(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b1, []byte("t_new")) || bytes.Contains(b1, []byte("k_new")) || formatState(1).Services["web"].Target.Unknown != "" {
+		t.Fatalf("level 1 wrote a newer release's field:\n%s", b1)
+	}
+	if st.Services["web"].Target.Unknown == "" {
+		t.Fatal("encoding at level 1 changed the state it encoded")
+	}
+	st.FeatureLevel = 2
+	b2, err := encodeDurable(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := decodeState(b2)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b2)
+	}
+	if d.Services["web"].Target.Unknown != `"t_new":{"a":1}` || d.Services["web"].Clear.Unknown != `"k_new":true` {
+		t.Fatalf("level 2 lost a newer release's fields: %+v", d.Services["web"])
+	}
+}

@@ -105,6 +105,9 @@ type Resource struct {
 	LastFailureAt time.Time `json:"last_failure_at,omitempty"`
 	// Log is the last line of the resource's last action or check, if any.
 	Log string `json:"log,omitempty"`
+
+	// Unknown: the fields of a newer release, kept (unknown.go).
+	Unknown Unknown `json:"-"`
 }
 
 // InstanceMonitor is the monitor part of an instance.
@@ -163,6 +166,9 @@ type Instance struct {
 	// ack"). The claimer starts before its window ends once every live
 	// node of the service acks its claim.
 	ReadyAck string `json:"ready_ack,omitempty"`
+
+	// Unknown: the fields of a newer release, kept (unknown.go).
+	Unknown Unknown `json:"-"`
 }
 
 // ClaimID names one ready window of a service: the claiming node and when
@@ -209,6 +215,9 @@ type Target struct {
 	// ID is the orchestration id returned to the admin.
 	ID      string  `json:"id"`
 	Version Version `json:"version"`
+
+	// Unknown: the fields of a newer release, kept (unknown.go).
+	Unknown Unknown `json:"-"`
 }
 
 // Active reports whether t asks for something: an aborted target is kept
@@ -264,6 +273,9 @@ type Node struct {
 	// of the dataset's JSON (nor of its digest): every heartbeat message's
 	// header carries it, and the receiver sets it on the copy it hands over.
 	Format Format `json:"-"`
+
+	// Unknown: the fields of a newer release, kept (unknown.go).
+	Unknown Unknown `json:"-"`
 }
 
 // Format is what a node says of its versions: Max, the newest format
@@ -333,6 +345,9 @@ type ConfigEntry struct {
 	Includes map[string]uint64 `json:"includes,omitempty"`
 	Raw      string            `json:"raw,omitempty"`
 	Deleted  bool              `json:"deleted,omitempty"`
+
+	// Unknown: the fields of a newer release, kept (unknown.go).
+	Unknown Unknown `json:"-"`
 }
 
 // ConfigDigest is the hex SHA-256 of a config's bytes.
@@ -388,4 +403,7 @@ func (e ConfigEntry) Sane() error {
 type ClearRequest struct {
 	Node    string  `json:"node,omitempty"`
 	Version Version `json:"version"`
+
+	// Unknown: the fields of a newer release, kept (unknown.go).
+	Unknown Unknown `json:"-"`
 }

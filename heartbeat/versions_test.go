@@ -1,6 +1,9 @@
 package heartbeat
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -82,5 +85,27 @@ func TestEnvelopeVersions(t *testing.T) {
 		if envVersionOK(v) != want {
 			t.Errorf("envelope version %d read: %v, want %v", v, !want, want)
 		}
+	}
+}
+
+// TestNewerPeersFieldsKeepTheDigest: a peer of a newer release sends data
+// with fields this release does not know (each last in its struct, the
+// rule of dataset.Unknown); the copy held keeps them, so that its digest
+// is the peer's and no beat asks for a full copy again and again.
+func TestNewerPeersFieldsKeepTheDigest(t *testing.T) {
+	node := `{"name":"n2","monitor":"idle","frozen":false,"compat":1,"load15":0,"mem_avail_pct":0,"labels":null,` +
+		`"services":{"web":{"avail":"up","overall":"up","frozen":false,"monitor":{"state":"idle","global_expect":"none","local_expect":"none","state_since":"0001-01-01T00:00:00Z"},` +
+		`"placement_leader":false,"flags":"","resources":null,"config_version":{"counter":0,"origin":""},"i_new":1}},` +
+		`"targets":{"web":{"expect":"started","id":"x","version":{"counter":1,"origin":"n2"},"t_new":"v"}},"gen":1,"n_new":[1]}`
+	sum := sha256.Sum256([]byte(node))
+	dig := max(1, binary.BigEndian.Uint64(sum[:8]))
+	c := boundsCore(t)
+	c.receive([]byte(`{"v":2,"fmt":3,"lvl":2,"k":"full","from":"n2","inc":9,"n":1,"gen":1,"node":` + node + `}`))
+	c.receive([]byte(fmt.Sprintf(`{"v":2,"fmt":3,"lvl":2,"k":"beat","from":"n2","inc":9,"n":2,"gen":1,"dig":%d}`, dig)))
+	if m := c.stats().DigestMismatches; m != 0 {
+		t.Fatalf("%d digest mismatches: the copy of a newer peer's data lost its unknown fields", m)
+	}
+	if got := c.peers["n2"].data.Targets["web"].Unknown; got != `"t_new":"v"` {
+		t.Fatalf("relayable target lost its unknown field: %q", got)
 	}
 }
