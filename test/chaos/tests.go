@@ -64,6 +64,7 @@ var Tests = []*Test{
 	{"NearQuorumPoint", "split 1 | 2 with the arbitrator on either side or cut (exactly half of the 4 votes, or one more or less): each side stops or takes over as the vote says (quorum on)", testNearQuorumPoint},
 	{"PauseActive", "SIGSTOP the daemon of a node running a service past hb.timeout, then SIGCONT: with quorum it stops and freezes when it wakes, never twice; without, one instance after it wakes", testPauseActive},
 	{"OnPath", "an attacker on the path without the secret: reorders every packet (0-300 ms) for 15 s, then passes only the beats of a service's node to another while the service dies there, then withholds datagrams of a node that crashes and delivers them late: no false down, stale data never trusted past hb.timeout, a dead node never shown up again, never twice", testOnPath},
+	{"MixedVersions", "one node on the previous release (-previous): the others stay at feature level 1 with ha on; a service switched to it, then it crashes (its services fail over to the current code), comes back and is switched from: never twice", testMixedVersions},
 	{"ResourceRecover", "kill a service's process: restarted in place within monitor_interval + restart_delay; then make its starts fail there: restarts spent, monitor_action switch moves it", testResourceRecover},
 }
 
