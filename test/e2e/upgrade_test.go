@@ -320,3 +320,31 @@ func TestDowngrade(t *testing.T) {
 	b.waitUpOn("web", "n2", 30*time.Second)
 	b.checkJournal()
 }
+
+// TestVersionsTooFarApart: a member announcing a release two format
+// versions ahead (HAVEN_FORMAT=4 next to this code's 2) disables ha on
+// every node, with the reason in the log line; back within one step, ha
+// comes back. The contract's compat lines are those of a compat mismatch.
+func TestVersionsTooFarApart(t *testing.T) {
+	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
+	c["n1"].startDaemon()
+	os.Setenv("HAVEN_FORMAT", "4")
+	c["n2"].startDaemon()
+	os.Unsetenv("HAVEN_FORMAT")
+	const off = "cluster members run incompatible versions. disable ha orchestration (n2 reads formats up to 4, more than one version step from this node's 2)"
+	const on = "cluster members run compatible versions. enable ha orchestration"
+	waitFor(t, 10*time.Second, "n1 logs the versions too far apart", func() bool { return strings.Contains(nodeLog(t, c["n1"]), off) })
+	if c["n1"].status().Cluster.Compat {
+		t.Fatal("cluster.compat is true with n2 two versions ahead")
+	}
+	var ds api.DaemonStatus
+	if err := json.Unmarshal([]byte(c["n1"].must("nodemgr", "daemon", "status", "--format", "json")), &ds); err != nil {
+		t.Fatal(err)
+	}
+	if ds.UpgradeSafe || !strings.HasPrefix(ds.Upgrade, "no: n2 reads formats up to 4") {
+		t.Fatalf("daemon status: %+v", ds)
+	}
+	c["n2"].must("nodemgr", "daemon", "stop")
+	c["n2"].startDaemon()
+	waitFor(t, 10*time.Second, "n1 logs the recovery", func() bool { return strings.Contains(nodeLog(t, c["n1"]), on) })
+}
