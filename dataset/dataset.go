@@ -105,9 +105,6 @@ type Resource struct {
 	LastFailureAt time.Time `json:"last_failure_at,omitempty"`
 	// Log is the last line of the resource's last action or check, if any.
 	Log string `json:"log,omitempty"`
-
-	// Unknown: the fields of a newer release, kept (unknown.go).
-	Unknown Unknown `json:"-"`
 }
 
 // InstanceMonitor is the monitor part of an instance.
@@ -166,9 +163,6 @@ type Instance struct {
 	// ack"). The claimer starts before its window ends once every live
 	// node of the service acks its claim.
 	ReadyAck string `json:"ready_ack,omitempty"`
-
-	// Unknown: the fields of a newer release, kept (unknown.go).
-	Unknown Unknown `json:"-"`
 }
 
 // ClaimID names one ready window of a service: the claiming node and when
@@ -273,9 +267,6 @@ type Node struct {
 	// of the dataset's JSON (nor of its digest): every heartbeat message's
 	// header carries it, and the receiver sets it on the copy it hands over.
 	Format Format `json:"-"`
-
-	// Unknown: the fields of a newer release, kept (unknown.go).
-	Unknown Unknown `json:"-"`
 }
 
 // Format is what a node says of its versions: Max, the newest format

@@ -8,16 +8,19 @@ import (
 )
 
 // Unknown holds the JSON fields of a value that this release does not know:
-// fields a newer release added, from a newer peer's data. They are kept,
-// in the order received, and written back after the known fields, so that
-// what this node relays (targets, clears, configs) and what it holds of a
-// peer (whose digest the peer's beats check, heartbeat/message.go) keeps
-// them (docs/operations.md, "Upgrading"). It is the members' raw JSON text
-// (`"k":v,"k2":v2`): a string, so that the types holding it stay
-// comparable. Rule for a release that adds a field: the new field goes
-// last in its struct, so that an older node writes the value back byte for
-// byte; a field that an older node must understand waits for the cluster
-// feature level (node/upgrade).
+// fields a newer release added, from a newer peer's data. The structures a
+// node relays and persists (targets, clears, configs: a node adopts its
+// peers' and passes them on) keep them, in the order received, and write
+// them back after the known fields, so that they reach every node and
+// what a node holds of a peer keeps the digest its beats check
+// (heartbeat/message.go). It is the members' raw JSON text (`"k":v`): a
+// string, so that the types holding it stay comparable. Rules for a
+// release that adds a field (docs/design-notes.md): in these structures
+// the new field goes last, so that an older node writes the value back
+// byte for byte; a new field of a node's own data (Node, Instance,
+// Resource: large, encoded on every change, so not kept, which would cost
+// a second pass over them) is sent only once the cluster feature level
+// says every member reads it (node/upgrade).
 type Unknown string
 
 // decodeKeeping decodes b into a new T (a plain copy of the type, without
@@ -102,61 +105,16 @@ func jsonKeys(t reflect.Type) map[string]bool {
 func isNullJSON(b []byte) bool { return string(bytes.TrimSpace(b)) == "null" }
 
 var (
-	nodeKeys     = jsonKeys(reflect.TypeFor[Node]())
-	instanceKeys = jsonKeys(reflect.TypeFor[Instance]())
-	resourceKeys = jsonKeys(reflect.TypeFor[Resource]())
-	targetKeys   = jsonKeys(reflect.TypeFor[Target]())
-	configKeys   = jsonKeys(reflect.TypeFor[ConfigEntry]())
-	clearKeys    = jsonKeys(reflect.TypeFor[ClearRequest]())
+	targetKeys = jsonKeys(reflect.TypeFor[Target]())
+	configKeys = jsonKeys(reflect.TypeFor[ConfigEntry]())
+	clearKeys  = jsonKeys(reflect.TypeFor[ClearRequest]())
 )
 
 type (
-	plainNode     Node
-	plainInstance Instance
-	plainResource Resource
-	plainTarget   Target
-	plainConfig   ConfigEntry
-	plainClear    ClearRequest
+	plainTarget Target
+	plainConfig ConfigEntry
+	plainClear  ClearRequest
 )
-
-func (n Node) MarshalJSON() ([]byte, error) { return encodeKeeping(plainNode(n), n.Unknown) }
-func (n *Node) UnmarshalJSON(b []byte) error {
-	if isNullJSON(b) {
-		return nil
-	}
-	v, unk, err := decodeKeeping[plainNode](b, nodeKeys)
-	if err == nil {
-		*n = Node(v)
-		n.Unknown = unk
-	}
-	return err
-}
-
-func (i Instance) MarshalJSON() ([]byte, error) { return encodeKeeping(plainInstance(i), i.Unknown) }
-func (i *Instance) UnmarshalJSON(b []byte) error {
-	if isNullJSON(b) {
-		return nil
-	}
-	v, unk, err := decodeKeeping[plainInstance](b, instanceKeys)
-	if err == nil {
-		*i = Instance(v)
-		i.Unknown = unk
-	}
-	return err
-}
-
-func (r Resource) MarshalJSON() ([]byte, error) { return encodeKeeping(plainResource(r), r.Unknown) }
-func (r *Resource) UnmarshalJSON(b []byte) error {
-	if isNullJSON(b) {
-		return nil
-	}
-	v, unk, err := decodeKeeping[plainResource](b, resourceKeys)
-	if err == nil {
-		*r = Resource(v)
-		r.Unknown = unk
-	}
-	return err
-}
 
 func (t Target) MarshalJSON() ([]byte, error) { return encodeKeeping(plainTarget(t), t.Unknown) }
 func (t *Target) UnmarshalJSON(b []byte) error {

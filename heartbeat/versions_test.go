@@ -88,15 +88,16 @@ func TestEnvelopeVersions(t *testing.T) {
 	}
 }
 
-// TestNewerPeersFieldsKeepTheDigest: a peer of a newer release sends data
-// with fields this release does not know (each last in its struct, the
-// rule of dataset.Unknown); the copy held keeps them, so that its digest
-// is the peer's and no beat asks for a full copy again and again.
+// TestNewerPeersFieldsKeepTheDigest: a peer of a newer release sends a
+// target with a field this release does not know (last in its struct,
+// the rule of dataset.Unknown); the copy held keeps it, so that its digest
+// is the peer's and no beat asks for a full copy again and again, and the
+// target adopted from it carries the field on.
 func TestNewerPeersFieldsKeepTheDigest(t *testing.T) {
 	node := `{"name":"n2","monitor":"idle","frozen":false,"compat":1,"load15":0,"mem_avail_pct":0,"labels":null,` +
 		`"services":{"web":{"avail":"up","overall":"up","frozen":false,"monitor":{"state":"idle","global_expect":"none","local_expect":"none","state_since":"0001-01-01T00:00:00Z"},` +
-		`"placement_leader":false,"flags":"","resources":null,"config_version":{"counter":0,"origin":""},"i_new":1}},` +
-		`"targets":{"web":{"expect":"started","id":"x","version":{"counter":1,"origin":"n2"},"t_new":"v"}},"gen":1,"n_new":[1]}`
+		`"placement_leader":false,"flags":"","resources":null,"config_version":{"counter":0,"origin":""}}},` +
+		`"targets":{"web":{"expect":"started","id":"x","version":{"counter":1,"origin":"n2"},"t_new":"v"}},"gen":1}`
 	sum := sha256.Sum256([]byte(node))
 	dig := max(1, binary.BigEndian.Uint64(sum[:8]))
 	c := boundsCore(t)

@@ -149,7 +149,7 @@ func instanceEqual(a, b dataset.Instance) bool {
 	if a.Avail != b.Avail || a.Overall != b.Overall || a.Frozen != b.Frozen || a.Monitor != b.Monitor ||
 		a.PlacementLeader != b.PlacementLeader || a.Flags != b.Flags || a.ConfigVersion != b.ConfigVersion ||
 		a.ConfigError != b.ConfigError || a.Excluded != b.Excluded || a.GaveUp != b.GaveUp || a.Stale != b.Stale ||
-		a.AgeMs != b.AgeMs || a.FencingToken != b.FencingToken || a.FencingSeen != b.FencingSeen || a.ReadyAck != b.ReadyAck || a.Unknown != b.Unknown ||
+		a.AgeMs != b.AgeMs || a.FencingToken != b.FencingToken || a.FencingSeen != b.FencingSeen || a.ReadyAck != b.ReadyAck ||
 		len(a.Resources) != len(b.Resources) {
 		return false
 	}

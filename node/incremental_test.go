@@ -272,7 +272,7 @@ func TestNodeLevelFieldsKnown(t *testing.T) {
 	known := map[string]string{
 		"Name": "compared", "Monitor": "compared", "Frozen": "compared", "Compat": "compared",
 		"Load15": "compared when read", "MemAvailPct": "compared when read", "Labels": "compared",
-		"FrozenReason": "compared", "SplitAction": "compared", "Format": "compared", "Unknown": "a newer release's fields: not read here",
+		"FrozenReason": "compared", "SplitAction": "compared", "Format": "compared",
 		"Services": "diffed per service", "Targets": "merged locally (a full pass)",
 		"Configs": "installed by the driver (a full pass)", "Clears": "merged locally (a full pass)", "Gen": "changes with everything",
 	}
@@ -284,7 +284,7 @@ func TestNodeLevelFieldsKnown(t *testing.T) {
 func TestInstanceFieldsKnown(t *testing.T) {
 	known := map[string]string{}
 	for _, f := range []string{"Avail", "Overall", "Frozen", "Monitor", "PlacementLeader", "Flags", "Resources", "ConfigVersion",
-		"ConfigError", "Excluded", "GaveUp", "Stale", "AgeMs", "FencingToken", "FencingSeen", "ReadyAck", "Unknown"} {
+		"ConfigError", "Excluded", "GaveUp", "Stale", "AgeMs", "FencingToken", "FencingSeen", "ReadyAck"} {
 		known[f] = "compared"
 	}
 	checkFields(t, reflect.TypeOf(dataset.Instance{}), known)
