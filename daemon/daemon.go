@@ -209,7 +209,7 @@ func New(opts Options) (*Daemon, error) {
 	if err := checkStateLevel(p.State(), dur.FeatureLevel, opts.Format); err != nil {
 		return nil, err
 	}
-	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat, Format: opts.Format,
+	d.core = node.New(node.Config{Name: d.node.Name, ClusterNodes: d.cluster.NodeNames(), Compat: opts.Compat, Format: opts.Format, Release: version.Version,
 		MaintenanceGrace: d.node.MaintenanceGracePeriod, RejoinGrace: d.node.RejoinGracePeriod,
 		ReadyPeriod: d.node.ReadyPeriod, ReadyFastAck: d.node.ReadyFastAck, CheckInterval: d.node.CheckInterval, MonitorInterval: d.node.MonitorInterval,
 		Quorum: quorumConfig(d.node, d.cluster), Local: d, Configs: memberCodec{tomlfile.ServiceCodec{File: p.ServiceConf}, d},

@@ -154,6 +154,7 @@ func nodeInfo(n dataset.Node, s dataset.NodeStatus) dataset.NodeInfo {
 		Frozen:      n.Frozen,
 		Compat:      n.Compat,
 		Format:      max(1, n.Format.Max),
+		Release:     n.Format.Release,
 		Load15:      n.Load15,
 		MemAvailPct: n.MemAvailPct,
 		Labels:      n.Labels,

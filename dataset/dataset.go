@@ -275,6 +275,9 @@ type Node struct {
 type Format struct {
 	Max   int
 	Level int
+	// Release is the node's release (its --version), "" when it does
+	// not say (the first release).
+	Release string
 }
 
 // Clone returns a deep copy.

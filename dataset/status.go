@@ -113,8 +113,10 @@ type NodeInfo struct {
 	// FrozenReason is Node.FrozenReason.
 	FrozenReason string `json:"frozen_reason,omitempty"`
 	// Format is the newest format version the node reads (1: a node of
-	// the first release, which does not say).
-	Format int `json:"format,omitempty"`
+	// the first release, which does not say); Release its release
+	// (--version), "" when it does not say.
+	Format  int    `json:"format,omitempty"`
+	Release string `json:"release,omitempty"`
 }
 
 // ServiceStatus is one service across its nodes.

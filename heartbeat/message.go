@@ -46,8 +46,10 @@ type message struct {
 	// feature level it runs at (node/upgrade): 0 (not said, a node of
 	// the first release) is 1. Every message carries them, so that its
 	// receiver knows which formats it may use.
-	Fmt  int    `json:"fmt,omitempty"`
-	Lvl  int    `json:"lvl,omitempty"`
+	Fmt int `json:"fmt,omitempty"`
+	Lvl int `json:"lvl,omitempty"`
+	// Rel is the sender's release (its --version; "" not said).
+	Rel  string `json:"rel,omitempty"`
 	From string `json:"from"`
 	// Inc is the sender's incarnation: it changes on every start, so that a
 	// restarted node whose Gen starts over is not mistaken for stale.
@@ -118,7 +120,7 @@ func encode(m *message) []byte {
 
 // format is what m says of its sender's versions (0, not said, is 1).
 func (m *message) format() dataset.Format {
-	return dataset.Format{Max: max(1, m.Fmt), Level: max(1, m.Lvl)}
+	return dataset.Format{Max: max(1, m.Fmt), Level: max(1, m.Lvl), Release: m.Rel}
 }
 
 // decode parses and validates a frame. It never panics on hostile input.

@@ -20,6 +20,8 @@ type Config struct {
 	// upgrade.Current, HAVEN_FORMAT to rehearse); 0 takes no part in the
 	// cluster feature level (featurelevel.go).
 	Format int
+	// Release is the node's release, announced with its formats.
+	Release string
 	// MaintenanceGrace, RejoinGrace and ReadyPeriod are node.toml's
 	// maintenance_grace_period, rejoin_grace_period and ready_period.
 	MaintenanceGrace time.Duration

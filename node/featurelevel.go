@@ -96,5 +96,5 @@ func (c *Core) localFormat() dataset.Format {
 	if c.cfg.Format == 0 {
 		return dataset.Format{}
 	}
-	return dataset.Format{Max: c.cfg.Format, Level: c.FeatureLevel()}
+	return dataset.Format{Max: c.cfg.Format, Level: c.FeatureLevel(), Release: c.cfg.Release}
 }

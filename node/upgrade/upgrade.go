@@ -107,15 +107,21 @@ type Verdict struct {
 // state is written. down lists the members not up; stateErr is the
 // node's state write error ("" when written).
 func SafeNext(self, level int, members []Member, stateErr string) Verdict {
-	var down []string
+	var down, unheard []string
 	for _, m := range members {
-		if !m.Up {
+		switch {
+		case !m.Up:
 			down = append(down, m.Name)
+		case !m.Heard:
+			unheard = append(unheard, m.Name)
 		}
 	}
 	sort.Strings(down)
 	if len(down) > 0 {
 		return Verdict{Reason: "wait: not every member is up (" + strings.Join(down, ", ") + "): upgrade one node at a time, once the last one is back"}
+	}
+	if len(unheard) > 0 {
+		return Verdict{Reason: "wait: the data of " + strings.Join(unheard, ", ") + " has not come yet (this node just started?)"}
 	}
 	if ok, why := Compatible(self, level, members); !ok {
 		return Verdict{Reason: "no: " + why}

@@ -65,6 +65,10 @@ func TestSafeNext(t *testing.T) {
 	if v := SafeNext(2, 1, down, ""); v.Safe || !strings.Contains(v.Reason, "not every member is up (n2)") {
 		t.Errorf("n2 down: %+v", v)
 	}
+	unheard := []Member{{Name: "n2", Up: true}, {Name: "n3", Heard: true, Up: true, Max: 2}}
+	if v := SafeNext(2, 1, unheard, ""); v.Safe || !strings.Contains(v.Reason, "the data of n2 has not come yet") {
+		t.Errorf("n2 not heard: %+v", v)
+	}
 	if v := SafeNext(2, 1, up, "read-only file system"); v.Safe || !strings.Contains(v.Reason, "read-only") {
 		t.Errorf("state not written: %+v", v)
 	}

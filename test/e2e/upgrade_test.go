@@ -194,8 +194,12 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("the previous release reports formats %d: is packaging/previous-release the release before this code?", ds.Format)
 	}
 	b.upgrade("n1", binDir)
-	ds := b.daemonStatus("n1")
-	if ds.Format != 2 || ds.FeatureLevel != 1 || !ds.UpgradeSafe || !strings.Contains(ds.Upgrade, "n2 (reads formats up to 1), n3 (reads formats up to 1)") {
+	var ds api.DaemonStatus
+	waitFor(t, 20*time.Second, "n1 says the next node may go", func() bool {
+		ds = b.daemonStatus("n1")
+		return ds.UpgradeSafe
+	})
+	if ds.Format != 2 || ds.FeatureLevel != 1 || !strings.Contains(ds.Upgrade, "n2 (reads formats up to 1), n3 (reads formats up to 1)") {
 		t.Fatalf("n1 after its upgrade: %+v", ds)
 	}
 	if !c["n1"].status().Cluster.Compat || !c["n2"].status().Cluster.Compat {
