@@ -62,6 +62,7 @@ func buildPrevious() (string, error) {
 	}
 	defer os.RemoveAll(src)
 	tree := filepath.Join(src, "tree")
+	gitOut(top, "worktree", "prune") // what a killed run left
 	if _, err := gitOut(top, "worktree", "add", "--detach", tree, commit); err != nil {
 		return "", fmt.Errorf("git worktree add %s: %w", commit, err)
 	}
