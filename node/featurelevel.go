@@ -68,15 +68,17 @@ func (c *Core) updateLevel() {
 		return
 	}
 	cur := c.FeatureLevel()
-	lv, _ := upgrade.Level(c.cfg.Format, cur, c.formatMembers())
+	lv, waiting := upgrade.Level(c.cfg.Format, cur, c.formatMembers())
 	if lv <= cur {
 		return
 	}
 	reason := fmt.Sprintf("every member (%s) reads formats up to %d", strings.Join(c.cfg.ClusterNodes, ", "), lv)
-	for _, m := range c.formatMembers() {
-		if m.Heard && max(1, m.Level) == lv && max(1, m.Max) >= lv {
-			reason = fmt.Sprintf("%s already runs at feature level %d", m.Name, lv)
-			break
+	if len(waiting) > 0 { // adopted: the others moved while this node was away
+		for _, m := range c.formatMembers() {
+			if m.Heard && max(1, m.Level) == lv {
+				reason = fmt.Sprintf("%s already runs at feature level %d (the level moved while this node was away)", m.Name, lv)
+				break
+			}
 		}
 	}
 	c.state.FeatureLevel = lv

@@ -91,6 +91,9 @@ func TestFeatureLevelPersistedAndAdopted(t *testing.T) {
 	if c2.FeatureLevel() != 2 {
 		t.Fatalf("level not adopted from n2: %d", c2.FeatureLevel())
 	}
+	if ev := levelEvents(c2.Ready()); len(ev) != 1 || !strings.Contains(ev[0], "1 -> 2: n2 already runs at feature level 2 (the level moved while this node was away)") {
+		t.Fatalf("adoption events %q", ev)
+	}
 	hearFormat(c2, "n3", 4, 2, t0.Add(time.Second))
 	if c2.Compat() {
 		t.Fatal("a member two version steps ahead left ha on")
