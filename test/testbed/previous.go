@@ -48,7 +48,16 @@ func buildPrevious() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	commit := strings.TrimSpace(string(b))
+	commit := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			commit = l
+			break
+		}
+	}
+	if commit == "" {
+		return "", fmt.Errorf("%s names no commit", PreviousReleaseFile)
+	}
 	if _, err := gitOut(top, "cat-file", "-e", commit+"^{commit}"); err != nil {
 		return "", fmt.Errorf("%w: %s (%s; clone the whole history)", ErrNoHistory, commit, PreviousReleaseFile)
 	}
