@@ -110,3 +110,13 @@ func TestFeatureLevelOffInTheSimulation(t *testing.T) {
 		t.Fatalf("level %d format %+v compat %v", c.FeatureLevel(), c.Dataset(dataset.Node{}).Format, c.Compat())
 	}
 }
+
+// TestFeatureLevelAlone: a node alone in its cluster runs at the newest
+// level from its start.
+func TestFeatureLevelAlone(t *testing.T) {
+	c := New(Config{Name: "n1", ClusterNodes: []string{"n1"}, Compat: 1, Format: 2, WriteThrough: true}, State{})
+	c.Start(t0)
+	if r := c.Ready(); c.FeatureLevel() != 2 || r.Persist == nil || r.Persist.FeatureLevel != 2 {
+		t.Fatalf("alone: level %d", c.FeatureLevel())
+	}
+}

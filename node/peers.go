@@ -90,6 +90,7 @@ func (c *Core) Start(now time.Time) {
 	if len(c.peers) > 0 {
 		c.SetNodeMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
 	}
+	c.updateLevel() // alone in its cluster, a node reads every format there is
 	c.publish()
 }
 
