@@ -27,7 +27,8 @@ type durable = node.State
 
 type durableService = node.ServiceState
 
-// stateVersion is the version of the state file's envelope:
+// stateVersion is the first version of the state file's envelope, the one
+// written at cluster feature level 1 (later ones: stateformat.go):
 //
 //	{"version": 1, "sha256": "<hex of the compact state>", "state": {...}}
 const stateVersion = 1
