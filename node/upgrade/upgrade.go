@@ -40,11 +40,13 @@ func norm(v int) int { return max(1, v) }
 
 // Level is the cluster feature level for a node that reads formats up to
 // self and persisted the level persisted (0: never moved: 1): the lowest
-// Max of every member, self included, once every member has been heard;
-// never below persisted (it never moves down by itself); raised to a
-// member's Level when that member runs higher and this node reads it (a
-// node that was away while the level moved). waiting lists the members
-// that hold the level back (not heard yet, or reading less than self).
+// Max of every member, self included, once every member is up and heard
+// (a member down may have been taken back to an older release meanwhile:
+// the level, which never comes back, waits for it); never below persisted
+// (it never moves down by itself); raised to a member's Level when that
+// member runs higher and this node reads it (a node that was away while
+// the level moved). waiting lists the members that hold the level back
+// (down, not heard yet, or reading less than self).
 func Level(self, persisted int, members []Member) (level int, waiting []string) {
 	self, persisted = norm(self), norm(persisted)
 	low := self
@@ -53,6 +55,9 @@ func Level(self, persisted int, members []Member) (level int, waiting []string) 
 		case !m.Heard:
 			low = 0
 			waiting = append(waiting, m.Name+" (not heard yet)")
+		case !m.Up:
+			low = 0
+			waiting = append(waiting, m.Name+" (down)")
 		case norm(m.Max) < self:
 			low = min(low, norm(m.Max))
 			waiting = append(waiting, fmt.Sprintf("%s (reads formats up to %d)", m.Name, norm(m.Max)))

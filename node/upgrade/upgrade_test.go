@@ -19,11 +19,11 @@ func TestLevel(t *testing.T) {
 		{"one old left", 2, 0, []Member{cur("n2"), old("n3")}, 1, "n3 (reads formats up to 1)"},
 		{"all new", 2, 0, []Member{cur("n2"), cur("n3")}, 2, ""},
 		{"a member never heard holds it", 2, 1, []Member{cur("n2"), {Name: "n3"}}, 1, "n3 (not heard yet)"},
-		{"a member down but heard new counts", 2, 1, []Member{cur("n2"), {Name: "n3", Heard: true, Max: 2}}, 2, ""},
+		{"a member down waits, even heard new", 2, 1, []Member{cur("n2"), {Name: "n3", Heard: true, Max: 2}}, 1, "n3 (down)"},
 		{"never down by itself", 2, 2, []Member{cur("n2"), old("n3")}, 2, "n3 (reads formats up to 1)"},
 		{"adopted from a member already there", 2, 1, []Member{{Name: "n2", Heard: true, Up: true, Max: 2, Level: 2}, {Name: "n3"}}, 2, "n3 (not heard yet)"},
 		{"not adopted beyond what self reads", 2, 1, []Member{{Name: "n2", Heard: true, Up: true, Max: 3, Level: 3}, {Name: "n3"}}, 1, "n3 (not heard yet)"},
-		{"a newer member does not lift past self", 2, 1, []Member{{Name: "n2", Heard: true, Max: 3, Level: 2}, cur("n3")}, 2, ""},
+		{"a newer member does not lift past self", 2, 1, []Member{{Name: "n2", Heard: true, Up: true, Max: 3, Level: 2}, cur("n3")}, 2, ""},
 		{"alone", 2, 0, nil, 2, ""},
 	} {
 		got, waiting := Level(tc.self, tc.persisted, tc.members)
