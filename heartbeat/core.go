@@ -210,7 +210,7 @@ func (c *core) publish(n dataset.Node) {
 // beat period.
 func (c *core) setLocalLocked(n *dataset.Node) {
 	c.local, c.full, c.beat = n, nil, nil
-	c.dig = digest(n)
+	c.dig = digest(n.AtLevel(wireVersion(n.Format)))
 	if t := c.s.Clock.Now().Add(c.s.gapWait); t.Before(c.nextBeat) {
 		c.nextBeat = t
 		c.kick()
@@ -380,7 +380,8 @@ func (c *core) checkDigestLocked(p *peer, m *message, now time.Time) {
 		return
 	}
 	if !p.digOK {
-		p.dig, p.digOK = digest(p.data), true
+		// the view of the copy at the message's format (dataset.AtLevel)
+		p.dig, p.digOK = digest(p.data.AtLevel(m.V)), true
 	}
 	if p.dig == m.Dig {
 		return

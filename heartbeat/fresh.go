@@ -45,7 +45,7 @@ func (c *core) encode(m *message) []byte {
 	if c.local != nil && c.local.Format.Max > 0 {
 		f := c.local.Format
 		// the formats of the cluster feature level, and what this node reads
-		m.V, m.Fmt, m.Lvl, m.Rel = min(max(f.Level, protoMin), protoMax), f.Max, f.Level, f.Release
+		m.V, m.Fmt, m.Lvl, m.Rel = wireVersion(f), f.Max, f.Level, f.Release
 	}
 	return encode(m)
 }

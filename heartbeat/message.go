@@ -118,6 +118,15 @@ func encode(m *message) []byte {
 	return b
 }
 
+// wireVersion is the version of the messages of a node whose versions are
+// f: its feature level's (protoVersion when it says nothing).
+func wireVersion(f dataset.Format) int {
+	if f.Max == 0 {
+		return protoVersion
+	}
+	return min(max(f.Level, protoMin), protoMax)
+}
+
 // format is what m says of its sender's versions (0, not said, is 1).
 func (m *message) format() dataset.Format {
 	return dataset.Format{Max: max(1, m.Fmt), Level: max(1, m.Lvl), Release: m.Rel}

@@ -134,6 +134,22 @@ func (b *upgradeBed) daemonStatus(name string) api.DaemonStatus {
 	return ds
 }
 
+// checkNoDigestLoop: the previous release's nodes hold the current
+// nodes' data as they announce it: over a dozen messages received, they
+// ask for no full copy again and again (a digest mismatch at every beat).
+// A field of a node's own data that the previous release does not know
+// must be tagged since:"N" (dataset/since.go) for this to hold.
+func (b *upgradeBed) checkNoDigestLoop(old ...string) {
+	b.t.Helper()
+	for _, n := range old {
+		hb := b.daemonStatus(n).HB
+		waitFor(b.t, 30*time.Second, n+" receives a dozen messages", func() bool { return b.daemonStatus(n).HB.Received >= hb.Received+12 })
+		if got := b.daemonStatus(n).HB.NeedsSent - hb.NeedsSent; got > 2 {
+			b.t.Fatalf("%s (previous release) asked for %d full copies over a dozen messages: its copy of a current node's data does not match the digest announced (a field unknown to it not tagged since, dataset/since.go?)", n, got)
+		}
+	}
+}
+
 // checkJournal fails on any time a service was up on two nodes.
 func (b *upgradeBed) checkJournal() {
 	b.t.Helper()
@@ -205,6 +221,7 @@ func TestRollingUpgrade(t *testing.T) {
 	if !c["n1"].status().Cluster.Compat || !c["n2"].status().Cluster.Compat {
 		t.Fatal("ha disabled with members one version step apart")
 	}
+
 	if out := c["n1"].must("nodemgr", "daemon", "status"); !strings.Contains(out, "upgrade next node") || !strings.Contains(out, "yes: every member is up") {
 		t.Fatalf("nodemgr daemon status does not say whether to upgrade the next node:\n%s", out)
 	}
@@ -222,6 +239,7 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 		return true
 	})
+	b.checkNoDigestLoop("n2", "n3")
 	b.checkJournal()
 
 	// n2, which runs svc1 (frozen) and svc2
@@ -292,6 +310,7 @@ func TestDowngrade(t *testing.T) {
 	if lv := b.level("n2"); lv != 1 {
 		t.Fatalf("level %d with n1 on the previous release", lv)
 	}
+	b.checkNoDigestLoop("n1")
 	b.upgrade("n2", b.prev) // back while the level is 1
 	c["n1"].must("svcmgr", "-s", "web", "switch", "--to", "n2", "--wait", "--time", "60s")
 	b.waitUpOn("web", "n2", 30*time.Second)
