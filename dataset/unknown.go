@@ -19,8 +19,8 @@ import (
 // the new field goes last, so that an older node writes the value back
 // byte for byte; a new field of a node's own data (Node, Instance,
 // Resource: large, encoded on every change, so not kept, which would cost
-// a second pass over them) is sent only once the cluster feature level
-// says every member reads it (node/upgrade).
+// a second pass over them) is tagged since:"N" (since.go): the digests
+// leave it out until the cluster feature level reaches N.
 type Unknown string
 
 // decodeKeeping decodes b into a new T (a plain copy of the type, without
