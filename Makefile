@@ -94,6 +94,7 @@ test: build
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParseService -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./config
 	$(GO) test -run='^$$' -fuzz=FuzzEnvelope -fuzztime=5s -fuzzminimizetime=1s ./heartbeat
+	$(GO) test -run='^$$' -fuzz=FuzzDecodeState -fuzztime=3s -fuzzminimizetime=1s ./daemon
 
 demo: build
 	./test/demo/demo.sh

@@ -47,6 +47,14 @@ type DaemonStatus struct {
 	StateFailedWrites int `json:"state_failed_writes,omitempty"`
 	// Disk is the disk heartbeat, when [hb.disk] is set.
 	Disk *dataset.HBDisk `json:"disk,omitempty"`
+
+	// Format is the newest format version this node reads, FeatureLevel
+	// the cluster feature level it runs at; Upgrade says whether the next
+	// node may be upgraded now, and why (docs/operations.md, "Upgrading").
+	Format       int    `json:"format,omitempty"`
+	FeatureLevel int    `json:"feature_level,omitempty"`
+	Upgrade      string `json:"upgrade,omitempty"`
+	UpgradeSafe  bool   `json:"upgrade_safe,omitempty"`
 }
 
 // PeerStatus is one peer as seen by this node's heartbeat.

@@ -193,3 +193,14 @@ func FuzzHandle(f *testing.F) {
 }
 
 func zapNop() *zap.Logger { return zap.NewNop() }
+
+// TestWireVersions: frames of version 1 (written) and 2 (read, for the
+// next release) parse; 0 and 3 are not this wire's.
+func TestWireVersions(t *testing.T) {
+	for v, want := range map[byte]bool{0: false, 1: true, 2: true, 3: false} {
+		_, _, err := parseHeader([]byte{magic, v, typeReport, 1, 'c', 1, 'n', 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1})
+		if (err == nil) != want {
+			t.Errorf("version %d: %v", v, err)
+		}
+	}
+}

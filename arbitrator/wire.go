@@ -39,6 +39,12 @@ const (
 	maxName     = 255
 )
 
+// versionMax is the newest version read (version is the one written, the
+// first release's): the release after a change reads it, so that nodes and
+// arbitrators upgrade in any order (node/upgrade, docs/operations.md
+// "Upgrading"). Version 2 is version 1's layout.
+const versionMax = 2
+
 var (
 	errNotFrame = errors.New("not an arbitrator frame of this version")
 	errAuth     = errors.New("cannot authenticate (wrong cluster secret, or damaged)")
@@ -79,7 +85,7 @@ func appendHeader(dst []byte, typ byte, cluster, node string, inc, seq uint64) [
 
 // parseHeader reads the header at the start of b; it never reads past b.
 func parseHeader(b []byte) (header, []byte, error) {
-	if len(b) < 4 || b[0] != magic || b[1] != version {
+	if len(b) < 4 || b[0] != magic || b[1] < version || b[1] > versionMax {
 		return header{}, nil, errNotFrame
 	}
 	h := header{typ: b[2]}

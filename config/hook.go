@@ -24,7 +24,7 @@ var EventKinds = []string{
 	"quorum_vote", "quorum_stall", "arbitrator", "takeover_gate", "fenced", "fence_failed",
 	"config_outside", "config_deleted_by_peer", "config_refused", "config_conflict", "config_install_failed",
 	"config_rebased", "config_unconfirmed",
-	"peer_stale", "peer_fresh", "duplicate_member", "duplicate_member_gone", "resource_fault",
+	"peer_stale", "peer_fresh", "duplicate_member", "duplicate_member_gone", "resource_fault", "feature_level",
 	"link_down", "link_up",
 }
 

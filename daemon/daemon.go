@@ -27,6 +27,7 @@ import (
 	"haven/internal/version"
 	"haven/node"
 	"haven/node/driver"
+	"haven/node/upgrade"
 	"haven/resource"
 )
 
@@ -40,6 +41,9 @@ type Options struct {
 	Clock clock.Clock
 	// Compat overrides CompatVersion when non-zero (HAVEN_COMPAT).
 	Compat int
+	// Format overrides upgrade.Current, the newest format version this
+	// node reads, when non-zero (HAVEN_FORMAT: to rehearse an upgrade).
+	Format int
 	// Stderr also sends the log to stderr (nodemgr daemon run).
 	Stderr bool
 	// CrashOutput sends the panics and fatal errors of the whole process
@@ -140,6 +144,9 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Compat == 0 {
 		opts.Compat = CompatVersion
 	}
+	if opts.Format == 0 {
+		opts.Format = upgrade.Current
+	}
 	// no inherited descriptor reaches the apps and hooks
 	if err := closeInheritedOnExec(); err != nil {
 		return nil, err
@@ -206,7 +213,12 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.core = node.New(driver.CoreConfig(d.node, d.cluster, opts.Compat, d, memberCodec{tomlfile.ServiceCodec{File: p.ServiceConf}, d}), dur)
+	if err := checkStateLevel(p.State(), dur.FeatureLevel, opts.Format); err != nil {
+		return nil, err
+	}
+	coreCfg := driver.CoreConfig(d.node, d.cluster, opts.Compat, d, memberCodec{tomlfile.ServiceCodec{File: p.ServiceConf}, d})
+	coreCfg.Format, coreCfg.Release = opts.Format, version.Version // the rolling upgrade's versions (node/featurelevel.go)
+	d.core = node.New(coreCfg, dur)
 	d.drv = driver.New(d.core, effects{d}, d.clk)
 	// the CPU time of a decision pass, whatever d.clk is
 	d.drv.Stopwatch, d.drv.ObserveDecision = clock.Wall, d.metrics.observeDecision

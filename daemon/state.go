@@ -27,7 +27,8 @@ type durable = node.State
 
 type durableService = node.ServiceState
 
-// stateVersion is the version of the state file's envelope:
+// stateVersion is the first version of the state file's envelope, the one
+// written at cluster feature level 1 (later ones: stateformat.go):
 //
 //	{"version": 1, "sha256": "<hex of the compact state>", "state": {...}}
 const stateVersion = 1
@@ -50,6 +51,9 @@ func loadDurable(path string) (durable, error) {
 	d, err := decodeState(b)
 	if err != nil {
 		var se *stateError
+		if errors.As(err, &se) && se.newer {
+			return durable{}, &config.Error{File: path, Key: se.key, Msg: se.msg + ": " + newerStateRemedy}
+		}
 		if errors.As(err, &se) {
 			return durable{}, &config.Error{File: path, Line: se.line, Key: se.key, Msg: se.msg + ": " + stateRemedy}
 		}
@@ -63,6 +67,9 @@ type stateError struct {
 	line int
 	key  string
 	msg  string
+	// newer: the file is of a format (a feature level) of a newer release
+	// (stateformat.go): the remedy is that release, not --new-state.
+	newer bool
 }
 
 func (e *stateError) Error() string {
@@ -87,9 +94,10 @@ func decodeState(b []byte) (durable, error) {
 		return d, &stateError{msg: "null instead of the state object"}
 	}
 	raw := json.RawMessage(b)
+	level := 0
 	if hasEnvelope(top) {
 		var err error
-		if raw, err = openEnvelope(top); err != nil {
+		if raw, level, err = openEnvelope(top); err != nil {
 			return d, err
 		}
 	}
@@ -101,6 +109,7 @@ func decodeState(b []byte) (durable, error) {
 	if err := dec.Decode(&d); err != nil {
 		return d, syntaxError(raw, err, "")
 	}
+	d.FeatureLevel = level
 	return d, nil
 }
 
@@ -114,35 +123,41 @@ func hasEnvelope(top map[string]json.RawMessage) bool {
 }
 
 // openEnvelope checks the envelope and returns the state it holds.
-func openEnvelope(top map[string]json.RawMessage) (json.RawMessage, error) {
+// It returns the cluster feature level the envelope records (1 for
+// version 1, which records none).
+func openEnvelope(top map[string]json.RawMessage) (json.RawMessage, int, error) {
+	if err := newerEnvelope(top); err != nil {
+		return nil, 0, err
+	}
 	for _, k := range sortedKeys(top) {
-		if k != "version" && k != "sha256" && k != "state" {
-			return nil, &stateError{key: k, msg: "unknown key in the state envelope"}
+		if k != "version" && k != "sha256" && k != "state" && k != levelKey {
+			return nil, 0, &stateError{key: k, msg: "unknown key in the state envelope"}
 		}
 		if isNull(top[k]) {
-			return nil, &stateError{key: k, msg: "null is not allowed"}
+			return nil, 0, &stateError{key: k, msg: "null is not allowed"}
 		}
 	}
 	for _, k := range []string{"version", "sha256", "state"} {
 		if _, ok := top[k]; !ok {
-			return nil, &stateError{key: k, msg: "missing from the state envelope"}
+			return nil, 0, &stateError{key: k, msg: "missing from the state envelope"}
 		}
 	}
 	var version int
 	if err := json.Unmarshal(top["version"], &version); err != nil {
-		return nil, &stateError{key: "version", msg: "want a number"}
+		return nil, 0, &stateError{key: "version", msg: "want a number"}
 	}
-	if version != stateVersion {
-		return nil, &stateError{key: "version", msg: fmt.Sprintf("state format version %d: this haven reads version %d", version, stateVersion)}
+	level, err := envelopeLevel(version, top)
+	if err != nil {
+		return nil, 0, err
 	}
 	var sum string
 	if err := json.Unmarshal(top["sha256"], &sum); err != nil {
-		return nil, &stateError{key: "sha256", msg: "want a string"}
+		return nil, 0, &stateError{key: "sha256", msg: "want a string"}
 	}
 	if got := stateSum(top["state"]); got != sum {
-		return nil, &stateError{key: "sha256", msg: fmt.Sprintf("the state does not match its checksum (file says %.12s…, content is %.12s…): the file was changed or damaged", sum, got)}
+		return nil, 0, &stateError{key: "sha256", msg: fmt.Sprintf("the state does not match its checksum (file says %.12s…, content is %.12s…): the file was changed or damaged", sum, got)}
 	}
-	return top["state"], nil
+	return top["state"], level, nil
 }
 
 // stateSum is the SHA-256 of the compact form of a state, so that the
@@ -286,12 +301,13 @@ func encodeDurable(d durable) ([]byte, error) {
 	if d.Services == nil {
 		d.Services = map[string]durableService{}
 	}
+	d = withoutUnknown(d)
 	st, err := json.MarshalIndent(d, "  ", "  ")
 	if err != nil {
 		return nil, err
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "{\n  \"version\": %d,\n  \"sha256\": %q,\n  \"state\": ", stateVersion, stateSum(st))
+	writeEnvelopeHead(&b, d.FeatureLevel, stateSum(st))
 	b.Write(st)
 	b.WriteString("\n}\n")
 	return b.Bytes(), nil

@@ -14,7 +14,7 @@ import (
 func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 	local := d.localNode()
 	st := &dataset.ClusterStatus{
-		Cluster:  dataset.ClusterInfo{Name: d.cluster.Name, Compat: d.core.Compat(), Quorum: d.cluster.Quorum, QuorumState: d.core.QuorumInfo(d.clk.Now())},
+		Cluster:  dataset.ClusterInfo{Name: d.cluster.Name, Compat: d.core.Compat(), FeatureLevel: d.core.FeatureLevel(), Quorum: d.cluster.Quorum, QuorumState: d.core.QuorumInfo(d.clk.Now())},
 		Nodes:    map[string]dataset.NodeInfo{},
 		Services: map[string]dataset.ServiceStatus{},
 		Local:    d.node.Name,
@@ -155,6 +155,8 @@ func nodeInfo(n dataset.Node, s dataset.NodeStatus) dataset.NodeInfo {
 		Monitor:     n.Monitor,
 		Frozen:      n.Frozen,
 		Compat:      n.Compat,
+		Format:      max(1, n.Format.Max),
+		Release:     n.Format.Release,
 		Load15:      n.Load15,
 		MemAvailPct: n.MemAvailPct,
 		Labels:      n.Labels,

@@ -108,7 +108,7 @@ type Resource struct {
 	// Fault is set when the last check says the resource cannot run here
 	// ("hard": an OCF agent not installed, or its monitor exited 2 to 5)
 	// or is not configured right ("fatal": exit 6); Log says why.
-	Fault string `json:"fault,omitempty"`
+	Fault string `json:"fault,omitempty" since:"2"`
 }
 
 // InstanceMonitor is the monitor part of an instance.
@@ -171,8 +171,8 @@ type Instance struct {
 	// and last stop took on this node (from the action's begin to its
 	// end, the status check after it included), in milliseconds; zero
 	// until measured. svcmgr simulate takes them as the action durations.
-	LastStartMs int64 `json:"last_start_ms,omitempty"`
-	LastStopMs  int64 `json:"last_stop_ms,omitempty"`
+	LastStartMs int64 `json:"last_start_ms,omitempty" since:"2"`
+	LastStopMs  int64 `json:"last_stop_ms,omitempty" since:"2"`
 }
 
 // ClaimID names one ready window of a service: the claiming node and when
@@ -219,6 +219,9 @@ type Target struct {
 	// ID is the orchestration id returned to the admin.
 	ID      string  `json:"id"`
 	Version Version `json:"version"`
+
+	// Unknown: the fields of a newer release, kept (unknown.go).
+	Unknown Unknown `json:"-"`
 }
 
 // Active reports whether t asks for something: an aborted target is kept
@@ -269,6 +272,22 @@ type Node struct {
 	// survivors count on a lost node's self-stop only when it is stop,
 	// crash or reboot.
 	SplitAction string `json:"split_action,omitempty"`
+
+	// Format is the node's format versions (node/upgrade). It is not part
+	// of the dataset's JSON (nor of its digest): every heartbeat message's
+	// header carries it, and the receiver sets it on the copy it hands over.
+	Format Format `json:"-"`
+}
+
+// Format is what a node says of its versions: Max, the newest format
+// version it reads; Level, the cluster feature level it runs at. Zero
+// (a node of the first release, which says nothing) means 1.
+type Format struct {
+	Max   int
+	Level int
+	// Release is the node's release (its --version), "" when it does
+	// not say (the first release).
+	Release string
 }
 
 // Clone returns a deep copy.
@@ -330,6 +349,9 @@ type ConfigEntry struct {
 	Includes map[string]uint64 `json:"includes,omitempty"`
 	Raw      string            `json:"raw,omitempty"`
 	Deleted  bool              `json:"deleted,omitempty"`
+
+	// Unknown: the fields of a newer release, kept (unknown.go).
+	Unknown Unknown `json:"-"`
 }
 
 // ConfigDigest is the hex SHA-256 of a config's bytes.
@@ -385,4 +407,7 @@ func (e ConfigEntry) Sane() error {
 type ClearRequest struct {
 	Node    string  `json:"node,omitempty"`
 	Version Version `json:"version"`
+
+	// Unknown: the fields of a newer release, kept (unknown.go).
+	Unknown Unknown `json:"-"`
 }

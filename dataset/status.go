@@ -90,6 +90,9 @@ type ClusterInfo struct {
 	// QuorumState is the producing node's view of the quorum (an extension
 	// of the contract), set when Quorum is.
 	QuorumState *QuorumInfo `json:"quorum_state,omitempty"`
+	// FeatureLevel is the producing node's cluster feature level (the
+	// format version every member reads, docs/operations.md "Upgrading").
+	FeatureLevel int `json:"feature_level,omitempty"`
 }
 
 // QuorumInfo is a node's view of the quorum (cluster.quorum on): the votes
@@ -153,6 +156,11 @@ type NodeInfo struct {
 
 	// FrozenReason is Node.FrozenReason.
 	FrozenReason string `json:"frozen_reason,omitempty"`
+	// Format is the newest format version the node reads (1: a node of
+	// the first release, which does not say); Release its release
+	// (--version), "" when it does not say.
+	Format  int    `json:"format,omitempty"`
+	Release string `json:"release,omitempty"`
 }
 
 // ServiceStatus is one service across its nodes.

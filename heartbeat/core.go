@@ -92,6 +92,9 @@ type peer struct {
 	// last beat; hearsOK when a beat said them.
 	hears   uint64
 	hearsOK bool
+	// format is what p's last message said of its versions (message.Fmt,
+	// Lvl): its Data events carry it.
+	format dataset.Format
 }
 
 // Probes: a peer silent for probeAfter (two beat periods: a beat lost, at
@@ -216,7 +219,7 @@ func (c *core) publish(n dataset.Node) {
 // beat period.
 func (c *core) setLocalLocked(n *dataset.Node) {
 	c.local, c.full, c.beat = n, nil, nil
-	c.dig = digest(n)
+	c.dig = digest(n.AtLevel(wireVersion(n.Format)))
 	if t := c.s.Clock.Now().Add(c.s.gapWait); t.Before(c.nextBeat) {
 		c.nextBeat = t
 		c.kick()
@@ -307,6 +310,11 @@ func (c *core) heardLocked(p *peer, m *message, newer bool, now time.Time) bool 
 		sentFull = true
 	}
 	p.seenInc = m.Inc
+	if f := m.format(); f != p.format {
+		// a change of its versions (its feature level moved) is
+		// handed over with the copy held, as a peer up is
+		p.format, p.confirm = f, true
+	}
 	if !p.up {
 		sentFull = c.peerUpLocked(p, now) || sentFull
 	}
@@ -426,7 +434,8 @@ func (c *core) checkDigestLocked(p *peer, m *message, now time.Time) {
 		return
 	}
 	if !p.digOK {
-		p.dig, p.digOK = digest(p.data), true
+		// the view of the copy at the message's format (dataset.AtLevel)
+		p.dig, p.digOK = digest(p.data.AtLevel(m.V)), true
 	}
 	if p.dig == m.Dig {
 		return
@@ -678,6 +687,7 @@ func (c *core) refuseLocked(key string, ev Event) {
 func (c *core) emitDataLocked(p *peer) {
 	p.confirm = false
 	d := p.data.Clone()
+	d.Format = p.format
 	c.emitLocked(Event{Kind: Data, Node: p.name, Data: &d})
 }
 

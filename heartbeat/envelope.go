@@ -29,7 +29,12 @@ import (
 // reply belongs to one stream.
 const (
 	envMagic   = 'H'
-	envVersion = 1
+	envVersion = 1 // the version written: the first release's, unchanged since
+	// envVersionMax is the newest envelope version read: a version's
+	// frames are read by the release after it (node/upgrade), so that the
+	// next one may write a new version once the cluster feature level
+	// allows it. Version 2 is version 1's layout.
+	envVersionMax = 2
 
 	typeDatagram  = 1 // memberlist packet
 	typeChallenge = 2 // "prove you are alive": payload is a nonce
@@ -72,12 +77,15 @@ func appendHeader(dst []byte, typ byte, name string, inc, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(dst, seq)
 }
 
+// envVersionOK reports whether an envelope of version v is read.
+func envVersionOK(v byte) bool { return v >= envVersion && v <= envVersionMax }
+
 // headerLen is the size of a header naming name.
 func headerLen(name string) int { return hdrFixed + len(name) }
 
 // parseHeader reads the header at the start of b; it never reads past b.
 func parseHeader(b []byte) (header, []byte, error) {
-	if len(b) < hdrFixed || b[0] != envMagic || b[1] != envVersion {
+	if len(b) < hdrFixed || b[0] != envMagic || !envVersionOK(b[1]) {
 		return header{}, nil, errNotFrame
 	}
 	n := int(b[3])

@@ -42,6 +42,11 @@ func (s settings) lagPeriod() time.Duration { return 10 * s.Timeout }
 func (c *core) encode(m *message) []byte {
 	m.N = msgSeq.Add(1)
 	m.T = c.s.Clock.Now().Sub(c.epoch)
+	if c.local != nil && c.local.Format.Max > 0 {
+		f := c.local.Format
+		// the formats of the cluster feature level, and what this node reads
+		m.V, m.Fmt, m.Lvl, m.Rel = wireVersion(f), f.Max, f.Level, f.Release
+	}
 	return encode(m)
 }
 

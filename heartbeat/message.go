@@ -11,10 +11,20 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/node/upgrade"
 )
 
-// protoVersion is the version of the wire format below.
-const protoVersion = 1
+// The format version of the messages below (V): a node writes the cluster
+// feature level's (node/upgrade) and reads every version from
+// upgrade.Previous to upgrade.Current. Version 1 is the first release's;
+// version 2 is version 1 with the header fields Fmt and Lvl, which a node
+// of version 1 ignores (encoding/json drops unknown fields), so that
+// they go out at every level. Every release writes V (0 is refused).
+const (
+	protoVersion = 1 // what a message of a node that does not say its level carries
+	protoMin     = upgrade.Previous
+	protoMax     = upgrade.Current
+)
 
 // maxMessage bounds a decoded message; anything larger is rejected.
 const maxMessage = 16 << 20
@@ -32,6 +42,14 @@ const (
 type message struct {
 	V    int    `json:"v"`
 	Kind string `json:"k"`
+	// Fmt is the newest format version the sender reads, Lvl the cluster
+	// feature level it runs at (node/upgrade): 0 (not said, a node of
+	// the first release) is 1. Every message carries them, so that its
+	// receiver knows which formats it may use.
+	Fmt int `json:"fmt,omitempty"`
+	Lvl int `json:"lvl,omitempty"`
+	// Rel is the sender's release (its --version; "" not said).
+	Rel  string `json:"rel,omitempty"`
 	From string `json:"from"`
 	// Inc is the sender's incarnation: it changes on every start, so that a
 	// restarted node whose Gen starts over is not mistaken for stale.
@@ -94,14 +112,30 @@ type delta struct {
 }
 
 func encode(m *message) []byte {
-	m.V = protoVersion
+	if m.V == 0 {
+		m.V = protoVersion
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		// Only unsupported values (NaN load) can fail; they are a bug of
 		// the publisher, and a beat keeps the node alive meanwhile.
-		b, _ = json.Marshal(&message{V: protoVersion, Kind: kindBeat, From: m.From, Inc: m.Inc})
+		b, _ = json.Marshal(&message{V: m.V, Fmt: m.Fmt, Lvl: m.Lvl, Kind: kindBeat, From: m.From, Inc: m.Inc})
 	}
 	return b
+}
+
+// wireVersion is the version of the messages of a node whose versions are
+// f: its feature level's (protoVersion when it says nothing).
+func wireVersion(f dataset.Format) int {
+	if f.Max == 0 {
+		return protoVersion
+	}
+	return min(max(f.Level, protoMin), protoMax)
+}
+
+// format is what m says of its sender's versions (0, not said, is 1).
+func (m *message) format() dataset.Format {
+	return dataset.Format{Max: max(1, m.Fmt), Level: max(1, m.Lvl), Release: m.Rel}
 }
 
 // decode parses and validates a frame. It never panics on hostile input.
@@ -116,8 +150,8 @@ func decode(b []byte) (*message, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("malformed message: %w", err)
 	}
-	if m.V != protoVersion {
-		return nil, fmt.Errorf("unsupported protocol version %d", m.V)
+	if m.V < protoMin || m.V > protoMax {
+		return nil, fmt.Errorf("unsupported protocol version %d (this node reads %d to %d: a newer release at a higher cluster feature level, or an older one no longer supported)", m.V, protoMin, protoMax)
 	}
 	if m.From == "" {
 		return nil, errors.New("message without sender")

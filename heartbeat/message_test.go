@@ -94,6 +94,7 @@ func TestDecodeRejects(t *testing.T) {
 	for _, tc := range []struct{ name, in string }{
 		{"not json", `hello`},
 		{"old version", `{"v":0,"k":"beat","from":"n1"}`},
+		{"newer version", `{"v":3,"k":"beat","from":"n1"}`},
 		{"no sender", `{"v":1,"k":"beat"}`},
 		{"unknown kind", `{"v":1,"k":"boom","from":"n1"}`},
 		{"full without node", `{"v":1,"k":"full","from":"n1","gen":1}`},
@@ -119,9 +120,20 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(&message{Kind: kindDelta, From: "n1", Base: 1, Gen: 2, Delta: diff(&a, &b)}))
 	f.Add(encode(&message{Kind: kindFull, From: "n1", Gen: 2, Node: &b}))
 	f.Add([]byte(`{"v":1,"k":"beat","from":"n1"}`))
+	// both versions (node/upgrade): the previous release's, and version 2
+	f.Add([]byte(`{"v":1,"k":"beat","from":"n1","fmt":2,"lvl":1}`))
+	f.Add(encode(&message{V: 2, Fmt: 2, Lvl: 2, Kind: kindFull, From: "n1", Gen: 2, Node: &b}))
+	// a newer release's fields in the relayed structures (dataset.Unknown)
+	f.Add([]byte(`{"v":2,"k":"full","from":"n1","gen":2,"node":{"name":"n1","gen":2,"targets":{"a":{"expect":"started","zz":[1,{"q":null}]}},"clears":{"a":{"k":1}},"configs":{"a":{"raw":"x","c":"d"}}}}`))
 	f.Add([]byte(`{"v":1,"k":"delta","from":"n1","base":1,"gen":2,"delta":{"set":{"s":{"resources":null}},"del":["x"]}}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		m, err := decode(in)
+		if err == nil && m.Node != nil {
+			// what is kept of a newer release's fields is written back
+			if _, err := json.Marshal(m.Node); err != nil {
+				t.Fatalf("decoded node does not encode: %v", err)
+			}
+		}
 		if err != nil || m.Kind != kindDelta {
 			return
 		}

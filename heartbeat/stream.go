@@ -159,7 +159,7 @@ func readHeader(r io.Reader) (header, error) {
 	if _, err := io.ReadFull(r, fixed[:]); err != nil {
 		return header{}, err
 	}
-	if fixed[0] != envMagic || fixed[1] != envVersion || fixed[3] == 0 {
+	if fixed[0] != envMagic || !envVersionOK(fixed[1]) || fixed[3] == 0 {
 		return header{}, errNotFrame
 	}
 	b := make([]byte, hdrFixed+int(fixed[3]))

@@ -16,6 +16,12 @@ type Config struct {
 	ClusterNodes []string
 	// Compat is the compat version this node announces.
 	Compat int
+	// Format is the newest format version this node reads (node/upgrade:
+	// upgrade.Current, HAVEN_FORMAT to rehearse); 0 takes no part in the
+	// cluster feature level (featurelevel.go).
+	Format int
+	// Release is the node's release, announced with its formats.
+	Release string
 	// MaintenanceGrace, RejoinGrace and ReadyPeriod are node.toml's
 	// maintenance_grace_period, rejoin_grace_period and ready_period.
 	MaintenanceGrace time.Duration

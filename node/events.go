@@ -199,6 +199,8 @@ func (e NodeMonitor) String() string {
 // Compat: the live members' compat versions agree again, or no longer.
 type Compat struct {
 	OK bool `json:"ok"`
+	// Reason says which members differ and how (ha disabled).
+	Reason string `json:"reason,omitempty"`
 }
 
 func (Compat) Kind() string    { return "compat" }
@@ -212,6 +214,9 @@ func (e Compat) Level() Level {
 func (e Compat) String() string {
 	if e.OK {
 		return "cluster members run compatible versions. enable ha orchestration"
+	}
+	if e.Reason != "" {
+		return "cluster members run incompatible versions. disable ha orchestration (" + e.Reason + ")"
 	}
 	return "cluster members run incompatible versions. disable ha orchestration"
 }

@@ -86,7 +86,7 @@ func TestEventKindsListed(t *testing.T) {
 		QuorumVote{}, QuorumStall{}, ArbitratorStatus{}, TakeoverGate{}, Fenced{}, FenceFailed{},
 		ConfigChangedOutside{}, ConfigDeletedByPeer{}, ConfigRefused{}, ConfigConflict{}, ConfigInstallFailed{},
 		ConfigRebased{}, ConfigUnconfirmed{},
-		PeerDataStale{}, PeerDataFresh{}, DuplicateMember{}, DuplicateMemberGone{}, ResourceFault{}}
+		PeerDataStale{}, PeerDataFresh{}, DuplicateMember{}, DuplicateMemberGone{}, ResourceFault{}, FeatureLevel{}}
 	for _, e := range evs {
 		found := false
 		for _, k := range config.EventKinds {

@@ -127,7 +127,7 @@ func (c *Core) noteData(name string, prev view.Peer, data *dataset.Node) bool {
 // dataset: a full pass); Gen changes with everything.
 // TestNodeLevelFieldsKnown keeps this list in step with dataset.Node.
 func nodeLevelEqual(a, b *dataset.Node, load bool) bool {
-	if a.Name != b.Name || a.Monitor != b.Monitor || a.Frozen != b.Frozen || a.Compat != b.Compat ||
+	if a.Name != b.Name || a.Monitor != b.Monitor || a.Frozen != b.Frozen || a.Compat != b.Compat || a.Format != b.Format ||
 		a.FrozenReason != b.FrozenReason || a.SplitAction != b.SplitAction || len(a.Labels) != len(b.Labels) {
 		return false
 	}

@@ -272,7 +272,7 @@ func TestNodeLevelFieldsKnown(t *testing.T) {
 	known := map[string]string{
 		"Name": "compared", "Monitor": "compared", "Frozen": "compared", "Compat": "compared",
 		"Load15": "compared when read", "MemAvailPct": "compared when read", "Labels": "compared",
-		"FrozenReason": "compared", "SplitAction": "compared",
+		"FrozenReason": "compared", "SplitAction": "compared", "Format": "compared",
 		"Services": "diffed per service", "Targets": "merged locally (a full pass)",
 		"Configs": "installed by the driver (a full pass)", "Clears": "merged locally (a full pass)", "Gen": "changes with everything",
 	}

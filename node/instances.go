@@ -457,6 +457,7 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 	n.Frozen = c.state.NodeFrozen
 	n.FrozenReason = c.state.NodeFrozenReason
 	n.Compat = c.cfg.Compat
+	n.Format = c.localFormat()
 	n.Targets = c.Targets()
 	n.Clears = c.Clears()
 	if c.quorumOn() {

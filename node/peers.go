@@ -90,6 +90,7 @@ func (c *Core) Start(now time.Time) {
 	if len(c.peers) > 0 {
 		c.SetNodeMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
 	}
+	c.updateLevel() // alone in its cluster, a node reads every format there is
 	c.publish()
 }
 
@@ -198,12 +199,17 @@ func (c *Core) updateCompat() {
 	for name, p := range c.peers {
 		peers[name] = p.Peer
 	}
+	c.updateLevel()
 	ok := view.CompatOK(c.cfg.Compat, peers)
+	reason := "" // a compat mismatch says nothing more: the contract's line
+	if ok {
+		ok, reason = c.formatsCompatible()
+	}
 	if ok == c.compat {
 		return
 	}
 	c.compat = ok
-	c.emit(Compat{OK: ok})
+	c.emit(Compat{OK: ok, Reason: reason})
 	c.publish()
 }
 

@@ -25,6 +25,12 @@ type State struct {
 	// Incarnation numbers this node's last run in the heartbeat envelope:
 	// peers drop frames of earlier runs, so it must never go backwards.
 	Incarnation uint64 `json:"incarnation,omitempty"`
+
+	// FeatureLevel is the cluster feature level this node runs at
+	// (featurelevel.go); 0 is 1. Not in the state object: the daemon
+	// writes it in the file's envelope (from version 2), so that a
+	// release that cannot read that level's formats refuses the file.
+	FeatureLevel int `json:"-"`
 }
 
 // ServiceState is the durable state of one service known to this node (its

@@ -33,6 +33,10 @@ import (
 // EnvCompat overrides the compat version of the daemon (docs/contract.md section 7).
 const EnvCompat = "HAVEN_COMPAT"
 
+// EnvFormat overrides the newest format version the daemon reads
+// (node/upgrade), to rehearse an upgrade across versions.
+const EnvFormat = "HAVEN_FORMAT"
+
 // App returns the nodemgr command.
 func App() *cli.App {
 	flags := cliutil.GlobalFlags()
@@ -107,20 +111,27 @@ func daemonFlags() []cli.Flag {
 	}
 }
 
-func compat() (int, error) {
-	v := os.Getenv(EnvCompat)
+func compat() (int, error) { return envInt(EnvCompat) }
+
+// envInt reads a positive integer from the environment (0 when unset).
+func envInt(name string) (int, error) {
+	v := os.Getenv(name)
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n <= 0 {
-		return 0, cliutil.Usage("%s=%q: want a positive integer", EnvCompat, v)
+		return 0, cliutil.Usage("%s=%q: want a positive integer", name, v)
 	}
 	return n, nil
 }
 
 func run(c *cli.Context) error {
 	cv, err := compat()
+	if err != nil {
+		return err
+	}
+	fv, err := envInt(EnvFormat)
 	if err != nil {
 		return err
 	}
@@ -136,7 +147,7 @@ func run(c *cli.Context) error {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	defer signal.Stop(hup)
-	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster"), NewState: c.Bool("new-state"),
+	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Format: fv, Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster"), NewState: c.Bool("new-state"),
 		WebView: webView})
 	if err != nil {
 		return err

@@ -34,6 +34,10 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	kv.add(c("uptime"), c(uptime))
 	kv.add(c("compat"), c(strconv.Itoa(d.Compat)))
 	kv.add(c("monitor"), c(monitor))
+	if d.Format > 0 {
+		kv.add(c("formats"), c(fmt.Sprintf("reads up to %d, cluster feature level %d", d.Format, d.FeatureLevel)))
+		kv.add(c("upgrade next node"), c(d.Upgrade))
+	}
 	if d.StateError != "" {
 		kv.add(c("state"), c(fmt.Sprintf("not saved since %s (%d failed writes, retried): %s",
 			Age(d.StateErrorSince, now), d.StateFailedWrites, d.StateError)))

@@ -96,6 +96,9 @@ func svcmonHeader(st *dataset.ClusterStatus, color bool) string {
 			notes = append(notes, paint(fmt.Sprintf("quorum short: %d/%d votes", q.Votes, q.Total), ansiYellow, color))
 		}
 	}
+	if upgrading(st) {
+		notes = append(notes, fmt.Sprintf("feature level %d, rolling upgrade in progress", st.Cluster.FeatureLevel))
+	}
 	if st.Local != "" {
 		notes = append(notes, "seen from "+st.Local)
 	}
@@ -163,7 +166,11 @@ func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
 			notes = append(notes, n+" frozen: "+ni.FrozenReason)
 		}
 	}
-	return monSection{title: "Nodes", rows: []monRow{state, monitor, frozen, compat, load}, notes: notes}
+	rows := []monRow{state, monitor, frozen, compat, load}
+	if upgrading(st) {
+		rows = append(rows, formatRow(st, nodes))
+	}
+	return monSection{title: "Nodes", rows: rows, notes: notes}
 }
 
 func servicesSection(st *dataset.ClusterStatus, nodes []string, sel func(string) bool) monSection {

@@ -39,6 +39,7 @@ func run(args []string) int {
 	only := fs.String("only", "", "pick only among these comma-separated tests")
 	report := fs.String("report", "chaos-report.md", "write the markdown report there (\"\" for none)")
 	bin := fs.String("bin", "bin", "directory of nodemgr, svcmgr and svcmon")
+	previous := fs.String("previous", "", "directory of the previous release's nodemgr, svcmgr and svcmon: the last node runs them (MixedVersions)")
 	nodes := fs.Int("nodes", 3, "cluster size")
 	keep := fs.Bool("keep", false, "keep the work directory (roots, logs, journal)")
 	stopOnFailure := fs.Bool("stop-on-failure", false, "end the round at the first failed test (else go on while the cluster recovers)")
@@ -81,7 +82,20 @@ func run(args []string) int {
 			return 2
 		}
 	}
-	cfg := chaos.Config{Bin: abs, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, OneVote: *oneVote, Links: *links, OCF: *ocfMode}
+	prev := ""
+	if *previous != "" {
+		if prev, err = filepath.Abs(*previous); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			return 2
+		}
+		for _, b := range []string{"nodemgr", "svcmgr", "svcmon"} {
+			if _, err := os.Stat(filepath.Join(prev, b)); err != nil {
+				fmt.Fprintf(os.Stderr, "chaos: -previous %s: %v\n", *previous, err)
+				return 2
+			}
+		}
+	}
+	cfg := chaos.Config{Bin: abs, Previous: prev, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, OneVote: *oneVote, Links: *links, OCF: *ocfMode}
 	cfg.Stop, cfg.Abort = interrupts()
 	cfg.Aborted = func() { os.Exit(130) }
 	rep, err := chaos.Run(cfg)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"haven/test/testbed"
 )
 
 // The short fixed-seed round that `make test` runs as root: a few minutes
@@ -64,5 +66,43 @@ func TestChaosShortRound(t *testing.T) {
 	}
 	if _, err := os.Stat(bin + "/nodemgr"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChaosMixedVersions: MixedVersions once, in a round whose last node
+// runs the previous release (packaging/previous-release, built from the
+// history), then the audits. As root, like the short round.
+func TestChaosMixedVersions(t *testing.T) {
+	if why := NetnsUnavailable(); why != "" {
+		t.Skip("the chaos round: " + why)
+	}
+	if why := IptablesUnavailable(); why != "" {
+		t.Skip("the chaos round: " + why)
+	}
+	if testing.Short() {
+		t.Skip("a chaos round: not with -short")
+	}
+	prev, err := testbed.PreviousRelease()
+	if errors.Is(err, testbed.ErrNoHistory) {
+		t.Skipf("no previous release: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := testbed.Build(bin, "", "haven/cmd/nodemgr", "haven/cmd/svcmgr", "haven/cmd/svcmon"); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rep, err := Run(Config{Bin: bin, Previous: prev, Seed: 1, Tests: []string{"MixedVersions"}, Quorum: QuorumOff, Out: &out, StopOnFailure: true})
+	t.Log("\n" + out.String())
+	if errors.Is(err, ErrNoNamespace) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Failed() || len(rep.Outcomes) != 1 {
+		t.Fatalf("MixedVersions failed (%d outcomes); replay: %s", len(rep.Outcomes), rep.Replay())
 	}
 }

@@ -137,6 +137,9 @@ func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 	for _, n := range c.Names {
 		nd := &Node{Name: n, Root: filepath.Join(work, n), c: c}
 		c.Nodes[n] = nd
+		if cfg.Previous != "" && n == c.Names[len(c.Names)-1] {
+			nd.Bin = cfg.Previous // the node on the previous release (mixed.go)
+		}
 		// split_action stop (read with quorum on only), and node actions
 		// that only record they ran: never the default sysrq
 		action := filepath.Join(work, "node-action.sh")

@@ -19,7 +19,11 @@ import (
 type Node struct {
 	Name string
 	Root string
-	c    *Cluster
+	// Bin is the directory of the binaries this node runs ("": the
+	// round's, Config.Bin; Config.Previous for the node on the previous
+	// release, mixed.go).
+	Bin string
+	c   *Cluster
 }
 
 // Result is what a command printed and its exit status (-1: it could not
@@ -48,7 +52,11 @@ func (n *Node) Run(timeout time.Duration, bin string, args ...string) Result {
 }
 
 func (n *Node) run(timeout time.Duration, inNS bool, bin string, args ...string) Result {
-	c := testbed.Command{Bin: filepath.Join(n.c.cfg.Bin, bin), Root: n.Root, Args: args, Timeout: timeout}
+	dir := n.c.cfg.Bin
+	if n.Bin != "" {
+		dir = n.Bin
+	}
+	c := testbed.Command{Bin: filepath.Join(dir, bin), Root: n.Root, Args: args, Timeout: timeout}
 	if inNS {
 		c.NS = n.c.Bed.NS[n.Name]
 	}

@@ -22,6 +22,10 @@ type Config struct {
 	Work     string        // parent of the work directory ("" for the system's temp dir)
 	Keep     bool          // keep the work directory (roots, logs, journal)
 	Out      io.Writer     // one line per test, then the table
+	// Previous is the directory of the previous release's binaries
+	// (testbed.PreviousRelease): the round's last node runs them, and
+	// MixedVersions may be picked (mixed.go). "" runs every node on Bin.
+	Previous string
 	// StopOnFailure ends the round at the first failed test; otherwise it
 	// goes on while the audits find the cluster recovered.
 	StopOnFailure bool
@@ -157,6 +161,9 @@ func Run(cfg Config) (*Report, error) {
 		if why := checkLinks(cfg.Links, n); why != "" {
 			return nil, ConfigError(why)
 		}
+		if why := checkPrevious(cfg.Previous, n); why != "" {
+			return nil, ConfigError(why)
+		}
 	}
 	if why := NetnsUnavailable(); why != "" {
 		return nil, fmt.Errorf("%w: %s", ErrNoNamespace, why)
@@ -211,6 +218,7 @@ func Run(cfg Config) (*Report, error) {
 		pool = slices.DeleteFunc(slices.Clone(pool), func(n string) bool { return quorumUses[n] == quorumNeed })
 	}
 	pool = linksPool(cfg.Links, pool)
+	pool = slices.DeleteFunc(pool, func(n string) bool { return checkPrevious(cfg.Previous, n) != "" })
 	seq := cfg.Tests
 	if len(seq) == 0 {
 		seq = cfg.First

@@ -36,6 +36,9 @@ type node struct {
 	t    *testing.T
 	name string
 	root string
+	// bins is the directory of the binaries this node runs ("": the
+	// current build; the previous release's for the upgrade tests).
+	bins string
 }
 
 func newNode(t *testing.T, name, nodeToml string) *node {
@@ -56,7 +59,11 @@ func newNode(t *testing.T, name, nodeToml string) *node {
 // run runs one of the binaries against this node's root.
 func (n *node) run(bin string, args ...string) testbed.Result {
 	n.t.Helper()
-	r, err := testbed.Run(filepath.Join(binDir, bin), n.root, args...)
+	dir := binDir
+	if n.bins != "" {
+		dir = n.bins
+	}
+	r, err := testbed.Run(filepath.Join(dir, bin), n.root, args...)
 	if err != nil {
 		n.t.Fatal(err)
 	}
