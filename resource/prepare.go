@@ -69,13 +69,13 @@ func watchAddr(ctx context.Context, dev string, addr netip.Addr) *addrWatch {
 	return w
 }
 
-// stop ends the watch (nil: none) and waits for its probe to end.
+// stop ends the watch (nil: none) without waiting: its probe sees it
+// within probeEvery (the daemon's loop calls it, and a start does not
+// wait for it).
 func (w *addrWatch) stop() {
-	if w == nil {
-		return
+	if w != nil {
+		w.cancel()
 	}
-	w.cancel()
-	<-w.done
 }
 
 // result is the answer of the watch for a start that needs need (the
