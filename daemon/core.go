@@ -35,8 +35,11 @@ func (e effects) RefusedName(r driver.RefusedName) { e.d.refusePeerName(r) }
 // config refused is also kept for the status.
 func (e effects) Event(ev node.Event) {
 	e.d.logEvent(ev)
-	if r, ok := ev.(node.ConfigRefused); ok {
-		e.d.peerConfigRefused(r)
+	switch ev := ev.(type) {
+	case node.ConfigRefused:
+		e.d.peerConfigRefused(ev)
+	case node.InstanceMonitor:
+		e.d.prepareOnMonitor(ev)
 	}
 }
 

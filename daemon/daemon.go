@@ -128,6 +128,9 @@ type Daemon struct {
 	// ordered are the resource drivers of the actions the core ordered
 	// and holds until their state is on disk, by service, in order.
 	ordered map[string][]*resource.Set
+	// prepared are the drivers doing their pre-start work during a ready
+	// window of the instance (prepare.go).
+	prepared map[string]*resource.Set
 
 	// stepTimer is the driver's wake-up (driver.Effects.ArmWake), step
 	// its channel while armed

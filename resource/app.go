@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"haven/internal/cmdline"
+	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +20,24 @@ type app struct {
 
 	mu        sync.Mutex
 	lastCheck dataset.Status // to log check output only when the result changes
+	check     checkCmd       // the check's command line prepared (checkCmd)
+}
+
+// checkLookup is how long a check reuses its command's PATH lookup and
+// environment (checkCmd): a new executable put in PATH is seen within it,
+// and a missing one at once (the check looks it up again and retries).
+const checkLookup = time.Minute
+
+// checkCmd is the check's command, prepared for the next checks: checks
+// run every monitor_interval, and splitting the command line, looking its
+// program up in PATH (a stat per PATH directory) and building the
+// environment each time were most of the daemon's own cost of a check
+// (docs/benchmarks.md, "Cost of a check").
+type checkCmd struct {
+	at   time.Time // zero: not prepared
+	argv []string
+	path string   // argv[0] found in PATH
+	env  []string // BaseEnv and the HAVEN_ variables, without a fencing token
 }
 
 func newApp(rc config.ResourceConfig, env Env) (*app, error) {
@@ -104,7 +124,13 @@ func (a *app) Status(ctx context.Context) (dataset.Status, string) {
 	if a.rc.Check == "" {
 		return dataset.StatusNA, ""
 	}
-	res, err := run(ctx, a.command(ctx, "check", a.rc.Check))
+	c, cached := a.checkCommand(ctx, false)
+	res, err := run(ctx, c)
+	if err != nil && cached {
+		// the program moved or went since the lookup: look it up again
+		c, _ = a.checkCommand(ctx, true)
+		res, err = run(ctx, c)
+	}
 	var st dataset.Status
 	var reason string
 	switch {
@@ -127,6 +153,35 @@ func (a *app) Status(ctx context.Context) (dataset.Status, string) {
 		}
 	}
 	return st, reason
+}
+
+// checkCommand is the command of a check: prepared once per checkLookup
+// (again when fresh is set). cached tells whether it came from an earlier
+// lookup. A program not found is not kept: run reports it.
+func (a *app) checkCommand(ctx context.Context, fresh bool) (c command, cached bool) {
+	now := time.Now()
+	a.mu.Lock()
+	p := a.check
+	a.mu.Unlock()
+	cached = !p.at.IsZero() && !fresh && now.Sub(p.at) < checkLookup && now.After(p.at)
+	if !cached {
+		base := a.command(context.Background(), "check", a.rc.Check)
+		p = checkCmd{env: base.env}
+		if argv, err := cmdline.Split(a.rc.Check); err == nil && len(argv) > 0 {
+			if path, err := exec.LookPath(argv[0]); err == nil {
+				p.at, p.argv, p.path = now, argv, path
+			}
+		}
+		a.mu.Lock()
+		a.check = p
+		a.mu.Unlock()
+	}
+	c = command{cmdline: a.rc.Check, action: "check", timeout: a.rc.Timeout, env: p.env, dir: a.env.VarDir, keep: 20,
+		argv: p.argv, path: p.path}
+	if f := fencingEnv(ctx); len(f) > 0 {
+		c.env = append(slices.Clip(p.env), f...)
+	}
+	return c, cached
 }
 
 // Info runs the info command and returns its output lines (at most the

@@ -32,6 +32,9 @@ type ipAddr struct {
 
 	mu  sync.Mutex
 	ann *announcer // the announcements of the last start, nil when none
+	// watch is the probe running since the ready window began (Prepare),
+	// nil when none: the next Start takes it.
+	watch *addrWatch
 }
 
 // errNoDevice is returned by list when the device does not exist.
@@ -163,11 +166,16 @@ func (p *ipAddr) Status(ctx context.Context) (dataset.Status, string) {
 
 // Start adds the address unless it is already there. Before adding it, it
 // probes the network for probe_timeout (see probeAddr) and refuses when
-// another host answers for the address. After adding it, it announces it
+// another host answers for the address; when the probe has run in the
+// background since the ready window began (Prepare), the start uses its
+// answer and waits only for what is left of probe_timeout, if anything
+// (probeBeforeStart). After adding it, it announces it
 // (gratuitous ARPs for IPv4, unsolicited neighbour advertisements for
 // IPv6: see announce) so that neighbours update their caches after a
 // failover.
 func (p *ipAddr) Start(ctx context.Context) error {
+	w := p.takeWatch()
+	defer w.stop()
 	ok, _, _, err := p.present(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.rid, err)
@@ -176,7 +184,7 @@ func (p *ipAddr) Start(ctx context.Context) error {
 		p.env.Log(p.rid, p.Label()+" is already up")
 		return nil
 	}
-	holder, err := probeAddr(ctx, p.dev, p.addr, p.probe)
+	holder, err := p.probeBeforeStart(ctx, w)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("%s: %w", p.rid, ctx.Err())
@@ -202,6 +210,44 @@ func (p *ipAddr) Start(ctx context.Context) error {
 	return nil
 }
 
+// Prepare starts probing the address in the background (the ready window
+// began): the start that may follow takes the answer (Preparer).
+func (p *ipAddr) Prepare(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.watch == nil {
+		p.watch = watchAddr(ctx, p.dev, p.addr)
+	}
+}
+
+// Unprepare stops the probe in the background, if any (the window ended
+// without a start).
+func (p *ipAddr) Unprepare() { p.takeWatch().stop() }
+
+func (p *ipAddr) takeWatch() *addrWatch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.watch
+	p.watch = nil
+	return w
+}
+
+// probeBeforeStart is the duplicate-address probe of a start: the answer of
+// w, the probe running since the ready window began, when it can tell
+// (a holder that answered at any time since, or none for probe_timeout up
+// to now); else a probe of probe_timeout now.
+func (p *ipAddr) probeBeforeStart(ctx context.Context, w *addrWatch) (string, error) {
+	if w != nil {
+		if holder, err, ok := w.result(ctx, p.probe); ok {
+			if holder == "" && err == nil {
+				p.env.Log(p.rid, fmt.Sprintf("no answer for %s since the ready window began %s ago", p.addr, time.Since(w.since).Round(time.Millisecond)))
+			}
+			return holder, err
+		}
+	}
+	return probeAddr(ctx, p.dev, p.addr, p.probe)
+}
+
 // stopAnnounce ends the announcements of the last start, if any.
 func (p *ipAddr) stopAnnounce() {
 	p.mu.Lock()
@@ -215,6 +261,7 @@ func (p *ipAddr) stopAnnounce() {
 // there is nothing to do.
 func (p *ipAddr) Stop(ctx context.Context) error {
 	p.stopAnnounce()
+	p.Unprepare()
 	ok, pfx, _, err := p.present(ctx)
 	if errors.Is(err, errNoDevice) {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -114,6 +115,8 @@ func TestIPHelper(t *testing.T) {
 			err = d.Start(ctx)
 		case "stop":
 			err = d.Stop(ctx)
+		case "prepare":
+			d.(Preparer).Prepare(ctx)
 		case "settle":
 			ip := d.(*ipAddr)
 			ip.mu.Lock()
@@ -122,6 +125,18 @@ func TestIPHelper(t *testing.T) {
 			a.wait()
 			err = nil
 		default:
+			if path, ok := strings.CutPrefix(action, "touch "); ok {
+				if werr := os.WriteFile(path, nil, 0o600); werr != nil {
+					t.Fatal(werr)
+				}
+			}
+			if dur, ok := strings.CutPrefix(action, "sleep "); ok {
+				dt, perr := time.ParseDuration(dur)
+				if perr != nil {
+					t.Fatal(perr)
+				}
+				time.Sleep(dt)
+			}
 			err = nil
 		}
 		out.Took = time.Since(t0)
@@ -322,5 +337,54 @@ func TestIPNoProbePossible(t *testing.T) {
 	h := inNS(t, a, ipRC("198.18.78.5", "24", "vc"), "start")[0]
 	if h.Err != "" || h.Status != dataset.StatusUp || !strings.Contains(strings.Join(h.Log, "\n"), "cannot check whether 198.18.78.5 is in use elsewhere") {
 		t.Errorf("start = %+v, want no error, up, and a cannot check line", h)
+	}
+}
+
+// The ready window: the probe runs in the background from Prepare on (the
+// window began); a start after a window at least probe_timeout long does
+// not probe again, one after a shorter window waits only the rest.
+func TestIPStartAfterPreparedWindow(t *testing.T) {
+	a, _ := twoHosts(t)
+	rc := ipRC("198.18.77.70", "24", "va")
+	rc.ProbeTimeout = 3 * time.Second
+	h := inNS(t, a, rc, "prepare", "sleep 3100ms", "start")
+	if h[2].Err != "" || h[2].Status != dataset.StatusUp {
+		t.Fatalf("start = %+v, want no error and up", h[2])
+	}
+	if log := strings.Join(h[2].Log, "\n"); !strings.Contains(log, "no answer for 198.18.77.70 since the ready window began") {
+		t.Errorf("start log:\n%s\nwant the answer of the probe of the window", log)
+	}
+	// three ip commands and an announce, not probe_timeout (3s) again
+	if h[2].Took >= 1500*time.Millisecond {
+		t.Errorf("start after a window of probe_timeout took %s, want no second probe", h[2].Took)
+	}
+
+	// a window of 1s of a 3s probe_timeout: the start waits the other 2s
+	rc.IPName = "198.18.77.71"
+	h = inNS(t, a, rc, "prepare", "sleep 1s", "start")
+	if h[2].Err != "" || h[2].Status != dataset.StatusUp {
+		t.Fatalf("start = %+v, want no error and up", h[2])
+	}
+	if h[2].Took < 1800*time.Millisecond || h[2].Took >= 2900*time.Millisecond {
+		t.Errorf("start after a 1s window took %s, want the rest of probe_timeout (about 2s)", h[2].Took)
+	}
+}
+
+// A holder that answers during the window makes the start refuse, even
+// when it lets the address go before the start: someone else may hold it.
+func TestIPHolderDuringWindowRefuses(t *testing.T) {
+	a, b := twoHosts(t)
+	const addr = "198.18.77.72"
+	rc := ipRC(addr, "24", "va")
+	mark := filepath.Join(t.TempDir(), "window")
+	done := make(chan []helperOut)
+	go func() { done <- inNS(t, a, rc, "prepare", "touch "+mark, "sleep 3s", "start") }()
+	eventually(t, 10*time.Second, "the window began", func() bool { _, err := os.Stat(mark); return err == nil })
+	sh(t, "ip", "-n", b, "addr", "add", addr+"/24", "dev", "vb")
+	time.Sleep(400 * time.Millisecond) // a few probes of the window, each answered
+	sh(t, "ip", "-n", b, "addr", "del", addr+"/24", "dev", "vb")
+	h := <-done
+	if !strings.Contains(h[3].Err, "already answers") || h[3].Status != dataset.StatusDown {
+		t.Errorf("start = %+v, want a refusal: a host answered for %s during the window", h[3], addr)
 	}
 }

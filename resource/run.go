@@ -85,6 +85,9 @@ type command struct {
 	stdin []byte
 	// argv, when set, is run as is instead of cmdline split into words.
 	argv []string
+	// path, when set, is the executable of argv[0] already looked up in
+	// PATH (checkCmd): run does not look it up again.
+	path string
 }
 
 // run executes c without a shell, in a new process group, and waits for it
@@ -128,7 +131,12 @@ func run(ctx context.Context, c command) (runResult, error) {
 	if err != nil {
 		return res, err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	var cmd *exec.Cmd
+	if c.path != "" {
+		cmd = &exec.Cmd{Path: c.path, Args: argv} // argv[0] as written
+	} else {
+		cmd = exec.Command(argv[0], argv[1:]...)
+	}
 	cmd.Dir = c.dir
 	cmd.Env = c.env
 	cmd.Stdout = pw // an *os.File: handed to the child as is, no copying goroutine
@@ -142,6 +150,8 @@ func run(ctx context.Context, c command) (runResult, error) {
 			return res, err
 		}
 		cmd.Stdin = inR // an *os.File: Wait never waits on a copy
+	} else if null, err := devNull(); err == nil {
+		cmd.Stdin = null // os/exec would open and close it for each run
 	}
 	err = cmd.Start()
 	if inR != nil {
@@ -219,6 +229,10 @@ func run(ctx context.Context, c command) (runResult, error) {
 	}
 	return res, nil
 }
+
+// devNull is /dev/null opened once for reading, the standard input of
+// every command run without one (handed to each child as is).
+var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
 
 // readLines calls fn with each line read from r (without its end of line),
 // truncating lines longer than maxLine, until r fails or ends.

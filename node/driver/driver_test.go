@@ -53,7 +53,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // newDriver is the driver of n1 in a cluster n1 n2 n3, with a service web
 // on n1 and n2, on a fake clock.
-func newDriver(t *testing.T, fx *fakeFx) (*Driver, *clock.Fake) {
+func newDriver(t testing.TB, fx *fakeFx) (*Driver, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	nc := &config.NodeConfig{Name: "n1", ReadyPeriod: 2 * time.Second, MaintenanceGracePeriod: time.Minute, RejoinGracePeriod: 90 * time.Second,
@@ -276,5 +276,60 @@ func TestTracedInputsReplay(t *testing.T) {
 	}
 	if len(traced) < 8 {
 		t.Fatalf("traced %d inputs: %v", len(traced), traced)
+	}
+}
+
+// A check whose result did not change writes nothing: no state, no event
+// (no log line), no publish, for full and monitored checks alike; a
+// changed result does all three.
+func TestUnchangedCheckWritesNothing(t *testing.T) {
+	fx := &fakeFx{}
+	d, clk := newDriver(t, fx)
+	up := map[string]dataset.Resource{"app#main": {Status: dataset.StatusUp, Monitor: true, Log: "pid 42"}}
+	check := func(full bool, res map[string]dataset.Resource) {
+		t.Helper()
+		clk.Advance(time.Second)
+		n := len(fx.checks)
+		d.CheckNow("web")
+		if len(fx.checks) != n+1 {
+			t.Fatalf("no check ordered:\n%s", strings.Join(fx.log, "\n"))
+		}
+		ck := fx.checks[n] // as the core ordered it (its generation)
+		ck.Full = full
+		fx.log = nil
+		d.CheckDone(ck, res)
+		d.Pass()
+	}
+	check(true, up) // the first result: up
+	for i := 0; i < 5; i++ {
+		check(i%2 == 0, up)
+		if len(fx.log) != 0 {
+			t.Fatalf("unchanged check %d carried out:\n%s\nwant nothing", i, strings.Join(fx.log, "\n"))
+		}
+	}
+	check(false, map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown, Monitor: true}})
+	log := strings.Join(fx.log, "\n")
+	for _, want := range []string{"event resource_status", "publish"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("changed check carried out:\n%s\nwant %q", log, want)
+		}
+	}
+}
+
+// The loop's cost of one check whose result did not change: the order,
+// the result into the core, the decision pass rule (docs/benchmarks.md,
+// "Cost of a check").
+func BenchmarkUnchangedCheck(b *testing.B) {
+	fx := &fakeFx{}
+	d, clk := newDriver(b, fx)
+	up := map[string]dataset.Resource{"app#main": {Status: dataset.StatusUp, Monitor: true, Log: "pid 42"}}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		clk.Advance(time.Second)
+		d.CheckNow("web")
+		ck := fx.checks[len(fx.checks)-1]
+		fx.checks, fx.log = fx.checks[:0], fx.log[:0]
+		d.CheckDone(ck, up)
+		d.Pass()
 	}
 }

@@ -75,7 +75,7 @@ func TestNetnsVIPFailoverOnLinkCutAndSplitBrain(t *testing.T) {
 	// ... and the service with its VIP fails over to n2
 	waitFor(t, 15*time.Second, "web failed over to n2 (seen from n3)", upOnlyOn(c["n3"], "web", "n2"))
 	waitFor(t, 5*time.Second, vip+" in n2's namespace", func() bool { return b.hasAddr("n2", vip) })
-	t.Logf("link cut: web and %s up on n2 %s after the cut (hb.timeout 3s + ready_period 2s + ARP probe 300ms)", vip, time.Since(cutAt).Round(10*time.Millisecond))
+	t.Logf("link cut: web and %s up on n2 %s after the cut (hb.timeout 3s + ready_period 2s; the ARP probe runs during the window)", vip, time.Since(cutAt).Round(10*time.Millisecond))
 	// n2 announced the VIP (gratuitous ARP): n3 reaches it at n2 at once
 	waitFor(t, 5*time.Second, vip+" answers ping from n3 after the failover", func() bool { return b.ping("n3", vip, 300*time.Millisecond) })
 	if got, want := b.neighMAC("n3", vip), b.mac("n2"); got != want {

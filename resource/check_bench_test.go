@@ -1,0 +1,105 @@
+package resource
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"haven/config"
+	"haven/dataset"
+)
+
+// selfCPU is the CPU time of this process (every thread, not its
+// children): what the daemon itself spends.
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// The daemon's own cost of one check of an app resource whose check is
+// `true` (process start, pipe, output read, result): ns/op is the wall time
+// of a check (the child's run included), self-cpu-ns/op the CPU of this
+// process alone (what the daemon spends per check), allocs/op its
+// allocations. docs/benchmarks.md has the figures.
+func BenchmarkAppCheck(b *testing.B) {
+	// systemd's PATH for services: the command is looked up as the daemon
+	// would, not through a developer's long PATH
+	b.Setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	root := b.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "var"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	env := Env{Service: "websvc", Node: "n1", VarDir: filepath.Join(root, "var", "services", "websvc"), Log: func(string, string) {}}
+	d, err := New(config.ResourceConfig{RID: "app#main", Type: "app", Check: "true", Monitor: true}, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if st, _ := d.Status(ctx); st != dataset.StatusUp {
+		b.Fatalf("check true: %s", st)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := selfCPU(b)
+	for i := 0; i < b.N; i++ {
+		if st, _ := d.Status(ctx); st != dataset.StatusUp {
+			b.Fatalf("check true: %s", st)
+		}
+	}
+	b.ReportMetric(float64(selfCPU(b)-cpu0)/float64(b.N), "self-cpu-ns/op")
+}
+
+// A check reuses its command line prepared (split, looked up in PATH, its
+// environment built) instead of preparing it again each time: fewer
+// allocations per check (86 before, 55 after on Go 1.26).
+func TestAppCheckPrepared(t *testing.T) {
+	t.Setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	env, _ := testEnv(t)
+	d := newTestApp(t, config.ResourceConfig{Check: "true"}, env)
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(50, func() {
+		if st, r := d.Status(ctx); st != dataset.StatusUp {
+			t.Fatalf("check true: %s (%s)", st, r)
+		}
+	})
+	if allocs > 70 {
+		t.Errorf("a check of `true` allocates %.0f times, want at most 70 (its command prepared once)", allocs)
+	}
+}
+
+// The check's program found in PATH is looked up again when it goes: the
+// next check runs the one now found, at once.
+func TestAppCheckLooksUpAgain(t *testing.T) {
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	t.Setenv("PATH", dir1+":"+dir2)
+	write := func(dir, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "mycheck"), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(dir2, "exit 0")
+	env, _ := testEnv(t)
+	d := newTestApp(t, config.ResourceConfig{Check: "mycheck --flag"}, env)
+	ctx := context.Background()
+	if st, r := d.Status(ctx); st != dataset.StatusUp {
+		t.Fatalf("first check: %s (%s), want up", st, r)
+	}
+	if err := os.Remove(filepath.Join(dir2, "mycheck")); err != nil {
+		t.Fatal(err)
+	}
+	write(dir1, `[ "$0" != "" ] && [ "$1" = "--flag" ] && exit 1; exit 3`)
+	if st, r := d.Status(ctx); st != dataset.StatusDown {
+		t.Fatalf("check after the program moved: %s (%s), want down (the new one, with its argument)", st, r)
+	}
+	os.Remove(filepath.Join(dir1, "mycheck"))
+	if st, r := d.Status(ctx); st != dataset.StatusWarn {
+		t.Fatalf("check with the program gone: %s (%s), want warn", st, r)
+	}
+}
