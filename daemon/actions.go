@@ -13,8 +13,7 @@ func (d *Daemon) nodeAction(action string, done func(any, error)) {
 }
 
 func (d *Daemon) setNodeFrozen(frozen bool, reason string) {
-	d.core.SetNodeFrozen(frozen, reason)
-	d.applyReady()
+	d.drv.Step(node.NodeFrozenSet{Frozen: frozen, Reason: reason})
 }
 
 // serviceAction runs one admin action on one service (the driver routes

@@ -91,7 +91,7 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 	case op.Config == nil:
 		delete(d.cfgs.refused, name)
 		delete(d.services, name)
-		d.core.RemoveInstance(name)
+		d.drv.Input(node.InstanceRemoved{Service: name})
 		delete(d.cfgs.invalid, name)
 		d.drv.Changed()
 		d.log.Info("service deleted", zap.String("svc", name))

@@ -527,8 +527,7 @@ func abs(f float64) float64 {
 }
 
 func (d *Daemon) setMonitor(m dataset.NodeMonitor, reason string) {
-	d.core.SetNodeMonitor(m, reason)
-	d.applyReady()
+	d.drv.Step(node.NodeMonitorSet{Monitor: m, Reason: reason})
 }
 
 // changed marks the local dataset as changed (heartbeats send a delta).

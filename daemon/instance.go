@@ -135,8 +135,8 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 		inst.retired = inst.set
 	}
 	inst.cfg = d.ocfStopLimits(cfg) // the quorum's stop budget counts the agents' stop timeouts
-	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: set != nil, Monitored: inst.hasMonitored(),
-		Cause: buildErr, Resources: node.LadderSpecs(cfg), MonitorAction: cfg.MonitorAction}, d.clk.Now())
+	d.drv.Input(node.InstanceInstalled{Service: cfg.Name, Spec: node.InstanceSpec{Local: local, Runnable: set != nil, Monitored: inst.hasMonitored(),
+		Cause: buildErr, Resources: node.LadderSpecs(cfg), MonitorAction: cfg.MonitorAction}, Now: d.clk.Now()})
 	if removed {
 		// the core stops an instance that runs on a node removed from the
 		// service's nodes: its action is bound to the drivers of the
@@ -254,8 +254,7 @@ func (d *Daemon) running(i *instance) bool {
 func (d *Daemon) frozen(name string) bool { return d.core.Frozen(name) }
 
 func (d *Daemon) setFrozen(name string, frozen bool, reason string) {
-	d.core.SetFrozen(name, frozen, reason)
-	d.applyReady()
+	d.drv.Step(node.FrozenSet{Service: name, Frozen: frozen, Reason: reason})
 }
 
 // localNode builds this node's dataset entry: the driver's part, then the

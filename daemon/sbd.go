@@ -223,7 +223,7 @@ func (d *Daemon) checkDiskSplit() {
 	case node.SplitCrash, node.SplitReboot:
 		d.startNodeAction(node.NodeAction{Kind: d.node.SplitAction, Reason: reason})
 	case node.SplitStop:
-		d.core.SetNodeFrozen(true, reason+": every local instance stopped, node frozen")
+		d.drv.Input(node.NodeFrozenSet{Frozen: true, Reason: reason + ": every local instance stopped, node frozen"})
 		for _, name := range d.serviceNames() {
 			if _, running := d.core.Status(name); running {
 				d.drv.RunAction(name, "stop", reason, nil)
@@ -263,7 +263,7 @@ func (d *Daemon) onDiskFence(dsk *disk.Disk, f disk.Fence) {
 	}()
 	go d.post(func() {
 		d.logEvent(node.NodeActionRun{Action: node.NodeCrash, Reason: reason})
-		d.core.SetNodeFrozen(true, reason)
+		d.drv.Input(node.NodeFrozenSet{Frozen: true, Reason: reason})
 		d.applyReady()
 		close(frozen)
 	})

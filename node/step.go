@@ -109,31 +109,64 @@ type (
 	// (AfterPersist, from the PersistSeq of when the request began): it
 	// has a ticket.
 	Barrier struct{ From uint64 }
+	// FrozenSet freezes or thaws the local instance of Service by the
+	// daemon's own decision (SetFrozen).
+	FrozenSet struct {
+		Service string
+		Frozen  bool
+		Reason  string
+	}
+	// NodeFrozenSet freezes or thaws this node by the daemon's own
+	// decision (SetNodeFrozen).
+	NodeFrozenSet struct {
+		Frozen bool
+		Reason string
+	}
+	// NodeMonitorSet sets the node monitor state (SetNodeMonitor).
+	NodeMonitorSet struct {
+		Monitor dataset.NodeMonitor
+		Reason  string
+	}
+	// InstanceInstalled adds or replaces the instance of a config
+	// (AddInstance).
+	InstanceInstalled struct {
+		Service string
+		Spec    InstanceSpec
+		Now     time.Time
+	}
+	// InstanceRemoved forgets the instance of a deleted config
+	// (RemoveInstance).
+	InstanceRemoved struct{ Service string }
 )
 
-func (Started) isInput()       {}
-func (PeerNews) isInput()      {}
-func (Ticked) isInput()        {}
-func (Woken) isInput()         {}
-func (Pass) isInput()          {}
-func (Persisted) isInput()     {}
-func (RetryWrite) isInput()    {}
-func (Acted) isInput()         {}
-func (Checked) isInput()       {}
-func (CheckOrdered) isInput()  {}
-func (ConfigWritten) isInput() {}
-func (MoreConfigs) isInput()   {}
-func (Voted) isInput()         {}
-func (Granted) isInput()       {}
-func (FenceEnded) isInput()    {}
-func (Stopping) isInput()      {}
-func (NodeAdmin) isInput()     {}
-func (Deletion) isInput()      {}
-func (CheckWait) isInput()     {}
-func (Barrier) isInput()       {}
-func (TargetRequest) isInput() {}
-func (LocalRequest) isInput()  {}
-func (ConfigRequest) isInput() {}
+func (Started) isInput()           {}
+func (PeerNews) isInput()          {}
+func (Ticked) isInput()            {}
+func (Woken) isInput()             {}
+func (Pass) isInput()              {}
+func (Persisted) isInput()         {}
+func (RetryWrite) isInput()        {}
+func (Acted) isInput()             {}
+func (Checked) isInput()           {}
+func (CheckOrdered) isInput()      {}
+func (ConfigWritten) isInput()     {}
+func (MoreConfigs) isInput()       {}
+func (Voted) isInput()             {}
+func (Granted) isInput()           {}
+func (FenceEnded) isInput()        {}
+func (Stopping) isInput()          {}
+func (NodeAdmin) isInput()         {}
+func (Deletion) isInput()          {}
+func (CheckWait) isInput()         {}
+func (Barrier) isInput()           {}
+func (FrozenSet) isInput()         {}
+func (NodeFrozenSet) isInput()     {}
+func (NodeMonitorSet) isInput()    {}
+func (InstanceInstalled) isInput() {}
+func (InstanceRemoved) isInput()   {}
+func (TargetRequest) isInput()     {}
+func (LocalRequest) isInput()      {}
+func (ConfigRequest) isInput()     {}
 
 // Step takes one input. It returns the ticket of the answer of a request
 // (TargetRequest, LocalRequest, ConfigRequest, NodeAdmin, Deletion,
@@ -181,6 +214,16 @@ func (c *Core) Step(in Input) Ticket {
 		return c.WhenChecked(in.Service)
 	case Barrier:
 		return c.AfterPersist(in.From)
+	case FrozenSet:
+		c.SetFrozen(in.Service, in.Frozen, in.Reason)
+	case NodeFrozenSet:
+		c.SetNodeFrozen(in.Frozen, in.Reason)
+	case NodeMonitorSet:
+		c.SetNodeMonitor(in.Monitor, in.Reason)
+	case InstanceInstalled:
+		c.AddInstance(in.Service, in.Spec, in.Now)
+	case InstanceRemoved:
+		c.RemoveInstance(in.Service)
 	case TargetRequest:
 		return c.AdminTarget(in)
 	case LocalRequest:

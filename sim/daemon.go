@@ -197,8 +197,8 @@ func (d *daemon) installInstance(cfg *config.ServiceConfig, now time.Time) {
 	for _, s := range specs {
 		monitored = monitored || s.Monitor
 	}
-	d.core.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: local, Monitored: monitored,
-		Resources: specs, MonitorAction: cfg.MonitorAction}, now)
+	d.drv.Input(node.InstanceInstalled{Service: cfg.Name, Spec: node.InstanceSpec{Local: local, Runnable: local, Monitored: monitored,
+		Resources: specs, MonitorAction: cfg.MonitorAction}, Now: now})
 	if local && d.insts[cfg.Name] == nil {
 		d.insts[cfg.Name] = &instance{name: cfg.Name}
 	}
@@ -223,7 +223,7 @@ func (d *daemon) applyConfig(op node.ConfigOp) {
 		delete(d.n.files, name)
 		delete(d.insts, name)
 		d.relist()
-		d.core.RemoveInstance(name)
+		d.drv.Input(node.InstanceRemoved{Service: name})
 		d.drv.Changed()
 		d.drv.Input(node.ConfigWritten{Service: name, Now: now})
 		return

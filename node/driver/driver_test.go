@@ -233,14 +233,20 @@ func TestTracedInputsReplay(t *testing.T) {
 	nc := &config.NodeConfig{Name: "n1", ReadyPeriod: 2 * time.Second, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
 	cl := &config.ClusterConfig{Name: "c", Nodes: []config.Member{{Name: "n1"}, {Name: "n2"}}}
 	newCore := func() *node.Core {
-		c := node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
-		c.AddInstance("web", node.InstanceSpec{Local: true, Runnable: true}, t0)
-		return c
+		return node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
 	}
 	d := New(newCore(), fx, clk)
 	var traced []node.Input
 	d.Trace = func(in node.Input) { traced = append(traced, in) }
+	// the shell's own inputs are inputs too: the instance of a config,
+	// the node frozen by the daemon's decision, its monitor
+	d.Input(node.InstanceInstalled{Service: "web", Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: t0})
+	d.Input(node.InstanceInstalled{Service: "db", Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: t0})
 	d.Start()
+	d.Step(node.NodeFrozenSet{Frozen: true, Reason: "test: the daemon's own freeze"})
+	d.Step(node.NodeFrozenSet{Frozen: false})
+	d.Step(node.FrozenSet{Service: "db", Frozen: true, Reason: "test"})
+	d.Input(node.InstanceRemoved{Service: "db"})
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Up, Node: "n2"})
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: peerData("n2")})
 	d.Pass()
