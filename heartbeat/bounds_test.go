@@ -47,7 +47,7 @@ func TestShapeScanCount(t *testing.T) {
 }
 
 // boundsCore is n1's core, receiving n2's messages through the codec.
-func boundsCore(t *testing.T) *core {
+func boundsCore(t testing.TB) *core {
 	t.Helper()
 	s, err := Config{Node: "n1", Members: []config.Member{{Name: "n1"}, {Name: "n2"}},
 		Timeout: time.Second, Interval: 500 * time.Millisecond}.validate()

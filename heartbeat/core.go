@@ -50,6 +50,9 @@ type peer struct {
 	// dig is the digest of data, valid when digOK (reset by every change).
 	dig   uint64
 	digOK bool
+	// sums is the combinable digest of data that v2 beats are checked
+	// against, kept by every delta (digestsum.go).
+	sums sums
 	// suspect: a beat of p's current generation carried another digest;
 	// the next full copy of that generation replaces data.
 	suspect bool
@@ -132,6 +135,7 @@ type core struct {
 	closed   bool
 	local    *dataset.Node // nil before the first Publish
 	dig      uint64        // digest of local
+	sums     sums          // combinable digest of local (v2 beats)
 	full     []byte        // encoded full copy of local, nil when stale
 	beat     []byte        // encoded beat, nil when stale
 	peers    map[string]*peer
@@ -196,7 +200,7 @@ func (c *core) publish(n dataset.Node) {
 			return
 		}
 		b := c.encode(&message{Kind: kindDelta, From: c.s.Node, Inc: c.inc, Base: c.local.Gen, Gen: next.Gen, Delta: d})
-		c.setLocalLocked(&next)
+		c.setLocalLocked(&next, d)
 		for _, name := range c.names {
 			if c.peers[name].up {
 				c.sendLocked(name, b)
@@ -205,7 +209,7 @@ func (c *core) publish(n dataset.Node) {
 		}
 		return
 	}
-	c.setLocalLocked(&next)
+	c.setLocalLocked(&next, nil)
 	for _, name := range c.names {
 		if c.peers[name].up {
 			c.sendFullLocked(name)
@@ -217,9 +221,10 @@ func (c *core) publish(n dataset.Node) {
 // (unless one is due sooner): a peer that lost the delta sees the new
 // generation in it and asks for a full copy, without waiting for the next
 // beat period.
-func (c *core) setLocalLocked(n *dataset.Node) {
+func (c *core) setLocalLocked(n *dataset.Node, d *delta) {
+	prev := c.local
 	c.local, c.full, c.beat = n, nil, nil
-	c.dig = digest(n.AtLevel(wireVersion(n.Format)))
+	c.dig = c.localDigest(prev, n, d)
 	if t := c.s.Clock.Now().Add(c.s.gapWait); t.Before(c.nextBeat) {
 		c.nextBeat = t
 		c.kick()
@@ -343,7 +348,7 @@ func (c *core) peerUpLocked(p *peer, now time.Time) bool {
 func (c *core) onFullLocked(p *peer, m *message) {
 	if m.Inc != p.inc || p.data == nil || m.Gen > p.gen || (m.Gen == p.gen && p.suspect) {
 		p.inc, p.gen, p.data = m.Inc, m.Gen, m.Node
-		p.digOK, p.suspect = false, false
+		p.digOK, p.suspect, p.sums.ok = false, false, false
 		c.st.FullsMerged++
 		c.applyPendingLocked(p)
 		c.emitDataLocked(p)
@@ -359,7 +364,7 @@ func (c *core) onDeltaLocked(p *peer, m *message, now time.Time) {
 	case m.Gen <= p.gen:
 		// stale: already covered by a full copy
 	case m.Base == p.gen:
-		m.Delta.apply(p.data, m.Gen)
+		p.sums.applyDelta(m.Delta, p.data, m.Gen)
 		p.gen, p.digOK = m.Gen, false
 		c.st.DeltasApplied++
 		c.applyPendingLocked(p)
@@ -413,7 +418,7 @@ func (c *core) applyPendingLocked(p *peer) {
 			switch {
 			case m.Inc != p.inc || m.Gen <= p.gen:
 			case m.Base == p.gen:
-				m.Delta.apply(p.data, m.Gen)
+				p.sums.applyDelta(m.Delta, p.data, m.Gen)
 				p.gen, p.digOK = m.Gen, false
 				c.st.DeltasApplied++
 				progress = true
@@ -433,11 +438,7 @@ func (c *core) checkDigestLocked(p *peer, m *message, now time.Time) {
 	if m.Dig == 0 || p.data == nil || m.Inc != p.inc || m.Gen != p.gen {
 		return
 	}
-	if !p.digOK {
-		// the view of the copy at the message's format (dataset.AtLevel)
-		p.dig, p.digOK = digest(p.data.AtLevel(m.V)), true
-	}
-	if p.dig == m.Dig {
+	if c.copyDigest(p, m.V) == m.Dig {
 		return
 	}
 	if !p.suspect {

@@ -16,9 +16,15 @@
 // the missing one comes.
 //
 // When nothing changes, nothing but a small beat travels: the incarnation,
-// the generation and a digest of the data (the first 8 bytes of a SHA-256
-// of its JSON form), about 100 bytes whatever the number of services, to
-// every member every beat period: min(Interval, Timeout/6). There is no
+// the generation and a digest of the data, about 100 bytes whatever the
+// number of services, to
+// every member every beat period: min(Interval, Timeout/6). The digest of
+// a format-1 beat (what the previous release writes and checks) is the
+// first 8 bytes of a SHA-256 of the data's JSON form; from format 2 it is
+// the sum (mod 2^64) of one 64-bit hash per entry (the node-level fields,
+// each service, target and config: digestsum.go), which the sender and
+// every receiver keep up to date by rehashing only what a delta changed,
+// and compute whole only for a full copy or a change of format. There is no
 // periodic full copy. A full copy goes only when a peer needs one: when it
 // comes up (a join, a restart, a healed partition), and when it asks
 // ("need"): it saw a generation it does not hold (in a beat or a waiting

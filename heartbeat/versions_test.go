@@ -3,6 +3,7 @@ package heartbeat
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -66,7 +67,7 @@ func TestEncodeAtTheLevel(t *testing.T) {
 		{dataset.Format{Max: 2, Level: 2}, `"v":2,"k":"beat","fmt":2,"lvl":2,`},
 	} {
 		c.mu.Lock()
-		c.setLocalLocked(&dataset.Node{Name: "n1", Gen: 1, Format: tc.f})
+		c.setLocalLocked(&dataset.Node{Name: "n1", Gen: 1, Format: tc.f}, nil)
 		b := c.encode(c.beatMessage(false, nil))
 		c.mu.Unlock()
 		if !strings.Contains(string(b), tc.want) {
@@ -98,14 +99,32 @@ func TestNewerPeersFieldsKeepTheDigest(t *testing.T) {
 		`"services":{"web":{"avail":"up","overall":"up","frozen":false,"monitor":{"state":"idle","global_expect":"none","local_expect":"none","state_since":"0001-01-01T00:00:00Z"},` +
 		`"placement_leader":false,"flags":"","resources":null,"config_version":{"counter":0,"origin":""}}},` +
 		`"targets":{"web":{"expect":"started","id":"x","version":{"counter":1,"origin":"n2"},"t_new":"v"}},"gen":1}`
-	sum := sha256.Sum256([]byte(node))
-	dig := max(1, binary.BigEndian.Uint64(sum[:8]))
+	target := `{"expect":"started","id":"x","version":{"counter":1,"origin":"n2"},"t_new":"v"}`
+	for _, v := range []int{1, 2} {
+		var dig uint64
+		if v == 1 {
+			// the whole-copy digest: SHA-256 of the JSON form
+			sum := sha256.Sum256([]byte(node))
+			dig = max(1, binary.BigEndian.Uint64(sum[:8]))
+		} else {
+			// the combinable digest: the target entry hashed as the peer
+			// wrote it (its unknown field included)
+			var n dataset.Node
+			if err := json.Unmarshal([]byte(node), &n); err != nil {
+				t.Fatal(err)
+			}
+			s := headHash(&n, 2) + svcHash("web", n.Services["web"], 2) + entryHash('t', "web", json.RawMessage(target))
+			dig = max(1, s)
+		}
+		c := boundsCore(t)
+		c.receive([]byte(fmt.Sprintf(`{"v":%d,"fmt":3,"lvl":%d,"k":"full","from":"n2","inc":9,"n":1,"gen":1,"node":%s}`, v, v, node)))
+		c.receive([]byte(fmt.Sprintf(`{"v":%d,"fmt":3,"lvl":%d,"k":"beat","from":"n2","inc":9,"n":2,"gen":1,"dig":%d}`, v, v, dig)))
+		if m := c.stats().DigestMismatches; m != 0 {
+			t.Fatalf("v%d: %d digest mismatches: the copy of a newer peer's data lost its unknown fields", v, m)
+		}
+	}
 	c := boundsCore(t)
 	c.receive([]byte(`{"v":2,"fmt":3,"lvl":2,"k":"full","from":"n2","inc":9,"n":1,"gen":1,"node":` + node + `}`))
-	c.receive([]byte(fmt.Sprintf(`{"v":2,"fmt":3,"lvl":2,"k":"beat","from":"n2","inc":9,"n":2,"gen":1,"dig":%d}`, dig)))
-	if m := c.stats().DigestMismatches; m != 0 {
-		t.Fatalf("%d digest mismatches: the copy of a newer peer's data lost its unknown fields", m)
-	}
 	if got := c.peers["n2"].data.Targets["web"].Unknown; got != `"t_new":"v"` {
 		t.Fatalf("relayable target lost its unknown field: %q", got)
 	}
