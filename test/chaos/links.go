@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"haven/dataset"
 )
 
 // Two links per node (Config.Links = 2, `make chaos LINKS=2`): every node
@@ -81,23 +79,7 @@ func testLinkFail(t *T) error {
 	if err := t.C.Bed.CutLink(n, link, true); err != nil {
 		return err
 	}
-	end := time.Now().Add(d)
-	var downs []string
-	for time.Now().Before(end) {
-		for _, a := range t.C.Names {
-			st, err := t.C.Nodes[a].Status()
-			if err != nil {
-				downs = append(downs, err.Error())
-				continue
-			}
-			for _, b := range t.C.Names {
-				if s := st.Nodes[b].Status; s != dataset.NodeUp {
-					downs = append(downs, fmt.Sprintf("%s saw %s %s at +%s", a, b, s, time.Since(t.lastFault).Round(100*time.Millisecond)))
-				}
-			}
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	downs := t.downsUntil(time.Now().Add(d))
 	alarms := t.C.newLogLines(logs, `"event": "link_down"`)
 	t.Fault("link net%d of %s restored (%d link down reports)", link+1, n, len(alarms))
 	if err := t.C.Bed.CutLink(n, link, false); err != nil {

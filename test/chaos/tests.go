@@ -385,7 +385,25 @@ func (t *T) lossyPhase(what string, inject func(n string) error) error {
 			return err
 		}
 	}
-	end := time.Now().Add(lossyFor)
+	downs := t.downsUntil(time.Now().Add(lossyFor))
+	downs = append(downs, t.C.newLogLines(logs, `"event": "peer_down"`)...)
+	held := 0
+	for _, n := range t.C.Names {
+		held += t.C.Bed.Dropped(n) + t.C.Bed.Delayed(n)
+	}
+	t.Fault("%s removed (%d packets dropped or delayed)", what, held)
+	if err := t.C.Bed.Heal(); err != nil {
+		return err
+	}
+	if len(downs) > 0 {
+		return fmt.Errorf("false node down under %s (hb.timeout %s): %s", what, hbTimeout, strings.Join(downs[:min(len(downs), 5)], ", "))
+	}
+	return nil
+}
+
+// downsUntil polls every node's view until end (every 250 ms) and lists
+// each time a node saw a member other than up, or could not be asked.
+func (t *T) downsUntil(end time.Time) []string {
 	var downs []string
 	for time.Now().Before(end) {
 		for _, a := range t.C.Names {
@@ -402,17 +420,5 @@ func (t *T) lossyPhase(what string, inject func(n string) error) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	downs = append(downs, t.C.newLogLines(logs, `"event": "peer_down"`)...)
-	held := 0
-	for _, n := range t.C.Names {
-		held += t.C.Bed.Dropped(n) + t.C.Bed.Delayed(n)
-	}
-	t.Fault("%s removed (%d packets dropped or delayed)", what, held)
-	if err := t.C.Bed.Heal(); err != nil {
-		return err
-	}
-	if len(downs) > 0 {
-		return fmt.Errorf("false node down under %s (hb.timeout %s): %s", what, hbTimeout, strings.Join(downs[:min(len(downs), 5)], ", "))
-	}
-	return nil
+	return downs
 }
