@@ -19,16 +19,9 @@ var faultSpec = InstanceSpec{Local: true, Runnable: true, Monitored: true, Monit
 // pending) with ocf#vip up and ocf#app as given.
 func faultCheck(t *testing.T, c *Core, fc *clock.Fake, app dataset.Resource) Ready {
 	t.Helper()
-	rd := c.Ready()
-	if len(rd.Check) == 0 {
-		c.CheckNow("web")
-		rd = c.Ready()
-	}
-	if len(rd.Check) != 1 {
-		t.Fatalf("got checks %v, want one", rd.Check)
-	}
+	ck := orderedCheck(t, c)
 	app.Monitor = true
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"ocf#vip": {Status: dataset.StatusUp, Monitor: true}, "ocf#app": app}, fc.Now())
+	c.CheckDone(ck, map[string]dataset.Resource{"ocf#vip": {Status: dataset.StatusUp, Monitor: true}, "ocf#app": app}, fc.Now())
 	return c.Ready()
 }
 

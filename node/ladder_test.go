@@ -31,9 +31,9 @@ func startedCore(t *testing.T, fc *clock.Fake, st State) *Core {
 	return c
 }
 
-// check ends the check the core ordered (one is ordered when none is
-// pending) with app#main at st.
-func check(t *testing.T, c *Core, fc *clock.Fake, st dataset.Status) Ready {
+// orderedCheck is the check of web the core ordered, one ordered now when
+// none is pending.
+func orderedCheck(t *testing.T, c *Core) Check {
 	t.Helper()
 	rd := c.Ready()
 	if len(rd.Check) == 0 {
@@ -43,7 +43,14 @@ func check(t *testing.T, c *Core, fc *clock.Fake, st dataset.Status) Ready {
 	if len(rd.Check) != 1 {
 		t.Fatalf("got checks %v, want one", rd.Check)
 	}
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"ip#vip": {Status: dataset.StatusUp},
+	return rd.Check[0]
+}
+
+// check ends the check the core ordered (one is ordered when none is
+// pending) with app#main at st.
+func check(t *testing.T, c *Core, fc *clock.Fake, st dataset.Status) Ready {
+	t.Helper()
+	c.CheckDone(orderedCheck(t, c), map[string]dataset.Resource{"ip#vip": {Status: dataset.StatusUp},
 		"app#main": {Status: st, Monitor: true, Log: "pid gone"}}, fc.Now())
 	return c.Ready()
 }

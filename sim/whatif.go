@@ -134,7 +134,7 @@ var WhatIfVerbs = []struct{ Verb, Arg, Help string }{
 	{"switch", "SVC:NODE", "svcmgr -s SVC switch --to NODE"},
 	{"takeover", "SVC:NODE", "svcmgr -s SVC takeover on NODE"},
 	{"giveback", "SVC", "svcmgr -s SVC giveback"},
-	{"fail", "SVC[:RID]", "the service's resources die where it runs (the next check says down)"},
+	{"fail", "SVC[:RID]", "the service's resources die where it runs (the next check says down; the simulation has one resource per service, so any RID means all)"},
 	{"set", "SVC:KEY=VALUE", "svcmgr -s SVC set --kw KEY=VALUE (a config edit)"},
 	{"start-daemon", "NODE", "nodemgr daemon start on NODE (a node that was down comes back)"},
 }

@@ -52,7 +52,7 @@ func simulateCommand() *cli.Command {
 		verbs = append(verbs, "--"+v.Verb+" "+v.Arg)
 	}
 	flags = append(flags,
-		&cli.DurationFlag{Name: "for", Value: 60 * time.Second, Usage: "how long to simulate after the first event (at least until the last event)"},
+		&cli.DurationFlag{Name: "for", Value: 60 * time.Second, Usage: "how long to simulate from now (at least until the last event)"},
 		&cli.StringFlag{Name: "save", Usage: "write the snapshot of the live cluster to `FILE` (JSON; no secret) and simulate"},
 		&cli.StringFlag{Name: "from", Usage: "simulate from a snapshot `FILE` written by --save (no daemon needed)"},
 	)
