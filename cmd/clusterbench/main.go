@@ -206,7 +206,7 @@ func propagation(n, changes int, poll time.Duration, watch int, o opts) error {
 		return err
 	}
 	defer c.close()
-	svc := fmt.Sprintf("[DEFAULT]\nnodes = %s\n\n[app.a]\nstart = \"true\"\nstop = \"true\"\ncheck = \"true\"\n", names(c))
+	svc := flagService(names(c), false)
 	n1 := c.nodes[0]
 	if err := n1.createService("p", svc); err != nil {
 		return err
@@ -390,8 +390,16 @@ func readProc(pid int) (procSample, error) {
 
 const clkTck = 100 // USER_HZ on Linux x86_64
 
-// idle starts n daemons with nsvc services each (app resources whose start,
-// stop and check are `true`), waits for them to settle, then samples
+// flagService is a failover service on nodes of one app resource whose
+// state is a file in the service's private directory: started, stopped
+// and checked for real (a check that always says up, as "true" does, has
+// the service up on every node at once: a split, not an idle cluster).
+func flagService(nodes string, monitored bool) string {
+	return fmt.Sprintf("[DEFAULT]\nnodes = %s\norchestrate = \"ha\"\n\n[app.a]\nstart = \"touch up\"\nstop = \"rm -f up\"\ncheck = \"test -f up\"\nmonitor = %v\n", nodes, monitored)
+}
+
+// idle starts n daemons with nsvc failover services (flagService), waits
+// until each is up on one node and the cluster settled, then samples
 // /proc/PID of every daemon over the window.
 func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, perfOut, pprofOut string) error {
 	hb := "default hb.timeout 15s, hb.interval 5s"
@@ -437,28 +445,13 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 		return err
 	}
 	defer c.close()
-	svc := fmt.Sprintf("[DEFAULT]\nnodes = %s\n\n[app.a]\nstart = \"true\"\nstop = \"true\"\ncheck = \"true\"\nmonitor = %v\n", names(c), monitored)
+	svc := flagService(names(c), monitored)
 	for i := range nsvc {
 		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), svc); err != nil {
 			return err
 		}
 	}
-	if err := waitFor(120*time.Second, "every service up on every node", func() bool {
-		for _, b := range c.nodes {
-			st, err := b.status()
-			if err != nil || len(st.Services) != nsvc {
-				return false
-			}
-			for _, s := range st.Services {
-				for _, x := range c.nodes {
-					if s.Instances[x.name].Avail != dataset.StatusUp {
-						return false
-					}
-				}
-			}
-		}
-		return true
-	}); err != nil {
+	if _, err := placedOnce(c, nsvc, 120*time.Second); err != nil {
 		return err
 	}
 	time.Sleep(settle)
