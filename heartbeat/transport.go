@@ -48,6 +48,7 @@ type secTransport struct {
 	tap func(conn net.Conn, to string, b []byte)
 
 	udp      *net.UDPConn
+	out      *sendSock // the datagrams leave by it (sendsock.go)
 	tcp      *net.TCPListener
 	dialFrom *net.TCPAddr // source of our streams: hb.addr, nil when a wildcard
 	// socks are the sockets of each network link (socks[0] holds udp, tcp
@@ -225,17 +226,19 @@ func (t *secTransport) sendDatagram(typ byte, addr string, payload []byte) error
 	if t.udp == nil {
 		return net.ErrClosed
 	}
-	udp := t.sockFor(addr).udp
-	ua, err := net.ResolveUDPAddr("udp", addr)
+	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
-		return err
+		ua, rerr := net.ResolveUDPAddr("udp", addr)
+		if rerr != nil {
+			return rerr
+		}
+		ap = ua.AddrPort()
 	}
 	out := t.keys.sealDatagram(typ, t.node, t.inc, t.nextSeq(), payload)
 	if t.tap != nil {
 		t.tap(nil, addr, out)
 	}
-	_, err = udp.WriteToUDP(out, ua)
-	return err
+	return t.sockFor(addr).out.sendTo(out, ap)
 }
 
 // PacketCh implements memberlist.Transport.
@@ -581,6 +584,7 @@ type linkAddr struct {
 // linkSock is the sockets of one network link of this node.
 type linkSock struct {
 	udp      *net.UDPConn
+	out      *sendSock // the datagrams leave by it (sendsock.go)
 	tcp      *net.TCPListener
 	dialFrom *net.TCPAddr // source of our streams: the bound address, nil when a wildcard
 }
@@ -596,7 +600,12 @@ func listenLink(hostport string) (*linkSock, error) {
 	if ls.tcp, err = net.ListenTCP("tcp", &net.TCPAddr{IP: ip, Port: port}); err != nil {
 		return nil, err
 	}
-	if ls.udp, err = net.ListenUDP("udp", &net.UDPAddr{IP: ip, Port: port}); err != nil {
+	if ls.udp, err = listenUDPShared(ip, port); err != nil {
+		ls.tcp.Close()
+		return nil, err
+	}
+	if ls.out, err = openSendSock(ls.udp); err != nil {
+		ls.udp.Close()
 		ls.tcp.Close()
 		return nil, err
 	}
@@ -609,6 +618,7 @@ func (t *secTransport) closeSocks() {
 	for _, ls := range t.socks {
 		ls.tcp.Close()
 		ls.udp.Close()
+		ls.out.close()
 	}
 }
 

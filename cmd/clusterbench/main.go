@@ -357,6 +357,10 @@ func drain(ch chan nev) {
 type procSample struct {
 	self, children uint64 // clock ticks: utime+stime, cutime+cstime
 	rss, hwm       int    // kB
+	// switches are the voluntary context switches of every thread: the
+	// process's wake-ups, each a thread that slept put back to work (the
+	// involuntary ones are other work preempting it)
+	switches uint64
 }
 
 func readProc(pid int) (procSample, error) {
@@ -385,7 +389,27 @@ func readProc(pid int) (procSample, error) {
 			s.hwm, _ = strconv.Atoi(strings.Fields(v)[0])
 		}
 	}
+	s.switches = threadSwitches(pid)
 	return s, nil
+}
+
+// threadSwitches sums the voluntary context switches of pid's threads.
+func threadSwitches(pid int) uint64 {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	var n uint64
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && k == "voluntary_ctxt_switches" {
+				x, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+				n += x
+			}
+		}
+	}
+	return n
 }
 
 const clkTck = 100 // USER_HZ on Linux x86_64
@@ -517,10 +541,11 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 		}
 		self := float64(s.self-before[b.name].self) / clkTck / el * 100
 		kids := float64(s.children-before[b.name].children) / clkTck / el * 100
-		fmt.Printf("%s: VmRSS %.1f MB (max in window %.1f MB, VmHWM %.1f MB); CPU daemon %.2f%% of a core, its children (check commands) %.2f%%\n",
-			b.name, float64(s.rss)/1024, float64(maxRSS[b.name])/1024, float64(s.hwm)/1024, self, kids)
-		fmt.Printf("RESULT idle n=%d node=%s services=%d monitor=%v hb=%s/%s rss_mb=%.1f hwm_mb=%.1f cpu_self_pct=%.3f cpu_children_pct=%.3f hb_bytes_per_s_per_node=%.0f\n",
-			n, b.name, nsvc, monitored, o.timeout, o.interval, float64(maxRSS[b.name])/1024, float64(s.hwm)/1024, self, kids, bps)
+		wakes := float64(s.switches-before[b.name].switches) / el
+		fmt.Printf("%s: VmRSS %.1f MB (max in window %.1f MB, VmHWM %.1f MB); CPU daemon %.2f%% of a core, its children (check commands) %.2f%%; %.1f wake-ups/s (voluntary context switches of its threads)\n",
+			b.name, float64(s.rss)/1024, float64(maxRSS[b.name])/1024, float64(s.hwm)/1024, self, kids, wakes)
+		fmt.Printf("RESULT idle n=%d node=%s services=%d monitor=%v hb=%s/%s rss_mb=%.1f hwm_mb=%.1f cpu_self_pct=%.3f cpu_children_pct=%.3f hb_bytes_per_s_per_node=%.0f wakeups_per_s=%.1f\n",
+			n, b.name, nsvc, monitored, o.timeout, o.interval, float64(maxRSS[b.name])/1024, float64(s.hwm)/1024, self, kids, bps, wakes)
 	}
 	return nil
 }
