@@ -57,6 +57,7 @@ func (d *Daemon) startHeartbeat() error {
 // the node core the news of a peer (the configs it carries too, their
 // names checked); the other kinds are the daemon's.
 func (d *Daemon) onHeartbeat(ev heartbeat.Event) {
+	d.prepareOnSilence(ev) // prepare.go: Silent, Heard and Down of a peer
 	if isLinkEvent(ev) {
 		d.onLink(ev) // links.go: an alarm, never a peer event
 		return

@@ -131,6 +131,9 @@ type Daemon struct {
 	// prepared are the drivers doing their pre-start work during a ready
 	// window of the instance (prepare.go).
 	prepared map[string]*resource.Set
+	// early are the drivers whose pre-start work began at the silence
+	// of a peer, by peer (prepare.go).
+	early map[string][]*resource.Set
 
 	// stepTimer is the driver's wake-up (driver.Effects.ArmWake), step
 	// its channel while armed

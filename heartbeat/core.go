@@ -77,6 +77,8 @@ type peer struct {
 	// probedAt is when a probe last went to p (p silent for probeAfter);
 	// answeredAt when a probe of p was last answered.
 	probedAt, answeredAt time.Time
+	// silence is what a Silent event said of p (silence.go).
+	silence silence
 	// behindAt is when the copy held fell behind what p announced
 	// (annInc, annGen), zero when it is not; stale once that lasted
 	// Timeout (stale.go).
@@ -513,6 +515,7 @@ func (c *core) tick() {
 				zap.Duration("silent", now.Sub(p.heard)), zap.Time("last_heard", p.heard))
 			c.emitLocked(Event{Kind: Down, Node: p.name})
 		}
+		c.checkSilenceLocked(p, now)
 		c.checkLinksLocked(p, now)
 		if p.up && now.Sub(p.heard) >= c.s.probeAfter() && now.Sub(p.probedAt) >= c.s.probeEvery() {
 			p.probedAt = now

@@ -58,8 +58,11 @@
 // declared down. A live peer looks down only when its beats and every
 // probe round trip of a Timeout are lost (at 20 % loss into every node:
 // about 3e-4 for the beats, times 8e-8 for the probes; the probes cost
-// nothing while beats arrive). Beats go to every configured member, up or
-// down, so two nodes that lost each other find each other again within a
+// nothing while beats arrive). The first probe of a silence is also a
+// Silent event (once per silence; Heard when the peer is heard again
+// before its Down): the owner may begin what a failover would need early,
+// such as the duplicate-address probe of the peer's VIPs. Beats go to
+// every configured member, up or down, so two nodes that lost each other find each other again within a
 // beat of the link working.
 //
 // # Links

@@ -166,6 +166,15 @@ const (
 	LinkDown
 	// LinkUp: a link reported down carries the peer's frames again.
 	LinkUp
+	// Silent: a live peer was silent for two beat periods (the first sign
+	// of its loss, when the probes begin: silence.go); said once per
+	// silence. Ends with Heard, or Down. Not news for the node core: the
+	// owner may begin work that a failover of the peer would need (the
+	// duplicate-address probe of its VIPs), never act on it.
+	Silent
+	// Heard: a Silent peer was heard again before it was declared down
+	// (never after a Down: a peer back from down is an Up).
+	Heard
 )
 
 func (k Kind) String() string {
@@ -198,6 +207,10 @@ func (k Kind) String() string {
 		return "link_down"
 	case LinkUp:
 		return "link_up"
+	case Silent:
+		return "silent"
+	case Heard:
+		return "heard"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }

@@ -211,18 +211,49 @@ func (p *ipAddr) Start(ctx context.Context) error {
 }
 
 // Prepare starts probing the address in the background (the ready window
-// began): the start that may follow takes the answer (Preparer).
+// began): the start that may follow takes the answer (Preparer). A probe
+// begun early (PrepareEarly) is the window's when it is still good
+// (addrWatch.takeEarly), else a new one begins.
 func (p *ipAddr) Prepare(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.watch == nil {
-		p.watch = watchAddr(ctx, p.dev, p.addr)
+	if p.watch != nil && p.watch.takeEarly() {
+		return
 	}
+	p.watch.stop()
+	p.watch = watchAddr(ctx, p.dev, p.addr)
 }
 
 // Unprepare stops the probe in the background, if any (the window ended
 // without a start).
 func (p *ipAddr) Unprepare() { p.takeWatch().stop() }
+
+// PrepareEarly starts probing the address in the background before the
+// ready window: the node running the service fell silent, and may be
+// declared down within hb.timeout (within). The probe ends by itself
+// within + probe_timeout later unless a window took it (addrWatch). A
+// probe already running (early or the window's) goes on.
+func (p *ipAddr) PrepareEarly(ctx context.Context, within time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.watch != nil && !(p.watch.untaken() && p.watch.ended()) {
+		return
+	}
+	p.watch.stop()
+	p.watch = watchEarly(ctx, p.dev, p.addr, within+p.probe)
+}
+
+// UnprepareEarly stops a probe begun early that no window took (the
+// silent node was heard again).
+func (p *ipAddr) UnprepareEarly() {
+	p.mu.Lock()
+	var w *addrWatch
+	if p.watch != nil && p.watch.untaken() {
+		w, p.watch = p.watch, nil
+	}
+	p.mu.Unlock()
+	w.stop()
+}
 
 func (p *ipAddr) takeWatch() *addrWatch {
 	p.mu.Lock()
@@ -233,14 +264,15 @@ func (p *ipAddr) takeWatch() *addrWatch {
 }
 
 // probeBeforeStart is the duplicate-address probe of a start: the answer of
-// w, the probe running since the ready window began, when it can tell
-// (a holder that answered at any time since, or none for probe_timeout up
-// to now); else a probe of probe_timeout now.
+// w, the probe running since the ready window began (or since the node
+// running the service fell silent, when the window took that probe), when
+// it can tell (a holder that answered at any time of the window, or none
+// for probe_timeout up to now); else a probe of probe_timeout now.
 func (p *ipAddr) probeBeforeStart(ctx context.Context, w *addrWatch) (string, error) {
 	if w != nil {
 		if holder, err, ok := w.result(ctx, p.probe); ok {
 			if holder == "" && err == nil {
-				p.env.Log(p.rid, fmt.Sprintf("no answer for %s since the ready window began %s ago", p.addr, time.Since(w.since).Round(time.Millisecond)))
+				p.env.Log(p.rid, fmt.Sprintf("no answer for %s since %s %s ago", p.addr, w.began(), time.Since(w.since).Round(time.Millisecond)))
 			}
 			return holder, err
 		}

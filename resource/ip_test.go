@@ -73,7 +73,7 @@ func TestIPLabel(t *testing.T) {
 const helperEnv = "HAVEN_IP_HELPER" // JSON of helperReq
 
 type helperReq struct {
-	Actions []string // start | stop | status | settle (wait for the announcements to end), run in turn
+	Actions []string // start | stop | status | settle (wait for the announcements to end) | prepare | early DUR | unprepare-early | sleep DUR | touch PATH, run in turn
 	RC      config.ResourceConfig
 }
 
@@ -117,6 +117,8 @@ func TestIPHelper(t *testing.T) {
 			err = d.Stop(ctx)
 		case "prepare":
 			d.(Preparer).Prepare(ctx)
+		case "unprepare-early":
+			d.(Preparer).UnprepareEarly()
 		case "settle":
 			ip := d.(*ipAddr)
 			ip.mu.Lock()
@@ -129,6 +131,13 @@ func TestIPHelper(t *testing.T) {
 				if werr := os.WriteFile(path, nil, 0o600); werr != nil {
 					t.Fatal(werr)
 				}
+			}
+			if dur, ok := strings.CutPrefix(action, "early "); ok { // PrepareEarly within dur
+				dt, perr := time.ParseDuration(dur)
+				if perr != nil {
+					t.Fatal(perr)
+				}
+				d.(Preparer).PrepareEarly(ctx, dt)
 			}
 			if dur, ok := strings.CutPrefix(action, "sleep "); ok {
 				dt, perr := time.ParseDuration(dur)

@@ -89,7 +89,7 @@ func TestPeerEventMapping(t *testing.T) {
 			t.Errorf("heartbeat kind %d: reason %q unseen %v", k, pe.Reason, pe.Unseen)
 		}
 	}
-	for _, k := range []heartbeat.Kind{heartbeat.Rejected, heartbeat.Impostor, heartbeat.Asked, heartbeat.Answered} {
+	for _, k := range []heartbeat.Kind{heartbeat.Rejected, heartbeat.Impostor, heartbeat.Asked, heartbeat.Answered, heartbeat.LinkDown, heartbeat.LinkUp, heartbeat.Silent, heartbeat.Heard} {
 		if pe, ok := PeerEvent(heartbeat.Event{Kind: k, Node: "n2"}); ok {
 			t.Errorf("the shell's heartbeat kind %d mapped to %+v", k, pe)
 		}

@@ -11,8 +11,9 @@ import (
 )
 
 // peerKinds maps the heartbeat's news of a peer to the core's peer
-// events. A kind not listed (Rejected, Impostor, Asked, Answered, ...) is
-// the shell's own: Heartbeat leaves it to the shell.
+// events. A kind not listed (Rejected, Impostor, Asked, Answered, Silent,
+// Heard, ...) is the shell's own: Heartbeat leaves it to the shell (a
+// Silent peer is still up for the core: only its Down counts).
 var peerKinds = map[heartbeat.Kind]node.PeerKind{
 	heartbeat.Up:            node.PeerUp,
 	heartbeat.Down:          node.PeerDown,

@@ -71,6 +71,35 @@ func TestNetnsVIPFastAckFailoverTiming(t *testing.T) {
 	if os.Getenv("HAVEN_VIP_BENCH") == "" {
 		t.Skip("a measurement: HAVEN_VIP_BENCH=1 runs it")
 	}
+	b, up := fastAckVIPFailover(t)
+	c := b.nodes
+	acked := lastLogTime(t, c["n2"], "start before the ready period ends (fast ack)")
+	ready := lastLogTime(t, c["n2"], "idle -> ready")
+	if acked.IsZero() || ready.IsZero() {
+		t.Fatalf("n2's node.log shows no ready window ended by the acks:\n%s", nodeLog(t, c["n2"]))
+	}
+	t.Logf("VIP-AFTER-LAST-ACK %d ms (ready %s, last ack seen %s: a window of %d ms; %s on n2 %s)", up.Sub(acked).Milliseconds(),
+		ready.Format("15:04:05.000"), acked.Format("15:04:05.000"), acked.Sub(ready).Milliseconds(), vip, up.Format("15:04:05.000"))
+}
+
+// With node.ready_fast_ack the ready window lasts a few milliseconds,
+// less than the VIP's duplicate-address probe (probe_timeout 300ms): n2,
+// which would lead web were n1 down, begins the probe when n1 falls silent
+// (two beat periods), and its start after the acks takes that probe's
+// answer instead of probing for probe_timeout after the window.
+func TestNetnsVIPFastAckProbeBeginsAtSilence(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces)
+	b, _ := fastAckVIPFailover(t)
+	if log := readSvcLog(t, b.nodes["n2"], "web"); !strings.Contains(log, "no answer for "+vip+" since its node fell silent") {
+		t.Fatalf("n2's start of web did not take the probe begun at n1's silence; its log:\n%s", log)
+	}
+}
+
+// fastAckVIPFailover runs web with its VIP on n1 of a 3-node bed with
+// node.ready_fast_ack, cuts n1's link and returns when the VIP is in n2's
+// namespace (n2 leads web without n1), with that time.
+func fastAckVIPFailover(t *testing.T) (*netBed, time.Time) {
+	t.Helper()
 	names := []string{"n1", "n2", "n3"}
 	b := newNetBed(t, names, "ready_fast_ack = true")
 	c := b.nodes
@@ -95,16 +124,10 @@ func TestNetnsVIPFastAckFailoverTiming(t *testing.T) {
 	if up.IsZero() {
 		t.Fatalf("%s not on n2 20s after n1's link was cut", vip)
 	}
-	acked := lastLogTime(t, c["n2"], "start before the ready period ends (fast ack)")
-	ready := lastLogTime(t, c["n2"], "idle -> ready")
-	if acked.IsZero() || ready.IsZero() {
-		t.Fatalf("n2's node.log shows no ready window ended by the acks:\n%s", nodeLog(t, c["n2"]))
-	}
-	t.Logf("VIP-AFTER-LAST-ACK %d ms (ready %s, last ack seen %s: a window of %d ms; %s on n2 %s)", up.Sub(acked).Milliseconds(),
-		ready.Format("15:04:05.000"), acked.Format("15:04:05.000"), acked.Sub(ready).Milliseconds(), vip, up.Format("15:04:05.000"))
 	if w := b.holders(vip); !slices.Contains(w, "n2") {
 		t.Fatalf("%s held by %v", vip, w)
 	}
+	return b, up
 }
 
 // lastLogTime is the time of the last line of n's node.log about web that
