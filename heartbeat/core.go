@@ -102,18 +102,25 @@ type peer struct {
 	format dataset.Format
 }
 
-// Probes: a peer silent for probeAfter (two beat periods: a beat lost, at
-// least) is asked for a beat every probeEvery until it is heard or declared
-// down, and answers at once (at most every probeAnswerEvery). A live peer is
-// then declared down only when its regular beats AND every probe round trip
-// of the window are lost: at 20 % loss into every node, 5 beats in a row
-// (3.2e-4 a window) became a false node down in the chaos suite about once a
-// 30-minute round; with the 16 probes of a timeout (one every beat/4 from
-// two beats of silence on) it takes a further 0.36^16 (8e-8). Nothing is sent while peers are heard: idle traffic is
-// unchanged.
-func (s settings) probeAfter() time.Duration       { return 2 * s.beat }
-func (s settings) probeEvery() time.Duration       { return max(5*time.Millisecond, s.beat/4) }
-func (s settings) probeAnswerEvery() time.Duration { return max(5*time.Millisecond, s.beat/8) }
+// Probes: a peer silent for probeAfter (a beat and a half: a beat late by
+// half a period, or lost) is asked for a beat every probeEvery until it is
+// heard or declared down, and answers at once (at most every
+// probeAnswerEvery). A live peer is then declared down only when its
+// regular beats AND every probe round trip of the window are lost: 16
+// probes a window, whatever the beat period (at 3s/1s one every 94 ms
+// from 1.5 s of silence on). At 20 % loss into every node, the 2 or 3
+// beats of a window are all lost with a chance of 0.04 at most, and the 16
+// round trips with a further 0.36^16 (8e-8). Nothing is sent while peers are heard:
+// idle traffic is the beats alone.
+func (s settings) probeAfter() time.Duration { return s.beat + s.beat/2 }
+func (s settings) probeEvery() time.Duration {
+	return max(5*time.Millisecond, (s.Timeout-s.probeAfter())/probesPerWindow)
+}
+func (s settings) probeAnswerEvery() time.Duration { return max(5*time.Millisecond, s.probeEvery()/2) }
+
+// probesPerWindow is the number of probes a silent peer gets before it is
+// declared down.
+const probesPerWindow = 16
 
 // maxPending bounds the deltas waiting for their base per peer.
 const maxPending = 16

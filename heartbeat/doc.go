@@ -18,7 +18,7 @@
 // When nothing changes, nothing but a small beat travels: the incarnation,
 // the generation and a digest of the data, about 100 bytes whatever the
 // number of services, to
-// every member every beat period: min(Interval, Timeout/6). The digest of
+// every member every beat period: min(Interval, Timeout/3). The digest of
 // a format-1 beat (what the previous release writes and checks) is the
 // first 8 bytes of a SHA-256 of the data's JSON form; from format 2 it is
 // the sum (mod 2^64) of one 64-bit hash per entry (the node-level fields,
@@ -52,13 +52,13 @@
 // milliseconds after Timeout of silence. Since the last frame precedes a
 // crash by at most one beat period, a crash is declared between Timeout
 // minus a beat and Timeout after it: the detection precision is the beat
-// period (2.5s to 3s at hb 1s/3s, 12.5s to 15s with the defaults 5s/15s).
-// Six beats go out per Timeout, and a peer silent for two beat periods is
-// probed: asked for a beat at once, every beat/4, until it is heard or
-// declared down. A live peer looks down only when its beats and every
-// probe round trip of a Timeout are lost (at 20 % loss into every node:
-// about 3e-4 for the beats, times 8e-8 for the probes; the probes cost
-// nothing while beats arrive). The first probe of a silence is also a
+// period (2s to 3s at hb 1s/3s, 10s to 15s with the defaults 5s/15s).
+// Three beats go out per Timeout (config.BeatPeriod), and a peer silent
+// for a beat and a half is probed: asked for a beat at once, 16 times a
+// window, until it is heard or declared down. A live peer looks down only
+// when its beats and every probe round trip of a Timeout are lost (at 20 %
+// loss into every node: at most 0.04 for the beats, times 8e-8 for the
+// probes; the probes cost nothing while beats arrive). The first probe of a silence is also a
 // Silent event (once per silence; Heard when the peer is heard again
 // before its Down): the owner may begin what a failover would need early,
 // such as the duplicate-address probe of the peer's VIPs. Beats go to

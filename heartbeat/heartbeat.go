@@ -14,12 +14,6 @@ import (
 	"haven/internal/clock"
 )
 
-// beatsPerTimeout beats at least go out within one Timeout, so that a live
-// peer is declared down only when all of them are lost: at 20 % loss, 3 beats
-// a timeout (0.8 % a window) made the chaos suite's LossyNetwork see false
-// node downs within 20 s; 6 make it 0.0064 % a window, for 100 bytes a beat.
-const beatsPerTimeout = 6
-
 // Defaults of node.toml [hb].
 const (
 	DefaultTimeout  = 15 * time.Second
@@ -62,7 +56,8 @@ type Config struct {
 	Timeout time.Duration
 	// Interval is the beat period (hb.interval): a small beat (incarnation,
 	// generation, digest of the data) goes to every member this often, or
-	// every Timeout/6 if that is shorter. Full copies go only on demand.
+	// every Timeout/3 if that is shorter (config.BeatPeriod). Full copies
+	// go only on demand.
 	Interval time.Duration
 	// Clock is the time source; nil means the wall clock.
 	Clock clock.Clock
@@ -166,7 +161,7 @@ const (
 	LinkDown
 	// LinkUp: a link reported down carries the peer's frames again.
 	LinkUp
-	// Silent: a live peer was silent for two beat periods (the first sign
+	// Silent: a live peer was silent for a beat and a half (the first sign
 	// of its loss, when the probes begin: silence.go); said once per
 	// silence. Ends with Heard, or Down. Not news for the node core: the
 	// owner may begin work that a failover of the peer would need (the
@@ -283,7 +278,7 @@ type Stats struct {
 type settings struct {
 	Config
 	key  []byte        // nil without a secret
-	beat time.Duration // beat period: min(Interval, Timeout/beatsPerTimeout), at least 10ms
+	beat time.Duration // beat period: config.BeatPeriod, at least 10ms
 	// gapWait is how long a gap may stay open (a frame merely reordered)
 	// before a full copy is asked for, and how soon after a Publish a
 	// trailing beat shows the new generation (so that a lost delta is
@@ -336,7 +331,7 @@ func (cfg Config) validate() (settings, error) {
 	if s.Logger == nil {
 		s.Logger = zap.NewNop()
 	}
-	s.beat = max(10*time.Millisecond, min(s.Interval, s.Timeout/beatsPerTimeout))
+	s.beat = max(10*time.Millisecond, config.BeatPeriod(config.HBConfig{Timeout: s.Timeout, Interval: s.Interval}))
 	s.gapWait = max(10*time.Millisecond, min(100*time.Millisecond, s.beat/10))
 	return s, nil
 }

@@ -191,10 +191,10 @@ func (p *peer) linksUp() int {
 }
 
 // dataLinkLocked is the network link data goes over to p: the first one
-// that works both ways (we heard p on it within two beat periods, and p's
+// that works both ways (we heard p on it within a beat and a half, and p's
 // last beat said it hears us on it), else the first one heard lately,
 // else the first one up, else the first one. A link that fails stops
-// carrying data within two beat periods, long before it is declared down.
+// carrying data within a beat and a half, long before it is declared down.
 func (c *core) dataLinkLocked(p *peer) int {
 	now := c.s.Clock.Now()
 	heard, up := -1, -1
@@ -221,8 +221,8 @@ func (c *core) dataLinkLocked(p *peer) int {
 	return max(up, 0)
 }
 
-// heardLately tells whether l carried something of its peer within two
-// beat periods (a beat lost, at most).
+// heardLately tells whether l carried something of its peer within a
+// beat and a half (probeAfter: no beat lost).
 func (c *core) heardLately(l *link, now time.Time) bool {
 	return !l.heard.IsZero() && now.Sub(l.heard) < c.s.probeAfter()
 }

@@ -244,7 +244,7 @@ func TestOneLinkNoLinkEvents(t *testing.T) {
 	_ = config.Member{}
 }
 
-// A link that fails stops carrying data within two beat periods, long
+// A link that fails stops carrying data within a beat and a half, long
 // before it is declared down (hb.timeout): a change published then reaches
 // the peers over the other link at once.
 func TestLinkDataLeavesAFailedLinkEarly(t *testing.T) {
@@ -254,19 +254,19 @@ func TestLinkDataLeavesAFailedLinkEarly(t *testing.T) {
 	}
 	c.net.Advance(time.Minute)
 	c.net.CutLink("n01", 0, true)
-	c.net.Advance(6 * time.Second) // two beat periods (2.5s) and a bit; hb.timeout is 15s
+	c.net.Advance(8 * time.Second) // a beat and a half (7.5s) and a bit; hb.timeout is 15s
 	if l := linkOf(t, c.hb["n02"], "n01", "net1"); !l.Up {
 		t.Fatalf("net1 already declared down: %+v", l)
 	}
 	want := svcNode("n01", 2, "web", "db")
 	c.publish("n01", want)
 	if err := c.converged(map[string]dataset.Node{"n01": want}, "n02", "n03"); err != nil {
-		t.Fatalf("a change published 6s after net1 failed: %v", err)
+		t.Fatalf("a change published 8s after net1 failed: %v", err)
 	}
 	// and the other way: n02's change reaches n01
 	want2 := svcNode("n02", 2, "web", "mail")
 	c.publish("n02", want2)
 	if err := c.converged(map[string]dataset.Node{"n02": want2}, "n01"); err != nil {
-		t.Fatalf("a change of n02 for n01 6s after net1 failed: %v", err)
+		t.Fatalf("a change of n02 for n01 8s after net1 failed: %v", err)
 	}
 }

@@ -177,7 +177,7 @@ func testConverge(t *testing.T, size int) {
 }
 
 // TestMemProbeKeepsALossyPeerUp: every regular beat of n01 to n02 is lost,
-// but n02's probes (sent once n01 was silent for two beat periods) and
+// but n02's probes (sent once n01 was silent for a beat and a half) and
 // n01's answers get through: n01 stays up in n02's view for a minute (it
 // was declared down after hb.timeout before the probes: the chaos suite's
 // LossyNetwork saw that at 20 % loss). Once everything is lost, n01 is
@@ -304,12 +304,12 @@ func TestMemIdleTrafficFlat(t *testing.T) {
 	var bytes [2]uint64
 	for i, nsvc := range []int{0, 500} {
 		before, after := idle(nsvc)
-		// 15s/5s: a beat every 2.5s (timeout/6) to each of 2 peers
+		// 15s/5s: a beat every 5s (hb.interval; timeout/3) to each of 2 peers
 		if f := after.FullsSent - before.FullsSent; f != 0 {
 			t.Errorf("%d services: %d full copies sent in an idle minute, want 0", nsvc, f)
 		}
-		if n := after.Sent - before.Sent; n != 48 {
-			t.Errorf("%d services: %d frames sent in an idle minute, want 48 beats", nsvc, n)
+		if n := after.Sent - before.Sent; n != 24 {
+			t.Errorf("%d services: %d frames sent in an idle minute, want 24 beats", nsvc, n)
 		}
 		bytes[i] = after.BytesSent - before.BytesSent
 		t.Logf("%d services: %d bytes sent in an idle minute", nsvc, bytes[i])

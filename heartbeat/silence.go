@@ -3,7 +3,7 @@ package heartbeat
 import "time"
 
 // silence is the state of a Silent event of a peer: said when the peer,
-// up, was silent for probeAfter (two beat periods: the tick that sends it
+// up, was silent for probeAfter (a beat and a half: the tick that sends it
 // its first probe), with heard, the time of the last message heard then.
 // A message heard since (p.heard moved) ends it with a Heard event; a
 // Down ends it without one (the peer was lost: the Up that follows its

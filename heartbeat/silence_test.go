@@ -7,7 +7,7 @@ import (
 	"haven/dataset"
 )
 
-// A live peer silent for two beat periods (5s at 15s/5s) gives one Silent
+// A live peer silent for a beat and a half (7.5s at 15s/5s) gives one Silent
 // event, however long the silence lasts short of hb.timeout; heard again,
 // one Heard, and no Up (it never went down). Silent again until declared
 // down: one Silent, the Down, and no Heard; back from down: an Up, and no
@@ -29,11 +29,13 @@ func TestMemSilentThenHeard(t *testing.T) {
 	silent := func(from, to string, b []byte) bool { return from == "n01" }
 
 	c.net.Lose(silent)
-	c.net.Advance(6 * time.Second) // > probeAfter (5s) of silence, whatever the phase of the beats
+	// > probeAfter (7.5s) of silence, and short of hb.timeout (15s) even
+	// when the last beat heard came a beat period (5s) before the loss
+	c.net.Advance(8 * time.Second)
 	if n := count(Silent); n != 1 {
-		t.Fatalf("n01 silent for more than two beat periods: %d Silent events, want 1", n)
+		t.Fatalf("n01 silent for more than a beat and a half: %d Silent events, want 1", n)
 	}
-	c.net.Advance(3 * time.Second) // still short of hb.timeout (15s)
+	c.net.Advance(1 * time.Second) // still short of hb.timeout
 	if n, m := count(Silent), count(Down); n != 0 || m != 0 {
 		t.Fatalf("the same silence said again: %d Silent, %d Down", n, m)
 	}

@@ -20,7 +20,7 @@ import (
 // confirmed before it, newer runs, and older runs that answered a challenge
 // (an older run it never confirmed is a replay until it proves otherwise).
 // Two such runs that keep sending fresh frames twinAfter after the later of
-// them first appeared (each at two times half a beat apart at least: not a
+// them first appeared (each at two times twinSpacing apart at least: not a
 // burst of withheld frames released at once), both within Timeout, are two
 // live daemons: the core
 // is told (core.noteTwin: a Duplicate event, the name in its beats, so that
@@ -41,7 +41,7 @@ type runSeen struct {
 	inc         uint64
 	w           window    // its fresh sequence numbers
 	first, last time.Time // its first and last fresh frames
-	// prev is the last fresh frame at least half a beat before last: a
+	// prev is the last fresh frame at least twinSpacing before last: a
 	// run counts as sending at a time when two of its fresh frames came
 	// after it, apart (a burst of datagrams withheld by an attacker and
 	// released at once is not a live run).
@@ -56,8 +56,14 @@ type twinState struct {
 	runs []*runSeen
 }
 
-// twinAfter is how long two runs must both keep sending to be two daemons.
-func (t *secTransport) twinAfter() time.Duration { return 2 * t.s.beat }
+// twinAfter is how long two runs must both keep sending to be two daemons:
+// two beat periods, at most a third of Timeout (a clone is told as soon as
+// with 6 beats a timeout: the beat period went from Timeout/6 to Timeout/3).
+func (t *secTransport) twinAfter() time.Duration { return min(2*t.s.beat, t.s.Timeout/3) }
+
+// twinSpacing is how far apart two fresh frames of a run must be for it to
+// count as sending (runSeen.prev): a quarter of twinAfter.
+func (t *secTransport) twinSpacing() time.Duration { return t.twinAfter() / 4 }
 
 func (ts *twinState) run(inc uint64) *runSeen {
 	for _, r := range ts.runs {
@@ -90,7 +96,7 @@ func (t *secTransport) noteRunLocked(ps *peerSec, h header) {
 		return
 	}
 	r.w.mark(h.seq)
-	if now.Sub(r.last) >= t.s.beat/2 {
+	if now.Sub(r.last) >= t.twinSpacing() {
 		r.prev = r.last
 	}
 	r.last = now

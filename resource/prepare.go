@@ -87,7 +87,7 @@ const watchMax = 10 * time.Minute
 //     begins within maxAge of the silence (hb.timeout + probe_timeout: the
 //     silence that led to this very failover; the down follows the first
 //     sign of silence by less than hb.timeout, the slack of probe_timeout
-//     and two beat periods absorbs a loaded daemon). Then the watch ends
+//     and a beat and a half absorbs a loaded daemon). Then the watch ends
 //     by itself: an older one is of another silence, and a probe left
 //     running for long is not trusted (a device replaced under its socket
 //     hears nothing): the window probes anew;

@@ -85,7 +85,7 @@ func TestNetnsVIPFastAckFailoverTiming(t *testing.T) {
 // With node.ready_fast_ack the ready window lasts a few milliseconds,
 // less than the VIP's duplicate-address probe (probe_timeout 300ms): n2,
 // which would lead web were n1 down, begins the probe when n1 falls silent
-// (two beat periods), and its start after the acks takes that probe's
+// (a beat and a half), and its start after the acks takes that probe's
 // answer instead of probing for probe_timeout after the window.
 func TestNetnsVIPFastAckProbeBeginsAtSilence(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces)
