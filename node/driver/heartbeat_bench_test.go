@@ -14,7 +14,9 @@ import (
 )
 
 // benchLocal is a node's own view that does not change.
-type benchLocal struct{ svcs map[string]*config.ServiceConfig }
+type benchLocal struct {
+	svcs map[string]*config.ServiceConfig
+}
 
 func (b *benchLocal) LocalNode() dataset.Node                         { return dataset.Node{Name: "n1"} }
 func (b *benchLocal) LocalServices() map[string]*config.ServiceConfig { return b.svcs }
