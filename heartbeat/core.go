@@ -98,6 +98,8 @@ type peer struct {
 	// format is what p's last message said of its versions (message.Fmt,
 	// Lvl): its Data events carry it.
 	format dataset.Format
+	// cow is the copy-on-write of data (cow.go).
+	cow cow
 }
 
 // Probes: a peer silent for probeAfter (two beat periods: a beat lost, at
@@ -349,6 +351,7 @@ func (c *core) onFullLocked(p *peer, m *message) {
 	if m.Inc != p.inc || p.data == nil || m.Gen > p.gen || (m.Gen == p.gen && p.suspect) {
 		p.inc, p.gen, p.data = m.Inc, m.Gen, m.Node
 		p.digOK, p.suspect, p.sums.ok = false, false, false
+		p.cow.full()
 		c.st.FullsMerged++
 		c.applyPendingLocked(p)
 		c.emitDataLocked(p)
@@ -364,7 +367,7 @@ func (c *core) onDeltaLocked(p *peer, m *message, now time.Time) {
 	case m.Gen <= p.gen:
 		// stale: already covered by a full copy
 	case m.Base == p.gen:
-		p.sums.applyDelta(m.Delta, p.data, m.Gen)
+		p.applyDelta(m)
 		p.gen, p.digOK = m.Gen, false
 		c.st.DeltasApplied++
 		c.applyPendingLocked(p)
@@ -418,7 +421,7 @@ func (c *core) applyPendingLocked(p *peer) {
 			switch {
 			case m.Inc != p.inc || m.Gen <= p.gen:
 			case m.Base == p.gen:
-				p.sums.applyDelta(m.Delta, p.data, m.Gen)
+				p.applyDelta(m)
 				p.gen, p.digOK = m.Gen, false
 				c.st.DeltasApplied++
 				progress = true
@@ -687,18 +690,19 @@ func (c *core) refuseLocked(key string, ev Event) {
 
 func (c *core) emitDataLocked(p *peer) {
 	p.confirm = false
-	d := p.data.Clone()
-	d.Format = p.format
-	c.emitLocked(Event{Kind: Data, Node: p.name, Data: &d})
+	d, ch := p.emitCopy()
+	c.emitLocked(Event{Kind: Data, Node: p.name, Data: d, Changes: ch})
 }
 
 // emitLocked queues ev. A Data event replaces a pending Data event of the
-// same node when nothing about that node was queued after it.
+// same node when nothing about that node was queued after it (its changes
+// then add up: the replaced event's Base is the last one handed over).
 func (c *core) emitLocked(ev Event) {
 	if ev.Kind == Data {
 		for i := len(c.backlog) - 1; i >= 0; i-- {
 			if c.backlog[i].Node == ev.Node {
 				if c.backlog[i].Kind == Data {
+					ev.Changes = c.backlog[i].Changes.Then(ev.Changes)
 					c.backlog[i] = ev
 					return
 				}

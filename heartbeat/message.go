@@ -231,7 +231,13 @@ func diffMap[V any](prev, next map[string]V) (set map[string]V, del []string) {
 // apply applies d to n in place (n is a private copy) and sets its Gen,
 // without what would take n over a bound (bounds.go).
 func (d *delta) apply(n *dataset.Node, gen uint64) {
-	d.bound(n)
+	d.applyCounted(n, gen, resources(n.Services))
+}
+
+// applyCounted is apply when the number of resources of n's instances is
+// known (res): nothing is done per entry of n.
+func (d *delta) applyCounted(n *dataset.Node, gen uint64, res int) {
+	d.bound(n, res)
 	if d.Head != nil {
 		svcs, tgts, cfgs := n.Services, n.Targets, n.Configs
 		*n = *d.Head
