@@ -191,18 +191,13 @@ func (c *core) publish(n dataset.Node) {
 	if c.closed {
 		return
 	}
-	next := n.Clone()
-	next.Name = c.s.Node
 	if c.local != nil {
-		if next.Gen <= c.local.Gen {
-			next.Gen = c.local.Gen + 1
-		}
-		d := diff(c.local, &next)
-		if d.empty() {
+		next, d := c.nextLocal(n)
+		if d == nil {
 			return
 		}
 		b := c.encode(&message{Kind: kindDelta, From: c.s.Node, Inc: c.inc, Base: c.local.Gen, Gen: next.Gen, Delta: d})
-		c.setLocalLocked(&next, d)
+		c.setLocalLocked(next, d)
 		for _, name := range c.names {
 			if c.peers[name].up {
 				c.sendLocked(name, b)
@@ -211,6 +206,8 @@ func (c *core) publish(n dataset.Node) {
 		}
 		return
 	}
+	next := n.Clone()
+	next.Name = c.s.Node
 	c.setLocalLocked(&next, nil)
 	for _, name := range c.names {
 		if c.peers[name].up {

@@ -199,20 +199,22 @@ func diff(prev, next *dataset.Node) *delta {
 		hn.Gen = next.Gen
 		d.Head = &hn
 	}
-	d.Set, d.Del = diffMap(prev.Services, next.Services)
-	d.TSet, d.TDel = diffMap(prev.Targets, next.Targets)
-	d.CSet, d.CDel = diffMap(prev.Configs, next.Configs)
+	d.Set, d.Del = diffMap(prev.Services, next.Services, instanceSame)
+	d.TSet, d.TDel = diffMap(prev.Targets, next.Targets, equal[dataset.Target])
+	d.CSet, d.CDel = diffMap(prev.Configs, next.Configs, configSame)
 	return d
 }
+
+func equal[V comparable](a, b V) bool { return a == b }
 
 func (d *delta) empty() bool {
 	return d.Head == nil && len(d.Set) == 0 && len(d.Del) == 0 && len(d.TSet) == 0 && len(d.TDel) == 0 &&
 		len(d.CSet) == 0 && len(d.CDel) == 0
 }
 
-func diffMap[V any](prev, next map[string]V) (set map[string]V, del []string) {
+func diffMap[V any](prev, next map[string]V, same func(a, b V) bool) (set map[string]V, del []string) {
 	for k, v := range next {
-		if pv, ok := prev[k]; !ok || !reflect.DeepEqual(pv, v) {
+		if pv, ok := prev[k]; !ok || !same(pv, v) {
 			if set == nil {
 				set = map[string]V{}
 			}
