@@ -13,12 +13,15 @@ import (
 	"haven/node"
 )
 
-// benchLocal is a node's own view that does not change.
+// benchLocal is a node's own view: its core's dataset, its services.
 type benchLocal struct {
+	core *node.Core
 	svcs map[string]*config.ServiceConfig
 }
 
-func (b *benchLocal) LocalNode() dataset.Node                         { return dataset.Node{Name: "n1"} }
+func (b *benchLocal) LocalNode() dataset.Node {
+	return b.core.Dataset(dataset.Node{Name: "n1", Services: map[string]dataset.Instance{}})
+}
 func (b *benchLocal) LocalServices() map[string]*config.ServiceConfig { return b.svcs }
 
 // refuseCodec parses nothing: the benchmark's peer configs never win.
@@ -83,9 +86,12 @@ func newPeerChangeBench(b *testing.B, n, changes int) *peerChangeBench {
 	nc := &config.NodeConfig{Name: "n1", ReadyPeriod: 2 * time.Second, MaintenanceGracePeriod: time.Minute, RejoinGracePeriod: 90 * time.Second,
 		CheckInterval: time.Hour, MonitorInterval: time.Hour, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
 	cl := &config.ClusterConfig{Name: "c", Nodes: members}
-	core := node.New(CoreConfig(nc, cl, 1, &benchLocal{svcs: svcs}, refuseCodec{}), st)
+	loc := &benchLocal{svcs: svcs}
+	core := node.New(CoreConfig(nc, cl, 1, loc, refuseCodec{}), st)
+	loc.core = core
 	core.MarkDurable()
-	d := New(core, &fakeFx{}, clk)
+	fx := &fakeFx{}
+	d := New(core, fx, clk)
 	for name := range svcs {
 		core.AddInstance(name, node.InstanceSpec{Local: true, Runnable: true}, clk.Now())
 	}
@@ -98,7 +104,17 @@ func newPeerChangeBench(b *testing.B, n, changes int) *peerChangeBench {
 	if p, _ := core.Peer("n2"); p.Data == nil || len(p.Data.Services) != n {
 		b.Fatalf("n2's data not held: %+v", p.Data)
 	}
-	d.Pass()
+	// every instance checked (down), then the passes settle
+	for len(fx.checks) > 0 {
+		cks := fx.checks
+		fx.checks = nil
+		for _, ck := range cks {
+			d.CheckDone(ck, map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}})
+		}
+	}
+	for i := 0; i < 3; i++ {
+		d.Pass()
+	}
 
 	// the frames n2 sends to n1, withheld until the benchmark delivers them
 	net.Lose(func(from, to string, f []byte) bool {
