@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"maps"
 	"testing"
 
@@ -105,5 +106,25 @@ func TestPeerDataMergesWholeAfterStateChange(t *testing.T) {
 	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d2, Changes: ch2}, t0)
 	if c.Target("web").ID != "web1" || c.Target("db").ID != "db1" {
 		t.Fatalf("after the roll back: web %+v db %+v, want both adopted again", c.Target("web"), c.Target("db"))
+	}
+}
+
+// A peer's config whose write failed here is written again at the peer's
+// next change, though the config did not change (the merge era).
+func TestPeerConfigWrittenAgainAfterFailedWrite(t *testing.T) {
+	c, d := cfgCore("n1", "n2")
+	d.fail = errors.New("disk full")
+	d0 := &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1, Services: map[string]dataset.Instance{},
+		Configs: map[string]dataset.ConfigEntry{"web": entry(ver(5, "n2"), "a", map[string]uint64{"n2": 5})}}
+	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerUp}, t0)
+	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d0}, t0)
+	if rd := d.drive(t0); len(rd.Configs) != 1 || d.svcs["web"] != nil {
+		t.Fatalf("got configs %+v, want one write of web, failed", rd.Configs)
+	}
+	d.fail = nil
+	d1, ch1 := nextData(d0, func(n *dataset.Node) { n.Services["db"] = dataset.Instance{Avail: dataset.StatusDown} }, []string{"db"}, nil)
+	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d1, Changes: ch1}, t0)
+	if rd := d.drive(t0); len(rd.Configs) != 1 || d.svcs["web"] == nil {
+		t.Fatalf("got configs %+v, want web written again", rd.Configs)
 	}
 }
