@@ -13,9 +13,9 @@ import (
 // Bounds of what one member's data may hold, whoever sends it: a message
 // is at most maxMessage bytes, but a few bytes of JSON ("s1":{}) decode
 // into a few hundred bytes of Go values (an instance is 280 bytes before
-// its map entry), and each copy held is cloned again for the daemon: one
-// full copy of a million empty services took a daemon from 24 MB to
-// 827 MB. A message over a bound is refused before it is decoded (a
+// its map entry), and each copy held was cloned again for the daemon
+// (it is shared now, cow.go): one full copy of a million empty services
+// took a daemon from 24 MB to 827 MB. A message over a bound is refused before it is decoded (a
 // rate-limited report names the sender); a delta that would take the copy
 // held of a peer over a bound is applied without the entries beyond it,
 // so that the copy's digest differs from the peer's and the full copy it

@@ -23,7 +23,8 @@ type transport interface {
 
 // eventBuffer is the capacity of the Events channel; beyond it events wait
 // in the core's backlog (Data events of one node coalesce there). It is
-// small: each Data event holds a full copy of a peer's dataset, and a busy
+// small: each Data event holds a whole copy of a peer's dataset (sharing
+// what did not change with the others: cow.go), and a busy
 // loop (a node joining a cluster of 500 services) would otherwise hold up
 // to eventBuffer stale copies (16 daemons x 500 services: hundreds of MB
 // each) and handle every one of them.
