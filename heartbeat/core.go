@@ -193,12 +193,12 @@ func (c *core) publish(n dataset.Node) {
 		return
 	}
 	if c.local != nil {
-		next, d := c.nextLocal(n)
+		next, was, d := c.nextLocal(n)
 		if d == nil {
 			return
 		}
-		b := c.encode(&message{Kind: kindDelta, From: c.s.Node, Inc: c.inc, Base: c.local.Gen, Gen: next.Gen, Delta: d})
-		c.setLocalLocked(next, d)
+		b := c.encode(&message{Kind: kindDelta, From: c.s.Node, Inc: c.inc, Base: was.Gen, Gen: next.Gen, Delta: d})
+		c.setLocalFrom(was, next, d)
 		for _, name := range c.names {
 			if c.peers[name].up {
 				c.sendLocked(name, b)
@@ -221,8 +221,11 @@ func (c *core) publish(n dataset.Node) {
 // (unless one is due sooner): a peer that lost the delta sees the new
 // generation in it and asks for a full copy, without waiting for the next
 // beat period.
-func (c *core) setLocalLocked(n *dataset.Node, d *delta) {
-	prev := c.local
+func (c *core) setLocalLocked(n *dataset.Node, d *delta) { c.setLocalFrom(c.local, n, d) }
+
+// setLocalFrom is setLocalLocked when the current dataset was prev (of
+// which the entries d touches and the head at least).
+func (c *core) setLocalFrom(prev, n *dataset.Node, d *delta) {
 	c.local, c.full, c.beat = n, nil, nil
 	c.dig = c.localDigest(prev, n, d)
 	if t := c.s.Clock.Now().Add(c.s.gapWait); t.Before(c.nextBeat) {

@@ -65,10 +65,10 @@ func TestDataEventsCopyOnWrite(t *testing.T) {
 			digs[snd.local.Gen] = snd.dig
 			shared := 0
 			for step := 1; step <= 150; step++ {
-				prev := snd.local
+				prev := localCopy(snd)
 				mutate(r, &nd)
 				snd.publish(nd)
-				if snd.local == prev {
+				if snd.local.Gen == prev.Gen {
 					continue
 				}
 				digs[snd.local.Gen] = snd.dig
@@ -166,7 +166,7 @@ func TestDataEventAfterFullHasNoChanges(t *testing.T) {
 	snd.s.Node = "n2"
 	snd.publish(nd)
 	rcv.receive(encode(&message{V: 2, Kind: kindFull, From: "n2", Inc: 9, Gen: snd.local.Gen, Node: snd.local}))
-	prev := snd.local
+	prev := localCopy(snd)
 	nd.Services["svc0001"] = dataset.Instance{Avail: "down"}
 	snd.publish(nd)
 	rcv.receive(encode(&message{V: 2, Kind: kindDelta, From: "n2", Inc: 9, Base: prev.Gen, Gen: snd.local.Gen, Delta: diff(prev, snd.local)}))
@@ -177,7 +177,7 @@ func TestDataEventAfterFullHasNoChanges(t *testing.T) {
 	if len(evs) != 1 || evs[0].Changes != nil {
 		t.Fatalf("after a full copy: %d events, changes %+v; want one without changes", len(evs), evs)
 	}
-	prev = snd.local
+	prev = localCopy(snd)
 	nd.Services["svc0002"] = dataset.Instance{Avail: "up"}
 	snd.publish(nd)
 	rcv.receive(encode(&message{V: 2, Kind: kindDelta, From: "n2", Inc: 10, Base: prev.Gen, Gen: snd.local.Gen, Delta: diff(prev, snd.local)}))
