@@ -13,9 +13,9 @@ import (
 // Bounds of what one member's data may hold, whoever sends it: a message
 // is at most maxMessage bytes, but a few bytes of JSON ("s1":{}) decode
 // into a few hundred bytes of Go values (an instance is 280 bytes before
-// its map entry), and each copy held is cloned again for the daemon: one
-// full copy of a million empty services took a daemon from 24 MB to
-// 827 MB. A message over a bound is refused before it is decoded (a
+// its map entry), and each copy held was cloned again for the daemon
+// (it is shared now, cow.go): one full copy of a million empty services
+// took a daemon from 24 MB to 827 MB. A message over a bound is refused before it is decoded (a
 // rate-limited report names the sender); a delta that would take the copy
 // held of a peer over a bound is applied without the entries beyond it,
 // so that the copy's digest differs from the peer's and the full copy it
@@ -441,19 +441,17 @@ func boundError(what string, n, limit int) error {
 }
 
 // bound removes from d, before it is applied to n (the copy held of a
-// peer), the entries that would take n over a bound: a new instance,
+// peer, whose instances hold res resources in all: the caller keeps the
+// count), the entries that would take n over a bound: a new instance,
 // target or config beyond their number, an instance whose resources would
 // exceed the total. It returns how many were removed. The copy then
 // differs from the peer's data: the next beat's digest asks for a full
 // copy, refused (and reported) when the peer's data is over a bound
-// indeed.
-func (d *delta) bound(n *dataset.Node) int {
+// indeed. Its cost is that of the delta, not of n.
+func (d *delta) bound(n *dataset.Node, res int) int {
 	left := 0
 	if len(d.Set) > 0 {
-		res, size := 0, len(n.Services)
-		for _, i := range n.Services {
-			res += len(i.Resources)
-		}
+		size := len(n.Services)
 		for k, v := range d.Set {
 			old, had := n.Services[k]
 			grow := len(v.Resources) - len(old.Resources)

@@ -23,7 +23,8 @@ type transport interface {
 
 // eventBuffer is the capacity of the Events channel; beyond it events wait
 // in the core's backlog (Data events of one node coalesce there). It is
-// small: each Data event holds a full copy of a peer's dataset, and a busy
+// small: each Data event holds a whole copy of a peer's dataset (sharing
+// what did not change with the others: cow.go), and a busy
 // loop (a node joining a cluster of 500 services) would otherwise hold up
 // to eventBuffer stale copies (16 daemons x 500 services: hundreds of MB
 // each) and handle every one of them.
@@ -100,6 +101,8 @@ type peer struct {
 	// format is what p's last message said of its versions (message.Fmt,
 	// Lvl): its Data events carry it.
 	format dataset.Format
+	// cow is the copy-on-write of data (cow.go).
+	cow cow
 }
 
 // Probes: a peer silent for probeAfter (a beat and a half: a beat late by
@@ -198,18 +201,13 @@ func (c *core) publish(n dataset.Node) {
 	if c.closed {
 		return
 	}
-	next := n.Clone()
-	next.Name = c.s.Node
 	if c.local != nil {
-		if next.Gen <= c.local.Gen {
-			next.Gen = c.local.Gen + 1
-		}
-		d := diff(c.local, &next)
-		if d.empty() {
+		next, was, d := c.nextLocal(n)
+		if d == nil {
 			return
 		}
-		b := c.encode(&message{Kind: kindDelta, From: c.s.Node, Inc: c.inc, Base: c.local.Gen, Gen: next.Gen, Delta: d})
-		c.setLocalLocked(&next, d)
+		b := c.encode(&message{Kind: kindDelta, From: c.s.Node, Inc: c.inc, Base: was.Gen, Gen: next.Gen, Delta: d})
+		c.setLocalFrom(was, next, d)
 		for _, name := range c.names {
 			if c.peers[name].up {
 				c.sendLocked(name, b)
@@ -218,6 +216,8 @@ func (c *core) publish(n dataset.Node) {
 		}
 		return
 	}
+	next := n.Clone()
+	next.Name = c.s.Node
 	c.setLocalLocked(&next, nil)
 	for _, name := range c.names {
 		if c.peers[name].up {
@@ -230,8 +230,11 @@ func (c *core) publish(n dataset.Node) {
 // (unless one is due sooner): a peer that lost the delta sees the new
 // generation in it and asks for a full copy, without waiting for the next
 // beat period.
-func (c *core) setLocalLocked(n *dataset.Node, d *delta) {
-	prev := c.local
+func (c *core) setLocalLocked(n *dataset.Node, d *delta) { c.setLocalFrom(c.local, n, d) }
+
+// setLocalFrom is setLocalLocked when the current dataset was prev (of
+// which the entries d touches and the head at least).
+func (c *core) setLocalFrom(prev, n *dataset.Node, d *delta) {
 	c.local, c.full, c.beat = n, nil, nil
 	c.dig = c.localDigest(prev, n, d)
 	if t := c.s.Clock.Now().Add(c.s.gapWait); t.Before(c.nextBeat) {
@@ -358,6 +361,7 @@ func (c *core) onFullLocked(p *peer, m *message) {
 	if m.Inc != p.inc || p.data == nil || m.Gen > p.gen || (m.Gen == p.gen && p.suspect) {
 		p.inc, p.gen, p.data = m.Inc, m.Gen, m.Node
 		p.digOK, p.suspect, p.sums.ok = false, false, false
+		p.cow.full()
 		c.st.FullsMerged++
 		c.applyPendingLocked(p)
 		c.emitDataLocked(p)
@@ -373,7 +377,7 @@ func (c *core) onDeltaLocked(p *peer, m *message, now time.Time) {
 	case m.Gen <= p.gen:
 		// stale: already covered by a full copy
 	case m.Base == p.gen:
-		p.sums.applyDelta(m.Delta, p.data, m.Gen)
+		p.applyDelta(m)
 		p.gen, p.digOK = m.Gen, false
 		c.st.DeltasApplied++
 		c.applyPendingLocked(p)
@@ -427,7 +431,7 @@ func (c *core) applyPendingLocked(p *peer) {
 			switch {
 			case m.Inc != p.inc || m.Gen <= p.gen:
 			case m.Base == p.gen:
-				p.sums.applyDelta(m.Delta, p.data, m.Gen)
+				p.applyDelta(m)
 				p.gen, p.digOK = m.Gen, false
 				c.st.DeltasApplied++
 				progress = true
@@ -697,18 +701,19 @@ func (c *core) refuseLocked(key string, ev Event) {
 
 func (c *core) emitDataLocked(p *peer) {
 	p.confirm = false
-	d := p.data.Clone()
-	d.Format = p.format
-	c.emitLocked(Event{Kind: Data, Node: p.name, Data: &d})
+	d, ch := p.emitCopy()
+	c.emitLocked(Event{Kind: Data, Node: p.name, Data: d, Changes: ch})
 }
 
 // emitLocked queues ev. A Data event replaces a pending Data event of the
-// same node when nothing about that node was queued after it.
+// same node when nothing about that node was queued after it (its changes
+// then add up: the replaced event's Base is the last one handed over).
 func (c *core) emitLocked(ev Event) {
 	if ev.Kind == Data {
 		for i := len(c.backlog) - 1; i >= 0; i-- {
 			if c.backlog[i].Node == ev.Node {
 				if c.backlog[i].Kind == Data {
+					ev.Changes = c.backlog[i].Changes.Then(ev.Changes)
 					c.backlog[i] = ev
 					return
 				}

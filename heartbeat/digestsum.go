@@ -79,16 +79,17 @@ func (s *sums) add(n *dataset.Node, t touched, sign uint64) {
 	}
 }
 
-// applyDelta applies d to n (delta.apply) and keeps s, when valid, the
-// digest of n: only the entries d touches are hashed again.
-func (s *sums) applyDelta(d *delta, n *dataset.Node, gen uint64) {
+// applyDelta applies d to n (delta.applyCounted: res is the number of
+// resources of n's instances) and keeps s, when valid, the digest of n:
+// only the entries d touches are hashed again.
+func (s *sums) applyDelta(d *delta, n *dataset.Node, gen uint64, res int) {
 	if !s.ok {
-		d.apply(n, gen)
+		d.applyCounted(n, gen, res)
 		return
 	}
 	t := touchedBy(d) // before apply: its bound may drop keys of d
 	s.add(n, t, ^uint64(0))
-	d.apply(n, gen)
+	d.applyCounted(n, gen, res)
 	s.add(n, t, 1)
 }
 

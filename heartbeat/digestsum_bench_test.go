@@ -36,7 +36,7 @@ func BenchmarkDeltaOneService(b *testing.B) {
 			rcv.receive(encode(&message{V: 2, Kind: kindBeat, From: "n2", Inc: 9, Gen: snd.local.Gen, Dig: snd.dig}))
 			frames := make([][]byte, 0, 2*b.N)
 			for i := 0; i < b.N; i++ {
-				prev := snd.local
+				prev := localCopy(snd)
 				nd.Services["svc0001"] = dataset.Instance{Avail: "up", Flags: fmt.Sprint(i)}
 				snd.publish(nd)
 				frames = append(frames,

@@ -26,6 +26,13 @@ func randNode(r *rand.Rand, n int) dataset.Node {
 	return nd
 }
 
+// localCopy is a deep copy of c's local dataset: a later publish changes
+// the sender's own in place.
+func localCopy(c *core) *dataset.Node {
+	n := c.local.Clone()
+	return &n
+}
+
 func randInst(r *rand.Rand) dataset.Instance {
 	inst := dataset.Instance{Avail: dataset.Status(fmt.Sprint("up", r.Intn(3))), Flags: fmt.Sprint(r.Intn(100)),
 		LastStartMs: r.Int63n(1000)}
@@ -75,10 +82,10 @@ func TestSumsIncremental(t *testing.T) {
 			t.Fatalf("seed %d: copy's digest %x after a full copy, sender's %x", seed, got, snd.dig)
 		}
 		for step := 0; step < 200; step++ {
-			prev := snd.local
+			prev := localCopy(snd)
 			mutate(r, &nd)
 			snd.publish(nd)
-			if snd.local == prev {
+			if snd.local.Gen == prev.Gen {
 				continue
 			}
 			var scratch sums
@@ -142,7 +149,7 @@ func TestCorruptedCopyAsksFull(t *testing.T) {
 		snd.publish(nd)
 		rcv.receive(encode(&message{V: v, Kind: kindFull, From: "n2", Inc: 9, Gen: 1, Node: snd.local.AtLevel(v)}))
 		rcv.receive(encode(&message{V: v, Kind: kindBeat, From: "n2", Inc: 9, Gen: 1, Dig: snd.dig}))
-		prev := snd.local
+		prev := localCopy(snd)
 		nd.Services["svc0003"] = dataset.Instance{Avail: "down"}
 		snd.publish(nd)
 		// the delta the receiver gets differs from the sender's change

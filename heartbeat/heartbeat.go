@@ -214,8 +214,17 @@ func (k Kind) String() string {
 type Event struct {
 	Kind Kind
 	Node string
-	// Data is set on Data events: a private copy the receiver may keep.
+	// Data is set on Data events: the peer's whole data, which the
+	// receiver may keep but must not modify (nor any map or value it
+	// holds): it shares the entries that did not change with the copies
+	// of the peer's earlier and later Data events. The heartbeat never
+	// modifies it after the event either (copy on write, cow.go).
 	Data *dataset.Node
+	// Changes, on a Data event, says what Data changed since the Data of
+	// the peer's previous Data event (Changes.Base); nil when not known
+	// (a full copy came): take Data as a whole. A receiver that did not
+	// take the event of Base takes Data as a whole too.
+	Changes *dataset.Changes
 	// Reason explains Rejected and Impostor events.
 	Reason string
 	// Addr is the remote address of Rejected and Impostor events, when

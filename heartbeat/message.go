@@ -199,20 +199,22 @@ func diff(prev, next *dataset.Node) *delta {
 		hn.Gen = next.Gen
 		d.Head = &hn
 	}
-	d.Set, d.Del = diffMap(prev.Services, next.Services)
-	d.TSet, d.TDel = diffMap(prev.Targets, next.Targets)
-	d.CSet, d.CDel = diffMap(prev.Configs, next.Configs)
+	d.Set, d.Del = diffMap(prev.Services, next.Services, instanceSame)
+	d.TSet, d.TDel = diffMap(prev.Targets, next.Targets, equal[dataset.Target])
+	d.CSet, d.CDel = diffMap(prev.Configs, next.Configs, configSame)
 	return d
 }
+
+func equal[V comparable](a, b V) bool { return a == b }
 
 func (d *delta) empty() bool {
 	return d.Head == nil && len(d.Set) == 0 && len(d.Del) == 0 && len(d.TSet) == 0 && len(d.TDel) == 0 &&
 		len(d.CSet) == 0 && len(d.CDel) == 0
 }
 
-func diffMap[V any](prev, next map[string]V) (set map[string]V, del []string) {
+func diffMap[V any](prev, next map[string]V, same func(a, b V) bool) (set map[string]V, del []string) {
 	for k, v := range next {
-		if pv, ok := prev[k]; !ok || !reflect.DeepEqual(pv, v) {
+		if pv, ok := prev[k]; !ok || !same(pv, v) {
 			if set == nil {
 				set = map[string]V{}
 			}
@@ -231,7 +233,13 @@ func diffMap[V any](prev, next map[string]V) (set map[string]V, del []string) {
 // apply applies d to n in place (n is a private copy) and sets its Gen,
 // without what would take n over a bound (bounds.go).
 func (d *delta) apply(n *dataset.Node, gen uint64) {
-	d.bound(n)
+	d.applyCounted(n, gen, resources(n.Services))
+}
+
+// applyCounted is apply when the number of resources of n's instances is
+// known (res): nothing is done per entry of n.
+func (d *delta) applyCounted(n *dataset.Node, gen uint64, res int) {
+	d.bound(n, res)
 	if d.Head != nil {
 		svcs, tgts, cfgs := n.Services, n.Targets, n.Configs
 		*n = *d.Head

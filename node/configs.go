@@ -328,6 +328,11 @@ func (c *Core) ConfigDone(svc string, err error, now time.Time) {
 	if op == nil {
 		return
 	}
+	if err != nil || op.cfg == nil {
+		// a peer's entry that lost to this op may win again (a removal
+		// that succeeded forgets the service: bumped too)
+		c.bumpMergeEra()
+	}
 	switch {
 	case op.cfg == nil:
 		c.removed(op, err)

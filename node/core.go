@@ -88,6 +88,9 @@ type Core struct {
 	lastStep    time.Time
 	// inc is what the incremental passes keep (incremental.go).
 	inc incremental
+	// eraBumps counts the changes of the state after which the peers'
+	// data merges as a whole again (peerdata.go).
+	eraBumps int
 
 	// targetFailed is the last cause given for a service's target that
 	// cannot be reached (monitor's Decision.TargetFailed), to say it once.
@@ -345,6 +348,7 @@ func (c *Core) Restore(st State, err error) {
 	}
 	lamport := c.state.Lamport
 	c.state = st
+	c.bumpMergeEra()
 	if lamport > c.state.Lamport {
 		c.state.Lamport = lamport
 	}

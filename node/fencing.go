@@ -73,19 +73,24 @@ func (c *Core) FencingToken(svc string) uint64 { return c.state.Services[svc].Fe
 // still knows them.
 func (c *Core) witnessFencing(d *dataset.Node) {
 	for svc, i := range d.Services { // in any order: each service alone
-		m := max(i.FencingToken, i.FencingSeen)
-		if m == 0 {
-			continue
-		}
-		ss, ok := c.state.Services[svc]
-		if !ok {
-			continue
-		}
-		if m > ss.FencingSeen {
-			ss.FencingSeen = m
-			c.state.Services[svc] = ss
-			c.persist()
-			c.publish()
-		}
+		c.witnessFencingOf(svc, i)
+	}
+}
+
+// witnessFencingOf records the highest token the instance i of svc shows.
+func (c *Core) witnessFencingOf(svc string, i dataset.Instance) {
+	m := max(i.FencingToken, i.FencingSeen)
+	if m == 0 {
+		return
+	}
+	ss, ok := c.state.Services[svc]
+	if !ok {
+		return
+	}
+	if m > ss.FencingSeen {
+		ss.FencingSeen = m
+		c.state.Services[svc] = ss
+		c.persist()
+		c.publish()
 	}
 }

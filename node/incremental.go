@@ -80,10 +80,11 @@ func loadUsed(svcs map[string]*config.ServiceConfig) bool {
 }
 
 // noteData compares a peer's new data with what was known of it (prev)
-// and marks the services whose instances changed dirty. It reports false
+// and marks the services whose instances changed dirty: those ch lists
+// when it is set (ch.Base is prev.Data), else every one. It reports false
 // when the change is not limited to instances (or the previous copy does
 // not tell): the view changed as a whole.
-func (c *Core) noteData(name string, prev view.Peer, data *dataset.Node) bool {
+func (c *Core) noteData(name string, prev view.Peer, data *dataset.Node, ch *dataset.Changes) bool {
 	in := &c.inc
 	if in.off || in.last == nil || prev.Data == nil || !prev.Up || prev.Stale || !nodeLevelEqual(prev.Data, data, in.loadUsed) {
 		return false
@@ -94,6 +95,20 @@ func (c *Core) noteData(name string, prev view.Peer, data *dataset.Node) bool {
 			in.dirty = map[string]bool{}
 		}
 		in.dirty[svc] = true
+	}
+	if in.peers == nil {
+		in.peers = map[string]bool{}
+	}
+	in.peers[name] = true
+	if ch != nil {
+		for svc := range ch.Services {
+			o, had := old[svc]
+			i, has := data.Services[svc]
+			if had != has || !instanceEqual(o, i) {
+				mark(svc)
+			}
+		}
+		return true
 	}
 	kept := 0 // services of old still there
 	for svc, i := range data.Services {
@@ -112,10 +127,6 @@ func (c *Core) noteData(name string, prev view.Peer, data *dataset.Node) bool {
 			}
 		}
 	}
-	if in.peers == nil {
-		in.peers = map[string]bool{}
-	}
-	in.peers[name] = true
 	return true
 }
 

@@ -25,7 +25,10 @@ type instance struct {
 	gen uint64
 
 	// the status, from the last checks
-	res     map[string]dataset.Resource
+	res map[string]dataset.Resource
+	// pubRes are the resources last published (published.go): never
+	// written once handed out.
+	pubRes  map[string]dataset.Resource
 	avail   dataset.Status
 	overall dataset.Status
 	// checking is set while a check runs; pendingCheck asks for a full
@@ -463,7 +466,9 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 	if c.quorumOn() {
 		n.SplitAction = c.cfg.Quorum.SplitAction
 	}
-	if n.Services == nil {
+	if len(n.Services) == 0 {
+		// sized once: grown entry by entry, the map of 2,000 instances
+		// was copied over a dozen times
 		n.Services = make(map[string]dataset.Instance, len(c.ilist))
 	}
 	for _, inst := range c.ilist {
@@ -473,34 +478,20 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 			// the others still see it running here)
 			continue
 		}
-		res := make(map[string]dataset.Resource, len(inst.res))
-		for k, v := range inst.res {
-			res[k] = v
-		}
 		ss := c.state.Services[inst.name]
-		for _, spec := range inst.spec.Resources {
-			r, ok := res[spec.RID]
-			if !ok || !spec.Monitor {
-				continue
-			}
-			cnt := ss.Restarts[spec.RID]
-			r.RestartRemaining = max(spec.Restart-cnt.Spent, 0)
-			r.LastFailure, r.LastFailureAt = cnt.LastFailure, cnt.FailedAt
-			res[spec.RID] = r
-		}
 		n.Services[inst.name] = dataset.Instance{
 			Excluded:        excludedText(ss.Excluded, inst),
 			GaveUp:          ss.GaveUp,
 			Avail:           inst.avail,
 			Overall:         inst.overall,
-			Frozen:          c.state.Services[inst.name].Frozen,
+			Frozen:          ss.Frozen,
 			Monitor:         inst.mon,
 			PlacementLeader: inst.leader,
 			Flags:           inst.flags,
-			Resources:       res,
-			ConfigVersion:   c.state.Services[inst.name].ConfigVersion,
-			FencingToken:    c.state.Services[inst.name].FencingToken,
-			FencingSeen:     c.state.Services[inst.name].FencingSeen,
+			Resources:       publishedResources(inst, ss),
+			ConfigVersion:   ss.ConfigVersion,
+			FencingToken:    ss.FencingToken,
+			FencingSeen:     ss.FencingSeen,
 			ReadyAck:        inst.ack,
 			LastStartMs:     inst.lastStart.Milliseconds(),
 			LastStopMs:      inst.lastStop.Milliseconds(),

@@ -49,6 +49,9 @@ type peer struct {
 	// twin: two runs of its name are heard at once; downHeld: a Down
 	// came meanwhile (duplicate.go).
 	twin, downHeld bool
+	// merged is the merge era of the last merge of its whole data
+	// (peerdata.go).
+	merged mergeEra
 }
 
 // PeerKind is the kind of a heartbeat event about a peer.
@@ -67,6 +70,11 @@ type PeerEvent struct {
 	Node string
 	Kind PeerKind
 	Data *dataset.Node // PeerData
+	// Changes (PeerData) says what Data changed since the Data of the
+	// peer's previous PeerData event (Changes.Base); nil: take Data as a
+	// whole. Data, Base and what they hold are read-only: they share
+	// what did not change.
+	Changes *dataset.Changes
 	// Unseen are the members the peer does not hear (PeerUnseen).
 	Unseen []string
 	// Reason says why (PeerStale, PeerDuplicate).
@@ -118,13 +126,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 		if ev.Data == nil {
 			return
 		}
-		prev := p.Peer
-		p.Peer = view.NoteData(p.Peer, ev.Data, now)
-		instancesOnly = c.noteData(ev.Node, prev, ev.Data)
-		c.witnessFencing(ev.Data)
-		c.MergeConfigs(ev.Node, ev.Data.Configs, now)
-		c.MergeTargets(ev.Data.Targets, func() monitor.Snapshot { return c.Snapshot(now) })
-		c.MergeClears(ev.Data.Clears, now)
+		instancesOnly = c.takeData(p, ev, now)
 	case PeerStale, PeerFresh, PeerDuplicate, PeerDuplicateGone:
 	default:
 		return

@@ -67,6 +67,8 @@ type Driver struct {
 	gen, stepGen, published uint64
 	lastStep, stepAt        time.Time
 	badNames                map[string]bool
+	// peerCopies are the peers' last data taken (heartbeat.go).
+	peerCopies map[string]peerCopy
 
 	// Trace, when set, sees every input the driver hands the core, in
 	// order (to log or replay a run).

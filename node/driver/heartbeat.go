@@ -58,13 +58,68 @@ func (d *Driver) Heartbeat(ev heartbeat.Event) bool {
 		if _, known := d.Core.Peer(ev.Node); !known || ev.Data == nil {
 			return true
 		}
-		data := *ev.Data
-		data.Configs = d.ValidConfigs(ev.Node, ev.Data.Configs)
-		data.Targets, data.Clears = d.ValidTargets(ev.Data.Targets), d.ValidClears(ev.Data.Clears)
-		pe.Data = &data
+		pe.Data, pe.Changes = d.validData(ev)
 	}
 	d.Step(node.PeerNews{Event: pe, Now: d.clk.Now()})
 	return true
+}
+
+// peerCopy is the Data of a peer's last Data event taken (raw) and the
+// copy of it handed to the core (valid).
+type peerCopy struct{ raw, valid *dataset.Node }
+
+// validData is the copy of a Data event's data handed to the core: its
+// configs, targets and clears with invalid names refused. With the
+// event's changes based on the last event taken, only the entries they
+// list are checked (the others are those of the last copy handed over),
+// and the changes handed over are based on that copy; otherwise every
+// entry is, and the core takes the copy as a whole.
+func (d *Driver) validData(ev heartbeat.Event) (*dataset.Node, *dataset.Changes) {
+	data := *ev.Data
+	last := d.peerCopies[ev.Node]
+	ch := ev.Changes
+	if d.peerCopies == nil {
+		d.peerCopies = map[string]peerCopy{}
+	}
+	if ch == nil || last.raw == nil || ch.Base != last.raw {
+		data.Configs = d.ValidConfigs(ev.Node, ev.Data.Configs)
+		data.Targets, data.Clears = d.ValidTargets(ev.Data.Targets), d.ValidClears(ev.Data.Clears)
+		d.peerCopies[ev.Node] = peerCopy{raw: ev.Data, valid: &data}
+		return &data, nil
+	}
+	prev := last.valid
+	data.Configs = patchValid(prev.Configs, ev.Data.Configs, ch.Configs, func(name string, _ dataset.ConfigEntry) bool {
+		return d.serviceName(ev.Node, "configs", name)
+	})
+	data.Targets = patchValid(prev.Targets, ev.Data.Targets, ch.Targets, func(name string, t dataset.Target) bool {
+		return d.validNodeEntry("targets", name, t.Node)
+	})
+	data.Clears = prev.Clears
+	if ch.Head {
+		data.Clears = d.ValidClears(ev.Data.Clears)
+	}
+	d.peerCopies[ev.Node] = peerCopy{raw: ev.Data, valid: &data}
+	return &data, &dataset.Changes{Base: prev, Head: ch.Head, Services: ch.Services, Targets: ch.Targets, Configs: ch.Configs}
+}
+
+// patchValid is prev (the valid entries of the last copy) with the
+// entries of cur whose keys are listed in keys checked again (in name
+// order): kept when valid, removed when invalid or gone. prev itself is
+// never modified: it is copied (shallow) when an entry changes.
+func patchValid[V any](prev, cur map[string]V, keys map[string]bool, valid func(string, V) bool) map[string]V {
+	if len(keys) == 0 {
+		return prev
+	}
+	out := make(map[string]V, len(prev)+len(keys))
+	maps.Copy(out, prev)
+	for _, k := range sortedKeys(keys) {
+		if v, ok := cur[k]; ok && valid(k, v) {
+			out[k] = v
+		} else {
+			delete(out, k)
+		}
+	}
+	return out
 }
 
 // RefusedName is an invalid name a peer sent, refused: in What
@@ -109,11 +164,17 @@ func (d *Driver) ValidClears(cs map[string]dataset.ClearRequest) map[string]data
 func validNodeEntries[E any](d *Driver, what string, es map[string]E, nodeOf func(E) string) map[string]E {
 	ok := make(map[string]E, len(es))
 	for _, name := range sortedKeys(es) {
-		if d.serviceName("", what, name) && d.nodeName("", what, name, nodeOf(es[name])) {
+		if d.validNodeEntry(what, name, nodeOf(es[name])) {
 			ok[name] = es[name]
 		}
 	}
 	return ok
+}
+
+// validNodeEntry checks the names of an entry of service svc that names
+// node ("" is no node).
+func (d *Driver) validNodeEntry(what, svc, node string) bool {
+	return d.serviceName("", what, svc) && d.nodeName("", what, svc, node)
 }
 
 func (d *Driver) serviceName(from, what, name string) bool {
