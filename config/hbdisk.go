@@ -17,8 +17,8 @@ func (d *document) checkHBDisk(c *NodeConfig, node, sec *section) error {
 	if disk.Timeout <= 0 {
 		return d.errAt(sec, "timeout", "must be more than 0")
 	}
-	if beat := BeatPeriod(c.HB); disk.Path != "" && disk.Timeout <= beat {
-		return d.errAt(sec, "timeout", "%s must be longer than the beat period %s (hb.interval, or hb.timeout/3 when shorter): the disk would be lost between two rounds",
+	if beat := DiskBeatPeriod(c.HB); disk.Path != "" && disk.Timeout <= beat {
+		return d.errAt(sec, "timeout", "%s must be longer than the beat period %s (the disk's rounds: hb.interval, or hb.timeout/6 when shorter): the disk would be lost between two rounds",
 			disk.Timeout, beat)
 	}
 	if c.WatchdogDevice != "" && !path.IsAbs(c.WatchdogDevice) {
@@ -44,6 +44,19 @@ const BeatsPerTimeout = 3
 func BeatPeriod(hb HBConfig) time.Duration {
 	beat := hb.Interval
 	if t := hb.Timeout / BeatsPerTimeout; t > 0 && t < beat {
+		beat = t
+	}
+	return beat
+}
+
+// DiskBeatPeriod is the period of the disk heartbeat's rounds: hb.interval,
+// or hb.timeout/6 when shorter. The network heartbeat went to three beats
+// a timeout when its probes came (BeatPeriod); the disk has no probes, so
+// it keeps six rounds a timeout (and every hb.disk.timeout valid before
+// stays valid).
+func DiskBeatPeriod(hb HBConfig) time.Duration {
+	beat := hb.Interval
+	if t := hb.Timeout / 6; t > 0 && t < beat {
 		beat = t
 	}
 	return beat

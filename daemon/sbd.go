@@ -70,7 +70,7 @@ func (d *Daemon) startSBD() error {
 	}
 	if dk.Path != "" {
 		cfg := disk.Config{Path: dk.Path, Node: d.node.Name, Members: d.cluster.NodeNames(), Cluster: d.cluster.Name,
-			Secret: d.cluster.Secret, Run: d.dur.Incarnation, Interval: config.BeatPeriod(d.node.HB), Timeout: dk.Timeout,
+			Secret: d.cluster.Secret, Run: d.dur.Incarnation, Interval: config.DiskBeatPeriod(d.node.HB), Timeout: dk.Timeout,
 			Clock: d.clk, Logger: d.log.Named("disk"), OnState: d.onDiskState}
 		cfg.Liveness = diskLiveness(d.hb, dk.Fence)
 		if cfg.Liveness == nil && !dk.Fence && d.hb != nil {
