@@ -199,9 +199,9 @@ func diff(prev, next *dataset.Node) *delta {
 		hn.Gen = next.Gen
 		d.Head = &hn
 	}
-	d.Set, d.Del = diffMap(prev.Services, next.Services, instanceSame)
+	d.Set, d.Del = diffMap(prev.Services, next.Services, dataset.Instance.Equal)
 	d.TSet, d.TDel = diffMap(prev.Targets, next.Targets, equal[dataset.Target])
-	d.CSet, d.CDel = diffMap(prev.Configs, next.Configs, configSame)
+	d.CSet, d.CDel = diffMap(prev.Configs, next.Configs, dataset.ConfigEntry.Equal)
 	return d
 }
 
