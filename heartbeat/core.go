@@ -108,16 +108,22 @@ type peer struct {
 // Probes: a peer silent for probeAfter (a beat and a half: a beat late by
 // half a period, or lost) is asked for a beat every probeEvery until it is
 // heard or declared down, and answers at once (at most every
-// probeAnswerEvery). A live peer is then declared down only when its
-// regular beats AND every probe round trip of the window are lost: 16
-// probes a window, whatever the beat period (at 3s/1s one every 94 ms
-// from 1.5 s of silence on). At 20 % loss into every node, the 2 or 3
-// beats of a window are all lost with a chance of 0.04 at most, and the 16
-// round trips with a further 0.36^16 (8e-8). Nothing is sent while peers are heard:
-// idle traffic is the beats alone.
+// probeAnswerEvery). The silence is noticed at the first tick after
+// probeAfter (tick runs at least once a beat period, for our beats): no
+// timer is set for it, since a peer heard meanwhile would leave a timer
+// that fires for nothing, once a beat period per peer (2 of the 3
+// wake-ups a second of an idle daemon at hb 3s/1s with two peers). So
+// the probes begin between probeAfter and probeAfter plus a beat, and
+// probeEvery spreads 16 of them over the rest of the window even when
+// they begin last. A live peer is then declared down only when its
+// regular beats AND every probe round trip of the window are lost: at 20
+// % loss into every node, the 2 or 3 beats of a window are all lost with
+// a chance of 0.04 at most, and the 16 round trips (or more) with a
+// further 0.36^16 (8e-8). Nothing is sent while peers are heard: idle
+// traffic is the beats alone.
 func (s settings) probeAfter() time.Duration { return s.beat + s.beat/2 }
 func (s settings) probeEvery() time.Duration {
-	return max(5*time.Millisecond, (s.Timeout-s.probeAfter())/probesPerWindow)
+	return max(5*time.Millisecond, (s.Timeout-s.probeAfter()-s.beat)/probesPerWindow)
 }
 func (s settings) probeAnswerEvery() time.Duration { return max(5*time.Millisecond, s.probeEvery()/2) }
 
@@ -165,6 +171,8 @@ type core struct {
 	rejShown, rejHidden int
 	// nextAsk numbers the asks sent (ask.go).
 	nextAsk uint64
+	// ticks counts the ticks run (the ticker's wake-ups; tests).
+	ticks uint64
 }
 
 func newCore(s settings) *core {
@@ -512,6 +520,7 @@ func (c *core) tick() {
 	if c.closed {
 		return
 	}
+	c.ticks++
 	now := c.s.Clock.Now()
 	for _, name := range c.names {
 		p := c.peers[name]
@@ -547,14 +556,16 @@ func (c *core) tick() {
 func (c *core) next() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.s.Clock.Now()
 	t := c.nextBeat
 	for _, p := range c.peers {
 		if d := p.heard.Add(c.s.Timeout); p.up && d.Before(t) {
 			t = d
 		}
-		if d := p.heard.Add(c.s.probeAfter()); p.up {
-			d = maxTime(d, p.probedAt.Add(c.s.probeEvery()))
-			if d.Before(t) {
+		if p.up && now.Sub(p.heard) >= c.s.probeAfter() {
+			// silent: the next probe (a silence is noticed at a tick,
+			// never by a timer of its own: see probeAfter)
+			if d := maxTime(now, p.probedAt.Add(c.s.probeEvery())); d.Before(t) {
 				t = d
 			}
 		}
