@@ -54,8 +54,9 @@
 // minus a beat and Timeout after it: the detection precision is the beat
 // period (2s to 3s at hb 1s/3s, 10s to 15s with the defaults 5s/15s).
 // Three beats go out per Timeout (config.BeatPeriod), and a peer silent
-// for a beat and a half is probed: asked for a beat at once, 16 times a
-// window, until it is heard or declared down. A live peer looks down only
+// for a beat and a half (noticed at the next tick) is probed: asked for a
+// beat at once, at least 16 times a window, until it is heard or declared
+// down. A live peer looks down only
 // when its beats and every probe round trip of a Timeout are lost (at 20 %
 // loss into every node: at most 0.04 for the beats, times 8e-8 for the
 // probes; the probes cost nothing while beats arrive). The first probe of a silence is also a
