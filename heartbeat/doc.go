@@ -56,15 +56,15 @@
 // Three beats go out per Timeout (config.BeatPeriod), and a peer silent
 // for a beat and a half (noticed at the next tick) is probed: asked for a
 // beat at once, at least 16 times a window, until it is heard or declared
-// down. A live peer looks down only
-// when its beats and every probe round trip of a Timeout are lost (at 20 %
-// loss into every node: at most 0.04 for the beats, times 8e-8 for the
-// probes; the probes cost nothing while beats arrive). The first probe of a silence is also a
-// Silent event (once per silence; Heard when the peer is heard again
-// before its Down): the owner may begin what a failover would need early,
-// such as the duplicate-address probe of the peer's VIPs. Beats go to
-// every configured member, up or down, so two nodes that lost each other find each other again within a
-// beat of the link working.
+// down. A live peer looks down only when its beats and every probe round
+// trip of a Timeout are lost (at 20 % loss into every node: at most 0.04
+// for the beats, times 8e-8 for the probes; the probes cost nothing while
+// beats arrive). The first probe of a silence is also a Silent event
+// (once per silence; Heard when the peer is heard again before its Down):
+// the owner may begin what a failover would need early, such as the
+// duplicate-address probe of the peer's VIPs. Beats go to every configured
+// member, up or down, so two nodes that lost each other find each other
+// again within a beat of the link working.
 //
 // # Links
 //
