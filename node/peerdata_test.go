@@ -2,28 +2,11 @@ package node
 
 import (
 	"errors"
-	"maps"
 	"testing"
 
 	"haven/dataset"
+	"haven/dataset/datasettest"
 )
-
-// nextData is prev with its maps copied (shallow), edit applied, and the
-// changes from prev listing the services and targets given.
-func nextData(prev *dataset.Node, edit func(n *dataset.Node), svcs, tgts []string) (*dataset.Node, *dataset.Changes) {
-	n := *prev
-	n.Services, n.Targets = maps.Clone(prev.Services), maps.Clone(prev.Targets)
-	n.Gen++
-	edit(&n)
-	ch := dataset.NewChanges(prev)
-	for _, k := range svcs {
-		ch.Services[k] = true
-	}
-	for _, k := range tgts {
-		ch.Targets[k] = true
-	}
-	return &n, ch
-}
 
 // A peer's data with changes based on the copy held is looked at for the
 // entries listed only: a target listed is adopted, one not listed is not
@@ -39,9 +22,9 @@ func TestPeerDataChangesListedOnly(t *testing.T) {
 	maPass(c, t0)
 
 	v := func(n uint64) dataset.Version { return dataset.Version{Counter: n, Origin: "n2"} }
-	d1, ch1 := nextData(d0, func(n *dataset.Node) {
+	d1, ch1 := datasettest.Next(d0, func(n *dataset.Node) {
 		n.Targets["web"] = dataset.Target{Expect: dataset.ExpectStopped, ID: "a", Version: v(10)}
-	}, nil, []string{"web"})
+	}, nil, nil, []string{"web"})
 	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d1, Changes: ch1}, t0)
 	if got := c.Target("web"); got.ID != "a" {
 		t.Fatalf("a target listed in the changes was not adopted: %+v", got)
@@ -49,10 +32,10 @@ func TestPeerDataChangesListedOnly(t *testing.T) {
 
 	// the target differs, but the changes do not list it: not looked at;
 	// the instance listed changed: dirty
-	d2, ch2 := nextData(d1, func(n *dataset.Node) {
+	d2, ch2 := datasettest.Next(d1, func(n *dataset.Node) {
 		n.Targets["web"] = dataset.Target{Expect: dataset.ExpectStarted, ID: "b", Version: v(20)}
 		n.Services["web"] = dataset.Instance{Avail: dataset.StatusUp}
-	}, []string{"web"}, nil)
+	}, []string{"web"}, nil, nil)
 	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d2, Changes: ch2}, t0)
 	if got := c.Target("web"); got.ID != "a" {
 		t.Fatalf("a target not listed in the changes was looked at: %+v", got)
@@ -62,7 +45,7 @@ func TestPeerDataChangesListedOnly(t *testing.T) {
 	}
 
 	// changes based on a copy the core does not hold: whole
-	d3, ch3 := nextData(d1, func(n *dataset.Node) {}, nil, nil)
+	d3, ch3 := datasettest.Next(d1, func(n *dataset.Node) {}, nil, nil, nil)
 	d3.Targets = d2.Targets
 	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d3, Changes: ch3}, t0)
 	if got := c.Target("web"); got.ID != "b" {
@@ -90,7 +73,7 @@ func TestPeerDataMergesWholeAfterStateChange(t *testing.T) {
 		t.Fatalf("targets db %+v web %+v, want web's only (db is not known here)", c.Target("db"), c.Target("web"))
 	}
 	c.Install("db")
-	d1, ch1 := nextData(d0, func(n *dataset.Node) { n.Services["web"] = dataset.Instance{Avail: dataset.StatusUp} }, []string{"web"}, nil)
+	d1, ch1 := datasettest.Next(d0, func(n *dataset.Node) { n.Services["web"] = dataset.Instance{Avail: dataset.StatusUp} }, []string{"web"}, nil, nil)
 	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d1, Changes: ch1}, t0)
 	if c.Target("db").ID != "db1" {
 		t.Fatalf("the target of a service known since was not adopted: %+v", c.Target("db"))
@@ -102,7 +85,7 @@ func TestPeerDataMergesWholeAfterStateChange(t *testing.T) {
 	if c.Target("web").ID != "" {
 		t.Fatal("the state was not rolled back")
 	}
-	d2, ch2 := nextData(d1, func(n *dataset.Node) { n.Services["web"] = dataset.Instance{Avail: dataset.StatusDown} }, []string{"web"}, nil)
+	d2, ch2 := datasettest.Next(d1, func(n *dataset.Node) { n.Services["web"] = dataset.Instance{Avail: dataset.StatusDown} }, []string{"web"}, nil, nil)
 	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d2, Changes: ch2}, t0)
 	if c.Target("web").ID != "web1" || c.Target("db").ID != "db1" {
 		t.Fatalf("after the roll back: web %+v db %+v, want both adopted again", c.Target("web"), c.Target("db"))
@@ -122,7 +105,7 @@ func TestPeerConfigWrittenAgainAfterFailedWrite(t *testing.T) {
 		t.Fatalf("got configs %+v, want one write of web, failed", rd.Configs)
 	}
 	d.fail = nil
-	d1, ch1 := nextData(d0, func(n *dataset.Node) { n.Services["db"] = dataset.Instance{Avail: dataset.StatusDown} }, []string{"db"}, nil)
+	d1, ch1 := datasettest.Next(d0, func(n *dataset.Node) { n.Services["db"] = dataset.Instance{Avail: dataset.StatusDown} }, []string{"db"}, nil, nil)
 	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d1, Changes: ch1}, t0)
 	if rd := d.drive(t0); len(rd.Configs) != 1 || d.svcs["web"] == nil {
 		t.Fatalf("got configs %+v, want web written again", rd.Configs)

@@ -1,31 +1,14 @@
 package driver
 
 import (
-	"maps"
 	"reflect"
 	"testing"
 
 	"haven/dataset"
+	"haven/dataset/datasettest"
 	"haven/heartbeat"
 	"haven/node"
 )
-
-// changed is prev with its maps copied (shallow), edit applied, and the
-// changes from prev listing the keys given (as the heartbeat hands them).
-func changed(prev *dataset.Node, edit func(n *dataset.Node), cfgs, tgts []string) (*dataset.Node, *dataset.Changes) {
-	n := *prev
-	n.Services, n.Configs, n.Targets = maps.Clone(prev.Services), maps.Clone(prev.Configs), maps.Clone(prev.Targets)
-	n.Gen++
-	edit(&n)
-	ch := dataset.NewChanges(prev)
-	for _, k := range cfgs {
-		ch.Configs[k] = true
-	}
-	for _, k := range tgts {
-		ch.Targets[k] = true
-	}
-	return &n, ch
-}
 
 // Data events that say what changed (Event.Changes) are checked for the
 // entries they list only, and the core gets changes based on the copy it
@@ -53,11 +36,11 @@ func TestHeartbeatChangesCheckedOnly(t *testing.T) {
 	}
 
 	// bad names arrive in a delta
-	e1, ch1 := changed(e0, func(n *dataset.Node) {
+	e1, ch1 := datasettest.Next(e0, func(n *dataset.Node) {
 		n.Configs["../../victim"] = dataset.ConfigEntry{Version: v, Deleted: true}
 		n.Targets["web"] = dataset.Target{Expect: dataset.ExpectPlaced, Node: "../evil", ID: "x", Version: v}
 		n.Targets["a b"] = dataset.Target{Expect: dataset.ExpectStopped, ID: "y", Version: v}
-	}, []string{"../../victim"}, []string{"web", "a b"})
+	}, nil, []string{"../../victim"}, []string{"web", "a b"})
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: e1, Changes: ch1})
 	if len(fx.refused) != 3 || fx.refused[0].Svc != "../../victim" || fx.refused[1].Svc != "a b" || fx.refused[2].Node != "../evil" {
 		t.Fatalf("refused %+v, want the config, the target's name and the target's node", fx.refused)
@@ -72,10 +55,10 @@ func TestHeartbeatChangesCheckedOnly(t *testing.T) {
 
 	// a target made valid, a config removed; the targets not listed stay
 	// refused (not checked again: not reported again)
-	e2, ch2 := changed(e1, func(n *dataset.Node) {
+	e2, ch2 := datasettest.Next(e1, func(n *dataset.Node) {
 		n.Targets["web"] = dataset.Target{Expect: dataset.ExpectStopped, ID: "z", Version: v}
 		delete(n.Configs, "db")
-	}, []string{"db"}, []string{"web"})
+	}, nil, []string{"db"}, []string{"web"})
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: e2, Changes: ch2})
 	p, _ = d.Core.Peer("n2")
 	if len(p.Data.Configs) != 0 || len(p.Data.Targets) != 1 || p.Data.Targets["web"].ID != "z" || len(fx.refused) != 3 {
@@ -86,9 +69,9 @@ func TestHeartbeatChangesCheckedOnly(t *testing.T) {
 	}
 
 	// a change of an instance only: the checked maps are the last copy's
-	e3, ch3 := changed(e2, func(n *dataset.Node) {
+	e3, ch3 := datasettest.Next(e2, func(n *dataset.Node) {
 		n.Services = map[string]dataset.Instance{"web": {Avail: dataset.StatusUp}}
-	}, nil, nil)
+	}, nil, nil, nil)
 	ch3.Services["web"] = true
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: e3, Changes: ch3})
 	p3, _ := d.Core.Peer("n2")
@@ -101,7 +84,7 @@ func TestHeartbeatChangesCheckedOnly(t *testing.T) {
 	}
 
 	// an event based on another copy (one was missed): whole
-	e4, ch4 := changed(e2, func(n *dataset.Node) {}, nil, nil)
+	e4, ch4 := datasettest.Next(e2, func(n *dataset.Node) {}, nil, nil, nil)
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: e4, Changes: ch4})
 	if news[4].Changes != nil {
 		t.Fatalf("an event not based on the last one taken was handed over with changes %+v", news[4].Changes)
