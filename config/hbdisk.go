@@ -35,28 +35,25 @@ func (d *document) checkHBDisk(c *NodeConfig, node, sec *section) error {
 // downs (0.8 % a window), and the beat period was hb.timeout/6 until the
 // probes came; with the probes, 3 beats a window lose all of them (2 or 3
 // after the last one heard) and the 16 probe round trips with a chance of
-// at most 0.2^2 x 0.36^16 (3e-9) at 20 % loss, for half the idle wake-ups and traffic of 6 (docs/benchmarks.md,
-// issue 26).
+// at most 0.2^2 x 0.36^16 (3e-9) at 20 % loss, for half the idle
+// wake-ups and traffic of 6 (docs/benchmarks.md, issue 26).
 const BeatsPerTimeout = 3
 
 // BeatPeriod is the heartbeat's beat period: hb.interval, or
 // hb.timeout/BeatsPerTimeout when shorter.
-func BeatPeriod(hb HBConfig) time.Duration {
-	beat := hb.Interval
-	if t := hb.Timeout / BeatsPerTimeout; t > 0 && t < beat {
-		beat = t
-	}
-	return beat
-}
+func BeatPeriod(hb HBConfig) time.Duration { return period(hb, BeatsPerTimeout) }
 
 // DiskBeatPeriod is the period of the disk heartbeat's rounds: hb.interval,
 // or hb.timeout/6 when shorter. The network heartbeat went to three beats
 // a timeout when its probes came (BeatPeriod); the disk has no probes, so
 // it keeps six rounds a timeout (and every hb.disk.timeout valid before
 // stays valid).
-func DiskBeatPeriod(hb HBConfig) time.Duration {
+func DiskBeatPeriod(hb HBConfig) time.Duration { return period(hb, 6) }
+
+// period is hb.interval, or hb.timeout/perTimeout when shorter.
+func period(hb HBConfig, perTimeout time.Duration) time.Duration {
 	beat := hb.Interval
-	if t := hb.Timeout / 6; t > 0 && t < beat {
+	if t := hb.Timeout / perTimeout; t > 0 && t < beat {
 		beat = t
 	}
 	return beat
