@@ -59,6 +59,17 @@ func boundsCore(t testing.TB) *core {
 	return c
 }
 
+// pairCores returns a sender (n2) that published nd, and a receiver (n1)
+// holding its full copy at format 2.
+func pairCores(t testing.TB, nd dataset.Node) (snd, rcv *core) {
+	t.Helper()
+	snd, rcv = boundsCore(t), boundsCore(t)
+	snd.s.Node = "n2"
+	snd.publish(nd)
+	rcv.receive(encode(&message{V: 2, Kind: kindFull, From: "n2", Inc: 9, Gen: snd.local.Gen, Node: snd.local}))
+	return snd, rcv
+}
+
 // rejection returns the reason of the first Rejected event queued.
 func rejection(c *core) string {
 	for {

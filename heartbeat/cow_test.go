@@ -44,10 +44,7 @@ func TestDataEventsCopyOnWrite(t *testing.T) {
 		for seed := int64(1); seed <= 4; seed++ {
 			r := rand.New(rand.NewSource(seed))
 			nd := randNode(r, 30+r.Intn(20))
-			snd, rcv := boundsCore(t), boundsCore(t)
-			snd.s.Node = "n2"
-			snd.publish(nd)
-			rcv.receive(encode(&message{V: 2, Kind: kindFull, From: "n2", Inc: 9, Gen: snd.local.Gen, Node: snd.local}))
+			snd, rcv := pairCores(t, nd)
 			p := rcv.peers["n2"]
 			var evs []Event
 			var kept []dataset.Node // deep clones of evs' data, when taken
@@ -162,10 +159,7 @@ func unionKeys[V any](a, b map[string]V) []string {
 func TestDataEventAfterFullHasNoChanges(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	nd := randNode(r, 20)
-	snd, rcv := boundsCore(t), boundsCore(t)
-	snd.s.Node = "n2"
-	snd.publish(nd)
-	rcv.receive(encode(&message{V: 2, Kind: kindFull, From: "n2", Inc: 9, Gen: snd.local.Gen, Node: snd.local}))
+	snd, rcv := pairCores(t, nd)
 	prev := localCopy(snd)
 	nd.Services["svc0001"] = dataset.Instance{Avail: "down"}
 	snd.publish(nd)

@@ -29,10 +29,7 @@ func BenchmarkDeltaOneService(b *testing.B) {
 		b.Run(fmt.Sprintf("receiver/%d", n), func(b *testing.B) {
 			r := rand.New(rand.NewSource(1))
 			nd := randNode(r, n)
-			snd, rcv := boundsCore(b), boundsCore(b)
-			snd.s.Node = "n2"
-			snd.publish(nd)
-			rcv.receive(encode(&message{V: 2, Kind: kindFull, From: "n2", Inc: 9, Gen: snd.local.Gen, Node: snd.local}))
+			snd, rcv := pairCores(b, nd)
 			rcv.receive(encode(&message{V: 2, Kind: kindBeat, From: "n2", Inc: 9, Gen: snd.local.Gen, Dig: snd.dig}))
 			frames := make([][]byte, 0, 2*b.N)
 			for i := 0; i < b.N; i++ {

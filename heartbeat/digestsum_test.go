@@ -73,10 +73,7 @@ func TestSumsIncremental(t *testing.T) {
 	for seed := int64(1); seed <= 5; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		nd := randNode(r, 20+r.Intn(30))
-		snd, rcv := boundsCore(t), boundsCore(t)
-		snd.s.Node = "n2"
-		snd.publish(nd)
-		rcv.receive(encode(&message{V: 2, Kind: kindFull, From: "n2", Inc: 9, Gen: snd.local.Gen, Node: snd.local}))
+		snd, rcv := pairCores(t, nd)
 		p := rcv.peers["n2"]
 		if got := rcv.copyDigest(p, 2); got != snd.dig {
 			t.Fatalf("seed %d: copy's digest %x after a full copy, sender's %x", seed, got, snd.dig)

@@ -53,6 +53,33 @@ func loopConfig(ms []config.Member, name string, log *zap.Logger) Config {
 		Timeout: lbTimeout, Interval: lbInterval, Logger: log}
 }
 
+// loopCluster starts n loopback members (config changed by tweak, if
+// any), each publishing svcNode(name, 1, "web"), and waits until each
+// sees every other up.
+func loopCluster(t *testing.T, n int, tweak func(*Config), within time.Duration) map[string]*watcher {
+	t.Helper()
+	ms := loopMembers(t, n)
+	ws := map[string]*watcher{}
+	for _, m := range ms {
+		cfg := loopConfig(ms, m.Name, nil)
+		if tweak != nil {
+			tweak(&cfg)
+		}
+		ws[m.Name] = watch(t, cfg)
+		ws[m.Name].hb.Publish(svcNode(m.Name, 1, "web"))
+	}
+	for _, a := range ms {
+		for _, b := range ms {
+			if a.Name != b.Name {
+				if _, ok := ws[a.Name].find(within, isKind(Up, b.Name)); !ok {
+					t.Fatalf("%s does not see %s up", a.Name, b.Name)
+				}
+			}
+		}
+	}
+	return ws
+}
+
 // watcher records a real heartbeat's events as they come.
 type watcher struct {
 	mu   sync.Mutex
@@ -115,21 +142,7 @@ func isKind(k Kind, node string) func(Event) bool {
 
 func TestLoopbackConverge(t *testing.T) {
 	t.Parallel()
-	ms := loopMembers(t, 3)
-	ws := map[string]*watcher{}
-	for _, m := range ms {
-		ws[m.Name] = watch(t, loopConfig(ms, m.Name, nil))
-		ws[m.Name].hb.Publish(svcNode(m.Name, 1, "web"))
-	}
-	for _, a := range ms {
-		for _, b := range ms {
-			if a.Name != b.Name {
-				if _, ok := ws[a.Name].find(3*time.Second, isKind(Up, b.Name)); !ok {
-					t.Fatalf("%s does not see %s up", a.Name, b.Name)
-				}
-			}
-		}
-	}
+	ws := loopCluster(t, 3, nil, 3*time.Second)
 	// Propagation of a change from n1 to n3.
 	want := svcNode("n1", 2, "web", "db")
 	start := time.Now()

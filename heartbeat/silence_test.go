@@ -88,23 +88,7 @@ func TestMemSilentThenHeard(t *testing.T) {
 // asks every node for its due time again after each step.
 func TestLoopbackIdleTicksOnlyForBeats(t *testing.T) {
 	t.Parallel()
-	ms := loopMembers(t, 3)
-	ws := map[string]*watcher{}
-	for _, m := range ms {
-		cfg := loopConfig(ms, m.Name, nil)
-		cfg.Timeout, cfg.Interval = 3*time.Second, time.Second
-		ws[m.Name] = watch(t, cfg)
-		ws[m.Name].hb.Publish(svcNode(m.Name, 1, "web"))
-	}
-	for _, a := range ms {
-		for _, b := range ms {
-			if a.Name != b.Name {
-				if _, ok := ws[a.Name].find(5*time.Second, isKind(Up, b.Name)); !ok {
-					t.Fatalf("%s does not see %s up", a.Name, b.Name)
-				}
-			}
-		}
-	}
+	ws := loopCluster(t, 3, func(cfg *Config) { cfg.Timeout, cfg.Interval = 3*time.Second, time.Second }, 5*time.Second)
 	core := ws["n1"].hb.(*mlHB).c
 	ticks := func() uint64 {
 		core.mu.Lock()

@@ -71,17 +71,24 @@ func TestIPEarlyProbeInUseNotReused(t *testing.T) {
 		}
 		rc := ipRC(addr, "24", "va")
 		rc.ProbeTimeout = time.Second
-		mark := filepath.Join(t.TempDir(), "early")
+		dir := t.TempDir()
+		began, heard, goOn := filepath.Join(dir, "began"), filepath.Join(dir, "heard"), filepath.Join(dir, "go")
+		exists := func(path string) func() bool { return func() bool { _, err := os.Stat(path); return err == nil } }
 		done := make(chan []helperOut)
-		go func() { done <- inNS(t, a, rc, "early 10s", "touch "+mark, "sleep 2s", "prepare", "start") }()
-		eventually(t, 10*time.Second, "the early probe began", func() bool { _, err := os.Stat(mark); return err == nil })
+		go func() {
+			done <- inNS(t, a, rc, "early 10s", "touch "+began, "await-early-holder", "touch "+heard, "await-file "+goOn, "prepare", "start")
+		}()
+		eventually(t, 10*time.Second, "the early probe began", exists(began))
 		sh(t, "ip", "-n", b, "addr", "add", addr+"/24", "dev", "vb")
-		time.Sleep(400 * time.Millisecond) // a few probes, each answered
+		eventually(t, 10*time.Second, "the early probe heard the holder", exists(heard))
 		if !keep {
 			sh(t, "ip", "-n", b, "addr", "del", addr+"/24", "dev", "vb")
 		}
+		if err := os.WriteFile(goOn, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		h := <-done
-		start := h[4]
+		start := h[6]
 		if keep {
 			if !strings.Contains(start.Err, "already answers") || start.Status != dataset.StatusDown {
 				t.Errorf("holder still there: start = %+v, want a refusal", start)

@@ -119,6 +119,13 @@ func TestIPHelper(t *testing.T) {
 			d.(Preparer).Prepare(ctx)
 		case "unprepare-early":
 			d.(Preparer).UnprepareEarly()
+		case "await-early-holder": // the early probe heard a holder
+			ip := d.(*ipAddr)
+			helperAwait(t, "the early probe to hear a holder", func() bool {
+				ip.mu.Lock()
+				defer ip.mu.Unlock()
+				return ip.watch != nil && ip.watch.ended() && ip.watch.holder != ""
+			})
 		case "settle":
 			ip := d.(*ipAddr)
 			ip.mu.Lock()
@@ -131,6 +138,9 @@ func TestIPHelper(t *testing.T) {
 				if werr := os.WriteFile(path, nil, 0o600); werr != nil {
 					t.Fatal(werr)
 				}
+			}
+			if path, ok := strings.CutPrefix(action, "await-file "); ok { // the test's go-ahead
+				helperAwait(t, path, func() bool { _, err := os.Stat(path); return err == nil })
 			}
 			if dur, ok := strings.CutPrefix(action, "early "); ok { // PrepareEarly within dur
 				dt, perr := time.ParseDuration(dur)
@@ -160,6 +170,15 @@ func TestIPHelper(t *testing.T) {
 	}
 	b, _ := json.Marshal(outs)
 	fmt.Println(helperMark + string(b))
+}
+
+// helperAwait polls cond (inside the helper process) for 10 s at most.
+func helperAwait(t *testing.T, what string, cond func() bool) {
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("helper: waited 10s for %s", what)
+		}
+	}
 }
 
 var nsSeq atomic.Int32
