@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -125,20 +126,123 @@ var errSendFull = errors.New("send buffer full: datagram dropped")
 
 // sendTo sends one datagram to ap without blocking.
 func (s *sendSock) sendTo(b []byte, ap netip.AddrPort) error {
-	var sa unix.Sockaddr
+	var sa rawSockaddr
+	n, err := sa.set(ap, s.v6)
+	if err != nil {
+		return err
+	}
+	var p unsafe.Pointer
+	if len(b) > 0 {
+		p = unsafe.Pointer(&b[0])
+	}
+	for {
+		// sendto(2) without telling the runtime (see rawSockaddr)
+		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(p), uintptr(len(b)),
+			unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&sa)), uintptr(n))
+		switch e {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return errSendFull
+		}
+		return e
+	}
+}
+
+// Datagrams are sent and received by raw system calls (RawSyscall): a
+// call the runtime is told of (syscall.Syscall, as the net package and
+// unix.Sendto make) wakes the runtime's monitor thread, sysmon, when it
+// sleeps, so that it can take the processor back from a call that blocks.
+// These calls never block (MSG_DONTWAIT; the receive runs only once the
+// poller says the socket is readable), and sysmon woke for each of them:
+// two or three thread wake-ups more per datagram, a third of an idle
+// daemon's wake-ups (docs/benchmarks.md, issue 26).
+
+// rawSockaddr is a sockaddr_in or sockaddr_in6 as the kernel reads it.
+type rawSockaddr struct {
+	family uint16
+	port   [2]byte  // network order
+	a      [24]byte // in: the address; in6: flowinfo, address, scope id
+}
+
+// set fills sa with ap (as an IPv6 address on an AF_INET6 socket) and
+// returns its length.
+func (sa *rawSockaddr) set(ap netip.AddrPort, v6 bool) (int, error) {
+	sa.port = [2]byte{byte(ap.Port() >> 8), byte(ap.Port())}
 	switch a := ap.Addr(); {
-	case s.v6:
-		sa = &unix.SockaddrInet6{Port: int(ap.Port()), Addr: a.As16()}
+	case v6:
+		sa.family = unix.AF_INET6
+		a16 := a.As16()
+		copy(sa.a[4:20], a16[:])
+		return unix.SizeofSockaddrInet6, nil
 	case a.Is4() || a.Is4In6():
-		sa = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: a.Unmap().As4()}
-	default:
-		return fmt.Errorf("IPv6 destination %s from an IPv4 socket", ap)
+		sa.family = unix.AF_INET
+		a4 := a.Unmap().As4()
+		copy(sa.a[:4], a4[:])
+		return unix.SizeofSockaddrInet4, nil
 	}
-	err := unix.Sendto(s.fd, b, unix.MSG_DONTWAIT, sa)
-	if errors.Is(err, unix.EAGAIN) {
-		return errSendFull
+	return 0, fmt.Errorf("IPv6 destination %s from an IPv4 socket", ap)
+}
+
+// addrPort is the address in sa (IPv4-mapped addresses unmapped).
+func (sa *rawSockaddr) addrPort() netip.AddrPort {
+	port := uint16(sa.port[0])<<8 | uint16(sa.port[1])
+	switch sa.family {
+	case unix.AF_INET:
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte(sa.a[:4])), port)
+	case unix.AF_INET6:
+		return netip.AddrPortFrom(netip.AddrFrom16([16]byte(sa.a[4:20])).Unmap(), port)
 	}
-	return err
+	return netip.AddrPort{}
+}
+
+// udpReader reads datagrams from a UDP socket by raw calls, waiting in the
+// runtime's poller while there is none.
+type udpReader struct {
+	rc  syscall.RawConn
+	buf []byte
+	sa  rawSockaddr
+	n   int
+	err syscall.Errno
+	fn  func(fd uintptr) bool // read, allocated once
+}
+
+func newUDPReader(udp *net.UDPConn, size int) (*udpReader, error) {
+	rc, err := udp.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	r := &udpReader{rc: rc, buf: make([]byte, size)}
+	r.fn = func(fd uintptr) bool {
+		for {
+			sl := uint32(unsafe.Sizeof(r.sa))
+			n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)),
+				unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&r.sa)), uintptr(unsafe.Pointer(&sl)))
+			switch e {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false // wait until readable
+			}
+			r.n, r.err = int(n), e
+			return true
+		}
+	}
+	return r, nil
+}
+
+// read returns the next datagram (valid until the next read) and its
+// source. The error is the socket's (net.ErrClosed once it is closed).
+func (r *udpReader) read() ([]byte, netip.AddrPort, error) {
+	if err := r.rc.Read(r.fn); err != nil {
+		return nil, netip.AddrPort{}, err
+	}
+	if r.err != 0 {
+		return nil, netip.AddrPort{}, r.err
+	}
+	return r.buf[:r.n], r.sa.addrPort(), nil
 }
 
 func (s *sendSock) close() { unix.Close(s.fd) }

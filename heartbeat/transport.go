@@ -283,9 +283,13 @@ func (t *secTransport) Shutdown() error {
 
 func (t *secTransport) udpLoop(udp *net.UDPConn, sock int) {
 	defer t.wg.Done()
-	buf := make([]byte, maxDgram+1)
+	r, err := newUDPReader(udp, maxDgram+1)
+	if err != nil {
+		t.log.Error("read heartbeat datagrams", zap.Int("link", sock+1), zap.Error(err))
+		return
+	}
 	for {
-		n, src, err := udp.ReadFromUDPAddrPort(buf)
+		b, src, err := r.read()
 		ts := time.Now() // memberlist's receive time, compared with its wall clock
 		if err != nil {
 			if t.down.Load() || errors.Is(err, net.ErrClosed) {
@@ -294,7 +298,7 @@ func (t *secTransport) udpLoop(udp *net.UDPConn, sock int) {
 			t.log.Debug("read heartbeat datagram", zap.Int("link", sock+1), zap.Error(err))
 			continue
 		}
-		if p := t.openDatagram(buf[:n], netip.AddrPortFrom(src.Addr().Unmap(), src.Port())); p != nil {
+		if p := t.openDatagram(b, src); p != nil {
 			select {
 			case t.packetCh <- &memberlist.Packet{Buf: p, From: net.UDPAddrFromAddrPort(src), Timestamp: ts}:
 			case <-t.closing:

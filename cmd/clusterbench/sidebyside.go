@@ -267,7 +267,7 @@ func sbsIdle(systems []*sbsSystem, window time.Duration) {
 	el := time.Since(t0).Seconds()
 	for _, s := range systems {
 		for _, n := range sbsNodes {
-			var ticks uint64
+			var cpu float64
 			var rss, ps int
 			for _, pid := range s.bed.Pids(n) {
 				now, err := readProc(pid)
@@ -277,15 +277,16 @@ func sbsIdle(systems []*sbsSystem, window time.Duration) {
 				rss += now.rss
 				ps += pss(pid)
 				if b, ok := before[key{s, n}][pid]; ok {
-					ticks += now.self + now.children - b.self - b.children
+					self, kids := cpuPct(b, now, el)
+					cpu += self + kids
 				}
 			}
-			s.cpu.add(float64(ticks) / clkTck / el * 100)
+			s.cpu.add(cpu)
 			s.rss.add(float64(rss) / 1024)
 			s.pss.add(float64(ps) / 1024)
 		}
 	}
-	fmt.Printf("load after: %s (CPU resolution: one clock tick over the window, %.3f%%)\n", loadNow(), 100/clkTck/el)
+	fmt.Printf("load after: %s (CPU: the run time of each process's threads, exact, plus its reaped children's clock ticks, one tick over the window being %.4f%%)\n", loadNow(), 100/clkTck/el)
 }
 
 func sideBySide(kinds []string, crashes int, window, period time.Duration) error {
