@@ -68,7 +68,8 @@ func TestIPPresentNoDevice(t *testing.T) {
 
 // An IPv6 address whose duplicate address detection is under way is
 // tentative (status up), one whose detection found another holder is
-// dadfailed (status warn).
+// dadfailed (status warn). Flags beyond the 8 bits of ifa_flags come from
+// the IFA_FLAGS attribute (noprefixroute).
 func TestIPPresentDADFlags(t *testing.T) {
 	a, _ := twoHosts(t)
 	// fd00:77::2 is b's (nodad): added on va with DAD, va's probe is answered
@@ -103,5 +104,10 @@ func TestIPPresentDADFlags(t *testing.T) {
 	h = inNS(t, a, ipRC("fd00:77::1", "64", "va"), "present")[0]
 	if !h.Present || h.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) != 0 || h.Flags&unix.IFA_F_NODAD == 0 {
 		t.Errorf("present fd00:77::1 (nodad) = %+v, want present, nodad, neither tentative nor dadfailed", h)
+	}
+	sh(t, "ip", "-n", a, "addr", "add", "fd00:77::4/64", "dev", "va", "nodad", "noprefixroute")
+	h = inNS(t, a, ipRC("fd00:77::4", "64", "va"), "present")[0]
+	if !h.Present || h.Flags&unix.IFA_F_NOPREFIXROUTE == 0 || h.Status != dataset.StatusUp {
+		t.Errorf("present fd00:77::4 (noprefixroute) = %+v, want present, noprefixroute (IFA_FLAGS), and up", h)
 	}
 }
