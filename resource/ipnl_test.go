@@ -1,6 +1,9 @@
 package resource
 
 import (
+	"context"
+	"errors"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
@@ -109,5 +112,19 @@ func TestIPPresentDADFlags(t *testing.T) {
 	h = inNS(t, a, ipRC("fd00:77::4", "64", "va"), "present")[0]
 	if !h.Present || h.Flags&unix.IFA_F_NOPREFIXROUTE == 0 || h.Status != dataset.StatusUp {
 		t.Errorf("present fd00:77::4 (noprefixroute) = %+v, want present, noprefixroute (IFA_FLAGS), and up", h)
+	}
+}
+
+// A check whose context is done asks nothing; lo's 127.0.0.1/8 is read as
+// it is (any host, no namespace).
+func TestIPPresentContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ok, _, _, err := devAddr(ctx, "lo", netip.MustParseAddr("127.0.0.1"), time.Second); ok || !errors.Is(err, context.Canceled) {
+		t.Errorf("devAddr with a cancelled context = %v, %v; want not present and context.Canceled", ok, err)
+	}
+	ok, pfx, _, err := devAddr(context.Background(), "lo", netip.MustParseAddr("127.0.0.1"), time.Second)
+	if !ok || pfx.String() != "127.0.0.1/8" || err != nil {
+		t.Errorf("devAddr 127.0.0.1 on lo = %v, %s, %v; want present as 127.0.0.1/8", ok, pfx, err)
 	}
 }
