@@ -14,9 +14,11 @@
 // read (and logged) until the daemon closes it. Start and stop output goes
 // to Env.Log line by line; check output only when the check result changes.
 //
-// ip: iproute2 (`ip addr add|del`, `ip -o addr show dev`). Before adding an
-// address, start probes the link (ARP for IPv4, ICMP echo for IPv6, see
-// probeAddr) and refuses when another host answers for it.
+// ip: iproute2 (`ip addr add|del`); whether the address is on the device
+// (the status, and the checks of start and stop) is read through rtnetlink
+// in the daemon, no process run (devAddr). Before adding an address, start
+// probes the link (ARP for IPv4, ICMP echo for IPv6, see probeAddr) and
+// refuses when another host answers for it.
 //
 // ocf: an OCF resource agent (ocfagent.go; package ocf: the environment,
 // the exit codes, the meta-data), run as Pacemaker runs it: start

@@ -1,7 +1,6 @@
 package resource
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,10 +14,12 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+
+	"golang.org/x/sys/unix"
 )
 
-// ipAddr holds an address on a device with iproute2 (`ip addr add|del`,
-// `ip -o addr show dev`).
+// ipAddr holds an address on a device with iproute2 (`ip addr add|del`);
+// its status is read through rtnetlink (present).
 type ipAddr struct {
 	rid     string
 	env     Env
@@ -37,7 +38,7 @@ type ipAddr struct {
 	watch *addrWatch
 }
 
-// errNoDevice is returned by list when the device does not exist.
+// errNoDevice is returned by present when the device does not exist.
 var errNoDevice = errors.New("no such device")
 
 func newIP(rc config.ResourceConfig, env Env) (*ipAddr, error) {
@@ -119,33 +120,16 @@ func (p *ipAddr) ipCmd(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 // present reports whether the address is on the device, and with what
-// prefix and flags ("tentative", "dadfailed", ...) ip shows it.
-func (p *ipAddr) present(ctx context.Context) (bool, netip.Prefix, []string, error) {
-	out, err := p.ipCmd(ctx, "-o", "addr", "show", "dev", p.dev)
-	if err != nil {
-		if bytes.Contains(out, []byte("does not exist")) {
-			return false, netip.Prefix{}, nil, fmt.Errorf("device %s: %w", p.dev, errNoDevice)
-		}
-		return false, netip.Prefix{}, nil, err
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		for i := 0; i+1 < len(f); i++ {
-			if f[i] != "inet" && f[i] != "inet6" {
-				continue
-			}
-			pfx, err := netip.ParsePrefix(f[i+1])
-			if err == nil && pfx.Addr().Unmap() == p.addr {
-				return true, pfx, f[i+2:], nil
-			}
-		}
-	}
-	return false, netip.Prefix{}, nil, nil
+// prefix and IFA_F_* flags (unix.IFA_F_DADFAILED, IFA_F_TENTATIVE, ...) it
+// is there: read from the kernel through rtnetlink (devAddr), no command
+// run. A device that does not exist gives errNoDevice.
+func (p *ipAddr) present(ctx context.Context) (bool, netip.Prefix, uint32, error) {
+	return devAddr(ctx, p.dev, p.addr, p.timeout)
 }
 
 // Status is up when the address is on the device, down when it is not or
-// when the device does not exist, warn when iproute2 fails or the kernel
-// found the address duplicated (IPv6 DAD).
+// when the device does not exist, warn when the kernel cannot be asked or
+// found the address duplicated (IPv6 DAD: dadfailed).
 func (p *ipAddr) Status(ctx context.Context) (dataset.Status, string) {
 	ok, _, flags, err := p.present(ctx)
 	switch {
@@ -156,10 +140,8 @@ func (p *ipAddr) Status(ctx context.Context) (dataset.Status, string) {
 	case !ok:
 		return dataset.StatusDown, ""
 	}
-	for _, f := range flags {
-		if f == "dadfailed" {
-			return dataset.StatusWarn, "duplicate address detected by the kernel"
-		}
+	if flags&unix.IFA_F_DADFAILED != 0 {
+		return dataset.StatusWarn, "duplicate address detected by the kernel"
 	}
 	return dataset.StatusUp, ""
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -73,7 +74,7 @@ func TestIPLabel(t *testing.T) {
 const helperEnv = "HAVEN_IP_HELPER" // JSON of helperReq
 
 type helperReq struct {
-	Actions []string // start | stop | status | settle (wait for the announcements to end) | prepare | early DUR | unprepare-early | sleep DUR | touch PATH, run in turn
+	Actions []string // start | stop | status | present | settle (wait for the announcements to end) | prepare | early DUR | unprepare-early | sleep DUR | touch PATH, run in turn
 	RC      config.ResourceConfig
 }
 
@@ -86,6 +87,11 @@ type helperOut struct {
 	Log    []string
 	Shown  string
 	Took   time.Duration // of the action alone
+	// what present answered (the present action only)
+	Present  bool
+	Prefix   string
+	Flags    uint32
+	NoDevice bool // its error is errNoDevice
 }
 
 const helperMark = "HAVEN-HELPER-OUT "
@@ -115,6 +121,13 @@ func TestIPHelper(t *testing.T) {
 			err = d.Start(ctx)
 		case "stop":
 			err = d.Stop(ctx)
+		case "present":
+			var pfx netip.Prefix
+			out.Present, pfx, out.Flags, err = d.(*ipAddr).present(ctx)
+			out.NoDevice = errors.Is(err, errNoDevice)
+			if pfx.IsValid() {
+				out.Prefix = pfx.String()
+			}
 		case "prepare":
 			d.(Preparer).Prepare(ctx)
 		case "unprepare-early":
