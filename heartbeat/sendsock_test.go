@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
@@ -104,5 +105,67 @@ func TestSendSockWildcard(t *testing.T) {
 	peer.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, _, err := peer.ReadFromUDPAddrPort(buf); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The raw calls (sendSock.sendTo, udpReader) carry the payload and both
+// addresses as the net package does: an IPv4 peer heard on an IPv4 link
+// and on a dual-stack wildcard one (where the kernel gives a mapped
+// address, read as the IPv4 one), an IPv6 peer on ::1; replies leave from
+// the link's port; a closed socket ends the read with net.ErrClosed.
+func TestRawSendReceive(t *testing.T) {
+	for _, c := range []struct{ link, peer, net string }{
+		{"127.0.0.1:0", "127.0.0.1", "udp4"},
+		{":0", "127.0.0.1", "udp4"},
+		{"[::1]:0", "::1", "udp6"},
+	} {
+		t.Run(c.link, func(t *testing.T) {
+			ls, err := listenLink(c.link)
+			if err != nil {
+				t.Skipf("%s: %v", c.link, err)
+			}
+			defer func() { ls.tcp.Close(); ls.out.close() }()
+			peer, err := net.ListenUDP(c.net, &net.UDPAddr{IP: net.ParseIP(c.peer)})
+			if err != nil {
+				t.Skipf("no %s: %v", c.peer, err)
+			}
+			defer peer.Close()
+			port := uint16(ls.udp.LocalAddr().(*net.UDPAddr).Port)
+			to := netip.AddrPortFrom(netip.MustParseAddr(c.peer), port)
+			if _, err := peer.WriteToUDPAddrPort([]byte("beat"), to); err != nil {
+				t.Fatal(err)
+			}
+			r, err := newUDPReader(ls.udp, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, src, err := r.read()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != "beat" || src != peer.LocalAddr().(*net.UDPAddr).AddrPort() {
+				t.Fatalf("read %q from %s, want \"beat\" from %s", b, src, peer.LocalAddr())
+			}
+			if err := ls.out.sendTo([]byte("ack"), src); err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 8)
+			peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, from, err := peer.ReadFromUDPAddrPort(buf)
+			if err != nil || string(buf[:n]) != "ack" || from.Port() != port {
+				t.Fatalf("peer read %q from %s (%v), want \"ack\" from port %d", buf[:n], from, err, port)
+			}
+			done := make(chan error, 1)
+			go func() { _, _, err := r.read(); done <- err }()
+			ls.udp.Close()
+			select {
+			case err := <-done:
+				if !errors.Is(err, net.ErrClosed) {
+					t.Fatalf("read on a closed socket: %v, want net.ErrClosed", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("read still waiting 10s after the socket closed")
+			}
+		})
 	}
 }
