@@ -408,6 +408,7 @@ func (c *core) onBeatLocked(p *peer, m *message, now time.Time) {
 		c.st.ProbesAnswered++
 		c.sendBeatLocked(p.name)
 	}
+	c.beatInStepLocked(now)
 	c.twinOfSelfLocked(p, m.Twins)
 	if !p.unseenSaid || !slices.Equal(p.unseen, m.Unseen) {
 		p.unseen, p.unseenSaid = m.Unseen, true
@@ -550,6 +551,33 @@ func (c *core) tick() {
 		c.nextBeat = now.Add(c.s.beat)
 	}
 	c.drainLocked()
+}
+
+// Beats in step. A node that hears a peer's beat when its own is due
+// within half a beat period sends its own round at once instead of at its
+// due time. The nodes' rounds then fall together, within a few network
+// latencies and timer delays of each other (one round is enough with two
+// nodes, two with any number: a node half a period or less from any other
+// round joins it), and stay so: a node is woken about once a period, for
+// its own round and its peers' beats together, where it was woken at its
+// own phase and at each peer's (3 times a second on a 3-node cluster at
+// hb 3s/1s; an idle daemon's CPU went down by a third). Beats only come
+// earlier, never later, so nothing that counts on the period changes (the
+// timeout is three of them, probes begin after a beat and a half of
+// silence), and a node sends at most one round per half period (its next
+// round is due a whole period after the last). The ticker may still wake
+// at the due time the early round replaced, to find nothing due: a wake-up
+// that falls with the round's in the steady state. docs/benchmarks.md,
+// issue 26.
+func (c *core) beatInStepLocked(now time.Time) {
+	if c.nextBeat.Sub(now) > c.s.beat/2 {
+		return
+	}
+	for _, name := range c.names {
+		c.sendBeatLocked(name)
+	}
+	c.nextBeat = now.Add(c.s.beat)
+	c.st.BeatsInStep++
 }
 
 // next returns when tick has work to do next.

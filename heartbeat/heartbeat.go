@@ -281,6 +281,9 @@ type Stats struct {
 	// ProbesSent counts the beats asking a silent peer for a beat at once;
 	// ProbesAnswered the beats sent back for a peer's probe.
 	ProbesSent, ProbesAnswered uint64
+	// BeatsInStep counts the rounds of beats sent early, on a peer's beat
+	// (see beatInStepLocked).
+	BeatsInStep uint64
 }
 
 // settings is a validated Config with the derived periods.

@@ -1,10 +1,13 @@
 package heartbeat
 
 import (
+	"net"
+	"sync"
 	"testing"
 	"time"
 
 	"haven/dataset"
+	"haven/internal/clock"
 )
 
 // A live peer silent for a beat and a half (7.5s at 15s/5s) gives one Silent
@@ -117,4 +120,157 @@ func TestLoopbackIdleTicksOnlyForBeats(t *testing.T) {
 		t.Fatalf("n1 ticked %d times in %d beat periods, want about one a beat", n, beats)
 	}
 	t.Logf("%d ticks in %d beat periods", n, beats)
+}
+
+// Beats fall in step (beatInStepLocked): three nodes started at different
+// phases of the beat period send their rounds together after a few
+// periods, each round of one node within a few latencies of a round of
+// each other; no node's rounds come more than a period and a twentieth
+// apart or less than half a period apart.
+func TestBeatsInStep(t *testing.T) {
+	c := &memCluster{t: t, clk: clock.NewFake(t0), members: memberList(3),
+		hb: map[string]Heartbeat{}, seen: map[string]map[string]*dataset.Node{}, evs: map[string][]Event{}}
+	c.net = NewMemNetwork(c.clk)
+	for i, m := range c.members { // phases 0, 1.7 s and 3.4 s of 5 s
+		if i > 0 {
+			c.net.Advance(1700 * time.Millisecond)
+		}
+		c.join(m.Name, testSecret, "prod")
+	}
+	const latency = 2 * time.Millisecond
+	for _, a := range c.members {
+		for _, b := range c.members {
+			if a.Name != b.Name {
+				c.net.SetDelay(a.Name, b.Name, latency)
+			}
+		}
+	}
+	c.net.Advance(30 * time.Second)
+	c.collect()
+	rounds := map[string][]time.Time{} // when each node's beats arrived
+	c.net.Lose(func(from, to string, b []byte) bool {
+		if m, err := decode(b); err == nil && m.Kind == kindBeat && !m.Probe {
+			if r := rounds[from]; len(r) == 0 || c.clk.Now().Sub(r[len(r)-1]) > latency {
+				rounds[from] = append(r, c.clk.Now())
+			}
+		}
+		return false
+	})
+	start := c.clk.Now()
+	c.net.Advance(60 * time.Second)
+	end := c.clk.Now()
+	beat := 5 * time.Second
+	for _, m := range c.members {
+		r := rounds[m.Name]
+		if len(r) < 11 {
+			t.Fatalf("%s sent %d rounds in 12 beat periods", m.Name, len(r))
+		}
+		for i := 1; i < len(r); i++ {
+			if d := r[i].Sub(r[i-1]); d > beat+beat/20 || d < beat/2 {
+				t.Fatalf("%s: rounds %s apart (%v then %v), want within [%s, %s]", m.Name, d, r[i-1], r[i], beat/2, beat+beat/20)
+			}
+		}
+	}
+	for _, a := range c.members {
+		for _, ta := range rounds[a.Name] {
+			for _, b := range c.members {
+				near := false
+				for _, tb := range rounds[b.Name] {
+					if d := ta.Sub(tb); d < 3*latency && d > -3*latency {
+						near = true
+					}
+				}
+				// (b's round may fall just outside the window)
+				if !near && ta.Sub(start) > 3*latency && end.Sub(ta) > 3*latency {
+					t.Fatalf("%s's round at +%s has no round of %s within %s: not in step\n%v", a.Name, ta.Sub(t0), b.Name, 3*latency, rounds)
+				}
+			}
+		}
+	}
+	inStep := 0
+	for _, m := range c.members {
+		if c.hb[m.Name].Stats().BeatsInStep > 0 {
+			inStep++
+		}
+	}
+	if inStep < 2 {
+		t.Fatalf("%d nodes sent rounds in step, want at least 2", inStep)
+	}
+	if evs := c.events("n01", Down, "n02"); len(evs) > 0 {
+		t.Fatalf("n01 saw n02 down: %v", evs)
+	}
+}
+
+// With real sockets and timers, three nodes started a third of a period
+// apart beat in step: after a few periods each round of one node has a
+// round of each other node within 40 ms (a beat period is 300 ms: apart,
+// they were 100 ms from each other), and every node still beats every
+// period.
+func TestLoopbackBeatsInStep(t *testing.T) {
+	t.Parallel()
+	const beat = 300 * time.Millisecond
+	var mu sync.Mutex
+	var recording bool
+	rounds := map[string][]time.Time{}
+	ms := loopMembers(t, 3)
+	ws := map[string]*watcher{}
+	for _, m := range ms {
+		cfg := loopConfig(ms, m.Name, nil)
+		cfg.Timeout, cfg.Interval = 3*beat, beat
+		name := m.Name
+		h, err := newMemberlist(cfg, func(conn net.Conn, _ string, _ []byte) {
+			if conn != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if r := rounds[name]; recording && (len(r) == 0 || time.Since(r[len(r)-1]) > beat/4) {
+				rounds[name] = append(r, time.Now())
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws[name] = watchHB(t, h)
+		ws[name].hb.Publish(svcNode(name, 1, "web"))
+		time.Sleep(beat / 3)
+	}
+	for _, a := range ms {
+		for _, b := range ms {
+			if a.Name == b.Name {
+				continue
+			}
+			if _, ok := ws[a.Name].find(10*time.Second, isKind(Up, b.Name)); !ok {
+				t.Fatalf("%s does not see %s up", a.Name, b.Name)
+			}
+		}
+	}
+	time.Sleep(4 * beat) // into step
+	mu.Lock()
+	recording = true
+	mu.Unlock()
+	time.Sleep(10 * beat) // the window recorded: 10 periods
+	mu.Lock()
+	recording = false
+	defer mu.Unlock()
+	const near = 40 * time.Millisecond
+	for _, a := range ms {
+		if n := len(rounds[a.Name]); n < 8 {
+			t.Fatalf("%s sent %d rounds in 10 beat periods: %v", a.Name, n, rounds)
+		}
+		for _, ta := range rounds[a.Name][1 : len(rounds[a.Name])-1] {
+			for _, b := range ms {
+				ok := false
+				for _, tb := range rounds[b.Name] {
+					ok = ok || (ta.Sub(tb) < near && tb.Sub(ta) < near)
+				}
+				if !ok {
+					t.Fatalf("%s's round at %s has no round of %s within %s: not in step\n%v", a.Name, ta.Format("15:04:05.000"), b.Name, near, rounds)
+				}
+			}
+		}
+	}
+	for name, w := range ws {
+		t.Logf("%s: %d rounds in step", name, w.hb.Stats().BeatsInStep)
+	}
 }
