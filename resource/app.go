@@ -24,9 +24,14 @@ type app struct {
 }
 
 // checkLookup is how long a check reuses its command's PATH lookup and
-// environment (checkCmd): a new executable put in PATH is seen within it,
-// and a missing one at once (the check looks it up again and retries).
-const checkLookup = time.Minute
+// environment (checkCmd): a new executable put earlier in PATH than the
+// one found is used within it, a missing one at once (the check looks it
+// up again and retries), a replaced one at once (it runs by its path). It
+// spans many checks at the default check_interval (a minute; when it was
+// a minute too, every check at that interval looked its program up again:
+// 4 stats with systemd's PATH, a third of the daemon's own cost of a
+// check; docs/benchmarks.md, issue 26).
+const checkLookup = 10 * time.Minute
 
 // checkCmd is the check's command, prepared for the next checks: checks
 // run every monitor_interval, and splitting the command line, looking its

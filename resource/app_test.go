@@ -254,3 +254,40 @@ func TestNewErrors(t *testing.T) {
 		})
 	}
 }
+
+// A check a little over a minute after the last (the default
+// check_interval) still runs the program found then: the lookup is kept
+// for checkLookup, not looked up again at every check; a program put
+// earlier in PATH meanwhile is used once checkLookup passed.
+func TestAppCheckLookupOutlivesTheInterval(t *testing.T) {
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	t.Setenv("PATH", dir1+":"+dir2)
+	write := func(dir, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "mycheck"), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(dir2, "exit 0")
+	env, _ := testEnv(t)
+	d := newTestApp(t, config.ResourceConfig{Check: "mycheck"}, env)
+	ctx := context.Background()
+	if st, r := d.Status(ctx); st != dataset.StatusUp {
+		t.Fatalf("first check: %s (%s), want up", st, r)
+	}
+	write(dir1, "exit 1") // found first in PATH from now on
+	a := d.(*app)
+	age := func(by time.Duration) {
+		a.mu.Lock()
+		a.check.at = a.check.at.Add(-by)
+		a.mu.Unlock()
+	}
+	age(61 * time.Second)
+	if st, r := d.Status(ctx); st != dataset.StatusUp {
+		t.Fatalf("check 61s later: %s (%s), want up (the program found at the lookup)", st, r)
+	}
+	age(checkLookup)
+	if st, r := d.Status(ctx); st != dataset.StatusDown {
+		t.Fatalf("check once checkLookup passed: %s (%s), want down (the program now first in PATH)", st, r)
+	}
+}
