@@ -69,10 +69,10 @@ func TestRunOutputLines(t *testing.T) {
 	}
 	want := []string{"one", "two", "err", long[:maxLine], "a\rb", "tail"}
 	if got := live.get(); strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("live got %q, want %q", got, want)
+		t.Errorf("live got %.80q, want %.80q", got, want)
 	}
 	if got := res.lines; strings.Join(got, "|") != strings.Join(want[3:], "|") {
-		t.Errorf("result lines %q, want the last 3 %q", got, want[3:])
+		t.Errorf("result lines %.80q, want the last 3 %.80q", got, want[3:])
 	}
 }
 
@@ -168,22 +168,58 @@ func TestRunBackgroundHolder(t *testing.T) {
 func TestRunTimeoutKillsStubbornGroup(t *testing.T) {
 	forEachWait(t, func(t *testing.T) {
 		pidFile := filepath.Join(t.TempDir(), "child.pid")
-		begin := time.Now()
-		res, err := shRun(context.Background(),
-			`trap "" TERM; sleep 1000 & echo $! > `+pidFile+`; echo started; wait; wait`, 300*time.Millisecond, nil)
-		took := time.Since(begin)
-		if err != nil || !res.timedOut || res.canceled || res.signal != "killed" {
-			t.Fatalf("run = %+v, %v; want timed out, the leader killed by SIGKILL", res, err)
+		type ran struct {
+			res runResult
+			err error
 		}
-		if took < 300*time.Millisecond+killGrace || took > 300*time.Millisecond+killGrace+2*time.Second {
+		done := make(chan ran, 1)
+		begin := time.Now()
+		go func() {
+			res, err := shRun(context.Background(),
+				`trap "" TERM; sleep 1000 & echo $! > `+pidFile+`; echo started; wait; wait`, 300*time.Millisecond, nil)
+			done <- ran{res, err}
+		}()
+		pid := readPid(t, pidFile)
+		killGroupOf(t, pid)
+		var r ran
+		select {
+		case r = <-done:
+		case <-time.After(300*time.Millisecond + killGrace + 5*time.Second):
+			t.Fatalf("run still waits %v after the timeout and killGrace: the group was not killed", time.Since(begin))
+		}
+		took := time.Since(begin)
+		if r.err != nil || !r.res.timedOut || r.res.canceled || r.res.signal != "killed" {
+			t.Fatalf("run = %+v, %v; want timed out, the leader killed by SIGKILL", r.res, r.err)
+		}
+		if took < 300*time.Millisecond+killGrace {
 			t.Errorf("run took %v, want the timeout + killGrace (%v)", took, killGrace)
 		}
-		if strings.Join(res.lines, "|") != "started" {
-			t.Errorf("lines %q, want [started]", res.lines)
+		if strings.Join(r.res.lines, "|") != "started" {
+			t.Errorf("lines %q, want [started]", r.res.lines)
+		}
+		eventually(t, 5*time.Second, "the child survived", func() bool { return !alive(pid) })
+	})
+}
+
+// A timed-out group whose leader dies of SIGTERM while a child ignores it:
+// the group gets SIGKILL once the leader is reaped, without waiting for
+// killGrace.
+func TestRunTimeoutKillsChildIgnoringTERM(t *testing.T) {
+	forEachWait(t, func(t *testing.T) {
+		pidFile := filepath.Join(t.TempDir(), "child.pid")
+		begin := time.Now()
+		res, err := shRun(context.Background(),
+			`(trap "" TERM; exec sleep 1000) & echo $! > `+pidFile+`; wait`, 300*time.Millisecond, nil)
+		took := time.Since(begin)
+		if err != nil || !res.timedOut || res.signal != "terminated" {
+			t.Fatalf("run = %+v, %v; want timed out, the leader ended by SIGTERM", res, err)
+		}
+		if took > 300*time.Millisecond+killGrace {
+			t.Errorf("run took %v, want it soon after the timeout", took)
 		}
 		pid := readPid(t, pidFile)
 		killGroupOf(t, pid)
-		eventually(t, 5*time.Second, "the child survived", func() bool { return !alive(pid) })
+		eventually(t, 5*time.Second, "the child ignoring SIGTERM survived its group's timeout", func() bool { return !alive(pid) })
 	})
 }
 
@@ -195,7 +231,7 @@ func TestRunCanceled(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(300*time.Millisecond, cancel)
 		begin := time.Now()
-		res, err := shRun(ctx, `sleep 1000 & echo $! > `+pidFile+`; wait`, 30*time.Second, nil)
+		res, err := shRun(ctx, `sleep 1000 & echo $! > `+pidFile+`; wait`, 5*time.Second, nil)
 		took := time.Since(begin)
 		if err != nil || !res.canceled || res.timedOut || res.signal != "terminated" {
 			t.Fatalf("run = %+v, %v; want canceled, the leader ended by SIGTERM", res, err)
@@ -208,9 +244,10 @@ func TestRunCanceled(t *testing.T) {
 		eventually(t, 5*time.Second, "the child survived", func() bool { return !alive(pid) })
 
 		// a context canceled before the start: canceled at once too
-		res, err = shRun(ctx, `sleep 1000`, 30*time.Second, nil)
-		if err != nil || !res.canceled {
-			t.Fatalf("run with a canceled context = %+v, %v; want canceled", res, err)
+		begin = time.Now()
+		res, err = shRun(ctx, `sleep 1000`, 5*time.Second, nil)
+		if err != nil || !res.canceled || time.Since(begin) > killGrace {
+			t.Fatalf("run with a canceled context = %+v, %v after %v; want canceled at once", res, err, time.Since(begin))
 		}
 	})
 }
@@ -267,17 +304,27 @@ func TestRunStdin(t *testing.T) {
 }
 
 // The environment is the command's whole environment, a later duplicate
-// winning as with os/exec; the command runs in dir.
+// winning as with os/exec (in the place of the last); the command runs in
+// dir.
 func TestRunEnvAndDir(t *testing.T) {
 	forEachWait(t, func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "var", "services", "svc")
 		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		res, err := run(context.Background(), command{argv: []string{"/bin/sh", "-c", `echo "$A $B $C"; pwd`}, action: "test",
-			timeout: 10 * time.Second, keep: 5, dir: dir, env: []string{"A=1", "B=2", "A=3"}})
-		if err != nil || strings.Join(res.lines, "|") != "3 2 |"+dir {
-			t.Errorf("env and dir: %+v, %v; want [3 2 , %s]", res, err, dir)
+		res, err := run(context.Background(), command{argv: []string{"env"}, action: "test",
+			timeout: 10 * time.Second, keep: 5, env: []string{"A=1", "B=2", "A=3"}})
+		if err != nil || strings.Join(res.lines, "|") != "B=2|A=3" {
+			t.Errorf("env: %+v, %v; want [B=2 A=3]", res, err)
+		}
+		res, err = run(context.Background(), command{argv: []string{"pwd"}, action: "test",
+			timeout: 10 * time.Second, keep: 5, dir: dir, env: []string{}})
+		if err != nil || strings.Join(res.lines, "|") != dir {
+			t.Errorf("pwd: %+v, %v; want %s", res, err, dir)
+		}
+		if _, err = run(context.Background(), command{argv: []string{"env"}, action: "test",
+			timeout: 10 * time.Second, env: []string{"A=1\x00B=2"}}); err == nil {
+			t.Errorf("a variable with a NUL byte ran")
 		}
 	})
 }
