@@ -37,6 +37,10 @@ type proc struct {
 	pid   int // also its process group
 	pidfd int // -1 without one
 	out   int // the output pipe's read end, non-blocking; -1 once it ended
+	// outW is a write end of the output pipe kept until the command is
+	// reaped (-1 then): its exit, not the end of its output a moment
+	// before, is what wakes wait, which then sleeps once, not twice.
+	outW int
 }
 
 // procStart starts path in a new process group with stdin on its standard
@@ -52,19 +56,22 @@ func procStart(path string, argv, env []string, dir string, stdin uintptr) (proc
 		syscall.Close(pp[1])
 		return proc{}, err
 	}
-	p := proc{pidfd: -1, out: pp[0]}
+	p := proc{pidfd: -1, out: pp[0], outW: pp[1]}
 	sys := syscall.SysProcAttr{Setpgid: true}
 	if !noPidfd {
 		sys.PidFD = &p.pidfd // stays -1 when the kernel has none
 	}
 	files := [3]uintptr{stdin, uintptr(pp[1]), uintptr(pp[1])}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files[:], Sys: &sys})
-	syscall.Close(pp[1])
 	if err != nil {
 		syscall.Close(pp[0])
+		syscall.Close(pp[1])
 		return proc{}, &os.PathError{Op: "fork/exec", Path: path, Err: err} // as os.StartProcess
 	}
 	p.pid = pid
+	if p.pidfd < 0 {
+		p.closeW() // without a pidfd, the end of the output is the hint of the exit
+	}
 	return p, nil
 }
 
@@ -81,6 +88,7 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 			syscall.Close(p.pidfd)
 			p.pidfd = -1
 		}
+		p.closeW()
 	}()
 	fds := [3]unix.PollFd{
 		{Fd: int32(p.out), Events: unix.POLLIN},
@@ -150,6 +158,7 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 		}
 		if fds[1].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
 			fds[1].Fd = -1 // a pidfd that does not poll: wait4 polled
+			p.closeW()
 		}
 		var err error
 		pid := 0
@@ -164,6 +173,7 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 		if pid == 0 && fds[1].Fd >= 0 {
 			// readable yet not ended: a pidfd that does not poll (5.2)
 			fds[1].Fd = -1
+			p.closeW()
 		}
 		if pid == p.pid {
 			reaped, deadline = true, time.Now().Add(outputGrace)
@@ -173,9 +183,23 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 				// ignoring it lives on: finish the group (ESRCH when empty)
 				_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 			}
+			// the output ends now unless a background child holds it:
+			// read it at once, without another ppoll
+			p.closeW()
+			if p.out >= 0 && p.read(buf[:], lines) {
+				fds[0].Fd = -1
+			}
 		}
 	}
 	return ws, nil
+}
+
+// closeW closes the write end of the output kept by run.
+func (p *proc) closeW() {
+	if p.outW >= 0 {
+		syscall.Close(p.outW)
+		p.outW = -1
+	}
 }
 
 // read reads the output that is there into lines; at its end it closes it
