@@ -103,9 +103,9 @@ type command struct {
 //
 // Checks run this for every resource every minute or less, so it is lean
 // (issue 26): the calling goroutine itself reads the output and waits for
-// the process, both at once (procWait), with no helper goroutine, timer or
-// channel; a goroutine runs only to write stdin or to drain what a
-// background child still writes.
+// the process, both at once (proc.wait, run_linux.go), with no helper
+// goroutine, timer or channel; a goroutine runs only to write stdin or to
+// drain what a background child still writes.
 //
 // The error is for a command that could not be run (bad quoting, not
 // found, not executable); an exit code or a timeout is in the result.

@@ -358,6 +358,26 @@ func TestRunNoHelpers(t *testing.T) {
 	})
 }
 
+// A command that exits with nobody else holding its output is done at
+// its exit: run does not wait for outputGrace (the write end that run
+// keeps until the exit is closed then).
+func TestRunEndsAtExit(t *testing.T) {
+	forEachWait(t, func(t *testing.T) {
+		fastest := time.Hour
+		for range 5 {
+			begin := time.Now()
+			res, err := shRun(context.Background(), `echo done`, 10*time.Second, nil)
+			if err != nil || res.code != 0 || strings.Join(res.lines, "|") != "done" {
+				t.Fatalf("run = %+v, %v", res, err)
+			}
+			fastest = min(fastest, time.Since(begin))
+		}
+		if fastest >= outputGrace/2 {
+			t.Errorf("the fastest of 5 runs of echo took %v, want well under outputGrace (%v)", fastest, outputGrace)
+		}
+	})
+}
+
 // forEachWait runs f with the process waited for through its pidfd, and
 // again as on a kernel without one (wait4 polled).
 func forEachWait(t *testing.T, f func(t *testing.T)) {
