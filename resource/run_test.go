@@ -223,6 +223,27 @@ func TestRunTimeoutKillsChildIgnoringTERM(t *testing.T) {
 	})
 }
 
+// A command writing without pause still times out: reading its output
+// does not keep run from its deadline.
+func TestRunTimeoutWhileWriting(t *testing.T) {
+	forEachWait(t, func(t *testing.T) {
+		done := make(chan runResult, 1)
+		go func() {
+			res, _ := run(context.Background(), command{argv: []string{"yes"}, action: "test",
+				timeout: 300 * time.Millisecond, keep: 2})
+			done <- res
+		}()
+		select {
+		case res := <-done:
+			if !res.timedOut || strings.Join(res.lines, "|") != "y|y" {
+				t.Errorf("run = %+v, want timed out, the last lines y", res)
+			}
+		case <-time.After(killGrace + 10*time.Second):
+			t.Fatalf("run of yes still running long after its timeout")
+		}
+	})
+}
+
 // A canceled context ends the command at once (SIGTERM to the group) and
 // the result says canceled, not timed out.
 func TestRunCanceled(t *testing.T) {
