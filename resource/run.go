@@ -1,19 +1,18 @@
 package resource
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"haven/internal/cmdline"
 	"haven/internal/fsutil"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -92,14 +91,21 @@ type command struct {
 
 // run executes c without a shell, in a new process group, and waits for it
 // to exit or for its timeout. On timeout the whole group gets SIGTERM, then
-// SIGKILL after killGrace, so that the children of the command die too.
+// SIGKILL after killGrace, so that the children of the command die too;
+// the end of ctx does the same (the result says canceled).
 //
 // stdout and stderr go to one pipe read line by line. When the command
 // exits but something else still holds the pipe (typically a daemon the
 // start command left running in the background), run returns after
-// outputGrace without killing it; the reading goroutine stays behind,
-// draining the pipe so that the daemon never blocks or gets SIGPIPE on a
-// write, and ends when the last holder closes it.
+// outputGrace without killing it; a goroutine stays behind, draining the
+// pipe so that the daemon never blocks or gets SIGPIPE on a write, and
+// ends when the last holder closes it.
+//
+// Checks run this for every resource every minute or less, so it is lean
+// (issue 26): the calling goroutine itself reads the output and waits for
+// the process, both at once (proc.wait, run_linux.go), with no helper
+// goroutine, timer or channel; a goroutine runs only to write stdin or to
+// drain what a background child still writes.
 //
 // The error is for a command that could not be run (bad quoting, not
 // found, not executable); an exit code or a timeout is in the result.
@@ -127,45 +133,55 @@ func run(ctx context.Context, c command) (runResult, error) {
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
+	path := c.path
+	if path == "" {
+		// as exec.Command: a bare name is looked up in PATH, a path is
+		// taken as it is (relative to dir)
+		if path = argv[0]; filepath.Base(path) == path {
+			if path, err = exec.LookPath(path); err != nil {
+				return res, err
+			}
+		}
+		if path == "" {
+			return res, errors.New("exec: no command")
+		}
+	}
+	env := c.env
+	if env == nil {
+		// as os/exec: the daemon's environment, PWD following dir
+		env = os.Environ()
+		if c.dir != "" {
+			if pwd, err := filepath.Abs(c.dir); err == nil {
+				env = append(env, "PWD="+pwd)
+			}
+		}
+	}
+	if env, err = dedupEnv(env); err != nil {
 		return res, err
 	}
-	var cmd *exec.Cmd
-	if c.path != "" {
-		cmd = &exec.Cmd{Path: c.path, Args: argv} // argv[0] as written
-	} else {
-		cmd = exec.Command(argv[0], argv[1:]...)
-	}
-	cmd.Dir = c.dir
-	cmd.Env = c.env
-	cmd.Stdout = pw // an *os.File: handed to the child as is, no copying goroutine
-	cmd.Stderr = pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	var stdin uintptr
 	var inR, inW *os.File
 	if c.stdin != nil {
 		if inR, inW, err = os.Pipe(); err != nil {
-			pr.Close()
-			pw.Close()
 			return res, err
 		}
-		cmd.Stdin = inR // an *os.File: Wait never waits on a copy
+		stdin = inR.Fd() // blocking again, for the child
 	} else if null, err := devNull(); err == nil {
-		cmd.Stdin = null // os/exec would open and close it for each run
+		stdin = null.Fd() // os/exec would open and close it for each run
+	} else {
+		return res, err
 	}
-	err = cmd.Start()
+	p, err := procStart(path, argv, env, c.dir, stdin)
 	if inR != nil {
 		inR.Close()
 	}
 	if err != nil {
-		pr.Close()
-		pw.Close()
 		if inW != nil {
 			inW.Close()
 		}
 		return res, err
 	}
-	pw.Close()
 	if inW != nil {
 		// a command that does not read its input is not waited for: the
 		// write ends when the pipe is closed below (run's return)
@@ -177,55 +193,21 @@ func run(ctx context.Context, c command) (runResult, error) {
 	}
 
 	out := &tail{keep: c.keep, live: c.live}
-	readDone := make(chan struct{})
-	go func() {
-		defer close(readDone)
-		defer pr.Close()
-		readLines(pr, out.add)
-	}()
-
-	waitDone := make(chan error, 1)
-	go func() { waitDone <- cmd.Wait() }()
-
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var werr error
-	select {
-	case werr = <-waitDone:
-	case <-tctx.Done():
-		res.canceled = ctx.Err() != nil
-		res.timedOut = !res.canceled
-		pgid := cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case werr = <-waitDone:
-		case <-time.After(killGrace):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			werr = <-waitDone
-		}
-		// The leader may have died of SIGTERM while a child ignoring it
-		// lives on: finish the group. ESRCH when it is already empty.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	}
-
-	select {
-	case <-readDone:
-	case <-time.After(outputGrace):
-	}
+	lines := lineSplitter{emit: out.add}
+	ws, werr := p.wait(ctx, timeout, &lines, &res)
 	res.lines = out.snapshot()
-
-	var ee *exec.ExitError
-	switch {
-	case werr == nil:
-		res.code = 0
-	case errors.As(werr, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.signal = ws.Signal().String()
-		} else {
-			res.code = ee.ExitCode()
-		}
-	default:
+	if p.out >= 0 {
+		// a background child holds the output: drain it until it closes it
+		go procDrain(p.out, lines.clone())
+	}
+	if werr != nil {
 		return res, werr
+	}
+	switch {
+	case ws.Signaled():
+		res.signal = ws.Signal().String()
+	case ws.Exited():
+		res.code = ws.ExitStatus()
 	}
 	return res, nil
 }
@@ -234,28 +216,122 @@ func run(ctx context.Context, c command) (runResult, error) {
 // every command run without one (handed to each child as is).
 var devNull = sync.OnceValues(func() (*os.File, error) { return os.Open(os.DevNull) })
 
-// readLines calls fn with each line read from r (without its end of line),
-// truncating lines longer than maxLine, until r fails or ends.
-func readLines(r io.Reader, fn func(string)) {
-	br := bufio.NewReaderSize(r, maxLine)
-	var buf []byte
-	for {
-		chunk, isPrefix, err := br.ReadLine()
-		if len(chunk) > 0 && len(buf) < maxLine {
-			n := min(len(chunk), maxLine-len(buf))
-			buf = append(buf, chunk[:n]...)
+// dedupEnv returns env with each variable once, its last value winning, as
+// os/exec does (the app's HAVEN_ variables and the fencing token come after
+// the daemon's environment); env itself when it needs no change, the usual
+// case, checked without allocating. A NUL byte is an error.
+func dedupEnv(env []string) ([]string, error) {
+	const small = 128
+	if len(env) > small {
+		return dedupEnvAll(env)
+	}
+	var keyLen [small]int
+	for i, kv := range env {
+		if strings.IndexByte(kv, 0) >= 0 {
+			return nil, errors.New("exec: environment variable contains NUL")
 		}
-		if err != nil {
-			if len(buf) > 0 {
-				fn(string(buf))
+		k := envKeyLen(kv)
+		if k < 0 {
+			if kv == "" {
+				return dedupEnvAll(env) // dropped
 			}
-			return
+			keyLen[i] = -1
+			continue
 		}
-		if !isPrefix {
-			fn(string(buf))
-			buf = buf[:0]
+		keyLen[i] = k
+		for j := range i {
+			if keyLen[j] == k && env[j][:k] == kv[:k] {
+				return dedupEnvAll(env)
+			}
 		}
 	}
+	return env, nil
+}
+
+// dedupEnvAll is dedupEnv building a new list: the last entry of each
+// variable, in their order; entries that are no variable are kept, empty
+// ones dropped.
+func dedupEnvAll(env []string) ([]string, error) {
+	seen := make(map[string]bool, len(env))
+	out := make([]string, 0, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		kv := env[i]
+		if strings.IndexByte(kv, 0) >= 0 {
+			return nil, errors.New("exec: environment variable contains NUL")
+		}
+		k := envKeyLen(kv)
+		if k < 0 {
+			if kv != "" {
+				out = append(out, kv)
+			}
+			continue
+		}
+		if !seen[kv[:k]] {
+			seen[kv[:k]] = true
+			out = append(out, kv)
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// envKeyLen is the length of kv's name (before its first "=", a leading
+// "=" being part of the name), or -1 when kv has no "=".
+func envKeyLen(kv string) int {
+	if i := strings.IndexByte(kv, '='); i != 0 {
+		return i
+	}
+	if i := strings.IndexByte(kv[1:], '='); i >= 0 {
+		return i + 1
+	}
+	return 0 // "=" alone: os/exec's key ""
+}
+
+// lineSplitter cuts an output into lines as it arrives, in pieces of any
+// size, as bufio.Reader.ReadLine did: a line ends at "\n" or "\r\n" (not
+// kept), a line longer than maxLine is cut to maxLine bytes, and a last line
+// without an end is given by end.
+type lineSplitter struct {
+	emit func(string)
+	buf  []byte // the current line, at most maxLine bytes of it
+	n    int    // the current line's length so far, the cut bytes included
+}
+
+func (s *lineSplitter) feed(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		if room := maxLine - len(s.buf); room > 0 {
+			s.buf = append(s.buf, part[:min(len(part), room)]...)
+		}
+		s.n += len(part)
+		if i < 0 {
+			return
+		}
+		line := s.buf
+		if s.n <= maxLine && len(line) > 0 && line[len(line)-1] == '\r' {
+			line = line[:len(line)-1] // "\r\n", when the line was not cut
+		}
+		s.emit(string(line))
+		s.buf, s.n = s.buf[:0], 0
+		b = b[i+1:]
+	}
+}
+
+// end gives the last line when it has no end of line.
+func (s *lineSplitter) end() {
+	if len(s.buf) > 0 {
+		s.emit(string(s.buf))
+	}
+	s.buf, s.n = s.buf[:0], 0
+}
+
+// clone is a copy of s that shares nothing with it but emit.
+func (s *lineSplitter) clone() *lineSplitter {
+	return &lineSplitter{emit: s.emit, buf: bytes.Clone(s.buf), n: s.n}
 }
 
 // tail keeps the last lines of an output and forwards each to live.

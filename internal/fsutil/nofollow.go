@@ -60,11 +60,15 @@ func MkdirBeneath(base, rel string) error {
 			continue
 		}
 		path = filepath.Join(path, part)
-		err := os.Mkdir(path, 0o700)
-		if err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
+		// one lstat for a directory already there, the usual case (every
+		// check of an app resource comes here for its {var})
 		st, err := os.Lstat(path)
+		if errors.Is(err, os.ErrNotExist) {
+			if err = os.Mkdir(path, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+				return err
+			}
+			st, err = os.Lstat(path)
+		}
 		if err != nil {
 			return err
 		}
