@@ -112,8 +112,10 @@ type Daemon struct {
 	services map[string]*instance
 	load15   float64
 	memPct   float64
-	// sysinfoAt is when load15 and memPct were last read.
+	// sysinfoAt is when load15 and memPct were last read (by sysinfo,
+	// whose files stay open while the daemon runs).
 	sysinfoAt time.Time
+	sysinfo   *sysinfoReader
 	sd        sdNotifier // systemd notify protocol (notify.go)
 
 	hb       heartbeat.Heartbeat
@@ -316,6 +318,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	d.logEvent(node.DaemonStarted{Compat: d.opts.Compat, Pid: os.Getpid(), Root: d.p.Root, Cluster: d.cluster.Name})
 	d.loadServices()
+	d.sysinfo = newSysinfoReader()
+	defer d.sysinfo.close()
 	d.refreshSysinfo()
 	if err := d.startHeartbeat(); err != nil {
 		srv.Close()
@@ -505,7 +509,7 @@ func (d *Daemon) tick() {
 // dataset changed (sysinfoChanged), so that an idle node sends no deltas.
 func (d *Daemon) refreshSysinfo() {
 	d.sysinfoAt = d.clk.Now()
-	l, m := load15(), memAvailPct()
+	l, m := d.sysinfo.load15(), d.sysinfo.memAvailPct()
 	if sysinfoChanged(d.load15, l, d.memPct, m) {
 		d.load15, d.memPct = l, m
 		d.changed()
