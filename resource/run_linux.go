@@ -32,6 +32,9 @@ var noPidfd bool
 // pollNoPidfd bounds the interval between two wait4 polls without a pidfd.
 const pollNoPidfd = 50 * time.Millisecond
 
+// readBufs are the buffers wait reads the output into.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
+
 // proc is one started command.
 type proc struct {
 	pid   int // also its process group
@@ -112,7 +115,12 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
 		term, deadline, fds[2].Fd = true, now.Add(killGrace), -1
 	}
-	var buf [4096]byte
+	// the read buffer comes from a pool: on the stack, its 4 KiB made
+	// every check's new goroutine grow (copy) its stack, 5 % of the
+	// daemon's CPU with 200 services (docs/benchmarks.md, issue 26)
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	buf := *bp
 	for p.out >= 0 || !reaped {
 		now := time.Now()
 		if !deadline.IsZero() && !now.Before(deadline) {
@@ -146,7 +154,7 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 			procKill(p.pid)
 			return 0, os.NewSyscallError("ppoll", err)
 		}
-		if fds[0].Revents != 0 && p.read(buf[:], lines) {
+		if fds[0].Revents != 0 && p.read(buf, lines) {
 			fds[0].Fd = -1
 		}
 		if fds[2].Revents != 0 && !reaped && !term {
@@ -186,7 +194,7 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 			// the output ends now unless a background child holds it:
 			// read it at once, without another ppoll
 			p.closeW()
-			if p.out >= 0 && p.read(buf[:], lines) {
+			if p.out >= 0 && p.read(buf, lines) {
 				fds[0].Fd = -1
 			}
 		}
