@@ -155,7 +155,6 @@ type core struct {
 	dig      uint64        // digest of local
 	sums     sums          // combinable digest of local (v2 beats)
 	full     []byte        // encoded full copy of local, nil when stale
-	beat     []byte        // encoded beat, nil when stale
 	peers    map[string]*peer
 	names    []string // peer names, sorted
 	nextBeat time.Time
@@ -243,7 +242,7 @@ func (c *core) setLocalLocked(n *dataset.Node, d *delta) { c.setLocalFrom(c.loca
 // setLocalFrom is setLocalLocked when the current dataset was prev (of
 // which the entries d touches and the head at least).
 func (c *core) setLocalFrom(prev, n *dataset.Node, d *delta) {
-	c.local, c.full, c.beat = n, nil, nil
+	c.local, c.full = n, nil
 	c.dig = c.localDigest(prev, n, d)
 	if t := c.s.Clock.Now().Add(c.s.gapWait); t.Before(c.nextBeat) {
 		c.nextBeat = t
@@ -352,7 +351,6 @@ func (c *core) peerUpLocked(p *peer, now time.Time) bool {
 	p.up = true
 	p.confirm = true
 	linksUpLocked(p, now)
-	c.beat = nil // the beat says who is unseen
 	c.log.Debug("peer up", zap.String("peer", p.name))
 	c.emitLocked(Event{Kind: Up, Node: p.name})
 	// Answer at once so that p sees us up without waiting for a beat.
@@ -531,8 +529,7 @@ func (c *core) tick() {
 			p.up = false
 			linksDownLocked(p)
 			p.forgetBehind()
-			c.beat = nil // the beat says who is unseen
-			c.log.Debug("peer down", zap.String("peer", p.name),
+					c.log.Debug("peer down", zap.String("peer", p.name),
 				zap.Duration("silent", now.Sub(p.heard)), zap.Time("last_heard", p.heard))
 			c.emitLocked(Event{Kind: Down, Node: p.name})
 		}
@@ -545,9 +542,7 @@ func (c *core) tick() {
 		}
 	}
 	if !now.Before(c.nextBeat) {
-		for _, name := range c.names {
-			c.sendBeatLocked(name)
-		}
+		c.sendRoundLocked()
 		c.nextBeat = now.Add(c.s.beat)
 	}
 	c.drainLocked()
@@ -573,9 +568,7 @@ func (c *core) beatInStepLocked(now time.Time) {
 	if c.nextBeat.Sub(now) > c.s.beat/2 {
 		return
 	}
-	for _, name := range c.names {
-		c.sendBeatLocked(name)
-	}
+	c.sendRoundLocked()
 	c.nextBeat = now.Add(c.s.beat)
 	c.st.BeatsInStep++
 }
@@ -622,11 +615,28 @@ func (c *core) beatTo(name string) {
 	}
 }
 
+// sendRoundLocked sends a beat to every peer. The peers reached by one
+// network link get the same beat, encoded once (their beat says nothing of
+// links); a peer of several links gets its own (the links it is heard on).
+func (c *core) sendRoundLocked() {
+	var shared []byte
+	for _, name := range c.names {
+		p := c.peers[name]
+		if p.netLinks() >= 2 {
+			c.sendBeatLocked(name)
+			continue
+		}
+		if shared == nil {
+			shared = c.encode(c.beatMessage(false, nil))
+		}
+		c.sendAllLocked(name, shared)
+	}
+}
+
 func (c *core) sendBeatLocked(to string) {
 	// Every beat is encoded anew: its N must be newer than every message
 	// sent before it, or it would not refresh our liveness (fresh.go).
-	c.beat = c.encode(c.beatMessage(false, c.peers[to]))
-	c.sendAllLocked(to, c.beat)
+	c.sendAllLocked(to, c.encode(c.beatMessage(false, c.peers[to])))
 }
 
 // beatMessage is this node's beat to p (nil: any); probe asks the

@@ -274,3 +274,32 @@ func TestLoopbackBeatsInStep(t *testing.T) {
 		t.Logf("%s: %d rounds in step", name, w.hb.Stats().BeatsInStep)
 	}
 }
+
+// A round of beats is encoded once for the peers of one link (the same
+// frame goes to each, its N newer than any sent before), and each beat of
+// a round still refreshes the sender at every peer.
+func TestBeatRoundEncodedOnce(t *testing.T) {
+	c := newMemCluster(t, 3)
+	c.net.Advance(30 * time.Second)
+	var mu sync.Mutex
+	got := map[string][]byte{}
+	c.net.Lose(func(from, to string, b []byte) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if m, err := decode(b); err == nil && from == "n01" && m.Kind == kindBeat && !m.Probe {
+			got[to] = b
+		}
+		return false
+	})
+	c.net.Advance(5 * time.Second) // one beat period
+	if len(got["n02"]) == 0 || string(got["n02"]) != string(got["n03"]) {
+		t.Fatalf("n01's beats of one round differ or are missing:\nto n02 %s\nto n03 %s", got["n02"], got["n03"])
+	}
+	c.net.Advance(time.Minute)
+	c.collect()
+	for _, o := range []string{"n02", "n03"} {
+		if evs := c.events(o, Down, "n01"); len(evs) != 0 {
+			t.Fatalf("%s declared n01 down", o)
+		}
+	}
+}

@@ -192,7 +192,6 @@ func (c *core) noteTwin(name, reason string) {
 	p.twinAt = c.s.Clock.Now()
 	if !p.twin {
 		p.twin = true
-		c.beat = nil // the beat lists the duplicated members
 		c.emitLocked(Event{Kind: Duplicate, Node: name, Reason: reason})
 		c.kick()
 	}
@@ -203,7 +202,6 @@ func (c *core) noteTwin(name, reason string) {
 func (c *core) checkTwinLocked(p *peer, now time.Time) {
 	if p.twin && now.Sub(p.twinAt) >= c.s.Timeout {
 		p.twin = false
-		c.beat = nil
 		c.emitLocked(Event{Kind: DuplicateGone, Node: p.name})
 		if p.up && p.data != nil {
 			// the owner held the copy as unknown: the copy of the run
