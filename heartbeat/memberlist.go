@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,8 +56,9 @@ type peerSender struct {
 	dgram, stream chan []byte
 	done          sync.WaitGroup
 	// literal: addr's host is an IP address, a datagram to it needs no
-	// name lookup (which could block the caller)
+	// name lookup (which could block the caller); ap is that address
 	literal bool
+	ap      netip.AddrPort
 	lastErr atomic.Int64 // unix nanoseconds of the last "send failed" line
 }
 
@@ -96,7 +98,8 @@ func newMemberlist(cfg Config, tap func(conn net.Conn, to string, b []byte)) (He
 	for _, m := range s.Members {
 		if m.Name != s.Node {
 			for _, l := range newLinks(s.self(), m) {
-				h.senders[m.Name] = append(h.senders[m.Name], &peerSender{name: m.Name, addr: l.addr, literal: ipLiteral(l.addr),
+				ap, err := netip.ParseAddrPort(l.addr)
+				h.senders[m.Name] = append(h.senders[m.Name], &peerSender{name: m.Name, addr: l.addr, literal: err == nil, ap: ap,
 					dgram: make(chan []byte, dgramDepth), stream: make(chan []byte, streamDepth)})
 			}
 		}
@@ -213,9 +216,19 @@ func (h *mlHB) runSender(ps *peerSender, q <-chan []byte) {
 // than udpMax.
 func (h *mlHB) sendFrame(ps *peerSender, b []byte) {
 	var err error
-	if len(b) <= h.udpMax {
+	switch {
+	case len(b) <= h.udpMax && ps.literal:
+		// memberlist's user message as SendToAddress frames it (its type
+		// byte, no CRC: memberlist adds one only for a member it knows by
+		// the IP address as name), handed to the transport at once: no
+		// lock, address parsing or metrics of memberlist's per datagram
+		frame := make([]byte, 1+len(b))
+		frame[0] = mlUserMsg
+		copy(frame[1:], b)
+		err = h.tr.sendDatagramTo(typeDatagram, ps.addr, ps.ap, frame)
+	case len(b) <= h.udpMax:
 		err = h.ml.SendToAddress(memberlist.Address{Addr: ps.addr, Name: ps.name}, b)
-	} else {
+	default:
 		var a *net.TCPAddr
 		if a, err = net.ResolveTCPAddr("tcp", ps.addr); err == nil {
 			err = h.ml.SendReliable(&memberlist.Node{Name: ps.name, Addr: a.IP, Port: uint16(a.Port)}, b)
@@ -228,12 +241,6 @@ func (h *mlHB) sendFrame(ps *peerSender, b []byte) {
 			h.log.Debug("send failed", zap.String("peer", ps.name), zap.Error(err))
 		}
 	}
-}
-
-// ipLiteral reports whether addr (host:port) names its host by IP address.
-func ipLiteral(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	return err == nil && net.ParseIP(host) != nil
 }
 
 // runTicker runs the core's due work, waking at its next due time.

@@ -234,6 +234,14 @@ func (t *secTransport) sendDatagram(typ byte, addr string, payload []byte) error
 		}
 		ap = ua.AddrPort()
 	}
+	return t.sendDatagramTo(typ, addr, ap, payload)
+}
+
+// sendDatagramTo is sendDatagram to addr already parsed as ap.
+func (t *secTransport) sendDatagramTo(typ byte, addr string, ap netip.AddrPort, payload []byte) error {
+	if t.udp == nil {
+		return net.ErrClosed
+	}
 	out := t.keys.sealDatagram(typ, t.node, t.inc, t.nextSeq(), payload)
 	if t.tap != nil {
 		t.tap(nil, addr, out)
