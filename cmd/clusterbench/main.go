@@ -60,6 +60,7 @@ func main() {
 	settle := fs.Duration("settle", 15*time.Second, "idle: wait before the window")
 	perfOut := fs.String("perf", "", "idle: also run `perf record -g` on n1's daemon over the window, into this file")
 	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
+	spread := fs.Duration("spread", 0, "idle: create the services over this long (their checks then fall spread over the check interval instead of together)")
 	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file")
 	heapOut := fs.String("heap", "", "netns-scale: also take a heap profile of n1's daemon after the idle window, into this file")
 	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,haven-16s+fastack,pacemaker", "sidebyside: the systems, alternated crash after crash (haven-<ready_period>[@<hb.timeout>][+fastack])")
@@ -117,7 +118,7 @@ func main() {
 					o.interval = *interval
 				}
 			})
-			err = idle(n, *services, *monitor, *settle, *window, o, *perfOut, *pprofOut)
+			err = idle(n, *services, *monitor, *settle, *window, *spread, o, *perfOut, *pprofOut)
 			if err != nil {
 				break
 			}
@@ -456,7 +457,7 @@ func flagService(nodes string, monitored bool) string {
 // idle starts n daemons with nsvc failover services (flagService), waits
 // until each is up on one node and the cluster settled, then samples
 // /proc/PID of every daemon over the window.
-func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, perfOut, pprofOut string) error {
+func idle(n, nsvc int, monitored bool, settle, window, spread time.Duration, o opts, perfOut, pprofOut string) error {
 	hb := "default hb.timeout 15s, hb.interval 5s"
 	if o.timeout > 0 || o.interval > 0 {
 		hb = fmt.Sprintf("hb.timeout %s, hb.interval %s (0: default)", o.timeout, o.interval)
@@ -501,9 +502,13 @@ func idle(n, nsvc int, monitored bool, settle, window time.Duration, o opts, per
 	}
 	defer c.close()
 	svc := flagService(names(c), monitored)
+	c0 := time.Now()
 	for i := range nsvc {
 		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), svc); err != nil {
 			return err
+		}
+		if spread > 0 {
+			time.Sleep(time.Until(c0.Add(spread * time.Duration(i+1) / time.Duration(nsvc))))
 		}
 	}
 	if _, err := placedOnce(c, nsvc, 120*time.Second); err != nil {
