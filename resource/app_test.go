@@ -260,14 +260,7 @@ func TestNewErrors(t *testing.T) {
 // for checkLookup, not looked up again at every check; a program put
 // earlier in PATH meanwhile is used once checkLookup passed.
 func TestAppCheckLookupOutlivesTheInterval(t *testing.T) {
-	dir1, dir2 := t.TempDir(), t.TempDir()
-	t.Setenv("PATH", dir1+":"+dir2)
-	write := func(dir, body string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, "mycheck"), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir1, dir2, write := checkPath(t)
 	write(dir2, "exit 0")
 	env, _ := testEnv(t)
 	d := newTestApp(t, config.ResourceConfig{Check: "mycheck"}, env)
@@ -289,5 +282,18 @@ func TestAppCheckLookupOutlivesTheInterval(t *testing.T) {
 	age(checkLookup)
 	if st, r := d.Status(ctx); st != dataset.StatusDown {
 		t.Fatalf("check once checkLookup passed: %s (%s), want down (the program now first in PATH)", st, r)
+	}
+}
+
+// checkPath makes PATH two empty directories, and write puts a "mycheck"
+// shell script with body in one of them.
+func checkPath(t *testing.T) (dir1, dir2 string, write func(dir, body string)) {
+	dir1, dir2 = t.TempDir(), t.TempDir()
+	t.Setenv("PATH", dir1+":"+dir2)
+	return dir1, dir2, func(dir, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "mycheck"), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -81,14 +81,7 @@ func TestAppCheckPrepared(t *testing.T) {
 // The check's program found in PATH is looked up again when it goes: the
 // next check runs the one now found, at once.
 func TestAppCheckLooksUpAgain(t *testing.T) {
-	dir1, dir2 := t.TempDir(), t.TempDir()
-	t.Setenv("PATH", dir1+":"+dir2)
-	write := func(dir, body string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, "mycheck"), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir1, dir2, write := checkPath(t)
 	write(dir2, "exit 0")
 	env, _ := testEnv(t)
 	d := newTestApp(t, config.ResourceConfig{Check: "mycheck --flag"}, env)
