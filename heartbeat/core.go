@@ -529,7 +529,7 @@ func (c *core) tick() {
 			p.up = false
 			linksDownLocked(p)
 			p.forgetBehind()
-					c.log.Debug("peer down", zap.String("peer", p.name),
+			c.log.Debug("peer down", zap.String("peer", p.name),
 				zap.Duration("silent", now.Sub(p.heard)), zap.Time("last_heard", p.heard))
 			c.emitLocked(Event{Kind: Down, Node: p.name})
 		}
