@@ -143,6 +143,14 @@ func decode(b []byte) (*message, error) {
 	if len(b) > maxMessage {
 		return nil, fmt.Errorf("message of %d bytes exceeds %d", len(b), maxMessage)
 	}
+	if m, ok := decodeFlat(b); ok {
+		return m, nil // a beat or a need, decoded as decodeJSON would
+	}
+	return decodeJSON(b)
+}
+
+// decodeJSON is decode through encoding/json, for every message.
+func decodeJSON(b []byte) (*message, error) {
 	if err := checkBounds(b); err != nil {
 		return nil, err
 	}
