@@ -245,7 +245,23 @@ func TestLoopbackBeatsInStep(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(4 * beat) // into step
+	// into step: at least two nodes sent a round on a peer's beat (nodes
+	// started a third of a period apart cannot be in step otherwise)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(beat / 10) {
+		n := 0
+		for _, w := range ws {
+			if w.hb.Stats().BeatsInStep > 0 {
+				n++
+			}
+		}
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d nodes sent a round in step within 10s, want 2", n)
+		}
+	}
+	time.Sleep(2 * beat) // the last one joins (a round is enough with three)
 	mu.Lock()
 	recording = true
 	mu.Unlock()
