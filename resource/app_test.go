@@ -285,6 +285,30 @@ func TestAppCheckLookupOutlivesTheInterval(t *testing.T) {
 	}
 }
 
+// A check's {var} is made and found no link when the check is prepared
+// (once per checkLookup), not at every check: one removed meanwhile is made
+// again by the check that finds it gone (the run fails, the check is
+// prepared again), which reports the command's own result.
+func TestAppCheckVarDirRemoved(t *testing.T) {
+	env, _ := testEnv(t)
+	d := newTestApp(t, config.ResourceConfig{Check: "touch x"}, env)
+	ctx := context.Background()
+	for i := range 2 {
+		if st, r := d.Status(ctx); st != dataset.StatusUp {
+			t.Fatalf("check %d: %s (%s), want up", i+1, st, r)
+		}
+		if err := os.RemoveAll(env.VarDir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, r := d.Status(ctx); st != dataset.StatusUp {
+		t.Fatalf("check after {var} was removed: %s (%s), want up", st, r)
+	}
+	if _, err := os.Stat(filepath.Join(env.VarDir, "x")); err != nil {
+		t.Fatalf("the check did not run in {var} made again: %v", err)
+	}
+}
+
 // checkPath makes PATH two empty directories, and write puts a "mycheck"
 // shell script with body in one of them.
 func checkPath(t *testing.T) (dir1, dir2 string, write func(dir, body string)) {

@@ -44,7 +44,8 @@ func BenchmarkAppCheck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background()) // as the daemon's
+	defer cancel()
 	if st, _ := d.Status(ctx); st != dataset.StatusUp {
 		b.Fatalf("check true: %s", st)
 	}

@@ -87,6 +87,10 @@ type command struct {
 	// path, when set, is the executable of argv[0] already looked up in
 	// PATH (checkCmd): run does not look it up again.
 	path string
+	// prepared tells that env has each variable once and that dir was
+	// made (and found no link) when checkCmd was prepared: run does
+	// neither again. A run that fails prepares the check again.
+	prepared bool
 }
 
 // run executes c without a shell, in a new process group, and waits for it
@@ -120,13 +124,9 @@ func run(ctx context.Context, c command) (runResult, error) {
 	if len(argv) == 0 {
 		return res, fmt.Errorf("empty %s command", c.action)
 	}
-	if c.dir != "" {
-		// {var} is R/var/services/NAME: private, and neither it nor
-		// services/ may be a link (the command would run, and write its
-		// files, wherever it points)
-		base := filepath.Dir(filepath.Dir(c.dir))
-		if err := fsutil.MkdirBeneath(base, strings.TrimPrefix(c.dir, base+string(filepath.Separator))); err != nil {
-			return res, fmt.Errorf("{var}: %w", err)
+	if c.dir != "" && !c.prepared {
+		if err := makeVarDir(c.dir); err != nil {
+			return res, err
 		}
 	}
 	timeout := c.timeout
@@ -156,8 +156,10 @@ func run(ctx context.Context, c command) (runResult, error) {
 			}
 		}
 	}
-	if env, err = dedupEnv(env); err != nil {
-		return res, err
+	if !c.prepared {
+		if env, err = dedupEnv(env); err != nil {
+			return res, err
+		}
 	}
 
 	var stdin uintptr
@@ -210,6 +212,17 @@ func run(ctx context.Context, c command) (runResult, error) {
 		res.code = ws.ExitStatus()
 	}
 	return res, nil
+}
+
+// makeVarDir makes dir, a service's {var} (R/var/services/NAME), if it is
+// not there. It is private, and neither it nor services/ may be a link:
+// the command would run, and write its files, wherever it points.
+func makeVarDir(dir string) error {
+	base := filepath.Dir(filepath.Dir(dir))
+	if err := fsutil.MkdirBeneath(base, strings.TrimPrefix(dir, base+string(filepath.Separator))); err != nil {
+		return fmt.Errorf("{var}: %w", err)
+	}
+	return nil
 }
 
 // devNull is /dev/null opened once for reading, the standard input of

@@ -268,37 +268,92 @@ func procDrain(fd int, lines *lineSplitter) {
 	}
 }
 
-// ctxWake is an eventfd that becomes readable when a context ends.
+// ctxWake is an eventfd that becomes readable, for good, when a context
+// ends. The runs of one context share it: every check of the daemon runs
+// with the daemon's context, and an eventfd, a close and a context.AfterFunc
+// per check (whose registrations contend on that context's lock when a
+// slot's checks start together) were 4 % of the daemon's CPU with 200
+// services (issue 26). The one of the context last used is kept while no
+// run uses it, for the next; the others close when their last run ends,
+// and each once its context ended and no run uses it.
 type ctxWake struct {
-	mu   sync.Mutex
-	fd   int // -1 once closed
-	stop func() bool
+	fd    int
+	done  <-chan struct{} // the context's Done, its key in wakes
+	refs  int             // runs using it
+	ended bool            // the context ended: fd was written to
+	stop  func() bool     // stops the context.AfterFunc
 }
 
+var wakes struct {
+	sync.Mutex
+	byDone map[<-chan struct{}]*ctxWake
+	idle   *ctxWake // kept without a run
+}
+
+// newCtxWake returns the wake of ctx, whose Done is not nil, for one run;
+// the run gives it back with close.
 func newCtxWake(ctx context.Context) (*ctxWake, error) {
+	done := ctx.Done()
+	wakes.Lock()
+	defer wakes.Unlock()
+	if w := wakes.byDone[done]; w != nil {
+		w.refs++
+		if wakes.idle == w {
+			wakes.idle = nil
+		}
+		return w, nil
+	}
 	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	w := &ctxWake{fd: fd}
-	w.stop = context.AfterFunc(ctx, w.wake)
+	w := &ctxWake{fd: fd, done: done, refs: 1}
+	if wakes.byDone == nil {
+		wakes.byDone = make(map[<-chan struct{}]*ctxWake)
+	}
+	wakes.byDone[done] = w
+	w.stop = context.AfterFunc(ctx, w.wake) // runs in its own goroutine
 	return w, nil
 }
 
+// wake marks the end of the context: the runs waiting wake up.
 func (w *ctxWake) wake() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.fd >= 0 {
-		one := [8]byte{1}
-		_, _ = unix.Write(w.fd, one[:])
+	wakes.Lock()
+	defer wakes.Unlock()
+	one := [8]byte{1}
+	_, _ = unix.Write(w.fd, one[:])
+	w.ended = true
+	delete(wakes.byDone, w.done) // a run after the end gets a new one (woken at once)
+	if w.refs == 0 {
+		w.closeLocked()
 	}
 }
 
-// close closes the eventfd, after a wake that began, never during it.
+// close gives the wake back after a run.
 func (w *ctxWake) close() {
-	w.stop()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	unix.Close(w.fd)
-	w.fd = -1
+	wakes.Lock()
+	defer wakes.Unlock()
+	if w.refs--; w.refs > 0 || w.ended {
+		if w.refs == 0 {
+			w.closeLocked()
+		}
+		return
+	}
+	if old := wakes.idle; old != nil && old != w && old.stop() {
+		// its context did not end: nothing else closes it
+		// (stop false: wake is about to run, and closes it)
+		delete(wakes.byDone, old.done)
+		old.closeLocked()
+	}
+	wakes.idle = w
+}
+
+func (w *ctxWake) closeLocked() {
+	if wakes.idle == w {
+		wakes.idle = nil
+	}
+	if w.fd >= 0 {
+		unix.Close(w.fd)
+		w.fd = -1
+	}
 }

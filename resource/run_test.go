@@ -10,7 +10,10 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // liveRec collects the lines run gives to command.live.
@@ -356,7 +359,10 @@ func TestRunNoHelpers(t *testing.T) {
 	forEachWait(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background()) // a cancelable context, as the daemon's
 		defer cancel()
-		fds := openFDs(t)
+		if _, err := shRun(ctx, `true`, 10*time.Second, nil); err != nil {
+			t.Fatal(err)
+		}
+		fds := openFDs(t) // with the wake of ctx's end, kept for its runs
 		var during, before int
 		for try := 0; try < 5; try++ {
 			before = runtime.NumGoroutine()
@@ -410,3 +416,77 @@ func forEachWait(t *testing.T, f func(t *testing.T)) {
 		f(t)
 	})
 }
+
+// The runs of one context share the eventfd of its end (one per check
+// was 4 % of the daemon's CPU): it is kept while that context is the last
+// used, closed when another takes its place or once the context ended.
+// Each run is still woken by its context's end.
+func TestCtxWakeShared(t *testing.T) {
+	open := func(fd int) bool { _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); return err == nil }
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	defer cancel1()
+	a, err := newCtxWake(ctx1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := newCtxWake(context.WithValue(ctx1, ctxKey("k"), 1)) // same Done, as a check's context
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatalf("two runs of one context got two wakes (fd %d, %d)", a.fd, b.fd)
+	}
+	fd := a.fd
+	a.close()
+	b.close()
+	if !open(fd) {
+		t.Fatal("the wake of the context last used was closed without a run: want it kept for the next")
+	}
+	if c, _ := newCtxWake(ctx1); c != a {
+		t.Fatal("the next run of the context got a new wake")
+	} else {
+		c.close()
+	}
+
+	// another context takes its place: the first one closes
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	w2, err := newCtxWake(ctx2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2.close()
+	wakes.Lock()
+	fd1 := a.fd
+	wakes.Unlock()
+	if fd1 >= 0 {
+		t.Fatal("the wake of a context no longer the last used is still open")
+	}
+
+	// a run holds ctx2's wake while ctx2 ends: it is woken, and the wake
+	// closes when the run gives it back
+	w3, _ := newCtxWake(ctx2)
+	if w3 != w2 {
+		t.Fatal("ctx2's next run got a new wake")
+	}
+	cancel2()
+	pfd := []unix.PollFd{{Fd: int32(w3.fd), Events: unix.POLLIN}}
+	if n, err := unix.Poll(pfd, 5000); n != 1 || err != nil {
+		t.Fatalf("poll = %d, %v: the run was not woken by its context's end", n, err)
+	}
+	w3.close()
+	wakes.Lock()
+	fd3, left := w3.fd, len(wakes.byDone)
+	wakes.Unlock()
+	if fd3 >= 0 || left != 0 {
+		t.Fatalf("after the end of every context: wake fd %d, %d wakes kept; want none", fd3, left)
+	}
+	// a run of an ended context is woken at once
+	w4, _ := newCtxWake(ctx2)
+	defer w4.close()
+	pfd[0].Fd = int32(w4.fd)
+	if n, err := unix.Poll(pfd, 5000); n != 1 || err != nil {
+		t.Fatalf("poll = %d, %v: a run of an ended context was not woken", n, err)
+	}
+}
+
+type ctxKey string
