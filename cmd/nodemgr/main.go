@@ -11,12 +11,22 @@ package main
 
 import (
 	"os"
+	"runtime"
 
 	"haven/cli/cliutil"
 	"haven/nodemgr"
 )
 
 func main() {
+	// One processor for Go code unless GOMAXPROCS says otherwise: an idle
+	// daemon spends 13 % less CPU (no second thread spun up to look for
+	// work at each wake-up), and a busy one does little that several
+	// processors would speed up (one decision loop; checks and heartbeat
+	// wait on the kernel; a thread blocked in a system call still hands
+	// the processor on). docs/benchmarks.md, issue 26.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	ctx, cancel := cliutil.Context()
 	code := cliutil.MainContext(ctx, nodemgr.App(), os.Args)
 	cancel()
