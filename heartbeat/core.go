@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"haven/dataset"
+	"haven/internal/clock"
 )
 
 // transport moves opaque frames between members. send must not block: it
@@ -158,9 +159,10 @@ type core struct {
 	peers    map[string]*peer
 	names    []string // peer names, sorted
 	nextBeat time.Time
-	// wake tells the real transport's ticker that a due time moved earlier
-	// than it sleeps for (a trailing beat, a gap to check).
-	wake    chan struct{}
+	// wake is the real transport's ticker's sleep, ended by a due time
+	// that moved earlier than it sleeps for (a trailing beat, a gap to
+	// check). Closed by shutdown.
+	wake    clock.Sleeper
 	events  chan Event
 	backlog []Event
 	st      Stats
@@ -183,7 +185,7 @@ func newCore(s settings) *core {
 		peers:   map[string]*peer{},
 		events:  make(chan Event, eventBuffer),
 		rejLast: map[string]time.Time{},
-		wake:    make(chan struct{}, 1),
+		wake:    clock.NewSleeper(s.Clock),
 		epoch:   now,
 	}
 	if c.inc == 0 {
@@ -251,12 +253,7 @@ func (c *core) setLocalFrom(prev, n *dataset.Node, d *delta) {
 }
 
 // kick wakes the real transport's ticker (never blocks).
-func (c *core) kick() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
+func (c *core) kick() { c.wake.Wake() }
 
 // receiveFrom handles one frame from the transport, which authenticated
 // it as sender's (sender.go), come by network link (0-based).
@@ -817,6 +814,7 @@ func (c *core) shutdown() {
 	if !c.closed {
 		c.closed = true
 		close(c.events)
+		c.wake.Close()
 	}
 }
 

@@ -249,13 +249,13 @@ func (h *mlHB) runTicker() {
 	clk := h.s.Clock
 	for {
 		// next is at most a beat period away; a due time that moves
-		// earlier meanwhile (a trailing beat, a gap) wakes us.
-		wait := clampDur(h.c.next().Sub(clk.Now()), time.Millisecond, h.s.beat)
+		// earlier meanwhile (a trailing beat, a gap) wakes us (kick), as
+		// does the stop.
+		h.c.wake.Sleep(clampDur(h.c.next().Sub(clk.Now()), time.Millisecond, h.s.beat))
 		select {
 		case <-h.stop:
 			return
-		case <-h.c.wake:
-		case <-clk.After(wait):
+		default:
 		}
 		h.c.tick()
 	}
@@ -322,6 +322,7 @@ func (h *mlHB) Close() error {
 // queued is flushed and no leave is announced.
 func (h *mlHB) shut(graceful bool) error {
 	close(h.stop)
+	h.c.wake.Wake() // the ticker sees the stop
 	h.loops.Wait()
 	h.c.shutdown() // from now on nothing is queued
 	var errs []error
