@@ -18,17 +18,21 @@ import (
 )
 
 func main() {
-	// One processor for Go code unless GOMAXPROCS says otherwise: an idle
-	// daemon spends 13 % less CPU (no second thread spun up to look for
-	// work at each wake-up), and a busy one does little that several
-	// processors would speed up (one decision loop; checks and heartbeat
-	// wait on the kernel; a thread blocked in a system call still hands
-	// the processor on). docs/benchmarks.md, issue 26.
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
+	oneProcessor(os.Getenv)
 	ctx, cancel := cliutil.Context()
 	code := cliutil.MainContext(ctx, nodemgr.App(), os.Args)
 	cancel()
 	os.Exit(code)
+}
+
+// oneProcessor runs Go code on one processor unless GOMAXPROCS says
+// otherwise: an idle daemon spends a tenth less CPU (no second thread spun
+// up to look for work at each wake-up), and a busy one does little that
+// several processors would speed up (one decision loop; checks and
+// heartbeat wait on the kernel; a thread blocked in a system call still
+// hands the processor on). docs/operations.md, docs/benchmarks.md, issue 26.
+func oneProcessor(getenv func(string) string) {
+	if getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
