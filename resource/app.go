@@ -43,10 +43,9 @@ type checkCmd struct {
 	argv []string
 	path string   // argv[0] found in PATH
 	env  []string // BaseEnv and the HAVEN_ variables, without a fencing token
-	// ready tells that env has each variable once and that {var} was
-	// there, no link, at the lookup: a check does not verify them again
-	// until the next lookup (checkLookup), or a run that fails.
-	ready bool
+	// envOnce tells that env has each variable once: a check does not
+	// look again until the next lookup (checkLookup).
+	envOnce bool
 }
 
 func newApp(rc config.ResourceConfig, env Env) (*app, error) {
@@ -181,18 +180,18 @@ func (a *app) checkCommand(ctx context.Context, fresh bool) (c command, cached b
 				p.at, p.argv, p.path = now, argv, path
 			}
 		}
-		if env, err := dedupEnv(p.env); err == nil && (a.env.VarDir == "" || makeVarDir(a.env.VarDir) == nil) {
-			p.env, p.ready = env, true
+		if env, err := dedupEnv(p.env); err == nil {
+			p.env, p.envOnce = env, true
 		}
 		a.mu.Lock()
 		a.check = p
 		a.mu.Unlock()
 	}
 	c = command{cmdline: a.rc.Check, action: "check", timeout: a.rc.Timeout, env: p.env, dir: a.env.VarDir, keep: 20,
-		argv: p.argv, path: p.path, prepared: p.ready}
+		argv: p.argv, path: p.path, envOnce: p.envOnce}
 	if f := fencingEnv(ctx); len(f) > 0 {
 		c.env = append(slices.Clip(p.env), f...)
-		c.prepared = false // the token may stand twice
+		c.envOnce = false // the token may stand twice
 	}
 	return c, cached
 }

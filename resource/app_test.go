@@ -285,10 +285,8 @@ func TestAppCheckLookupOutlivesTheInterval(t *testing.T) {
 	}
 }
 
-// A check's {var} is made and found no link when the check is prepared
-// (once per checkLookup), not at every check: one removed meanwhile is made
-// again by the check that finds it gone (the run fails, the check is
-// prepared again), which reports the command's own result.
+// A check's {var} removed between two checks is made again by the next,
+// which reports the command's own result (run in it).
 func TestAppCheckVarDirRemoved(t *testing.T) {
 	env, _ := testEnv(t)
 	d := newTestApp(t, config.ResourceConfig{Check: "touch x"}, env)
@@ -306,6 +304,32 @@ func TestAppCheckVarDirRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(env.VarDir, "x")); err != nil {
 		t.Fatalf("the check did not run in {var} made again: %v", err)
+	}
+}
+
+// A link planted as a check's {var} after checks ran there is not
+// followed by the next check (docs/security.md): the check is not run
+// and says why; nothing is written where the link points.
+func TestAppCheckVarDirLinkPlantedLater(t *testing.T) {
+	env, _ := testEnv(t)
+	d := newTestApp(t, config.ResourceConfig{Check: "touch x"}, env)
+	ctx := context.Background()
+	if st, r := d.Status(ctx); st != dataset.StatusUp {
+		t.Fatalf("first check: %s (%s), want up", st, r)
+	}
+	elsewhere := t.TempDir()
+	if err := os.RemoveAll(env.VarDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, env.VarDir); err != nil {
+		t.Fatal(err)
+	}
+	st, r := d.Status(ctx)
+	if st != dataset.StatusWarn || !strings.Contains(r, "symbolic link") {
+		t.Fatalf("check with {var} a link: %s (%s), want warn naming the link", st, r)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "x")); err == nil {
+		t.Fatal("the check ran where the link points")
 	}
 }
 

@@ -87,10 +87,9 @@ type command struct {
 	// path, when set, is the executable of argv[0] already looked up in
 	// PATH (checkCmd): run does not look it up again.
 	path string
-	// prepared tells that env has each variable once and that dir was
-	// made (and found no link) when checkCmd was prepared: run does
-	// neither again. A run that fails prepares the check again.
-	prepared bool
+	// envOnce tells that env has each variable once (checkCmd, prepared
+	// once per lookup): run does not look again.
+	envOnce bool
 }
 
 // run executes c without a shell, in a new process group, and waits for it
@@ -124,7 +123,9 @@ func run(ctx context.Context, c command) (runResult, error) {
 	if len(argv) == 0 {
 		return res, fmt.Errorf("empty %s command", c.action)
 	}
-	if c.dir != "" && !c.prepared {
+	if c.dir != "" {
+		// at every run, checks too: a link planted there is never
+		// followed (docs/security.md)
 		if err := makeVarDir(c.dir); err != nil {
 			return res, err
 		}
@@ -156,7 +157,7 @@ func run(ctx context.Context, c command) (runResult, error) {
 			}
 		}
 	}
-	if !c.prepared {
+	if !c.envOnce {
 		if env, err = dedupEnv(env); err != nil {
 			return res, err
 		}
