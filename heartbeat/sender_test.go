@@ -20,11 +20,19 @@ func TestEnvelopeFromBoundToSender(t *testing.T) {
 	w3 := watch(t, loopConfig(ms, "n3", nil))
 	want := bigNode("n1", 1) // its full copy goes by TCP
 	w1.hb.Publish(want)
-	w3.hb.Publish(svcNode("n3", 1, "db"))
+	n3data := svcNode("n3", 1, "db")
+	w3.hb.Publish(n3data)
 	if _, ok := w2.find(5*time.Second, func(ev Event) bool {
 		return ev.Kind == Data && ev.Node == "n1" && sameData(ev.Data, &want)
 	}); !ok {
 		t.Fatal("n2 never got n1's full copy")
+	}
+	// and n3's run confirmed by n2: before that, n3's frames wait for
+	// the challenge's answer and the forged one would be dropped as such
+	if _, ok := w2.find(5*time.Second, func(ev Event) bool {
+		return ev.Kind == Data && ev.Node == "n3" && sameData(ev.Data, &n3data)
+	}); !ok {
+		t.Fatal("n2 never got n3's data")
 	}
 	tr2, tr3 := w2.hb.(*mlHB).tr, w3.hb.(*mlHB).tr
 	n1 := w1.hb.(*mlHB).c
@@ -38,7 +46,7 @@ func TestEnvelopeFromBoundToSender(t *testing.T) {
 	}); ok {
 		t.Fatal("n3 spoke as n1: n2 took its data")
 	}
-	if _, ok := w2.find(0, func(ev Event) bool {
+	if _, ok := w2.find(5*time.Second, func(ev Event) bool {
 		return ev.Kind == Rejected && ev.Node == "n3" && strings.Contains(ev.Reason, `claims to come from "n1"`)
 	}); !ok {
 		t.Fatal("no Rejected event blaming n3")
