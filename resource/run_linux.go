@@ -272,8 +272,10 @@ func procDrain(fd int, lines *lineSplitter) {
 // ends. The runs of one context share it: every check of the daemon runs
 // with the daemon's context, and an eventfd, a close and a context.AfterFunc
 // per check (whose registrations contend on that context's lock when a
-// slot's checks start together) were 4 % of the daemon's CPU with 200
-// services (issue 26). The one of the context last used is kept while no
+// slot's checks start together) were 4 % of perf's samples of a daemon
+// with 200 services (issue 26; BenchmarkAppCheck: fewer allocations per
+// check; in the daemon itself the difference is within the noise of an
+// A/B, docs/benchmarks.md). The one of the context last used is kept while no
 // run uses it, for the next; the others close when their last run ends,
 // and each once its context ended and no run uses it.
 type ctxWake struct {
