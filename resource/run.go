@@ -105,10 +105,11 @@ type command struct {
 // ends when the last holder closes it.
 //
 // Checks run this for every resource every minute or less, so it is lean
-// (issue 26): the calling goroutine itself reads the output and waits for
-// the process, both at once (proc.wait, run_linux.go), with no helper
-// goroutine, timer or channel; a goroutine runs only to write stdin or to
-// drain what a background child still writes.
+// (issue 26): the calling goroutine itself reads the output, parked in the
+// runtime's poller between two reads, and reaps the process when the
+// output ends (proc.wait, run_linux.go), with no helper goroutine or
+// channel; a goroutine runs only to write stdin or to drain what a
+// background child still writes.
 //
 // The error is for a command that could not be run (bad quoting, not
 // found, not executable); an exit code or a timeout is in the result.
@@ -199,7 +200,7 @@ func run(ctx context.Context, c command) (runResult, error) {
 	lines := lineSplitter{emit: out.add}
 	ws, werr := p.wait(ctx, timeout, &lines, &res)
 	res.lines = out.snapshot()
-	if p.out >= 0 {
+	if p.out.f != nil {
 		// a background child holds the output: drain it until it closes it
 		go procDrain(p.out, lines.clone())
 	}

@@ -2,48 +2,63 @@ package resource
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // How run starts a command and waits for it at the least cost to the
-// daemon (issue 26): the calling goroutine waits in ppoll(2) for the output
-// pipe, the process's pidfd (readable once it exited) and, with a context
-// that can end, an eventfd that the context's end writes to; ppoll's
-// timeout is the action's timeout, then killGrace, then outputGrace. No
-// helper goroutine, no thread blocked in waitid, no timer, no channel.
+// daemon (issue 26): the output pipe's read end is in the runtime's
+// poller, and the calling goroutine parks on it, the processor free, until
+// output comes or the pipe ends. The end of the output is the usual sign
+// of the exit: the command's exit closes the last write end (run keeps
+// none), and the process is then reaped at once. No pidfd, no helper
+// goroutine, no thread blocked in the kernel while the command runs.
 //
-// The thread waits in the kernel while the command runs, as the one in
-// waitid did before. Waiting in the runtime's poller instead (the pipe and
-// the pidfd in a private epoll instance, itself in the runtime's poller,
-// the timeouts as read deadlines) was measured too: 157 µs of the daemon's
-// CPU per check, against 110 µs for ppoll at the time; the goroutine parks
-// and is woken through the scheduler where ppoll just sleeps.
+// The waits measured before, with 200 services on a quiet host (a check
+// a minute each, docs/benchmarks.md): the thread in ppoll(2) on the pipe,
+// a pidfd and an eventfd kept the processor in a system call for the
+// whole check, and the runtime's monitor thread woke up every 20 µs to
+// hand it on, about six times a check; an epoll instance of its own in the
+// runtime's poller cost its registrations (nested epoll checks) and its
+// pool. With GOMAXPROCS=1 (the daemon's), both cost more than this.
+//
+// The exit is polled (wait4 WNOHANG) where the output does not tell it: a
+// command that exits while a background child still holds its output (a
+// start command leaving a daemon), from pollFirst after the start at
+// intervals doubling to pollMax; and a command that closed its output
+// before its exit, from the end of the output at intervals doubling from
+// a millisecond, to pollMax.
 
-// noPidfd makes run wait as on a kernel without pollable pidfds (before
-// 5.3): the process is polled with wait4 at growing intervals, up to
-// pollNoPidfd. Tests set it.
-var noPidfd bool
-
-// pollNoPidfd bounds the interval between two wait4 polls without a pidfd.
-const pollNoPidfd = 50 * time.Millisecond
+const (
+	// pollFirst is the first poll of the exit of a command whose output
+	// is still open, pollMax the longest interval between two polls.
+	pollFirst = 20 * time.Millisecond
+	pollMax   = 500 * time.Millisecond
+	// reapSpin is how long wait looks for the zombie without pause after
+	// the end of the output.
+	reapSpin = 100 * time.Microsecond
+)
 
 // readBufs are the buffers wait reads the output into.
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
 
 // proc is one started command.
 type proc struct {
-	pid   int // also its process group
-	pidfd int // -1 without one
-	out   int // the output pipe's read end, non-blocking; -1 once it ended
-	// outW is a write end of the output pipe kept until the command is
-	// reaped (-1 then): its exit, not the end of its output a moment
-	// before, is what wakes wait, which then sleeps once, not twice.
-	outW int
+	pid int    // also its process group
+	out outEnd // its output; out.f nil once it ended
+}
+
+// outEnd is the read end of a command's output, non-blocking, in the
+// runtime's poller.
+type outEnd struct {
+	f  *os.File
+	rc syscall.RawConn
 }
 
 // procStart starts path in a new process group with stdin on its standard
@@ -54,75 +69,57 @@ func procStart(path string, argv, env []string, dir string, stdin uintptr) (proc
 		return proc{}, err
 	}
 	// the read end only: the child's stdout and stderr stay blocking
-	if _, err := unix.FcntlInt(uintptr(pp[0]), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
-		syscall.Close(pp[0])
-		syscall.Close(pp[1])
-		return proc{}, err
-	}
-	p := proc{pidfd: -1, out: pp[0], outW: pp[1]}
-	sys := syscall.SysProcAttr{Setpgid: true}
-	if !noPidfd {
-		sys.PidFD = &p.pidfd // stays -1 when the kernel has none
+	if _, _, e := unix.RawSyscall(unix.SYS_FCNTL, uintptr(pp[0]), unix.F_SETFL, unix.O_NONBLOCK); e != 0 {
+		rawClose(pp[0])
+		rawClose(pp[1])
+		return proc{}, os.NewSyscallError("fcntl", e)
 	}
 	files := [3]uintptr{stdin, uintptr(pp[1]), uintptr(pp[1])}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files[:], Sys: &sys})
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files[:], Sys: &syscall.SysProcAttr{Setpgid: true}})
+	rawClose(pp[1]) // the child's exit ends the output
 	if err != nil {
-		syscall.Close(pp[0])
-		syscall.Close(pp[1])
+		rawClose(pp[0])
 		return proc{}, &os.PathError{Op: "fork/exec", Path: path, Err: err} // as os.StartProcess
 	}
-	p.pid = pid
-	if p.pidfd < 0 {
-		p.closeW() // without a pidfd, the end of the output is the hint of the exit
+	f := os.NewFile(uintptr(pp[0]), "output") // non-blocking: in the runtime's poller
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		procKill(pid)
+		return proc{}, err
 	}
-	return p, nil
+	return proc{pid: pid, out: outEnd{f, rc}}, nil
 }
 
 // wait reads the output into lines and waits for the process to exit, at
 // most timeout: then the group gets SIGTERM, SIGKILL after killGrace, and
 // SIGKILL again once the process is reaped (for a child that outlived it);
 // the end of ctx does the same. Once reaped, the output is read until its
-// end or for outputGrace at most: p.out stays open (>= 0) when a
+// end or for outputGrace at most: p.out stays open (out.f not nil) when a
 // background child still holds it. The error is for a process that could
 // not be waited for.
 func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplitter, res *runResult) (syscall.WaitStatus, error) {
-	defer func() {
-		if p.pidfd >= 0 {
-			syscall.Close(p.pidfd)
-			p.pidfd = -1
-		}
-		p.closeW()
-	}()
-	fds := [3]unix.PollFd{
-		{Fd: int32(p.out), Events: unix.POLLIN},
-		{Fd: int32(p.pidfd), Events: unix.POLLIN}, // -1: not polled
-		{Fd: -1, Events: unix.POLLIN},
-	}
+	var cs *cancelSet
 	if ctx.Done() != nil {
-		w, err := newCtxWake(ctx)
-		if err != nil {
-			procKill(p.pid)
-			return 0, err
-		}
-		defer w.close()
-		fds[2].Fd = int32(w.fd)
+		cs = watchCancel(ctx, p.out.f)
+		defer cs.leave(p.out.f)
 	}
 	var ws syscall.WaitStatus
 	reaped, term := false, false
-	deadline := time.Now().Add(timeout)
-	every := time.Millisecond // the wait4 period without a pidfd
-	terminate := func(now time.Time) {
-		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
-		term, deadline, fds[2].Fd = true, now.Add(killGrace), -1
-	}
-	// the read buffer comes from a pool: on the stack, its 4 KiB made
-	// every check's new goroutine grow (copy) its stack, 5 % of the
-	// daemon's CPU with 200 services (docs/benchmarks.md, issue 26)
+	now := time.Now()
+	deadline := now.Add(timeout)
+	every := pollFirst
+	pollAt := now.Add(every) // the next wait4 while the process is not reaped
 	bp := readBufs.Get().(*[]byte)
 	defer readBufs.Put(bp)
 	buf := *bp
-	for p.out >= 0 || !reaped {
-		now := time.Now()
+	for p.out.f != nil || !reaped {
+		now = time.Now()
+		if cs != nil && !reaped && !term && ctx.Err() != nil {
+			res.canceled = true
+			_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+			term, deadline = true, now.Add(killGrace)
+		}
 		if !deadline.IsZero() && !now.Before(deadline) {
 			switch {
 			case reaped:
@@ -130,110 +127,166 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 			case !term:
 				res.canceled = ctx.Err() != nil
 				res.timedOut = !res.canceled
-				terminate(now)
+				_ = syscall.Kill(-p.pid, syscall.SIGTERM)
+				term, deadline = true, now.Add(killGrace)
 			default:
 				_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 				deadline = time.Time{}
 			}
 			continue
 		}
-		var ts *unix.Timespec
-		var t unix.Timespec
-		if !deadline.IsZero() {
-			t, ts = unix.NsecToTimespec(int64(deadline.Sub(now))), &t
-		}
-		if !reaped && fds[1].Fd < 0 {
-			if ts == nil || every < deadline.Sub(now) {
-				t, ts = unix.NsecToTimespec(int64(every)), &t
+		if !reaped && !now.Before(pollAt) {
+			pid, err := rawWait4(p.pid, &ws)
+			if err != nil {
+				// not our child any more (ECHILD): its group is not killed,
+				// the number may be another's now
+				return 0, os.NewSyscallError("wait4", err)
 			}
-			every = min(2*every, pollNoPidfd)
+			if pid == p.pid {
+				reaped, deadline = true, now.Add(outputGrace)
+				if term {
+					// the leader may have died of SIGTERM while a child
+					// ignoring it lives on: finish the group (ESRCH when empty)
+					_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+				}
+				continue
+			}
+			every = min(2*every, pollMax)
+			pollAt = now.Add(every)
 		}
-		if _, err := unix.Ppoll(fds[:], ts, nil); err == unix.EINTR {
+		until := deadline
+		if !reaped && (until.IsZero() || pollAt.Before(until)) {
+			until = pollAt
+		}
+		if p.out.f == nil {
+			// the output ended before the exit: wait for the next poll
+			sleepUntil(ctx, until, term)
 			continue
-		} else if err != nil {
+		}
+		if err := p.out.f.SetReadDeadline(until); err != nil {
 			procKill(p.pid)
-			return 0, os.NewSyscallError("ppoll", err)
+			return 0, err
 		}
-		if fds[0].Revents != 0 && p.read(buf, lines) {
-			fds[0].Fd = -1
+		if cs != nil && !term && !reaped && ctx.Err() != nil {
+			continue // ended before the deadline was set: it may have been undone
 		}
-		if fds[2].Revents != 0 && !reaped && !term {
-			res.canceled = true
-			terminate(time.Now())
+		ended, err := p.out.read(buf, lines)
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			procKill(p.pid)
+			return 0, err
 		}
-		if reaped || fds[1].Fd >= 0 && fds[1].Revents == 0 {
-			continue
-		}
-		if fds[1].Revents&(unix.POLLERR|unix.POLLNVAL) != 0 {
-			fds[1].Fd = -1 // a pidfd that does not poll: wait4 polled
-			p.closeW()
-		}
-		var err error
-		pid := 0
-		for pid, err = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil); err == syscall.EINTR; {
-			pid, err = syscall.Wait4(p.pid, &ws, syscall.WNOHANG, nil)
-		}
-		if err != nil {
-			// not our child any more (ECHILD): its group is not killed,
-			// the number may be another's now
-			return 0, os.NewSyscallError("wait4", err)
-		}
-		if pid == 0 && fds[1].Fd >= 0 {
-			// readable yet not ended: a pidfd that does not poll (5.2)
-			fds[1].Fd = -1
-			p.closeW()
-		}
-		if pid == p.pid {
-			reaped, deadline = true, time.Now().Add(outputGrace)
-			fds[1].Fd, fds[2].Fd = -1, -1
-			if term {
-				// the leader may have died of SIGTERM while a child
-				// ignoring it lives on: finish the group (ESRCH when empty)
-				_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		if ended {
+			if cs != nil {
+				cs.leave(p.out.f)
 			}
-			// the output ends now unless a background child holds it:
-			// read it at once, without another ppoll
-			p.closeW()
-			if p.out >= 0 && p.read(buf, lines) {
-				fds[0].Fd = -1
+			p.out.f.Close()
+			p.out.f = nil
+			if !reaped {
+				// the usual end of a command: its exit closed the output,
+				// and it becomes a zombie a few microseconds later (its
+				// last open file closes near the end of its exit): look
+				// again at once for a while, then at growing intervals
+				if pid, ok := p.reapSoon(&ws); ok {
+					reaped, deadline = true, time.Now().Add(outputGrace)
+					if term && pid == p.pid {
+						_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+					}
+					continue
+				}
+				every, pollAt = time.Millisecond/2, now
 			}
 		}
 	}
 	return ws, nil
 }
 
-// closeW closes the write end of the output kept by run.
-func (p *proc) closeW() {
-	if p.outW >= 0 {
-		syscall.Close(p.outW)
-		p.outW = -1
+// reapSoon reaps the process if it becomes a zombie within reapSpin,
+// yielding the CPU between two looks (sched_yield(2): not the runtime's
+// Gosched, which keeps the thread on the CPU that the command, woken with
+// it on the same, needs to finish its exit; measured: 1.2 ms to the reap
+// with Gosched, 15-40 µs with sched_yield).
+func (p *proc) reapSoon(ws *syscall.WaitStatus) (int, bool) {
+	begin := time.Now()
+	for {
+		if pid, err := rawWait4(p.pid, ws); err != nil || pid == p.pid {
+			return pid, err == nil
+		}
+		if time.Since(begin) > reapSpin {
+			return 0, false
+		}
+		// the exiting command may be waiting for this very CPU
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 }
 
-// read reads the output that is there into lines; at its end it closes it
-// and reports true. It stops at a short read (what was there: ppoll tells
-// when more comes) and after a bounded number of full ones, so that wait
-// still sees its deadline with a command writing without pause.
-func (p *proc) read(buf []byte, lines *lineSplitter) (ended bool) {
-	for range 16 {
-		n, err := syscall.Read(p.out, buf)
-		switch {
-		case err == syscall.EINTR:
-		case err == syscall.EAGAIN:
-			return false
-		case err == nil && n > 0:
-			lines.feed(buf[:n])
-			if n < len(buf) {
-				return false
+// read reads the output that is there into lines, parking in the runtime's
+// poller until some is or until the file's deadline; at its end it reports
+// true. It stops after a bounded number of full reads, so that wait still
+// sees its deadline with a command writing without pause.
+func (o outEnd) read(buf []byte, lines *lineSplitter) (ended bool, err error) {
+	full := 0
+	err = o.rc.Read(func(fd uintptr) bool {
+		for full < 16 {
+			r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			n := int(r)
+			switch {
+			case e == unix.EINTR:
+			case e == unix.EAGAIN:
+				return full > 0 // park only when nothing was read
+			case e == 0 && n > 0:
+				lines.feed(buf[:n])
+				if n < len(buf) {
+					return true
+				}
+				full++
+			default: // 0: the last writer closed it; an error: nothing more to read
+				lines.end()
+				ended = true
+				return true
 			}
-		default: // 0: the last writer closed it; an error: nothing more to read
-			syscall.Close(p.out)
-			p.out = -1
-			lines.end()
-			return true
+		}
+		return true
+	})
+	return ended, err
+}
+
+// sleepUntil waits until t, or until the end of ctx unless term (the end
+// was seen).
+func sleepUntil(ctx context.Context, t time.Time, term bool) {
+	d := time.Until(t)
+	if t.IsZero() {
+		d = pollMax
+	}
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	done := ctx.Done()
+	if term {
+		done = nil
+	}
+	select {
+	case <-tm.C:
+	case <-done:
+	}
+}
+
+func rawClose(fd int) { unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0) }
+
+// rawWait4 is wait4(pid, WNOHANG) by a raw system call: it does not block,
+// and the runtime need not hand the processor on around it.
+func rawWait4(pid int, ws *syscall.WaitStatus) (int, error) {
+	for {
+		r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, uintptr(pid), uintptr(unsafe.Pointer(ws)), uintptr(syscall.WNOHANG), 0, 0, 0)
+		switch e {
+		case 0:
+			return int(r), nil
+		case unix.EINTR:
+		default:
+			return 0, e
 		}
 	}
-	return false
 }
 
 // procKill kills the group of a process that cannot be waited for and
@@ -250,14 +303,14 @@ func procKill(pid int) {
 
 // procDrain reads the rest of an output that a background child holds,
 // into lines, until the child closes it: the child never blocks on a write
-// or gets SIGPIPE. The descriptor is non-blocking: the read waits in the
-// runtime's poller, no thread is held.
-func procDrain(fd int, lines *lineSplitter) {
-	f := os.NewFile(uintptr(fd), "output")
-	defer f.Close()
+// or gets SIGPIPE. The read parks in the runtime's poller, no thread is
+// held.
+func procDrain(o outEnd, lines *lineSplitter) {
+	defer o.f.Close()
+	_ = o.f.SetReadDeadline(time.Time{})
 	buf := make([]byte, 4096)
 	for {
-		n, err := f.Read(buf)
+		n, err := o.f.Read(buf)
 		if n > 0 {
 			lines.feed(buf[:n])
 		}
@@ -268,94 +321,82 @@ func procDrain(fd int, lines *lineSplitter) {
 	}
 }
 
-// ctxWake is an eventfd that becomes readable, for good, when a context
-// ends. The runs of one context share it: every check of the daemon runs
-// with the daemon's context, and an eventfd, a close and a context.AfterFunc
-// per check (whose registrations contend on that context's lock when a
-// slot's checks start together) were 4 % of perf's samples of a daemon
-// with 200 services (issue 26; BenchmarkAppCheck: fewer allocations per
-// check; in the daemon itself the difference is within the noise of an
-// A/B, docs/benchmarks.md). The one of the context last used is kept while no
-// run uses it, for the next; the others close when their last run ends,
-// and each once its context ended and no run uses it.
-type ctxWake struct {
-	fd    int
-	done  <-chan struct{} // the context's Done, its key in wakes
-	refs  int             // runs using it
-	ended bool            // the context ended: fd was written to
-	stop  func() bool     // stops the context.AfterFunc
+// cancelSet is the outputs of the runs of one context: its end sets their
+// read deadline in the past, which wakes each run parked on its output.
+// The runs of one context share it: every check of the daemon runs with
+// the daemon's context, and a context.AfterFunc per check (whose
+// registrations contend on that context's lock when a slot's checks start
+// together) was a cost of its own (issue 26). The one of the context last
+// used is kept while no run uses it, for the next; the others go once
+// their last run left, and each once its context ended.
+type cancelSet struct {
+	done  <-chan struct{}       // the context's Done, its key in cancels
+	outs  map[*os.File]struct{} // the outputs of the runs using it
+	ended bool                  // the context ended
+	stop  func() bool           // stops the context.AfterFunc
 }
 
-var wakes struct {
+var cancels struct {
 	sync.Mutex
-	byDone map[<-chan struct{}]*ctxWake
-	idle   *ctxWake // kept without a run
+	byDone map[<-chan struct{}]*cancelSet
+	idle   *cancelSet // kept without a run
 }
 
-// newCtxWake returns the wake of ctx, whose Done is not nil, for one run;
-// the run gives it back with close.
-func newCtxWake(ctx context.Context) (*ctxWake, error) {
+// pastDeadline is the deadline that wakes a parked read at once.
+var pastDeadline = time.Unix(1, 0)
+
+// watchCancel makes the end of ctx (whose Done is not nil) wake the run
+// parked on out; the run leaves with leave.
+func watchCancel(ctx context.Context, out *os.File) *cancelSet {
 	done := ctx.Done()
-	wakes.Lock()
-	defer wakes.Unlock()
-	if w := wakes.byDone[done]; w != nil {
-		w.refs++
-		if wakes.idle == w {
-			wakes.idle = nil
+	cancels.Lock()
+	defer cancels.Unlock()
+	s := cancels.byDone[done]
+	if s == nil {
+		s = &cancelSet{done: done, outs: make(map[*os.File]struct{})}
+		if cancels.byDone == nil {
+			cancels.byDone = make(map[<-chan struct{}]*cancelSet)
 		}
-		return w, nil
+		cancels.byDone[done] = s
+		s.stop = context.AfterFunc(ctx, s.end) // runs in its own goroutine
 	}
-	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		return nil, os.NewSyscallError("eventfd", err)
+	if cancels.idle == s {
+		cancels.idle = nil
 	}
-	w := &ctxWake{fd: fd, done: done, refs: 1}
-	if wakes.byDone == nil {
-		wakes.byDone = make(map[<-chan struct{}]*ctxWake)
-	}
-	wakes.byDone[done] = w
-	w.stop = context.AfterFunc(ctx, w.wake) // runs in its own goroutine
-	return w, nil
+	s.outs[out] = struct{}{}
+	return s
 }
 
-// wake marks the end of the context: the runs waiting wake up.
-func (w *ctxWake) wake() {
-	wakes.Lock()
-	defer wakes.Unlock()
-	one := [8]byte{1}
-	_, _ = unix.Write(w.fd, one[:])
-	w.ended = true
-	delete(wakes.byDone, w.done) // a run after the end gets a new one (woken at once)
-	if w.refs == 0 {
-		w.closeLocked()
+// end is the end of the context: every run parked on its output wakes.
+func (s *cancelSet) end() {
+	cancels.Lock()
+	defer cancels.Unlock()
+	s.ended = true
+	for f := range s.outs {
+		_ = f.SetReadDeadline(pastDeadline)
+	}
+	delete(cancels.byDone, s.done) // a run after the end makes a new one (ended at once)
+	if cancels.idle == s {
+		cancels.idle = nil
 	}
 }
 
-// close gives the wake back after a run.
-func (w *ctxWake) close() {
-	wakes.Lock()
-	defer wakes.Unlock()
-	if w.refs--; w.refs > 0 || w.ended {
-		if w.refs == 0 {
-			w.closeLocked()
-		}
+// leave takes out out of the set, once the run's output ended or when the
+// run returns (a second leave does nothing).
+func (s *cancelSet) leave(out *os.File) {
+	cancels.Lock()
+	defer cancels.Unlock()
+	if _, ok := s.outs[out]; !ok {
 		return
 	}
-	if old := wakes.idle; old != nil && old != w && old.stop() {
-		// its context did not end: nothing else closes it
-		// (stop false: wake is about to run, and closes it)
-		delete(wakes.byDone, old.done)
-		old.closeLocked()
+	delete(s.outs, out)
+	if len(s.outs) > 0 || s.ended {
+		return
 	}
-	wakes.idle = w
-}
-
-func (w *ctxWake) closeLocked() {
-	if wakes.idle == w {
-		wakes.idle = nil
+	if old := cancels.idle; old != nil && old != s && len(old.outs) == 0 && old.stop() {
+		// its context did not end: nothing else would let it go
+		// (stop false: end is about to run, and lets it go)
+		delete(cancels.byDone, old.done)
 	}
-	if w.fd >= 0 {
-		unix.Close(w.fd)
-		w.fd = -1
-	}
+	cancels.idle = s
 }

@@ -3,6 +3,7 @@ package resource
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,8 +13,6 @@ import (
 	"testing"
 
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // liveRec collects the lines run gives to command.live.
@@ -139,353 +138,334 @@ func refReadLines(in string) []string {
 // without killing the child; the child's later lines still reach live,
 // and the draining ends when the child closes the output.
 func TestRunBackgroundHolder(t *testing.T) {
-	forEachWait(t, func(t *testing.T) {
-		pidFile := filepath.Join(t.TempDir(), "child.pid")
-		g0 := runtime.NumGoroutine()
-		var live liveRec
-		begin := time.Now()
-		res, err := shRun(context.Background(),
-			`(sleep 0.5; echo late; exec sleep 1000) & echo $! > `+pidFile+`; echo early`, 10*time.Second, live.add)
-		took := time.Since(begin)
-		if err != nil || res.code != 0 || res.timedOut || strings.Join(res.lines, "|") != "early" {
-			t.Fatalf("run = %+v, %v; want exit 0 with the line early", res, err)
-		}
-		if took < outputGrace || took > outputGrace+time.Second {
-			t.Errorf("run took %v, want about outputGrace (%v) after the exit", took, outputGrace)
-		}
-		pid := readPid(t, pidFile)
-		killGroupOf(t, pid)
-		eventually(t, 5*time.Second, "the child's later line did not reach live", func() bool { return live.has("late") })
-		if !alive(pid) {
-			t.Fatalf("the background child %d died", pid)
-		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		eventually(t, 5*time.Second, "a goroutine stayed behind after the child closed the output", func() bool {
-			return runtime.NumGoroutine() <= g0
-		})
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	g0 := runtime.NumGoroutine()
+	var live liveRec
+	begin := time.Now()
+	res, err := shRun(context.Background(),
+		`(sleep 0.5; echo late; exec sleep 1000) & echo $! > `+pidFile+`; echo early`, 10*time.Second, live.add)
+	took := time.Since(begin)
+	if err != nil || res.code != 0 || res.timedOut || strings.Join(res.lines, "|") != "early" {
+		t.Fatalf("run = %+v, %v; want exit 0 with the line early", res, err)
+	}
+	if took < outputGrace || took > outputGrace+time.Second {
+		t.Errorf("run took %v, want about outputGrace (%v) after the exit", took, outputGrace)
+	}
+	pid := readPid(t, pidFile)
+	killGroupOf(t, pid)
+	eventually(t, 5*time.Second, "the child's later line did not reach live", func() bool { return live.has("late") })
+	if !alive(pid) {
+		t.Fatalf("the background child %d died", pid)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	eventually(t, 5*time.Second, "a goroutine stayed behind after the child closed the output", func() bool {
+		return runtime.NumGoroutine() <= g0
 	})
 }
 
 // A timed-out group whose leader ignores SIGTERM gets SIGKILL after
 // killGrace, its children too; the result says timed out.
 func TestRunTimeoutKillsStubbornGroup(t *testing.T) {
-	forEachWait(t, func(t *testing.T) {
-		pidFile := filepath.Join(t.TempDir(), "child.pid")
-		type ran struct {
-			res runResult
-			err error
-		}
-		done := make(chan ran, 1)
-		begin := time.Now()
-		go func() {
-			res, err := shRun(context.Background(),
-				`trap "" TERM; sleep 1000 & echo $! > `+pidFile+`; echo started; wait; wait`, 300*time.Millisecond, nil)
-			done <- ran{res, err}
-		}()
-		pid := readPid(t, pidFile)
-		killGroupOf(t, pid)
-		var r ran
-		select {
-		case r = <-done:
-		case <-time.After(300*time.Millisecond + killGrace + 5*time.Second):
-			t.Fatalf("run still waits %v after the timeout and killGrace: the group was not killed", time.Since(begin))
-		}
-		took := time.Since(begin)
-		if r.err != nil || !r.res.timedOut || r.res.canceled || r.res.signal != "killed" {
-			t.Fatalf("run = %+v, %v; want timed out, the leader killed by SIGKILL", r.res, r.err)
-		}
-		if took < 300*time.Millisecond+killGrace {
-			t.Errorf("run took %v, want the timeout + killGrace (%v)", took, killGrace)
-		}
-		if strings.Join(r.res.lines, "|") != "started" {
-			t.Errorf("lines %q, want [started]", r.res.lines)
-		}
-		eventually(t, 5*time.Second, "the child survived", func() bool { return !alive(pid) })
-	})
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	type ran struct {
+		res runResult
+		err error
+	}
+	done := make(chan ran, 1)
+	begin := time.Now()
+	go func() {
+		res, err := shRun(context.Background(),
+			`trap "" TERM; sleep 1000 & echo $! > `+pidFile+`; echo started; wait; wait`, 300*time.Millisecond, nil)
+		done <- ran{res, err}
+	}()
+	pid := readPid(t, pidFile)
+	killGroupOf(t, pid)
+	var r ran
+	select {
+	case r = <-done:
+	case <-time.After(300*time.Millisecond + killGrace + 5*time.Second):
+		t.Fatalf("run still waits %v after the timeout and killGrace: the group was not killed", time.Since(begin))
+	}
+	took := time.Since(begin)
+	if r.err != nil || !r.res.timedOut || r.res.canceled || r.res.signal != "killed" {
+		t.Fatalf("run = %+v, %v; want timed out, the leader killed by SIGKILL", r.res, r.err)
+	}
+	if took < 300*time.Millisecond+killGrace {
+		t.Errorf("run took %v, want the timeout + killGrace (%v)", took, killGrace)
+	}
+	if strings.Join(r.res.lines, "|") != "started" {
+		t.Errorf("lines %q, want [started]", r.res.lines)
+	}
+	eventually(t, 5*time.Second, "the child survived", func() bool { return !alive(pid) })
 }
 
 // A timed-out group whose leader dies of SIGTERM while a child ignores it:
 // the group gets SIGKILL once the leader is reaped, without waiting for
 // killGrace.
 func TestRunTimeoutKillsChildIgnoringTERM(t *testing.T) {
-	forEachWait(t, func(t *testing.T) {
-		pidFile := filepath.Join(t.TempDir(), "child.pid")
-		begin := time.Now()
-		res, err := shRun(context.Background(),
-			`(trap "" TERM; exec sleep 1000) & echo $! > `+pidFile+`; wait`, 300*time.Millisecond, nil)
-		took := time.Since(begin)
-		if err != nil || !res.timedOut || res.signal != "terminated" {
-			t.Fatalf("run = %+v, %v; want timed out, the leader ended by SIGTERM", res, err)
-		}
-		if took > 300*time.Millisecond+killGrace {
-			t.Errorf("run took %v, want it soon after the timeout", took)
-		}
-		pid := readPid(t, pidFile)
-		killGroupOf(t, pid)
-		eventually(t, 5*time.Second, "the child ignoring SIGTERM survived its group's timeout", func() bool { return !alive(pid) })
-	})
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	begin := time.Now()
+	res, err := shRun(context.Background(),
+		`(trap "" TERM; exec sleep 1000) & echo $! > `+pidFile+`; wait`, 300*time.Millisecond, nil)
+	took := time.Since(begin)
+	if err != nil || !res.timedOut || res.signal != "terminated" {
+		t.Fatalf("run = %+v, %v; want timed out, the leader ended by SIGTERM", res, err)
+	}
+	if took > 300*time.Millisecond+killGrace {
+		t.Errorf("run took %v, want it soon after the timeout", took)
+	}
+	pid := readPid(t, pidFile)
+	killGroupOf(t, pid)
+	eventually(t, 5*time.Second, "the child ignoring SIGTERM survived its group's timeout", func() bool { return !alive(pid) })
 }
 
 // A command writing without pause still times out: reading its output
 // does not keep run from its deadline.
 func TestRunTimeoutWhileWriting(t *testing.T) {
-	forEachWait(t, func(t *testing.T) {
-		done := make(chan runResult, 1)
-		go func() {
-			res, _ := run(context.Background(), command{argv: []string{"yes"}, action: "test",
-				timeout: 300 * time.Millisecond, keep: 2})
-			done <- res
-		}()
-		select {
-		case res := <-done:
-			if !res.timedOut || strings.Join(res.lines, "|") != "y|y" {
-				t.Errorf("run = %+v, want timed out, the last lines y", res)
-			}
-		case <-time.After(killGrace + 10*time.Second):
-			t.Fatalf("run of yes still running long after its timeout")
+	done := make(chan runResult, 1)
+	go func() {
+		res, _ := run(context.Background(), command{argv: []string{"yes"}, action: "test",
+			timeout: 300 * time.Millisecond, keep: 2})
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if !res.timedOut || strings.Join(res.lines, "|") != "y|y" {
+			t.Errorf("run = %+v, want timed out, the last lines y", res)
 		}
-	})
+	case <-time.After(killGrace + 10*time.Second):
+		t.Fatalf("run of yes still running long after its timeout")
+	}
 }
 
 // A canceled context ends the command at once (SIGTERM to the group) and
 // the result says canceled, not timed out.
 func TestRunCanceled(t *testing.T) {
-	forEachWait(t, func(t *testing.T) {
-		pidFile := filepath.Join(t.TempDir(), "child.pid")
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(300*time.Millisecond, cancel)
-		begin := time.Now()
-		res, err := shRun(ctx, `sleep 1000 & echo $! > `+pidFile+`; wait`, 5*time.Second, nil)
-		took := time.Since(begin)
-		if err != nil || !res.canceled || res.timedOut || res.signal != "terminated" {
-			t.Fatalf("run = %+v, %v; want canceled, the leader ended by SIGTERM", res, err)
-		}
-		if took > 300*time.Millisecond+killGrace {
-			t.Errorf("run took %v after a cancel at 300ms, want it at once", took)
-		}
-		pid := readPid(t, pidFile)
-		killGroupOf(t, pid)
-		eventually(t, 5*time.Second, "the child survived", func() bool { return !alive(pid) })
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	begin := time.Now()
+	res, err := shRun(ctx, `sleep 1000 & echo $! > `+pidFile+`; wait`, 5*time.Second, nil)
+	took := time.Since(begin)
+	if err != nil || !res.canceled || res.timedOut || res.signal != "terminated" {
+		t.Fatalf("run = %+v, %v; want canceled, the leader ended by SIGTERM", res, err)
+	}
+	if took > 300*time.Millisecond+killGrace {
+		t.Errorf("run took %v after a cancel at 300ms, want it at once", took)
+	}
+	pid := readPid(t, pidFile)
+	killGroupOf(t, pid)
+	eventually(t, 5*time.Second, "the child survived", func() bool { return !alive(pid) })
 
-		// a context canceled before the start: canceled at once too
-		begin = time.Now()
-		res, err = shRun(ctx, `sleep 1000`, 5*time.Second, nil)
-		if err != nil || !res.canceled || time.Since(begin) > killGrace {
-			t.Fatalf("run with a canceled context = %+v, %v after %v; want canceled at once", res, err, time.Since(begin))
-		}
-	})
+	// a context canceled before the start: canceled at once too
+	begin = time.Now()
+	res, err = shRun(ctx, `sleep 1000`, 5*time.Second, nil)
+	if err != nil || !res.canceled || time.Since(begin) > killGrace {
+		t.Fatalf("run with a canceled context = %+v, %v after %v; want canceled at once", res, err, time.Since(begin))
+	}
 }
 
 // Exit codes and signals are in the result; a command that cannot be run
 // is an error.
 func TestRunEndings(t *testing.T) {
-	forEachWait(t, func(t *testing.T) {
-		res, err := shRun(context.Background(), `exit 7`, 10*time.Second, nil)
-		if err != nil || res.code != 7 || res.signal != "" {
-			t.Errorf("exit 7: %+v, %v", res, err)
+	res, err := shRun(context.Background(), `exit 7`, 10*time.Second, nil)
+	if err != nil || res.code != 7 || res.signal != "" {
+		t.Errorf("exit 7: %+v, %v", res, err)
+	}
+	res, err = shRun(context.Background(), `kill -9 $$`, 10*time.Second, nil)
+	if err != nil || res.code != -1 || res.signal != "killed" {
+		t.Errorf("kill -9: %+v, %v; want signal killed", res, err)
+	}
+	notExec := filepath.Join(t.TempDir(), "notexec")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ argv0, want string }{
+		{filepath.Join(t.TempDir(), "missing"), "no such file"},
+		{notExec, "permission denied"},
+		{"no-such-program-here", "executable file not found"},
+	} {
+		_, err := run(context.Background(), command{argv: []string{c.argv0}, action: "test", timeout: 10 * time.Second})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("run %s: %v, want an error with %q", c.argv0, err, c.want)
 		}
-		res, err = shRun(context.Background(), `kill -9 $$`, 10*time.Second, nil)
-		if err != nil || res.code != -1 || res.signal != "killed" {
-			t.Errorf("kill -9: %+v, %v; want signal killed", res, err)
-		}
-		notExec := filepath.Join(t.TempDir(), "notexec")
-		if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range []struct{ argv0, want string }{
-			{filepath.Join(t.TempDir(), "missing"), "no such file"},
-			{notExec, "permission denied"},
-			{"no-such-program-here", "executable file not found"},
-		} {
-			_, err := run(context.Background(), command{argv: []string{c.argv0}, action: "test", timeout: 10 * time.Second})
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("run %s: %v, want an error with %q", c.argv0, err, c.want)
-			}
-		}
-		_, err = run(context.Background(), command{cmdline: "'unterminated", action: "test"})
-		if err == nil {
-			t.Errorf("a bad command line ran")
-		}
-	})
+	}
+	_, err = run(context.Background(), command{cmdline: "'unterminated", action: "test"})
+	if err == nil {
+		t.Errorf("a bad command line ran")
+	}
 }
 
 // stdin is given to a command that reads it; a command that does not read
 // it is not waited for (the input is larger than a pipe holds).
 func TestRunStdin(t *testing.T) {
-	forEachWait(t, func(t *testing.T) {
-		res, err := run(context.Background(), command{argv: []string{"cat"}, action: "test", timeout: 10 * time.Second,
-			keep: 5, stdin: []byte("hello\nworld\n")})
-		if err != nil || res.code != 0 || strings.Join(res.lines, "|") != "hello|world" {
-			t.Errorf("cat: %+v, %v", res, err)
-		}
-		begin := time.Now()
-		res, err = run(context.Background(), command{argv: []string{"true"}, action: "test", timeout: 10 * time.Second,
-			stdin: make([]byte, 4<<20)})
-		if err != nil || res.code != 0 || time.Since(begin) > 5*time.Second {
-			t.Errorf("true with 4 MiB of input unread: %+v, %v after %v", res, err, time.Since(begin))
-		}
-	})
+	res, err := run(context.Background(), command{argv: []string{"cat"}, action: "test", timeout: 10 * time.Second,
+		keep: 5, stdin: []byte("hello\nworld\n")})
+	if err != nil || res.code != 0 || strings.Join(res.lines, "|") != "hello|world" {
+		t.Errorf("cat: %+v, %v", res, err)
+	}
+	begin := time.Now()
+	res, err = run(context.Background(), command{argv: []string{"true"}, action: "test", timeout: 10 * time.Second,
+		stdin: make([]byte, 4<<20)})
+	if err != nil || res.code != 0 || time.Since(begin) > 5*time.Second {
+		t.Errorf("true with 4 MiB of input unread: %+v, %v after %v", res, err, time.Since(begin))
+	}
 }
 
 // The environment is the command's whole environment, a later duplicate
 // winning as with os/exec (in the place of the last); the command runs in
 // dir.
 func TestRunEnvAndDir(t *testing.T) {
-	forEachWait(t, func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "var", "services", "svc")
-		if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		res, err := run(context.Background(), command{argv: []string{"env"}, action: "test",
-			timeout: 10 * time.Second, keep: 5, env: []string{"A=1", "B=2", "A=3"}})
-		if err != nil || strings.Join(res.lines, "|") != "B=2|A=3" {
-			t.Errorf("env: %+v, %v; want [B=2 A=3]", res, err)
-		}
-		res, err = run(context.Background(), command{argv: []string{"pwd"}, action: "test",
-			timeout: 10 * time.Second, keep: 5, dir: dir, env: []string{}})
-		if err != nil || strings.Join(res.lines, "|") != dir {
-			t.Errorf("pwd: %+v, %v; want %s", res, err, dir)
-		}
-		if _, err = run(context.Background(), command{argv: []string{"env"}, action: "test",
-			timeout: 10 * time.Second, env: []string{"A=1\x00B=2"}}); err == nil {
-			t.Errorf("a variable with a NUL byte ran")
-		}
-	})
+	dir := filepath.Join(t.TempDir(), "var", "services", "svc")
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(context.Background(), command{argv: []string{"env"}, action: "test",
+		timeout: 10 * time.Second, keep: 5, env: []string{"A=1", "B=2", "A=3"}})
+	if err != nil || strings.Join(res.lines, "|") != "B=2|A=3" {
+		t.Errorf("env: %+v, %v; want [B=2 A=3]", res, err)
+	}
+	res, err = run(context.Background(), command{argv: []string{"pwd"}, action: "test",
+		timeout: 10 * time.Second, keep: 5, dir: dir, env: []string{}})
+	if err != nil || strings.Join(res.lines, "|") != dir {
+		t.Errorf("pwd: %+v, %v; want %s", res, err, dir)
+	}
+	if _, err = run(context.Background(), command{argv: []string{"env"}, action: "test",
+		timeout: 10 * time.Second, env: []string{"A=1\x00B=2"}}); err == nil {
+		t.Errorf("a variable with a NUL byte ran")
+	}
 }
 
 // A plain run starts no goroutine (the output is read, and the process
 // waited for, by the caller) and leaves no descriptor open behind it.
 func TestRunNoHelpers(t *testing.T) {
-	forEachWait(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background()) // a cancelable context, as the daemon's
-		defer cancel()
-		if _, err := shRun(ctx, `true`, 10*time.Second, nil); err != nil {
-			t.Fatal(err)
+	ctx, cancel := context.WithCancel(context.Background()) // a cancelable context, as the daemon's
+	defer cancel()
+	if _, err := shRun(ctx, `true`, 10*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	fds := openFDs(t) // with the wake of ctx's end, kept for its runs
+	var during, before int
+	for try := 0; try < 5; try++ {
+		before = runtime.NumGoroutine()
+		res, err := shRun(ctx, `echo one; sleep 0.1; echo two`, 10*time.Second, func(string) {
+			during = max(during, runtime.NumGoroutine())
+		})
+		if err != nil || res.code != 0 {
+			t.Fatalf("run = %+v, %v", res, err)
 		}
-		fds := openFDs(t) // with the wake of ctx's end, kept for its runs
-		var during, before int
-		for try := 0; try < 5; try++ {
-			before = runtime.NumGoroutine()
-			res, err := shRun(ctx, `echo one; sleep 0.1; echo two`, 10*time.Second, func(string) {
-				during = max(during, runtime.NumGoroutine())
-			})
-			if err != nil || res.code != 0 {
-				t.Fatalf("run = %+v, %v", res, err)
-			}
-			if during <= before {
-				break
-			}
+		if during <= before {
+			break
 		}
-		if during > before {
-			t.Errorf("%d goroutines while a command runs, %d before: want no helper goroutine", during, before)
-		}
-		if n := openFDs(t); n > fds {
-			t.Errorf("%d descriptors open after the run, %d before", n, fds)
-		}
-	})
+	}
+	if during > before {
+		t.Errorf("%d goroutines while a command runs, %d before: want no helper goroutine", during, before)
+	}
+	if n := openFDs(t); n > fds {
+		t.Errorf("%d descriptors open after the run, %d before", n, fds)
+	}
 }
 
 // A command that exits with nobody else holding its output is done at
 // its exit: run does not wait for outputGrace (the write end that run
 // keeps until the exit is closed then).
 func TestRunEndsAtExit(t *testing.T) {
-	forEachWait(t, func(t *testing.T) {
-		fastest := time.Hour
-		for range 5 {
-			begin := time.Now()
-			res, err := shRun(context.Background(), `echo done`, 10*time.Second, nil)
-			if err != nil || res.code != 0 || strings.Join(res.lines, "|") != "done" {
-				t.Fatalf("run = %+v, %v", res, err)
-			}
-			fastest = min(fastest, time.Since(begin))
+	fastest := time.Hour
+	for range 5 {
+		begin := time.Now()
+		res, err := shRun(context.Background(), `echo done`, 10*time.Second, nil)
+		if err != nil || res.code != 0 || strings.Join(res.lines, "|") != "done" {
+			t.Fatalf("run = %+v, %v", res, err)
 		}
-		if fastest >= outputGrace/2 {
-			t.Errorf("the fastest of 5 runs of echo took %v, want well under outputGrace (%v)", fastest, outputGrace)
-		}
-	})
+		fastest = min(fastest, time.Since(begin))
+	}
+	if fastest >= outputGrace/2 {
+		t.Errorf("the fastest of 5 runs of echo took %v, want well under outputGrace (%v)", fastest, outputGrace)
+	}
 }
 
-// forEachWait runs f with the process waited for through its pidfd, and
-// again as on a kernel without one (wait4 polled).
-func forEachWait(t *testing.T, f func(t *testing.T)) {
-	t.Run("pidfd", f)
-	t.Run("nopidfd", func(t *testing.T) {
-		old := noPidfd
-		noPidfd = true
-		defer func() { noPidfd = old }()
-		f(t)
-	})
-}
-
-// The runs of one context share the eventfd of its end (one per check
-// was 4 % of the daemon's CPU): it is kept while that context is the last
-// used, closed when another takes its place or once the context ended.
-// Each run is still woken by its context's end.
-func TestCtxWakeShared(t *testing.T) {
-	open := func(fd int) bool { _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); return err == nil }
+// The runs of one context share the set that its end wakes (one
+// context.AfterFunc per check was a cost of its own): it is kept while
+// that context is the last used, let go when another takes its place or
+// once the context ended. Each run parked on its output is still woken by
+// its context's end, and so is a run that starts after it.
+func TestCancelSetShared(t *testing.T) {
+	pipe := func() (*os.File, *os.File) {
+		r, w, err := os.Pipe() // non-blocking: in the runtime's poller
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close(); w.Close() })
+		return r, w
+	}
+	kept := func(s *cancelSet) bool {
+		cancels.Lock()
+		defer cancels.Unlock()
+		return cancels.byDone[s.done] == s
+	}
+	// woken reports whether a read of r, parked until 5 s from now unless
+	// woken, returned at once with the deadline passed
+	woken := func(r *os.File) bool {
+		_, err := r.Read(make([]byte, 1))
+		return errors.Is(err, os.ErrDeadlineExceeded)
+	}
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	defer cancel1()
-	a, err := newCtxWake(ctx1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := newCtxWake(context.WithValue(ctx1, ctxKey("k"), 1)) // same Done, as a check's context
-	if err != nil {
-		t.Fatal(err)
-	}
+	r1, _ := pipe()
+	r2, _ := pipe()
+	a := watchCancel(ctx1, r1)
+	b := watchCancel(context.WithValue(ctx1, ctxKey("k"), 1), r2) // same Done, as a check's context
 	if a != b {
-		t.Fatalf("two runs of one context got two wakes (fd %d, %d)", a.fd, b.fd)
+		t.Fatal("two runs of one context got two sets")
 	}
-	fd := a.fd
-	a.close()
-	b.close()
-	if !open(fd) {
-		t.Fatal("the wake of the context last used was closed without a run: want it kept for the next")
+	a.leave(r1)
+	b.leave(r2)
+	if !kept(a) {
+		t.Fatal("the set of the context last used was let go without a run: want it kept for the next")
 	}
-	if c, _ := newCtxWake(ctx1); c != a {
-		t.Fatal("the next run of the context got a new wake")
+	if c := watchCancel(ctx1, r1); c != a {
+		t.Fatal("the next run of the context got a new set")
 	} else {
-		c.close()
+		c.leave(r1)
 	}
 
-	// another context takes its place: the first one closes
+	// another context takes its place: the first one goes
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	w2, err := newCtxWake(ctx2)
-	if err != nil {
+	s2 := watchCancel(ctx2, r1)
+	s2.leave(r1)
+	if kept(a) {
+		t.Fatal("the set of a context no longer the last used is still kept")
+	}
+
+	// a run parked on its output while its context ends is woken
+	s3 := watchCancel(ctx2, r2)
+	if s3 != s2 {
+		t.Fatal("ctx2's next run got a new set")
+	}
+	if err := r2.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	w2.close()
-	wakes.Lock()
-	fd1 := a.fd
-	wakes.Unlock()
-	if fd1 >= 0 {
-		t.Fatal("the wake of a context no longer the last used is still open")
+	time.AfterFunc(50*time.Millisecond, cancel2)
+	begin := time.Now()
+	if !woken(r2) || time.Since(begin) > 4*time.Second {
+		t.Fatalf("the run was not woken by its context's end (%v)", time.Since(begin))
 	}
-
-	// a run holds ctx2's wake while ctx2 ends: it is woken, and the wake
-	// closes when the run gives it back
-	w3, _ := newCtxWake(ctx2)
-	if w3 != w2 {
-		t.Fatal("ctx2's next run got a new wake")
-	}
-	cancel2()
-	pfd := []unix.PollFd{{Fd: int32(w3.fd), Events: unix.POLLIN}}
-	if n, err := unix.Poll(pfd, 5000); n != 1 || err != nil {
-		t.Fatalf("poll = %d, %v: the run was not woken by its context's end", n, err)
-	}
-	w3.close()
-	wakes.Lock()
-	fd3, left := w3.fd, len(wakes.byDone)
-	wakes.Unlock()
-	if fd3 >= 0 || left != 0 {
-		t.Fatalf("after the end of every context: wake fd %d, %d wakes kept; want none", fd3, left)
+	s3.leave(r2)
+	cancels.Lock()
+	left := len(cancels.byDone)
+	cancels.Unlock()
+	if left != 0 || kept(s3) {
+		t.Fatalf("after the end of every context: %d sets kept; want none", left)
 	}
 	// a run of an ended context is woken at once
-	w4, _ := newCtxWake(ctx2)
-	defer w4.close()
-	pfd[0].Fd = int32(w4.fd)
-	if n, err := unix.Poll(pfd, 5000); n != 1 || err != nil {
-		t.Fatalf("poll = %d, %v: a run of an ended context was not woken", n, err)
+	r3, _ := pipe()
+	if err := r3.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	s4 := watchCancel(ctx2, r3)
+	defer s4.leave(r3)
+	if !woken(r3) {
+		t.Fatal("a run of an ended context was not woken")
 	}
 }
 
