@@ -15,10 +15,12 @@ import (
 
 	"haven/cli/cliutil"
 	"haven/nodemgr"
+	"haven/resource"
 )
 
 func main() {
 	oneProcessor(os.Getenv)
+	_ = resource.QuietChildExits() // a cost only, when it fails: the runtime's handler stays
 	ctx, cancel := cliutil.Context()
 	code := cliutil.MainContext(ctx, nodemgr.App(), os.Args)
 	cancel()
