@@ -17,4 +17,4 @@
 // (tomlfile.ParseService is Decode.ParseService).
 package config
 
-//go:generate go run ./gendoc ../docs/keywords.md
+//go:generate go run ../cmd/gendoc ../docs/keywords.md
