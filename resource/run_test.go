@@ -344,7 +344,7 @@ func TestRunNoHelpers(t *testing.T) {
 	if _, err := shRun(ctx, `true`, 10*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
-	fds := openFDs(t) // with the wake of ctx's end, kept for its runs
+	fds := openFDs(t) // after a first run of ctx (its cancel set made)
 	var during, before int
 	for try := 0; try < 5; try++ {
 		before = runtime.NumGoroutine()
