@@ -153,10 +153,10 @@ func TestNetnsOneVoteArbitratorRestartedMidSplit(t *testing.T) {
 		t.Fatalf("arbitrator start: %s", r)
 	}
 	q.waitFor(60*time.Second, "both nodes lose their vote and freeze", func() bool { return frozen(c["n1"]) && frozen(c["n2"]) })
-	if _, ok := q.first("n1", "stop", cut); !ok {
-		q.dump()
-		t.Fatal("n1 froze but its journal has no stop of web")
-	}
+	// a node that lost its vote freezes, then stops what runs (the stop
+	// takes a moment: the app's end is awaited): its journal line may come
+	// after both froze (a run under load, 2026-11-27)
+	q.waitFor(10*time.Second, "n1, frozen, stops web (journal)", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
 	if _, ok := q.first("n2", "start", cut); ok {
 		q.dump()
 		t.Fatal("n2 started web while the arbitrator gave no vote")
