@@ -143,12 +143,7 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 				return 0, os.NewSyscallError("wait4", err)
 			}
 			if pid == p.pid {
-				reaped, deadline = true, now.Add(outputGrace)
-				if term {
-					// the leader may have died of SIGTERM while a child
-					// ignoring it lives on: finish the group (ESRCH when empty)
-					_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-				}
+				reaped, deadline = true, p.reaped(now, term)
 				continue
 			}
 			every = min(2*every, pollMax)
@@ -186,11 +181,8 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 				// and it becomes a zombie a few microseconds later (its
 				// last open file closes near the end of its exit): look
 				// again at once for a while, then at growing intervals
-				if pid, ok := p.reapSoon(&ws); ok {
-					reaped, deadline = true, time.Now().Add(outputGrace)
-					if term && pid == p.pid {
-						_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-					}
+				if p.reapSoon(&ws) {
+					reaped, deadline = true, p.reaped(time.Now(), term)
 					continue
 				}
 				every, pollAt = time.Millisecond/2, now
@@ -200,19 +192,30 @@ func (p *proc) wait(ctx context.Context, timeout time.Duration, lines *lineSplit
 	return ws, nil
 }
 
+// reaped is what follows the reap of the process at now: the end of the
+// output grace, and SIGKILL to the group after a SIGTERM (term: the leader
+// may have died of it while a child ignoring it lives on; ESRCH when the
+// group is empty).
+func (p *proc) reaped(now time.Time, term bool) (outputEnd time.Time) {
+	if term {
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	}
+	return now.Add(outputGrace)
+}
+
 // reapSoon reaps the process if it becomes a zombie within reapSpin,
 // yielding the CPU between two looks (sched_yield(2): not the runtime's
 // Gosched, which keeps the thread on the CPU that the command, woken with
 // it on the same, needs to finish its exit; measured: 1.2 ms to the reap
 // with Gosched, 15-40 µs with sched_yield).
-func (p *proc) reapSoon(ws *syscall.WaitStatus) (int, bool) {
+func (p *proc) reapSoon(ws *syscall.WaitStatus) bool {
 	begin := time.Now()
 	for {
 		if pid, err := rawWait4(p.pid, ws); err != nil || pid == p.pid {
-			return pid, err == nil
+			return err == nil // an error shows again at the next poll
 		}
 		if time.Since(begin) > reapSpin {
-			return 0, false
+			return false
 		}
 		// the exiting command may be waiting for this very CPU
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
