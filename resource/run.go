@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -220,11 +221,22 @@ func run(ctx context.Context, c command) (runResult, error) {
 // not there. It is private, and neither it nor services/ may be a link:
 // the command would run, and write its files, wherever it points.
 func makeVarDir(dir string) error {
+	// every run comes here, each check of an app resource too: the usual
+	// case, both there, is two lstat(2) and nothing else (issue 26)
+	if isDir(filepath.Dir(dir)) && isDir(dir) {
+		return nil
+	}
 	base := filepath.Dir(filepath.Dir(dir))
 	if err := fsutil.MkdirBeneath(base, strings.TrimPrefix(dir, base+string(filepath.Separator))); err != nil {
 		return fmt.Errorf("{var}: %w", err)
 	}
 	return nil
+}
+
+// isDir reports whether path is a directory, itself not followed if a link.
+func isDir(path string) bool {
+	var st syscall.Stat_t
+	return syscall.Lstat(path, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR
 }
 
 // devNull is /dev/null opened once for reading, the standard input of
