@@ -85,7 +85,8 @@ type Daemon struct {
 	ev      chan func()
 	quit    chan struct{} // closed when the loop has ended
 	stopReq chan string
-	workers sync.WaitGroup
+	workers sync.WaitGroup // the jobs given to pool
+	pool    workerPool
 	// actx is cancelled to abort running actions when the daemon must exit.
 	actx    context.Context
 	acancel context.CancelFunc
@@ -359,6 +360,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srvWG.Wait()
 	d.acancel()
 	d.workers.Wait()
+	d.pool.close()
 	d.svclogs.w.close() // the last lines of the actions reach their files
 	if d.hb != nil {
 		d.drv.Publish() // the last state (maintenance or shutting) reaches the peers

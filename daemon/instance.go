@@ -195,10 +195,10 @@ func reasonSuffix(r string) string {
 // result back to the loop.
 func (d *Daemon) goWorker(f func(ctx context.Context)) {
 	d.workers.Add(1)
-	go func() {
+	d.pool.run(func() {
 		defer d.workers.Done()
 		f(d.actx)
-	}()
+	})
 }
 
 // startAction runs an action the node core ordered (node.Ready.Run) in a
@@ -260,18 +260,8 @@ func (d *Daemon) setFrozen(name string, frozen bool, reason string) {
 // localNode builds this node's dataset entry: the driver's part, then the
 // node core's (node.Core.Dataset).
 func (d *Daemon) localNode() dataset.Node {
-	n := dataset.Node{
-		Name:        d.node.Name,
-		Load15:      d.load15,
-		MemAvailPct: d.memPct,
-		Labels:      d.node.Labels,
-		Services:    map[string]dataset.Instance{},
-		Configs:     d.core.ConfigEntries(),
-		Gen:         d.drv.Gen(),
-	}
-	for name := range d.cfgs.invalid {
-		n.Services[name] = d.invalidInstance(name)
-	}
+	n := d.LocalInfo()
+	n.Configs = d.core.ConfigEntries()
 	return d.core.Dataset(n)
 }
 
