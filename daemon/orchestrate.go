@@ -9,8 +9,22 @@ import (
 // snapshot gathers what the decision core reads (the node core's view).
 func (d *Daemon) snapshot() monitor.Snapshot { return d.core.Snapshot(d.clk.Now()) }
 
-// LocalNode is this node's dataset entry, for the node core's view.
-func (d *Daemon) LocalNode() dataset.Node { return d.localNode() }
+// LocalInfo is the daemon's part of this node's dataset entry (node.Local):
+// what the node core does not keep.
+func (d *Daemon) LocalInfo() dataset.Node {
+	n := dataset.Node{
+		Name:        d.node.Name,
+		Load15:      d.load15,
+		MemAvailPct: d.memPct,
+		Labels:      d.node.Labels,
+		Services:    map[string]dataset.Instance{},
+		Gen:         d.drv.Gen(),
+	}
+	for name := range d.cfgs.invalid {
+		n.Services[name] = d.invalidInstance(name)
+	}
+	return n
+}
 
 // LocalServices are the installed service configs, for the node core's view.
 func (d *Daemon) LocalServices() map[string]*config.ServiceConfig {

@@ -16,7 +16,7 @@ type benchLocal struct {
 	svcs map[string]*config.ServiceConfig
 }
 
-func (b *benchLocal) LocalNode() dataset.Node                         { return b.node }
+func (b *benchLocal) LocalInfo() dataset.Node                         { return b.node }
 func (b *benchLocal) LocalServices() map[string]*config.ServiceConfig { return b.svcs }
 
 // BenchmarkTickIdle is one tick of the node core when nothing changed: 16

@@ -41,8 +41,8 @@ type cfgDriver struct {
 	fail error
 }
 
-func (d *cfgDriver) LocalNode() dataset.Node {
-	return d.c.Dataset(dataset.Node{Name: d.c.Name(), Services: map[string]dataset.Instance{}})
+func (d *cfgDriver) LocalInfo() dataset.Node {
+	return dataset.Node{Name: d.c.Name(), Services: map[string]dataset.Instance{}}
 }
 func (d *cfgDriver) LocalServices() map[string]*config.ServiceConfig { return d.svcs }
 

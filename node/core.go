@@ -130,7 +130,7 @@ func New(cfg Config, st State) *Core {
 
 type emptyLocal struct{}
 
-func (emptyLocal) LocalNode() dataset.Node                         { return dataset.Node{} }
+func (emptyLocal) LocalInfo() dataset.Node                         { return dataset.Node{} }
 func (emptyLocal) LocalServices() map[string]*config.ServiceConfig { return nil }
 
 // Name returns the node's name.

@@ -65,9 +65,9 @@ type harness struct {
 	through bool
 }
 
-// LocalNode and LocalServices are the driver's part of the view (Local).
-func (h *harness) LocalNode() dataset.Node {
-	return h.c.Dataset(dataset.Node{Name: h.name, Compat: 1})
+// LocalInfo and LocalServices are the driver's part of the view (Local).
+func (h *harness) LocalInfo() dataset.Node {
+	return dataset.Node{Name: h.name, Compat: 1}
 }
 func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cfgs }
 

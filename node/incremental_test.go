@@ -20,8 +20,8 @@ type incLocal struct {
 	svcs map[string]*config.ServiceConfig
 }
 
-func (l *incLocal) LocalNode() dataset.Node {
-	return l.c.Dataset(dataset.Node{Name: l.c.cfg.Name, Load15: 0.5, Services: map[string]dataset.Instance{}})
+func (l *incLocal) LocalInfo() dataset.Node {
+	return dataset.Node{Name: l.c.cfg.Name, Load15: 0.5, Services: map[string]dataset.Instance{}}
 }
 
 func (l *incLocal) LocalServices() map[string]*config.ServiceConfig {

@@ -18,8 +18,8 @@ type maLocal struct {
 	svcs map[string]*config.ServiceConfig
 }
 
-func (l *maLocal) LocalNode() dataset.Node {
-	return l.core.Dataset(dataset.Node{Name: l.name, Services: map[string]dataset.Instance{}})
+func (l *maLocal) LocalInfo() dataset.Node {
+	return dataset.Node{Name: l.name, Services: map[string]dataset.Instance{}}
 }
 func (l *maLocal) LocalServices() map[string]*config.ServiceConfig { return l.svcs }
 

@@ -19,12 +19,14 @@ import (
 // (docs/benchmarks.md, "Idle cost").
 const fullPassPeriod = 15 * time.Second
 
-// Local is what the driver still owns of the node's view: its own dataset
-// entry (the instances' status, load, configs...) and the configs of its
-// services. The core reads it to build the decision core's snapshot. Its
-// methods must not call back into the core's inputs.
+// Local is what the driver still owns of the node's view: the part of its
+// own dataset entry that the core does not keep (LocalInfo: name, load,
+// memory, labels, the instances of configs that could not be read) and
+// the configs of its services. The core reads it to build the decision
+// core's snapshot, adding its own part (Dataset). Its methods must not
+// call back into the core's inputs.
 type Local interface {
-	LocalNode() dataset.Node
+	LocalInfo() dataset.Node
 	LocalServices() map[string]*config.ServiceConfig
 }
 
@@ -288,7 +290,7 @@ func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
 	}
 	s := view.Snapshot(view.Input{
 		Now:              now,
-		Local:            c.cfg.Local.LocalNode(),
+		Local:            c.Dataset(c.cfg.Local.LocalInfo()), // no config entries: no decision reads them
 		Peers:            peers,
 		MaintenanceGrace: c.cfg.MaintenanceGrace,
 		ClusterNodes:     c.cfg.ClusterNodes,

@@ -176,8 +176,11 @@ func (d *daemon) peerStatus(name string) dataset.NodeStatus {
 	return d.core.PeerStatus(name, d.c.clk.Now())
 }
 
-// LocalNode is the node core's view of this node (daemon.LocalNode).
-func (d *daemon) LocalNode() dataset.Node { return d.localNode() }
+// LocalInfo is the driver's part of this node's dataset entry
+// (daemon.LocalInfo).
+func (d *daemon) LocalInfo() dataset.Node {
+	return dataset.Node{Name: d.name, Labels: d.n.labels, Gen: d.drv.Gen()}
+}
 
 // LocalServices are the configs installed on this machine
 // (daemon.LocalServices).
@@ -304,7 +307,9 @@ func frozenWord(f bool) string {
 
 // localNode is daemon.localNode: the driver's part, then the core's.
 func (d *daemon) localNode() dataset.Node {
-	return d.core.Dataset(dataset.Node{Name: d.name, Labels: d.n.labels, Gen: d.drv.Gen(), Configs: d.core.ConfigEntries()})
+	n := d.LocalInfo()
+	n.Configs = d.core.ConfigEntries()
+	return d.core.Dataset(n)
 }
 
 // beginStop is daemon.beginStop (the core's BeginStop); "restart" is a

@@ -19,8 +19,8 @@ type benchLocal struct {
 	svcs map[string]*config.ServiceConfig
 }
 
-func (b *benchLocal) LocalNode() dataset.Node {
-	return b.core.Dataset(dataset.Node{Name: "n1", Services: map[string]dataset.Instance{}})
+func (b *benchLocal) LocalInfo() dataset.Node {
+	return dataset.Node{Name: "n1", Services: map[string]dataset.Instance{}}
 }
 func (b *benchLocal) LocalServices() map[string]*config.ServiceConfig { return b.svcs }
 
