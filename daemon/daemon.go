@@ -87,6 +87,7 @@ type Daemon struct {
 	stopReq chan string
 	workers sync.WaitGroup // the jobs given to pool
 	pool    workerPool
+	checks  checkQueue // the checks, run on pool (checkQ)
 	// actx is cancelled to abort running actions when the daemon must exit.
 	actx    context.Context
 	acancel context.CancelFunc
@@ -358,6 +359,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srv.Shutdown(shutCtx)
 	cancel()
 	srvWG.Wait()
+	d.checks.close()
 	d.acancel()
 	d.workers.Wait()
 	d.pool.close()

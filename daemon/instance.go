@@ -172,8 +172,8 @@ func (d *Daemon) startCheck(ck node.Check) {
 		d.drv.Input(node.Checked{Check: ck, Now: d.clk.Now()})
 		return
 	}
-	d.goWorker(func(ctx context.Context) {
-		ctx = resource.WithFencingToken(ctx, ck.FencingToken)
+	d.checkQ().add(func() {
+		ctx := resource.WithFencingToken(d.actx, ck.FencingToken)
 		var res map[string]dataset.Resource
 		if ck.Full {
 			res = set.Status(ctx)
@@ -189,6 +189,15 @@ func reasonSuffix(r string) string {
 		return ""
 	}
 	return " (" + r + ")"
+}
+
+// checkQ is the queue of the checks (made on first use, by the loop).
+func (d *Daemon) checkQ() *checkQueue {
+	if d.checks.start == nil {
+		d.checks.clk, d.checks.max = d.clk, checkSlots()
+		d.checks.start = func(job func()) { d.goWorker(func(context.Context) { job() }) }
+	}
+	return &d.checks
 }
 
 // goWorker runs f in a goroutine owned by the daemon; f must post its

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"haven/internal/clock"
 )
 
 // goroutineID is the calling goroutine's number, from its stack trace.
@@ -62,5 +64,92 @@ func TestWorkerPool(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("a job given after close did not run")
+	}
+}
+
+// testQueue is a checkQueue of max slots on a fake clock, its jobs on
+// goroutines of their own.
+func testQueue(max int) (*checkQueue, *clock.Fake) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	return &checkQueue{clk: clk, max: max, start: func(job func()) { go job() }}, clk
+}
+
+// Checks run at most max at once, each as soon as a slot is free; one at
+// a time, in the order they were asked.
+func TestCheckQueueBoundsAndOrder(t *testing.T) {
+	for _, slots := range []int{3, 1} {
+		q, _ := testQueue(slots)
+		var mu sync.Mutex
+		running, most := 0, 0
+		var order []int
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		const n = 20
+		wg.Add(n)
+		for i := range n {
+			q.add(func() {
+				mu.Lock()
+				running++
+				most = max(most, running)
+				order = append(order, i)
+				mu.Unlock()
+				<-release
+				mu.Lock()
+				running--
+				mu.Unlock()
+				wg.Done()
+			})
+		}
+		waitFor(t, 5*time.Second, "the slots taken", func() bool { mu.Lock(); defer mu.Unlock(); return running == slots })
+		close(release)
+		wg.Wait()
+		if most != slots {
+			t.Errorf("%d slots: %d checks ran at once", slots, most)
+		}
+		if slots == 1 {
+			for i := range n {
+				if order[i] != i {
+					t.Fatalf("order %v: want the checks in the order asked", order)
+				}
+			}
+		}
+	}
+}
+
+// Checks that hang do not hold the others: once none of the running ones
+// ended for slowCheck, max more start; close drops those that wait.
+func TestCheckQueueSlowChecksGiveWay(t *testing.T) {
+	q, clk := testQueue(2)
+	hang := make(chan struct{})
+	defer close(hang)
+	var started sync.WaitGroup
+	started.Add(2)
+	for range 2 {
+		q.add(func() { started.Done(); <-hang })
+	}
+	started.Wait()
+	ran := make(chan int, 10)
+	for i := range 4 {
+		q.add(func() { ran <- i })
+	}
+	select {
+	case i := <-ran:
+		t.Fatalf("check %d ran while two hung checks held both slots and the clock did not move", i)
+	case <-time.After(100 * time.Millisecond):
+	}
+	waitFor(t, 5*time.Second, "the two hung checks found slow", func() bool {
+		clk.Advance(slowCheck)
+		return len(ran) == 4
+	})
+	for range 4 {
+		<-ran
+	}
+	q.close()
+	q.add(func() { ran <- 99 })
+	clk.Advance(slowCheck)
+	select {
+	case i := <-ran:
+		t.Fatalf("check %d ran after close", i)
+	case <-time.After(100 * time.Millisecond):
 	}
 }
