@@ -2,8 +2,10 @@ package resource
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +63,69 @@ func BenchmarkAppCheck(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(selfCPU(b)-cpu0)/float64(b.N), "self-cpu-ns/op")
+}
+
+// BenchmarkAppCheckBatch is BenchmarkAppCheck as the daemon runs them: a
+// batch of 200 checks (due in the same twelfth of check_interval: 200
+// services created together, or checked together since the daemon
+// started), at most N at once, each on a worker goroutine. The daemon runs
+// four a CPU at once (daemon.checkSlots); before issue 26 it ran them all
+// at once. ns/op and self-cpu-ns/op are per check.
+//
+//	GOMAXPROCS=1 go test -run XXX -bench BenchmarkAppCheckBatch -benchtime 2000x -count 3 ./resource
+func BenchmarkAppCheckBatch(b *testing.B) {
+	b.Setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	root := b.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "var"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	const batch = 200
+	var ds [batch]Driver
+	for i := range ds {
+		svc := fmt.Sprintf("svc%03d", i)
+		env := Env{Service: svc, Node: "n1", VarDir: filepath.Join(root, "var", "services", svc), Log: func(string, string) {}}
+		d, err := New(config.ResourceConfig{RID: "app#main", Type: "app", Check: "true", Monitor: true}, env)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds[i] = d
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, atOnce := range []int{batch, 8, 4, 1} {
+		b.Run(fmt.Sprintf("at-once=%d", atOnce), func(b *testing.B) {
+			jobs := make(chan Driver)
+			defer close(jobs)
+			var wg sync.WaitGroup
+			for range atOnce {
+				go func() {
+					for d := range jobs {
+						if st, r := d.Status(ctx); st != dataset.StatusUp {
+							b.Errorf("check true: %s (%s)", st, r)
+						}
+						wg.Done()
+					}
+				}()
+			}
+			checkAll := func() {
+				wg.Add(batch)
+				for _, d := range ds {
+					jobs <- d
+				}
+				wg.Wait()
+			}
+			checkAll() // the {var} directories made, the workers' stacks grown
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := selfCPU(b)
+			batches := 0
+			for n := 0; n < b.N; n += batch {
+				checkAll()
+				batches++
+			}
+			b.ReportMetric(float64(selfCPU(b)-cpu0)/float64(batches*batch), "self-cpu-ns/op")
+		})
+	}
 }
 
 // A check reuses its command line prepared (split, looked up in PATH, its
