@@ -114,7 +114,7 @@ var Keywords = []Keyword{
 	{Section: SectionNode, Key: "monitor_interval", Type: TypeDuration, Default: "5s", Field: "MonitorInterval",
 		Doc: "Check period of the monitored resources (`monitor = true`)."},
 	{Section: SectionNode, Key: "check_interval", Type: TypeDuration, Default: "60s", Field: "CheckInterval",
-		Doc: "Check period of the other resources (a full status check of every local instance). The checks of a node run in batches: each is due at the start of the twelfth of the interval (5 s of the default minute) that holds its interval's end, so it comes at most that much early, never late."},
+		Doc: "Check period of the other resources (a full status check of every local instance). The checks of a node run in batches: each is due at the start of the twelfth of the interval (5 s of the default minute) that holds its interval's end, so it comes at most that much early, never late; at most four checks a CPU run at once, the others in turn (docs/operations.md)."},
 	{Section: SectionNode, Key: "ocf_root", Type: TypeString, Default: "/usr/lib/ocf", Field: "OCFRoot",
 		Doc: "The OCF root of the `[ocf.NAME]` resources: their agents are `resource.d/PROVIDER/TYPE` under it, the shell functions they source `lib/heartbeat` (Debian's resource-agents package installs them under /usr/lib/ocf). An absolute path."},
 	{Section: SectionNode, Key: "metrics_addr", Type: TypeString, Field: "MetricsAddr",
