@@ -170,3 +170,20 @@ func TestAppCheckLooksUpAgain(t *testing.T) {
 		t.Fatalf("check with the program gone: %s (%s), want warn", st, r)
 	}
 }
+
+// BenchmarkVarDir is the {var} check that every run makes (makeVarDir)
+// when the directory is there, the usual case: 3.8 µs and 8 allocations
+// through fsutil.MkdirBeneath, 2.8 µs and 2 with two lstat(2) alone
+// (issue 26).
+func BenchmarkVarDir(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "var", "services", "websvc")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := makeVarDir(dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
