@@ -67,11 +67,11 @@ func TestWorkerPool(t *testing.T) {
 	}
 }
 
-// testQueue is a checkQueue of max slots on a fake clock, its jobs on
-// goroutines of their own.
-func testQueue(max int) (*checkQueue, *clock.Fake) {
+// testQueue is a checkQueue of the given slots on a fake clock, its jobs
+// on goroutines of their own.
+func testQueue(slots int) (*checkQueue, *clock.Fake) {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	return &checkQueue{clk: clk, max: max, start: func(job func()) { go job() }}, clk
+	return &checkQueue{clk: clk, max: slots, start: func(job func()) { go job() }}, clk
 }
 
 // Checks run at most max at once, each as soon as a slot is free; one at
