@@ -181,6 +181,7 @@ func (c *Cluster) mountVar(n *Node) error {
 	if err := os.MkdirAll(v, 0o755); err != nil {
 		return err
 	}
+	recordMade(madeEntry{Mount: v})
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+varSize, "tmpfs", v).CombinedOutput(); err != nil {
 		return fmt.Errorf("mount a tmpfs on %s: %w: %s", v, err, out)
 	}

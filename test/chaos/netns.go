@@ -147,6 +147,7 @@ func NewBedLinks(names []string, links int) (b *Bed, err error) {
 }
 
 func (b *Bed) addNS(ns string) error {
+	recordMade(madeEntry{Netns: ns})
 	out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput()
 	if err != nil {
 		if len(b.made) == 0 {
