@@ -255,7 +255,7 @@ func (d *Daemon) onDiskFence(dsk *disk.Disk, f disk.Fence) {
 			// resets the host
 			select {
 			case <-frozen:
-				dsk.Ack(f.Nonce, f.Fencer)
+				dsk.Ack()
 			case <-ctx.Done():
 			}
 		}

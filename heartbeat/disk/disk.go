@@ -2,10 +2,12 @@ package disk
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -49,8 +51,9 @@ type Config struct {
 	// Liveness, when set, is told of every advance of a peer's slot.
 	Liveness Liveness
 	// OnFenced is called, from the servant's goroutine, the first time a
-	// fence aimed at this run is read: the caller runs its crash_command
-	// at once and calls Ack when it returned.
+	// fence aimed at this run is read in a fencer's beat (a block that
+	// echoes a recent block of this run): the caller runs its
+	// crash_command at once and calls Ack when it returned.
 	OnFenced func(f Fence)
 	// OnState is called, from the servant's goroutine, when the disk
 	// becomes reachable (ok) or is lost (no good round for Timeout).
@@ -62,32 +65,53 @@ var ErrBlocked = errors.New("an earlier disk I/O has not returned yet")
 
 // slotView is what this node knows of a peer's slot.
 type slotView struct {
-	seen        bool // a valid beat was read once
-	run, count  uint64
-	lastAdvance time.Time // when the counter (or the run) last went up, here
-	beat        Beat
+	seen bool // a valid beat was read once
+	// run, count are the newest block read (a block older than it counts
+	// for nothing: a replay); beat is that block.
+	run, count uint64
+	beat       Beat
+	// fresh: the newest block echoes a block this node wrote within the
+	// freshness window of this run (written after reading it: no replay
+	// of a recording).
+	fresh bool
+	// lastAdvance is when the newest block last went up with a fresh
+	// echo, here: the peer's last sign of life.
+	lastAdvance time.Time
 	err         string // the last error reading it ("" when valid)
+	// fenceBy is the fencer its fence block names ("" none, or unreadable).
+	fenceBy string
 }
 
 // fenceReq is a fence in progress (Disk.Fence).
 type fenceReq struct {
-	target  string
-	slot    int
-	nonce   [NonceLen]byte
-	run     uint64 // the run aimed at (written)
-	written time.Time
-	created time.Time // when Fence was called
-	wait    time.Duration
-	done    chan string // the way the fence ended (closed once)
-	ended   bool
+	target string
+	slot   int
+	nonce  [NonceLen]byte
+	run    uint64 // the run aimed at (announced)
+	// announced is when a beat of this node announcing the fence was
+	// first written; recorded, when its record was written in the
+	// target's fence block for run.
+	announced time.Time
+	recorded  uint64
+	created   time.Time // when Fence was called
+	wait      time.Duration
+	done      chan string // the way the fence ended (closed once)
+	ended     bool
+}
+
+// stamp is a counter this node wrote, and when.
+type stamp struct {
+	counter uint64
+	at      time.Time
 }
 
 // Disk is one node's disk heartbeat: a servant goroutine writes this
-// node's beat block every Interval, reads every block, follows the
-// peers' slots, writes the fences asked for and reads the fences aimed at
-// this node. Every I/O runs in a goroutine of its own, waited for at most
-// Timeout: a disk that blocks or errors is logged (rate-limited), counted
-// lost after Timeout, never a crash and never a life.
+// node's beat block every Interval, reads every block at a random time
+// within the period, follows the peers' slots, announces the fences asked
+// for and obeys the fences announced against this run. Every I/O runs in a
+// goroutine of its own, waited for at most Timeout: a disk that blocks or
+// errors is logged (rate-limited), counted lost after Timeout, never a
+// crash and never a life.
 type Disk struct {
 	cfg   Config
 	keys  *Keys
@@ -101,17 +125,33 @@ type Disk struct {
 	quit     chan struct{}
 	wg       sync.WaitGroup
 
-	mu       sync.Mutex
-	counter  uint64
-	state    byte
-	ack      [NonceLen]byte
-	ackBy    string
+	mu sync.Mutex
+	// counter is the last counter given to a beat; written the last one
+	// whose write succeeded (what this node's slot must read back);
+	// history the counters written within the freshness window.
+	counter, written uint64
+	history          []stamp
+	state            byte
+	// fencesIn are the fences aimed at this run read in their fencers'
+	// beats (fencer's slot -> nonce); obeyed: OnFenced was called;
+	// acked: its crash_command returned (Ack), the fences are
+	// acknowledged.
+	fencesIn map[int][NonceLen]byte
+	obeyed   bool
+	acked    bool
 	peers    map[string]*slotView
 	fences   map[string]*fenceReq
-	fencedBy map[uint64]bool // the runs whose fence OnFenced was called for (this run only)
+	clear    map[int]bool // fence blocks to clear once they read as this node's
+	werr     error        // the write error of the current round
 	lastGood time.Time
-	lost     bool
-	logged   map[string]time.Time
+	// tampered is when this node's slot last read back a block it did not
+	// write (another writer, or a disk that returns old blocks); doubt is
+	// the end of the last round that was not good or had the disk lost:
+	// a stall is counted from after it.
+	tampered, doubt time.Time
+	lost            bool
+	logged          map[string]time.Time
+	ownFenceLogged  uint64 // the run of the last unannounced fence block logged
 }
 
 // logEvery is the rate limit of a repeated disk error (per slot and kind).
@@ -144,7 +184,7 @@ func New(cfg Config) (*Disk, error) {
 	}
 	d := &Disk{cfg: cfg, keys: keys, slot: slot, clk: cfg.Clock, log: cfg.Logger,
 		quit: make(chan struct{}), peers: map[string]*slotView{}, fences: map[string]*fenceReq{},
-		fencedBy: map[uint64]bool{}, logged: map[string]time.Time{}}
+		fencesIn: map[int][NonceLen]byte{}, clear: map[int]bool{}, logged: map[string]time.Time{}}
 	for _, m := range members {
 		if m != cfg.Node {
 			d.peers[m] = &slotView{}
@@ -180,17 +220,22 @@ func (d *Disk) Direct() bool { return Direct(d.dev) }
 
 // Start begins the rounds in the servant goroutine.
 func (d *Disk) Start() {
-	d.mu.Lock()
-	d.start = d.clk.Now()
-	d.lastGood = d.start
-	d.mu.Unlock()
+	d.begin()
 	d.wg.Add(1)
 	go d.serve()
 }
 
+func (d *Disk) begin() {
+	d.mu.Lock()
+	d.start = d.clk.Now()
+	d.lastGood = d.start
+	d.mu.Unlock()
+}
+
 // Close stops the rounds and writes a last beat saying state
 // (StateStopped: the daemon stops and its services may keep running;
-// StateShutdown: they were stopped), within Timeout.
+// StateShutdown: they were stopped), within Timeout. The fences in
+// progress end first: the last beat announces none.
 func (d *Disk) Close(state byte) error {
 	select {
 	case <-d.quit:
@@ -201,35 +246,46 @@ func (d *Disk) Close(state byte) error {
 	d.wg.Wait()
 	d.mu.Lock()
 	d.state = state
-	d.mu.Unlock()
-	err := d.writeBeat()
-	d.mu.Lock()
 	for _, f := range d.fences {
 		d.endFence(f, "disk heartbeat stopped")
 	}
 	d.mu.Unlock()
+	err := d.writeBeat(d.clk.Now())
 	if d.inflight == nil {
 		d.dev.Close()
 	} // else the blocked I/O keeps the descriptor: closing it under it helps nothing
 	return err
 }
 
-// Ack says, in this node's next beats, that the fence of nonce by fencer
-// was carried out (its crash_command returned and the node is still up).
-func (d *Disk) Ack(nonce [NonceLen]byte, fencer string) {
+// Ack says, in this node's next beats, that the fences aimed at this run
+// were carried out (its crash_command returned and the node is still up):
+// each fence read, and each read later, is acknowledged with its nonce.
+func (d *Disk) Ack() {
 	d.mu.Lock()
-	d.ack, d.ackBy = nonce, fencer
+	d.acked = true
 	d.mu.Unlock()
 }
 
+// serve runs the rounds: this node's beat at the start of each period, the
+// read of every block at a random time within it. A host that writes old
+// blocks back into a slot cannot time them between a node's write and its
+// reads: this node reads its own slot back, and the peers read it, when
+// nobody knows.
 func (d *Disk) serve() {
 	defer d.wg.Done()
 	for {
-		d.round()
+		d.writeRound()
+		r := rand.N(d.cfg.Interval)
 		select {
 		case <-d.quit:
 			return
-		case <-d.clk.After(d.cfg.Interval):
+		case <-d.clk.After(r):
+		}
+		d.readRound()
+		select {
+		case <-d.quit:
+			return
+		case <-d.clk.After(d.cfg.Interval - r):
 		}
 	}
 }
@@ -256,27 +312,112 @@ func (d *Disk) io(op func() error) error {
 	}
 }
 
-func (d *Disk) writeBeat() error {
-	d.mu.Lock()
+// window is how recent a block of this node a peer's block must echo to
+// count as written now: the peer reads this node's block within its
+// period (plus an I/O of up to Timeout), writes the echo within the next
+// one, and this node reads it within its own period.
+func (d *Disk) window(peerPeriod time.Duration) time.Duration {
+	return d.cfg.Timeout + 2*d.cfg.Interval + 2*min(max(peerPeriod, 0), d.cfg.Timeout)
+}
+
+// maxWindow bounds window (the history kept).
+func (d *Disk) maxWindow() time.Duration { return 3*d.cfg.Timeout + 2*d.cfg.Interval }
+
+// freshLocked reports whether bt echoes a block this node wrote in this
+// run within the window.
+func (d *Disk) freshLocked(bt Beat, now time.Time) bool {
+	s, ok := bt.SeenOf(d.slot)
+	if !ok || s.Run != d.cfg.Run || s.Counter > d.counter {
+		return false
+	}
+	from := now.Add(-d.window(bt.Period))
+	for _, h := range d.history {
+		if !h.at.Before(from) {
+			return s.Counter >= h.counter
+		}
+	}
+	return false
+}
+
+// beatLocked builds this node's next beat: its echo of every slot, the
+// fences it conducts, its acknowledgements.
+func (d *Disk) beatLocked(now time.Time) Beat {
 	d.counter++
-	b := d.keys.EncodeBeat(Beat{Writer: d.cfg.Node, Slot: d.slot, Run: d.cfg.Run, Counter: d.counter,
-		Time: d.clk.Now(), State: d.state, AckNonce: d.ack, AckFencer: d.ackBy})
+	d.history = append(d.history, stamp{d.counter, now})
+	from := now.Add(-d.maxWindow())
+	i := 0
+	for i < len(d.history)-1 && d.history[i].at.Before(from) {
+		i++
+	}
+	d.history = d.history[i:]
+	bt := Beat{Writer: d.cfg.Node, Slot: d.slot, Run: d.cfg.Run, Counter: d.counter, Time: now, State: d.state, Period: d.cfg.Interval}
+	for i, m := range d.cfg.Members {
+		if v := d.peers[m]; v != nil && v.seen {
+			bt.Seen = append(bt.Seen, Seen{Slot: i, Run: v.run, Counter: v.count})
+		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(d.fences)) {
+		f := d.fences[m]
+		if f.ended {
+			continue
+		}
+		f.run = d.peers[f.target].run
+		bt.Fences = append(bt.Fences, Announce{Slot: f.slot, Run: f.run, Nonce: f.nonce})
+	}
+	if d.acked {
+		for _, s := range slices.Sorted(maps.Keys(d.fencesIn)) {
+			bt.Acks = append(bt.Acks, Ack{Slot: s, Nonce: d.fencesIn[s]})
+		}
+	}
+	return bt
+}
+
+// writeBeat writes this node's next beat; the fences it announces count
+// as announced from then on.
+func (d *Disk) writeBeat(now time.Time) error {
+	d.mu.Lock()
+	bt := d.beatLocked(now)
+	b := d.keys.EncodeBeat(bt)
 	d.mu.Unlock()
-	return d.io(func() error {
+	err := d.io(func() error {
 		_, err := d.dev.WriteAt(b, BeatOffset(d.slot))
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.written = bt.Counter
+	for _, a := range bt.Fences {
+		f := d.fences[d.cfg.Members[a.Slot]]
+		if f != nil && !f.ended && f.announced.IsZero() {
+			f.announced = d.clk.Now()
+			d.log.Warn("disk heartbeat: fence announced in this node's beat", zap.String("target", f.target), zap.Uint64("run", f.run))
+		}
+	}
+	d.mu.Unlock()
+	return nil
 }
 
-// round is one period: write this node's beat, the fences in progress,
-// read every block, follow them.
-func (d *Disk) round() {
+// writeRound is the first half of a period: this node's beat, then the
+// records of its fences in the targets' fence blocks (and the clearing of
+// those of the fences that ended).
+func (d *Disk) writeRound() {
 	now := d.clk.Now()
-	werr := d.writeBeat()
+	werr := d.writeBeat(now)
 	if werr != nil {
 		d.logErr("write", "write of this node's slot failed", werr)
 	}
-	d.writeFences()
+	d.mu.Lock()
+	d.werr = werr
+	d.mu.Unlock()
+	d.writeRecords(now)
+}
+
+// readRound is the second half: one read of every block, followed, then
+// the disk's state and the fences in progress.
+func (d *Disk) readRound() {
+	now := d.clk.Now()
 	n := len(d.cfg.Members)
 	buf := make([]byte, 2*n*BlockSize)
 	var got int
@@ -285,37 +426,56 @@ func (d *Disk) round() {
 		got, err = d.dev.ReadAt(buf, 0)
 		return err
 	})
+	tamper := false
 	if rerr != nil && !isEOF(rerr) {
 		d.logErr("read", "read of the slots failed", rerr)
 	} else {
 		buf = buf[:got] // beyond the end of a file: never written
-		if rerr = d.follow(buf, now); rerr != nil {
-			d.logErr("readback", "this node's slot does not read back what it wrote (a disk that lies, or another writer): not a good round", rerr)
+		if rerr, tamper = d.follow(buf, now); rerr != nil {
+			d.logErr("readback", "this node's slot does not read back what it wrote (a disk that returns old blocks, or another writer): the disk is counted lost until it reads back right for hb.disk.timeout", rerr)
 		}
 	}
 	d.mu.Lock()
 	var change *bool
 	reason := ""
-	if werr == nil && rerr == nil {
+	werr := d.werr
+	good := werr == nil && rerr == nil
+	if tamper {
+		d.tampered = now
+	}
+	if good {
 		d.lastGood = now
-		if d.lost {
-			d.lost = false
-			t := true
-			change = &t
-		}
-	} else if end := d.clk.Now(); !d.lost && end.Sub(d.lastGood) >= d.cfg.Timeout {
+	}
+	held := !d.tampered.IsZero() && now.Sub(d.tampered) < d.cfg.Timeout
+	end := d.clk.Now()
+	switch {
+	case d.lost && good && !held:
+		d.lost = false
+		t := true
+		change = &t
+	case !d.lost && (held || end.Sub(d.lastGood) >= d.cfg.Timeout):
 		// at the end of the round: an I/O that blocked for Timeout makes
 		// the disk lost at once (within Timeout + one period of the last
-		// good round's start)
+		// good round's start); a slot rewritten by someone else at once
 		d.lost = true
 		f := false
 		change = &f
-		reason = fmt.Sprintf("no good disk round for %s", end.Sub(d.lastGood).Round(time.Millisecond))
-		if werr != nil {
-			reason += ": " + werr.Error()
-		} else if rerr != nil {
-			reason += ": " + rerr.Error()
+		if held {
+			reason = "this node's slot was rewritten by someone else"
+			if rerr != nil {
+				reason += ": " + rerr.Error()
+			}
+		} else {
+			reason = fmt.Sprintf("no good disk round for %s", end.Sub(d.lastGood).Round(time.Millisecond))
+			if werr != nil {
+				reason += ": " + werr.Error()
+			} else if rerr != nil {
+				reason += ": " + rerr.Error()
+			}
 		}
+	}
+	if !good || d.lost {
+		d.doubt = end
 	}
 	d.checkFences(now)
 	d.mu.Unlock()
@@ -343,39 +503,26 @@ func block(buf []byte, off int64) []byte {
 	return buf[off:end]
 }
 
-// follow reads the blocks: the peers' beats (advances, acks) and the
-// fence block of this node.
-// It returns an error when this node's own beat block does not read back
-// as written (the round is then not good: a disk that returns old blocks
-// would hide this node's stall from the fencers).
-func (d *Disk) follow(buf []byte, now time.Time) error {
+// follow reads the blocks: the peers' beats (advances, fences announced,
+// acks) and the fence blocks. It returns an error when this node's own
+// beat block does not read back as last written (the round is then not
+// good: a disk that returns old blocks would hide this node's stall from
+// the fencers), and tamper when it reads back another block than it
+// wrote although its write succeeded (someone else writes its slot).
+func (d *Disk) follow(buf []byte, now time.Time) (own error, tamper bool) {
 	var advanced []string
 	var fenced *Fence
-	var own error
 	d.mu.Lock()
 	for i, m := range d.cfg.Members {
 		if m == d.cfg.Node {
-			if bt, err := d.keys.DecodeBeat(block(buf, BeatOffset(i)), i); err != nil {
-				own = fmt.Errorf("own slot: %w", err)
-			} else if bt.Writer != m || bt.Run != d.cfg.Run || bt.Counter != d.counter {
-				own = fmt.Errorf("own slot reads back %s run %d counter %d, wrote run %d counter %d", bt.Writer, bt.Run, bt.Counter, d.cfg.Run, d.counter)
-			}
-			f, err := d.keys.DecodeFence(block(buf, FenceOffset(i)), i)
-			switch {
-			case errors.Is(err, ErrEmpty):
-			case err != nil:
-				d.logErrLocked("fence:"+m+":"+kindOf(err), "this node's fence block is unreadable (ignored: no fence)", err, zap.Int("slot", i))
-			case f.Target != d.cfg.Node:
-				d.logErrLocked("fence:"+m+":target", "this node's fence block names another target (ignored)", nil, zap.String("target", f.Target))
-			case f.TargetRun != d.cfg.Run:
-				// aimed at an earlier run: this run ignores it
-			case !d.fencedBy[f.TargetRun]:
-				d.fencedBy[f.TargetRun] = true
-				fenced = &f
-			}
+			tamper, own = d.readBackLocked(block(buf, BeatOffset(i)), i)
 			continue
 		}
 		v := d.peers[m]
+		v.fenceBy = ""
+		if f, err := d.keys.DecodeFence(block(buf, FenceOffset(i)), i); err == nil {
+			v.fenceBy = f.Fencer
+		}
 		bt, err := d.keys.DecodeBeat(block(buf, BeatOffset(i)), i)
 		if err == nil && bt.Writer != m {
 			err = fmt.Errorf("%w: written by %q, the slot of %s", ErrWrongSlot, bt.Writer, m)
@@ -387,18 +534,44 @@ func (d *Disk) follow(buf []byte, now time.Time) error {
 			v.err = err.Error()
 			continue
 		}
+		if v.seen && (bt.Run < v.run || bt.Run == v.run && bt.Counter < v.count) {
+			// an older block than the newest read: written back by
+			// someone (a replay), or a disk that returns old blocks; it
+			// says nothing of the peer (no life, no state, no ack, no
+			// fence)
+			v.err = fmt.Sprintf("an older block (run %d counter %d) than the newest read (run %d counter %d): written back by someone, counted for nothing", bt.Run, bt.Counter, v.run, v.count)
+			d.logErrLocked("beat:"+m+":replay", "a peer's slot holds an older block than the newest read (written back by someone?): counted for nothing", nil, zap.String("peer", m), zap.Int("slot", i),
+				zap.Uint64("run", bt.Run), zap.Uint64("counter", bt.Counter), zap.Uint64("newest_run", v.run), zap.Uint64("newest_counter", v.count))
+			continue
+		}
 		v.err = ""
-		switch {
-		case !v.seen:
-			// first sight: no advance yet (an old block proves nothing)
-			v.seen, v.run, v.count, v.beat = true, bt.Run, bt.Counter, bt
-		case bt.Run > v.run || bt.Run == v.run && bt.Counter > v.count:
-			v.run, v.count, v.beat, v.lastAdvance = bt.Run, bt.Counter, bt, now
+		if v.seen && bt.Run == v.run && bt.Counter == v.count {
+			continue // the same block again
+		}
+		first := !v.seen
+		v.seen, v.run, v.count, v.beat = true, bt.Run, bt.Counter, bt
+		v.fresh = d.freshLocked(bt, now)
+		if !v.fresh {
+			// no echo of a recent block of this run: a block recorded
+			// earlier (or written before this run): no sign of life
+			continue
+		}
+		if !first {
+			v.lastAdvance = now
 			advanced = append(advanced, m)
-		default:
-			v.beat = bt // acks and state of an older read: same counter
+		}
+		for _, a := range bt.Fences {
+			if a.Slot != d.slot || a.Run != d.cfg.Run {
+				continue
+			}
+			d.fencesIn[i] = a.Nonce
+			if !d.obeyed {
+				d.obeyed = true
+				fenced = &Fence{Cluster: d.cfg.Cluster, Fencer: m, Target: d.cfg.Node, Slot: d.slot, TargetRun: a.Run, Nonce: a.Nonce, Time: bt.Time}
+			}
 		}
 	}
+	d.ownFenceLocked(block(buf, FenceOffset(d.slot)), d.slot)
 	d.mu.Unlock()
 	if d.cfg.Liveness != nil {
 		for _, m := range advanced {
@@ -406,12 +579,51 @@ func (d *Disk) follow(buf []byte, now time.Time) error {
 		}
 	}
 	if fenced != nil {
-		d.log.Error("fence read in this node's slot: running crash_command", zap.String("fencer", fenced.Fencer), zap.Uint64("run", fenced.TargetRun))
+		d.log.Error("fence announced by its fencer against this node's run: running crash_command", zap.String("fencer", fenced.Fencer), zap.Uint64("run", fenced.TargetRun))
 		if d.cfg.OnFenced != nil {
 			d.cfg.OnFenced(*fenced)
 		}
 	}
-	return own
+	return own, tamper
+}
+
+// readBackLocked checks this node's own beat block: it must be the last
+// one written.
+func (d *Disk) readBackLocked(b []byte, slot int) (tamper bool, err error) {
+	bt, err := d.keys.DecodeBeat(b, slot)
+	switch {
+	case d.written == 0:
+		// nothing written yet in this run: nothing to read back
+		return false, nil
+	case err != nil:
+		return true, fmt.Errorf("own slot: %w", err)
+	case bt.Writer != d.cfg.Node || bt.Run != d.cfg.Run || bt.Counter != d.written:
+		return true, fmt.Errorf("own slot reads back %s run %d counter %d, wrote run %d counter %d", bt.Writer, bt.Run, bt.Counter, d.cfg.Run, d.written)
+	}
+	return false, nil
+}
+
+// ownFenceLocked reads this node's fence block: a record only. A fence
+// aimed at this run that no fencer's beat announces (left over, or
+// written back by someone) is logged once and ignored.
+func (d *Disk) ownFenceLocked(b []byte, slot int) {
+	f, err := d.keys.DecodeFence(b, slot)
+	switch {
+	case errors.Is(err, ErrEmpty):
+	case err != nil:
+		d.logErrLocked("fence:"+d.cfg.Node+":"+kindOf(err), "this node's fence block is unreadable (ignored: no fence)", err, zap.Int("slot", slot))
+	case f.Target != d.cfg.Node:
+		d.logErrLocked("fence:"+d.cfg.Node+":target", "this node's fence block names another target (ignored)", nil, zap.String("target", f.Target))
+	case f.TargetRun != d.cfg.Run:
+		// aimed at an earlier run: this run ignores it
+	default:
+		fs := slices.Index(d.cfg.Members, f.Fencer)
+		if n, ok := d.fencesIn[fs]; ok && n == f.Nonce {
+			return // announced
+		}
+		d.logErrLocked("fence:"+d.cfg.Node+":unannounced", "a fence block aimed at this run that its fencer's beat does not announce (left over, or written back by someone): ignored", nil,
+			zap.String("fencer", f.Fencer), zap.Uint64("run", f.TargetRun))
+	}
 }
 
 func kindOf(err error) string {
@@ -443,21 +655,23 @@ func (d *Disk) logErrLocked(key, msg string, err error, fields ...zap.Field) {
 	d.log.Warn("disk heartbeat: "+msg, fields...)
 }
 
-// Fence fences target through the disk: its fence block gets a fence
-// aimed at its current run, and Fence returns nil once target's slot
-// acknowledges it (its crash_command returned), or once its slot has not
-// advanced for wait since the fence began (stallFrom), the fence on the disk (the target either
-// read it and went down, or lost the disk longer than it may run without
-// it). It returns an error when ctx ends first, when the target's last
-// beat says its daemon stopped on purpose (its services may run, nobody
-// reads its fence block), or when this node's disk writes fail.
+// Fence fences target through the disk: this node's beat announces a
+// fence aimed at the target's current run (and a record of it goes into
+// the target's fence block), and Fence returns once the target's slot
+// acknowledges this fence's nonce (its crash_command returned), or once its
+// slot has not advanced for wait while this node's own rounds were good
+// (stallFrom: the target either obeyed and went down, or lost the disk
+// longer than it may run without it). It returns an error when ctx ends
+// first, when the target's newest beat of the run fenced says its daemon
+// stopped on purpose (its services may run, nobody reads its fences), or
+// when this node's disk writes fail.
 func (d *Disk) Fence(ctx context.Context, target string, wait time.Duration) (how string, err error) {
 	slot := slices.Index(d.cfg.Members, target)
 	if slot < 0 || target == d.cfg.Node {
 		return "", fmt.Errorf("%s has no slot to fence", target)
 	}
 	f := &fenceReq{target: target, slot: slot, wait: wait, created: d.clk.Now(), done: make(chan string, 1)}
-	if _, err := rand.Read(f.nonce[:]); err != nil {
+	if _, err := crand.Read(f.nonce[:]); err != nil {
 		return "", err
 	}
 	d.mu.Lock()
@@ -470,6 +684,7 @@ func (d *Disk) Fence(ctx context.Context, target string, wait time.Duration) (ho
 		d.mu.Lock()
 		if d.fences[target] == f {
 			delete(d.fences, target)
+			d.clear[slot] = true
 		}
 		d.mu.Unlock()
 	}()
@@ -500,56 +715,78 @@ func (d *Disk) endFence(f *fenceReq, how string) {
 
 // fenceWaitLocked says what a fence in progress waits for.
 func (d *Disk) fenceWaitLocked(f *fenceReq) string {
-	if f.written.IsZero() {
-		return "the fence block could not be written yet"
+	if f.announced.IsZero() {
+		return "the fence could not be announced on the disk yet"
 	}
 	v := d.peers[f.target]
-	return fmt.Sprintf("no acknowledgement, and %s's slot advanced %s ago (the fence needs %s without an advance)",
+	why := fmt.Sprintf("no acknowledgement, and %s's slot advanced %s ago (the fence needs %s without an advance, with this node's disk rounds good)",
 		f.target, d.clk.Now().Sub(d.stallFrom(v, f)).Round(time.Millisecond), f.wait)
+	if v.err != "" {
+		why += "; its slot: " + v.err
+	}
+	return why
 }
 
-// stallFrom is when the stall of the target's slot counts from: the last
-// advance seen, but no earlier than this fence's start (a target that lost
-// the disk long ago reacts to it only once it also lost the majority,
-// around the time it was declared down and the fence began) nor than this
-// node's start of the disk heartbeat (an old block proves nothing).
+// stallFrom is when the stall of the target's slot counts from: its last
+// sign of life seen (an advance echoing a recent block of this node), but
+// no earlier than the fence's announcement (a target that lost the disk
+// long ago reacts to it only once it also lost the majority, around the
+// time it was declared down and the fence began), nor than this node's
+// start of the disk heartbeat (an old block proves nothing), nor than
+// this node's last round that was not good (its view of the slot had a
+// gap, or someone rewrites its own slot: what it reads may be a lie).
 func (d *Disk) stallFrom(v *slotView, f *fenceReq) time.Time {
-	t := f.created
-	if d.start.After(t) {
-		t = d.start
-	}
-	if v.lastAdvance.After(t) {
-		t = v.lastAdvance
+	t := f.announced
+	for _, u := range []time.Time{f.created, d.start, v.lastAdvance, d.doubt} {
+		if u.After(t) {
+			t = u
+		}
 	}
 	return t
 }
 
-// writeFences writes the fence block of each fence in progress, aimed at
-// the target's latest run (again when it changed).
-func (d *Disk) writeFences() {
+// writeRecords writes the record of each fence in progress into its
+// target's fence block (again when the run aimed at changed), and clears
+// the records of the fences that ended, when the block still holds this
+// node's.
+func (d *Disk) writeRecords(now time.Time) {
+	type op struct {
+		slot int
+		b    []byte
+		f    *fenceReq
+		run  uint64
+	}
+	var todo []op
 	d.mu.Lock()
-	var todo []*fenceReq
 	for _, f := range d.fences {
-		run := d.peers[f.target].run
-		if f.written.IsZero() || f.run != run {
-			f.run = run
-			todo = append(todo, f)
+		if f.ended || f.announced.IsZero() || f.recorded == f.run+1 {
+			continue
 		}
+		b := d.keys.EncodeFence(Fence{Fencer: d.cfg.Node, Target: f.target, Slot: f.slot, TargetRun: f.run, Nonce: f.nonce, Time: now})
+		todo = append(todo, op{slot: f.slot, b: b, f: f, run: f.run})
+	}
+	for slot := range d.clear {
+		if d.fences[d.cfg.Members[slot]] != nil || d.peers[d.cfg.Members[slot]].fenceBy != d.cfg.Node {
+			delete(d.clear, slot) // fenced again, or no longer this node's record
+			continue
+		}
+		todo = append(todo, op{slot: slot, b: make([]byte, BlockSize)})
 	}
 	d.mu.Unlock()
-	for _, f := range todo {
-		b := d.keys.EncodeFence(Fence{Fencer: d.cfg.Node, Target: f.target, Slot: f.slot, TargetRun: f.run, Nonce: f.nonce, Time: d.clk.Now()})
+	for _, o := range todo {
 		err := d.io(func() error {
-			_, err := d.dev.WriteAt(b, FenceOffset(f.slot))
+			_, err := d.dev.WriteAt(o.b, FenceOffset(o.slot))
 			return err
 		})
 		d.mu.Lock()
-		if err != nil {
-			f.written = time.Time{}
-			d.logErrLocked("fencewrite:"+f.target, "write of a fence failed (retried next period)", err, zap.String("target", f.target))
-		} else if f.written.IsZero() {
-			f.written = d.clk.Now()
-			d.log.Warn("disk heartbeat: fence written in a peer's slot", zap.String("target", f.target), zap.Uint64("run", f.run))
+		switch {
+		case err != nil:
+			d.logErrLocked("fencewrite:"+d.cfg.Members[o.slot], "write of a fence block failed (retried next period)", err, zap.String("target", d.cfg.Members[o.slot]))
+		case o.f != nil:
+			o.f.recorded = o.run + 1
+		default:
+			delete(d.clear, o.slot)
+			d.peers[d.cfg.Members[o.slot]].fenceBy = ""
 		}
 		d.mu.Unlock()
 	}
@@ -558,20 +795,23 @@ func (d *Disk) writeFences() {
 // checkFences ends the fences acknowledged or whose target's slot stalled.
 func (d *Disk) checkFences(now time.Time) {
 	for _, f := range d.fences {
-		if f.ended || f.written.IsZero() {
+		if f.ended || f.announced.IsZero() {
 			continue
 		}
 		v := d.peers[f.target]
-		if v.seen && v.beat.Run == f.run && v.beat.AckNonce != ([NonceLen]byte{}) {
+		if v.seen && v.fresh && v.beat.Run == f.run && slices.Contains(v.beat.Acks, Ack{Slot: d.slot, Nonce: f.nonce}) {
 			d.endFence(f, fmt.Sprintf("acknowledged by %s (fence read, crash_command run)", f.target))
 			continue
 		}
+		if d.lost {
+			continue // no stall is counted while this node's disk is lost
+		}
 		from := d.stallFrom(v, f)
-		if now.Sub(from) < f.wait || now.Sub(f.written) < 0 {
+		if now.Sub(from) < f.wait {
 			continue
 		}
-		if v.seen && v.beat.State == StateStopped {
-			d.endFence(f, "!"+f.target+"'s slot says its daemon was stopped on purpose (its services may still run, nobody reads its fence block): the disk cannot fence it")
+		if v.seen && v.beat.Run == f.run && v.beat.State == StateStopped {
+			d.endFence(f, "!"+f.target+"'s slot says its daemon was stopped on purpose (its services may still run, nobody reads its fences): the disk cannot fence it")
 			continue
 		}
 		d.endFence(f, fmt.Sprintf("%s's slot has not advanced for %s", f.target, now.Sub(from).Round(time.Millisecond)))
@@ -598,7 +838,8 @@ func (d *Disk) Peer(name string) (PeerSlot, bool) {
 	return PeerSlot{Seen: v.seen, Run: v.run, Counter: v.count, LastAdvance: v.lastAdvance, Err: v.err}, true
 }
 
-// Reachable reports whether the disk had a good round within Timeout.
+// Reachable reports whether the disk had a good round within Timeout (and
+// no block written by someone else in this node's slot within Timeout).
 func (d *Disk) Reachable() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()

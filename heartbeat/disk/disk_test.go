@@ -265,7 +265,7 @@ func TestDiskFenceAcknowledged(t *testing.T) {
 	d2 = newDisk(t, path, "n2", 20, func(c *Config) {
 		c.OnFenced = func(f Fence) {
 			fenced <- f
-			go d2.Ack(f.Nonce, f.Fencer) // the crash command returned
+			go d2.Ack() // the crash command returned
 		}
 	})
 	d1.Start()

@@ -78,13 +78,62 @@ type Beat struct {
 	Counter uint64
 	Time    time.Time
 	State   byte
-	// AckNonce and AckFencer acknowledge the fence of that nonce: the
-	// writer read it, ran its crash_command, and is still up to say so.
-	AckNonce  [NonceLen]byte
-	AckFencer string
+	// Period is the writer's period (how often it writes and reads).
+	Period time.Duration
+	// Seen echoes, for each other slot, the newest block the writer read
+	// there: a reader counts a block as written now (a sign of life, a
+	// fence, an acknowledgement) only when it echoes a block the reader
+	// wrote recently in its current run, which a recorded block cannot.
+	Seen []Seen
+	// Fences are the fences the writer conducts: a target obeys a fence
+	// only while its fencer's own beat announces it.
+	Fences []Announce
+	// Acks acknowledge fences aimed at this run: the writer read them, ran
+	// its crash_command, and is still up to say so.
+	Acks []Ack
 }
 
-// Fence is a member's fence block: the poison pill.
+// Seen is the newest block of slot Slot its reader read (run, counter).
+type Seen struct {
+	Slot         int
+	Run, Counter uint64
+}
+
+// Announce is a fence in a fencer's beat: the target's slot and run, and
+// the nonce of this fence.
+type Announce struct {
+	Slot  int
+	Run   uint64
+	Nonce [NonceLen]byte
+}
+
+// Ack acknowledges the fence of nonce Nonce by the fencer of slot Slot.
+type Ack struct {
+	Slot  int
+	Nonce [NonceLen]byte
+}
+
+// Bounds of a beat's lists (a block is 4 KiB: with the longest names they
+// still fit).
+const (
+	maxSeen     = 100
+	maxAnnounce = 32
+	maxAcks     = 32
+)
+
+// SeenOf is the writer's echo of slot (false: none).
+func (b Beat) SeenOf(slot int) (Seen, bool) {
+	for _, s := range b.Seen {
+		if s.Slot == slot {
+			return s, true
+		}
+	}
+	return Seen{}, false
+}
+
+// Fence is a member's fence block: a record, on the target's slot, of a
+// fence in progress (what the target obeys is the announcement in the
+// fencer's beat, Beat.Fences).
 type Fence struct {
 	Cluster string
 	Fencer  string
@@ -225,7 +274,7 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// EncodeBeat seals a beat block.
+// EncodeBeat seals a beat block (lists beyond their bounds are cut).
 func (k *Keys) EncodeBeat(bt Beat) []byte {
 	e := enc{}
 	e.str(k.cluster)
@@ -235,8 +284,27 @@ func (k *Keys) EncodeBeat(bt Beat) []byte {
 	e.u64(bt.Counter)
 	e.u64(uint64(bt.Time.UnixNano()))
 	e.b = append(e.b, bt.State)
-	e.b = append(e.b, bt.AckNonce[:]...)
-	e.str(bt.AckFencer)
+	e.u64(uint64(max(bt.Period, 0)))
+	seen := bt.Seen[:min(len(bt.Seen), maxSeen)]
+	e.b = append(e.b, byte(len(seen)))
+	for _, s := range seen {
+		e.u16(uint16(s.Slot))
+		e.u64(s.Run)
+		e.u64(s.Counter)
+	}
+	fences := bt.Fences[:min(len(bt.Fences), maxAnnounce)]
+	e.b = append(e.b, byte(len(fences)))
+	for _, a := range fences {
+		e.u16(uint16(a.Slot))
+		e.u64(a.Run)
+		e.b = append(e.b, a.Nonce[:]...)
+	}
+	acks := bt.Acks[:min(len(bt.Acks), maxAcks)]
+	e.b = append(e.b, byte(len(acks)))
+	for _, a := range acks {
+		e.u16(uint16(a.Slot))
+		e.b = append(e.b, a.Nonce[:]...)
+	}
 	return k.seal(kindBeat, e.b)
 }
 
@@ -250,8 +318,37 @@ func (k *Keys) DecodeBeat(b []byte, slot int) (Beat, error) {
 	bt := Beat{Cluster: d.str(), Writer: d.str(), Slot: int(d.u16()), Run: d.u64(), Counter: d.u64()}
 	bt.Time = time.Unix(0, int64(d.u64()))
 	bt.State = d.byte1()
-	bt.AckNonce = d.nonce()
-	bt.AckFencer = d.str()
+	bt.Period = time.Duration(min(d.u64(), uint64(1<<62)))
+	n := int(d.byte1())
+	if n > maxSeen {
+		return Beat{}, fmt.Errorf("%w: %d slots seen", ErrMalformed, n)
+	}
+	for range n {
+		if d.bad {
+			break
+		}
+		bt.Seen = append(bt.Seen, Seen{Slot: int(d.u16()), Run: d.u64(), Counter: d.u64()})
+	}
+	n = int(d.byte1())
+	if n > maxAnnounce {
+		return Beat{}, fmt.Errorf("%w: %d fences", ErrMalformed, n)
+	}
+	for range n {
+		if d.bad {
+			break
+		}
+		bt.Fences = append(bt.Fences, Announce{Slot: int(d.u16()), Run: d.u64(), Nonce: d.nonce()})
+	}
+	n = int(d.byte1())
+	if n > maxAcks {
+		return Beat{}, fmt.Errorf("%w: %d acknowledgements", ErrMalformed, n)
+	}
+	for range n {
+		if d.bad {
+			break
+		}
+		bt.Acks = append(bt.Acks, Ack{Slot: int(d.u16()), Nonce: d.nonce()})
+	}
 	if !d.done() {
 		return Beat{}, ErrMalformed
 	}
