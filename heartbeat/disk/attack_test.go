@@ -141,7 +141,11 @@ func TestDiskHeldSlotNeverFencesALiveNode(t *testing.T) {
 	d1 := b.disk("n1", 10, nil)
 	d2 := b.disk("n2", 20, func(c *Config) {
 		c.OnFenced = func(f Fence) { mu.Lock(); obeyed = append(obeyed, f); mu.Unlock() }
-		c.OnState = func(ok bool, why string) { mu.Lock(); states, reasons = append(states, ok), append(reasons, why); mu.Unlock() }
+		c.OnState = func(ok bool, why string) {
+			mu.Lock()
+			states, reasons = append(states, ok), append(reasons, why)
+			mu.Unlock()
+		}
 	})
 	for range 6 {
 		b.period(d1, d2)
