@@ -358,7 +358,9 @@ func (d *Disk) beatLocked(now time.Time) Beat {
 	}
 	for _, m := range slices.Sorted(maps.Keys(d.fences)) {
 		f := d.fences[m]
-		if f.ended {
+		if f.ended || d.lost {
+			// a node that lost the disk (or whose slot someone else
+			// writes) fences nobody through it: it may be the one fenced
 			continue
 		}
 		f.run = d.peers[f.target].run
@@ -715,6 +717,9 @@ func (d *Disk) endFence(f *fenceReq, how string) {
 
 // fenceWaitLocked says what a fence in progress waits for.
 func (d *Disk) fenceWaitLocked(f *fenceReq) string {
+	if d.lost {
+		return "this node's disk is lost: it announces no fence"
+	}
 	if f.announced.IsZero() {
 		return "the fence could not be announced on the disk yet"
 	}

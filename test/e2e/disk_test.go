@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -345,5 +348,111 @@ func TestNetnsDiskLinkKeepsCutOwnerUp(t *testing.T) {
 	q.noOverlap()
 	if w := where(c["n3"], "web"); len(w) != 1 || w[0] != "n1" {
 		t.Fatalf("web up on %v after the heal, want n1 only", w)
+	}
+}
+
+// startDiskAttacker runs a (chaos.DiskAttack) as a process of its own (this
+// test binary, see TestMain) until the end of the test.
+func startDiskAttacker(t *testing.T, a chaos.DiskAttack) {
+	t.Helper()
+	spec, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), chaos.DiskAttackEnv+"="+string(spec))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		t.Logf("%s", strings.TrimSpace(out.String()))
+	})
+}
+
+// diskAttackBed is the layout of docs/operations.md "A 2-node cluster with
+// the disk instead of IPMI": quorum, a plain arbitrator both nodes reach,
+// hb.disk.fence and no [stonith] command, split_action stop. n1 runs db1
+// and db2, n2 runs web, so that n1 fences first when the link between
+// them is cut (the side running more services). A node's crash command
+// stops its apps and kills its daemon (a host that went down).
+func diskAttackBed(t *testing.T, diskFile string) *quorumBed {
+	t.Helper()
+	const arbAddr = "192.0.2.50"
+	q := newQuorumBedWith(t, []string{"n1", "n2"}, func(w, name string) string {
+		crash := "true"
+		if name != "" {
+			crash = fmt.Sprintf(`touch %s/crashed-%s; for s in web db1 db2; do [ -e %s/svcvar-%s-$s ] && %s/stop.sh $s %s $(cat %s/svcvar-%s-$s); done; kill -9 $PPID`,
+				w, name, w, name, w, name, w, name)
+		}
+		return `split_action = "stop"` + "\n" + fmt.Sprintf("crash_command = %q\n", crash) +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"2s\"\n", diskFile)
+	}, func(*chaos.Bed) string {
+		return fmt.Sprintf("[arbitrator.witness]\nuri = \"http://%s:8080/\"\ntimeout = \"1s\"\n", arbAddr)
+	}, map[string]string{"arb": arbAddr}, 1)
+	startArbitrator(t, q.bed, "arb", arbAddr)
+	c := q.nodes
+	waitFor(t, 20*time.Second, "both hear the arbitrator", func() bool {
+		for _, n := range []string{"n1", "n2"} {
+			qs := c[n].status().Cluster.QuorumState
+			if qs == nil || len(qs.Arbitrators) != 1 || !qs.Arbitrators[0].Answered {
+				return false
+			}
+		}
+		return true
+	})
+	createService(t, c["n1"], "db1", q.service("n1", "n2"))
+	createService(t, c["n1"], "db2", q.service("n1", "n2"))
+	createService(t, c["n1"], "web", q.service("n2", "n1"))
+	q.waitFor(40*time.Second, "db1, db2 up on n1 and web up on n2", func() bool {
+		return upOnlyOn(c["n1"], "db1", "n1")() && upOnlyOn(c["n1"], "db2", "n1")() && upOnlyOn(c["n1"], "web", "n2")()
+	})
+	q.waitFor(20*time.Second, "each node's disk reachable, the other's slot alive", func() bool {
+		a, b := c["n1"].status().Disk, c["n2"].status().Disk
+		return a != nil && b != nil && a.Reachable && b.Reachable && a.Slots["n2"].Alive && b.Slots["n1"].Alive
+	})
+	return q
+}
+
+// cutBetween cuts the network between n1 and n2 only (both still reach the
+// arbitrator).
+func (q *quorumBed) cutBetween(a, b string) {
+	q.ok(q.bed.OneWay(a, b))
+	q.ok(q.bed.OneWay(b, a))
+}
+
+// TestNetnsDiskHeldSlotNeverTakesOverALiveNode: the link between n1 and
+// n2 is cut (both keep the vote with the arbitrator) and n1 fences n2,
+// which runs web. An attacker without the secret erases every fence block
+// and writes n2's block of the cut back into n2's slot 5 ms after each
+// of n2's writes (n2 reads its block back at once: it sees its own), so that n2's slot never advances for n1. n2
+// still learns the fence from n1's beat (or, its slot rewritten, counts
+// its disk lost and stops by its split_action): web is stopped on n2
+// before n1 starts it, the external journal shows no overlap.
+func TestNetnsDiskHeldSlotNeverTakesOverALiveNode(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	diskFile := filepath.Join(t.TempDir(), "hb.disk")
+	q := diskAttackBed(t, diskFile)
+	c := q.nodes
+	cut := uptime(t)
+	startDiskAttacker(t, chaos.DiskAttack{Path: diskFile, Slots: 2, Hold: []int{1}, EraseFences: true, Delay: 5 * time.Millisecond})
+	q.cutBetween("n1", "n2")
+	q.waitFor(60*time.Second, "n1 starts web", func() bool { _, ok := q.first("n1", "start", cut); return ok })
+	q.noOverlap()
+	stop, ok := q.first("n2", "stop", cut)
+	start, _ := q.first("n1", "start", cut)
+	if !ok || stop.T > start.T {
+		q.dump()
+		t.Fatalf("n1 started web at %.2f, n2 stopped it at %.2f (%v): a takeover of a live node", start.T-cut, stop.T-cut, ok)
+	}
+	t.Logf("n2 stopped web %.1fs after the cut, n1 started it %.1fs after the cut", stop.T-cut, start.T-cut)
+	if _, err := os.Stat(filepath.Join(q.work, "crashed-n1")); err == nil {
+		t.Fatal("n1 ran its crash command: the survivor was fenced")
+	}
+	if w := where(c["n1"], "db1"); len(w) != 1 || w[0] != "n1" {
+		t.Fatalf("db1 up on %v, want n1", w)
 	}
 }

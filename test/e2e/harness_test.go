@@ -10,12 +10,16 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/test/chaos"
 	"haven/test/testbed"
 )
 
 var binDir string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(chaos.DiskAttackEnv) != "" {
+		os.Exit(chaos.DiskAttackerMain()) // a disk attacker's process (disk_test.go)
+	}
 	dir, err := os.MkdirTemp("", "haven-e2e-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -43,6 +43,7 @@ pid=$(cat "$var/app.pid" 2>/dev/null)
 		"start.sh": `alive "$pid" && exit 0
 journal start
 echo "$var" > "` + dir + `/var-$node"
+echo "$var" > "` + dir + `/svcvar-$node-$svc"
 ` + sleep + ` 100000 >/dev/null 2>&1 &
 echo $! > "$var/app.pid"
 `,
