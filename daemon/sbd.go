@@ -292,8 +292,7 @@ func (d *Daemon) diskFence(target string) bool {
 	dsk := d.sbd.disk
 	if dsk == nil {
 		d.post(func() {
-			d.core.FenceDone(target, fmt.Errorf("disk fence: the disk %s is not open", d.node.HB.Disk.Path), d.clk.Now())
-			d.applyReady()
+			d.drv.Step(node.FenceEnded{Node: target, Err: fmt.Errorf("disk fence: the disk %s is not open", d.node.HB.Disk.Path), Now: d.clk.Now()})
 		})
 		return true
 	}
@@ -305,9 +304,9 @@ func (d *Daemon) diskFence(target string) bool {
 		d.post(func() {
 			if err == nil {
 				d.log.Warn("disk fence done", zap.String("target", target), zap.String("how", how))
+				how = "fenced through the disk: " + how
 			}
-			d.core.FenceDone(target, err, d.clk.Now())
-			d.applyReady()
+			d.drv.Step(node.FenceEnded{Node: target, How: how, Err: err, Now: d.clk.Now()})
 		})
 	})
 	return true

@@ -87,6 +87,7 @@ type gate struct {
 	// raceChecked: the fence delay of a possible double survivor was
 	// decided (raceDelay: this node waits before it fences).
 	raceChecked, raceDelay bool
+	raceWhy                string
 	// oneVoteAt is when a one-vote arbitrator first granted this side
 	// alone after the peer was lost (zero: not yet): the peer's lease had
 	// ended by then, its stop budget runs from there.
@@ -425,7 +426,11 @@ func (c *Core) ArbitratorResult(name string, ok bool, detail string, sent, now t
 
 // FenceDone is the end of a fence run of node: err nil when the command
 // exited 0.
-func (c *Core) FenceDone(node string, err error, now time.Time) {
+func (c *Core) FenceDone(node string, err error, now time.Time) { c.fenceDone(node, "", err, now) }
+
+// fenceDone is FenceDone; how says how a fence that was no command was
+// done ("" for a command).
+func (c *Core) fenceDone(node, how string, err error, now time.Time) {
 	g := c.q.gates[node]
 	if g == nil || !g.fencing {
 		return
@@ -434,7 +439,7 @@ func (c *Core) FenceDone(node string, err error, now time.Time) {
 	g.attempts++
 	if err == nil {
 		g.fenced = true
-		c.emit(Fenced{Node: node})
+		c.emit(Fenced{Node: node, How: how})
 	} else {
 		back := time.Second << min(g.attempts-1, 6)
 		back = min(back, fenceBackoffMax)
@@ -517,23 +522,24 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	if c.hasStonith(name) {
 		if !g.raceChecked {
 			// Both sides may have kept the quorum (2 nodes and an
-			// arbitrator both reach): each would fence the other. The
-			// first by name fences at once, the other after the self-stop
-			// deadline, as Pacemaker's fence delay does.
+			// arbitrator both reach): each would fence the other. One
+			// fences at once, the other after the self-stop deadline, as
+			// Pacemaker's fence delay does (fencerace.go).
 			g.raceChecked = true
 			agree := len(q.live) + 1
-			if !quorum.CertainlyLost(len(c.cfg.ClusterNodes), agree, c.cfg.Quorum.Arbitrators) && c.cfg.Name > name {
-				g.raceDelay = true
-				g.nextTry = g.deadline
-				c.wakeAt(g.nextTry)
+			if !quorum.CertainlyLost(len(c.cfg.ClusterNodes), agree, c.cfg.Quorum.Arbitrators) {
+				if g.raceDelay, g.raceWhy = c.fencesSecond(name); g.raceDelay {
+					g.nextTry = g.deadline
+					c.wakeAt(g.nextTry)
+				}
 			}
 		}
 		switch {
 		case g.fencing:
 			return "fencing " + name
 		case g.raceDelay && g.attempts == 0 && now.Before(g.nextTry):
-			return fmt.Sprintf("fence of %s delayed until %s: %s may have kept the quorum too, and the first node by name fences first (so that two survivors never fence each other)",
-				name, g.nextTry.UTC().Format("15:04:05.000"), name)
+			return fmt.Sprintf("fence of %s delayed until %s: %s may have kept the quorum too, and %s (so that two survivors never fence each other)",
+				name, g.nextTry.UTC().Format("15:04:05.000"), name, g.raceWhy)
 		case now.Before(g.nextTry):
 			return fmt.Sprintf("fence of %s failed (attempt %d: %s), next try at %s", name, g.attempts, g.fenceErr, g.nextTry.UTC().Format("15:04:05.000"))
 		}

@@ -321,8 +321,10 @@ func TestSplitStopDeadlineEscalates(t *testing.T) {
 }
 
 // Two survivors that may both have kept the quorum (2 nodes, an arbitrator
-// both reach) must not fence each other at once: the first by name fences
-// at once, the other after the self-stop deadline.
+// both reach) must not fence each other at once: with as many services on
+// each side, the first by name fences at once, the other after the
+// self-stop deadline (TestFenceRaceFavoursTheBusierSide: otherwise the
+// side running more services fences first).
 func TestFenceRaceDelay(t *testing.T) {
 	arbs := []quorum.Arbitrator{{Name: "a", Weight: 1}}
 	at := t0.Add(3 * time.Second)
@@ -331,6 +333,7 @@ func TestFenceRaceDelay(t *testing.T) {
 		delayed    bool
 	}{{"n1", "n2", false}, {"n2", "n1", true}} {
 		c, _ := qcore(t, tc.name, []string{"n1", "n2"}, arbs, SplitStop, tc.peer)
+		hearRunning(c, tc.peer, t0, "db") // one service each
 		ticks(c, t0, at)
 		c.Ready()
 		lose(c, tc.peer, at)

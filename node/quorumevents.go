@@ -103,15 +103,22 @@ func (e TakeoverGate) String() string {
 	return "takeover of " + e.Node + "'s services blocked: " + e.Reason
 }
 
-// Fenced: the fence command of a lost peer succeeded.
+// Fenced: the fence of a lost peer is done: its fence command succeeded,
+// or How says how (a fence through the disk).
 type Fenced struct {
 	Node string `json:"node"`
+	How  string `json:"how,omitempty"`
 }
 
-func (Fenced) Kind() string     { return "fenced" }
-func (Fenced) Service() string  { return "" }
-func (Fenced) Level() Level     { return Warn }
-func (e Fenced) String() string { return "fenced " + e.Node + ": its fence command succeeded" }
+func (Fenced) Kind() string    { return "fenced" }
+func (Fenced) Service() string { return "" }
+func (Fenced) Level() Level    { return Warn }
+func (e Fenced) String() string {
+	if e.How != "" {
+		return "fenced " + e.Node + ": " + e.How
+	}
+	return "fenced " + e.Node + ": its fence command succeeded"
+}
 
 // FenceFailed: the fence command of a lost peer failed; the takeover stays
 // blocked and the command is run again after Retry.

@@ -79,9 +79,11 @@ type (
 		ErrText    string
 		Sent, Now  time.Time
 	}
-	// FenceEnded is the end of a fence command (FenceDone).
+	// FenceEnded is the end of a fence (FenceDone); How says how it was
+	// done when it was not by a fence command (through the disk).
 	FenceEnded struct {
 		Node string
+		How  string
 		Err  error
 		Now  time.Time
 	}
@@ -203,7 +205,7 @@ func (c *Core) Step(in Input) Ticket {
 	case Granted:
 		c.OneVoteResult(in.Arbitrator, in.Grant, in.ErrText, in.Sent, in.Now)
 	case FenceEnded:
-		c.FenceDone(in.Node, in.Err, in.Now)
+		c.fenceDone(in.Node, in.How, in.Err, in.Now)
 	case Stopping:
 		c.BeginStop(in.Mode, in.Now)
 	case NodeAdmin:

@@ -1,0 +1,75 @@
+package node
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"haven/dataset"
+	"haven/quorum"
+)
+
+// hearRunning is the data of peer p showing svcs up on it.
+func hearRunning(c *Core, p string, now time.Time, svcs ...string) {
+	d := &dataset.Node{Name: p, Monitor: dataset.NodeIdle, SplitAction: SplitStop, Services: map[string]dataset.Instance{}}
+	for _, s := range svcs {
+		d.Services[s] = dataset.Instance{Avail: dataset.StatusUp, Overall: dataset.StatusUp, Monitor: dataset.InstanceMonitor{State: dataset.Idle}}
+	}
+	c.Heartbeat(PeerEvent{Node: p, Kind: PeerData, Data: d}, now)
+}
+
+// TestFenceRaceFavoursTheBusierSide: the link between two nodes is cut,
+// both keep the vote (an arbitrator both reach) and each may fence the
+// other: the side running more services fences at once and keeps them,
+// the other waits for the self-stop deadline, whatever their names.
+func TestFenceRaceFavoursTheBusierSide(t *testing.T) {
+	arbs := []quorum.Arbitrator{{Name: "a", Weight: 1}}
+	at := t0.Add(3 * time.Second)
+	for _, tc := range []struct {
+		name, peer string
+		peerSvcs   []string // web runs here
+		delayed    bool
+		why        string
+	}{
+		{"n1", "n2", []string{"db", "mail"}, true, "the side running more services fences first"},
+		{"n2", "n1", nil, false, ""},
+		{"n2", "n1", []string{"db"}, true, "the first node by name fences first"},
+	} {
+		c, _ := qcore(t, tc.name, []string{"n1", "n2"}, arbs, SplitStop, tc.peer)
+		hearRunning(c, tc.peer, t0, tc.peerSvcs...)
+		ticks(c, t0, at)
+		c.Ready()
+		lose(c, tc.peer, at)
+		c.ArbitratorResult("a", true, "200 OK", at, at)
+		rd := c.Ready()
+		if got := len(rd.Fences) == 0; got != tc.delayed {
+			t.Fatalf("%s, %s running %v: fences %v, want delayed %v", tc.name, tc.peer, tc.peerSvcs, rd.Fences, tc.delayed)
+		}
+		if f := c.Snapshot(at).Fencing[tc.peer]; tc.delayed && !strings.Contains(f, tc.why) {
+			t.Fatalf("%s: gate %q, want %q", tc.name, f, tc.why)
+		}
+	}
+}
+
+// TestFenceDoneHowIsSaid: a fence done through the disk is logged as such,
+// not as a fence command that succeeded.
+func TestFenceDoneHowIsSaid(t *testing.T) {
+	c, _ := qcore(t, "n2", []string{"n1", "n2", "n3"}, nil, SplitStop, "n1")
+	at := t0.Add(3 * time.Second)
+	ticks(c, t0, at)
+	lose(c, "n1", at)
+	hear(c, "n3", []string{"n1"}, at)
+	if rd := c.Ready(); len(rd.Fences) != 1 {
+		t.Fatalf("fences %+v", rd.Fences)
+	}
+	c.Step(FenceEnded{Node: "n1", How: "fenced through the disk: n1's slot has not advanced for 9s", Now: at.Add(9 * time.Second)})
+	var said []string
+	for _, e := range c.Ready().Events {
+		if f, ok := e.(Fenced); ok {
+			said = append(said, f.String())
+		}
+	}
+	if len(said) != 1 || said[0] != "fenced n1: fenced through the disk: n1's slot has not advanced for 9s" {
+		t.Fatalf("fenced events %q", said)
+	}
+}
