@@ -44,6 +44,10 @@ type Options struct {
 	// Format overrides upgrade.Current, the newest format version this
 	// node reads, when non-zero (HAVEN_FORMAT: to rehearse an upgrade).
 	Format int
+	// WatchdogFile accepts a regular file as node.watchdog_device: it
+	// records the pets and resets nothing (HAVEN_WATCHDOG_FILE: tests
+	// only, on hosts without a watchdog driver).
+	WatchdogFile bool
 	// Stderr also sends the log to stderr (nodemgr daemon run).
 	Stderr bool
 	// CrashOutput sends the panics and fatal errors of the whole process

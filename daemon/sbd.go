@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"haven/heartbeat"
 	"haven/heartbeat/disk"
 	"haven/node"
+	"haven/node/driver"
 )
 
 // The disk heartbeat, its SBD-style fencing and the watchdog (node.toml
@@ -51,14 +53,24 @@ const pulsePeriod = 500 * time.Millisecond
 // until it opens: a disk missing at start is logged and counted lost).
 func (d *Daemon) startSBD() error {
 	dk := d.node.HB.Disk
+	if d.node.WatchdogDevice == "" && d.cluster.Quorum {
+		for _, a := range d.cluster.Arbitrators {
+			if strings.HasPrefix(a.URI, driver.OneVoteScheme) {
+				d.log.Warn("a one-vote arbitrator ("+a.URI+") without node.watchdog_device: a survivor takes this node's services over once its lease ended plus its stop budget, and a daemon paused or hung that long leaves them running: set a watchdog (docs/operations.md)",
+					zap.String("node", d.node.Name), zap.String("file", d.node.File))
+				break
+			}
+		}
+	}
 	if dk.Path == "" && d.node.WatchdogDevice == "" {
 		return nil
 	}
 	s := &sbd{quit: make(chan struct{}), done: make(chan struct{})}
 	if d.node.WatchdogDevice != "" {
-		wd, err := openWatchdog(d.node.WatchdogDevice)
+		wd, err := openWatchdog(d.node.WatchdogDevice, d.minFenceWait(), d.opts.WatchdogFile)
 		if err != nil {
-			return fmt.Errorf("node.watchdog_device %s (%s): %w", d.node.WatchdogDevice, d.node.File, err)
+			// bad input: the file, the line and the key, exit status 2
+			return d.node.ErrAt("node", "watchdog_device", "%s: %v", d.node.WatchdogDevice, err)
 		}
 		s.wd = wd
 		d.log.Info("watchdog armed", zap.String("device", wd.path), zap.String("timeout", wd.timeoutText()))
@@ -107,6 +119,17 @@ func (d *Daemon) startSBD() error {
 	}
 	go d.pulse(s)
 	return nil
+}
+
+// minFenceWait is the shortest fence wait of a survivor fencing this node
+// through the disk (diskFence: 2 x hb.disk.timeout + the self-stop
+// deadline, whose stop budget only grows with the services), 0 when the
+// disk does not fence: the watchdog must reset a paused host before it.
+func (d *Daemon) minFenceWait() time.Duration {
+	if !d.node.HB.Disk.Fence || d.node.HB.Disk.Path == "" {
+		return 0
+	}
+	return 2*d.node.HB.Disk.Timeout + driver.QuorumConfig(d.node, d.cluster).Timing.Deadline()
 }
 
 // diskLiveness is what the disk tells of the peers' slots that advance:

@@ -23,7 +23,7 @@ func TestWatchdogPetsStopWhenTheLoopIsBlocked(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wd, err := openWatchdog(path)
+	wd, err := openWatchdog(path, 0, true) // a file of the tests: records the pets
 	if err != nil {
 		t.Fatal(err)
 	}

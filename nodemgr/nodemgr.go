@@ -37,6 +37,11 @@ const EnvCompat = "HAVEN_COMPAT"
 // (node/upgrade), to rehearse an upgrade across versions.
 const EnvFormat = "HAVEN_FORMAT"
 
+// EnvWatchdogFile, when 1, makes the daemon accept a regular file as
+// node.watchdog_device: it records the pets and resets nothing (tests, on
+// hosts without a watchdog driver).
+const EnvWatchdogFile = "HAVEN_WATCHDOG_FILE"
+
 // App returns the nodemgr command.
 func App() *cli.App {
 	flags := cliutil.GlobalFlags()
@@ -147,7 +152,7 @@ func run(c *cli.Context) error {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	defer signal.Stop(hup)
-	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Format: fv, Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster"), NewState: c.Bool("new-state"),
+	d, err := daemon.New(daemon.Options{Paths: cliutil.Paths(c), Compat: cv, Format: fv, WatchdogFile: os.Getenv(EnvWatchdogFile) == "1", Stderr: c.Bool("log-stderr"), CrashOutput: true, NewCluster: c.Bool("new-cluster"), NewState: c.Bool("new-state"),
 		WebView: webView})
 	if err != nil {
 		return err

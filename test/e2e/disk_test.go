@@ -90,8 +90,10 @@ func TestNetnsDiskFence(t *testing.T) {
 	}
 }
 
-// TestWatchdogPets: node.watchdog_device names a file that records the
-// pets (one byte each): the daemon pets it while its loop runs, never
+// TestWatchdogPets: node.watchdog_device names a regular file: refused
+// (exit 2, naming the file, line and key); in the tests' mode
+// (HAVEN_WATCHDOG_FILE=1) the file records the pets (one byte each): the
+// daemon pets it while its loop runs, never
 // while it is paused (SIGSTOP), again after SIGCONT, and writes the magic
 // "V" at a clean stop.
 func TestWatchdogPets(t *testing.T) {
@@ -99,7 +101,15 @@ func TestWatchdogPets(t *testing.T) {
 	wd := filepath.Join(t.TempDir(), "watchdog")
 	writeFile(t, wd, "")
 	n := newNode(t, "n1", testbed.NodeToml{Name: "n1", Keys: []string{`monitor_interval = "300ms"`, fmt.Sprintf("watchdog_device = %q", wd)}}.String())
-	n.must("nodemgr", "daemon", "start")
+	if r := n.run("nodemgr", "daemon", "start"); r.Code != 2 || !strings.Contains(r.Err, "not a watchdog device (a regular file") || !strings.Contains(r.Err, "etc/node.toml:4: node.watchdog_device: ") {
+		t.Fatalf("a regular file as the watchdog: %s, want refused (exit 2)", r)
+	}
+	// HAVEN_WATCHDOG_FILE=1: the tests' mode, a regular file records the
+	// pets (no watchdog driver on the test hosts)
+	r, err := testbed.Command{Bin: filepath.Join(binDir, "nodemgr"), Root: n.root, Args: []string{"daemon", "start"}, Env: []string{"HAVEN_WATCHDOG_FILE=1"}}.Run()
+	if err != nil || r.Code != 0 {
+		t.Fatalf("daemon start in the tests' mode: %v %s", err, r)
+	}
 	size := func() int64 {
 		st, err := os.Stat(wd)
 		if err != nil {

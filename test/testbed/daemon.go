@@ -51,6 +51,8 @@ type Command struct {
 	Args      []string
 	NS        string
 	Timeout   time.Duration
+	// Env is added to the environment of the command (KEY=VALUE).
+	Env []string
 }
 
 // Run runs the command. A non-zero exit, or a kill at the deadline
@@ -68,6 +70,9 @@ func (c Command) Run() (Result, error) {
 		cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", c.NS, c.Bin}, argv...)...)
 	} else {
 		cmd = exec.CommandContext(ctx, c.Bin, argv...)
+	}
+	if len(c.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.Env...)
 	}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
