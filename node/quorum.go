@@ -107,6 +107,9 @@ type quorumState struct {
 	arbs        map[string]arbResult
 	nextProbe   time.Time
 	lastTick    time.Time
+	// slept is how long the host was suspended since lastTick (Resumed):
+	// now - lastTick does not count it.
+	slept time.Duration
 	// rejoined is set once this run left the rejoin: it votes from then on.
 	rejoined bool
 
@@ -212,10 +215,10 @@ func (c *Core) updateQuorum(now time.Time) {
 		q.gates = map[string]*gate{}
 	}
 	stalled := time.Duration(0)
-	if !q.lastTick.IsZero() && c.cfg.Quorum.HBTimeout > 0 && now.Sub(q.lastTick) > c.cfg.Quorum.HBTimeout {
-		stalled = now.Sub(q.lastTick)
+	if gap := now.Sub(q.lastTick) + q.slept; !q.lastTick.IsZero() && c.cfg.Quorum.HBTimeout > 0 && gap > c.cfg.Quorum.HBTimeout {
+		stalled = gap
 	}
-	q.lastTick = now
+	q.lastTick, q.slept = now, 0
 	if q.lost && c.cfg.Quorum.SplitAction == SplitStop && !c.state.NodeFrozen {
 		// the admin thawed the node: it is back in the race
 		q.lost, q.splitSvcs = false, nil

@@ -27,6 +27,13 @@ type (
 	Ticked struct{ Now time.Time }
 	// Woken is the end of the wake-up timer armed at Ready.WakeAt (WakeUp).
 	Woken struct{}
+	// Resumed: the host was suspended for Slept, which Now does not count
+	// (its clock is CLOCK_MONOTONIC's); the driver says it before any
+	// other input once the host runs again (Resume).
+	Resumed struct {
+		Slept time.Duration
+		Now   time.Time
+	}
 	// Pass is a decision pass; ViewOnly when only the view changed since
 	// the last one (OrchestrateView), else a full one (Orchestrate).
 	Pass struct {
@@ -145,6 +152,7 @@ func (Started) isInput()           {}
 func (PeerNews) isInput()          {}
 func (Ticked) isInput()            {}
 func (Woken) isInput()             {}
+func (Resumed) isInput()           {}
 func (Pass) isInput()              {}
 func (Persisted) isInput()         {}
 func (RetryWrite) isInput()        {}
@@ -184,6 +192,8 @@ func (c *Core) Step(in Input) Ticket {
 		c.Tick(in.Now)
 	case Woken:
 		c.WakeUp()
+	case Resumed:
+		c.Resume(in.Slept, in.Now)
 	case Pass:
 		c.orchestrate(in.Now, in.ViewOnly)
 	case Persisted:

@@ -31,6 +31,8 @@ type Fake struct {
 	now     time.Time
 	waiters []waiter
 	timers  []*fakeTimer // NewTimer, NewTicker (timer.go)
+	// suspended is the host's suspended time (suspend.go)
+	suspended time.Duration
 }
 
 type waiter struct {

@@ -24,3 +24,19 @@ func TestFakeFiresTimersWhenDue(t *testing.T) {
 		t.Fatal("timer did not fire when due")
 	}
 }
+
+// TestSuspendedClocks: the real clock's suspended time is the difference of
+// CLOCK_BOOTTIME and CLOCK_MONOTONIC (never negative, steady while the
+// host runs); the fake's grows by Suspend and leaves Now alone.
+func TestSuspendedClocks(t *testing.T) {
+	a := Real{}.Suspended()
+	b := Real{}.Suspended()
+	if a < 0 || b-a > 10*time.Millisecond || a-b > 10*time.Millisecond {
+		t.Fatalf("suspended %s then %s on a running host", a, b)
+	}
+	f := NewFake(time.Unix(1000, 0))
+	f.Suspend(30 * time.Second)
+	if f.Suspended() != 30*time.Second || !f.Now().Equal(time.Unix(1000, 0)) {
+		t.Fatalf("fake: suspended %s, now %v", f.Suspended(), f.Now())
+	}
+}

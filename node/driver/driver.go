@@ -67,6 +67,9 @@ type Driver struct {
 	gen, stepGen, published uint64
 	lastStep, stepAt        time.Time
 	badNames                map[string]bool
+	// suspended is the host's suspended time last told to the core
+	// (Resumed), when the clock knows it (clock.Suspender).
+	suspended time.Duration
 	// peerCopies are the peers' last data taken (heartbeat.go).
 	peerCopies map[string]peerCopy
 
@@ -84,7 +87,36 @@ type Driver struct {
 // New returns the driver of core, carrying out its Readies with fx and
 // reading time from clk.
 func New(core *node.Core, fx Effects, clk clock.Clock) *Driver {
-	return &Driver{Core: core, fx: fx, clk: clk, tickets: map[node.Ticket]func(node.Answer){}}
+	d := &Driver{Core: core, fx: fx, clk: clk, tickets: map[node.Ticket]func(node.Answer){}}
+	if s, ok := clk.(clock.Suspender); ok {
+		d.suspended = s.Suspended()
+	}
+	return d
+}
+
+// suspendMin is the shortest suspend of the host told to the core (the
+// two clocks behind clock.Suspender are read one after the other: a few
+// microseconds of jitter). Shorter ones add up until they reach it.
+const suspendMin = 50 * time.Millisecond
+
+// resumed tells the core, before any other input, that the host was
+// suspended since the last input (CLOCK_BOOTTIME moved on, CLOCK_MONOTONIC
+// did not): the core's clock does not count that time.
+func (d *Driver) resumed() {
+	s, ok := d.clk.(clock.Suspender)
+	if !ok {
+		return
+	}
+	total := s.Suspended()
+	if total-d.suspended < suspendMin {
+		return
+	}
+	in := node.Resumed{Slept: total - d.suspended, Now: d.clk.Now()}
+	d.suspended = total
+	if d.Trace != nil {
+		d.Trace(in)
+	}
+	d.Core.Step(in)
 }
 
 // TickPeriod is the shortest time between two ticks of the loop, and
@@ -153,6 +185,7 @@ func (d *Driver) Apply() {
 // what it asks: for an effect that reports at once, inside Apply (the
 // Apply running takes it). It returns the ticket of a request.
 func (d *Driver) Input(in node.Input) node.Ticket {
+	d.resumed()
 	if d.Trace != nil {
 		d.Trace(in)
 	}
