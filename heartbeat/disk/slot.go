@@ -28,6 +28,13 @@ import (
 //	14+len  HMAC-SHA256 of bytes 0..14+len, 32 bytes
 //	rest zero
 //
+// A beat's body: the cluster, the writer, its slot, run, counter, clock,
+// state and period, then three counted lists: the newest block the writer
+// read of each other slot (its echo: slot, run, counter), the fences it
+// conducts (target slot, target run, nonce) and its acknowledgements
+// (fencer slot, nonce). A fence block's body: the cluster, the fencer, the
+// target, its slot, the target's run, the nonce and the fencer's clock.
+//
 // The MAC key is HKDF-SHA256 of the cluster secret and the cluster name:
 // a host that reads and writes the disk but lacks the secret can neither
 // forge a beat nor a fence. The cluster name is also in clear in every

@@ -233,6 +233,9 @@ func TestNetnsDiskFenceStall(t *testing.T) {
 		q.dump()
 		t.Fatal("the survivors' logs do not say the fence was done by the stall of n1's slot")
 	}
+	if !strings.Contains(logs, "fenced n1: fenced through the disk: n1's slot has not advanced") || strings.Contains(logs, "its fence command succeeded") {
+		t.Fatal("the survivors' logs say a fence command succeeded, or not that the disk fenced n1")
+	}
 	stop, _ := q.first("n1", "stop", cut)
 	for _, n := range []string{"n2", "n3"} {
 		if s, ok := q.first(n, "start", cut); ok {
