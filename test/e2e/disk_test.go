@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"haven/heartbeat/disk"
 	"haven/test/chaos"
 	"haven/test/testbed"
 )
@@ -467,5 +468,65 @@ func TestNetnsDiskHeldSlotNeverTakesOverALiveNode(t *testing.T) {
 	}
 	if w := where(c["n1"], "db1"); len(w) != 1 || w[0] != "n1" {
 		t.Fatalf("db1 up on %v, want n1", w)
+	}
+}
+
+// TestNetnsDiskOldStoppedBlockNeverBlocksTakeover: the block n1 wrote at
+// an earlier clean `nodemgr daemon stop` ("stopped on purpose") is kept by
+// an attacker without the secret; n1's daemon runs again, then its host
+// dies (its link cut, its daemon and app killed), and the attacker writes
+// the old block back into n1's slot once. The block is of an earlier run,
+// older than the newest read: it counts for nothing, the survivors fence
+// n1 by the stall of its slot and take web over (it blocked the takeover
+// for ever: "the disk cannot fence it").
+func TestNetnsDiskOldStoppedBlockNeverBlocksTakeover(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	diskFile := filepath.Join(t.TempDir(), "hb.disk")
+	var work string
+	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
+		work = w
+		return `split_action = "stop"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
+			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"2s\"\n", diskFile)
+	}, nil, nil, 1)
+	c := q.nodes
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	c["n1"].must("nodemgr", "daemon", "stop")
+	q.waitFor(20*time.Second, "n1's daemon stopped", func() bool { return testbed.DaemonPID(c["n1"].root) == 0 })
+	f, err := os.Open(diskFile)
+	q.ok(err)
+	stopped := make([]byte, disk.BlockSize)
+	_, err = f.ReadAt(stopped, disk.BeatOffset(0))
+	f.Close()
+	q.ok(err)
+	restarted := time.Now()
+	q.startDaemon("n1")
+	// the stopped block read once is alive for hb.disk.timeout (2s) at
+	// most: alive 3s after the restart, the slot advances in the new run
+	q.waitFor(30*time.Second, "n2 sees n1's new run advance on the disk", func() bool {
+		st := c["n2"].status()
+		return time.Since(restarted) > 3*time.Second && st.Disk.Slots["n1"].Alive && st.Nodes["n1"].Status == "up"
+	})
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	// n1's host dies
+	cut := uptime(t)
+	q.cut("n1")
+	if pid := testbed.DaemonPID(c["n1"].root); pid > 0 {
+		q.ok(syscall.Kill(pid, syscall.SIGKILL))
+	}
+	vars, err := os.ReadFile(filepath.Join(work, "var-n1"))
+	q.ok(err)
+	if out, err := exec.Command(filepath.Join(work, "stop.sh"), "web", "n1", strings.TrimSpace(string(vars))).CombinedOutput(); err != nil {
+		t.Fatalf("stop n1's app: %v: %s", err, out)
+	}
+	startDiskAttacker(t, chaos.DiskAttack{Path: diskFile, Slots: 3, Replay: map[int64][]byte{disk.BeatOffset(0): stopped}})
+	q.waitFor(60*time.Second, "a survivor starts web", func() bool {
+		_, a := q.first("n2", "start", cut)
+		_, b := q.first("n3", "start", cut)
+		return a || b
+	})
+	q.noOverlap()
+	if logs := nodeLog(t, c["n2"]) + nodeLog(t, c["n3"]); strings.Contains(logs, "stopped on purpose") || !strings.Contains(logs, "older block") {
+		t.Fatal("the survivors counted the old block: no log of it as older than the newest read, or a fence refused for it")
 	}
 }
