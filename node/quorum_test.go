@@ -326,19 +326,12 @@ func TestSplitStopDeadlineEscalates(t *testing.T) {
 // self-stop deadline (TestFenceRaceFavoursTheBusierSide: otherwise the
 // side running more services fences first).
 func TestFenceRaceDelay(t *testing.T) {
-	arbs := []quorum.Arbitrator{{Name: "a", Weight: 1}}
 	at := t0.Add(3 * time.Second)
 	for _, tc := range []struct {
 		name, peer string
 		delayed    bool
 	}{{"n1", "n2", false}, {"n2", "n1", true}} {
-		c, _ := qcore(t, tc.name, []string{"n1", "n2"}, arbs, SplitStop, tc.peer)
-		hearRunning(c, tc.peer, t0, "db") // one service each
-		ticks(c, t0, at)
-		c.Ready()
-		lose(c, tc.peer, at)
-		c.ArbitratorResult("a", true, "200 OK", at, at)
-		rd := c.Ready()
+		c, rd := raceCore(t, tc.name, tc.peer, "db") // one service each
 		if got := len(rd.Fences) == 0; got != tc.delayed {
 			t.Fatalf("%s: fences %v, want delayed %v", tc.name, rd.Fences, tc.delayed)
 		}

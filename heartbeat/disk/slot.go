@@ -326,35 +326,21 @@ func (k *Keys) DecodeBeat(b []byte, slot int) (Beat, error) {
 	bt.Time = time.Unix(0, int64(d.u64()))
 	bt.State = d.byte1()
 	bt.Period = time.Duration(min(d.u64(), uint64(1<<62)))
-	n := int(d.byte1())
-	if n > maxSeen {
-		return Beat{}, fmt.Errorf("%w: %d slots seen", ErrMalformed, n)
-	}
-	for range n {
-		if d.bad {
-			break
-		}
+	err = decList(&d, maxSeen, "slots seen", func() {
 		bt.Seen = append(bt.Seen, Seen{Slot: int(d.u16()), Run: d.u64(), Counter: d.u64()})
+	})
+	if err == nil {
+		err = decList(&d, maxAnnounce, "fences", func() {
+			bt.Fences = append(bt.Fences, Announce{Slot: int(d.u16()), Run: d.u64(), Nonce: d.nonce()})
+		})
 	}
-	n = int(d.byte1())
-	if n > maxAnnounce {
-		return Beat{}, fmt.Errorf("%w: %d fences", ErrMalformed, n)
+	if err == nil {
+		err = decList(&d, maxAcks, "acknowledgements", func() {
+			bt.Acks = append(bt.Acks, Ack{Slot: int(d.u16()), Nonce: d.nonce()})
+		})
 	}
-	for range n {
-		if d.bad {
-			break
-		}
-		bt.Fences = append(bt.Fences, Announce{Slot: int(d.u16()), Run: d.u64(), Nonce: d.nonce()})
-	}
-	n = int(d.byte1())
-	if n > maxAcks {
-		return Beat{}, fmt.Errorf("%w: %d acknowledgements", ErrMalformed, n)
-	}
-	for range n {
-		if d.bad {
-			break
-		}
-		bt.Acks = append(bt.Acks, Ack{Slot: int(d.u16()), Nonce: d.nonce()})
+	if err != nil {
+		return Beat{}, err
 	}
 	if !d.done() {
 		return Beat{}, ErrMalformed
@@ -363,6 +349,18 @@ func (k *Keys) DecodeBeat(b []byte, slot int) (Beat, error) {
 		return Beat{}, fmt.Errorf("%w: slot %d found in slot %d", ErrWrongSlot, bt.Slot, slot)
 	}
 	return bt, nil
+}
+
+// decList reads a counted list of at most max entries, each with one.
+func decList(d *dec, max int, what string, one func()) error {
+	n := int(d.byte1())
+	if n > max {
+		return fmt.Errorf("%w: %d %s", ErrMalformed, n, what)
+	}
+	for i := 0; i < n && !d.bad; i++ {
+		one()
+	}
+	return nil
 }
 
 // EncodeFence seals a fence block.

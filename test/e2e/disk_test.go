@@ -17,6 +17,26 @@ import (
 	"haven/test/testbed"
 )
 
+// diskNodeKeys are the node.toml keys of a node of the disk tests: its
+// split_action and crash_command, and [hb.disk] on path.
+func diskNodeKeys(split, crash, path string, fence bool, timeout string) string {
+	return fmt.Sprintf("split_action = %q\ncrash_command = %q\n\n[hb.disk]\npath = %q\nfence = %v\ntimeout = %q\n", split, crash, path, fence, timeout)
+}
+
+// diskBed3 is a 3-node bed with quorum on, the disk fencing (a file of
+// the host, hb.disk.timeout 2s), each node's split_action split and crash
+// command crash(the bed's work directory), and web up on n1 only.
+func diskBed3(t *testing.T, split string, crash func(work string) string) (q *quorumBed, diskFile string) {
+	t.Helper()
+	diskFile = filepath.Join(t.TempDir(), "hb.disk")
+	q = newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
+		return diskNodeKeys(split, crash(w), diskFile, true, "2s")
+	}, nil, nil, 1)
+	createService(t, q.nodes["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(q.nodes["n2"], "web", "n1"))
+	return q, diskFile
+}
+
 // TestNetnsDiskFence: 3 nodes with quorum, a disk heartbeat on a file of
 // the host shared by the namespaces, fence = true, no [stonith] command,
 // split_action disabled (only the fence stops the owner). Every network
@@ -26,19 +46,12 @@ import (
 // over after it, and the external journal shows no overlap.
 func TestNetnsDiskFence(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
-	diskFile := filepath.Join(t.TempDir(), "hb.disk")
-	var work string
-	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
-		work = w
-		// the crash command stops the app where it runs (n1's: the
-		// survivors never run it) and says it ran
-		crash := fmt.Sprintf(`touch %s/crashed; for v in %s/var-*; do %s/stop.sh web ${v##*/var-} $(cat $v); done`, w, w, w)
-		return `split_action = "disabled"` + "\n" + fmt.Sprintf("crash_command = %q\n", crash) +
-			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"2s\"\n", diskFile)
-	}, nil, nil, 1)
-	c := q.nodes
-	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
-	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	// the crash command stops the app where it runs (n1's: the survivors
+	// never run it) and says it ran
+	q, _ := diskBed3(t, "disabled", func(w string) string {
+		return fmt.Sprintf(`touch %s/crashed; for v in %s/var-*; do %s/stop.sh web ${v##*/var-} $(cat $v); done`, w, w, w)
+	})
+	c, work := q.nodes, q.work
 	// the disk shows in the status object, svcmon and the daemon status
 	q.waitFor(20*time.Second, "n2 shows the fencing disk reachable and n1's slot alive", func() bool {
 		dk := c["n2"].status().Disk
@@ -167,8 +180,7 @@ func TestNetnsDiskErrorsNeverFence(t *testing.T) {
 	var work string
 	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
 		work = w
-		return `split_action = "disabled"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
-			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"1s\"\n", fifo)
+		return diskNodeKeys("disabled", "touch "+w+"/crashed", fifo, true, "1s")
 	}, nil, nil, 1)
 	c := q.nodes
 	for _, n := range []string{"n1", "n2", "n3"} {
@@ -211,16 +223,11 @@ func TestNetnsDiskErrorsNeverFence(t *testing.T) {
 // over; the journal shows no overlap.
 func TestNetnsDiskFenceStall(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
-	diskFile := filepath.Join(t.TempDir(), "hb.disk")
-	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
-		// $PPID of the command's shell is the daemon
-		crash := fmt.Sprintf(`for v in %s/var-*; do %s/stop.sh web ${v##*/var-} $(cat $v); done; kill -9 $PPID`, w, w)
-		return `split_action = "disabled"` + "\n" + fmt.Sprintf("crash_command = %q\n", crash) +
-			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"2s\"\n", diskFile)
-	}, nil, nil, 1)
+	// $PPID of the command's shell is the daemon
+	q, _ := diskBed3(t, "disabled", func(w string) string {
+		return fmt.Sprintf(`for v in %s/var-*; do %s/stop.sh web ${v##*/var-} $(cat $v); done; kill -9 $PPID`, w, w)
+	})
 	c := q.nodes
-	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
-	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
 	cut := uptime(t)
 	q.cut("n1")
 	q.waitFor(60*time.Second, "a survivor starts web after the fence", func() bool {
@@ -265,8 +272,7 @@ func TestNetnsDiskLostSplitAction(t *testing.T) {
 		if name == "n1" {
 			path = fifo
 		}
-		return `split_action = "stop"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
-			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"1s\"\n", path)
+		return diskNodeKeys("stop", "touch "+w+"/crashed", path, true, "1s")
 	}, func(*chaos.Bed) string {
 		return fmt.Sprintf("[arbitrator.witness]\nuri = \"http://%s:8080/\"\ntimeout = \"1s\"\nweight = 2\n", arbAddr)
 	}, map[string]string{"arb": arbAddr}, 1)
@@ -310,8 +316,7 @@ func TestNetnsDiskLinkKeepsCutOwnerUp(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	diskFile := filepath.Join(t.TempDir(), "hb.disk")
 	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
-		return `split_action = "stop"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
-			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = false\ntimeout = \"2s\"\n", diskFile)
+		return diskNodeKeys("stop", "touch "+w+"/crashed", diskFile, false, "2s")
 	}, nil, nil, 1)
 	c := q.nodes
 	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
@@ -402,8 +407,7 @@ func diskAttackBed(t *testing.T, diskFile string) *quorumBed {
 			crash = fmt.Sprintf(`touch %s/crashed-%s; for s in web db1 db2; do [ -e %s/svcvar-%s-$s ] && %s/stop.sh $s %s $(cat %s/svcvar-%s-$s); done; kill -9 $PPID`,
 				w, name, w, name, w, name, w, name)
 		}
-		return `split_action = "stop"` + "\n" + fmt.Sprintf("crash_command = %q\n", crash) +
-			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"2s\"\n", diskFile)
+		return diskNodeKeys("stop", crash, diskFile, true, "2s")
 	}, func(*chaos.Bed) string {
 		return fmt.Sprintf("[arbitrator.witness]\nuri = \"http://%s:8080/\"\ntimeout = \"1s\"\n", arbAddr)
 	}, map[string]string{"arb": arbAddr}, 1)
@@ -481,16 +485,8 @@ func TestNetnsDiskHeldSlotNeverTakesOverALiveNode(t *testing.T) {
 // for ever: "the disk cannot fence it").
 func TestNetnsDiskOldStoppedBlockNeverBlocksTakeover(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
-	diskFile := filepath.Join(t.TempDir(), "hb.disk")
-	var work string
-	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, _ string) string {
-		work = w
-		return `split_action = "stop"` + "\n" + fmt.Sprintf("crash_command = %q\n", "touch "+w+"/crashed") +
-			fmt.Sprintf("\n[hb.disk]\npath = %q\nfence = true\ntimeout = \"2s\"\n", diskFile)
-	}, nil, nil, 1)
-	c := q.nodes
-	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
-	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	q, diskFile := diskBed3(t, "stop", func(w string) string { return "touch " + w + "/crashed" })
+	c, work := q.nodes, q.work
 	c["n1"].must("nodemgr", "daemon", "stop")
 	q.waitFor(20*time.Second, "n1's daemon stopped", func() bool { return testbed.DaemonPID(c["n1"].root) == 0 })
 	f, err := os.Open(diskFile)
