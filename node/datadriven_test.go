@@ -8,6 +8,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"haven/config"
 	"haven/config/tomlfile"
 	"haven/dataset"
+	"haven/dataset/status"
 	"haven/node"
 	"haven/node/datadriven"
 )
@@ -78,8 +80,10 @@ func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cf
 //	service SVC            (the input lines: the service's TOML config)
 //	start                  the daemon's start
 //	peer N up|down         a heartbeat event about N
-//	peer N data            N's data; input lines "node [monitor=M] [frozen]"
-//	                       and "SVC [avail=S] [state=S] [frozen]"
+//	peer N data            N's data; input lines "node [monitor=M] [frozen]",
+//	                       "SVC [avail=S] [state=S] [frozen] [expect=LE]
+//	                       [token=T] [res=RID:S,RID:S]" (res sets avail) and
+//	                       "target SVC EXPECT id=ID counter=C [node=N]"
 //	advance D              the fake clock moves on by D
 //	tick [D]               advance D, then the periodic tick
 //	orchestrate [view]     the decision pass (view: only the view changed)
@@ -87,7 +91,8 @@ func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cf
 //	admin SVC ACTION [to=N] [wait] [deadline=D]    an admin target
 //	local SVC ACTION       an admin action --local
 //	node-admin ACTION      an admin action on the node (freeze, thaw...)
-//	check SVC STATUS       the status check ordered for SVC ends
+//	check SVC STATUS       the status check ordered for SVC ends (every
+//	                       resource STATUS; or RID=STATUS words, one each)
 //	action-done SVC KIND [fail=TEXT]   an action ordered ends
 //	persist-done           the state write in flight ends well
 //	persist-fail TEXT      it fails
@@ -176,8 +181,8 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		}
 		pre = fmt.Sprintf("ticket %d\n", h.c.AdminNode(d.Args[0], h.now))
 	case "check":
-		if len(d.Args) != 2 {
-			return "", d.Errorf("want a service and a status")
+		if len(d.Args) < 2 {
+			return "", d.Errorf("want a service and a status, or RID=STATUS words")
 		}
 		ck, ok := h.checks[d.Args[0]]
 		if !ok {
@@ -185,8 +190,15 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		}
 		delete(h.checks, d.Args[0])
 		res := map[string]dataset.Resource{}
-		for _, r := range h.cfgs[d.Args[0]].Resources {
-			res[r.RID] = dataset.Resource{Status: dataset.Status(d.Args[1])}
+		if strings.Contains(d.Args[1], "=") {
+			var err error
+			if res, err = resourceStatuses(d.Args[1:]); err != nil {
+				return "", d.Errorf("%v", err)
+			}
+		} else {
+			for _, r := range h.cfgs[d.Args[0]].Resources {
+				res[r.RID] = dataset.Resource{Status: dataset.Status(d.Args[1])}
+			}
 		}
 		h.c.CheckDone(ck, res, h.now)
 	case "action-done":
@@ -231,7 +243,13 @@ func (h *harness) checkDurable(d *datadriven.Cmd) {
 	if !h.c.Settled() || h.writing != 0 {
 		return
 	}
-	mem, _ := json.Marshal(h.c.State())
+	st := h.c.State().Clone()
+	if st.Lamport > h.disk.Lamport {
+		// a roll back keeps the Lamport clock (Restore: versions handed
+		// out stay unique); the next write carries it
+		st.Lamport = h.disk.Lamport
+	}
+	mem, _ := json.Marshal(st)
 	disk, _ := json.Marshal(h.disk)
 	if string(mem) != string(disk) {
 		h.t.Errorf("%s: %s: settled, yet the core's state is not what the file holds:\nmemory %s\ndisk   %s", d.Pos, d.Name, mem, disk)
@@ -295,6 +313,17 @@ func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
 				n.Frozen = frozen
 				continue
 			}
+			if f[0] == "target" {
+				t, err := peerTarget(ev.Node, f[1:], kv)
+				if err != nil {
+					return ev, d.Errorf("%v", err)
+				}
+				if n.Targets == nil {
+					n.Targets = map[string]dataset.Target{}
+				}
+				n.Targets[f[1]] = t
+				continue
+			}
 			inst := dataset.Instance{Avail: dataset.StatusDown, Overall: dataset.StatusDown, Frozen: frozen,
 				Monitor: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectNone}}
 			if a := kv["avail"]; a != "" {
@@ -303,6 +332,24 @@ func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
 			if s := kv["state"]; s != "" {
 				inst.Monitor.State = dataset.MonitorState(strings.ReplaceAll(s, "_", " "))
 			}
+			if e := kv["expect"]; e != "" {
+				inst.Monitor.LocalExpect = e
+			}
+			if v := kv["token"]; v != "" {
+				tok, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					return ev, d.Errorf("token: %v", err)
+				}
+				inst.FencingToken = tok
+			}
+			if v := kv["res"]; v != "" {
+				res, err := resourceStatuses(strings.Split(v, ","))
+				if err != nil {
+					return ev, d.Errorf("%v", err)
+				}
+				inst.Resources = res
+				inst.Avail, inst.Overall = status.Instance(res)
+			}
 			n.Services[f[0]] = inst
 		}
 		ev.Data = n
@@ -310,6 +357,36 @@ func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
 		return ev, d.Errorf("want up, down or data, got %q", d.Args[1])
 	}
 	return ev, nil
+}
+
+// peerTarget is the target of a "target SVC EXPECT id=ID counter=C
+// [node=N]" line of origin's data.
+func peerTarget(origin string, words []string, kv map[string]string) (dataset.Target, error) {
+	if len(words) < 2 {
+		return dataset.Target{}, fmt.Errorf("target: want SVC EXPECT id=ID counter=C")
+	}
+	cnt, err := strconv.ParseUint(kv["counter"], 10, 64)
+	if err != nil {
+		return dataset.Target{}, fmt.Errorf("target: counter: %v", err)
+	}
+	return dataset.Target{Expect: words[1], Node: kv["node"], ID: kv["id"],
+		Version: dataset.Version{Counter: cnt, Origin: origin}}, nil
+}
+
+// resourceStatuses reads RID=STATUS (or RID:STATUS) words.
+func resourceStatuses(words []string) (map[string]dataset.Resource, error) {
+	res := map[string]dataset.Resource{}
+	for _, w := range words {
+		rid, st, ok := strings.Cut(w, "=")
+		if !ok {
+			rid, st, ok = strings.Cut(w, ":")
+		}
+		if !ok || rid == "" || st == "" {
+			return nil, fmt.Errorf("%q: want RID=STATUS", w)
+		}
+		res[rid] = dataset.Resource{Status: dataset.Status(st)}
+	}
+	return res, nil
 }
 
 // ready takes the core's Ready, carries out what the test driver does

@@ -3,6 +3,7 @@ package node
 import (
 	"time"
 
+	"haven/dataset"
 	"haven/monitor"
 	"haven/node/view"
 )
@@ -36,10 +37,7 @@ func (c *Core) takeData(p *peer, ev PeerEvent, now time.Time) bool {
 	snap := func() monitor.Snapshot { return c.Snapshot(now) }
 	if era := c.mergeEra(); ch == nil || p.merged != era {
 		p.merged = era
-		c.witnessFencing(ev.Data)
-		c.MergeConfigs(ev.Node, ev.Data.Configs, now)
-		c.MergeTargets(ev.Data.Targets, snap)
-		c.MergeClears(ev.Data.Clears, now)
+		c.mergeWhole(ev.Node, ev.Data, now)
 		return instancesOnly
 	}
 	for svc := range ch.Services {
@@ -53,6 +51,33 @@ func (c *Core) takeData(p *peer, ev PeerEvent, now time.Time) bool {
 		c.MergeClears(ev.Data.Clears, now)
 	}
 	return instancesOnly
+}
+
+// mergeWhole merges the whole of a peer's data: the fencing tokens it
+// shows, then its configs, targets and clears newer than ours.
+func (c *Core) mergeWhole(from string, d *dataset.Node, now time.Time) {
+	c.witnessFencing(d)
+	c.MergeConfigs(from, d.Configs, now)
+	c.MergeTargets(d.Targets, func() monitor.Snapshot { return c.Snapshot(now) })
+	c.MergeClears(d.Clears, now)
+}
+
+// remergePeers merges again the whole of every peer's data held, once a
+// state write succeeds after failed ones: what was adopted from a peer
+// while writes failed was undone with them (Restore), and a peer whose
+// data does not change sends nothing that would bring it back (a target
+// adopted while the disk was full would be lost here for good). It is
+// what the next data of each peer would merge (the merge era moved on).
+func (c *Core) remergePeers(now time.Time) {
+	era := c.mergeEra()
+	for _, pn := range c.pnames {
+		p := c.peers[pn]
+		if p.Data == nil {
+			continue
+		}
+		c.mergeWhole(pn, p.Data, now)
+		p.merged = era
+	}
 }
 
 // changedEntries are the entries of m whose keys are listed.

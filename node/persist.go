@@ -123,6 +123,7 @@ func (c *Core) PersistDone(seq uint64, err error, now time.Time) {
 		return
 	}
 	c.ps.acked = seq
+	recovered := c.ps.failing != nil
 	c.ps.failing = nil
 	keep := c.ps.states[:0]
 	for _, s := range c.ps.states {
@@ -135,6 +136,11 @@ func (c *Core) PersistDone(seq uint64, err error, now time.Time) {
 	}
 	c.ps.states = keep
 	c.release(seq, nil, now)
+	if recovered {
+		// what was adopted from the peers while writes failed was
+		// undone: adopt it again now that the disk takes writes
+		c.remergePeers(now)
+	}
 	if c.ps.seq > c.ps.handed && c.ps.acked == c.ps.handed {
 		c.persist() // the changes made during the write, in one state
 	}

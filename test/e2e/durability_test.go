@@ -179,6 +179,44 @@ func TestStateFullVar(t *testing.T) {
 	checkRecovered(t, n)
 }
 
+// A target heard from a peer while this node's disk is full is undone with
+// the failed write; once space is freed, the node adopts it again from the
+// peer's data (which does not change meanwhile) and applies it: n1's
+// freeze reaches n2 without an abort, and a new freeze --wait succeeds.
+func TestStateFullVarTargetRetried(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own; a tmpfs of its own
+	names := []string{"n1", "n2"}
+	c := newCluster(t, names, clusterOpts{})
+	v := smallVar(t, c["n2"])
+	startNodes(t, c, names)
+	createService(t, c["n1"], "x", strings.Replace(durService, `orchestrate = "no"`, `orchestrate = "no"`+"\nnodes = [\"n1\", \"n2\"]", 1))
+	for _, n := range names {
+		waitFor(t, 20*time.Second, "x checked on "+n, func() bool { return c[n].instance("x").Avail == dataset.StatusUp })
+	}
+
+	filler := fill(t, v)
+	if r := c["n1"].run("svcmgr", "-s", "x", "freeze", "--wait", "--time", "5s"); r.Code == 0 {
+		t.Fatalf("freeze --wait succeeded while n2 cannot save its state: %s", r)
+	}
+	if st := c["n2"].status(); st.Services["x"].Instances["n2"].Frozen {
+		t.Fatal("n2 shows x frozen although its state could not be saved")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	// nothing new is said: n2 adopts the freeze held in n1's data
+	waitFor(t, 10*time.Second, "n2 freezes x once its disk takes writes again", func() bool {
+		return c["n2"].status().Services["x"].Instances["n2"].Frozen
+	})
+	c["n1"].must("svcmgr", "-s", "x", "freeze", "--wait", "--time", "10s")
+	// the freeze is on n2's disk: it survives a restart of its daemon
+	c["n2"].must("nodemgr", "daemon", "stop")
+	c["n2"].startDaemon()
+	if st := c["n2"].status(); !st.Services["x"].Instances["n2"].Frozen {
+		t.Fatal("after a restart of n2's daemon, x is not frozen there")
+	}
+}
+
 // Issue 8.5: a damaged state file stops the daemon from starting (exit 2,
 // the file and the remedy in one line); it is never read as an empty state.
 func TestStateDamagedRefusedAtStart(t *testing.T) {

@@ -40,6 +40,14 @@ func upOnlyOn(n *node, svc, want string) func() bool {
 func startCluster(t *testing.T, names []string, o clusterOpts) map[string]*node {
 	t.Helper()
 	c := newCluster(t, names, o)
+	startNodes(t, c, names)
+	return c
+}
+
+// startNodes starts the daemons of names in c and waits until every one
+// sees every other up and left rejoin.
+func startNodes(t *testing.T, c map[string]*node, names []string) {
+	t.Helper()
 	for _, n := range names {
 		c[n].startDaemon()
 	}
@@ -51,7 +59,6 @@ func startCluster(t *testing.T, names []string, o clusterOpts) map[string]*node 
 		}
 		waitFor(t, 10*time.Second, a+" out of rejoin", func() bool { return c[a].status().Nodes[a].Monitor == dataset.NodeIdle })
 	}
-	return c
 }
 
 // An ha service starts on the placement leader after the ready window, and
