@@ -20,7 +20,7 @@ var EventKinds = []string{
 	"instance_thawed", "monitor_action", "multiple_active", "multiple_active_end", "multiple_active_resolve",
 	"node_action", "node_action_end", "node_frozen", "node_monitor", "node_thawed",
 	"peer_down", "peer_status", "peer_up", "resource_failed", "resource_status", "restarts_reset",
-	"restarts_spent", "target", "target_adopted", "target_failed", "target_reached",
+	"restarts_spent", "target", "target_adopted", "target_failed", "target_reached", "target_pending",
 	"quorum_vote", "quorum_stall", "arbitrator", "takeover_gate", "fenced", "fence_failed",
 	"config_outside", "config_deleted_by_peer", "config_refused", "config_conflict", "config_install_failed",
 	"config_rebased", "config_unconfirmed",

@@ -183,6 +183,8 @@ func targetOf(e node.Event) (dataset.Target, bool) {
 		return e.Target, true
 	case node.TargetFailed:
 		return e.Target, true
+	case node.TargetPending:
+		return e.Target, true
 	}
 	return dataset.Target{}, false
 }

@@ -103,13 +103,18 @@
 //   - frozen / thawed: freeze / thaw every instance.
 //
 // Reached is judged on every node of the service: a node whose data is not
-// alive (down, unknown) or whose instance was not checked yet is unknown.
+// alive (down, unknown) or whose instance was not checked yet is unknown,
+// except a node shut down cleanly (its last data: shutting, the instance
+// down), which runs nothing and counts as down.
 // Stopped and frozen targets are not reached while a node is unknown (its
 // instance may still run; the target waits for it, so that it complies
 // when it comes back); started, placed and thawed targets are reached on
 // the known nodes (so that the orchestration they suspend goes on) with
 // Decision.TargetUnknown naming the others, so that no --wait caller is
-// told more than is known. Decision.TargetReached is true on every node
+// told more than is known. A stopped or frozen target that waits only for
+// nodes shut down cleanly is Decision.TargetPending: not reached (they
+// comply when they come back), but their --wait callers are answered.
+// Decision.TargetReached is true on every node
 // that sees it. Decision.TargetFailed says when a failed state blocks the
 // target (a start failed on every node that could start it, a stop failed
 // where the service still runs, a start failed on a move's destination).

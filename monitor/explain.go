@@ -88,11 +88,12 @@ type LocalMonitor struct {
 	ParentCycle []string `json:"parent_cycle,omitempty"`
 	// Target is the effective admin target in progress ("" none), with its
 	// orchestration id, and where it stands (Decision.TargetReached,
-	// TargetUnknown, TargetFailed).
+	// TargetUnknown, TargetPending, TargetFailed).
 	Target        string   `json:"target,omitempty"`
 	TargetID      string   `json:"target_id,omitempty"`
 	TargetReached bool     `json:"target_reached,omitempty"`
 	TargetUnknown []string `json:"target_unknown,omitempty"`
+	TargetPending []string `json:"target_pending,omitempty"`
 	TargetFailed  string   `json:"target_failed,omitempty"`
 	// Ladder is the restart ladder of the local instance, one line per
 	// monitored resource (restarts remaining, last failure); GaveUp and
@@ -169,7 +170,7 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 		Avail: c.inst.Avail, Frozen: c.inst.Frozen, Flags: c.d.Flags,
 		Next: c.d.Monitor.State, Action: c.d.Action, Changed: c.d.Changed, Reason: c.why,
 		Deadline:      c.d.Deadline,
-		TargetReached: c.d.TargetReached, TargetUnknown: c.d.TargetUnknown, TargetFailed: c.d.TargetFailed,
+		TargetReached: c.d.TargetReached, TargetUnknown: c.d.TargetUnknown, TargetPending: c.d.TargetPending, TargetFailed: c.d.TargetFailed,
 	}
 	if c.d.Monitor.State == dataset.Ready {
 		m.ReadyUntil = c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)

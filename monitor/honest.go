@@ -66,32 +66,81 @@ func (c *svcCtx) known(i int) bool {
 	return a != "" && a != dataset.StatusUnknown
 }
 
+// shutDown reports whether the i-th node of the service left by a clean
+// shutdown (shutDownView).
+func (c *svcCtx) shutDown(i int) bool {
+	return !c.alive[i] && shutDownView(c.cluster.View(c.nodes[i]), c.name)
+}
+
+// nodeView is the view of node (never nil).
+func (c *svcCtx) nodeView(node string) *placement.NodeView {
+	if v := c.cluster.View(node); v != nil {
+		return v
+	}
+	return &placement.NodeView{Name: node}
+}
+
+// shutDownView reports whether the node of v left the cluster by a clean
+// shutdown (nodemgr daemon shutdown) with its instance of svc stopped: it
+// is not alive, and its last data, heard before it fell silent, announced
+// shutting with the instance down (not up, warn or unknown, in no
+// transition, not failed). Such a node runs nothing of svc: unlike a node
+// lost otherwise, it holds no --wait back. A node that fell silent while
+// its data still showed the instance running or stopping (its shutdown cut
+// short) is unknown.
+func shutDownView(v *placement.NodeView, svc string) bool {
+	if v == nil || v.Alive() || v.Data.Monitor != dataset.NodeShutting {
+		return false
+	}
+	inst, ok := v.Data.Services[svc]
+	if !ok {
+		return false
+	}
+	switch EffectiveAvail(inst) {
+	case dataset.StatusDown, dataset.StatusStdbyDown, dataset.StatusNA:
+	default:
+		return false
+	}
+	return !inst.Monitor.State.Transitioning() && !inst.Monitor.State.Failed()
+}
+
 // unknownNodes applies the unknown nodes to a reached target: stopped and
 // frozen targets wait for them; the others are reached with
-// Decision.TargetUnknown.
+// Decision.TargetUnknown. A node shut down cleanly is not unknown (it runs
+// nothing): the others are reached; a stopped or frozen target waiting for
+// such nodes only is Decision.TargetPending (it stays, so that they comply
+// when they come back, but nothing runs there).
 func (c *svcCtx) unknownNodes() {
-	var unknown []string
+	var unknown, gone []string
 	for i, n := range c.nodes {
-		if !c.known(i) {
+		switch {
+		case c.known(i):
+		case c.shutDown(i):
+			if !c.nodeView(n).Data.Services[c.name].Frozen {
+				gone = append(gone, n) // it froze nothing before it left
+			}
+		default:
 			unknown = append(unknown, n)
 		}
 	}
-	if len(unknown) == 0 {
-		return
-	}
 	switch c.target.Expect {
 	case dataset.ExpectStopped, dataset.ExpectFrozen:
-		c.d.TargetReached = false
+		if len(unknown) > 0 || len(gone) > 0 {
+			c.d.TargetReached = false
+		}
+		if len(unknown) == 0 {
+			c.d.TargetPending = gone
+		}
 	default:
 		c.d.TargetUnknown = unknown
 	}
 }
 
 // firstUnknown returns the first node of the service whose state is not
-// known, or "".
+// known (a node shut down cleanly is known: it runs nothing), or "".
 func (c *svcCtx) firstUnknown() string {
 	for i, n := range c.nodes {
-		if !c.known(i) {
+		if !c.known(i) && !c.shutDown(i) {
 			return n
 		}
 	}
@@ -181,9 +230,13 @@ func Unknown(s Snapshot, svc string) []string {
 	return out
 }
 
-// unknownWhy says why the state of svc on node is not known, "" when it is.
+// unknownWhy says why the state of svc on node is not known, "" when it is
+// (a node shut down cleanly is known: its instance is down).
 func unknownWhy(nodes map[string]placement.NodeView, node, svc string) string {
 	v, ok := nodes[node]
+	if ok && shutDownView(&v, svc) {
+		return ""
+	}
 	if !ok || !v.Alive() {
 		if ok && v.Status != "" && v.Status != dataset.NodeDown {
 			return "node " + string(v.Status)
@@ -205,7 +258,7 @@ func unknownWhy(nodes map[string]placement.NodeView, node, svc string) string {
 // with their avail (and monitor state unless idle, frozen when frozen),
 // the others as unknown with why. "" when the local node does not host svc.
 //
-//	n1 down (frozen), n2 up, n3 unknown (node down)
+//	n1 down (frozen), n2 up, n3 down (shut down), n4 unknown (node down)
 func Progress(s Snapshot, svc string) string {
 	cfg := s.Services[svc]
 	if cfg == nil {
@@ -227,6 +280,9 @@ func Progress(s Snapshot, svc string) string {
 		}
 		if inst.Frozen || v.Data.Frozen {
 			notes = append(notes, "frozen")
+		}
+		if !v.Alive() {
+			notes = append(notes, "shut down")
 		}
 		x := n + " " + string(inst.Avail)
 		if len(notes) > 0 {

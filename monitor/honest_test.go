@@ -173,3 +173,50 @@ func TestTargetFailedWhenAStopFailed(t *testing.T) {
 		}
 	}
 }
+
+// A node shut down cleanly (its last data: shutting, its instance down)
+// runs nothing: a stop is pending on it only (answered, kept for it); a
+// node whose shutdown was cut short (its last data: shutting, the instance
+// still stopping or up) stays unknown.
+func TestTargetPendingOnANodeShutDown(t *testing.T) {
+	w := runningOn(t, "n1")
+	w.setNode("n3", func(v *placement.NodeView) { v.Status = dataset.NodeDown; v.Data.Monitor = dataset.NodeShutting })
+	w.setTarget("web", target(dataset.ExpectStopped, ""))
+	w.rounds(4, time.Second)
+	d := w.step("n1")["web"]
+	if d.TargetReached || fmt.Sprint(d.TargetPending) != "[n3]" || len(d.TargetUnknown) != 0 {
+		w.dumpLog()
+		t.Fatalf("stop with n3 shut down: reached %v pending %v unknown %v; want pending on n3 only", d.TargetReached, d.TargetPending, d.TargetUnknown)
+	}
+	if p := Progress(w.snap("n1"), "web"); p != "n1 down (frozen), n2 down (frozen), n3 down (shut down)" {
+		t.Fatalf("progress: got %q", p)
+	}
+	if u := Unknown(w.snap("n1"), "web"); len(u) != 0 {
+		t.Fatalf("unknown %v, want none", u)
+	}
+	// its shutdown cut short: the instance may still run
+	for _, st := range []dataset.MonitorState{dataset.Stopping, dataset.StopFailed} {
+		w.setInst("n3", "web", func(i *dataset.Instance) { i.Monitor.State = st })
+		if d := w.step("n1")["web"]; d.TargetReached || len(d.TargetPending) != 0 {
+			t.Fatalf("n3 left %s: reached %v pending %v, want neither", st, d.TargetReached, d.TargetPending)
+		}
+	}
+	w.setInst("n3", "web", func(i *dataset.Instance) { i.Monitor.State = dataset.Idle; i.Avail = dataset.StatusUp })
+	if d := w.step("n1")["web"]; d.TargetReached || len(d.TargetPending) != 0 {
+		t.Fatalf("n3 left with web up: reached %v pending %v, want neither", d.TargetReached, d.TargetPending)
+	}
+	// in maintenance (a daemon stop: its services keep running): unknown
+	w.setInst("n3", "web", func(i *dataset.Instance) { i.Avail = dataset.StatusDown })
+	w.setNode("n3", func(v *placement.NodeView) { v.Data.Monitor = dataset.NodeMaintenance })
+	if d := w.step("n1")["web"]; d.TargetReached || len(d.TargetPending) != 0 {
+		t.Fatalf("n3 gone after a daemon stop: reached %v pending %v, want neither", d.TargetReached, d.TargetPending)
+	}
+	// shut down with its instance frozen: it complies already
+	w.setNode("n3", func(v *placement.NodeView) { v.Data.Monitor = dataset.NodeShutting })
+	w.setInst("n3", "web", func(i *dataset.Instance) { i.Frozen = true })
+	w.rounds(2, time.Second)
+	if !targetCleared(w, "web") {
+		w.dumpLog()
+		t.Fatal("stop with n3 shut down, its instance frozen: not reached")
+	}
+}

@@ -116,6 +116,14 @@ type Decision struct {
 	// cleared anyway, so that the orchestration goes on): the shell answers
 	// --wait callers that the target is reached on the known nodes only.
 	TargetUnknown []string
+	// TargetPending, with a stopped or frozen target not reached, lists
+	// the nodes it still waits for when each of them was shut down
+	// cleanly (its last data: shutting, the instance down) and every other
+	// node of the service reached it: nothing runs there, so the shell
+	// answers the --wait callers and lets a new admin target replace this
+	// one; the target stays, so that these nodes comply when they come
+	// back.
+	TargetPending []string
 	// TargetFailed, when not empty, says why the effective admin target can
 	// no longer be reached without the admin: a start failed on every node
 	// that could run the service, a stop failed where it still runs. It

@@ -95,6 +95,10 @@ type Core struct {
 	// targetFailed is the last cause given for a service's target that
 	// cannot be reached (monitor's Decision.TargetFailed), to say it once.
 	targetFailed map[string]string
+	// targetPending is, by service, the target (its id, then the nodes)
+	// reached but on nodes shut down cleanly (Decision.TargetPending):
+	// said once; a new admin target may replace it.
+	targetPending map[string]string
 
 	waiters    []waiter
 	nextTicket Ticket
@@ -121,7 +125,7 @@ func New(cfg Config, st State) *Core {
 	if cfg.Local == nil {
 		cfg.Local = emptyLocal{}
 	}
-	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
+	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
 		compat: true, monitor: dataset.NodeIdle}
 	c.initPeers()
 	c.MarkDurable()

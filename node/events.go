@@ -74,6 +74,24 @@ func (e TargetReached) String() string {
 	return "target " + e.Target.String() + " reached (id " + e.Target.ID + ")"
 }
 
+// TargetPending: the target is reached on every node of the service but
+// Nodes, each shut down cleanly (it runs nothing there): the --wait
+// callers are answered; the target stays, so that they comply when they
+// come back, and a new admin target may replace it.
+type TargetPending struct {
+	Svc    string         `json:"svc"`
+	Target dataset.Target `json:"target"`
+	Nodes  []string       `json:"nodes"`
+}
+
+func (TargetPending) Kind() string      { return "target_pending" }
+func (e TargetPending) Service() string { return e.Svc }
+func (TargetPending) Level() Level      { return Info }
+func (e TargetPending) String() string {
+	return fmt.Sprintf("target %s reached but on %s, shut down: applied there when back (id %s)",
+		e.Target.String(), strings.Join(e.Nodes, ","), e.Target.ID)
+}
+
 // TargetFailed: the target cannot be reached (it stays in place).
 type TargetFailed struct {
 	Svc    string         `json:"svc"`

@@ -77,7 +77,7 @@ func TestFailoverAfterRunningElsewhere(t *testing.T) {
 // Every event kind a hook may name is listed in config.EventKinds (hooks
 // are validated against it at load).
 func TestEventKindsListed(t *testing.T) {
-	evs := []Event{TargetSet{}, TargetAdopted{}, TargetReached{}, TargetFailed{}, InstanceFrozen{Frozen: true},
+	evs := []Event{TargetSet{}, TargetAdopted{}, TargetReached{}, TargetPending{}, TargetFailed{}, InstanceFrozen{Frozen: true},
 		InstanceFrozen{}, NodeFrozen{Frozen: true}, NodeFrozen{}, InstanceMonitor{}, ActionBegin{}, MultipleActive{},
 		PeerStatus{To: dataset.NodeUp}, PeerStatus{To: dataset.NodeDown}, PeerStatus{To: dataset.NodeStMaint},
 		NodeMonitor{}, Compat{}, ActionEnd{}, ResourceStatus{}, InstanceStatus{}, DaemonStarted{}, DaemonStopped{},

@@ -204,6 +204,7 @@ func (c *Core) RemoveInstance(svc string) {
 		}
 		c.relist()
 		delete(c.targetFailed, svc)
+		delete(c.targetPending, svc)
 		c.publish()
 	}
 }

@@ -123,6 +123,7 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instance, snap monitor.
 	if dec.TargetReached {
 		c.TargetReached(svc, dec.TargetUnknown, snap)
 	}
+	c.NoteTargetPending(svc, dec.TargetPending)
 	c.NoteTargetFailed(svc, dec.TargetFailed)
 	if !dec.Changed || inst.busy != "" {
 		// an action of ours is running: its end decides the state

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"haven/dataset"
@@ -129,6 +130,33 @@ func (c *Core) NoteTargetFailed(svc, cause string) {
 	c.answerWaiters(svc, t.ID, failedf("%s", e.String()))
 }
 
+// NoteTargetPending takes the last Decision.TargetPending of svc: the
+// target is reached but on nodes shut down cleanly, which run nothing. It
+// is said once (an event), and the --wait callers are answered with
+// success; the target stays in place, for those nodes to apply when they
+// come back, and a new admin target may replace it (AdminTarget).
+func (c *Core) NoteTargetPending(svc string, nodes []string) {
+	if len(nodes) == 0 {
+		delete(c.targetPending, svc)
+		return
+	}
+	t := c.state.Services[svc].Target
+	key := t.ID + " " + strings.Join(nodes, ",")
+	if c.targetPending[svc] == key {
+		return
+	}
+	c.targetPending[svc] = key
+	c.emit(TargetPending{Svc: svc, Target: t, Nodes: nodes})
+	c.answerWaitersWith(svc, t.ID, "; "+strings.Join(nodes, ",")+" shut down: applied there when back")
+}
+
+// pendingOnly reports whether the target cur of svc is reached but on
+// nodes shut down cleanly (NoteTargetPending).
+func (c *Core) pendingOnly(svc string, cur dataset.Target) bool {
+	id, _, _ := strings.Cut(c.targetPending[svc], " ")
+	return cur.ID != "" && id == cur.ID
+}
+
 // ApplyClear applies a clear request (made here, or heard from a peer)
 // that is newer than the one known: a failed state here is reset.
 func (c *Core) ApplyClear(svc string, cr dataset.ClearRequest, now time.Time) {
@@ -207,18 +235,26 @@ func (c *Core) AdminTarget(req TargetRequest) Ticket {
 		return tk
 	}
 	cur := c.state.Services[svc].Target
-	if activeTarget(cur) {
-		if cur.Expect != t.Expect || cur.Node != t.Node {
-			c.answer(Answer{Ticket: tk, Err: failedf("%s: target %s (id %s) is in progress: wait for it, or run abort first", svc, cur.String(), cur.ID)})
-			return tk
-		}
+	pending := activeTarget(cur) && c.pendingOnly(svc, cur)
+	switch {
+	case activeTarget(cur) && (cur.Expect != t.Expect || cur.Node != t.Node) && !pending:
+		c.answer(Answer{Ticket: tk, Err: failedf("%s: target %s (id %s) is in progress: wait for it, or run abort first", svc, cur.String(), cur.ID)})
+		return tk
+	case activeTarget(cur) && cur.Expect == t.Expect && cur.Node == t.Node:
 		t = cur // the same target again: join it
-	} else {
+	default:
+		// none, or one reached but on nodes shut down: replaced
 		t = c.SetTarget(svc, t)
 	}
 	accepted := "target " + t.String() + " accepted (id " + t.ID + ")"
 	if !req.Wait {
 		c.answer(Answer{Ticket: tk, ID: t.ID, Result: accepted})
+		return tk
+	}
+	if t.ID == cur.ID && pending {
+		// joined a target reached but where nothing runs
+		_, nodes, _ := strings.Cut(c.targetPending[svc], " ")
+		c.answer(Answer{Ticket: tk, ID: t.ID, Result: "target " + t.String() + " reached (id " + t.ID + "); " + nodes + " shut down: applied there when back"})
 		return tk
 	}
 	if cause := c.targetFailed[svc]; t.ID == cur.ID && cause != "" {
@@ -242,13 +278,19 @@ func (c *Core) waiting(svc, id string) bool {
 }
 
 // answerWaiters ends the --wait calls waiting on target id of svc.
-func (c *Core) answerWaiters(svc, id string, err error) {
+func (c *Core) answerWaiters(svc, id string, err error) { c.answerWaitersOf(svc, id, err, "") }
+
+// answerWaitersWith ends the --wait calls waiting on target id of svc with
+// success, more added to their result.
+func (c *Core) answerWaitersWith(svc, id, more string) { c.answerWaitersOf(svc, id, nil, more) }
+
+func (c *Core) answerWaitersOf(svc, id string, err error, more string) {
 	keep := c.waiters[:0]
 	for _, w := range c.waiters {
 		if w.svc == svc && (id == "" || w.id == id) {
 			a := Answer{Ticket: w.ticket, ID: w.id, Err: err}
 			if err == nil {
-				a.Result = w.result
+				a.Result = w.result + more
 			}
 			c.answer(a)
 			continue

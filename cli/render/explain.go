@@ -178,6 +178,8 @@ func monitorText(e *api.Explanation) string {
 			tgt += " reached on the known nodes (unknown: " + strings.Join(m.TargetUnknown, ", ") + ")"
 		case m.TargetReached:
 			tgt += " reached"
+		case len(m.TargetPending) > 0:
+			tgt += " reached but on " + strings.Join(m.TargetPending, ", ") + " (shut down: applied when back)"
 		default:
 			tgt += " in progress"
 		}

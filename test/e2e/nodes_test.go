@@ -190,3 +190,48 @@ func hbAddr(t *testing.T, n *node) string {
 	}
 	return fmt.Sprintf("127.0.0.1:%d", port)
 }
+
+// A node shut down cleanly (nodemgr daemon shutdown: its instances stopped
+// before it left) runs nothing: stop --wait and freeze --wait succeed
+// without it; the stop stays in place for it and is applied when it comes
+// back (it freezes, and web does not start there). A crashed node still
+// holds the wait back: it may run the service.
+func TestWaitWithNodeShutDown(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own; mostly waits
+	names := []string{"n1", "n2", "n3"}
+	c := startCluster(t, names, clusterOpts{})
+	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2", "n3"]`, ""))
+	waitFor(t, 15*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))
+
+	c["n3"].must("nodemgr", "daemon", "shutdown")
+	waitFor(t, 10*time.Second, "n1 sees n3 down", func() bool { return peerStatus(c["n1"], "n3") == dataset.NodeDown })
+	out := c["n1"].must("svcmgr", "-s", "web", "stop", "--wait", "--time", "20s")
+	if !strings.Contains(out, "n3 shut down") {
+		t.Fatalf("stop --wait with n3 shut down: %q, want it to say n3 applies it when back", out)
+	}
+	if w := where(c["n1"], "web"); len(w) != 0 {
+		t.Fatalf("web up on %v after stop --wait", w)
+	}
+	c["n1"].must("svcmgr", "-s", "web", "freeze", "--wait", "--time", "10s")
+
+	// n3 comes back: it takes the stop, and web stays down
+	c["n3"].startDaemon()
+	waitFor(t, 15*time.Second, "n3 freezes web once back", func() bool { return c["n3"].instance("web").Frozen })
+	waitFor(t, 10*time.Second, "the stop target cleared once n3 took it", func() bool {
+		return c["n1"].status().Services["web"].Instances["n1"].Monitor.GlobalExpect == dataset.ExpectNone
+	})
+	if w := where(c["n1"], "web"); len(w) != 0 {
+		t.Fatalf("web up on %v after n3 came back, want down (stopped)", w)
+	}
+
+	// a crash: n3 may still run it, the wait says so
+	c["n1"].must("svcmgr", "-s", "web", "start", "--wait", "--time", "20s")
+	if _, err := testbed.Crash(c["n3"].root); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "n1 sees n3 down", func() bool { return peerStatus(c["n1"], "n3") == dataset.NodeDown })
+	r := c["n1"].run("svcmgr", "-s", "web", "stop", "--wait", "--time", "5s")
+	if r.Code != 1 || !strings.Contains(r.Err, "n3 unknown (node down)") {
+		t.Fatalf("stop --wait with n3 crashed: %s, want exit 1 naming n3 unknown", r)
+	}
+}
