@@ -226,3 +226,36 @@ func TestIPAnnounceStops(t *testing.T) {
 		}
 	}
 }
+
+// An address already on the device is announced again by a start (the
+// instance starts here: the clients may have reached another copy) and by
+// Announce (the instance left alone after running on several nodes): a
+// full burst and the second one. Without the address, Announce sends
+// nothing.
+func TestIPAnnounceAgain(t *testing.T) {
+	for _, action := range []string{"start", "announce"} {
+		t.Run(action, func(t *testing.T) {
+			t.Parallel()
+			const addr = "198.18.77.72"
+			a, b := twoHosts(t)
+			mac := macOf(t, a, "va")
+			sh(t, "ip", "-n", a, "addr", "add", addr+"/24", "dev", "va")
+			result := countAnnounces(t, b, "vb", addr, announceDelay+3*time.Second)
+			h := inNS(t, a, ipRC(addr, "24", "va"), action, "settle", "stop", "announce")
+			for i, o := range h {
+				if o.Err != "" {
+					t.Fatalf("step %d: %+v", i, o)
+				}
+			}
+			got := result()
+			for _, s := range got {
+				if s.Kind != "garp" || s.MAC != mac {
+					t.Errorf("unexpected announcement %+v", s)
+				}
+			}
+			if len(got) != 2*announceBurst {
+				t.Fatalf("%s of an address already there: %d announcements, want %d (and none once it was stopped): %+v", action, len(got), 2*announceBurst, got)
+			}
+		})
+	}
+}

@@ -146,7 +146,8 @@ func (p *ipAddr) Status(ctx context.Context) (dataset.Status, string) {
 	return dataset.StatusUp, ""
 }
 
-// Start adds the address unless it is already there. Before adding it, it
+// Start adds the address unless it is already there (then it announces
+// it only: the instance starts here). Before adding it, it
 // probes the network for probe_timeout (see probeAddr) and refuses when
 // another host answers for the address; when the probe has run in the
 // background since the ready window began (Prepare), the start uses its
@@ -164,6 +165,7 @@ func (p *ipAddr) Start(ctx context.Context) error {
 	}
 	if ok {
 		p.env.Log(p.rid, p.Label()+" is already up")
+		p.announce() // started here: the network must know where it is
 		return nil
 	}
 	holder, err := p.probeBeforeStart(ctx, w)
@@ -179,6 +181,29 @@ func (p *ipAddr) Start(ctx context.Context) error {
 	if _, err := p.ipCmd(ctx, "addr", "add", p.prefix(), "dev", p.dev); err != nil {
 		return fmt.Errorf("%s: %w", p.rid, err)
 	}
+	p.announce()
+	return nil
+}
+
+// Announce announces the address again when the device holds it (the
+// instance was left alone running after a split, or was started again
+// with the address already there): a new burst, in place of the
+// announcements of the last start if they still run.
+func (p *ipAddr) Announce(ctx context.Context) error {
+	ok, _, _, err := p.present(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.rid, err)
+	}
+	if ok {
+		p.env.Log(p.rid, "announce "+p.addr.String()+" on "+p.dev+" again")
+		p.announce()
+	}
+	return nil
+}
+
+// announce sends the announcements of the address (announce.go), in
+// place of those of the last start; a failure is logged.
+func (p *ipAddr) announce() {
 	log := func(line string) { p.env.Log(p.rid, line) }
 	ann, err := announce(p.dev, p.addr, log)
 	if err != nil {
@@ -189,7 +214,6 @@ func (p *ipAddr) Start(ctx context.Context) error {
 	p.ann = ann
 	p.mu.Unlock()
 	old.stop()
-	return nil
 }
 
 // Prepare starts probing the address in the background (the ready window

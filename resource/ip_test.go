@@ -121,6 +121,8 @@ func TestIPHelper(t *testing.T) {
 			err = d.Start(ctx)
 		case "stop":
 			err = d.Stop(ctx)
+		case "announce":
+			err = d.(Announcer).Announce(ctx)
 		case "present":
 			var pfx netip.Prefix
 			out.Present, pfx, out.Flags, err = d.(*ipAddr).present(ctx)

@@ -62,6 +62,15 @@ func New(rc config.ResourceConfig, env Env) (Driver, error) {
 	return nil, fmt.Errorf("%s: unknown resource type %q", rc.RID, rc.Type)
 }
 
+// Announcer is implemented by the drivers whose resource must tell the
+// network where it is: the ip driver (gratuitous ARPs for IPv4,
+// unsolicited neighbour advertisements for IPv6).
+type Announcer interface {
+	// Announce tells the network again that this host holds the resource;
+	// it does nothing (and returns nil) when the host does not hold it.
+	Announce(ctx context.Context) error
+}
+
 // Informer is implemented by drivers that have something to tell beyond
 // their status (the app driver runs its info command).
 type Informer interface {

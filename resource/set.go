@@ -83,7 +83,8 @@ func (s *Set) find(rid string) (item, bool) {
 
 // Start starts the resources in order, skipping the disabled ones and
 // those whose check already says up (a second start would run a second
-// copy; a resource without check, n/a, is started). A failed optional
+// copy; a resource without check, n/a, is started); an address skipped
+// so is announced again (Announcer). A failed optional
 // resource is logged and skipped. A failed required resource ends
 // the start: the resources already started are stopped in reverse order
 // (rollback) and the error is returned, joined with any rollback error.
@@ -95,6 +96,14 @@ func (s *Set) Start(ctx context.Context) error {
 		}
 		if st, _ := it.drv.Status(ctx); st == dataset.StatusUp {
 			s.env.Log(it.rc.RID, "already up: start skipped")
+			if a, ok := it.drv.(Announcer); ok {
+				// the instance starts here: the network must know
+				// where the address is (it may have reached another
+				// node's copy meanwhile)
+				if err := a.Announce(ctx); err != nil {
+					s.env.Log(it.rc.RID, "announce: "+err.Error())
+				}
+			}
 			continue
 		}
 		err := it.drv.Start(ctx)
@@ -117,6 +126,21 @@ func (s *Set) Start(ctx context.Context) error {
 		return errors.Join(append([]error{err}, rollback...)...)
 	}
 	return nil
+}
+
+// Announce announces again the resources that tell the network where
+// they are (Announcer: the addresses) and are up here, skipping the
+// disabled ones; the failures are joined.
+func (s *Set) Announce(ctx context.Context) error {
+	var errs []error
+	for _, it := range s.items {
+		if a, ok := it.drv.(Announcer); ok && !it.rc.Disable {
+			if err := a.Announce(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Stop stops the resources in reverse order, skipping the disabled ones,
