@@ -17,7 +17,7 @@ import (
 var EventKinds = []string{
 	"action_begin", "action_end", "compat", "config", "daemon_start", "daemon_stop",
 	"failover", "impostor", "instance_frozen", "instance_monitor", "instance_status",
-	"instance_thawed", "monitor_action", "multiple_active", "multiple_active_end", "multiple_active_resolve",
+	"instance_thawed", "monitor_action", "multiple_active", "multiple_active_end", "multiple_active_resolve", "announce",
 	"node_action", "node_action_end", "node_frozen", "node_monitor", "node_thawed",
 	"peer_down", "peer_status", "peer_up", "resource_failed", "resource_status", "restarts_reset",
 	"restarts_spent", "target", "target_adopted", "target_failed", "target_reached", "target_pending",

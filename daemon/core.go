@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -30,6 +31,26 @@ func (e effects) Probe(p node.Probe)               { e.d.runProbes([]node.Probe{
 func (e effects) Fence(f node.Fence)               { e.d.runFences([]node.Fence{f}) }
 func (e effects) ApplyConfigs(ops []node.ConfigOp) { e.d.applyConfigs(ops) }
 func (e effects) RefusedName(r driver.RefusedName) { e.d.refusePeerName(r) }
+
+// Announce announces again the addresses of the local instance of svc,
+// in a worker (the announcements go on from the ip drivers' own
+// goroutines; failures are in the service log).
+func (e effects) Announce(svc string) {
+	d := e.d
+	inst := d.services[svc]
+	if inst == nil {
+		return
+	}
+	set := inst.drivers()
+	if set == nil {
+		return
+	}
+	d.goWorker(func(ctx context.Context) {
+		if err := set.Announce(ctx); err != nil {
+			d.post(func() { d.svclogs.write(svc, "", "announce: "+err.Error()) })
+		}
+	})
+}
 
 // Event writes an event to node.log and the events stream; a peer's
 // config refused is also kept for the status.

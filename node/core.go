@@ -188,6 +188,11 @@ type Ready struct {
 	// reported with ConfigDone (configs.go). They do not wait for Persist:
 	// the state records a config only once its file is written.
 	Configs []ConfigOp
+	// Announce are the services whose local instance must announce its
+	// addresses again (resource.Set.Announce): the instance left alone
+	// after running on several nodes (multiactive.go). They do not wait
+	// for Persist: nothing durable rests on them.
+	Announce []string
 	// Ordered are the actions ordered by this Ready and held until its
 	// state is on disk: they come in the Run of a later Ready (or are
 	// aborted if the write fails). A driver that binds an action to what
@@ -199,7 +204,7 @@ type Ready struct {
 // Empty reports whether r asks nothing of the driver.
 func (r *Ready) Empty() bool {
 	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Probes) == 0 && len(r.NodeActions) == 0 && len(r.Fences) == 0 && r.WakeAt.IsZero() &&
-		len(r.Configs) == 0
+		len(r.Configs) == 0 && len(r.Announce) == 0
 }
 
 // Ready returns what the inputs since the last call ask of the driver and

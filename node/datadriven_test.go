@@ -452,6 +452,9 @@ func (h *harness) ready() string {
 	for _, f := range rd.Fences {
 		fmt.Fprintf(&b, "fence %s: %s\n", f.Node, f.Reason)
 	}
+	for _, svc := range rd.Announce {
+		fmt.Fprintf(&b, "announce %s\n", svc)
+	}
 	for _, op := range rd.Configs {
 		fmt.Fprintf(&b, "config %s: %s\n", op.Service, op.What)
 	}

@@ -81,7 +81,7 @@ func TestEventKindsListed(t *testing.T) {
 		InstanceFrozen{}, NodeFrozen{Frozen: true}, NodeFrozen{}, InstanceMonitor{}, ActionBegin{}, MultipleActive{},
 		PeerStatus{To: dataset.NodeUp}, PeerStatus{To: dataset.NodeDown}, PeerStatus{To: dataset.NodeStMaint},
 		NodeMonitor{}, Compat{}, ActionEnd{}, ResourceStatus{}, InstanceStatus{}, DaemonStarted{}, DaemonStopped{},
-		ConfigChanged{}, Impostor{}, Failover{}, MultipleActiveResolve{}, MultipleActiveEnded{},
+		ConfigChanged{}, Impostor{}, Failover{}, MultipleActiveResolve{}, MultipleActiveEnded{}, Reannounce{},
 		ResourceFailed{}, LadderGaveUp{}, MonitorActionTaken{}, RestartsReset{}, NodeActionRun{}, NodeActionEnd{},
 		QuorumVote{}, QuorumStall{}, ArbitratorStatus{}, TakeoverGate{}, Fenced{}, FenceFailed{},
 		ConfigChangedOutside{}, ConfigDeletedByPeer{}, ConfigRefused{}, ConfigConflict{}, ConfigInstallFailed{},

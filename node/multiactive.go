@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -22,11 +24,12 @@ const (
 // Multiple-active resolution (docs/behaviour.md 3).
 //
 // A failover service found up on more than one node (after a split with
-// quorum off, or a manual start on a second node) is resolved by its
-// multiple_active keyword, by every node on its own and without talking:
-// each computes, from the same data, which instance stays (keeper) and
-// acts only on its own instance. Nothing is done on data that may not be
-// the present:
+// quorum off, a manual start on a second node, a copy started behind
+// Haven's back) is resolved by its multiple_active keyword, by every node
+// on its own and without talking: each computes, from the same data (the
+// instances as their nodes publish them), which instance stays (Keeper)
+// and acts only on its own instance. Nothing is done on data that may not
+// be the present:
 //
 //   - a peer that came back is not counted until its data was heard again
 //     (the view's honest statuses: its old data counts as unknown), so a
@@ -40,12 +43,9 @@ const (
 //     ready_period, the time for both sides' data to reach each other;
 //     only then does the rule act, once per situation.
 //
-// The keeper is the node the placement ranks first among those running
-// the service (placement.Rank's Position, ties by name), with two
-// exceptions that keep every node's answer the same and reachable: the
-// load-based policies (load avg, score) rank by the nodes order here,
-// since their inputs move between two heartbeats; and an instance that
-// cannot be stopped (frozen, or on a frozen node) ranks first.
+// When the situation ends with the local instance the only one running,
+// its addresses are announced again, and with stop_others an incomplete
+// one is completed (keptAlone).
 
 // multiSettle is how long a multiple-active situation must last, with
 // fresh data, before the rule acts.
@@ -86,12 +86,30 @@ func unstoppable(s monitor.Snapshot, svc, node string) bool {
 }
 
 // Keeper returns the node whose instance of svc stays when svc runs on
-// every node of up (two or more): the one ranked first by the placement
-// among them, an unstoppable instance first. Every node computes the same
-// answer from the same data.
-func Keeper(s monitor.Snapshot, svc string, up []string) string {
+// every node of up (two or more), and why it was preferred to the next
+// one (keeperWhy). Every node computes the same answer from the same
+// data: the instances as their nodes publish them.
+//
+// The instances are ranked by, in order:
+//
+//  1. unstoppable first: a frozen instance (or one on a frozen node) is
+//     never stopped by the daemon, so it stays and the others stop;
+//  2. started by Haven first: the node's local expect is "started" and it
+//     holds a fencing token (a copy started behind Haven's back, e.g. by
+//     the host's boot, has local expect "none" or no token);
+//  3. complete first: its avail is up, every required resource up (an
+//     instance found with a resource down, e.g. an app started by the
+//     boot without its address, or a pid file naming a recycled pid, is
+//     warn);
+//  4. the greatest fencing token first: the latest start, the one a
+//     storage layer that refuses stale writers accepts (an old owner that
+//     comes back holds an older token);
+//  5. the placement rank (placement.Rank's Position; the load-based
+//     policies rank by the nodes order here, since their inputs move
+//     between two heartbeats), then the node name.
+func Keeper(s monitor.Snapshot, svc string, up []string) (kept, why string) {
 	if len(up) == 0 {
-		return ""
+		return "", ""
 	}
 	pos := func(string) int { return 0 }
 	if cfg := s.Services[svc]; cfg != nil {
@@ -105,16 +123,100 @@ func Keeper(s monitor.Snapshot, svc string, up []string) string {
 	}
 	nodes := append([]string(nil), up...)
 	sort.SliceStable(nodes, func(i, j int) bool {
-		a, b := nodes[i], nodes[j]
-		if ua, ub := unstoppable(s, svc, a), unstoppable(s, svc, b); ua != ub {
-			return ua
-		}
-		if pa, pb := pos(a), pos(b); pa != pb {
-			return pa < pb
-		}
-		return a < b
+		return keeperOrder(s, svc, pos, nodes[i], nodes[j]) < 0
 	})
-	return nodes[0]
+	if len(nodes) > 1 {
+		why = keeperWhy(s, svc, nodes[0], nodes[1])
+	}
+	return nodes[0], why
+}
+
+// keeperFacts are what Keeper ranks an instance by, from its node's data.
+type keeperFacts struct {
+	unstoppable, owned, complete bool
+	token                        uint64
+}
+
+func factsOf(s monitor.Snapshot, svc, node string) keeperFacts {
+	i := s.Nodes[node].Data.Services[svc]
+	return keeperFacts{
+		unstoppable: unstoppable(s, svc, node),
+		owned:       i.Monitor.LocalExpect == dataset.ExpectStarted && i.FencingToken > 0,
+		complete:    monitor.EffectiveAvail(i) == dataset.StatusUp,
+		token:       i.FencingToken,
+	}
+}
+
+// keeperOrder compares the instances of svc on a and b for Keeper: < 0
+// when a's stays rather than b's.
+func keeperOrder(s monitor.Snapshot, svc string, pos func(string) int, a, b string) int {
+	fa, fb := factsOf(s, svc, a), factsOf(s, svc, b)
+	first := func(x, y bool) int {
+		switch {
+		case x == y:
+			return 0
+		case x:
+			return -1
+		}
+		return 1
+	}
+	for _, c := range []int{first(fa.unstoppable, fb.unstoppable), first(fa.owned, fb.owned),
+		first(fa.complete, fb.complete)} {
+		if c != 0 {
+			return c
+		}
+	}
+	switch {
+	case fa.token != fb.token:
+		return first(fa.token > fb.token, fb.token > fa.token)
+	case pos(a) != pos(b):
+		return pos(a) - pos(b)
+	}
+	return strings.Compare(a, b)
+}
+
+// keeperWhy says why the instance on kept stays rather than the one on
+// next (the first rule of Keeper that tells them apart).
+func keeperWhy(s monitor.Snapshot, svc, kept, next string) string {
+	fk, fn := factsOf(s, svc, kept), factsOf(s, svc, next)
+	switch {
+	case fk.unstoppable != fn.unstoppable:
+		return "frozen: the daemon does not stop it"
+	case fk.owned != fn.owned:
+		return "started by Haven; " + next + "'s instance was not (local expect " +
+			expectWord(s.Nodes[next].Data.Services[svc].Monitor.LocalExpect) + fmt.Sprintf(", fencing token %d)", fn.token)
+	case fk.complete != fn.complete:
+		return "complete; " + next + "'s instance is " + string(monitor.EffectiveAvail(s.Nodes[next].Data.Services[svc])) +
+			downResources(s.Nodes[next].Data.Services[svc])
+	case fk.token != fn.token:
+		return fmt.Sprintf("the latest start: fencing token %d, %s's %d", fk.token, next, fn.token)
+	}
+	return "first in placement rank among them"
+}
+
+// expectWord is a local expect as shown ("none" for empty).
+func expectWord(le string) string {
+	if le == "" {
+		return dataset.ExpectNone
+	}
+	return le
+}
+
+// downResources lists the required resources of i that are not up, as
+// " (ip#vip down)", "" when none is known.
+func downResources(i dataset.Instance) string {
+	var out []string
+	for _, rid := range slices.Sorted(maps.Keys(i.Resources)) {
+		r := i.Resources[rid]
+		if r.Disabled || r.Optional || r.Status == dataset.StatusUp || r.Status == dataset.StatusNA {
+			continue
+		}
+		out = append(out, rid+" "+string(r.Status))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(out, ", ") + ")"
 }
 
 // multiFresh says why the multiple-active situation of svc over up cannot
@@ -130,7 +232,7 @@ func (c *Core) multiFresh(s monitor.Snapshot, svc string, up []string, kept stri
 	}
 	// the others' stops (the resolution under way) do not matter; the
 	// keeper's instance must be steady
-	if st := s.Nodes[kept].Data.Services[svc].Monitor.State; st.Transitioning() {
+	if st := s.Nodes[kept].Data.Services[svc].Monitor.State; kept != "" && st.Transitioning() {
 		return kept + " is " + string(st)
 	}
 	if inst := c.insts[svc]; inst != nil && inst.busy != "" {
@@ -152,6 +254,9 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 			if inst.multiActive != "" {
 				inst.multiActive, inst.multiKept, inst.multiSince, inst.multiDone = "", "", time.Time{}, false
 				c.emit(MultipleActiveEnded{Svc: svc, Nodes: up})
+				if len(up) == 1 && up[0] == c.cfg.Name {
+					c.keptAlone(s, inst, now)
+				}
 			}
 			continue
 		}
@@ -163,7 +268,13 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 		if inst.multiDone {
 			continue
 		}
-		kept := Keeper(s, svc, up)
+		var kept, keptWhy string
+		if rule == MultipleActiveStopOthers {
+			// the other rules keep every instance: no keeper to settle
+			// on (a freeze makes an instance rank first: the keeper
+			// would move at each node's freeze)
+			kept, keptWhy = Keeper(s, svc, up)
+		}
 		if why := c.multiFresh(s, svc, up, kept); why != "" {
 			inst.multiSince = time.Time{} // the wait starts again on fresh data
 			continue
@@ -178,19 +289,16 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 			continue
 		}
 		inst.multiDone = true
-		c.applyMultipleActive(s, inst, up, kept, rule, now)
+		c.applyMultipleActive(s, inst, up, kept, keptWhy, rule, now)
 	}
 	return next
 }
 
 // applyMultipleActive carries out the rule on the local instance, with
 // the error-level event that names the nodes, the kept one and the rule.
-func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instance, up []string, kept, rule string, now time.Time) {
+func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instance, up []string, kept, why, rule string, now time.Time) {
 	svc, local := inst.name, c.cfg.Name
-	e := MultipleActiveResolve{Svc: svc, Nodes: up, Kept: kept, Rule: rule, Why: "first in placement rank among them"}
-	if unstoppable(s, svc, kept) {
-		e.Why = "frozen: the daemon does not stop it"
-	}
+	e := MultipleActiveResolve{Svc: svc, Nodes: up, Kept: kept, Rule: rule, Why: why}
 	runsHere := false
 	for _, n := range up {
 		runsHere = runsHere || n == local
@@ -223,6 +331,7 @@ func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instance, up []stri
 			if len(others) > 1 {
 				e.Action = "kept here; " + strings.Join(others, ",") + " stop their own"
 			}
+			e.Action += keptNext(inst)
 		case unstoppable(s, svc, local):
 			e.Action = "not stopped here: frozen (resolve by hand: svcmgr stop --local)"
 		case !inst.spec.Runnable:
@@ -238,6 +347,72 @@ func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instance, up []stri
 		}
 	}
 }
+
+// keptNext says what the kept instance does once the others stopped
+// (keptAlone): "" when complete.
+func keptNext(inst *instance) string {
+	if down, _ := completable(inst); down != "" {
+		return "; then completed here (" + down + ")"
+	}
+	return ""
+}
+
+// completable lists the required resources of the local instance that are
+// down (", "-joined), and whether a start may bring them up: none warn or
+// unknown (a start would not mend those, and could run a second copy of
+// one that does run).
+func completable(inst *instance) (down string, ok bool) {
+	var out []string
+	ok = true
+	for _, rid := range slices.Sorted(maps.Keys(inst.res)) {
+		r := inst.res[rid]
+		switch {
+		case r.Disabled || r.Optional || r.Status == dataset.StatusUp || r.Status == dataset.StatusNA:
+		case r.Status == dataset.StatusDown:
+			out = append(out, rid+" down")
+		default:
+			ok = false
+		}
+	}
+	return strings.Join(out, ", "), ok && len(out) > 0
+}
+
+// keptAlone runs when a multiple-active situation of svc ends with the
+// local instance the only one running: the kept one (whichever node
+// applied the rule, or an admin who stopped the others). Its addresses
+// are announced again, so that the clients that reached another copy
+// (neighbour caches holding the stopped node's MAC address) reach this
+// one at once instead of when their entries expire; and, with
+// multiple_active = stop_others, an incomplete instance (a required
+// resource down: an app started behind Haven's back, without its address)
+// is completed: started, which starts its down resources and announces
+// the addresses already up.
+func (c *Core) keptAlone(s monitor.Snapshot, inst *instance, now time.Time) {
+	svc := inst.name
+	ss := c.state.Services[svc]
+	down, ok := completable(inst)
+	if ok && multipleActiveRule(s.Services[svc]) == MultipleActiveStopOthers && inst.local && inst.spec.Runnable &&
+		inst.busy == "" && inst.mon.State == dataset.Idle && !ss.Frozen && !c.state.NodeFrozen && !c.stopping {
+		reason := "multiple_active = stop_others: kept here, completing the instance (" + down + ")"
+		c.setMonitorState(svc, inst, dataset.Starting, reason, now)
+		c.beginAction(svc, inst, "start", reason, now)
+		return
+	}
+	c.emit(Reannounce{Svc: svc, Reason: "the only instance left after running on several nodes"})
+	c.ready.Announce = append(c.ready.Announce, svc)
+}
+
+// Reannounce: the addresses of the local instance are announced again
+// (gratuitous ARP, unsolicited neighbour advertisement: resource/announce.go).
+type Reannounce struct {
+	Svc    string `json:"svc"`
+	Reason string `json:"reason"`
+}
+
+func (Reannounce) Kind() string      { return "announce" }
+func (e Reannounce) Service() string { return e.Svc }
+func (Reannounce) Level() Level      { return Info }
+func (e Reannounce) String() string  { return "addresses announced again: " + e.Reason }
 
 // MultipleActive: a failover service seen up on more than one node; the
 // rule acts once the situation is fresh and lasted Settle.

@@ -240,8 +240,9 @@ func TestMultipleActiveFreezeAndWarn(t *testing.T) {
 	}
 }
 
-// Every node computes the same keeper from the same data: the placement
-// rank among the running nodes, an unstoppable (frozen) instance first.
+// Every node computes the same keeper from the same data: an unstoppable
+// (frozen) instance first; between instances alike (no token here), the
+// placement rank among the running nodes.
 func TestKeeperIsTheSameEverywhere(t *testing.T) {
 	clk := clock.NewFake(t0)
 	// n1 frozen on n2 and n3 running: n1 ranks last in placement (frozen)
@@ -258,7 +259,7 @@ func TestKeeperIsTheSameEverywhere(t *testing.T) {
 	}
 	for n, c := range views {
 		s := c.Snapshot(clk.Now())
-		if k := Keeper(s, "web", runningNodes(s, "web")); k != "n1" {
+		if k, _ := Keeper(s, "web", runningNodes(s, "web")); k != "n1" {
 			t.Fatalf("%s computes keeper %s, want the frozen n1", n, k)
 		}
 	}
@@ -268,11 +269,11 @@ func TestKeeperIsTheSameEverywhere(t *testing.T) {
 	maHear(c, maPeer("n1", true, false), clk.Now())
 	maHear(c, maPeer("n3", true, false), clk.Now())
 	s := c.Snapshot(clk.Now())
-	if k := Keeper(s, "web", []string{"n2", "n3"}); k != "n2" {
+	if k, _ := Keeper(s, "web", []string{"n2", "n3"}); k != "n2" {
 		t.Fatalf("got keeper %s among n2,n3, want n2 (nodes order)", k)
 	}
 	s.Services["web"].Nodes = []string{"n3", "n2", "n1"}
-	if k := Keeper(s, "web", []string{"n1", "n2", "n3"}); k != "n3" {
+	if k, _ := Keeper(s, "web", []string{"n1", "n2", "n3"}); k != "n3" {
 		t.Fatalf("got keeper %s with nodes n3 n2 n1, want n3", k)
 	}
 }
@@ -294,5 +295,81 @@ func TestMultipleActiveThreeInstances(t *testing.T) {
 	clk.Advance(1 * time.Second)
 	if rd := maPass(c, clk.Now()); maStops(rd) != 1 {
 		t.Fatalf("got run %+v, want n3's stop in the same round as n2's", rd.Run)
+	}
+}
+
+// maFacts are an instance's facts that Keeper ranks by.
+type maFacts struct {
+	expect string // local expect
+	token  uint64
+	avail  dataset.Status // up or warn
+}
+
+// maNodeWith is maNode with web running here with the given facts.
+func maNodeWith(t *testing.T, name string, f maFacts, now time.Time) *Core {
+	t.Helper()
+	c := maNode(t, name, "", false, now)
+	inst := c.insts["web"]
+	inst.mon.LocalExpect = f.expect
+	ss := c.state.Services["web"]
+	ss.LocalExpect, ss.FencingToken = f.expect, f.token
+	c.state.Services["web"] = ss
+	inst.avail, inst.overall = f.avail, f.avail
+	return c
+}
+
+// maPeerWith is the data of a peer running web with the given facts.
+func maPeerWith(name string, f maFacts) *dataset.Node {
+	d := maPeer(name, true, false)
+	i := d.Services["web"]
+	i.Monitor.LocalExpect, i.FencingToken, i.Avail, i.Overall = f.expect, f.token, f.avail, f.avail
+	d.Services["web"] = i
+	return d
+}
+
+// Every node computes the same keeper from the same data, whatever tells
+// the instances apart: started by Haven (local expect started and a
+// token), then complete (avail up), then the greatest token, then the
+// placement (nodes order n1, n2, n3).
+func TestKeeperRulesTheSameEverywhere(t *testing.T) {
+	started := func(tok uint64, a dataset.Status) maFacts { return maFacts{dataset.ExpectStarted, tok, a} }
+	up, warn := dataset.StatusUp, dataset.StatusWarn
+	for _, tc := range []struct {
+		name  string
+		facts map[string]maFacts
+		want  string
+		why   string
+	}{
+		{"foreign copy without a token", map[string]maFacts{"n1": {dataset.ExpectStarted, 0, up}, "n2": started(2, up)}, "n2", "started by Haven"},
+		{"foreign copy, local expect none", map[string]maFacts{"n1": {dataset.ExpectNone, 4, up}, "n2": started(2, warn)}, "n2", "started by Haven"},
+		{"incomplete old owner", map[string]maFacts{"n1": started(1, warn), "n2": started(2, up)}, "n2", "complete"},
+		{"incomplete latest start", map[string]maFacts{"n1": started(1, up), "n2": started(2, warn)}, "n1", "complete"},
+		{"both complete", map[string]maFacts{"n1": started(1, up), "n2": started(2, up), "n3": started(3, up)}, "n3", "the latest start"},
+		{"same facts", map[string]maFacts{"n2": {dataset.ExpectNone, 0, up}, "n3": {dataset.ExpectNone, 0, up}}, "n2", "first in placement rank"},
+	} {
+		now := t0
+		for _, local := range []string{"n1", "n2", "n3"} {
+			var c *Core
+			if f, ok := tc.facts[local]; ok {
+				c = maNodeWith(t, local, f, now)
+			} else {
+				c = maNode(t, local, "", false, now)
+			}
+			for _, p := range []string{"n1", "n2", "n3"} {
+				if p == local {
+					continue
+				}
+				if f, ok := tc.facts[p]; ok {
+					maHear(c, maPeerWith(p, f), now)
+				} else {
+					maHear(c, maPeer(p, false, false), now)
+				}
+			}
+			s := c.Snapshot(now)
+			k, why := Keeper(s, "web", runningNodes(s, "web"))
+			if k != tc.want || !strings.HasPrefix(why, tc.why) {
+				t.Errorf("%s: %s computes keeper %s (%s), want %s (%s...)", tc.name, local, k, why, tc.want, tc.why)
+			}
+		}
 	}
 }

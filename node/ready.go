@@ -19,6 +19,7 @@ func (r *Ready) Append(o Ready) {
 	r.NodeActions = append(r.NodeActions, o.NodeActions...)
 	r.Configs = append(r.Configs, o.Configs...)
 	r.Ordered = append(r.Ordered, o.Ordered...)
+	r.Announce = append(r.Announce, o.Announce...)
 	if !o.WakeAt.IsZero() && (r.WakeAt.IsZero() || o.WakeAt.Before(r.WakeAt)) {
 		r.WakeAt = o.WakeAt
 	}

@@ -26,6 +26,7 @@ func (e effects) Probe(p node.Probe)             { e.d.probe(p) }
 func (e effects) Fence(f node.Fence)             { e.d.fence(f) }
 func (e effects) ArmWake(time.Time)              {} // process reads drv.WakeAt
 func (e effects) RefusedName(driver.RefusedName) {}
+func (e effects) Announce(string)                {} // the timeline has the core's event
 
 // RunNodeAction records a node action: the simulated machine goes on.
 func (e effects) RunNodeAction(na node.NodeAction) {

@@ -45,6 +45,9 @@ type Effects interface {
 	// ArmWake arms the wake-up timer at t; when it fires the shell calls
 	// Driver.Wake.
 	ArmWake(t time.Time)
+	// Announce announces again the addresses of the local instance of svc
+	// (node.Ready.Announce); nothing is reported back.
+	Announce(svc string)
 	// ApplyConfigs writes or removes config files, in order, each reported
 	// with node.Core.ConfigDone.
 	ApplyConfigs(ops []node.ConfigOp)
@@ -130,8 +133,8 @@ func (d *Driver) Now() time.Time { return d.clk.Now() }
 // node.Ready: the durable state to the disk first (the core holds the
 // answers and actions resting on it until it is written), the actions
 // bound, the dataset marked changed, the events, the answers to their
-// callers, the actions, node actions, checks, probes and fences, the
-// wake-up, then the config files.
+// callers, the actions, node actions, checks, probes, fences and
+// announces, the wake-up, then the config files.
 func (d *Driver) Apply() {
 	for d.Core.HasReady() {
 		rd := d.Core.Ready()
@@ -173,6 +176,9 @@ func (d *Driver) Apply() {
 		}
 		for _, f := range rd.Fences {
 			d.fx.Fence(f)
+		}
+		for _, svc := range rd.Announce {
+			d.fx.Announce(svc)
 		}
 		d.armWake(rd.WakeAt)
 		if len(rd.Configs) > 0 {

@@ -44,6 +44,7 @@ func (f *fakeFx) StartCheck(ck node.Check) {
 }
 func (f *fakeFx) Probe(p node.Probe)               { f.note("probe %s", p.Name) }
 func (f *fakeFx) Fence(fc node.Fence)              { f.note("fence %s", fc.Node) }
+func (f *fakeFx) Announce(svc string)              { f.note("announce %s", svc) }
 func (f *fakeFx) ArmWake(t time.Time)              { f.wakes = append(f.wakes, t) }
 func (f *fakeFx) ApplyConfigs(ops []node.ConfigOp) { f.note("configs %d", len(ops)) }
 func (f *fakeFx) Publish()                         { f.note("publish") }
