@@ -229,6 +229,11 @@ func (c *Core) multiFresh(s monitor.Snapshot, svc string, up []string, kept stri
 		if ok, why := s.Nodes[n].Available(); !ok {
 			return n + ": " + why
 		}
+		// a release whose rule ranks the instances otherwise could keep
+		// another one: both kept, or both stopped (a rolling upgrade)
+		if r, mine := s.Nodes[n].Data.Format.Release, s.Nodes[s.Local].Data.Format.Release; r != mine {
+			return n + " runs another release (" + releaseWord(r) + ", here " + releaseWord(mine) + ")"
+		}
 	}
 	// the others' stops (the resolution under way) do not matter; the
 	// keeper's instance must be steady
@@ -239,6 +244,15 @@ func (c *Core) multiFresh(s monitor.Snapshot, svc string, up []string, kept stri
 		return "the local " + inst.busy + " is running"
 	}
 	return ""
+}
+
+// releaseWord is a release as said in a reason ("" is the first release,
+// which does not say).
+func releaseWord(r string) string {
+	if r == "" {
+		return "unknown"
+	}
+	return r
 }
 
 // resolveMultipleActive finds the services up on more than one node and

@@ -373,3 +373,25 @@ func TestKeeperRulesTheSameEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// A node running it that runs another release (a rolling upgrade) holds
+// the decision: that release may rank the instances otherwise.
+func TestMultipleActiveWaitsForOneRelease(t *testing.T) {
+	clk := clock.NewFake(t0)
+	c := maNode(t, "n2", "", true, clk.Now())
+	d := maPeer("n1", true, false)
+	d.Format.Release = "0.9"
+	maHear(c, d, clk.Now())
+	maHear(c, maPeer("n3", false, false), clk.Now())
+	maPass(c, clk.Now())
+	clk.Advance(10 * time.Second)
+	if rd := maPass(c, clk.Now()); maStops(rd) != 0 {
+		t.Fatalf("stopped while n1 runs another release: %+v", rd.Run)
+	}
+	maHear(c, maPeer("n1", true, false), clk.Now())
+	maPass(c, clk.Now())
+	clk.Advance(2 * time.Second)
+	if rd := maPass(c, clk.Now()); maStops(rd) != 1 {
+		t.Fatalf("got run %+v, want the stop once n1 runs this release for ready_period", rd.Run)
+	}
+}
