@@ -196,24 +196,31 @@ func TestMultipleActiveWaitsForFreshData(t *testing.T) {
 }
 
 // A node running it that is not available (rejoin) holds the decision:
-// its rank is not yet the one every node will compute.
+// its rank is not yet the one every node will compute; so does one that
+// runs another release (a rolling upgrade: that release may rank the
+// instances otherwise).
 func TestMultipleActiveWaitsForAvailablePeer(t *testing.T) {
-	clk := clock.NewFake(t0)
-	c := maNode(t, "n2", "", true, clk.Now())
-	d := maPeer("n1", true, false)
-	d.Monitor = dataset.NodeRejoin
-	maHear(c, d, clk.Now())
-	maHear(c, maPeer("n3", false, false), clk.Now())
-	maPass(c, clk.Now())
-	clk.Advance(10 * time.Second)
-	if rd := maPass(c, clk.Now()); maStops(rd) != 0 {
-		t.Fatalf("stopped while n1 is in rejoin: %+v", rd.Run)
-	}
-	maHear(c, maPeer("n1", true, false), clk.Now())
-	maPass(c, clk.Now())
-	clk.Advance(2 * time.Second)
-	if rd := maPass(c, clk.Now()); maStops(rd) != 1 {
-		t.Fatalf("got run %+v, want the stop once n1 is idle for ready_period", rd.Run)
+	for name, hold := range map[string]func(*dataset.Node){
+		"rejoin":          func(d *dataset.Node) { d.Monitor = dataset.NodeRejoin },
+		"another release": func(d *dataset.Node) { d.Format.Release = "0.9" },
+	} {
+		clk := clock.NewFake(t0)
+		c := maNode(t, "n2", "", true, clk.Now())
+		d := maPeer("n1", true, false)
+		hold(d)
+		maHear(c, d, clk.Now())
+		maHear(c, maPeer("n3", false, false), clk.Now())
+		maPass(c, clk.Now())
+		clk.Advance(10 * time.Second)
+		if rd := maPass(c, clk.Now()); maStops(rd) != 0 {
+			t.Fatalf("%s: stopped while n1 holds it: %+v", name, rd.Run)
+		}
+		maHear(c, maPeer("n1", true, false), clk.Now())
+		maPass(c, clk.Now())
+		clk.Advance(2 * time.Second)
+		if rd := maPass(c, clk.Now()); maStops(rd) != 1 {
+			t.Fatalf("%s: got run %+v, want the stop once n1 is idle, on this release, for ready_period", name, rd.Run)
+		}
 	}
 }
 
@@ -371,27 +378,5 @@ func TestKeeperRulesTheSameEverywhere(t *testing.T) {
 				t.Errorf("%s: %s computes keeper %s (%s), want %s (%s...)", tc.name, local, k, why, tc.want, tc.why)
 			}
 		}
-	}
-}
-
-// A node running it that runs another release (a rolling upgrade) holds
-// the decision: that release may rank the instances otherwise.
-func TestMultipleActiveWaitsForOneRelease(t *testing.T) {
-	clk := clock.NewFake(t0)
-	c := maNode(t, "n2", "", true, clk.Now())
-	d := maPeer("n1", true, false)
-	d.Format.Release = "0.9"
-	maHear(c, d, clk.Now())
-	maHear(c, maPeer("n3", false, false), clk.Now())
-	maPass(c, clk.Now())
-	clk.Advance(10 * time.Second)
-	if rd := maPass(c, clk.Now()); maStops(rd) != 0 {
-		t.Fatalf("stopped while n1 runs another release: %+v", rd.Run)
-	}
-	maHear(c, maPeer("n1", true, false), clk.Now())
-	maPass(c, clk.Now())
-	clk.Advance(2 * time.Second)
-	if rd := maPass(c, clk.Now()); maStops(rd) != 1 {
-		t.Fatalf("got run %+v, want the stop once n1 runs this release for ready_period", rd.Run)
 	}
 }

@@ -218,16 +218,8 @@ func TestFencingTokenAcrossFailoverAndRestart(t *testing.T) {
 // process (a recycled pid): its check says up, the rest is down.
 func TestNetnsMultipleActiveForeignCopyAfterCrash(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces)
-	names := []string{"n1", "n2", "n3"}
-	b := newNetBed(t, names, `rejoin_grace_period = "10s"`)
+	b := vipBed(t, `["n1", "n2", "n3"]`)
 	c := b.nodes
-	for _, n := range names {
-		b.startDaemon(n)
-	}
-	b.converge(names, 15*time.Second)
-	createService(t, c["n1"], "web", vipService(`["n1", "n2", "n3"]`))
-	waitFor(t, 15*time.Second, "web up on n1 (seen from n3)", upOnlyOn(c["n3"], "web", "n1"))
-	waitFor(t, 5*time.Second, vip+" in n1's namespace", func() bool { return b.hasAddr("n1", vip) })
 
 	// the crash: n1's daemon and processes; its host loses the address
 	if _, err := testbed.Crash(c["n1"].root); err != nil {
@@ -279,15 +271,8 @@ func TestNetnsMultipleActiveForeignCopyAfterCrash(t *testing.T) {
 // its entry is read without sending it any traffic.
 func TestNetnsMultipleActiveKeeperAnnounces(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces)
-	names := []string{"n1", "n2", "n3"}
-	b := newNetBed(t, names, `rejoin_grace_period = "10s"`)
+	b := vipBed(t, `["n1", "n2"]`)
 	c := b.nodes
-	for _, n := range names {
-		b.startDaemon(n)
-	}
-	b.converge(names, 15*time.Second)
-	createService(t, c["n1"], "web", vipService(`["n1", "n2"]`))
-	waitFor(t, 15*time.Second, "web up on n1 (seen from n3)", upOnlyOn(c["n3"], "web", "n1"))
 
 	b.cut("n1")
 	waitFor(t, 20*time.Second, vip+" in n2's namespace (split, quorum off)", func() bool { return b.hasAddr("n2", vip) })
@@ -338,16 +323,8 @@ func TestNetnsMultipleActiveKeeperAnnounces(t *testing.T) {
 // n1 (the app, already up, is not started twice) and is announced.
 func TestNetnsMultipleActiveKeptCompleted(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces)
-	names := []string{"n1", "n2", "n3"}
-	b := newNetBed(t, names, `rejoin_grace_period = "10s"`)
+	b := vipBed(t, `["n1", "n2", "n3"]`)
 	c := b.nodes
-	for _, n := range names {
-		b.startDaemon(n)
-	}
-	b.converge(names, 15*time.Second)
-	createService(t, c["n1"], "web", vipService(`["n1", "n2", "n3"]`))
-	waitFor(t, 15*time.Second, "web up on n1 (seen from n3)", upOnlyOn(c["n3"], "web", "n1"))
-	waitFor(t, 5*time.Second, vip+" in n1's namespace", func() bool { return b.hasAddr("n1", vip) })
 	appPid := readFile(t, filepath.Join(c["n1"].root, "var", "services", "web", "main.pid"))
 
 	ipOK(b, "-n", b.bed.NS["n1"], "addr", "del", vip+"/24", "dev", bedDev)
@@ -382,4 +359,21 @@ func TestNetnsMultipleActiveKeptCompleted(t *testing.T) {
 	waitFor(t, 5*time.Second, "n3 resolves "+vip+" to n1", func() bool {
 		return b.ping("n3", vip, 300*time.Millisecond) && b.neighMAC("n3", vip) == b.mac("n1")
 	})
+}
+
+// vipBed starts a bed of three nodes (n1, n2, n3) with web, a VIP and an
+// app on nodes (a TOML list whose first is n1), and returns once web runs
+// on n1 (seen from n3) with its VIP.
+func vipBed(t *testing.T, nodes string) *netBed {
+	t.Helper()
+	names := []string{"n1", "n2", "n3"}
+	b := newNetBed(t, names, `rejoin_grace_period = "10s"`)
+	for _, n := range names {
+		b.startDaemon(n)
+	}
+	b.converge(names, 15*time.Second)
+	createService(t, b.nodes["n1"], "web", vipService(nodes))
+	waitFor(t, 15*time.Second, "web up on n1 (seen from n3)", upOnlyOn(b.nodes["n3"], "web", "n1"))
+	waitFor(t, 5*time.Second, vip+" in n1's namespace", func() bool { return b.hasAddr("n1", vip) })
+	return b
 }
