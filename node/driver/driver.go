@@ -289,12 +289,14 @@ func (d *Driver) Orchestrate() {
 }
 
 // armWake arms the wake-up at t (the end of a ready window, a --wait
-// deadline) unless an earlier one is armed.
+// deadline) unless an earlier one is armed. One that is due but not taken
+// yet (Wake clears it) is kept: its timer fired while the loop took
+// another input, and re-arming the timer for a later time would drop it.
 func (d *Driver) armWake(t time.Time) {
 	if t.IsZero() {
 		return
 	}
-	if !d.stepAt.IsZero() && !t.Before(d.stepAt) && d.clk.Now().Before(d.stepAt) {
+	if !d.stepAt.IsZero() && !t.Before(d.stepAt) {
 		return
 	}
 	d.stepAt = t

@@ -340,3 +340,25 @@ func BenchmarkUnchangedCheck(b *testing.B) {
 		d.Pass()
 	}
 }
+
+// A wake-up that is due but not taken yet (its timer fired while the loop
+// took another input) is not replaced by a later one: the ready window it
+// ends would otherwise wait for the later wake-up or the next tick (seen
+// in the simulation: a takeover's start 2 s late, when a one-vote
+// arbitrator's answer came at the instant its window ended).
+func TestArmWakeKeepsADueWake(t *testing.T) {
+	fx := &fakeFx{}
+	d, clk := newDriver(t, fx)
+	at := clk.Now().Add(2 * time.Second)
+	d.armWake(at)
+	clk.Advance(2 * time.Second) // due; Wake not called yet
+	d.armWake(at.Add(5 * time.Second))
+	if got := d.WakeAt(); !got.Equal(at) {
+		t.Fatalf("wake at %s, want the due one at %s kept", got.Sub(t0), at.Sub(t0))
+	}
+	d.Wake()
+	d.armWake(at.Add(5 * time.Second))
+	if got := d.WakeAt(); !got.Equal(at.Add(5 * time.Second)) {
+		t.Fatalf("after the wake-up: wake at %s, want %s", got.Sub(t0), at.Add(5*time.Second).Sub(t0))
+	}
+}
