@@ -92,13 +92,21 @@ func checkStateLevel(path string, level, format int) error {
 }
 
 // withoutUnknown drops, at feature level 1, the fields of a newer release
-// that the targets and clears kept (dataset.Unknown): the first release
-// refuses a state file with a key it does not know, and a node at level 1
-// may be taken back to it. From level 2 on they are written, and read
-// back.
+// that the targets and clears kept (dataset.Unknown), and the fields the
+// first release's state does not have: the first release refuses a state
+// file with a key it does not know, and a node at level 1 may be taken
+// back to it. From level 2 on they are written, and read back. A split
+// freeze is written as the node's freeze then (the first release knows no
+// other: it stays frozen until an admin thaws it, as it did).
 func withoutUnknown(d durable) durable {
 	if envelopeVersion(d.FeatureLevel) >= 2 {
 		return d
+	}
+	if d.SplitFrozen {
+		if !d.NodeFrozen {
+			d.NodeFrozen, d.NodeFrozenReason = true, d.SplitFrozenReason
+		}
+		d.SplitFrozen, d.SplitFrozenReason = false, ""
 	}
 	strip := false
 	for _, s := range d.Services {

@@ -145,3 +145,36 @@ func TestStateKeepsNewerFields(t *testing.T) {
 		t.Fatalf("level 2 lost a newer release's fields: %+v", d.Services["web"])
 	}
 }
+
+// TestStateSplitFreezeAtLevel1: the split freeze is a field the first
+// release does not know: at level 1 it is written as the node's freeze,
+// so that a node taken back to that release reads its file (frozen, as
+// that release froze a node that lost the quorum); from level 2 on it is
+// written and read back.
+func TestStateSplitFreezeAtLevel1(t *testing.T) {
+	st := formatState(1)
+	st.SplitFrozen, st.SplitFrozenReason = true, "quorum lost"
+	b1, err := encodeDurable(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b1, []byte("split_frozen")) {
+		t.Fatalf("level 1 wrote a field the first release refuses:\n%s", b1)
+	}
+	d, err := decodeState(b1)
+	if err != nil || !d.NodeFrozen || d.NodeFrozenReason != "quorum lost" || d.SplitFrozen {
+		t.Fatalf("level 1 read back as %+v (%v): want the node frozen", d, err)
+	}
+	if !st.SplitFrozen {
+		t.Fatal("encoding at level 1 changed the state it encoded")
+	}
+	st.FeatureLevel = 2
+	b2, err := encodeDurable(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = decodeState(b2)
+	if err != nil || !d.SplitFrozen || d.NodeFrozen {
+		t.Fatalf("level 2 read back as %+v (%v)", d, err)
+	}
+}

@@ -162,6 +162,9 @@ func nodeInfo(n dataset.Node, s dataset.NodeStatus) dataset.NodeInfo {
 		Labels:      n.Labels,
 
 		FrozenReason: n.FrozenReason,
+
+		SplitFrozen:       n.SplitFrozen,
+		SplitFrozenReason: n.SplitFrozenReason,
 	}
 }
 

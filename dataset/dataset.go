@@ -273,6 +273,15 @@ type Node struct {
 	// crash or reboot.
 	SplitAction string `json:"split_action,omitempty"`
 
+	// SplitFrozen: the node lost a quorum vote and its split_action stop
+	// froze it (SplitFrozenReason says the vote). Apart from Frozen (an
+	// admin's freeze, or another of the daemon's own): it ends by itself
+	// once the node holds the quorum again or the cluster is whole
+	// (docs/behaviour.md 3). The node is no candidate meanwhile, yet it
+	// runs the race.
+	SplitFrozen       bool   `json:"split_frozen,omitempty" since:"2"`
+	SplitFrozenReason string `json:"split_frozen_reason,omitempty" since:"2"`
+
 	// Format is the node's format versions (node/upgrade). It is not part
 	// of the dataset's JSON (nor of its digest): every heartbeat message's
 	// header carries it, and the receiver sets it on the copy it hands over.

@@ -156,6 +156,12 @@ type NodeInfo struct {
 
 	// FrozenReason is Node.FrozenReason.
 	FrozenReason string `json:"frozen_reason,omitempty"`
+	// SplitFrozen and SplitFrozenReason are Node's: the freeze of a
+	// split_action stop, apart from Frozen (an admin's, or the daemon's
+	// rejoin rule): it ends by itself once the node holds the quorum
+	// again or the cluster is whole.
+	SplitFrozen       bool   `json:"split_frozen,omitempty"`
+	SplitFrozenReason string `json:"split_frozen_reason,omitempty"`
 	// Format is the newest format version the node reads (1: a node of
 	// the first release, which does not say); Release its release
 	// (--version), "" when it does not say.

@@ -284,6 +284,9 @@ func Progress(s Snapshot, svc string) string {
 		if !v.Alive() {
 			notes = append(notes, "shut down")
 		}
+		if v.Data.SplitFrozen {
+			notes = append(notes, "node frozen by its split_action")
+		}
 		x := n + " " + string(inst.Avail)
 		if len(notes) > 0 {
 			x += " (" + strings.Join(notes, ", ") + ")"

@@ -441,7 +441,7 @@ func (c *svcCtx) flags() string {
 	if c.cOK != nil && !c.cOK[local] {
 		bits |= flagC
 	}
-	if c.view.Data.Frozen || c.inst.Frozen {
+	if c.view.Data.Frozen || c.view.Data.SplitFrozen || c.inst.Frozen {
 		bits |= flagF
 	}
 	if c.naturalAvailableLeader() == local {

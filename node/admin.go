@@ -108,6 +108,12 @@ func (c *Core) AdminNode(action string, now time.Time) Ticket {
 	switch action {
 	case "freeze", "thaw":
 		c.SetNodeFrozen(action == "freeze", "admin "+action)
+		if action == "thaw" {
+			// an admin's thaw ends a split freeze too: the node is back
+			// in the race at once (its takeovers still wait for the
+			// quorum and their gates)
+			c.SetSplitFrozen(false, "admin thaw")
+		}
 		c.answer(Answer{Ticket: tk})
 	case "drain":
 		c.SetNodeFrozen(true, "admin drain")

@@ -335,6 +335,26 @@ func (c *Core) SetNodeFrozen(frozen bool, reason string) {
 	c.emit(NodeFrozen{Frozen: frozen, Reason: reason})
 }
 
+// SplitFrozen reports whether the node is frozen by its split_action.
+func (c *Core) SplitFrozen() bool { return c.state.SplitFrozen }
+
+// SetSplitFrozen sets or ends the freeze of a split_action stop, apart
+// from the node's other freeze (SetNodeFrozen): the quorum rule ends it
+// (quorum.go), an admin thaw too.
+func (c *Core) SetSplitFrozen(frozen bool, reason string) {
+	if c.state.SplitFrozen == frozen {
+		return
+	}
+	c.state.SplitFrozen = frozen
+	c.state.SplitFrozenReason = ""
+	if frozen {
+		c.state.SplitFrozenReason = reason
+	}
+	c.persist()
+	c.publish()
+	c.emit(NodeFrozen{Frozen: frozen, Reason: reason, Split: true})
+}
+
 // SetMonitorState records what must survive a restart of the instance
 // monitor of svc: whether its start failed, and its local expect.
 func (c *Core) SetMonitorState(svc string, startFailed bool, localExpect string) {

@@ -19,6 +19,7 @@ import (
 	"haven/dataset/status"
 	"haven/node"
 	"haven/node/datadriven"
+	"haven/quorum"
 )
 
 var update = flag.Bool("update", false, "rewrite node/testdata/*.txt with the outputs (review the diff)")
@@ -36,7 +37,7 @@ func TestDatadriven(t *testing.T) {
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
 			h := &harness{t: t, now: ddT0, cfgs: map[string]*config.ServiceConfig{}, checks: map[string]node.Check{},
-				running: map[string]string{}, gens: map[string]uint64{}}
+				running: map[string]string{}, gens: map[string]uint64{}, probes: map[string]time.Time{}}
 			datadriven.RunFile(t, f, *update, h.step)
 		})
 	}
@@ -65,6 +66,9 @@ type harness struct {
 	pending node.State
 	disk    node.State
 	through bool
+	// probes are the send times of the last probe or report ordered to
+	// each arbitrator (the answers of arbitrator and onevote answer it).
+	probes map[string]time.Time
 }
 
 // LocalInfo and LocalServices are the driver's part of the view (Local).
@@ -77,13 +81,26 @@ func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cf
 // the Ready they produced (the whole of it). The commands:
 //
 //	new NAME members=N1,N2 [write-through] [ready=D] [rejoin=D]
+//	    [quorum=SPLIT_ACTION] [arb=A] [onevote=A] [stonith=N1,N2]
+//	                       cluster.quorum on with that split_action, a
+//	                       plain arbitrator A, a one-vote arbitrator A
+//	                       (weight 1 each; beat 0.5s, arbitrator timeout
+//	                       1s, hb.timeout 3s)
 //	service SVC            (the input lines: the service's TOML config)
 //	start                  the daemon's start
 //	peer N up|down         a heartbeat event about N
-//	peer N data            N's data; input lines "node [monitor=M] [frozen]",
+//	peer N stale|fresh     N's beats come without its data, or again with it
+//	peer N unseen [X,Y]    N's beats list X,Y as not heard (none: empty)
+//	peer N data            N's data; input lines "node [monitor=M] [frozen]
+//	                       [split_frozen] [split_action=A]",
 //	                       "SVC [avail=S] [state=S] [frozen] [expect=LE]
 //	                       [token=T] [res=RID:S,RID:S]" (res sets avail) and
 //	                       "target SVC EXPECT id=ID counter=C [node=N]"
+//	arbitrator A ok|fail   plain arbitrator A answers the last probe
+//	onevote A granted [exclusive] [winner=N1,N2] | refused [winner=..] | silent
+//	                       one-vote arbitrator A answers the last report
+//	                       (silent: no answer within its timeout)
+//	quorum                 the quorum state (svcmon's part, QuorumInfo)
 //	advance D              the fake clock moves on by D
 //	tick [D]               advance D, then the periodic tick
 //	orchestrate [view]     the decision pass (view: only the view changed)
@@ -228,6 +245,45 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		h.c.PersistDone(seq, nil, h.now)
 	case "retry-persist":
 		h.c.RetryPersist()
+	case "arbitrator":
+		if len(d.Args) != 2 || d.Args[1] != "ok" && d.Args[1] != "fail" {
+			return "", d.Errorf("want an arbitrator and ok or fail")
+		}
+		sent, ok := h.probes[d.Args[0]]
+		if !ok {
+			return "", d.Errorf("no probe of %s ordered", d.Args[0])
+		}
+		h.c.ArbitratorResult(d.Args[0], d.Args[1] == "ok", "answer "+d.Args[1], sent, h.now)
+	case "onevote":
+		if len(d.Args) < 2 {
+			return "", d.Errorf("want an arbitrator and granted, refused or silent")
+		}
+		sent, ok := h.probes[d.Args[0]]
+		if !ok {
+			return "", d.Errorf("no report to %s ordered", d.Args[0])
+		}
+		g := quorum.GrantAnswer{Lease: quorum.DefaultLease}
+		if w, ok := d.Arg("winner"); ok {
+			g.Winner = strings.Split(w, ",")
+		}
+		errText := ""
+		switch d.Args[1] {
+		case "granted":
+			_, g.Exclusive = d.Arg("exclusive")
+			g.Granted, g.Reason = true, "granted"
+			if g.Exclusive {
+				g.Reason = "granted, exclusive"
+			}
+		case "refused":
+			g.Reason = "another partition holds the vote"
+		case "silent":
+			errText = "no answer within 1s"
+		default:
+			return "", d.Errorf("want granted, refused or silent")
+		}
+		h.c.OneVoteResult(d.Args[0], g, errText, sent, h.now)
+	case "quorum":
+		return quorumText(h.c.QuorumInfo(h.now), h.c.State()), nil
 	default:
 		return "", d.Errorf("unknown command")
 	}
@@ -278,22 +334,83 @@ func (h *harness) newCore(d *datadriven.Cmd) (string, error) {
 			*p = dur
 		}
 	}
+	if v, ok := d.Arg("quorum"); ok {
+		cfg.Quorum = node.QuorumConfig{Enabled: true, SplitAction: v, HBTimeout: 3 * time.Second,
+			Timing: quorum.Timing{Beat: 500 * time.Millisecond, ArbitratorTimeout: time.Second}}
+		for key, one := range map[string]bool{"arb": false, "onevote": true} {
+			if a, ok := d.Arg(key); ok {
+				cfg.Quorum.Arbitrators = append(cfg.Quorum.Arbitrators, quorum.Arbitrator{Name: a, Weight: 1, OneVote: one})
+			}
+		}
+		slices.SortFunc(cfg.Quorum.Arbitrators, func(a, b quorum.Arbitrator) int { return strings.Compare(a.Name, b.Name) })
+		if v, ok := d.Arg("stonith"); ok {
+			cfg.Quorum.Stonith = strings.Split(v, ",")
+		}
+	}
 	h.c = node.New(cfg, node.State{})
 	h.disk = h.c.State().Clone()
 	return h.ready(), nil
 }
 
+// quorumText is the quorum state on a few lines: the votes now, whether
+// this node lost a vote, its freezes, each arbitrator, the last vote and
+// the takeover gates.
+func quorumText(qi *dataset.QuorumInfo, st *node.State) string {
+	if qi == nil {
+		return "quorum off"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "votes %d/%d (live %s) lost=%v pending=%v", qi.Votes, qi.Total, strings.Join(qi.Live, ","), qi.Lost, qi.Pending)
+	if st.NodeFrozen {
+		b.WriteString(" frozen")
+	}
+	if st.SplitFrozen {
+		b.WriteString(" split-frozen")
+	}
+	b.WriteString("\n")
+	for _, a := range qi.Arbitrators {
+		fmt.Fprintf(&b, "arbitrator %s answered=%v", a.Name, a.Answered)
+		if a.OneVote {
+			fmt.Fprintf(&b, " exclusive=%v winner=%s", a.Exclusive, strings.Join(a.Winner, ","))
+		}
+		fmt.Fprintf(&b, " (%s)\n", a.Detail)
+	}
+	if qi.LastVote != "" {
+		fmt.Fprintf(&b, "last vote: %s\n", qi.LastVote)
+	}
+	for _, g := range qi.Gates {
+		if g.Blocked != "" {
+			fmt.Fprintf(&b, "gate %s blocked: %s\n", g.Node, g.Blocked)
+		} else {
+			fmt.Fprintf(&b, "gate %s open (fenced=%v)\n", g.Node, g.Fenced)
+		}
+	}
+	return b.String()
+}
+
 // peerEvent is the heartbeat event of a "peer" command.
 func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
-	if len(d.Args) != 2 {
-		return node.PeerEvent{}, d.Errorf("want a node and up, down or data")
+	if len(d.Args) < 2 || len(d.Args) > 3 || len(d.Args) == 3 && d.Args[1] != "unseen" {
+		return node.PeerEvent{}, d.Errorf("want a node and up, down, stale, fresh, unseen [LIST] or data")
 	}
 	ev := node.PeerEvent{Node: d.Args[0]}
+	if len(d.Args) == 3 {
+		ev.Unseen = strings.Split(d.Args[2], ",")
+	}
 	switch d.Args[1] {
 	case "up":
 		ev.Kind = node.PeerUp
 	case "down":
 		ev.Kind = node.PeerDown
+	case "stale":
+		ev.Kind = node.PeerStale
+	case "fresh":
+		ev.Kind = node.PeerFresh
+	case "unseen":
+		ev.Kind = node.PeerUnseen
+		if len(d.Input) > 0 {
+			return ev, d.Errorf("unseen takes its list as an argument")
+		}
 	case "data":
 		ev.Kind = node.PeerData
 		h.gens[ev.Node]++
@@ -311,6 +428,8 @@ func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
 					n.Monitor = dataset.NodeMonitor(m)
 				}
 				n.Frozen = frozen
+				_, n.SplitFrozen = kv["split_frozen"]
+				n.SplitAction = kv["split_action"]
 				continue
 			}
 			if f[0] == "target" {
@@ -354,7 +473,7 @@ func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
 		}
 		ev.Data = n
 	default:
-		return ev, d.Errorf("want up, down or data, got %q", d.Args[1])
+		return ev, d.Errorf("want up, down, stale, fresh, unseen or data, got %q", d.Args[1])
 	}
 	return ev, nil
 }
@@ -447,6 +566,11 @@ func (h *harness) ready() string {
 		fmt.Fprintf(&b, "check %s full=%v\n", ck.Service, ck.Full)
 	}
 	for _, p := range rd.Probes {
+		h.probes[p.Name] = p.Sent
+		if p.Partition != nil {
+			fmt.Fprintf(&b, "report %s: partition %s running=%d\n", p.Name, strings.Join(p.Partition, ","), p.Running)
+			continue
+		}
 		fmt.Fprintf(&b, "probe %s\n", p.Name)
 	}
 	for _, f := range rd.Fences {
@@ -476,6 +600,9 @@ func stateText(st node.State) string {
 	var parts []string
 	if st.NodeFrozen {
 		parts = append(parts, "node frozen")
+	}
+	if st.SplitFrozen {
+		parts = append(parts, "split frozen")
 	}
 	for _, svc := range slices.Sorted(maps.Keys(st.Services)) {
 		ss := st.Services[svc]

@@ -119,16 +119,26 @@ func (e InstanceFrozen) Service() string { return e.Svc }
 func (InstanceFrozen) Level() Level      { return Info }
 func (e InstanceFrozen) String() string  { return "instance " + frozenWord(e.Frozen) + ": " + e.Reason }
 
-// NodeFrozen: the node frozen or thawed.
+// NodeFrozen: the node frozen or thawed. Split: the freeze of a
+// split_action stop (State.SplitFrozen), not an admin's.
 type NodeFrozen struct {
 	Frozen bool   `json:"frozen"`
 	Reason string `json:"reason"`
+	Split  bool   `json:"split,omitempty"`
 }
 
-func (e NodeFrozen) Kind() string   { return "node_" + frozenWord(e.Frozen) }
-func (NodeFrozen) Service() string  { return "" }
-func (NodeFrozen) Level() Level     { return Info }
-func (e NodeFrozen) String() string { return "node " + frozenWord(e.Frozen) + ": " + e.Reason }
+func (e NodeFrozen) Kind() string  { return "node_" + frozenWord(e.Frozen) }
+func (NodeFrozen) Service() string { return "" }
+func (NodeFrozen) Level() Level    { return Info }
+func (e NodeFrozen) String() string {
+	switch {
+	case e.Split && e.Frozen:
+		return "node frozen by its split_action: " + e.Reason
+	case e.Split:
+		return "split freeze ended: " + e.Reason
+	}
+	return "node " + frozenWord(e.Frozen) + ": " + e.Reason
+}
 
 func frozenWord(f bool) string {
 	if f {

@@ -103,7 +103,7 @@ func (c *Core) resourceFaults(svc string, inst *instance, now time.Time) {
 func (c *Core) stopFaulted(svc string, inst *instance, why string, now time.Time) {
 	if inst.busy != "" || inst.ending != nil || inst.checking || c.stopping ||
 		inst.mon.LocalExpect != dataset.ExpectStarted || inst.mon.State != dataset.Idle ||
-		c.state.Services[svc].Frozen || c.state.NodeFrozen {
+		c.state.Services[svc].Frozen || c.state.NodeFrozen || c.state.SplitFrozen {
 		return
 	}
 	c.expect(svc, inst, dataset.ExpectNone)

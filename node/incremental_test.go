@@ -273,6 +273,7 @@ func TestNodeLevelFieldsKnown(t *testing.T) {
 		"Name": "compared", "Monitor": "compared", "Frozen": "compared", "Compat": "compared",
 		"Load15": "compared when read", "MemAvailPct": "compared when read", "Labels": "compared",
 		"FrozenReason": "compared", "SplitAction": "compared", "Format": "compared",
+		"SplitFrozen": "compared", "SplitFrozenReason": "compared",
 		"Services": "diffed per service", "Targets": "merged locally (a full pass)",
 		"Configs": "installed by the driver (a full pass)", "Clears": "merged locally (a full pass)", "Gen": "changes with everything",
 	}

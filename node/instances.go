@@ -460,6 +460,7 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 	n.Monitor = c.monitor
 	n.Frozen = c.state.NodeFrozen
 	n.FrozenReason = c.state.NodeFrozenReason
+	n.SplitFrozen, n.SplitFrozenReason = c.state.SplitFrozen, c.state.SplitFrozenReason
 	n.Compat = c.cfg.Compat
 	n.Format = c.localFormat()
 	n.Targets = c.Targets()

@@ -110,6 +110,8 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 		hold = "instance frozen"
 	case c.state.NodeFrozen:
 		hold = "node frozen"
+	case c.state.SplitFrozen:
+		hold = "node frozen by its split_action"
 	case inst.upElsewhere != "":
 		hold = "the service is up on " + inst.upElsewhere
 	}

@@ -115,6 +115,7 @@ func (c *Core) OneVoteResult(name string, g quorum.GrantAnswer, errText string, 
 		c.emit(ArbitratorStatus{Name: name, OK: l.granted, Detail: l.reason, Refused: errText == "" && !g.Granted})
 		c.viewChanged = true
 	}
+	c.voteAgainIfRegained(c.livePeers(now), now)
 	c.decideVote(now)
 	c.updateGates(now)
 }

@@ -93,6 +93,15 @@ type gate struct {
 	// ended by then, its stop budget runs from there.
 	oneVoteAt time.Time
 	oneVoteBy string
+	// restart: the gate was held by a reason that may have kept the peer
+	// in the race (this node lost the quorum, or a live member still
+	// heard the peer): once that reason is gone, the gate starts again
+	// from then (restartGate).
+	restart bool
+	// lostAt is when the peer was lost (since, until a restart); from
+	// says why the gate started again at since ("": it did not).
+	lostAt time.Time
+	from   string
 }
 
 type quorumState struct {
@@ -112,6 +121,9 @@ type quorumState struct {
 	slept time.Duration
 	// rejoined is set once this run left the rejoin: it votes from then on.
 	rejoined bool
+	// again says why the pending vote was taken again without a new
+	// loss (QuorumVote.Again).
+	again string
 
 	// lost is set once this node lost a vote; splitSvcs are the instances
 	// its split_action stop stops; escalateAt is when it crashes if one
@@ -219,9 +231,12 @@ func (c *Core) updateQuorum(now time.Time) {
 		stalled = gap
 	}
 	q.lastTick, q.slept = now, 0
-	if q.lost && c.cfg.Quorum.SplitAction == SplitStop && !c.state.NodeFrozen {
-		// the admin thawed the node: it is back in the race
-		q.lost, q.splitSvcs = false, nil
+	if c.cfg.Quorum.SplitAction == SplitStop && q.lost != c.state.SplitFrozen {
+		// the split freeze is the lost state of a split_action stop: an
+		// admin's thaw ended it (the node is back in the race), or it
+		// was restored from the state file (a daemon restarted frozen)
+		q.lost = c.state.SplitFrozen
+		q.splitSvcs = nil
 	}
 	live := c.livePeers(now)
 	cur := make(map[string]bool, len(live))
@@ -254,6 +269,9 @@ func (c *Core) updateQuorum(now time.Time) {
 		}
 	}
 	q.live = cur
+	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pnames) {
+		c.endSplitFreeze("the cluster is whole again: every member hears this node and is heard")
+	}
 	if stalled > 0 {
 		// this daemon did not run for longer than hb.timeout: its peers
 		// may have declared it down and taken over; count it alone
@@ -265,6 +283,9 @@ func (c *Core) updateQuorum(now time.Time) {
 		// a one-vote arbitrator's lease counted by the last vote ended
 		// unrenewed: the vote is taken again without it
 		c.startVote(now, live, nil)
+		q.again = "a one-vote arbitrator's lease ended unrenewed"
+	} else {
+		c.voteAgainIfRegained(live, now)
 	}
 	c.reportLeases(live, now)
 	c.decideVote(now)
@@ -289,10 +310,73 @@ func (c *Core) probeAll(now time.Time) {
 	}
 }
 
+// mayRegain says why the vote is taken again ("" when it is not): the
+// last vote was lost and still holds this node back (its split freeze, or
+// the takeover gates of its lost peers), and the votes counted now (the
+// live members, the one-vote leases that run, the plain arbitrators that
+// answered a probe sent since that vote) are a majority. The vote itself
+// decides, with fresh answers. A node whose crash or reboot was ordered
+// is left alone.
+func (c *Core) mayRegain(live []string, now time.Time) string {
+	q := &c.q
+	if !q.pending.IsZero() || c.monitor == dataset.NodeRejoin {
+		return ""
+	}
+	switch {
+	case c.state.SplitFrozen:
+	case q.lost:
+		return "" // crashing or rebooting
+	case q.last != nil && !q.last.Survive && len(q.gates) > 0:
+	default:
+		return ""
+	}
+	arbs := make([]quorum.Arbitrator, len(c.cfg.Quorum.Arbitrators))
+	copy(arbs, c.cfg.Quorum.Arbitrators)
+	for i, a := range arbs {
+		if a.OneVote {
+			arbs[i].Answered = c.leaseRuns(a.Name, now)
+			continue
+		}
+		r, heard := q.arbs[a.Name]
+		arbs[i].Answered = heard && r.ok && !r.sent.Before(q.lastAt)
+	}
+	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: append([]string{c.cfg.Name}, live...), Arbitrators: arbs})
+	if !v.Survive {
+		return ""
+	}
+	return fmt.Sprintf("this side may hold the quorum again (%d of %d votes)", v.Votes, v.Total)
+}
+
+// voteAgainIfRegained takes the vote again when mayRegain says why: a
+// lost vote holds this node back (its split freeze, or the takeovers of
+// its lost peers) and the votes it sees now make a majority.
+func (c *Core) voteAgainIfRegained(live []string, now time.Time) {
+	if why := c.mayRegain(live, now); why != "" {
+		c.startVote(now, live, nil)
+		c.q.again = why
+	}
+}
+
+// endSplitFreeze ends the freeze of a split_action stop: this node holds
+// the quorum again, or the cluster is whole. Its takeovers still wait for
+// their gates, which start again from now (restartGate).
+func (c *Core) endSplitFreeze(why string) {
+	q := &c.q
+	if !c.state.SplitFrozen {
+		return
+	}
+	c.SetSplitFrozen(false, why)
+	if c.cfg.Quorum.SplitAction == SplitStop {
+		q.lost, q.splitSvcs = false, nil
+	}
+	c.viewChanged = true
+}
+
 // startVote begins a vote: lost members were lost at now; live are the
 // members of this side (nil: this node alone).
 func (c *Core) startVote(now time.Time, live, lost []string) {
 	q := &c.q
+	q.again = ""
 	q.pending = now
 	q.pendingLive = append([]string{c.cfg.Name}, live...)
 	q.pendingLost = append([]string(nil), lost...)
@@ -325,7 +409,9 @@ func (c *Core) decideVote(now time.Time) {
 			arbs[i].Answered = r.ok
 		}
 	}
-	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: q.pendingLive, Arbitrators: arbs, Frozen: c.state.NodeFrozen && !q.lost})
+	// a node frozen by an admin (or by the daemon's rejoin rule) does not
+	// run the race; a split freeze does: it ends when this side wins
+	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: q.pendingLive, Arbitrators: arbs, Frozen: c.state.NodeFrozen})
 	started := q.pending
 	q.pending = time.Time{}
 	if q.lost && !v.Survive {
@@ -334,9 +420,12 @@ func (c *Core) decideVote(now time.Time) {
 		return
 	}
 	q.last, q.lastAt = &v, now
-	c.emit(QuorumVote{Verdict: v, Lost: q.pendingLost, SplitAction: c.cfg.Quorum.SplitAction})
+	c.emit(QuorumVote{Verdict: v, Lost: q.pendingLost, SplitAction: c.cfg.Quorum.SplitAction, Again: q.again})
 	c.publish()
 	c.viewChanged = true
+	if v.Survive && c.state.SplitFrozen {
+		c.endSplitFreeze("this node holds the quorum again: " + v.String())
+	}
 	if v.Survive || v.Skipped || q.lost {
 		return // a node that already lost stays stopped (or crashed)
 	}
@@ -356,7 +445,7 @@ func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
 		return
 	}
 	q.lost = true
-	c.SetNodeFrozen(true, reason+": every local instance stopped, node frozen (nodemgr thaw resumes once the cluster is whole)")
+	c.SetSplitFrozen(true, reason+": every local instance stopped, node frozen until it holds the quorum again or the cluster is whole (nodemgr thaw ends it sooner)")
 	q.escalateAt = started.Add(c.timing().EscalateAfter())
 	q.escalated = false
 	q.splitSvcs = q.splitSvcs[:0]
@@ -423,6 +512,7 @@ func (c *Core) ArbitratorResult(name string, ok bool, detail string, sent, now t
 	if !had || prev.ok != ok {
 		c.emit(ArbitratorStatus{Name: name, OK: ok, Detail: detail})
 	}
+	c.voteAgainIfRegained(c.livePeers(now), now)
 	c.decideVote(now)
 	c.updateGates(now)
 }
@@ -469,7 +559,7 @@ func (c *Core) updateGates(now time.Time) {
 		g := q.gates[name]
 		switch {
 		case down && g == nil:
-			g = &gate{since: now, deadline: now.Add(c.timing().Deadline())}
+			g = &gate{since: now, lostAt: now, deadline: now.Add(c.timing().Deadline())}
 			q.gates[name] = g
 		case !down && g != nil:
 			delete(q.gates, name)
@@ -495,6 +585,21 @@ func (c *Core) updateGates(now time.Time) {
 	}
 }
 
+// restartGate starts a gate again at now. It was held by this node's lost
+// quorum, or by a live member that still heard the peer: meanwhile the
+// peer may have kept its quorum (with that member, or while this side had
+// none), so its self-stop deadline, and a one-vote arbitrator's grant to
+// this side alone, count from now, when nothing of that is left. A fence
+// that succeeded stays.
+func (c *Core) restartGate(g *gate, now time.Time) {
+	g.restart = false
+	g.since, g.deadline = now, now.Add(c.timing().Deadline())
+	g.oneVoteAt, g.oneVoteBy = time.Time{}, ""
+	if !g.fencing && g.attempts == 0 {
+		g.raceChecked, g.raceDelay = false, false
+	}
+}
+
 func (c *Core) gateCleared(g *gate) string {
 	if g.fenced {
 		return "fenced"
@@ -513,14 +618,19 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 		return "this node's quorum vote waits for the arbitrators"
 	}
 	if q.lost || q.last != nil && !q.last.Survive {
+		g.restart, g.from = true, "this node held the quorum again"
 		return "this node lost the quorum"
 	}
 	for _, n := range c.pnames {
 		if q.live[n] {
 			if !slices.Contains(c.peers[n].unseen, name) {
+				g.restart, g.from = true, "no live member heard "+name+" any more"
 				return n + " still hears " + name
 			}
 		}
+	}
+	if g.restart {
+		c.restartGate(g, now)
 	}
 	if c.hasStonith(name) {
 		if !g.raceChecked {
@@ -592,6 +702,10 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 		if by != "" {
 			return fmt.Sprintf("waiting for %s's self-stop: %s granted this side alone, so %s's arbitrator lease ended; its stop budget runs until %s", name,
 				by, name, deadline.UTC().Format("15:04:05.000"))
+		}
+		if !g.since.Equal(g.lostAt) {
+			return fmt.Sprintf("waiting for %s's self-stop deadline at %s (lost at %s; counted from %s, when %s, + %s)", name,
+				deadline.UTC().Format("15:04:05.000"), g.lostAt.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), g.from, deadline.Sub(g.since))
 		}
 		return fmt.Sprintf("waiting for %s's self-stop deadline at %s (lost at %s + %s)", name,
 			deadline.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), deadline.Sub(g.since))

@@ -48,8 +48,8 @@ func TestRestartInRejoinDoesNotVote(t *testing.T) {
 	peerUp(c, "n3", at)
 	unseen(c, "n3", at.Add(300*time.Millisecond), "n1")
 	rd := c.Ready()
-	if v := votes(rd); len(v) != 0 || c.NodeFrozen() || len(rd.Run) != 0 {
-		t.Fatalf("votes %+v frozen %v run %+v: a node in rejoin must not run the race", v, c.NodeFrozen(), rd.Run)
+	if v := votes(rd); len(v) != 0 || c.SplitFrozen() || len(rd.Run) != 0 {
+		t.Fatalf("votes %+v frozen %v run %+v: a node in rejoin must not run the race", v, c.SplitFrozen(), rd.Run)
 	}
 	// n3 hears the new run: its next beat drops n1; n2 comes up with a
 	// stale claim too, which ends the rejoin
@@ -60,13 +60,13 @@ func TestRestartInRejoinDoesNotVote(t *testing.T) {
 		t.Fatalf("node monitor %s, want idle: every member was heard", c.NodeMonitor())
 	}
 	rd = c.Ready()
-	if v := votes(rd); len(v) != 0 || c.NodeFrozen() || len(rd.Run) != 0 {
-		t.Fatalf("votes %+v frozen %v run %+v: n2's claim is about n1's previous run, want no vote", v, c.NodeFrozen(), rd.Run)
+	if v := votes(rd); len(v) != 0 || c.SplitFrozen() || len(rd.Run) != 0 {
+		t.Fatalf("votes %+v frozen %v run %+v: n2's claim is about n1's previous run, want no vote", v, c.SplitFrozen(), rd.Run)
 	}
 	unseen(c, "n2", at.Add(1800*time.Millisecond))
 	ticks(c, at.Add(1800*time.Millisecond), at.Add(10*time.Second))
-	if v := votes(c.Ready()); len(v) != 0 || c.NodeFrozen() {
-		t.Fatalf("votes %+v frozen %v, want none", v, c.NodeFrozen())
+	if v := votes(c.Ready()); len(v) != 0 || c.SplitFrozen() {
+		t.Fatalf("votes %+v frozen %v, want none", v, c.SplitFrozen())
 	}
 }
 

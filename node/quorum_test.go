@@ -62,7 +62,7 @@ func TestMinorityStopsAndFreezesAtOnce(t *testing.T) {
 	c, _ := qcore(t, "n1", []string{"n1", "n2", "n3"}, nil, SplitStop)
 	lose(c, "n2", t0.Add(3*time.Second))
 	rd := c.Ready()
-	if v := votes(rd); len(v) != 1 || !v[0].Verdict.Survive || c.NodeFrozen() {
+	if v := votes(rd); len(v) != 1 || !v[0].Verdict.Survive || c.SplitFrozen() {
 		t.Fatalf("n1 still hears n3: 2 of 3, got votes %v, want one that survives", v)
 	}
 	lose(c, "n3", t0.Add(3*time.Second))
@@ -71,8 +71,8 @@ func TestMinorityStopsAndFreezesAtOnce(t *testing.T) {
 	if len(v) != 1 || v[0].Verdict.Survive || v[0].Verdict.Votes != 1 || v[0].Verdict.Total != 3 {
 		t.Fatalf("got votes %+v, want one lost 1 of 3", v)
 	}
-	if !c.NodeFrozen() || len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || rd.Run[0].Service != "web" {
-		t.Fatalf("frozen %v, run %+v: want the node frozen and web stopped at once", c.NodeFrozen(), rd.Run)
+	if !c.SplitFrozen() || len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || rd.Run[0].Service != "web" {
+		t.Fatalf("frozen %v, run %+v: want the node frozen and web stopped at once", c.SplitFrozen(), rd.Run)
 	}
 	if !strings.Contains(v[0].String(), "quorum lost: 1 of 3 votes (live n1; arbitrators answering: none; need more than 1); split_action stop") {
 		t.Fatalf("vote line %q", v[0].String())
@@ -84,8 +84,8 @@ func TestFirstLossOfThreeSurvives(t *testing.T) {
 	lose(c, "n1", t0.Add(3*time.Second))
 	rd := c.Ready()
 	v := votes(rd)
-	if len(v) != 1 || !v[0].Verdict.Survive || c.NodeFrozen() || len(rd.Run) != 0 {
-		t.Fatalf("got %+v frozen %v run %v, want a vote that survives and nothing stopped", v, c.NodeFrozen(), rd.Run)
+	if len(v) != 1 || !v[0].Verdict.Survive || c.SplitFrozen() || len(rd.Run) != 0 {
+		t.Fatalf("got %+v frozen %v run %v, want a vote that survives and nothing stopped", v, c.SplitFrozen(), rd.Run)
 	}
 }
 
@@ -130,8 +130,8 @@ func TestOneWayLossLearnedFromPeersViews(t *testing.T) {
 	hear(c, "n3", []string{"n1"}, at)
 	rd := c.Ready()
 	v := votes(rd)
-	if len(v) == 0 || v[len(v)-1].Verdict.Survive || !c.NodeFrozen() {
-		t.Fatalf("votes %+v frozen %v: n1 was declared down by both, want a lost vote and a freeze", v, c.NodeFrozen())
+	if len(v) == 0 || v[len(v)-1].Verdict.Survive || !c.SplitFrozen() {
+		t.Fatalf("votes %+v frozen %v: n1 was declared down by both, want a lost vote and a freeze", v, c.SplitFrozen())
 	}
 	// n2 does not take over while n3 still hears n1
 	c2, _ := qcore(t, "n2", []string{"n1", "n2", "n3"}, nil, SplitStop)
@@ -151,8 +151,8 @@ func TestPausedDaemonVotesAlone(t *testing.T) {
 	c.Ready()
 	c.Tick(t0.Add(10 * time.Second))
 	rd := c.Ready()
-	if v := votes(rd); len(v) != 1 || v[0].Verdict.Survive || !c.NodeFrozen() || len(rd.Run) != 1 {
-		t.Fatalf("votes %+v frozen %v run %v: want a lost vote, a freeze and a stop", v, c.NodeFrozen(), rd.Run)
+	if v := votes(rd); len(v) != 1 || v[0].Verdict.Survive || !c.SplitFrozen() || len(rd.Run) != 1 {
+		t.Fatalf("votes %+v frozen %v run %v: want a lost vote, a freeze and a stop", v, c.SplitFrozen(), rd.Run)
 	}
 }
 
@@ -184,7 +184,7 @@ func TestTwoNodesArbitrator(t *testing.T) {
 	c1, _ := qcore(t, "n1", []string{"n1", "n2"}, arbs, SplitStop)
 	lose(c1, "n2", at)
 	c1.ArbitratorResult("a", false, "dial tcp: i/o timeout", at, at.Add(2*time.Second))
-	if v := votes(c1.Ready()); len(v) != 1 || v[0].Verdict.Survive || !c1.NodeFrozen() {
+	if v := votes(c1.Ready()); len(v) != 1 || v[0].Verdict.Survive || !c1.SplitFrozen() {
 		t.Fatalf("votes %+v: want the isolated side to lose", v)
 	}
 }
@@ -275,8 +275,8 @@ func TestSplitActions(t *testing.T) {
 		}
 		switch split {
 		case SplitDisabled:
-			if len(rd.NodeActions) != 0 || len(rd.Run) != 0 || c.NodeFrozen() || !strings.Contains(v[1].String(), "split_action disabled: nothing done") {
-				t.Fatalf("disabled: actions %v run %v frozen %v (%s), want nothing but the log", rd.NodeActions, rd.Run, c.NodeFrozen(), v[1])
+			if len(rd.NodeActions) != 0 || len(rd.Run) != 0 || c.SplitFrozen() || !strings.Contains(v[1].String(), "split_action disabled: nothing done") {
+				t.Fatalf("disabled: actions %v run %v frozen %v (%s), want nothing but the log", rd.NodeActions, rd.Run, c.SplitFrozen(), v[1])
 			}
 		default:
 			if len(rd.NodeActions) != 1 || rd.NodeActions[0].Kind != split || len(rd.Run) != 0 {

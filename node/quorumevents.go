@@ -13,6 +13,9 @@ type QuorumVote struct {
 	Verdict     quorum.Verdict `json:"verdict"`
 	Lost        []string       `json:"lost"`
 	SplitAction string         `json:"split_action"`
+	// Again says why the vote was taken again without a new loss (a
+	// lease that ended, the votes of a side that lost come back).
+	Again string `json:"again,omitempty"`
 }
 
 func (QuorumVote) Kind() string    { return "quorum_vote" }
@@ -26,7 +29,11 @@ func (e QuorumVote) Level() Level {
 func (e QuorumVote) String() string {
 	s := "lost contact with " + strings.Join(e.Lost, ",") + ": " + e.Verdict.String()
 	if len(e.Lost) == 0 {
-		s = "vote again, a one-vote arbitrator's lease ended unrenewed: " + e.Verdict.String()
+		why := e.Again
+		if why == "" {
+			why = "a one-vote arbitrator's lease ended unrenewed"
+		}
+		s = "vote again, " + why + ": " + e.Verdict.String()
 	}
 	switch {
 	case e.Verdict.Skipped:

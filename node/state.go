@@ -17,6 +17,11 @@ type State struct {
 
 	// NodeFrozenReason says why the node is frozen (dataset.Node.FrozenReason).
 	NodeFrozenReason string `json:"node_frozen_reason,omitempty"`
+	// SplitFrozen is set while the node is frozen by its split_action
+	// stop (dataset.Node.SplitFrozen), SplitFrozenReason the vote that
+	// lost: kept apart from NodeFrozen, which the quorum rule never ends.
+	SplitFrozen       bool   `json:"split_frozen,omitempty"`
+	SplitFrozenReason string `json:"split_frozen_reason,omitempty"`
 	// Tombstones remember deleted services so that older copies of their
 	// config still travelling between nodes never resurrect them.
 	Tombstones map[string]dataset.Version `json:"tombstones,omitempty"`

@@ -40,7 +40,7 @@ func nodeFilter(in *Input, rec *record, env affinity.Env, f *filter) {
 	if rec.avail != "" && !f.fail(rec.avail, "") {
 		return
 	}
-	if rec.frozen && !f.fail(ReasonNodeFrozen, "") {
+	if rec.frozen != "" && !f.fail(rec.frozen, "") {
 		return
 	}
 	if in.ConstraintOK != nil && !in.ConstraintOK[node] {

@@ -21,6 +21,7 @@ const (
 const (
 	ReasonNodeDown        = "node down"
 	ReasonNodeFrozen      = "node frozen"
+	ReasonNodeSplitFrozen = "node frozen by its split_action (quorum lost)" // ends by itself (docs/behaviour.md 3)
 	ReasonConstraints     = "constraints violation"
 	ReasonConstraintError = "constraints error" // + ": " + the error, in verdicts only
 	ReasonInstanceFrozen  = "instance frozen"
@@ -142,13 +143,19 @@ type Cluster struct {
 type clusterNode struct {
 	view   *NodeView
 	avail  string // why it cannot take work (Available), "" when it can
-	frozen bool   // the node is frozen
+	frozen string // why the node is frozen (a Reason), "" when it is not
 	load   float64
 	score  float64
 }
 
 func makeClusterNode(v NodeView) clusterNode {
-	cn := clusterNode{load: v.Data.Load15, score: Score(v.Data), frozen: v.Data.Frozen}
+	cn := clusterNode{load: v.Data.Load15, score: Score(v.Data)}
+	switch {
+	case v.Data.Frozen:
+		cn.frozen = ReasonNodeFrozen
+	case v.Data.SplitFrozen:
+		cn.frozen = ReasonNodeSplitFrozen
+	}
 	_, cn.avail = v.Available()
 	return cn
 }
@@ -393,7 +400,7 @@ type record struct {
 	// known: the node has a view; avail and frozen are then its
 	// clusterNode's (why it cannot take work, its frozen flag).
 	known      bool
-	frozen     bool
+	frozen     string
 	avail      string
 	load       float64
 	score      float64

@@ -174,7 +174,7 @@ func (rk *ranker) feasibility(recs []record) {
 			continue
 		}
 		// fast path: no node filter can fail
-		if !rk.fast || rec.avail != "" || rec.frozen || in.ConstraintOK != nil || hard {
+		if !rk.fast || rec.avail != "" || rec.frozen != "" || in.ConstraintOK != nil || hard {
 			nodeFilter(in, rec, rk.env, &f)
 		}
 		rec.nodeReason = f.first

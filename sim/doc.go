@@ -130,7 +130,8 @@
 //	                             (the one on n1's disk too)
 //	expect web@n1 keyword priority 50   the value of a keyword in n1's installed config
 //	expect web@n1 deleted        no config on n1, a tombstone on its disk
-//	expect n3 frozen             node frozen or thawed
+//	expect n3 frozen             node frozen (an admin, the rejoin rule), split-frozen
+//	                             (its split_action: a quorum vote lost) or thawed (neither)
 //	expect n2 sees n1 down       n2's conclusion about n1 (up, down, maintenance, shutting)
 //	expect n1 monitor rejoin     n1's node monitor state
 //	expect n1 daemon stopped     or running

@@ -7,6 +7,7 @@ import (
 
 	"haven/config/tomlfile"
 	"haven/dataset"
+	"haven/node"
 )
 
 // expect checks one expect line and records its result in the timeline.
@@ -40,8 +41,16 @@ func (c *Cluster) holds(a []string) (got string, ok bool, err error) {
 		return "", false, fmt.Errorf("no service or node %q", subject)
 	}
 	switch {
-	case len(rest) == 1 && (rest[0] == "frozen" || rest[0] == "thawed"):
-		got = frozenWord(n.dur.NodeFrozen)
+	case len(rest) == 1 && (rest[0] == "frozen" || rest[0] == "thawed" || rest[0] == "split-frozen"):
+		// frozen: by an admin or the rejoin rule; split-frozen: by its
+		// split_action (a quorum vote lost); thawed: neither
+		got = nodeFrozenWord(n.dur)
+		switch rest[0] {
+		case "frozen":
+			return got, n.dur.NodeFrozen, nil
+		case "split-frozen":
+			return got, n.dur.SplitFrozen, nil
+		}
 		return got, got == rest[0], nil
 	case len(rest) == 2 && rest[0] == "daemon":
 		got = "stopped"
@@ -199,7 +208,7 @@ func (c *Cluster) FinalState() string {
 		switch {
 		case n.d != nil:
 			fmt.Fprintf(&b, "  node %-4s daemon %-12s node %-6s compat %d", name, string(n.d.core.NodeMonitor()),
-				frozenWord(n.dur.NodeFrozen), n.d.compat)
+				nodeFrozenWord(n.dur), n.d.compat)
 			if !n.d.core.Compat() {
 				b.WriteString(" (compat warning)")
 			}
@@ -257,4 +266,16 @@ func (c *Cluster) FinalState() string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// nodeFrozenWord says how a node is frozen: frozen (by an admin or the
+// rejoin rule), split-frozen (by its split_action), both, or thawed.
+func nodeFrozenWord(st node.State) string {
+	switch {
+	case st.NodeFrozen && st.SplitFrozen:
+		return "frozen+split-frozen"
+	case st.SplitFrozen:
+		return "split-frozen"
+	}
+	return frozenWord(st.NodeFrozen)
 }

@@ -56,11 +56,15 @@ type SnapshotSettings struct {
 // SnapshotNode is one member as the local daemon sees it.
 type SnapshotNode struct {
 	// Status is the local view: up, down, maintenance, shutting, unknown.
-	Status       string            `json:"status"`
-	Frozen       bool              `json:"frozen,omitempty"`
-	FrozenReason string            `json:"frozen_reason,omitempty"`
-	Compat       int               `json:"compat,omitempty"`
-	Labels       map[string]string `json:"labels,omitempty"`
+	Status       string `json:"status"`
+	Frozen       bool   `json:"frozen,omitempty"`
+	FrozenReason string `json:"frozen_reason,omitempty"`
+	// SplitFrozen: frozen by its split_action (SplitFrozenReason says the
+	// vote it lost), apart from Frozen.
+	SplitFrozen       bool              `json:"split_frozen,omitempty"`
+	SplitFrozenReason string            `json:"split_frozen_reason,omitempty"`
+	Compat            int               `json:"compat,omitempty"`
+	Labels            map[string]string `json:"labels,omitempty"`
 }
 
 // SnapshotService is one service: its config and its instances.
@@ -212,6 +216,8 @@ type WhatIfNode struct {
 	State   string `json:"state"` // daemon running, daemon stopped, down
 	Monitor string `json:"monitor,omitempty"`
 	Frozen  bool   `json:"frozen,omitempty"`
+	// SplitFrozen: frozen by its split_action (a quorum vote lost).
+	SplitFrozen bool `json:"split_frozen,omitempty"`
 }
 
 // Validate checks a snapshot read from a file or built from the API.
@@ -475,6 +481,7 @@ func buildFromSnapshot(s *Snapshot) (*Cluster, []string, error) {
 			n.compat = sn.Compat
 		}
 		n.dur.NodeFrozen, n.dur.NodeFrozenReason = sn.Frozen, sn.FrozenReason
+		n.dur.SplitFrozen, n.dur.SplitFrozenReason = sn.SplitFrozen, sn.SplitFrozenReason
 		if sn.Status == string(dataset.NodeDown) {
 			n.machineUp = false
 			down = append(down, name)
@@ -584,7 +591,7 @@ func (c *Cluster) whatIfFinal(local string) ([]WhatIfService, []WhatIfNode) {
 	var explainer *daemon
 	for _, name := range c.names {
 		n := c.nodes[name]
-		wn := WhatIfNode{Name: name, Frozen: n.dur.NodeFrozen}
+		wn := WhatIfNode{Name: name, Frozen: n.dur.NodeFrozen, SplitFrozen: n.dur.SplitFrozen}
 		switch {
 		case n.d != nil:
 			wn.State, wn.Monitor = "daemon running", string(n.d.core.NodeMonitor())
@@ -679,7 +686,7 @@ func SnapshotFromStatus(st *dataset.ClusterStatus, configs map[string]string, se
 		Nodes: map[string]SnapshotNode{}, Services: map[string]SnapshotService{}}
 	for name, n := range st.Nodes {
 		s.Nodes[name] = SnapshotNode{Status: string(n.Status), Frozen: n.Frozen, FrozenReason: n.FrozenReason,
-			Compat: n.Compat, Labels: n.Labels}
+			SplitFrozen: n.SplitFrozen, SplitFrozenReason: n.SplitFrozenReason, Compat: n.Compat, Labels: n.Labels}
 	}
 	for name, sv := range st.Services {
 		cfg, ok := configs[name]

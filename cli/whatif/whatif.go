@@ -173,6 +173,9 @@ func RenderWhatIf(s *sim.Snapshot, events []sim.WhatIfEvent, res *sim.WhatIfResu
 		if n.Frozen {
 			t += " frozen"
 		}
+		if n.SplitFrozen {
+			t += " frozen by its split_action"
+		}
 		nodes = append(nodes, t)
 	}
 	fmt.Fprintf(&b, "  nodes: %s\n", termtext.Clean(strings.Join(nodes, "; ")))
