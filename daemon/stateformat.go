@@ -97,7 +97,9 @@ func checkStateLevel(path string, level, format int) error {
 // file with a key it does not know, and a node at level 1 may be taken
 // back to it. From level 2 on they are written, and read back. A split
 // freeze is written as the node's freeze then (the first release knows no
-// other: it stays frozen until an admin thaws it, as it did).
+// other: it stays frozen until an admin thaws it, as it did), and a
+// monitor_action held for want of a candidate is dropped (the ladder
+// stays given up, as it did).
 func withoutUnknown(d durable) durable {
 	if envelopeVersion(d.FeatureLevel) >= 2 {
 		return d
@@ -110,14 +112,14 @@ func withoutUnknown(d durable) durable {
 	}
 	strip := false
 	for _, s := range d.Services {
-		strip = strip || s.Target.Unknown != "" || s.Clear.Unknown != ""
+		strip = strip || s.Target.Unknown != "" || s.Clear.Unknown != "" || s.ActionHeld != ""
 	}
 	if !strip {
 		return d
 	}
 	svcs := make(map[string]durableService, len(d.Services))
 	for k, s := range d.Services {
-		s.Target.Unknown, s.Clear.Unknown = "", ""
+		s.Target.Unknown, s.Clear.Unknown, s.ActionHeld = "", "", ""
 		svcs[k] = s
 	}
 	d.Services = svcs

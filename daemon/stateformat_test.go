@@ -146,26 +146,30 @@ func TestStateKeepsNewerFields(t *testing.T) {
 	}
 }
 
-// TestStateSplitFreezeAtLevel1: the split freeze is a field the first
-// release does not know: at level 1 it is written as the node's freeze,
-// so that a node taken back to that release reads its file (frozen, as
-// that release froze a node that lost the quorum); from level 2 on it is
-// written and read back.
+// TestStateSplitFreezeAtLevel1: the split freeze and a held
+// monitor_action are fields the first release does not know: at level 1
+// the split freeze is written as the node's freeze and the held action
+// is left out, so that a node taken back to that release reads its file
+// (frozen, as that release froze a node that lost the quorum); from
+// level 2 on both are written and read back.
 func TestStateSplitFreezeAtLevel1(t *testing.T) {
 	st := formatState(1)
 	st.SplitFrozen, st.SplitFrozenReason = true, "quorum lost"
+	web := st.Services["web"]
+	web.GaveUp, web.ActionHeld = "no other candidate", "switch"
+	st.Services["web"] = web
 	b1, err := encodeDurable(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(b1, []byte("split_frozen")) {
+	if bytes.Contains(b1, []byte("split_frozen")) || bytes.Contains(b1, []byte("action_held")) {
 		t.Fatalf("level 1 wrote a field the first release refuses:\n%s", b1)
 	}
 	d, err := decodeState(b1)
 	if err != nil || !d.NodeFrozen || d.NodeFrozenReason != "quorum lost" || d.SplitFrozen {
 		t.Fatalf("level 1 read back as %+v (%v): want the node frozen", d, err)
 	}
-	if !st.SplitFrozen {
+	if !st.SplitFrozen || st.Services["web"].ActionHeld == "" {
 		t.Fatal("encoding at level 1 changed the state it encoded")
 	}
 	st.FeatureLevel = 2
@@ -174,7 +178,7 @@ func TestStateSplitFreezeAtLevel1(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err = decodeState(b2)
-	if err != nil || !d.SplitFrozen || d.NodeFrozen {
+	if err != nil || !d.SplitFrozen || d.NodeFrozen || d.Services["web"].ActionHeld != "switch" {
 		t.Fatalf("level 2 read back as %+v (%v)", d, err)
 	}
 }

@@ -128,6 +128,10 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 			// it runs here again: the ladder is back, and the expectation
 			c.resetLadder(svc, "every monitored resource is up again", now, false)
 			c.expect(svc, inst, dataset.ExpectStarted)
+			return
+		}
+		if ss.ActionHeld != "" && rid != "" {
+			c.heldAction(svc, inst, rid, spec, now)
 		}
 		return
 	}
@@ -241,6 +245,16 @@ func (c *Core) monitorAction(svc string, inst *instance, rid string, spec Resour
 	others := monitor.OtherCandidates(c.Snapshot(now), svc)
 	if len(others) == 0 {
 		c.giveUp(svc, inst, why+": monitor_action "+act+" not run: no other candidate node", now)
+		if act == MonitorActionSwitch || act == MonitorActionFreezeStop {
+			// run once another candidate appears (heldAction): a peer
+			// frozen by its split_action, or down, may come back. A crash
+			// or a reboot is not deferred: it would take the node down
+			// long after the failure
+			ss := c.state.Services[svc]
+			ss.ActionHeld = act
+			c.state.Services[svc] = ss
+			c.persist()
+		}
 		return
 	}
 	reason := why + ": monitor_action " + act + " (next candidate " + others[0] + ")"
@@ -262,6 +276,21 @@ func (c *Core) monitorAction(svc string, inst *instance, rid string, spec Resour
 	case MonitorActionReboot:
 		c.nodeAction(NodeReboot, svc+": "+reason)
 	}
+}
+
+// heldAction runs the monitor_action that the ladder of svc gave up
+// without, for want of another candidate, once one exists: the resource
+// rid is still down here, nothing else reset the ladder.
+func (c *Core) heldAction(svc string, inst *instance, rid string, spec ResourceSpec, now time.Time) {
+	if len(monitor.OtherCandidates(c.Snapshot(now), svc)) == 0 {
+		return
+	}
+	ss := c.state.Services[svc]
+	ss.ActionHeld = ""
+	c.state.Services[svc] = ss
+	c.persist()
+	c.monitorAction(svc, inst, rid, spec, now) // the service's monitor_action now
+
 }
 
 // beginTocStop stops the instance for its monitor_action (state tocing);
@@ -346,7 +375,7 @@ func (c *Core) resetLadder(svc, reason string, now time.Time, exclusion bool) bo
 	if len(ss.Restarts) == 0 && ss.GaveUp == "" && (!exclusion || ss.Excluded == "") {
 		return false
 	}
-	ss.Restarts, ss.GaveUp = nil, ""
+	ss.Restarts, ss.GaveUp, ss.ActionHeld = nil, "", ""
 	if exclusion {
 		ss.Excluded = ""
 	}

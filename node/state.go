@@ -72,6 +72,11 @@ type ServiceState struct {
 	// monitor_action switch (dataset.Instance.Excluded).
 	GaveUp   string `json:"gave_up,omitempty"`
 	Excluded string `json:"excluded,omitempty"`
+	// ActionHeld is the monitor_action (switch or freezestop) the ladder
+	// could not run when it gave up, for want of another candidate node:
+	// it runs once one appears (a peer's split freeze ended, a node came
+	// back), unless the ladder was reset meanwhile.
+	ActionHeld string `json:"action_held,omitempty"`
 }
 
 // ClusterIdentity is what a node remembers of the multi-node cluster it
