@@ -30,14 +30,21 @@ type Error struct {
 
 // DaemonStatus answers `nodemgr daemon status`.
 type DaemonStatus struct {
-	Node    string       `json:"node"`
-	Pid     int          `json:"pid"`
-	Started time.Time    `json:"started"`
-	Uptime  string       `json:"uptime"`
-	Compat  int          `json:"compat"`
-	Monitor string       `json:"monitor"`
-	Peers   []PeerStatus `json:"peers"`
-	HB      HBStatus     `json:"hb"`
+	Node    string    `json:"node"`
+	Pid     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	Uptime  string    `json:"uptime"`
+	Compat  int       `json:"compat"`
+	Monitor string    `json:"monitor"`
+	// Frozen is the node's freeze (an admin's, or the daemon's rejoin
+	// rule), SplitFrozen the freeze of its split_action (a quorum vote
+	// lost: it ends by itself), each with its reason.
+	Frozen            bool         `json:"frozen,omitempty"`
+	FrozenReason      string       `json:"frozen_reason,omitempty"`
+	SplitFrozen       bool         `json:"split_frozen,omitempty"`
+	SplitFrozenReason string       `json:"split_frozen_reason,omitempty"`
+	Peers             []PeerStatus `json:"peers"`
+	HB                HBStatus     `json:"hb"`
 	// StateError is set while the node's durable state cannot be written
 	// (R/var read-only or full): changes are refused until it can.
 	StateError string `json:"state_error,omitempty"`

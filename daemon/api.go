@@ -226,6 +226,10 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 		Uptime:            now.Sub(d.started).Round(time.Second).String(),
 		Compat:            d.opts.Compat,
 		Monitor:           string(d.core.NodeMonitor()),
+		Frozen:            d.core.NodeFrozen(),
+		FrozenReason:      d.core.State().NodeFrozenReason,
+		SplitFrozen:       d.core.SplitFrozen(),
+		SplitFrozenReason: d.core.State().SplitFrozenReason,
 		StateFailedWrites: d.ps.failures,
 		HB: api.HBStatus{
 			Addr:     fmt.Sprintf("%s:%d", d.node.HB.Addr, d.node.HB.Port),

@@ -99,9 +99,10 @@ type metrics struct {
 
 // localState is the copy of the local states a scrape reads.
 type localState struct {
-	monitor dataset.NodeMonitor
-	frozen  bool
-	svcs    map[string]svcState
+	monitor     dataset.NodeMonitor
+	frozen      bool
+	splitFrozen bool
+	svcs        map[string]svcState
 }
 
 type svcState struct {
@@ -280,7 +281,7 @@ func (m *metrics) setLocal(n dataset.Node) {
 	if m == nil {
 		return
 	}
-	st := localState{monitor: n.Monitor, frozen: n.Frozen, svcs: make(map[string]svcState, len(n.Services))}
+	st := localState{monitor: n.Monitor, frozen: n.Frozen, splitFrozen: n.SplitFrozen, svcs: make(map[string]svcState, len(n.Services))}
 	for name, i := range n.Services {
 		st.svcs[name] = svcState{avail: i.Avail, monitor: i.Monitor.State, frozen: i.Frozen}
 	}
@@ -309,8 +310,10 @@ var (
 		"1 when the local instance is frozen (the orchestrator leaves it alone).", []string{"service"}, nil)
 	descNodeMonitor = prometheus.NewDesc("haven_node_monitor_state",
 		"One-hot monitor state of this node: 1 for its current state, 0 for the others.", []string{"state"}, nil)
-	descNodeFrozen = prometheus.NewDesc("haven_node_frozen", "1 when this node is frozen.", nil, nil)
-	descPeersUp    = prometheus.NewDesc("haven_heartbeat_peers_up",
+	descNodeFrozen      = prometheus.NewDesc("haven_node_frozen", "1 when this node is frozen (by an admin, or by the rejoin rule).", nil, nil)
+	descNodeSplitFrozen = prometheus.NewDesc("haven_node_split_frozen",
+		"1 when this node is frozen by its split_action (it lost a quorum vote: it ends by itself).", nil, nil)
+	descPeersUp = prometheus.NewDesc("haven_heartbeat_peers_up",
 		"Peers whose heartbeat is heard (the heartbeat's view).", nil, nil)
 	descPeers  = prometheus.NewDesc("haven_heartbeat_peers", "Peers in the cluster (the members but this node).", nil, nil)
 	descPeerUp = prometheus.NewDesc("haven_heartbeat_peer_up",
@@ -346,7 +349,7 @@ var (
 )
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descAvail, descMonitor, descSvcFrozen, descNodeMonitor, descNodeFrozen,
+	for _, d := range []*prometheus.Desc{descAvail, descMonitor, descSvcFrozen, descNodeMonitor, descNodeFrozen, descNodeSplitFrozen,
 		descPeersUp, descPeers, descPeerUp, descPeerAge, descLinkUp, descDiskReachable, descDiskSlotAge} {
 		ch <- d
 	}
@@ -370,6 +373,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if st.monitor != "" {
 		oneHot(string(st.monitor), statesOf(nodeMonitorStates), func(state string, v float64) { gauge(descNodeMonitor, v, state) })
 		gauge(descNodeFrozen, b2f(st.frozen))
+		gauge(descNodeSplitFrozen, b2f(st.splitFrozen))
 	}
 	hbp := c.m.hb.Load()
 	if hbp == nil {

@@ -100,6 +100,7 @@ func TestMetricsOneHotStates(t *testing.T) {
 		{"haven_node_monitor_state", []string{"state", "rejoin"}, 1},
 		{"haven_node_monitor_state", []string{"state", "idle"}, 0},
 		{"haven_node_frozen", nil, 0},
+		{"haven_node_split_frozen", nil, 0},
 		{"haven_node_info", []string{"node", "n1", "cluster", "c", "compat", "1"}, 1},
 		{"haven_heartbeat_peers_up", nil, 0}, // no heartbeat (a lone node): 0
 		{"haven_heartbeat_frames_sent_total", nil, -1},

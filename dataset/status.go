@@ -131,6 +131,9 @@ type ArbitratorState struct {
 	LeaseUntil time.Time `json:"lease_until,omitzero"`
 	Exclusive  bool      `json:"exclusive,omitempty"`
 	Winner     []string  `json:"winner,omitempty"`
+	// Silent: a one-vote arbitrator did not answer this node's last
+	// report (Detail says why): whose its vote is, is not known.
+	Silent bool `json:"silent,omitempty"`
 }
 
 // GateState is the takeover gate of a lost peer: Blocked says why its

@@ -372,6 +372,9 @@ func quorumText(qi *dataset.QuorumInfo, st *node.State) string {
 		fmt.Fprintf(&b, "arbitrator %s answered=%v", a.Name, a.Answered)
 		if a.OneVote {
 			fmt.Fprintf(&b, " exclusive=%v winner=%s", a.Exclusive, strings.Join(a.Winner, ","))
+			if a.Silent {
+				b.WriteString(" silent")
+			}
 		}
 		fmt.Fprintf(&b, " (%s)\n", a.Detail)
 	}

@@ -24,6 +24,7 @@ type lease struct {
 	until    time.Time // this node counts the vote until then
 	lastSent time.Time // the send time of the newest report answered
 	granted  bool      // the newest answer granted
+	silent   bool      // the newest report got no answer
 	reason   string    // what the newest answer said, or why none came
 	winner   []string
 	// exclusiveSent is the send time of the newest report granted
@@ -98,8 +99,10 @@ func (c *Core) OneVoteResult(name string, g quorum.GrantAnswer, errText string, 
 	was := l.granted
 	l.lastSent = sent
 	if errText != "" {
-		l.granted, l.reason = false, errText
+		// no answer: what it said before of its winner is not news
+		l.granted, l.reason, l.winner, l.silent = false, errText, nil, true
 	} else {
+		l.silent = false
 		l.granted, l.reason, l.winner = g.Granted, g.Reason, g.Winner
 		if g.Granted {
 			if end := quorum.NodeLeaseEnd(sent, g.Lease); end.After(l.until) {
@@ -162,7 +165,7 @@ func (c *Core) oneVoteState(st *dataset.ArbitratorState, now time.Time) {
 		return
 	}
 	st.Answered = now.Before(l.until)
-	st.Detail, st.ProbedAt, st.Winner = l.reason, l.lastSent, l.winner
+	st.Detail, st.ProbedAt, st.Winner, st.Silent = l.reason, l.lastSent, l.winner, l.silent
 	if st.Answered {
 		st.LeaseUntil = l.until
 	}

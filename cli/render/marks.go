@@ -23,7 +23,11 @@ does not reach this node (its instances are unknown); "up 0.3s links 1/2" heard
 on 1 of its 2 heartbeat links (an alarm, not a failover); "DUPLICATE" two
 daemons run with its name (docs/operations.md).
 A service's avail with "!" appended (up!) means its overall status differs
-(e.g. an optional resource down). Below the Nodes grid: why a node is frozen.
+(e.g. an optional resource down). Nodes grid, frozen row: "*" frozen by an
+admin (or by the daemon: a rejoin that ended with members missing), "split"
+frozen by its split_action (it lost a quorum vote: it ends by itself once the
+node holds the quorum again or the cluster is whole). Below the Nodes grid:
+why a node is frozen.
 Colours only on a terminal, unless --color; NO_COLOR (not empty) turns them off.`
 
 // Mark returns the OpenSVC svcmon mark of an availability status:

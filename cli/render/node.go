@@ -34,6 +34,12 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	kv.add(c("uptime"), c(uptime))
 	kv.add(c("compat"), c(strconv.Itoa(d.Compat)))
 	kv.add(c("monitor"), c(monitor))
+	if d.Frozen {
+		kv.add(c("frozen"), c("yes: "+orDash(d.FrozenReason)+" (nodemgr thaw ends it)"))
+	}
+	if d.SplitFrozen {
+		kv.add(c("split freeze"), c("yes, until this node holds the quorum again or the cluster is whole (nodemgr thaw ends it now): "+orDash(d.SplitFrozenReason)))
+	}
 	if d.Format > 0 {
 		kv.add(c("formats"), c(fmt.Sprintf("reads up to %d, cluster feature level %d", d.Format, d.FeatureLevel)))
 		kv.add(c("upgrade next node"), c(d.Upgrade))

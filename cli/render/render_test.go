@@ -281,6 +281,40 @@ func cases() map[string]*dataset.ClusterStatus {
 		},
 	}
 	cs["stale_and_duplicate"] = trust
+
+	// n1 lost the quorum (cut off, a one-vote arbitrator that no longer
+	// answers): its split_action froze it, apart from an admin's freeze
+	// of n3; the frozen row and the note below say which is which.
+	split := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true, Quorum: true, QuorumState: &dataset.QuorumInfo{
+			SplitAction: "stop", Votes: 1, Total: 4, Live: []string{"n1"}, Lost: true,
+			Arbitrators: []dataset.ArbitratorState{{Name: "a1", Weight: 1, OneVote: true, Silent: true, Detail: "no answer within 1s"}},
+			LastVote:    "vote again, a one-vote arbitrator's lease ended unrenewed: quorum lost: 1 of 4 votes (live n1; arbitrators answering: none; need more than 2)",
+			LastVoteAt:  time.Date(2030, 1, 1, 0, 0, 9, 0, time.UTC),
+			Gates:       []dataset.GateState{{Node: "n2", Blocked: "this node lost the quorum"}},
+		}},
+		Nodes: threeNodes(),
+		Services: map[string]dataset.ServiceStatus{
+			"web": svc(dataset.StatusDown, n123, map[string]dataset.Instance{
+				"n1": inst(dataset.StatusDown, dataset.Idle, "none", false),
+				"n2": {Avail: dataset.StatusUnknown, Overall: dataset.StatusUnknown, Stale: true, AgeMs: 9000,
+					Monitor: dataset.InstanceMonitor{State: dataset.Idle}},
+				"n3": inst(dataset.StatusDown, dataset.Idle, "none", false),
+			}),
+		},
+		Local: "n1",
+	}
+	sp1 := split.Nodes["n1"]
+	sp1.SplitFrozen = true
+	sp1.SplitFrozenReason = "quorum lost (1 of 4 votes): split_action stop: every local instance stopped, node frozen until it holds the quorum again or the cluster is whole (nodemgr thaw ends it sooner)"
+	split.Nodes["n1"] = sp1
+	sp2 := split.Nodes["n2"]
+	sp2.Status = dataset.NodeDown
+	split.Nodes["n2"] = sp2
+	sp3 := split.Nodes["n3"]
+	sp3.Frozen, sp3.FrozenReason = true, "admin freeze"
+	split.Nodes["n3"] = sp3
+	cs["split_frozen"] = split
 	return cs
 }
 
@@ -356,6 +390,17 @@ func TestNodeStatus(t *testing.T) {
 		},
 	}
 	golden(t, "node_status", "$ nodemgr print status\n"+NodeStatus(d, now))
+	// frozen by an admin, and by its split_action: two lines, each with
+	// its reason
+	d.Frozen, d.FrozenReason = true, "admin freeze"
+	d.SplitFrozen, d.SplitFrozenReason = true, "quorum lost (1 of 3 votes): split_action stop"
+	out := NodeStatus(d, now)
+	for _, want := range []string{"frozen        yes: admin freeze (nodemgr thaw ends it)",
+		"split freeze  yes, until this node holds the quorum again or the cluster is whole (nodemgr thaw ends it now): quorum lost (1 of 3 votes): split_action stop"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("frozen node's status lacks %q:\n%s", want, out)
+		}
+	}
 	// a node alone in its cluster runs no heartbeat: its address is not
 	// shown as if something listened there
 	alone := &api.DaemonStatus{Node: "n1", HB: api.HBStatus{Addr: "0.0.0.0:10000", Timeout: "15s", Interval: "5s"}}

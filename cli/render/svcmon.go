@@ -149,6 +149,9 @@ func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
 		if ni.Frozen {
 			f = "*"
 		}
+		if ni.SplitFrozen {
+			f += "split" // by its split_action: ends by itself
+		}
 		frozen.nodes = append(frozen.nodes, cc(f, ansiBlue))
 		if ni.Compat == 0 {
 			// never heard (every daemon announces compat >= 1): no
@@ -164,6 +167,9 @@ func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
 	for _, n := range nodes {
 		if ni, ok := st.Nodes[n]; ok && ni.Frozen && ni.FrozenReason != "" {
 			notes = append(notes, n+" frozen: "+ni.FrozenReason)
+		}
+		if ni, ok := st.Nodes[n]; ok && ni.SplitFrozen {
+			notes = append(notes, n+" frozen by its split_action: "+ni.SplitFrozenReason)
 		}
 	}
 	rows := []monRow{state, monitor, frozen, compat, load}
@@ -466,6 +472,8 @@ func quorumLines(q *dataset.QuorumInfo, color bool) string {
 					w = paint("vote here alone", ansiGreen, color) + " until " + a.LeaseUntil.UTC().Format("15:04:05.0")
 				case a.Answered:
 					w = paint("vote here", ansiGreen, color) + " until " + a.LeaseUntil.UTC().Format("15:04:05.0")
+				case a.Silent:
+					w = paint("silent", ansiYellow, color)
 				case len(a.Winner) > 0:
 					w = paint("vote with "+strings.Join(a.Winner, ","), ansiYellow, color)
 				default:
