@@ -38,7 +38,8 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 		kv.add(c("frozen"), c("yes: "+orDash(d.FrozenReason)+" (nodemgr thaw ends it)"))
 	}
 	if d.SplitFrozen {
-		kv.add(c("split freeze"), c("yes, until this node holds the quorum again or the cluster is whole (nodemgr thaw ends it now): "+orDash(d.SplitFrozenReason)))
+		// the reason says when it ends (by itself, or nodemgr thaw)
+		kv.add(c("split freeze"), c("yes: "+orDash(d.SplitFrozenReason)))
 	}
 	if d.Format > 0 {
 		kv.add(c("formats"), c(fmt.Sprintf("reads up to %d, cluster feature level %d", d.Format, d.FeatureLevel)))

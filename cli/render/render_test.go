@@ -396,7 +396,7 @@ func TestNodeStatus(t *testing.T) {
 	d.SplitFrozen, d.SplitFrozenReason = true, "quorum lost (1 of 3 votes): split_action stop"
 	out := NodeStatus(d, now)
 	for _, want := range []string{"frozen        yes: admin freeze (nodemgr thaw ends it)",
-		"split freeze  yes, until this node holds the quorum again or the cluster is whole (nodemgr thaw ends it now): quorum lost (1 of 3 votes): split_action stop"} {
+		"split freeze  yes: quorum lost (1 of 3 votes): split_action stop"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("frozen node's status lacks %q:\n%s", want, out)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"haven/dataset"
 	"haven/quorum"
 	"haven/test/chaos"
 	"haven/test/testbed"
@@ -135,10 +136,16 @@ func TestNetnsOneVoteArbitratorLinkCut(t *testing.T) {
 	q.noOverlap()
 }
 
-// Issue 21: the one-vote arbitrator restarts in the middle of a cut of the
-// link between the two nodes. It remembers no lease and gives no vote for
+// The one-vote arbitrator restarts (kill -9: it remembers no lease) in the
+// middle of a cut of the link between the two nodes. It gives no vote for
 // its start-up wait, so both nodes lose theirs at their lease ends: both
-// stop and freeze (safe, not available; docs/operations.md). Never twice.
+// stop and freeze. Then it grants n1 alone (same sizes, neither runs
+// anything now, the lowest name): n1 holds the quorum again, its split
+// freeze ends by itself, its takeover gate of n2 is decided again (no
+// stale "this node lost the quorum") and n1 starts web again. n2, thawed
+// by an admin while the split lasts, starts nothing (its gate says it
+// lost the quorum). After the heal n2's freeze is gone, web on n1 only;
+// the external journal never shows web twice.
 func TestNetnsOneVoteArbitratorRestartedMidSplit(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces)
 	q, arb := newOneVoteBedArb(t)
@@ -146,20 +153,103 @@ func TestNetnsOneVoteArbitratorRestartedMidSplit(t *testing.T) {
 	cut := q.webOnN1()
 	q.ok(q.bed.OneWay("n1", "n2"))
 	q.ok(q.bed.OneWay("n2", "n1"))
+	if r := arb("stop"); r.Code != 0 { // it keeps no lease on disk: as after a kill -9
+		t.Fatalf("arbitrator stop: %s", r)
+	}
+	if r := arb("start"); r.Code != 0 {
+		t.Fatalf("arbitrator start: %s", r)
+	}
+	q.waitFor(60*time.Second, "both nodes lose their vote and freeze", func() bool { return splitFrozen(c["n1"]) && splitFrozen(c["n2"]) })
+	// a node that lost its vote freezes, then stops what runs (the stop
+	// takes a moment: the app's end is awaited): its journal line may come
+	// after both froze (a run under load, 2026-11-27)
+	q.waitFor(10*time.Second, "n1, frozen, stops web (journal)", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
+	stop, _ := q.first("n1", "stop", cut)
+	c["n2"].must("nodemgr", "thaw")
+	q.waitFor(30*time.Second, "n1's split freeze ends by itself (the arbitrator grants it alone)", func() bool { return !frozen(c["n1"]) })
+	q.waitFor(60*time.Second, "n1 starts web again (journal)", func() bool { _, ok := q.first("n1", "start", stop.T); return ok })
+	start, _ := q.first("n1", "start", stop.T)
+	t.Logf("cut -> n1 stop %.2fs -> n1 start %.2fs", stop.T-cut, start.T-cut)
+	if qs := c["n1"].status().Cluster.QuorumState; qs == nil || !qs.LastSurvive || strings.Contains(fmt.Sprint(qs.Gates), "lost the quorum") {
+		q.dump()
+		t.Fatalf("n1's quorum state %+v: want a vote kept and no gate held by a lost quorum", qs)
+	}
+	if log := nodeLog(t, c["n1"]); !strings.Contains(log, "split freeze ended: this node holds the quorum again") {
+		q.dump()
+		t.Fatal("n1's log does not say its split freeze ended")
+	}
+	qs := c["n2"].status().Cluster.QuorumState
+	if frozen(c["n2"]) || qs == nil || qs.LastSurvive || !strings.Contains(fmt.Sprint(qs.Gates), "this node lost the quorum") {
+		q.dump()
+		t.Fatalf("n2, thawed by the admin during the split: frozen %v, quorum state %+v: want thawed, its gate held by its lost quorum", frozen(c["n2"]), qs)
+	}
+	if _, ok := q.first("n2", "start", cut); ok {
+		q.dump()
+		t.Fatal("n2 started web during the split")
+	}
+	q.ok(q.bed.Heal())
+	q.waitFor(20*time.Second, "n2 hears n1 again", func() bool { return peerStatus(c["n2"], "n1") == dataset.NodeUp })
+	if _, ok := q.first("n2", "start", cut); ok || frozen(c["n2"]) || !upOnlyOn(c["n2"], "web", "n1")() {
+		q.dump()
+		t.Fatal("after the heal: web must stay on n1 only, n2 thawed")
+	}
+	q.noOverlap()
+}
+
+// A split freeze taken for want of a vote that then comes ends by itself.
+// The one-vote arbitrator has just restarted (it gives no vote for its
+// lease + margin) when the owner n1 is cut off from n2 and from it. Both
+// lose their vote at their lease ends and freeze (n1 stops web); once its
+// wait is over the arbitrator grants n2 alone: n2's split freeze ends and
+// n2 takes web over by itself (the grant to this side alone, then n1's
+// stop budget). While cut off, n1 shows its freeze as a split freeze in
+// svcmon, nodemgr daemon status and svcmgr explain; after the heal it ends
+// by itself. The external journal shows no overlap.
+func TestNetnsOneVoteArbitratorYoungOwnerCutOff(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces)
+	q, arb := newOneVoteBedArb(t)
+	c := q.nodes
+	cut := q.webOnN1()
 	if r := arb("stop"); r.Code != 0 {
 		t.Fatalf("arbitrator stop: %s", r)
 	}
 	if r := arb("start"); r.Code != 0 {
 		t.Fatalf("arbitrator start: %s", r)
 	}
-	q.waitFor(60*time.Second, "both nodes lose their vote and freeze", func() bool { return frozen(c["n1"]) && frozen(c["n2"]) })
-	// a node that lost its vote freezes, then stops what runs (the stop
-	// takes a moment: the app's end is awaited): its journal line may come
-	// after both froze (a run under load, 2026-11-27)
-	q.waitFor(10*time.Second, "n1, frozen, stops web (journal)", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
-	if _, ok := q.first("n2", "start", cut); ok {
+	q.cut("n1")
+	q.waitFor(30*time.Second, "n1 stops web (journal)", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
+	q.waitFor(60*time.Second, "n2 starts web by itself (journal)", func() bool { _, ok := q.first("n2", "start", cut); return ok })
+	q.noOverlap()
+	stop, _ := q.first("n1", "stop", cut)
+	start, _ := q.first("n2", "start", cut)
+	t.Logf("cut -> n1 stop %.2fs, cut -> n2 start %.2fs, gap %.2fs", stop.T-cut, start.T-cut, start.T-stop.T)
+	log2 := nodeLog(t, c["n2"])
+	for _, want := range []string{"quorum lost: 1 of 3 votes (live n2; arbitrators answering: none", "node frozen by its split_action",
+		"split freeze ended: this node holds the quorum again", "granted this side alone"} {
+		if !strings.Contains(log2, want) {
+			q.dump()
+			t.Fatalf("n2's log lacks %q", want)
+		}
+	}
+	if frozen(c["n2"]) || !splitFrozen(c["n1"]) {
 		q.dump()
-		t.Fatal("n2 started web while the arbitrator gave no vote")
+		t.Fatalf("frozen: n1 by its split_action %v (want true), n2 %v (want false)", splitFrozen(c["n1"]), frozen(c["n2"]))
+	}
+	// n1, cut off, says what froze it, and not as an admin's freeze
+	if out := c["n1"].must("svcmon"); !strings.Contains(out, "n1 frozen by its split_action: quorum lost") || strings.Contains(out, "n1 frozen: ") {
+		t.Fatalf("svcmon on n1:\n%s", out)
+	}
+	if out := c["n1"].must("nodemgr", "daemon", "status"); !regexp.MustCompile(`\nsplit freeze +yes: quorum lost`).MatchString(out) || strings.Contains(out, "\nfrozen ") {
+		t.Fatalf("nodemgr daemon status on n1:\n%s", out)
+	}
+	if out := c["n1"].must("svcmgr", "-s", "web", "explain"); !strings.Contains(out, "node frozen by its split_action (quorum lost)") {
+		t.Fatalf("svcmgr explain on n1:\n%s", out)
+	}
+	q.restore("n1")
+	q.waitFor(20*time.Second, "n1's split freeze ends by itself after the heal", func() bool { return !frozen(c["n1"]) })
+	if !upOnlyOn(c["n1"], "web", "n2")() {
+		q.dump()
+		t.Fatal("after the heal web must stay on n2 only")
 	}
 	q.noOverlap()
 }

@@ -219,7 +219,19 @@ func (q *quorumBed) waitFor(d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func frozen(n *node) bool { return n.status().Nodes[n.name].Frozen }
+// frozen reports whether n sees itself frozen: by an admin (or the
+// daemon's rejoin rule) or by its split_action.
+func frozen(n *node) bool {
+	ni := n.status().Nodes[n.name]
+	return ni.Frozen || ni.SplitFrozen
+}
+
+// splitFrozen reports whether n sees itself frozen by its split_action,
+// and by nothing else.
+func splitFrozen(n *node) bool {
+	ni := n.status().Nodes[n.name]
+	return ni.SplitFrozen && !ni.Frozen
+}
 
 // splitRun cuts the owner n1's link and measures, on the journal's clock,
 // the minority's stop and the majority's start after the cut.
