@@ -124,6 +124,10 @@ type quorumState struct {
 	// again says why the pending vote was taken again without a new
 	// loss (QuorumVote.Again).
 	again string
+	// stallAt is when this daemon last found it had stalled: for
+	// hb.timeout after it, what it sees of its peers may predate their
+	// view of it, and its lost vote is not taken again.
+	stallAt time.Time
 
 	// lost is set once this node lost a vote; splitSvcs are the instances
 	// its split_action stop stops; escalateAt is when it crashes if one
@@ -269,7 +273,7 @@ func (c *Core) updateQuorum(now time.Time) {
 		}
 	}
 	q.live = cur
-	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pnames) {
+	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pnames) && !c.justStalled(now) {
 		c.endSplitFreeze("the cluster is whole again: every member hears this node and is heard")
 	}
 	if stalled > 0 {
@@ -277,6 +281,7 @@ func (c *Core) updateQuorum(now time.Time) {
 		// may have declared it down and taken over; count it alone
 		c.emit(QuorumStall{Gap: stalled.Round(time.Millisecond).String()})
 		c.startVote(now, nil, c.pnames)
+		q.stallAt = now
 	} else if len(lost) > 0 {
 		c.startVote(now, live, lost)
 	} else if c.leaseLapsed(now) {
@@ -322,6 +327,9 @@ func (c *Core) mayRegain(live []string, now time.Time) string {
 	if !q.pending.IsZero() || c.monitor == dataset.NodeRejoin {
 		return ""
 	}
+	if c.justStalled(now) {
+		return ""
+	}
 	switch {
 	case c.state.SplitFrozen:
 	case q.lost:
@@ -345,6 +353,19 @@ func (c *Core) mayRegain(live []string, now time.Time) string {
 		return ""
 	}
 	return fmt.Sprintf("this side may hold the quorum again (%d of %d votes)", v.Votes, v.Total)
+}
+
+// justStalled reports whether this daemon found it had stalled less than
+// hb.timeout ago: the peers' beats taken since may be older than their
+// loss of this node, so its split freeze is not ended on their account
+// yet (a wake-up is asked for the end of that wait).
+func (c *Core) justStalled(now time.Time) bool {
+	q := &c.q
+	if q.stallAt.IsZero() || !now.Before(q.stallAt.Add(c.cfg.Quorum.HBTimeout)) {
+		return false
+	}
+	c.wakeAt(q.stallAt.Add(c.cfg.Quorum.HBTimeout))
+	return true
 }
 
 // voteAgainIfRegained takes the vote again when mayRegain says why: a
