@@ -322,17 +322,7 @@ func (c *Core) SetFrozen(svc string, frozen bool, reason string) {
 
 // SetNodeFrozen freezes or thaws the node.
 func (c *Core) SetNodeFrozen(frozen bool, reason string) {
-	if c.state.NodeFrozen == frozen {
-		return
-	}
-	c.state.NodeFrozen = frozen
-	c.state.NodeFrozenReason = ""
-	if frozen {
-		c.state.NodeFrozenReason = reason
-	}
-	c.persist()
-	c.publish()
-	c.emit(NodeFrozen{Frozen: frozen, Reason: reason})
+	c.setNodeFreeze(&c.state.NodeFrozen, &c.state.NodeFrozenReason, frozen, reason, false)
 }
 
 // SplitFrozen reports whether the node is frozen by its split_action.
@@ -342,17 +332,22 @@ func (c *Core) SplitFrozen() bool { return c.state.SplitFrozen }
 // from the node's other freeze (SetNodeFrozen): the quorum rule ends it
 // (quorum.go), an admin thaw too.
 func (c *Core) SetSplitFrozen(frozen bool, reason string) {
-	if c.state.SplitFrozen == frozen {
+	c.setNodeFreeze(&c.state.SplitFrozen, &c.state.SplitFrozenReason, frozen, reason, true)
+}
+
+// setNodeFreeze sets one of the node's two freezes (flag, with its reason
+// while set), durably, and says so.
+func (c *Core) setNodeFreeze(flag *bool, why *string, frozen bool, reason string, split bool) {
+	if *flag == frozen {
 		return
 	}
-	c.state.SplitFrozen = frozen
-	c.state.SplitFrozenReason = ""
+	*flag, *why = frozen, ""
 	if frozen {
-		c.state.SplitFrozenReason = reason
+		*why = reason
 	}
 	c.persist()
 	c.publish()
-	c.emit(NodeFrozen{Frozen: frozen, Reason: reason, Split: true})
+	c.emit(NodeFrozen{Frozen: frozen, Reason: reason, Split: split})
 }
 
 // SetMonitorState records what must survive a restart of the instance

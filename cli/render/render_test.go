@@ -155,13 +155,11 @@ func cases() map[string]*dataset.ClusterStatus {
 		},
 		Local: "n1",
 	}
-	sn2 := self.Nodes["n2"]
-	sn2.Frozen = true
-	sn2.FrozenReason = "rejoin grace period (90s) ended with nodes never heard from: n3: node frozen so that services never start twice (nodemgr thaw resumes)"
-	self.Nodes["n2"] = sn2
-	sn3 := self.Nodes["n3"]
-	sn3.Frozen, sn3.FrozenReason = true, "admin freeze"
-	self.Nodes["n3"] = sn3
+	editNode(self, "n2", func(n *dataset.NodeInfo) {
+		n.Frozen = true
+		n.FrozenReason = "rejoin grace period (90s) ended with nodes never heard from: n3: node frozen so that services never start twice (nodemgr thaw resumes)"
+	})
+	editNode(self, "n3", func(n *dataset.NodeInfo) { n.Frozen, n.FrozenReason = true, "admin freeze" })
 	cs["self_frozen_na"] = self
 
 	// n1, the owner of web, crashed: n2 took over; n1's last data is stale
@@ -304,18 +302,21 @@ func cases() map[string]*dataset.ClusterStatus {
 		},
 		Local: "n1",
 	}
-	sp1 := split.Nodes["n1"]
-	sp1.SplitFrozen = true
-	sp1.SplitFrozenReason = "quorum lost (1 of 4 votes): split_action stop: every local instance stopped, node frozen until it holds the quorum again or the cluster is whole (nodemgr thaw ends it sooner)"
-	split.Nodes["n1"] = sp1
-	sp2 := split.Nodes["n2"]
-	sp2.Status = dataset.NodeDown
-	split.Nodes["n2"] = sp2
-	sp3 := split.Nodes["n3"]
-	sp3.Frozen, sp3.FrozenReason = true, "admin freeze"
-	split.Nodes["n3"] = sp3
+	editNode(split, "n1", func(n *dataset.NodeInfo) {
+		n.SplitFrozen = true
+		n.SplitFrozenReason = "quorum lost (1 of 4 votes): split_action stop: every local instance stopped, node frozen until it holds the quorum again or the cluster is whole (nodemgr thaw ends it sooner)"
+	})
+	editNode(split, "n2", func(n *dataset.NodeInfo) { n.Status = dataset.NodeDown })
+	editNode(split, "n3", func(n *dataset.NodeInfo) { n.Frozen, n.FrozenReason = true, "admin freeze" })
 	cs["split_frozen"] = split
 	return cs
+}
+
+// editNode changes the node name of st through edit.
+func editNode(st *dataset.ClusterStatus, name string, edit func(*dataset.NodeInfo)) {
+	n := st.Nodes[name]
+	edit(&n)
+	st.Nodes[name] = n
 }
 
 // optionalDisabled is a service up on n1 whose optional resource is down

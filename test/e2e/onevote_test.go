@@ -80,6 +80,21 @@ func (q *quorumBed) webOnN1() float64 {
 	return uptime(q.t)
 }
 
+// cutOwnerTakenOver cuts the owner n1 off from n2 and from the arbitrator
+// (web runs on n1 since cut, the journal's clock), waits until n1 stopped
+// web and n2 started it by itself, checks the external journal for an
+// overlap and logs the times.
+func (q *quorumBed) cutOwnerTakenOver(cut float64) {
+	q.t.Helper()
+	q.cut("n1")
+	q.waitFor(30*time.Second, "n1 stops web (journal)", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
+	q.waitFor(60*time.Second, "n2 starts web by itself (journal)", func() bool { _, ok := q.first("n2", "start", cut); return ok })
+	q.noOverlap()
+	stop, _ := q.first("n1", "stop", cut)
+	start, _ := q.first("n2", "start", cut)
+	q.t.Logf("cut -> n1 stop %.2fs, cut -> n2 start %.2fs, gap %.2fs", stop.T-cut, start.T-cut, start.T-stop.T)
+}
+
 // Issue 21: 2 nodes, quorum, a one-vote arbitrator, no fence command. The
 // owner n1 is cut off from n2 and from the arbitrator: n1 loses its vote
 // when its lease ends and stops web; the arbitrator gives its vote to n2
@@ -90,13 +105,7 @@ func TestNetnsOneVoteArbitratorOwnerCutOff(t *testing.T) {
 	q := newOneVoteBed(t)
 	c := q.nodes
 	cut := q.webOnN1()
-	q.cut("n1")
-	q.waitFor(30*time.Second, "n1 stops web (journal)", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
-	q.waitFor(60*time.Second, "n2 starts web by itself (journal)", func() bool { _, ok := q.first("n2", "start", cut); return ok })
-	q.noOverlap()
-	stop, _ := q.first("n1", "stop", cut)
-	start, _ := q.first("n2", "start", cut)
-	t.Logf("cut -> n1 stop %.2fs, cut -> n2 start %.2fs, gap %.2fs", stop.T-cut, start.T-cut, start.T-stop.T)
+	q.cutOwnerTakenOver(cut)
 	if frozen(c["n2"]) || !frozen(c["n1"]) {
 		t.Fatalf("frozen: n1 %v (want true), n2 %v (want false)", frozen(c["n1"]), frozen(c["n2"]))
 	}
@@ -136,7 +145,18 @@ func TestNetnsOneVoteArbitratorLinkCut(t *testing.T) {
 	q.noOverlap()
 }
 
-// The one-vote arbitrator restarts (kill -9: it remembers no lease) in the
+// restartArbitrator stops and starts the one-vote arbitrator: it keeps no
+// lease on disk, so it comes back as after a kill -9, in its start-up wait.
+func restartArbitrator(t *testing.T, arb func(args ...string) testbed.Result) {
+	t.Helper()
+	for _, cmd := range []string{"stop", "start"} {
+		if r := arb(cmd); r.Code != 0 {
+			t.Fatalf("arbitrator %s: %s", cmd, r)
+		}
+	}
+}
+
+// The one-vote arbitrator restarts (it remembers no lease) in the
 // middle of a cut of the link between the two nodes. It gives no vote for
 // its start-up wait, so both nodes lose theirs at their lease ends: both
 // stop and freeze. Then it grants n1 alone (same sizes, neither runs
@@ -153,12 +173,7 @@ func TestNetnsOneVoteArbitratorRestartedMidSplit(t *testing.T) {
 	cut := q.webOnN1()
 	q.ok(q.bed.OneWay("n1", "n2"))
 	q.ok(q.bed.OneWay("n2", "n1"))
-	if r := arb("stop"); r.Code != 0 { // it keeps no lease on disk: as after a kill -9
-		t.Fatalf("arbitrator stop: %s", r)
-	}
-	if r := arb("start"); r.Code != 0 {
-		t.Fatalf("arbitrator start: %s", r)
-	}
+	restartArbitrator(t, arb)
 	q.waitFor(60*time.Second, "both nodes lose their vote and freeze", func() bool { return splitFrozen(c["n1"]) && splitFrozen(c["n2"]) })
 	// a node that lost its vote freezes, then stops what runs (the stop
 	// takes a moment: the app's end is awaited): its journal line may come
@@ -210,19 +225,8 @@ func TestNetnsOneVoteArbitratorYoungOwnerCutOff(t *testing.T) {
 	q, arb := newOneVoteBedArb(t)
 	c := q.nodes
 	cut := q.webOnN1()
-	if r := arb("stop"); r.Code != 0 {
-		t.Fatalf("arbitrator stop: %s", r)
-	}
-	if r := arb("start"); r.Code != 0 {
-		t.Fatalf("arbitrator start: %s", r)
-	}
-	q.cut("n1")
-	q.waitFor(30*time.Second, "n1 stops web (journal)", func() bool { _, ok := q.first("n1", "stop", cut); return ok })
-	q.waitFor(60*time.Second, "n2 starts web by itself (journal)", func() bool { _, ok := q.first("n2", "start", cut); return ok })
-	q.noOverlap()
-	stop, _ := q.first("n1", "stop", cut)
-	start, _ := q.first("n2", "start", cut)
-	t.Logf("cut -> n1 stop %.2fs, cut -> n2 start %.2fs, gap %.2fs", stop.T-cut, start.T-cut, start.T-stop.T)
+	restartArbitrator(t, arb)
+	q.cutOwnerTakenOver(cut)
 	log2 := nodeLog(t, c["n2"])
 	for _, want := range []string{"quorum lost: 1 of 3 votes (live n2; arbitrators answering: none", "node frozen by its split_action",
 		"split freeze ended: this node holds the quorum again", "granted this side alone"} {
