@@ -359,6 +359,23 @@ func testNearQuorumPoint(t *T) error {
 	return errors.Join(errs...)
 }
 
+// wokeAndVoted waits for the vote n takes once it runs again after a
+// SIGCONT (the last fault), notes it, and says whether n lost it. With the
+// one-vote arbitrator n votes as if alone, but its lease may still run
+// (the pause shorter than the lease): it then keeps the quorum.
+func (t *T) wokeAndVoted(n string) (lost bool, err error) {
+	woke := t.lastFault
+	if err := waitUntil(splitStopBound, func() bool {
+		st, err := t.C.Nodes[n].Status()
+		return err == nil && st.Cluster.QuorumState != nil && st.Cluster.QuorumState.LastVoteAt.After(woke)
+	}, "%s did not vote within %s of its SIGCONT", n, splitStopBound); err != nil {
+		return false, err
+	}
+	st, _ := t.C.Nodes[n].Status()
+	t.Note("%s woke and voted: %s", n, st.Cluster.QuorumState.LastVote)
+	return !st.Cluster.QuorumState.LastSurvive, nil
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -396,17 +413,12 @@ func testPauseActive(t *T) error {
 		// lease): then it keeps the quorum, and the others, never granted
 		// the vote alone while that lease ran, took nothing over. Either
 		// way one instance of each service after it wakes, and never twice
-		// (the audit's). It votes once it runs again: wait for that vote
-		woke := t.lastFault
-		if err := waitUntil(splitStopBound, func() bool {
-			st, err := t.C.Nodes[n].Status()
-			return err == nil && st.Cluster.QuorumState != nil && st.Cluster.QuorumState.LastVoteAt.After(woke)
-		}, "%s did not vote within %s of its SIGCONT", n, splitStopBound); err != nil {
+		// (the audit's)
+		lost, err := t.wokeAndVoted(n)
+		if err != nil {
 			return err
 		}
-		st, _ := t.C.Nodes[n].Status()
-		t.Note("%s woke and voted: %s", n, st.Cluster.QuorumState.LastVote)
-		if !st.Cluster.QuorumState.LastSurvive {
+		if lost {
 			if err := t.lostQuorum(n, splitStopBound); err != nil {
 				return err
 			}
