@@ -45,7 +45,6 @@ const (
 	webMaxStreams  = 32 // under webMaxConns: pages still load with every stream open
 	webIdleTimeout = 30 * time.Second
 	webHeaderTime  = 3 * time.Second
-	webMinToken    = 16
 )
 
 // serveWeb serves the read-only web view (cli/web) on node.web_addr,
@@ -65,8 +64,8 @@ func (d *Daemon) serveWeb() (stop func(), err error) {
 		if opt.Token, err = readSecretFile(d.nodePath(f)); err != nil {
 			return nil, d.node.ErrAt(config.SectionNode, "web_token_file", "%v", err)
 		}
-		if len(opt.Token) < webMinToken {
-			return nil, d.node.ErrAt(config.SectionNode, "web_token_file", "%s: the token is %d characters, want at least %d (e.g. openssl rand -hex 24)", f, len(opt.Token), webMinToken)
+		if why := config.WebTokenWeak(opt.Token); why != "" {
+			return nil, d.node.ErrAt(config.SectionNode, "web_token_file", "%s: %s", f, why)
 		}
 	}
 	var tlsCfg *tls.Config

@@ -42,6 +42,13 @@ func (v *View) live(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	client := clientOf(r)
+	if !v.takeClient(client) {
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, fmt.Sprintf("too many live pages open by this client (%d): close some", v.opt.MaxStreamsPerClient), http.StatusServiceUnavailable)
+		return
+	}
+	defer v.releaseClient(client)
 	select {
 	case v.streams <- struct{}{}:
 		defer func() { <-v.streams }()
@@ -104,6 +111,26 @@ func (v *View) live(w http.ResponseWriter, r *http.Request) {
 		case <-ka.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 		}
+	}
+}
+
+// takeClient counts a live stream of client, false when it holds its
+// share already.
+func (v *View) takeClient(client string) bool {
+	v.clientMu.Lock()
+	defer v.clientMu.Unlock()
+	if v.clients[client] >= v.opt.MaxStreamsPerClient {
+		return false
+	}
+	v.clients[client]++
+	return true
+}
+
+func (v *View) releaseClient(client string) {
+	v.clientMu.Lock()
+	defer v.clientMu.Unlock()
+	if v.clients[client]--; v.clients[client] <= 0 {
+		delete(v.clients, client)
 	}
 }
 

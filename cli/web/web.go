@@ -35,6 +35,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -63,9 +65,17 @@ type Options struct {
 	Log *zap.Logger
 	// MaxStreams bounds the open live streams (DefaultMaxStreams when 0).
 	MaxStreams int
+	// MaxStreamsPerClient bounds the live streams of one client
+	// (MaxStreams/4 when 0): a local user on the loopback (told apart by
+	// the uid that owns the connection's socket, peeruid.go), or an
+	// address elsewhere.
+	MaxStreamsPerClient int
 	// Every is the period at which a live stream re-reads the status
 	// when no event came (DefaultEvery when 0).
 	Every time.Duration
+	// FailDelay is what a wrong token or session costs, one at a time
+	// (DefaultFailDelay when 0).
+	FailDelay time.Duration
 }
 
 const (
@@ -74,6 +84,8 @@ const (
 	// DefaultEvery: a change that no local event announces (a peer's
 	// instance) shows within this period, well within a second.
 	DefaultEvery = 400 * time.Millisecond
+	// DefaultFailDelay is the cost of a wrong credential.
+	DefaultFailDelay = time.Second
 	// callTimeout bounds each read of the local API.
 	callTimeout = 3 * time.Second
 	// logLines is how many lines of a service's log its page shows.
@@ -97,7 +109,10 @@ type View struct {
 	epoch   string
 	stCache statusCache
 
-	failMu sync.Mutex // serialises failed logins (a delay each)
+	failMu sync.Mutex // serialises refused credentials (a delay each)
+
+	clientMu sync.Mutex
+	clients  map[string]int // open live streams by client (clientOf)
 }
 
 // New builds the view; Run feeds its event list.
@@ -108,10 +123,17 @@ func New(opt Options) *View {
 	if opt.MaxStreams == 0 {
 		opt.MaxStreams = DefaultMaxStreams
 	}
+	if opt.MaxStreamsPerClient == 0 {
+		opt.MaxStreamsPerClient = max(1, opt.MaxStreams/4)
+	}
 	if opt.Every == 0 {
 		opt.Every = DefaultEvery
 	}
-	v := &View{opt: opt, hub: newHub(opt.Source, opt.Log), pages: mustPages(), streams: make(chan struct{}, opt.MaxStreams)}
+	if opt.FailDelay == 0 {
+		opt.FailDelay = DefaultFailDelay
+	}
+	v := &View{opt: opt, hub: newHub(opt.Source, opt.Log), pages: mustPages(), streams: make(chan struct{}, opt.MaxStreams),
+		clients: map[string]int{}}
 	if opt.Token != "" {
 		m := hmac.New(sha256.New, []byte(opt.Token))
 		m.Write([]byte("haven web view session"))
@@ -173,7 +195,7 @@ func (v *View) guard(next http.Handler) http.Handler {
 			http.Error(w, "refused: the Host is a name and no access token guards this view (node.web_token_file); use the IP address or localhost", http.StatusMisdirectedRequest)
 			return
 		}
-		if v.session != "" && !v.authorized(r) && r.URL.Path != "/login" && !strings.HasPrefix(r.URL.Path, "/static/") {
+		if v.session != "" && r.URL.Path != "/login" && !strings.HasPrefix(r.URL.Path, "/static/") && !v.authorized(r) {
 			if r.Method == http.MethodGet && r.URL.Path != "/live" {
 				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
@@ -223,14 +245,38 @@ func literalHost(hostport string) bool {
 	return err == nil
 }
 
+// authorized reports whether r carries the session cookie or the token
+// (Authorization: Bearer). A credential that is wrong costs the same
+// delay as a wrong token at the login form (refused): a guess is a guess,
+// whatever the way it comes.
 func (v *View) authorized(r *http.Request) bool {
-	if c, err := r.Cookie(cookieName); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(v.session)) == 1 {
-		return true
+	presented := false
+	if c, err := r.Cookie(cookieName); err == nil {
+		if subtle.ConstantTimeCompare([]byte(c.Value), []byte(v.session)) == 1 {
+			return true
+		}
+		presented = true
 	}
-	if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
-		return subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(a, "Bearer ")), []byte(v.opt.Token)) == 1
+	if a := r.Header.Get("Authorization"); a != "" {
+		tok, bearer := strings.CutPrefix(a, "Bearer ")
+		if bearer && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(v.opt.Token)) == 1 {
+			return true
+		}
+		presented = true
+	}
+	if presented {
+		v.refused(r, "wrong access token or session")
 	}
 	return false
+}
+
+// refused answers a wrong credential after FailDelay, one at a time
+// across the view: guesses, in parallel or not, go at one a delay.
+func (v *View) refused(r *http.Request, why string) {
+	v.failMu.Lock()
+	time.Sleep(v.opt.FailDelay)
+	v.failMu.Unlock()
+	v.opt.Log.Warn("web request refused: "+why, zap.String("from", r.RemoteAddr), zap.String("path", r.URL.Path))
 }
 
 func (v *View) loginPage(w http.ResponseWriter, r *http.Request) {
@@ -238,7 +284,7 @@ func (v *View) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // login checks the token of the form and sets the session cookie. A
-// wrong token costs a second, one at a time.
+// wrong token costs FailDelay, one at a time (refused).
 func (v *View) login(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	next := localPath(r.FormValue("next"))
@@ -248,10 +294,7 @@ func (v *View) login(w http.ResponseWriter, r *http.Request) {
 	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(v.opt.Token)) != 1 {
-		v.failMu.Lock()
-		time.Sleep(time.Second)
-		v.failMu.Unlock()
-		v.opt.Log.Warn("web login refused: wrong token", zap.String("from", r.RemoteAddr))
+		v.refused(r, "wrong token at the login form")
 		w.WriteHeader(http.StatusUnauthorized)
 		v.pages.write(w, "login", pageData{Title: "Log in", Next: next, Err: "wrong token"})
 		return
@@ -262,8 +305,20 @@ func (v *View) login(w http.ResponseWriter, r *http.Request) {
 }
 
 // localPath keeps a redirect on this view: a path, never another site.
+// Browsers drop tabs and newlines from a URL and read a backslash as a
+// slash, so "/\t/evil.example" would become "//evil.example", another
+// site: a path with a control character, a space or a backslash is
+// refused, as is anything that parses with a scheme or a host.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
+		return "/"
+	}
+	for _, r := range p {
+		if r == '\\' || unicode.IsControl(r) || unicode.IsSpace(r) || r == utf8.RuneError {
+			return "/"
+		}
+	}
+	if u, err := url.Parse(p); err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return "/"
 	}
 	return p

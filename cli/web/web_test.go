@@ -448,7 +448,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // 503 at once (the pages themselves still load), and a closed one frees
 // its slot.
 func TestLiveStreamsBounded(t *testing.T) {
-	s, _ := serve(t, Options{MaxStreams: 2})
+	s, _ := serve(t, Options{MaxStreams: 2, MaxStreamsPerClient: 3})
 	c := &http.Client{Timeout: 10 * time.Second}
 	var open []*http.Response
 	for range 2 {
@@ -515,5 +515,71 @@ func TestLiveStreamResumes(t *testing.T) {
 		if m.event == "event" && strings.Contains(m.data, "first") {
 			t.Fatalf("resumed after event 1 but got it again: %+v", m)
 		}
+	}
+}
+
+// A guess costs the same wherever it comes: a wrong bearer token or a
+// wrong session cookie waits the login form's delay, and guesses in
+// parallel wait one after the other.
+func TestWrongCredentialCostsTheDelayEverywhere(t *testing.T) {
+	s, _ := serve(t, Options{Token: testToken})
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, hdr := range [][]string{
+		{"Authorization", "Bearer " + strings.Repeat("x", len(testToken))},
+		{"Cookie", cookieName + "=" + strings.Repeat("0", 64)},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, _ := get(t, s.URL+"/events", hdr...); resp.StatusCode == 200 {
+				t.Errorf("GET /events with %s: 200", hdr[0])
+			}
+		}()
+	}
+	wg.Wait()
+	if took := time.Since(start); took < 2*DefaultFailDelay {
+		t.Fatalf("two wrong credentials in parallel answered in %s: want at least 2 x %s, one after the other", took, DefaultFailDelay)
+	}
+	// no credential at all is no guess: the redirect to the form is at once
+	start = time.Now()
+	if resp, _ := get(t, s.URL+"/"); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("GET / without a credential: %d", resp.StatusCode)
+	}
+	if took := time.Since(start); took >= DefaultFailDelay {
+		t.Errorf("a request without a credential waited %s", took)
+	}
+}
+
+// After the login, the browser goes to a path of the view only: a tab or
+// a newline inside the path (dropped by browsers, "/\t/evil.example" is
+// "//evil.example"), a backslash or a space send it to "/".
+func TestLoginNextStaysOnTheView(t *testing.T) {
+	for _, p := range []string{"/\t/evil.example", "/\n/evil.example", "/\r//evil.example", "/\\evil.example", "/ /evil.example",
+		"/\x00/evil.example", "/\u0085/evil.example", "/\u2028/evil.example", "//evil.example", "https://evil.example", "evil.example"} {
+		if got := localPath(p); got != "/" {
+			t.Errorf("localPath(%q) = %q, want /", p, got)
+		}
+	}
+	for _, p := range []string{"/", "/service/web", "/service/a%20b", "/events?x=1"} {
+		if got := localPath(p); got != p {
+			t.Errorf("localPath(%q) = %q", p, got)
+		}
+	}
+	s, _ := serve(t, Options{Token: testToken})
+	req, _ := http.NewRequest("POST", s.URL+"/login?next=/%09/evil.example", strings.NewReader(url.Values{"token": {testToken}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Fatalf("login with next=/%%09/evil.example: %d Location %q, want /", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	_, body := get(t, s.URL+"/login?next=/%09/evil.example")
+	if !strings.Contains(body, `name="next" value="/"`) {
+		t.Fatalf("the login form keeps a next with a tab:\n%s", body)
 	}
 }

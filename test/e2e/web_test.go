@@ -299,6 +299,13 @@ func TestWebViewTokenOfARealDaemon(t *testing.T) {
 	if r = n.run("nodemgr", "daemon", "start"); r.Code != 2 || !strings.Contains(r.Out+r.Err, "want at least 16") {
 		t.Fatalf("a short token: %s, want exit 2", r)
 	}
+	// long enough, but not random: refused too
+	if err := os.WriteFile(filepath.Join(etc, "web.token"), []byte("Summer2024Summer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r = n.run("nodemgr", "daemon", "start"); r.Code != 2 || !strings.Contains(r.Out+r.Err, "node.web_token_file") || !strings.Contains(r.Out+r.Err, "looks guessable") {
+		t.Fatalf("a guessable token of 16 characters: %s, want exit 2 naming node.web_token_file", r)
+	}
 	if err := os.WriteFile(filepath.Join(etc, "web.token"), []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
