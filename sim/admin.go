@@ -51,7 +51,7 @@ func (e effects) Publish() {
 // simulated node.toml and cluster.toml).
 func (c *Cluster) coreConfig(n string, compat int, local node.Local) node.Config {
 	nc := &config.NodeConfig{Name: n, MaintenanceGracePeriod: c.opt.MaintenanceGrace, RejoinGracePeriod: c.opt.RejoinGrace,
-		ReadyPeriod: c.opt.ReadyPeriod, ReadyFastAck: c.opt.ReadyFastAck, CheckInterval: checkInterval, MonitorInterval: monitorInterval,
+		ReadyPeriod: c.opt.ReadyPeriod, ReadyFastAck: c.opt.ReadyFastAck, CheckInterval: c.opt.CheckInterval, MonitorInterval: c.opt.MonitorInterval,
 		HB: config.HBConfig{Timeout: c.opt.HBTimeout, Interval: c.opt.HBInterval}}
 	cfg := driver.CoreConfig(nc, c.clusterConfig(n, nc), compat, local, simCodec)
 	cfg.Quorum.Timing.StopBudget = c.stopBudget()

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -30,6 +31,8 @@ type Options struct {
 	StartDuration    time.Duration // a start action (default 1s)
 	StopDuration     time.Duration // a stop action (default 1s)
 	ReadyFastAck     bool          // node.ready_fast_ack on every node
+	CheckInterval    time.Duration // check_interval (default 60s)
+	MonitorInterval  time.Duration // monitor_interval (default 5s)
 }
 
 func (o *Options) defaults() {
@@ -45,6 +48,8 @@ func (o *Options) defaults() {
 	def(&o.RejoinGrace, 10*time.Second)
 	def(&o.StartDuration, time.Second)
 	def(&o.StopDuration, time.Second)
+	def(&o.CheckInterval, 60*time.Second)
+	def(&o.MonitorInterval, 5*time.Second)
 }
 
 // Cluster is a simulated cluster: N nodes in one process, one fake clock,
@@ -72,6 +77,9 @@ type Cluster struct {
 	q quorumOptions // quorum.go
 
 	startOverlaps map[string][]string // svc -> starts begun while active elsewhere (starts.go)
+
+	// ctx, when set, ends Run early once done (a what-if interrupted)
+	ctx context.Context
 }
 
 // Event is a typed event of a node core, at a simulated time.
@@ -123,9 +131,14 @@ func New(names []string, opt Options) (*Cluster, error) {
 			files: map[string]*config.ServiceConfig{}}
 		c.running[n] = map[string]bool{}
 	}
-	// A turn at least every beat period, as the daemon reacts to each event.
-	c.quantum = min(opt.HBInterval, max(10*time.Millisecond, min(500*time.Millisecond, opt.HBTimeout/30)))
+	c.quantum = opt.quantum()
 	return c, nil
+}
+
+// quantum is the longest step between two turns of the daemons: at least
+// a turn every beat period, as the daemon reacts to each event.
+func (o Options) quantum() time.Duration {
+	return min(o.HBInterval, max(10*time.Millisecond, min(500*time.Millisecond, o.HBTimeout/30)))
 }
 
 // AddService installs a service config on every node (before the daemons
@@ -233,11 +246,14 @@ func (c *Cluster) settle() {
 }
 
 // Run advances the simulated time by dur, letting the heartbeats and the
-// daemons work.
+// daemons work (less when the cluster's context ended).
 func (c *Cluster) Run(dur time.Duration) {
 	end := c.clk.Now().Add(dur)
 	c.settle()
 	for c.clk.Now().Before(end) {
+		if c.ctx != nil && c.ctx.Err() != nil {
+			return
+		}
 		now := c.clk.Now()
 		next := now.Add(c.quantum)
 		if end.Before(next) {

@@ -279,23 +279,46 @@ func (d *daemon) actionDone(inst *instance) {
 	d.drv.ActionDone(inst.name, action, err)
 }
 
-// checkInterval and monitorInterval are node.toml's defaults.
-const (
-	checkInterval   = 60 * time.Second
-	monitorInterval = 5 * time.Second
-)
-
-// simRID is the one resource of a simulated instance.
+// simRID is the resource of a simulated instance whose config has none
+// (a scenario's service line makes one resource of this name).
 const simRID = "app#main"
 
 // runCheck is the fake resource driver's status check: what the
-// simulated resources say, at once.
+// simulated resources say, at once. Every resource of the service's
+// config (the ones not disabled) is up or down together, under its own
+// name: the restart ladder and monitor_action follow the config's
+// resources by name, as on a real node.
 func (d *daemon) runCheck(ck node.Check) {
 	st := dataset.StatusDown
 	if d.c.running[d.name][ck.Service] {
 		st = dataset.StatusUp
 	}
-	d.drv.Input(node.Checked{Check: ck, Resources: map[string]dataset.Resource{simRID: {Status: st}}, Now: d.c.clk.Now()})
+	res := map[string]dataset.Resource{}
+	var cfg *config.ServiceConfig
+	if inst := d.insts[ck.Service]; inst != nil {
+		cfg = inst.cfg
+	}
+	for _, rid := range simRIDs(cfg) {
+		res[rid] = dataset.Resource{Status: st}
+	}
+	d.drv.Input(node.Checked{Check: ck, Resources: res, Now: d.c.clk.Now()})
+}
+
+// simRIDs are the resources a simulated instance of cfg reports: the
+// config's, simRID when it has none.
+func simRIDs(cfg *config.ServiceConfig) []string {
+	var out []string
+	if cfg != nil {
+		for _, r := range cfg.Resources {
+			if !r.Disable {
+				out = append(out, r.RID)
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []string{simRID}
+	}
+	return out
 }
 
 func frozenWord(f bool) string {

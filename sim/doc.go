@@ -29,8 +29,8 @@
 // of daemon.loop: heartbeat events one by one, action ends, the step
 // timer, the 500ms tick; after each, a decision pass when the dataset
 // changed or the core's view did; publish); the fake resource driver
-// (runCheck: one resource, app#main, up where the cluster's truth says
-// it runs; startAction, actionDone: an action takes the service's
+// (runCheck: the config's resources, by their names, or app#main when it
+// has none, all up where the cluster's truth says it runs; startAction, actionDone: an action takes the service's
 // simulated duration, fails when scripted); localNode, beginStop (the
 // core's BeginStop), readyToExit; and the admin entry points (admin.go:
 // serviceAction, nodeAction: they hand the request to the core; an answer
@@ -47,11 +47,12 @@
 // Departures, on purpose: no create or edit config (set, unset and delete
 // only), no file changed outside Haven (CheckLocalFile is not called), no
 // stop of a running instance when a set removes its node from the
-// service's nodes (the expectations read the scenario's nodes); a service's resources
-// are one resource per node (app#main, up or down; no warn; monitored with
-// restarts when the service line sets monitor=, restart=, restart_delay=;
-// no
-// resource that stays up after a stop that succeeded: "fail ... stop"
+// service's nodes (the expectations read the scenario's nodes); a
+// service's resources are up or down together (a scenario's service has
+// one, app#main; a snapshot's, those of its config), no warn; monitored
+// with restarts when the config says so (a service line's monitor=,
+// restart=, restart_delay=); no resource that stays up after a stop that
+// succeeded: "fail ... stop"
 // scripts a stop failure); a status check takes no time; actions take the
 // configured duration and succeed unless scripted to fail; load and memory
 // are zero, so "load avg" and "score" tie and break by name. The state

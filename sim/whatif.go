@@ -2,7 +2,9 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -51,6 +53,11 @@ type SnapshotSettings struct {
 	RejoinGrace      Duration `json:"rejoin_grace_period"`
 	Quorum           bool     `json:"quorum,omitempty"`
 	SplitAction      string   `json:"split_action,omitempty"`
+	// MonitorInterval and CheckInterval are node.toml's monitor_interval
+	// and check_interval (0 in a snapshot of an older release: the
+	// defaults, 5s and 60s).
+	MonitorInterval Duration `json:"monitor_interval,omitempty"`
+	CheckInterval   Duration `json:"check_interval,omitempty"`
 }
 
 // SnapshotNode is one member as the local daemon sees it.
@@ -138,7 +145,7 @@ var WhatIfVerbs = []struct{ Verb, Arg, Help string }{
 	{"switch", "SVC:NODE", "svcmgr -s SVC switch --to NODE"},
 	{"takeover", "SVC:NODE", "svcmgr -s SVC takeover on NODE"},
 	{"giveback", "SVC", "svcmgr -s SVC giveback"},
-	{"fail", "SVC[:RID]", "the service's resources die where it runs (the next check says down; the simulation has one resource per service, so any RID means all)"},
+	{"fail", "SVC[:RID]", "the service's resources die where it runs (the next check says down; they fail together, so any RID means all); the restart ladder and monitor_action follow"},
 	{"set", "SVC:KEY=VALUE", "svcmgr -s SVC set --kw KEY=VALUE (a config edit)"},
 	{"start-daemon", "NODE", "nodemgr daemon start on NODE (a node that was down comes back)"},
 }
@@ -231,16 +238,70 @@ func (s *Snapshot) Validate() error {
 	if _, ok := s.Nodes[s.Local]; !ok {
 		return fmt.Errorf("snapshot: the local node %q is not a member", s.Local)
 	}
-	if s.Settings.HBInterval <= 0 || s.Settings.HBTimeout <= s.Settings.HBInterval {
-		return fmt.Errorf("snapshot: hb.interval %s must be positive and shorter than hb.timeout %s",
-			time.Duration(s.Settings.HBInterval), time.Duration(s.Settings.HBTimeout))
+	if len(s.Nodes) > MaxWhatIfNodes {
+		return fmt.Errorf("snapshot: %d nodes: the simulation takes at most %d", len(s.Nodes), MaxWhatIfNodes)
+	}
+	if len(s.Services) > MaxWhatIfServices {
+		return fmt.Errorf("snapshot: %d services: the simulation takes at most %d", len(s.Services), MaxWhatIfServices)
+	}
+	st := s.Settings
+	if st.HBInterval < Duration(MinWhatIfInterval) || st.HBTimeout <= st.HBInterval {
+		return fmt.Errorf("snapshot: hb.interval %s must be at least %s and shorter than hb.timeout %s",
+			time.Duration(st.HBInterval), MinWhatIfInterval, time.Duration(st.HBTimeout))
+	}
+	for _, d := range []struct {
+		key   string
+		v     Duration
+		least time.Duration
+	}{
+		{"hb.timeout", st.HBTimeout, 0}, {"ready_period", st.ReadyPeriod, 0},
+		{"maintenance_grace_period", st.MaintenanceGrace, 0}, {"rejoin_grace_period", st.RejoinGrace, 0},
+		{"monitor_interval", st.MonitorInterval, MinWhatIfInterval}, {"check_interval", st.CheckInterval, MinWhatIfInterval},
+	} {
+		if d.v < 0 || d.v > Duration(MaxWhatIfSpan) || d.v != 0 && time.Duration(d.v) < d.least {
+			return fmt.Errorf("snapshot: %s %s: want %s to %s", d.key, time.Duration(d.v), d.least, MaxWhatIfSpan)
+		}
 	}
 	for name, svc := range s.Services {
-		for n := range svc.Instances {
+		for n, in := range svc.Instances {
 			if _, ok := s.Nodes[n]; !ok {
 				return fmt.Errorf("snapshot: service %s has an instance on %q, not a member", name, n)
 			}
+			for _, d := range []Duration{in.StartDuration, in.StopDuration} {
+				if d < 0 || d > Duration(MaxWhatIfSpan) {
+					return fmt.Errorf("snapshot: service %s on %s: an action of %s: want 0 to %s", name, n, time.Duration(d), MaxWhatIfSpan)
+				}
+			}
 		}
+	}
+	return nil
+}
+
+// CheckWhatIf refuses a what-if that the simulation cannot run, or not
+// within its bounds: a snapshot that does not validate, an event that
+// names an unknown node or service, too long a time, too much work.
+func (s *Snapshot) CheckWhatIf(events []WhatIfEvent, dur time.Duration) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if err := s.CheckEvents(events); err != nil {
+		return err
+	}
+	span := dur
+	for _, e := range events {
+		span = max(span, e.At)
+	}
+	if span > MaxWhatIfSpan {
+		return fmt.Errorf("%s of simulated time: at most %s (--for, and the events' @+ times)", span, MaxWhatIfSpan)
+	}
+	o := s.options()
+	o.defaults()
+	boot, q := o.RejoinGrace+2*o.HBTimeout, o.quantum()
+	steps := int((boot + span + q - 1) / q)
+	if w := WhatIfWork(steps, len(s.Nodes), len(s.Services)); w > MaxWhatIfWork {
+		return fmt.Errorf("too much to simulate: %s (%s to settle and %s asked) in steps of %s, %d nodes, %d services: "+
+			"%d units of work, at most %d (about 20 s of CPU): simulate a shorter time (--for)",
+			boot+span, boot, span, q, len(s.Nodes), len(s.Services), w, MaxWhatIfWork)
 	}
 	return nil
 }
@@ -296,22 +357,56 @@ func (s *Snapshot) nodeNames() []string {
 	return names
 }
 
+// The bounds of a what-if: a snapshot read from a file is input like any
+// other, and a crafted one (a beat period of a nanosecond, thousands of
+// members, a simulation of years) must be refused, not simulated for
+// hours. The work is estimated from the number of simulated steps, the
+// members (each node hears every other) and the services (WhatIfWork).
+const (
+	MaxWhatIfNodes    = 64   // twice the largest supported cluster
+	MaxWhatIfServices = 2000 // services in a snapshot
+	// MinWhatIfInterval is the shortest hb.interval, monitor_interval
+	// and check_interval simulated; MaxWhatIfSpan the longest duration
+	// of any setting, of the simulation (--for) and of an event's time.
+	MinWhatIfInterval = 10 * time.Millisecond
+	MaxWhatIfSpan     = 24 * time.Hour
+	// MaxWhatIfWork is the most work (WhatIfWork) a what-if may take:
+	// about 20 s of one CPU (32 nodes and 100 services for about 90 s of
+	// simulated time).
+	MaxWhatIfWork = 2_500_000
+)
+
+// WhatIfWork estimates the cost of simulating steps turns of a cluster
+// of nodes members and services services: every turn each node hears
+// each other one, and looks at its services (measured: 7 to 13 us a unit
+// on one CPU).
+func WhatIfWork(steps, nodes, services int) int64 {
+	return int64(steps) * int64(nodes*nodes+services*nodes/2)
+}
+
+// ErrInterrupted is the error of a what-if whose context ended (svcmgr
+// simulate got SIGINT or SIGTERM).
+var ErrInterrupted = errors.New("interrupted")
+
 // WhatIf rebuilds the snapshot's cluster in the simulation, lets it settle
 // (the daemons start with every service where it runs, in the node and
 // service states of the snapshot), then applies events at their times and
 // runs for the given duration (at least until the last event and what it
 // sets off has had time to settle). Nothing leaves the process.
 func WhatIf(s *Snapshot, events []WhatIfEvent, dur time.Duration) (*WhatIfResult, error) {
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.CheckEvents(events); err != nil {
+	return WhatIfContext(context.Background(), s, events, dur)
+}
+
+// WhatIfContext is WhatIf that gives up with ErrInterrupted once ctx ends.
+func WhatIfContext(ctx context.Context, s *Snapshot, events []WhatIfEvent, dur time.Duration) (*WhatIfResult, error) {
+	if err := s.CheckWhatIf(events, dur); err != nil {
 		return nil, err
 	}
 	c, assumptions, err := buildFromSnapshot(s)
 	if err != nil {
 		return nil, err
 	}
+	c.ctx = ctx
 	if err := c.bootSnapshot(); err != nil {
 		return nil, err
 	}
@@ -326,6 +421,9 @@ func WhatIf(s *Snapshot, events []WhatIfEvent, dur time.Duration) (*WhatIfResult
 		if wait := origin + e.At - c.Now(); wait > 0 {
 			c.Run(wait)
 		}
+		if ctx.Err() != nil {
+			return nil, ErrInterrupted
+		}
 		text, answer := c.applyWhatIf(s.Local, e)
 		own = append(own, WhatIfLine{At: Duration(c.Now() - origin), Kind: "event", Text: text})
 		if answer != "" {
@@ -334,6 +432,9 @@ func WhatIf(s *Snapshot, events []WhatIfEvent, dur time.Duration) (*WhatIfResult
 	}
 	if left := origin + dur - c.Now(); left > 0 {
 		c.Run(left)
+	}
+	if ctx.Err() != nil {
+		return nil, ErrInterrupted
 	}
 	res.For = Duration(c.Now() - origin)
 	res.Timeline = mergeTimeline(own, c.events[firstEvent:], origin)
@@ -417,22 +518,31 @@ func whatIfShown(e node.Event) bool {
 	return true
 }
 
+// options are the simulation's options of the snapshot's settings.
+func (s *Snapshot) options() Options {
+	st := s.Settings
+	return Options{HBTimeout: time.Duration(st.HBTimeout), HBInterval: time.Duration(st.HBInterval),
+		ReadyPeriod: time.Duration(st.ReadyPeriod), MaintenanceGrace: time.Duration(st.MaintenanceGrace),
+		RejoinGrace: time.Duration(st.RejoinGrace), ReadyFastAck: st.ReadyFastAck,
+		MonitorInterval: time.Duration(st.MonitorInterval), CheckInterval: time.Duration(st.CheckInterval),
+		StartDuration: DefaultActionDuration, StopDuration: DefaultActionDuration}
+}
+
 // buildFromSnapshot makes the cluster of the snapshot; no daemon runs yet.
 func buildFromSnapshot(s *Snapshot) (*Cluster, []string, error) {
 	names := s.nodeNames()
 	st := s.Settings
-	c, err := New(names, Options{HBTimeout: time.Duration(st.HBTimeout), HBInterval: time.Duration(st.HBInterval),
-		ReadyPeriod: time.Duration(st.ReadyPeriod), MaintenanceGrace: time.Duration(st.MaintenanceGrace),
-		RejoinGrace: time.Duration(st.RejoinGrace), ReadyFastAck: st.ReadyFastAck,
-		StartDuration: DefaultActionDuration, StopDuration: DefaultActionDuration})
+	c, err := New(names, s.options())
 	if err != nil {
 		return nil, nil, err
 	}
 	assumptions := []string{
-		fmt.Sprintf("every node runs with %s's timings: hb.timeout %s, hb.interval %s, ready_period %s%s",
+		fmt.Sprintf("every node runs with %s's timings: hb.timeout %s, hb.interval %s, ready_period %s%s, monitor_interval %s",
 			s.Local, time.Duration(st.HBTimeout), time.Duration(st.HBInterval), time.Duration(st.ReadyPeriod),
-			map[bool]string{true: ", ready_fast_ack", false: ""}[st.ReadyFastAck]),
+			map[bool]string{true: ", ready_fast_ack", false: ""}[st.ReadyFastAck], c.opt.MonitorInterval),
 		"every check, start and stop succeeds unless an event says otherwise (--fail)",
+		fmt.Sprintf("a failure (--fail) is seen at the next check of a monitored resource: up to monitor_interval (%s) after it, at the simulated checks' own phase; "+
+			"then the restart ladder, then monitor_action, as the config says", c.opt.MonitorInterval),
 		"the cluster starts settled: services where they run now, timers (ready windows, grace periods) not running",
 		"peers' clocks as the local daemon observes them; load and memory equal on every node",
 	}

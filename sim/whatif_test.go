@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -216,4 +219,127 @@ func dump(res *WhatIfResult) string {
 		b.WriteString(time.Duration(l.At).String() + " " + l.Node + " " + l.Service + " " + l.Kind + " " + l.Text + "\n")
 	}
 	return b.String()
+}
+
+// monitoredWeb is threeNodes with web's one resource, app#web, monitored:
+// monitor_action act, restart N.
+func monitoredWeb(act string, restart int) *Snapshot {
+	s := threeNodes()
+	web := s.Services["web"]
+	web.Config = fmt.Sprintf("[DEFAULT]\nnodes = [\"n1\", \"n2\", \"n3\"]\norchestrate = \"ha\"\nmonitor_action = %q\n\n"+
+		"[app.web]\nstart = \"true\"\ncheck = \"true\"\nmonitor = true\nrestart = %d\n", act, restart)
+	s.Services["web"] = web
+	return s
+}
+
+// actions lists "NODE KIND" of every action begun (start, stop, restart).
+func actions(res *WhatIfResult) []string {
+	var out []string
+	for _, l := range res.Timeline {
+		if l.Kind == (node.ActionBegin{}).Kind() {
+			kind, _, _ := strings.Cut(l.Text, " ")
+			out = append(out, l.Node+" "+strings.TrimSuffix(kind, ":"))
+		}
+	}
+	return out
+}
+
+// --fail follows the restart ladder, then monitor_action, as a real node
+// does with the service's own resources (app#web here, not a resource
+// of the simulation's own naming).
+func TestWhatIfFailFollowsTheLadder(t *testing.T) {
+	// no restart, monitor_action switch: n1 stops it, n2 takes it
+	res := whatIf(t, monitoredWeb("switch", 0), mustEvents(t, "fail", "web"), 30*time.Second)
+	if got := upOn(res, "web"); !reflect.DeepEqual(got, []string{"n2"}) {
+		t.Fatalf("switch, restart 0: web up on %v, want [n2]\n%s", got, dump(res))
+	}
+	if got := actions(res); !reflect.DeepEqual(got, []string{"n1 stop", "n2 start"}) {
+		t.Fatalf("switch, restart 0: actions %v, want [n1 stop, n2 start]\n%s", got, dump(res))
+	}
+	// one restart: in place, nothing moves
+	res = whatIf(t, monitoredWeb("switch", 1), mustEvents(t, "fail", "web"), 30*time.Second)
+	if got := upOn(res, "web"); !reflect.DeepEqual(got, []string{"n1"}) {
+		t.Fatalf("switch, restart 1: web up on %v, want [n1]\n%s", got, dump(res))
+	}
+	if got := actions(res); !reflect.DeepEqual(got, []string{"n1 restart"}) {
+		t.Fatalf("switch, restart 1: actions %v, want [n1 restart]\n%s", got, dump(res))
+	}
+	// the restart comes within monitor_interval + restart_delay of the failure
+	for _, l := range res.Timeline {
+		if l.Kind == (node.ActionBegin{}).Kind() {
+			if at := time.Duration(l.At); at > 5*time.Second+500*time.Millisecond {
+				t.Fatalf("the restart at +%s: want within monitor_interval 5s + restart_delay 500ms", at)
+			}
+		}
+	}
+	// monitor_action freezestop, no restart: stopped and frozen on n1, the
+	// next leader takes it
+	res = whatIf(t, monitoredWeb("freezestop", 0), mustEvents(t, "fail", "web"), 30*time.Second)
+	if got := upOn(res, "web"); !reflect.DeepEqual(got, []string{"n2"}) {
+		t.Fatalf("freezestop: web up on %v, want [n2]\n%s", got, dump(res))
+	}
+	for _, sv := range res.Services {
+		if sv.Name == "web" && !reflect.DeepEqual(sv.Frozen, []string{"n1"}) {
+			t.Fatalf("freezestop: web frozen on %v, want [n1]", sv.Frozen)
+		}
+	}
+	// the snapshot's monitor_interval is the one simulated
+	s := monitoredWeb("switch", 1)
+	s.Settings.MonitorInterval = Duration(300 * time.Millisecond)
+	res = whatIf(t, s, mustEvents(t, "fail", "web"), 30*time.Second)
+	for _, l := range res.Timeline {
+		if l.Kind == (node.ActionBegin{}).Kind() {
+			// the daemon's loop ticks every 500ms at most (driver.TickPeriod)
+			if at := time.Duration(l.At); at > 500*time.Millisecond+500*time.Millisecond {
+				t.Fatalf("the restart at +%s with monitor_interval 300ms: want within a tick (500ms) + restart_delay (500ms)\n%s", at, dump(res))
+			}
+		}
+	}
+}
+
+// A crafted snapshot or an absurd duration is refused at once, never
+// simulated for hours: a beat period of a nanosecond, thousands of
+// members, a day and more of simulated time, more work than the bound.
+func TestWhatIfBounds(t *testing.T) {
+	many := func(n int) *Snapshot {
+		s := threeNodes()
+		for i := range n {
+			s.Nodes[fmt.Sprintf("x%d", i)] = SnapshotNode{Status: "up"}
+		}
+		return s
+	}
+	for _, c := range []struct {
+		what string
+		s    *Snapshot
+		dur  time.Duration
+		want string
+	}{
+		{"hb.interval 1ns", func() *Snapshot { s := threeNodes(); s.Settings.HBInterval = 1; return s }(), time.Minute, "hb.interval 1ns must be at least 10ms"},
+		{"3000 members", many(3000), time.Minute, "3003 nodes"},
+		{"monitor_interval 1us", func() *Snapshot { s := threeNodes(); s.Settings.MonitorInterval = Duration(time.Microsecond); return s }(), time.Minute, "monitor_interval 1µs"},
+		{"a ready_period of a year", func() *Snapshot { s := threeNodes(); s.Settings.ReadyPeriod = Duration(8760 * time.Hour); return s }(), time.Minute, "ready_period"},
+		{"--for 1000h", threeNodes(), 1000 * time.Hour, "at most 24h0m0s"},
+		{"60 members for a day", many(57), 24 * time.Hour, "too much to simulate"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := WhatIf(c.s, nil, c.dur); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want an error saying %q", c.what, err, c.want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: still simulating after 20 s, want a refusal", c.what)
+		}
+	}
+}
+
+// A what-if whose context ends stops at its next step: svcmgr simulate
+// honours SIGINT and SIGTERM.
+func TestWhatIfInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := WhatIfContext(ctx, threeNodes(), mustEvents(t, "kill", "n1"), 30*time.Second); !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("an ended context: %v, want ErrInterrupted", err)
+	}
 }

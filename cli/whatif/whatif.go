@@ -40,9 +40,14 @@ func RunWith(c *cli.Context, eventsOf func(*sim.Snapshot) []sim.WhatIfEvent, d t
 		return cliutil.Usage("simulate: --from and --save exclude each other")
 	}
 	var snap *sim.Snapshot
-	if f := c.String("from"); f != "" {
-		if snap, err = readSnapshot(f); err != nil {
+	from := c.String("from")
+	if from != "" {
+		if snap, err = readSnapshot(from); err != nil {
 			return err
+		}
+		// a file is input: what the simulation refuses is bad usage
+		if err := snap.Validate(); err != nil {
+			return cliutil.Usage("simulate --from %s: %v", from, err)
 		}
 	} else if snap, err = TakeSnapshot(c); err != nil {
 		return err
@@ -51,7 +56,7 @@ func RunWith(c *cli.Context, eventsOf func(*sim.Snapshot) []sim.WhatIfEvent, d t
 		return cliutil.Failed("%v", err)
 	}
 	events := eventsOf(snap)
-	if err := snap.CheckEvents(events); err != nil {
+	if err := snap.CheckWhatIf(events, d); err != nil {
 		return cliutil.Usage("simulate: %v", err)
 	}
 	if f := c.String("save"); f != "" {
@@ -63,7 +68,8 @@ func RunWith(c *cli.Context, eventsOf func(*sim.Snapshot) []sim.WhatIfEvent, d t
 			return cliutil.Failed("save the snapshot: %v", err)
 		}
 	}
-	res, err := sim.WhatIf(snap, events, d)
+	// SIGINT and SIGTERM end c.Context: the simulation stops at its next step
+	res, err := sim.WhatIfContext(c.Context, snap, events, d)
 	if err != nil {
 		return cliutil.Failed("simulate: %v", err)
 	}
@@ -103,7 +109,8 @@ func TakeSnapshot(c *cli.Context) (*sim.Snapshot, error) {
 	set := sim.SnapshotSettings{HBTimeout: sim.Duration(nc.HB.Timeout), HBInterval: sim.Duration(nc.HB.Interval),
 		ReadyPeriod: sim.Duration(nc.ReadyPeriod), ReadyFastAck: nc.ReadyFastAck,
 		MaintenanceGrace: sim.Duration(nc.MaintenanceGracePeriod), RejoinGrace: sim.Duration(nc.RejoinGracePeriod),
-		Quorum: cc.Quorum, SplitAction: nc.SplitAction}
+		Quorum: cc.Quorum, SplitAction: nc.SplitAction,
+		MonitorInterval: sim.Duration(nc.MonitorInterval), CheckInterval: sim.Duration(nc.CheckInterval)}
 	return sim.SnapshotFromStatus(st, configs, set, time.Now()), nil
 }
 

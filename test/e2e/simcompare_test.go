@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -145,6 +146,123 @@ func TestSimAndDaemonsAgreeOnTheOwnersCrash(t *testing.T) {
 		if !reflect.DeepEqual(got, want[n]) && !(len(got) == 0 && len(want[n]) == 0) {
 			t.Errorf("%s: monitor states of web after the crash: daemons %s, simulation %s",
 				n, strings.Join(got, " "), strings.Join(want[n], " "))
+		}
+	}
+}
+
+// monitoredService is testbed.HAService on n1 n2 n3 with its app named
+// app#web (the simulation must follow the config's resources by name),
+// monitored, with monitor_action act and restart N.
+func monitoredService(act string, restart int) string {
+	svc := strings.Replace(ladderService(act, restart, "500ms"), `nodes = ["n1", "n2"]`, `nodes = ["n1", "n2", "n3"]`, 1)
+	return strings.Replace(svc, "[app.main]", "[app.web]", 1)
+}
+
+// realActions are "NODE ACTION" (start, stop, restart) of svc begun on
+// the tapped nodes since from, in time order, and the time of the first.
+func realActions(taps map[string]*eventTap, from map[string]int, svc string) ([]string, time.Time) {
+	var evs []api.Event
+	for n, tp := range taps {
+		for _, e := range tp.since(from[n]) {
+			if e.Kind == "action_begin" && e.Service == svc {
+				evs = append(evs, e)
+			}
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
+	var out []string
+	for _, e := range evs {
+		kind, _, _ := strings.Cut(e.Fields["action"], " ")
+		out = append(out, e.Node+" "+kind)
+	}
+	if len(evs) == 0 {
+		return out, time.Time{}
+	}
+	return out, evs[0].Time
+}
+
+// predictedActions are realActions of the prediction, and the time of
+// the first after the start of the simulation.
+func predictedActions(res *sim.WhatIfResult, svc string) ([]string, time.Duration) {
+	var out []string
+	first := time.Duration(-1)
+	for _, l := range res.Timeline {
+		if l.Kind == "action_begin" && l.Service == svc {
+			if first < 0 {
+				first = time.Duration(l.At)
+			}
+			kind, _, _ := strings.Cut(l.Text, " ")
+			out = append(out, l.Node+" "+strings.TrimSuffix(kind, ":"))
+		}
+	}
+	return out, first
+}
+
+// svcmgr simulate --fail against real daemons: the restart ladder, then
+// monitor_action (switch), with the service's own resource names. With a
+// restart left, the prediction and the daemons restart it in place; with
+// none, both stop it on n1 and start it on n2. The actions must be the
+// same, in the same order, and the first one within a check period (the
+// checks' phase is the daemons' own) of the predicted time.
+func TestSimAndDaemonsAgreeOnAFailedResource(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
+	names := []string{"n1", "n2", "n3"}
+	c := startCluster(t, names, clusterOpts{})
+	taps := map[string]*eventTap{}
+	for _, n := range names {
+		taps[n] = tapEvents(t, c[n])
+	}
+	createService(t, c["n1"], "api", monitoredService("switch", 1))
+	createService(t, c["n1"], "web", monitoredService("switch", 0))
+	for _, svc := range []string{"api", "web"} {
+		waitFor(t, 20*time.Second, svc+" up on n1", upOnlyOn(c["n2"], svc, "n1"))
+		waitFor(t, 10*time.Second, svc+"'s app running on n1", func() bool { return appPid(c["n1"], svc) != 0 })
+	}
+	waitFor(t, 20*time.Second, "every monitor idle", func() bool {
+		for _, n := range c {
+			for _, sv := range n.status().Services {
+				for _, in := range sv.Instances {
+					if in.Monitor.State != "idle" {
+						return false
+					}
+				}
+			}
+		}
+		return true
+	})
+	for _, tc := range []struct {
+		svc, on string
+		want    []string
+	}{
+		{"api", "n1", []string{"n1 restart"}},          // restart 1: in place
+		{"web", "n2", []string{"n1 stop", "n2 start"}}, // restart 0, switch
+	} {
+		res := predict(t, c["n2"], "svcmgr", "simulate", "--fail", tc.svc)
+		want, wantFirst := predictedActions(res, tc.svc)
+		if !reflect.DeepEqual(want, tc.want) || !reflect.DeepEqual(predictedUpOn(res, tc.svc), []string{tc.on}) {
+			t.Fatalf("%s: predicted actions %v, up on %v; want %v, up on %s\n%+v", tc.svc, want, predictedUpOn(res, tc.svc), tc.want, tc.on, res.Timeline)
+		}
+		from := map[string]int{}
+		for n, tp := range taps {
+			from[n] = tp.len()
+		}
+		t0, old := killApp(t, c["n1"], tc.svc)
+		restartedOn(t, c[tc.on], tc.svc, old, t0, 40*time.Second)
+		waitFor(t, 20*time.Second, tc.svc+" up on "+tc.on+" only", upOnlyOn(c["n3"], tc.svc, tc.on))
+		waitFor(t, 10*time.Second, tc.svc+": the actions", func() bool {
+			got, _ := realActions(taps, from, tc.svc)
+			return len(got) >= len(want)
+		})
+		got, gotFirst := realActions(taps, from, tc.svc)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: the daemons' actions %v, predicted %v", tc.svc, got, want)
+		}
+		real := gotFirst.Sub(t0)
+		t.Logf("%s: first action predicted at +%s, real +%s", tc.svc, wantFirst, real.Round(10*time.Millisecond))
+		// the checks' phase: a monitor check every 300ms on a loop that
+		// ticks every 500ms, either side
+		if d := real - wantFirst; d < -time.Second || d > time.Second {
+			t.Errorf("%s: the first action began at +%s, predicted +%s (tolerance 1s)", tc.svc, real, wantFirst)
 		}
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -269,4 +271,78 @@ func TestSimulatePredictsFreezeThenKill(t *testing.T) {
 	syscallKill(daemonPid(t, b.c["n1"]))
 	killService(t, b.c["n1"], "web")
 	b.compare(t, "freeze n2, kill n1", res, "web", from, t0, b.c["n3"])
+}
+
+// A crafted snapshot (svcmgr simulate --from) is refused at once with exit
+// 2, naming what is out of bounds; a large one within the bounds stops
+// at SIGINT or SIGTERM instead of running to its end.
+func TestSimulateBoundsAndSignals(t *testing.T) {
+	t.Parallel() // no daemon: svcmgr alone on files of its own
+	n := newNode(t, "n1", "")
+	dir := t.TempDir()
+	write := func(name string, s *sim.Snapshot) string {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		writeFile(t, p, string(b))
+		return p
+	}
+	snap := func(nodes int, interval time.Duration) *sim.Snapshot {
+		s := &sim.Snapshot{Format: sim.SnapshotFormat, Local: "n1", Cluster: "c", Nodes: map[string]sim.SnapshotNode{},
+			Settings: sim.SnapshotSettings{HBTimeout: sim.Duration(3 * time.Second), HBInterval: sim.Duration(interval),
+				ReadyPeriod: sim.Duration(2 * time.Second), MaintenanceGrace: sim.Duration(6 * time.Second), RejoinGrace: sim.Duration(10 * time.Second)},
+			Services: map[string]sim.SnapshotService{"web": {Config: "[DEFAULT]\nnodes = [\"n1\", \"n2\"]\norchestrate = \"ha\"\n",
+				Instances: map[string]sim.SnapshotInstance{"n1": {Running: true, Monitor: "idle"}}}}}
+		for i := range nodes {
+			s.Nodes[fmt.Sprintf("n%d", i+1)] = sim.SnapshotNode{Status: "up"}
+		}
+		return s
+	}
+	for _, c := range []struct {
+		file string
+		args []string
+		want string
+	}{
+		{write("tiny.json", snap(3, time.Nanosecond)), nil, "hb.interval 1ns must be at least 10ms"},
+		{write("crowd.json", snap(3000, time.Second)), nil, "3000 nodes"},
+		{write("ok.json", snap(3, time.Second)), []string{"--for", "1000h"}, "at most 24h"},
+	} {
+		start := time.Now()
+		r := n.run("svcmgr", append([]string{"simulate", "--from", c.file, "--kill", "n2"}, c.args...)...)
+		if r.Code != 2 || !strings.Contains(r.Err, c.want) {
+			t.Errorf("simulate --from %s %v: %s, want exit 2 saying %q", filepath.Base(c.file), c.args, r, c.want)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("simulate --from %s took %s to refuse", filepath.Base(c.file), took)
+		}
+	}
+	// within the bounds, long: SIGINT, then SIGTERM, end it
+	big := write("big.json", snap(57, time.Second))
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cmd := exec.Command(filepath.Join(binDir, "svcmgr"), "--root", n.root, "simulate", "--from", big, "--kill", "n2")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case err := <-exited:
+			t.Fatalf("the large simulation ended by itself within 1s (%v): not a test of the signal", err)
+		case <-time.After(time.Second):
+		}
+		cmd.Process.Signal(sig)
+		select {
+		case <-exited:
+			if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "interrupted") {
+				t.Errorf("%s: exit %d, stderr %q: want 1, interrupted", sig, code, stderr.String())
+			}
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("svcmgr simulate still running 5s after %s", sig)
+		}
+	}
 }
