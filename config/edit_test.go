@@ -20,7 +20,7 @@ func TestSetGetUnset(t *testing.T) {
 		{"get", "app#web.restart", "0", false},
 		{"get", "app.web.restart", "0", false},
 		{"get", "app#web.restart_delay", "500ms", false},
-		{"get", "ip#vip.timeout", "30s", false},
+		{"get", "ip#vip.timeout", "5s", false}, // ip: its own default
 		{"get", "DEFAULT.nodes", `["n1", "n2", "n3"]`, false},
 		{"get", "DEFAULT.children", `[]`, false},
 		{"set", "DEFAULT.orchestrate=start", "", false},

@@ -211,7 +211,7 @@ var Keywords = []Keyword{
 	{Section: SectionResource, Key: "disable", Type: TypeBool, Default: "false", Field: "Disable",
 		Doc: "The resource is ignored by every action and status."},
 	{Section: SectionResource, Key: "timeout", Type: TypeDuration, Default: "30s", Field: "Timeout",
-		Doc: "The time limit of each action (start, stop, check) of the resource."},
+		Doc: "The time limit of each action (start, stop, check) of the resource (an `ip`'s default is 5s: its own keyword). With `cluster.quorum`, the sum of a service's stop limits is its stop budget, which the survivors of a split wait before they take a lost node's services over (docs/operations.md, \"Split brain\"): a limit far above the real stop delays every such takeover."},
 
 	{Section: SectionApp, Key: "start", Type: TypeString, Field: "Start",
 		Doc: "The start command. Split like shell words and run without a shell (write `sh -c '...'` for one), in the service's private directory, with HAVEN_SVCNAME, HAVEN_NODENAME, HAVEN_RID and HAVEN_ACTION set, and HAVEN_FENCING_TOKEN (the start's fencing token, see docs/fencing-token.md; also given to stop and check, with the token of the running instance). An app needs at least one of start, stop, check. A command ends when it exits with its output closed: a start that leaves a process running should detach it from its output (`sleep 100000 >/dev/null 2>&1 &`, as in the examples); a background process that keeps the output open delays the end of the start by up to about 0.7 s (its exit is then polled, and that output read 200 ms more)."},
@@ -228,6 +228,8 @@ var Keywords = []Keyword{
 		Doc: "The network interface that carries the address."},
 	{Section: SectionIP, Key: "netmask", Type: TypeString, Field: "Netmask",
 		Doc: "Prefix length (`24`) or dotted IPv4 mask (`255.255.255.0`). Default: 32 for IPv4, 128 for IPv6."},
+	{Section: SectionIP, Key: "timeout", Type: TypeDuration, Default: "5s", Field: "Timeout",
+		Doc: "The time limit of each action of the address: its stop (an address removed: milliseconds) as a whole, its start apart from the probe (`probe_timeout`), its check. It counts in the service's stop budget (see the resources' `timeout`)."},
 	{Section: SectionIP, Key: "probe_timeout", Type: TypeDuration, Default: "300ms", Field: "ProbeTimeout",
 		Doc: "Before adding the address, the start asks the link whether another host holds it (IPv4: an ARP probe, IPv6 or a device without ARP: an ICMP echo), one probe every 100ms, and refuses to start at the first answer. This is how long it waits when nobody answers, so it is added to every failover of the address. A host holding the address answers within a few milliseconds on a LAN: 300ms leaves room for two lost probes. More than 0, at most 10s."},
 
@@ -280,7 +282,8 @@ func Lookup(kind, key string) (*Keyword, bool) {
 }
 
 // SectionKeywords returns the keywords of a section kind in table order,
-// followed for a resource kind by the common resource keywords.
+// followed for a resource kind by the common resource keywords it does
+// not define itself (ip has its own timeout).
 func SectionKeywords(kind string) []*Keyword {
 	var out []*Keyword
 	for i := range Keywords {
@@ -289,7 +292,11 @@ func SectionKeywords(kind string) []*Keyword {
 		}
 	}
 	if isResourceKind(kind) {
-		out = append(out, SectionKeywords(SectionResource)...)
+		for _, kw := range SectionKeywords(SectionResource) {
+			if _, own := kwIndex[kind+"\x00"+kw.Key]; !own { // a kind's own default first
+				out = append(out, kw)
+			}
+		}
 	}
 	return out
 }

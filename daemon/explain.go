@@ -36,6 +36,9 @@ func (d *Daemon) handleExplain(w http.ResponseWriter, r *http.Request) {
 			nodes = append(nodes, v.Node)
 		}
 		e.Links = append(d.explainLinks(nodes), d.explainDisk(nodes)...) // links.go, diskstatus.go
+		if e.Orchestrate == "ha" {
+			e.SelfStop = d.core.SelfStop() // the gate's own computation
+		}
 		return e, nil
 	})
 }

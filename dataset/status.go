@@ -114,6 +114,27 @@ type QuorumInfo struct {
 	// Lost: this node lost a vote and applied its split_action.
 	Lost  bool        `json:"lost,omitempty"`
 	Gates []GateState `json:"takeover_gates,omitempty"`
+	// SelfStop is the takeover gate's timing as this node computes it
+	// (an extension of the contract).
+	SelfStop *SelfStopInfo `json:"self_stop,omitempty"`
+}
+
+// SelfStopInfo is how long the survivors wait before they take a lost
+// peer's services over without a fence: its self-stop deadline, DeadlineMs
+// after they declared it down (Terms: what it is made of), StopBudgetMs
+// being the longest stop of a service (StopBudgetOf; "" when no service
+// stops longer than the floor). With a one-vote arbitrator (OneVote) the
+// takeover may also come OneVoteMs after the arbitrator granted the
+// survivors' side alone. The members of Fenced are fenced instead (a
+// fence command or the disk): only a fence clears their takeover.
+type SelfStopInfo struct {
+	DeadlineMs   int64    `json:"deadline_ms"`
+	StopBudgetMs int64    `json:"stop_budget_ms"`
+	StopBudgetOf string   `json:"stop_budget_of,omitempty"`
+	Terms        string   `json:"terms"`
+	OneVote      bool     `json:"one_vote,omitempty"`
+	OneVoteMs    int64    `json:"one_vote_ms,omitempty"`
+	Fenced       []string `json:"fenced,omitempty"`
 }
 
 // ArbitratorState is an arbitrator and its last probe.

@@ -54,6 +54,10 @@ type Explanation struct {
 	// node heard on the disk only), set by the daemon: alarms, never part
 	// of the decision.
 	Links []string `json:"links,omitempty"`
+	// SelfStop is the takeover gate's timing (cluster.quorum on, a
+	// failover service), set by the daemon from the node core's own
+	// computation (node.Core.SelfStop).
+	SelfStop *dataset.SelfStopInfo `json:"self_stop,omitempty"`
 }
 
 // LocalMonitor is the local instance's monitor and what it waits for.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/internal/clock"
 	"haven/quorum"
@@ -198,5 +199,37 @@ func TestStopBudgetCountsTheAgentsStopLimit(t *testing.T) {
 		Quorum: QuorumConfig{Enabled: true, Timing: quorum.Timing{StopBudget: 3 * time.Second}}}, State{})
 	if got := c.timing().StopBudget; got != 2*time.Minute+5*time.Second {
 		t.Fatalf("stop budget %s, want 2m5s (the agent's 2m stop, the ip's 5s)", got)
+	}
+}
+
+// The takeover gate's timing shown in svcmon and svcmgr explain
+// (SelfStop) is the gate's own: the same deadline, the same stop budget,
+// named by the service that makes it. A VIP and an app with a 10s limit:
+// the ip's default stop limit is 5s (an address is removed in
+// milliseconds), not the 30s of the other resources, so the budget is 15s.
+func TestSelfStopIsTheGatesTiming(t *testing.T) {
+	cfg, err := tomlfile.ParseService("web.toml", "web", []byte("[DEFAULT]\norchestrate = \"ha\"\nnodes = [\"n1\", \"n2\"]\n\n"+
+		"[ip.vip]\nipname = \"192.0.2.10\"\nipdev = \"eth0\"\n\n[app.main]\nstart = \"true\"\ntimeout = \"10s\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{Name: "n1", Local: &maLocal{svcs: map[string]*config.ServiceConfig{"web": cfg}},
+		Quorum: QuorumConfig{Enabled: true, Timing: quorum.Timing{Beat: time.Second, ArbitratorTimeout: time.Second}}}, State{})
+	ss := c.SelfStop()
+	if ss == nil {
+		t.Fatal("no SelfStop with cluster.quorum on")
+	}
+	if got, want := time.Duration(ss.DeadlineMs)*time.Millisecond, c.timing().Deadline(); got != want {
+		t.Fatalf("shown deadline %s, the gate's %s", got, want)
+	}
+	if ss.StopBudgetMs != 15000 || ss.StopBudgetOf != "web" || ss.DeadlineMs != 18000 {
+		t.Fatalf("self-stop %+v: want a stop budget of 15s (ip 5s + app 10s) from web, a deadline of 18s", ss)
+	}
+	if !strings.Contains(ss.Terms, "stop budget 15s") {
+		t.Fatalf("terms %q", ss.Terms)
+	}
+	off := New(Config{Name: "n1", Local: &maLocal{svcs: map[string]*config.ServiceConfig{"web": cfg}}}, State{})
+	if off.SelfStop() != nil || off.QuorumInfo(time.Now()) != nil {
+		t.Fatal("a gate shown with cluster.quorum off")
 	}
 }

@@ -149,8 +149,17 @@ type quorumState struct {
 // raised to the longest stop of a service known here (the sum of its
 // resources' timeouts: they stop one after the other, each bounded).
 func (c *Core) timing() quorum.Timing {
-	t := c.cfg.Quorum.Timing
-	for _, cfg := range c.cfg.Local.LocalServices() {
+	t, _ := c.timingOf()
+	return t
+}
+
+// timingOf is timing and the service whose stop makes the stop budget
+// ("" when the configured floor does): what the takeover gate waits, and
+// what svcmon and svcmgr explain show of it (SelfStop).
+func (c *Core) timingOf() (quorum.Timing, string) {
+	t, by := c.cfg.Quorum.Timing, ""
+	for _, name := range slices.Sorted(maps.Keys(c.cfg.Local.LocalServices())) {
+		cfg := c.cfg.Local.LocalServices()[name]
 		if cfg == nil {
 			continue
 		}
@@ -160,9 +169,24 @@ func (c *Core) timing() quorum.Timing {
 				sum += r.StopBound() // an ocf agent's stop: its own limit
 			}
 		}
-		t.StopBudget = max(t.StopBudget, sum)
+		if sum > t.StopBudget {
+			t.StopBudget, by = sum, name
+		}
 	}
-	return t
+	return t, by
+}
+
+// SelfStop is the takeover gate's timing as the gate computes it
+// (timingOf, quorum.Timing.Deadline): how long after a lost peer is
+// declared down its services may be started here without a fence. nil
+// when cluster.quorum is off (no gate).
+func (c *Core) SelfStop() *dataset.SelfStopInfo {
+	if !c.quorumOn() {
+		return nil
+	}
+	t, by := c.timingOf()
+	return &dataset.SelfStopInfo{DeadlineMs: t.Deadline().Milliseconds(), StopBudgetMs: t.StopBudget.Milliseconds(), StopBudgetOf: by,
+		Terms: t.Terms(), OneVote: c.hasOneVote(), OneVoteMs: (t.StopBudget + t.Beat).Milliseconds(), Fenced: slices.Clone(c.cfg.Quorum.Stonith)}
 }
 
 // quorumOn reports whether cluster.quorum is on.
@@ -757,7 +781,7 @@ func (c *Core) QuorumInfo(now time.Time) *dataset.QuorumInfo {
 		return nil
 	}
 	q := &c.q
-	qi := &dataset.QuorumInfo{SplitAction: c.cfg.Quorum.SplitAction, Pending: !q.pending.IsZero(), Lost: q.lost}
+	qi := &dataset.QuorumInfo{SplitAction: c.cfg.Quorum.SplitAction, Pending: !q.pending.IsZero(), Lost: q.lost, SelfStop: c.SelfStop()}
 	live := append([]string{c.cfg.Name}, c.livePeers(now)...)
 	sort.Strings(live)
 	qi.Live = live

@@ -147,6 +147,13 @@ func (t Timing) Deadline() time.Duration {
 	return t.Beat + t.EscalateAfter() + t.Beat
 }
 
+// Terms says what Deadline is made of, term by term, for the people
+// who read it ("beat 1s + arbitrator timeout 1s + stop budget 10s + beat
+// 1s"): written next to Deadline, so that a term added there is told.
+func (t Timing) Terms() string {
+	return fmt.Sprintf("beat %s + arbitrator timeout %s + stop budget %s + beat %s", t.Beat, t.ArbitratorTimeout, t.StopBudget, t.Beat)
+}
+
 // String says the vote and its inputs in one line.
 func (v Verdict) String() string {
 	word := "kept"

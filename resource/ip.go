@@ -296,8 +296,11 @@ func (p *ipAddr) stopAnnounce() {
 }
 
 // Stop removes the address; when it is not there (or the device is gone)
-// there is nothing to do.
+// there is nothing to do. The stop as a whole ends within the timeout:
+// the quorum's stop budget counts on it (config.ResourceConfig.StopBound).
 func (p *ipAddr) Stop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
 	p.stopAnnounce()
 	p.Unprepare()
 	ok, pfx, _, err := p.present(ctx)

@@ -39,6 +39,9 @@ func Explain(e *api.Explanation) string {
 	}
 	b.WriteString("leader: " + leaderLine(e) + "\n")
 	b.WriteString("running: " + orWord(strings.Join(e.Running, ", "), "nowhere") + "\n")
+	if e.SelfStop != nil {
+		b.WriteString("takeover gate: " + SelfStopText(e.SelfStop) + "\n")
+	}
 	for _, l := range e.Links {
 		b.WriteString("heartbeat: " + l + "\n") // a link down: an alarm
 	}

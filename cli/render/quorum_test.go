@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"haven/api"
 	"haven/dataset"
 )
 
@@ -30,5 +31,24 @@ func TestSvcmonQuorumHeader(t *testing.T) {
 	st.Cluster.QuorumState = &dataset.QuorumInfo{SplitAction: "stop", Votes: 1, Total: 2}
 	if h := svcmonHeader(st, false); !strings.Contains(h, "quorum short: 1/2 votes") {
 		t.Fatalf("short: got %q", h)
+	}
+}
+
+// The takeover gate's timing, as the node core computes it, is shown in
+// svcmon's header and in svcmgr explain: the deadline, its terms, the
+// service whose stop makes the budget, the one-vote and fence variants.
+func TestSelfStopShown(t *testing.T) {
+	ss := &dataset.SelfStopInfo{DeadlineMs: 18000, StopBudgetMs: 15000, StopBudgetOf: "web",
+		Terms: "beat 1s + arbitrator timeout 1s + stop budget 15s + beat 1s", OneVote: true, OneVoteMs: 16000, Fenced: []string{"n3"}}
+	want := "takeover gate: a lost node's services start here 18s after it is declared down, then ready_period (its self-stop deadline: " +
+		"beat 1s + arbitrator timeout 1s + stop budget 15s (web's stop) + beat 1s); or 16s after the one-vote arbitrator grants this side alone; n3: only after a fence"
+	st := &dataset.ClusterStatus{Cluster: dataset.ClusterInfo{Name: "c", Compat: true, Quorum: true,
+		QuorumState: &dataset.QuorumInfo{SplitAction: "stop", Votes: 3, Total: 3, SelfStop: ss}}}
+	if h := svcmonHeader(st, false); !strings.Contains(h, " "+want+"\n") {
+		t.Errorf("svcmon's header lacks the gate:\n%s\nwant %q", h, want)
+	}
+	e := &api.Explanation{Service: "web", Local: "n1", Orchestrate: "ha", Policy: "nodes order", SelfStop: ss}
+	if out := Explain(e); !strings.Contains(out, "\n"+want+"\n") {
+		t.Errorf("explain lacks the gate:\n%s", out)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"haven/dataset"
 )
@@ -453,10 +454,32 @@ func diskRow(dk *dataset.HBDisk, local string, nodes []string) monRow {
 	return row
 }
 
+// SelfStopText says the takeover gate's timing (cluster.quorum): how long
+// after a lost node is declared down its services may start here, and
+// what that is made of, as the node core computes it.
+func SelfStopText(ss *dataset.SelfStopInfo) string {
+	ms := func(v int64) string { return (time.Duration(v) * time.Millisecond).String() }
+	terms := ss.Terms
+	if ss.StopBudgetOf != "" {
+		terms = strings.Replace(terms, "stop budget "+ms(ss.StopBudgetMs), "stop budget "+ms(ss.StopBudgetMs)+" ("+ss.StopBudgetOf+"'s stop)", 1)
+	}
+	s := "a lost node's services start here " + ms(ss.DeadlineMs) + " after it is declared down, then ready_period (its self-stop deadline: " + terms + ")"
+	if ss.OneVote {
+		s += "; or " + ms(ss.OneVoteMs) + " after the one-vote arbitrator grants this side alone"
+	}
+	if len(ss.Fenced) > 0 {
+		s += "; " + strings.Join(ss.Fenced, ", ") + ": only after a fence"
+	}
+	return s
+}
+
 // quorumLines are the arbitrators' answers, the last vote and the takeover
 // gates of the lost peers (cluster.quorum on).
 func quorumLines(q *dataset.QuorumInfo, color bool) string {
 	var b strings.Builder
+	if q.SelfStop != nil {
+		b.WriteString(" takeover gate: " + SelfStopText(q.SelfStop) + "\n")
+	}
 	if len(q.Arbitrators) > 0 {
 		var parts []string
 		for _, a := range q.Arbitrators {

@@ -293,6 +293,25 @@ func TestNetnsQuorumSplitNoOverlap(t *testing.T) {
 			if !strings.Contains(nodeLog(t, c["n2"]), "self-stop deadline") {
 				t.Fatal("n2's log does not say the takeover waited for n1's self-stop deadline")
 			}
+			// the gate's timing shown (svcmon, explain) is the one the
+			// gate waited: n1's gate on n2, deadline - since
+			qs := c["n2"].status().Cluster.QuorumState
+			if qs == nil || qs.SelfStop == nil {
+				t.Fatalf("n2's quorum state shows no takeover gate timing: %+v", qs)
+			}
+			shown := time.Duration(qs.SelfStop.DeadlineMs) * time.Millisecond
+			for _, g := range qs.Gates {
+				if g.Node == "n1" && g.Deadline.Sub(g.Since) != shown {
+					t.Errorf("n1's gate on n2 waited %s, svcmon shows %s", g.Deadline.Sub(g.Since), shown)
+				}
+			}
+			line := "takeover gate: a lost node's services start here " + shown.String() + " after it is declared down"
+			if !strings.Contains(mon, line) {
+				t.Errorf("svcmon on n2 does not show %q:\n%s", line, mon)
+			}
+			if ex := c["n2"].must("svcmgr", "-s", "web", "explain"); !strings.Contains(ex, line) {
+				t.Errorf("explain on n2 does not show %q:\n%s", line, ex)
+			}
 		}
 		if run+1 < runs {
 			// heal, thaw n1, give web back to n1 for the next run
