@@ -111,10 +111,15 @@ grep -E 'peer n1 up -> down|(idle -> ready|ready -> starting|starting -> idle)' 
 
 say "n1 comes back: it rejoins, sees web running on n2, and leaves it there"
 on n1 nodemgr daemon start
-wait_for "n1 to rejoin" sh -c "'$bin/svcmon' --root '$top/n2' --format json | grep -A1 '\"n1\": {' | grep -q '\"status\": \"up\"'"
+# n1 is a candidate again once its rejoin has ended (it heard every member):
+# until then the placement leader is n2, and a giveback would leave web there
+idle_on() { "$bin/svcmon" --root "$top/$2" --format json | tr -d ' \n' | grep -q "\"$1\":{\"status\":\"up\",\"monitor\":\"idle\""; }
+wait_for "n1 to end its rejoin" idle_on n1 n3
 on n1 svcmon
-say "giveback: move web back to its placement leader, and wait for it"
+say "giveback: move web back to its placement leader, n1, and wait for it"
 on n3 svcmgr -s web giveback --wait --time 30s
+wait_for "web back on n1" up_on n1 n3
 on n3 svcmon
+echo "web is back on n1"
 echo
 echo "demo done: every daemon stopped, $top removed"

@@ -30,7 +30,8 @@ func leftBehind(dir string) []string {
 
 // `make demo` says every daemon stopped: nothing it started may be left
 // running (its `sleep 100000` was, the cleanup's name pattern did not
-// match it). Written into a pipe, it has no colour codes.
+// match it). Written into a pipe, it has no colour codes. Its giveback
+// brings the service back to n1 (it left it on n2 while n1 was in rejoin).
 func TestDemoLeavesNoProcessBehind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the demo takes about 30 s")
@@ -42,6 +43,10 @@ func TestDemoLeavesNoProcessBehind(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	// the giveback brings web back to n1, as the README says
+	if !strings.Contains(string(out), "web is back on n1") {
+		t.Fatalf("the demo's giveback did not bring web back to n1:\n%s", out)
 	}
 	// its output is a pipe here: no terminal escape, as svcmon
 	if i := strings.IndexByte(string(out), 0x1b); i >= 0 {
