@@ -47,6 +47,12 @@ func logs(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// the lines are this node's log of the service, or --node's (a bad
+	// line is refused before the daemon is asked anything)
+	node := c.String("node")
+	if node != "" && c.Bool("follow") {
+		return cliutil.Usage("--follow reads this node's log only; --node %s without --follow prints its last lines", node)
+	}
 	cl := cliutil.Client(c)
 	names, err := selected(c, cl)
 	if err != nil {
@@ -56,11 +62,6 @@ func logs(c *cli.Context) error {
 		return cliutil.Usage("logs takes one service, %d selected", len(names))
 	}
 	name := names[0]
-	// the lines are this node's log of the service, or --node's
-	node := c.String("node")
-	if node != "" && c.Bool("follow") {
-		return cliutil.Usage("--follow reads this node's log only; --node %s without --follow prints its last lines", node)
-	}
 	if asJSON && node == "" {
 		ds, err := cl.DaemonStatus(ctx(c))
 		if err != nil {

@@ -184,7 +184,7 @@ var examples = map[string][][2]string{
 		{"systemctl enable --now haven", "start the daemon under systemd (or `nodemgr daemon start` by hand)"},
 		{"nodemgr daemon status", "the daemon, the heartbeat and each peer as this node sees them"},
 		{"nodemgr freeze", "no service starts or stops here by itself (`nodemgr thaw` ends it)"},
-		{"nodemgr drain --wait", "move every service off this node, e.g. before maintenance"},
+		{"nodemgr drain", "freeze this node and stop its services: the others take them over (e.g. before maintenance)"},
 		{"nodemgr events --format json", "follow the cluster's events, one JSON object a line"},
 		{"nodemgr --root /tmp/n1 daemon start", "a daemon with every file below /tmp/n1 (tests, demos)"},
 	},
@@ -196,7 +196,8 @@ var examples = map[string][][2]string{
 		{"svcmgr -s web explain", "why it runs where it runs, or why it does not"},
 		{"svcmgr -s web print status --format json", "the status object"},
 		{"svcmgr -s web set --kw app#main.timeout=30s", "change one keyword (checked, distributed)"},
-		{"svcmgr -s web logs --node n2 --follow", "follow n2's log of web"},
+		{"svcmgr -s web logs --node n2", "the last lines of n2's log of web"},
+		{"svcmgr -s web logs --follow", "follow this node's log of web"},
 	},
 	"svcmon": {
 		{"svcmon", "the cluster: nodes, heartbeats, services and where they run"},

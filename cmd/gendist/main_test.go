@@ -1,11 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"haven/cli/cliutil"
 )
 
 // The man pages name each tool and list its commands, with a synopsis of
@@ -110,5 +117,39 @@ func TestManFilesFollowTheInstalledLayout(t *testing.T) {
 	}
 	if strings.Contains(files, "/usr/share/doc") {
 		t.Errorf("FILES names /usr/share/doc for a /usr/local install:\n%s", files)
+	}
+}
+
+// Every example of the man pages is a command line the tool accepts: run
+// without a daemon it may fail (exit 1), never as bad usage (exit 2). The
+// examples that would start something for real (systemctl, a daemon
+// start) are left out.
+func TestManExamplesAreAccepted(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("web.toml", []byte("[DEFAULT]\norchestrate = \"ha\"\n\n[app.main]\nstart = \"true\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*cli.App{}
+	for _, app := range apps() {
+		byName[app.Name] = app
+	}
+	for tool, exs := range examples {
+		for _, ex := range exs {
+			words := strings.Fields(ex[0])
+			if words[0] != tool || strings.Contains(ex[0], "daemon start") {
+				continue
+			}
+			app := byName[tool]
+			var out, errb bytes.Buffer
+			app.Writer, app.ErrWriter = &out, &errb
+			argv := append([]string{tool, "--root", filepath.Join(dir, "root")}, words[1:]...)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			code := cliutil.MainContext(ctx, app, argv)
+			cancel()
+			if code == cliutil.ExitUsage {
+				t.Errorf("the example %q is refused as bad usage: %s", ex[0], strings.TrimSpace(errb.String()))
+			}
+		}
 	}
 }
