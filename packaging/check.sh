@@ -104,6 +104,11 @@ step "installed binaries"
 /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/web-ocf.toml
 man -w nodemgr svcmgr svcmon 2>/dev/null || ls /usr/share/man/man1/{nodemgr,svcmgr,svcmon}.1.gz
 
+step "the installed paths the examples name exist"
+for p in $(grep -ohE '/usr/share/doc/haven/[A-Za-z0-9_./-]*[A-Za-z0-9_]' /usr/share/doc/haven/examples/*.toml /usr/share/doc/haven/examples/services/*.toml | sort -u); do
+  [ -e "$p" ] || { echo "$p is named by an example but not installed"; exit 1; }
+done
+
 if [[ " ${created[*]} " == *" /etc/haven "* ]]; then
   step "the installed daemon on the system paths (one node, from the examples)"
   smoke=yes
