@@ -196,8 +196,9 @@ func (s *Set) one(rid string) (item, error) {
 
 // Status checks every resource, one after the other, and returns their
 // statuses by rid with the config flags. A disabled resource is n/a and not
-// checked. Log is the reason the driver gave, or else the last line logged
-// for the resource. RestartRemaining is left to the caller.
+// checked. Log is the reason the driver gave, or else (for a resource not
+// found down or warn) the last line logged for the resource.
+// RestartRemaining is left to the caller.
 func (s *Set) Status(ctx context.Context) map[string]dataset.Resource {
 	return s.status(ctx, func(config.ResourceConfig) bool { return true })
 }
@@ -229,7 +230,11 @@ func (s *Set) status(ctx context.Context, keep func(config.ResourceConfig) bool)
 				r.Status, reason = it.drv.Status(ctx)
 			}
 		}
-		if reason == "" {
+		// the last line logged says what the resource did last: shown
+		// beside a resource that runs, never as the reason of a failure
+		// (a down or warn check that said nothing would quote its start's
+		// line: "check says down: started")
+		if reason == "" && r.Status != dataset.StatusDown && r.Status != dataset.StatusWarn {
 			s.mu.Lock()
 			reason = s.last[it.rc.RID]
 			s.mu.Unlock()

@@ -185,6 +185,16 @@ func TestSetStatus(t *testing.T) {
 	if mon := s.StatusMonitored(ctx); len(mon) != 1 || mon["app#a"].Status != dataset.StatusUp {
 		t.Errorf("StatusMonitored() = %+v, want only app#a, up", mon)
 	}
+	// found down by a check that says nothing: its Log is not the start's
+	// old line (the failure reasons quote it: "check says down: start: ...")
+	os.Remove(filepath.Join(f.dir, "a.up"))
+	if g := s.StatusMonitored(ctx)["app#a"]; g.Status != dataset.StatusDown || g.Log != "" {
+		t.Errorf("app#a found down: %+v, want down without the start's last line", g)
+	}
+	f.up("a")
+	if err := s.StartOne(ctx, "app#a"); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.StopOne(ctx, "app#a"); err != nil || f.up("a") {
 		t.Errorf("StopOne() = %v, a up %v; want nil, false", err, f.up("a"))
 	}
