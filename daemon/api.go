@@ -300,6 +300,10 @@ func (d *Daemon) parseCreate(req api.CreateRequest) (*config.ServiceConfig, erro
 	if _, err := resource.CheckOCF(context.Background(), cfg, d.node.OCFRoot); err != nil {
 		return nil, err
 	}
+	// an agent none of the service's nodes has (ocfagents.go)
+	if err := d.checkAgentsSomewhere(cfg); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 

@@ -122,7 +122,12 @@ func (d *Daemon) onAsked(ev heartbeat.Event) {
 		}
 		hb.Answer(ev.Node, ev.ID, b, errText)
 	}
-	if ev.Op != opSvcLog {
+	switch ev.Op {
+	case opSvcLog:
+	case opOCFAgents:
+		d.answerOCFAgents(ev.Body, answer) // ocfagents.go
+		return
+	default:
 		answer(nil, fmt.Sprintf("unknown request %q (this node runs an older Haven?)", ev.Op))
 		return
 	}

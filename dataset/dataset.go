@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -140,7 +141,9 @@ type Instance struct {
 	ConfigError string `json:"config_error,omitempty"`
 	// Excluded says why this node is out of the placement candidates of
 	// the service: its monitor_action switch moved the service away, until
-	// a clear or until the service is up on another node. Empty otherwise.
+	// a clear or until the service is up on another node; or a resource
+	// cannot run here (a hard fault, FaultExclusion), while that lasts.
+	// Empty otherwise.
 	Excluded string `json:"excluded,omitempty"`
 	// GaveUp says why the daemon stopped restarting a failed monitored
 	// resource here (restarts spent, and the monitor_action taken or why
@@ -419,4 +422,23 @@ type ClearRequest struct {
 
 	// Unknown: the fields of a newer release, kept (unknown.go).
 	Unknown Unknown `json:"-"`
+}
+
+// faultExcluded marks the Instance.Excluded of a hard resource fault.
+const faultExcluded = " cannot run here: "
+
+// FaultExclusion is the Instance.Excluded of a resource that cannot run
+// on the node (a hard fault: the agent not installed, its monitor exited
+// 2 to 5): the node is out of the candidates while the fault lasts, and
+// back by itself once a check finds the resource fine.
+func FaultExclusion(rid, reason string) string {
+	return rid + faultExcluded + strings.TrimPrefix(reason, strings.TrimPrefix(faultExcluded, " "))
+}
+
+// IsFaultExclusion reports whether an Instance.Excluded is a hard fault's
+// (FaultExclusion), which ends by itself, rather than a monitor_action
+// switch's, which lasts until a clear or the service up elsewhere.
+func IsFaultExclusion(excluded string) bool {
+	rid, _, ok := strings.Cut(excluded, faultExcluded)
+	return ok && rid != "" && !strings.ContainsAny(rid, " :")
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"haven/dataset"
@@ -54,7 +53,7 @@ func hardExclusion(inst *instance) string {
 	if rid == "" {
 		return ""
 	}
-	return rid + " cannot run here: " + strings.TrimPrefix(reason, "cannot run here: ")
+	return dataset.FaultExclusion(rid, reason)
 }
 
 // excludedText is the Instance.Excluded published: a monitor_action

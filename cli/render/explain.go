@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"haven/api"
+	"haven/dataset"
 	"haven/placement"
 )
 
@@ -148,7 +149,11 @@ func monitorText(e *api.Explanation) string {
 	if m.GaveUp != "" {
 		t.add(c("  gave up:"), c(m.GaveUp+" (no start by the orchestrator here until svcmgr clear, a start, or the resource is up again)"))
 	}
-	if m.Excluded != "" {
+	switch {
+	case m.Excluded == "":
+	case dataset.IsFaultExclusion(m.Excluded):
+		t.add(c("  excluded:"), c(m.Excluded+" (while it lasts: back by itself once a check finds the resource fine again)"))
+	default:
 		t.add(c("  ladder:"), c("excluded: "+m.Excluded+" (until svcmgr clear, or the service is up on another node)"))
 	}
 	for _, l := range m.Ladder {

@@ -6,6 +6,7 @@ import (
 
 	"haven/api"
 	"haven/dataset"
+	"haven/monitor"
 )
 
 // svcmon says "quorum on" only when the votes are there (issue 11).
@@ -50,5 +51,22 @@ func TestSelfStopShown(t *testing.T) {
 	e := &api.Explanation{Service: "web", Local: "n1", Orchestrate: "ha", Policy: "nodes order", SelfStop: ss}
 	if out := Explain(e); !strings.Contains(out, "\n"+want+"\n") {
 		t.Errorf("explain lacks the gate:\n%s", out)
+	}
+}
+
+// explain says how long an exclusion lasts by its kind: a resource that
+// cannot run here is out while that lasts (back by itself), a
+// monitor_action switch until a clear or the service up elsewhere.
+func TestExplainExclusionLasts(t *testing.T) {
+	for _, c := range []struct{ excluded, want, not string }{
+		{dataset.FaultExclusion("ocf#vip", "cannot run here: agent ocf:heartbeat:IPaddr2 is not installed on this node"),
+			"excluded: ocf#vip cannot run here: agent ocf:heartbeat:IPaddr2 is not installed on this node (while it lasts: back by itself", "svcmgr clear"},
+		{"app#web down, 0 restarts spent: monitor_action switch (next candidate n2)", "(until svcmgr clear, or the service is up on another node)", "back by itself"},
+	} {
+		e := &api.Explanation{Service: "web", Local: "n1", Orchestrate: "ha", Monitor: &monitor.LocalMonitor{State: dataset.Idle, Excluded: c.excluded}}
+		out := Explain(e)
+		if !strings.Contains(out, c.want) || strings.Contains(out, c.not) {
+			t.Errorf("excluded %q:\n%s\nwant %q, not %q", c.excluded, out, c.want, c.not)
+		}
 	}
 }

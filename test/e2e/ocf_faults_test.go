@@ -35,6 +35,8 @@ restart_delay = "200ms"
 }
 
 // A 2-node cluster where n1 lacks the agent (its ocf_root holds none):
+//   - an agent neither node has is refused at create (exit 2, the line
+//     and the key);
 //   - the service, n1 first in its nodes, is placed on n2, and n1 says
 //     why (excluded: cannot run here);
 //   - bad parameters are refused at create with the agent's own text;
@@ -72,8 +74,18 @@ func TestOCFExitCodesWithDaemons(t *testing.T) {
 		t.Fatalf("create over the API: %d %+v", code, e)
 	}
 
-	// placed on n2, the node that has the agent; n1 says why not
-	createService(t, c["n2"], "web", fakeOCFService(dir))
+	// an agent none of the service's nodes has (a typo): refused at create,
+	// naming the file, the line and the key, once both nodes said so
+	typo := filepath.Join(t.TempDir(), "web.toml")
+	writeFile(t, typo, strings.Replace(fakeOCFService(dir), `"haven:fake"`, `"haven:fake3"`, 1))
+	r = c["n1"].run("svcmgr", "-s", "web", "create", "--config", typo)
+	if r.Code != 2 || !strings.Contains(r.Err, "web.toml:6: ocf#app.agent: agent ocf:haven:fake3 is installed on none of the service's nodes (n1, n2)") {
+		t.Fatalf("an agent no node has: %s, want exit 2 naming web.toml:6 ocf#app.agent", r)
+	}
+
+	// placed on n2, the node that has the agent (created from n1, which
+	// lacks it: n2 said it has it); n1 says why not
+	createService(t, c["n1"], "web", fakeOCFService(dir))
 	waitFor(t, 15*time.Second, "web up on n2 (seen from n1)", upOnlyOn(c["n1"], "web", "n2"))
 	if err := testbed.WaitFor(5*time.Second, 50*time.Millisecond, "n1 excluded", func() bool {
 		return strings.Contains(c["n2"].status().Services["web"].Instances["n1"].Excluded, "ocf#app cannot run here: agent ocf:haven:fake is not installed on this node")
@@ -82,6 +94,10 @@ func TestOCFExitCodesWithDaemons(t *testing.T) {
 	}
 	if out := c["n1"].must("svcmgr", "-s", "web", "print", "status"); !strings.Contains(out, "cannot run here") {
 		t.Errorf("n1's status does not say it cannot run here:\n%s", out)
+	}
+	// explain says the exclusion ends by itself, not at a clear
+	if out := c["n1"].must("svcmgr", "-s", "web", "explain"); !strings.Contains(out, "back by itself once a check finds the resource fine again") || strings.Contains(out, "until svcmgr clear") {
+		t.Errorf("n1's explain does not say the exclusion ends by itself:\n%s", out)
 	}
 
 	// a set of a parameter the agent does not have: refused the same way
