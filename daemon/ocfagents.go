@@ -40,7 +40,9 @@ func (d *Daemon) missingAgents(agents []string) []string {
 	var out []string
 	for _, name := range agents {
 		prov, typ, err := config.ParseAgent(name)
-		if err != nil || (ocf.Agent{Root: d.ocfRoot(), Provider: prov, Type: typ}).Installed() != nil {
+		// a name of dots would look outside resource.d: never there
+		dots := strings.Trim(prov, ".") == "" || strings.Trim(typ, ".") == ""
+		if err != nil || dots || (ocf.Agent{Root: d.ocfRoot(), Provider: prov, Type: typ}).Installed() != nil {
 			out = append(out, name)
 		}
 	}
