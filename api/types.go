@@ -89,7 +89,11 @@ type LinkStatus struct {
 
 // HBStatus holds the heartbeat figures.
 type HBStatus struct {
-	Addr string `json:"addr"`
+	// Addr is where the heartbeat listens: hb.addr and hb.port, or with
+	// several links the first link's address; Links are then every
+	// link's address, in order (each link binds its own).
+	Addr  string   `json:"addr"`
+	Links []string `json:"links,omitempty"`
 	// Listening is false on a node alone in its cluster (cluster.toml
 	// names no other member): no heartbeat runs, nothing is bound to Addr.
 	Listening bool   `json:"listening"`

@@ -237,6 +237,13 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 			Interval: d.node.HB.Interval.String(),
 		},
 	}
+	// several links: each binds its own address of this node's [nodes]
+	// entry, not hb.addr (the wildcard, most often)
+	for _, m := range d.cluster.Nodes {
+		if l := m.LinkAddrs(); m.Name == d.node.Name && len(l) > 1 {
+			ds.HB.Addr, ds.HB.Links = l[0], l
+		}
+	}
 	if d.ps.err != nil {
 		ds.StateError, ds.StateErrorSince = d.ps.err.Error(), d.ps.failSince
 	}

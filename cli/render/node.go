@@ -51,9 +51,12 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	}
 
 	hb := table{gap: 2}
-	if d.HB.Listening {
+	switch {
+	case d.HB.Listening && len(d.HB.Links) > 1:
+		hb.add(c(" addr"), c(strings.Join(d.HB.Links, ", ")+" (a link each)"))
+	case d.HB.Listening:
 		hb.add(c(" addr"), c(d.HB.Addr))
-	} else {
+	default:
 		hb.add(c(" addr"), c("off: a single node (cluster.toml names no other member), nothing listens on "+d.HB.Addr))
 	}
 	hb.add(c(" timeout"), c(d.HB.Timeout))

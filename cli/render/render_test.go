@@ -408,6 +408,12 @@ func TestNodeStatus(t *testing.T) {
 	if out := NodeStatus(alone, now); !strings.Contains(out, "addr                  off: a single node") {
 		t.Errorf("a single node's heartbeat:\n%s", out)
 	}
+	// two links: each listens on its own address, not hb.addr's wildcard
+	two := &api.DaemonStatus{Node: "n1", HB: api.HBStatus{Addr: "10.0.0.1:10000", Links: []string{"10.0.0.1:10000", "10.1.0.1:10000"},
+		Listening: true, Timeout: "15s", Interval: "5s"}}
+	if out := NodeStatus(two, now); !strings.Contains(out, "addr                  10.0.0.1:10000, 10.1.0.1:10000 (a link each)") {
+		t.Errorf("a node of two links:\n%s", out)
+	}
 }
 
 func TestServiceList(t *testing.T) {

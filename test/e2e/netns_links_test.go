@@ -78,6 +78,8 @@ func TestNetnsTwoLinksOneCutIsAnAlarm(t *testing.T) {
 	}
 	if out := c["n2"].must("nodemgr", "daemon", "status"); !strings.Contains(out, "links 1/2 (net2 down)") {
 		t.Fatalf("nodemgr daemon status on n2:\n%s", out)
+	} else if !strings.Contains(out, ", 198.51.100.2:10000 (a link each)") || strings.Contains(out, "0.0.0.0:") {
+		t.Fatalf("nodemgr daemon status on n2 does not show the address of each of its links:\n%s", out)
 	}
 	if out := c["n2"].must("svcmgr", "-s", "web", "explain"); !strings.Contains(out, "n1: links 1/2, net2 down") {
 		t.Fatalf("svcmgr explain on n2:\n%s", out)
