@@ -277,7 +277,7 @@ func ownFreeze(s dataset.ServiceStatus) bool {
 }
 
 // instanceCell is the mark of a service on a node: the avail mark, "^" for
-// the placement leader, "*" when frozen, then the monitor state unless idle.
+// the placement leader (a node up), "*" when frozen, then the monitor state unless idle.
 // NotANode ("-") is a node that is not one of the service's nodes (the
 // "/" mark is an instance whose avail is n/a); "?" a candidate with no instance
 // data, or whose node is down (its last data cannot be trusted): "? stale
@@ -307,7 +307,9 @@ func instanceCell(s dataset.ServiceStatus, node string, ni dataset.NodeInfo, kno
 	if inst.Avail == "" {
 		m = "?"
 	}
-	if inst.PlacementLeader {
+	// the leader is a candidate: a node shutting down or in maintenance
+	// keeps the mark of its last data, which another node now has too
+	if inst.PlacementLeader && (!known || ni.Status == dataset.NodeUp) {
 		m += "^"
 	}
 	if inst.Frozen {

@@ -97,3 +97,22 @@ func TestSvcmonSaysAffinityViolated(t *testing.T) {
 		t.Errorf("svcmon does not say the affinity is violated:\n%s", out)
 	}
 }
+
+// One "^": a node that shut down (or stopped its daemon) keeps the
+// placement leader flag of its last data while another node leads now.
+func TestOneLeaderMarkAfterAShutdown(t *testing.T) {
+	st := &dataset.ClusterStatus{Cluster: dataset.ClusterInfo{Name: "c", Compat: true}, Local: "n2",
+		Nodes: map[string]dataset.NodeInfo{
+			"n1": {Status: dataset.NodeStShutting, Monitor: dataset.NodeShutting, Compat: 1},
+			"n2": {Status: dataset.NodeUp, Monitor: dataset.NodeIdle, Compat: 1},
+		},
+		Services: map[string]dataset.ServiceStatus{"web": {Avail: dataset.StatusUp, Overall: dataset.StatusUp, Orchestrate: "ha", Nodes: []string{"n1", "n2"},
+			Instances: map[string]dataset.Instance{
+				"n1": {Avail: dataset.StatusDown, PlacementLeader: true, Monitor: dataset.InstanceMonitor{State: dataset.Idle}},
+				"n2": {Avail: dataset.StatusUp, PlacementLeader: true, Monitor: dataset.InstanceMonitor{State: dataset.Idle}},
+			}}}}
+	out := Svcmon(st, SvcmonOptions{})
+	if n := strings.Count(out, "^"); n != 1 || !strings.Contains(out, "O^") {
+		t.Fatalf("%d leader marks, want one, on n2:\n%s", n, out)
+	}
+}

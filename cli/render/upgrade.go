@@ -6,15 +6,22 @@ import (
 	"haven/dataset"
 )
 
-// upgrading reports whether some node reads formats other than the
-// cluster feature level: a rolling upgrade is under way (or was left
-// half-done), and svcmon shows each node's format version.
+// upgrading reports whether the nodes known read different format
+// versions: a rolling upgrade is under way (or was left half-done), and
+// svcmon shows each node's format version. A node not heard yet (format
+// 0) says nothing: on a fresh cluster the feature level stays below what
+// this node reads until every member was heard, which is no upgrade.
 func upgrading(st *dataset.ClusterStatus) bool {
 	if st.Cluster.FeatureLevel == 0 {
 		return false // a producer that does not say
 	}
+	seen := 0
 	for _, ni := range st.Nodes {
-		if ni.Format != 0 && ni.Format != st.Cluster.FeatureLevel {
+		switch {
+		case ni.Format == 0:
+		case seen == 0:
+			seen = ni.Format
+		case ni.Format != seen:
 			return true
 		}
 	}

@@ -34,6 +34,16 @@ func TestSvcmonRollingUpgrade(t *testing.T) {
 	if out := Svcmon(st, SvcmonOptions{}); strings.Contains(out, "format") || strings.Contains(out, "rolling upgrade") {
 		t.Fatalf("upgrade shown once done:\n%s", out)
 	}
+	// a fresh cluster: the peer not heard yet (its format unknown), the
+	// level still below what this node reads: no upgrade
+	fresh := &dataset.ClusterStatus{Cluster: dataset.ClusterInfo{Name: "prod", Compat: true, FeatureLevel: 1},
+		Nodes: map[string]dataset.NodeInfo{
+			"n1": {Status: dataset.NodeUp, Monitor: dataset.NodeIdle, Compat: 1, Format: 2},
+			"n2": {Status: dataset.NodeStUnknown},
+		}, Services: map[string]dataset.ServiceStatus{}, Local: "n1"}
+	if out := Svcmon(fresh, SvcmonOptions{}); strings.Contains(out, "rolling upgrade") || strings.Contains(out, "format") {
+		t.Fatalf("a fresh cluster shown as upgrading:\n%s", out)
+	}
 	ds := &api.DaemonStatus{Node: "n1", Started: time.Now(), Format: 2, FeatureLevel: 1, Upgrade: "yes: every member is up and compatible"}
 	if out := NodeStatus(ds, time.Now()); !strings.Contains(out, "reads up to 2, cluster feature level 1") || !strings.Contains(out, "upgrade next node  yes: every member") {
 		t.Fatalf("daemon status:\n%s", out)
