@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +85,13 @@ func leaderLine(e *api.Explanation) string {
 		return "none: no node may start it now"
 	}
 	s := e.Leader + " (would start it now"
+	switch {
+	case slices.Contains(e.Running, e.Leader):
+		s = e.Leader + " (it runs there"
+	case len(e.Running) > 0:
+		// a leader starts a service that runs nowhere: this one runs
+		s = e.Leader + " (the first candidate; it runs on " + strings.Join(e.Running, ", ") + ", and stays there: svcmgr giveback moves it"
+	}
 	if e.LeaderGaveUp != "" {
 		// the leader's ladder gave up: it starts nothing, and no other
 		// node does while it leads

@@ -183,3 +183,22 @@ func TestExplainGolden(t *testing.T) {
 	}
 	golden(t, "explain_constraint_error_json", out.String())
 }
+
+// The leader line says what the leader does: it starts a service that
+// runs nowhere; a service running elsewhere stays where it runs (the web
+// view showed "n1 (would start it now)" beside web running on n2).
+func TestExplainLeaderWhileRunningElsewhere(t *testing.T) {
+	for _, c := range []struct {
+		running   []string
+		want, not string
+	}{
+		{nil, "leader: n1 (would start it now)", "runs"},
+		{[]string{"n1"}, "leader: n1 (it runs there)", "would start"},
+		{[]string{"n2"}, "leader: n1 (the first candidate; it runs on n2, and stays there: svcmgr giveback moves it)", "would start"},
+	} {
+		out := Explain(&monitor.Explanation{Service: "web", Local: "n1", Orchestrate: "ha", Policy: "nodes order", Leader: "n1", NaturalLeader: "n1", Running: c.running})
+		if !strings.Contains(out, c.want) || strings.Contains(out, c.not) {
+			t.Errorf("running on %v:\n%s\nwant %q", c.running, out, c.want)
+		}
+	}
+}
