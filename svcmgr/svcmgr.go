@@ -263,13 +263,13 @@ func printStatus(c *cli.Context) error {
 	}
 	if asJSON {
 		if len(names) == 1 {
-			return cliutil.PrintJSON(c.App.Writer, st.Services[names[0]])
+			return cliutil.PrintStatusJSON(c.App.Writer, st.Services[names[0]])
 		}
 		out := map[string]any{}
 		for _, n := range names {
 			out[n] = st.Services[n]
 		}
-		return cliutil.PrintJSON(c.App.Writer, out)
+		return cliutil.PrintStatusJSON(c.App.Writer, out)
 	}
 	for _, n := range names {
 		fmt.Fprint(c.App.Writer, render.StatusTree(n, st.Services[n], st.Local))

@@ -66,7 +66,7 @@ func show(c *cli.Context) error {
 				}
 			}
 			var b strings.Builder
-			err := cliutil.PrintJSON(&b, st)
+			err := cliutil.PrintStatusJSON(&b, st)
 			return b.String(), err
 		}
 		return render.Svcmon(st, opt), nil

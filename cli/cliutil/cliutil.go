@@ -5,6 +5,7 @@
 package cliutil
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,6 +102,39 @@ func PrintJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// neverSet are the times of the status object written as the zero time
+// for "never" by the heartbeat's format (whose digests every release of a
+// cluster must compute alike, so its JSON keeps them): the status object
+// printed leaves them out, as it does every other time never set.
+var neverSet = [][]byte{
+	[]byte(`,"last_failure_at":"0001-01-01T00:00:00Z"`),
+	[]byte(`,"state_since":"0001-01-01T00:00:00Z"`),
+}
+
+// PrintStatusJSON is PrintJSON for the status object or a part of it
+// (docs/contract.md section 5): the times never set are left out. The
+// patterns are removed from the compact form, where a key is always
+// preceded by a comma or a brace and a quote inside a string is escaped,
+// so no string's text can match them.
+func PrintStatusJSON(w io.Writer, v any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	compact := b.Bytes()
+	for _, p := range neverSet {
+		compact = bytes.ReplaceAll(compact, p, nil)
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, compact, "", "  "); err != nil {
+		return err
+	}
+	_, err := w.Write(out.Bytes())
+	return err
 }
 
 // Context returns a context cancelled on SIGINT/SIGTERM.

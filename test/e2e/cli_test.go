@@ -70,6 +70,13 @@ func TestPrintStatusRefreshChecksNow(t *testing.T) {
 	if a := printStatus(t, n, "web", "--refresh").Instances["n1"].Avail; a != dataset.StatusDown {
 		t.Fatalf("print status --refresh after the flag was removed: avail %s, want down", a)
 	}
+	// a time never set is left out of the printed status object: the
+	// resource never failed, no "last_failure_at": "0001-01-01T00:00:00Z"
+	for _, args := range [][]string{{"svcmgr", "-s", "web", "print", "status", "--format", "json"}, {"svcmon", "--format", "json"}} {
+		if out := n.must(args[0], args[1:]...); strings.Contains(out, "0001-01-01") || !strings.Contains(out, `"app#main"`) {
+			t.Fatalf("%s: a time never set is printed:\n%s", strings.Join(args, " "), out)
+		}
+	}
 	// a service that does not exist: exit 1, named
 	if r := n.run("svcmgr", "-s", "nope", "print", "status", "-r"); r.Code != 1 || !strings.Contains(r.Err, "nope") {
 		t.Fatalf("print status -r of no service: %s", r)
