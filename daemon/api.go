@@ -342,6 +342,10 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 		done(nil, err)
 		return
 	}
+	if err := d.checkServiceRefs(cfg); err != nil {
+		done(nil, err)
+		return
+	}
 	what := "created"
 	if exists || bad != nil {
 		what = "replaced"
@@ -388,6 +392,9 @@ func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 		cfg, err := codec.ParseService(req.Name, raw)
 		if err == nil {
 			err = d.checkServiceNodes(cfg)
+		}
+		if err == nil {
+			err = d.checkServiceRefs(cfg)
 		}
 		if err != nil {
 			done(nil, err)

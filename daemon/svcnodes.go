@@ -41,3 +41,29 @@ func (c memberCodec) ParseService(name string, raw []byte) (*config.ServiceConfi
 	}
 	return cfg, nil
 }
+
+// checkServiceRefs checks the services cfg names (hard affinities,
+// parents) against the cluster's configs as this node holds them
+// (config.CheckServiceRefs): a create or set made here that names no
+// service, or closes a cycle of parents, is refused (exit 2). On the loop.
+// A config received from a peer is not checked: its node took it.
+func (d *Daemon) checkServiceRefs(cfg *config.ServiceConfig) error {
+	others := map[string][]string{}
+	var prev *config.ServiceConfig
+	for name, inst := range d.services {
+		switch {
+		case name == cfg.Name:
+			prev = inst.cfg
+		case inst.cfg != nil:
+			others[name] = inst.cfg.Parents
+		default:
+			others[name] = nil
+		}
+	}
+	for name := range d.cfgs.invalid {
+		if _, ok := others[name]; !ok && name != cfg.Name {
+			others[name] = nil // its config does not parse here: it exists
+		}
+	}
+	return config.CheckServiceRefs(cfg, prev, others)
+}

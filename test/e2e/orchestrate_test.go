@@ -224,6 +224,27 @@ func TestAffinityPlacesServices(t *testing.T) {
 	if f := c["n2"].status().Services["web"].Instances["n2"].Flags; !strings.Contains(f, "A") {
 		t.Fatalf("web's flags on n2 = %q, want A (affinity violation there)", f)
 	}
+
+	// what the cluster's configs prove wrong is refused (exit 2, the file,
+	// the line and the key): a hard affinity to no service, a cycle of
+	// parents closed by a set
+	bad := filepath.Join(t.TempDir(), "lonely.toml")
+	writeFile(t, bad, testbed.HAService(`["n1", "n2"]`, `hard_affinity = ["nosuchsvc"]`))
+	if r := c["n2"].run("svcmgr", "-s", "lonely", "create", "--config", bad); r.Code != 2 ||
+		!strings.Contains(r.Err, "lonely.toml:5: DEFAULT.hard_affinity: no service nosuchsvc in the cluster") {
+		t.Fatalf("create with hard_affinity = [\"nosuchsvc\"]: %s, want exit 2 naming lonely.toml:5 DEFAULT.hard_affinity", r)
+	}
+	child := filepath.Join(t.TempDir(), "child.toml")
+	writeFile(t, child, strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nparents = [\"db\"]", 1))
+	c["n1"].must("svcmgr", "-s", "child", "create", "--config", child)
+	waitFor(t, 10*time.Second, "child's config on n2", func() bool { _, ok := c["n2"].status().Services["child"]; return ok })
+	if r := c["n2"].run("svcmgr", "-s", "db", "set", "--kw", "parents=child"); r.Code != 2 ||
+		!strings.Contains(r.Err, "DEFAULT.parents: a cycle of parents: db -> child -> db") {
+		t.Fatalf("a 2-cycle of parents: %s, want exit 2 naming DEFAULT.parents", r)
+	}
+	if p := c["n1"].status().Services["db"]; p.Avail != dataset.StatusUp {
+		t.Fatalf("db after the refused set: %+v", p)
+	}
 }
 
 // nodemgr drain freezes the node and stops its instances: the service moves
