@@ -34,6 +34,9 @@ type ocfAgent struct {
 	active    bool           // started here, or found running: monitors are recurring
 	lastCheck dataset.Status // to log monitor output only when the result changes
 	lastFault string
+	// hints are the parameters the meta-data describes as secrets (once
+	// it was read: Label masks them; secrets.go)
+	hints map[string]bool
 }
 
 // metadataTimeout bounds the agent's meta-data action.
@@ -62,36 +65,28 @@ func newOCF(rc config.ResourceConfig, env Env) (*ocfAgent, error) {
 func (o *ocfAgent) RID() string { return o.rc.RID }
 
 // Label is the agent and its parameters: "ocf:heartbeat:IPaddr2
-// cidr_netmask=24 ip=10.0.0.50", the values of those that look secret
-// shown as ***.
+// cidr_netmask=24 ip=10.0.0.50", the values of those that hold a secret
+// (by their name, or their description in the agent's meta-data once it
+// was read) shown as ***, and the secrets named inside the other values
+// masked (secrets.go).
 func (o *ocfAgent) Label() string {
 	keys := make([]string, 0, len(o.rc.Params))
 	for k := range o.rc.Params {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	o.mu.Lock()
+	hints := o.hints
+	o.mu.Unlock()
 	s := o.agent.Name()
 	for _, k := range keys {
-		v := o.rc.Params[k]
-		if secretParam(k) {
+		v := MaskSecrets(o.rc.Params[k])
+		if secretName(k) || hints[k] {
 			v = "***"
 		}
 		s += " " + k + "=" + v
 	}
 	return s
-}
-
-// secretParam reports whether a parameter's value is kept out of the
-// label (the status every peer and svcmon show): passwords and keys
-// (mysql's replication_passwd, pgsql's repuser password, api keys).
-func secretParam(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"pass", "secret", "token", "key", "credential"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // instance is OCF_RESOURCE_INSTANCE: the service and the resource, as
@@ -136,6 +131,9 @@ func (o *ocfAgent) metadata(ctx context.Context) *ocf.Metadata {
 		return nil
 	}
 	o.mdFailed = time.Time{}
+	if o.hints == nil {
+		o.hints = secretParams(md)
+	}
 	return md
 }
 

@@ -217,7 +217,6 @@ func (s *Set) status(ctx context.Context, keep func(config.ResourceConfig) bool)
 		}
 		r := dataset.Resource{
 			Status:   dataset.StatusNA,
-			Label:    it.drv.Label(),
 			Monitor:  it.rc.Monitor,
 			Optional: it.rc.Optional,
 			Disabled: it.rc.Disable,
@@ -239,7 +238,11 @@ func (s *Set) status(ctx context.Context, keep func(config.ResourceConfig) bool)
 			reason = s.last[it.rc.RID]
 			s.mu.Unlock()
 		}
-		r.Log = reason
+		// the label after the check: an OCF agent's meta-data, read by
+		// its first monitor, says which parameters hold secrets; what
+		// is published is masked (secrets.go)
+		r.Label = MaskSecrets(it.drv.Label())
+		r.Log = MaskSecrets(reason)
 		out[it.rc.RID] = r
 	}
 	return out

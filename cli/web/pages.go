@@ -203,7 +203,7 @@ func (v *View) serviceData(r *http.Request, name string) serviceData {
 	d.Grid.Grid.Header = nil
 	s = st.Services[name] // as made inert by SvcmonGrid
 	d.Svc = s
-	d.Instances = instanceRows(s, st.Local)
+	d.Instances = instanceRows(s, st.Local, v.session == "")
 	if e, err := call(r, func(ctx context.Context) (string, error) {
 		e, err := v.opt.Source.Explain(ctx, name, false)
 		if err != nil {
@@ -224,8 +224,10 @@ func (v *View) serviceData(r *http.Request, name string) serviceData {
 }
 
 // instanceRows are the service's instances: the local node first, then
-// the others and the candidate nodes without data, by name.
-func instanceRows(s dataset.ServiceStatus, local string) []instanceRow {
+// the others and the candidate nodes without data, by name. Without an
+// access token (anyone on the host reads the view) the OCF resources show
+// their agent only (paramLabel).
+func instanceRows(s dataset.ServiceStatus, local string, open bool) []instanceRow {
 	nodes := render.TreeNodes(s, local)
 	var out []instanceRow
 	for _, n := range nodes {
@@ -235,12 +237,27 @@ func instanceRows(s dataset.ServiceStatus, local string) []instanceRow {
 			row.Notes = instanceNotes(inst)
 			for _, rid := range slices.Sorted(maps.Keys(inst.Resources)) {
 				res := inst.Resources[rid]
+				if open {
+					res.Label = paramLabel(rid, res.Label)
+				}
 				row.Resources = append(row.Resources, resourceRow{RID: rid, Res: res, Flags: resourceFlags(res)})
 			}
 		}
 		out = append(out, row)
 	}
 	return out
+}
+
+// paramLabel is the label of resource rid in a view without an access
+// token: an OCF resource's parameters may hold what only root should read
+// (a connection string, a mount option, a cookie the masks do not
+// recognise), so their values are left out; the agent stays.
+func paramLabel(rid, label string) string {
+	if !strings.HasPrefix(rid, "ocf#") || label == "" {
+		return label
+	}
+	agent, _, _ := strings.Cut(label, " ")
+	return agent + " (parameters shown with an access token: node.web_token_file)"
 }
 
 func instanceNotes(i dataset.Instance) []string {

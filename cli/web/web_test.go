@@ -583,3 +583,28 @@ func TestLoginNextStaysOnTheView(t *testing.T) {
 		t.Fatalf("the login form keeps a next with a tab:\n%s", body)
 	}
 }
+
+// The parameters of an OCF resource are shown only with an access token:
+// without one, anyone on the host reads the view, and a parameter may hold
+// a secret no mask recognises. The agent is shown either way.
+func TestOCFParametersNeedTheToken(t *testing.T) {
+	label := "ocf:heartbeat:pgsql primary_conninfo_opt=keepalives_idle=60 rep_mode=sync"
+	put := func(src *fakeSource) {
+		src.set(func(st *dataset.ClusterStatus) {
+			s := st.Services["web"]
+			s.Instances["n1"].Resources["ocf#db"] = dataset.Resource{Status: dataset.StatusUp, Label: label}
+		})
+	}
+	open, src := serve(t, Options{})
+	put(src)
+	_, body := get(t, open.URL+"/service/web")
+	if strings.Contains(body, "keepalives_idle") || strings.Contains(body, "rep_mode") || !strings.Contains(body, "ocf:heartbeat:pgsql (parameters shown with an access token") {
+		t.Errorf("without a token, the OCF parameters are shown (or the agent is not):\n%s", body)
+	}
+	guarded, src2 := serve(t, Options{Token: testToken})
+	put(src2)
+	_, body = get(t, guarded.URL+"/service/web", "Authorization", "Bearer "+testToken)
+	if !strings.Contains(body, "primary_conninfo_opt=keepalives_idle=60 rep_mode=sync") {
+		t.Errorf("with the token, the OCF parameters are not shown:\n%s", body)
+	}
+}
