@@ -39,10 +39,10 @@ type ocfAgentsAnswer struct {
 func (d *Daemon) missingAgents(agents []string) []string {
 	var out []string
 	for _, name := range agents {
+		// (ParseAgent takes names that start with a letter or a digit:
+		// none looks outside resource.d)
 		prov, typ, err := config.ParseAgent(name)
-		// a name of dots would look outside resource.d: never there
-		dots := strings.Trim(prov, ".") == "" || strings.Trim(typ, ".") == ""
-		if err != nil || dots || (ocf.Agent{Root: d.ocfRoot(), Provider: prov, Type: typ}).Installed() != nil {
+		if err != nil || (ocf.Agent{Root: d.ocfRoot(), Provider: prov, Type: typ}).Installed() != nil {
 			out = append(out, name)
 		}
 	}
