@@ -257,3 +257,39 @@ func TestNetnsOneVoteArbitratorYoungOwnerCutOff(t *testing.T) {
 	}
 	q.noOverlap()
 }
+
+// A VIP in front of the app (the layout): the takeover waits the
+// whole service's stop budget after the arbitrator's exclusive grant, and
+// an ip counts its own 5s stop limit, not the 30s of the other resources
+// (which made the takeover 25 s later than the docs said). The gate the
+// survivor shows before the cut is the one it waits (quorum_state.self_stop).
+func TestNetnsOneVoteVIPTakeoverWithinTheShownGate(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces)
+	q := newOneVoteBed(t)
+	c := q.nodes
+	createService(t, c["n1"], "web", q.service("n1", "n2")+"\n[ip.vip]\nipname = \""+vip+"\"\nipdev = \""+bedDev+"\"\nnetmask = \"24\"\n")
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	qs := c["n2"].status().Cluster.QuorumState
+	if qs == nil || qs.SelfStop == nil || !qs.SelfStop.OneVote {
+		t.Fatalf("n2 shows no one-vote takeover gate: %+v", qs)
+	}
+	gate := time.Duration(qs.SelfStop.OneVoteMs) * time.Millisecond
+	// the app's 3s and the ip's 5s, and a beat
+	if budget := time.Duration(qs.SelfStop.StopBudgetMs) * time.Millisecond; budget != 8*time.Second {
+		t.Errorf("stop budget %s, want 8s (ip 5s + app 3s)", budget)
+	}
+	cut := uptime(t)
+	q.cut("n1")
+	q.waitFor(90*time.Second, "n2 starts web by itself (journal)", func() bool { _, ok := q.first("n2", "start", cut); return ok })
+	q.noOverlap()
+	stop, _ := q.first("n1", "stop", cut)
+	start, _ := q.first("n2", "start", cut)
+	took := time.Duration((start.T - cut) * float64(time.Second))
+	// n1's lease (8s), the arbitrator's freshness (2.5s), the shown gate,
+	// ready_period (2s), and 3s for the beats and the reports
+	bound := quorum.DefaultLease + quorum.DefaultFresh + gate + 2*time.Second + 3*time.Second
+	t.Logf("VIP + app: cut -> n1 stop %.2fs, cut -> n2 start %s (gate shown %s, bound %s)", stop.T-cut, took.Round(10*time.Millisecond), gate, bound)
+	if took > bound {
+		t.Errorf("n2 started web %s after the cut, more than %s (lease + freshness + the shown gate %s + ready_period + 3s)", took, bound, gate)
+	}
+}
