@@ -8,8 +8,8 @@ import (
 )
 
 // A web token must be long and look random (WebTokenWeak): repeats,
-// patterns and runs are refused, random tokens of 16 characters and more
-// are taken.
+// patterns and runs are refused, random tokens of 12 bytes and more (24
+// hexadecimal digits, 16 characters of base64) are taken.
 func TestWebTokenWeak(t *testing.T) {
 	for _, tok := range []string{
 		"short", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "abababababababababababab", "abcdabcdabcdabcdabcdabcd",
