@@ -2,6 +2,7 @@ package resource
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,7 +41,11 @@ func TestOCFStatusMasksSecrets(t *testing.T) {
 		Params: map[string]string{"dir": dir, "hush": "c00kie", "erlang_cookie": "ERLC", "options": "rw,username=bob,password=s3cret",
 			"statusurl": "http://admin:p4ss@localhost/server-status"}}
 	env, _ := testEnv(t)
-	env.OCFRoot = fakeRoot(t)
+	root, err := filepath.Abs("testdata/ocfsecret") // the hushed agent's own root
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.OCFRoot = root
 	s, err := NewSet([]config.ResourceConfig{rc}, env)
 	if err != nil {
 		t.Fatal(err)
