@@ -233,6 +233,9 @@ func (c *Cluster) settle() {
 		if round > 1000 {
 			panic("sim: the daemons do not settle (a publish loop?)")
 		}
+		if c.ctx != nil && c.ctx.Err() != nil {
+			return // an abandoned what-if: its state is thrown away
+		}
 		active := false
 		for _, name := range c.names {
 			if d := c.nodes[name].d; d != nil && d.process() {

@@ -457,6 +457,9 @@ func WhatIfContext(ctx context.Context, s *Snapshot, events []WhatIfEvent, dur t
 // of data are not part of a prediction.
 func (c *Cluster) bootSnapshot() error {
 	for _, n := range c.names {
+		if c.ctx != nil && c.ctx.Err() != nil {
+			return nil // interrupted: WhatIfContext says so
+		}
 		if c.nodes[n].machineUp {
 			if err := c.Start(n, 0); err != nil {
 				return fmt.Errorf("start the simulated daemon of %s: %v", n, err)

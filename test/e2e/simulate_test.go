@@ -335,8 +335,10 @@ func TestSimulateBoundsAndSignals(t *testing.T) {
 		case <-time.After(time.Second):
 		}
 		cmd.Process.Signal(sig)
+		sent := time.Now()
 		select {
 		case <-exited:
+			t.Logf("%s: svcmgr simulate ended %s after it", sig, time.Since(sent).Round(time.Millisecond))
 			if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "interrupted") {
 				t.Errorf("%s: exit %d, stderr %q: want 1, interrupted", sig, code, stderr.String())
 			}
