@@ -158,8 +158,7 @@ func (c *Core) timing() quorum.Timing {
 // what svcmon and svcmgr explain show of it (SelfStop).
 func (c *Core) timingOf() (quorum.Timing, string) {
 	t, by := c.cfg.Quorum.Timing, ""
-	for _, name := range slices.Sorted(maps.Keys(c.cfg.Local.LocalServices())) {
-		cfg := c.cfg.Local.LocalServices()[name]
+	for name, cfg := range c.cfg.Local.LocalServices() {
 		if cfg == nil {
 			continue
 		}
@@ -169,7 +168,8 @@ func (c *Core) timingOf() (quorum.Timing, string) {
 				sum += r.StopBound() // an ocf agent's stop: its own limit
 			}
 		}
-		if sum > t.StopBudget {
+		// the longest; among equals the first by name, the same every time
+		if sum > t.StopBudget || sum == t.StopBudget && by != "" && name < by {
 			t.StopBudget, by = sum, name
 		}
 	}
