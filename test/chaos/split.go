@@ -191,8 +191,19 @@ func (t *T) lostQuorum(n string, within time.Duration) error {
 				return false
 			}
 		}
+		// the stop script journals its stop once the app ended, up to a
+		// poll (50 ms) later: the journal must say it too
+		ev, err := ReadJournal(t.C.Journal)
+		if err != nil {
+			return false
+		}
+		for _, up := range UpAt(ev) {
+			if slices.Contains(up, n) {
+				return false
+			}
+		}
 		return true
-	}, "%s lost the quorum but is not frozen with every instance stopped after %s", n, within)
+	}, "%s lost the quorum but is not frozen with every instance stopped (and journaled) after %s", n, within)
 	if err == nil {
 		t.Note("%s stopped and froze %s after the fault", n, time.Since(t.lastFault).Round(100*time.Millisecond))
 	}
