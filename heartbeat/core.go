@@ -91,6 +91,9 @@ type peer struct {
 	// twinAt.
 	twin   bool
 	twinAt time.Time
+	// claimsTwin is when p's last beat listed this node among the
+	// duplicated members (zero: it did not).
+	claimsTwin time.Time
 	// links are the network links to p, then those added by
 	// NoteLinkAlive (links.go); upAt is when p last came up.
 	links []*link
@@ -102,6 +105,8 @@ type peer struct {
 	// format is what p's last message said of its versions (message.Fmt,
 	// Lvl): its Data events carry it.
 	format dataset.Format
+	// said is what its current run said of its versions (versions.go).
+	said runVersions
 	// cow is the copy-on-write of data (cow.go).
 	cow cow
 }
@@ -277,6 +282,10 @@ func (c *core) receiveFrom(sender string, link int, b []byte) {
 	p := c.peers[m.From]
 	if p == nil {
 		c.rejectLocked(m.From, "sender is not a cluster member (or is this node)")
+		return
+	}
+	if reason := c.versionsLocked(p, m); reason != "" {
+		c.rejectLocked(p.name, reason)
 		return
 	}
 	now := c.s.Clock.Now()

@@ -2,6 +2,8 @@ package heartbeat
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -230,15 +232,37 @@ func (c *core) twinsLocked() []string {
 	return out
 }
 
-// twinOfSelfLocked reports a peer's beat listing this node's name among
-// the duplicated members: another daemon runs as this node (Impostor,
-// rate-limited like the transport's).
+// twinOfSelfLocked takes a peer's beat listing this node's name among
+// the duplicated members (twins) or not: another daemon may run with this
+// node's name. A claim about this node does not act on it on one
+// member's word while another could confirm it: the Impostor event (which
+// freezes the node) comes once two members say it within Timeout, or the
+// only peer of a 2-node cluster does (its word is all there is: a cloned
+// host there is seen by it alone). A lone claim is reported (Rejected),
+// not acted on: a holder of the secret listing n2 in its beats froze n2.
+// Both events are rate-limited like the transport's.
 func (c *core) twinOfSelfLocked(p *peer, twins []string) {
-	for _, n := range twins {
-		if n == c.s.Node {
-			c.refuseLocked("twin:"+p.name, Event{Kind: Impostor, Node: c.s.Node, Addr: p.addr,
-				Reason: fmt.Sprintf("%s hears two runs of %s at once: another daemon runs with this node's name (a cloned host, a restored spare?)", p.name, c.s.Node)})
-			return
+	now := c.s.Clock.Now()
+	p.claimsTwin = time.Time{}
+	if !slices.Contains(twins, c.s.Node) {
+		return
+	}
+	p.claimsTwin = now
+	var who []string
+	for _, name := range c.names {
+		if at := c.peers[name].claimsTwin; !at.IsZero() && now.Sub(at) < c.s.Timeout {
+			who = append(who, name)
 		}
 	}
+	if len(who) < min(2, len(c.names)) {
+		c.refuseLocked("twinclaim:"+p.name, Event{Kind: Rejected, Node: p.name, Addr: p.addr,
+			Reason: fmt.Sprintf("%s says it hears two runs of %s (this node) at once: not acted on until another member says it too (one member's word about another is no evidence)", p.name, c.s.Node)})
+		return
+	}
+	verb := "hears"
+	if len(who) > 1 {
+		verb = "hear"
+	}
+	c.refuseLocked("twin", Event{Kind: Impostor, Node: c.s.Node, Addr: p.addr,
+		Reason: fmt.Sprintf("%s %s two runs of %s at once: another daemon runs with this node's name (a cloned host, a restored spare?)", strings.Join(who, " and "), verb, c.s.Node)})
 }

@@ -243,6 +243,38 @@ func TestTwinOfSelfIsImpostor(t *testing.T) {
 	}
 }
 
+// Insider: one member's beats listing n01 among the duplicated members
+// froze n01 (its twin, if any, is heard by the others too). A claim about
+// this node from one member is not acted on while another member could
+// confirm it: n01 reports it (Rejected), and only a second member saying
+// it too makes it an Impostor event. With a single peer, that peer's word
+// is all there is (TestTwinOfSelfIsImpostor).
+func TestTwinOfSelfClaimNeedsTwoWitnesses(t *testing.T) {
+	c := newMemCluster(t, 3)
+	c.net.Advance(5 * time.Second)
+	c.collect()
+	c.hb["n02"].(*memHB).c.noteTwin("n01", "a lie")
+	c.net.Advance(10 * time.Second) // beats of n02 keep saying it
+	c.collect()
+	impostor, said := 0, false
+	for _, ev := range c.evs["n01"] {
+		if ev.Kind == Impostor {
+			impostor++
+		}
+		said = said || ev.Kind == Rejected && strings.Contains(ev.Reason, "n02 says it hears two runs of n01")
+	}
+	c.evs["n01"] = nil
+	if impostor != 0 || !said {
+		t.Fatalf("%d Impostor events on n01 from one member's claim (want 0), claim reported %v", impostor, said)
+	}
+	c.hb["n02"].(*memHB).c.noteTwin("n01", "a lie")
+	c.hb["n03"].(*memHB).c.noteTwin("n01", "seen too")
+	c.net.Advance(5 * time.Second)
+	if n := c.take("n01", Impostor, "n01"); n != 1 {
+		t.Fatalf("%d Impostor events on n01 once n02 and n03 say it, want 1 (rate-limited)", n)
+	}
+}
+
 // An attacker on the path withheld datagrams of run A; A's node restarts
 // (run B, confirmed); the attacker releases what it held at once: fresh
 // sequence numbers of a run confirmed before, but a burst, not a live run.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"haven/dataset"
 )
@@ -127,5 +128,53 @@ func TestNewerPeersFieldsKeepTheDigest(t *testing.T) {
 	c.receive([]byte(`{"v":2,"fmt":3,"lvl":2,"k":"full","from":"n2","inc":9,"n":1,"gen":1,"node":` + node + `}`))
 	if got := c.peers["n2"].data.Targets["web"].Unknown; got != `"t_new":"v"` {
 		t.Fatalf("relayable target lost its unknown field: %q", got)
+	}
+}
+
+// Insider (a holder of the secret): a message of a run that announced the
+// formats it reads, then one of the same run saying nothing of them (or
+// less), took the cluster's compat down (every node disabled ha) until the
+// run's next message. A run's release reads one set of formats for its
+// whole life and its feature level only moves up: such a message is
+// malformed, refused and not acted on; an earlier message of the run (a
+// beat sent before its first Publish, delivered late) still passes, and a
+// new run may announce anything.
+func TestVersionsOfARunDoNotGoBack(t *testing.T) {
+	c := boundsCore(t)
+	c.receive([]byte(`{"v":2,"k":"full","from":"n2","inc":9,"n":5,"gen":1,"fmt":2,"lvl":2,"rel":"0.2.0","node":{"name":"n2","monitor":"idle","frozen":false,"compat":1,"load15":0,"mem_avail_pct":0,"labels":null,"services":{},"gen":1}}`))
+	want := dataset.Format{Max: 2, Level: 2, Release: "0.2.0"}
+	if f, ok := lastData(c, "n2"); !ok || f != want {
+		t.Fatalf("full copy: data %v format %+v, want %+v", ok, f, want)
+	}
+	for _, b := range []string{
+		`{"v":1,"k":"beat","from":"n2","inc":9,"n":6,"gen":1}`,                               // no fmt
+		`{"v":1,"k":"beat","from":"n2","inc":9,"n":7,"gen":1,"fmt":1,"lvl":1}`,               // fewer formats
+		`{"v":2,"k":"beat","from":"n2","inc":9,"n":8,"gen":1,"fmt":2,"lvl":1,"rel":"0.2.0"}`, // level down
+		`{"v":2,"k":"beat","from":"n2","inc":9,"n":9,"gen":1,"fmt":2,"lvl":2,"rel":"9.9.9"}`, // another release
+	} {
+		c.receive([]byte(b))
+		var data, refused bool
+		for len(c.events) > 0 {
+			ev := <-c.events
+			data = data || ev.Kind == Data
+			refused = refused || ev.Kind == Rejected && strings.Contains(ev.Reason, "contradicts what its run said before")
+		}
+		if data || !refused {
+			t.Fatalf("%s: acted on %v, refused %v: want refused, not acted on", b, data, refused)
+		}
+		c.rejLast = map[string]time.Time{} // the next one is reported too
+	}
+	c.receive([]byte(`{"v":1,"k":"beat","from":"n2","inc":9,"n":3,"gen":1}`)) // sent before the full: late
+	if r := rejection(c); r != "" {
+		t.Fatalf("an earlier message of the run: rejected %q", r)
+	}
+	c.receive([]byte(`{"v":2,"k":"beat","from":"n2","inc":9,"n":10,"gen":1,"fmt":2,"lvl":2,"rel":"0.2.0"}`))
+	if r := rejection(c); r != "" {
+		t.Fatalf("the run's own next beat: rejected %q", r)
+	}
+	// a new run (a restart on the previous release) says what it reads
+	c.receive([]byte(`{"v":1,"k":"full","from":"n2","inc":10,"n":1,"gen":1,"node":{"name":"n2","monitor":"idle","frozen":false,"compat":1,"load15":0,"mem_avail_pct":0,"labels":null,"services":{},"gen":1}}`))
+	if f, ok := lastData(c, "n2"); !ok || f != (dataset.Format{Max: 1, Level: 1}) {
+		t.Fatalf("a new run of the previous release: data %v format %+v, want 1/1", ok, f)
 	}
 }
