@@ -266,6 +266,12 @@ func (c *core) receiveFrom(sender string, link int, b []byte) {
 	// Decoded before the lock: a message of 16 MB takes a second or more
 	// to decode, and the daemon's loop takes the lock (Publish, Peers).
 	m, err := decode(b)
+	c.receiveDecoded(sender, link, len(b), m, err)
+}
+
+// receiveDecoded is receiveFrom of a message already decoded (m, err) from
+// size bytes.
+func (c *core) receiveDecoded(sender string, link, size int, m *message, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -290,7 +296,7 @@ func (c *core) receiveFrom(sender string, link int, b []byte) {
 	}
 	now := c.s.Clock.Now()
 	c.st.Received++
-	c.st.BytesReceived += uint64(len(b))
+	c.st.BytesReceived += uint64(size)
 	linkFresh := c.linkFreshLocked(p, link, m, now)
 	newer := c.newerLocked(p, m, now)
 	if !newer && !c.lateUsefulLocked(p, m) {

@@ -72,10 +72,7 @@ func (r *runTop) timely(s settings, now time.Time, d time.Duration) bool {
 		}
 		r.curOK, r.until = false, now.Add(s.lagPeriod())
 	}
-	base, ok := r.prev, r.prevOK
-	if r.curOK && (!ok || r.cur < base) {
-		base, ok = r.cur, true
-	}
+	base, ok := r.base()
 	if ok && d-base > s.lateMax() {
 		if r.lateFrom.IsZero() {
 			r.lateFrom = now
@@ -92,13 +89,46 @@ func (r *runTop) timely(s settings, now time.Time, d time.Duration) bool {
 	return true
 }
 
-// lagOK tells whether a message with lag d, received at now, would be
-// timely, without recording it (a copy of a message come by another link).
-func (r *runTop) lagOK(s settings, now time.Time, d time.Duration) bool {
+// base is the least lag of the run to compare with (ok false: none yet).
+func (r *runTop) base() (time.Duration, bool) {
 	base, ok := r.prev, r.prevOK
 	if r.curOK && (!ok || r.cur < base) {
 		base, ok = r.cur, true
 	}
+	return base, ok
+}
+
+// frameTimely tells whether m, a message of run inc of peer name, is
+// timely by that run's own lag rule, without recording anything and
+// without the measure again of a run late for Timeout (a suspended host):
+// frames held back on the path and released later are late by it, and no
+// evidence that their run still sends (twins.go). A message that says
+// nothing of when it was sent (nil, an older sender), or of a run whose
+// lag is not known yet, cannot be judged: true.
+func (c *core) frameTimely(name string, inc uint64, m *message) bool {
+	if m == nil || m.N == 0 || m.T == 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.peers[name]
+	if p == nil {
+		return true
+	}
+	for i := range p.tops {
+		if r := &p.tops[i]; r.inc == inc {
+			base, ok := r.base()
+			now := c.s.Clock.Now()
+			return !ok || now.Sub(c.epoch)-m.T-base <= c.s.lateMax()
+		}
+	}
+	return true
+}
+
+// lagOK tells whether a message with lag d, received at now, would be
+// timely, without recording it (a copy of a message come by another link).
+func (r *runTop) lagOK(s settings, now time.Time, d time.Duration) bool {
+	base, ok := r.base()
 	return !ok || d-base <= s.lateMax() || !r.lateFrom.IsZero() && now.Sub(r.lateFrom) >= s.Timeout
 }
 

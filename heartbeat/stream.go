@@ -385,7 +385,9 @@ func (t *secTransport) openStream(conn net.Conn, src netip.AddrPort) (*secConn, 
 		return nil, nil
 	}
 	link, ok := t.fromMemberLink(ps, src, false)
-	if !ok || !t.fresh(ps, h, &ps.stream, "stream") {
+	// a stream is no evidence of a live run (twins.go): a run beats by
+	// datagrams, whose messages say when they were sent
+	if !ok || !t.fresh(ps, h, &ps.stream, "stream", false) {
 		return nil, nil
 	}
 	conn.SetReadDeadline(time.Time{}) // memberlist sets its own

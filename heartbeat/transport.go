@@ -357,11 +357,19 @@ func (t *secTransport) openDatagram(b []byte, src netip.AddrPort) []byte {
 		t.confirm(ps, h, p)
 		return nil
 	}
-	if !t.fresh(ps, h, &ps.dgram, "datagram") {
+	// a core message is decoded here: whether it is timely by its run's
+	// lag rule decides whether it is evidence of a live run (twins.go)
+	var m *message
+	var derr error
+	msg, user := userDatagram(p)
+	if user {
+		m, derr = decode(msg)
+	}
+	if !t.fresh(ps, h, &ps.dgram, "datagram", derr != nil || t.c.frameTimely(h.name, h.inc, m)) {
 		return nil
 	}
-	if msg, ok := userDatagram(p); ok {
-		t.c.receiveFrom(h.name, link, msg) // bound to its sender (sender.go)
+	if user {
+		t.c.receiveDecoded(h.name, link, len(msg), m, derr) // bound to its sender (sender.go)
 		return nil
 	}
 	return p
@@ -418,14 +426,15 @@ func (t *secTransport) fromMemberLink(ps *peerSec, src netip.AddrPort, port bool
 }
 
 // fresh applies the freshness rule to an authenticated frame of ps on path
-// w, recording it when fresh.
-func (t *secTransport) fresh(ps *peerSec, h header, w *window, path string) bool {
+// w, recording it when fresh. live tells whether the frame may count as
+// evidence that its run sends now (noteRunLocked).
+func (t *secTransport) fresh(ps *peerSec, h header, w *window, path string, live bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.jumpLocked(ps, h, w, path) {
 		return false
 	}
-	t.noteRunLocked(ps, h)
+	t.noteRunLocked(ps, h, live)
 	switch {
 	case h.inc < ps.inc:
 		t.c.replayed.Add(1)

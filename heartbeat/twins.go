@@ -77,8 +77,11 @@ func (ts *twinState) run(inc uint64) *runSeen {
 }
 
 // noteRunLocked records an authenticated frame of ps (t.mu held), before
-// the freshness rule of the confirmed run applies.
-func (t *secTransport) noteRunLocked(ps *peerSec, h header) {
+// the freshness rule of the confirmed run applies. Only a live frame
+// counts as its run sending now: a datagram whose message is timely by
+// its run's own lag rule (core.frameTimely), or that says nothing of when
+// it was sent.
+func (t *secTransport) noteRunLocked(ps *peerSec, h header, live bool) {
 	now := t.s.Clock.Now()
 	r := ps.run(h.inc)
 	if r == nil {
@@ -98,6 +101,9 @@ func (t *secTransport) noteRunLocked(ps *peerSec, h header) {
 		return
 	}
 	r.w.mark(h.seq)
+	if !live {
+		return
+	}
 	if now.Sub(r.last) >= t.twinSpacing() {
 		r.prev = r.last
 	}

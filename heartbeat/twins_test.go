@@ -312,3 +312,63 @@ func TestTwinWithheldBurstIsNoDuplicate(t *testing.T) {
 		t.Fatalf("%d Duplicate events (confirmed %d) after a burst of withheld frames of the earlier run", n, b.confirmed())
 	}
 }
+
+// beatOf is a datagram of run inc of n2 carrying a beat sent now (its T
+// counted from epoch, the run's start).
+func (b *twinBed) beatOf(inc uint64, epoch time.Time) []byte {
+	b.seq[inc]++
+	m := encode(&message{V: 1, Kind: kindBeat, From: "n2", Inc: inc, N: b.seq[inc], T: b.clk.Now().Sub(epoch)})
+	return b.tr.keys.sealDatagram(typeDatagram, "n2", inc, b.seq[inc], append([]byte{mlUserMsg}, m...))
+}
+
+// An attacker on the path withholds datagrams of run A of n2; n2
+// restarts (run B); the attacker then releases what it held one at a
+// time, at the pace of beats: fresh sequence numbers of a run confirmed
+// before, spaced like a live run's. Before, n1 reported a duplicate (and
+// n2, reading its name in n1's beats, froze as a cloned host). They are
+// late by A's own lag rule (sent seconds before they came): no evidence
+// that A still runs.
+func TestTwinWithheldSpreadIsNoDuplicate(t *testing.T) {
+	b := newTwinBed(t)
+	const A, B = 100, 200
+	startA := b.clk.Now()
+	var held [][]byte
+	for i := 0; i < 24; i++ {
+		b.tr.openDatagram(b.beatOf(A, startA), b.src)
+		b.answer(A)
+		if i%2 == 0 {
+			held = append(held, b.beatOf(A, startA)) // withheld
+		}
+		b.step(250 * time.Millisecond)
+	}
+	startB := b.clk.Now()
+	for i := 0; i < 8; i++ {
+		b.tr.openDatagram(b.beatOf(B, startB), b.src)
+		b.answer(B)
+		b.step(250 * time.Millisecond)
+	}
+	if b.confirmed() != B {
+		t.Fatalf("confirmed %d, want B", b.confirmed())
+	}
+	for _, d := range held {
+		b.tr.openDatagram(d, b.src)
+		b.tr.openDatagram(b.beatOf(B, startB), b.src)
+		b.answer(B)
+		b.step(250 * time.Millisecond)
+	}
+	if n := b.count(Duplicate); n != 0 || b.confirmed() != B {
+		t.Fatalf("%d Duplicate events (confirmed %d) with withheld frames of the earlier run released at a beat's pace", n, b.confirmed())
+	}
+	// A live clone (timely frames of both runs) is still one
+	startC := b.clk.Now()
+	const C = 300
+	for i := 0; i < 12; i++ {
+		b.tr.openDatagram(b.beatOf(C, startC), b.src)
+		b.answer(C)
+		b.tr.openDatagram(b.beatOf(B, startB), b.src)
+		b.step(250 * time.Millisecond)
+	}
+	if n := b.count(Duplicate); n != 1 {
+		t.Fatalf("%d Duplicate events with two runs beating in time, want 1", n)
+	}
+}
