@@ -94,6 +94,10 @@ type peer struct {
 	// claimsTwin is when p's last beat listed this node among the
 	// duplicated members (zero: it did not).
 	claimsTwin time.Time
+	// hold: the data of p's new run is not trusted for a takeover while
+	// another run of p was heard within holdAfter (holdLast: newrun.go).
+	hold     bool
+	holdLast time.Time
 	// links are the network links to p, then those added by
 	// NoteLinkAlive (links.go); upAt is when p last came up.
 	links []*link
@@ -537,6 +541,7 @@ func (c *core) tick() {
 		p := c.peers[name]
 		c.checkGapLocked(p, now)
 		c.checkTwinLocked(p, now)
+		c.checkHoldLocked(p, now)
 		if p.up && now.Sub(p.heard) >= c.s.Timeout {
 			p.up = false
 			linksDownLocked(p)
@@ -609,6 +614,9 @@ func (c *core) next() time.Time {
 			t = d
 		}
 		if d := c.twinDue(p); !d.IsZero() && d.Before(t) {
+			t = d
+		}
+		if d := c.holdDue(p); !d.IsZero() && d.Before(t) {
 			t = d
 		}
 		if d := c.linksDue(p); !d.IsZero() && d.Before(t) {

@@ -170,6 +170,14 @@ const (
 	// Heard: a Silent peer was heard again before it was declared down
 	// (never after a Down: a peer back from down is an Up).
 	Heard
+	// RunHeld: a new run of the peer was confirmed while another run of
+	// it was heard sending lately (a restart, or a cloned host: newrun.go);
+	// Reason says which. The owner takes its data but must count its
+	// instances as unknown, not down, until RunTrusted (or Down).
+	RunHeld
+	// RunTrusted: no other run of a held peer was heard for long enough;
+	// a Data event with the copy held follows.
+	RunTrusted
 )
 
 func (k Kind) String() string {
@@ -206,6 +214,10 @@ func (k Kind) String() string {
 		return "silent"
 	case Heard:
 		return "heard"
+	case RunHeld:
+		return "run_held"
+	case RunTrusted:
+		return "run_trusted"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }

@@ -539,6 +539,7 @@ func (t *secTransport) confirm(ps *peerSec, h header, nonce []byte) {
 func (t *secTransport) confirmLocked(ps *peerSec, h header) {
 	if h.inc > ps.inc {
 		t.log.Debug("peer run confirmed", zap.String("peer", ps.name), zap.Uint64("incarnation", h.inc))
+		t.holdLocked(ps, h.inc)
 		ps.inc = h.inc
 		ps.dgram, ps.stream = window{}, window{}
 		// ps may not have confirmed our run yet either: a beat now makes

@@ -108,6 +108,9 @@ func (t *secTransport) noteRunLocked(ps *peerSec, h header, live bool) {
 		r.prev = r.last
 	}
 	r.last = now
+	if h.inc != ps.inc && t.countsLocked(ps, r) {
+		t.c.otherRunHeard(ps.name) // a new run's data stays held (newrun.go)
+	}
 	if h.inc < ps.inc {
 		// an older run still sends: prove it alive (twin evidence), or
 		// take it back when the confirmed run went silent
@@ -148,6 +151,7 @@ func (t *secTransport) olderAnsweredLocked(ps *peerSec, h header, nonce []byte) 
 	if cur := ps.run(ps.inc); cur == nil || now.Sub(cur.last) >= t.s.Timeout/2 {
 		t.log.Warn("an earlier run of a peer is alive and its later run silent: the earlier run is accepted again",
 			zap.String("peer", ps.name), zap.Uint64("incarnation", h.inc), zap.Uint64("silent_incarnation", ps.inc))
+		t.holdLocked(ps, h.inc)
 		ps.inc = h.inc
 		ps.dgram, ps.stream = r.w, r.w
 		r.confirmed = true
@@ -157,11 +161,30 @@ func (t *secTransport) olderAnsweredLocked(ps *peerSec, h header, nonce []byte) 
 	return true
 }
 
+// countsLocked tells whether the frames of run r of ps are evidence of a
+// live run: an earlier run never confirmed here and that did not answer a
+// challenge is a replay until it does.
+func (t *secTransport) countsLocked(ps *peerSec, r *runSeen) bool {
+	return r.inc >= ps.inc || r.confirmed || r.proved
+}
+
+// holdLocked holds the data of run inc of ps, about to be confirmed, when
+// another run of ps that counts was heard sending lately (newrun.go).
+func (t *secTransport) holdLocked(ps *peerSec, inc uint64) {
+	var last time.Time
+	for _, r := range ps.runs {
+		if r.inc != inc && t.countsLocked(ps, r) && r.last.After(last) {
+			last = r.last
+		}
+	}
+	t.c.holdRun(ps.name, inc, last)
+}
+
 // checkTwinLocked tells the core while two runs of ps are alive at once.
 func (t *secTransport) checkTwinLocked(ps *peerSec, now time.Time) {
 	var a, b *runSeen // the two most recently heard runs that count
 	for _, r := range ps.runs {
-		if r.inc < ps.inc && !r.confirmed && !r.proved || now.Sub(r.last) >= t.s.Timeout {
+		if !t.countsLocked(ps, r) || now.Sub(r.last) >= t.s.Timeout {
 			continue
 		}
 		switch {

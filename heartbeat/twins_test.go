@@ -372,3 +372,106 @@ func TestTwinWithheldSpreadIsNoDuplicate(t *testing.T) {
 		t.Fatalf("%d Duplicate events with two runs beating in time, want 1", n)
 	}
 }
+
+// fullOfRun is a datagram of run inc of n2 carrying its full copy at gen,
+// with services svcs, sent now.
+func (b *twinBed) fullOfRun(inc uint64, epoch time.Time, gen uint64, svcs ...string) []byte {
+	b.seq[inc]++
+	n := svcNode("n2", gen, svcs...)
+	m := encode(&message{V: 1, Kind: kindFull, From: "n2", Inc: inc, N: b.seq[inc], T: b.clk.Now().Sub(epoch), Gen: gen, Node: &n})
+	return b.tr.keys.sealDatagram(typeDatagram, "n2", inc, b.seq[inc], append([]byte{mlUserMsg}, m...))
+}
+
+// trusted tells whether the Data events of n2 collected so far may be
+// taken for a takeover: none came while a RunHeld was not followed by
+// RunTrusted. It returns the first one that may not (nil: all may).
+func (b *twinBed) untrustedData() *Event {
+	held := false
+	for i := range b.evs {
+		switch ev := &b.evs[i]; {
+		case ev.Node != "n2":
+		case ev.Kind == RunHeld:
+			held = true
+		case ev.Kind == RunTrusted:
+			held = false
+		case ev.Kind == Data && !held:
+			return ev
+		}
+	}
+	return nil
+}
+
+// A cloned host starts (run B, n2's name and address: it answers the
+// challenge and is confirmed) while the real n2 (run A) keeps beating.
+// Before, B's data (nothing runs there) replaced A's at once: a placement
+// leader saw n2's services down and started them elsewhere before the
+// duplicate was detected. B's run is held (RunHeld: its instances
+// unknown) while A keeps sending, until the duplicate is reported. A
+// restart (A silent, then B) is held too, and trusted holdAfter after A's
+// last frame; its data is handed over at once.
+func TestTwinCloneRunHeldUntilDetected(t *testing.T) {
+	b := newTwinBed(t)
+	const A, B = 100, 200
+	startA := b.clk.Now()
+	b.tr.openDatagram(b.beatOf(A, startA), b.src)
+	b.answer(A)
+	b.tr.openDatagram(b.fullOfRun(A, startA, 1, "web"), b.src)
+	for i := 0; i < 8; i++ {
+		b.tr.openDatagram(b.beatOf(A, startA), b.src)
+		b.step(250 * time.Millisecond)
+	}
+	if ev := b.untrustedData(); ev == nil || len(ev.Data.Services) != 1 {
+		t.Fatal("A's data: no Data event with web")
+	}
+	b.evs = nil
+	startB := b.clk.Now()
+	for i := 0; i < 16 && b.count(Duplicate) == 0; i++ {
+		b.tr.openDatagram(b.beatOf(B, startB), b.src)
+		b.answer(B) // the clone holds the address: confirmed
+		b.tr.openDatagram(b.fullOfRun(B, startB, 1), b.src)
+		b.tr.openDatagram(b.beatOf(A, startA), b.src) // the real n2 beats on
+		b.step(250 * time.Millisecond)
+		if ev := b.untrustedData(); ev != nil && b.count(Duplicate) == 0 {
+			t.Fatalf("the clone's data (%d services) trusted %s after it started, before the duplicate was reported",
+				len(ev.Data.Services), b.clk.Now().Sub(startB))
+		}
+	}
+	if b.confirmed() != B || b.count(Duplicate) != 1 || b.count(RunHeld) != 1 || b.count(RunTrusted) != 0 {
+		t.Fatalf("confirmed %d, %d Duplicate, %d RunHeld, %d RunTrusted events: want the clone confirmed and held, the duplicate",
+			b.confirmed(), b.count(Duplicate), b.count(RunHeld), b.count(RunTrusted))
+	}
+
+	// a restart: the confirmed run stops, a new one starts
+	c := newTwinBed(t)
+	c.tr.openDatagram(c.beatOf(A, startA), c.src)
+	c.answer(A)
+	c.tr.openDatagram(c.fullOfRun(A, startA, 1, "web"), c.src)
+	c.step(250 * time.Millisecond)
+	stopped := c.clk.Now()
+	c.step(500 * time.Millisecond)
+	c.evs = nil
+	startB = c.clk.Now()
+	var trusted time.Duration
+	data := false
+	for i := 0; i < 30 && trusted == 0; i++ {
+		c.tr.openDatagram(c.beatOf(B, startB), c.src)
+		c.answer(B)
+		if i == 0 {
+			c.tr.openDatagram(c.fullOfRun(B, startB, 1, "web"), c.src)
+		}
+		c.step(100 * time.Millisecond)
+		for _, ev := range c.evs {
+			data = data || ev.Kind == Data && ev.Node == "n2" && ev.Data.Gen == 1 && i < 2
+		}
+		if c.count(RunTrusted) > 0 {
+			trusted = c.clk.Now().Sub(stopped)
+		}
+	}
+	if want := 2 * time.Second; !data || trusted == 0 || trusted > want+100*time.Millisecond || c.count(Duplicate) != 0 || c.count(RunHeld) != 1 {
+		t.Fatalf("a restart: data at once %v, trusted %s after the old run's last frame (want within %s), %d RunHeld, %d Duplicate events",
+			data, trusted, want, c.count(RunHeld), c.count(Duplicate))
+	}
+	if ev := c.untrustedData(); ev == nil {
+		t.Fatal("a restart: no Data event after RunTrusted")
+	}
+}

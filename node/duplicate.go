@@ -13,13 +13,54 @@ import "haven/node/view"
 // only once the duplicate is over: no node takes over anything because
 // of a duplicated member. The twins themselves learn it from the beats
 // (an Impostor event there freezes the node: nothing more starts there).
+//
+// Before the duplicate is detected, a new run of a member confirmed while
+// another run of it was heard lately (PeerRunHeld: a restart, or a clone
+// that took the member's address) is treated the same way: its data is
+// taken, its instances count as unknown, until the other run has been
+// silent for long enough (PeerRunTrusted, then its data) or the peer is
+// declared down: a clone's data (nothing runs there yet) never makes a
+// service look down on that node.
 
 const (
 	// PeerDuplicate: two runs of the peer send at once (Reason says which).
 	PeerDuplicate PeerKind = iota + 200
 	// PeerDuplicateGone: one run of the peer again.
 	PeerDuplicateGone
+	// PeerRunHeld: a new run of the peer was confirmed while another run
+	// of it was heard lately (a restart, or a cloned host: Reason); its
+	// instances are unknown until PeerRunTrusted or its Down.
+	PeerRunHeld
+	// PeerRunTrusted: no other run of the peer was heard for long enough;
+	// its data follows.
+	PeerRunTrusted
 )
+
+// PeerRunHeldEvent: a new run of a peer while another may still live: its
+// data is taken, its instances count as unknown for a while.
+type PeerRunHeldEvent struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+func (PeerRunHeldEvent) Kind() string    { return "peer_run_held" }
+func (PeerRunHeldEvent) Service() string { return "" }
+func (PeerRunHeldEvent) Level() Level    { return Info }
+func (e PeerRunHeldEvent) String() string {
+	return e.Reason + " (nothing fails over because of " + e.Node + " meanwhile)"
+}
+
+// PeerRunTrustedEvent: the new run of a held peer is trusted.
+type PeerRunTrustedEvent struct {
+	Node string `json:"node"`
+}
+
+func (PeerRunTrustedEvent) Kind() string    { return "peer_run_trusted" }
+func (PeerRunTrustedEvent) Service() string { return "" }
+func (PeerRunTrustedEvent) Level() Level    { return Info }
+func (e PeerRunTrustedEvent) String() string {
+	return "no other run of " + e.Node + " heard: its new run is trusted, its data counts again"
+}
 
 // DuplicateMember: two daemons run with a peer's name at once.
 type DuplicateMember struct {
@@ -77,8 +118,20 @@ func (c *Core) noteDuplicate(p *peer, ev PeerEvent) {
 		}
 	case PeerUp, PeerData:
 		p.downHeld = false
+	case PeerRunHeld:
+		if !p.runHeld {
+			p.runHeld = true
+			c.emit(PeerRunHeldEvent{Node: ev.Node, Reason: ev.Reason})
+		}
+	case PeerRunTrusted:
+		if p.runHeld {
+			p.runHeld = false
+			c.emit(PeerRunTrustedEvent{Node: ev.Node})
+		}
+	case PeerDown:
+		p.runHeld = false
 	}
-	if p.twin && p.Data != nil {
+	if (p.twin || p.runHeld) && p.Data != nil {
 		p.Stale = true
 	}
 }

@@ -57,3 +57,38 @@ func TestDuplicatePeerIsUnknownNotDown(t *testing.T) {
 		t.Fatalf("web not failed over once n2 is down (no longer duplicated): %v", d.log)
 	}
 }
+
+// TestNewRunHeldIsUnknown: a new run of n2 (a cloned host that took n2's
+// address, or a restart) is confirmed while another run of n2 was heard
+// lately; its data says web is down there (nothing runs on the clone).
+// n1 takes the data but counts n2's instances as unknown: it does not
+// start web (before, it started it after ready_period while the real n2
+// ran it). Once the run is trusted, its data counts.
+func TestNewRunHeldIsUnknown(t *testing.T) {
+	d, n2 := staleCluster(t)
+	c := d.c
+	now := t0.Add(time.Second)
+	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerRunHeld, Reason: "a new run of n2"}, now)
+	clone := cloneNode(n2)
+	down := clone.Services["web"]
+	down.Avail, down.Overall, down.PlacementLeader = dataset.StatusDown, dataset.StatusDown, false
+	clone.Services = map[string]dataset.Instance{"web": down}
+	clone.Monitor = dataset.NodeRejoin // a daemon that just started
+	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: clone}, now)
+	d.settle(now)
+	got := webOn(c, "n2", now)
+	for i := 0; i < 10; i++ {
+		now = now.Add(500 * time.Millisecond)
+		c.Tick(now)
+		c.WakeUp()
+		d.settle(now)
+	}
+	if got != dataset.StatusUnknown || d.running["web"] {
+		t.Fatalf("web on n2 %s while n2's new run is held (want unknown); n1 started web %v: %v", got, d.running["web"], d.log)
+	}
+	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerRunTrusted}, now)
+	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: cloneNode(clone)}, now)
+	if got := webOn(c, "n2", now); got != dataset.StatusDown {
+		t.Fatalf("web on n2 %s once its new run is trusted, want down (its data counts)", got)
+	}
+}

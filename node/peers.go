@@ -52,8 +52,9 @@ type peer struct {
 	// behind: the heartbeat said its data is stale (stale.go).
 	behind bool
 	// twin: two runs of its name are heard at once; downHeld: a Down
-	// came meanwhile (duplicate.go).
-	twin, downHeld bool
+	// came meanwhile; runHeld: its new run is not trusted yet
+	// (duplicate.go).
+	twin, downHeld, runHeld bool
 	// merged is the merge era of the last merge of its whole data
 	// (peerdata.go).
 	merged mergeEra
@@ -82,7 +83,7 @@ type PeerEvent struct {
 	Changes *dataset.Changes
 	// Unseen are the members the peer does not hear (PeerUnseen).
 	Unseen []string
-	// Reason says why (PeerStale, PeerDuplicate).
+	// Reason says why (PeerStale, PeerDuplicate, PeerRunHeld).
 	Reason string
 }
 
@@ -132,7 +133,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 			return
 		}
 		instancesOnly = c.takeData(p, ev, now)
-	case PeerStale, PeerFresh, PeerDuplicate, PeerDuplicateGone:
+	case PeerStale, PeerFresh, PeerDuplicate, PeerDuplicateGone, PeerRunHeld, PeerRunTrusted:
 	default:
 		return
 	}

@@ -22,6 +22,8 @@ var peerKinds = map[heartbeat.Kind]node.PeerKind{
 	heartbeat.Fresh:         node.PeerFresh,
 	heartbeat.Duplicate:     node.PeerDuplicate,
 	heartbeat.DuplicateGone: node.PeerDuplicateGone,
+	heartbeat.RunHeld:       node.PeerRunHeld,
+	heartbeat.RunTrusted:    node.PeerRunTrusted,
 	heartbeat.Data:          node.PeerData,
 }
 
@@ -36,7 +38,7 @@ func PeerEvent(ev heartbeat.Event) (node.PeerEvent, bool) {
 	switch k {
 	case node.PeerUnseen:
 		pe.Unseen = ev.Unseen
-	case node.PeerStale, node.PeerDuplicate:
+	case node.PeerStale, node.PeerDuplicate, node.PeerRunHeld:
 		pe.Reason = ev.Reason
 	case node.PeerData:
 		pe.Data = ev.Data
