@@ -59,3 +59,60 @@ func TestEnvelopeSequenceJump(t *testing.T) {
 		t.Fatalf("n1's genuine jump made n2 declare it down (%d Down events)", n)
 	}
 }
+
+// Insider (issue 44, item 4): a holder of the secret seals six datagrams
+// of n2's current run, each 500 numbers ahead of the last (under the jump
+// limit), from n2's address. Before, n1's window moved 3,000 past n2's
+// numbers and every real frame of n2 was refused as a replay for minutes
+// (n2 declared down: its services started twice). Now the first real
+// frame below the window challenges n2, whose answer re-anchors the
+// window: n2's frames pass again within a round trip, n2 is never down.
+// The attacker keeping at it (six frames each beat period) costs n2 a
+// round trip now and then, never its liveness: pushed once, n2's numbers
+// may move only at their own pace.
+func TestEnvelopeWindowPushedInSteps(t *testing.T) {
+	b := newTwinBed(t)
+	const A = 100
+	start := b.clk.Now()
+	for i := 0; i < 8; i++ {
+		b.tr.openDatagram(b.beatOf(A, start), b.src)
+		b.answer(A)
+		b.step(250 * time.Millisecond)
+	}
+	forge := func() {
+		b.tr.mu.Lock()
+		top := b.tr.peers["n2"].dgram.top
+		b.tr.mu.Unlock()
+		for k := uint64(1); k <= 6; k++ {
+			b.tr.openDatagram(b.tr.keys.sealDatagram(typeDatagram, "n2", A, top+500*k, []byte("forged")), b.src)
+		}
+	}
+	forge()
+	passed, refused := 0, 0
+	for i := 0; i < 40; i++ { // 10 s: three hb.timeouts
+		if i%4 == 0 && i > 0 {
+			forge() // the attacker keeps at it, once a beat period
+		}
+		if b.tr.openDatagram(b.beatOf(A, start), b.src); b.heardNow() {
+			passed++
+		} else {
+			refused++
+		}
+		b.answer(A) // n2 answers the challenges it gets
+		b.step(250 * time.Millisecond)
+	}
+	if n := b.count(Down); n != 0 {
+		t.Fatalf("n2 declared down %d times by forged frames pushing n1's window", n)
+	}
+	if passed < 36 {
+		t.Fatalf("%d of n2's 40 beats passed (%d refused) with a holder of the secret pushing the window", passed, refused)
+	}
+	found := false
+	for _, ev := range b.evs {
+		found = found || ev.Kind == Rejected && strings.Contains(ev.Reason, "above its own sequence number")
+	}
+	if !found {
+		t.Error("the pushed window was not reported")
+	}
+	t.Logf("%d of n2's beats passed, %d refused", passed, refused)
+}

@@ -93,7 +93,8 @@ type peerSec struct {
 	challAt       time.Time
 	challLater    bool // a rate-limited challenge is scheduled
 	answerAt      time.Time
-	twinState     // the runs seen, to detect two at once (twins.go)
+	twinState            // the runs seen, to detect two at once (twins.go)
+	anchor        anchor // the last answer of its run (anchor.go)
 }
 
 func newSecTransport(s settings, c *core, bindAddr string, bindPort int, tap func(net.Conn, string, []byte)) (*secTransport, error) {
@@ -447,6 +448,9 @@ func (t *secTransport) fresh(ps *peerSec, h header, w *window, path string, live
 		t.challengeLocked(ps)
 		return false
 	case !w.fresh(h.seq):
+		if w.below(h.seq) {
+			t.challengeLocked(ps) // a replay, or a window pushed past the run's numbers (anchor.go)
+		}
 		t.c.replayed.Add(1)
 		t.refuseLocked("replay:"+ps.name, Event{Kind: Rejected, Node: ps.name,
 			Reason: fmt.Sprintf("replayed or duplicate %s of %s (sequence %d, newest %d)", path, ps.name, h.seq, w.top)})
@@ -541,7 +545,7 @@ func (t *secTransport) confirmLocked(ps *peerSec, h header) {
 		t.log.Debug("peer run confirmed", zap.String("peer", ps.name), zap.Uint64("incarnation", h.inc))
 		t.holdLocked(ps, h.inc)
 		ps.inc = h.inc
-		ps.dgram, ps.stream = window{}, window{}
+		ps.dgram, ps.stream, ps.anchor = window{}, window{}, anchor{}
 		// ps may not have confirmed our run yet either: a beat now makes
 		// it challenge us at once rather than at our next beat period.
 		t.c.beatTo(ps.name)
@@ -549,8 +553,7 @@ func (t *secTransport) confirmLocked(ps *peerSec, h header) {
 	if h.inc == ps.inc {
 		// h is the run's own (it answered our nonce, or our fresh
 		// stream): its sequence number anchors the windows.
-		ps.dgram.advance(h.seq)
-		ps.stream.advance(h.seq)
+		t.anchorLocked(ps, h.seq)
 	}
 }
 
@@ -561,12 +564,20 @@ func (t *secTransport) confirmLocked(ps *peerSec, h header) {
 // genuine jump (frames to us lost while the peer sent to others) costs
 // one round trip, and a forged one ends nobody's reception.
 func (t *secTransport) jumpLocked(ps *peerSec, h header, w *window, path string) bool {
-	if h.inc != ps.inc || !w.jumps(h.seq) {
+	if h.inc != ps.inc {
+		return false
+	}
+	switch {
+	case w.jumps(h.seq):
+		t.refuseLocked("jump:"+ps.name, Event{Kind: Rejected, Node: ps.name,
+			Reason: fmt.Sprintf("%s of %s jumps from sequence %d to %d (more than %d ahead): refused, %s challenged", path, ps.name, w.top, h.seq, maxJump, ps.name)})
+	case t.paceLocked(ps, h.seq):
+		t.refuseLocked("jump:"+ps.name, Event{Kind: Rejected, Node: ps.name,
+			Reason: fmt.Sprintf("%s of %s at sequence %d, faster than its numbers may move since its answer at %d (its window was pushed ahead by frames it did not send): refused, %s challenged", path, ps.name, h.seq, ps.anchor.seq, ps.name)})
+	default:
 		return false
 	}
 	t.c.unconfirmed.Add(1)
-	t.refuseLocked("jump:"+ps.name, Event{Kind: Rejected, Node: ps.name,
-		Reason: fmt.Sprintf("%s of %s jumps from sequence %d to %d (more than %d ahead): refused, %s challenged", path, ps.name, w.top, h.seq, maxJump, ps.name)})
 	t.challengeLocked(ps)
 	return true
 }

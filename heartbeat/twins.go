@@ -153,7 +153,7 @@ func (t *secTransport) olderAnsweredLocked(ps *peerSec, h header, nonce []byte) 
 			zap.String("peer", ps.name), zap.Uint64("incarnation", h.inc), zap.Uint64("silent_incarnation", ps.inc))
 		t.holdLocked(ps, h.inc)
 		ps.inc = h.inc
-		ps.dgram, ps.stream = r.w, r.w
+		ps.dgram, ps.stream, ps.anchor = r.w, r.w, anchor{}
 		r.confirmed = true
 		t.c.beatTo(ps.name)
 	}

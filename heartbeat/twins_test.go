@@ -62,6 +62,14 @@ func (b *twinBed) answer(inc uint64) {
 	b.tr.openDatagram(b.tr.keys.sealDatagram(typeResponse, "n2", inc, b.seq[inc], nonce), b.src)
 }
 
+// heardNow tells whether n2 was heard at the clock's now (a beat just
+// fed refreshed its liveness).
+func (b *twinBed) heardNow() bool {
+	b.tr.c.mu.Lock()
+	defer b.tr.c.mu.Unlock()
+	return b.tr.c.peers["n2"].heard.Equal(b.clk.Now())
+}
+
 func (b *twinBed) confirmed() uint64 {
 	b.tr.mu.Lock()
 	defer b.tr.mu.Unlock()
