@@ -88,6 +88,9 @@ func decodeFlat(b []byte) (*message, bool) {
 			case "hear":
 				bit = 1 << 16
 				m.Hear, ok = p.uint()
+			case "ack":
+				bit = 1 << 17
+				m.Ack, ok = p.acks()
 			}
 			if !ok || bit == 0 || seen&bit != 0 {
 				return nil, false
@@ -181,6 +184,62 @@ func (p *flatParser) texts() ([]string, bool) {
 		out = append(out, s)
 		p.ws()
 		if p.eat(']') {
+			return out, true
+		}
+		if !p.eat(',') {
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// acks reads an object of names to pairs of integers, in the order of
+// their names as encodeFlat writes them ({} is empty, not nil, as
+// echoes.UnmarshalJSON makes it; names out of order, or twice, are left
+// to it).
+func (p *flatParser) acks() (echoes, bool) {
+	if !p.eat('{') {
+		return nil, false
+	}
+	out := echoes{}
+	p.ws()
+	if p.eat('}') {
+		return out, true
+	}
+	for len(out) < maxUnseen {
+		p.ws()
+		k, ok := p.text()
+		if !ok {
+			return nil, false
+		}
+		if len(out) > 0 && out[len(out)-1].Name >= k {
+			return nil, false
+		}
+		p.ws()
+		if !p.eat(':') {
+			return nil, false
+		}
+		var v [2]uint64
+		p.ws()
+		if !p.eat('[') {
+			return nil, false
+		}
+		for i := range v {
+			p.ws()
+			if v[i], ok = p.uint(); !ok {
+				return nil, false
+			}
+			p.ws()
+			if i == 0 && !p.eat(',') {
+				return nil, false
+			}
+		}
+		if !p.eat(']') {
+			return nil, false
+		}
+		out = append(out, echoOf{Name: k, N: v[0], Held: v[1]})
+		p.ws()
+		if p.eat('}') {
 			return out, true
 		}
 		if !p.eat(',') {

@@ -111,6 +111,11 @@ type peer struct {
 	format dataset.Format
 	// said is what its current run said of its versions (versions.go).
 	said runVersions
+	// echo is the newest message of p received, which this node's beats
+	// echo; ack the newest message of this node p's beats echoed
+	// (echo.go).
+	echo echo
+	ack  Ack
 	// cow is the copy-on-write of data (cow.go).
 	cow cow
 }
@@ -154,6 +159,11 @@ type core struct {
 	tr  transport // set once before the first call
 	// epoch is when this run started: messages carry the time since (fresh.go).
 	epoch time.Time
+	// nBase is this run's first message number (not used), nLast its
+	// last; sent holds when the last sentRing of them were encoded, since
+	// epoch (echo.go).
+	nBase, nLast uint64
+	sent         [sentRing]time.Duration
 
 	dropped, sendErrs atomic.Uint64
 	// Refusals of the real transport (see Stats).
@@ -200,6 +210,8 @@ func newCore(s settings) *core {
 	if c.inc == 0 {
 		c.inc = uint64(now.UnixNano()) + incSeq.Add(1)
 	}
+	c.nBase = nBase(c.inc)
+	c.nLast = c.nBase
 	for _, m := range s.Members {
 		if m.Name != s.Node {
 			c.peers[m.Name] = &peer{name: m.Name, addr: m.Addr, links: newLinks(s.self(), m)}
@@ -301,8 +313,9 @@ func (c *core) receiveDecoded(sender string, link, size int, m *message, err err
 	now := c.s.Clock.Now()
 	c.st.Received++
 	c.st.BytesReceived += uint64(size)
-	linkFresh := c.linkFreshLocked(p, link, m, now)
-	newer := c.newerLocked(p, m, now)
+	pr := c.proofLocked(p, m, now)
+	linkFresh := c.linkFreshLocked(p, link, m, now, pr)
+	newer, at := c.newerLocked(p, m, now, pr)
 	if !newer && !c.lateUsefulLocked(p, m) {
 		if linkFresh && p.up {
 			// a copy of a message already heard on another link
@@ -310,7 +323,7 @@ func (c *core) receiveDecoded(sender string, link, size int, m *message, err err
 		}
 		return
 	}
-	sentFull := c.heardLocked(p, m, newer, now)
+	sentFull := c.heardLocked(p, m, newer, now, at)
 	if linkFresh {
 		c.linkHeardLocked(p, p.links[link], m, now)
 	}
@@ -335,13 +348,13 @@ func (c *core) receiveDecoded(sender string, link, size int, m *message, err err
 }
 
 // heardLocked notes a message m of p that may count for its data: a newer
-// one refreshes its liveness (and brings it up). It tells whether a full
-// copy went to p.
-func (c *core) heardLocked(p *peer, m *message, newer bool, now time.Time) bool {
+// one refreshes its liveness (and brings it up), heard at at (its proved
+// sending time, or now). It tells whether a full copy went to p.
+func (c *core) heardLocked(p *peer, m *message, newer bool, now, at time.Time) bool {
 	if !newer {
 		return false
 	}
-	p.heard = now
+	p.heard = maxTime(p.heard, at)
 	sentFull := false
 	if p.up && p.seenInc != 0 && m.Inc != p.seenInc && c.local != nil {
 		// A new run of p (a restart within Timeout: p never went down
@@ -649,6 +662,10 @@ func (c *core) sendRoundLocked() {
 		if shared == nil {
 			shared = c.encode(c.beatMessage(false, nil))
 		}
+		if len(shared) > maxSharedBeat {
+			c.sendBeatLocked(name) // with its own echo only (echo.go)
+			continue
+		}
 		c.sendAllLocked(name, shared)
 	}
 }
@@ -674,7 +691,8 @@ func (c *core) beatMessage(probe bool, to *peer) *message {
 			unseen = append(unseen, name)
 		}
 	}
-	m := &message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen, Probe: probe, Twins: c.twinsLocked()}
+	m := &message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen, Probe: probe, Twins: c.twinsLocked(),
+		Ack: c.acksLocked(to)}
 	if to != nil {
 		m.Hear, m.Links = c.hearMaskLocked(to)
 	}

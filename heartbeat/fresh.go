@@ -2,7 +2,6 @@ package heartbeat
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 )
 
@@ -30,18 +29,17 @@ import (
 // suspended and its monotonic clock stood still) is measured again from
 // there: frames withheld and released at once are not such a run.
 
-// msgSeq numbers the messages encoded by this process.
-var msgSeq atomic.Uint64
-
 // lateMax is how much later than its least lag a message may arrive and
 // still refresh liveness; lagPeriod how long a least lag is kept.
 func (s settings) lateMax() time.Duration   { return s.Timeout / 3 }
 func (s settings) lagPeriod() time.Duration { return 10 * s.Timeout }
 
-// encode encodes m as this run's newest message.
+// encode encodes m as this run's newest message (c.mu held).
 func (c *core) encode(m *message) []byte {
-	m.N = msgSeq.Add(1)
+	c.nLast++
+	m.N = c.nLast
 	m.T = c.s.Clock.Now().Sub(c.epoch)
+	c.noteSentLocked(m.N, m.T)
 	if c.local != nil && c.local.Format.Max > 0 {
 		f := c.local.Format
 		// the formats of the cluster feature level, and what this node reads
@@ -61,6 +59,11 @@ type runTop struct {
 	// lateFrom is when the messages of the run started to come late
 	// (zero: the last one was timely).
 	lateFrom time.Time
+	// proves: a message of the run carried a proof of its freshness
+	// (echo.go); delay is how much older than its arrival the last one
+	// was proved to be (its path's delay, both ways).
+	proves bool
+	delay  time.Duration
 }
 
 // timely tells whether a message with lag d, received at now, is timely,
@@ -134,10 +137,12 @@ func (r *runTop) lagOK(s settings, now time.Time, d time.Duration) bool {
 
 // newerLocked tells whether m is newer than every message heard of its run
 // and timely (a run not heard before is new; a message of an older sender,
-// without N, is taken as before), and records it.
-func (c *core) newerLocked(p *peer, m *message, now time.Time) bool {
+// without N, is taken as before), records it, and returns when it counts
+// as heard. pr is what m's echo proves (echo.go): a proof decides instead
+// of the lag rule.
+func (c *core) newerLocked(p *peer, m *message, now time.Time, pr proof) (bool, time.Time) {
 	if m.N == 0 {
-		return true
+		return true, now
 	}
 	var r *runTop
 	for i := range p.tops {
@@ -161,10 +166,33 @@ func (c *core) newerLocked(p *peer, m *message, now time.Time) bool {
 		r = &p.tops[len(p.tops)-1]
 	}
 	if m.N <= r.n {
-		return false
+		return false, now
 	}
 	r.n = m.N
-	return r.timely(c.s, now, now.Sub(c.epoch)-m.T)
+	c.echoOfLocked(p, m, now)
+	d := now.Sub(c.epoch) - m.T
+	if pr.ok {
+		r.proves, r.delay = true, now.Sub(pr.at)
+		if c.s.provedLate(r.delay) {
+			return false, now
+		}
+		if !r.timely(c.s, now, d) {
+			// proved timely: the run's clock moved (a suspended host),
+			// its lag is measured again from here
+			r.prevOK, r.lateFrom = false, time.Time{}
+			r.cur, r.curOK, r.until = d, true, now.Add(c.s.lagPeriod())
+		}
+		return true, c.s.provedHeard(now, r.delay)
+	}
+	if !r.timely(c.s, now, d) {
+		return false, now
+	}
+	if !r.proves {
+		return true, now
+	}
+	// a message of a run that proves its beats, without a proof of its
+	// own (data): as old as its path's last proved delay (echo.go)
+	return !c.s.provedLate(r.delay), c.s.provedHeard(now, r.delay)
 }
 
 // lateUsefulLocked tells whether m, older than the newest message of its

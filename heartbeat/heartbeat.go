@@ -96,6 +96,10 @@ type Heartbeat interface {
 	// counter of the peer that advanced). Unknown peers, the names of
 	// network links (net1...) and "" are ignored.
 	NoteLinkAlive(peer, link string)
+	// Acked returns the newest message of this node that peer
+	// acknowledged in one of its beats, and when this node sent it (its
+	// clock); false when none yet (echo.go).
+	Acked(peer string) (Ack, bool)
 	// Close flushes the last Publish to the live peers and releases the
 	// transport.
 	Close() error

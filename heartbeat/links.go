@@ -84,7 +84,7 @@ func (p *peer) netLinks() int {
 // for that link: newer than every message heard on it and timely (without
 // recording anything of the run: newerLocked does). Called before
 // newerLocked.
-func (c *core) linkFreshLocked(p *peer, i int, m *message, now time.Time) bool {
+func (c *core) linkFreshLocked(p *peer, i int, m *message, now time.Time, pr proof) bool {
 	if i < 0 || i >= len(p.links) || p.links[i].external {
 		return false
 	}
@@ -94,6 +94,9 @@ func (c *core) linkFreshLocked(p *peer, i int, m *message, now time.Time) bool {
 	}
 	if l.inc == m.Inc && m.N <= l.n {
 		return false
+	}
+	if pr.ok {
+		return !c.s.provedLate(now.Sub(pr.at))
 	}
 	for j := range p.tops {
 		if r := &p.tops[j]; r.inc == m.Inc {

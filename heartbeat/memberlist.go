@@ -302,8 +302,9 @@ func (h *mlHB) Events() <-chan Event   { return h.c.events }
 func (h *mlHB) NoteLinkAlive(peer, link string) {
 	h.c.noteLinkAlive(peer, link)
 }
-func (h *mlHB) Peers() []Peer { return h.c.peerList() }
-func (h *mlHB) Stats() Stats  { return h.c.stats() }
+func (h *mlHB) Peers() []Peer                 { return h.c.peerList() }
+func (h *mlHB) Acked(peer string) (Ack, bool) { return h.c.acked(peer) }
+func (h *mlHB) Stats() Stats                  { return h.c.stats() }
 func (h *mlHB) Ask(to, op string, body json.RawMessage) (uint64, error) {
 	return h.c.ask(to, op, body)
 }

@@ -28,13 +28,16 @@ import (
 type MemNetwork struct {
 	clk clock.Clock
 
-	mu       sync.Mutex
-	nodes    map[string]*memHB
-	queue    []memFrame
-	cut      map[[2]string]bool                   // Partition: from -> to is cut
-	drop     map[[2]string]bool                   // Drop: from -> to loses everything
-	lose     func(from, to string, b []byte) bool // Lose: per-frame loss, nil when none
-	crashed  map[string]bool
+	mu      sync.Mutex
+	nodes   map[string]*memHB
+	queue   []memFrame
+	cut     map[[2]string]bool                   // Partition: from -> to is cut
+	drop    map[[2]string]bool                   // Drop: from -> to loses everything
+	lose    func(from, to string, b []byte) bool // Lose: per-frame loss, nil when none
+	crashed map[string]bool
+	// onWire: the frames a crashed node sent before it crashed that a
+	// delayed link holds still arrive (Kill)
+	onWire   map[string]bool
 	flushing bool
 	// delay holds the frames of a link for a while (SetDelay); held are
 	// the frames sent on a delayed link, not yet due, in sending order;
@@ -62,6 +65,7 @@ type memFrame struct {
 	link   int
 	b      []byte
 	due    time.Time // zero: at the next Flush
+	wire   bool      // it was held on a delayed link (on the wire)
 }
 
 // NewMemNetwork returns an empty network driven by clk. Advance needs a
@@ -73,6 +77,7 @@ func NewMemNetwork(clk clock.Clock) *MemNetwork {
 		cut:     map[[2]string]bool{},
 		drop:    map[[2]string]bool{},
 		crashed: map[string]bool{},
+		onWire:  map[string]bool{},
 		delay:   map[[2]string]time.Duration{},
 		lastDue: map[[2]string]time.Time{},
 
@@ -187,6 +192,7 @@ func (n *MemNetwork) Join(cfg Config) (Heartbeat, error) {
 	}
 	n.nodes[s.Node] = h
 	delete(n.crashed, s.Node)
+	delete(n.onWire, s.Node)
 	n.mu.Unlock()
 	h.c.tick()
 	n.Flush()
@@ -242,6 +248,16 @@ func (n *MemNetwork) Crash(node string) {
 	n.crashed[node] = true
 }
 
+// Kill is Crash, except that the frames node sent before, which a delayed
+// link (SetDelay) still holds, arrive when due: they are on the wire (an
+// attacker on the path delivers what it held back after the sender died).
+func (n *MemNetwork) Kill(node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.crashed[node] = true
+	n.onWire[node] = true
+}
+
 // Flush delivers every queued frame, including those sent while delivering.
 // A Flush called while another runs returns at once (the running one
 // delivers the new frames).
@@ -260,7 +276,7 @@ func (n *MemNetwork) Flush() {
 			if f.due.After(now) {
 				keep = append(keep, f)
 			} else {
-				f.due = time.Time{}
+				f.due, f.wire = time.Time{}, true
 				due = append(due, f)
 			}
 		}
@@ -274,7 +290,7 @@ func (n *MemNetwork) Flush() {
 		from := f.sender.name
 		dst := n.nodes[f.to]
 		ok := dst != nil && !dst.closed && !f.sender.closed && n.nodes[from] == f.sender &&
-			!n.crashed[from] && !n.crashed[f.to] &&
+			(!n.crashed[from] || f.wire && n.onWire[from]) && !n.crashed[f.to] &&
 			!n.cut[[2]string{from, f.to}] && !n.drop[[2]string{from, f.to}] &&
 			!n.linkCut[memLink{from, f.link}] && !n.linkCut[memLink{f.to, f.link}] &&
 			(n.lose == nil || !n.lose(from, f.to, f.b))
@@ -397,8 +413,9 @@ func (h *memHB) NoteLinkAlive(peer, link string) {
 	h.c.noteLinkAlive(peer, link)
 	h.net.Flush()
 }
-func (h *memHB) Peers() []Peer { return h.c.peerList() }
-func (h *memHB) Stats() Stats  { return h.c.stats() }
+func (h *memHB) Peers() []Peer                 { return h.c.peerList() }
+func (h *memHB) Acked(peer string) (Ack, bool) { return h.c.acked(peer) }
+func (h *memHB) Stats() Stats                  { return h.c.stats() }
 func (h *memHB) Ask(to, op string, body json.RawMessage) (uint64, error) {
 	return h.c.ask(to, op, body)
 }

@@ -32,6 +32,19 @@ type memCluster struct {
 	hb      map[string]Heartbeat
 	seen    map[string]map[string]*dataset.Node // observer -> peer -> last data
 	evs     map[string][]Event                  // observer -> events since the last take
+	// timeout and interval are the nodes' hb settings (zero: 15s, 5s).
+	timeout, interval time.Duration
+}
+
+// newMemClusterHB is newMemCluster with the hb settings timeout/interval.
+func newMemClusterHB(t *testing.T, n int, timeout, interval time.Duration) *memCluster {
+	c := &memCluster{t: t, clk: clock.NewFake(t0), members: memberList(n), timeout: timeout, interval: interval,
+		hb: map[string]Heartbeat{}, seen: map[string]map[string]*dataset.Node{}, evs: map[string][]Event{}}
+	c.net = NewMemNetwork(c.clk)
+	for _, m := range c.members {
+		c.join(m.Name, testSecret, "prod")
+	}
+	return c
 }
 
 func newMemCluster(t *testing.T, n int) *memCluster {
@@ -45,8 +58,12 @@ func newMemCluster(t *testing.T, n int) *memCluster {
 }
 
 func (c *memCluster) cfg(name, secret, cluster string) Config {
-	return Config{Node: name, Members: c.members, ClusterName: cluster, Secret: secret,
+	cfg := Config{Node: name, Members: c.members, ClusterName: cluster, Secret: secret,
 		Timeout: 15 * time.Second, Interval: 5 * time.Second}
+	if c.timeout > 0 {
+		cfg.Timeout, cfg.Interval = c.timeout, c.interval
+	}
+	return cfg
 }
 
 func (c *memCluster) join(name, secret, cluster string) {

@@ -87,8 +87,12 @@ type message struct {
 	// receiver when more than one, and Hear the links (bit i: link i,
 	// 0-based) on which it hears the receiver: data goes over a link
 	// heard both ways (links.go). Older versions ignore the fields.
-	Links int           `json:"links,omitempty"`
-	Hear  uint64        `json:"hear,omitempty"`
+	Links int    `json:"links,omitempty"`
+	Hear  uint64 `json:"hear,omitempty"`
+	// Ack (beats) echoes, per member heard, the newest message of its
+	// run received: its N and how long ago, in nanoseconds by the
+	// sender's clock (echo.go). Older versions ignore the field.
+	Ack   echoes        `json:"ack,omitempty"`
 	Node  *dataset.Node `json:"node,omitempty"`
 	Delta *delta        `json:"delta,omitempty"`
 	// ID, Op, Body and Err are those of asks and answers (ask.go).
@@ -114,6 +118,9 @@ type delta struct {
 func encode(m *message) []byte {
 	if m.V == 0 {
 		m.V = protoVersion
+	}
+	if b, ok := encodeFlat(m); ok {
+		return b // a beat or a need, as json.Marshal makes it (beatencode.go)
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -163,6 +170,9 @@ func decodeJSON(b []byte) (*message, error) {
 	}
 	if m.From == "" {
 		return nil, errors.New("message without sender")
+	}
+	if len(m.Ack) > maxUnseen {
+		return nil, fmt.Errorf("message echoes %d members (at most %d)", len(m.Ack), maxUnseen)
 	}
 	switch m.Kind {
 	case kindBeat, kindNeed:
