@@ -85,6 +85,8 @@ type LinkStatus struct {
 	Addr      string    `json:"addr,omitempty"`
 	Up        bool      `json:"up"`
 	LastHeard time.Time `json:"last_heard,omitzero"`
+	// Degraded: it passes beats but not this node's data to the peer.
+	Degraded bool `json:"degraded,omitempty"`
 }
 
 // HBStatus holds the heartbeat figures.

@@ -21,16 +21,25 @@ import (
 
 // onLink reports a LinkDown or LinkUp event of the heartbeat.
 func (d *Daemon) onLink(ev heartbeat.Event) {
-	if ev.Kind == heartbeat.LinkDown {
+	switch ev.Kind {
+	case heartbeat.LinkDown:
 		d.logEvent(node.LinkDown{Node: ev.Node, Link: ev.Link, Addr: ev.Addr, Reason: ev.Reason})
-		return
+	case heartbeat.LinkUp:
+		d.logEvent(node.LinkUp{Node: ev.Node, Link: ev.Link, Addr: ev.Addr})
+	case heartbeat.LinkDegraded:
+		d.logEvent(node.LinkDegraded{Node: ev.Node, Link: ev.Link, Addr: ev.Addr, Reason: ev.Reason})
+	case heartbeat.LinkRepaired:
+		d.logEvent(node.LinkRepaired{Node: ev.Node, Link: ev.Link, Addr: ev.Addr})
 	}
-	d.logEvent(node.LinkUp{Node: ev.Node, Link: ev.Link, Addr: ev.Addr})
 }
 
 // isLinkEvent tells whether ev is a link event (onLink).
 func isLinkEvent(ev heartbeat.Event) bool {
-	return ev.Kind == heartbeat.LinkDown || ev.Kind == heartbeat.LinkUp
+	switch ev.Kind {
+	case heartbeat.LinkDown, heartbeat.LinkUp, heartbeat.LinkDegraded, heartbeat.LinkRepaired:
+		return true
+	}
+	return false
 }
 
 // hbLinks are the links of a peer for the cluster status: nil with a
@@ -45,7 +54,7 @@ func hbLinks(ls []heartbeat.LinkStatus, now time.Time) []dataset.HBLink {
 		if !l.LastHeard.IsZero() {
 			ms = now.Sub(l.LastHeard).Milliseconds()
 		}
-		out = append(out, dataset.HBLink{Name: l.Name, Addr: l.Addr, Up: l.Up, LastHeardMs: ms})
+		out = append(out, dataset.HBLink{Name: l.Name, Addr: l.Addr, Up: l.Up, LastHeardMs: ms, Degraded: l.Degraded})
 	}
 	return out
 }
@@ -57,7 +66,7 @@ func apiLinks(ls []heartbeat.LinkStatus) []api.LinkStatus {
 	}
 	out := make([]api.LinkStatus, 0, len(ls))
 	for _, l := range ls {
-		out = append(out, api.LinkStatus{Name: l.Name, Addr: l.Addr, Up: l.Up, LastHeard: l.LastHeard})
+		out = append(out, api.LinkStatus{Name: l.Name, Addr: l.Addr, Up: l.Up, LastHeard: l.LastHeard, Degraded: l.Degraded})
 	}
 	return out
 }
@@ -68,16 +77,26 @@ func linkNote(p heartbeat.Peer) string {
 	if !p.Up || len(p.Links) < 2 {
 		return ""
 	}
-	var down []string
+	var down, degraded []string
 	for _, l := range p.Links {
-		if !l.Up {
+		switch {
+		case !l.Up:
 			down = append(down, l.Name)
+		case l.Degraded:
+			degraded = append(degraded, l.Name)
 		}
 	}
-	if len(down) == 0 {
+	var what []string
+	if len(down) > 0 {
+		what = append(what, strings.Join(down, ", ")+" down")
+	}
+	if len(degraded) > 0 {
+		what = append(what, strings.Join(degraded, ", ")+" degraded (beats pass, data does not)")
+	}
+	if len(what) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s: links %d/%d, %s down (an alarm, not a failover)", p.Name, len(p.Links)-len(down), len(p.Links), strings.Join(down, ", "))
+	return fmt.Sprintf("%s: links %d/%d, %s (an alarm, not a failover)", p.Name, len(p.Links)-len(down), len(p.Links), strings.Join(what, ", "))
 }
 
 // explainLinks are the link notes of the given nodes (svcmgr explain).
@@ -101,11 +120,24 @@ func (d *Daemon) explainLinks(nodes []string) []string {
 var descLinkUp = prometheus.NewDesc("haven_hb_link_up",
 	"1 when the heartbeat link to the peer is up (heard within hb.timeout), 0 when not; every link of every peer (net1, net2... in cluster.toml order, disk).", []string{"peer", "link"}, nil)
 
-// collectLinks sets haven_hb_link_up of every link of peers.
+var descLinkDegraded = prometheus.NewDesc("haven_hb_link_degraded",
+	"1 when the heartbeat link to the peer passes beats but not this node's data (the data goes over the other links), 0 when not; every network link of every peer of several links.", []string{"peer", "link"}, nil)
+
+// collectLinks sets haven_hb_link_up of every link of peers, and
+// haven_hb_link_degraded of their network links when they have several.
 func collectLinks(ch chan<- prometheus.Metric, peers []heartbeat.Peer) {
 	for _, p := range peers {
+		nets := 0
+		for _, l := range p.Links {
+			if !l.External {
+				nets++
+			}
+		}
 		for _, l := range p.Links {
 			ch <- prometheus.MustNewConstMetric(descLinkUp, prometheus.GaugeValue, b2f(l.Up), p.Name, l.Name)
+			if nets >= 2 && !l.External {
+				ch <- prometheus.MustNewConstMetric(descLinkDegraded, prometheus.GaugeValue, b2f(l.Degraded), p.Name, l.Name)
+			}
 		}
 	}
 }

@@ -52,6 +52,9 @@ type HBLink struct {
 	// LastHeardMs: how long ago the link last carried the peer's
 	// frames, in milliseconds; -1 when never.
 	LastHeardMs int64 `json:"last_heard_ms"`
+	// Degraded: the link passes beats but not this node's data to the
+	// peer (its data goes over the other links).
+	Degraded bool `json:"degraded,omitempty"`
 }
 
 // HBDisk is the producing node's view of the disk heartbeat ([hb.disk];

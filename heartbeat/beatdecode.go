@@ -91,6 +91,12 @@ func decodeFlat(b []byte) (*message, bool) {
 			case "ack":
 				bit = 1 << 17
 				m.Ack, ok = p.acks()
+			case "behind":
+				bit = 1 << 18
+				m.Behind, ok = p.bool()
+			case "dhear":
+				bit = 1 << 19
+				m.DHear, ok = p.uint()
 			}
 			if !ok || bit == 0 || seen&bit != 0 {
 				return nil, false

@@ -16,7 +16,7 @@ func beatSamples() [][]byte {
 	return [][]byte{
 		encode(&message{Kind: kindBeat, From: "n1", Inc: 1764222000123456789, N: 42, T: 93 * time.Second, Gen: 7, Dig: 1<<63 + 5}),
 		encode(&message{V: 2, Fmt: 2, Lvl: 2, Rel: "1.4.0~rc1+git20261127", Kind: kindBeat, From: "node-a.example", Inc: 9, N: 1, Gen: 3, Dig: 4,
-			Unseen: []string{"n2", "n3"}, Probe: true, Twins: []string{"n4"}, Links: 2, Hear: 3,
+			Unseen: []string{"n2", "n3"}, Probe: true, Twins: []string{"n4"}, Links: 2, Hear: 3, Behind: true, DHear: 2,
 			Ack: echoes{{"n2", 1099511627776, 1500000}, {"n3", 7, 0}}}),
 		encode(&message{Kind: kindNeed, From: "n1", Inc: 2, N: 3}),
 		[]byte(`{"v":1,"k":"beat","from":"n1","inc":3,"gen":9}`),
@@ -147,7 +147,7 @@ func TestEncodeFlat(t *testing.T) {
 	msgs := []*message{
 		{V: 1, Kind: kindBeat, From: "n1", Inc: 1764222000123456789, N: 42, T: 93 * time.Second, Gen: 7, Dig: 1<<63 + 5},
 		{V: 2, Fmt: 2, Lvl: 2, Rel: "1.4.0~rc1+git20261127", Kind: kindBeat, From: "node-a.example", Inc: 9, N: 1, Gen: 3, Dig: 4,
-			Unseen: []string{"n2", "n3"}, Probe: true, Twins: []string{"n4"}, Links: 2, Hear: 3,
+			Unseen: []string{"n2", "n3"}, Probe: true, Twins: []string{"n4"}, Links: 2, Hear: 3, Behind: true, DHear: 1,
 			Ack: echoes{{"a", 1<<64 - 1, 1}, {"n2", 7, 0}, {"n3", 1099511627776, 1500000}}},
 		{V: 1, Kind: kindNeed, From: "n1", Inc: 2, N: 3},
 		{V: 1, Kind: kindBeat, From: "n1", T: -5, Unseen: []string{}, Twins: []string{}, Ack: echoes{}},
@@ -195,4 +195,43 @@ func FuzzEncodeFlat(f *testing.F) {
 			t.Fatalf("flat %s\njson %s (%v)", got, want, err)
 		}
 	})
+}
+
+// Every field a beat may carry is written by the flat encoder: a message
+// with every field of a beat set encodes flat as json.Marshal does (a
+// field added to the message and not to encodeFlat fails here).
+func TestEncodeFlatEveryBeatField(t *testing.T) {
+	m := &message{}
+	v := reflect.ValueOf(m).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		switch v.Type().Field(i).Name {
+		case "Node", "Delta", "ID", "Op", "Body", "Err", "Base":
+			continue // not a beat's
+		}
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Int, reflect.Int64:
+			f.SetInt(7)
+		case reflect.Uint64:
+			f.SetUint(9)
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Slice:
+			if f.Type() == reflect.TypeOf(echoes{}) {
+				f.Set(reflect.ValueOf(echoes{{"a", 1, 2}}))
+			} else {
+				f.Set(reflect.ValueOf([]string{"a"}))
+			}
+		default:
+			t.Fatalf("field %s of kind %s: teach this test and encodeFlat", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	m.Kind = kindBeat
+	got, ok := encodeFlat(m)
+	want, _ := json.Marshal(m)
+	if !ok || string(got) != string(want) {
+		t.Fatalf("flat %s (%v)\njson %s", got, ok, want)
+	}
 }

@@ -71,6 +71,12 @@ func encodeFlat(m *message) ([]byte, bool) {
 	if m.Hear != 0 {
 		b = strconv.AppendUint(append(b, `,"hear":`...), m.Hear, 10)
 	}
+	if m.Behind {
+		b = append(b, `,"behind":true`...)
+	}
+	if m.DHear != 0 {
+		b = strconv.AppendUint(append(b, `,"dhear":`...), m.DHear, 10)
+	}
 	if len(m.Ack) > 0 {
 		b = append(b, `,"ack":{`...)
 		for i, e := range m.Ack {

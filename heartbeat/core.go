@@ -103,9 +103,11 @@ type peer struct {
 	links []*link
 	upAt  time.Time
 	// hears (bit i: link i) are the links on which p hears us, from its
-	// last beat; hearsOK when a beat said them.
-	hears   uint64
-	hearsOK bool
+	// last beat; hearsOK when a beat said them. peerBehind: its last beat
+	// said its copy of our data is behind (degraded.go).
+	hears      uint64
+	hearsOK    bool
+	peerBehind bool
 	// format is what p's last message said of its versions (message.Fmt,
 	// Lvl): its Data events carry it.
 	format dataset.Format
@@ -313,6 +315,7 @@ func (c *core) receiveDecoded(sender string, link, size int, m *message, err err
 	now := c.s.Clock.Now()
 	c.st.Received++
 	c.st.BytesReceived += uint64(size)
+	c.noteDataLinkLocked(p, link, m, now)
 	pr := c.proofLocked(p, m, now)
 	linkFresh := c.linkFreshLocked(p, link, m, now, pr)
 	newer, at := c.newerLocked(p, m, now, pr)
@@ -442,6 +445,7 @@ func (c *core) onBeatLocked(p *peer, m *message, now time.Time) {
 		c.emitLocked(Event{Kind: Unseen, Node: p.name, Unseen: slices.Clone(m.Unseen)})
 	}
 	p.hears, p.hearsOK = m.Hear, m.Links > 0
+	c.onBehindLocked(p, m, now)
 	if m.Gen > 0 {
 		c.gapLocked(p, m.Inc, m.Gen, now)
 		c.checkDigestLocked(p, m, now)
@@ -695,6 +699,10 @@ func (c *core) beatMessage(probe bool, to *peer) *message {
 		Ack: c.acksLocked(to)}
 	if to != nil {
 		m.Hear, m.Links = c.hearMaskLocked(to)
+		if m.Links > 0 {
+			now := c.s.Clock.Now()
+			m.Behind, m.DHear = c.behindSaysLocked(to, now), c.dataMaskLocked(to, now)
+		}
 	}
 	return m
 }
@@ -722,11 +730,29 @@ func (c *core) sendFullLocked(to string) {
 	c.sendLocked(to, c.full)
 }
 
-// sendLocked sends b to one live link of to (dataLinkLocked).
+// sendLocked sends b to one live link of to (dataLinkLocked), or to every
+// network link when one passes beats but not data (degraded.go).
 func (c *core) sendLocked(to string, b []byte) {
+	p := c.peers[to]
+	now := c.s.Clock.Now()
+	if c.allLinksLocked(p, now) {
+		for i, l := range p.links {
+			if !l.external {
+				l.sentDataAt = now
+				c.st.Sent++
+				c.st.BytesSent += uint64(len(b))
+				c.tr.send(to, i, b)
+			}
+		}
+		return
+	}
 	c.st.Sent++
 	c.st.BytesSent += uint64(len(b))
-	c.tr.send(to, c.dataLinkLocked(c.peers[to]), b)
+	i := c.dataLinkLocked(p)
+	if i < len(p.links) {
+		p.links[i].sentDataAt = now
+	}
+	c.tr.send(to, i, b)
 }
 
 // reject counts traffic refused by decode. src is a member name or a

@@ -182,6 +182,13 @@ const (
 	// RunTrusted: no other run of a held peer was heard for long enough;
 	// a Data event with the copy held follows.
 	RunTrusted
+	// LinkDegraded: link Event.Link to the peer passes its beats but not
+	// this node's data (the peer said its copy is behind, and that the
+	// data sent over the link did not reach it there): an alarm, the data
+	// goes over the other links. Reason says why. Several links only.
+	LinkDegraded
+	// LinkRepaired: a degraded link carries data again.
+	LinkRepaired
 )
 
 func (k Kind) String() string {
@@ -222,6 +229,10 @@ func (k Kind) String() string {
 		return "run_held"
 	case RunTrusted:
 		return "run_trusted"
+	case LinkDegraded:
+		return "link_degraded"
+	case LinkRepaired:
+		return "link_repaired"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }

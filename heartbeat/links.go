@@ -39,6 +39,13 @@ type link struct {
 	up         bool
 	// said: a LinkDown was reported and no LinkUp since.
 	said bool
+	// dataAt is when the peer's data (a message other than a beat) last
+	// came by it; sentDataAt when this node last sent data to the peer
+	// over it; degraded: it passes beats but not data, since degradedAt
+	// (degraded.go).
+	dataAt, sentDataAt time.Time
+	degraded           bool
+	degradedAt         time.Time
 }
 
 // LinkStatus is the heartbeat's view of one link to a peer.
@@ -50,6 +57,8 @@ type LinkStatus struct {
 	// peer (zero when never).
 	LastHeard time.Time
 	External  bool // added by NoteLinkAlive (no data goes over it)
+	// Degraded: it passes beats but not data (a LinkDegraded event).
+	Degraded bool
 }
 
 // LinkName is the name of network link i (0-based): net1, net2...
@@ -202,7 +211,7 @@ func (c *core) dataLinkLocked(p *peer) int {
 	now := c.s.Clock.Now()
 	heard, up := -1, -1
 	for i, l := range p.links {
-		if l.external || !l.up {
+		if l.external || !l.up || l.degraded && c.otherLinkOKLocked(p, i) {
 			continue
 		}
 		if up < 0 {
@@ -222,6 +231,17 @@ func (c *core) dataLinkLocked(p *peer) int {
 		return heard
 	}
 	return max(up, 0)
+}
+
+// otherLinkOKLocked tells whether p has an up network link other than i
+// that is not degraded.
+func (c *core) otherLinkOKLocked(p *peer, i int) bool {
+	for j, l := range p.links {
+		if j != i && !l.external && l.up && !l.degraded {
+			return true
+		}
+	}
+	return false
 }
 
 // heardLately tells whether l carried something of its peer within a
@@ -304,7 +324,7 @@ func (c *core) linkStatus(p *peer) []LinkStatus {
 	}
 	out := make([]LinkStatus, 0, len(p.links))
 	for _, l := range p.links {
-		out = append(out, LinkStatus{Name: l.name, Addr: l.addr, Up: l.up, LastHeard: l.heard, External: l.external})
+		out = append(out, LinkStatus{Name: l.name, Addr: l.addr, Up: l.up, LastHeard: l.heard, External: l.external, Degraded: l.degraded})
 	}
 	return out
 }

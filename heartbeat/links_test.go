@@ -270,3 +270,63 @@ func TestLinkDataLeavesAFailedLinkEarly(t *testing.T) {
 		t.Fatalf("a change of n02 for n01 8s after net1 failed: %v", err)
 	}
 }
+
+// Beats only on one of two links (an MTU fault, or an attacker on net1
+// who passes the beats and drops the rest), the link data goes over
+// (issue 44, item 7). Before, n02 heard n01 on both links and went on
+// sending data over net1: n01's copy of n02 stayed behind, n02 stale for
+// good (its dead service never failed over). Now n01's beats say its copy
+// is behind; n02 sends over every link, n01 catches up before hb.timeout
+// (never stale), and n02 reports net1 degraded (an alarm: nobody down);
+// data keeps flowing over net2. Once net1 passes data again, n02 reports
+// it repaired.
+func TestLinkBeatsOnlyIsDegradedNotStale(t *testing.T) {
+	c := newLinkCluster(t, 2)
+	for _, m := range c.members {
+		c.publish(m.Name, svcNode(m.Name, 1, "web"))
+	}
+	c.net.Advance(time.Minute)
+	c.collect()
+	c.net.BeatsOnly("n02", 0, true)
+	for i := 2; i <= 4; i++ {
+		want := svcNode("n02", uint64(i), "web", fmt.Sprint("s", i))
+		c.publish("n02", want)
+		changed := c.clk.Now()
+		for c.clk.Now().Sub(changed) < 15*time.Second && c.converged(map[string]dataset.Node{"n02": want}, "n01") != nil {
+			c.net.Advance(100 * time.Millisecond)
+		}
+		if err := c.converged(map[string]dataset.Node{"n02": want}, "n01"); err != nil {
+			t.Fatalf("change %d of n02 with net1 passing beats only: %v", i, err)
+		}
+		took := c.clk.Now().Sub(changed)
+		t.Logf("change %d of n02 reached n01 %s later (beat period 5s, hb.timeout 15s)", i, took)
+		if i > 2 && took > 100*time.Millisecond {
+			t.Fatalf("change %d of n02 reached n01 %s later, once net1 is known degraded: want at once", i, took)
+		}
+		c.net.Advance(20 * time.Second)
+	}
+	if n := len(c.events("n01", Stale, "n02")); n != 0 {
+		t.Fatalf("n01 marked n02 stale %d times with net2 healthy", n)
+	}
+	if n := len(c.events("n01", Down, "n02")) + len(c.events("n02", Down, "n01")); n != 0 {
+		t.Fatalf("%d Down events with one link passing beats", n)
+	}
+	deg := c.events("n02", LinkDegraded, "n01")
+	if len(deg) != 1 || deg[0].Link != "net1" {
+		t.Fatalf("n02's LinkDegraded events: %+v, want one for net1", deg)
+	}
+	if l := linkOf(t, c.hb["n02"], "n01", "net1"); !l.Degraded || !l.Up {
+		t.Fatalf("n02's net1 to n01: %+v, want up and degraded", l)
+	}
+	c.net.BeatsOnly("n02", 0, false)
+	c.publish("n02", svcNode("n02", 5, "web"))
+	c.net.Advance(30 * time.Second)
+	c.publish("n02", svcNode("n02", 6, "web"))
+	c.net.Advance(5 * time.Second)
+	if rep := c.events("n02", LinkRepaired, "n01"); len(rep) != 1 || rep[0].Link != "net1" {
+		t.Fatalf("n02's LinkRepaired events once net1 passes data again: %+v", rep)
+	}
+	if l := linkOf(t, c.hb["n02"], "n01", "net1"); l.Degraded {
+		t.Fatalf("net1 still degraded: %+v", l)
+	}
+}

@@ -51,6 +51,9 @@ type MemNetwork struct {
 	withheld []memFrame
 	// linkCut: CutLink, the frames from or to the node on the link are lost
 	linkCut map[memLink]bool
+	// beatsOnly: BeatsOnly, only the beats from or to the node on the
+	// link pass
+	beatsOnly map[memLink]bool
 }
 
 // memLink is one network link of one node.
@@ -81,8 +84,9 @@ func NewMemNetwork(clk clock.Clock) *MemNetwork {
 		delay:   map[[2]string]time.Duration{},
 		lastDue: map[[2]string]time.Time{},
 
-		withhold: map[[2]string]func(b []byte) bool{},
-		linkCut:  map[memLink]bool{},
+		withhold:  map[[2]string]func(b []byte) bool{},
+		linkCut:   map[memLink]bool{},
+		beatsOnly: map[memLink]bool{},
 	}
 }
 
@@ -97,6 +101,30 @@ func (n *MemNetwork) CutLink(node string, link int, on bool) {
 	} else {
 		delete(n.linkCut, memLink{node, link})
 	}
+}
+
+// BeatsOnly makes network link (0-based) of node pass only beats, from
+// and to node, while on (an MTU fault that passes small frames only, or
+// an attacker on that link who passes the beats and drops the rest). Heal
+// restores every link.
+func (n *MemNetwork) BeatsOnly(node string, link int, on bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if on {
+		n.beatsOnly[memLink{node, link}] = true
+	} else {
+		delete(n.beatsOnly, memLink{node, link})
+	}
+}
+
+// beatOnlyLost tells whether f is lost on a link that passes only beats.
+// Called with n.mu held.
+func (n *MemNetwork) beatOnlyLost(f memFrame) bool {
+	if !n.beatsOnly[memLink{f.sender.name, f.link}] && !n.beatsOnly[memLink{f.to, f.link}] {
+		return false
+	}
+	m, err := decode(f.b)
+	return err != nil || m.Kind != kindBeat
 }
 
 // Redeliver delivers b to node to again as sent by from on link (a frame
@@ -218,6 +246,7 @@ func (n *MemNetwork) Heal() {
 	clear(n.cut)
 	clear(n.drop)
 	clear(n.linkCut)
+	clear(n.beatsOnly)
 }
 
 // Drop makes the link from -> to lose every frame while on.
@@ -292,7 +321,7 @@ func (n *MemNetwork) Flush() {
 		ok := dst != nil && !dst.closed && !f.sender.closed && n.nodes[from] == f.sender &&
 			(!n.crashed[from] || f.wire && n.onWire[from]) && !n.crashed[f.to] &&
 			!n.cut[[2]string{from, f.to}] && !n.drop[[2]string{from, f.to}] &&
-			!n.linkCut[memLink{from, f.link}] && !n.linkCut[memLink{f.to, f.link}] &&
+			!n.linkCut[memLink{from, f.link}] && !n.linkCut[memLink{f.to, f.link}] && !n.beatOnlyLost(f) &&
 			(n.lose == nil || !n.lose(from, f.to, f.b))
 		if pick := n.withhold[[2]string{from, f.to}]; ok && pick != nil && pick(f.b) {
 			n.withheld = append(n.withheld, f)

@@ -89,6 +89,13 @@ type message struct {
 	// heard both ways (links.go). Older versions ignore the fields.
 	Links int    `json:"links,omitempty"`
 	Hear  uint64 `json:"hear,omitempty"`
+	// Behind (beats, with Links) says that the sender's copy of the
+	// receiver's data has stayed behind what the receiver announces for
+	// a beat period; DHear are the links (bit i: link i) on which the
+	// receiver's data reached the sender within its hb.timeout
+	// (degraded.go). Older versions ignore the fields.
+	Behind bool   `json:"behind,omitempty"`
+	DHear  uint64 `json:"dhear,omitempty"`
 	// Ack (beats) echoes, per member heard, the newest message of its
 	// run received: its N and how long ago, in nanoseconds by the
 	// sender's clock (echo.go). Older versions ignore the field.

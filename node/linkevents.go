@@ -37,6 +37,38 @@ func (e LinkUp) String() string {
 	return "heartbeat link " + linkText(e.Link, e.Addr) + " to " + e.Node + " up again"
 }
 
+// LinkDegraded: a link to a peer passes this node's beats but not its
+// data (the peer said its copy was behind): the data goes over the other
+// links.
+type LinkDegraded struct {
+	Node   string `json:"node"`
+	Link   string `json:"link"`
+	Addr   string `json:"addr,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func (LinkDegraded) Kind() string    { return "link_degraded" }
+func (LinkDegraded) Service() string { return "" }
+func (LinkDegraded) Level() Level    { return Warn }
+func (e LinkDegraded) String() string {
+	return "heartbeat link " + linkText(e.Link, e.Addr) + " to " + e.Node + " degraded: " + e.Reason +
+		"; " + e.Node + " stays up: check that network's MTU and filters (docs/operations.md, \"Heartbeat links\")"
+}
+
+// LinkRepaired: a degraded link carries data again.
+type LinkRepaired struct {
+	Node string `json:"node"`
+	Link string `json:"link"`
+	Addr string `json:"addr,omitempty"`
+}
+
+func (LinkRepaired) Kind() string    { return "link_repaired" }
+func (LinkRepaired) Service() string { return "" }
+func (LinkRepaired) Level() Level    { return Info }
+func (e LinkRepaired) String() string {
+	return "heartbeat link " + linkText(e.Link, e.Addr) + " to " + e.Node + " carries data again"
+}
+
 func linkText(link, addr string) string {
 	if addr == "" {
 		return link

@@ -46,3 +46,32 @@ func TestLinksMarks(t *testing.T) {
 		t.Errorf("explain:\n%s", e)
 	}
 }
+
+// A link that passes beats but not data (degraded): svcmon's hb row and
+// the daemon status say so, the peer stays up.
+func TestLinksDegradedMarks(t *testing.T) {
+	st := &dataset.ClusterStatus{
+		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
+		Nodes:   threeNodes(),
+		Local:   "n2",
+		Heartbeat: map[string]dataset.HBPeer{
+			"n1": {Up: true, LastHeardMs: 800, Links: []dataset.HBLink{{Name: "net1", Up: true, Degraded: true}, {Name: "net2", Up: true}}},
+			"n3": {Up: true, LastHeardMs: 300, Links: []dataset.HBLink{{Name: "net1", Up: true}, {Name: "net2", Up: true}}},
+		},
+	}
+	var hb string
+	for _, l := range strings.Split(Svcmon(st, SvcmonOptions{}), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "hb ") {
+			hb = l
+		}
+	}
+	if !strings.Contains(hb, "up 0.8s links 2/2 degraded") || strings.Contains(hb, "up 0.3s links") {
+		t.Errorf("hb row: %q", hb)
+	}
+	now := time.Now()
+	ds := &api.DaemonStatus{Node: "n2", Started: now, HB: api.HBStatus{Addr: "0.0.0.0:10000", Listening: true},
+		Peers: []api.PeerStatus{{Name: "n1", Status: "up", Links: []api.LinkStatus{{Name: "net1", Up: true, Degraded: true}, {Name: "net2", Up: true}}}}}
+	if s := NodeStatus(ds, now); !strings.Contains(s, "up links 2/2 (net1 degraded)") {
+		t.Errorf("daemon status:\n%s", s)
+	}
+}
