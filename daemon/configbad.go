@@ -135,6 +135,6 @@ func (d *Daemon) badStatus(name, err string, nodes map[string]dataset.Node) data
 	if t := d.dur.Services[name].Target; t.Active() {
 		ss.GlobalExpect = t.String()
 	}
-	aggregate(&ss, name, nodes)
+	aggregate(&ss, name, nodes, nil)
 	return ss
 }

@@ -46,6 +46,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		return -1
 	}
 	nodes := map[string]dataset.Node{local.Name: local}
+	unknownUp := map[string]bool{} // live nodes whose instances are unknown
 	st.Nodes[local.Name] = nodeInfo(local, dataset.NodeUp)
 	for _, name := range d.core.PeerNames() {
 		p, _ := d.core.Peer(name)
@@ -61,6 +62,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		if ps == dataset.NodeDown || ps == dataset.NodeStUnknown || view.Unconfirmed(p) {
 			n = staleNode(n, ageOf(name))
 		}
+		unknownUp[name] = view.Unconfirmed(p) && ps != dataset.NodeDown
 		nodes[name] = n
 	}
 	for name, inst := range d.services {
@@ -76,7 +78,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		if t, ok := d.dur.Services[name]; ok && t.Target.Active() {
 			ss.GlobalExpect = t.Target.String()
 		}
-		aggregate(&ss, name, nodes)
+		aggregate(&ss, name, nodes, unknownUp)
 		st.Services[name] = ss
 	}
 	for _, name := range d.invalidNames() {
@@ -87,8 +89,11 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 }
 
 // aggregate fills the instances of ss (on its nodes) and the service-wide
-// avail, overall, placement state and frozen from them.
-func aggregate(ss *dataset.ServiceStatus, name string, nodes map[string]dataset.Node) {
+// avail, overall, placement state and frozen from them. A service up
+// nowhere is unknown, not down, while it has an instance on a node of
+// unknownUp: a live node whose instances are unknown (its data stale, two
+// daemons with its name, a new run not trusted yet: it may run it).
+func aggregate(ss *dataset.ServiceStatus, name string, nodes map[string]dataset.Node, unknownUp map[string]bool) {
 	var avails []dataset.Status
 	frozen, thawed := 0, 0
 	for _, node := range ss.Nodes {
@@ -111,6 +116,13 @@ func aggregate(ss *dataset.ServiceStatus, name string, nodes map[string]dataset.
 		}
 	}
 	ss.Avail = status.Service(avails)
+	if ss.Avail == dataset.StatusDown || ss.Avail == dataset.StatusNA {
+		for node := range ss.Instances {
+			if unknownUp[node] {
+				ss.Avail = dataset.StatusUnknown
+			}
+		}
+	}
 	ss.PlacementState = placementState(*ss)
 	ss.Overall = ss.Avail
 	for _, i := range ss.Instances {

@@ -259,12 +259,13 @@ func cases() map[string]*dataset.ClusterStatus {
 	cs["leader_non_idle"] = lead
 
 	// n2 hears n1 but its data does not arrive (stale: web's instance
-	// there is "? stale"), and two daemons run as n3 (DUPLICATE).
+	// there is "? stale"), and two daemons run as n3 (DUPLICATE): web,
+	// up nowhere known, may run on either: unknown, not down.
 	trust := &dataset.ClusterStatus{
 		Cluster: dataset.ClusterInfo{Name: "prod", Compat: true},
 		Nodes:   threeNodes(),
 		Services: map[string]dataset.ServiceStatus{
-			"web": svc(dataset.StatusDown, n123, map[string]dataset.Instance{
+			"web": svc(dataset.StatusUnknown, n123, map[string]dataset.Instance{
 				"n1": {Avail: dataset.StatusUnknown, Overall: dataset.StatusUnknown, Stale: true, AgeMs: 4200,
 					Monitor: dataset.InstanceMonitor{State: dataset.Idle}},
 				"n2": inst(dataset.StatusDown, dataset.Idle, "none", false),
