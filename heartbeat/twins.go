@@ -266,10 +266,12 @@ func (c *core) twinsLocked() []string {
 // node's name. A claim about this node does not act on it on one
 // member's word while another could confirm it: the Impostor event (which
 // freezes the node) comes once two members say it within Timeout, or the
-// only peer of a 2-node cluster does (its word is all there is: a cloned
-// host there is seen by it alone). A lone claim is reported (Rejected),
-// not acted on: a holder of the secret listing n2 in its beats froze n2.
-// Both events are rate-limited like the transport's.
+// one peer this node hears lately does (its word is all there is: the
+// only peer of a 2-node cluster, or the peers other than the one the
+// network now sends to the clone, which this node no longer hears). A
+// lone claim is reported (Rejected), not acted on: a holder of the secret
+// listing n2 in its beats froze n2. Both events are rate-limited like the
+// transport's.
 func (c *core) twinOfSelfLocked(p *peer, twins []string) {
 	now := c.s.Clock.Now()
 	p.claimsTwin = time.Time{}
@@ -278,12 +280,17 @@ func (c *core) twinOfSelfLocked(p *peer, twins []string) {
 	}
 	p.claimsTwin = now
 	var who []string
+	heard := 0
 	for _, name := range c.names {
-		if at := c.peers[name].claimsTwin; !at.IsZero() && now.Sub(at) < c.s.Timeout {
+		q := c.peers[name]
+		if at := q.claimsTwin; !at.IsZero() && now.Sub(at) < c.s.Timeout {
 			who = append(who, name)
 		}
+		if q.up && now.Sub(q.heard) < c.s.probeAfter() {
+			heard++
+		}
 	}
-	if len(who) < min(2, len(c.names)) {
+	if len(who) < min(2, max(1, heard)) {
 		c.refuseLocked("twinclaim:"+p.name, Event{Kind: Rejected, Node: p.name, Addr: p.addr,
 			Reason: fmt.Sprintf("%s says it hears two runs of %s (this node) at once: not acted on until another member says it too (one member's word about another is no evidence)", p.name, c.s.Node)})
 		return

@@ -256,7 +256,8 @@ func TestTwinOfSelfIsImpostor(t *testing.T) {
 // this node from one member is not acted on while another member could
 // confirm it: n01 reports it (Rejected), and only a second member saying
 // it too makes it an Impostor event. With a single peer, that peer's word
-// is all there is (TestTwinOfSelfIsImpostor).
+// is all there is (TestTwinOfSelfIsImpostor), as is the word of the one
+// peer this node hears lately.
 func TestTwinOfSelfClaimNeedsTwoWitnesses(t *testing.T) {
 	c := newMemCluster(t, 3)
 	c.net.Advance(5 * time.Second)
@@ -280,6 +281,20 @@ func TestTwinOfSelfClaimNeedsTwoWitnesses(t *testing.T) {
 	c.net.Advance(5 * time.Second)
 	if n := c.take("n01", Impostor, "n01"); n != 1 {
 		t.Fatalf("%d Impostor events on n01 once n02 and n03 say it, want 1 (rate-limited)", n)
+	}
+
+	// n01 hears n02 alone (the network sends n03's frames for n01 to the
+	// clone): n02's word is all there is
+	c = newMemCluster(t, 3)
+	c.net.Advance(5 * time.Second)
+	c.net.Drop("n03", "n01", true)
+	c.net.Advance(8 * time.Second) // a beat and a half (7.5 s)
+	c.collect()
+	c.evs["n01"] = nil
+	c.hb["n02"].(*memHB).c.noteTwin("n01", "seen")
+	c.net.Advance(5 * time.Second)
+	if n := c.take("n01", Impostor, "n01"); n != 1 {
+		t.Fatalf("%d Impostor events on n01 from the one peer it hears, want 1", n)
 	}
 }
 
