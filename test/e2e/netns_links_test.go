@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,5 +112,83 @@ func TestNetnsTwoLinksOneCutIsAnAlarm(t *testing.T) {
 	t.Logf("both links cut: n1 stopped web %.2fs after the cut, a survivor started it %.2fs after", stop, start)
 	if start < stop {
 		t.Fatalf("the survivor started web %.2fs before n1 stopped it", stop-start)
+	}
+}
+
+// Two links per node; an attacker on net1 (or an MTU fault) passes n1's
+// beats to n2 and drops the rest (every TCP segment, every datagram
+// longer than a beat); net2 is healthy. web dies on n1 and cannot start
+// there again. Before, n1's data kept going over net1, the link it hears
+// n2 on first: n2 marked n1 stale, web "? stale" there, which nothing
+// fails over because of (n1 "may run it"). Now n2's beats say its copy of
+// n1 is behind, n1 sends its data over every link (net2 carries it) and
+// reports net1 degraded (an alarm: nobody down); n2 is never stale and
+// sees web down on n1 within a few beats.
+func TestNetnsLinkBeatsOnlyIsDegraded(t *testing.T) {
+	t.Parallel() // a bed of its own
+	names := []string{"n1", "n2"}
+	b := newNetBedLinks(t, names, `rejoin_grace_period = "10s"`, nil, 2)
+	c := b.nodes
+	for _, n := range names {
+		b.startDaemon(n)
+	}
+	b.converge(names, 15*time.Second)
+	createService(t, c["n1"], "web", failingService(`["n1", "n2"]`))
+	waitFor(t, 15*time.Second, "web up on n1 only (seen from n2)", upOnlyOn(c["n2"], "web", "n1"))
+
+	b.ok(b.bed.BeatsOnly("n1", "n2", beatLen)) // on net1 (n1's eth0 address) only
+	writeFile(t, filepath.Join(c["n1"].root, "var", "services", "web", "nostart"), "")
+	pid := appPid(c["n1"], "web")
+	if pid == 0 {
+		t.Fatal("no process of web on n1")
+	}
+	killed := time.Now()
+	b.ok(syscall.Kill(pid, syscall.SIGKILL))
+	stale := false
+	defer func() {
+		if t.Failed() {
+			for _, n := range names {
+				st := c[n].status()
+				t.Logf("%s: hb %+v web %+v", n, st.Heartbeat, st.Services["web"])
+				for _, l := range strings.Split(nodeLog(t, c[n]), "\n") {
+					if strings.Contains(l, "link") || strings.Contains(l, "stale") || strings.Contains(l, "web") {
+						t.Log(l)
+					}
+				}
+			}
+		}
+	}()
+	waitFor(t, 15*time.Second, "n2 sees web down on n1", func() bool {
+		st := c["n2"].status()
+		stale = stale || st.Heartbeat["n1"].Stale
+		i := st.Services["web"].Instances["n1"]
+		return i.Avail == dataset.StatusDown && !i.Stale
+	})
+	t.Logf("n2 sees web down on n1 %s after it died there (net1 passing beats only, hb.timeout 3s); %d packets dropped",
+		time.Since(killed).Round(10*time.Millisecond), b.bed.Dropped("n2"))
+	if stale {
+		t.Error("n2 marked n1 stale although net2 carries its data")
+	}
+	l := nodeLog(t, c["n1"])
+	if !strings.Contains(l, "heartbeat link net1") || !strings.Contains(l, "to n2 degraded") {
+		t.Fatalf("n1's node.log does not report net1 to n2 degraded")
+	}
+	if ls := c["n1"].status().Heartbeat["n2"].Links; len(ls) != 2 || !ls[0].Degraded || !ls[0].Up || ls[1].Degraded {
+		t.Fatalf("n1's links to n2 in the status: %+v, want net1 up and degraded, net2 not", ls)
+	}
+	if out := c["n1"].must("svcmon"); !strings.Contains(out, "links 2/2 degraded") {
+		t.Fatalf("svcmon on n1 does not show net1 degraded:\n%s", out)
+	}
+	for _, n := range names {
+		if l := nodeLog(t, c[n]); strings.Contains(l, `"event": "peer_down"`) {
+			t.Fatalf("%s declared its peer down with one link passing beats", n)
+		}
+	}
+	// three more timeouts: n1 stays current in n2's view
+	for end := time.Now().Add(9 * time.Second); time.Now().Before(end); {
+		if hb := c["n2"].status().Heartbeat["n1"]; hb.Stale || !hb.Up {
+			t.Fatalf("n2's view of n1 with net1 degraded: %+v", hb)
+		}
+		time.Sleep(200 * time.Millisecond) // sampling a window, not waiting for an event
 	}
 }
