@@ -46,7 +46,8 @@
 // The rule is ours, not memberlist's: a peer is up from the moment a valid
 // frame of it arrives that is newer than every one heard of its run and
 // timely (fresh.go: frames held back on the path and delivered late refresh
-// nothing), and down when nothing was heard from it for Timeout,
+// nothing; a beat echoing one of this node's messages proves how old it is,
+// echo.go), and down when nothing was heard from it for Timeout,
 // measured with the Clock. The ticker wakes at the next due time (the next
 // beat, a peer's Timeout, a gap's deadline), so Down lands a few
 // milliseconds after Timeout of silence. Since the last frame precedes a
@@ -72,7 +73,9 @@
 // beats and probes go out on every link, data over one live link, and a
 // peer is down only when every link was silent for Timeout; a link silent
 // while the peer is heard on another is a LinkDown event (an alarm), its
-// return a LinkUp. Freshness and replays are checked per peer run over all
+// return a LinkUp. A link that passes beats but not data is a
+// LinkDegraded event, and the data of a peer behind goes over every link
+// (degraded.go). Freshness and replays are checked per peer run over all
 // links. NoteLinkAlive adds links from outside the network (the disk
 // heartbeat), which count for liveness like a fresh beat.
 //
@@ -98,7 +101,9 @@
 //     1024-entry replay window. Streams are records of at most 64 KiB,
 //     24 MiB in all; an inbound stream must authenticate its first record
 //     within Timeout/4 (1s to 10s), from a member's address, with at most
-//     64 such streams waiting (16 per address). Refused traffic becomes
+//     64 such streams waiting (16 per address); a window pushed past a
+//     run's own numbers by forged frames is re-anchored at the run's answer
+//     to a challenge (anchor.go). Refused traffic becomes
 //     Rejected events (rate-limited: one per source and reason per 10s, 20
 //     per 10s in all) and counters; a frame under our own name from a
 //     later run is an Impostor event. Two runs of one member that both
@@ -106,7 +111,9 @@
 //     host): a Duplicate event, the name in our beats (a node that reads
 //     its own name there gets an Impostor event), and a run shut out by
 //     its twin is challenged and taken back once the twin is silent
-//     (twins.go). See docs/security.md.
+//     (twins.go); a new run confirmed while another still sends is held
+//     (RunHeld: its instances unknown) until that one is silent
+//     (newrun.go). See docs/security.md.
 //     Frames up to about 1.3KB go as one datagram, larger ones over TCP
 //     (SendReliable), to the address in cluster.toml, through two queues
 //     per peer (datagrams and streams, so that beats never wait behind a

@@ -44,7 +44,7 @@ func downAfter(c *memCluster, max time.Duration) time.Duration {
 
 // An attacker on the path from n01 to n02 (no secret) delays n01's frames
 // a little more all the time (1 s every 75 s, at hb 3s/1s), then n01 is
-// killed (issue 44, item 6). Before, the lag was never late (its least,
+// killed. Before, the lag was never late (its least,
 // kept over 10 to 20 hb.timeout, moved along) and n02 declared the dead
 // n01 down only once the frames held on the path were delivered: 8.3 s
 // after a kill at a 5.4 s lag. Now n01's beats echo n02's, which proves

@@ -60,7 +60,7 @@ func TestEnvelopeSequenceJump(t *testing.T) {
 	}
 }
 
-// Insider (issue 44, item 4): a holder of the secret seals six datagrams
+// Insider: a holder of the secret seals six datagrams
 // of n2's current run, each 500 numbers ahead of the last (under the jump
 // limit), from n2's address. Before, n1's window moved 3,000 past n2's
 // numbers and every real frame of n2 was refused as a replay for minutes

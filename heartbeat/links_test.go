@@ -272,8 +272,8 @@ func TestLinkDataLeavesAFailedLinkEarly(t *testing.T) {
 }
 
 // Beats only on one of two links (an MTU fault, or an attacker on net1
-// who passes the beats and drops the rest), the link data goes over
-// (issue 44, item 7). Before, n02 heard n01 on both links and went on
+// who passes the beats and drops the rest), the link data goes over.
+// Before, n02 heard n01 on both links and went on
 // sending data over net1: n01's copy of n02 stayed behind, n02 stale for
 // good (its dead service never failed over). Now n01's beats say its copy
 // is behind; n02 sends over every link, n01 catches up before hb.timeout
