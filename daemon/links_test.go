@@ -10,27 +10,31 @@ import (
 	"haven/internal/clock"
 )
 
-// haven_hb_link_up has one gauge per link of every peer: 0 for a link cut
-// while the peer is heard on the other, 1 for the others.
-func TestMetricsLinkUp(t *testing.T) {
-	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	net := heartbeat.NewMemNetwork(clk)
+// twoLinkPair is n1 and n2 on an in-memory network, two links each, hb
+// 3s/1s.
+func twoLinkPair(t *testing.T) (*heartbeat.MemNetwork, map[string]heartbeat.Heartbeat) {
+	net := heartbeat.NewMemNetwork(clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)))
 	members := []config.Member{
 		{Name: "n1", Addr: "10.0.0.1:10000", Links: []string{"10.0.0.1:10000", "10.1.0.1:10000"}},
 		{Name: "n2", Addr: "10.0.0.2:10000", Links: []string{"10.0.0.2:10000", "10.1.0.2:10000"}},
 	}
-	var hb1 heartbeat.Heartbeat
+	hbs := map[string]heartbeat.Heartbeat{}
 	for _, m := range members {
 		h, err := net.Join(heartbeat.Config{Node: m.Name, Members: members, ClusterName: "c", Timeout: 3 * time.Second, Interval: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Name == "n1" {
-			hb1 = h
-		}
+		hbs[m.Name] = h
 	}
+	return net, hbs
+}
+
+// haven_hb_link_up has one gauge per link of every peer: 0 for a link cut
+// while the peer is heard on the other, 1 for the others.
+func TestMetricsLinkUp(t *testing.T) {
+	net, hbs := twoLinkPair(t)
 	m := newMetrics("n1", "c", 1)
-	m.setHeartbeat(hb1)
+	m.setHeartbeat(hbs["n1"])
 	net.Advance(10 * time.Second)
 	if got := metricValue(t, m, "haven_hb_link_up", "peer", "n2", "link", "net2"); got != 1 {
 		t.Fatalf("haven_hb_link_up{n2,net2} = %v before the cut, want 1", got)
@@ -71,20 +75,7 @@ func TestMetricsDiskNotOpen(t *testing.T) {
 // (the peer said it was behind on this node's data sent over it), 0 for
 // the others; the peer stays up.
 func TestMetricsLinkDegraded(t *testing.T) {
-	clk := clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	net := heartbeat.NewMemNetwork(clk)
-	members := []config.Member{
-		{Name: "n1", Addr: "10.0.0.1:10000", Links: []string{"10.0.0.1:10000", "10.1.0.1:10000"}},
-		{Name: "n2", Addr: "10.0.0.2:10000", Links: []string{"10.0.0.2:10000", "10.1.0.2:10000"}},
-	}
-	hbs := map[string]heartbeat.Heartbeat{}
-	for _, m := range members {
-		h, err := net.Join(heartbeat.Config{Node: m.Name, Members: members, ClusterName: "c", Timeout: 3 * time.Second, Interval: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hbs[m.Name] = h
-	}
+	net, hbs := twoLinkPair(t)
 	m := newMetrics("n1", "c", 1)
 	m.setHeartbeat(hbs["n1"])
 	hbs["n1"].Publish(dataset.Node{Name: "n1", Gen: 1})

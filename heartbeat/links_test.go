@@ -24,6 +24,17 @@ func newLinkCluster(t *testing.T, n int) *memCluster {
 	return c
 }
 
+// settledLinkCluster is newLinkCluster whose nodes published a service
+// each, a minute ago.
+func settledLinkCluster(t *testing.T, n int) *memCluster {
+	c := newLinkCluster(t, n)
+	for _, m := range c.members {
+		c.publish(m.Name, svcNode(m.Name, 1, "web"))
+	}
+	c.net.Advance(time.Minute)
+	return c
+}
+
 // events returns and forgets the events of observer of kind about node.
 func (c *memCluster) events(observer string, kind Kind, node string) []Event {
 	c.collect()
@@ -54,11 +65,7 @@ func linkOf(t *testing.T, h Heartbeat, peer, link string) LinkStatus {
 // link is reported down (LinkDown, once, both sides) and up again when
 // restored (LinkUp), and the data keeps flowing over the other link.
 func TestLinkCutIsNotADown(t *testing.T) {
-	c := newLinkCluster(t, 3)
-	for _, m := range c.members {
-		c.publish(m.Name, svcNode(m.Name, 1, "web"))
-	}
-	c.net.Advance(time.Minute)
+	c := settledLinkCluster(t, 3)
 	c.collect()
 	for _, m := range c.members {
 		c.evs[m.Name] = nil
@@ -248,11 +255,7 @@ func TestOneLinkNoLinkEvents(t *testing.T) {
 // before it is declared down (hb.timeout): a change published then reaches
 // the peers over the other link at once.
 func TestLinkDataLeavesAFailedLinkEarly(t *testing.T) {
-	c := newLinkCluster(t, 3)
-	for _, m := range c.members {
-		c.publish(m.Name, svcNode(m.Name, 1, "web"))
-	}
-	c.net.Advance(time.Minute)
+	c := settledLinkCluster(t, 3)
 	c.net.CutLink("n01", 0, true)
 	c.net.Advance(8 * time.Second) // a beat and a half (7.5s) and a bit; hb.timeout is 15s
 	if l := linkOf(t, c.hb["n02"], "n01", "net1"); !l.Up {
@@ -281,11 +284,7 @@ func TestLinkDataLeavesAFailedLinkEarly(t *testing.T) {
 // data keeps flowing over net2. Once net1 passes data again, n02 reports
 // it repaired.
 func TestLinkBeatsOnlyIsDegradedNotStale(t *testing.T) {
-	c := newLinkCluster(t, 2)
-	for _, m := range c.members {
-		c.publish(m.Name, svcNode(m.Name, 1, "web"))
-	}
-	c.net.Advance(time.Minute)
+	c := settledLinkCluster(t, 2)
 	c.collect()
 	c.net.BeatsOnly("n02", 0, true)
 	for i := 2; i <= 4; i++ {

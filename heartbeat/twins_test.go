@@ -339,9 +339,15 @@ func TestTwinWithheldBurstIsNoDuplicate(t *testing.T) {
 // beatOf is a datagram of run inc of n2 carrying a beat sent now (its T
 // counted from epoch, the run's start).
 func (b *twinBed) beatOf(inc uint64, epoch time.Time) []byte {
+	return b.msgOf(inc, epoch, &message{Kind: kindBeat})
+}
+
+// msgOf is a datagram of run inc of n2 carrying m, sent now (its T
+// counted from epoch, its N the datagram's sequence number).
+func (b *twinBed) msgOf(inc uint64, epoch time.Time, m *message) []byte {
 	b.seq[inc]++
-	m := encode(&message{V: 1, Kind: kindBeat, From: "n2", Inc: inc, N: b.seq[inc], T: b.clk.Now().Sub(epoch)})
-	return b.tr.keys.sealDatagram(typeDatagram, "n2", inc, b.seq[inc], append([]byte{mlUserMsg}, m...))
+	m.V, m.From, m.Inc, m.N, m.T = 1, "n2", inc, b.seq[inc], b.clk.Now().Sub(epoch)
+	return b.tr.keys.sealDatagram(typeDatagram, "n2", inc, b.seq[inc], append([]byte{mlUserMsg}, encode(m)...))
 }
 
 // An attacker on the path withholds datagrams of run A of n2; n2
@@ -399,10 +405,8 @@ func TestTwinWithheldSpreadIsNoDuplicate(t *testing.T) {
 // fullOfRun is a datagram of run inc of n2 carrying its full copy at gen,
 // with services svcs, sent now.
 func (b *twinBed) fullOfRun(inc uint64, epoch time.Time, gen uint64, svcs ...string) []byte {
-	b.seq[inc]++
 	n := svcNode("n2", gen, svcs...)
-	m := encode(&message{V: 1, Kind: kindFull, From: "n2", Inc: inc, N: b.seq[inc], T: b.clk.Now().Sub(epoch), Gen: gen, Node: &n})
-	return b.tr.keys.sealDatagram(typeDatagram, "n2", inc, b.seq[inc], append([]byte{mlUserMsg}, m...))
+	return b.msgOf(inc, epoch, &message{Kind: kindFull, Gen: gen, Node: &n})
 }
 
 // trusted tells whether the Data events of n2 collected so far may be

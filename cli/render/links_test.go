@@ -22,13 +22,7 @@ func TestLinksMarks(t *testing.T) {
 			"n3": {Up: true, LastHeardMs: 300, Links: []dataset.HBLink{{Name: "net1", Up: true}, {Name: "net2", Up: true}}},
 		},
 	}
-	out := Svcmon(st, SvcmonOptions{})
-	var hb string
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "hb ") {
-			hb = l
-		}
-	}
+	hb := hbRow(Svcmon(st, SvcmonOptions{}))
 	if !strings.Contains(hb, "up 0.8s links 1/2") || strings.Contains(hb, "up 0.3s links") {
 		t.Errorf("hb row: %q", hb)
 	}
@@ -59,12 +53,7 @@ func TestLinksDegradedMarks(t *testing.T) {
 			"n3": {Up: true, LastHeardMs: 300, Links: []dataset.HBLink{{Name: "net1", Up: true}, {Name: "net2", Up: true}}},
 		},
 	}
-	var hb string
-	for _, l := range strings.Split(Svcmon(st, SvcmonOptions{}), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "hb ") {
-			hb = l
-		}
-	}
+	hb := hbRow(Svcmon(st, SvcmonOptions{}))
 	if !strings.Contains(hb, "up 0.8s links 2/2 degraded") || strings.Contains(hb, "up 0.3s links") {
 		t.Errorf("hb row: %q", hb)
 	}
@@ -74,4 +63,14 @@ func TestLinksDegradedMarks(t *testing.T) {
 	if s := NodeStatus(ds, now); !strings.Contains(s, "up links 2/2 (net1 degraded)") {
 		t.Errorf("daemon status:\n%s", s)
 	}
+}
+
+// hbRow is the Heartbeat row ("hb") of svcmon's output.
+func hbRow(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "hb ") {
+			return l
+		}
+	}
+	return ""
 }

@@ -20,10 +20,7 @@ func newCloneBed(t *testing.T) (*netBed, map[string]*node) {
 	names := []string{"n1", "n2", "n3"}
 	b := newNetBed(t, names, `rejoin_grace_period = "10s"`)
 	c := b.nodes
-	for _, n := range names {
-		b.startDaemon(n)
-	}
-	b.converge(names, 15*time.Second)
+	b.startAll(names)
 	for i, n := range names {
 		order := append([]string{n}, slices.Delete(slices.Clone(names), i, i+1)...)
 		createService(t, c["n1"], "web"+n[1:], testbed.HAService(testbed.NodeList(order), ""))

@@ -110,6 +110,16 @@ func (b *netBed) startDaemon(n string) {
 }
 
 // converge waits until every node sees every other up and left rejoin.
+// startAll starts the daemons of names and waits until each hears the
+// others (15 s at most).
+func (b *netBed) startAll(names []string) {
+	b.t.Helper()
+	for _, n := range names {
+		b.startDaemon(n)
+	}
+	b.converge(names, 15*time.Second)
+}
+
 func (b *netBed) converge(names []string, within time.Duration) {
 	b.t.Helper()
 	for _, a := range names {

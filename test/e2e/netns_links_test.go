@@ -129,10 +129,7 @@ func TestNetnsLinkBeatsOnlyIsDegraded(t *testing.T) {
 	names := []string{"n1", "n2"}
 	b := newNetBedLinks(t, names, `rejoin_grace_period = "10s"`, nil, 2)
 	c := b.nodes
-	for _, n := range names {
-		b.startDaemon(n)
-	}
-	b.converge(names, 15*time.Second)
+	b.startAll(names)
 	createService(t, c["n1"], "web", failingService(`["n1", "n2"]`))
 	waitFor(t, 15*time.Second, "web up on n1 only (seen from n2)", upOnlyOn(c["n2"], "web", "n1"))
 
