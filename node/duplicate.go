@@ -136,6 +136,11 @@ func (c *Core) noteDuplicate(p *peer, ev PeerEvent) {
 	}
 }
 
+// heldRunOnly reports whether the peer's instances are unknown only
+// because its new run is held: it is alive and its data current (it counts
+// as a live member for the quorum).
+func (p *peer) heldRunOnly() bool { return p.runHeld && !p.twin && !p.behind }
+
 // PeerDuplicated reports whether two runs of the peer are heard at once.
 func (c *Core) PeerDuplicated(name string) bool {
 	p := c.peers[name]

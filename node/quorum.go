@@ -194,7 +194,9 @@ func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
 
 // livePeers are the peers this node hears, whose data is current, and whose
 // beats do not list it as unseen: the members of its side. A peer in
-// maintenance (within its grace) or shutting counts: it left on purpose.
+// maintenance (within its grace) or shutting counts: it left on purpose;
+// so does a peer whose instances are unknown only because its new run is
+// held (a restart: duplicate.go), whose data is current.
 func (c *Core) livePeers(now time.Time) []string {
 	var out []string
 	for _, name := range c.pnames {
@@ -204,7 +206,7 @@ func (c *Core) livePeers(now time.Time) []string {
 			// announced: a daemon stopped for maintenance (within its
 			// grace) or shutting down is no loss
 		case dataset.NodeUp:
-			if p.Data == nil || view.Unconfirmed(p.Peer) || c.selfClaimCredited(p, now) {
+			if p.Data == nil || view.Unconfirmed(p.Peer) && !p.heldRunOnly() || c.selfClaimCredited(p, now) {
 				continue
 			}
 		default:

@@ -347,3 +347,23 @@ func TestFenceRaceDelay(t *testing.T) {
 		}
 	}
 }
+
+// A restart of a peer (a new run confirmed while its old one was heard a
+// moment ago: PeerRunHeld) leaves its instances unknown for a while, but
+// the peer is alive and its data current: it still counts as a member of
+// this node's side. Before, two peers restarted one after the other were
+// both "lost" for the quorum: n1 lost it (1 of 3) and stopped its
+// services (the chaos suite's RestartOnebyOne).
+func TestHeldRunCountsForQuorum(t *testing.T) {
+	c, _ := qcore(t, "n1", []string{"n1", "n2", "n3"}, nil, SplitStop)
+	now := t0.Add(time.Second)
+	for _, p := range []string{"n2", "n3"} {
+		c.Heartbeat(PeerEvent{Node: p, Kind: PeerRunHeld, Reason: "a new run of " + p}, now)
+		hear(c, p, nil, now)
+	}
+	ticks(c, now, now.Add(3*time.Second))
+	rd := c.Ready()
+	if v := votes(rd); len(v) != 0 || c.NodeFrozen() || len(rd.Run) != 0 {
+		t.Fatalf("votes %+v, frozen %v, run %+v with two peers restarted: want nothing", v, c.NodeFrozen(), rd.Run)
+	}
+}
