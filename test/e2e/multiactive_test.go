@@ -249,10 +249,10 @@ func TestNetnsMultipleActiveForeignCopyAfterCrash(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, vip+" answers ping from n3", func() bool { return b.ping("n3", vip, 300*time.Millisecond) })
 	waitFor(t, 5*time.Second, "web up on n2 only, seen from n1", upOnlyOn(c["n1"], "web", "n2"))
-	for _, n := range []string{"n1", "n2"} {
-		if l := nodeLog(t, c[n]); !strings.Contains(l, "multiple_active = stop_others keeps n2 (complete; n1's instance is warn (ip#vip down))") {
-			t.Fatalf("%s does not log why n2's instance was kept:\n%s", n, l)
-		}
+	// n1, whose copy was stopped, says why; n2 says it too unless n1's
+	// stop ended the situation before n2's own wait did (under load)
+	if l := nodeLog(t, c["n1"]); !strings.Contains(l, "multiple_active = stop_others keeps n2 (complete; n1's instance is warn (ip#vip down))") {
+		t.Fatalf("n1 does not log why n2's instance was kept:\n%s", l)
 	}
 	// and it stays so
 	deadline := time.Now().Add(3 * time.Second)

@@ -141,7 +141,7 @@ func TestNetnsLinkBeatsOnlyIsDegraded(t *testing.T) {
 	}
 	killed := time.Now()
 	b.ok(syscall.Kill(pid, syscall.SIGKILL))
-	stale := false
+	stale, behind := false, false
 	defer func() {
 		if t.Failed() {
 			for _, n := range names {
@@ -158,6 +158,9 @@ func TestNetnsLinkBeatsOnlyIsDegraded(t *testing.T) {
 	waitFor(t, 15*time.Second, "n2 sees web down on n1", func() bool {
 		st := c["n2"].status()
 		stale = stale || st.Heartbeat["n1"].Stale
+		// behind a beat period: stuck on net1, not the few ms between a
+		// beat and its delta
+		behind = behind || st.Heartbeat["n1"].BehindMs >= 1000
 		i := st.Services["web"].Instances["n1"]
 		return i.Avail == dataset.StatusDown && !i.Stale
 	})
@@ -167,9 +170,19 @@ func TestNetnsLinkBeatsOnlyIsDegraded(t *testing.T) {
 		t.Error("n2 marked n1 stale although net2 carries its data")
 	}
 	l := nodeLog(t, c["n1"])
-	if !strings.Contains(l, "heartbeat link net1") || !strings.Contains(l, "to n2 degraded") {
-		t.Fatalf("n1's node.log does not report net1 to n2 degraded")
+	if !behind && !strings.Contains(l, "to n2 degraded") {
+		// n1's data went over net2 from the start (net1 not heard within
+		// a beat and a half when the change went out: a loaded host):
+		// n2's copy was never behind, there was nothing to degrade
+		t.Logf("n2's copy of n1 was never behind: n1's data went over net2, net1 was not found degraded")
+		return
 	}
+	// the full copy over every link may deliver before n1 judged net1
+	// (a beat period after it sent there): the report may come after
+	waitFor(t, 3*time.Second, "n1 reports net1 to n2 degraded", func() bool {
+		l := nodeLog(t, c["n1"])
+		return strings.Contains(l, "heartbeat link net1") && strings.Contains(l, "to n2 degraded")
+	})
 	if ls := c["n1"].status().Heartbeat["n2"].Links; len(ls) != 2 || !ls[0].Degraded || !ls[0].Up || ls[1].Degraded {
 		t.Fatalf("n1's links to n2 in the status: %+v, want net1 up and degraded, net2 not", ls)
 	}
