@@ -67,14 +67,14 @@ func TestPeerNamesValidated(t *testing.T) {
 	}
 
 	d.dur.Services["web"] = durableService{}
-	d.core.MergeTargets(d.drv.ValidTargets(map[string]dataset.Target{
+	d.core.MergeTargets("n2", d.drv.ValidTargets(map[string]dataset.Target{
 		"web":    {Expect: dataset.ExpectPlaced, Node: "../../evil", ID: "x", Version: v(7)},
 		"../web": {Expect: dataset.ExpectPlaced, Node: "n1", ID: "y", Version: v(7)},
-	}), d.snapshot)
+	}), d.clk.Now(), d.snapshot)
 	if tg := d.dur.Services["web"].Target; !tg.Version.IsZero() {
 		t.Fatalf("a target naming an invalid node was adopted: %+v", tg)
 	}
-	d.core.MergeClears(d.drv.ValidClears(map[string]dataset.ClearRequest{
+	d.core.MergeClears("n2", d.drv.ValidClears(map[string]dataset.ClearRequest{
 		"web":    {Node: "../../evil", Version: v(8)},
 		"../web": {Version: v(8)},
 	}), d.clk.Now())

@@ -201,15 +201,6 @@ func (v Version) Newer(o Version) bool {
 	return v.Origin > o.Origin
 }
 
-// MaxCounter bounds the counters a node accepts from its peers: a new
-// version per microsecond would take 8 years to reach it, while a counter
-// near 2^64 (one insider's datagram) would end every node's Lamport clock
-// (the next version wraps to 0, an edit acknowledged and lost).
-const MaxCounter = 1 << 48
-
-// Sane reports whether v's counter is within MaxCounter.
-func (v Version) Sane() bool { return v.Counter <= MaxCounter }
-
 // IsZero reports whether v was never set.
 func (v Version) IsZero() bool { return v.Counter == 0 && v.Origin == "" }
 
@@ -387,21 +378,19 @@ func (e ConfigEntry) Wins(o ConfigEntry) bool {
 
 // IncludesEdit reports whether e's content descends from the edit that
 // node made at counter c (an edit has a counter: 0 is never included).
-// An entry that cannot be true (Sane: its version beyond MaxCounter, or
-// the edit's counter after its version) includes nothing.
+// An entry that cannot be true (Sane: the edit's counter after its
+// version) includes nothing.
 func (e ConfigEntry) IncludesEdit(node string, c uint64) bool {
 	n := e.Includes[node]
-	return c != 0 && !e.Deleted && e.Version.Sane() && n >= c && n <= e.Version.Counter
+	return c != 0 && !e.Deleted && n >= c && n <= e.Version.Counter
 }
 
 // Sane tells why a peer's entry cannot be true, nil when it can: its
-// counter is beyond MaxCounter, or its lineage holds an edit made after
-// its version (every edit it descends from was witnessed before the
-// version was made, so its counter is below the version's).
+// lineage holds an edit made after its version (every edit it descends
+// from was witnessed before the version was made, so its counter is below
+// the version's). Its counter is bounded by the receiver's clock
+// (node/versions.go).
 func (e ConfigEntry) Sane() error {
-	if !e.Version.Sane() {
-		return fmt.Errorf("version counter %d beyond %d", e.Version.Counter, uint64(MaxCounter))
-	}
 	bad := ""
 	for o, n := range e.Includes {
 		if n > e.Version.Counter && (bad == "" || o < bad) {

@@ -225,6 +225,10 @@ func (c *Core) order(op *cfgOp) {
 // every live peer holds it (at once without peers), or with the cause.
 func (c *Core) EditConfig(req ConfigRequest) Ticket {
 	tk := c.newTicket()
+	if err := c.versionErr(req.Now); err != nil {
+		c.answer(Answer{Ticket: tk, Err: err})
+		return tk
+	}
 	e := c.newEntry(req.Service, req.Config.Raw)
 	c.order(&cfgOp{svc: req.Service, cfg: req.Config, entry: e, what: req.What,
 		edit: &pendingEdit{ticket: tk, op: req.Op, kws: req.Kws, counter: e.Version.Counter}})
@@ -254,6 +258,10 @@ func (c *Core) DeleteService(svc string, now time.Time) Ticket {
 	}
 	if len(elsewhere) > 0 {
 		c.answer(Answer{Ticket: tk, Err: failedf("not deleted: it runs on %s (stop it first: svcmgr -s %s stop --wait)", strings.Join(elsewhere, ", "), svc)})
+		return tk
+	}
+	if err := c.versionErr(now); err != nil {
+		c.answer(Answer{Ticket: tk, Err: err})
 		return tk
 	}
 	c.removeService(svc, c.NextVersion(), tk, now)
@@ -437,10 +445,10 @@ func (c *Core) remerge(svc string, now time.Time) {
 			continue
 		}
 		if t, ok := d.Targets[svc]; ok {
-			c.MergeTargets(map[string]dataset.Target{svc: t}, func() monitor.Snapshot { return c.Snapshot(now) })
+			c.MergeTargets(pn, map[string]dataset.Target{svc: t}, now, func() monitor.Snapshot { return c.Snapshot(now) })
 		}
 		if cr, ok := d.Clears[svc]; ok {
-			c.MergeClears(map[string]dataset.ClearRequest{svc: cr}, now)
+			c.MergeClears(pn, map[string]dataset.ClearRequest{svc: cr}, now)
 		}
 	}
 }
@@ -459,6 +467,10 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 		e := entries[name]
 		if err := e.Sane(); err != nil {
 			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error()})
+			continue
+		}
+		if err := c.checkVersion(e.Version, now); err != nil {
+			c.sayRefused("config", name, from, e.Version, err) // not c.refuse: tried again once the clock reached it
 			continue
 		}
 		c.Witness(e.Version)

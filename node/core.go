@@ -110,6 +110,8 @@ type Core struct {
 	ps persistence
 	// cd is config distribution (configs.go).
 	cd configDist
+	// vb is the bound of version counters (versions.go).
+	vb versionBound
 	// q is the quorum's state (quorum.go).
 	q quorumState
 
@@ -127,6 +129,7 @@ func New(cfg Config, st State) *Core {
 	}
 	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
 		compat: true, monitor: dataset.NodeIdle}
+	c.vb.anchor = st.Lamport
 	c.initPeers()
 	c.MarkDurable()
 	return c
@@ -273,11 +276,11 @@ func (c *Core) NextVersion() dataset.Version {
 	return dataset.Version{Counter: c.state.Lamport, Origin: c.cfg.Name}
 }
 
-// Witness advances the Lamport clock past a version seen from a peer; a
-// counter beyond dataset.MaxCounter is not witnessed (its entry is
-// refused: MergeConfigs, MergeTargets, MergeClears).
+// Witness advances the Lamport clock past a version seen from a peer,
+// once checkVersion took it (a counter ahead of this node's clock is
+// refused and never witnessed: versions.go).
 func (c *Core) Witness(v dataset.Version) {
-	if v.Counter > c.state.Lamport && v.Sane() {
+	if v.Counter > c.state.Lamport {
 		c.state.Lamport = v.Counter
 		c.persist()
 	}

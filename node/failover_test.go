@@ -85,7 +85,7 @@ func TestEventKindsListed(t *testing.T) {
 		ResourceFailed{}, LadderGaveUp{}, MonitorActionTaken{}, RestartsReset{}, NodeActionRun{}, NodeActionEnd{},
 		QuorumVote{}, QuorumStall{}, ArbitratorStatus{}, TakeoverGate{}, Fenced{}, FenceFailed{},
 		ConfigChangedOutside{}, ConfigDeletedByPeer{}, ConfigRefused{}, ConfigConflict{}, ConfigInstallFailed{},
-		ConfigRebased{}, ConfigUnconfirmed{},
+		ConfigRebased{}, ConfigUnconfirmed{}, VersionRefused{},
 		PeerDataStale{}, PeerDataFresh{}, DuplicateMember{}, DuplicateMemberGone{}, ResourceFault{}, FeatureLevel{}}
 	for _, e := range evs {
 		found := false

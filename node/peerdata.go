@@ -46,9 +46,9 @@ func (c *Core) takeData(p *peer, ev PeerEvent, now time.Time) bool {
 		}
 	}
 	c.MergeConfigs(ev.Node, changedEntries(ev.Data.Configs, ch.Configs), now)
-	c.MergeTargets(changedEntries(ev.Data.Targets, ch.Targets), snap)
+	c.MergeTargets(ev.Node, changedEntries(ev.Data.Targets, ch.Targets), now, snap)
 	if ch.Head {
-		c.MergeClears(ev.Data.Clears, now)
+		c.MergeClears(ev.Node, ev.Data.Clears, now)
 	}
 	return instancesOnly
 }
@@ -58,8 +58,8 @@ func (c *Core) takeData(p *peer, ev PeerEvent, now time.Time) bool {
 func (c *Core) mergeWhole(from string, d *dataset.Node, now time.Time) {
 	c.witnessFencing(d)
 	c.MergeConfigs(from, d.Configs, now)
-	c.MergeTargets(d.Targets, func() monitor.Snapshot { return c.Snapshot(now) })
-	c.MergeClears(d.Clears, now)
+	c.MergeTargets(from, d.Targets, now, func() monitor.Snapshot { return c.Snapshot(now) })
+	c.MergeClears(from, d.Clears, now)
 }
 
 // remergePeers merges again the whole of every peer's data held, once a

@@ -168,6 +168,7 @@ func (c *Core) Tick(now time.Time) {
 		c.MergeMore(now) // the driver's own turns are quicker (MergeMore)
 	}
 	c.checkEdits(now)
+	c.retryAhead(now)
 	if now.Sub(c.lastStep) >= fullPassPeriod {
 		c.viewChanged = true
 	}

@@ -53,17 +53,24 @@ func (c *Core) SetTarget(svc string, t dataset.Target) dataset.Target {
 	return t
 }
 
-// MergeTargets adopts the peers' targets that are newer than ours: the
-// logical version decides, never a wall clock. Names must have been
-// checked by the driver (a hostile name is never passed in). snap gives
-// the view, read only when a peer cleared a target that has --wait
-// callers here (to tell them where it stands).
-func (c *Core) MergeTargets(ts map[string]dataset.Target, snap func() monitor.Snapshot) {
+// MergeTargets adopts the targets of peer from that are newer than ours:
+// the logical version decides, never a wall clock. A target whose counter
+// is ahead of this node's clock is ignored and said (versions.go). Names
+// must have been checked by the driver (a hostile name is never passed
+// in). snap gives the view, read only when a peer cleared a target that
+// has --wait callers here (to tell them where it stands).
+func (c *Core) MergeTargets(from string, ts map[string]dataset.Target, now time.Time, snap func() monitor.Snapshot) {
 	for _, name := range slices.Sorted(maps.Keys(ts)) {
 		t := ts[name]
-		c.Witness(t.Version)
 		ss, ok := c.state.Services[name]
-		if !ok || !t.Version.Sane() || !t.Version.Newer(ss.Target.Version) {
+		if err := c.checkVersion(t.Version, now); err != nil {
+			if ok { // a service unknown here: not this node's business
+				c.sayRefused("target", name, from, t.Version, err)
+			}
+			continue
+		}
+		c.Witness(t.Version)
+		if !ok || !t.Version.Newer(ss.Target.Version) {
 			continue
 		}
 		c.emit(TargetAdopted{Svc: name, Target: t})
@@ -173,12 +180,16 @@ func (c *Core) ApplyClear(svc string, cr dataset.ClearRequest, now time.Time) {
 	}
 }
 
-// MergeClears applies the peers' clear requests that are newer than ours
-// (names checked by the driver, as for MergeTargets).
-func (c *Core) MergeClears(cs map[string]dataset.ClearRequest, now time.Time) {
+// MergeClears applies the clear requests of peer from that are newer than
+// ours (names checked by the driver, as for MergeTargets; a counter ahead
+// of this node's clock is ignored and said, as there).
+func (c *Core) MergeClears(from string, cs map[string]dataset.ClearRequest, now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(cs)) {
-		if !cs[name].Version.Sane() {
-			continue // beyond any real counter: it would win for good
+		if err := c.checkVersion(cs[name].Version, now); err != nil {
+			if _, ok := c.state.Services[name]; ok {
+				c.sayRefused("clear", name, from, cs[name].Version, err)
+			}
+			continue
 		}
 		c.Witness(cs[name].Version)
 		c.ApplyClear(name, cs[name], now)
@@ -217,11 +228,19 @@ func (c *Core) AdminTarget(req TargetRequest) Ticket {
 			c.answer(Answer{Ticket: tk, Result: "no target to abort"})
 			return tk
 		}
+		if err := c.versionErr(req.Now); err != nil {
+			c.answer(Answer{Ticket: tk, Err: err})
+			return tk
+		}
 		c.SetTarget(svc, dataset.Target{Expect: dataset.ExpectAborted, ID: cur.ID})
 		c.answerWaiters(svc, cur.ID, failedf("%s: target %s aborted", svc, cur.String()))
 		c.answer(Answer{Ticket: tk, ID: cur.ID, Result: "target " + cur.String() + " aborted"})
 		return tk
 	case req.Action == "clear":
+		if err := c.versionErr(req.Now); err != nil {
+			c.answer(Answer{Ticket: tk, Err: err})
+			return tk
+		}
 		c.ApplyClear(svc, dataset.ClearRequest{Node: req.Node, Version: c.NextVersion()}, req.Now)
 		c.answer(Answer{Ticket: tk, Result: "clear requested"})
 		return tk
@@ -244,6 +263,10 @@ func (c *Core) AdminTarget(req TargetRequest) Ticket {
 		t = cur // the same target again: join it
 	default:
 		// none, or one reached but on nodes shut down: replaced
+		if err := c.versionErr(req.Now); err != nil {
+			c.answer(Answer{Ticket: tk, Err: err})
+			return tk
+		}
 		t = c.SetTarget(svc, t)
 	}
 	accepted := "target " + t.String() + " accepted (id " + t.ID + ")"
