@@ -33,6 +33,13 @@ func ValidServiceName(name string) error {
 // local API's 1 MiB request body.
 const MaxServiceConfig = 512 << 10
 
+// MaxServiceConfigs bounds the text of the service configs one node
+// holds, in all: what one heartbeat message (16 MiB) can carry of a
+// member's data. A node refuses an edit or a peer's config that would take
+// its configs over it, and its peers refuse a member's data that holds
+// more (heartbeat's bounds): 2,000 configs of 7 KB fit.
+const MaxServiceConfigs = 16 << 20
+
 // MaxServiceName is the longest service name (its file name is NAME.toml).
 const MaxServiceName = 200
 

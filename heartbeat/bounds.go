@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
+	"haven/config"
 	"haven/dataset"
 )
 
@@ -29,9 +32,17 @@ const (
 	maxCopyClears    = 20000
 	maxCopyConfigs   = 20000
 	maxCopyLabels    = 1024
-	// maxConfigBytes bounds one config's text: the local API takes a
-	// request body of at most 1 MiB, so no config created here is larger.
-	maxConfigBytes    = 1 << 20
+	// maxConfigBytes bounds one config's text: no node installs a larger
+	// one (config.MaxServiceConfig), so a larger one is refused at
+	// receipt rather than held in the copy of its sender (1 MiB configs,
+	// refused at install, took a daemon from 20 to 213 MB).
+	maxConfigBytes = config.MaxServiceConfig
+	// maxCopyConfigText bounds the text of a member's configs in all: no
+	// node holds more (config.MaxServiceConfigs). A full copy cannot
+	// exceed it (a message is at most as large), but deltas built the
+	// copy of a member up without end: 100 configs of 500 KiB took every
+	// daemon from 20 to 150 MB.
+	maxCopyConfigText = config.MaxServiceConfigs
 	maxConfigIncludes = 256 // nodes in a config's lineage (a cluster has at most 32)
 	maxUnseen         = 256 // members a beat says are down (a cluster has at most 32)
 )
@@ -444,10 +455,12 @@ func boundError(what string, n, limit int) error {
 // peer, whose instances hold res resources in all: the caller keeps the
 // count), the entries that would take n over a bound: a new instance,
 // target or config beyond their number, an instance whose resources would
-// exceed the total. It returns how many were removed. The copy then
-// differs from the peer's data: the next beat's digest asks for a full
-// copy, refused (and reported) when the peer's data is over a bound
-// indeed. Its cost is that of the delta, not of n.
+// exceed the total, a config whose text would take the texts over theirs.
+// It returns how many were removed. The copy then differs from the peer's
+// data: the next beat's digest asks for a full copy, refused (and
+// reported) when the peer's data is over a bound indeed. Its cost is that
+// of the delta, not of n, but for a delta that carries configs (rare: an
+// edit), which counts the text of n's.
 func (d *delta) bound(n *dataset.Node, res int) int {
 	left := 0
 	if len(d.Set) > 0 {
@@ -466,7 +479,34 @@ func (d *delta) bound(n *dataset.Node, res int) int {
 			}
 		}
 	}
-	return left + trimNew(n.Targets, d.TSet, maxCopyTargets) + trimNew(n.Configs, d.CSet, maxCopyConfigs)
+	return left + trimNew(n.Targets, d.TSet, maxCopyTargets) + trimNew(n.Configs, d.CSet, maxCopyConfigs) + trimText(n.Configs, d.CSet)
+}
+
+// trimText removes from set the configs whose text would take the texts
+// of m, once set applied, over maxCopyConfigText, in name order.
+func trimText(m, set map[string]dataset.ConfigEntry) int {
+	grows := false
+	for k, v := range set {
+		grows = grows || len(v.Raw) > len(m[k].Raw)
+	}
+	if !grows {
+		return 0
+	}
+	total := 0
+	for _, e := range m {
+		total += len(e.Raw)
+	}
+	left := 0
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		grow := len(set[k].Raw) - len(m[k].Raw)
+		if grow > 0 && total+grow > maxCopyConfigText {
+			delete(set, k)
+			left++
+			continue
+		}
+		total += grow
+	}
+	return left
 }
 
 // trimNew removes from set the new keys beyond limit entries in m (the

@@ -178,7 +178,7 @@ func TestBoundsRefused(t *testing.T) {
 		body, want string
 	}{
 		{many("configs", maxCopyConfigs+1, `{}`), "more than 20000 configs"},
-		{`"configs":{"web":{"raw":"` + bigRaw + `"}}`, `config "web" of 1048577 bytes`},
+		{`"configs":{"web":{"raw":"` + bigRaw + `"}}`, `config "web" of 524289 bytes`},
 		{many("labels", maxCopyLabels+1, `"v"`), "1025 labels"},
 		{`"services":{"web":` + strings.Replace(many("resources", maxCopyResources+1, `{}`), `"resources":`, `{"resources":`, 1) + `}}`, "200001 resources"},
 		{many("targets", maxCopyTargets+1, `{}`), "20001 targets"},
@@ -211,6 +211,38 @@ func TestBoundsRefused(t *testing.T) {
 	c.receive(encode(&message{Kind: kindFull, From: "n2", Inc: 9, Gen: 1, Node: &n}))
 	if p := c.peers["n2"]; p.data == nil || len(p.data.Configs) != 2000 {
 		t.Errorf("a copy of 2,000 services and configs was not installed (%q)", rejection(c))
+	}
+}
+
+// Insider (issue 44, item 10): configs a node would never install (over
+// 512 KiB) are refused at receipt (above), and the texts of a member's
+// configs are bounded in all: a full copy cannot exceed the bound (a
+// message is smaller), but deltas built the copy up without end (100
+// configs of 500 KiB took every daemon from 20 to 150 MB). A config that
+// would take the texts over the bound is left out.
+func TestBoundsConfigTextInAll(t *testing.T) {
+	text := strings.Repeat("# 500 KiB of config text, line after line\n", (500<<10)/43)
+	c := boundsCore(t)
+	c.receive(encode(&message{Kind: kindFull, From: "n2", Inc: 9, Gen: 1, Node: &dataset.Node{Name: "n2", Gen: 1}}))
+	fit := maxCopyConfigText / len(text)
+	gen := uint64(1)
+	for i := range fit + 1 {
+		d := &delta{CSet: map[string]dataset.ConfigEntry{fmt.Sprintf("c%03d", i): {Raw: text}}}
+		c.receive(encode(&message{Kind: kindDelta, From: "n2", Inc: 9, Base: gen, Gen: gen + 1, Delta: d}))
+		gen++
+	}
+	p := c.peers["n2"]
+	if p.gen != gen || len(p.data.Configs) != fit {
+		t.Fatalf("gen %d (want %d), %d configs of %d bytes held, want %d (%d bytes at most)", p.gen, gen, len(p.data.Configs), len(text), fit, maxCopyConfigText)
+	}
+	// a change that does not grow the texts goes in; once c000 shrank,
+	// the config left out fits
+	d := &delta{CSet: map[string]dataset.ConfigEntry{"c000": {Raw: "small\n"}}}
+	c.receive(encode(&message{Kind: kindDelta, From: "n2", Inc: 9, Base: gen, Gen: gen + 1, Delta: d}))
+	d = &delta{CSet: map[string]dataset.ConfigEntry{fmt.Sprintf("c%03d", fit): {Raw: text}}}
+	c.receive(encode(&message{Kind: kindDelta, From: "n2", Inc: 9, Base: gen + 1, Gen: gen + 2, Delta: d}))
+	if p.data.Configs["c000"].Raw != "small\n" || len(p.data.Configs) != fit+1 {
+		t.Fatalf("c000 %.10q, %d configs: want c000 changed and the config left out taken", p.data.Configs["c000"].Raw, len(p.data.Configs))
 	}
 }
 

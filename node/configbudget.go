@@ -1,6 +1,11 @@
 package node
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"haven/config"
+)
 
 // mergeBudget bounds the bytes of peer configs one call of MergeConfigs
 // parses and validates (at least one config is): a peer's full copy may
@@ -40,4 +45,54 @@ func (c *Core) mergeSpent(from string) {
 		c.cd.more = map[string]bool{}
 	}
 	c.cd.more[from] = true
+}
+
+// The texts of the configs a node holds are bounded in all
+// (config.MaxServiceConfigs: what one heartbeat message carries of a
+// member's data): its peers refuse a member's data that holds more, so a
+// node never installs more. An edit made here (EditConfig) or a peer's
+// config (MergeConfigs) that would take the texts over the bound is
+// refused, and says so.
+
+// configTexts are the sizes of the texts of the configs this node holds,
+// or is about to hold once the ConfigOps handed out are written, and
+// their total.
+type configTexts struct {
+	size  map[string]int
+	total int
+}
+
+func (c *Core) configTexts() *configTexts {
+	svcs := c.cfg.Local.LocalServices()
+	t := &configTexts{size: make(map[string]int, len(svcs))}
+	for name, cfg := range svcs {
+		t.size[name] = len(cfg.Raw)
+	}
+	for _, op := range c.cd.ops { // in order: the last one of a service wins
+		t.size[op.svc] = 0
+		if op.cfg != nil {
+			t.size[op.svc] = len(op.cfg.Raw)
+		}
+	}
+	for _, n := range t.size {
+		t.total += n
+	}
+	return t
+}
+
+// check says why the config of name, raw bytes long, would take the texts
+// over their bound; nil when it fits (or does not grow).
+func (t *configTexts) check(name string, raw int) error {
+	after := t.total - t.size[name] + raw
+	if after <= config.MaxServiceConfigs || raw <= t.size[name] {
+		return nil
+	}
+	return fmt.Errorf("the service configs of this node would hold %d bytes in all, more than %d (what one heartbeat message carries: docs/security.md, \"Bounds of a member's data\")",
+		after, config.MaxServiceConfigs)
+}
+
+// set notes that name now holds raw bytes.
+func (t *configTexts) set(name string, raw int) {
+	t.total += raw - t.size[name]
+	t.size[name] = raw
 }

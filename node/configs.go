@@ -229,6 +229,10 @@ func (c *Core) EditConfig(req ConfigRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Err: err})
 		return tk
 	}
+	if err := c.configTexts().check(req.Service, len(req.Config.Raw)); err != nil {
+		c.answer(Answer{Ticket: tk, Err: failedf("refused: %v", err)})
+		return tk
+	}
 	e := c.newEntry(req.Service, req.Config.Raw)
 	c.order(&cfgOp{svc: req.Service, cfg: req.Config, entry: e, what: req.What,
 		edit: &pendingEdit{ticket: tk, op: req.Op, kws: req.Kws, counter: e.Version.Counter}})
@@ -463,6 +467,7 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 		return
 	}
 	parsed := 0
+	var texts *configTexts // once needed
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		e := entries[name]
 		if err := e.Sane(); err != nil {
@@ -491,6 +496,13 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error()})
 			continue
 		}
+		if texts == nil {
+			texts = c.configTexts()
+		}
+		if err := texts.check(name, len(e.Raw)); err != nil {
+			c.sayRefused("config", name, from, e.Version, err) // tried again at the next merge: a config may be deleted meanwhile
+			continue
+		}
 		if parsed > 0 && parsed+len(e.Raw) > mergeBudget {
 			c.mergeSpent(from) // in a later turn (MergeMore); every version is witnessed now
 			continue
@@ -514,6 +526,7 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 				Digest: e.Digest[:12], Ours: shortDigest(cur.Digest)})
 		}
 		e.Raw = ""
+		texts.set(name, len(cfg.Raw))
 		c.order(&cfgOp{svc: name, cfg: cfg, entry: e, what: "received from " + from, from: from})
 	}
 }

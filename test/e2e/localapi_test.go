@@ -83,20 +83,23 @@ func TestLocalAPIRefusesUnknownFields(t *testing.T) {
 }
 
 // vmHWM is the peak resident set size of pid, in kB.
-func vmHWM(t *testing.T, pid int) int {
+func vmHWM(t *testing.T, pid int) int { return procKB(t, pid, "VmHWM") }
+
+// procKB is the field key (VmHWM, VmRSS) of pid's /proc status, in kB.
+func procKB(t *testing.T, pid int, key string) int {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
 			var kb int
-			fmt.Sscan(strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:")), &kb)
+			fmt.Sscan(strings.TrimSpace(v), &kb)
 			return kb
 		}
 	}
-	t.Fatal("no VmHWM")
+	t.Fatal("no " + key)
 	return 0
 }
 
