@@ -62,6 +62,12 @@ type DaemonStatus struct {
 	FeatureLevel int    `json:"feature_level,omitempty"`
 	Upgrade      string `json:"upgrade,omitempty"`
 	UpgradeSafe  bool   `json:"upgrade_safe,omitempty"`
+	// ConfDiffers says which members' configuration differs from this
+	// node's in what must agree (ha orchestration disabled), ""
+	// when none does; ConfUnchecked are the members that announce no
+	// digest of it (an earlier release).
+	ConfDiffers   string   `json:"conf_differs,omitempty"`
+	ConfUnchecked []string `json:"conf_unchecked,omitempty"`
 }
 
 // PeerStatus is one peer as seen by this node's heartbeat.

@@ -25,7 +25,7 @@ var EventKinds = []string{
 	"config_outside", "config_deleted_by_peer", "config_refused", "config_conflict", "config_install_failed",
 	"config_rebased", "config_unconfirmed", "version_refused",
 	"peer_stale", "peer_fresh", "duplicate_member", "duplicate_member_gone", "resource_fault", "feature_level",
-	"link_down", "link_up", "link_degraded", "link_repaired", "peer_run_held", "peer_run_trusted",
+	"link_down", "link_up", "link_degraded", "link_repaired", "peer_run_held", "peer_run_trusted", "cluster_conf",
 }
 
 // HookAll is the events entry of a hook run on every event.

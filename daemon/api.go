@@ -230,6 +230,8 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 		FrozenReason:      d.core.State().NodeFrozenReason,
 		SplitFrozen:       d.core.SplitFrozen(),
 		SplitFrozenReason: d.core.State().SplitFrozenReason,
+		ConfDiffers:       d.core.ConfDiffers(),
+		ConfUnchecked:     d.core.ConfUnchecked(),
 		StateFailedWrites: d.ps.failures,
 		HB: api.HBStatus{
 			Addr:     fmt.Sprintf("%s:%d", d.node.HB.Addr, d.node.HB.Port),

@@ -14,7 +14,8 @@ import (
 func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 	local := d.localNode()
 	st := &dataset.ClusterStatus{
-		Cluster:  dataset.ClusterInfo{Name: d.cluster.Name, Compat: d.core.Compat(), FeatureLevel: d.core.FeatureLevel(), Quorum: d.cluster.Quorum, QuorumState: d.core.QuorumInfo(d.clk.Now())},
+		Cluster: dataset.ClusterInfo{Name: d.cluster.Name, Compat: d.core.Compat(), FeatureLevel: d.core.FeatureLevel(), Quorum: d.cluster.Quorum, QuorumState: d.core.QuorumInfo(d.clk.Now()),
+			ConfDiffers: d.core.ConfDiffers(), ConfUnchecked: d.core.ConfUnchecked()},
 		Nodes:    map[string]dataset.NodeInfo{},
 		Services: map[string]dataset.ServiceStatus{},
 		Local:    d.node.Name,

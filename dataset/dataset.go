@@ -275,6 +275,9 @@ type Node struct {
 	// runs the race.
 	SplitFrozen       bool   `json:"split_frozen,omitempty" since:"2"`
 	SplitFrozenReason string `json:"split_frozen_reason,omitempty" since:"2"`
+	// Conf is the digest of the node's configuration that must agree on
+	// every member (ClusterConf); nil from a node of an earlier release.
+	Conf *ClusterConf `json:"conf,omitempty" since:"2"`
 
 	// Format is the node's format versions (node/upgrade). It is not part
 	// of the dataset's JSON (nor of its digest): every heartbeat message's
@@ -430,4 +433,34 @@ func FaultExclusion(rid, reason string) string {
 func IsFaultExclusion(excluded string) bool {
 	rid, _, ok := strings.Cut(excluded, faultExcluded)
 	return ok && rid != "" && !strings.ContainsAny(rid, " :")
+}
+
+// ClusterConf is what a node announces of the configuration every member
+// must share: a digest of each part (the first 8 bytes of a SHA-256, in
+// hex), so that a member whose files differ is found and named without
+// the files crossing the wire. cluster.toml should be the same file on
+// every node; its parts that decide who survives a split and who fences
+// whom (the members, the quorum, the arbitrators, the fence commands)
+// and node.toml's hb.disk.fence must be.
+type ClusterConf struct {
+	Members     string `json:"members,omitempty"`
+	Quorum      string `json:"quorum,omitempty"`
+	Arbitrators string `json:"arbitrators,omitempty"`
+	Stonith     string `json:"stonith,omitempty"`
+	DiskFence   string `json:"disk_fence,omitempty"`
+}
+
+// ConfParts names the parts of a ClusterConf, as Differs says them.
+var ConfParts = []string{"cluster.toml [nodes]", "cluster.toml quorum", "cluster.toml [arbitrator.*]", "cluster.toml [stonith.*]", "node.toml hb.disk.fence"}
+
+// Differs lists the parts (ConfParts) in which c and o differ.
+func (c *ClusterConf) Differs(o *ClusterConf) []string {
+	var out []string
+	for i, same := range []bool{c.Members == o.Members, c.Quorum == o.Quorum, c.Arbitrators == o.Arbitrators,
+		c.Stonith == o.Stonith, c.DiskFence == o.DiskFence} {
+		if !same {
+			out = append(out, ConfParts[i])
+		}
+	}
+	return out
 }

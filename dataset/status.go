@@ -96,6 +96,13 @@ type ClusterInfo struct {
 	// FeatureLevel is the producing node's cluster feature level (the
 	// format version every member reads, docs/operations.md "Upgrading").
 	FeatureLevel int `json:"feature_level,omitempty"`
+	// ConfDiffers says which members' configuration differs from the
+	// producing node's in what must agree (ClusterConf): ha orchestration
+	// is disabled meanwhile; "" when every member that says agrees.
+	// ConfUnchecked are the members heard that say nothing of it (an
+	// earlier release).
+	ConfDiffers   string   `json:"conf_differs,omitempty"`
+	ConfUnchecked []string `json:"conf_unchecked,omitempty"`
 }
 
 // QuorumInfo is a node's view of the quorum (cluster.quorum on): the votes

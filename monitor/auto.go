@@ -82,6 +82,9 @@ func (c *svcCtx) autoBlock() (why lazy, wait dataset.MonitorState) {
 	if !c.s.Compat {
 		return lazy{"incompatible versions: ha orchestration disabled"}, ""
 	}
+	if c.s.ConfDiffers != "" {
+		return lazy{c.s.ConfDiffers, ": ha orchestration disabled"}, ""
+	}
 	if n := c.firstUpish(); n != "" {
 		return lazy{"service ", string(c.availOn(n)), " on ", n}, ""
 	}

@@ -59,7 +59,7 @@ func (c *svcCtx) readyAck() {
 	if c.cfg.Orchestrate != OrchestrateHA && c.cfg.Orchestrate != OrchestrateStart {
 		return
 	}
-	if c.d.Action != ActionNone || c.hasTarget() || !c.s.Compat || c.cfg.Placement == placement.PolicyNone ||
+	if c.d.Action != ActionNone || c.hasTarget() || !c.s.Compat || c.s.ConfDiffers != "" || c.cfg.Placement == placement.PolicyNone ||
 		c.firstUpish() != "" || c.transNode != "" {
 		return
 	}

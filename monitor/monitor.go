@@ -59,6 +59,11 @@ type Snapshot struct {
 	// Compat is false while the cluster members announce different compat
 	// versions: no automatic start then (admin targets still work).
 	Compat bool
+	// ConfDiffers says which members' configuration differs from this
+	// node's in what must agree (cluster.toml's members, quorum,
+	// arbitrators, fence commands): no automatic start either while it is
+	// set.
+	ConfDiffers string
 	// ReadyPeriod is the contest window (node.ready_period).
 	ReadyPeriod time.Duration
 	// Cache, when not nil, keeps what a full pass read of each node's

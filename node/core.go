@@ -37,6 +37,12 @@ type Config struct {
 	MonitorInterval time.Duration
 	// Quorum is cluster.quorum and what goes with it (quorum.go).
 	Quorum QuorumConfig
+	// ClusterConf is the digest of the configuration every member must
+	// share, announced and compared with the members' (clusterconf.go);
+	// nil: none (nothing compared). ClusterFile is cluster.toml's path,
+	// for the messages.
+	ClusterConf *dataset.ClusterConf
+	ClusterFile string
 	// Local gives what the driver owns of the node's view (nil: an empty
 	// node, for tests of the durable state alone).
 	Local Local
@@ -82,6 +88,8 @@ type Core struct {
 	compat  bool     // every live member announces our compat
 	monitor dataset.NodeMonitor
 	started time.Time
+	// confDiffers says how members' configuration differs (clusterconf.go)
+	confDiffers string
 	// viewChanged is set when a peer's data or status changed since the
 	// last decision pass; lastStep is the time of that pass.
 	viewChanged bool

@@ -81,18 +81,19 @@ func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cf
 // the Ready they produced (the whole of it). The commands:
 //
 //	new NAME members=N1,N2 [write-through] [ready=D] [rejoin=D]
-//	    [quorum=SPLIT_ACTION] [arb=A] [onevote=A] [stonith=N1,N2]
+//	    [quorum=SPLIT_ACTION] [arb=A] [onevote=A] [stonith=N1,N2] [conf=A]
 //	                       cluster.quorum on with that split_action, a
 //	                       plain arbitrator A, a one-vote arbitrator A
 //	                       (weight 1 each; beat 0.5s, arbitrator timeout
-//	                       1s, hb.timeout 3s)
+//	                       1s, hb.timeout 3s); conf: the node's configuration
+//	                       digest, A its arbitrators' part (testConf)
 //	service SVC            (the input lines: the service's TOML config)
 //	start                  the daemon's start
 //	peer N up|down         a heartbeat event about N
 //	peer N stale|fresh     N's beats come without its data, or again with it
 //	peer N unseen [X,Y]    N's beats list X,Y as not heard (none: empty)
 //	peer N data            N's data; input lines "node [monitor=M] [frozen]
-//	                       [split_frozen] [split_action=A]",
+//	                       [split_frozen] [split_action=A] [conf=A]",
 //	                       "SVC [avail=S] [state=S] [frozen] [expect=LE]
 //	                       [token=T] [res=RID:S,RID:S]" (res sets avail) and
 //	                       "target SVC EXPECT id=ID counter=C [node=N]"
@@ -323,6 +324,9 @@ func (h *harness) newCore(d *datadriven.Cmd) (string, error) {
 	if v, ok := d.Arg("members"); ok {
 		cfg.ClusterNodes = strings.Split(v, ",")
 	}
+	if v, ok := d.Arg("conf"); ok {
+		cfg.ClusterConf, cfg.ClusterFile = testConf(v), "/etc/haven/cluster.toml"
+	}
 	_, h.through = d.Arg("write-through")
 	cfg.WriteThrough = h.through
 	for key, p := range map[string]*time.Duration{"ready": &cfg.ReadyPeriod, "rejoin": &cfg.RejoinGrace} {
@@ -391,6 +395,11 @@ func quorumText(qi *dataset.QuorumInfo, st *node.State) string {
 	return b.String()
 }
 
+// testConf is a configuration digest whose arbitrators' part is arb.
+func testConf(arb string) *dataset.ClusterConf {
+	return &dataset.ClusterConf{Members: "m", Quorum: "q", Arbitrators: arb, Stonith: "s", DiskFence: "d"}
+}
+
 // peerEvent is the heartbeat event of a "peer" command.
 func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
 	if len(d.Args) < 2 || len(d.Args) > 3 || len(d.Args) == 3 && d.Args[1] != "unseen" {
@@ -433,6 +442,9 @@ func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
 				n.Frozen = frozen
 				_, n.SplitFrozen = kv["split_frozen"]
 				n.SplitAction = kv["split_action"]
+				if v, ok := kv["conf"]; ok {
+					n.Conf = testConf(v)
+				}
 				continue
 			}
 			if f[0] == "target" {

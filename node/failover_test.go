@@ -86,7 +86,7 @@ func TestEventKindsListed(t *testing.T) {
 		QuorumVote{}, QuorumStall{}, ArbitratorStatus{}, TakeoverGate{}, Fenced{}, FenceFailed{},
 		ConfigChangedOutside{}, ConfigDeletedByPeer{}, ConfigRefused{}, ConfigConflict{}, ConfigInstallFailed{},
 		ConfigRebased{}, ConfigUnconfirmed{}, VersionRefused{},
-		PeerDataStale{}, PeerDataFresh{}, DuplicateMember{}, DuplicateMemberGone{}, ResourceFault{}, FeatureLevel{}}
+		PeerDataStale{}, PeerDataFresh{}, DuplicateMember{}, DuplicateMemberGone{}, ResourceFault{}, FeatureLevel{}, ConfDiffer{}}
 	for _, e := range evs {
 		found := false
 		for _, k := range config.EventKinds {

@@ -171,7 +171,7 @@ func (c *Core) viewSnapshot(now time.Time) (s monitor.Snapshot, ok bool) {
 	in := &c.inc
 	s = *in.last
 	s.Now = now
-	if s.Compat != c.compat || !sameFencing(s.Fencing, c.fencing()) || s.FastAck != c.fastAck(now) {
+	if s.Compat != c.compat || s.ConfDiffers != c.confDiffers || !sameFencing(s.Fencing, c.fencing()) || s.FastAck != c.fastAck(now) {
 		return s, false
 	}
 	nodes := make(map[string]placement.NodeView, len(s.Nodes))

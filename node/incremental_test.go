@@ -274,6 +274,7 @@ func TestNodeLevelFieldsKnown(t *testing.T) {
 		"Load15": "compared when read", "MemAvailPct": "compared when read", "Labels": "compared",
 		"FrozenReason": "compared", "SplitAction": "compared", "Format": "compared",
 		"SplitFrozen": "compared", "SplitFrozenReason": "compared",
+		"Conf":     "compared by updateConf on every heartbeat event (a change of ConfDiffers: a full pass)",
 		"Services": "diffed per service", "Targets": "merged locally (a full pass)",
 		"Configs": "installed by the driver (a full pass)", "Clears": "merged locally (a full pass)", "Gen": "changes with everything",
 	}

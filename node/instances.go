@@ -462,6 +462,7 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 	n.FrozenReason = c.state.NodeFrozenReason
 	n.SplitFrozen, n.SplitFrozenReason = c.state.SplitFrozen, c.state.SplitFrozenReason
 	n.Compat = c.cfg.Compat
+	n.Conf = c.cfg.ClusterConf
 	n.Format = c.localFormat()
 	n.Targets = c.Targets()
 	n.Clears = c.Clears()

@@ -225,6 +225,9 @@ func (c *Core) multiFresh(s monitor.Snapshot, svc string, up []string, kept stri
 	if !s.Compat {
 		return "cluster members run incompatible versions"
 	}
+	if s.ConfDiffers != "" {
+		return s.ConfDiffers
+	}
 	for _, n := range up {
 		if ok, why := s.Nodes[n].Available(); !ok {
 			return n + ": " + why

@@ -140,6 +140,7 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	c.noteStale(p, ev)
 	c.noteDuplicate(p, ev)
 	c.updateCompat()
+	c.updateConf()
 	c.notePeers(now)
 	c.updateRejoin(now)
 	c.updateQuorum(now)
@@ -301,6 +302,7 @@ func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
 		ClusterNodes:     c.cfg.ClusterNodes,
 		Services:         c.cfg.Local.LocalServices(),
 		Compat:           c.compat,
+		ConfDiffers:      c.confDiffers,
 		ReadyPeriod:      c.cfg.ReadyPeriod,
 	})
 	s.Fencing = c.fencing()

@@ -45,6 +45,12 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 		kv.add(c("formats"), c(fmt.Sprintf("reads up to %d, cluster feature level %d", d.Format, d.FeatureLevel)))
 		kv.add(c("upgrade next node"), c(d.Upgrade))
 	}
+	switch {
+	case d.ConfDiffers != "":
+		kv.add(c("cluster config"), c("DIFFERS: "+d.ConfDiffers+": ha orchestration disabled"))
+	case len(d.ConfUnchecked) > 0:
+		kv.add(c("cluster config"), c("not checked against "+strings.Join(d.ConfUnchecked, ", ")+" (an earlier release)"))
+	}
 	if d.StateError != "" {
 		kv.add(c("state"), c(fmt.Sprintf("not saved since %s (%d failed writes, retried): %s",
 			Age(d.StateErrorSince, now), d.StateFailedWrites, d.StateError)))

@@ -114,6 +114,9 @@ func svcmonHeader(st *dataset.ClusterStatus, color bool) string {
 		b.WriteString(" compat " + paint("warn", ansiYellow, color) +
 			": cluster members run incompatible versions, ha orchestration disabled\n")
 	}
+	if st.Cluster.ConfDiffers != "" {
+		b.WriteString(" config " + paint("warn", ansiYellow, color) + ": " + st.Cluster.ConfDiffers + ": ha orchestration disabled\n")
+	}
 	return b.String()
 }
 

@@ -1,10 +1,14 @@
 package driver
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
 	"strings"
 	"time"
 
 	"haven/config"
+	"haven/dataset"
 	"haven/node"
 	"haven/quorum"
 )
@@ -16,7 +20,39 @@ func CoreConfig(n *config.NodeConfig, cl *config.ClusterConfig, compat int, loca
 		MaintenanceGrace: n.MaintenanceGracePeriod, RejoinGrace: n.RejoinGracePeriod,
 		ReadyPeriod: n.ReadyPeriod, ReadyFastAck: n.ReadyFastAck, CheckInterval: n.CheckInterval, MonitorInterval: n.MonitorInterval,
 		Quorum: QuorumConfig(n, cl), Local: local, Configs: codec,
-		ConfirmTimeout: ConfirmTimeout(n.HB.Timeout)}
+		ConfirmTimeout: ConfirmTimeout(n.HB.Timeout), ClusterConf: ClusterConf(n, cl), ClusterFile: cl.File}
+}
+
+// ClusterConf is the digest of what node n's configuration must share with
+// every member (node/clusterconf.go): cluster.toml's members and their
+// addresses, quorum, arbitrators (name, URI, weight: the timeouts may
+// differ) and fence commands, node.toml's hb.disk.fence. The secret and
+// the cluster name are not in it: a member with another one is not heard
+// at all.
+func ClusterConf(n *config.NodeConfig, cl *config.ClusterConfig) *dataset.ClusterConf {
+	var members, arbs, stonith []string
+	for _, m := range cl.Nodes { // sorted by name
+		members = append(members, m.Name+"="+strings.Join(m.LinkAddrs(), ","))
+	}
+	for _, a := range cl.Arbitrators { // sorted by name
+		arbs = append(arbs, a.Name+"="+a.URI+"="+strconv.Itoa(a.Weight))
+	}
+	for _, name := range sortedKeys(cl.Stonith) {
+		stonith = append(stonith, name+"="+cl.Stonith[name].Command)
+	}
+	return &dataset.ClusterConf{Members: confDigest(members), Quorum: confDigest([]string{strconv.FormatBool(cl.Quorum)}),
+		Arbitrators: confDigest(arbs), Stonith: confDigest(stonith),
+		DiskFence: confDigest([]string{strconv.FormatBool(n.HB.Disk.Fence && n.HB.Disk.Path != "")})}
+}
+
+// confDigest is the first 8 bytes of the SHA-256 of items, in hex.
+func confDigest(items []string) string {
+	h := sha256.New()
+	for _, it := range items {
+		h.Write([]byte(it))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // ConfirmTimeout bounds the wait for the peers' adoption of an edit made

@@ -22,6 +22,7 @@ type Input struct {
 	ClusterNodes     []string
 	Services         map[string]*config.ServiceConfig
 	Compat           bool
+	ConfDiffers      string
 	ReadyPeriod      time.Duration
 }
 
@@ -66,6 +67,7 @@ func Snapshot(in Input) monitor.Snapshot {
 		Services:     in.Services,
 		ConstraintOK: cok,
 		Compat:       in.Compat,
+		ConfDiffers:  in.ConfDiffers,
 		ReadyPeriod:  in.ReadyPeriod,
 	}
 }

@@ -37,6 +37,23 @@ func newOneVoteBedArb(t *testing.T) (*quorumBed, func(args ...string) testbed.Re
 	q := newQuorumBed(t, []string{"n1", "n2"}, func(b *chaos.Bed) string {
 		return fmt.Sprintf("[arbitrator.a1]\nuri = \"haven://%s:%d\"\ntimeout = \"1s\"\n", oneVoteAddr, port)
 	}, map[string]string{"arb": oneVoteAddr})
+	arb := q.oneVoteArbitrator("arb", oneVoteAddr, port)
+	for _, n := range []string{"n1", "n2"} {
+		waitFor(t, 30*time.Second, n+" holds the one-vote arbitrator's lease", func() bool {
+			qs := q.nodes[n].status().Cluster.QuorumState
+			return qs != nil && len(qs.Arbitrators) == 1 && qs.Arbitrators[0].OneVote && qs.Arbitrators[0].Answered
+		})
+	}
+	return q, arb
+}
+
+// oneVoteArbitrator starts a one-vote arbitrator (nodemgr arbitrator) of
+// the bed's cluster in the namespace of host, listening on addr:port; it
+// returns a function that runs `nodemgr arbitrator ARGS` there. It is
+// stopped at the end of the test.
+func (q *quorumBed) oneVoteArbitrator(host, addr string, port int) func(args ...string) testbed.Result {
+	t := q.t
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(q.nodes["n1"].root, "etc", "cluster.toml"))
 	if err != nil {
 		t.Fatal(err)
@@ -45,13 +62,13 @@ func newOneVoteBedArb(t *testing.T) (*quorumBed, func(args ...string) testbed.Re
 	if secret == nil {
 		t.Fatalf("no secret in cluster.toml:\n%s", b)
 	}
-	root := filepath.Join(t.TempDir(), "arb")
+	root := filepath.Join(t.TempDir(), host)
 	conf := filepath.Join(root, "etc", "arbitrator.toml")
 	os.MkdirAll(filepath.Dir(conf), 0o700)
-	writeFile(t, conf, fmt.Sprintf("[arbitrator]\nlisten = \"%s:%d\"\n\n[cluster.netns]\nsecret = %q\n", oneVoteAddr, port, secret[1]))
+	writeFile(t, conf, fmt.Sprintf("[arbitrator]\nlisten = \"%s:%d\"\n\n[cluster.netns]\nsecret = %q\n", addr, port, secret[1]))
 	os.Chmod(conf, 0o600)
 	arb := func(args ...string) testbed.Result {
-		r, err := testbed.Command{Bin: filepath.Join(binDir, "nodemgr"), Root: root, Args: append([]string{"arbitrator"}, args...), NS: q.bed.NS["arb"], Timeout: 20 * time.Second}.Run()
+		r, err := testbed.Command{Bin: filepath.Join(binDir, "nodemgr"), Root: root, Args: append([]string{"arbitrator"}, args...), NS: q.bed.NS[host], Timeout: 20 * time.Second}.Run()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,13 +78,7 @@ func newOneVoteBedArb(t *testing.T) (*quorumBed, func(args ...string) testbed.Re
 		t.Fatalf("arbitrator start: %s", r)
 	}
 	t.Cleanup(func() { arb("stop") })
-	for _, n := range []string{"n1", "n2"} {
-		waitFor(t, 30*time.Second, n+" holds the one-vote arbitrator's lease", func() bool {
-			qs := q.nodes[n].status().Cluster.QuorumState
-			return qs != nil && len(qs.Arbitrators) == 1 && qs.Arbitrators[0].OneVote && qs.Arbitrators[0].Answered
-		})
-	}
-	return q, arb
+	return arb
 }
 
 // webOnN1 creates web on n1 and n2, waits until it runs on n1 only, and

@@ -110,9 +110,13 @@ func newQuorumBed(t *testing.T, names []string, clusterExtra func(b *chaos.Bed) 
 // node.
 func newQuorumBedLinks(t *testing.T, names []string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string, links int) *quorumBed {
 	t.Helper()
-	return newQuorumBedWith(t, names, func(work, _ string) string {
-		return `split_action = "stop"` + "\n" + `crash_command = "touch ` + filepath.Join(work, "crashed-$(hostname)") + `"`
-	}, clusterExtra, hosts, links)
+	return newQuorumBedWith(t, names, stopOnSplit, clusterExtra, hosts, links)
+}
+
+// stopOnSplit is the [node] keys of a quorum bed's nodes: split_action
+// stop, and a crash command that only leaves a mark in work.
+func stopOnSplit(work, _ string) string {
+	return `split_action = "stop"` + "\n" + `crash_command = "touch ` + filepath.Join(work, "crashed-$(hostname)") + `"`
 }
 
 // newQuorumBedWith is newQuorumBedLinks with the [node] keys (and the
@@ -120,6 +124,17 @@ func newQuorumBedLinks(t *testing.T, names []string, clusterExtra func(b *chaos.
 // bed's directory of the app, its journal and the test's files; name: the
 // node, "" for what most nodes get).
 func newQuorumBedWith(t *testing.T, names []string, nodeExtra func(work, name string) string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string, links int) *quorumBed {
+	t.Helper()
+	var each func(b *chaos.Bed, _ string) string
+	if clusterExtra != nil {
+		each = func(b *chaos.Bed, _ string) string { return clusterExtra(b) }
+	}
+	return newQuorumBedEach(t, names, nodeExtra, each, hosts, links)
+}
+
+// newQuorumBedEach is newQuorumBedWith with the extra cluster.toml sections
+// of each node (name) written by clusterExtra: the files then differ.
+func newQuorumBedEach(t *testing.T, names []string, nodeExtra func(work, name string) string, clusterExtra func(b *chaos.Bed, name string) string, hosts map[string]string, links int) *quorumBed {
 	t.Helper()
 	work := t.TempDir()
 	common := nodeExtra(work, "")
@@ -144,11 +159,12 @@ func newQuorumBedWith(t *testing.T, names []string, nodeExtra func(work, name st
 		members = append(members, m)
 	}
 	cluster := strings.Replace(testbed.ClusterToml("netns", testbed.NewSecret(), members), "\n\n[nodes]", "\nquorum = true\n\n[nodes]", 1)
-	if clusterExtra != nil {
-		cluster += "\n" + clusterExtra(b.bed)
-	}
 	for _, n := range names {
-		writeClusterToml(t, b.nodes[n], cluster)
+		own := cluster
+		if clusterExtra != nil {
+			own += "\n" + clusterExtra(b.bed, n)
+		}
+		writeClusterToml(t, b.nodes[n], own)
 	}
 	q := &quorumBed{netBed: b, journal: filepath.Join(work, "journal"), work: work}
 	q.app = quorumApp(t, work, q.journal)
