@@ -222,16 +222,31 @@ func TestBoundsRefused(t *testing.T) {
 // would take the texts over the bound is left out.
 func TestBoundsConfigTextInAll(t *testing.T) {
 	text := strings.Repeat("# 500 KiB of config text, line after line\n", (500<<10)/43)
+	big := strings.Repeat("# 1 MiB of config text, line after line\n", (1<<20)/41+1)
 	c := boundsCore(t)
 	c.receive(encode(&message{Kind: kindFull, From: "n2", Inc: 9, Gen: 1, Node: &dataset.Node{Name: "n2", Gen: 1}}))
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
 	fit := maxCopyConfigText / len(text)
 	gen := uint64(1)
-	for i := range fit + 1 {
+	for i := range 100 { // the attack: 100 configs of 500 KiB, one delta each
 		d := &delta{CSet: map[string]dataset.ConfigEntry{fmt.Sprintf("c%03d", i): {Raw: text}}}
 		c.receive(encode(&message{Kind: kindDelta, From: "n2", Inc: 9, Base: gen, Gen: gen + 1, Delta: d}))
 		gen++
 	}
 	p := c.peers["n2"]
+	for i := range 20 { // then 20 configs of 1 MiB: refused at receipt
+		d := &delta{CSet: map[string]dataset.ConfigEntry{fmt.Sprintf("big%02d", i): {Raw: big}}}
+		c.receive(encode(&message{Kind: kindDelta, From: "n2", Inc: 9, Base: gen + uint64(i), Gen: gen + uint64(i) + 1, Delta: d}))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	held := int64(ms1.HeapAlloc) - int64(ms0.HeapAlloc)
+	t.Logf("copy of a member after 100 configs of 500 KiB and 20 of 1 MiB, one delta each: %d configs, %d MB held", len(p.data.Configs), held>>20)
+	if held > 24<<20 {
+		t.Errorf("%d MB held after the attack, want under 24 MB (16 MiB of config text at most)", held>>20)
+	}
 	if p.gen != gen || len(p.data.Configs) != fit {
 		t.Fatalf("gen %d (want %d), %d configs of %d bytes held, want %d (%d bytes at most)", p.gen, gen, len(p.data.Configs), len(text), fit, maxCopyConfigText)
 	}

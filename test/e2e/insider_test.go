@@ -100,6 +100,20 @@ func (in *insider) forge(svc string, e dataset.ConfigEntry) {
 	in.publishLocked()
 }
 
+// insiderCluster is daemons n1 and n2 on loopback, and the insider n3
+// (newInsider), once both hear it.
+func insiderCluster(t *testing.T, relays bool) (map[string]*node, *insider) {
+	t.Helper()
+	c := newCluster(t, []string{"n1", "n2", "n3"}, clusterOpts{})
+	c["n1"].startDaemon()
+	c["n2"].startDaemon()
+	in := newInsider(t, c["n3"], relays)
+	for _, n := range []string{"n1", "n2"} {
+		waitFor(t, 20*time.Second, n+" sees n3 up", func() bool { return peerStatus(c[n], "n3") == dataset.NodeUp })
+	}
+	return c, in
+}
+
 // generation is the generation of the insider's data announced last.
 func (in *insider) generation() uint64 {
 	in.mu.Lock()
@@ -141,13 +155,7 @@ func (in *insider) publishLocked() {
 // the versions go on after it (the bound moves with the clock: nothing
 // freezes at it).
 func TestInsiderCounterAtTheBound(t *testing.T) {
-	c := newCluster(t, []string{"n1", "n2", "n3"}, clusterOpts{})
-	c["n1"].startDaemon()
-	c["n2"].startDaemon()
-	in := newInsider(t, c["n3"], true)
-	for _, n := range []string{"n1", "n2"} {
-		waitFor(t, 20*time.Second, n+" sees n3 up", func() bool { return peerStatus(c[n], "n3") == dataset.NodeUp })
-	}
+	c, in := insiderCluster(t, true)
 	svc := strings.Replace(testbed.PidService, `orchestrate = "no"`, "orchestrate = \"no\"\nnodes = [\"n1\", \"n2\"]", 1)
 	createService(t, c["n1"], "web", svc)
 	waitFor(t, 20*time.Second, "web installed on n2", func() bool {
@@ -169,14 +177,21 @@ func TestInsiderCounterAtTheBound(t *testing.T) {
 	})
 	in.relayAgain("web")
 
-	c["n2"].must("svcmgr", "-s", "web", "set", "--kw", "app#main.timeout=11s")
-	if got := strings.TrimSpace(c["n1"].must("svcmgr", "-s", "web", "get", "--kw", "app#main.timeout")); got != "11s" {
-		t.Fatalf("n1: app#main.timeout = %q after n2's set, want 11s", got)
+	// an edit made on one node reaches the other, and so does a freeze
+	// or a thaw (action) made there
+	admin := func(on, other, timeout, action string) {
+		t.Helper()
+		c[on].must("svcmgr", "-s", "web", "set", "--kw", "app#main.timeout="+timeout)
+		if got := strings.TrimSpace(c[other].must("svcmgr", "-s", "web", "get", "--kw", "app#main.timeout")); got != timeout {
+			t.Fatalf("%s: app#main.timeout = %q after %s's set, want %s", other, got, on, timeout)
+		}
+		c[on].must("svcmgr", "-s", "web", action)
+		waitFor(t, 20*time.Second, "web "+action+" on n1 and n2 ("+on+"'s)", func() bool {
+			want := action == "freeze"
+			return c["n1"].instance("web").Frozen == want && c["n2"].instance("web").Frozen == want
+		})
 	}
-	c["n2"].must("svcmgr", "-s", "web", "freeze")
-	waitFor(t, 20*time.Second, "web frozen on n1 and n2 (n2's freeze)", func() bool {
-		return c["n1"].instance("web").Frozen && c["n2"].instance("web").Frozen
-	})
+	admin("n2", "n1", "11s", "freeze")
 	for _, n := range []string{"n1", "n2"} {
 		if strings.Contains(conf(n), "# insider") {
 			t.Fatalf("%s installed the insider's config at 2^48", n)
@@ -193,14 +208,7 @@ func TestInsiderCounterAtTheBound(t *testing.T) {
 		return strings.Contains(conf("n1"), "near the bound") && strings.Contains(conf("n2"), "near the bound")
 	})
 	in.relayAgain("web")
-	c["n1"].must("svcmgr", "-s", "web", "set", "--kw", "app#main.timeout=12s")
-	if got := strings.TrimSpace(c["n2"].must("svcmgr", "-s", "web", "get", "--kw", "app#main.timeout")); got != "12s" {
-		t.Fatalf("n2: app#main.timeout = %q after n1's set, want 12s", got)
-	}
-	c["n1"].must("svcmgr", "-s", "web", "thaw")
-	waitFor(t, 20*time.Second, "web thawed on n1 and n2 (n1's thaw)", func() bool {
-		return !c["n1"].instance("web").Frozen && !c["n2"].instance("web").Frozen
-	})
+	admin("n1", "n2", "12s", "thaw")
 	t.Logf("versions went on past %d", near)
 }
 
@@ -244,13 +252,7 @@ func TestConfigsBoundedInAllOnCreate(t *testing.T) {
 // (before, they held the configs in their copy of n3's data, refused to
 // install them, and grew to 213 MB with 20 of them).
 func TestInsiderOversizeConfigsRefusedAtReceipt(t *testing.T) {
-	c := newCluster(t, []string{"n1", "n2", "n3"}, clusterOpts{})
-	c["n1"].startDaemon()
-	c["n2"].startDaemon()
-	in := newInsider(t, c["n3"], false)
-	for _, n := range []string{"n1", "n2"} {
-		waitFor(t, 20*time.Second, n+" sees n3 up", func() bool { return peerStatus(c[n], "n3") == dataset.NodeUp })
-	}
+	c, in := insiderCluster(t, false)
 	big := configText(1<<20, `["n1", "n2"]`)
 	for i := range 3 {
 		in.forge(fmt.Sprintf("big%d", i), dataset.ConfigEntry{Version: dataset.Version{Counter: 1, Origin: "n3"},
@@ -277,13 +279,7 @@ func TestInsiderConfigsRSS(t *testing.T) {
 	if os.Getenv("HAVEN_MEASURE_RSS") == "" {
 		t.Skip("a measurement: HAVEN_MEASURE_RSS=1 runs it")
 	}
-	c := newCluster(t, []string{"n1", "n2", "n3"}, clusterOpts{})
-	c["n1"].startDaemon()
-	c["n2"].startDaemon()
-	in := newInsider(t, c["n3"], false)
-	for _, n := range []string{"n1", "n2"} {
-		waitFor(t, 20*time.Second, n+" sees n3 up", func() bool { return peerStatus(c[n], "n3") == dataset.NodeUp })
-	}
+	c, in := insiderCluster(t, false)
 	rss := func() string {
 		var out []string
 		for _, n := range []string{"n1", "n2"} {
