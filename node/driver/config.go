@@ -26,7 +26,9 @@ func CoreConfig(n *config.NodeConfig, cl *config.ClusterConfig, compat int, loca
 // ClusterConf is the digest of what node n's configuration must share with
 // every member (node/clusterconf.go): cluster.toml's members and their
 // addresses, quorum, arbitrators (name, URI, weight: the timeouts may
-// differ) and fence commands, node.toml's hb.disk.fence. The secret and
+// differ) and which members have a fence command (the commands themselves
+// may differ, a host's own credentials file in them: what decides a
+// takeover is whether a member is fenced), node.toml's hb.disk.fence. The secret and
 // the cluster name are not in it: a member with another one is not heard
 // at all.
 func ClusterConf(n *config.NodeConfig, cl *config.ClusterConfig) *dataset.ClusterConf {
@@ -38,7 +40,7 @@ func ClusterConf(n *config.NodeConfig, cl *config.ClusterConfig) *dataset.Cluste
 		arbs = append(arbs, a.Name+"="+a.URI+"="+strconv.Itoa(a.Weight))
 	}
 	for _, name := range sortedKeys(cl.Stonith) {
-		stonith = append(stonith, name+"="+cl.Stonith[name].Command)
+		stonith = append(stonith, name)
 	}
 	return &dataset.ClusterConf{Members: confDigest(members), Quorum: confDigest([]string{strconv.FormatBool(cl.Quorum)}),
 		Arbitrators: confDigest(arbs), Stonith: confDigest(stonith),

@@ -10,7 +10,8 @@ import (
 
 // The digest of what the members' configuration must share: a part
 // differs exactly when what it covers differs (an arbitrator's URI, a
-// fence command, the disk fence), not when a timeout does.
+// member fenced or not, the disk fence), not when a timeout or a fence
+// command's text does.
 func TestClusterConfParts(t *testing.T) {
 	base := func() (*config.NodeConfig, *config.ClusterConfig) {
 		return &config.NodeConfig{Name: "n1"}, &config.ClusterConfig{Name: "prod", Quorum: true,
@@ -36,6 +37,9 @@ func TestClusterConfParts(t *testing.T) {
 		{"quorum off", func(_ *config.NodeConfig, cl *config.ClusterConfig) { cl.Quorum = false }, []string{"cluster.toml quorum"}},
 		{"a fence command", func(_ *config.NodeConfig, cl *config.ClusterConfig) {
 			cl.Stonith["n2"] = config.Stonith{Node: "n2", Command: "other"}
+		}, nil},
+		{"a member fenced more", func(_ *config.NodeConfig, cl *config.ClusterConfig) {
+			cl.Stonith["n1"] = config.Stonith{Node: "n1", Command: "ipmitool ... off"}
 		}, []string{"cluster.toml [stonith.*]"}},
 		{"disk fencing", func(n *config.NodeConfig, _ *config.ClusterConfig) {
 			n.HB.Disk.Path, n.HB.Disk.Fence = "/dev/sdb", true
