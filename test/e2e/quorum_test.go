@@ -127,7 +127,16 @@ func newQuorumBedWith(t *testing.T, names []string, nodeExtra func(work, name st
 	t.Helper()
 	var each func(b *chaos.Bed, _ string) string
 	if clusterExtra != nil {
-		each = func(b *chaos.Bed, _ string) string { return clusterExtra(b) }
+		// called once: the same cluster.toml on every node (a clusterExtra
+		// may make a file of the test's, e.g. a fence command's)
+		var extra *string
+		each = func(b *chaos.Bed, _ string) string {
+			if extra == nil {
+				e := clusterExtra(b)
+				extra = &e
+			}
+			return *extra
+		}
 	}
 	return newQuorumBedEach(t, names, nodeExtra, each, hosts, links)
 }
