@@ -105,7 +105,12 @@
 // Reached is judged on every node of the service: a node whose data is not
 // alive (down, unknown) or whose instance was not checked yet is unknown,
 // except a node shut down cleanly (its last data: shutting, the instance
-// down), which runs nothing and counts as down.
+// down), which runs nothing and counts as down. Nothing is started for a
+// target, and it is not reached, while the data of a live node of the
+// service (not in maintenance nor shutting, hosting an instance) does not
+// show it (its target is older): that copy was sent before the node
+// adopted the target, and may be older than what the target was decided
+// on (unacked).
 // Stopped and frozen targets are not reached while a node is unknown (its
 // instance may still run; the target waits for it, so that it complies
 // when it comes back); started, placed and thawed targets are reached on

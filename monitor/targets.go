@@ -53,7 +53,7 @@ func (c *svcCtx) targetFrozen(label string, frozen bool) {
 		return
 	}
 	c.settle(label)
-	c.d.TargetReached = c.frozenEverywhere(frozen) && c.transNode == ""
+	c.d.TargetReached = c.frozenEverywhere(frozen) && c.transNode == "" && c.unacked() == ""
 }
 
 // freeze emits the freeze or thaw action.
@@ -89,7 +89,7 @@ func (c *svcCtx) targetStopped(label string) {
 		return
 	}
 	c.settle(label)
-	c.d.TargetReached = c.frozenEverywhere(true) && c.firstUpish() == "" && c.transNode == ""
+	c.d.TargetReached = c.frozenEverywhere(true) && c.firstUpish() == "" && c.transNode == "" && c.unacked() == ""
 }
 
 // targetStarted: thaw every instance, then the placement leader starts it
@@ -100,9 +100,10 @@ func (c *svcCtx) targetStarted(label string) {
 		c.freeze(label, false)
 		return
 	}
+	unacked := c.unacked()
 	if c.aggregateUp() != "" && c.allFrozen(false) && c.transNode == "" {
 		c.settle(label)
-		c.d.TargetReached = true
+		c.d.TargetReached = unacked == ""
 		return
 	}
 	if c.d.Monitor.State.Failed() {
@@ -113,6 +114,8 @@ func (c *svcCtx) targetStarted(label string) {
 		c.settle(label)
 	case c.rank.Leader() != c.s.Local:
 		c.settle(label + ": not the placement leader")
+	case unacked != "":
+		c.settleSaying(label + ": " + waitAck(unacked))
 	default:
 		c.startHere(label)
 	}
@@ -128,7 +131,8 @@ func (c *svcCtx) targetPlaced(label, dest string) {
 	local := c.s.Local
 	destUp := c.destUp(dest)
 	othersDown := c.othersDown(dest)
-	reached := destUp && othersDown && c.allFrozen(false) && c.transNode == ""
+	unacked := c.unacked()
+	reached := destUp && othersDown && c.allFrozen(false) && c.transNode == "" && unacked == ""
 	st := c.d.Monitor.State
 	if local != dest {
 		switch {
@@ -148,6 +152,8 @@ func (c *svcCtx) targetPlaced(label, dest string) {
 	case destUp, st.Failed(), !othersDown, c.transNode != "":
 		c.settle(label)
 		c.d.TargetReached = reached
+	case unacked != "":
+		c.settleSaying(label + ": " + waitAck(unacked))
 	default:
 		if ok, why := c.view.Available(); !ok {
 			c.settle(label + ": local " + why)
@@ -168,6 +174,56 @@ func (c *svcCtx) startHere(label string) {
 		return
 	}
 	c.act(ActionStart, dataset.Starting, label+": start")
+}
+
+// unacked returns the first node of the service, other than this one,
+// whose data held here does not show the target yet (its target of the
+// service is older), or "". That data was sent before the node adopted
+// the target: the copy held here lags, and the state it shows may be
+// older than what the target was decided on (a start there for an
+// earlier target, a freeze since undone: the node that set this target
+// saw more). So nothing is started for the target, and it is not reached,
+// until every such node showed it: what a node's data shows once it holds
+// the target is no older than the target. Not waited for: a node whose
+// data is not alive (unknownNodes), one whose daemon decides nothing more
+// (maintenance, shutting: the copy held is its last), and one that hosts
+// no instance of the service (it cannot adopt its target).
+func (c *svcCtx) unacked() string {
+	for i, n := range c.nodes {
+		if n == c.s.Local || !c.alive[i] {
+			continue
+		}
+		v := c.cluster.View(n)
+		if v == nil {
+			continue
+		}
+		switch v.Data.Monitor {
+		case dataset.NodeMaintenance, dataset.NodeShutting:
+			continue
+		}
+		if _, ok := v.Data.Services[c.name]; !ok {
+			continue
+		}
+		if c.target.Version.Newer(v.Data.Targets[c.name].Version) {
+			return n
+		}
+	}
+	return ""
+}
+
+// waitAck says that a start waits for node to show the target.
+func waitAck(node string) string {
+	return "waiting for the data of " + node + " to show the target"
+}
+
+// settleSaying is settle, and says reason even when the state stays (for
+// svcmgr explain).
+func (c *svcCtx) settleSaying(reason string) {
+	before := c.d.Reason
+	c.settle(reason)
+	if c.d.Reason == before {
+		c.note(reason)
+	}
 }
 
 // givebackDest is where "placed" (giveback) moves the service: for

@@ -212,3 +212,50 @@ func TestTargetFrozenWaitsForANodeInMaintenance(t *testing.T) {
 		t.Fatalf("n3 back: frozen %v cleared %v, want both", allFrozen(w, "web", true), targetCleared(w, "web"))
 	}
 }
+
+// A target's start waits until the data of every live node of the service
+// shows the target (unacked): a copy sent before the node adopted it may be
+// older than what the target was decided on. Not waited for: a node in
+// maintenance (its copy is its last: its daemon decides nothing more) and
+// a node without an instance of the service (it cannot adopt the target).
+func TestTargetStartWaitsForTheNodesToShowIt(t *testing.T) {
+	w := threeNodes(t)
+	tg := target(dataset.ExpectPlaced, "n3")
+	w.setTarget("web", tg)
+	before := tg
+	before.Expect, before.Version.Counter = dataset.ExpectNone, tg.Version.Counter-1
+	w.nodes["n2"].Data.Targets["web"] = before
+	d := w.step("n3")["web"]
+	wantState(t, "n3, n2's data without the target", d, dataset.Idle, ActionNone)
+	if ex, _ := Explain(w.snap("n3"), "web", false); ex.Monitor == nil || !strings.Contains(ex.Monitor.Reason, "waiting for the data of n2 to show the target") {
+		t.Errorf("explain: got %+v, want it to say n3 waits for n2's data", ex.Monitor)
+	}
+	w.setNode("n2", func(v *placement.NodeView) { v.Status, v.Data.Monitor = dataset.NodeStMaint, dataset.NodeMaintenance })
+	wantState(t, "n3, n2 in maintenance", w.step("n3")["web"], dataset.Starting, ActionStart)
+	w.setNode("n2", func(v *placement.NodeView) { v.Status, v.Data.Monitor = dataset.NodeUp, dataset.NodeIdle })
+	delete(w.nodes["n2"].Data.Services, "web")
+	wantState(t, "n3, no instance of web on n2", w.step("n3")["web"], dataset.Starting, ActionStart)
+	w.setInst("n2", "web", func(i *dataset.Instance) { i.Avail = dataset.StatusDown })
+	w.nodes["n2"].Data.Targets["web"] = tg
+	wantState(t, "n3, n2's data shows the target", w.step("n3")["web"], dataset.Starting, ActionStart)
+}
+
+// A target is not reached while a live node's data does not show it: a
+// freeze judged on a copy that says frozen from an earlier freeze (since
+// undone there) would be cleared before that node froze, and lost there.
+func TestTargetNotReachedBeforeTheNodesShowIt(t *testing.T) {
+	w := threeNodes(t)
+	earlier := target(dataset.ExpectFrozen, "")
+	w.setTarget("web", target(dataset.ExpectFrozen, ""))
+	w.nodes["n2"].Data.Targets["web"] = earlier
+	for _, n := range w.cluster {
+		w.setInst(n, "web", func(i *dataset.Instance) { i.Frozen = true })
+	}
+	if d := w.step("n1")["web"]; d.TargetReached {
+		t.Fatalf("n1: got the freeze reached on n2's copy that does not show it")
+	}
+	w.nodes["n2"].Data.Targets["web"] = w.nodes["n1"].Data.Targets["web"]
+	if d := w.step("n1")["web"]; !d.TargetReached {
+		t.Fatalf("n1: got the freeze not reached once n2's data shows it")
+	}
+}

@@ -96,7 +96,9 @@ func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cf
 //	                       [split_frozen] [split_action=A] [conf=A]",
 //	                       "SVC [avail=S] [state=S] [frozen] [expect=LE]
 //	                       [token=T] [res=RID:S,RID:S]" (res sets avail) and
-//	                       "target SVC EXPECT id=ID counter=C [node=N]"
+//	                       "target SVC EXPECT id=ID counter=C [node=N]
+//	                       [origin=N]" (origin: the node that set it; the
+//	                       peer by default)
 //	arbitrator A ok|fail   plain arbitrator A answers the last probe
 //	onevote A granted [exclusive] [winner=N1,N2] | refused [winner=..] | silent
 //	                       one-vote arbitrator A answers the last report
@@ -494,8 +496,12 @@ func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
 }
 
 // peerTarget is the target of a "target SVC EXPECT id=ID counter=C
-// [node=N]" line of origin's data.
-func peerTarget(origin string, words []string, kv map[string]string) (dataset.Target, error) {
+// [node=N] [origin=N]" line of peer's data (set by origin, else by peer).
+func peerTarget(peer string, words []string, kv map[string]string) (dataset.Target, error) {
+	origin := peer
+	if o := kv["origin"]; o != "" {
+		origin = o
+	}
 	if len(words) < 2 {
 		return dataset.Target{}, fmt.Errorf("target: want SVC EXPECT id=ID counter=C")
 	}
