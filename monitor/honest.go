@@ -255,8 +255,10 @@ func unknownWhy(nodes map[string]placement.NodeView, node, svc string) string {
 
 // Progress describes, for a message, where an admin target of svc stands
 // as the local node sees it: each node of the service in order, known ones
-// with their avail (and monitor state unless idle, frozen when frozen),
-// the others as unknown with why. "" when the local node does not host svc.
+// with their avail (and monitor state unless idle, frozen when frozen,
+// "target not shown yet" while the target in progress waits for its data
+// to show it: unacked), the others as unknown with why. "" when the local
+// node does not host svc.
 //
 //	n1 down (frozen), n2 up, n3 down (shut down), n4 unknown (node down)
 func Progress(s Snapshot, svc string) string {
@@ -266,6 +268,7 @@ func Progress(s Snapshot, svc string) string {
 	}
 	nodes := placement.NodeList(cfg, s.ClusterNodes)
 	s.Nodes = effectiveNodes(s.Nodes)
+	t := s.Nodes[s.Local].Data.Targets[svc]
 	var out []string
 	for _, n := range nodes {
 		if why := unknownWhy(s.Nodes, n, svc); why != "" {
@@ -283,6 +286,8 @@ func Progress(s Snapshot, svc string) string {
 		}
 		if !v.Alive() {
 			notes = append(notes, "shut down")
+		} else if n != s.Local && t.Active() && lagsTarget(&v, svc, t) {
+			notes = append(notes, "target not shown yet")
 		}
 		if v.Data.SplitFrozen {
 			notes = append(notes, "node frozen by its split_action")

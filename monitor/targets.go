@@ -193,22 +193,26 @@ func (c *svcCtx) unacked() string {
 		if n == c.s.Local || !c.alive[i] {
 			continue
 		}
-		v := c.cluster.View(n)
-		if v == nil {
-			continue
-		}
-		switch v.Data.Monitor {
-		case dataset.NodeMaintenance, dataset.NodeShutting:
-			continue
-		}
-		if _, ok := v.Data.Services[c.name]; !ok {
-			continue
-		}
-		if c.target.Version.Newer(v.Data.Targets[c.name].Version) {
+		if v := c.cluster.View(n); v != nil && lagsTarget(v, c.name, c.target) {
 			return n
 		}
 	}
 	return ""
+}
+
+// lagsTarget reports whether the data of v, a live node's, does not show
+// target t of svc while the node should adopt it (unacked): it hosts an
+// instance of svc and its daemon still decides (neither maintenance nor
+// shutting).
+func lagsTarget(v *placement.NodeView, svc string, t dataset.Target) bool {
+	switch v.Data.Monitor {
+	case dataset.NodeMaintenance, dataset.NodeShutting:
+		return false
+	}
+	if _, ok := v.Data.Services[svc]; !ok {
+		return false
+	}
+	return t.Version.Newer(v.Data.Targets[svc].Version)
 }
 
 // waitAck says that a start waits for node to show the target.
