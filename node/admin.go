@@ -30,6 +30,10 @@ func (c *Core) AdminLocal(req LocalRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("%s: this node is not one of the service's nodes", svc)})
 		return tk
 	}
+	if err := c.undoneByTarget(svc, req.Action); err != nil {
+		c.answer(Answer{Ticket: tk, Err: err})
+		return tk
+	}
 	switch req.Action {
 	case "freeze", "thaw":
 		c.SetFrozen(svc, req.Action == "freeze", "admin "+req.Action+" --local")
@@ -74,6 +78,58 @@ func (c *Core) AdminLocal(req LocalRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("%s does not take --local", req.Action)})
 	}
 	return tk
+}
+
+// undoneByTarget refuses a --local action that the admin target in
+// progress for svc would undo once it ended (docs/behaviour.md 5): the
+// target drives every instance until it is reached, so a stop --local
+// answered "stopped and frozen" during a thaw target was thawed again
+// right after its answer. A target reached but on nodes shut down
+// (pendingOnly) drives nothing here; clear never conflicts.
+func (c *Core) undoneByTarget(svc, action string) error {
+	cur := c.state.Services[svc].Target
+	if !activeTarget(cur) || c.pendingOnly(svc, cur) {
+		return nil
+	}
+	var undone bool
+	elsewhere := cur.Node == "" || cur.Node != c.cfg.Name // a giveback's destination is the leader's to say
+	switch cur.Expect {
+	case dataset.ExpectFrozen:
+		undone = action == "thaw"
+	case dataset.ExpectThawed:
+		undone = action == "freeze" || action == "stop"
+	case dataset.ExpectStopped:
+		undone = action == "thaw" || action == "start" || action == "restart"
+	case dataset.ExpectStarted:
+		undone = action == "freeze" || action == "stop"
+	case dataset.ExpectPlaced:
+		undone = action == "freeze" || action == "stop" || elsewhere && (action == "start" || action == "restart")
+	}
+	if !undone {
+		return nil
+	}
+	return failedf("%s: target %s (id %s) is in progress and would undo %s --local: wait for it (svcmgr -s %s %s --wait), or run abort first",
+		svc, cur.String(), cur.ID, action, svc, targetVerb(cur))
+}
+
+// targetVerb is the svcmgr action that sets a target like t.
+func targetVerb(t dataset.Target) string {
+	switch t.Expect {
+	case dataset.ExpectStarted:
+		return "start"
+	case dataset.ExpectStopped:
+		return "stop"
+	case dataset.ExpectFrozen:
+		return "freeze"
+	case dataset.ExpectThawed:
+		return "thaw"
+	case dataset.ExpectPlaced:
+		if t.Node != "" {
+			return "switch --to " + t.Node
+		}
+		return "giveback"
+	}
+	return t.Expect
 }
 
 // runFor runs an action for the request of ticket tk, answered with ok

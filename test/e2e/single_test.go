@@ -68,7 +68,9 @@ func TestSingleDaemonServiceLifecycle(t *testing.T) {
 	if n.status().Services["web"].Frozen != "frozen" {
 		t.Fatalf("service frozen = %q, want frozen", n.status().Services["web"].Frozen)
 	}
-	n.must("svcmgr", "-s", "web", "thaw")
+	// the thaw is a target: stop --local is refused until it is reached
+	// (it would thaw the instance again after the stop), so wait for it
+	n.must("svcmgr", "-s", "web", "thaw", "--wait")
 
 	// stop --local stops and freezes
 	n.must("svcmgr", "-s", "web", "stop", "--local")
