@@ -37,11 +37,6 @@ type Explanation struct {
 	// order, filters and soft affinities ignored.
 	Leader        string `json:"leader"`
 	NaturalLeader string `json:"natural_leader"`
-	// LeaderGaveUp is the give-up of the leader's restart ladder (its
-	// dataset.Instance.GaveUp) when it holds the service back: no admin
-	// target and the service running nowhere, so no node starts it until
-	// svcmgr clear (GaveUpHolds). "" otherwise.
-	LeaderGaveUp string `json:"leader_gave_up,omitempty"`
 	// Running are the nodes whose instance is up or warn (an n/a instance
 	// started counts as up), in the service's node order.
 	Running []string `json:"running,omitempty"`
@@ -163,9 +158,6 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 			e.Running = append(e.Running, n)
 		}
 	}
-	if e.Leader != "" && len(e.Running) == 0 && !c.hasTarget() {
-		e.LeaderGaveUp = c.gaveUpOn(e.Leader)
-	}
 	if !local {
 		return e
 	}
@@ -218,18 +210,6 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 	}
 	e.Monitor = m
 	return e
-}
-
-// gaveUpOn is the give-up of the instance of the service on node, as
-// announced ("" none).
-func (c *svcCtx) gaveUpOn(node string) string {
-	if node == c.s.Local {
-		return c.inst.GaveUp
-	}
-	if v, ok := c.s.Nodes[node]; ok {
-		return v.Data.Services[c.name].GaveUp
-	}
-	return ""
 }
 
 // parentCycle returns a cycle of DEFAULT.parents that leads from svc back

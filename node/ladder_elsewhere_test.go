@@ -255,10 +255,11 @@ func TestLadderGiveUpExpectsNothingUntilUpAgain(t *testing.T) {
 	}
 }
 
-// Issue 19 item 10: the leader's instance gave up (n1 frozen, n2 leads):
-// nobody starts web. svcmgr explain says so, on the leader and elsewhere,
-// and that a clear is needed; it promises no start, no ready window.
-func TestExplainGaveUpLeaderStartsNothing(t *testing.T) {
+// An instance whose ladder gave up is no candidate (docs/behaviour.md
+// 1.1): n1 frozen, n2 gave up, so nobody starts web. svcmgr explain says
+// so, on n2 and elsewhere (no leader, n2's verdict names the give-up); it
+// promises no start, no ready window.
+func TestExplainGaveUpNodeIsNoCandidate(t *testing.T) {
 	fc := clock.NewFake(t0)
 	p := newLadderPair(t, fc)
 	n1, n2 := p.nodes["n1"], p.nodes["n2"]
@@ -287,21 +288,21 @@ func TestExplainGaveUpLeaderStartsNothing(t *testing.T) {
 			t.Fatal("no explanation")
 		}
 		out := render.Explain(&e)
-		if e.Leader != "n2" || e.LeaderGaveUp == "" ||
-			!strings.Contains(out, "leader: n2 (its restart ladder gave up there: nobody will start it; svcmgr -s web clear needed") ||
+		if e.Leader != "" || !strings.Contains(out, "leader: none: no node may start it now") ||
+			!strings.Contains(out, "n2  nodes order #2  restart ladder gave up: app#main down") ||
 			strings.Contains(out, "would start it now") {
-			t.Errorf("explain on %s: leader %q gave up %q, want n2's give-up said:\n%s", c.Name(), e.Leader, e.LeaderGaveUp, out)
+			t.Errorf("explain on %s: leader %q, want none and n2's give-up in its verdict:\n%s", c.Name(), e.Leader, out)
 		}
 		if c != n2 {
 			continue
 		}
 		m := e.Monitor
 		if m.Next != dataset.Idle || m.Action != "" || !m.ReadyUntil.IsZero() || !m.Deadline.IsZero() ||
-			strings.Contains(out, "ready") || !strings.Contains(out, "because: the restart ladder gave up here") {
+			strings.Contains(out, "ready") || !strings.Contains(out, "held by: not a candidate: restart ladder gave up") {
 			t.Errorf("explain on n2 promises a start (next %s, ready until %v):\n%s", m.Next, m.ReadyUntil, out)
 		}
 	}
-	// a clear: the leader starts it
+	// a clear: n2 is a candidate again, the leader, and starts it
 	n2.ClearLocal("web", "test", fc.Now())
 	p.drain("n2")
 	for i := 0; i < 3; i++ {

@@ -16,13 +16,16 @@
 //     claim: it counts for the anti-affinities, with the tie-break of
 //     affinity.Yields, never for the affinities; see PresenceOf);
 //  5. the instance there is not frozen;
-//  6. the instance there is not "start failed" nor "stop failed" (docs/behaviour.md 1.7's
+//  6. the instance there is not excluded by a monitor_action switch;
+//  7. the instance there is not "start failed" nor "stop failed" (docs/behaviour.md 1.7's
 //     transition table treats a "stop failed" peer like a "start failed" one:
-//     the other node starts).
+//     the other node starts);
+//  8. the restart ladder of the instance there did not give up, unless an
+//     admin start drives it (StateOf).
 //
 // Filters 1-4 are about the node; a node passing them is "placeable"
 // (Ranking.Placeable, used by giveback to find where the service belongs).
-// Filters 5-6 are about the instance; Ranking.Candidates are the placeable
+// Filters 5-8 are about the instance; Ranking.Candidates are the placeable
 // nodes that also pass them.
 //
 // Policies (DEFAULT.placement):

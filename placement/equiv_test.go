@@ -146,7 +146,11 @@ func randomEquivInput(r *rand.Rand) equivInput {
 			inst := dataset.Instance{Avail: avails[r.Intn(len(avails))], Frozen: r.Intn(8) == 0}
 			inst.Monitor.State = states[r.Intn(len(states))]
 			if r.Intn(10) == 0 {
-				inst.Excluded = "gave up"
+				inst.Excluded = "switched away"
+			}
+			if r.Intn(10) == 0 {
+				inst.GaveUp = "restarts spent"
+				inst.Monitor.GlobalExpect = []string{dataset.ExpectNone, dataset.ExpectStarted}[r.Intn(2)]
 			}
 			d.Services[s] = inst
 		}

@@ -58,7 +58,7 @@ func nodeFilter(in *Input, rec *record, env affinity.Env, f *filter) {
 }
 
 // instanceFilter checks the instance filters: frozen, excluded (a
-// monitor_action switch), then failed.
+// monitor_action switch), failed, then a restart ladder that gave up.
 func instanceFilter(inst *InstanceState, f *filter) {
 	if inst.Frozen && !f.fail(ReasonInstanceFrozen, "") {
 		return
@@ -68,9 +68,16 @@ func instanceFilter(inst *InstanceState, f *filter) {
 	}
 	switch inst.State {
 	case dataset.StartFailed:
-		f.fail(ReasonStartFailed, "")
+		if !f.fail(ReasonStartFailed, "") {
+			return
+		}
 	case dataset.StopFailed:
-		f.fail(ReasonStopFailed, "")
+		if !f.fail(ReasonStopFailed, "") {
+			return
+		}
+	}
+	if inst.GaveUp != "" {
+		f.fail(ReasonGaveUp, ReasonGaveUp+": "+inst.GaveUp)
 	}
 }
 

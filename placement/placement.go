@@ -27,9 +27,10 @@ const (
 	ReasonInstanceFrozen  = "instance frozen"
 	ReasonStartFailed     = "start failed"
 	ReasonStopFailed      = "stop failed"
-	ReasonExcluded        = "excluded"      // + ": " + why, in verdicts only
-	reasonNodeStatusPref  = "node "         // + status: "node maintenance"
-	reasonNodeMonitorPref = "node monitor " // + monitor: "node monitor rejoin"
+	ReasonExcluded        = "excluded"               // + ": " + why, in verdicts only
+	ReasonGaveUp          = "restart ladder gave up" // + ": " + why, in verdicts only
+	reasonNodeStatusPref  = "node "                  // + status: "node maintenance"
+	reasonNodeMonitorPref = "node monitor "          // + monitor: "node monitor rejoin"
 )
 
 // NodeView is one node as the observer sees it: its status as concluded by
@@ -126,11 +127,23 @@ type InstanceState struct {
 	State  dataset.MonitorState
 	// Excluded is dataset.Instance.Excluded (a monitor_action switch).
 	Excluded string
+	// GaveUp is dataset.Instance.GaveUp (the restart ladder gave up
+	// there) while it holds the instance out of the candidates: always but
+	// under an admin start (StateOf).
+	GaveUp string
 }
 
-// StateOf extracts the InstanceState of an instance.
+// StateOf extracts the InstanceState of an instance. A give-up of its
+// restart ladder counts (the instance is no candidate, docs/behaviour.md
+// 1.1) unless the instance's node drives it toward an admin start target
+// (its global expect "started"): a start is one of the things that end a
+// give-up (behaviour.md 4.3), so the admin's start may pick that node.
 func StateOf(inst dataset.Instance) InstanceState {
-	return InstanceState{Avail: inst.Avail, Frozen: inst.Frozen, State: inst.Monitor.State, Excluded: inst.Excluded}
+	st := InstanceState{Avail: inst.Avail, Frozen: inst.Frozen, State: inst.Monitor.State, Excluded: inst.Excluded}
+	if inst.Monitor.GlobalExpect != dataset.ExpectStarted {
+		st.GaveUp = inst.GaveUp
+	}
+	return st
 }
 
 // Cluster indexes node views to rank many services in one pass: it holds

@@ -66,6 +66,31 @@ func TestSpreadStableAndVaried(t *testing.T) {
 	}
 }
 
+// An instance whose restart ladder gave up is no candidate
+// (docs/behaviour.md 1.1), but for an admin start (its node drives it
+// toward the target started): the start may pick it, and ends the give-up.
+func TestRankGaveUpIsNoCandidate(t *testing.T) {
+	gaveUp := func(expect string) dataset.Instance {
+		return dataset.Instance{Avail: dataset.StatusDown, GaveUp: "app#main down, 1 restarts spent",
+			Monitor: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: expect}}
+	}
+	cfg := &config.ServiceConfig{Name: "web", Nodes: []string{"n1", "n2"}, Placement: PolicyNodesOrder}
+	vs := views(dataset.Node{Name: "n1", Services: map[string]dataset.Instance{"web": gaveUp(dataset.ExpectNone)}},
+		dataset.Node{Name: "n2"})
+	r := Rank(Input{Service: "web", Config: cfg, Views: vs, Explain: true})
+	if r.Leader() != "n2" || r.Excluded["n1"] != ReasonGaveUp {
+		t.Errorf("n1 gave up: leader %q, n1 excluded %q; want n2 and %q", r.Leader(), r.Excluded["n1"], ReasonGaveUp)
+	}
+	if v := r.Verdicts[len(r.Verdicts)-1]; v.Node != "n1" || !reflect.DeepEqual(v.Reasons, []string{ReasonGaveUp + ": app#main down, 1 restarts spent"}) {
+		t.Errorf("n1's verdict: %+v, want the give-up and its reason", v)
+	}
+	vs = views(dataset.Node{Name: "n1", Services: map[string]dataset.Instance{"web": gaveUp(dataset.ExpectStarted)}},
+		dataset.Node{Name: "n2"})
+	if r := Rank(Input{Service: "web", Config: cfg, Views: vs}); r.Leader() != "n1" {
+		t.Errorf("n1 gave up, admin start: leader %q, want n1", r.Leader())
+	}
+}
+
 func TestRankFilters(t *testing.T) {
 	vs := views(
 		dataset.Node{Name: "n1", Services: map[string]dataset.Instance{"web": {Frozen: true}}},

@@ -783,9 +783,6 @@ func whyDown(ws WhatIfService, e monitor.Explanation) string {
 			parts = append(parts, "no candidate")
 		}
 	}
-	if e.LeaderGaveUp != "" {
-		parts = append(parts, "the leader's restart ladder gave up: "+e.LeaderGaveUp)
-	}
 	if len(parts) == 0 {
 		parts = append(parts, "down (see svcmgr explain)")
 	}

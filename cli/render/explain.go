@@ -92,11 +92,6 @@ func leaderLine(e *api.Explanation) string {
 		// a leader starts a service that runs nowhere: this one runs
 		s = e.Leader + " (the first candidate; it runs on " + strings.Join(e.Running, ", ") + ", and stays there: svcmgr giveback moves it"
 	}
-	if e.LeaderGaveUp != "" {
-		// the leader's ladder gave up: it starts nothing, and no other
-		// node does while it leads
-		s = e.Leader + " (its restart ladder gave up there: nobody will start it; svcmgr -s " + e.Service + " clear needed"
-	}
 	if e.NaturalLeader != "" && e.NaturalLeader != e.Leader {
 		s += "; natural leader " + e.NaturalLeader
 	}

@@ -201,16 +201,20 @@ func TestLadderFreezeStopAndCrash(t *testing.T) {
 		b, _ := os.ReadFile(mark)
 		return strings.Count(string(b), "called") >= 1
 	})
-	time.Sleep(2 * time.Second) // several monitor intervals: no second call
-	if b, _ := os.ReadFile(mark); strings.Count(string(b), "called") != 1 {
-		t.Fatalf("crash command called %d times, want once", strings.Count(string(b), "called"))
-	}
+	// read before n2 takes db (ready_period 2s): db up there ends n1's give-up
 	var ss dataset.ServiceStatus
 	if err := json.Unmarshal([]byte(c["n1"].must("svcmgr", "-s", "db", "print", "status", "--format", "json")), &ss); err != nil {
 		t.Fatal(err)
 	}
 	if g := ss.Instances["n1"].GaveUp; !strings.Contains(g, "monitor_action crash") {
 		t.Fatalf("db on n1: gave_up %q, want the crash monitor_action", g)
+	}
+	// the node kept running (a harmless crash_command): its give-up makes it
+	// no candidate, and n2 takes db as it would once n1 went down
+	waitFor(t, 15*time.Second, "db up on n2", upOnlyOn(c["n2"], "db", "n2"))
+	time.Sleep(time.Second) // several monitor intervals more: no second call
+	if b, _ := os.ReadFile(mark); strings.Count(string(b), "called") != 1 {
+		t.Fatalf("crash command called %d times, want once", strings.Count(string(b), "called"))
 	}
 	if log := readFile(t, filepath.Join(c["n1"].root, "log", "node.log")); !strings.Contains(log, "node action crash") {
 		t.Fatal("node.log does not say the node action crash")
