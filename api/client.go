@@ -150,8 +150,9 @@ func (c *Client) Services(ctx context.Context) ([]ServiceEntry, error) {
 }
 
 // Create installs a service config.
-func (c *Client) Create(ctx context.Context, req CreateRequest) error {
-	return c.do(ctx, "POST", PathCreate, nil, req, nil)
+func (c *Client) Create(ctx context.Context, req CreateRequest) (*ConfigResponse, error) {
+	var out ConfigResponse
+	return &out, c.do(ctx, "POST", PathCreate, nil, req, &out)
 }
 
 // Action runs an action on a service.

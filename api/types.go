@@ -158,6 +158,18 @@ type CreateRequest struct {
 	// Base is the dataset.ConfigDigest of the config the editor read (edit
 	// config): the daemon refuses the replace if the config changed since.
 	Base string `json:"base,omitempty"`
+	// Force installs a config that names what does not exist yet (a
+	// service in hard_affinity or parents, an OCF agent on none of the
+	// service's nodes): the daemon answers with warnings instead of
+	// refusing it (svcmgr create --force).
+	Force bool `json:"force,omitempty"`
+}
+
+// ConfigResponse is the answer to a create: what was installed with a
+// warning (Force), each naming the file, the line and the key.
+type ConfigResponse struct {
+	Result   string   `json:"result"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ActionRequest is an action on one service.
@@ -193,11 +205,15 @@ type KeywordRequest struct {
 	Name string   `json:"name"`
 	Op   string   `json:"op"` // set | unset | get
 	Kws  []string `json:"kws"`
+	// Force is CreateRequest.Force for a set (svcmgr set --force).
+	Force bool `json:"force,omitempty"`
 }
 
-// KeywordResponse carries the values of a get.
+// KeywordResponse carries the values of a get, and the warnings of a set
+// with Force (ConfigResponse).
 type KeywordResponse struct {
-	Values []string `json:"values,omitempty"`
+	Values   []string `json:"values,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Event is one line of `nodemgr events`.

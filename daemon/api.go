@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.uber.org/zap"
+
 	"haven/api"
 	"haven/config"
 	"haven/config/tomlfile"
@@ -68,13 +70,13 @@ func (d *Daemon) routes() http.Handler {
 			return
 		}
 		// parsed here, off the event loop
-		cfg, err := d.parseCreate(req)
+		cfg, warns, err := d.parseCreate(req)
 		if err != nil {
 			writeErr(w, err)
 			return
 		}
 		d.replyAsync(w, func(done func(any, error)) {
-			d.whenConfigIdle(req.Name, func() { d.create(req, cfg, done) })
+			d.whenConfigIdle(req.Name, func() { d.create(req, cfg, warns, done) })
 		})
 	})
 	mux.HandleFunc("POST "+api.PathServiceAction, func(w http.ResponseWriter, r *http.Request) {
@@ -101,8 +103,14 @@ func (d *Daemon) routes() http.Handler {
 		if !decode(w, r, &req) {
 			return
 		}
+		// the agents a set adds, asked off the loop (ocfagents.go)
+		pre, err := d.precheckKeyword(req)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
 		d.replyAsync(w, func(done func(any, error)) {
-			d.whenConfigIdle(req.Name, func() { d.keyword(req, done) })
+			d.whenConfigIdle(req.Name, func() { d.keyword(req, pre, done) })
 		})
 	})
 	mux.HandleFunc("GET "+api.PathExplain, d.handleExplain)
@@ -281,39 +289,41 @@ func (d *Daemon) serviceList() []api.ServiceEntry {
 	return out
 }
 
-// parseCreate parses the config of a create request. It runs on the API
-// handler's goroutine, not on the loop: a large or hostile config never
-// holds the loop.
-func (d *Daemon) parseCreate(req api.CreateRequest) (*config.ServiceConfig, error) {
+// parseCreate parses the config of a create request, and returns the
+// warnings of what req.Force let through. It runs on the API handler's
+// goroutine, not on the loop: a large or hostile config never holds the
+// loop.
+func (d *Daemon) parseCreate(req api.CreateRequest) (*config.ServiceConfig, []*config.Error, error) {
 	file := req.File
 	if file == "" {
 		file = req.Name + ".toml"
 	}
 	if err := config.ValidServiceName(req.Name); err != nil {
-		return nil, badInput(err)
+		return nil, nil, badInput(err)
 	}
 	raw := []byte(req.Config)
 	cfg, err := tomlfile.ParseService(file, req.Name, raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(cfg.Nodes) == 0 {
 		if raw, err = tomlfile.SetKeyword(file, raw, "DEFAULT.nodes+="+d.nodeName()); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if cfg, err = tomlfile.ParseService(file, req.Name, raw); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// the [ocf.NAME] parameters, against the agents' meta-data here
 	if _, err := resource.CheckOCF(context.Background(), cfg, d.node.OCFRoot); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// an agent none of the service's nodes has (ocfagents.go)
-	if err := d.checkAgentsSomewhere(cfg); err != nil {
-		return nil, err
+	nowhere := d.agentsNowhere(cfg, nil, req.Force)
+	if len(nowhere) > 0 && !req.Force {
+		return nil, nil, nowhere[0]
 	}
-	return cfg, nil
+	return cfg, nowhere, nil
 }
 
 // create installs a new service config (or replaces one with Replace),
@@ -321,7 +331,7 @@ func (d *Daemon) parseCreate(req api.CreateRequest) (*config.ServiceConfig, erro
 // parsed by parseCreate off the loop. A replace with Base (the digest of
 // the config the editor read) is refused if the config changed since:
 // compare-and-swap.
-func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done func(any, error)) {
+func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, warns []*config.Error, done func(any, error)) {
 	_, exists := d.services[req.Name]
 	if exists && !req.Replace {
 		done(nil, badInput(fmt.Errorf("service %s already exists (use set or edit config to change it)", req.Name)))
@@ -344,15 +354,47 @@ func (d *Daemon) create(req api.CreateRequest, cfg *config.ServiceConfig, done f
 		done(nil, err)
 		return
 	}
-	if err := d.checkServiceRefs(cfg); err != nil {
+	refWarns, err := d.checkServiceRefs(cfg, req.Force)
+	if err != nil {
 		done(nil, err)
 		return
 	}
+	warns = append(refWarns, warns...)
 	what := "created"
 	if exists || bad != nil {
 		what = "replaced"
 	}
-	d.editConfig(node.ConfigRequest{Service: req.Name, Config: cfg, What: what}, func(a node.Answer) { done(nil, answerErr(a)) })
+	d.editConfig(node.ConfigRequest{Service: req.Name, Config: cfg, What: what}, func(a node.Answer) {
+		if err := answerErr(a); err != nil {
+			done(nil, err)
+			return
+		}
+		done(api.ConfigResponse{Result: "ok", Warnings: d.logWarnings(req.Name, warns)}, nil)
+	})
+}
+
+// agentsUnasked refuses a set whose new config cfg brings an agent that
+// precheckKeyword did not ask about (asked): the config changed between
+// the two (another edit), so the answer would rest on nothing.
+func (d *Daemon) agentsUnasked(svc string, prev, cfg *config.ServiceConfig, asked map[string]bool) error {
+	had := ocfAgentsOf(prev)
+	for a := range ocfAgentsOf(cfg) {
+		if _, ok := had[a]; !ok && !asked[a] {
+			return failed("%s: changed concurrently while its OCF agents were checked: nothing changed, retry", svc)
+		}
+	}
+	return nil
+}
+
+// logWarnings logs what a create or set --force installed anyway, and
+// returns it for the answer.
+func (d *Daemon) logWarnings(svc string, warns []*config.Error) []string {
+	var out []string
+	for _, w := range warns {
+		d.log.Warn("config installed with --force: "+w.Error(), zap.String("svc", svc))
+		out = append(out, w.Error())
+	}
+	return out
 }
 
 // editConfig hands an edit made here to the node core, which installs it
@@ -362,9 +404,67 @@ func (d *Daemon) editConfig(req node.ConfigRequest, done func(node.Answer)) {
 	d.drv.EditConfig(req, done)
 }
 
+// keywordCheck is what precheckKeyword found of a set: the agents it
+// asked about (those the edit adds), and the warnings of what req.Force
+// let through.
+type keywordCheck struct {
+	asked map[string]bool
+	warns []*config.Error
+}
+
+// precheckKeyword asks, off the loop, whether the OCF agents a set or add
+// brings into the config are installed on any of the service's nodes
+// (agentsNowhere): an agent on none of them is refused as at create, or
+// with Force a warning. The agents the installed config already names are
+// not asked again. An edit that cannot be made is left to keyword, which
+// says why.
+func (d *Daemon) precheckKeyword(req api.KeywordRequest) (keywordCheck, error) {
+	var pre keywordCheck
+	if req.Op != "set" && req.Op != "add" {
+		return pre, nil
+	}
+	type cur struct {
+		raw    []byte
+		agents map[string]string
+	}
+	v, err := d.call(func() (any, error) {
+		inst, err := d.lookup(req.Name)
+		if err != nil {
+			return nil, err
+		}
+		return cur{raw: inst.cfg.Raw, agents: ocfAgentsOf(inst.cfg)}, nil
+	})
+	if err != nil {
+		return pre, nil
+	}
+	c := v.(cur)
+	codec := tomlfile.ServiceCodec{File: d.p.ServiceConf}
+	raw, err := codec.EditService(req.Name, c.raw, req.Op, req.Kws)
+	if err != nil {
+		return pre, nil
+	}
+	cfg, err := codec.ParseService(req.Name, raw)
+	if err != nil {
+		return pre, nil
+	}
+	held := func(a string) bool { _, ok := c.agents[a]; return ok }
+	pre.asked = map[string]bool{}
+	for a := range ocfAgentsOf(cfg) {
+		if !held(a) {
+			pre.asked[a] = true
+		}
+	}
+	pre.warns = d.agentsNowhere(cfg, held, req.Force)
+	if len(pre.warns) > 0 && !req.Force {
+		return pre, pre.warns[0]
+	}
+	return pre, nil
+}
+
 // keyword gets, sets or unsets keywords. A change is installed here at
-// once and answered once the live peers hold it (node/configs.go).
-func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
+// once and answered once the live peers hold it (node/configs.go). pre
+// is what precheckKeyword found of a set, off the loop.
+func (d *Daemon) keyword(req api.KeywordRequest, pre keywordCheck, done func(any, error)) {
 	inst, err := d.lookup(req.Name)
 	if err != nil {
 		done(nil, err)
@@ -395,15 +495,24 @@ func (d *Daemon) keyword(req api.KeywordRequest, done func(any, error)) {
 		if err == nil {
 			err = d.checkServiceNodes(cfg)
 		}
+		var warns []*config.Error
 		if err == nil {
-			err = d.checkServiceRefs(cfg)
+			warns, err = d.checkServiceRefs(cfg, req.Force)
+		}
+		if err == nil {
+			err = d.agentsUnasked(req.Name, inst.cfg, cfg, pre.asked)
 		}
 		if err != nil {
 			done(nil, err)
 			return
 		}
+		warns = append(warns, pre.warns...)
 		d.editConfig(node.ConfigRequest{Service: req.Name, Config: cfg, What: "changed", Op: req.Op, Kws: req.Kws}, func(a node.Answer) {
-			done(api.KeywordResponse{}, answerErr(a))
+			if err := answerErr(a); err != nil {
+				done(nil, err)
+				return
+			}
+			done(api.KeywordResponse{Warnings: d.logWarnings(req.Name, warns)}, nil)
 		})
 		return
 	}

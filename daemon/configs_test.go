@@ -86,7 +86,7 @@ func TestKeywordEditWaitsForTheConfigWriteInFlight(t *testing.T) {
 	var setErr error
 	answered := false
 	d.whenConfigIdle("web", func() {
-		d.keyword(api.KeywordRequest{Name: "web", Op: "set", Kws: []string{"DEFAULT.orchestrate=start"}}, func(_ any, err error) {
+		d.keyword(api.KeywordRequest{Name: "web", Op: "set", Kws: []string{"DEFAULT.orchestrate=start"}}, keywordCheck{}, func(_ any, err error) {
 			answered, setErr = true, err
 		})
 	})

@@ -13,9 +13,10 @@ import (
 )
 
 // An OCF agent that no node of a service has is a name that cannot run
-// anywhere (a typo: heartbeat:IPaddr3): create refuses it, naming the
-// file, the line and the key, once every node of the service said it
-// lacks the agent. This node looks in its own OCF root; each other node of
+// anywhere (a typo: heartbeat:IPaddr3): create refuses it, and so does a
+// set that names it, naming the file, the line and the key, once every
+// node of the service said it lacks the agent (--force: installed with a
+// warning, for an agent to be installed later). This node looks in its own OCF root; each other node of
 // the service is asked through the heartbeat's transport (op ocfagents)
 // and looks in its own. A node that cannot be asked (down, stopped, an
 // older release, no answer) proves nothing: the config is then taken, and
@@ -73,26 +74,22 @@ func (d *Daemon) answerOCFAgents(body []byte, answer func(any, string)) {
 	go func() { answer(ocfAgentsAnswer{Missing: d.missingAgents(q.Agents)}, "") }()
 }
 
-// checkAgentsSomewhere refuses the ocf resources of cfg whose agent is
-// installed on none of the service's nodes, when every one of them says
-// so (run off the loop: the asks wait for the peers' answers).
-func (d *Daemon) checkAgentsSomewhere(cfg *config.ServiceConfig) error {
+// agentsNowhere returns the ocf resources of cfg whose agent is installed
+// on none of the service's nodes, when every one of them says so (run off
+// the loop: the asks wait for the peers' answers), each as an error naming
+// the file, the line and the key; with force, as a warning that says the
+// config is installed anyway. An agent that held says true of is not
+// asked (nil: every one is): a set asks about the agents it adds.
+func (d *Daemon) agentsNowhere(cfg *config.ServiceConfig, held func(agent string) bool, force bool) []*config.Error {
 	var agents []string
 	rid := map[string]string{} // agent -> its first resource
-	for _, r := range cfg.Resources {
-		if r.Type != config.SectionOCF || r.Disable {
-			continue
-		}
-		prov, typ, err := config.ParseAgent(r.Agent)
-		if err != nil {
-			continue // CheckOCF said so
-		}
-		a := prov + ":" + typ
-		if _, seen := rid[a]; !seen {
-			rid[a] = r.RID
+	for a, r := range ocfAgentsOf(cfg) {
+		if held == nil || !held(a) {
+			rid[a] = r
 			agents = append(agents, a)
 		}
 	}
+	slices.Sort(agents)
 	nodes := cfg.NodeList(d.cluster.NodeNames())
 	if len(agents) == 0 || len(nodes) == 0 {
 		return nil
@@ -134,11 +131,37 @@ func (d *Daemon) checkAgentsSomewhere(cfg *config.ServiceConfig) error {
 	if !known {
 		return nil
 	}
+	var out []*config.Error
 	for _, a := range agents {
-		if missing[a] == len(nodes) {
-			return cfg.ErrorAt(rid[a], "agent", fmt.Sprintf("agent ocf:%s is installed on none of the service's nodes (%s): no node could run it; "+
-				"install it (Debian: resource-agents), or fix the name (svcmgr describe --list)", a, strings.Join(nodes, ", ")))
+		if missing[a] != len(nodes) {
+			continue
+		}
+		msg := fmt.Sprintf("agent ocf:%s is installed on none of the service's nodes (%s): ", a, strings.Join(nodes, ", "))
+		if force {
+			msg += "installed anyway (--force): no node can run it until the agent is installed"
+		} else {
+			msg += "no node could run it; install it (Debian: resource-agents), fix the name (svcmgr describe --list), or install the config anyway with --force"
+		}
+		out = append(out, cfg.ErrorAt(rid[a], "agent", msg))
+	}
+	return out
+}
+
+// ocfAgentsOf maps the agents (PROVIDER:TYPE) of the enabled ocf
+// resources of cfg to the first resource that names each.
+func ocfAgentsOf(cfg *config.ServiceConfig) map[string]string {
+	out := map[string]string{}
+	for _, r := range cfg.Resources {
+		if r.Type != config.SectionOCF || r.Disable {
+			continue
+		}
+		prov, typ, err := config.ParseAgent(r.Agent)
+		if err != nil {
+			continue // CheckOCF said so
+		}
+		if _, seen := out[prov+":"+typ]; !seen {
+			out[prov+":"+typ] = r.RID
 		}
 	}
-	return nil
+	return out
 }

@@ -45,9 +45,10 @@ func (c memberCodec) ParseService(name string, raw []byte) (*config.ServiceConfi
 // checkServiceRefs checks the services cfg names (hard affinities,
 // parents) against the cluster's configs as this node holds them
 // (config.CheckServiceRefs): a create or set made here that names no
-// service, or closes a cycle of parents, is refused (exit 2). On the loop.
-// A config received from a peer is not checked: its node took it.
-func (d *Daemon) checkServiceRefs(cfg *config.ServiceConfig) error {
+// service, or closes a cycle of parents, is refused (exit 2); with force
+// a name of no service is a warning. On the loop. A config received from
+// a peer is not checked: its node took it.
+func (d *Daemon) checkServiceRefs(cfg *config.ServiceConfig, force bool) ([]*config.Error, error) {
 	others := map[string][]string{}
 	var prev *config.ServiceConfig
 	for name, inst := range d.services {
@@ -65,5 +66,5 @@ func (d *Daemon) checkServiceRefs(cfg *config.ServiceConfig) error {
 			others[name] = nil // its config does not parse here: it exists
 		}
 	}
-	return config.CheckServiceRefs(cfg, prev, others)
+	return config.CheckServiceRefs(cfg, prev, others, force)
 }

@@ -40,10 +40,11 @@ func App() *cli.App {
 		UsageText: "svcmgr -s SELECTOR ACTION [flags]\nsvcmgr validate --config FILE\nsvcmgr ACTION --help: the flags of an action",
 		Flags:     flags,
 		Commands: []*cli.Command{
-			{Name: "create", Usage: "install a service config (--config FILE; name from -s or the file name; --replace: of an existing service)",
-				UsageText: "svcmgr [-s NAME] create --config FILE [--replace]", Description: globalsHelp,
+			{Name: "create", Usage: "install a service config (--config FILE; name from -s or the file name; --replace: of an existing service; --force: naming services or OCF agents not there yet)",
+				UsageText: "svcmgr [-s NAME] create --config FILE [--replace] [--force]", Description: forceHelp + globalsHelp,
 				Flags: []cli.Flag{configFlag("the config `FILE` to install"),
-					&cli.BoolFlag{Name: "replace", Usage: "replace the config of an existing service (e.g. one whose config is invalid)"}},
+					&cli.BoolFlag{Name: "replace", Usage: "replace the config of an existing service (e.g. one whose config is invalid)"},
+					forceFlag()},
 				Action: create},
 			action("delete"),
 			action("start"), action("stop"), action("freeze"), action("thaw"),
@@ -73,9 +74,11 @@ func App() *cli.App {
 			{Name: "edit", Usage: "edit config", Subcommands: []*cli.Command{
 				{Name: "config", Usage: "edit the config in $EDITOR, validate, install", Description: globalsHelp, Action: editConfig},
 			}},
-			{Name: "set", Usage: "set --kw K=V (also K+=V, K-=V for lists; --add: a new resource)", UsageText: "svcmgr -s SELECTOR set [--add] --kw K=V [--kw K=V ...]",
-				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword to set: `K=V`, K+=V or K-=V (lists); repeatable"),
-					&cli.BoolFlag{Name: "add", Usage: "the keywords may add a resource the config does not have (without it, a resource name that is not in the config is refused: a typo)"}},
+			{Name: "set", Usage: "set --kw K=V (also K+=V, K-=V for lists; --add: a new resource; --force: naming services or OCF agents not there yet)",
+				UsageText:   "svcmgr -s SELECTOR set [--add] [--force] --kw K=V [--kw K=V ...]",
+				Description: forceHelp + globalsHelp, Flags: []cli.Flag{kwFlag("a keyword to set: `K=V`, K+=V or K-=V (lists); repeatable"),
+					&cli.BoolFlag{Name: "add", Usage: "the keywords may add a resource the config does not have (without it, a resource name that is not in the config is refused: a typo)"},
+					forceFlag()},
 				Action: func(c *cli.Context) error {
 					if c.Bool("add") {
 						return keyword(c, "add")
@@ -108,7 +111,25 @@ func App() *cli.App {
 const globalsHelp = "Also: -s SELECTOR, --format human|json, --root DIR (see svcmgr --help).\nAny flag may stand anywhere on the line."
 
 func configFlag(usage string) cli.Flag { return &cli.StringFlag{Name: "config", Usage: usage} }
-func kwFlag(usage string) cli.Flag     { return &cli.StringSliceFlag{Name: "kw", Usage: usage} }
+
+// forceHelp says what create --force and set --force let through.
+const forceHelp = "The daemon refuses a config naming what does not exist: a service in DEFAULT.hard_affinity or DEFAULT.parents " +
+	"that the cluster does not have, an OCF agent that none of the service's nodes has (exit 2, the file, the line and the key). " +
+	"--force installs it anyway, each such name said as a warning on standard error: for configs installed in any order " +
+	"(a configuration-management tool), or an agent installed later. The service waits meanwhile (explain says why). " +
+	"A cycle of parents and any other error are refused all the same.\n\n"
+
+func forceFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "force", Usage: "install even if it names a service or an OCF agent that does not exist yet (a warning each, on standard error)"}
+}
+
+// printWarnings prints what the daemon installed anyway (--force).
+func printWarnings(c *cli.Context, warns []string) {
+	for _, w := range warns {
+		fmt.Fprintf(c.App.ErrWriter, "warning: %s\n", termtext.Clean(w))
+	}
+}
+func kwFlag(usage string) cli.Flag { return &cli.StringSliceFlag{Name: "kw", Usage: usage} }
 func refreshFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "refresh", Aliases: []string{"r"}, Usage: "check the local instances now, then print"}
 }
@@ -191,9 +212,11 @@ func create(c *cli.Context) error {
 		return err
 	}
 	replace := c.Bool("replace")
-	if err := cliutil.Client(c).Create(ctx(c), api.CreateRequest{Name: name, Config: string(data), File: file, Replace: replace}); err != nil {
+	res, err := cliutil.Client(c).Create(ctx(c), api.CreateRequest{Name: name, Config: string(data), File: file, Replace: replace, Force: c.Bool("force")})
+	if err != nil {
 		return err
 	}
+	printWarnings(c, res.Warnings)
 	what := "created"
 	if replace {
 		what = "config installed"
@@ -403,7 +426,7 @@ func editConfig(c *cli.Context) error {
 		}
 		if err == nil {
 			req := api.CreateRequest{Name: name, Config: string(data), File: tmpName, Replace: true, Base: dataset.ConfigDigest([]byte(raw))}
-			if err = cl.Create(ctx(c), req); err == nil {
+			if _, err = cl.Create(ctx(c), req); err == nil {
 				os.Remove(tmpName)
 				fmt.Fprintf(c.App.Writer, "%s: config installed\n", name)
 				return nil
@@ -451,10 +474,11 @@ func keyword(c *cli.Context, op string) error {
 		if err := precheckOCF(c, cl, n, op, kws); err != nil {
 			return err
 		}
-		res, err := cl.Keyword(ctx(c), api.KeywordRequest{Name: n, Op: op, Kws: kws})
+		res, err := cl.Keyword(ctx(c), api.KeywordRequest{Name: n, Op: op, Kws: kws, Force: c.Bool("force")})
 		if err != nil {
 			return err
 		}
+		printWarnings(c, res.Warnings)
 		for _, v := range res.Values {
 			if len(names) > 1 {
 				fmt.Fprintf(c.App.Writer, "%s: %s\n", n, termtext.Clean(v))

@@ -217,7 +217,8 @@ func (c *cluster) waitConverged(d time.Duration, live []*bnode) error {
 func (b *bnode) createService(name, config string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return b.c.Create(ctx, api.CreateRequest{Name: name, Config: config, File: name + ".toml"})
+	_, err := b.c.Create(ctx, api.CreateRequest{Name: name, Config: config, File: name + ".toml"})
+	return err
 }
 
 // crash kills the daemon of b with SIGKILL, then the service processes

@@ -191,6 +191,7 @@ var examples = map[string][][2]string{
 	"svcmgr": {
 		{"svcmgr validate --config web.toml", "check a config without a daemon (exit 2 names the file, the line and the key)"},
 		{"svcmgr -s web create --config web.toml", "install it on every node"},
+		{"svcmgr -s web create --force --config web.toml", "install it although its hard_affinity or parents name a service not created yet, or an OCF agent no node has yet (configs installed in any order): a warning each; it waits meanwhile"},
 		{"svcmgr -s web start --wait", "start it where the placement policy says, and wait until it is up"},
 		{"svcmgr -s web switch --to n2 --wait", "move it to n2"},
 		{"svcmgr -s web explain", "why it runs where it runs, or why it does not"},

@@ -82,6 +82,12 @@ func TestOCFExitCodesWithDaemons(t *testing.T) {
 	if r.Code != 2 || !strings.Contains(r.Err, "web.toml:6: ocf#app.agent: agent ocf:haven:fake3 is installed on none of the service's nodes (n1, n2)") {
 		t.Fatalf("an agent no node has: %s, want exit 2 naming web.toml:6 ocf#app.agent", r)
 	}
+	// --force installs it anyway (an agent installed later), said as a warning
+	r = c["n1"].run("svcmgr", "-s", "later", "create", "--force", "--config", typo)
+	if r.Code != 0 || !strings.Contains(r.Err, "warning: "+typo+":6: ocf#app.agent: agent ocf:haven:fake3 is installed on none of the service's nodes (n1, n2): installed anyway (--force)") {
+		t.Fatalf("create --force of an agent no node has: %s, want exit 0 and the warning", r)
+	}
+	c["n1"].must("svcmgr", "-s", "later", "delete")
 
 	// placed on n2, the node that has the agent (created from n1, which
 	// lacks it: n2 said it has it); n1 says why not
@@ -104,6 +110,18 @@ func TestOCFExitCodesWithDaemons(t *testing.T) {
 	r = c["n2"].run("svcmgr", "-s", "web", "set", "--kw", "ocf#app.params=dir="+dir+" colour=red")
 	if r.Code != 2 || !strings.Contains(r.Err, `ocf#app.params.colour: ocf:haven:fake has no parameter "colour"`) {
 		t.Fatalf("set of a bad param: %s", r)
+	}
+
+	// a set naming an agent none of the nodes has: refused as at create,
+	// on a node that lacks it and on one that has the agent web runs
+	for _, n := range names {
+		r = c[n].run("svcmgr", "-s", "web", "set", "--kw", "ocf#app.agent=haven:fake3")
+		if r.Code != 2 || !strings.Contains(r.Err, "web.toml:6: ocf#app.agent: agent ocf:haven:fake3 is installed on none of the service's nodes (n1, n2)") {
+			t.Fatalf("set of an agent no node has, on %s: %s, want exit 2 naming web.toml:6 ocf#app.agent", n, r)
+		}
+	}
+	if got := strings.TrimSpace(c["n1"].must("svcmgr", "-s", "web", "get", "--kw", "ocf#app.agent")); got != "haven:fake" {
+		t.Fatalf("agent after the refused set: %q", got)
 	}
 
 	// the monitor says 7: the ladder restarts the resource on n2
