@@ -40,8 +40,13 @@ type sbd struct {
 	// diskLost is the disk's last state, set by its servant (onDiskState)
 	diskLost atomic.Bool
 	wd       *watchdog
-	quit     chan struct{}
-	done     chan struct{}
+	// fence is the state of a fence this node obeys (fenceNone...), read
+	// in fenceDisk; fenceStopAt is when its stops were last asked for
+	fence       int
+	fenceDisk   *disk.Disk
+	fenceStopAt time.Time
+	quit        chan struct{}
+	done        chan struct{}
 }
 
 // pulsePeriod is the period of the loop's pulse: the watchdog's pets and
@@ -83,7 +88,11 @@ func (d *Daemon) startSBD() error {
 	if dk.Path != "" {
 		cfg := disk.Config{Path: dk.Path, Node: d.node.Name, Members: d.cluster.NodeNames(), Cluster: d.cluster.Name,
 			Secret: d.cluster.Secret, Run: d.dur.Incarnation, Interval: config.DiskBeatPeriod(d.node.HB), Timeout: dk.Timeout,
-			Clock: d.clk, Logger: d.log.Named("disk"), OnState: d.onDiskState}
+			Clock: d.clk, Logger: d.log.Named("disk"), OnState: d.onDiskState, Guard: d.diskGuard()}
+		if dk.Fence && cfg.Guard&disk.GuardStops == 0 {
+			d.log.Warn("hb.disk.fence with split_action "+d.node.SplitAction+": this node does not stop by itself when it loses the disk and the majority, so the survivors never count it fenced by the stall of its slot: its services are taken over only once it acknowledged a fence (it read the fence and stopped them), or by a [stonith] command (docs/operations.md)",
+				zap.String("node", d.node.Name), zap.String("file", d.node.File))
+		}
 		cfg.Liveness = diskLiveness(d.hb, dk.Fence)
 		if cfg.Liveness == nil && !dk.Fence && d.hb != nil {
 			d.log.Warn("the disk heartbeat is not counted as a link: this build's heartbeat has no NoteLinkAlive (the slots are written, read and logged only)",
@@ -119,6 +128,27 @@ func (d *Daemon) startSBD() error {
 	}
 	go d.pulse(s)
 	return nil
+}
+
+// splitStops reports whether split_action a stops the node's services
+// (stop, crash, reboot): a node that applies it leaves nothing running.
+func splitStops(a string) bool {
+	return a == node.SplitStop || a == node.SplitCrash || a == node.SplitReboot
+}
+
+// diskGuard is what this run says in its disk beats of what it does by
+// itself (disk.Config.Guard): it stops its services when it loses the
+// fencing disk and the majority (checkDiskSplit), and its watchdog resets
+// a hung or paused daemon's host.
+func (d *Daemon) diskGuard() byte {
+	var g byte
+	if d.node.HB.Disk.Fence && splitStops(d.node.SplitAction) {
+		g |= disk.GuardStops
+	}
+	if d.sbd != nil && d.sbd.wd != nil {
+		g |= disk.GuardWatchdog
+	}
+	return g
 }
 
 // minFenceWait is the shortest fence wait of a survivor fencing this node
@@ -180,6 +210,7 @@ func (d *Daemon) onPulse() {
 		}
 	}
 	d.checkDiskSplit()
+	d.checkFenceAck()
 }
 
 // onDiskState is the disk reachable or lost (from the servant, which
@@ -246,21 +277,42 @@ func (d *Daemon) checkDiskSplit() {
 	case node.SplitCrash, node.SplitReboot:
 		d.startNodeAction(node.NodeAction{Kind: d.node.SplitAction, Reason: reason})
 	case node.SplitStop:
-		d.drv.Input(node.NodeFrozenSet{Frozen: true, Reason: reason + ": every local instance stopped, node frozen"})
-		for _, name := range d.serviceNames() {
-			if _, running := d.core.Status(name); running {
-				d.drv.RunAction(name, "stop", reason, nil)
-			}
-		}
-		d.applyReady()
+		d.stopAllLocal(reason)
 	}
 }
 
+// stopAllLocal freezes this node and stops every local instance that runs
+// (a split stop, a fence whose crash_command returned).
+func (d *Daemon) stopAllLocal(reason string) {
+	d.drv.Input(node.NodeFrozenSet{Frozen: true, Reason: reason + ": every local instance stopped, node frozen"})
+	for _, name := range d.serviceNames() {
+		if _, running := d.core.Status(name); running {
+			d.drv.RunAction(name, "stop", reason, nil)
+		}
+	}
+	d.applyReady()
+}
+
+// The fences this node obeys (sbd.fence, on the loop).
+const (
+	fenceNone     = iota
+	fenceCrashing // its crash_command runs
+	fenceStopping // it returned, the host is still up: every local instance is stopped
+	fenceAcked    // none runs any more: the fences read are acknowledged
+)
+
+// fenceRestopEvery is how often a local instance still running after the
+// stops of a fence (a stop failed) is stopped again.
+const fenceRestopEvery = 5 * time.Second
+
 // onDiskFence: a fence aimed at this run was read in this node's slot
-// (called from the servant). The crash_command runs at once, outside the
-// loop; when it returns 0 (a harmless test command, or a kernel that
-// ignored it) the node's slot acknowledges the fence, after the node was
-// frozen (it starts nothing any more).
+// (called from the servant). The node freezes (it starts nothing any
+// more) and its crash_command runs at once, outside the loop (a hung loop
+// does not delay it). A command that returns (a harmless test command, a
+// kernel that ignored the sysrq, a command that failed) left the host up
+// and its services running: the daemon then stops every local instance,
+// and the node's slot acknowledges the fence once none runs (onPulse), so
+// that an acknowledgement always means "nothing runs here".
 //
 // node.toml is read at start only: its crash_command is read here, off
 // the loop, as it was loaded.
@@ -272,24 +324,67 @@ func (d *Daemon) onDiskFence(dsk *disk.Disk, f disk.Fence) {
 		ctx, cancel := context.WithTimeout(context.Background(), nodeActionTimeout)
 		defer cancel()
 		err := execNodeAction(ctx, cmdline)
-		if err == nil {
-			// acknowledged once the node is frozen too (it restarts
-			// nothing): a hung loop never acknowledges, its watchdog
-			// resets the host
-			select {
-			case <-frozen:
-				dsk.Ack()
-			case <-ctx.Done():
+		<-frozen // posted first: the loop froze the node before this
+		d.post(func() {
+			d.logEvent(node.NodeActionEnd{Action: node.NodeCrash, Err: errString(err)})
+			s := d.sbd
+			if s.fence != fenceCrashing {
+				return // thawed meanwhile (onPulse)
 			}
-		}
-		d.post(func() { d.logEvent(node.NodeActionEnd{Action: node.NodeCrash, Err: errString(err)}) })
+			s.fence, s.fenceStopAt = fenceStopping, d.clk.Now()
+			d.log.Warn("the crash_command of a fence returned and this host is still up: every local instance is stopped, then the fence is acknowledged", zap.String("fencer", f.Fencer), zap.Error(err))
+			d.stopAllLocal(reason + ": crash_command returned")
+		})
 	}()
-	go d.post(func() {
-		d.logEvent(node.NodeActionRun{Action: node.NodeCrash, Reason: reason})
-		d.drv.Input(node.NodeFrozenSet{Frozen: true, Reason: reason})
-		d.applyReady()
+	go func() {
+		d.post(func() {
+			d.logEvent(node.NodeActionRun{Action: node.NodeCrash, Reason: reason})
+			d.sbd.fence, d.sbd.fenceDisk = fenceCrashing, dsk
+			d.drv.Input(node.NodeFrozenSet{Frozen: true, Reason: reason})
+			d.applyReady()
+		})
 		close(frozen)
-	})
+	}()
+}
+
+// checkFenceAck runs on the loop's pulse: a fence obeyed is acknowledged
+// once the node is frozen and no local instance runs or is busy (an
+// instance still running and idle, its stop failed, is stopped again
+// every fenceRestopEvery); a node thawed after its fence (an admin's
+// thaw) obeys the next fence anew instead of acknowledging it at once.
+func (d *Daemon) checkFenceAck() {
+	s := d.sbd
+	if s.fence == fenceNone || s.fence == fenceCrashing {
+		return
+	}
+	if !d.core.NodeFrozen() {
+		s.fenceDisk.ResetFenced()
+		s.fence = fenceNone
+		d.log.Info("thawed after a fence through the disk: a later fence is obeyed anew")
+		return
+	}
+	if s.fence != fenceStopping {
+		return
+	}
+	var left []string
+	restop := false
+	for _, name := range d.serviceNames() {
+		if _, running := d.core.Status(name); running || d.core.Busy(name) != "" {
+			left = append(left, name)
+			restop = restop || running && d.core.Busy(name) == ""
+		}
+	}
+	now := d.clk.Now()
+	switch {
+	case len(left) == 0:
+		s.fence = fenceAcked
+		s.fenceDisk.Ack()
+		d.log.Warn("fence through the disk acknowledged: this node is frozen and no local instance runs")
+	case restop && now.Sub(s.fenceStopAt) >= fenceRestopEvery:
+		s.fenceStopAt = now
+		d.log.Error("a fence through the disk is not acknowledged: local instances still run after their stop", zap.Strings("services", left))
+		d.stopAllLocal("fenced through the disk: stop again")
+	}
 }
 
 // diskFence fences target through the disk for the core's Fence, when
@@ -319,11 +414,13 @@ func (d *Daemon) diskFence(target string) bool {
 		})
 		return true
 	}
-	d.log.Warn("fencing through the disk", zap.String("target", target), zap.String("stall_wait", wait.String()))
+	o := d.diskFenceOpts(target, wait)
+	d.log.Warn("fencing through the disk", zap.String("target", target), zap.String("stall_wait", wait.String()),
+		zap.Uint64("network_run", o.Run), zap.Bool("network_says_it_stops", o.Stops))
 	d.goWorker(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, wait+4*d.node.HB.Disk.Timeout)
 		defer cancel()
-		how, err := dsk.Fence(ctx, target, wait)
+		how, err := dsk.Fence(ctx, target, o)
 		d.post(func() {
 			if err == nil {
 				d.log.Warn("disk fence done", zap.String("target", target), zap.String("how", how))
@@ -333,6 +430,26 @@ func (d *Daemon) diskFence(target string) bool {
 		})
 	})
 	return true
+}
+
+// diskFenceOpts are the terms of the disk fence of target (on the loop):
+// what the network says of it, the run its beats last came from (the run
+// fenced when the disk showed none of it: a block of an earlier run says
+// nothing of it) and whether its data says it stops by itself (its
+// split_action, as the quorum's self-stop deadline trusts it).
+func (d *Daemon) diskFenceOpts(target string, wait time.Duration) disk.FenceOpts {
+	o := disk.FenceOpts{Wait: wait}
+	if d.hb != nil {
+		for _, p := range d.hb.Peers() {
+			if p.Name == target {
+				o.Run = p.Run
+			}
+		}
+	}
+	if p, ok := d.core.Peer(target); ok && p.Data != nil {
+		o.Stops = splitStops(p.Data.SplitAction)
+	}
+	return o
 }
 
 // stopSBD ends the pulse, writes the disk's last beat (the daemon stopped

@@ -857,7 +857,7 @@ func (c *core) peerList() []Peer {
 	out := make([]Peer, 0, len(c.names))
 	for _, name := range c.names {
 		p := c.peers[name]
-		out = append(out, Peer{Name: p.name, Addr: p.addr, Up: p.up, LastHeard: p.heard, Gen: p.gen,
+		out = append(out, Peer{Name: p.name, Addr: p.addr, Up: p.up, LastHeard: p.heard, Gen: p.gen, Run: p.seenInc,
 			Stale: p.stale, AnnouncedGen: p.annGen, BehindSince: p.behindAt, Duplicate: p.twin, Links: c.linkStatus(p)})
 	}
 	return out

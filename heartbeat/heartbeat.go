@@ -274,6 +274,9 @@ type Peer struct {
 	Up        bool
 	LastHeard time.Time // zero when never heard
 	Gen       uint64    // generation of the peer's data we hold
+	// Run is the run (incarnation) of the last authenticated frame heard
+	// from the peer, 0 when never heard: the disk fences that run.
+	Run uint64
 	// Stale: the copy held stayed behind AnnouncedGen (the newest
 	// generation its beats announced) for Timeout (a Stale event).
 	// BehindSince is when it fell behind, zero when it is current.

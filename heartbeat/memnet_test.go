@@ -405,9 +405,17 @@ func TestMemDownUp(t *testing.T) {
 				t.Fatalf("n02 not declared down at Timeout (%d events)", n)
 			}
 			// Restart: a new incarnation whose Gen starts over replaces the data.
+			run := peerOf(t, c.hb["n01"], "n02").Run
+			if run == 0 {
+				t.Fatal("n02's run not shown (Peer.Run)")
+			}
 			c.join("n02", testSecret, "prod")
 			if n := c.take("n01", Up, "n02"); n != 1 {
 				t.Fatalf("restarted n02 not up at once (%d events)", n)
+			}
+			// the disk fences the run heard last (Peer.Run)
+			if r := peerOf(t, c.hb["n01"], "n02").Run; r <= run {
+				t.Fatalf("n02's run %d after its restart, want more than %d", r, run)
 			}
 			want := map[string]dataset.Node{"n02": svcNode("n02", 1, "b")}
 			c.publish("n02", want["n02"])

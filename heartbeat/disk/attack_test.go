@@ -98,11 +98,17 @@ type fenceResult struct {
 // fence starts d.Fence(target) and returns once the fence is registered.
 func fence(t *testing.T, d *Disk, target string, wait time.Duration) <-chan fenceResult {
 	t.Helper()
+	return fenceWith(t, d, target, FenceOpts{Wait: wait})
+}
+
+// fenceWith is fence with all the terms.
+func fenceWith(t *testing.T, d *Disk, target string, o FenceOpts) <-chan fenceResult {
+	t.Helper()
 	ch := make(chan fenceResult, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() {
-		how, err := d.Fence(ctx, target, wait)
+		how, err := d.Fence(ctx, target, o)
 		ch <- fenceResult{how, err}
 	}()
 	within(t, "the fence registered", func() bool {

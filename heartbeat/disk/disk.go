@@ -39,6 +39,10 @@ type Config struct {
 	Secret  string
 	// Run is this run's id (the daemon's incarnation).
 	Run uint64
+	// Guard is what this run does by itself (GuardStops, GuardWatchdog),
+	// said in every beat: a fencer counts this node's stalled slot as
+	// the fence done only when it stops by itself without the disk.
+	Guard byte
 	// Interval is the period of the writes and reads.
 	Interval time.Duration
 	// Timeout bounds each read and write; a disk without a good round
@@ -52,8 +56,9 @@ type Config struct {
 	Liveness Liveness
 	// OnFenced is called, from the servant's goroutine, the first time a
 	// fence aimed at this run is read in a fencer's beat (a block that
-	// echoes a recent block of this run): the caller runs its
-	// crash_command at once and calls Ack when it returned.
+	// echoes a recent block of this run), and again for a fence read after
+	// ResetFenced: the caller runs its crash_command at once and calls
+	// Ack once its host is known not to run its services any more.
 	OnFenced func(f Fence)
 	// OnState is called, from the servant's goroutine, when the disk
 	// becomes reachable (ok) or is lost (no good round for Timeout).
@@ -95,6 +100,12 @@ type fenceReq struct {
 	recorded  uint64
 	created   time.Time // when Fence was called
 	wait      time.Duration
+	// netRun and netStops are what the fencer knows of the target from
+	// the network (FenceOpts.Run, Stops); unguarded says why the stall
+	// counted so far proves nothing ("" when it does, or not yet due).
+	netRun    uint64
+	netStops  bool
+	unguarded string
 	done      chan string // the way the fence ended (closed once)
 	ended     bool
 }
@@ -133,9 +144,9 @@ type Disk struct {
 	history          []stamp
 	state            byte
 	// fencesIn are the fences aimed at this run read in their fencers'
-	// beats (fencer's slot -> nonce); obeyed: OnFenced was called;
-	// acked: its crash_command returned (Ack), the fences are
-	// acknowledged.
+	// beats (fencer's slot -> nonce); obeyed: OnFenced was called (until
+	// ResetFenced); acked: the caller said its services are down (Ack),
+	// the fences are acknowledged.
 	fencesIn map[int][NonceLen]byte
 	obeyed   bool
 	acked    bool
@@ -258,12 +269,32 @@ func (d *Disk) Close(state byte) error {
 }
 
 // Ack says, in this node's next beats, that the fences aimed at this run
-// were carried out (its crash_command returned and the node is still up):
-// each fence read, and each read later, is acknowledged with its nonce.
+// were carried out (its crash_command returned, the node is still up, but
+// its services are stopped and it starts none): each fence read, and each
+// read later, is acknowledged with its nonce, until ResetFenced.
 func (d *Disk) Ack() {
 	d.mu.Lock()
 	d.acked = true
 	d.mu.Unlock()
+}
+
+// ResetFenced ends the obedience of this run to the fences read so far
+// (the node was thawed after its fence: it may run services again): the
+// acknowledgements stop, and a fence read from now on is obeyed anew
+// (OnFenced), not acknowledged at once.
+func (d *Disk) ResetFenced() {
+	d.mu.Lock()
+	d.obeyed, d.acked = false, false
+	clear(d.fencesIn)
+	d.mu.Unlock()
+}
+
+// Fenced reports whether a fence aimed at this run was obeyed since the
+// start or the last ResetFenced, and whether it is acknowledged.
+func (d *Disk) Fenced() (obeyed, acked bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.obeyed, d.acked
 }
 
 // serve runs the rounds: this node's beat at the start of each period, the
@@ -350,7 +381,7 @@ func (d *Disk) beatLocked(now time.Time) Beat {
 		i++
 	}
 	d.history = d.history[i:]
-	bt := Beat{Writer: d.cfg.Node, Slot: d.slot, Run: d.cfg.Run, Counter: d.counter, Time: now, State: d.state, Period: d.cfg.Interval}
+	bt := Beat{Writer: d.cfg.Node, Slot: d.slot, Run: d.cfg.Run, Counter: d.counter, Time: now, State: d.state, Period: d.cfg.Interval, Guard: d.cfg.Guard}
 	for i, m := range d.cfg.Members {
 		if v := d.peers[m]; v != nil && v.seen {
 			bt.Seen = append(bt.Seen, Seen{Slot: i, Run: v.run, Counter: v.count})
@@ -363,7 +394,7 @@ func (d *Disk) beatLocked(now time.Time) Beat {
 			// writes) fences nobody through it: it may be the one fenced
 			continue
 		}
-		f.run = d.peers[f.target].run
+		f.run = max(d.peers[f.target].run, f.netRun)
 		bt.Fences = append(bt.Fences, Announce{Slot: f.slot, Run: f.run, Nonce: f.nonce})
 	}
 	if d.acked {
@@ -657,22 +688,40 @@ func (d *Disk) logErrLocked(key, msg string, err error, fields ...zap.Field) {
 	d.log.Warn("disk heartbeat: "+msg, fields...)
 }
 
+// FenceOpts are the terms of a fence (Disk.Fence).
+type FenceOpts struct {
+	// Wait is how long the target's slot must not advance for the stall
+	// to count (when it may count: guard).
+	Wait time.Duration
+	// Run is the target's run its network beats last came from (0: not
+	// known): the fence is aimed at the newer of it and the newest run
+	// read in the target's slot, so that a block of an earlier run (a
+	// "stopped" one, a guard of another node.toml) says nothing of it.
+	Run uint64
+	// Stops: the target's data over the network says it stops by itself
+	// when it loses the disk and the majority (its split_action stop,
+	// crash or reboot). Counted only for a run of which the disk showed
+	// no block: the target's own beats say it otherwise.
+	Stops bool
+}
+
 // Fence fences target through the disk: this node's beat announces a
 // fence aimed at the target's current run (and a record of it goes into
 // the target's fence block), and Fence returns once the target's slot
-// acknowledges this fence's nonce (its crash_command returned), or once its
-// slot has not advanced for wait while this node's own rounds were good
-// (stallFrom: the target either obeyed and went down, or lost the disk
-// longer than it may run without it). It returns an error when ctx ends
-// first, when the target's newest beat of the run fenced says its daemon
-// stopped on purpose (its services may run, nobody reads its fences), or
-// when this node's disk writes fail.
-func (d *Disk) Fence(ctx context.Context, target string, wait time.Duration) (how string, err error) {
+// acknowledges this fence's nonce (it read the fence, and its services
+// are stopped), or once its slot has not advanced for o.Wait while this
+// node's own rounds were good (stallFrom), provided the target stops by
+// itself without the disk (guard): it then either obeyed and went down,
+// or lost the disk longer than it may run without it. It returns an
+// error when ctx ends first, when the target's newest beat of the run
+// fenced says its daemon stopped on purpose (its services may run,
+// nobody reads its fences), or when this node's disk writes fail.
+func (d *Disk) Fence(ctx context.Context, target string, o FenceOpts) (how string, err error) {
 	slot := slices.Index(d.cfg.Members, target)
 	if slot < 0 || target == d.cfg.Node {
 		return "", fmt.Errorf("%s has no slot to fence", target)
 	}
-	f := &fenceReq{target: target, slot: slot, wait: wait, created: d.clk.Now(), done: make(chan string, 1)}
+	f := &fenceReq{target: target, slot: slot, wait: o.Wait, netRun: o.Run, netStops: o.Stops, created: d.clk.Now(), done: make(chan string, 1)}
 	if _, err := crand.Read(f.nonce[:]); err != nil {
 		return "", err
 	}
@@ -726,6 +775,10 @@ func (d *Disk) fenceWaitLocked(f *fenceReq) string {
 	v := d.peers[f.target]
 	why := fmt.Sprintf("no acknowledgement, and %s's slot advanced %s ago (the fence needs %s without an advance, with this node's disk rounds good)",
 		f.target, d.clk.Now().Sub(d.stallFrom(v, f)).Round(time.Millisecond), f.wait)
+	if f.unguarded != "" {
+		why = fmt.Sprintf("no acknowledgement, and %s's slot has not advanced for %s, but %s", f.target,
+			d.clk.Now().Sub(d.stallFrom(v, f)).Round(time.Millisecond), f.unguarded)
+	}
 	if v.err != "" {
 		why += "; its slot: " + v.err
 	}
@@ -819,8 +872,40 @@ func (d *Disk) checkFences(now time.Time) {
 			d.endFence(f, "!"+f.target+"'s slot says its daemon was stopped on purpose (its services may still run, nobody reads its fences): the disk cannot fence it")
 			continue
 		}
-		d.endFence(f, fmt.Sprintf("%s's slot has not advanced for %s", f.target, now.Sub(from).Round(time.Millisecond)))
+		guard, unguarded := d.guardLocked(v, f)
+		if unguarded != "" {
+			if f.unguarded == "" {
+				d.log.Warn("disk heartbeat: the target's slot stalled, but the stall proves nothing: waiting for its acknowledgement",
+					zap.String("target", f.target), zap.Uint64("run", f.run), zap.String("why", unguarded))
+			}
+			f.unguarded = unguarded
+			continue
+		}
+		d.endFence(f, fmt.Sprintf("%s's slot has not advanced for %s (%s)", f.target, now.Sub(from).Round(time.Millisecond), guard))
 	}
+}
+
+// guardLocked says whether a stall of the target's slot proves that it
+// does not run its services: only when the target stops by itself once it
+// lost the disk and the majority (its split_action, which a node that
+// cannot read the disk applies, docs/operations.md), by its own word: the
+// guard of its newest block of the run fenced, or, when the disk showed
+// no block of that run, its data over the network. guard says why the
+// stall counts; unguarded, when it does not, why.
+func (d *Disk) guardLocked(v *slotView, f *fenceReq) (guard, unguarded string) {
+	if v.seen && v.run == f.run {
+		if v.beat.Guard&GuardStops == 0 {
+			return "", fmt.Sprintf("its beats of run %d say it does not stop by itself without the disk (split_action disabled, or hb.disk.fence off there): a stalled slot proves nothing of its services", f.run)
+		}
+		if v.beat.Guard&GuardWatchdog != 0 {
+			return "it stops by itself without the disk, its beats say, and its watchdog is armed", ""
+		}
+		return "it stops by itself without the disk, its beats say; it has no watchdog", ""
+	}
+	if f.netStops {
+		return fmt.Sprintf("no block of its run %d read; it stops by itself without the disk, its data over the network says", f.run), ""
+	}
+	return "", fmt.Sprintf("no block of its run %d was read, and its data over the network does not say it stops by itself (split_action disabled, or unknown): a stalled slot proves nothing of its services", f.run)
 }
 
 // PeerSlot is what this node reads of a peer's slot.

@@ -43,7 +43,7 @@ const period = 20 * time.Millisecond
 func newDisk(t *testing.T, path, node string, run uint64, mod func(*Config)) *Disk {
 	t.Helper()
 	cfg := Config{Path: path, Node: node, Members: members, Cluster: "prod", Secret: testSecret, Run: run,
-		Interval: period, Timeout: 200 * time.Millisecond}
+		Interval: period, Timeout: 200 * time.Millisecond, Guard: GuardStops}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -273,7 +273,7 @@ func TestDiskFenceAcknowledged(t *testing.T) {
 	within(t, "n1 sees n2", func() bool { p, _ := d1.Peer("n2"); return p.Seen })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	how, err := d1.Fence(ctx, "n2", time.Hour)
+	how, err := d1.Fence(ctx, "n2", FenceOpts{Wait: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestDiskFenceAcknowledged(t *testing.T) {
 	// command is not run twice
 	d3 := newDisk(t, path, "n3", 30, nil)
 	d3.Start()
-	how, err = d3.Fence(ctx, "n2", time.Hour)
+	how, err = d3.Fence(ctx, "n2", FenceOpts{Wait: time.Hour})
 	if err != nil || !strings.Contains(how, "acknowledged") {
 		t.Fatalf("second fencer: %q %v", how, err)
 	}
@@ -319,7 +319,7 @@ func TestDiskFenceStalled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	how, err := d1.Fence(ctx, "n2", wait)
+	how, err := d1.Fence(ctx, "n2", FenceOpts{Wait: wait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestDiskFenceStalled(t *testing.T) {
 	}
 	// n2 stops on purpose (its services may run): the disk cannot fence it
 	d2b.Close(StateStopped)
-	_, err = d1.Fence(ctx, "n2", wait)
+	_, err = d1.Fence(ctx, "n2", FenceOpts{Wait: wait})
 	if err == nil || !strings.Contains(err.Error(), "stopped on purpose") {
 		t.Fatalf("fence of a daemon stopped on purpose: %v", err)
 	}
@@ -350,11 +350,11 @@ func TestDiskFenceStalled(t *testing.T) {
 	d2c.Start()
 	sctx, scancel := context.WithTimeout(context.Background(), 10*period)
 	defer scancel()
-	_, err = d1.Fence(sctx, "n2", time.Hour)
+	_, err = d1.Fence(sctx, "n2", FenceOpts{Wait: time.Hour})
 	if err == nil || !strings.Contains(err.Error(), "no acknowledgement") {
 		t.Fatalf("fence of a live node that does not ack: %v", err)
 	}
-	if _, err := d1.Fence(ctx, "n9", wait); err == nil {
+	if _, err := d1.Fence(ctx, "n9", FenceOpts{Wait: wait}); err == nil {
 		t.Fatal("fence of a non-member")
 	}
 	if errors.Is(err, context.Canceled) {

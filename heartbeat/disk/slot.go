@@ -29,7 +29,7 @@ import (
 //	rest zero
 //
 // A beat's body: the cluster, the writer, its slot, run, counter, clock,
-// state and period, then three counted lists: the newest block the writer
+// state, period and guard, then three counted lists: the newest block the writer
 // read of each other slot (its echo: slot, run, counter), the fences it
 // conducts (target slot, target run, nonce) and its acknowledgements
 // (fencer slot, nonce). A fence block's body: the cluster, the fencer, the
@@ -61,6 +61,18 @@ const (
 	StateShutdown = 2 // the daemon stopped after stopping its services
 )
 
+// Guard flags (Beat.Guard): what the writer's run does by itself, from its
+// own node.toml, so that a fencer knows what a stalled slot proves.
+const (
+	// GuardStops: the writer stops its services by itself when it loses
+	// the fencing disk and does not hear a majority of the members
+	// (hb.disk.fence = true and split_action stop, crash or reboot).
+	GuardStops = 1
+	// GuardWatchdog: a watchdog resets the writer's host when its daemon
+	// hangs or is paused (node.watchdog_device armed).
+	GuardWatchdog = 2
+)
+
 // The errors of Decode. A block that was never written (all zero, or
 // beyond the end of a file) is ErrEmpty: no log, no life.
 var (
@@ -87,6 +99,9 @@ type Beat struct {
 	State   byte
 	// Period is the writer's period (how often it writes and reads).
 	Period time.Duration
+	// Guard says what the writer's run does by itself (GuardStops,
+	// GuardWatchdog): the same in every beat of a run.
+	Guard byte
 	// Seen echoes, for each other slot, the newest block the writer read
 	// there: a reader counts a block as written now (a sign of life, a
 	// fence, an acknowledgement) only when it echoes a block the reader
@@ -292,6 +307,7 @@ func (k *Keys) EncodeBeat(bt Beat) []byte {
 	e.u64(uint64(bt.Time.UnixNano()))
 	e.b = append(e.b, bt.State)
 	e.u64(uint64(max(bt.Period, 0)))
+	e.b = append(e.b, bt.Guard)
 	seen := bt.Seen[:min(len(bt.Seen), maxSeen)]
 	e.b = append(e.b, byte(len(seen)))
 	for _, s := range seen {
@@ -326,6 +342,7 @@ func (k *Keys) DecodeBeat(b []byte, slot int) (Beat, error) {
 	bt.Time = time.Unix(0, int64(d.u64()))
 	bt.State = d.byte1()
 	bt.Period = time.Duration(min(d.u64(), uint64(1<<62)))
+	bt.Guard = d.byte1()
 	err = decList(&d, maxSeen, "slots seen", func() {
 		bt.Seen = append(bt.Seen, Seen{Slot: int(d.u16()), Run: d.u64(), Counter: d.u64()})
 	})

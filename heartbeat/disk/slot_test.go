@@ -26,7 +26,7 @@ func keys(t *testing.T, cluster, secret string) *Keys {
 func TestSlotRoundTrip(t *testing.T) {
 	k := keys(t, "prod", testSecret)
 	at := time.Unix(1700000000, 123456789)
-	bt := Beat{Cluster: "prod", Writer: "n2", Slot: 1, Run: 42, Counter: 7, Time: at, State: StateShutdown, Period: 500 * time.Millisecond,
+	bt := Beat{Cluster: "prod", Writer: "n2", Slot: 1, Run: 42, Counter: 7, Time: at, State: StateShutdown, Period: 500 * time.Millisecond, Guard: GuardStops | GuardWatchdog,
 		Seen:   []Seen{{Slot: 0, Run: 9, Counter: 3}, {Slot: 2, Run: 11, Counter: 1 << 40}},
 		Fences: []Announce{{Slot: 0, Run: 9, Nonce: [NonceLen]byte{1, 2}}},
 		Acks:   []Ack{{Slot: 2, Nonce: [NonceLen]byte{3: 9}}}}

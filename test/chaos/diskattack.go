@@ -23,14 +23,25 @@ import (
 //     member write another one (a member that reads its block back at
 //     once sees its own);
 //   - EraseFences: zeroes every fence block that is not zero;
-//   - Replay: writes each block of Replay (slot offset -> block) once,
-//     when the attack begins.
+//   - Replay: writes each block of Replay (slot offset -> block) when the
+//     attack begins, and again every ReplayEvery (0: once);
+//   - Record: appends to the file Record each new block it sees in the
+//     beat block of slot RecordSlot (a recording of a member's beats);
+//   - Play: writes the blocks of the recording Play (a file of blocks)
+//     into the beat block of slot PlaySlot, one every PlayEvery, in
+//     order, from the start again after the last.
 type DiskAttack struct {
 	Path        string           `json:"path"`
 	Slots       int              `json:"slots"`
 	Hold        []int            `json:"hold,omitempty"`
 	EraseFences bool             `json:"erase_fences,omitempty"`
 	Replay      map[int64][]byte `json:"replay,omitempty"`
+	ReplayEvery time.Duration    `json:"replay_every,omitempty"`
+	Record      string           `json:"record,omitempty"`
+	RecordSlot  int              `json:"record_slot,omitempty"`
+	Play        string           `json:"play,omitempty"`
+	PlaySlot    int              `json:"play_slot,omitempty"`
+	PlayEvery   time.Duration    `json:"play_every,omitempty"`
 	Poll        time.Duration    `json:"poll,omitempty"`
 	Delay       time.Duration    `json:"delay,omitempty"`
 }
@@ -64,19 +75,65 @@ func (a DiskAttack) Run(ctx context.Context) (int, error) {
 		wrote++
 		return nil
 	}
-	for off, b := range a.Replay {
-		if err := write(b, off); err != nil {
-			return wrote, err
+	replay := func() error {
+		for off, b := range a.Replay {
+			if err := write(b, off); err != nil {
+				return err
+			}
 		}
+		return nil
 	}
+	if err := replay(); err != nil {
+		return wrote, err
+	}
+	replayed := time.Now()
 	held := map[int64][]byte{}
 	for _, s := range a.Hold {
 		held[disk.BeatOffset(s)] = read(disk.BeatOffset(s))
 	}
+	var rec *os.File
+	var last []byte
+	if a.Record != "" {
+		if rec, err = os.OpenFile(a.Record, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+			return wrote, err
+		}
+		defer rec.Close()
+	}
+	var play [][]byte
+	if a.Play != "" {
+		b, err := os.ReadFile(a.Play)
+		if err != nil {
+			return wrote, err
+		}
+		for len(b) >= disk.BlockSize {
+			play, b = append(play, b[:disk.BlockSize]), b[disk.BlockSize:]
+		}
+	}
+	played, next := time.Time{}, 0
 	zero := make([]byte, disk.BlockSize)
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
+		if a.ReplayEvery > 0 && time.Since(replayed) >= a.ReplayEvery {
+			if err := replay(); err != nil {
+				return wrote, err
+			}
+			replayed = time.Now()
+		}
+		if rec != nil {
+			if b := read(disk.BeatOffset(a.RecordSlot)); len(b) == disk.BlockSize && !bytes.Equal(b, last) && !bytes.Equal(b, zero) {
+				if _, err := rec.Write(b); err != nil {
+					return wrote, err
+				}
+				last = b
+			}
+		}
+		if len(play) > 0 && time.Since(played) >= a.PlayEvery {
+			if err := write(play[next], disk.BeatOffset(a.PlaySlot)); err != nil {
+				return wrote, err
+			}
+			played, next = time.Now(), (next+1)%len(play)
+		}
 		for off, b := range held {
 			if !bytes.Equal(read(off), b) {
 				time.Sleep(a.Delay)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -219,12 +220,14 @@ func TestNetnsDiskErrorsNeverFence(t *testing.T) {
 // TestNetnsDiskFenceStall: the owner's crash command stops its app and
 // kills its daemon (a host that went down): no acknowledgement comes, and
 // the survivors count the fence done once n1's slot has not advanced for
-// the fence wait (2 x hb.disk.timeout + the self-stop deadline), then take
-// over; the journal shows no overlap.
+// the fence wait (2 x hb.disk.timeout + the self-stop deadline), n1's
+// beats saying it stops by itself without the disk (split_action stop:
+// with disabled the stall would prove nothing), then take over; the
+// journal shows no overlap.
 func TestNetnsDiskFenceStall(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	// $PPID of the command's shell is the daemon
-	q, _ := diskBed3(t, "disabled", func(w string) string {
+	q, _ := diskBed3(t, "stop", func(w string) string {
 		return fmt.Sprintf(`for v in %s/var-*; do %s/stop.sh web ${v##*/var-} $(cat $v); done; kill -9 $PPID`, w, w)
 	})
 	c := q.nodes
@@ -243,6 +246,9 @@ func TestNetnsDiskFenceStall(t *testing.T) {
 	}
 	if !strings.Contains(logs, "fenced n1: fenced through the disk: n1's slot has not advanced") || strings.Contains(logs, "its fence command succeeded") {
 		t.Fatal("the survivors' logs say a fence command succeeded, or not that the disk fenced n1")
+	}
+	if !strings.Contains(logs, "it stops by itself without the disk, its beats say; it has no watchdog") {
+		t.Fatal("the survivors' logs do not say the stall counted because n1's beats say it stops by itself")
 	}
 	stop, _ := q.first("n1", "stop", cut)
 	for _, n := range []string{"n2", "n3"} {
@@ -371,8 +377,9 @@ func TestNetnsDiskLinkKeepsCutOwnerUp(t *testing.T) {
 }
 
 // startDiskAttacker runs a (chaos.DiskAttack) as a process of its own (this
-// test binary, see TestMain) until the end of the test.
-func startDiskAttacker(t *testing.T, a chaos.DiskAttack) {
+// test binary, see TestMain) until stop is called or the test ends; its
+// output goes to the test's log.
+func startDiskAttacker(t *testing.T, a chaos.DiskAttack) (stop func()) {
 	t.Helper()
 	spec, err := json.Marshal(a)
 	if err != nil {
@@ -385,11 +392,16 @@ func startDiskAttacker(t *testing.T, a chaos.DiskAttack) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		t.Logf("%s", strings.TrimSpace(out.String()))
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+			t.Logf("%s", strings.TrimSpace(out.String()))
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // diskAttackBed is the layout of docs/operations.md "A 2-node cluster with
