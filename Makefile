@@ -120,6 +120,7 @@ docs:
 # CHAOS_NODES=2 ONEVOTE=1: two nodes and Haven's one-vote arbitrator.
 # LINKS=2: two network links per node (LinkFail cuts one; docs/chaos.md).
 # OCF=1: the test services are OCF agents (docs/resources.md; needs resource-agents).
+# DISK=1: a disk-fence round: [hb.disk] fence = true on every node, DiskFence drawn too.
 SEED     ?= 1
 DURATION ?= 10m
 REPORT   ?= chaos-report.md
@@ -127,7 +128,7 @@ chaos: build
 	$(GO) build -o $(BIN)/ ./cmd/chaos
 	$(BIN)/chaos -bin $(BIN) -seed $(SEED) -duration $(DURATION) -report $(REPORT) \
 		$(if $(TESTS),-tests $(TESTS)) $(if $(ONLY),-only $(ONLY)) $(if $(QUORUM),-quorum $(QUORUM)) \
-		$(if $(CHAOS_NODES),-nodes $(CHAOS_NODES)) $(if $(ONEVOTE),-onevote) $(if $(LINKS),-links $(LINKS)) $(if $(OCF),-ocf)
+		$(if $(CHAOS_NODES),-nodes $(CHAOS_NODES)) $(if $(ONEVOTE),-onevote) $(if $(LINKS),-links $(LINKS)) $(if $(OCF),-ocf) $(if $(DISK),-disk)
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./monitor ./placement

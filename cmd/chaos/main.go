@@ -53,6 +53,7 @@ func run(args []string) int {
 	links := fs.Int("links", 1, "network links per node: 1, or 2 (a second bridge; LinkFail cuts one of them)")
 	oneVote := fs.Bool("onevote", false, "the arbitrator is Haven's one-vote arbitrator (haven://) instead of a plain HTTP one (2-node clusters fail over without a fence)")
 	ocfMode := fs.Bool("ocf", false, "the test services are OCF agents (the app behind ocf:chaos:app, with ocf:heartbeat:Dummy; needs resource-agents)")
+	diskMode := fs.Bool("disk", false, "a disk-fence round: [hb.disk] fence = true on every node (a file of the work directory), quorum on, DiskFence drawn too (docs/chaos.md)")
 	quorum := fs.String("quorum", chaos.QuorumMixed, "cluster.quorum of the round: mixed (changed between tests as they ask), on, or off (docs/chaos.md)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: chaos [flags] | chaos check-journal FILE | chaos bed [-nodes N] [-quorum]")
@@ -101,7 +102,7 @@ func run(args []string) int {
 			}
 		}
 	}
-	cfg := chaos.Config{Bin: abs, Previous: prev, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, OneVote: *oneVote, Links: *links, OCF: *ocfMode}
+	cfg := chaos.Config{Bin: abs, Previous: prev, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, OneVote: *oneVote, Links: *links, OCF: *ocfMode, Disk: *diskMode}
 	cfg.Stop, cfg.Abort = interrupts()
 	cfg.Aborted = func() { os.Exit(130) }
 	rep, err := chaos.Run(cfg)

@@ -312,7 +312,7 @@ func (c *Cluster) Audit(lastFault time.Time, fromLine int, promised bool, l Ledg
 	}
 	// split_action stop ends before its deadline, and no service asks
 	// for a node action: crash_command and reboot_command never run
-	for _, a := range c.nodeActions() {
+	for _, a := range c.fencedCrashes(c.nodeActions()) {
 		fail("node action ran (crash_command or reboot_command): %s", a)
 	}
 	if where != nil {

@@ -59,8 +59,11 @@ type Cluster struct {
 	quorum  bool
 	members string
 	secret  string
-	// actionsSeen: how many lines of NodeActions the audits read
+	// actionsSeen: how many lines of NodeActions the audits read;
+	// fenceSeen: how much of each log the audit of a disk-fence round
+	// read for fences (diskmode.go)
 	actionsSeen int
+	fenceSeen   map[string]int64
 	// closing makes CloseKeep run once (an abort and the round's end)
 	closing sync.Once
 }
@@ -148,6 +151,7 @@ func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 		if c.cfg.OCF {
 			nodeToml = strings.Replace(nodeToml, "\n\n[hb]", fmt.Sprintf("\nocf_root = %q\n\n[hb]", c.OCFRoot()), 1)
 		}
+		nodeToml += c.diskToml()
 		if err := writeFile(filepath.Join(nd.Root, "etc", "node.toml"), nodeToml, 0o644); err != nil {
 			return c, err
 		}

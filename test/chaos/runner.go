@@ -43,6 +43,9 @@ type Config struct {
 	// OCF makes the test services of OCF agents (chaos/ocf.go): the app
 	// behind ocf:chaos:app, with ocf:heartbeat:Dummy beside it.
 	OCF bool
+	// Disk makes it a disk-fence round (diskmode.go): [hb.disk] with
+	// fence = true on every node, quorum on, DiskFence drawn too.
+	Disk bool
 	// First are run first, in order (entries as in Tests: Name or
 	// Name/q), then the tests picked at random.
 	First []string
@@ -138,6 +141,9 @@ func Run(cfg Config) (*Report, error) {
 	default:
 		return nil, ConfigError(fmt.Sprintf("quorum mode %q: want %s, %s or %s", cfg.Quorum, QuorumMixed, QuorumOn, QuorumOff))
 	}
+	if err := diskMode(&cfg); err != nil {
+		return nil, err
+	}
 	if why := OCFUnavailable(); cfg.OCF && why != "" {
 		return nil, ConfigError(why)
 	}
@@ -162,6 +168,9 @@ func Run(cfg Config) (*Report, error) {
 			return nil, ConfigError(why)
 		}
 		if why := checkPrevious(cfg.Previous, n); why != "" {
+			return nil, ConfigError(why)
+		}
+		if why := checkDisk(cfg.Disk, n); why != "" {
 			return nil, ConfigError(why)
 		}
 	}
@@ -207,7 +216,8 @@ func Run(cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("set-up: %w", err)
 	}
 	rep.Setup = time.Since(rep.Started)
-	fmt.Fprintf(cfg.Out, "chaos: seed %d, %d nodes, %d link(s) each, %d services, quorum %s, cluster up in %s\n", cfg.Seed, len(c.Names), cfg.Links, len(c.Services), cfg.Quorum, rep.Setup.Round(100*time.Millisecond))
+	fmt.Fprintf(cfg.Out, "chaos: seed %d, %d nodes, %d link(s) each, %d services, quorum %s%s, cluster up in %s\n", cfg.Seed, len(c.Names), cfg.Links, len(c.Services), cfg.Quorum,
+		map[bool]string{true: ", fencing disk " + c.DiskPath()}[cfg.Disk], rep.Setup.Round(100*time.Millisecond))
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6861766e))
 	ledger := newLedger()
 	pool := cfg.Only
@@ -218,6 +228,7 @@ func Run(cfg Config) (*Report, error) {
 		pool = slices.DeleteFunc(slices.Clone(pool), func(n string) bool { return quorumUses[n] == quorumNeed })
 	}
 	pool = linksPool(cfg.Links, pool)
+	pool = diskPool(cfg.Disk, pool)
 	pool = slices.DeleteFunc(pool, func(n string) bool { return checkPrevious(cfg.Previous, n) != "" })
 	seq := cfg.Tests
 	if len(seq) == 0 {

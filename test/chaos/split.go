@@ -124,9 +124,9 @@ func (t *T) takenOver(svcs []string, lost string, winners []string, from int, st
 		if err := t.afterDeadline(svc, lost, to, from, start, what); err != nil {
 			errs = append(errs, err)
 		}
-		if took > takeoverBound {
-			errs = append(errs, fmt.Errorf("%s taken over by %s %s after the %s, over the bound %s (hb.timeout + self-stop deadline %s + ready_period + %s)",
-				svc, to, took.Round(100*time.Millisecond), what, takeoverBound, selfStop, slack))
+		if bound := takeoverBound + t.C.diskFenceExtra(); took > bound {
+			errs = append(errs, fmt.Errorf("%s taken over by %s %s after the %s, over the bound %s (hb.timeout + self-stop deadline %s + ready_period + %s, + 2 x hb.disk.timeout with a fencing disk)",
+				svc, to, took.Round(100*time.Millisecond), what, bound, selfStop, slack))
 		}
 	}
 	return errors.Join(errs...)
@@ -167,7 +167,7 @@ func (t *T) afterDeadline(svc, lost, to string, from int, start time.Time, what 
 		t.Note("%s started on %s at +%s after the %s (%s declared down at +%s, its self-stop deadline +%s)", svc, to,
 			at.Sub(start).Round(100*time.Millisecond), what, lost, since.Sub(start).Round(100*time.Millisecond), deadline.Sub(start).Round(100*time.Millisecond))
 		// the journal's clock has 10 ms steps
-		if at.Before(deadline.Add(-20 * time.Millisecond)) {
+		if at.Before(deadline.Add(-20*time.Millisecond)) && !t.afterFence(svc, lost, to) {
 			return fmt.Errorf("%s started on %s at %s, before %s's self-stop deadline %s", svc, to, at.Format("15:04:05.00"), lost, deadline.Format("15:04:05.00"))
 		}
 		return nil
