@@ -45,7 +45,10 @@ type sbd struct {
 	fence       int
 	fenceDisk   *disk.Disk
 	fenceStopAt time.Time
-	quit        chan struct{}
+	// fencing are the disk fences this node conducts, by target: each
+	// ends the fence's wait when cancelled (abandonFences)
+	fencing map[string]*diskFencing
+	quit    chan struct{}
 	done        chan struct{}
 }
 
@@ -211,6 +214,25 @@ func (d *Daemon) onPulse() {
 	}
 	d.checkDiskSplit()
 	d.checkFenceAck()
+	d.abandonFences()
+}
+
+// diskFencing is a disk fence this node conducts (sbd.fencing).
+type diskFencing struct{ cancel context.CancelFunc }
+
+// abandonFences ends the disk fences of the peers heard again (up): the
+// core closed their takeover gates, nothing waits for the fence any more,
+// and a fence still announced would make the node, back and maybe thawed
+// by an admin, obey it (freeze, crash_command) for nothing.
+func (d *Daemon) abandonFences() {
+	now := d.clk.Now()
+	for target, f := range d.sbd.fencing {
+		if d.core.PeerStatus(target, now) == dataset.NodeUp {
+			f.cancel()
+			delete(d.sbd.fencing, target)
+			d.log.Warn("disk fence abandoned: the target is heard again (its takeover gate closed)", zap.String("target", target))
+		}
+	}
 }
 
 // onDiskState is the disk reachable or lost (from the servant, which
@@ -329,7 +351,16 @@ func (d *Daemon) onDiskFence(dsk *disk.Disk, f disk.Fence) {
 			d.logEvent(node.NodeActionEnd{Action: node.NodeCrash, Err: errString(err)})
 			s := d.sbd
 			if s.fence != fenceCrashing {
-				return // thawed meanwhile (onPulse)
+				return
+			}
+			if !d.core.NodeFrozen() {
+				// an admin thawed it meanwhile: not acknowledged (a live
+				// node is not fenced by the stall either); a fence still
+				// announced is obeyed anew
+				s.fenceDisk.ResetFenced()
+				s.fence = fenceNone
+				d.log.Warn("thawed while the crash_command of a fence ran: the fence is not acknowledged, a fence still announced is obeyed anew", zap.String("fencer", f.Fencer))
+				return
 			}
 			s.fence, s.fenceStopAt = fenceStopping, d.clk.Now()
 			d.log.Warn("the crash_command of a fence returned and this host is still up: every local instance is stopped, then the fence is acknowledged", zap.String("fencer", f.Fencer), zap.Error(err))
@@ -417,11 +448,24 @@ func (d *Daemon) diskFence(target string) bool {
 	o := d.diskFenceOpts(target, wait)
 	d.log.Warn("fencing through the disk", zap.String("target", target), zap.String("stall_wait", wait.String()),
 		zap.Uint64("network_run", o.Run), zap.Bool("network_says_it_stops", o.Stops))
-	d.goWorker(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, wait+4*d.node.HB.Disk.Timeout)
+	fctx, fcancel := context.WithCancel(d.actx)
+	fencing := &diskFencing{cancel: fcancel}
+	if d.sbd.fencing == nil {
+		d.sbd.fencing = map[string]*diskFencing{}
+	}
+	if old := d.sbd.fencing[target]; old != nil {
+		old.cancel()
+	}
+	d.sbd.fencing[target] = fencing
+	d.goWorker(func(context.Context) {
+		ctx, cancel := context.WithTimeout(fctx, wait+4*d.node.HB.Disk.Timeout)
 		defer cancel()
 		how, err := dsk.Fence(ctx, target, o)
 		d.post(func() {
+			if d.sbd.fencing[target] == fencing {
+				delete(d.sbd.fencing, target)
+			}
+			fcancel()
 			if err == nil {
 				d.log.Warn("disk fence done", zap.String("target", target), zap.String("how", how))
 				how = "fenced through the disk: " + how

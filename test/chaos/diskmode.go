@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"haven/dataset"
 )
 
 // The disk-fence rounds (Config.Disk, `chaos -disk`, `make chaos DISK=1`):
@@ -116,6 +118,31 @@ func (c *Cluster) fencedCrashes(actions []string) (others []string) {
 		others = append(others, a)
 	}
 	return others
+}
+
+// settleFences waits, in a disk-fence round, before an admin's thaw of n:
+// until every other node sees n up (their takeover gates of n closed, so
+// they abandon their fences of n within a pulse), then two beat periods
+// more (a fence still announced meanwhile is read and obeyed by then).
+// A thaw sooner is undone by a fence of n read just after it: n obeys it
+// (docs/operations.md, "SBD-style fencing"), which the audit would take
+// for a freeze nobody asked for.
+func (t *T) settleFences(n string) {
+	if !t.C.cfg.Disk {
+		return
+	}
+	err := waitUntil(splitBound, func() bool {
+		for _, o := range t.C.others(n) {
+			if !t.C.sees(o, n, dataset.NodeUp) {
+				return false
+			}
+		}
+		return true
+	}, "")
+	if err != nil {
+		t.Note("%s not seen up by every other node within %s before its thaw", n, splitBound)
+	}
+	time.Sleep(2 * hbInterval)
 }
 
 // afterFence is afterDeadline in a disk-fence round: the survivor to may

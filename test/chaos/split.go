@@ -221,6 +221,7 @@ func (t *T) lostQuorum(n string, within time.Duration) error {
 func (t *T) thawLosers(ns []string) error {
 	var errs []error
 	for _, n := range ns {
+		t.settleFences(n)
 		bound := hbTimeout + healBound
 		err := waitUntil(bound, func() bool {
 			st, err := t.C.Nodes[n].Status()

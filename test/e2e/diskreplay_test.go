@@ -23,12 +23,16 @@ import (
 // diskReplayBed is a 3-node bed with quorum on, [hb.disk] on a file of the
 // host (fence as given, hb.disk.timeout 2s), split_action stop, and a
 // crash command that appends the node's name to the file crashed of the
-// work directory.
-func diskReplayBed(t *testing.T, fence bool) (q *quorumBed, diskFile string) {
+// work directory, then runs then ("" none).
+func diskReplayBed(t *testing.T, fence bool, then string) (q *quorumBed, diskFile string) {
 	t.Helper()
 	diskFile = filepath.Join(t.TempDir(), "hb.disk")
 	q = newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, name string) string {
-		return diskNodeKeys("stop", fmt.Sprintf("echo %s >> %s/crashed", name, w), diskFile, fence, "2s")
+		crash := fmt.Sprintf("echo %s >> %s/crashed", name, w)
+		if then != "" {
+			crash += "; " + then
+		}
+		return diskNodeKeys("stop", crash, diskFile, fence, "2s")
 	}, nil, nil, 1)
 	return q, diskFile
 }
@@ -59,7 +63,7 @@ func readBlock(t *testing.T, path string, off int64) []byte {
 // announces it now.
 func TestNetnsDiskSavedFenceNeverCrashesAHealthyNode(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
-	q, diskFile := diskReplayBed(t, true)
+	q, diskFile := diskReplayBed(t, true, "")
 	c := q.nodes
 	createService(t, c["n1"], "web", q.service("n2", "n3", "n1"))
 	q.waitFor(30*time.Second, "web up on n2 only", upOnlyOn(c["n1"], "web", "n2"))
@@ -126,7 +130,7 @@ func TestNetnsDiskSavedFenceNeverCrashesAHealthyNode(t *testing.T) {
 // up, a block that does not echo the reader's present run proving nothing.
 func TestNetnsDiskRecordedBlocksNeverShowADeadNodeUp(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
-	q, diskFile := diskReplayBed(t, false)
+	q, diskFile := diskReplayBed(t, false, "")
 	c := q.nodes
 	q.waitFor(20*time.Second, "n1 hears n3 on the disk link", func() bool {
 		for _, l := range c["n1"].status().Heartbeat["n3"].Links {
@@ -174,5 +178,75 @@ func TestNetnsDiskRecordedBlocksNeverShowADeadNodeUp(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// announcedFences returns the fences announced in the beats of the
+// members of slots, read from the disk file with the cluster's secret (the
+// test reads what the daemons wrote).
+func announcedFences(t *testing.T, n *node, path string, slots ...int) []disk.Announce {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(n.root, "etc", "cluster.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret string
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "secret = "); ok {
+			secret = strings.Trim(v, `"`)
+		}
+	}
+	k, err := disk.NewKeys("netns", secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []disk.Announce
+	for _, s := range slots {
+		if bt, err := k.DecodeBeat(readBlock(t, path, disk.BeatOffset(s)), s); err == nil {
+			out = append(out, bt.Fences...)
+		}
+	}
+	return out
+}
+
+// TestNetnsDiskFenceAbandonedWhenTheNodeIsBack: n1 (running no service)
+// is paused past hb.timeout: n2 and n3 declare it down and fence it
+// through the disk. It wakes before the fence's wait ended (lost quorum,
+// it stops and freezes) and reads the fence, whose crash command hangs
+// (it acknowledges nothing). Once n2 and n3 hear n1 again they abandon
+// their fences, nothing waiting for them any more: within 2 s their beats
+// announce none (they did until the fence's time ran out, 16 s after its
+// start), so that an admin's thaw holds: n1 obeys no fence after it.
+func TestNetnsDiskFenceAbandonedWhenTheNodeIsBack(t *testing.T) {
+	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
+	q, diskFile := diskReplayBed(t, true, "sleep 30")
+	c := q.nodes
+	createService(t, c["n1"], "web", q.service("n2", "n3", "n1"))
+	q.waitFor(30*time.Second, "web up on n2 only", upOnlyOn(c["n1"], "web", "n2"))
+	pid := testbed.DaemonPID(c["n1"].root)
+	q.ok(syscall.Kill(pid, syscall.SIGSTOP))
+	q.waitFor(20*time.Second, "a survivor announces the fence of n1", func() bool { return len(announcedFences(t, c["n2"], diskFile, 1, 2)) > 0 })
+	q.ok(syscall.Kill(pid, syscall.SIGCONT))
+	q.waitFor(20*time.Second, "n2 and n3 hear n1 again", func() bool {
+		return peerStatus(c["n2"], "n1") == dataset.NodeUp && peerStatus(c["n3"], "n1") == dataset.NodeUp
+	})
+	back := time.Now()
+	q.waitFor(10*time.Second, "n2's and n3's beats announce no fence", func() bool { return len(announcedFences(t, c["n2"], diskFile, 1, 2)) == 0 })
+	t.Logf("n2's and n3's beats announce no fence %.1fs after both heard n1 again", time.Since(back).Seconds())
+	if time.Since(back) > 2*time.Second {
+		t.Fatalf("the fences of n1 were still announced %.1fs after n2 and n3 heard it again", time.Since(back).Seconds())
+	}
+	q.waitFor(20*time.Second, "n1 frozen (lost quorum, or fenced)", func() bool { return frozen(c["n1"]) })
+	c["n1"].must("nodemgr", "thaw")
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if len(announcedFences(t, c["n2"], diskFile, 1, 2)) > 0 {
+			t.Fatal("a fence of n1 announced again while n2 and n3 hear it")
+		}
+		if !strings.Contains(nodeLog(t, c["n2"])+nodeLog(t, c["n3"]), "disk fence abandoned") {
+			t.Fatal("no survivor says it abandoned its fence of n1")
+		}
+	}
+	if frozen(c["n1"]) {
+		t.Fatal("n1 frozen again after its thaw")
 	}
 }
