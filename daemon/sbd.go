@@ -49,7 +49,7 @@ type sbd struct {
 	// ends the fence's wait when cancelled (abandonFences)
 	fencing map[string]*diskFencing
 	quit    chan struct{}
-	done        chan struct{}
+	done    chan struct{}
 }
 
 // pulsePeriod is the period of the loop's pulse: the watchdog's pets and
