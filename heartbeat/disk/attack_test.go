@@ -68,6 +68,17 @@ func (b *attackBed) period(ds ...*Disk) {
 	b.clk.Advance(fakePeriod)
 }
 
+// stoppedRun runs n2's run 19 beside d1 for periods, then stops its
+// daemon on purpose, and returns the "stopped" block it wrote last.
+func (b *attackBed) stoppedRun(d1 *Disk, periods int) []byte {
+	old := b.disk("n2", 19, nil)
+	for range periods {
+		b.period(d1, old)
+	}
+	old.Close(StateStopped)
+	return b.copyBlock(BeatOffset(1))
+}
+
 // copyBlock returns the block at off as it is now.
 func (b *attackBed) copyBlock(off int64) []byte {
 	buf := make([]byte, BlockSize)
@@ -260,12 +271,7 @@ func TestDiskAckBoundToNonce(t *testing.T) {
 func TestDiskReplayedStoppedBlockCountsForNothing(t *testing.T) {
 	b := newAttackBed(t)
 	d1 := b.disk("n1", 10, nil)
-	old := b.disk("n2", 19, nil)
-	for range 3 {
-		b.period(d1, old)
-	}
-	old.Close(StateStopped)
-	stopped := b.copyBlock(BeatOffset(1))
+	stopped := b.stoppedRun(d1, 3)
 	d2 := b.disk("n2", 20, nil)
 	for range 4 {
 		b.period(d1, d2)

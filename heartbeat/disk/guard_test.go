@@ -76,11 +76,7 @@ func TestDiskFenceAimedAtTheNetworkRun(t *testing.T) {
 	setup := func(t *testing.T) (*attackBed, *Disk) {
 		b := newAttackBed(t)
 		d1 := b.disk("n1", 10, nil)
-		old := b.disk("n2", 19, nil)
-		for range 4 {
-			b.period(d1, old)
-		}
-		old.Close(StateStopped)
+		b.stoppedRun(d1, 4)
 		b.period(d1)
 		if p, _ := d1.Peer("n2"); p.Run != 19 {
 			t.Fatalf("n1 reads n2's run %d, want 19", p.Run)

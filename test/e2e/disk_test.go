@@ -38,6 +38,56 @@ func diskBed3(t *testing.T, split string, crash func(work string) string) (q *qu
 	return q, diskFile
 }
 
+// diskFIFOBed3 is a 3-node bed with quorum on and the disk fencing
+// (hb.disk.timeout 1s), each node's split_action split and crash command
+// `touch WORK/crashed`, cluster.toml's extra sections clusterExtra (nil:
+// none) with hosts added to the bed; n1's [hb.disk] path is a FIFO (every
+// I/O fails: it can neither read nor write the disk), the others share a
+// file.
+func diskFIFOBed3(t *testing.T, split string, clusterExtra func(*chaos.Bed) string, hosts map[string]string) *quorumBed {
+	t.Helper()
+	dir := t.TempDir()
+	diskFile, fifo := filepath.Join(dir, "hb.disk"), filepath.Join(dir, "hb.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, name string) string {
+		path := diskFile
+		if name == "n1" {
+			path = fifo
+		}
+		return diskNodeKeys(split, "touch "+w+"/crashed", path, true, "1s")
+	}, clusterExtra, hosts, 1)
+}
+
+// survivorStarts waits until n2 or n3 starts web after cut (the
+// journal's clock).
+func (q *quorumBed) survivorStarts(within time.Duration, cut float64) {
+	q.t.Helper()
+	q.waitFor(within, "a survivor starts web", func() bool {
+		_, a := q.first("n2", "start", cut)
+		_, b := q.first("n3", "start", cut)
+		return a || b
+	})
+}
+
+// n1HostDies kills n1's host: its links cut, its daemon killed, its web
+// app stopped. It returns when it began (the journal's clock).
+func (q *quorumBed) n1HostDies() (cut float64) {
+	q.t.Helper()
+	cut = uptime(q.t)
+	q.cut("n1")
+	if pid := testbed.DaemonPID(q.nodes["n1"].root); pid > 0 {
+		q.ok(syscall.Kill(pid, syscall.SIGKILL))
+	}
+	vars, err := os.ReadFile(filepath.Join(q.work, "var-n1"))
+	q.ok(err)
+	if out, err := exec.Command(filepath.Join(q.work, "stop.sh"), "web", "n1", strings.TrimSpace(string(vars))).CombinedOutput(); err != nil {
+		q.t.Fatalf("stop n1's app: %v: %s", err, out)
+	}
+	return cut
+}
+
 // TestNetnsDiskFence: 3 nodes with quorum, a disk heartbeat on a file of
 // the host shared by the namespaces, fence = true, no [stonith] command,
 // split_action disabled (only the fence stops the owner). Every network
@@ -70,11 +120,7 @@ func TestNetnsDiskFence(t *testing.T) {
 		_, err := os.Stat(filepath.Join(work, "crashed"))
 		return err == nil
 	})
-	q.waitFor(40*time.Second, "a survivor starts web after the fence", func() bool {
-		_, a := q.first("n2", "start", cut)
-		_, b := q.first("n3", "start", cut)
-		return a || b
-	})
+	q.survivorStarts(40*time.Second, cut)
 	q.noOverlap()
 	stop, ok := q.first("n1", "stop", cut)
 	if !ok {
@@ -233,11 +279,7 @@ func TestNetnsDiskFenceStall(t *testing.T) {
 	c := q.nodes
 	cut := uptime(t)
 	q.cut("n1")
-	q.waitFor(60*time.Second, "a survivor starts web after the fence", func() bool {
-		_, a := q.first("n2", "start", cut)
-		_, b := q.first("n3", "start", cut)
-		return a || b
-	})
+	q.survivorStarts(60*time.Second, cut)
 	q.noOverlap()
 	logs := nodeLog(t, c["n2"]) + nodeLog(t, c["n3"])
 	if !strings.Contains(logs, "n1's slot has not advanced for") || strings.Contains(logs, "acknowledged by n1") {
@@ -268,20 +310,9 @@ func TestNetnsDiskFenceStall(t *testing.T) {
 func TestNetnsDiskLostSplitAction(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	const arbAddr = "192.0.2.50"
-	dir := t.TempDir()
-	diskFile, fifo := filepath.Join(dir, "hb.disk"), filepath.Join(dir, "hb.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, name string) string {
-		path := diskFile
-		if name == "n1" {
-			path = fifo
-		}
-		return diskNodeKeys("stop", "touch "+w+"/crashed", path, true, "1s")
-	}, func(*chaos.Bed) string {
+	q := diskFIFOBed3(t, "stop", func(*chaos.Bed) string {
 		return fmt.Sprintf("[arbitrator.witness]\nuri = \"http://%s:8080/\"\ntimeout = \"1s\"\nweight = 2\n", arbAddr)
-	}, map[string]string{"arb": arbAddr}, 1)
+	}, map[string]string{"arb": arbAddr})
 	startArbitrator(t, q.bed, "arb", arbAddr)
 	c := q.nodes
 	q.waitFor(20*time.Second, "n1 hears the arbitrator and lost its disk", func() bool {
@@ -302,11 +333,7 @@ func TestNetnsDiskLostSplitAction(t *testing.T) {
 	if qs := c["n1"].status().Cluster.QuorumState; qs == nil || qs.Lost || !qs.LastSurvive {
 		t.Fatalf("n1's quorum state %+v: want its vote kept (the disk rule, not the vote, stopped it)", qs)
 	}
-	q.waitFor(60*time.Second, "a survivor starts web after the fence", func() bool {
-		_, a := q.first("n2", "start", cut)
-		_, b := q.first("n3", "start", cut)
-		return a || b
-	})
+	q.survivorStarts(60*time.Second, cut)
 	q.noOverlap()
 	if !frozen(c["n1"]) {
 		t.Fatal("n1 is not frozen after its split stop")
@@ -498,7 +525,7 @@ func TestNetnsDiskHeldSlotNeverTakesOverALiveNode(t *testing.T) {
 func TestNetnsDiskOldStoppedBlockNeverBlocksTakeover(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	q, diskFile := diskBed3(t, "stop", func(w string) string { return "touch " + w + "/crashed" })
-	c, work := q.nodes, q.work
+	c := q.nodes
 	c["n1"].must("nodemgr", "daemon", "stop")
 	q.waitFor(20*time.Second, "n1's daemon stopped", func() bool { return testbed.DaemonPID(c["n1"].root) == 0 })
 	f, err := os.Open(diskFile)
@@ -516,23 +543,9 @@ func TestNetnsDiskOldStoppedBlockNeverBlocksTakeover(t *testing.T) {
 		return time.Since(restarted) > 3*time.Second && st.Disk.Slots["n1"].Alive && st.Nodes["n1"].Status == "up"
 	})
 	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
-	// n1's host dies
-	cut := uptime(t)
-	q.cut("n1")
-	if pid := testbed.DaemonPID(c["n1"].root); pid > 0 {
-		q.ok(syscall.Kill(pid, syscall.SIGKILL))
-	}
-	vars, err := os.ReadFile(filepath.Join(work, "var-n1"))
-	q.ok(err)
-	if out, err := exec.Command(filepath.Join(work, "stop.sh"), "web", "n1", strings.TrimSpace(string(vars))).CombinedOutput(); err != nil {
-		t.Fatalf("stop n1's app: %v: %s", err, out)
-	}
+	cut := q.n1HostDies()
 	startDiskAttacker(t, chaos.DiskAttack{Path: diskFile, Slots: 3, Replay: map[int64][]byte{disk.BeatOffset(0): stopped}})
-	q.waitFor(60*time.Second, "a survivor starts web", func() bool {
-		_, a := q.first("n2", "start", cut)
-		_, b := q.first("n3", "start", cut)
-		return a || b
-	})
+	q.survivorStarts(60*time.Second, cut)
 	q.noOverlap()
 	if logs := nodeLog(t, c["n2"]) + nodeLog(t, c["n3"]); strings.Contains(logs, "stopped on purpose") || !strings.Contains(logs, "older block") {
 		t.Fatal("the survivors counted the old block: no log of it as older than the newest read, or a fence refused for it")

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,29 +17,6 @@ import (
 // "SBD-style fencing", "What a stall proves"), and what an acknowledgement
 // means, with real daemons and the disk file of the host.
 
-// diskFIFOBed3 is a 3-node bed with quorum on and the disk fencing, each
-// node's split_action split and crash command crash(work, node); n1's
-// [hb.disk] path is a FIFO (every I/O fails: it can neither read nor write
-// the disk), the others share a file. web runs on n1 only.
-func diskFIFOBed3(t *testing.T, split string, crash func(work, node string) string) *quorumBed {
-	t.Helper()
-	dir := t.TempDir()
-	diskFile, fifo := filepath.Join(dir, "hb.disk"), filepath.Join(dir, "hb.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	q := newQuorumBedWith(t, []string{"n1", "n2", "n3"}, func(w, name string) string {
-		path := diskFile
-		if name == "n1" {
-			path = fifo
-		}
-		return diskNodeKeys(split, crash(w, name), path, true, "1s")
-	}, nil, nil, 1)
-	createService(t, q.nodes["n1"], "web", q.service("n1", "n2", "n3"))
-	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(q.nodes["n2"], "web", "n1"))
-	return q
-}
-
 // TestNetnsDiskStallOfUnguardedNodeProvesNothing: split_action disabled,
 // and the owner n1 cannot read or write the disk (its path is a FIFO).
 // Every link of n1 cut: it loses the quorum and, its split_action
@@ -51,8 +27,10 @@ func diskFIFOBed3(t *testing.T, split string, crash func(work, node string) stri
 // after the fence began, before the rule: web up twice).
 func TestNetnsDiskStallOfUnguardedNodeProvesNothing(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
-	q := diskFIFOBed3(t, "disabled", func(w, _ string) string { return "touch " + w + "/crashed" })
+	q := diskFIFOBed3(t, "disabled", nil, nil)
 	c := q.nodes
+	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
 	cut := uptime(t)
 	q.cut("n1")
 	// the fence wait is 2 x 1s + the self-stop deadline (4 s): a fence
@@ -112,11 +90,7 @@ func TestNetnsDiskAckMeansNothingRuns(t *testing.T) {
 	for round := 1; round <= 2; round++ {
 		cut := uptime(t)
 		q.cut("n1")
-		q.waitFor(40*time.Second, "a survivor starts web", func() bool {
-			_, a := q.first("n2", "start", cut)
-			_, b := q.first("n3", "start", cut)
-			return a || b
-		})
+		q.survivorStarts(40*time.Second, cut)
 		q.noOverlap()
 		stop, ok := q.first("n1", "stop", cut)
 		if !ok {
@@ -161,7 +135,7 @@ func TestNetnsDiskAckMeansNothingRuns(t *testing.T) {
 func TestNetnsDiskRestartedNodeFencedInItsNetworkRun(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	q, diskFile := diskBed3(t, "stop", func(w string) string { return "touch " + w + "/crashed" })
-	c, work := q.nodes, q.work
+	c := q.nodes
 	c["n1"].must("nodemgr", "daemon", "stop")
 	q.waitFor(20*time.Second, "n1's daemon stopped", func() bool { return testbed.DaemonPID(c["n1"].root) == 0 })
 	fifo := filepath.Join(filepath.Dir(diskFile), "hb.fifo")
@@ -177,22 +151,8 @@ func TestNetnsDiskRestartedNodeFencedInItsNetworkRun(t *testing.T) {
 	if !strings.Contains(nodeLog(t, c["n1"]), "disk heartbeat lost") {
 		q.waitFor(20*time.Second, "n1 logs its disk lost", func() bool { return strings.Contains(nodeLog(t, c["n1"]), "disk heartbeat lost") })
 	}
-	// n1's host dies
-	cut := uptime(t)
-	q.cut("n1")
-	if pid := testbed.DaemonPID(c["n1"].root); pid > 0 {
-		q.ok(syscall.Kill(pid, syscall.SIGKILL))
-	}
-	vars, err := os.ReadFile(filepath.Join(work, "var-n1"))
-	q.ok(err)
-	if out, err := exec.Command(filepath.Join(work, "stop.sh"), "web", "n1", strings.TrimSpace(string(vars))).CombinedOutput(); err != nil {
-		t.Fatalf("stop n1's app: %v: %s", err, out)
-	}
-	q.waitFor(60*time.Second, "a survivor starts web", func() bool {
-		_, a := q.first("n2", "start", cut)
-		_, b := q.first("n3", "start", cut)
-		return a || b
-	})
+	cut := q.n1HostDies()
+	q.survivorStarts(60*time.Second, cut)
 	q.noOverlap()
 	logs := nodeLog(t, c["n2"]) + nodeLog(t, c["n3"])
 	if strings.Contains(logs, "stopped on purpose") || !strings.Contains(logs, "no block of its run") {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,6 +53,22 @@ func readBlock(t *testing.T, path string, off int64) []byte {
 	return b
 }
 
+// pauseIdleN1 puts web on n2 (n3, then n1, after it) and pauses n1's
+// daemon (SIGSTOP), which runs no service; resume sends SIGCONT (at the
+// end of the test at the latest).
+func pauseIdleN1(q *quorumBed) (resume func()) {
+	q.t.Helper()
+	c := q.nodes
+	createService(q.t, c["n1"], "web", q.service("n2", "n3", "n1"))
+	q.waitFor(30*time.Second, "web up on n2 only", upOnlyOn(c["n1"], "web", "n2"))
+	pid := testbed.DaemonPID(c["n1"].root)
+	q.ok(syscall.Kill(pid, syscall.SIGSTOP))
+	var once sync.Once
+	resume = func() { once.Do(func() { syscall.Kill(pid, syscall.SIGCONT) }) }
+	q.t.Cleanup(resume)
+	return resume
+}
+
 // TestNetnsDiskSavedFenceNeverCrashesAHealthyNode: n1 (running no
 // service) is paused past hb.timeout; n2 and n3 fence it through the
 // disk, and the fence is done by the stall of its slot. Meanwhile the
@@ -65,16 +82,7 @@ func TestNetnsDiskSavedFenceNeverCrashesAHealthyNode(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	q, diskFile := diskReplayBed(t, true, "")
 	c := q.nodes
-	createService(t, c["n1"], "web", q.service("n2", "n3", "n1"))
-	q.waitFor(30*time.Second, "web up on n2 only", upOnlyOn(c["n1"], "web", "n2"))
-	pid := testbed.DaemonPID(c["n1"].root)
-	q.ok(syscall.Kill(pid, syscall.SIGSTOP))
-	paused := true
-	defer func() {
-		if paused {
-			syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}()
+	resume := pauseIdleN1(q)
 	saved := map[int64][]byte{}
 	q.waitFor(60*time.Second, "a survivor counts n1 fenced, its fence copied off the disk", func() bool {
 		if f := readBlock(t, diskFile, disk.FenceOffset(0)); f != nil && !bytes.Equal(f, make([]byte, disk.BlockSize)) {
@@ -89,8 +97,7 @@ func TestNetnsDiskSavedFenceNeverCrashesAHealthyNode(t *testing.T) {
 		t.Fatal("n1's fence block was never seen on the disk")
 	}
 	time.Sleep(time.Second) // the fencers' next beats announce no fence
-	q.ok(syscall.Kill(pid, syscall.SIGCONT))
-	paused = false
+	resume()
 	q.waitFor(30*time.Second, "n1 stopped by the lost quorum and frozen", func() bool { return frozen(c["n1"]) })
 	c["n1"].must("nodemgr", "thaw")
 	q.converge([]string{"n1", "n2", "n3"}, 30*time.Second)
@@ -221,12 +228,9 @@ func TestNetnsDiskFenceAbandonedWhenTheNodeIsBack(t *testing.T) {
 	t.Parallel() // a bed of its own (namespaces): runs beside the other netns tests
 	q, diskFile := diskReplayBed(t, true, "sleep 30")
 	c := q.nodes
-	createService(t, c["n1"], "web", q.service("n2", "n3", "n1"))
-	q.waitFor(30*time.Second, "web up on n2 only", upOnlyOn(c["n1"], "web", "n2"))
-	pid := testbed.DaemonPID(c["n1"].root)
-	q.ok(syscall.Kill(pid, syscall.SIGSTOP))
+	resume := pauseIdleN1(q)
 	q.waitFor(20*time.Second, "a survivor announces the fence of n1", func() bool { return len(announcedFences(t, c["n2"], diskFile, 1, 2)) > 0 })
-	q.ok(syscall.Kill(pid, syscall.SIGCONT))
+	resume()
 	q.waitFor(20*time.Second, "n2 and n3 hear n1 again", func() bool {
 		return peerStatus(c["n2"], "n1") == dataset.NodeUp && peerStatus(c["n3"], "n1") == dataset.NodeUp
 	})
