@@ -313,6 +313,13 @@ func (t *T) onPathWithheld() error {
 	if err != nil {
 		return err
 	}
+	// every service of the crashed node taken over before the journal's
+	// mark: a later takeover of another one is not a move
+	for _, x := range svcs {
+		if _, err := t.C.upOnlyOn(x, others, splitBound); err != nil {
+			return err
+		}
+	}
 	if err := waitUntil(splitBound, func() bool {
 		for _, o := range others {
 			if !t.C.sees(o, n, dataset.NodeDown) {
