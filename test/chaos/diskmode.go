@@ -32,13 +32,19 @@ import (
 const diskTimeout = "2s"
 
 // diskFenceExtra is what a fencing disk adds to the takeover of a lost
-// node by its self-stop deadline: the fence wait is 2 x hb.disk.timeout
-// more (0 in the other rounds).
+// node by its self-stop deadline (0 in the other rounds): the fence wait
+// is 2 x hb.disk.timeout more; with two nodes, where the lost one may have
+// kept the vote too (the arbitrator answers both), the survivor running
+// fewer services starts its fence only at the lost node's self-stop
+// deadline (the fence race, docs/operations.md): one more deadline.
 func (c *Cluster) diskFenceExtra() time.Duration {
 	if !c.cfg.Disk {
 		return 0
 	}
 	d, _ := time.ParseDuration(diskTimeout)
+	if len(c.Names) == 2 {
+		return 2*d + selfStop
+	}
 	return 2 * d
 }
 
