@@ -21,6 +21,7 @@ import (
 	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/heartbeat"
+	"haven/internal/cgroup"
 	"haven/internal/clock"
 	"haven/internal/fsutil"
 	"haven/internal/paths"
@@ -131,6 +132,8 @@ type Daemon struct {
 	oneVote map[string]*oneVoteClient
 	// sbd is the disk heartbeat and the watchdog (sbd.go; nil: neither)
 	sbd *sbd
+	// cg is the node's cgroup tree (cgroups.go; nil: process groups only)
+	cg *cgroup.Tree
 	// cfgs holds the configs that do not parse and the edits in flight.
 	cfgs configState
 	// ordered are the resource drivers of the actions the core ordered
@@ -323,6 +326,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}()
 
 	d.logEvent(node.DaemonStarted{Compat: d.opts.Compat, Pid: os.Getpid(), Root: d.p.Root, Cluster: d.cluster.Name})
+	d.setupCgroups()
 	d.loadServices()
 	d.sysinfo = newSysinfoReader()
 	defer d.sysinfo.close()
@@ -374,6 +378,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Warn("heartbeat close", zap.Error(err))
 		}
 	}
+	d.pruneCgroups()
 	os.Remove(d.p.Socket)
 	os.Remove(d.p.PidFile())
 	d.logEvent(node.DaemonStopped{Mode: mode})

@@ -120,6 +120,8 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 				Log:     func(rid, line string) { d.svclogs.write(name, rid, line) },
 				// the [ocf.NAME] agents' root and recurring monitor interval
 				OCFRoot: d.node.OCFRoot, MonitorInterval: d.node.MonitorInterval, RscTmp: d.rscTmp(),
+				// every command of the instance runs in its cgroup
+				Cgroup: d.serviceCgroup(name),
 			}
 			set, err = resource.NewSet(exp.Resources, env)
 		}

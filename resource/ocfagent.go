@@ -37,6 +37,9 @@ type ocfAgent struct {
 	// hints are the parameters the meta-data describes as secrets (once
 	// it was read: Label masks them; secrets.go)
 	hints map[string]bool
+
+	cg         *cgLeaf // the resource's cgroup (nil: none)
+	startGroup int     // without a cgroup: the process group of the last start
 }
 
 // metadataTimeout bounds the agent's meta-data action.
@@ -59,7 +62,7 @@ func newOCF(rc config.ResourceConfig, env Env) (*ocfAgent, error) {
 	if err := ocf.Refused(a, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", rc.RID, err)
 	}
-	return &ocfAgent{rc: rc, env: env, agent: a}, nil
+	return &ocfAgent{rc: rc, env: env, agent: a, cg: newLeaf(env.Cgroup, rc.RID)}, nil
 }
 
 func (o *ocfAgent) RID() string { return o.rc.RID }
@@ -272,11 +275,17 @@ func (o *ocfAgent) act(ctx context.Context, action string, interval time.Duratio
 	c := command{
 		argv: []string{o.agent.Path(), action}, action: action, timeout: timeout,
 		env: append(env.Environ(BaseEnv()), fencingEnv(ctx)...), dir: o.env.VarDir, keep: 20,
+		cgroup: o.cg,
 	}
 	if live {
 		c.live = func(line string) { o.env.Log(o.rc.RID, line) }
 	}
 	res, err := run(ctx, c)
+	if action == ocf.ActionStart && res.pid > 0 {
+		o.mu.Lock()
+		o.startGroup = res.pid
+		o.mu.Unlock()
+	}
 	if err != nil {
 		return outcome{code: -1}, fmt.Errorf("%s: %s: %w", o.rc.RID, action, err)
 	}
@@ -531,3 +540,18 @@ type Faulter interface {
 }
 
 var _ Faulter = (*ocfAgent)(nil)
+
+// StartGroup is the process group of the last start (app.StartGroup).
+func (o *ocfAgent) StartGroup() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.startGroup
+}
+
+// Cgroup is the resource's cgroup ("" for none).
+func (o *ocfAgent) Cgroup() string {
+	if o.cg == nil {
+		return ""
+	}
+	return o.cg.dir
+}

@@ -25,6 +25,11 @@ type Env struct {
 	// RscTmp is the agents' HA_RSCTMP ("" for /run/resource-agents; a
 	// daemon run with --root uses ROOT/run/resource-agents).
 	RscTmp string
+	// Cgroup is the instance's cgroup, a directory of the cgroup v2
+	// hierarchy: the commands of each app and ocf resource run in a leaf
+	// of it named after the resource (cgroup.go). "" for none: process
+	// groups only.
+	Cgroup string
 }
 
 // Driver starts, stops and checks one resource.

@@ -38,6 +38,7 @@ type runResult struct {
 	timedOut bool     // the action timeout expired and the group was killed
 	canceled bool     // the caller's context ended and the group was killed
 	lines    []string // the last output lines (at most keep of them)
+	pid      int      // the process started (its process group), 0 if none
 }
 
 // last returns the last output line that is not blank, or "".
@@ -91,6 +92,9 @@ type command struct {
 	// envOnce tells that env has each variable once (checkCmd, prepared
 	// once per lookup): run does not look again.
 	envOnce bool
+	// cgroup is the group the command runs in (nil: a process group
+	// only).
+	cgroup *cgLeaf
 }
 
 // run executes c without a shell, in a new process group, and waits for it
@@ -177,7 +181,7 @@ func run(ctx context.Context, c command) (runResult, error) {
 	} else {
 		return res, err
 	}
-	p, err := procStart(path, argv, env, c.dir, stdin)
+	p, err := procStart(path, argv, env, c.dir, stdin, c.cgroup)
 	if inR != nil {
 		inR.Close()
 	}
@@ -187,6 +191,7 @@ func run(ctx context.Context, c command) (runResult, error) {
 		}
 		return res, err
 	}
+	res.pid = p.pid
 	if inW != nil {
 		// a command that does not read its input is not waited for: the
 		// write ends when the pipe is closed below (run's return)

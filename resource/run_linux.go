@@ -62,8 +62,9 @@ type outEnd struct {
 }
 
 // procStart starts path in a new process group with stdin on its standard
-// input and a new pipe on its standard output and error.
-func procStart(path string, argv, env []string, dir string, stdin uintptr) (proc, error) {
+// input and a new pipe on its standard output and error; in cgroup cg
+// when not nil (cloned into it).
+func procStart(path string, argv, env []string, dir string, stdin uintptr, cg *cgLeaf) (proc, error) {
 	var pp [2]int
 	if err := syscall.Pipe2(pp[:], syscall.O_CLOEXEC); err != nil {
 		return proc{}, err
@@ -75,7 +76,20 @@ func procStart(path string, argv, env []string, dir string, stdin uintptr) (proc
 		return proc{}, os.NewSyscallError("fcntl", e)
 	}
 	files := [3]uintptr{stdin, uintptr(pp[1]), uintptr(pp[1])}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files[:], Sys: &syscall.SysProcAttr{Setpgid: true}})
+	fork := func(cgfd int) (int, error) {
+		sys := &syscall.SysProcAttr{Setpgid: true}
+		if cgfd >= 0 {
+			sys.UseCgroupFD, sys.CgroupFD = true, cgfd
+		}
+		return syscall.ForkExec(path, argv, &syscall.ProcAttr{Dir: dir, Env: env, Files: files[:], Sys: sys})
+	}
+	var pid int
+	var err error
+	if cg != nil {
+		pid, err = cg.start(fork)
+	} else {
+		pid, err = fork(-1)
+	}
 	rawClose(pp[1]) // the child's exit ends the output
 	if err != nil {
 		rawClose(pp[0])

@@ -145,7 +145,10 @@ func (s *Set) Announce(ctx context.Context) error {
 
 // Stop stops the resources in reverse order, skipping the disabled ones,
 // and goes on past failures. It returns the failures of the required
-// resources joined; those of optional resources are only logged.
+// resources joined; those of optional resources are only logged. When
+// every stop ended well, the processes still in the instance's cgroup
+// (a daemon the stop command missed, a child that double-forked) are
+// killed: a stop that ends leaves nothing of the instance running.
 func (s *Set) Stop(ctx context.Context) error {
 	var errs []error
 	for i := len(s.items) - 1; i >= 0; i-- {
@@ -161,8 +164,19 @@ func (s *Set) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if len(errs) == 0 {
+		if err := killLeft(s.env.Cgroup, func(l string) { s.env.Log("", l) }); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
+
+// cgrouped is a driver whose commands run in a cgroup of their own.
+type cgrouped interface{ Cgroup() string }
+
+// startGrouped is a driver that knows the process group of its last start.
+type startGrouped interface{ StartGroup() int }
 
 // StartOne starts one resource (a local restart). A disabled or unknown
 // resource is an error.
@@ -175,12 +189,19 @@ func (s *Set) StartOne(ctx context.Context, rid string) error {
 }
 
 // StopOne stops one resource. A disabled or unknown resource is an error.
+// When its stop ended well, what is left in its cgroup is killed.
 func (s *Set) StopOne(ctx context.Context, rid string) error {
 	it, err := s.one(rid)
 	if err != nil {
 		return err
 	}
-	return it.drv.Stop(ctx)
+	if err := it.drv.Stop(ctx); err != nil {
+		return err
+	}
+	if c, ok := it.drv.(cgrouped); ok {
+		return killLeft(c.Cgroup(), func(l string) { s.env.Log(rid, l) })
+	}
+	return nil
 }
 
 func (s *Set) one(rid string) (item, error) {
