@@ -103,3 +103,15 @@ func (p Paths) ArbitratorStatus() string { return filepath.Join(p.Run, "arbitrat
 
 // ArbitratorPid is the running arbitrator's pid file; it holds its lock.
 func (p Paths) ArbitratorPid() string { return filepath.Join(p.Run, "arbitrator.pid") }
+
+// GuardSocket is the node guard's socket (nodemgr guard run), mode 0600;
+// GuardLock is locked while the guard runs.
+func (p Paths) GuardSocket() string { return filepath.Join(p.Run, "guard.sock") }
+func (p Paths) GuardLock() string   { return filepath.Join(p.Run, "guard.lock") }
+
+// GuardRecord is where the guard records its last action: the daemon
+// reads it when it comes back.
+func (p Paths) GuardRecord() string { return filepath.Join(p.Var, "guard.json") }
+
+// GuardLog is the guard's log file.
+func (p Paths) GuardLog() string { return filepath.Join(p.Log, "guard.log") }
