@@ -84,6 +84,9 @@ func CheckMember(n *NodeConfig, c *ClusterConfig) error {
 	if err := checkHBDiskCluster(n, c); err != nil {
 		return err
 	}
+	if err := checkGuardCluster(n, c); err != nil {
+		return err
+	}
 	if !c.explicit {
 		return nil
 	}

@@ -78,6 +78,9 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 	if err := d.checkHBDisk(c, node, hbDisk); err != nil {
 		return nil, err
 	}
+	if err := d.checkGuard(c, node); err != nil {
+		return nil, err
+	}
 	if err := d.checkNodeCross(c, node, hb); err != nil {
 		return nil, err
 	}

@@ -84,6 +84,10 @@ type NodeConfig struct {
 	HB          HBConfig
 	// WatchdogDevice is node.watchdog_device ("" for none).
 	WatchdogDevice string
+	// Guard is node.guard (default true); GuardLease node.guard_lease
+	// (default 7s): the node guard (config/guard.go).
+	Guard      bool
+	GuardLease time.Duration
 	// MetricsAllow are the addresses and prefixes that may connect to
 	// MetricsAddr (every address when empty).
 	MetricsAllow []string

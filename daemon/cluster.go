@@ -31,6 +31,9 @@ func (d *Daemon) startHeartbeat() error {
 	}
 	cfg.Insecure = d.cluster.InsecureNoSecret
 	cfg.Incarnation = d.dur.Incarnation
+	if d.gl.on {
+		cfg.Mute = d.guardMute // a wedged loop looks dead to its peers (guard.go)
+	}
 	// advertise the address the other members know us by
 	for _, m := range d.cluster.Nodes {
 		if m.Name == d.node.Name {

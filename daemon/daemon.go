@@ -134,6 +134,8 @@ type Daemon struct {
 	sbd *sbd
 	// cg is the node's cgroup tree (cgroups.go; nil: process groups only)
 	cg *cgroup.Tree
+	// gl is the daemon's end of the node guard (guard.go)
+	gl guardLink
 	// cfgs holds the configs that do not parse and the edits in flight.
 	cfgs configState
 	// ordered are the resource drivers of the actions the core ordered
@@ -328,6 +330,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.logEvent(node.DaemonStarted{Compat: d.opts.Compat, Pid: os.Getpid(), Root: d.p.Root, Cluster: d.cluster.Name})
 	d.setupCgroups()
 	d.loadServices()
+	d.startGuard() // renewed at once: a daemon back within the lease keeps its services
 	d.sysinfo = newSysinfoReader()
 	defer d.sysinfo.close()
 	d.refreshSysinfo()
@@ -356,6 +359,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	mode := d.loop(ctx)
 	d.stopSBD(mode)
+	if mode == "shutdown" {
+		d.guardDisarm()
+	}
 
 	d.log.Info("daemon stopping", zap.String("mode", mode))
 	// the loop has ended: nothing changes the state any more
@@ -413,32 +419,61 @@ func (d *Daemon) loop(ctx context.Context) string {
 			timerAt, armed = due, true
 			timer.Reset(due.Sub(d.clk.Now()))
 		}
+		// what woke the loop is handled after the guard's step: a daemon
+		// resumed after a pause learns first whether its guard acted
+		// (guard.go), before an input of the pause is taken
+		var (
+			f     func()
+			hbEv  heartbeat.Event
+			input int
+		)
+		const (
+			inFunc = iota
+			inHeartbeat
+			inNotify
+			inWake
+			inTick
+			inStop
+		)
+		stopMode := ""
 		select {
-		case f := <-d.ev:
-			f()
+		case f = <-d.ev:
+			input = inFunc
 		case ev, ok := <-d.hbEvents:
 			if !ok {
 				d.hbEvents = nil
 				continue
 			}
-			d.onHeartbeat(ev)
+			hbEv, input = ev, inHeartbeat
 		case <-d.sd.timer:
-			d.sdTick()
+			input = inNotify
 		case <-d.step:
+			input = inWake
+		case <-timer.C():
+			input = inTick
+		case m := <-d.stopReq:
+			stopMode, input = m, inStop
+		case <-ctx.Done():
+			stopMode, input = "stop", inStop
+		}
+		d.guardStep()
+		switch input {
+		case inFunc:
+			f()
+		case inHeartbeat:
+			d.onHeartbeat(hbEv)
+		case inNotify:
+			d.sdTick()
+		case inWake:
 			d.step = nil
 			d.drv.Wake() // a pass below
-		case <-timer.C():
+		case inTick:
 			armed = false
 			lastTick = d.clk.Now()
 			d.tick()
-		case m := <-d.stopReq:
+		case inStop:
 			if mode == "" {
-				mode = m
-				d.beginStop(m)
-			}
-		case <-ctx.Done():
-			if mode == "" {
-				mode = "stop"
+				mode = stopMode
 				d.beginStop(mode)
 			}
 		}
@@ -454,6 +489,10 @@ func (d *Daemon) loop(ctx context.Context) string {
 // instance that runs (the node core's BeginStop).
 func (d *Daemon) beginStop(mode string) {
 	d.sdStopping(mode)
+	if mode == "stop" {
+		// before the node announces maintenance (guard.go)
+		d.guardMaintenance()
+	}
 	d.drv.BeginStop(mode)
 }
 
@@ -499,6 +538,9 @@ func (d *Daemon) nextTick(lastTick time.Time) time.Time {
 	}
 	if s := d.sysinfoAt.Add(sysinfoPeriod); s.Before(t) {
 		t = s
+	}
+	if g := d.guardDue(); !g.IsZero() && g.Before(t) {
+		t = g
 	}
 	if min := lastTick.Add(tickPeriod); t.Before(min) {
 		t = min

@@ -226,6 +226,9 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 		return
 	}
 	action, rid := a.Kind, a.RID
+	if action == "start" {
+		d.guardBeforeStart() // the guard knows the instance before it runs
+	}
 	d.goWorker(func(ctx context.Context) {
 		ctx = resource.WithFencingToken(ctx, a.FencingToken)
 		var err error

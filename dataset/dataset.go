@@ -278,11 +278,29 @@ type Node struct {
 	// Conf is the digest of the node's configuration that must agree on
 	// every member (ClusterConf); nil from a node of an earlier release.
 	Conf *ClusterConf `json:"conf,omitempty" since:"2"`
+	// Guard is set while the node's guard is armed: the survivors count
+	// on it to end the node's failover services within its lease and act
+	// after the node stopped renewing (docs/behaviour.md 3.1). nil: no
+	// guard armed (none, or a node of an earlier release): they count
+	// on the node's own stop.
+	Guard *GuardInfo `json:"guard,omitempty"`
 
 	// Format is the node's format versions (node/upgrade). It is not part
 	// of the dataset's JSON (nor of its digest): every heartbeat message's
 	// header carries it, and the receiver sets it on the copy it hands over.
 	Format Format `json:"-"`
+}
+
+// GuardInfo is what a node says of its armed guard.
+type GuardInfo struct {
+	// LeaseMs is the lease the daemon renews (node.guard_lease), ActMs
+	// the bound of the guard's action after it, in milliseconds.
+	LeaseMs int64 `json:"lease_ms"`
+	ActMs   int64 `json:"act_ms"`
+	// Maintenance: the daemon stopped for maintenance and left its guard
+	// a lease that ends before maintenance_grace_period does (counted
+	// from the receipt of this data): its services are ended by then.
+	Maintenance bool `json:"maintenance,omitempty"`
 }
 
 // Format is what a node says of its versions: Max, the newest format
@@ -336,6 +354,10 @@ func (n Node) Clone() Node {
 		for k, v := range n.Targets {
 			c.Targets[k] = v
 		}
+	}
+	if n.Guard != nil {
+		g := *n.Guard
+		c.Guard = &g
 	}
 	return c
 }

@@ -733,6 +733,9 @@ func (c *core) sendFullLocked(to string) {
 // sendLocked sends b to one live link of to (dataLinkLocked), or to every
 // network link when one passes beats but not data (degraded.go).
 func (c *core) sendLocked(to string, b []byte) {
+	if c.s.Mute != nil && c.s.Mute() {
+		return
+	}
 	p := c.peers[to]
 	now := c.s.Clock.Now()
 	if c.allLinksLocked(p, now) {

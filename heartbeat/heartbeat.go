@@ -61,6 +61,11 @@ type Config struct {
 	Interval time.Duration
 	// Clock is the time source; nil means the wall clock.
 	Clock clock.Clock
+	// Mute, when set and true, holds every frame this node would send:
+	// the daemon's event loop stopped (wedged), so that its peers see it
+	// dead instead of alive with its services ended by its guard. Called
+	// on every send, under the heartbeat's lock: it must be cheap.
+	Mute func() bool `json:"-"`
 	// Logger receives the heartbeat's and memberlist's logs (the caller
 	// names it, e.g. "hb"); nil discards. Up, Down and Rejected are logged
 	// at debug level only: they are events, and the owner logs them.

@@ -309,6 +309,9 @@ const maxLinks = config.MaxLinks + 8
 
 // sendAllLocked sends b to p on every network link (beats, probes).
 func (c *core) sendAllLocked(to string, b []byte) {
+	if c.s.Mute != nil && c.s.Mute() {
+		return
+	}
 	p := c.peers[to]
 	n := max(1, p.netLinks())
 	for i := 0; i < n; i++ {

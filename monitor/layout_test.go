@@ -16,7 +16,7 @@ var layoutFloors = []struct {
 }{
 	{0, []string{"internal/"}},
 	{1, []string{"dataset", "constraints", "quorum", "config", "affinity", "placement", "monitor", "node"}},
-	{2, []string{"config/tomlfile", "heartbeat", "resource", "api", "arbitrator"}},
+	{2, []string{"config/tomlfile", "heartbeat", "resource", "api", "arbitrator", "guard"}},
 	{3, []string{"daemon", "sim", "node/driver"}},
 	{4, []string{"cli/", "svcmgr", "nodemgr", "svcmon"}},
 	{5, []string{"cmd/", "test/"}},

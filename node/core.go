@@ -43,6 +43,8 @@ type Config struct {
 	// for the messages.
 	ClusterConf *dataset.ClusterConf
 	ClusterFile string
+	// Guard is node.guard and what goes with it (guard.go).
+	Guard GuardConfig
 	// Local gives what the driver owns of the node's view (nil: an empty
 	// node, for tests of the durable state alone).
 	Local Local
@@ -122,6 +124,8 @@ type Core struct {
 	vb versionBound
 	// q is the quorum's state (quorum.go).
 	q quorumState
+	// guard is what the core knows of the node guard (guard.go).
+	guard guardState
 
 	ready Ready
 }

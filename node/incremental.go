@@ -140,7 +140,8 @@ func (c *Core) noteData(name string, prev view.Peer, data *dataset.Node, ch *dat
 func nodeLevelEqual(a, b *dataset.Node, load bool) bool {
 	if a.Name != b.Name || a.Monitor != b.Monitor || a.Frozen != b.Frozen || a.Compat != b.Compat || a.Format != b.Format ||
 		a.FrozenReason != b.FrozenReason || a.SplitAction != b.SplitAction ||
-		a.SplitFrozen != b.SplitFrozen || a.SplitFrozenReason != b.SplitFrozenReason || len(a.Labels) != len(b.Labels) {
+		a.SplitFrozen != b.SplitFrozen || a.SplitFrozenReason != b.SplitFrozenReason || len(a.Labels) != len(b.Labels) ||
+		(a.Guard == nil) != (b.Guard == nil) || a.Guard != nil && *a.Guard != *b.Guard {
 		return false
 	}
 	if load && (a.Load15 != b.Load15 || a.MemAvailPct != b.MemAvailPct) {

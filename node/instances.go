@@ -469,6 +469,7 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 	if c.quorumOn() {
 		n.SplitAction = c.cfg.Quorum.SplitAction
 	}
+	n.Guard = c.guardInfo()
 	if len(n.Services) == 0 {
 		// sized once: grown entry by entry, the map of 2,000 instances
 		// was copied over a dozen times

@@ -606,7 +606,7 @@ func (c *Core) updateGates(now time.Time) {
 		g := q.gates[name]
 		switch {
 		case down && g == nil:
-			g = &gate{since: now, lostAt: now, deadline: now.Add(c.timing().Deadline())}
+			g = &gate{since: now, lostAt: now, deadline: now.Add(c.selfStopDeadline(p.Data))}
 			q.gates[name] = g
 		case !down && g != nil:
 			delete(q.gates, name)
@@ -638,9 +638,9 @@ func (c *Core) updateGates(now time.Time) {
 // none), so its self-stop deadline, and a one-vote arbitrator's grant to
 // this side alone, count from now, when nothing of that is left. A fence
 // that succeeded stays.
-func (c *Core) restartGate(g *gate, now time.Time) {
+func (c *Core) restartGate(g *gate, d *dataset.Node, now time.Time) {
 	g.restart = false
-	g.since, g.deadline = now, now.Add(c.timing().Deadline())
+	g.since, g.deadline = now, now.Add(c.selfStopDeadline(d))
 	g.oneVoteAt, g.oneVoteBy = time.Time{}, ""
 	if !g.fencing && g.attempts == 0 {
 		g.raceChecked, g.raceDelay = false, false
@@ -677,7 +677,7 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 		}
 	}
 	if g.restart {
-		c.restartGate(g, now)
+		c.restartGate(g, p.Data, now)
 	}
 	if c.hasStonith(name) {
 		if !g.raceChecked {
@@ -709,6 +709,9 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	}
 	d := p.Data
 	switch {
+	case guardCoversMaintenance(d):
+		// its guard's lease ended before its grace: nothing of it runs
+		return ""
 	case d.Monitor == dataset.NodeMaintenance:
 		return name + "'s daemon was stopped (maintenance): it runs no split_action and its services may still run; only a fence ([stonith." + name + "]) proves they stopped"
 	case d.Monitor == dataset.NodeRejoin:
@@ -727,7 +730,8 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 			// the peer's lease had ended: its stop budget runs from here,
 			// and the gate's deadline (shown in the status) moves with it
 			g.oneVoteAt, g.oneVoteBy = at, a
-			if d := at.Add(c.timing().StopBudget + c.timing().Beat); d.After(g.deadline) {
+			bound, _ := c.lostStopBound(d)
+			if d := at.Add(bound); d.After(g.deadline) {
 				g.deadline = d
 			}
 		}
@@ -747,8 +751,9 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	if now.Before(deadline) {
 		c.wakeAt(deadline)
 		if by != "" {
-			return fmt.Sprintf("waiting for %s's self-stop: %s granted this side alone, so %s's arbitrator lease ended; its stop budget runs until %s", name,
-				by, name, deadline.UTC().Format("15:04:05.000"))
+			_, what := c.lostStopBound(d)
+			return fmt.Sprintf("waiting for %s's self-stop: %s granted this side alone, so %s's arbitrator lease ended; %s runs until %s", name,
+				by, name, what, deadline.UTC().Format("15:04:05.000"))
 		}
 		if !g.since.Equal(g.lostAt) {
 			return fmt.Sprintf("waiting for %s's self-stop deadline at %s (lost at %s; counted from %s, when %s, + %s)", name,

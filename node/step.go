@@ -236,6 +236,8 @@ func (c *Core) Step(in Input) Ticket {
 		c.AddInstance(in.Service, in.Spec, in.Now)
 	case InstanceRemoved:
 		c.RemoveInstance(in.Service)
+	case GuardReported:
+		c.GuardReport(in)
 	case TargetRequest:
 		return c.AdminTarget(in)
 	case LocalRequest:

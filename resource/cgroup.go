@@ -110,3 +110,40 @@ func killLeft(dir string, log func(string)) error {
 	}
 	return nil
 }
+
+// Ends is what the node guard ends of an instance besides its cgroup:
+// the process groups of its resources' last starts (used without a
+// cgroup), its ip resources' addresses and its fs resources' mount
+// points.
+type Ends struct {
+	Groups []int
+	Addrs  []EndAddr
+	Mounts []string
+}
+
+// EndAddr is an address of an ip resource: Prefix ("10.0.0.5/24") on
+// device Dev.
+type EndAddr struct{ Dev, Prefix string }
+
+// Ends lists what the guard ends of the instance (the disabled resources
+// left out).
+func (s *Set) Ends() Ends {
+	var e Ends
+	for _, it := range s.items {
+		if it.rc.Disable {
+			continue
+		}
+		switch d := it.drv.(type) {
+		case *ipAddr:
+			e.Addrs = append(e.Addrs, EndAddr{Dev: d.dev, Prefix: d.prefix()})
+		case *fsMount:
+			e.Mounts = append(e.Mounts, d.mnt)
+		}
+		if g, ok := it.drv.(startGrouped); ok && s.env.Cgroup == "" {
+			if pg := g.StartGroup(); pg > 1 {
+				e.Groups = append(e.Groups, pg)
+			}
+		}
+	}
+	return e
+}

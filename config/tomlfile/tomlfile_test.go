@@ -47,6 +47,8 @@ func TestLoadNodeDefaults(t *testing.T) {
 		HB: config.HBConfig{Addr: "0.0.0.0", Port: 10000, Timeout: 15 * time.Second, Interval: 5 * time.Second,
 			Disk: config.HBDiskConfig{Timeout: 10 * time.Second}},
 		MetricsAllow: []string{},
+		Guard:        true,
+		GuardLease:   7 * time.Second,
 	}
 	if !exportedEqual(c, want) {
 		t.Errorf("LoadNode(missing) = %+v, want %+v", c, want)

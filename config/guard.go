@@ -1,0 +1,67 @@
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"haven/quorum"
+)
+
+// The node guard's numbers (package guard holds the same: a test checks
+// it): GuardAct bounds its action after the lease ran out; the daemon
+// renews every GuardRenewEvery at most; a lease shorter than
+// GuardMinLease would run out at a loop's ordinary hiccup.
+const (
+	GuardAct        = 2500 * time.Millisecond
+	GuardRenewEvery = time.Second
+	GuardMinLease   = 2 * time.Second
+	// guardMinMaintLease is the least lease a clean stop may leave.
+	guardMinMaintLease = time.Second
+)
+
+// checkGuard checks node.guard_lease against node.toml's other numbers.
+func (d *document) checkGuard(c *NodeConfig, node *section) error {
+	if !c.Guard {
+		return nil
+	}
+	if c.GuardLease < GuardMinLease {
+		return d.errAt(node, "guard_lease", "%s is too short: at least %s (the daemon renews the lease every %s; set guard = false for no guard)",
+			c.GuardLease, GuardMinLease, GuardRenewEvery)
+	}
+	if ml := quorum.GuardMaintenanceLease(c.MaintenanceGracePeriod, GuardAct); ml < guardMinMaintLease {
+		return d.errAt(node, "maintenance_grace_period", "%s%s is too short for the guard: a clean stop leaves the guard a lease of the grace less its %s action and a %s margin, so that it ends the services before the peers take them over; at least %s must remain (set guard = false for no guard)",
+			c.MaintenanceGracePeriod, defaultNote(node, "maintenance_grace_period"), GuardAct, quorum.LeaseMargin, guardMinMaintLease)
+	}
+	return nil
+}
+
+// checkGuardCluster checks node.guard_lease against cluster.toml: with
+// the quorum on, a node whose vote waits for the arbitrators renews
+// nothing meanwhile (it may be losing), so its lease must outlast the
+// longest arbitrator timeout and a renewal, or a node that keeps the
+// quorum would have its services ended while its vote waits.
+func checkGuardCluster(n *NodeConfig, c *ClusterConfig) error {
+	if !n.Guard || !c.Quorum {
+		return nil
+	}
+	var longest Arbitrator
+	for _, a := range c.Arbitrators {
+		if a.Timeout > longest.Timeout {
+			longest = a
+		}
+	}
+	if longest.Name != "" && n.GuardLease <= longest.Timeout+GuardRenewEvery {
+		where, dflt := c.File, ""
+		if c.lines != nil {
+			if l := c.lines.find([]string{SectionArbitrator, longest.Name}, "timeout"); l > 0 {
+				where = fmt.Sprintf("%s:%d", c.File, l)
+			}
+		}
+		if !isSet(n.lines, SectionNode, "guard_lease") {
+			dflt = " (the default)"
+		}
+		return n.ErrAt(SectionNode, "guard_lease", "%s%s must be longer than the longest arbitrator timeout plus %s (%s of [arbitrator.%s], %s): a vote waits that long for the arbitrators and renews nothing meanwhile",
+			n.GuardLease, dflt, GuardRenewEvery, longest.Timeout, longest.Name, where)
+	}
+	return nil
+}

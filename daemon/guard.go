@@ -1,0 +1,281 @@
+package daemon
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"haven/config"
+	"haven/dataset"
+	"haven/guard"
+	"haven/node"
+	"haven/quorum"
+)
+
+// The daemon's end of the node guard (package guard; docs/behaviour.md
+// 3.1). The loop renews the lease first thing in every pass, at most
+// every config.GuardRenewEvery (guardStep): a loop that is wedged or
+// paused renews nothing, and the guard ends the failover services when
+// the lease runs out. What the guard answers goes to the core as an input
+// when it changed (node.GuardReported): its armed state, published for
+// the peers' takeover gate, and the record of a firing, taken in before
+// anything else of the pass (a check or the restart ladder must not bring
+// back what the guard ended).
+
+// guardTimeout bounds one exchange with the guard (the loop waits for
+// it); guardSpawnWait bounds the wait for a guard just started to answer;
+// guardRespawnEvery spaces the starts of a guard that keeps not answering.
+const (
+	guardTimeout      = 500 * time.Millisecond
+	guardSpawnWait    = 5 * time.Second
+	guardRespawnEvery = 10 * time.Second
+)
+
+type guardLink struct {
+	on     bool
+	client *guard.Client
+	lease  time.Duration
+	// lastTry is the CLOCK_BOOTTIME of the last exchange; loopAt of the
+	// last pass (the heartbeat's Mute reads it from its goroutines).
+	lastTry time.Duration
+	loopAt  atomic.Int64
+	// gen numbers the kill set sent last (kill); held is the generation
+	// the guard said it holds.
+	gen, held uint64
+	kill      []guard.Target
+	killKey   string
+	// last is the report handed to the core last.
+	last node.GuardReported
+	// maint: the daemon stops for maintenance and left the guard the
+	// lease that covers the grace; nothing is renewed any more.
+	maint     bool
+	spawnedAt time.Duration
+}
+
+// startGuard attaches to the node's guard, starting one when none
+// answers, and renews the lease at once (a daemon restarted within the
+// lease keeps every service: this is its first renewal).
+func (d *Daemon) startGuard() {
+	g := &d.gl
+	g.on, g.lease = d.node.Guard, d.node.GuardLease
+	if !g.on {
+		d.log.Warn("node guard off (node.guard = false): a killed or paused daemon leaves its failover services running")
+		return
+	}
+	g.client = guard.NewClient(d.p.GuardSocket(), guardTimeout)
+	if rep, err := g.client.Do(guard.Request{Op: guard.OpStatus}); err == nil {
+		d.log.Info("node guard re-attached", zap.Int("pid", rep.Pid), zap.Bool("armed", rep.Armed))
+	} else {
+		d.spawnGuard()
+	}
+	d.guardStep()
+}
+
+// spawnGuard starts a guard (nodemgr guard run of this binary).
+func (d *Daemon) spawnGuard() {
+	g := &d.gl
+	g.spawnedAt = guard.BootNow()
+	exe, err := os.Executable()
+	if err != nil {
+		d.log.Error("node guard not started", zap.Error(err))
+		return
+	}
+	var args []string
+	if d.p.Root != "" {
+		args = append(args, "--root", d.p.Root)
+	}
+	args = append(args, "guard", "run")
+	cg := ""
+	if d.cg != nil {
+		cg = d.cg.Guard()
+	}
+	pid, err := guard.Spawn(exe, args, d.p.GuardLog(), cg, d.p.GuardSocket(), guardSpawnWait)
+	if err != nil {
+		d.log.Error("node guard not started: the failover services are not guarded", zap.Error(err))
+		return
+	}
+	d.log.Info("node guard started", zap.Int("pid", pid), zap.String("log", d.p.GuardLog()))
+}
+
+// guardStep is the guard's share of a loop pass, before the pass's input:
+// the loop is alive (Mute), and every GuardRenewEvery the lease is renewed
+// (or, when the node may not run its services, only asked about).
+func (d *Daemon) guardStep() {
+	g := &d.gl
+	if !g.on {
+		return
+	}
+	now := guard.BootNow()
+	g.loopAt.Store(int64(now))
+	if g.maint || now-g.lastTry < config.GuardRenewEvery && g.held == g.gen {
+		return
+	}
+	g.lastTry = now
+	req := guard.Request{Op: guard.OpStatus}
+	if ok, why := d.core.GuardEntitled(d.clk.Now()); ok {
+		d.guardKillSet()
+		req = guard.Request{Op: guard.OpRenew, Deadline: int64(now + g.lease), Gen: g.gen}
+		if g.held != g.gen {
+			req.SetKill, req.Kill = true, g.kill
+		}
+	} else if g.last.Armed {
+		d.log.Warn("node guard lease not renewed: it ends the failover services when it runs out", zap.String("reason", why),
+			zap.Duration("lease", g.lease))
+	}
+	d.guardExchange(req, false)
+}
+
+// guardExchange sends req and hands the answer to the core when it
+// changed; a record not taken in yet is acknowledged after the core took
+// it.
+func (d *Daemon) guardExchange(req guard.Request, maint bool) {
+	g := &d.gl
+	rep, err := g.client.Do(req)
+	in := node.GuardReported{Now: d.clk.Now()}
+	if err != nil {
+		in.Err = err.Error()
+		if guard.BootNow()-g.spawnedAt > guardRespawnEvery {
+			d.spawnGuard()
+		}
+	} else {
+		in.Armed, in.Maintenance = rep.Armed, rep.Armed && maint
+		g.held = rep.Gen
+		if rep.Error != "" {
+			d.log.Error("node guard refused a request", zap.String("op", req.Op), zap.String("error", rep.Error))
+		}
+		if f := rep.Fired; f != nil {
+			in.Fired = &node.GuardFiring{ID: f.ID, At: f.At, Late: f.Late, Services: f.Services(), Acked: f.Acked}
+		}
+	}
+	if !sameGuardReport(in, g.last) {
+		g.last = in
+		d.drv.Step(in)
+	}
+	if f := in.Fired; f != nil && !f.Acked {
+		if rep, err := g.client.Do(guard.Request{Op: guard.OpAck, Fired: f.ID}); err == nil && rep.Fired != nil && rep.Fired.Acked {
+			g.last.Fired.Acked = true
+		}
+	}
+}
+
+func sameGuardReport(a, b node.GuardReported) bool {
+	if a.Armed != b.Armed || a.Maintenance != b.Maintenance || a.Err != b.Err || (a.Fired == nil) != (b.Fired == nil) {
+		return false
+	}
+	return a.Fired == nil || a.Fired.ID == b.Fired.ID && a.Fired.Acked == b.Fired.Acked
+}
+
+// guardKillSet makes the kill set of the running failover instances
+// (orchestrate = ha: what a peer may start without this node), a new
+// generation when it changed. An instance counts from the start of its
+// start until a check says it is down (unknown counts: a daemon just
+// started ends what may run).
+func (d *Daemon) guardKillSet() {
+	g := &d.gl
+	var kill []guard.Target
+	for _, name := range d.serviceNames() {
+		inst := d.services[name]
+		set := inst.drivers()
+		if inst.cfg == nil || inst.cfg.Orchestrate != "ha" || set == nil {
+			continue
+		}
+		avail, running := d.core.Status(name)
+		if !running && avail != dataset.StatusUnknown && d.core.Busy(name) == "" {
+			continue
+		}
+		t := guard.Target{Service: name, Cgroup: d.serviceCgroup(name)}
+		ends := set.Ends()
+		t.Groups, t.Mounts = ends.Groups, ends.Mounts
+		for _, a := range ends.Addrs {
+			t.Addrs = append(t.Addrs, guard.Addr{Dev: a.Dev, Prefix: a.Prefix})
+		}
+		kill = append(kill, t)
+	}
+	b, _ := json.Marshal(kill)
+	if key := string(b); key != g.killKey || g.gen == 0 {
+		g.killKey, g.kill = key, slices.Clip(kill)
+		g.gen++
+	}
+}
+
+// guardMaintenance is the guard's share of a clean stop (nodemgr daemon
+// stop), before the node announces maintenance: the lease becomes the one
+// that ends before maintenance_grace_period (quorum.GuardMaintenanceLease),
+// and nothing renews it any more. A daemon back within it takes it over;
+// one that never comes back has its services ended before the peers take
+// them over.
+func (d *Daemon) guardMaintenance() {
+	g := &d.gl
+	if !g.on || g.maint {
+		return
+	}
+	lease := quorum.GuardMaintenanceLease(d.node.MaintenanceGracePeriod, config.GuardAct)
+	d.guardKillSet()
+	req := guard.Request{Op: guard.OpRenew, Deadline: int64(guard.BootNow() + lease), Gen: g.gen, SetKill: true, Kill: g.kill}
+	if ok, why := d.core.GuardEntitled(d.clk.Now()); !ok {
+		// no renewal: the lease in place ends sooner
+		d.log.Warn("clean stop: the node guard's lease is not extended for maintenance", zap.String("reason", why))
+		req = guard.Request{Op: guard.OpStatus}
+	} else {
+		d.log.Info("clean stop: the node guard's lease now covers maintenance_grace_period", zap.Duration("lease", lease),
+			zap.Duration("maintenance_grace_period", d.node.MaintenanceGracePeriod))
+	}
+	g.maint = true
+	d.guardExchange(req, true)
+}
+
+// guardDisarm is the end of a shutdown: every local instance stopped, the
+// guard has nothing to end.
+func (d *Daemon) guardDisarm() {
+	g := &d.gl
+	if !g.on {
+		return
+	}
+	if _, err := g.client.Do(guard.Request{Op: guard.OpDisarm}); err != nil {
+		d.log.Warn("node guard not disarmed", zap.Error(err))
+	}
+	g.client.Close()
+}
+
+// guardMute is the heartbeat's Mute: the loop has not passed for a lease
+// (wedged): its peers must see it dead.
+func (d *Daemon) guardMute() bool {
+	at := d.gl.loopAt.Load()
+	return at != 0 && guard.BootNow()-time.Duration(at) > d.gl.lease
+}
+
+// guardDue is when the loop must pass next for the guard (zero: never).
+func (d *Daemon) guardDue() time.Time {
+	if !d.gl.on || d.gl.maint {
+		return time.Time{}
+	}
+	left := config.GuardRenewEvery - (guard.BootNow() - d.gl.lastTry)
+	return d.clk.Now().Add(max(left, 0))
+}
+
+// guardBeforeStart sends the kill set with an instance about to start
+// (the core marked it busy), before its start runs: a daemon killed in
+// the middle of a start leaves nothing the guard does not know. Inside
+// the driver's Apply: the answer reaches the core at the next pass.
+func (d *Daemon) guardBeforeStart() {
+	g := &d.gl
+	if !g.on || g.maint || !g.last.Armed {
+		return
+	}
+	if ok, _ := d.core.GuardEntitled(d.clk.Now()); !ok {
+		return
+	}
+	if d.guardKillSet(); g.held == g.gen {
+		return
+	}
+	now := guard.BootNow()
+	rep, err := g.client.Do(guard.Request{Op: guard.OpRenew, Deadline: int64(now + g.lease), Gen: g.gen, SetKill: true, Kill: g.kill})
+	if err == nil {
+		g.held = rep.Gen
+	}
+	g.lastTry = 0 // the next pass hands the answer to the core
+}

@@ -1,0 +1,244 @@
+package node
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"haven/dataset"
+	"haven/dataset/status"
+	"haven/quorum"
+)
+
+// The node guard (package guard, docs/behaviour.md 3.1): a process of its
+// own that ends this node's failover services when the daemon stops
+// renewing its lease. The driver renews it from its loop, first thing in a
+// pass, while GuardEntitled says the node may run its services, and hands
+// every change of the guard's answer to the core (GuardReported): whether
+// it is armed (published, for the peers' takeover gate) and what it ended
+// when a lease ran out (the event guard_fired; those instances are down
+// and expect to run no more here).
+
+// GuardConfig is node.guard and what goes with it.
+type GuardConfig struct {
+	// Enabled is node.guard.
+	Enabled bool
+	// Lease is node.guard_lease: the guard acts when the lease was not
+	// renewed for this long.
+	Lease time.Duration
+	// Act bounds the guard's action after the lease ran out
+	// (config.GuardAct).
+	Act time.Duration
+}
+
+// GuardFiring is a record of the guard: what it ended when a lease ran
+// out.
+type GuardFiring struct {
+	// ID names it (the driver acknowledges it to the guard by it).
+	ID string `json:"id"`
+	// At is when the guard acted; Late how long after the lease's end
+	// (its timer ran late: the whole host was frozen).
+	At   time.Time     `json:"at"`
+	Late time.Duration `json:"late"`
+	// Services are the instances it ended.
+	Services []string `json:"services"`
+	// Acked: a daemon took it in already.
+	Acked bool `json:"acked"`
+}
+
+// GuardReported is the guard's answer to the driver (a renewal, a status
+// request), or its absence (Err): given when it changes.
+type GuardReported struct {
+	// Armed: the guard holds a lease (it will end the kill set when it
+	// runs out); Maintenance: the lease is the one of a clean stop.
+	Armed, Maintenance bool
+	// Err says why the guard did not answer ("" when it did).
+	Err string
+	// Fired is the guard's last record (nil: none).
+	Fired *GuardFiring
+	Now   time.Time
+}
+
+func (GuardReported) isInput() {}
+
+type guardState struct {
+	armed, maint bool
+	err          string
+	// fired is the id of the last record taken in.
+	fired string
+}
+
+// GuardReport takes the guard's answer in: a record not taken in yet is
+// acted on first (GuardFired); a change of the armed state is published.
+func (c *Core) GuardReport(in GuardReported) {
+	if !c.cfg.Guard.Enabled {
+		return
+	}
+	g := &c.guard
+	if f := in.Fired; f != nil && !f.Acked && f.ID != g.fired {
+		g.fired = f.ID
+		c.guardFired(*f, in.Now)
+	}
+	if in.Armed != g.armed || in.Maintenance != g.maint || in.Err != g.err {
+		if in.Armed != g.armed || in.Err != g.err {
+			c.emit(GuardState{Armed: in.Armed, Maintenance: in.Maintenance, Err: in.Err})
+		}
+		g.armed, g.maint, g.err = in.Armed, in.Maintenance, in.Err
+		c.publish()
+	}
+}
+
+// guardFired: the guard ended the instances of f while this daemon did
+// not renew its lease. They are down, and expect to run no more here:
+// neither the restart ladder nor a check that still says up brings them
+// back; the orchestrator starts them where the cluster places them (here
+// too, if this node is the one).
+func (c *Core) guardFired(f GuardFiring, now time.Time) {
+	c.emit(GuardFired{Services: f.Services, At: f.At, Late: f.Late.Round(time.Millisecond).String()})
+	for _, svc := range f.Services {
+		inst := c.insts[svc]
+		if inst == nil || !inst.local {
+			continue
+		}
+		c.expect(svc, inst, dataset.ExpectNone)
+		inst.pendRID = ""
+		if inst.mon.State == dataset.Restarting {
+			c.setMonitorState(svc, inst, dataset.Idle, "ended by the node guard", now)
+		}
+		for _, rid := range slices.Sorted(maps.Keys(inst.res)) {
+			r := inst.res[rid]
+			if r.Status == dataset.StatusUp || r.Status == dataset.StatusWarn {
+				r.Status, r.Log = dataset.StatusDown, "ended by the node guard"
+				inst.res[rid] = r
+			}
+		}
+		if avail, overall := status.Instance(inst.res); avail != inst.avail || overall != inst.overall {
+			c.emit(InstanceStatus{Svc: svc, From: inst.avail, To: avail, Overall: overall})
+			inst.avail, inst.overall = avail, overall
+		}
+		c.CheckNow(svc)
+	}
+	c.publish()
+	c.viewChanged = true
+}
+
+// GuardEntitled reports whether the driver may renew the guard's lease at
+// now: the node may run its services. Always with cluster.quorum off;
+// with it on, not once the node lost its vote (its split_action's stop
+// then has the lease to end before the guard acts), not while a vote
+// waits for the arbitrators (the node may be losing it), and not when
+// the daemon did not run for longer than hb.timeout (its peers may have
+// declared it down: it votes first). why says why not.
+func (c *Core) GuardEntitled(now time.Time) (ok bool, why string) {
+	if !c.quorumOn() {
+		return true, ""
+	}
+	q := &c.q
+	switch {
+	case q.lost:
+		return false, "this node lost the quorum"
+	case !q.pending.IsZero():
+		return false, "a quorum vote waits for the arbitrators"
+	case !q.lastTick.IsZero() && c.cfg.Quorum.HBTimeout > 0 && now.Sub(q.lastTick) > c.cfg.Quorum.HBTimeout:
+		return false, fmt.Sprintf("the daemon did not run for %s (more than hb.timeout): it votes first", now.Sub(q.lastTick).Round(time.Millisecond))
+	}
+	return true, ""
+}
+
+// guardInfo is what this node publishes of its guard (nil: not armed).
+func (c *Core) guardInfo() *dataset.GuardInfo {
+	if !c.cfg.Guard.Enabled || !c.guard.armed {
+		return nil
+	}
+	return &dataset.GuardInfo{LeaseMs: c.cfg.Guard.Lease.Milliseconds(), ActMs: c.cfg.Guard.Act.Milliseconds(), Maintenance: c.guard.maint}
+}
+
+// GuardState is what the core knows of the guard, for the status.
+func (c *Core) GuardState() (armed, maintenance bool, err, lastFired string) {
+	return c.guard.armed, c.guard.maint, c.guard.err, c.guard.fired
+}
+
+// lostStopBound is how long after lost peer d lost its vote (or its
+// arbitrator lease ended) its services are certainly ended: with its
+// guard armed, the guard's lease and act and a margin
+// (quorum.GuardStop); without, its stop budget and a beat for a crash to
+// take it down. The takeover gate's one rule for it (updateGates,
+// gateBlocked).
+func (c *Core) lostStopBound(d *dataset.Node) (time.Duration, string) {
+	if d != nil && d.Guard != nil {
+		lease, act := time.Duration(d.Guard.LeaseMs)*time.Millisecond, time.Duration(d.Guard.ActMs)*time.Millisecond
+		return quorum.GuardStop(lease, act), fmt.Sprintf("its guard's lease %s and act %s", lease, act)
+	}
+	t := c.timing()
+	return t.StopBudget + t.Beat, "its stop budget"
+}
+
+// selfStopDeadline is how long after declaring peer d down the survivors
+// wait for its services to be certainly ended by its own side: its
+// detection of the loss (a beat), its vote (the longest arbitrator
+// timeout), then lostStopBound.
+func (c *Core) selfStopDeadline(d *dataset.Node) time.Duration {
+	t := c.timing()
+	bound, _ := c.lostStopBound(d)
+	return t.Beat + t.ArbitratorTimeout + bound
+}
+
+// guardCoversMaintenance: peer d stopped for maintenance with its guard
+// armed on a lease that ends before its grace does: once it is down (its
+// grace passed), its services were ended.
+func guardCoversMaintenance(d *dataset.Node) bool {
+	return d != nil && d.Monitor == dataset.NodeMaintenance && d.Guard != nil && d.Guard.Maintenance
+}
+
+// GuardFired: the guard ended instances while the daemon did not renew
+// its lease (it was killed, hung, paused, or lost the quorum and did not
+// stop them in time).
+type GuardFired struct {
+	Services []string  `json:"services"`
+	At       time.Time `json:"at"`
+	Late     string    `json:"late"`
+}
+
+func (GuardFired) Kind() string    { return "guard_fired" }
+func (GuardFired) Service() string { return "" }
+func (GuardFired) Level() Level    { return Error }
+func (e GuardFired) String() string {
+	what := "nothing was running"
+	if len(e.Services) > 0 {
+		what = "ended " + strings.Join(e.Services, ", ")
+	}
+	return fmt.Sprintf("the node guard acted at %s (%s after the lease's end): the daemon had not renewed its lease; %s (those instances stay down here unless the cluster places them here)",
+		e.At.UTC().Format("15:04:05.000"), e.Late, what)
+}
+
+// GuardState: the guard became armed or not, or stopped answering.
+type GuardState struct {
+	Armed       bool   `json:"armed"`
+	Maintenance bool   `json:"maintenance,omitempty"`
+	Err         string `json:"error,omitempty"`
+}
+
+func (GuardState) Kind() string    { return "guard" }
+func (GuardState) Service() string { return "" }
+func (e GuardState) Level() Level {
+	if e.Err != "" {
+		return Error
+	}
+	if !e.Armed {
+		return Warn
+	}
+	return Info
+}
+func (e GuardState) String() string {
+	switch {
+	case e.Err != "":
+		return "the node guard does not answer (" + e.Err + "): the failover services are not guarded; the peers count on this node's own stop"
+	case e.Armed && e.Maintenance:
+		return "node guard armed for maintenance: it ends the failover services before the peers take them over, unless a daemon is back in time"
+	case e.Armed:
+		return "node guard armed"
+	}
+	return "node guard disarmed: it ends nothing"
+}

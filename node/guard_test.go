@@ -1,0 +1,165 @@
+package node
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"haven/dataset"
+	"haven/quorum"
+)
+
+// gcore is qcore with the guard on (lease 7s, act 2.5s) and web's
+// monitored resource.
+func gcore(t *testing.T, name string, members []string, arbs []quorum.Arbitrator) *Core {
+	t.Helper()
+	c := New(Config{Name: name, WriteThrough: true, ClusterNodes: members, MaintenanceGrace: time.Minute, RejoinGrace: time.Minute, ReadyPeriod: time.Second,
+		Quorum: QuorumConfig{Enabled: true, SplitAction: SplitStop, Arbitrators: arbs, HBTimeout: 3 * time.Second,
+			Timing: quorum.Timing{Beat: time.Second, ArbitratorTimeout: 2 * time.Second, StopBudget: 3 * time.Second}},
+		Guard: GuardConfig{Enabled: true, Lease: 7 * time.Second, Act: 2500 * time.Millisecond}},
+		State{Services: map[string]ServiceState{"web": {LocalExpect: dataset.ExpectStarted}}})
+	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true, Monitored: true,
+		Resources: []ResourceSpec{{RID: "app#1", Monitor: true, Restart: 2}}}, t0)
+	c.Start(t0)
+	c.CheckNow("web")
+	for rd := c.Ready(); len(rd.Check) > 0; rd = c.Ready() {
+		c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp, Monitor: true}}, t0)
+	}
+	if info, _ := c.Instance("web"); info.Avail != dataset.StatusUp || info.Monitor.LocalExpect != dataset.ExpectStarted {
+		t.Fatalf("web is not up here: %+v", info)
+	}
+	for _, p := range c.PeerNames() {
+		hear(c, p, nil, t0)
+	}
+	c.Ready()
+	return c
+}
+
+func events[E Event](rd Ready) []E {
+	var out []E
+	for _, e := range rd.Events {
+		if x, ok := e.(E); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// The guard acted while the daemon was away: web is down at once, expects
+// to run no more here, and neither the check that still says up nor the
+// restart ladder brings it back.
+func TestGuardFiredEndsTheInstanceHere(t *testing.T) {
+	c := gcore(t, "n1", []string{"n1", "n2", "n3"}, nil)
+	c.Step(GuardReported{Armed: true, Now: t0})
+	if c.Dataset(dataset.Node{}).Guard == nil {
+		t.Fatal("an armed guard is not published")
+	}
+	c.Ready()
+	at := t0.Add(10 * time.Second)
+	f := &GuardFiring{ID: "r1", At: at.Add(-time.Second), Services: []string{"web"}}
+	c.Step(GuardReported{Armed: true, Fired: f, Now: at})
+	rd := c.Ready()
+	if ev := events[GuardFired](rd); len(ev) != 1 || ev[0].Services[0] != "web" || !strings.Contains(ev[0].String(), "ended web") {
+		t.Fatalf("events %v", rd.Events)
+	}
+	info, _ := c.Instance("web")
+	if info.Avail != dataset.StatusDown || info.Monitor.LocalExpect != dataset.ExpectNone {
+		t.Fatalf("after the guard: avail %s local expect %s", info.Avail, info.Monitor.LocalExpect)
+	}
+	if len(rd.Check) != 1 || rd.Check[0].Service != "web" {
+		t.Fatalf("no check ordered: %+v", rd.Check)
+	}
+	// the check says down: no restart (the ladder holds: not started here)
+	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown, Monitor: true}}, at)
+	c.Tick(at.Add(time.Minute))
+	if rd := c.Ready(); len(rd.Run) != 0 {
+		t.Fatalf("ran %+v after the guard ended web", rd.Run)
+	}
+	// the same record again (every answer of the guard carries it until
+	// acknowledged) is taken in once
+	c.Step(GuardReported{Armed: true, Fired: f, Now: at.Add(time.Second)})
+	if ev := events[GuardFired](c.Ready()); len(ev) != 0 {
+		t.Fatalf("taken in twice: %v", ev)
+	}
+}
+
+// The lease is renewed only while the node may run its services: not once
+// it lost the quorum, not while its vote waits for an arbitrator, not
+// after a pause longer than hb.timeout (it votes first).
+func TestGuardEntitled(t *testing.T) {
+	c := gcore(t, "n1", []string{"n1", "n2", "n3"}, nil)
+	ticks(c, t0, t0.Add(2*time.Second))
+	if ok, why := c.GuardEntitled(t0.Add(2 * time.Second)); !ok {
+		t.Fatalf("a healthy node: %s", why)
+	}
+	if ok, why := c.GuardEntitled(t0.Add(6 * time.Second)); ok || !strings.Contains(why, "did not run for 4s") {
+		t.Fatalf("after a 4s pause: %v %q", ok, why)
+	}
+	at := t0.Add(3 * time.Second)
+	c.Tick(at)
+	lose(c, "n2", at)
+	lose(c, "n3", at)
+	if ok, why := c.GuardEntitled(at); ok || why != "this node lost the quorum" {
+		t.Fatalf("after a lost vote: %v %q", ok, why)
+	}
+
+	arb := []quorum.Arbitrator{{Name: "a1", Weight: 1}}
+	c = gcore(t, "n1", []string{"n1", "n2"}, arb)
+	c.Tick(at)
+	lose(c, "n2", at)
+	if ok, why := c.GuardEntitled(at); ok || why != "a quorum vote waits for the arbitrators" {
+		t.Fatalf("during the vote: %v %q", ok, why)
+	}
+	c.ArbitratorResult("a1", true, "200", at, at.Add(time.Second))
+	if ok, why := c.GuardEntitled(at.Add(time.Second)); !ok {
+		t.Fatalf("after a vote kept: %s", why)
+	}
+}
+
+// The survivors' gate counts a lost peer's armed guard: beat + arbitrator
+// timeout + the guard's lease and act and margin (quorum.GuardStop),
+// instead of its stop budget; a peer without one keeps the stop budget.
+func TestGateCountsTheLostPeersGuard(t *testing.T) {
+	for _, guarded := range []bool{false, true} {
+		c := gcore(t, "n2", []string{"n1", "n2", "n3"}, nil)
+		d := &dataset.Node{Name: "n1", Monitor: dataset.NodeIdle, SplitAction: SplitStop}
+		want := time.Second + 2*time.Second + 3*time.Second + time.Second
+		if guarded {
+			d.Guard = &dataset.GuardInfo{LeaseMs: 7000, ActMs: 2500}
+			want = time.Second + 2*time.Second + quorum.GuardStop(7*time.Second, 2500*time.Millisecond)
+		}
+		c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: d}, t0)
+		at := t0.Add(3 * time.Second)
+		ticks(c, t0, at)
+		lose(c, "n1", at)
+		hear(c, "n3", []string{"n1"}, at)
+		qi := c.QuorumInfo(at)
+		if len(qi.Gates) != 1 || qi.Gates[0].Deadline.Sub(at) != want {
+			t.Fatalf("guarded %v: gates %+v, want the deadline %s after the loss", guarded, qi.Gates, want)
+		}
+	}
+}
+
+// A peer that stopped for maintenance with its guard's lease covering the
+// grace is no peer to fence once its grace passed: its guard ended its
+// services by then. Without the guard, only a fence proves it.
+func TestGateMaintenanceCoveredByTheGuard(t *testing.T) {
+	for _, covered := range []bool{false, true} {
+		c := gcore(t, "n2", []string{"n1", "n2", "n3"}, nil)
+		d := &dataset.Node{Name: "n1", Monitor: dataset.NodeMaintenance, SplitAction: SplitStop}
+		if covered {
+			d.Guard = &dataset.GuardInfo{LeaseMs: 7000, ActMs: 2500, Maintenance: true}
+		}
+		c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: d}, t0)
+		at := t0.Add(3 * time.Second)
+		ticks(c, t0, at)
+		lose(c, "n1", at)
+		hear(c, "n3", []string{"n1"}, at)
+		end := t0.Add(time.Minute + time.Second)
+		ticks(c, at, end)
+		f := c.Snapshot(end).Fencing["n1"]
+		if covered && f != "" || !covered && !strings.Contains(f, "only a fence") {
+			t.Fatalf("covered %v: gate %q", covered, f)
+		}
+	}
+}
