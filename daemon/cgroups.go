@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"path/filepath"
 
 	"go.uber.org/zap"
 
@@ -14,7 +15,7 @@ import (
 // Without a usable cgroup v2 hierarchy the daemon says so and runs the
 // commands in process groups only (docs/resources.md).
 func (d *Daemon) setupCgroups() {
-	t, err := cgroup.Setup(d.node.Name, d.p.Root)
+	t, err := cgroup.Setup(d.node.Name, d.p.Root, filepath.Join(d.p.Run, "cgroup2"))
 	if err != nil {
 		lvl := d.log.Error
 		if errors.Is(err, cgroup.ErrUnavailable) {

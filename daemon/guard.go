@@ -54,6 +54,10 @@ type guardLink struct {
 	// lease that covers the grace; nothing is renewed any more.
 	maint     bool
 	spawnedAt time.Duration
+	// rep is the guard's last answer (for the status), why the reason
+	// the lease is not renewed now ("" when it is).
+	rep guard.Reply
+	why string
 }
 
 // startGuard attaches to the node's guard, starting one when none
@@ -116,7 +120,9 @@ func (d *Daemon) guardStep() {
 	}
 	g.lastTry = now
 	req := guard.Request{Op: guard.OpStatus}
-	if ok, why := d.core.GuardEntitled(d.clk.Now()); ok {
+	ok, why := d.core.GuardEntitled(d.clk.Now())
+	g.why = why
+	if ok {
 		d.guardKillSet()
 		req = guard.Request{Op: guard.OpRenew, Deadline: int64(now + g.lease), Gen: g.gen}
 		if g.held != g.gen {
@@ -143,7 +149,7 @@ func (d *Daemon) guardExchange(req guard.Request, maint bool) {
 		}
 	} else {
 		in.Armed, in.Maintenance = rep.Armed, rep.Armed && maint
-		g.held = rep.Gen
+		g.held, g.rep = rep.Gen, rep
 		if rep.Error != "" {
 			d.log.Error("node guard refused a request", zap.String("op", req.Op), zap.String("error", rep.Error))
 		}
@@ -257,11 +263,13 @@ func (d *Daemon) guardDue() time.Time {
 	return d.clk.Now().Add(max(left, 0))
 }
 
-// guardBeforeStart sends the kill set with an instance about to start
-// (the core marked it busy), before its start runs: a daemon killed in
-// the middle of a start leaves nothing the guard does not know. Inside
-// the driver's Apply: the answer reaches the core at the next pass.
-func (d *Daemon) guardBeforeStart() {
+// guardPushKillSet sends the kill set when it changed: before a start
+// runs (the core marked the instance busy: a daemon killed in the middle
+// of a start leaves nothing the guard does not know), and, without
+// cgroups, after each action (the process groups of a start are known
+// once it ran). The answer reaches the core at the next pass (this may
+// run inside the driver's Apply).
+func (d *Daemon) guardPushKillSet() {
 	g := &d.gl
 	if !g.on || g.maint || !g.last.Armed {
 		return
@@ -278,4 +286,21 @@ func (d *Daemon) guardBeforeStart() {
 		g.held = rep.Gen
 	}
 	g.lastTry = 0 // the next pass hands the answer to the core
+}
+
+// guardStatus is the node's guard in the status object (nil: guard off).
+func (d *Daemon) guardStatus() *dataset.GuardStatus {
+	g := &d.gl
+	if !g.on {
+		return nil
+	}
+	st := &dataset.GuardStatus{Armed: g.last.Armed, Maintenance: g.last.Maintenance, LeaseMs: g.lease.Milliseconds(),
+		ActMs: config.GuardAct.Milliseconds(), Pid: g.rep.Pid, Targets: g.rep.Targets, NotRenewing: g.why, Error: g.last.Err}
+	if st.Armed {
+		st.LeftMs = max(0, (time.Duration(g.rep.Deadline) - guard.BootNow()).Milliseconds())
+	}
+	if f := g.rep.Fired; f != nil {
+		st.LastFired = &dataset.GuardFired{At: f.At, LateMs: f.Late.Milliseconds(), Services: f.Services()}
+	}
+	return st
 }

@@ -227,7 +227,7 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 	}
 	action, rid := a.Kind, a.RID
 	if action == "start" {
-		d.guardBeforeStart() // the guard knows the instance before it runs
+		d.guardPushKillSet() // the guard knows the instance before it runs
 	}
 	d.goWorker(func(ctx context.Context) {
 		ctx = resource.WithFencingToken(ctx, a.FencingToken)
@@ -251,6 +251,11 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 			err = set.Stop(ctx)
 		}
 		d.post(func() {
+			if d.cg == nil {
+				// without cgroups the guard kills the process groups of
+				// the starts, known once they ran
+				d.guardPushKillSet()
+			}
 			// the core orders the full check that ends the action
 			d.drv.ActionDone(inst.name, action, err)
 		})

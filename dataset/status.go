@@ -16,6 +16,42 @@ type ClusterStatus struct {
 	Heartbeat map[string]HBPeer `json:"heartbeat,omitempty"`
 	// Disk is the producing node's disk heartbeat, when [hb.disk] is set.
 	Disk *HBDisk `json:"disk,omitempty"`
+	// Guard is the producing node's node guard (an extension of the
+	// contract), when node.guard is on.
+	Guard *GuardStatus `json:"guard,omitempty"`
+}
+
+// GuardStatus is a node's view of its own guard.
+type GuardStatus struct {
+	// Armed: the guard holds a lease; Maintenance: the lease a clean
+	// stop left (it covers maintenance_grace_period).
+	Armed       bool `json:"armed"`
+	Maintenance bool `json:"maintenance,omitempty"`
+	// LeaseMs is node.guard_lease, LeftMs what is left of the lease now,
+	// ActMs the bound of the guard's action, in milliseconds.
+	LeaseMs int64 `json:"lease_ms"`
+	LeftMs  int64 `json:"left_ms"`
+	ActMs   int64 `json:"act_ms"`
+	// Pid is the guard's process, Targets the failover instances of its
+	// kill set.
+	Pid     int `json:"pid,omitempty"`
+	Targets int `json:"targets"`
+	// NotRenewing says why the daemon does not renew the lease now (the
+	// node lost the quorum, a vote waits, ...); Error why the guard does
+	// not answer.
+	NotRenewing string `json:"not_renewing,omitempty"`
+	Error       string `json:"error,omitempty"`
+	// LastFired is the last time the guard ended services (nil: never,
+	// as far as its record goes).
+	LastFired *GuardFired `json:"last_fired,omitempty"`
+}
+
+// GuardFired is a firing of the guard: when, how long after the lease's
+// end, and the services it ended.
+type GuardFired struct {
+	At       time.Time `json:"at"`
+	LateMs   int64     `json:"late_ms"`
+	Services []string  `json:"services"`
 }
 
 // HBPeer is one peer as the producing node's heartbeat hears it.
@@ -201,6 +237,9 @@ type NodeInfo struct {
 	// (--version), "" when it does not say.
 	Format  int    `json:"format,omitempty"`
 	Release string `json:"release,omitempty"`
+	// Guard is the node's guard while armed, as the node publishes it
+	// (the peers' takeover gate counts on it); nil: none armed.
+	Guard *GuardInfo `json:"guard,omitempty"`
 }
 
 // ServiceStatus is one service across its nodes.

@@ -71,7 +71,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // twice and called setsid, and returns the group and the process.
 func escapedApp(t *testing.T) (string, int) {
 	t.Helper()
-	tr, err := cgroup.Setup("guardtest", t.TempDir())
+	tr, err := cgroup.Setup("guardtest", t.TempDir(), "")
 	if errors.Is(err, cgroup.ErrUnavailable) {
 		t.Skipf("no cgroup v2: %v", err)
 	}

@@ -20,7 +20,7 @@ func cgroupEnv(t *testing.T) (Env, *logRec) {
 	if os.Geteuid() != 0 {
 		t.Skip("cgroups: run as root")
 	}
-	tr, err := cgroup.Setup("restest", t.TempDir())
+	tr, err := cgroup.Setup("restest", t.TempDir(), "")
 	if errors.Is(err, cgroup.ErrUnavailable) {
 		t.Skipf("no usable cgroup v2 hierarchy: %v", err)
 	}

@@ -135,9 +135,24 @@ func base(self string) (dir, leaf string) {
 // NodeDir is the name of a node's directory below the base: the node's
 // name and a hash of its root, so that two nodes of one host differ even
 // when their names are the same (two test clusters).
-func NodeDir(name, root string) string {
+func NodeDir(name, root string) string { return name + "-" + RootHash(root) }
+
+// RootHash is the part of a node's directory that names its root.
+func RootHash(root string) string {
 	h := sha256.Sum256([]byte(root))
-	return name + "-" + hex.EncodeToString(h[:4])
+	return hex.EncodeToString(h[:4])
+}
+
+// NodeDirs are the directories of every node of root found under the
+// base a process outside systemd uses ("/haven" of the mount): what a
+// test harness removes after it killed a node's processes.
+func NodeDirs(root string) []string {
+	mnt, err := Mount()
+	if err != nil || mnt == "" {
+		return nil
+	}
+	m, _ := filepath.Glob(filepath.Join(mnt, "haven", "*-"+RootHash(root)))
+	return m
 }
 
 // Tree is the groups of one node.
@@ -148,12 +163,19 @@ type Tree struct {
 
 // Setup finds the node's tree for node name on root (its --root, "" for
 // the system layout) and makes its directory; under a systemd unit it
-// first moves this process into the unit's daemon leaf. ErrUnavailable
-// (wrapped) when no cgroup v2 hierarchy can be used.
-func Setup(name, root string) (*Tree, error) {
+// first moves this process into the unit's daemon leaf. When no cgroup2
+// hierarchy is mounted in this process's mount namespace (a cgroup v1
+// host, or a namespace of its own such as `ip netns exec` makes, with a
+// sysfs of its own), it mounts one at private (when not ""): the same
+// hierarchy, seen from there. ErrUnavailable (wrapped) when no cgroup v2
+// hierarchy can be used.
+func Setup(name, root, private string) (*Tree, error) {
 	mnt, err := Mount()
+	if (err != nil || mnt == "") && private != "" {
+		mnt, err = mountPrivate(private)
+	}
 	if err != nil || mnt == "" {
-		return nil, fmt.Errorf("%w: no cgroup2 mount", ErrUnavailable)
+		return nil, fmt.Errorf("%w: no cgroup2 mount (%v)", ErrUnavailable, err)
 	}
 	self, err := Self()
 	if err != nil {
@@ -399,4 +421,15 @@ func writeFile(path, s string) error {
 		err = cerr
 	}
 	return err
+}
+
+// mountPrivate mounts the cgroup2 hierarchy at dir (made if missing).
+func mountPrivate(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	if err := unix.Mount("cgroup2", dir, "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return "", fmt.Errorf("mount cgroup2 on %s: %w", dir, err)
+	}
+	return dir, nil
 }

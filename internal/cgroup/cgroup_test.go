@@ -89,7 +89,7 @@ func testTree(t *testing.T) *Tree {
 	if os.Geteuid() != 0 {
 		t.Skip("cgroups: run as root to make groups")
 	}
-	tr, err := Setup("test", t.TempDir())
+	tr, err := Setup("test", t.TempDir(), "")
 	if errors.Is(err, ErrUnavailable) {
 		t.Skipf("no usable cgroup v2 hierarchy here: %v", err)
 	}

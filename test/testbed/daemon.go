@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"haven/internal/cgroup"
 )
 
 // Build builds the commands pkgs ("haven/cmd/nodemgr") into dir, from the
@@ -205,6 +207,15 @@ func KillUnder(dir string) {
 		}
 		if hit {
 			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	// the cgroups of the node roots dir and dir/*: their processes (a
+	// service that left its process group, the node guard) and the groups
+	roots, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, root := range append([]string{dir}, roots...) {
+		for _, g := range cgroup.NodeDirs(root) {
+			cgroup.KillWait(g, 5*time.Second)
+			cgroup.Remove(g)
 		}
 	}
 }
