@@ -37,7 +37,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		}
 	}
 	st.Disk = d.diskStatus(d.clk.Now()) // diskstatus.go
-	st.Guard = d.guardStatus()            // guard.go
+	st.Guard = d.guardStatus()          // guard.go
 	ageOf := func(node string) int64 {
 		if hp, ok := st.Heartbeat[node]; ok {
 			if hp.Stale && hp.Up {
