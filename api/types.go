@@ -54,6 +54,8 @@ type DaemonStatus struct {
 	StateFailedWrites int `json:"state_failed_writes,omitempty"`
 	// Disk is the disk heartbeat, when [hb.disk] is set.
 	Disk *dataset.HBDisk `json:"disk,omitempty"`
+	// Guard is the node guard, when node.guard is on.
+	Guard *dataset.GuardStatus `json:"guard,omitempty"`
 
 	// Format is the newest format version this node reads, FeatureLevel
 	// the cluster feature level it runs at; Upgrade says whether the next

@@ -258,6 +258,7 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 		ds.StateError, ds.StateErrorSince = d.ps.err.Error(), d.ps.failSince
 	}
 	ds.Disk = d.diskStatus(now) // diskstatus.go
+	ds.Guard = d.guardStatus()  // guard.go
 	d.upgradeStatus(ds)
 	if d.hb == nil {
 		return ds

@@ -39,6 +39,7 @@ func (d *Daemon) handleExplain(w http.ResponseWriter, r *http.Request) {
 		if e.Orchestrate == "ha" {
 			e.SelfStop = d.core.SelfStop() // the gate's own computation
 		}
+		e.Guard = d.explainGuard(name, nodes) // guard.go
 		return e, nil
 	})
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -150,6 +151,9 @@ func (d *Daemon) guardExchange(req guard.Request, maint bool) {
 	} else {
 		in.Armed, in.Maintenance = rep.Armed, rep.Armed && maint
 		g.held, g.rep = rep.Gen, rep
+		if d.metrics != nil {
+			d.metrics.guardDeadline.Store(rep.Deadline) // 0 when not armed
+		}
 		if rep.Error != "" {
 			d.log.Error("node guard refused a request", zap.String("op", req.Op), zap.String("error", rep.Error))
 		}
@@ -303,4 +307,38 @@ func (d *Daemon) guardStatus() *dataset.GuardStatus {
 		st.LastFired = &dataset.GuardFired{At: f.At, LateMs: f.Late.Milliseconds(), Services: f.Services()}
 	}
 	return st
+}
+
+// explainGuard is svcmgr explain's word on the guards of svc's nodes:
+// this node's guard and the instance here, and each other node's armed
+// guard as it publishes it (the takeover of a lost node counts on it).
+func (d *Daemon) explainGuard(svc string, nodes []string) []string {
+	var out []string
+	g := &d.gl
+	inst := d.services[svc]
+	switch {
+	case !g.on:
+		out = append(out, d.node.Name+": no guard (node.guard = false): a killed or paused daemon leaves its instances running")
+	case inst == nil || inst.cfg == nil || inst.cfg.Orchestrate != "ha":
+		out = append(out, d.node.Name+": the guard does not end "+svc+" (orchestrate is not ha: no peer starts it by itself)")
+	case slices.ContainsFunc(g.kill, func(t guard.Target) bool { return t.Service == svc }):
+		s := fmt.Sprintf("%s: %s is in the kill set: the guard ends it %s after the daemon's last renewal (+%s)", d.node.Name, svc, g.lease, config.GuardAct)
+		if g.why != "" {
+			s += "; NOT RENEWED: " + g.why
+		}
+		out = append(out, s)
+	default:
+		out = append(out, d.node.Name+": "+svc+" does not run here: not in the guard's kill set")
+	}
+	for _, n := range nodes {
+		if n == d.node.Name {
+			continue
+		}
+		if p, ok := d.core.Peer(n); ok && p.Data != nil && p.Data.Guard != nil {
+			gi := p.Data.Guard
+			out = append(out, fmt.Sprintf("%s: guard armed (lease %s, act %s): a takeover of its services counts on it", n,
+				time.Duration(gi.LeaseMs)*time.Millisecond, time.Duration(gi.ActMs)*time.Millisecond))
+		}
+	}
+	return out
 }

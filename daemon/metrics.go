@@ -20,6 +20,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/guard"
 	"haven/heartbeat"
 	"haven/heartbeat/disk"
 	"haven/internal/clock"
@@ -82,10 +83,16 @@ type metrics struct {
 	arbitratorUp                              *prometheus.GaugeVec   // arbitrator
 	fences                                    *prometheus.CounterVec // node, result
 	stalls                                    prometheus.Counter
-	decision                                  prometheus.Histogram
-	events                                    *prometheus.CounterVec
-	hookRuns                                  *prometheus.CounterVec
-	hookDropped                               *prometheus.CounterVec
+	// the node guard: armed (absent before the guard first answered),
+	// its firings taken in; guardDeadline is the lease's end on
+	// CLOCK_BOOTTIME in ns (0: not armed), set by the loop
+	guardArmed    *prometheus.GaugeVec
+	guardFired    prometheus.Counter
+	guardDeadline atomic.Int64
+	decision      prometheus.Histogram
+	events        *prometheus.CounterVec
+	hookRuns      *prometheus.CounterVec
+	hookDropped   *prometheus.CounterVec
 
 	mu    sync.Mutex
 	begun map[string]time.Time // "svc\x00action" -> ActionBegin time
@@ -144,6 +151,18 @@ func newMetrics(nodeName, cluster string, compat int) *metrics {
 	m.fences = counter("haven_fence_total", "Fence commands run by this node, by fenced node and result (ok, failed).", "node", "result")
 	m.stalls = prometheus.NewCounter(prometheus.CounterOpts{Name: "haven_quorum_stalls_total",
 		Help: "Times this daemon did not run for longer than hb.timeout (paused) and voted as if alone."})
+	m.guardArmed = gauge("haven_guard_armed", "1 while the node guard holds a lease (it ends the failover services when the daemon stops renewing it), 0 when not or when it does not answer; absent with node.guard = false.")
+	m.guardFired = prometheus.NewCounter(prometheus.CounterOpts{Name: "haven_guard_fired_total",
+		Help: "Times the node guard ended this node's failover services because the daemon's lease ran out, as taken in by a daemon (guard_fired)."})
+	guardLeft := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "haven_guard_lease_left_seconds",
+		Help: "What is left of the node guard's lease: the guard ends the failover services when it reaches 0 unrenewed; 0 when not armed."},
+		func() float64 {
+			d := m.guardDeadline.Load()
+			if d == 0 {
+				return 0
+			}
+			return max(0, float64(d-int64(guard.BootNow()))/1e9)
+		})
 	actionBuckets := prometheus.ExponentialBuckets(0.05, 2, 12) // 50ms .. 102s
 	m.startDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "haven_service_start_duration_seconds",
 		Help: "Duration of the starts of the local instance, from the order to the end of its commands.", Buckets: actionBuckets}, svc)
@@ -162,6 +181,7 @@ func newMetrics(nodeName, cluster string, compat int) *metrics {
 	m.reg.MustRegister(m.starts, m.startFailures, m.stops, m.stopFailures, m.restarts, m.restartFail, m.failovers, m.events,
 		m.resRestarts, m.resFailures, m.restartsSpent, m.monitorActions,
 		m.voteSurvive, m.voteVotes, m.voteTotal, m.voteAt, m.votes, m.arbitratorUp, m.fences, m.stalls,
+		m.guardArmed, m.guardFired, guardLeft,
 		m.hookRuns, m.hookDropped, m.startDur, m.stopDur, m.restartDur, m.decision, info, stateCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -223,6 +243,14 @@ func (m *metrics) observe(e node.Event, now time.Time) {
 		m.voteAt.WithLabelValues().Set(float64(now.UnixNano()) / 1e9)
 	case node.QuorumStall:
 		m.stalls.Inc()
+	case node.GuardState:
+		armed := 0.0
+		if e.Armed {
+			armed = 1
+		}
+		m.guardArmed.WithLabelValues().Set(armed)
+	case node.GuardFired:
+		m.guardFired.Inc()
 	case node.ArbitratorStatus:
 		up := 0.0
 		if e.OK {

@@ -53,6 +53,11 @@ type Explanation struct {
 	// failover service), set by the daemon from the node core's own
 	// computation (node.Core.SelfStop).
 	SelfStop *dataset.SelfStopInfo `json:"self_stop,omitempty"`
+	// Guard says what the answering node's guard does for the service
+	// (set by the daemon): whether its instance there is in the guard's
+	// kill set, the lease; and which lost nodes' guards the takeover
+	// counts on.
+	Guard []string `json:"guard,omitempty"`
 }
 
 // LocalMonitor is the local instance's monitor and what it waits for.

@@ -47,6 +47,9 @@ func Explain(e *api.Explanation) string {
 	for _, l := range e.Links {
 		b.WriteString("heartbeat: " + l + "\n") // a link down: an alarm
 	}
+	for _, l := range e.Guard {
+		b.WriteString("guard: " + l + "\n")
+	}
 
 	var cand, excl table
 	cand.gap, excl.gap = 2, 2

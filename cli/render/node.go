@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"haven/api"
+	"haven/dataset"
 )
 
 // NodeStatus renders `nodemgr print status` and `nodemgr daemon status`:
@@ -54,6 +55,10 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	if d.StateError != "" {
 		kv.add(c("state"), c(fmt.Sprintf("not saved since %s (%d failed writes, retried): %s",
 			Age(d.StateErrorSince, now), d.StateFailedWrites, d.StateError)))
+	}
+	if g := d.Guard; g != nil {
+		kv.add(c("guard"), c(GuardLine(g)))
+		kv.add(c("guard last fired"), c(GuardFiredLine(g.LastFired, now)))
 	}
 
 	hb := table{gap: 2}
@@ -163,4 +168,43 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// GuardLine says the node guard's state in one line: armed with the
+// lease left, or why not.
+func GuardLine(g *dataset.GuardStatus) string {
+	var s string
+	switch {
+	case g.Error != "":
+		s = "NOT ANSWERING: the failover services are not guarded (" + g.Error + ")"
+	case g.Armed && g.Maintenance:
+		s = fmt.Sprintf("armed for maintenance: ends the failover services in %s unless a daemon renews it", fmtMs(g.LeftMs))
+	case g.Armed:
+		s = fmt.Sprintf("armed, lease left %s of %s, %d failover instances in its kill set", fmtMs(g.LeftMs), fmtMs(g.LeaseMs), g.Targets)
+	default:
+		s = "disarmed: it ends nothing"
+	}
+	if g.Pid > 0 {
+		s += fmt.Sprintf(" (pid %d)", g.Pid)
+	}
+	if g.NotRenewing != "" {
+		s += "; NOT RENEWED: " + g.NotRenewing
+	}
+	return s
+}
+
+// GuardFiredLine says the guard's last firing.
+func GuardFiredLine(f *dataset.GuardFired, now time.Time) string {
+	if f == nil {
+		return "never"
+	}
+	what := "nothing was running"
+	if len(f.Services) > 0 {
+		what = "ended " + strings.Join(f.Services, ", ")
+	}
+	return fmt.Sprintf("%s ago (%s after the lease's end): %s", Age(f.At, now), fmtMs(f.LateMs), what)
+}
+
+func fmtMs(ms int64) string {
+	return (time.Duration(ms) * time.Millisecond).Round(100 * time.Millisecond).String()
 }

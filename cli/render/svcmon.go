@@ -117,7 +117,35 @@ func svcmonHeader(st *dataset.ClusterStatus, color bool) string {
 	if st.Cluster.ConfDiffers != "" {
 		b.WriteString(" config " + paint("warn", ansiYellow, color) + ": " + st.Cluster.ConfDiffers + ": ha orchestration disabled\n")
 	}
+	if g := st.Guard; g != nil && (g.Error != "" || g.NotRenewing != "" || !g.Armed) {
+		b.WriteString(" guard " + paint(GuardLine(g), ansiYellow, color) + "\n")
+	}
 	return b.String()
+}
+
+// guardRow is the Nodes row of the node guards, when a node has one: each
+// node's armed guard as it publishes it ("armed", "maint" for the lease
+// of a clean stop), the producing node's own state when it is not armed.
+func guardRow(st *dataset.ClusterStatus, nodes []string) (monRow, bool) {
+	row := monRow{left: []cell{c("guard")}}
+	show := st.Guard != nil
+	for _, n := range nodes {
+		ni := st.Nodes[n]
+		txt, col := "", ""
+		switch {
+		case n == st.Local && st.Guard != nil && st.Guard.Error != "":
+			txt, col = "DOWN", ansiRed
+		case ni.Guard != nil && ni.Guard.Maintenance:
+			txt, col = "maint", ansiYellow
+		case ni.Guard != nil:
+			txt, col = "armed", ansiGreen
+		case n == st.Local && st.Guard != nil:
+			txt, col = "off", ansiYellow
+		}
+		show = show || ni.Guard != nil
+		row.nodes = append(row.nodes, cc(txt, col))
+	}
+	return row, show
 }
 
 func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
@@ -177,6 +205,9 @@ func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
 		}
 	}
 	rows := []monRow{state, monitor, frozen, compat, load}
+	if r, ok := guardRow(st, nodes); ok {
+		rows = append(rows, r)
+	}
 	if upgrading(st) {
 		rows = append(rows, formatRow(st, nodes))
 	}
