@@ -2,15 +2,20 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"haven/test/testbed"
 )
@@ -22,12 +27,13 @@ import (
 // of the service and looks the process up in /proc. It trusts nothing the
 // daemons say.
 
-// procWatch samples, every 20 ms, whether the process named by each
-// node's pid file runs.
+// procWatch samples, every 20 ms, a probe of each node: whether the
+// process named by its pid file runs (pidProbe), whether it holds an
+// address (addrProbe).
 type procWatch struct {
-	t     *testing.T
-	files map[string]string // node -> pid file
-	mu    sync.Mutex
+	t      *testing.T
+	probes map[string]func() bool // node -> probe
+	mu     sync.Mutex
 	// alive are the samples where a node's process ran: node -> times
 	alive map[string][]time.Time
 	// both are the samples where it ran on two nodes at once
@@ -36,11 +42,71 @@ type procWatch struct {
 	done chan struct{}
 }
 
+// watchProcs watches the pid files of each node.
 func watchProcs(t *testing.T, files map[string]string) *procWatch {
-	w := &procWatch{t: t, files: files, alive: map[string][]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+	probes := map[string]func() bool{}
+	for n, f := range files {
+		probes[n] = pidProbe(f)
+	}
+	return watchProbes(t, probes)
+}
+
+func watchProbes(t *testing.T, probes map[string]func() bool) *procWatch {
+	w := &procWatch{t: t, probes: probes, alive: map[string][]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	t.Cleanup(w.close)
 	return w
+}
+
+// pidProbe: the process named by the pid file runs.
+func pidProbe(file string) func() bool {
+	return func() bool {
+		pid := testbed.ReadPID(file)
+		return pid > 0 && testbed.Alive(pid)
+	}
+}
+
+// addrProbe: addr is on dev in the network namespace ns, as a goroutine
+// in that namespace (a thread of its own, never given back) reads every
+// 10 ms through rtnetlink; it ends with the test.
+func addrProbe(t *testing.T, ns, dev, addr string) func() bool {
+	var held atomic.Bool
+	stop := make(chan struct{})
+	ready := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		fd, err := unix.Open("/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err == nil {
+			err = unix.Setns(fd, unix.CLONE_NEWNET)
+			unix.Close(fd)
+		}
+		ready <- err
+		if err != nil {
+			return
+		}
+		for {
+			on := false
+			if ifi, err := net.InterfaceByName(dev); err == nil {
+				as, _ := ifi.Addrs()
+				for _, a := range as {
+					if p, ok := a.(*net.IPNet); ok && p.IP.String() == addr {
+						on = true
+					}
+				}
+			}
+			held.Store(on)
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	if err := <-ready; err != nil {
+		t.Fatalf("watch %s in %s: %v", addr, ns, err)
+	}
+	t.Cleanup(func() { close(stop) })
+	return held.Load
 }
 
 func (w *procWatch) run() {
@@ -50,8 +116,8 @@ func (w *procWatch) run() {
 	for {
 		now := time.Now()
 		var on []string
-		for node, f := range w.files {
-			if pid := testbed.ReadPID(f); pid > 0 && testbed.Alive(pid) {
+		for node, probe := range w.probes {
+			if probe() {
 				on = append(on, node)
 			}
 		}
@@ -107,10 +173,7 @@ func (w *procWatch) first(node string, after time.Time) (time.Time, bool) {
 }
 
 // runs reports whether node's process ran at the last sample.
-func (w *procWatch) runs(node string) bool {
-	pid := testbed.ReadPID(w.files[node])
-	return pid > 0 && testbed.Alive(pid)
-}
+func (w *procWatch) runs(node string) bool { return w.probes[node]() }
 
 func (w *procWatch) overlaps() []string {
 	w.mu.Lock()
@@ -295,4 +358,101 @@ func (q *quorumBed) guardLogs() {
 			q.t.Logf("%s's guard log:\n%s", n, b)
 		}
 	}
+}
+
+// A daemon restarted within the guard's lease (kill -9, then a start 2 s
+// later, as systemd's Restart= with RestartSec=2s) renews it at once:
+// its service keeps running, the same process (no stop, no second
+// start), the guard ends nothing and no peer starts it.
+func TestGuardDaemonRestartWithinLease(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own; mostly waits
+	names := []string{"n1", "n2"}
+	c := startCluster(t, names, clusterOpts{})
+	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))
+	waitFor(t, 10*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))
+	pidFile := func(n string) string { return filepath.Join(c[n].root, "var", "services", "web", "main.pid") }
+	pid := testbed.ReadPID(pidFile("n1"))
+	w := watchProcs(t, map[string]string{"n1": pidFile("n1"), "n2": pidFile("n2")})
+	begin := time.Now()
+	for run := 0; run < 3; run++ {
+		syscallKill(daemonPid(t, c["n1"]))
+		time.Sleep(2 * time.Second)
+		c["n1"].startDaemon()
+	}
+	time.Sleep(10 * time.Second) // longer than the lease (7s): a guard not renewed would have acted
+	if got := testbed.ReadPID(pidFile("n1")); got != pid || !testbed.Alive(pid) {
+		t.Fatalf("web's process on n1: pid %d (alive %v), want the first one, %d, still running", got, testbed.Alive(got), pid)
+	}
+	if _, ok := w.first("n2", begin); ok {
+		t.Fatal("web ran on n2 meanwhile")
+	}
+	if last, _ := w.last("n1", time.Now()); time.Since(last) > time.Second {
+		t.Fatal("the watcher lost web on n1")
+	}
+	if _, err := os.Stat(filepath.Join(c["n1"].root, "var", "guard.json")); err == nil {
+		t.Fatalf("the guard acted:\n%s", readFile(t, filepath.Join(c["n1"].root, "var", "guard.json")))
+	}
+	lg := readFile(t, filepath.Join(c["n1"].root, "log", "services", "web.log"))
+	if n, m := strings.Count(lg, " - start: "), strings.Count(lg, " - stop: "); n != 1 || m != 0 {
+		t.Fatalf("web's log has %d starts and %d stops, want 1 and 0:\n%s", n, m, lg)
+	}
+	if st := c["n1"].must("nodemgr", "guard", "status"); !strings.Contains(st, "armed") || !strings.Contains(st, "last fired: never") {
+		t.Fatalf("guard status:\n%s", st)
+	}
+}
+
+// An app that forks twice and calls setsid, with a VIP, 3 nodes, quorum
+// on: kill -9 of the owner's daemon. The guard kills the escaped process
+// (it is in the instance's cgroup) and removes the VIP from the owner's
+// interface, both before the survivor starts the app or adds the VIP.
+func TestNetnsGuardDoubleForkAndVIP(t *testing.T) {
+	t.Parallel()
+	names := []string{"n1", "n2", "n3"}
+	q := newQuorumBed(t, names, nil, nil)
+	c := q.nodes
+	app := `[app.main]
+start = "sh -c 'rm -f {var}/app.pid; (setsid sh -c \"echo \\$\\$ > {var}/app.pid; exec sleep 100000\" >/dev/null 2>&1 &); while ! test -s {var}/app.pid; do sleep 0.05; done'"
+stop = "sh -c 'kill $(cat {var}/app.pid) 2>/dev/null; rm -f {var}/app.pid'"
+check = "sh -c 'test -f {var}/app.pid && kill -0 $(cat {var}/app.pid) 2>/dev/null'"
+timeout = "3s"
+`
+	svc := fmt.Sprintf("[DEFAULT]\norchestrate = \"ha\"\nnodes = [\"n1\", \"n2\", \"n3\"]\n\n%s\n[ip.vip]\nipname = %q\nipdev = %q\nnetmask = \"24\"\n", app, vip, bedDev)
+	createService(t, c["n1"], "web", svc)
+	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	pidOf := func(n string) string { return filepath.Join(c[n].root, "var", "services", "web", "app.pid") }
+	escaped := testbed.ReadPID(pidOf("n1"))
+	if sid, _ := unix.Getsid(escaped); sid != escaped {
+		t.Fatalf("the app's process %d is not a session leader of its own (sid %d)", escaped, sid)
+	}
+	procs := watchProcs(t, q.appPids(names...))
+	addrs := map[string]func() bool{}
+	for _, n := range names {
+		addrs[n] = addrProbe(t, q.bed.NS[n], bedDev, vip)
+	}
+	vips := watchProbes(t, addrs)
+	waitFor(t, 5*time.Second, "the watcher sees the VIP on n1", func() bool { return vips.runs("n1") })
+	e, s, m := q.guardRun(t, procs, "n1", []string{"n2", "n3"}, func(pid int) { syscall.Kill(pid, syscall.SIGKILL) })
+	t.Logf("double-forked app: n1's process last seen %s after the kill, a survivor's %s after, margin %s", e.Round(time.Millisecond), s.Round(time.Millisecond), m.Round(time.Millisecond))
+	if testbed.Alive(escaped) {
+		t.Fatalf("the escaped process %d outlived the guard", escaped)
+	}
+	var by string
+	q.waitFor(10*time.Second, "a survivor holds the VIP (watcher)", func() bool {
+		for _, n := range []string{"n2", "n3"} {
+			if vips.runs(n) {
+				by = n
+				return true
+			}
+		}
+		return false
+	})
+	if o := vips.overlaps(); len(o) > 0 {
+		t.Fatalf("the VIP was on two nodes at once: %v", o)
+	}
+	added, _ := vips.first(by, time.Now().Add(-time.Minute))
+	gone, _ := vips.last("n1", added)
+	if vips.runs("n1") || !gone.Before(added) {
+		t.Fatalf("the VIP left n1 at %s, %s added it at %s", gone.Format("15:04:05.000"), by, added.Format("15:04:05.000"))
+	}
+	t.Logf("VIP: last seen on n1 %s before %s added it", added.Sub(gone).Round(time.Millisecond), by)
 }
