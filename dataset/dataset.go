@@ -282,8 +282,10 @@ type Node struct {
 	// on it to end the node's failover services within its lease and act
 	// after the node stopped renewing (docs/behaviour.md 3.1). nil: no
 	// guard armed (none, or a node of an earlier release): they count
-	// on the node's own stop.
-	Guard *GuardInfo `json:"guard,omitempty"`
+	// on the node's own stop. Sent from format 2 on (since.go): until the
+	// cluster feature level reaches it, the peers count on the node's own
+	// stop.
+	Guard *GuardInfo `json:"guard,omitempty" since:"2"`
 
 	// Format is the node's format versions (node/upgrade). It is not part
 	// of the dataset's JSON (nor of its digest): every heartbeat message's
