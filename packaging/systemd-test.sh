@@ -4,8 +4,13 @@
 # .deb of `make deb` inside, a single-node cluster with one app service (a
 # sleep), and check what haven.service promises:
 #   - systemctl start: Type=notify, active once READY=1 was sent
+#   - kill -9 of the daemon: systemd restarts it (RestartSec=2s) within the
+#     node guard's lease, the failover service survives (same pid), the
+#     guard is the same process and never acted; the daemon runs in the
+#     unit's leaf "daemon", the services in cgroups below the unit
 #   - a SIGSTOPped daemon: killed by the watchdog (SIGABRT), restarted, the
-#     service's process adopted (same pid, not started again)
+#     service's process adopted (same pid, not started again); the guard
+#     ended the failover service during the pause (guard_fired)
 #   - systemctl restart: a new daemon, the same service process
 #   - systemctl stop: a clean result, the node in maintenance, the service
 #     still running (a daemon stop never stops the services)
@@ -192,6 +197,18 @@ sed -e 's/^# name = "n1" /name = "n1"   /' "$dir/usr/share/doc/haven/examples/no
 install -m 0600 /dev/null "$dir/etc/haven/cluster.toml"
 sed -e "s/^secret = .*/secret = \"$secret\"/" -e '/^n[12] = /d' \
 	"$dir/usr/share/doc/haven/examples/cluster.toml" >"$dir/etc/haven/cluster.toml"
+# ha1: a failover service (the guard's kill set); web: orchestrate = no,
+# which the guard leaves alone
+sed -e 's/^orchestrate = "no"/orchestrate = "ha"/' -e 's/web/ha1/g' >"$dir/root/ha1.toml" <<'TOML'
+[DEFAULT]
+orchestrate = "no"
+
+[app.web]
+start = "sh -c 'sleep 100000 >/dev/null 2>&1 & echo $! > {var}/web.pid'"
+stop  = "sh -c 'kill $(cat {var}/web.pid); rm -f {var}/web.pid'"
+check = "sh -c 'test -f {var}/web.pid && kill -0 $(cat {var}/web.pid)'"
+monitor = true
+TOML
 cat >"$dir/root/web.toml" <<'TOML'
 [DEFAULT]
 orchestrate = "no"
@@ -225,20 +242,48 @@ adopted() {
 	echo "daemon pid $main: web's process $app adopted"
 }
 # how many start actions the daemons ran
-starts() { inside journalctl -u haven --no-pager -o cat | grep -c '"event": "action_begin", "action": "start"' || true; }
+starts() { inside journalctl -u haven --no-pager -o cat | grep '"event": "action_begin", "action": "start"' | grep -c '"svc": "web"' || true; }
 nstarts=$(starts)
 [ "$nstarts" = 1 ] || fail "$nstarts start actions in the journal, want 1"
+
+# newmain: a new daemon runs (MainPID changed from $main), the unit active
+newmain() { local m; m=$(prop MainPID); [ "$m" != 0 ] && [ "$m" != "$main" ] && [ "$(prop ActiveState)" = active ]; }
+
+step "kill -9 of the daemon: systemd restarts it within the guard's lease, the failover service survives"
+inside svcmgr -s ha1 create --config /root/ha1.toml
+ha1pid=$dir/var/lib/haven/services/ha1/ha1.pid
+wait_for 30 "ha1 up (a single-node failover service starts at once)" test -s "$ha1pid"
+ha1=$(cat "$ha1pid")
+guard() { inside nodemgr guard status --format json | tr -d ' \n'; }
+wait_for 10 "the guard armed with ha1 in its kill set" sh -c "nsenter -t $leader -a -- nodemgr guard status | grep -q 'armed: .* 1 failover instances'"
+gpid=$(guard | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+main=$(prop MainPID)
+inside cat "/proc/$main/cgroup" | grep -q '^0::/system.slice/haven.service/daemon$' || fail "the daemon is not in the unit's leaf: $(inside cat /proc/$main/cgroup)"
+inside cat "/proc/$ha1/cgroup" | grep -q '^0::/system.slice/haven.service/n1-[0-9a-f]*/services/ha1/app#web$' || fail "ha1's process is not in its cgroup: $(inside cat /proc/$ha1/cgroup)"
+inside cat "/proc/$gpid/cgroup" | grep -q '/guard$' || fail "the guard is not in its cgroup: $(inside cat /proc/$gpid/cgroup)"
+inkill -KILL "$main"
+wait_for 30 "systemd's restart after kill -9" newmain
+sleep 8 # longer than the guard's lease (7s): a lease not renewed would have run out
+[ "$(cat "$ha1pid")" = "$ha1" ] && inkill -0 "$ha1" || fail "ha1's process $ha1 did not survive the daemon's kill -9 and restart"
+[ "$(guard | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')" = "$gpid" ] || fail "the guard is not the same process"
+guard | grep -q '"armed":true' || fail "the guard is not armed: $(guard)"
+if guard | grep -q '"fired"'; then fail "the guard acted: $(guard)"; fi
+echo "daemon restarted by systemd ($(prop NRestarts) restart): ha1's process $ha1 still running, guard pid $gpid armed, never fired"
 
 step "the watchdog: SIGSTOP the daemon, WatchdogSec later it is killed and restarted"
 main=$(prop MainPID)
 inkill -STOP "$main"
 wd=$(prop WatchdogUSec)
 echo "daemon pid $main stopped; WatchdogSec=$wd"
-newmain() { local m; m=$(prop MainPID); [ "$m" != 0 ] && [ "$m" != "$main" ] && [ "$(prop ActiveState)" = active ]; }
 wait_for 75 "a watchdog restart" newmain
 inside journalctl -u haven --no-pager -o cat | grep -E 'Watchdog timeout|status=6/ABRT' || fail "no watchdog kill in the journal"
-[ "$(prop NRestarts)" = 1 ] || fail "NRestarts=$(prop NRestarts)"
+[ "$(prop NRestarts)" = 2 ] || fail "NRestarts=$(prop NRestarts)"
 adopted "$(prop MainPID)" "$nstarts"
+# the pause outlasted the guard's lease: it ended ha1 (web, orchestrate =
+# no, is not its business), and the restarted daemon said so
+if inkill -0 "$ha1" 2>/dev/null; then fail "ha1's process $ha1 outlived the paused daemon's lease"; fi
+wait_for 10 "guard_fired in the journal" sh -c "nsenter -t $leader -a -- journalctl -u haven --no-pager -o cat | grep -q 'guard_fired'"
+echo "the guard ended ha1 during the pause: $(guard | grep -o '"fired":{[^}]*')"
 
 step "systemctl restart haven"
 main=$(prop MainPID)
