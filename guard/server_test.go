@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"haven/internal/cgroup"
+	"haven/test/testbed"
 )
 
 func needRoot(t *testing.T) {
@@ -58,12 +59,8 @@ func (w testWriter) Write(b []byte) (int, error) {
 
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := testbed.WaitFor(d, 10*time.Millisecond, what, cond); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -122,13 +119,20 @@ func arm(t *testing.T, c *Client, lease time.Duration, kill ...Target) {
 	}
 }
 
-// The daemon's end closes (it was killed): the guard ends the services
-// when the lease runs out, records it and logs it.
-func TestGuardActsWhenTheDaemonsEndCloses(t *testing.T) {
+// armedApp is a guard armed for 300 ms on an app that escaped its
+// process group.
+func armedApp(t *testing.T) (Config, *Client, string, int) {
 	needRoot(t)
 	cfg, c := startGuard(t)
 	dir, pid := escapedApp(t)
 	arm(t, c, 300*time.Millisecond, Target{Service: "web", Cgroup: dir})
+	return cfg, c, dir, pid
+}
+
+// The daemon's end closes (it was killed): the guard ends the services
+// when the lease runs out, records it and logs it.
+func TestGuardActsWhenTheDaemonsEndCloses(t *testing.T) {
+	cfg, c, dir, pid := armedApp(t)
 	c.Close()
 	waitFor(t, 5*time.Second, "the guard to kill the app", func() bool { return !running(pid) })
 	var rec *Record
@@ -157,10 +161,7 @@ func TestGuardActsWhenTheDaemonsEndCloses(t *testing.T) {
 // The daemon's end stays open but says nothing (a wedged or paused
 // loop): the guard acts all the same.
 func TestGuardActsWhenTheDaemonStaysSilent(t *testing.T) {
-	needRoot(t)
-	_, c := startGuard(t)
-	dir, pid := escapedApp(t)
-	arm(t, c, 300*time.Millisecond, Target{Service: "web", Cgroup: dir})
+	_, c, _, pid := armedApp(t)
 	waitFor(t, 5*time.Second, "the guard to kill the app", func() bool { return !running(pid) })
 	rep, err := c.Do(Request{Op: OpStatus}) // the same connection, still open
 	if err != nil || rep.Fired == nil || rep.Fired.Ended[0].Killed < 1 {

@@ -197,18 +197,6 @@ sed -e 's/^# name = "n1" /name = "n1"   /' "$dir/usr/share/doc/haven/examples/no
 install -m 0600 /dev/null "$dir/etc/haven/cluster.toml"
 sed -e "s/^secret = .*/secret = \"$secret\"/" -e '/^n[12] = /d' \
 	"$dir/usr/share/doc/haven/examples/cluster.toml" >"$dir/etc/haven/cluster.toml"
-# ha1: a failover service (the guard's kill set); web: orchestrate = no,
-# which the guard leaves alone
-sed -e 's/^orchestrate = "no"/orchestrate = "ha"/' -e 's/web/ha1/g' >"$dir/root/ha1.toml" <<'TOML'
-[DEFAULT]
-orchestrate = "no"
-
-[app.web]
-start = "sh -c 'sleep 100000 >/dev/null 2>&1 & echo $! > {var}/web.pid'"
-stop  = "sh -c 'kill $(cat {var}/web.pid); rm -f {var}/web.pid'"
-check = "sh -c 'test -f {var}/web.pid && kill -0 $(cat {var}/web.pid)'"
-monitor = true
-TOML
 cat >"$dir/root/web.toml" <<'TOML'
 [DEFAULT]
 orchestrate = "no"
@@ -219,6 +207,9 @@ stop  = "sh -c 'kill $(cat {var}/web.pid); rm -f {var}/web.pid'"
 check = "sh -c 'test -f {var}/web.pid && kill -0 $(cat {var}/web.pid)'"
 monitor = true
 TOML
+# ha1: the same app in a failover service (the guard's kill set); web is
+# orchestrate = no, which the guard leaves alone
+sed -e 's/^orchestrate = "no"/orchestrate = "ha"/' -e 's/web/ha1/g' "$dir/root/web.toml" >"$dir/root/ha1.toml"
 pidfile=$dir/var/lib/haven/services/web/web.pid
 # Type=notify: systemctl start returns once READY=1 arrived
 inside systemctl start haven

@@ -22,8 +22,7 @@ type app struct {
 	lastCheck dataset.Status // to log check output only when the result changes
 	check     checkCmd       // the check's command line prepared (checkCmd)
 
-	cg         *cgLeaf // the resource's cgroup (nil: none)
-	startGroup int     // without a cgroup: the process group of the last start
+	tracked // its cgroup, the process group of its last start
 }
 
 // checkLookup is how long a check reuses its command's PATH lookup and
@@ -59,7 +58,7 @@ func newApp(rc config.ResourceConfig, env Env) (*app, error) {
 			return nil, fmt.Errorf("%s: %s: %w", rc.RID, c.key, err)
 		}
 	}
-	return &app{rc: rc, env: env, cg: newLeaf(env.Cgroup, rc.RID)}, nil
+	return &app{rc: rc, env: env, tracked: tracked{cg: newLeaf(env.Cgroup, rc.RID)}}, nil
 }
 
 func (a *app) RID() string { return a.rc.RID }
@@ -108,10 +107,8 @@ func (a *app) act(ctx context.Context, action, cmdline string) error {
 	c := a.command(ctx, action, cmdline)
 	c.live = func(line string) { a.env.Log(a.rc.RID, line) }
 	res, err := run(ctx, c)
-	if action == "start" && res.pid > 0 {
-		a.mu.Lock()
-		a.startGroup = res.pid
-		a.mu.Unlock()
+	if action == "start" {
+		a.started(res.pid)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w", a.rc.RID, action, err)
@@ -229,21 +226,4 @@ func timeoutOf(rc config.ResourceConfig) time.Duration {
 		return rc.Timeout
 	}
 	return defaultTimeout
-}
-
-// StartGroup is the process group of the last start command, which the
-// processes it left behind are in unless they left it (setsid): what the
-// guard kills where there is no cgroup. 0 when none was run.
-func (a *app) StartGroup() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.startGroup
-}
-
-// Cgroup is the resource's cgroup ("" for none).
-func (a *app) Cgroup() string {
-	if a.cg == nil {
-		return ""
-	}
-	return a.cg.dir
 }

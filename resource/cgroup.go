@@ -147,3 +147,38 @@ func (s *Set) Ends() Ends {
 	}
 	return e
 }
+
+// tracked is what a driver that runs commands knows of their processes:
+// the resource's cgroup, and the process group of its last start (which
+// the processes it left behind are in unless they left it: what the
+// guard kills without a cgroup).
+type tracked struct {
+	cg *cgLeaf // nil: no cgroup
+
+	mu         sync.Mutex
+	startGroup int
+}
+
+// started records the process of a start command (0: none ran).
+func (t *tracked) started(pid int) {
+	if pid > 0 {
+		t.mu.Lock()
+		t.startGroup = pid
+		t.mu.Unlock()
+	}
+}
+
+// StartGroup is the process group of the last start, 0 if none ran.
+func (t *tracked) StartGroup() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.startGroup
+}
+
+// Cgroup is the resource's cgroup ("" for none).
+func (t *tracked) Cgroup() string {
+	if t.cg == nil {
+		return ""
+	}
+	return t.cg.dir
+}

@@ -38,8 +38,7 @@ type ocfAgent struct {
 	// it was read: Label masks them; secrets.go)
 	hints map[string]bool
 
-	cg         *cgLeaf // the resource's cgroup (nil: none)
-	startGroup int     // without a cgroup: the process group of the last start
+	tracked // its cgroup, the process group of its last start
 }
 
 // metadataTimeout bounds the agent's meta-data action.
@@ -62,7 +61,7 @@ func newOCF(rc config.ResourceConfig, env Env) (*ocfAgent, error) {
 	if err := ocf.Refused(a, nil); err != nil {
 		return nil, fmt.Errorf("%s: %w", rc.RID, err)
 	}
-	return &ocfAgent{rc: rc, env: env, agent: a, cg: newLeaf(env.Cgroup, rc.RID)}, nil
+	return &ocfAgent{rc: rc, env: env, agent: a, tracked: tracked{cg: newLeaf(env.Cgroup, rc.RID)}}, nil
 }
 
 func (o *ocfAgent) RID() string { return o.rc.RID }
@@ -281,10 +280,8 @@ func (o *ocfAgent) act(ctx context.Context, action string, interval time.Duratio
 		c.live = func(line string) { o.env.Log(o.rc.RID, line) }
 	}
 	res, err := run(ctx, c)
-	if action == ocf.ActionStart && res.pid > 0 {
-		o.mu.Lock()
-		o.startGroup = res.pid
-		o.mu.Unlock()
+	if action == ocf.ActionStart {
+		o.started(res.pid)
 	}
 	if err != nil {
 		return outcome{code: -1}, fmt.Errorf("%s: %s: %w", o.rc.RID, action, err)
@@ -540,18 +537,3 @@ type Faulter interface {
 }
 
 var _ Faulter = (*ocfAgent)(nil)
-
-// StartGroup is the process group of the last start (app.StartGroup).
-func (o *ocfAgent) StartGroup() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.startGroup
-}
-
-// Cgroup is the resource's cgroup ("" for none).
-func (o *ocfAgent) Cgroup() string {
-	if o.cg == nil {
-		return ""
-	}
-	return o.cg.dir
-}

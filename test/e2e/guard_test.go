@@ -273,12 +273,7 @@ func TestNetnsGuardKilledOwnerDaemon(t *testing.T) {
 	c := q.nodes
 	createService(t, c["n1"], "web", q.service("n1", "n2", "n3"))
 	q.waitFor(30*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
-	w := watchProcs(t, q.appPids(names...))
-	var ended, started, margins []time.Duration
-	for run := 0; run < guardRuns(); run++ {
-		e, s, m := q.guardRun(t, w, "n1", []string{"n2", "n3"}, func(pid int) { syscall.Kill(pid, syscall.SIGKILL) })
-		t.Logf("run %d: n1's process last seen %s after the kill, a survivor's %s after, margin %s", run+1, e.Round(time.Millisecond), s.Round(time.Millisecond), m.Round(time.Millisecond))
-		ended, started, margins = append(ended, e), append(started, s), append(margins, m)
+	q.killRuns(t, names, "kill -9 of the owner's daemon, 3 nodes, quorum on", func(bool) {
 		rec := readFile(t, filepath.Join(c["n1"].root, "var", "guard.json"))
 		if !strings.Contains(rec, `"service": "web"`) {
 			t.Fatalf("n1's guard record does not name web:\n%s", rec)
@@ -287,8 +282,23 @@ func TestNetnsGuardKilledOwnerDaemon(t *testing.T) {
 		if !strings.Contains(nodeLog(t, c["n1"]), "guard_fired") {
 			t.Fatal("the restarted daemon of n1 did not say guard_fired")
 		}
+	})
+}
+
+// killRuns kills n1's daemon (web running there) guardRuns() times,
+// measured by a watcher of names, and logs the figures; after runs after
+// each run (last: the last one): checks, and web brought back to n1.
+func (q *quorumBed) killRuns(t *testing.T, names []string, what string, after func(last bool)) {
+	t.Helper()
+	w := watchProcs(t, q.appPids(names...))
+	var ended, started, margins []time.Duration
+	for run := 0; run < guardRuns(); run++ {
+		e, s, m := q.guardRun(t, w, "n1", names[1:], func(pid int) { syscall.Kill(pid, syscall.SIGKILL) })
+		t.Logf("run %d: n1's process last seen %s after the kill, a survivor's %s after, margin %s", run+1, e.Round(time.Millisecond), s.Round(time.Millisecond), m.Round(time.Millisecond))
+		ended, started, margins = append(ended, e), append(started, s), append(margins, m)
+		after(run+1 == guardRuns())
 	}
-	guardFigures(t, "kill -9 of the owner's daemon, 3 nodes, quorum on", ended, started, margins)
+	guardFigures(t, what, ended, started, margins)
 }
 
 // The owner's daemon paused (SIGSTOP) for 25 s, then resumed: its guard
@@ -337,17 +347,12 @@ func TestNetnsGuardOneVoteKilledOwner(t *testing.T) {
 	t.Parallel()
 	q := newOneVoteBed(t)
 	q.webOnN1()
-	w := watchProcs(t, q.appPids("n1", "n2"))
-	var ended, started, margins []time.Duration
-	for run := 0; run < guardRuns(); run++ {
-		e, s, m := q.guardRun(t, w, "n1", []string{"n2"}, func(pid int) { syscall.Kill(pid, syscall.SIGKILL) })
-		t.Logf("run %d: n1's process last seen %s after the kill, n2's %s after, margin %s", run+1, e.Round(time.Millisecond), s.Round(time.Millisecond), m.Round(time.Millisecond))
-		ended, started, margins = append(ended, e), append(started, s), append(margins, m)
-		if run+1 < guardRuns() {
-			q.back(t, "n1", []string{"n1", "n2"})
+	names := []string{"n1", "n2"}
+	q.killRuns(t, names, "kill -9 of the owner's daemon, 2 nodes, one-vote arbitrator", func(last bool) {
+		if !last {
+			q.back(t, "n1", names)
 		}
-	}
-	guardFigures(t, "kill -9 of the owner's daemon, 2 nodes, one-vote arbitrator", ended, started, margins)
+	})
 }
 
 // guardLogs logs each node's guard log, for a failure.
