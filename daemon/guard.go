@@ -239,7 +239,8 @@ func (d *Daemon) guardMaintenance() {
 }
 
 // guardDisarm is the end of a shutdown: every local instance stopped, the
-// guard has nothing to end.
+// guard has nothing to end; it exits (a daemon started again starts
+// another).
 func (d *Daemon) guardDisarm() {
 	g := &d.gl
 	if !g.on {
@@ -247,6 +248,10 @@ func (d *Daemon) guardDisarm() {
 	}
 	if _, err := g.client.Do(guard.Request{Op: guard.OpDisarm}); err != nil {
 		d.log.Warn("node guard not disarmed", zap.Error(err))
+	} else if rep, err := g.client.Do(guard.Request{Op: guard.OpExit}); err != nil || rep.Error != "" {
+		d.log.Warn("node guard disarmed, but not stopped", zap.Error(err), zap.String("refused", rep.Error))
+	} else {
+		d.log.Info("node guard disarmed and stopped")
 	}
 	g.client.Close()
 }

@@ -83,6 +83,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fmt.Errorf("%w (%s is locked)", ErrRunning, cfg.Lock)
 	}
+	// the lock names the guard's process (scripts that clean up read it)
+	lock.Truncate(0)
+	fmt.Fprintf(lock, "%d\n", os.Getpid())
 	s := &server{cfg: cfg, log: lg}
 	if rec, err := readRecord(cfg.Record); err != nil {
 		lg.Printf("record %s unreadable, ignored: %v", cfg.Record, err)

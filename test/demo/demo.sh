@@ -10,17 +10,19 @@ bin=$(cd "${HAVEN_BIN:-$here/../../bin}" && pwd)
 top=$(mktemp -d /tmp/haven-demo.XXXXXX)
 nodes=(n1 n2 n3)
 
-# cleanup stops the daemons (they leave their services running), then ends
-# what the services' starts left behind: each action runs in a process group
-# of its own, found from the pid its service recorded below $top. Never by a
-# name pattern: a service's command line does not name $top.
+# cleanup stops the daemons (they leave their services running, and their
+# guards), then ends what the services' starts left behind: each action
+# runs in a process group of its own, found from the pid its service
+# recorded below $top, and each guard in a session of its own, its pid in
+# run/guard.lock. Never by a name pattern: a service's command line does
+# not name $top.
 cleanup() {
   local n f pid pgid mine
   for n in "${nodes[@]}"; do
     "$bin/nodemgr" --root "$top/$n" daemon stop >/dev/null 2>&1 || true
   done
   mine=$(ps -o pgid= -p $$ | tr -d ' ')
-  for f in "$top"/*/var/services/*/*.pid "$top"/*/run/daemon.pid; do
+  for f in "$top"/*/var/services/*/*.pid "$top"/*/run/daemon.pid "$top"/*/run/guard.lock; do
     [ -s "$f" ] || continue
     pid=$(cat "$f")
     pgid=$(ps -o pgid= -p "$pid" 2>/dev/null | tr -d ' ') || continue

@@ -198,7 +198,9 @@ func TestHonestStaleDataOfACrashedNode(t *testing.T) {
 
 // Resources that misbehave: a start of an up instance does nothing, a stop
 // that leaves the resource up is "stop failed" (once, not a loop), and
-// delete refuses while the stop fails.
+// delete refuses while the stop fails. (What a stop leaves of the
+// processes is killed with the instance's cgroup once the stop ended: here
+// the check reads a file the stop leaves.)
 func TestHonestMisbehavingResources(t *testing.T) {
 	n := newNode(t, "n1", "")
 	n.startDaemon()
@@ -211,7 +213,7 @@ orchestrate = "no"
 [app.main]
 start = "sh -c 'echo x >> %s; sleep 100000 >/dev/null 2>&1 & echo $! > {var}/main.pid'"
 stop  = "sh -c 'echo x >> %s'"
-check = "sh -c 'test -f {var}/main.pid && kill -0 $(cat {var}/main.pid) 2>/dev/null'"
+check = "sh -c 'test -f {var}/main.pid'"
 timeout = "10s"
 `, starts, stops))
 	n.must("svcmgr", "-s", "web", "start", "--local")
