@@ -69,6 +69,13 @@ func (d *Daemon) startGuard() {
 	g.on, g.lease = d.node.Guard, d.node.GuardLease
 	if !g.on {
 		d.log.Warn("node guard off (node.guard = false): a killed or paused daemon leaves its failover services running")
+		// a guard of an earlier run, with the guard on, would still act
+		c := guard.NewClient(d.p.GuardSocket(), guardTimeout)
+		defer c.Close()
+		if _, err := c.Do(guard.Request{Op: guard.OpDisarm}); err == nil {
+			c.Do(guard.Request{Op: guard.OpExit})
+			d.log.Warn("the node guard of an earlier run was disarmed and stopped (node.guard = false)")
+		}
 		return
 	}
 	g.client = guard.NewClient(d.p.GuardSocket(), guardTimeout)

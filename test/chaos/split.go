@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"haven/quorum"
 )
 
 // The split tests (docs/behaviour.md 3 and 4, docs/operations.md "Split brain" and
@@ -152,8 +154,14 @@ func (t *T) afterDeadline(svc, lost, to string, from int, start time.Time, what 
 	if deadline.IsZero() {
 		return fmt.Errorf("%s took %s over from %s, but shows no takeover gate for %s", to, svc, lost, lost)
 	}
-	if d := deadline.Sub(since); d < selfStop {
-		return fmt.Errorf("%s's self-stop deadline on %s is %s after it was declared down, want %s (beat + arbitrator timeout + stop budget + beat)", lost, to, d, selfStop)
+	want, rule := selfStop, "beat + arbitrator timeout + stop budget + beat"
+	if g := st.Nodes[lost].Guard; g != nil {
+		// its guard ends its services: docs/behaviour.md 3.1
+		want = beat + arbTimeout + quorum.GuardStop(time.Duration(g.LeaseMs)*time.Millisecond, time.Duration(g.ActMs)*time.Millisecond)
+		rule = "beat + arbitrator timeout + its guard's lease, act and margin"
+	}
+	if d := deadline.Sub(since); d < want {
+		return fmt.Errorf("%s's self-stop deadline on %s is %s after it was declared down, want %s (%s)", lost, to, d, want, rule)
 	}
 	ev, err := ReadJournal(t.C.Journal)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"haven/dataset"
 	"haven/test/testbed"
 )
 
@@ -463,4 +464,31 @@ timeout = "3s"
 		t.Fatalf("the VIP left n1 at %s, %s added it at %s", gone.Format("15:04:05.000"), by, added.Format("15:04:05.000"))
 	}
 	t.Logf("VIP: last seen on n1 %s before %s added it", added.Sub(gone).Round(time.Millisecond), by)
+}
+
+// node.guard = false on a node whose earlier run had a guard: the daemon
+// disarms and stops that guard (armed for maintenance by the clean stop,
+// it would still end the services), and says so.
+func TestGuardOffStopsTheGuardOfAnEarlierRun(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "n1", "")
+	n.startDaemon()
+	createService(t, n, "web", testbed.HAService(`["n1"]`, ""))
+	waitFor(t, 10*time.Second, "web up", func() bool { return n.instance("web").Avail == dataset.StatusUp })
+	if st := n.must("nodemgr", "guard", "status"); !strings.Contains(st, "armed") {
+		t.Fatalf("guard status:\n%s", st)
+	}
+	n.must("nodemgr", "daemon", "stop")
+	path := filepath.Join(n.root, "etc", "node.toml")
+	writeFile(t, path, readFile(t, path)+"guard = false\n")
+	n.startDaemon()
+	if r := n.run("nodemgr", "guard", "status"); r.Code != 1 || !strings.Contains(r.Out, "not running") {
+		t.Fatalf("guard status with node.guard = false: %s", r)
+	}
+	if !strings.Contains(nodeLog(t, n), "the node guard of an earlier run was disarmed and stopped") {
+		t.Fatal("the daemon did not say it stopped the earlier guard")
+	}
+	if n.instance("web").Avail != dataset.StatusUp {
+		t.Fatal("web is not up any more")
+	}
 }
