@@ -359,6 +359,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	mode := d.loop(ctx)
 	d.stopSBD(mode)
+	d.stopGuardWorker()
 	if mode == "shutdown" {
 		d.guardDisarm()
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,9 +38,18 @@ const (
 )
 
 type guardLink struct {
-	on     bool
+	on bool
+	// client is the connection to the guard: the loop's synchronous
+	// exchanges and the worker's (guardWorker) take mu around it
 	client *guard.Client
-	lease  time.Duration
+	mu     sync.Mutex
+	// jobs are the worker's exchanges (one at a time: inflight); seq
+	// numbers every exchange, applied is the last one whose answer was
+	// taken (an older answer arriving late is dropped)
+	jobs         chan guardJob
+	inflight     bool
+	seq, applied uint64
+	lease        time.Duration
 	// lastTry is the CLOCK_BOOTTIME of the last exchange; loopAt of the
 	// last pass (the heartbeat's Mute reads it from its goroutines).
 	lastTry time.Duration
@@ -84,7 +94,35 @@ func (d *Daemon) startGuard() {
 	} else {
 		d.spawnGuard()
 	}
-	d.guardStep()
+	g.jobs = make(chan guardJob, 1)
+	go d.guardWorker(g.jobs)
+	now := guard.BootNow()
+	g.lastTry = now
+	d.guardExchange(d.guardRequest(now), false)
+}
+
+// guardJob is one exchange the worker makes.
+type guardJob struct {
+	req guard.Request
+	seq uint64
+}
+
+// guardWorker makes the loop's ordinary renewals off the loop: the loop
+// never waits for the guard to be scheduled (on a loaded host that took
+// tens of milliseconds, during which the loop took no input). The answer
+// comes back to the loop, an input like any other. It ends when jobs is
+// closed.
+func (d *Daemon) guardWorker(jobs <-chan guardJob) {
+	g := &d.gl
+	for j := range jobs {
+		g.mu.Lock()
+		rep, err := g.client.Do(j.req)
+		g.mu.Unlock()
+		d.post(func() {
+			g.inflight = false
+			d.guardAnswer(j, rep, err, false)
+		})
+	}
 }
 
 // spawnGuard starts a guard (nodemgr guard run of this binary).
@@ -115,7 +153,10 @@ func (d *Daemon) spawnGuard() {
 
 // guardStep is the guard's share of a loop pass, before the pass's input:
 // the loop is alive (Mute), and every GuardRenewEvery the lease is renewed
-// (or, when the node may not run its services, only asked about).
+// (or, when the node may not run its services, only asked about), by the
+// worker. After a gap (the loop did not pass for two renewal periods: the
+// daemon was paused or wedged) the exchange is made here, before the
+// pass's input: a daemon resumed learns first whether its guard acted.
 func (d *Daemon) guardStep() {
 	g := &d.gl
 	if !g.on {
@@ -123,32 +164,66 @@ func (d *Daemon) guardStep() {
 	}
 	now := guard.BootNow()
 	g.loopAt.Store(int64(now))
-	if g.maint || now-g.lastTry < config.GuardRenewEvery && g.held == g.gen {
+	gap := now - g.lastTry
+	if g.maint || gap < config.GuardRenewEvery && g.held == g.gen || g.inflight && gap < 2*config.GuardRenewEvery {
 		return
 	}
 	g.lastTry = now
-	req := guard.Request{Op: guard.OpStatus}
-	ok, why := d.core.GuardEntitled(d.clk.Now())
-	g.why = why
-	if ok {
-		d.guardKillSet()
-		req = guard.Request{Op: guard.OpRenew, Deadline: int64(now + g.lease), Gen: g.gen}
-		if g.held != g.gen {
-			req.SetKill, req.Kill = true, g.kill
-		}
-	} else if g.last.Armed {
-		d.log.Warn("node guard lease not renewed: it ends the failover services when it runs out", zap.String("reason", why),
-			zap.Duration("lease", g.lease))
+	req := d.guardRequest(now)
+	if gap >= 2*config.GuardRenewEvery {
+		d.guardExchange(req, false)
+		return
 	}
-	d.guardExchange(req, false)
+	g.seq++
+	select {
+	case g.jobs <- guardJob{req: req, seq: g.seq}:
+		g.inflight = true
+	default: // the worker is still busy: the next pass tries again
+	}
 }
 
-// guardExchange sends req and hands the answer to the core when it
-// changed; a record not taken in yet is acknowledged after the core took
-// it.
+// guardRequest is the request of a pass at now: a renewal with the kill
+// set (whole when the guard does not hold its generation) while the node
+// may run its services, else a status request.
+func (d *Daemon) guardRequest(now time.Duration) guard.Request {
+	g := &d.gl
+	ok, why := d.core.GuardEntitled(d.clk.Now())
+	g.why = why
+	if !ok {
+		if g.last.Armed {
+			d.log.Warn("node guard lease not renewed: it ends the failover services when it runs out", zap.String("reason", why),
+				zap.Duration("lease", g.lease))
+		}
+		return guard.Request{Op: guard.OpStatus}
+	}
+	d.guardKillSet()
+	req := guard.Request{Op: guard.OpRenew, Deadline: int64(now + g.lease), Gen: g.gen}
+	if g.held != g.gen {
+		req.SetKill, req.Kill = true, g.kill
+	}
+	return req
+}
+
+// guardExchange sends req from the loop and waits for the answer
+// (guardAnswer; maint: the lease of a clean stop).
 func (d *Daemon) guardExchange(req guard.Request, maint bool) {
 	g := &d.gl
+	g.mu.Lock()
 	rep, err := g.client.Do(req)
+	g.mu.Unlock()
+	g.seq++
+	d.guardAnswer(guardJob{req: req, seq: g.seq}, rep, err, maint)
+}
+
+// guardAnswer hands the guard's answer to the core when it changed; a
+// record not taken in yet is acknowledged after the core took it. An
+// answer older than one already taken is dropped.
+func (d *Daemon) guardAnswer(j guardJob, rep guard.Reply, err error, maint bool) {
+	g := &d.gl
+	if j.seq < g.applied {
+		return
+	}
+	g.applied = j.seq
 	in := node.GuardReported{Now: d.clk.Now()}
 	if err != nil {
 		in.Err = err.Error()
@@ -162,7 +237,7 @@ func (d *Daemon) guardExchange(req guard.Request, maint bool) {
 			d.metrics.guardDeadline.Store(rep.Deadline) // 0 when not armed
 		}
 		if rep.Error != "" {
-			d.log.Error("node guard refused a request", zap.String("op", req.Op), zap.String("error", rep.Error))
+			d.log.Error("node guard refused a request", zap.String("op", j.req.Op), zap.String("error", rep.Error))
 		}
 		if f := rep.Fired; f != nil {
 			in.Fired = &node.GuardFiring{ID: f.ID, At: f.At, Late: f.Late, Services: f.Services(), Acked: f.Acked}
@@ -173,7 +248,10 @@ func (d *Daemon) guardExchange(req guard.Request, maint bool) {
 		d.drv.Step(in)
 	}
 	if f := in.Fired; f != nil && !f.Acked {
-		if rep, err := g.client.Do(guard.Request{Op: guard.OpAck, Fired: f.ID}); err == nil && rep.Fired != nil && rep.Fired.Acked {
+		g.mu.Lock()
+		rep, err := g.client.Do(guard.Request{Op: guard.OpAck, Fired: f.ID})
+		g.mu.Unlock()
+		if err == nil && rep.Fired != nil && rep.Fired.Acked {
 			g.last.Fired.Acked = true
 		}
 	}
@@ -253,6 +331,8 @@ func (d *Daemon) guardDisarm() {
 	if !g.on {
 		return
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if _, err := g.client.Do(guard.Request{Op: guard.OpDisarm}); err != nil {
 		d.log.Warn("node guard not disarmed", zap.Error(err))
 	} else if rep, err := g.client.Do(guard.Request{Op: guard.OpExit}); err != nil || rep.Error != "" {
@@ -261,6 +341,13 @@ func (d *Daemon) guardDisarm() {
 		d.log.Info("node guard disarmed and stopped")
 	}
 	g.client.Close()
+}
+
+// stopGuardWorker ends the worker once the loop has ended.
+func (d *Daemon) stopGuardWorker() {
+	if d.gl.jobs != nil {
+		close(d.gl.jobs)
+	}
 }
 
 // guardMute is the heartbeat's Mute: the loop has not passed for a lease
@@ -297,11 +384,13 @@ func (d *Daemon) guardPushKillSet() {
 		return
 	}
 	now := guard.BootNow()
+	g.mu.Lock()
 	rep, err := g.client.Do(guard.Request{Op: guard.OpRenew, Deadline: int64(now + g.lease), Gen: g.gen, SetKill: true, Kill: g.kill})
+	g.mu.Unlock()
 	if err == nil {
 		g.held = rep.Gen
 	}
-	g.lastTry = 0 // the next pass hands the answer to the core
+	g.lastTry = now - config.GuardRenewEvery // the next pass hands an answer to the core
 }
 
 // guardStatus is the node's guard in the status object (nil: guard off).
