@@ -59,6 +59,10 @@ type guardLink struct {
 	gen, held uint64
 	kill      []guard.Target
 	killKey   string
+	// killAt is the driver's generation of the local dataset when the
+	// kill set was made (an instance that starts, stops or changes
+	// status changes it)
+	killAt uint64
 	// last is the report handed to the core last.
 	last node.GuardReported
 	// maint: the daemon stops for maintenance and left the guard the
@@ -271,6 +275,10 @@ func sameGuardReport(a, b node.GuardReported) bool {
 // started ends what may run).
 func (d *Daemon) guardKillSet() {
 	g := &d.gl
+	if g.gen != 0 && d.drv.Gen() == g.killAt {
+		return // the local dataset has not changed since: nor has the set
+	}
+	g.killAt = d.drv.Gen()
 	var kill []guard.Target
 	for _, name := range d.serviceNames() {
 		inst := d.services[name]
