@@ -250,7 +250,7 @@ wait_for 10 "the guard armed with ha1 in its kill set" sh -c "nsenter -t $leader
 gpid=$(guard | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
 main=$(prop MainPID)
 inside cat "/proc/$main/cgroup" | grep -q '^0::/system.slice/haven.service/daemon$' || fail "the daemon is not in the unit's leaf: $(inside cat /proc/$main/cgroup)"
-inside cat "/proc/$ha1/cgroup" | grep -q '^0::/system.slice/haven.service/n1-[0-9a-f]*/services/ha1/app#web$' || fail "ha1's process is not in its cgroup: $(inside cat /proc/$ha1/cgroup)"
+inside cat "/proc/$ha1/cgroup" | grep -q '^0::/system.slice/haven.service/n1-[0-9a-f]*/services/ha1/app#ha1$' || fail "ha1's process is not in its cgroup: $(inside cat /proc/$ha1/cgroup)"
 inside cat "/proc/$gpid/cgroup" | grep -q '/guard$' || fail "the guard is not in its cgroup: $(inside cat /proc/$gpid/cgroup)"
 inkill -KILL "$main"
 wait_for 30 "systemd's restart after kill -9" newmain
