@@ -261,3 +261,29 @@ func TestDetach(t *testing.T) {
 		t.Fatalf("detach of nothing: %d %v", n, err)
 	}
 }
+
+// Without cgroups the guard kills the process groups of the kill set: a
+// process left in its start's group dies with it.
+func TestGuardKillsProcessGroups(t *testing.T) {
+	needRoot(t)
+	_, c := startGuard(t)
+	cmd := exec.Command("sh", "-c", "sleep 1000 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pgid := cmd.Process.Pid
+	t.Cleanup(func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+	arm(t, c, 200*time.Millisecond, Target{Service: "web", Groups: []int{pgid, 1, 0}})
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the process group was not killed")
+	}
+	rep, err := c.Do(Request{Op: OpStatus})
+	if err != nil || rep.Fired == nil || len(rep.Fired.Ended[0].Groups) != 1 || rep.Fired.Ended[0].Groups[0] != pgid {
+		t.Fatalf("record: %+v %v", rep.Fired, err)
+	}
+}
