@@ -101,15 +101,7 @@ func escapedApp(t *testing.T) (string, int) {
 	return dir, pid
 }
 
-func running(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
+func running(pid int) bool { return testbed.Alive(pid) }
 
 func arm(t *testing.T, c *Client, lease time.Duration, kill ...Target) {
 	t.Helper()
