@@ -373,6 +373,9 @@ func (c *Cluster) closeKeep(keep bool) {
 	if c.Bed != nil {
 		c.Bed.Close()
 	}
+	for _, n := range c.Nodes {
+		testbed.RemoveCgroups(n.Root) // the guards' and the services' groups
+	}
 	for _, m := range c.mounts {
 		if out, err := exec.Command("umount", m).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "umount %s: %v: %s (lazy unmount)\n", m, err, out)

@@ -30,6 +30,12 @@ cleanup() {
       kill -TERM -- "-$pgid" 2>/dev/null || true
     fi
   done
+  # the nodes' cgroups (docs/resources.md): empty once their processes are gone
+  cg=$(findmnt -n -t cgroup2 -o TARGET 2>/dev/null | head -1)
+  for n in "${nodes[@]}"; do
+    h=$(printf %s "$top/$n" | sha256sum | cut -c1-8)
+    [ -n "$cg" ] && [ -d "$cg/haven/$n-$h" ] && find "$cg/haven/$n-$h" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
   rm -rf "$top"
 }
 trap cleanup EXIT

@@ -209,10 +209,15 @@ func KillUnder(dir string) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-	// the cgroups of the node roots dir and dir/*: their processes (a
-	// service that left its process group, the node guard) and the groups
+	// the cgroups of the node roots dir and dir/*
 	roots, _ := filepath.Glob(filepath.Join(dir, "*"))
-	for _, root := range append([]string{dir}, roots...) {
+	RemoveCgroups(append([]string{dir}, roots...)...)
+}
+
+// RemoveCgroups kills what runs in the cgroups of the nodes of roots (a
+// service that left its process group, the node guard) and removes them.
+func RemoveCgroups(roots ...string) {
+	for _, root := range roots {
 		for _, g := range cgroup.NodeDirs(root) {
 			cgroup.KillWait(g, 5*time.Second)
 			cgroup.Remove(g)
