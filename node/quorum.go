@@ -185,8 +185,17 @@ func (c *Core) SelfStop() *dataset.SelfStopInfo {
 		return nil
 	}
 	t, by := c.timingOf()
-	return &dataset.SelfStopInfo{DeadlineMs: t.Deadline().Milliseconds(), StopBudgetMs: t.StopBudget.Milliseconds(), StopBudgetOf: by,
+	ss := &dataset.SelfStopInfo{DeadlineMs: t.Deadline().Milliseconds(), StopBudgetMs: t.StopBudget.Milliseconds(), StopBudgetOf: by,
 		Terms: t.Terms(), OneVote: c.hasOneVote(), OneVoteMs: (t.StopBudget + t.Beat).Milliseconds(), Fenced: slices.Clone(c.cfg.Quorum.Stonith)}
+	if c.cfg.Guard.Enabled {
+		// a lost node that published an armed guard with this node's
+		// guard settings: the gate's own rule for it (selfStopDeadline)
+		g := &dataset.Node{Guard: &dataset.GuardInfo{LeaseMs: c.cfg.Guard.Lease.Milliseconds(), ActMs: c.cfg.Guard.Act.Milliseconds()}}
+		bound, what := c.lostStopBound(g)
+		ss.GuardMs, ss.GuardOneVoteMs = c.selfStopDeadline(g).Milliseconds(), bound.Milliseconds()
+		ss.GuardTerms = fmt.Sprintf("beat %s + arbitrator timeout %s + %s and margin", t.Beat, t.ArbitratorTimeout, what)
+	}
+	return ss
 }
 
 // quorumOn reports whether cluster.quorum is on.

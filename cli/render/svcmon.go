@@ -499,9 +499,20 @@ func SelfStopText(ss *dataset.SelfStopInfo) string {
 	if ss.StopBudgetOf != "" {
 		terms = strings.Replace(terms, "stop budget "+ms(ss.StopBudgetMs), "stop budget "+ms(ss.StopBudgetMs)+" ("+ss.StopBudgetOf+"'s stop)", 1)
 	}
-	s := "a lost node's services start here " + ms(ss.DeadlineMs) + " after it is declared down, then ready_period (its self-stop deadline: " + terms + ")"
-	if ss.OneVote {
-		s += "; or " + ms(ss.OneVoteMs) + " after the one-vote arbitrator grants this side alone"
+	var s string
+	if ss.GuardMs > 0 {
+		// the lost node's guard ends its services: the gate counts it
+		// (a node without an armed guard: its stop budget)
+		s = "a lost node's services start here " + ms(ss.GuardMs) + " after it is declared down, then ready_period (its self-stop deadline: " + ss.GuardTerms +
+			"; " + ms(ss.DeadlineMs) + " for a node without an armed guard: " + terms + ")"
+		if ss.OneVote {
+			s += "; or " + ms(ss.GuardOneVoteMs) + " after the one-vote arbitrator grants this side alone"
+		}
+	} else {
+		s = "a lost node's services start here " + ms(ss.DeadlineMs) + " after it is declared down, then ready_period (its self-stop deadline: " + terms + ")"
+		if ss.OneVote {
+			s += "; or " + ms(ss.OneVoteMs) + " after the one-vote arbitrator grants this side alone"
+		}
 	}
 	if len(ss.Fenced) > 0 {
 		s += "; " + strings.Join(ss.Fenced, ", ") + ": only after a fence"
