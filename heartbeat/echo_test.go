@@ -96,3 +96,61 @@ func TestMemGrowingDelayProvedNotInferred(t *testing.T) {
 	}
 	t.Logf("a delay growing to %s: n01 declared down %d times (up at the kill: %v)", d, downs, up)
 }
+
+// The echo is what the node guard's lease anchors on (Heartbeat.Acked): a
+// member that acknowledged a message of n01 sent at a heard n01 at or after
+// a, so it declares n01 down no earlier than a + hb.timeout. So a member
+// echoes only what it counted as heard at its arrival, an acknowledgement
+// withheld on the path does not move the anchor until it arrives, and a
+// replayed one never moves it.
+func TestMemAckAnchorHeardWithheldReplayed(t *testing.T) {
+	const timeout = 3 * time.Second
+	c := newMemClusterHB(t, 2, timeout, time.Second)
+	c.publish("n01", svcNode("n01", 1, "web"))
+	c.net.Advance(10 * time.Second)
+	c.collect()
+	a0, ok := c.hb["n01"].Acked("n02")
+	if !ok || c.clk.Now().Sub(a0.Sent) > 2*time.Second {
+		t.Fatalf("n01's newest message acknowledged by n02: %+v, %v: want one sent within 2 beats", a0, ok)
+	}
+
+	// withheld: n02's frames to n01 held on the path (and copied)
+	var frames [][]byte
+	c.net.Withhold("n02", "n01", func(b []byte) bool { frames = append(frames, append([]byte(nil), b...)); return true })
+	c.net.Advance(2 * time.Second)
+	if a, _ := c.hb["n01"].Acked("n02"); a != a0 {
+		t.Fatalf("acknowledgements withheld on the path: the anchor moved from %+v to %+v", a0, a)
+	}
+	c.net.Withhold("n02", "n01", nil)
+	if c.net.ReleaseHeld("n01") == 0 || len(frames) < 2 {
+		t.Fatalf("no frame of n02 was held (%d copied)", len(frames))
+	}
+	a1, _ := c.hb["n01"].Acked("n02")
+	if a1.N <= a0.N || a1.Sent.After(c.clk.Now()) {
+		t.Fatalf("released acknowledgements: anchor %+v, was %+v: want a newer message, sent before now", a1, a0)
+	}
+	// replayed: an old frame of n02 again, and the newest one again
+	c.net.Redeliver("n02", "n01", 0, frames[0])
+	c.net.Redeliver("n02", "n01", 0, frames[len(frames)-1])
+	if a, _ := c.hb["n01"].Acked("n02"); a != a1 {
+		t.Fatalf("replayed frames moved the anchor from %+v to %+v", a1, a)
+	}
+
+	// n01's frames to n02 delayed past twice lateMax: n02 does not count
+	// them as heard and declares n01 down; it must not acknowledge them
+	c.net.SetDelay("n01", "n02", 2500*time.Millisecond)
+	var downAt time.Time
+	for c.clk.Now().Sub(a1.Heard) < 4*timeout {
+		c.net.Advance(100 * time.Millisecond)
+		if c.take("n02", Down, "n01") > 0 && downAt.IsZero() {
+			downAt = c.clk.Now()
+		}
+	}
+	if downAt.IsZero() {
+		t.Fatal("n01's frames 2.5 s late (more than twice lateMax): n02 never declared it down")
+	}
+	if a, _ := c.hb["n01"].Acked("n02"); a.Sent.Add(timeout).After(downAt) {
+		t.Fatalf("n02 declared n01 down at %s, yet acknowledged its message sent at %s (less than hb.timeout %s before): a lease anchored on it outlives n02's declaration",
+			downAt.Format("15:04:05.000"), a.Sent.Format("15:04:05.000"), timeout)
+	}
+}

@@ -169,7 +169,19 @@ func (c *core) newerLocked(p *peer, m *message, now time.Time, pr proof) (bool, 
 		return false, now
 	}
 	r.n = m.N
-	c.echoOfLocked(p, m, now)
+	ok, at := c.judgeLocked(r, m, now, pr)
+	if ok && !at.Before(now) {
+		// echoed only when heard at its arrival: a member that
+		// acknowledges a message heard its sender after it was sent
+		// (the lease's anchor, echo.go)
+		c.echoOfLocked(p, m, now)
+	}
+	return ok, at
+}
+
+// judgeLocked is newerLocked's judgement of m, a message newer than every
+// one heard of its run r.
+func (c *core) judgeLocked(r *runTop, m *message, now time.Time, pr proof) (bool, time.Time) {
 	d := now.Sub(c.epoch) - m.T
 	if pr.ok {
 		r.proves, r.delay = true, now.Sub(pr.at)

@@ -27,3 +27,31 @@ func GuardStop(lease, act time.Duration) time.Duration {
 func GuardMaintenanceLease(grace, act time.Duration) time.Duration {
 	return grace - act - LeaseMargin - time.Duration(2*ClockRateBound*float64(grace))
 }
+
+// A node whose daemon anchors its lease on its acknowledged beats
+// (docs/behaviour.md 3.1) never lets its guard's lease run past a + lease,
+// a the send time of a message of its that a member acknowledged (and
+// counted as heard when it arrived, so no earlier than a), for enough
+// members to make a quorum with the plain arbitrators' weight, or past the
+// end of a one-vote arbitrator's lease it counts on instead. A member
+// that acknowledged a declares the node down no earlier than a + its
+// hb.timeout; the survivors' gate starts no earlier than that member's
+// declaration.
+
+// GuardAfterHeard is how long after the survivors' gate started (a
+// member that acknowledged the lost node's anchor declared it down, at
+// least hbTimeout after the anchor was sent) the lost node's guard has
+// certainly ended its services: GuardStop less that hb.timeout, itself
+// shortened by the rate bound of the member's clock. Never negative.
+func GuardAfterHeard(lease, act, hbTimeout time.Duration) time.Duration {
+	return max(0, GuardStop(lease, act)-hbTimeout+time.Duration(2*ClockRateBound*float64(hbTimeout)))
+}
+
+// GuardAfterGrant is how long after a one-vote arbitrator's exclusive
+// grant to the survivors' side (the lost node's lease at the arbitrator,
+// and so its own earlier estimate of it, had ended) the lost node's guard,
+// whose lease did not outlast that estimate, has certainly ended its
+// services: its act and the margin of the clocks over a lease and an act.
+func GuardAfterGrant(lease, act time.Duration) time.Duration {
+	return act + LeaseMargin + time.Duration(2*ClockRateBound*float64(lease+act))
+}
