@@ -44,6 +44,17 @@ func checkGuardCluster(n *NodeConfig, c *ClusterConfig) error {
 	if !n.Guard || !c.Quorum {
 		return nil
 	}
+	// the lease counts from this node's newest beat that its peers
+	// acknowledged (docs/behaviour.md 3.1): up to two beat periods old
+	// between two acknowledgements, and renewed every GuardRenewEvery
+	if beat := guardBeat(n.HB); n.GuardLease <= 2*beat+GuardRenewEvery {
+		dflt := ""
+		if !isSet(n.lines, SectionNode, "guard_lease") {
+			dflt = " (the default)"
+		}
+		return n.ErrAt(SectionNode, "guard_lease", "%s%s must be longer than twice the beat period (%s: hb.interval, or hb.timeout/3 if shorter) plus %s: with cluster.quorum on, the lease counts from this node's newest beat its peers acknowledged, up to two beat periods old",
+			n.GuardLease, dflt, beat, GuardRenewEvery)
+	}
 	var longest Arbitrator
 	for _, a := range c.Arbitrators {
 		if a.Timeout > longest.Timeout {
@@ -64,4 +75,13 @@ func checkGuardCluster(n *NodeConfig, c *ClusterConfig) error {
 			n.GuardLease, dflt, GuardRenewEvery, longest.Timeout, longest.Name, where)
 	}
 	return nil
+}
+
+// guardBeat is the heartbeat's beat period: hb.interval, or hb.timeout/3
+// if shorter.
+func guardBeat(hb HBConfig) time.Duration {
+	if t := hb.Timeout / 3; t > 0 && t < hb.Interval {
+		return t
+	}
+	return hb.Interval
 }

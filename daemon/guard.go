@@ -191,7 +191,7 @@ func (d *Daemon) guardStep() {
 // may run its services, else a status request.
 func (d *Daemon) guardRequest(now time.Duration) guard.Request {
 	g := &d.gl
-	ok, why := d.core.GuardEntitled(d.clk.Now())
+	deadline, ok, why := d.guardDeadline(now)
 	g.why = why
 	if !ok {
 		if g.last.Armed {
@@ -201,11 +201,30 @@ func (d *Daemon) guardRequest(now time.Duration) guard.Request {
 		return guard.Request{Op: guard.OpStatus}
 	}
 	d.guardKillSet()
-	req := guard.Request{Op: guard.OpRenew, Deadline: int64(now + g.lease), Gen: g.gen}
+	req := guard.Request{Op: guard.OpRenew, Deadline: int64(deadline), Gen: g.gen}
 	if g.held != g.gen {
 		req.SetKill, req.Kill = true, g.kill
 	}
 	return req
+}
+
+// guardDeadline is the lease's end (CLOCK_BOOTTIME) for a renewal at
+// boot time now: the core's GuardLease (anchored on the acknowledged
+// beats of this node with the quorum on), false when nothing is renewed.
+func (d *Daemon) guardDeadline(now time.Duration) (time.Duration, bool, string) {
+	clk := d.clk.Now()
+	acked := func(peer string) (time.Time, bool) {
+		if d.hb == nil {
+			return time.Time{}, false
+		}
+		a, ok := d.hb.Acked(peer)
+		return a.Sent, ok
+	}
+	until, ok, why := d.core.GuardLease(clk, acked)
+	if !ok {
+		return 0, false, why
+	}
+	return now + until.Sub(clk), true, ""
 }
 
 // guardExchange sends req from the loop and waits for the answer
@@ -385,15 +404,16 @@ func (d *Daemon) guardPushKillSet() {
 	if !g.on || g.maint || !g.last.Armed {
 		return
 	}
-	if ok, _ := d.core.GuardEntitled(d.clk.Now()); !ok {
+	now := guard.BootNow()
+	deadline, ok, _ := d.guardDeadline(now)
+	if !ok {
 		return
 	}
 	if d.guardKillSet(); g.held == g.gen {
 		return
 	}
-	now := guard.BootNow()
 	g.mu.Lock()
-	rep, err := g.client.Do(guard.Request{Op: guard.OpRenew, Deadline: int64(now + g.lease), Gen: g.gen, SetKill: true, Kill: g.kill})
+	rep, err := g.client.Do(guard.Request{Op: guard.OpRenew, Deadline: int64(deadline), Gen: g.gen, SetKill: true, Kill: g.kill})
 	g.mu.Unlock()
 	if err == nil {
 		g.held = rep.Gen

@@ -303,6 +303,16 @@ type GuardInfo struct {
 	// a lease that ends before maintenance_grace_period does (counted
 	// from the receipt of this data): its services are ended by then.
 	Maintenance bool `json:"maintenance,omitempty"`
+	// Anchored: the daemon never lets the lease run past the send time of
+	// its newest beat that enough members acknowledged for a quorum (or a
+	// one-vote arbitrator's lease it counts on) plus LeaseMs: the
+	// survivors count the lease from a member's declaration of the node
+	// down (docs/behaviour.md 3.1).
+	Anchored bool `json:"anchored,omitempty"`
+	// HBTimeoutMs is the node's hb.timeout: how long it waits, at the
+	// least, between hearing a peer and declaring it down (the survivors'
+	// gate for an anchored peer counts on the shortest of the members').
+	HBTimeoutMs int64 `json:"hb_timeout_ms,omitempty"`
 }
 
 // Format is what a node says of its versions: Max, the newest format

@@ -447,6 +447,25 @@ func (h *harness) peerEvent(d *datadriven.Cmd) (node.PeerEvent, error) {
 				if v, ok := kv["conf"]; ok {
 					n.Conf = testConf(v)
 				}
+				if v, ok := kv["guard"]; ok {
+					// guard=LEASE_MS,ACT_MS[,HB_TIMEOUT_MS] [anchored]
+					var ms []int64
+					for _, x := range strings.Split(v, ",") {
+						i, err := strconv.ParseInt(x, 10, 64)
+						if err != nil {
+							return ev, d.Errorf("guard: %v", err)
+						}
+						ms = append(ms, i)
+					}
+					if len(ms) < 2 {
+						return ev, d.Errorf("guard: want LEASE_MS,ACT_MS[,HB_TIMEOUT_MS]")
+					}
+					n.Guard = &dataset.GuardInfo{LeaseMs: ms[0], ActMs: ms[1]}
+					if len(ms) > 2 {
+						n.Guard.HBTimeoutMs = ms[2]
+					}
+					_, n.Guard.Anchored = kv["anchored"]
+				}
 				continue
 			}
 			if f[0] == "target" {

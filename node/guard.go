@@ -147,12 +147,75 @@ func (c *Core) GuardEntitled(now time.Time) (ok bool, why string) {
 	return true, ""
 }
 
+// GuardLease is the end of the lease the driver gives the guard at now,
+// ok false (why says why) when it renews nothing. With cluster.quorum
+// off, or when this node and the plain arbitrators' weight make a quorum
+// alone, it is now + the lease. Otherwise the lease is anchored (docs/
+// behaviour.md 3.1): each member that acknowledged a message of this node
+// (acked: when this node sent the newest one, Heartbeat.Acked) vouches
+// for that send time + the lease, each one-vote arbitrator whose lease
+// this node counts for the end of that lease (its own estimate,
+// quorum.NodeLeaseEnd); the lease ends at the latest time that enough of
+// them vouch for to make a quorum with this node and the plain
+// arbitrators, never past now + the lease. A member that acknowledged a
+// message sent at a declares this node down no earlier than a +
+// hb.timeout: once cut off, the lease runs out without this node's own
+// detection or vote.
+func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, bool)) (time.Time, bool, string) {
+	if ok, why := c.GuardEntitled(now); !ok {
+		return time.Time{}, false, why
+	}
+	lease := c.cfg.Guard.Lease
+	full := now.Add(lease)
+	if !c.quorumOn() {
+		return full, true, ""
+	}
+	type voucher struct {
+		until time.Time
+		w     int
+	}
+	var vs []voucher
+	total, have := len(c.cfg.ClusterNodes), 1
+	for _, a := range c.cfg.Quorum.Arbitrators {
+		w := max(a.Weight, 0)
+		total += w
+		switch {
+		case !a.OneVote:
+			have += w
+		case c.leaseRuns(a.Name, now):
+			vs = append(vs, voucher{until: c.q.leases[a.Name].until, w: w})
+		}
+	}
+	if 2*have > total {
+		return full, true, ""
+	}
+	for _, n := range c.pnames {
+		if at, ok := acked(n); ok {
+			vs = append(vs, voucher{until: at.Add(lease), w: 1})
+		}
+	}
+	slices.SortFunc(vs, func(a, b voucher) int { return b.until.Compare(a.until) })
+	for _, v := range vs {
+		if have += v.w; 2*have > total {
+			if !v.until.After(now) {
+				return time.Time{}, false, fmt.Sprintf("the newest beat of this node acknowledged by enough members for a quorum is older than the lease (%s)", lease)
+			}
+			if v.until.After(full) {
+				return full, true, ""
+			}
+			return v.until, true, ""
+		}
+	}
+	return time.Time{}, false, "the members that acknowledged this node's beats (and the one-vote arbitrators' leases) do not make a quorum"
+}
+
 // guardInfo is what this node publishes of its guard (nil: not armed).
 func (c *Core) guardInfo() *dataset.GuardInfo {
 	if !c.cfg.Guard.Enabled || !c.guard.armed {
 		return nil
 	}
-	return &dataset.GuardInfo{LeaseMs: c.cfg.Guard.Lease.Milliseconds(), ActMs: c.cfg.Guard.Act.Milliseconds(), Maintenance: c.guard.maint}
+	return &dataset.GuardInfo{LeaseMs: c.cfg.Guard.Lease.Milliseconds(), ActMs: c.cfg.Guard.Act.Milliseconds(), Maintenance: c.guard.maint,
+		Anchored: c.quorumOn(), HBTimeoutMs: c.cfg.Quorum.HBTimeout.Milliseconds()}
 }
 
 // GuardState is what the core knows of the guard, for the status.
@@ -161,28 +224,63 @@ func (c *Core) GuardState() (armed, maintenance bool, err, lastFired string) {
 }
 
 // lostStopBound is how long after lost peer d lost its vote (or its
-// arbitrator lease ended) its services are certainly ended: with its
-// guard armed, the guard's lease and act and a margin
-// (quorum.GuardStop); without, its stop budget and a beat for a crash to
-// take it down. The takeover gate's one rule for it (updateGates,
-// gateBlocked).
+// one-vote arbitrator lease ended) its services are certainly ended: with
+// its guard armed, the guard's lease and act and a margin
+// (quorum.GuardStop), only the act and the margin when its lease was
+// anchored (it never outlived that arbitrator lease: quorum.GuardAfterGrant);
+// without, its stop budget and a beat for a crash to take it down. The
+// takeover gate's one rule for it (updateGates, gateBlocked).
 func (c *Core) lostStopBound(d *dataset.Node) (time.Duration, string) {
 	if d != nil && d.Guard != nil {
 		lease, act := time.Duration(d.Guard.LeaseMs)*time.Millisecond, time.Duration(d.Guard.ActMs)*time.Millisecond
+		if d.Guard.Anchored {
+			return quorum.GuardAfterGrant(lease, act), fmt.Sprintf("its guard's act %s (its anchored lease %s ended with its arbitrator lease)", act, lease)
+		}
 		return quorum.GuardStop(lease, act), fmt.Sprintf("its guard's lease %s and act %s", lease, act)
 	}
 	t := c.timing()
 	return t.StopBudget + t.Beat, "its stop budget"
 }
 
-// selfStopDeadline is how long after declaring peer d down the survivors
-// wait for its services to be certainly ended by its own side: its
-// detection of the loss (a beat), its vote (the longest arbitrator
-// timeout), then lostStopBound.
+// selfStopDeadline is how long after the gate of lost peer d started the
+// survivors wait for its services to be certainly ended by its own side.
+// For a peer whose guard's lease is anchored on its acknowledged beats:
+// quorum.GuardAfterHeard with the shortest hb.timeout of this node and
+// its live members (the gate starts no earlier than the declaration of
+// the peer down by every one of them, and one of them vouched for the
+// peer's lease). Otherwise: its detection of the loss (a beat), its vote
+// (the longest arbitrator timeout), then lostStopBound.
 func (c *Core) selfStopDeadline(d *dataset.Node) time.Duration {
+	if hb, ok := c.anchoredHBTimeout(d); ok {
+		lease, act := time.Duration(d.Guard.LeaseMs)*time.Millisecond, time.Duration(d.Guard.ActMs)*time.Millisecond
+		return quorum.GuardAfterHeard(lease, act, hb)
+	}
 	t := c.timing()
-	bound, _ := c.lostStopBound(d)
+	bound := t.StopBudget + t.Beat
+	if d != nil && d.Guard != nil {
+		bound = quorum.GuardStop(time.Duration(d.Guard.LeaseMs)*time.Millisecond, time.Duration(d.Guard.ActMs)*time.Millisecond)
+	}
 	return t.Beat + t.ArbitratorTimeout + bound
+}
+
+// anchoredHBTimeout is, for peer d whose guard's lease is anchored, the
+// shortest hb.timeout of this node and its live members; false when d's
+// lease is not anchored, or a live member did not say its hb.timeout (it
+// has no armed guard, or an earlier release): the gate is then the
+// unanchored one.
+func (c *Core) anchoredHBTimeout(d *dataset.Node) (time.Duration, bool) {
+	if d == nil || d.Guard == nil || !d.Guard.Anchored || c.cfg.Quorum.HBTimeout <= 0 {
+		return 0, false
+	}
+	hb := c.cfg.Quorum.HBTimeout
+	for n := range c.q.live {
+		p := c.peers[n]
+		if p == nil || p.Data == nil || p.Data.Guard == nil || p.Data.Guard.HBTimeoutMs <= 0 {
+			return 0, false
+		}
+		hb = min(hb, time.Duration(p.Data.Guard.HBTimeoutMs)*time.Millisecond)
+	}
+	return hb, true
 }
 
 // guardCoversMaintenance: peer d stopped for maintenance with its guard

@@ -163,3 +163,109 @@ func TestGateMaintenanceCoveredByTheGuard(t *testing.T) {
 		}
 	}
 }
+
+// The lease anchored on the acknowledged beats (docs/behaviour.md 3.1):
+// it ends the lease after the send time of the newest message of this
+// node that enough members acknowledged for a quorum, never later than
+// now + the lease; nothing is renewed without such a message, or when it
+// is older than the lease. With the quorum off, or a node that makes a
+// quorum alone, it is now + the lease.
+func TestGuardLeaseAnchoredOnAcks(t *testing.T) {
+	const lease = 7 * time.Second
+	now := t0.Add(2 * time.Second)
+	acks := func(m map[string]time.Duration) func(string) (time.Time, bool) {
+		return func(p string) (time.Time, bool) {
+			d, ok := m[p]
+			return now.Add(-d), ok
+		}
+	}
+	check := func(c *Core, m map[string]time.Duration, want time.Duration, wantWhy string) {
+		t.Helper()
+		ticks(c, t0, now)
+		until, ok, why := c.GuardLease(now, acks(m))
+		switch {
+		case wantWhy != "" && (ok || !strings.Contains(why, wantWhy)):
+			t.Fatalf("acks %v: %v %s %q, want refused: %q", m, ok, until, why, wantWhy)
+		case wantWhy == "" && (!ok || until.Sub(now) != want):
+			t.Fatalf("acks %v: %v %q, lease until now+%s, want now+%s", m, ok, why, until.Sub(now), want)
+		}
+	}
+	three := []string{"n1", "n2", "n3"}
+	// 3 nodes: one acknowledgement makes a quorum with this node: the newest
+	check(gcore(t, "n1", three, nil), map[string]time.Duration{"n2": 3 * time.Second, "n3": time.Second}, lease-time.Second, "")
+	check(gcore(t, "n1", three, nil), map[string]time.Duration{"n3": 5 * time.Second}, lease-5*time.Second, "")
+	check(gcore(t, "n1", three, nil), nil, 0, "do not make a quorum")
+	check(gcore(t, "n1", three, nil), map[string]time.Duration{"n2": 8 * time.Second}, 0, "older than the lease")
+	// 5 nodes: two acknowledgements: the second newest
+	five := []string{"n1", "n2", "n3", "n4", "n5"}
+	check(gcore(t, "n1", five, nil), map[string]time.Duration{"n2": time.Second, "n3": 4 * time.Second, "n4": 6 * time.Second}, lease-4*time.Second, "")
+	check(gcore(t, "n1", five, nil), map[string]time.Duration{"n2": time.Second}, 0, "do not make a quorum")
+	// a plain arbitrator's weight counts as if it answered: 3 nodes and a
+	// weight of 2 make a quorum with this node alone
+	check(gcore(t, "n1", three, []quorum.Arbitrator{{Name: "a", Weight: 2}}), nil, lease, "")
+	// an acknowledgement from the future (a clock stepped back) is capped
+	check(gcore(t, "n1", three, nil), map[string]time.Duration{"n2": -3 * time.Second}, lease, "")
+	// a single node; the quorum off
+	check(gcore(t, "n1", []string{"n1"}, nil), nil, lease, "")
+	c := gcore(t, "n1", three, nil)
+	c.cfg.Quorum.Enabled = false
+	check(c, nil, lease, "")
+	// a node that lost its vote renews nothing, whatever was acknowledged
+	c = gcore(t, "n1", three, nil)
+	ticks(c, t0, now)
+	lose(c, "n2", now)
+	lose(c, "n3", now)
+	if _, ok, why := c.GuardLease(now, acks(map[string]time.Duration{"n2": 0})); ok || why != "this node lost the quorum" {
+		t.Fatalf("after a lost vote: %v %q", ok, why)
+	}
+}
+
+// 2 nodes and a one-vote arbitrator: the peer's acknowledgement or the
+// arbitrator's lease (this node's estimate of its end) vouches for the
+// lease, whichever ends later; neither: nothing is renewed.
+func TestGuardLeaseOneVote(t *testing.T) {
+	arb := []quorum.Arbitrator{{Name: "a1", Weight: 1, OneVote: true}}
+	c := gcore(t, "n1", []string{"n1", "n2"}, arb)
+	now := t0.Add(2 * time.Second)
+	ticks(c, t0, now)
+	none := func(string) (time.Time, bool) { return time.Time{}, false }
+	if _, ok, _ := c.GuardLease(now, none); ok {
+		t.Fatal("renewed without an acknowledgement nor an arbitrator lease")
+	}
+	sent := now.Add(-500 * time.Millisecond)
+	c.OneVoteResult("a1", quorum.GrantAnswer{Granted: true, Lease: 5 * time.Second}, "", sent, now)
+	end := quorum.NodeLeaseEnd(sent, 5*time.Second)
+	if until, ok, why := c.GuardLease(now, none); !ok || !until.Equal(end) {
+		t.Fatalf("with the arbitrator's lease: %v %q until %s, want its end %s", ok, why, until, end)
+	}
+	peer := func(string) (time.Time, bool) { return now.Add(-time.Second), true }
+	if until, ok, _ := c.GuardLease(now, peer); !ok || until.Sub(now) != 6*time.Second {
+		t.Fatalf("with the peer's acknowledgement too: until now+%s, want now+6s", until.Sub(now))
+	}
+}
+
+// The gate of a peer whose lease is anchored counts quorum.GuardAfterHeard
+// with the shortest hb.timeout of this node and its live members; a live
+// member that did not say its hb.timeout makes it the unanchored gate.
+func TestGateAnchoredPeer(t *testing.T) {
+	for _, said := range []bool{true, false} {
+		c := gcore(t, "n2", []string{"n1", "n2", "n3"}, nil)
+		c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: &dataset.Node{Name: "n1", Monitor: dataset.NodeIdle, SplitAction: SplitStop,
+			Guard: &dataset.GuardInfo{LeaseMs: 7000, ActMs: 2500, Anchored: true, HBTimeoutMs: 3000}}}, t0)
+		d3 := &dataset.Node{Name: "n3", Monitor: dataset.NodeIdle, SplitAction: SplitStop}
+		want := time.Second + 2*time.Second + quorum.GuardStop(7*time.Second, 2500*time.Millisecond)
+		if said {
+			d3.Guard = &dataset.GuardInfo{LeaseMs: 7000, ActMs: 2500, Anchored: true, HBTimeoutMs: 2000}
+			want = quorum.GuardAfterHeard(7*time.Second, 2500*time.Millisecond, 2*time.Second)
+		}
+		at := t0.Add(3 * time.Second)
+		ticks(c, t0, at)
+		lose(c, "n1", at)
+		c.Heartbeat(PeerEvent{Node: "n3", Kind: PeerData, Data: d3}, at)
+		c.Heartbeat(PeerEvent{Node: "n3", Kind: PeerUnseen, Unseen: []string{"n1"}}, at)
+		qi := c.QuorumInfo(at)
+		if len(qi.Gates) != 1 || qi.Gates[0].Deadline.Sub(at) != want {
+			t.Fatalf("n3 says its hb.timeout %v: gates %+v, want the deadline %s after the loss", said, qi.Gates, want)
+		}
+	}
+}

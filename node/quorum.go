@@ -102,6 +102,10 @@ type gate struct {
 	// says why the gate started again at since ("": it did not).
 	lostAt time.Time
 	from   string
+	// liveAt are the live members when the gate started (since): for a
+	// peer whose lease is anchored, a member live since then starts it
+	// again (its declaration of the peer down may be later than since).
+	liveAt map[string]bool
 }
 
 type quorumState struct {
@@ -190,10 +194,15 @@ func (c *Core) SelfStop() *dataset.SelfStopInfo {
 	if c.cfg.Guard.Enabled {
 		// a lost node that published an armed guard with this node's
 		// guard settings: the gate's own rule for it (selfStopDeadline)
-		g := &dataset.Node{Guard: &dataset.GuardInfo{LeaseMs: c.cfg.Guard.Lease.Milliseconds(), ActMs: c.cfg.Guard.Act.Milliseconds()}}
+		g := &dataset.Node{Guard: &dataset.GuardInfo{LeaseMs: c.cfg.Guard.Lease.Milliseconds(), ActMs: c.cfg.Guard.Act.Milliseconds(),
+			Anchored: true, HBTimeoutMs: c.cfg.Quorum.HBTimeout.Milliseconds()}}
 		bound, what := c.lostStopBound(g)
 		ss.GuardMs, ss.GuardOneVoteMs = c.selfStopDeadline(g).Milliseconds(), bound.Milliseconds()
-		ss.GuardTerms = fmt.Sprintf("beat %s + arbitrator timeout %s + %s and margin", t.Beat, t.ArbitratorTimeout, what)
+		if hb, ok := c.anchoredHBTimeout(g); ok {
+			ss.GuardTerms = fmt.Sprintf("its guard's anchored lease %s + act %s + margin - hb.timeout %s, counted from its declaration down by every live member", c.cfg.Guard.Lease, c.cfg.Guard.Act, hb)
+		} else {
+			ss.GuardTerms = fmt.Sprintf("beat %s + arbitrator timeout %s + %s and margin", t.Beat, t.ArbitratorTimeout, what)
+		}
 	}
 	return ss
 }
@@ -615,7 +624,7 @@ func (c *Core) updateGates(now time.Time) {
 		g := q.gates[name]
 		switch {
 		case down && g == nil:
-			g = &gate{since: now, lostAt: now, deadline: now.Add(c.selfStopDeadline(p.Data))}
+			g = &gate{since: now, lostAt: now, deadline: now.Add(c.selfStopDeadline(p.Data)), liveAt: maps.Clone(q.live)}
 			q.gates[name] = g
 		case !down && g != nil:
 			delete(q.gates, name)
@@ -649,7 +658,7 @@ func (c *Core) updateGates(now time.Time) {
 // that succeeded stays.
 func (c *Core) restartGate(g *gate, d *dataset.Node, now time.Time) {
 	g.restart = false
-	g.since, g.deadline = now, now.Add(c.selfStopDeadline(d))
+	g.since, g.deadline, g.liveAt = now, now.Add(c.selfStopDeadline(d)), maps.Clone(c.q.live)
 	g.oneVoteAt, g.oneVoteBy = time.Time{}, ""
 	if !g.fencing && g.attempts == 0 {
 		g.raceChecked, g.raceDelay = false, false
@@ -682,6 +691,15 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 			if !slices.Contains(c.peers[n].unseen, name) {
 				g.restart, g.from = true, "no live member heard "+name+" any more"
 				return n + " still hears " + name
+			}
+		}
+	}
+	if d := p.Data; d != nil && d.Guard != nil && d.Guard.Anchored {
+		// the peer's lease counts from a member's declaration of it down:
+		// a member live since the gate started declared it maybe later
+		for _, n := range c.pnames {
+			if q.live[n] && !g.liveAt[n] {
+				g.restart, g.from = true, n+" became live"
 			}
 		}
 	}
