@@ -247,7 +247,7 @@ func (d *Daemon) guardAnswer(j guardJob, rep guard.Reply, err error, maint bool)
 		return
 	}
 	g.applied = j.seq
-	in := node.GuardReported{Now: d.clk.Now()}
+	in := node.GuardReported{Now: d.clk.Now(), NotRenewed: g.why}
 	if err != nil {
 		in.Err = err.Error()
 		if guard.BootNow()-g.spawnedAt > guardRespawnEvery {
@@ -281,7 +281,7 @@ func (d *Daemon) guardAnswer(j guardJob, rep guard.Reply, err error, maint bool)
 }
 
 func sameGuardReport(a, b node.GuardReported) bool {
-	if a.Armed != b.Armed || a.Maintenance != b.Maintenance || a.Err != b.Err || (a.Fired == nil) != (b.Fired == nil) {
+	if a.Armed != b.Armed || a.Maintenance != b.Maintenance || a.Err != b.Err || a.NotRenewed != b.NotRenewed || (a.Fired == nil) != (b.Fired == nil) {
 		return false
 	}
 	return a.Fired == nil || a.Fired.ID == b.Fired.ID && a.Fired.Acked == b.Fired.Acked

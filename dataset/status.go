@@ -184,7 +184,8 @@ type SelfStopInfo struct {
 	// GuardMs is the deadline for a lost node whose guard is armed (with
 	// this node's node.guard_lease), GuardTerms what it is made of,
 	// GuardOneVoteMs its wait after a one-vote arbitrator's grant to this
-	// side alone; zero when node.guard is off here.
+	// side alone (zero for an anchored lease: none); GuardTerms is empty
+	// when node.guard is off here.
 	GuardMs        int64  `json:"guard_ms,omitempty"`
 	GuardTerms     string `json:"guard_terms,omitempty"`
 	GuardOneVoteMs int64  `json:"guard_one_vote_ms,omitempty"`

@@ -81,12 +81,13 @@ func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cf
 // the Ready they produced (the whole of it). The commands:
 //
 //	new NAME members=N1,N2 [write-through] [ready=D] [rejoin=D]
-//	    [quorum=SPLIT_ACTION] [arb=A] [onevote=A] [stonith=N1,N2] [conf=A]
+//	    [quorum=SPLIT_ACTION] [arb=A] [onevote=A] [stonith=N1,N2] [conf=A] [guard=LEASE]
 //	                       cluster.quorum on with that split_action, a
 //	                       plain arbitrator A, a one-vote arbitrator A
 //	                       (weight 1 each; beat 0.5s, arbitrator timeout
 //	                       1s, hb.timeout 3s); conf: the node's configuration
-//	                       digest, A its arbitrators' part (testConf)
+//	                       digest, A its arbitrators' part (testConf); guard: node.guard on
+//	                       with that lease (act 2.5s)
 //	service SVC            (the input lines: the service's TOML config)
 //	start                  the daemon's start
 //	peer N up|down         a heartbeat event about N
@@ -104,6 +105,8 @@ func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cf
 //	                       one-vote arbitrator A answers the last report
 //	                       (silent: no answer within its timeout)
 //	quorum                 the quorum state (svcmon's part, QuorumInfo)
+//	guard [armed] [fired=SVC,..] [not-renewed=WHY]   the guard's answer
+//	                       (GuardReported; WHY's "_" read as spaces)
 //	advance D              the fake clock moves on by D
 //	tick [D]               advance D, then the periodic tick
 //	orchestrate [view]     the decision pass (view: only the view changed)
@@ -287,6 +290,16 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		h.c.OneVoteResult(d.Args[0], g, errText, sent, h.now)
 	case "quorum":
 		return quorumText(h.c.QuorumInfo(h.now), h.c.State()), nil
+	case "guard":
+		in := node.GuardReported{Now: h.now}
+		_, in.Armed = d.Arg("armed")
+		if v, ok := d.Arg("fired"); ok {
+			in.Fired = &node.GuardFiring{ID: "r-" + h.at(h.now), At: h.now, Services: strings.Split(v, ",")}
+		}
+		if v, ok := d.Arg("not-renewed"); ok {
+			in.NotRenewed = strings.ReplaceAll(v, "_", " ")
+		}
+		h.c.Step(in)
 	default:
 		return "", d.Errorf("unknown command")
 	}
@@ -352,6 +365,13 @@ func (h *harness) newCore(d *datadriven.Cmd) (string, error) {
 		if v, ok := d.Arg("stonith"); ok {
 			cfg.Quorum.Stonith = strings.Split(v, ",")
 		}
+	}
+	if v, ok := d.Arg("guard"); ok {
+		lease, err := time.ParseDuration(v)
+		if err != nil {
+			return "", d.Errorf("guard: %v", err)
+		}
+		cfg.Guard = node.GuardConfig{Enabled: true, Lease: lease, Act: 2500 * time.Millisecond}
 	}
 	h.c = node.New(cfg, node.State{})
 	h.disk = h.c.State().Clone()

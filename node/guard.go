@@ -58,7 +58,10 @@ type GuardReported struct {
 	Err string
 	// Fired is the guard's last record (nil: none).
 	Fired *GuardFiring
-	Now   time.Time
+	// NotRenewed says why the driver does not renew the lease now ("":
+	// it does; GuardLease).
+	NotRenewed string
+	Now        time.Time
 }
 
 func (GuardReported) isInput() {}
@@ -68,6 +71,9 @@ type guardState struct {
 	err          string
 	// fired is the id of the last record taken in.
 	fired string
+	// notRenewed: GuardReported.NotRenewed; held the service it holds
+	// back (said once).
+	notRenewed, held string
 }
 
 // GuardReport takes the guard's answer in: a record not taken in yet is
@@ -77,6 +83,9 @@ func (c *Core) GuardReport(in GuardReported) {
 		return
 	}
 	g := &c.guard
+	if g.notRenewed = in.NotRenewed; g.notRenewed == "" {
+		g.held = ""
+	}
 	if f := in.Fired; f != nil && !f.Acked && f.ID != g.fired {
 		g.fired = f.ID
 		c.guardFired(*f, in.Now)
@@ -155,7 +164,8 @@ func (c *Core) GuardEntitled(now time.Time) (ok bool, why string) {
 // (acked: when this node sent the newest one, Heartbeat.Acked) vouches
 // for that send time + the lease, each one-vote arbitrator whose lease
 // this node counts for the end of that lease (its own estimate,
-// quorum.NodeLeaseEnd); the lease ends at the latest time that enough of
+// quorum.NodeLeaseEnd) less the guard's act and a margin
+// (quorum.GuardBeforeGrant); the lease ends at the latest time that enough of
 // them vouch for to make a quorum with this node and the plain
 // arbitrators, never past now + the lease. A member that acknowledged a
 // message sent at a declares this node down no earlier than a +
@@ -183,7 +193,10 @@ func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, boo
 		case !a.OneVote:
 			have += w
 		case c.leaseRuns(a.Name, now):
-			vs = append(vs, voucher{until: c.q.leases[a.Name].until, w: w})
+			// ended early enough for the guard to have acted by the
+			// end of this node's estimate of the arbitrator's lease,
+			// so before any exclusive grant to another side
+			vs = append(vs, voucher{until: c.q.leases[a.Name].until.Add(-quorum.GuardBeforeGrant(lease, c.cfg.Guard.Act)), w: w})
 		}
 	}
 	if 2*have > total {
@@ -209,6 +222,24 @@ func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, boo
 	return time.Time{}, false, "the members that acknowledged this node's beats (and the one-vote arbitrators' leases) do not make a quorum"
 }
 
+// guardHoldsStart reports whether the orchestrator's start of svc here
+// waits: with the quorum on, the driver does not renew the guard's lease
+// (its acknowledged beats are too old, or the node may not run its
+// services). The peers count on that lease having run out; a start now
+// would not be in the guard's kill set, and could run while a peer takes
+// the service over. Said once per service and reason.
+func (c *Core) guardHoldsStart(svc string) bool {
+	g := &c.guard
+	if !c.cfg.Guard.Enabled || !c.quorumOn() || g.notRenewed == "" {
+		return false
+	}
+	if g.held != svc+"\x00"+g.notRenewed {
+		g.held = svc + "\x00" + g.notRenewed
+		c.emit(GuardHeldStart{Svc: svc, Why: g.notRenewed})
+	}
+	return true
+}
+
 // guardInfo is what this node publishes of its guard (nil: not armed).
 func (c *Core) guardInfo() *dataset.GuardInfo {
 	if !c.cfg.Guard.Enabled || !c.guard.armed {
@@ -226,15 +257,15 @@ func (c *Core) GuardState() (armed, maintenance bool, err, lastFired string) {
 // lostStopBound is how long after lost peer d lost its vote (or its
 // one-vote arbitrator lease ended) its services are certainly ended: with
 // its guard armed, the guard's lease and act and a margin
-// (quorum.GuardStop), only the act and the margin when its lease was
-// anchored (it never outlived that arbitrator lease: quorum.GuardAfterGrant);
+// (quorum.GuardStop), nothing when its lease was anchored (its guard
+// acted by the end of its arbitrator lease: GuardLease);
 // without, its stop budget and a beat for a crash to take it down. The
 // takeover gate's one rule for it (updateGates, gateBlocked).
 func (c *Core) lostStopBound(d *dataset.Node) (time.Duration, string) {
 	if d != nil && d.Guard != nil {
 		lease, act := time.Duration(d.Guard.LeaseMs)*time.Millisecond, time.Duration(d.Guard.ActMs)*time.Millisecond
 		if d.Guard.Anchored {
-			return quorum.GuardAfterGrant(lease, act), fmt.Sprintf("its guard's act %s (its anchored lease %s ended with its arbitrator lease)", act, lease)
+			return 0, fmt.Sprintf("nothing more (its anchored guard lease %s ended its act %s and a margin before its arbitrator lease)", lease, act)
 		}
 		return quorum.GuardStop(lease, act), fmt.Sprintf("its guard's lease %s and act %s", lease, act)
 	}
@@ -339,4 +370,18 @@ func (e GuardState) String() string {
 		return "node guard armed"
 	}
 	return "node guard disarmed: it ends nothing"
+}
+
+// GuardHeldStart: the orchestrator's start of a service here waits, the
+// guard's lease not being renewed.
+type GuardHeldStart struct {
+	Svc string `json:"svc"`
+	Why string `json:"why"`
+}
+
+func (GuardHeldStart) Kind() string      { return "guard_held_start" }
+func (e GuardHeldStart) Service() string { return e.Svc }
+func (GuardHeldStart) Level() Level      { return Warn }
+func (e GuardHeldStart) String() string {
+	return "start held: the node guard's lease is not renewed (" + e.Why + "): the peers may be taking the service over"
 }

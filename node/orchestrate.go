@@ -134,6 +134,9 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instance, snap monitor.
 		// (an admin target, a clear or a start --local end it)
 		return
 	}
+	if dec.Action == monitor.ActionStart && c.guardHoldsStart(svc) {
+		return
+	}
 	switch dec.Action {
 	case monitor.ActionStart, monitor.ActionStop:
 		prev := inst.mon.State

@@ -777,8 +777,7 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	}
 	if now.Before(deadline) {
 		c.wakeAt(deadline)
-		if by != "" {
-			_, what := c.lostStopBound(d)
+		if bound, what := c.lostStopBound(d); by != "" && (bound > 0 || !g.oneVoteAt.Before(deadline)) {
 			return fmt.Sprintf("waiting for %s's self-stop: %s granted this side alone, so %s's arbitrator lease ended; %s runs until %s", name,
 				by, name, what, deadline.UTC().Format("15:04:05.000"))
 		}

@@ -47,11 +47,13 @@ func GuardAfterHeard(lease, act, hbTimeout time.Duration) time.Duration {
 	return max(0, GuardStop(lease, act)-hbTimeout+time.Duration(2*ClockRateBound*float64(hbTimeout)))
 }
 
-// GuardAfterGrant is how long after a one-vote arbitrator's exclusive
-// grant to the survivors' side (the lost node's lease at the arbitrator,
-// and so its own earlier estimate of it, had ended) the lost node's guard,
-// whose lease did not outlast that estimate, has certainly ended its
-// services: its act and the margin of the clocks over a lease and an act.
-func GuardAfterGrant(lease, act time.Duration) time.Duration {
+// GuardBeforeGrant is how long before the end of a node's own estimate
+// of a one-vote arbitrator's lease (NodeLeaseEnd) its guard's lease, when
+// anchored on that arbitrator lease, ends: the guard's act, the margin of
+// its timer and the rate bound of the clocks over a lease and an act. The
+// guard has then ended the node's services by that estimate's end, so
+// before the arbitrator can grant another side alone: the survivors wait
+// nothing more after such a grant.
+func GuardBeforeGrant(lease, act time.Duration) time.Duration {
 	return act + LeaseMargin + time.Duration(2*ClockRateBound*float64(lease+act))
 }

@@ -500,12 +500,15 @@ func SelfStopText(ss *dataset.SelfStopInfo) string {
 		terms = strings.Replace(terms, "stop budget "+ms(ss.StopBudgetMs), "stop budget "+ms(ss.StopBudgetMs)+" ("+ss.StopBudgetOf+"'s stop)", 1)
 	}
 	var s string
-	if ss.GuardMs > 0 {
+	if ss.GuardTerms != "" {
 		// the lost node's guard ends its services: the gate counts it
 		// (a node without an armed guard: its stop budget)
 		s = "a lost node's services start here " + ms(ss.GuardMs) + " after it is declared down, then ready_period (its self-stop deadline: " + ss.GuardTerms +
 			"; " + ms(ss.DeadlineMs) + " for a node without an armed guard: " + terms + ")"
-		if ss.OneVote {
+		switch {
+		case ss.OneVote && ss.GuardOneVoteMs == 0:
+			s += "; with a one-vote arbitrator, once it grants this side alone (its guard's lease ended before its arbitrator lease)"
+		case ss.OneVote:
 			s += "; or " + ms(ss.GuardOneVoteMs) + " after the one-vote arbitrator grants this side alone"
 		}
 	} else {
