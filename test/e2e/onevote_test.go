@@ -30,13 +30,21 @@ func newOneVoteBed(t *testing.T) *quorumBed {
 // arbitrator ARGS` in the arbitrator's namespace.
 func newOneVoteBedArb(t *testing.T) (*quorumBed, func(args ...string) testbed.Result) {
 	t.Helper()
+	return newOneVoteBedEdit(t, nil)
+}
+
+// newOneVoteBedEdit is newOneVoteBedArb with each node.toml rewritten by
+// edit (newQuorumBedEdit).
+func newOneVoteBedEdit(t *testing.T, edit func(string) string) (*quorumBed, func(args ...string) testbed.Result) {
+	t.Helper()
 	port, err := testbed.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := newQuorumBed(t, []string{"n1", "n2"}, func(b *chaos.Bed) string {
+	arbConf := func(*chaos.Bed, string) string {
 		return fmt.Sprintf("[arbitrator.a1]\nuri = \"haven://%s:%d\"\ntimeout = \"1s\"\n", oneVoteAddr, port)
-	}, map[string]string{"arb": oneVoteAddr})
+	}
+	q := newQuorumBedEdit(t, []string{"n1", "n2"}, stopOnSplit, arbConf, map[string]string{"arb": oneVoteAddr}, 1, edit)
 	arb := q.oneVoteArbitrator("arb", oneVoteAddr, port)
 	for _, n := range []string{"n1", "n2"} {
 		waitFor(t, 30*time.Second, n+" holds the one-vote arbitrator's lease", func() bool {

@@ -145,10 +145,24 @@ func newQuorumBedWith(t *testing.T, names []string, nodeExtra func(work, name st
 // of each node (name) written by clusterExtra: the files then differ.
 func newQuorumBedEach(t *testing.T, names []string, nodeExtra func(work, name string) string, clusterExtra func(b *chaos.Bed, name string) string, hosts map[string]string, links int) *quorumBed {
 	t.Helper()
+	return newQuorumBedEdit(t, names, nodeExtra, clusterExtra, hosts, links, nil)
+}
+
+// newQuorumBedEdit is newQuorumBedEach with each node.toml rewritten by
+// edit (nil: none) before the daemons start, e.g. the bed's short hb
+// timings replaced by the defaults.
+func newQuorumBedEdit(t *testing.T, names []string, nodeExtra func(work, name string) string, clusterExtra func(b *chaos.Bed, name string) string, hosts map[string]string, links int, edit func(nodeToml string) string) *quorumBed {
+	t.Helper()
 	work := t.TempDir()
 	common := nodeExtra(work, "")
 	b := newNetBedLinks(t, names, common, nil, links)
 	for _, n := range names {
+		if edit != nil {
+			path := filepath.Join(b.nodes[n].root, "etc", "node.toml")
+			old, err := os.ReadFile(path)
+			b.ok(err)
+			b.ok(testbed.WriteNodeToml(b.nodes[n].root, edit(string(old))))
+		}
 		if own := nodeExtra(work, n); own != common {
 			path := filepath.Join(b.nodes[n].root, "etc", "node.toml")
 			old, err := os.ReadFile(path)
