@@ -554,6 +554,7 @@ func (c *core) tick() {
 	}
 	c.ticks++
 	now := c.s.Clock.Now()
+	declared := false
 	for _, name := range c.names {
 		p := c.peers[name]
 		c.checkGapLocked(p, now)
@@ -566,6 +567,7 @@ func (c *core) tick() {
 			c.log.Debug("peer down", zap.String("peer", p.name),
 				zap.Duration("silent", now.Sub(p.heard)), zap.Time("last_heard", p.heard))
 			c.emitLocked(Event{Kind: Down, Node: p.name})
+			declared = true
 		}
 		c.checkSilenceLocked(p, now)
 		c.checkLinksLocked(p, now)
@@ -575,8 +577,16 @@ func (c *core) tick() {
 			c.sendAllLocked(p.name, c.encode(c.beatMessage(true, p)))
 		}
 	}
-	if !now.Before(c.nextBeat) {
+	if declared {
+		// the others learn at once that this node declared a member
+		// down (a beat's unseen): a takeover gate waits until every
+		// live member shows the lost node down; the round's time stays
 		c.sendRoundLocked()
+	}
+	if !now.Before(c.nextBeat) {
+		if !declared {
+			c.sendRoundLocked()
+		}
 		c.nextBeat = now.Add(c.s.beat)
 	}
 	c.drainLocked()

@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -152,5 +153,52 @@ func TestMemAckAnchorHeardWithheldReplayed(t *testing.T) {
 	if a, _ := c.hb["n01"].Acked("n02"); a.Sent.Add(timeout).After(downAt) {
 		t.Fatalf("n02 declared n01 down at %s, yet acknowledged its message sent at %s (less than hb.timeout %s before): a lease anchored on it outlives n02's declaration",
 			downAt.Format("15:04:05.000"), a.Sent.Format("15:04:05.000"), timeout)
+	}
+}
+
+// A member that declares a peer down says so at once in a beat to the
+// others, not at its next round: a survivor's takeover gate of a lost
+// node whose guard's lease is anchored waits until every live member
+// shows that node down (node/quorum.go), and would otherwise wait up to
+// a beat period more. n03 hears n01 a beat longer than n02; n02 learns
+// that n03 declared n01 down within the network delay of n03's
+// declaration.
+func TestMemDeclaredDownSaidAtOnce(t *testing.T) {
+	c := newMemClusterHB(t, 3, 15*time.Second, 5*time.Second)
+	// a network delay: a beat arrives after the receiver's own round,
+	// which is in step with the sender's
+	for _, a := range []string{"n01", "n02", "n03"} {
+		for _, b := range []string{"n01", "n02", "n03"} {
+			if a != b {
+				c.net.SetDelay(a, b, 30*time.Millisecond)
+			}
+		}
+	}
+	c.net.Advance(20 * time.Second)
+	c.collect()
+	c.net.Drop("n01", "n02", true)
+	c.net.Advance(5 * time.Second)
+	c.net.Drop("n01", "n03", true)
+	var downAt, saidAt time.Time
+	for end := c.clk.Now().Add(30 * time.Second); c.clk.Now().Before(end) && saidAt.IsZero(); {
+		c.net.Advance(50 * time.Millisecond)
+		c.collect()
+		for _, ev := range c.evs["n03"] {
+			if ev.Kind == Down && ev.Node == "n01" && downAt.IsZero() {
+				downAt = c.clk.Now()
+			}
+		}
+		for _, ev := range c.evs["n02"] {
+			if ev.Kind == Unseen && ev.Node == "n03" && slices.Contains(ev.Unseen, "n01") && saidAt.IsZero() {
+				saidAt = c.clk.Now()
+			}
+		}
+		c.evs["n02"], c.evs["n03"] = nil, nil
+	}
+	if downAt.IsZero() || saidAt.IsZero() {
+		t.Fatalf("n03 declared n01 down at %v, n02 learnt it at %v", downAt, saidAt)
+	}
+	if d := saidAt.Sub(downAt); d > 200*time.Millisecond {
+		t.Fatalf("n02 learnt that n03 declared n01 down %s after n03 did: want it at once, not at n03's next round", d)
 	}
 }
