@@ -48,6 +48,7 @@ var quorumUses = map[string]quorumUse{
 	"SplitBrain":      quorumDraw,
 	"OneWayLoss":      quorumDraw,
 	"PauseActive":     quorumDraw,
+	"DaemonLoss":      quorumDraw,
 	"NearQuorumPoint": quorumNeed,
 	"LinkFail":        quorumDraw, // with quorum on, no vote either
 }

@@ -157,8 +157,15 @@ func (t *T) afterDeadline(svc, lost, to string, from int, start time.Time, what 
 	want, rule := selfStop, "beat + arbitrator timeout + stop budget + beat"
 	if g := st.Nodes[lost].Guard; g != nil {
 		// its guard ends its services: docs/behaviour.md 3.1
-		want = beat + arbTimeout + quorum.GuardStop(time.Duration(g.LeaseMs)*time.Millisecond, time.Duration(g.ActMs)*time.Millisecond)
+		lease, act := time.Duration(g.LeaseMs)*time.Millisecond, time.Duration(g.ActMs)*time.Millisecond
+		want = beat + arbTimeout + quorum.GuardStop(lease, act)
 		rule = "beat + arbitrator timeout + its guard's lease, act and margin"
+		if g.Anchored {
+			// its lease counted from its newest beat a quorum heard:
+			// the gate counts from every live member's declaration
+			want = quorum.GuardAfterHeard(lease, act, hbTimeout)
+			rule = "its guard's anchored lease, act and margin, less hb.timeout"
+		}
 	}
 	if d := deadline.Sub(since); d < want {
 		return fmt.Errorf("%s's self-stop deadline on %s is %s after it was declared down, want %s (%s)", lost, to, d, want, rule)

@@ -67,6 +67,7 @@ var Tests = []*Test{
 	{"LinkFail", "two links per node: cut one link of a random node (maybe one running a service) for 2 to 5 hb.timeout: the link is reported down and up again, no node is declared down, nobody votes, nothing moves", testLinkFail},
 	{"MixedVersions", "one node on the previous release (-previous): the others stay at feature level 1 with ha on; a service switched to it, then it crashes (its services fail over to the current code), comes back and is switched from: never twice", testMixedVersions},
 	{"DiskFence", "a fencing disk (-disk) and a host without the secret writing it: the owner of a service isolated while its slot is held and every fence block erased, or its host crashed while its recorded beats or an old \"stopped\" block are written back: it stops or is gone before a survivor starts its services, which fail over, never twice", testDiskFence},
+	{"DaemonLoss", "kill -9 or SIGSTOP (25 s) the daemon alone of a node running a service, its apps left running: its guard ends them when its lease runs out, the others take them over after their gate, never twice (the apps' ends journaled by a watcher of /proc outside the cluster); the daemon back says guard_fired", testDaemonLoss},
 	{"ResourceRecover", "kill a service's process: restarted in place within monitor_interval + restart_delay; then make its starts fail there: restarts spent, monitor_action switch moves it", testResourceRecover},
 }
 
