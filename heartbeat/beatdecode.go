@@ -97,6 +97,9 @@ func decodeFlat(b []byte) (*message, bool) {
 			case "dhear":
 				bit = 1 << 19
 				m.DHear, ok = p.uint()
+			case "heard":
+				bit = 1 << 20
+				m.Heard, ok = p.acks()
 			}
 			if !ok || bit == 0 || seen&bit != 0 {
 				return nil, false

@@ -26,12 +26,14 @@ func encodeFlat(m *message) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	for i, e := range m.Ack {
-		if !plain(e.Name) || i > 0 && m.Ack[i-1].Name >= e.Name {
-			return nil, false // json sorts the names (a name twice: left to it)
+	for _, es := range []echoes{m.Ack, m.Heard} {
+		for i, e := range es {
+			if !plain(e.Name) || i > 0 && es[i-1].Name >= e.Name {
+				return nil, false // json sorts the names (a name twice: left to it)
+			}
 		}
 	}
-	b := make([]byte, 0, 160+24*len(m.Ack))
+	b := make([]byte, 0, 160+24*(len(m.Ack)+len(m.Heard)))
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, int64(m.V), 10)
 	b = appendStr(append(b, `,"k":`...), m.Kind)
@@ -78,19 +80,27 @@ func encodeFlat(m *message) ([]byte, bool) {
 		b = strconv.AppendUint(append(b, `,"dhear":`...), m.DHear, 10)
 	}
 	if len(m.Ack) > 0 {
-		b = append(b, `,"ack":{`...)
-		for i, e := range m.Ack {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendStr(b, e.Name)
-			b = strconv.AppendUint(append(b, `:[`...), e.N, 10)
-			b = strconv.AppendUint(append(b, ','), e.Held, 10)
-			b = append(b, ']')
-		}
-		b = append(b, '}')
+		b = appendEchoes(append(b, `,"ack":`...), m.Ack)
+	}
+	if len(m.Heard) > 0 {
+		b = appendEchoes(append(b, `,"heard":`...), m.Heard)
 	}
 	return append(b, '}'), true
+}
+
+// appendEchoes appends es as a JSON object of names to [N, Held].
+func appendEchoes(b []byte, es echoes) []byte {
+	b = append(b, '{')
+	for i, e := range es {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendStr(b, e.Name)
+		b = strconv.AppendUint(append(b, `:[`...), e.N, 10)
+		b = strconv.AppendUint(append(b, ','), e.Held, 10)
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }
 
 // plain tells whether json.Marshal writes s as it is between quotes.

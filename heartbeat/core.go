@@ -114,10 +114,11 @@ type peer struct {
 	// said is what its current run said of its versions (versions.go).
 	said runVersions
 	// echo is the newest message of p received, which this node's beats
-	// echo; ack the newest message of this node p's beats echoed
-	// (echo.go).
-	echo echo
-	ack  Ack
+	// echo (Ack); hecho the newest one counted as heard at its arrival
+	// (Heard); ack the newest message of this node that p's beats echoed
+	// as heard (echo.go).
+	echo, hecho echo
+	ack         Ack
 	// cow is the copy-on-write of data (cow.go).
 	cow cow
 }
@@ -706,7 +707,7 @@ func (c *core) beatMessage(probe bool, to *peer) *message {
 		}
 	}
 	m := &message{Kind: kindBeat, From: c.s.Node, Inc: c.inc, Gen: gen, Dig: c.dig, Unseen: unseen, Probe: probe, Twins: c.twinsLocked(),
-		Ack: c.acksLocked(to)}
+		Ack: c.acksLocked(to), Heard: c.heardAcksLocked(to)}
 	if to != nil {
 		m.Hear, m.Links = c.hearMaskLocked(to)
 		if m.Links > 0 {

@@ -174,19 +174,39 @@ func (c *core) echoOfLocked(p *peer, m *message, now time.Time) {
 	}
 }
 
+// heardOfLocked notes that message m of p, newer than every one heard of
+// its run, was counted as heard at its arrival, now.
+func (c *core) heardOfLocked(p *peer, m *message, now time.Time) {
+	if m.Inc >= p.hecho.inc {
+		p.hecho = echo{inc: m.Inc, n: m.N, at: now}
+	}
+}
+
 // acksLocked is the echo of this node's beat to p (nil: to every peer),
 // sorted by name.
 func (c *core) acksLocked(to *peer) echoes {
+	return c.echoesLocked(to, func(p *peer) echo { return p.echo })
+}
+
+// heardAcksLocked is the echo of the messages counted as heard at their
+// arrival (message.Heard) of this node's beat to p (nil: to every peer).
+func (c *core) heardAcksLocked(to *peer) echoes {
+	return c.echoesLocked(to, func(p *peer) echo { return p.hecho })
+}
+
+// echoesLocked is acksLocked of the echo of.
+func (c *core) echoesLocked(to *peer, of func(*peer) echo) echoes {
 	now := c.s.Clock.Now()
 	var out echoes
 	add := func(p *peer) {
-		if p.echo.n == 0 {
+		e := of(p)
+		if e.n == 0 {
 			return
 		}
 		if out == nil {
 			out = make(echoes, 0, len(c.names))
 		}
-		out = append(out, echoOf{Name: p.name, N: p.echo.n, Held: uint64(max(0, now.Sub(p.echo.at)))})
+		out = append(out, echoOf{Name: p.name, N: e.n, Held: uint64(max(0, now.Sub(e.at)))})
 	}
 	if to != nil {
 		add(to)
@@ -217,8 +237,12 @@ func (c *core) proofLocked(p *peer, m *message, now time.Time) proof {
 		}
 		at = now
 	}
-	if e.N > p.ack.N {
-		p.ack = Ack{N: e.N, Sent: sent, Heard: now}
+	if h, ok := m.Heard.get(c.s.Node); ok && h.N > p.ack.N {
+		// acknowledged as heard at its arrival (Acked): only such an
+		// echo anchors the guard's lease
+		if hs, ok := c.sentAtLocked(h.N); ok {
+			p.ack = Ack{N: h.N, Sent: hs, Heard: now}
+		}
 	}
 	return proof{at: at, ok: true}
 }

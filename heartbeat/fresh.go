@@ -169,12 +169,14 @@ func (c *core) newerLocked(p *peer, m *message, now time.Time, pr proof) (bool, 
 		return false, now
 	}
 	r.n = m.N
+	c.echoOfLocked(p, m, now)
 	ok, at := c.judgeLocked(r, m, now, pr)
 	if ok && !at.Before(now) {
-		// echoed only when heard at its arrival: a member that
-		// acknowledges a message heard its sender after it was sent
-		// (the lease's anchor, echo.go)
-		c.echoOfLocked(p, m, now)
+		// heard at its arrival: echoed as heard too, so that a member
+		// that acknowledges it as heard heard its sender after it was
+		// sent (the guard lease's anchor, echo.go); one dated back or
+		// late is echoed for the delay proofs only
+		c.heardOfLocked(p, m, now)
 	}
 	return ok, at
 }

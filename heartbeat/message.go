@@ -99,7 +99,12 @@ type message struct {
 	// Ack (beats) echoes, per member heard, the newest message of its
 	// run received: its N and how long ago, in nanoseconds by the
 	// sender's clock (echo.go). Older versions ignore the field.
-	Ack   echoes        `json:"ack,omitempty"`
+	Ack echoes `json:"ack,omitempty"`
+	// Heard (beats) echoes, per member, the newest message of its run
+	// that the sender counted as heard at its arrival (not a late one,
+	// nor one dated back by a proved delay): what the node guard's lease
+	// anchors on (Heartbeat.Acked). Older versions ignore the field.
+	Heard echoes        `json:"heard,omitempty"`
 	Node  *dataset.Node `json:"node,omitempty"`
 	Delta *delta        `json:"delta,omitempty"`
 	// ID, Op, Body and Err are those of asks and answers (ask.go).
@@ -178,8 +183,8 @@ func decodeJSON(b []byte) (*message, error) {
 	if m.From == "" {
 		return nil, errors.New("message without sender")
 	}
-	if len(m.Ack) > maxUnseen {
-		return nil, fmt.Errorf("message echoes %d members (at most %d)", len(m.Ack), maxUnseen)
+	if len(m.Ack) > maxUnseen || len(m.Heard) > maxUnseen {
+		return nil, fmt.Errorf("message echoes %d members (at most %d)", max(len(m.Ack), len(m.Heard)), maxUnseen)
 	}
 	switch m.Kind {
 	case kindBeat, kindNeed:
