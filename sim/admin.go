@@ -52,7 +52,7 @@ func (e effects) Publish() {
 func (c *Cluster) coreConfig(n string, compat int, local node.Local) node.Config {
 	nc := &config.NodeConfig{Name: n, MaintenanceGracePeriod: c.opt.MaintenanceGrace, RejoinGracePeriod: c.opt.RejoinGrace,
 		ReadyPeriod: c.opt.ReadyPeriod, ReadyFastAck: c.opt.ReadyFastAck, CheckInterval: c.opt.CheckInterval, MonitorInterval: c.opt.MonitorInterval,
-		HB: config.HBConfig{Timeout: c.opt.HBTimeout, Interval: c.opt.HBInterval}}
+		HB: config.HBConfig{Timeout: c.opt.HBTimeout, Interval: c.opt.HBInterval}, Guard: c.opt.Guard, GuardLease: c.opt.GuardLease}
 	cfg := driver.CoreConfig(nc, c.clusterConfig(n, nc), compat, local, simCodec)
 	cfg.Quorum.Timing.StopBudget = c.stopBudget()
 	return cfg

@@ -33,6 +33,10 @@ type Options struct {
 	ReadyFastAck     bool          // node.ready_fast_ack on every node
 	CheckInterval    time.Duration // check_interval (default 60s)
 	MonitorInterval  time.Duration // monitor_interval (default 5s)
+	// Guard is node.guard on every node (guard.go), GuardLease its
+	// node.guard_lease (default 12s).
+	Guard      bool
+	GuardLease time.Duration
 }
 
 func (o *Options) defaults() {
@@ -50,6 +54,7 @@ func (o *Options) defaults() {
 	def(&o.StopDuration, time.Second)
 	def(&o.CheckInterval, 60*time.Second)
 	def(&o.MonitorInterval, 5*time.Second)
+	def(&o.GuardLease, 12*time.Second)
 }
 
 // Cluster is a simulated cluster: N nodes in one process, one fake clock,
@@ -109,6 +114,9 @@ type Node struct {
 	// tokens are the HAVEN_FENCING_TOKEN of the last start the fake
 	// driver ran, by service (what the app saw).
 	tokens map[string]uint64
+	// guard is the machine's node guard (guard.go): it survives the
+	// daemon, not the machine.
+	guard simGuard
 }
 
 // New returns a cluster of the named nodes; no daemon runs yet.
@@ -236,7 +244,7 @@ func (c *Cluster) settle() {
 		if c.ctx != nil && c.ctx.Err() != nil {
 			return // an abandoned what-if: its state is thrown away
 		}
-		active := false
+		active := c.fireGuards()
 		for _, name := range c.names {
 			if d := c.nodes[name].d; d != nil && d.process() {
 				active = true
@@ -267,6 +275,9 @@ func (c *Cluster) Run(dur time.Duration) {
 				if t := d.due(); t.After(now) && t.Before(next) {
 					next = t
 				}
+			}
+			if g := &c.nodes[name].guard; g.armed && g.until.After(now) && g.until.Before(next) {
+				next = g.until
 			}
 		}
 		c.net.Advance(next.Sub(now))
@@ -316,7 +327,7 @@ func (c *Cluster) Crash(node string) error {
 		return err
 	}
 	c.net.Crash(node)
-	n.d, n.machineUp = nil, false
+	n.d, n.machineUp, n.guard = nil, false, simGuard{}
 	c.running[node] = map[string]bool{}
 	c.logf(node, "", "crashed")
 	c.settle()

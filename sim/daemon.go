@@ -48,6 +48,9 @@ type daemon struct {
 	// the end of a pause (quorum.go)
 	later       []pending
 	pausedUntil time.Time
+
+	// guardLast is the guard's last answer handed to the core (guard.go)
+	guardLast node.GuardReported
 }
 
 // instance is the daemon's runtime of one local service (daemon.instance).
@@ -100,7 +103,7 @@ func (d *daemon) process() bool {
 	if d.paused() {
 		return false
 	}
-	pub := false
+	pub := d.guardStep()
 	after := func() {
 		if d.drv.Pass() {
 			pub = true
@@ -360,6 +363,7 @@ func (d *daemon) readyToExit() bool {
 // exit is the end of daemon.Run: the last state reaches the peers, then the
 // heartbeat closes.
 func (d *daemon) exit() {
+	d.n.guard.armed = false // guard.go: no maintenance lease here
 	d.drv.Publish()
 	d.hb.Close()
 	d.n.d = nil

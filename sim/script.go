@@ -213,7 +213,7 @@ func (r *runner) cluster(args []string) error {
 	durs := map[string]*time.Duration{
 		"hb.timeout": &opt.HBTimeout, "hb.interval": &opt.HBInterval, "ready_period": &opt.ReadyPeriod,
 		"maintenance_grace_period": &opt.MaintenanceGrace, "rejoin_grace_period": &opt.RejoinGrace,
-		"start": &opt.StartDuration, "stop": &opt.StopDuration,
+		"start": &opt.StartDuration, "stop": &opt.StopDuration, "guard_lease": &opt.GuardLease,
 	}
 	for _, a := range args {
 		k, v, kv := strings.Cut(a, "=")
@@ -225,12 +225,12 @@ func (r *runner) cluster(args []string) error {
 			qkv = append(qkv, [2]string{k, v})
 			continue
 		}
-		if k == "ready_fast_ack" {
+		if k == "ready_fast_ack" || k == "guard" {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return fmt.Errorf("cluster: %s: %v", k, err)
 			}
-			opt.ReadyFastAck = b
+			*map[string]*bool{"ready_fast_ack": &opt.ReadyFastAck, "guard": &opt.Guard}[k] = b
 			continue
 		}
 		p := durs[k]
