@@ -60,7 +60,7 @@
 // group commit, roll back). Quorum (cluster line
 // quorum=true split_action=stop), arbitrators,
 // fence commands, one-way loss and daemon pauses are modelled in
-// quorum.go (see there for the script lines); a node action (crash,
+// quorum.go (see there for the script lines), the node guard in guard.go; a node action (crash,
 // reboot) is recorded, not run, and a fence that succeeds powers the
 // fenced machine off. Within one turn the loop's channels are taken in a fixed order
 // (heartbeat events, action ends, step timer, tick), and the daemons take
@@ -80,7 +80,7 @@
 //
 //	cluster n1 n2 n3 [hb.timeout=3s hb.interval=1s ready_period=2s
 //	        maintenance_grace_period=6s rejoin_grace_period=10s start=1s stop=1s
-//	        ready_fast_ack=false]
+//	        ready_fast_ack=false guard=false guard_lease=12s]
 //	node n3 [compat=2] [label.zone=b]
 //	service web nodes=n1,n2,n3 orchestrate=ha [parents=db] [start=5s] ...
 //	        [monitor_action=switch monitor=true restart=2 restart_delay=1s]

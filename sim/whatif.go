@@ -53,6 +53,10 @@ type SnapshotSettings struct {
 	RejoinGrace      Duration `json:"rejoin_grace_period"`
 	Quorum           bool     `json:"quorum,omitempty"`
 	SplitAction      string   `json:"split_action,omitempty"`
+	// Guard and GuardLease are node.guard and node.guard_lease (a
+	// snapshot of an older release: no guard).
+	Guard      bool     `json:"guard,omitempty"`
+	GuardLease Duration `json:"guard_lease,omitempty"`
 	// MonitorInterval and CheckInterval are node.toml's monitor_interval
 	// and check_interval (0 in a snapshot of an older release: the
 	// defaults, 5s and 60s).
@@ -526,7 +530,7 @@ func (s *Snapshot) options() Options {
 	st := s.Settings
 	return Options{HBTimeout: time.Duration(st.HBTimeout), HBInterval: time.Duration(st.HBInterval),
 		ReadyPeriod: time.Duration(st.ReadyPeriod), MaintenanceGrace: time.Duration(st.MaintenanceGrace),
-		RejoinGrace: time.Duration(st.RejoinGrace), ReadyFastAck: st.ReadyFastAck,
+		RejoinGrace: time.Duration(st.RejoinGrace), ReadyFastAck: st.ReadyFastAck, Guard: st.Guard, GuardLease: time.Duration(st.GuardLease),
 		MonitorInterval: time.Duration(st.MonitorInterval), CheckInterval: time.Duration(st.CheckInterval),
 		StartDuration: DefaultActionDuration, StopDuration: DefaultActionDuration}
 }
@@ -556,6 +560,9 @@ func buildFromSnapshot(s *Snapshot) (*Cluster, []string, error) {
 			c.q.split = node.SplitCrash
 		}
 		assumptions = append(assumptions, "cluster.quorum is on; arbitrators and fence commands are not simulated")
+	}
+	if st.Guard {
+		assumptions = append(assumptions, fmt.Sprintf("every node runs the node guard (guard_lease %s): the takeover gates count it as the daemons do", c.opt.GuardLease))
 	}
 	var measured, defaulted []string
 	for _, name := range sortedKeys(s.Services) {

@@ -109,7 +109,7 @@ func TakeSnapshot(c *cli.Context) (*sim.Snapshot, error) {
 	set := sim.SnapshotSettings{HBTimeout: sim.Duration(nc.HB.Timeout), HBInterval: sim.Duration(nc.HB.Interval),
 		ReadyPeriod: sim.Duration(nc.ReadyPeriod), ReadyFastAck: nc.ReadyFastAck,
 		MaintenanceGrace: sim.Duration(nc.MaintenanceGracePeriod), RejoinGrace: sim.Duration(nc.RejoinGracePeriod),
-		Quorum: cc.Quorum, SplitAction: nc.SplitAction,
+		Quorum: cc.Quorum, SplitAction: nc.SplitAction, Guard: nc.Guard, GuardLease: sim.Duration(nc.GuardLease),
 		MonitorInterval: sim.Duration(nc.MonitorInterval), CheckInterval: sim.Duration(nc.CheckInterval)}
 	return sim.SnapshotFromStatus(st, configs, set, time.Now()), nil
 }
