@@ -777,9 +777,15 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	}
 	if now.Before(deadline) {
 		c.wakeAt(deadline)
-		if bound, what := c.lostStopBound(d); by != "" && (bound > 0 || !g.oneVoteAt.Before(deadline)) {
+		bound, what := c.lostStopBound(d)
+		switch {
+		case by != "" && (bound > 0 || !g.oneVoteAt.Before(deadline)):
 			return fmt.Sprintf("waiting for %s's self-stop: %s granted this side alone, so %s's arbitrator lease ended; %s runs until %s", name,
 				by, name, what, deadline.UTC().Format("15:04:05.000"))
+		case by != "":
+			// the grant came before the anchored lease's bound
+			return fmt.Sprintf("waiting for %s's self-stop: %s granted this side alone, so %s's arbitrator lease ended; its guard's anchored lease, act and margin run until %s (counted from %s + %s)", name,
+				by, name, deadline.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), deadline.Sub(g.since))
 		}
 		if !g.since.Equal(g.lostAt) {
 			return fmt.Sprintf("waiting for %s's self-stop deadline at %s (lost at %s; counted from %s, when %s, + %s)", name,
