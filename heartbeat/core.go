@@ -119,6 +119,9 @@ type peer struct {
 	// as heard (echo.go).
 	echo, hecho echo
 	ack         Ack
+	// sendsHeard: p's beats acknowledged messages as heard (message.Heard)
+	// once: it is of this release or later.
+	sendsHeard bool
 	// cow is the copy-on-write of data (cow.go).
 	cow cow
 }

@@ -237,7 +237,17 @@ func (c *core) proofLocked(p *peer, m *message, now time.Time) proof {
 		}
 		at = now
 	}
-	if h, ok := m.Heard.get(c.s.Node); ok && h.N > p.ack.N {
+	if len(m.Heard) > 0 {
+		p.sendsHeard = true
+	}
+	h, ok := m.Heard.get(c.s.Node)
+	if !ok && !p.sendsHeard {
+		// a member of an earlier release acknowledges no message as
+		// heard: its plain echo stands in (it echoes a late message
+		// too: docs/behaviour.md 3.1)
+		h, ok = e, true
+	}
+	if ok && h.N > p.ack.N {
 		// acknowledged as heard at its arrival (Acked): only such an
 		// echo anchors the guard's lease
 		if hs, ok := c.sentAtLocked(h.N); ok {

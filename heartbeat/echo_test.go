@@ -206,3 +206,31 @@ func TestMemDeclaredDownSaidAtOnce(t *testing.T) {
 		t.Fatalf("n02 learnt that n03 declared n01 down %s after n03 did: want it at once, not at n03's next round", d)
 	}
 }
+
+// A member of an earlier release sends no Heard echo: its plain echo
+// stands in for the guard lease's anchor (or a rolling upgrade would leave
+// the upgraded nodes without an anchor, and their guards would end their
+// services). A member that sent Heard once is not read that way again.
+func TestAckOfAnEarlierReleaseStandsIn(t *testing.T) {
+	c := newMemClusterHB(t, 2, 3*time.Second, time.Second)
+	c.net.Advance(5 * time.Second)
+	co := c.hb["n01"].(*memHB).c
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	p := co.peers["n02"]
+	if !p.sendsHeard {
+		t.Fatal("n02, of this release, never sent a Heard echo")
+	}
+	now := co.s.Clock.Now()
+	old := &message{Ack: echoes{{Name: "n01", N: co.nLast}}}
+	p.ack = Ack{}
+	co.proofLocked(p, old, now)
+	if p.ack.N != 0 {
+		t.Fatalf("a member that sends Heard echoes, without one for this node: anchored on its plain echo %+v", p.ack)
+	}
+	p.sendsHeard = false
+	co.proofLocked(p, old, now)
+	if p.ack.N != co.nLast {
+		t.Fatalf("a member of an earlier release: anchor %+v, want its plain echo of %d", p.ack, co.nLast)
+	}
+}
