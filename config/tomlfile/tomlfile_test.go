@@ -48,7 +48,7 @@ func TestLoadNodeDefaults(t *testing.T) {
 			Disk: config.HBDiskConfig{Timeout: 10 * time.Second}},
 		MetricsAllow: []string{},
 		Guard:        true,
-		GuardLease:   7 * time.Second,
+		GuardLease:   12 * time.Second,
 	}
 	if !exportedEqual(c, want) {
 		t.Errorf("LoadNode(missing) = %+v, want %+v", c, want)
