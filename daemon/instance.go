@@ -262,16 +262,6 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 	})
 }
 
-// running reports whether the local instance may run something a stop
-// must end: up or warn, or n/a and started (monitor.EffectiveAvail).
-func (d *Daemon) running(i *instance) bool {
-	_, r := d.core.Status(i.name)
-	return r
-}
-
-// frozen reports whether the instance is frozen (its own flag).
-func (d *Daemon) frozen(name string) bool { return d.core.Frozen(name) }
-
 func (d *Daemon) setFrozen(name string, frozen bool, reason string) {
 	d.drv.Step(node.FrozenSet{Service: name, Frozen: frozen, Reason: reason})
 }
