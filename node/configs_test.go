@@ -260,7 +260,7 @@ func TestEditWaitsForThePeersAndRebases(t *testing.T) {
 	d.drive(t0)
 	announce(c, map[string]dataset.ConfigEntry{"web": entry(ver(90, "n2"), "z\n", map[string]uint64{"n2": 90})}, t0)
 	rd = d.drive(t0)
-	if len(rd.Answers) != 1 || rd.Answers[0].Err == nil || rd.Answers[0].Err.Error() != "web: changed concurrently on n2, retry" {
+	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err == nil || rd.Answers[0].Err.Error() != "web: changed concurrently on n2, retry" {
 		t.Fatalf("got %+v, want a whole-file edit to fail changed concurrently on n2", rd.Answers)
 	}
 

@@ -126,7 +126,7 @@ func TestFailedWriteRollsBackInTheCore(t *testing.T) {
 	}
 	// one that began after waits for nothing
 	b = c.AfterPersist(c.PersistSeq())
-	if rd = c.Ready(); len(rd.Answers) != 1 || rd.Answers[0].Err != nil {
+	if rd = c.Ready(); len(rd.Answers) != 1 || rd.Answers[0].Ticket != b || rd.Answers[0].Err != nil {
 		t.Fatalf("a barrier from after the roll back: %+v", rd.Answers)
 	}
 	// the retry hands the state out again; its write ends the failures

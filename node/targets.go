@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,7 +13,7 @@ import (
 )
 
 // failedf is an error of an answer (exit status 1).
-func failedf(format string, a ...any) error { return errors.New(fmt.Sprintf(format, a...)) }
+func failedf(format string, a ...any) error { return fmt.Errorf(format, a...) }
 
 // Targets lists the admin targets this node knows, for the heartbeats.
 func (c *Core) Targets() map[string]dataset.Target {
