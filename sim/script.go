@@ -440,7 +440,7 @@ func (r *runner) admin(node string, args []string) error {
 		}
 		if action == "set" || action == "unset" {
 			if len(kws) == 0 || local || wait {
-				return fmt.Errorf("svcmgr: want -s SVC %s --kw K[=V] ...", action)
+				return fmt.Errorf("svcmgr: want -s SVC %s and one --kw K[=V] or more", action)
 			}
 			r.answer(r.c.Keyword(node, svc, action, kws))
 			return nil

@@ -222,7 +222,7 @@ func TestWebViewInBrowser(t *testing.T) {
 	}
 	select {
 	case tShown = <-shown:
-	case <-time.After(tKnown.Add(2 * time.Second).Sub(time.Now())):
+	case <-time.After(time.Until(tKnown.Add(2 * time.Second))):
 		t.Fatalf("the open grid did not show web on n2 within 2 s of n2 knowing it; it shows %q", js[string](t, ctx, cellJS("web", "n2")))
 	}
 	lag := tShown.Sub(tKnown)
@@ -271,7 +271,6 @@ func TestWebViewInBrowser(t *testing.T) {
 func TestWebViewTokenOfARealDaemon(t *testing.T) {
 	t.Parallel() // one daemon on ports of its own
 	n := newNode(t, "n1", "")
-	etc := filepath.Join(n.root, "etc")
 	port := freePort(t)
 	setNodeKey(t, n, fmt.Sprintf("web_addr = \"0.0.0.0:%d\"", port))
 	r := n.run("nodemgr", "daemon", "start")
@@ -280,7 +279,7 @@ func TestWebViewTokenOfARealDaemon(t *testing.T) {
 	}
 
 	n = newNode(t, "n1", "")
-	etc = filepath.Join(n.root, "etc")
+	etc := filepath.Join(n.root, "etc")
 	token := "d5b1c0e7a9f24c3e8b6a7d1f"
 	if err := os.WriteFile(filepath.Join(etc, "web.token"), []byte(token+"\n"), 0o644); err != nil {
 		t.Fatal(err)
