@@ -134,13 +134,29 @@ func TestDurableDamagedRefused(t *testing.T) {
 	}
 }
 
+// A state file that exists but cannot be read is an error naming it and
+// the remedy, never an empty state. Root reads a file of any mode: a
+// directory in its place fails the read for every user (EISDIR), and a
+// file of mode 000 too when not root.
 func TestDurableUnreadableRefused(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root reads any file: an unreadable state cannot be made")
+	dir := filepath.Join(t.TempDir(), "state.json")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "state.json")
-	os.WriteFile(path, []byte(oldFormat), 0o000)
-	if _, err := loadDurable(path); err == nil {
-		t.Fatal("an unreadable state file was taken as empty")
+	paths := []string{dir}
+	if os.Geteuid() != 0 {
+		path := filepath.Join(t.TempDir(), "state.json")
+		if err := os.WriteFile(path, []byte(oldFormat), 0o000); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	for _, path := range paths {
+		_, err := loadDurable(path)
+		var ce *config.Error
+		if !errors.As(err, &ce) || ce.File != path || !strings.Contains(err.Error(), "cannot read the state file") ||
+			!strings.Contains(err.Error(), stateRemedy) {
+			t.Fatalf("an unreadable state file %s: %v, want an error naming it, saying why and the remedy", path, err)
+		}
 	}
 }
