@@ -76,7 +76,7 @@ func TestDurableOldFormat(t *testing.T) {
 	}
 }
 
-// Issue 8.5: a damaged state file is refused, naming the file and saying
+// A damaged state file is refused, naming the file and saying
 // what to do; it never loads as "nothing was said".
 func TestDurableDamagedRefused(t *testing.T) {
 	good, err := encodeDurable(sampleDurable())

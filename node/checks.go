@@ -180,7 +180,7 @@ const checkSlots = 12
 // checks of the services of a node run together rather than one at a
 // time: the daemon's own cost of a check is mostly waking up for it, which
 // a batch pays once (200 checks a minute spread evenly cost the daemon
-// twice what they cost started together, docs/benchmarks.md, issue 26). A
+// twice what they cost started together, docs/benchmarks.md). A
 // check never comes later than the interval, nor sooner than a slot less.
 func (c *Core) fullDue(inst *instance) time.Time {
 	due := inst.lastFull.Add(c.cfg.CheckInterval)

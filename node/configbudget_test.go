@@ -68,7 +68,7 @@ func TestPeerConfigsMergedWithinABudget(t *testing.T) {
 	t.Logf("2,000 configs of %d bytes installed in %d turns", len(raw), turns)
 }
 
-// Insider (issue 44, item 10): the texts of the configs a node holds are
+// Insider: the texts of the configs a node holds are
 // bounded in all (100 configs of 500 KiB grew every daemon by 130 MB):
 // a peer's config that would take them over the bound is refused and said,
 // and taken once it fits (a config deleted meanwhile); an edit made here

@@ -10,7 +10,7 @@ import (
 	"haven/dataset"
 )
 
-// Attack (issue 19, item 7): an insider announces a config at version
+// Attack: an insider announces a config at version
 // counter 2^64-1 (and one whose lineage claims edits after its version).
 // Before, the entry won for good and poisoned the Lamport clock: the next
 // edit's version wrapped to 0, was acknowledged at once (counter 0 counted
@@ -74,7 +74,7 @@ func capAt(now time.Time) uint64 {
 	return uint64(now.UnixMilli()) + uint64(VersionLead.Milliseconds())
 }
 
-// Attack (issue 44, item 3): an insider announces a version at exactly the
+// Attack: an insider announces a version at exactly the
 // bound of the counters. With the bound of an earlier release (2^48, taken)
 // every version made after it was beyond the bound and refused by every
 // peer, for good. The bound is the node's clock now: a target at the

@@ -9,7 +9,7 @@ import (
 	"haven/dataset"
 )
 
-// Issue 14 item 4: a node receiving N configs in one full copy installs
+// A node receiving N configs in one full copy installs
 // them one by one (each reported with ConfigDone changes the state). A
 // driver whose state write takes as long as 25 config writes must not be
 // handed a state per config (each encoded in full: O(N) encodings of O(N)

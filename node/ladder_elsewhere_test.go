@@ -114,7 +114,7 @@ func (p *ladderPair) lastRun(name string) Action {
 	return Action{}
 }
 
-// Issue 19 item 1: n2 runs web, its app dies, its restart fails, it gives up
+// n2 runs web, its app dies, its restart fails, it gives up
 // (monitor_action none); the leader n1 starts web; later the app dies on n1.
 // Only n1, where the service runs and ran last, restarts it: n2, whose
 // instance gave up, keeps no expectation to run and orders nothing.

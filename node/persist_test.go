@@ -30,7 +30,7 @@ func asyncCore(name string) *Core {
 	return c
 }
 
-// Issue 9: the core, not the driver, holds an answer and an action until
+// The core, not the driver, holds an answer and an action until
 // the state they rest on is on disk, and releases them on PersistDone.
 func TestAnswersAndActionsWaitForTheWrite(t *testing.T) {
 	c := asyncCore("n1")
@@ -69,7 +69,7 @@ func TestAnswersAndActionsWaitForTheWrite(t *testing.T) {
 	}
 }
 
-// Issue 9: a failed write rolls back to what the file holds (the last
+// A failed write rolls back to what the file holds (the last
 // state written), fails the answers and aborts the actions that waited
 // for it, fails the barrier of a request that began before, keeps the
 // Lamport clock going forward.

@@ -9,7 +9,7 @@ import (
 	"haven/internal/clock"
 )
 
-// Issue 19 item 11: svcmgr start --local where the service runs on another
+// svcmgr start --local where the service runs on another
 // node is refused as restart is (an error, no action: exit 1), naming
 // that node; --force starts the second copy on purpose.
 func TestStartLocalRefusedWhereTheServiceRunsElsewhere(t *testing.T) {

@@ -32,7 +32,7 @@ type app struct {
 // spans many checks at the default check_interval (a minute; when it was
 // a minute too, every check at that interval looked its program up again:
 // 4 stats with systemd's PATH, a third of the daemon's own cost of a
-// check; docs/benchmarks.md, issue 26).
+// check; docs/benchmarks.md).
 const checkLookup = 10 * time.Minute
 
 // checkCmd is the check's command, prepared for the next checks: checks

@@ -1,5 +1,5 @@
-// Package sim is the in-process simulation of a Haven cluster (DESIGN,
-// "Tests, in three rings", ring 2): N nodes in one process, one fake clock
+// Package sim is the in-process simulation of a Haven cluster (the
+// second of the three rings of tests, docs/architecture.md): N nodes in one process, one fake clock
 // (clock.Fake) and the heartbeat's in-memory network
 // (heartbeat.MemNetwork), so that the real heartbeat core decides liveness
 // and carries the data, the real view rules judge the peers, and the real

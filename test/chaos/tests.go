@@ -28,8 +28,8 @@ type PendingTest struct{ Name, Waits string }
 
 // Pending are the tests not run yet, with what they wait for.
 var Pending = []PendingTest{
-	// none: ResourceRecover (issue 10), SplitBrain, OneWayLoss,
-	// NearQuorumPoint and PauseActive (issue 11) run (split.go, ladder.go)
+	// none: ResourceRecover, SplitBrain, OneWayLoss,
+	// NearQuorumPoint and PauseActive run (split.go, ladder.go)
 }
 
 // KnownDefects are runnable tests that fail on the current build because

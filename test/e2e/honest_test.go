@@ -13,7 +13,7 @@ import (
 	"haven/test/testbed"
 )
 
-// Honest results (issue 7 items 4, 5, 7, 8; issue 8 items 9, 10): what the
+// Honest results: what the
 // daemons say about a service is what they know, no more.
 
 // countLines returns the number of lines of a file (0 when missing).

@@ -14,7 +14,7 @@ import (
 	"haven/test/testbed"
 )
 
-// The restart ladder with real daemons on loopback (issue 10): newCluster's
+// The restart ladder with real daemons on loopback: newCluster's
 // monitor_interval is 300ms, hb.timeout 3s, ready_period 2s.
 
 const ladderMonitorInterval = 300 * time.Millisecond

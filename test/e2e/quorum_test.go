@@ -18,7 +18,7 @@ import (
 	"haven/test/testbed"
 )
 
-// Split brain with cluster.quorum on (issue 11), in network namespaces.
+// Split brain with cluster.quorum on, in network namespaces.
 // The test app's start and stop append `<uptime> <node> <svc> start|stop`
 // to one journal file on the host, outside every namespace (the format and
 // the overlap check of chaos/journal.go): a start line before the app
