@@ -45,6 +45,6 @@ run step go test -run XXX -bench Step2000x16 -benchtime 100x -count 5 -benchmem 
 run hb timeout 600 go run ./cmd/hbbench -sizes 3,16 -detect 2,3,16 -timeout 3s -interval 1s
 # Daemons in network namespaces (root only). 500 services
 # (-services 500) do not converge on 16 daemons on this host and take GBs:
-# see docs/benchmarks.md, "Scale in network namespaces"; watch MemAvailable
+# see docs/benchmarks-archive.md, "Scale in network namespaces"; watch MemAvailable
 run scale timeout 1500 $cb netns-scale -nodes 16 -services 100 -changes 30 -runs 3 -timeout 3s -interval 1s
 run scale timeout 1500 $cb netns-scale -nodes 32 -services 10 -changes 30 -runs 3 -settle 30s -timeout 3s -interval 1s

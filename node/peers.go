@@ -16,7 +16,7 @@ import (
 // local data or the view, and at Ready.WakeAt). It is a safety net only:
 // every time-driven decision asks for its own wake-up (WakeAt, NextTick),
 // so it was lengthened from 5 s to 15 s, a third of an idle node's passes
-// (docs/benchmarks.md, "Idle cost"), then to a minute: with 200 services
+// (docs/benchmarks-archive.md, "Idle cost"), then to a minute: with 200 services
 // the pass every 15 s was a tenth of what they cost an idle daemon.
 // Pacemaker's equivalent, cluster-recheck-interval, is 15
 // minutes.

@@ -39,7 +39,7 @@ const checkLookup = 10 * time.Minute
 // run every monitor_interval, and splitting the command line, looking its
 // program up in PATH (a stat per PATH directory) and building the
 // environment each time were most of the daemon's own cost of a check
-// (docs/benchmarks.md, "Cost of a check").
+// (docs/benchmarks-archive.md, "Cost of a check").
 type checkCmd struct {
 	at   time.Time // zero: not prepared
 	argv []string
