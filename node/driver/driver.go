@@ -68,8 +68,10 @@ type Driver struct {
 	// gen counts the changes of the local dataset; stepGen is gen at the
 	// last decision pass, published at the last send.
 	gen, stepGen, published uint64
-	lastStep, stepAt        time.Time
-	badNames                map[string]bool
+	// passes counts the decision passes run (Passes).
+	passes           uint64
+	lastStep, stepAt time.Time
+	badNames         map[string]bool
 	// suspended is the host's suspended time last told to the core
 	// (Resumed), when the clock knows it (clock.Suspender).
 	suspended time.Duration
@@ -281,11 +283,29 @@ func (d *Driver) Orchestrate() {
 	if d.Stopwatch != nil {
 		began = d.Stopwatch.Now()
 	}
+	d.passes++
 	d.Input(node.Pass{Now: d.lastStep, ViewOnly: viewOnly})
 	if d.ObserveDecision != nil && d.Stopwatch != nil {
 		d.ObserveDecision(d.Stopwatch.Now().Sub(began))
 	}
 	d.Apply()
+}
+
+// Passes is the number of decision passes run since the driver was made:
+// a test's barrier (the node looked at the cluster that many times since),
+// and a sign of life of the loop.
+func (d *Driver) Passes() uint64 { return d.passes }
+
+// Quiet reports whether the node acted on all it knows: no change of the
+// local dataset or of the view waits for a decision pass, the dataset is
+// sent, no state write is pending, no action of an instance runs and no
+// wake-up is armed. A quiet node does nothing more until an input comes
+// (a peer's data, an admin's request, a periodic check that finds a
+// change): a test's barrier where the loop runs no pass because nothing
+// changed.
+func (d *Driver) Quiet() bool {
+	return d.gen == d.stepGen && d.gen == d.published && !d.Core.ViewChanged() &&
+		d.Core.Settled() && !d.Core.AnyBusy() && d.stepAt.IsZero()
 }
 
 // armWake arms the wake-up at t (the end of a ready window, a --wait

@@ -362,3 +362,77 @@ func TestArmWakeKeepsADueWake(t *testing.T) {
 		t.Fatalf("after the wake-up: wake at %s, want %s", got.Sub(t0), at.Add(5*time.Second).Sub(t0))
 	}
 }
+
+// Passes counts the decision passes the loop's rule ran: one after a
+// change of the local dataset, none while nothing changed, none once the
+// node is stopping.
+func TestPassesCountsTheDecisionPasses(t *testing.T) {
+	fx := &fakeFx{}
+	d, clk := newDriver(t, fx)
+	d.Pass()
+	p0 := d.Passes()
+	for range 3 {
+		d.Pass()
+	}
+	if d.Passes() != p0 {
+		t.Fatalf("%d passes with nothing changed", d.Passes()-p0)
+	}
+	d.NodeAction("freeze", func(node.Answer) {})
+	d.Pass()
+	if d.Passes() != p0+1 {
+		t.Fatalf("%d passes after a freeze, want 1", d.Passes()-p0)
+	}
+	clk.Advance(time.Second)
+	d.BeginStop("stop")
+	d.Changed()
+	d.Pass()
+	if d.Passes() != p0+1 {
+		t.Fatalf("%d passes once stopping, want none", d.Passes()-p0-1)
+	}
+}
+
+// Quiet holds once the node acted on all it knows: not after a change of
+// its dataset or of its view before the pass, nor while a state write is
+// pending, nor while a wake-up is armed.
+func TestQuietOnceAllIsDecided(t *testing.T) {
+	fx := &fakeFx{}
+	d, clk := newDriver(t, fx)
+	d.Pass()
+	if !d.Quiet() {
+		t.Fatal("not quiet after a pass with nothing since")
+	}
+	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Up, Node: "n2"})
+	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: peerData("n2")})
+	if d.Quiet() {
+		t.Fatal("quiet with a peer's data not yet decided upon")
+	}
+	d.Pass()
+	if !d.Quiet() {
+		t.Fatal("not quiet after the pass over the peer's data")
+	}
+	fx.slow = true
+	d.NodeAction("freeze", func(node.Answer) {})
+	if d.Quiet() {
+		t.Fatal("quiet with a freeze not yet decided upon")
+	}
+	d.Pass()
+	if d.Quiet() {
+		t.Fatal("quiet while the freeze's state write is pending")
+	}
+	fx.slow = false
+	d.Persisted(fx.saved[len(fx.saved)-1], nil)
+	d.Pass()
+	if !d.Quiet() {
+		t.Fatal("not quiet once the freeze is written and decided upon")
+	}
+	d.armWake(clk.Now().Add(time.Second))
+	if d.Quiet() {
+		t.Fatal("quiet with a wake-up armed")
+	}
+	clk.Advance(time.Second)
+	d.Wake()
+	d.Pass()
+	if !d.Quiet() {
+		t.Fatal("not quiet after the wake-up's pass")
+	}
+}
