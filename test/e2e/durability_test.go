@@ -126,11 +126,7 @@ func checkNotSaved(t *testing.T, n *node, cause string) {
 	if st := n.status(); st.Nodes["n1"].Frozen {
 		t.Fatal("after a node freeze that was not saved, the node shows frozen")
 	}
-	var ds api.DaemonStatus
-	if err := json.Unmarshal([]byte(n.must("nodemgr", "daemon", "status", "--format", "json")), &ds); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(ds.StateError, cause) {
+	if ds := n.daemonStatus(); !strings.Contains(ds.StateError, cause) {
 		t.Fatalf("daemon status does not show the state write failure: state_error %q", ds.StateError)
 	}
 	if !strings.Contains(n.must("nodemgr", "daemon", "status"), "not saved") {

@@ -422,7 +422,9 @@ func TestNetnsQuorumArbitratorUnreachableBothStop(t *testing.T) {
 		_, b := q.first("n2", "stop", cut)
 		return a && b
 	})
-	time.Sleep(3 * time.Second) // nothing starts again
+	// nothing starts again: each node looked twice more (a pass comes
+	// every few seconds here: the arbitrator's probes)
+	afterPasses(t, 2, 30*time.Second, c["n1"], c["n2"])
 	if up := chaos.UpAt(q.events()); len(up["web"])+len(up["db"]) != 0 {
 		t.Fatalf("up after the split: %v, want nothing", up)
 	}
@@ -450,7 +452,7 @@ func TestNetnsQuorumFenceFailureBlocks(t *testing.T) {
 	if ex := c["n2"].must("svcmgr", "-s", "web", "explain"); !strings.Contains(ex, "wait fence: n1: fence of n1 failed") {
 		t.Fatalf("svcmgr explain on n2 does not say the takeover waits for the fence:\n%s", ex)
 	}
-	time.Sleep(4 * time.Second) // far past the self-stop deadline: still no start
+	afterPasses(t, 2, 30*time.Second, c["n2"], c["n3"]) // retries of the fence: still no start
 	if _, ok := q.first("n2", "start", cut); ok {
 		t.Fatal("n2 started web while the fence of n1 fails")
 	}
