@@ -269,7 +269,7 @@ func TestNetnsOneVoteArbitratorYoungOwnerCutOff(t *testing.T) {
 	q.noOverlap()
 }
 
-// A VIP in front of the app (the layout): the takeover waits the
+// A VIP in front of the app (the usual layout): the takeover waits the
 // whole service's stop budget after the arbitrator's exclusive grant, and
 // an ip counts its own 5s stop limit, not the 30s of the other resources
 // (which made the takeover 25 s later than the docs said). The gate the
