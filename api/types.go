@@ -59,8 +59,9 @@ type DaemonStatus struct {
 	// decides; "nothing happened" holds only over passes that ran.
 	Passes uint64 `json:"passes"`
 	// Quiet: the node acted on all it knows (no pass due, its data sent,
-	// no write pending, no action running, no wake-up armed): it does
-	// nothing more until something changes. Gen is the generation of its
+	// no write pending, no action running, no wake-up armed, no rule of
+	// the tick watching the clock: quorum, rejoin): it does nothing more
+	// until something changes. Gen is the generation of its
 	// data (a peer holds it all when its peers entry shows the same).
 	Quiet bool   `json:"quiet"`
 	Gen   uint64 `json:"gen"`

@@ -298,14 +298,15 @@ func (d *Driver) Passes() uint64 { return d.passes }
 
 // Quiet reports whether the node acted on all it knows: no change of the
 // local dataset or of the view waits for a decision pass, the dataset is
-// sent, no state write is pending, no action of an instance runs and no
-// wake-up is armed. A quiet node does nothing more until an input comes
-// (a peer's data, an admin's request, a periodic check that finds a
-// change): a test's barrier where the loop runs no pass because nothing
-// changed.
+// sent, no state write is pending, no action of an instance runs, no
+// wake-up is armed and no rule of the tick watches the clock (quorum,
+// rejoin: Core.WatchesClock). A quiet node does nothing more until an
+// input comes (a peer's data, an admin's request, a periodic check that
+// finds a change): a test's barrier where the loop runs no pass because
+// nothing changed.
 func (d *Driver) Quiet() bool {
 	return d.gen == d.stepGen && d.gen == d.published && !d.Core.ViewChanged() &&
-		d.Core.Settled() && !d.Core.AnyBusy() && d.stepAt.IsZero()
+		d.Core.Settled() && !d.Core.AnyBusy() && d.stepAt.IsZero() && !d.Core.WatchesClock()
 }
 
 // armWake arms the wake-up at t (the end of a ready window, a --wait

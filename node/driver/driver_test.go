@@ -391,15 +391,22 @@ func TestPassesCountsTheDecisionPasses(t *testing.T) {
 	}
 }
 
-// Quiet holds once the node acted on all it knows: not after a change of
-// its dataset or of its view before the pass, nor while a state write is
-// pending, nor while a wake-up is armed.
+// Quiet holds once the node acted on all it knows: not in rejoin (a rule
+// of the tick watches the clock), nor after a change of its dataset or of
+// its view before the pass, nor while a state write is pending, nor while
+// a wake-up is armed.
 func TestQuietOnceAllIsDecided(t *testing.T) {
 	fx := &fakeFx{}
 	d, clk := newDriver(t, fx)
 	d.Pass()
+	if d.Quiet() {
+		t.Fatal("quiet in rejoin (its grace ends on a tick)")
+	}
+	clk.Advance(90 * time.Second) // the rejoin grace
+	d.Tick()
+	d.Pass()
 	if !d.Quiet() {
-		t.Fatal("not quiet after a pass with nothing since")
+		t.Fatalf("not quiet after the rejoin and a pass with nothing since (monitor %s)", d.Core.NodeMonitor())
 	}
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Up, Node: "n2"})
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: peerData("n2")})
@@ -411,19 +418,23 @@ func TestQuietOnceAllIsDecided(t *testing.T) {
 		t.Fatal("not quiet after the pass over the peer's data")
 	}
 	fx.slow = true
-	d.NodeAction("freeze", func(node.Answer) {})
+	act := "freeze"
+	if d.Core.NodeFrozen() { // by the rejoin rule: no peer heard in its grace
+		act = "thaw"
+	}
+	d.NodeAction(act, func(node.Answer) {})
 	if d.Quiet() {
-		t.Fatal("quiet with a freeze not yet decided upon")
+		t.Fatalf("quiet with a %s not yet decided upon", act)
 	}
 	d.Pass()
 	if d.Quiet() {
-		t.Fatal("quiet while the freeze's state write is pending")
+		t.Fatalf("quiet while the %s's state write is pending", act)
 	}
 	fx.slow = false
 	d.Persisted(fx.saved[len(fx.saved)-1], nil)
 	d.Pass()
 	if !d.Quiet() {
-		t.Fatal("not quiet once the freeze is written and decided upon")
+		t.Fatalf("not quiet once the %s is written and decided upon", act)
 	}
 	d.armWake(clk.Now().Add(time.Second))
 	if d.Quiet() {

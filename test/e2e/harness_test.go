@@ -135,8 +135,10 @@ func afterPasses(t *testing.T, k uint64, d time.Duration, nodes ...*node) {
 
 // settled returns once nodes are quiet and agree, within d: each acted on
 // all it knows (no decision pass due, no action running, no wake-up
-// armed: api.DaemonStatus.Quiet), each holds the data of the others as
-// they are, and two looks in a row find the same passes and data. What a
+// armed, no quorum or rejoin watching the clock: api.DaemonStatus.Quiet;
+// with the quorum on a node is never quiet), each holds the data of the
+// others as they are, and two looks in a row find the same passes and
+// data. What a
 // test then finds not done, the nodes decided not to do: none of them
 // does anything more until an input comes. A time slept proves nothing of
 // the kind: on a loaded machine a pass may not have run in it, and on an
@@ -151,7 +153,7 @@ func settled(t *testing.T, d time.Duration, nodes ...*node) {
 		for _, n := range nodes {
 			ds := n.daemonStatus()
 			if !ds.Quiet {
-				why = n.name + " not quiet (a pass due, its data not sent, a write pending, an action running or a wake-up armed)"
+				why = n.name + " not quiet (a pass due, its data not sent, a write pending, an action running, a wake-up armed, or the quorum or rejoin watching the clock)"
 				return "", false
 			}
 			gens[n.name], peers[n.name] = ds.Gen, ds.Peers
