@@ -58,6 +58,9 @@ type DaemonStatus struct {
 	// started (full and incremental): a pass looks at the whole view and
 	// decides; "nothing happened" holds only over passes that ran.
 	Passes uint64 `json:"passes"`
+	// Checks is the number of status checks of the local instances ended
+	// since the daemon started (periodic and ordered).
+	Checks uint64 `json:"checks"`
 	// Quiet: the node acted on all it knows (no pass due, its data sent,
 	// no write pending, no action running, no wake-up armed, no rule of
 	// the tick watching the clock: quorum, rejoin): it does nothing more

@@ -241,6 +241,7 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 		ConfDiffers:       d.core.ConfDiffers(),
 		ConfUnchecked:     d.core.ConfUnchecked(),
 		Passes:            d.drv.Passes(),
+		Checks:            d.drv.Checks(),
 		Quiet:             d.drv.Quiet(),
 		Gen:               d.drv.Gen(),
 		StateFailedWrites: d.ps.failures,

@@ -68,8 +68,9 @@ type Driver struct {
 	// gen counts the changes of the local dataset; stepGen is gen at the
 	// last decision pass, published at the last send.
 	gen, stepGen, published uint64
-	// passes counts the decision passes run (Passes).
-	passes           uint64
+	// passes counts the decision passes run (Passes), checks the status
+	// checks ended (Checks).
+	passes, checks   uint64
 	lastStep, stepAt time.Time
 	badNames         map[string]bool
 	// suspended is the host's suspended time last told to the core
@@ -359,5 +360,11 @@ func (d *Driver) CheckNow(svc string) { d.Step(node.CheckOrdered{Service: svc}) 
 
 // CheckDone is the end of a status check the core ordered.
 func (d *Driver) CheckDone(ck node.Check, res map[string]dataset.Resource) {
+	d.checks++
 	d.Step(node.Checked{Check: ck, Resources: res, Now: d.clk.Now()})
 }
+
+// Checks is the number of status checks ended since the driver was made:
+// a test's barrier (the node looked at its instances that many times
+// since; a check is an input that may act, as a restart ladder's).
+func (d *Driver) Checks() uint64 { return d.checks }

@@ -447,3 +447,21 @@ func TestQuietOnceAllIsDecided(t *testing.T) {
 		t.Fatal("not quiet after the wake-up's pass")
 	}
 }
+
+// Checks counts the status checks that ended.
+func TestChecksCountsTheEndedChecks(t *testing.T) {
+	fx := &fakeFx{}
+	d, _ := newDriver(t, fx)
+	c0 := d.Checks()
+	d.CheckNow("web")
+	if len(fx.checks) == 0 {
+		t.Fatal("no check ordered")
+	}
+	if d.Checks() != c0 {
+		t.Fatal("a check counted when ordered")
+	}
+	d.CheckDone(fx.checks[len(fx.checks)-1], map[string]dataset.Resource{})
+	if d.Checks() != c0+1 {
+		t.Fatalf("%d checks counted after one ended", d.Checks()-c0)
+	}
+}

@@ -122,13 +122,28 @@ func (n *node) daemonStatus() api.DaemonStatus {
 // the kind: a loaded machine may run no pass in it.
 func afterPasses(t *testing.T, k uint64, d time.Duration, nodes ...*node) {
 	t.Helper()
+	afterCount(t, "decision passes", func(ds api.DaemonStatus) uint64 { return ds.Passes }, k, d, nodes...)
+}
+
+// afterChecks returns once each of nodes ended k status checks more than
+// when it was called, within d: what a check of a local instance would
+// have done (a restart ladder acts on a check's result), it did not.
+func afterChecks(t *testing.T, k uint64, d time.Duration, nodes ...*node) {
+	t.Helper()
+	afterCount(t, "status checks", func(ds api.DaemonStatus) uint64 { return ds.Checks }, k, d, nodes...)
+}
+
+// afterCount returns once count, read in each node's daemon status, grew
+// by k on each of nodes, within d.
+func afterCount(t *testing.T, what string, count func(api.DaemonStatus) uint64, k uint64, d time.Duration, nodes ...*node) {
+	t.Helper()
 	from := make([]uint64, len(nodes))
 	for i, n := range nodes {
-		from[i] = n.daemonStatus().Passes
+		from[i] = count(n.daemonStatus())
 	}
 	for i, n := range nodes {
-		waitFor(t, d, fmt.Sprintf("%s runs %d decision passes", n.name, k), func() bool {
-			return n.daemonStatus().Passes >= from[i]+k
+		waitFor(t, d, fmt.Sprintf("%s runs %d %s", n.name, k, what), func() bool {
+			return count(n.daemonStatus()) >= from[i]+k
 		})
 	}
 }
