@@ -17,7 +17,7 @@ import (
 // config files off the loop, in order, rebuilds the instances on the loop
 // and reports each with ConfigDone. A file written when the daemon stops
 // before its version is recorded is found at the next start as changed
-// outside Haven: it wins as a new version (node.Core.CheckLocalFile).
+// outside Haven: it wins as a new version (node.LocalFileRead).
 
 // applyConfigs writes (atomically) or removes the config files of the
 // ConfigOps of one Ready of the core in a worker, off the loop, in order,

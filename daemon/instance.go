@@ -88,7 +88,7 @@ func (d *Daemon) loadServices() {
 			d.setInvalid(name, raw, err)
 			continue
 		}
-		d.core.CheckLocalFile(name, raw)
+		d.drv.Input(node.LocalFileRead{Service: name, Raw: raw})
 		d.installInstance(cfg)
 	}
 	// forget durable state of services that no longer exist

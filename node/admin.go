@@ -135,7 +135,7 @@ func targetVerb(t dataset.Target) string {
 // runFor runs an action for the request of ticket tk, answered with ok
 // when it succeeds.
 func (c *Core) runFor(tk Ticket, svc, kind, reason, ok string, now time.Time) {
-	atk, err := c.RunAction(svc, kind, reason, now)
+	atk, err := c.runAction(svc, kind, reason, now)
 	if err != nil {
 		c.answer(Answer{Ticket: tk, Err: err})
 		return
@@ -180,7 +180,7 @@ func (c *Core) AdminNode(action string, now time.Time) Ticket {
 			if _, running := c.Status(svc); !inst.local || !inst.spec.Runnable || !running {
 				continue
 			}
-			atk, err := c.RunAction(svc, "stop", "node drain", now)
+			atk, err := c.runAction(svc, "stop", "node drain", now)
 			if err != nil {
 				d.errs = append(d.errs, err)
 				continue
@@ -230,7 +230,7 @@ func (c *Core) BeginStop(mode string, now time.Time) {
 		for _, inst := range c.ilist {
 			svc := inst.name
 			if _, running := c.Status(svc); inst.local && inst.spec.Runnable && running {
-				c.RunAction(svc, "stop", "daemon shutdown", now)
+				c.runAction(svc, "stop", "daemon shutdown", now)
 			}
 		}
 		return

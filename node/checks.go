@@ -250,7 +250,7 @@ func (c *Core) afterFullCheck(svc string, inst *instance) {
 		// stops what it started, or the daemon would exit with the service
 		// running (found by the chaos suite's SimulStart)
 		if _, running := c.Status(svc); running {
-			c.RunAction(svc, "stop", "daemon shutdown (the start in flight ended)", inst.endAt)
+			c.runAction(svc, "stop", "daemon shutdown (the start in flight ended)", inst.endAt)
 		}
 	}
 }

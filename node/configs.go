@@ -27,7 +27,7 @@ import (
 // atomically, then rebuilds the instance), in order, and reports it with
 // ConfigDone. Only then does the state record the new version (the file
 // is on disk before the state that names its digest: a crash between the
-// two leaves a file the start-up check, CheckLocalFile, adopts as a new
+// two leaves a file the start-up check (LocalFileRead) adopts as a new
 // version) and only once that state is written are the requests answered.
 //
 // An edit accepted here (set, unset, create, edit config: EditConfig) is
@@ -190,12 +190,12 @@ func (c *Core) newEntry(name string, raw []byte) dataset.ConfigEntry {
 	return dataset.ConfigEntry{Version: v, Digest: dataset.ConfigDigest(raw), Includes: inc}
 }
 
-// CheckLocalFile compares a config file read at start-up with the digest
+// checkLocalFile compares a config file read at start-up with the digest
 // recorded for its version. A file that differs was changed outside Haven
 // (a hand edit, a restored backup, or a crash between the write of the
 // file and that of its version): the file on disk wins, as a hand edit
 // would, and gets a new version so that every node converges on it.
-func (c *Core) CheckLocalFile(name string, raw []byte) {
+func (c *Core) checkLocalFile(name string, raw []byte) {
 	ss, known := c.state.Services[name]
 	dig := dataset.ConfigDigest(raw)
 	switch {
@@ -287,7 +287,7 @@ func (c *Core) removeService(name string, v dataset.Version, tk Ticket, now time
 		c.order(&cfgOp{svc: name, entry: dataset.ConfigEntry{Version: v, Deleted: true}, ticket: tk})
 		return
 	}
-	atk, err := c.RunAction(name, "stop", "service deleted", now)
+	atk, err := c.runAction(name, "stop", "service deleted", now)
 	if err != nil {
 		if tk != 0 {
 			c.answer(Answer{Ticket: tk, Err: failedf("not deleted: the stop failed: %v", err)})

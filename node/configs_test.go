@@ -332,11 +332,11 @@ func TestLocalFileChangedOutsideWins(t *testing.T) {
 	c, _ := cfgCore("n1")
 	c.State().Services["web"] = ServiceState{ConfigVersion: ver(3, "n1"), ConfigDigest: dataset.ConfigDigest([]byte("a"))}
 	c.State().Lamport = 3
-	c.CheckLocalFile("web", []byte("a"))
+	c.checkLocalFile("web", []byte("a"))
 	if rd := c.Ready(); rd.Persist != nil {
 		t.Fatal("an unchanged file changed the state")
 	}
-	c.CheckLocalFile("web", []byte("hand edit"))
+	c.checkLocalFile("web", []byte("hand edit"))
 	rd := c.Ready()
 	ss := c.State().Services["web"]
 	if rd.Persist == nil || ss.ConfigVersion.Counter <= 3 || ss.ConfigDigest != dataset.ConfigDigest([]byte("hand edit")) || len(eventsOf[ConfigChangedOutside](rd)) != 1 {

@@ -143,7 +143,7 @@ func New(cfg Config, st State) *Core {
 		compat: true, monitor: dataset.NodeIdle}
 	c.vb.anchor = st.Lamport
 	c.initPeers()
-	c.MarkDurable()
+	c.markDurable()
 	return c
 }
 

@@ -147,13 +147,13 @@ func failStart(t *testing.T, c *Core) {
 func TestClearAppliesOnceAndHere(t *testing.T) {
 	c := newCore("n1")
 	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0] != (Action{Kind: "start", Service: "web", Reason: "test", FencingToken: 1}) {
 		t.Fatalf("got Run %v, want the start of web", rd.Run)
 	}
-	if _, err := c.RunAction("web", "stop", "test", t0); err == nil {
+	if _, err := c.runAction("web", "stop", "test", t0); err == nil {
 		t.Fatal("a second action while one runs was accepted")
 	}
 	failStart(t, c)
@@ -168,7 +168,7 @@ func TestClearAppliesOnceAndHere(t *testing.T) {
 	if got := monitorEvents(c); len(got) != 1 || got[0] != "start failed>idle" {
 		t.Fatalf("got %v, want start failed>idle", got)
 	}
-	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
@@ -202,7 +202,7 @@ func TestWaiterExpiresWithProgress(t *testing.T) {
 func TestStopThatLeavesAResourceUpFails(t *testing.T) {
 	c := newCore("n1")
 	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	tk, err := c.RunAction("web", "stop", "test", t0)
+	tk, err := c.runAction("web", "stop", "test", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestShutdownStopsAStartInFlight(t *testing.T) {
 	c.CheckNow("web")
 	c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	c.Ready()
-	if _, err := c.RunAction("web", "start", "admin start --local", t0); err != nil {
+	if _, err := c.runAction("web", "start", "admin start --local", t0); err != nil {
 		t.Fatal(err)
 	}
 	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0].Kind != "start" {
@@ -379,7 +379,7 @@ func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 func TestNodeRemovedDuringAStartStopsItAfterwards(t *testing.T) {
 	c := newCore("n1")
 	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()

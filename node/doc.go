@@ -39,7 +39,7 @@
 //   - the instances (AddInstance, with what the driver says of them:
 //     local, runnable, monitored): their status (CheckNow, the periodic
 //     checks at Tick, CheckDone: resources, avail with status.Instance),
-//     their monitors, their actions (Ready.Run or RunAction, then
+//     their monitors, their actions (Ready.Run or the input OwnAction, then
 //     ActionDone when the commands end; the action ends after the full
 //     check that follows, a stop that left a resource up fails, and its
 //     ticket is answered), ClearLocal;
@@ -68,7 +68,7 @@
 //     version that won, the deletion (DeleteService, or a peer's
 //     tombstone: the instance stopped first, then the config removed and
 //     the tombstone kept), the check of a file changed outside Haven at
-//     start-up (CheckLocalFile). The core decides and the driver writes:
+//     start-up (the input LocalFileRead). The core decides and the driver writes:
 //     Ready.Configs are the files to write or remove, in order, each
 //     reported with ConfigDone; the state records a version only once its
 //     file is written, and the answers wait for that state on disk. Text
@@ -90,5 +90,5 @@
 // generation, which also triggers a decision pass), the instance stop
 // when this node leaves a running service's nodes (daemon.installInstance),
 // the cluster identity and the heartbeat incarnation (daemon only,
-// written at start-up: MarkDurable).
+// written at start-up: the input Durable).
 package node

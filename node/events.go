@@ -162,7 +162,7 @@ func (e InstanceMonitor) String() string {
 	return string(e.From) + " -> " + string(e.To) + ": " + e.Reason
 }
 
-// ActionBegin: an action ordered (Ready.Run, RunAction).
+// ActionBegin: an action ordered (Ready.Run, OwnAction).
 type ActionBegin struct {
 	Svc    string `json:"svc"`
 	Action string `json:"action"`

@@ -22,7 +22,7 @@ func snapWith(st dataset.NodeStatus, avail dataset.Status) monitor.Snapshot {
 // from its check's end.
 func startOK(t *testing.T, c *Core, reason string) []Event {
 	t.Helper()
-	if _, err := c.RunAction("web", "start", reason, t0); err != nil {
+	if _, err := c.runAction("web", "start", reason, t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
@@ -60,7 +60,7 @@ func TestFailoverAfterRunningElsewhere(t *testing.T) {
 	}
 	// running here forgets; a stop and a start here are no failover
 	c.watchRanElsewhere(snapWith(dataset.NodeDown, dataset.StatusUp))
-	if _, err := c.RunAction("web", "stop", "test", t0); err != nil {
+	if _, err := c.runAction("web", "stop", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()

@@ -33,7 +33,7 @@ func faultCore(t *testing.T, fc *clock.Fake, started bool) *Core {
 	c := New(Config{Name: "n1", MonitorInterval: 5 * time.Second, CheckInterval: time.Minute, WriteThrough: true}, State{})
 	c.AddInstance("web", faultSpec, fc.Now())
 	if started {
-		if _, err := c.RunAction("web", "start", "test", fc.Now()); err != nil {
+		if _, err := c.runAction("web", "start", "test", fc.Now()); err != nil {
 			t.Fatal(err)
 		}
 		c.Ready()
@@ -165,7 +165,7 @@ func TestFatalStartFreezesTheService(t *testing.T) {
 	fc := clock.NewFake(t0)
 	c := New(Config{Name: "n1", MonitorInterval: 5 * time.Second, CheckInterval: time.Minute, WriteThrough: true}, State{})
 	c.AddInstance("web", faultSpec, fc.Now())
-	if _, err := c.RunAction("web", "start", "test", fc.Now()); err != nil {
+	if _, err := c.runAction("web", "start", "test", fc.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
@@ -176,7 +176,7 @@ func TestFatalStartFreezesTheService(t *testing.T) {
 	faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusDown})
 	c.ClearLocal("web", "test", fc.Now())
 	c.Ready()
-	if _, err := c.RunAction("web", "start", "test", fc.Now()); err != nil {
+	if _, err := c.runAction("web", "start", "test", fc.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()

@@ -12,7 +12,7 @@ import (
 // action, checking that the Ready that orders it persists it.
 func maStartToken(t *testing.T, c *Core, now time.Time) uint64 {
 	t.Helper()
-	if _, err := c.RunAction("web", "start", "test", now); err != nil {
+	if _, err := c.runAction("web", "start", "test", now); err != nil {
 		t.Fatal(err)
 	}
 	rd := c.Ready()
@@ -55,7 +55,7 @@ func TestFencingTokenIncreasesPersistsAndReachesStopAndCheck(t *testing.T) {
 		c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusUp}}, clk.Now())
 		c.Ready()
 	}
-	if _, err := c.RunAction("web", "stop", "test", clk.Now()); err != nil {
+	if _, err := c.runAction("web", "stop", "test", clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0].FencingToken != first {
@@ -116,7 +116,7 @@ func TestFencingTokensNeverCollideAcrossNodes(t *testing.T) {
 			}
 			used[tok] = name
 			prev = tok
-			if _, err := c.RunAction("web", "stop", "test", t0); err != nil {
+			if _, err := c.runAction("web", "stop", "test", t0); err != nil {
 				t.Fatal(err)
 			}
 			c.Ready()

@@ -256,13 +256,13 @@ func (c *Core) AnyBusy() bool {
 	return false
 }
 
-// RunAction orders the start or the stop of the local instance of svc
+// runAction orders the start or the stop of the local instance of svc
 // (an admin's --local action, a daemon shutdown, a drain, a deletion):
 // the monitor goes to starting or stopping and Ready.Run carries the
 // order. The ticket is answered when the action ends (Err nil when it
 // succeeded). It fails at once when an action is already in flight or
 // the instance cannot run here.
-func (c *Core) RunAction(svc, kind, reason string, now time.Time) (Ticket, error) {
+func (c *Core) runAction(svc, kind, reason string, now time.Time) (Ticket, error) {
 	inst := c.insts[svc]
 	if inst == nil {
 		return 0, fmt.Errorf("%s: no instance here", svc)

@@ -125,7 +125,7 @@ func TestLadderOnlyWhereTheServiceRanLast(t *testing.T) {
 	// web runs on n2 (an admin start there)
 	n1.SetNodeFrozen(true, "test")
 	p.drain("n1")
-	if _, err := n2.RunAction("web", "start", "test", fc.Now()); err != nil {
+	if _, err := n2.runAction("web", "start", "test", fc.Now()); err != nil {
 		t.Fatal(err)
 	}
 	p.drain("n2")
@@ -194,7 +194,7 @@ func TestLadderNotWhereTheServiceRanBefore(t *testing.T) {
 	n1, n2 := p.nodes["n1"], p.nodes["n2"]
 	n1.SetNodeFrozen(true, "test")
 	p.drain("n1")
-	if _, err := n2.RunAction("web", "start", "test", fc.Now()); err != nil {
+	if _, err := n2.runAction("web", "start", "test", fc.Now()); err != nil {
 		t.Fatal(err)
 	}
 	p.drain("n2")
@@ -265,7 +265,7 @@ func TestExplainGaveUpNodeIsNoCandidate(t *testing.T) {
 	n1, n2 := p.nodes["n1"], p.nodes["n2"]
 	n1.SetNodeFrozen(true, "test")
 	p.drain("n1")
-	if _, err := n2.RunAction("web", "start", "test", fc.Now()); err != nil {
+	if _, err := n2.runAction("web", "start", "test", fc.Now()); err != nil {
 		t.Fatal(err)
 	}
 	p.drain("n2")

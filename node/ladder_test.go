@@ -18,7 +18,7 @@ func startedCore(t *testing.T, fc *clock.Fake, st State) *Core {
 	c := New(Config{Name: "n1", MonitorInterval: 5 * time.Second, CheckInterval: time.Minute, WriteThrough: true}, st)
 	c.AddInstance("web", ladderSpec, fc.Now())
 	if st.Services["web"].LocalExpect == "" {
-		if _, err := c.RunAction("web", "start", "test", fc.Now()); err != nil {
+		if _, err := c.runAction("web", "start", "test", fc.Now()); err != nil {
 			t.Fatal(err)
 		}
 		c.Ready()

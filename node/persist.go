@@ -31,7 +31,7 @@ type persistence struct {
 	handed uint64 // of the last Persist handed out
 	acked  uint64 // the fate of every state up to it is known
 	// onDisk is what the file holds: the state of the last Persist
-	// written (MarkDurable for what the driver wrote itself).
+	// written (Durable for what the driver wrote itself).
 	onDisk State
 	// states is the copy of the state handed out and not acked (one at
 	// most: the write in flight).
@@ -83,10 +83,10 @@ func (c *Core) Settled() bool { return c.ps.acked >= c.ps.seq }
 // RetryPersist).
 func (c *Core) PersistFailing() error { return c.ps.failing }
 
-// MarkDurable records that the state, as it is now, is what the file
+// markDurable records that the state, as it is now, is what the file
 // holds: the driver wrote it itself (the daemon at start-up, its cluster
 // identity and incarnation) or read it back.
-func (c *Core) MarkDurable() {
+func (c *Core) markDurable() {
 	c.ps.onDisk = c.state.Clone()
 }
 

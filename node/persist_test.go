@@ -48,7 +48,7 @@ func TestAnswersAndActionsWaitForTheWrite(t *testing.T) {
 	seq := rd.PersistSeq
 	// a start --local ordered meanwhile waits for the freeze's write too
 	c.SetFrozen("web", false, "test")
-	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	rd = c.Ready()
@@ -89,7 +89,7 @@ func TestFailedWriteRollsBackInTheCore(t *testing.T) {
 	if rd.Persist == nil || tgt.ID == "" {
 		t.Fatalf("no target set: %+v", tgt)
 	}
-	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()

@@ -534,7 +534,7 @@ func (c *Core) splitProgress(now time.Time) {
 			return
 		}
 		if inst.busy == "" && running {
-			c.RunAction(svc, "stop", "quorum lost: split_action stop", now)
+			c.runAction(svc, "stop", "quorum lost: split_action stop", now)
 		}
 		if inst.busy != "" || running {
 			left = append(left, svc)

@@ -146,6 +146,23 @@ type (
 	// InstanceRemoved forgets the instance of a deleted config
 	// (RemoveInstance).
 	InstanceRemoved struct{ Service string }
+	// OwnAction is the driver's own start or stop of the local instance
+	// of Service (a deletion, this node removed from the service's
+	// nodes, a stop after a fence): it has a ticket, answered when the
+	// action ends, or at once when it cannot run (runAction).
+	OwnAction struct {
+		Service, Kind, Reason string
+		Now                   time.Time
+	}
+	// LocalFileRead is a config file read at start-up (checkLocalFile):
+	// one changed outside Haven gets a new version.
+	LocalFileRead struct {
+		Service string
+		Raw     []byte
+	}
+	// Durable says that the state, as it is now, is what the state file
+	// holds: the driver wrote it itself or read it back (markDurable).
+	Durable struct{}
 )
 
 func (Started) isInput()           {}
@@ -174,13 +191,16 @@ func (NodeFrozenSet) isInput()     {}
 func (NodeMonitorSet) isInput()    {}
 func (InstanceInstalled) isInput() {}
 func (InstanceRemoved) isInput()   {}
+func (OwnAction) isInput()         {}
+func (LocalFileRead) isInput()     {}
+func (Durable) isInput()           {}
 func (TargetRequest) isInput()     {}
 func (LocalRequest) isInput()      {}
 func (ConfigRequest) isInput()     {}
 
 // Step takes one input. It returns the ticket of the answer of a request
 // (TargetRequest, LocalRequest, ConfigRequest, NodeAdmin, Deletion,
-// CheckWait, Barrier), zero for the other inputs. What the input asks of
+// CheckWait, Barrier, OwnAction), zero for the other inputs. What the input asks of
 // the driver is in the next Ready.
 func (c *Core) Step(in Input) Ticket {
 	switch in := in.(type) {
@@ -236,6 +256,17 @@ func (c *Core) Step(in Input) Ticket {
 		c.AddInstance(in.Service, in.Spec, in.Now)
 	case InstanceRemoved:
 		c.RemoveInstance(in.Service)
+	case OwnAction:
+		tk, err := c.runAction(in.Service, in.Kind, in.Reason, in.Now)
+		if err != nil {
+			tk = c.newTicket()
+			c.answer(Answer{Ticket: tk, Err: err})
+		}
+		return tk
+	case LocalFileRead:
+		c.checkLocalFile(in.Service, in.Raw)
+	case Durable:
+		c.markDurable()
 	case GuardReported:
 		c.GuardReport(in)
 	case TargetRequest:

@@ -77,8 +77,10 @@ type Driver struct {
 	peerCopies map[string]peerCopy
 
 	// Trace, when set, sees every input the driver hands the core, in
-	// order (to log or replay a run).
-	Trace func(node.Input)
+	// order (to log or replay a run); traceReady every Ready it takes
+	// (Recording).
+	Trace      func(node.Input)
+	traceReady func(node.Ready)
 
 	// ObserveDecision, when set, gets the duration of each decision pass
 	// as measured by Stopwatch (the CPU time of the pass, whatever the
@@ -137,7 +139,7 @@ func (d *Driver) Now() time.Time { return d.clk.Now() }
 // announces, the wake-up, then the config files.
 func (d *Driver) Apply() {
 	for d.Core.HasReady() {
-		rd := d.Core.Ready()
+		rd := d.ready()
 		for p := rd.Persist; p != nil; {
 			if !d.fx.SaveState(rd.PersistSeq, p) {
 				break
@@ -145,7 +147,7 @@ func (d *Driver) Apply() {
 			// written at once: what waited for it is released in this
 			// same pass, in the order of one Ready
 			d.Input(node.Persisted{Seq: rd.PersistSeq, Now: d.clk.Now()})
-			rel := d.Core.Ready()
+			rel := d.ready()
 			p = rel.Persist
 			rd.Append(rel)
 		}
@@ -185,6 +187,15 @@ func (d *Driver) Apply() {
 			d.fx.ApplyConfigs(rd.Configs)
 		}
 	}
+}
+
+// ready takes the core's Ready (seen by a Recording).
+func (d *Driver) ready() node.Ready {
+	rd := d.Core.Ready()
+	if d.traceReady != nil {
+		d.traceReady(rd)
+	}
+	return rd
 }
 
 // Input hands the core one input (seen by Trace) without carrying out

@@ -1,7 +1,10 @@
 package driver
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +64,7 @@ func newDriver(t testing.TB, fx *fakeFx) (*Driver, *clock.Fake) {
 		CheckInterval: time.Minute, MonitorInterval: 5 * time.Second, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
 	cl := &config.ClusterConfig{Name: "c", Nodes: []config.Member{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}}
 	core := node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
-	core.MarkDurable()
+	core.Step(node.Durable{})
 	d := New(core, fx, clk)
 	core.AddInstance("web", node.InstanceSpec{Local: true, Runnable: true}, clk.Now())
 	d.Start()
@@ -227,63 +230,99 @@ func TestAnswerSaysWasFrozen(t *testing.T) {
 
 // Every input reaches the core through Step as a value: a run's inputs,
 // traced, replayed on a new core give the same durable state and the same
-// events.
+// Readies (events, answers, actions, checks, wake-ups, states to write),
+// taken at the same points; and a replay notices any kind of input left
+// out of the trace.
 func TestTracedInputsReplay(t *testing.T) {
 	fx := &fakeFx{}
 	clk := clock.NewFake(t0)
 	nc := &config.NodeConfig{Name: "n1", ReadyPeriod: 2 * time.Second, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
 	cl := &config.ClusterConfig{Name: "c", Nodes: []config.Member{{Name: "n1"}, {Name: "n2"}}}
-	newCore := func() *node.Core {
-		return node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
-	}
-	d := New(newCore(), fx, clk)
-	var traced []node.Input
-	d.Trace = func(in node.Input) { traced = append(traced, in) }
+	cfg := CoreConfig(nc, cl, 1, nil, nil)
+	d := New(node.New(cfg, node.State{}), fx, clk)
+	rec := &Recording{}
+	rec.Record(d)
 	// the shell's own inputs are inputs too: the instance of a config,
-	// the node frozen by the daemon's decision, its monitor
+	// the node frozen by the daemon's decision, its monitor, the state
+	// it wrote itself, a config file read at start-up
 	d.Input(node.InstanceInstalled{Service: "web", Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: t0})
 	d.Input(node.InstanceInstalled{Service: "db", Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: t0})
+	d.Input(node.LocalFileRead{Service: "web", Raw: []byte("[service]\n")})
+	d.Input(node.Durable{})
+	// the first write fails: the core rolls back to what the file holds
+	fx.slow = true
+	d.Step(node.FrozenSet{Service: "web", Frozen: true, Reason: "test"})
+	d.Persisted(1, errors.New("test: disk full"))
+	fx.slow = false
 	d.Start()
 	d.Step(node.NodeFrozenSet{Frozen: true, Reason: "test: the daemon's own freeze"})
 	d.Step(node.NodeFrozenSet{Frozen: false})
 	d.Step(node.FrozenSet{Service: "db", Frozen: true, Reason: "test"})
+	d.RunAction("db", "start", "test: the shell's own start", nil)
+	d.ActionDone("db", "start", nil)
 	d.Input(node.InstanceRemoved{Service: "db"})
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Up, Node: "n2"})
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: peerData("n2")})
 	d.Pass()
-	d.ServiceAction(Request{Service: "web", Action: "freeze", Local: true}, func(node.Answer) {})
 	clk.Advance(time.Second)
 	d.Tick()
+	d.Step(node.NodeFrozenSet{Frozen: false, Reason: "test: thawed"})
 	d.ServiceAction(Request{Service: "web", Action: "start", Nodes: []string{"n1", "n2"}}, func(node.Answer) {})
 	d.Pass()
-	events := strings.Join(fx.log, "\n")
+	clk.Advance(5 * time.Second)
+	d.Tick()
+	d.Pass()
+	// a write that fails: the core rolls back to what the file holds
+	fx.slow = true
+	d.ServiceAction(Request{Service: "web", Action: "freeze", Local: true}, func(node.Answer) {})
+	d.Persisted(fx.saved[len(fx.saved)-1], errors.New("test: disk full"))
+	fx.slow = false
+	clk.Advance(time.Second)
+	d.Tick()
+	d.Pass()
 
-	replay := newCore()
-	rfx := &fakeFx{}
-	for _, in := range traced {
-		replay.Step(in)
-		for replay.HasReady() {
-			rd := replay.Ready()
-			for _, e := range rd.Events {
-				rfx.Event(e)
-			}
-		}
-	}
+	replay, out := rec.Replay(cfg, node.State{})
 	if got, want := fmt.Sprintf("%+v", *replay.State()), fmt.Sprintf("%+v", *d.Core.State()); got != want {
 		t.Fatalf("replayed state:\n%s\nwant:\n%s", got, want)
 	}
-	var evs []string
-	for _, l := range fx.log {
-		if strings.HasPrefix(l, "event ") {
-			evs = append(evs, l)
+	out, want := append(out, queries(replay)...), append(rec.Out(), queries(d.Core)...)
+	if got, want := strings.Join(out, "\n"), strings.Join(want, "\n"); got != want {
+		t.Fatalf("replayed:\n%s\nwant:\n%s", got, want)
+	}
+	kinds := map[string]bool{}
+	for _, in := range rec.Inputs() {
+		kinds[fmt.Sprintf("%T", in)] = true
+	}
+	if len(kinds) < 15 {
+		t.Fatalf("traced %d kinds of input: %v", len(kinds), kinds)
+	}
+	for kind := range kinds {
+		c, out := rec.Without(func(in node.Input) bool { return fmt.Sprintf("%T", in) == kind }).Replay(cfg, node.State{})
+		if slices.Equal(append(out, queries(c)...), want) {
+			t.Errorf("a replay without its %s inputs does the same: the comparison misses them", kind)
 		}
 	}
-	if got := strings.Join(rfx.log, "\n"); got != strings.Join(evs, "\n") {
-		t.Fatalf("replayed events:\n%s\nwant:\n%s\n(run: %s)", got, strings.Join(evs, "\n"), events)
+}
+
+// queries prints what the queries of c answer (the instances, the peer,
+// the node), for a replay to compare.
+func queries(c *node.Core) []string {
+	var out []string
+	for _, svc := range []string{"web", "db"} {
+		inst, ok := c.Instance(svc)
+		out = append(out, fmt.Sprintf("instance %s %v %+v busy=%q", svc, ok, inst, c.Busy(svc)))
 	}
-	if len(traced) < 8 {
-		t.Fatalf("traced %d inputs: %v", len(traced), traced)
+	p, _ := c.Peer("n2")
+	out = append(out, fmt.Sprintf("peer n2 %s", must(json.Marshal(p))), fmt.Sprintf("node %s frozen=%v seq=%d settled=%v failing=%v view=%v",
+		c.NodeMonitor(), c.NodeFrozen(), c.PersistSeq(), c.Settled(), c.PersistFailing(), c.ViewChanged()))
+	return out
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
 	}
+	return b
 }
 
 // A check whose result did not change writes nothing: no state, no event

@@ -89,7 +89,7 @@ func newPeerChangeBench(b *testing.B, n, changes int) *peerChangeBench {
 	loc := &benchLocal{svcs: svcs}
 	core := node.New(CoreConfig(nc, cl, 1, loc, refuseCodec{}), st)
 	loc.core = core
-	core.MarkDurable()
+	core.Step(node.Durable{})
 	fx := &fakeFx{}
 	d := New(core, fx, clk)
 	for name := range svcs {
