@@ -77,10 +77,9 @@ type Driver struct {
 	peerCopies map[string]peerCopy
 
 	// Trace, when set, sees every input the driver hands the core, in
-	// order (to log or replay a run); traceReady every Ready it takes
-	// (Recording).
-	Trace      func(node.Input)
-	traceReady func(node.Ready)
+	// order (to log a run); rec, when set, records the run (Recording).
+	Trace func(node.Input)
+	rec   *Recording
 
 	// ObserveDecision, when set, gets the duration of each decision pass
 	// as measured by Stopwatch (the CPU time of the pass, whatever the
@@ -118,10 +117,21 @@ func (d *Driver) resumed() {
 	}
 	in := node.Resumed{Slept: total - d.suspended, Now: d.clk.Now()}
 	d.suspended = total
+	d.step(in)
+}
+
+// step hands the core one input, seen by Trace and the recording.
+func (d *Driver) step(in node.Input) node.Ticket {
 	if d.Trace != nil {
 		d.Trace(in)
 	}
-	d.Core.Step(in)
+	if d.rec == nil {
+		return d.Core.Step(in)
+	}
+	d.rec.steps = append(d.rec.steps, recStep{in: in})
+	d.rec.inCore = true
+	defer func() { d.rec.inCore = false }()
+	return d.Core.Step(in)
 }
 
 // TickPeriod is the shortest time between two ticks of the loop, and
@@ -191,10 +201,14 @@ func (d *Driver) Apply() {
 
 // ready takes the core's Ready (seen by a Recording).
 func (d *Driver) ready() node.Ready {
-	rd := d.Core.Ready()
-	if d.traceReady != nil {
-		d.traceReady(rd)
+	if d.rec == nil {
+		return d.Core.Ready()
 	}
+	d.rec.inCore = true
+	rd := d.Core.Ready()
+	d.rec.inCore = false
+	d.rec.steps = append(d.rec.steps, recStep{ready: true})
+	d.rec.out = append(d.rec.out, Describe(rd)...)
 	return rd
 }
 
@@ -203,10 +217,7 @@ func (d *Driver) ready() node.Ready {
 // Apply running takes it). It returns the ticket of a request.
 func (d *Driver) Input(in node.Input) node.Ticket {
 	d.resumed()
-	if d.Trace != nil {
-		d.Trace(in)
-	}
-	return d.Core.Step(in)
+	return d.step(in)
 }
 
 // Step hands the core one input, then carries out what it asks.

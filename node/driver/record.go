@@ -24,6 +24,9 @@ type Recording struct {
 	// infos and svcs are the answers of the shell's Local, in order.
 	infos []dataset.Node
 	svcs  []map[string]*config.ServiceConfig
+	// inCore: the core runs an input or hands out a Ready (its reads of
+	// the shell's view are inputs then; a query's are not)
+	inCore bool
 }
 
 // recStep is one entry of a recording: an input, or a Ready taken.
@@ -34,13 +37,7 @@ type recStep struct {
 
 // Record attaches r to d: from now on every input and every Ready of d
 // is recorded.
-func (r *Recording) Record(d *Driver) {
-	d.Trace = func(in node.Input) { r.steps = append(r.steps, recStep{in: in}) }
-	d.traceReady = func(rd node.Ready) {
-		r.steps = append(r.steps, recStep{ready: true})
-		r.out = append(r.out, Describe(rd)...)
-	}
-}
+func (r *Recording) Record(d *Driver) { d.rec = r }
 
 // Inputs are the inputs recorded, in order.
 func (r *Recording) Inputs() []node.Input {
@@ -68,6 +65,9 @@ type recLocal struct {
 
 func (l recLocal) LocalInfo() dataset.Node {
 	n := l.l.LocalInfo()
+	if !l.r.inCore {
+		return n // a query's: no input
+	}
 	l.r.infos = append(l.r.infos, n.Clone())
 	l.r.out = append(l.r.out, "local info")
 	return n
@@ -75,6 +75,9 @@ func (l recLocal) LocalInfo() dataset.Node {
 
 func (l recLocal) LocalServices() map[string]*config.ServiceConfig {
 	s := l.l.LocalServices()
+	if !l.r.inCore {
+		return s
+	}
 	l.r.svcs = append(l.r.svcs, maps.Clone(s))
 	l.r.out = append(l.r.out, "local services")
 	return s
