@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"haven/dataset"
+	"haven/node"
 )
 
 // joinConfigs gives d a peer's full copy of n configs (a node joining a
@@ -71,7 +72,7 @@ func TestStopWritesTheChangesWaitingForTheWriteInFlight(t *testing.T) {
 	d.setFrozen("web", true, "first")
 	d.applyReady()
 	handed := d.ps.handed
-	d.core.SetNodeFrozen(true, "second")
+	d.drv.Input(node.NodeFrozenSet{Frozen: true, Reason: "second"})
 	d.applyReady()
 	if d.ps.handed != handed || d.settled() {
 		t.Fatalf("the second change was handed out while the first is being written (seq %d -> %d)", handed, d.ps.handed)

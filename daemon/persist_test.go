@@ -131,11 +131,11 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 	d.setFrozen("web", true, "test")
 	var waitErr error
 	waited := false
-	tk := d.core.AdminTarget(node.TargetRequest{Service: "web", Action: "stop", Wait: true})
+	tk := d.drv.Input(node.TargetRequest{Service: "web", Action: "stop", Wait: true})
 	d.drv.Await(tk, func(a node.Answer) { waited, waitErr = true, a.Err })
 	tgt := d.dur.Services["web"].Target
 	var saved error = errors.New("not answered")
-	d.drv.Await(d.core.AfterPersist(0), func(a node.Answer) { saved = a.Err })
+	d.drv.Await(d.drv.Input(node.Barrier{From: 0}), func(a node.Answer) { saved = a.Err })
 	if saved == nil || saved.Error() != "not answered" || d.settled() {
 		t.Fatal("a change handed to the persister counts as saved")
 	}
@@ -160,12 +160,12 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 		t.Fatalf("after the roll back: gen %d (was %d), settled %v, failing %v", d.drv.Gen(), gen, d.settled(), d.ps.err)
 	}
 	var since error
-	d.drv.Await(d.core.AfterPersist(0), func(a node.Answer) { since = a.Err })
+	d.drv.Await(d.drv.Input(node.Barrier{From: 0}), func(a node.Answer) { since = a.Err })
 	if since == nil {
 		t.Fatal("an answer whose work began before the roll back reports success")
 	}
 	since = errors.New("not answered")
-	d.drv.Await(d.core.AfterPersist(d.core.PersistSeq()), func(a node.Answer) { since = a.Err })
+	d.drv.Await(d.drv.Input(node.Barrier{From: d.core.PersistSeq()}), func(a node.Answer) { since = a.Err })
 	if since != nil {
 		t.Fatalf("an answer that began after the roll back: %v", since)
 	}
@@ -173,7 +173,7 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 	// the next change is written: the node recovers
 	d.setFrozen("web", true, "again")
 	saved = errors.New("not answered")
-	d.drv.Await(d.core.AfterPersist(d.core.PersistSeq()), func(a node.Answer) { saved = a.Err })
+	d.drv.Await(d.drv.Input(node.Barrier{From: d.core.PersistSeq()}), func(a node.Answer) { saved = a.Err })
 	d.persisted(d.ps.handed, nil, nil)
 	if saved != nil || d.ps.err != nil || !d.dur.Services["web"].Frozen {
 		t.Fatalf("after a good write: %v, failing %v, frozen %v", saved, d.ps.err, d.dur.Services["web"].Frozen)

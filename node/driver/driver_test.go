@@ -66,7 +66,7 @@ func newDriver(t testing.TB, fx *fakeFx) (*Driver, *clock.Fake) {
 	core := node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
 	core.Step(node.Durable{})
 	d := New(core, fx, clk)
-	core.AddInstance("web", node.InstanceSpec{Local: true, Runnable: true}, clk.Now())
+	core.Step(node.InstanceInstalled{Service: "web", Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: clk.Now()})
 	d.Start()
 	return d, clk
 }
@@ -165,7 +165,7 @@ func TestApplyOrderWriteThrough(t *testing.T) {
 	}
 	d.ActionDone("web", "stop", nil)
 	// the check that ends the action
-	d.Core.CheckDone(fx.checks[len(fx.checks)-1], map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, d.Now())
+	d.Core.Step(node.Checked{Check: fx.checks[len(fx.checks)-1], Resources: map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, Now: d.Now()})
 	d.Apply()
 	if len(got) != 1 || got[0].Err != nil || got[0].Result != "stopped and frozen" {
 		t.Fatalf("answer %+v", got)

@@ -93,7 +93,7 @@ func newPeerChangeBench(b *testing.B, n, changes int) *peerChangeBench {
 	fx := &fakeFx{}
 	d := New(core, fx, clk)
 	for name := range svcs {
-		core.AddInstance(name, node.InstanceSpec{Local: true, Runnable: true}, clk.Now())
+		core.Step(node.InstanceInstalled{Service: name, Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: clk.Now()})
 	}
 	d.Start()
 	pc := &peerChangeBench{net: net, hb: hb1, d: d}
