@@ -124,6 +124,9 @@ type Core struct {
 	vb versionBound
 	// q is the quorum's state (quorum.go).
 	q quorumState
+	// disk is the split decision of a node that lost its fencing disk
+	// (disksplit.go).
+	disk diskSplit
 	// guard is what the core knows of the node guard (guard.go).
 	guard guardState
 

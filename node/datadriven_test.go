@@ -248,6 +248,11 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		h.c.PersistDone(seq, nil, h.now)
 	case "retry-persist":
 		h.c.RetryPersist()
+	case "disk":
+		if len(d.Args) != 1 || d.Args[0] != "lost" && d.Args[0] != "ok" {
+			return "", d.Errorf("want lost or ok")
+		}
+		h.c.Step(node.DiskRead{Lost: d.Args[0] == "lost", Now: h.now})
 	case "arbitrator":
 		if len(d.Args) != 2 || d.Args[1] != "ok" && d.Args[1] != "fail" {
 			return "", d.Errorf("want an arbitrator and ok or fail")
@@ -352,6 +357,7 @@ func (h *harness) newCore(d *datadriven.Cmd) (string, error) {
 		if v, ok := d.Arg("stonith"); ok {
 			cfg.Quorum.Stonith = strings.Split(v, ",")
 		}
+		_, cfg.Quorum.DiskFence = d.Arg("diskfence")
 	}
 	h.c = node.New(cfg, node.State{})
 	h.disk = h.c.State().Clone()

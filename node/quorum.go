@@ -43,6 +43,9 @@ type QuorumConfig struct {
 	// means this daemon was paused (SIGSTOP, a VM frozen): its peers may
 	// have declared it down and taken its services over.
 	HBTimeout time.Duration
+	// DiskFence is [hb.disk] fence: a node that loses the disk and the
+	// majority of the members applies its split_action (disksplit.go).
+	DiskFence bool
 	// Stonith are the members that have a [stonith.NODE] fence command:
 	// a survivor fences them before a takeover, and only a fence clears it.
 	Stonith []string
@@ -339,7 +342,10 @@ func (c *Core) updateQuorum(now time.Time) {
 
 // Tick's share of the quorum: the same update (deadlines, backoffs,
 // stalls come with time alone).
-func (c *Core) tickQuorum(now time.Time) { c.updateQuorum(now) }
+func (c *Core) tickQuorum(now time.Time) {
+	c.updateQuorum(now)
+	c.checkDiskSplit(now)
+}
 
 func (c *Core) probeAll(now time.Time) {
 	for _, a := range c.cfg.Quorum.Arbitrators {

@@ -267,6 +267,8 @@ func (c *Core) Step(in Input) Ticket {
 		c.checkLocalFile(in.Service, in.Raw)
 	case Durable:
 		c.markDurable()
+	case DiskRead:
+		c.diskRead(in.Lost, in.Now)
 	case GuardReported:
 		c.GuardReport(in)
 	case TargetRequest:
