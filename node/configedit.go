@@ -135,8 +135,8 @@ func (c *Core) failPending(name string, err error) {
 	}
 }
 
-// PendingEdits counts the edits waiting for the peers' adoption.
-func (c *Core) PendingEdits() int {
+// pendingEdits counts the edits waiting for the peers' adoption.
+func (c *Core) pendingEdits() int {
 	n := 0
 	for _, ps := range c.cd.pending {
 		n += len(ps)

@@ -74,7 +74,7 @@ func (c *Core) checkDiskSplit(now time.Time) {
 	case SplitCrash, SplitReboot:
 		c.splitNodeAction(c.cfg.Quorum.SplitAction, reason)
 	case SplitStop:
-		c.SetNodeFrozen(true, reason+": every local instance stopped, node frozen")
+		c.setNodeFrozen(true, reason+": every local instance stopped, node frozen")
 		for _, inst := range c.ilist {
 			if _, running := c.Status(inst.name); running {
 				c.runAction(inst.name, "stop", reason, now)

@@ -56,7 +56,7 @@ func (e TargetAdopted) String() string {
 	return "target " + e.Target.String() + " adopted from " + e.Target.Version.Origin + " (id " + e.Target.ID + ")"
 }
 
-// TargetReached: the decision core found the target reached; it is
+// targetReached: the decision core found the target reached; it is
 // cleared. Unknown are the service's nodes not heard from.
 type TargetReached struct {
 	Svc     string         `json:"svc"`

@@ -118,7 +118,7 @@ func (c *Core) guardFired(f GuardFiring, now time.Time) {
 			c.emit(InstanceStatus{Svc: svc, From: inst.avail, To: avail, Overall: overall})
 			inst.avail, inst.overall = avail, overall
 		}
-		c.CheckNow(svc)
+		c.checkNow(svc)
 	}
 	c.publish()
 	c.viewChanged = true

@@ -64,7 +64,7 @@ func (c *Core) mergeWhole(from string, d *dataset.Node, now time.Time) {
 
 // remergePeers merges again the whole of every peer's data held, once a
 // state write succeeds after failed ones: what was adopted from a peer
-// while writes failed was undone with them (Restore), and a peer whose
+// while writes failed was undone with them (restore), and a peer whose
 // data does not change sends nothing that would bring it back (a target
 // adopted while the disk was full would be lost here for good). It is
 // what the next data of each peer would merge (the merge era moved on).
