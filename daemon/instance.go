@@ -94,7 +94,7 @@ func (d *Daemon) loadServices() {
 	// forget durable state of services that no longer exist
 	for name := range d.dur.Services {
 		if _, ok := d.services[name]; !ok && d.cfgs.invalid[name] == nil {
-			delete(d.dur.Services, name)
+			d.drv.Input(node.ServiceForgotten{Service: name})
 		}
 	}
 }

@@ -163,40 +163,57 @@ type (
 	// Durable says that the state, as it is now, is what the state file
 	// holds: the driver wrote it itself or read it back (markDurable).
 	Durable struct{}
+	// IdentityRecorded records the cluster this node is a member of
+	// (nil: alone), checked by the driver at start-up against the one
+	// recorded.
+	IdentityRecorded struct{ Cluster *ClusterIdentity }
+	// IncarnationRecorded records the number of this run in the
+	// heartbeat envelope, chosen by the driver at start-up.
+	IncarnationRecorded struct{ Incarnation uint64 }
+	// ServiceKept keeps the durable state of a service whose config is
+	// there but does not parse (created empty when there is none).
+	ServiceKept struct{ Service string }
+	// ServiceForgotten forgets the durable state of a service that has no
+	// config file any more, read at start-up.
+	ServiceForgotten struct{ Service string }
 )
 
-func (Started) isInput()           {}
-func (PeerNews) isInput()          {}
-func (Ticked) isInput()            {}
-func (Woken) isInput()             {}
-func (Resumed) isInput()           {}
-func (Pass) isInput()              {}
-func (Persisted) isInput()         {}
-func (RetryWrite) isInput()        {}
-func (Acted) isInput()             {}
-func (Checked) isInput()           {}
-func (CheckOrdered) isInput()      {}
-func (ConfigWritten) isInput()     {}
-func (MoreConfigs) isInput()       {}
-func (Voted) isInput()             {}
-func (Granted) isInput()           {}
-func (FenceEnded) isInput()        {}
-func (Stopping) isInput()          {}
-func (NodeAdmin) isInput()         {}
-func (Deletion) isInput()          {}
-func (CheckWait) isInput()         {}
-func (Barrier) isInput()           {}
-func (FrozenSet) isInput()         {}
-func (NodeFrozenSet) isInput()     {}
-func (NodeMonitorSet) isInput()    {}
-func (InstanceInstalled) isInput() {}
-func (InstanceRemoved) isInput()   {}
-func (OwnAction) isInput()         {}
-func (LocalFileRead) isInput()     {}
-func (Durable) isInput()           {}
-func (TargetRequest) isInput()     {}
-func (LocalRequest) isInput()      {}
-func (ConfigRequest) isInput()     {}
+func (Started) isInput()             {}
+func (PeerNews) isInput()            {}
+func (Ticked) isInput()              {}
+func (Woken) isInput()               {}
+func (Resumed) isInput()             {}
+func (Pass) isInput()                {}
+func (Persisted) isInput()           {}
+func (RetryWrite) isInput()          {}
+func (Acted) isInput()               {}
+func (Checked) isInput()             {}
+func (CheckOrdered) isInput()        {}
+func (ConfigWritten) isInput()       {}
+func (MoreConfigs) isInput()         {}
+func (Voted) isInput()               {}
+func (Granted) isInput()             {}
+func (FenceEnded) isInput()          {}
+func (Stopping) isInput()            {}
+func (NodeAdmin) isInput()           {}
+func (Deletion) isInput()            {}
+func (CheckWait) isInput()           {}
+func (Barrier) isInput()             {}
+func (FrozenSet) isInput()           {}
+func (NodeFrozenSet) isInput()       {}
+func (NodeMonitorSet) isInput()      {}
+func (InstanceInstalled) isInput()   {}
+func (InstanceRemoved) isInput()     {}
+func (OwnAction) isInput()           {}
+func (LocalFileRead) isInput()       {}
+func (Durable) isInput()             {}
+func (IdentityRecorded) isInput()    {}
+func (IncarnationRecorded) isInput() {}
+func (ServiceKept) isInput()         {}
+func (ServiceForgotten) isInput()    {}
+func (TargetRequest) isInput()       {}
+func (LocalRequest) isInput()        {}
+func (ConfigRequest) isInput()       {}
 
 // Step takes one input. It returns the ticket of the answer of a request
 // (TargetRequest, LocalRequest, ConfigRequest, NodeAdmin, Deletion,
@@ -267,6 +284,19 @@ func (c *Core) Step(in Input) Ticket {
 		c.checkLocalFile(in.Service, in.Raw)
 	case Durable:
 		c.markDurable()
+	case IdentityRecorded:
+		c.state.Cluster = in.Cluster
+		c.persist()
+	case IncarnationRecorded:
+		c.state.Incarnation = in.Incarnation
+		c.persist()
+	case ServiceKept:
+		c.install(in.Service)
+	case ServiceForgotten:
+		if _, ok := c.state.Services[in.Service]; ok {
+			delete(c.state.Services, in.Service)
+			c.persist()
+		}
 	case DiskRead:
 		c.diskRead(in.Lost, in.Now)
 	case GuardReported:

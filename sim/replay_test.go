@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,8 +32,10 @@ func TestReplayScenarios(t *testing.T) {
 			}
 			for i, run := range res.Runs {
 				c, out := run.Rec.Replay(run.Config, run.State.Clone())
-				if got, want := fmt.Sprintf("%+v", *c.State()), fmt.Sprintf("%+v", *run.Core.State()); got != want {
-					t.Fatalf("run %d of %s: replayed state:\n%s\nwant:\n%s", i, run.Node, got, want)
+				got, _ := json.Marshal(c.State())
+				end, _ := json.Marshal(run.Core.State())
+				if string(got) != string(end) {
+					t.Fatalf("run %d of %s: replayed state:\n%s\nwant:\n%s", i, run.Node, got, end)
 				}
 				out, want := append(out, coreQueries(c)...), append(slices.Clone(run.Rec.Out()), coreQueries(run.Core)...)
 				if j := firstMismatch(out, want); j >= 0 {

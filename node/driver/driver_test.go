@@ -248,6 +248,11 @@ func TestTracedInputsReplay(t *testing.T) {
 	d.Input(node.InstanceInstalled{Service: "web", Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: t0})
 	d.Input(node.InstanceInstalled{Service: "db", Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: t0})
 	d.Input(node.LocalFileRead{Service: "web", Raw: []byte("[service]\n")})
+	d.Input(node.IdentityRecorded{Cluster: &node.ClusterIdentity{Name: "c"}})
+	d.Input(node.IncarnationRecorded{Incarnation: 7})
+	d.Input(node.ServiceKept{Service: "bad"})
+	d.Input(node.ServiceKept{Service: "gone"})
+	d.Input(node.ServiceForgotten{Service: "gone"})
 	d.Input(node.Durable{})
 	// the first write fails: the core rolls back to what the file holds
 	fx.slow = true
@@ -282,7 +287,7 @@ func TestTracedInputsReplay(t *testing.T) {
 	d.Pass()
 
 	replay, out := rec.Replay(cfg, node.State{})
-	if got, want := fmt.Sprintf("%+v", *replay.State()), fmt.Sprintf("%+v", *d.Core.State()); got != want {
+	if got, want := string(must(json.Marshal(replay.State()))), string(must(json.Marshal(d.Core.State()))); got != want {
 		t.Fatalf("replayed state:\n%s\nwant:\n%s", got, want)
 	}
 	out, want := append(out, queries(replay)...), append(rec.Out(), queries(d.Core)...)
