@@ -69,6 +69,10 @@ type harness struct {
 	// probes are the send times of the last probe or report ordered to
 	// each arbitrator (the answers of arbitrator and onevote answer it).
 	probes map[string]time.Time
+	// published: a Ready asked to publish the dataset since the cluster
+	// environment last sent it; wakeAt the wake-up asked (cluster_test.go)
+	published bool
+	wakeAt    time.Time
 }
 
 // LocalInfo and LocalServices are the driver's part of the view (Local).
@@ -553,6 +557,7 @@ func (h *harness) ready() string {
 	}
 	if rd.Publish {
 		b.WriteString("publish\n")
+		h.published = true
 	}
 	for _, e := range rd.Events {
 		svc := e.Service()
@@ -610,6 +615,9 @@ func (h *harness) ready() string {
 	}
 	if !rd.WakeAt.IsZero() {
 		fmt.Fprintf(&b, "wake-at %s\n", h.at(rd.WakeAt))
+		if h.wakeAt.IsZero() || rd.WakeAt.Before(h.wakeAt) {
+			h.wakeAt = rd.WakeAt
+		}
 	}
 	if b.Len() == 0 {
 		return "(empty ready)"
