@@ -3,7 +3,6 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,10 +22,7 @@ func TestReplayScenarios(t *testing.T) {
 	for _, file := range scenarios(t) {
 		name := strings.TrimSuffix(filepath.Base(file), ".txt")
 		t.Run(name, func(t *testing.T) {
-			res, err := runScript(filepath.Dir(file), filepath.Base(file), readFile(t, file), true)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := runFileRecorded(t, file, true)
 			if len(res.Runs) == 0 {
 				t.Fatal("no core ran")
 			}
@@ -72,15 +68,6 @@ func at(l []string, i int) string {
 		return l[i]
 	}
 	return "(end)"
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func genOf(d *dataset.Node) uint64 {
