@@ -185,13 +185,13 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 // one handed over is.
 func TestSaveStateSkipsUnchanged(t *testing.T) {
 	d := loopDaemon(t)
-	d.core.StateChanged()
-	d.applyReady()
+	// an input that hands out the state without changing it: the same
+	// incarnation recorded again
+	same := node.IncarnationRecorded{Incarnation: d.dur.Incarnation}
+	d.drv.Step(same)
 	handed := d.ps.handed
-	d.core.StateChanged()
-	d.applyReady()
-	d.core.StateChanged()
-	d.applyReady()
+	d.drv.Step(same)
+	d.drv.Step(same)
 	if d.ps.handed != handed || d.settled() {
 		t.Fatalf("an unchanged state was handed over again: seq %d -> %d (settled %v)", handed, d.ps.handed, d.settled())
 	}

@@ -41,13 +41,6 @@ var driverSurface = []string{
 	"ViewChanged", "Waiters",
 }
 
-// testBypasses are the mutating methods that tests outside package node
-// still call (the daemon's tests of a peer's names and of its state
-// writes): no code may, and this list only shrinks.
-var testBypasses = map[string]bool{
-	"MergeClears": true, "MergeConfigs": true, "MergeTargets": true, "StateChanged": true,
-}
-
 // archPackage is what the test reads of `go list -json`.
 type archPackage struct {
 	ImportPath   string
@@ -102,7 +95,7 @@ func coreCallers(t *testing.T) map[string][]string {
 		return os.Open(f)
 	})
 	uses := map[string][]string{}
-	check := func(path string, dir string, files []string, test bool) {
+	check := func(path string, dir string, files []string) {
 		if len(files) == 0 {
 			return
 		}
@@ -119,7 +112,7 @@ func coreCallers(t *testing.T) map[string][]string {
 		conf.Check(path, fset, parsed, info)
 		for sel, s := range info.Selections {
 			fn, ok := s.Obj().(*types.Func)
-			if !ok || !isCoreMethod(fn) || test && testBypasses[fn.Name()] {
+			if !ok || !isCoreMethod(fn) {
 				continue
 			}
 			pos := fset.Position(sel.Sel.Pos())
@@ -131,9 +124,8 @@ func coreCallers(t *testing.T) map[string][]string {
 		if p.ImportPath == "haven/node" {
 			continue
 		}
-		check(p.ImportPath, p.Dir, p.GoFiles, false)
-		check(p.ImportPath, p.Dir, append(slices.Clone(p.GoFiles), p.TestGoFiles...), true)
-		check(p.ImportPath+"_test", p.Dir, p.XTestGoFiles, true)
+		check(p.ImportPath, p.Dir, append(slices.Clone(p.GoFiles), p.TestGoFiles...))
+		check(p.ImportPath+"_test", p.Dir, p.XTestGoFiles)
 	}
 	for name, l := range uses {
 		sort.Strings(l)

@@ -7,7 +7,7 @@ import (
 	"haven/config"
 )
 
-// mergeBudget bounds the bytes of peer configs one call of MergeConfigs
+// mergeBudget bounds the bytes of peer configs one call of mergeConfigs
 // parses and validates (at least one config is): a peer's full copy may
 // carry thousands of new configs (a node joining a cluster of 2,000
 // services, or a member flooding its peers, up to a message of 16 MB),
@@ -19,7 +19,7 @@ import (
 const mergeBudget = 2 << 20
 
 // mergeMore goes on with the peers' configs left over by the budget of
-// MergeConfigs, from the copies of the peers held now. It returns whether
+// mergeConfigs, from the copies of the peers held now. It returns whether
 // some are still left (call it again, in a later turn).
 func (c *Core) mergeMore(now time.Time) bool {
 	for _, pn := range c.pnames {
@@ -28,7 +28,7 @@ func (c *Core) mergeMore(now time.Time) bool {
 		}
 		delete(c.cd.more, pn)
 		if p := c.peers[pn]; p != nil && p.Data != nil {
-			c.MergeConfigs(pn, p.Data.Configs, now)
+			c.mergeConfigs(pn, p.Data.Configs, now)
 		}
 	}
 	c.checkEdits(now)
@@ -38,7 +38,7 @@ func (c *Core) mergeMore(now time.Time) bool {
 // ConfigMergesLeft tells whether peers' configs wait for mergeMore.
 func (c *Core) ConfigMergesLeft() bool { return len(c.cd.more) > 0 }
 
-// mergeSpent notes that MergeConfigs stopped at its budget on the configs
+// mergeSpent notes that mergeConfigs stopped at its budget on the configs
 // of from.
 func (c *Core) mergeSpent(from string) {
 	if c.cd.more == nil {
@@ -51,7 +51,7 @@ func (c *Core) mergeSpent(from string) {
 // (config.MaxServiceConfigs: what one heartbeat message carries of a
 // member's data): its peers refuse a member's data that holds more, so a
 // node never installs more. An edit made here (editConfig) or a peer's
-// config (MergeConfigs) that would take the texts over the bound is
+// config (mergeConfigs) that would take the texts over the bound is
 // refused, and says so.
 
 // configTexts are the sizes of the texts of the configs this node holds,

@@ -85,7 +85,7 @@ type configDist struct {
 	// deletes are the deletions waiting for the stop of the local
 	// instance, by the ticket of that stop.
 	deletes map[Ticket]deletion
-	// more are the peers whose configs MergeConfigs left over at its
+	// more are the peers whose configs mergeConfigs left over at its
 	// budget, for mergeMore (configbudget.go).
 	more map[string]bool
 }
@@ -449,20 +449,20 @@ func (c *Core) remerge(svc string, now time.Time) {
 			continue
 		}
 		if t, ok := d.Targets[svc]; ok {
-			c.MergeTargets(pn, map[string]dataset.Target{svc: t}, now, func() monitor.Snapshot { return c.Snapshot(now) })
+			c.mergeTargets(pn, map[string]dataset.Target{svc: t}, now, func() monitor.Snapshot { return c.Snapshot(now) })
 		}
 		if cr, ok := d.Clears[svc]; ok {
-			c.MergeClears(pn, map[string]dataset.ClearRequest{svc: cr}, now)
+			c.mergeClears(pn, map[string]dataset.ClearRequest{svc: cr}, now)
 		}
 	}
 }
 
-// MergeConfigs installs the configs of a peer that win over ours. Every
+// mergeConfigs installs the configs of a peer that win over ours. Every
 // node applies the same rule (dataset.ConfigEntry.Wins: the newest
 // version, then the higher digest), so concurrent edits resolve the same
 // way everywhere. The driver has dropped the entries whose names are not
 // valid.
-func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry, now time.Time) {
+func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry, now time.Time) {
 	if c.cfg.Configs == nil {
 		return
 	}

@@ -83,7 +83,7 @@ func TestWaitAnsweredWhenReached(t *testing.T) {
 func TestMergeTargetsNewerWinsAndWitness(t *testing.T) {
 	c := newCore("n1")
 	peer := dataset.Target{Expect: dataset.ExpectStarted, ID: "n2-7", Version: dataset.Version{Counter: 7, Origin: "n2"}}
-	c.MergeTargets("n2", map[string]dataset.Target{"web": peer, "unknown": peer}, t0, noSnap)
+	c.mergeTargets("n2", map[string]dataset.Target{"web": peer, "unknown": peer}, t0, noSnap)
 	rd := c.Ready()
 	if c.Target("web") != peer || rd.Persist == nil || rd.Persist.Lamport != 7 {
 		t.Fatalf("got target %v lamport %d, want the peer's and 7", c.Target("web"), c.State().Lamport)
@@ -93,7 +93,7 @@ func TestMergeTargetsNewerWinsAndWitness(t *testing.T) {
 	}
 	old := peer
 	old.Version.Counter = 3
-	c.MergeTargets("n2", map[string]dataset.Target{"web": old}, t0, noSnap)
+	c.mergeTargets("n2", map[string]dataset.Target{"web": old}, t0, noSnap)
 	if c.Target("web") != peer {
 		t.Fatalf("an older target replaced a newer one: %v", c.Target("web"))
 	}
@@ -164,7 +164,7 @@ func TestClearAppliesOnceAndHere(t *testing.T) {
 		t.Fatal("start failed not recorded in the durable state")
 	}
 	cr := dataset.ClearRequest{Version: dataset.Version{Counter: 20, Origin: "n2"}}
-	c.MergeClears("n2", map[string]dataset.ClearRequest{"web": cr}, t0)
+	c.mergeClears("n2", map[string]dataset.ClearRequest{"web": cr}, t0)
 	if got := monitorEvents(c); len(got) != 1 || got[0] != "start failed>idle" {
 		t.Fatalf("got %v, want start failed>idle", got)
 	}
@@ -174,7 +174,7 @@ func TestClearAppliesOnceAndHere(t *testing.T) {
 	c.Ready()
 	failStart(t, c)
 	c.Ready()
-	c.MergeClears("n2", map[string]dataset.ClearRequest{"web": cr}, t0)
+	c.mergeClears("n2", map[string]dataset.ClearRequest{"web": cr}, t0)
 	if got := monitorEvents(c); len(got) != 0 {
 		t.Fatalf("a clear applied twice: %v", got)
 	}

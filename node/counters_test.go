@@ -36,8 +36,8 @@ func TestInsaneCountersRefused(t *testing.T) {
 			t.Fatalf("entry %+v moved the Lamport clock to %d", evil.Version, l)
 		}
 	}
-	c.MergeTargets("n2", map[string]dataset.Target{"web": {Expect: dataset.ExpectStopped, ID: "x", Version: ver(math.MaxUint64, "n2")}}, t0, nil)
-	c.MergeClears("n2", map[string]dataset.ClearRequest{"web": {Version: ver(math.MaxUint64, "n2")}}, t0)
+	c.mergeTargets("n2", map[string]dataset.Target{"web": {Expect: dataset.ExpectStopped, ID: "x", Version: ver(math.MaxUint64, "n2")}}, t0, nil)
+	c.mergeClears("n2", map[string]dataset.ClearRequest{"web": {Version: ver(math.MaxUint64, "n2")}}, t0)
 	if ss := c.State().Services["web"]; ss.Target.Version.Counter != 0 || ss.Clear.Version.Counter != 0 || c.State().Lamport != 5 {
 		t.Fatalf("a target or clear at 2^64-1 was taken: %+v lamport %d", ss, c.State().Lamport)
 	}
@@ -90,15 +90,15 @@ func TestCounterAtTheBoundFreezesNothing(t *testing.T) {
 	evil := dataset.Target{Expect: dataset.ExpectNone, ID: "evil", Version: ver(bound, "n3")}
 	beyond := dataset.Target{Expect: dataset.ExpectStopped, ID: "evil2", Version: ver(bound+1, "n3")}
 	for _, c := range []*Core{n1, n2} {
-		c.MergeTargets("n3", map[string]dataset.Target{"web": beyond}, t0, noSnap)
+		c.mergeTargets("n3", map[string]dataset.Target{"web": beyond}, t0, noSnap)
 		if r := eventsOf[VersionRefused](c.Ready()); len(r) != 1 || r[0].Counter != bound+1 || !strings.Contains(r[0].Err, "ahead of this node's clock") {
 			t.Fatalf("%s: got refusals %+v, want the target beyond the bound said", c.name(), r)
 		}
-		c.MergeTargets("n3", map[string]dataset.Target{"web": beyond}, t0, noSnap)
+		c.mergeTargets("n3", map[string]dataset.Target{"web": beyond}, t0, noSnap)
 		if r := eventsOf[VersionRefused](c.Ready()); len(r) != 0 {
 			t.Fatalf("%s: the same refusal said again: %+v", c.name(), r)
 		}
-		c.MergeTargets("n3", map[string]dataset.Target{"web": evil}, t0, noSnap)
+		c.mergeTargets("n3", map[string]dataset.Target{"web": evil}, t0, noSnap)
 		c.Ready()
 		if c.Target("web").ID != "evil" || c.State().Lamport != bound {
 			t.Fatalf("%s: target %+v lamport %d, want the insider's at the bound taken", c.name(), c.Target("web"), c.State().Lamport)
@@ -113,7 +113,7 @@ func TestCounterAtTheBoundFreezesNothing(t *testing.T) {
 	if frz.Version.Counter != bound+1 {
 		t.Fatalf("n1's freeze at %d, want %d", frz.Version.Counter, bound+1)
 	}
-	n2.MergeTargets("n1", map[string]dataset.Target{"web": frz}, now, noSnap)
+	n2.mergeTargets("n1", map[string]dataset.Target{"web": frz}, now, noSnap)
 	if r := eventsOf[VersionRefused](n2.Ready()); len(r) != 0 || n2.Target("web") != frz {
 		t.Fatalf("n2: target %+v refusals %+v, want n1's freeze taken", n2.Target("web"), r)
 	}
@@ -125,7 +125,7 @@ func TestCounterAtTheBoundFreezesNothing(t *testing.T) {
 func TestLocalVersionRefusedAheadOfTheClock(t *testing.T) {
 	c := newCore("n1")
 	bound := capAt(t0)
-	c.MergeTargets("n2", map[string]dataset.Target{"web": {Expect: dataset.ExpectNone, ID: "x", Version: ver(bound, "n2")}}, t0, noSnap)
+	c.mergeTargets("n2", map[string]dataset.Target{"web": {Expect: dataset.ExpectNone, ID: "x", Version: ver(bound, "n2")}}, t0, noSnap)
 	c.Ready()
 	tk := c.adminTarget(TargetRequest{Service: "web", Action: "freeze", Now: t0})
 	a := answers(c)[tk]
@@ -196,7 +196,7 @@ func TestCountersPastTheClockGoOn(t *testing.T) {
 			n1.targetReached("web", nil, noSnap())
 			n1.Ready()
 		}
-		n2.MergeTargets("n1", n1.Targets(), now, noSnap)
+		n2.mergeTargets("n1", n1.Targets(), now, noSnap)
 		if r := eventsOf[VersionRefused](n2.Ready()); len(r) != 0 || n2.Target("web") != n1.Target("web") {
 			t.Fatalf("n2: refusals %+v target %+v, want n1's %+v", r, n2.Target("web"), n1.Target("web"))
 		}
@@ -206,7 +206,7 @@ func TestCountersPastTheClockGoOn(t *testing.T) {
 	}
 	// and never further than the lead ahead of where they started
 	far := dataset.Target{Expect: dataset.ExpectStopped, ID: "far", Version: ver(1<<48+uint64((VersionLead+time.Hour).Milliseconds()), "n3")}
-	n2.MergeTargets("n3", map[string]dataset.Target{"web": far}, now, noSnap)
+	n2.mergeTargets("n3", map[string]dataset.Target{"web": far}, now, noSnap)
 	if n2.Target("web").ID == "far" {
 		t.Fatal("a counter an hour past the run's own was taken")
 	}

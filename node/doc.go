@@ -36,7 +36,7 @@
 //     the peers' data;
 //   - admin targets and clear requests: adminTarget (start, stop,
 //     switch, ..., abort, clear, with or without --wait), setTarget,
-//     MergeTargets and MergeClears (newer logical version wins; a target
+//     mergeTargets and mergeClears (newer logical version wins; a target
 //     or clear of a service unknown here is not adopted), targetReached
 //     and noteTargetFailed (from the decisions), expireWaiters;
 //   - the --wait callers, as tickets;

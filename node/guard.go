@@ -70,9 +70,9 @@ type guardState struct {
 	fired string
 }
 
-// GuardReport takes the guard's answer in: a record not taken in yet is
+// guardReport takes the guard's answer in: a record not taken in yet is
 // acted on first (GuardFired); a change of the armed state is published.
-func (c *Core) GuardReport(in GuardReported) {
+func (c *Core) guardReport(in GuardReported) {
 	if !c.cfg.Guard.Enabled {
 		return
 	}

@@ -109,7 +109,7 @@ func (c *Core) start(now time.Time) {
 }
 
 // heartbeat takes a heartbeat event: the peer's status, its data (configs,
-// targets and clears newer than ours are adopted: MergeConfigs first),
+// targets and clears newer than ours are adopted: mergeConfigs first),
 // then compat and rejoin; the edits waiting for the peers' adoption are
 // looked at again.
 func (c *Core) heartbeat(ev PeerEvent, now time.Time) {

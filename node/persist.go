@@ -250,8 +250,3 @@ func (c *Core) hold(r *Ready) {
 	r.Ordered = r.Run
 	r.Answers, r.Run, r.NodeActions = nil, nil, nil
 }
-
-// StateChanged tells the core that the driver changed the durable state
-// it holds in place: the next Ready persists it, and the answers that
-// follow wait for it.
-func (c *Core) StateChanged() { c.persist() }

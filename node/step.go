@@ -300,7 +300,7 @@ func (c *Core) Step(in Input) Ticket {
 	case DiskRead:
 		c.diskRead(in.Lost, in.Now)
 	case GuardReported:
-		c.GuardReport(in)
+		c.guardReport(in)
 	case TargetRequest:
 		return c.adminTarget(in)
 	case LocalRequest:

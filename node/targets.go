@@ -53,13 +53,13 @@ func (c *Core) setTarget(svc string, t dataset.Target) dataset.Target {
 	return t
 }
 
-// MergeTargets adopts the targets of peer from that are newer than ours:
+// mergeTargets adopts the targets of peer from that are newer than ours:
 // the logical version decides, never a wall clock. A target whose counter
 // is ahead of this node's clock is ignored and said (versions.go). Names
 // must have been checked by the driver (a hostile name is never passed
 // in). snap gives the view, read only when a peer cleared a target that
 // has --wait callers here (to tell them where it stands).
-func (c *Core) MergeTargets(from string, ts map[string]dataset.Target, now time.Time, snap func() monitor.Snapshot) {
+func (c *Core) mergeTargets(from string, ts map[string]dataset.Target, now time.Time, snap func() monitor.Snapshot) {
 	for _, name := range slices.Sorted(maps.Keys(ts)) {
 		t := ts[name]
 		ss, ok := c.state.Services[name]
@@ -180,10 +180,10 @@ func (c *Core) applyClear(svc string, cr dataset.ClearRequest, now time.Time) {
 	}
 }
 
-// MergeClears applies the clear requests of peer from that are newer than
-// ours (names checked by the driver, as for MergeTargets; a counter ahead
+// mergeClears applies the clear requests of peer from that are newer than
+// ours (names checked by the driver, as for mergeTargets; a counter ahead
 // of this node's clock is ignored and said, as there).
-func (c *Core) MergeClears(from string, cs map[string]dataset.ClearRequest, now time.Time) {
+func (c *Core) mergeClears(from string, cs map[string]dataset.ClearRequest, now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(cs)) {
 		if err := c.checkVersion(cs[name].Version, now); err != nil {
 			if _, ok := c.state.Services[name]; ok {

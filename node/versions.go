@@ -158,9 +158,9 @@ func (c *Core) retryAhead(now time.Time) {
 	snap := func() monitor.Snapshot { return c.Snapshot(now) }
 	for _, pn := range c.pnames {
 		if d := c.peers[pn].Data; d != nil {
-			c.MergeConfigs(pn, d.Configs, now)
-			c.MergeTargets(pn, d.Targets, now, snap)
-			c.MergeClears(pn, d.Clears, now)
+			c.mergeConfigs(pn, d.Configs, now)
+			c.mergeTargets(pn, d.Targets, now, snap)
+			c.mergeClears(pn, d.Clears, now)
 		}
 	}
 }
