@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"haven/config"
 	"haven/dataset"
@@ -234,10 +236,42 @@ func TestAnswerSaysWasFrozen(t *testing.T) {
 // taken at the same points; and a replay notices any kind of input left
 // out of the trace.
 func TestTracedInputsReplay(t *testing.T) {
+	d, rec, cfg := tracedRun(false)
+	replay, out := rec.Replay(cfg, node.State{})
+	if got, want := string(must(json.Marshal(replay.State()))), string(must(json.Marshal(d.Core.State()))); got != want {
+		t.Fatalf("replayed state:\n%s\nwant:\n%s", got, want)
+	}
+	out, want := append(out, queries(replay)...), append(rec.Out(), queries(d.Core)...)
+	if got, want := strings.Join(out, "\n"), strings.Join(want, "\n"); got != want {
+		t.Fatalf("replayed:\n%s\nwant:\n%s", got, want)
+	}
+	kinds := map[string]bool{}
+	for _, in := range rec.Inputs() {
+		kinds[fmt.Sprintf("%T", in)] = true
+	}
+	if len(kinds) < 15 {
+		t.Fatalf("traced %d kinds of input: %v", len(kinds), kinds)
+	}
+	for kind := range kinds {
+		c, out := rec.Without(func(in node.Input) bool { return fmt.Sprintf("%T", in) == kind }).Replay(cfg, node.State{})
+		if slices.Equal(append(out, queries(c)...), want) {
+			t.Errorf("a replay without its %s inputs does the same: the comparison misses them", kind)
+		}
+	}
+}
+
+// tracedRun is a run of a driver and its core with every kind of input,
+// recorded; with quorum, the cluster has the quorum rule, an arbitrator,
+// the split_action stop and the guard.
+func tracedRun(quorum bool) (*Driver, *Recording, node.Config) {
 	fx := &fakeFx{}
 	clk := clock.NewFake(t0)
 	nc := &config.NodeConfig{Name: "n1", ReadyPeriod: 2 * time.Second, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
 	cl := &config.ClusterConfig{Name: "c", Nodes: []config.Member{{Name: "n1"}, {Name: "n2"}}}
+	if quorum {
+		cl.Quorum, cl.Arbitrators = true, []config.Arbitrator{{Name: "w", URI: "http://w", Weight: 1, Timeout: time.Second}}
+		nc.SplitAction, nc.Guard, nc.GuardLease = node.SplitStop, true, 10*time.Second
+	}
 	cfg := CoreConfig(nc, cl, 1, nil, nil)
 	d := New(node.New(cfg, node.State{}), fx, clk)
 	rec := &Recording{}
@@ -286,25 +320,82 @@ func TestTracedInputsReplay(t *testing.T) {
 	d.Tick()
 	d.Pass()
 
-	replay, out := rec.Replay(cfg, node.State{})
-	if got, want := string(must(json.Marshal(replay.State()))), string(must(json.Marshal(d.Core.State()))); got != want {
-		t.Fatalf("replayed state:\n%s\nwant:\n%s", got, want)
+	return d, rec, cfg
+}
+
+// The exported methods of Core but Step and Ready are queries: called
+// between every input and every Ready of a replay, with the arguments the
+// run knows (its services, nodes, times), they change nothing: the replay
+// takes the same Readies, ends in the same state, answers the same.
+func TestQueriesChangeNothing(t *testing.T) {
+	for _, quorum := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quorum=%v", quorum), func(t *testing.T) { queriesChangeNothing(t, quorum) })
 	}
-	out, want := append(out, queries(replay)...), append(rec.Out(), queries(d.Core)...)
+}
+
+func queriesChangeNothing(t *testing.T, quorum bool) {
+	_, rec, cfg := tracedRun(quorum)
+	plain, want := rec.Replay(cfg, node.State{})
+	called := map[string]int{}
+	asked, out := rec.replay(cfg, node.State{}, func(c *node.Core) { callQueries(c, called) })
+	if diff := coreDiff(asked, plain); len(diff) > 0 {
+		t.Fatalf("the queries changed the core: fields %v differ", diff)
+	}
+	if got, want := string(must(json.Marshal(asked.State()))), string(must(json.Marshal(plain.State()))); got != want {
+		t.Fatalf("state after the queries:\n%s\nwant:\n%s", got, want)
+	}
+	out, want = append(out, queries(asked)...), append(want, queries(plain)...)
 	if got, want := strings.Join(out, "\n"), strings.Join(want, "\n"); got != want {
-		t.Fatalf("replayed:\n%s\nwant:\n%s", got, want)
+		t.Fatalf("with the queries called:\n%s\nwant:\n%s", got, want)
 	}
-	kinds := map[string]bool{}
-	for _, in := range rec.Inputs() {
-		kinds[fmt.Sprintf("%T", in)] = true
+	if n := reflect.TypeFor[*node.Core]().NumMethod() - 2; len(called) != n {
+		t.Fatalf("called %d queries, want %d: %v", len(called), n, called)
 	}
-	if len(kinds) < 15 {
-		t.Fatalf("traced %d kinds of input: %v", len(kinds), kinds)
+}
+
+// coreDiff names the fields of the core (unexported too) whose values
+// differ between a and b, compared deeply.
+func coreDiff(a, b *node.Core) []string {
+	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	var diff []string
+	for i := range va.NumField() {
+		fa, fb := va.Field(i), vb.Field(i)
+		ia := reflect.NewAt(fa.Type(), unsafe.Pointer(fa.UnsafeAddr())).Elem().Interface()
+		ib := reflect.NewAt(fb.Type(), unsafe.Pointer(fb.UnsafeAddr())).Elem().Interface()
+		if !reflect.DeepEqual(ia, ib) {
+			diff = append(diff, va.Type().Field(i).Name)
+		}
 	}
-	for kind := range kinds {
-		c, out := rec.Without(func(in node.Input) bool { return fmt.Sprintf("%T", in) == kind }).Replay(cfg, node.State{})
-		if slices.Equal(append(out, queries(c)...), want) {
-			t.Errorf("a replay without its %s inputs does the same: the comparison misses them", kind)
+	return diff
+}
+
+// callQueries calls every exported method of c but Step and Ready, with
+// each of a few arguments of its types, and counts the calls by name.
+func callQueries(c *node.Core, called map[string]int) {
+	cands := map[reflect.Type][]reflect.Value{
+		reflect.TypeFor[string]():        {reflect.ValueOf("web"), reflect.ValueOf("db"), reflect.ValueOf("n2"), reflect.ValueOf("")},
+		reflect.TypeFor[time.Time]():     {reflect.ValueOf(t0), reflect.ValueOf(t0.Add(10 * time.Second)), reflect.ValueOf(t0.Add(time.Hour))},
+		reflect.TypeFor[time.Duration](): {reflect.ValueOf(time.Second)},
+		reflect.TypeFor[dataset.Node]():  {reflect.ValueOf(dataset.Node{Name: "n1"})},
+	}
+	v := reflect.ValueOf(c)
+	for i := range v.NumMethod() {
+		m := v.Type().Method(i)
+		if m.Name == "Step" || m.Name == "Ready" {
+			continue
+		}
+		mt := v.Method(i).Type()
+		for k := range 4 {
+			args := make([]reflect.Value, mt.NumIn())
+			for j := range args {
+				if cs := cands[mt.In(j)]; len(cs) > 0 {
+					args[j] = cs[k%len(cs)]
+				} else {
+					args[j] = reflect.Zero(mt.In(j))
+				}
+			}
+			v.Method(i).Call(args)
+			called[m.Name]++
 		}
 	}
 }

@@ -88,31 +88,51 @@ func (l recLocal) LocalServices() map[string]*config.ServiceConfig {
 // run took them. It returns the core and what it did, to compare with
 // Out. cfg.Local is nil when the run's was.
 func (r *Recording) Replay(cfg node.Config, st node.State) (*node.Core, []string) {
+	return r.replay(cfg, st, nil)
+}
+
+// replay is Replay; between (may be nil) is called on the core after
+// each input and each Ready, outside them (what it reads of the shell's
+// view is the last answer read inside, and no input).
+func (r *Recording) replay(cfg node.Config, st node.State, between func(*node.Core)) (*node.Core, []string) {
 	p := &replayLocal{r: r}
 	if cfg.Local != nil {
 		cfg.Local = p
 	}
 	c := node.New(cfg, st)
 	for _, s := range r.steps {
+		p.inCore = true
 		if s.ready {
 			p.out = append(p.out, Describe(c.Ready())...)
-			continue
+		} else {
+			c.Step(s.in)
 		}
-		c.Step(s.in)
+		p.inCore = false
+		if between != nil {
+			between(c)
+		}
 	}
 	return c, p.out
 }
 
 // replayLocal answers the core's reads of the shell's view with the
 // answers recorded, in order (the zero value once they run out: the
-// replay then differs from the run).
+// replay then differs from the run). Outside an input or a Ready
+// (inCore false) a read is a query's: it gets the last answer again.
 type replayLocal struct {
 	r         *Recording
 	info, svc int
+	inCore    bool
 	out       []string
 }
 
 func (p *replayLocal) LocalInfo() dataset.Node {
+	if !p.inCore {
+		if p.info == 0 {
+			return dataset.Node{}
+		}
+		return p.r.infos[p.info-1].Clone()
+	}
 	p.out = append(p.out, "local info")
 	if p.info >= len(p.r.infos) {
 		return dataset.Node{}
@@ -122,6 +142,12 @@ func (p *replayLocal) LocalInfo() dataset.Node {
 }
 
 func (p *replayLocal) LocalServices() map[string]*config.ServiceConfig {
+	if !p.inCore {
+		if p.svc == 0 {
+			return nil
+		}
+		return maps.Clone(p.r.svcs[p.svc-1])
+	}
 	p.out = append(p.out, "local services")
 	if p.svc >= len(p.r.svcs) {
 		return nil
