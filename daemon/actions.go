@@ -6,8 +6,8 @@ import (
 	"haven/node/driver"
 )
 
-// nodeAction runs freeze, thaw or drain of this node (the node core's
-// AdminNode: a drain stops nothing before its freeze is on disk).
+// nodeAction runs freeze, thaw or drain of this node (the core's input
+// NodeAdmin: a drain stops nothing before its freeze is on disk).
 func (d *Daemon) nodeAction(action string, done func(any, error)) {
 	d.drv.NodeAction(action, func(a node.Answer) { done(nil, answerErr(a)) })
 }

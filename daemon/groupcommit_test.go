@@ -34,7 +34,7 @@ func joinConfigs(t testing.TB, d *Daemon, n int) int {
 	return d.ps.encodes - before
 }
 
-// Issue 14 item 4: a node receiving N configs in one full copy encodes its
+// A node receiving N configs in one full copy encodes its
 // whole state (O(N) bytes) a bounded number of times, not once per config
 // installed: with 500 services the daemons of a 16-node cluster reached
 // 0.75-1 GB each.

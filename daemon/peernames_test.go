@@ -14,7 +14,7 @@ import (
 // Names received from a peer are checked like local input before any use:
 // a tombstone named ../../../victim or ../cluster deletes nothing outside
 // the service directory, and invalid node names in targets and clears are
-// not adopted (issue 8.2).
+// not adopted.
 func TestPeerNamesValidated(t *testing.T) {
 	top := t.TempDir()
 	p := paths.New(filepath.Join(top, "r"))

@@ -121,10 +121,10 @@ func loopDaemon(t *testing.T) *Daemon {
 	return d
 }
 
-// Issue 7.3: a failed write rolls the durable state back to the last one
+// A failed write rolls the durable state back to the last one
 // written, fails the answers and the --wait callers that relied on it, and
-// keeps the Lamport counter going forward. Issue 9: the node core does it
-// (PersistDone), the daemon hands it the persister's report.
+// keeps the Lamport counter going forward. The node core does it
+// (Persisted), the daemon hands it the persister's report.
 func TestRollbackAfterFailedWrite(t *testing.T) {
 	d := loopDaemon(t)
 	good, _ := encodeDurable(*d.dur)

@@ -371,7 +371,7 @@ func (d *Daemon) checkFenceAck() {
 
 // diskFence fences target through the disk for the core's Fence, when
 // the disk fences it (fence = true, no [stonith.NODE] command): a worker
-// waits for the fence's end and reports it with FenceDone. It reports
+// waits for the fence's end and reports it with node.FenceEnded. It reports
 // false when the disk does not fence target.
 func (d *Daemon) diskFence(target string) bool {
 	if d.sbd == nil || !d.node.HB.Disk.Fence {

@@ -28,10 +28,10 @@
 //
 //   - the durable state (State: frozen flags, local expect, start failed,
 //     targets, clears, config versions and tombstones, cluster identity,
-//     the Lamport counter, the fencing tokens): nextVersion, Witness,
-//     setFrozen, setNodeFrozen, setLocalState, Restore;
+//     the Lamport counter, the fencing tokens): nextVersion, witness,
+//     setFrozen, setNodeFrozen, setLocalState, restore;
 //   - the fencing tokens (fencing.go): a start's new token (Action
-//     FencingToken, persisted in the Ready that orders it), the running
+//     fencingToken, persisted in the Ready that orders it), the running
 //     instance's for its stops and checks, the greatest ones heard from
 //     the peers' data;
 //   - admin targets and clear requests: adminTarget (start, stop,

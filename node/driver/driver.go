@@ -49,7 +49,7 @@ type Effects interface {
 	// (node.Ready.Announce); nothing is reported back.
 	Announce(svc string)
 	// ApplyConfigs writes or removes config files, in order, each reported
-	// with node.Core.ConfigDone.
+	// with the input node.ConfigWritten.
 	ApplyConfigs(ops []node.ConfigOp)
 	// Publish sends the local dataset: it changed since the last send.
 	Publish()
