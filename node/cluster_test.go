@@ -229,16 +229,19 @@ func (e *env) deliver() string {
 	return b.String()
 }
 
-// decide runs a decision pass on every node whose view changed, as the
-// driver does after an input.
+// decide runs a decision pass on every node whose own dataset or view
+// changed since its last pass (a view-only pass when only the view did),
+// as the driver does after an input.
 func (e *env) decide() string {
 	var b strings.Builder
 	for _, n := range e.names {
 		h := e.nodes[n]
-		if !h.c.ViewChanged() || !h.c.Settled() {
+		if !h.changed && !h.c.ViewChanged() || !h.c.Settled() {
 			continue
 		}
-		h.c.Step(node.Pass{Now: e.now})
+		viewOnly := !h.changed
+		h.changed = false
+		h.c.Step(node.Pass{Now: e.now, ViewOnly: viewOnly})
 		b.WriteString(prefix(n, h.ready()))
 	}
 	return b.String()

@@ -70,9 +70,11 @@ type harness struct {
 	// each arbitrator (the answers of arbitrator and onevote answer it).
 	probes map[string]time.Time
 	// published: a Ready asked to publish the dataset since the cluster
-	// environment last sent it; wakeAt the wake-up asked (cluster_test.go)
-	published bool
-	wakeAt    time.Time
+	// environment last sent it; changed: since its last decision pass (the
+	// node's own dataset changed: the next pass is a full one, as the
+	// driver's); wakeAt the wake-up asked (cluster_test.go)
+	published, changed bool
+	wakeAt             time.Time
 }
 
 // LocalInfo and LocalServices are the driver's part of the view (Local).
@@ -557,7 +559,7 @@ func (h *harness) ready() string {
 	}
 	if rd.Publish {
 		b.WriteString("publish\n")
-		h.published = true
+		h.published, h.changed = true, true
 	}
 	for _, e := range rd.Events {
 		svc := e.Service()
