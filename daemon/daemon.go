@@ -266,7 +266,7 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.core.MarkDurable()
+	d.drv.Input(node.Durable{})
 	d.persist = newPersister(p.State(), good, d.onPersisted)
 	ok = true
 	return d, nil

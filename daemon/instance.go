@@ -88,13 +88,13 @@ func (d *Daemon) loadServices() {
 			d.setInvalid(name, raw, err)
 			continue
 		}
-		d.core.CheckLocalFile(name, raw)
+		d.drv.Input(node.LocalFileRead{Service: name, Raw: raw})
 		d.installInstance(cfg)
 	}
 	// forget durable state of services that no longer exist
 	for name := range d.dur.Services {
 		if _, ok := d.services[name]; !ok && d.cfgs.invalid[name] == nil {
-			delete(d.dur.Services, name)
+			d.drv.Input(node.ServiceForgotten{Service: name})
 		}
 	}
 }

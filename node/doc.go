@@ -6,102 +6,97 @@
 // the decision core (monitor) it calls: no IO, no goroutine, no clock, no
 // logging (enforced by monitor's TestCorePackagesArePure).
 //
-// In the manner of etcd raft's RawNode: every input is a value handed to
-// Core.Step (step.go lists the types: Started, PeerNews, Ticked, Woken,
-// Pass, Persisted, Acted, Checked, TargetRequest, LocalRequest,
-// ConfigRequest, ...), carrying Now where time matters; the driver hands
-// each one to Driver.Trace first, so that a run's inputs can be logged and
-// replayed. A request's input returns a Ticket, answered later in a
-// Ready. After the inputs, the driver takes the Ready and carries it out
-// in its order (Driver.Apply): write Ready.Persist and report the write
-// with a Persisted input (persist.go: one write at a time, the changes
-// made meanwhile handed out in one state when it ends; the core holds the
-// answers and actions that rest on a state until it is on disk, since an
-// answer promises what is durable, and on a failed write rolls back to
-// what the file holds, failing them and the --wait callers of what was
-// undone; a Barrier input is the barrier of a driver's own answers),
+// In the manner of etcd raft's RawNode: a driver changes the core only
+// through Step, each input a value (step.go, the list; Now where time
+// matters), so that a run's inputs can be traced and replayed on a fresh
+// core (node/driver's Recording); the rest of the exported surface is the
+// Ready drain and read-only queries (TestCoreArchitecture holds the
+// list). After each input the driver takes a Ready and carries it out in
+// its order: write Ready.Persist and report the write with the input
+// Persisted{Seq: Ready.PersistSeq} (persist.go: one write at a time,
+// the changes made meanwhile handed out in one state when it ends; the
+// core holds the
+// answers and actions that rest on a state until it is on disk — an
+// answer promises what is durable — and on a failed write rolls back to
+// what the file holds, fails them and the --wait callers of what was
+// undone; the input Barrier is the barrier of a driver's own answers),
 // publish, emit the typed Events (events.go: one Go type per kind, with
-// its fields), release the Answers (by Ticket), run the actions (Run),
-// the checks (Check), the probes and fences, write the config files
-// (Configs), and wake the core at WakeAt (a Woken input). The queries
-// (Instance, Peer, Status, Snapshot, Dataset, ...) are methods: they
-// change nothing. Three inputs are still methods the shells call
-// directly, outside Step and the trace: CheckLocalFile (a service file
-// changed outside Haven, at start-up), MarkDurable (the cluster identity
-// and the heartbeat incarnation, written at start-up) and RunAction (a
-// stop or start the shell itself needs: a deletion, a node removed from a
-// service's nodes).
+// its fields), release the Answers (by Ticket), run the actions (Run)
+// and the checks (Check), and wake the core at WakeAt.
 //
-// What it owns:
+// What it owns today:
 //
 //   - the durable state (State: frozen flags, local expect, start failed,
 //     targets, clears, config versions and tombstones, cluster identity,
-//     the Lamport counter, the fencing tokens), written through
-//     Ready.Persist and rolled back on a failed write;
+//     the Lamport counter, the fencing tokens): nextVersion, witness,
+//     setFrozen, setNodeFrozen, setLocalState, restore;
 //   - the fencing tokens (fencing.go): a start's new token (Action
-//     FencingToken, persisted in the Ready that orders it), the running
+//     fencingToken, persisted in the Ready that orders it), the running
 //     instance's for its stops and checks, the greatest ones heard from
 //     the peers' data;
-//   - admin targets and clear requests (targets.go: TargetRequest for
-//     start, stop, switch, ..., abort, clear, with or without --wait; the
-//     peers' targets and clears merged, newer logical version wins; a
-//     target or clear of a service unknown here is not adopted; reached
-//     or failed from the decisions; the --wait callers as tickets, ended
-//     at their deadline);
-//   - the instances (instances.go: InstanceInstalled and InstanceRemoved,
-//     with what the driver says of them: local, runnable, monitored):
-//     their status (CheckOrdered, the periodic checks at Ticked, Checked:
-//     resources, avail with status.Instance), their monitors, their
-//     actions (Ready.Run, then Acted when the commands end; the action
-//     ends after the full check that follows, a stop that left a resource
-//     up fails, and its ticket is answered);
+//   - admin targets and clear requests: adminTarget (start, stop,
+//     switch, ..., abort, clear, with or without --wait), setTarget,
+//     mergeTargets and mergeClears (newer logical version wins; a target
+//     or clear of a service unknown here is not adopted), targetReached
+//     and noteTargetFailed (from the decisions), expireWaiters;
+//   - the --wait callers, as tickets;
+//   - the instances (addInstance, with what the driver says of them:
+//     local, runnable, monitored): their status (checkNow, the periodic
+//     checks at Tick, checkDone: resources, avail with status.Instance),
+//     their monitors, their actions (Ready.Run or the input OwnAction, then
+//     actionDone when the commands end; the action ends after the full
+//     check that follows, a stop that left a resource up fails, and its
+//     ticket is answered), clearLocal;
 //   - the restart ladder (ladder.go: a monitored resource found down is
 //     restarted alone, Action "restart" with its RID; durable counters;
 //     the monitor_action when they are spent: freezestop, switch with the
 //     node's exclusion, crash and reboot as Ready.NodeActions);
-//   - the decision pass (orchestrate.go, a Pass input: monitor.Step over
-//     the view of now (Snapshot), the decisions carried out, actions
-//     ordered in Ready.Run, the multiple-active resolution (multiactive.go:
-//     the multiple_active rule, acted on once every node's data is fresh
-//     and stable for ready_period), Ready.WakeAt for the end of a ready
-//     window or a --wait deadline); incremental.go runs a pass over the
-//     services a change can move when only the view changed;
-//   - admin requests (admin.go: LocalRequest for --local freeze, thaw,
-//     start, stop which freezes first, clear; NodeAdmin for the node's
-//     freeze, thaw and drain, answered once every stop ended; Stopping
-//     for daemon stop, restart and shutdown); every answer by Ticket,
-//     every action run only once the Persist of its Ready is written
-//     (else it is aborted);
-//   - the quorum (quorum.go, onevote.go, guard.go): the live members'
-//     votes and the arbitrators' answers (Voted, Granted), split_action, the
-//     takeover gate of a lost peer (its self-stop deadline, its guard,
-//     the fence: Ready.Fences, then FenceEnded);
-//   - config distribution (configs.go, configedit.go): the config
-//     versions, digests and lineages, the tombstones, which peer config to
-//     adopt (newer version wins, then the higher digest; a digest that
-//     lies or a config that does not parse is refused once per version),
-//     the edits made here (ConfigRequest: answered once every live peer
-//     holds them, or failed at ConfirmTimeout) and the rebase of a keyword
-//     edit over a concurrent version that won, the deletion (Deletion, or
-//     a peer's tombstone: the instance stopped first, then the config
-//     removed and the tombstone kept). The core decides and the driver
-//     writes: Ready.Configs are the files to write or remove, in order,
-//     each reported with ConfigWritten; the state records a version only
-//     once its file is written, and the answers wait for that state on
-//     disk. Text is parsed and edited through Config.Configs (a
-//     ConfigCodec: the drivers pass tomlfile.ServiceCodec);
+//   - the decision pass (Orchestrate: monitor.Step over the view of now
+//     (Snapshot), the decisions carried out, actions ordered in
+//     Ready.Run, the multiple-active resolution (multiactive.go: the
+//     multiple_active rule, acted on once every node's data is fresh and
+//     stable for ready_period), Ready.WakeAt for the end of a
+//     ready window or a --wait deadline);
+//   - admin requests: adminTarget (above), adminLocal (--local freeze,
+//     thaw, start, stop which freezes first, clear), adminNode (freeze,
+//     thaw, drain: answered once every stop ended), beginStop (daemon
+//     stop / restart / shutdown); every answer by Ticket, every action
+//     run only once the Persist of its Ready is written (else
+//     actionAborted);
+//   - config distribution (configs.go): the config versions, digests and
+//     lineages, the tombstones, which peer config to adopt (newer version
+//     wins, then the higher digest; a digest that lies or a config that
+//     does not parse is refused once per version), the edits made here
+//     (editConfig: answered once every live peer holds them, or failed at
+//     ConfirmTimeout) and the rebase of a keyword edit over a concurrent
+//     version that won, the deletion (deleteService, or a peer's
+//     tombstone: the instance stopped first, then the config removed and
+//     the tombstone kept), the check of a file changed outside Haven at
+//     start-up (the input LocalFileRead). The core decides and the driver writes:
+//     Ready.Configs are the files to write or remove, in order, each
+//     reported with configDone; the state records a version only once its
+//     file is written, and the answers wait for that state on disk. Text
+//     is parsed and edited through Config.Configs (a ConfigCodec: the
+//     drivers pass tomlfile.ServiceCodec);
 //   - the peers and the node monitor (Started, PeerNews, Ticked): each
-//     peer's judged status (package view) and its changes, compat, rejoin
-//     (and the freeze at the end of its grace), when the view changed
-//     (ViewChanged), the safety-net pass (peers.go, fullPassPeriod).
+//     peer's judged status (package view) and its changes, the peers'
+//     targets and clears, compat, rejoin (and the freeze at the end of
+//     its grace), when the view changed (ViewChanged, wakeUp), the
+//     safety-net pass every 5s;
+//   - the quorum (quorum.go): the votes, the arbitrators, the takeover
+//     gates and fences, the split_action; and the split decision of a
+//     node that lost its fencing disk (disksplit.go: the driver says
+//     what it read of the disk, DiskRead).
 //
 // The node's dataset entry (what the heartbeat publishes) is the core's
 // (Dataset: node monitor, frozen, compat, targets, clears, the local
 // instances) on top of the driver's part (name, labels, load, memory,
-// configs, generation).
+// configs, generation). The driver gives the core, through Local, that
+// entry and its service configs, to build the decision core's snapshot.
 //
-// The node/testdata files are the core's datadriven tests (package
-// node/datadriven runs them, datadriven_test.go lists the commands): a
-// list of inputs, each followed inline by the whole Ready it produced.
-// docs/architecture.md tells how to add an input.
+// Still in the drivers: when the driver's own dataset changed (its
+// generation, which also triggers a decision pass), the instance stop
+// when this node leaves a running service's nodes (daemon.installInstance),
+// the cluster identity and the heartbeat incarnation (daemon only,
+// written at start-up: the input Durable).
 package node

@@ -33,6 +33,9 @@ type Options struct {
 	ReadyFastAck     bool          // node.ready_fast_ack on every node
 	CheckInterval    time.Duration // check_interval (default 60s)
 	MonitorInterval  time.Duration // monitor_interval (default 5s)
+	// Record keeps each daemon's run of its core (driver.Recording),
+	// in Cluster.Runs, to replay it.
+	Record bool
 }
 
 func (o *Options) defaults() {
@@ -71,8 +74,9 @@ type Cluster struct {
 	running map[string]map[string]bool
 	fails   map[string]int // "node/svc/action" -> failures left (-1: always)
 
-	lines  []string // the timeline
-	events []Event  // the node cores' typed events
+	lines  []string  // the timeline
+	events []Event   // the node cores' typed events
+	runs   []CoreRun // with Options.Record
 
 	q quorumOptions // quorum.go
 

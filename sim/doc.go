@@ -45,7 +45,7 @@
 // and tombstones travel with the heartbeats as in the daemon.
 //
 // Departures, on purpose: no create or edit config (set, unset and delete
-// only), no file changed outside Haven (CheckLocalFile is not called), no
+// only), no file changed outside Haven (no LocalFileRead input), no
 // stop of a running instance when a set removes its node from the
 // service's nodes (the expectations read the scenario's nodes); a
 // service's resources are up or down together (a scenario's service has

@@ -65,7 +65,7 @@ const OneVoteScheme = "haven://"
 
 // QuorumConfig is the core's QuorumConfig from node.toml and cluster.toml.
 func QuorumConfig(n *config.NodeConfig, cl *config.ClusterConfig) node.QuorumConfig {
-	q := node.QuorumConfig{Enabled: cl.Quorum, SplitAction: n.SplitAction, HBTimeout: n.HB.Timeout}
+	q := node.QuorumConfig{Enabled: cl.Quorum, SplitAction: n.SplitAction, HBTimeout: n.HB.Timeout, DiskFence: n.HB.Disk.Fence}
 	var arbTimeout time.Duration
 	for _, a := range cl.Arbitrators {
 		q.Arbitrators = append(q.Arbitrators, quorum.Arbitrator{Name: a.Name, Weight: a.Weight, OneVote: strings.HasPrefix(a.URI, OneVoteScheme)})

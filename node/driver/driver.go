@@ -49,7 +49,7 @@ type Effects interface {
 	// (node.Ready.Announce); nothing is reported back.
 	Announce(svc string)
 	// ApplyConfigs writes or removes config files, in order, each reported
-	// with node.Core.ConfigDone.
+	// with the input node.ConfigWritten.
 	ApplyConfigs(ops []node.ConfigOp)
 	// Publish sends the local dataset: it changed since the last send.
 	Publish()
@@ -80,8 +80,9 @@ type Driver struct {
 	peerCopies map[string]peerCopy
 
 	// Trace, when set, sees every input the driver hands the core, in
-	// order (to log or replay a run).
+	// order (to log a run); rec, when set, records the run (Recording).
 	Trace func(node.Input)
+	rec   *Recording
 
 	// ObserveDecision, when set, gets the duration of each decision pass
 	// as measured by Stopwatch (the CPU time of the pass, whatever the
@@ -119,10 +120,21 @@ func (d *Driver) resumed() {
 	}
 	in := node.Resumed{Slept: total - d.suspended, Now: d.clk.Now()}
 	d.suspended = total
+	d.step(in)
+}
+
+// step hands the core one input, seen by Trace and the recording.
+func (d *Driver) step(in node.Input) node.Ticket {
 	if d.Trace != nil {
 		d.Trace(in)
 	}
-	d.Core.Step(in)
+	if d.rec == nil {
+		return d.Core.Step(in)
+	}
+	d.rec.steps = append(d.rec.steps, recStep{in: in})
+	d.rec.inCore = true
+	defer func() { d.rec.inCore = false }()
+	return d.Core.Step(in)
 }
 
 // TickPeriod is the shortest time between two ticks of the loop, and
@@ -140,7 +152,7 @@ func (d *Driver) Now() time.Time { return d.clk.Now() }
 // announces, the wake-up, then the config files.
 func (d *Driver) Apply() {
 	for d.Core.HasReady() {
-		rd := d.Core.Ready()
+		rd := d.ready()
 		for p := rd.Persist; p != nil; {
 			if !d.fx.SaveState(rd.PersistSeq, p) {
 				break
@@ -148,7 +160,7 @@ func (d *Driver) Apply() {
 			// written at once: what waited for it is released in this
 			// same pass, in the order of one Ready
 			d.Input(node.Persisted{Seq: rd.PersistSeq, Now: d.clk.Now()})
-			rel := d.Core.Ready()
+			rel := d.ready()
 			p = rel.Persist
 			rd.Append(rel)
 		}
@@ -190,15 +202,25 @@ func (d *Driver) Apply() {
 	}
 }
 
+// ready takes the core's Ready (seen by a Recording).
+func (d *Driver) ready() node.Ready {
+	if d.rec == nil {
+		return d.Core.Ready()
+	}
+	d.rec.inCore = true
+	rd := d.Core.Ready()
+	d.rec.inCore = false
+	d.rec.steps = append(d.rec.steps, recStep{ready: true})
+	d.rec.out = append(d.rec.out, Describe(rd)...)
+	return rd
+}
+
 // Input hands the core one input (seen by Trace) without carrying out
 // what it asks: for an effect that reports at once, inside Apply (the
 // Apply running takes it). It returns the ticket of a request.
 func (d *Driver) Input(in node.Input) node.Ticket {
 	d.resumed()
-	if d.Trace != nil {
-		d.Trace(in)
-	}
-	return d.Core.Step(in)
+	return d.step(in)
 }
 
 // Step hands the core one input, then carries out what it asks.

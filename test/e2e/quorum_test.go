@@ -324,7 +324,12 @@ func TestNetnsQuorumSplitNoOverlap(t *testing.T) {
 			if qs == nil || qs.SelfStop == nil {
 				t.Fatalf("n2's quorum state shows no takeover gate timing: %+v", qs)
 			}
+			// every node runs an armed guard: the gate counts n1's guard,
+			// not its stop budget
 			shown := time.Duration(qs.SelfStop.DeadlineMs) * time.Millisecond
+			if qs.SelfStop.GuardMs > 0 {
+				shown = time.Duration(qs.SelfStop.GuardMs) * time.Millisecond
+			}
 			for _, g := range qs.Gates {
 				if g.Node == "n1" && g.Deadline.Sub(g.Since) != shown {
 					t.Errorf("n1's gate on n2 waited %s, svcmon shows %s", g.Deadline.Sub(g.Since), shown)
