@@ -89,7 +89,13 @@ func TestNames() []string {
 }
 
 // journalStop appends a stop line for svc on n, as the stop script does.
-func (c *Cluster) journalStop(n, svc string) error {
+func (c *Cluster) journalStop(n, svc string) error { return c.journalLine(n, svc, "stop") }
+
+// journalStart appends a start line for svc on n, as the start script
+// does before it starts the app.
+func (c *Cluster) journalStart(n, svc string) error { return c.journalLine(n, svc, "start") }
+
+func (c *Cluster) journalLine(n, svc, kind string) error {
 	var ts unix.Timespec
 	unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
 	f, err := os.OpenFile(c.Journal, os.O_WRONLY|os.O_APPEND, 0)
@@ -97,7 +103,7 @@ func (c *Cluster) journalStop(n, svc string) error {
 		return err
 	}
 	defer f.Close()
-	_, err = fmt.Fprintf(f, "%.2f %s %s stop\n", float64(ts.Nano())/1e9, n, svc)
+	_, err = fmt.Fprintf(f, "%.2f %s %s %s\n", float64(ts.Nano())/1e9, n, svc, kind)
 	return err
 }
 
