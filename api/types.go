@@ -54,6 +54,20 @@ type DaemonStatus struct {
 	StateFailedWrites int `json:"state_failed_writes,omitempty"`
 	// Disk is the disk heartbeat, when [hb.disk] is set.
 	Disk *dataset.HBDisk `json:"disk,omitempty"`
+	// Passes is the number of decision passes the daemon ran since it
+	// started (full and incremental): a pass looks at the whole view and
+	// decides; "nothing happened" holds only over passes that ran.
+	Passes uint64 `json:"passes"`
+	// Checks is the number of status checks of the local instances ended
+	// since the daemon started (periodic and ordered).
+	Checks uint64 `json:"checks"`
+	// Quiet: the node acted on all it knows (no pass due, its data sent,
+	// no write pending, no action running, no wake-up armed, no rule of
+	// the tick watching the clock: quorum, rejoin): it does nothing more
+	// until something changes. Gen is the generation of its
+	// data (a peer holds it all when its peers entry shows the same).
+	Quiet bool   `json:"quiet"`
+	Gen   uint64 `json:"gen"`
 	// Guard is the node guard, when node.guard is on.
 	Guard *dataset.GuardStatus `json:"guard,omitempty"`
 

@@ -28,7 +28,7 @@ run detect timeout 600 $cb detection -nodes 3 -runs 3 -timeout 15s -interval 5s
 # 3. idle daemon with 50 services
 run idle timeout 900 $cb idle -nodes 1,3 -services 50 -monitor=true
 run idle timeout 900 $cb idle -nodes 1,3 -services 50 -monitor=false
-# 3'. idle cost against the number of services (issue 14: CPU and bytes/s)
+# 3'. idle cost against the number of services (CPU and bytes/s)
 for n in 0 50 500; do
   run idle timeout 900 $cb idle -nodes 3 -services $n -monitor=false -timeout 3s -interval 1s
 done
@@ -43,8 +43,8 @@ run mass timeout 900 $cb failover -nodes 3 -services 50 -runs 3 -timeout 3s -int
 run step go test -run XXX -bench Step2000x16 -benchtime 100x -count 5 -benchmem ./monitor
 # the heartbeat alone (the heartbeat owner's benchmark), for comparison
 run hb timeout 600 go run ./cmd/hbbench -sizes 3,16 -detect 2,3,16 -timeout 3s -interval 1s
-# issue 14 item 4: daemons in network namespaces (root only). 500 services
+# Daemons in network namespaces (root only). 500 services
 # (-services 500) do not converge on 16 daemons on this host and take GBs:
-# see docs/benchmarks.md, "Scale in network namespaces"; watch MemAvailable
+# see docs/benchmarks-archive.md, "Scale in network namespaces"; watch MemAvailable
 run scale timeout 1500 $cb netns-scale -nodes 16 -services 100 -changes 30 -runs 3 -timeout 3s -interval 1s
 run scale timeout 1500 $cb netns-scale -nodes 32 -services 10 -changes 30 -runs 3 -settle 30s -timeout 3s -interval 1s

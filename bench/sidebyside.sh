@@ -1,6 +1,6 @@
 #!/bin/sh
 # Haven side by side with keepalived and Pacemaker/corosync, in one run
-# (issue 14 item 6; docs/benchmarks.md, "Side by side"). Bench only: never
+# (docs/benchmarks-archive.md, "Side by side"). Bench only: never
 # run by CI or `make test`. Needs root (network namespaces, apt-get).
 #
 #   bench/sidebyside.sh                       # 5 crashes per system, 60 s idle window

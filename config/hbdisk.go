@@ -36,7 +36,7 @@ func (d *document) checkHBDisk(c *NodeConfig, node, sec *section) error {
 // probes came; with the probes, 3 beats a window lose all of them (2 or 3
 // after the last one heard) and the 16 probe round trips with a chance of
 // at most 0.2^2 x 0.36^16 (3e-9) at 20 % loss, for half the idle
-// wake-ups and traffic of 6 (docs/benchmarks.md, issue 26).
+// wake-ups and traffic of 6 (docs/benchmarks.md).
 const BeatsPerTimeout = 3
 
 // BeatPeriod is the heartbeat's beat period: hb.interval, or

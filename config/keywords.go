@@ -81,7 +81,7 @@ type Keyword struct {
 	// after the section kind). "" for the [nodes] members.
 	Field string
 	Doc   string
-	// NotYet names the work that will make the keyword act (an issue):
+	// NotYet names the work that will make the keyword act, in words:
 	// until then a value other than the default is refused at load, so that
 	// no documented knob is silently read by nothing.
 	NotYet string

@@ -7,7 +7,7 @@ import (
 	"haven/config/tomlfile"
 )
 
-// The quorum keywords act now (issue 11): they load, with their values.
+// The quorum keywords act now: they load, with their values.
 func TestQuorumKeywordsLoad(t *testing.T) {
 	n, err := tomlfile.ParseNode("node.toml", []byte("[node]\nsplit_action = \"stop\"\n"))
 	if err != nil || n.SplitAction != "stop" {

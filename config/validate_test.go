@@ -248,12 +248,12 @@ func TestNodeErrors(t *testing.T) {
 		{"[node]\nname = \"a b\"\n", `node.toml:2: node.name: invalid node name "a b"`},
 		{"[node]\nlabels = { env = 1 }\n", "node.toml:2: node.labels: want a table of strings"},
 		{"[node]\nready_period = \"soon\"\n", `node.toml:2: node.ready_period: invalid duration "soon"`},
-		// 0 used to mean 16s silently (issue 14 item 5)
+		// 0 used to mean 16s silently
 		{"[node]\nready_period = 0\n", "node.toml:2: node.ready_period: must be more than 0"},
 		{"[node]\nready_period = \"0s\"\n", "node.toml:2: node.ready_period: must be more than 0"},
 		{"[node]\n[hb]\nttl = 3\n", "node.toml:3: hb.ttl: unknown keyword"},
 		{"[cluster]\nname = \"x\"\n", "node.toml:1: cluster: unknown section [cluster]: want [node], [hb]"},
-		// checks across keys (issue 19 item 13)
+		// checks across keys
 		{"[hb]\ntimeout = \"5s\"\ninterval = \"5s\"\n", "node.toml:3: hb.interval: hb.interval 5s must be shorter than hb.timeout 5s"},
 		{"[hb]\ntimeout = \"2s\"\n", "node.toml:2: hb.timeout: hb.interval 5s (the default) must be shorter than hb.timeout 2s"},
 		{"[node]\nmetrics_addr = \":10000\"\n", `node.toml:2: node.metrics_addr: ":10000" uses the heartbeat port: hb.port 10000 (the default) on hb.addr "0.0.0.0" (the default)`},

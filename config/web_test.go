@@ -8,7 +8,7 @@ import (
 	"haven/config/tomlfile"
 )
 
-// Issue 27: the web view listens on the loopback unless told otherwise,
+// The web view listens on the loopback unless told otherwise,
 // and never off the loopback without an access token.
 func TestWebAddr(t *testing.T) {
 	for _, tt := range []struct {

@@ -71,7 +71,7 @@ func Compile(src string) (*Program, error) {
 		code = tr
 	}
 	// no clock in the core: a constraint that read the wall clock would make
-	// nodes disagree (DESIGN: determinism is correctness)
+	// nodes disagree (determinism is correctness)
 	prog, err := expr.Compile(code, expr.Env(exprEnv{}), expr.AsBool(), expr.DisableBuiltin("now"), expr.DisableBuiltin("date"))
 	if err != nil {
 		return nil, fmt.Errorf("compile %q: %s", code, oneLine(err.Error()))

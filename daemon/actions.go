@@ -35,19 +35,3 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 		done(api.ActionResponse{ID: a.ID, Result: a.Result, WasFrozen: a.WasFrozen}, nil)
 	})
 }
-
-// clearLocal resets a failed monitor state of the local instance.
-func (d *Daemon) clearLocal(inst *instance, reason string) bool {
-	ok := d.core.ClearLocal(inst.name, reason, d.clk.Now())
-	d.applyReady()
-	return ok
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

@@ -240,6 +240,10 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 		SplitFrozenReason: d.core.State().SplitFrozenReason,
 		ConfDiffers:       d.core.ConfDiffers(),
 		ConfUnchecked:     d.core.ConfUnchecked(),
+		Passes:            d.drv.Passes(),
+		Checks:            d.drv.Checks(),
+		Quiet:             d.drv.Quiet(),
+		Gen:               d.drv.Gen(),
 		StateFailedWrites: d.ps.failures,
 		HB: api.HBStatus{
 			Addr:     fmt.Sprintf("%s:%d", d.node.HB.Addr, d.node.HB.Port),

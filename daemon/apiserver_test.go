@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -27,7 +28,7 @@ func TestAPIServerLogsAHandlerPanicToNodeLog(t *testing.T) {
 	srv, lln := newAPIServer(ln, h, log)
 	go srv.Serve(lln)
 	defer srv.Close()
-	cl := &http.Client{Transport: &http.Transport{Dial: func(string, string) (net.Conn, error) {
+	cl := &http.Client{Transport: &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) {
 		return net.Dial("unix", filepath.Join(dir, "api.sock"))
 	}}}
 	if resp, err := cl.Get("http://haven/status"); err == nil {

@@ -17,7 +17,7 @@ import (
 	"haven/internal/paths"
 )
 
-// Issue 9: the wait for a free body slot of the API reads time through
+// The wait for a free body slot of the API reads time through
 // the daemon's Clock: with a fake clock, "the daemon is busy" comes when
 // the fake clock passes apiBodyTimeout, not after 5 s of wall time.
 func TestAPIBodyWaitReadsTheClock(t *testing.T) {
@@ -51,7 +51,7 @@ func TestAPIBodyWaitReadsTheClock(t *testing.T) {
 	}
 }
 
-// Issue 9: svcLogs.follow polls the log through the Clock: what is
+// svcLogs.follow polls the log through the Clock: what is
 // appended shows once the fake clock moves.
 func TestServiceLogFollowReadsTheClock(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -105,7 +105,7 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-// Issue 20: the daemon reads time and arms its timers through its Clock
+// The daemon reads time and arms its timers through its Clock
 // (clock.Clock: Now, After, NewTimer, NewTicker), never through package
 // time directly, so that a test drives all of it with clock.Fake; what
 // must be the wall clock (socket deadlines, the CPU time of a pass) says

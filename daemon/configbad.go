@@ -44,9 +44,7 @@ func (d *Daemon) setInvalid(name string, raw []byte, err error) {
 		d.cfgs.invalid = map[string]*badConfig{}
 	}
 	d.cfgs.invalid[name] = &badConfig{raw: raw, err: err.Error()}
-	if _, ok := d.dur.Services[name]; !ok {
-		d.dur.Services[name] = durableService{}
-	}
+	d.drv.Input(node.ServiceKept{Service: name})
 	d.changed()
 }
 

@@ -15,9 +15,9 @@ import (
 // the edits made here and their rebase, the deletion which stops the
 // instance first). The daemon carries out its ConfigOps: it writes the
 // config files off the loop, in order, rebuilds the instances on the loop
-// and reports each with ConfigDone. A file written when the daemon stops
+// and reports each with the input node.ConfigWritten. A file written when the daemon stops
 // before its version is recorded is found at the next start as changed
-// outside Haven: it wins as a new version (node.Core.CheckLocalFile).
+// outside Haven: it wins as a new version (node.LocalFileRead).
 
 // applyConfigs writes (atomically) or removes the config files of the
 // ConfigOps of one Ready of the core in a worker, off the loop, in order,
@@ -140,7 +140,7 @@ func (d *Daemon) runParked(name string) {
 }
 
 // mergeMoreLater goes on, in later turns of the loop, with the peers'
-// configs the core left over at its budget (node.Core.MergeMore): the
+// configs the core left over at its budget (the input node.MoreConfigs): the
 // requests that arrived meanwhile are served in between, instead of
 // waiting for thousands of configs to be parsed.
 func (d *Daemon) mergeMoreLater() {

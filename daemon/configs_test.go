@@ -10,19 +10,42 @@ import (
 	"haven/api"
 	"haven/config/tomlfile"
 	"haven/dataset"
+	"haven/heartbeat"
 	"haven/internal/clock"
 	"haven/internal/paths"
 	"haven/node"
 )
 
-// soloDaemon is a daemon of a one-node cluster whose loop does not run:
-// the test runs what the workers post (drain).
-func soloDaemon(t testing.TB) *Daemon {
+// pairCluster is the cluster.toml of a cluster of n1 and n2.
+const pairCluster = "[cluster]\nname = \"pair\"\nsecret = \"" + "44d8c85eafe06f3385e89433d8ae793868630c6fec75411a70dfeef4f2eb9f33" + "\"\n" +
+	"[nodes]\nn1 = \"127.0.0.1:10000\"\nn2 = \"127.0.0.2:10000\"\n"
+
+// pairDaemon is n1 of a cluster of n1 and n2, on the test's goroutine,
+// its loop not started (the test runs what the workers post: drain):
+// fromPeer plays n2's heartbeats.
+func pairDaemon(t testing.TB, p paths.Paths) *Daemon {
 	t.Helper()
-	p := paths.New(filepath.Join(t.TempDir(), "r"))
+	return newTestDaemon(t, p, pairCluster)
+}
+
+// fromPeer hands d the heartbeat of peer n2 carrying data (n2 heard up
+// first), as the heartbeat does.
+func fromPeer(d *Daemon, data *dataset.Node) {
+	if d.core.PeerStatus("n2", d.clk.Now()) != dataset.NodeUp {
+		d.drv.Heartbeat(heartbeat.Event{Kind: heartbeat.Up, Node: "n2"})
+	}
+	data.Name = "n2"
+	data.Gen++
+	d.drv.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: data})
+}
+
+// newTestDaemon writes node.toml (n1) and cluster.toml under p and makes
+// the daemon.
+func newTestDaemon(t testing.TB, p paths.Paths, cluster string) *Daemon {
+	t.Helper()
 	for f, content := range map[string]string{
 		p.NodeConf: "[node]\nname = \"n1\"\n",
-		p.Cluster:  "[cluster]\nname = \"solo\"\n",
+		p.Cluster:  cluster,
 	} {
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			t.Fatal(err)
@@ -63,7 +86,7 @@ func runUntil(t testing.TB, d *Daemon, what string, done func() bool) {
 // peer's config is being written waits for that write, so that it is made
 // on the newest content: the peer's change is not lost under it.
 func TestKeywordEditWaitsForTheConfigWriteInFlight(t *testing.T) {
-	d := soloDaemon(t)
+	d := pairDaemon(t, paths.New(filepath.Join(t.TempDir(), "r")))
 	const a = "[DEFAULT]\nnodes = [\"n1\"]\n"
 	cfg, err := tomlfile.ParseService("web.toml", "web", []byte(a))
 	if err != nil {
@@ -77,12 +100,14 @@ func TestKeywordEditWaitsForTheConfigWriteInFlight(t *testing.T) {
 	}
 
 	const b = a + "priority = 7\n"
-	d.core.MergeConfigs("n2", map[string]dataset.ConfigEntry{"web": {Version: dataset.Version{Counter: 50, Origin: "n2"},
-		Digest: dataset.ConfigDigest([]byte(b)), Raw: b}}, d.clk.Now())
+	fromPeer(d, &dataset.Node{Configs: map[string]dataset.ConfigEntry{"web": {Version: dataset.Version{Counter: 50, Origin: "n2"},
+		Digest: dataset.ConfigDigest([]byte(b)), Raw: b}}})
 	d.applyReady() // the peer's config is being written
 	if !d.core.ConfigBusy("web") {
 		t.Fatal("the peer's config is not in flight")
 	}
+	// n2 gone: the edit below waits for no peer's adoption
+	d.drv.Heartbeat(heartbeat.Event{Kind: heartbeat.Down, Node: "n2"})
 	var setErr error
 	answered := false
 	d.whenConfigIdle("web", func() {

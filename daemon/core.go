@@ -210,12 +210,6 @@ func targetOf(e node.Event) (dataset.Target, bool) {
 	return dataset.Target{}, false
 }
 
-// monitorState is the monitor state of the instance of svc here.
-func (d *Daemon) monitorState(svc string) dataset.MonitorState {
-	info, _ := d.core.Instance(svc)
-	return info.Monitor.State
-}
-
 // answerErr is the error of a core's answer for the API: exit status 2 for
 // a bad request, 1 for a failure.
 func answerErr(a node.Answer) error {

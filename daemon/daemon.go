@@ -19,7 +19,6 @@ import (
 	"haven/api"
 	"haven/config"
 	"haven/config/tomlfile"
-	"haven/dataset"
 	"haven/heartbeat"
 	"haven/internal/cgroup"
 	"haven/internal/clock"
@@ -267,7 +266,7 @@ func New(opts Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.core.MarkDurable()
+	d.drv.Input(node.Durable{})
 	d.persist = newPersister(p.State(), good, d.onPersisted)
 	ok = true
 	return d, nil
@@ -587,10 +586,6 @@ func abs(f float64) float64 {
 		return -f
 	}
 	return f
-}
-
-func (d *Daemon) setMonitor(m dataset.NodeMonitor, reason string) {
-	d.drv.Step(node.NodeMonitorSet{Monitor: m, Reason: reason})
 }
 
 // changed marks the local dataset as changed (heartbeats send a delta).

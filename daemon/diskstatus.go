@@ -10,7 +10,7 @@ import (
 	"haven/heartbeat/disk"
 )
 
-// What the disk heartbeat shows (issue 22 item 5): its state and each
+// What the disk heartbeat shows: its state and each
 // peer's slot in the status object (svcmon's Heartbeat section), in
 // `nodemgr daemon status` and in the metrics. With fence = false the disk
 // is also the heartbeat link "disk" of every peer (links.go).

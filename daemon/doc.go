@@ -19,6 +19,6 @@
 // report), the config files (configs.go: the core decides config
 // distribution, node/configs.go; the daemon writes or removes the files of
 // its Ready.Configs, rebuilds the instances and reports each with
-// ConfigDone), the local API, the cluster identity and the heartbeat
+// node.ConfigWritten), the local API, the cluster identity and the heartbeat
 // incarnation, load and memory.
 package daemon

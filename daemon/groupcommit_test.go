@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"haven/dataset"
+	"haven/internal/paths"
+	"haven/node"
 )
 
 // joinConfigs gives d a peer's full copy of n configs (a node joining a
@@ -22,7 +24,7 @@ func joinConfigs(t testing.TB, d *Daemon, n int) int {
 			Digest: dataset.ConfigDigest([]byte(raw)), Raw: raw}
 	}
 	before := d.ps.encodes
-	d.core.MergeConfigs("n2", es, d.clk.Now())
+	fromPeer(d, &dataset.Node{Configs: es})
 	d.applyReady()
 	last := fmt.Sprintf("svc%04d", n-1)
 	runUntil(t, d, "install", func() bool {
@@ -32,12 +34,12 @@ func joinConfigs(t testing.TB, d *Daemon, n int) int {
 	return d.ps.encodes - before
 }
 
-// Issue 14 item 4: a node receiving N configs in one full copy encodes its
+// A node receiving N configs in one full copy encodes its
 // whole state (O(N) bytes) a bounded number of times, not once per config
 // installed: with 500 services the daemons of a 16-node cluster reached
 // 0.75-1 GB each.
 func TestJoinEncodesTheStateFewTimes(t *testing.T) {
-	d := soloDaemon(t)
+	d := pairDaemon(t, paths.New(filepath.Join(t.TempDir(), "r")))
 	const n = 500
 	enc := joinConfigs(t, d, n)
 	if enc > 40 {
@@ -53,7 +55,7 @@ func BenchmarkJoinConfigs(b *testing.B) {
 	for _, n := range []int{500, 2000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				d := soloDaemon(b)
+				d := pairDaemon(b, paths.New(filepath.Join(b.TempDir(), "r")))
 				enc := joinConfigs(b, d, n)
 				b.ReportMetric(float64(enc), "encodes/op")
 				var ms runtime.MemStats
@@ -71,7 +73,7 @@ func TestStopWritesTheChangesWaitingForTheWriteInFlight(t *testing.T) {
 	d.setFrozen("web", true, "first")
 	d.applyReady()
 	handed := d.ps.handed
-	d.core.SetNodeFrozen(true, "second")
+	d.drv.Input(node.NodeFrozenSet{Frozen: true, Reason: "second"})
 	d.applyReady()
 	if d.ps.handed != handed || d.settled() {
 		t.Fatalf("the second change was handed out while the first is being written (seq %d -> %d)", handed, d.ps.handed)

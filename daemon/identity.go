@@ -69,7 +69,7 @@ func (d *Daemon) checkIdentity(newCluster bool) error {
 	} else {
 		return nil
 	}
-	d.dur.Cluster = cur
+	d.drv.Input(node.IdentityRecorded{Cluster: cur})
 	return d.writeStateNow("record the cluster identity")
 }
 
@@ -99,7 +99,7 @@ func (d *Daemon) nextIncarnation() error {
 	if inc <= d.dur.Incarnation {
 		inc = d.dur.Incarnation + 1
 	}
-	d.dur.Incarnation = inc
+	d.drv.Input(node.IncarnationRecorded{Incarnation: inc})
 	return d.writeStateNow("record the heartbeat incarnation")
 }
 

@@ -88,13 +88,13 @@ func (d *Daemon) loadServices() {
 			d.setInvalid(name, raw, err)
 			continue
 		}
-		d.core.CheckLocalFile(name, raw)
+		d.drv.Input(node.LocalFileRead{Service: name, Raw: raw})
 		d.installInstance(cfg)
 	}
 	// forget durable state of services that no longer exist
 	for name := range d.dur.Services {
 		if _, ok := d.services[name]; !ok && d.cfgs.invalid[name] == nil {
-			delete(d.dur.Services, name)
+			d.drv.Input(node.ServiceForgotten{Service: name})
 		}
 	}
 }
@@ -261,16 +261,6 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 		})
 	})
 }
-
-// running reports whether the local instance may run something a stop
-// must end: up or warn, or n/a and started (monitor.EffectiveAvail).
-func (d *Daemon) running(i *instance) bool {
-	_, r := d.core.Status(i.name)
-	return r
-}
-
-// frozen reports whether the instance is frozen (its own flag).
-func (d *Daemon) frozen(name string) bool { return d.core.Frozen(name) }
 
 func (d *Daemon) setFrozen(name string, frozen bool, reason string) {
 	d.drv.Step(node.FrozenSet{Service: name, Frozen: frozen, Reason: reason})

@@ -34,10 +34,3 @@ func (d *Daemon) LocalServices() map[string]*config.ServiceConfig {
 	}
 	return svcs
 }
-
-// setTarget records a new admin target for a service, cluster-wide.
-func (d *Daemon) setTarget(name string, t dataset.Target) dataset.Target {
-	t = d.core.SetTarget(name, t)
-	d.applyReady()
-	return t
-}

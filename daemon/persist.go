@@ -13,7 +13,7 @@ import (
 // persistLoop is the loop's side of the persister. The node core numbers
 // every state it hands out (node.Ready.PersistSeq), holds the answers and
 // actions that rest on it, and hears the outcome of each write
-// (node.Core.PersistDone): it releases them, or rolls back and fails them
+// (the input node.Persisted): it releases them, or rolls back and fails them
 // (node/persist.go). It hands out one state at a time (group commit: the
 // changes made during a write come in one state when it ends), so the
 // state is encoded once per write, not once per change. The loop keeps

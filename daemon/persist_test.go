@@ -121,21 +121,21 @@ func loopDaemon(t *testing.T) *Daemon {
 	return d
 }
 
-// Issue 7.3: a failed write rolls the durable state back to the last one
+// A failed write rolls the durable state back to the last one
 // written, fails the answers and the --wait callers that relied on it, and
-// keeps the Lamport counter going forward. Issue 9: the node core does it
-// (PersistDone), the daemon hands it the persister's report.
+// keeps the Lamport counter going forward. The node core does it
+// (Persisted), the daemon hands it the persister's report.
 func TestRollbackAfterFailedWrite(t *testing.T) {
 	d := loopDaemon(t)
 	good, _ := encodeDurable(*d.dur)
 	d.setFrozen("web", true, "test")
 	var waitErr error
 	waited := false
-	tk := d.core.AdminTarget(node.TargetRequest{Service: "web", Action: "stop", Wait: true})
+	tk := d.drv.Input(node.TargetRequest{Service: "web", Action: "stop", Wait: true})
 	d.drv.Await(tk, func(a node.Answer) { waited, waitErr = true, a.Err })
 	tgt := d.dur.Services["web"].Target
 	var saved error = errors.New("not answered")
-	d.drv.Await(d.core.AfterPersist(0), func(a node.Answer) { saved = a.Err })
+	d.drv.Await(d.drv.Input(node.Barrier{From: 0}), func(a node.Answer) { saved = a.Err })
 	if saved == nil || saved.Error() != "not answered" || d.settled() {
 		t.Fatal("a change handed to the persister counts as saved")
 	}
@@ -160,12 +160,12 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 		t.Fatalf("after the roll back: gen %d (was %d), settled %v, failing %v", d.drv.Gen(), gen, d.settled(), d.ps.err)
 	}
 	var since error
-	d.drv.Await(d.core.AfterPersist(0), func(a node.Answer) { since = a.Err })
+	d.drv.Await(d.drv.Input(node.Barrier{From: 0}), func(a node.Answer) { since = a.Err })
 	if since == nil {
 		t.Fatal("an answer whose work began before the roll back reports success")
 	}
 	since = errors.New("not answered")
-	d.drv.Await(d.core.AfterPersist(d.core.PersistSeq()), func(a node.Answer) { since = a.Err })
+	d.drv.Await(d.drv.Input(node.Barrier{From: d.core.PersistSeq()}), func(a node.Answer) { since = a.Err })
 	if since != nil {
 		t.Fatalf("an answer that began after the roll back: %v", since)
 	}
@@ -173,7 +173,7 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 	// the next change is written: the node recovers
 	d.setFrozen("web", true, "again")
 	saved = errors.New("not answered")
-	d.drv.Await(d.core.AfterPersist(d.core.PersistSeq()), func(a node.Answer) { saved = a.Err })
+	d.drv.Await(d.drv.Input(node.Barrier{From: d.core.PersistSeq()}), func(a node.Answer) { saved = a.Err })
 	d.persisted(d.ps.handed, nil, nil)
 	if saved != nil || d.ps.err != nil || !d.dur.Services["web"].Frozen {
 		t.Fatalf("after a good write: %v, failing %v, frozen %v", saved, d.ps.err, d.dur.Services["web"].Frozen)
@@ -185,13 +185,13 @@ func TestRollbackAfterFailedWrite(t *testing.T) {
 // one handed over is.
 func TestSaveStateSkipsUnchanged(t *testing.T) {
 	d := loopDaemon(t)
-	d.core.StateChanged()
-	d.applyReady()
+	// an input that hands out the state without changing it: the same
+	// incarnation recorded again
+	same := node.IncarnationRecorded{Incarnation: d.dur.Incarnation}
+	d.drv.Step(same)
 	handed := d.ps.handed
-	d.core.StateChanged()
-	d.applyReady()
-	d.core.StateChanged()
-	d.applyReady()
+	d.drv.Step(same)
+	d.drv.Step(same)
 	if d.ps.handed != handed || d.settled() {
 		t.Fatalf("an unchanged state was handed over again: seq %d -> %d (settled %v)", handed, d.ps.handed, d.settled())
 	}

@@ -19,7 +19,7 @@ func (d *Daemon) handleRefresh(decode func(http.ResponseWriter, *http.Request, a
 }
 
 // refresh runs a full check of the local instance of a service now and
-// answers once it has ended (node.Core.WhenChecked), so that the status read next
+// answers once it has ended (the input node.CheckWait), so that the status read next
 // shows what runs now rather than the last periodic check. A check in
 // progress is followed by a new one. A service with no instance here, or
 // whose config does not parse here, has nothing to check: answered at once.

@@ -30,13 +30,9 @@ import (
 type sbd struct {
 	// disk is the open disk heartbeat (nil: none, or not open yet).
 	disk *disk.Disk
-	// lost: the disk had no good round for hb.disk.timeout (the loop's).
+	// lost: the disk had no good round for hb.disk.timeout (the loop's,
+	// told to the core: node.DiskRead)
 	lost bool
-	// split: the split_action of a node without the disk and without a
-	// majority was applied (once per loss).
-	split bool
-	// escalated: the split stop failed and escalated to crash
-	escalated bool
 	// diskLost is the disk's last state, set by its servant (onDiskState)
 	diskLost atomic.Bool
 	wd       *watchdog
@@ -141,7 +137,7 @@ func splitStops(a string) bool {
 
 // diskGuard is what this run says in its disk beats of what it does by
 // itself (disk.Config.Guard): it stops its services when it loses the
-// fencing disk and the majority (checkDiskSplit), and its watchdog resets
+// fencing disk and the majority (the core's rule: node.DiskRead), and its watchdog resets
 // a hung or paused daemon's host.
 func (d *Daemon) diskGuard() byte {
 	var g byte
@@ -203,8 +199,8 @@ func (d *Daemon) pulse(s *sbd) {
 	}
 }
 
-// onPulse runs on the loop: it pets the watchdog, and applies the
-// split_action of a node that lost the disk and does not hear a majority.
+// onPulse runs on the loop: it pets the watchdog, acknowledges a fence
+// obeyed, abandons the fences of peers heard again.
 func (d *Daemon) onPulse() {
 	s := d.sbd
 	if s.wd != nil {
@@ -212,7 +208,6 @@ func (d *Daemon) onPulse() {
 			d.log.Error("watchdog: pet failed", zap.String("device", s.wd.path), zap.Error(err))
 		}
 	}
-	d.checkDiskSplit()
 	d.checkFenceAck()
 	d.abandonFences()
 }
@@ -255,56 +250,12 @@ func (d *Daemon) syncDiskState() {
 		return
 	}
 	s.lost = lost
-	if !lost {
-		s.split, s.escalated = false, false
-	}
-	d.checkDiskSplit()
-}
-
-// checkDiskSplit: with fence = true, a node that can neither read the
-// disk nor hear a strict majority of the members (arbitrators not
-// counted: both sides of a cut may reach them) applies its split_action:
-// a survivor may be fencing it through a disk it cannot read, and counts
-// it fenced once its slot stalled long enough (docs/operations.md).
-func (d *Daemon) checkDiskSplit() {
-	s := d.sbd
-	if s != nil && s.split && !s.escalated && d.node.SplitAction == node.SplitStop {
-		// a stop that ended with the instance still running (it failed)
-		// escalates to crash, as the quorum's split stop does
-		for _, name := range d.serviceNames() {
-			if _, running := d.core.Status(name); running && d.core.Busy(name) == "" {
-				s.escalated = true
-				d.startNodeAction(node.NodeAction{Kind: node.NodeCrash, Reason: "the fencing disk is lost and the split stop of " + name + " failed: escalate to crash"})
-				return
-			}
-		}
-	}
-	if s == nil || !s.lost || s.split || !d.node.HB.Disk.Fence {
-		return
-	}
-	qi := d.core.QuorumInfo(d.clk.Now())
-	if qi == nil || qi.Lost || d.core.NodeMonitor() == dataset.NodeRejoin {
-		// no quorum rule, or the vote already applied the split_action,
-		// or the daemon just started: in rejoin it starts nothing
-		return
-	}
-	members := len(d.cluster.Nodes)
-	if 2*len(qi.Live) > members {
-		return
-	}
-	s.split = true
-	reason := fmt.Sprintf("the fencing disk is lost and this node hears %d of %d members: split_action %s", len(qi.Live), members, d.node.SplitAction)
-	d.log.Error(reason, zap.String("node", d.node.Name), zap.String("path", d.node.HB.Disk.Path))
-	switch d.node.SplitAction {
-	case node.SplitCrash, node.SplitReboot:
-		d.startNodeAction(node.NodeAction{Kind: d.node.SplitAction, Reason: reason})
-	case node.SplitStop:
-		d.stopAllLocal(reason)
-	}
+	// the core decides what a node without the disk does (split_action)
+	d.drv.Step(node.DiskRead{Lost: lost, Now: d.clk.Now()})
 }
 
 // stopAllLocal freezes this node and stops every local instance that runs
-// (a split stop, a fence whose crash_command returned).
+// (a fence whose crash_command returned).
 func (d *Daemon) stopAllLocal(reason string) {
 	d.drv.Input(node.NodeFrozenSet{Frozen: true, Reason: reason + ": every local instance stopped, node frozen"})
 	for _, name := range d.serviceNames() {
@@ -420,7 +371,7 @@ func (d *Daemon) checkFenceAck() {
 
 // diskFence fences target through the disk for the core's Fence, when
 // the disk fences it (fence = true, no [stonith.NODE] command): a worker
-// waits for the fence's end and reports it with FenceDone. It reports
+// waits for the fence's end and reports it with node.FenceEnded. It reports
 // false when the disk does not fence target.
 func (d *Daemon) diskFence(target string) bool {
 	if d.sbd == nil || !d.node.HB.Disk.Fence {

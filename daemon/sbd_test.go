@@ -3,6 +3,7 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +17,11 @@ import (
 )
 
 // TestWatchdogPetsStopWhenTheLoopIsBlocked: the pulse pets the watchdog
-// only when the loop runs it: a loop blocked in a handler pets nothing,
-// and pets again once it runs.
+// only when the loop runs it: a loop blocked in a handler pets nothing
+// however many periods pass, and pets again once it runs. The pulse runs
+// on a fake clock: each period passes once the pulse waits on the clock
+// (or its request waits behind the blocked loop), so no period is lost to
+// a slow machine.
 func TestWatchdogPetsStopWhenTheLoopIsBlocked(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "watchdog")
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
@@ -27,7 +31,8 @@ func TestWatchdogPetsStopWhenTheLoopIsBlocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{ev: make(chan func(), 1024), quit: make(chan struct{}), clk: clock.Real{}, log: zap.NewNop(),
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	d := &Daemon{ev: make(chan func(), 1024), quit: make(chan struct{}), clk: clk, log: zap.NewNop(),
 		node: &config.NodeConfig{}}
 	s := &sbd{wd: wd, quit: make(chan struct{}), done: make(chan struct{})}
 	d.sbd = s
@@ -65,19 +70,41 @@ func TestWatchdogPetsStopWhenTheLoopIsBlocked(t *testing.T) {
 			}
 		}
 	}
-	within("3 pets", func() bool { return size() >= 3 })
+	// periodsUntil lets pulse periods pass until cond holds, each once the
+	// pulse waits on the clock (the loop ran its last request)
+	periodsUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for i := 0; ; i++ {
+			within(what+", or the pulse waiting on the clock", func() bool { return cond() || clk.Waiting() > 0 })
+			if cond() {
+				return
+			}
+			if i == 20 {
+				t.Fatal("not within 20 periods: " + what)
+			}
+			clk.Advance(pulsePeriod)
+		}
+	}
+	periodsUntil("3 pets", func() bool { return size() >= 3 })
 	release := make(chan struct{})
+	var unblock sync.Once
+	defer unblock.Do(func() { close(release) }) // before the loop's end
 	blocked := make(chan struct{})
 	d.post(func() { close(blocked); <-release }) // a handler that hangs
 	<-blocked
 	s0 := size()
-	time.Sleep(4 * pulsePeriod)
+	// four periods, each once the pulse is at rest: it waits on the
+	// clock, or its request waits behind the blocked handler
+	for range 4 {
+		within("the pulse at rest", func() bool { return clk.Waiting() > 0 || len(d.ev) > 0 })
+		clk.Advance(pulsePeriod)
+	}
 	if s := size(); s != s0 {
-		close(release)
 		t.Fatalf("%d pets while the loop was blocked", s-s0)
 	}
-	close(release)
-	within("pets again", func() bool { return size() >= s0+2 })
+	within("the pulse's request waiting for the loop", func() bool { return len(d.ev) > 0 })
+	unblock.Do(func() { close(release) })
+	periodsUntil("pets again", func() bool { return size() >= s0+2 })
 	if err := wd.disarm(); err != nil {
 		t.Fatal(err)
 	}

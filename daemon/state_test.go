@@ -3,8 +3,10 @@ package daemon
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"haven/config"
@@ -76,7 +78,7 @@ func TestDurableOldFormat(t *testing.T) {
 	}
 }
 
-// Issue 8.5: a damaged state file is refused, naming the file and saying
+// A damaged state file is refused, naming the file and saying
 // what to do; it never loads as "nothing was said".
 func TestDurableDamagedRefused(t *testing.T) {
 	good, err := encodeDurable(sampleDurable())
@@ -134,13 +136,71 @@ func TestDurableDamagedRefused(t *testing.T) {
 	}
 }
 
+// A state file that exists but cannot be read is an error naming it and
+// the remedy, never an empty state: a directory in its place (EISDIR, for
+// every user) and a file of mode 000 (EACCES). Root reads a file of any
+// mode: as root the test runs itself again as an unprivileged user
+// (asNobody) for the mode 000 case.
 func TestDurableUnreadableRefused(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root reads any file: an unreadable state cannot be made")
+	dir := filepath.Join(t.TempDir(), "state.json")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "state.json")
-	os.WriteFile(path, []byte(oldFormat), 0o000)
-	if _, err := loadDurable(path); err == nil {
-		t.Fatal("an unreadable state file was taken as empty")
+	paths := []string{dir}
+	if os.Geteuid() == 0 {
+		asNobody(t, "TestDurableUnreadableRefused", "a state file of mode 000 refused as uid")
+	} else {
+		path := filepath.Join(t.TempDir(), "state.json")
+		if err := os.WriteFile(path, []byte(oldFormat), 0o000); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	for _, path := range paths {
+		_, err := loadDurable(path)
+		var ce *config.Error
+		if !errors.As(err, &ce) || ce.File != path || !strings.Contains(err.Error(), "cannot read the state file") ||
+			!strings.Contains(err.Error(), stateRemedy) {
+			t.Fatalf("an unreadable state file %s: %v, want an error naming it, saying why and the remedy", path, err)
+		}
+	}
+	if len(paths) > 1 {
+		t.Logf("a state file of mode 000 refused as uid %d", os.Geteuid())
+	}
+}
+
+// asNobody runs the test named test again in a child process as the
+// unprivileged uid and gid 65534 (root reads and writes any file: a
+// permission check needs another user), from a copy of the test binary
+// that user may run, and fails unless it passes and logs want.
+func asNobody(t *testing.T, test, want string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "haven-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "daemon.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^"+test+"$", "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+os.TempDir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("%s as uid 65534: %v\n%s", test, err, out)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"haven/internal/clock"
 )
 
-// Issue 19 item 17: the local API decodes field names exactly and refuses
+// The local API decodes field names exactly and refuses
 // a field given twice; encoding/json alone took "Local" for "local" and
 // kept the last of duplicates, so {"local":true,"local":false} became a
 // cluster-wide action.

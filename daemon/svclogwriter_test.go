@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Issue 9: the service logs are written off the loop, in order per file;
+// The service logs are written off the loop, in order per file;
 // flush waits for what was queued; a failing disk is reported once per run
 // of failures, and the lines dropped meanwhile are counted in the file.
 func TestLineWriterOrdersAndReports(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 // /proc/meminfo, each kept open and read again from its start (a proc file
 // is made anew at each read from offset 0): opening, registering with the
 // runtime's poller, reading through a scanner and closing both files was a
-// fifteenth of an idle daemon's CPU (docs/benchmarks.md, issue 26). A read
+// fifteenth of an idle daemon's CPU (docs/benchmarks.md). A read
 // that fails closes the file; the next read opens it again.
 
 // procFile is a /proc file kept open.

@@ -12,7 +12,7 @@ import (
 // goroutines kept between them. A new goroutine starts with a small stack
 // and grows it on every check (a process start is deep): a goroutine kept
 // has it grown already. An idle worker costs no wake-up, only its stack:
-// at most maxIdleWorkers are kept, the others end (issue 26). The zero
+// at most maxIdleWorkers are kept, the others end. The zero
 // value is ready to use.
 type workerPool struct {
 	jobs chan func() // unbuffered: a send succeeds only to an idle worker (made by the first run)
@@ -78,7 +78,7 @@ func (p *workerPool) close() {
 }
 
 // checkQueue runs the core's checks at most max at once, in the order
-// they were asked (issue 26). The checks of a batch (those due in the same
+// they were asked. The checks of a batch (those due in the same
 // twelfth of check_interval or monitor_interval: every service when they
 // were created, or the daemon started, together) used to start at once:
 // 200 process starts, 200 children on the CPUs together. Fewer at once

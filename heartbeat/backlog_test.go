@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Issue 14 item 4: while the daemon's loop is busy (a node joining a
+// While the daemon's loop is busy (a node joining a
 // cluster of 500 services installs them while every peer's statuses
 // change), each change of a peer arrives as a Data event holding a full
 // copy of its dataset. They must coalesce (the newest copy of a peer

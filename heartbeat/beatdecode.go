@@ -6,7 +6,7 @@ import "time"
 // object of the message's scalar keys (numbers, plain ASCII strings, a
 // boolean, arrays of such strings), without encoding/json's reflection:
 // beats are most of what an idle node decodes, and json.Unmarshal took 12
-// µs of one (docs/benchmarks.md, issue 26). It decides only what it
+// µs of one (docs/benchmarks.md). It decides only what it
 // decides as json.Unmarshal and decode would: anything else (another key,
 // a key twice, an escape, a non-ASCII byte, null, a nested value, a number
 // that is not a plain integer in range, another kind, a version or sender

@@ -214,7 +214,7 @@ func TestBoundsRefused(t *testing.T) {
 	}
 }
 
-// Insider (issue 44, item 10): configs a node would never install (over
+// Insider: configs a node would never install (over
 // 512 KiB) are refused at receipt (above), and the texts of a member's
 // configs are bounded in all: a full copy cannot exceed the bound (a
 // message is smaller), but deltas built the copy up without end (100

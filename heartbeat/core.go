@@ -610,8 +610,7 @@ func (c *core) tick() {
 // silence), and a node sends at most one round per half period (its next
 // round is due a whole period after the last). The ticker may still wake
 // at the due time the early round replaced, to find nothing due: a wake-up
-// that falls with the round's in the steady state. docs/benchmarks.md,
-// issue 26.
+// that falls with the round's in the steady state (docs/benchmarks.md).
 func (c *core) beatInStepLocked(now time.Time) {
 	if c.nextBeat.Sub(now) > c.s.beat/2 {
 		return

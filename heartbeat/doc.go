@@ -39,7 +39,7 @@
 // data lost on the way while its beats pass) is stale: a Stale event, until
 // the copy catches up (Fresh) or the peer goes down (stale.go). Nothing on
 // a tick is per service: idle CPU and bytes do not grow with the data
-// (docs/benchmarks.md, "idle").
+// (docs/benchmarks-archive.md, "Idle cost").
 //
 // # Liveness
 //

@@ -195,25 +195,6 @@ func (k *keyring) sealDatagram(typ byte, name string, inc, seq uint64, payload [
 	return a.Seal(out, nonceFor(seq, 0), payload, adata(k.context(out, nil), 0))
 }
 
-// openDatagram authenticates a datagram and returns its header and payload.
-func (k *keyring) openDatagram(b []byte) (header, []byte, error) {
-	if len(b) > maxDgram {
-		return header{}, nil, errNotFrame
-	}
-	h, ct, err := parseHeader(b)
-	if err != nil {
-		return h, nil, err
-	}
-	if h.typ > typeResponse || len(ct) < tagSize {
-		return h, nil, errNotFrame
-	}
-	p, err := k.aead(h.name, h.inc).Open(nil, nonceFor(h.seq, 0), ct, adata(k.context(h.raw, nil), 0))
-	if err != nil {
-		return h, nil, errAuth
-	}
-	return h, p, nil
-}
-
 // window is a sliding replay window over sequence numbers (RFC 4303 style):
 // numbers up to windowSize behind the highest seen are accepted once each
 // (datagrams are reordered), older ones and duplicates are refused.

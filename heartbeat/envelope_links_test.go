@@ -1,7 +1,6 @@
 package heartbeat
 
 import (
-	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -99,6 +98,6 @@ func TestEnvelopeLinksReplayOnOtherLink(t *testing.T) {
 	ws := b.hb.Stats().WrongSource
 	tr.openDatagram(dgrams[len(dgrams)-1], wrong)
 	if b.hb.Stats().WrongSource != ws+1 {
-		t.Error(fmt.Sprintf("frame of n1 from %s not refused as from the wrong address", wrong))
+		t.Errorf("frame of n1 from %s not refused as from the wrong address", wrong)
 	}
 }

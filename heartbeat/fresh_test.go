@@ -10,7 +10,7 @@ import (
 
 // TestMemWithheldAfterCrash: an attacker on the path from n01 to n02,
 // without the secret, holds back every 3rd frame of n01 and delivers them
-// after n01 crashed and n02 declared it down (issue 19, item 3). Authentic
+// after n01 crashed and n02 declared it down. Authentic
 // but old, they must not bring n01 back up, nor change its data; a genuine
 // restart of n01 is still seen up at once.
 func TestMemWithheldAfterCrash(t *testing.T) {

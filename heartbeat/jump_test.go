@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Attack (issue 19, item 5): a holder of the secret seals one datagram as
+// Attack: a holder of the secret seals one datagram as
 // n1, of n1's current run, with a sequence number far ahead, and sends it
 // from n1's address. It is refused and n1 challenged; n2 goes on hearing
 // the real n1 (before: the window jumped past n1's numbers and every frame

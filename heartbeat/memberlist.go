@@ -166,7 +166,7 @@ func (h *mlHB) memberlistConfig() (*memberlist.Config, error) {
 	// believes. So none of its periodic work runs: no probes (its failure
 	// detector), no gossip of membership, no periodic push/pull of the full
 	// state over TCP. Each cost CPU and bytes on every idle node for nothing
-	// we use (docs/benchmarks.md, "idle").
+	// we use (docs/benchmarks-archive.md, "Idle cost").
 	mc.ProbeInterval = 0
 	mc.GossipInterval = 0
 	mc.PushPullInterval = 0
@@ -190,7 +190,7 @@ func (h *mlHB) send(to string, link int, b []byte) {
 		// A datagram goes out at once from the caller (a UDP write does
 		// not wait for the peer): handing each beat to the sender
 		// goroutine cost a scheduler wake-up per beat and peer, most of
-		// an idle node's CPU (docs/benchmarks.md, "Idle cost").
+		// an idle node's CPU (docs/benchmarks-archive.md, "Idle cost").
 		h.sendFrame(ps, b)
 		return
 	}

@@ -296,7 +296,7 @@ func TestMemDeltaLoss(t *testing.T) {
 
 // TestMemIdleTrafficFlat: when nothing changes, a node sends nothing but
 // one small beat per peer per beat period: no full copies, and as many
-// bytes with 500 services as with none (issue 14 item 1).
+// bytes with 500 services as with none.
 func TestMemIdleTrafficFlat(t *testing.T) {
 	idle := func(nsvc int) (Stats, Stats) {
 		c := newMemCluster(t, 3)
@@ -530,7 +530,7 @@ func TestMemHostileFrames(t *testing.T) {
 // TestMemUpConfirmsData: a peer heard again after it was declared down gets
 // a Data event once its data is known current, even when it did not change
 // (a healed partition): the owner knows when the data held is no longer
-// from before the loss (issue 7 item 7).
+// from before the loss.
 func TestMemUpConfirmsData(t *testing.T) {
 	c := newMemCluster(t, 2)
 	c.publish("n01", svcNode("n01", 1, "a"))
@@ -555,7 +555,7 @@ func TestMemUpConfirmsData(t *testing.T) {
 
 // TestMemUnseen: beats say which members their sender does not hear, so a
 // node whose frames are lost one way learns it was declared down from the
-// beats it still receives (issue 11, one-way loss).
+// beats it still receives (a one-way loss).
 func TestMemUnseen(t *testing.T) {
 	c := newMemCluster(t, 2)
 	c.publish("n01", svcNode("n01", 1, "a"))

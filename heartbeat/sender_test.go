@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Attack (issue 19, item 14): member n3, holding the secret, seals a
+// Attack: member n3, holding the secret, seals a
 // datagram under its own name, from its own address, whose message says it
 // comes from n1. n2 refuses it and blames n3; its view of n1 is unchanged.
 // The real traffic (datagrams, and a full copy large enough to go by TCP)

@@ -20,7 +20,7 @@ import (
 // made the kernel report it writable again once the datagram left, a
 // wake-up of the whole process for nothing, as many as the beats sent (4 a
 // second at hb 3s/1s with two peers, a third of an idle daemon's wake-ups;
-// docs/benchmarks.md, issue 26). The sending socket is a plain descriptor
+// docs/benchmarks.md). The sending socket is a plain descriptor
 // that no poller watches, written without blocking (MSG_DONTWAIT: a full
 // buffer is a datagram lost, as on the wire).
 //
@@ -158,7 +158,7 @@ func (s *sendSock) sendTo(b []byte, ap netip.AddrPort) error {
 // These calls never block (MSG_DONTWAIT; the receive runs only once the
 // poller says the socket is readable), and sysmon woke for each of them:
 // two or three thread wake-ups more per datagram, a third of an idle
-// daemon's wake-ups (docs/benchmarks.md, issue 26).
+// daemon's wake-ups (docs/benchmarks.md).
 
 // rawSockaddr is a sockaddr_in or sockaddr_in6 as the kernel reads it.
 type rawSockaddr struct {

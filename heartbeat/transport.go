@@ -48,7 +48,6 @@ type secTransport struct {
 	tap func(conn net.Conn, to string, b []byte)
 
 	udp      *net.UDPConn
-	out      *sendSock // the datagrams leave by it (sendsock.go)
 	tcp      *net.TCPListener
 	dialFrom *net.TCPAddr // source of our streams: hb.addr, nil when a wildcard
 	// socks are the sockets of each network link (socks[0] holds udp, tcp

@@ -28,7 +28,7 @@ func count(w *world, parts ...string) int {
 }
 
 // An instance without check (n/a) that was started counts as started: not
-// started again, on its node or another (issue 7 item 4).
+// started again, on its node or another.
 func TestNAStartedCountsAsUp(t *testing.T) {
 	for _, orch := range []string{OrchestrateStart, OrchestrateHA} {
 		w := threeNodes(t)
@@ -68,7 +68,7 @@ func TestNAStartedCountsAsUp(t *testing.T) {
 	}
 }
 
-// A node of the service whose state is unknown (issue 8 item 9): a
+// A node of the service whose state is unknown: a
 // takeover is reached on the known nodes only, and says so; a stop waits
 // for it (its instance may still run).
 func TestTargetNotReachedWhileANodeIsUnknown(t *testing.T) {
@@ -112,7 +112,7 @@ func TestTargetNotReachedWhileANodeIsUnknown(t *testing.T) {
 }
 
 // A start that failed on every node makes the started target fail at once,
-// with the nodes and their causes (issue 7 item 5).
+// with the nodes and their causes.
 func TestTargetFailedWhenEveryStartFailed(t *testing.T) {
 	w := threeNodes(t)
 	w.svcs["web"].Orchestrate = OrchestrateNo
@@ -152,7 +152,7 @@ func TestTargetFailedWhenEveryStartFailed(t *testing.T) {
 }
 
 // A stop that failed where the service runs makes stopped and placed
-// targets fail at once; the stop is not run again (issue 8 items 9, 10).
+// targets fail at once; the stop is not run again.
 func TestTargetFailedWhenAStopFailed(t *testing.T) {
 	for _, tg := range []dataset.Target{{Expect: dataset.ExpectStopped}, {Expect: dataset.ExpectPlaced, Node: "n2"}} {
 		w := runningOn(t, "n1")

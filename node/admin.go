@@ -20,9 +20,9 @@ type LocalRequest struct {
 	Force bool
 }
 
-// AdminLocal takes a --local action. Its answer comes in a Ready: at once,
+// adminLocal takes a --local action. Its answer comes in a Ready: at once,
 // or when the action it started ends.
-func (c *Core) AdminLocal(req LocalRequest) Ticket {
+func (c *Core) adminLocal(req LocalRequest) Ticket {
 	tk := c.newTicket()
 	svc, now := req.Service, req.Now
 	inst := c.insts[svc]
@@ -36,7 +36,7 @@ func (c *Core) AdminLocal(req LocalRequest) Ticket {
 	}
 	switch req.Action {
 	case "freeze", "thaw":
-		c.SetFrozen(svc, req.Action == "freeze", "admin "+req.Action+" --local")
+		c.setFrozen(svc, req.Action == "freeze", "admin "+req.Action+" --local")
 		c.answer(Answer{Ticket: tk, Result: req.Action + " done"})
 	case "start":
 		if avail, running := c.Status(svc); avail == dataset.StatusUp || avail == dataset.StatusNA && running {
@@ -57,7 +57,7 @@ func (c *Core) AdminLocal(req LocalRequest) Ticket {
 		c.runFor(tk, svc, "start", reason, "started", now)
 	case "stop":
 		// the freeze is written before the stop runs (Ready.Run)
-		c.SetFrozen(svc, true, "admin stop --local")
+		c.setFrozen(svc, true, "admin stop --local")
 		c.runFor(tk, svc, "stop", "admin stop --local", "stopped and frozen", now)
 	case "restart":
 		// a stop then a start of this node's instance, in one action
@@ -69,7 +69,7 @@ func (c *Core) AdminLocal(req LocalRequest) Ticket {
 		}
 		c.runFor(tk, svc, "restart", "admin restart", "restarted", now)
 	case "clear":
-		if c.ClearLocal(svc, "admin clear --local", now) {
+		if c.clearLocal(svc, "admin clear --local", now) {
 			c.answer(Answer{Ticket: tk, Result: "cleared"})
 		} else {
 			c.answer(Answer{Ticket: tk, Result: "nothing to clear"})
@@ -135,7 +135,7 @@ func targetVerb(t dataset.Target) string {
 // runFor runs an action for the request of ticket tk, answered with ok
 // when it succeeds.
 func (c *Core) runFor(tk Ticket, svc, kind, reason, ok string, now time.Time) {
-	atk, err := c.RunAction(svc, kind, reason, now)
+	atk, err := c.runAction(svc, kind, reason, now)
 	if err != nil {
 		c.answer(Answer{Ticket: tk, Err: err})
 		return
@@ -156,31 +156,31 @@ type drain struct {
 	errs    []error
 }
 
-// AdminNode takes a node action: freeze, thaw, drain (freeze the node,
+// adminNode takes a node action: freeze, thaw, drain (freeze the node,
 // then stop every local instance that runs; the answer comes when every
 // stop has ended).
-func (c *Core) AdminNode(action string, now time.Time) Ticket {
+func (c *Core) adminNode(action string, now time.Time) Ticket {
 	tk := c.newTicket()
 	switch action {
 	case "freeze", "thaw":
-		c.SetNodeFrozen(action == "freeze", "admin "+action)
+		c.setNodeFrozen(action == "freeze", "admin "+action)
 		if action == "thaw" {
 			// an admin's thaw ends a split freeze too: the node is back
 			// in the race at once (its takeovers still wait for the
 			// quorum and their gates)
-			c.SetSplitFrozen(false, "admin thaw")
+			c.setSplitFrozen(false, "admin thaw")
 		}
 		c.answer(Answer{Ticket: tk})
 	case "drain":
-		c.SetNodeFrozen(true, "admin drain")
-		c.SetNodeMonitor(dataset.NodeDraining, "admin drain")
+		c.setNodeFrozen(true, "admin drain")
+		c.setNodeMonitor(dataset.NodeDraining, "admin drain")
 		d := &drain{ticket: tk, pending: map[Ticket]bool{}}
 		for _, inst := range c.ilist {
 			svc := inst.name
 			if _, running := c.Status(svc); !inst.local || !inst.spec.Runnable || !running {
 				continue
 			}
-			atk, err := c.RunAction(svc, "stop", "node drain", now)
+			atk, err := c.runAction(svc, "stop", "node drain", now)
 			if err != nil {
 				d.errs = append(d.errs, err)
 				continue
@@ -212,30 +212,30 @@ func (c *Core) drainStep(d *drain, tk Ticket, err error) {
 }
 
 func (c *Core) drainDone(d *drain) {
-	c.SetNodeMonitor(dataset.NodeIdle, "drain done")
+	c.setNodeMonitor(dataset.NodeIdle, "drain done")
 	c.answer(Answer{Ticket: d.ticket, Err: errors.Join(d.errs...)})
 }
 
-// BeginStop is the stop of the daemon ("stop", "restart": maintenance,
+// beginStop is the stop of the daemon ("stop", "restart": maintenance,
 // the services keep running; "shutdown": every local instance that runs
 // is stopped, the node announces shutting). No decision pass runs after.
-func (c *Core) BeginStop(mode string, now time.Time) {
+func (c *Core) beginStop(mode string, now time.Time) {
 	if c.stopping {
 		return
 	}
 	c.stopping = true
 	c.shutdown = mode == "shutdown"
 	if mode == "shutdown" {
-		c.SetNodeMonitor(dataset.NodeShutting, "daemon shutdown requested")
+		c.setNodeMonitor(dataset.NodeShutting, "daemon shutdown requested")
 		for _, inst := range c.ilist {
 			svc := inst.name
 			if _, running := c.Status(svc); inst.local && inst.spec.Runnable && running {
-				c.RunAction(svc, "stop", "daemon shutdown", now)
+				c.runAction(svc, "stop", "daemon shutdown", now)
 			}
 		}
 		return
 	}
-	c.SetNodeMonitor(dataset.NodeMaintenance, "daemon "+mode+" requested: services keep running")
+	c.setNodeMonitor(dataset.NodeMaintenance, "daemon "+mode+" requested: services keep running")
 }
 
 // Stopping reports whether the daemon stops.

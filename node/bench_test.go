@@ -39,12 +39,12 @@ func benchTick(b *testing.B, scan bool) {
 		Local: &benchLocal{}}, State{})
 	now := t0
 	for i := 0; i < 2000; i++ {
-		c.AddInstance(fmt.Sprintf("svc%04d", i), InstanceSpec{Local: i%4 == 0, Runnable: i%4 == 0, Monitored: true}, now)
+		c.addInstance(fmt.Sprintf("svc%04d", i), InstanceSpec{Local: i%4 == 0, Runnable: i%4 == 0, Monitored: true}, now)
 	}
-	c.Start(now)
+	c.start(now)
 	for _, n := range names[1:] {
-		c.Heartbeat(PeerEvent{Node: n, Kind: PeerUp}, now)
-		c.Heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: &dataset.Node{Name: n, Monitor: dataset.NodeIdle, Compat: 1}}, now)
+		c.heartbeat(PeerEvent{Node: n, Kind: PeerUp}, now)
+		c.heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: &dataset.Node{Name: n, Monitor: dataset.NodeIdle, Compat: 1}}, now)
 	}
 	for _, inst := range c.insts { // checked just now
 		inst.lastFull, inst.lastMon = now, now
@@ -58,7 +58,7 @@ func benchTick(b *testing.B, scan bool) {
 		if scan {
 			c.nextCheck = time.Time{}
 		}
-		c.Tick(now.Add(time.Second))
+		c.tick(now.Add(time.Second))
 		if rd := c.Ready(); !rd.Empty() || c.ViewChanged() {
 			b.Fatalf("an idle tick asked something: %d events, %d checks, %d runs, view changed %v",
 				len(rd.Events), len(rd.Check), len(rd.Run), c.ViewChanged())
@@ -68,7 +68,7 @@ func benchTick(b *testing.B, scan bool) {
 
 // BenchmarkHeartbeatOne2000x16 is a heartbeat that changes one instance of
 // one service on one peer (16 nodes, 2,000 services, every one local),
-// and the pass that follows (OrchestrateView: incremental). The data
+// and the pass that follows (passView: incremental). The data
 // comparison with the peer's previous copy is included. Target: < 100µs.
 func BenchmarkHeartbeatOne2000x16(b *testing.B) { benchHeartbeat(b, true, false) }
 
@@ -98,9 +98,9 @@ func benchHeartbeat(b *testing.B, incremental, running bool) {
 	loc.c = c
 	now := t0
 	for n := range svcs {
-		c.AddInstance(n, InstanceSpec{Local: true, Runnable: true, Monitored: true}, now)
+		c.addInstance(n, InstanceSpec{Local: true, Runnable: true, Monitored: true}, now)
 	}
-	c.Start(now)
+	c.start(now)
 	owner := map[string]string{} // with running, the node where each service runs
 	for i := 0; running && i < 2000; i++ {
 		owner[fmt.Sprintf("svc%04d", i)] = names[1+i%15]
@@ -117,13 +117,13 @@ func benchHeartbeat(b *testing.B, incremental, running bool) {
 		return d
 	}
 	for _, n := range names[1:] {
-		c.Heartbeat(PeerEvent{Node: n, Kind: PeerUp}, now)
-		c.Heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: peer(n, "")}, now)
+		c.heartbeat(PeerEvent{Node: n, Kind: PeerUp}, now)
+		c.heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: peer(n, "")}, now)
 	}
 	for _, inst := range c.insts { // checked, down
 		inst.avail, inst.overall, inst.lastFull, inst.lastMon = dataset.StatusDown, dataset.StatusDown, now, now
 	}
-	c.Orchestrate(now)
+	c.pass(now)
 	if rd := c.Ready(); running && len(rd.Run) > 0 {
 		b.Fatalf("services running on peers started here: %+v", rd.Run[0])
 	}
@@ -133,11 +133,11 @@ func benchHeartbeat(b *testing.B, incremental, running bool) {
 	b.ResetTimer()
 	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
-		c.Heartbeat(PeerEvent{Node: "n05", Kind: PeerData, Data: copies[i%2]}, now)
+		c.heartbeat(PeerEvent{Node: "n05", Kind: PeerData, Data: copies[i%2]}, now)
 		if incremental {
-			c.OrchestrateView(now)
+			c.passView(now)
 		} else {
-			c.Orchestrate(now)
+			c.pass(now)
 		}
 		c.Ready()
 	}

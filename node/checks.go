@@ -13,7 +13,7 @@ import (
 
 // Check is an order to the driver: check the status of the resources of a
 // service's local instance (every one when Full, else the monitored
-// ones), then report them with CheckDone, with Gen.
+// ones), then report them with checkDone, with Gen.
 type Check struct {
 	Service string `json:"svc"`
 	Full    bool   `json:"full"`
@@ -51,9 +51,9 @@ type InstanceSpec struct {
 	MonitorAction string
 }
 
-// CheckNow orders a full status check of the instance of svc (at start-up,
+// checkNow orders a full status check of the instance of svc (at start-up,
 // after a config change).
-func (c *Core) CheckNow(svc string) {
+func (c *Core) checkNow(svc string) {
 	if inst := c.insts[svc]; inst != nil {
 		c.check(svc, inst, true)
 	}
@@ -74,13 +74,13 @@ func (c *Core) check(svc string, inst *instance, full bool) {
 		return
 	}
 	inst.checking = true
-	c.ready.Check = append(c.ready.Check, Check{Service: svc, Full: full, Gen: inst.gen, FencingToken: c.FencingToken(svc)})
+	c.ready.Check = append(c.ready.Check, Check{Service: svc, Full: full, Gen: inst.gen, FencingToken: c.fencingToken(svc)})
 }
 
-// CheckDone takes the result of a Check: the resources' status, the
+// checkDone takes the result of a Check: the resources' status, the
 // instance's (status.Instance), with their events; then the end of the
 // action that waited on it.
-func (c *Core) CheckDone(ck Check, res map[string]dataset.Resource, now time.Time) {
+func (c *Core) checkDone(ck Check, res map[string]dataset.Resource, now time.Time) {
 	svc := ck.Service
 	inst := c.insts[svc]
 	if inst == nil {
@@ -146,7 +146,7 @@ func (c *Core) CheckDone(ck Check, res map[string]dataset.Resource, now time.Tim
 //
 // An idle tick costs a comparison: nextCheck is no later than the first
 // check due (an instance busy or being checked is looked at again when
-// its check ends, CheckDone).
+// its check ends, checkDone).
 func (c *Core) tickChecks(now time.Time) {
 	if !c.nextCheck.IsZero() && now.Before(c.nextCheck) {
 		return
@@ -180,7 +180,7 @@ const checkSlots = 12
 // checks of the services of a node run together rather than one at a
 // time: the daemon's own cost of a check is mostly waking up for it, which
 // a batch pays once (200 checks a minute spread evenly cost the daemon
-// twice what they cost started together, docs/benchmarks.md, issue 26). A
+// twice what they cost started together, docs/benchmarks.md). A
 // check never comes later than the interval, nor sooner than a slot less.
 func (c *Core) fullDue(inst *instance) time.Time {
 	due := inst.lastFull.Add(c.cfg.CheckInterval)
@@ -201,13 +201,13 @@ func (c *Core) checkDue(inst *instance) time.Time {
 	return due
 }
 
-// ActionDone reports the end of the commands of an action ordered by
+// actionDone reports the end of the commands of an action ordered by
 // Ready.Run (err nil when they succeeded). The instance stays busy until
 // the full status check that follows has ended, so that no decision is
 // taken on the status from before the action; then the monitor takes
 // AfterStart / AfterStop (and Failure), and the action's ticket is
 // answered.
-func (c *Core) ActionDone(svc, kind string, err error, now time.Time) {
+func (c *Core) actionDone(svc, kind string, err error, now time.Time) {
 	inst := c.insts[svc]
 	if inst == nil {
 		return
@@ -220,7 +220,7 @@ func (c *Core) ActionDone(svc, kind string, err error, now time.Time) {
 }
 
 // afterFullCheck answers those who waited on the status check
-// (WhenChecked) and ends the action that waited on it.
+// (whenChecked) and ends the action that waited on it.
 func (c *Core) afterFullCheck(svc string, inst *instance) {
 	for _, tk := range inst.checkWaiters {
 		c.answer(Answer{Ticket: tk})
@@ -250,7 +250,7 @@ func (c *Core) afterFullCheck(svc string, inst *instance) {
 		// stops what it started, or the daemon would exit with the service
 		// running (found by the chaos suite's SimulStart)
 		if _, running := c.Status(svc); running {
-			c.RunAction(svc, "stop", "daemon shutdown (the start in flight ended)", inst.endAt)
+			c.runAction(svc, "stop", "daemon shutdown (the start in flight ended)", inst.endAt)
 		}
 	}
 }
@@ -283,11 +283,11 @@ func stillUp(res map[string]dataset.Resource) error {
 	return errors.New(strings.Join(up, "; "))
 }
 
-// WhenChecked returns a ticket answered when the next full status check
+// whenChecked returns a ticket answered when the next full status check
 // of the instance of svc has ended (one that starts after this call: a
 // check in progress is followed by a new one when the caller orders it
-// with CheckNow), at once when the instance cannot be checked here.
-func (c *Core) WhenChecked(svc string) Ticket {
+// with checkNow), at once when the instance cannot be checked here.
+func (c *Core) whenChecked(svc string) Ticket {
 	tk := c.newTicket()
 	inst := c.insts[svc]
 	if inst == nil || !inst.local || !inst.spec.Runnable {

@@ -7,38 +7,38 @@ import (
 	"haven/config"
 )
 
-// mergeBudget bounds the bytes of peer configs one call of MergeConfigs
+// mergeBudget bounds the bytes of peer configs one call of mergeConfigs
 // parses and validates (at least one config is): a peer's full copy may
 // carry thousands of new configs (a node joining a cluster of 2,000
 // services, or a member flooding its peers, up to a message of 16 MB),
 // and parsing them all in one turn of the daemon's loop held every
 // request meanwhile (2,000 configs of 7 KB: 0.4 s of parsing). The rest is
-// left for MergeMore, which the driver calls in a later turn (and Tick
+// left for mergeMore, which the driver calls in a later turn (and Tick
 // calls as a safety net), each call again within the budget. 2 MiB take
 // about 50 ms to parse; 2,000 configs of 300 bytes still fit in one turn.
 const mergeBudget = 2 << 20
 
-// MergeMore goes on with the peers' configs left over by the budget of
-// MergeConfigs, from the copies of the peers held now. It returns whether
+// mergeMore goes on with the peers' configs left over by the budget of
+// mergeConfigs, from the copies of the peers held now. It returns whether
 // some are still left (call it again, in a later turn).
-func (c *Core) MergeMore(now time.Time) bool {
+func (c *Core) mergeMore(now time.Time) bool {
 	for _, pn := range c.pnames {
 		if !c.cd.more[pn] {
 			continue
 		}
 		delete(c.cd.more, pn)
 		if p := c.peers[pn]; p != nil && p.Data != nil {
-			c.MergeConfigs(pn, p.Data.Configs, now)
+			c.mergeConfigs(pn, p.Data.Configs, now)
 		}
 	}
 	c.checkEdits(now)
 	return c.ConfigMergesLeft()
 }
 
-// ConfigMergesLeft tells whether peers' configs wait for MergeMore.
+// ConfigMergesLeft tells whether peers' configs wait for mergeMore.
 func (c *Core) ConfigMergesLeft() bool { return len(c.cd.more) > 0 }
 
-// mergeSpent notes that MergeConfigs stopped at its budget on the configs
+// mergeSpent notes that mergeConfigs stopped at its budget on the configs
 // of from.
 func (c *Core) mergeSpent(from string) {
 	if c.cd.more == nil {
@@ -50,8 +50,8 @@ func (c *Core) mergeSpent(from string) {
 // The texts of the configs a node holds are bounded in all
 // (config.MaxServiceConfigs: what one heartbeat message carries of a
 // member's data): its peers refuse a member's data that holds more, so a
-// node never installs more. An edit made here (EditConfig) or a peer's
-// config (MergeConfigs) that would take the texts over the bound is
+// node never installs more. An edit made here (editConfig) or a peer's
+// config (mergeConfigs) that would take the texts over the bound is
 // refused, and says so.
 
 // configTexts are the sizes of the texts of the configs this node holds,

@@ -23,7 +23,7 @@ func (c countingCodec) ParseService(name string, raw []byte) (*config.ServiceCon
 
 // A peer's copy with 2,000 configs of 7 KB (14 MB of text): one call
 // parses at most mergeBudget bytes of them, the rest goes on in later
-// calls of MergeMore (the daemon's later turns) or of Tick, until all are
+// calls of mergeMore (the daemon's later turns) or of Tick, until all are
 // installed; the requests of the loop are served in between.
 func TestPeerConfigsMergedWithinABudget(t *testing.T) {
 	c, d := cfgCore("n1", "n2")
@@ -50,9 +50,9 @@ func TestPeerConfigsMergedWithinABudget(t *testing.T) {
 	for c.ConfigMergesLeft() {
 		before := parsed
 		if turns%2 == 0 {
-			c.MergeMore(t0)
+			c.mergeMore(t0)
 		} else {
-			c.Tick(t0) // the safety net goes on too
+			c.tick(t0) // the safety net goes on too
 		}
 		if parsed-before > mergeBudget {
 			t.Fatalf("turn %d parsed %d bytes (budget %d)", turns, parsed-before, mergeBudget)
@@ -68,7 +68,7 @@ func TestPeerConfigsMergedWithinABudget(t *testing.T) {
 	t.Logf("2,000 configs of %d bytes installed in %d turns", len(raw), turns)
 }
 
-// Insider (issue 44, item 10): the texts of the configs a node holds are
+// Insider: the texts of the configs a node holds are
 // bounded in all (100 configs of 500 KiB grew every daemon by 130 MB):
 // a peer's config that would take them over the bound is refused and said,
 // and taken once it fits (a config deleted meanwhile); an edit made here
@@ -85,12 +85,12 @@ func TestConfigTextsBoundedInAll(t *testing.T) {
 	var refused []ConfigRefused
 	for now := t0; c.ConfigMergesLeft() || c.HasReady(); now = now.Add(time.Millisecond) {
 		refused = append(refused, eventsOf[ConfigRefused](d.drive(now))...)
-		c.MergeMore(now)
+		c.mergeMore(now)
 	}
 	if len(d.svcs) != fit || len(refused) != 2 || !strings.Contains(refused[0].Err, "bytes in all, more than 16777216") {
 		t.Fatalf("%d configs installed (want %d), refusals %+v: want the 2 beyond the bound refused", len(d.svcs), fit, refused)
 	}
-	tk := c.EditConfig(ConfigRequest{Service: "mine", Config: &config.ServiceConfig{Name: "mine", Raw: []byte(raw)}, What: "created", Now: t0})
+	tk := c.editConfig(ConfigRequest{Service: "mine", Config: &config.ServiceConfig{Name: "mine", Raw: []byte(raw)}, What: "created", Now: t0})
 	if a := answers(c)[tk]; a.Err == nil || !strings.Contains(a.Err.Error(), "refused: the service configs of this node would hold") {
 		t.Fatalf("create: got %+v, want it refused", a)
 	}
@@ -98,14 +98,14 @@ func TestConfigTextsBoundedInAll(t *testing.T) {
 		t.Fatal("the refused create was installed")
 	}
 	// a smaller edit of an installed config goes in
-	c.EditConfig(ConfigRequest{Service: "c000", Config: &config.ServiceConfig{Name: "c000", Raw: []byte("small\n")}, What: "changed", Now: t0})
+	c.editConfig(ConfigRequest{Service: "c000", Config: &config.ServiceConfig{Name: "c000", Raw: []byte("small\n")}, What: "changed", Now: t0})
 	d.drive(t0)
 	if got := string(d.svcs["c000"].Raw); got != "small\n" {
 		t.Fatalf("c000 = %.20q, want the smaller edit installed", got)
 	}
 	// the peer's data again: the config refused fits now
 	es["c000"] = entry(ver(c.State().Lamport, "n1"), "small\n", map[string]uint64{"n1": c.State().Lamport})
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1,
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1,
 		Services: map[string]dataset.Instance{}, Configs: es, Gen: 2}}, t0)
 	d.drive(t0)
 	if len(d.svcs) != fit+1 {

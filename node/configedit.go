@@ -134,12 +134,3 @@ func (c *Core) failPending(name string, err error) {
 		c.finishEdit(name, p, err)
 	}
 }
-
-// PendingEdits counts the edits waiting for the peers' adoption.
-func (c *Core) PendingEdits() int {
-	n := 0
-	for _, ps := range c.cd.pending {
-		n += len(ps)
-	}
-	return n
-}

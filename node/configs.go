@@ -25,12 +25,12 @@ import (
 // The core decides; the driver writes. A config to install or a file to
 // remove comes in Ready.Configs; the driver writes it (the daemon
 // atomically, then rebuilds the instance), in order, and reports it with
-// ConfigDone. Only then does the state record the new version (the file
+// configDone. Only then does the state record the new version (the file
 // is on disk before the state that names its digest: a crash between the
-// two leaves a file the start-up check, CheckLocalFile, adopts as a new
+// two leaves a file the start-up check (LocalFileRead) adopts as a new
 // version) and only once that state is written are the requests answered.
 //
-// An edit accepted here (set, unset, create, edit config: EditConfig) is
+// An edit accepted here (set, unset, create, edit config: editConfig) is
 // answered only when every live peer announces a config that descends
 // from it (ConfigEntry.IncludesEdit), or fails after ConfirmTimeout. When
 // a concurrent version from another node wins over it, a keyword edit is
@@ -59,7 +59,7 @@ type ConfigCodec interface {
 // ConfigOp is a config file for the driver to write, in order: the config
 // to install (written atomically, its instance rebuilt), or, Config nil,
 // the file of a deleted service to remove (and its instance forgotten).
-// The driver reports each with ConfigDone.
+// The driver reports each with configDone.
 type ConfigOp struct {
 	Service string
 	Config  *config.ServiceConfig
@@ -85,8 +85,8 @@ type configDist struct {
 	// deletes are the deletions waiting for the stop of the local
 	// instance, by the ticket of that stop.
 	deletes map[Ticket]deletion
-	// more are the peers whose configs MergeConfigs left over at its
-	// budget, for MergeMore (configbudget.go).
+	// more are the peers whose configs mergeConfigs left over at its
+	// budget, for mergeMore (configbudget.go).
 	more map[string]bool
 }
 
@@ -181,7 +181,7 @@ func (c *Core) ConfigEntries() map[string]dataset.ConfigEntry {
 // newEntry makes the entry of an edit made on this node: a new version
 // whose lineage is the current config's plus this edit.
 func (c *Core) newEntry(name string, raw []byte) dataset.ConfigEntry {
-	v := c.NextVersion()
+	v := c.nextVersion()
 	inc := map[string]uint64{}
 	for o, n := range c.KnownConfig(name).Includes {
 		inc[o] = n
@@ -190,12 +190,12 @@ func (c *Core) newEntry(name string, raw []byte) dataset.ConfigEntry {
 	return dataset.ConfigEntry{Version: v, Digest: dataset.ConfigDigest(raw), Includes: inc}
 }
 
-// CheckLocalFile compares a config file read at start-up with the digest
+// checkLocalFile compares a config file read at start-up with the digest
 // recorded for its version. A file that differs was changed outside Haven
 // (a hand edit, a restored backup, or a crash between the write of the
 // file and that of its version): the file on disk wins, as a hand edit
 // would, and gets a new version so that every node converges on it.
-func (c *Core) CheckLocalFile(name string, raw []byte) {
+func (c *Core) checkLocalFile(name string, raw []byte) {
 	ss, known := c.state.Services[name]
 	dig := dataset.ConfigDigest(raw)
 	switch {
@@ -220,10 +220,10 @@ func (c *Core) order(op *cfgOp) {
 	c.ready.Configs = append(c.ready.Configs, ConfigOp{Service: op.svc, Config: op.cfg, What: op.what})
 }
 
-// EditConfig installs an edit made here (ConfigRequest) as a new version.
+// editConfig installs an edit made here (ConfigRequest) as a new version.
 // Its ticket is answered once the config and the state are written and
 // every live peer holds it (at once without peers), or with the cause.
-func (c *Core) EditConfig(req ConfigRequest) Ticket {
+func (c *Core) editConfig(req ConfigRequest) Ticket {
 	tk := c.newTicket()
 	if err := c.versionErr(req.Now); err != nil {
 		c.answer(Answer{Ticket: tk, Err: err})
@@ -239,13 +239,13 @@ func (c *Core) EditConfig(req ConfigRequest) Ticket {
 	return tk
 }
 
-// DeleteService deletes svc everywhere: this node's instance is stopped if
+// deleteService deletes svc everywhere: this node's instance is stopped if
 // it runs, then the config removed and a tombstone left, which travels
 // with the heartbeats. It is refused while the service runs on another
 // node whose daemon is heard (stop it first), or when the local stop
 // fails; a node that is down stops its instance when the tombstone
 // reaches it.
-func (c *Core) DeleteService(svc string, now time.Time) Ticket {
+func (c *Core) deleteService(svc string, now time.Time) Ticket {
 	tk := c.newTicket()
 	snap := c.Snapshot(now)
 	var elsewhere []string
@@ -268,7 +268,7 @@ func (c *Core) DeleteService(svc string, now time.Time) Ticket {
 		c.answer(Answer{Ticket: tk, Err: err})
 		return tk
 	}
-	c.removeService(svc, c.NextVersion(), tk, now)
+	c.removeService(svc, c.nextVersion(), tk, now)
 	return tk
 }
 
@@ -287,7 +287,7 @@ func (c *Core) removeService(name string, v dataset.Version, tk Ticket, now time
 		c.order(&cfgOp{svc: name, entry: dataset.ConfigEntry{Version: v, Deleted: true}, ticket: tk})
 		return
 	}
-	atk, err := c.RunAction(name, "stop", "service deleted", now)
+	atk, err := c.runAction(name, "stop", "service deleted", now)
 	if err != nil {
 		if tk != 0 {
 			c.answer(Answer{Ticket: tk, Err: failedf("not deleted: the stop failed: %v", err)})
@@ -325,10 +325,10 @@ func (c *Core) deleteStopped(tk Ticket, err error) bool {
 	return true
 }
 
-// ConfigDone reports the end of the first ConfigOp of svc handed out and
+// configDone reports the end of the first ConfigOp of svc handed out and
 // not reported: err nil once the file is written (or removed) and the
 // instance rebuilt (or forgotten). The state records it then.
-func (c *Core) ConfigDone(svc string, err error, now time.Time) {
+func (c *Core) configDone(svc string, err error, now time.Time) {
 	var op *cfgOp
 	for i, o := range c.cd.ops {
 		if o.svc == svc {
@@ -414,7 +414,7 @@ func (c *Core) installFailed(op *cfgOp, err error) {
 // gets the edits pending here applied again.
 func (c *Core) installed(op *cfgOp, now time.Time) {
 	name := op.svc
-	known := c.Known(name)
+	known := c.known(name)
 	ss := c.state.Services[name]
 	ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = op.entry.Version, dataset.ConfigDigest(op.cfg.Raw), op.entry.Includes
 	c.state.Services[name] = ss
@@ -449,20 +449,20 @@ func (c *Core) remerge(svc string, now time.Time) {
 			continue
 		}
 		if t, ok := d.Targets[svc]; ok {
-			c.MergeTargets(pn, map[string]dataset.Target{svc: t}, now, func() monitor.Snapshot { return c.Snapshot(now) })
+			c.mergeTargets(pn, map[string]dataset.Target{svc: t}, now, func() monitor.Snapshot { return c.Snapshot(now) })
 		}
 		if cr, ok := d.Clears[svc]; ok {
-			c.MergeClears(pn, map[string]dataset.ClearRequest{svc: cr}, now)
+			c.mergeClears(pn, map[string]dataset.ClearRequest{svc: cr}, now)
 		}
 	}
 }
 
-// MergeConfigs installs the configs of a peer that win over ours. Every
+// mergeConfigs installs the configs of a peer that win over ours. Every
 // node applies the same rule (dataset.ConfigEntry.Wins: the newest
 // version, then the higher digest), so concurrent edits resolve the same
 // way everywhere. The driver has dropped the entries whose names are not
 // valid.
-func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry, now time.Time) {
+func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry, now time.Time) {
 	if c.cfg.Configs == nil {
 		return
 	}
@@ -478,7 +478,7 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			c.sayRefused("config", name, from, e.Version, err) // not c.refuse: tried again once the clock reached it
 			continue
 		}
-		c.Witness(e.Version)
+		c.witness(e.Version)
 		cur := c.KnownConfig(name)
 		if !e.Wins(cur) {
 			continue
@@ -504,7 +504,7 @@ func (c *Core) MergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			continue
 		}
 		if parsed > 0 && parsed+len(e.Raw) > mergeBudget {
-			c.mergeSpent(from) // in a later turn (MergeMore); every version is witnessed now
+			c.mergeSpent(from) // in a later turn (mergeMore); every version is witnessed now
 			continue
 		}
 		parsed += len(e.Raw)

@@ -42,7 +42,7 @@ type cfgDriver struct {
 }
 
 func (d *cfgDriver) LocalInfo() dataset.Node {
-	return dataset.Node{Name: d.c.Name(), Services: map[string]dataset.Instance{}}
+	return dataset.Node{Name: d.c.name(), Services: map[string]dataset.Instance{}}
 }
 func (d *cfgDriver) LocalServices() map[string]*config.ServiceConfig { return d.svcs }
 
@@ -68,17 +68,17 @@ func (d *cfgDriver) drive(now time.Time) Ready {
 		all.Configs = append(all.Configs, rd.Configs...)
 		for _, op := range rd.Configs {
 			if d.fail != nil {
-				d.c.ConfigDone(op.Service, d.fail, now)
+				d.c.configDone(op.Service, d.fail, now)
 				continue
 			}
 			if op.Config == nil {
 				delete(d.svcs, op.Service)
-				d.c.RemoveInstance(op.Service)
+				d.c.removeInstance(op.Service)
 			} else {
 				d.svcs[op.Service] = op.Config
-				d.c.AddInstance(op.Service, InstanceSpec{Local: true, Runnable: true}, now)
+				d.c.addInstance(op.Service, InstanceSpec{Local: true, Runnable: true}, now)
 			}
-			d.c.ConfigDone(op.Service, nil, now)
+			d.c.configDone(op.Service, nil, now)
 		}
 	}
 	return all
@@ -93,8 +93,8 @@ func entry(v dataset.Version, raw string, inc map[string]uint64) dataset.ConfigE
 
 // announce gives c the data of peer n2 holding the configs es.
 func announce(c *Core, es map[string]dataset.ConfigEntry, now time.Time) {
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerUp}, now)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1,
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerUp}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1,
 		Services: map[string]dataset.Instance{}, Configs: es}}, now)
 }
 
@@ -146,17 +146,17 @@ func TestPeerConfigAdoptedRefusedAndTombstoned(t *testing.T) {
 		t.Fatalf("an older version was installed: %+v", rd.Configs)
 	}
 
-	c.CheckNow("web") // the instance is down here: no stop to run first
+	c.checkNow("web") // the instance is down here: no stop to run first
 	rd = d.drive(t0)
-	c.CheckDone(rd.Check[len(rd.Check)-1], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.checkDone(rd.Check[len(rd.Check)-1], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	d.drive(t0)
 	announce(c, map[string]dataset.ConfigEntry{"web": {Version: ver(8, "n2"), Deleted: true}}, t0)
 	rd = d.drive(t0)
 	if len(rd.Configs) != 1 || rd.Configs[0].Config != nil || d.svcs["web"] != nil {
 		t.Fatalf("got configs %+v, want web removed", rd.Configs)
 	}
-	if c.State().Tombstones["web"] != ver(8, "n2") || c.Known("web") || len(eventsOf[ConfigDeletedByPeer](rd)) != 1 {
-		t.Fatalf("got tombstones %v known %v events %v, want the tombstone at 8 and web forgotten", c.State().Tombstones, c.Known("web"), rd.Events)
+	if c.State().Tombstones["web"] != ver(8, "n2") || c.known("web") || len(eventsOf[ConfigDeletedByPeer](rd)) != 1 {
+		t.Fatalf("got tombstones %v known %v events %v, want the tombstone at 8 and web forgotten", c.State().Tombstones, c.known("web"), rd.Events)
 	}
 	announce(c, map[string]dataset.ConfigEntry{"web": entry(ver(7, "n3"), "again", nil)}, t0)
 	if rd = d.drive(t0); len(rd.Configs) != 0 || !c.KnownConfig("web").Deleted {
@@ -170,9 +170,9 @@ func TestPeerConfigAdoptedRefusedAndTombstoned(t *testing.T) {
 // upWeb makes the local instance of web up.
 func upWeb(t *testing.T, c *Core, d *cfgDriver) {
 	t.Helper()
-	c.CheckNow("web")
+	c.checkNow("web")
 	rd := d.drive(t0)
-	c.CheckDone(rd.Check[len(rd.Check)-1], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	c.checkDone(rd.Check[len(rd.Check)-1], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
 	d.drive(t0)
 }
 
@@ -180,39 +180,39 @@ func upWeb(t *testing.T, c *Core, d *cfgDriver) {
 // a tombstone; a stop that fails deletes nothing.
 func TestDeleteStopsThenTombstones(t *testing.T) {
 	c, d := cfgCore("n1")
-	tk := c.EditConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("a")}, What: "created", Now: t0})
+	tk := c.editConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("a")}, What: "created", Now: t0})
 	rd := d.drive(t0)
 	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err != nil {
 		t.Fatalf("create alone: got %+v, want answered at once", rd.Answers)
 	}
 	upWeb(t, c, d)
 
-	tk = c.DeleteService("web", t0)
+	tk = c.deleteService("web", t0)
 	rd = d.drive(t0)
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || rd.Run[0].Reason != "service deleted" || len(rd.Configs) != 0 {
 		t.Fatalf("got run %v configs %v, want the stop first", rd.Run, rd.Configs)
 	}
-	c.ActionDone("web", "stop", errors.New("app#1: stop failed"), t0)
+	c.actionDone("web", "stop", errors.New("app#1: stop failed"), t0)
 	rd = d.drive(t0)
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
 	rd = d.drive(t0)
 	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err == nil ||
 		!strings.HasPrefix(rd.Answers[0].Err.Error(), "not deleted: the stop failed: ") || d.svcs["web"] == nil {
 		t.Fatalf("got %+v, config %v, want not deleted and the config kept", rd.Answers, d.svcs["web"])
 	}
 
-	c.ClearLocal("web", "test", t0)
+	c.clearLocal("web", "test", t0)
 	d.drive(t0)
-	tk = c.DeleteService("web", t0)
+	tk = c.deleteService("web", t0)
 	d.drive(t0)
-	c.ActionDone("web", "stop", nil, t0)
+	c.actionDone("web", "stop", nil, t0)
 	rd = d.drive(t0)
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	rd = d.drive(t0)
 	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err != nil || rd.Answers[0].Result != "deleted" {
 		t.Fatalf("got %+v, want deleted", rd.Answers)
 	}
-	if d.svcs["web"] != nil || c.State().Tombstones["web"].Counter == 0 || c.Known("web") {
+	if d.svcs["web"] != nil || c.State().Tombstones["web"].Counter == 0 || c.known("web") {
 		t.Fatalf("config %v tombstones %v, want removed and a tombstone", d.svcs["web"], c.State().Tombstones)
 	}
 }
@@ -226,7 +226,7 @@ func TestEditWaitsForThePeersAndRebases(t *testing.T) {
 	c, d := cfgCore("n1", "n2")
 	announce(c, nil, t0)
 	d.drive(t0)
-	tk := c.EditConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("a\n")}, What: "created", Now: t0})
+	tk := c.editConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("a\n")}, What: "created", Now: t0})
 	rd := d.drive(t0)
 	if len(rd.Answers) != 0 {
 		t.Fatalf("answered %+v before the peer holds the edit", rd.Answers)
@@ -238,7 +238,7 @@ func TestEditWaitsForThePeersAndRebases(t *testing.T) {
 	}
 
 	raw := "a\nset x=1\n"
-	tk = c.EditConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte(raw)}, What: "changed", Op: "set", Kws: []string{"x=1"}, Now: t0})
+	tk = c.editConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte(raw)}, What: "changed", Op: "set", Kws: []string{"x=1"}, Now: t0})
 	d.drive(t0)
 	// n2 made its own edit concurrently, at a newer version
 	theirs := entry(ver(50, "n2"), "a\ny=2\n", map[string]uint64{"n1": v1.Counter, "n2": 50})
@@ -256,23 +256,23 @@ func TestEditWaitsForThePeersAndRebases(t *testing.T) {
 		t.Fatalf("got %+v, want the set answered once n2 holds the rebased version", rd.Answers)
 	}
 
-	tk = c.EditConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("whole\n")}, What: "replaced", Now: t0})
+	tk = c.editConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("whole\n")}, What: "replaced", Now: t0})
 	d.drive(t0)
 	announce(c, map[string]dataset.ConfigEntry{"web": entry(ver(90, "n2"), "z\n", map[string]uint64{"n2": 90})}, t0)
 	rd = d.drive(t0)
-	if len(rd.Answers) != 1 || rd.Answers[0].Err == nil || rd.Answers[0].Err.Error() != "web: changed concurrently on n2, retry" {
+	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err == nil || rd.Answers[0].Err.Error() != "web: changed concurrently on n2, retry" {
 		t.Fatalf("got %+v, want a whole-file edit to fail changed concurrently on n2", rd.Answers)
 	}
 
-	tk = c.EditConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("z\nset k=v\n")}, What: "changed", Op: "set", Kws: []string{"k=v"}, Now: t0})
+	tk = c.editConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("z\nset k=v\n")}, What: "changed", Op: "set", Kws: []string{"k=v"}, Now: t0})
 	d.drive(t0)
-	c.Tick(t0.Add(9 * time.Second))
+	c.tick(t0.Add(9 * time.Second))
 	if rd = d.drive(t0); len(rd.Answers) != 0 {
 		t.Fatalf("got %+v before the timeout", rd.Answers)
 	}
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1,
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1,
 		Configs: map[string]dataset.ConfigEntry{"web": entry(ver(90, "n2"), "z\n", map[string]uint64{"n2": 90})}}}, t0.Add(10*time.Second))
-	c.Tick(t0.Add(10*time.Second + time.Millisecond))
+	c.tick(t0.Add(10*time.Second + time.Millisecond))
 	rd = d.drive(t0)
 	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err == nil ||
 		!strings.Contains(rd.Answers[0].Err.Error(), "web: the change is installed here, but n2 did not confirm it within 10s") ||
@@ -288,19 +288,19 @@ func TestEditAnswerWaitsForFileAndState(t *testing.T) {
 	d := &cfgDriver{svcs: map[string]*config.ServiceConfig{}}
 	d.c = New(Config{Name: "n1", Local: d, Configs: fakeCodec{}}, State{})
 	c := d.c
-	tk := c.EditConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("a")}, What: "created", Now: t0})
+	tk := c.editConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("a")}, What: "created", Now: t0})
 	rd := c.Ready()
 	if len(rd.Configs) != 1 || len(rd.Answers) != 0 || c.State().Services["web"].ConfigDigest != "" {
 		t.Fatalf("got %+v, state %+v, want the file to write first, the state untouched", rd, c.State().Services["web"])
 	}
 	if rd.Persist != nil {
-		c.PersistDone(rd.PersistSeq, nil, t0)
+		c.persistDone(rd.PersistSeq, nil, t0)
 	}
 	if !c.ConfigBusy("web") || c.KnownConfig("web").Digest != dataset.ConfigDigest([]byte("a")) {
 		t.Fatal("a config handed out and not written: want it busy, and known as the newest")
 	}
 	d.svcs["web"] = rd.Configs[0].Config
-	c.ConfigDone("web", nil, t0)
+	c.configDone("web", nil, t0)
 	if c.ConfigBusy("web") {
 		t.Fatal("busy after its write was reported")
 	}
@@ -308,16 +308,16 @@ func TestEditAnswerWaitsForFileAndState(t *testing.T) {
 	if rd.Persist == nil || rd.Persist.Services["web"].ConfigDigest != dataset.ConfigDigest([]byte("a")) || len(rd.Answers) != 0 {
 		t.Fatalf("got persist %v answers %v, want the version to write, no answer yet", rd.Persist, rd.Answers)
 	}
-	c.PersistDone(rd.PersistSeq, nil, t0)
+	c.persistDone(rd.PersistSeq, nil, t0)
 	if a := answers(c)[tk]; a.Ticket != tk || a.Err != nil {
 		t.Fatalf("got %+v, want the edit answered once its state is on disk", a)
 	}
 
 	d.fail = errors.New("read-only file system")
-	tk = c.EditConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("b")}, What: "changed", Now: t0})
+	tk = c.editConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("b")}, What: "changed", Now: t0})
 	rd = c.Ready()
-	c.PersistDone(rd.PersistSeq, nil, t0)
-	c.ConfigDone("web", d.fail, t0)
+	c.persistDone(rd.PersistSeq, nil, t0)
+	c.configDone("web", d.fail, t0)
 	if a := answers(c)[tk]; a.Err == nil || a.Err.Error() != "install: read-only file system" {
 		t.Fatalf("got %+v, want install: read-only file system", a)
 	}
@@ -332,11 +332,11 @@ func TestLocalFileChangedOutsideWins(t *testing.T) {
 	c, _ := cfgCore("n1")
 	c.State().Services["web"] = ServiceState{ConfigVersion: ver(3, "n1"), ConfigDigest: dataset.ConfigDigest([]byte("a"))}
 	c.State().Lamport = 3
-	c.CheckLocalFile("web", []byte("a"))
+	c.checkLocalFile("web", []byte("a"))
 	if rd := c.Ready(); rd.Persist != nil {
 		t.Fatal("an unchanged file changed the state")
 	}
-	c.CheckLocalFile("web", []byte("hand edit"))
+	c.checkLocalFile("web", []byte("hand edit"))
 	rd := c.Ready()
 	ss := c.State().Services["web"]
 	if rd.Persist == nil || ss.ConfigVersion.Counter <= 3 || ss.ConfigDigest != dataset.ConfigDigest([]byte("hand edit")) || len(eventsOf[ConfigChangedOutside](rd)) != 1 {

@@ -57,7 +57,7 @@ type Config struct {
 	// WriteThrough is a driver's promise that it writes Ready.Persist
 	// before it takes anything else of the Ready, and never fails (unit
 	// tests): the core then counts each state written as soon as it
-	// hands it out, without PersistDone.
+	// hands it out, without persistDone.
 	WriteThrough bool
 }
 
@@ -124,6 +124,9 @@ type Core struct {
 	vb versionBound
 	// q is the quorum's state (quorum.go).
 	q quorumState
+	// disk is the split decision of a node that lost its fencing disk
+	// (disksplit.go).
+	disk diskSplit
 	// guard is what the core knows of the node guard (guard.go).
 	guard guardState
 
@@ -143,7 +146,7 @@ func New(cfg Config, st State) *Core {
 		compat: true, monitor: dataset.NodeIdle}
 	c.vb.anchor = st.Lamport
 	c.initPeers()
-	c.MarkDurable()
+	c.markDurable()
 	return c
 }
 
@@ -152,8 +155,8 @@ type emptyLocal struct{}
 func (emptyLocal) LocalInfo() dataset.Node                         { return dataset.Node{} }
 func (emptyLocal) LocalServices() map[string]*config.ServiceConfig { return nil }
 
-// Name returns the node's name.
-func (c *Core) Name() string { return c.cfg.Name }
+// name returns the node's name.
+func (c *Core) name() string { return c.cfg.Name }
 
 // State returns the durable state the core owns. The driver reads it to
 // write it.
@@ -177,13 +180,13 @@ type Ready struct {
 	Answers []Answer
 	// Run are the actions to start, in order, once Persist is written
 	// (an action never rests on a change that may be undone: when the
-	// write fails, the driver reports ActionAborted instead); Check the
+	// write fails, the driver reports actionAborted instead); Check the
 	// status checks.
 	Run   []Action
 	Check []Check
 	// Probes are the arbitrators to probe now; Fences the lost peers to
-	// fence (quorum.go): run off the loop, reported with ArbitratorResult
-	// and FenceDone.
+	// fence (quorum.go): run off the loop, reported with arbitratorResult
+	// and fenceEnded.
 	Probes []Probe
 	Fences []Fence
 	// NodeActions are the node actions to run (crash, reboot), once
@@ -193,14 +196,14 @@ type Ready struct {
 	// (zero: no need before the next input).
 	WakeAt time.Time
 	// PersistSeq numbers Persist: the driver reports its write with
-	// PersistDone(PersistSeq, err). Answers and Run wait for it: those of
+	// persistDone(PersistSeq, err). Answers and Run wait for it: those of
 	// a Ready whose state is not on disk come in a later Ready. While a
 	// write is in flight Persist is nil and PersistSeq numbers the state
 	// that will hold this Ready's changes, handed out when that write
 	// ends (group commit, persist.go).
 	PersistSeq uint64
 	// Configs are the config files to write or remove, in order, each
-	// reported with ConfigDone (configs.go). They do not wait for Persist:
+	// reported with configDone (configs.go). They do not wait for Persist:
 	// the state records a config only once its file is written.
 	Configs []ConfigOp
 	// Announce are the services whose local instance must announce its
@@ -279,8 +282,8 @@ func (c *Core) newTicket() Ticket {
 	return c.nextTicket
 }
 
-// NextVersion returns a new logical version for a change made on this node.
-func (c *Core) NextVersion() dataset.Version {
+// nextVersion returns a new logical version for a change made on this node.
+func (c *Core) nextVersion() dataset.Version {
 	if c.state.Lamport < math.MaxUint64 { // saturates: never wraps to 0
 		c.state.Lamport++
 	}
@@ -288,18 +291,18 @@ func (c *Core) NextVersion() dataset.Version {
 	return dataset.Version{Counter: c.state.Lamport, Origin: c.cfg.Name}
 }
 
-// Witness advances the Lamport clock past a version seen from a peer,
+// witness advances the Lamport clock past a version seen from a peer,
 // once checkVersion took it (a counter ahead of this node's clock is
 // refused and never witnessed: versions.go).
-func (c *Core) Witness(v dataset.Version) {
+func (c *Core) witness(v dataset.Version) {
 	if v.Counter > c.state.Lamport {
 		c.state.Lamport = v.Counter
 		c.persist()
 	}
 }
 
-// Known reports whether the service has durable state here.
-func (c *Core) Known(svc string) bool {
+// known reports whether the service has durable state here.
+func (c *Core) known(svc string) bool {
 	_, ok := c.state.Services[svc]
 	return ok
 }
@@ -313,17 +316,17 @@ func (c *Core) NodeFrozen() bool { return c.state.NodeFrozen }
 // Target returns the target of svc this node knows.
 func (c *Core) Target(svc string) dataset.Target { return c.state.Services[svc].Target }
 
-// Install records svc as known (its config is installed here), with no
+// install records svc as known (its config is installed here), with no
 // state yet if it had none.
-func (c *Core) Install(svc string) {
+func (c *Core) install(svc string) {
 	if _, ok := c.state.Services[svc]; !ok {
 		c.state.Services[svc] = ServiceState{}
 		c.persist()
 	}
 }
 
-// SetFrozen freezes or thaws the instance of svc.
-func (c *Core) SetFrozen(svc string, frozen bool, reason string) {
+// setFrozen freezes or thaws the instance of svc.
+func (c *Core) setFrozen(svc string, frozen bool, reason string) {
 	ss := c.state.Services[svc]
 	if ss.Frozen == frozen {
 		return
@@ -335,18 +338,18 @@ func (c *Core) SetFrozen(svc string, frozen bool, reason string) {
 	c.emit(InstanceFrozen{Svc: svc, Frozen: frozen, Reason: reason})
 }
 
-// SetNodeFrozen freezes or thaws the node.
-func (c *Core) SetNodeFrozen(frozen bool, reason string) {
+// setNodeFrozen freezes or thaws the node.
+func (c *Core) setNodeFrozen(frozen bool, reason string) {
 	c.setNodeFreeze(&c.state.NodeFrozen, &c.state.NodeFrozenReason, frozen, reason, false)
 }
 
 // SplitFrozen reports whether the node is frozen by its split_action.
 func (c *Core) SplitFrozen() bool { return c.state.SplitFrozen }
 
-// SetSplitFrozen sets or ends the freeze of a split_action stop, apart
-// from the node's other freeze (SetNodeFrozen): the quorum rule ends it
+// setSplitFrozen sets or ends the freeze of a split_action stop, apart
+// from the node's other freeze (setNodeFrozen): the quorum rule ends it
 // (quorum.go), an admin thaw too.
-func (c *Core) SetSplitFrozen(frozen bool, reason string) {
+func (c *Core) setSplitFrozen(frozen bool, reason string) {
 	c.setNodeFreeze(&c.state.SplitFrozen, &c.state.SplitFrozenReason, frozen, reason, true)
 }
 
@@ -365,9 +368,9 @@ func (c *Core) setNodeFreeze(flag *bool, why *string, frozen bool, reason string
 	c.emit(NodeFrozen{Frozen: frozen, Reason: reason, Split: split})
 }
 
-// SetMonitorState records what must survive a restart of the instance
+// setLocalState records what must survive a restart of the instance
 // monitor of svc: whether its start failed, and its local expect.
-func (c *Core) SetMonitorState(svc string, startFailed bool, localExpect string) {
+func (c *Core) setLocalState(svc string, startFailed bool, localExpect string) {
 	ss := c.state.Services[svc]
 	if ss.StartFailed == startFailed && ss.LocalExpect == localExpect {
 		return
@@ -377,11 +380,11 @@ func (c *Core) SetMonitorState(svc string, startFailed bool, localExpect string)
 	c.persist()
 }
 
-// Restore is the roll back of a failed write: the durable state goes back
+// restore is the roll back of a failed write: the durable state goes back
 // to st (what the file holds), the Lamport clock never goes back (versions
 // handed out stay unique), and the --wait callers whose target was undone
 // get err.
-func (c *Core) Restore(st State, err error) {
+func (c *Core) restore(st State, err error) {
 	if st.Services == nil {
 		st.Services = map[string]ServiceState{}
 	}

@@ -15,7 +15,7 @@ var t0 = clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)).Now()
 
 func newCore(name string) *Core {
 	c := New(Config{Name: name, WriteThrough: true}, State{})
-	c.Install("web")
+	c.install("web")
 	c.Ready()
 	return c
 }
@@ -23,10 +23,10 @@ func newCore(name string) *Core {
 // localWebChecked installs a local, runnable web and ends its first check
 // with status.
 func localWebChecked(c *Core, status dataset.Status) {
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.CheckNow("web")
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.checkNow("web")
 	rd := c.Ready()
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: status}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: status}}, t0)
 	c.Ready()
 }
 
@@ -43,7 +43,7 @@ func answers(c *Core) map[Ticket]Answer {
 
 func TestAdminTargetPersistsThenAnswers(t *testing.T) {
 	c := newCore("n1")
-	tk := c.AdminTarget(TargetRequest{Service: "web", Action: "stop"})
+	tk := c.adminTarget(TargetRequest{Service: "web", Action: "stop"})
 	rd := c.Ready()
 	if rd.Persist == nil || rd.Persist.Services["web"].Target.Expect != dataset.ExpectStopped {
 		t.Fatalf("got Persist %+v, want the new target to write", rd.Persist)
@@ -58,7 +58,7 @@ func TestAdminTargetPersistsThenAnswers(t *testing.T) {
 		t.Fatalf("got events %v, want a TargetSet first", rd.Events)
 	}
 	// another target while one is in progress is refused
-	tk = c.AdminTarget(TargetRequest{Service: "web", Action: "start"})
+	tk = c.adminTarget(TargetRequest{Service: "web", Action: "start"})
 	if a := answers(c)[tk]; a.Err == nil || !strings.Contains(a.Err.Error(), "in progress") {
 		t.Fatalf("got %+v, want a refusal: a target is in progress", a)
 	}
@@ -66,11 +66,11 @@ func TestAdminTargetPersistsThenAnswers(t *testing.T) {
 
 func TestWaitAnsweredWhenReached(t *testing.T) {
 	c := newCore("n1")
-	tk := c.AdminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true})
+	tk := c.adminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true})
 	if a, ok := answers(c)[tk]; ok {
 		t.Fatalf("got an answer %+v before the target is reached", a)
 	}
-	c.TargetReached("web", nil, noSnap())
+	c.targetReached("web", nil, noSnap())
 	a, ok := answers(c)[tk]
 	if !ok || a.Err != nil || a.Result != "target stopped reached (id n1-1)" {
 		t.Fatalf("got %+v (answered %v), want reached", a, ok)
@@ -83,7 +83,7 @@ func TestWaitAnsweredWhenReached(t *testing.T) {
 func TestMergeTargetsNewerWinsAndWitness(t *testing.T) {
 	c := newCore("n1")
 	peer := dataset.Target{Expect: dataset.ExpectStarted, ID: "n2-7", Version: dataset.Version{Counter: 7, Origin: "n2"}}
-	c.MergeTargets("n2", map[string]dataset.Target{"web": peer, "unknown": peer}, t0, noSnap)
+	c.mergeTargets("n2", map[string]dataset.Target{"web": peer, "unknown": peer}, t0, noSnap)
 	rd := c.Ready()
 	if c.Target("web") != peer || rd.Persist == nil || rd.Persist.Lamport != 7 {
 		t.Fatalf("got target %v lamport %d, want the peer's and 7", c.Target("web"), c.State().Lamport)
@@ -93,11 +93,11 @@ func TestMergeTargetsNewerWinsAndWitness(t *testing.T) {
 	}
 	old := peer
 	old.Version.Counter = 3
-	c.MergeTargets("n2", map[string]dataset.Target{"web": old}, t0, noSnap)
+	c.mergeTargets("n2", map[string]dataset.Target{"web": old}, t0, noSnap)
 	if c.Target("web") != peer {
 		t.Fatalf("an older target replaced a newer one: %v", c.Target("web"))
 	}
-	if v := c.NextVersion(); v.Counter != 8 {
+	if v := c.nextVersion(); v.Counter != 8 {
 		t.Fatalf("got version %d after witnessing 7, want 8", v.Counter)
 	}
 }
@@ -105,10 +105,10 @@ func TestMergeTargetsNewerWinsAndWitness(t *testing.T) {
 func TestRestoreFailsUndoneWaitersKeepsLamport(t *testing.T) {
 	c := newCore("n1")
 	good := c.State().Clone()
-	tk := c.AdminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true})
+	tk := c.adminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true})
 	c.Ready()
 	lamport := c.State().Lamport
-	c.Restore(good, errors.New("read-only file system"))
+	c.restore(good, errors.New("read-only file system"))
 	a, ok := answers(c)[tk]
 	if !ok || a.Err == nil || !strings.Contains(a.Err.Error(), "read-only") {
 		t.Fatalf("got %+v (answered %v), want the write error", a, ok)
@@ -133,7 +133,7 @@ func monitorEvents(c *Core) []string {
 // check that follows says down.
 func failStart(t *testing.T, c *Core) {
 	t.Helper()
-	c.ActionDone("web", "start", errors.New("boom"), t0)
+	c.actionDone("web", "start", errors.New("boom"), t0)
 	rd := c.Ready()
 	if len(rd.Check) != 1 || !rd.Check[0].Full {
 		t.Fatalf("got checks %v, want one full check after the action", rd.Check)
@@ -141,19 +141,19 @@ func failStart(t *testing.T, c *Core) {
 	if b := c.Busy("web"); b != "start" {
 		t.Fatalf("busy %q before the check ended, want start", b)
 	}
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 }
 
 func TestClearAppliesOnceAndHere(t *testing.T) {
 	c := newCore("n1")
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0] != (Action{Kind: "start", Service: "web", Reason: "test", FencingToken: 1}) {
 		t.Fatalf("got Run %v, want the start of web", rd.Run)
 	}
-	if _, err := c.RunAction("web", "stop", "test", t0); err == nil {
+	if _, err := c.runAction("web", "stop", "test", t0); err == nil {
 		t.Fatal("a second action while one runs was accepted")
 	}
 	failStart(t, c)
@@ -164,21 +164,21 @@ func TestClearAppliesOnceAndHere(t *testing.T) {
 		t.Fatal("start failed not recorded in the durable state")
 	}
 	cr := dataset.ClearRequest{Version: dataset.Version{Counter: 20, Origin: "n2"}}
-	c.MergeClears("n2", map[string]dataset.ClearRequest{"web": cr}, t0)
+	c.mergeClears("n2", map[string]dataset.ClearRequest{"web": cr}, t0)
 	if got := monitorEvents(c); len(got) != 1 || got[0] != "start failed>idle" {
 		t.Fatalf("got %v, want start failed>idle", got)
 	}
-	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
 	failStart(t, c)
 	c.Ready()
-	c.MergeClears("n2", map[string]dataset.ClearRequest{"web": cr}, t0)
+	c.mergeClears("n2", map[string]dataset.ClearRequest{"web": cr}, t0)
 	if got := monitorEvents(c); len(got) != 0 {
 		t.Fatalf("a clear applied twice: %v", got)
 	}
-	c.ApplyClear("web", dataset.ClearRequest{Node: "n3", Version: dataset.Version{Counter: 30, Origin: "n2"}}, t0)
+	c.applyClear("web", dataset.ClearRequest{Node: "n3", Version: dataset.Version{Counter: 30, Origin: "n2"}}, t0)
 	if rd := c.Ready(); len(rd.Events) != 0 || rd.Persist == nil {
 		t.Fatalf("a clear of n3 acted here (%v) or was not recorded", rd.Events)
 	}
@@ -186,12 +186,12 @@ func TestClearAppliesOnceAndHere(t *testing.T) {
 
 func TestWaiterExpiresWithProgress(t *testing.T) {
 	c := newCore("n1")
-	tk := c.AdminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true, Deadline: t0.Add(time.Second)})
+	tk := c.adminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true, Deadline: t0.Add(time.Second)})
 	c.Ready()
-	if next := c.ExpireWaiters(t0, noSnap()); !next.Equal(t0.Add(time.Second)) {
+	if next := c.expireWaiters(t0, noSnap()); !next.Equal(t0.Add(time.Second)) {
 		t.Fatalf("got next %v, want the deadline", next)
 	}
-	c.ExpireWaiters(t0.Add(time.Second), noSnap())
+	c.expireWaiters(t0.Add(time.Second), noSnap())
 	if a := answers(c)[tk]; a.Err == nil || !strings.Contains(a.Err.Error(), "timed out") {
 		t.Fatalf("got %+v, want a time out", a)
 	}
@@ -201,18 +201,18 @@ func TestWaiterExpiresWithProgress(t *testing.T) {
 // check wins, the caller is told which resource.
 func TestStopThatLeavesAResourceUpFails(t *testing.T) {
 	c := newCore("n1")
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	tk, err := c.RunAction("web", "stop", "test", t0)
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	tk, err := c.runAction("web", "stop", "test", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
-	c.ActionDone("web", "stop", nil, t0)
+	c.actionDone("web", "stop", nil, t0)
 	rd := c.Ready()
 	if len(rd.Check) != 1 {
 		t.Fatalf("got checks %v, want one", rd.Check)
 	}
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp, Log: "still here"}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp, Log: "still here"}}, t0)
 	rd = c.Ready()
 	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err == nil ||
 		!strings.Contains(rd.Answers[0].Err.Error(), "app#1: its check still says up after its stop (last line: still here)") {
@@ -227,11 +227,11 @@ func TestStopThatLeavesAResourceUpFails(t *testing.T) {
 // check is ordered.
 func TestStaleCheckIsMadeAgain(t *testing.T) {
 	c := newCore("n1")
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.CheckNow("web")
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.checkNow("web")
 	old := c.Ready().Check[0]
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0) // a new config
-	c.CheckDone(old, map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0) // a new config
+	c.checkDone(old, map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
 	rd := c.Ready()
 	if len(rd.Check) != 1 || rd.Check[0].Gen == old.Gen {
 		t.Fatalf("got checks %v, want a new one of the new generation", rd.Check)
@@ -248,12 +248,12 @@ func TestStopLocalAnswersAtTheEndOrIsAborted(t *testing.T) {
 	c := newCore("n1")
 	localWebChecked(c, dataset.StatusUp)
 
-	tk := c.AdminLocal(LocalRequest{Service: "web", Action: "stop", Now: t0})
+	tk := c.adminLocal(LocalRequest{Service: "web", Action: "stop", Now: t0})
 	rd := c.Ready()
 	if rd.Persist == nil || !rd.Persist.Services["web"].Frozen || len(rd.Run) != 1 || len(rd.Answers) != 0 {
 		t.Fatalf("got persist %v run %v answers %v, want the freeze to write, the stop ordered, no answer yet", rd.Persist, rd.Run, rd.Answers)
 	}
-	c.ActionAborted("web", "stop", errors.New("read-only file system"), t0)
+	c.actionAborted("web", "stop", errors.New("read-only file system"), t0)
 	rd = c.Ready()
 	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err == nil {
 		t.Fatalf("got %+v, want the write error for ticket %d", rd.Answers, tk)
@@ -262,11 +262,11 @@ func TestStopLocalAnswersAtTheEndOrIsAborted(t *testing.T) {
 		t.Fatalf("after the abort: %+v, want idle and not busy", info)
 	}
 
-	tk = c.AdminLocal(LocalRequest{Service: "web", Action: "stop", Now: t0})
+	tk = c.adminLocal(LocalRequest{Service: "web", Action: "stop", Now: t0})
 	c.Ready()
-	c.ActionDone("web", "stop", nil, t0)
+	c.actionDone("web", "stop", nil, t0)
 	rd = c.Ready()
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	rd = c.Ready()
 	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err != nil || rd.Answers[0].Result != "stopped and frozen" {
 		t.Fatalf("got %+v, want stopped and frozen for ticket %d", rd.Answers, tk)
@@ -278,16 +278,16 @@ func TestStopLocalAnswersAtTheEndOrIsAborted(t *testing.T) {
 func TestDrain(t *testing.T) {
 	c := newCore("n1")
 	for _, svc := range []string{"a", "b", "c"} {
-		c.AddInstance(svc, InstanceSpec{Local: true, Runnable: true}, t0)
-		c.CheckNow(svc)
+		c.addInstance(svc, InstanceSpec{Local: true, Runnable: true}, t0)
+		c.checkNow(svc)
 		st := dataset.StatusUp
 		if svc == "c" {
 			st = dataset.StatusDown
 		}
-		c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: st}}, t0)
+		c.checkDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: st}}, t0)
 	}
 	c.Ready()
-	tk := c.AdminNode("drain", t0)
+	tk := c.adminNode("drain", t0)
 	rd := c.Ready()
 	if len(rd.Run) != 2 || !c.NodeFrozen() || c.NodeMonitor() != dataset.NodeDraining {
 		t.Fatalf("got run %v frozen %v monitor %s, want a and b stopped, frozen, draining", rd.Run, c.NodeFrozen(), c.NodeMonitor())
@@ -297,8 +297,8 @@ func TestDrain(t *testing.T) {
 		if svc == "b" {
 			err = errors.New("boom")
 		}
-		c.ActionDone(svc, "stop", err, t0)
-		c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+		c.actionDone(svc, "stop", err, t0)
+		c.checkDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 		rd = c.Ready()
 		if i == 0 && len(rd.Answers) != 0 {
 			t.Fatalf("answered %v before every stop ended", rd.Answers)
@@ -318,22 +318,22 @@ func TestDrain(t *testing.T) {
 // stopped only the instances already running).
 func TestShutdownStopsAStartInFlight(t *testing.T) {
 	c := newCore("n1")
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.CheckNow("web")
-	c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.checkNow("web")
+	c.checkDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	c.Ready()
-	if _, err := c.RunAction("web", "start", "admin start --local", t0); err != nil {
+	if _, err := c.runAction("web", "start", "admin start --local", t0); err != nil {
 		t.Fatal(err)
 	}
 	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0].Kind != "start" {
 		t.Fatalf("got run %+v, want the start", rd.Run)
 	}
-	c.BeginStop("shutdown", t0)
+	c.beginStop("shutdown", t0)
 	if rd := c.Ready(); len(rd.Run) != 0 {
 		t.Fatalf("got run %+v while the start runs, want nothing yet", rd.Run)
 	}
-	c.ActionDone("web", "start", nil, t0)
-	c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	c.actionDone("web", "start", nil, t0)
+	c.checkDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
 	rd := c.Ready()
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || !c.AnyBusy() {
 		t.Fatalf("after the start ended during a shutdown: run %+v busy %v, want its stop", rd.Run, c.AnyBusy())
@@ -347,7 +347,7 @@ func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 	c := newCore("n1")
 	localWebChecked(c, dataset.StatusUp)
 
-	c.AddInstance("web", InstanceSpec{Local: false}, t0)
+	c.addInstance("web", InstanceSpec{Local: false}, t0)
 	rd := c.Ready()
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || rd.Run[0].Reason != "this node was removed from the service's nodes" {
 		t.Fatalf("got run %+v, want the stop of the removed instance", rd.Run)
@@ -355,10 +355,10 @@ func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 	if info, _ := c.Instance("web"); info.Busy != "stop" || info.Monitor.State != dataset.Stopping {
 		t.Fatalf("got %+v, want busy stop, stopping", info)
 	}
-	c.ActionDone("web", "stop", nil, t0)
+	c.actionDone("web", "stop", nil, t0)
 	rd = c.Ready()
 	for _, ck := range rd.Check {
-		c.CheckDone(ck, nil, t0) // the drivers are gone: a stale check
+		c.checkDone(ck, nil, t0) // the drivers are gone: a stale check
 	}
 	c.Ready()
 	if info, _ := c.Instance("web"); info.Busy != "" {
@@ -368,7 +368,7 @@ func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 	// down, then removed: nothing to stop
 	d := newCore("n1")
 	localWebChecked(d, dataset.StatusDown)
-	d.AddInstance("web", InstanceSpec{Local: false}, t0)
+	d.addInstance("web", InstanceSpec{Local: false}, t0)
 	if rd = d.Ready(); len(rd.Run) != 0 {
 		t.Fatalf("a down instance removed from the nodes: run %+v, want none", rd.Run)
 	}
@@ -378,21 +378,21 @@ func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 // ended up, the instance is stopped (it was left running, unpublished).
 func TestNodeRemovedDuringAStartStopsItAfterwards(t *testing.T) {
 	c := newCore("n1")
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
-	c.AddInstance("web", InstanceSpec{Local: false}, t0)
+	c.addInstance("web", InstanceSpec{Local: false}, t0)
 	if rd := c.Ready(); len(rd.Run) != 0 {
 		t.Fatalf("a stop ordered while the start runs: %+v", rd.Run)
 	}
-	c.ActionDone("web", "start", nil, t0)
+	c.actionDone("web", "start", nil, t0)
 	rd := c.Ready()
 	if len(rd.Check) != 1 {
 		t.Fatalf("got checks %v, want the check that ends the start (old drivers)", rd.Check)
 	}
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
 	rd = c.Ready()
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || rd.Run[0].Reason != "this node was removed from the service's nodes" {
 		t.Fatalf("after the start ended up: run %+v, want the stop of the removed instance", rd.Run)
@@ -400,9 +400,9 @@ func TestNodeRemovedDuringAStartStopsItAfterwards(t *testing.T) {
 	if _, ok := c.Dataset(dataset.Node{}).Services["web"]; !ok {
 		t.Fatal("the removed instance, still running, is not published")
 	}
-	c.ActionDone("web", "stop", nil, t0)
+	c.actionDone("web", "stop", nil, t0)
 	rd = c.Ready()
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	c.Ready()
 	if _, ok := c.Dataset(dataset.Node{}).Services["web"]; ok {
 		t.Fatal("the removed instance is still published after its stop")

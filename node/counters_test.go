@@ -10,7 +10,7 @@ import (
 	"haven/dataset"
 )
 
-// Attack (issue 19, item 7): an insider announces a config at version
+// Attack: an insider announces a config at version
 // counter 2^64-1 (and one whose lineage claims edits after its version).
 // Before, the entry won for good and poisoned the Lamport clock: the next
 // edit's version wrapped to 0, was acknowledged at once (counter 0 counted
@@ -36,8 +36,8 @@ func TestInsaneCountersRefused(t *testing.T) {
 			t.Fatalf("entry %+v moved the Lamport clock to %d", evil.Version, l)
 		}
 	}
-	c.MergeTargets("n2", map[string]dataset.Target{"web": {Expect: dataset.ExpectStopped, ID: "x", Version: ver(math.MaxUint64, "n2")}}, t0, nil)
-	c.MergeClears("n2", map[string]dataset.ClearRequest{"web": {Version: ver(math.MaxUint64, "n2")}}, t0)
+	c.mergeTargets("n2", map[string]dataset.Target{"web": {Expect: dataset.ExpectStopped, ID: "x", Version: ver(math.MaxUint64, "n2")}}, t0, nil)
+	c.mergeClears("n2", map[string]dataset.ClearRequest{"web": {Version: ver(math.MaxUint64, "n2")}}, t0)
 	if ss := c.State().Services["web"]; ss.Target.Version.Counter != 0 || ss.Clear.Version.Counter != 0 || c.State().Lamport != 5 {
 		t.Fatalf("a target or clear at 2^64-1 was taken: %+v lamport %d", ss, c.State().Lamport)
 	}
@@ -46,7 +46,7 @@ func TestInsaneCountersRefused(t *testing.T) {
 	}
 
 	raw := "a\nset x=1\n"
-	tk := c.EditConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte(raw)}, What: "changed", Op: "set", Kws: []string{"x=1"}, Now: t0})
+	tk := c.editConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte(raw)}, What: "changed", Op: "set", Kws: []string{"x=1"}, Now: t0})
 	rd := d.drive(t0)
 	mine := c.KnownConfig("web")
 	if len(rd.Answers) != 0 || mine.Version.Counter != 6 || string(d.svcs["web"].Raw) != raw {
@@ -74,7 +74,7 @@ func capAt(now time.Time) uint64 {
 	return uint64(now.UnixMilli()) + uint64(VersionLead.Milliseconds())
 }
 
-// Attack (issue 44, item 3): an insider announces a version at exactly the
+// Attack: an insider announces a version at exactly the
 // bound of the counters. With the bound of an earlier release (2^48, taken)
 // every version made after it was beyond the bound and refused by every
 // peer, for good. The bound is the node's clock now: a target at the
@@ -84,28 +84,28 @@ func capAt(now time.Time) uint64 {
 func TestCounterAtTheBoundFreezesNothing(t *testing.T) {
 	n1 := newCore("n1")
 	n2 := New(Config{Name: "n2", WriteThrough: true}, State{})
-	n2.Install("web")
+	n2.install("web")
 	n2.Ready()
 	bound := capAt(t0)
 	evil := dataset.Target{Expect: dataset.ExpectNone, ID: "evil", Version: ver(bound, "n3")}
 	beyond := dataset.Target{Expect: dataset.ExpectStopped, ID: "evil2", Version: ver(bound+1, "n3")}
 	for _, c := range []*Core{n1, n2} {
-		c.MergeTargets("n3", map[string]dataset.Target{"web": beyond}, t0, noSnap)
+		c.mergeTargets("n3", map[string]dataset.Target{"web": beyond}, t0, noSnap)
 		if r := eventsOf[VersionRefused](c.Ready()); len(r) != 1 || r[0].Counter != bound+1 || !strings.Contains(r[0].Err, "ahead of this node's clock") {
-			t.Fatalf("%s: got refusals %+v, want the target beyond the bound said", c.Name(), r)
+			t.Fatalf("%s: got refusals %+v, want the target beyond the bound said", c.name(), r)
 		}
-		c.MergeTargets("n3", map[string]dataset.Target{"web": beyond}, t0, noSnap)
+		c.mergeTargets("n3", map[string]dataset.Target{"web": beyond}, t0, noSnap)
 		if r := eventsOf[VersionRefused](c.Ready()); len(r) != 0 {
-			t.Fatalf("%s: the same refusal said again: %+v", c.Name(), r)
+			t.Fatalf("%s: the same refusal said again: %+v", c.name(), r)
 		}
-		c.MergeTargets("n3", map[string]dataset.Target{"web": evil}, t0, noSnap)
+		c.mergeTargets("n3", map[string]dataset.Target{"web": evil}, t0, noSnap)
 		c.Ready()
 		if c.Target("web").ID != "evil" || c.State().Lamport != bound {
-			t.Fatalf("%s: target %+v lamport %d, want the insider's at the bound taken", c.Name(), c.Target("web"), c.State().Lamport)
+			t.Fatalf("%s: target %+v lamport %d, want the insider's at the bound taken", c.name(), c.Target("web"), c.State().Lamport)
 		}
 	}
 	now := t0.Add(time.Millisecond)
-	tk := n1.AdminTarget(TargetRequest{Service: "web", Action: "freeze", Now: now})
+	tk := n1.adminTarget(TargetRequest{Service: "web", Action: "freeze", Now: now})
 	if a := answers(n1)[tk]; a.Err != nil {
 		t.Fatalf("freeze on n1: %v", a.Err)
 	}
@@ -113,7 +113,7 @@ func TestCounterAtTheBoundFreezesNothing(t *testing.T) {
 	if frz.Version.Counter != bound+1 {
 		t.Fatalf("n1's freeze at %d, want %d", frz.Version.Counter, bound+1)
 	}
-	n2.MergeTargets("n1", map[string]dataset.Target{"web": frz}, now, noSnap)
+	n2.mergeTargets("n1", map[string]dataset.Target{"web": frz}, now, noSnap)
 	if r := eventsOf[VersionRefused](n2.Ready()); len(r) != 0 || n2.Target("web") != frz {
 		t.Fatalf("n2: target %+v refusals %+v, want n1's freeze taken", n2.Target("web"), r)
 	}
@@ -125,22 +125,22 @@ func TestCounterAtTheBoundFreezesNothing(t *testing.T) {
 func TestLocalVersionRefusedAheadOfTheClock(t *testing.T) {
 	c := newCore("n1")
 	bound := capAt(t0)
-	c.MergeTargets("n2", map[string]dataset.Target{"web": {Expect: dataset.ExpectNone, ID: "x", Version: ver(bound, "n2")}}, t0, noSnap)
+	c.mergeTargets("n2", map[string]dataset.Target{"web": {Expect: dataset.ExpectNone, ID: "x", Version: ver(bound, "n2")}}, t0, noSnap)
 	c.Ready()
-	tk := c.AdminTarget(TargetRequest{Service: "web", Action: "freeze", Now: t0})
+	tk := c.adminTarget(TargetRequest{Service: "web", Action: "freeze", Now: t0})
 	a := answers(c)[tk]
 	if a.Err == nil || a.Bad || !strings.Contains(a.Err.Error(), "retry in 1ms") || c.Target("web").ID != "x" {
 		t.Fatalf("got %+v, target %+v: want the freeze refused, retry in 1ms", a, c.Target("web"))
 	}
-	tk = c.AdminTarget(TargetRequest{Service: "web", Action: "clear", Now: t0})
+	tk = c.adminTarget(TargetRequest{Service: "web", Action: "clear", Now: t0})
 	if a := answers(c)[tk]; a.Err == nil {
 		t.Fatalf("clear: got %+v, want it refused", a)
 	}
-	tk = c.EditConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("x")}, Now: t0})
+	tk = c.editConfig(ConfigRequest{Service: "web", Config: &config.ServiceConfig{Name: "web", Raw: []byte("x")}, Now: t0})
 	if a := answers(c)[tk]; a.Err == nil || c.State().Lamport != bound {
 		t.Fatalf("edit: got %+v lamport %d, want it refused before any version", a, c.State().Lamport)
 	}
-	tk = c.AdminTarget(TargetRequest{Service: "web", Action: "freeze", Now: t0.Add(time.Millisecond)})
+	tk = c.adminTarget(TargetRequest{Service: "web", Action: "freeze", Now: t0.Add(time.Millisecond)})
 	if a := answers(c)[tk]; a.Err != nil || c.Target("web").Version.Counter != bound+1 {
 		t.Fatalf("got %+v target %+v, want the freeze taken a millisecond later", a, c.Target("web"))
 	}
@@ -154,7 +154,7 @@ func TestVersionAheadTakenOnceTheClockReachesIt(t *testing.T) {
 	announce(c, map[string]dataset.ConfigEntry{"web": entry(ver(5, "n2"), "a\n", map[string]uint64{"n2": 5})}, t0)
 	d.drive(t0)
 	v := capAt(t0) + 500 // made on n2, whose clock is 500ms ahead
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1,
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1,
 		Services: map[string]dataset.Instance{}, Configs: map[string]dataset.ConfigEntry{"web": entry(ver(v, "n2"), "b\n", map[string]uint64{"n2": v})},
 		Targets: map[string]dataset.Target{"web": {Expect: dataset.ExpectFrozen, ID: "n2-f", Version: ver(v+1, "n2")}}}}, t0)
 	rd := d.drive(t0)
@@ -165,12 +165,12 @@ func TestVersionAheadTakenOnceTheClockReachesIt(t *testing.T) {
 	if want := t0.Add(500 * time.Millisecond); due.After(want) {
 		t.Fatalf("next tick at %v, want by %v (when the clock reaches the version)", due, want)
 	}
-	c.Tick(t0.Add(400 * time.Millisecond))
+	c.tick(t0.Add(400 * time.Millisecond))
 	if rd := d.drive(t0); len(rd.Configs) != 0 {
 		t.Fatalf("taken before the clock reached it: %+v", rd.Configs)
 	}
 	now := t0.Add(501 * time.Millisecond)
-	c.Tick(now)
+	c.tick(now)
 	d.drive(now)
 	if got := string(d.svcs["web"].Raw); got != "b\n" || c.Target("web").ID != "n2-f" {
 		t.Fatalf("config %q target %+v, want n2's taken once the clock reached them", got, c.Target("web"))
@@ -188,15 +188,15 @@ func TestCountersPastTheClockGoOn(t *testing.T) {
 	for i := range 4 {
 		now = now.Add(time.Second)
 		if i%2 == 0 {
-			tk := n1.AdminTarget(TargetRequest{Service: "web", Action: "freeze", Now: now})
+			tk := n1.adminTarget(TargetRequest{Service: "web", Action: "freeze", Now: now})
 			if a := answers(n1)[tk]; a.Err != nil {
 				t.Fatalf("n1: %v", a.Err)
 			}
 		} else {
-			n1.TargetReached("web", nil, noSnap())
+			n1.targetReached("web", nil, noSnap())
 			n1.Ready()
 		}
-		n2.MergeTargets("n1", n1.Targets(), now, noSnap)
+		n2.mergeTargets("n1", n1.Targets(), now, noSnap)
 		if r := eventsOf[VersionRefused](n2.Ready()); len(r) != 0 || n2.Target("web") != n1.Target("web") {
 			t.Fatalf("n2: refusals %+v target %+v, want n1's %+v", r, n2.Target("web"), n1.Target("web"))
 		}
@@ -206,7 +206,7 @@ func TestCountersPastTheClockGoOn(t *testing.T) {
 	}
 	// and never further than the lead ahead of where they started
 	far := dataset.Target{Expect: dataset.ExpectStopped, ID: "far", Version: ver(1<<48+uint64((VersionLead+time.Hour).Milliseconds()), "n3")}
-	n2.MergeTargets("n3", map[string]dataset.Target{"web": far}, now, noSnap)
+	n2.mergeTargets("n3", map[string]dataset.Target{"web": far}, now, noSnap)
 	if n2.Target("web").ID == "far" {
 		t.Fatal("a counter an hour past the run's own was taken")
 	}

@@ -25,8 +25,8 @@ import (
 var update = flag.Bool("update", false, "rewrite node/testdata/*.txt with the outputs (review the diff)")
 
 // TestDatadriven runs the files of testdata/ (package datadriven): each
-// command is one input of a node core, driven through its exported
-// methods as a driver would, then the whole Ready it produced (see
+// command is one input of a node core, handed to Step as a driver does,
+// then the whole Ready it produced (see
 // harness.step for the commands). go test ./node -run TestDatadriven
 // -update rewrites the expected outputs.
 func TestDatadriven(t *testing.T) {
@@ -69,6 +69,12 @@ type harness struct {
 	// probes are the send times of the last probe or report ordered to
 	// each arbitrator (the answers of arbitrator and onevote answer it).
 	probes map[string]time.Time
+	// published: a Ready asked to publish the dataset since the cluster
+	// environment last sent it; changed: since its last decision pass (the
+	// node's own dataset changed: the next pass is a full one, as the
+	// driver's); wakeAt the wake-up asked (cluster_test.go)
+	published, changed bool
+	wakeAt             time.Time
 }
 
 // LocalInfo and LocalServices are the driver's part of the view (Local).
@@ -81,13 +87,15 @@ func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cf
 // the Ready they produced (the whole of it). The commands:
 //
 //	new NAME members=N1,N2 [write-through] [ready=D] [rejoin=D]
-//	    [quorum=SPLIT_ACTION] [arb=A] [onevote=A] [stonith=N1,N2] [conf=A] [guard=LEASE]
+//	    [quorum=SPLIT_ACTION] [arb=A] [onevote=A] [stonith=N1,N2] [conf=A]
+//	    [diskfence] [guard=LEASE]
 //	                       cluster.quorum on with that split_action, a
 //	                       plain arbitrator A, a one-vote arbitrator A
 //	                       (weight 1 each; beat 0.5s, arbitrator timeout
 //	                       1s, hb.timeout 3s); conf: the node's configuration
-//	                       digest, A its arbitrators' part (testConf); guard: node.guard on
-//	                       with that lease (act 2.5s)
+//	                       digest, A its arbitrators' part (testConf);
+//	                       diskfence: [hb.disk] fence = true; guard: node.guard
+//	                       on with that lease (act 2.5s)
 //	service SVC            (the input lines: the service's TOML config)
 //	start                  the daemon's start
 //	peer N up|down         a heartbeat event about N
@@ -120,10 +128,10 @@ func (h *harness) LocalServices() map[string]*config.ServiceConfig { return h.cf
 //	persist-done           the state write in flight ends well
 //	persist-fail TEXT      it fails
 //	retry-persist          the driver's tick while writes fail
+//	disk lost|ok           what the driver read of the fencing disk
 //	state                  the core's durable state and the file's
 //
-// It is the one place that knows the core's input methods: switching to
-// a typed input is a change here only.
+// Each command is an input of Step, as a driver hands it.
 func (h *harness) step(d *datadriven.Cmd) (string, error) {
 	var pre string
 	switch d.Name {
@@ -142,19 +150,19 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		}
 		h.cfgs[cfg.Name] = cfg
 		local := cfg.HasNode(h.name, h.c.PeerNames())
-		h.c.AddInstance(cfg.Name, node.InstanceSpec{Local: local, Runnable: local, Resources: node.LadderSpecs(cfg),
-			MonitorAction: cfg.MonitorAction}, h.now)
+		h.c.Step(node.InstanceInstalled{Service: cfg.Name, Spec: node.InstanceSpec{Local: local, Runnable: local, Resources: node.LadderSpecs(cfg),
+			MonitorAction: cfg.MonitorAction}, Now: h.now})
 		if local {
-			h.c.CheckNow(cfg.Name)
+			h.c.Step(node.CheckOrdered{Service: cfg.Name})
 		}
 	case "start":
-		h.c.Start(h.now)
+		h.c.Step(node.Started{Now: h.now})
 	case "peer":
 		ev, err := h.peerEvent(d)
 		if err != nil {
 			return "", err
 		}
-		h.c.Heartbeat(ev, h.now)
+		h.c.Step(node.PeerNews{Event: ev, Now: h.now})
 	case "advance", "tick":
 		if len(d.Args) > 0 {
 			dur, err := time.ParseDuration(d.Args[0])
@@ -166,15 +174,12 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		if d.Name == "advance" {
 			return "now " + h.at(h.now), nil
 		}
-		h.c.Tick(h.now)
+		h.c.Step(node.Ticked{Now: h.now})
 	case "orchestrate":
-		if _, view := d.Arg("view"); view {
-			h.c.OrchestrateView(h.now)
-		} else {
-			h.c.Orchestrate(h.now)
-		}
+		_, view := d.Arg("view")
+		h.c.Step(node.Pass{Now: h.now, ViewOnly: view})
 	case "wake":
-		h.c.WakeUp()
+		h.c.Step(node.Woken{})
 	case "admin":
 		if len(d.Args) < 2 {
 			return "", d.Errorf("want a service and an action")
@@ -192,17 +197,17 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 			}
 			req.Deadline = h.now.Add(dur)
 		}
-		pre = fmt.Sprintf("ticket %d\n", h.c.AdminTarget(req))
+		pre = fmt.Sprintf("ticket %d\n", h.c.Step(req))
 	case "local":
 		if len(d.Args) != 2 {
 			return "", d.Errorf("want a service and an action")
 		}
-		pre = fmt.Sprintf("ticket %d\n", h.c.AdminLocal(node.LocalRequest{Service: d.Args[0], Action: d.Args[1], Now: h.now}))
+		pre = fmt.Sprintf("ticket %d\n", h.c.Step(node.LocalRequest{Service: d.Args[0], Action: d.Args[1], Now: h.now}))
 	case "node-admin":
 		if len(d.Args) != 1 {
 			return "", d.Errorf("want an action")
 		}
-		pre = fmt.Sprintf("ticket %d\n", h.c.AdminNode(d.Args[0], h.now))
+		pre = fmt.Sprintf("ticket %d\n", h.c.Step(node.NodeAdmin{Action: d.Args[0], Now: h.now}))
 	case "check":
 		if len(d.Args) < 2 {
 			return "", d.Errorf("want a service and a status, or RID=STATUS words")
@@ -223,7 +228,7 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 				res[r.RID] = dataset.Resource{Status: dataset.Status(d.Args[1])}
 			}
 		}
-		h.c.CheckDone(ck, res, h.now)
+		h.c.Step(node.Checked{Check: ck, Resources: res, Now: h.now})
 	case "action-done":
 		if len(d.Args) < 2 {
 			return "", d.Errorf("want a service and a kind")
@@ -236,7 +241,7 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		if v, ok := d.Arg("fail"); ok {
 			err = errors.New(v)
 		}
-		h.c.ActionDone(d.Args[0], d.Args[1], err, h.now)
+		h.c.Step(node.Acted{Service: d.Args[0], Kind: d.Args[1], Err: err, Now: h.now})
 	case "persist-done", "persist-fail":
 		if h.writing == 0 {
 			return "", d.Errorf("no state write in flight")
@@ -244,13 +249,18 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		seq := h.writing
 		h.writing = 0
 		if d.Name == "persist-fail" {
-			h.c.PersistDone(seq, errors.New(strings.Join(d.Args, " ")), h.now)
+			h.c.Step(node.Persisted{Seq: seq, Err: errors.New(strings.Join(d.Args, " ")), Now: h.now})
 			break
 		}
 		h.disk = h.pending
-		h.c.PersistDone(seq, nil, h.now)
+		h.c.Step(node.Persisted{Seq: seq, Now: h.now})
 	case "retry-persist":
-		h.c.RetryPersist()
+		h.c.Step(node.RetryWrite{})
+	case "disk":
+		if len(d.Args) != 1 || d.Args[0] != "lost" && d.Args[0] != "ok" {
+			return "", d.Errorf("want lost or ok")
+		}
+		h.c.Step(node.DiskRead{Lost: d.Args[0] == "lost", Now: h.now})
 	case "arbitrator":
 		if len(d.Args) != 2 || d.Args[1] != "ok" && d.Args[1] != "fail" {
 			return "", d.Errorf("want an arbitrator and ok or fail")
@@ -259,7 +269,7 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		if !ok {
 			return "", d.Errorf("no probe of %s ordered", d.Args[0])
 		}
-		h.c.ArbitratorResult(d.Args[0], d.Args[1] == "ok", "answer "+d.Args[1], sent, h.now)
+		h.c.Step(node.Voted{Arbitrator: d.Args[0], OK: d.Args[1] == "ok", Detail: "answer " + d.Args[1], Sent: sent, Now: h.now})
 	case "onevote":
 		if len(d.Args) < 2 {
 			return "", d.Errorf("want an arbitrator and granted, refused or silent")
@@ -287,7 +297,7 @@ func (h *harness) step(d *datadriven.Cmd) (string, error) {
 		default:
 			return "", d.Errorf("want granted, refused or silent")
 		}
-		h.c.OneVoteResult(d.Args[0], g, errText, sent, h.now)
+		h.c.Step(node.Granted{Arbitrator: d.Args[0], Grant: g, ErrText: errText, Sent: sent, Now: h.now})
 	case "quorum":
 		return quorumText(h.c.QuorumInfo(h.now), h.c.State()), nil
 	case "guard":
@@ -365,6 +375,7 @@ func (h *harness) newCore(d *datadriven.Cmd) (string, error) {
 		if v, ok := d.Arg("stonith"); ok {
 			cfg.Quorum.Stonith = strings.Split(v, ",")
 		}
+		_, cfg.Quorum.DiskFence = d.Arg("diskfence")
 	}
 	if v, ok := d.Arg("guard"); ok {
 		lease, err := time.ParseDuration(v)
@@ -587,6 +598,7 @@ func (h *harness) ready() string {
 	}
 	if rd.Publish {
 		b.WriteString("publish\n")
+		h.published, h.changed = true, true
 	}
 	for _, e := range rd.Events {
 		svc := e.Service()
@@ -644,6 +656,9 @@ func (h *harness) ready() string {
 	}
 	if !rd.WakeAt.IsZero() {
 		fmt.Fprintf(&b, "wake-at %s\n", h.at(rd.WakeAt))
+		if h.wakeAt.IsZero() || rd.WakeAt.Before(h.wakeAt) {
+			h.wakeAt = rd.WakeAt
+		}
 	}
 	if b.Len() == 0 {
 		return "(empty ready)"

@@ -11,12 +11,12 @@ import (
 // the daemon builds for each publish (Core.Dataset: every instance with
 // its resources, the targets, the clears), 2,000 local services of two
 // resources each: the sender's cost that a change of one service still
-// pays in full (docs/benchmarks.md, issue 26).
+// pays in full (docs/benchmarks.md).
 func BenchmarkDataset2000(b *testing.B) {
 	c := New(Config{Name: "n1", ClusterNodes: []string{"n1"}, Compat: 1, WriteThrough: true}, State{})
 	for i := 0; i < 2000; i++ {
 		svc := fmt.Sprintf("svc%04d", i)
-		c.AddInstance(svc, InstanceSpec{Local: true, Runnable: true}, t0)
+		c.addInstance(svc, InstanceSpec{Local: true, Runnable: true}, t0)
 		c.insts[svc].res = map[string]dataset.Resource{"ip#1": {Status: dataset.StatusUp}, "app#1": {Status: dataset.StatusUp}}
 	}
 	b.ReportAllocs()

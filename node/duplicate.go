@@ -141,8 +141,8 @@ func (c *Core) noteDuplicate(p *peer, ev PeerEvent) {
 // as a live member for the quorum).
 func (p *peer) heldRunOnly() bool { return p.runHeld && !p.twin && !p.behind }
 
-// PeerDuplicated reports whether two runs of the peer are heard at once.
-func (c *Core) PeerDuplicated(name string) bool {
+// peerDuplicated reports whether two runs of the peer are heard at once.
+func (c *Core) peerDuplicated(name string) bool {
 	p := c.peers[name]
 	return p != nil && p.twin
 }

@@ -17,10 +17,10 @@ func TestDuplicatePeerIsUnknownNotDown(t *testing.T) {
 	d, _ := staleCluster(t)
 	c := d.c
 	now := t0.Add(time.Second)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerDuplicate, Reason: "two runs"}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerDuplicate, Reason: "two runs"}, now)
 	d.settle(now)
-	if got := webOn(c, "n2", now); got != dataset.StatusUnknown || !c.PeerDuplicated("n2") {
-		t.Fatalf("web on n2 %s (duplicated %v) while two daemons run as n2, want unknown", got, c.PeerDuplicated("n2"))
+	if got := webOn(c, "n2", now); got != dataset.StatusUnknown || !c.peerDuplicated("n2") {
+		t.Fatalf("web on n2 %s (duplicated %v) while two daemons run as n2, want unknown", got, c.peerDuplicated("n2"))
 	}
 	found := false
 	for _, l := range d.log {
@@ -30,11 +30,11 @@ func TestDuplicatePeerIsUnknownNotDown(t *testing.T) {
 		t.Fatalf("no duplicate_member event: %v", d.log)
 	}
 	now = now.Add(3 * time.Second)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerDown}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerDown}, now)
 	for i := 0; i < 20; i++ {
 		now = now.Add(time.Second)
-		c.Tick(now)
-		c.WakeUp()
+		c.tick(now)
+		c.wakeUp()
 		d.settle(now)
 	}
 	if st := c.PeerStatus("n2", now); st != dataset.NodeUp {
@@ -43,14 +43,14 @@ func TestDuplicatePeerIsUnknownNotDown(t *testing.T) {
 	if d.running["web"] {
 		t.Fatalf("n1 started web while n2 is duplicated: %v", d.log)
 	}
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerDuplicateGone}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerDuplicateGone}, now)
 	if st := c.PeerStatus("n2", now); st != dataset.NodeDown {
 		t.Fatalf("n2 %s once the duplicate is over, want the Down held applied", st)
 	}
 	for i := 0; i < 10 && !d.running["web"]; i++ {
 		now = now.Add(time.Second)
-		c.Tick(now)
-		c.WakeUp()
+		c.tick(now)
+		c.wakeUp()
 		d.settle(now)
 	}
 	if !d.running["web"] {
@@ -68,26 +68,26 @@ func TestNewRunHeldIsUnknown(t *testing.T) {
 	d, n2 := staleCluster(t)
 	c := d.c
 	now := t0.Add(time.Second)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerRunHeld, Reason: "a new run of n2"}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerRunHeld, Reason: "a new run of n2"}, now)
 	clone := cloneNode(n2)
 	down := clone.Services["web"]
 	down.Avail, down.Overall, down.PlacementLeader = dataset.StatusDown, dataset.StatusDown, false
 	clone.Services = map[string]dataset.Instance{"web": down}
 	clone.Monitor = dataset.NodeRejoin // a daemon that just started
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: clone}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: clone}, now)
 	d.settle(now)
 	got := webOn(c, "n2", now)
 	for i := 0; i < 10; i++ {
 		now = now.Add(500 * time.Millisecond)
-		c.Tick(now)
-		c.WakeUp()
+		c.tick(now)
+		c.wakeUp()
 		d.settle(now)
 	}
 	if got != dataset.StatusUnknown || d.running["web"] {
 		t.Fatalf("web on n2 %s while n2's new run is held (want unknown); n1 started web %v: %v", got, d.running["web"], d.log)
 	}
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerRunTrusted}, now)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: cloneNode(clone)}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerRunTrusted}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: cloneNode(clone)}, now)
 	if got := webOn(c, "n2", now); got != dataset.StatusDown {
 		t.Fatalf("web on n2 %s once its new run is trusted, want down (its data counts)", got)
 	}

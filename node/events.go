@@ -56,7 +56,7 @@ func (e TargetAdopted) String() string {
 	return "target " + e.Target.String() + " adopted from " + e.Target.Version.Origin + " (id " + e.Target.ID + ")"
 }
 
-// TargetReached: the decision core found the target reached; it is
+// targetReached: the decision core found the target reached; it is
 // cleared. Unknown are the service's nodes not heard from.
 type TargetReached struct {
 	Svc     string         `json:"svc"`
@@ -162,7 +162,7 @@ func (e InstanceMonitor) String() string {
 	return string(e.From) + " -> " + string(e.To) + ": " + e.Reason
 }
 
-// ActionBegin: an action ordered (Ready.Run, RunAction).
+// ActionBegin: an action ordered (Ready.Run, OwnAction).
 type ActionBegin struct {
 	Svc    string `json:"svc"`
 	Action string `json:"action"`

@@ -22,13 +22,13 @@ func snapWith(st dataset.NodeStatus, avail dataset.Status) monitor.Snapshot {
 // from its check's end.
 func startOK(t *testing.T, c *Core, reason string) []Event {
 	t.Helper()
-	if _, err := c.RunAction("web", "start", reason, t0); err != nil {
+	if _, err := c.runAction("web", "start", reason, t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
-	c.ActionDone("web", "start", nil, t0)
+	c.actionDone("web", "start", nil, t0)
 	rd := c.Ready()
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
 	return c.Ready().Events
 }
 
@@ -46,7 +46,7 @@ func failovers(evs []Event) []Failover {
 // failover; a start with no memory of it running elsewhere is not.
 func TestFailoverAfterRunningElsewhere(t *testing.T) {
 	c := newCore("n2")
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
 	c.Ready()
 	c.watchRanElsewhere(snapWith(dataset.NodeUp, dataset.StatusUp))
 	c.watchRanElsewhere(snapWith(dataset.NodeDown, dataset.StatusUp)) // n1 crashed: remembered
@@ -60,13 +60,13 @@ func TestFailoverAfterRunningElsewhere(t *testing.T) {
 	}
 	// running here forgets; a stop and a start here are no failover
 	c.watchRanElsewhere(snapWith(dataset.NodeDown, dataset.StatusUp))
-	if _, err := c.RunAction("web", "stop", "test", t0); err != nil {
+	if _, err := c.runAction("web", "stop", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
-	c.ActionDone("web", "stop", nil, t0)
+	c.actionDone("web", "stop", nil, t0)
 	rd := c.Ready()
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	c.Ready()
 	c.watchRanElsewhere(snapWith(dataset.NodeUp, dataset.StatusDown))
 	if got := failovers(startOK(t, c, "admin")); len(got) != 0 {

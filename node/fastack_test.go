@@ -21,26 +21,26 @@ func fastNode(t *testing.T, name string, fastAck bool) *Core {
 	c := New(Config{Name: name, ClusterNodes: []string{"n1", "n2", "n3"}, Compat: 1, ReadyPeriod: 16 * time.Second, ReadyFastAck: fastAck,
 		RejoinGrace: time.Minute, MaintenanceGrace: time.Minute, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: l, WriteThrough: true}, State{})
 	l.core = c
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.AddInstance("db", InstanceSpec{Local: name != "n1", Runnable: name != "n1"}, t0) // not orchestrated
-	c.Start(t0)
-	c.CheckNow("web")
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("db", InstanceSpec{Local: name != "n1", Runnable: name != "n1"}, t0) // not orchestrated
+	c.start(t0)
+	c.checkNow("web")
 	rd := c.Ready()
 	for _, ck := range rd.Check {
-		c.CheckDone(ck, map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, t0)
+		c.checkDone(ck, map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, t0)
 	}
 	for _, p := range c.PeerNames() {
 		maHear(c, maPeer(p, false, false), t0)
 	}
-	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerDown}, t0)
+	c.heartbeat(PeerEvent{Node: "n1", Kind: PeerDown}, t0)
 	c.Ready()
 	return c
 }
 
 // send gives to the dataset from publishes (the heartbeat's delta).
 func send(from, to *Core, now time.Time) {
-	d := from.Dataset(dataset.Node{Name: from.Name(), Monitor: dataset.NodeIdle, Compat: 1, Services: map[string]dataset.Instance{}})
-	to.Heartbeat(PeerEvent{Node: from.Name(), Kind: PeerData, Data: &d}, now)
+	d := from.Dataset(dataset.Node{Name: from.name(), Monitor: dataset.NodeIdle, Compat: 1, Services: map[string]dataset.Instance{}})
+	to.heartbeat(PeerEvent{Node: from.name(), Kind: PeerData, Data: &d}, now)
 }
 
 // The owner crashed: n2 claims, n3 acks in its dataset (one publish), n2
@@ -102,7 +102,7 @@ func TestFastAckClaimIDsAreNew(t *testing.T) {
 	if got := n2.insts["web"].mon.State; got != dataset.Idle {
 		t.Fatalf("n2 with n1 back: got %q, want idle", got)
 	}
-	n2.Heartbeat(PeerEvent{Node: "n1", Kind: PeerDown}, t1)
+	n2.heartbeat(PeerEvent{Node: "n1", Kind: PeerDown}, t1)
 	maPass(n2, t1)
 	if got := n2.insts["web"].mon; got.State != dataset.Ready || !got.StateSince.After(first) {
 		t.Fatalf("n2 claims again at t1: got %q since %v, want ready after %v", got.State, got.StateSince, first)
@@ -142,7 +142,7 @@ func TestFastAckNeedsTheQuorum(t *testing.T) {
 		t.Fatalf("vote pending: fast ack on")
 	}
 	for _, p := range rd.Probes {
-		c.ArbitratorResult(p.Name, true, "200 OK", p.Sent, at.Add(100*time.Millisecond))
+		c.arbitratorResult(p.Name, true, "200 OK", p.Sent, at.Add(100*time.Millisecond))
 	}
 	c.Ready()
 	if !c.fastAck(at.Add(100 * time.Millisecond)) {
@@ -162,9 +162,9 @@ func TestFastAckCoreIncrementalPass(t *testing.T) {
 	maPass(n2, t1.Add(5*time.Millisecond)) // the pass after a change of its own dataset: the incremental base
 	send(n2, n3, t1)
 	maPass(n3, t1)
-	n3.SetFrozen("db", true, "admin freeze")  // db changes in the same delta
+	n3.setFrozen("db", true, "admin freeze")  // db changes in the same delta
 	send(n3, n2, t1.Add(20*time.Millisecond)) // of web, only the ack is new
-	n2.OrchestrateView(t1.Add(20 * time.Millisecond))
+	n2.passView(t1.Add(20 * time.Millisecond))
 	rd := n2.Ready()
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "start" || !strings.Contains(rd.Run[0].Reason, "fast ack") {
 		t.Fatalf("n2 after the ack, incremental pass: got run %+v, want a start on the ack", rd.Run)

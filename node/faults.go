@@ -66,7 +66,7 @@ func excludedText(switched string, inst *instance) string {
 }
 
 // resourceFaults acts on the faults of the last check of a local
-// instance (CheckDone).
+// instance (checkDone).
 func (c *Core) resourceFaults(svc string, inst *instance, now time.Time) {
 	if !inst.local || !inst.spec.Runnable {
 		return
@@ -117,7 +117,7 @@ func (c *Core) fatalFault(svc, rid, why string) {
 	if t := c.state.Services[svc].Target; t.Active() && t.Expect == dataset.ExpectStopped {
 		return
 	}
-	c.SetTarget(svc, dataset.Target{Expect: dataset.ExpectStopped})
+	c.setTarget(svc, dataset.Target{Expect: dataset.ExpectStopped})
 }
 
 // actionFault takes the fault of a failed action (its error's Fault): a

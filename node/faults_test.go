@@ -22,7 +22,7 @@ func faultCheck(t *testing.T, c *Core, fc *clock.Fake, app dataset.Resource) Rea
 	t.Helper()
 	ck := orderedCheck(t, c)
 	app.Monitor = true
-	c.CheckDone(ck, map[string]dataset.Resource{"ocf#vip": {Status: dataset.StatusUp, Monitor: true}, "ocf#app": app}, fc.Now())
+	c.checkDone(ck, map[string]dataset.Resource{"ocf#vip": {Status: dataset.StatusUp, Monitor: true}, "ocf#app": app}, fc.Now())
 	return c.Ready()
 }
 
@@ -31,15 +31,15 @@ func faultCheck(t *testing.T, c *Core, fc *clock.Fake, app dataset.Resource) Rea
 func faultCore(t *testing.T, fc *clock.Fake, started bool) *Core {
 	t.Helper()
 	c := New(Config{Name: "n1", MonitorInterval: 5 * time.Second, CheckInterval: time.Minute, WriteThrough: true}, State{})
-	c.AddInstance("web", faultSpec, fc.Now())
+	c.addInstance("web", faultSpec, fc.Now())
 	if started {
-		if _, err := c.RunAction("web", "start", "test", fc.Now()); err != nil {
+		if _, err := c.runAction("web", "start", "test", fc.Now()); err != nil {
 			t.Fatal(err)
 		}
 		c.Ready()
-		c.ActionDone("web", "start", nil, fc.Now())
+		c.actionDone("web", "start", nil, fc.Now())
 	} else {
-		c.CheckNow("web")
+		c.checkNow("web")
 	}
 	faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusUp})
 	return c
@@ -78,7 +78,7 @@ func TestHardFaultExcludesTheNodeAndStopsTheInstance(t *testing.T) {
 	if info, _ := c.Instance("web"); info.Monitor.State != dataset.Tocing || info.Monitor.LocalExpect != dataset.ExpectNone {
 		t.Fatalf("monitor %+v, want tocing and no expectation to run here", info.Monitor)
 	}
-	c.ActionDone("web", "stop", nil, fc.Now())
+	c.actionDone("web", "stop", nil, fc.Now())
 	faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusDown, Fault: FaultHard, Log: "still"})
 	if ex := c.Dataset(dataset.Node{}).Services["web"].Excluded; ex == "" {
 		t.Fatal("the exclusion ended while the fault lasts")
@@ -140,7 +140,7 @@ func TestFatalFaultStopsAndFreezesTheService(t *testing.T) {
 			t.Fatalf("the ladder counted a fatal fault: %v", e)
 		}
 	}
-	c.ActionDone("web", "stop", nil, fc.Now())
+	c.actionDone("web", "stop", nil, fc.Now())
 	faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusDown, Fault: FaultFatal, Log: "again"})
 	if tg2 := c.Targets()["web"]; tg2.Version != tg.Version {
 		t.Fatalf("target set again: %+v", tg2)
@@ -164,23 +164,23 @@ func (e okFault) Fault() (string, string) { return e.rid, e.sev }
 func TestFatalStartFreezesTheService(t *testing.T) {
 	fc := clock.NewFake(t0)
 	c := New(Config{Name: "n1", MonitorInterval: 5 * time.Second, CheckInterval: time.Minute, WriteThrough: true}, State{})
-	c.AddInstance("web", faultSpec, fc.Now())
-	if _, err := c.RunAction("web", "start", "test", fc.Now()); err != nil {
+	c.addInstance("web", faultSpec, fc.Now())
+	if _, err := c.runAction("web", "start", "test", fc.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
-	c.ActionDone("web", "start", errors.Join(okFault{"ocf#app", "soft"}), fc.Now())
+	c.actionDone("web", "start", errors.Join(okFault{"ocf#app", "soft"}), fc.Now())
 	if _, ok := c.Targets()["web"]; ok {
 		t.Fatal("a soft failure set a target")
 	}
 	faultCheck(t, c, fc, dataset.Resource{Status: dataset.StatusDown})
-	c.ClearLocal("web", "test", fc.Now())
+	c.clearLocal("web", "test", fc.Now())
 	c.Ready()
-	if _, err := c.RunAction("web", "start", "test", fc.Now()); err != nil {
+	if _, err := c.runAction("web", "start", "test", fc.Now()); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
-	c.ActionDone("web", "start", errors.Join(okFault{"ocf#app", FaultFatal}, errors.New("rollback: ok")), fc.Now())
+	c.actionDone("web", "start", errors.Join(okFault{"ocf#app", FaultFatal}, errors.New("rollback: ok")), fc.Now())
 	rd := c.Ready()
 	if faultEvent(rd, FaultFatal) == nil || c.Targets()["web"].Expect != dataset.ExpectStopped {
 		t.Fatalf("events %v target %+v, want a fatal fault and the target stopped", rd.Events, c.Targets()["web"])

@@ -13,7 +13,7 @@ func levelNode(t *testing.T, st State) *Core {
 	t.Helper()
 	c := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2", "n3"}, Compat: 1, Format: 2,
 		RejoinGrace: time.Minute, MaintenanceGrace: time.Minute, WriteThrough: true}, st)
-	c.Start(t0)
+	c.start(t0)
 	c.Ready()
 	return c
 }
@@ -23,8 +23,8 @@ func levelNode(t *testing.T, st State) *Core {
 func hearFormat(c *Core, peer string, max, level int, now time.Time) {
 	d := dataset.Node{Name: peer, Monitor: dataset.NodeIdle, Compat: 1, Services: map[string]dataset.Instance{},
 		Format: dataset.Format{Max: max, Level: level}}
-	c.Heartbeat(PeerEvent{Node: peer, Kind: PeerUp}, now)
-	c.Heartbeat(PeerEvent{Node: peer, Kind: PeerData, Data: &d}, now)
+	c.heartbeat(PeerEvent{Node: peer, Kind: PeerUp}, now)
+	c.heartbeat(PeerEvent{Node: peer, Kind: PeerData, Data: &d}, now)
 }
 
 func levelEvents(r Ready) []string {
@@ -104,7 +104,7 @@ func TestFeatureLevelPersistedAndAdopted(t *testing.T) {
 // no part (announces nothing, stays at 1).
 func TestFeatureLevelOffInTheSimulation(t *testing.T) {
 	c := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2"}, Compat: 1, WriteThrough: true}, State{})
-	c.Start(t0)
+	c.start(t0)
 	hearFormat(c, "n2", 2, 2, t0)
 	if c.FeatureLevel() != 1 || c.Dataset(dataset.Node{}).Format != (dataset.Format{}) || !c.Compat() {
 		t.Fatalf("level %d format %+v compat %v", c.FeatureLevel(), c.Dataset(dataset.Node{}).Format, c.Compat())
@@ -115,7 +115,7 @@ func TestFeatureLevelOffInTheSimulation(t *testing.T) {
 // level from its start.
 func TestFeatureLevelAlone(t *testing.T) {
 	c := New(Config{Name: "n1", ClusterNodes: []string{"n1"}, Compat: 1, Format: 2, WriteThrough: true}, State{})
-	c.Start(t0)
+	c.start(t0)
 	if r := c.Ready(); c.FeatureLevel() != 2 || r.Persist == nil || r.Persist.FeatureLevel != 2 {
 		t.Fatalf("alone: level %d", c.FeatureLevel())
 	}

@@ -15,7 +15,7 @@ func hearRunning(c *Core, p string, now time.Time, svcs ...string) {
 	for _, s := range svcs {
 		d.Services[s] = dataset.Instance{Avail: dataset.StatusUp, Overall: dataset.StatusUp, Monitor: dataset.InstanceMonitor{State: dataset.Idle}}
 	}
-	c.Heartbeat(PeerEvent{Node: p, Kind: PeerData, Data: d}, now)
+	c.heartbeat(PeerEvent{Node: p, Kind: PeerData, Data: d}, now)
 }
 
 // raceCore is node name of a 2-node cluster with an arbitrator both reach,
@@ -30,7 +30,7 @@ func raceCore(t *testing.T, name, peer string, peerSvcs ...string) (*Core, Ready
 	ticks(c, t0, at)
 	c.Ready()
 	lose(c, peer, at)
-	c.ArbitratorResult("a", true, "200 OK", at, at)
+	c.arbitratorResult("a", true, "200 OK", at, at)
 	return c, c.Ready()
 }
 

@@ -64,9 +64,9 @@ func (c *Core) nextFencingToken(svc string) uint64 {
 	return t
 }
 
-// FencingToken returns the token of the last start of svc on this node
+// fencingToken returns the token of the last start of svc on this node
 // (the running instance's), 0 when it never started here.
-func (c *Core) FencingToken(svc string) uint64 { return c.state.Services[svc].FencingToken }
+func (c *Core) fencingToken(svc string) uint64 { return c.state.Services[svc].FencingToken }
 
 // witnessFencing records the highest tokens a peer's data shows, for the
 // services known here: a node that restarts, or whose peers are all away,

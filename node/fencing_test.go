@@ -12,7 +12,7 @@ import (
 // action, checking that the Ready that orders it persists it.
 func maStartToken(t *testing.T, c *Core, now time.Time) uint64 {
 	t.Helper()
-	if _, err := c.RunAction("web", "start", "test", now); err != nil {
+	if _, err := c.runAction("web", "start", "test", now); err != nil {
 		t.Fatal(err)
 	}
 	rd := c.Ready()
@@ -28,9 +28,9 @@ func maStartToken(t *testing.T, c *Core, now time.Time) uint64 {
 			t.Fatalf("ActionBegin says token %d, the action %d", b.FencingToken, tok)
 		}
 	}
-	c.ActionDone("web", "start", nil, now)
+	c.actionDone("web", "start", nil, now)
 	rd = c.Ready()
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusUp}}, now)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusUp}}, now)
 	c.Ready()
 	return tok
 }
@@ -48,29 +48,29 @@ func TestFencingTokenIncreasesPersistsAndReachesStopAndCheck(t *testing.T) {
 		t.Fatalf("the dataset publishes token %d, want %d", i.FencingToken, first)
 	}
 	// the check and the stop carry the running instance's token
-	c.CheckNow("web")
+	c.checkNow("web")
 	if rd := c.Ready(); len(rd.Check) != 1 || rd.Check[0].FencingToken != first {
 		t.Fatalf("got checks %+v, want token %d", rd.Check, first)
 	} else {
-		c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusUp}}, clk.Now())
+		c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusUp}}, clk.Now())
 		c.Ready()
 	}
-	if _, err := c.RunAction("web", "stop", "test", clk.Now()); err != nil {
+	if _, err := c.runAction("web", "stop", "test", clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if rd := c.Ready(); len(rd.Run) != 1 || rd.Run[0].FencingToken != first {
 		t.Fatalf("got Run %+v, want the stop with token %d", rd.Run, first)
 	}
-	c.ActionDone("web", "stop", nil, clk.Now())
+	c.actionDone("web", "stop", nil, clk.Now())
 	rd := c.Ready()
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, clk.Now())
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, clk.Now())
 	c.Ready()
 	// a peer used 10 meanwhile: the next start here is above it, in n2's numbers
 	d := maPeer("n1", false, false)
 	i := d.Services["web"]
 	i.FencingToken = 10
 	d.Services["web"] = i
-	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: d}, clk.Now())
+	c.heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: d}, clk.Now())
 	if rd := c.Ready(); rd.Persist == nil || rd.Persist.Services["web"].FencingSeen != 10 {
 		t.Fatalf("a peer's greater token is not persisted: %+v", rd.Persist)
 	}
@@ -92,7 +92,7 @@ func TestFencingTokenSurvivesRestart(t *testing.T) {
 	disk := c.State().Clone()
 	// the daemon restarts: a new core from the disk, no peer heard yet
 	c2 := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2", "n3"}, Local: &maLocal{name: "n1"}, WriteThrough: true}, disk)
-	c2.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, clk.Now())
+	c2.addInstance("web", InstanceSpec{Local: true, Runnable: true}, clk.Now())
 	c2.Ready()
 	if tok := maStartToken(t, c2, clk.Now()); tok != 31 {
 		t.Fatalf("got token %d after a restart that knew 30, want 31", tok)
@@ -116,13 +116,13 @@ func TestFencingTokensNeverCollideAcrossNodes(t *testing.T) {
 			}
 			used[tok] = name
 			prev = tok
-			if _, err := c.RunAction("web", "stop", "test", t0); err != nil {
+			if _, err := c.runAction("web", "stop", "test", t0); err != nil {
 				t.Fatal(err)
 			}
 			c.Ready()
-			c.ActionDone("web", "stop", nil, t0)
+			c.actionDone("web", "stop", nil, t0)
 			rd := c.Ready()
-			c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, t0)
+			c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, t0)
 			c.Ready()
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"haven/dataset"
 )
 
-// Issue 14 item 4: a node receiving N configs in one full copy installs
-// them one by one (each reported with ConfigDone changes the state). A
+// A node receiving N configs in one full copy installs
+// them one by one (each reported with configDone changes the state). A
 // driver whose state write takes as long as 25 config writes must not be
 // handed a state per config (each encoded in full: O(N) encodings of O(N)
 // bytes), and the core must not keep a clone of each of them until its
@@ -69,7 +69,7 @@ func TestManyConfigsGroupCommit(t *testing.T) {
 		}
 		seq := writing[len(writing)-1]
 		writing, disk = nil, *pending
-		c.PersistDone(seq, nil, t0)
+		c.persistDone(seq, nil, t0)
 	}
 	take()
 	for done := 0; len(ops) > 0 || len(writing) > 0 || c.HasReady(); {
@@ -77,11 +77,11 @@ func TestManyConfigsGroupCommit(t *testing.T) {
 			op := ops[0]
 			ops = ops[1:]
 			d.svcs[op.Service] = op.Config
-			c.AddInstance(op.Service, InstanceSpec{Local: true, Runnable: true}, t0)
-			c.ConfigDone(op.Service, nil, t0)
+			c.addInstance(op.Service, InstanceSpec{Local: true, Runnable: true}, t0)
+			c.configDone(op.Service, nil, t0)
 			done++
 			if done == n/2 {
-				freeze = c.AdminLocal(LocalRequest{Service: "s0000", Action: "freeze", Now: t0})
+				freeze = c.adminLocal(LocalRequest{Service: "s0000", Action: "freeze", Now: t0})
 			}
 		}
 		if done%slow == 0 || len(ops) == 0 {
@@ -110,22 +110,22 @@ func TestManyConfigsGroupCommit(t *testing.T) {
 // answer fails with the roll back's message, and it is never handed out.
 func TestGroupCommitFailureUndoesTheWaitingChanges(t *testing.T) {
 	c := asyncCore("n1")
-	c.Install("api")
+	c.install("api")
 	written(c)
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.AddInstance("api", InstanceSpec{Local: true, Runnable: true}, t0)
-	t1 := c.AdminLocal(LocalRequest{Service: "web", Action: "freeze", Now: t0})
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("api", InstanceSpec{Local: true, Runnable: true}, t0)
+	t1 := c.adminLocal(LocalRequest{Service: "web", Action: "freeze", Now: t0})
 	rd := c.Ready()
 	if rd.Persist == nil {
 		t.Fatal("the freeze is not handed out")
 	}
 	first := rd.PersistSeq
-	t2 := c.AdminLocal(LocalRequest{Service: "api", Action: "freeze", Now: t0})
+	t2 := c.adminLocal(LocalRequest{Service: "api", Action: "freeze", Now: t0})
 	rd = c.Ready()
 	if rd.Persist != nil || rd.PersistSeq <= first || len(rd.Answers) != 0 {
 		t.Fatalf("a change during a write: persist %v seq %d (first %d) answers %+v", rd.Persist != nil, rd.PersistSeq, first, rd.Answers)
 	}
-	c.PersistDone(first, errors.New("write R/var/state.json: no space left on device"), t0)
+	c.persistDone(first, errors.New("write R/var/state.json: no space left on device"), t0)
 	rd = c.Ready()
 	if rd.Persist != nil {
 		t.Fatal("the undone change was handed out")

@@ -76,9 +76,9 @@ type guardState struct {
 	notRenewed, held string
 }
 
-// GuardReport takes the guard's answer in: a record not taken in yet is
+// guardReport takes the guard's answer in: a record not taken in yet is
 // acted on first (GuardFired); a change of the armed state is published.
-func (c *Core) GuardReport(in GuardReported) {
+func (c *Core) guardReport(in GuardReported) {
 	if !c.cfg.Guard.Enabled {
 		return
 	}
@@ -127,7 +127,7 @@ func (c *Core) guardFired(f GuardFiring, now time.Time) {
 			c.emit(InstanceStatus{Svc: svc, From: inst.avail, To: avail, Overall: overall})
 			inst.avail, inst.overall = avail, overall
 		}
-		c.CheckNow(svc)
+		c.checkNow(svc)
 	}
 	c.publish()
 	c.viewChanged = true

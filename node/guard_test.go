@@ -18,12 +18,12 @@ func gcore(t *testing.T, name string, members []string, arbs []quorum.Arbitrator
 			Timing: quorum.Timing{Beat: time.Second, ArbitratorTimeout: 2 * time.Second, StopBudget: 3 * time.Second}},
 		Guard: GuardConfig{Enabled: true, Lease: 7 * time.Second, Act: 2500 * time.Millisecond}},
 		State{Services: map[string]ServiceState{"web": {LocalExpect: dataset.ExpectStarted}}})
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true, Monitored: true,
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true, Monitored: true,
 		Resources: []ResourceSpec{{RID: "app#1", Monitor: true, Restart: 2}}}, t0)
-	c.Start(t0)
-	c.CheckNow("web")
+	c.start(t0)
+	c.checkNow("web")
 	for rd := c.Ready(); len(rd.Check) > 0; rd = c.Ready() {
-		c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp, Monitor: true}}, t0)
+		c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp, Monitor: true}}, t0)
 	}
 	if info, _ := c.Instance("web"); info.Avail != dataset.StatusUp || info.Monitor.LocalExpect != dataset.ExpectStarted {
 		t.Fatalf("web is not up here: %+v", info)
@@ -70,8 +70,8 @@ func TestGuardFiredEndsTheInstanceHere(t *testing.T) {
 		t.Fatalf("no check ordered: %+v", rd.Check)
 	}
 	// the check says down: no restart (the ladder holds: not started here)
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown, Monitor: true}}, at)
-	c.Tick(at.Add(time.Minute))
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown, Monitor: true}}, at)
+	c.tick(at.Add(time.Minute))
 	if rd := c.Ready(); len(rd.Run) != 0 {
 		t.Fatalf("ran %+v after the guard ended web", rd.Run)
 	}
@@ -96,7 +96,7 @@ func TestGuardEntitled(t *testing.T) {
 		t.Fatalf("after a 4s pause: %v %q", ok, why)
 	}
 	at := t0.Add(3 * time.Second)
-	c.Tick(at)
+	c.tick(at)
 	lose(c, "n2", at)
 	lose(c, "n3", at)
 	if ok, why := c.GuardEntitled(at); ok || why != "this node lost the quorum" {
@@ -105,12 +105,12 @@ func TestGuardEntitled(t *testing.T) {
 
 	arb := []quorum.Arbitrator{{Name: "a1", Weight: 1}}
 	c = gcore(t, "n1", []string{"n1", "n2"}, arb)
-	c.Tick(at)
+	c.tick(at)
 	lose(c, "n2", at)
 	if ok, why := c.GuardEntitled(at); ok || why != "a quorum vote waits for the arbitrators" {
 		t.Fatalf("during the vote: %v %q", ok, why)
 	}
-	c.ArbitratorResult("a1", true, "200", at, at.Add(time.Second))
+	c.arbitratorResult("a1", true, "200", at, at.Add(time.Second))
 	if ok, why := c.GuardEntitled(at.Add(time.Second)); !ok {
 		t.Fatalf("after a vote kept: %s", why)
 	}
@@ -128,7 +128,7 @@ func TestGateCountsTheLostPeersGuard(t *testing.T) {
 			d.Guard = &dataset.GuardInfo{LeaseMs: 7000, ActMs: 2500}
 			want = time.Second + 2*time.Second + quorum.GuardStop(7*time.Second, 2500*time.Millisecond)
 		}
-		c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: d}, t0)
+		c.heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: d}, t0)
 		at := t0.Add(3 * time.Second)
 		ticks(c, t0, at)
 		lose(c, "n1", at)
@@ -150,7 +150,7 @@ func TestGateMaintenanceCoveredByTheGuard(t *testing.T) {
 		if covered {
 			d.Guard = &dataset.GuardInfo{LeaseMs: 7000, ActMs: 2500, Maintenance: true}
 		}
-		c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: d}, t0)
+		c.heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: d}, t0)
 		at := t0.Add(3 * time.Second)
 		ticks(c, t0, at)
 		lose(c, "n1", at)
@@ -234,7 +234,7 @@ func TestGuardLeaseOneVote(t *testing.T) {
 		t.Fatal("renewed without an acknowledgement nor an arbitrator lease")
 	}
 	sent := now.Add(-500 * time.Millisecond)
-	c.OneVoteResult("a1", quorum.GrantAnswer{Granted: true, Lease: 5 * time.Second}, "", sent, now)
+	c.oneVoteResult("a1", quorum.GrantAnswer{Granted: true, Lease: 5 * time.Second}, "", sent, now)
 	// the guard's act and a margin before this node's estimate of the
 	// arbitrator lease's end: acted before any exclusive grant elsewhere
 	end := quorum.NodeLeaseEnd(sent, 5*time.Second).Add(-quorum.GuardBeforeGrant(7*time.Second, 2500*time.Millisecond))
@@ -253,7 +253,7 @@ func TestGuardLeaseOneVote(t *testing.T) {
 func TestGateAnchoredPeer(t *testing.T) {
 	for _, said := range []bool{true, false} {
 		c := gcore(t, "n2", []string{"n1", "n2", "n3"}, nil)
-		c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: &dataset.Node{Name: "n1", Monitor: dataset.NodeIdle, SplitAction: SplitStop,
+		c.heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: &dataset.Node{Name: "n1", Monitor: dataset.NodeIdle, SplitAction: SplitStop,
 			Guard: &dataset.GuardInfo{LeaseMs: 7000, ActMs: 2500, Anchored: true, HBTimeoutMs: 3000}}}, t0)
 		d3 := &dataset.Node{Name: "n3", Monitor: dataset.NodeIdle, SplitAction: SplitStop}
 		want := time.Second + 2*time.Second + quorum.GuardStop(7*time.Second, 2500*time.Millisecond)
@@ -264,8 +264,8 @@ func TestGateAnchoredPeer(t *testing.T) {
 		at := t0.Add(3 * time.Second)
 		ticks(c, t0, at)
 		lose(c, "n1", at)
-		c.Heartbeat(PeerEvent{Node: "n3", Kind: PeerData, Data: d3}, at)
-		c.Heartbeat(PeerEvent{Node: "n3", Kind: PeerUnseen, Unseen: []string{"n1"}}, at)
+		c.heartbeat(PeerEvent{Node: "n3", Kind: PeerData, Data: d3}, at)
+		c.heartbeat(PeerEvent{Node: "n3", Kind: PeerUnseen, Unseen: []string{"n1"}}, at)
 		qi := c.QuorumInfo(at)
 		if len(qi.Gates) != 1 || qi.Gates[0].Deadline.Sub(at) != want {
 			t.Fatalf("n3 says its hb.timeout %v: gates %+v, want the deadline %s after the loss", said, qi.Gates, want)

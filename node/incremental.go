@@ -11,7 +11,7 @@ import (
 )
 
 // incremental is what the core keeps to decide again only the services a
-// heartbeat changed (OrchestrateView): a peer's new data is compared with
+// heartbeat changed (passView): a peer's new data is compared with
 // its previous copy; when only instances differ, their services are
 // dirty, and the next pass decides them and the services related to them
 // (monitor.Relations) over the previous pass's snapshot with those peers'

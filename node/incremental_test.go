@@ -35,7 +35,7 @@ func (l *incLocal) LocalServices() map[string]*config.ServiceConfig {
 // incDriver drives one core as the daemon does: it runs the checks and
 // actions the core asks (at once, successfully), counts the local
 // dataset's changes (gen), and runs the pass when that changed (full) or
-// when only the view changed (OrchestrateView, or Orchestrate when
+// when only the view changed (passView, or Orchestrate when
 // incremental is false). It logs everything the core asks.
 type incDriver struct {
 	c           *Core
@@ -68,20 +68,20 @@ func (d *incDriver) settle(now time.Time) {
 			if d.running[ck.Service] {
 				st = dataset.StatusUp
 			}
-			d.c.CheckDone(ck, map[string]dataset.Resource{"app#main": {Status: st, Label: "app"}}, now)
+			d.c.checkDone(ck, map[string]dataset.Resource{"app#main": {Status: st, Label: "app"}}, now)
 		}
 		for _, a := range rd.Run {
 			d.running[a.Service] = a.Kind != "stop"
-			d.c.ActionDone(a.Service, a.Kind, nil, now)
+			d.c.actionDone(a.Service, a.Kind, nil, now)
 		}
 		switch {
 		case d.gen != d.step:
 			d.step = d.gen
-			d.c.Orchestrate(now)
+			d.c.pass(now)
 		case d.c.ViewChanged() && d.incremental:
-			d.c.OrchestrateView(now)
+			d.c.passView(now)
 		case d.c.ViewChanged():
-			d.c.Orchestrate(now)
+			d.c.pass(now)
 		default:
 			if !d.c.HasReady() {
 				return
@@ -121,11 +121,11 @@ func incCluster(r *rand.Rand, incremental bool) (*incDriver, map[string]*dataset
 		ReadyPeriod: 2 * time.Second, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: loc, WriteThrough: true}, State{})
 	loc.c = c
 	for _, name := range names {
-		c.AddInstance(name, InstanceSpec{Local: true, Runnable: true, Monitored: true}, t0)
+		c.addInstance(name, InstanceSpec{Local: true, Runnable: true, Monitored: true}, t0)
 	}
 	c.inc.off = !incremental
 	d := &incDriver{c: c, incremental: incremental, running: map[string]bool{}}
-	c.Start(t0)
+	c.start(t0)
 	d.settle(t0)
 	peers := map[string]*dataset.Node{}
 	for _, n := range nodes[1:] {
@@ -135,8 +135,8 @@ func incCluster(r *rand.Rand, incremental bool) (*incDriver, map[string]*dataset
 				Monitor: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectNone, StateSince: t0}}
 		}
 		peers[n] = data
-		c.Heartbeat(PeerEvent{Node: n, Kind: PeerUp}, t0)
-		c.Heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: cloneNode(data)}, t0)
+		c.heartbeat(PeerEvent{Node: n, Kind: PeerUp}, t0)
+		c.heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: cloneNode(data)}, t0)
 	}
 	d.settle(t0)
 	return d, peers, names
@@ -148,7 +148,7 @@ func cloneNode(n *dataset.Node) *dataset.Node { x := n.Clone(); return &x }
 // heartbeats (mostly one instance of one service changed on one peer;
 // sometimes two, a removal, a node-level change, a crash of a peer), the
 // same time passing and the same checks and actions; one decides with
-// OrchestrateView (incremental when it can), the other always with the
+// passView (incremental when it can), the other always with the
 // full pass. What each core asks of its driver (events, actions, checks,
 // state to write, answers) is the same, round after round, and the
 // incremental node did run incremental passes.
@@ -217,7 +217,7 @@ func TestIncrementalPassMatchesFull(t *testing.T) {
 				wake := func() {
 					if !d.stepAt.IsZero() && !now.Before(d.stepAt) {
 						d.stepAt = time.Time{}
-						d.c.WakeUp()
+						d.c.wakeUp()
 						d.settle(now)
 					}
 				}
@@ -232,11 +232,11 @@ func TestIncrementalPassMatchesFull(t *testing.T) {
 					if ev.Kind == PeerData {
 						ev.Data = cloneNode(peers[ev.Node])
 					}
-					d.c.Heartbeat(ev, now)
+					d.c.heartbeat(ev, now)
 					d.settle(now)
 				}
 				wake() // the heartbeats first, the timer's event after (when not done)
-				d.c.Tick(now)
+				d.c.tick(now)
 				d.settle(now)
 			}
 			if !reflect.DeepEqual(a.log, b.log) {

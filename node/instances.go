@@ -41,7 +41,7 @@ type instance struct {
 	ending *actionEnd
 	endAt  time.Time
 	// caller is the ticket answered when the action in flight ends (0:
-	// none); prevState is the monitor state before it, for ActionAborted.
+	// none); prevState is the monitor state before it, for actionAborted.
 	caller    Ticket
 	prevState dataset.MonitorState
 	// checkWaiters are answered when the next full check ends.
@@ -98,7 +98,7 @@ type instance struct {
 // Action is an order to the driver: run the start or the stop of a
 // service's local instance (all its resources), or the restart of one of
 // its resources (RID: stop then start of that resource only), then report
-// its end with ActionDone (after the status check that follows it).
+// its end with actionDone (after the status check that follows it).
 type Action struct {
 	Kind    string `json:"kind"` // "start" | "stop" | "restart"
 	Service string `json:"svc"`
@@ -123,11 +123,11 @@ type InstanceInfo struct {
 	Busy      string
 }
 
-// AddInstance installs (or refreshes, after a config change) the instance
+// addInstance installs (or refreshes, after a config change) the instance
 // of svc: a new one takes its local expect and start failed from the
 // durable state, and its status is unknown until checked.
-func (c *Core) AddInstance(svc string, spec InstanceSpec, now time.Time) {
-	c.Install(svc)
+func (c *Core) addInstance(svc string, spec InstanceSpec, now time.Time) {
+	c.install(svc)
 	inst := c.insts[svc]
 	if inst == nil {
 		inst = &instance{avail: dataset.StatusUnknown, overall: dataset.StatusUnknown, res: map[string]dataset.Resource{},
@@ -189,8 +189,8 @@ func (c *Core) relist() {
 	}
 }
 
-// RemoveInstance forgets the instance of svc (its config was deleted).
-func (c *Core) RemoveInstance(svc string) {
+// removeInstance forgets the instance of svc (its config was deleted).
+func (c *Core) removeInstance(svc string) {
 	if inst, ok := c.insts[svc]; ok {
 		for _, tk := range inst.checkWaiters {
 			c.answer(Answer{Ticket: tk})
@@ -256,13 +256,13 @@ func (c *Core) AnyBusy() bool {
 	return false
 }
 
-// RunAction orders the start or the stop of the local instance of svc
+// runAction orders the start or the stop of the local instance of svc
 // (an admin's --local action, a daemon shutdown, a drain, a deletion):
 // the monitor goes to starting or stopping and Ready.Run carries the
 // order. The ticket is answered when the action ends (Err nil when it
 // succeeded). It fails at once when an action is already in flight or
 // the instance cannot run here.
-func (c *Core) RunAction(svc, kind, reason string, now time.Time) (Ticket, error) {
+func (c *Core) runAction(svc, kind, reason string, now time.Time) (Ticket, error) {
 	inst := c.insts[svc]
 	if inst == nil {
 		return 0, fmt.Errorf("%s: no instance here", svc)
@@ -294,10 +294,10 @@ func (c *Core) RunAction(svc, kind, reason string, now time.Time) (Ticket, error
 	return inst.caller, nil
 }
 
-// ActionAborted reports that an ordered action was not run (the state
+// actionAborted reports that an ordered action was not run (the state
 // write it waited on failed): the instance is no longer busy, its monitor
 // goes back to the state before, and the action's ticket gets err.
-func (c *Core) ActionAborted(svc, kind string, err error, now time.Time) {
+func (c *Core) actionAborted(svc, kind string, err error, now time.Time) {
 	inst := c.insts[svc]
 	if inst == nil || inst.busy != kind {
 		return
@@ -340,7 +340,7 @@ func (c *Core) beginAction(svc string, inst *instance, kind, reason string, now 
 	inst.caller = 0
 	inst.prevState = inst.mon.State
 	c.publish()
-	token := c.FencingToken(svc)
+	token := c.fencingToken(svc)
 	if kind == "start" {
 		token = c.nextFencingToken(svc)
 		inst.startReason = reason
@@ -407,9 +407,9 @@ func (c *Core) finishAction(svc string, inst *instance, kind string, err error, 
 	}
 }
 
-// ClearLocal resets a failed monitor state of the local instance of svc
+// clearLocal resets a failed monitor state of the local instance of svc
 // (svcmgr clear, here or heard from a peer); false when it is not failed.
-func (c *Core) ClearLocal(svc, reason string, now time.Time) bool {
+func (c *Core) clearLocal(svc, reason string, now time.Time) bool {
 	inst := c.insts[svc]
 	if inst == nil || !inst.local {
 		return false
@@ -439,12 +439,12 @@ func (c *Core) setMonitorState(svc string, inst *instance, s dataset.MonitorStat
 
 // persistMonitor records what must survive a restart of the monitor.
 func (c *Core) persistMonitor(svc string, inst *instance) {
-	c.SetMonitorState(svc, inst.mon.State == dataset.StartFailed, inst.mon.LocalExpect)
+	c.setLocalState(svc, inst.mon.State == dataset.StartFailed, inst.mon.LocalExpect)
 }
 
-// PersistMonitors records again what every local instance monitor
+// persistMonitors records again what every local instance monitor
 // observed (after a roll back, once the disk takes writes again).
-func (c *Core) PersistMonitors() {
+func (c *Core) persistMonitors() {
 	for _, svc := range slices.Sorted(maps.Keys(c.insts)) {
 		if inst := c.insts[svc]; inst.local {
 			c.persistMonitor(svc, inst)
@@ -465,7 +465,7 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 	n.Conf = c.cfg.ClusterConf
 	n.Format = c.localFormat()
 	n.Targets = c.Targets()
-	n.Clears = c.Clears()
+	n.Clears = c.clears()
 	if c.quorumOn() {
 		n.SplitAction = c.cfg.Quorum.SplitAction
 	}

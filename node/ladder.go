@@ -222,7 +222,7 @@ func failureText(r dataset.Resource) string {
 }
 
 // beginRestart orders the restart of one resource (stop, then start, of
-// that resource only); ActionDone with kind "restart" ends it.
+// that resource only); actionDone with kind "restart" ends it.
 func (c *Core) beginRestart(svc string, inst *instance, rid, reason string) {
 	inst.busy = "restart"
 	inst.restartRID = rid
@@ -262,7 +262,7 @@ func (c *Core) monitorAction(svc string, inst *instance, rid string, spec Resour
 	c.emit(MonitorActionTaken{Svc: svc, Action: act, Reason: reason})
 	switch act {
 	case MonitorActionFreezeStop:
-		c.SetFrozen(svc, true, reason)
+		c.setFrozen(svc, true, reason)
 		c.beginTocStop(svc, inst, reason, now)
 	case MonitorActionSwitch:
 		ss := c.state.Services[svc]

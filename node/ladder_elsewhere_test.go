@@ -38,13 +38,13 @@ func newLadderPair(t *testing.T, fc *clock.Fake) *ladderPair {
 			RejoinGrace: time.Minute, MaintenanceGrace: time.Minute, CheckInterval: time.Hour, MonitorInterval: 5 * time.Second,
 			Local: l, WriteThrough: true}, State{})
 		l.core = c
-		c.AddInstance("web", pairSpec, fc.Now())
-		c.Start(fc.Now())
+		c.addInstance("web", pairSpec, fc.Now())
+		c.start(fc.Now())
 		p.nodes[name] = c
 		p.check(name, dataset.StatusDown)
 	}
 	for _, name := range []string{"n1", "n2"} {
-		p.nodes[name].Heartbeat(PeerEvent{Node: p.other(name), Kind: PeerUp}, fc.Now())
+		p.nodes[name].heartbeat(PeerEvent{Node: p.other(name), Kind: PeerUp}, fc.Now())
 	}
 	p.exchange()
 	return p
@@ -67,12 +67,12 @@ func (p *ladderPair) drain(name string) Ready {
 // check runs a status check of web on name that finds app#main at st.
 func (p *ladderPair) check(name string, st dataset.Status) {
 	c := p.nodes[name]
-	c.CheckNow("web")
+	c.checkNow("web")
 	rd := p.drain(name)
 	if len(rd.Check) != 1 {
 		p.t.Fatalf("%s: got checks %v, want one", name, rd.Check)
 	}
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: st, Monitor: true}}, p.fc.Now())
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: st, Monitor: true}}, p.fc.Now())
 	p.drain(name)
 }
 
@@ -82,7 +82,7 @@ func (p *ladderPair) exchange() {
 	send(p.nodes["n1"], p.nodes["n2"], p.fc.Now())
 	send(p.nodes["n2"], p.nodes["n1"], p.fc.Now())
 	for _, name := range []string{"n1", "n2"} {
-		p.nodes[name].Orchestrate(p.fc.Now())
+		p.nodes[name].pass(p.fc.Now())
 		p.drain(name)
 	}
 }
@@ -91,12 +91,12 @@ func (p *ladderPair) exchange() {
 // that follows it, which finds app#main at st.
 func (p *ladderPair) finish(name, kind string, err error, st dataset.Status) {
 	c := p.nodes[name]
-	c.ActionDone("web", kind, err, p.fc.Now())
+	c.actionDone("web", kind, err, p.fc.Now())
 	rd := p.drain(name)
 	if len(rd.Check) != 1 {
 		p.t.Fatalf("%s: after the %s, got checks %v, want one", name, kind, rd.Check)
 	}
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: st, Monitor: true}}, p.fc.Now())
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: st, Monitor: true}}, p.fc.Now())
 	p.drain(name)
 }
 
@@ -114,7 +114,7 @@ func (p *ladderPair) lastRun(name string) Action {
 	return Action{}
 }
 
-// Issue 19 item 1: n2 runs web, its app dies, its restart fails, it gives up
+// n2 runs web, its app dies, its restart fails, it gives up
 // (monitor_action none); the leader n1 starts web; later the app dies on n1.
 // Only n1, where the service runs and ran last, restarts it: n2, whose
 // instance gave up, keeps no expectation to run and orders nothing.
@@ -123,15 +123,15 @@ func TestLadderOnlyWhereTheServiceRanLast(t *testing.T) {
 	p := newLadderPair(t, fc)
 	n1, n2 := p.nodes["n1"], p.nodes["n2"]
 	// web runs on n2 (an admin start there)
-	n1.SetNodeFrozen(true, "test")
+	n1.setNodeFrozen(true, "test")
 	p.drain("n1")
-	if _, err := n2.RunAction("web", "start", "test", fc.Now()); err != nil {
+	if _, err := n2.runAction("web", "start", "test", fc.Now()); err != nil {
 		t.Fatal(err)
 	}
 	p.drain("n2")
 	p.finish("n2", "start", nil, dataset.StatusUp)
 	p.exchange()
-	n1.SetNodeFrozen(false, "test")
+	n1.setNodeFrozen(false, "test")
 	p.drain("n1")
 	p.exchange()
 
@@ -192,17 +192,17 @@ func TestLadderNotWhereTheServiceRanBefore(t *testing.T) {
 	fc := clock.NewFake(t0)
 	p := newLadderPair(t, fc)
 	n1, n2 := p.nodes["n1"], p.nodes["n2"]
-	n1.SetNodeFrozen(true, "test")
+	n1.setNodeFrozen(true, "test")
 	p.drain("n1")
-	if _, err := n2.RunAction("web", "start", "test", fc.Now()); err != nil {
+	if _, err := n2.runAction("web", "start", "test", fc.Now()); err != nil {
 		t.Fatal(err)
 	}
 	p.drain("n2")
 	p.finish("n2", "start", nil, dataset.StatusUp)
 	p.exchange()
-	n2.SetFrozen("web", true, "test")
+	n2.setFrozen("web", true, "test")
 	p.drain("n2")
-	n1.SetNodeFrozen(false, "test")
+	n1.setNodeFrozen(false, "test")
 	p.drain("n1")
 	p.exchange()
 
@@ -218,7 +218,7 @@ func TestLadderNotWhereTheServiceRanBefore(t *testing.T) {
 	if le := n2.insts["web"].mon.LocalExpect; le != dataset.ExpectNone {
 		t.Errorf("n2, down while web runs on n1: local expect %q, want none", le)
 	}
-	n2.SetFrozen("web", false, "test")
+	n2.setFrozen("web", false, "test")
 	p.drain("n2")
 	p.step(time.Second)
 
@@ -263,9 +263,9 @@ func TestExplainGaveUpNodeIsNoCandidate(t *testing.T) {
 	fc := clock.NewFake(t0)
 	p := newLadderPair(t, fc)
 	n1, n2 := p.nodes["n1"], p.nodes["n2"]
-	n1.SetNodeFrozen(true, "test")
+	n1.setNodeFrozen(true, "test")
 	p.drain("n1")
-	if _, err := n2.RunAction("web", "start", "test", fc.Now()); err != nil {
+	if _, err := n2.runAction("web", "start", "test", fc.Now()); err != nil {
 		t.Fatal(err)
 	}
 	p.drain("n2")
@@ -291,7 +291,7 @@ func TestExplainGaveUpNodeIsNoCandidate(t *testing.T) {
 		if e.Leader != "" || !strings.Contains(out, "leader: none: no node may start it now") ||
 			!strings.Contains(out, "n2  nodes order #2  restart ladder gave up: app#main down") ||
 			strings.Contains(out, "would start it now") {
-			t.Errorf("explain on %s: leader %q, want none and n2's give-up in its verdict:\n%s", c.Name(), e.Leader, out)
+			t.Errorf("explain on %s: leader %q, want none and n2's give-up in its verdict:\n%s", c.name(), e.Leader, out)
 		}
 		if c != n2 {
 			continue
@@ -303,7 +303,7 @@ func TestExplainGaveUpNodeIsNoCandidate(t *testing.T) {
 		}
 	}
 	// a clear: n2 is a candidate again, the leader, and starts it
-	n2.ClearLocal("web", "test", fc.Now())
+	n2.clearLocal("web", "test", fc.Now())
 	p.drain("n2")
 	for i := 0; i < 3; i++ {
 		p.step(time.Second)

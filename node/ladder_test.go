@@ -16,15 +16,15 @@ var ladderSpec = InstanceSpec{Local: true, Runnable: true, Monitored: true, Moni
 func startedCore(t *testing.T, fc *clock.Fake, st State) *Core {
 	t.Helper()
 	c := New(Config{Name: "n1", MonitorInterval: 5 * time.Second, CheckInterval: time.Minute, WriteThrough: true}, st)
-	c.AddInstance("web", ladderSpec, fc.Now())
+	c.addInstance("web", ladderSpec, fc.Now())
 	if st.Services["web"].LocalExpect == "" {
-		if _, err := c.RunAction("web", "start", "test", fc.Now()); err != nil {
+		if _, err := c.runAction("web", "start", "test", fc.Now()); err != nil {
 			t.Fatal(err)
 		}
 		c.Ready()
-		c.ActionDone("web", "start", nil, fc.Now())
+		c.actionDone("web", "start", nil, fc.Now())
 	} else {
-		c.CheckNow("web")
+		c.checkNow("web")
 	}
 	check(t, c, fc, dataset.StatusUp)
 	c.Ready()
@@ -37,7 +37,7 @@ func orderedCheck(t *testing.T, c *Core) Check {
 	t.Helper()
 	rd := c.Ready()
 	if len(rd.Check) == 0 {
-		c.CheckNow("web")
+		c.checkNow("web")
 		rd = c.Ready()
 	}
 	if len(rd.Check) != 1 {
@@ -50,7 +50,7 @@ func orderedCheck(t *testing.T, c *Core) Check {
 // pending) with app#main at st.
 func check(t *testing.T, c *Core, fc *clock.Fake, st dataset.Status) Ready {
 	t.Helper()
-	c.CheckDone(orderedCheck(t, c), map[string]dataset.Resource{"ip#vip": {Status: dataset.StatusUp},
+	c.checkDone(orderedCheck(t, c), map[string]dataset.Resource{"ip#vip": {Status: dataset.StatusUp},
 		"app#main": {Status: st, Monitor: true, Log: "pid gone"}}, fc.Now())
 	return c.Ready()
 }
@@ -80,7 +80,7 @@ func TestLadderRestartsTheResourceAloneAndKeepsCount(t *testing.T) {
 		t.Fatalf("got runs %v wake %v, want no run before the delay, a wake 1s later", rd.Run, rd.WakeAt)
 	}
 	fc.Advance(time.Second)
-	c.Orchestrate(fc.Now())
+	c.pass(fc.Now())
 	rd = c.Ready()
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "restart" || rd.Run[0].RID != "app#main" || rd.Persist == nil {
 		t.Fatalf("got runs %+v persist %v, want a restart of app#main alone, persisted", rd.Run, rd.Persist != nil)
@@ -88,7 +88,7 @@ func TestLadderRestartsTheResourceAloneAndKeepsCount(t *testing.T) {
 	if n, last := remaining(c); n != 1 || last != "check says down: pid gone" {
 		t.Fatalf("remaining %d last %q, want 1 and the check's line", n, last)
 	}
-	c.ActionDone("web", "restart", nil, fc.Now())
+	c.actionDone("web", "restart", nil, fc.Now())
 	check(t, c, fc, dataset.StatusUp)
 	if info, _ := c.Instance("web"); info.Monitor.State != dataset.Idle || info.Busy != "" {
 		t.Fatalf("got %+v, want idle after the restart", info.Monitor)
@@ -132,7 +132,7 @@ func TestLadderGivesUpWithoutCandidate(t *testing.T) {
 		t.Fatalf("got gave_up %q excluded %q", ds.GaveUp, ds.Excluded)
 	}
 	// a clear gives the ladder back
-	if !c.ClearLocal("web", "admin clear", fc.Now()) {
+	if !c.clearLocal("web", "admin clear", fc.Now()) {
 		t.Fatal("clear found nothing to clear")
 	}
 	if n, _ := remaining(c); n != 2 || c.State().Services["web"].GaveUp != "" {
@@ -144,7 +144,7 @@ func TestLadderGivesUpWithoutCandidate(t *testing.T) {
 func TestLadderLeavesAFrozenInstance(t *testing.T) {
 	fc := clock.NewFake(t0)
 	c := startedCore(t, fc, State{})
-	c.SetFrozen("web", true, "test")
+	c.setFrozen("web", true, "test")
 	c.Ready()
 	rd := check(t, c, fc, dataset.StatusDown)
 	if info, _ := c.Instance("web"); info.Monitor.State != dataset.Idle || len(rd.Run) != 0 {
@@ -162,11 +162,11 @@ func TestLadderIgnoresADownResourceFoundAtStart(t *testing.T) {
 	fc := clock.NewFake(t0)
 	st := State{Services: map[string]ServiceState{"web": {LocalExpect: dataset.ExpectStarted}}}
 	c := New(Config{Name: "n1", MonitorInterval: 5 * time.Second, CheckInterval: time.Minute, WriteThrough: true}, st)
-	c.AddInstance("web", ladderSpec, fc.Now())
-	c.CheckNow("web")
+	c.addInstance("web", ladderSpec, fc.Now())
+	c.checkNow("web")
 	rd := check(t, c, fc, dataset.StatusDown)
 	fc.Advance(2 * time.Second)
-	c.Orchestrate(fc.Now())
+	c.pass(fc.Now())
 	rd2 := c.Ready()
 	for _, r := range append(rd.Run, rd2.Run...) {
 		if r.Kind == "restart" {

@@ -331,7 +331,7 @@ func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instance, up []stri
 		}
 		c.emit(e)
 		if inst.local {
-			c.SetFrozen(svc, true, "multiple_active = freeze: up on "+strings.Join(up, ","))
+			c.setFrozen(svc, true, "multiple_active = freeze: up on "+strings.Join(up, ","))
 		}
 	default:
 		var others []string

@@ -33,15 +33,15 @@ func maNode(t *testing.T, name, rule string, up bool, now time.Time) *Core {
 	c := New(Config{Name: name, ClusterNodes: []string{"n1", "n2", "n3"}, Compat: 1, ReadyPeriod: 2 * time.Second,
 		RejoinGrace: time.Minute, MaintenanceGrace: time.Minute, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: l, WriteThrough: true}, State{})
 	l.core = c
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, now)
-	c.CheckNow("web")
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, now)
+	c.checkNow("web")
 	rd := c.Ready()
 	st := dataset.StatusDown
 	if up {
 		st = dataset.StatusUp
-		c.SetMonitorState("web", false, dataset.ExpectStarted)
+		c.setLocalState("web", false, dataset.ExpectStarted)
 	}
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: st}}, now)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#main": {Status: st}}, now)
 	c.Ready()
 	return c
 }
@@ -59,13 +59,13 @@ func maPeer(name string, webUp, frozen bool) *dataset.Node {
 
 // hear gives c a peer's data (up, then its data).
 func maHear(c *Core, d *dataset.Node, now time.Time) {
-	c.Heartbeat(PeerEvent{Node: d.Name, Kind: PeerUp}, now)
-	c.Heartbeat(PeerEvent{Node: d.Name, Kind: PeerData, Data: d}, now)
+	c.heartbeat(PeerEvent{Node: d.Name, Kind: PeerUp}, now)
+	c.heartbeat(PeerEvent{Node: d.Name, Kind: PeerData, Data: d}, now)
 }
 
 // pass runs a decision pass and returns its Ready.
 func maPass(c *Core, now time.Time) Ready {
-	c.Orchestrate(now)
+	c.pass(now)
 	return c.Ready()
 }
 
@@ -170,10 +170,10 @@ func TestMultipleActiveWaitsForFreshData(t *testing.T) {
 	maHear(c, maPeer("n1", true, false), clk.Now())
 	maHear(c, maPeer("n3", false, false), clk.Now())
 	// n1 lost, n2 ran web meanwhile; n1 comes back with no data yet
-	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerDown}, clk.Now())
+	c.heartbeat(PeerEvent{Node: "n1", Kind: PeerDown}, clk.Now())
 	c.Ready()
 	clk.Advance(10 * time.Second)
-	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerUp}, clk.Now())
+	c.heartbeat(PeerEvent{Node: "n1", Kind: PeerUp}, clk.Now())
 	rd := maPass(c, clk.Now())
 	for _, e := range rd.Events {
 		if _, ok := e.(MultipleActive); ok {
@@ -185,7 +185,7 @@ func TestMultipleActiveWaitsForFreshData(t *testing.T) {
 		t.Fatalf("stopped on stale data: %+v", rd.Run)
 	}
 	// n1 is heard: web still runs there
-	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: maPeer("n1", true, false)}, clk.Now())
+	c.heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: maPeer("n1", true, false)}, clk.Now())
 	if rd := maPass(c, clk.Now()); maStops(rd) != 0 {
 		t.Fatalf("stopped at once on the first fresh data: %+v", rd.Run)
 	}

@@ -76,9 +76,9 @@ func (c *Core) reportLeases(live []string, now time.Time) {
 	}
 }
 
-// OneVoteResult is the answer of one-vote arbitrator name to the report
+// oneVoteResult is the answer of one-vote arbitrator name to the report
 // sent at sent (Probe.Sent): its grant, or errText when none came.
-func (c *Core) OneVoteResult(name string, g quorum.GrantAnswer, errText string, sent, now time.Time) {
+func (c *Core) oneVoteResult(name string, g quorum.GrantAnswer, errText string, sent, now time.Time) {
 	if !c.quorumOn() || !c.oneVote(name) {
 		return
 	}

@@ -6,21 +6,21 @@ import (
 	"haven/monitor"
 )
 
-// Orchestrate runs the decision core (monitor.Step) over the view of now
+// pass runs the decision core (monitor.Step) over the view of now
 // (Snapshot) and carries out its decisions: the
 // monitor states (with their events), the actions (Ready.Run), the
 // freezes, the targets reached or failed, the --wait callers whose time
 // is up. Ready.WakeAt is the earliest time the pass must run again (the
 // end of a ready window, a --wait deadline).
-func (c *Core) Orchestrate(now time.Time) { c.orchestrate(now, false) }
+func (c *Core) pass(now time.Time) { c.orchestrate(now, false) }
 
-// OrchestrateView is Orchestrate when the driver's own dataset did not
+// passView is Orchestrate when the driver's own dataset did not
 // change since the last pass, only the view did (ViewChanged): when the
 // view's changes since that pass are limited to the instances of some
 // services on peers, it decides again only those services and the ones
 // related to them (incremental.go), exactly as the full pass would;
 // otherwise it is Orchestrate.
-func (c *Core) OrchestrateView(now time.Time) { c.orchestrate(now, true) }
+func (c *Core) passView(now time.Time) { c.orchestrate(now, true) }
 
 func (c *Core) orchestrate(now time.Time, viewOnly bool) {
 	if c.stopping {
@@ -67,7 +67,7 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 		decs = monitor.StepOnly(snap, only)
 	}
 	next = earliest(next, c.applyDecisions(decs, snap, now))
-	next = earliest(next, c.ExpireWaiters(now, snap))
+	next = earliest(next, c.expireWaiters(now, snap))
 	c.wakeAt(next)
 }
 
@@ -121,10 +121,10 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instance, snap monitor.
 		c.publish()
 	}
 	if dec.TargetReached {
-		c.TargetReached(svc, dec.TargetUnknown, snap)
+		c.targetReached(svc, dec.TargetUnknown, snap)
 	}
-	c.NoteTargetPending(svc, dec.TargetPending)
-	c.NoteTargetFailed(svc, dec.TargetFailed)
+	c.noteTargetPending(svc, dec.TargetPending)
+	c.noteTargetFailed(svc, dec.TargetFailed)
 	if !dec.Changed || inst.busy != "" {
 		// an action of ours is running: its end decides the state
 		return
@@ -147,7 +147,7 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instance, snap monitor.
 		c.beginAction(svc, inst, string(dec.Action), dec.Reason, now)
 		inst.prevState = prev
 	case monitor.ActionFreeze, monitor.ActionThaw:
-		c.SetFrozen(svc, dec.Action == monitor.ActionFreeze, dec.Reason)
+		c.setFrozen(svc, dec.Action == monitor.ActionFreeze, dec.Reason)
 		inst.mon = monitor.AfterFreeze(dec.Monitor, now)
 		c.publish()
 	default:

@@ -22,7 +22,7 @@ func (c *Core) bumpMergeEra() { c.eraBumps++ }
 
 // takeData takes a peer's new data: its view, the services whose
 // instances changed (noteData), the fencing tokens it shows, and its
-// configs, targets and clears newer than ours (MergeConfigs first). With
+// configs, targets and clears newer than ours (mergeConfigs first). With
 // ev.Changes based on the copy held, only the entries it lists are looked
 // at, unless this node's state changed since the last whole merge (the
 // merge era). It reports noteData's verdict.
@@ -45,10 +45,10 @@ func (c *Core) takeData(p *peer, ev PeerEvent, now time.Time) bool {
 			c.witnessFencingOf(svc, i)
 		}
 	}
-	c.MergeConfigs(ev.Node, changedEntries(ev.Data.Configs, ch.Configs), now)
-	c.MergeTargets(ev.Node, changedEntries(ev.Data.Targets, ch.Targets), now, snap)
+	c.mergeConfigs(ev.Node, changedEntries(ev.Data.Configs, ch.Configs), now)
+	c.mergeTargets(ev.Node, changedEntries(ev.Data.Targets, ch.Targets), now, snap)
 	if ch.Head {
-		c.MergeClears(ev.Node, ev.Data.Clears, now)
+		c.mergeClears(ev.Node, ev.Data.Clears, now)
 	}
 	return instancesOnly
 }
@@ -57,14 +57,14 @@ func (c *Core) takeData(p *peer, ev PeerEvent, now time.Time) bool {
 // shows, then its configs, targets and clears newer than ours.
 func (c *Core) mergeWhole(from string, d *dataset.Node, now time.Time) {
 	c.witnessFencing(d)
-	c.MergeConfigs(from, d.Configs, now)
-	c.MergeTargets(from, d.Targets, now, func() monitor.Snapshot { return c.Snapshot(now) })
-	c.MergeClears(from, d.Clears, now)
+	c.mergeConfigs(from, d.Configs, now)
+	c.mergeTargets(from, d.Targets, now, func() monitor.Snapshot { return c.Snapshot(now) })
+	c.mergeClears(from, d.Clears, now)
 }
 
 // remergePeers merges again the whole of every peer's data held, once a
 // state write succeeds after failed ones: what was adopted from a peer
-// while writes failed was undone with them (Restore), and a peer whose
+// while writes failed was undone with them (restore), and a peer whose
 // data does not change sends nothing that would bring it back (a target
 // adopted while the disk was full would be lost here for good). It is
 // what the next data of each peer would merge (the merge era moved on).

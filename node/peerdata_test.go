@@ -25,7 +25,7 @@ func TestPeerDataChangesListedOnly(t *testing.T) {
 	d1, ch1 := datasettest.Next(d0, func(n *dataset.Node) {
 		n.Targets["web"] = dataset.Target{Expect: dataset.ExpectStopped, ID: "a", Version: v(10)}
 	}, nil, nil, []string{"web"})
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d1, Changes: ch1}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d1, Changes: ch1}, t0)
 	if got := c.Target("web"); got.ID != "a" {
 		t.Fatalf("a target listed in the changes was not adopted: %+v", got)
 	}
@@ -36,7 +36,7 @@ func TestPeerDataChangesListedOnly(t *testing.T) {
 		n.Targets["web"] = dataset.Target{Expect: dataset.ExpectStarted, ID: "b", Version: v(20)}
 		n.Services["web"] = dataset.Instance{Avail: dataset.StatusUp}
 	}, []string{"web"}, nil, nil)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d2, Changes: ch2}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d2, Changes: ch2}, t0)
 	if got := c.Target("web"); got.ID != "a" {
 		t.Fatalf("a target not listed in the changes was looked at: %+v", got)
 	}
@@ -47,7 +47,7 @@ func TestPeerDataChangesListedOnly(t *testing.T) {
 	// changes based on a copy the core does not hold: whole
 	d3, ch3 := datasettest.Next(d1, func(n *dataset.Node) {}, nil, nil, nil)
 	d3.Targets = d2.Targets
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d3, Changes: ch3}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d3, Changes: ch3}, t0)
 	if got := c.Target("web"); got.ID != "b" {
 		t.Fatalf("data based on another copy was not taken whole: target %+v", got)
 	}
@@ -72,21 +72,21 @@ func TestPeerDataMergesWholeAfterStateChange(t *testing.T) {
 	if c.Target("db").ID != "" || c.Target("web").ID != "web1" {
 		t.Fatalf("targets db %+v web %+v, want web's only (db is not known here)", c.Target("db"), c.Target("web"))
 	}
-	c.Install("db")
+	c.install("db")
 	d1, ch1 := datasettest.Next(d0, func(n *dataset.Node) { n.Services["web"] = dataset.Instance{Avail: dataset.StatusUp} }, []string{"web"}, nil, nil)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d1, Changes: ch1}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d1, Changes: ch1}, t0)
 	if c.Target("db").ID != "db1" {
 		t.Fatalf("the target of a service known since was not adopted: %+v", c.Target("db"))
 	}
 	// a failed write rolls the state back before the adoption
 	c.Ready()
 	st := State{Services: map[string]ServiceState{"web": {}, "db": {}}}
-	c.Restore(st, nil)
+	c.restore(st, nil)
 	if c.Target("web").ID != "" {
 		t.Fatal("the state was not rolled back")
 	}
 	d2, ch2 := datasettest.Next(d1, func(n *dataset.Node) { n.Services["web"] = dataset.Instance{Avail: dataset.StatusDown} }, []string{"web"}, nil, nil)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d2, Changes: ch2}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d2, Changes: ch2}, t0)
 	if c.Target("web").ID != "web1" || c.Target("db").ID != "db1" {
 		t.Fatalf("after the roll back: web %+v db %+v, want both adopted again", c.Target("web"), c.Target("db"))
 	}
@@ -99,14 +99,14 @@ func TestPeerConfigWrittenAgainAfterFailedWrite(t *testing.T) {
 	d.fail = errors.New("disk full")
 	d0 := &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1, Services: map[string]dataset.Instance{},
 		Configs: map[string]dataset.ConfigEntry{"web": entry(ver(5, "n2"), "a", map[string]uint64{"n2": 5})}}
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerUp}, t0)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d0}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerUp}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d0}, t0)
 	if rd := d.drive(t0); len(rd.Configs) != 1 || d.svcs["web"] != nil {
 		t.Fatalf("got configs %+v, want one write of web, failed", rd.Configs)
 	}
 	d.fail = nil
 	d1, ch1 := datasettest.Next(d0, func(n *dataset.Node) { n.Services["db"] = dataset.Instance{Avail: dataset.StatusDown} }, []string{"db"}, nil, nil)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d1, Changes: ch1}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: d1, Changes: ch1}, t0)
 	if rd := d.drive(t0); len(rd.Configs) != 1 || d.svcs["web"] == nil {
 		t.Fatalf("got configs %+v, want web written again", rd.Configs)
 	}

@@ -16,9 +16,9 @@ import (
 // local data or the view, and at Ready.WakeAt). It is a safety net only:
 // every time-driven decision asks for its own wake-up (WakeAt, NextTick),
 // so it was lengthened from 5 s to 15 s, a third of an idle node's passes
-// (docs/benchmarks.md, "Idle cost"), then to a minute: with 200 services
-// the pass every 15 s was a tenth of what they cost an idle daemon
-// (issue 26). Pacemaker's equivalent, cluster-recheck-interval, is 15
+// (docs/benchmarks-archive.md, "Idle cost"), then to a minute: with 200 services
+// the pass every 15 s was a tenth of what they cost an idle daemon.
+// Pacemaker's equivalent, cluster-recheck-interval, is 15
 // minutes.
 const fullPassPeriod = time.Minute
 
@@ -97,22 +97,22 @@ func (c *Core) initPeers() {
 	}
 }
 
-// Start is the start of the daemon: with peers, the node monitor enters
+// start is the start of the daemon: with peers, the node monitor enters
 // rejoin until every one was heard or the rejoin grace period ends.
-func (c *Core) Start(now time.Time) {
+func (c *Core) start(now time.Time) {
 	c.started = now
 	if len(c.peers) > 0 {
-		c.SetNodeMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
+		c.setNodeMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
 	}
 	c.updateLevel() // alone in its cluster, a node reads every format there is
 	c.publish()
 }
 
-// Heartbeat takes a heartbeat event: the peer's status, its data (configs,
-// targets and clears newer than ours are adopted: MergeConfigs first),
+// heartbeat takes a heartbeat event: the peer's status, its data (configs,
+// targets and clears newer than ours are adopted: mergeConfigs first),
 // then compat and rejoin; the edits waiting for the peers' adoption are
 // looked at again.
-func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
+func (c *Core) heartbeat(ev PeerEvent, now time.Time) {
 	p := c.peers[ev.Node]
 	if p == nil {
 		return
@@ -154,19 +154,19 @@ func (c *Core) Heartbeat(ev PeerEvent, now time.Time) {
 	}
 }
 
-// Tick is the periodic tick (at NextTick in the daemon): the periodic status
+// tick is the periodic tick (at NextTick in the daemon): the periodic status
 // checks (CheckInterval, MonitorInterval), the peers' status
 // changes that come with time alone (a maintenance grace that ends), the
 // end of the rejoin grace period, and the safety-net decision pass (at
 // most fullPassPeriod apart, so that nothing waits forever on a lost
 // event).
-func (c *Core) Tick(now time.Time) {
+func (c *Core) tick(now time.Time) {
 	c.updateRejoin(now)
 	c.notePeers(now)
 	c.tickChecks(now)
 	c.tickQuorum(now)
 	if c.ConfigMergesLeft() {
-		c.MergeMore(now) // the driver's own turns are quicker (MergeMore)
+		c.mergeMore(now) // the driver's own turns are quicker (mergeMore)
 	}
 	c.checkEdits(now)
 	c.retryAhead(now)
@@ -175,8 +175,8 @@ func (c *Core) Tick(now time.Time) {
 	}
 }
 
-// WakeUp is the driver's timer of Ready.WakeAt: a decision pass is due.
-func (c *Core) WakeUp() { c.viewChanged = true }
+// wakeUp is the driver's timer of Ready.WakeAt: a decision pass is due.
+func (c *Core) wakeUp() { c.viewChanged = true }
 
 // ViewChanged reports whether the view changed since the last decision
 // pass (the driver runs Orchestrate then, or when its dataset changed).
@@ -238,21 +238,21 @@ func (c *Core) updateRejoin(now time.Time) {
 	grace := c.cfg.RejoinGrace
 	switch view.Rejoin(len(missing), c.started, now, grace) {
 	case view.RejoinDone:
-		c.SetNodeMonitor(dataset.NodeIdle, "every cluster node was heard from")
+		c.setNodeMonitor(dataset.NodeIdle, "every cluster node was heard from")
 		return
 	case view.StayRejoin:
 		return
 	}
 	reason := fmt.Sprintf("rejoin grace period (%s) ended with nodes never heard from: %s", grace, strings.Join(missing, ", "))
 	if !c.state.NodeFrozen {
-		c.SetNodeFrozen(true, reason+": node frozen so that services never start twice (nodemgr thaw resumes)")
+		c.setNodeFrozen(true, reason+": node frozen so that services never start twice (nodemgr thaw resumes)")
 	}
-	c.SetNodeMonitor(dataset.NodeIdle, reason)
+	c.setNodeMonitor(dataset.NodeIdle, reason)
 }
 
-// SetNodeMonitor changes the node monitor state (rejoin, idle,
+// setNodeMonitor changes the node monitor state (rejoin, idle,
 // maintenance, shutting, draining).
-func (c *Core) SetNodeMonitor(m dataset.NodeMonitor, reason string) {
+func (c *Core) setNodeMonitor(m dataset.NodeMonitor, reason string) {
 	if c.monitor == m {
 		return
 	}

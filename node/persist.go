@@ -4,14 +4,14 @@ import "time"
 
 // The acknowledgement of state writes. Every Ready that carries Persist
 // numbers it (Ready.PersistSeq); the driver writes it (the daemon off its
-// loop, the simulation at once) and reports the outcome with PersistDone.
+// loop, the simulation at once) and reports the outcome with persistDone.
 // The core, not the driver, keeps the promise "an answer promises what is
 // durable": while a state it handed out is not known to be on disk, the
-// answers and the actions of the Readies are held back; PersistDone
+// answers and the actions of the Readies are held back; persistDone
 // releases them (in a later Ready) once the state they rest on is written,
 // or, when the write failed, rolls the durable state back to what the file
-// holds, fails the held answers, aborts the held actions (ActionAborted)
-// and fails the --wait callers whose target was undone (Restore).
+// holds, fails the held answers, aborts the held actions (actionAborted)
+// and fails the --wait callers whose target was undone (restore).
 //
 // Group commit: one state write at a time. While a state handed out is
 // being written, the changes that follow are not handed out each (a node
@@ -19,7 +19,7 @@ import "time"
 // its whole state N times, and the core would keep N clones of it to roll
 // back): they share the number of the next state (Ready.PersistSeq, with
 // Persist nil), which the core hands out, as it is then, once the write in
-// flight ends. Its PersistDone releases everything held up to it. The core
+// flight ends. Its persistDone releases everything held up to it. The core
 // keeps two copies of its state at most: what the file holds (onDisk, to
 // roll back) and the one being written.
 
@@ -31,7 +31,7 @@ type persistence struct {
 	handed uint64 // of the last Persist handed out
 	acked  uint64 // the fate of every state up to it is known
 	// onDisk is what the file holds: the state of the last Persist
-	// written (MarkDurable for what the driver wrote itself).
+	// written (Durable for what the driver wrote itself).
 	onDisk State
 	// states is the copy of the state handed out and not acked (one at
 	// most: the write in flight).
@@ -40,12 +40,12 @@ type persistence struct {
 	held []heldOut
 	// undoneTo is the last seq handed out when the last roll back
 	// happened (undoneErr its cause): a request that began before it
-	// may have lost its change (AfterPersist).
+	// may have lost its change (afterPersist).
 	undoneTo  uint64
 	undoneErr error
 	// failing is the error of the last write, nil once one succeeds.
 	failing error
-	// from is the seq a barrier (AfterPersist) began at, by ticket.
+	// from is the seq a barrier (afterPersist) began at, by ticket.
 	from map[Ticket]uint64
 	// outAnswers and outRuns are released by a write: the next Ready
 	// hands them over without holding them again.
@@ -70,7 +70,7 @@ type heldOut struct {
 
 // PersistSeq returns the seq of the newest state (0: none yet), handed
 // out or waiting for the write in flight. A request that begins now
-// passes it to AfterPersist when it ends.
+// passes it to afterPersist when it ends.
 func (c *Core) PersistSeq() uint64 { return c.ps.seq }
 
 // Settled reports whether every state handed out is known to be written
@@ -80,22 +80,22 @@ func (c *Core) Settled() bool { return c.ps.acked >= c.ps.seq }
 
 // PersistFailing returns the error of the last state write, nil when it
 // succeeded (the node writes its state again on every tick meanwhile:
-// RetryPersist).
+// retryPersist).
 func (c *Core) PersistFailing() error { return c.ps.failing }
 
-// MarkDurable records that the state, as it is now, is what the file
+// markDurable records that the state, as it is now, is what the file
 // holds: the driver wrote it itself (the daemon at start-up, its cluster
 // identity and incarnation) or read it back.
-func (c *Core) MarkDurable() {
+func (c *Core) markDurable() {
 	c.ps.onDisk = c.state.Clone()
 }
 
-// AfterPersist answers a new ticket (Err nil) once every state handed out
+// afterPersist answers a new ticket (Err nil) once every state handed out
 // so far is on disk; with the write's error if it was rolled back, or at
 // once if a roll back happened since the state numbered from (the seq of
 // PersistSeq when the request began: a change it made may have been
 // undone).
-func (c *Core) AfterPersist(from uint64) Ticket {
+func (c *Core) afterPersist(from uint64) Ticket {
 	tk := c.newTicket()
 	if c.ps.from == nil {
 		c.ps.from = map[Ticket]uint64{}
@@ -105,13 +105,13 @@ func (c *Core) AfterPersist(from uint64) Ticket {
 	return tk
 }
 
-// PersistDone is the outcome of writing the state numbered seq (the one
+// persistDone is the outcome of writing the state numbered seq (the one
 // handed out last). On success, the answers and actions that waited for
 // it come in the next Ready, with the newest state to write if changes
 // waited for this write. On failure (err), the durable state goes back to
 // what the file holds; every change not written (handed out or waiting)
 // is undone; the answers waiting for them fail, their actions are aborted.
-func (c *Core) PersistDone(seq uint64, err error, now time.Time) {
+func (c *Core) persistDone(seq uint64, err error, now time.Time) {
 	if err != nil {
 		c.persistFailed(err, now)
 		return
@@ -153,7 +153,7 @@ func (c *Core) persistFailed(werr error, now time.Time) {
 	// every state handed out or waiting was built on the undone one
 	c.ps.handed, c.ps.acked = c.ps.seq, c.ps.seq
 	c.ps.undoneTo, c.ps.undoneErr = c.ps.seq, werr
-	c.Restore(c.ps.onDisk.Clone(), werr)
+	c.restore(c.ps.onDisk.Clone(), werr)
 	c.release(c.ps.seq, failedf("state not saved: %v (the change was undone)", werr), now)
 }
 
@@ -184,28 +184,28 @@ func (c *Core) release(seq uint64, err error, now time.Time) {
 		case h.node != nil:
 			c.ps.outNode = append(c.ps.outNode, *h.node)
 		case err != nil:
-			c.ActionAborted(h.run.Service, h.run.Kind, err, now)
+			c.actionAborted(h.run.Service, h.run.Kind, err, now)
 		default:
 			c.ps.outRuns = append(c.ps.outRuns, *h.run)
 		}
 	}
 }
 
-// RetryPersist runs on every tick while writes fail: what the instance
+// retryPersist runs on every tick while writes fail: what the instance
 // monitors observed is recorded again, and the state is handed out even
 // if unchanged, so that the node recovers as soon as the disk does.
-func (c *Core) RetryPersist() {
+func (c *Core) retryPersist() {
 	if c.ps.failing == nil || !c.Settled() {
 		return
 	}
-	c.PersistMonitors()
+	c.persistMonitors()
 	c.persist()
 }
 
 // hold numbers the Persist of r, and keeps back its answers and actions
 // while a state handed out is not on disk. While a write is in flight,
 // Persist is not handed out: the changes wait for its end (group commit,
-// PersistDone), numbered with the state that will hold them. A barrier
+// persistDone), numbered with the state that will hold them. A barrier
 // whose request began before a roll back fails at once.
 func (c *Core) hold(r *Ready) {
 	if r.Persist != nil {
@@ -250,8 +250,3 @@ func (c *Core) hold(r *Ready) {
 	r.Ordered = r.Run
 	r.Answers, r.Run, r.NodeActions = nil, nil, nil
 }
-
-// StateChanged tells the core that the driver changed the durable state
-// it holds in place: the next Ready persists it, and the answers that
-// follow wait for it.
-func (c *Core) StateChanged() { c.persist() }

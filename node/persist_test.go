@@ -13,7 +13,7 @@ import (
 func written(c *Core) Ready {
 	rd := c.Ready()
 	if rd.Persist != nil {
-		c.PersistDone(rd.PersistSeq, nil, t0)
+		c.persistDone(rd.PersistSeq, nil, t0)
 		rel := c.Ready()
 		rd.Answers = append(rd.Answers, rel.Answers...)
 		rd.Run = append(rd.Run, rel.Run...)
@@ -22,33 +22,33 @@ func written(c *Core) Ready {
 }
 
 // asyncCore is newCore for a driver that writes off its loop: every
-// state waits for PersistDone.
+// state waits for persistDone.
 func asyncCore(name string) *Core {
 	c := New(Config{Name: name}, State{})
-	c.Install("web")
+	c.install("web")
 	written(c)
 	return c
 }
 
-// Issue 9: the core, not the driver, holds an answer and an action until
-// the state they rest on is on disk, and releases them on PersistDone.
+// The core, not the driver, holds an answer and an action until
+// the state they rest on is on disk, and releases them on persistDone.
 func TestAnswersAndActionsWaitForTheWrite(t *testing.T) {
 	c := asyncCore("n1")
-	c.Install("web")
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.CheckNow("web")
-	c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.install("web")
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.checkNow("web")
+	c.checkDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	written(c)
 
-	tk := c.AdminLocal(LocalRequest{Service: "web", Action: "freeze", Now: t0})
+	tk := c.adminLocal(LocalRequest{Service: "web", Action: "freeze", Now: t0})
 	rd := c.Ready()
 	if rd.Persist == nil || rd.PersistSeq == 0 || len(rd.Answers) != 0 || c.Settled() {
 		t.Fatalf("a freeze not written yet: persist %v seq %d answers %+v settled %v", rd.Persist != nil, rd.PersistSeq, rd.Answers, c.Settled())
 	}
 	seq := rd.PersistSeq
 	// a start --local ordered meanwhile waits for the freeze's write too
-	c.SetFrozen("web", false, "test")
-	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+	c.setFrozen("web", false, "test")
+	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	rd = c.Ready()
@@ -57,39 +57,39 @@ func TestAnswersAndActionsWaitForTheWrite(t *testing.T) {
 	}
 	seq2 := rd.PersistSeq
 	// the first write does not release what rests on the second
-	c.PersistDone(seq, nil, t0)
+	c.persistDone(seq, nil, t0)
 	rd = c.Ready()
 	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != tk || rd.Answers[0].Err != nil || len(rd.Run) != 0 {
 		t.Fatalf("after the first write: answers %+v run %+v", rd.Answers, rd.Run)
 	}
-	c.PersistDone(seq2, nil, t0)
+	c.persistDone(seq2, nil, t0)
 	rd = c.Ready()
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "start" || !c.Settled() {
 		t.Fatalf("after the second write: run %+v settled %v", rd.Run, c.Settled())
 	}
 }
 
-// Issue 9: a failed write rolls back to what the file holds (the last
+// A failed write rolls back to what the file holds (the last
 // state written), fails the answers and aborts the actions that waited
 // for it, fails the barrier of a request that began before, keeps the
 // Lamport clock going forward.
 func TestFailedWriteRollsBackInTheCore(t *testing.T) {
 	c := asyncCore("n1")
-	c.Install("web")
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.CheckNow("web")
-	c.CheckDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
+	c.install("web")
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.checkNow("web")
+	c.checkDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	written(c)
 	from := c.PersistSeq()
 
-	c.SetFrozen("web", true, "test")
-	tk := c.AdminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true, Now: t0})
+	c.setFrozen("web", true, "test")
+	tk := c.adminTarget(TargetRequest{Service: "web", Action: "stop", Wait: true, Now: t0})
 	rd := c.Ready()
 	tgt := c.Target("web")
 	if rd.Persist == nil || tgt.ID == "" {
 		t.Fatalf("no target set: %+v", tgt)
 	}
-	if _, err := c.RunAction("web", "start", "test", t0); err != nil {
+	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
@@ -97,7 +97,7 @@ func TestFailedWriteRollsBackInTheCore(t *testing.T) {
 		t.Fatal("the start is not in flight")
 	}
 	werr := errors.New("write R/var/state.json: read-only file system")
-	c.PersistDone(rd.PersistSeq, werr, t0)
+	c.persistDone(rd.PersistSeq, werr, t0)
 	if c.Frozen("web") || c.Target("web").ID != "" {
 		t.Fatalf("not rolled back: frozen %v target %+v", c.Frozen("web"), c.Target("web"))
 	}
@@ -119,23 +119,23 @@ func TestFailedWriteRollsBackInTheCore(t *testing.T) {
 		t.Fatalf("failing %v settled %v", c.PersistFailing(), c.Settled())
 	}
 	// a request that began before the roll back does not report a success
-	b := c.AfterPersist(from)
+	b := c.afterPersist(from)
 	rd = c.Ready()
 	if len(rd.Answers) != 1 || rd.Answers[0].Ticket != b || rd.Answers[0].Err == nil {
 		t.Fatalf("a barrier from before the roll back: %+v", rd.Answers)
 	}
 	// one that began after waits for nothing
-	b = c.AfterPersist(c.PersistSeq())
-	if rd = c.Ready(); len(rd.Answers) != 1 || rd.Answers[0].Err != nil {
+	b = c.afterPersist(c.PersistSeq())
+	if rd = c.Ready(); len(rd.Answers) != 1 || rd.Answers[0].Ticket != b || rd.Answers[0].Err != nil {
 		t.Fatalf("a barrier from after the roll back: %+v", rd.Answers)
 	}
 	// the retry hands the state out again; its write ends the failures
-	c.RetryPersist()
+	c.retryPersist()
 	rd = c.Ready()
 	if rd.Persist == nil {
 		t.Fatal("no retry of the write while writes fail")
 	}
-	c.PersistDone(rd.PersistSeq, nil, t0)
+	c.persistDone(rd.PersistSeq, nil, t0)
 	if c.PersistFailing() != nil {
 		t.Fatal("still failing after a good write")
 	}

@@ -15,11 +15,11 @@ func TestPublishedResourcesReusedUntilChanged(t *testing.T) {
 	c := New(Config{Name: "n1", WriteThrough: true}, State{})
 	spec := InstanceSpec{Local: true, Runnable: true, Monitored: true,
 		Resources: []ResourceSpec{{RID: "app#1", Monitor: true, Restart: 2}, {RID: "fs#1"}}}
-	c.AddInstance("web", spec, t0)
+	c.addInstance("web", spec, t0)
 	check := func(app dataset.Status) {
-		c.CheckNow("web")
+		c.checkNow("web")
 		rd := c.Ready()
-		c.CheckDone(rd.Check[len(rd.Check)-1], map[string]dataset.Resource{"app#1": {Status: app}, "fs#1": {Status: dataset.StatusUp}}, t0)
+		c.checkDone(rd.Check[len(rd.Check)-1], map[string]dataset.Resource{"app#1": {Status: app}, "fs#1": {Status: dataset.StatusUp}}, t0)
 		c.Ready()
 	}
 	res := func() map[string]dataset.Resource { return c.Dataset(dataset.Node{}).Services["web"].Resources }

@@ -43,25 +43,28 @@ type QuorumConfig struct {
 	// means this daemon was paused (SIGSTOP, a VM frozen): its peers may
 	// have declared it down and taken its services over.
 	HBTimeout time.Duration
+	// DiskFence is [hb.disk] fence: a node that loses the disk and the
+	// majority of the members applies its split_action (disksplit.go).
+	DiskFence bool
 	// Stonith are the members that have a [stonith.NODE] fence command:
 	// a survivor fences them before a takeover, and only a fence clears it.
 	Stonith []string
 }
 
 // Probe orders the driver to probe an arbitrator now, off its loop, and
-// report with ArbitratorResult (within the arbitrator's timeout).
+// report with arbitratorResult (within the arbitrator's timeout).
 type Probe struct {
 	Name string    `json:"name"`
 	Sent time.Time `json:"sent"`
 	// Partition and Running are the report to a one-vote arbitrator
-	// (answered with OneVoteResult): this node's partition, and how many
+	// (answered with oneVoteResult): this node's partition, and how many
 	// failover services it runs.
 	Partition []string `json:"partition,omitempty"`
 	Running   int      `json:"running,omitempty"`
 }
 
 // Fence orders the driver to run the fence command of Node, off its loop,
-// and report with FenceDone.
+// and report with fenceEnded.
 type Fence struct {
 	Node   string `json:"node"`
 	Reason string `json:"reason"`
@@ -348,7 +351,10 @@ func (c *Core) updateQuorum(now time.Time) {
 
 // Tick's share of the quorum: the same update (deadlines, backoffs,
 // stalls come with time alone).
-func (c *Core) tickQuorum(now time.Time) { c.updateQuorum(now) }
+func (c *Core) tickQuorum(now time.Time) {
+	c.updateQuorum(now)
+	c.checkDiskSplit(now)
+}
 
 func (c *Core) probeAll(now time.Time) {
 	for _, a := range c.cfg.Quorum.Arbitrators {
@@ -430,7 +436,7 @@ func (c *Core) endSplitFreeze(why string) {
 	if !c.state.SplitFrozen {
 		return
 	}
-	c.SetSplitFrozen(false, why)
+	c.setSplitFrozen(false, why)
 	if c.cfg.Quorum.SplitAction == SplitStop {
 		q.lost, q.splitSvcs = false, nil
 	}
@@ -510,7 +516,7 @@ func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
 		return
 	}
 	q.lost = true
-	c.SetSplitFrozen(true, reason+": every local instance stopped, node frozen until it holds the quorum again or the cluster is whole (nodemgr thaw ends it sooner)")
+	c.setSplitFrozen(true, reason+": every local instance stopped, node frozen until it holds the quorum again or the cluster is whole (nodemgr thaw ends it sooner)")
 	q.escalateAt = started.Add(c.timing().EscalateAfter())
 	q.escalated = false
 	q.splitSvcs = q.splitSvcs[:0]
@@ -543,7 +549,7 @@ func (c *Core) splitProgress(now time.Time) {
 			return
 		}
 		if inst.busy == "" && running {
-			c.RunAction(svc, "stop", "quorum lost: split_action stop", now)
+			c.runAction(svc, "stop", "quorum lost: split_action stop", now)
 		}
 		if inst.busy != "" || running {
 			left = append(left, svc)
@@ -559,10 +565,10 @@ func (c *Core) escalate(why string) {
 	c.splitNodeAction(SplitCrash, "quorum lost and "+why+": escalate to crash, as a watchdog would")
 }
 
-// ArbitratorResult is the answer of a probe of arbitrator name sent at
+// arbitratorResult is the answer of a probe of arbitrator name sent at
 // sent (Probe.Sent): ok when it answered 2xx or accepted, detail says what
 // it answered or why not.
-func (c *Core) ArbitratorResult(name string, ok bool, detail string, sent, now time.Time) {
+func (c *Core) arbitratorResult(name string, ok bool, detail string, sent, now time.Time) {
 	if !c.quorumOn() {
 		return
 	}
@@ -582,11 +588,11 @@ func (c *Core) ArbitratorResult(name string, ok bool, detail string, sent, now t
 	c.updateGates(now)
 }
 
-// FenceDone is the end of a fence run of node: err nil when the command
+// fenceEnded is the end of a fence run of node: err nil when the command
 // exited 0.
-func (c *Core) FenceDone(node string, err error, now time.Time) { c.fenceDone(node, "", err, now) }
+func (c *Core) fenceEnded(node string, err error, now time.Time) { c.fenceDone(node, "", err, now) }
 
-// fenceDone is FenceDone; how says how a fence that was no command was
+// fenceDone is fenceEnded; how says how a fence that was no command was
 // done ("" for a command).
 func (c *Core) fenceDone(node, how string, err error, now time.Time) {
 	g := c.q.gates[node]

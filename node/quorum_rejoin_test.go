@@ -16,10 +16,10 @@ func rcore(t *testing.T) *Core {
 	c := New(Config{Name: "n1", WriteThrough: true, ClusterNodes: []string{"n1", "n2", "n3"}, MaintenanceGrace: time.Minute, RejoinGrace: time.Minute, ReadyPeriod: time.Second,
 		Quorum: QuorumConfig{Enabled: true, SplitAction: SplitStop, Arbitrators: []quorum.Arbitrator{{Name: "a1", Weight: 1}}, HBTimeout: 3 * time.Second,
 			Timing: quorum.Timing{Beat: 500 * time.Millisecond, ArbitratorTimeout: 2 * time.Second, StopBudget: 3 * time.Second}}}, State{})
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.Start(t0)
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.start(t0)
 	for rd := c.Ready(); len(rd.Check) > 0; rd = c.Ready() {
-		c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+		c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
 	}
 	c.Ready()
 	if c.NodeMonitor() != dataset.NodeRejoin {
@@ -29,12 +29,12 @@ func rcore(t *testing.T) *Core {
 }
 
 func peerUp(c *Core, p string, now time.Time) {
-	c.Heartbeat(PeerEvent{Node: p, Kind: PeerUp}, now)
-	c.Heartbeat(PeerEvent{Node: p, Kind: PeerData, Data: &dataset.Node{Name: p, Monitor: dataset.NodeIdle, SplitAction: SplitStop}}, now)
+	c.heartbeat(PeerEvent{Node: p, Kind: PeerUp}, now)
+	c.heartbeat(PeerEvent{Node: p, Kind: PeerData, Data: &dataset.Node{Name: p, Monitor: dataset.NodeIdle, SplitAction: SplitStop}}, now)
 }
 
 func unseen(c *Core, p string, now time.Time, who ...string) {
-	c.Heartbeat(PeerEvent{Node: p, Kind: PeerUnseen, Unseen: who}, now)
+	c.heartbeat(PeerEvent{Node: p, Kind: PeerUnseen, Unseen: who}, now)
 }
 
 // The chaos run's restart (RestartOnebyOne): n1 restarts, hears n3 (its
@@ -98,7 +98,7 @@ func TestRestartClaimThatPersistsIsALoss(t *testing.T) {
 	if sent.IsZero() {
 		t.Fatal("the vote ordered no probe of the arbitrator")
 	}
-	c.ArbitratorResult("a1", true, "200 OK", sent, end)
+	c.arbitratorResult("a1", true, "200 OK", sent, end)
 	v := votes(c.Ready())
 	if len(v) != 1 || len(v[0].Lost) != 1 || v[0].Lost[0] != "n2" || !v[0].Verdict.Survive || v[0].Verdict.Votes != 3 {
 		t.Fatalf("votes %+v, want one vote on the loss of n2, kept 3 of 4", v)
@@ -112,7 +112,7 @@ func TestLostInRejoinNeedsAFence(t *testing.T) {
 	at := t0.Add(3 * time.Second)
 	ticks(c, t0, at)
 	// n1 restarted: its new run says rejoin
-	c.Heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: &dataset.Node{Name: "n1", Monitor: dataset.NodeRejoin, SplitAction: SplitStop}}, at)
+	c.heartbeat(PeerEvent{Node: "n1", Kind: PeerData, Data: &dataset.Node{Name: "n1", Monitor: dataset.NodeRejoin, SplitAction: SplitStop}}, at)
 	lose(c, "n1", at.Add(3*time.Second))
 	hear(c, "n3", []string{"n1"}, at.Add(3*time.Second))
 	ticks(c, at.Add(3*time.Second), at.Add(time.Minute))

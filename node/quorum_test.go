@@ -19,10 +19,10 @@ func qcore(t *testing.T, name string, members []string, arbs []quorum.Arbitrator
 	c := New(Config{Name: name, WriteThrough: true, ClusterNodes: members, MaintenanceGrace: time.Minute, RejoinGrace: time.Minute, ReadyPeriod: time.Second,
 		Quorum: QuorumConfig{Enabled: true, SplitAction: split, Arbitrators: arbs, HBTimeout: 3 * time.Second, Stonith: stonith,
 			Timing: quorum.Timing{Beat: time.Second, ArbitratorTimeout: 2 * time.Second, StopBudget: 3 * time.Second}}}, State{})
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.Start(t0)
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.start(t0)
 	for rd := c.Ready(); len(rd.Check) > 0; rd = c.Ready() {
-		c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+		c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
 	}
 	for _, p := range c.PeerNames() {
 		hear(c, p, nil, t0)
@@ -34,17 +34,17 @@ func qcore(t *testing.T, name string, members []string, arbs []quorum.Arbitrator
 // hear is a data heartbeat of peer p, then its beat saying it does not
 // hear unseen.
 func hear(c *Core, p string, unseen []string, now time.Time) {
-	c.Heartbeat(PeerEvent{Node: p, Kind: PeerData, Data: &dataset.Node{Name: p, Monitor: dataset.NodeIdle, SplitAction: SplitStop}}, now)
-	c.Heartbeat(PeerEvent{Node: p, Kind: PeerUnseen, Unseen: unseen}, now)
+	c.heartbeat(PeerEvent{Node: p, Kind: PeerData, Data: &dataset.Node{Name: p, Monitor: dataset.NodeIdle, SplitAction: SplitStop}}, now)
+	c.heartbeat(PeerEvent{Node: p, Kind: PeerUnseen, Unseen: unseen}, now)
 }
 
-func lose(c *Core, p string, now time.Time) { c.Heartbeat(PeerEvent{Node: p, Kind: PeerDown}, now) }
+func lose(c *Core, p string, now time.Time) { c.heartbeat(PeerEvent{Node: p, Kind: PeerDown}, now) }
 
 // ticks runs the daemon's 500ms tick from from (excluded) to to: a daemon
 // that runs (a gap longer than hb.timeout is a pause).
 func ticks(c *Core, from, to time.Time) {
 	for t := from.Add(500 * time.Millisecond); !t.After(to); t = t.Add(500 * time.Millisecond) {
-		c.Tick(t)
+		c.tick(t)
 	}
 }
 
@@ -102,11 +102,11 @@ func TestTakeoverWaitsForTheDeadline(t *testing.T) {
 		t.Fatalf("fencing %v, want n1 blocked until 00:00:10", f)
 	}
 	ticks(c, at, at.Add(6500*time.Millisecond))
-	c.Tick(at.Add(7*time.Second - time.Millisecond))
+	c.tick(at.Add(7*time.Second - time.Millisecond))
 	if len(c.Snapshot(at).Fencing) != 1 {
 		t.Fatal("gate cleared before the deadline")
 	}
-	c.Tick(at.Add(7 * time.Second))
+	c.tick(at.Add(7 * time.Second))
 	if f := c.Snapshot(at).Fencing; len(f) != 0 {
 		t.Fatalf("fencing %v after the deadline, want none", f)
 	}
@@ -149,7 +149,7 @@ func TestPausedDaemonVotesAlone(t *testing.T) {
 	c, _ := qcore(t, "n1", []string{"n1", "n2", "n3"}, nil, SplitStop)
 	ticks(c, t0, t0.Add(2*time.Second))
 	c.Ready()
-	c.Tick(t0.Add(10 * time.Second))
+	c.tick(t0.Add(10 * time.Second))
 	rd := c.Ready()
 	if v := votes(rd); len(v) != 1 || v[0].Verdict.Survive || !c.SplitFrozen() || len(rd.Run) != 1 {
 		t.Fatalf("votes %+v frozen %v run %v: want a lost vote, a freeze and a stop", v, c.SplitFrozen(), rd.Run)
@@ -162,7 +162,7 @@ func TestPausedDaemonVotesAlone(t *testing.T) {
 func TestTwoNodesArbitrator(t *testing.T) {
 	arbs := []quorum.Arbitrator{{Name: "a", Weight: 1}}
 	c, _ := qcore(t, "n2", []string{"n1", "n2"}, arbs, SplitStop)
-	c.ArbitratorResult("a", true, "200 OK", t0, t0) // an answer from before the loss does not count
+	c.arbitratorResult("a", true, "200 OK", t0, t0) // an answer from before the loss does not count
 	at := t0.Add(3 * time.Second)
 	ticks(c, t0, at)
 	c.Ready()
@@ -171,7 +171,7 @@ func TestTwoNodesArbitrator(t *testing.T) {
 	if len(votes(rd)) != 0 || len(rd.Probes) != 1 || !rd.Probes[0].Sent.Equal(at) {
 		t.Fatalf("votes %v probes %+v: want no vote before a fresh probe", votes(rd), rd.Probes)
 	}
-	c.ArbitratorResult("a", true, "200 OK", at, at.Add(100*time.Millisecond))
+	c.arbitratorResult("a", true, "200 OK", at, at.Add(100*time.Millisecond))
 	rd = c.Ready()
 	if v := votes(rd); len(v) != 1 || !v[0].Verdict.Survive || v[0].Verdict.Votes != 2 {
 		t.Fatalf("votes %+v, want survive 2 of 3", v)
@@ -183,7 +183,7 @@ func TestTwoNodesArbitrator(t *testing.T) {
 	// the other side: no answer, lost
 	c1, _ := qcore(t, "n1", []string{"n1", "n2"}, arbs, SplitStop)
 	lose(c1, "n2", at)
-	c1.ArbitratorResult("a", false, "dial tcp: i/o timeout", at, at.Add(2*time.Second))
+	c1.arbitratorResult("a", false, "dial tcp: i/o timeout", at, at.Add(2*time.Second))
 	if v := votes(c1.Ready()); len(v) != 1 || v[0].Verdict.Survive || !c1.SplitFrozen() {
 		t.Fatalf("votes %+v: want the isolated side to lose", v)
 	}
@@ -201,7 +201,7 @@ func TestFenceFailureBlocksAndRetries(t *testing.T) {
 	if len(rd.Fences) != 1 || rd.Fences[0].Node != "n1" {
 		t.Fatalf("fences %+v, want n1 fenced at once", rd.Fences)
 	}
-	c.FenceDone("n1", errors.New("exit status 1"), at.Add(time.Second))
+	c.fenceEnded("n1", errors.New("exit status 1"), at.Add(time.Second))
 	if f := c.Snapshot(at).Fencing["n1"]; !strings.Contains(f, "fence of n1 failed (attempt 1: exit status 1), next try at 00:00:05.000") {
 		t.Fatalf("gate %q, want blocked by the failed fence", f)
 	}
@@ -214,7 +214,7 @@ func TestFenceFailureBlocksAndRetries(t *testing.T) {
 	if !strings.Contains(f, "fencing n1") {
 		t.Fatalf("gate %q, want blocked while fencing", f)
 	}
-	c.FenceDone("n1", nil, at.Add(61*time.Second))
+	c.fenceEnded("n1", nil, at.Add(61*time.Second))
 	if f := c.Snapshot(at).Fencing; len(f) != 0 {
 		t.Fatalf("fencing %v after a successful fence, want none", f)
 	}
@@ -239,11 +239,11 @@ func TestSplitStopFailureEscalates(t *testing.T) {
 	lose(c, "n3", at)
 	var pending []Check
 	pending = append(pending, c.Ready().Check...) // periodic checks of the ticks
-	c.ActionDone("web", "stop", errors.New("timeout"), at.Add(time.Second))
+	c.actionDone("web", "stop", errors.New("timeout"), at.Add(time.Second))
 	for len(pending) > 0 {
 		ck := pending[0]
 		pending = pending[1:]
-		c.CheckDone(ck, map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, at.Add(time.Second))
+		c.checkDone(ck, map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, at.Add(time.Second))
 		pending = append(pending, c.Ready().Check...)
 	}
 	ticks(c, at, at.Add(1500*time.Millisecond))
@@ -285,7 +285,7 @@ func TestSplitActions(t *testing.T) {
 		}
 	}
 	c, _ := qcore(t, "n1", []string{"n1", "n2", "n3"}, nil, SplitStop)
-	c.SetNodeFrozen(true, "admin")
+	c.setNodeFrozen(true, "admin")
 	ticks(c, t0, at)
 	c.Ready()
 	lose(c, "n2", at)
@@ -358,7 +358,7 @@ func TestHeldRunCountsForQuorum(t *testing.T) {
 	c, _ := qcore(t, "n1", []string{"n1", "n2", "n3"}, nil, SplitStop)
 	now := t0.Add(time.Second)
 	for _, p := range []string{"n2", "n3"} {
-		c.Heartbeat(PeerEvent{Node: p, Kind: PeerRunHeld, Reason: "a new run of " + p}, now)
+		c.heartbeat(PeerEvent{Node: p, Kind: PeerRunHeld, Reason: "a new run of " + p}, now)
 		hear(c, p, nil, now)
 	}
 	ticks(c, now, now.Add(3*time.Second))

@@ -150,39 +150,39 @@ func TestFullPassSeesPeerChanges(t *testing.T) {
 	c := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2"}, Compat: 1, MaintenanceGrace: 6 * time.Second, RejoinGrace: 10 * time.Second,
 		ReadyPeriod: 2 * time.Second, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: loc, WriteThrough: true}, State{})
 	loc.c = c
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true, Monitored: true}, t0)
-	c.Start(t0)
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true, Monitored: true}, t0)
+	c.start(t0)
 	c.Ready()
 	inst := c.insts["web"]
 	peer := func(avail dataset.Status) *dataset.Node {
 		return &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1, Services: map[string]dataset.Instance{
 			"web": {Avail: avail, Monitor: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectStarted, StateSince: t0}}}}
 	}
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerUp}, t0)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: peer(dataset.StatusDown)}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerUp}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: peer(dataset.StatusDown)}, t0)
 	inst.avail, inst.overall = dataset.StatusDown, dataset.StatusDown
-	c.Orchestrate(t0)
+	c.pass(t0)
 	c.Ready()
 	if inst.upElsewhere != "" || inst.ranElsewhere != "" {
 		t.Fatalf("down on n2: up elsewhere %q, ran elsewhere %q", inst.upElsewhere, inst.ranElsewhere)
 	}
 	// the peer's new data: web up there
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: peer(dataset.StatusUp)}, t0)
-	c.Orchestrate(t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: peer(dataset.StatusUp)}, t0)
+	c.pass(t0)
 	c.Ready()
 	if inst.upElsewhere != "n2" || inst.ranElsewhere != "n2" {
 		t.Fatalf("up on n2: up elsewhere %q, ran elsewhere %q", inst.upElsewhere, inst.ranElsewhere)
 	}
 	// up here too: two nodes
 	inst.avail, inst.overall = dataset.StatusUp, dataset.StatusUp
-	c.Orchestrate(t0)
+	c.pass(t0)
 	if inst.multiActive != "n1,n2" {
 		t.Fatalf("up on n1 and n2: multiple active %q", inst.multiActive)
 	}
 	c.Ready()
 	// the peer lost (its map the same): nowhere else
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerDown}, t0)
-	c.Orchestrate(t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerDown}, t0)
+	c.pass(t0)
 	c.Ready()
 	if inst.upElsewhere != "" || inst.multiActive != "" {
 		t.Fatalf("n2 lost: up elsewhere %q, multiple active %q", inst.upElsewhere, inst.multiActive)

@@ -66,8 +66,8 @@ func (c *Core) noteStale(p *peer, ev PeerEvent) {
 	}
 }
 
-// PeerBehind reports whether the peer's data is stale (PeerStale).
-func (c *Core) PeerBehind(name string) bool {
+// peerBehind reports whether the peer's data is stale (PeerStale).
+func (c *Core) peerBehind(name string) bool {
 	p := c.peers[name]
 	return p != nil && p.behind
 }

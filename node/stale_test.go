@@ -19,15 +19,15 @@ func staleCluster(t *testing.T) (*incDriver, *dataset.Node) {
 	c := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2"}, Compat: 1, MaintenanceGrace: 6 * time.Second, RejoinGrace: 10 * time.Second,
 		ReadyPeriod: 2 * time.Second, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: loc, WriteThrough: true}, State{})
 	loc.c = c
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true, Monitored: true}, t0)
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true, Monitored: true}, t0)
 	d := &incDriver{c: c, incremental: true, running: map[string]bool{}}
-	c.Start(t0)
+	c.start(t0)
 	d.settle(t0)
 	n2 := &dataset.Node{Name: "n2", Monitor: dataset.NodeIdle, Compat: 1, Services: map[string]dataset.Instance{
 		"web": {Avail: dataset.StatusUp, Overall: dataset.StatusUp, PlacementLeader: true,
 			Monitor: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectNone, StateSince: t0}}}}
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerUp}, t0)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: cloneNode(n2)}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerUp}, t0)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: cloneNode(n2)}, t0)
 	d.settle(t0)
 	if d.running["web"] {
 		t.Fatalf("n1 started web while n2 runs it: %v", d.log)
@@ -52,24 +52,24 @@ func TestStalePeerInstancesUnknown(t *testing.T) {
 	if got := webOn(c, "n2", now); got != dataset.StatusUp {
 		t.Fatalf("web on n2 %s before stale, want up", got)
 	}
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerStale, Reason: "behind"}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerStale, Reason: "behind"}, now)
 	d.settle(now)
 	if got := webOn(c, "n2", now); got != dataset.StatusUnknown {
 		t.Fatalf("web on n2 %s while n2 is stale, want unknown", got)
 	}
-	if st := c.PeerStatus("n2", now); st != dataset.NodeUp || !c.PeerBehind("n2") {
-		t.Fatalf("n2 %s behind %v, want up and behind", st, c.PeerBehind("n2"))
+	if st := c.PeerStatus("n2", now); st != dataset.NodeUp || !c.peerBehind("n2") {
+		t.Fatalf("n2 %s behind %v, want up and behind", st, c.peerBehind("n2"))
 	}
 	// a copy still behind what n2 announces is not trusted either
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: cloneNode(n2)}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: cloneNode(n2)}, now)
 	d.settle(now)
 	if got := webOn(c, "n2", now); got != dataset.StatusUnknown {
 		t.Fatalf("web on n2 %s after a copy still behind, want unknown", got)
 	}
 	for i := 0; i < 20; i++ {
 		now = now.Add(time.Second)
-		c.Tick(now)
-		c.WakeUp()
+		c.tick(now)
+		c.wakeUp()
 		d.settle(now)
 	}
 	if d.running["web"] {
@@ -79,10 +79,10 @@ func TestStalePeerInstancesUnknown(t *testing.T) {
 	down := cloneNode(n2)
 	down.Services["web"] = dataset.Instance{Avail: dataset.StatusDown, Overall: dataset.StatusDown,
 		Monitor: dataset.InstanceMonitor{State: dataset.Idle, GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectNone, StateSince: now}}
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerFresh}, now)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: down}, now)
-	if got := webOn(c, "n2", now); got != dataset.StatusDown || c.PeerBehind("n2") {
-		t.Fatalf("web on n2 %s behind %v once fresh, want down, not behind", got, c.PeerBehind("n2"))
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerFresh}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: down}, now)
+	if got := webOn(c, "n2", now); got != dataset.StatusDown || c.peerBehind("n2") {
+		t.Fatalf("web on n2 %s behind %v once fresh, want down, not behind", got, c.peerBehind("n2"))
 	}
 }
 
@@ -92,17 +92,17 @@ func TestStalePeerDownFailsOver(t *testing.T) {
 	d, _ := staleCluster(t)
 	c := d.c
 	now := t0.Add(time.Second)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerStale, Reason: "behind"}, now)
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerStale, Reason: "behind"}, now)
 	d.settle(now)
 	now = now.Add(15 * time.Second)
-	c.Heartbeat(PeerEvent{Node: "n2", Kind: PeerDown}, now)
-	if c.PeerBehind("n2") {
+	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerDown}, now)
+	if c.peerBehind("n2") {
 		t.Fatal("n2 behind after down")
 	}
 	for i := 0; i < 10 && !d.running["web"]; i++ {
 		now = now.Add(time.Second)
-		c.Tick(now)
-		c.WakeUp()
+		c.tick(now)
+		c.wakeUp()
 		d.settle(now)
 	}
 	if !d.running["web"] {

@@ -9,7 +9,7 @@ import (
 	"haven/internal/clock"
 )
 
-// Issue 19 item 11: svcmgr start --local where the service runs on another
+// svcmgr start --local where the service runs on another
 // node is refused as restart is (an error, no action: exit 1), naming
 // that node; --force starts the second copy on purpose.
 func TestStartLocalRefusedWhereTheServiceRunsElsewhere(t *testing.T) {
@@ -26,7 +26,7 @@ func TestStartLocalRefusedWhereTheServiceRunsElsewhere(t *testing.T) {
 	p.exchange()
 
 	before := len(p.runs["n2"])
-	tk := n2.AdminLocal(LocalRequest{Service: "web", Action: "start", Now: fc.Now()})
+	tk := n2.adminLocal(LocalRequest{Service: "web", Action: "start", Now: fc.Now()})
 	a := answers(n2)[tk]
 	if a.Err == nil || a.Bad || !strings.Contains(a.Err.Error(), "web runs on n1") || !strings.Contains(a.Err.Error(), "--force") {
 		t.Fatalf("start --local on n2: got %+v, want a refusal (not a usage error) naming n1 and --force", a)
@@ -34,7 +34,7 @@ func TestStartLocalRefusedWhereTheServiceRunsElsewhere(t *testing.T) {
 	if len(p.runs["n2"]) != before || n2.Busy("web") != "" {
 		t.Fatalf("start --local refused, yet n2 ordered %+v", p.runs["n2"][before:])
 	}
-	tk = n2.AdminLocal(LocalRequest{Service: "web", Action: "start", Now: fc.Now(), Force: true})
+	tk = n2.adminLocal(LocalRequest{Service: "web", Action: "start", Now: fc.Now(), Force: true})
 	rd := p.drain("n2")
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "start" || rd.Run[0].Reason != "admin start --local --force" {
 		t.Fatalf("start --local --force on n2: got %+v, want the start", rd.Run)

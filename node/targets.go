@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,7 +13,7 @@ import (
 )
 
 // failedf is an error of an answer (exit status 1).
-func failedf(format string, a ...any) error { return errors.New(fmt.Sprintf(format, a...)) }
+func failedf(format string, a ...any) error { return fmt.Errorf(format, a...) }
 
 // Targets lists the admin targets this node knows, for the heartbeats.
 func (c *Core) Targets() map[string]dataset.Target {
@@ -27,8 +26,8 @@ func (c *Core) Targets() map[string]dataset.Target {
 	return out
 }
 
-// Clears lists the clear requests this node relays.
-func (c *Core) Clears() map[string]dataset.ClearRequest {
+// clears lists the clear requests this node relays.
+func (c *Core) clears() map[string]dataset.ClearRequest {
 	out := map[string]dataset.ClearRequest{}
 	for name, ss := range c.state.Services {
 		if !ss.Clear.Version.IsZero() {
@@ -38,9 +37,9 @@ func (c *Core) Clears() map[string]dataset.ClearRequest {
 	return out
 }
 
-// SetTarget records a new admin target for a service, cluster-wide.
-func (c *Core) SetTarget(svc string, t dataset.Target) dataset.Target {
-	t.Version = c.NextVersion()
+// setTarget records a new admin target for a service, cluster-wide.
+func (c *Core) setTarget(svc string, t dataset.Target) dataset.Target {
+	t.Version = c.nextVersion()
 	if t.ID == "" {
 		t.ID = fmt.Sprintf("%s-%d", c.cfg.Name, t.Version.Counter)
 	}
@@ -53,13 +52,13 @@ func (c *Core) SetTarget(svc string, t dataset.Target) dataset.Target {
 	return t
 }
 
-// MergeTargets adopts the targets of peer from that are newer than ours:
+// mergeTargets adopts the targets of peer from that are newer than ours:
 // the logical version decides, never a wall clock. A target whose counter
 // is ahead of this node's clock is ignored and said (versions.go). Names
 // must have been checked by the driver (a hostile name is never passed
 // in). snap gives the view, read only when a peer cleared a target that
 // has --wait callers here (to tell them where it stands).
-func (c *Core) MergeTargets(from string, ts map[string]dataset.Target, now time.Time, snap func() monitor.Snapshot) {
+func (c *Core) mergeTargets(from string, ts map[string]dataset.Target, now time.Time, snap func() monitor.Snapshot) {
 	for _, name := range slices.Sorted(maps.Keys(ts)) {
 		t := ts[name]
 		ss, ok := c.state.Services[name]
@@ -69,7 +68,7 @@ func (c *Core) MergeTargets(from string, ts map[string]dataset.Target, now time.
 			}
 			continue
 		}
-		c.Witness(t.Version)
+		c.witness(t.Version)
 		if !ok || !t.Version.Newer(ss.Target.Version) {
 			continue
 		}
@@ -94,16 +93,16 @@ func (c *Core) MergeTargets(from string, ts map[string]dataset.Target, now time.
 	}
 }
 
-// TargetReached clears the reached target of svc and answers its --wait
+// targetReached clears the reached target of svc and answers its --wait
 // callers (with an error when it is reached on the known nodes only:
 // unknown, Decision.TargetUnknown, names the nodes not heard).
-func (c *Core) TargetReached(svc string, unknown []string, snap monitor.Snapshot) {
+func (c *Core) targetReached(svc string, unknown []string, snap monitor.Snapshot) {
 	t := c.state.Services[svc].Target
 	if t.Expect == "" || t.Expect == dataset.ExpectNone {
 		return
 	}
 	c.emit(TargetReached{Svc: svc, Target: t, Unknown: unknown})
-	c.SetTarget(svc, dataset.Target{Expect: dataset.ExpectNone, ID: t.ID})
+	c.setTarget(svc, dataset.Target{Expect: dataset.ExpectNone, ID: t.ID})
 	c.answerWaiters(svc, t.ID, c.reachedVerdict(snap, svc, unknown))
 }
 
@@ -119,10 +118,10 @@ func (c *Core) reachedVerdict(snap monitor.Snapshot, svc string, unknown []strin
 		t.String(), t.ID, monitor.Progress(snap, svc))
 }
 
-// NoteTargetFailed takes the last Decision.TargetFailed of svc: a new
+// noteTargetFailed takes the last Decision.TargetFailed of svc: a new
 // cause is said once (an event) and answers the --wait callers of the
 // target, which stays in place.
-func (c *Core) NoteTargetFailed(svc, cause string) {
+func (c *Core) noteTargetFailed(svc, cause string) {
 	if cause == c.targetFailed[svc] {
 		return
 	}
@@ -137,12 +136,12 @@ func (c *Core) NoteTargetFailed(svc, cause string) {
 	c.answerWaiters(svc, t.ID, failedf("%s", e.String()))
 }
 
-// NoteTargetPending takes the last Decision.TargetPending of svc: the
+// noteTargetPending takes the last Decision.TargetPending of svc: the
 // target is reached but on nodes shut down cleanly, which run nothing. It
 // is said once (an event), and the --wait callers are answered with
 // success; the target stays in place, for those nodes to apply when they
-// come back, and a new admin target may replace it (AdminTarget).
-func (c *Core) NoteTargetPending(svc string, nodes []string) {
+// come back, and a new admin target may replace it (adminTarget).
+func (c *Core) noteTargetPending(svc string, nodes []string) {
 	if len(nodes) == 0 {
 		delete(c.targetPending, svc)
 		return
@@ -158,15 +157,15 @@ func (c *Core) NoteTargetPending(svc string, nodes []string) {
 }
 
 // pendingOnly reports whether the target cur of svc is reached but on
-// nodes shut down cleanly (NoteTargetPending).
+// nodes shut down cleanly (noteTargetPending).
 func (c *Core) pendingOnly(svc string, cur dataset.Target) bool {
 	id, _, _ := strings.Cut(c.targetPending[svc], " ")
 	return cur.ID != "" && id == cur.ID
 }
 
-// ApplyClear applies a clear request (made here, or heard from a peer)
+// applyClear applies a clear request (made here, or heard from a peer)
 // that is newer than the one known: a failed state here is reset.
-func (c *Core) ApplyClear(svc string, cr dataset.ClearRequest, now time.Time) {
+func (c *Core) applyClear(svc string, cr dataset.ClearRequest, now time.Time) {
 	ss, ok := c.state.Services[svc]
 	if !ok || !cr.Version.Newer(ss.Clear.Version) {
 		return
@@ -176,14 +175,14 @@ func (c *Core) ApplyClear(svc string, cr dataset.ClearRequest, now time.Time) {
 	c.persist()
 	c.publish()
 	if cr.Node == "" || cr.Node == c.cfg.Name {
-		c.ClearLocal(svc, "admin clear (from "+cr.Version.Origin+")", now)
+		c.clearLocal(svc, "admin clear (from "+cr.Version.Origin+")", now)
 	}
 }
 
-// MergeClears applies the clear requests of peer from that are newer than
-// ours (names checked by the driver, as for MergeTargets; a counter ahead
+// mergeClears applies the clear requests of peer from that are newer than
+// ours (names checked by the driver, as for mergeTargets; a counter ahead
 // of this node's clock is ignored and said, as there).
-func (c *Core) MergeClears(from string, cs map[string]dataset.ClearRequest, now time.Time) {
+func (c *Core) mergeClears(from string, cs map[string]dataset.ClearRequest, now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(cs)) {
 		if err := c.checkVersion(cs[name].Version, now); err != nil {
 			if _, ok := c.state.Services[name]; ok {
@@ -191,8 +190,8 @@ func (c *Core) MergeClears(from string, cs map[string]dataset.ClearRequest, now 
 			}
 			continue
 		}
-		c.Witness(cs[name].Version)
-		c.ApplyClear(name, cs[name], now)
+		c.witness(cs[name].Version)
+		c.applyClear(name, cs[name], now)
 	}
 }
 
@@ -214,9 +213,9 @@ type TargetRequest struct {
 	Now time.Time
 }
 
-// AdminTarget takes an admin's request on a service. Its answer comes in
+// adminTarget takes an admin's request on a service. Its answer comes in
 // a Ready, at once or (Wait) when the target is reached.
-func (c *Core) AdminTarget(req TargetRequest) Ticket {
+func (c *Core) adminTarget(req TargetRequest) Ticket {
 	tk := c.newTicket()
 	svc := req.Service
 	t, isTarget := view.ActionTarget(req.Action, c.cfg.Name, req.Node)
@@ -232,7 +231,7 @@ func (c *Core) AdminTarget(req TargetRequest) Ticket {
 			c.answer(Answer{Ticket: tk, Err: err})
 			return tk
 		}
-		c.SetTarget(svc, dataset.Target{Expect: dataset.ExpectAborted, ID: cur.ID})
+		c.setTarget(svc, dataset.Target{Expect: dataset.ExpectAborted, ID: cur.ID})
 		c.answerWaiters(svc, cur.ID, failedf("%s: target %s aborted", svc, cur.String()))
 		c.answer(Answer{Ticket: tk, ID: cur.ID, Result: "target " + cur.String() + " aborted"})
 		return tk
@@ -241,7 +240,7 @@ func (c *Core) AdminTarget(req TargetRequest) Ticket {
 			c.answer(Answer{Ticket: tk, Err: err})
 			return tk
 		}
-		c.ApplyClear(svc, dataset.ClearRequest{Node: req.Node, Version: c.NextVersion()}, req.Now)
+		c.applyClear(svc, dataset.ClearRequest{Node: req.Node, Version: c.nextVersion()}, req.Now)
 		c.answer(Answer{Ticket: tk, Result: "clear requested"})
 		return tk
 	default:
@@ -267,7 +266,7 @@ func (c *Core) AdminTarget(req TargetRequest) Ticket {
 			c.answer(Answer{Ticket: tk, Err: err})
 			return tk
 		}
-		t = c.SetTarget(svc, t)
+		t = c.setTarget(svc, t)
 	}
 	accepted := "target " + t.String() + " accepted (id " + t.ID + ")"
 	if !req.Wait {
@@ -323,10 +322,10 @@ func (c *Core) answerWaitersOf(svc, id string, err error, more string) {
 	c.waiters = keep
 }
 
-// ExpireWaiters answers the --wait callers whose time is up with where
+// expireWaiters answers the --wait callers whose time is up with where
 // the target stands (monitor.Progress: the unknown nodes, the state of
 // each known one), and returns the next deadline (zero: none).
-func (c *Core) ExpireWaiters(now time.Time, snap monitor.Snapshot) time.Time {
+func (c *Core) expireWaiters(now time.Time, snap monitor.Snapshot) time.Time {
 	var next time.Time
 	keep := c.waiters[:0]
 	for _, w := range c.waiters {

@@ -12,7 +12,7 @@ import (
 // The bound of version counters.
 //
 // Targets, clears and config edits are ordered by a Lamport counter that
-// every node advances past the versions it sees (NextVersion, Witness). A
+// every node advances past the versions it sees (nextVersion, Witness). A
 // member that announces a huge counter (an insider: one datagram) pushes
 // every node's clock there. An absolute bound on the counters is no
 // defence: a counter announced exactly at it was taken, and every version
@@ -158,9 +158,9 @@ func (c *Core) retryAhead(now time.Time) {
 	snap := func() monitor.Snapshot { return c.Snapshot(now) }
 	for _, pn := range c.pnames {
 		if d := c.peers[pn].Data; d != nil {
-			c.MergeConfigs(pn, d.Configs, now)
-			c.MergeTargets(pn, d.Targets, now, snap)
-			c.MergeClears(pn, d.Clears, now)
+			c.mergeConfigs(pn, d.Configs, now)
+			c.mergeTargets(pn, d.Targets, now, snap)
+			c.mergeClears(pn, d.Clears, now)
 		}
 	}
 }

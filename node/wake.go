@@ -18,13 +18,8 @@ import (
 // (a heartbeat event, an API call, the end of an action) may bring it
 // earlier: the driver asks again after each one.
 func (c *Core) NextTick(now time.Time, poll time.Duration) time.Time {
-	if c.quorumOn() || c.monitor == dataset.NodeRejoin || len(c.cd.pending) > 0 || c.ps.failing != nil || c.ConfigMergesLeft() {
+	if c.WatchesClock() {
 		return now.Add(poll)
-	}
-	for _, name := range c.pnames {
-		if c.peers[name].status == dataset.NodeStMaint {
-			return now.Add(poll)
-		}
 	}
 	t := c.lastStep.Add(fullPassPeriod)
 	if due, ok := c.nextCheckDue(now); ok && due.Before(t) {
@@ -34,6 +29,23 @@ func (c *Core) NextTick(now time.Time, poll time.Duration) time.Time {
 		t = r // versions refused as ahead of the clock become acceptable
 	}
 	return t
+}
+
+// WatchesClock reports whether a rule of Tick reads the clock on every
+// call (NextTick then polls): the quorum, the rejoin grace, a peer in its
+// maintenance grace, config edits waiting for their confirmations, a
+// failing state write. Such a rule may decide at any tick, with no other
+// input.
+func (c *Core) WatchesClock() bool {
+	if c.quorumOn() || c.monitor == dataset.NodeRejoin || len(c.cd.pending) > 0 || c.ps.failing != nil || c.ConfigMergesLeft() {
+		return true
+	}
+	for _, name := range c.pnames {
+		if c.peers[name].status == dataset.NodeStMaint {
+			return true
+		}
+	}
+	return false
 }
 
 // nextCheckDue is when tickChecks may start a periodic check: the known

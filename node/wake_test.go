@@ -17,12 +17,12 @@ func TestNextTickIdleSleepsUntilDue(t *testing.T) {
 	if got, want := c.NextTick(t0.Add(time.Second), poll), t0.Add(fullPassPeriod); !got.Equal(want) {
 		t.Fatalf("no service: next tick at %v, want the safety-net pass at %v", got.Sub(t0), want.Sub(t0))
 	}
-	c.AddInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
 	c.Ready()
 	if got := c.NextTick(t0, poll); !got.Equal(t0) {
 		t.Fatalf("an instance never checked: next tick at %v, want now", got.Sub(t0))
 	}
-	c.Tick(t0) // its first periodic check
+	c.tick(t0) // its first periodic check
 	rd := c.Ready()
 	if len(rd.Check) != 1 {
 		t.Fatalf("got checks %v, want one", rd.Check)
@@ -30,9 +30,9 @@ func TestNextTickIdleSleepsUntilDue(t *testing.T) {
 	if got, want := c.NextTick(t0, poll), t0.Add(fullPassPeriod); !got.Equal(want) {
 		t.Fatalf("check running: next tick at %v, want the pass at %v", got.Sub(t0), want.Sub(t0))
 	}
-	c.CheckDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
 	c.Ready()
-	c.Tick(t0)
+	c.tick(t0)
 	c.Ready()
 	c.lastStep = t0.Add(58 * time.Second)
 	if got, want := c.NextTick(t0.Add(58*time.Second), poll), t0.Add(time.Minute); !got.Equal(want) {
@@ -50,7 +50,7 @@ func TestNextTickPollsWhileTimeMatters(t *testing.T) {
 		t.Fatalf("quorum on: next tick at %v, want %v", got.Sub(t0), poll)
 	}
 	c = New(Config{Name: "n1", WriteThrough: true, ClusterNodes: []string{"n1", "n2"}, RejoinGrace: time.Minute}, State{})
-	c.Start(t0)
+	c.start(t0)
 	c.Ready()
 	c.lastStep = t0
 	if got := c.NextTick(t0, poll); !got.Equal(t0.Add(poll)) {

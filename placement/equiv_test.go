@@ -23,7 +23,7 @@ import (
 // arrays. The seed is fixed: a failure names its iteration.
 func TestFastPathsRankAsStages(t *testing.T) {
 	r := rand.New(rand.NewSource(20))
-	var hit struct{ members, cluster, insts, spreadPerm, long, hard, soft, lean, explain, excluded int }
+	var hit struct{ members, cluster, insts, spreadPerm, long, hard, soft, lean, explain, excluded, ties int }
 	for iter := 0; iter < 4000; iter++ {
 		g := randomEquivInput(r)
 		for _, explain := range []bool{false, true} {
@@ -91,15 +91,40 @@ func TestFastPathsRankAsStages(t *testing.T) {
 				}
 			}
 			hit.excluded += len(want.Excluded)
+			if tied(g.in, want.Candidates) {
+				hit.ties++
+			}
 		}
 	}
 	t.Logf("compared: %+v", hit)
 	for name, n := range map[string]int{"members": hit.members, "insts": hit.insts, "spread permutation": hit.spreadPerm,
-		"long lists": hit.long, "hard affinities": hit.hard, "soft affinities": hit.soft, "lean": hit.lean, "exclusions": hit.excluded} {
+		"long lists": hit.long, "hard affinities": hit.hard, "soft affinities": hit.soft, "lean": hit.lean, "exclusions": hit.excluded,
+		"ties": hit.ties} {
 		if n < 100 {
-			t.Errorf("only %d rankings with %s: the generator misses a fast path", n, name)
+			t.Errorf("only %d rankings with %s: the generator misses a fast path or a case", n, name)
 		}
 	}
+}
+
+// tied reports whether two of the candidates, ranked by the load or the
+// score, have the same key: their order is the tie-break's (node name).
+func tied(in Input, candidates []string) bool {
+	key := func(n string) float64 { return in.Views[n].Data.Load15 }
+	switch in.Config.Placement {
+	case PolicyLoadAvg:
+	case PolicyScore:
+		key = func(n string) float64 { return Score(in.Views[n].Data) }
+	default:
+		return false
+	}
+	seen := map[float64]bool{}
+	for _, n := range candidates {
+		if seen[key(n)] {
+			return true
+		}
+		seen[key(n)] = true
+	}
+	return false
 }
 
 // equivInput is a generated ranking input (with no speed-up set) and the
@@ -113,7 +138,8 @@ type equivInput struct {
 // randomEquivInput generates the input of a ranking: a cluster of 1 to 40
 // nodes (some without a view), each up, down, in maintenance, shutting or
 // unknown, announcing any node monitor, frozen or not, with tied loads
-// and memory; the ranked service and two others with instances in every
+// and memory (in one cluster in three, the same on every node; one in
+// three has every node up, idle and not frozen); the ranked service and two others with instances in every
 // state; the service's node list given or computed ("*" or names,
 // unknown ones included); constraints (with evaluation errors), hard and
 // soft affinities.
@@ -129,6 +155,16 @@ func randomEquivInput(r *rand.Rand) equivInput {
 	if r.Intn(8) == 0 {
 		size = 30 + r.Intn(11) // around the fast paths' 32
 	}
+	// one cluster in three has one load and one memory on every node:
+	// the candidates of the load and score policies tie, and their order
+	// is the tie-break's
+	sameLoad, sameMem := -1, -1
+	if r.Intn(3) == 0 {
+		sameLoad, sameMem = r.Intn(3), r.Intn(3)
+	}
+	// and one in three is calm: every node up, idle and not frozen, so
+	// that most are candidates
+	calm := r.Intn(3) == 0
 	var cluster []string
 	vs := map[string]NodeView{}
 	for i := 0; i < size; i++ {
@@ -137,8 +173,16 @@ func randomEquivInput(r *rand.Rand) equivInput {
 		if r.Intn(7) == 0 {
 			continue // no view
 		}
+		load, mem := r.Intn(3), r.Intn(3)
+		if sameLoad >= 0 {
+			load, mem = sameLoad, sameMem
+		}
 		d := dataset.Node{Name: n, Monitor: monitors[r.Intn(len(monitors))], Frozen: r.Intn(7) == 0,
-			Load15: float64(r.Intn(3)) / 2, MemAvailPct: float64(r.Intn(3) * 20), Services: map[string]dataset.Instance{}}
+			Load15: float64(load) / 2, MemAvailPct: float64(mem * 20), Services: map[string]dataset.Instance{}}
+		status := statuses[r.Intn(len(statuses))]
+		if calm {
+			d.Monitor, d.Frozen, status = dataset.NodeIdle, false, dataset.NodeUp
+		}
 		for _, s := range svcs {
 			if r.Intn(3) == 0 {
 				continue
@@ -154,7 +198,7 @@ func randomEquivInput(r *rand.Rand) equivInput {
 			}
 			d.Services[s] = inst
 		}
-		vs[n] = NodeView{Name: n, Status: statuses[r.Intn(len(statuses))], Data: d}
+		vs[n] = NodeView{Name: n, Status: status, Data: d}
 	}
 	r.Shuffle(len(cluster), func(i, j int) { cluster[i], cluster[j] = cluster[j], cluster[i] })
 

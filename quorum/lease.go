@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The one-vote arbitrator's lease (issue 21). A plain arbitrator answers
+// The one-vote arbitrator's lease. A plain arbitrator answers
 // whoever asks, so when only the link between the two nodes of a 2-node
 // cluster is cut, both sides count its vote and neither may take over
 // without a fence. A one-vote arbitrator gives its vote to one partition

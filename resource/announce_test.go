@@ -167,7 +167,7 @@ func macOf(t *testing.T, ns, dev string) string {
 }
 
 // Start announces the address 2 × 5 times, the second burst 5s after the
-// first: a peer on the link receives the ten (issue 14 item 5).
+// first: a peer on the link receives the ten.
 func TestIPAnnounces(t *testing.T) {
 	tests := []struct{ name, addr, mask, kind string }{
 		{"v4 gratuitous arp", "198.18.77.70", "24", "garp"},

@@ -32,14 +32,14 @@ type app struct {
 // spans many checks at the default check_interval (a minute; when it was
 // a minute too, every check at that interval looked its program up again:
 // 4 stats with systemd's PATH, a third of the daemon's own cost of a
-// check; docs/benchmarks.md, issue 26).
+// check; docs/benchmarks.md).
 const checkLookup = 10 * time.Minute
 
 // checkCmd is the check's command, prepared for the next checks: checks
 // run every monitor_interval, and splitting the command line, looking its
 // program up in PATH (a stat per PATH directory) and building the
 // environment each time were most of the daemon's own cost of a check
-// (docs/benchmarks.md, "Cost of a check").
+// (docs/benchmarks-archive.md, "Cost of a check").
 type checkCmd struct {
 	at   time.Time // zero: not prepared
 	argv []string

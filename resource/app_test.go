@@ -143,7 +143,7 @@ func TestAppEnvAndCwd(t *testing.T) {
 	}
 	fi, err := os.Stat(env.VarDir)
 	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("var dir %s: %v, %v; want a 0700 directory (private, issue 19 item 20)", env.VarDir, fi, err)
+		t.Fatalf("var dir %s: %v, %v; want a 0700 directory (private)", env.VarDir, fi, err)
 	}
 	b, err := os.ReadFile(filepath.Join(env.VarDir, "env.txt"))
 	if err != nil {

@@ -30,7 +30,7 @@ func selfCPU(b *testing.B) time.Duration {
 // process alone (what the daemon spends per check), allocs/op its
 // allocations. docs/benchmarks.md has the figures: on 2 shared cores,
 // about 195 µs and 55 allocations with exec.Cmd, 110 µs and 17 with run's
-// own wait (one ppoll, no helper goroutine; issue 26 item 3). The daemon
+// own wait (one ppoll, no helper goroutine). The daemon
 // runs Go code on one processor (GOMAXPROCS=1, cmd/nodemgr): measure it so,
 // the figures differ (with one ppoll 195-212 µs, parked on the output in
 // the runtime's poller 132-144 µs):
@@ -69,7 +69,7 @@ func BenchmarkAppCheck(b *testing.B) {
 // batch of 200 checks (due in the same twelfth of check_interval: 200
 // services created together, or checked together since the daemon
 // started), at most N at once, each on a worker goroutine. The daemon runs
-// four a CPU at once (daemon.checkSlots); before issue 26 it ran them all
+// four a CPU at once (daemon.checkSlots); before, it ran them all
 // at once. ns/op and self-cpu-ns/op are per check.
 //
 //	GOMAXPROCS=1 go test -run XXX -bench BenchmarkAppCheckBatch -benchtime 2000x -count 3 ./resource
@@ -173,8 +173,7 @@ func TestAppCheckLooksUpAgain(t *testing.T) {
 
 // BenchmarkVarDir is the {var} check that every run makes (makeVarDir)
 // when the directory is there, the usual case: 3.8 µs and 8 allocations
-// through fsutil.MkdirBeneath, 2.8 µs and 2 with two lstat(2) alone
-// (issue 26).
+// through fsutil.MkdirBeneath, 2.8 µs and 2 with two lstat(2) alone.
 func BenchmarkVarDir(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "var", "services", "websvc")
 	if err := os.MkdirAll(dir, 0o700); err != nil {

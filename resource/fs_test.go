@@ -151,11 +151,11 @@ func TestFindHolders(t *testing.T) {
 	}
 	mapLine := fmt.Sprintf("7f00-7f01 r--p 00000000 %02x:%02x 12 %s/file\n", dev.major, dev.minor, target)
 	type pspec struct {
-		pid             string
-		cwd, root, ns   string
-		fds             map[string]string
-		maps, comm      string
-		wantHow, reason string
+		pid           string
+		cwd, root, ns string
+		fds           map[string]string
+		maps, comm    string
+		wantHow       string
 	}
 	specs := []pspec{
 		{pid: "100", cwd: target, root: other, ns: "mnt:[1]", comm: "incwd", wantHow: "cwd"},

@@ -109,8 +109,8 @@ type command struct {
 // pipe so that the daemon never blocks or gets SIGPIPE on a write, and
 // ends when the last holder closes it.
 //
-// Checks run this for every resource every minute or less, so it is lean
-// (issue 26): the calling goroutine itself reads the output, parked in the
+// Checks run this for every resource every minute or less, so it is
+// lean: the calling goroutine itself reads the output, parked in the
 // runtime's poller between two reads, and reaps the process when the
 // output ends (proc.wait, run_linux.go), with no helper goroutine or
 // channel; a goroutine runs only to write stdin or to drain what a
@@ -227,7 +227,7 @@ func run(ctx context.Context, c command) (runResult, error) {
 // the command would run, and write its files, wherever it points.
 func makeVarDir(dir string) error {
 	// every run comes here, each check of an app resource too: the usual
-	// case, both there, is two lstat(2) and nothing else (issue 26)
+	// case, both there, is two lstat(2) and nothing else
 	if isDir(filepath.Dir(dir)) && isDir(dir) {
 		return nil
 	}

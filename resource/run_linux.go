@@ -13,7 +13,7 @@ import (
 )
 
 // How run starts a command and waits for it at the least cost to the
-// daemon (issue 26): the output pipe's read end is in the runtime's
+// daemon: the output pipe's read end is in the runtime's
 // poller, and the calling goroutine parks on it, the processor free, until
 // output comes or the pipe ends. The end of the output is the usual sign
 // of the exit: the command's exit closes the last write end (run keeps
@@ -343,7 +343,7 @@ func procDrain(o outEnd, lines *lineSplitter) {
 // The runs of one context share it: every check of the daemon runs with
 // the daemon's context, and a context.AfterFunc per check (whose
 // registrations contend on that context's lock when a slot's checks start
-// together) was a cost of its own (issue 26). The one of the context last
+// together) was a cost of its own. The one of the context last
 // used is kept while no run uses it, for the next; the others go once
 // their last run left, and each once its context ended.
 type cancelSet struct {

@@ -216,8 +216,7 @@ func TestNewSetDuplicate(t *testing.T) {
 	}
 }
 
-// A start of a resource whose check says up does nothing: no second copy
-// (issue 8 item 10).
+// A start of a resource whose check says up does nothing: no second copy.
 func TestSetStartSkipsUpResources(t *testing.T) {
 	f := newSetFixture(t, "", "")
 	s := newSet(t, f, f.rc("a"), f.rc("b"))

@@ -14,7 +14,7 @@ import (
 // program asks (signal.Notify, which Haven never does for SIGCHLD): with
 // the runtime's handler, each check's exit woke a sleeping thread of the
 // daemon to run it, a tenth of the daemon's CPU with 200 services on a
-// quiet host (docs/benchmarks.md, issue 26). The default disposition is
+// quiet host (docs/benchmarks.md). The default disposition is
 // not SIG_IGN: the children still become zombies until run reaps them and
 // reads their exit status. The daemon's commands start with it as they
 // would from a shell.

@@ -37,6 +37,9 @@ type Options struct {
 	// node.guard_lease (default 12s).
 	Guard      bool
 	GuardLease time.Duration
+	// Record keeps each daemon's run of its core (driver.Recording),
+	// in Cluster.Runs, to replay it.
+	Record bool
 }
 
 func (o *Options) defaults() {
@@ -76,8 +79,9 @@ type Cluster struct {
 	running map[string]map[string]bool
 	fails   map[string]int // "node/svc/action" -> failures left (-1: always)
 
-	lines  []string // the timeline
-	events []Event  // the node cores' typed events
+	lines  []string  // the timeline
+	events []Event   // the node cores' typed events
+	runs   []CoreRun // with Options.Record
 
 	q quorumOptions // quorum.go
 

@@ -62,6 +62,21 @@ type instance struct {
 	busyEnd time.Time
 }
 
+// CoreRun is one daemon's run of its core, recorded (Options.Record):
+// the core's config and first state, the recording of its inputs and
+// outputs, the core at the end of the run.
+type CoreRun struct {
+	Node   string
+	Config node.Config
+	State  node.State
+	Rec    *driver.Recording
+	Core   *node.Core
+}
+
+// Runs are the daemons' runs of their cores, in the order they started
+// (Options.Record).
+func (c *Cluster) Runs() []CoreRun { return c.runs }
+
 // startDaemon is daemon.New + Run up to the loop: install the services from
 // the durable state, join the heartbeat, enter rejoin, publish, check.
 func (n *Node) startDaemon() error {
@@ -72,8 +87,17 @@ func (n *Node) startDaemon() error {
 		c.running[n.name] = map[string]bool{}
 	}
 	d := &daemon{n: n, c: c, name: n.name, compat: n.compat, insts: map[string]*instance{}}
-	d.core = node.New(c.coreConfig(n.name, n.compat, d), n.dur.Clone())
-	d.drv = driver.New(d.core, effects{d}, c.clk)
+	if c.opt.Record {
+		rec := &driver.Recording{}
+		cfg := c.coreConfig(n.name, n.compat, rec.Local(d))
+		d.core = node.New(cfg, n.dur.Clone())
+		d.drv = driver.New(d.core, effects{d}, c.clk)
+		rec.Record(d.drv)
+		c.runs = append(c.runs, CoreRun{Node: n.name, Config: cfg, State: n.dur.Clone(), Rec: rec, Core: d.core})
+	} else {
+		d.core = node.New(c.coreConfig(n.name, n.compat, d), n.dur.Clone())
+		d.drv = driver.New(d.core, effects{d}, c.clk)
+	}
 	for _, name := range sortedKeys(n.files) { // loadServices / installInstance
 		d.installInstance(n.files[name], now)
 	}

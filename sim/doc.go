@@ -1,5 +1,5 @@
-// Package sim is the in-process simulation of a Haven cluster (DESIGN,
-// "Tests, in three rings", ring 2): N nodes in one process, one fake clock
+// Package sim is the in-process simulation of a Haven cluster (the
+// second of the three rings of tests, docs/architecture.md): N nodes in one process, one fake clock
 // (clock.Fake) and the heartbeat's in-memory network
 // (heartbeat.MemNetwork), so that the real heartbeat core decides liveness
 // and carries the data, the real view rules judge the peers, and the real
@@ -13,13 +13,13 @@
 // A node's logic is the real node core's (package node), driven by the
 // same driver as the daemon's (package node/driver: the order of a Ready,
 // the tickets, the loop rules, the heartbeat mapping, the admin routing,
-// the core's config); the simulation implements only its effects
-// (admin.go, disk.go): the durable state
-// (Persist is what survives a crash, Node.dur), targets, clears, frozen
-// flags, admin target requests, the instance monitors, the decision pass
-// (Orchestrate, with the multiple-active watch and Ready.WakeAt), the
-// status checks and the ends of actions (CheckDone, ActionDone), the peers and their judged status, compat
-// and rejoin (Start, Heartbeat, Tick). Every timeline line about a
+// the core's config). Every input reaches the core through Core.Step, as
+// in the daemon: the durable state and its writes, targets, clears,
+// frozen flags, admin requests, the instance monitors, the decision pass
+// (with the multiple-active watch and Ready.WakeAt), the status checks and
+// the ends of actions, the peers and their judged status, compat and
+// rejoin are all the core's. The simulation implements only the driver's
+// effects (daemon.go, admin.go, disk.go). Every timeline line about a
 // service, a peer or the node monitor is one of the core's typed events,
 // with the text the daemon writes to node.log and the events stream.
 //
@@ -40,12 +40,12 @@
 // Config distribution is the core's too: the services of the scenario are
 // installed on every machine before the daemons start (Node.files, the
 // machine's service directory, version zero); svcmgr set, unset and delete
-// go through the core (EditConfig, DeleteService), whose Ready.Configs
+// go through the core (its ConfigRequest and Deletion inputs), whose Ready.Configs
 // the shell writes to the machine at once (applyConfig); the versions
 // and tombstones travel with the heartbeats as in the daemon.
 //
 // Departures, on purpose: no create or edit config (set, unset and delete
-// only), no file changed outside Haven (CheckLocalFile is not called), no
+// only), no file changed outside Haven (no LocalFileRead input), no
 // stop of a running instance when a set removes its node from the
 // service's nodes (the expectations read the scenario's nodes); a
 // service's resources are up or down together (a scenario's service has

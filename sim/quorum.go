@@ -162,7 +162,7 @@ func (r *runner) quorumLine(verb string, args []string) (bool, error) {
 			return true, nil
 		}
 		if r.booted || len(args) == 0 {
-			return true, errors.New("arbitrator NAME [weight=N] [timeout=D] is a setup line; then arbitrator NAME reachable|unreachable NODE...")
+			return true, errors.New("arbitrator NAME [weight=N] [timeout=D] is a setup line; then arbitrator NAME reachable|unreachable NODE [NODE ...]")
 		}
 		a := &simArbitrator{name: args[0], weight: 1, timeout: time.Second, unreachable: map[string]bool{}}
 		for _, kv := range args[1:] {

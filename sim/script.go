@@ -23,6 +23,8 @@ type Result struct {
 	Simulated time.Duration
 	// Events are the node cores' typed events, in the order emitted.
 	Events []Event
+	// Runs are the cores' runs, recorded when asked (runScript).
+	Runs []CoreRun
 }
 
 // RunScript runs a scenario (see the package doc for the format). name
@@ -34,7 +36,13 @@ func RunScript(name, text string) (*Result, error) {
 // RunScriptAt is RunScript for a scenario file in dir: a snapshot line's
 // file is read relative to dir.
 func RunScriptAt(dir, name, text string) (*Result, error) {
-	r := &runner{name: name, dir: dir, res: &Result{}}
+	return runScript(dir, name, text, false)
+}
+
+// runScript is RunScriptAt; record keeps the runs of the cores
+// (Result.Runs).
+func runScript(dir, name, text string, record bool) (*Result, error) {
+	r := &runner{name: name, dir: dir, res: &Result{}, record: record}
 	for i, raw := range strings.Split(text, "\n") {
 		r.line = i + 1
 		toks, err := tokenize(raw)
@@ -56,6 +64,7 @@ func RunScriptAt(dir, name, text string) (*Result, error) {
 	r.res.Output = strings.Join(r.c.lines, "\n") + "\n"
 	r.res.Simulated = r.c.Now()
 	r.res.Events = r.c.events
+	r.res.Runs = r.c.runs
 	return r.res, nil
 }
 
@@ -70,6 +79,8 @@ type runner struct {
 	// the daemons of the nodes that were up start, and the cluster
 	// settles, before the first command
 	snapshot bool
+	// record: the cores' runs are recorded (Options.Record)
+	record bool
 }
 
 func (r *runner) errf(format string, args ...any) error {
@@ -243,6 +254,7 @@ func (r *runner) cluster(args []string) error {
 		}
 		*p = d
 	}
+	opt.Record = r.record
 	c, err := New(names, opt)
 	r.c = c
 	if err != nil {
@@ -280,6 +292,7 @@ func (r *runner) fromSnapshot(args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
+	c.opt.Record = r.record
 	r.c, r.snapshot = c, true
 	return nil
 }
@@ -440,7 +453,7 @@ func (r *runner) admin(node string, args []string) error {
 		}
 		if action == "set" || action == "unset" {
 			if len(kws) == 0 || local || wait {
-				return fmt.Errorf("svcmgr: want -s SVC %s --kw K[=V] ...", action)
+				return fmt.Errorf("svcmgr: want -s SVC %s and one --kw K[=V] or more", action)
 			}
 			r.answer(r.c.Keyword(node, svc, action, kws))
 			return nil

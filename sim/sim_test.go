@@ -25,13 +25,16 @@ func scenarios(t testing.TB) []string {
 	return files
 }
 
-func runFile(t testing.TB, file string) *Result {
+func runFile(t testing.TB, file string) *Result { return runFileRecorded(t, file, false) }
+
+// runFileRecorded is runFile; record keeps the cores' runs (Result.Runs).
+func runFileRecorded(t testing.TB, file string, record bool) *Result {
 	t.Helper()
 	text, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := RunScriptAt(filepath.Dir(file), filepath.Base(file), string(text))
+	res, err := runScript(filepath.Dir(file), filepath.Base(file), string(text), record)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func windowScenario(t *testing.T, seed int64, fastAck bool) windowStats {
 			if quorumOn {
 				// a daemon restarted inside a minority never votes (no
 				// member to lose: rejoin) and keeps running what it ran:
-				// outside the quorum's model, see the report of issue 14
+				// outside the quorum's model
 				say("heal")
 				c.Heal()
 			}

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Attack (issue 19, item 3), at the node level: an on-path attacker without
+// Attack, at the node level: an on-path attacker without
 // the secret holds back some of n1's authentic frames to n2 and delivers
 // them after n1 crashed and n2 took the service over. The dead n1 must not
 // come back up at n2, and n2 must not stop its healthy copy (before: n2 saw

@@ -19,7 +19,6 @@ import (
 // eventList keeps the events in command-line order, whatever their flags.
 type eventList struct {
 	events []sim.WhatIfEvent
-	err    error
 }
 
 // eventFlag is one verb's flag: each occurrence appends an event.

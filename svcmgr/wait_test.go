@@ -17,7 +17,7 @@ import (
 	"haven/internal/paths"
 )
 
-// Issue 20: `svcmgr -s web start --wait` prints what the daemon's answer
+// `svcmgr -s web start --wait` prints what the daemon's answer
 // says (the service was frozen before the action) without a status call
 // of its own: two API calls (the service list for the selector, the
 // action).

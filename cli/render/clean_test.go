@@ -29,7 +29,7 @@ func noRawESC(t *testing.T, view, out string) {
 	}
 }
 
-// Issue 19 item 16: peers' free text (a frozen reason, a resource label,
+// Peers' free text (a frozen reason, a resource label,
 // a message) reaches the terminal with its control characters made
 // visible, in every view, with colours on or off.
 func TestViewsMakePeersControlCharactersVisible(t *testing.T) {

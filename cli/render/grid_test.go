@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Issue 27: the web view's grid is the svcmon grid: the same rows, cells
+// The web view's grid is the svcmon grid: the same rows, cells
 // and notes, in the same order, for every fixture (stale, frozen, quorum,
 // heartbeat, config errors).
 func TestSvcmonGridIsTheSvcmonView(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"haven/monitor"
 )
 
-// svcmon says "quorum on" only when the votes are there (issue 11).
+// svcmon says "quorum on" only when the votes are there.
 func TestSvcmonQuorumHeader(t *testing.T) {
 	st := &dataset.ClusterStatus{Cluster: dataset.ClusterInfo{Name: "c", Compat: true, Quorum: true}}
 	if h := svcmonHeader(st, false); strings.Contains(h, "quorum") {

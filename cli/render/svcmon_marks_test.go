@@ -8,7 +8,7 @@ import (
 	"haven/dataset"
 )
 
-// svcmon's cosmetics that misled (issue 28 item 20): a node never heard
+// svcmon's cosmetics that misled: a node never heard
 // shows no compat or load rather than 0; a node whose daemon stopped for
 // maintenance is not "hb up"; a drained (frozen) node does not make the
 // services "partly frozen" (the node row shows it), a service's own

@@ -192,8 +192,7 @@ func (v *View) serviceData(r *http.Request, name string) serviceData {
 		d.Err = errText(err)
 		return d
 	}
-	s, ok := st.Services[name]
-	if !ok {
+	if _, ok := st.Services[name]; !ok {
 		return d
 	}
 	d.Found, d.Local = true, st.Local
@@ -201,7 +200,7 @@ func (v *View) serviceData(r *http.Request, name string) serviceData {
 	d.Grid = makeGrid(render.SvcmonGrid(st, func(n string) bool { return n == name }))
 	d.Grid.Sections = d.Grid.Sections[len(d.Grid.Sections)-1:]
 	d.Grid.Grid.Header = nil
-	s = st.Services[name] // as made inert by SvcmonGrid
+	s := st.Services[name] // as made inert by SvcmonGrid
 	d.Svc = s
 	d.Instances = instanceRows(s, st.Local, v.session == "")
 	if e, err := call(r, func(ctx context.Context) (string, error) {

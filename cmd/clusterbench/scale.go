@@ -20,7 +20,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// netns-scale (issue 14 item 4): n daemons, each in its own network
+// netns-scale: n daemons, each in its own network
 // namespace on one bridge (chaos.Bed), with nsvc services on every node:
 // idle CPU, RSS and bytes per node, propagation of a change on n1 to every
 // peer, detection of a killed node.

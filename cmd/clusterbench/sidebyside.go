@@ -13,7 +13,7 @@ import (
 )
 
 // ---------------------------------------------------------------------------
-// sidebyside (issue 14 item 6): Haven, keepalived and Pacemaker/corosync,
+// sidebyside: Haven, keepalived and Pacemaker/corosync,
 // each on three nodes in network namespaces with a client pinging the VIP
 // from a fourth, all running at once, measured in the same run: the VIP's
 // failover after kill -9 of the owner's agent and the cut of its link (a

@@ -2,7 +2,7 @@
 // cpu.max) once a second when it is awake to adjust GOMAXPROCS: two system
 // calls and a file read at each beat of an idle daemon, for a limit that a
 // cluster node does not change under a running daemon (GOMAXPROCS is still
-// set from them at start). docs/benchmarks.md, issue 26.
+// set from them at start; docs/benchmarks.md).
 //
 //go:debug updatemaxprocs=0
 
@@ -32,7 +32,7 @@ func main() {
 // up to look for work at each wake-up), and a busy one does little that
 // several processors would speed up (one decision loop; checks and
 // heartbeat wait on the kernel; a thread blocked in a system call still
-// hands the processor on). docs/operations.md, docs/benchmarks.md, issue 26.
+// hands the processor on). docs/operations.md, docs/benchmarks.md.
 func oneProcessor(getenv func(string) string) {
 	if getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)

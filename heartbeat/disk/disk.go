@@ -162,7 +162,6 @@ type Disk struct {
 	tampered, doubt time.Time
 	lost            bool
 	logged          map[string]time.Time
-	ownFenceLogged  uint64 // the run of the last unannounced fence block logged
 }
 
 // logEvery is the rate limit of a repeated disk error (per slot and kind).

@@ -2,7 +2,6 @@ package disk
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,16 +77,20 @@ func within(t *testing.T, what string, cond func() bool) {
 }
 
 func TestDiskSlotsAndLiveness(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hb.disk")
+	b := newAttackBed(t)
 	live := &fakeLiveness{}
-	d1 := newDisk(t, path, "n1", 10, func(c *Config) { c.Liveness = live })
-	d2 := newDisk(t, path, "n2", 20, nil)
+	d1 := b.disk("n1", 10, func(c *Config) { c.Liveness = live })
+	d2 := b.disk("n2", 20, nil)
 	if d1.Slot() != 0 || d2.Slot() != 1 {
 		t.Fatalf("slots %d %d, want 0 1 (sorted members)", d1.Slot(), d2.Slot())
 	}
-	d1.Start()
-	d2.Start()
-	within(t, "n1 hears n2 on the disk 3 times", func() bool { return live.count("n2/disk") >= 3 })
+	// the first block read is no advance; each later one is
+	for range 4 {
+		b.period(d1, d2)
+	}
+	if n := live.count("n2/disk"); n != 3 {
+		t.Fatalf("n1 heard n2 on the disk %d times in 4 periods, want 3", n)
+	}
 	if n := live.count("n3/disk"); n != 0 {
 		t.Fatalf("n3 never wrote its slot, yet counted alive %d times", n)
 	}
@@ -96,12 +99,11 @@ func TestDiskSlotsAndLiveness(t *testing.T) {
 		t.Fatalf("n2's slot as n1 reads it: %+v", p)
 	}
 	// n2 crashes: its slot stops advancing, and so do the calls
-	d2.halt()
-	time.Sleep(3 * period)
-	n := live.count("n2/disk")
-	time.Sleep(10 * period)
-	if m := live.count("n2/disk"); m != n {
-		t.Fatalf("n2's slot no longer advances, yet counted alive %d more times", m-n)
+	for range 10 {
+		b.period(d1)
+	}
+	if m := live.count("n2/disk"); m != 3 {
+		t.Fatalf("n2's slot no longer advances, yet counted alive %d more times in 10 periods", m-3)
 	}
 }
 
@@ -109,11 +111,12 @@ func TestDiskSlotsAndLiveness(t *testing.T) {
 // the peers' slots and this node's fence block are logged, never alive,
 // never a fence; the disk stays reachable.
 func TestDiskHostileSlots(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hb.disk")
 	core, logs := observer.New(zap.WarnLevel)
 	live := &fakeLiveness{}
 	fenced := make(chan Fence, 1)
-	d1 := newDisk(t, path, "n1", 10, func(c *Config) {
+	b := newAttackBed(t)
+	path := b.path
+	d1 := b.disk("n1", 10, func(c *Config) {
 		c.Liveness, c.Logger = live, zap.New(core)
 		c.OnFenced = func(f Fence) { fenced <- f }
 	})
@@ -128,16 +131,17 @@ func TestDiskHostileSlots(t *testing.T) {
 	for i := range garbage {
 		garbage[i] = byte(i * 31)
 	}
-	d1.Start()
 	for i := uint64(1); i <= 20; i++ {
 		f.WriteAt(garbage, BeatOffset(1))                                                                        // n2: garbage
 		f.WriteAt(other.EncodeBeat(Beat{Writer: "n3", Slot: 2, Run: 1, Counter: i}), BeatOffset(2))              // n3: other cluster
 		f.WriteAt(forger.EncodeFence(Fence{Fencer: "n2", Target: "n1", Slot: 0, TargetRun: 10}), FenceOffset(0)) // forged fence
 		f.WriteAt(make([]byte, 100), FenceOffset(2))                                                             // past the slots
-		time.Sleep(period)
+		b.period(d1)
 	}
 	f.Truncate(BeatOffset(1) + 100) // n2's slot truncated, n3's gone
-	time.Sleep(3 * period)
+	for range 3 {
+		b.period(d1)
+	}
 	if n := live.count("n2/disk") + live.count("n3/disk"); n != 0 {
 		t.Fatalf("hostile slots counted alive %d times", n)
 	}
@@ -258,27 +262,26 @@ func TestDiskBlockingAndFailingDevice(t *testing.T) {
 // TestDiskFenceAcknowledged: n1 fences n2; n2 reads the fence (once),
 // acks it after its crash command; n1's Fence returns.
 func TestDiskFenceAcknowledged(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hb.disk")
+	b := newAttackBed(t)
 	fenced := make(chan Fence, 10)
-	d1 := newDisk(t, path, "n1", 10, nil)
+	d1 := b.disk("n1", 10, nil)
 	var d2 *Disk
-	d2 = newDisk(t, path, "n2", 20, func(c *Config) {
+	d2 = b.disk("n2", 20, func(c *Config) {
 		c.OnFenced = func(f Fence) {
 			fenced <- f
-			go d2.Ack() // the crash command returned
+			d2.Ack() // the crash command returned
 		}
 	})
-	d1.Start()
-	d2.Start()
-	within(t, "n1 sees n2", func() bool { p, _ := d1.Peer("n2"); return p.Seen })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	how, err := d1.Fence(ctx, "n2", FenceOpts{Wait: time.Hour})
-	if err != nil {
-		t.Fatal(err)
+	d3 := b.disk("n3", 30, nil)
+	for range 3 {
+		b.period(d1, d2, d3)
 	}
-	if !strings.Contains(how, "acknowledged by n2") {
-		t.Fatalf("fence ended %q", how)
+	if p, _ := d1.Peer("n2"); !p.Seen {
+		t.Fatal("n1 does not see n2")
+	}
+	r, ok := fenceEnd(t, b, fence(t, d1, "n2", time.Hour), d1, d2, d3)
+	if !ok || r.err != nil || !strings.Contains(r.how, "acknowledged by n2") {
+		t.Fatalf("fence ended %+v (ended %v), want acknowledged by n2", r, ok)
 	}
 	f := <-fenced
 	if f.Fencer != "n1" || f.Target != "n2" || f.TargetRun != 20 {
@@ -286,17 +289,31 @@ func TestDiskFenceAcknowledged(t *testing.T) {
 	}
 	// a second fencer of the same run is acknowledged as well, the crash
 	// command is not run twice
-	d3 := newDisk(t, path, "n3", 30, nil)
-	d3.Start()
-	how, err = d3.Fence(ctx, "n2", FenceOpts{Wait: time.Hour})
-	if err != nil || !strings.Contains(how, "acknowledged") {
-		t.Fatalf("second fencer: %q %v", how, err)
+	r, ok = fenceEnd(t, b, fence(t, d3, "n2", time.Hour), d1, d2, d3)
+	if !ok || r.err != nil || !strings.Contains(r.how, "acknowledged") {
+		t.Fatalf("second fencer: %+v (ended %v)", r, ok)
+	}
+	for range 5 {
+		b.period(d1, d2, d3)
 	}
 	select {
 	case f := <-fenced:
 		t.Fatalf("crash command run twice for one run: %+v", f)
-	case <-time.After(5 * period):
+	default:
 	}
+}
+
+// fenceEnd runs the periods of ds until the fence res ends, for at most
+// 20 periods (ok false: not ended).
+func fenceEnd(t *testing.T, b *attackBed, res <-chan fenceResult, ds ...*Disk) (fenceResult, bool) {
+	t.Helper()
+	for range 20 {
+		b.period(ds...)
+		if r, ok := ended(t, res); ok {
+			return r, true
+		}
+	}
+	return fenceResult{}, false
 }
 
 // TestDiskFenceStalled: a crashed target never acks; the fence is done
@@ -304,61 +321,69 @@ func TestDiskFenceAcknowledged(t *testing.T) {
 // purpose is not fenced by the disk. A restarted target ignores the fence
 // aimed at its earlier run.
 func TestDiskFenceStalled(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "hb.disk")
-	d1 := newDisk(t, path, "n1", 10, nil)
-	d2 := newDisk(t, path, "n2", 20, nil)
-	d1.Start()
-	d2.Start()
-	within(t, "n2 advances", func() bool { p, _ := d1.Peer("n2"); return p.Counter > 2 })
-	d2.halt()
-	wait := 300 * time.Millisecond
-	// the slot stalled for longer than the wait before the fence began:
-	// the wait still runs from the fence's start (the target reacts to a
-	// lost disk only once it lost the majority too)
-	time.Sleep(2 * wait)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	t0 := time.Now()
-	how, err := d1.Fence(ctx, "n2", FenceOpts{Wait: wait})
-	if err != nil {
-		t.Fatal(err)
+	b := newAttackBed(t)
+	d1 := b.disk("n1", 10, nil)
+	d2 := b.disk("n2", 20, nil)
+	for range 4 {
+		b.period(d1, d2)
 	}
-	if !strings.Contains(how, "has not advanced") {
-		t.Fatalf("fence ended %q", how)
+	if p, _ := d1.Peer("n2"); p.Counter <= 2 {
+		t.Fatalf("n2's slot as n1 reads it: %+v", p)
 	}
-	if el := time.Since(t0); el < wait {
+	// n2 crashes (no more rounds of it). The slot stalled for longer than
+	// the wait before the fence began: the wait still runs from the
+	// fence's start (the target reacts to a lost disk only once it lost
+	// the majority too)
+	wait := 3 * fakePeriod
+	for range 8 {
+		b.period(d1)
+	}
+	t0 := b.clk.Now()
+	r, ok := fenceEnd(t, b, fence(t, d1, "n2", wait), d1)
+	if !ok || r.err != nil || !strings.Contains(r.how, "has not advanced") {
+		t.Fatalf("fence ended %+v (ended %v), want done by the stall", r, ok)
+	}
+	if el := b.clk.Now().Sub(t0); el < wait {
 		t.Fatalf("fence done after %s, before the wait %s", el, wait)
 	}
 	// n2 restarts: the fence aimed at run 20 is not for run 21
 	fenced := make(chan Fence, 1)
-	d2b := newDisk(t, path, "n2", 21, func(c *Config) { c.OnFenced = func(f Fence) { fenced <- f } })
-	d2b.Start()
-	within(t, "n2's new run seen", func() bool { p, _ := d1.Peer("n2"); return p.Run == 21 })
+	d2b := b.disk("n2", 21, func(c *Config) { c.OnFenced = func(f Fence) { fenced <- f } })
+	for range 5 {
+		b.period(d1, d2b)
+	}
+	if p, _ := d1.Peer("n2"); p.Run != 21 {
+		t.Fatalf("n2's new run not seen: %+v", p)
+	}
 	select {
 	case f := <-fenced:
 		t.Fatalf("a restarted node obeyed the fence of its earlier run: %+v", f)
-	case <-time.After(5 * period):
+	default:
 	}
 	// n2 stops on purpose (its services may run): the disk cannot fence it
 	d2b.Close(StateStopped)
-	_, err = d1.Fence(ctx, "n2", FenceOpts{Wait: wait})
-	if err == nil || !strings.Contains(err.Error(), "stopped on purpose") {
-		t.Fatalf("fence of a daemon stopped on purpose: %v", err)
+	r, ok = fenceEnd(t, b, fence(t, d1, "n2", wait), d1)
+	if !ok || r.err == nil || !strings.Contains(r.err.Error(), "stopped on purpose") {
+		t.Fatalf("fence of a daemon stopped on purpose: %+v (ended %v)", r, ok)
 	}
 	// a fence that cannot end in time says why
-	d2c := newDisk(t, path, "n2", 22, nil)
-	d2c.Start()
-	sctx, scancel := context.WithTimeout(context.Background(), 10*period)
-	defer scancel()
-	_, err = d1.Fence(sctx, "n2", FenceOpts{Wait: time.Hour})
-	if err == nil || !strings.Contains(err.Error(), "no acknowledgement") {
-		t.Fatalf("fence of a live node that does not ack: %v", err)
+	d2c := b.disk("n2", 22, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan fenceResult, 1)
+	go func() {
+		how, err := d1.Fence(ctx, "n2", FenceOpts{Wait: time.Hour})
+		res <- fenceResult{how, err}
+	}()
+	within(t, "the fence registered", func() bool { d1.mu.Lock(); defer d1.mu.Unlock(); return d1.fences["n2"] != nil })
+	if r, ok := fenceEnd(t, b, res, d1, d2c); ok {
+		t.Fatalf("the fence of a live node that does not ack ended: %+v", r)
 	}
-	if _, err := d1.Fence(ctx, "n9", FenceOpts{Wait: wait}); err == nil {
+	cancel()
+	if r := <-res; r.err == nil || !strings.Contains(r.err.Error(), "no acknowledgement") {
+		t.Fatalf("fence of a live node that does not ack: %+v", r)
+	}
+	if _, err := d1.Fence(context.Background(), "n9", FenceOpts{Wait: wait}); err == nil {
 		t.Fatal("fence of a non-member")
-	}
-	if errors.Is(err, context.Canceled) {
-		t.Fatal(err)
 	}
 }
 

@@ -62,6 +62,14 @@ func (f *Fake) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+// Waiting is the number of After calls not yet due: a test's barrier (a
+// goroutine waits on the clock, so an Advance now reaches it).
+func (f *Fake) Waiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.waiters)
+}
+
 // Advance moves the clock forward by d and fires the timers that are due,
 // in time order.
 func (f *Fake) Advance(d time.Duration) {

@@ -28,7 +28,7 @@ type Sleeper interface {
 // the Go runtime: the runtime's monitor thread (sysmon) sleeps until the
 // next runtime timer and wakes twice for it, so a heartbeat's period as a
 // runtime timer cost two more thread wake-ups a second on an idle daemon
-// (docs/benchmarks.md, issue 26). Other clocks (Fake) wait on After.
+// (docs/benchmarks.md). Other clocks (Fake) wait on After.
 func NewSleeper(clk Clock) Sleeper {
 	if _, ok := clk.(Real); ok {
 		if s, err := newKernelSleeper(); err == nil {

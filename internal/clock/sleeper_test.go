@@ -104,10 +104,7 @@ func waitWaiters(t *testing.T, f *Fake) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		f.mu.Lock()
-		n := len(f.waiters)
-		f.mu.Unlock()
-		if n > 0 {
+		if f.Waiting() > 0 {
 			return
 		}
 		if time.Now().After(deadline) {

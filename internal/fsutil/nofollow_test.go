@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Issue 19 item 20: no write through a link below the base, whether the
+// No write through a link below the base, whether the
 // file or a directory on the way is the link; created directories are 0700.
 func TestNoFollowBeneath(t *testing.T) {
 	base, outside := t.TempDir(), t.TempDir()

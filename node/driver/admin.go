@@ -67,14 +67,7 @@ func (d *Driver) EditConfig(req node.ConfigRequest, done func(node.Answer)) {
 // deletion, a node removed from the service's nodes); done (may be nil)
 // gets the end.
 func (d *Driver) RunAction(svc, action, reason string, done func(error)) {
-	tk, err := d.Core.RunAction(svc, action, reason, d.clk.Now())
-	if err != nil {
-		if done != nil {
-			done(err)
-		}
-		return
-	}
-	d.Await(tk, func(a node.Answer) {
+	d.Ask(node.OwnAction{Service: svc, Kind: action, Reason: reason, Now: d.clk.Now()}, func(a node.Answer) {
 		if done != nil {
 			done(a.Err)
 		}

@@ -40,9 +40,7 @@ func ClusterConf(n *config.NodeConfig, cl *config.ClusterConfig) *dataset.Cluste
 	for _, a := range cl.Arbitrators { // sorted by name
 		arbs = append(arbs, a.Name+"="+a.URI+"="+strconv.Itoa(a.Weight))
 	}
-	for _, name := range sortedKeys(cl.Stonith) {
-		stonith = append(stonith, name)
-	}
+	stonith = append(stonith, sortedKeys(cl.Stonith)...)
 	return &dataset.ClusterConf{Members: confDigest(members), Quorum: confDigest([]string{strconv.FormatBool(cl.Quorum)}),
 		Arbitrators: confDigest(arbs), Stonith: confDigest(stonith),
 		DiskFence: confDigest([]string{strconv.FormatBool(n.HB.Disk.Fence && n.HB.Disk.Path != "")})}
@@ -67,15 +65,13 @@ const OneVoteScheme = "haven://"
 
 // QuorumConfig is the core's QuorumConfig from node.toml and cluster.toml.
 func QuorumConfig(n *config.NodeConfig, cl *config.ClusterConfig) node.QuorumConfig {
-	q := node.QuorumConfig{Enabled: cl.Quorum, SplitAction: n.SplitAction, HBTimeout: n.HB.Timeout}
+	q := node.QuorumConfig{Enabled: cl.Quorum, SplitAction: n.SplitAction, HBTimeout: n.HB.Timeout, DiskFence: n.HB.Disk.Fence}
 	var arbTimeout time.Duration
 	for _, a := range cl.Arbitrators {
 		q.Arbitrators = append(q.Arbitrators, quorum.Arbitrator{Name: a.Name, Weight: a.Weight, OneVote: strings.HasPrefix(a.URI, OneVoteScheme)})
 		arbTimeout = max(arbTimeout, a.Timeout)
 	}
-	for _, name := range sortedKeys(cl.Stonith) {
-		q.Stonith = append(q.Stonith, name)
-	}
+	q.Stonith = append(q.Stonith, sortedKeys(cl.Stonith)...)
 	q.Stonith = append(q.Stonith, DiskFenced(n, cl)...)
 	// a beat: the heartbeat's interval, no longer than a sixth of its
 	// timeout

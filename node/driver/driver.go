@@ -49,7 +49,7 @@ type Effects interface {
 	// (node.Ready.Announce); nothing is reported back.
 	Announce(svc string)
 	// ApplyConfigs writes or removes config files, in order, each reported
-	// with node.Core.ConfigDone.
+	// with the input node.ConfigWritten.
 	ApplyConfigs(ops []node.ConfigOp)
 	// Publish sends the local dataset: it changed since the last send.
 	Publish()
@@ -68,8 +68,11 @@ type Driver struct {
 	// gen counts the changes of the local dataset; stepGen is gen at the
 	// last decision pass, published at the last send.
 	gen, stepGen, published uint64
-	lastStep, stepAt        time.Time
-	badNames                map[string]bool
+	// passes counts the decision passes run (Passes), checks the status
+	// checks ended (Checks).
+	passes, checks   uint64
+	lastStep, stepAt time.Time
+	badNames         map[string]bool
 	// suspended is the host's suspended time last told to the core
 	// (Resumed), when the clock knows it (clock.Suspender).
 	suspended time.Duration
@@ -77,8 +80,9 @@ type Driver struct {
 	peerCopies map[string]peerCopy
 
 	// Trace, when set, sees every input the driver hands the core, in
-	// order (to log or replay a run).
+	// order (to log a run); rec, when set, records the run (Recording).
 	Trace func(node.Input)
+	rec   *Recording
 
 	// ObserveDecision, when set, gets the duration of each decision pass
 	// as measured by Stopwatch (the CPU time of the pass, whatever the
@@ -116,10 +120,21 @@ func (d *Driver) resumed() {
 	}
 	in := node.Resumed{Slept: total - d.suspended, Now: d.clk.Now()}
 	d.suspended = total
+	d.step(in)
+}
+
+// step hands the core one input, seen by Trace and the recording.
+func (d *Driver) step(in node.Input) node.Ticket {
 	if d.Trace != nil {
 		d.Trace(in)
 	}
-	d.Core.Step(in)
+	if d.rec == nil {
+		return d.Core.Step(in)
+	}
+	d.rec.steps = append(d.rec.steps, recStep{in: in})
+	d.rec.inCore = true
+	defer func() { d.rec.inCore = false }()
+	return d.Core.Step(in)
 }
 
 // TickPeriod is the shortest time between two ticks of the loop, and
@@ -137,7 +152,7 @@ func (d *Driver) Now() time.Time { return d.clk.Now() }
 // announces, the wake-up, then the config files.
 func (d *Driver) Apply() {
 	for d.Core.HasReady() {
-		rd := d.Core.Ready()
+		rd := d.ready()
 		for p := rd.Persist; p != nil; {
 			if !d.fx.SaveState(rd.PersistSeq, p) {
 				break
@@ -145,7 +160,7 @@ func (d *Driver) Apply() {
 			// written at once: what waited for it is released in this
 			// same pass, in the order of one Ready
 			d.Input(node.Persisted{Seq: rd.PersistSeq, Now: d.clk.Now()})
-			rel := d.Core.Ready()
+			rel := d.ready()
 			p = rel.Persist
 			rd.Append(rel)
 		}
@@ -187,15 +202,25 @@ func (d *Driver) Apply() {
 	}
 }
 
+// ready takes the core's Ready (seen by a Recording).
+func (d *Driver) ready() node.Ready {
+	if d.rec == nil {
+		return d.Core.Ready()
+	}
+	d.rec.inCore = true
+	rd := d.Core.Ready()
+	d.rec.inCore = false
+	d.rec.steps = append(d.rec.steps, recStep{ready: true})
+	d.rec.out = append(d.rec.out, Describe(rd)...)
+	return rd
+}
+
 // Input hands the core one input (seen by Trace) without carrying out
 // what it asks: for an effect that reports at once, inside Apply (the
 // Apply running takes it). It returns the ticket of a request.
 func (d *Driver) Input(in node.Input) node.Ticket {
 	d.resumed()
-	if d.Trace != nil {
-		d.Trace(in)
-	}
-	return d.Core.Step(in)
+	return d.step(in)
 }
 
 // Step hands the core one input, then carries out what it asks.
@@ -281,11 +306,30 @@ func (d *Driver) Orchestrate() {
 	if d.Stopwatch != nil {
 		began = d.Stopwatch.Now()
 	}
+	d.passes++
 	d.Input(node.Pass{Now: d.lastStep, ViewOnly: viewOnly})
 	if d.ObserveDecision != nil && d.Stopwatch != nil {
 		d.ObserveDecision(d.Stopwatch.Now().Sub(began))
 	}
 	d.Apply()
+}
+
+// Passes is the number of decision passes run since the driver was made:
+// a test's barrier (the node looked at the cluster that many times since),
+// and a sign of life of the loop.
+func (d *Driver) Passes() uint64 { return d.passes }
+
+// Quiet reports whether the node acted on all it knows: no change of the
+// local dataset or of the view waits for a decision pass, the dataset is
+// sent, no state write is pending, no action of an instance runs, no
+// wake-up is armed and no rule of the tick watches the clock (quorum,
+// rejoin: Core.WatchesClock). A quiet node does nothing more until an
+// input comes (a peer's data, an admin's request, a periodic check that
+// finds a change): a test's barrier where the loop runs no pass because
+// nothing changed.
+func (d *Driver) Quiet() bool {
+	return d.gen == d.stepGen && d.gen == d.published && !d.Core.ViewChanged() &&
+		d.Core.Settled() && !d.Core.AnyBusy() && d.stepAt.IsZero() && !d.Core.WatchesClock()
 }
 
 // armWake arms the wake-up at t (the end of a ready window, a --wait
@@ -338,5 +382,11 @@ func (d *Driver) CheckNow(svc string) { d.Step(node.CheckOrdered{Service: svc}) 
 
 // CheckDone is the end of a status check the core ordered.
 func (d *Driver) CheckDone(ck node.Check, res map[string]dataset.Resource) {
+	d.checks++
 	d.Step(node.Checked{Check: ck, Resources: res, Now: d.clk.Now()})
 }
+
+// Checks is the number of status checks ended since the driver was made:
+// a test's barrier (the node looked at its instances that many times
+// since; a check is an input that may act, as a restart ladder's).
+func (d *Driver) Checks() uint64 { return d.checks }

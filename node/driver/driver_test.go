@@ -1,10 +1,15 @@
 package driver
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"haven/config"
 	"haven/dataset"
@@ -61,9 +66,9 @@ func newDriver(t testing.TB, fx *fakeFx) (*Driver, *clock.Fake) {
 		CheckInterval: time.Minute, MonitorInterval: 5 * time.Second, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
 	cl := &config.ClusterConfig{Name: "c", Nodes: []config.Member{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}}
 	core := node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
-	core.MarkDurable()
+	core.Step(node.Durable{})
 	d := New(core, fx, clk)
-	core.AddInstance("web", node.InstanceSpec{Local: true, Runnable: true}, clk.Now())
+	core.Step(node.InstanceInstalled{Service: "web", Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: clk.Now()})
 	d.Start()
 	return d, clk
 }
@@ -162,7 +167,7 @@ func TestApplyOrderWriteThrough(t *testing.T) {
 	}
 	d.ActionDone("web", "stop", nil)
 	// the check that ends the action
-	d.Core.CheckDone(fx.checks[len(fx.checks)-1], map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, d.Now())
+	d.Core.Step(node.Checked{Check: fx.checks[len(fx.checks)-1], Resources: map[string]dataset.Resource{"app#main": {Status: dataset.StatusDown}}, Now: d.Now()})
 	d.Apply()
 	if len(got) != 1 || got[0].Err != nil || got[0].Result != "stopped and frozen" {
 		t.Fatalf("answer %+v", got)
@@ -227,63 +232,195 @@ func TestAnswerSaysWasFrozen(t *testing.T) {
 
 // Every input reaches the core through Step as a value: a run's inputs,
 // traced, replayed on a new core give the same durable state and the same
-// events.
+// Readies (events, answers, actions, checks, wake-ups, states to write),
+// taken at the same points; and a replay notices any kind of input left
+// out of the trace.
 func TestTracedInputsReplay(t *testing.T) {
+	d, rec, cfg := tracedRun(false)
+	replay, out := rec.Replay(cfg, node.State{})
+	if got, want := string(must(json.Marshal(replay.State()))), string(must(json.Marshal(d.Core.State()))); got != want {
+		t.Fatalf("replayed state:\n%s\nwant:\n%s", got, want)
+	}
+	out, want := append(out, queries(replay)...), append(rec.Out(), queries(d.Core)...)
+	if got, want := strings.Join(out, "\n"), strings.Join(want, "\n"); got != want {
+		t.Fatalf("replayed:\n%s\nwant:\n%s", got, want)
+	}
+	kinds := map[string]bool{}
+	for _, in := range rec.Inputs() {
+		kinds[fmt.Sprintf("%T", in)] = true
+	}
+	if len(kinds) < 15 {
+		t.Fatalf("traced %d kinds of input: %v", len(kinds), kinds)
+	}
+	for kind := range kinds {
+		c, out := rec.Without(func(in node.Input) bool { return fmt.Sprintf("%T", in) == kind }).Replay(cfg, node.State{})
+		if slices.Equal(append(out, queries(c)...), want) {
+			t.Errorf("a replay without its %s inputs does the same: the comparison misses them", kind)
+		}
+	}
+}
+
+// tracedRun is a run of a driver and its core with every kind of input,
+// recorded; with quorum, the cluster has the quorum rule, an arbitrator,
+// the split_action stop and the guard.
+func tracedRun(quorum bool) (*Driver, *Recording, node.Config) {
 	fx := &fakeFx{}
 	clk := clock.NewFake(t0)
 	nc := &config.NodeConfig{Name: "n1", ReadyPeriod: 2 * time.Second, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
 	cl := &config.ClusterConfig{Name: "c", Nodes: []config.Member{{Name: "n1"}, {Name: "n2"}}}
-	newCore := func() *node.Core {
-		return node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
+	if quorum {
+		cl.Quorum, cl.Arbitrators = true, []config.Arbitrator{{Name: "w", URI: "http://w", Weight: 1, Timeout: time.Second}}
+		nc.SplitAction, nc.Guard, nc.GuardLease = node.SplitStop, true, 10*time.Second
 	}
-	d := New(newCore(), fx, clk)
-	var traced []node.Input
-	d.Trace = func(in node.Input) { traced = append(traced, in) }
+	cfg := CoreConfig(nc, cl, 1, nil, nil)
+	d := New(node.New(cfg, node.State{}), fx, clk)
+	rec := &Recording{}
+	rec.Record(d)
 	// the shell's own inputs are inputs too: the instance of a config,
-	// the node frozen by the daemon's decision, its monitor
+	// the node frozen by the daemon's decision, its monitor, the state
+	// it wrote itself, a config file read at start-up
 	d.Input(node.InstanceInstalled{Service: "web", Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: t0})
 	d.Input(node.InstanceInstalled{Service: "db", Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: t0})
+	d.Input(node.LocalFileRead{Service: "web", Raw: []byte("[service]\n")})
+	d.Input(node.IdentityRecorded{Cluster: &node.ClusterIdentity{Name: "c"}})
+	d.Input(node.IncarnationRecorded{Incarnation: 7})
+	d.Input(node.ServiceKept{Service: "bad"})
+	d.Input(node.ServiceKept{Service: "gone"})
+	d.Input(node.ServiceForgotten{Service: "gone"})
+	d.Input(node.Durable{})
+	// the first write fails: the core rolls back to what the file holds
+	fx.slow = true
+	d.Step(node.FrozenSet{Service: "web", Frozen: true, Reason: "test"})
+	d.Persisted(1, errors.New("test: disk full"))
+	fx.slow = false
 	d.Start()
 	d.Step(node.NodeFrozenSet{Frozen: true, Reason: "test: the daemon's own freeze"})
 	d.Step(node.NodeFrozenSet{Frozen: false})
 	d.Step(node.FrozenSet{Service: "db", Frozen: true, Reason: "test"})
+	d.RunAction("db", "start", "test: the shell's own start", nil)
+	d.ActionDone("db", "start", nil)
 	d.Input(node.InstanceRemoved{Service: "db"})
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Up, Node: "n2"})
 	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: peerData("n2")})
 	d.Pass()
-	d.ServiceAction(Request{Service: "web", Action: "freeze", Local: true}, func(node.Answer) {})
 	clk.Advance(time.Second)
 	d.Tick()
+	d.Step(node.NodeFrozenSet{Frozen: false, Reason: "test: thawed"})
 	d.ServiceAction(Request{Service: "web", Action: "start", Nodes: []string{"n1", "n2"}}, func(node.Answer) {})
 	d.Pass()
-	events := strings.Join(fx.log, "\n")
+	clk.Advance(5 * time.Second)
+	d.Tick()
+	d.Pass()
+	// a write that fails: the core rolls back to what the file holds
+	fx.slow = true
+	d.ServiceAction(Request{Service: "web", Action: "freeze", Local: true}, func(node.Answer) {})
+	d.Persisted(fx.saved[len(fx.saved)-1], errors.New("test: disk full"))
+	fx.slow = false
+	clk.Advance(time.Second)
+	d.Tick()
+	d.Pass()
 
-	replay := newCore()
-	rfx := &fakeFx{}
-	for _, in := range traced {
-		replay.Step(in)
-		for replay.HasReady() {
-			rd := replay.Ready()
-			for _, e := range rd.Events {
-				rfx.Event(e)
+	return d, rec, cfg
+}
+
+// The exported methods of Core but Step and Ready are queries: called
+// between every input and every Ready of a replay, with the arguments the
+// run knows (its services, nodes, times), they change nothing: the replay
+// takes the same Readies, ends in the same state, answers the same.
+func TestQueriesChangeNothing(t *testing.T) {
+	for _, quorum := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quorum=%v", quorum), func(t *testing.T) { queriesChangeNothing(t, quorum) })
+	}
+}
+
+func queriesChangeNothing(t *testing.T, quorum bool) {
+	_, rec, cfg := tracedRun(quorum)
+	plain, want := rec.Replay(cfg, node.State{})
+	called := map[string]int{}
+	asked, out := rec.replay(cfg, node.State{}, func(c *node.Core) { callQueries(c, called) })
+	if diff := coreDiff(asked, plain); len(diff) > 0 {
+		t.Fatalf("the queries changed the core: fields %v differ", diff)
+	}
+	if got, want := string(must(json.Marshal(asked.State()))), string(must(json.Marshal(plain.State()))); got != want {
+		t.Fatalf("state after the queries:\n%s\nwant:\n%s", got, want)
+	}
+	out, want = append(out, queries(asked)...), append(want, queries(plain)...)
+	if got, want := strings.Join(out, "\n"), strings.Join(want, "\n"); got != want {
+		t.Fatalf("with the queries called:\n%s\nwant:\n%s", got, want)
+	}
+	if n := reflect.TypeFor[*node.Core]().NumMethod() - 2; len(called) != n {
+		t.Fatalf("called %d queries, want %d: %v", len(called), n, called)
+	}
+}
+
+// coreDiff names the fields of the core (unexported too) whose values
+// differ between a and b, compared deeply.
+func coreDiff(a, b *node.Core) []string {
+	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	var diff []string
+	for i := range va.NumField() {
+		fa, fb := va.Field(i), vb.Field(i)
+		ia := reflect.NewAt(fa.Type(), unsafe.Pointer(fa.UnsafeAddr())).Elem().Interface()
+		ib := reflect.NewAt(fb.Type(), unsafe.Pointer(fb.UnsafeAddr())).Elem().Interface()
+		if !reflect.DeepEqual(ia, ib) {
+			diff = append(diff, va.Type().Field(i).Name)
+		}
+	}
+	return diff
+}
+
+// callQueries calls every exported method of c but Step and Ready, with
+// each of a few arguments of its types, and counts the calls by name.
+func callQueries(c *node.Core, called map[string]int) {
+	cands := map[reflect.Type][]reflect.Value{
+		reflect.TypeFor[string]():        {reflect.ValueOf("web"), reflect.ValueOf("db"), reflect.ValueOf("n2"), reflect.ValueOf("")},
+		reflect.TypeFor[time.Time]():     {reflect.ValueOf(t0), reflect.ValueOf(t0.Add(10 * time.Second)), reflect.ValueOf(t0.Add(time.Hour))},
+		reflect.TypeFor[time.Duration](): {reflect.ValueOf(time.Second)},
+		reflect.TypeFor[dataset.Node]():  {reflect.ValueOf(dataset.Node{Name: "n1"})},
+		// GuardLease's acknowledgements of the peers
+		reflect.TypeFor[func(string) (time.Time, bool)](): {reflect.ValueOf(func(string) (time.Time, bool) { return t0, true })},
+	}
+	v := reflect.ValueOf(c)
+	for i := range v.NumMethod() {
+		m := v.Type().Method(i)
+		if m.Name == "Step" || m.Name == "Ready" {
+			continue
+		}
+		mt := v.Method(i).Type()
+		for k := range 4 {
+			args := make([]reflect.Value, mt.NumIn())
+			for j := range args {
+				if cs := cands[mt.In(j)]; len(cs) > 0 {
+					args[j] = cs[k%len(cs)]
+				} else {
+					args[j] = reflect.Zero(mt.In(j))
+				}
 			}
+			v.Method(i).Call(args)
+			called[m.Name]++
 		}
 	}
-	if got, want := fmt.Sprintf("%+v", *replay.State()), fmt.Sprintf("%+v", *d.Core.State()); got != want {
-		t.Fatalf("replayed state:\n%s\nwant:\n%s", got, want)
+}
+
+// queries prints what the queries of c answer (the instances, the peer,
+// the node), for a replay to compare.
+func queries(c *node.Core) []string {
+	var out []string
+	for _, svc := range []string{"web", "db"} {
+		inst, ok := c.Instance(svc)
+		out = append(out, fmt.Sprintf("instance %s %v %+v busy=%q", svc, ok, inst, c.Busy(svc)))
 	}
-	var evs []string
-	for _, l := range fx.log {
-		if strings.HasPrefix(l, "event ") {
-			evs = append(evs, l)
-		}
+	p, _ := c.Peer("n2")
+	out = append(out, fmt.Sprintf("peer n2 %s", must(json.Marshal(p))), fmt.Sprintf("node %s frozen=%v seq=%d settled=%v failing=%v view=%v",
+		c.NodeMonitor(), c.NodeFrozen(), c.PersistSeq(), c.Settled(), c.PersistFailing(), c.ViewChanged()))
+	return out
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
 	}
-	if got := strings.Join(rfx.log, "\n"); got != strings.Join(evs, "\n") {
-		t.Fatalf("replayed events:\n%s\nwant:\n%s\n(run: %s)", got, strings.Join(evs, "\n"), events)
-	}
-	if len(traced) < 8 {
-		t.Fatalf("traced %d inputs: %v", len(traced), traced)
-	}
+	return b
 }
 
 // A check whose result did not change writes nothing: no state, no event
@@ -360,5 +497,108 @@ func TestArmWakeKeepsADueWake(t *testing.T) {
 	d.armWake(at.Add(5 * time.Second))
 	if got := d.WakeAt(); !got.Equal(at.Add(5 * time.Second)) {
 		t.Fatalf("after the wake-up: wake at %s, want %s", got.Sub(t0), at.Add(5*time.Second).Sub(t0))
+	}
+}
+
+// Passes counts the decision passes the loop's rule ran: one after a
+// change of the local dataset, none while nothing changed, none once the
+// node is stopping.
+func TestPassesCountsTheDecisionPasses(t *testing.T) {
+	fx := &fakeFx{}
+	d, clk := newDriver(t, fx)
+	d.Pass()
+	p0 := d.Passes()
+	for range 3 {
+		d.Pass()
+	}
+	if d.Passes() != p0 {
+		t.Fatalf("%d passes with nothing changed", d.Passes()-p0)
+	}
+	d.NodeAction("freeze", func(node.Answer) {})
+	d.Pass()
+	if d.Passes() != p0+1 {
+		t.Fatalf("%d passes after a freeze, want 1", d.Passes()-p0)
+	}
+	clk.Advance(time.Second)
+	d.BeginStop("stop")
+	d.Changed()
+	d.Pass()
+	if d.Passes() != p0+1 {
+		t.Fatalf("%d passes once stopping, want none", d.Passes()-p0-1)
+	}
+}
+
+// Quiet holds once the node acted on all it knows: not in rejoin (a rule
+// of the tick watches the clock), nor after a change of its dataset or of
+// its view before the pass, nor while a state write is pending, nor while
+// a wake-up is armed.
+func TestQuietOnceAllIsDecided(t *testing.T) {
+	fx := &fakeFx{}
+	d, clk := newDriver(t, fx)
+	d.Pass()
+	if d.Quiet() {
+		t.Fatal("quiet in rejoin (its grace ends on a tick)")
+	}
+	clk.Advance(90 * time.Second) // the rejoin grace
+	d.Tick()
+	d.Pass()
+	if !d.Quiet() {
+		t.Fatalf("not quiet after the rejoin and a pass with nothing since (monitor %s)", d.Core.NodeMonitor())
+	}
+	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Up, Node: "n2"})
+	d.Heartbeat(heartbeat.Event{Kind: heartbeat.Data, Node: "n2", Data: peerData("n2")})
+	if d.Quiet() {
+		t.Fatal("quiet with a peer's data not yet decided upon")
+	}
+	d.Pass()
+	if !d.Quiet() {
+		t.Fatal("not quiet after the pass over the peer's data")
+	}
+	fx.slow = true
+	act := "freeze"
+	if d.Core.NodeFrozen() { // by the rejoin rule: no peer heard in its grace
+		act = "thaw"
+	}
+	d.NodeAction(act, func(node.Answer) {})
+	if d.Quiet() {
+		t.Fatalf("quiet with a %s not yet decided upon", act)
+	}
+	d.Pass()
+	if d.Quiet() {
+		t.Fatalf("quiet while the %s's state write is pending", act)
+	}
+	fx.slow = false
+	d.Persisted(fx.saved[len(fx.saved)-1], nil)
+	d.Pass()
+	if !d.Quiet() {
+		t.Fatalf("not quiet once the %s is written and decided upon", act)
+	}
+	d.armWake(clk.Now().Add(time.Second))
+	if d.Quiet() {
+		t.Fatal("quiet with a wake-up armed")
+	}
+	clk.Advance(time.Second)
+	d.Wake()
+	d.Pass()
+	if !d.Quiet() {
+		t.Fatal("not quiet after the wake-up's pass")
+	}
+}
+
+// Checks counts the status checks that ended.
+func TestChecksCountsTheEndedChecks(t *testing.T) {
+	fx := &fakeFx{}
+	d, _ := newDriver(t, fx)
+	c0 := d.Checks()
+	d.CheckNow("web")
+	if len(fx.checks) == 0 {
+		t.Fatal("no check ordered")
+	}
+	if d.Checks() != c0 {
+		t.Fatal("a check counted when ordered")
+	}
+	d.CheckDone(fx.checks[len(fx.checks)-1], map[string]dataset.Resource{})
+	if d.Checks() != c0+1 {
+		t.Fatalf("%d checks counted after one ended", d.Checks()-c0)
 	}
 }

@@ -84,8 +84,8 @@ func (d *Driver) validData(ev heartbeat.Event) (*dataset.Node, *dataset.Changes)
 		d.peerCopies = map[string]peerCopy{}
 	}
 	if ch == nil || last.raw == nil || ch.Base != last.raw {
-		data.Configs = d.ValidConfigs(ev.Node, ev.Data.Configs)
-		data.Targets, data.Clears = d.ValidTargets(ev.Data.Targets), d.ValidClears(ev.Data.Clears)
+		data.Configs = d.validConfigs(ev.Node, ev.Data.Configs)
+		data.Targets, data.Clears = d.validTargets(ev.Data.Targets), d.validClears(ev.Data.Clears)
 		d.peerCopies[ev.Node] = peerCopy{raw: ev.Data, valid: &data}
 		return &data, nil
 	}
@@ -98,7 +98,7 @@ func (d *Driver) validData(ev heartbeat.Event) (*dataset.Node, *dataset.Changes)
 	})
 	data.Clears = prev.Clears
 	if ch.Head {
-		data.Clears = d.ValidClears(ev.Data.Clears)
+		data.Clears = d.validClears(ev.Data.Clears)
 	}
 	d.peerCopies[ev.Node] = peerCopy{raw: ev.Data, valid: &data}
 	return &data, &dataset.Changes{Base: prev, Head: ch.Head, Services: ch.Services, Targets: ch.Targets, Configs: ch.Configs}
@@ -138,9 +138,9 @@ type RefusedName struct {
 // maxBadNames bounds the memory of refused names.
 const maxBadNames = 256
 
-// ValidConfigs keeps the config entries heard from peer from whose names
+// validConfigs keeps the config entries heard from peer from whose names
 // are valid.
-func (d *Driver) ValidConfigs(from string, es map[string]dataset.ConfigEntry) map[string]dataset.ConfigEntry {
+func (d *Driver) validConfigs(from string, es map[string]dataset.ConfigEntry) map[string]dataset.ConfigEntry {
 	ok := make(map[string]dataset.ConfigEntry, len(es))
 	for _, name := range sortedKeys(es) {
 		if d.serviceName(from, "configs", name) {
@@ -150,14 +150,14 @@ func (d *Driver) ValidConfigs(from string, es map[string]dataset.ConfigEntry) ma
 	return ok
 }
 
-// ValidTargets keeps the targets heard from a peer whose names are
+// validTargets keeps the targets heard from a peer whose names are
 // valid.
-func (d *Driver) ValidTargets(ts map[string]dataset.Target) map[string]dataset.Target {
+func (d *Driver) validTargets(ts map[string]dataset.Target) map[string]dataset.Target {
 	return validNodeEntries(d, "targets", ts, func(t dataset.Target) string { return t.Node })
 }
 
-// ValidClears is ValidTargets for clear requests.
-func (d *Driver) ValidClears(cs map[string]dataset.ClearRequest) map[string]dataset.ClearRequest {
+// validClears is validTargets for clear requests.
+func (d *Driver) validClears(cs map[string]dataset.ClearRequest) map[string]dataset.ClearRequest {
 	return validNodeEntries(d, "clears", cs, func(c dataset.ClearRequest) string { return c.Node })
 }
 

@@ -89,11 +89,11 @@ func newPeerChangeBench(b *testing.B, n, changes int) *peerChangeBench {
 	loc := &benchLocal{svcs: svcs}
 	core := node.New(CoreConfig(nc, cl, 1, loc, refuseCodec{}), st)
 	loc.core = core
-	core.MarkDurable()
+	core.Step(node.Durable{})
 	fx := &fakeFx{}
 	d := New(core, fx, clk)
 	for name := range svcs {
-		core.AddInstance(name, node.InstanceSpec{Local: true, Runnable: true}, clk.Now())
+		core.Step(node.InstanceInstalled{Service: name, Spec: node.InstanceSpec{Local: true, Runnable: true}, Now: clk.Now()})
 	}
 	d.Start()
 	pc := &peerChangeBench{net: net, hb: hb1, d: d}

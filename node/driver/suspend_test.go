@@ -22,7 +22,7 @@ func TestSuspendIsAStall(t *testing.T) {
 		CheckInterval: time.Minute, MonitorInterval: 5 * time.Second, SplitAction: node.SplitStop, HB: config.HBConfig{Timeout: 3 * time.Second, Interval: time.Second}}
 	cl := &config.ClusterConfig{Name: "c", Quorum: true, Nodes: []config.Member{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}}}
 	core := node.New(CoreConfig(nc, cl, 1, nil, nil), node.State{})
-	core.MarkDurable()
+	core.Step(node.Durable{})
 	d := New(core, fx, clk)
 	var traced []node.Input
 	d.Trace = func(in node.Input) { traced = append(traced, in) }

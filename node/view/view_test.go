@@ -124,7 +124,7 @@ func TestSnapshotViews(t *testing.T) {
 }
 
 // A peer that was lost and is heard again counts its old instances as
-// unknown until its data is heard again (issue 7 item 7): no node treats the
+// unknown until its data is heard again: no node treats the
 // pre-crash data of a returning node as a running instance.
 func TestReturningPeerDataIsUnknownUntilHeard(t *testing.T) {
 	t0 := time.Unix(1000, 0)

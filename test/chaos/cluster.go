@@ -66,6 +66,9 @@ type Cluster struct {
 	fenceSeen   map[string]int64
 	// closing makes CloseKeep run once (an abort and the round's end)
 	closing sync.Once
+	// reaper journals the end of an app killed behind the scripts' back
+	// (reaper.go)
+	reaper *reaper
 }
 
 // NodeActions is the file where the nodes' harmless crash_command and
@@ -163,6 +166,9 @@ func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 		}
 	}
 	if err := writeFile(c.Journal, "", 0o644); err != nil {
+		return c, err
+	}
+	if err := c.startReaper(); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -367,6 +373,9 @@ func (c *Cluster) closeKeep(keep bool) {
 		}()
 	}
 	wg.Wait()
+	if c.reaper != nil {
+		c.reaper.close()
+	}
 	if c.arb != nil {
 		c.arb.Close()
 	}

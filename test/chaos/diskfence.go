@@ -52,7 +52,7 @@ func testDiskFence(t *T) error {
 	case 1:
 		return t.diskRecorded(where, owner, slot)
 	}
-	return t.diskStopped(where, owner, slot)
+	return t.diskStopped(owner, slot)
 }
 
 // attack runs a in the suite's process until the returned stop is called;
@@ -141,7 +141,7 @@ func (t *T) diskRecorded(where map[string]string, owner string, slot int) error 
 	return t.failedOver(where, owner, t.attack(DiskAttack{Play: rec, PlaySlot: slot, PlayEvery: hbTimeout / 6}))
 }
 
-func (t *T) diskStopped(where map[string]string, owner string, slot int) error {
+func (t *T) diskStopped(owner string, slot int) error {
 	t.Fault("stopped: clean restart of %s's daemon, its \"stopped\" block copied off the disk", owner)
 	if err := t.C.Nodes[owner].StopDaemon(); err != nil {
 		return err
@@ -159,7 +159,8 @@ func (t *T) diskStopped(where map[string]string, owner string, slot int) error {
 	if err := t.C.Nodes[owner].StartDaemon(); err != nil {
 		return err
 	}
-	if where, err = t.where(); err != nil {
+	where, err := t.where()
+	if err != nil {
 		return err
 	}
 	t.Fault("crash of %s's host (running %v), its old \"stopped\" block written back every 200ms", owner, servicesOn(where, owner))

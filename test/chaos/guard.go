@@ -3,8 +3,8 @@ package chaos
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -18,11 +18,10 @@ import (
 // audit reports the overlap), then one instance.
 //
 // The guard ends an app with SIGKILL: no stop script runs, so nothing
-// journals its end. The suite does, from outside: it holds the pids of
-// the node's apps taken before the fault and polls /proc every 20 ms;
-// the stop line is appended once a pid is gone (after the process's end,
-// so the journal's up interval still covers its life). Nothing the
-// daemons say enters it.
+// journals its end. The suite's reaper does, from outside (reaper.go):
+// the test takes the pids of the node's apps before the fault, checks the
+// reaper watches each, and waits for their ends. Nothing the daemons say
+// enters it.
 
 // daemonLossHold is how long the daemon stays killed or paused: the
 // lease (12 s by default, anchored on the beats the others heard), the
@@ -46,7 +45,6 @@ func testDaemonLoss(t *T) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, w.stop()) }()
 	from := t.C.journalLines()
 	kill := t.Rand.IntN(2) == 0
 	if kill {
@@ -118,80 +116,51 @@ func (t *T) guardFiredSaid(n string, svcs []string) error {
 	return err
 }
 
-// appWatch follows app processes from outside the cluster: each one's end
-// is journaled (a stop line) as soon as /proc shows it gone.
+// appWatch is the apps of a node whose end a test waits for; the reaper
+// journals each end.
 type appWatch struct {
-	c     *Cluster
-	node  string
-	mu    sync.Mutex
-	left  map[int]string // pid -> service, not seen gone yet
-	ended []string
-	err   error
-	done  chan struct{}
-	wg    sync.WaitGroup
-	t0    time.Time
+	c    *Cluster
+	node string
+	pids map[int]string // pid -> service
+	t0   time.Time
 }
 
-// watchApps starts watching the apps of svcs on n, every 20 ms.
+// watchApps takes the pids of the apps of svcs on n, each watched by the
+// reaper.
 func (c *Cluster) watchApps(n string, svcs []string) (*appWatch, error) {
-	w := &appWatch{c: c, node: n, left: map[int]string{}, done: make(chan struct{}), t0: time.Now()}
+	w := &appWatch{c: c, node: n, pids: map[int]string{}, t0: time.Now()}
 	for _, s := range svcs {
 		pid := c.appPid(s, n)
 		if pid == 0 {
 			return nil, fmt.Errorf("%s runs %s, yet no process of its app is there", n, s)
 		}
-		w.left[pid] = s
-	}
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		tk := time.NewTicker(20 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-w.done:
-				return
-			case <-tk.C:
-				w.poll()
-			}
+		if err := waitUntil(time.Second, func() bool { return c.reaper.tracking(pid) }, "the reaper does not watch %s's app (pid %d) on %s", s, pid, n); err != nil {
+			return nil, err
 		}
-	}()
+		w.pids[pid] = s
+	}
 	return w, nil
 }
 
-func (w *appWatch) poll() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for pid, s := range w.left {
-		if alive(pid) {
-			continue
-		}
-		delete(w.left, pid)
-		if err := w.c.journalStop(w.node, s); err != nil && w.err == nil {
-			w.err = err
-		}
-		w.ended = append(w.ended, fmt.Sprintf("%s's app (pid %d) on %s gone %s after the watch began", s, pid, w.node, time.Since(w.t0).Round(10*time.Millisecond)))
-	}
-}
-
-// allGone reports whether every app watched was seen gone.
+// allGone reports whether every app watched ended and the reaper judged
+// its end (journaled it).
 func (w *appWatch) allGone() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.left) == 0
+	for pid := range w.pids {
+		if alive(pid) || w.c.reaper.tracking(pid) {
+			return false
+		}
+	}
+	return true
 }
 
+// ends says when each app watched ended.
 func (w *appWatch) ends() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.ended...)
-}
-
-// stop ends the watch: a last poll, so that an end is journaled before
-// the audits read the journal.
-func (w *appWatch) stop() error {
-	close(w.done)
-	w.wg.Wait()
-	w.poll()
-	return w.err
+	var out []string
+	for pid, s := range w.pids {
+		if at, ok := w.c.reaper.endOf(pid); ok {
+			out = append(out, fmt.Sprintf("%s's app (pid %d) on %s gone %s after the watch began", s, pid, w.node, at.Sub(w.t0).Round(10*time.Millisecond)))
+		}
+	}
+	slices.Sort(out)
+	return out
 }

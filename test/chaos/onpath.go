@@ -167,8 +167,7 @@ func (dl *delayer) releaseHeld() int {
 	return len(ids)
 }
 
-// OnPath: the attacker's three faults over a running cluster (issue 19,
-// items 3 and 4): reordering between every pair, beats only from the
+// OnPath: the attacker's three faults over a running cluster: reordering between every pair, beats only from the
 // node running a service to another while the service leaves it, and
 // datagrams of a node withheld, then delivered after it crashed. The
 // promises: no node declared down by reordering, never twice (the

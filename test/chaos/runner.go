@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -77,19 +78,30 @@ type T struct {
 	promised  bool // overlaps fail the test (unset by tests without that promise)
 	// logs are the sizes of the daemons' logs when the test began
 	logs map[string]int64
+	// mu guards notes, findings and lastFault: a test may record from
+	// several goroutines (AdminUnderChurn's two admins)
+	mu sync.Mutex
 }
 
 // Fault records a fault and when it was injected.
 func (t *T) Fault(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.lastFault = time.Now()
 	t.notes = append(t.notes, fmt.Sprintf(format, args...))
 }
 
 // Note records what the test saw.
-func (t *T) Note(format string, args ...any) { t.notes = append(t.notes, fmt.Sprintf(format, args...)) }
+func (t *T) Note(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.notes = append(t.notes, fmt.Sprintf(format, args...))
+}
 
 // Finding records something worth reporting that breaks no promise.
 func (t *T) Finding(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.findings = append(t.findings, fmt.Sprintf(format, args...))
 }
 

@@ -28,8 +28,8 @@ type PendingTest struct{ Name, Waits string }
 
 // Pending are the tests not run yet, with what they wait for.
 var Pending = []PendingTest{
-	// none: ResourceRecover (issue 10), SplitBrain, OneWayLoss,
-	// NearQuorumPoint and PauseActive (issue 11) run (split.go, ladder.go)
+	// none: ResourceRecover, SplitBrain, OneWayLoss,
+	// NearQuorumPoint and PauseActive run (split.go, ladder.go)
 }
 
 // KnownDefects are runnable tests that fail on the current build because
@@ -90,7 +90,13 @@ func TestNames() []string {
 }
 
 // journalStop appends a stop line for svc on n, as the stop script does.
-func (c *Cluster) journalStop(n, svc string) error {
+func (c *Cluster) journalStop(n, svc string) error { return c.journalLine(n, svc, "stop") }
+
+// journalStart appends a start line for svc on n, as the start script
+// does before it starts the app.
+func (c *Cluster) journalStart(n, svc string) error { return c.journalLine(n, svc, "start") }
+
+func (c *Cluster) journalLine(n, svc, kind string) error {
 	var ts unix.Timespec
 	unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
 	f, err := os.OpenFile(c.Journal, os.O_WRONLY|os.O_APPEND, 0)
@@ -98,7 +104,7 @@ func (c *Cluster) journalStop(n, svc string) error {
 		return err
 	}
 	defer f.Close()
-	_, err = fmt.Fprintf(f, "%.2f %s %s stop\n", float64(ts.Nano())/1e9, n, svc)
+	_, err = fmt.Fprintf(f, "%.2f %s %s %s\n", float64(ts.Nano())/1e9, n, svc, kind)
 	return err
 }
 

@@ -175,7 +175,7 @@ func daemonPid(t *testing.T, n *node) int {
 
 // A node removed from a service's nodes stops its running instance (the
 // service moved to n2, another member: a name that is no member is
-// refused since issue 19 item 12).
+// refused).
 func TestNodeRemovedFromServiceStopsInstance(t *testing.T) {
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	n := c["n1"]

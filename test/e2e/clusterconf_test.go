@@ -9,7 +9,7 @@ import (
 	"haven/test/chaos"
 )
 
-// Issue 44, item 12: the cluster.toml of n1 names one one-vote arbitrator
+// The cluster.toml of n1 names one one-vote arbitrator
 // and n2's another (a move of the arbitrator half done). Each arbitrator
 // hears one node and grants it alone: before, after a cut of the link
 // between the nodes, n2 took web over while n1 kept it (both "granted,

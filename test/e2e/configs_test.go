@@ -17,13 +17,6 @@ import (
 // startService is testbed.PidService with orchestrate = start.
 var startService = strings.Replace(testbed.PidService, `orchestrate = "no"`, `orchestrate = "start"`, 1)
 
-// restartDaemon stops and starts n's daemon.
-func restartDaemon(n *node) {
-	n.t.Helper()
-	n.must("nodemgr", "daemon", "stop")
-	n.startDaemon()
-}
-
 // A service whose config no longer parses keeps its durable state and is
 // shown as "config invalid"; nothing is started or stopped; once the file
 // is repaired, a service the admin had stopped stays stopped and frozen.

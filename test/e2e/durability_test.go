@@ -126,11 +126,7 @@ func checkNotSaved(t *testing.T, n *node, cause string) {
 	if st := n.status(); st.Nodes["n1"].Frozen {
 		t.Fatal("after a node freeze that was not saved, the node shows frozen")
 	}
-	var ds api.DaemonStatus
-	if err := json.Unmarshal([]byte(n.must("nodemgr", "daemon", "status", "--format", "json")), &ds); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(ds.StateError, cause) {
+	if ds := n.daemonStatus(); !strings.Contains(ds.StateError, cause) {
 		t.Fatalf("daemon status does not show the state write failure: state_error %q", ds.StateError)
 	}
 	if !strings.Contains(n.must("nodemgr", "daemon", "status"), "not saved") {
@@ -159,7 +155,7 @@ func checkRecovered(t *testing.T, n *node) {
 	}
 }
 
-// Issue 7.3: with R/var read-only, a freeze is not acknowledged.
+// With R/var read-only, a freeze is not acknowledged.
 func TestStateReadOnlyVar(t *testing.T) {
 	n, v := durNode(t)
 	remount(t, v, "ro")
@@ -168,7 +164,7 @@ func TestStateReadOnlyVar(t *testing.T) {
 	checkRecovered(t, n)
 }
 
-// Issue 7.3: with R/var full, a freeze is not acknowledged.
+// With R/var full, a freeze is not acknowledged.
 func TestStateFullVar(t *testing.T) {
 	n, v := durNode(t)
 	filler := fill(t, v)
@@ -217,7 +213,7 @@ func TestStateFullVarTargetRetried(t *testing.T) {
 	}
 }
 
-// Issue 8.5: a damaged state file stops the daemon from starting (exit 2,
+// A damaged state file stops the daemon from starting (exit 2,
 // the file and the remedy in one line); it is never read as an empty state.
 func TestStateDamagedRefusedAtStart(t *testing.T) {
 	n := newNode(t, "n1", "")

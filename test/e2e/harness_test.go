@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"haven/api"
 	"haven/dataset"
 	"haven/test/chaos"
 	"haven/test/testbed"
@@ -102,6 +103,104 @@ func (n *node) status() dataset.ClusterStatus {
 // instance returns the local instance of svc as seen in the status object.
 func (n *node) instance(svc string) dataset.Instance {
 	return n.status().Services[svc].Instances[n.name]
+}
+
+// daemonStatus is the daemon's status object (nodemgr daemon status).
+func (n *node) daemonStatus() api.DaemonStatus {
+	n.t.Helper()
+	var ds api.DaemonStatus
+	if err := json.Unmarshal([]byte(n.must("nodemgr", "daemon", "status", "--format", "json")), &ds); err != nil {
+		n.t.Fatal(err)
+	}
+	return ds
+}
+
+// afterPasses returns once each of nodes ran k decision passes more than
+// when it was called (each a look at the whole view that could have
+// acted), within d: what a test then finds not done, the nodes decided
+// not to do, however slow the machine. A time slept proves nothing of
+// the kind: a loaded machine may run no pass in it.
+func afterPasses(t *testing.T, k uint64, d time.Duration, nodes ...*node) {
+	t.Helper()
+	afterCount(t, "decision passes", func(ds api.DaemonStatus) uint64 { return ds.Passes }, k, d, nodes...)
+}
+
+// afterChecks returns once each of nodes ended k status checks more than
+// when it was called, within d: what a check of a local instance would
+// have done (a restart ladder acts on a check's result), it did not.
+func afterChecks(t *testing.T, k uint64, d time.Duration, nodes ...*node) {
+	t.Helper()
+	afterCount(t, "status checks", func(ds api.DaemonStatus) uint64 { return ds.Checks }, k, d, nodes...)
+}
+
+// afterCount returns once count, read in each node's daemon status, grew
+// by k on each of nodes, within d.
+func afterCount(t *testing.T, what string, count func(api.DaemonStatus) uint64, k uint64, d time.Duration, nodes ...*node) {
+	t.Helper()
+	from := make([]uint64, len(nodes))
+	for i, n := range nodes {
+		from[i] = count(n.daemonStatus())
+	}
+	for i, n := range nodes {
+		waitFor(t, d, fmt.Sprintf("%s runs %d %s", n.name, k, what), func() bool {
+			return count(n.daemonStatus()) >= from[i]+k
+		})
+	}
+}
+
+// settled returns once nodes are quiet and agree, within d: each acted on
+// all it knows (no decision pass due, no action running, no wake-up
+// armed, no quorum or rejoin watching the clock: api.DaemonStatus.Quiet;
+// with the quorum on a node is never quiet), each holds the data of the
+// others as they are, and two looks in a row find the same passes and
+// data. What a
+// test then finds not done, the nodes decided not to do: none of them
+// does anything more until an input comes. A time slept proves nothing of
+// the kind: on a loaded machine a pass may not have run in it, and on an
+// idle cluster nothing makes a pass that would show a wrong decision.
+func settled(t *testing.T, d time.Duration, nodes ...*node) {
+	t.Helper()
+	why := ""
+	look := func() (string, bool) {
+		var b strings.Builder
+		gens := map[string]uint64{}
+		peers := map[string][]api.PeerStatus{}
+		for _, n := range nodes {
+			ds := n.daemonStatus()
+			if !ds.Quiet {
+				why = n.name + " not quiet (a pass due, its data not sent, a write pending, an action running, a wake-up armed, or the quorum or rejoin watching the clock)"
+				return "", false
+			}
+			gens[n.name], peers[n.name] = ds.Gen, ds.Peers
+			fmt.Fprintf(&b, "%s %d %d;", n.name, ds.Passes, ds.Gen)
+		}
+		for _, n := range nodes {
+			for _, p := range peers[n.name] {
+				if g, ok := gens[p.Name]; ok && p.Gen != g {
+					why = fmt.Sprintf("%s holds %s's data of generation %d, %s is at %d", n.name, p.Name, p.Gen, p.Name, g)
+					return "", false
+				}
+			}
+		}
+		return b.String(), true
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.name
+	}
+	if err := testbed.WaitFor(d, 50*time.Millisecond, strings.Join(names, ", ")+" quiet and agreed", func() bool {
+		a, ok := look()
+		if !ok {
+			return false
+		}
+		b, ok := look()
+		if ok && a != b {
+			why = "something changed between two looks: " + a + " then " + b
+		}
+		return ok && a == b
+	}); err != nil {
+		t.Fatalf("%v: %s", err, why)
+	}
 }
 
 // waitFor polls cond until it holds or the deadline passes.

@@ -13,7 +13,7 @@ import (
 	"haven/test/testbed"
 )
 
-// Honest results (issue 7 items 4, 5, 7, 8; issue 8 items 9, 10): what the
+// Honest results: what the
 // daemons say about a service is what they know, no more.
 
 // countLines returns the number of lines of a file (0 when missing).
@@ -48,8 +48,8 @@ func TestHonestNAStartedCountsAsUp(t *testing.T) {
 	createService(t, c["n1"], "nostart", noCheckService("start", `["n1", "n2"]`, starts))
 	createService(t, c["n1"], "noha", noCheckService("ha", `["n1", "n2"]`, has))
 	waitFor(t, 20*time.Second, "both started once", func() bool { return countLines(starts) >= 1 && countLines(has) >= 1 })
-	// ready_period is 2s: a start run again would show within 3 periods
-	time.Sleep(7 * time.Second)
+	// a start run again would be decided before both nodes settle
+	settled(t, 30*time.Second, c["n1"], c["n2"])
 	for _, f := range []string{starts, has} {
 		if got := readFile(t, f); got != "n1\n" {
 			t.Fatalf("%s: the start ran %q, want once on n1 (an n/a instance started counts as started)", filepath.Base(f), got)
@@ -188,7 +188,7 @@ func TestHonestStaleDataOfACrashedNode(t *testing.T) {
 		i := c["n2"].status().Services["web"].Instances["n1"]
 		return !i.Stale && i.Avail == dataset.StatusDown
 	})
-	time.Sleep(time.Second)
+	settled(t, 30*time.Second, c["n1"], c["n2"])
 	for _, n := range []string{"n1", "n2"} {
 		if log := nodeLog(t, c[n]); strings.Contains(log, "more than one node") {
 			t.Fatalf("%s warned about web up on more than one node from n1's pre-crash data:\n%s", n, log)
@@ -223,13 +223,14 @@ timeout = "10s"
 	}
 
 	began := time.Now()
-	r = n.run("svcmgr", "-s", "web", "stop", "--wait", "--time", "30s")
+	// a short --time: the node settles once its deadline passed
+	r = n.run("svcmgr", "-s", "web", "stop", "--wait", "--time", "8s")
 	took := time.Since(began)
 	t.Logf("stop --wait of a stop that leaves the app up: %s after %s", strings.TrimSpace(r.Err), took.Round(10*time.Millisecond))
-	if r.Code != 1 || took > 20*time.Second || !strings.Contains(r.Err, "stop failed") || !strings.Contains(r.Err, "app#main") {
+	if r.Code != 1 || took > 5*time.Second || !strings.Contains(r.Err, "stop failed") || !strings.Contains(r.Err, "app#main") {
 		t.Fatalf("stop --wait: want exit 1 at once with stop failed and the resource, got %s after %s", r, took)
 	}
-	time.Sleep(2 * time.Second)
+	settled(t, 30*time.Second, n)
 	if k := countLines(stops); k != 1 {
 		t.Fatalf("the stop ran %d times, want once (then stop failed)", k)
 	}

@@ -37,7 +37,7 @@ func refused(t *testing.T, n *node, want int, msg ...string) {
 
 // A node that was a member of a cluster refuses to start without its
 // cluster.toml, or with another cluster's name or secret, until the admin
-// says --new-cluster (issue 7.1).
+// says --new-cluster.
 func TestClusterIdentityRemembered(t *testing.T) {
 	secret := testbed.NewSecret()
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{name: "prod", secret: secret})
@@ -101,7 +101,7 @@ func TestSingleNodeWithoutClusterToml(t *testing.T) {
 
 // A node configured with another member's name never joins: on the same
 // host its heartbeat port is taken, elsewhere the member's address is not
-// its own; and [hb] must agree with its [nodes] entry (issue 7.2).
+// its own; and [hb] must agree with its [nodes] entry.
 func TestNodeNamedAsAnotherRefused(t *testing.T) {
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	c["n2"].startDaemon()
@@ -147,7 +147,7 @@ func memberAddr(t *testing.T, cluster, name string) string {
 
 // A cluster of several members does not start without a secret, unless
 // the insecure keyword says so (with a WARN); a secret other users may
-// read is refused (issue 8.2).
+// read is refused.
 func TestNoOpenCluster(t *testing.T) {
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	n1 := c["n1"]

@@ -29,7 +29,7 @@ func holdIdle(t *testing.T, c net.Conn, path string) {
 	c.SetDeadline(time.Time{})
 }
 
-// Issue 19 item 21: idle keep-alive connections held up to the caps (16
+// Idle keep-alive connections held up to the caps (16
 // connections from 4 addresses, and 5 more from one of them) do not make a
 // scrape wait: they held every slot of the metrics listener for its 60 s
 // idle timeout, and a scrape timed out behind them.

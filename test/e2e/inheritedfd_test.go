@@ -12,7 +12,7 @@ import (
 	"haven/test/testbed"
 )
 
-// Issue 19 item 19: a descriptor the daemon inherited without
+// A descriptor the daemon inherited without
 // close-on-exec (a shell's `3>file`, a supervisor's socket) reached every
 // app command and hook it ran. The daemon is started with one extra open
 // file; a check command and a hook list their descriptors: neither may

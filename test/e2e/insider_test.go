@@ -246,7 +246,7 @@ func TestConfigsBoundedInAllOnCreate(t *testing.T) {
 	n.must("svcmgr", "-s", "onemore", "create", "--config", file)
 }
 
-// Insider (issue 44, item 10): configs larger than a node installs (512
+// Insider: configs larger than a node installs (512
 // KiB) are refused at receipt: n3 (run by the test, with the secret)
 // announces configs of 1 MiB; the others refuse its data and say so
 // (before, they held the configs in their copy of n3's data, refused to

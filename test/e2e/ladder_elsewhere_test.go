@@ -10,7 +10,8 @@ import (
 	"haven/dataset"
 )
 
-// Issue 19 item 1 with real daemons: monitor_action none, restart 1,
+// The ladder where the service runs, with real daemons: monitor_action
+// none, restart 1,
 // multiple_active warn. web runs on n2; its app dies there and its restart
 // fails (a start that fails while {var}/nostart exists): n2 gives up; the
 // leader n1 starts web; then the app dies on n1. Only n1 restarts it: n2,

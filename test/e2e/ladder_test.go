@@ -14,7 +14,7 @@ import (
 	"haven/test/testbed"
 )
 
-// The restart ladder with real daemons on loopback (issue 10): newCluster's
+// The restart ladder with real daemons on loopback: newCluster's
 // monitor_interval is 300ms, hb.timeout 3s, ready_period 2s.
 
 const ladderMonitorInterval = 300 * time.Millisecond
@@ -212,7 +212,10 @@ func TestLadderFreezeStopAndCrash(t *testing.T) {
 	// the node kept running (a harmless crash_command): its give-up makes it
 	// no candidate, and n2 takes db as it would once n1 went down
 	waitFor(t, 15*time.Second, "db up on n2", upOnlyOn(c["n2"], "db", "n2"))
-	time.Sleep(time.Second) // several monitor intervals more: no second call
+	// several checks of db more on n1 (monitor interval 100ms), the nodes
+	// settled: no second call
+	afterChecks(t, 5, 30*time.Second, c["n1"])
+	settled(t, 30*time.Second, c["n1"], c["n2"])
 	if b, _ := os.ReadFile(mark); strings.Count(string(b), "called") != 1 {
 		t.Fatalf("crash command called %d times, want once", strings.Count(string(b), "called"))
 	}

@@ -68,7 +68,7 @@ func TestLocalAPIRefusesUnknownFields(t *testing.T) {
 	if code != http.StatusBadRequest || e.Status != 2 || !strings.Contains(e.Error, `"now"`) {
 		t.Fatalf("unknown field on daemon stop: want 400, exit status 2; got %d %+v", code, e)
 	}
-	// issue 19 item 17: names are exact and given once; encoding/json
+	// Names are exact and given once; encoding/json
 	// alone kept the last "local" (a cluster-wide action) and took "Local"
 	for body, field := range map[string]string{
 		`{"name":"web","action":"freeze","local":true,"local":false}`: `duplicate field "local"`,

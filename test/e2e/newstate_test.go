@@ -11,8 +11,8 @@ import (
 	"haven/test/testbed"
 )
 
-// A missing state file is not a fresh start when the node has run before
-// (issue 19 item 6): with service configs on disk, or a state path that is
+// A missing state file is not a fresh start when the node has run
+// before: with service configs on disk, or a state path that is
 // a symbolic link to nothing (var/ on a disk not mounted), or a state file
 // of the format without checksum, the daemon refuses to start (exit 2,
 // one line naming the file and --new-state) until the sysadmin says

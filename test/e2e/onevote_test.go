@@ -114,7 +114,7 @@ func (q *quorumBed) cutOwnerTakenOver(cut float64) {
 	q.t.Logf("cut -> n1 stop %.2fs, cut -> n2 start %.2fs, gap %.2fs", stop.T-cut, start.T-cut, start.T-stop.T)
 }
 
-// Issue 21: 2 nodes, quorum, a one-vote arbitrator, no fence command. The
+// 2 nodes, quorum, a one-vote arbitrator, no fence command. The
 // owner n1 is cut off from n2 and from the arbitrator: n1 loses its vote
 // when its lease ends and stops web; the arbitrator gives its vote to n2
 // alone once n1's lease ended; n2 takes web over by itself. The external
@@ -134,7 +134,7 @@ func TestNetnsOneVoteArbitratorOwnerCutOff(t *testing.T) {
 	}
 }
 
-// Issue 21: only the link between the two nodes is cut; both still reach
+// Only the link between the two nodes is cut; both still reach
 // the one-vote arbitrator. The side running web (n1) keeps the vote and
 // web; n2, refused, loses its vote at its lease end and freezes. Nothing
 // starts on n2: never twice.
@@ -277,7 +277,7 @@ func TestNetnsOneVoteArbitratorYoungOwnerCutOff(t *testing.T) {
 	q.noOverlap()
 }
 
-// A VIP in front of the app (the issue's layout): the takeover waits the
+// A VIP in front of the app (the usual layout): the takeover waits the
 // whole service's stop budget after the arbitrator's exclusive grant, and
 // an ip counts its own 5s stop limit, not the 30s of the other resources
 // (which made the takeover 25 s later than the docs said). The gate the

@@ -10,7 +10,7 @@ import (
 	"haven/test/testbed"
 )
 
-// The secret rotation of docs/security.md (issue 19 item 15) works as
+// The secret rotation of docs/security.md works as
 // written: freeze the services, stop every daemon, install the new secret
 // everywhere, start every daemon with --new-cluster, thaw. The nodes hear
 // each other again under the new secret, and the service ran throughout

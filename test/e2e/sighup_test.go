@@ -28,7 +28,7 @@ func daemonRunPid(root string) int {
 	return 0
 }
 
-// Issue 19 item 18: a SIGHUP (logrotate's postrotate, `pkill -HUP`) that
+// A SIGHUP (logrotate's postrotate, `pkill -HUP`) that
 // reached `nodemgr daemon run` in its first milliseconds ended it with
 // status 129: its handler was installed only after the flags were parsed.
 // The daemon of `daemon start` is signalled as soon as it shows in /proc

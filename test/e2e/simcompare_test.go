@@ -100,7 +100,7 @@ func (m *monitorTap) since(i int) []string {
 // The owner's crash (testdata/scenarios/crash_owner.txt) on real daemons
 // on loopback and in the simulation: after the crash, every surviving
 // node goes through the same monitor states of the service, because both
-// run the same node core (issue 9). The start-up is not compared: which
+// run the same node core. The start-up is not compared: which
 // peer a node hears first there is a race of the real network.
 func TestSimAndDaemonsAgreeOnTheOwnersCrash(t *testing.T) {
 	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits

@@ -19,7 +19,7 @@ import (
 	"haven/test/testbed"
 )
 
-// svcmgr simulate (issue 25): the simulation's prediction against what
+// svcmgr simulate: the simulation's prediction against what
 // the real daemons then do, for a kill, a drain, a freeze, a switch and a
 // config change. Compared: where each service runs at the end, the nodes
 // that start it in order, and when the first start begins.

@@ -8,8 +8,8 @@ import (
 	"haven/test/testbed"
 )
 
-// svcmgr start --local on a node where the service runs elsewhere (issue 19
-// item 11): refused, exit 1, naming the node that runs it, as restart is;
+// svcmgr start --local on a node where the service runs elsewhere:
+// refused, exit 1, naming the node that runs it, as restart is;
 // nothing starts there. --force without --local is a usage error (exit 2);
 // start --local --force starts the second copy on purpose.
 func TestStartLocalRefusedWhereItRunsElsewhere(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"haven/test/testbed"
 )
 
-// A service's nodes are cluster members (issue 19 item 12): create and set
+// A service's nodes are cluster members: create and set
 // on the daemon refuse another name (exit 2, the file, DEFAULT.nodes and
 // the members), on a single node without cluster.toml too (the node
 // itself is the only member).

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Issue 19 item 20: links planted in the root's directories are never
+// Links planted in the root's directories are never
 // followed: node.log, a service log and a service's {var} refuse them and
 // say so, and nothing is written where they point. The directories the
 // daemon creates are private (0700).

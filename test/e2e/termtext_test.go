@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Issue 19 item 16: what a command printed (and peers' text) reaches the
+// What a command printed (and peers' text) reaches the
 // terminal with its control characters made visible in `svcmgr logs`;
 // `--format json` keeps it exact (JSON escapes it).
 func TestLogsPrintControlCharactersVisibly(t *testing.T) {

@@ -127,11 +127,7 @@ func (b *upgradeBed) level(name string) int {
 }
 
 func (b *upgradeBed) daemonStatus(name string) api.DaemonStatus {
-	var ds api.DaemonStatus
-	if err := json.Unmarshal([]byte(b.nodes[name].must("nodemgr", "daemon", "status", "--format", "json")), &ds); err != nil {
-		b.t.Fatal(err)
-	}
-	return ds
+	return b.nodes[name].daemonStatus()
 }
 
 // checkNoDigestLoop: the given nodes (of the previous release, or all

@@ -6,7 +6,7 @@ import (
 )
 
 // ready_period = 0 used to mean 16s silently: the daemon now refuses it
-// with exit 2, naming the file, the line and the key (issue 14 item 5).
+// with exit 2, naming the file, the line and the key.
 func TestDaemonRefusesZeroReadyPeriod(t *testing.T) {
 	n := newNode(t, "n1", "[node]\nname = \"n1\"\nready_period = 0\n")
 	r := n.run("nodemgr", "daemon", "start")

@@ -121,7 +121,7 @@ func cellJS(svc, n string) string {
 	return fmt.Sprintf(`(document.querySelector('#view tr[data-service=%q] td[data-node=%q]') || {}).textContent || ''`, svc, n)
 }
 
-// Issue 27: the web view in a real browser. Three daemons, each with its
+// The web view in a real browser. Three daemons, each with its
 // web view; the grid of n2 shows the three nodes and the service; a crash
 // of the owner moves the service and the page, open, shows it on the new
 // node within 2 s of the daemon knowing it, without a reload; the events
@@ -222,7 +222,7 @@ func TestWebViewInBrowser(t *testing.T) {
 	}
 	select {
 	case tShown = <-shown:
-	case <-time.After(tKnown.Add(2 * time.Second).Sub(time.Now())):
+	case <-time.After(time.Until(tKnown.Add(2 * time.Second))):
 		t.Fatalf("the open grid did not show web on n2 within 2 s of n2 knowing it; it shows %q", js[string](t, ctx, cellJS("web", "n2")))
 	}
 	lag := tShown.Sub(tKnown)
@@ -264,14 +264,13 @@ func TestWebViewInBrowser(t *testing.T) {
 	shoot(t, ctx, "grid-phone.png")
 }
 
-// Issue 27: the web view of a real daemon off by default; a token file
+// The web view of a real daemon off by default; a token file
 // other users may read, or one too short, or a name off the loopback
 // without a token, is a config error (exit 2, naming the key); with a
 // token, the daemon's pages ask for it and never serve it.
 func TestWebViewTokenOfARealDaemon(t *testing.T) {
 	t.Parallel() // one daemon on ports of its own
 	n := newNode(t, "n1", "")
-	etc := filepath.Join(n.root, "etc")
 	port := freePort(t)
 	setNodeKey(t, n, fmt.Sprintf("web_addr = \"0.0.0.0:%d\"", port))
 	r := n.run("nodemgr", "daemon", "start")
@@ -280,7 +279,7 @@ func TestWebViewTokenOfARealDaemon(t *testing.T) {
 	}
 
 	n = newNode(t, "n1", "")
-	etc = filepath.Join(n.root, "etc")
+	etc := filepath.Join(n.root, "etc")
 	token := "d5b1c0e7a9f24c3e8b6a7d1f"
 	if err := os.WriteFile(filepath.Join(etc, "web.token"), []byte(token+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -368,7 +367,7 @@ func selfSigned(t *testing.T, dir string) (cert, key string) {
 	return cert, key
 }
 
-// Issue 27: with web_tls_cert and web_tls_key the view is HTTPS only
+// With web_tls_cert and web_tls_key the view is HTTPS only
 // (HSTS, a Secure cookie), and its connections still go through the
 // connection guard (a live page and the pages after it are served).
 func TestWebViewOverTLS(t *testing.T) {
