@@ -26,7 +26,7 @@ ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/vendor-completions
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 TOOLS       := nodemgr svcmgr svcmon
 
-.PHONY: all build test unit fuzz demo bed lint docs clean bench dist man completion install deb chaos
+.PHONY: all build test unit fuzz demo bed lint docs clean bench dist man completion install deb chaos model
 
 all: build
 
@@ -87,6 +87,14 @@ test: build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 9m -parallel 4 ./...
 	$(MAKE) fuzz
+	$(GO) test -count=1 -tags havenplant -run Planted ./test/model
+
+# the model checker (docs/model.md): the bounded check of the small worlds,
+# the canonical state hash, and the planted defects it must find (the tag
+# havenplant compiles their switches in; no other build has them)
+model:
+	$(GO) test -count=1 -v -run 'TestHash|TestModelSafe|TestScriptReplays' ./test/model
+	$(GO) test -count=1 -v -tags havenplant -run Planted ./test/model
 
 # -fuzzminimizetime: the engine minimizes each new interesting input for up
 # to 60 s by default, which ate most of the envelope's 5 s (about 3 s of

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/internal/planted"
 	"haven/node/view"
 	"haven/quorum"
 )
@@ -781,7 +782,7 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 		}
 		return name + " may have kept the quorum (its side can reach the arbitrators): only a fence ([stonith." + name + "]) proves it stopped"
 	}
-	if now.Before(deadline) {
+	if now.Before(deadline) && !planted.On(planted.NoStopDeadline) {
 		c.wakeAt(deadline)
 		bound, what := c.lostStopBound(d)
 		switch {

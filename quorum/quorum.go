@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"haven/internal/planted"
 )
 
 // Arbitrator is one [arbitrator.NAME] and the answer of its last probe.
@@ -67,7 +69,7 @@ func Vote(in Input) Verdict {
 		}
 	}
 	sort.Strings(v.Answered)
-	v.Survive = 2*v.Votes > v.Total
+	v.Survive = 2*v.Votes > v.Total || planted.On(planted.TieWins) && 2*v.Votes == v.Total
 	return v
 }
 

@@ -1,0 +1,13 @@
+package planted
+
+// The defects that can be planted (each was a real one, or is the rule a
+// fix stands on).
+const (
+	// TieWins: a quorum vote that ties (2 nodes, no arbitrator, cut
+	// in two) counts as a win, so that both sides survive.
+	TieWins = "tie-wins"
+	// NoStopDeadline: the takeover gate does not wait for the lost
+	// peer's self-stop deadline (its stop budget) once the peer's side
+	// certainly lost the quorum.
+	NoStopDeadline = "no-stop-deadline"
+)

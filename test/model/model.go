@@ -1,0 +1,310 @@
+// Package model is an exhaustive checker of Haven's safety rules over the
+// real node core, in the simulation (package sim: the real cores, the
+// real driver, the heartbeat's in-memory network, a fake clock). A world
+// is a small scenario: its setup lines, a warm-up, and the moves that may
+// happen from there (time passing, and faults: a crash, a daemon start, a
+// partition and its heal, an arbitrator cut off, a failed stop...). The
+// checker enumerates every sequence of moves breadth-first, up to a depth
+// and a number of faults, merges the states that hash equal, and checks
+// the invariants at every state: the service never runs on two nodes at
+// once (the world's truth, and the simulation's start observer, never a
+// node's belief), and no fencing token goes backwards. The first
+// violation found is one of the shortest: its trace is a scenario that
+// sim.RunScript replays (docs/model.md).
+package model
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"haven/sim"
+)
+
+// World is a small cluster and the moves that may happen in it.
+type World struct {
+	Name    string
+	Setup   []string // the cluster, arbitrator and service lines
+	Warmup  string   // the first command, before any move ("run 12s")
+	Nodes   []string // sorted
+	Service string   // the failover service checked
+	Step    string   // the move of time ("run 3s")
+	// Arbitrator is the name of the arbitrator whose reachability the
+	// moves cut and restore ("" for none).
+	Arbitrator string
+	// StopFailures offers a failed stop on each node as a fault.
+	StopFailures bool
+}
+
+// Bounds are how far the checker explores: Depth moves after the warm-up,
+// of which at most Faults are faults (the others let time pass).
+type Bounds struct {
+	Depth  int
+	Faults int
+}
+
+// Violation is an invariant that did not hold, and a shortest trace to it.
+type Violation struct {
+	Invariant string
+	// Trace is the moves after the warm-up, in order.
+	Trace []string
+	// Script is the whole scenario: setup, warm-up, the trace, and the
+	// expect lines that fail on it.
+	Script string
+}
+
+// Result is what a check explored.
+type Result struct {
+	States    int           // distinct states (by their hash)
+	Merged    int           // moves that led to a state already seen
+	Replays   int           // worlds rebuilt (one per move explored)
+	Depth     int           // the deepest level explored
+	Elapsed   time.Duration // wall time
+	Violation *Violation    // the first found (a shortest), or nil
+}
+
+// facts is what the checker keeps of the world besides the cluster: the
+// faults in force (so that the moves offered are those that make sense)
+// and what the token invariant compares with.
+type facts struct {
+	Faults      int               // faults used on the path
+	Cut         bool              // the nodes are partitioned
+	Unreachable []string          // the nodes cut off from the arbitrator, sorted
+	StopFails   []string          // nodes where the next stop fails, sorted
+	MaxToken    uint64            // the greatest fencing token an app saw so far
+	Tokens      map[string]uint64 // by node: the token of its app's last start
+}
+
+func (f facts) clone() facts {
+	f.Unreachable = slices.Clone(f.Unreachable)
+	f.StopFails = slices.Clone(f.StopFails)
+	t := make(map[string]uint64, len(f.Tokens))
+	for k, v := range f.Tokens {
+		t[k] = v
+	}
+	f.Tokens = t
+	return f
+}
+
+func toggle(set []string, n string, in bool) []string {
+	i := slices.Index(set, n)
+	switch {
+	case in && i < 0:
+		set = append(set, n)
+		sort.Strings(set)
+	case !in && i >= 0:
+		set = slices.Delete(set, i, i+1)
+	}
+	return set
+}
+
+// state is a node of the explored graph.
+type state struct {
+	trace    []string
+	facts    facts
+	machines map[string]string // sim.Cluster.Machine of each node
+}
+
+// move is a line of the scenario format and its effect on the facts.
+type move struct {
+	line  string
+	fault bool
+	apply func(*facts)
+}
+
+// moves are the moves offered from a state whose world is c.
+func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
+	ms := []move{{line: w.Step}}
+	if f.Faults >= b.Faults {
+		return ms
+	}
+	add := func(line string, apply func(*facts)) {
+		ms = append(ms, move{line: line, fault: true, apply: apply})
+	}
+	for _, n := range w.Nodes {
+		if machines[n] == "crashed" || machines[n] == "stopped" {
+			add(n+": nodemgr daemon start", nil)
+		} else {
+			add("crash "+n, nil)
+		}
+	}
+	if len(w.Nodes) == 2 {
+		if f.Cut {
+			add("heal", func(f *facts) { f.Cut = false })
+		} else {
+			add("partition "+w.Nodes[0]+" | "+w.Nodes[1], func(f *facts) { f.Cut = true })
+		}
+	} else {
+		if f.Cut {
+			add("heal", func(f *facts) { f.Cut = false })
+		} else {
+			for i, n := range w.Nodes {
+				rest := slices.Delete(slices.Clone(w.Nodes), i, i+1)
+				add("partition "+n+" | "+strings.Join(rest, " "), func(f *facts) { f.Cut = true })
+			}
+		}
+	}
+	if w.Arbitrator != "" {
+		for _, n := range w.Nodes {
+			if slices.Contains(f.Unreachable, n) {
+				add("arbitrator "+w.Arbitrator+" reachable "+n, func(f *facts) { f.Unreachable = toggle(f.Unreachable, n, false) })
+			} else {
+				add("arbitrator "+w.Arbitrator+" unreachable "+n, func(f *facts) { f.Unreachable = toggle(f.Unreachable, n, true) })
+			}
+		}
+	}
+	if w.StopFailures {
+		for _, n := range w.Nodes {
+			if !slices.Contains(f.StopFails, n) {
+				add("fail "+n+" "+w.Service+" stop 1", func(f *facts) { f.StopFails = toggle(f.StopFails, n, true) })
+			}
+		}
+	}
+	return ms
+}
+
+// build rebuilds the world of a trace: a fresh simulation runs the setup,
+// the warm-up and the trace (the simple, sound clone: the simulation is
+// deterministic, so the same lines give the same world).
+func (w *World) build(trace []string) (*sim.Cluster, error) {
+	s := sim.NewSession(w.Name)
+	for _, l := range append(append(slices.Clone(w.Setup), w.Warmup), trace...) {
+		if err := s.Exec(l); err != nil {
+			return nil, err
+		}
+	}
+	c := s.Cluster()
+	if f := s.Failed(); len(f) > 0 {
+		return nil, fmt.Errorf("a move failed: %s", strings.Join(f, "; "))
+	}
+	return c, nil
+}
+
+// Hash is the canonical digest of a world and the checker's facts: the
+// simulated time, the faults in force, and per node what runs there (the
+// machine, the daemon, the service's processes, the token its app saw),
+// its disk (the durable state), and, when its daemon runs, its core's
+// durable state in memory, the view its decisions read (Snapshot), its
+// quorum standing and its node monitor. Two orders of the same
+// independent moves give the same world, so the same hash.
+func Hash(c *sim.Cluster, w *World, f facts) string {
+	h := sha256.New()
+	now := sim.T0.Add(c.Now())
+	fmt.Fprintf(h, "t=%d faults=%d cut=%v unreach=%v stopfails=%v max=%d overlaps=%d\n", c.Now(), f.Faults, f.Cut, f.Unreachable, f.StopFails,
+		f.MaxToken, len(c.StartOverlaps(w.Service)))
+	up := c.UpOn(w.Service)
+	enc := json.NewEncoder(h)
+	for _, n := range w.Nodes {
+		fmt.Fprintf(h, "node %s %s up=%v token=%d\n", n, c.Machine(n), slices.Contains(up, n), c.AppToken(n, w.Service))
+		_ = enc.Encode(c.DiskState(n))
+		if core := c.Core(n); core != nil {
+			_ = enc.Encode(core.State())
+			_ = enc.Encode(core.Snapshot(now))
+			_ = enc.Encode(core.QuorumInfo(now))
+			fmt.Fprintf(h, "monitor %s\n", core.NodeMonitor())
+		}
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// check returns the invariant that does not hold in c, or "", and updates
+// the token facts.
+func (w *World) check(c *sim.Cluster, f *facts) string {
+	if up := c.UpOn(w.Service); len(up) > 1 {
+		return fmt.Sprintf("%s runs on %s at once", w.Service, strings.Join(up, ","))
+	}
+	if o := c.StartOverlaps(w.Service); len(o) > 0 {
+		return fmt.Sprintf("%s started while active elsewhere: %s", w.Service, o[0])
+	}
+	for _, n := range w.Nodes {
+		t := c.AppToken(n, w.Service)
+		if t == f.Tokens[n] {
+			continue
+		}
+		if t < f.MaxToken {
+			return fmt.Sprintf("fencing token went backwards: %s's app started with %d after %d was handed out", n, t, f.MaxToken)
+		}
+		f.Tokens[n] = t
+		f.MaxToken = max(f.MaxToken, t)
+	}
+	return ""
+}
+
+// Check explores w breadth-first up to b and returns what it saw, with the
+// first violation found (a shortest, in moves).
+func Check(w *World, b Bounds) (*Result, error) {
+	start := time.Now()
+	res := &Result{}
+	root, err := w.build(nil)
+	if err != nil {
+		return nil, err
+	}
+	f0 := facts{Tokens: map[string]uint64{}, Unreachable: []string{}, StopFails: []string{}}
+	if inv := w.check(root, &f0); inv != "" {
+		return nil, fmt.Errorf("%s: the warm-up already breaks an invariant: %s", w.Name, inv)
+	}
+	seen := map[string]bool{Hash(root, w, f0): true}
+	res.States = 1
+	level := []state{{facts: f0, machines: w.machines(root)}}
+	for depth := 1; depth <= b.Depth && len(level) > 0; depth++ {
+		var next []state
+		for _, s := range level {
+			for _, m := range w.moves(s.machines, s.facts, b) {
+				trace := append(slices.Clone(s.trace), m.line)
+				c, err := w.build(trace)
+				if err != nil {
+					return nil, err
+				}
+				res.Replays++
+				f := s.facts.clone()
+				if m.fault {
+					f.Faults++
+				}
+				if m.apply != nil {
+					m.apply(&f)
+				}
+				if inv := w.check(c, &f); inv != "" {
+					res.Depth, res.Elapsed = depth, time.Since(start)
+					res.Violation = &Violation{Invariant: inv, Trace: trace, Script: w.Script(trace)}
+					return res, nil
+				}
+				key := Hash(c, w, f)
+				if seen[key] {
+					res.Merged++
+					continue
+				}
+				seen[key] = true
+				res.States++
+				next = append(next, state{trace: trace, facts: f, machines: w.machines(c)})
+			}
+		}
+		res.Depth = depth
+		level = next
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func (w *World) machines(c *sim.Cluster) map[string]string {
+	m := map[string]string{}
+	for _, n := range w.Nodes {
+		m[n] = c.Machine(n)
+	}
+	return m
+}
+
+// Script is the scenario of a trace: the setup, the warm-up, the moves,
+// and the expect lines that say the service never ran twice and is on one
+// node at most at the end.
+func (w *World) Script(trace []string) string {
+	lines := []string{"# found by the model checker (test/model), world " + w.Name}
+	lines = append(lines, w.Setup...)
+	lines = append(lines, w.Warmup)
+	lines = append(lines, trace...)
+	lines = append(lines, "expect "+w.Service+" never twice")
+	return strings.Join(lines, "\n") + "\n"
+}

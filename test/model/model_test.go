@@ -1,0 +1,92 @@
+package model
+
+import (
+	"strings"
+	"testing"
+
+	"haven/sim"
+)
+
+// hashOf builds w after trace and hashes it with the facts the moves
+// leave.
+func hashOf(t *testing.T, w *World, trace []string, f facts) string {
+	t.Helper()
+	c, err := w.build(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Hash(c, w, f)
+}
+
+// The state hash is canonical: two orders of the same independent moves
+// (at the same instant, on different nodes, or a fault of the network and
+// one of a machine) hash equal, and different worlds hash differently.
+func TestHashCanonical(t *testing.T) {
+	w := OneVote2()
+	base := facts{Faults: 2, Tokens: map[string]uint64{}}
+	cutN2 := base.clone()
+	cutN2.Unreachable = []string{"n2"}
+	for _, pair := range [][2]string{
+		{"crash n1", "arbitrator a unreachable n2"},
+		{"crash n2", "fail n1 web stop 1"},
+		{"partition n1 | n2", "arbitrator a unreachable n2"},
+	} {
+		f := base.clone()
+		if strings.HasPrefix(pair[1], "arbitrator") {
+			f = cutN2.clone()
+		}
+		one := hashOf(t, w, []string{pair[0], pair[1], "run 3s"}, f)
+		two := hashOf(t, w, []string{pair[1], pair[0], "run 3s"}, f)
+		if one != two {
+			t.Errorf("%q then %q hashes %s, the other order %s", pair[0], pair[1], one[:12], two[:12])
+		}
+	}
+	// the same lines twice: the same world
+	if a, b := hashOf(t, w, []string{"crash n1", "run 3s"}, base), hashOf(t, w, []string{"crash n1", "run 3s"}, base); a != b {
+		t.Errorf("the same trace hashes %s then %s", a[:12], b[:12])
+	}
+	// different worlds
+	distinct := map[string]string{}
+	for _, tr := range [][]string{{"run 3s"}, {"crash n1"}, {"crash n2"}, {"partition n1 | n2"}, {"crash n1", "run 3s"}} {
+		h := hashOf(t, w, tr, base)
+		if prev, dup := distinct[h]; dup {
+			t.Errorf("%q and %q hash equal", prev, strings.Join(tr, "; "))
+		}
+		distinct[h] = strings.Join(tr, "; ")
+	}
+}
+
+// The checker's bound for CI (make model): no invariant breaks in the
+// worlds of the first slice. The figures are in docs/model.md.
+func TestModelSafe(t *testing.T) {
+	for _, c := range []struct {
+		w *World
+		b Bounds
+	}{
+		{Tie2(), Bounds{Depth: 8, Faults: 2}},
+		{OneVote2(), Bounds{Depth: 6, Faults: 2}},
+	} {
+		r, err := Check(c.w, c.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s depth %d faults %d: %d states, %d merged, %d worlds built, %s", c.w.Name, c.b.Depth, c.b.Faults, r.States, r.Merged, r.Replays, r.Elapsed.Round(1e6))
+		if v := r.Violation; v != nil {
+			t.Errorf("%s: %s after %d moves; the scenario:\n%s", c.w.Name, v.Invariant, len(v.Trace), v.Script)
+		}
+	}
+}
+
+// A violation's script replays in the simulation (its expect fails
+// there): a trace that the checker found is a regression test.
+func TestScriptReplays(t *testing.T) {
+	w := Tie2()
+	script := w.Script([]string{"partition n1 | n2", "run 3s"})
+	res, err := sim.RunScript("replay", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed) != 0 {
+		t.Fatalf("a safe trace fails in the simulation: %v", res.Failed)
+	}
+}

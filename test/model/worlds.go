@@ -1,0 +1,43 @@
+package model
+
+// The worlds of the first slice: 2 nodes and 1 failover service (an app
+// only), quorum on, every node running web's app at the end of the
+// warm-up on n1.
+
+// OneVote2 is 2 nodes and Haven's one-vote arbitrator (no fence command):
+// the moves are time, crashes and daemon starts, a partition and its
+// heal, a node cut off from the arbitrator and back, a failed stop. Its
+// stops take 5s, longer than the margins of the arbitrator's lease: the
+// takeover must wait for the lost owner's stop budget.
+func OneVote2() *World {
+	return &World{
+		Name: "onevote2",
+		Setup: []string{
+			"cluster n1 n2 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop",
+			"arbitrator a timeout=1s onevote",
+			"service web nodes=n1,n2 orchestrate=ha stop=5s",
+		},
+		Warmup:       "run 12s",
+		Nodes:        []string{"n1", "n2"},
+		Service:      "web",
+		Step:         "run 3s",
+		Arbitrator:   "a",
+		StopFailures: true,
+	}
+}
+
+// Tie2 is 2 nodes with quorum on and no arbitrator: a partition leaves
+// each side 1 vote of 2, a tie, which loses.
+func Tie2() *World {
+	return &World{
+		Name: "tie2",
+		Setup: []string{
+			"cluster n1 n2 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop",
+			"service web nodes=n1,n2 orchestrate=ha",
+		},
+		Warmup:  "run 12s",
+		Nodes:   []string{"n1", "n2"},
+		Service: "web",
+		Step:    "run 3s",
+	}
+}
