@@ -45,6 +45,9 @@ type World struct {
 type Bounds struct {
 	Depth  int
 	Faults int
+	// NoMerge explores every path, without merging the states that hash
+	// equal (to check that the merge hides no violation).
+	NoMerge bool
 }
 
 // Violation is an invariant that did not hold, and a shortest trace to it.
@@ -273,7 +276,7 @@ func Check(w *World, b Bounds) (*Result, error) {
 					return res, nil
 				}
 				key := Hash(c, w, f)
-				if seen[key] {
+				if seen[key] && !b.NoMerge {
 					res.Merged++
 					continue
 				}

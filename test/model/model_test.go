@@ -65,6 +65,7 @@ func TestModelSafe(t *testing.T) {
 	}{
 		{Tie2(), Bounds{Depth: 8, Faults: 2}},
 		{OneVote2(), Bounds{Depth: 6, Faults: 2}},
+		{Majority3(), Bounds{Depth: 6, Faults: 2}},
 	} {
 		r, err := Check(c.w, c.b)
 		if err != nil {

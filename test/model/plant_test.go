@@ -18,6 +18,7 @@ var plantedCases = []struct {
 }{
 	{planted.TieWins, Tie2(), Bounds{Depth: 8, Faults: 2}},
 	{planted.NoStopDeadline, OneVote2(), Bounds{Depth: 6, Faults: 2}},
+	{planted.NoStopDeadline, Majority3(), Bounds{Depth: 6, Faults: 1}},
 }
 
 // The checker finds each planted defect, with a shortest trace that
@@ -25,7 +26,7 @@ var plantedCases = []struct {
 // is removed: the defect, not the trace, breaks the rule).
 func TestPlantedBugsFound(t *testing.T) {
 	for _, c := range plantedCases {
-		t.Run(c.bug, func(t *testing.T) {
+		t.Run(c.bug+"/"+c.w.Name, func(t *testing.T) {
 			planted.Set(c.bug, true)
 			defer planted.Set(c.bug, false)
 			r, err := Check(c.w, c.b)
@@ -38,6 +39,17 @@ func TestPlantedBugsFound(t *testing.T) {
 			}
 			t.Logf("%s in %s: %s; shortest trace %d moves, found after %d states (%d worlds built) in %s", c.bug, c.w.Name, v.Invariant, len(v.Trace), r.States, r.Replays, r.Elapsed.Round(1e6))
 			t.Logf("the scenario:\n%s", v.Script)
+			// the merge of equal states is sound here: without it, the
+			// shortest violation is as short
+			full, err := Check(c.w, Bounds{Depth: len(v.Trace), Faults: c.b.Faults, NoMerge: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if full.Violation == nil || len(full.Violation.Trace) != len(v.Trace) {
+				t.Errorf("without the merge: %+v, want a violation after %d moves", full.Violation, len(v.Trace))
+			} else {
+				t.Logf("without the merge: %d moves too, %d states explored", len(full.Violation.Trace), full.States)
+			}
 			res, err := sim.RunScript(c.bug, v.Script)
 			if err != nil {
 				t.Fatal(err)

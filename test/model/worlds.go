@@ -41,3 +41,19 @@ func Tie2() *World {
 		Step:    "run 3s",
 	}
 }
+
+// Majority3 is 3 nodes with quorum on and no arbitrator: a node cut off
+// alone holds 1 vote of 3 and stops; the 2 others hold the majority.
+func Majority3() *World {
+	return &World{
+		Name: "majority3",
+		Setup: []string{
+			"cluster n1 n2 n3 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop",
+			"service web nodes=n1,n2,n3 orchestrate=ha stop=5s",
+		},
+		Warmup:  "run 12s",
+		Nodes:   []string{"n1", "n2", "n3"},
+		Service: "web",
+		Step:    "run 3s",
+	}
+}
