@@ -759,6 +759,9 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	// a one-vote arbitrator that granted this side alone, answering a
 	// report made after the peer was lost, counts for this side only
 	ours := func(a string) bool {
+		if planted.On(planted.PlainVoteOurs) && !c.oneVote(a) {
+			return true
+		}
 		at, ok := c.exclusiveSince(a, g.since)
 		if ok && c.oneVote(a) && g.oneVoteAt.IsZero() {
 			// the peer's lease had ended: its stop budget runs from here,

@@ -87,6 +87,11 @@ func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) 
 	case len(rest) == 2 && rest[0] == "never" && rest[1] == "twice":
 		got, ok := c.holdsNeverTwice(svc)
 		return got, ok, nil
+	case len(rest) == 2 && rest[0] == "started" && rest[1] == "alone":
+		if o := c.StartOverlaps(svc); len(o) > 0 {
+			return "a start began while active elsewhere: " + strings.Join(o, "; "), false, nil
+		}
+		return "every start began while inactive elsewhere", true, nil
 	case len(rest) == 1 && rest[0] == "down":
 		return got, len(up) == 0, nil
 	case len(rest) == 4 && rest[0] == "up" && rest[1] == "on" && (rest[3] == "node" || rest[3] == "nodes"):

@@ -32,6 +32,8 @@ import (
 //	oneway n1 n2                          the frames of n1 no longer reach n2 (heal restores)
 //	pause n1 10s                          n1's daemon and heartbeat stop for 10s (SIGSTOP), then run
 //	expect web never twice                no two nodes ever ran web at once so far
+//	expect web started alone              no start of web began while it was active
+//	                                      (running, or starting) on another node
 //
 // A reachable arbitrator answers at once, an unreachable one after its
 // timeout; a fence takes fenceDuration, and a fence that succeeds powers

@@ -10,4 +10,8 @@ const (
 	// peer's self-stop deadline (its stop budget) once the peer's side
 	// certainly lost the quorum.
 	NoStopDeadline = "no-stop-deadline"
+	// PlainVoteOurs: the takeover gate counts the vote of a plain
+	// arbitrator as this side's alone, though a plain arbitrator answers
+	// both sides of a 2-node split.
+	PlainVoteOurs = "plain-vote-ours"
 )

@@ -38,6 +38,12 @@ type World struct {
 	Arbitrator string
 	// StopFailures offers a failed stop on each node as a fault.
 	StopFailures bool
+	// OneWay offers the loss of every frame from one node to another as
+	// a fault (heal ends it).
+	OneWay bool
+	// Pause, when set, offers a pause of a running daemon for that long
+	// (SIGSTOP, then SIGCONT) as a fault.
+	Pause string
 }
 
 // Bounds are how far the checker explores: Depth moves after the warm-up,
@@ -76,6 +82,7 @@ type Result struct {
 type facts struct {
 	Faults      int               // faults used on the path
 	Cut         bool              // the nodes are partitioned
+	OneWay      []string          // the links cut one way ("n1>n2"), sorted
 	Unreachable []string          // the nodes cut off from the arbitrator, sorted
 	StopFails   []string          // nodes where the next stop fails, sorted
 	MaxToken    uint64            // the greatest fencing token an app saw so far
@@ -84,6 +91,7 @@ type facts struct {
 
 func (f facts) clone() facts {
 	f.Unreachable = slices.Clone(f.Unreachable)
+	f.OneWay = slices.Clone(f.OneWay)
 	f.StopFails = slices.Clone(f.StopFails)
 	t := make(map[string]uint64, len(f.Tokens))
 	for k, v := range f.Tokens {
@@ -135,19 +143,32 @@ func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
 			add("crash "+n, nil)
 		}
 	}
-	if len(w.Nodes) == 2 {
-		if f.Cut {
-			add("heal", func(f *facts) { f.Cut = false })
-		} else {
-			add("partition "+w.Nodes[0]+" | "+w.Nodes[1], func(f *facts) { f.Cut = true })
+	healed := func(f *facts) { f.Cut, f.OneWay = false, nil }
+	if f.Cut || len(f.OneWay) > 0 {
+		add("heal", healed)
+	}
+	if !f.Cut {
+		for i, n := range w.Nodes {
+			rest := slices.Delete(slices.Clone(w.Nodes), i, i+1)
+			add("partition "+n+" | "+strings.Join(rest, " "), func(f *facts) { f.Cut = true })
+			if len(w.Nodes) == 2 {
+				break // n1 | n2 is n2 | n1
+			}
 		}
-	} else {
-		if f.Cut {
-			add("heal", func(f *facts) { f.Cut = false })
-		} else {
-			for i, n := range w.Nodes {
-				rest := slices.Delete(slices.Clone(w.Nodes), i, i+1)
-				add("partition "+n+" | "+strings.Join(rest, " "), func(f *facts) { f.Cut = true })
+	}
+	if w.OneWay {
+		for _, from := range w.Nodes {
+			for _, to := range w.Nodes {
+				if l := from + ">" + to; from != to && !slices.Contains(f.OneWay, l) {
+					add("oneway "+from+" "+to, func(f *facts) { f.OneWay = toggle(f.OneWay, l, true) })
+				}
+			}
+		}
+	}
+	if w.Pause != "" {
+		for _, n := range w.Nodes {
+			if machines[n] == "running" {
+				add("pause "+n+" "+w.Pause, nil)
 			}
 		}
 	}
@@ -197,7 +218,7 @@ func (w *World) build(trace []string) (*sim.Cluster, error) {
 func Hash(c *sim.Cluster, w *World, f facts) string {
 	h := sha256.New()
 	now := sim.T0.Add(c.Now())
-	fmt.Fprintf(h, "t=%d faults=%d cut=%v unreach=%v stopfails=%v max=%d overlaps=%d\n", c.Now(), f.Faults, f.Cut, f.Unreachable, f.StopFails,
+	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v stopfails=%v max=%d overlaps=%d\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.StopFails,
 		f.MaxToken, len(c.StartOverlaps(w.Service)))
 	up := c.UpOn(w.Service)
 	enc := json.NewEncoder(h)
@@ -301,13 +322,13 @@ func (w *World) machines(c *sim.Cluster) map[string]string {
 }
 
 // Script is the scenario of a trace: the setup, the warm-up, the moves,
-// and the expect lines that say the service never ran twice and is on one
-// node at most at the end.
+// and the expect lines that say the service never ran on two nodes at once
+// and no start of it began while it was active elsewhere.
 func (w *World) Script(trace []string) string {
 	lines := []string{"# found by the model checker (test/model), world " + w.Name}
 	lines = append(lines, w.Setup...)
 	lines = append(lines, w.Warmup)
 	lines = append(lines, trace...)
-	lines = append(lines, "expect "+w.Service+" never twice")
+	lines = append(lines, "expect "+w.Service+" never twice", "expect "+w.Service+" started alone")
 	return strings.Join(lines, "\n") + "\n"
 }

@@ -19,6 +19,7 @@ var plantedCases = []struct {
 	{planted.TieWins, Tie2(), Bounds{Depth: 8, Faults: 2}},
 	{planted.NoStopDeadline, OneVote2(), Bounds{Depth: 6, Faults: 2}},
 	{planted.NoStopDeadline, Majority3(), Bounds{Depth: 6, Faults: 1}},
+	{planted.PlainVoteOurs, Plain2(), Bounds{Depth: 8, Faults: 1}},
 }
 
 // The checker finds each planted defect, with a shortest trace that

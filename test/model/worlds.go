@@ -6,7 +6,8 @@ package model
 
 // OneVote2 is 2 nodes and Haven's one-vote arbitrator (no fence command):
 // the moves are time, crashes and daemon starts, a partition and its
-// heal, a node cut off from the arbitrator and back, a failed stop. Its
+// heal, the frames of one node lost to the other, a daemon paused for 6s,
+// a node cut off from the arbitrator and back, a failed stop. Its
 // stops take 5s, longer than the margins of the arbitrator's lease: the
 // takeover must wait for the lost owner's stop budget.
 func OneVote2() *World {
@@ -23,6 +24,8 @@ func OneVote2() *World {
 		Step:         "run 3s",
 		Arbitrator:   "a",
 		StopFailures: true,
+		OneWay:       true,
+		Pause:        "6s",
 	}
 }
 
@@ -56,4 +59,15 @@ func Majority3() *World {
 		Service: "web",
 		Step:    "run 3s",
 	}
+}
+
+// Plain2 is 2 nodes and a plain arbitrator (it answers whoever asks), no
+// fence command: a node that lost its peer cannot tell whether the peer
+// kept the quorum too, so it never takes over (safe, not available).
+func Plain2() *World {
+	w := OneVote2()
+	w.Name = "plain2"
+	w.Setup[1] = "arbitrator a timeout=1s"
+	w.OneWay, w.Pause = false, ""
+	return w
 }
