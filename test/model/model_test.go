@@ -1,6 +1,9 @@
 package model
 
 import (
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -65,6 +68,7 @@ func TestModelSafe(t *testing.T) {
 	}{
 		{Tie2(), Bounds{Depth: 8, Faults: 2}},
 		{OneVote2(), Bounds{Depth: 6, Faults: 2}},
+		{Plain2(), Bounds{Depth: 6, Faults: 2}},
 		{Majority3(), Bounds{Depth: 6, Faults: 2}},
 	} {
 		r, err := Check(c.w, c.b)
@@ -89,5 +93,34 @@ func TestScriptReplays(t *testing.T) {
 	}
 	if len(res.Failed) != 0 {
 		t.Fatalf("a safe trace fails in the simulation: %v", res.Failed)
+	}
+}
+
+// The longer bound, by hand (docs/model.md):
+//
+//	HAVEN_MODEL_DEPTH=8 HAVEN_MODEL_FAULTS=2 go test -count=1 -v -run TestModelDeep -timeout 60m ./test/model
+//
+// HAVEN_MODEL_WORLD picks one world by name.
+func TestModelDeep(t *testing.T) {
+	depth, _ := strconv.Atoi(os.Getenv("HAVEN_MODEL_DEPTH"))
+	faults, _ := strconv.Atoi(os.Getenv("HAVEN_MODEL_FAULTS"))
+	if depth <= 0 || faults <= 0 {
+		t.Skip("the longer bound runs by hand: set HAVEN_MODEL_DEPTH and HAVEN_MODEL_FAULTS")
+	}
+	for _, w := range Worlds() {
+		if name := os.Getenv("HAVEN_MODEL_WORLD"); name != "" && name != w.Name {
+			continue
+		}
+		r, err := Check(w, Bounds{Depth: depth, Faults: faults})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		t.Logf("%s depth %d faults %d: %d states, %d merged, %d worlds built, %s, heap %d MiB", w.Name, depth, faults, r.States, r.Merged, r.Replays,
+			r.Elapsed.Round(1e6), m.HeapAlloc>>20)
+		if v := r.Violation; v != nil {
+			t.Errorf("%s: %s after %d moves; the scenario:\n%s", w.Name, v.Invariant, len(v.Trace), v.Script)
+		}
 	}
 }

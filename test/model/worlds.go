@@ -1,5 +1,8 @@
 package model
 
+// Worlds are the worlds of the first slice, in the order of docs/model.md.
+func Worlds() []*World { return []*World{Tie2(), OneVote2(), Plain2(), Majority3()} }
+
 // The worlds of the first slice: 2 nodes and 1 failover service (an app
 // only), quorum on, every node running web's app at the end of the
 // warm-up on n1.
