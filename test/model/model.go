@@ -38,6 +38,9 @@ type World struct {
 	Arbitrator string
 	// StopFailures offers a failed stop on each node as a fault.
 	StopFailures bool
+	// DaemonStops offers the stop of a running daemon (maintenance: its
+	// services keep running) as a fault.
+	DaemonStops bool
 	// OneWay offers the loss of every frame from one node to another as
 	// a fault (heal ends it).
 	OneWay bool
@@ -141,6 +144,9 @@ func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
 			add(n+": nodemgr daemon start", nil)
 		} else {
 			add("crash "+n, nil)
+		}
+		if w.DaemonStops && machines[n] == "running" {
+			add(n+": nodemgr daemon stop", nil)
 		}
 	}
 	healed := func(f *facts) { f.Cut, f.OneWay = false, nil }

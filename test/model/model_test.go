@@ -82,6 +82,29 @@ func TestModelSafe(t *testing.T) {
 	}
 }
 
+// Without the node guard, a daemon stopped (maintenance) on the node cut
+// off leaves its service running, and the majority takes it over: the
+// hazard the guard is for, which the checker finds.
+func TestWithoutGuardDaemonStop(t *testing.T) {
+	w := WithoutGuard(Majority3(), true)
+	r, err := Check(w, Bounds{Depth: 6, Faults: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := r.Violation
+	if v == nil {
+		t.Fatalf("no violation in %s (%d states)", w.Name, r.States)
+	}
+	t.Logf("%s: %s; shortest trace %d moves: %s", w.Name, v.Invariant, len(v.Trace), strings.Join(v.Trace, "; "))
+	res, err := sim.RunScript(w.Name, v.Script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed) == 0 {
+		t.Errorf("the trace does not fail in the simulation:\n%s", res.Output)
+	}
+}
+
 // A violation's script replays in the simulation (its expect fails
 // there): a trace that the checker found is a regression test.
 func TestScriptReplays(t *testing.T) {

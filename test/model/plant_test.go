@@ -16,7 +16,10 @@ var plantedCases = []struct {
 	w   *World
 	b   Bounds
 }{
-	{planted.TieWins, Tie2(), Bounds{Depth: 8, Faults: 2}},
+	// the guard ends the apps of a node whose acknowledged beats
+	// stopped, whatever its vote said: it hides this defect within the
+	// bound, so this case runs without it
+	{planted.TieWins, WithoutGuard(Tie2(), false), Bounds{Depth: 8, Faults: 2}},
 	{planted.NoStopDeadline, OneVote2(), Bounds{Depth: 6, Faults: 2}},
 	{planted.NoStopDeadline, Majority3(), Bounds{Depth: 6, Faults: 1}},
 	{planted.PlainVoteOurs, Plain2(), Bounds{Depth: 8, Faults: 1}},

@@ -1,11 +1,16 @@
 package model
 
+import (
+	"slices"
+	"strings"
+)
+
 // Worlds are the worlds of the first slice, in the order of docs/model.md.
 func Worlds() []*World { return []*World{Tie2(), OneVote2(), Plain2(), Majority3()} }
 
-// The worlds of the first slice: 2 nodes and 1 failover service (an app
-// only), quorum on, every node running web's app at the end of the
-// warm-up on n1.
+// The worlds of the first slice: 2 or 3 nodes and 1 failover service (an
+// app only) running on n1 at the end of the warm-up, quorum on, and the
+// node guard on every node (node.guard, on by default).
 
 // OneVote2 is 2 nodes and Haven's one-vote arbitrator (no fence command):
 // the moves are time, crashes and daemon starts, a partition and its
@@ -17,7 +22,7 @@ func OneVote2() *World {
 	return &World{
 		Name: "onevote2",
 		Setup: []string{
-			"cluster n1 n2 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop",
+			"cluster n1 n2 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop guard=true",
 			"arbitrator a timeout=1s onevote",
 			"service web nodes=n1,n2 orchestrate=ha stop=5s",
 		},
@@ -33,34 +38,39 @@ func OneVote2() *World {
 }
 
 // Tie2 is 2 nodes with quorum on and no arbitrator: a partition leaves
-// each side 1 vote of 2, a tie, which loses.
+// each side 1 vote of 2, a tie, which loses. The moves are time, crashes,
+// daemon stops (maintenance) and starts, a partition and its heal.
 func Tie2() *World {
 	return &World{
 		Name: "tie2",
 		Setup: []string{
-			"cluster n1 n2 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop",
+			"cluster n1 n2 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop guard=true",
 			"service web nodes=n1,n2 orchestrate=ha",
 		},
-		Warmup:  "run 12s",
-		Nodes:   []string{"n1", "n2"},
-		Service: "web",
-		Step:    "run 3s",
+		Warmup:      "run 12s",
+		Nodes:       []string{"n1", "n2"},
+		Service:     "web",
+		Step:        "run 3s",
+		DaemonStops: true,
 	}
 }
 
 // Majority3 is 3 nodes with quorum on and no arbitrator: a node cut off
 // alone holds 1 vote of 3 and stops; the 2 others hold the majority.
+// The moves are time, crashes, daemon stops and starts, one node
+// partitioned from the two others, and the heal.
 func Majority3() *World {
 	return &World{
 		Name: "majority3",
 		Setup: []string{
-			"cluster n1 n2 n3 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop",
+			"cluster n1 n2 n3 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop guard=true",
 			"service web nodes=n1,n2,n3 orchestrate=ha stop=5s",
 		},
-		Warmup:  "run 12s",
-		Nodes:   []string{"n1", "n2", "n3"},
-		Service: "web",
-		Step:    "run 3s",
+		Warmup:      "run 12s",
+		Nodes:       []string{"n1", "n2", "n3"},
+		Service:     "web",
+		Step:        "run 3s",
+		DaemonStops: true,
 	}
 }
 
@@ -73,4 +83,17 @@ func Plain2() *World {
 	w.Setup[1] = "arbitrator a timeout=1s"
 	w.OneWay, w.Pause = false, ""
 	return w
+}
+
+// WithoutGuard is w with node.guard off on every node (the previous
+// behaviour: a daemon that stops leaves its services running, and only
+// its split_action, which a stopped daemon does not run, stops them),
+// daemon stops offered or not.
+func WithoutGuard(w *World, daemonStops bool) *World {
+	c := *w
+	c.Name = w.Name + "-noguard"
+	c.Setup = slices.Clone(w.Setup)
+	c.Setup[0] = strings.Replace(c.Setup[0], " guard=true", " guard=false", 1)
+	c.DaemonStops = daemonStops
+	return &c
 }
