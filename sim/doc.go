@@ -143,6 +143,11 @@
 // commands (">") with their answers, the expect results, and the final
 // state.
 //
+// A Session (session.go) runs a scenario one line at a time, and its
+// cluster answers between two lines (Core, Machine, DiskState, AppToken,
+// UpOn, StartOverlaps): the model checker (test/model, docs/model.md)
+// rebuilds each world it explores that way.
+//
 // # Adding a scenario
 //
 // Write testdata/scenarios/NAME.txt with a comment saying which rule of
