@@ -369,6 +369,9 @@ func (d *daemon) beginStop(mode string) {
 		return
 	}
 	d.mode = mode
+	if mode == "stop" {
+		d.guardMaintenance() // before the node announces maintenance (guard.go)
+	}
 	d.drv.BeginStop(mode)
 }
 
@@ -387,7 +390,9 @@ func (d *daemon) readyToExit() bool {
 // exit is the end of daemon.Run: the last state reaches the peers, then the
 // heartbeat closes.
 func (d *daemon) exit() {
-	d.n.guard.armed = false // guard.go: no maintenance lease here
+	if d.mode == "shutdown" {
+		d.n.guard.armed = false // every local instance stopped: nothing to end
+	}
 	d.drv.Publish()
 	d.hb.Close()
 	d.n.d = nil

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"haven/config"
 	"haven/node"
+	"haven/quorum"
 )
 
 // The node guard (docs/behaviour.md 3.1), with `guard=true` on the cluster
@@ -24,9 +26,17 @@ import (
 // keeps a record, which the daemon takes in at its next turn
 // (guard_fired).
 //
-// Departures: the guard acts at once (the daemon's has up to 2.5s, which
-// the gates count); a clean stop (nodemgr daemon stop) disarms it here,
-// where the daemon leaves it a lease shorter than the maintenance grace.
+// A clean stop (nodemgr daemon stop) leaves the guard the lease that ends
+// before maintenance_grace_period (guardMaintenance), or the lease in
+// place when the core says the node may not run its services; a daemon
+// restart leaves the lease in place (the new daemon renews it); a
+// shutdown, its instances stopped, disarms it. The guard survives the
+// daemon: a daemon stopped while cut off from its peers, who never hear
+// it announce maintenance, has its services ended by its guard before
+// their takeover gate opens.
+//
+// Departure: the guard acts at once (the daemon's has up to 2.5s, which
+// the gates count).
 
 // simGuard is a machine's guard.
 type simGuard struct {
@@ -50,7 +60,7 @@ func (d *daemon) guardStep() bool {
 		a, ok := d.hb.Acked(peer)
 		return a.Sent, ok
 	})
-	if ok {
+	if ok && d.mode != "stop" { // a clean stop renews nothing after its maintenance lease
 		g.armed, g.until = true, until
 	}
 	in := node.GuardReported{Armed: g.armed, NotRenewed: why, Fired: g.fired, Now: now}
@@ -89,4 +99,20 @@ func (c *Cluster) fireGuards() bool {
 		acted = true
 	}
 	return acted
+}
+
+// guardMaintenance is the guard's share of a clean stop, as the daemon's:
+// the lease becomes quorum.GuardMaintenanceLease from now, and nothing
+// renews it any more; when the core says the node may not run its
+// services, the lease in place stands.
+func (d *daemon) guardMaintenance() {
+	g := &d.n.guard
+	if !d.c.opt.Guard || !g.armed {
+		return
+	}
+	now := d.c.clk.Now()
+	if ok, _ := d.core.GuardEntitled(now); ok {
+		g.until = now.Add(quorum.GuardMaintenanceLease(d.c.opt.MaintenanceGrace, config.GuardAct))
+		d.c.logf(d.name, "", "node guard: the lease now covers maintenance_grace_period (ends at %s)", fmtTime(g.until.Sub(T0)))
+	}
 }
