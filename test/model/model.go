@@ -41,6 +41,9 @@ type World struct {
 	// DaemonStops offers the stop of a running daemon (maintenance: its
 	// services keep running) as a fault.
 	DaemonStops bool
+	// DiskFaults offers a node's state disk failing (every write fails
+	// until "ok") and, when it fails, its repair, as faults.
+	DiskFaults bool
 	// OneWay offers the loss of every frame from one node to another as
 	// a fault (heal ends it).
 	OneWay bool
@@ -88,6 +91,7 @@ type facts struct {
 	OneWay      []string          // the links cut one way ("n1>n2"), sorted
 	Unreachable []string          // the nodes cut off from the arbitrator, sorted
 	StopFails   []string          // nodes where the next stop fails, sorted
+	BadDisks    []string          // nodes whose state writes fail, sorted
 	MaxToken    uint64            // the greatest fencing token an app saw so far
 	Tokens      map[string]uint64 // by node: the token of its app's last start
 }
@@ -96,6 +100,7 @@ func (f facts) clone() facts {
 	f.Unreachable = slices.Clone(f.Unreachable)
 	f.OneWay = slices.Clone(f.OneWay)
 	f.StopFails = slices.Clone(f.StopFails)
+	f.BadDisks = slices.Clone(f.BadDisks)
 	t := make(map[string]uint64, len(f.Tokens))
 	for k, v := range f.Tokens {
 		t[k] = v
@@ -187,6 +192,15 @@ func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
 			}
 		}
 	}
+	if w.DiskFaults {
+		for _, n := range w.Nodes {
+			if slices.Contains(f.BadDisks, n) {
+				add("disk "+n+" ok", func(f *facts) { f.BadDisks = toggle(f.BadDisks, n, false) })
+			} else {
+				add("disk "+n+" fail", func(f *facts) { f.BadDisks = toggle(f.BadDisks, n, true) })
+			}
+		}
+	}
 	if w.StopFailures {
 		for _, n := range w.Nodes {
 			if !slices.Contains(f.StopFails, n) {
@@ -224,7 +238,7 @@ func (w *World) build(trace []string) (*sim.Cluster, error) {
 func Hash(c *sim.Cluster, w *World, f facts) string {
 	h := sha256.New()
 	now := sim.T0.Add(c.Now())
-	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v stopfails=%v max=%d overlaps=%d\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.StopFails,
+	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v stopfails=%v baddisks=%v max=%d overlaps=%d\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.StopFails, f.BadDisks,
 		f.MaxToken, len(c.StartOverlaps(w.Service)))
 	up := c.UpOn(w.Service)
 	enc := json.NewEncoder(h)

@@ -58,7 +58,8 @@ func Tie2() *World {
 // Majority3 is 3 nodes with quorum on and no arbitrator: a node cut off
 // alone holds 1 vote of 3 and stops; the 2 others hold the majority.
 // The moves are time, crashes, daemon stops and starts, one node
-// partitioned from the two others, and the heal.
+// partitioned from the two others, and the heal, a node's state disk
+// failing (every write) and repaired.
 func Majority3() *World {
 	return &World{
 		Name: "majority3",
@@ -71,6 +72,7 @@ func Majority3() *World {
 		Service:     "web",
 		Step:        "run 3s",
 		DaemonStops: true,
+		DiskFaults:  true,
 	}
 }
 
