@@ -87,7 +87,7 @@ func TestModelSafe(t *testing.T) {
 // hazard the guard is for, which the checker finds.
 func TestWithoutGuardDaemonStop(t *testing.T) {
 	w := WithoutGuard(Majority3(), true)
-	r, err := Check(w, Bounds{Depth: 6, Faults: 2})
+	r, err := Check(w, Bounds{Depth: 5, Faults: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
