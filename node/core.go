@@ -61,7 +61,7 @@ type Config struct {
 	WriteThrough bool
 }
 
-// Core is one node's logic, driven by package node/driver (in package
+// Core is one node's logic, driven by package driver (in package
 // daemon for real, package sim in the simulation). It does no IO and reads no clock: every
 // input that depends on time carries now. After each input the driver
 // takes the Ready and carries it out.
