@@ -54,7 +54,7 @@ func (c *Core) checkDiskSplit(now time.Time) {
 	s := &c.disk
 	if s.split && !s.escalated && c.cfg.Quorum.SplitAction == SplitStop {
 		for _, inst := range c.ilist {
-			if _, running := c.Status(inst.name); running && inst.busy == "" {
+			if _, running := c.Status(inst.name); running && inst.act.busy == "" {
 				s.escalated = true
 				c.splitNodeAction(SplitCrash, "the fencing disk is lost and the split stop of "+inst.name+" failed: escalate to crash")
 				return

@@ -112,7 +112,7 @@ func (c *Core) guardFired(f GuardFiring, now time.Time) {
 			continue
 		}
 		c.expect(svc, inst, dataset.ExpectNone)
-		inst.pendRID = ""
+		inst.lad.pendRID = ""
 		if inst.mon.State == dataset.Restarting {
 			c.setMonitorState(svc, inst, dataset.Idle, "ended by the node guard", now)
 		}

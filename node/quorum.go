@@ -548,10 +548,10 @@ func (c *Core) splitProgress(now time.Time) {
 			c.escalate(fmt.Sprintf("the split stop of %s failed (%s)", svc, inst.mon.Error))
 			return
 		}
-		if inst.busy == "" && running {
+		if inst.act.busy == "" && running {
 			c.runAction(svc, "stop", "quorum lost: split_action stop", now)
 		}
-		if inst.busy != "" || running {
+		if inst.act.busy != "" || running {
 			left = append(left, svc)
 		}
 	}

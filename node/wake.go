@@ -58,7 +58,7 @@ func (c *Core) nextCheckDue(now time.Time) (time.Time, bool) {
 		return c.nextCheck, true
 	}
 	for _, inst := range c.ilist {
-		if inst.busy == "" && !inst.checking && inst.local && inst.spec.Runnable {
+		if inst.act.busy == "" && !inst.chk.checking && inst.local && inst.spec.Runnable {
 			return now, true
 		}
 	}
