@@ -50,7 +50,7 @@ func benchTick(b *testing.B, scan bool) {
 		inst.chk.lastFull, inst.chk.lastMon = now, now
 	}
 	c.lastStep = now // a pass just ran
-	c.viewChanged = false
+	c.pv.viewChanged = false
 	c.Ready()
 	b.ReportAllocs()
 	b.ResetTimer()

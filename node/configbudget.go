@@ -22,12 +22,12 @@ const mergeBudget = 2 << 20
 // mergeConfigs, from the copies of the peers held now. It returns whether
 // some are still left (call it again, in a later turn).
 func (c *Core) mergeMore(now time.Time) bool {
-	for _, pn := range c.pnames {
+	for _, pn := range c.pv.pnames {
 		if !c.cd.more[pn] {
 			continue
 		}
 		delete(c.cd.more, pn)
-		if p := c.peers[pn]; p != nil && p.Data != nil {
+		if p := c.pv.peers[pn]; p != nil && p.Data != nil {
 			c.mergeConfigs(pn, p.Data.Configs, now)
 		}
 	}

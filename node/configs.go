@@ -443,8 +443,8 @@ func (c *Core) installed(op *cfgOp, now time.Time) {
 
 // remerge merges the peers' targets and clears of svc again.
 func (c *Core) remerge(svc string, now time.Time) {
-	for _, pn := range c.pnames {
-		d := c.peers[pn].Data
+	for _, pn := range c.pv.pnames {
+		d := c.pv.peers[pn].Data
 		if d == nil {
 			continue
 		}

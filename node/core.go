@@ -85,22 +85,14 @@ type Core struct {
 	// was in flight is stopped once the start ends.
 	shutdown bool
 
-	peers   map[string]*peer
-	pnames  []string // sorted
-	compat  bool     // every live member announces our compat
+	// pv is what the node knows of the other members (peers.go).
+	pv      peerView
 	monitor dataset.NodeMonitor
 	started time.Time
-	// confDiffers says how members' configuration differs (clusterconf.go)
-	confDiffers string
-	// viewChanged is set when a peer's data or status changed since the
-	// last decision pass; lastStep is the time of that pass.
-	viewChanged bool
-	lastStep    time.Time
+	// lastStep is the time of the last decision pass.
+	lastStep time.Time
 	// inc is what the incremental passes keep (incremental.go).
 	inc incremental
-	// eraBumps counts the changes of the state after which the peers'
-	// data merges as a whole again (peerdata.go).
-	eraBumps int
 
 	// targetFailed is the last cause given for a service's target that
 	// cannot be reached (monitor's Decision.TargetFailed), to say it once.
@@ -143,7 +135,7 @@ func New(cfg Config, st State) *Core {
 		cfg.Local = emptyLocal{}
 	}
 	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
-		compat: true, monitor: dataset.NodeIdle}
+		pv: peerView{compat: true}, monitor: dataset.NodeIdle}
 	c.vb.anchor = st.Lamport
 	c.initPeers()
 	c.markDurable()

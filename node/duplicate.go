@@ -143,6 +143,6 @@ func (p *peer) heldRunOnly() bool { return p.runHeld && !p.twin && !p.behind }
 
 // peerDuplicated reports whether two runs of the peer are heard at once.
 func (c *Core) peerDuplicated(name string) bool {
-	p := c.peers[name]
+	p := c.pv.peers[name]
 	return p != nil && p.twin
 }

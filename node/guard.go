@@ -130,7 +130,7 @@ func (c *Core) guardFired(f GuardFiring, now time.Time) {
 		c.checkNow(svc)
 	}
 	c.publish()
-	c.viewChanged = true
+	c.pv.viewChanged = true
 }
 
 // GuardEntitled reports whether the driver may renew the guard's lease at
@@ -202,7 +202,7 @@ func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, boo
 	if 2*have > total {
 		return full, true, ""
 	}
-	for _, n := range c.pnames {
+	for _, n := range c.pv.pnames {
 		if at, ok := acked(n); ok {
 			vs = append(vs, voucher{until: at.Add(lease), w: 1})
 		}
@@ -305,7 +305,7 @@ func (c *Core) anchoredHBTimeout(d *dataset.Node) (time.Duration, bool) {
 	}
 	hb := c.cfg.Quorum.HBTimeout
 	for n := range c.q.live {
-		p := c.peers[n]
+		p := c.pv.peers[n]
 		if p == nil || p.Data == nil || p.Data.Guard == nil || p.Data.Guard.HBTimeoutMs <= 0 {
 			return 0, false
 		}

@@ -116,7 +116,7 @@ func (c *Core) oneVoteResult(name string, g quorum.GrantAnswer, errText string, 
 	}
 	if was != l.granted || l.reason == "" {
 		c.emit(ArbitratorStatus{Name: name, OK: l.granted, Detail: l.reason, Refused: errText == "" && !g.Granted})
-		c.viewChanged = true
+		c.pv.viewChanged = true
 	}
 	c.voteAgainIfRegained(c.livePeers(now), now)
 	c.decideVote(now)

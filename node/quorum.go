@@ -220,8 +220,8 @@ func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
 // held (a restart: duplicate.go), whose data is current.
 func (c *Core) livePeers(now time.Time) []string {
 	var out []string
-	for _, name := range c.pnames {
-		p := c.peers[name]
+	for _, name := range c.pv.pnames {
+		p := c.pv.peers[name]
 		switch view.Status(p.Peer, now, c.cfg.MaintenanceGrace) {
 		case dataset.NodeStMaint, dataset.NodeStShutting:
 			// announced: a daemon stopped for maintenance (within its
@@ -313,21 +313,21 @@ func (c *Core) updateQuorum(now time.Time) {
 		// live now (declared down since, or not hearing this node) are
 		// lost, and voted on as usual.
 		q.rejoined = true
-		for _, n := range c.pnames {
-			if c.peers[n].Data != nil && !cur[n] && !slices.Contains(lost, n) {
+		for _, n := range c.pv.pnames {
+			if c.pv.peers[n].Data != nil && !cur[n] && !slices.Contains(lost, n) {
 				lost = append(lost, n)
 			}
 		}
 	}
 	q.live = cur
-	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pnames) && !c.justStalled(now) {
+	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pv.pnames) && !c.justStalled(now) {
 		c.endSplitFreeze("the cluster is whole again: every member hears this node and is heard")
 	}
 	if stalled > 0 {
 		// this daemon did not run for longer than hb.timeout: its peers
 		// may have declared it down and taken over; count it alone
 		c.emit(QuorumStall{Gap: stalled.Round(time.Millisecond).String()})
-		c.startVote(now, nil, c.pnames)
+		c.startVote(now, nil, c.pv.pnames)
 		q.stallAt = now
 	} else if len(lost) > 0 {
 		c.startVote(now, live, lost)
@@ -440,7 +440,7 @@ func (c *Core) endSplitFreeze(why string) {
 	if c.cfg.Quorum.SplitAction == SplitStop {
 		q.lost, q.splitSvcs = false, nil
 	}
-	c.viewChanged = true
+	c.pv.viewChanged = true
 }
 
 // startVote begins a vote: lost members were lost at now; live are the
@@ -493,7 +493,7 @@ func (c *Core) decideVote(now time.Time) {
 	q.last, q.lastAt = &v, now
 	c.emit(QuorumVote{Verdict: v, Lost: q.pendingLost, SplitAction: c.cfg.Quorum.SplitAction, Again: q.again})
 	c.publish()
-	c.viewChanged = true
+	c.pv.viewChanged = true
 	if v.Survive && c.state.SplitFrozen {
 		c.endSplitFreeze("this node holds the quorum again: " + v.String())
 	}
@@ -623,8 +623,8 @@ func (c *Core) hasStonith(node string) bool { return slices.Contains(c.cfg.Quoru
 // the peer is fenced or certainly stopped by its own split_action.
 func (c *Core) updateGates(now time.Time) {
 	q := &c.q
-	for _, name := range c.pnames {
-		p := c.peers[name]
+	for _, name := range c.pv.pnames {
+		p := c.pv.peers[name]
 		down := p.Data != nil && p.Data.Monitor != dataset.NodeShutting &&
 			view.Status(p.Peer, now, c.cfg.MaintenanceGrace) == dataset.NodeDown
 		g := q.gates[name]
@@ -637,7 +637,7 @@ func (c *Core) updateGates(now time.Time) {
 			if g.blocked != "" {
 				c.emit(TakeoverGate{Node: name, Closed: true})
 			}
-			c.viewChanged = true
+			c.pv.viewChanged = true
 			continue
 		case !down:
 			continue
@@ -647,7 +647,7 @@ func (c *Core) updateGates(now time.Time) {
 			continue
 		}
 		g.blocked, g.said = why, true
-		c.viewChanged = true
+		c.pv.viewChanged = true
 		if why == "" {
 			c.emit(TakeoverGate{Node: name, Cleared: true, Reason: c.gateCleared(g)})
 		} else {
@@ -692,9 +692,9 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 		g.restart, g.from = true, "this node held the quorum again"
 		return "this node lost the quorum"
 	}
-	for _, n := range c.pnames {
+	for _, n := range c.pv.pnames {
 		if q.live[n] {
-			if !slices.Contains(c.peers[n].unseen, name) {
+			if !slices.Contains(c.pv.peers[n].unseen, name) {
 				g.restart, g.from = true, "no live member heard "+name+" any more"
 				return n + " still hears " + name
 			}
@@ -703,7 +703,7 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	if d := p.Data; d != nil && d.Guard != nil && d.Guard.Anchored {
 		// the peer's lease counts from a member's declaration of it down:
 		// a member live since the gate started declared it maybe later
-		for _, n := range c.pnames {
+		for _, n := range c.pv.pnames {
 			if q.live[n] && !g.liveAt[n] {
 				g.restart, g.from = true, n+" became live"
 			}

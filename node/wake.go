@@ -40,8 +40,8 @@ func (c *Core) WatchesClock() bool {
 	if c.quorumOn() || c.monitor == dataset.NodeRejoin || len(c.cd.pending) > 0 || c.ps.failing != nil || c.ConfigMergesLeft() {
 		return true
 	}
-	for _, name := range c.pnames {
-		if c.peers[name].status == dataset.NodeStMaint {
+	for _, name := range c.pv.pnames {
+		if c.pv.peers[name].status == dataset.NodeStMaint {
 			return true
 		}
 	}
