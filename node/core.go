@@ -222,18 +222,15 @@ func (r *Ready) Empty() bool {
 func (c *Core) Ready() Ready {
 	r := c.ready
 	c.ready = Ready{}
-	c.hold(&r)
-	r.Answers = append(r.Answers, c.ps.outAnswers...)
-	r.Run = append(r.Run, c.ps.outRuns...)
-	r.NodeActions = append(r.NodeActions, c.ps.outNode...)
-	c.ps.outAnswers, c.ps.outRuns, c.ps.outNode = nil, nil, nil
+	c.ps.hold(&r, c.cfg.WriteThrough)
+	c.ps.drain(&r)
 	c.stampAnswers(r.Answers)
 	return r
 }
 
 // HasReady reports whether Ready would return anything.
 func (c *Core) HasReady() bool {
-	return !c.ready.Empty() || len(c.ps.outAnswers) > 0 || len(c.ps.outRuns) > 0 || len(c.ps.outNode) > 0
+	return !c.ready.Empty() || c.ps.released()
 }
 
 func (c *Core) persist()        { c.ready.Persist = &c.state }
