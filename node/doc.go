@@ -63,7 +63,8 @@
 //     stop / restart / shutdown); every answer by Ticket, every action
 //     run only once the Persist of its Ready is written (else
 //     actionAborted);
-//   - config distribution (configs.go): the config versions, digests and
+//   - config distribution (configs.go; what is in flight in configdist.go,
+//     a part of its own): the config versions, digests and
 //     lineages, the tombstones, which peer config to adopt (newer version
 //     wins, then the higher digest; a digest that lies or a config that
 //     does not parse is refused once per version), the edits made here
