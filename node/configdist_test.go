@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,18 +32,10 @@ import (
 //	leave-over peer=P
 //	take peer=P
 func TestConfigDistDatadriven(t *testing.T) {
-	files, err := filepath.Glob("testdata/configdist/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test file in testdata/configdist (%v)", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			var cd configDist
-			datadriven.RunFile(t, f, ddUpdate(), func(c *datadriven.Cmd) (string, error) {
-				return configDistStep(&cd, c)
-			})
-		})
-	}
+	datadriven.RunDir(t, "testdata/configdist/*.txt", ddUpdate(), func(*testing.T) func(*datadriven.Cmd) (string, error) {
+		var cd configDist
+		return func(c *datadriven.Cmd) (string, error) { return configDistStep(&cd, c) }
+	})
 }
 
 func configDistStep(cd *configDist, c *datadriven.Cmd) (string, error) {

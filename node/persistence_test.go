@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,18 +26,10 @@ import (
 //	failed err=TEXT       the write in flight failed: roll back, release
 //	drain                 what the writes released, handed over
 func TestPersistenceDatadriven(t *testing.T) {
-	files, err := filepath.Glob("testdata/persistence/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test file in testdata/persistence (%v)", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			var p persistence
-			datadriven.RunFile(t, f, ddUpdate(), func(c *datadriven.Cmd) (string, error) {
-				return persistenceStep(&p, c)
-			})
-		})
-	}
+	datadriven.RunDir(t, "testdata/persistence/*.txt", ddUpdate(), func(*testing.T) func(*datadriven.Cmd) (string, error) {
+		var p persistence
+		return func(c *datadriven.Cmd) (string, error) { return persistenceStep(&p, c) }
+	})
 }
 
 // ddUpdate is the -update flag of the datadriven tests (declared in

@@ -2,17 +2,11 @@ package node
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"go/ast"
-	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -39,36 +33,15 @@ type typeShape struct {
 // methods of *Core, and the lines of each file.
 func coreShape(t *testing.T) (shapes []typeShape, exported int, lines map[string]int) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-export", "-deps", "-json", ".")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	exports := map[string]string{}
+	exports, pkgs := goListExports(t, ".", "-deps", ".")
 	var self archPackage
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p archPackage
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("decode go list: %v", err)
-		}
-		exports[p.ImportPath] = p.Export
+	for _, p := range pkgs {
 		if p.ImportPath == "haven/node" {
 			self = p
 		}
 	}
 	fset := token.NewFileSet()
-	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
-		f, ok := exports[path]
-		if !ok || f == "" {
-			return nil, fmt.Errorf("no export data for %s", path)
-		}
-		return os.Open(f)
-	})
+	imp := exportImporter(fset, exports)
 	lines = map[string]int{}
 	var files []*ast.File
 	for _, name := range self.GoFiles {
