@@ -61,7 +61,7 @@ func (c *Core) checkDiskSplit(now time.Time) {
 			}
 		}
 	}
-	if !s.lost || s.split || !c.cfg.Quorum.DiskFence || !c.quorumOn() || c.q.lost || c.monitor == dataset.NodeRejoin {
+	if !s.lost || s.split || !c.cfg.Quorum.DiskFence || !c.quorumOn() || c.q.split.lost || c.monitor == dataset.NodeRejoin {
 		return
 	}
 	live, members := 1+len(c.livePeers(now)), len(c.cfg.ClusterNodes)

@@ -34,7 +34,7 @@ func (c *Core) fastAck(now time.Time) bool {
 		return true
 	}
 	q := &c.q
-	if q.lost || !q.pending.IsZero() {
+	if q.split.lost || !q.pending.IsZero() {
 		return false
 	}
 	live := 1 + len(c.livePeers(now))

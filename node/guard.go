@@ -146,7 +146,7 @@ func (c *Core) GuardEntitled(now time.Time) (ok bool, why string) {
 	}
 	q := &c.q
 	switch {
-	case q.lost:
+	case q.split.lost:
 		return false, "this node lost the quorum"
 	case !q.pending.IsZero():
 		return false, "a quorum vote waits for the arbitrators"
@@ -196,7 +196,7 @@ func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, boo
 			// ended early enough for the guard to have acted by the
 			// end of this node's estimate of the arbitrator's lease,
 			// so before any exclusive grant to another side
-			vs = append(vs, voucher{until: c.q.leases[a.Name].until.Add(-quorum.GuardBeforeGrant(lease, c.cfg.Guard.Act)), w: w})
+			vs = append(vs, voucher{until: c.q.ov.leases[a.Name].until.Add(-quorum.GuardBeforeGrant(lease, c.cfg.Guard.Act)), w: w})
 		}
 	}
 	if 2*have > total {

@@ -136,6 +136,18 @@ type quorumState struct {
 	// view of it, and its lost vote is not taken again.
 	stallAt time.Time
 
+	// split is what this node does once it lost a vote.
+	split splitStop
+
+	gates map[string]*gate
+
+	// ov is this node's standing with the one-vote arbitrators
+	// (onevote.go).
+	ov oneVoteBook
+}
+
+// splitStop is what a node that lost a vote does: its split_action.
+type splitStop struct {
 	// lost is set once this node lost a vote; splitSvcs are the instances
 	// its split_action stop stops; escalateAt is when it crashes if one
 	// still runs.
@@ -143,13 +155,6 @@ type quorumState struct {
 	splitSvcs  []string
 	escalateAt time.Time
 	escalated  bool
-
-	gates map[string]*gate
-
-	// leases are this node's standing with each one-vote arbitrator
-	// (onevote.go); nextReport is when the next reports are due.
-	leases     map[string]*lease
-	nextReport time.Time
 }
 
 // timing is the self-stop timing: the configured one, its stop budget
@@ -282,12 +287,12 @@ func (c *Core) updateQuorum(now time.Time) {
 		stalled = gap
 	}
 	q.lastTick, q.slept = now, 0
-	if c.cfg.Quorum.SplitAction == SplitStop && q.lost != c.state.SplitFrozen {
+	if c.cfg.Quorum.SplitAction == SplitStop && q.split.lost != c.state.SplitFrozen {
 		// the split freeze is the lost state of a split_action stop: an
 		// admin's thaw ended it (the node is back in the race), or it
 		// was restored from the state file (a daemon restarted frozen)
-		q.lost = c.state.SplitFrozen
-		q.splitSvcs = nil
+		q.split.lost = c.state.SplitFrozen
+		q.split.splitSvcs = nil
 	}
 	live := c.livePeers(now)
 	cur := make(map[string]bool, len(live))
@@ -382,7 +387,7 @@ func (c *Core) mayRegain(live []string, now time.Time) string {
 	}
 	switch {
 	case c.state.SplitFrozen:
-	case q.lost:
+	case q.split.lost:
 		return "" // crashing or rebooting
 	case q.last != nil && !q.last.Survive && len(q.gates) > 0:
 	default:
@@ -438,7 +443,7 @@ func (c *Core) endSplitFreeze(why string) {
 	}
 	c.setSplitFrozen(false, why)
 	if c.cfg.Quorum.SplitAction == SplitStop {
-		q.lost, q.splitSvcs = false, nil
+		q.split.lost, q.split.splitSvcs = false, nil
 	}
 	c.pv.viewChanged = true
 }
@@ -485,7 +490,7 @@ func (c *Core) decideVote(now time.Time) {
 	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: q.pendingLive, Arbitrators: arbs, Frozen: c.state.NodeFrozen})
 	started := q.pending
 	q.pending = time.Time{}
-	if q.lost && !v.Survive {
+	if q.split.lost && !v.Survive {
 		// already out of the race (stopped and frozen, or crashed): one
 		// vote said it
 		return
@@ -497,7 +502,7 @@ func (c *Core) decideVote(now time.Time) {
 	if v.Survive && c.state.SplitFrozen {
 		c.endSplitFreeze("this node holds the quorum again: " + v.String())
 	}
-	if v.Survive || v.Skipped || q.lost {
+	if v.Survive || v.Skipped || q.split.lost {
 		return // a node that already lost stays stopped (or crashed)
 	}
 	c.splitAction(started, now, v)
@@ -511,22 +516,22 @@ func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
 	case SplitDisabled:
 		return // the vote event said it
 	case SplitCrash, SplitReboot:
-		q.lost = true
+		q.split.lost = true
 		c.splitNodeAction(c.cfg.Quorum.SplitAction, reason)
 		return
 	}
-	q.lost = true
+	q.split.lost = true
 	c.setSplitFrozen(true, reason+": every local instance stopped, node frozen until it holds the quorum again or the cluster is whole (nodemgr thaw ends it sooner)")
-	q.escalateAt = started.Add(c.timing().EscalateAfter())
-	q.escalated = false
-	q.splitSvcs = q.splitSvcs[:0]
+	q.split.escalateAt = started.Add(c.timing().EscalateAfter())
+	q.split.escalated = false
+	q.split.splitSvcs = q.split.splitSvcs[:0]
 	for _, inst := range c.ilist {
 		if inst.local && inst.spec.Runnable {
-			q.splitSvcs = append(q.splitSvcs, inst.name)
+			q.split.splitSvcs = append(q.split.splitSvcs, inst.name)
 		}
 	}
 	c.splitProgress(now)
-	c.wakeAt(q.escalateAt)
+	c.wakeAt(q.split.escalateAt)
 }
 
 // splitProgress stops what still runs after a lost vote (an action in
@@ -534,11 +539,11 @@ func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
 // escalation deadline passed with an instance still running.
 func (c *Core) splitProgress(now time.Time) {
 	q := &c.q
-	if !q.lost || q.escalated || c.cfg.Quorum.SplitAction != SplitStop {
+	if !q.split.lost || q.split.escalated || c.cfg.Quorum.SplitAction != SplitStop {
 		return
 	}
 	var left []string
-	for _, svc := range q.splitSvcs {
+	for _, svc := range q.split.splitSvcs {
 		inst := c.insts[svc]
 		if inst == nil {
 			continue
@@ -555,13 +560,13 @@ func (c *Core) splitProgress(now time.Time) {
 			left = append(left, svc)
 		}
 	}
-	if len(left) > 0 && !now.Before(q.escalateAt) {
+	if len(left) > 0 && !now.Before(q.split.escalateAt) {
 		c.escalate(fmt.Sprintf("the split stop did not end by its deadline (%s still running)", strings.Join(left, ", ")))
 	}
 }
 
 func (c *Core) escalate(why string) {
-	c.q.escalated = true
+	c.q.split.escalated = true
 	c.splitNodeAction(SplitCrash, "quorum lost and "+why+": escalate to crash, as a watchdog would")
 }
 
@@ -688,7 +693,7 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	if !q.pending.IsZero() {
 		return "this node's quorum vote waits for the arbitrators"
 	}
-	if q.lost || q.last != nil && !q.last.Survive {
+	if q.split.lost || q.last != nil && !q.last.Survive {
 		g.restart, g.from = true, "this node held the quorum again"
 		return "this node lost the quorum"
 	}
@@ -826,7 +831,7 @@ func (c *Core) QuorumInfo(now time.Time) *dataset.QuorumInfo {
 		return nil
 	}
 	q := &c.q
-	qi := &dataset.QuorumInfo{SplitAction: c.cfg.Quorum.SplitAction, Pending: !q.pending.IsZero(), Lost: q.lost, SelfStop: c.SelfStop()}
+	qi := &dataset.QuorumInfo{SplitAction: c.cfg.Quorum.SplitAction, Pending: !q.pending.IsZero(), Lost: q.split.lost, SelfStop: c.SelfStop()}
 	live := append([]string{c.cfg.Name}, c.livePeers(now)...)
 	sort.Strings(live)
 	qi.Live = live

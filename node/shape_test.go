@@ -17,7 +17,7 @@ import (
 // (a field is mutable when code of the package assigns it, or an element
 // of it, after the value is built). It only goes down: a type that grows
 // past it is a sub-machine waiting to be carved out of it.
-const shapeCeiling = 20
+const shapeCeiling = 18
 
 // typeShape is one struct type of package node: its fields, and those the
 // code assigns.
