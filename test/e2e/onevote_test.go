@@ -223,7 +223,10 @@ func TestNetnsOneVoteArbitratorRestartedMidSplit(t *testing.T) {
 	}
 	q.ok(q.bed.Heal())
 	q.waitFor(20*time.Second, "n2 hears n1 again", func() bool { return peerStatus(c["n2"], "n1") == dataset.NodeUp })
-	if _, ok := q.first("n2", "start", cut); ok || frozen(c["n2"]) || !upOnlyOn(c["n2"], "web", "n1")() {
+	// n2's copy of n1's data is confirmed a moment after it hears n1
+	// (stale until then: web neither up nor down there)
+	q.waitFor(10*time.Second, "n2 sees web on n1 only", upOnlyOn(c["n2"], "web", "n1"))
+	if _, ok := q.first("n2", "start", cut); ok || frozen(c["n2"]) {
 		q.dump()
 		t.Fatal("after the heal: web must stay on n1 only, n2 thawed")
 	}
