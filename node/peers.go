@@ -67,9 +67,11 @@ type peer struct {
 	// behind: the heartbeat said its data is stale (stale.go).
 	behind bool
 	// twin: two runs of its name are heard at once; downHeld: a Down
-	// came meanwhile; runHeld: its new run is not trusted yet
+	// came meanwhile; runHeld: its new run is not trusted yet; trusting:
+	// its new run was trusted, the copy the transport held is not taken
+	// yet (the Data event that follows RunTrusted)
 	// (duplicate.go).
-	twin, downHeld, runHeld bool
+	twin, downHeld, runHeld, trusting bool
 	// merged is the merge era of the last merge of its whole data
 	// (peerdata.go).
 	merged mergeEra
