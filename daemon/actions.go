@@ -2,8 +2,8 @@ package daemon
 
 import (
 	"haven/api"
+	"haven/driver"
 	"haven/node"
-	"haven/node/driver"
 )
 
 // nodeAction runs freeze, thaw or drain of this node (the node core's

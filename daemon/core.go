@@ -9,8 +9,8 @@ import (
 
 	"haven/api"
 	"haven/dataset"
+	"haven/driver"
 	"haven/node"
-	"haven/node/driver"
 	"haven/resource"
 )
 

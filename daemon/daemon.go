@@ -19,6 +19,7 @@ import (
 	"haven/api"
 	"haven/config"
 	"haven/config/tomlfile"
+	"haven/driver"
 	"haven/heartbeat"
 	"haven/internal/cgroup"
 	"haven/internal/clock"
@@ -26,7 +27,6 @@ import (
 	"haven/internal/paths"
 	"haven/internal/version"
 	"haven/node"
-	"haven/node/driver"
 	"haven/node/upgrade"
 	"haven/resource"
 )
@@ -108,7 +108,7 @@ type Daemon struct {
 	ps      persistLoop
 	node    *config.NodeConfig
 	cluster *config.ClusterConfig
-	// drv drives the node core (package node/driver: the loop rules, the
+	// drv drives the node core (package driver: the loop rules, the
 	// answers by ticket, the order of a Ready); core is its core (the
 	// durable state, targets, clears and --wait callers), dur its
 	// durable state.

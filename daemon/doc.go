@@ -1,6 +1,6 @@
 // Package daemon is the shell of a Haven node: the effects of the node
 // core (package node) for real, under the driver shared with the
-// simulation (package node/driver: the loop rules, the heartbeat mapping,
+// simulation (package driver: the loop rules, the heartbeat mapping,
 // the admin routing, the tickets, the order of a Ready). One event loop
 // feeds the core its inputs through the driver (heartbeat events, ticks,
 // the ends of actions, admin requests) and carries out its Ready (the

@@ -3,7 +3,7 @@ package daemon
 import (
 	"go.uber.org/zap"
 
-	"haven/node/driver"
+	"haven/driver"
 )
 
 // refusePeerName logs an invalid name received from a peer, refused by

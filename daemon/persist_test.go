@@ -12,10 +12,10 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/driver"
 	"haven/internal/clock"
 	"haven/internal/paths"
 	"haven/node"
-	"haven/node/driver"
 )
 
 type result struct {

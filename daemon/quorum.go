@@ -14,8 +14,8 @@ import (
 
 	"haven/arbitrator"
 	"haven/config"
+	"haven/driver"
 	"haven/node"
-	"haven/node/driver"
 )
 
 // runProbes probes the arbitrators the core asked for, each in a worker

@@ -11,10 +11,10 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/driver"
 	"haven/heartbeat"
 	"haven/heartbeat/disk"
 	"haven/node"
-	"haven/node/driver"
 )
 
 // The disk heartbeat, its SBD-style fencing and the watchdog (node.toml

@@ -10,10 +10,10 @@ import (
 	"go.uber.org/zap"
 
 	"haven/config"
+	"haven/driver"
 	"haven/heartbeat"
 	"haven/heartbeat/disk"
 	"haven/internal/clock"
-	"haven/node/driver"
 )
 
 // TestWatchdogPetsStopWhenTheLoopIsBlocked: the pulse pets the watchdog

@@ -46,7 +46,7 @@ func (c *Core) adminLocal(req LocalRequest) Ticket {
 		}
 		// refused where it would run a second copy of a service that runs
 		// elsewhere, as restart is, unless forced
-		if n := inst.upElsewhere; n != "" && !req.Force {
+		if n := inst.lad.upElsewhere; n != "" && !req.Force {
 			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s runs on %s: starting it here would run a second copy; move it (svcmgr -s %s switch --to %s), or start --local --force", svc, n, svc, c.cfg.Name)})
 			return tk
 		}
@@ -63,7 +63,7 @@ func (c *Core) adminLocal(req LocalRequest) Ticket {
 		// a stop then a start of this node's instance, in one action
 		// (restarting throughout: no peer contests meanwhile); refused where
 		// it would run a second copy of a service that runs elsewhere
-		if n := inst.upElsewhere; n != "" {
+		if n := inst.lad.upElsewhere; n != "" {
 			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s runs on %s: restart it there (svcmgr -s %s restart on %s), or move it (switch --to)", svc, n, svc, n)})
 			return tk
 		}

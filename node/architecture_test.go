@@ -58,42 +58,15 @@ type archPackage struct {
 // where it is used.
 func coreCallers(t *testing.T) map[string][]string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-export", "-deps", "-test", "-json", "./...")
-	cmd.Dir = ".."
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	exports := map[string]string{}
+	exports, pkgs := goListExports(t, "..", "-deps", "-test", "./...")
 	var ours []archPackage
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p archPackage
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("decode go list: %v", err)
-		}
-		if p.ForTest != "" {
-			continue // a package rebuilt for a test: its own export is what the test sees
-		}
-		if p.Export != "" {
-			exports[p.ImportPath] = p.Export
-		}
+	for _, p := range pkgs {
 		if strings.HasPrefix(p.ImportPath, "haven/") && !strings.HasSuffix(p.ImportPath, ".test") {
 			ours = append(ours, p)
 		}
 	}
 	fset := token.NewFileSet()
-	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
-		f, ok := exports[path]
-		if !ok {
-			return nil, fmt.Errorf("no export data for %s", path)
-		}
-		return os.Open(f)
-	})
+	imp := exportImporter(fset, exports)
 	uses := map[string][]string{}
 	check := func(path string, dir string, files []string) {
 		if len(files) == 0 {
@@ -132,6 +105,51 @@ func coreCallers(t *testing.T) map[string][]string {
 		uses[name] = slices.Compact(l)
 	}
 	return uses
+}
+
+// goListExports runs `go list -export -json args` in dir and returns the
+// export data file of each package, and the packages (but those rebuilt
+// for a test: their own export is what the test sees).
+func goListExports(t *testing.T, dir string, args ...string) (map[string]string, []archPackage) {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-export", "-json"}, args...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	exports := map[string]string{}
+	var pkgs []archPackage
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p archPackage
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list: %v", err)
+		}
+		if p.ForTest != "" {
+			continue
+		}
+		if p.Export != "" {
+			exports[p.ImportPath] = p.Export
+		}
+		pkgs = append(pkgs, p)
+	}
+	return exports, pkgs
+}
+
+// exportImporter imports packages from the export data of exports.
+func exportImporter(fset *token.FileSet, exports map[string]string) types.Importer {
+	return importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		f, ok := exports[path]
+		if !ok {
+			return nil, fmt.Errorf("no export data for %s", path)
+		}
+		return os.Open(f)
+	})
 }
 
 func isCoreMethod(fn *types.Func) bool {

@@ -47,10 +47,10 @@ func benchTick(b *testing.B, scan bool) {
 		c.heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: &dataset.Node{Name: n, Monitor: dataset.NodeIdle, Compat: 1}}, now)
 	}
 	for _, inst := range c.insts { // checked just now
-		inst.lastFull, inst.lastMon = now, now
+		inst.chk.lastFull, inst.chk.lastMon = now, now
 	}
 	c.lastStep = now // a pass just ran
-	c.viewChanged = false
+	c.pv.viewChanged = false
 	c.Ready()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -121,7 +121,7 @@ func benchHeartbeat(b *testing.B, incremental, running bool) {
 		c.heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: peer(n, "")}, now)
 	}
 	for _, inst := range c.insts { // checked, down
-		inst.avail, inst.overall, inst.lastFull, inst.lastMon = dataset.StatusDown, dataset.StatusDown, now, now
+		inst.avail, inst.overall, inst.chk.lastFull, inst.chk.lastMon = dataset.StatusDown, dataset.StatusDown, now, now
 	}
 	c.pass(now)
 	if rd := c.Ready(); running && len(rd.Run) > 0 {

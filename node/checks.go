@@ -11,6 +11,24 @@ import (
 	"haven/dataset/status"
 )
 
+// instChecks are the status checks of an instance.
+type instChecks struct {
+	// checking is set while a check runs; pendingCheck asks for a full
+	// one as soon as it ends; lastFull and lastMon are the last ends.
+	checking          bool
+	pendingCheck      bool
+	lastFull, lastMon time.Time
+	// ending is the action whose commands ended, waiting on the full
+	// check that follows (at endAt).
+	ending *actionEnd
+	endAt  time.Time
+	// checkWaiters are answered when the next full check ends.
+	checkWaiters []Ticket
+	// faults are the hard and fatal faults of the last check, to act on
+	// each once (faults.go).
+	faults string
+}
+
 // Check is an order to the driver: check the status of the resources of a
 // service's local instance (every one when Full, else the monitored
 // ones), then report them with checkDone, with Gen.
@@ -67,13 +85,13 @@ func (c *Core) check(svc string, inst *instance, full bool) {
 		c.afterFullCheck(svc, inst)
 		return
 	}
-	if inst.checking {
+	if inst.chk.checking {
 		if full {
-			inst.pendingCheck = true
+			inst.chk.pendingCheck = true
 		}
 		return
 	}
-	inst.checking = true
+	inst.chk.checking = true
 	c.ready.Check = append(c.ready.Check, Check{Service: svc, Full: full, Gen: inst.gen, FencingToken: c.fencingToken(svc)})
 }
 
@@ -86,11 +104,11 @@ func (c *Core) checkDone(ck Check, res map[string]dataset.Resource, now time.Tim
 	if inst == nil {
 		return
 	}
-	inst.checking = false
+	inst.chk.checking = false
 	if ck.Full {
-		inst.lastFull = now
+		inst.chk.lastFull = now
 	}
-	inst.lastMon = now
+	inst.chk.lastMon = now
 	if due := c.checkDue(inst); !c.nextCheck.IsZero() && due.Before(c.nextCheck) {
 		c.nextCheck = due
 	}
@@ -99,9 +117,9 @@ func (c *Core) checkDone(ck Check, res map[string]dataset.Resource, now time.Tim
 		c.check(svc, inst, true)
 		return
 	}
-	if ck.Full && inst.pendingCheck {
+	if ck.Full && inst.chk.pendingCheck {
 		// an action ended while this check ran: only the next one counts
-		inst.pendingCheck = false
+		inst.chk.pendingCheck = false
 		c.check(svc, inst, true)
 		return
 	}
@@ -128,8 +146,8 @@ func (c *Core) checkDone(ck Check, res map[string]dataset.Resource, now time.Tim
 		inst.avail, inst.overall = avail, overall
 		c.publish()
 	}
-	if inst.pendingCheck {
-		inst.pendingCheck = false
+	if inst.chk.pendingCheck {
+		inst.chk.pendingCheck = false
 		c.check(svc, inst, true)
 		return
 	}
@@ -153,13 +171,13 @@ func (c *Core) tickChecks(now time.Time) {
 	}
 	var next time.Time
 	for _, inst := range c.ilist {
-		if inst.busy != "" || inst.checking || !inst.local || !inst.spec.Runnable {
+		if inst.act.busy != "" || inst.chk.checking || !inst.local || !inst.spec.Runnable {
 			continue
 		}
 		switch {
 		case !now.Before(c.fullDue(inst)):
 			c.check(inst.name, inst, true)
-		case inst.spec.Monitored && now.Sub(inst.lastMon) >= c.cfg.MonitorInterval:
+		case inst.spec.Monitored && now.Sub(inst.chk.lastMon) >= c.cfg.MonitorInterval:
 			c.check(inst.name, inst, false)
 		default:
 			if due := c.checkDue(inst); next.IsZero() || due.Before(next) {
@@ -183,9 +201,9 @@ const checkSlots = 12
 // twice what they cost started together, docs/benchmarks.md). A
 // check never comes later than the interval, nor sooner than a slot less.
 func (c *Core) fullDue(inst *instance) time.Time {
-	due := inst.lastFull.Add(c.cfg.CheckInterval)
+	due := inst.chk.lastFull.Add(c.cfg.CheckInterval)
 	if slot := c.cfg.CheckInterval / checkSlots; slot > 0 {
-		if d := due.Truncate(slot); d.After(inst.lastFull) {
+		if d := due.Truncate(slot); d.After(inst.chk.lastFull) {
 			due = d
 		}
 	}
@@ -195,7 +213,7 @@ func (c *Core) fullDue(inst *instance) time.Time {
 // checkDue is the time of the next periodic check of an instance.
 func (c *Core) checkDue(inst *instance) time.Time {
 	due := c.fullDue(inst)
-	if m := inst.lastMon.Add(c.cfg.MonitorInterval); inst.spec.Monitored && m.Before(due) {
+	if m := inst.chk.lastMon.Add(c.cfg.MonitorInterval); inst.spec.Monitored && m.Before(due) {
 		due = m
 	}
 	return due
@@ -214,43 +232,43 @@ func (c *Core) actionDone(svc, kind string, err error, now time.Time) {
 	}
 	c.emit(ActionEnd{Svc: svc, Action: kind, Err: errText(err)})
 	c.actionFault(svc, err)
-	inst.ending = &actionEnd{kind: kind, err: err}
-	inst.endAt = now
+	inst.chk.ending = &actionEnd{kind: kind, err: err}
+	inst.chk.endAt = now
 	c.check(svc, inst, true)
 }
 
 // afterFullCheck answers those who waited on the status check
 // (whenChecked) and ends the action that waited on it.
 func (c *Core) afterFullCheck(svc string, inst *instance) {
-	for _, tk := range inst.checkWaiters {
+	for _, tk := range inst.chk.checkWaiters {
 		c.answer(Answer{Ticket: tk})
 	}
-	inst.checkWaiters = nil
-	end := inst.ending
+	inst.chk.checkWaiters = nil
+	end := inst.chk.ending
 	if end == nil {
 		return
 	}
-	inst.ending = nil
+	inst.chk.ending = nil
 	if end.kind == "stop" && end.err == nil {
 		// the commands said ok, the check says otherwise: the check wins
 		if end.err = stillUp(inst.res); end.err != nil {
 			c.emit(ActionEnd{Svc: svc, Action: "stop", Err: end.err.Error()})
 		}
 	}
-	c.finishAction(svc, inst, end.kind, end.err, inst.endAt)
+	c.finishAction(svc, inst, end.kind, end.err, inst.chk.endAt)
 	c.actionAnswered(inst, end.err)
 	if !inst.local && inst.retiring {
 		// the node was removed from the service's nodes: after its stop
 		// the old drivers are done; after another action (a start in
 		// flight at the removal) what runs is stopped now
-		inst.retiring = end.kind != "stop" && inst.busy == "" && c.stopRetired(svc, inst, inst.endAt)
+		inst.retiring = end.kind != "stop" && inst.act.busy == "" && c.stopRetired(svc, inst, inst.chk.endAt)
 	}
 	if c.shutdown && end.kind == "start" && inst.local && inst.spec.Runnable {
 		// a start that was running when the shutdown came: the shutdown
 		// stops what it started, or the daemon would exit with the service
 		// running (found by the chaos suite's SimulStart)
 		if _, running := c.Status(svc); running {
-			c.runAction(svc, "stop", "daemon shutdown (the start in flight ended)", inst.endAt)
+			c.runAction(svc, "stop", "daemon shutdown (the start in flight ended)", inst.chk.endAt)
 		}
 	}
 }
@@ -294,6 +312,6 @@ func (c *Core) whenChecked(svc string) Ticket {
 		c.answer(Answer{Ticket: tk})
 		return tk
 	}
-	inst.checkWaiters = append(inst.checkWaiters, tk)
+	inst.chk.checkWaiters = append(inst.chk.checkWaiters, tk)
 	return tk
 }

@@ -3,7 +3,6 @@ package node_test
 import (
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,16 +21,9 @@ import (
 // One clock for all. go test ./node -run TestDatadrivenCluster -update
 // rewrites the expected outputs.
 func TestDatadrivenCluster(t *testing.T) {
-	files, err := filepath.Glob("testdata/cluster/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test file in testdata/cluster/ (%v)", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			e := &env{t: t, now: ddT0}
-			datadriven.RunFile(t, f, *update, e.step)
-		})
-	}
+	datadriven.RunDir(t, "testdata/cluster/*.txt", *update, func(t *testing.T) func(*datadriven.Cmd) (string, error) {
+		return (&env{t: t, now: ddT0}).step
+	})
 }
 
 // env is the nodes of a cluster and the network between them. Its

@@ -22,12 +22,11 @@ const mergeBudget = 2 << 20
 // mergeConfigs, from the copies of the peers held now. It returns whether
 // some are still left (call it again, in a later turn).
 func (c *Core) mergeMore(now time.Time) bool {
-	for _, pn := range c.pnames {
-		if !c.cd.more[pn] {
+	for _, pn := range c.pv.pnames {
+		if !c.cd.takeLeftOver(pn) {
 			continue
 		}
-		delete(c.cd.more, pn)
-		if p := c.peers[pn]; p != nil && p.Data != nil {
+		if p := c.pv.peers[pn]; p != nil && p.Data != nil {
 			c.mergeConfigs(pn, p.Data.Configs, now)
 		}
 	}
@@ -41,10 +40,7 @@ func (c *Core) ConfigMergesLeft() bool { return len(c.cd.more) > 0 }
 // mergeSpent notes that mergeConfigs stopped at its budget on the configs
 // of from.
 func (c *Core) mergeSpent(from string) {
-	if c.cd.more == nil {
-		c.cd.more = map[string]bool{}
-	}
-	c.cd.more[from] = true
+	c.cd.leaveOver(from)
 }
 
 // The texts of the configs a node holds are bounded in all

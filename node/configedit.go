@@ -1,8 +1,6 @@
 package node
 
 import (
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +16,7 @@ import (
 // one new version; those that cannot be are answered "changed
 // concurrently".
 func (c *Core) rebasePending(name, from string, raw []byte) {
-	ps := append([]*pendingEdit(nil), c.cd.pending[name]...)
+	ps := c.cd.pendingOf(name)
 	if len(ps) == 0 {
 		return
 	}
@@ -65,11 +63,8 @@ func (c *Core) rebasePending(name, from string, raw []byte) {
 // checkEdits looks at every edit pending here (on the peers' news, and
 // at each tick: their status also changes with time alone).
 func (c *Core) checkEdits(now time.Time) {
-	if len(c.cd.pending) == 0 {
-		return
-	}
-	for _, name := range slices.Sorted(maps.Keys(c.cd.pending)) {
-		if !c.opsFor(name) {
+	for _, name := range c.cd.pendingServices() {
+		if !c.cd.busy(name) {
 			c.checkPending(name, now)
 		}
 	}
@@ -78,7 +73,7 @@ func (c *Core) checkEdits(now time.Time) {
 // checkPending answers the edits of name that every live peer now holds,
 // and fails those that waited too long.
 func (c *Core) checkPending(name string, now time.Time) {
-	ps := append([]*pendingEdit(nil), c.cd.pending[name]...)
+	ps := c.cd.pendingOf(name)
 	for _, p := range ps {
 		if !c.KnownConfig(name).IncludesEdit(c.cfg.Name, p.counter) {
 			// cannot happen while the rebase keeps the invariant; never ack it
@@ -101,8 +96,8 @@ func (c *Core) checkPending(name string, now time.Time) {
 // not include this node's edit made at counter n.
 func (c *Core) peersLacking(name string, n uint64, now time.Time) []string {
 	var out []string
-	for _, pn := range c.pnames {
-		p := c.peers[pn]
+	for _, pn := range c.pv.pnames {
+		p := c.pv.peers[pn]
 		if c.PeerStatus(pn, now) != dataset.NodeUp {
 			continue
 		}
@@ -115,22 +110,13 @@ func (c *Core) peersLacking(name string, n uint64, now time.Time) []string {
 
 // finishEdit answers a pending edit and forgets it.
 func (c *Core) finishEdit(name string, p *pendingEdit, err error) {
-	ps := c.cd.pending[name]
-	for i, x := range ps {
-		if x == p {
-			c.cd.pending[name] = append(ps[:i:i], ps[i+1:]...)
-			break
-		}
-	}
-	if len(c.cd.pending[name]) == 0 {
-		delete(c.cd.pending, name)
-	}
+	c.cd.forget(name, p)
 	c.answer(Answer{Ticket: p.ticket, Err: err})
 }
 
 // failPending answers every pending edit of name with err.
 func (c *Core) failPending(name string, err error) {
-	for _, p := range append([]*pendingEdit(nil), c.cd.pending[name]...) {
+	for _, p := range c.cd.pendingOf(name) {
 		c.finishEdit(name, p, err)
 	}
 }

@@ -72,24 +72,6 @@ type ConfigOp struct {
 // of concurrent versions before it fails as "changed concurrently".
 const maxRebases = 10
 
-// configDist is the core's bookkeeping of config distribution.
-type configDist struct {
-	// ops are the ConfigOps handed out and not yet reported, in order.
-	ops []*cfgOp
-	// pending are the edits made here that the live peers have not all
-	// adopted yet, by service, in the order they were accepted.
-	pending map[string][]*pendingEdit
-	// refused are the versions from peers that did not validate here (not
-	// tried again, logged once).
-	refused map[string]dataset.Version
-	// deletes are the deletions waiting for the stop of the local
-	// instance, by the ticket of that stop.
-	deletes map[Ticket]deletion
-	// more are the peers whose configs mergeConfigs left over at its
-	// budget, for mergeMore (configbudget.go).
-	more map[string]bool
-}
-
 // cfgOp is a ConfigOp handed out, with what its end decides.
 type cfgOp struct {
 	svc   string
@@ -144,10 +126,8 @@ func (c *Core) confirmTimeout() time.Duration {
 // this node holds, or is about to hold once the ConfigOps handed out are
 // written (a tombstone counts), without its text.
 func (c *Core) KnownConfig(name string) dataset.ConfigEntry {
-	for i := len(c.cd.ops) - 1; i >= 0; i-- {
-		if op := c.cd.ops[i]; op.svc == name {
-			return op.entry
-		}
+	if op := c.cd.lastOp(name); op != nil {
+		return op.entry
 	}
 	return c.configOnDisk(name)
 }
@@ -216,7 +196,7 @@ func (c *Core) checkLocalFile(name string, raw []byte) {
 
 // order hands a ConfigOp out.
 func (c *Core) order(op *cfgOp) {
-	c.cd.ops = append(c.cd.ops, op)
+	c.cd.order(op)
 	c.ready.Configs = append(c.ready.Configs, ConfigOp{Service: op.svc, Config: op.cfg, What: op.what})
 }
 
@@ -294,10 +274,7 @@ func (c *Core) removeService(name string, v dataset.Version, tk Ticket, now time
 		}
 		return
 	}
-	if c.cd.deletes == nil {
-		c.cd.deletes = map[Ticket]deletion{}
-	}
-	c.cd.deletes[atk] = deletion{svc: name, v: v, ticket: tk}
+	c.cd.awaitStop(atk, deletion{svc: name, v: v, ticket: tk})
 }
 
 // deletion is a deletion waiting for the stop of the local instance.
@@ -310,11 +287,10 @@ type deletion struct {
 // deleteStopped ends the stop a deletion ran (tk its ticket): the config
 // is removed once it succeeded. It reports whether tk was a deletion's.
 func (c *Core) deleteStopped(tk Ticket, err error) bool {
-	del, ok := c.cd.deletes[tk]
+	del, ok := c.cd.stopped(tk)
 	if !ok {
 		return false
 	}
-	delete(c.cd.deletes, tk)
 	if err != nil {
 		if del.ticket != 0 {
 			c.answer(Answer{Ticket: del.ticket, Err: failedf("not deleted: the stop failed: %v", err)})
@@ -329,14 +305,7 @@ func (c *Core) deleteStopped(tk Ticket, err error) bool {
 // not reported: err nil once the file is written (or removed) and the
 // instance rebuilt (or forgotten). The state records it then.
 func (c *Core) configDone(svc string, err error, now time.Time) {
-	var op *cfgOp
-	for i, o := range c.cd.ops {
-		if o.svc == svc {
-			op = o
-			c.cd.ops = append(c.cd.ops[:i:i], c.cd.ops[i+1:]...)
-			break
-		}
-	}
+	op := c.cd.done(svc)
 	if op == nil {
 		return
 	}
@@ -353,7 +322,7 @@ func (c *Core) configDone(svc string, err error, now time.Time) {
 	default:
 		c.installed(op, now)
 	}
-	if !c.opsFor(svc) {
+	if !c.cd.busy(svc) {
 		c.checkPending(svc, now)
 	}
 }
@@ -362,17 +331,7 @@ func (c *Core) configDone(svc string, err error, now time.Time) {
 // and not reported: a request that reads the config (to edit it) waits
 // until it is not, so that it reads the newest content, which holds every
 // edit pending here.
-func (c *Core) ConfigBusy(svc string) bool { return c.opsFor(svc) }
-
-// opsFor reports whether a ConfigOp of svc is handed out and not reported.
-func (c *Core) opsFor(svc string) bool {
-	for _, o := range c.cd.ops {
-		if o.svc == svc {
-			return true
-		}
-	}
-	return false
-}
+func (c *Core) ConfigBusy(svc string) bool { return c.cd.busy(svc) }
 
 func (c *Core) removed(op *cfgOp, err error) {
 	name := op.svc
@@ -425,10 +384,7 @@ func (c *Core) installed(op *cfgOp, now time.Time) {
 	switch {
 	case op.edit != nil:
 		op.edit.deadline = now.Add(c.confirmTimeout())
-		if c.cd.pending == nil {
-			c.cd.pending = map[string][]*pendingEdit{}
-		}
-		c.cd.pending[name] = append(c.cd.pending[name], op.edit)
+		c.cd.awaitPeers(name, op.edit)
 	case len(op.redo) > 0:
 		c.emit(ConfigRebased{Svc: name, From: op.from, Edits: len(op.redo), Version: op.entry.Version.Counter})
 	case op.from != "":
@@ -443,8 +399,8 @@ func (c *Core) installed(op *cfgOp, now time.Time) {
 
 // remerge merges the peers' targets and clears of svc again.
 func (c *Core) remerge(svc string, now time.Time) {
-	for _, pn := range c.pnames {
-		d := c.peers[pn].Data
+	for _, pn := range c.pv.pnames {
+		d := c.pv.peers[pn].Data
 		if d == nil {
 			continue
 		}
@@ -483,7 +439,7 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 		if !e.Wins(cur) {
 			continue
 		}
-		if r, ok := c.cd.refused[name]; ok && r == e.Version {
+		if c.cd.refusedBefore(name, e.Version) {
 			continue
 		}
 		if e.Deleted {
@@ -532,10 +488,7 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 }
 
 func (c *Core) refuse(name string, v dataset.Version, e ConfigRefused) {
-	if c.cd.refused == nil {
-		c.cd.refused = map[string]dataset.Version{}
-	}
-	c.cd.refused[name] = v
+	c.cd.refuse(name, v)
 	c.emit(e)
 }
 

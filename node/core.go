@@ -61,7 +61,7 @@ type Config struct {
 	WriteThrough bool
 }
 
-// Core is one node's logic, driven by package node/driver (in package
+// Core is one node's logic, driven by package driver (in package
 // daemon for real, package sim in the simulation). It does no IO and reads no clock: every
 // input that depends on time carries now. After each input the driver
 // takes the Ready and carries it out.
@@ -85,22 +85,14 @@ type Core struct {
 	// was in flight is stopped once the start ends.
 	shutdown bool
 
-	peers   map[string]*peer
-	pnames  []string // sorted
-	compat  bool     // every live member announces our compat
+	// pv is what the node knows of the other members (peers.go).
+	pv      peerView
 	monitor dataset.NodeMonitor
 	started time.Time
-	// confDiffers says how members' configuration differs (clusterconf.go)
-	confDiffers string
-	// viewChanged is set when a peer's data or status changed since the
-	// last decision pass; lastStep is the time of that pass.
-	viewChanged bool
-	lastStep    time.Time
+	// lastStep is the time of the last decision pass.
+	lastStep time.Time
 	// inc is what the incremental passes keep (incremental.go).
 	inc incremental
-	// eraBumps counts the changes of the state after which the peers'
-	// data merges as a whole again (peerdata.go).
-	eraBumps int
 
 	// targetFailed is the last cause given for a service's target that
 	// cannot be reached (monitor's Decision.TargetFailed), to say it once.
@@ -143,7 +135,7 @@ func New(cfg Config, st State) *Core {
 		cfg.Local = emptyLocal{}
 	}
 	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
-		compat: true, monitor: dataset.NodeIdle}
+		pv: peerView{compat: true}, monitor: dataset.NodeIdle}
 	c.vb.anchor = st.Lamport
 	c.initPeers()
 	c.markDurable()
@@ -230,18 +222,15 @@ func (r *Ready) Empty() bool {
 func (c *Core) Ready() Ready {
 	r := c.ready
 	c.ready = Ready{}
-	c.hold(&r)
-	r.Answers = append(r.Answers, c.ps.outAnswers...)
-	r.Run = append(r.Run, c.ps.outRuns...)
-	r.NodeActions = append(r.NodeActions, c.ps.outNode...)
-	c.ps.outAnswers, c.ps.outRuns, c.ps.outNode = nil, nil, nil
+	c.ps.hold(&r, c.cfg.WriteThrough)
+	c.ps.drain(&r)
 	c.stampAnswers(r.Answers)
 	return r
 }
 
 // HasReady reports whether Ready would return anything.
 func (c *Core) HasReady() bool {
-	return !c.ready.Empty() || len(c.ps.outAnswers) > 0 || len(c.ps.outRuns) > 0 || len(c.ps.outNode) > 0
+	return !c.ready.Empty() || c.ps.released()
 }
 
 func (c *Core) persist()        { c.ready.Persist = &c.state }

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,17 +29,11 @@ var update = flag.Bool("update", false, "rewrite node/testdata/*.txt with the ou
 // harness.step for the commands). go test ./node -run TestDatadriven
 // -update rewrites the expected outputs.
 func TestDatadriven(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test file in testdata/ (%v)", err)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			h := &harness{t: t, now: ddT0, cfgs: map[string]*config.ServiceConfig{}, checks: map[string]node.Check{},
-				running: map[string]string{}, gens: map[string]uint64{}, probes: map[string]time.Time{}}
-			datadriven.RunFile(t, f, *update, h.step)
-		})
-	}
+	datadriven.RunDir(t, "testdata/*.txt", *update, func(t *testing.T) func(*datadriven.Cmd) (string, error) {
+		h := &harness{t: t, now: ddT0, cfgs: map[string]*config.ServiceConfig{}, checks: map[string]node.Check{},
+			running: map[string]string{}, gens: map[string]uint64{}, probes: map[string]time.Time{}}
+		return h.step
+	})
 }
 
 // ddT0 is the fake clock's start; times print as offsets from it.

@@ -54,14 +54,14 @@ func (c *Core) checkDiskSplit(now time.Time) {
 	s := &c.disk
 	if s.split && !s.escalated && c.cfg.Quorum.SplitAction == SplitStop {
 		for _, inst := range c.ilist {
-			if _, running := c.Status(inst.name); running && inst.busy == "" {
+			if _, running := c.Status(inst.name); running && inst.act.busy == "" {
 				s.escalated = true
 				c.splitNodeAction(SplitCrash, "the fencing disk is lost and the split stop of "+inst.name+" failed: escalate to crash")
 				return
 			}
 		}
 	}
-	if !s.lost || s.split || !c.cfg.Quorum.DiskFence || !c.quorumOn() || c.q.lost || c.monitor == dataset.NodeRejoin {
+	if !s.lost || s.split || !c.cfg.Quorum.DiskFence || !c.quorumOn() || c.q.split.lost || c.monitor == dataset.NodeRejoin {
 		return
 	}
 	live, members := 1+len(c.livePeers(now)), len(c.cfg.ClusterNodes)

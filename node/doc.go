@@ -1,5 +1,5 @@
 // Package node is the node core: one copy of a node's logic, driven by
-// one driver (package node/driver) in two shells, package daemon (the
+// one driver (package driver) in two shells, package daemon (the
 // real clock, memberlist, resource drivers, disk, zap, the API) and
 // package sim (a fake clock, the in-memory heartbeat network, fake
 // resource drivers, a fast, slow or failing disk). It is pure, like
@@ -9,7 +9,7 @@
 // In the manner of etcd raft's RawNode: a driver changes the core only
 // through Step, each input a value (step.go, the list; Now where time
 // matters), so that a run's inputs can be traced and replayed on a fresh
-// core (node/driver's Recording); the rest of the exported surface is the
+// core (driver's Recording); the rest of the exported surface is the
 // Ready drain and read-only queries (TestCoreArchitecture holds the
 // list). After each input the driver takes a Ready and carries it out in
 // its order: write Ready.Persist and report the write with the input
@@ -63,7 +63,8 @@
 //     stop / restart / shutdown); every answer by Ticket, every action
 //     run only once the Persist of its Ready is written (else
 //     actionAborted);
-//   - config distribution (configs.go): the config versions, digests and
+//   - config distribution (configs.go; what is in flight in configdist.go,
+//     a part of its own): the config versions, digests and
 //     lineages, the tombstones, which peer config to adopt (newer version
 //     wins, then the higher digest; a digest that lies or a config that
 //     does not parse is refused once per version), the edits made here

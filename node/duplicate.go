@@ -116,20 +116,22 @@ func (c *Core) noteDuplicate(p *peer, ev PeerEvent) {
 			}
 			p.downHeld = false
 		}
-	case PeerUp, PeerData:
+	case PeerUp:
 		p.downHeld = false
+	case PeerData:
+		p.downHeld, p.trusting = false, false
 	case PeerRunHeld:
 		if !p.runHeld {
-			p.runHeld = true
+			p.runHeld, p.trusting = true, false
 			c.emit(PeerRunHeldEvent{Node: ev.Node, Reason: ev.Reason})
 		}
 	case PeerRunTrusted:
 		if p.runHeld {
-			p.runHeld = false
+			p.runHeld, p.trusting = false, true
 			c.emit(PeerRunTrustedEvent{Node: ev.Node})
 		}
 	case PeerDown:
-		p.runHeld = false
+		p.runHeld, p.trusting = false, false
 	}
 	if (p.twin || p.runHeld) && p.Data != nil {
 		p.Stale = true
@@ -137,12 +139,14 @@ func (c *Core) noteDuplicate(p *peer, ev PeerEvent) {
 }
 
 // heldRunOnly reports whether the peer's instances are unknown only
-// because its new run is held: it is alive and its data current (it counts
-// as a live member for the quorum).
-func (p *peer) heldRunOnly() bool { return p.runHeld && !p.twin && !p.behind }
+// because its new run is held, or was just trusted and the copy the
+// transport held comes next: it is alive and its data current (it counts
+// as a live member for the quorum; between the trust and that copy it
+// was counted lost, and a vote began at every restart of a peer).
+func (p *peer) heldRunOnly() bool { return (p.runHeld || p.trusting) && !p.twin && !p.behind }
 
 // peerDuplicated reports whether two runs of the peer are heard at once.
 func (c *Core) peerDuplicated(name string) bool {
-	p := c.peers[name]
+	p := c.pv.peers[name]
 	return p != nil && p.twin
 }

@@ -8,6 +8,15 @@ import (
 	"haven/quorum"
 )
 
+// instFastAck is the ready window of an instance.
+type instFastAck struct {
+	// ack is the peer's claim this node acks (monitor's Decision.ReadyAck,
+	// published as Instance.ReadyAck); lastClaim is the start of the last
+	// ready window of this instance.
+	ack       string
+	lastClaim time.Time
+}
+
 // The node core's part of the fast-ack ready window (node.ready_fast_ack;
 // monitor/fastack.go has the rules): when it may act, the acks it
 // publishes, and claims that never share an id.
@@ -25,7 +34,7 @@ func (c *Core) fastAck(now time.Time) bool {
 		return true
 	}
 	q := &c.q
-	if q.lost || !q.pending.IsZero() {
+	if q.split.lost || !q.pending.IsZero() {
 		return false
 	}
 	live := 1 + len(c.livePeers(now))
@@ -38,10 +47,10 @@ func (c *Core) fastAck(now time.Time) bool {
 // noteReadyAck stores the claim the decision acks, and publishes it when
 // it changes (nothing claimed: nothing published).
 func (c *Core) noteReadyAck(inst *instance, ack string) {
-	if inst.ack == ack {
+	if inst.fa.ack == ack {
 		return
 	}
-	inst.ack = ack
+	inst.fa.ack = ack
 	c.publish()
 }
 
@@ -53,12 +62,12 @@ func (c *Core) newClaim(inst *instance, dec *monitor.Decision) {
 	if dec.Monitor.State != dataset.Ready || inst.mon.State == dataset.Ready {
 		return
 	}
-	if !dec.Monitor.StateSince.After(inst.lastClaim) {
-		shift := inst.lastClaim.Add(time.Nanosecond).Sub(dec.Monitor.StateSince)
+	if !dec.Monitor.StateSince.After(inst.fa.lastClaim) {
+		shift := inst.fa.lastClaim.Add(time.Nanosecond).Sub(dec.Monitor.StateSince)
 		dec.Monitor.StateSince = dec.Monitor.StateSince.Add(shift)
 		if !dec.Deadline.IsZero() {
 			dec.Deadline = dec.Deadline.Add(shift)
 		}
 	}
-	inst.lastClaim = dec.Monitor.StateSince
+	inst.fa.lastClaim = dec.Monitor.StateSince
 }

@@ -56,7 +56,7 @@ func TestFastAckCoreStartsOnTheAck(t *testing.T) {
 	send(n2, n3, t1)
 	rd = maPass(n3, t1)
 	want := dataset.ClaimID("n2", t1)
-	if got := n3.insts["web"].ack; got != want || !rd.Publish {
+	if got := n3.insts["web"].fa.ack; got != want || !rd.Publish {
 		t.Fatalf("n3: got ack %q publish %v, want %q published", got, rd.Publish, want)
 	}
 	if rd = maPass(n3, t1.Add(10*time.Millisecond)); rd.Publish {
@@ -76,8 +76,8 @@ func TestFastAckCoreOffNoAck(t *testing.T) {
 	t1 := t0.Add(time.Second)
 	maPass(n2, t1)
 	send(n2, n3, t1)
-	if rd := maPass(n3, t1); n3.insts["web"].ack != "" || rd.Publish {
-		t.Fatalf("n3 without fast ack: got ack %q publish %v", n3.insts["web"].ack, rd.Publish)
+	if rd := maPass(n3, t1); n3.insts["web"].fa.ack != "" || rd.Publish {
+		t.Fatalf("n3 without fast ack: got ack %q publish %v", n3.insts["web"].fa.ack, rd.Publish)
 	}
 	send(n3, n2, t1)
 	if rd := maPass(n2, t1.Add(time.Second)); len(rd.Run) != 0 {

@@ -75,8 +75,8 @@ func (c *Core) resourceFaults(svc string, inst *instance, now time.Time) {
 	hard := hardExclusion(inst)
 	fatalRID, fatalWhy := faultOf(inst, FaultFatal)
 	key := hard + "\x00" + fatalRID + ": " + fatalWhy
-	if key != inst.faults {
-		inst.faults = key
+	if key != inst.chk.faults {
+		inst.chk.faults = key
 		c.publish() // Instance.Excluded changed
 		if hard != "" {
 			c.emit(ResourceFault{Svc: svc, RID: hardRID, Severity: FaultHard,
@@ -100,7 +100,7 @@ func (c *Core) resourceFaults(svc string, inst *instance, now time.Time) {
 // cannot run here (the next node takes the service) or is not configured
 // right.
 func (c *Core) stopFaulted(svc string, inst *instance, why string, now time.Time) {
-	if inst.busy != "" || inst.ending != nil || inst.checking || c.stopping ||
+	if inst.act.busy != "" || inst.chk.ending != nil || inst.chk.checking || c.stopping ||
 		inst.mon.LocalExpect != dataset.ExpectStarted || inst.mon.State != dataset.Idle ||
 		c.state.Services[svc].Frozen || c.state.NodeFrozen || c.state.SplitFrozen {
 		return

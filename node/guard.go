@@ -112,7 +112,7 @@ func (c *Core) guardFired(f GuardFiring, now time.Time) {
 			continue
 		}
 		c.expect(svc, inst, dataset.ExpectNone)
-		inst.pendRID = ""
+		inst.lad.pendRID = ""
 		if inst.mon.State == dataset.Restarting {
 			c.setMonitorState(svc, inst, dataset.Idle, "ended by the node guard", now)
 		}
@@ -130,7 +130,7 @@ func (c *Core) guardFired(f GuardFiring, now time.Time) {
 		c.checkNow(svc)
 	}
 	c.publish()
-	c.viewChanged = true
+	c.pv.viewChanged = true
 }
 
 // GuardEntitled reports whether the driver may renew the guard's lease at
@@ -146,7 +146,7 @@ func (c *Core) GuardEntitled(now time.Time) (ok bool, why string) {
 	}
 	q := &c.q
 	switch {
-	case q.lost:
+	case q.split.lost:
 		return false, "this node lost the quorum"
 	case !q.pending.IsZero():
 		return false, "a quorum vote waits for the arbitrators"
@@ -196,13 +196,13 @@ func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, boo
 			// ended early enough for the guard to have acted by the
 			// end of this node's estimate of the arbitrator's lease,
 			// so before any exclusive grant to another side
-			vs = append(vs, voucher{until: c.q.leases[a.Name].until.Add(-quorum.GuardBeforeGrant(lease, c.cfg.Guard.Act)), w: w})
+			vs = append(vs, voucher{until: c.q.ov.leases[a.Name].until.Add(-quorum.GuardBeforeGrant(lease, c.cfg.Guard.Act)), w: w})
 		}
 	}
 	if 2*have > total {
 		return full, true, ""
 	}
-	for _, n := range c.pnames {
+	for _, n := range c.pv.pnames {
 		if at, ok := acked(n); ok {
 			vs = append(vs, voucher{until: at.Add(lease), w: 1})
 		}
@@ -305,7 +305,7 @@ func (c *Core) anchoredHBTimeout(d *dataset.Node) (time.Duration, bool) {
 	}
 	hb := c.cfg.Quorum.HBTimeout
 	for n := range c.q.live {
-		p := c.peers[n]
+		p := c.pv.peers[n]
 		if p == nil || p.Data == nil || p.Data.Guard == nil || p.Data.Guard.HBTimeoutMs <= 0 {
 			return 0, false
 		}

@@ -31,68 +31,42 @@ type instance struct {
 	pubRes  map[string]dataset.Resource
 	avail   dataset.Status
 	overall dataset.Status
-	// checking is set while a check runs; pendingCheck asks for a full
-	// one as soon as it ends; lastFull and lastMon are the last ends.
-	checking          bool
-	pendingCheck      bool
-	lastFull, lastMon time.Time
-	// ending is the action whose commands ended, waiting on the full
-	// check that follows (at endAt).
-	ending *actionEnd
-	endAt  time.Time
-	// caller is the ticket answered when the action in flight ends (0:
-	// none); prevState is the monitor state before it, for actionAborted.
-	caller    Ticket
-	prevState dataset.MonitorState
-	// checkWaiters are answered when the next full check ends.
-	checkWaiters []Ticket
-
+	// chk is the instance's status checks (checks.go).
+	chk instChecks
+	// act is the action in flight.
+	act    inFlight
 	mon    dataset.InstanceMonitor
 	leader bool
 	flags  string
-	busy   string // the action in flight: "start" | "stop"
-	// busyAt is when the action in flight began; lastStart and lastStop
-	// how long the last start and stop took (dataset.Instance.LastStartMs).
-	busyAt              time.Time
-	lastStart, lastStop time.Duration
 	// retiring: this node was removed from the service's nodes while the
 	// instance ran here; its stop and the check that ends it run with the
 	// drivers of the config that had it (the driver keeps them).
 	retiring bool
-	// multiActive lists the nodes where the service was last seen up when
-	// more than one ("" otherwise), to say it once per change; multiKept
-	// and multiSince are the keeper and since when it was seen fresh,
-	// multiDone is set once its rule was applied (multiactive.go).
-	multiActive string
-	multiKept   string
-	multiSince  time.Time
-	multiDone   bool
-	// pendRID is the monitored resource whose restart is due at pendAt
-	// (the restart ladder, ladder.go).
-	pendRID string
-	pendAt  time.Time
-	// restartRID is the resource of the ladder's restart in flight.
-	restartRID string
-	// upSeen are the monitored resources seen up, or started, in this
-	// run of the daemon: only their failures climb the ladder (a resource
-	// found down when the daemon starts is no failure of a running
-	// instance: the service may run elsewhere by now).
-	upSeen map[string]bool
-	// upElsewhere is a node where the service was up at the last decision
-	// pass ("" none): the ladder is not this node's then.
-	upElsewhere string
+	// multi is what the rule of a service up on several nodes keeps
+	// (multiactive.go).
+	multi instMulti
+	// lad is the instance's place on the restart ladder (ladder.go).
+	lad instLadder
 	// ranElsewhere is the node where the service was last seen running
 	// while not here (failover.go); startReason is the reason of the
 	// last start ordered.
 	ranElsewhere, startReason string
-	// ack is the peer's claim this node acks (monitor's Decision.ReadyAck,
-	// published as Instance.ReadyAck); lastClaim is the start of the last
-	// ready window of this instance (fastack.go).
-	ack       string
-	lastClaim time.Time
-	// faults are the hard and fatal faults of the last check, to act on
-	// each once (faults.go).
-	faults string
+	// fa is the ready window of the instance (fastack.go).
+	fa instFastAck
+}
+
+// inFlight is the action in flight on an instance, and how long the last
+// ones took.
+type inFlight struct {
+	// caller is the ticket answered when the action in flight ends (0:
+	// none); prevState is the monitor state before it, for actionAborted.
+	caller    Ticket
+	prevState dataset.MonitorState
+	busy      string // the action in flight: "start" | "stop"
+	// busyAt is when the action in flight began; lastStart and lastStop
+	// how long the last start and stop took (dataset.Instance.LastStartMs).
+	busyAt              time.Time
+	lastStart, lastStop time.Duration
 }
 
 // Action is an order to the driver: run the start or the stop of a
@@ -150,7 +124,7 @@ func (c *Core) addInstance(svc string, spec InstanceSpec, now time.Time) {
 	switch {
 	case spec.Local:
 		inst.retiring = false
-	case inst.local && inst.spec.Runnable && inst.busy != "":
+	case inst.local && inst.spec.Runnable && inst.act.busy != "":
 		// removed while an action runs here: its end decides (a start
 		// that ends up is stopped then, stopRetired)
 		inst.retiring = true
@@ -177,7 +151,7 @@ func (c *Core) stopRetired(svc string, inst *instance, now time.Time) bool {
 	prev := inst.mon.State
 	c.setMonitorState(svc, inst, dataset.Stopping, reason, now)
 	c.beginAction(svc, inst, "stop", reason, now)
-	inst.prevState = prev
+	inst.act.prevState = prev
 	return true
 }
 
@@ -192,7 +166,7 @@ func (c *Core) relist() {
 // removeInstance forgets the instance of svc (its config was deleted).
 func (c *Core) removeInstance(svc string) {
 	if inst, ok := c.insts[svc]; ok {
-		for _, tk := range inst.checkWaiters {
+		for _, tk := range inst.chk.checkWaiters {
 			c.answer(Answer{Ticket: tk})
 		}
 		delete(c.insts, svc)
@@ -220,7 +194,7 @@ func (c *Core) Instance(svc string) (InstanceInfo, bool) {
 		res[k] = v
 	}
 	return InstanceInfo{Local: inst.local, Avail: inst.avail, Overall: inst.overall, Resources: res,
-		Monitor: inst.mon, Leader: inst.leader, Flags: inst.flags, Busy: inst.busy}, true
+		Monitor: inst.mon, Leader: inst.leader, Flags: inst.flags, Busy: inst.act.busy}, true
 }
 
 // Status returns the instance status (avail) of svc here, and whether it
@@ -241,7 +215,7 @@ func (c *Core) Status(svc string) (avail dataset.Status, running bool) {
 // Busy returns the action in flight on the instance of svc, "" if none.
 func (c *Core) Busy(svc string) string {
 	if inst := c.insts[svc]; inst != nil {
-		return inst.busy
+		return inst.act.busy
 	}
 	return ""
 }
@@ -249,7 +223,7 @@ func (c *Core) Busy(svc string) string {
 // AnyBusy reports whether an action is in flight on any instance.
 func (c *Core) AnyBusy() bool {
 	for _, inst := range c.insts {
-		if inst.busy != "" {
+		if inst.act.busy != "" {
 			return true
 		}
 	}
@@ -267,8 +241,8 @@ func (c *Core) runAction(svc, kind, reason string, now time.Time) (Ticket, error
 	if inst == nil {
 		return 0, fmt.Errorf("%s: no instance here", svc)
 	}
-	if inst.busy != "" {
-		return 0, fmt.Errorf("%s: an action is already running (%s)", svc, inst.busy)
+	if inst.act.busy != "" {
+		return 0, fmt.Errorf("%s: an action is already running (%s)", svc, inst.act.busy)
 	}
 	if !inst.local {
 		return 0, fmt.Errorf("%s: this node is not one of the service's nodes", svc)
@@ -289,9 +263,9 @@ func (c *Core) runAction(svc, kind, reason string, now time.Time) (Ticket, error
 	prev := inst.mon.State
 	c.setMonitorState(svc, inst, state, reason, now)
 	c.beginAction(svc, inst, kind, reason, now)
-	inst.prevState = prev
-	inst.caller = c.newTicket()
-	return inst.caller, nil
+	inst.act.prevState = prev
+	inst.act.caller = c.newTicket()
+	return inst.act.caller, nil
 }
 
 // actionAborted reports that an ordered action was not run (the state
@@ -299,22 +273,22 @@ func (c *Core) runAction(svc, kind, reason string, now time.Time) (Ticket, error
 // goes back to the state before, and the action's ticket gets err.
 func (c *Core) actionAborted(svc, kind string, err error, now time.Time) {
 	inst := c.insts[svc]
-	if inst == nil || inst.busy != kind {
+	if inst == nil || inst.act.busy != kind {
 		return
 	}
-	inst.busy = ""
+	inst.act.busy = ""
 	c.nextCheck = time.Time{}
-	c.setMonitorState(svc, inst, inst.prevState, "not run: "+err.Error(), now)
+	c.setMonitorState(svc, inst, inst.act.prevState, "not run: "+err.Error(), now)
 	c.actionAnswered(inst, err)
 }
 
 // actionAnswered answers the caller of the instance's action, if any.
 func (c *Core) actionAnswered(inst *instance, err error) {
-	tk := inst.caller
+	tk := inst.act.caller
 	if tk == 0 {
 		return
 	}
-	inst.caller = 0
+	inst.act.caller = 0
 	if c.deleteStopped(tk, err) {
 		return
 	}
@@ -335,10 +309,10 @@ func (c *Core) actionAnswered(inst *instance, err error) {
 }
 
 func (c *Core) beginAction(svc string, inst *instance, kind, reason string, now time.Time) {
-	inst.busy = kind
-	inst.busyAt = now
-	inst.caller = 0
-	inst.prevState = inst.mon.State
+	inst.act.busy = kind
+	inst.act.busyAt = now
+	inst.act.caller = 0
+	inst.act.prevState = inst.mon.State
 	c.publish()
 	token := c.fencingToken(svc)
 	if kind == "start" {
@@ -353,22 +327,22 @@ func (c *Core) beginAction(svc string, inst *instance, kind, reason string, now 
 // ended: the monitor takes AfterStart / AfterStop (and Failure), and what
 // must survive a restart is persisted.
 func (c *Core) finishAction(svc string, inst *instance, kind string, err error, now time.Time) {
-	inst.busy = ""
-	if took := now.Sub(inst.busyAt); !inst.busyAt.IsZero() && took >= 0 && err == nil {
+	inst.act.busy = ""
+	if took := now.Sub(inst.act.busyAt); !inst.act.busyAt.IsZero() && took >= 0 && err == nil {
 		switch kind {
 		case "start", "restart":
-			if inst.restartRID == "" { // not one resource's restart (the ladder)
-				inst.lastStart = took
+			if inst.lad.restartRID == "" { // not one resource's restart (the ladder)
+				inst.act.lastStart = took
 			}
 		case "stop":
-			inst.lastStop = took
+			inst.act.lastStop = took
 		}
 	}
-	inst.busyAt = time.Time{}
+	inst.act.busyAt = time.Time{}
 	c.publish()
-	if kind == "restart" && inst.restartRID != "" {
+	if kind == "restart" && inst.lad.restartRID != "" {
 		// the ladder goes on from the check that followed (ladder.go)
-		inst.restartRID = ""
+		inst.lad.restartRID = ""
 		if rid, _, _ := c.downMonitored(inst); rid == "" && inst.mon.State == dataset.Restarting {
 			c.setMonitorState(svc, inst, dataset.Idle, "restart succeeded", now)
 		}
@@ -496,9 +470,9 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 			ConfigVersion:   ss.ConfigVersion,
 			FencingToken:    ss.FencingToken,
 			FencingSeen:     ss.FencingSeen,
-			ReadyAck:        inst.ack,
-			LastStartMs:     inst.lastStart.Milliseconds(),
-			LastStopMs:      inst.lastStop.Milliseconds(),
+			ReadyAck:        inst.fa.ack,
+			LastStartMs:     inst.act.lastStart.Milliseconds(),
+			LastStopMs:      inst.act.lastStop.Milliseconds(),
 		}
 	}
 	return n
@@ -506,8 +480,8 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 
 // sawUp records that the resource rid was up, or started, in this run.
 func (inst *instance) sawUp(rid string) {
-	if inst.upSeen == nil {
-		inst.upSeen = map[string]bool{}
+	if inst.lad.upSeen == nil {
+		inst.lad.upSeen = map[string]bool{}
 	}
-	inst.upSeen[rid] = true
+	inst.lad.upSeen[rid] = true
 }

@@ -11,6 +11,23 @@ import (
 	"haven/monitor"
 )
 
+// instLadder is an instance's place on the restart ladder.
+type instLadder struct {
+	// pendRID is the monitored resource whose restart is due at pendAt.
+	pendRID string
+	pendAt  time.Time
+	// restartRID is the resource of the ladder's restart in flight.
+	restartRID string
+	// upSeen are the monitored resources seen up, or started, in this
+	// run of the daemon: only their failures climb the ladder (a resource
+	// found down when the daemon starts is no failure of a running
+	// instance: the service may run elsewhere by now).
+	upSeen map[string]bool
+	// upElsewhere is a node where the service was up at the last decision
+	// pass ("" none): the ladder is not this node's then.
+	upElsewhere string
+}
+
 // The restart ladder (docs/behaviour.md 4): a monitored resource found down where
 // the instance runs (local expect started, idle, not frozen) is restarted
 // alone (Action "restart" with its RID: a stop then a start of that
@@ -92,7 +109,7 @@ const (
 // each status check, and at each decision pass (a restart whose delay is
 // over). now is the input's time.
 func (c *Core) ladder(svc string, inst *instance, now time.Time) {
-	if !inst.local || !inst.spec.Runnable || inst.busy != "" || inst.ending != nil || inst.checking || c.stopping {
+	if !inst.local || !inst.spec.Runnable || inst.act.busy != "" || inst.chk.ending != nil || inst.chk.checking || c.stopping {
 		return
 	}
 	c.expireFailures(svc, inst, now)
@@ -112,11 +129,11 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 		hold = "node frozen"
 	case c.state.SplitFrozen:
 		hold = "node frozen by its split_action"
-	case inst.upElsewhere != "":
-		hold = "the service is up on " + inst.upElsewhere
+	case inst.lad.upElsewhere != "":
+		hold = "the service is up on " + inst.lad.upElsewhere
 	}
 	if hold != "" {
-		inst.pendRID = ""
+		inst.lad.pendRID = ""
 		if st == dataset.Restarting {
 			c.setMonitorState(svc, inst, dataset.Idle, "restart cancelled: "+hold, now)
 		}
@@ -136,13 +153,13 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 		return
 	}
 	if rid == "" {
-		inst.pendRID = ""
+		inst.lad.pendRID = ""
 		if st == dataset.Restarting {
 			c.setMonitorState(svc, inst, dataset.Idle, "monitored resources up", now)
 		}
 		return
 	}
-	if inst.pendRID != rid {
+	if inst.lad.pendRID != rid {
 		// a new failure
 		cnt := ss.Restarts[rid]
 		cnt.LastFailure, cnt.FailedAt = failureText(res), now
@@ -150,22 +167,22 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 		left := spec.Restart - cnt.Spent
 		c.emit(ResourceFailed{Svc: svc, RID: rid, Reason: cnt.LastFailure, Remaining: max(left, 0), Delay: spec.RestartDelay.String()})
 		if left <= 0 {
-			inst.pendRID = ""
+			inst.lad.pendRID = ""
 			c.monitorAction(svc, inst, rid, spec, now)
 			return
 		}
-		inst.pendRID, inst.pendAt = rid, now.Add(spec.RestartDelay)
+		inst.lad.pendRID, inst.lad.pendAt = rid, now.Add(spec.RestartDelay)
 		c.setMonitorState(svc, inst, dataset.Restarting,
 			fmt.Sprintf("%s down: restart %d of %d in %s", rid, cnt.Spent+1, spec.Restart, spec.RestartDelay), now)
 	}
-	if now.Before(inst.pendAt) {
-		c.wakeAt(inst.pendAt)
+	if now.Before(inst.lad.pendAt) {
+		c.wakeAt(inst.lad.pendAt)
 		return
 	}
 	cnt := ss.Restarts[rid]
 	cnt.Spent++
 	c.setRestartCount(svc, rid, cnt)
-	inst.pendRID = ""
+	inst.lad.pendRID = ""
 	c.beginRestart(svc, inst, rid, fmt.Sprintf("%s down: restart %d of %d", rid, cnt.Spent, spec.Restart))
 }
 
@@ -185,7 +202,7 @@ func (c *Core) ladderAll(now time.Time) bool {
 // out: found down at start, it is no failure of a running instance.
 func (c *Core) downMonitored(inst *instance) (string, dataset.Resource, ResourceSpec) {
 	for _, spec := range monitoredSpecs(inst) {
-		if r, ok := inst.res[spec.RID]; ok && r.Status == dataset.StatusDown && !r.Disabled && inst.upSeen[spec.RID] {
+		if r, ok := inst.res[spec.RID]; ok && r.Status == dataset.StatusDown && !r.Disabled && inst.lad.upSeen[spec.RID] {
 			return spec.RID, r, spec
 		}
 	}
@@ -224,10 +241,10 @@ func failureText(r dataset.Resource) string {
 // beginRestart orders the restart of one resource (stop, then start, of
 // that resource only); actionDone with kind "restart" ends it.
 func (c *Core) beginRestart(svc string, inst *instance, rid, reason string) {
-	inst.busy = "restart"
-	inst.restartRID = rid
-	inst.caller = 0
-	inst.prevState = inst.mon.State
+	inst.act.busy = "restart"
+	inst.lad.restartRID = rid
+	inst.act.caller = 0
+	inst.act.prevState = inst.mon.State
 	c.publish()
 	c.emit(ActionBegin{Svc: svc, Action: "restart " + rid, Reason: reason})
 	c.ready.Run = append(c.ready.Run, Action{Kind: "restart", Service: svc, RID: rid, Reason: reason})
@@ -299,7 +316,7 @@ func (c *Core) beginTocStop(svc string, inst *instance, reason string, now time.
 	prev := inst.mon.State
 	c.setMonitorState(svc, inst, dataset.Tocing, reason, now)
 	c.beginAction(svc, inst, "stop", reason, now)
-	inst.prevState = prev
+	inst.act.prevState = prev
 }
 
 // giveUp records that the ladder of the instance ended (durable): the
@@ -384,7 +401,7 @@ func (c *Core) resetLadder(svc, reason string, now time.Time, exclusion bool) bo
 	c.publish()
 	c.emit(RestartsReset{Svc: svc, Reason: reason})
 	if inst := c.insts[svc]; inst != nil {
-		inst.pendRID = ""
+		inst.lad.pendRID = ""
 	}
 	return true
 }
@@ -397,19 +414,19 @@ func (c *Core) resetLadder(svc, reason string, now time.Time, exclusion bool) bo
 func (c *Core) watchLadders(s monitor.Snapshot, now time.Time) {
 	for _, inst := range c.passInstances() {
 		if inst.local {
-			inst.upElsewhere = c.upElsewhere(s, inst.name)
-			if inst.upElsewhere != "" && inst.busy == "" && inst.avail == dataset.StatusDown {
+			inst.lad.upElsewhere = c.upElsewhere(s, inst.name)
+			if inst.lad.upElsewhere != "" && inst.act.busy == "" && inst.avail == dataset.StatusDown {
 				c.expect(inst.name, inst, dataset.ExpectNone)
 			}
 		}
 		ss := c.state.Services[inst.name]
-		if !inst.local || (len(ss.Restarts) == 0 && ss.GaveUp == "" && ss.Excluded == "") || inst.busy != "" {
+		if !inst.local || (len(ss.Restarts) == 0 && ss.GaveUp == "" && ss.Excluded == "") || inst.act.busy != "" {
 			continue
 		}
 		if _, running := c.Status(inst.name); running {
 			continue
 		}
-		if n := inst.upElsewhere; n != "" {
+		if n := inst.lad.upElsewhere; n != "" {
 			c.resetLadder(inst.name, "service up on "+n, now, true)
 		}
 	}

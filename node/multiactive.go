@@ -14,6 +14,19 @@ import (
 	"haven/placement"
 )
 
+// instMulti is what the rule of a service up on several nodes keeps of
+// an instance.
+type instMulti struct {
+	// multiActive lists the nodes where the service was last seen up when
+	// more than one ("" otherwise), to say it once per change; multiKept
+	// and multiSince are the keeper and since when it was seen fresh,
+	// multiDone is set once its rule was applied.
+	multiActive string
+	multiKept   string
+	multiSince  time.Time
+	multiDone   bool
+}
+
 // The values of the service keyword multiple_active.
 const (
 	MultipleActiveStopOthers = "stop_others"
@@ -243,8 +256,8 @@ func (c *Core) multiFresh(s monitor.Snapshot, svc string, up []string, kept stri
 	if st := s.Nodes[kept].Data.Services[svc].Monitor.State; kept != "" && st.Transitioning() {
 		return kept + " is " + string(st)
 	}
-	if inst := c.insts[svc]; inst != nil && inst.busy != "" {
-		return "the local " + inst.busy + " is running"
+	if inst := c.insts[svc]; inst != nil && inst.act.busy != "" {
+		return "the local " + inst.act.busy + " is running"
 	}
 	return ""
 }
@@ -266,10 +279,10 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 	var next time.Time
 	for _, inst := range c.passInstances() {
 		svc := inst.name
-		up := c.runningOn(s, svc, inst.multiActive == "")
+		up := c.runningOn(s, svc, inst.multi.multiActive == "")
 		if len(up) < 2 {
-			if inst.multiActive != "" {
-				inst.multiActive, inst.multiKept, inst.multiSince, inst.multiDone = "", "", time.Time{}, false
+			if inst.multi.multiActive != "" {
+				inst.multi.multiActive, inst.multi.multiKept, inst.multi.multiSince, inst.multi.multiDone = "", "", time.Time{}, false
 				c.emit(MultipleActiveEnded{Svc: svc, Nodes: up})
 				if len(up) == 1 && up[0] == c.cfg.Name {
 					c.keptAlone(s, inst, now)
@@ -278,11 +291,11 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 			continue
 		}
 		rule := multipleActiveRule(s.Services[svc])
-		if key := strings.Join(up, ","); key != inst.multiActive {
-			inst.multiActive, inst.multiKept, inst.multiSince, inst.multiDone = key, "", time.Time{}, false
+		if key := strings.Join(up, ","); key != inst.multi.multiActive {
+			inst.multi.multiActive, inst.multi.multiKept, inst.multi.multiSince, inst.multi.multiDone = key, "", time.Time{}, false
 			c.emit(MultipleActive{Svc: svc, Nodes: up, Rule: rule, Settle: c.multiSettle().String()})
 		}
-		if inst.multiDone {
+		if inst.multi.multiDone {
 			continue
 		}
 		var kept, keptWhy string
@@ -293,19 +306,19 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 			kept, keptWhy = Keeper(s, svc, up)
 		}
 		if why := c.multiFresh(s, svc, up, kept); why != "" {
-			inst.multiSince = time.Time{} // the wait starts again on fresh data
+			inst.multi.multiSince = time.Time{} // the wait starts again on fresh data
 			continue
 		}
-		if inst.multiSince.IsZero() || kept != inst.multiKept {
-			inst.multiSince, inst.multiKept = now, kept
+		if inst.multi.multiSince.IsZero() || kept != inst.multi.multiKept {
+			inst.multi.multiSince, inst.multi.multiKept = now, kept
 		}
-		if due := inst.multiSince.Add(c.multiSettle()); now.Before(due) {
+		if due := inst.multi.multiSince.Add(c.multiSettle()); now.Before(due) {
 			if next.IsZero() || due.Before(next) {
 				next = due
 			}
 			continue
 		}
-		inst.multiDone = true
+		inst.multi.multiDone = true
 		c.applyMultipleActive(s, inst, up, kept, keptWhy, rule, now)
 	}
 	return next
@@ -409,7 +422,7 @@ func (c *Core) keptAlone(s monitor.Snapshot, inst *instance, now time.Time) {
 	ss := c.state.Services[svc]
 	down, ok := completable(inst)
 	if ok && multipleActiveRule(s.Services[svc]) == MultipleActiveStopOthers && inst.local && inst.spec.Runnable &&
-		inst.busy == "" && inst.mon.State == dataset.Idle && !ss.Frozen && !c.state.NodeFrozen && !c.stopping {
+		inst.act.busy == "" && inst.mon.State == dataset.Idle && !ss.Frozen && !c.state.NodeFrozen && !c.stopping {
 		reason := "multiple_active = stop_others: kept here, completing the instance (" + down + ")"
 		c.setMonitorState(svc, inst, dataset.Starting, reason, now)
 		c.beginAction(svc, inst, "start", reason, now)

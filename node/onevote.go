@@ -8,6 +8,14 @@ import (
 	"haven/quorum"
 )
 
+// oneVoteBook is this node's standing with each one-vote arbitrator.
+type oneVoteBook struct {
+	// leases are by arbitrator; nextReport is when the next reports are
+	// due.
+	leases     map[string]*lease
+	nextReport time.Time
+}
+
 // One-vote arbitrators (haven://, quorum/lease.go): this node reports its
 // partition to each every quorum.LeaseReportEvery, and counts its vote
 // while the lease of its last grant runs (quorum.NodeLeaseEnd: from the
@@ -56,11 +64,11 @@ func (c *Core) hasOneVote() bool {
 // failover services it runs.
 func (c *Core) reportLeases(live []string, now time.Time) {
 	q := &c.q
-	if !c.hasOneVote() || now.Before(q.nextReport) {
+	if !c.hasOneVote() || now.Before(q.ov.nextReport) {
 		return
 	}
-	q.nextReport = now.Add(quorum.LeaseReportEvery)
-	c.wakeAt(q.nextReport)
+	q.ov.nextReport = now.Add(quorum.LeaseReportEvery)
+	c.wakeAt(q.ov.nextReport)
 	part := append([]string{c.cfg.Name}, live...)
 	slices.Sort(part)
 	running := 0
@@ -85,13 +93,13 @@ func (c *Core) oneVoteResult(name string, g quorum.GrantAnswer, errText string, 
 	if c.q.arbs == nil {
 		c.updateQuorum(now)
 	}
-	if c.q.leases == nil {
-		c.q.leases = map[string]*lease{}
+	if c.q.ov.leases == nil {
+		c.q.ov.leases = map[string]*lease{}
 	}
-	l := c.q.leases[name]
+	l := c.q.ov.leases[name]
 	if l == nil {
 		l = &lease{}
-		c.q.leases[name] = l
+		c.q.ov.leases[name] = l
 	}
 	if sent.Before(l.lastSent) {
 		return // an answer older than one already taken
@@ -116,7 +124,7 @@ func (c *Core) oneVoteResult(name string, g quorum.GrantAnswer, errText string, 
 	}
 	if was != l.granted || l.reason == "" {
 		c.emit(ArbitratorStatus{Name: name, OK: l.granted, Detail: l.reason, Refused: errText == "" && !g.Granted})
-		c.viewChanged = true
+		c.pv.viewChanged = true
 	}
 	c.voteAgainIfRegained(c.livePeers(now), now)
 	c.decideVote(now)
@@ -126,14 +134,14 @@ func (c *Core) oneVoteResult(name string, g quorum.GrantAnswer, errText string, 
 // leaseRuns reports whether this node counts one-vote arbitrator name's
 // vote at now.
 func (c *Core) leaseRuns(name string, now time.Time) bool {
-	l := c.q.leases[name]
+	l := c.q.ov.leases[name]
 	return l != nil && now.Before(l.until)
 }
 
 // exclusiveSince returns when one-vote arbitrator name's newest exclusive
 // grant came back, if it answered a report sent at since or later.
 func (c *Core) exclusiveSince(name string, since time.Time) (time.Time, bool) {
-	l := c.q.leases[name]
+	l := c.q.ov.leases[name]
 	if l == nil || l.exclusiveSent.IsZero() || l.exclusiveSent.Before(since) {
 		return time.Time{}, false
 	}
@@ -145,7 +153,7 @@ func (c *Core) exclusiveSince(name string, since time.Time) (time.Time, bool) {
 // taken again.
 func (c *Core) leaseLapsed(now time.Time) bool {
 	q := &c.q
-	if q.last == nil || !q.last.Survive || q.lost || !q.pending.IsZero() {
+	if q.last == nil || !q.last.Survive || q.split.lost || !q.pending.IsZero() {
 		return false
 	}
 	for _, name := range q.last.Answered {
@@ -159,7 +167,7 @@ func (c *Core) leaseLapsed(now time.Time) bool {
 // oneVoteState fills the status of one-vote arbitrator a.
 func (c *Core) oneVoteState(st *dataset.ArbitratorState, now time.Time) {
 	st.OneVote = true
-	l := c.q.leases[st.Name]
+	l := c.q.ov.leases[st.Name]
 	if l == nil {
 		st.Detail = "no answer yet"
 		return

@@ -29,7 +29,7 @@ func (c *Core) orchestrate(now time.Time, viewOnly bool) {
 	if viewOnly && c.incrementalPass(now) {
 		return
 	}
-	c.viewChanged = false
+	c.pv.viewChanged = false
 	c.lastStep = now
 	in := &c.inc
 	in.dirty, in.peers, in.rel = nil, nil, nil
@@ -125,7 +125,7 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instance, snap monitor.
 	}
 	c.noteTargetPending(svc, dec.TargetPending)
 	c.noteTargetFailed(svc, dec.TargetFailed)
-	if !dec.Changed || inst.busy != "" {
+	if !dec.Changed || inst.act.busy != "" {
 		// an action of ours is running: its end decides the state
 		return
 	}
@@ -145,7 +145,7 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instance, snap monitor.
 		}
 		inst.mon = dec.Monitor
 		c.beginAction(svc, inst, string(dec.Action), dec.Reason, now)
-		inst.prevState = prev
+		inst.act.prevState = prev
 	case monitor.ActionFreeze, monitor.ActionThaw:
 		c.setFrozen(svc, dec.Action == monitor.ActionFreeze, dec.Reason)
 		inst.mon = monitor.AfterFreeze(dec.Monitor, now)

@@ -15,10 +15,10 @@ import (
 // tokens heard before were skipped).
 type mergeEra struct{ bumps, services int }
 
-func (c *Core) mergeEra() mergeEra { return mergeEra{c.eraBumps, len(c.state.Services)} }
+func (c *Core) mergeEra() mergeEra { return mergeEra{c.pv.eraBumps, len(c.state.Services)} }
 
 // bumpMergeEra makes the next data of every peer merge as a whole.
-func (c *Core) bumpMergeEra() { c.eraBumps++ }
+func (c *Core) bumpMergeEra() { c.pv.eraBumps++ }
 
 // takeData takes a peer's new data: its view, the services whose
 // instances changed (noteData), the fencing tokens it shows, and its
@@ -70,8 +70,8 @@ func (c *Core) mergeWhole(from string, d *dataset.Node, now time.Time) {
 // what the next data of each peer would merge (the merge era moved on).
 func (c *Core) remergePeers(now time.Time) {
 	era := c.mergeEra()
-	for _, pn := range c.pnames {
-		p := c.peers[pn]
+	for _, pn := range c.pv.pnames {
+		p := c.pv.peers[pn]
 		if p.Data == nil {
 			continue
 		}

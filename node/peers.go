@@ -33,6 +33,21 @@ type Local interface {
 	LocalServices() map[string]*config.ServiceConfig
 }
 
+// peerView is what the node knows of the other members, as a whole.
+type peerView struct {
+	peers  map[string]*peer
+	pnames []string // sorted
+	compat bool     // every live member announces our compat
+	// confDiffers says how members' configuration differs (clusterconf.go)
+	confDiffers string
+	// viewChanged is set when a peer's data or status changed since the
+	// last decision pass.
+	viewChanged bool
+	// eraBumps counts the changes of the state after which the peers'
+	// data merges as a whole again (peerdata.go).
+	eraBumps int
+}
+
 // peer is what this node knows of another member, judged by the rules of
 // package view.
 type peer struct {
@@ -52,9 +67,11 @@ type peer struct {
 	// behind: the heartbeat said its data is stale (stale.go).
 	behind bool
 	// twin: two runs of its name are heard at once; downHeld: a Down
-	// came meanwhile; runHeld: its new run is not trusted yet
+	// came meanwhile; runHeld: its new run is not trusted yet; trusting:
+	// its new run was trusted, the copy the transport held is not taken
+	// yet (the Data event that follows RunTrusted)
 	// (duplicate.go).
-	twin, downHeld, runHeld bool
+	twin, downHeld, runHeld, trusting bool
 	// merged is the merge era of the last merge of its whole data
 	// (peerdata.go).
 	merged mergeEra
@@ -88,11 +105,11 @@ type PeerEvent struct {
 }
 
 func (c *Core) initPeers() {
-	c.peers = map[string]*peer{}
+	c.pv.peers = map[string]*peer{}
 	for _, m := range c.cfg.ClusterNodes {
 		if m != c.cfg.Name {
-			c.peers[m] = &peer{status: dataset.NodeStUnknown}
-			c.pnames = append(c.pnames, m)
+			c.pv.peers[m] = &peer{status: dataset.NodeStUnknown}
+			c.pv.pnames = append(c.pv.pnames, m)
 		}
 	}
 }
@@ -101,7 +118,7 @@ func (c *Core) initPeers() {
 // rejoin until every one was heard or the rejoin grace period ends.
 func (c *Core) start(now time.Time) {
 	c.started = now
-	if len(c.peers) > 0 {
+	if len(c.pv.peers) > 0 {
 		c.setNodeMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
 	}
 	c.updateLevel() // alone in its cluster, a node reads every format there is
@@ -113,7 +130,7 @@ func (c *Core) start(now time.Time) {
 // then compat and rejoin; the edits waiting for the peers' adoption are
 // looked at again.
 func (c *Core) heartbeat(ev PeerEvent, now time.Time) {
-	p := c.peers[ev.Node]
+	p := c.pv.peers[ev.Node]
 	if p == nil {
 		return
 	}
@@ -150,7 +167,7 @@ func (c *Core) heartbeat(ev PeerEvent, now time.Time) {
 	// a peer's change is a change of this node's view: decide again (only
 	// the services whose instances changed, when that is all: dirty)
 	if !instancesOnly {
-		c.viewChanged = true
+		c.pv.viewChanged = true
 	}
 }
 
@@ -171,22 +188,22 @@ func (c *Core) tick(now time.Time) {
 	c.checkEdits(now)
 	c.retryAhead(now)
 	if now.Sub(c.lastStep) >= fullPassPeriod {
-		c.viewChanged = true
+		c.pv.viewChanged = true
 	}
 }
 
 // wakeUp is the driver's timer of Ready.WakeAt: a decision pass is due.
-func (c *Core) wakeUp() { c.viewChanged = true }
+func (c *Core) wakeUp() { c.pv.viewChanged = true }
 
 // ViewChanged reports whether the view changed since the last decision
 // pass (the driver runs Orchestrate then, or when its dataset changed).
-func (c *Core) ViewChanged() bool { return c.viewChanged || len(c.inc.dirty) > 0 }
+func (c *Core) ViewChanged() bool { return c.pv.viewChanged || len(c.inc.dirty) > 0 }
 
 // notePeers emits the changes of the peers' status as this node concludes
 // it, and marks the view changed.
 func (c *Core) notePeers(now time.Time) {
-	for _, name := range c.pnames {
-		p := c.peers[name]
+	for _, name := range c.pv.pnames {
+		p := c.pv.peers[name]
 		st := view.Status(p.Peer, now, c.cfg.MaintenanceGrace)
 		if st == p.status {
 			continue
@@ -199,14 +216,14 @@ func (c *Core) notePeers(now time.Time) {
 		}
 		c.emit(e)
 		p.status = st
-		c.viewChanged = true
+		c.pv.viewChanged = true
 	}
 }
 
 // updateCompat compares the compat versions of the live members.
 func (c *Core) updateCompat() {
-	peers := make(map[string]view.Peer, len(c.peers))
-	for name, p := range c.peers {
+	peers := make(map[string]view.Peer, len(c.pv.peers))
+	for name, p := range c.pv.peers {
 		peers[name] = p.Peer
 	}
 	c.updateLevel()
@@ -215,10 +232,10 @@ func (c *Core) updateCompat() {
 	if ok {
 		ok, reason = c.formatsCompatible()
 	}
-	if ok == c.compat {
+	if ok == c.pv.compat {
 		return
 	}
-	c.compat = ok
+	c.pv.compat = ok
 	c.emit(Compat{OK: ok, Reason: reason})
 	c.publish()
 }
@@ -230,8 +247,8 @@ func (c *Core) updateRejoin(now time.Time) {
 		return
 	}
 	var missing []string
-	for _, name := range c.pnames {
-		if c.peers[name].Data == nil {
+	for _, name := range c.pv.pnames {
+		if c.pv.peers[name].Data == nil {
 			missing = append(missing, name)
 		}
 	}
@@ -265,14 +282,14 @@ func (c *Core) setNodeMonitor(m dataset.NodeMonitor, reason string) {
 func (c *Core) NodeMonitor() dataset.NodeMonitor { return c.monitor }
 
 // Compat reports whether every live member announces this node's compat.
-func (c *Core) Compat() bool { return c.compat }
+func (c *Core) Compat() bool { return c.pv.compat }
 
 // PeerNames returns the other members, sorted.
-func (c *Core) PeerNames() []string { return c.pnames }
+func (c *Core) PeerNames() []string { return c.pv.pnames }
 
 // Peer returns what this node knows of a peer.
 func (c *Core) Peer(name string) (view.Peer, bool) {
-	p := c.peers[name]
+	p := c.pv.peers[name]
 	if p == nil {
 		return view.Peer{}, false
 	}
@@ -281,7 +298,7 @@ func (c *Core) Peer(name string) (view.Peer, bool) {
 
 // PeerStatus is this node's conclusion about a peer at now.
 func (c *Core) PeerStatus(name string, now time.Time) dataset.NodeStatus {
-	p := c.peers[name]
+	p := c.pv.peers[name]
 	if p == nil {
 		return dataset.NodeStUnknown
 	}
@@ -290,8 +307,8 @@ func (c *Core) PeerStatus(name string, now time.Time) dataset.NodeStatus {
 
 // Snapshot gathers what the decision core reads: plain data, with now.
 func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
-	peers := make(map[string]view.Peer, len(c.peers))
-	for name, p := range c.peers {
+	peers := make(map[string]view.Peer, len(c.pv.peers))
+	for name, p := range c.pv.peers {
 		peers[name] = p.Peer
 	}
 	s := view.Snapshot(view.Input{
@@ -301,8 +318,8 @@ func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
 		MaintenanceGrace: c.cfg.MaintenanceGrace,
 		ClusterNodes:     c.cfg.ClusterNodes,
 		Services:         c.cfg.Local.LocalServices(),
-		Compat:           c.compat,
-		ConfDiffers:      c.confDiffers,
+		Compat:           c.pv.compat,
+		ConfDiffers:      c.pv.confDiffers,
 		ReadyPeriod:      c.cfg.ReadyPeriod,
 	})
 	s.Fencing = c.fencing()

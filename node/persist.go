@@ -68,6 +68,165 @@ type heldOut struct {
 	node   *NodeAction
 }
 
+// The persistence sub-machine: its inputs are the Readies it numbers and
+// holds (hold), the barriers (barrier), and the ends of the writes
+// (written, rollBack, release); it knows no service, peer or instance.
+// What a release leaves to the rest of the core (the actions it aborts,
+// the node actions it does not run) it hands back.
+
+// settled reports whether the fate of every state numbered is known.
+func (p *persistence) settled() bool { return p.acked >= p.seq }
+
+// barrier makes the answer of tk (to come in a Ready) fail if a roll back
+// happens after from, the seq when its request began.
+func (p *persistence) barrier(tk Ticket, from uint64) {
+	if p.from == nil {
+		p.from = map[Ticket]uint64{}
+	}
+	p.from[tk] = from
+}
+
+// written records that the state numbered seq is on disk: fresh is false
+// when that was known already; recovered when writes failed until now.
+func (p *persistence) written(seq uint64) (fresh, recovered bool) {
+	if seq > p.handed {
+		seq = p.handed // a state not handed out is not on disk
+	}
+	if seq <= p.acked {
+		return false, false
+	}
+	p.acked = seq
+	recovered = p.failing != nil
+	p.failing = nil
+	keep := p.states[:0]
+	for _, s := range p.states {
+		if s.seq == seq {
+			p.onDisk = s.st
+		}
+		if s.seq > seq {
+			keep = append(keep, s)
+		}
+	}
+	p.states = keep
+	return true, recovered
+}
+
+// groupDue reports whether changes waited for the write that ended: the
+// next state is to be handed out now, as one.
+func (p *persistence) groupDue() bool { return p.seq > p.handed && p.acked == p.handed }
+
+// rollBack records a failed write: every state handed out or waiting was
+// built on the undone one. It returns a copy of what the file holds, the
+// durable state to go back to.
+func (p *persistence) rollBack(werr error) State {
+	p.failing = werr
+	p.states = nil
+	p.handed, p.acked = p.seq, p.seq
+	p.undoneTo, p.undoneErr = p.seq, werr
+	return p.onDisk.Clone()
+}
+
+// release hands over the answers and actions held for a state up to seq,
+// to come in the next Ready: with err (a roll back) an answer that
+// reported a success fails, and the actions and node actions are returned
+// instead, for the core to abort.
+func (p *persistence) release(seq uint64, err error) (undone []heldOut) {
+	keep := p.held[:0]
+	var due []heldOut
+	for _, h := range p.held {
+		if h.seq <= seq {
+			due = append(due, h)
+			continue
+		}
+		keep = append(keep, h)
+	}
+	p.held = keep
+	for _, h := range due {
+		switch {
+		case h.answer != nil:
+			a := *h.answer
+			if err != nil && a.Err == nil {
+				a.Err, a.Result = err, ""
+			}
+			p.outAnswers = append(p.outAnswers, a)
+		case err != nil:
+			undone = append(undone, h)
+		case h.node != nil:
+			p.outNode = append(p.outNode, *h.node)
+		default:
+			p.outRuns = append(p.outRuns, *h.run)
+		}
+	}
+	return undone
+}
+
+// hold numbers the Persist of r, and keeps back its answers and actions
+// while a state handed out is not on disk. While a write is in flight,
+// Persist is not handed out: the changes wait for its end (group commit,
+// written and groupDue), numbered with the state that will hold them. A
+// barrier whose request began before a roll back fails at once. With
+// writeThrough (the driver's promise that it writes Persist first and
+// never fails) a state counts as written as soon as it is handed out.
+func (p *persistence) hold(r *Ready, writeThrough bool) {
+	if r.Persist != nil {
+		if p.seq == p.handed {
+			p.seq++ // a new state: not yet numbered
+		}
+		r.PersistSeq = p.seq
+		switch {
+		case writeThrough:
+			p.handed, p.acked, p.onDisk = p.seq, p.seq, r.Persist.Clone()
+		case p.handed > p.acked:
+			r.Persist = nil // handed out when the write in flight ends
+		default:
+			p.handed = p.seq
+			p.states = append(p.states[:0], seqState{seq: p.seq, st: r.Persist.Clone()})
+		}
+	}
+	for i := range r.Answers {
+		a := &r.Answers[i]
+		if from, ok := p.from[a.Ticket]; ok {
+			delete(p.from, a.Ticket)
+			if p.undoneTo > from && a.Err == nil {
+				a.Err = failedf("state not saved: %v (a change made during this call was undone)", p.undoneErr)
+			}
+		}
+	}
+	if p.settled() {
+		return
+	}
+	for i := range r.Answers {
+		a := r.Answers[i]
+		p.held = append(p.held, heldOut{seq: p.seq, answer: &a})
+	}
+	for i := range r.Run {
+		a := r.Run[i]
+		p.held = append(p.held, heldOut{seq: p.seq, run: &a})
+	}
+	for i := range r.NodeActions {
+		a := r.NodeActions[i]
+		p.held = append(p.held, heldOut{seq: p.seq, node: &a})
+	}
+	r.Ordered = r.Run
+	r.Answers, r.Run, r.NodeActions = nil, nil, nil
+}
+
+// drain adds to r what the writes released since the last Ready.
+func (p *persistence) drain(r *Ready) {
+	r.Answers = append(r.Answers, p.outAnswers...)
+	r.Run = append(r.Run, p.outRuns...)
+	r.NodeActions = append(r.NodeActions, p.outNode...)
+	p.outAnswers, p.outRuns, p.outNode = nil, nil, nil
+}
+
+// released reports whether writes released anything not handed over yet.
+func (p *persistence) released() bool {
+	return len(p.outAnswers) > 0 || len(p.outRuns) > 0 || len(p.outNode) > 0
+}
+
+// The core's side of persistence: its inputs (persistDone), its queries,
+// and what a write's end asks of the rest of the core.
+
 // PersistSeq returns the seq of the newest state (0: none yet), handed
 // out or waiting for the write in flight. A request that begins now
 // passes it to afterPersist when it ends.
@@ -76,7 +235,7 @@ func (c *Core) PersistSeq() uint64 { return c.ps.seq }
 // Settled reports whether every state handed out is known to be written
 // (or was rolled back): nothing the core holds is ahead of the disk. The
 // driver publishes, and runs the decision pass, only then.
-func (c *Core) Settled() bool { return c.ps.acked >= c.ps.seq }
+func (c *Core) Settled() bool { return c.ps.settled() }
 
 // PersistFailing returns the error of the last state write, nil when it
 // succeeded (the node writes its state again on every tick meanwhile:
@@ -97,10 +256,7 @@ func (c *Core) markDurable() {
 // undone).
 func (c *Core) afterPersist(from uint64) Ticket {
 	tk := c.newTicket()
-	if c.ps.from == nil {
-		c.ps.from = map[Ticket]uint64{}
-	}
-	c.ps.from[tk] = from
+	c.ps.barrier(tk, from)
 	c.answer(Answer{Ticket: tk})
 	return tk
 }
@@ -113,81 +269,34 @@ func (c *Core) afterPersist(from uint64) Ticket {
 // is undone; the answers waiting for them fail, their actions are aborted.
 func (c *Core) persistDone(seq uint64, err error, now time.Time) {
 	if err != nil {
-		c.persistFailed(err, now)
+		c.restore(c.ps.rollBack(err), err)
+		c.release(c.ps.seq, failedf("state not saved: %v (the change was undone)", err), now)
 		return
 	}
-	if seq > c.ps.handed {
-		seq = c.ps.handed // a state not handed out is not on disk
-	}
-	if seq <= c.ps.acked {
+	fresh, recovered := c.ps.written(seq)
+	if !fresh {
 		return
 	}
-	c.ps.acked = seq
-	recovered := c.ps.failing != nil
-	c.ps.failing = nil
-	keep := c.ps.states[:0]
-	for _, s := range c.ps.states {
-		if s.seq == seq {
-			c.ps.onDisk = s.st
-		}
-		if s.seq > seq {
-			keep = append(keep, s)
-		}
-	}
-	c.ps.states = keep
-	c.release(seq, nil, now)
+	c.release(c.ps.acked, nil, now)
 	if recovered {
 		// what was adopted from the peers while writes failed was
 		// undone: adopt it again now that the disk takes writes
 		c.remergePeers(now)
 	}
-	if c.ps.seq > c.ps.handed && c.ps.acked == c.ps.handed {
+	if c.ps.groupDue() {
 		c.persist() // the changes made during the write, in one state
 	}
 }
 
-// persistFailed rolls back every change not written.
-func (c *Core) persistFailed(werr error, now time.Time) {
-	c.ps.failing = werr
-	c.ps.states = nil
-	// every state handed out or waiting was built on the undone one
-	c.ps.handed, c.ps.acked = c.ps.seq, c.ps.seq
-	c.ps.undoneTo, c.ps.undoneErr = c.ps.seq, werr
-	c.restore(c.ps.onDisk.Clone(), werr)
-	c.release(c.ps.seq, failedf("state not saved: %v (the change was undone)", werr), now)
-}
-
-// release hands over the answers and actions held for a state up to seq:
-// with err (a roll back) an answer that reported a success fails and an
-// action is aborted.
+// release hands over what waited for a state up to seq; with err (a roll
+// back) the actions held are aborted and the node actions not run.
 func (c *Core) release(seq uint64, err error, now time.Time) {
-	var due []heldOut
-	keep := c.ps.held[:0]
-	for _, h := range c.ps.held {
-		if h.seq <= seq {
-			due = append(due, h)
+	for _, h := range c.ps.release(seq, err) {
+		if h.node != nil {
+			c.emit(NodeActionEnd{Action: h.node.Kind, Err: "not run: " + err.Error()})
 			continue
 		}
-		keep = append(keep, h)
-	}
-	c.ps.held = keep
-	for _, h := range due {
-		switch {
-		case h.answer != nil:
-			a := *h.answer
-			if err != nil && a.Err == nil {
-				a.Err, a.Result = err, ""
-			}
-			c.ps.outAnswers = append(c.ps.outAnswers, a)
-		case h.node != nil && err != nil:
-			c.emit(NodeActionEnd{Action: h.node.Kind, Err: "not run: " + err.Error()})
-		case h.node != nil:
-			c.ps.outNode = append(c.ps.outNode, *h.node)
-		case err != nil:
-			c.actionAborted(h.run.Service, h.run.Kind, err, now)
-		default:
-			c.ps.outRuns = append(c.ps.outRuns, *h.run)
-		}
+		c.actionAborted(h.run.Service, h.run.Kind, err, now)
 	}
 }
 
@@ -200,53 +309,4 @@ func (c *Core) retryPersist() {
 	}
 	c.persistMonitors()
 	c.persist()
-}
-
-// hold numbers the Persist of r, and keeps back its answers and actions
-// while a state handed out is not on disk. While a write is in flight,
-// Persist is not handed out: the changes wait for its end (group commit,
-// persistDone), numbered with the state that will hold them. A barrier
-// whose request began before a roll back fails at once.
-func (c *Core) hold(r *Ready) {
-	if r.Persist != nil {
-		if c.ps.seq == c.ps.handed {
-			c.ps.seq++ // a new state: not yet numbered
-		}
-		r.PersistSeq = c.ps.seq
-		switch {
-		case c.cfg.WriteThrough:
-			c.ps.handed, c.ps.acked, c.ps.onDisk = c.ps.seq, c.ps.seq, r.Persist.Clone()
-		case c.ps.handed > c.ps.acked:
-			r.Persist = nil // handed out when the write in flight ends
-		default:
-			c.ps.handed = c.ps.seq
-			c.ps.states = append(c.ps.states[:0], seqState{seq: c.ps.seq, st: r.Persist.Clone()})
-		}
-	}
-	for i := range r.Answers {
-		a := &r.Answers[i]
-		if from, ok := c.ps.from[a.Ticket]; ok {
-			delete(c.ps.from, a.Ticket)
-			if c.ps.undoneTo > from && a.Err == nil {
-				a.Err = failedf("state not saved: %v (a change made during this call was undone)", c.ps.undoneErr)
-			}
-		}
-	}
-	if c.Settled() {
-		return
-	}
-	for i := range r.Answers {
-		a := r.Answers[i]
-		c.ps.held = append(c.ps.held, heldOut{seq: c.ps.seq, answer: &a})
-	}
-	for i := range r.Run {
-		a := r.Run[i]
-		c.ps.held = append(c.ps.held, heldOut{seq: c.ps.seq, run: &a})
-	}
-	for i := range r.NodeActions {
-		a := r.NodeActions[i]
-		c.ps.held = append(c.ps.held, heldOut{seq: c.ps.seq, node: &a})
-	}
-	r.Ordered = r.Run
-	r.Answers, r.Run, r.NodeActions = nil, nil, nil
 }

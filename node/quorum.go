@@ -137,6 +137,18 @@ type quorumState struct {
 	// view of it, and its lost vote is not taken again.
 	stallAt time.Time
 
+	// split is what this node does once it lost a vote.
+	split splitStop
+
+	gates map[string]*gate
+
+	// ov is this node's standing with the one-vote arbitrators
+	// (onevote.go).
+	ov oneVoteBook
+}
+
+// splitStop is what a node that lost a vote does: its split_action.
+type splitStop struct {
 	// lost is set once this node lost a vote; splitSvcs are the instances
 	// its split_action stop stops; escalateAt is when it crashes if one
 	// still runs.
@@ -144,13 +156,6 @@ type quorumState struct {
 	splitSvcs  []string
 	escalateAt time.Time
 	escalated  bool
-
-	gates map[string]*gate
-
-	// leases are this node's standing with each one-vote arbitrator
-	// (onevote.go); nextReport is when the next reports are due.
-	leases     map[string]*lease
-	nextReport time.Time
 }
 
 // timing is the self-stop timing: the configured one, its stop budget
@@ -221,8 +226,8 @@ func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
 // held (a restart: duplicate.go), whose data is current.
 func (c *Core) livePeers(now time.Time) []string {
 	var out []string
-	for _, name := range c.pnames {
-		p := c.peers[name]
+	for _, name := range c.pv.pnames {
+		p := c.pv.peers[name]
 		switch view.Status(p.Peer, now, c.cfg.MaintenanceGrace) {
 		case dataset.NodeStMaint, dataset.NodeStShutting:
 			// announced: a daemon stopped for maintenance (within its
@@ -283,12 +288,12 @@ func (c *Core) updateQuorum(now time.Time) {
 		stalled = gap
 	}
 	q.lastTick, q.slept = now, 0
-	if c.cfg.Quorum.SplitAction == SplitStop && q.lost != c.state.SplitFrozen {
+	if c.cfg.Quorum.SplitAction == SplitStop && q.split.lost != c.state.SplitFrozen {
 		// the split freeze is the lost state of a split_action stop: an
 		// admin's thaw ended it (the node is back in the race), or it
 		// was restored from the state file (a daemon restarted frozen)
-		q.lost = c.state.SplitFrozen
-		q.splitSvcs = nil
+		q.split.lost = c.state.SplitFrozen
+		q.split.splitSvcs = nil
 	}
 	live := c.livePeers(now)
 	cur := make(map[string]bool, len(live))
@@ -314,21 +319,21 @@ func (c *Core) updateQuorum(now time.Time) {
 		// live now (declared down since, or not hearing this node) are
 		// lost, and voted on as usual.
 		q.rejoined = true
-		for _, n := range c.pnames {
-			if c.peers[n].Data != nil && !cur[n] && !slices.Contains(lost, n) {
+		for _, n := range c.pv.pnames {
+			if c.pv.peers[n].Data != nil && !cur[n] && !slices.Contains(lost, n) {
 				lost = append(lost, n)
 			}
 		}
 	}
 	q.live = cur
-	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pnames) && !c.justStalled(now) {
+	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pv.pnames) && !c.justStalled(now) {
 		c.endSplitFreeze("the cluster is whole again: every member hears this node and is heard")
 	}
 	if stalled > 0 {
 		// this daemon did not run for longer than hb.timeout: its peers
 		// may have declared it down and taken over; count it alone
 		c.emit(QuorumStall{Gap: stalled.Round(time.Millisecond).String()})
-		c.startVote(now, nil, c.pnames)
+		c.startVote(now, nil, c.pv.pnames)
 		q.stallAt = now
 	} else if len(lost) > 0 {
 		c.startVote(now, live, lost)
@@ -383,7 +388,7 @@ func (c *Core) mayRegain(live []string, now time.Time) string {
 	}
 	switch {
 	case c.state.SplitFrozen:
-	case q.lost:
+	case q.split.lost:
 		return "" // crashing or rebooting
 	case q.last != nil && !q.last.Survive && len(q.gates) > 0:
 	default:
@@ -439,9 +444,9 @@ func (c *Core) endSplitFreeze(why string) {
 	}
 	c.setSplitFrozen(false, why)
 	if c.cfg.Quorum.SplitAction == SplitStop {
-		q.lost, q.splitSvcs = false, nil
+		q.split.lost, q.split.splitSvcs = false, nil
 	}
-	c.viewChanged = true
+	c.pv.viewChanged = true
 }
 
 // startVote begins a vote: lost members were lost at now; live are the
@@ -486,7 +491,7 @@ func (c *Core) decideVote(now time.Time) {
 	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: q.pendingLive, Arbitrators: arbs, Frozen: c.state.NodeFrozen})
 	started := q.pending
 	q.pending = time.Time{}
-	if q.lost && !v.Survive {
+	if q.split.lost && !v.Survive {
 		// already out of the race (stopped and frozen, or crashed): one
 		// vote said it
 		return
@@ -494,11 +499,11 @@ func (c *Core) decideVote(now time.Time) {
 	q.last, q.lastAt = &v, now
 	c.emit(QuorumVote{Verdict: v, Lost: q.pendingLost, SplitAction: c.cfg.Quorum.SplitAction, Again: q.again})
 	c.publish()
-	c.viewChanged = true
+	c.pv.viewChanged = true
 	if v.Survive && c.state.SplitFrozen {
 		c.endSplitFreeze("this node holds the quorum again: " + v.String())
 	}
-	if v.Survive || v.Skipped || q.lost {
+	if v.Survive || v.Skipped || q.split.lost {
 		return // a node that already lost stays stopped (or crashed)
 	}
 	c.splitAction(started, now, v)
@@ -512,22 +517,22 @@ func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
 	case SplitDisabled:
 		return // the vote event said it
 	case SplitCrash, SplitReboot:
-		q.lost = true
+		q.split.lost = true
 		c.splitNodeAction(c.cfg.Quorum.SplitAction, reason)
 		return
 	}
-	q.lost = true
+	q.split.lost = true
 	c.setSplitFrozen(true, reason+": every local instance stopped, node frozen until it holds the quorum again or the cluster is whole (nodemgr thaw ends it sooner)")
-	q.escalateAt = started.Add(c.timing().EscalateAfter())
-	q.escalated = false
-	q.splitSvcs = q.splitSvcs[:0]
+	q.split.escalateAt = started.Add(c.timing().EscalateAfter())
+	q.split.escalated = false
+	q.split.splitSvcs = q.split.splitSvcs[:0]
 	for _, inst := range c.ilist {
 		if inst.local && inst.spec.Runnable {
-			q.splitSvcs = append(q.splitSvcs, inst.name)
+			q.split.splitSvcs = append(q.split.splitSvcs, inst.name)
 		}
 	}
 	c.splitProgress(now)
-	c.wakeAt(q.escalateAt)
+	c.wakeAt(q.split.escalateAt)
 }
 
 // splitProgress stops what still runs after a lost vote (an action in
@@ -535,11 +540,11 @@ func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
 // escalation deadline passed with an instance still running.
 func (c *Core) splitProgress(now time.Time) {
 	q := &c.q
-	if !q.lost || q.escalated || c.cfg.Quorum.SplitAction != SplitStop {
+	if !q.split.lost || q.split.escalated || c.cfg.Quorum.SplitAction != SplitStop {
 		return
 	}
 	var left []string
-	for _, svc := range q.splitSvcs {
+	for _, svc := range q.split.splitSvcs {
 		inst := c.insts[svc]
 		if inst == nil {
 			continue
@@ -549,20 +554,20 @@ func (c *Core) splitProgress(now time.Time) {
 			c.escalate(fmt.Sprintf("the split stop of %s failed (%s)", svc, inst.mon.Error))
 			return
 		}
-		if inst.busy == "" && running {
+		if inst.act.busy == "" && running {
 			c.runAction(svc, "stop", "quorum lost: split_action stop", now)
 		}
-		if inst.busy != "" || running {
+		if inst.act.busy != "" || running {
 			left = append(left, svc)
 		}
 	}
-	if len(left) > 0 && !now.Before(q.escalateAt) {
+	if len(left) > 0 && !now.Before(q.split.escalateAt) {
 		c.escalate(fmt.Sprintf("the split stop did not end by its deadline (%s still running)", strings.Join(left, ", ")))
 	}
 }
 
 func (c *Core) escalate(why string) {
-	c.q.escalated = true
+	c.q.split.escalated = true
 	c.splitNodeAction(SplitCrash, "quorum lost and "+why+": escalate to crash, as a watchdog would")
 }
 
@@ -624,8 +629,8 @@ func (c *Core) hasStonith(node string) bool { return slices.Contains(c.cfg.Quoru
 // the peer is fenced or certainly stopped by its own split_action.
 func (c *Core) updateGates(now time.Time) {
 	q := &c.q
-	for _, name := range c.pnames {
-		p := c.peers[name]
+	for _, name := range c.pv.pnames {
+		p := c.pv.peers[name]
 		down := p.Data != nil && p.Data.Monitor != dataset.NodeShutting &&
 			view.Status(p.Peer, now, c.cfg.MaintenanceGrace) == dataset.NodeDown
 		g := q.gates[name]
@@ -638,7 +643,7 @@ func (c *Core) updateGates(now time.Time) {
 			if g.blocked != "" {
 				c.emit(TakeoverGate{Node: name, Closed: true})
 			}
-			c.viewChanged = true
+			c.pv.viewChanged = true
 			continue
 		case !down:
 			continue
@@ -648,7 +653,7 @@ func (c *Core) updateGates(now time.Time) {
 			continue
 		}
 		g.blocked, g.said = why, true
-		c.viewChanged = true
+		c.pv.viewChanged = true
 		if why == "" {
 			c.emit(TakeoverGate{Node: name, Cleared: true, Reason: c.gateCleared(g)})
 		} else {
@@ -689,13 +694,13 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	if !q.pending.IsZero() {
 		return "this node's quorum vote waits for the arbitrators"
 	}
-	if q.lost || q.last != nil && !q.last.Survive {
+	if q.split.lost || q.last != nil && !q.last.Survive {
 		g.restart, g.from = true, "this node held the quorum again"
 		return "this node lost the quorum"
 	}
-	for _, n := range c.pnames {
+	for _, n := range c.pv.pnames {
 		if q.live[n] {
-			if !slices.Contains(c.peers[n].unseen, name) {
+			if !slices.Contains(c.pv.peers[n].unseen, name) {
 				g.restart, g.from = true, "no live member heard "+name+" any more"
 				return n + " still hears " + name
 			}
@@ -704,7 +709,7 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	if d := p.Data; d != nil && d.Guard != nil && d.Guard.Anchored {
 		// the peer's lease counts from a member's declaration of it down:
 		// a member live since the gate started declared it maybe later
-		for _, n := range c.pnames {
+		for _, n := range c.pv.pnames {
 			if q.live[n] && !g.liveAt[n] {
 				g.restart, g.from = true, n+" became live"
 			}
@@ -830,7 +835,7 @@ func (c *Core) QuorumInfo(now time.Time) *dataset.QuorumInfo {
 		return nil
 	}
 	q := &c.q
-	qi := &dataset.QuorumInfo{SplitAction: c.cfg.Quorum.SplitAction, Pending: !q.pending.IsZero(), Lost: q.lost, SelfStop: c.SelfStop()}
+	qi := &dataset.QuorumInfo{SplitAction: c.cfg.Quorum.SplitAction, Pending: !q.pending.IsZero(), Lost: q.split.lost, SelfStop: c.SelfStop()}
 	live := append([]string{c.cfg.Name}, c.livePeers(now)...)
 	sort.Strings(live)
 	qi.Live = live

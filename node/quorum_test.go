@@ -366,4 +366,24 @@ func TestHeldRunCountsForQuorum(t *testing.T) {
 	if v := votes(rd); len(v) != 0 || c.NodeFrozen() || len(rd.Run) != 0 {
 		t.Fatalf("votes %+v, frozen %v, run %+v with two peers restarted: want nothing", v, c.NodeFrozen(), rd.Run)
 	}
+	// the hold ends: RunTrusted, then the transport hands the copy held
+	// (a Data event); in between the peer is neither held nor confirmed,
+	// and was counted lost: a 2-node cluster with the one-vote arbitrator
+	// voted alone and stopped its services at every clean restart of its
+	// peer (the chaos suite's RestartOnebyOne/q)
+	now = now.Add(3 * time.Second)
+	for _, p := range []string{"n2", "n3"} {
+		c.heartbeat(PeerEvent{Node: p, Kind: PeerRunTrusted}, now)
+		ticks(c, now, now.Add(time.Second))
+		if rd := c.Ready(); len(votes(rd)) != 0 || c.NodeFrozen() || len(rd.Run) != 0 {
+			t.Fatalf("%s's new run trusted, its copy not handed yet: votes %+v, frozen %v, run %+v: want nothing", p, votes(rd), c.NodeFrozen(), rd.Run)
+		}
+		hear(c, p, nil, now.Add(time.Second))
+		if pp, _ := c.Peer(p); pp.Stale {
+			t.Fatalf("%s's copy handed after the trust: still stale", p)
+		}
+	}
+	if rd := c.Ready(); len(votes(rd)) != 0 || c.NodeFrozen() || len(rd.Run) != 0 {
+		t.Fatalf("votes %+v, frozen %v, run %+v after the holds ended: want nothing", votes(rd), c.NodeFrozen(), rd.Run)
+	}
 }

@@ -163,28 +163,28 @@ func TestFullPassSeesPeerChanges(t *testing.T) {
 	inst.avail, inst.overall = dataset.StatusDown, dataset.StatusDown
 	c.pass(t0)
 	c.Ready()
-	if inst.upElsewhere != "" || inst.ranElsewhere != "" {
-		t.Fatalf("down on n2: up elsewhere %q, ran elsewhere %q", inst.upElsewhere, inst.ranElsewhere)
+	if inst.lad.upElsewhere != "" || inst.ranElsewhere != "" {
+		t.Fatalf("down on n2: up elsewhere %q, ran elsewhere %q", inst.lad.upElsewhere, inst.ranElsewhere)
 	}
 	// the peer's new data: web up there
 	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: peer(dataset.StatusUp)}, t0)
 	c.pass(t0)
 	c.Ready()
-	if inst.upElsewhere != "n2" || inst.ranElsewhere != "n2" {
-		t.Fatalf("up on n2: up elsewhere %q, ran elsewhere %q", inst.upElsewhere, inst.ranElsewhere)
+	if inst.lad.upElsewhere != "n2" || inst.ranElsewhere != "n2" {
+		t.Fatalf("up on n2: up elsewhere %q, ran elsewhere %q", inst.lad.upElsewhere, inst.ranElsewhere)
 	}
 	// up here too: two nodes
 	inst.avail, inst.overall = dataset.StatusUp, dataset.StatusUp
 	c.pass(t0)
-	if inst.multiActive != "n1,n2" {
-		t.Fatalf("up on n1 and n2: multiple active %q", inst.multiActive)
+	if inst.multi.multiActive != "n1,n2" {
+		t.Fatalf("up on n1 and n2: multiple active %q", inst.multi.multiActive)
 	}
 	c.Ready()
 	// the peer lost (its map the same): nowhere else
 	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerDown}, t0)
 	c.pass(t0)
 	c.Ready()
-	if inst.upElsewhere != "" || inst.multiActive != "" {
-		t.Fatalf("n2 lost: up elsewhere %q, multiple active %q", inst.upElsewhere, inst.multiActive)
+	if inst.lad.upElsewhere != "" || inst.multi.multiActive != "" {
+		t.Fatalf("n2 lost: up elsewhere %q, multiple active %q", inst.lad.upElsewhere, inst.multi.multiActive)
 	}
 }

@@ -68,6 +68,6 @@ func (c *Core) noteStale(p *peer, ev PeerEvent) {
 
 // peerBehind reports whether the peer's data is stale (PeerStale).
 func (c *Core) peerBehind(name string) bool {
-	p := c.peers[name]
+	p := c.pv.peers[name]
 	return p != nil && p.behind
 }

@@ -40,8 +40,8 @@ func (c *Core) WatchesClock() bool {
 	if c.quorumOn() || c.monitor == dataset.NodeRejoin || len(c.cd.pending) > 0 || c.ps.failing != nil || c.ConfigMergesLeft() {
 		return true
 	}
-	for _, name := range c.pnames {
-		if c.peers[name].status == dataset.NodeStMaint {
+	for _, name := range c.pv.pnames {
+		if c.pv.peers[name].status == dataset.NodeStMaint {
 			return true
 		}
 	}
@@ -58,7 +58,7 @@ func (c *Core) nextCheckDue(now time.Time) (time.Time, bool) {
 		return c.nextCheck, true
 	}
 	for _, inst := range c.ilist {
-		if inst.busy == "" && !inst.checking && inst.local && inst.spec.Runnable {
+		if inst.act.busy == "" && !inst.chk.checking && inst.local && inst.spec.Runnable {
 			return now, true
 		}
 	}

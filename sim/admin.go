@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"haven/config"
+	"haven/driver"
 	"haven/node"
-	"haven/node/driver"
 )
 
 // effects are the simulation's IO of the node core (driver.Effects): the

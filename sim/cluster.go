@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"haven/config"
+	"haven/driver"
 	"haven/heartbeat"
 	"haven/internal/clock"
 	"haven/node"
-	"haven/node/driver"
 )
 
 // simSecret is the cluster secret of every simulated node.

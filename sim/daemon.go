@@ -9,9 +9,9 @@ import (
 	"haven/config"
 	"haven/config/tomlfile"
 	"haven/dataset"
+	"haven/driver"
 	"haven/heartbeat"
 	"haven/node"
-	"haven/node/driver"
 )
 
 // tickPeriod is the daemon's periodic tick (daemon.tickPeriod).
@@ -34,7 +34,7 @@ type daemon struct {
 	mode     string // "stop", "shutdown", "restart" once a stop began
 	nextTick time.Time
 
-	// drv drives the node core (package node/driver: the loop rules, the
+	// drv drives the node core (package driver: the loop rules, the
 	// answers by ticket, the order of a Ready); core is its core (durable
 	// state, targets, clears).
 	drv  *driver.Driver

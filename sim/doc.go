@@ -11,7 +11,7 @@
 // # The node core and the driver
 //
 // A node's logic is the real node core's (package node), driven by the
-// same driver as the daemon's (package node/driver: the order of a Ready,
+// same driver as the daemon's (package driver: the order of a Ready,
 // the tickets, the loop rules, the heartbeat mapping, the admin routing,
 // the core's config). Every input reaches the core through Core.Step, as
 // in the daemon: the durable state and its writes, targets, clears,

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"haven/config"
+	"haven/driver"
 	"haven/node"
-	"haven/node/driver"
 	"haven/quorum"
 )
 

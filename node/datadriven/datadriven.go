@@ -21,6 +21,7 @@ package datadriven
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -136,6 +137,22 @@ func RunFile(t *testing.T, path string, update bool, run func(*Cmd) (string, err
 		if err := os.WriteFile(path, []byte(rewrite(string(raw), cmds, outs)), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// RunDir runs every file that pattern matches (a filepath.Glob, such as
+// "testdata/persistence/*.txt") as a subtest named after the file, each
+// with the run that start returns for it (a fresh machine per file).
+func RunDir(t *testing.T, pattern string, update bool, start func(t *testing.T) func(*Cmd) (string, error)) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test file matches %s (%v)", pattern, err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+			RunFile(t, f, update, start(t))
+		})
 	}
 }
 

@@ -71,6 +71,14 @@ func (c *Cluster) stable() (map[string]string, error) {
 				if m := i.Monitor.State; m != dataset.Idle {
 					return nil, fmt.Errorf("%s sees %s on %s %s", n, s.Name, node, m)
 				}
+				// a view that does not know an instance is not settled:
+				// a restarted node's new run is held a while (2/3
+				// hb.timeout: it could be a clone) and an admin action
+				// then is rightly answered "reached on the known nodes
+				// only"
+				if i.Stale || i.Avail == dataset.StatusUnknown || i.Avail == "" {
+					return nil, fmt.Errorf("%s does not know the instance of %s on %s yet", n, s.Name, node)
+				}
 			}
 			slices.Sort(up)
 			if len(up) != 1 {

@@ -238,7 +238,9 @@ func (c *Cluster) startOneVote() error {
 }
 
 // The test service's scripts. start journals, then starts the app (once);
-// stop kills it, waits for its end, then journals. The journal line is
+// stop kills it, waits for its end, then journals. Before a script kills
+// an app it leaves the file ending/PID in the work directory: the reaper
+// (reaper.go) then leaves the journaling of that end to the script. The journal line is
 // `<CLOCK_BOOTTIME seconds> <node> <service> start|stop`, appended (one
 // write, O_APPEND) to one file on the host: the order of its lines is the
 // order of the events, whatever the namespaces.
@@ -248,6 +250,7 @@ svc=$1 node=$2 var=$3
 app=%[2]s/app-$svc
 journal() { echo "$(cut -d' ' -f1 /proc/uptime) $node $svc $1" >> %[3]s; }
 alive() { [ -n "$1" ] && grep -qs "app-$svc" /proc/$1/cmdline && ! grep -qs '^State:[[:space:]]*Z' /proc/$1/status; }
+ending() { : > %[2]s/ending/$1; }
 pid=$(cat "$var/main.pid" 2>/dev/null)
 `
 
@@ -257,11 +260,12 @@ journal start
 "$app" 100000 >/dev/null 2>&1 &
 pid=$!
 if ! echo $pid > "$var/main.pid"; then
-	kill -9 $pid; journal stop; echo "cannot write $var/main.pid"; exit 1
+	ending $pid; kill -9 $pid; journal stop; echo "cannot write $var/main.pid"; exit 1
 fi
 `
 
 const stopScript = `if alive "$pid"; then
+	ending "$pid"
 	kill "$pid"
 	i=0
 	while alive "$pid"; do
@@ -285,6 +289,9 @@ echo "$(cut -d' ' -f1 /proc/uptime) $1 $2" >> %s
 func (c *Cluster) writeScripts() error {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(c.Work, "ending"), 0o755); err != nil {
 		return err
 	}
 	for name, body := range map[string]string{"start.sh": startScript, "stop.sh": stopScript, "check.sh": checkScript} {

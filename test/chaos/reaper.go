@@ -20,7 +20,9 @@ import (
 // it ended) would stay up in the journal for ever, and the next start of
 // its service elsewhere would read as running twice.
 //
-// The reaper is the observer outside the cluster that closes those: it
+// The reaper is the observer outside the cluster that closes those (a
+// script or the suite that kills an app leaves a mark first, and
+// journals that end itself): it
 // finds every app process of the bed (its command line names the service,
 // its network namespace the node) by reading /proc every reapScan, holds
 // a pidfd of each and, when one ends, journals the stop of its service on
@@ -194,6 +196,9 @@ func (r *reaper) wait(pid, fd int, p *reaped) {
 	defer r.mu.Unlock()
 	delete(r.seen, pid)
 	r.ended[pid] = time.Now()
+	if os.Remove(r.c.endingMark(pid)) == nil {
+		return // a script or the suite killed it and journals its end
+	}
 	for _, o := range r.seen {
 		if o.node == p.node && o.svc == p.svc {
 			return // another app of it lives there
@@ -227,6 +232,19 @@ func (r *reaper) endOf(pid int) (time.Time, bool) {
 	defer r.mu.Unlock()
 	at, ok := r.ended[pid]
 	return at, ok
+}
+
+// endingMark is the file a script or the suite leaves before it kills
+// the app pid: it journals that end itself.
+func (c *Cluster) endingMark(pid int) string {
+	return filepath.Join(c.Work, "ending", strconv.Itoa(pid))
+}
+
+// markEnding says that the suite kills the app pid and journals its end.
+func (c *Cluster) markEnding(pid int) {
+	if err := os.WriteFile(c.endingMark(pid), nil, 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "chaos: %v\n", err)
+	}
 }
 
 // startsOf counts the journal's starts of svc on node.

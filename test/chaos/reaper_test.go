@@ -96,4 +96,32 @@ func TestReaperJournalsAnAppKilledBehindTheScripts(t *testing.T) {
 	if got := up(); !slices.Equal(got, []string{"n1"}) {
 		t.Fatalf("the reaper ended a start journaled after its process was found: up on %v", got)
 	}
+	// the stop script journals the ends it causes: one stop line, not a
+	// second one of the reaper's
+	if err := c.journalStop("n1", svc); err != nil {
+		t.Fatal(err)
+	}
+	pid = start()
+	stops := func() int {
+		ev, err := ReadJournal(c.Journal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range ev {
+			if e.Kind == "stop" {
+				n++
+			}
+		}
+		return n
+	}
+	before := stops()
+	v := filepath.Join(c.Nodes["n1"].Var(), "services", svc)
+	if out, err := c.Bed.Command("n1", filepath.Join(c.Work, "stop.sh"), svc, "n1", v).CombinedOutput(); err != nil {
+		t.Fatalf("stop.sh: %v: %s", err, out)
+	}
+	ended(pid)
+	if got := stops() - before; got != 1 {
+		t.Fatalf("a stop by the stop script journaled %d stop lines, want 1", got)
+	}
 }

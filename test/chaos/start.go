@@ -187,6 +187,7 @@ func (c *Cluster) killApp(svc, n string) error {
 	if pid == 0 {
 		return nil
 	}
+	c.markEnding(pid)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return err
 	}

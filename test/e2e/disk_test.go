@@ -397,10 +397,19 @@ func TestNetnsDiskLinkKeepsCutOwnerUp(t *testing.T) {
 		}
 		return true
 	})
-	q.noOverlap()
-	if w := where(c["n3"], "web"); len(w) != 1 || w[0] != "n1" {
+	// n3's copy of n1's data is confirmed a moment after the links are up
+	// (stale until then: neither up nor down)
+	var w []string
+	if testbed.WaitFor(10*time.Second, 100*time.Millisecond, "", func() bool {
+		w = where(c["n3"], "web")
+		return len(w) == 1 && w[0] == "n1"
+	}) != nil {
 		t.Fatalf("web up on %v after the heal, want n1 only", w)
 	}
+	if e, ok := q.first("n1", "stop", cut); ok {
+		t.Fatalf("n1 stopped web at %.2f", e.T)
+	}
+	q.noOverlap()
 }
 
 // startDiskAttacker runs a (chaos.DiskAttack) as a process of its own (this
