@@ -565,7 +565,7 @@ func (c *core) tick() {
 		c.checkTwinLocked(p, now)
 		c.checkHoldLocked(p, now)
 		if p.up && now.Sub(p.heard) >= c.s.Timeout {
-			p.up = false
+			p.up, p.hold = false, false // the Down ends a hold (newrun.go)
 			linksDownLocked(p)
 			p.forgetBehind()
 			c.log.Debug("peer down", zap.String("peer", p.name),

@@ -65,14 +65,13 @@ func (c *core) otherRunHeard(name string) {
 }
 
 // checkHoldLocked ends the hold of p once its other runs were silent for
-// holdAfter (a RunTrusted event, then the copy held), or when p went down
-// (silently: the Down says it).
+// holdAfter and p is up (a RunTrusted event, then the copy held). A hold
+// taken before p was up here (a node that just started heard the old run
+// a moment before the new one was confirmed) waits for p to be up: it was
+// dropped silently, and the owner kept the new run's instances unknown for
+// good. A Down of p ends the hold (tick: the Down says it).
 func (c *core) checkHoldLocked(p *peer, now time.Time) {
-	if !p.hold {
-		return
-	}
-	if !p.up {
-		p.hold = false
+	if !p.hold || !p.up {
 		return
 	}
 	if now.Sub(p.holdLast) < c.s.holdAfter() {
@@ -88,7 +87,7 @@ func (c *core) checkHoldLocked(p *peer, now time.Time) {
 // holdDue is when the hold of p ends unless another run is heard (zero:
 // no hold).
 func (c *core) holdDue(p *peer) time.Time {
-	if !p.hold {
+	if !p.hold || !p.up {
 		return time.Time{}
 	}
 	return p.holdLast.Add(c.s.holdAfter())

@@ -502,3 +502,28 @@ func TestTwinCloneRunHeldUntilDetected(t *testing.T) {
 		t.Fatal("a restart: no Data event after RunTrusted")
 	}
 }
+
+// A node that has just started hears a frame of a member's run A, which
+// then restarts: run B is confirmed and held before the member was ever
+// up here, and a tick comes between the hold and B's first heard frame
+// (a busy host). The hold must still end in RunTrusted once A is silent:
+// it was dropped silently ("not up") and the owner kept B's instances
+// unknown for good (the chaos suite's RestartOnebyOne, 3 nodes).
+func TestHeldRunOfAPeerNotUpYetIsTrusted(t *testing.T) {
+	b := newTwinBed(t)
+	const A, B = 100, 200
+	b.tr.openDatagram(b.beatOf(A, b.clk.Now()), b.src) // A's last frame, never answered
+	b.step(500 * time.Millisecond)
+	startB := b.clk.Now()
+	b.tr.openDatagram(b.beatOf(B, startB), b.src)
+	b.answer(B) // B confirmed and held: A was heard 500 ms ago
+	b.step(0)   // a tick before B is heard as up
+	for i := 0; i < 40 && b.count(RunTrusted) == 0; i++ {
+		b.tr.openDatagram(b.beatOf(B, startB), b.src)
+		b.step(100 * time.Millisecond)
+	}
+	if b.confirmed() != B || b.count(RunHeld) != 1 || b.count(RunTrusted) != 1 {
+		t.Fatalf("confirmed %d, %d RunHeld, %d RunTrusted events 4 s after: want B confirmed, held, then trusted",
+			b.confirmed(), b.count(RunHeld), b.count(RunTrusted))
+	}
+}
