@@ -121,7 +121,12 @@ func TestMaintenanceGraceAndShutdown(t *testing.T) {
 		t.Fatalf("web on n2 is %s after a daemon restart, want up (a daemon stop leaves services running)", a)
 	}
 
-	// shutdown stops the local instances and announces shutting
+	// shutdown stops the local instances and announces shutting: in a
+	// delta of the data n1 holds, so n1 holds n2's data as it is first (a
+	// shutdown 150 ms after the restart, on a loaded host, announced it in
+	// a delta of a generation n1 had not received yet: n1 saw n2 up, then
+	// down after hb.timeout)
+	settled(t, 10*time.Second, c["n1"], c["n2"])
 	r := c["n2"].run("nodemgr", "daemon", "shutdown")
 	if r.Code != 0 {
 		t.Fatalf("shutdown: %s", r)
