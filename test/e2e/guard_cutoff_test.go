@@ -68,7 +68,8 @@ func (q *quorumBed) cutRuns(t *testing.T, names []string, what string) {
 			return false
 		})
 		q.waitFor(10*time.Second, by+" holds the VIP (watcher)", func() bool { return vips.runs(by) })
-		time.Sleep(100 * time.Millisecond)
+		procs.moreRounds(5) // a few more samples
+		vips.moreRounds(5)
 		if o := append(procs.overlaps(), vips.overlaps()...); len(o) > 0 {
 			q.dump()
 			q.guardLogs()

@@ -39,8 +39,10 @@ type procWatch struct {
 	alive map[string][]time.Time
 	// both are the samples where it ran on two nodes at once
 	both []string
-	stop chan struct{}
-	done chan struct{}
+	// rounds counts the sampling rounds done
+	rounds int
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // watchProcs watches the pid files of each node.
@@ -130,6 +132,7 @@ func (w *procWatch) run() {
 			slices.Sort(on)
 			w.both = append(w.both, fmt.Sprintf("%s: %v", now.Format("15:04:05.000"), on))
 		}
+		w.rounds++
 		w.mu.Unlock()
 		select {
 		case <-w.stop:
@@ -137,6 +140,21 @@ func (w *procWatch) run() {
 		case <-tk.C:
 		}
 	}
+}
+
+// moreRounds waits until the watcher sampled k more rounds (a barrier on
+// its own count, not a time slept: on a loaded host a sleep may hold no
+// sample at all).
+func (w *procWatch) moreRounds(k int) {
+	w.t.Helper()
+	w.mu.Lock()
+	from := w.rounds
+	w.mu.Unlock()
+	waitFor(w.t, 10*time.Second, fmt.Sprintf("the watcher samples %d more rounds", k), func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.rounds >= from+k
+	})
 }
 
 func (w *procWatch) close() {
@@ -210,7 +228,7 @@ func (q *quorumBed) guardRun(t *testing.T, w *procWatch, owner string, survivors
 		}
 		return false
 	})
-	time.Sleep(100 * time.Millisecond) // a few more samples
+	w.moreRounds(5) // a few more samples
 	if o := w.overlaps(); len(o) > 0 {
 		q.dump()
 		q.guardLogs()
