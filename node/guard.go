@@ -249,11 +249,6 @@ func (c *Core) guardInfo() *dataset.GuardInfo {
 		Anchored: c.quorumOn(), HBTimeoutMs: c.cfg.Quorum.HBTimeout.Milliseconds()}
 }
 
-// GuardState is what the core knows of the guard, for the status.
-func (c *Core) GuardState() (armed, maintenance bool, err, lastFired string) {
-	return c.guard.armed, c.guard.maint, c.guard.err, c.guard.fired
-}
-
 // lostStopBound is how long after lost peer d lost its vote (or its
 // one-vote arbitrator lease ended) its services are certainly ended: with
 // its guard armed, the guard's lease and act and a margin
