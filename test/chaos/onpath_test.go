@@ -162,7 +162,7 @@ func TestOnPathBeatsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := b.BeatsOnly("a", "b", 300); err != nil {
+	if err := b.BeatsOnly("a", "b", BeatLen); err != nil {
 		t.Fatal(err)
 	}
 	big := fmt.Sprintf("%01000d", 7)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/test/chaos"
 )
 
 // Two network links per node (two bridges, eth0 and eth1), quorum on, the
@@ -133,7 +134,7 @@ func TestNetnsLinkBeatsOnlyIsDegraded(t *testing.T) {
 	createService(t, c["n1"], "web", failingService(`["n1", "n2"]`))
 	waitFor(t, 15*time.Second, "web up on n1 only (seen from n2)", upOnlyOn(c["n2"], "web", "n1"))
 
-	b.ok(b.bed.BeatsOnly("n1", "n2", beatLen)) // on net1 (n1's eth0 address) only
+	b.ok(b.bed.BeatsOnly("n1", "n2", chaos.BeatLen)) // on net1 (n1's eth0 address) only
 	writeFile(t, filepath.Join(c["n1"].root, "var", "services", "web", "nostart"), "")
 	pid := appPid(c["n1"], "web")
 	if pid == 0 {

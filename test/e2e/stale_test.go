@@ -9,18 +9,9 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/test/chaos"
 	"haven/test/testbed"
 )
-
-// beatLen: beats pass, anything longer (the data) is dropped. Measured
-// (iptables length counters in a 2-node bed, this release): beats are
-// 300-339 bytes on the wire since they carry the "heard" echo next to the
-// ack (a 2-node beat's JSON is about 260 bytes, the envelope, memberlist's
-// framing and the IP and UDP headers about 70 more; every other member adds
-// two echoes, about 60), a delta carrying an instance 880 bytes and more.
-// At 300, every beat was dropped too: the link went down instead of
-// degraded (CI, TestNetnsLinkBeatsOnlyIsDegraded).
-const beatLen = 600
 
 // failingService is an ha service of testbed.PidApp whose start fails on a
 // node while {var}/nostart exists there.
@@ -51,7 +42,7 @@ func TestNetnsStaleWhenOnlyBeatsPass(t *testing.T) {
 		t.Fatalf("n2's heartbeat view of n1 %+v before the attack, want up, not stale", hb)
 	}
 
-	b.ok(b.bed.BeatsOnly("n1", "n2", beatLen))
+	b.ok(b.bed.BeatsOnly("n1", "n2", chaos.BeatLen))
 	writeFile(t, filepath.Join(c["n1"].root, "var", "services", "web", "nostart"), "")
 	pid := appPid(c["n1"], "web")
 	if pid == 0 {
