@@ -890,6 +890,26 @@ func (c *core) stats() Stats {
 	return st
 }
 
+// farewell sends every live peer a full copy of the local dataset, at a
+// graceful close, after the last Publish: that Publish went out as a
+// delta, which a peer that lost the delta before it (or has not taken
+// the full copy of this run yet) holds as a gap, and the full copy it
+// would ask for would come from a node that has closed. The last data
+// of a stopping node says what it leaves behind (shutting, maintenance):
+// peers must not miss it. One full copy per peer, once per run.
+func (c *core) farewell() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.local == nil {
+		return
+	}
+	for _, name := range c.names {
+		if c.peers[name].up {
+			c.sendFullLocked(name)
+		}
+	}
+}
+
 // shutdown stops the core and closes the Events channel.
 func (c *core) shutdown() {
 	c.mu.Lock()

@@ -325,6 +325,9 @@ func (h *mlHB) shut(graceful bool) error {
 	close(h.stop)
 	h.c.wake.Wake() // the ticker sees the stop
 	h.loops.Wait()
+	if graceful {
+		h.c.farewell()
+	}
 	h.c.shutdown() // from now on nothing is queued
 	var errs []error
 	if graceful {

@@ -454,6 +454,7 @@ func (h *memHB) Answer(to string, id uint64, body json.RawMessage, errText strin
 
 // Close delivers what the node sent last, then stops it.
 func (h *memHB) Close() error {
+	h.c.farewell()
 	h.net.Flush()
 	h.net.mu.Lock()
 	h.closed = true

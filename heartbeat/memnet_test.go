@@ -503,6 +503,27 @@ func TestMemCloseFlushes(t *testing.T) {
 	}
 }
 
+// TestMemCloseAfterALostDelta: the last Publish before Close reaches a
+// peer that lost the delta before it (a lost frame, or a peer that had not
+// taken the full copy of this run yet): the delta of the last Publish is a
+// gap there, and the full copy the peer would ask for comes too late, from
+// a node that has closed. Close sends every live peer a full copy.
+func TestMemCloseAfterALostDelta(t *testing.T) {
+	c := newMemCluster(t, 2)
+	c.publish("n02", svcNode("n02", 1, "a"))
+	c.net.Drop("n02", "n01", true)
+	c.hb["n02"].Publish(svcNode("n02", 2, "a", "b"))
+	c.net.Flush()
+	c.net.Drop("n02", "n01", false)
+	last := svcNode("n02", 3, "a", "b")
+	last.Monitor = dataset.NodeShutting
+	c.hb["n02"].Publish(last)
+	c.hb["n02"].Close()
+	if err := c.converged(map[string]dataset.Node{"n02": last}, "n01"); err != nil {
+		t.Fatalf("n01 missed n02's last data: %v", err)
+	}
+}
+
 // TestMemHostileFrames: garbage and frames of non-members are counted and
 // reported, never applied, never a panic.
 func TestMemHostileFrames(t *testing.T) {
