@@ -239,7 +239,7 @@ func (c *Cluster) pause(name string, d time.Duration) error {
 	if n.d == nil {
 		return fmt.Errorf("pause: %s's daemon is not running", name)
 	}
-	n.d.pausedUntil = c.clk.Now().Add(d)
+	n.d.pausedUntil, n.ranUntil = c.clk.Now().Add(d), c.clk.Now()
 	for _, p := range c.names {
 		if p != name {
 			c.net.Drop(name, p, true)

@@ -50,6 +50,20 @@ type World struct {
 	// Pause, when set, offers a pause of a running daemon for that long
 	// (SIGSTOP, then SIGCONT) as a fault.
 	Pause string
+	// Withhold offers someone on the path holding back every frame of a
+	// node to another as a fault, and, while frames are held, their
+	// release (newest first: the end of that fault, not a fault).
+	Withhold bool
+	// Frames offers the faults of one frame: the next frame of a node to
+	// another held back (overtaken by those after it, and released as
+	// above), lost, or the last one delivered twice.
+	Frames bool
+	// NoPartition leaves out the partitions (and so their heal).
+	NoPartition bool
+	// Admin are the admin actions offered on the service, on each node
+	// whose daemon runs ("switch" is switch --to each other node), up to
+	// Bounds.Admin on a path: not faults.
+	Admin []string
 }
 
 // Bounds are how far the checker explores: Depth moves after the warm-up,
@@ -57,6 +71,9 @@ type World struct {
 type Bounds struct {
 	Depth  int
 	Faults int
+	// Admin is how many admin actions a path may hold (the world's
+	// Admin).
+	Admin int
 	// NoMerge explores every path, without merging the states that hash
 	// equal (to check that the merge hides no violation).
 	NoMerge bool
@@ -87,6 +104,7 @@ type Result struct {
 // and what the token invariant compares with.
 type facts struct {
 	Faults      int               // faults used on the path
+	Admin       int               // admin actions on the path
 	Cut         bool              // the nodes are partitioned
 	OneWay      []string          // the links cut one way ("n1>n2"), sorted
 	Unreachable []string          // the nodes cut off from the arbitrator, sorted
@@ -123,21 +141,38 @@ func toggle(set []string, n string, in bool) []string {
 
 // state is a node of the explored graph.
 type state struct {
-	trace    []string
-	facts    facts
+	trace []string
+	facts facts
+	seen  seen
+}
+
+// seen is what the moves offered depend on in a world.
+type seen struct {
 	machines map[string]string // sim.Cluster.Machine of each node
+	held     map[string]int    // frames held back for each node
+	holding  map[string]bool   // "n1>n2": every frame of n1 to n2 held back
 }
 
 // move is a line of the scenario format and its effect on the facts.
 type move struct {
 	line  string
 	fault bool
+	admin bool
 	apply func(*facts)
 }
 
 // moves are the moves offered from a state whose world is c.
-func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
+func (w *World) moves(sn seen, f facts, b Bounds) []move {
+	machines := sn.machines
 	ms := []move{{line: w.Step}}
+	for _, n := range w.Nodes {
+		if sn.held[n] > 0 {
+			ms = append(ms, move{line: "release " + n})
+		}
+	}
+	if f.Admin < b.Admin {
+		ms = append(ms, w.adminMoves(machines)...)
+	}
 	if f.Faults >= b.Faults {
 		return ms
 	}
@@ -158,7 +193,7 @@ func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
 	if f.Cut || len(f.OneWay) > 0 {
 		add("heal", healed)
 	}
-	if !f.Cut {
+	if !f.Cut && !w.NoPartition {
 		for i, n := range w.Nodes {
 			rest := slices.Delete(slices.Clone(w.Nodes), i, i+1)
 			add("partition "+n+" | "+strings.Join(rest, " "), func(f *facts) { f.Cut = true })
@@ -208,6 +243,44 @@ func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
 			}
 		}
 	}
+	for _, from := range w.Nodes {
+		for _, to := range w.Nodes {
+			if from == to {
+				continue
+			}
+			if w.Withhold && !sn.holding[from+">"+to] {
+				add("withhold "+from+" "+to, nil)
+			}
+			if w.Frames {
+				add("withhold "+from+" "+to+" 1", nil)
+				add("lose "+from+" "+to+" 1", nil)
+				add("duplicate "+from+" "+to, nil)
+			}
+		}
+	}
+	return ms
+}
+
+// adminMoves are the admin actions on the service offered on the nodes
+// whose daemon runs.
+func (w *World) adminMoves(machines map[string]string) []move {
+	var ms []move
+	for _, n := range w.Nodes {
+		if machines[n] != "running" {
+			continue
+		}
+		for _, a := range w.Admin {
+			if a != "switch" {
+				ms = append(ms, move{line: n + ": svcmgr -s " + w.Service + " " + a, admin: true})
+				continue
+			}
+			for _, to := range w.Nodes {
+				if to != n {
+					ms = append(ms, move{line: n + ": svcmgr -s " + w.Service + " switch --to " + to, admin: true})
+				}
+			}
+		}
+	}
 	return ms
 }
 
@@ -242,8 +315,17 @@ func Hash(c *sim.Cluster, w *World, f facts) string {
 		f.MaxToken, len(c.StartOverlaps(w.Service)))
 	up := c.UpOn(w.Service)
 	enc := json.NewEncoder(h)
+	fmt.Fprintf(h, "admin=%d acks=", f.Admin)
+	for _, a := range c.Acks() {
+		fmt.Fprintf(h, "%s:%s ", a.Node, a.ID)
+	}
 	for _, n := range w.Nodes {
-		fmt.Fprintf(h, "node %s %s up=%v token=%d\n", n, c.Machine(n), slices.Contains(up, n), c.AppToken(n, w.Service))
+		fmt.Fprintf(h, "\nnode %s %s up=%v token=%d\n", n, c.Machine(n), slices.Contains(up, n), c.AppToken(n, w.Service))
+		for _, to := range w.Nodes {
+			if p := c.PathState(n, to); p != "" {
+				fmt.Fprintf(h, "path %s>%s %s\n", n, to, p)
+			}
+		}
 		_ = enc.Encode(c.DiskState(n))
 		if core := c.Core(n); core != nil {
 			_ = enc.Encode(core.State())
@@ -263,6 +345,14 @@ func (w *World) check(c *sim.Cluster, f *facts) string {
 	}
 	if o := c.StartOverlaps(w.Service); len(o) > 0 {
 		return fmt.Sprintf("%s started while active elsewhere: %s", w.Service, o[0])
+	}
+	if l := c.LostAcks(w.Service); len(l) > 0 {
+		return "an acknowledged admin action was lost: " + l[0]
+	}
+	for _, n := range w.Nodes {
+		if r := c.Revivals(n); len(r) > 0 {
+			return "a node that did not run was seen up: " + r[0]
+		}
 	}
 	for _, n := range w.Nodes {
 		t := c.AppToken(n, w.Service)
@@ -293,11 +383,11 @@ func Check(w *World, b Bounds) (*Result, error) {
 	}
 	seen := map[string]bool{Hash(root, w, f0): true}
 	res.States = 1
-	level := []state{{facts: f0, machines: w.machines(root)}}
+	level := []state{{facts: f0, seen: w.see(root)}}
 	for depth := 1; depth <= b.Depth && len(level) > 0; depth++ {
 		var next []state
 		for _, s := range level {
-			for _, m := range w.moves(s.machines, s.facts, b) {
+			for _, m := range w.moves(s.seen, s.facts, b) {
 				trace := append(slices.Clone(s.trace), m.line)
 				c, err := w.build(trace)
 				if err != nil {
@@ -307,6 +397,9 @@ func Check(w *World, b Bounds) (*Result, error) {
 				f := s.facts.clone()
 				if m.fault {
 					f.Faults++
+				}
+				if m.admin {
+					f.Admin++
 				}
 				if m.apply != nil {
 					m.apply(&f)
@@ -323,7 +416,7 @@ func Check(w *World, b Bounds) (*Result, error) {
 				}
 				seen[key] = true
 				res.States++
-				next = append(next, state{trace: trace, facts: f, machines: w.machines(c)})
+				next = append(next, state{trace: trace, facts: f, seen: w.see(c)})
 			}
 		}
 		res.Depth = depth
@@ -333,12 +426,18 @@ func Check(w *World, b Bounds) (*Result, error) {
 	return res, nil
 }
 
-func (w *World) machines(c *sim.Cluster) map[string]string {
-	m := map[string]string{}
+func (w *World) see(c *sim.Cluster) seen {
+	sn := seen{machines: map[string]string{}, held: map[string]int{}, holding: map[string]bool{}}
 	for _, n := range w.Nodes {
-		m[n] = c.Machine(n)
+		sn.machines[n] = c.Machine(n)
+		sn.held[n] = c.Withheld(n)
+		for _, to := range w.Nodes {
+			if c.Holding(n, to) {
+				sn.holding[n+">"+to] = true
+			}
+		}
 	}
-	return m
+	return sn
 }
 
 // Script is the scenario of a trace: the setup, the warm-up, the moves,
@@ -349,6 +448,9 @@ func (w *World) Script(trace []string) string {
 	lines = append(lines, w.Setup...)
 	lines = append(lines, w.Warmup)
 	lines = append(lines, trace...)
-	lines = append(lines, "expect "+w.Service+" never twice", "expect "+w.Service+" started alone")
+	lines = append(lines, "expect "+w.Service+" never twice", "expect "+w.Service+" started alone", "expect "+w.Service+" acks kept")
+	for _, n := range w.Nodes {
+		lines = append(lines, "expect "+n+" never revived")
+	}
 	return strings.Join(lines, "\n") + "\n"
 }
