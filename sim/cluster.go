@@ -139,6 +139,7 @@ func New(names []string, opt Options) (*Cluster, error) {
 	c := &Cluster{opt: opt, clk: clock.NewFake(T0), nodes: map[string]*Node{}, svcs: map[string]*config.ServiceConfig{},
 		actDur: map[string]map[string]time.Duration{}, running: map[string]map[string]bool{}, fails: map[string]int{}}
 	c.net = heartbeat.NewMemNetwork(c.clk)
+	c.net.Lose(c.loseFrame) // paused daemons, frames lost on the path (onpath.go)
 	c.names = append([]string(nil), names...)
 	sort.Strings(c.names)
 	for i, n := range c.names {

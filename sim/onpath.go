@@ -33,36 +33,48 @@ type onPath struct {
 	nheld int    // frames held back, not released yet
 }
 
-// path returns the state of the link from -> to, installing the network's
-// hooks the first time.
+// path returns the state of the link from -> to; the first on-path line
+// installs the network's hooks on every link (so that a duplicate has the
+// last frame of any link).
 func (c *Cluster) path(from, to string) *onPath {
 	if c.paths == nil {
 		c.paths = map[[2]string]*onPath{}
-		c.net.Lose(c.loseFrame)
-	}
-	k := [2]string{from, to}
-	p := c.paths[k]
-	if p == nil {
-		p = &onPath{}
-		c.paths[k] = p
-		c.net.Withhold(from, to, func(b []byte) bool {
-			switch {
-			case p.hold != 0:
-				if p.hold > 0 {
-					p.hold--
+		for _, a := range c.names {
+			for _, b := range c.names {
+				if a != b {
+					c.paths[[2]string{a, b}] = c.watch(a, b)
 				}
-				p.nheld++
-				return true
 			}
-			p.last = slices.Clone(b)
-			return false
-		})
+		}
 	}
+	return c.paths[[2]string{from, to}]
+}
+
+// watch puts the on-path hook on the link from -> to: it holds back the
+// frames to hold, and keeps the last one that passed.
+func (c *Cluster) watch(from, to string) *onPath {
+	p := &onPath{}
+	c.net.Withhold(from, to, func(b []byte) bool {
+		if p.hold != 0 {
+			if p.hold > 0 {
+				p.hold--
+			}
+			p.nheld++
+			return true
+		}
+		p.last = slices.Clone(b)
+		return false
+	})
 	return p
 }
 
-// loseFrame is the network's per-frame loss (called with its lock held).
+// loseFrame is the network's per-frame loss (called with its lock held):
+// the frames from or to a paused daemon (quorum.go), and those lost on the
+// path.
 func (c *Cluster) loseFrame(from, to string, _ []byte) bool {
+	if c.pausedNow(from) || c.pausedNow(to) {
+		return true
+	}
 	p := c.paths[[2]string{from, to}]
 	if p == nil || p.lose == 0 {
 		return false
