@@ -17,6 +17,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -31,7 +32,10 @@ type World struct {
 	Setup   []string // the cluster, arbitrator and service lines
 	Warmup  string   // the first command, before any move ("run 12s")
 	Nodes   []string // sorted
-	Service string   // the failover service checked
+	Service string   // the failover service checked, and acted on
+	// Also are more failover services checked (the same invariants; the
+	// moves act on Service only).
+	Also []string
 	Step    string   // the move of time ("run 3s")
 	// Arbitrator is the name of the arbitrator whose reachability the
 	// moves cut and restore ("" for none).
@@ -110,8 +114,8 @@ type facts struct {
 	Unreachable []string          // the nodes cut off from the arbitrator, sorted
 	StopFails   []string          // nodes where the next stop fails, sorted
 	BadDisks    []string          // nodes whose state writes fail, sorted
-	MaxToken    uint64            // the greatest fencing token an app saw so far
-	Tokens      map[string]uint64 // by node: the token of its app's last start
+	MaxToken    map[string]uint64 // by service: the greatest fencing token an app saw so far
+	Tokens      map[string]uint64 // by "service/node": the token of its app's last start
 }
 
 func (f facts) clone() facts {
@@ -119,11 +123,7 @@ func (f facts) clone() facts {
 	f.OneWay = slices.Clone(f.OneWay)
 	f.StopFails = slices.Clone(f.StopFails)
 	f.BadDisks = slices.Clone(f.BadDisks)
-	t := make(map[string]uint64, len(f.Tokens))
-	for k, v := range f.Tokens {
-		t[k] = v
-	}
-	f.Tokens = t
+	f.Tokens, f.MaxToken = maps.Clone(f.Tokens), maps.Clone(f.MaxToken)
 	return f
 }
 
@@ -311,16 +311,21 @@ func (w *World) build(trace []string) (*sim.Cluster, error) {
 func Hash(c *sim.Cluster, w *World, f facts) string {
 	h := sha256.New()
 	now := sim.T0.Add(c.Now())
-	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v stopfails=%v baddisks=%v max=%d overlaps=%d\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.StopFails, f.BadDisks,
-		f.MaxToken, len(c.StartOverlaps(w.Service)))
-	up := c.UpOn(w.Service)
+	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v stopfails=%v baddisks=%v\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.StopFails, f.BadDisks)
+	for _, svc := range w.services() {
+		fmt.Fprintf(h, "%s max=%d overlaps=%d up=%v\n", svc, f.MaxToken[svc], len(c.StartOverlaps(svc)), c.UpOn(svc))
+	}
 	enc := json.NewEncoder(h)
 	fmt.Fprintf(h, "admin=%d acks=", f.Admin)
 	for _, a := range c.Acks() {
 		fmt.Fprintf(h, "%s:%s ", a.Node, a.ID)
 	}
 	for _, n := range w.Nodes {
-		fmt.Fprintf(h, "\nnode %s %s up=%v token=%d\n", n, c.Machine(n), slices.Contains(up, n), c.AppToken(n, w.Service))
+		fmt.Fprintf(h, "\nnode %s %s tokens=", n, c.Machine(n))
+		for _, svc := range w.services() {
+			fmt.Fprintf(h, "%d ", c.AppToken(n, svc))
+		}
+		fmt.Fprintln(h)
 		for _, to := range w.Nodes {
 			if p := c.PathState(n, to); p != "" {
 				fmt.Fprintf(h, "path %s>%s %s\n", n, to, p)
@@ -340,33 +345,46 @@ func Hash(c *sim.Cluster, w *World, f facts) string {
 // check returns the invariant that does not hold in c, or "", and updates
 // the token facts.
 func (w *World) check(c *sim.Cluster, f *facts) string {
-	if up := c.UpOn(w.Service); len(up) > 1 {
-		return fmt.Sprintf("%s runs on %s at once", w.Service, strings.Join(up, ","))
-	}
-	if o := c.StartOverlaps(w.Service); len(o) > 0 {
-		return fmt.Sprintf("%s started while active elsewhere: %s", w.Service, o[0])
-	}
-	if l := c.LostAcks(w.Service); len(l) > 0 {
-		return "an acknowledged admin action was lost: " + l[0]
-	}
 	for _, n := range w.Nodes {
 		if r := c.Revivals(n); len(r) > 0 {
 			return "a node that did not run was seen up: " + r[0]
 		}
 	}
-	for _, n := range w.Nodes {
-		t := c.AppToken(n, w.Service)
-		if t == f.Tokens[n] {
-			continue
+	for _, svc := range w.services() {
+		if inv := w.checkService(c, f, svc); inv != "" {
+			return inv
 		}
-		if t < f.MaxToken {
-			return fmt.Sprintf("fencing token went backwards: %s's app started with %d after %d was handed out", n, t, f.MaxToken)
-		}
-		f.Tokens[n] = t
-		f.MaxToken = max(f.MaxToken, t)
 	}
 	return ""
 }
+
+// checkService is check for the failover service svc.
+func (w *World) checkService(c *sim.Cluster, f *facts, svc string) string {
+	if up := c.UpOn(svc); len(up) > 1 {
+		return fmt.Sprintf("%s runs on %s at once", svc, strings.Join(up, ","))
+	}
+	if o := c.StartOverlaps(svc); len(o) > 0 {
+		return fmt.Sprintf("%s started while active elsewhere: %s", svc, o[0])
+	}
+	if l := c.LostAcks(svc); len(l) > 0 {
+		return "an acknowledged admin action was lost: " + l[0]
+	}
+	for _, n := range w.Nodes {
+		t := c.AppToken(n, svc)
+		if t == f.Tokens[svc+"/"+n] {
+			continue
+		}
+		if t < f.MaxToken[svc] {
+			return fmt.Sprintf("fencing token went backwards: %s's app of %s started with %d after %d was handed out", n, svc, t, f.MaxToken[svc])
+		}
+		f.Tokens[svc+"/"+n] = t
+		f.MaxToken[svc] = max(f.MaxToken[svc], t)
+	}
+	return ""
+}
+
+// services are the failover services checked.
+func (w *World) services() []string { return append([]string{w.Service}, w.Also...) }
 
 // Check explores w breadth-first up to b and returns what it saw, with the
 // first violation found (a shortest, in moves).
@@ -377,7 +395,7 @@ func Check(w *World, b Bounds) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	f0 := facts{Tokens: map[string]uint64{}, Unreachable: []string{}, StopFails: []string{}}
+	f0 := facts{Tokens: map[string]uint64{}, MaxToken: map[string]uint64{}, Unreachable: []string{}, StopFails: []string{}}
 	if inv := w.check(root, &f0); inv != "" {
 		return nil, fmt.Errorf("%s: the warm-up already breaks an invariant: %s", w.Name, inv)
 	}
@@ -448,7 +466,9 @@ func (w *World) Script(trace []string) string {
 	lines = append(lines, w.Setup...)
 	lines = append(lines, w.Warmup)
 	lines = append(lines, trace...)
-	lines = append(lines, "expect "+w.Service+" never twice", "expect "+w.Service+" started alone", "expect "+w.Service+" acks kept")
+	for _, svc := range w.services() {
+		lines = append(lines, "expect "+svc+" never twice", "expect "+svc+" started alone", "expect "+svc+" acks kept")
+	}
 	for _, n := range w.Nodes {
 		lines = append(lines, "expect "+n+" never revived")
 	}

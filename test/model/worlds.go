@@ -7,7 +7,7 @@ import (
 
 // Worlds are the worlds of the checker, in the order of docs/model.md.
 func Worlds() []*World {
-	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2()}
+	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2(), Two2()}
 }
 
 // The worlds of the first slice: 2 or 3 nodes and 1 failover service (an
@@ -126,5 +126,21 @@ func Admin2() *World {
 	w.Arbitrator, w.StopFailures, w.OneWay, w.Pause = "", false, false, ""
 	w.DiskFaults = true
 	w.Admin = []string{"switch", "stop", "start", "freeze", "thaw"}
+	return w
+}
+
+// Two2 is onevote2's cluster with two failover services that start on
+// different nodes (web on n1, db on n2, by the order of their nodes): a
+// split leaves each side the owner of one, and the side that keeps the
+// arbitrator's vote must take the other's over, after its self-stop
+// deadline, while the other side stops its own. The moves are those of
+// onevote2 without the one-way losses and the pauses (the failed stop is
+// web's).
+func Two2() *World {
+	w := OneVote2()
+	w.Name = "two2"
+	w.Setup = append(slices.Clone(w.Setup), "service db nodes=n2,n1 orchestrate=ha stop=5s")
+	w.Also = []string{"db"}
+	w.OneWay, w.Pause = false, ""
 	return w
 }
