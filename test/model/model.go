@@ -3,12 +3,15 @@
 // real driver, the heartbeat's in-memory network, a fake clock). A world
 // is a small scenario: its setup lines, a warm-up, and the moves that may
 // happen from there (time passing, and faults: a crash, a daemon start, a
-// partition and its heal, an arbitrator cut off, a failed stop...). The
-// checker enumerates every sequence of moves breadth-first, up to a depth
-// and a number of faults, merges the states that hash equal, and checks
-// the invariants at every state: the service never runs on two nodes at
-// once (the world's truth, and the simulation's start observer, never a
-// node's belief), and no fencing token goes backwards. The first
+// partition and its heal, an arbitrator cut off, a failed stop, frames
+// held back, lost or duplicated on the path...) and admin actions. The
+// checker enumerates every sequence of moves breadth-first, up to a depth,
+// a number of faults and a number of admin actions, merges the states
+// that hash equal, and checks the invariants at every state: the service
+// never runs on two nodes at once (the world's truth, and the simulation's
+// start observer, never a node's belief), no fencing token goes backwards,
+// an acknowledged admin action is never lost, and no node is seen up
+// while it does not run (the simulation's observers). The first
 // violation found is one of the shortest: its trace is a scenario that
 // sim.RunScript replays (docs/model.md).
 package model
@@ -33,10 +36,10 @@ type World struct {
 	Warmup  string   // the first command, before any move ("run 12s")
 	Nodes   []string // sorted
 	Service string   // the failover service checked, and acted on
+	Step    string   // the move of time ("run 3s")
 	// Also are more failover services checked (the same invariants; the
 	// moves act on Service only).
 	Also []string
-	Step    string   // the move of time ("run 3s")
 	// Arbitrator is the name of the arbitrator whose reachability the
 	// moves cut and restore ("" for none).
 	Arbitrator string
@@ -302,7 +305,9 @@ func (w *World) build(trace []string) (*sim.Cluster, error) {
 }
 
 // Hash is the canonical digest of a world and the checker's facts: the
-// simulated time, the faults in force, and per node what runs there (the
+// simulated time, the faults in force, the admin actions used and the
+// targets acknowledged, per link what stands on the path, and per node
+// what runs there (the
 // machine, the daemon, the service's processes, the token its app saw),
 // its disk (the durable state), and, when its daemon runs, its core's
 // durable state in memory, the view its decisions read (Snapshot), its
@@ -459,8 +464,10 @@ func (w *World) see(c *sim.Cluster) seen {
 }
 
 // Script is the scenario of a trace: the setup, the warm-up, the moves,
-// and the expect lines that say the service never ran on two nodes at once
-// and no start of it began while it was active elsewhere.
+// and the expect lines that say each service never ran on two nodes at
+// once, no start of it began while it was active elsewhere and every
+// target acknowledged is kept, and no node was seen up while it did not
+// run.
 func (w *World) Script(trace []string) string {
 	lines := []string{"# found by the model checker (test/model), world " + w.Name}
 	lines = append(lines, w.Setup...)
