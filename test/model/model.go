@@ -84,6 +84,10 @@ type Bounds struct {
 	// NoMerge explores every path, without merging the states that hash
 	// equal (to check that the merge hides no violation).
 	NoMerge bool
+	// Live, when set, checks liveness at every distinct state: once the
+	// faults stop (every fault in force repaired, every daemon started)
+	// each service runs on one node within Live.
+	Live time.Duration
 }
 
 // Violation is an invariant that did not hold, and a shortest trace to it.
@@ -292,7 +296,12 @@ func (w *World) adminMoves(machines map[string]string) []move {
 // deterministic, so the same lines give the same world).
 func (w *World) build(trace []string) (*sim.Cluster, error) {
 	s := sim.NewSession(w.Name)
-	for _, l := range append(append(slices.Clone(w.Setup), w.Warmup), trace...) {
+	return w.more(s, append(append(slices.Clone(w.Setup), w.Warmup), trace...))
+}
+
+// more runs lines in the session s and returns its cluster.
+func (w *World) more(s *sim.Session, lines []string) (*sim.Cluster, error) {
+	for _, l := range lines {
 		if err := s.Exec(l); err != nil {
 			return nil, err
 		}
@@ -388,6 +397,80 @@ func (w *World) checkService(c *sim.Cluster, f *facts, svc string) string {
 	return ""
 }
 
+// recovery are the moves that end every fault in force in a state: the
+// frames held are released, the network healed, the arbitrator reached,
+// the disks repaired, no more failed stops (the daemons are started by
+// live).
+func (w *World) recovery(f facts, sn seen) []string {
+	var out []string
+	for _, n := range w.Nodes {
+		holding := false
+		for _, from := range w.Nodes {
+			holding = holding || sn.holding[from+">"+n]
+		}
+		if sn.held[n] > 0 || holding {
+			out = append(out, "release "+n)
+		}
+	}
+	if f.Cut || len(f.OneWay) > 0 {
+		out = append(out, "heal")
+	}
+	for _, n := range f.Unreachable {
+		out = append(out, "arbitrator "+w.Arbitrator+" reachable "+n)
+	}
+	for _, n := range f.BadDisks {
+		out = append(out, "disk "+n+" ok")
+	}
+	for _, n := range f.StopFails {
+		out = append(out, "fail "+n+" "+w.Service+" stop off")
+	}
+	return out
+}
+
+// settleStop is how long a daemon stop in progress may take to end (its
+// stop actions): after it, live starts every daemon that does not run.
+const settleStop = 10 * time.Second
+
+// live checks liveness after trace: the faults stop (recovery), a daemon
+// stop in progress ends, every daemon that does not run is started, time
+// runs for within, and each service must then run on exactly one node.
+// It returns the violation ("" for none) and the lines it added.
+func (w *World) live(trace []string, f facts, sn seen, within time.Duration) (string, []string, error) {
+	tail := append(w.recovery(f, sn), "run "+settleStop.String())
+	s := sim.NewSession(w.Name)
+	c, err := w.more(s, append(append(append(slices.Clone(w.Setup), w.Warmup), trace...), tail...))
+	if err != nil {
+		return "", nil, err
+	}
+	var starts []string
+	for _, n := range w.Nodes {
+		if m := c.Machine(n); m == "crashed" || m == "stopped" {
+			starts = append(starts, n+": nodemgr daemon start")
+		}
+	}
+	starts = append(starts, "run "+within.String())
+	tail = append(tail, starts...)
+	if c, err = w.more(s, starts); err != nil {
+		return "", nil, err
+	}
+	for _, svc := range w.services() {
+		if up := c.UpOn(svc); len(up) != 1 {
+			return fmt.Sprintf("%s up on %d nodes %s after the faults stopped", svc, len(up), within), tail, nil
+		}
+	}
+	return "", tail, nil
+}
+
+// liveScript is Script for a liveness violation: its lines end with the
+// expectation that each service runs on one node.
+func (w *World) liveScript(lines []string) string {
+	s := w.Script(lines)
+	for _, svc := range w.services() {
+		s += "expect " + svc + " up on 1 node\n"
+	}
+	return s
+}
+
 // services are the failover services checked.
 func (w *World) services() []string { return append([]string{w.Service}, w.Also...) }
 
@@ -439,7 +522,21 @@ func Check(w *World, b Bounds) (*Result, error) {
 				}
 				seen[key] = true
 				res.States++
-				next = append(next, state{trace: trace, facts: f, seen: w.see(c)})
+				sn := w.see(c)
+				if b.Live > 0 {
+					inv, tail, err := w.live(trace, f, sn, b.Live)
+					if err != nil {
+						return nil, err
+					}
+					res.Replays++
+					if inv != "" {
+						res.Depth, res.Elapsed = depth, time.Since(start)
+						all := append(slices.Clone(trace), tail...)
+						res.Violation = &Violation{Invariant: inv, Trace: trace, Script: w.liveScript(all)}
+						return res, nil
+					}
+				}
+				next = append(next, state{trace: trace, facts: f, seen: sn})
 			}
 		}
 		res.Depth = depth
