@@ -178,7 +178,7 @@ func TestScriptReplays(t *testing.T) {
 func TestModelDeep(t *testing.T) {
 	depth, _ := strconv.Atoi(os.Getenv("HAVEN_MODEL_DEPTH"))
 	faults, _ := strconv.Atoi(os.Getenv("HAVEN_MODEL_FAULTS"))
-	admin, _ := strconv.Atoi(os.Getenv("HAVEN_MODEL_ADMIN")) // admin2's admin actions (default 1)
+	admin, _ := strconv.Atoi(os.Getenv("HAVEN_MODEL_ADMIN"))     // admin2's admin actions (default 1)
 	live, _ := time.ParseDuration(os.Getenv("HAVEN_MODEL_LIVE")) // liveness within, when set (not admin2)
 	if admin <= 0 {
 		admin = 1
