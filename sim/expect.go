@@ -101,7 +101,13 @@ func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) 
 		if l := c.LostAcks(svc); len(l) > 0 {
 			return "lost: " + strings.Join(l, "; "), false, nil
 		}
-		return fmt.Sprintf("every acknowledged target kept (%d)", len(c.acks)), true, nil
+		n := 0
+		for _, a := range c.acks {
+			if a.Service == svc {
+				n++
+			}
+		}
+		return fmt.Sprintf("every acknowledged target kept (%d)", n), true, nil
 	case len(rest) == 1 && rest[0] == "down":
 		return got, len(up) == 0, nil
 	case len(rest) == 4 && rest[0] == "up" && rest[1] == "on" && (rest[3] == "node" || rest[3] == "nodes"):
