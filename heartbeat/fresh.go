@@ -3,6 +3,8 @@ package heartbeat
 import (
 	"fmt"
 	"time"
+
+	"haven/internal/planted"
 )
 
 // Liveness from new and timely messages only. Every message carries N,
@@ -185,6 +187,9 @@ func (c *core) newerLocked(p *peer, m *message, now time.Time, pr proof) (bool, 
 // one heard of its run r.
 func (c *core) judgeLocked(r *runTop, m *message, now time.Time, pr proof) (bool, time.Time) {
 	d := now.Sub(c.epoch) - m.T
+	if planted.On(planted.LateAlive) {
+		return true, now
+	}
 	if pr.ok {
 		r.proves, r.delay = true, now.Sub(pr.at)
 		if c.s.provedLate(r.delay) {

@@ -1,6 +1,10 @@
 package node
 
-import "time"
+import (
+	"time"
+
+	"haven/internal/planted"
+)
 
 // The acknowledgement of state writes. Every Ready that carries Persist
 // numbers it (Ready.PersistSeq); the driver writes it (the daemon off its
@@ -145,7 +149,7 @@ func (p *persistence) release(seq uint64, err error) (undone []heldOut) {
 		switch {
 		case h.answer != nil:
 			a := *h.answer
-			if err != nil && a.Err == nil {
+			if err != nil && a.Err == nil && !planted.On(planted.AckFailedWrite) {
 				a.Err, a.Result = err, ""
 			}
 			p.outAnswers = append(p.outAnswers, a)

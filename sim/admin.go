@@ -62,6 +62,7 @@ func (c *Cluster) coreConfig(n string, compat int, local node.Local) node.Config
 func (d *daemon) record(e node.Event) {
 	d.c.logf(d.name, e.Service(), "%s", e.String())
 	d.c.events = append(d.c.events, Event{At: d.c.Now(), Node: d.name, Event: e})
+	d.c.notePeerUp(d.name, e)
 }
 
 // reply is a CLI's answer to an admin request: the result it prints, or
@@ -86,7 +87,13 @@ func (d *daemon) serviceAction(r driver.Request, f func(string, error)) {
 		return
 	}
 	r.Nodes = cfg.NodeList(d.c.names)
-	d.drv.ServiceAction(r, reply(f, false))
+	answer := reply(f, false)
+	d.drv.ServiceAction(r, func(a node.Answer) {
+		if !r.Local {
+			d.c.noteAnswer(d.name, r.Service, r.Action, a)
+		}
+		answer(a)
+	})
 }
 
 // nodeAction is daemon.nodeAction (freeze, thaw, drain).

@@ -87,6 +87,10 @@ type Cluster struct {
 
 	startOverlaps map[string][]string // svc -> starts begun while active elsewhere (starts.go)
 
+	paths   map[[2]string]*onPath // from, to -> frames held, lost, duplicated (onpath.go)
+	acks    []Ack                 // the admin targets acknowledged (observers.go)
+	revived map[string][]string   // node -> when a peer saw it up while it did not run
+
 	// ctx, when set, ends Run early once done (a what-if interrupted)
 	ctx context.Context
 }
@@ -121,6 +125,9 @@ type Node struct {
 	// guard is the machine's node guard (guard.go): it survives the
 	// daemon, not the machine.
 	guard simGuard
+	// ranUntil is when its daemon last stopped running (a crash, an
+	// exit, a pause): the revival observer's reference (observers.go).
+	ranUntil time.Time
 }
 
 // New returns a cluster of the named nodes; no daemon runs yet.
@@ -132,6 +139,7 @@ func New(names []string, opt Options) (*Cluster, error) {
 	c := &Cluster{opt: opt, clk: clock.NewFake(T0), nodes: map[string]*Node{}, svcs: map[string]*config.ServiceConfig{},
 		actDur: map[string]map[string]time.Duration{}, running: map[string]map[string]bool{}, fails: map[string]int{}}
 	c.net = heartbeat.NewMemNetwork(c.clk)
+	c.net.Lose(c.loseFrame) // paused daemons, frames lost on the path (onpath.go)
 	c.names = append([]string(nil), names...)
 	sort.Strings(c.names)
 	for i, n := range c.names {
@@ -331,7 +339,7 @@ func (c *Cluster) Crash(node string) error {
 		return err
 	}
 	c.net.Crash(node)
-	n.d, n.machineUp, n.guard = nil, false, simGuard{}
+	n.d, n.machineUp, n.guard, n.ranUntil = nil, false, simGuard{}, c.clk.Now()
 	c.running[node] = map[string]bool{}
 	c.logf(node, "", "crashed")
 	c.settle()

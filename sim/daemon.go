@@ -395,7 +395,7 @@ func (d *daemon) exit() {
 	}
 	d.drv.Publish()
 	d.hb.Close()
-	d.n.d = nil
+	d.n.d, d.n.ranUntil = nil, d.c.clk.Now()
 	d.record(node.DaemonStopped{Mode: d.mode})
 	if d.mode == "restart" {
 		if err := d.n.startDaemon(); err != nil {

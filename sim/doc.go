@@ -116,6 +116,10 @@
 //	fail n1 web start|stop|restart [COUNT|off] the next COUNT runs fail (default: all)
 //	disk n1 slow 2s | fail | ok              n1's state writes take 2s, fail, or are
 //	                                         fast and good again (disk.go)
+//	withhold n1 n2 [COUNT] | release n2      frames of n1 to n2 held back on the path
+//	                                         (every one, or the next COUNT), delivered
+//	                                         late, newest first (onpath.go)
+//	lose n1 n2 COUNT | duplicate n1 n2       the next frames lost, the last one again
 //
 // Expect lines assert at the current time; a failed expect fails the test
 // and is marked FAILED in the output:
@@ -136,6 +140,9 @@
 //	expect n2 sees n1 down       n2's conclusion about n1 (up, down, maintenance, shutting)
 //	expect n1 monitor rejoin     n1's node monitor state
 //	expect n1 daemon stopped     or running
+//	expect web acks kept         every admin target acknowledged is kept by the
+//	                             node that answered (observers.go)
+//	expect n1 never revived      no node saw n1 up while it did not run
 //
 // The output is the timeline (time, node, service, the change and why:
 // monitor states, actions, avail, node monitor and frozen changes, each
@@ -145,7 +152,7 @@
 //
 // A Session (session.go) runs a scenario one line at a time, and its
 // cluster answers between two lines (Core, Machine, DiskState, AppToken,
-// UpOn, StartOverlaps): the model checker (test/model, docs/model.md)
+// UpOn, StartOverlaps, Acks, LostAcks, Revivals, Withheld, PathState): the model checker (test/model, docs/model.md)
 // rebuilds each world it explores that way.
 //
 // # Adding a scenario

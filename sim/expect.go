@@ -52,6 +52,11 @@ func (c *Cluster) holds(a []string) (got string, ok bool, err error) {
 			return got, n.dur.SplitFrozen, nil
 		}
 		return got, got == rest[0], nil
+	case len(rest) == 2 && rest[0] == "never" && rest[1] == "revived":
+		if r := c.Revivals(subject); len(r) > 0 {
+			return strings.Join(r, "; "), false, nil
+		}
+		return "never seen up while its daemon was not running", true, nil
 	case len(rest) == 2 && rest[0] == "daemon":
 		got = "stopped"
 		if n.d != nil {
@@ -92,6 +97,17 @@ func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) 
 			return "a start began while active elsewhere: " + strings.Join(o, "; "), false, nil
 		}
 		return "every start began while inactive elsewhere", true, nil
+	case len(rest) == 2 && rest[0] == "acks" && rest[1] == "kept":
+		if l := c.LostAcks(svc); len(l) > 0 {
+			return "lost: " + strings.Join(l, "; "), false, nil
+		}
+		n := 0
+		for _, a := range c.acks {
+			if a.Service == svc {
+				n++
+			}
+		}
+		return fmt.Sprintf("every acknowledged target kept (%d)", n), true, nil
 	case len(rest) == 1 && rest[0] == "down":
 		return got, len(up) == 0, nil
 	case len(rest) == 4 && rest[0] == "up" && rest[1] == "on" && (rest[3] == "node" || rest[3] == "nodes"):

@@ -233,35 +233,33 @@ func (c *Cluster) arbitrator(name string) *simArbitrator {
 }
 
 // pause stops node's daemon and heartbeat for d (its frames and the
-// frames to it are lost), as a SIGSTOP would; it runs again at the end.
+// frames to it are lost: pausedNow), as a SIGSTOP would; it runs again at
+// the end.
 func (c *Cluster) pause(name string, d time.Duration) error {
 	n := c.nodes[name]
 	if n.d == nil {
 		return fmt.Errorf("pause: %s's daemon is not running", name)
 	}
-	n.d.pausedUntil = c.clk.Now().Add(d)
-	for _, p := range c.names {
-		if p != name {
-			c.net.Drop(name, p, true)
-			c.net.Drop(p, name, true)
-		}
-	}
+	n.d.pausedUntil, n.ranUntil = c.clk.Now().Add(d), c.clk.Now()
 	c.logf(name, "", "daemon paused for %s", d)
 	return nil
 }
 
-// resume ends a pause that is over: the links come back.
+// pausedNow reports whether node's daemon is paused at this instant: the
+// network loses its frames and those sent to it (loseFrame) until the
+// pause ends, whatever else ends meanwhile (a one-way loss healed, the
+// pause of another node ended).
+func (c *Cluster) pausedNow(name string) bool {
+	n := c.nodes[name]
+	return n != nil && n.d != nil && !n.d.pausedUntil.IsZero() && c.clk.Now().Before(n.d.pausedUntil)
+}
+
+// resume ends a pause that is over.
 func (d *daemon) resume() {
 	if d.pausedUntil.IsZero() || d.c.clk.Now().Before(d.pausedUntil) {
 		return
 	}
 	d.pausedUntil = time.Time{}
-	for _, p := range d.c.names {
-		if p != d.name {
-			d.c.net.Drop(d.name, p, false)
-			d.c.net.Drop(p, d.name, false)
-		}
-	}
 	d.c.logf(d.name, "", "daemon runs again")
 }
 

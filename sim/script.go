@@ -131,6 +131,14 @@ func (r *runner) exec(toks []string, raw string) error {
 		}
 		_, err := r.quorumLine(verb, toks[1:])
 		return err
+	case "withhold", "release", "lose", "duplicate":
+		if r.c == nil {
+			return fmt.Errorf("the cluster line comes first")
+		}
+		r.boot()
+		r.c.lines = append(r.c.lines, fmtTime(r.c.Now())+"  > "+raw)
+		_, err := r.onPathLine(verb, toks[1:])
+		return err
 	case "node", "service":
 		if r.c == nil || r.booted {
 			return fmt.Errorf("%s lines come after the cluster line, before the first command", verb)

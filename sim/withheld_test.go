@@ -2,6 +2,7 @@ package sim
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,4 +42,14 @@ func timeline(c *Cluster) string {
 		s += l + "\n"
 	}
 	return s
+}
+
+// The on-path lines refuse what they cannot do, naming the line.
+func TestOnPathLinesBadInput(t *testing.T) {
+	for _, line := range []string{"withhold n1 n1", "withhold n1 n9", "withhold n1 n2 0", "lose n1 n2", "lose n1 n2 x", "release", "release n1 n2", "duplicate n1"} {
+		_, err := RunScript("bad", "cluster n1 n2\nservice web nodes=n1,n2 orchestrate=ha\nrun 1s\n"+line+"\n")
+		if err == nil || !strings.Contains(err.Error(), "bad:4:") {
+			t.Errorf("%q: got %v, want an error at bad:4", line, err)
+		}
+	}
 }

@@ -14,4 +14,13 @@ const (
 	// arbitrator as this side's alone, though a plain arbitrator answers
 	// both sides of a 2-node split.
 	PlainVoteOurs = "plain-vote-ours"
+	// LateAlive: the heartbeat takes a frame of a peer newer than every
+	// one heard of its run as a sign of life whatever its lag and its
+	// echo's proof say, so that frames held back on the path and
+	// delivered late bring a dead or cut-off peer up again.
+	LateAlive = "late-alive"
+	// AckFailedWrite: an answer that reported a success keeps it when the
+	// state write it waited for fails (the change is rolled back, the
+	// admin is told it was done).
+	AckFailedWrite = "ack-failed-write"
 )

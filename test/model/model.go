@@ -3,12 +3,15 @@
 // real driver, the heartbeat's in-memory network, a fake clock). A world
 // is a small scenario: its setup lines, a warm-up, and the moves that may
 // happen from there (time passing, and faults: a crash, a daemon start, a
-// partition and its heal, an arbitrator cut off, a failed stop...). The
-// checker enumerates every sequence of moves breadth-first, up to a depth
-// and a number of faults, merges the states that hash equal, and checks
-// the invariants at every state: the service never runs on two nodes at
-// once (the world's truth, and the simulation's start observer, never a
-// node's belief), and no fencing token goes backwards. The first
+// partition and its heal, an arbitrator cut off, a failed stop, frames
+// held back, lost or duplicated on the path...) and admin actions. The
+// checker enumerates every sequence of moves breadth-first, up to a depth,
+// a number of faults and a number of admin actions, merges the states
+// that hash equal, and checks the invariants at every state: the service
+// never runs on two nodes at once (the world's truth, and the simulation's
+// start observer, never a node's belief), no fencing token goes backwards,
+// an acknowledged admin action is never lost, and no node is seen up
+// while it does not run (the simulation's observers). The first
 // violation found is one of the shortest: its trace is a scenario that
 // sim.RunScript replays (docs/model.md).
 package model
@@ -17,6 +20,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -31,8 +35,11 @@ type World struct {
 	Setup   []string // the cluster, arbitrator and service lines
 	Warmup  string   // the first command, before any move ("run 12s")
 	Nodes   []string // sorted
-	Service string   // the failover service checked
+	Service string   // the failover service checked, and acted on
 	Step    string   // the move of time ("run 3s")
+	// Also are more failover services checked (the same invariants; the
+	// moves act on Service only).
+	Also []string
 	// Arbitrator is the name of the arbitrator whose reachability the
 	// moves cut and restore ("" for none).
 	Arbitrator string
@@ -50,6 +57,20 @@ type World struct {
 	// Pause, when set, offers a pause of a running daemon for that long
 	// (SIGSTOP, then SIGCONT) as a fault.
 	Pause string
+	// Withhold offers someone on the path holding back every frame of a
+	// node to another as a fault, and, while frames are held, their
+	// release (newest first: the end of that fault, not a fault).
+	Withhold bool
+	// Frames offers the faults of one frame: the next frame of a node to
+	// another held back (overtaken by those after it, and released as
+	// above), lost, or the last one delivered twice.
+	Frames bool
+	// NoPartition leaves out the partitions (and so their heal).
+	NoPartition bool
+	// Admin are the admin actions offered on the service, on each node
+	// whose daemon runs ("switch" is switch --to each other node), up to
+	// Bounds.Admin on a path: not faults.
+	Admin []string
 }
 
 // Bounds are how far the checker explores: Depth moves after the warm-up,
@@ -57,9 +78,16 @@ type World struct {
 type Bounds struct {
 	Depth  int
 	Faults int
+	// Admin is how many admin actions a path may hold (the world's
+	// Admin).
+	Admin int
 	// NoMerge explores every path, without merging the states that hash
 	// equal (to check that the merge hides no violation).
 	NoMerge bool
+	// Live, when set, checks liveness at every distinct state: once the
+	// faults stop (every fault in force repaired, every daemon started)
+	// each service runs on one node within Live.
+	Live time.Duration
 }
 
 // Violation is an invariant that did not hold, and a shortest trace to it.
@@ -87,13 +115,14 @@ type Result struct {
 // and what the token invariant compares with.
 type facts struct {
 	Faults      int               // faults used on the path
+	Admin       int               // admin actions on the path
 	Cut         bool              // the nodes are partitioned
 	OneWay      []string          // the links cut one way ("n1>n2"), sorted
 	Unreachable []string          // the nodes cut off from the arbitrator, sorted
 	StopFails   []string          // nodes where the next stop fails, sorted
 	BadDisks    []string          // nodes whose state writes fail, sorted
-	MaxToken    uint64            // the greatest fencing token an app saw so far
-	Tokens      map[string]uint64 // by node: the token of its app's last start
+	MaxToken    map[string]uint64 // by service: the greatest fencing token an app saw so far
+	Tokens      map[string]uint64 // by "service/node": the token of its app's last start
 }
 
 func (f facts) clone() facts {
@@ -101,11 +130,7 @@ func (f facts) clone() facts {
 	f.OneWay = slices.Clone(f.OneWay)
 	f.StopFails = slices.Clone(f.StopFails)
 	f.BadDisks = slices.Clone(f.BadDisks)
-	t := make(map[string]uint64, len(f.Tokens))
-	for k, v := range f.Tokens {
-		t[k] = v
-	}
-	f.Tokens = t
+	f.Tokens, f.MaxToken = maps.Clone(f.Tokens), maps.Clone(f.MaxToken)
 	return f
 }
 
@@ -123,21 +148,38 @@ func toggle(set []string, n string, in bool) []string {
 
 // state is a node of the explored graph.
 type state struct {
-	trace    []string
-	facts    facts
+	trace []string
+	facts facts
+	seen  seen
+}
+
+// seen is what the moves offered depend on in a world.
+type seen struct {
 	machines map[string]string // sim.Cluster.Machine of each node
+	held     map[string]int    // frames held back for each node
+	holding  map[string]bool   // "n1>n2": every frame of n1 to n2 held back
 }
 
 // move is a line of the scenario format and its effect on the facts.
 type move struct {
 	line  string
 	fault bool
+	admin bool
 	apply func(*facts)
 }
 
 // moves are the moves offered from a state whose world is c.
-func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
+func (w *World) moves(sn seen, f facts, b Bounds) []move {
+	machines := sn.machines
 	ms := []move{{line: w.Step}}
+	for _, n := range w.Nodes {
+		if sn.held[n] > 0 {
+			ms = append(ms, move{line: "release " + n})
+		}
+	}
+	if f.Admin < b.Admin {
+		ms = append(ms, w.adminMoves(machines)...)
+	}
 	if f.Faults >= b.Faults {
 		return ms
 	}
@@ -158,7 +200,7 @@ func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
 	if f.Cut || len(f.OneWay) > 0 {
 		add("heal", healed)
 	}
-	if !f.Cut {
+	if !f.Cut && !w.NoPartition {
 		for i, n := range w.Nodes {
 			rest := slices.Delete(slices.Clone(w.Nodes), i, i+1)
 			add("partition "+n+" | "+strings.Join(rest, " "), func(f *facts) { f.Cut = true })
@@ -208,6 +250,44 @@ func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
 			}
 		}
 	}
+	for _, from := range w.Nodes {
+		for _, to := range w.Nodes {
+			if from == to {
+				continue
+			}
+			if w.Withhold && !sn.holding[from+">"+to] {
+				add("withhold "+from+" "+to, nil)
+			}
+			if w.Frames {
+				add("withhold "+from+" "+to+" 1", nil)
+				add("lose "+from+" "+to+" 1", nil)
+				add("duplicate "+from+" "+to, nil)
+			}
+		}
+	}
+	return ms
+}
+
+// adminMoves are the admin actions on the service offered on the nodes
+// whose daemon runs.
+func (w *World) adminMoves(machines map[string]string) []move {
+	var ms []move
+	for _, n := range w.Nodes {
+		if machines[n] != "running" {
+			continue
+		}
+		for _, a := range w.Admin {
+			if a != "switch" {
+				ms = append(ms, move{line: n + ": svcmgr -s " + w.Service + " " + a, admin: true})
+				continue
+			}
+			for _, to := range w.Nodes {
+				if to != n {
+					ms = append(ms, move{line: n + ": svcmgr -s " + w.Service + " switch --to " + to, admin: true})
+				}
+			}
+		}
+	}
 	return ms
 }
 
@@ -216,7 +296,12 @@ func (w *World) moves(machines map[string]string, f facts, b Bounds) []move {
 // deterministic, so the same lines give the same world).
 func (w *World) build(trace []string) (*sim.Cluster, error) {
 	s := sim.NewSession(w.Name)
-	for _, l := range append(append(slices.Clone(w.Setup), w.Warmup), trace...) {
+	return w.more(s, append(append(slices.Clone(w.Setup), w.Warmup), trace...))
+}
+
+// more runs lines in the session s and returns its cluster.
+func (w *World) more(s *sim.Session, lines []string) (*sim.Cluster, error) {
+	for _, l := range lines {
 		if err := s.Exec(l); err != nil {
 			return nil, err
 		}
@@ -229,7 +314,9 @@ func (w *World) build(trace []string) (*sim.Cluster, error) {
 }
 
 // Hash is the canonical digest of a world and the checker's facts: the
-// simulated time, the faults in force, and per node what runs there (the
+// simulated time, the faults in force, the admin actions used and the
+// targets acknowledged, per link what stands on the path, and per node
+// what runs there (the
 // machine, the daemon, the service's processes, the token its app saw),
 // its disk (the durable state), and, when its daemon runs, its core's
 // durable state in memory, the view its decisions read (Snapshot), its
@@ -238,12 +325,26 @@ func (w *World) build(trace []string) (*sim.Cluster, error) {
 func Hash(c *sim.Cluster, w *World, f facts) string {
 	h := sha256.New()
 	now := sim.T0.Add(c.Now())
-	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v stopfails=%v baddisks=%v max=%d overlaps=%d\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.StopFails, f.BadDisks,
-		f.MaxToken, len(c.StartOverlaps(w.Service)))
-	up := c.UpOn(w.Service)
+	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v stopfails=%v baddisks=%v\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.StopFails, f.BadDisks)
+	for _, svc := range w.services() {
+		fmt.Fprintf(h, "%s max=%d overlaps=%d up=%v\n", svc, f.MaxToken[svc], len(c.StartOverlaps(svc)), c.UpOn(svc))
+	}
 	enc := json.NewEncoder(h)
+	fmt.Fprintf(h, "admin=%d acks=", f.Admin)
+	for _, a := range c.Acks() {
+		fmt.Fprintf(h, "%s:%s ", a.Node, a.ID)
+	}
 	for _, n := range w.Nodes {
-		fmt.Fprintf(h, "node %s %s up=%v token=%d\n", n, c.Machine(n), slices.Contains(up, n), c.AppToken(n, w.Service))
+		fmt.Fprintf(h, "\nnode %s %s tokens=", n, c.Machine(n))
+		for _, svc := range w.services() {
+			fmt.Fprintf(h, "%d ", c.AppToken(n, svc))
+		}
+		fmt.Fprintln(h)
+		for _, to := range w.Nodes {
+			if p := c.PathState(n, to); p != "" {
+				fmt.Fprintf(h, "path %s>%s %s\n", n, to, p)
+			}
+		}
 		_ = enc.Encode(c.DiskState(n))
 		if core := c.Core(n); core != nil {
 			_ = enc.Encode(core.State())
@@ -258,25 +359,120 @@ func Hash(c *sim.Cluster, w *World, f facts) string {
 // check returns the invariant that does not hold in c, or "", and updates
 // the token facts.
 func (w *World) check(c *sim.Cluster, f *facts) string {
-	if up := c.UpOn(w.Service); len(up) > 1 {
-		return fmt.Sprintf("%s runs on %s at once", w.Service, strings.Join(up, ","))
-	}
-	if o := c.StartOverlaps(w.Service); len(o) > 0 {
-		return fmt.Sprintf("%s started while active elsewhere: %s", w.Service, o[0])
-	}
 	for _, n := range w.Nodes {
-		t := c.AppToken(n, w.Service)
-		if t == f.Tokens[n] {
-			continue
+		if r := c.Revivals(n); len(r) > 0 {
+			return "a node that did not run was seen up: " + r[0]
 		}
-		if t < f.MaxToken {
-			return fmt.Sprintf("fencing token went backwards: %s's app started with %d after %d was handed out", n, t, f.MaxToken)
+	}
+	for _, svc := range w.services() {
+		if inv := w.checkService(c, f, svc); inv != "" {
+			return inv
 		}
-		f.Tokens[n] = t
-		f.MaxToken = max(f.MaxToken, t)
 	}
 	return ""
 }
+
+// checkService is check for the failover service svc.
+func (w *World) checkService(c *sim.Cluster, f *facts, svc string) string {
+	if up := c.UpOn(svc); len(up) > 1 {
+		return fmt.Sprintf("%s runs on %s at once", svc, strings.Join(up, ","))
+	}
+	if o := c.StartOverlaps(svc); len(o) > 0 {
+		return fmt.Sprintf("%s started while active elsewhere: %s", svc, o[0])
+	}
+	if l := c.LostAcks(svc); len(l) > 0 {
+		return "an acknowledged admin action was lost: " + l[0]
+	}
+	for _, n := range w.Nodes {
+		t := c.AppToken(n, svc)
+		if t == f.Tokens[svc+"/"+n] {
+			continue
+		}
+		if t < f.MaxToken[svc] {
+			return fmt.Sprintf("fencing token went backwards: %s's app of %s started with %d after %d was handed out", n, svc, t, f.MaxToken[svc])
+		}
+		f.Tokens[svc+"/"+n] = t
+		f.MaxToken[svc] = max(f.MaxToken[svc], t)
+	}
+	return ""
+}
+
+// recovery are the moves that end every fault in force in a state: the
+// frames held are released, the network healed, the arbitrator reached,
+// the disks repaired, no more failed stops (the daemons are started by
+// live).
+func (w *World) recovery(f facts, sn seen) []string {
+	var out []string
+	for _, n := range w.Nodes {
+		holding := false
+		for _, from := range w.Nodes {
+			holding = holding || sn.holding[from+">"+n]
+		}
+		if sn.held[n] > 0 || holding {
+			out = append(out, "release "+n)
+		}
+	}
+	if f.Cut || len(f.OneWay) > 0 {
+		out = append(out, "heal")
+	}
+	for _, n := range f.Unreachable {
+		out = append(out, "arbitrator "+w.Arbitrator+" reachable "+n)
+	}
+	for _, n := range f.BadDisks {
+		out = append(out, "disk "+n+" ok")
+	}
+	for _, n := range f.StopFails {
+		out = append(out, "fail "+n+" "+w.Service+" stop off")
+	}
+	return out
+}
+
+// settleStop is how long a daemon stop in progress may take to end (its
+// stop actions): after it, live starts every daemon that does not run.
+const settleStop = 10 * time.Second
+
+// live checks liveness after trace: the faults stop (recovery), a daemon
+// stop in progress ends, every daemon that does not run is started, time
+// runs for within, and each service must then run on exactly one node.
+// It returns the violation ("" for none) and the lines it added.
+func (w *World) live(trace []string, f facts, sn seen, within time.Duration) (string, []string, error) {
+	tail := append(w.recovery(f, sn), "run "+settleStop.String())
+	s := sim.NewSession(w.Name)
+	c, err := w.more(s, append(append(append(slices.Clone(w.Setup), w.Warmup), trace...), tail...))
+	if err != nil {
+		return "", nil, err
+	}
+	var starts []string
+	for _, n := range w.Nodes {
+		if m := c.Machine(n); m == "crashed" || m == "stopped" {
+			starts = append(starts, n+": nodemgr daemon start")
+		}
+	}
+	starts = append(starts, "run "+within.String())
+	tail = append(tail, starts...)
+	if c, err = w.more(s, starts); err != nil {
+		return "", nil, err
+	}
+	for _, svc := range w.services() {
+		if up := c.UpOn(svc); len(up) != 1 {
+			return fmt.Sprintf("%s up on %d nodes %s after the faults stopped", svc, len(up), within), tail, nil
+		}
+	}
+	return "", tail, nil
+}
+
+// liveScript is Script for a liveness violation: its lines end with the
+// expectation that each service runs on one node.
+func (w *World) liveScript(lines []string) string {
+	s := w.Script(lines)
+	for _, svc := range w.services() {
+		s += "expect " + svc + " up on 1 node\n"
+	}
+	return s
+}
+
+// services are the failover services checked.
+func (w *World) services() []string { return append([]string{w.Service}, w.Also...) }
 
 // Check explores w breadth-first up to b and returns what it saw, with the
 // first violation found (a shortest, in moves).
@@ -287,17 +483,17 @@ func Check(w *World, b Bounds) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	f0 := facts{Tokens: map[string]uint64{}, Unreachable: []string{}, StopFails: []string{}}
+	f0 := facts{Tokens: map[string]uint64{}, MaxToken: map[string]uint64{}, Unreachable: []string{}, StopFails: []string{}}
 	if inv := w.check(root, &f0); inv != "" {
 		return nil, fmt.Errorf("%s: the warm-up already breaks an invariant: %s", w.Name, inv)
 	}
 	seen := map[string]bool{Hash(root, w, f0): true}
 	res.States = 1
-	level := []state{{facts: f0, machines: w.machines(root)}}
+	level := []state{{facts: f0, seen: w.see(root)}}
 	for depth := 1; depth <= b.Depth && len(level) > 0; depth++ {
 		var next []state
 		for _, s := range level {
-			for _, m := range w.moves(s.machines, s.facts, b) {
+			for _, m := range w.moves(s.seen, s.facts, b) {
 				trace := append(slices.Clone(s.trace), m.line)
 				c, err := w.build(trace)
 				if err != nil {
@@ -307,6 +503,9 @@ func Check(w *World, b Bounds) (*Result, error) {
 				f := s.facts.clone()
 				if m.fault {
 					f.Faults++
+				}
+				if m.admin {
+					f.Admin++
 				}
 				if m.apply != nil {
 					m.apply(&f)
@@ -323,7 +522,21 @@ func Check(w *World, b Bounds) (*Result, error) {
 				}
 				seen[key] = true
 				res.States++
-				next = append(next, state{trace: trace, facts: f, machines: w.machines(c)})
+				sn := w.see(c)
+				if b.Live > 0 {
+					inv, tail, err := w.live(trace, f, sn, b.Live)
+					if err != nil {
+						return nil, err
+					}
+					res.Replays++
+					if inv != "" {
+						res.Depth, res.Elapsed = depth, time.Since(start)
+						all := append(slices.Clone(trace), tail...)
+						res.Violation = &Violation{Invariant: inv, Trace: trace, Script: w.liveScript(all)}
+						return res, nil
+					}
+				}
+				next = append(next, state{trace: trace, facts: f, seen: sn})
 			}
 		}
 		res.Depth = depth
@@ -333,22 +546,35 @@ func Check(w *World, b Bounds) (*Result, error) {
 	return res, nil
 }
 
-func (w *World) machines(c *sim.Cluster) map[string]string {
-	m := map[string]string{}
+func (w *World) see(c *sim.Cluster) seen {
+	sn := seen{machines: map[string]string{}, held: map[string]int{}, holding: map[string]bool{}}
 	for _, n := range w.Nodes {
-		m[n] = c.Machine(n)
+		sn.machines[n] = c.Machine(n)
+		sn.held[n] = c.Withheld(n)
+		for _, to := range w.Nodes {
+			if c.Holding(n, to) {
+				sn.holding[n+">"+to] = true
+			}
+		}
 	}
-	return m
+	return sn
 }
 
 // Script is the scenario of a trace: the setup, the warm-up, the moves,
-// and the expect lines that say the service never ran on two nodes at once
-// and no start of it began while it was active elsewhere.
+// and the expect lines that say each service never ran on two nodes at
+// once, no start of it began while it was active elsewhere and every
+// target acknowledged is kept, and no node was seen up while it did not
+// run.
 func (w *World) Script(trace []string) string {
 	lines := []string{"# found by the model checker (test/model), world " + w.Name}
 	lines = append(lines, w.Setup...)
 	lines = append(lines, w.Warmup)
 	lines = append(lines, trace...)
-	lines = append(lines, "expect "+w.Service+" never twice", "expect "+w.Service+" started alone")
+	for _, svc := range w.services() {
+		lines = append(lines, "expect "+svc+" never twice", "expect "+svc+" started alone", "expect "+svc+" acks kept")
+	}
+	for _, n := range w.Nodes {
+		lines = append(lines, "expect "+n+" never revived")
+	}
 	return strings.Join(lines, "\n") + "\n"
 }

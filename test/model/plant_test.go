@@ -23,6 +23,8 @@ var plantedCases = []struct {
 	{planted.NoStopDeadline, lean(OneVote2()), Bounds{Depth: 6, Faults: 2}},
 	{planted.NoStopDeadline, Majority3(), Bounds{Depth: 6, Faults: 1}},
 	{planted.PlainVoteOurs, Plain2(), Bounds{Depth: 8, Faults: 1}},
+	{planted.LateAlive, heldOnly(OnPath2()), Bounds{Depth: 5, Faults: 2}},
+	{planted.AckFailedWrite, Admin2(), Bounds{Depth: 4, Faults: 1, Admin: 1}},
 }
 
 // lean is w without the one-way losses, the pauses and the failed stops
@@ -55,7 +57,9 @@ func TestPlantedBugsFound(t *testing.T) {
 			t.Logf("the scenario:\n%s", v.Script)
 			// the merge of equal states is sound here: without it, the
 			// shortest violation is as short
-			full, err := Check(c.w, Bounds{Depth: len(v.Trace), Faults: c.b.Faults, NoMerge: true})
+			nb := c.b
+			nb.Depth, nb.NoMerge = len(v.Trace), true
+			full, err := Check(c.w, nb)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,4 +85,13 @@ func TestPlantedBugsFound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// heldOnly is w without the faults of single frames and the partition
+// (the CI bound explores the whole world with the code as it is).
+func heldOnly(w *World) *World {
+	c := *w
+	c.Name += "-held"
+	c.Frames, c.NoPartition = false, true
+	return &c
 }

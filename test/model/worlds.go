@@ -5,8 +5,10 @@ import (
 	"strings"
 )
 
-// Worlds are the worlds of the first slice, in the order of docs/model.md.
-func Worlds() []*World { return []*World{Tie2(), OneVote2(), Plain2(), Majority3()} }
+// Worlds are the worlds of the checker, in the order of docs/model.md.
+func Worlds() []*World {
+	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2(), Two2()}
+}
 
 // The worlds of the first slice: 2 or 3 nodes and 1 failover service (an
 // app only) running on n1 at the end of the warm-up, quorum on, and the
@@ -98,4 +100,47 @@ func WithoutGuard(w *World, daemonStops bool) *World {
 	c.Setup[0] = strings.Replace(c.Setup[0], " guard=true", " guard=false", 1)
 	c.DaemonStops = daemonStops
 	return &c
+}
+
+// OnPath2 is onevote2's cluster where the faults are those of frames:
+// someone on the path holds back every frame of one node to the other
+// and releases them later (newest first), or holds back one frame (the
+// next ones overtake it), loses one, or delivers the last one twice; with
+// crashes and daemon starts, a partition and its heal.
+func OnPath2() *World {
+	w := OneVote2()
+	w.Name = "onpath2"
+	w.Arbitrator, w.StopFailures, w.OneWay, w.Pause = "", false, false, ""
+	w.Withhold, w.Frames = true, true
+	return w
+}
+
+// Admin2 is onevote2's cluster with admin actions on web (switch to the
+// other node, stop, start, freeze, thaw, on a node whose daemon runs)
+// among crashes, daemon starts, a partition and its heal, and a node's
+// state disk failing (every write) and repaired: an acknowledged action
+// must survive them.
+func Admin2() *World {
+	w := OneVote2()
+	w.Name = "admin2"
+	w.Arbitrator, w.StopFailures, w.OneWay, w.Pause = "", false, false, ""
+	w.DiskFaults = true
+	w.Admin = []string{"switch", "stop", "start", "freeze", "thaw"}
+	return w
+}
+
+// Two2 is onevote2's cluster with two failover services that start on
+// different nodes (web on n1, db on n2, by the order of their nodes): a
+// split leaves each side the owner of one, and the side that keeps the
+// arbitrator's vote must take the other's over, after its self-stop
+// deadline, while the other side stops its own. The moves are those of
+// onevote2 without the one-way losses and the pauses (the failed stop is
+// web's).
+func Two2() *World {
+	w := OneVote2()
+	w.Name = "two2"
+	w.Setup = append(slices.Clone(w.Setup), "service db nodes=n2,n1 orchestrate=ha stop=5s")
+	w.Also = []string{"db"}
+	w.OneWay, w.Pause = false, ""
+	return w
 }
