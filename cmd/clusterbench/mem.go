@@ -428,7 +428,20 @@ func memBreakdown(n, nsvc int, monitored bool, settle, window time.Duration, o o
 			return err
 		}
 		t0 := time.Now()
-		time.Sleep(window)
+		if heapOut != "" {
+			// what was allocated over the window (a delta profile)
+			out := fmt.Sprintf("%s-%dn-%ds-allocs.pb.gz", heapOut, n, nsvc)
+			d, err := httpGet(fmt.Sprintf("http://%s/debug/pprof/allocs?seconds=%d", addr, int(window.Seconds())))
+			if err == nil {
+				err = os.WriteFile(out, d, 0o644)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Printf("what n1 allocated over the window in %s (go tool pprof -sample_index=alloc_space -top %s)\n", out, out)
+		} else {
+			time.Sleep(window)
+		}
 		b, err := httpGet(base)
 		if err != nil {
 			return err
