@@ -87,12 +87,12 @@ func (l *nodeLog) Sync() error {
 	return l.f.Sync()
 }
 
-// zapClock gives zap (entry times, sampler ticks) the daemon's clock.
+// zapClock gives zap (entry times, so the rate limit's ticks) the daemon's clock.
 type zapClock struct{ clock.Clock }
 
 // NewTicker is zap's (its Clock interface wants a *time.Ticker, which
 // clock.Clock cannot make); only zap's buffered writer uses it, and the
-// daemon has none: its sampler reads the entry times, from the clock.
+// daemon has none: its rate limit reads the entry times, from the clock.
 func (zapClock) NewTicker(d time.Duration) *time.Ticker { return clock.StdTicker(d) }
 
 // rateLimit is the node log's rate limit of WARN and ERROR lines, per
