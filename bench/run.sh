@@ -3,7 +3,7 @@
 # in parallel: they share the host's cores). Run from the module root:
 #
 #   bench/run.sh            # everything, about 25 minutes on 2 cores
-#   bench/run.sh prop       # one figure: prop detect idle failover mass step hb scale
+#   bench/run.sh prop       # one figure: prop detect idle mem failover mass step hb scale
 #   bench/sidebyside.sh     # Haven against keepalived and Pacemaker (installs them; not run here)
 #
 # Output goes to stdout; the lines starting with RESULT are the summaries.
@@ -35,6 +35,10 @@ done
 run idle timeout 900 $cb idle -nodes 3 -services 500 -monitor=false -timeout 3s -interval 1s -check 1h
 run idle timeout 900 $cb idle -nodes 3 -services 0 -monitor=false
 run idle timeout 900 $cb idle -nodes 3 -services 500 -monitor=false -check 1h
+# 3''. where an idle node's memory goes (the daemon and its guard)
+run mem timeout 900 $cb mem -nodes 1,3 -services 0 -settle 45s
+run mem timeout 900 $cb mem -nodes 1,3 -services 50 -settle 45s
+run mem timeout 900 $cb mem -nodes 3 -services 50 -settle 45s -window 60s -memrate 512 -heap "$tmp/heap"
 # 4. failover of one service after a crash
 run failover timeout 600 $cb failover -nodes 3 -services 1 -runs 6 -timeout 3s -interval 1s -ready 2s
 # 5. 50 services failing over together

@@ -355,6 +355,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.drv.CheckNow(name)
 	}
 	d.sdLaunched()
+	tctx, tcancel := context.WithCancel(ctx)
+	defer tcancel()
+	go d.trimMemory(tctx)
 
 	mode := d.loop(ctx)
 	d.stopSBD(mode)

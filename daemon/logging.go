@@ -87,58 +87,96 @@ func (l *nodeLog) Sync() error {
 	return l.f.Sync()
 }
 
-// zapClock gives zap (entry times, sampler ticks) the daemon's clock.
+// zapClock gives zap (entry times, so the rate limit's ticks) the daemon's clock.
 type zapClock struct{ clock.Clock }
 
 // NewTicker is zap's (its Clock interface wants a *time.Ticker, which
 // clock.Clock cannot make); only zap's buffered writer uses it, and the
-// daemon has none: its sampler reads the entry times, from the clock.
+// daemon has none: its rate limit reads the entry times, from the clock.
 func (zapClock) NewTicker(d time.Duration) *time.Ticker { return clock.StdTicker(d) }
 
-// suppressed counts, per message, the WARN and ERROR lines the sampler
-// left out since the last one it let through.
-type suppressed struct {
+// rateLimit is the node log's rate limit of WARN and ERROR lines, per
+// level and message: logFirst lines per logTick, then one every
+// logThereafter; the line written after some were left out says how many
+// (suppressed=N). It keeps one small entry per message seen (zap's own
+// sampler keeps a table of 7 x 4096 counters, 448 kB of the daemon's
+// heap, docs/benchmarks.md "Memory").
+type rateLimit struct {
 	mu sync.Mutex
-	n  map[string]int64
+	m  map[rateKey]*rateCount
 }
 
-func (s *suppressed) hook(e zapcore.Entry, dec zapcore.SamplingDecision) {
-	if dec&zapcore.LogDropped == 0 {
-		return
+type rateKey struct {
+	lv  zapcore.Level
+	msg string
+}
+
+type rateCount struct {
+	resetAt time.Time
+	n       int64 // lines in this tick
+	left    int64 // left out since the last one written
+}
+
+// rateLimitPrune is the number of messages kept beyond which those whose
+// tick ended (and with nothing left out to report) are forgotten.
+const rateLimitPrune = 256
+
+// admit says whether the line e may be written, and how many of the same
+// were left out since the last one written.
+func (r *rateLimit) admit(e zapcore.Entry) (bool, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := rateKey{e.Level, e.Message}
+	c := r.m[k]
+	if c == nil {
+		if len(r.m) >= rateLimitPrune {
+			for k, c := range r.m {
+				if !e.Time.Before(c.resetAt) && c.left == 0 {
+					delete(r.m, k)
+				}
+			}
+		}
+		c = &rateCount{}
+		r.m[k] = c
 	}
-	s.mu.Lock()
-	s.n[e.Message]++
-	s.mu.Unlock()
+	if !e.Time.Before(c.resetAt) {
+		c.resetAt, c.n = e.Time.Add(logTick), 0
+	}
+	c.n++
+	if c.n > logFirst && (c.n-logFirst)%logThereafter != 0 {
+		c.left++
+		return false, 0
+	}
+	left := c.left
+	c.left = 0
+	return true, left
 }
 
-func (s *suppressed) take(msg string) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.n[msg]
-	delete(s.n, msg)
-	return n
-}
-
-// countingCore adds suppressed=N to a line that follows left-out ones.
-type countingCore struct {
+// limitedCore writes the lines rateLimit admits, with suppressed=N on a
+// line that follows left-out ones.
+type limitedCore struct {
 	zapcore.Core
-	s *suppressed
+	r *rateLimit
 }
 
-func (c countingCore) With(f []zapcore.Field) zapcore.Core {
-	return countingCore{c.Core.With(f), c.s}
+func (c limitedCore) With(f []zapcore.Field) zapcore.Core {
+	return limitedCore{c.Core.With(f), c.r}
 }
 
-func (c countingCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+func (c limitedCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	if c.Enabled(e.Level) {
 		return ce.AddCore(e, c)
 	}
 	return ce
 }
 
-func (c countingCore) Write(e zapcore.Entry, f []zapcore.Field) error {
-	if n := c.s.take(e.Message); n > 0 {
-		f = append(f, zap.Int64("suppressed", n))
+func (c limitedCore) Write(e zapcore.Entry, f []zapcore.Field) error {
+	ok, left := c.r.admit(e)
+	if !ok {
+		return nil
+	}
+	if left > 0 {
+		f = append(f, zap.Int64("suppressed", left))
 	}
 	return c.Core.Write(e, f)
 }
@@ -160,10 +198,7 @@ func newLogger(l *nodeLog, stderr bool, clk clock.Clock) *zap.Logger {
 	sampled := func(lv zapcore.Level) bool { return lv == zap.WarnLevel || lv == zap.ErrorLevel }
 	always := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), ws,
 		zap.LevelEnablerFunc(func(lv zapcore.Level) bool { return lv >= zap.InfoLevel && !sampled(lv) }))
-	s := &suppressed{n: map[string]int64{}}
-	rated := zapcore.NewSamplerWithOptions(
-		countingCore{zapcore.NewCore(zapcore.NewConsoleEncoder(enc), ws, zap.LevelEnablerFunc(sampled)), s},
-		logTick, logFirst, logThereafter, zapcore.SamplerHook(s.hook))
+	rated := limitedCore{zapcore.NewCore(zapcore.NewConsoleEncoder(enc), ws, zap.LevelEnablerFunc(sampled)), &rateLimit{m: map[rateKey]*rateCount{}}}
 	return zap.New(zapcore.NewTee(always, rated), zap.WithClock(zapClock{clk})).Named("daemon")
 }
 

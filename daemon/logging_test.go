@@ -2,14 +2,17 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"haven/internal/clock"
 	"haven/internal/paths"
@@ -144,5 +147,40 @@ func TestServiceLogStampsTheDaemonClock(t *testing.T) {
 	sl.w.flush() // written off the loop
 	if got, want := lines(t, p.ServiceLog("web"))[0], "2024-01-02T03:04:05.000Z app#a started"; got != want {
 		t.Errorf("service log line %q, want %q", got, want)
+	}
+}
+
+// The rate limit keeps an entry per message, not a fixed table: zap's
+// sampler allocated 7 x 4096 counters (448 kB of the daemon's heap).
+func TestLoggerIsSmall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "node.log")
+	f, err := openNodeLog(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	log := newLogger(f, false, clk)
+	runtime.ReadMemStats(&b)
+	if n := b.TotalAlloc - a.TotalAlloc; n > 64<<10 {
+		t.Errorf("newLogger allocated %d kB, want under 64 kB", n>>10)
+	}
+	log.Warn("one")
+}
+
+// Messages seen once are forgotten when many others come after their tick
+// ended: the limiter does not grow with every distinct message.
+func TestRateLimitForgetsOldMessages(t *testing.T) {
+	r := &rateLimit{m: map[rateKey]*rateCount{}}
+	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 10 * rateLimitPrune {
+		at := t0.Add(time.Duration(i) * logTick / rateLimitPrune)
+		if ok, _ := r.admit(zapcore.Entry{Level: zap.WarnLevel, Message: fmt.Sprintf("m%d", i), Time: at}); !ok {
+			t.Fatalf("message %d, first of its kind, left out", i)
+		}
+	}
+	if len(r.m) > 2*rateLimitPrune {
+		t.Errorf("%d messages kept, want at most %d", len(r.m), 2*rateLimitPrune)
 	}
 }

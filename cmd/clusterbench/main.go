@@ -9,6 +9,7 @@
 //	go run ./cmd/clusterbench failover -services 1 -runs 5 -ready 16s -fastack
 //	go run ./cmd/clusterbench netns-scale -nodes 16,32 -services 500
 //	go run ./cmd/clusterbench sidebyside -crashes 5
+//	go run ./cmd/clusterbench mem -nodes 1,3 -services 50
 //
 // It builds nodemgr from this module into a temporary directory, makes the
 // roots under $TMPDIR/havenbench-*, and stops every daemon and service
@@ -36,7 +37,7 @@ import (
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: clusterbench propagation|detection|idle|failover|netns-scale|sidebyside [flags]  (-h for the flags)")
+	fmt.Fprintln(os.Stderr, "usage: clusterbench propagation|detection|idle|failover|netns-scale|sidebyside|mem [flags]  (-h for the flags)")
 	os.Exit(2)
 }
 
@@ -62,7 +63,8 @@ func main() {
 	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
 	spread := fs.Duration("spread", 0, "idle: create the services over this long (their checks then fall spread over the check interval instead of together)")
 	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file")
-	heapOut := fs.String("heap", "", "netns-scale: also take a heap profile of n1's daemon after the idle window, into this file")
+	heapOut := fs.String("heap", "", "netns-scale: also take a heap profile of n1's daemon after the idle window, into this file; mem: into PREFIX-<n>n-<services>s.pb.gz")
+	memRate := fs.Int("memrate", 0, "mem: GODEBUG=memprofilerate for n1's daemon (1: every allocation in its heap profile; 0: the runtime's default, one per 512 kB)")
 	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,haven-16s+fastack,pacemaker", "sidebyside: the systems, alternated crash after crash (haven-<ready_period>[@<hb.timeout>][+fastack])")
 	crashes := fs.Int("crashes", 5, "sidebyside: crashes of the VIP's owner per system")
 	period := fs.Duration("period", 10*time.Millisecond, "sidebyside: the client's ping period")
@@ -108,17 +110,22 @@ func main() {
 		}
 	case "idle":
 		for _, n := range ints(*nodes, "1,3") {
-			// default hb timings unless given on the command line
-			o := opts{check: *check}
+			o := idleOpts(fs, *timeout, *interval, *check)
+			err = idle(n, *services, *monitor, *settle, *window, *spread, o, *perfOut, *pprofOut)
+			if err != nil {
+				break
+			}
+		}
+	case "mem":
+		for _, n := range ints(*nodes, "1,3") {
+			o := idleOpts(fs, *timeout, *interval, *check)
+			w := time.Duration(0)
 			fs.Visit(func(f *flag.Flag) {
-				switch f.Name {
-				case "timeout":
-					o.timeout = *timeout
-				case "interval":
-					o.interval = *interval
+				if f.Name == "window" {
+					w = *window
 				}
 			})
-			err = idle(n, *services, *monitor, *settle, *window, *spread, o, *perfOut, *pprofOut)
+			err = memBreakdown(n, *services, *monitor, *settle, w, o, *memRate, *heapOut)
 			if err != nil {
 				break
 			}
@@ -153,6 +160,21 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
+}
+
+// idleOpts are the options of an idle cluster: the default hb timings
+// unless given on the command line.
+func idleOpts(fs *flag.FlagSet, timeout, interval, check time.Duration) opts {
+	o := opts{check: check}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "timeout":
+			o.timeout = timeout
+		case "interval":
+			o.interval = interval
+		}
+	})
+	return o
 }
 
 func fatal(err error) {
@@ -454,6 +476,67 @@ func flagService(nodes string, monitored bool) string {
 	return fmt.Sprintf("[DEFAULT]\nnodes = %s\norchestrate = \"ha\"\n\n[app.a]\nstart = \"touch up\"\nstop = \"rm -f up\"\ncheck = \"test -f up\"\nmonitor = %v\n", nodes, monitored)
 }
 
+// idleCluster starts n daemons (n1 with n1env added to its environment:
+// the profiler's address, GODEBUG), waits until they converged, creates
+// nsvc failover services (flagService) over spread and waits until each is
+// up on one node. On error nothing is left running.
+func idleCluster(n, nsvc int, monitored bool, spread time.Duration, o opts, n1env []string) (*cluster, error) {
+	c, err := newCluster(n, o)
+	if err == nil {
+		for i, b := range c.nodes {
+			if i == 0 {
+				err = withEnv(n1env, b.start)
+			} else {
+				err = b.start()
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		err = c.waitConverged(120*time.Second, c.nodes)
+	}
+	if err == nil {
+		svc := flagService(names(c), monitored)
+		c0 := time.Now()
+		for i := range nsvc {
+			if err = c.nodes[0].createService(fmt.Sprintf("s%02d", i), svc); err != nil {
+				break
+			}
+			if spread > 0 {
+				time.Sleep(time.Until(c0.Add(spread * time.Duration(i+1) / time.Duration(nsvc))))
+			}
+		}
+	}
+	if err == nil {
+		_, err = placedOnce(c, nsvc, 120*time.Second)
+	}
+	if err != nil {
+		if c != nil {
+			c.close()
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// withEnv runs f with the variables of env ("K=V") set in this process's
+// environment (a daemon started by f inherits them), then restores them.
+func withEnv(env []string, f func() error) error {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		old, had := os.LookupEnv(k)
+		os.Setenv(k, v)
+		if had {
+			defer os.Setenv(k, old)
+		} else {
+			defer os.Unsetenv(k)
+		}
+	}
+	return f()
+}
+
 // idle starts n daemons with nsvc failover services (flagService), waits
 // until each is up on one node and the cluster settled, then samples
 // /proc/PID of every daemon over the window.
@@ -469,51 +552,20 @@ func idle(n, nsvc int, monitored bool, settle, window, spread time.Duration, o o
 	fmt.Printf("\n## idle: %d daemon(s), %d services, monitor=%v, default monitor_interval 5s, check_interval %s, %s, settle %s, window %s\n",
 		n, nsvc, monitored, checkIv, hb, settle, window)
 	pprofAddr := ""
+	var n1env []string
 	if pprofOut != "" {
 		port, err := testbed.FreePort()
 		if err != nil {
 			return err
 		}
 		pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
-		os.Setenv("HAVEN_PPROF_ADDR", pprofAddr) // n1 only: unset once it runs
+		n1env = append(n1env, "HAVEN_PPROF_ADDR="+pprofAddr)
 	}
-	c, err := newCluster(n, o)
-	if err == nil {
-		for i, b := range c.nodes {
-			if err = b.start(); err != nil {
-				break
-			}
-			if i == 0 {
-				os.Unsetenv("HAVEN_PPROF_ADDR")
-			}
-		}
-	}
-	if err == nil {
-		err = c.waitConverged(120*time.Second, c.nodes)
-	}
-	if err != nil {
-		if c != nil {
-			c.close()
-		}
-		return err
-	}
+	c, err := idleCluster(n, nsvc, monitored, spread, o, n1env)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	svc := flagService(names(c), monitored)
-	c0 := time.Now()
-	for i := range nsvc {
-		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), svc); err != nil {
-			return err
-		}
-		if spread > 0 {
-			time.Sleep(time.Until(c0.Add(spread * time.Duration(i+1) / time.Duration(nsvc))))
-		}
-	}
-	if _, err := placedOnce(c, nsvc, 120*time.Second); err != nil {
-		return err
-	}
 	time.Sleep(settle)
 	pids := map[string]int{}
 	before := map[string]procSample{}
