@@ -178,6 +178,10 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 	}
 	if c.hasTarget() {
 		m.Target, m.TargetID = c.target.String(), c.target.ID
+	} else if c.cfg.IsFlex() {
+		if blk, _ := c.flexBlock(c.flexCount()); !blk.none() {
+			m.Blocked = blk.String()
+		}
 	} else if blk, _ := c.autoBlock(); !blk.none() {
 		m.Blocked = blk.String()
 	}
