@@ -249,15 +249,50 @@ func (p *pass) flexUp(svc string) int {
 	return up
 }
 
-// FlexAvail is the aggregate avail of a flex service from its number of
-// instances up: down below flex_min, warn from it to below flex_target,
-// up at flex_target (warn beyond it: the excess is being stopped).
-func FlexAvail(up, min, target int) dataset.Status {
-	switch {
-	case up < min || up == 0:
-		return dataset.StatusDown
-	case up == target:
-		return dataset.StatusUp
+// flexExplain says, for each node of a flex service in placement order,
+// why it has an instance or not, and why fewer than flex_target run.
+func (c *svcCtx) flexExplain() *FlexExplain {
+	e := &FlexExplain{Target: c.cfg.FlexTarget, Min: c.cfg.FlexMin, Max: c.cfg.FlexMax}
+	order := slices.Clone(c.nodes)
+	slices.SortStableFunc(order, func(a, b string) int { return c.rank.Position(a) - c.rank.Position(b) })
+	var free, lost []string
+	for _, n := range order {
+		st, alive := c.instance(n)
+		switch {
+		case !alive:
+			why := "not alive here (down or not heard): its instance does not count"
+			if g, ok := c.s.Fencing[n]; ok {
+				why = "lost, not certainly stopped (" + g + "): no start anywhere until it is"
+				lost = append(lost, n)
+			}
+			e.Nodes = append(e.Nodes, n+": "+why)
+		case flexRunning(st):
+			e.Running++
+			what := string(st.Avail)
+			if st.State.Transitioning() {
+				what = string(st.State)
+			}
+			e.Nodes = append(e.Nodes, n+": instance "+what)
+		case st.State == dataset.Ready:
+			e.Nodes = append(e.Nodes, n+": claims a slot (ready)")
+		case c.isCandidate(n):
+			free = append(free, n)
+			e.Nodes = append(e.Nodes, n+": candidate without an instance")
+		default:
+			e.Nodes = append(e.Nodes, n+": no candidate: "+c.rank.Reason(n))
+		}
 	}
-	return dataset.StatusWarn
+	if short := e.Target - e.Running; short > 0 {
+		switch {
+		case len(lost) > 0:
+			e.Short = strconv.Itoa(e.Running) + " of " + strconv.Itoa(e.Target) + " running: waiting for the takeover gate of " + strings.Join(lost, ", ")
+		case len(free) == 0:
+			e.Short = strconv.Itoa(e.Running) + " of " + strconv.Itoa(e.Target) + " running: no candidate without an instance (see the excluded nodes)"
+		case len(free) < short:
+			e.Short = strconv.Itoa(e.Running) + " of " + strconv.Itoa(e.Target) + " running: only " + strconv.Itoa(len(free)) + " candidate(s) without an instance (" + strings.Join(free, ", ") + ")"
+		default:
+			e.Short = strconv.Itoa(e.Running) + " of " + strconv.Itoa(e.Target) + " running: " + strings.Join(free[:short], ", ") + " to claim a slot (ready window)"
+		}
+	}
+	return e
 }

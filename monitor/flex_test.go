@@ -242,16 +242,26 @@ func TestFlexParent(t *testing.T) {
 	wantState(t, "web, app 1 of 2 up (flex_min 1)", d, dataset.Ready, ActionNone)
 }
 
-func TestFlexAvail(t *testing.T) {
-	for _, c := range []struct {
-		up, min, target int
-		want            dataset.Status
-	}{
-		{0, 1, 3, dataset.StatusDown}, {1, 2, 3, dataset.StatusDown}, {2, 2, 3, dataset.StatusWarn},
-		{3, 2, 3, dataset.StatusUp}, {4, 2, 3, dataset.StatusWarn}, {0, 0, 2, dataset.StatusDown},
-	} {
-		if got := FlexAvail(c.up, c.min, c.target); got != c.want {
-			t.Errorf("FlexAvail(%d, %d, %d) = %s, want %s", c.up, c.min, c.target, got, c.want)
-		}
+// svcmgr explain of a flex service: its counts, each node's standing,
+// why it is below target.
+func TestFlexExplain(t *testing.T) {
+	w := flexWorld(t, 3, "n1", "n2", "n3", "n4")
+	w.setInst("n1", "app", func(i *dataset.Instance) { i.Avail = dataset.StatusUp })
+	w.setNode("n2", func(v *placement.NodeView) { v.Data.Frozen = true })
+	w.setNode("n4", func(v *placement.NodeView) { v.Status = dataset.NodeDown })
+	ex, ok := Explain(w.snap("n3"), "app", false)
+	if !ok || ex.Flex == nil {
+		t.Fatalf("no flex explanation: %+v", ex)
+	}
+	f := ex.Flex
+	want := []string{"n1: instance up", "n3: candidate without an instance", "n2: no candidate: node frozen", "n4: not alive here (down or not heard): its instance does not count"}
+	if f.Running != 1 || !slices.Equal(f.Nodes, want) {
+		t.Fatalf("running %d, nodes %q, want 1, %q", f.Running, f.Nodes, want)
+	}
+	if f.Short != "1 of 3 running: only 1 candidate(s) without an instance (n3)" {
+		t.Fatalf("short %q", f.Short)
+	}
+	if !strings.Contains(ex.Monitor.Reason, "ready") {
+		t.Fatalf("n3's monitor: %q", ex.Monitor.Reason)
 	}
 }
