@@ -47,7 +47,7 @@ func (c *Core) adminLocal(req LocalRequest) Ticket {
 		// refused where it would run a second copy of a service that runs
 		// elsewhere, as restart is, unless forced
 		if n := inst.lad.upElsewhere; n != "" && !req.Force && c.isFlex(svc) {
-			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s is a flex service up on %s: the daemon starts its instances up to flex_target (svcmgr -s %s set --kw flex_target=N); start --local --force runs one more here", svc, n, svc)})
+			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s is a flex service up on %s: the daemon starts its instances up to flex_target (svcmgr -s %s scale --to N); start --local --force runs one more here", svc, n, svc)})
 			return tk
 		}
 		if n := inst.lad.upElsewhere; n != "" && !req.Force {

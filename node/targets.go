@@ -365,5 +365,5 @@ func flexRefused(flex bool, svc, action string) error {
 	if !flex || action == "freeze" || action == "thaw" {
 		return nil
 	}
-	return fmt.Errorf("%s: %s is not built yet for a flex service: set the number of instances with `svcmgr -s %s set --kw flex_target=N`; `freeze` holds every instance where it is and `thaw` resumes; `stop --local` stops and freezes one node's instance", svc, action, svc)
+	return fmt.Errorf("%s: %s is not built yet for a flex service: set the number of instances with `svcmgr -s %s scale --to N`; `freeze` holds every instance where it is and `thaw` resumes; `stop --local` stops and freezes one node's instance", svc, action, svc)
 }

@@ -69,8 +69,9 @@ func (w *procWatch) running() []string {
 // the app when the lease runs out, the survivors' gate opens after it,
 // and the third node takes the free slot: back to 2 up, never 3 at once.
 // The restarted daemon says guard_fired and starts nothing (the target is
-// up without it). Then flex_target set to 3 through the config path: the
-// third instance starts.
+// up without it). Then scale --to 3 --wait (flex_target through the
+// config path): the third instance starts; scale --to 1 --wait: the
+// two least preferred stop.
 func TestNetnsFlexKilledDaemonNeverAboveMax(t *testing.T) {
 	t.Parallel()
 	names := []string{"n1", "n2", "n3"}
@@ -150,9 +151,19 @@ func TestNetnsFlexKilledDaemonNeverAboveMax(t *testing.T) {
 	}
 
 	// scale to 3 through the config path, from any node
-	c[free].must("svcmgr", "-s", "app", "set", "--kw", "flex_target=3")
-	q.waitFor(40*time.Second, "app up on 3 nodes", func() bool { return len(w.running()) == 3 })
+	if out := c[free].must("svcmgr", "-s", "app", "scale", "--to", "3", "--wait", "--time", "60s"); !strings.Contains(out, "app: 3 instances up") {
+		t.Fatalf("scale --to 3 --wait: %s", out)
+	}
+	if got := w.running(); len(got) != 3 {
+		t.Fatalf("after scale --to 3 --wait: app runs on %v (watcher)", got)
+	}
 	if most, when := w.peak(); most > 3 {
 		t.Fatalf("the watcher saw %d instances alive at once (%s), flex_max is 3", most, when)
+	}
+	// and down to 1: the two least preferred stop
+	c["n2"].must("svcmgr", "-s", "app", "scale", "--to", "1", "--wait", "--time", "60s")
+	q.waitFor(30*time.Second, "app's processes end on 2 nodes (watcher)", func() bool { return len(w.running()) == 1 })
+	if got := w.running(); !slices.Equal(got, []string{"n1"}) {
+		t.Fatalf("after scale --to 1: app runs on %v, want n1 (the first of nodes)", got)
 	}
 }
