@@ -148,39 +148,27 @@ func (c *svcCtx) flexAuto() {
 		c.settle("instance running")
 		return
 	}
-	fc := c.flexCount()
-	blk, wait := c.flexBlock(fc)
-	now := c.s.Now
-	if st == dataset.Ready {
-		switch {
-		case wait != "":
-			c.to(wait, blk.String())
-		case !blk.none():
-			c.to(dataset.Idle, "ready cancelled: "+blk.String())
-		case !now.Before(c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)):
-			if all := fc.taken + len(fc.claims) + 1; all > c.cfg.FlexTarget {
-				// a worse claim not withdrawn yet: it may not have seen
-				// ours; its next data decides
-				c.note("ready period ended, but " + strings.Join(fc.claims, ", ") + " claim too (" + strconv.Itoa(all) + " instances for a flex target of " + strconv.Itoa(c.cfg.FlexTarget) + "): waiting for them to back off")
-				break
-			}
-			c.act(ActionStart, dataset.Starting, "ready period ended uncontested: start ("+strconv.Itoa(fc.taken+len(fc.claims)+1)+" instances of "+strconv.Itoa(c.cfg.FlexTarget)+" with the others up and claiming)")
-		default:
-			c.d.Deadline = c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)
-		}
-		return
+	c.fc = c.flexCount()
+	blk, wait := c.flexBlock(c.fc)
+	c.contest(blk, wait, false)
+}
+
+// flexContested is contested for a flex service: every other claim and
+// this one must fit in flex_target with the slots taken.
+func (c *svcCtx) flexContested() string {
+	fc := c.fc
+	if all := fc.taken + len(fc.claims) + 1; all > c.cfg.FlexTarget {
+		return "ready period ended, but " + strings.Join(fc.claims, ", ") + " claim too (" + strconv.Itoa(all) + " instances for a flex target of " + strconv.Itoa(c.cfg.FlexTarget) + "): waiting for them to back off"
 	}
-	switch {
-	case blk.none() && len(c.nodes) == 1:
-		c.act(ActionStart, dataset.Starting, "single-node service down: start")
-	case blk.none():
-		c.to(dataset.Ready, "flex: "+strconv.Itoa(fc.taken)+" of "+strconv.Itoa(c.cfg.FlexTarget)+" instances running elsewhere (or not known), a best candidate without one: ready")
-		c.d.Deadline = now.Add(c.s.ReadyPeriod)
-	case wait != "":
-		c.to(wait, blk.String())
-	case st != dataset.Idle:
-		c.to(dataset.Idle, blk.String())
-	}
+	return ""
+}
+
+func (c *svcCtx) flexReadyReason() string {
+	return "flex: " + strconv.Itoa(c.fc.taken) + " of " + strconv.Itoa(c.cfg.FlexTarget) + " instances running elsewhere (or not known), a best candidate without one: ready"
+}
+
+func (c *svcCtx) flexStartReason() string {
+	return "ready period ended uncontested: start (" + strconv.Itoa(c.fc.taken+len(c.fc.claims)+1) + " instances of " + strconv.Itoa(c.cfg.FlexTarget) + " with the others up and claiming)"
 }
 
 // flexExcess stops the local instance when the service runs on more

@@ -289,6 +289,9 @@ type svcCtx struct {
 	warnNode   string // first node with avail warn or unknown
 	transNode  string // first node (any) in a *ing state
 	transState dataset.MonitorState
+
+	// fc is the flex count of a flex service (flexAuto)
+	fc flexCount
 }
 
 func (c *svcCtx) init(s *Snapshot, p *pass, row int, name string, cfg *config.ServiceConfig, nodes []string, aff affinity.Env, explain bool, buf []string) {
