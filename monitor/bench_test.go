@@ -142,3 +142,30 @@ func BenchmarkStepCached2000x16(b *testing.B) {
 	}
 	reportCPU(b, cpu)
 }
+
+// BenchmarkStepFlex2000x16 is BenchmarkStep2000x16 with every odd service
+// a flex service of target 3 up on 3 nodes (half the services flex).
+func BenchmarkStepFlex2000x16(b *testing.B) {
+	s := benchSnapshot()
+	for j := 1; j < 2000; j += 2 {
+		name := fmt.Sprintf("svc%04d", j)
+		cfg := *s.Services[name]
+		cfg.Topology, cfg.FlexTarget, cfg.FlexMin, cfg.FlexMax = config.TopologyFlex, 3, 1, 3
+		s.Services[name] = &cfg
+		for k := 0; k < 3; k++ {
+			n := s.ClusterNodes[(j+k)%len(s.ClusterNodes)]
+			inst := s.Nodes[n].Data.Services[name]
+			inst.Avail, inst.Monitor.LocalExpect = dataset.StatusUp, dataset.ExpectStarted
+			s.Nodes[n].Data.Services[name] = inst
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if ds := Step(s); len(ds) != 2000 {
+			b.Fatalf("got %d decisions, want 2000", len(ds))
+		}
+	}
+	reportCPU(b, cpu)
+}
