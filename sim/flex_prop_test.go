@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"os"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -15,26 +13,10 @@ import (
 // HAVEN_SIM_FLEX_SEED=N runs seed N alone and logs the timeline of a
 // failure.
 func TestFlexWindowProperty(t *testing.T) {
-	seeds := 60
-	if v := os.Getenv("HAVEN_SIM_FLEX_SEEDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("HAVEN_SIM_FLEX_SEEDS=%q: want a positive number", v)
-		}
-		seeds = n
-	}
-	first := int64(1)
-	if v := os.Getenv("HAVEN_SIM_FLEX_SEED"); v != "" {
-		// one seed, with its timeline on failure
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatalf("HAVEN_SIM_FLEX_SEED=%q: want a number", v)
-		}
-		first, seeds, windowTimeline = n, int(n), true
-	}
+	first, seeds := propSeeds(t, "HAVEN_SIM_FLEX_SEEDS", "HAVEN_SIM_FLEX_SEED")
 	began := time.Now()
 	var window, quorumRuns int
-	for seed := first; seed <= int64(seeds); seed++ {
+	for seed := first; seed <= seeds; seed++ {
 		st := windowScenario(t, seed, false, true)
 		window += st.window
 		if st.quorum {

@@ -53,26 +53,10 @@ import (
 // test near 10s on a loaded 2-core machine); HAVEN_SIM_WINDOW_SEED=N runs
 // seed N alone and logs the timeline of a failure.
 func TestReadyWindowProperty(t *testing.T) {
-	seeds := 60
-	if v := os.Getenv("HAVEN_SIM_WINDOW_SEEDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("HAVEN_SIM_WINDOW_SEEDS=%q: want a positive number", v)
-		}
-		seeds = n
-	}
-	first := int64(1)
-	if v := os.Getenv("HAVEN_SIM_WINDOW_SEED"); v != "" {
-		// one seed, with its timeline on failure
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatalf("HAVEN_SIM_WINDOW_SEED=%q: want a number", v)
-		}
-		first, seeds, windowTimeline = n, int(n), true
-	}
+	first, seeds := propSeeds(t, "HAVEN_SIM_WINDOW_SEEDS", "HAVEN_SIM_WINDOW_SEED")
 	began := time.Now()
 	var runs, fast, window, quorumRuns int
-	for seed := first; seed <= int64(seeds); seed++ {
+	for seed := first; seed <= seeds; seed++ {
 		for _, fa := range []bool{false, true} {
 			st := windowScenario(t, seed, fa, false)
 			runs++
@@ -88,6 +72,29 @@ func TestReadyWindowProperty(t *testing.T) {
 	if fast == 0 {
 		t.Errorf("no start after acks in %d scenarios: the fast path was never taken", runs)
 	}
+}
+
+// propSeeds reads the seeds of a property test: 1 to 60 by default, 1 to
+// N with the variable many=N, N alone with one=N (and then the timeline
+// of a failure is logged).
+func propSeeds(t *testing.T, many, one string) (first, last int64) {
+	t.Helper()
+	first, last = 1, 60
+	if v := os.Getenv(many); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("%s=%q: want a positive number", many, v)
+		}
+		last = int64(n)
+	}
+	if v := os.Getenv(one); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want a number", one, v)
+		}
+		first, last, windowTimeline = n, n, true
+	}
+	return first, last
 }
 
 // windowTimeline logs the timeline of a failing scenario
