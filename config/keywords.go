@@ -17,7 +17,11 @@ const (
 	TypeList          // an array of strings (a string is split on blanks)
 	TypeMap           // a table of strings
 	TypeEnum          // a string among Allowed
+	TypeCount         // a TOML integer, or the string "all" (CountAll)
 )
+
+// CountAll is the Go value of a TypeCount keyword set to "all".
+const CountAll = -1
 
 func (t Type) String() string {
 	switch t {
@@ -35,6 +39,8 @@ func (t Type) String() string {
 		return "map"
 	case TypeEnum:
 		return "enum"
+	case TypeCount:
+		return "count"
 	}
 	return "?"
 }
@@ -179,6 +185,14 @@ var Keywords = []Keyword{
 	// services/NAME.toml
 	{Section: SectionDefault, Key: "nodes", Type: TypeList, Field: "Nodes",
 		Doc: "The candidate nodes, in priority order. `*` means every cluster node (sorted by name). When empty, `svcmgr create` sets it to the node it runs on."},
+	{Section: SectionDefault, Key: "topology", Type: TypeEnum, Default: "failover", Allowed: []string{"failover", "flex"}, Field: "Topology",
+		Doc: "`failover`: one instance up, on one node at a time. `flex`: `flex_target` instances up at once, at most one per node, each node of `nodes` a candidate as for a failover service (placement, constraints, affinities, frozen and drained nodes); needs `orchestrate = \"ha\"`. The best-ranked candidates without an instance start one until the target is up, a lost or failed instance is replaced on another candidate, the instances beyond the target stop on the least preferred nodes first; with `cluster.quorum` on, never more than `flex_max` are up at any instant (docs/behaviour.md, section 10). A flex service takes no `start`, `stop`, `switch`, `takeover` or `giveback` yet: `svcmgr scale --to N`, `freeze` and `thaw` drive it."},
+	{Section: SectionDefault, Key: "flex_target", Type: TypeCount, Default: "1", Field: "FlexTarget",
+		Doc: "With `topology = \"flex\"`: how many instances to keep up, at least 1, at most `flex_max` and at most the number of the service's nodes. `\"all\"` (one instance on every candidate node) is refused for now: the global mode is not built yet."},
+	{Section: SectionDefault, Key: "flex_min", Type: TypeInt, Default: "1", Field: "FlexMin",
+		Doc: "With `topology = \"flex\"`: below this many instances up the service is `down`; from it to below `flex_target` it is `warn`, at the target `up`. At most `flex_target`."},
+	{Section: SectionDefault, Key: "flex_max", Type: TypeInt, Default: "0", Field: "FlexMax",
+		Doc: "With `topology = \"flex\"`: never more instances up than this, with `cluster.quorum` on (through splits, crashes, restarts and paused daemons). Default (0): `flex_target`. At least `flex_target`, at most the number of the service's nodes (with `nodes = [\"*\"]`, the cluster's members, checked by `create` and `set`)."},
 	{Section: SectionDefault, Key: "orchestrate", Type: TypeEnum, Default: "no", Allowed: []string{"no", "start", "ha"}, Field: "Orchestrate",
 		Doc: "`no`: the daemon starts nothing by itself; `start`: start the service once on the placement leader; `ha`: also fail it over when its instance or node fails."},
 	{Section: SectionDefault, Key: "placement", Type: TypeEnum, Default: "nodes order", Allowed: []string{"nodes order", "load avg", "spread", "score", "none"}, Field: "Placement",

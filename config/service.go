@@ -155,6 +155,9 @@ func (d *document) checkService(s *ServiceConfig, def *section) error {
 			}
 		}
 	}
+	if err := d.checkFlex(s, def); err != nil {
+		return err
+	}
 	if strings.TrimSpace(s.Constraints) != "" {
 		p, err := constraints.Compile(s.Constraints)
 		if err != nil {
@@ -163,6 +166,77 @@ func (d *document) checkService(s *ServiceConfig, def *section) error {
 		s.Constraint = p
 	}
 	return nil
+}
+
+// The topologies (DEFAULT.topology).
+const (
+	TopologyFailover = "failover"
+	TopologyFlex     = "flex"
+)
+
+// IsFlex reports whether the service is a flex service.
+func (s *ServiceConfig) IsFlex() bool { return s != nil && s.Topology == TopologyFlex }
+
+// checkFlex validates the flex keywords and fills FlexMax's default:
+// target >= 1 and not "all" (the global mode is not built), min <= target
+// <= max, max at most the service's nodes when they are listed (with "*"
+// or a reference, CheckServiceNodes checks it against the members), and
+// what a flex service cannot take yet (orchestrate other than ha,
+// multiple_active other than its default).
+func (d *document) checkFlex(s *ServiceConfig, def *section) error {
+	if s.Topology != TopologyFlex {
+		for _, k := range []string{"flex_target", "flex_min", "flex_max"} {
+			if def.isSet(k) {
+				return d.errAt(def, k, "applies to topology = %q only (this service is %q)", TopologyFlex, s.Topology)
+			}
+		}
+		return nil
+	}
+	if s.Orchestrate != "ha" {
+		return d.errAt(def, "orchestrate", "a flex service needs orchestrate = \"ha\" (got %q): flex services with orchestrate = \"no\" or \"start\" are not built yet", s.Orchestrate)
+	}
+	if s.MultipleActive != "stop_others" {
+		return d.errAt(def, "multiple_active", "not for a flex service (got %q): its instances beyond flex_target are stopped on the least preferred nodes (docs/behaviour.md, section 10); only the default \"stop_others\" is accepted", s.MultipleActive)
+	}
+	if s.FlexTarget == CountAll {
+		return d.errAt(def, "flex_target", "\"all\" (the global mode, one instance on every candidate node) is not built yet: give a number of instances")
+	}
+	if s.FlexTarget < 1 {
+		return d.errAt(def, "flex_target", "must be at least 1 (got %d)", s.FlexTarget)
+	}
+	if s.FlexMin < 0 {
+		return d.errAt(def, "flex_min", "must not be negative (got %d)", s.FlexMin)
+	}
+	if s.FlexMin > s.FlexTarget {
+		return d.errAt(def, "flex_min", "%d is more than flex_target (%d)", s.FlexMin, s.FlexTarget)
+	}
+	if !def.isSet("flex_max") {
+		s.FlexMax = s.FlexTarget
+	}
+	if s.FlexMax < s.FlexTarget {
+		return d.errAt(def, "flex_target", "%d is more than flex_max (%d)", s.FlexTarget, s.FlexMax)
+	}
+	if n, ok := listedNodes(s.Nodes); ok && s.FlexMax > n {
+		key := "flex_max"
+		if !def.isSet(key) {
+			key = "flex_target"
+		}
+		return d.errAt(def, key, "%d instances, but the service has %d nodes (%s): at most one instance per node", s.FlexMax, n, strings.Join(s.Nodes, ", "))
+	}
+	return nil
+}
+
+// listedNodes returns the number of distinct nodes of a nodes list, false
+// when it holds "*" or a reference (known once the members are).
+func listedNodes(nodes []string) (int, bool) {
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		if n == "*" || strings.Contains(n, "{") {
+			return 0, false
+		}
+		seen[n] = true
+	}
+	return len(seen), len(nodes) > 0
 }
 
 // resource validates and converts one resource section.

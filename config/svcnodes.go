@@ -28,7 +28,7 @@ func CheckServiceNodes(cfg *ServiceConfig, prev []string, members []string) erro
 		}
 	}
 	if len(unknown) == 0 {
-		return nil
+		return checkFlexNodes(cfg, members)
 	}
 	what := "is not a cluster member"
 	if len(unknown) > 1 {
@@ -37,4 +37,32 @@ func CheckServiceNodes(cfg *ServiceConfig, prev []string, members []string) erro
 	return keyErr(cfg.File, indexLines(string(cfg.Raw)), SectionDefault, "nodes",
 		fmt.Sprintf("%s %s (members: %s): a service runs only on members of [nodes] in cluster.toml (add the node there on every node first)",
 			strings.Join(unknown, ", "), what, strings.Join(members, ", ")))
+}
+
+// checkFlexNodes refuses a flex service whose flex_max is more than its
+// nodes once "*" is the members: at most one instance per node.
+func checkFlexNodes(cfg *ServiceConfig, members []string) error {
+	if !cfg.IsFlex() {
+		return nil
+	}
+	n := 0
+	seen := map[string]bool{}
+	for _, x := range cfg.Nodes {
+		switch {
+		case x == "*":
+			for _, m := range members {
+				seen[m] = true
+			}
+		case strings.Contains(x, "{"):
+			return nil // per node, not known here
+		default:
+			seen[x] = true
+		}
+	}
+	n = len(seen)
+	if n == 0 || cfg.FlexMax <= n {
+		return nil
+	}
+	return keyErr(cfg.File, indexLines(string(cfg.Raw)), SectionDefault, "flex_max",
+		fmt.Sprintf("%d instances, but the service has %d nodes (%s): at most one instance per node", cfg.FlexMax, n, strings.Join(cfg.Nodes, ", ")))
 }

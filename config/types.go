@@ -195,6 +195,10 @@ type ServiceConfig struct {
 	Raw []byte
 
 	Nodes            []string // as written; "*" means every cluster node (see NodeList)
+	Topology         string   // failover | flex
+	FlexTarget       int      // flex: instances to keep up (CountAll: "all")
+	FlexMin          int      // flex: below it the service is down
+	FlexMax          int      // flex: never more up (0 in the file: FlexTarget; set by ParseService)
 	Orchestrate      string   // no | start | ha
 	Placement        string   // nodes order | load avg | spread | score | none
 	Constraints      string   // source text, "" for none

@@ -34,6 +34,21 @@ func fromTOML(kw *Keyword, raw any) (any, error) {
 			return nil, fmt.Errorf("integer %d out of range", i)
 		}
 		return int(i), nil
+	case TypeCount:
+		if str, ok := raw.(string); ok {
+			if strings.TrimSpace(str) == "all" {
+				return CountAll, nil
+			}
+			return nil, fmt.Errorf("invalid value %q: want an integer or \"all\"", str)
+		}
+		i, ok := raw.(int64)
+		if !ok {
+			return nil, fmt.Errorf("want an integer or \"all\", got %s", tomlTypeName(raw))
+		}
+		if i > math.MaxInt32 || i < 0 {
+			return nil, fmt.Errorf("integer %d out of range", i)
+		}
+		return int(i), nil
 	case TypeBool:
 		b, ok := raw.(bool)
 		if !ok {
@@ -117,6 +132,16 @@ func (dec Decoder) fromText(kw *Keyword, text string) (any, error) {
 		i, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("invalid integer %q", text)
+		}
+		return i, nil
+	case TypeCount:
+		t := strings.TrimSpace(text)
+		if t == "all" {
+			return t, nil
+		}
+		i, err := strconv.ParseInt(t, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("invalid value %q: want an integer or \"all\"", text)
 		}
 		return i, nil
 	case TypeBool:

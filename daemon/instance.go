@@ -138,7 +138,7 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 	}
 	inst.cfg = d.ocfStopLimits(cfg) // the quorum's stop budget counts the agents' stop timeouts
 	d.drv.Input(node.InstanceInstalled{Service: cfg.Name, Spec: node.InstanceSpec{Local: local, Runnable: set != nil, Monitored: inst.hasMonitored(),
-		Cause: buildErr, Resources: node.LadderSpecs(cfg), MonitorAction: cfg.MonitorAction}, Now: d.clk.Now()})
+		Cause: buildErr, Resources: node.LadderSpecs(cfg), MonitorAction: cfg.MonitorAction, Flex: cfg.IsFlex()}, Now: d.clk.Now()})
 	if removed {
 		// the core stops an instance that runs on a node removed from the
 		// service's nodes: its action is bound to the drivers of the

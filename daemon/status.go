@@ -3,8 +3,10 @@ package daemon
 import (
 	"strings"
 
+	"haven/config"
 	"haven/dataset"
 	"haven/dataset/status"
+	"haven/monitor"
 	"haven/node/view"
 )
 
@@ -81,6 +83,9 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 			ss.GlobalExpect = t.Target.String()
 		}
 		aggregate(&ss, name, nodes, unknownUp)
+		if cfg.IsFlex() {
+			flexAggregate(&ss, cfg, unknownUp)
+		}
 		st.Services[name] = ss
 	}
 	for _, name := range d.invalidNames() {
@@ -139,6 +144,45 @@ func aggregate(ss *dataset.ServiceStatus, name string, nodes map[string]dataset.
 		ss.Frozen = "frozen"
 	default:
 		ss.Frozen = "thawed"
+	}
+}
+
+// flexAggregate replaces the failover aggregate of a flex service by its
+// count (dataset/status.Flex): down below flex_min, warn below
+// flex_target, up at it; unknown rather than down while a live node's
+// instances are not known. Its placement state is optimal at the target.
+func flexAggregate(ss *dataset.ServiceStatus, cfg *config.ServiceConfig, unknownUp map[string]bool) {
+	f := &dataset.FlexStatus{Target: cfg.FlexTarget, Min: cfg.FlexMin, Max: cfg.FlexMax}
+	warn := false
+	for _, i := range ss.Instances {
+		switch monitor.EffectiveAvail(i) {
+		case dataset.StatusUp:
+			f.Up++
+		case dataset.StatusWarn:
+			warn = true
+		}
+	}
+	ss.Flex = f
+	ss.Avail = status.Flex(f.Up, f.Min, f.Target)
+	if ss.Avail == dataset.StatusUp && warn {
+		ss.Avail = dataset.StatusWarn
+	}
+	if ss.Avail == dataset.StatusDown {
+		for node := range ss.Instances {
+			if unknownUp[node] {
+				ss.Avail = dataset.StatusUnknown
+			}
+		}
+	}
+	ss.PlacementState = "optimal"
+	if f.Up != f.Target {
+		ss.PlacementState = "non-optimal"
+	}
+	ss.Overall = ss.Avail
+	for _, i := range ss.Instances {
+		if i.Overall == dataset.StatusWarn && ss.Overall == dataset.StatusUp {
+			ss.Overall = dataset.StatusWarn
+		}
 	}
 }
 

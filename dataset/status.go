@@ -265,4 +265,16 @@ type ServiceStatus struct {
 	// parse ("file:line: key: msg"): the daemon keeps the service's state
 	// but does not act on it until the config is repaired.
 	ConfigError string `json:"config_error,omitempty"`
+	// Flex is set for a flex service (DEFAULT.topology = "flex"): its
+	// counts. Absent for a failover service.
+	Flex *FlexStatus `json:"flex,omitempty"`
+}
+
+// FlexStatus is what the status shows of a flex service: its instances
+// up (avail up, on a node whose data is alive) against its keywords.
+type FlexStatus struct {
+	Up     int `json:"up"`
+	Target int `json:"target"`
+	Min    int `json:"min"`
+	Max    int `json:"max"`
 }

@@ -19,6 +19,16 @@ func (c *svcCtx) auto() {
 		return
 	}
 	blk, wait := c.autoBlock()
+	c.contest(blk, wait, c.s.FastAck)
+}
+
+// contest is the ready window of a claim (behaviour.md 1.3), for a
+// failover service and a flex one alike: blk and wait are why the local
+// node may not claim, or keep claiming (autoBlock, flexBlock); at the
+// window's end the start waits while contested says so; fast is the fast
+// ack (failover only).
+func (c *svcCtx) contest(blk lazy, wait dataset.MonitorState, fast bool) {
+	st := c.d.Monitor.State
 	now := c.s.Now
 	if st == dataset.Ready {
 		switch {
@@ -27,14 +37,12 @@ func (c *svcCtx) auto() {
 		case !blk.none():
 			c.to(dataset.Idle, "ready cancelled: "+blk.String())
 		case !now.Before(c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)):
-			if p := c.otherReadyPeer(); p != "" {
-				// a worse claim not withdrawn yet: it may not have seen
-				// ours (a split cutting it off); its next data decides
-				c.note("ready period ended, but " + p + " is ready too: waiting for it to back off")
+			if why := c.contested(); why != "" {
+				c.note(why)
 				break
 			}
-			c.act(ActionStart, dataset.Starting, "ready period ended uncontested: start")
-		case c.s.FastAck && c.allAcked():
+			c.act(ActionStart, dataset.Starting, c.startReason())
+		case fast && c.allAcked():
 			c.act(ActionStart, dataset.Starting, fastAckReason)
 		default:
 			c.d.Deadline = c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)
@@ -45,9 +53,9 @@ func (c *svcCtx) auto() {
 	case blk.none() && len(c.nodes) == 1:
 		c.act(ActionStart, dataset.Starting, "single-node service down: start")
 	case blk.none():
-		c.to(dataset.Ready, "placement leader and service down everywhere: ready")
+		c.to(dataset.Ready, c.readyReason())
 		c.d.Deadline = now.Add(c.s.ReadyPeriod)
-		if c.s.FastAck && c.allAcked() {
+		if fast && c.allAcked() {
 			// no live peer to ack: decide again at once
 			c.d.Deadline = now
 		}
@@ -56,6 +64,34 @@ func (c *svcCtx) auto() {
 	case st != dataset.Idle:
 		c.to(dataset.Idle, blk.String())
 	}
+}
+
+// contested says why a claim whose window ended must not start yet, ""
+// when it may: a worse claim not withdrawn yet (failover), or claims that
+// do not all fit in flex_target (flex): it may not have seen ours, and
+// its next data decides.
+func (c *svcCtx) contested() string {
+	if c.cfg.IsFlex() {
+		return c.flexContested()
+	}
+	if p := c.otherReadyPeer(); p != "" {
+		return "ready period ended, but " + p + " is ready too: waiting for it to back off"
+	}
+	return ""
+}
+
+func (c *svcCtx) readyReason() string {
+	if c.cfg.IsFlex() {
+		return c.flexReadyReason()
+	}
+	return "placement leader and service down everywhere: ready"
+}
+
+func (c *svcCtx) startReason() string {
+	if c.cfg.IsFlex() {
+		return c.flexStartReason()
+	}
+	return "ready period ended uncontested: start"
 }
 
 // lazy is a reason kept in pieces, joined only when a decision uses it:

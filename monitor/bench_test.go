@@ -57,8 +57,10 @@ func benchSnapshot() Snapshot {
 	return s
 }
 
-func BenchmarkStep2000x16(b *testing.B) {
-	s := benchSnapshot()
+func BenchmarkStep2000x16(b *testing.B) { benchStep(b, benchSnapshot()) }
+
+// benchStep measures full passes over s (2,000 services).
+func benchStep(b *testing.B, s Snapshot) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cpuTime()
@@ -141,4 +143,23 @@ func BenchmarkStepCached2000x16(b *testing.B) {
 		}
 	}
 	reportCPU(b, cpu)
+}
+
+// BenchmarkStepFlex2000x16 is BenchmarkStep2000x16 with every odd service
+// a flex service of target 3 up on 3 nodes (half the services flex).
+func BenchmarkStepFlex2000x16(b *testing.B) {
+	s := benchSnapshot()
+	for j := 1; j < 2000; j += 2 {
+		name := fmt.Sprintf("svc%04d", j)
+		cfg := *s.Services[name]
+		cfg.Topology, cfg.FlexTarget, cfg.FlexMin, cfg.FlexMax = config.TopologyFlex, 3, 1, 3
+		s.Services[name] = &cfg
+		for k := 0; k < 3; k++ {
+			n := s.ClusterNodes[(j+k)%len(s.ClusterNodes)]
+			inst := s.Nodes[n].Data.Services[name]
+			inst.Avail, inst.Monitor.LocalExpect = dataset.StatusUp, dataset.ExpectStarted
+			s.Nodes[n].Data.Services[name] = inst
+		}
+	}
+	benchStep(b, s)
 }

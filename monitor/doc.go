@@ -91,6 +91,13 @@
 // decided in name order and a later one sees the local claims made by the
 // earlier ones.
 //
+// Flex services (flex.go, docs/behaviour.md 10): the same window per
+// instance; a node claims only while it is among the best candidates
+// without a running instance that fill the free slots of flex_target, and
+// starts at the window's end only when every instance it sees running or
+// claiming, and its own, fit in flex_target; the instances beyond the
+// target stop on the least preferred nodes.
+//
 // Targets suspend the automatic orchestration of their service:
 //   - started: thaw every instance, then the placement leader starts it at
 //     once (no ready window), whatever orchestrate/placement/compat;

@@ -58,6 +58,24 @@ type Explanation struct {
 	// kill set, the lease; and which lost nodes' guards the takeover
 	// counts on.
 	Guard []string `json:"guard,omitempty"`
+	// Flex, for a flex service: its counts, why each node has or has not
+	// an instance, and why the count is below the target.
+	Flex *FlexExplain `json:"flex,omitempty"`
+}
+
+// FlexExplain is the flex part of an Explanation.
+type FlexExplain struct {
+	Target int `json:"target"`
+	Min    int `json:"min"`
+	Max    int `json:"max"`
+	// Running counts the instances running (up, warn, or in an action)
+	// on the live nodes.
+	Running int `json:"running"`
+	// Nodes says, for each node of the service in placement order, why
+	// it has an instance or not.
+	Nodes []string `json:"nodes"`
+	// Short says why fewer than the target run, "" when they do.
+	Short string `json:"short,omitempty"`
 }
 
 // LocalMonitor is the local instance's monitor and what it waits for.
@@ -158,6 +176,9 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 	if c.cfg.Constraint != nil {
 		e.Constraint = c.cfg.Constraint.Source
 	}
+	if c.cfg.IsFlex() {
+		e.Flex = c.flexExplain()
+	}
 	for i, n := range c.nodes {
 		if c.alive[i] && upish(c.insts[i].Avail) && c.insts[i].Avail != dataset.StatusUnknown {
 			e.Running = append(e.Running, n)
@@ -178,6 +199,10 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 	}
 	if c.hasTarget() {
 		m.Target, m.TargetID = c.target.String(), c.target.ID
+	} else if c.cfg.IsFlex() {
+		if blk, _ := c.flexBlock(c.flexCount()); !blk.none() {
+			m.Blocked = blk.String()
+		}
 	} else if blk, _ := c.autoBlock(); !blk.none() {
 		m.Blocked = blk.String()
 	}

@@ -289,6 +289,9 @@ type svcCtx struct {
 	warnNode   string // first node with avail warn or unknown
 	transNode  string // first node (any) in a *ing state
 	transState dataset.MonitorState
+
+	// fc is the flex count of a flex service (flexAuto)
+	fc flexCount
 }
 
 func (c *svcCtx) init(s *Snapshot, p *pass, row int, name string, cfg *config.ServiceConfig, nodes []string, aff affinity.Env, explain bool, buf []string) {
@@ -379,7 +382,13 @@ func (c *svcCtx) decide() {
 	// "start failed" clears once the service is up somewhere (a warn
 	// instance, maybe the failed start's own leftovers, does not clear it).
 	if c.d.Monitor.State == dataset.StartFailed {
-		if c.upCount > 0 {
+		if c.cfg.IsFlex() {
+			// a flex service up elsewhere may still need this node: the
+			// failed start clears once the target is up without it
+			if c.upCount >= c.cfg.FlexTarget {
+				c.to(dataset.Idle, "flex target up: clear start failed")
+			}
+		} else if c.upCount > 0 {
 			c.to(dataset.Idle, "service up on "+c.firstUp+": clear start failed")
 		}
 	}
@@ -390,6 +399,8 @@ func (c *svcCtx) decide() {
 		} else {
 			c.d.TargetFailed = c.targetFailure()
 		}
+	} else if c.cfg.IsFlex() {
+		c.flexAuto()
 	} else {
 		c.auto()
 	}
@@ -534,6 +545,9 @@ func (c *svcCtx) parentsDown(f func(parent string) (more bool)) {
 		if pinned {
 			v := c.cluster.View(node)
 			down = v == nil || !v.Alive() || EffectiveAvail(v.Data.Services[svc]) != dataset.StatusUp
+		} else if cfg := c.s.Services[svc]; cfg.IsFlex() {
+			// a flex parent: at least flex_min instances up
+			down = c.p.flexUp(svc) < max(cfg.FlexMin, 1)
 		} else {
 			down = c.p.aggregate(svc) != dataset.StatusUp
 		}

@@ -46,6 +46,10 @@ func (c *Core) adminLocal(req LocalRequest) Ticket {
 		}
 		// refused where it would run a second copy of a service that runs
 		// elsewhere, as restart is, unless forced
+		if n := inst.lad.upElsewhere; n != "" && !req.Force && c.isFlex(svc) {
+			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s is a flex service up on %s: the daemon starts its instances up to flex_target (svcmgr -s %s scale --to N); start --local --force runs one more here", svc, n, svc)})
+			return tk
+		}
 		if n := inst.lad.upElsewhere; n != "" && !req.Force {
 			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s runs on %s: starting it here would run a second copy; move it (svcmgr -s %s switch --to %s), or start --local --force", svc, n, svc, c.cfg.Name)})
 			return tk
@@ -63,7 +67,7 @@ func (c *Core) adminLocal(req LocalRequest) Ticket {
 		// a stop then a start of this node's instance, in one action
 		// (restarting throughout: no peer contests meanwhile); refused where
 		// it would run a second copy of a service that runs elsewhere
-		if n := inst.lad.upElsewhere; n != "" {
+		if n := inst.lad.upElsewhere; n != "" && !c.isFlex(svc) {
 			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s runs on %s: restart it there (svcmgr -s %s restart on %s), or move it (switch --to)", svc, n, svc, n)})
 			return tk
 		}

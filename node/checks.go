@@ -67,6 +67,9 @@ type InstanceSpec struct {
 	// ladder's settings (ladder.go).
 	Resources     []ResourceSpec
 	MonitorAction string
+	// Flex is true for a flex service (DEFAULT.topology): its instances
+	// run on several nodes on purpose.
+	Flex bool
 }
 
 // checkNow orders a full status check of the instance of svc (at start-up,

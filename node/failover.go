@@ -31,7 +31,8 @@ func (e Failover) String() string {
 func (c *Core) watchRanElsewhere(s monitor.Snapshot) {
 	for _, inst := range c.passInstances() {
 		svc := inst.name
-		if !inst.local {
+		if !inst.local || inst.spec.Flex {
+			// (a flex service runs on several nodes: a start is no move)
 			continue
 		}
 		if runs(dataset.Instance{Avail: inst.avail, Monitor: inst.mon}) {

@@ -129,7 +129,9 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 		hold = "node frozen"
 	case c.state.SplitFrozen:
 		hold = "node frozen by its split_action"
-	case inst.lad.upElsewhere != "":
+	case inst.lad.upElsewhere != "" && !c.isFlex(svc):
+		// (a flex service runs elsewhere on purpose: each instance's
+		// ladder is its own)
 		hold = "the service is up on " + inst.lad.upElsewhere
 	}
 	if hold != "" {
@@ -415,7 +417,7 @@ func (c *Core) watchLadders(s monitor.Snapshot, now time.Time) {
 	for _, inst := range c.passInstances() {
 		if inst.local {
 			inst.lad.upElsewhere = c.upElsewhere(s, inst.name)
-			if inst.lad.upElsewhere != "" && inst.act.busy == "" && inst.avail == dataset.StatusDown {
+			if inst.lad.upElsewhere != "" && inst.act.busy == "" && inst.avail == dataset.StatusDown && !c.isFlex(inst.name) {
 				c.expect(inst.name, inst, dataset.ExpectNone)
 			}
 		}
@@ -426,7 +428,7 @@ func (c *Core) watchLadders(s monitor.Snapshot, now time.Time) {
 		if _, running := c.Status(inst.name); running {
 			continue
 		}
-		if n := inst.lad.upElsewhere; n != "" {
+		if n := inst.lad.upElsewhere; n != "" && !c.isFlex(inst.name) {
 			c.resetLadder(inst.name, "service up on "+n, now, true)
 		}
 	}

@@ -280,6 +280,11 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 	for _, inst := range c.passInstances() {
 		svc := inst.name
 		up := c.runningOn(s, svc, inst.multi.multiActive == "")
+		if s.Services[svc].IsFlex() {
+			// several instances on purpose: the excess beyond
+			// flex_target is the monitor's (monitor/flex.go)
+			up = nil
+		}
 		if len(up) < 2 {
 			if inst.multi.multiActive != "" {
 				inst.multi.multiActive, inst.multi.multiKept, inst.multi.multiSince, inst.multi.multiDone = "", "", time.Time{}, false

@@ -247,6 +247,10 @@ func (c *Core) adminTarget(req TargetRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("unknown action %q", req.Action)})
 		return tk
 	}
+	if err := flexRefused(c.isFlex(svc), svc, req.Action); err != nil {
+		c.answer(Answer{Ticket: tk, Bad: true, Err: err})
+		return tk
+	}
 	c.noteWasFrozen(tk, svc, req.Nodes)
 	if t.Node != "" && !slices.Contains(req.Nodes, t.Node) {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("%s: %s is not one of the service's nodes (%v)", svc, t.Node, req.Nodes)})
@@ -350,3 +354,16 @@ func (c *Core) expireWaiters(now time.Time, snap monitor.Snapshot) time.Time {
 
 // Waiters returns the number of --wait callers.
 func (c *Core) Waiters() int { return len(c.waiters) }
+
+// isFlex reports whether svc is a flex service (DEFAULT.topology).
+func (c *Core) isFlex(svc string) bool { inst := c.insts[svc]; return inst != nil && inst.spec.Flex }
+
+// flexRefused refuses the cluster-wide targets a flex service does not
+// take yet (start, stop, switch, takeover, giveback): it is driven by its
+// flex_target, freeze and thaw.
+func flexRefused(flex bool, svc, action string) error {
+	if !flex || action == "freeze" || action == "thaw" {
+		return nil
+	}
+	return fmt.Errorf("%s: %s is not built yet for a flex service: set the number of instances with `svcmgr -s %s scale --to N`; `freeze` holds every instance where it is and `thaw` resumes; `stop --local` stops and freezes one node's instance", svc, action, svc)
+}

@@ -228,7 +228,7 @@ func (d *daemon) installInstance(cfg *config.ServiceConfig, now time.Time) {
 		monitored = monitored || s.Monitor
 	}
 	d.drv.Input(node.InstanceInstalled{Service: cfg.Name, Spec: node.InstanceSpec{Local: local, Runnable: local, Monitored: monitored,
-		Resources: specs, MonitorAction: cfg.MonitorAction}, Now: now})
+		Resources: specs, MonitorAction: cfg.MonitorAction, Flex: cfg.IsFlex()}, Now: now})
 	if local && d.insts[cfg.Name] == nil {
 		d.insts[cfg.Name] = &instance{name: cfg.Name}
 	}

@@ -126,6 +126,8 @@
 //
 //	expect web up on n2          web's resources run on exactly these nodes (n1,n2)
 //	expect web up on 1 node      ... on that many nodes
+//	expect app at most 2 up      never more than 2 nodes ran app at once so far
+//	                             (a flex service: its flex_max)
 //	expect web down              ... nowhere
 //	expect web target none       every running daemon of web sees this target
 //	expect web@n1 "start failed" n1's monitor state of web (or frozen, thawed, leader,

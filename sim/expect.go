@@ -92,6 +92,13 @@ func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) 
 	case len(rest) == 2 && rest[0] == "never" && rest[1] == "twice":
 		got, ok := c.holdsNeverTwice(svc)
 		return got, ok, nil
+	case len(rest) == 4 && rest[0] == "at" && rest[1] == "most" && rest[3] == "up":
+		k, err := strconv.Atoi(rest[2])
+		if err != nil {
+			return "", false, fmt.Errorf("bad node count %q", rest[2])
+		}
+		most := c.q.maxUp[svc]
+		return fmt.Sprintf("at most %d up at once so far", most), most <= k, nil
 	case len(rest) == 2 && rest[0] == "started" && rest[1] == "alone":
 		if o := c.StartOverlaps(svc); len(o) > 0 {
 			return "a start began while active elsewhere: " + strings.Join(o, "; "), false, nil

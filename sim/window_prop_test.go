@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"haven/config/tomlfile"
+	"haven/monitor"
 	"haven/node"
+	"haven/node/view"
 )
 
 // TestReadyWindowProperty is the safety property of the ready window, with
@@ -51,28 +53,12 @@ import (
 // test near 10s on a loaded 2-core machine); HAVEN_SIM_WINDOW_SEED=N runs
 // seed N alone and logs the timeline of a failure.
 func TestReadyWindowProperty(t *testing.T) {
-	seeds := 60
-	if v := os.Getenv("HAVEN_SIM_WINDOW_SEEDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			t.Fatalf("HAVEN_SIM_WINDOW_SEEDS=%q: want a positive number", v)
-		}
-		seeds = n
-	}
-	first := int64(1)
-	if v := os.Getenv("HAVEN_SIM_WINDOW_SEED"); v != "" {
-		// one seed, with its timeline on failure
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatalf("HAVEN_SIM_WINDOW_SEED=%q: want a number", v)
-		}
-		first, seeds, windowTimeline = n, int(n), true
-	}
+	first, seeds := propSeeds(t, "HAVEN_SIM_WINDOW_SEEDS", "HAVEN_SIM_WINDOW_SEED")
 	began := time.Now()
 	var runs, fast, window, quorumRuns int
-	for seed := first; seed <= int64(seeds); seed++ {
+	for seed := first; seed <= seeds; seed++ {
 		for _, fa := range []bool{false, true} {
-			st := windowScenario(t, seed, fa)
+			st := windowScenario(t, seed, fa, false)
 			runs++
 			fast += st.fast
 			window += st.window
@@ -88,6 +74,29 @@ func TestReadyWindowProperty(t *testing.T) {
 	}
 }
 
+// propSeeds reads the seeds of a property test: 1 to 60 by default, 1 to
+// N with the variable many=N, N alone with one=N (and then the timeline
+// of a failure is logged).
+func propSeeds(t *testing.T, many, one string) (first, last int64) {
+	t.Helper()
+	first, last = 1, 60
+	if v := os.Getenv(many); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("%s=%q: want a positive number", many, v)
+		}
+		last = int64(n)
+	}
+	if v := os.Getenv(one); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want a number", one, v)
+		}
+		first, last, windowTimeline = n, n, true
+	}
+	return first, last
+}
+
 // windowTimeline logs the timeline of a failing scenario
 // (HAVEN_SIM_WINDOW_SEED).
 var windowTimeline bool
@@ -97,7 +106,11 @@ type windowStats struct {
 	fast, window int // starts by the orchestrator, after acks or the window
 }
 
-func windowScenario(t *testing.T, seed int64, fastAck bool) windowStats {
+// windowScenario runs one seed's scenario; with flex its services are flex
+// services (behaviour.md 10) of a target below their number of nodes:
+// never more instances up at once than the target, and exactly the target
+// up at the end.
+func windowScenario(t *testing.T, seed int64, fastAck, flex bool) windowStats {
 	t.Helper()
 	rng := rand.New(rand.NewSource(seed))
 	names := []string{"n1", "n2", "n3"}
@@ -122,11 +135,19 @@ func windowScenario(t *testing.T, seed int64, fastAck bool) windowStats {
 		}
 	}
 	svcs := []string{"s1", "s2", "s3"}
+	targets := map[string]int{} // flex: each service's flex_target
+	// (drawn apart: a seed's faults are the same with flex or failover
+	// services)
+	trng := rand.New(rand.NewSource(seed))
 	for _, s := range svcs {
 		nodes := append([]string(nil), names...)
 		rng.Shuffle(len(nodes), func(a, b int) { nodes[a], nodes[b] = nodes[b], nodes[a] })
 		nodes = nodes[:2+rng.Intn(len(nodes)-1)]
 		raw := fmt.Sprintf("[DEFAULT]\nnodes = [%s]\norchestrate = \"ha\"\n", quoteList(nodes))
+		if flex {
+			targets[s] = 1 + trng.Intn(len(nodes)-1)
+			raw += fmt.Sprintf("topology = \"flex\"\nflex_target = %d\n", targets[s])
+		}
 		cfg, err := tomlfile.ParseService(s+".toml", s, []byte(raw))
 		if err != nil {
 			t.Fatal(err)
@@ -255,12 +276,22 @@ func windowScenario(t *testing.T, seed int64, fastAck bool) windowStats {
 	}
 	fail := func(f string, a ...any) {
 		if windowTimeline {
+			logWhy(t, c, names, svcs)
 			t.Log(strings.Join(c.Timeline(), "\n"))
 		}
 		t.Errorf("seed %d (fast ack %v, quorum %v, ready_period %s): %s\nscript:\n  %s\n%s", seed, fastAck, quorumOn, opt.ReadyPeriod,
 			fmt.Sprintf(f, a...), strings.Join(script, "\n  "), c.FinalState())
 	}
 	for _, s := range svcs {
+		if flex {
+			if most := c.q.maxUp[s]; most > targets[s] {
+				fail("%s up on %d nodes at once, flex_target %d", s, most, targets[s])
+			}
+			if up := c.UpOn(s); len(up) != targets[s] {
+				fail("%s up on %v at the end, want %d nodes", s, up, targets[s])
+			}
+			continue
+		}
 		if o := c.StartOverlaps(s); len(o) > 0 {
 			fail("%s started twice: %s", s, strings.Join(o, "; "))
 		}
@@ -303,4 +334,25 @@ func quoteList(l []string) string {
 		q[i] = strconv.Quote(s)
 	}
 	return strings.Join(q, ", ")
+}
+
+// logWhy logs, for a failing seed, each node's view of its peers and its
+// explanation of each service (why it claims, or not).
+func logWhy(t *testing.T, c *Cluster, names, svcs []string) {
+	for _, n := range names {
+		co := c.Core(n)
+		if co == nil {
+			continue
+		}
+		for _, pn := range names {
+			if p, ok := co.Peer(pn); ok {
+				t.Logf("%s sees %s: heard %v, data from before its loss (unconfirmed) %v", n, pn, p.Up, view.Unconfirmed(p))
+			}
+		}
+		for _, sv := range svcs {
+			if e, ok := monitor.Explain(co.Snapshot(c.clk.Now()), sv, false); ok && e.Monitor != nil {
+				t.Logf("%s %s: %s; blocked: %s; flex: %+v", n, sv, e.Monitor.State, e.Monitor.Blocked, e.Flex)
+			}
+		}
+	}
 }

@@ -50,6 +50,7 @@ func App() *cli.App {
 			action("start"), action("stop"), action("freeze"), action("thaw"),
 			action("clear"), action("abort"), action("takeover"), action("giveback"), action("switch"),
 			action("restart"),
+			scaleCommand(),
 			simulateCommand(),
 			describeCommand(),
 			{Name: "ls", Usage: "list services", UsageText: "svcmgr [-s SELECTOR] ls", Description: globalsHelp, Action: ls},

@@ -50,6 +50,15 @@ func Explain(e *api.Explanation) string {
 	for _, l := range e.Guard {
 		b.WriteString("guard: " + l + "\n")
 	}
+	if f := e.Flex; f != nil {
+		fmt.Fprintf(&b, "flex: %d of %d running (min %d, max %d)\n", f.Running, f.Target, f.Min, f.Max)
+		if f.Short != "" {
+			b.WriteString("  below target: " + f.Short + "\n")
+		}
+		for _, l := range f.Nodes {
+			b.WriteString("  " + l + "\n")
+		}
+	}
 
 	var cand, excl table
 	cand.gap, excl.gap = 2, 2

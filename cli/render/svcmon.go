@@ -243,6 +243,10 @@ func serviceLeft(name string, s dataset.ServiceStatus) []cell {
 		avail += "!"
 		color = ansiYellow
 	}
+	if f := s.Flex; f != nil {
+		// a flex service: its instances up of its target
+		avail += " " + strconv.Itoa(f.Up) + "/" + strconv.Itoa(f.Target)
+	}
 	orch := s.Orchestrate
 	switch {
 	case s.ConfigError != "":
@@ -263,6 +267,9 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 	}
 	if long && s.Overall != "" && s.Overall != s.Avail {
 		notes = append(notes, "overall "+string(s.Overall))
+	}
+	if f := s.Flex; f != nil && long {
+		notes = append(notes, fmt.Sprintf("flex: %d of %d up (min %d, max %d)", f.Up, f.Target, f.Min, f.Max))
 	}
 	switch s.Frozen {
 	case "frozen":

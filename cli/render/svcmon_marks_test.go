@@ -116,3 +116,30 @@ func TestOneLeaderMarkAfterAShutdown(t *testing.T) {
 		t.Fatalf("%d leader marks, want one, on n2:\n%s", n, out)
 	}
 }
+
+// A flex service shows its instances up of its target beside its avail
+// ("warn 2/3"), each instance in its node's column, and its counts in
+// the status tree.
+func TestFlexServiceView(t *testing.T) {
+	st := &dataset.ClusterStatus{Cluster: dataset.ClusterInfo{Name: "c", Compat: true}, Local: "n1",
+		Nodes: map[string]dataset.NodeInfo{
+			"n1": {Status: dataset.NodeUp, Monitor: dataset.NodeIdle, Compat: 1},
+			"n2": {Status: dataset.NodeUp, Monitor: dataset.NodeIdle, Compat: 1},
+			"n3": {Status: dataset.NodeUp, Monitor: dataset.NodeIdle, Compat: 1},
+		},
+		Services: map[string]dataset.ServiceStatus{"app": {Avail: dataset.StatusWarn, Overall: dataset.StatusWarn, Orchestrate: "ha", Nodes: []string{"n1", "n2", "n3"},
+			Flex: &dataset.FlexStatus{Up: 2, Target: 3, Min: 1, Max: 3},
+			Instances: map[string]dataset.Instance{
+				"n1": {Avail: dataset.StatusUp, Monitor: dataset.InstanceMonitor{State: dataset.Idle}},
+				"n2": {Avail: dataset.StatusUp, Monitor: dataset.InstanceMonitor{State: dataset.Idle}},
+				"n3": {Avail: dataset.StatusDown, Monitor: dataset.InstanceMonitor{State: dataset.Ready}},
+			}}}}
+	out := Svcmon(st, SvcmonOptions{})
+	if !strings.Contains(out, "warn 2/3") || strings.Count(out, "O") < 2 || !strings.Contains(out, "ready") {
+		t.Fatalf("svcmon of a flex service:\n%s", out)
+	}
+	tree := StatusTree("app", st.Services["app"], "n1")
+	if !strings.Contains(tree, "flex: 2 of 3 up (min 1, max 3)") {
+		t.Fatalf("status tree:\n%s", tree)
+	}
+}

@@ -113,3 +113,17 @@ func Service(avails []dataset.Status) dataset.Status {
 	}
 	return dataset.StatusNA
 }
+
+// Flex returns the status of a flex service from the number of its
+// instances up: down below min (or none up), up at target, warn
+// otherwise (between min and target, or beyond target while the excess
+// stops).
+func Flex(up, min, target int) dataset.Status {
+	switch {
+	case up < min || up == 0:
+		return dataset.StatusDown
+	case up == target:
+		return dataset.StatusUp
+	}
+	return dataset.StatusWarn
+}

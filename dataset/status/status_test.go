@@ -99,3 +99,17 @@ func TestService(t *testing.T) {
 		})
 	}
 }
+
+func TestFlex(t *testing.T) {
+	for _, c := range []struct {
+		up, min, target int
+		want            dataset.Status
+	}{
+		{0, 1, 3, dataset.StatusDown}, {1, 2, 3, dataset.StatusDown}, {2, 2, 3, dataset.StatusWarn},
+		{3, 2, 3, dataset.StatusUp}, {4, 2, 3, dataset.StatusWarn}, {0, 0, 2, dataset.StatusDown},
+	} {
+		if got := Flex(c.up, c.min, c.target); got != c.want {
+			t.Errorf("Flex(%d, %d, %d) = %s, want %s", c.up, c.min, c.target, got, c.want)
+		}
+	}
+}

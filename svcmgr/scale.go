@@ -1,0 +1,71 @@
+package svcmgr
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"haven/api"
+	"haven/cli/cliutil"
+)
+
+// scaleCommand is "svcmgr -s S scale --to N [--wait [--time D]]": the
+// flex_target of a flex service set through its config, as "set --kw
+// flex_target=N" does (checked as a create is, written on every node of
+// the service, durable before the answer); --wait then polls the local
+// daemon's status until N instances are up.
+func scaleCommand() *cli.Command {
+	return &cli.Command{Name: "scale", Usage: "a flex service's number of instances: flex_target through its config (--wait: until that many are up)",
+		UsageText: "svcmgr -s SELECTOR scale --to N [--wait [--time 5m]]", Description: globalsHelp,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "to", Usage: "the number of instances `N` (at least 1)"},
+			&cli.BoolFlag{Name: "wait", Usage: "wait until N instances are up, as this node sees them"},
+			&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "bound of --wait"},
+		},
+		Action: scale}
+}
+
+func scale(c *cli.Context) error {
+	to, err := strconv.Atoi(c.String("to"))
+	if err != nil || to < 1 {
+		return cliutil.Usage("scale needs --to N, a number of instances of at least 1 (got %q)", c.String("to"))
+	}
+	cl := cliutil.Client(c)
+	names, err := selected(c, cl)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, err := cl.Keyword(ctx(c), api.KeywordRequest{Name: n, Op: "set", Kws: []string{"flex_target=" + strconv.Itoa(to)}}); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "%s: flex_target %d\n", n, to)
+	}
+	if !c.Bool("wait") {
+		return nil
+	}
+	deadline := time.Now().Add(c.Duration("time"))
+	for _, n := range names {
+		for {
+			st, err := cl.Status(ctx(c))
+			if err != nil {
+				return err
+			}
+			if f := st.Services[n].Flex; f != nil && f.Target == to && f.Up == to {
+				fmt.Fprintf(c.App.Writer, "%s: %d instances up\n", n, to)
+				break
+			}
+			if time.Now().After(deadline) {
+				why := ""
+				if e, err := cl.Explain(ctx(c), n, false); err == nil && e.Flex != nil && e.Flex.Short != "" {
+					why = ": " + e.Flex.Short
+				}
+				return cliutil.Failed("%s: timed out after %s waiting for %d instances up%s (svcmgr -s %s explain)", n, c.Duration("time"), to, why, n)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return nil
+}
