@@ -511,6 +511,9 @@ func (c *core) checkDigestLocked(p *peer, m *message, now time.Time) {
 func (c *core) gapLocked(p *peer, inc, gen uint64, now time.Time) {
 	c.noteBehindLocked(p, inc, gen, now)
 	if inc == p.inc && p.data != nil && gen <= p.gen {
+		if p.gapInc != inc { // a gap of another run is superseded (noteBehindLocked)
+			p.gapInc, p.gapGen = inc, gen
+		}
 		return
 	}
 	if p.gapAt.IsZero() {
@@ -700,11 +703,16 @@ func (c *core) beatMessage(probe bool, to *peer) *message {
 	if c.local != nil {
 		gen = c.local.Gen
 	}
-	// the members heard, then declared down: a member never heard
-	// (this node just started) is not declared down
+	// the members heard, then declared down, and those never heard in a
+	// whole Timeout since this run started (silent as long as a member
+	// declared down): a member not heard yet right after a start is not
+	// declared down, or every start would look like a split to the peers'
+	// votes; one never heard for good would look heard for good, and the
+	// takeover gate of its services would wait for this node for ever
+	startedLongAgo := c.s.Clock.Now().Sub(c.epoch) >= c.s.Timeout
 	var unseen []string
 	for _, name := range c.names {
-		if p := c.peers[name]; !p.up && !p.heard.IsZero() {
+		if p := c.peers[name]; !p.up && (!p.heard.IsZero() || startedLongAgo) {
 			unseen = append(unseen, name)
 		}
 	}

@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -619,6 +620,39 @@ func TestMemUnseenNeverHeardNotListed(t *testing.T) {
 				t.Fatalf("%s got %s declaring %v down at a start", n, ev.Node, ev.Unseen)
 			}
 		}
+	}
+}
+
+// TestMemUnseenNeverHeardListedAfterTimeout: a member a node never heard
+// in a whole Timeout since its start is declared down like a member that
+// went silent: the node's beats list it. Before, such a member was never
+// listed: the peers took the node for one that still heard it, and the
+// takeover gate of that member's services stayed shut ("n2 still hears
+// n3") for as long as the member stayed away (found by the simulation's
+// ready window property, seed 347).
+func TestMemUnseenNeverHeardListedAfterTimeout(t *testing.T) {
+	c := newMemCluster(t, 3)
+	c.net.Advance(3 * time.Second)
+	c.net.Crash("n03")
+	c.net.Crash("n02")
+	c.join("n02", testSecret, "prod") // a new run that never hears n03
+	unseen := func() []string {
+		c.collect()
+		var last []string
+		for _, ev := range c.evs["n01"] {
+			if ev.Node == "n02" && ev.Kind == Unseen {
+				last = ev.Unseen
+			}
+		}
+		return last
+	}
+	c.net.Advance(14 * time.Second)
+	if u := unseen(); slices.Contains(u, "n03") {
+		t.Fatalf("n02 declared n03 down %v before a Timeout since its start", u)
+	}
+	c.net.Advance(2 * time.Second)
+	if u := unseen(); !slices.Contains(u, "n03") {
+		t.Fatalf("n02's beats, a Timeout after its start without a frame of n03, list %v, want n03", u)
 	}
 }
 

@@ -20,6 +20,14 @@ import (
 // lacks: the start of the time the copy is behind, unless already behind.
 func (c *core) noteBehindLocked(p *peer, inc, gen uint64, now time.Time) {
 	if inc == p.inc && p.data != nil && gen <= p.gen {
+		// The copy held is current for the run that speaks now: an
+		// announcement of another run (one that ended: the transport
+		// drops the frames of an older run once a newer one is heard) is
+		// superseded. Kept, it was never caught up with, and the peer
+		// stayed stale for good.
+		if p.annInc != inc {
+			p.annInc, p.annGen = inc, gen
+		}
 		return
 	}
 	if p.behindAt.IsZero() {

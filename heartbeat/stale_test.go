@@ -107,3 +107,47 @@ func TestMemStaleEndsWithDown(t *testing.T) {
 		t.Fatalf("crashed stale peer: %+v, want down and not stale", p)
 	}
 }
+
+// TestMemStaleEndsWithANewRun: n01's data does not reach n02 (beats only),
+// n02 holds it stale; n01 crashes and comes back at once, as a new run,
+// before n02 could declare it down, and its data passes again. Once n02
+// took the new run's copy, n01 is current: the announcement of the dead
+// run the copy never caught up with is superseded. Before, n02 kept that
+// announcement for ever (the new run's beats, matching the copy, were not
+// recorded): n01 stayed stale, its instances unknown, and every service
+// it was a candidate of waited for good (found by the simulation's ready
+// window property, seed 451).
+func TestMemStaleEndsWithANewRun(t *testing.T) {
+	c := newMemCluster(t, 2)
+	for _, m := range c.members {
+		c.publish(m.Name, svcNode(m.Name, 1, "web"))
+	}
+	beatsOnly := true
+	c.net.Lose(func(from, to string, b []byte) bool {
+		m, err := decode(b)
+		return beatsOnly && from == "n01" && to == "n02" && (err != nil || m.Kind != kindBeat)
+	})
+	c.publish("n01", svcNode("n01", 2))
+	c.net.Advance(16 * time.Second)
+	if p := peerOf(t, c.hb["n02"], "n01"); !p.Stale {
+		t.Fatalf("not stale: %+v", p)
+	}
+	c.net.Crash("n01")
+	c.net.Advance(time.Second)
+	beatsOnly = false
+	c.join("n01", testSecret, "prod")
+	c.publish("n01", svcNode("n01", 1, "db"))
+	c.net.Advance(30 * time.Second)
+	if p := peerOf(t, c.hb["n02"], "n01"); !p.Up || p.Stale {
+		t.Fatalf("n02's view of n01's new run: %+v, want up and current", p)
+	}
+	if got := c.seen["n02"]["n01"]; got == nil || got.Services["db"].Avail != dataset.StatusUp {
+		t.Fatalf("n02's copy of n01: %+v, want the new run's", got)
+	}
+	// nor is a gap of the dead run kept open: no more full copies asked
+	needs := c.hb["n02"].Stats().NeedsSent
+	c.net.Advance(30 * time.Second)
+	if n := c.hb["n02"].Stats().NeedsSent - needs; n != 0 {
+		t.Fatalf("n02 asked n01 for %d full copies of a current copy", n)
+	}
+}
