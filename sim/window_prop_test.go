@@ -258,6 +258,14 @@ func windowScenario(t *testing.T, seed int64, fastAck, flex bool) windowStats {
 		}
 	}
 	c.Run(15 * time.Second)
+	// a fence begun before the heal may power a node off after it (a
+	// fencer paused mid-fence): every node back once more
+	for _, n := range names {
+		if c.Node(n).d == nil {
+			c.Start(n, 0)
+		}
+	}
+	c.Run(15 * time.Second)
 	for _, n := range names {
 		c.Admin(n, "", "thaw", "", false)
 	}
