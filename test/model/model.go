@@ -197,8 +197,9 @@ type move struct {
 // daemons work at its instant (the simulation settles them: a crash, a
 // kill, a disk failing, a partition, a frame held...), and that work
 // depends on the flags already set: a crash of n2 lets n1 run the probe
-// of the arbitrator due at that instant, which n1 cut off from it, or
-// paused, would not (TestCommute found it). "" for those.
+// of the arbitrator due at that instant, which n1 paused would not run
+// (TestCommute found it), and whose answer depends on n1's cut from the
+// arbitrator. "" for those.
 func footprint(line string) string {
 	f := strings.Fields(line)
 	switch {
