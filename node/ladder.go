@@ -8,6 +8,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/internal/planted"
 	"haven/monitor"
 )
 
@@ -329,7 +330,9 @@ func (c *Core) giveUp(svc string, inst *instance, reason string, now time.Time) 
 	ss := c.state.Services[svc]
 	ss.GaveUp = reason
 	c.state.Services[svc] = ss
-	c.expect(svc, inst, dataset.ExpectNone)
+	if !planted.On(planted.GaveUpKeeps) {
+		c.expect(svc, inst, dataset.ExpectNone)
+	}
 	c.persist()
 	c.publish()
 	c.emit(LadderGaveUp{Svc: svc, Reason: reason})
@@ -417,7 +420,7 @@ func (c *Core) watchLadders(s monitor.Snapshot, now time.Time) {
 	for _, inst := range c.passInstances() {
 		if inst.local {
 			inst.lad.upElsewhere = c.upElsewhere(s, inst.name)
-			if inst.lad.upElsewhere != "" && inst.act.busy == "" && inst.avail == dataset.StatusDown && !c.isFlex(inst.name) {
+			if inst.lad.upElsewhere != "" && inst.act.busy == "" && inst.avail == dataset.StatusDown && !c.isFlex(inst.name) && !planted.On(planted.GaveUpKeeps) {
 				c.expect(inst.name, inst, dataset.ExpectNone)
 			}
 		}

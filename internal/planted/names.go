@@ -23,4 +23,10 @@ const (
 	// state write it waited for fails (the change is rolled back, the
 	// admin is told it was done).
 	AckFailedWrite = "ack-failed-write"
+	// GaveUpKeeps: a node whose restart ladder gave up on a service, or
+	// whose instance is down while the service runs on another node,
+	// keeps its expectation to run it (local expect started), so that
+	// when the app dies where the service runs, this node's ladder
+	// restarts it too.
+	GaveUpKeeps = "gave-up-keeps"
 )

@@ -3,11 +3,12 @@
 // real driver, the heartbeat's in-memory network, a fake clock). A world
 // is a small scenario: its setup lines, a warm-up, and the moves that may
 // happen from there (time passing, and faults: a crash, a daemon start, a
-// partition and its heal, an arbitrator cut off, a failed stop, frames
-// held back, lost or duplicated on the path...) and admin actions. The
-// checker enumerates every sequence of moves breadth-first, up to a depth,
-// a number of faults and a number of admin actions, merges the states
-// that hash equal, and checks the invariants at every state: the service
+// partition and its heal, an arbitrator cut off, a failed stop, an app
+// dying, a failed restart, frames held back, lost or duplicated on the
+// path...) and admin actions. The checker enumerates every sequence of
+// moves breadth-first, up to a depth, a number of faults and a number of
+// admin actions, merges the states that hash equal, explores one order of
+// two moves that commute (a partial-order reduction), and checks the invariants at every state: the service
 // never runs on two nodes at once (the world's truth, and the simulation's
 // start observer, never a node's belief), no fencing token goes backwards,
 // an acknowledged admin action is never lost, and no node is seen up
@@ -45,6 +46,12 @@ type World struct {
 	Arbitrator string
 	// StopFailures offers a failed stop on each node as a fault.
 	StopFailures bool
+	// Kills offers the death of the service's app on a node where it
+	// runs (its process dies; the next check says down) as a fault.
+	Kills bool
+	// RestartFailures offers, on each node, that the next restart of the
+	// service's app there fails, as a fault.
+	RestartFailures bool
 	// DaemonStops offers the stop of a running daemon (maintenance: its
 	// services keep running) as a fault.
 	DaemonStops bool
@@ -67,6 +74,8 @@ type World struct {
 	Frames bool
 	// NoPartition leaves out the partitions (and so their heal).
 	NoPartition bool
+	// NoCrash leaves out the crashes.
+	NoCrash bool
 	// Admin are the admin actions offered on the service, on each node
 	// whose daemon runs ("switch" is switch --to each other node), up to
 	// Bounds.Admin on a path: not faults.
@@ -84,6 +93,9 @@ type Bounds struct {
 	// NoMerge explores every path, without merging the states that hash
 	// equal (to check that the merge hides no violation).
 	NoMerge bool
+	// NoReduce explores both orders of two moves that commute (to check
+	// that the partial-order reduction hides no violation).
+	NoReduce bool
 	// Live, when set, checks liveness at every distinct state: once the
 	// faults stop (every fault in force repaired, every daemon started)
 	// each service runs on one node within Live.
@@ -104,6 +116,8 @@ type Violation struct {
 type Result struct {
 	States    int           // distinct states (by their hash)
 	Merged    int           // moves that led to a state already seen
+	Pruned    int           // moves left out by the partial-order reduction (some explored later from another visit)
+	Reopened  int           // worlds met again with moves that slept at every visit before
 	Replays   int           // worlds rebuilt (one per move explored)
 	Depth     int           // the deepest level explored
 	Elapsed   time.Duration // wall time
@@ -119,7 +133,7 @@ type facts struct {
 	Cut         bool              // the nodes are partitioned
 	OneWay      []string          // the links cut one way ("n1>n2"), sorted
 	Unreachable []string          // the nodes cut off from the arbitrator, sorted
-	StopFails   []string          // nodes where the next stop fails, sorted
+	Fails       []string          // "node action": the next action of the service there fails (scripted), sorted
 	BadDisks    []string          // nodes whose state writes fail, sorted
 	MaxToken    map[string]uint64 // by service: the greatest fencing token an app saw so far
 	Tokens      map[string]uint64 // by "service/node": the token of its app's last start
@@ -128,7 +142,7 @@ type facts struct {
 func (f facts) clone() facts {
 	f.Unreachable = slices.Clone(f.Unreachable)
 	f.OneWay = slices.Clone(f.OneWay)
-	f.StopFails = slices.Clone(f.StopFails)
+	f.Fails = slices.Clone(f.Fails)
 	f.BadDisks = slices.Clone(f.BadDisks)
 	f.Tokens, f.MaxToken = maps.Clone(f.Tokens), maps.Clone(f.MaxToken)
 	return f
@@ -151,6 +165,10 @@ type state struct {
 	trace []string
 	facts facts
 	seen  seen
+	last  move // the move that led here
+	// only, when set, are the moves still to explore from a world
+	// explored already (reopened: the others were)
+	only map[string]bool
 }
 
 // seen is what the moves offered depend on in a world.
@@ -158,6 +176,7 @@ type seen struct {
 	machines map[string]string // sim.Cluster.Machine of each node
 	held     map[string]int    // frames held back for each node
 	holding  map[string]bool   // "n1>n2": every frame of n1 to n2 held back
+	up       map[string]bool   // the service's app runs there
 }
 
 // move is a line of the scenario format and its effect on the facts.
@@ -166,7 +185,36 @@ type move struct {
 	fault bool
 	admin bool
 	apply func(*facts)
+	// foot is the node whose flag the move sets, when that is all it
+	// does ("" otherwise: see footprint)
+	foot string
 }
+
+// footprint is the node whose flag the move line sets, when that is all
+// it does: a scripted failure of the next action there, the node cut off
+// from the arbitrator or back, its daemon paused. Nothing runs at that
+// instant: the daemons read the flag later. Every other move lets the
+// daemons work at its instant (the simulation settles them: a crash, a
+// kill, a disk failing, a partition, a frame held...), and that work
+// depends on the flags already set: a crash of n2 lets n1 run the probe
+// of the arbitrator due at that instant, which n1 paused would not run
+// (TestCommute found it), and whose answer depends on n1's cut from the
+// arbitrator. "" for those.
+func footprint(line string) string {
+	f := strings.Fields(line)
+	switch {
+	case len(f) == 5 && f[0] == "fail", len(f) == 3 && f[0] == "pause":
+		return f[1]
+	case len(f) == 4 && f[0] == "arbitrator" && (f[2] == "reachable" || f[2] == "unreachable"):
+		return f[3]
+	}
+	return ""
+}
+
+// commute reports whether a and b, one right after the other at the same
+// instant, lead to the same world in either order: each sets a flag of
+// one node alone, and not the same node (TestCommute checks it).
+func commute(a, b move) bool { return a.foot != "" && b.foot != "" && a.foot != b.foot }
 
 // moves are the moves offered from a state whose world is c.
 func (w *World) moves(sn seen, f facts, b Bounds) []move {
@@ -184,12 +232,12 @@ func (w *World) moves(sn seen, f facts, b Bounds) []move {
 		return ms
 	}
 	add := func(line string, apply func(*facts)) {
-		ms = append(ms, move{line: line, fault: true, apply: apply})
+		ms = append(ms, move{line: line, fault: true, apply: apply, foot: footprint(line)})
 	}
 	for _, n := range w.Nodes {
 		if machines[n] == "crashed" || machines[n] == "stopped" {
 			add(n+": nodemgr daemon start", nil)
-		} else {
+		} else if !w.NoCrash {
 			add("crash "+n, nil)
 		}
 		if w.DaemonStops && machines[n] == "running" {
@@ -243,11 +291,14 @@ func (w *World) moves(sn seen, f facts, b Bounds) []move {
 			}
 		}
 	}
-	if w.StopFailures {
-		for _, n := range w.Nodes {
-			if !slices.Contains(f.StopFails, n) {
-				add("fail "+n+" "+w.Service+" stop 1", func(f *facts) { f.StopFails = toggle(f.StopFails, n, true) })
+	for _, n := range w.Nodes {
+		for _, a := range []string{"stop", "restart"} {
+			if (a == "stop" && w.StopFailures || a == "restart" && w.RestartFailures) && !slices.Contains(f.Fails, n+" "+a) {
+				add("fail "+n+" "+w.Service+" "+a+" 1", func(f *facts) { f.Fails = toggle(f.Fails, n+" "+a, true) })
 			}
+		}
+		if w.Kills && sn.up[n] {
+			add("kill "+n+" "+w.Service, nil)
 		}
 	}
 	for _, from := range w.Nodes {
@@ -325,7 +376,7 @@ func (w *World) more(s *sim.Session, lines []string) (*sim.Cluster, error) {
 func Hash(c *sim.Cluster, w *World, f facts) string {
 	h := sha256.New()
 	now := sim.T0.Add(c.Now())
-	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v stopfails=%v baddisks=%v\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.StopFails, f.BadDisks)
+	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v fails=%v baddisks=%v\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.Fails, f.BadDisks)
 	for _, svc := range w.services() {
 		fmt.Fprintf(h, "%s max=%d overlaps=%d up=%v\n", svc, f.MaxToken[svc], len(c.StartOverlaps(svc)), c.UpOn(svc))
 	}
@@ -421,8 +472,9 @@ func (w *World) recovery(f facts, sn seen) []string {
 	for _, n := range f.BadDisks {
 		out = append(out, "disk "+n+" ok")
 	}
-	for _, n := range f.StopFails {
-		out = append(out, "fail "+n+" "+w.Service+" stop off")
+	for _, na := range f.Fails {
+		n, a, _ := strings.Cut(na, " ")
+		out = append(out, "fail "+n+" "+w.Service+" "+a+" off")
 	}
 	return out
 }
@@ -483,71 +535,159 @@ func Check(w *World, b Bounds) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	f0 := facts{Tokens: map[string]uint64{}, MaxToken: map[string]uint64{}, Unreachable: []string{}, StopFails: []string{}}
+	f0 := facts{Tokens: map[string]uint64{}, MaxToken: map[string]uint64{}, Unreachable: []string{}, Fails: []string{}}
 	if inv := w.check(root, &f0); inv != "" {
 		return nil, fmt.Errorf("%s: the warm-up already breaks an invariant: %s", w.Name, inv)
 	}
-	seen := map[string]bool{Hash(root, w, f0): true}
-	res.States = 1
+	// asleep are the worlds met (by their hash), each with the moves
+	// not explored from it yet: those that slept at every visit so far
+	asleep := map[string][]string{Hash(root, w, f0): nil}
 	level := []state{{facts: f0, seen: w.see(root)}}
 	for depth := 1; depth <= b.Depth && len(level) > 0; depth++ {
 		var next []state
 		for _, s := range level {
 			for _, m := range w.moves(s.seen, s.facts, b) {
-				trace := append(slices.Clone(s.trace), m.line)
-				c, err := w.build(trace)
+				if s.only != nil && !s.only[m.line] {
+					continue
+				}
+				if !b.NoReduce && s.sleeps(m) {
+					res.Pruned++
+					continue
+				}
+				next1, c, inv, err := w.after(s, m)
 				if err != nil {
 					return nil, err
 				}
 				res.Replays++
-				f := s.facts.clone()
-				if m.fault {
-					f.Faults++
-				}
-				if m.admin {
-					f.Admin++
-				}
-				if m.apply != nil {
-					m.apply(&f)
-				}
-				if inv := w.check(c, &f); inv != "" {
-					res.Depth, res.Elapsed = depth, time.Since(start)
+				trace, f, sn := next1.trace, next1.facts, next1.seen
+				if inv != "" {
+					res.Depth, res.Elapsed, res.States = depth, time.Since(start), len(asleep)
 					res.Violation = &Violation{Invariant: inv, Trace: trace, Script: w.Script(trace)}
 					return res, nil
 				}
-				key := Hash(c, w, f)
-				if seen[key] && !b.NoMerge {
-					res.Merged++
+				h := Hash(c, w, f)
+				var z []string
+				if !b.NoReduce {
+					z = next1.sleeping(w.moves(sn, f, b))
+				}
+				old, met := asleep[h]
+				if met && !b.NoMerge {
+					// explored already: only the moves that slept there
+					// and do not sleep here are new
+					var extra, both []string
+					for _, l := range old {
+						if slices.Contains(z, l) {
+							both = append(both, l)
+						} else {
+							extra = append(extra, l)
+						}
+					}
+					if len(extra) == 0 {
+						res.Merged++
+						continue
+					}
+					asleep[h] = both
+					next1.only = map[string]bool{}
+					for _, l := range extra {
+						next1.only[l] = true
+					}
+					res.Reopened++
+					next = append(next, next1)
 					continue
 				}
-				seen[key] = true
-				res.States++
-				sn := w.see(c)
-				if b.Live > 0 {
+				asleep[h] = z
+				if b.Live > 0 && !met {
 					inv, tail, err := w.live(trace, f, sn, b.Live)
 					if err != nil {
 						return nil, err
 					}
 					res.Replays++
 					if inv != "" {
-						res.Depth, res.Elapsed = depth, time.Since(start)
+						res.Depth, res.Elapsed, res.States = depth, time.Since(start), len(asleep)
 						all := append(slices.Clone(trace), tail...)
 						res.Violation = &Violation{Invariant: inv, Trace: trace, Script: w.liveScript(all)}
 						return res, nil
 					}
 				}
-				next = append(next, state{trace: trace, facts: f, seen: sn})
+				next = append(next, next1)
 			}
 		}
 		res.Depth = depth
 		level = next
 	}
+	res.States = len(asleep)
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
 
+// The partial-order reduction. Two moves at the same instant that commute
+// (each sets a flag of one node, not the same: n1 cut off from the
+// arbitrator, the next stop on n2 failing) lead to the same world in
+// either order, through two
+// intermediate worlds that the checker explores anyway (each move alone
+// is a path of its own). Of the two orders the checker explores one: the
+// move whose line sorts first, then the other. From a world whose last
+// move was l, a move m that commutes with l and sorts before it "sleeps":
+// the path that ends with l then m is the other order of one explored
+// already, of the same length and the same faults. Every path is thereby
+// the same as one whose adjacent commuting moves are in order (swap them
+// until they are: each swap keeps the length, the faults and the world at
+// the end, and a violation in between would be a shorter one), and the
+// checker explores every such path: the reduction hides no violation and
+// lengthens no shortest trace.
+//
+// With the merge of equal worlds, the moves a world leaves out depend on
+// how it was reached (its last move): the checker keeps, with each world
+// met, the moves that slept at every visit so far; a later visit from
+// which some of them do not sleep explores those (the world is
+// "reopened"), so that from every world, the moves explored are all but
+// those that slept at every visit. A path in order (above) reaches each
+// of its worlds by its own last move, so its next move is explored from
+// there, at the same depth or before: the reduction with the merge is as
+// sound as the merge alone, and never builds more worlds than it.
+
+// sleeps reports whether m is left out from s (m commutes with the move
+// that led to s and sorts before it).
+func (s state) sleeps(m move) bool { return commute(s.last, m) && m.line < s.last.line }
+
+// sleeping is the moves of ms left out from s.
+func (s state) sleeping(ms []move) []string {
+	var out []string
+	for _, m := range ms {
+		if s.sleeps(m) {
+			out = append(out, m.line)
+		}
+	}
+	return out
+}
+
+// after builds the world of s then m: the state it is, its cluster, and
+// the invariant that does not hold there ("" for none).
+func (w *World) after(s state, m move) (state, *sim.Cluster, string, error) {
+	trace := append(slices.Clone(s.trace), m.line)
+	c, err := w.build(trace)
+	if err != nil {
+		return state{}, nil, "", err
+	}
+	f := s.facts.clone()
+	if m.fault {
+		f.Faults++
+	}
+	if m.admin {
+		f.Admin++
+	}
+	if m.apply != nil {
+		m.apply(&f)
+	}
+	inv := w.check(c, &f)
+	return state{trace: trace, facts: f, seen: w.see(c), last: m}, c, inv, nil
+}
+
 func (w *World) see(c *sim.Cluster) seen {
-	sn := seen{machines: map[string]string{}, held: map[string]int{}, holding: map[string]bool{}}
+	sn := seen{machines: map[string]string{}, held: map[string]int{}, holding: map[string]bool{}, up: map[string]bool{}}
+	for _, n := range c.UpOn(w.Service) {
+		sn.up[n] = true
+	}
 	for _, n := range w.Nodes {
 		sn.machines[n] = c.Machine(n)
 		sn.held[n] = c.Withheld(n)

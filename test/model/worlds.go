@@ -7,7 +7,7 @@ import (
 
 // Worlds are the worlds of the checker, in the order of docs/model.md.
 func Worlds() []*World {
-	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2(), Two2()}
+	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2(), Two2(), Ladder2()}
 }
 
 // The worlds of the first slice: 2 or 3 nodes and 1 failover service (an
@@ -143,4 +143,32 @@ func Two2() *World {
 	w.Also = []string{"db"}
 	w.OneWay, w.Pause = false, ""
 	return w
+}
+
+// Ladder2 is onevote2's cluster where web's app is monitored, with a
+// restart ladder of one restart 1s after a failure and monitor_action
+// none (the default: once its restarts are spent, the node gives up on
+// web). The moves are time, the death of web's app on a node where it
+// runs, the next restart on a node failing, crashes and daemon starts.
+// The ladder restarts the app only on the node where the service runs and
+// ran last: a node that gave up, or whose instance is down while web runs
+// elsewhere, expects to run it no more.
+func Ladder2() *World {
+	w := OneVote2()
+	w.Name = "ladder2"
+	w.Setup = slices.Clone(w.Setup)
+	w.Setup[2] += " monitor=true restart=1 restart_delay=1s"
+	w.Arbitrator, w.StopFailures, w.OneWay, w.Pause = "", false, false, ""
+	w.NoPartition = true
+	w.Kills, w.RestartFailures = true, true
+	return w
+}
+
+// WithoutCrashes is w without the crashes (the deaths of an app, the
+// failed actions and the other faults stay).
+func WithoutCrashes(w *World) *World {
+	c := *w
+	c.Name += "-nocrash"
+	c.NoCrash = true
+	return &c
 }
