@@ -3,11 +3,9 @@ package node
 import (
 	"bufio"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"go/types"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -31,33 +29,11 @@ type typeShape struct {
 // struct types with the fields the code assigns (x.f = …, x.f op= …,
 // x.f++, x.f[k] = …, delete(x.f, k), clear(x.f)), the number of exported
 // methods of *Core, and the lines of each file.
-func coreShape(t *testing.T) (shapes []typeShape, exported int, lines map[string]int) {
+func coreShape(t *testing.T, nc nodeCheck) (shapes []typeShape, exported int, lines map[string]int) {
 	t.Helper()
-	exports, pkgs := goListExports(t, ".", "-deps", ".")
-	var self archPackage
-	for _, p := range pkgs {
-		if p.ImportPath == "haven/node" {
-			self = p
-		}
-	}
-	fset := token.NewFileSet()
-	imp := exportImporter(fset, exports)
-	lines = map[string]int{}
-	var files []*ast.File
-	for _, name := range self.GoFiles {
-		path := filepath.Join(self.Dir, name)
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-		lines[name] = countLines(t, path)
-	}
-	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}, Uses: map[*ast.Ident]types.Object{}}
-	pkg, err := (&types.Config{Importer: imp}).Check("haven/node", fset, files, info)
-	if err != nil {
-		t.Fatalf("type-check node: %v", err)
-	}
+	files, info, pkg := nc.files, nc.info, nc.pkg
+	lines = nc.lines
+
 	// owner: every field of a struct type of the package, to its type
 	owner := map[*types.Var]string{}
 	count := map[string]int{}
@@ -169,7 +145,8 @@ func TestCoreShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks package node")
 	}
-	shapes, exported, lines := coreShape(t)
+	nc := checkNode(t)
+	shapes, exported, lines := coreShape(t, nc)
 	t.Logf("*Core: %d exported methods", exported)
 	for _, s := range shapes {
 		if len(s.mutable) == 0 {
@@ -193,4 +170,5 @@ func TestCoreShape(t *testing.T) {
 			t.Errorf("type %s has %d mutable fields, more than %d: carve a sub-machine out of it", s.name, len(s.mutable), shapeCeiling)
 		}
 	}
+	coreArrows(t, nc)
 }
