@@ -29,20 +29,6 @@ type instChecks struct {
 	faults string
 }
 
-// Check is an order to the driver: check the status of the resources of a
-// service's local instance (every one when Full, else the monitored
-// ones), then report them with checkDone, with Gen.
-type Check struct {
-	Service string `json:"svc"`
-	Full    bool   `json:"full"`
-	// Gen is the instance's generation: a result of an older one (the
-	// config changed meanwhile) is not used.
-	Gen uint64 `json:"gen"`
-	// FencingToken is the token of the instance's last start here, for
-	// HAVEN_FENCING_TOKEN (0: never started here).
-	FencingToken uint64 `json:"fencing_token,omitempty"`
-}
-
 // actionEnd is the end of an action's commands, waiting on the full
 // check that follows.
 type actionEnd struct {

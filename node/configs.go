@@ -56,18 +56,6 @@ type ConfigCodec interface {
 	EditService(name string, raw []byte, op string, kws []string) ([]byte, error)
 }
 
-// ConfigOp is a config file for the driver to write, in order: the config
-// to install (written atomically, its instance rebuilt), or, Config nil,
-// the file of a deleted service to remove (and its instance forgotten).
-// The driver reports each with configDone.
-type ConfigOp struct {
-	Service string
-	Config  *config.ServiceConfig
-	// What says why, for the driver's log: "created", "replaced",
-	// "changed", "received from n2", ...
-	What string
-}
-
 // maxRebases bounds how many times one keyword edit is re-applied on top
 // of concurrent versions before it fails as "changed concurrently".
 const maxRebases = 10

@@ -154,69 +154,6 @@ func (c *Core) name() string { return c.cfg.Name }
 // write it.
 func (c *Core) State() *State { return &c.state }
 
-// Ready is what the driver must carry out after an input, in this order:
-// write Persist (before any answer is released: an answer is a promise
-// that what it says is durable), publish when Publish is set, emit the
-// Events, then release the Answers.
-type Ready struct {
-	// Persist is the durable state to write, nil when unchanged since the
-	// last Ready. It is the core's own state: encode it before the next
-	// input.
-	Persist *State
-	// Publish is set when the local dataset changed (the heartbeats send
-	// a delta).
-	Publish bool
-	// Events are the typed events of the input, in order.
-	Events []Event
-	// Answers end admin requests and --wait callers, by ticket.
-	Answers []Answer
-	// Run are the actions to start, in order, once Persist is written
-	// (an action never rests on a change that may be undone: when the
-	// write fails, the driver reports actionAborted instead); Check the
-	// status checks.
-	Run   []Action
-	Check []Check
-	// Probes are the arbitrators to probe now; Fences the lost peers to
-	// fence (quorum.go): run off the loop, reported with arbitratorResult
-	// and fenceEnded.
-	Probes []Probe
-	Fences []Fence
-	// NodeActions are the node actions to run (crash, reboot), once
-	// Persist is written (nodeaction.go).
-	NodeActions []NodeAction
-	// WakeAt is the earliest time the driver must call Orchestrate again
-	// (zero: no need before the next input).
-	WakeAt time.Time
-	// PersistSeq numbers Persist: the driver reports its write with
-	// persistDone(PersistSeq, err). Answers and Run wait for it: those of
-	// a Ready whose state is not on disk come in a later Ready. While a
-	// write is in flight Persist is nil and PersistSeq numbers the state
-	// that will hold this Ready's changes, handed out when that write
-	// ends (group commit, persist.go).
-	PersistSeq uint64
-	// Configs are the config files to write or remove, in order, each
-	// reported with configDone (configs.go). They do not wait for Persist:
-	// the state records a config only once its file is written.
-	Configs []ConfigOp
-	// Announce are the services whose local instance must announce its
-	// addresses again (resource.Set.Announce): the instance left alone
-	// after running on several nodes (multiactive.go). They do not wait
-	// for Persist: nothing durable rests on them.
-	Announce []string
-	// Ordered are the actions ordered by this Ready and held until its
-	// state is on disk: they come in the Run of a later Ready (or are
-	// aborted if the write fails). A driver that binds an action to what
-	// it holds when the action is ordered (the daemon: the resource
-	// drivers of the config of that time) does it here.
-	Ordered []Action
-}
-
-// Empty reports whether r asks nothing of the driver.
-func (r *Ready) Empty() bool {
-	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Probes) == 0 && len(r.NodeActions) == 0 && len(r.Fences) == 0 && r.WakeAt.IsZero() &&
-		len(r.Configs) == 0 && len(r.Announce) == 0
-}
-
 // Ready returns what the inputs since the last call ask of the driver and
 // forgets it.
 func (c *Core) Ready() Ready {
@@ -237,25 +174,6 @@ func (c *Core) persist()        { c.ready.Persist = &c.state }
 func (c *Core) publish()        { c.ready.Publish = true }
 func (c *Core) emit(e Event)    { c.ready.Events = append(c.ready.Events, e) }
 func (c *Core) answer(a Answer) { c.ready.Answers = append(c.ready.Answers, a) }
-
-// Ticket identifies an admin request or a --wait caller until its answer.
-type Ticket uint64
-
-// Answer ends the request of Ticket: a result, or an error. Bad marks an
-// error in the request itself (exit status 2), else an error is a failure
-// (exit status 1).
-type Answer struct {
-	Ticket Ticket
-	// ID is the target's id, when the request set or joined one.
-	ID     string
-	Result string
-	Err    error
-	Bad    bool
-	// WasFrozen is the frozen state of the service before the admin
-	// target action of the request (WasFrozen, WasMixed, WasThawed), ""
-	// for the other requests.
-	WasFrozen string
-}
 
 // waiter is a --wait caller of target id of svc. A zero deadline waits as
 // long as the caller.

@@ -69,21 +69,6 @@ type inFlight struct {
 	lastStart, lastStop time.Duration
 }
 
-// Action is an order to the driver: run the start or the stop of a
-// service's local instance (all its resources), or the restart of one of
-// its resources (RID: stop then start of that resource only), then report
-// its end with actionDone (after the status check that follows it).
-type Action struct {
-	Kind    string `json:"kind"` // "start" | "stop" | "restart"
-	Service string `json:"svc"`
-	// RID is the resource of a "restart".
-	RID    string `json:"rid,omitempty"`
-	Reason string `json:"reason"`
-	// FencingToken is HAVEN_FENCING_TOKEN for its commands: a start's new
-	// token, or the token of the running instance for a stop (fencing.go).
-	FencingToken uint64 `json:"fencing_token,omitempty"`
-}
-
 // InstanceInfo is what the core holds of an instance, for the driver's
 // dataset and status.
 type InstanceInfo struct {

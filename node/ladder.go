@@ -64,17 +64,6 @@ func StableAfter(monitorInterval time.Duration) time.Duration {
 	return RestartStableMin
 }
 
-// RestartCount is the durable state of the restart ladder of one resource.
-type RestartCount struct {
-	// Spent is the number of restarts ordered since the counter was last
-	// reset.
-	Spent int `json:"spent"`
-	// LastFailure is what the check said when the resource was last found
-	// down, FailedAt when.
-	LastFailure string    `json:"last_failure,omitempty"`
-	FailedAt    time.Time `json:"failed_at,omitzero"`
-}
-
 // ResourceSpec is what the ladder reads of one resource of an instance.
 type ResourceSpec struct {
 	RID          string

@@ -52,25 +52,6 @@ type QuorumConfig struct {
 	Stonith []string
 }
 
-// Probe orders the driver to probe an arbitrator now, off its loop, and
-// report with arbitratorResult (within the arbitrator's timeout).
-type Probe struct {
-	Name string    `json:"name"`
-	Sent time.Time `json:"sent"`
-	// Partition and Running are the report to a one-vote arbitrator
-	// (answered with oneVoteResult): this node's partition, and how many
-	// failover services it runs.
-	Partition []string `json:"partition,omitempty"`
-	Running   int      `json:"running,omitempty"`
-}
-
-// Fence orders the driver to run the fence command of Node, off its loop,
-// and report with fenceEnded.
-type Fence struct {
-	Node   string `json:"node"`
-	Reason string `json:"reason"`
-}
-
 type arbResult struct {
 	ok     bool
 	detail string

@@ -12,9 +12,6 @@ import (
 	"haven/node/view"
 )
 
-// failedf is an error of an answer (exit status 1).
-func failedf(format string, a ...any) error { return fmt.Errorf(format, a...) }
-
 // Targets lists the admin targets this node knows, for the heartbeats.
 func (c *Core) Targets() map[string]dataset.Target {
 	out := map[string]dataset.Target{}

@@ -1,6 +1,10 @@
-package node
+package vocab
 
-import "haven/dataset"
+import (
+	"time"
+
+	"haven/dataset"
+)
 
 // State is what survives a daemon restart: the driver writes it (the
 // daemon to R/var/state.json, atomically, in a checksummed envelope; the
@@ -111,7 +115,13 @@ func (s State) Clone() State {
 	return out
 }
 
-// activeTarget reports whether t asks for something not yet reached.
-func activeTarget(t dataset.Target) bool {
-	return t.Active()
+// RestartCount is the durable state of the restart ladder of one resource.
+type RestartCount struct {
+	// Spent is the number of restarts ordered since the counter was last
+	// reset.
+	Spent int `json:"spent"`
+	// LastFailure is what the check said when the resource was last found
+	// down, FailedAt when.
+	LastFailure string    `json:"last_failure,omitempty"`
+	FailedAt    time.Time `json:"failed_at,omitzero"`
 }

@@ -1,0 +1,44 @@
+package node
+
+import (
+	"haven/dataset"
+	"haven/node/vocab"
+)
+
+// The vocabulary of the core (package node/vocab), under its names here:
+// the driver and the parts of the core name the same types.
+type (
+	Level           = vocab.Level
+	Event           = vocab.Event
+	Ready           = vocab.Ready
+	Ticket          = vocab.Ticket
+	Answer          = vocab.Answer
+	Action          = vocab.Action
+	Check           = vocab.Check
+	Probe           = vocab.Probe
+	Fence           = vocab.Fence
+	NodeAction      = vocab.NodeAction
+	ConfigOp        = vocab.ConfigOp
+	State           = vocab.State
+	ServiceState    = vocab.ServiceState
+	ClusterIdentity = vocab.ClusterIdentity
+	RestartCount    = vocab.RestartCount
+)
+
+// The levels of an event, and the kinds of a node action.
+const (
+	Info  = vocab.Info
+	Warn  = vocab.Warn
+	Error = vocab.Error
+
+	NodeCrash  = vocab.NodeCrash
+	NodeReboot = vocab.NodeReboot
+)
+
+// failedf is an error of an answer (exit status 1).
+func failedf(format string, a ...any) error { return vocab.Failedf(format, a...) }
+
+// activeTarget reports whether t asks for something not yet reached.
+func activeTarget(t dataset.Target) bool {
+	return t.Active()
+}
