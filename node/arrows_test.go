@@ -24,8 +24,8 @@ const (
 	loopCeiling   = 190
 )
 
-// nodeCheck is package node type-checked: its non-test files, in the
-// order of go list, with the lines of each.
+// nodeCheck is a package type-checked: its non-test files, in the order
+// of go list, with the lines of each.
 type nodeCheck struct {
 	fset  *token.FileSet
 	files []*ast.File
@@ -35,35 +35,42 @@ type nodeCheck struct {
 	pkg   *types.Package
 }
 
-// checkNode type-checks the non-test files of package node.
-func checkNode(t *testing.T) nodeCheck {
+// checkNode type-checks the non-test files of package node (first) and of
+// the packages under it but the test runner node/datadriven.
+func checkNode(t *testing.T) []nodeCheck {
 	t.Helper()
-	exports, pkgs := goListExports(t, ".", "-deps", ".")
-	var self archPackage
+	exports, pkgs := goListExports(t, ".", "-deps", "./...")
+	fset := token.NewFileSet()
+	imp := exportImporter(fset, exports)
+	var out []nodeCheck
 	for _, p := range pkgs {
-		if p.ImportPath == "haven/node" {
-			self = p
+		if p.ImportPath != "haven/node" && (!strings.HasPrefix(p.ImportPath, "haven/node/") || p.ImportPath == "haven/node/datadriven") {
+			continue
 		}
-	}
-	nc := nodeCheck{fset: token.NewFileSet(), lines: map[string]int{}}
-	imp := exportImporter(nc.fset, exports)
-	for _, name := range self.GoFiles {
-		path := filepath.Join(self.Dir, name)
-		f, err := parser.ParseFile(nc.fset, path, nil, 0)
+		nc := nodeCheck{fset: fset, lines: map[string]int{}}
+		for _, name := range p.GoFiles {
+			path := filepath.Join(p.Dir, name)
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc.files = append(nc.files, f)
+			nc.names = append(nc.names, name)
+			nc.lines[name] = countLines(t, path)
+		}
+		nc.info = &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}, Uses: map[*ast.Ident]types.Object{}}
+		pkg, err := (&types.Config{Importer: imp}).Check(p.ImportPath, fset, nc.files, nc.info)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("type-check %s: %v", p.ImportPath, err)
 		}
-		nc.files = append(nc.files, f)
-		nc.names = append(nc.names, name)
-		nc.lines[name] = countLines(t, path)
+		nc.pkg = pkg
+		if p.ImportPath == "haven/node" {
+			out = append([]nodeCheck{nc}, out...)
+		} else {
+			out = append(out, nc)
+		}
 	}
-	nc.info = &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}, Uses: map[*ast.Ident]types.Object{}}
-	pkg, err := (&types.Config{Importer: imp}).Check("haven/node", nc.fset, nc.files, nc.info)
-	if err != nil {
-		t.Fatalf("type-check node: %v", err)
-	}
-	nc.pkg = pkg
-	return nc
+	return out
 }
 
 // fileGraph is the graph of the files of package node: file a uses file b
