@@ -1,6 +1,7 @@
 package node
 
 import (
+	"flag"
 	"fmt"
 	"slices"
 	"strconv"
@@ -168,4 +169,11 @@ func opString(op *cfgOp) string {
 		return fmt.Sprintf("%s(%s %s)", op.svc, kind, op.what)
 	}
 	return fmt.Sprintf("%s(%s)", op.svc, kind)
+}
+
+// ddUpdate is the -update flag of the datadriven tests (declared in
+// datadriven_test.go, of package node_test, in the same test binary).
+func ddUpdate() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
 }

@@ -6,6 +6,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/node/persist"
 )
 
 // Config is what the core knows of its node: set once, by the driver.
@@ -109,7 +110,7 @@ type Core struct {
 	wasFrozen map[Ticket]string
 
 	// ps is the acknowledgement of state writes (persist.go).
-	ps persistence
+	ps persist.Book
 	// cd is config distribution (configs.go).
 	cd configDist
 	// vb is the bound of version counters (versions.go).
@@ -159,15 +160,15 @@ func (c *Core) State() *State { return &c.state }
 func (c *Core) Ready() Ready {
 	r := c.ready
 	c.ready = Ready{}
-	c.ps.hold(&r, c.cfg.WriteThrough)
-	c.ps.drain(&r)
+	c.ps.Hold(&r, c.cfg.WriteThrough)
+	c.ps.Drain(&r)
 	c.stampAnswers(r.Answers)
 	return r
 }
 
 // HasReady reports whether Ready would return anything.
 func (c *Core) HasReady() bool {
-	return !c.ready.Empty() || c.ps.released()
+	return !c.ready.Empty() || c.ps.Released()
 }
 
 func (c *Core) persist()        { c.ready.Persist = &c.state }

@@ -58,7 +58,7 @@ func TestManyConfigsGroupCommit(t *testing.T) {
 				}
 			}
 			maxWrite = max(maxWrite, len(writing))
-			maxClone = max(maxClone, len(c.ps.states))
+			maxClone = max(maxClone, c.ps.Copies())
 		}
 	}
 	// the write in flight ends: the driver reports the newest state it
