@@ -23,7 +23,7 @@ const mergeBudget = 2 << 20
 // some are still left (call it again, in a later turn).
 func (c *Core) mergeMore(now time.Time) bool {
 	for _, pn := range c.pv.pnames {
-		if !c.cd.takeLeftOver(pn) {
+		if !c.cd.TakeLeftOver(pn) {
 			continue
 		}
 		if p := c.pv.peers[pn]; p != nil && p.Data != nil {
@@ -35,12 +35,12 @@ func (c *Core) mergeMore(now time.Time) bool {
 }
 
 // ConfigMergesLeft tells whether peers' configs wait for mergeMore.
-func (c *Core) ConfigMergesLeft() bool { return len(c.cd.more) > 0 }
+func (c *Core) ConfigMergesLeft() bool { return c.cd.LeftOver() }
 
 // mergeSpent notes that mergeConfigs stopped at its budget on the configs
 // of from.
 func (c *Core) mergeSpent(from string) {
-	c.cd.leaveOver(from)
+	c.cd.LeaveOver(from)
 }
 
 // The texts of the configs a node holds are bounded in all
@@ -64,10 +64,10 @@ func (c *Core) configTexts() *configTexts {
 	for name, cfg := range svcs {
 		t.size[name] = len(cfg.Raw)
 	}
-	for _, op := range c.cd.ops { // in order: the last one of a service wins
-		t.size[op.svc] = 0
-		if op.cfg != nil {
-			t.size[op.svc] = len(op.cfg.Raw)
+	for _, op := range c.cd.Ops() { // in order: the last one of a service wins
+		t.size[op.Svc] = 0
+		if op.Cfg != nil {
+			t.size[op.Svc] = len(op.Cfg.Raw)
 		}
 	}
 	for _, n := range t.size {

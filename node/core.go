@@ -6,6 +6,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/node/configdist"
 	"haven/node/persist"
 )
 
@@ -112,7 +113,7 @@ type Core struct {
 	// ps is the acknowledgement of state writes (persist.go).
 	ps persist.Book
 	// cd is config distribution (configs.go).
-	cd configDist
+	cd configdist.Book
 	// vb is the bound of version counters (versions.go).
 	vb versionBound
 	// q is the quorum's state (quorum.go).

@@ -37,7 +37,7 @@ func (c *Core) NextTick(now time.Time, poll time.Duration) time.Time {
 // failing state write. Such a rule may decide at any tick, with no other
 // input.
 func (c *Core) WatchesClock() bool {
-	if c.quorumOn() || c.monitor == dataset.NodeRejoin || len(c.cd.pending) > 0 || c.ps.Failing() != nil || c.ConfigMergesLeft() {
+	if c.quorumOn() || c.monitor == dataset.NodeRejoin || c.cd.Waiting() || c.ps.Failing() != nil || c.ConfigMergesLeft() {
 		return true
 	}
 	for _, name := range c.pv.pnames {
