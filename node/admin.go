@@ -143,19 +143,6 @@ func (c *Core) runFor(tk Ticket, svc, kind, reason, ok string, now time.Time) {
 	c.relays[atk] = relay{to: tk, ok: ok}
 }
 
-// relay answers a request's ticket when the action it started ends.
-type relay struct {
-	to Ticket
-	ok string
-}
-
-// drain is a node drain in progress: the stops it waits for.
-type drain struct {
-	ticket  Ticket
-	pending map[Ticket]bool
-	errs    []error
-}
-
 // adminNode takes a node action: freeze, thaw, drain (freeze the node,
 // then stop every local instance that runs; the answer comes when every
 // stop has ended).

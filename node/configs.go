@@ -47,16 +47,6 @@ import (
 // the edit, and a peer's config whose lineage holds such a version
 // (Includes[this node] >= the edit's counter) includes it too.
 
-// ConfigCodec parses and edits the text of service configs for the core,
-// which reaches no TOML parser (tomlfile.ServiceCodec is the drivers').
-type ConfigCodec interface {
-	// ParseService parses and validates the config of service name.
-	ParseService(name string, raw []byte) (*config.ServiceConfig, error)
-	// EditService applies the keyword edits kws of op ("set", "add": a set
-	// that may add a resource, "unset").
-	EditService(name string, raw []byte, op string, kws []string) ([]byte, error)
-}
-
 // maxRebases bounds how many times one keyword edit is re-applied on top
 // of concurrent versions before it fails as "changed concurrently".
 const maxRebases = 10

@@ -10,59 +10,6 @@ import (
 	"haven/node/persist"
 )
 
-// Config is what the core knows of its node: set once, by the driver.
-type Config struct {
-	// Name is this node's name (the origin of the versions it hands out).
-	Name string
-	// ClusterNodes are the cluster's members, this node included.
-	ClusterNodes []string
-	// Compat is the compat version this node announces.
-	Compat int
-	// Format is the newest format version this node reads (node/upgrade:
-	// upgrade.Current, HAVEN_FORMAT to rehearse); 0 takes no part in the
-	// cluster feature level (featurelevel.go).
-	Format int
-	// Release is the node's release, announced with its formats.
-	Release string
-	// MaintenanceGrace, RejoinGrace and ReadyPeriod are node.toml's
-	// maintenance_grace_period, rejoin_grace_period and ready_period.
-	MaintenanceGrace time.Duration
-	RejoinGrace      time.Duration
-	ReadyPeriod      time.Duration
-	// ReadyFastAck is node.ready_fast_ack: ack the peers' claims, and start
-	// a claim of this node's once every live node acked it (fastack.go).
-	ReadyFastAck bool
-	// CheckInterval and MonitorInterval are node.toml's check_interval
-	// (a full check of every instance) and monitor_interval (its
-	// monitored resources).
-	CheckInterval   time.Duration
-	MonitorInterval time.Duration
-	// Quorum is cluster.quorum and what goes with it (quorum.go).
-	Quorum QuorumConfig
-	// ClusterConf is the digest of the configuration every member must
-	// share, announced and compared with the members' (clusterconf.go);
-	// nil: none (nothing compared). ClusterFile is cluster.toml's path,
-	// for the messages.
-	ClusterConf *dataset.ClusterConf
-	ClusterFile string
-	// Guard is node.guard and what goes with it (guard.go).
-	Guard GuardConfig
-	// Local gives what the driver owns of the node's view (nil: an empty
-	// node, for tests of the durable state alone).
-	Local Local
-	// Configs parses and edits service configs for config distribution
-	// (configs.go); nil: no config distribution (a peer's configs are not
-	// installed). ConfirmTimeout bounds the wait for the peers' adoption
-	// of an edit made here (default 10s).
-	Configs        ConfigCodec
-	ConfirmTimeout time.Duration
-	// WriteThrough is a driver's promise that it writes Ready.Persist
-	// before it takes anything else of the Ready, and never fails (unit
-	// tests): the core then counts each state written as soon as it
-	// hands it out, without persistDone.
-	WriteThrough bool
-}
-
 // Core is one node's logic, driven by package driver (in package
 // daemon for real, package sim in the simulation). It does no IO and reads no clock: every
 // input that depends on time carries now. After each input the driver
@@ -127,23 +74,6 @@ type Core struct {
 	ready Ready
 }
 
-// New returns the core of a node whose durable state, as read back by the
-// driver, is st. The core owns st from now on.
-func New(cfg Config, st State) *Core {
-	if st.Services == nil {
-		st.Services = map[string]ServiceState{}
-	}
-	if cfg.Local == nil {
-		cfg.Local = emptyLocal{}
-	}
-	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
-		pv: peerView{compat: true}, monitor: dataset.NodeIdle}
-	c.vb.anchor = st.Lamport
-	c.initPeers()
-	c.markDurable()
-	return c
-}
-
 type emptyLocal struct{}
 
 func (emptyLocal) LocalInfo() dataset.Node                         { return dataset.Node{} }
@@ -155,22 +85,6 @@ func (c *Core) name() string { return c.cfg.Name }
 // State returns the durable state the core owns. The driver reads it to
 // write it.
 func (c *Core) State() *State { return &c.state }
-
-// Ready returns what the inputs since the last call ask of the driver and
-// forgets it.
-func (c *Core) Ready() Ready {
-	r := c.ready
-	c.ready = Ready{}
-	c.ps.Hold(&r, c.cfg.WriteThrough)
-	c.ps.Drain(&r)
-	c.stampAnswers(r.Answers)
-	return r
-}
-
-// HasReady reports whether Ready would return anything.
-func (c *Core) HasReady() bool {
-	return !c.ready.Empty() || c.ps.Released()
-}
 
 func (c *Core) persist()        { c.ready.Persist = &c.state }
 func (c *Core) publish()        { c.ready.Publish = true }
@@ -289,29 +203,15 @@ func (c *Core) setLocalState(svc string, startFailed bool, localExpect string) {
 	c.persist()
 }
 
-// restore is the roll back of a failed write: the durable state goes back
-// to st (what the file holds), the Lamport clock never goes back (versions
-// handed out stay unique), and the --wait callers whose target was undone
-// get err.
-func (c *Core) restore(st State, err error) {
-	if st.Services == nil {
-		st.Services = map[string]ServiceState{}
-	}
-	lamport := c.state.Lamport
-	c.state = st
-	c.bumpMergeEra()
-	if lamport > c.state.Lamport {
-		c.state.Lamport = lamport
-	}
-	keep := c.waiters[:0]
-	for _, w := range c.waiters {
-		t := c.state.Services[w.svc].Target
-		if t.ID == w.id && activeTarget(t) {
-			keep = append(keep, w)
-			continue
-		}
-		c.answer(Answer{Ticket: w.ticket, ID: w.id, Err: failedf("state not saved: %v (target id %s undone)", err, w.id)})
-	}
-	c.waiters = keep
-	c.publish()
+// relay answers a request's ticket when the action it started ends.
+type relay struct {
+	to Ticket
+	ok string
+}
+
+// drain is a node drain in progress: the stops it waits for.
+type drain struct {
+	ticket  Ticket
+	pending map[Ticket]bool
+	errs    []error
 }

@@ -21,18 +21,6 @@ import (
 // when a lease ran out (the event guard_fired; those instances are down
 // and expect to run no more here).
 
-// GuardConfig is node.guard and what goes with it.
-type GuardConfig struct {
-	// Enabled is node.guard.
-	Enabled bool
-	// Lease is node.guard_lease: the guard acts when the lease was not
-	// renewed for this long.
-	Lease time.Duration
-	// Act bounds the guard's action after the lease ran out
-	// (config.GuardAct).
-	Act time.Duration
-}
-
 // GuardFiring is a record of the guard: what it ended when a lease ran
 // out.
 type GuardFiring struct {

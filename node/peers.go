@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
 	"haven/node/view"
@@ -21,17 +20,6 @@ import (
 // Pacemaker's equivalent, cluster-recheck-interval, is 15
 // minutes.
 const fullPassPeriod = time.Minute
-
-// Local is what the driver still owns of the node's view: the part of its
-// own dataset entry that the core does not keep (LocalInfo: name, load,
-// memory, labels, the instances of configs that could not be read) and
-// the configs of its services. The core reads it to build the decision
-// core's snapshot, adding its own part (Dataset). Its methods must not
-// call back into the core's inputs.
-type Local interface {
-	LocalInfo() dataset.Node
-	LocalServices() map[string]*config.ServiceConfig
-}
 
 // peerView is what the node knows of the other members, as a whole.
 type peerView struct {

@@ -88,3 +88,30 @@ func (c *Core) retryPersist() {
 	c.persistMonitors()
 	c.persist()
 }
+
+// restore is the roll back of a failed write: the durable state goes back
+// to st (what the file holds), the Lamport clock never goes back (versions
+// handed out stay unique), and the --wait callers whose target was undone
+// get err.
+func (c *Core) restore(st State, err error) {
+	if st.Services == nil {
+		st.Services = map[string]ServiceState{}
+	}
+	lamport := c.state.Lamport
+	c.state = st
+	c.bumpMergeEra()
+	if lamport > c.state.Lamport {
+		c.state.Lamport = lamport
+	}
+	keep := c.waiters[:0]
+	for _, w := range c.waiters {
+		t := c.state.Services[w.svc].Target
+		if t.ID == w.id && activeTarget(t) {
+			keep = append(keep, w)
+			continue
+		}
+		c.answer(Answer{Ticket: w.ticket, ID: w.id, Err: failedf("state not saved: %v (target id %s undone)", err, w.id)})
+	}
+	c.waiters = keep
+	c.publish()
+}

@@ -14,43 +14,12 @@ import (
 	"haven/quorum"
 )
 
-// Split actions (node.split_action).
-const (
-	SplitStop     = "stop"
-	SplitCrash    = "crash"
-	SplitReboot   = "reboot"
-	SplitDisabled = "disabled"
-)
-
 // statusProbeEvery is how often the arbitrators are probed for the status
 // alone (a vote probes them at once).
 const statusProbeEvery = 10 * time.Second
 
 // fenceBackoffMax bounds the pause between two runs of a failing fence.
 const fenceBackoffMax = 60 * time.Second
-
-// QuorumConfig is cluster.quorum and what goes with it (docs/behaviour.md 3).
-type QuorumConfig struct {
-	// Enabled is cluster.quorum: without it, a split is ignored.
-	Enabled bool
-	// SplitAction is node.split_action.
-	SplitAction string
-	// Arbitrators are the [arbitrator.NAME] sections (Answered unused).
-	Arbitrators []quorum.Arbitrator
-	// Timing makes the self-stop deadline (quorum.Timing); its StopBudget
-	// is a floor, raised to the longest stop of a known service.
-	Timing quorum.Timing
-	// HBTimeout is hb.timeout: a gap longer than this between two ticks
-	// means this daemon was paused (SIGSTOP, a VM frozen): its peers may
-	// have declared it down and taken its services over.
-	HBTimeout time.Duration
-	// DiskFence is [hb.disk] fence: a node that loses the disk and the
-	// majority of the members applies its split_action (disksplit.go).
-	DiskFence bool
-	// Stonith are the members that have a [stonith.NODE] fence command:
-	// a survivor fences them before a takeover, and only a fence clears it.
-	Stonith []string
-}
 
 type arbResult struct {
 	ok     bool

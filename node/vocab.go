@@ -23,9 +23,15 @@ type (
 	ServiceState    = vocab.ServiceState
 	ClusterIdentity = vocab.ClusterIdentity
 	RestartCount    = vocab.RestartCount
+
+	Config       = vocab.Config
+	Local        = vocab.Local
+	ConfigCodec  = vocab.ConfigCodec
+	QuorumConfig = vocab.QuorumConfig
+	GuardConfig  = vocab.GuardConfig
 )
 
-// The levels of an event, and the kinds of a node action.
+// The levels of an event, the kinds of a node action, the split actions.
 const (
 	Info  = vocab.Info
 	Warn  = vocab.Warn
@@ -33,6 +39,11 @@ const (
 
 	NodeCrash  = vocab.NodeCrash
 	NodeReboot = vocab.NodeReboot
+
+	SplitStop     = vocab.SplitStop
+	SplitCrash    = vocab.SplitCrash
+	SplitReboot   = vocab.SplitReboot
+	SplitDisabled = vocab.SplitDisabled
 )
 
 // failedf is an error of an answer (exit status 1).

@@ -3,8 +3,8 @@
 // made here that the live peers have not all adopted (Edit), the
 // deletions waiting for a stop (Deletion), the peers' versions refused,
 // and the peers whose configs are left over at the merge budget. The
-// rules that decide (package node: configs.go, configedit.go,
-// configbudget.go) read and feed it; it knows nothing of them.
+// rules that decide (node/configs.go, node/configedit.go,
+// node/configbudget.go) read and feed it; it knows nothing of them.
 package configdist
 
 import (
@@ -64,7 +64,7 @@ type Book struct {
 	// instance, by the ticket of that stop.
 	deletes map[vocab.Ticket]Deletion
 	// more are the peers whose configs mergeConfigs left over at its
-	// budget, for mergeMore (configbudget.go).
+	// budget, for mergeMore (node/configbudget.go).
 	more map[string]bool
 }
 

@@ -17,7 +17,7 @@ type Action struct {
 	RID    string `json:"rid,omitempty"`
 	Reason string `json:"reason"`
 	// FencingToken is HAVEN_FENCING_TOKEN for its commands: a start's new
-	// token, or the token of the running instance for a stop (fencing.go).
+	// token, or the token of the running instance for a stop (node/fencing.go).
 	FencingToken uint64 `json:"fencing_token,omitempty"`
 }
 

@@ -28,12 +28,12 @@ type Ready struct {
 	Run   []Action
 	Check []Check
 	// Probes are the arbitrators to probe now; Fences the lost peers to
-	// fence (quorum.go): run off the loop, reported with arbitratorResult
+	// fence (node/quorum.go): run off the loop, reported with arbitratorResult
 	// and fenceEnded.
 	Probes []Probe
 	Fences []Fence
 	// NodeActions are the node actions to run (crash, reboot), once
-	// Persist is written (nodeaction.go).
+	// Persist is written (node/nodeaction.go).
 	NodeActions []NodeAction
 	// WakeAt is the earliest time the driver must call Orchestrate again
 	// (zero: no need before the next input).
@@ -43,15 +43,15 @@ type Ready struct {
 	// a Ready whose state is not on disk come in a later Ready. While a
 	// write is in flight Persist is nil and PersistSeq numbers the state
 	// that will hold this Ready's changes, handed out when that write
-	// ends (group commit, persist.go).
+	// ends (group commit, node/persist.go).
 	PersistSeq uint64
 	// Configs are the config files to write or remove, in order, each
-	// reported with configDone (configs.go). They do not wait for Persist:
+	// reported with configDone (node/configs.go). They do not wait for Persist:
 	// the state records a config only once its file is written.
 	Configs []ConfigOp
 	// Announce are the services whose local instance must announce its
 	// addresses again (resource.Set.Announce): the instance left alone
-	// after running on several nodes (multiactive.go). They do not wait
+	// after running on several nodes (node/multiactive.go). They do not wait
 	// for Persist: nothing durable rests on them.
 	Announce []string
 	// Ordered are the actions ordered by this Ready and held until its
