@@ -158,7 +158,7 @@ func (c *Core) order(op *configdist.Op) {
 // every live peer holds it (at once without peers), or with the cause.
 func (c *Core) editConfig(req ConfigRequest) Ticket {
 	tk := c.newTicket()
-	if err := c.versionErr(req.Now); err != nil {
+	if err := c.vb.Err(c.state.Lamport, req.Now); err != nil {
 		c.answer(Answer{Ticket: tk, Err: err})
 		return tk
 	}
@@ -197,7 +197,7 @@ func (c *Core) deleteService(svc string, now time.Time) Ticket {
 		c.answer(Answer{Ticket: tk, Err: failedf("not deleted: it runs on %s (stop it first: svcmgr -s %s stop --wait)", strings.Join(elsewhere, ", "), svc)})
 		return tk
 	}
-	if err := c.versionErr(now); err != nil {
+	if err := c.vb.Err(c.state.Lamport, now); err != nil {
 		c.answer(Answer{Ticket: tk, Err: err})
 		return tk
 	}
@@ -376,7 +376,7 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error()})
 			continue
 		}
-		if err := c.checkVersion(e.Version, now); err != nil {
+		if err := c.vb.Check(e.Version, now); err != nil {
 			c.sayRefused("config", name, from, e.Version, err) // not c.refuse: tried again once the clock reached it
 			continue
 		}

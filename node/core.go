@@ -8,6 +8,7 @@ import (
 	"haven/dataset"
 	"haven/node/configdist"
 	"haven/node/persist"
+	"haven/node/versionbound"
 )
 
 // Core is one node's logic, driven by package driver (in package
@@ -61,8 +62,8 @@ type Core struct {
 	ps persist.Book
 	// cd is config distribution (configs.go).
 	cd configdist.Book
-	// vb is the bound of version counters (versions.go).
-	vb versionBound
+	// vb is the bound of version counters (node/versionbound).
+	vb versionbound.Bound
 	// q is the quorum's state (quorum.go).
 	q quorumState
 	// disk is the split decision of a node that lost its fencing disk
@@ -115,7 +116,7 @@ func (c *Core) nextVersion() dataset.Version {
 }
 
 // witness advances the Lamport clock past a version seen from a peer,
-// once checkVersion took it (a counter ahead of this node's clock is
+// once vb.Check took it (a counter ahead of this node's clock is
 // refused and never witnessed: versions.go).
 func (c *Core) witness(v dataset.Version) {
 	if v.Counter > c.state.Lamport {

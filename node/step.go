@@ -322,7 +322,7 @@ func New(cfg Config, st State) *Core {
 	}
 	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
 		pv: peerView{compat: true}, monitor: dataset.NodeIdle}
-	c.vb.anchor = st.Lamport
+	c.vb.Anchor(st.Lamport)
 	c.initPeers()
 	c.markDurable()
 	return c

@@ -59,7 +59,7 @@ func (c *Core) mergeTargets(from string, ts map[string]dataset.Target, now time.
 	for _, name := range slices.Sorted(maps.Keys(ts)) {
 		t := ts[name]
 		ss, ok := c.state.Services[name]
-		if err := c.checkVersion(t.Version, now); err != nil {
+		if err := c.vb.Check(t.Version, now); err != nil {
 			if ok { // a service unknown here: not this node's business
 				c.sayRefused("target", name, from, t.Version, err)
 			}
@@ -181,7 +181,7 @@ func (c *Core) applyClear(svc string, cr dataset.ClearRequest, now time.Time) {
 // of this node's clock is ignored and said, as there).
 func (c *Core) mergeClears(from string, cs map[string]dataset.ClearRequest, now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(cs)) {
-		if err := c.checkVersion(cs[name].Version, now); err != nil {
+		if err := c.vb.Check(cs[name].Version, now); err != nil {
 			if _, ok := c.state.Services[name]; ok {
 				c.sayRefused("clear", name, from, cs[name].Version, err)
 			}
@@ -224,7 +224,7 @@ func (c *Core) adminTarget(req TargetRequest) Ticket {
 			c.answer(Answer{Ticket: tk, Result: "no target to abort"})
 			return tk
 		}
-		if err := c.versionErr(req.Now); err != nil {
+		if err := c.vb.Err(c.state.Lamport, req.Now); err != nil {
 			c.answer(Answer{Ticket: tk, Err: err})
 			return tk
 		}
@@ -233,7 +233,7 @@ func (c *Core) adminTarget(req TargetRequest) Ticket {
 		c.answer(Answer{Ticket: tk, ID: cur.ID, Result: "target " + cur.String() + " aborted"})
 		return tk
 	case req.Action == "clear":
-		if err := c.versionErr(req.Now); err != nil {
+		if err := c.vb.Err(c.state.Lamport, req.Now); err != nil {
 			c.answer(Answer{Ticket: tk, Err: err})
 			return tk
 		}
@@ -259,7 +259,7 @@ func (c *Core) adminTarget(req TargetRequest) Ticket {
 		t = cur // the same target again: join it
 	default:
 		// none, or one reached but on nodes shut down: replaced
-		if err := c.versionErr(req.Now); err != nil {
+		if err := c.vb.Err(c.state.Lamport, req.Now); err != nil {
 			c.answer(Answer{Ticket: tk, Err: err})
 			return tk
 		}

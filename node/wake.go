@@ -25,7 +25,7 @@ func (c *Core) NextTick(now time.Time, poll time.Duration) time.Time {
 	if due, ok := c.nextCheckDue(now); ok && due.Before(t) {
 		t = due
 	}
-	if r := c.vb.retryAt; !r.IsZero() && r.Before(t) {
+	if r := c.vb.RetryAt(); !r.IsZero() && r.Before(t) {
 		t = r // versions refused as ahead of the clock become acceptable
 	}
 	return t
