@@ -8,6 +8,7 @@ import (
 	"haven/dataset"
 	"haven/node/configdist"
 	"haven/node/persist"
+	"haven/node/quorumsm"
 	"haven/node/versionbound"
 )
 
@@ -65,10 +66,10 @@ type Core struct {
 	// vb is the bound of version counters (node/versionbound).
 	vb versionbound.Bound
 	// q is the quorum's state (quorum.go).
-	q quorumState
+	q quorumsm.State
 	// disk is the split decision of a node that lost its fencing disk
 	// (disksplit.go).
-	disk diskSplit
+	disk quorumsm.DiskSplit
 	// guard is what the core knows of the node guard (guard.go).
 	guard guardState
 

@@ -34,14 +34,14 @@ func (c *Core) fastAck(now time.Time) bool {
 		return true
 	}
 	q := &c.q
-	if q.split.lost || !q.pending.IsZero() {
+	if q.Split.Lost || !q.Pending.IsZero() {
 		return false
 	}
 	live := 1 + len(c.livePeers(now))
 	if decided, survive := quorum.Decided(len(c.cfg.ClusterNodes), live, c.cfg.Quorum.Arbitrators); decided {
 		return survive
 	}
-	return q.last != nil && q.last.Survive
+	return q.Last != nil && q.Last.Survive
 }
 
 // noteReadyAck stores the claim the decision acks, and publishes it when

@@ -134,12 +134,12 @@ func (c *Core) GuardEntitled(now time.Time) (ok bool, why string) {
 	}
 	q := &c.q
 	switch {
-	case q.split.lost:
+	case q.Split.Lost:
 		return false, "this node lost the quorum"
-	case !q.pending.IsZero():
+	case !q.Pending.IsZero():
 		return false, "a quorum vote waits for the arbitrators"
-	case !q.lastTick.IsZero() && c.cfg.Quorum.HBTimeout > 0 && now.Sub(q.lastTick) > c.cfg.Quorum.HBTimeout:
-		return false, fmt.Sprintf("the daemon did not run for %s (more than hb.timeout): it votes first", now.Sub(q.lastTick).Round(time.Millisecond))
+	case !q.LastTick.IsZero() && c.cfg.Quorum.HBTimeout > 0 && now.Sub(q.LastTick) > c.cfg.Quorum.HBTimeout:
+		return false, fmt.Sprintf("the daemon did not run for %s (more than hb.timeout): it votes first", now.Sub(q.LastTick).Round(time.Millisecond))
 	}
 	return true, ""
 }
@@ -184,7 +184,7 @@ func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, boo
 			// ended early enough for the guard to have acted by the
 			// end of this node's estimate of the arbitrator's lease,
 			// so before any exclusive grant to another side
-			vs = append(vs, voucher{until: c.q.ov.leases[a.Name].until.Add(-quorum.GuardBeforeGrant(lease, c.cfg.Guard.Act)), w: w})
+			vs = append(vs, voucher{until: c.q.OneVote.Leases[a.Name].Until.Add(-quorum.GuardBeforeGrant(lease, c.cfg.Guard.Act)), w: w})
 		}
 	}
 	if 2*have > total {
@@ -287,7 +287,7 @@ func (c *Core) anchoredHBTimeout(d *dataset.Node) (time.Duration, bool) {
 		return 0, false
 	}
 	hb := c.cfg.Quorum.HBTimeout
-	for n := range c.q.live {
+	for n := range c.q.Live {
 		p := c.pv.peers[n]
 		if p == nil || p.Data == nil || p.Data.Guard == nil || p.Data.Guard.HBTimeoutMs <= 0 {
 			return 0, false
