@@ -211,12 +211,12 @@ func (c *Core) deleteService(svc string, now time.Time) Ticket {
 func (c *Core) removeService(name string, v dataset.Version, tk Ticket, now time.Time) {
 	inst := c.insts[name]
 	_, running := c.Status(name)
-	if inst != nil && tk == 0 && inst.mon.State == dataset.StopFailed && running {
+	if inst != nil && tk == 0 && inst.Mon.State == dataset.StopFailed && running {
 		// a deletion heard from a peer: its stop failed here already; it
 		// is not run again on every heartbeat, the admin clears it
 		return
 	}
-	if inst == nil || !inst.local || !inst.spec.Runnable || !running {
+	if inst == nil || !inst.Local || !inst.Spec.Runnable || !running {
 		c.order(&configdist.Op{Svc: name, Entry: dataset.ConfigEntry{Version: v, Deleted: true}, Ticket: tk})
 		return
 	}

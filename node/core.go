@@ -7,6 +7,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/node/configdist"
+	"haven/node/instsm"
 	"haven/node/persist"
 	"haven/node/quorumsm"
 	"haven/node/versionbound"
@@ -20,9 +21,9 @@ type Core struct {
 	cfg   Config
 	state State
 
-	insts  map[string]*instance
-	inames []string    // sorted
-	ilist  []*instance // in name order
+	insts  map[string]*instsm.Instance
+	inames []string           // sorted
+	ilist  []*instsm.Instance // in name order
 	// nextCheck is no later than the first periodic check due (zero:
 	// look at every instance at the next tick).
 	nextCheck time.Time

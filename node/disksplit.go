@@ -48,9 +48,9 @@ func (c *Core) checkDiskSplit(now time.Time) {
 	s := &c.disk
 	if s.Split && !s.Escalated && c.cfg.Quorum.SplitAction == SplitStop {
 		for _, inst := range c.ilist {
-			if _, running := c.Status(inst.name); running && inst.act.busy == "" {
+			if _, running := c.Status(inst.Name); running && inst.Act.Busy == "" {
 				s.Escalated = true
-				c.splitNodeAction(SplitCrash, "the fencing disk is lost and the split stop of "+inst.name+" failed: escalate to crash")
+				c.splitNodeAction(SplitCrash, "the fencing disk is lost and the split stop of "+inst.Name+" failed: escalate to crash")
 				return
 			}
 		}
@@ -70,8 +70,8 @@ func (c *Core) checkDiskSplit(now time.Time) {
 	case SplitStop:
 		c.setNodeFrozen(true, reason+": every local instance stopped, node frozen")
 		for _, inst := range c.ilist {
-			if _, running := c.Status(inst.name); running {
-				c.runAction(inst.name, "stop", reason, now)
+			if _, running := c.Status(inst.Name); running {
+				c.runAction(inst.Name, "stop", reason, now)
 			}
 		}
 	}

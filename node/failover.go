@@ -3,6 +3,7 @@ package node
 import (
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/instsm"
 )
 
 // Failover: the local instance of a service started successfully after
@@ -30,16 +31,16 @@ func (e Failover) String() string {
 // live peers; an instance that runs here forgets it.
 func (c *Core) watchRanElsewhere(s monitor.Snapshot) {
 	for _, inst := range c.passInstances() {
-		svc := inst.name
-		if !inst.local {
+		svc := inst.Name
+		if !inst.Local {
 			continue
 		}
-		if runs(dataset.Instance{Avail: inst.avail, Monitor: inst.mon}) {
-			inst.ranElsewhere = ""
+		if runs(dataset.Instance{Avail: inst.Avail, Monitor: inst.Mon}) {
+			inst.RanElsewhere = ""
 			continue
 		}
 		if n := c.ranElsewhere(s, svc); n != "" {
-			inst.ranElsewhere = n
+			inst.RanElsewhere = n
 		}
 	}
 }
@@ -53,10 +54,10 @@ func runs(i dataset.Instance) bool {
 
 // noteStarted says Failover after a successful start of an instance whose
 // service last ran on another node.
-func (c *Core) noteStarted(svc string, inst *instance) {
-	if inst.ranElsewhere == "" {
+func (c *Core) noteStarted(svc string, inst *instsm.Instance) {
+	if inst.RanElsewhere == "" {
 		return
 	}
-	c.emit(Failover{Svc: svc, From: inst.ranElsewhere, Reason: inst.startReason})
-	inst.ranElsewhere = ""
+	c.emit(Failover{Svc: svc, From: inst.RanElsewhere, Reason: inst.StartReason})
+	inst.RanElsewhere = ""
 }

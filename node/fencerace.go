@@ -18,7 +18,7 @@ import (
 func (c *Core) runningHere() int {
 	n := 0
 	for _, inst := range c.ilist {
-		if _, r := c.Status(inst.name); inst.local && r {
+		if _, r := c.Status(inst.Name); inst.Local && r {
 			n++
 		}
 	}

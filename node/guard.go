@@ -96,24 +96,24 @@ func (c *Core) guardFired(f GuardFiring, now time.Time) {
 	c.emit(GuardFired{Services: f.Services, At: f.At, Late: f.Late.Round(time.Millisecond).String()})
 	for _, svc := range f.Services {
 		inst := c.insts[svc]
-		if inst == nil || !inst.local {
+		if inst == nil || !inst.Local {
 			continue
 		}
 		c.expect(svc, inst, dataset.ExpectNone)
-		inst.lad.pendRID = ""
-		if inst.mon.State == dataset.Restarting {
+		inst.Lad.PendRID = ""
+		if inst.Mon.State == dataset.Restarting {
 			c.setMonitorState(svc, inst, dataset.Idle, "ended by the node guard", now)
 		}
-		for _, rid := range slices.Sorted(maps.Keys(inst.res)) {
-			r := inst.res[rid]
+		for _, rid := range slices.Sorted(maps.Keys(inst.Res)) {
+			r := inst.Res[rid]
 			if r.Status == dataset.StatusUp || r.Status == dataset.StatusWarn {
 				r.Status, r.Log = dataset.StatusDown, "ended by the node guard"
-				inst.res[rid] = r
+				inst.Res[rid] = r
 			}
 		}
-		if avail, overall := status.Instance(inst.res); avail != inst.avail || overall != inst.overall {
-			c.emit(InstanceStatus{Svc: svc, From: inst.avail, To: avail, Overall: overall})
-			inst.avail, inst.overall = avail, overall
+		if avail, overall := status.Instance(inst.Res); avail != inst.Avail || overall != inst.Overall {
+			c.emit(InstanceStatus{Svc: svc, From: inst.Avail, To: avail, Overall: overall})
+			inst.Avail, inst.Overall = avail, overall
 		}
 		c.checkNow(svc)
 	}

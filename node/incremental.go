@@ -6,6 +6,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/instsm"
 	"haven/node/view"
 	"haven/placement"
 )
@@ -47,12 +48,12 @@ type incremental struct {
 	// only, during an incremental pass, are the instances of the services
 	// it covers, in name order: the per-service work of the pass (ladders,
 	// multiple active, failover notes) skips the others (passInstances).
-	only []*instance
+	only []*instsm.Instance
 }
 
 // passInstances are the instances the pass under way decides, in name
 // order: every one, or those of an incremental pass.
-func (c *Core) passInstances() []*instance {
+func (c *Core) passInstances() []*instsm.Instance {
 	if c.inc.only == nil {
 		return c.ilist
 	}

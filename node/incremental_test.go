@@ -11,6 +11,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/instsm"
 	"haven/placement"
 )
 
@@ -121,7 +122,7 @@ func incCluster(r *rand.Rand, incremental bool) (*incDriver, map[string]*dataset
 		ReadyPeriod: 2 * time.Second, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: loc, WriteThrough: true}, State{})
 	loc.c = c
 	for _, name := range names {
-		c.addInstance(name, InstanceSpec{Local: true, Runnable: true, Monitored: true}, t0)
+		c.addInstance(name, instsm.Spec{Local: true, Runnable: true, Monitored: true}, t0)
 	}
 	c.inc.off = !incremental
 	d := &incDriver{c: c, incremental: incremental, running: map[string]bool{}}

@@ -53,7 +53,7 @@ func (c *Core) reportLeases(live []string, now time.Time) {
 	slices.Sort(part)
 	running := 0
 	for _, inst := range c.ilist {
-		if _, r := c.Status(inst.name); inst.local && r {
+		if _, r := c.Status(inst.Name); inst.Local && r {
 			running++
 		}
 	}

@@ -391,8 +391,8 @@ func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
 	q.Split.Escalated = false
 	q.Split.SplitSvcs = q.Split.SplitSvcs[:0]
 	for _, inst := range c.ilist {
-		if inst.local && inst.spec.Runnable {
-			q.Split.SplitSvcs = append(q.Split.SplitSvcs, inst.name)
+		if inst.Local && inst.Spec.Runnable {
+			q.Split.SplitSvcs = append(q.Split.SplitSvcs, inst.Name)
 		}
 	}
 	c.splitProgress(now)
@@ -414,14 +414,14 @@ func (c *Core) splitProgress(now time.Time) {
 			continue
 		}
 		_, running := c.Status(svc)
-		if inst.mon.State == dataset.StopFailed {
-			c.escalate(fmt.Sprintf("the split stop of %s failed (%s)", svc, inst.mon.Error))
+		if inst.Mon.State == dataset.StopFailed {
+			c.escalate(fmt.Sprintf("the split stop of %s failed (%s)", svc, inst.Mon.Error))
 			return
 		}
-		if inst.act.busy == "" && running {
+		if inst.Act.Busy == "" && running {
 			c.runAction(svc, "stop", "quorum lost: split_action stop", now)
 		}
-		if inst.act.busy != "" || running {
+		if inst.Act.Busy != "" || running {
 			left = append(left, svc)
 		}
 	}

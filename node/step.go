@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/node/instsm"
 	"haven/quorum"
 )
 
@@ -140,7 +141,7 @@ type (
 	// (addInstance).
 	InstanceInstalled struct {
 		Service string
-		Spec    InstanceSpec
+		Spec    instsm.Spec
 		Now     time.Time
 	}
 	// InstanceRemoved forgets the instance of a deleted config
@@ -320,7 +321,7 @@ func New(cfg Config, st State) *Core {
 	if cfg.Local == nil {
 		cfg.Local = emptyLocal{}
 	}
-	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
+	c := &Core{cfg: cfg, state: st, insts: map[string]*instsm.Instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
 		pv: peerView{compat: true}, monitor: dataset.NodeIdle}
 	c.vb.Anchor(st.Lamport)
 	c.initPeers()

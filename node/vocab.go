@@ -2,11 +2,13 @@ package node
 
 import (
 	"haven/dataset"
+	"haven/node/instsm"
 	"haven/node/vocab"
 )
 
-// The vocabulary of the core (package node/vocab), under its names here:
-// the driver and the parts of the core name the same types.
+// The vocabulary of the core (package node/vocab), and what the driver
+// says of an instance (node/instsm), under their names here: the driver
+// and the parts of the core name the same types.
 type (
 	Level           = vocab.Level
 	Event           = vocab.Event
@@ -29,6 +31,9 @@ type (
 	ConfigCodec  = vocab.ConfigCodec
 	QuorumConfig = vocab.QuorumConfig
 	GuardConfig  = vocab.GuardConfig
+
+	InstanceSpec = instsm.Spec
+	ResourceSpec = instsm.ResourceSpec
 )
 
 // The levels of an event, the kinds of a node action, the split actions.

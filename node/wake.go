@@ -58,7 +58,7 @@ func (c *Core) nextCheckDue(now time.Time) (time.Time, bool) {
 		return c.nextCheck, true
 	}
 	for _, inst := range c.ilist {
-		if inst.act.busy == "" && !inst.chk.checking && inst.local && inst.spec.Runnable {
+		if inst.Act.Busy == "" && !inst.Chk.Checking && inst.Local && inst.Spec.Runnable {
 			return now, true
 		}
 	}
