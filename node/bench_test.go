@@ -51,7 +51,7 @@ func benchTick(b *testing.B, scan bool) {
 		inst.Chk.LastFull, inst.Chk.LastMon = now, now
 	}
 	c.lastStep = now // a pass just ran
-	c.pv.viewChanged = false
+	c.pv.ViewChanged = false
 	c.Ready()
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -22,11 +22,11 @@ const mergeBudget = 2 << 20
 // mergeConfigs, from the copies of the peers held now. It returns whether
 // some are still left (call it again, in a later turn).
 func (c *Core) mergeMore(now time.Time) bool {
-	for _, pn := range c.pv.pnames {
+	for _, pn := range c.pv.Pnames {
 		if !c.cd.TakeLeftOver(pn) {
 			continue
 		}
-		if p := c.pv.peers[pn]; p != nil && p.Data != nil {
+		if p := c.pv.Peers[pn]; p != nil && p.Data != nil {
 			c.mergeConfigs(pn, p.Data.Configs, now)
 		}
 	}

@@ -97,8 +97,8 @@ func (c *Core) checkPending(name string, now time.Time) {
 // not include this node's edit made at counter n.
 func (c *Core) peersLacking(name string, n uint64, now time.Time) []string {
 	var out []string
-	for _, pn := range c.pv.pnames {
-		p := c.pv.peers[pn]
+	for _, pn := range c.pv.Pnames {
+		p := c.pv.Peers[pn]
 		if c.PeerStatus(pn, now) != dataset.NodeUp {
 			continue
 		}

@@ -345,8 +345,8 @@ func (c *Core) installed(op *configdist.Op, now time.Time) {
 
 // remerge merges the peers' targets and clears of svc again.
 func (c *Core) remerge(svc string, now time.Time) {
-	for _, pn := range c.pv.pnames {
-		d := c.pv.peers[pn].Data
+	for _, pn := range c.pv.Pnames {
+		d := c.pv.Peers[pn].Data
 		if d == nil {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"haven/dataset"
 	"haven/node/configdist"
 	"haven/node/instsm"
+	"haven/node/peersm"
 	"haven/node/persist"
 	"haven/node/quorumsm"
 	"haven/node/versionbound"
@@ -38,7 +39,7 @@ type Core struct {
 	shutdown bool
 
 	// pv is what the node knows of the other members (peers.go).
-	pv      peerView
+	pv      peersm.View
 	monitor dataset.NodeMonitor
 	started time.Time
 	// lastStep is the time of the last decision pass.

@@ -118,7 +118,7 @@ func (c *Core) guardFired(f GuardFiring, now time.Time) {
 		c.checkNow(svc)
 	}
 	c.publish()
-	c.pv.viewChanged = true
+	c.pv.ViewChanged = true
 }
 
 // GuardEntitled reports whether the driver may renew the guard's lease at
@@ -190,7 +190,7 @@ func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, boo
 	if 2*have > total {
 		return full, true, ""
 	}
-	for _, n := range c.pv.pnames {
+	for _, n := range c.pv.Pnames {
 		if at, ok := acked(n); ok {
 			vs = append(vs, voucher{until: at.Add(lease), w: 1})
 		}
@@ -288,7 +288,7 @@ func (c *Core) anchoredHBTimeout(d *dataset.Node) (time.Duration, bool) {
 	}
 	hb := c.cfg.Quorum.HBTimeout
 	for n := range c.q.Live {
-		p := c.pv.peers[n]
+		p := c.pv.Peers[n]
 		if p == nil || p.Data == nil || p.Data.Guard == nil || p.Data.Guard.HBTimeoutMs <= 0 {
 			return 0, false
 		}

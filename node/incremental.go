@@ -173,15 +173,15 @@ func (c *Core) viewSnapshot(now time.Time) (s monitor.Snapshot, ok bool) {
 	in := &c.inc
 	s = *in.last
 	s.Now = now
-	if s.Compat != c.pv.compat || s.ConfDiffers != c.pv.confDiffers || !sameFencing(s.Fencing, c.fencing()) || s.FastAck != c.fastAck(now) {
+	if s.Compat != c.pv.Compat || s.ConfDiffers != c.pv.ConfDiffers || !sameFencing(s.Fencing, c.fencing()) || s.FastAck != c.fastAck(now) {
 		return s, false
 	}
 	nodes := make(map[string]placement.NodeView, len(s.Nodes))
 	for n, v := range s.Nodes {
 		nodes[n] = v
 	}
-	for _, name := range c.pv.pnames {
-		p := c.pv.peers[name]
+	for _, name := range c.pv.Pnames {
+		p := c.pv.Peers[name]
 		v, found := nodes[name]
 		if !found || v.Status != view.Status(p.Peer, now, c.cfg.MaintenanceGrace) {
 			return s, false
@@ -214,7 +214,7 @@ func sameFencing(a, b map[string]string) bool {
 // them, when it can; it reports false when the pass must be full.
 func (c *Core) incrementalPass(now time.Time) bool {
 	in := &c.inc
-	if in.last == nil || len(in.dirty) == 0 || c.pv.viewChanged || (!in.due.IsZero() && !now.Before(in.due)) {
+	if in.last == nil || len(in.dirty) == 0 || c.pv.ViewChanged || (!in.due.IsZero() && !now.Before(in.due)) {
 		return false
 	}
 	snap, ok := c.viewSnapshot(now)

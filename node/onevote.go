@@ -104,7 +104,7 @@ func (c *Core) oneVoteResult(name string, g quorum.GrantAnswer, errText string, 
 	}
 	if was != l.Granted || l.Reason == "" {
 		c.emit(ArbitratorStatus{Name: name, OK: l.Granted, Detail: l.Reason, Refused: errText == "" && !g.Granted})
-		c.pv.viewChanged = true
+		c.pv.ViewChanged = true
 	}
 	c.voteAgainIfRegained(c.livePeers(now), now)
 	c.decideVote(now)

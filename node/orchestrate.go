@@ -30,7 +30,7 @@ func (c *Core) orchestrate(now time.Time, viewOnly bool) {
 	if viewOnly && c.incrementalPass(now) {
 		return
 	}
-	c.pv.viewChanged = false
+	c.pv.ViewChanged = false
 	c.lastStep = now
 	in := &c.inc
 	in.dirty, in.peers, in.rel = nil, nil, nil

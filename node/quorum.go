@@ -10,6 +10,7 @@ import (
 
 	"haven/dataset"
 	"haven/internal/planted"
+	"haven/node/peersm"
 	"haven/node/quorumsm"
 	"haven/node/view"
 	"haven/quorum"
@@ -90,14 +91,14 @@ func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
 // held (a restart: duplicate.go), whose data is current.
 func (c *Core) livePeers(now time.Time) []string {
 	var out []string
-	for _, name := range c.pv.pnames {
-		p := c.pv.peers[name]
+	for _, name := range c.pv.Pnames {
+		p := c.pv.Peers[name]
 		switch view.Status(p.Peer, now, c.cfg.MaintenanceGrace) {
 		case dataset.NodeStMaint, dataset.NodeStShutting:
 			// announced: a daemon stopped for maintenance (within its
 			// grace) or shutting down is no loss
 		case dataset.NodeUp:
-			if p.Data == nil || view.Unconfirmed(p.Peer) && !p.heldRunOnly() || c.selfClaimCredited(p, now) {
+			if p.Data == nil || view.Unconfirmed(p.Peer) && !p.HeldRunOnly() || c.selfClaimCredited(p, now) {
 				continue
 			}
 		default:
@@ -110,12 +111,12 @@ func (c *Core) livePeers(now time.Time) []string {
 
 // noteFirstHeard records when a peer was first heard in this run, and
 // whether one of its beats since did not list this node.
-func (c *Core) noteFirstHeard(p *peer, ev PeerEvent, now time.Time) {
-	if p.firstHeard.IsZero() && (ev.Kind == PeerUp || ev.Kind == PeerData && ev.Data != nil) {
-		p.firstHeard = now
+func (c *Core) noteFirstHeard(p *peersm.Peer, ev PeerEvent, now time.Time) {
+	if p.FirstHeard.IsZero() && (ev.Kind == PeerUp || ev.Kind == PeerData && ev.Data != nil) {
+		p.FirstHeard = now
 	}
 	if ev.Kind == PeerUnseen && !slices.Contains(ev.Unseen, c.cfg.Name) {
-		p.heardUs = true
+		p.HeardUs = true
 	}
 }
 
@@ -126,11 +127,11 @@ func (c *Core) noteFirstHeard(p *peer, ev PeerEvent, now time.Time) {
 // is credited only once a beat of the peer did not list this node (it
 // heard this run) or the claim outlasted hb.timeout since the peer was
 // first heard (it had time to hear this run and did not: a one-way loss).
-func (c *Core) selfClaimCredited(p *peer, now time.Time) bool {
-	if !slices.Contains(p.unseen, c.cfg.Name) {
+func (c *Core) selfClaimCredited(p *peersm.Peer, now time.Time) bool {
+	if !slices.Contains(p.Unseen, c.cfg.Name) {
 		return false
 	}
-	return p.heardUs || p.firstHeard.IsZero() || !now.Before(p.firstHeard.Add(c.cfg.Quorum.HBTimeout))
+	return p.HeardUs || p.FirstHeard.IsZero() || !now.Before(p.FirstHeard.Add(c.cfg.Quorum.HBTimeout))
 }
 
 // updateQuorum runs after every heartbeat event and tick: a loss of live
@@ -183,21 +184,21 @@ func (c *Core) updateQuorum(now time.Time) {
 		// live now (declared down since, or not hearing this node) are
 		// lost, and voted on as usual.
 		q.Rejoined = true
-		for _, n := range c.pv.pnames {
-			if c.pv.peers[n].Data != nil && !cur[n] && !slices.Contains(lost, n) {
+		for _, n := range c.pv.Pnames {
+			if c.pv.Peers[n].Data != nil && !cur[n] && !slices.Contains(lost, n) {
 				lost = append(lost, n)
 			}
 		}
 	}
 	q.Live = cur
-	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pv.pnames) && !c.justStalled(now) {
+	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pv.Pnames) && !c.justStalled(now) {
 		c.endSplitFreeze("the cluster is whole again: every member hears this node and is heard")
 	}
 	if stalled > 0 {
 		// this daemon did not run for longer than hb.timeout: its peers
 		// may have declared it down and taken over; count it alone
 		c.emit(QuorumStall{Gap: stalled.Round(time.Millisecond).String()})
-		c.startVote(now, nil, c.pv.pnames)
+		c.startVote(now, nil, c.pv.Pnames)
 		q.StallAt = now
 	} else if len(lost) > 0 {
 		c.startVote(now, live, lost)
@@ -310,7 +311,7 @@ func (c *Core) endSplitFreeze(why string) {
 	if c.cfg.Quorum.SplitAction == SplitStop {
 		q.Split.Lost, q.Split.SplitSvcs = false, nil
 	}
-	c.pv.viewChanged = true
+	c.pv.ViewChanged = true
 }
 
 // startVote begins a vote: lost members were lost at now; live are the
@@ -363,7 +364,7 @@ func (c *Core) decideVote(now time.Time) {
 	q.Last, q.LastAt = &v, now
 	c.emit(QuorumVote{Verdict: v, Lost: q.PendingLost, SplitAction: c.cfg.Quorum.SplitAction, Again: q.Again})
 	c.publish()
-	c.pv.viewChanged = true
+	c.pv.ViewChanged = true
 	if v.Survive && c.state.SplitFrozen {
 		c.endSplitFreeze("this node holds the quorum again: " + v.String())
 	}
@@ -493,8 +494,8 @@ func (c *Core) hasStonith(node string) bool { return slices.Contains(c.cfg.Quoru
 // the peer is fenced or certainly stopped by its own split_action.
 func (c *Core) updateGates(now time.Time) {
 	q := &c.q
-	for _, name := range c.pv.pnames {
-		p := c.pv.peers[name]
+	for _, name := range c.pv.Pnames {
+		p := c.pv.Peers[name]
 		down := p.Data != nil && p.Data.Monitor != dataset.NodeShutting &&
 			view.Status(p.Peer, now, c.cfg.MaintenanceGrace) == dataset.NodeDown
 		g := q.Gates[name]
@@ -507,7 +508,7 @@ func (c *Core) updateGates(now time.Time) {
 			if g.Blocked != "" {
 				c.emit(TakeoverGate{Node: name, Closed: true})
 			}
-			c.pv.viewChanged = true
+			c.pv.ViewChanged = true
 			continue
 		case !down:
 			continue
@@ -517,7 +518,7 @@ func (c *Core) updateGates(now time.Time) {
 			continue
 		}
 		g.Blocked, g.Said = why, true
-		c.pv.viewChanged = true
+		c.pv.ViewChanged = true
 		if why == "" {
 			c.emit(TakeoverGate{Node: name, Cleared: true, Reason: c.gateCleared(g)})
 		} else {
@@ -562,9 +563,9 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *quorumsm.Gate, now time.
 		g.Restart, g.From = true, "this node held the quorum again"
 		return "this node lost the quorum"
 	}
-	for _, n := range c.pv.pnames {
+	for _, n := range c.pv.Pnames {
 		if q.Live[n] {
-			if !slices.Contains(c.pv.peers[n].unseen, name) {
+			if !slices.Contains(c.pv.Peers[n].Unseen, name) {
 				g.Restart, g.From = true, "no live member heard "+name+" any more"
 				return n + " still hears " + name
 			}
@@ -573,7 +574,7 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *quorumsm.Gate, now time.
 	if d := p.Data; d != nil && d.Guard != nil && d.Guard.Anchored {
 		// the peer's lease counts from a member's declaration of it down:
 		// a member live since the gate started declared it maybe later
-		for _, n := range c.pv.pnames {
+		for _, n := range c.pv.Pnames {
 			if q.Live[n] && !g.LiveAt[n] {
 				g.Restart, g.From = true, n+" became live"
 			}

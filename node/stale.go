@@ -1,5 +1,7 @@
 package node
 
+import "haven/node/peersm"
+
 // A stale peer (PeerStale): heard, but the copy of its data held stayed
 // behind the generation its beats announce for hb.timeout (its data is
 // lost on the way). Its data says nothing of what runs there now: it is
@@ -46,28 +48,28 @@ func (e PeerDataFresh) String() string {
 
 // noteStale applies PeerStale, PeerFresh and the staleness a Data or Down
 // event leaves: while behind, the peer's data is never taken as current.
-func (c *Core) noteStale(p *peer, ev PeerEvent) {
+func (c *Core) noteStale(p *peersm.Peer, ev PeerEvent) {
 	switch ev.Kind {
 	case PeerStale:
-		if !p.behind {
-			p.behind = true
+		if !p.Behind {
+			p.Behind = true
 			c.emit(PeerDataStale{Node: ev.Node, Reason: ev.Reason})
 		}
 	case PeerFresh:
-		if p.behind {
-			p.behind = false
+		if p.Behind {
+			p.Behind = false
 			c.emit(PeerDataFresh{Node: ev.Node})
 		}
 	case PeerDown:
-		p.behind = false
+		p.Behind = false
 	}
-	if p.behind && p.Up && p.Data != nil {
+	if p.Behind && p.Up && p.Data != nil {
 		p.Stale = true
 	}
 }
 
 // peerBehind reports whether the peer's data is stale (PeerStale).
 func (c *Core) peerBehind(name string) bool {
-	p := c.pv.peers[name]
-	return p != nil && p.behind
+	p := c.pv.Peers[name]
+	return p != nil && p.Behind
 }

@@ -5,6 +5,7 @@ import (
 
 	"haven/dataset"
 	"haven/node/instsm"
+	"haven/node/peersm"
 	"haven/quorum"
 )
 
@@ -322,7 +323,7 @@ func New(cfg Config, st State) *Core {
 		cfg.Local = emptyLocal{}
 	}
 	c := &Core{cfg: cfg, state: st, insts: map[string]*instsm.Instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
-		pv: peerView{compat: true}, monitor: dataset.NodeIdle}
+		pv: peersm.View{Compat: true}, monitor: dataset.NodeIdle}
 	c.vb.Anchor(st.Lamport)
 	c.initPeers()
 	c.markDurable()

@@ -37,8 +37,8 @@ func (c *Core) retryAhead(now time.Time) {
 	}
 	c.bumpMergeEra()
 	snap := func() monitor.Snapshot { return c.Snapshot(now) }
-	for _, pn := range c.pv.pnames {
-		if d := c.pv.peers[pn].Data; d != nil {
+	for _, pn := range c.pv.Pnames {
+		if d := c.pv.Peers[pn].Data; d != nil {
 			c.mergeConfigs(pn, d.Configs, now)
 			c.mergeTargets(pn, d.Targets, now, snap)
 			c.mergeClears(pn, d.Clears, now)

@@ -40,8 +40,8 @@ func (c *Core) WatchesClock() bool {
 	if c.quorumOn() || c.monitor == dataset.NodeRejoin || c.cd.Waiting() || c.ps.Failing() != nil || c.ConfigMergesLeft() {
 		return true
 	}
-	for _, name := range c.pv.pnames {
-		if c.pv.peers[name].status == dataset.NodeStMaint {
+	for _, name := range c.pv.Pnames {
+		if c.pv.Peers[name].Status == dataset.NodeStMaint {
 			return true
 		}
 	}

@@ -26,7 +26,7 @@ func (c *Core) noteWasFrozen(tk Ticket, svc string, nodes []string) {
 			}
 			f = c.state.Services[svc].Frozen || c.state.NodeFrozen
 		} else {
-			p := c.pv.peers[n]
+			p := c.pv.Peers[n]
 			if p == nil || p.Data == nil {
 				continue
 			}
