@@ -143,8 +143,8 @@ func benchHeartbeat(b *testing.B, incremental, running bool) {
 		c.Ready()
 	}
 	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
-	if incremental && c.inc.partial < uint64(b.N) {
-		b.Fatalf("%d incremental passes for %d heartbeats", c.inc.partial, b.N)
+	if incremental && c.inc.Partial < uint64(b.N) {
+		b.Fatalf("%d incremental passes for %d heartbeats", c.inc.Partial, b.N)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/node/configdist"
+	"haven/node/incpass"
 	"haven/node/instsm"
 	"haven/node/peersm"
 	"haven/node/persist"
@@ -45,7 +46,7 @@ type Core struct {
 	// lastStep is the time of the last decision pass.
 	lastStep time.Time
 	// inc is what the incremental passes keep (incremental.go).
-	inc incremental
+	inc incpass.State
 
 	// targetFailed is the last cause given for a service's target that
 	// cannot be reached (monitor's Decision.TargetFailed), to say it once.
@@ -73,7 +74,7 @@ type Core struct {
 	// (disksplit.go).
 	disk quorumsm.DiskSplit
 	// guard is what the core knows of the node guard (guard.go).
-	guard guardState
+	guard quorumsm.Guard
 
 	ready Ready
 }

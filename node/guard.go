@@ -54,16 +54,6 @@ type GuardReported struct {
 
 func (GuardReported) isInput() {}
 
-type guardState struct {
-	armed, maint bool
-	err          string
-	// fired is the id of the last record taken in.
-	fired string
-	// notRenewed: GuardReported.NotRenewed; held the service it holds
-	// back (said once).
-	notRenewed, held string
-}
-
 // guardReport takes the guard's answer in: a record not taken in yet is
 // acted on first (GuardFired); a change of the armed state is published.
 func (c *Core) guardReport(in GuardReported) {
@@ -71,18 +61,18 @@ func (c *Core) guardReport(in GuardReported) {
 		return
 	}
 	g := &c.guard
-	if g.notRenewed = in.NotRenewed; g.notRenewed == "" {
-		g.held = ""
+	if g.NotRenewed = in.NotRenewed; g.NotRenewed == "" {
+		g.Held = ""
 	}
-	if f := in.Fired; f != nil && !f.Acked && f.ID != g.fired {
-		g.fired = f.ID
+	if f := in.Fired; f != nil && !f.Acked && f.ID != g.Fired {
+		g.Fired = f.ID
 		c.guardFired(*f, in.Now)
 	}
-	if in.Armed != g.armed || in.Maintenance != g.maint || in.Err != g.err {
-		if in.Armed != g.armed || in.Err != g.err {
+	if in.Armed != g.Armed || in.Maintenance != g.Maint || in.Err != g.Err {
+		if in.Armed != g.Armed || in.Err != g.Err {
 			c.emit(GuardState{Armed: in.Armed, Maintenance: in.Maintenance, Err: in.Err})
 		}
-		g.armed, g.maint, g.err = in.Armed, in.Maintenance, in.Err
+		g.Armed, g.Maint, g.Err = in.Armed, in.Maintenance, in.Err
 		c.publish()
 	}
 }
@@ -218,22 +208,22 @@ func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, boo
 // the service over. Said once per service and reason.
 func (c *Core) guardHoldsStart(svc string) bool {
 	g := &c.guard
-	if !c.cfg.Guard.Enabled || !c.quorumOn() || g.notRenewed == "" {
+	if !c.cfg.Guard.Enabled || !c.quorumOn() || g.NotRenewed == "" {
 		return false
 	}
-	if g.held != svc+"\x00"+g.notRenewed {
-		g.held = svc + "\x00" + g.notRenewed
-		c.emit(GuardHeldStart{Svc: svc, Why: g.notRenewed})
+	if g.Held != svc+"\x00"+g.NotRenewed {
+		g.Held = svc + "\x00" + g.NotRenewed
+		c.emit(GuardHeldStart{Svc: svc, Why: g.NotRenewed})
 	}
 	return true
 }
 
 // guardInfo is what this node publishes of its guard (nil: not armed).
 func (c *Core) guardInfo() *dataset.GuardInfo {
-	if !c.cfg.Guard.Enabled || !c.guard.armed {
+	if !c.cfg.Guard.Enabled || !c.guard.Armed {
 		return nil
 	}
-	return &dataset.GuardInfo{LeaseMs: c.cfg.Guard.Lease.Milliseconds(), ActMs: c.cfg.Guard.Act.Milliseconds(), Maintenance: c.guard.maint,
+	return &dataset.GuardInfo{LeaseMs: c.cfg.Guard.Lease.Milliseconds(), ActMs: c.cfg.Guard.Act.Milliseconds(), Maintenance: c.guard.Maint,
 		Anchored: c.quorumOn(), HBTimeoutMs: c.cfg.Quorum.HBTimeout.Milliseconds()}
 }
 

@@ -33,13 +33,13 @@ func (c *Core) orchestrate(now time.Time, viewOnly bool) {
 	c.pv.ViewChanged = false
 	c.lastStep = now
 	in := &c.inc
-	in.dirty, in.peers, in.rel = nil, nil, nil
-	if !in.due.IsZero() && !now.Before(in.due) {
-		in.due = time.Time{}
+	in.Dirty, in.Peers, in.Rel = nil, nil, nil
+	if !in.Due.IsZero() && !now.Before(in.Due) {
+		in.Due = time.Time{}
 	}
-	in.full++
+	in.Full++
 	snap := c.Snapshot(now)
-	in.loadUsed = loadUsed(snap.Services)
+	in.LoadUsed = loadUsed(snap.Services)
 	c.decide(snap, now, nil)
 }
 
@@ -50,13 +50,13 @@ func (c *Core) orchestrate(now time.Time, viewOnly bool) {
 // (applyDecisions) and the --wait callers whose time is up.
 func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 	if only != nil {
-		c.inc.only = make([]*instsm.Instance, 0, len(only))
+		c.inc.Only = make([]*instsm.Instance, 0, len(only))
 		for _, svc := range only { // sorted, as ilist
 			if inst := c.insts[svc]; inst != nil {
-				c.inc.only = append(c.inc.only, inst)
+				c.inc.Only = append(c.inc.Only, inst)
 			}
 		}
-		defer func() { c.inc.only = nil }()
+		defer func() { c.inc.Only = nil }()
 	}
 	c.decisionView(&snap, now, only)
 	next := c.resolveMultipleActive(snap, now)
@@ -78,18 +78,18 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 // snap itself kept for the incremental passes).
 func (c *Core) decisionView(snap *monitor.Snapshot, now time.Time, only []string) {
 	if only == nil {
-		c.inc.runs.build(*snap)
+		c.inc.Runs.Build(*snap)
 	}
 	c.watchLadders(*snap, now)
 	if c.ladderAll(now) {
 		// the ladder changed a monitor: decide on what it did
 		*snap = c.Snapshot(now)
 		if only == nil {
-			c.inc.runs.build(*snap)
+			c.inc.Runs.Build(*snap)
 		}
 	}
-	snap.Cache = &c.inc.cache
-	c.inc.last = snap
+	snap.Cache = &c.inc.Cache
+	c.inc.Last = snap
 }
 
 // applyDecisions carries out the decisions of a pass, in order, for the
@@ -175,7 +175,7 @@ func (c *Core) wakeAt(t time.Time) {
 	if t.IsZero() {
 		return
 	}
-	c.inc.noteWake(t)
+	c.inc.NoteWake(t)
 	if c.ready.WakeAt.IsZero() || t.Before(c.ready.WakeAt) {
 		c.ready.WakeAt = t
 	}

@@ -142,7 +142,7 @@ func (c *Core) wakeUp() { c.pv.ViewChanged = true }
 
 // ViewChanged reports whether the view changed since the last decision
 // pass (the driver runs Orchestrate then, or when its dataset changed).
-func (c *Core) ViewChanged() bool { return c.pv.ViewChanged || len(c.inc.dirty) > 0 }
+func (c *Core) ViewChanged() bool { return c.pv.ViewChanged || len(c.inc.Dirty) > 0 }
 
 // notePeers emits the changes of the peers' status as this node concludes
 // it, and marks the view changed.

@@ -112,10 +112,10 @@ func TestRunTableMatchesLookups(t *testing.T) {
 		}
 		s := snap()
 		if r.Intn(3) > 0 {
-			c.inc.runs.build(s)
+			c.inc.Runs.Build(s)
 			built++
 		}
-		if c.inc.runs.of(s) != nil {
+		if c.inc.Runs.Of(s) != nil {
 			fromTable++
 		}
 		for _, svc := range svcs {

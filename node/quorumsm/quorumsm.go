@@ -129,3 +129,16 @@ type Lease struct {
 type DiskSplit struct {
 	Lost, Split, Escalated bool
 }
+
+// Guard is what the core knows of the node guard (node/guard.go): whether
+// it holds a lease (Armed; Maint: the lease of a clean stop), why it did
+// not answer (Err).
+type Guard struct {
+	Armed, Maint bool
+	Err          string
+	// Fired is the id of the last record taken in.
+	Fired string
+	// NotRenewed: GuardReported.NotRenewed; held the service it holds
+	// back (said once).
+	NotRenewed, Held string
+}
