@@ -26,20 +26,6 @@ import (
 // declared down: a clone's data (nothing runs there yet) never makes a
 // service look down on that node.
 
-const (
-	// PeerDuplicate: two runs of the peer send at once (Reason says which).
-	PeerDuplicate PeerKind = iota + 200
-	// PeerDuplicateGone: one run of the peer again.
-	PeerDuplicateGone
-	// PeerRunHeld: a new run of the peer was confirmed while another run
-	// of it was heard lately (a restart, or a cloned host: Reason); its
-	// instances are unknown until PeerRunTrusted or its Down.
-	PeerRunHeld
-	// PeerRunTrusted: no other run of the peer was heard for long enough;
-	// its data follows.
-	PeerRunTrusted
-)
-
 // PeerRunHeldEvent: a new run of a peer while another may still live: its
 // data is taken, its instances count as unknown for a while.
 type PeerRunHeldEvent struct {

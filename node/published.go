@@ -74,3 +74,55 @@ func monitoredSpec(inst *instsm.Instance, rid string) bool {
 	}
 	return false
 }
+
+// Dataset fills what the core owns of this node's dataset entry in n
+// (which holds the driver's part: name, labels, load, configs,
+// generation): the node monitor, the frozen flag, the compat, the
+// targets and clears it relays, and every local instance.
+func (c *Core) Dataset(n dataset.Node) dataset.Node {
+	n.Monitor = c.monitor
+	n.Frozen = c.state.NodeFrozen
+	n.FrozenReason = c.state.NodeFrozenReason
+	n.SplitFrozen, n.SplitFrozenReason = c.state.SplitFrozen, c.state.SplitFrozenReason
+	n.Compat = c.cfg.Compat
+	n.Conf = c.cfg.ClusterConf
+	n.Format = c.localFormat()
+	n.Targets = c.Targets()
+	n.Clears = c.clears()
+	if c.quorumOn() {
+		n.SplitAction = c.cfg.Quorum.SplitAction
+	}
+	n.Guard = c.guardInfo()
+	if len(n.Services) == 0 {
+		// sized once: grown entry by entry, the map of 2,000 instances
+		// was copied over a dozen times
+		n.Services = make(map[string]dataset.Instance, len(c.ilist))
+	}
+	for _, inst := range c.ilist {
+		if !inst.Local && !inst.Retiring && inst.Mon.State != dataset.StopFailed {
+			// not one of the service's nodes; one just removed from them
+			// shows its instance until it stopped (or failed to: then
+			// the others still see it running here)
+			continue
+		}
+		ss := c.state.Services[inst.Name]
+		n.Services[inst.Name] = dataset.Instance{
+			Excluded:        excludedText(ss.Excluded, inst),
+			GaveUp:          ss.GaveUp,
+			Avail:           inst.Avail,
+			Overall:         inst.Overall,
+			Frozen:          ss.Frozen,
+			Monitor:         inst.Mon,
+			PlacementLeader: inst.Leader,
+			Flags:           inst.Flags,
+			Resources:       publishedResources(inst, ss),
+			ConfigVersion:   ss.ConfigVersion,
+			FencingToken:    ss.FencingToken,
+			FencingSeen:     ss.FencingSeen,
+			ReadyAck:        inst.Fa.Ack,
+			LastStartMs:     inst.Act.LastStart.Milliseconds(),
+			LastStopMs:      inst.Act.LastStop.Milliseconds(),
+		}
+	}
+	return n
+}

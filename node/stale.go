@@ -13,13 +13,6 @@ import "haven/node/peersm"
 // fencing rules) lets a service move. It stays so until the copy catches
 // up (PeerFresh, then its data) or the peer goes down.
 
-const (
-	// PeerStale: the peer's data held is stale (Reason says how far).
-	PeerStale PeerKind = iota + 100
-	// PeerFresh: the peer's data held is current again; its data follows.
-	PeerFresh
-)
-
 // PeerDataStale: a live peer's data held is behind what it announces for
 // hb.timeout: its instances are unknown until its data is heard again.
 type PeerDataStale struct {

@@ -32,11 +32,15 @@ type (
 	QuorumConfig = vocab.QuorumConfig
 	GuardConfig  = vocab.GuardConfig
 
+	PeerKind  = vocab.PeerKind
+	PeerEvent = vocab.PeerEvent
+
 	InstanceSpec = instsm.Spec
 	ResourceSpec = instsm.ResourceSpec
 )
 
-// The levels of an event, the kinds of a node action, the split actions.
+// The levels of an event, the kinds of a node action, the split actions,
+// the kinds of the news of a peer.
 const (
 	Info  = vocab.Info
 	Warn  = vocab.Warn
@@ -49,6 +53,17 @@ const (
 	SplitCrash    = vocab.SplitCrash
 	SplitReboot   = vocab.SplitReboot
 	SplitDisabled = vocab.SplitDisabled
+
+	PeerUp            = vocab.PeerUp
+	PeerDown          = vocab.PeerDown
+	PeerData          = vocab.PeerData
+	PeerUnseen        = vocab.PeerUnseen
+	PeerStale         = vocab.PeerStale
+	PeerFresh         = vocab.PeerFresh
+	PeerDuplicate     = vocab.PeerDuplicate
+	PeerDuplicateGone = vocab.PeerDuplicateGone
+	PeerRunHeld       = vocab.PeerRunHeld
+	PeerRunTrusted    = vocab.PeerRunTrusted
 )
 
 // failedf is an error of an answer (exit status 1).

@@ -1,0 +1,89 @@
+package node
+
+import (
+	"time"
+
+	"haven/dataset"
+	"haven/node/view"
+)
+
+// The inputs of the node's life and of its peers, which dispatch to the
+// rules: the start of the daemon, a heartbeat event, the periodic tick.
+
+// start is the start of the daemon: with peers, the node monitor enters
+// rejoin until every one was heard or the rejoin grace period ends.
+func (c *Core) start(now time.Time) {
+	c.started = now
+	if len(c.pv.Peers) > 0 {
+		c.setNodeMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
+	}
+	c.updateLevel() // alone in its cluster, a node reads every format there is
+	c.publish()
+}
+
+// heartbeat takes a heartbeat event: the peer's status, its data (configs,
+// targets and clears newer than ours are adopted: mergeConfigs first),
+// then compat and rejoin; the edits waiting for the peers' adoption are
+// looked at again.
+func (c *Core) heartbeat(ev PeerEvent, now time.Time) {
+	p := c.pv.Peers[ev.Node]
+	if p == nil {
+		return
+	}
+	instancesOnly := false
+	c.noteFirstHeard(p, ev, now)
+	switch ev.Kind {
+	case PeerUp:
+		p.Up = true
+	case PeerDown:
+		if p.Up && !c.heldUpAsTwin(p) {
+			p.Peer = view.NoteDown(p.Peer)
+		}
+	case PeerUnseen:
+		p.Unseen = append([]string(nil), ev.Unseen...)
+	case PeerData:
+		if ev.Data == nil {
+			return
+		}
+		instancesOnly = c.takeData(p, ev, now)
+	case PeerStale, PeerFresh, PeerDuplicate, PeerDuplicateGone, PeerRunHeld, PeerRunTrusted:
+	default:
+		return
+	}
+	c.noteStale(p, ev)
+	c.noteDuplicate(p, ev)
+	c.updateCompat()
+	c.updateConf()
+	c.notePeers(now)
+	c.updateRejoin(now)
+	c.updateQuorum(now)
+	if ev.Kind == PeerData {
+		c.checkEdits(now)
+	}
+	// a peer's change is a change of this node's view: decide again (only
+	// the services whose instances changed, when that is all: dirty)
+	if !instancesOnly {
+		c.pv.ViewChanged = true
+	}
+}
+
+// tick is the periodic tick (at NextTick in the daemon): the periodic status
+// checks (CheckInterval, MonitorInterval), the peers' status
+// changes that come with time alone (a maintenance grace that ends), the
+// end of the rejoin grace period, and the safety-net decision pass (at
+// most fullPassPeriod apart, so that nothing waits forever on a lost
+// event).
+func (c *Core) tick(now time.Time) {
+	c.updateRejoin(now)
+	c.notePeers(now)
+	c.tickChecks(now)
+	c.tickQuorum(now)
+	if c.ConfigMergesLeft() {
+		c.mergeMore(now) // the driver's own turns are quicker (mergeMore)
+	}
+	c.checkEdits(now)
+	c.retryAhead(now)
+	if now.Sub(c.lastStep) >= fullPassPeriod {
+		c.pv.ViewChanged = true
+	}
+}
