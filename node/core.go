@@ -220,3 +220,26 @@ type drain struct {
 	pending map[Ticket]bool
 	errs    []error
 }
+
+// quorumOn reports whether cluster.quorum is on.
+func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
+
+// wakeAt asks the driver to call again at t (the earliest wins).
+func (c *Core) wakeAt(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	c.inc.NoteWake(t)
+	if c.ready.WakeAt.IsZero() || t.Before(c.ready.WakeAt) {
+		c.ready.WakeAt = t
+	}
+}
+
+// passInstances are the instances the pass under way decides, in name
+// order: every one, or those of an incremental pass.
+func (c *Core) passInstances() []*instsm.Instance {
+	if c.inc.Only == nil {
+		return c.ilist
+	}
+	return c.inc.Only
+}

@@ -45,13 +45,6 @@ func (c *Core) watchRanElsewhere(s monitor.Snapshot) {
 	}
 }
 
-// runs reports whether an instance runs: up or warn (n/a and started
-// counts as up).
-func runs(i dataset.Instance) bool {
-	a := monitor.EffectiveAvail(i)
-	return a == dataset.StatusUp || a == dataset.StatusWarn
-}
-
 // noteStarted says Failover after a successful start of an instance whose
 // service last ran on another node.
 func (c *Core) noteStarted(svc string, inst *instsm.Instance) {

@@ -6,19 +6,9 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
-	"haven/node/instsm"
 	"haven/node/view"
 	"haven/placement"
 )
-
-// passInstances are the instances the pass under way decides, in name
-// order: every one, or those of an incremental pass.
-func (c *Core) passInstances() []*instsm.Instance {
-	if c.inc.Only == nil {
-		return c.ilist
-	}
-	return c.inc.Only
-}
 
 // loadUsed reports whether a service reads the nodes' load or memory.
 func loadUsed(svcs map[string]*config.ServiceConfig) bool {

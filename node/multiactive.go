@@ -61,24 +61,6 @@ func multipleActiveRule(cfg *config.ServiceConfig) string {
 	return cfg.MultipleActive
 }
 
-// runningNodes returns the nodes of s where svc runs (effective avail up or
-// warn), in name order.
-func runningNodes(s monitor.Snapshot, svc string) []string {
-	var up []string
-	for _, node := range s.ClusterNodes {
-		v, ok := s.Nodes[node]
-		if !ok || !v.Alive() {
-			continue
-		}
-		if i, ok := v.Data.Services[svc]; ok {
-			if a := monitor.EffectiveAvail(i); a == dataset.StatusUp || a == dataset.StatusWarn {
-				up = append(up, node)
-			}
-		}
-	}
-	return up
-}
-
 // unstoppable reports whether the instance of svc on node may not be
 // stopped by the daemon: frozen, or on a frozen node.
 func unstoppable(s monitor.Snapshot, svc, node string) bool {

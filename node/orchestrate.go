@@ -169,14 +169,3 @@ func earliest(a, b time.Time) time.Time {
 	}
 	return a
 }
-
-// wakeAt asks the driver to call again at t (the earliest wins).
-func (c *Core) wakeAt(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	c.inc.NoteWake(t)
-	if c.ready.WakeAt.IsZero() || t.Before(c.ready.WakeAt) {
-		c.ready.WakeAt = t
-	}
-}

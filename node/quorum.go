@@ -81,9 +81,6 @@ func (c *Core) SelfStop() *dataset.SelfStopInfo {
 	return ss
 }
 
-// quorumOn reports whether cluster.quorum is on.
-func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
-
 // livePeers are the peers this node hears, whose data is current, and whose
 // beats do not list it as unseen: the members of its side. A peer in
 // maintenance (within its grace) or shutting counts: it left on purpose;

@@ -66,3 +66,28 @@ func (c *Core) ranElsewhere(s monitor.Snapshot, svc string) string {
 	}
 	return ""
 }
+
+// runs reports whether an instance runs: up or warn (n/a and started
+// counts as up).
+func runs(i dataset.Instance) bool {
+	a := monitor.EffectiveAvail(i)
+	return a == dataset.StatusUp || a == dataset.StatusWarn
+}
+
+// runningNodes returns the nodes of s where svc runs (effective avail up or
+// warn), in name order.
+func runningNodes(s monitor.Snapshot, svc string) []string {
+	var up []string
+	for _, node := range s.ClusterNodes {
+		v, ok := s.Nodes[node]
+		if !ok || !v.Alive() {
+			continue
+		}
+		if i, ok := v.Data.Services[svc]; ok {
+			if a := monitor.EffectiveAvail(i); a == dataset.StatusUp || a == dataset.StatusWarn {
+				up = append(up, node)
+			}
+		}
+	}
+	return up
+}
