@@ -471,3 +471,22 @@ func (e RestartsReset) String() string {
 	}
 	return "restart ladder reset: " + e.Reason
 }
+
+// clearLocal resets a failed monitor state of the local instance of svc
+// (svcmgr clear, here or heard from a peer); false when it is not failed.
+func (c *Core) clearLocal(svc, reason string, now time.Time) bool {
+	inst := c.insts[svc]
+	if inst == nil || !inst.Local {
+		return false
+	}
+	// the restart ladder's counters, give-up and exclusion go too
+	reset := c.resetLadder(svc, reason, now, true)
+	if !inst.Mon.State.Failed() {
+		return reset
+	}
+	next := monitor.Clear(inst.Mon, now)
+	c.setMonitorState(svc, inst, next.State, reason, now)
+	inst.Mon = next
+	c.persistMonitor(svc, inst)
+	return true
+}
