@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"time"
 
 	"haven/config"
 )
@@ -17,22 +16,6 @@ import (
 // calls as a safety net), each call again within the budget. 2 MiB take
 // about 50 ms to parse; 2,000 configs of 300 bytes still fit in one turn.
 const mergeBudget = 2 << 20
-
-// mergeMore goes on with the peers' configs left over by the budget of
-// mergeConfigs, from the copies of the peers held now. It returns whether
-// some are still left (call it again, in a later turn).
-func (c *Core) mergeMore(now time.Time) bool {
-	for _, pn := range c.pv.Pnames {
-		if !c.cd.TakeLeftOver(pn) {
-			continue
-		}
-		if p := c.pv.Peers[pn]; p != nil && p.Data != nil {
-			c.mergeConfigs(pn, p.Data.Configs, now)
-		}
-	}
-	c.checkEdits(now)
-	return c.ConfigMergesLeft()
-}
 
 // ConfigMergesLeft tells whether peers' configs wait for mergeMore.
 func (c *Core) ConfigMergesLeft() bool { return c.cd.LeftOver() }

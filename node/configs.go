@@ -444,3 +444,19 @@ func shortDigest(s string) string {
 	}
 	return s
 }
+
+// mergeMore goes on with the peers' configs left over by the budget of
+// mergeConfigs, from the copies of the peers held now. It returns whether
+// some are still left (call it again, in a later turn).
+func (c *Core) mergeMore(now time.Time) bool {
+	for _, pn := range c.pv.Pnames {
+		if !c.cd.TakeLeftOver(pn) {
+			continue
+		}
+		if p := c.pv.Peers[pn]; p != nil && p.Data != nil {
+			c.mergeConfigs(pn, p.Data.Configs, now)
+		}
+	}
+	c.checkEdits(now)
+	return c.ConfigMergesLeft()
+}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/monitor"
 	"haven/node/view"
 )
 
@@ -85,5 +86,22 @@ func (c *Core) tick(now time.Time) {
 	c.retryAhead(now)
 	if now.Sub(c.lastStep) >= fullPassPeriod {
 		c.pv.ViewChanged = true
+	}
+}
+
+// retryAhead merges the peers' data again once the versions refused as
+// ahead of the clock became acceptable.
+func (c *Core) retryAhead(now time.Time) {
+	if !c.vb.RetryDue(now) {
+		return
+	}
+	c.bumpMergeEra()
+	snap := func() monitor.Snapshot { return c.Snapshot(now) }
+	for _, pn := range c.pv.Pnames {
+		if d := c.pv.Peers[pn].Data; d != nil {
+			c.mergeConfigs(pn, d.Configs, now)
+			c.mergeTargets(pn, d.Targets, now, snap)
+			c.mergeClears(pn, d.Clears, now)
+		}
 	}
 }

@@ -1,16 +1,13 @@
 package node
 
 import (
-	"time"
-
 	"haven/dataset"
-	"haven/monitor"
 	"haven/node/versionbound"
 )
 
 // The bound of version counters (package node/versionbound): the core's
-// side, what a refusal says and the merge again once the clock reached
-// the versions refused as ahead.
+// side, what a refusal says (the merge again once the clock reached the
+// versions refused as ahead is the tick's: retryAhead in tick.go).
 
 // VersionLead is how far ahead of a node's clock (in milliseconds since
 // 1970) a version counter may be.
@@ -27,23 +24,6 @@ func (c *Core) sayRefused(kind, svc, from string, v dataset.Version, err error) 
 		return
 	}
 	c.emit(VersionRefused{Svc: svc, What: kind, From: from, Counter: v.Counter, Origin: v.Origin, Err: err.Error()})
-}
-
-// retryAhead merges the peers' data again once the versions refused as
-// ahead of the clock became acceptable.
-func (c *Core) retryAhead(now time.Time) {
-	if !c.vb.RetryDue(now) {
-		return
-	}
-	c.bumpMergeEra()
-	snap := func() monitor.Snapshot { return c.Snapshot(now) }
-	for _, pn := range c.pv.Pnames {
-		if d := c.pv.Peers[pn].Data; d != nil {
-			c.mergeConfigs(pn, d.Configs, now)
-			c.mergeTargets(pn, d.Targets, now, snap)
-			c.mergeClears(pn, d.Clears, now)
-		}
-	}
 }
 
 // VersionRefused: a peer's target or clear whose version counter is ahead
