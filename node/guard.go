@@ -2,13 +2,11 @@ package node
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"haven/dataset"
-	"haven/dataset/status"
 	"haven/quorum"
 )
 
@@ -53,63 +51,6 @@ type GuardReported struct {
 }
 
 func (GuardReported) isInput() {}
-
-// guardReport takes the guard's answer in: a record not taken in yet is
-// acted on first (GuardFired); a change of the armed state is published.
-func (c *Core) guardReport(in GuardReported) {
-	if !c.cfg.Guard.Enabled {
-		return
-	}
-	g := &c.guard
-	if g.NotRenewed = in.NotRenewed; g.NotRenewed == "" {
-		g.Held = ""
-	}
-	if f := in.Fired; f != nil && !f.Acked && f.ID != g.Fired {
-		g.Fired = f.ID
-		c.guardFired(*f, in.Now)
-	}
-	if in.Armed != g.Armed || in.Maintenance != g.Maint || in.Err != g.Err {
-		if in.Armed != g.Armed || in.Err != g.Err {
-			c.emit(GuardState{Armed: in.Armed, Maintenance: in.Maintenance, Err: in.Err})
-		}
-		g.Armed, g.Maint, g.Err = in.Armed, in.Maintenance, in.Err
-		c.publish()
-	}
-}
-
-// guardFired: the guard ended the instances of f while this daemon did
-// not renew its lease. They are down, and expect to run no more here:
-// neither the restart ladder nor a check that still says up brings them
-// back; the orchestrator starts them where the cluster places them (here
-// too, if this node is the one).
-func (c *Core) guardFired(f GuardFiring, now time.Time) {
-	c.emit(GuardFired{Services: f.Services, At: f.At, Late: f.Late.Round(time.Millisecond).String()})
-	for _, svc := range f.Services {
-		inst := c.insts[svc]
-		if inst == nil || !inst.Local {
-			continue
-		}
-		c.expect(svc, inst, dataset.ExpectNone)
-		inst.Lad.PendRID = ""
-		if inst.Mon.State == dataset.Restarting {
-			c.setMonitorState(svc, inst, dataset.Idle, "ended by the node guard", now)
-		}
-		for _, rid := range slices.Sorted(maps.Keys(inst.Res)) {
-			r := inst.Res[rid]
-			if r.Status == dataset.StatusUp || r.Status == dataset.StatusWarn {
-				r.Status, r.Log = dataset.StatusDown, "ended by the node guard"
-				inst.Res[rid] = r
-			}
-		}
-		if avail, overall := status.Instance(inst.Res); avail != inst.Avail || overall != inst.Overall {
-			c.emit(InstanceStatus{Svc: svc, From: inst.Avail, To: avail, Overall: overall})
-			inst.Avail, inst.Overall = avail, overall
-		}
-		c.checkNow(svc)
-	}
-	c.publish()
-	c.pv.ViewChanged = true
-}
 
 // GuardEntitled reports whether the driver may renew the guard's lease at
 // now: the node may run its services. Always with cluster.quorum off;
@@ -357,4 +298,35 @@ func (e GuardHeldStart) Service() string { return e.Svc }
 func (GuardHeldStart) Level() Level      { return Warn }
 func (e GuardHeldStart) String() string {
 	return "start held: the node guard's lease is not renewed (" + e.Why + "): the peers may be taking the service over"
+}
+
+// timing is the self-stop timing: the configured one, its stop budget
+// raised to the longest stop of a service known here (the sum of its
+// resources' timeouts: they stop one after the other, each bounded).
+func (c *Core) timing() quorum.Timing {
+	t, _ := c.timingOf()
+	return t
+}
+
+// timingOf is timing and the service whose stop makes the stop budget
+// ("" when the configured floor does): what the takeover gate waits, and
+// what svcmon and svcmgr explain show of it (SelfStop).
+func (c *Core) timingOf() (quorum.Timing, string) {
+	t, by := c.cfg.Quorum.Timing, ""
+	for name, cfg := range c.cfg.Local.LocalServices() {
+		if cfg == nil {
+			continue
+		}
+		var sum time.Duration
+		for _, r := range cfg.Resources {
+			if !r.Disable {
+				sum += r.StopBound() // an ocf agent's stop: its own limit
+			}
+		}
+		// the longest; among equals the first by name, the same every time
+		if sum > t.StopBudget || sum == t.StopBudget && by != "" && name < by {
+			t.StopBudget, by = sum, name
+		}
+	}
+	return t, by
 }

@@ -23,37 +23,6 @@ const statusProbeEvery = 10 * time.Second
 // fenceBackoffMax bounds the pause between two runs of a failing fence.
 const fenceBackoffMax = 60 * time.Second
 
-// timing is the self-stop timing: the configured one, its stop budget
-// raised to the longest stop of a service known here (the sum of its
-// resources' timeouts: they stop one after the other, each bounded).
-func (c *Core) timing() quorum.Timing {
-	t, _ := c.timingOf()
-	return t
-}
-
-// timingOf is timing and the service whose stop makes the stop budget
-// ("" when the configured floor does): what the takeover gate waits, and
-// what svcmon and svcmgr explain show of it (SelfStop).
-func (c *Core) timingOf() (quorum.Timing, string) {
-	t, by := c.cfg.Quorum.Timing, ""
-	for name, cfg := range c.cfg.Local.LocalServices() {
-		if cfg == nil {
-			continue
-		}
-		var sum time.Duration
-		for _, r := range cfg.Resources {
-			if !r.Disable {
-				sum += r.StopBound() // an ocf agent's stop: its own limit
-			}
-		}
-		// the longest; among equals the first by name, the same every time
-		if sum > t.StopBudget || sum == t.StopBudget && by != "" && name < by {
-			t.StopBudget, by = sum, name
-		}
-	}
-	return t, by
-}
-
 // SelfStop is the takeover gate's timing as the gate computes it
 // (timingOf, quorum.Timing.Deadline): how long after a lost peer is
 // declared down its services may be started here without a fence. nil

@@ -1,15 +1,20 @@
 package node
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"haven/dataset"
+	"haven/dataset/status"
 	"haven/monitor"
 	"haven/node/view"
 )
 
 // The inputs of the node's life and of its peers, which dispatch to the
-// rules: the start of the daemon, a heartbeat event, the periodic tick.
+// rules: the start of the daemon, a heartbeat event, the periodic tick,
+// the merge again of the versions refused as ahead, the node guard's
+// report (the rules of the guard are guard.go's).
 
 // start is the start of the daemon: with peers, the node monitor enters
 // rejoin until every one was heard or the rejoin grace period ends.
@@ -104,4 +109,61 @@ func (c *Core) retryAhead(now time.Time) {
 			c.mergeClears(pn, d.Clears, now)
 		}
 	}
+}
+
+// guardReport takes the guard's answer in: a record not taken in yet is
+// acted on first (GuardFired); a change of the armed state is published.
+func (c *Core) guardReport(in GuardReported) {
+	if !c.cfg.Guard.Enabled {
+		return
+	}
+	g := &c.guard
+	if g.NotRenewed = in.NotRenewed; g.NotRenewed == "" {
+		g.Held = ""
+	}
+	if f := in.Fired; f != nil && !f.Acked && f.ID != g.Fired {
+		g.Fired = f.ID
+		c.guardFired(*f, in.Now)
+	}
+	if in.Armed != g.Armed || in.Maintenance != g.Maint || in.Err != g.Err {
+		if in.Armed != g.Armed || in.Err != g.Err {
+			c.emit(GuardState{Armed: in.Armed, Maintenance: in.Maintenance, Err: in.Err})
+		}
+		g.Armed, g.Maint, g.Err = in.Armed, in.Maintenance, in.Err
+		c.publish()
+	}
+}
+
+// guardFired: the guard ended the instances of f while this daemon did
+// not renew its lease. They are down, and expect to run no more here:
+// neither the restart ladder nor a check that still says up brings them
+// back; the orchestrator starts them where the cluster places them (here
+// too, if this node is the one).
+func (c *Core) guardFired(f GuardFiring, now time.Time) {
+	c.emit(GuardFired{Services: f.Services, At: f.At, Late: f.Late.Round(time.Millisecond).String()})
+	for _, svc := range f.Services {
+		inst := c.insts[svc]
+		if inst == nil || !inst.Local {
+			continue
+		}
+		c.expect(svc, inst, dataset.ExpectNone)
+		inst.Lad.PendRID = ""
+		if inst.Mon.State == dataset.Restarting {
+			c.setMonitorState(svc, inst, dataset.Idle, "ended by the node guard", now)
+		}
+		for _, rid := range slices.Sorted(maps.Keys(inst.Res)) {
+			r := inst.Res[rid]
+			if r.Status == dataset.StatusUp || r.Status == dataset.StatusWarn {
+				r.Status, r.Log = dataset.StatusDown, "ended by the node guard"
+				inst.Res[rid] = r
+			}
+		}
+		if avail, overall := status.Instance(inst.Res); avail != inst.Avail || overall != inst.Overall {
+			c.emit(InstanceStatus{Svc: svc, From: inst.Avail, To: avail, Overall: overall})
+			inst.Avail, inst.Overall = avail, overall
+		}
+		c.checkNow(svc)
+	}
+	c.publish()
+	c.pv.ViewChanged = true
 }
