@@ -20,8 +20,8 @@ import (
 // belongs in a package of its own below node (the sub-machines, the
 // vocabulary) or in the file that calls it.
 const (
-	arrowsCeiling = 7
-	loopCeiling   = 19
+	arrowsCeiling = 5
+	loopCeiling   = 15
 )
 
 // nodeCheck is a package type-checked: its non-test files, in the order

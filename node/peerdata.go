@@ -9,13 +9,6 @@ import (
 	"haven/node/view"
 )
 
-func (c *Core) mergeEra() peersm.MergeEra {
-	return peersm.MergeEra{Bumps: c.pv.EraBumps, Services: len(c.state.Services)}
-}
-
-// bumpMergeEra makes the next data of every peer merge as a whole.
-func (c *Core) bumpMergeEra() { c.pv.EraBumps++ }
-
 // takeData takes a peer's new data: its view, the services whose
 // instances changed (noteData), the fencing tokens it shows, and its
 // configs, targets and clears newer than ours (mergeConfigs first). With

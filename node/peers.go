@@ -143,3 +143,11 @@ func (c *Core) PeerStatus(name string, now time.Time) dataset.NodeStatus {
 	}
 	return view.Status(p.Peer, now, c.cfg.MaintenanceGrace)
 }
+
+// mergeEra is the merge era now (peersm.MergeEra).
+func (c *Core) mergeEra() peersm.MergeEra {
+	return peersm.MergeEra{Bumps: c.pv.EraBumps, Services: len(c.state.Services)}
+}
+
+// bumpMergeEra makes the next data of every peer merge as a whole.
+func (c *Core) bumpMergeEra() { c.pv.EraBumps++ }

@@ -186,13 +186,6 @@ func (c *Core) updateQuorum(now time.Time) {
 	c.splitProgress(now)
 }
 
-// Tick's share of the quorum: the same update (deadlines, backoffs,
-// stalls come with time alone).
-func (c *Core) tickQuorum(now time.Time) {
-	c.updateQuorum(now)
-	c.checkDiskSplit(now)
-}
-
 func (c *Core) probeAll(now time.Time) {
 	for _, a := range c.cfg.Quorum.Arbitrators {
 		if a.OneVote {

@@ -167,3 +167,10 @@ func (c *Core) guardFired(f GuardFiring, now time.Time) {
 	c.publish()
 	c.pv.ViewChanged = true
 }
+
+// Tick's share of the quorum: the same update (deadlines, backoffs,
+// stalls come with time alone).
+func (c *Core) tickQuorum(now time.Time) {
+	c.updateQuorum(now)
+	c.checkDiskSplit(now)
+}
