@@ -25,7 +25,8 @@ var layoutFloors = []struct {
 
 // groundOrder is the order inside floor 1, the pure core: a package there
 // imports only packages of its own rank or earlier ones (the data, then
-// the rules that read it, then the node that composes them).
+// the rules that read it, then the node that composes them: its
+// vocabulary, the state of its parts, then package node).
 var groundOrder = [][]string{
 	{"dataset"},
 	{"quorum", "constraints"},
@@ -33,6 +34,8 @@ var groundOrder = [][]string{
 	{"affinity"},
 	{"placement"},
 	{"monitor"},
+	{"node/vocab", "node/view", "node/upgrade"},
+	{"node/persist", "node/configdist", "node/versionbound", "node/quorumsm", "node/instsm", "node/peersm", "node/incpass"},
 	{"node"},
 }
 

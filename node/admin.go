@@ -26,7 +26,7 @@ func (c *Core) adminLocal(req LocalRequest) Ticket {
 	tk := c.newTicket()
 	svc, now := req.Service, req.Now
 	inst := c.insts[svc]
-	if inst == nil || !inst.local {
+	if inst == nil || !inst.Local {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("%s: this node is not one of the service's nodes", svc)})
 		return tk
 	}
@@ -46,11 +46,11 @@ func (c *Core) adminLocal(req LocalRequest) Ticket {
 		}
 		// refused where it would run a second copy of a service that runs
 		// elsewhere, as restart is, unless forced
-		if n := inst.lad.upElsewhere; n != "" && !req.Force && c.isFlex(svc) {
+		if n := inst.Lad.UpElsewhere; n != "" && !req.Force && c.isFlex(svc) {
 			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s is a flex service up on %s: the daemon starts its instances up to flex_target (svcmgr -s %s scale --to N); start --local --force runs one more here", svc, n, svc)})
 			return tk
 		}
-		if n := inst.lad.upElsewhere; n != "" && !req.Force {
+		if n := inst.Lad.UpElsewhere; n != "" && !req.Force {
 			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s runs on %s: starting it here would run a second copy; move it (svcmgr -s %s switch --to %s), or start --local --force", svc, n, svc, c.cfg.Name)})
 			return tk
 		}
@@ -67,7 +67,7 @@ func (c *Core) adminLocal(req LocalRequest) Ticket {
 		// a stop then a start of this node's instance, in one action
 		// (restarting throughout: no peer contests meanwhile); refused where
 		// it would run a second copy of a service that runs elsewhere
-		if n := inst.lad.upElsewhere; n != "" && !c.isFlex(svc) {
+		if n := inst.Lad.UpElsewhere; n != "" && !c.isFlex(svc) {
 			c.answer(Answer{Ticket: tk, Err: fmt.Errorf("%s runs on %s: restart it there (svcmgr -s %s restart on %s), or move it (switch --to)", svc, n, svc, n)})
 			return tk
 		}
@@ -147,19 +147,6 @@ func (c *Core) runFor(tk Ticket, svc, kind, reason, ok string, now time.Time) {
 	c.relays[atk] = relay{to: tk, ok: ok}
 }
 
-// relay answers a request's ticket when the action it started ends.
-type relay struct {
-	to Ticket
-	ok string
-}
-
-// drain is a node drain in progress: the stops it waits for.
-type drain struct {
-	ticket  Ticket
-	pending map[Ticket]bool
-	errs    []error
-}
-
 // adminNode takes a node action: freeze, thaw, drain (freeze the node,
 // then stop every local instance that runs; the answer comes when every
 // stop has ended).
@@ -180,8 +167,8 @@ func (c *Core) adminNode(action string, now time.Time) Ticket {
 		c.setNodeMonitor(dataset.NodeDraining, "admin drain")
 		d := &drain{ticket: tk, pending: map[Ticket]bool{}}
 		for _, inst := range c.ilist {
-			svc := inst.name
-			if _, running := c.Status(svc); !inst.local || !inst.spec.Runnable || !running {
+			svc := inst.Name
+			if _, running := c.Status(svc); !inst.Local || !inst.Spec.Runnable || !running {
 				continue
 			}
 			atk, err := c.runAction(svc, "stop", "node drain", now)
@@ -232,8 +219,8 @@ func (c *Core) beginStop(mode string, now time.Time) {
 	if mode == "shutdown" {
 		c.setNodeMonitor(dataset.NodeShutting, "daemon shutdown requested")
 		for _, inst := range c.ilist {
-			svc := inst.name
-			if _, running := c.Status(svc); inst.local && inst.spec.Runnable && running {
+			svc := inst.Name
+			if _, running := c.Status(svc); inst.Local && inst.Spec.Runnable && running {
 				c.runAction(svc, "stop", "daemon shutdown", now)
 			}
 		}

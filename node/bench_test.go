@@ -8,6 +8,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/node/instsm"
 )
 
 // benchLocal is a driver's view with no change.
@@ -39,7 +40,7 @@ func benchTick(b *testing.B, scan bool) {
 		Local: &benchLocal{}}, State{})
 	now := t0
 	for i := 0; i < 2000; i++ {
-		c.addInstance(fmt.Sprintf("svc%04d", i), InstanceSpec{Local: i%4 == 0, Runnable: i%4 == 0, Monitored: true}, now)
+		c.addInstance(fmt.Sprintf("svc%04d", i), instsm.Spec{Local: i%4 == 0, Runnable: i%4 == 0, Monitored: true}, now)
 	}
 	c.start(now)
 	for _, n := range names[1:] {
@@ -47,10 +48,10 @@ func benchTick(b *testing.B, scan bool) {
 		c.heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: &dataset.Node{Name: n, Monitor: dataset.NodeIdle, Compat: 1}}, now)
 	}
 	for _, inst := range c.insts { // checked just now
-		inst.chk.lastFull, inst.chk.lastMon = now, now
+		inst.Chk.LastFull, inst.Chk.LastMon = now, now
 	}
 	c.lastStep = now // a pass just ran
-	c.pv.viewChanged = false
+	c.pv.ViewChanged = false
 	c.Ready()
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -98,7 +99,7 @@ func benchHeartbeat(b *testing.B, incremental, running bool) {
 	loc.c = c
 	now := t0
 	for n := range svcs {
-		c.addInstance(n, InstanceSpec{Local: true, Runnable: true, Monitored: true}, now)
+		c.addInstance(n, instsm.Spec{Local: true, Runnable: true, Monitored: true}, now)
 	}
 	c.start(now)
 	owner := map[string]string{} // with running, the node where each service runs
@@ -121,7 +122,7 @@ func benchHeartbeat(b *testing.B, incremental, running bool) {
 		c.heartbeat(PeerEvent{Node: n, Kind: PeerData, Data: peer(n, "")}, now)
 	}
 	for _, inst := range c.insts { // checked, down
-		inst.avail, inst.overall, inst.chk.lastFull, inst.chk.lastMon = dataset.StatusDown, dataset.StatusDown, now, now
+		inst.Avail, inst.Overall, inst.Chk.LastFull, inst.Chk.LastMon = dataset.StatusDown, dataset.StatusDown, now, now
 	}
 	c.pass(now)
 	if rd := c.Ready(); running && len(rd.Run) > 0 {
@@ -142,8 +143,8 @@ func benchHeartbeat(b *testing.B, incremental, running bool) {
 		c.Ready()
 	}
 	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
-	if incremental && c.inc.partial < uint64(b.N) {
-		b.Fatalf("%d incremental passes for %d heartbeats", c.inc.partial, b.N)
+	if incremental && c.inc.Partial < uint64(b.N) {
+		b.Fatalf("%d incremental passes for %d heartbeats", c.inc.Partial, b.N)
 	}
 }
 

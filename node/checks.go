@@ -9,68 +9,8 @@ import (
 
 	"haven/dataset"
 	"haven/dataset/status"
+	"haven/node/instsm"
 )
-
-// instChecks are the status checks of an instance.
-type instChecks struct {
-	// checking is set while a check runs; pendingCheck asks for a full
-	// one as soon as it ends; lastFull and lastMon are the last ends.
-	checking          bool
-	pendingCheck      bool
-	lastFull, lastMon time.Time
-	// ending is the action whose commands ended, waiting on the full
-	// check that follows (at endAt).
-	ending *actionEnd
-	endAt  time.Time
-	// checkWaiters are answered when the next full check ends.
-	checkWaiters []Ticket
-	// faults are the hard and fatal faults of the last check, to act on
-	// each once (faults.go).
-	faults string
-}
-
-// Check is an order to the driver: check the status of the resources of a
-// service's local instance (every one when Full, else the monitored
-// ones), then report them with checkDone, with Gen.
-type Check struct {
-	Service string `json:"svc"`
-	Full    bool   `json:"full"`
-	// Gen is the instance's generation: a result of an older one (the
-	// config changed meanwhile) is not used.
-	Gen uint64 `json:"gen"`
-	// FencingToken is the token of the instance's last start here, for
-	// HAVEN_FENCING_TOKEN (0: never started here).
-	FencingToken uint64 `json:"fencing_token,omitempty"`
-}
-
-// actionEnd is the end of an action's commands, waiting on the full
-// check that follows.
-type actionEnd struct {
-	kind string
-	err  error
-}
-
-// InstanceSpec is what the driver says of an instance when it installs it.
-type InstanceSpec struct {
-	// Local is true when this node is one of the service's nodes.
-	Local bool
-	// Runnable is true when the driver could build its resource drivers
-	// here: only then is it checked and are actions run.
-	Runnable bool
-	// Monitored is true when it has monitored resources (checked every
-	// monitor interval, between the full checks).
-	Monitored bool
-	// Cause says why it is not Runnable (in the refusals of actions).
-	Cause string
-	// Resources are its resources in start order (the disabled ones left
-	// out), MonitorAction the service's monitor_action: the restart
-	// ladder's settings (ladder.go).
-	Resources     []ResourceSpec
-	MonitorAction string
-	// Flex is true for a flex service (DEFAULT.topology): its instances
-	// run on several nodes on purpose.
-	Flex bool
-}
 
 // checkNow orders a full status check of the instance of svc (at start-up,
 // after a config change).
@@ -83,19 +23,19 @@ func (c *Core) checkNow(svc string) {
 // check orders a status check; one runs at a time per instance (a full
 // one asked meanwhile runs after it). An instance that cannot be checked
 // here ends its pending action at once.
-func (c *Core) check(svc string, inst *instance, full bool) {
-	if (!inst.local || !inst.spec.Runnable) && !inst.retiring {
+func (c *Core) check(svc string, inst *instsm.Instance, full bool) {
+	if (!inst.Local || !inst.Spec.Runnable) && !inst.Retiring {
 		c.afterFullCheck(svc, inst)
 		return
 	}
-	if inst.chk.checking {
+	if inst.Chk.Checking {
 		if full {
-			inst.chk.pendingCheck = true
+			inst.Chk.PendingCheck = true
 		}
 		return
 	}
-	inst.chk.checking = true
-	c.ready.Check = append(c.ready.Check, Check{Service: svc, Full: full, Gen: inst.gen, FencingToken: c.fencingToken(svc)})
+	inst.Chk.Checking = true
+	c.ready.Check = append(c.ready.Check, Check{Service: svc, Full: full, Gen: inst.Gen, FencingToken: c.fencingToken(svc)})
 }
 
 // checkDone takes the result of a Check: the resources' status, the
@@ -107,50 +47,50 @@ func (c *Core) checkDone(ck Check, res map[string]dataset.Resource, now time.Tim
 	if inst == nil {
 		return
 	}
-	inst.chk.checking = false
+	inst.Chk.Checking = false
 	if ck.Full {
-		inst.chk.lastFull = now
+		inst.Chk.LastFull = now
 	}
-	inst.chk.lastMon = now
+	inst.Chk.LastMon = now
 	if due := c.checkDue(inst); !c.nextCheck.IsZero() && due.Before(c.nextCheck) {
 		c.nextCheck = due
 	}
-	if ck.Gen != inst.gen {
+	if ck.Gen != inst.Gen {
 		// the config changed meanwhile: this result is stale
 		c.check(svc, inst, true)
 		return
 	}
-	if ck.Full && inst.chk.pendingCheck {
+	if ck.Full && inst.Chk.PendingCheck {
 		// an action ended while this check ran: only the next one counts
-		inst.chk.pendingCheck = false
+		inst.Chk.PendingCheck = false
 		c.check(svc, inst, true)
 		return
 	}
 	for _, rid := range slices.Sorted(maps.Keys(res)) {
 		r := res[rid]
-		if old, ok := inst.res[rid]; ok && old.Status != r.Status {
+		if old, ok := inst.Res[rid]; ok && old.Status != r.Status {
 			c.emit(ResourceStatus{Svc: svc, RID: rid, From: old.Status, To: r.Status, Reason: r.Log})
 		}
-		inst.res[rid] = r
+		inst.Res[rid] = r
 		if r.Status == dataset.StatusUp {
-			inst.sawUp(rid)
+			inst.SawUp(rid)
 		}
 	}
 	if ck.Full {
-		for rid := range inst.res {
+		for rid := range inst.Res {
 			if _, ok := res[rid]; !ok {
-				delete(inst.res, rid)
+				delete(inst.Res, rid)
 			}
 		}
 	}
-	avail, overall := status.Instance(inst.res)
-	if avail != inst.avail || overall != inst.overall {
-		c.emit(InstanceStatus{Svc: svc, From: inst.avail, To: avail, Overall: overall})
-		inst.avail, inst.overall = avail, overall
+	avail, overall := status.Instance(inst.Res)
+	if avail != inst.Avail || overall != inst.Overall {
+		c.emit(InstanceStatus{Svc: svc, From: inst.Avail, To: avail, Overall: overall})
+		inst.Avail, inst.Overall = avail, overall
 		c.publish()
 	}
-	if inst.chk.pendingCheck {
-		inst.chk.pendingCheck = false
+	if inst.Chk.PendingCheck {
+		inst.Chk.PendingCheck = false
 		c.check(svc, inst, true)
 		return
 	}
@@ -174,14 +114,14 @@ func (c *Core) tickChecks(now time.Time) {
 	}
 	var next time.Time
 	for _, inst := range c.ilist {
-		if inst.act.busy != "" || inst.chk.checking || !inst.local || !inst.spec.Runnable {
+		if inst.Act.Busy != "" || inst.Chk.Checking || !inst.Local || !inst.Spec.Runnable {
 			continue
 		}
 		switch {
 		case !now.Before(c.fullDue(inst)):
-			c.check(inst.name, inst, true)
-		case inst.spec.Monitored && now.Sub(inst.chk.lastMon) >= c.cfg.MonitorInterval:
-			c.check(inst.name, inst, false)
+			c.check(inst.Name, inst, true)
+		case inst.Spec.Monitored && now.Sub(inst.Chk.LastMon) >= c.cfg.MonitorInterval:
+			c.check(inst.Name, inst, false)
 		default:
 			if due := c.checkDue(inst); next.IsZero() || due.Before(next) {
 				next = due
@@ -203,10 +143,10 @@ const checkSlots = 12
 // a batch pays once (200 checks a minute spread evenly cost the daemon
 // twice what they cost started together, docs/benchmarks.md). A
 // check never comes later than the interval, nor sooner than a slot less.
-func (c *Core) fullDue(inst *instance) time.Time {
-	due := inst.chk.lastFull.Add(c.cfg.CheckInterval)
+func (c *Core) fullDue(inst *instsm.Instance) time.Time {
+	due := inst.Chk.LastFull.Add(c.cfg.CheckInterval)
 	if slot := c.cfg.CheckInterval / checkSlots; slot > 0 {
-		if d := due.Truncate(slot); d.After(inst.chk.lastFull) {
+		if d := due.Truncate(slot); d.After(inst.Chk.LastFull) {
 			due = d
 		}
 	}
@@ -214,9 +154,9 @@ func (c *Core) fullDue(inst *instance) time.Time {
 }
 
 // checkDue is the time of the next periodic check of an instance.
-func (c *Core) checkDue(inst *instance) time.Time {
+func (c *Core) checkDue(inst *instsm.Instance) time.Time {
 	due := c.fullDue(inst)
-	if m := inst.chk.lastMon.Add(c.cfg.MonitorInterval); inst.spec.Monitored && m.Before(due) {
+	if m := inst.Chk.LastMon.Add(c.cfg.MonitorInterval); inst.Spec.Monitored && m.Before(due) {
 		due = m
 	}
 	return due
@@ -235,43 +175,43 @@ func (c *Core) actionDone(svc, kind string, err error, now time.Time) {
 	}
 	c.emit(ActionEnd{Svc: svc, Action: kind, Err: errText(err)})
 	c.actionFault(svc, err)
-	inst.chk.ending = &actionEnd{kind: kind, err: err}
-	inst.chk.endAt = now
+	inst.Chk.Ending = &instsm.ActionEnd{Kind: kind, Err: err}
+	inst.Chk.EndAt = now
 	c.check(svc, inst, true)
 }
 
 // afterFullCheck answers those who waited on the status check
 // (whenChecked) and ends the action that waited on it.
-func (c *Core) afterFullCheck(svc string, inst *instance) {
-	for _, tk := range inst.chk.checkWaiters {
+func (c *Core) afterFullCheck(svc string, inst *instsm.Instance) {
+	for _, tk := range inst.Chk.CheckWaiters {
 		c.answer(Answer{Ticket: tk})
 	}
-	inst.chk.checkWaiters = nil
-	end := inst.chk.ending
+	inst.Chk.CheckWaiters = nil
+	end := inst.Chk.Ending
 	if end == nil {
 		return
 	}
-	inst.chk.ending = nil
-	if end.kind == "stop" && end.err == nil {
+	inst.Chk.Ending = nil
+	if end.Kind == "stop" && end.Err == nil {
 		// the commands said ok, the check says otherwise: the check wins
-		if end.err = stillUp(inst.res); end.err != nil {
-			c.emit(ActionEnd{Svc: svc, Action: "stop", Err: end.err.Error()})
+		if end.Err = stillUp(inst.Res); end.Err != nil {
+			c.emit(ActionEnd{Svc: svc, Action: "stop", Err: end.Err.Error()})
 		}
 	}
-	c.finishAction(svc, inst, end.kind, end.err, inst.chk.endAt)
-	c.actionAnswered(inst, end.err)
-	if !inst.local && inst.retiring {
+	c.finishAction(svc, inst, end.Kind, end.Err, inst.Chk.EndAt)
+	c.actionAnswered(inst, end.Err)
+	if !inst.Local && inst.Retiring {
 		// the node was removed from the service's nodes: after its stop
 		// the old drivers are done; after another action (a start in
 		// flight at the removal) what runs is stopped now
-		inst.retiring = end.kind != "stop" && inst.act.busy == "" && c.stopRetired(svc, inst, inst.chk.endAt)
+		inst.Retiring = end.Kind != "stop" && inst.Act.Busy == "" && c.stopRetired(svc, inst, inst.Chk.EndAt)
 	}
-	if c.shutdown && end.kind == "start" && inst.local && inst.spec.Runnable {
+	if c.shutdown && end.Kind == "start" && inst.Local && inst.Spec.Runnable {
 		// a start that was running when the shutdown came: the shutdown
 		// stops what it started, or the daemon would exit with the service
 		// running (found by the chaos suite's SimulStart)
 		if _, running := c.Status(svc); running {
-			c.runAction(svc, "stop", "daemon shutdown (the start in flight ended)", inst.chk.endAt)
+			c.runAction(svc, "stop", "daemon shutdown (the start in flight ended)", inst.Chk.EndAt)
 		}
 	}
 }
@@ -311,10 +251,10 @@ func stillUp(res map[string]dataset.Resource) error {
 func (c *Core) whenChecked(svc string) Ticket {
 	tk := c.newTicket()
 	inst := c.insts[svc]
-	if inst == nil || !inst.local || !inst.spec.Runnable {
+	if inst == nil || !inst.Local || !inst.Spec.Runnable {
 		c.answer(Answer{Ticket: tk})
 		return tk
 	}
-	inst.chk.checkWaiters = append(inst.chk.checkWaiters, tk)
+	inst.Chk.CheckWaiters = append(inst.Chk.CheckWaiters, tk)
 	return tk
 }

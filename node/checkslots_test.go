@@ -3,6 +3,8 @@ package node
 import (
 	"testing"
 	"time"
+
+	"haven/node/instsm"
 )
 
 // The periodic full checks of instances last checked a few seconds apart
@@ -14,9 +16,9 @@ func TestFullChecksBatched(t *testing.T) {
 	base := time.Date(2030, 1, 1, 10, 0, 0, 0, time.UTC) // on a slot start
 	var dues []time.Time
 	for _, off := range []time.Duration{time.Second, 2500 * time.Millisecond, 4999 * time.Millisecond} {
-		inst := &instance{chk: instChecks{lastFull: base.Add(off)}}
+		inst := &instsm.Instance{Chk: instsm.Checks{LastFull: base.Add(off)}}
 		due := c.fullDue(inst)
-		if gap := due.Sub(inst.chk.lastFull); gap > time.Minute || gap <= time.Minute-5*time.Second {
+		if gap := due.Sub(inst.Chk.LastFull); gap > time.Minute || gap <= time.Minute-5*time.Second {
 			t.Fatalf("last check at +%s: next due %s later, want within (55s, 60s]", off, gap)
 		}
 		dues = append(dues, due)
@@ -30,12 +32,12 @@ func TestFullChecksBatched(t *testing.T) {
 		t.Fatalf("due %v, want %v (the slot start)", dues[0], want)
 	}
 	// on a slot start: a whole interval
-	if inst := (&instance{chk: instChecks{lastFull: base}}); !c.fullDue(inst).Equal(base.Add(time.Minute)) {
+	if inst := (&instsm.Instance{Chk: instsm.Checks{LastFull: base}}); !c.fullDue(inst).Equal(base.Add(time.Minute)) {
 		t.Fatalf("from a slot start: due %v, want %v", c.fullDue(inst), base.Add(time.Minute))
 	}
 	// a check interval shorter than the slots' resolution is kept as is
 	c.cfg.CheckInterval = 10 * time.Nanosecond
-	if inst := (&instance{chk: instChecks{lastFull: base.Add(3)}}); !c.fullDue(inst).Equal(base.Add(13)) {
+	if inst := (&instsm.Instance{Chk: instsm.Checks{LastFull: base.Add(3)}}); !c.fullDue(inst).Equal(base.Add(13)) {
 		t.Fatalf("10ns interval: due %v", c.fullDue(inst))
 	}
 }

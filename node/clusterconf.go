@@ -31,8 +31,8 @@ func (c *Core) confVerdict() (differs string, unchecked []string) {
 		return "", nil
 	}
 	var diffs []string
-	for _, name := range c.pv.pnames {
-		d := c.pv.peers[name].Data
+	for _, name := range c.pv.Pnames {
+		d := c.pv.Peers[name].Data
 		switch {
 		case d == nil:
 		case d.Conf == nil:
@@ -57,17 +57,17 @@ func (c *Core) confVerdict() (differs string, unchecked []string) {
 // node's (on every heartbeat event: a member's data, up or down).
 func (c *Core) updateConf() {
 	why, _ := c.confVerdict()
-	if why == c.pv.confDiffers {
+	if why == c.pv.ConfDiffers {
 		return
 	}
-	c.pv.confDiffers = why
+	c.pv.ConfDiffers = why
 	c.emit(ConfDiffer{OK: why == "", Reason: why})
-	c.pv.viewChanged = true
+	c.pv.ViewChanged = true
 }
 
 // ConfDiffers says which members' configuration differs from this node's
 // ("" when none does): ha orchestration is disabled meanwhile.
-func (c *Core) ConfDiffers() string { return c.pv.confDiffers }
+func (c *Core) ConfDiffers() string { return c.pv.ConfDiffers }
 
 // ConfUnchecked lists the members heard whose data announces no
 // configuration digest (an earlier release).

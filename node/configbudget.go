@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"time"
 
 	"haven/config"
 )
@@ -18,29 +17,13 @@ import (
 // about 50 ms to parse; 2,000 configs of 300 bytes still fit in one turn.
 const mergeBudget = 2 << 20
 
-// mergeMore goes on with the peers' configs left over by the budget of
-// mergeConfigs, from the copies of the peers held now. It returns whether
-// some are still left (call it again, in a later turn).
-func (c *Core) mergeMore(now time.Time) bool {
-	for _, pn := range c.pv.pnames {
-		if !c.cd.takeLeftOver(pn) {
-			continue
-		}
-		if p := c.pv.peers[pn]; p != nil && p.Data != nil {
-			c.mergeConfigs(pn, p.Data.Configs, now)
-		}
-	}
-	c.checkEdits(now)
-	return c.ConfigMergesLeft()
-}
-
 // ConfigMergesLeft tells whether peers' configs wait for mergeMore.
-func (c *Core) ConfigMergesLeft() bool { return len(c.cd.more) > 0 }
+func (c *Core) ConfigMergesLeft() bool { return c.cd.LeftOver() }
 
 // mergeSpent notes that mergeConfigs stopped at its budget on the configs
 // of from.
 func (c *Core) mergeSpent(from string) {
-	c.cd.leaveOver(from)
+	c.cd.LeaveOver(from)
 }
 
 // The texts of the configs a node holds are bounded in all
@@ -64,10 +47,10 @@ func (c *Core) configTexts() *configTexts {
 	for name, cfg := range svcs {
 		t.size[name] = len(cfg.Raw)
 	}
-	for _, op := range c.cd.ops { // in order: the last one of a service wins
-		t.size[op.svc] = 0
-		if op.cfg != nil {
-			t.size[op.svc] = len(op.cfg.Raw)
+	for _, op := range c.cd.Ops() { // in order: the last one of a service wins
+		t.size[op.Svc] = 0
+		if op.Cfg != nil {
+			t.size[op.Svc] = len(op.Cfg.Raw)
 		}
 	}
 	for _, n := range t.size {

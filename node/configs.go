@@ -9,6 +9,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/configdist"
 )
 
 // Config distribution: the service configs, their versions and tombstones.
@@ -46,57 +47,9 @@ import (
 // the edit, and a peer's config whose lineage holds such a version
 // (Includes[this node] >= the edit's counter) includes it too.
 
-// ConfigCodec parses and edits the text of service configs for the core,
-// which reaches no TOML parser (tomlfile.ServiceCodec is the drivers').
-type ConfigCodec interface {
-	// ParseService parses and validates the config of service name.
-	ParseService(name string, raw []byte) (*config.ServiceConfig, error)
-	// EditService applies the keyword edits kws of op ("set", "add": a set
-	// that may add a resource, "unset").
-	EditService(name string, raw []byte, op string, kws []string) ([]byte, error)
-}
-
-// ConfigOp is a config file for the driver to write, in order: the config
-// to install (written atomically, its instance rebuilt), or, Config nil,
-// the file of a deleted service to remove (and its instance forgotten).
-// The driver reports each with configDone.
-type ConfigOp struct {
-	Service string
-	Config  *config.ServiceConfig
-	// What says why, for the driver's log: "created", "replaced",
-	// "changed", "received from n2", ...
-	What string
-}
-
 // maxRebases bounds how many times one keyword edit is re-applied on top
 // of concurrent versions before it fails as "changed concurrently".
 const maxRebases = 10
-
-// cfgOp is a ConfigOp handed out, with what its end decides.
-type cfgOp struct {
-	svc   string
-	cfg   *config.ServiceConfig // nil: a removal
-	entry dataset.ConfigEntry   // what the state records once written
-	what  string
-	from  string         // a peer's config: its name
-	edit  *pendingEdit   // a local edit: waits for the peers once written
-	redo  []*pendingEdit // a rebase: the edits it applies again
-	// ticket answers a deletion (0: a deletion heard from a peer).
-	ticket Ticket
-}
-
-// pendingEdit is an edit made here that the live peers have not all
-// adopted yet.
-type pendingEdit struct {
-	ticket Ticket
-	// op is "set", "add" or "unset" with kws; "" for a whole-file edit.
-	op  string
-	kws []string
-	// counter is this node's counter of the version that last applied it.
-	counter  uint64
-	rebases  int
-	deadline time.Time
-}
 
 // ConfigRequest is an edit of a service config made on this node: Config
 // is the new config, parsed and checked by the driver (create, replace,
@@ -126,8 +79,8 @@ func (c *Core) confirmTimeout() time.Duration {
 // this node holds, or is about to hold once the ConfigOps handed out are
 // written (a tombstone counts), without its text.
 func (c *Core) KnownConfig(name string) dataset.ConfigEntry {
-	if op := c.cd.lastOp(name); op != nil {
-		return op.entry
+	if op := c.cd.LastOp(name); op != nil {
+		return op.Entry
 	}
 	return c.configOnDisk(name)
 }
@@ -195,9 +148,9 @@ func (c *Core) checkLocalFile(name string, raw []byte) {
 }
 
 // order hands a ConfigOp out.
-func (c *Core) order(op *cfgOp) {
-	c.cd.order(op)
-	c.ready.Configs = append(c.ready.Configs, ConfigOp{Service: op.svc, Config: op.cfg, What: op.what})
+func (c *Core) order(op *configdist.Op) {
+	c.cd.Order(op)
+	c.ready.Configs = append(c.ready.Configs, ConfigOp{Service: op.Svc, Config: op.Cfg, What: op.What})
 }
 
 // editConfig installs an edit made here (ConfigRequest) as a new version.
@@ -205,7 +158,7 @@ func (c *Core) order(op *cfgOp) {
 // every live peer holds it (at once without peers), or with the cause.
 func (c *Core) editConfig(req ConfigRequest) Ticket {
 	tk := c.newTicket()
-	if err := c.versionErr(req.Now); err != nil {
+	if err := c.vb.Err(c.state.Lamport, req.Now); err != nil {
 		c.answer(Answer{Ticket: tk, Err: err})
 		return tk
 	}
@@ -214,8 +167,8 @@ func (c *Core) editConfig(req ConfigRequest) Ticket {
 		return tk
 	}
 	e := c.newEntry(req.Service, req.Config.Raw)
-	c.order(&cfgOp{svc: req.Service, cfg: req.Config, entry: e, what: req.What,
-		edit: &pendingEdit{ticket: tk, op: req.Op, kws: req.Kws, counter: e.Version.Counter}})
+	c.order(&configdist.Op{Svc: req.Service, Cfg: req.Config, Entry: e, What: req.What,
+		Edit: &configdist.Edit{Ticket: tk, Op: req.Op, Kws: req.Kws, Counter: e.Version.Counter}})
 	return tk
 }
 
@@ -244,7 +197,7 @@ func (c *Core) deleteService(svc string, now time.Time) Ticket {
 		c.answer(Answer{Ticket: tk, Err: failedf("not deleted: it runs on %s (stop it first: svcmgr -s %s stop --wait)", strings.Join(elsewhere, ", "), svc)})
 		return tk
 	}
-	if err := c.versionErr(now); err != nil {
+	if err := c.vb.Err(c.state.Lamport, now); err != nil {
 		c.answer(Answer{Ticket: tk, Err: err})
 		return tk
 	}
@@ -258,13 +211,13 @@ func (c *Core) deleteService(svc string, now time.Time) Ticket {
 func (c *Core) removeService(name string, v dataset.Version, tk Ticket, now time.Time) {
 	inst := c.insts[name]
 	_, running := c.Status(name)
-	if inst != nil && tk == 0 && inst.mon.State == dataset.StopFailed && running {
+	if inst != nil && tk == 0 && inst.Mon.State == dataset.StopFailed && running {
 		// a deletion heard from a peer: its stop failed here already; it
 		// is not run again on every heartbeat, the admin clears it
 		return
 	}
-	if inst == nil || !inst.local || !inst.spec.Runnable || !running {
-		c.order(&cfgOp{svc: name, entry: dataset.ConfigEntry{Version: v, Deleted: true}, ticket: tk})
+	if inst == nil || !inst.Local || !inst.Spec.Runnable || !running {
+		c.order(&configdist.Op{Svc: name, Entry: dataset.ConfigEntry{Version: v, Deleted: true}, Ticket: tk})
 		return
 	}
 	atk, err := c.runAction(name, "stop", "service deleted", now)
@@ -274,30 +227,23 @@ func (c *Core) removeService(name string, v dataset.Version, tk Ticket, now time
 		}
 		return
 	}
-	c.cd.awaitStop(atk, deletion{svc: name, v: v, ticket: tk})
-}
-
-// deletion is a deletion waiting for the stop of the local instance.
-type deletion struct {
-	svc    string
-	v      dataset.Version
-	ticket Ticket
+	c.cd.AwaitStop(atk, configdist.Deletion{Svc: name, V: v, Ticket: tk})
 }
 
 // deleteStopped ends the stop a deletion ran (tk its ticket): the config
 // is removed once it succeeded. It reports whether tk was a deletion's.
 func (c *Core) deleteStopped(tk Ticket, err error) bool {
-	del, ok := c.cd.stopped(tk)
+	del, ok := c.cd.Stopped(tk)
 	if !ok {
 		return false
 	}
 	if err != nil {
-		if del.ticket != 0 {
-			c.answer(Answer{Ticket: del.ticket, Err: failedf("not deleted: the stop failed: %v", err)})
+		if del.Ticket != 0 {
+			c.answer(Answer{Ticket: del.Ticket, Err: failedf("not deleted: the stop failed: %v", err)})
 		}
 		return true
 	}
-	c.order(&cfgOp{svc: del.svc, entry: dataset.ConfigEntry{Version: del.v, Deleted: true}, ticket: del.ticket})
+	c.order(&configdist.Op{Svc: del.Svc, Entry: dataset.ConfigEntry{Version: del.V, Deleted: true}, Ticket: del.Ticket})
 	return true
 }
 
@@ -305,24 +251,24 @@ func (c *Core) deleteStopped(tk Ticket, err error) bool {
 // not reported: err nil once the file is written (or removed) and the
 // instance rebuilt (or forgotten). The state records it then.
 func (c *Core) configDone(svc string, err error, now time.Time) {
-	op := c.cd.done(svc)
+	op := c.cd.Done(svc)
 	if op == nil {
 		return
 	}
-	if err != nil || op.cfg == nil {
+	if err != nil || op.Cfg == nil {
 		// a peer's entry that lost to this op may win again (a removal
 		// that succeeded forgets the service: bumped too)
 		c.bumpMergeEra()
 	}
 	switch {
-	case op.cfg == nil:
+	case op.Cfg == nil:
 		c.removed(op, err)
 	case err != nil:
 		c.installFailed(op, err)
 	default:
 		c.installed(op, now)
 	}
-	if !c.cd.busy(svc) {
+	if !c.cd.Busy(svc) {
 		c.checkPending(svc, now)
 	}
 }
@@ -331,13 +277,13 @@ func (c *Core) configDone(svc string, err error, now time.Time) {
 // and not reported: a request that reads the config (to edit it) waits
 // until it is not, so that it reads the newest content, which holds every
 // edit pending here.
-func (c *Core) ConfigBusy(svc string) bool { return c.cd.busy(svc) }
+func (c *Core) ConfigBusy(svc string) bool { return c.cd.Busy(svc) }
 
-func (c *Core) removed(op *cfgOp, err error) {
-	name := op.svc
+func (c *Core) removed(op *configdist.Op, err error) {
+	name := op.Svc
 	if err != nil {
-		if op.ticket != 0 {
-			c.answer(Answer{Ticket: op.ticket, Err: failedf("remove config: %v", err)})
+		if op.Ticket != 0 {
+			c.answer(Answer{Ticket: op.Ticket, Err: failedf("remove config: %v", err)})
 		}
 		return
 	}
@@ -346,61 +292,61 @@ func (c *Core) removed(op *cfgOp, err error) {
 	if c.state.Tombstones == nil {
 		c.state.Tombstones = map[string]dataset.Version{}
 	}
-	c.state.Tombstones[name] = op.entry.Version
+	c.state.Tombstones[name] = op.Entry.Version
 	c.persist()
 	c.publish()
 	c.emit(ConfigChanged{Svc: name, Change: "deleted"})
-	if op.ticket != 0 {
-		c.answer(Answer{Ticket: op.ticket, Result: "deleted"})
+	if op.Ticket != 0 {
+		c.answer(Answer{Ticket: op.Ticket, Result: "deleted"})
 	}
 }
 
-func (c *Core) installFailed(op *cfgOp, err error) {
+func (c *Core) installFailed(op *configdist.Op, err error) {
 	switch {
-	case op.edit != nil:
-		c.answer(Answer{Ticket: op.edit.ticket, Err: failedf("install: %v", err)})
-	case len(op.redo) > 0:
-		for _, p := range op.redo {
-			c.finishEdit(op.svc, p, failedf("%s: changed concurrently on %s, and the change no longer applies (install: %v): retry", op.svc, op.from, err))
+	case op.Edit != nil:
+		c.answer(Answer{Ticket: op.Edit.Ticket, Err: failedf("install: %v", err)})
+	case len(op.Redo) > 0:
+		for _, p := range op.Redo {
+			c.finishEdit(op.Svc, p, failedf("%s: changed concurrently on %s, and the change no longer applies (install: %v): retry", op.Svc, op.From, err))
 		}
 	default:
-		c.emit(ConfigInstallFailed{Svc: op.svc, From: op.from, Err: err.Error()})
+		c.emit(ConfigInstallFailed{Svc: op.Svc, From: op.From, Err: err.Error()})
 	}
 }
 
 // installed records a config written: its version, digest and lineage,
 // then what follows: a local edit waits for the peers, a peer's config
 // gets the edits pending here applied again.
-func (c *Core) installed(op *cfgOp, now time.Time) {
-	name := op.svc
+func (c *Core) installed(op *configdist.Op, now time.Time) {
+	name := op.Svc
 	known := c.known(name)
 	ss := c.state.Services[name]
-	ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = op.entry.Version, dataset.ConfigDigest(op.cfg.Raw), op.entry.Includes
+	ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = op.Entry.Version, dataset.ConfigDigest(op.Cfg.Raw), op.Entry.Includes
 	c.state.Services[name] = ss
 	delete(c.state.Tombstones, name)
 	c.persist()
 	c.publish()
-	c.emit(ConfigChanged{Svc: name, Change: "config " + op.what})
+	c.emit(ConfigChanged{Svc: name, Change: "config " + op.What})
 	switch {
-	case op.edit != nil:
-		op.edit.deadline = now.Add(c.confirmTimeout())
-		c.cd.awaitPeers(name, op.edit)
-	case len(op.redo) > 0:
-		c.emit(ConfigRebased{Svc: name, From: op.from, Edits: len(op.redo), Version: op.entry.Version.Counter})
-	case op.from != "":
+	case op.Edit != nil:
+		op.Edit.Deadline = now.Add(c.confirmTimeout())
+		c.cd.AwaitPeers(name, op.Edit)
+	case len(op.Redo) > 0:
+		c.emit(ConfigRebased{Svc: name, From: op.From, Edits: len(op.Redo), Version: op.Entry.Version.Counter})
+	case op.From != "":
 		if !known {
 			// a service new here: the targets and clears heard for it
 			// before it was known are adopted now
 			c.remerge(name, now)
 		}
-		c.rebasePending(name, op.from, op.cfg.Raw)
+		c.rebasePending(name, op.From, op.Cfg.Raw)
 	}
 }
 
 // remerge merges the peers' targets and clears of svc again.
 func (c *Core) remerge(svc string, now time.Time) {
-	for _, pn := range c.pv.pnames {
-		d := c.pv.peers[pn].Data
+	for _, pn := range c.pv.Pnames {
+		d := c.pv.Peers[pn].Data
 		if d == nil {
 			continue
 		}
@@ -430,7 +376,7 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error()})
 			continue
 		}
-		if err := c.checkVersion(e.Version, now); err != nil {
+		if err := c.vb.Check(e.Version, now); err != nil {
 			c.sayRefused("config", name, from, e.Version, err) // not c.refuse: tried again once the clock reached it
 			continue
 		}
@@ -439,7 +385,7 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 		if !e.Wins(cur) {
 			continue
 		}
-		if c.cd.refusedBefore(name, e.Version) {
+		if c.cd.RefusedBefore(name, e.Version) {
 			continue
 		}
 		if e.Deleted {
@@ -483,12 +429,12 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 		}
 		e.Raw = ""
 		texts.set(name, len(cfg.Raw))
-		c.order(&cfgOp{svc: name, cfg: cfg, entry: e, what: "received from " + from, from: from})
+		c.order(&configdist.Op{Svc: name, Cfg: cfg, Entry: e, What: "received from " + from, From: from})
 	}
 }
 
 func (c *Core) refuse(name string, v dataset.Version, e ConfigRefused) {
-	c.cd.refuse(name, v)
+	c.cd.Refuse(name, v)
 	c.emit(e)
 }
 
@@ -497,4 +443,20 @@ func shortDigest(s string) string {
 		return s[:12]
 	}
 	return s
+}
+
+// mergeMore goes on with the peers' configs left over by the budget of
+// mergeConfigs, from the copies of the peers held now. It returns whether
+// some are still left (call it again, in a later turn).
+func (c *Core) mergeMore(now time.Time) bool {
+	for _, pn := range c.pv.Pnames {
+		if !c.cd.TakeLeftOver(pn) {
+			continue
+		}
+		if p := c.pv.Peers[pn]; p != nil && p.Data != nil {
+			c.mergeConfigs(pn, p.Data.Configs, now)
+		}
+	}
+	c.checkEdits(now)
+	return c.ConfigMergesLeft()
 }

@@ -8,6 +8,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/node/instsm"
 )
 
 // fakeCodec parses any text but one holding "bad", and edits by appending
@@ -76,7 +77,7 @@ func (d *cfgDriver) drive(now time.Time) Ready {
 				d.c.removeInstance(op.Service)
 			} else {
 				d.svcs[op.Service] = op.Config
-				d.c.addInstance(op.Service, InstanceSpec{Local: true, Runnable: true}, now)
+				d.c.addInstance(op.Service, instsm.Spec{Local: true, Runnable: true}, now)
 			}
 			d.c.configDone(op.Service, nil, now)
 		}

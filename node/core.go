@@ -6,60 +6,14 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/node/configdist"
+	"haven/node/incpass"
+	"haven/node/instsm"
+	"haven/node/peersm"
+	"haven/node/persist"
+	"haven/node/quorumsm"
+	"haven/node/versionbound"
 )
-
-// Config is what the core knows of its node: set once, by the driver.
-type Config struct {
-	// Name is this node's name (the origin of the versions it hands out).
-	Name string
-	// ClusterNodes are the cluster's members, this node included.
-	ClusterNodes []string
-	// Compat is the compat version this node announces.
-	Compat int
-	// Format is the newest format version this node reads (node/upgrade:
-	// upgrade.Current, HAVEN_FORMAT to rehearse); 0 takes no part in the
-	// cluster feature level (featurelevel.go).
-	Format int
-	// Release is the node's release, announced with its formats.
-	Release string
-	// MaintenanceGrace, RejoinGrace and ReadyPeriod are node.toml's
-	// maintenance_grace_period, rejoin_grace_period and ready_period.
-	MaintenanceGrace time.Duration
-	RejoinGrace      time.Duration
-	ReadyPeriod      time.Duration
-	// ReadyFastAck is node.ready_fast_ack: ack the peers' claims, and start
-	// a claim of this node's once every live node acked it (fastack.go).
-	ReadyFastAck bool
-	// CheckInterval and MonitorInterval are node.toml's check_interval
-	// (a full check of every instance) and monitor_interval (its
-	// monitored resources).
-	CheckInterval   time.Duration
-	MonitorInterval time.Duration
-	// Quorum is cluster.quorum and what goes with it (quorum.go).
-	Quorum QuorumConfig
-	// ClusterConf is the digest of the configuration every member must
-	// share, announced and compared with the members' (clusterconf.go);
-	// nil: none (nothing compared). ClusterFile is cluster.toml's path,
-	// for the messages.
-	ClusterConf *dataset.ClusterConf
-	ClusterFile string
-	// Guard is node.guard and what goes with it (guard.go).
-	Guard GuardConfig
-	// Local gives what the driver owns of the node's view (nil: an empty
-	// node, for tests of the durable state alone).
-	Local Local
-	// Configs parses and edits service configs for config distribution
-	// (configs.go); nil: no config distribution (a peer's configs are not
-	// installed). ConfirmTimeout bounds the wait for the peers' adoption
-	// of an edit made here (default 10s).
-	Configs        ConfigCodec
-	ConfirmTimeout time.Duration
-	// WriteThrough is a driver's promise that it writes Ready.Persist
-	// before it takes anything else of the Ready, and never fails (unit
-	// tests): the core then counts each state written as soon as it
-	// hands it out, without persistDone.
-	WriteThrough bool
-}
 
 // Core is one node's logic, driven by package driver (in package
 // daemon for real, package sim in the simulation). It does no IO and reads no clock: every
@@ -69,9 +23,9 @@ type Core struct {
 	cfg   Config
 	state State
 
-	insts  map[string]*instance
-	inames []string    // sorted
-	ilist  []*instance // in name order
+	insts  map[string]*instsm.Instance
+	inames []string           // sorted
+	ilist  []*instsm.Instance // in name order
 	// nextCheck is no later than the first periodic check due (zero:
 	// look at every instance at the next tick).
 	nextCheck time.Time
@@ -86,13 +40,13 @@ type Core struct {
 	shutdown bool
 
 	// pv is what the node knows of the other members (peers.go).
-	pv      peerView
+	pv      peersm.View
 	monitor dataset.NodeMonitor
 	started time.Time
 	// lastStep is the time of the last decision pass.
 	lastStep time.Time
 	// inc is what the incremental passes keep (incremental.go).
-	inc incremental
+	inc incpass.State
 
 	// targetFailed is the last cause given for a service's target that
 	// cannot be reached (monitor's Decision.TargetFailed), to say it once.
@@ -109,37 +63,20 @@ type Core struct {
 	wasFrozen map[Ticket]string
 
 	// ps is the acknowledgement of state writes (persist.go).
-	ps persistence
+	ps persist.Book
 	// cd is config distribution (configs.go).
-	cd configDist
-	// vb is the bound of version counters (versions.go).
-	vb versionBound
+	cd configdist.Book
+	// vb is the bound of version counters (node/versionbound).
+	vb versionbound.Bound
 	// q is the quorum's state (quorum.go).
-	q quorumState
+	q quorumsm.State
 	// disk is the split decision of a node that lost its fencing disk
 	// (disksplit.go).
-	disk diskSplit
+	disk quorumsm.DiskSplit
 	// guard is what the core knows of the node guard (guard.go).
-	guard guardState
+	guard quorumsm.Guard
 
 	ready Ready
-}
-
-// New returns the core of a node whose durable state, as read back by the
-// driver, is st. The core owns st from now on.
-func New(cfg Config, st State) *Core {
-	if st.Services == nil {
-		st.Services = map[string]ServiceState{}
-	}
-	if cfg.Local == nil {
-		cfg.Local = emptyLocal{}
-	}
-	c := &Core{cfg: cfg, state: st, insts: map[string]*instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
-		pv: peerView{compat: true}, monitor: dataset.NodeIdle}
-	c.vb.anchor = st.Lamport
-	c.initPeers()
-	c.markDurable()
-	return c
 }
 
 type emptyLocal struct{}
@@ -154,108 +91,10 @@ func (c *Core) name() string { return c.cfg.Name }
 // write it.
 func (c *Core) State() *State { return &c.state }
 
-// Ready is what the driver must carry out after an input, in this order:
-// write Persist (before any answer is released: an answer is a promise
-// that what it says is durable), publish when Publish is set, emit the
-// Events, then release the Answers.
-type Ready struct {
-	// Persist is the durable state to write, nil when unchanged since the
-	// last Ready. It is the core's own state: encode it before the next
-	// input.
-	Persist *State
-	// Publish is set when the local dataset changed (the heartbeats send
-	// a delta).
-	Publish bool
-	// Events are the typed events of the input, in order.
-	Events []Event
-	// Answers end admin requests and --wait callers, by ticket.
-	Answers []Answer
-	// Run are the actions to start, in order, once Persist is written
-	// (an action never rests on a change that may be undone: when the
-	// write fails, the driver reports actionAborted instead); Check the
-	// status checks.
-	Run   []Action
-	Check []Check
-	// Probes are the arbitrators to probe now; Fences the lost peers to
-	// fence (quorum.go): run off the loop, reported with arbitratorResult
-	// and fenceEnded.
-	Probes []Probe
-	Fences []Fence
-	// NodeActions are the node actions to run (crash, reboot), once
-	// Persist is written (nodeaction.go).
-	NodeActions []NodeAction
-	// WakeAt is the earliest time the driver must call Orchestrate again
-	// (zero: no need before the next input).
-	WakeAt time.Time
-	// PersistSeq numbers Persist: the driver reports its write with
-	// persistDone(PersistSeq, err). Answers and Run wait for it: those of
-	// a Ready whose state is not on disk come in a later Ready. While a
-	// write is in flight Persist is nil and PersistSeq numbers the state
-	// that will hold this Ready's changes, handed out when that write
-	// ends (group commit, persist.go).
-	PersistSeq uint64
-	// Configs are the config files to write or remove, in order, each
-	// reported with configDone (configs.go). They do not wait for Persist:
-	// the state records a config only once its file is written.
-	Configs []ConfigOp
-	// Announce are the services whose local instance must announce its
-	// addresses again (resource.Set.Announce): the instance left alone
-	// after running on several nodes (multiactive.go). They do not wait
-	// for Persist: nothing durable rests on them.
-	Announce []string
-	// Ordered are the actions ordered by this Ready and held until its
-	// state is on disk: they come in the Run of a later Ready (or are
-	// aborted if the write fails). A driver that binds an action to what
-	// it holds when the action is ordered (the daemon: the resource
-	// drivers of the config of that time) does it here.
-	Ordered []Action
-}
-
-// Empty reports whether r asks nothing of the driver.
-func (r *Ready) Empty() bool {
-	return r.Persist == nil && !r.Publish && len(r.Events) == 0 && len(r.Answers) == 0 && len(r.Run) == 0 && len(r.Check) == 0 && len(r.Probes) == 0 && len(r.NodeActions) == 0 && len(r.Fences) == 0 && r.WakeAt.IsZero() &&
-		len(r.Configs) == 0 && len(r.Announce) == 0
-}
-
-// Ready returns what the inputs since the last call ask of the driver and
-// forgets it.
-func (c *Core) Ready() Ready {
-	r := c.ready
-	c.ready = Ready{}
-	c.ps.hold(&r, c.cfg.WriteThrough)
-	c.ps.drain(&r)
-	c.stampAnswers(r.Answers)
-	return r
-}
-
-// HasReady reports whether Ready would return anything.
-func (c *Core) HasReady() bool {
-	return !c.ready.Empty() || c.ps.released()
-}
-
 func (c *Core) persist()        { c.ready.Persist = &c.state }
 func (c *Core) publish()        { c.ready.Publish = true }
 func (c *Core) emit(e Event)    { c.ready.Events = append(c.ready.Events, e) }
 func (c *Core) answer(a Answer) { c.ready.Answers = append(c.ready.Answers, a) }
-
-// Ticket identifies an admin request or a --wait caller until its answer.
-type Ticket uint64
-
-// Answer ends the request of Ticket: a result, or an error. Bad marks an
-// error in the request itself (exit status 2), else an error is a failure
-// (exit status 1).
-type Answer struct {
-	Ticket Ticket
-	// ID is the target's id, when the request set or joined one.
-	ID     string
-	Result string
-	Err    error
-	Bad    bool
-	// WasFrozen is the frozen state of the service before the admin
-	// target action of the request (WasFrozen, WasMixed, WasThawed), ""
-	// for the other requests.
-	WasFrozen string
-}
 
 // waiter is a --wait caller of target id of svc. A zero deadline waits as
 // long as the caller.
@@ -281,7 +120,7 @@ func (c *Core) nextVersion() dataset.Version {
 }
 
 // witness advances the Lamport clock past a version seen from a peer,
-// once checkVersion took it (a counter ahead of this node's clock is
+// once vb.Check took it (a counter ahead of this node's clock is
 // refused and never witnessed: versions.go).
 func (c *Core) witness(v dataset.Version) {
 	if v.Counter > c.state.Lamport {
@@ -369,29 +208,41 @@ func (c *Core) setLocalState(svc string, startFailed bool, localExpect string) {
 	c.persist()
 }
 
-// restore is the roll back of a failed write: the durable state goes back
-// to st (what the file holds), the Lamport clock never goes back (versions
-// handed out stay unique), and the --wait callers whose target was undone
-// get err.
-func (c *Core) restore(st State, err error) {
-	if st.Services == nil {
-		st.Services = map[string]ServiceState{}
-	}
-	lamport := c.state.Lamport
-	c.state = st
-	c.bumpMergeEra()
-	if lamport > c.state.Lamport {
-		c.state.Lamport = lamport
-	}
-	keep := c.waiters[:0]
-	for _, w := range c.waiters {
-		t := c.state.Services[w.svc].Target
-		if t.ID == w.id && activeTarget(t) {
-			keep = append(keep, w)
-			continue
-		}
-		c.answer(Answer{Ticket: w.ticket, ID: w.id, Err: failedf("state not saved: %v (target id %s undone)", err, w.id)})
-	}
-	c.waiters = keep
-	c.publish()
+// relay answers a request's ticket when the action it started ends.
+type relay struct {
+	to Ticket
+	ok string
 }
+
+// drain is a node drain in progress: the stops it waits for.
+type drain struct {
+	ticket  Ticket
+	pending map[Ticket]bool
+	errs    []error
+}
+
+// quorumOn reports whether cluster.quorum is on.
+func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
+
+// wakeAt asks the driver to call again at t (the earliest wins).
+func (c *Core) wakeAt(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	c.inc.NoteWake(t)
+	if c.ready.WakeAt.IsZero() || t.Before(c.ready.WakeAt) {
+		c.ready.WakeAt = t
+	}
+}
+
+// passInstances are the instances the pass under way decides, in name
+// order: every one, or those of an incremental pass.
+func (c *Core) passInstances() []*instsm.Instance {
+	if c.inc.Only == nil {
+		return c.ilist
+	}
+	return c.inc.Only
+}
+
+// isFlex reports whether svc is a flex service (DEFAULT.topology).
+func (c *Core) isFlex(svc string) bool { inst := c.insts[svc]; return inst != nil && inst.Spec.Flex }

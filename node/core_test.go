@@ -9,6 +9,7 @@ import (
 	"haven/dataset"
 	"haven/internal/clock"
 	"haven/monitor"
+	"haven/node/instsm"
 )
 
 var t0 = clock.NewFake(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)).Now()
@@ -23,7 +24,7 @@ func newCore(name string) *Core {
 // localWebChecked installs a local, runnable web and ends its first check
 // with status.
 func localWebChecked(c *Core, status dataset.Status) {
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	c.checkNow("web")
 	rd := c.Ready()
 	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: status}}, t0)
@@ -146,7 +147,7 @@ func failStart(t *testing.T, c *Core) {
 
 func TestClearAppliesOnceAndHere(t *testing.T) {
 	c := newCore("n1")
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestWaiterExpiresWithProgress(t *testing.T) {
 // check wins, the caller is told which resource.
 func TestStopThatLeavesAResourceUpFails(t *testing.T) {
 	c := newCore("n1")
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	tk, err := c.runAction("web", "stop", "test", t0)
 	if err != nil {
 		t.Fatal(err)
@@ -227,10 +228,10 @@ func TestStopThatLeavesAResourceUpFails(t *testing.T) {
 // check is ordered.
 func TestStaleCheckIsMadeAgain(t *testing.T) {
 	c := newCore("n1")
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	c.checkNow("web")
 	old := c.Ready().Check[0]
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0) // a new config
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0) // a new config
 	c.checkDone(old, map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
 	rd := c.Ready()
 	if len(rd.Check) != 1 || rd.Check[0].Gen == old.Gen {
@@ -278,7 +279,7 @@ func TestStopLocalAnswersAtTheEndOrIsAborted(t *testing.T) {
 func TestDrain(t *testing.T) {
 	c := newCore("n1")
 	for _, svc := range []string{"a", "b", "c"} {
-		c.addInstance(svc, InstanceSpec{Local: true, Runnable: true}, t0)
+		c.addInstance(svc, instsm.Spec{Local: true, Runnable: true}, t0)
 		c.checkNow(svc)
 		st := dataset.StatusUp
 		if svc == "c" {
@@ -318,7 +319,7 @@ func TestDrain(t *testing.T) {
 // stopped only the instances already running).
 func TestShutdownStopsAStartInFlight(t *testing.T) {
 	c := newCore("n1")
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	c.checkNow("web")
 	c.checkDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	c.Ready()
@@ -347,7 +348,7 @@ func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 	c := newCore("n1")
 	localWebChecked(c, dataset.StatusUp)
 
-	c.addInstance("web", InstanceSpec{Local: false}, t0)
+	c.addInstance("web", instsm.Spec{Local: false}, t0)
 	rd := c.Ready()
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || rd.Run[0].Reason != "this node was removed from the service's nodes" {
 		t.Fatalf("got run %+v, want the stop of the removed instance", rd.Run)
@@ -368,7 +369,7 @@ func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 	// down, then removed: nothing to stop
 	d := newCore("n1")
 	localWebChecked(d, dataset.StatusDown)
-	d.addInstance("web", InstanceSpec{Local: false}, t0)
+	d.addInstance("web", instsm.Spec{Local: false}, t0)
 	if rd = d.Ready(); len(rd.Run) != 0 {
 		t.Fatalf("a down instance removed from the nodes: run %+v, want none", rd.Run)
 	}
@@ -378,12 +379,12 @@ func TestNodeRemovedFromTheServiceStopsItsInstance(t *testing.T) {
 // ended up, the instance is stopped (it was left running, unpublished).
 func TestNodeRemovedDuringAStartStopsItAfterwards(t *testing.T) {
 	c := newCore("n1")
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	if _, err := c.runAction("web", "start", "test", t0); err != nil {
 		t.Fatal(err)
 	}
 	c.Ready()
-	c.addInstance("web", InstanceSpec{Local: false}, t0)
+	c.addInstance("web", instsm.Spec{Local: false}, t0)
 	if rd := c.Ready(); len(rd.Run) != 0 {
 		t.Fatalf("a stop ordered while the start runs: %+v", rd.Run)
 	}

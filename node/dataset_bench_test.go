@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"haven/dataset"
+	"haven/node/instsm"
 )
 
 // BenchmarkDataset2000 is the node core's part of the local dataset that
@@ -16,8 +17,8 @@ func BenchmarkDataset2000(b *testing.B) {
 	c := New(Config{Name: "n1", ClusterNodes: []string{"n1"}, Compat: 1, WriteThrough: true}, State{})
 	for i := 0; i < 2000; i++ {
 		svc := fmt.Sprintf("svc%04d", i)
-		c.addInstance(svc, InstanceSpec{Local: true, Runnable: true}, t0)
-		c.insts[svc].res = map[string]dataset.Resource{"ip#1": {Status: dataset.StatusUp}, "app#1": {Status: dataset.StatusUp}}
+		c.addInstance(svc, instsm.Spec{Local: true, Runnable: true}, t0)
+		c.insts[svc].Res = map[string]dataset.Resource{"ip#1": {Status: dataset.StatusUp}, "app#1": {Status: dataset.StatusUp}}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -25,21 +25,15 @@ type DiskRead struct {
 
 func (DiskRead) isInput() {}
 
-// diskSplit is the state of the rule: the disk's last state, whether the
-// split_action was applied for this loss, whether its stop escalated.
-type diskSplit struct {
-	lost, split, escalated bool
-}
-
 // diskRead takes the disk's state: a disk read again ends the loss (the
 // next loss applies the split_action anew).
 func (c *Core) diskRead(lost bool, now time.Time) {
-	if lost == c.disk.lost {
+	if lost == c.disk.Lost {
 		return
 	}
-	c.disk.lost = lost
+	c.disk.Lost = lost
 	if !lost {
-		c.disk.split, c.disk.escalated = false, false
+		c.disk.Split, c.disk.Escalated = false, false
 	}
 	c.checkDiskSplit(now)
 }
@@ -52,23 +46,23 @@ func (c *Core) diskRead(lost bool, now time.Time) {
 // split_action), nor in rejoin (the node starts nothing then).
 func (c *Core) checkDiskSplit(now time.Time) {
 	s := &c.disk
-	if s.split && !s.escalated && c.cfg.Quorum.SplitAction == SplitStop {
+	if s.Split && !s.Escalated && c.cfg.Quorum.SplitAction == SplitStop {
 		for _, inst := range c.ilist {
-			if _, running := c.Status(inst.name); running && inst.act.busy == "" {
-				s.escalated = true
-				c.splitNodeAction(SplitCrash, "the fencing disk is lost and the split stop of "+inst.name+" failed: escalate to crash")
+			if _, running := c.Status(inst.Name); running && inst.Act.Busy == "" {
+				s.Escalated = true
+				c.splitNodeAction(SplitCrash, "the fencing disk is lost and the split stop of "+inst.Name+" failed: escalate to crash")
 				return
 			}
 		}
 	}
-	if !s.lost || s.split || !c.cfg.Quorum.DiskFence || !c.quorumOn() || c.q.split.lost || c.monitor == dataset.NodeRejoin {
+	if !s.Lost || s.Split || !c.cfg.Quorum.DiskFence || !c.quorumOn() || c.q.Split.Lost || c.monitor == dataset.NodeRejoin {
 		return
 	}
 	live, members := 1+len(c.livePeers(now)), len(c.cfg.ClusterNodes)
 	if 2*live > members {
 		return
 	}
-	s.split = true
+	s.Split = true
 	reason := fmt.Sprintf("the fencing disk is lost and this node hears %d of %d members: split_action %s", live, members, c.cfg.Quorum.SplitAction)
 	switch c.cfg.Quorum.SplitAction {
 	case SplitCrash, SplitReboot:
@@ -76,8 +70,8 @@ func (c *Core) checkDiskSplit(now time.Time) {
 	case SplitStop:
 		c.setNodeFrozen(true, reason+": every local instance stopped, node frozen")
 		for _, inst := range c.ilist {
-			if _, running := c.Status(inst.name); running {
-				c.runAction(inst.name, "stop", reason, now)
+			if _, running := c.Status(inst.Name); running {
+				c.runAction(inst.Name, "stop", reason, now)
 			}
 		}
 	}

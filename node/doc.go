@@ -13,7 +13,7 @@
 // Ready drain and read-only queries (TestCoreArchitecture holds the
 // list). After each input the driver takes a Ready and carries it out in
 // its order: write Ready.Persist and report the write with the input
-// Persisted{Seq: Ready.PersistSeq} (persist.go: one write at a time,
+// Persisted{Seq: Ready.PersistSeq} (node/persist: one write at a time,
 // the changes made meanwhile handed out in one state when it ends; the
 // core holds the
 // answers and actions that rest on a state until it is on disk — an
@@ -23,6 +23,16 @@
 // publish, emit the typed Events (events.go: one Go type per kind, with
 // its fields), release the Answers (by Ticket), run the actions (Run)
 // and the checks (Check), and wake the core at WakeAt.
+//
+// Its vocabulary (Ready and its orders, Ticket, Answer, State, Event,
+// Config, PeerEvent) is package node/vocab, named here by aliases
+// (aliases.go); the state of its parts are packages under node/
+// (node/persist, node/configdist, node/versionbound, node/quorumsm,
+// node/instsm, node/peersm, node/incpass), below package node, which
+// composes them. Inside node the files stand on floors: core.go (Core
+// and the primitives every rule calls) at the bottom, the rules above
+// it, the inputs that dispatch to them (tick.go, step.go) at the top
+// (TestCoreShape holds the arrows that run back up).
 //
 // What it owns today:
 //
@@ -63,7 +73,7 @@
 //     stop / restart / shutdown); every answer by Ticket, every action
 //     run only once the Persist of its Ready is written (else
 //     actionAborted);
-//   - config distribution (configs.go; what is in flight in configdist.go,
+//   - config distribution (configs.go; what is in flight in node/configdist,
 //     a part of its own): the config versions, digests and
 //     lineages, the tombstones, which peer config to adopt (newer version
 //     wins, then the higher digest; a digest that lies or a config that

@@ -1,6 +1,10 @@
 package node
 
-import "haven/node/view"
+import (
+	"haven/node/view"
+
+	"haven/node/peersm"
+)
 
 // A duplicated member (PeerDuplicate): the heartbeat hears two runs of the
 // peer's name at once, two daemons with one name and address (a cloned
@@ -21,20 +25,6 @@ import "haven/node/view"
 // silent for long enough (PeerRunTrusted, then its data) or the peer is
 // declared down: a clone's data (nothing runs there yet) never makes a
 // service look down on that node.
-
-const (
-	// PeerDuplicate: two runs of the peer send at once (Reason says which).
-	PeerDuplicate PeerKind = iota + 200
-	// PeerDuplicateGone: one run of the peer again.
-	PeerDuplicateGone
-	// PeerRunHeld: a new run of the peer was confirmed while another run
-	// of it was heard lately (a restart, or a cloned host: Reason); its
-	// instances are unknown until PeerRunTrusted or its Down.
-	PeerRunHeld
-	// PeerRunTrusted: no other run of the peer was heard for long enough;
-	// its data follows.
-	PeerRunTrusted
-)
 
 // PeerRunHeldEvent: a new run of a peer while another may still live: its
 // data is taken, its instances count as unknown for a while.
@@ -91,62 +81,55 @@ func (e DuplicateMemberGone) String() string {
 
 // heldUpAsTwin reports whether a Down of p is held back: p is duplicated
 // (it is applied when the duplicate is over).
-func (c *Core) heldUpAsTwin(p *peer) bool {
-	if p.twin {
-		p.downHeld = true
+func (c *Core) heldUpAsTwin(p *peersm.Peer) bool {
+	if p.Twin {
+		p.DownHeld = true
 	}
-	return p.twin
+	return p.Twin
 }
 
 // noteDuplicate applies PeerDuplicate, PeerDuplicateGone and what a
 // duplicate leaves on the peer's other events.
-func (c *Core) noteDuplicate(p *peer, ev PeerEvent) {
+func (c *Core) noteDuplicate(p *peersm.Peer, ev PeerEvent) {
 	switch ev.Kind {
 	case PeerDuplicate:
-		if !p.twin {
-			p.twin = true
+		if !p.Twin {
+			p.Twin = true
 			c.emit(DuplicateMember{Node: ev.Node, Reason: ev.Reason})
 		}
 	case PeerDuplicateGone:
-		if p.twin {
-			p.twin = false
+		if p.Twin {
+			p.Twin = false
 			c.emit(DuplicateMemberGone{Node: ev.Node})
-			if p.downHeld && p.Up {
+			if p.DownHeld && p.Up {
 				p.Peer = view.NoteDown(p.Peer)
 			}
-			p.downHeld = false
+			p.DownHeld = false
 		}
 	case PeerUp:
-		p.downHeld = false
+		p.DownHeld = false
 	case PeerData:
-		p.downHeld, p.trusting = false, false
+		p.DownHeld, p.Trusting = false, false
 	case PeerRunHeld:
-		if !p.runHeld {
-			p.runHeld, p.trusting = true, false
+		if !p.RunHeld {
+			p.RunHeld, p.Trusting = true, false
 			c.emit(PeerRunHeldEvent{Node: ev.Node, Reason: ev.Reason})
 		}
 	case PeerRunTrusted:
-		if p.runHeld {
-			p.runHeld, p.trusting = false, true
+		if p.RunHeld {
+			p.RunHeld, p.Trusting = false, true
 			c.emit(PeerRunTrustedEvent{Node: ev.Node})
 		}
 	case PeerDown:
-		p.runHeld, p.trusting = false, false
+		p.RunHeld, p.Trusting = false, false
 	}
-	if (p.twin || p.runHeld) && p.Data != nil {
+	if (p.Twin || p.RunHeld) && p.Data != nil {
 		p.Stale = true
 	}
 }
 
-// heldRunOnly reports whether the peer's instances are unknown only
-// because its new run is held, or was just trusted and the copy the
-// transport held comes next: it is alive and its data current (it counts
-// as a live member for the quorum; between the trust and that copy it
-// was counted lost, and a vote began at every restart of a peer).
-func (p *peer) heldRunOnly() bool { return (p.runHeld || p.trusting) && !p.twin && !p.behind }
-
 // peerDuplicated reports whether two runs of the peer are heard at once.
 func (c *Core) peerDuplicated(name string) bool {
-	p := c.pv.peers[name]
-	return p != nil && p.twin
+	p := c.pv.Peers[name]
+	return p != nil && p.Twin
 }

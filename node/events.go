@@ -7,29 +7,6 @@ import (
 	"haven/dataset"
 )
 
-// Level is how loud an event is in the node log.
-type Level int
-
-const (
-	Info Level = iota
-	Warn
-	Error
-)
-
-// Event is one typed event of the core. The daemon writes each to
-// node.log (zap, with the event's fields) and to the events stream
-// (`nodemgr events`); the simulation's timeline is made of them.
-type Event interface {
-	// Kind names the event's type in the events stream ("target", ...).
-	Kind() string
-	// Service is the service it is about, "" for the node.
-	Service() string
-	// Level is its loudness in the log.
-	Level() Level
-	// String is its one-line text, for the log and `nodemgr events`.
-	String() string
-}
-
 // TargetSet: an admin target set (or cleared, or aborted) on this node.
 type TargetSet struct {
 	Svc    string         `json:"svc"`

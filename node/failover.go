@@ -3,6 +3,7 @@ package node
 import (
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/instsm"
 )
 
 // Failover: the local instance of a service started successfully after
@@ -30,34 +31,27 @@ func (e Failover) String() string {
 // live peers; an instance that runs here forgets it.
 func (c *Core) watchRanElsewhere(s monitor.Snapshot) {
 	for _, inst := range c.passInstances() {
-		svc := inst.name
-		if !inst.local || inst.spec.Flex {
+		svc := inst.Name
+		if !inst.Local || inst.Spec.Flex {
 			// (a flex service runs on several nodes: a start is no move)
 			continue
 		}
-		if runs(dataset.Instance{Avail: inst.avail, Monitor: inst.mon}) {
-			inst.ranElsewhere = ""
+		if runs(dataset.Instance{Avail: inst.Avail, Monitor: inst.Mon}) {
+			inst.RanElsewhere = ""
 			continue
 		}
 		if n := c.ranElsewhere(s, svc); n != "" {
-			inst.ranElsewhere = n
+			inst.RanElsewhere = n
 		}
 	}
-}
-
-// runs reports whether an instance runs: up or warn (n/a and started
-// counts as up).
-func runs(i dataset.Instance) bool {
-	a := monitor.EffectiveAvail(i)
-	return a == dataset.StatusUp || a == dataset.StatusWarn
 }
 
 // noteStarted says Failover after a successful start of an instance whose
 // service last ran on another node.
-func (c *Core) noteStarted(svc string, inst *instance) {
-	if inst.ranElsewhere == "" {
+func (c *Core) noteStarted(svc string, inst *instsm.Instance) {
+	if inst.RanElsewhere == "" {
 		return
 	}
-	c.emit(Failover{Svc: svc, From: inst.ranElsewhere, Reason: inst.startReason})
-	inst.ranElsewhere = ""
+	c.emit(Failover{Svc: svc, From: inst.RanElsewhere, Reason: inst.StartReason})
+	inst.RanElsewhere = ""
 }

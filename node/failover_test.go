@@ -6,6 +6,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/instsm"
 	"haven/placement"
 )
 
@@ -46,7 +47,7 @@ func failovers(evs []Event) []Failover {
 // failover; a start with no memory of it running elsewhere is not.
 func TestFailoverAfterRunningElsewhere(t *testing.T) {
 	c := newCore("n2")
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	c.Ready()
 	c.watchRanElsewhere(snapWith(dataset.NodeUp, dataset.StatusUp))
 	c.watchRanElsewhere(snapWith(dataset.NodeDown, dataset.StatusUp)) // n1 crashed: remembered

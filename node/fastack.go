@@ -5,17 +5,9 @@ import (
 
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/instsm"
 	"haven/quorum"
 )
-
-// instFastAck is the ready window of an instance.
-type instFastAck struct {
-	// ack is the peer's claim this node acks (monitor's Decision.ReadyAck,
-	// published as Instance.ReadyAck); lastClaim is the start of the last
-	// ready window of this instance.
-	ack       string
-	lastClaim time.Time
-}
 
 // The node core's part of the fast-ack ready window (node.ready_fast_ack;
 // monitor/fastack.go has the rules): when it may act, the acks it
@@ -34,23 +26,23 @@ func (c *Core) fastAck(now time.Time) bool {
 		return true
 	}
 	q := &c.q
-	if q.split.lost || !q.pending.IsZero() {
+	if q.Split.Lost || !q.Pending.IsZero() {
 		return false
 	}
 	live := 1 + len(c.livePeers(now))
 	if decided, survive := quorum.Decided(len(c.cfg.ClusterNodes), live, c.cfg.Quorum.Arbitrators); decided {
 		return survive
 	}
-	return q.last != nil && q.last.Survive
+	return q.Last != nil && q.Last.Survive
 }
 
 // noteReadyAck stores the claim the decision acks, and publishes it when
 // it changes (nothing claimed: nothing published).
-func (c *Core) noteReadyAck(inst *instance, ack string) {
-	if inst.fa.ack == ack {
+func (c *Core) noteReadyAck(inst *instsm.Instance, ack string) {
+	if inst.Fa.Ack == ack {
 		return
 	}
-	inst.fa.ack = ack
+	inst.Fa.Ack = ack
 	c.publish()
 }
 
@@ -58,16 +50,16 @@ func (c *Core) noteReadyAck(inst *instance, ack string) {
 // that begins at the same instant as the previous one (two decision passes
 // at one time of a coarse or fake clock) begins a nanosecond later, so that
 // an ack of the previous window never counts for it.
-func (c *Core) newClaim(inst *instance, dec *monitor.Decision) {
-	if dec.Monitor.State != dataset.Ready || inst.mon.State == dataset.Ready {
+func (c *Core) newClaim(inst *instsm.Instance, dec *monitor.Decision) {
+	if dec.Monitor.State != dataset.Ready || inst.Mon.State == dataset.Ready {
 		return
 	}
-	if !dec.Monitor.StateSince.After(inst.fa.lastClaim) {
-		shift := inst.fa.lastClaim.Add(time.Nanosecond).Sub(dec.Monitor.StateSince)
+	if !dec.Monitor.StateSince.After(inst.Fa.LastClaim) {
+		shift := inst.Fa.LastClaim.Add(time.Nanosecond).Sub(dec.Monitor.StateSince)
 		dec.Monitor.StateSince = dec.Monitor.StateSince.Add(shift)
 		if !dec.Deadline.IsZero() {
 			dec.Deadline = dec.Deadline.Add(shift)
 		}
 	}
-	inst.fa.lastClaim = dec.Monitor.StateSince
+	inst.Fa.LastClaim = dec.Monitor.StateSince
 }

@@ -7,6 +7,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/node/instsm"
 	"haven/quorum"
 )
 
@@ -21,8 +22,8 @@ func fastNode(t *testing.T, name string, fastAck bool) *Core {
 	c := New(Config{Name: name, ClusterNodes: []string{"n1", "n2", "n3"}, Compat: 1, ReadyPeriod: 16 * time.Second, ReadyFastAck: fastAck,
 		RejoinGrace: time.Minute, MaintenanceGrace: time.Minute, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: l, WriteThrough: true}, State{})
 	l.core = c
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.addInstance("db", InstanceSpec{Local: name != "n1", Runnable: name != "n1"}, t0) // not orchestrated
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
+	c.addInstance("db", instsm.Spec{Local: name != "n1", Runnable: name != "n1"}, t0) // not orchestrated
 	c.start(t0)
 	c.checkNow("web")
 	rd := c.Ready()
@@ -50,13 +51,13 @@ func TestFastAckCoreStartsOnTheAck(t *testing.T) {
 	n2, n3 := fastNode(t, "n2", true), fastNode(t, "n3", true)
 	t1 := t0.Add(time.Second)
 	rd := maPass(n2, t1)
-	if got := n2.insts["web"].mon.State; got != dataset.Ready || !rd.Publish {
+	if got := n2.insts["web"].Mon.State; got != dataset.Ready || !rd.Publish {
 		t.Fatalf("n2: got %q publish %v, want ready, published", got, rd.Publish)
 	}
 	send(n2, n3, t1)
 	rd = maPass(n3, t1)
 	want := dataset.ClaimID("n2", t1)
-	if got := n3.insts["web"].fa.ack; got != want || !rd.Publish {
+	if got := n3.insts["web"].Fa.Ack; got != want || !rd.Publish {
 		t.Fatalf("n3: got ack %q publish %v, want %q published", got, rd.Publish, want)
 	}
 	if rd = maPass(n3, t1.Add(10*time.Millisecond)); rd.Publish {
@@ -76,8 +77,8 @@ func TestFastAckCoreOffNoAck(t *testing.T) {
 	t1 := t0.Add(time.Second)
 	maPass(n2, t1)
 	send(n2, n3, t1)
-	if rd := maPass(n3, t1); n3.insts["web"].fa.ack != "" || rd.Publish {
-		t.Fatalf("n3 without fast ack: got ack %q publish %v", n3.insts["web"].fa.ack, rd.Publish)
+	if rd := maPass(n3, t1); n3.insts["web"].Fa.Ack != "" || rd.Publish {
+		t.Fatalf("n3 without fast ack: got ack %q publish %v", n3.insts["web"].Fa.Ack, rd.Publish)
 	}
 	send(n3, n2, t1)
 	if rd := maPass(n2, t1.Add(time.Second)); len(rd.Run) != 0 {
@@ -94,17 +95,17 @@ func TestFastAckClaimIDsAreNew(t *testing.T) {
 	n2 := fastNode(t, "n2", true)
 	t1 := t0.Add(time.Second)
 	maPass(n2, t1)
-	first := n2.insts["web"].mon.StateSince
+	first := n2.insts["web"].Mon.StateSince
 	// n1 comes back (better ranked, idle): n2 backs off; n1 down again:
 	// n2 claims again, all at t1
 	maHear(n2, maPeer("n1", false, false), t1)
 	maPass(n2, t1)
-	if got := n2.insts["web"].mon.State; got != dataset.Idle {
+	if got := n2.insts["web"].Mon.State; got != dataset.Idle {
 		t.Fatalf("n2 with n1 back: got %q, want idle", got)
 	}
 	n2.heartbeat(PeerEvent{Node: "n1", Kind: PeerDown}, t1)
 	maPass(n2, t1)
-	if got := n2.insts["web"].mon; got.State != dataset.Ready || !got.StateSince.After(first) {
+	if got := n2.insts["web"].Mon; got.State != dataset.Ready || !got.StateSince.After(first) {
 		t.Fatalf("n2 claims again at t1: got %q since %v, want ready after %v", got.State, got.StateSince, first)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/node/instsm"
 )
 
 // Resource faults (the OCF agents' exit codes, as Pacemaker reads them):
@@ -36,9 +37,9 @@ const (
 
 // faultOf returns the first resource of the instance (in start order)
 // whose last check found a fault of severity sev, with its reason.
-func faultOf(inst *instance, sev string) (rid, reason string) {
-	for _, spec := range inst.spec.Resources {
-		r, ok := inst.res[spec.RID]
+func faultOf(inst *instsm.Instance, sev string) (rid, reason string) {
+	for _, spec := range inst.Spec.Resources {
+		r, ok := inst.Res[spec.RID]
 		if ok && r.Fault == sev && !r.Optional && !r.Disabled {
 			return spec.RID, r.Log
 		}
@@ -48,7 +49,7 @@ func faultOf(inst *instance, sev string) (rid, reason string) {
 
 // hardExclusion is why the node is out of the instance's candidates for
 // a hard fault ("" when none).
-func hardExclusion(inst *instance) string {
+func hardExclusion(inst *instsm.Instance) string {
 	rid, reason := faultOf(inst, FaultHard)
 	if rid == "" {
 		return ""
@@ -58,7 +59,7 @@ func hardExclusion(inst *instance) string {
 
 // excludedText is the Instance.Excluded published: a monitor_action
 // switch's exclusion (durable), else a hard fault's (while it lasts).
-func excludedText(switched string, inst *instance) string {
+func excludedText(switched string, inst *instsm.Instance) string {
 	if switched != "" {
 		return switched
 	}
@@ -67,16 +68,16 @@ func excludedText(switched string, inst *instance) string {
 
 // resourceFaults acts on the faults of the last check of a local
 // instance (checkDone).
-func (c *Core) resourceFaults(svc string, inst *instance, now time.Time) {
-	if !inst.local || !inst.spec.Runnable {
+func (c *Core) resourceFaults(svc string, inst *instsm.Instance, now time.Time) {
+	if !inst.Local || !inst.Spec.Runnable {
 		return
 	}
 	hardRID, _ := faultOf(inst, FaultHard)
 	hard := hardExclusion(inst)
 	fatalRID, fatalWhy := faultOf(inst, FaultFatal)
 	key := hard + "\x00" + fatalRID + ": " + fatalWhy
-	if key != inst.chk.faults {
-		inst.chk.faults = key
+	if key != inst.Chk.Faults {
+		inst.Chk.Faults = key
 		c.publish() // Instance.Excluded changed
 		if hard != "" {
 			c.emit(ResourceFault{Svc: svc, RID: hardRID, Severity: FaultHard,
@@ -99,9 +100,9 @@ func (c *Core) resourceFaults(svc string, inst *instance, now time.Time) {
 // stopFaulted stops the instance running here when one of its resources
 // cannot run here (the next node takes the service) or is not configured
 // right.
-func (c *Core) stopFaulted(svc string, inst *instance, why string, now time.Time) {
-	if inst.act.busy != "" || inst.chk.ending != nil || inst.chk.checking || c.stopping ||
-		inst.mon.LocalExpect != dataset.ExpectStarted || inst.mon.State != dataset.Idle ||
+func (c *Core) stopFaulted(svc string, inst *instsm.Instance, why string, now time.Time) {
+	if inst.Act.Busy != "" || inst.Chk.Ending != nil || inst.Chk.Checking || c.stopping ||
+		inst.Mon.LocalExpect != dataset.ExpectStarted || inst.Mon.State != dataset.Idle ||
 		c.state.Services[svc].Frozen || c.state.NodeFrozen || c.state.SplitFrozen {
 		return
 	}

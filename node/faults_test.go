@@ -10,11 +10,12 @@ import (
 	"haven/config/tomlfile"
 	"haven/dataset"
 	"haven/internal/clock"
+	"haven/node/instsm"
 	"haven/quorum"
 )
 
-var faultSpec = InstanceSpec{Local: true, Runnable: true, Monitored: true, MonitorAction: MonitorActionNone,
-	Resources: []ResourceSpec{{RID: "ocf#vip", Monitor: true, Restart: 1, RestartDelay: time.Second}, {RID: "ocf#app", Monitor: true}}}
+var faultSpec = instsm.Spec{Local: true, Runnable: true, Monitored: true, MonitorAction: MonitorActionNone,
+	Resources: []instsm.ResourceSpec{{RID: "ocf#vip", Monitor: true, Restart: 1, RestartDelay: time.Second}, {RID: "ocf#app", Monitor: true}}}
 
 // faultCheck ends the check the core ordered (one is ordered when none is
 // pending) with ocf#vip up and ocf#app as given.

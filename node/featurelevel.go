@@ -39,9 +39,9 @@ func (c *Core) FormatMax() int { return max(1, c.cfg.Format) }
 // formatMembers is what the heartbeats said of every other cluster member's
 // versions (a member never heard holds the level).
 func (c *Core) formatMembers() []upgrade.Member {
-	out := make([]upgrade.Member, 0, len(c.pv.pnames))
-	for _, name := range c.pv.pnames {
-		p := c.pv.peers[name]
+	out := make([]upgrade.Member, 0, len(c.pv.Pnames))
+	for _, name := range c.pv.Pnames {
+		p := c.pv.Peers[name]
 		m := upgrade.Member{Name: name, Up: p.Up}
 		if p.Data != nil {
 			m.Heard, m.Max, m.Level = true, p.Data.Format.Max, p.Data.Format.Level

@@ -18,7 +18,7 @@ import (
 func (c *Core) runningHere() int {
 	n := 0
 	for _, inst := range c.ilist {
-		if _, r := c.Status(inst.name); inst.local && r {
+		if _, r := c.Status(inst.Name); inst.Local && r {
 			n++
 		}
 	}
@@ -28,7 +28,7 @@ func (c *Core) runningHere() int {
 // runningThere counts the instances the last data of peer shows running,
 // by the rule of Status.
 func (c *Core) runningThere(peer string) int {
-	p := c.pv.peers[peer]
+	p := c.pv.Peers[peer]
 	if p == nil || p.Data == nil {
 		return 0
 	}

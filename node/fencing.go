@@ -32,7 +32,7 @@ import (
 func (c *Core) fencingKnown(svc string) uint64 {
 	ss := c.state.Services[svc]
 	m := max(ss.FencingToken, ss.FencingSeen)
-	for _, p := range c.pv.peers {
+	for _, p := range c.pv.Peers {
 		if p.Data == nil {
 			continue
 		}

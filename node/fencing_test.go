@@ -6,6 +6,7 @@ import (
 
 	"haven/dataset"
 	"haven/internal/clock"
+	"haven/node/instsm"
 )
 
 // startToken runs a start of web on c and returns the token of its
@@ -92,7 +93,7 @@ func TestFencingTokenSurvivesRestart(t *testing.T) {
 	disk := c.State().Clone()
 	// the daemon restarts: a new core from the disk, no peer heard yet
 	c2 := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2", "n3"}, Local: &maLocal{name: "n1"}, WriteThrough: true}, disk)
-	c2.addInstance("web", InstanceSpec{Local: true, Runnable: true}, clk.Now())
+	c2.addInstance("web", instsm.Spec{Local: true, Runnable: true}, clk.Now())
 	c2.Ready()
 	if tok := maStartToken(t, c2, clk.Now()); tok != 31 {
 		t.Fatalf("got token %d after a restart that knew 30, want 31", tok)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"haven/dataset"
+	"haven/node/instsm"
 )
 
 // A node receiving N configs in one full copy installs
@@ -58,7 +59,7 @@ func TestManyConfigsGroupCommit(t *testing.T) {
 				}
 			}
 			maxWrite = max(maxWrite, len(writing))
-			maxClone = max(maxClone, len(c.ps.states))
+			maxClone = max(maxClone, c.ps.Copies())
 		}
 	}
 	// the write in flight ends: the driver reports the newest state it
@@ -77,7 +78,7 @@ func TestManyConfigsGroupCommit(t *testing.T) {
 			op := ops[0]
 			ops = ops[1:]
 			d.svcs[op.Service] = op.Config
-			c.addInstance(op.Service, InstanceSpec{Local: true, Runnable: true}, t0)
+			c.addInstance(op.Service, instsm.Spec{Local: true, Runnable: true}, t0)
 			c.configDone(op.Service, nil, t0)
 			done++
 			if done == n/2 {
@@ -112,8 +113,8 @@ func TestGroupCommitFailureUndoesTheWaitingChanges(t *testing.T) {
 	c := asyncCore("n1")
 	c.install("api")
 	written(c)
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
-	c.addInstance("api", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
+	c.addInstance("api", instsm.Spec{Local: true, Runnable: true}, t0)
 	t1 := c.adminLocal(LocalRequest{Service: "web", Action: "freeze", Now: t0})
 	rd := c.Ready()
 	if rd.Persist == nil {

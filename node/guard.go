@@ -2,13 +2,11 @@ package node
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"haven/dataset"
-	"haven/dataset/status"
 	"haven/quorum"
 )
 
@@ -20,18 +18,6 @@ import (
 // it is armed (published, for the peers' takeover gate) and what it ended
 // when a lease ran out (the event guard_fired; those instances are down
 // and expect to run no more here).
-
-// GuardConfig is node.guard and what goes with it.
-type GuardConfig struct {
-	// Enabled is node.guard.
-	Enabled bool
-	// Lease is node.guard_lease: the guard acts when the lease was not
-	// renewed for this long.
-	Lease time.Duration
-	// Act bounds the guard's action after the lease ran out
-	// (config.GuardAct).
-	Act time.Duration
-}
 
 // GuardFiring is a record of the guard: what it ended when a lease ran
 // out.
@@ -66,73 +52,6 @@ type GuardReported struct {
 
 func (GuardReported) isInput() {}
 
-type guardState struct {
-	armed, maint bool
-	err          string
-	// fired is the id of the last record taken in.
-	fired string
-	// notRenewed: GuardReported.NotRenewed; held the service it holds
-	// back (said once).
-	notRenewed, held string
-}
-
-// guardReport takes the guard's answer in: a record not taken in yet is
-// acted on first (GuardFired); a change of the armed state is published.
-func (c *Core) guardReport(in GuardReported) {
-	if !c.cfg.Guard.Enabled {
-		return
-	}
-	g := &c.guard
-	if g.notRenewed = in.NotRenewed; g.notRenewed == "" {
-		g.held = ""
-	}
-	if f := in.Fired; f != nil && !f.Acked && f.ID != g.fired {
-		g.fired = f.ID
-		c.guardFired(*f, in.Now)
-	}
-	if in.Armed != g.armed || in.Maintenance != g.maint || in.Err != g.err {
-		if in.Armed != g.armed || in.Err != g.err {
-			c.emit(GuardState{Armed: in.Armed, Maintenance: in.Maintenance, Err: in.Err})
-		}
-		g.armed, g.maint, g.err = in.Armed, in.Maintenance, in.Err
-		c.publish()
-	}
-}
-
-// guardFired: the guard ended the instances of f while this daemon did
-// not renew its lease. They are down, and expect to run no more here:
-// neither the restart ladder nor a check that still says up brings them
-// back; the orchestrator starts them where the cluster places them (here
-// too, if this node is the one).
-func (c *Core) guardFired(f GuardFiring, now time.Time) {
-	c.emit(GuardFired{Services: f.Services, At: f.At, Late: f.Late.Round(time.Millisecond).String()})
-	for _, svc := range f.Services {
-		inst := c.insts[svc]
-		if inst == nil || !inst.local {
-			continue
-		}
-		c.expect(svc, inst, dataset.ExpectNone)
-		inst.lad.pendRID = ""
-		if inst.mon.State == dataset.Restarting {
-			c.setMonitorState(svc, inst, dataset.Idle, "ended by the node guard", now)
-		}
-		for _, rid := range slices.Sorted(maps.Keys(inst.res)) {
-			r := inst.res[rid]
-			if r.Status == dataset.StatusUp || r.Status == dataset.StatusWarn {
-				r.Status, r.Log = dataset.StatusDown, "ended by the node guard"
-				inst.res[rid] = r
-			}
-		}
-		if avail, overall := status.Instance(inst.res); avail != inst.avail || overall != inst.overall {
-			c.emit(InstanceStatus{Svc: svc, From: inst.avail, To: avail, Overall: overall})
-			inst.avail, inst.overall = avail, overall
-		}
-		c.checkNow(svc)
-	}
-	c.publish()
-	c.pv.viewChanged = true
-}
-
 // GuardEntitled reports whether the driver may renew the guard's lease at
 // now: the node may run its services. Always with cluster.quorum off;
 // with it on, not once the node lost its vote (its split_action's stop
@@ -146,12 +65,12 @@ func (c *Core) GuardEntitled(now time.Time) (ok bool, why string) {
 	}
 	q := &c.q
 	switch {
-	case q.split.lost:
+	case q.Split.Lost:
 		return false, "this node lost the quorum"
-	case !q.pending.IsZero():
+	case !q.Pending.IsZero():
 		return false, "a quorum vote waits for the arbitrators"
-	case !q.lastTick.IsZero() && c.cfg.Quorum.HBTimeout > 0 && now.Sub(q.lastTick) > c.cfg.Quorum.HBTimeout:
-		return false, fmt.Sprintf("the daemon did not run for %s (more than hb.timeout): it votes first", now.Sub(q.lastTick).Round(time.Millisecond))
+	case !q.LastTick.IsZero() && c.cfg.Quorum.HBTimeout > 0 && now.Sub(q.LastTick) > c.cfg.Quorum.HBTimeout:
+		return false, fmt.Sprintf("the daemon did not run for %s (more than hb.timeout): it votes first", now.Sub(q.LastTick).Round(time.Millisecond))
 	}
 	return true, ""
 }
@@ -196,13 +115,13 @@ func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, boo
 			// ended early enough for the guard to have acted by the
 			// end of this node's estimate of the arbitrator's lease,
 			// so before any exclusive grant to another side
-			vs = append(vs, voucher{until: c.q.ov.leases[a.Name].until.Add(-quorum.GuardBeforeGrant(lease, c.cfg.Guard.Act)), w: w})
+			vs = append(vs, voucher{until: c.q.OneVote.Leases[a.Name].Until.Add(-quorum.GuardBeforeGrant(lease, c.cfg.Guard.Act)), w: w})
 		}
 	}
 	if 2*have > total {
 		return full, true, ""
 	}
-	for _, n := range c.pv.pnames {
+	for _, n := range c.pv.Pnames {
 		if at, ok := acked(n); ok {
 			vs = append(vs, voucher{until: at.Add(lease), w: 1})
 		}
@@ -230,22 +149,22 @@ func (c *Core) GuardLease(now time.Time, acked func(peer string) (time.Time, boo
 // the service over. Said once per service and reason.
 func (c *Core) guardHoldsStart(svc string) bool {
 	g := &c.guard
-	if !c.cfg.Guard.Enabled || !c.quorumOn() || g.notRenewed == "" {
+	if !c.cfg.Guard.Enabled || !c.quorumOn() || g.NotRenewed == "" {
 		return false
 	}
-	if g.held != svc+"\x00"+g.notRenewed {
-		g.held = svc + "\x00" + g.notRenewed
-		c.emit(GuardHeldStart{Svc: svc, Why: g.notRenewed})
+	if g.Held != svc+"\x00"+g.NotRenewed {
+		g.Held = svc + "\x00" + g.NotRenewed
+		c.emit(GuardHeldStart{Svc: svc, Why: g.NotRenewed})
 	}
 	return true
 }
 
 // guardInfo is what this node publishes of its guard (nil: not armed).
 func (c *Core) guardInfo() *dataset.GuardInfo {
-	if !c.cfg.Guard.Enabled || !c.guard.armed {
+	if !c.cfg.Guard.Enabled || !c.guard.Armed {
 		return nil
 	}
-	return &dataset.GuardInfo{LeaseMs: c.cfg.Guard.Lease.Milliseconds(), ActMs: c.cfg.Guard.Act.Milliseconds(), Maintenance: c.guard.maint,
+	return &dataset.GuardInfo{LeaseMs: c.cfg.Guard.Lease.Milliseconds(), ActMs: c.cfg.Guard.Act.Milliseconds(), Maintenance: c.guard.Maint,
 		Anchored: c.quorumOn(), HBTimeoutMs: c.cfg.Quorum.HBTimeout.Milliseconds()}
 }
 
@@ -299,8 +218,8 @@ func (c *Core) anchoredHBTimeout(d *dataset.Node) (time.Duration, bool) {
 		return 0, false
 	}
 	hb := c.cfg.Quorum.HBTimeout
-	for n := range c.q.live {
-		p := c.pv.peers[n]
+	for n := range c.q.Live {
+		p := c.pv.Peers[n]
 		if p == nil || p.Data == nil || p.Data.Guard == nil || p.Data.Guard.HBTimeoutMs <= 0 {
 			return 0, false
 		}
@@ -379,4 +298,35 @@ func (e GuardHeldStart) Service() string { return e.Svc }
 func (GuardHeldStart) Level() Level      { return Warn }
 func (e GuardHeldStart) String() string {
 	return "start held: the node guard's lease is not renewed (" + e.Why + "): the peers may be taking the service over"
+}
+
+// timing is the self-stop timing: the configured one, its stop budget
+// raised to the longest stop of a service known here (the sum of its
+// resources' timeouts: they stop one after the other, each bounded).
+func (c *Core) timing() quorum.Timing {
+	t, _ := c.timingOf()
+	return t
+}
+
+// timingOf is timing and the service whose stop makes the stop budget
+// ("" when the configured floor does): what the takeover gate waits, and
+// what svcmon and svcmgr explain show of it (SelfStop).
+func (c *Core) timingOf() (quorum.Timing, string) {
+	t, by := c.cfg.Quorum.Timing, ""
+	for name, cfg := range c.cfg.Local.LocalServices() {
+		if cfg == nil {
+			continue
+		}
+		var sum time.Duration
+		for _, r := range cfg.Resources {
+			if !r.Disable {
+				sum += r.StopBound() // an ocf agent's stop: its own limit
+			}
+		}
+		// the longest; among equals the first by name, the same every time
+		if sum > t.StopBudget || sum == t.StopBudget && by != "" && name < by {
+			t.StopBudget, by = sum, name
+		}
+	}
+	return t, by
 }

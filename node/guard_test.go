@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/node/instsm"
 	"haven/quorum"
 )
 
@@ -18,8 +19,8 @@ func gcore(t *testing.T, name string, members []string, arbs []quorum.Arbitrator
 			Timing: quorum.Timing{Beat: time.Second, ArbitratorTimeout: 2 * time.Second, StopBudget: 3 * time.Second}},
 		Guard: GuardConfig{Enabled: true, Lease: 7 * time.Second, Act: 2500 * time.Millisecond}},
 		State{Services: map[string]ServiceState{"web": {LocalExpect: dataset.ExpectStarted}}})
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true, Monitored: true,
-		Resources: []ResourceSpec{{RID: "app#1", Monitor: true, Restart: 2}}}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true, Monitored: true,
+		Resources: []instsm.ResourceSpec{{RID: "app#1", Monitor: true, Restart: 2}}}, t0)
 	c.start(t0)
 	c.checkNow("web")
 	for rd := c.Ready(); len(rd.Check) > 0; rd = c.Ready() {

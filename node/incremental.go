@@ -10,62 +10,6 @@ import (
 	"haven/placement"
 )
 
-// incremental is what the core keeps to decide again only the services a
-// heartbeat changed (passView): a peer's new data is compared with
-// its previous copy; when only instances differ, their services are
-// dirty, and the next pass decides them and the services related to them
-// (monitor.Relations) over the previous pass's snapshot with those peers'
-// views replaced. Any other change (the peer's node-level data, a status,
-// compat, fencing, a wake-up due, the local dataset) runs the full pass,
-// which stays the safety net (fullPassPeriod).
-type incremental struct {
-	// dirty are the services whose instances changed on a peer since the
-	// last pass; peers the peers whose data changed since then.
-	dirty map[string]bool
-	peers map[string]bool
-	// last is the snapshot of the last pass; rel its relations (built on
-	// the first incremental pass over it); loadUsed whether a service of
-	// it reads the nodes' load (placement load avg or score, constraints).
-	last     *monitor.Snapshot
-	rel      *monitor.Relations
-	loadUsed bool
-	// due is the earliest wake-up asked since the last full pass: once it
-	// is passed, the pass is full (the end of a ready window, a restart
-	// delay, a settle time... of a service that may not be dirty).
-	due time.Time
-	// cache keeps what a full pass read of each node's data for the next
-	// (monitor.Cache: a peer's data is a copy no one modifies, the local
-	// data is built anew for each pass).
-	cache monitor.Cache
-	// runs is where each service runs, for the snapshot of the full pass
-	// under way (runtable.go).
-	runs runTable
-	// full and partial count the passes (tests, benchmarks); off turns
-	// the incremental passes off (tests: the reference node).
-	full, partial uint64
-	off           bool
-	// only, during an incremental pass, are the instances of the services
-	// it covers, in name order: the per-service work of the pass (ladders,
-	// multiple active, failover notes) skips the others (passInstances).
-	only []*instance
-}
-
-// passInstances are the instances the pass under way decides, in name
-// order: every one, or those of an incremental pass.
-func (c *Core) passInstances() []*instance {
-	if c.inc.only == nil {
-		return c.ilist
-	}
-	return c.inc.only
-}
-
-// noteWake records a wake-up asked (wakeAt).
-func (in *incremental) noteWake(t time.Time) {
-	if in.due.IsZero() || t.Before(in.due) {
-		in.due = t
-	}
-}
-
 // loadUsed reports whether a service reads the nodes' load or memory.
 func loadUsed(svcs map[string]*config.ServiceConfig) bool {
 	for _, cfg := range svcs {
@@ -86,20 +30,20 @@ func loadUsed(svcs map[string]*config.ServiceConfig) bool {
 // not tell): the view changed as a whole.
 func (c *Core) noteData(name string, prev view.Peer, data *dataset.Node, ch *dataset.Changes) bool {
 	in := &c.inc
-	if in.off || in.last == nil || prev.Data == nil || !prev.Up || prev.Stale || !nodeLevelEqual(prev.Data, data, in.loadUsed) {
+	if in.Off || in.Last == nil || prev.Data == nil || !prev.Up || prev.Stale || !nodeLevelEqual(prev.Data, data, in.LoadUsed) {
 		return false
 	}
 	old := prev.Data.Services
 	mark := func(svc string) {
-		if in.dirty == nil {
-			in.dirty = map[string]bool{}
+		if in.Dirty == nil {
+			in.Dirty = map[string]bool{}
 		}
-		in.dirty[svc] = true
+		in.Dirty[svc] = true
 	}
-	if in.peers == nil {
-		in.peers = map[string]bool{}
+	if in.Peers == nil {
+		in.Peers = map[string]bool{}
 	}
-	in.peers[name] = true
+	in.Peers[name] = true
 	if ch != nil {
 		for svc := range ch.Services {
 			o, had := old[svc]
@@ -170,22 +114,22 @@ func instanceEqual(a, b dataset.Instance) bool {
 // compat or fencing changed since): the pass must be full.
 func (c *Core) viewSnapshot(now time.Time) (s monitor.Snapshot, ok bool) {
 	in := &c.inc
-	s = *in.last
+	s = *in.Last
 	s.Now = now
-	if s.Compat != c.pv.compat || s.ConfDiffers != c.pv.confDiffers || !sameFencing(s.Fencing, c.fencing()) || s.FastAck != c.fastAck(now) {
+	if s.Compat != c.pv.Compat || s.ConfDiffers != c.pv.ConfDiffers || !sameFencing(s.Fencing, c.fencing()) || s.FastAck != c.fastAck(now) {
 		return s, false
 	}
 	nodes := make(map[string]placement.NodeView, len(s.Nodes))
 	for n, v := range s.Nodes {
 		nodes[n] = v
 	}
-	for _, name := range c.pv.pnames {
-		p := c.pv.peers[name]
+	for _, name := range c.pv.Pnames {
+		p := c.pv.Peers[name]
 		v, found := nodes[name]
 		if !found || v.Status != view.Status(p.Peer, now, c.cfg.MaintenanceGrace) {
 			return s, false
 		}
-		if in.peers[name] {
+		if in.Peers[name] {
 			if p.Data == nil || view.Unconfirmed(p.Peer) {
 				return s, false
 			}
@@ -213,23 +157,23 @@ func sameFencing(a, b map[string]string) bool {
 // them, when it can; it reports false when the pass must be full.
 func (c *Core) incrementalPass(now time.Time) bool {
 	in := &c.inc
-	if in.last == nil || len(in.dirty) == 0 || c.pv.viewChanged || (!in.due.IsZero() && !now.Before(in.due)) {
+	if in.Last == nil || len(in.Dirty) == 0 || c.pv.ViewChanged || (!in.Due.IsZero() && !now.Before(in.Due)) {
 		return false
 	}
 	snap, ok := c.viewSnapshot(now)
 	if !ok {
 		return false
 	}
-	if in.rel == nil {
-		in.rel = monitor.NewRelations(snap.Services)
+	if in.Rel == nil {
+		in.Rel = monitor.NewRelations(snap.Services)
 	}
-	dirty := make([]string, 0, len(in.dirty))
-	for svc := range in.dirty {
+	dirty := make([]string, 0, len(in.Dirty))
+	for svc := range in.Dirty {
 		dirty = append(dirty, svc)
 	}
-	only := in.rel.Closure(dirty)
-	in.dirty, in.peers = nil, nil
-	in.partial++
+	only := in.Rel.Closure(dirty)
+	in.Dirty, in.Peers = nil, nil
+	in.Partial++
 	c.decide(snap, now, only)
 	return true
 }

@@ -11,6 +11,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/instsm"
 	"haven/placement"
 )
 
@@ -121,9 +122,9 @@ func incCluster(r *rand.Rand, incremental bool) (*incDriver, map[string]*dataset
 		ReadyPeriod: 2 * time.Second, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: loc, WriteThrough: true}, State{})
 	loc.c = c
 	for _, name := range names {
-		c.addInstance(name, InstanceSpec{Local: true, Runnable: true, Monitored: true}, t0)
+		c.addInstance(name, instsm.Spec{Local: true, Runnable: true, Monitored: true}, t0)
 	}
-	c.inc.off = !incremental
+	c.inc.Off = !incremental
 	d := &incDriver{c: c, incremental: incremental, running: map[string]bool{}}
 	c.start(t0)
 	d.settle(t0)
@@ -249,10 +250,10 @@ func TestIncrementalPassMatchesFull(t *testing.T) {
 			}
 			a.log, b.log = nil, nil
 		}
-		if a.c.inc.partial == 0 || a.c.inc.partial < a.c.inc.full/4 {
-			t.Fatalf("seed %d: %d incremental passes, %d full: too few incremental", seed, a.c.inc.partial, a.c.inc.full)
+		if a.c.inc.Partial == 0 || a.c.inc.Partial < a.c.inc.Full/4 {
+			t.Fatalf("seed %d: %d incremental passes, %d full: too few incremental", seed, a.c.inc.Partial, a.c.inc.Full)
 		}
-		t.Logf("seed %d: %d incremental passes, %d full", seed, a.c.inc.partial, a.c.inc.full)
+		t.Logf("seed %d: %d incremental passes, %d full", seed, a.c.inc.Partial, a.c.inc.Full)
 		starts := 0
 		for _, svc := range names {
 			if a.running[svc] {

@@ -10,24 +10,8 @@ import (
 	"haven/dataset"
 	"haven/internal/planted"
 	"haven/monitor"
+	"haven/node/instsm"
 )
-
-// instLadder is an instance's place on the restart ladder.
-type instLadder struct {
-	// pendRID is the monitored resource whose restart is due at pendAt.
-	pendRID string
-	pendAt  time.Time
-	// restartRID is the resource of the ladder's restart in flight.
-	restartRID string
-	// upSeen are the monitored resources seen up, or started, in this
-	// run of the daemon: only their failures climb the ladder (a resource
-	// found down when the daemon starts is no failure of a running
-	// instance: the service may run elsewhere by now).
-	upSeen map[string]bool
-	// upElsewhere is a node where the service was up at the last decision
-	// pass ("" none): the ladder is not this node's then.
-	upElsewhere string
-}
 
 // The restart ladder (docs/behaviour.md 4): a monitored resource found down where
 // the instance runs (local expect started, idle, not frozen) is restarted
@@ -65,33 +49,14 @@ func StableAfter(monitorInterval time.Duration) time.Duration {
 	return RestartStableMin
 }
 
-// RestartCount is the durable state of the restart ladder of one resource.
-type RestartCount struct {
-	// Spent is the number of restarts ordered since the counter was last
-	// reset.
-	Spent int `json:"spent"`
-	// LastFailure is what the check said when the resource was last found
-	// down, FailedAt when.
-	LastFailure string    `json:"last_failure,omitempty"`
-	FailedAt    time.Time `json:"failed_at,omitzero"`
-}
-
-// ResourceSpec is what the ladder reads of one resource of an instance.
-type ResourceSpec struct {
-	RID          string
-	Monitor      bool
-	Restart      int
-	RestartDelay time.Duration
-}
-
 // LadderSpecs are what the restart ladder reads of the resources of cfg
 // (the disabled ones left out), in start order: the drivers put them in
 // InstanceSpec.Resources.
-func LadderSpecs(cfg *config.ServiceConfig) []ResourceSpec {
-	var out []ResourceSpec
+func LadderSpecs(cfg *config.ServiceConfig) []instsm.ResourceSpec {
+	var out []instsm.ResourceSpec
 	for _, r := range cfg.Resources {
 		if !r.Disable {
-			out = append(out, ResourceSpec{RID: r.RID, Monitor: r.Monitor, Restart: r.Restart, RestartDelay: r.RestartDelay})
+			out = append(out, instsm.ResourceSpec{RID: r.RID, Monitor: r.Monitor, Restart: r.Restart, RestartDelay: r.RestartDelay})
 		}
 	}
 	return out
@@ -109,16 +74,16 @@ const (
 // ladder runs one step of the restart ladder of a local instance: after
 // each status check, and at each decision pass (a restart whose delay is
 // over). now is the input's time.
-func (c *Core) ladder(svc string, inst *instance, now time.Time) {
-	if !inst.local || !inst.spec.Runnable || inst.act.busy != "" || inst.chk.ending != nil || inst.chk.checking || c.stopping {
+func (c *Core) ladder(svc string, inst *instsm.Instance, now time.Time) {
+	if !inst.Local || !inst.Spec.Runnable || inst.Act.Busy != "" || inst.Chk.Ending != nil || inst.Chk.Checking || c.stopping {
 		return
 	}
 	c.expireFailures(svc, inst, now)
 	ss := c.state.Services[svc]
-	st := inst.mon.State
+	st := inst.Mon.State
 	hold := ""
 	switch {
-	case inst.mon.LocalExpect != dataset.ExpectStarted && ss.GaveUp == "":
+	case inst.Mon.LocalExpect != dataset.ExpectStarted && ss.GaveUp == "":
 		// (a gave-up instance expects to run no more: it only looks
 		// whether its resources came up again, below)
 		hold = "the instance is not started here"
@@ -130,13 +95,13 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 		hold = "node frozen"
 	case c.state.SplitFrozen:
 		hold = "node frozen by its split_action"
-	case inst.lad.upElsewhere != "" && !c.isFlex(svc):
+	case inst.Lad.UpElsewhere != "" && !c.isFlex(svc):
 		// (a flex service runs elsewhere on purpose: each instance's
 		// ladder is its own)
-		hold = "the service is up on " + inst.lad.upElsewhere
+		hold = "the service is up on " + inst.Lad.UpElsewhere
 	}
 	if hold != "" {
-		inst.lad.pendRID = ""
+		inst.Lad.PendRID = ""
 		if st == dataset.Restarting {
 			c.setMonitorState(svc, inst, dataset.Idle, "restart cancelled: "+hold, now)
 		}
@@ -156,13 +121,13 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 		return
 	}
 	if rid == "" {
-		inst.lad.pendRID = ""
+		inst.Lad.PendRID = ""
 		if st == dataset.Restarting {
 			c.setMonitorState(svc, inst, dataset.Idle, "monitored resources up", now)
 		}
 		return
 	}
-	if inst.lad.pendRID != rid {
+	if inst.Lad.PendRID != rid {
 		// a new failure
 		cnt := ss.Restarts[rid]
 		cnt.LastFailure, cnt.FailedAt = failureText(res), now
@@ -170,22 +135,22 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 		left := spec.Restart - cnt.Spent
 		c.emit(ResourceFailed{Svc: svc, RID: rid, Reason: cnt.LastFailure, Remaining: max(left, 0), Delay: spec.RestartDelay.String()})
 		if left <= 0 {
-			inst.lad.pendRID = ""
+			inst.Lad.PendRID = ""
 			c.monitorAction(svc, inst, rid, spec, now)
 			return
 		}
-		inst.lad.pendRID, inst.lad.pendAt = rid, now.Add(spec.RestartDelay)
+		inst.Lad.PendRID, inst.Lad.PendAt = rid, now.Add(spec.RestartDelay)
 		c.setMonitorState(svc, inst, dataset.Restarting,
 			fmt.Sprintf("%s down: restart %d of %d in %s", rid, cnt.Spent+1, spec.Restart, spec.RestartDelay), now)
 	}
-	if now.Before(inst.lad.pendAt) {
-		c.wakeAt(inst.lad.pendAt)
+	if now.Before(inst.Lad.PendAt) {
+		c.wakeAt(inst.Lad.PendAt)
 		return
 	}
 	cnt := ss.Restarts[rid]
 	cnt.Spent++
 	c.setRestartCount(svc, rid, cnt)
-	inst.lad.pendRID = ""
+	inst.Lad.PendRID = ""
 	c.beginRestart(svc, inst, rid, fmt.Sprintf("%s down: restart %d of %d", rid, cnt.Spent, spec.Restart))
 }
 
@@ -194,7 +159,7 @@ func (c *Core) ladder(svc string, inst *instance, now time.Time) {
 func (c *Core) ladderAll(now time.Time) bool {
 	n := len(c.ready.Events)
 	for _, inst := range c.passInstances() {
-		c.ladder(inst.name, inst, now)
+		c.ladder(inst.Name, inst, now)
 	}
 	return len(c.ready.Events) != n
 }
@@ -203,30 +168,30 @@ func (c *Core) ladderAll(now time.Time) bool {
 // whose last check says down, with its status and spec; "" when none. A
 // resource not seen up (nor started) in this run of the daemon is left
 // out: found down at start, it is no failure of a running instance.
-func (c *Core) downMonitored(inst *instance) (string, dataset.Resource, ResourceSpec) {
+func (c *Core) downMonitored(inst *instsm.Instance) (string, dataset.Resource, instsm.ResourceSpec) {
 	for _, spec := range monitoredSpecs(inst) {
-		if r, ok := inst.res[spec.RID]; ok && r.Status == dataset.StatusDown && !r.Disabled && inst.lad.upSeen[spec.RID] {
+		if r, ok := inst.Res[spec.RID]; ok && r.Status == dataset.StatusDown && !r.Disabled && inst.Lad.UpSeen[spec.RID] {
 			return spec.RID, r, spec
 		}
 	}
-	return "", dataset.Resource{}, ResourceSpec{}
+	return "", dataset.Resource{}, instsm.ResourceSpec{}
 }
 
 // allMonitoredUp reports whether the instance has monitored resources and
 // the last check found every one up.
-func allMonitoredUp(inst *instance) bool {
+func allMonitoredUp(inst *instsm.Instance) bool {
 	specs := monitoredSpecs(inst)
 	for _, spec := range specs {
-		if r, ok := inst.res[spec.RID]; !ok || r.Status != dataset.StatusUp {
+		if r, ok := inst.Res[spec.RID]; !ok || r.Status != dataset.StatusUp {
 			return false
 		}
 	}
 	return len(specs) > 0
 }
 
-func monitoredSpecs(inst *instance) []ResourceSpec {
-	var out []ResourceSpec
-	for _, s := range inst.spec.Resources {
+func monitoredSpecs(inst *instsm.Instance) []instsm.ResourceSpec {
+	var out []instsm.ResourceSpec
+	for _, s := range inst.Spec.Resources {
 		if s.Monitor {
 			out = append(out, s)
 		}
@@ -243,11 +208,11 @@ func failureText(r dataset.Resource) string {
 
 // beginRestart orders the restart of one resource (stop, then start, of
 // that resource only); actionDone with kind "restart" ends it.
-func (c *Core) beginRestart(svc string, inst *instance, rid, reason string) {
-	inst.act.busy = "restart"
-	inst.lad.restartRID = rid
-	inst.act.caller = 0
-	inst.act.prevState = inst.mon.State
+func (c *Core) beginRestart(svc string, inst *instsm.Instance, rid, reason string) {
+	inst.Act.Busy = "restart"
+	inst.Lad.RestartRID = rid
+	inst.Act.Caller = 0
+	inst.Act.PrevState = inst.Mon.State
 	c.publish()
 	c.emit(ActionBegin{Svc: svc, Action: "restart " + rid, Reason: reason})
 	c.ready.Run = append(c.ready.Run, Action{Kind: "restart", Service: svc, RID: rid, Reason: reason})
@@ -255,9 +220,9 @@ func (c *Core) beginRestart(svc string, inst *instance, rid, reason string) {
 
 // monitorAction runs the service's monitor_action once the restarts of rid
 // are spent, only when another candidate node exists; else it gives up.
-func (c *Core) monitorAction(svc string, inst *instance, rid string, spec ResourceSpec, now time.Time) {
+func (c *Core) monitorAction(svc string, inst *instsm.Instance, rid string, spec instsm.ResourceSpec, now time.Time) {
 	why := fmt.Sprintf("%s down, %d restarts spent", rid, spec.Restart)
-	act := inst.spec.MonitorAction
+	act := inst.Spec.MonitorAction
 	if act == "" || act == MonitorActionNone {
 		c.giveUp(svc, inst, why+": monitor_action none: nothing more is done (svcmgr clear or restart)", now)
 		return
@@ -301,7 +266,7 @@ func (c *Core) monitorAction(svc string, inst *instance, rid string, spec Resour
 // heldAction runs the monitor_action that the ladder of svc gave up
 // without, for want of another candidate, once one exists: the resource
 // rid is still down here, nothing else reset the ladder.
-func (c *Core) heldAction(svc string, inst *instance, rid string, spec ResourceSpec, now time.Time) {
+func (c *Core) heldAction(svc string, inst *instsm.Instance, rid string, spec instsm.ResourceSpec, now time.Time) {
 	if len(monitor.OtherCandidates(c.Snapshot(now), svc)) == 0 {
 		return
 	}
@@ -315,18 +280,18 @@ func (c *Core) heldAction(svc string, inst *instance, rid string, spec ResourceS
 
 // beginTocStop stops the instance for its monitor_action (state tocing);
 // the stop ends as any stop (idle, or stop failed).
-func (c *Core) beginTocStop(svc string, inst *instance, reason string, now time.Time) {
-	prev := inst.mon.State
+func (c *Core) beginTocStop(svc string, inst *instsm.Instance, reason string, now time.Time) {
+	prev := inst.Mon.State
 	c.setMonitorState(svc, inst, dataset.Tocing, reason, now)
 	c.beginAction(svc, inst, "stop", reason, now)
-	inst.act.prevState = prev
+	inst.Act.PrevState = prev
 }
 
 // giveUp records that the ladder of the instance ended (durable): the
 // orchestrator does not start it again by itself until it is reset, and
 // the instance keeps no expectation to run (local expect none): once the
 // service ran elsewhere, this node's ladder is not the one to restart it.
-func (c *Core) giveUp(svc string, inst *instance, reason string, now time.Time) {
+func (c *Core) giveUp(svc string, inst *instsm.Instance, reason string, now time.Time) {
 	ss := c.state.Services[svc]
 	ss.GaveUp = reason
 	c.state.Services[svc] = ss
@@ -336,7 +301,7 @@ func (c *Core) giveUp(svc string, inst *instance, reason string, now time.Time) 
 	c.persist()
 	c.publish()
 	c.emit(LadderGaveUp{Svc: svc, Reason: reason})
-	if inst.mon.State == dataset.Restarting {
+	if inst.Mon.State == dataset.Restarting {
 		c.setMonitorState(svc, inst, dataset.Idle, reason, now)
 	}
 }
@@ -358,7 +323,7 @@ func (c *Core) setRestartCount(svc, rid string, cnt RestartCount) {
 
 // expireFailures gives their restarts back to the resources that are up
 // and whose last failure is older than StableAfter.
-func (c *Core) expireFailures(svc string, inst *instance, now time.Time) {
+func (c *Core) expireFailures(svc string, inst *instsm.Instance, now time.Time) {
 	ss := c.state.Services[svc]
 	if len(ss.Restarts) == 0 || ss.GaveUp != "" {
 		return
@@ -366,7 +331,7 @@ func (c *Core) expireFailures(svc string, inst *instance, now time.Time) {
 	stable := StableAfter(c.cfg.MonitorInterval)
 	for _, rid := range slices.Sorted(maps.Keys(ss.Restarts)) {
 		cnt := ss.Restarts[rid]
-		r, ok := inst.res[rid]
+		r, ok := inst.Res[rid]
 		if !ok || r.Status != dataset.StatusUp || now.Sub(cnt.FailedAt) < stable {
 			continue
 		}
@@ -406,7 +371,7 @@ func (c *Core) resetLadder(svc, reason string, now time.Time, exclusion bool) bo
 	c.publish()
 	c.emit(RestartsReset{Svc: svc, Reason: reason})
 	if inst := c.insts[svc]; inst != nil {
-		inst.lad.pendRID = ""
+		inst.Lad.PendRID = ""
 	}
 	return true
 }
@@ -418,31 +383,31 @@ func (c *Core) resetLadder(svc, reason string, now time.Time, exclusion bool) bo
 // failure there is that node's ladder's, never this one's.
 func (c *Core) watchLadders(s monitor.Snapshot, now time.Time) {
 	for _, inst := range c.passInstances() {
-		if inst.local {
-			inst.lad.upElsewhere = c.upElsewhere(s, inst.name)
-			if inst.lad.upElsewhere != "" && inst.act.busy == "" && inst.avail == dataset.StatusDown && !c.isFlex(inst.name) && !planted.On(planted.GaveUpKeeps) {
-				c.expect(inst.name, inst, dataset.ExpectNone)
+		if inst.Local {
+			inst.Lad.UpElsewhere = c.upElsewhere(s, inst.Name)
+			if inst.Lad.UpElsewhere != "" && inst.Act.Busy == "" && inst.Avail == dataset.StatusDown && !c.isFlex(inst.Name) && !planted.On(planted.GaveUpKeeps) {
+				c.expect(inst.Name, inst, dataset.ExpectNone)
 			}
 		}
-		ss := c.state.Services[inst.name]
-		if !inst.local || (len(ss.Restarts) == 0 && ss.GaveUp == "" && ss.Excluded == "") || inst.act.busy != "" {
+		ss := c.state.Services[inst.Name]
+		if !inst.Local || (len(ss.Restarts) == 0 && ss.GaveUp == "" && ss.Excluded == "") || inst.Act.Busy != "" {
 			continue
 		}
-		if _, running := c.Status(inst.name); running {
+		if _, running := c.Status(inst.Name); running {
 			continue
 		}
-		if n := inst.lad.upElsewhere; n != "" && !c.isFlex(inst.name) {
-			c.resetLadder(inst.name, "service up on "+n, now, true)
+		if n := inst.Lad.UpElsewhere; n != "" && !c.isFlex(inst.Name) {
+			c.resetLadder(inst.Name, "service up on "+n, now, true)
 		}
 	}
 }
 
 // expect sets the local expect of the instance (durable).
-func (c *Core) expect(svc string, inst *instance, le string) {
-	if inst.mon.LocalExpect == le {
+func (c *Core) expect(svc string, inst *instsm.Instance, le string) {
+	if inst.Mon.LocalExpect == le {
 		return
 	}
-	inst.mon.LocalExpect = le
+	inst.Mon.LocalExpect = le
 	c.persistMonitor(svc, inst)
 	c.publish()
 }
@@ -510,4 +475,23 @@ func (e RestartsReset) String() string {
 		return e.RID + " restarts given back: " + e.Reason
 	}
 	return "restart ladder reset: " + e.Reason
+}
+
+// clearLocal resets a failed monitor state of the local instance of svc
+// (svcmgr clear, here or heard from a peer); false when it is not failed.
+func (c *Core) clearLocal(svc, reason string, now time.Time) bool {
+	inst := c.insts[svc]
+	if inst == nil || !inst.Local {
+		return false
+	}
+	// the restart ladder's counters, give-up and exclusion go too
+	reset := c.resetLadder(svc, reason, now, true)
+	if !inst.Mon.State.Failed() {
+		return reset
+	}
+	next := monitor.Clear(inst.Mon, now)
+	c.setMonitorState(svc, inst, next.State, reason, now)
+	inst.Mon = next
+	c.persistMonitor(svc, inst)
+	return true
 }

@@ -11,12 +11,13 @@ import (
 	"haven/dataset"
 	"haven/internal/clock"
 	"haven/monitor"
+	"haven/node/instsm"
 )
 
 // pairSpec is web's instance for ladderPair: one monitored app, restart 1
 // with a 1s delay, monitor_action none (the default).
-var pairSpec = InstanceSpec{Local: true, Runnable: true, Monitored: true, MonitorAction: MonitorActionNone,
-	Resources: []ResourceSpec{{RID: "app#main", Monitor: true, Restart: 1, RestartDelay: time.Second}}}
+var pairSpec = instsm.Spec{Local: true, Runnable: true, Monitored: true, MonitorAction: MonitorActionNone,
+	Resources: []instsm.ResourceSpec{{RID: "app#main", Monitor: true, Restart: 1, RestartDelay: time.Second}}}
 
 // ladderPair is a cluster of two cores, n1 and n2 (web: nodes n1 n2,
 // orchestrate ha, nodes order: n1 leads), that heard each other at the
@@ -146,7 +147,7 @@ func TestLadderOnlyWhereTheServiceRanLast(t *testing.T) {
 	if n2.State().Services["web"].GaveUp == "" {
 		t.Fatalf("n2 did not give up: %+v", n2.State().Services["web"])
 	}
-	if le := n2.insts["web"].mon.LocalExpect; le != dataset.ExpectNone {
+	if le := n2.insts["web"].Mon.LocalExpect; le != dataset.ExpectNone {
 		t.Errorf("n2 gave up with local expect %q, want none", le)
 	}
 	if le := n2.State().Services["web"].LocalExpect; le != dataset.ExpectNone {
@@ -179,7 +180,7 @@ func TestLadderOnlyWhereTheServiceRanLast(t *testing.T) {
 	if got := p.runs["n2"][n2runs:]; len(got) != 0 {
 		t.Errorf("n2, whose instance gave up, ordered %+v, want nothing", got)
 	}
-	if st := n2.insts["web"].mon.State; st != dataset.Idle {
+	if st := n2.insts["web"].Mon.State; st != dataset.Idle {
 		t.Errorf("n2: monitor %s, want idle", st)
 	}
 }
@@ -215,7 +216,7 @@ func TestLadderNotWhereTheServiceRanBefore(t *testing.T) {
 	}
 	p.finish("n1", "start", nil, dataset.StatusUp)
 	p.exchange()
-	if le := n2.insts["web"].mon.LocalExpect; le != dataset.ExpectNone {
+	if le := n2.insts["web"].Mon.LocalExpect; le != dataset.ExpectNone {
 		t.Errorf("n2, down while web runs on n1: local expect %q, want none", le)
 	}
 	n2.setFrozen("web", false, "test")

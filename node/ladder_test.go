@@ -6,10 +6,11 @@ import (
 
 	"haven/dataset"
 	"haven/internal/clock"
+	"haven/node/instsm"
 )
 
-var ladderSpec = InstanceSpec{Local: true, Runnable: true, Monitored: true, MonitorAction: MonitorActionSwitch,
-	Resources: []ResourceSpec{{RID: "ip#vip"}, {RID: "app#main", Monitor: true, Restart: 2, RestartDelay: time.Second}}}
+var ladderSpec = instsm.Spec{Local: true, Runnable: true, Monitored: true, MonitorAction: MonitorActionSwitch,
+	Resources: []instsm.ResourceSpec{{RID: "ip#vip"}, {RID: "app#main", Monitor: true, Restart: 2, RestartDelay: time.Second}}}
 
 // startedCore is a core whose instance of web was started here and is up
 // (ip#vip and app#main), at the fake clock's now.

@@ -11,21 +11,9 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/instsm"
 	"haven/placement"
 )
-
-// instMulti is what the rule of a service up on several nodes keeps of
-// an instance.
-type instMulti struct {
-	// multiActive lists the nodes where the service was last seen up when
-	// more than one ("" otherwise), to say it once per change; multiKept
-	// and multiSince are the keeper and since when it was seen fresh,
-	// multiDone is set once its rule was applied.
-	multiActive string
-	multiKept   string
-	multiSince  time.Time
-	multiDone   bool
-}
 
 // The values of the service keyword multiple_active.
 const (
@@ -71,24 +59,6 @@ func multipleActiveRule(cfg *config.ServiceConfig) string {
 		return MultipleActiveStopOthers
 	}
 	return cfg.MultipleActive
-}
-
-// runningNodes returns the nodes of s where svc runs (effective avail up or
-// warn), in name order.
-func runningNodes(s monitor.Snapshot, svc string) []string {
-	var up []string
-	for _, node := range s.ClusterNodes {
-		v, ok := s.Nodes[node]
-		if !ok || !v.Alive() {
-			continue
-		}
-		if i, ok := v.Data.Services[svc]; ok {
-			if a := monitor.EffectiveAvail(i); a == dataset.StatusUp || a == dataset.StatusWarn {
-				up = append(up, node)
-			}
-		}
-	}
-	return up
 }
 
 // unstoppable reports whether the instance of svc on node may not be
@@ -256,8 +226,8 @@ func (c *Core) multiFresh(s monitor.Snapshot, svc string, up []string, kept stri
 	if st := s.Nodes[kept].Data.Services[svc].Monitor.State; kept != "" && st.Transitioning() {
 		return kept + " is " + string(st)
 	}
-	if inst := c.insts[svc]; inst != nil && inst.act.busy != "" {
-		return "the local " + inst.act.busy + " is running"
+	if inst := c.insts[svc]; inst != nil && inst.Act.Busy != "" {
+		return "the local " + inst.Act.Busy + " is running"
 	}
 	return ""
 }
@@ -278,16 +248,16 @@ func releaseWord(r string) string {
 func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Time {
 	var next time.Time
 	for _, inst := range c.passInstances() {
-		svc := inst.name
-		up := c.runningOn(s, svc, inst.multi.multiActive == "")
+		svc := inst.Name
+		up := c.runningOn(s, svc, inst.Multi.MultiActive == "")
 		if s.Services[svc].IsFlex() {
 			// several instances on purpose: the excess beyond
 			// flex_target is the monitor's (monitor/flex.go)
 			up = nil
 		}
 		if len(up) < 2 {
-			if inst.multi.multiActive != "" {
-				inst.multi.multiActive, inst.multi.multiKept, inst.multi.multiSince, inst.multi.multiDone = "", "", time.Time{}, false
+			if inst.Multi.MultiActive != "" {
+				inst.Multi.MultiActive, inst.Multi.MultiKept, inst.Multi.MultiSince, inst.Multi.MultiDone = "", "", time.Time{}, false
 				c.emit(MultipleActiveEnded{Svc: svc, Nodes: up})
 				if len(up) == 1 && up[0] == c.cfg.Name {
 					c.keptAlone(s, inst, now)
@@ -296,11 +266,11 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 			continue
 		}
 		rule := multipleActiveRule(s.Services[svc])
-		if key := strings.Join(up, ","); key != inst.multi.multiActive {
-			inst.multi.multiActive, inst.multi.multiKept, inst.multi.multiSince, inst.multi.multiDone = key, "", time.Time{}, false
+		if key := strings.Join(up, ","); key != inst.Multi.MultiActive {
+			inst.Multi.MultiActive, inst.Multi.MultiKept, inst.Multi.MultiSince, inst.Multi.MultiDone = key, "", time.Time{}, false
 			c.emit(MultipleActive{Svc: svc, Nodes: up, Rule: rule, Settle: c.multiSettle().String()})
 		}
-		if inst.multi.multiDone {
+		if inst.Multi.MultiDone {
 			continue
 		}
 		var kept, keptWhy string
@@ -311,19 +281,19 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 			kept, keptWhy = Keeper(s, svc, up)
 		}
 		if why := c.multiFresh(s, svc, up, kept); why != "" {
-			inst.multi.multiSince = time.Time{} // the wait starts again on fresh data
+			inst.Multi.MultiSince = time.Time{} // the wait starts again on fresh data
 			continue
 		}
-		if inst.multi.multiSince.IsZero() || kept != inst.multi.multiKept {
-			inst.multi.multiSince, inst.multi.multiKept = now, kept
+		if inst.Multi.MultiSince.IsZero() || kept != inst.Multi.MultiKept {
+			inst.Multi.MultiSince, inst.Multi.MultiKept = now, kept
 		}
-		if due := inst.multi.multiSince.Add(c.multiSettle()); now.Before(due) {
+		if due := inst.Multi.MultiSince.Add(c.multiSettle()); now.Before(due) {
 			if next.IsZero() || due.Before(next) {
 				next = due
 			}
 			continue
 		}
-		inst.multi.multiDone = true
+		inst.Multi.MultiDone = true
 		c.applyMultipleActive(s, inst, up, kept, keptWhy, rule, now)
 	}
 	return next
@@ -331,8 +301,8 @@ func (c *Core) resolveMultipleActive(s monitor.Snapshot, now time.Time) time.Tim
 
 // applyMultipleActive carries out the rule on the local instance, with
 // the error-level event that names the nodes, the kept one and the rule.
-func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instance, up []string, kept, why, rule string, now time.Time) {
-	svc, local := inst.name, c.cfg.Name
+func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instsm.Instance, up []string, kept, why, rule string, now time.Time) {
+	svc, local := inst.Name, c.cfg.Name
 	e := MultipleActiveResolve{Svc: svc, Nodes: up, Kept: kept, Rule: rule, Why: why}
 	runsHere := false
 	for _, n := range up {
@@ -344,11 +314,11 @@ func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instance, up []stri
 		c.emit(e)
 	case MultipleActiveFreeze:
 		e.Action = "nothing stopped"
-		if inst.local && !c.state.Services[svc].Frozen {
+		if inst.Local && !c.state.Services[svc].Frozen {
 			e.Action = "instance frozen here, nothing stopped (thaw once resolved by hand)"
 		}
 		c.emit(e)
-		if inst.local {
+		if inst.Local {
 			c.setFrozen(svc, true, "multiple_active = freeze: up on "+strings.Join(up, ","))
 		}
 	default:
@@ -369,7 +339,7 @@ func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instance, up []stri
 			e.Action += keptNext(inst)
 		case unstoppable(s, svc, local):
 			e.Action = "not stopped here: frozen (resolve by hand: svcmgr stop --local)"
-		case !inst.spec.Runnable:
+		case !inst.Spec.Runnable:
 			e.Action = "not stopped here: cannot run here"
 		default:
 			e.Action = "stopping the instance here"
@@ -385,7 +355,7 @@ func (c *Core) applyMultipleActive(s monitor.Snapshot, inst *instance, up []stri
 
 // keptNext says what the kept instance does once the others stopped
 // (keptAlone): "" when complete.
-func keptNext(inst *instance) string {
+func keptNext(inst *instsm.Instance) string {
 	if down, _ := completable(inst); down != "" {
 		return "; then completed here (" + down + ")"
 	}
@@ -396,11 +366,11 @@ func keptNext(inst *instance) string {
 // down (", "-joined), and whether a start may bring them up: none warn or
 // unknown (a start would not mend those, and could run a second copy of
 // one that does run).
-func completable(inst *instance) (down string, ok bool) {
+func completable(inst *instsm.Instance) (down string, ok bool) {
 	var out []string
 	ok = true
-	for _, rid := range slices.Sorted(maps.Keys(inst.res)) {
-		r := inst.res[rid]
+	for _, rid := range slices.Sorted(maps.Keys(inst.Res)) {
+		r := inst.Res[rid]
 		switch {
 		case r.Disabled || r.Optional || r.Status == dataset.StatusUp || r.Status == dataset.StatusNA:
 		case r.Status == dataset.StatusDown:
@@ -422,12 +392,12 @@ func completable(inst *instance) (down string, ok bool) {
 // resource down: an app started behind Haven's back, without its address)
 // is completed: started, which starts its down resources and announces
 // the addresses already up.
-func (c *Core) keptAlone(s monitor.Snapshot, inst *instance, now time.Time) {
-	svc := inst.name
+func (c *Core) keptAlone(s monitor.Snapshot, inst *instsm.Instance, now time.Time) {
+	svc := inst.Name
 	ss := c.state.Services[svc]
 	down, ok := completable(inst)
-	if ok && multipleActiveRule(s.Services[svc]) == MultipleActiveStopOthers && inst.local && inst.spec.Runnable &&
-		inst.act.busy == "" && inst.mon.State == dataset.Idle && !ss.Frozen && !c.state.NodeFrozen && !c.stopping {
+	if ok && multipleActiveRule(s.Services[svc]) == MultipleActiveStopOthers && inst.Local && inst.Spec.Runnable &&
+		inst.Act.Busy == "" && inst.Mon.State == dataset.Idle && !ss.Frozen && !c.state.NodeFrozen && !c.stopping {
 		reason := "multiple_active = stop_others: kept here, completing the instance (" + down + ")"
 		c.setMonitorState(svc, inst, dataset.Starting, reason, now)
 		c.beginAction(svc, inst, "start", reason, now)

@@ -8,6 +8,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/internal/clock"
+	"haven/node/instsm"
 )
 
 // maLocal is a driver's part of a node for the tests: its name, labels
@@ -33,7 +34,7 @@ func maNode(t *testing.T, name, rule string, up bool, now time.Time) *Core {
 	c := New(Config{Name: name, ClusterNodes: []string{"n1", "n2", "n3"}, Compat: 1, ReadyPeriod: 2 * time.Second,
 		RejoinGrace: time.Minute, MaintenanceGrace: time.Minute, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: l, WriteThrough: true}, State{})
 	l.core = c
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, now)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, now)
 	c.checkNow("web")
 	rd := c.Ready()
 	st := dataset.StatusDown
@@ -317,11 +318,11 @@ func maNodeWith(t *testing.T, name string, f maFacts, now time.Time) *Core {
 	t.Helper()
 	c := maNode(t, name, "", false, now)
 	inst := c.insts["web"]
-	inst.mon.LocalExpect = f.expect
+	inst.Mon.LocalExpect = f.expect
 	ss := c.state.Services["web"]
 	ss.LocalExpect, ss.FencingToken = f.expect, f.token
 	c.state.Services["web"] = ss
-	inst.avail, inst.overall = f.avail, f.avail
+	inst.Avail, inst.Overall = f.avail, f.avail
 	return c
 }
 

@@ -2,24 +2,6 @@ package node
 
 import "fmt"
 
-// Node action kinds (NodeAction.Kind).
-const (
-	NodeCrash  = "crash"
-	NodeReboot = "reboot"
-)
-
-// NodeAction is an order to the driver to act on the whole node: run
-// node.toml's crash_command or reboot_command (a service's monitor_action
-// crash or reboot, the split_action of a node that lost the quorum). The
-// daemon logs it at error level with Reason, emits NodeActionRun, and runs
-// the command with /bin/sh -c and a timeout, without blocking its loop,
-// once the Persist of its Ready is written; the simulation records the
-// event on its timeline.
-type NodeAction struct {
-	Kind   string `json:"kind"` // NodeCrash | NodeReboot
-	Reason string `json:"reason"`
-}
-
 // nodeAction orders a node action (Ready.NodeActions).
 func (c *Core) nodeAction(kind, reason string) {
 	c.ready.NodeActions = append(c.ready.NodeActions, NodeAction{Kind: kind, Reason: reason})

@@ -5,16 +5,9 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/node/quorumsm"
 	"haven/quorum"
 )
-
-// oneVoteBook is this node's standing with each one-vote arbitrator.
-type oneVoteBook struct {
-	// leases are by arbitrator; nextReport is when the next reports are
-	// due.
-	leases     map[string]*lease
-	nextReport time.Time
-}
 
 // One-vote arbitrators (haven://, quorum/lease.go): this node reports its
 // partition to each every quorum.LeaseReportEvery, and counts its vote
@@ -26,19 +19,6 @@ type oneVoteBook struct {
 // peer only with an exclusive grant answering a report sent after the
 // peer was lost (the peer's lease had ended at the arbitrator, so earlier
 // at the peer), plus the peer's stop budget.
-
-// lease is this node's standing with one one-vote arbitrator.
-type lease struct {
-	until    time.Time // this node counts the vote until then
-	lastSent time.Time // the send time of the newest report answered
-	granted  bool      // the newest answer granted
-	silent   bool      // the newest report got no answer
-	reason   string    // what the newest answer said, or why none came
-	winner   []string
-	// exclusiveSent is the send time of the newest report granted
-	// exclusively, exclusiveAt when that grant came back.
-	exclusiveSent, exclusiveAt time.Time
-}
 
 // oneVote reports whether arbitrator name is a one-vote arbitrator.
 func (c *Core) oneVote(name string) bool {
@@ -64,16 +44,16 @@ func (c *Core) hasOneVote() bool {
 // failover services it runs.
 func (c *Core) reportLeases(live []string, now time.Time) {
 	q := &c.q
-	if !c.hasOneVote() || now.Before(q.ov.nextReport) {
+	if !c.hasOneVote() || now.Before(q.OneVote.NextReport) {
 		return
 	}
-	q.ov.nextReport = now.Add(quorum.LeaseReportEvery)
-	c.wakeAt(q.ov.nextReport)
+	q.OneVote.NextReport = now.Add(quorum.LeaseReportEvery)
+	c.wakeAt(q.OneVote.NextReport)
 	part := append([]string{c.cfg.Name}, live...)
 	slices.Sort(part)
 	running := 0
 	for _, inst := range c.ilist {
-		if _, r := c.Status(inst.name); inst.local && r {
+		if _, r := c.Status(inst.Name); inst.Local && r {
 			running++
 		}
 	}
@@ -90,41 +70,41 @@ func (c *Core) oneVoteResult(name string, g quorum.GrantAnswer, errText string, 
 	if !c.quorumOn() || !c.oneVote(name) {
 		return
 	}
-	if c.q.arbs == nil {
+	if c.q.Arbs == nil {
 		c.updateQuorum(now)
 	}
-	if c.q.ov.leases == nil {
-		c.q.ov.leases = map[string]*lease{}
+	if c.q.OneVote.Leases == nil {
+		c.q.OneVote.Leases = map[string]*quorumsm.Lease{}
 	}
-	l := c.q.ov.leases[name]
+	l := c.q.OneVote.Leases[name]
 	if l == nil {
-		l = &lease{}
-		c.q.ov.leases[name] = l
+		l = &quorumsm.Lease{}
+		c.q.OneVote.Leases[name] = l
 	}
-	if sent.Before(l.lastSent) {
+	if sent.Before(l.LastSent) {
 		return // an answer older than one already taken
 	}
-	was := l.granted
-	l.lastSent = sent
+	was := l.Granted
+	l.LastSent = sent
 	if errText != "" {
 		// no answer: what it said before of its winner is not news
-		l.granted, l.reason, l.winner, l.silent = false, errText, nil, true
+		l.Granted, l.Reason, l.Winner, l.Silent = false, errText, nil, true
 	} else {
-		l.silent = false
-		l.granted, l.reason, l.winner = g.Granted, g.Reason, g.Winner
+		l.Silent = false
+		l.Granted, l.Reason, l.Winner = g.Granted, g.Reason, g.Winner
 		if g.Granted {
-			if end := quorum.NodeLeaseEnd(sent, g.Lease); end.After(l.until) {
-				l.until = end
+			if end := quorum.NodeLeaseEnd(sent, g.Lease); end.After(l.Until) {
+				l.Until = end
 				c.wakeAt(end)
 			}
 			if g.Exclusive {
-				l.exclusiveSent, l.exclusiveAt = sent, now
+				l.ExclusiveSent, l.ExclusiveAt = sent, now
 			}
 		}
 	}
-	if was != l.granted || l.reason == "" {
-		c.emit(ArbitratorStatus{Name: name, OK: l.granted, Detail: l.reason, Refused: errText == "" && !g.Granted})
-		c.pv.viewChanged = true
+	if was != l.Granted || l.Reason == "" {
+		c.emit(ArbitratorStatus{Name: name, OK: l.Granted, Detail: l.Reason, Refused: errText == "" && !g.Granted})
+		c.pv.ViewChanged = true
 	}
 	c.voteAgainIfRegained(c.livePeers(now), now)
 	c.decideVote(now)
@@ -134,18 +114,18 @@ func (c *Core) oneVoteResult(name string, g quorum.GrantAnswer, errText string, 
 // leaseRuns reports whether this node counts one-vote arbitrator name's
 // vote at now.
 func (c *Core) leaseRuns(name string, now time.Time) bool {
-	l := c.q.ov.leases[name]
-	return l != nil && now.Before(l.until)
+	l := c.q.OneVote.Leases[name]
+	return l != nil && now.Before(l.Until)
 }
 
 // exclusiveSince returns when one-vote arbitrator name's newest exclusive
 // grant came back, if it answered a report sent at since or later.
 func (c *Core) exclusiveSince(name string, since time.Time) (time.Time, bool) {
-	l := c.q.ov.leases[name]
-	if l == nil || l.exclusiveSent.IsZero() || l.exclusiveSent.Before(since) {
+	l := c.q.OneVote.Leases[name]
+	if l == nil || l.ExclusiveSent.IsZero() || l.ExclusiveSent.Before(since) {
 		return time.Time{}, false
 	}
-	return l.exclusiveAt, true
+	return l.ExclusiveAt, true
 }
 
 // leaseLapsed reports whether the last vote, which this node survived,
@@ -153,10 +133,10 @@ func (c *Core) exclusiveSince(name string, since time.Time) (time.Time, bool) {
 // taken again.
 func (c *Core) leaseLapsed(now time.Time) bool {
 	q := &c.q
-	if q.last == nil || !q.last.Survive || q.split.lost || !q.pending.IsZero() {
+	if q.Last == nil || !q.Last.Survive || q.Split.Lost || !q.Pending.IsZero() {
 		return false
 	}
-	for _, name := range q.last.Answered {
+	for _, name := range q.Last.Answered {
 		if c.oneVote(name) && !c.leaseRuns(name, now) {
 			return true
 		}
@@ -167,15 +147,15 @@ func (c *Core) leaseLapsed(now time.Time) bool {
 // oneVoteState fills the status of one-vote arbitrator a.
 func (c *Core) oneVoteState(st *dataset.ArbitratorState, now time.Time) {
 	st.OneVote = true
-	l := c.q.ov.leases[st.Name]
+	l := c.q.OneVote.Leases[st.Name]
 	if l == nil {
 		st.Detail = "no answer yet"
 		return
 	}
-	st.Answered = now.Before(l.until)
-	st.Detail, st.ProbedAt, st.Winner, st.Silent = l.reason, l.lastSent, l.winner, l.silent
+	st.Answered = now.Before(l.Until)
+	st.Detail, st.ProbedAt, st.Winner, st.Silent = l.Reason, l.LastSent, l.Winner, l.Silent
 	if st.Answered {
-		st.LeaseUntil = l.until
+		st.LeaseUntil = l.Until
 	}
-	st.Exclusive = l.granted && l.exclusiveSent.Equal(l.lastSent)
+	st.Exclusive = l.Granted && l.ExclusiveSent.Equal(l.LastSent)
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"haven/monitor"
+	"haven/node/instsm"
 )
 
 // pass runs the decision core (monitor.Step) over the view of now
@@ -29,16 +30,16 @@ func (c *Core) orchestrate(now time.Time, viewOnly bool) {
 	if viewOnly && c.incrementalPass(now) {
 		return
 	}
-	c.pv.viewChanged = false
+	c.pv.ViewChanged = false
 	c.lastStep = now
 	in := &c.inc
-	in.dirty, in.peers, in.rel = nil, nil, nil
-	if !in.due.IsZero() && !now.Before(in.due) {
-		in.due = time.Time{}
+	in.Dirty, in.Peers, in.Rel = nil, nil, nil
+	if !in.Due.IsZero() && !now.Before(in.Due) {
+		in.Due = time.Time{}
 	}
-	in.full++
+	in.Full++
 	snap := c.Snapshot(now)
-	in.loadUsed = loadUsed(snap.Services)
+	in.LoadUsed = loadUsed(snap.Services)
 	c.decide(snap, now, nil)
 }
 
@@ -49,13 +50,13 @@ func (c *Core) orchestrate(now time.Time, viewOnly bool) {
 // (applyDecisions) and the --wait callers whose time is up.
 func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 	if only != nil {
-		c.inc.only = make([]*instance, 0, len(only))
+		c.inc.Only = make([]*instsm.Instance, 0, len(only))
 		for _, svc := range only { // sorted, as ilist
 			if inst := c.insts[svc]; inst != nil {
-				c.inc.only = append(c.inc.only, inst)
+				c.inc.Only = append(c.inc.Only, inst)
 			}
 		}
-		defer func() { c.inc.only = nil }()
+		defer func() { c.inc.Only = nil }()
 	}
 	c.decisionView(&snap, now, only)
 	next := c.resolveMultipleActive(snap, now)
@@ -77,18 +78,18 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 // snap itself kept for the incremental passes).
 func (c *Core) decisionView(snap *monitor.Snapshot, now time.Time, only []string) {
 	if only == nil {
-		c.inc.runs.build(*snap)
+		c.inc.Runs.Build(*snap)
 	}
 	c.watchLadders(*snap, now)
 	if c.ladderAll(now) {
 		// the ladder changed a monitor: decide on what it did
 		*snap = c.Snapshot(now)
 		if only == nil {
-			c.inc.runs.build(*snap)
+			c.inc.Runs.Build(*snap)
 		}
 	}
-	snap.Cache = &c.inc.cache
-	c.inc.last = snap
+	snap.Cache = &c.inc.Cache
+	c.inc.Last = snap
 }
 
 // applyDecisions carries out the decisions of a pass, in order, for the
@@ -99,7 +100,7 @@ func (c *Core) decisionView(snap *monitor.Snapshot, now time.Time, only []string
 func (c *Core) applyDecisions(decs []monitor.Decision, snap monitor.Snapshot, now time.Time) (next time.Time) {
 	for _, dec := range decs {
 		inst := c.insts[dec.Service]
-		if inst == nil || !inst.local {
+		if inst == nil || !inst.Local {
 			continue
 		}
 		next = earliest(next, dec.Deadline)
@@ -109,15 +110,15 @@ func (c *Core) applyDecisions(decs []monitor.Decision, snap monitor.Snapshot, no
 }
 
 // applyDecision carries out one decision for a local instance.
-func (c *Core) applyDecision(dec monitor.Decision, inst *instance, snap monitor.Snapshot, now time.Time) {
+func (c *Core) applyDecision(dec monitor.Decision, inst *instsm.Instance, snap monitor.Snapshot, now time.Time) {
 	svc := dec.Service
-	if inst.leader != dec.PlacementLeader || inst.flags != dec.Flags {
-		inst.leader, inst.flags = dec.PlacementLeader, dec.Flags
+	if inst.Leader != dec.PlacementLeader || inst.Flags != dec.Flags {
+		inst.Leader, inst.Flags = dec.PlacementLeader, dec.Flags
 		c.publish()
 	}
 	c.noteReadyAck(inst, dec.ReadyAck)
-	if dec.Monitor.GlobalExpect != inst.mon.GlobalExpect {
-		inst.mon.GlobalExpect = dec.Monitor.GlobalExpect
+	if dec.Monitor.GlobalExpect != inst.Mon.GlobalExpect {
+		inst.Mon.GlobalExpect = dec.Monitor.GlobalExpect
 		c.publish()
 	}
 	if dec.TargetReached {
@@ -125,7 +126,7 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instance, snap monitor.
 	}
 	c.noteTargetPending(svc, dec.TargetPending)
 	c.noteTargetFailed(svc, dec.TargetFailed)
-	if !dec.Changed || inst.act.busy != "" {
+	if !dec.Changed || inst.Act.Busy != "" {
 		// an action of ours is running: its end decides the state
 		return
 	}
@@ -139,23 +140,23 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instance, snap monitor.
 	}
 	switch dec.Action {
 	case monitor.ActionStart, monitor.ActionStop:
-		prev := inst.mon.State
+		prev := inst.Mon.State
 		if prev != dec.Monitor.State {
 			c.emit(InstanceMonitor{Svc: svc, From: prev, To: dec.Monitor.State, Reason: dec.Reason})
 		}
-		inst.mon = dec.Monitor
+		inst.Mon = dec.Monitor
 		c.beginAction(svc, inst, string(dec.Action), dec.Reason, now)
-		inst.act.prevState = prev
+		inst.Act.PrevState = prev
 	case monitor.ActionFreeze, monitor.ActionThaw:
 		c.setFrozen(svc, dec.Action == monitor.ActionFreeze, dec.Reason)
-		inst.mon = monitor.AfterFreeze(dec.Monitor, now)
+		inst.Mon = monitor.AfterFreeze(dec.Monitor, now)
 		c.publish()
 	default:
 		c.newClaim(inst, &dec)
-		if inst.mon.State != dec.Monitor.State {
-			c.emit(InstanceMonitor{Svc: svc, From: inst.mon.State, To: dec.Monitor.State, Reason: dec.Reason})
+		if inst.Mon.State != dec.Monitor.State {
+			c.emit(InstanceMonitor{Svc: svc, From: inst.Mon.State, To: dec.Monitor.State, Reason: dec.Reason})
 		}
-		inst.mon = dec.Monitor
+		inst.Mon = dec.Monitor
 		c.persistMonitor(svc, inst)
 		c.publish()
 	}
@@ -167,15 +168,4 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-// wakeAt asks the driver to call again at t (the earliest wins).
-func (c *Core) wakeAt(t time.Time) {
-	if t.IsZero() {
-		return
-	}
-	c.inc.noteWake(t)
-	if c.ready.WakeAt.IsZero() || t.Before(c.ready.WakeAt) {
-		c.ready.WakeAt = t
-	}
 }

@@ -5,20 +5,9 @@ import (
 
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/peersm"
 	"haven/node/view"
 )
-
-// mergeEra tells when an entry of a peer's data that did not change may
-// merge otherwise than when it came: after this node's state went back or
-// lost an entry (a write rolled back, a config write failed, a service
-// removed: bumps), or gained a service (its targets, clears and fencing
-// tokens heard before were skipped).
-type mergeEra struct{ bumps, services int }
-
-func (c *Core) mergeEra() mergeEra { return mergeEra{c.pv.eraBumps, len(c.state.Services)} }
-
-// bumpMergeEra makes the next data of every peer merge as a whole.
-func (c *Core) bumpMergeEra() { c.pv.eraBumps++ }
 
 // takeData takes a peer's new data: its view, the services whose
 // instances changed (noteData), the fencing tokens it shows, and its
@@ -26,7 +15,7 @@ func (c *Core) bumpMergeEra() { c.pv.eraBumps++ }
 // ev.Changes based on the copy held, only the entries it lists are looked
 // at, unless this node's state changed since the last whole merge (the
 // merge era). It reports noteData's verdict.
-func (c *Core) takeData(p *peer, ev PeerEvent, now time.Time) bool {
+func (c *Core) takeData(p *peersm.Peer, ev PeerEvent, now time.Time) bool {
 	ch := ev.Changes
 	if ch != nil && (p.Data == nil || p.Data != ch.Base) {
 		ch = nil
@@ -35,8 +24,8 @@ func (c *Core) takeData(p *peer, ev PeerEvent, now time.Time) bool {
 	p.Peer = view.NoteData(p.Peer, ev.Data, now)
 	instancesOnly := c.noteData(ev.Node, prev, ev.Data, ch)
 	snap := func() monitor.Snapshot { return c.Snapshot(now) }
-	if era := c.mergeEra(); ch == nil || p.merged != era {
-		p.merged = era
+	if era := c.mergeEra(); ch == nil || p.Merged != era {
+		p.Merged = era
 		c.mergeWhole(ev.Node, ev.Data, now)
 		return instancesOnly
 	}
@@ -70,13 +59,13 @@ func (c *Core) mergeWhole(from string, d *dataset.Node, now time.Time) {
 // what the next data of each peer would merge (the merge era moved on).
 func (c *Core) remergePeers(now time.Time) {
 	era := c.mergeEra()
-	for _, pn := range c.pv.pnames {
-		p := c.pv.peers[pn]
+	for _, pn := range c.pv.Pnames {
+		p := c.pv.Peers[pn]
 		if p.Data == nil {
 			continue
 		}
 		c.mergeWhole(pn, p.Data, now)
-		p.merged = era
+		p.Merged = era
 	}
 }
 

@@ -40,8 +40,8 @@ func TestPeerDataChangesListedOnly(t *testing.T) {
 	if got := c.Target("web"); got.ID != "a" {
 		t.Fatalf("a target not listed in the changes was looked at: %+v", got)
 	}
-	if !c.inc.dirty["web"] || len(c.inc.dirty) != 1 {
-		t.Fatalf("dirty %v, want web", c.inc.dirty)
+	if !c.inc.Dirty["web"] || len(c.inc.Dirty) != 1 {
+		t.Fatalf("dirty %v, want web", c.inc.Dirty)
 	}
 
 	// changes based on a copy the core does not hold: whole

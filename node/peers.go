@@ -5,9 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"haven/config"
 	"haven/dataset"
-	"haven/monitor"
+	"haven/node/peersm"
 	"haven/node/view"
 )
 
@@ -22,208 +21,48 @@ import (
 // minutes.
 const fullPassPeriod = time.Minute
 
-// Local is what the driver still owns of the node's view: the part of its
-// own dataset entry that the core does not keep (LocalInfo: name, load,
-// memory, labels, the instances of configs that could not be read) and
-// the configs of its services. The core reads it to build the decision
-// core's snapshot, adding its own part (Dataset). Its methods must not
-// call back into the core's inputs.
-type Local interface {
-	LocalInfo() dataset.Node
-	LocalServices() map[string]*config.ServiceConfig
-}
-
-// peerView is what the node knows of the other members, as a whole.
-type peerView struct {
-	peers  map[string]*peer
-	pnames []string // sorted
-	compat bool     // every live member announces our compat
-	// confDiffers says how members' configuration differs (clusterconf.go)
-	confDiffers string
-	// viewChanged is set when a peer's data or status changed since the
-	// last decision pass.
-	viewChanged bool
-	// eraBumps counts the changes of the state after which the peers'
-	// data merges as a whole again (peerdata.go).
-	eraBumps int
-}
-
-// peer is what this node knows of another member, judged by the rules of
-// package view.
-type peer struct {
-	view.Peer
-	// status is the conclusion last said (view.Status), to notice the
-	// changes that come with events and with time alone.
-	status dataset.NodeStatus
-	// unseen are the members the peer does not hear, from its beats
-	// (PeerUnseen): listing this node, it declared it down.
-	unseen []string
-	// firstHeard is when the peer was first heard in this run; heardUs
-	// is set once one of its beats did not list this node: from then on
-	// a claim that it does not hear this node is about this run
-	// (selfClaimCredited).
-	firstHeard time.Time
-	heardUs    bool
-	// behind: the heartbeat said its data is stale (stale.go).
-	behind bool
-	// twin: two runs of its name are heard at once; downHeld: a Down
-	// came meanwhile; runHeld: its new run is not trusted yet; trusting:
-	// its new run was trusted, the copy the transport held is not taken
-	// yet (the Data event that follows RunTrusted)
-	// (duplicate.go).
-	twin, downHeld, runHeld, trusting bool
-	// merged is the merge era of the last merge of its whole data
-	// (peerdata.go).
-	merged mergeEra
-}
-
-// PeerKind is the kind of a heartbeat event about a peer.
-type PeerKind int
-
-const (
-	PeerUp PeerKind = iota + 1
-	PeerDown
-	PeerData
-	// PeerUnseen: the members the peer does not hear changed (Unseen).
-	PeerUnseen
-)
-
-// PeerEvent is a heartbeat event about a peer: heard, lost, or its data.
-type PeerEvent struct {
-	Node string
-	Kind PeerKind
-	Data *dataset.Node // PeerData
-	// Changes (PeerData) says what Data changed since the Data of the
-	// peer's previous PeerData event (Changes.Base); nil: take Data as a
-	// whole. Data, Base and what they hold are read-only: they share
-	// what did not change.
-	Changes *dataset.Changes
-	// Unseen are the members the peer does not hear (PeerUnseen).
-	Unseen []string
-	// Reason says why (PeerStale, PeerDuplicate, PeerRunHeld).
-	Reason string
-}
-
 func (c *Core) initPeers() {
-	c.pv.peers = map[string]*peer{}
+	c.pv.Peers = map[string]*peersm.Peer{}
 	for _, m := range c.cfg.ClusterNodes {
 		if m != c.cfg.Name {
-			c.pv.peers[m] = &peer{status: dataset.NodeStUnknown}
-			c.pv.pnames = append(c.pv.pnames, m)
+			c.pv.Peers[m] = &peersm.Peer{Status: dataset.NodeStUnknown}
+			c.pv.Pnames = append(c.pv.Pnames, m)
 		}
-	}
-}
-
-// start is the start of the daemon: with peers, the node monitor enters
-// rejoin until every one was heard or the rejoin grace period ends.
-func (c *Core) start(now time.Time) {
-	c.started = now
-	if len(c.pv.peers) > 0 {
-		c.setNodeMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
-	}
-	c.updateLevel() // alone in its cluster, a node reads every format there is
-	c.publish()
-}
-
-// heartbeat takes a heartbeat event: the peer's status, its data (configs,
-// targets and clears newer than ours are adopted: mergeConfigs first),
-// then compat and rejoin; the edits waiting for the peers' adoption are
-// looked at again.
-func (c *Core) heartbeat(ev PeerEvent, now time.Time) {
-	p := c.pv.peers[ev.Node]
-	if p == nil {
-		return
-	}
-	instancesOnly := false
-	c.noteFirstHeard(p, ev, now)
-	switch ev.Kind {
-	case PeerUp:
-		p.Up = true
-	case PeerDown:
-		if p.Up && !c.heldUpAsTwin(p) {
-			p.Peer = view.NoteDown(p.Peer)
-		}
-	case PeerUnseen:
-		p.unseen = append([]string(nil), ev.Unseen...)
-	case PeerData:
-		if ev.Data == nil {
-			return
-		}
-		instancesOnly = c.takeData(p, ev, now)
-	case PeerStale, PeerFresh, PeerDuplicate, PeerDuplicateGone, PeerRunHeld, PeerRunTrusted:
-	default:
-		return
-	}
-	c.noteStale(p, ev)
-	c.noteDuplicate(p, ev)
-	c.updateCompat()
-	c.updateConf()
-	c.notePeers(now)
-	c.updateRejoin(now)
-	c.updateQuorum(now)
-	if ev.Kind == PeerData {
-		c.checkEdits(now)
-	}
-	// a peer's change is a change of this node's view: decide again (only
-	// the services whose instances changed, when that is all: dirty)
-	if !instancesOnly {
-		c.pv.viewChanged = true
-	}
-}
-
-// tick is the periodic tick (at NextTick in the daemon): the periodic status
-// checks (CheckInterval, MonitorInterval), the peers' status
-// changes that come with time alone (a maintenance grace that ends), the
-// end of the rejoin grace period, and the safety-net decision pass (at
-// most fullPassPeriod apart, so that nothing waits forever on a lost
-// event).
-func (c *Core) tick(now time.Time) {
-	c.updateRejoin(now)
-	c.notePeers(now)
-	c.tickChecks(now)
-	c.tickQuorum(now)
-	if c.ConfigMergesLeft() {
-		c.mergeMore(now) // the driver's own turns are quicker (mergeMore)
-	}
-	c.checkEdits(now)
-	c.retryAhead(now)
-	if now.Sub(c.lastStep) >= fullPassPeriod {
-		c.pv.viewChanged = true
 	}
 }
 
 // wakeUp is the driver's timer of Ready.WakeAt: a decision pass is due.
-func (c *Core) wakeUp() { c.pv.viewChanged = true }
+func (c *Core) wakeUp() { c.pv.ViewChanged = true }
 
 // ViewChanged reports whether the view changed since the last decision
 // pass (the driver runs Orchestrate then, or when its dataset changed).
-func (c *Core) ViewChanged() bool { return c.pv.viewChanged || len(c.inc.dirty) > 0 }
+func (c *Core) ViewChanged() bool { return c.pv.ViewChanged || len(c.inc.Dirty) > 0 }
 
 // notePeers emits the changes of the peers' status as this node concludes
 // it, and marks the view changed.
 func (c *Core) notePeers(now time.Time) {
-	for _, name := range c.pv.pnames {
-		p := c.pv.peers[name]
+	for _, name := range c.pv.Pnames {
+		p := c.pv.Peers[name]
 		st := view.Status(p.Peer, now, c.cfg.MaintenanceGrace)
-		if st == p.status {
+		if st == p.Status {
 			continue
 		}
-		e := PeerStatus{Node: name, From: p.status, To: st}
-		if p.status == dataset.NodeStMaint && st == dataset.NodeDown {
+		e := PeerStatus{Node: name, From: p.Status, To: st}
+		if p.Status == dataset.NodeStMaint && st == dataset.NodeDown {
 			e.Reason = fmt.Sprintf("maintenance grace period (%s) ended: treated as down", c.cfg.MaintenanceGrace)
 		} else if st == dataset.NodeStMaint {
 			e.Reason = fmt.Sprintf("grace %s", c.cfg.MaintenanceGrace)
 		}
 		c.emit(e)
-		p.status = st
-		c.pv.viewChanged = true
+		p.Status = st
+		c.pv.ViewChanged = true
 	}
 }
 
 // updateCompat compares the compat versions of the live members.
 func (c *Core) updateCompat() {
-	peers := make(map[string]view.Peer, len(c.pv.peers))
-	for name, p := range c.pv.peers {
+	peers := make(map[string]view.Peer, len(c.pv.Peers))
+	for name, p := range c.pv.Peers {
 		peers[name] = p.Peer
 	}
 	c.updateLevel()
@@ -232,10 +71,10 @@ func (c *Core) updateCompat() {
 	if ok {
 		ok, reason = c.formatsCompatible()
 	}
-	if ok == c.pv.compat {
+	if ok == c.pv.Compat {
 		return
 	}
-	c.pv.compat = ok
+	c.pv.Compat = ok
 	c.emit(Compat{OK: ok, Reason: reason})
 	c.publish()
 }
@@ -247,8 +86,8 @@ func (c *Core) updateRejoin(now time.Time) {
 		return
 	}
 	var missing []string
-	for _, name := range c.pv.pnames {
-		if c.pv.peers[name].Data == nil {
+	for _, name := range c.pv.Pnames {
+		if c.pv.Peers[name].Data == nil {
 			missing = append(missing, name)
 		}
 	}
@@ -282,14 +121,14 @@ func (c *Core) setNodeMonitor(m dataset.NodeMonitor, reason string) {
 func (c *Core) NodeMonitor() dataset.NodeMonitor { return c.monitor }
 
 // Compat reports whether every live member announces this node's compat.
-func (c *Core) Compat() bool { return c.pv.compat }
+func (c *Core) Compat() bool { return c.pv.Compat }
 
 // PeerNames returns the other members, sorted.
-func (c *Core) PeerNames() []string { return c.pv.pnames }
+func (c *Core) PeerNames() []string { return c.pv.Pnames }
 
 // Peer returns what this node knows of a peer.
 func (c *Core) Peer(name string) (view.Peer, bool) {
-	p := c.pv.peers[name]
+	p := c.pv.Peers[name]
 	if p == nil {
 		return view.Peer{}, false
 	}
@@ -298,31 +137,17 @@ func (c *Core) Peer(name string) (view.Peer, bool) {
 
 // PeerStatus is this node's conclusion about a peer at now.
 func (c *Core) PeerStatus(name string, now time.Time) dataset.NodeStatus {
-	p := c.pv.peers[name]
+	p := c.pv.Peers[name]
 	if p == nil {
 		return dataset.NodeStUnknown
 	}
 	return view.Status(p.Peer, now, c.cfg.MaintenanceGrace)
 }
 
-// Snapshot gathers what the decision core reads: plain data, with now.
-func (c *Core) Snapshot(now time.Time) monitor.Snapshot {
-	peers := make(map[string]view.Peer, len(c.pv.peers))
-	for name, p := range c.pv.peers {
-		peers[name] = p.Peer
-	}
-	s := view.Snapshot(view.Input{
-		Now:              now,
-		Local:            c.Dataset(c.cfg.Local.LocalInfo()), // no config entries: no decision reads them
-		Peers:            peers,
-		MaintenanceGrace: c.cfg.MaintenanceGrace,
-		ClusterNodes:     c.cfg.ClusterNodes,
-		Services:         c.cfg.Local.LocalServices(),
-		Compat:           c.pv.compat,
-		ConfDiffers:      c.pv.confDiffers,
-		ReadyPeriod:      c.cfg.ReadyPeriod,
-	})
-	s.Fencing = c.fencing()
-	s.FastAck = c.fastAck(now)
-	return s
+// mergeEra is the merge era now (peersm.MergeEra).
+func (c *Core) mergeEra() peersm.MergeEra {
+	return peersm.MergeEra{Bumps: c.pv.EraBumps, Services: len(c.state.Services)}
 }
+
+// bumpMergeEra makes the next data of every peer merge as a whole.
+func (c *Core) bumpMergeEra() { c.pv.EraBumps++ }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"haven/dataset"
+	"haven/node/instsm"
 )
 
 // written takes a Ready and reports its state written, as a driver with a
@@ -35,7 +36,7 @@ func asyncCore(name string) *Core {
 func TestAnswersAndActionsWaitForTheWrite(t *testing.T) {
 	c := asyncCore("n1")
 	c.install("web")
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	c.checkNow("web")
 	c.checkDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	written(c)
@@ -76,7 +77,7 @@ func TestAnswersAndActionsWaitForTheWrite(t *testing.T) {
 func TestFailedWriteRollsBackInTheCore(t *testing.T) {
 	c := asyncCore("n1")
 	c.install("web")
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	c.checkNow("web")
 	c.checkDone(c.Ready().Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusDown}}, t0)
 	written(c)

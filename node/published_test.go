@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"haven/dataset"
+	"haven/node/instsm"
 )
 
 // The resources the dataset shows of an instance are the same map from
@@ -13,8 +14,8 @@ import (
 // result, a restart count of a monitored resource.
 func TestPublishedResourcesReusedUntilChanged(t *testing.T) {
 	c := New(Config{Name: "n1", WriteThrough: true}, State{})
-	spec := InstanceSpec{Local: true, Runnable: true, Monitored: true,
-		Resources: []ResourceSpec{{RID: "app#1", Monitor: true, Restart: 2}, {RID: "fs#1"}}}
+	spec := instsm.Spec{Local: true, Runnable: true, Monitored: true,
+		Resources: []instsm.ResourceSpec{{RID: "app#1", Monitor: true, Restart: 2}, {RID: "fs#1"}}}
 	c.addInstance("web", spec, t0)
 	check := func(app dataset.Status) {
 		c.checkNow("web")

@@ -10,16 +10,10 @@ import (
 
 	"haven/dataset"
 	"haven/internal/planted"
+	"haven/node/peersm"
+	"haven/node/quorumsm"
 	"haven/node/view"
 	"haven/quorum"
-)
-
-// Split actions (node.split_action).
-const (
-	SplitStop     = "stop"
-	SplitCrash    = "crash"
-	SplitReboot   = "reboot"
-	SplitDisabled = "disabled"
 )
 
 // statusProbeEvery is how often the arbitrators are probed for the status
@@ -28,166 +22,6 @@ const statusProbeEvery = 10 * time.Second
 
 // fenceBackoffMax bounds the pause between two runs of a failing fence.
 const fenceBackoffMax = 60 * time.Second
-
-// QuorumConfig is cluster.quorum and what goes with it (docs/behaviour.md 3).
-type QuorumConfig struct {
-	// Enabled is cluster.quorum: without it, a split is ignored.
-	Enabled bool
-	// SplitAction is node.split_action.
-	SplitAction string
-	// Arbitrators are the [arbitrator.NAME] sections (Answered unused).
-	Arbitrators []quorum.Arbitrator
-	// Timing makes the self-stop deadline (quorum.Timing); its StopBudget
-	// is a floor, raised to the longest stop of a known service.
-	Timing quorum.Timing
-	// HBTimeout is hb.timeout: a gap longer than this between two ticks
-	// means this daemon was paused (SIGSTOP, a VM frozen): its peers may
-	// have declared it down and taken its services over.
-	HBTimeout time.Duration
-	// DiskFence is [hb.disk] fence: a node that loses the disk and the
-	// majority of the members applies its split_action (disksplit.go).
-	DiskFence bool
-	// Stonith are the members that have a [stonith.NODE] fence command:
-	// a survivor fences them before a takeover, and only a fence clears it.
-	Stonith []string
-}
-
-// Probe orders the driver to probe an arbitrator now, off its loop, and
-// report with arbitratorResult (within the arbitrator's timeout).
-type Probe struct {
-	Name string    `json:"name"`
-	Sent time.Time `json:"sent"`
-	// Partition and Running are the report to a one-vote arbitrator
-	// (answered with oneVoteResult): this node's partition, and how many
-	// failover services it runs.
-	Partition []string `json:"partition,omitempty"`
-	Running   int      `json:"running,omitempty"`
-}
-
-// Fence orders the driver to run the fence command of Node, off its loop,
-// and report with fenceEnded.
-type Fence struct {
-	Node   string `json:"node"`
-	Reason string `json:"reason"`
-}
-
-type arbResult struct {
-	ok     bool
-	detail string
-	sent   time.Time
-}
-
-// gate is the takeover gate of a lost peer: its services are not started
-// here until it is fenced or its self-stop deadline has passed.
-type gate struct {
-	since, deadline time.Time
-	fencing         bool // a fence run is in flight
-	fenced          bool
-	fenceErr        string
-	attempts        int
-	nextTry         time.Time
-	blocked         string // the reason said last ("" cleared)
-	said            bool
-	// raceChecked: the fence delay of a possible double survivor was
-	// decided (raceDelay: this node waits before it fences).
-	raceChecked, raceDelay bool
-	raceWhy                string
-	// oneVoteAt is when a one-vote arbitrator first granted this side
-	// alone after the peer was lost (zero: not yet): the peer's lease had
-	// ended by then, its stop budget runs from there.
-	oneVoteAt time.Time
-	oneVoteBy string
-	// restart: the gate was held by a reason that may have kept the peer
-	// in the race (this node lost the quorum, or a live member still
-	// heard the peer): once that reason is gone, the gate starts again
-	// from then (restartGate).
-	restart bool
-	// lostAt is when the peer was lost (since, until a restart); from
-	// says why the gate started again at since ("": it did not).
-	lostAt time.Time
-	from   string
-	// liveAt are the live members when the gate started (since): for a
-	// peer whose lease is anchored, a member live since then starts it
-	// again (its declaration of the peer down may be later than since).
-	liveAt map[string]bool
-}
-
-type quorumState struct {
-	// live are the members counted live at the last update (peers only).
-	live map[string]bool
-	// pending is the vote waiting for arbitrator answers (zero: none).
-	pending     time.Time
-	pendingLive []string
-	pendingLost []string
-	last        *quorum.Verdict
-	lastAt      time.Time
-	arbs        map[string]arbResult
-	nextProbe   time.Time
-	lastTick    time.Time
-	// slept is how long the host was suspended since lastTick (Resumed):
-	// now - lastTick does not count it.
-	slept time.Duration
-	// rejoined is set once this run left the rejoin: it votes from then on.
-	rejoined bool
-	// again says why the pending vote was taken again without a new
-	// loss (QuorumVote.Again).
-	again string
-	// stallAt is when this daemon last found it had stalled: for
-	// hb.timeout after it, what it sees of its peers may predate their
-	// view of it, and its lost vote is not taken again.
-	stallAt time.Time
-
-	// split is what this node does once it lost a vote.
-	split splitStop
-
-	gates map[string]*gate
-
-	// ov is this node's standing with the one-vote arbitrators
-	// (onevote.go).
-	ov oneVoteBook
-}
-
-// splitStop is what a node that lost a vote does: its split_action.
-type splitStop struct {
-	// lost is set once this node lost a vote; splitSvcs are the instances
-	// its split_action stop stops; escalateAt is when it crashes if one
-	// still runs.
-	lost       bool
-	splitSvcs  []string
-	escalateAt time.Time
-	escalated  bool
-}
-
-// timing is the self-stop timing: the configured one, its stop budget
-// raised to the longest stop of a service known here (the sum of its
-// resources' timeouts: they stop one after the other, each bounded).
-func (c *Core) timing() quorum.Timing {
-	t, _ := c.timingOf()
-	return t
-}
-
-// timingOf is timing and the service whose stop makes the stop budget
-// ("" when the configured floor does): what the takeover gate waits, and
-// what svcmon and svcmgr explain show of it (SelfStop).
-func (c *Core) timingOf() (quorum.Timing, string) {
-	t, by := c.cfg.Quorum.Timing, ""
-	for name, cfg := range c.cfg.Local.LocalServices() {
-		if cfg == nil {
-			continue
-		}
-		var sum time.Duration
-		for _, r := range cfg.Resources {
-			if !r.Disable {
-				sum += r.StopBound() // an ocf agent's stop: its own limit
-			}
-		}
-		// the longest; among equals the first by name, the same every time
-		if sum > t.StopBudget || sum == t.StopBudget && by != "" && name < by {
-			t.StopBudget, by = sum, name
-		}
-	}
-	return t, by
-}
 
 // SelfStop is the takeover gate's timing as the gate computes it
 // (timingOf, quorum.Timing.Deadline): how long after a lost peer is
@@ -216,9 +50,6 @@ func (c *Core) SelfStop() *dataset.SelfStopInfo {
 	return ss
 }
 
-// quorumOn reports whether cluster.quorum is on.
-func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
-
 // livePeers are the peers this node hears, whose data is current, and whose
 // beats do not list it as unseen: the members of its side. A peer in
 // maintenance (within its grace) or shutting counts: it left on purpose;
@@ -226,14 +57,14 @@ func (c *Core) quorumOn() bool { return c.cfg.Quorum.Enabled }
 // held (a restart: duplicate.go), whose data is current.
 func (c *Core) livePeers(now time.Time) []string {
 	var out []string
-	for _, name := range c.pv.pnames {
-		p := c.pv.peers[name]
+	for _, name := range c.pv.Pnames {
+		p := c.pv.Peers[name]
 		switch view.Status(p.Peer, now, c.cfg.MaintenanceGrace) {
 		case dataset.NodeStMaint, dataset.NodeStShutting:
 			// announced: a daemon stopped for maintenance (within its
 			// grace) or shutting down is no loss
 		case dataset.NodeUp:
-			if p.Data == nil || view.Unconfirmed(p.Peer) && !p.heldRunOnly() || c.selfClaimCredited(p, now) {
+			if p.Data == nil || view.Unconfirmed(p.Peer) && !p.HeldRunOnly() || c.selfClaimCredited(p, now) {
 				continue
 			}
 		default:
@@ -246,12 +77,12 @@ func (c *Core) livePeers(now time.Time) []string {
 
 // noteFirstHeard records when a peer was first heard in this run, and
 // whether one of its beats since did not list this node.
-func (c *Core) noteFirstHeard(p *peer, ev PeerEvent, now time.Time) {
-	if p.firstHeard.IsZero() && (ev.Kind == PeerUp || ev.Kind == PeerData && ev.Data != nil) {
-		p.firstHeard = now
+func (c *Core) noteFirstHeard(p *peersm.Peer, ev PeerEvent, now time.Time) {
+	if p.FirstHeard.IsZero() && (ev.Kind == PeerUp || ev.Kind == PeerData && ev.Data != nil) {
+		p.FirstHeard = now
 	}
 	if ev.Kind == PeerUnseen && !slices.Contains(ev.Unseen, c.cfg.Name) {
-		p.heardUs = true
+		p.HeardUs = true
 	}
 }
 
@@ -262,11 +93,11 @@ func (c *Core) noteFirstHeard(p *peer, ev PeerEvent, now time.Time) {
 // is credited only once a beat of the peer did not list this node (it
 // heard this run) or the claim outlasted hb.timeout since the peer was
 // first heard (it had time to hear this run and did not: a one-way loss).
-func (c *Core) selfClaimCredited(p *peer, now time.Time) bool {
-	if !slices.Contains(p.unseen, c.cfg.Name) {
+func (c *Core) selfClaimCredited(p *peersm.Peer, now time.Time) bool {
+	if !slices.Contains(p.Unseen, c.cfg.Name) {
 		return false
 	}
-	return p.heardUs || p.firstHeard.IsZero() || !now.Before(p.firstHeard.Add(c.cfg.Quorum.HBTimeout))
+	return p.HeardUs || p.FirstHeard.IsZero() || !now.Before(p.FirstHeard.Add(c.cfg.Quorum.HBTimeout))
 }
 
 // updateQuorum runs after every heartbeat event and tick: a loss of live
@@ -278,22 +109,22 @@ func (c *Core) updateQuorum(now time.Time) {
 		return
 	}
 	q := &c.q
-	if q.live == nil {
-		q.live = map[string]bool{}
-		q.arbs = map[string]arbResult{}
-		q.gates = map[string]*gate{}
+	if q.Live == nil {
+		q.Live = map[string]bool{}
+		q.Arbs = map[string]quorumsm.ArbResult{}
+		q.Gates = map[string]*quorumsm.Gate{}
 	}
 	stalled := time.Duration(0)
-	if gap := now.Sub(q.lastTick) + q.slept; !q.lastTick.IsZero() && c.cfg.Quorum.HBTimeout > 0 && gap > c.cfg.Quorum.HBTimeout {
+	if gap := now.Sub(q.LastTick) + q.Slept; !q.LastTick.IsZero() && c.cfg.Quorum.HBTimeout > 0 && gap > c.cfg.Quorum.HBTimeout {
 		stalled = gap
 	}
-	q.lastTick, q.slept = now, 0
-	if c.cfg.Quorum.SplitAction == SplitStop && q.split.lost != c.state.SplitFrozen {
+	q.LastTick, q.Slept = now, 0
+	if c.cfg.Quorum.SplitAction == SplitStop && q.Split.Lost != c.state.SplitFrozen {
 		// the split freeze is the lost state of a split_action stop: an
 		// admin's thaw ended it (the node is back in the race), or it
 		// was restored from the state file (a daemon restarted frozen)
-		q.split.lost = c.state.SplitFrozen
-		q.split.splitSvcs = nil
+		q.Split.Lost = c.state.SplitFrozen
+		q.Split.SplitSvcs = nil
 	}
 	live := c.livePeers(now)
 	cur := make(map[string]bool, len(live))
@@ -301,7 +132,7 @@ func (c *Core) updateQuorum(now time.Time) {
 	for _, n := range live {
 		cur[n] = true
 	}
-	for _, n := range slices.Sorted(maps.Keys(q.live)) {
+	for _, n := range slices.Sorted(maps.Keys(q.Live)) {
 		if !cur[n] {
 			lost = append(lost, n)
 		}
@@ -312,54 +143,47 @@ func (c *Core) updateQuorum(now time.Time) {
 		// before the end of the rejoin (which freezes it when members are
 		// still missing). It does not run the race: a member not heard yet
 		// is no loss, nor an arbitrator not probed yet.
-		q.live, q.rejoined = cur, false
+		q.Live, q.Rejoined = cur, false
 		lost, stalled = nil, 0
-	} else if !q.rejoined {
+	} else if !q.Rejoined {
 		// The rejoin ended: the members heard in this run that are not
 		// live now (declared down since, or not hearing this node) are
 		// lost, and voted on as usual.
-		q.rejoined = true
-		for _, n := range c.pv.pnames {
-			if c.pv.peers[n].Data != nil && !cur[n] && !slices.Contains(lost, n) {
+		q.Rejoined = true
+		for _, n := range c.pv.Pnames {
+			if c.pv.Peers[n].Data != nil && !cur[n] && !slices.Contains(lost, n) {
 				lost = append(lost, n)
 			}
 		}
 	}
-	q.live = cur
-	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pv.pnames) && !c.justStalled(now) {
+	q.Live = cur
+	if c.state.SplitFrozen && stalled == 0 && c.monitor != dataset.NodeRejoin && len(live) == len(c.pv.Pnames) && !c.justStalled(now) {
 		c.endSplitFreeze("the cluster is whole again: every member hears this node and is heard")
 	}
 	if stalled > 0 {
 		// this daemon did not run for longer than hb.timeout: its peers
 		// may have declared it down and taken over; count it alone
 		c.emit(QuorumStall{Gap: stalled.Round(time.Millisecond).String()})
-		c.startVote(now, nil, c.pv.pnames)
-		q.stallAt = now
+		c.startVote(now, nil, c.pv.Pnames)
+		q.StallAt = now
 	} else if len(lost) > 0 {
 		c.startVote(now, live, lost)
 	} else if c.leaseLapsed(now) {
 		// a one-vote arbitrator's lease counted by the last vote ended
 		// unrenewed: the vote is taken again without it
 		c.startVote(now, live, nil)
-		q.again = "a one-vote arbitrator's lease ended unrenewed"
+		q.Again = "a one-vote arbitrator's lease ended unrenewed"
 	} else {
 		c.voteAgainIfRegained(live, now)
 	}
 	c.reportLeases(live, now)
 	c.decideVote(now)
-	if !q.nextProbe.IsZero() && !now.Before(q.nextProbe) || q.nextProbe.IsZero() && len(c.cfg.Quorum.Arbitrators) > 0 {
-		q.nextProbe = now.Add(statusProbeEvery)
+	if !q.NextProbe.IsZero() && !now.Before(q.NextProbe) || q.NextProbe.IsZero() && len(c.cfg.Quorum.Arbitrators) > 0 {
+		q.NextProbe = now.Add(statusProbeEvery)
 		c.probeAll(now)
 	}
 	c.updateGates(now)
 	c.splitProgress(now)
-}
-
-// Tick's share of the quorum: the same update (deadlines, backoffs,
-// stalls come with time alone).
-func (c *Core) tickQuorum(now time.Time) {
-	c.updateQuorum(now)
-	c.checkDiskSplit(now)
 }
 
 func (c *Core) probeAll(now time.Time) {
@@ -380,7 +204,7 @@ func (c *Core) probeAll(now time.Time) {
 // is left alone.
 func (c *Core) mayRegain(live []string, now time.Time) string {
 	q := &c.q
-	if !q.pending.IsZero() || c.monitor == dataset.NodeRejoin {
+	if !q.Pending.IsZero() || c.monitor == dataset.NodeRejoin {
 		return ""
 	}
 	if c.justStalled(now) {
@@ -388,9 +212,9 @@ func (c *Core) mayRegain(live []string, now time.Time) string {
 	}
 	switch {
 	case c.state.SplitFrozen:
-	case q.split.lost:
+	case q.Split.Lost:
 		return "" // crashing or rebooting
-	case q.last != nil && !q.last.Survive && len(q.gates) > 0:
+	case q.Last != nil && !q.Last.Survive && len(q.Gates) > 0:
 	default:
 		return ""
 	}
@@ -401,8 +225,8 @@ func (c *Core) mayRegain(live []string, now time.Time) string {
 			arbs[i].Answered = c.leaseRuns(a.Name, now)
 			continue
 		}
-		r, heard := q.arbs[a.Name]
-		arbs[i].Answered = heard && r.ok && !r.sent.Before(q.lastAt)
+		r, heard := q.Arbs[a.Name]
+		arbs[i].Answered = heard && r.Ok && !r.Sent.Before(q.LastAt)
 	}
 	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: append([]string{c.cfg.Name}, live...), Arbitrators: arbs})
 	if !v.Survive {
@@ -417,10 +241,10 @@ func (c *Core) mayRegain(live []string, now time.Time) string {
 // yet (a wake-up is asked for the end of that wait).
 func (c *Core) justStalled(now time.Time) bool {
 	q := &c.q
-	if q.stallAt.IsZero() || !now.Before(q.stallAt.Add(c.cfg.Quorum.HBTimeout)) {
+	if q.StallAt.IsZero() || !now.Before(q.StallAt.Add(c.cfg.Quorum.HBTimeout)) {
 		return false
 	}
-	c.wakeAt(q.stallAt.Add(c.cfg.Quorum.HBTimeout))
+	c.wakeAt(q.StallAt.Add(c.cfg.Quorum.HBTimeout))
 	return true
 }
 
@@ -430,7 +254,7 @@ func (c *Core) justStalled(now time.Time) bool {
 func (c *Core) voteAgainIfRegained(live []string, now time.Time) {
 	if why := c.mayRegain(live, now); why != "" {
 		c.startVote(now, live, nil)
-		c.q.again = why
+		c.q.Again = why
 	}
 }
 
@@ -444,20 +268,20 @@ func (c *Core) endSplitFreeze(why string) {
 	}
 	c.setSplitFrozen(false, why)
 	if c.cfg.Quorum.SplitAction == SplitStop {
-		q.split.lost, q.split.splitSvcs = false, nil
+		q.Split.Lost, q.Split.SplitSvcs = false, nil
 	}
-	c.pv.viewChanged = true
+	c.pv.ViewChanged = true
 }
 
 // startVote begins a vote: lost members were lost at now; live are the
 // members of this side (nil: this node alone).
 func (c *Core) startVote(now time.Time, live, lost []string) {
 	q := &c.q
-	q.again = ""
-	q.pending = now
-	q.pendingLive = append([]string{c.cfg.Name}, live...)
-	q.pendingLost = append([]string(nil), lost...)
-	if ok, _ := quorum.Decided(len(c.cfg.ClusterNodes), len(q.pendingLive), c.cfg.Quorum.Arbitrators); !ok {
+	q.Again = ""
+	q.Pending = now
+	q.PendingLive = append([]string{c.cfg.Name}, live...)
+	q.PendingLost = append([]string(nil), lost...)
+	if ok, _ := quorum.Decided(len(c.cfg.ClusterNodes), len(q.PendingLive), c.cfg.Quorum.Arbitrators); !ok {
 		c.probeAll(now)
 	}
 }
@@ -466,12 +290,12 @@ func (c *Core) startVote(now time.Time, live, lost []string) {
 // probe sent for it (or at once when the members alone decide).
 func (c *Core) decideVote(now time.Time) {
 	q := &c.q
-	if q.pending.IsZero() {
+	if q.Pending.IsZero() {
 		return
 	}
 	arbs := make([]quorum.Arbitrator, len(c.cfg.Quorum.Arbitrators))
 	copy(arbs, c.cfg.Quorum.Arbitrators)
-	if ok, _ := quorum.Decided(len(c.cfg.ClusterNodes), len(q.pendingLive), arbs); !ok {
+	if ok, _ := quorum.Decided(len(c.cfg.ClusterNodes), len(q.PendingLive), arbs); !ok {
 		for i, a := range arbs {
 			if a.OneVote {
 				// its standing is current (reported every second): the
@@ -479,31 +303,31 @@ func (c *Core) decideVote(now time.Time) {
 				arbs[i].Answered = c.leaseRuns(a.Name, now)
 				continue
 			}
-			r, heard := q.arbs[a.Name]
-			if !heard || r.sent.Before(q.pending) {
+			r, heard := q.Arbs[a.Name]
+			if !heard || r.Sent.Before(q.Pending) {
 				return // wait for its answer (the driver bounds it by its timeout)
 			}
-			arbs[i].Answered = r.ok
+			arbs[i].Answered = r.Ok
 		}
 	}
 	// a node frozen by an admin (or by the daemon's rejoin rule) does not
 	// run the race; a split freeze does: it ends when this side wins
-	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: q.pendingLive, Arbitrators: arbs, Frozen: c.state.NodeFrozen})
-	started := q.pending
-	q.pending = time.Time{}
-	if q.split.lost && !v.Survive {
+	v := quorum.Vote(quorum.Input{ClusterNodes: len(c.cfg.ClusterNodes), Live: q.PendingLive, Arbitrators: arbs, Frozen: c.state.NodeFrozen})
+	started := q.Pending
+	q.Pending = time.Time{}
+	if q.Split.Lost && !v.Survive {
 		// already out of the race (stopped and frozen, or crashed): one
 		// vote said it
 		return
 	}
-	q.last, q.lastAt = &v, now
-	c.emit(QuorumVote{Verdict: v, Lost: q.pendingLost, SplitAction: c.cfg.Quorum.SplitAction, Again: q.again})
+	q.Last, q.LastAt = &v, now
+	c.emit(QuorumVote{Verdict: v, Lost: q.PendingLost, SplitAction: c.cfg.Quorum.SplitAction, Again: q.Again})
 	c.publish()
-	c.pv.viewChanged = true
+	c.pv.ViewChanged = true
 	if v.Survive && c.state.SplitFrozen {
 		c.endSplitFreeze("this node holds the quorum again: " + v.String())
 	}
-	if v.Survive || v.Skipped || q.split.lost {
+	if v.Survive || v.Skipped || q.Split.Lost {
 		return // a node that already lost stays stopped (or crashed)
 	}
 	c.splitAction(started, now, v)
@@ -517,22 +341,22 @@ func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
 	case SplitDisabled:
 		return // the vote event said it
 	case SplitCrash, SplitReboot:
-		q.split.lost = true
+		q.Split.Lost = true
 		c.splitNodeAction(c.cfg.Quorum.SplitAction, reason)
 		return
 	}
-	q.split.lost = true
+	q.Split.Lost = true
 	c.setSplitFrozen(true, reason+": every local instance stopped, node frozen until it holds the quorum again or the cluster is whole (nodemgr thaw ends it sooner)")
-	q.split.escalateAt = started.Add(c.timing().EscalateAfter())
-	q.split.escalated = false
-	q.split.splitSvcs = q.split.splitSvcs[:0]
+	q.Split.EscalateAt = started.Add(c.timing().EscalateAfter())
+	q.Split.Escalated = false
+	q.Split.SplitSvcs = q.Split.SplitSvcs[:0]
 	for _, inst := range c.ilist {
-		if inst.local && inst.spec.Runnable {
-			q.split.splitSvcs = append(q.split.splitSvcs, inst.name)
+		if inst.Local && inst.Spec.Runnable {
+			q.Split.SplitSvcs = append(q.Split.SplitSvcs, inst.Name)
 		}
 	}
 	c.splitProgress(now)
-	c.wakeAt(q.split.escalateAt)
+	c.wakeAt(q.Split.EscalateAt)
 }
 
 // splitProgress stops what still runs after a lost vote (an action in
@@ -540,34 +364,34 @@ func (c *Core) splitAction(started, now time.Time, v quorum.Verdict) {
 // escalation deadline passed with an instance still running.
 func (c *Core) splitProgress(now time.Time) {
 	q := &c.q
-	if !q.split.lost || q.split.escalated || c.cfg.Quorum.SplitAction != SplitStop {
+	if !q.Split.Lost || q.Split.Escalated || c.cfg.Quorum.SplitAction != SplitStop {
 		return
 	}
 	var left []string
-	for _, svc := range q.split.splitSvcs {
+	for _, svc := range q.Split.SplitSvcs {
 		inst := c.insts[svc]
 		if inst == nil {
 			continue
 		}
 		_, running := c.Status(svc)
-		if inst.mon.State == dataset.StopFailed {
-			c.escalate(fmt.Sprintf("the split stop of %s failed (%s)", svc, inst.mon.Error))
+		if inst.Mon.State == dataset.StopFailed {
+			c.escalate(fmt.Sprintf("the split stop of %s failed (%s)", svc, inst.Mon.Error))
 			return
 		}
-		if inst.act.busy == "" && running {
+		if inst.Act.Busy == "" && running {
 			c.runAction(svc, "stop", "quorum lost: split_action stop", now)
 		}
-		if inst.act.busy != "" || running {
+		if inst.Act.Busy != "" || running {
 			left = append(left, svc)
 		}
 	}
-	if len(left) > 0 && !now.Before(q.split.escalateAt) {
+	if len(left) > 0 && !now.Before(q.Split.EscalateAt) {
 		c.escalate(fmt.Sprintf("the split stop did not end by its deadline (%s still running)", strings.Join(left, ", ")))
 	}
 }
 
 func (c *Core) escalate(why string) {
-	c.q.split.escalated = true
+	c.q.Split.Escalated = true
 	c.splitNodeAction(SplitCrash, "quorum lost and "+why+": escalate to crash, as a watchdog would")
 }
 
@@ -578,15 +402,15 @@ func (c *Core) arbitratorResult(name string, ok bool, detail string, sent, now t
 	if !c.quorumOn() {
 		return
 	}
-	if c.q.arbs == nil {
+	if c.q.Arbs == nil {
 		c.updateQuorum(now)
 	}
-	prev, had := c.q.arbs[name]
-	if had && sent.Before(prev.sent) {
+	prev, had := c.q.Arbs[name]
+	if had && sent.Before(prev.Sent) {
 		return
 	}
-	c.q.arbs[name] = arbResult{ok: ok, detail: detail, sent: sent}
-	if !had || prev.ok != ok {
+	c.q.Arbs[name] = quorumsm.ArbResult{Ok: ok, Detail: detail, Sent: sent}
+	if !had || prev.Ok != ok {
 		c.emit(ArbitratorStatus{Name: name, OK: ok, Detail: detail})
 	}
 	c.voteAgainIfRegained(c.livePeers(now), now)
@@ -601,22 +425,22 @@ func (c *Core) fenceEnded(node string, err error, now time.Time) { c.fenceDone(n
 // fenceDone is fenceEnded; how says how a fence that was no command was
 // done ("" for a command).
 func (c *Core) fenceDone(node, how string, err error, now time.Time) {
-	g := c.q.gates[node]
-	if g == nil || !g.fencing {
+	g := c.q.Gates[node]
+	if g == nil || !g.Fencing {
 		return
 	}
-	g.fencing = false
-	g.attempts++
+	g.Fencing = false
+	g.Attempts++
 	if err == nil {
-		g.fenced = true
+		g.Fenced = true
 		c.emit(Fenced{Node: node, How: how})
 	} else {
-		back := time.Second << min(g.attempts-1, 6)
+		back := time.Second << min(g.Attempts-1, 6)
 		back = min(back, fenceBackoffMax)
-		g.nextTry = now.Add(back)
-		g.fenceErr = err.Error()
-		c.emit(FenceFailed{Node: node, Err: err.Error(), Attempt: g.attempts, Retry: back.String()})
-		c.wakeAt(g.nextTry)
+		g.NextTry = now.Add(back)
+		g.FenceErr = err.Error()
+		c.emit(FenceFailed{Node: node, Err: err.Error(), Attempt: g.Attempts, Retry: back.String()})
+		c.wakeAt(g.NextTry)
 	}
 	c.updateGates(now)
 }
@@ -629,31 +453,31 @@ func (c *Core) hasStonith(node string) bool { return slices.Contains(c.cfg.Quoru
 // the peer is fenced or certainly stopped by its own split_action.
 func (c *Core) updateGates(now time.Time) {
 	q := &c.q
-	for _, name := range c.pv.pnames {
-		p := c.pv.peers[name]
+	for _, name := range c.pv.Pnames {
+		p := c.pv.Peers[name]
 		down := p.Data != nil && p.Data.Monitor != dataset.NodeShutting &&
 			view.Status(p.Peer, now, c.cfg.MaintenanceGrace) == dataset.NodeDown
-		g := q.gates[name]
+		g := q.Gates[name]
 		switch {
 		case down && g == nil:
-			g = &gate{since: now, lostAt: now, deadline: now.Add(c.selfStopDeadline(p.Data)), liveAt: maps.Clone(q.live)}
-			q.gates[name] = g
+			g = &quorumsm.Gate{Since: now, LostAt: now, Deadline: now.Add(c.selfStopDeadline(p.Data)), LiveAt: maps.Clone(q.Live)}
+			q.Gates[name] = g
 		case !down && g != nil:
-			delete(q.gates, name)
-			if g.blocked != "" {
+			delete(q.Gates, name)
+			if g.Blocked != "" {
 				c.emit(TakeoverGate{Node: name, Closed: true})
 			}
-			c.pv.viewChanged = true
+			c.pv.ViewChanged = true
 			continue
 		case !down:
 			continue
 		}
 		why := c.gateBlocked(name, p.Peer, g, now)
-		if why == g.blocked && g.said {
+		if why == g.Blocked && g.Said {
 			continue
 		}
-		g.blocked, g.said = why, true
-		c.pv.viewChanged = true
+		g.Blocked, g.Said = why, true
+		c.pv.ViewChanged = true
 		if why == "" {
 			c.emit(TakeoverGate{Node: name, Cleared: true, Reason: c.gateCleared(g)})
 		} else {
@@ -668,17 +492,17 @@ func (c *Core) updateGates(now time.Time) {
 // none), so its self-stop deadline, and a one-vote arbitrator's grant to
 // this side alone, count from now, when nothing of that is left. A fence
 // that succeeded stays.
-func (c *Core) restartGate(g *gate, d *dataset.Node, now time.Time) {
-	g.restart = false
-	g.since, g.deadline, g.liveAt = now, now.Add(c.selfStopDeadline(d)), maps.Clone(c.q.live)
-	g.oneVoteAt, g.oneVoteBy = time.Time{}, ""
-	if !g.fencing && g.attempts == 0 {
-		g.raceChecked, g.raceDelay = false, false
+func (c *Core) restartGate(g *quorumsm.Gate, d *dataset.Node, now time.Time) {
+	g.Restart = false
+	g.Since, g.Deadline, g.LiveAt = now, now.Add(c.selfStopDeadline(d)), maps.Clone(c.q.Live)
+	g.OneVoteAt, g.OneVoteBy = time.Time{}, ""
+	if !g.Fencing && g.Attempts == 0 {
+		g.RaceChecked, g.RaceDelay = false, false
 	}
 }
 
-func (c *Core) gateCleared(g *gate) string {
-	if g.fenced {
+func (c *Core) gateCleared(g *quorumsm.Gate) string {
+	if g.Fenced {
 		return "fenced"
 	}
 	return "self-stop deadline passed"
@@ -686,22 +510,22 @@ func (c *Core) gateCleared(g *gate) string {
 
 // gateBlocked says why the services of lost peer name may not be taken
 // over yet, "" when they may.
-func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) string {
+func (c *Core) gateBlocked(name string, p view.Peer, g *quorumsm.Gate, now time.Time) string {
 	q := &c.q
-	if g.fenced {
+	if g.Fenced {
 		return ""
 	}
-	if !q.pending.IsZero() {
+	if !q.Pending.IsZero() {
 		return "this node's quorum vote waits for the arbitrators"
 	}
-	if q.split.lost || q.last != nil && !q.last.Survive {
-		g.restart, g.from = true, "this node held the quorum again"
+	if q.Split.Lost || q.Last != nil && !q.Last.Survive {
+		g.Restart, g.From = true, "this node held the quorum again"
 		return "this node lost the quorum"
 	}
-	for _, n := range c.pv.pnames {
-		if q.live[n] {
-			if !slices.Contains(c.pv.peers[n].unseen, name) {
-				g.restart, g.from = true, "no live member heard "+name+" any more"
+	for _, n := range c.pv.Pnames {
+		if q.Live[n] {
+			if !slices.Contains(c.pv.Peers[n].Unseen, name) {
+				g.Restart, g.From = true, "no live member heard "+name+" any more"
 				return n + " still hears " + name
 			}
 		}
@@ -709,40 +533,40 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	if d := p.Data; d != nil && d.Guard != nil && d.Guard.Anchored {
 		// the peer's lease counts from a member's declaration of it down:
 		// a member live since the gate started declared it maybe later
-		for _, n := range c.pv.pnames {
-			if q.live[n] && !g.liveAt[n] {
-				g.restart, g.from = true, n+" became live"
+		for _, n := range c.pv.Pnames {
+			if q.Live[n] && !g.LiveAt[n] {
+				g.Restart, g.From = true, n+" became live"
 			}
 		}
 	}
-	if g.restart {
+	if g.Restart {
 		c.restartGate(g, p.Data, now)
 	}
 	if c.hasStonith(name) {
-		if !g.raceChecked {
+		if !g.RaceChecked {
 			// Both sides may have kept the quorum (2 nodes and an
 			// arbitrator both reach): each would fence the other. One
 			// fences at once, the other after the self-stop deadline, as
 			// Pacemaker's fence delay does (fencerace.go).
-			g.raceChecked = true
-			agree := len(q.live) + 1
+			g.RaceChecked = true
+			agree := len(q.Live) + 1
 			if !quorum.CertainlyLost(len(c.cfg.ClusterNodes), agree, c.cfg.Quorum.Arbitrators) {
-				if g.raceDelay, g.raceWhy = c.fencesSecond(name); g.raceDelay {
-					g.nextTry = g.deadline
-					c.wakeAt(g.nextTry)
+				if g.RaceDelay, g.RaceWhy = c.fencesSecond(name); g.RaceDelay {
+					g.NextTry = g.Deadline
+					c.wakeAt(g.NextTry)
 				}
 			}
 		}
 		switch {
-		case g.fencing:
+		case g.Fencing:
 			return "fencing " + name
-		case g.raceDelay && g.attempts == 0 && now.Before(g.nextTry):
+		case g.RaceDelay && g.Attempts == 0 && now.Before(g.NextTry):
 			return fmt.Sprintf("fence of %s delayed until %s: %s may have kept the quorum too, and %s (so that two survivors never fence each other)",
-				name, g.nextTry.UTC().Format("15:04:05.000"), name, g.raceWhy)
-		case now.Before(g.nextTry):
-			return fmt.Sprintf("fence of %s failed (attempt %d: %s), next try at %s", name, g.attempts, g.fenceErr, g.nextTry.UTC().Format("15:04:05.000"))
+				name, g.NextTry.UTC().Format("15:04:05.000"), name, g.RaceWhy)
+		case now.Before(g.NextTry):
+			return fmt.Sprintf("fence of %s failed (attempt %d: %s), next try at %s", name, g.Attempts, g.FenceErr, g.NextTry.UTC().Format("15:04:05.000"))
 		}
-		g.fencing = true
+		g.Fencing = true
 		c.ready.Fences = append(c.ready.Fences, Fence{Node: name, Reason: "lost peer: fence before the takeover"})
 		return "fencing " + name
 	}
@@ -760,29 +584,29 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 	case d.SplitAction == "" || d.SplitAction == SplitDisabled:
 		return name + "'s split_action is disabled (or unknown): only a fence ([stonith." + name + "]) proves it stopped"
 	}
-	agree := len(q.live) + 1
+	agree := len(q.Live) + 1
 	// a one-vote arbitrator that granted this side alone, answering a
 	// report made after the peer was lost, counts for this side only
 	ours := func(a string) bool {
 		if planted.On(planted.PlainVoteOurs) && !c.oneVote(a) {
 			return true
 		}
-		at, ok := c.exclusiveSince(a, g.since)
-		if ok && c.oneVote(a) && g.oneVoteAt.IsZero() {
+		at, ok := c.exclusiveSince(a, g.Since)
+		if ok && c.oneVote(a) && g.OneVoteAt.IsZero() {
 			// the peer's lease had ended: its stop budget runs from here,
 			// and the gate's deadline (shown in the status) moves with it
-			g.oneVoteAt, g.oneVoteBy = at, a
+			g.OneVoteAt, g.OneVoteBy = at, a
 			bound, _ := c.lostStopBound(d)
-			if d := at.Add(bound); d.After(g.deadline) {
-				g.deadline = d
+			if d := at.Add(bound); d.After(g.Deadline) {
+				g.Deadline = d
 			}
 		}
 		return ok && c.oneVote(a)
 	}
 	lost := quorum.CertainlyLostExcept(len(c.cfg.ClusterNodes), agree, c.cfg.Quorum.Arbitrators, ours)
-	deadline, by := g.deadline, ""
-	if !g.oneVoteAt.IsZero() {
-		by = g.oneVoteBy
+	deadline, by := g.Deadline, ""
+	if !g.OneVoteAt.IsZero() {
+		by = g.OneVoteBy
 	}
 	if !lost {
 		if c.hasOneVote() {
@@ -794,20 +618,20 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 		c.wakeAt(deadline)
 		bound, what := c.lostStopBound(d)
 		switch {
-		case by != "" && (bound > 0 || !g.oneVoteAt.Before(deadline)):
+		case by != "" && (bound > 0 || !g.OneVoteAt.Before(deadline)):
 			return fmt.Sprintf("waiting for %s's self-stop: %s granted this side alone, so %s's arbitrator lease ended; %s runs until %s", name,
 				by, name, what, deadline.UTC().Format("15:04:05.000"))
 		case by != "":
 			// the grant came before the anchored lease's bound
 			return fmt.Sprintf("waiting for %s's self-stop: %s granted this side alone, so %s's arbitrator lease ended; its guard's anchored lease, act and margin run until %s (counted from %s + %s)", name,
-				by, name, deadline.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), deadline.Sub(g.since))
+				by, name, deadline.UTC().Format("15:04:05.000"), g.Since.UTC().Format("15:04:05.000"), deadline.Sub(g.Since))
 		}
-		if !g.since.Equal(g.lostAt) {
+		if !g.Since.Equal(g.LostAt) {
 			return fmt.Sprintf("waiting for %s's self-stop deadline at %s (lost at %s; counted from %s, when %s, + %s)", name,
-				deadline.UTC().Format("15:04:05.000"), g.lostAt.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), g.from, deadline.Sub(g.since))
+				deadline.UTC().Format("15:04:05.000"), g.LostAt.UTC().Format("15:04:05.000"), g.Since.UTC().Format("15:04:05.000"), g.From, deadline.Sub(g.Since))
 		}
 		return fmt.Sprintf("waiting for %s's self-stop deadline at %s (lost at %s + %s)", name,
-			deadline.UTC().Format("15:04:05.000"), g.since.UTC().Format("15:04:05.000"), deadline.Sub(g.since))
+			deadline.UTC().Format("15:04:05.000"), g.Since.UTC().Format("15:04:05.000"), deadline.Sub(g.Since))
 	}
 	return ""
 }
@@ -815,13 +639,13 @@ func (c *Core) gateBlocked(name string, p view.Peer, g *gate, now time.Time) str
 // fencing is Snapshot.Fencing: the lost peers whose services may not be
 // taken over yet.
 func (c *Core) fencing() map[string]string {
-	if !c.quorumOn() || len(c.q.gates) == 0 {
+	if !c.quorumOn() || len(c.q.Gates) == 0 {
 		return nil
 	}
 	out := map[string]string{}
-	for name, g := range c.q.gates {
-		if g.blocked != "" {
-			out[name] = g.blocked
+	for name, g := range c.q.Gates {
+		if g.Blocked != "" {
+			out[name] = g.Blocked
 		}
 	}
 	return out
@@ -835,16 +659,16 @@ func (c *Core) QuorumInfo(now time.Time) *dataset.QuorumInfo {
 		return nil
 	}
 	q := &c.q
-	qi := &dataset.QuorumInfo{SplitAction: c.cfg.Quorum.SplitAction, Pending: !q.pending.IsZero(), Lost: q.split.lost, SelfStop: c.SelfStop()}
+	qi := &dataset.QuorumInfo{SplitAction: c.cfg.Quorum.SplitAction, Pending: !q.Pending.IsZero(), Lost: q.Split.Lost, SelfStop: c.SelfStop()}
 	live := append([]string{c.cfg.Name}, c.livePeers(now)...)
 	sort.Strings(live)
 	qi.Live = live
 	qi.Votes, qi.Total = len(live), len(c.cfg.ClusterNodes)
 	for _, a := range c.cfg.Quorum.Arbitrators {
-		r, heard := q.arbs[a.Name]
-		st := dataset.ArbitratorState{Name: a.Name, Weight: a.Weight, Answered: heard && r.ok, Detail: r.detail}
+		r, heard := q.Arbs[a.Name]
+		st := dataset.ArbitratorState{Name: a.Name, Weight: a.Weight, Answered: heard && r.Ok, Detail: r.Detail}
 		if heard {
-			st.ProbedAt = r.sent
+			st.ProbedAt = r.Sent
 		}
 		if a.OneVote {
 			c.oneVoteState(&st, now)
@@ -855,12 +679,12 @@ func (c *Core) QuorumInfo(now time.Time) *dataset.QuorumInfo {
 		}
 		qi.Arbitrators = append(qi.Arbitrators, st)
 	}
-	if q.last != nil {
-		qi.LastVote, qi.LastVoteAt, qi.LastSurvive = q.last.String(), q.lastAt, q.last.Survive
+	if q.Last != nil {
+		qi.LastVote, qi.LastVoteAt, qi.LastSurvive = q.Last.String(), q.LastAt, q.Last.Survive
 	}
-	for _, name := range slices.Sorted(maps.Keys(q.gates)) {
-		g := q.gates[name]
-		qi.Gates = append(qi.Gates, dataset.GateState{Node: name, Since: g.since, Deadline: g.deadline, Blocked: g.blocked, Fenced: g.fenced})
+	for _, name := range slices.Sorted(maps.Keys(q.Gates)) {
+		g := q.Gates[name]
+		qi.Gates = append(qi.Gates, dataset.GateState{Node: name, Since: g.Since, Deadline: g.Deadline, Blocked: g.Blocked, Fenced: g.Fenced})
 	}
 	return qi
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/node/instsm"
 	"haven/quorum"
 )
 
@@ -16,7 +17,7 @@ func rcore(t *testing.T) *Core {
 	c := New(Config{Name: "n1", WriteThrough: true, ClusterNodes: []string{"n1", "n2", "n3"}, MaintenanceGrace: time.Minute, RejoinGrace: time.Minute, ReadyPeriod: time.Second,
 		Quorum: QuorumConfig{Enabled: true, SplitAction: SplitStop, Arbitrators: []quorum.Arbitrator{{Name: "a1", Weight: 1}}, HBTimeout: 3 * time.Second,
 			Timing: quorum.Timing{Beat: 500 * time.Millisecond, ArbitratorTimeout: 2 * time.Second, StopBudget: 3 * time.Second}}}, State{})
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	c.start(t0)
 	for rd := c.Ready(); len(rd.Check) > 0; rd = c.Ready() {
 		c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)

@@ -8,6 +8,7 @@ import (
 
 	"haven/dataset"
 	"haven/internal/clock"
+	"haven/node/instsm"
 	"haven/quorum"
 )
 
@@ -19,7 +20,7 @@ func qcore(t *testing.T, name string, members []string, arbs []quorum.Arbitrator
 	c := New(Config{Name: name, WriteThrough: true, ClusterNodes: members, MaintenanceGrace: time.Minute, RejoinGrace: time.Minute, ReadyPeriod: time.Second,
 		Quorum: QuorumConfig{Enabled: true, SplitAction: split, Arbitrators: arbs, HBTimeout: 3 * time.Second, Stonith: stonith,
 			Timing: quorum.Timing{Beat: time.Second, ArbitratorTimeout: 2 * time.Second, StopBudget: 3 * time.Second}}}, State{})
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	c.start(t0)
 	for rd := c.Ready(); len(rd.Check) > 0; rd = c.Ready() {
 		c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)

@@ -10,6 +10,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/instsm"
 	"haven/placement"
 )
 
@@ -111,10 +112,10 @@ func TestRunTableMatchesLookups(t *testing.T) {
 		}
 		s := snap()
 		if r.Intn(3) > 0 {
-			c.inc.runs.build(s)
+			c.inc.Runs.Build(s)
 			built++
 		}
-		if c.inc.runs.of(s) != nil {
+		if c.inc.Runs.Of(s) != nil {
 			fromTable++
 		}
 		for _, svc := range svcs {
@@ -150,7 +151,7 @@ func TestFullPassSeesPeerChanges(t *testing.T) {
 	c := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2"}, Compat: 1, MaintenanceGrace: 6 * time.Second, RejoinGrace: 10 * time.Second,
 		ReadyPeriod: 2 * time.Second, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: loc, WriteThrough: true}, State{})
 	loc.c = c
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true, Monitored: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true, Monitored: true}, t0)
 	c.start(t0)
 	c.Ready()
 	inst := c.insts["web"]
@@ -160,31 +161,31 @@ func TestFullPassSeesPeerChanges(t *testing.T) {
 	}
 	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerUp}, t0)
 	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: peer(dataset.StatusDown)}, t0)
-	inst.avail, inst.overall = dataset.StatusDown, dataset.StatusDown
+	inst.Avail, inst.Overall = dataset.StatusDown, dataset.StatusDown
 	c.pass(t0)
 	c.Ready()
-	if inst.lad.upElsewhere != "" || inst.ranElsewhere != "" {
-		t.Fatalf("down on n2: up elsewhere %q, ran elsewhere %q", inst.lad.upElsewhere, inst.ranElsewhere)
+	if inst.Lad.UpElsewhere != "" || inst.RanElsewhere != "" {
+		t.Fatalf("down on n2: up elsewhere %q, ran elsewhere %q", inst.Lad.UpElsewhere, inst.RanElsewhere)
 	}
 	// the peer's new data: web up there
 	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerData, Data: peer(dataset.StatusUp)}, t0)
 	c.pass(t0)
 	c.Ready()
-	if inst.lad.upElsewhere != "n2" || inst.ranElsewhere != "n2" {
-		t.Fatalf("up on n2: up elsewhere %q, ran elsewhere %q", inst.lad.upElsewhere, inst.ranElsewhere)
+	if inst.Lad.UpElsewhere != "n2" || inst.RanElsewhere != "n2" {
+		t.Fatalf("up on n2: up elsewhere %q, ran elsewhere %q", inst.Lad.UpElsewhere, inst.RanElsewhere)
 	}
 	// up here too: two nodes
-	inst.avail, inst.overall = dataset.StatusUp, dataset.StatusUp
+	inst.Avail, inst.Overall = dataset.StatusUp, dataset.StatusUp
 	c.pass(t0)
-	if inst.multi.multiActive != "n1,n2" {
-		t.Fatalf("up on n1 and n2: multiple active %q", inst.multi.multiActive)
+	if inst.Multi.MultiActive != "n1,n2" {
+		t.Fatalf("up on n1 and n2: multiple active %q", inst.Multi.MultiActive)
 	}
 	c.Ready()
 	// the peer lost (its map the same): nowhere else
 	c.heartbeat(PeerEvent{Node: "n2", Kind: PeerDown}, t0)
 	c.pass(t0)
 	c.Ready()
-	if inst.lad.upElsewhere != "" || inst.multi.multiActive != "" {
-		t.Fatalf("n2 lost: up elsewhere %q, multiple active %q", inst.lad.upElsewhere, inst.multi.multiActive)
+	if inst.Lad.UpElsewhere != "" || inst.Multi.MultiActive != "" {
+		t.Fatalf("n2 lost: up elsewhere %q, multiple active %q", inst.Lad.UpElsewhere, inst.Multi.MultiActive)
 	}
 }

@@ -3,11 +3,9 @@ package node
 import (
 	"bufio"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"go/types"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -27,57 +25,72 @@ type typeShape struct {
 	mutable []string
 }
 
-// coreShape type-checks the non-test files of package node and returns its
-// struct types with the fields the code assigns (x.f = …, x.f op= …,
-// x.f++, x.f[k] = …, delete(x.f, k), clear(x.f)), the number of exported
-// methods of *Core, and the lines of each file.
-func coreShape(t *testing.T) (shapes []typeShape, exported int, lines map[string]int) {
+// coreShape measures package node and the packages under it (checkNode):
+// their struct types with the fields the code assigns (fieldShapes), the
+// number of exported methods of *Core, and the lines of each file of
+// package node.
+func coreShape(t *testing.T, pkgs []nodeCheck) (shapes []typeShape, exported int, lines map[string]int) {
 	t.Helper()
-	exports, pkgs := goListExports(t, ".", "-deps", ".")
-	var self archPackage
-	for _, p := range pkgs {
-		if p.ImportPath == "haven/node" {
-			self = p
+	shapes = fieldShapes(pkgs)
+	sort.SliceStable(shapes, func(i, j int) bool { return len(shapes[i].mutable) > len(shapes[j].mutable) })
+	nc := pkgs[0]
+	core := nc.pkg.Scope().Lookup("Core").Type()
+	ms := types.NewMethodSet(types.NewPointer(core))
+	for i := range ms.Len() {
+		if ms.At(i).Obj().Exported() {
+			exported++
 		}
 	}
-	fset := token.NewFileSet()
-	imp := exportImporter(fset, exports)
-	lines = map[string]int{}
-	var files []*ast.File
-	for _, name := range self.GoFiles {
-		path := filepath.Join(self.Dir, name)
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-		lines[name] = countLines(t, path)
+	return shapes, exported, nc.lines
+}
+
+// fieldShapes returns the struct types of the packages with the fields
+// their code assigns (x.f = …, x.f op= …, x.f++, x.f[k] = …, delete(x.f,
+// k), clear(x.f)), in any of the packages: package node assigning a field
+// of a type of the vocabulary counts for that type. The types of a
+// package under node are named with it ("persist.Book").
+func fieldShapes(pkgs []nodeCheck) (shapes []typeShape) {
+	ours := func(p *types.Package) bool {
+		return p.Path() == "haven/node" || strings.HasPrefix(p.Path(), "haven/node/")
 	}
-	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}, Uses: map[*ast.Ident]types.Object{}}
-	pkg, err := (&types.Config{Importer: imp}).Check("haven/node", fset, files, info)
-	if err != nil {
-		t.Fatalf("type-check node: %v", err)
-	}
-	// owner: every field of a struct type of the package, to its type
+	// owner: every field of a struct type of the packages, to its type,
+	// for the package as type-checked and as imported by the others
 	owner := map[*types.Var]string{}
 	count := map[string]int{}
 	var names []string
-	for _, n := range pkg.Scope().Names() {
-		tn, ok := pkg.Scope().Lookup(n).(*types.TypeName)
-		if !ok {
-			continue
+	own := func(pkg *types.Package, list bool) {
+		prefix := ""
+		if pkg.Path() != "haven/node" {
+			prefix = pkg.Name() + "."
 		}
-		st, ok := tn.Type().Underlying().(*types.Struct)
-		if !ok {
-			continue
+		for _, n := range pkg.Scope().Names() {
+			tn, ok := pkg.Scope().Lookup(n).(*types.TypeName)
+			if !ok || tn.IsAlias() { // an alias is measured where it is declared
+				continue
+			}
+			st, ok := tn.Type().Underlying().(*types.Struct)
+			if !ok {
+				continue
+			}
+			if list {
+				names = append(names, prefix+n)
+				count[prefix+n] = st.NumFields()
+			}
+			for i := range st.NumFields() {
+				owner[st.Field(i)] = prefix + n
+			}
 		}
-		names = append(names, n)
-		count[n] = st.NumFields()
-		for i := range st.NumFields() {
-			owner[st.Field(i)] = n
+	}
+	for _, nc := range pkgs {
+		own(nc.pkg, true)
+		for _, p := range nc.pkg.Imports() {
+			if ours(p) {
+				own(p, false)
+			}
 		}
 	}
 	mut := map[string]map[string]bool{}
+	var info *types.Info
 	assigned := func(e ast.Expr) {
 		for {
 			switch x := e.(type) {
@@ -106,26 +119,29 @@ func coreShape(t *testing.T) (shapes []typeShape, exported int, lines map[string
 			return
 		}
 	}
-	for _, f := range files {
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch x := n.(type) {
-			case *ast.AssignStmt:
-				if x.Tok != token.DEFINE {
-					for _, l := range x.Lhs {
-						assigned(l)
+	for _, nc := range pkgs {
+		info = nc.info
+		for _, f := range nc.files {
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.AssignStmt:
+					if x.Tok != token.DEFINE {
+						for _, l := range x.Lhs {
+							assigned(l)
+						}
+					}
+				case *ast.IncDecStmt:
+					assigned(x.X)
+				case *ast.CallExpr:
+					if id, ok := x.Fun.(*ast.Ident); ok && (id.Name == "delete" || id.Name == "clear") && len(x.Args) > 0 {
+						if _, builtin := info.Uses[id].(*types.Builtin); builtin {
+							assigned(x.Args[0])
+						}
 					}
 				}
-			case *ast.IncDecStmt:
-				assigned(x.X)
-			case *ast.CallExpr:
-				if id, ok := x.Fun.(*ast.Ident); ok && (id.Name == "delete" || id.Name == "clear") && len(x.Args) > 0 {
-					if _, builtin := info.Uses[id].(*types.Builtin); builtin {
-						assigned(x.Args[0])
-					}
-				}
-			}
-			return true
-		})
+				return true
+			})
+		}
 	}
 	for _, n := range names {
 		var m []string
@@ -135,15 +151,7 @@ func coreShape(t *testing.T) (shapes []typeShape, exported int, lines map[string
 		sort.Strings(m)
 		shapes = append(shapes, typeShape{name: n, fields: count[n], mutable: m})
 	}
-	sort.SliceStable(shapes, func(i, j int) bool { return len(shapes[i].mutable) > len(shapes[j].mutable) })
-	core := pkg.Scope().Lookup("Core").Type()
-	ms := types.NewMethodSet(types.NewPointer(core))
-	for i := range ms.Len() {
-		if ms.At(i).Obj().Exported() {
-			exported++
-		}
-	}
-	return shapes, exported, lines
+	return shapes
 }
 
 func countLines(t *testing.T, path string) int {
@@ -169,7 +177,8 @@ func TestCoreShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks package node")
 	}
-	shapes, exported, lines := coreShape(t)
+	pkgs := checkNode(t)
+	shapes, exported, lines := coreShape(t, pkgs)
 	t.Logf("*Core: %d exported methods", exported)
 	for _, s := range shapes {
 		if len(s.mutable) == 0 {
@@ -193,4 +202,12 @@ func TestCoreShape(t *testing.T) {
 			t.Errorf("type %s has %d mutable fields, more than %d: carve a sub-machine out of it", s.name, len(s.mutable), shapeCeiling)
 		}
 	}
+	for _, nc := range pkgs[1:] {
+		total := 0
+		for _, n := range nc.lines {
+			total += n
+		}
+		t.Logf("package %s: %d files, %d lines", nc.pkg.Path(), len(nc.files), total)
+	}
+	coreArrows(t, pkgs[0])
 }

@@ -1,5 +1,7 @@
 package node
 
+import "haven/node/peersm"
+
 // A stale peer (PeerStale): heard, but the copy of its data held stayed
 // behind the generation its beats announce for hb.timeout (its data is
 // lost on the way). Its data says nothing of what runs there now: it is
@@ -10,13 +12,6 @@ package node
 // its declaration down (silence for hb.timeout, with the quorum and
 // fencing rules) lets a service move. It stays so until the copy catches
 // up (PeerFresh, then its data) or the peer goes down.
-
-const (
-	// PeerStale: the peer's data held is stale (Reason says how far).
-	PeerStale PeerKind = iota + 100
-	// PeerFresh: the peer's data held is current again; its data follows.
-	PeerFresh
-)
 
 // PeerDataStale: a live peer's data held is behind what it announces for
 // hb.timeout: its instances are unknown until its data is heard again.
@@ -46,28 +41,28 @@ func (e PeerDataFresh) String() string {
 
 // noteStale applies PeerStale, PeerFresh and the staleness a Data or Down
 // event leaves: while behind, the peer's data is never taken as current.
-func (c *Core) noteStale(p *peer, ev PeerEvent) {
+func (c *Core) noteStale(p *peersm.Peer, ev PeerEvent) {
 	switch ev.Kind {
 	case PeerStale:
-		if !p.behind {
-			p.behind = true
+		if !p.Behind {
+			p.Behind = true
 			c.emit(PeerDataStale{Node: ev.Node, Reason: ev.Reason})
 		}
 	case PeerFresh:
-		if p.behind {
-			p.behind = false
+		if p.Behind {
+			p.Behind = false
 			c.emit(PeerDataFresh{Node: ev.Node})
 		}
 	case PeerDown:
-		p.behind = false
+		p.Behind = false
 	}
-	if p.behind && p.Up && p.Data != nil {
+	if p.Behind && p.Up && p.Data != nil {
 		p.Stale = true
 	}
 }
 
 // peerBehind reports whether the peer's data is stale (PeerStale).
 func (c *Core) peerBehind(name string) bool {
-	p := c.pv.peers[name]
-	return p != nil && p.behind
+	p := c.pv.Peers[name]
+	return p != nil && p.Behind
 }

@@ -7,6 +7,7 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
+	"haven/node/instsm"
 	"haven/placement"
 )
 
@@ -19,7 +20,7 @@ func staleCluster(t *testing.T) (*incDriver, *dataset.Node) {
 	c := New(Config{Name: "n1", ClusterNodes: []string{"n1", "n2"}, Compat: 1, MaintenanceGrace: 6 * time.Second, RejoinGrace: 10 * time.Second,
 		ReadyPeriod: 2 * time.Second, CheckInterval: time.Hour, MonitorInterval: time.Hour, Local: loc, WriteThrough: true}, State{})
 	loc.c = c
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true, Monitored: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true, Monitored: true}, t0)
 	d := &incDriver{c: c, incremental: true, running: map[string]bool{}}
 	c.start(t0)
 	d.settle(t0)

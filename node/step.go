@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/node/instsm"
+	"haven/node/peersm"
 	"haven/quorum"
 )
 
@@ -140,7 +142,7 @@ type (
 	// (addInstance).
 	InstanceInstalled struct {
 		Service string
-		Spec    InstanceSpec
+		Spec    instsm.Spec
 		Now     time.Time
 	}
 	// InstanceRemoved forgets the instance of a deleted config
@@ -309,4 +311,37 @@ func (c *Core) Step(in Input) Ticket {
 		return c.editConfig(in)
 	}
 	return 0
+}
+
+// New returns the core of a node whose durable state, as read back by the
+// driver, is st. The core owns st from now on.
+func New(cfg Config, st State) *Core {
+	if st.Services == nil {
+		st.Services = map[string]ServiceState{}
+	}
+	if cfg.Local == nil {
+		cfg.Local = emptyLocal{}
+	}
+	c := &Core{cfg: cfg, state: st, insts: map[string]*instsm.Instance{}, targetFailed: map[string]string{}, targetPending: map[string]string{}, drains: map[Ticket]*drain{}, relays: map[Ticket]relay{},
+		pv: peersm.View{Compat: true}, monitor: dataset.NodeIdle}
+	c.vb.Anchor(st.Lamport)
+	c.initPeers()
+	c.markDurable()
+	return c
+}
+
+// Ready returns what the inputs since the last call ask of the driver and
+// forgets it.
+func (c *Core) Ready() Ready {
+	r := c.ready
+	c.ready = Ready{}
+	c.ps.Hold(&r, c.cfg.WriteThrough)
+	c.ps.Drain(&r)
+	c.stampAnswers(r.Answers)
+	return r
+}
+
+// HasReady reports whether Ready would return anything.
+func (c *Core) HasReady() bool {
+	return !c.ready.Empty() || c.ps.Released()
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"haven/dataset"
+	"haven/node/instsm"
 )
 
 // The shell's own inputs through Step do what their methods do (the
@@ -11,7 +12,7 @@ import (
 // replayed).
 func TestStepShellInputs(t *testing.T) {
 	c := newCore("n1")
-	c.Step(InstanceInstalled{Service: "db", Spec: InstanceSpec{Local: true, Runnable: true}, Now: t0})
+	c.Step(InstanceInstalled{Service: "db", Spec: instsm.Spec{Local: true, Runnable: true}, Now: t0})
 	if _, ok := c.Instance("db"); !ok {
 		t.Fatal("InstanceInstalled installed no instance")
 	}

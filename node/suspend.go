@@ -11,6 +11,6 @@ func (c *Core) resume(slept time.Duration, now time.Time) {
 	if !c.quorumOn() || slept <= 0 {
 		return
 	}
-	c.q.slept += slept
+	c.q.Slept += slept
 	c.updateQuorum(now)
 }

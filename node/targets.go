@@ -12,9 +12,6 @@ import (
 	"haven/node/view"
 )
 
-// failedf is an error of an answer (exit status 1).
-func failedf(format string, a ...any) error { return fmt.Errorf(format, a...) }
-
 // Targets lists the admin targets this node knows, for the heartbeats.
 func (c *Core) Targets() map[string]dataset.Target {
 	out := map[string]dataset.Target{}
@@ -62,7 +59,7 @@ func (c *Core) mergeTargets(from string, ts map[string]dataset.Target, now time.
 	for _, name := range slices.Sorted(maps.Keys(ts)) {
 		t := ts[name]
 		ss, ok := c.state.Services[name]
-		if err := c.checkVersion(t.Version, now); err != nil {
+		if err := c.vb.Check(t.Version, now); err != nil {
 			if ok { // a service unknown here: not this node's business
 				c.sayRefused("target", name, from, t.Version, err)
 			}
@@ -184,7 +181,7 @@ func (c *Core) applyClear(svc string, cr dataset.ClearRequest, now time.Time) {
 // of this node's clock is ignored and said, as there).
 func (c *Core) mergeClears(from string, cs map[string]dataset.ClearRequest, now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(cs)) {
-		if err := c.checkVersion(cs[name].Version, now); err != nil {
+		if err := c.vb.Check(cs[name].Version, now); err != nil {
 			if _, ok := c.state.Services[name]; ok {
 				c.sayRefused("clear", name, from, cs[name].Version, err)
 			}
@@ -227,7 +224,7 @@ func (c *Core) adminTarget(req TargetRequest) Ticket {
 			c.answer(Answer{Ticket: tk, Result: "no target to abort"})
 			return tk
 		}
-		if err := c.versionErr(req.Now); err != nil {
+		if err := c.vb.Err(c.state.Lamport, req.Now); err != nil {
 			c.answer(Answer{Ticket: tk, Err: err})
 			return tk
 		}
@@ -236,7 +233,7 @@ func (c *Core) adminTarget(req TargetRequest) Ticket {
 		c.answer(Answer{Ticket: tk, ID: cur.ID, Result: "target " + cur.String() + " aborted"})
 		return tk
 	case req.Action == "clear":
-		if err := c.versionErr(req.Now); err != nil {
+		if err := c.vb.Err(c.state.Lamport, req.Now); err != nil {
 			c.answer(Answer{Ticket: tk, Err: err})
 			return tk
 		}
@@ -266,7 +263,7 @@ func (c *Core) adminTarget(req TargetRequest) Ticket {
 		t = cur // the same target again: join it
 	default:
 		// none, or one reached but on nodes shut down: replaced
-		if err := c.versionErr(req.Now); err != nil {
+		if err := c.vb.Err(c.state.Lamport, req.Now); err != nil {
 			c.answer(Answer{Ticket: tk, Err: err})
 			return tk
 		}
@@ -354,9 +351,6 @@ func (c *Core) expireWaiters(now time.Time, snap monitor.Snapshot) time.Time {
 
 // Waiters returns the number of --wait callers.
 func (c *Core) Waiters() int { return len(c.waiters) }
-
-// isFlex reports whether svc is a flex service (DEFAULT.topology).
-func (c *Core) isFlex(svc string) bool { inst := c.insts[svc]; return inst != nil && inst.spec.Flex }
 
 // flexRefused refuses the cluster-wide targets a flex service does not
 // take yet (start, stop, switch, takeover, giveback): it is driven by its

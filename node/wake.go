@@ -25,7 +25,7 @@ func (c *Core) NextTick(now time.Time, poll time.Duration) time.Time {
 	if due, ok := c.nextCheckDue(now); ok && due.Before(t) {
 		t = due
 	}
-	if r := c.vb.retryAt; !r.IsZero() && r.Before(t) {
+	if r := c.vb.RetryAt(); !r.IsZero() && r.Before(t) {
 		t = r // versions refused as ahead of the clock become acceptable
 	}
 	return t
@@ -37,11 +37,11 @@ func (c *Core) NextTick(now time.Time, poll time.Duration) time.Time {
 // failing state write. Such a rule may decide at any tick, with no other
 // input.
 func (c *Core) WatchesClock() bool {
-	if c.quorumOn() || c.monitor == dataset.NodeRejoin || len(c.cd.pending) > 0 || c.ps.failing != nil || c.ConfigMergesLeft() {
+	if c.quorumOn() || c.monitor == dataset.NodeRejoin || c.cd.Waiting() || c.ps.Failing() != nil || c.ConfigMergesLeft() {
 		return true
 	}
-	for _, name := range c.pv.pnames {
-		if c.pv.peers[name].status == dataset.NodeStMaint {
+	for _, name := range c.pv.Pnames {
+		if c.pv.Peers[name].Status == dataset.NodeStMaint {
 			return true
 		}
 	}
@@ -58,7 +58,7 @@ func (c *Core) nextCheckDue(now time.Time) (time.Time, bool) {
 		return c.nextCheck, true
 	}
 	for _, inst := range c.ilist {
-		if inst.act.busy == "" && !inst.chk.checking && inst.local && inst.spec.Runnable {
+		if inst.Act.Busy == "" && !inst.Chk.Checking && inst.Local && inst.Spec.Runnable {
 			return now, true
 		}
 	}

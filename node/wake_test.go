@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/node/instsm"
 )
 
 // An idle core asks for no tick before its next due thing: the first
@@ -17,7 +18,7 @@ func TestNextTickIdleSleepsUntilDue(t *testing.T) {
 	if got, want := c.NextTick(t0.Add(time.Second), poll), t0.Add(fullPassPeriod); !got.Equal(want) {
 		t.Fatalf("no service: next tick at %v, want the safety-net pass at %v", got.Sub(t0), want.Sub(t0))
 	}
-	c.addInstance("web", InstanceSpec{Local: true, Runnable: true}, t0)
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true}, t0)
 	c.Ready()
 	if got := c.NextTick(t0, poll); !got.Equal(t0) {
 		t.Fatalf("an instance never checked: next tick at %v, want now", got.Sub(t0))

@@ -21,12 +21,12 @@ func (c *Core) noteWasFrozen(tk Ticket, svc string, nodes []string) {
 		var f bool
 		if n == c.cfg.Name {
 			inst := c.insts[svc]
-			if inst == nil || !inst.local {
+			if inst == nil || !inst.Local {
 				continue
 			}
 			f = c.state.Services[svc].Frozen || c.state.NodeFrozen
 		} else {
-			p := c.pv.peers[n]
+			p := c.pv.Peers[n]
 			if p == nil || p.Data == nil {
 				continue
 			}

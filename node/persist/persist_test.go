@@ -1,4 +1,4 @@
-package node
+package persist
 
 import (
 	"errors"
@@ -9,13 +9,16 @@ import (
 	"testing"
 
 	"haven/node/datadriven"
+	"haven/node/vocab"
 )
+
+var update = flag.Bool("update", false, "rewrite node/testdata/persistence/*.txt with the outputs (review the diff)")
 
 // TestPersistenceDatadriven runs the files of testdata/persistence: the
 // persistence sub-machine alone (the numbering of the states, the answers
 // and actions held for a write, group commit, the roll back), driven by
-// its own inputs, without a core around it. go test ./node -run
-// TestPersistenceDatadriven -update rewrites the expected outputs.
+// its own inputs, without a core around it. go test ./node/persist
+// -run TestPersistenceDatadriven -update rewrites the expected outputs.
 //
 // Commands:
 //
@@ -26,20 +29,13 @@ import (
 //	failed err=TEXT       the write in flight failed: roll back, release
 //	drain                 what the writes released, handed over
 func TestPersistenceDatadriven(t *testing.T) {
-	datadriven.RunDir(t, "testdata/persistence/*.txt", ddUpdate(), func(*testing.T) func(*datadriven.Cmd) (string, error) {
-		var p persistence
+	datadriven.RunDir(t, "../testdata/persistence/*.txt", *update, func(*testing.T) func(*datadriven.Cmd) (string, error) {
+		var p Book
 		return func(c *datadriven.Cmd) (string, error) { return persistenceStep(&p, c) }
 	})
 }
 
-// ddUpdate is the -update flag of the datadriven tests (declared in
-// datadriven_test.go, of package node_test, in the same test binary).
-func ddUpdate() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-func persistenceStep(p *persistence, c *datadriven.Cmd) (string, error) {
+func persistenceStep(p *Book, c *datadriven.Cmd) (string, error) {
 	var out []string
 	num := func(key string) (uint64, error) {
 		v, _ := c.Arg(key)
@@ -58,30 +54,30 @@ func persistenceStep(p *persistence, c *datadriven.Cmd) (string, error) {
 	}
 	switch c.Name {
 	case "ready":
-		var r Ready
+		var r vocab.Ready
 		if _, ok := c.Arg("persist"); ok {
 			l, err := num("persist")
 			if err != nil {
 				return "", err
 			}
-			r.Persist = &State{Lamport: l}
+			r.Persist = &vocab.State{Lamport: l}
 		}
 		for _, tk := range list("answers") {
 			n, err := strconv.ParseUint(tk, 10, 64)
 			if err != nil {
 				return "", c.Errorf("answers: %v", err)
 			}
-			r.Answers = append(r.Answers, Answer{Ticket: Ticket(n)})
+			r.Answers = append(r.Answers, vocab.Answer{Ticket: vocab.Ticket(n)})
 		}
 		for _, run := range list("runs") {
 			svc, kind, _ := strings.Cut(run, ":")
-			r.Run = append(r.Run, Action{Service: svc, Kind: kind})
+			r.Run = append(r.Run, vocab.Action{Service: svc, Kind: kind})
 		}
 		for _, k := range list("nodes") {
-			r.NodeActions = append(r.NodeActions, NodeAction{Kind: k})
+			r.NodeActions = append(r.NodeActions, vocab.NodeAction{Kind: k})
 		}
 		_, through := c.Arg("through")
-		p.hold(&r, through)
+		p.Hold(&r, through)
 		switch {
 		case r.Persist != nil:
 			out = append(out, fmt.Sprintf("persist #%d lamport=%d", r.PersistSeq, r.Persist.Lamport))
@@ -101,13 +97,13 @@ func persistenceStep(p *persistence, c *datadriven.Cmd) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		p.barrier(Ticket(tk), from)
+		p.Barrier(vocab.Ticket(tk), from)
 	case "written":
 		seq, err := num("seq")
 		if err != nil {
 			return "", err
 		}
-		fresh, recovered := p.written(seq)
+		fresh, recovered := p.Written(seq)
 		if !fresh {
 			out = append(out, "known already")
 			break
@@ -115,26 +111,26 @@ func persistenceStep(p *persistence, c *datadriven.Cmd) (string, error) {
 		if recovered {
 			out = append(out, "recovered")
 		}
-		for range p.release(p.acked, nil) {
+		for range p.Release(p.acked, nil) {
 			return "", c.Errorf("a success undid an action")
 		}
-		if p.groupDue() {
+		if p.GroupDue() {
 			out = append(out, "group due: hand out the changes made during the write")
 		}
 	case "failed":
 		msg, _ := c.Arg("err")
-		st := p.rollBack(errors.New(msg))
+		st := p.RollBack(errors.New(msg))
 		out = append(out, fmt.Sprintf("back to lamport=%d", st.Lamport))
-		for _, h := range p.release(p.seq, fmt.Errorf("state not saved: %s", msg)) {
-			if h.node != nil {
-				out = append(out, "node action not run: "+h.node.Kind)
+		for _, h := range p.Release(p.seq, fmt.Errorf("state not saved: %s", msg)) {
+			if h.Node != nil {
+				out = append(out, "node action not run: "+h.Node.Kind)
 				continue
 			}
-			out = append(out, fmt.Sprintf("aborted %s %s", h.run.Service, h.run.Kind))
+			out = append(out, fmt.Sprintf("aborted %s %s", h.Run.Service, h.Run.Kind))
 		}
 	case "drain":
-		var r Ready
-		p.drain(&r)
+		var r vocab.Ready
+		p.Drain(&r)
 		out = append(out, readyOut(r.Answers, r.Run, r.NodeActions)...)
 	default:
 		return "", c.Errorf("unknown command")
@@ -144,11 +140,11 @@ func persistenceStep(p *persistence, c *datadriven.Cmd) (string, error) {
 		errs = p.failing.Error()
 	}
 	out = append(out, fmt.Sprintf("seq=%d handed=%d acked=%d held=%d on-disk lamport=%d failing=%s settled=%v",
-		p.seq, p.handed, p.acked, len(p.held), p.onDisk.Lamport, errs, p.settled()))
+		p.seq, p.handed, p.acked, len(p.held), p.onDisk.Lamport, errs, p.Settled()))
 	return strings.Join(out, "\n"), nil
 }
 
-func readyOut(answers []Answer, runs []Action, nodes []NodeAction) []string {
+func readyOut(answers []vocab.Answer, runs []vocab.Action, nodes []vocab.NodeAction) []string {
 	var out []string
 	for _, a := range answers {
 		if a.Err != nil {

@@ -1,6 +1,7 @@
-package node
+package configdist
 
 import (
+	"flag"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,13 +11,16 @@ import (
 	"haven/config"
 	"haven/dataset"
 	"haven/node/datadriven"
+	"haven/node/vocab"
 )
+
+var update = flag.Bool("update", false, "rewrite node/testdata/configdist/*.txt with the outputs (review the diff)")
 
 // TestConfigDistDatadriven runs the files of testdata/configdist: the
 // config distribution sub-machine alone (the writes in flight, the edits
 // waiting for the peers, the deletions waiting for a stop, the refused
 // versions, the peers left over at the merge budget), driven by its own
-// inputs. go test ./node -run TestConfigDistDatadriven -update rewrites
+// inputs. go test ./node/configdist -run TestConfigDistDatadriven -update rewrites
 // the expected outputs.
 //
 // Commands (T a ticket, V a version as COUNTER@ORIGIN):
@@ -32,20 +36,20 @@ import (
 //	leave-over peer=P
 //	take peer=P
 func TestConfigDistDatadriven(t *testing.T) {
-	datadriven.RunDir(t, "testdata/configdist/*.txt", ddUpdate(), func(*testing.T) func(*datadriven.Cmd) (string, error) {
-		var cd configDist
+	datadriven.RunDir(t, "../testdata/configdist/*.txt", *update, func(*testing.T) func(*datadriven.Cmd) (string, error) {
+		var cd Book
 		return func(c *datadriven.Cmd) (string, error) { return configDistStep(&cd, c) }
 	})
 }
 
-func configDistStep(cd *configDist, c *datadriven.Cmd) (string, error) {
+func configDistStep(cd *Book, c *datadriven.Cmd) (string, error) {
 	arg := func(key string) string { v, _ := c.Arg(key); return v }
-	ticket := func() (Ticket, error) {
+	ticket := func() (vocab.Ticket, error) {
 		n, err := strconv.ParseUint(arg("ticket"), 10, 64)
 		if err != nil {
 			return 0, c.Errorf("ticket: %v", err)
 		}
-		return Ticket(n), nil
+		return vocab.Ticket(n), nil
 	}
 	version := func() (dataset.Version, error) {
 		n, origin, _ := strings.Cut(arg("version"), "@")
@@ -59,13 +63,13 @@ func configDistStep(cd *configDist, c *datadriven.Cmd) (string, error) {
 	svc := arg("svc")
 	switch c.Name {
 	case "order":
-		op := &cfgOp{svc: svc, what: arg("what")}
+		op := &Op{Svc: svc, What: arg("what")}
 		if _, rm := c.Arg("remove"); !rm {
-			op.cfg = &config.ServiceConfig{}
+			op.Cfg = &config.ServiceConfig{}
 		}
-		cd.order(op)
+		cd.Order(op)
 	case "done":
-		op := cd.done(svc)
+		op := cd.Done(svc)
 		if op == nil {
 			out = append(out, "no op of "+svc)
 			break
@@ -80,32 +84,32 @@ func configDistStep(cd *configDist, c *datadriven.Cmd) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		cd.awaitStop(tk, deletion{svc: svc, v: v})
+		cd.AwaitStop(tk, Deletion{Svc: svc, V: v})
 	case "stopped":
 		tk, err := ticket()
 		if err != nil {
 			return "", err
 		}
-		d, ok := cd.stopped(tk)
+		d, ok := cd.Stopped(tk)
 		if !ok {
 			out = append(out, "no deletion")
 			break
 		}
-		out = append(out, fmt.Sprintf("delete %s at %d@%s", d.svc, d.v.Counter, d.v.Origin))
+		out = append(out, fmt.Sprintf("delete %s at %d@%s", d.Svc, d.V.Counter, d.V.Origin))
 	case "await-peers":
 		tk, err := ticket()
 		if err != nil {
 			return "", err
 		}
-		cd.awaitPeers(svc, &pendingEdit{ticket: tk})
+		cd.AwaitPeers(svc, &Edit{Ticket: tk})
 	case "forget":
 		tk, err := ticket()
 		if err != nil {
 			return "", err
 		}
-		for _, e := range cd.pendingOf(svc) {
-			if e.ticket == tk {
-				cd.forget(svc, e)
+		for _, e := range cd.PendingOf(svc) {
+			if e.Ticket == tk {
+				cd.Forget(svc, e)
 			}
 		}
 	case "refuse", "refused":
@@ -114,14 +118,14 @@ func configDistStep(cd *configDist, c *datadriven.Cmd) (string, error) {
 			return "", err
 		}
 		if c.Name == "refuse" {
-			cd.refuse(svc, v)
+			cd.Refuse(svc, v)
 			break
 		}
-		out = append(out, fmt.Sprintf("refused before: %v", cd.refusedBefore(svc, v)))
+		out = append(out, fmt.Sprintf("refused before: %v", cd.RefusedBefore(svc, v)))
 	case "leave-over":
-		cd.leaveOver(arg("peer"))
+		cd.LeaveOver(arg("peer"))
 	case "take":
-		out = append(out, fmt.Sprintf("left over: %v", cd.takeLeftOver(arg("peer"))))
+		out = append(out, fmt.Sprintf("left over: %v", cd.TakeLeftOver(arg("peer"))))
 	default:
 		return "", c.Errorf("unknown command")
 	}
@@ -129,15 +133,15 @@ func configDistStep(cd *configDist, c *datadriven.Cmd) (string, error) {
 	for _, op := range cd.ops {
 		ops = append(ops, opString(op))
 	}
-	for _, name := range cd.pendingServices() {
+	for _, name := range cd.PendingServices() {
 		var tks []string
-		for _, e := range cd.pendingOf(name) {
-			tks = append(tks, strconv.FormatUint(uint64(e.ticket), 10))
+		for _, e := range cd.PendingOf(name) {
+			tks = append(tks, strconv.FormatUint(uint64(e.Ticket), 10))
 		}
 		pend = append(pend, name+":"+strings.Join(tks, ","))
 	}
 	for tk, d := range cd.deletes {
-		dels = append(dels, fmt.Sprintf("%d:%s", tk, d.svc))
+		dels = append(dels, fmt.Sprintf("%d:%s", tk, d.Svc))
 	}
 	for name, v := range cd.refused {
 		refs = append(refs, fmt.Sprintf("%s@%d@%s", name, v.Counter, v.Origin))
@@ -150,7 +154,7 @@ func configDistStep(cd *configDist, c *datadriven.Cmd) (string, error) {
 	}
 	var busy []string
 	for _, name := range []string{"web", "db"} {
-		if cd.busy(name) {
+		if cd.Busy(name) {
 			busy = append(busy, name)
 		}
 	}
@@ -159,13 +163,13 @@ func configDistStep(cd *configDist, c *datadriven.Cmd) (string, error) {
 	return strings.Join(out, "\n"), nil
 }
 
-func opString(op *cfgOp) string {
+func opString(op *Op) string {
 	kind := "install"
-	if op.cfg == nil {
+	if op.Cfg == nil {
 		kind = "remove"
 	}
-	if op.what != "" {
-		return fmt.Sprintf("%s(%s %s)", op.svc, kind, op.what)
+	if op.What != "" {
+		return fmt.Sprintf("%s(%s %s)", op.Svc, kind, op.What)
 	}
-	return fmt.Sprintf("%s(%s)", op.svc, kind)
+	return fmt.Sprintf("%s(%s)", op.Svc, kind)
 }

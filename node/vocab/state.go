@@ -1,6 +1,10 @@
-package node
+package vocab
 
-import "haven/dataset"
+import (
+	"time"
+
+	"haven/dataset"
+)
 
 // State is what survives a daemon restart: the driver writes it (the
 // daemon to R/var/state.json, atomically, in a checksummed envelope; the
@@ -32,7 +36,7 @@ type State struct {
 	Incarnation uint64 `json:"incarnation,omitempty"`
 
 	// FeatureLevel is the cluster feature level this node runs at
-	// (featurelevel.go); 0 is 1. Not in the state object: the daemon
+	// (node/featurelevel.go); 0 is 1. Not in the state object: the daemon
 	// writes it in the file's envelope (from version 2), so that a
 	// release that cannot read that level's formats refuses the file.
 	FeatureLevel int `json:"-"`
@@ -60,11 +64,11 @@ type ServiceState struct {
 	Clear dataset.ClearRequest `json:"clear,omitempty"`
 	// FencingToken is the fencing token of the last start of the service
 	// on this node (its running instance's); FencingSeen the highest token
-	// known for the service anywhere (fencing.go). Written before the start
+	// known for the service anywhere (node/fencing.go). Written before the start
 	// runs.
 	FencingToken uint64 `json:"fencing_token,omitempty"`
 	FencingSeen  uint64 `json:"fencing_seen,omitempty"`
-	// Restarts are the restart ladder's counters, by rid (ladder.go): a
+	// Restarts are the restart ladder's counters, by rid (node/ladder.go): a
 	// daemon restart does not give restarts back.
 	Restarts map[string]RestartCount `json:"restarts,omitempty"`
 	// GaveUp says why the ladder stopped restarting (dataset.Instance.GaveUp);
@@ -111,7 +115,13 @@ func (s State) Clone() State {
 	return out
 }
 
-// activeTarget reports whether t asks for something not yet reached.
-func activeTarget(t dataset.Target) bool {
-	return t.Active()
+// RestartCount is the durable state of the restart ladder of one resource.
+type RestartCount struct {
+	// Spent is the number of restarts ordered since the counter was last
+	// reset.
+	Spent int `json:"spent"`
+	// LastFailure is what the check said when the resource was last found
+	// down, FailedAt when.
+	LastFailure string    `json:"last_failure,omitempty"`
+	FailedAt    time.Time `json:"failed_at,omitzero"`
 }
