@@ -18,7 +18,7 @@ func keyCommand() *cli.Command {
 	return &cli.Command{Name: "key", Usage: "this node's key pair, whose public key cluster.toml [node_keys] lists: generate | show",
 		Subcommands: []*cli.Command{
 			{Name: "generate", Usage: "make this node's key pair (etc/node.key, mode 0600; an existing key is never replaced) and print the [node_keys] line of this node",
-				Flags: []cli.Flag{&cli.BoolFlag{Name: "if-missing", Usage: "a key that exists already is no error (install scripts)"}},
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "if-missing", Usage: "a key that exists already is no error (install scripts)"}},
 				Action: keyGenerate},
 			{Name: "show", Usage: "print the [node_keys] line of this node (its public key) to paste into every member's cluster.toml", Action: keyShow},
 		}}
