@@ -64,7 +64,7 @@ func (c pipeConn) SetDeadline(time.Time) error      { return nil }
 // sealedStream is the bytes n1's run 7 writes on a stream it opened.
 func sealedStream(k *keyring, seq uint64, writes ...[]byte) []byte {
 	var out bytes.Buffer
-	n1 := &secTransport{node: "n1", inc: 7, keys: k, self: k.aead("n1", 7)}
+	n1 := dialerAs(k, "n1", 7, "n2")
 	n1.seq.Store(seq - 1)
 	c := n1.newDialed(pipeConn{}, "n2")
 	c.Conn = writeConn{&out}
@@ -72,6 +72,14 @@ func sealedStream(k *keyring, seq uint64, writes ...[]byte) []byte {
 		c.Write(w)
 	}
 	return out.Bytes()
+}
+
+// dialerAs is a transport without sockets that opens streams to member to
+// as run inc of name, sealed with the keys of k (its pairwise key to to
+// when k has one).
+func dialerAs(k *keyring, name string, inc uint64, to string) *secTransport {
+	a, flag := k.sendKey(name, to, inc)
+	return &secTransport{node: name, inc: inc, keys: k, self: k.aead(name, inc), to: map[string]sendKey{to: {a, flag}}}
 }
 
 type writeConn struct{ w io.Writer }
