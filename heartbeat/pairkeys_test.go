@@ -9,9 +9,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"haven/config"
 )
@@ -284,4 +286,82 @@ func FuzzPairEnvelope(f *testing.F) {
 		}
 		n3.openStream(pipeConn{r: bytes.NewReader(b)}, n1Addr)
 	})
+}
+
+// The insider attack on the real transport: three heartbeats on loopback
+// with per-node keys. An insider holding n2's files (the cluster secret,
+// n2's private key, the public keys) sends n3 a full copy claiming to be
+// n1, from n1's own address and port, under n1's incarnation and with
+// sequence numbers n1 has not used: sealed with the secret alone (what
+// any member could do without keys, and n3 accepted), and with each
+// pairwise key it can derive. n3 refuses and counts every one, n1's data
+// at n3 is untouched and n1 stays up.
+func TestPairKeysForgedFrameOnRealTransport(t *testing.T) {
+	t.Parallel()
+	ms := loopMembers(t, 3)
+	ws := map[string]*watcher{}
+	for _, m := range ms {
+		ws[m.Name] = watch(t, withNodeKeys(t, loopConfig(ms, m.Name, nil), ModeRequire))
+		ws[m.Name].hb.Publish(svcNode(m.Name, 1, "web"))
+	}
+	w3 := ws["n3"]
+	if _, ok := w3.find(5*time.Second, isKind(Data, "n1")); !ok {
+		t.Fatal("n3 never heard n1")
+	}
+	s, err := withNodeKeys(t, loopConfig(ms, "n2", nil), ModeRequire).validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := newSecState(s, newCore(s)) // n2's files, no sockets
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr1 := ws["n1"].hb.(*mlHB).tr
+	inc := tr1.inc // on the wire in every header of n1
+	forged := svcNode("n1", 1000, "forged-by-n2")
+	msg := append([]byte{mlUserMsg}, encode(&message{V: 1, Kind: kindFull, From: "n1", Inc: inc, Gen: 1000, Node: &forged, N: 1 << 40})...)
+	frames := [][]byte{
+		ins.keys.sealDatagram(typeDatagram, "n1", inc, tr1.nextSeq(), msg),
+		ins.keys.seal(forgeAEAD(ins, "n1", "n3", "n3", inc), typeDatagram|typePair, "n1", inc, tr1.nextSeq(), msg),
+		ins.keys.seal(forgeAEAD(ins, "n1", "n3", "n1", inc), typeDatagram|typePair, "n1", inc, tr1.nextSeq(), msg),
+	}
+	_, port, _ := splitHostPort(ms[0].Addr)
+	u, err := listenUDPShared(net.ParseIP("127.0.0.1"), port) // beside n1's socket (SO_REUSEPORT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := w3.hb.Stats().NotOwnKey
+	for _, f := range frames {
+		if _, err := u.WriteToUDPAddrPort(f, netip.MustParseAddrPort(ms[2].Addr)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.Close()
+	isForged := func(ev Event) bool {
+		if ev.Kind != Data || ev.Node != "n1" || ev.Data == nil {
+			return false
+		}
+		_, bad := ev.Data.Services["forged-by-n2"]
+		return bad
+	}
+	for deadline := time.Now().Add(5 * time.Second); w3.hb.Stats().NotOwnKey-before < uint64(len(frames)) && time.Now().Before(deadline); {
+		if _, bad := w3.find(0, isForged); bad {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, bad := w3.find(0, isForged); bad {
+		t.Fatal("n3 took the insider's frame as n1's data")
+	}
+	if got := w3.hb.Stats().NotOwnKey - before; got != uint64(len(frames)) {
+		t.Fatalf("n3 counted %d frames not sealed with their sender's key, want %d", got, len(frames))
+	}
+	if _, ok := w3.find(0, func(ev Event) bool {
+		return ev.Kind == Rejected && strings.Contains(ev.Reason, `claiming to be "n1"`) && strings.Contains(ev.Reason, "not sealed with its sender's node key")
+	}); !ok {
+		t.Error("no Rejected event says why")
+	}
+	if p := peerOf(t, w3.hb, "n1"); !p.Up {
+		t.Error("n3 no longer sees n1 up")
+	}
 }
