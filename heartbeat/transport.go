@@ -33,21 +33,22 @@ const (
 // not authenticated as a member's, fresh (incarnation and sequence number,
 // see peerSec) and from that member's configured address.
 type secTransport struct {
-	s    settings
-	node string
-	inc  uint64
-	keys *keyring
-	self cipher.AEAD // the cluster secret's key of our run
+	s     settings
+	node  string
+	inc   uint64
+	keys  *keyring
+	self  cipher.AEAD
+	seq   atomic.Uint64
+	c     *core
+	log   *zap.Logger
+	hsTTL time.Duration // read deadline of an inbound open record
+
 	// to is the key of our run's frames to each member, and the flag of
-	// their type byte (typePair for a pairwise key); addrName maps each
-	// member's addresses to its name, to find the key of a frame sent to
-	// an address.
+	// their type byte (typePair for a pairwise key; self above is the
+	// cluster secret's key of our run); addrName maps each member's
+	// addresses to its name, to find the key of a frame sent to an address.
 	to       map[string]sendKey
 	addrName map[string]string
-	seq      atomic.Uint64
-	c        *core
-	log      *zap.Logger
-	hsTTL    time.Duration // read deadline of an inbound open record
 
 	// tap, when set (tests), sees every sealed byte sent: conn is nil for
 	// a datagram sent to to.
