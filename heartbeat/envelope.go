@@ -144,14 +144,19 @@ func (k *keyring) aead(name string, inc uint64) cipher.AEAD {
 	if a := k.cache[id]; a != nil {
 		return a
 	}
-	info := make([]byte, 0, 64)
-	info = append(info, "frame key\x00"...)
-	info = append(info, byte(len(k.cluster)))
-	info = append(info, k.cluster...)
-	info = append(info, byte(len(name)))
-	info = append(info, name...)
-	info = binary.BigEndian.AppendUint64(info, inc)
-	return k.cacheLocked(id, k.prk, info)
+	return k.cacheLocked(id, k.prk, k.keyInfo("frame key\x00", inc, name))
+}
+
+// keyInfo is the HKDF info of a frame key: label, then the cluster name
+// and names, each after its length in one byte, then the incarnation.
+func (k *keyring) keyInfo(label string, inc uint64, names ...string) []byte {
+	info := make([]byte, 0, 80)
+	info = append(info, label...)
+	for _, s := range append([]string{k.cluster}, names...) {
+		info = append(info, byte(len(s)))
+		info = append(info, s...)
+	}
+	return binary.BigEndian.AppendUint64(info, inc)
 }
 
 // cacheLocked derives the AEAD of id from prk and info and caches it.

@@ -35,7 +35,14 @@ func TestWindow(t *testing.T) {
 // n1's run 7 confirmed.
 func fuzzTransport(tb testing.TB) (*secTransport, *keyring) {
 	ms := []config.Member{{Name: "n1", Addr: "127.0.0.1:7001"}, {Name: "n2", Addr: "127.0.0.1:7002"}}
-	s, err := Config{Node: "n2", Members: ms, ClusterName: "prod", Secret: testSecret}.validate()
+	tr := stateOf(tb, Config{Node: "n2", Members: ms, ClusterName: "prod", Secret: testSecret})
+	tr.peers["n1"].inc = 7
+	return tr, tr.keys
+}
+
+// stateOf is the transport of cfg without its sockets.
+func stateOf(tb testing.TB, cfg Config) *secTransport {
+	s, err := cfg.validate()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -43,8 +50,7 @@ func fuzzTransport(tb testing.TB) (*secTransport, *keyring) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tr.peers["n1"].inc = 7
-	return tr, tr.keys
+	return tr
 }
 
 // pipeConn is a net.Conn reading from a buffer.

@@ -6,7 +6,6 @@ import (
 	"crypto/ecdh"
 	"crypto/hkdf"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -144,15 +143,7 @@ func (k *keyring) pairAEAD(from, to string, inc uint64) cipher.AEAD {
 // pairInfo is the HKDF info of the pairwise key of frames from from to to
 // in run inc of from.
 func (k *keyring) pairInfo(from, to string, inc uint64) []byte {
-	info := make([]byte, 0, 80)
-	info = append(info, "pair frame key\x00"...)
-	info = append(info, byte(len(k.cluster)))
-	info = append(info, k.cluster...)
-	info = append(info, byte(len(from)))
-	info = append(info, from...)
-	info = append(info, byte(len(to)))
-	info = append(info, to...)
-	return binary.BigEndian.AppendUint64(info, inc)
+	return k.keyInfo("pair frame key\x00", inc, from, to)
 }
 
 // newGCM is the AES-256-GCM of key.

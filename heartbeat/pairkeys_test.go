@@ -57,14 +57,7 @@ func keyedState(tb testing.TB, node, mode, cluster string) *secTransport {
 	if mode != "none" {
 		cfg = withNodeKeys(tb, cfg, mode)
 	}
-	s, err := cfg.validate()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tr, err := newSecState(s, newCore(s))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	tr := stateOf(tb, cfg)
 	for _, ps := range tr.peers {
 		ps.inc = 7
 	}
@@ -191,14 +184,7 @@ func TestPairKeysMissingKey(t *testing.T) {
 	n1 := keyedState(t, "n1", ModeSend, "prod")
 	cfg := withNodeKeys(t, Config{Node: "n3", Members: keyedMembers, ClusterName: "prod", Secret: testSecret}, ModeAccept)
 	delete(cfg.MemberKeys, "n1")
-	s, err := cfg.validate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n3, err := newSecState(s, newCore(s))
-	if err != nil {
-		t.Fatal(err)
-	}
+	n3 := stateOf(t, cfg)
 	n3.peers["n1"].inc = 7
 	h, _, _ := parseHeader(sealFrom(n1, "n1", "n3", 1, "x"))
 	if _, err := n3.keys.openKey(h, "n3"); !errors.Is(err, errNotOwnKey) || !strings.Contains(err.Error(), "no key pair with n1") {
@@ -310,14 +296,7 @@ func TestPairKeysForgedFrameOnRealTransport(t *testing.T) {
 	if _, ok := w3.find(5*time.Second, isKind(Data, "n1")); !ok {
 		t.Fatal("n3 never heard n1")
 	}
-	s, err := withNodeKeys(t, loopConfig(ms, "n2", nil), ModeRequire).validate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ins, err := newSecState(s, newCore(s)) // n2's files, no sockets
-	if err != nil {
-		t.Fatal(err)
-	}
+	ins := stateOf(t, withNodeKeys(t, loopConfig(ms, "n2", nil), ModeRequire)) // n2's files, no sockets
 	tr1 := ws["n1"].hb.(*mlHB).tr
 	inc := tr1.inc // on the wire in every header of n1
 	forged := svcNode("n1", 1000, "forged-by-n2")
