@@ -21,7 +21,8 @@ import (
 //
 // The key of a frame is HKDF-SHA256 of the cluster secret, expanded for the
 // cluster name, the sender's name and its incarnation: one key per run of a
-// sender. The nonce is the sequence number and the record index, unique
+// sender; with per-node keys, the pairwise key of the sender and the
+// receiver, flagged by typePair in the type byte (pairkeys.go). The nonce is the sequence number and the record index, unique
 // within a run. The associated data is the header (magic, version, type,
 // sender, incarnation, sequence number), the cluster name and the record
 // index; an accept record also carries the open header it answers, so a
