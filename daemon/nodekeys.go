@@ -7,8 +7,8 @@ import (
 	"os"
 
 	"haven/config"
+	"haven/config/tomlfile"
 	"haven/heartbeat"
-	"haven/internal/nodekey"
 )
 
 // nodeKeys are the per-node keys of the heartbeat (docs/security.md,
@@ -41,7 +41,7 @@ func loadNodeKeys(path string, c *config.ClusterConfig, self string) (nodeKeys, 
 		}
 		return nk, nil
 	}
-	priv, err := nodekey.Load(path)
+	priv, err := tomlfile.LoadNodeKey(path)
 	if err != nil {
 		return nk, err
 	}

@@ -8,7 +8,6 @@ import (
 
 	"haven/cli/cliutil"
 	"haven/config/tomlfile"
-	"haven/internal/nodekey"
 )
 
 // keyCommand is `nodemgr key`: this node's key pair (per-node keys,
@@ -29,23 +28,23 @@ func keyGenerate(c *cli.Context) error {
 	if _, err := os.Lstat(p.NodeKey); err == nil && c.Bool("if-missing") {
 		return keyShow(c)
 	}
-	k, err := nodekey.Generate(p.NodeKey)
+	k, err := tomlfile.GenerateNodeKey(p.NodeKey)
 	if err != nil {
 		return err
 	}
-	return printKeyLine(c, nodekey.Public(k))
+	return printKeyLine(c, tomlfile.PublicNodeKey(k))
 }
 
 func keyShow(c *cli.Context) error {
 	p := cliutil.Paths(c)
-	k, err := nodekey.Load(p.NodeKey)
+	k, err := tomlfile.LoadNodeKey(p.NodeKey)
 	if err != nil {
 		if _, serr := os.Lstat(p.NodeKey); os.IsNotExist(serr) {
 			return cliutil.Failed("%s: no node key: make one with nodemgr key generate", p.NodeKey)
 		}
 		return err
 	}
-	return printKeyLine(c, nodekey.Public(k))
+	return printKeyLine(c, tomlfile.PublicNodeKey(k))
 }
 
 // printKeyLine prints `NAME = "KEY"`, this node's line of [node_keys].

@@ -1,9 +1,9 @@
-// Package nodekey keeps this node's private key: the X25519 key pair whose
-// public half the other members list in cluster.toml [node_keys]. The
-// private half stays in one file under the node's root (paths.NodeKey),
-// mode 0600, and is never sent, logged or shown (docs/security.md,
-// "Per-node keys").
-package nodekey
+package tomlfile
+
+// This node's private key: the X25519 key pair whose public half the
+// members list in cluster.toml [node_keys]. The private half stays in one
+// file under the node's root (paths.NodeKey), mode 0600, and is never
+// sent, logged or shown (docs/security.md, "Per-node keys").
 
 import (
 	"crypto/ecdh"
@@ -23,10 +23,10 @@ import (
 // existMsg refuses to replace a key.
 const existMsg = "a node key exists already"
 
-// Generate makes a new key pair and writes its private key to path (mode
+// GenerateNodeKey makes a new key pair and writes its private key to path (mode
 // 0600), durably, and returns it. An existing file is never replaced: a
 // new key means that every member's cluster.toml must list it.
-func Generate(path string) (*ecdh.PrivateKey, error) {
+func GenerateNodeKey(path string) (*ecdh.PrivateKey, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return nil, &config.Error{File: path, Msg: existMsg + " (nodemgr key show prints its public key)"}
 	}
@@ -44,9 +44,9 @@ func Generate(path string) (*ecdh.PrivateKey, error) {
 	return k, nil
 }
 
-// Load reads the private key at path: a regular file, not a symbolic
+// LoadNodeKey reads the private key at path: a regular file, not a symbolic
 // link, that no other user may read.
-func Load(path string) (*ecdh.PrivateKey, error) {
+func LoadNodeKey(path string) (*ecdh.PrivateKey, error) {
 	f, err := fsutil.OpenNoFollow(path)
 	if err != nil {
 		return nil, &config.Error{File: path, Msg: err.Error()}
@@ -81,5 +81,5 @@ func Load(path string) (*ecdh.PrivateKey, error) {
 	return k, nil
 }
 
-// Public is the text of k's public key, as [node_keys] lists it.
-func Public(k *ecdh.PrivateKey) string { return config.EncodeNodeKey(k.PublicKey().Bytes()) }
+// PublicNodeKey is the text of k's public key, as [node_keys] lists it.
+func PublicNodeKey(k *ecdh.PrivateKey) string { return config.EncodeNodeKey(k.PublicKey().Bytes()) }
