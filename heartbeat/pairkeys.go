@@ -23,13 +23,13 @@ import (
 // longer seal a frame that a third node accepts as another member's.
 //
 // The X25519 agreement is done once per member at start; a pairwise key
-// is derived once per run of a sender, as the shared-secret key is: the
-// cost of a frame is that of today's, one AES-256-GCM seal or open
+// is derived once per run of a sender, as the secret's key is: a frame
+// costs what it costs without keys, one AES-256-GCM seal or open
 // (docs/benchmarks.md, "Per-node keys").
 //
 // A frame sealed with a pairwise key says so in its type byte (typePair),
 // which the associated data covers: the receiver knows which key to use,
-// and node_keys_mode decides what it accepts (pairKeys.requires).
+// and node_keys_mode decides what it accepts (keyring.requires).
 
 // typePair flags the type byte of a frame sealed with a pairwise key.
 const typePair = 0x80
@@ -119,7 +119,7 @@ func (k *keyring) openKey(h header, self string) (cipher.AEAD, error) {
 	case h.pair:
 		return k.pairAEAD(h.name, self, h.inc), nil
 	case k.requires(h.name):
-		return nil, fmt.Errorf("%w: sealed with the cluster secret alone, but %s has a node key (cluster.node_keys_mode = %q): forged by another holder of the secret, or %s's cluster.toml lacks this node's key", errNotOwnKey, h.name, ModeRequire, h.name)
+		return nil, fmt.Errorf("%w: sealed with the cluster secret alone, but %s has a node key (cluster.node_keys_mode = %q): forged by another holder of the secret, or %s is in an earlier step of node_keys_mode or its cluster.toml lacks this node's key", errNotOwnKey, h.name, ModeRequire, h.name)
 	}
 	return k.aead(h.name, h.inc), nil
 }
