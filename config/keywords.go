@@ -54,6 +54,7 @@ const (
 	SectionHBDisk     = "hb.disk"
 	SectionCluster    = "cluster"
 	SectionNodes      = "nodes"
+	SectionNodeKeys   = "node_keys"
 	SectionArbitrator = "arbitrator"
 	SectionStonith    = "stonith"
 	SectionDefault    = "DEFAULT"
@@ -171,6 +172,11 @@ var Keywords = []Keyword{
 		Doc: "When true, a node that loses sight of peers counts the votes: the members it hears (and that hear it) plus the weights of the arbitrators that answer. It survives if and only if they are more than half of the members plus every arbitrator's weight (a tie loses); otherwise it applies its `split_action` at once. The survivors take over a lost node's services only once it is fenced (`[stonith.NODE]`) or its self-stop deadline has passed (docs/operations.md, \"Split brain\")."},
 	{Section: SectionNodes, Key: AnyKey, Type: TypeList,
 		Doc: "One line per cluster member: `NAME = \"host:port\"` of its heartbeat, or a list `NAME = [\"ip:port\", \"ip:port\"]`, one address per network link (at most 8, each an IP address, every member listing as many, link 1 first): beats go out on every link, a peer is down only when every link is silent for `hb.timeout`, and a link down is an alarm, never a failover (docs/operations.md, \"Heartbeat links\"). When the section is missing or empty, the local node alone at 127.0.0.1:10000. The local node must be a member; names may not differ only in case; each member has its own host:port; the local node's entry, when a literal IP, must be an address of the host (checked at start)."},
+	// per-node keys (docs/security.md, "Per-node keys")
+	{Section: SectionCluster, Key: "node_keys_mode", Type: TypeEnum, Default: "require", Allowed: []string{"require", "send", "accept"}, Field: "NodeKeysMode",
+		Doc: "How the heartbeat uses the members' keys of `[node_keys]` (read only when that section lists keys). `require`: every member has a key, and a frame from a member is accepted only when sealed with the key that the sender and this node alone derive from their key pairs (and the cluster secret); a frame sealed with the cluster secret alone is refused, so that a member cannot speak as another. The two others are the steps of turning keys on in a running cluster, one node at a time (docs/operations.md, \"Per-node keys\"): `accept` sends as without keys and accepts both kinds of frames; `send` seals with the pairwise key to every member that has one and accepts both kinds. Members without a key are accepted on the cluster secret alone in `accept` and `send` only."},
+	{Section: SectionNodeKeys, Key: AnyKey, Type: TypeString,
+		Doc: "One line per member: `NAME = \"KEY\"`, the member's public key as `nodemgr key show` prints it on that member (X25519, 32 bytes in base64). Each node keeps its private key in `node.key` under its root (`/etc/haven/node.key`, mode 0600, made by `nodemgr key generate` at install; never copied to another host). With keys, a frame is sealed with a key only its sender and its receiver can derive: a member holding the secret and its own private key can no longer make the others accept a frame as another member's (docs/security.md, \"Per-node keys\"). Every name must be a member, every key a valid X25519 public key, no two members the same key; the daemon refuses to start when its own entry is not the key of its `node.key`. Missing or empty: no per-node keys (the cluster secret alone)."},
 	{Section: SectionArbitrator, Key: "uri", Type: TypeString, Required: true, Field: "URI",
 		Doc: "`http://` or `https://` URL answered with a 2xx, or `tcp://host:port` that accepts connections: a plain arbitrator, which votes for every node that reaches it; probed by each node when it loses sight of peers (and every 10s for the status). Or `haven://host:port`: Haven's one-vote arbitrator (`nodemgr arbitrator run` on a third host), which gives its vote to one partition at a time as a lease, so that a 2-node cluster fails over without a fence command; each node reports to it every second (docs/operations.md, \"The 2-node case\")."},
 	{Section: SectionArbitrator, Key: "weight", Type: TypeInt, Default: "1", Field: "Weight",
@@ -286,7 +292,7 @@ var kwIndex = func() map[string]*Keyword {
 // Lookup returns the keyword key of a section kind; for a resource kind it also
 // finds the common resource keywords. For [nodes] any key is a member.
 func Lookup(kind, key string) (*Keyword, bool) {
-	if kind == SectionNodes {
+	if kind == SectionNodes || kind == SectionNodeKeys {
 		key = AnyKey
 	}
 	if kw, ok := kwIndex[kind+"\x00"+key]; ok {

@@ -33,7 +33,7 @@ func TestKeywordTable(t *testing.T) {
 			defaultValue(kw)
 		}()
 		if kw.Field == "" {
-			if kw.Section != SectionNodes {
+			if kw.Section != SectionNodes && kw.Section != SectionNodeKeys {
 				t.Errorf("%s: no field", id)
 			}
 			continue

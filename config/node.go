@@ -212,6 +212,9 @@ func (dec Decoder) ParseCluster(file string, data []byte, localNode string) (*Cl
 		}
 		c.Stonith[sec.name] = st
 	}
+	if err := d.parseNodeKeys(c); err != nil {
+		return nil, err
+	}
 	sortMembers(c)
 	return c, nil
 }

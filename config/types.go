@@ -140,6 +140,12 @@ type ClusterConfig struct {
 	Arbitrators []Arbitrator // sorted by name
 	// Stonith are the fence commands, by node name ([stonith.NODE]).
 	Stonith map[string]Stonith
+	// NodeKeys are the members' public keys ([node_keys]): 32 bytes of an
+	// X25519 public key by member name; nil without the section.
+	NodeKeys map[string][]byte
+	// NodeKeysMode is how the heartbeat uses them: "require", "send" or
+	// "accept" (the migration steps).
+	NodeKeysMode string
 	// explicit is set when [nodes] lists members (not the lone default).
 	explicit bool
 	lines    *lineIndex

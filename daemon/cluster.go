@@ -30,6 +30,7 @@ func (d *Daemon) startHeartbeat() error {
 		Logger:      d.log.Named("hb"),
 	}
 	cfg.Insecure = d.cluster.InsecureNoSecret
+	d.keys.apply(&cfg, d.cluster.NodeKeysMode)
 	cfg.Incarnation = d.dur.Incarnation
 	if d.gl.on {
 		cfg.Mute = d.guardMute // a wedged loop looks dead to its peers (guard.go)

@@ -108,6 +108,7 @@ type Daemon struct {
 	ps      persistLoop
 	node    *config.NodeConfig
 	cluster *config.ClusterConfig
+	keys    nodeKeys // per-node keys (nodekeys.go)
 	// drv drives the node core (package driver: the loop rules, the
 	// answers by ticket, the order of a Ready); core is its core (the
 	// durable state, targets, clears and --wait callers), dur its
@@ -217,6 +218,9 @@ func New(opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	if err := config.CheckMember(d.node, d.cluster); err != nil {
+		return nil, err
+	}
+	if d.keys, err = loadNodeKeys(p.NodeKey, d.cluster, d.node.Name); err != nil {
 		return nil, err
 	}
 	if err := d.checkLocalAddr(); err != nil {

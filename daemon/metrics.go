@@ -365,6 +365,8 @@ var (
 			func(s heartbeat.Stats) uint64 { return s.Rejected }},
 		{prometheus.NewDesc("haven_heartbeat_frames_replayed_total", "Of the rejected frames: duplicates, beyond the replay window, or of an earlier run.", nil, nil),
 			func(s heartbeat.Stats) uint64 { return s.Replayed }},
+		{prometheus.NewDesc("haven_heartbeat_frames_not_own_key_total", "Of the rejected frames: not sealed with the node key of the member they claim to be from (per-node keys).", nil, nil),
+			func(s heartbeat.Stats) uint64 { return s.NotOwnKey }},
 		{prometheus.NewDesc("haven_heartbeat_streams_refused_total", "Inbound heartbeat connections closed before authentication.", nil, nil),
 			func(s heartbeat.Stats) uint64 { return s.StreamsRefused }},
 		{prometheus.NewDesc("haven_heartbeat_sends_dropped_total", "Heartbeat sends dropped on a full peer queue.", nil, nil),

@@ -174,6 +174,7 @@ type core struct {
 	dropped, sendErrs atomic.Uint64
 	// Refusals of the real transport (see Stats).
 	replayed, wrongSrc, refused, unconfirmed atomic.Uint64
+	notOwnKey                                atomic.Uint64
 
 	mu       sync.Mutex
 	closed   bool
@@ -894,6 +895,7 @@ func (c *core) stats() Stats {
 	st.Dropped = c.dropped.Load()
 	st.SendErrors = c.sendErrs.Load()
 	st.Replayed, st.WrongSource = c.replayed.Load(), c.wrongSrc.Load()
+	st.NotOwnKey = c.notOwnKey.Load()
 	st.StreamsRefused, st.Unconfirmed = c.refused.Load(), c.unconfirmed.Load()
 	return st
 }

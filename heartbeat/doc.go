@@ -91,7 +91,9 @@
 //     authenticate its version byte; one flipped byte made it panic). Each
 //     datagram and each stream record is sealed with AES-256-GCM under a
 //     key derived by HKDF-SHA256 from the cluster secret, the cluster name,
-//     the sender's name and its incarnation (envelope.go); the associated
+//     the sender's name and its incarnation (envelope.go), or with per-node
+//     keys from the secret and the X25519 agreement of the sender's and
+//     the receiver's key pairs, for both names (pairkeys.go); the associated
 //     data holds the envelope version, the cluster name, the sender, its
 //     incarnation and a sequence number. A frame is accepted only when it
 //     authenticates, comes from the sender's address in cluster.toml (IP

@@ -1,7 +1,6 @@
 package heartbeat
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/sha256"
@@ -22,7 +21,8 @@ import (
 //
 // The key of a frame is HKDF-SHA256 of the cluster secret, expanded for the
 // cluster name, the sender's name and its incarnation: one key per run of a
-// sender. The nonce is the sequence number and the record index, unique
+// sender; with per-node keys, the pairwise key of the sender and the
+// receiver, flagged by typePair in the type byte (pairkeys.go). The nonce is the sequence number and the record index, unique
 // within a run. The associated data is the header (magic, version, type,
 // sender, incarnation, sequence number), the cluster name and the record
 // index; an accept record also carries the open header it answers, so a
@@ -64,7 +64,8 @@ var (
 
 // header is a parsed envelope header.
 type header struct {
-	typ      byte
+	typ      byte // without typePair
+	pair     bool // sealed with a pairwise key (pairkeys.go)
 	name     string
 	inc, seq uint64
 	raw      []byte // the header bytes, part of the associated data
@@ -92,7 +93,7 @@ func parseHeader(b []byte) (header, []byte, error) {
 	if n == 0 || len(b) < hdrFixed+n {
 		return header{}, nil, errNotFrame
 	}
-	h := header{typ: b[2], name: string(b[4 : 4+n])}
+	h := header{typ: b[2] &^ typePair, pair: b[2]&typePair != 0, name: string(b[4 : 4+n])}
 	h.inc = binary.BigEndian.Uint64(b[4+n:])
 	h.seq = binary.BigEndian.Uint64(b[12+n:])
 	h.raw = b[:hdrFixed+n]
@@ -106,6 +107,7 @@ func parseHeader(b []byte) (header, []byte, error) {
 type keyring struct {
 	prk     []byte
 	cluster string
+	pairs   *pairKeys // nil without per-node keys (pairkeys.go)
 
 	mu    sync.Mutex
 	cache map[keyID]cipher.AEAD
@@ -113,11 +115,15 @@ type keyring struct {
 
 type keyID struct {
 	name string
+	to   string // "": the key of name's frames to every member (the cluster secret's)
 	inc  uint64
 }
 
-// maxKeys bounds the cache; forged incarnations only cost a derivation.
-const maxKeys = 64
+// maxKeys bounds the cache (with per-node keys a run of each member has a
+// key to this node, this node's run one to each member, and a migration
+// keeps the cluster secret's keys too); forged incarnations only cost a
+// derivation.
+const maxKeys = 256
 
 // newKeyring extracts the master key from the secret; an insecure cluster
 // passes nil and keys from a fixed label and the cluster name.
@@ -133,31 +139,34 @@ func newKeyring(secret []byte, cluster string) (*keyring, error) {
 }
 
 func (k *keyring) aead(name string, inc uint64) cipher.AEAD {
-	id := keyID{name, inc}
+	id := keyID{name: name, inc: inc}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if a := k.cache[id]; a != nil {
 		return a
 	}
-	info := make([]byte, 0, 64)
-	info = append(info, "frame key\x00"...)
-	info = append(info, byte(len(k.cluster)))
-	info = append(info, k.cluster...)
-	info = append(info, byte(len(name)))
-	info = append(info, name...)
-	info = binary.BigEndian.AppendUint64(info, inc)
-	key, err := hkdf.Expand(sha256.New, k.prk, string(info), 32)
+	return k.cacheLocked(id, k.prk, k.keyInfo("frame key\x00", inc, name))
+}
+
+// keyInfo is the HKDF info of a frame key: label, then the cluster name
+// and names, each after its length in one byte, then the incarnation.
+func (k *keyring) keyInfo(label string, inc uint64, names ...string) []byte {
+	info := make([]byte, 0, 80)
+	info = append(info, label...)
+	for _, s := range append([]string{k.cluster}, names...) {
+		info = append(info, byte(len(s)))
+		info = append(info, s...)
+	}
+	return binary.BigEndian.AppendUint64(info, inc)
+}
+
+// cacheLocked derives the AEAD of id from prk and info and caches it.
+func (k *keyring) cacheLocked(id keyID, prk, info []byte) cipher.AEAD {
+	key, err := hkdf.Expand(sha256.New, prk, string(info), 32)
 	if err != nil {
 		panic(err) // 32 bytes of SHA-256 HKDF cannot fail
 	}
-	blk, err := aes.NewCipher(key)
-	if err != nil {
-		panic(err)
-	}
-	a, err := cipher.NewGCM(blk)
-	if err != nil {
-		panic(err)
-	}
+	a := newGCM(key)
 	if len(k.cache) >= maxKeys {
 		clear(k.cache)
 	}
@@ -187,11 +196,17 @@ func (k *keyring) context(hdr, answers []byte) []byte {
 	return append(ctx, k.cluster...)
 }
 
-// sealDatagram returns the datagram carrying payload.
+// sealDatagram returns the datagram carrying payload, sealed with the
+// cluster secret's key of name's run inc.
 func (k *keyring) sealDatagram(typ byte, name string, inc, seq uint64, payload []byte) []byte {
+	return k.seal(k.aead(name, inc), typ, name, inc, seq, payload)
+}
+
+// seal returns the datagram carrying payload, sealed with a; typ carries
+// typePair when a is a pairwise key.
+func (k *keyring) seal(a cipher.AEAD, typ byte, name string, inc, seq uint64, payload []byte) []byte {
 	out := make([]byte, 0, headerLen(name)+len(payload)+tagSize)
 	out = appendHeader(out, typ, name, inc, seq)
-	a := k.aead(name, inc)
 	return a.Seal(out, nonceFor(seq, 0), payload, adata(k.context(out, nil), 0))
 }
 

@@ -35,7 +35,14 @@ func TestWindow(t *testing.T) {
 // n1's run 7 confirmed.
 func fuzzTransport(tb testing.TB) (*secTransport, *keyring) {
 	ms := []config.Member{{Name: "n1", Addr: "127.0.0.1:7001"}, {Name: "n2", Addr: "127.0.0.1:7002"}}
-	s, err := Config{Node: "n2", Members: ms, ClusterName: "prod", Secret: testSecret}.validate()
+	tr := stateOf(tb, Config{Node: "n2", Members: ms, ClusterName: "prod", Secret: testSecret})
+	tr.peers["n1"].inc = 7
+	return tr, tr.keys
+}
+
+// stateOf is the transport of cfg without its sockets.
+func stateOf(tb testing.TB, cfg Config) *secTransport {
+	s, err := cfg.validate()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -43,8 +50,7 @@ func fuzzTransport(tb testing.TB) (*secTransport, *keyring) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tr.peers["n1"].inc = 7
-	return tr, tr.keys
+	return tr
 }
 
 // pipeConn is a net.Conn reading from a buffer.
@@ -64,7 +70,7 @@ func (c pipeConn) SetDeadline(time.Time) error      { return nil }
 // sealedStream is the bytes n1's run 7 writes on a stream it opened.
 func sealedStream(k *keyring, seq uint64, writes ...[]byte) []byte {
 	var out bytes.Buffer
-	n1 := &secTransport{node: "n1", inc: 7, keys: k, self: k.aead("n1", 7)}
+	n1 := dialerAs(k, "n1", 7, "n2")
 	n1.seq.Store(seq - 1)
 	c := n1.newDialed(pipeConn{}, "n2")
 	c.Conn = writeConn{&out}
@@ -72,6 +78,14 @@ func sealedStream(k *keyring, seq uint64, writes ...[]byte) []byte {
 		c.Write(w)
 	}
 	return out.Bytes()
+}
+
+// dialerAs is a transport without sockets that opens streams to member to
+// as run inc of name, sealed with the keys of k (its pairwise key to to
+// when k has one).
+func dialerAs(k *keyring, name string, inc uint64, to string) *secTransport {
+	a, flag := k.sendKey(name, to, inc)
+	return &secTransport{node: name, inc: inc, keys: k, self: k.aead(name, inc), to: map[string]sendKey{to: {a, flag}}}
 }
 
 type writeConn struct{ w io.Writer }

@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"crypto/ecdh"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -42,6 +43,15 @@ type Config struct {
 	// secret itself is never a key and never logged. NewMemberlist refuses
 	// "" unless Insecure is set.
 	Secret string
+	// NodeKey is this node's private key (node.key) and MemberKeys the
+	// members' public keys (cluster.toml [node_keys]): frames between this
+	// node and a member with a key are sealed with their pairwise key
+	// (pairkeys.go), as NodeKeysMode says ("" is "require": every member
+	// has a key, and a frame sealed with the cluster secret alone is
+	// refused). nil: the cluster secret alone. MemNetwork ignores them.
+	NodeKey      *ecdh.PrivateKey           `json:"-"`
+	MemberKeys   map[string]*ecdh.PublicKey `json:"-"`
+	NodeKeysMode string
 	// Insecure lets NewMemberlist run without a Secret (tests only): the
 	// keys then derive from a fixed label and the cluster name, which
 	// detects damaged frames and other clusters but stops no attacker. A
@@ -305,6 +315,7 @@ type Stats struct {
 	Rejected                   uint64 // malformed, foreign, unauthenticated, replayed, misaddressed
 	Replayed                   uint64 // of which duplicates, beyond the replay window, or of an earlier run
 	WrongSource                uint64 // of which authenticated but not from the sender's configured address
+	NotOwnKey                  uint64 // of which not sealed with the node key of the member they claim to be from (per-node keys)
 	StreamsRefused             uint64 // inbound connections closed before authentication (no member's address, over budget, empty)
 	Unconfirmed                uint64 // frames of a run not yet proved alive (dropped, answered by a challenge)
 	Dropped                    uint64 // sends dropped on a full peer queue
@@ -371,6 +382,9 @@ func (cfg Config) validate() (settings, error) {
 			return s, errors.New("heartbeat: cluster secret must be 64 hex characters (32 bytes)")
 		}
 		s.key = k
+	}
+	if err := s.checkNodeKeys(); err != nil {
+		return s, err
 	}
 	if s.Clock == nil {
 		s.Clock = clock.Real{}

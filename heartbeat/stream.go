@@ -52,17 +52,27 @@ var errStreamBudget = fmt.Errorf("stream exceeds %d bytes", streamMax)
 // newDialed wraps a connection we dialed to the member named want.
 func (t *secTransport) newDialed(c net.Conn, want string) *secConn {
 	seq := t.nextSeq()
-	hdr := appendHeader(nil, typeOpen, t.node, t.inc, seq)
-	return &secConn{Conn: c, t: t, whdr: hdr, wctx: t.keys.context(hdr, nil), wkey: t.self,
+	k := t.keyTo(want, remoteString(c))
+	hdr := appendHeader(nil, typeOpen|k.flag, t.node, t.inc, seq)
+	return &secConn{Conn: c, t: t, whdr: hdr, wctx: t.keys.context(hdr, nil), wkey: k.aead,
 		wseq: seq, open: hdr, want: want}
+}
+
+// remoteString is the remote address of c, "" when it has none.
+func remoteString(c net.Conn) string {
+	if c == nil || c.RemoteAddr() == nil {
+		return ""
+	}
+	return c.RemoteAddr().String()
 }
 
 // newAccepted wraps an inbound connection whose open record was
 // authenticated (h), holding its first plaintext.
 func (t *secTransport) newAccepted(c net.Conn, h header, key cipher.AEAD, first []byte) *secConn {
 	seq := t.nextSeq()
-	hdr := appendHeader(nil, typeAccept, t.node, t.inc, seq)
-	return &secConn{Conn: c, t: t, whdr: hdr, wctx: t.keys.context(hdr, h.raw), wkey: t.self, wseq: seq,
+	k := t.keyTo(h.name, "")
+	hdr := appendHeader(nil, typeAccept|k.flag, t.node, t.inc, seq)
+	return &secConn{Conn: c, t: t, whdr: hdr, wctx: t.keys.context(hdr, h.raw), wkey: k.aead, wseq: seq,
 		open: h.raw, rctx: t.keys.context(h.raw, nil), rkey: key, rseq: h.seq, ridx: 1, rbuf: first,
 		total: len(first)}
 }
@@ -374,10 +384,17 @@ func (t *secTransport) openStream(conn net.Conn, src netip.AddrPort) (*secConn, 
 	if err != nil {
 		return nil, err
 	}
-	key := t.keys.aead(h.name, h.inc)
+	key, err := t.keys.openKey(h, t.node)
+	if err != nil {
+		t.c.notOwnKey.Add(1)
+		return nil, fmt.Errorf("claiming to be %.64q: %w", h.name, err)
+	}
 	first, err := key.Open(ct[:0], nonceFor(h.seq, 0), ct, adata(t.keys.context(h.raw, nil), 0))
 	if err != nil {
-		return nil, errAuth
+		if h.pair {
+			t.c.notOwnKey.Add(1)
+		}
+		return nil, authErr(h)
 	}
 	switch {
 	case h.name == t.node:
@@ -411,7 +428,12 @@ func (t *secTransport) checkAccept(h header, want string, remote net.Addr) (ciph
 			return nil, errors.New("reply from the wrong address")
 		}
 	}
-	return t.keys.aead(h.name, h.inc), nil
+	key, err := t.keys.openKey(h, t.node)
+	if err != nil {
+		t.c.notOwnKey.Add(1)
+		return nil, fmt.Errorf("reply of %s: %w", h.name, err)
+	}
+	return key, nil
 }
 
 // accepted notes that the reply to our fresh stream authenticated: its run
@@ -433,7 +455,7 @@ func (t *secTransport) accepted(h header) error {
 // memberlist's to log.
 func (t *secTransport) streamError(remote net.Addr, err error) {
 	var rl recordLenError
-	if !errors.Is(err, errAuth) && !errors.Is(err, errNotFrame) && !errors.Is(err, errStreamBudget) && !errors.As(err, &rl) {
+	if !errors.Is(err, errAuth) && !errors.Is(err, errNotFrame) && !errors.Is(err, errStreamBudget) && !errors.Is(err, errNotOwnKey) && !errors.As(err, &rl) {
 		return
 	}
 	src := remote.String()

@@ -43,6 +43,13 @@ type secTransport struct {
 	log   *zap.Logger
 	hsTTL time.Duration // read deadline of an inbound open record
 
+	// to is the key of our run's frames to each member, and the flag of
+	// their type byte (typePair for a pairwise key; self above is the
+	// cluster secret's key of our run); addrName maps each member's
+	// addresses to its name, to find the key of a frame sent to an address.
+	to       map[string]sendKey
+	addrName map[string]string
+
 	// tap, when set (tests), sees every sealed byte sent: conn is nil for
 	// a datagram sent to to.
 	tap func(conn net.Conn, to string, b []byte)
@@ -67,6 +74,12 @@ type secTransport struct {
 	unauth    map[net.Conn]unauthSlot // inbound streams not yet authenticated
 	unauthIP  map[netip.Addr]int
 	admitted  uint64 // inbound streams admitted so far: their order
+}
+
+// sendKey is the key of our frames to one member.
+type sendKey struct {
+	aead cipher.AEAD
+	flag byte
 }
 
 // peerSec is what the transport knows of one member's runs. A run
@@ -144,6 +157,9 @@ func newSecState(s settings, c *core) (*secTransport, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := keys.setNodeKeys(s.Node, s.NodeKey, s.MemberKeys, s.NodeKeysMode); err != nil {
+		return nil, err
+	}
 	t := &secTransport{s: s, node: s.Node, inc: c.inc, keys: keys, c: c,
 		log: s.Logger.With(zap.String("node", s.Node)), hsTTL: clampDur(s.Timeout/4, time.Second, 10*time.Second),
 		packetCh: make(chan *memberlist.Packet), streamCh: make(chan net.Conn), closing: make(chan struct{}),
@@ -151,16 +167,20 @@ func newSecState(s settings, c *core) (*secTransport, error) {
 		unauthIP: map[netip.Addr]int{}}
 	t.self = keys.aead(t.node, t.inc)
 	now := s.Clock.Now()
-	t.outLink = map[string]int{}
+	t.outLink, t.to, t.addrName = map[string]int{}, map[string]sendKey{}, map[string]string{}
 	for _, m := range s.Members {
 		ps := &peerSec{name: m.Name, addr: m.Addr, resolvedAt: now}
+		a, flag := keys.sendKey(t.node, m.Name, t.inc)
+		t.to[m.Name] = sendKey{a, flag}
 		for i, a := range linkAddrs(m) {
 			la := linkAddr{addr: a, aps: resolve(a)}
 			for _, ap := range la.aps {
 				t.memberIPs[ap.Addr()] = true
 				t.outLink[ap.String()] = i
+				t.addrName[ap.String()] = m.Name
 			}
 			t.outLink[a] = i
+			t.addrName[a] = m.Name
 			ps.links = append(ps.links, la)
 		}
 		ps.aps = ps.links[0].aps
@@ -242,11 +262,25 @@ func (t *secTransport) sendDatagramTo(typ byte, addr string, ap netip.AddrPort, 
 	if t.udp == nil {
 		return net.ErrClosed
 	}
-	out := t.keys.sealDatagram(typ, t.node, t.inc, t.nextSeq(), payload)
+	k := t.keyTo("", addr)
+	out := t.keys.seal(k.aead, typ|k.flag, t.node, t.inc, t.nextSeq(), payload)
 	if t.tap != nil {
 		t.tap(nil, addr, out)
 	}
 	return t.sockFor(addr).out.sendTo(out, ap)
+}
+
+// keyTo is the key of our frames to member name, or when name is "" to
+// the member at addr (the cluster secret's key for an address that is no
+// member's: the receiver refuses it anyway).
+func (t *secTransport) keyTo(name, addr string) sendKey {
+	if name == "" {
+		name = t.addrName[addr]
+	}
+	if k, ok := t.to[name]; ok {
+		return k
+	}
+	return sendKey{t.self, 0}
 }
 
 // PacketCh implements memberlist.Transport.
@@ -334,11 +368,20 @@ func (t *secTransport) openDatagram(b []byte, src netip.AddrPort) []byte {
 			Reason: fmt.Sprintf("datagram from %.64q, not a cluster member", h.name)})
 		return nil
 	}
-	key := t.keys.aead(h.name, h.inc)
+	key, err := t.keys.openKey(h, t.node)
+	if err != nil {
+		t.c.notOwnKey.Add(1)
+		t.refuse("key:"+src.Addr().String(), Event{Kind: Rejected, Node: src.Addr().String(), Addr: src.String(),
+			Reason: fmt.Sprintf("datagram claiming to be %.64q: %v", h.name, err)})
+		return nil
+	}
 	p, err := key.Open(nil, nonceFor(h.seq, 0), ct, adata(t.keys.context(h.raw, nil), 0))
 	if err != nil {
+		if h.pair {
+			t.c.notOwnKey.Add(1)
+		}
 		t.refuse(src.Addr().String(), Event{Kind: Rejected, Node: src.Addr().String(), Addr: src.String(),
-			Reason: "datagram: " + errAuth.Error()})
+			Reason: "datagram: " + authErr(h).Error()})
 		return nil
 	}
 	if h.name == t.node {

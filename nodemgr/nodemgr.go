@@ -71,6 +71,7 @@ func App() *cli.App {
 			}},
 			arbitratorCommand(),
 			guardCommand(),
+			keyCommand(),
 			{Name: "freeze", Usage: "freeze this node: no orchestration starts anything on it", Action: func(c *cli.Context) error { return nodeAction(c, "freeze") }},
 			{Name: "thaw", Usage: "thaw this node", Action: func(c *cli.Context) error { return nodeAction(c, "thaw") }},
 			{Name: "drain", Usage: "freeze this node, then stop its service instances (--dry-run: print what the simulation of the live cluster says would happen)",

@@ -58,8 +58,11 @@ created=()
 for d in /etc/haven/services /etc/haven /var/lib/haven /var/log/haven; do
   [ -e "$d" ] || created+=("$d")
 done
+keyed=no # postinst makes the node key: removed at the end when it did
+[ -e /etc/haven/node.key ] || keyed=yes
 smoke=no
 cleanup() {
+  if [ "$keyed" = yes ]; then rm -f /etc/haven/node.key; fi
   if [ "$smoke" = yes ]; then
     /usr/bin/nodemgr daemon stop >/dev/null 2>&1 || true
     rm -f /etc/haven/node.toml /etc/haven/cluster.toml /var/lib/haven/state.json
@@ -76,6 +79,8 @@ for d in /etc/haven/services /var/lib/haven /var/log/haven; do
   stat -c '%A %U:%G %n' "$d"
 done
 [ "$(stat -c %a /var/lib/haven)" = 700 ] || { echo "/var/lib/haven is not 0700"; exit 1; }
+[ "$(stat -c '%a %U' /etc/haven/node.key)" = "600 root" ] || { echo "/etc/haven/node.key is not 0600 root's"; exit 1; }
+/usr/bin/nodemgr key show
 if command -v logrotate >/dev/null 2>&1; then
   logrotate -d /etc/logrotate.d/haven 2>&1 | grep -i error && exit 1
   echo "/etc/logrotate.d/haven parsed by logrotate -d"

@@ -36,6 +36,7 @@ type opts struct {
 	monitor  time.Duration // monitor_interval (0: default)
 	check    time.Duration // check_interval (0: default)
 	fastAck  bool          // node.ready_fast_ack
+	nodeKeys bool          // per-node keys: a key pair per node, cluster.toml [node_keys]
 }
 
 type cluster struct {
@@ -146,6 +147,21 @@ func newClusterOn(n int, o opts, bed *chaos.Bed, extra []string) (*cluster, erro
 		if err := testbed.WriteNodeToml(b.root, nt.String()); err != nil {
 			return c, err
 		}
+	}
+	if o.nodeKeys && n > 1 {
+		cl += "\n[node_keys]\n"
+		for _, b := range c.nodes {
+			r, err := testbed.Run(nodemgr, b.root, "key", "generate")
+			if err == nil && r.Code != 0 {
+				err = fmt.Errorf("%s", r)
+			}
+			if err != nil {
+				return c, fmt.Errorf("%s: key generate: %w", b.name, err)
+			}
+			cl += r.Out
+		}
+	}
+	for _, b := range c.nodes {
 		if n > 1 {
 			if err := testbed.WriteClusterToml(b.root, cl); err != nil {
 				return c, err

@@ -68,6 +68,7 @@ func main() {
 	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,haven-16s+fastack,pacemaker", "sidebyside: the systems, alternated crash after crash (haven-<ready_period>[@<hb.timeout>][+fastack])")
 	crashes := fs.Int("crashes", 5, "sidebyside: crashes of the VIP's owner per system")
 	period := fs.Duration("period", 10*time.Millisecond, "sidebyside: the client's ping period")
+	nodeKeys := fs.Bool("node-keys", false, "propagation, detection, idle, failover: per-node keys (a key pair per node, cluster.toml [node_keys], node_keys_mode require)")
 	monitor := fs.Bool("monitor", true, "idle, failover: resources are monitored (checked every monitor_interval, 5s, instead of check_interval, 60s)")
 	fs.Parse(os.Args[2:])
 
@@ -96,14 +97,14 @@ func main() {
 	switch fig {
 	case "propagation":
 		for _, n := range ints(*nodes, "3,16") {
-			err = propagation(n, *changes, *poll, *watch, opts{timeout: *timeout, interval: *interval})
+			err = propagation(n, *changes, *poll, *watch, opts{timeout: *timeout, interval: *interval, nodeKeys: *nodeKeys})
 			if err != nil {
 				break
 			}
 		}
 	case "detection":
 		for _, n := range ints(*nodes, "2,3,16") {
-			err = detection(n, *runs, opts{timeout: *timeout, interval: *interval})
+			err = detection(n, *runs, opts{timeout: *timeout, interval: *interval, nodeKeys: *nodeKeys})
 			if err != nil {
 				break
 			}
@@ -111,6 +112,7 @@ func main() {
 	case "idle":
 		for _, n := range ints(*nodes, "1,3") {
 			o := idleOpts(fs, *timeout, *interval, *check)
+			o.nodeKeys = *nodeKeys
 			err = idle(n, *services, *monitor, *settle, *window, *spread, o, *perfOut, *pprofOut)
 			if err != nil {
 				break
@@ -132,7 +134,7 @@ func main() {
 		}
 	case "failover":
 		for _, n := range ints(*nodes, "3") {
-			err = failover(n, *services, *runs, *monitor, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck})
+			err = failover(n, *services, *runs, *monitor, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck, nodeKeys: *nodeKeys})
 			if err != nil {
 				break
 			}

@@ -92,7 +92,7 @@ func TestLoadCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &config.ClusterConfig{File: c.File, Name: "default", Nodes: []config.Member{{Name: "n9", Addr: "127.0.0.1:10000"}}}
+	want := &config.ClusterConfig{File: c.File, Name: "default", Nodes: []config.Member{{Name: "n9", Addr: "127.0.0.1:10000"}}, NodeKeysMode: "require"}
 	if !exportedEqual(c, want) || c.ListsMembers() {
 		t.Errorf("LoadCluster(missing) = %+v, want %+v (no [nodes])", c, want)
 	}
@@ -117,7 +117,8 @@ n1 = "127.0.0.1:10001"
 	}
 	want = &config.ClusterConfig{
 		File: path, Name: "prod", Secret: secret,
-		Nodes: []config.Member{{Name: "n1", Addr: "127.0.0.1:10001"}, {Name: "n2", Addr: "127.0.0.1:10002"}},
+		Nodes:        []config.Member{{Name: "n1", Addr: "127.0.0.1:10001"}, {Name: "n2", Addr: "127.0.0.1:10002"}},
+		NodeKeysMode: "require",
 	}
 	if !exportedEqual(c, want) || !c.ListsMembers() {
 		t.Errorf("LoadCluster = %+v, want %+v ([nodes])", c, want)

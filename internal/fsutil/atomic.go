@@ -15,6 +15,22 @@ import (
 // the new content, never a mix. Its error says "write PATH: cause" once,
 // whichever step failed (see writeErr).
 func WriteAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeAtomic(path, data, perm, os.Rename)
+}
+
+// WriteNew is WriteAtomic of a file that must not exist yet: an existing
+// path is never replaced (the error wraps fs.ErrExist), even one created
+// meanwhile (the temporary file is linked, not renamed, to path).
+func WriteNew(path string, data []byte, perm os.FileMode) error {
+	return writeAtomic(path, data, perm, func(tmp, path string) error {
+		if err := os.Link(tmp, path); err != nil {
+			return err
+		}
+		return os.Remove(tmp)
+	})
+}
+
+func writeAtomic(path string, data []byte, perm os.FileMode, place func(tmp, path string) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return writeErr(path, "", err)
@@ -45,7 +61,7 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return writeErr(path, tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := place(tmp, path); err != nil {
 		return writeErr(path, tmp, err)
 	}
 	ok = true

@@ -20,6 +20,7 @@ type Paths struct {
 	Etc        string
 	NodeConf   string
 	Cluster    string
+	NodeKey    string // this node's private key (never leaves the host)
 	ServiceDir string
 	Var        string
 	Run        string
@@ -34,6 +35,7 @@ func New(root string) Paths {
 			Etc:        "/etc/haven",
 			NodeConf:   "/etc/haven/node.toml",
 			Cluster:    "/etc/haven/cluster.toml",
+			NodeKey:    "/etc/haven/node.key",
 			ServiceDir: "/etc/haven/services",
 			Var:        "/var/lib/haven",
 			Run:        "/run/haven",
@@ -50,6 +52,7 @@ func New(root string) Paths {
 		Etc:        filepath.Join(root, "etc"),
 		NodeConf:   filepath.Join(root, "etc", "node.toml"),
 		Cluster:    filepath.Join(root, "etc", "cluster.toml"),
+		NodeKey:    filepath.Join(root, "etc", "node.key"),
 		ServiceDir: filepath.Join(root, "etc", "services"),
 		Var:        filepath.Join(root, "var"),
 		Run:        filepath.Join(root, "run"),

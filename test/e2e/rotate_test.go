@@ -20,10 +20,7 @@ func TestSecretRotationProcedure(t *testing.T) {
 	old := testbed.NewSecret()
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{secret: old})
-	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))
-	waitFor(t, 20*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))
-	pidFile := c["n1"].root + "/var/services/web/main.pid"
-	pid := strings.TrimSpace(readFile(t, pidFile))
+	sameWeb := webOnN1(t, c, names)
 
 	c["n1"].must("svcmgr", "-s", "web", "freeze")
 	for _, n := range names {
@@ -50,13 +47,27 @@ func TestSecretRotationProcedure(t *testing.T) {
 		st := c["n2"].status().Services["web"]
 		return upOnlyOn(c["n2"], "web", "n1")() && !st.Instances["n1"].Frozen && !st.Instances["n2"].Frozen
 	})
-	if now := strings.TrimSpace(readFile(t, pidFile)); now != pid {
-		t.Fatalf("web's app was restarted during the rotation: pid %s, then %s", pid, now)
-	}
-	if p, _ := strconv.Atoi(pid); !testbed.Alive(p) {
-		t.Fatalf("web's app (pid %d) no longer runs", p)
-	}
+	sameWeb("the rotation")
 	// every node remembers the new secret: a plain restart works
 	c["n2"].must("nodemgr", "daemon", "stop")
 	c["n2"].startDaemon()
+}
+
+// webOnN1 creates the ha service web on names, waits until it runs on n1,
+// and returns a check that its app is still that process, running.
+func webOnN1(t *testing.T, c map[string]*node, names []string) func(during string) {
+	t.Helper()
+	createService(t, c["n1"], "web", testbed.HAService(`["`+strings.Join(names, `", "`)+`"]`, ""))
+	waitFor(t, 20*time.Second, "web up on n1", upOnlyOn(c[names[1]], "web", "n1"))
+	pidFile := c["n1"].root + "/var/services/web/main.pid"
+	pid := strings.TrimSpace(readFile(t, pidFile))
+	return func(during string) {
+		t.Helper()
+		if now := strings.TrimSpace(readFile(t, pidFile)); now != pid {
+			t.Fatalf("web's app was restarted during %s: pid %s, then %s", during, pid, now)
+		}
+		if p, _ := strconv.Atoi(pid); !testbed.Alive(p) {
+			t.Fatalf("web's app (pid %d) no longer runs", p)
+		}
+	}
 }

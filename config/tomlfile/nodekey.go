@@ -1,0 +1,85 @@
+package tomlfile
+
+// This node's private key: the X25519 key pair whose public half the
+// members list in cluster.toml [node_keys]. The private half stays in one
+// file under the node's root (paths.NodeKey), mode 0600, and is never
+// sent, logged or shown (docs/security.md, "Per-node keys").
+
+import (
+	"crypto/ecdh"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"haven/config"
+	"haven/internal/fsutil"
+)
+
+// existMsg refuses to replace a key.
+const existMsg = "a node key exists already"
+
+// GenerateNodeKey makes a new key pair and writes its private key to path (mode
+// 0600), durably, and returns it. An existing file is never replaced: a
+// new key means that every member's cluster.toml must list it.
+func GenerateNodeKey(path string) (*ecdh.PrivateKey, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return nil, &config.Error{File: path, Msg: existMsg + " (nodemgr key show prints its public key)"}
+	}
+	k, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	err = fsutil.WriteNew(path, []byte(base64.StdEncoding.EncodeToString(k.Bytes())+"\n"), 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil, &config.Error{File: path, Msg: existMsg}
+	}
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: err.Error()}
+	}
+	return k, nil
+}
+
+// LoadNodeKey reads the private key at path: a regular file, not a symbolic
+// link, that no other user may read.
+func LoadNodeKey(path string) (*ecdh.PrivateKey, error) {
+	f, err := fsutil.OpenNoFollow(path)
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: err.Error()}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: err.Error()}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &config.Error{File: path, Msg: "not a regular file"}
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, &config.Error{File: path, Msg: fmt.Sprintf("mode %04o lets other users read this node's private key: chmod 600 it (and consider it leaked: generate a new one)", perm)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 1024))
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: err.Error()}
+	}
+	raw, err := base64.StdEncoding.Strict().DecodeString(strings.TrimSpace(string(data)))
+	if err == nil && len(raw) != config.NodeKeySize {
+		err = errors.New("wrong size")
+	}
+	var k *ecdh.PrivateKey
+	if err == nil {
+		k, err = ecdh.X25519().NewPrivateKey(raw)
+	}
+	if err != nil {
+		// never echo the content
+		return nil, &config.Error{File: path, Msg: "not a node key (one line: 32 bytes in base64, as nodemgr key generate writes it)"}
+	}
+	return k, nil
+}
+
+// PublicNodeKey is the text of k's public key, as [node_keys] lists it.
+func PublicNodeKey(k *ecdh.PrivateKey) string { return config.EncodeNodeKey(k.PublicKey().Bytes()) }
