@@ -47,10 +47,9 @@ func Program(exe string) (string, error) {
 }
 
 // Process is the guard's process (haven-guard) on the layout p: one
-// processor, its memory locked,
-// the last the OOM killer picks, SIGHUP and SIGPIPE ignored; SIGTERM and
-// SIGINT stop it (a host going down). It returns ErrRunning when another
-// guard holds the root's lock.
+// processor, its memory locked, the last the OOM killer picks, SIGHUP and
+// SIGPIPE ignored; SIGTERM and SIGINT stop it (a host going down). It
+// returns ErrRunning when another guard holds the root's lock.
 func Process(ctx context.Context, p paths.Paths) error {
 	runtime.GOMAXPROCS(1)
 	lg := log.New(os.Stderr, "guard: ", log.LstdFlags|log.Lmicroseconds)
