@@ -1,7 +1,10 @@
 # Haven: `make demo` and `make test` are the two set-up commands.
 GO       ?= go
 BIN      := bin
-BINARIES := $(BIN)/nodemgr $(BIN)/svcmgr $(BIN)/svcmon
+BINARIES := $(BIN)/nodemgr $(BIN)/haven-guard $(BIN)/svcmgr $(BIN)/svcmon
+# the programs of a node: the three tools, and the node guard the daemon
+# starts (haven-guard, found beside nodemgr; docs/operations.md)
+CMDS     := ./cmd/nodemgr ./cmd/haven-guard ./cmd/svcmgr ./cmd/svcmon
 FUZZTIME ?= 10s
 
 # --version: the release (packaging/version.sh: git describe, else VERSION)
@@ -31,13 +34,13 @@ TOOLS       := nodemgr svcmgr svcmon
 all: build
 
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/nodemgr ./cmd/svcmgr ./cmd/svcmon
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(CMDS)
 
 # the installed binaries: position-independent (ASLR, as Debian builds Go),
 # stripped (symbols and DWARF; a panic still prints its stack), without the
 # build machine's paths
 dist:
-	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags '-s -w $(LDFLAGS)' -o $(BIN)/dist/ ./cmd/nodemgr ./cmd/svcmgr ./cmd/svcmon
+	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags '-s -w $(LDFLAGS)' -o $(BIN)/dist/ $(CMDS)
 
 # man pages and bash/zsh/fish completions, from the urfave/cli definitions
 man completion:
@@ -55,6 +58,9 @@ install: dist man
 		install -m 0644 $(BIN)/share/zsh/_$$t $(DESTDIR)$(ZSHCOMPDIR)/_$$t && \
 		install -m 0644 $(BIN)/share/fish/$$t.fish $(DESTDIR)$(FISHCOMPDIR)/$$t.fish || exit 1; \
 	done
+	install -m 0755 $(BIN)/dist/haven-guard $(DESTDIR)$(BINDIR)/haven-guard
+	gzip -9n -c packaging/haven-guard.1 > $(DESTDIR)$(MANDIR)/man1/haven-guard.1.gz
+	chmod 0644 $(DESTDIR)$(MANDIR)/man1/haven-guard.1.gz
 	sed 's|/usr/bin/|$(BINDIR)/|g' packaging/haven.service > $(DESTDIR)$(UNITDIR)/haven.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/haven.service
 	sed 's|/usr/bin/|$(BINDIR)/|g' packaging/haven-arbitrator.service > $(DESTDIR)$(UNITDIR)/haven-arbitrator.service

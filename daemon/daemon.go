@@ -20,6 +20,7 @@ import (
 	"haven/config"
 	"haven/config/tomlfile"
 	"haven/driver"
+	"haven/guard"
 	"haven/heartbeat"
 	"haven/internal/cgroup"
 	"haven/internal/clock"
@@ -225,6 +226,12 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if err := d.checkLocalAddr(); err != nil {
 		return nil, err
+	}
+	if d.node.Guard {
+		// a daemon that could not start its guard would run unguarded
+		if d.gl.program, err = guard.Program(""); err != nil {
+			return nil, err
+		}
 	}
 	d.metrics = newMetrics(d.node.Name, d.cluster.Name, opts.Compat)
 	d.metrics.clk = d.clk

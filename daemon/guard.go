@@ -3,7 +3,6 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -39,6 +38,9 @@ const (
 
 type guardLink struct {
 	on bool
+	// program is the guard's program (guard.Program), found when the
+	// daemon starts: missing, the daemon does not start
+	program string
 	// client is the connection to the guard: the loop's synchronous
 	// exchanges and the worker's (guardWorker) take mu around it
 	client *guard.Client
@@ -129,30 +131,24 @@ func (d *Daemon) guardWorker(jobs <-chan guardJob) {
 	}
 }
 
-// spawnGuard starts a guard (nodemgr guard run of this binary).
+// spawnGuard starts a guard: the guard's program, beside this binary.
 func (d *Daemon) spawnGuard() {
 	g := &d.gl
 	g.spawnedAt = guard.BootNow()
-	exe, err := os.Executable()
-	if err != nil {
-		d.log.Error("node guard not started", zap.Error(err))
-		return
-	}
 	var args []string
 	if d.p.Root != "" {
 		args = append(args, "--root", d.p.Root)
 	}
-	args = append(args, "guard", "run")
 	cg := ""
 	if d.cg != nil {
 		cg = d.cg.Guard()
 	}
-	pid, err := guard.Spawn(exe, args, d.p.GuardLog(), cg, d.p.GuardSocket(), guardSpawnWait)
+	pid, err := guard.Spawn(g.program, args, d.p.GuardLog(), cg, d.p.GuardSocket(), guardSpawnWait)
 	if err != nil {
 		d.log.Error("node guard not started: the failover services are not guarded", zap.Error(err))
 		return
 	}
-	d.log.Info("node guard started", zap.Int("pid", pid), zap.String("log", d.p.GuardLog()))
+	d.log.Info("node guard started", zap.Int("pid", pid), zap.String("program", g.program), zap.String("log", d.p.GuardLog()))
 }
 
 // guardStep is the guard's share of a loop pass, before the pass's input:

@@ -16,7 +16,7 @@ import (
 func TestIncarnationNeverGoesBackwards(t *testing.T) {
 	p := paths.New(filepath.Join(t.TempDir(), "r"))
 	files := map[string]string{
-		p.NodeConf: "[node]\nname = \"n1\"\n[hb]\naddr = \"127.0.0.1\"\nport = 17001\n",
+		p.NodeConf: "[node]\nname = \"n1\"\nguard = false\n[hb]\naddr = \"127.0.0.1\"\nport = 17001\n",
 		p.Cluster:  "[cluster]\nname = \"c\"\nsecret = \"" + testSecret + "\"\n[nodes]\nn1 = \"127.0.0.1:17001\"\nn2 = \"127.0.0.1:17002\"\n",
 	}
 	for f, content := range files {

@@ -114,7 +114,7 @@ func TestSystemdNotifyReadyWatchdogStopping(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(p.NodeConf, "[node]\nname = \"n1\"\n")
+	write(p.NodeConf, "[node]\nname = \"n1\"\nguard = false\n") // no guard program beside the test's binary
 	write(p.ServiceConf("web"), slowCheckService)
 	marker := filepath.Join(p.ServiceVar("web"), "checked")
 

@@ -1,6 +1,7 @@
-// Package guard is the node guard: a small process of its own (`nodemgr
-// guard run`, started by the daemon, surviving it) that ends the node's
-// failover services when the daemon's lease runs out: the daemon died
+// Package guard is the node guard: a small process of its own (the
+// program haven-guard, cmd/haven-guard, installed beside nodemgr; started
+// by the daemon, surviving it) that ends the node's failover services
+// when the daemon's lease runs out: the daemon died
 // (kill -9, a panic, the OOM killer), hangs, or is paused (SIGSTOP, a
 // frozen VM). The survivors' takeover gate counts on it: a lost node's
 // services are ended by its guard within the lease and the guard's kill
@@ -22,7 +23,8 @@
 // no network, no config (the daemon says everything), its memory locked,
 // oom_score_adj -1000, one processor. The lease itself is a pure state
 // machine on times the shell reads (Lease, tested on a fake clock); the
-// shell (Run) is a listener, a timerfd and the actions.
+// shell (Run) is a listener, a timerfd and the actions; Process is the
+// process around it (haven-guard's main).
 //
 // The protocol: one JSON object a line each way (Request, Reply).
 package guard

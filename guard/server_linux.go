@@ -66,7 +66,7 @@ type server struct {
 // Run is the guard: it serves the daemon's requests and ends the kill set
 // when the lease runs out, until ctx ends or an exit request comes
 // (disarmed). Its process set-up (memory locked, oom_score_adj, one
-// processor) is the caller's (nodemgr guard run).
+// processor) is Process's.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.KillWait <= 0 {
 		cfg.KillWait = KillWait

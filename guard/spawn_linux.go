@@ -10,8 +10,8 @@ import (
 	"haven/internal/cgroup"
 )
 
-// Spawn starts a guard, detached: exe with args (`nodemgr --root R guard
-// run`), in a session of its own (setsid: not killed with the daemon's
+// Spawn starts a guard, detached: exe with args (`haven-guard --root R`),
+// in a session of its own (setsid: not killed with the daemon's
 // process group or by a hang-up), its input /dev/null and its output
 // appended to logPath, with GOMAXPROCS=1, cloned into cgroup dir cg when
 // not "" (a group of its own, apart from the services' and the daemon's).

@@ -102,12 +102,13 @@ echo "ExecStop parses in both branches"
 
 step "installed binaries"
 /usr/bin/nodemgr --version
+/usr/bin/haven-guard --version
 /usr/bin/svcmgr --version
 /usr/bin/svcmon --version
 /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/web.toml
 /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/pg.toml
 /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/web-ocf.toml
-man -w nodemgr svcmgr svcmon 2>/dev/null || ls /usr/share/man/man1/{nodemgr,svcmgr,svcmon}.1.gz
+man -w nodemgr svcmgr svcmon haven-guard 2>/dev/null || ls /usr/share/man/man1/{nodemgr,svcmgr,svcmon,haven-guard}.1.gz
 
 step "the installed paths the examples name exist"
 for p in $(grep -ohE '/usr/share/doc/haven/[A-Za-z0-9_./-]*[A-Za-z0-9_]' /usr/share/doc/haven/examples/*.toml /usr/share/doc/haven/examples/services/*.toml | sort -u); do

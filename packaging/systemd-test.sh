@@ -6,8 +6,9 @@
 #   - systemctl start: Type=notify, active once READY=1 was sent
 #   - kill -9 of the daemon: systemd restarts it (RestartSec=2s) within the
 #     node guard's lease, the failover service survives (same pid), the
-#     guard is the same process and never acted; the daemon runs in the
-#     unit's leaf "daemon", the services in cgroups below the unit
+#     guard (/usr/bin/haven-guard) is the same process and never acted;
+#     the daemon runs in the unit's leaf "daemon", the services in cgroups
+#     below the unit
 #   - a SIGSTOPped daemon: killed by the watchdog (SIGABRT), restarted, the
 #     service's process adopted (same pid, not started again); the guard
 #     ended the failover service during the pause (guard_fired)
@@ -252,6 +253,8 @@ main=$(prop MainPID)
 inside cat "/proc/$main/cgroup" | grep -q '^0::/system.slice/haven.service/daemon$' || fail "the daemon is not in the unit's leaf: $(inside cat /proc/$main/cgroup)"
 inside cat "/proc/$ha1/cgroup" | grep -q '^0::/system.slice/haven.service/n1-[0-9a-f]*/services/ha1/app#ha1$' || fail "ha1's process is not in its cgroup: $(inside cat /proc/$ha1/cgroup)"
 inside cat "/proc/$gpid/cgroup" | grep -q '/guard$' || fail "the guard is not in its cgroup: $(inside cat /proc/$gpid/cgroup)"
+gexe=$(inside readlink "/proc/$gpid/exe")
+[ "$gexe" = /usr/bin/haven-guard ] || fail "the guard runs $gexe, not the package's /usr/bin/haven-guard"
 inkill -KILL "$main"
 wait_for 30 "systemd's restart after kill -9" newmain
 sleep 8 # longer than the guard's lease (7s): a lease not renewed would have run out

@@ -17,7 +17,7 @@ import (
 // a person to try faults by hand, until Ctrl-C: then it removes it all.
 func bed(args []string) int {
 	fs := flag.NewFlagSet("chaos bed", flag.ContinueOnError)
-	bin := fs.String("bin", "bin", "directory of nodemgr, svcmgr and svcmon")
+	bin := fs.String("bin", "bin", "directory of nodemgr, haven-guard, svcmgr and svcmon (make build)")
 	nodes := fs.Int("nodes", 3, "cluster size")
 	quorum := fs.Bool("quorum", false, "cluster.quorum = true (the arbitrator counts one vote)")
 	fs.Usage = func() {

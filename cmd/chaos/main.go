@@ -44,7 +44,7 @@ func run(args []string) int {
 	tests := fs.String("tests", "", "replay this comma-separated sequence instead of picking at random")
 	only := fs.String("only", "", "pick only among these comma-separated tests")
 	report := fs.String("report", "chaos-report.md", "write the markdown report there (\"\" for none)")
-	bin := fs.String("bin", "bin", "directory of nodemgr, svcmgr and svcmon")
+	bin := fs.String("bin", "bin", "directory of nodemgr, haven-guard, svcmgr and svcmon (make build)")
 	previous := fs.String("previous", "", "directory of the previous release's nodemgr, svcmgr and svcmon: the last node runs them (MixedVersions)")
 	nodes := fs.Int("nodes", 3, "cluster size")
 	keep := fs.Bool("keep", false, "keep the work directory (roots, logs, journal)")

@@ -27,7 +27,7 @@ func TestSupervisorRemovesTheBedOfAKilledRound(t *testing.T) {
 		t.Skip("starts a cluster: not with -short")
 	}
 	bin := t.TempDir()
-	if err := testbed.Build(bin, "", "haven/cmd/nodemgr", "haven/cmd/svcmgr", "haven/cmd/svcmon", "haven/cmd/chaos"); err != nil {
+	if err := testbed.BuildNode(bin, "", "haven/cmd/chaos"); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(bin, "chaos"), "bed", "-bin", bin, "-nodes", "2")

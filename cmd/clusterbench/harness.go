@@ -54,9 +54,10 @@ var (
 
 var nodemgr string // path of the nodemgr binary
 
-// buildBinaries builds nodemgr from the module this program runs in.
+// buildBinaries builds the node's programs (nodemgr and its guard) from
+// the module this program runs in, or from $HAVEN_SRC.
 func buildBinaries(dir string) error {
-	if err := testbed.Build(dir, os.Getenv("HAVEN_SRC"), "haven/cmd/nodemgr"); err != nil {
+	if err := testbed.BuildNode(dir, os.Getenv("HAVEN_SRC")); err != nil {
 		return err
 	}
 	nodemgr = filepath.Join(dir, "nodemgr")

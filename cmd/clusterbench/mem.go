@@ -7,12 +7,12 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"haven/internal/paths"
 	"haven/test/testbed"
 )
 
@@ -121,27 +121,10 @@ func smapsByKind(pid int) (map[string]memPart, error) {
 }
 
 // nodeProcs are the daemon's and the guard's pids of the node at root (0
-// when not found): the guard is the process whose command line is
-// `... --root ROOT guard run`.
+// when not found): the guard's is in its lock (R/run/guard.lock),
+// whichever program runs it (haven-guard, or `nodemgr guard run` before).
 func nodeProcs(root string) (daemon, guard int) {
-	daemon = testbed.DaemonPID(root)
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if i := slices.Index(args, "--root"); i >= 0 && i+1 < len(args) && args[i+1] == root &&
-			len(args) >= 2 && args[len(args)-2] == "guard" && args[len(args)-1] == "run" {
-			guard = pid
-		}
-	}
-	return daemon, guard
+	return testbed.DaemonPID(root), testbed.ReadPID(paths.New(root).GuardLock())
 }
 
 // procThreads is the Threads: line of /proc/PID/status.

@@ -3,7 +3,6 @@ package chaos
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -26,9 +25,8 @@ func TestChaosShortRound(t *testing.T) {
 		t.Skip("the chaos round takes minutes: not with -short")
 	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "haven/cmd/nodemgr", "haven/cmd/svcmgr", "haven/cmd/svcmon")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the binaries: %v\n%s", err, out)
+	if err := testbed.BuildNode(bin, ""); err != nil {
+		t.Fatalf("build the binaries: %v", err)
 	}
 	var only []string
 	for _, n := range TestNames() {
@@ -90,7 +88,7 @@ func TestChaosMixedVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	if err := testbed.Build(bin, "", "haven/cmd/nodemgr", "haven/cmd/svcmgr", "haven/cmd/svcmon"); err != nil {
+	if err := testbed.BuildNode(bin, ""); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder

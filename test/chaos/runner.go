@@ -13,7 +13,7 @@ import (
 
 // Config of a chaos round.
 type Config struct {
-	Bin      string        // directory of nodemgr, svcmgr, svcmon
+	Bin      string        // directory of nodemgr, haven-guard, svcmgr, svcmon
 	Nodes    int           // cluster size (3)
 	Services int           // failover test services (2)
 	Seed     uint64        // picks the tests and their choices

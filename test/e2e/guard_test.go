@@ -510,3 +510,54 @@ func TestGuardOffStopsTheGuardOfAnEarlierRun(t *testing.T) {
 		t.Fatal("web is not up any more")
 	}
 }
+
+// The guard is a program of its own (haven-guard, beside nodemgr), small
+// enough to lock whole: the daemon starts it, `nodemgr guard status` names
+// it. A nodemgr without it beside does not start its daemon (it would run
+// unguarded) and says why, as does its `guard status`; with node.guard =
+// false it starts.
+func TestGuardProgram(t *testing.T) {
+	t.Parallel()
+	n := newNode(t, "n1", "")
+	n.startDaemon()
+	pid := testbed.ReadPID(filepath.Join(n.root, "run", "guard.lock"))
+	want := filepath.Join(binDir, "haven-guard")
+	if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); pid == 0 || exe != want {
+		t.Fatalf("the guard (pid %d) runs %q, want %s", pid, exe, want)
+	}
+	if st := n.must("nodemgr", "guard", "status"); !strings.Contains(st, fmt.Sprintf("pid %d (%s), armed", pid, want)) {
+		t.Fatalf("guard status does not name its program:\n%s", st)
+	}
+	// nodemgr's 19 MB were 22.5 MB of guard, all locked; haven-guard is
+	// about 5 MB (docs/benchmarks.md, figure 9)
+	if rss := procKB(t, pid, "VmRSS"); rss > 12<<10 {
+		t.Fatalf("the guard's RSS is %d kB: more than 12 MB", rss)
+	}
+	n.must("nodemgr", "daemon", "shutdown")
+
+	// a nodemgr alone in its directory
+	alone := t.TempDir()
+	if err := os.Link(filepath.Join(binDir, "nodemgr"), filepath.Join(alone, "nodemgr")); err != nil {
+		b, err := os.ReadFile(filepath.Join(binDir, "nodemgr"))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(alone, "nodemgr"), b, 0o755)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.bins = alone
+	missing := filepath.Join(alone, "haven-guard") + " is missing"
+	if r := n.run("nodemgr", "daemon", "start"); r.Code != 1 || !strings.Contains(r.Err, missing) {
+		t.Fatalf("daemon start without the guard's program: want exit 1 naming %s:\n%s", filepath.Join(alone, "haven-guard"), r)
+	}
+	if pid := testbed.DaemonPID(n.root); pid > 0 && testbed.Alive(pid) {
+		t.Fatal("a daemon runs without its guard's program")
+	}
+	if r := n.run("nodemgr", "guard", "status"); r.Code != 1 || !strings.Contains(r.Err, "cannot start one") || !strings.Contains(r.Err, missing) {
+		t.Fatalf("guard status without the guard's program:\n%s", r)
+	}
+	path := filepath.Join(n.root, "etc", "node.toml")
+	writeFile(t, path, readFile(t, path)+"guard = false\n")
+	n.startDaemon()
+}

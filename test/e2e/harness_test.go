@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if err := testbed.Build(dir, "", "haven/cmd/nodemgr", "haven/cmd/svcmgr", "haven/cmd/svcmon"); err != nil {
+	if err := testbed.BuildNode(dir, ""); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -96,7 +96,8 @@ func (b *upgradeBed) waitUpOn(svc, want string, d time.Duration) {
 }
 
 // upgrade stops n's daemon (its services keep running), puts the binaries
-// of bins in place and starts it again.
+// of bins in place and starts it again. On the current code the node's
+// guard is haven-guard, armed (the previous release has no guard).
 func (b *upgradeBed) upgrade(name, bins string) {
 	b.t.Helper()
 	n := b.nodes[name]
@@ -104,6 +105,35 @@ func (b *upgradeBed) upgrade(name, bins string) {
 	n.bins = bins
 	n.startDaemon()
 	b.waitAllUp(name)
+	if bins == binDir {
+		waitFor(b.t, 10*time.Second, name+"'s guard, haven-guard, armed", func() bool {
+			return b.guard(name).Armed && b.guardProgram(name) == "haven-guard"
+		})
+	}
+}
+
+// guardState is what `nodemgr guard status --format json` says of a
+// running guard.
+type guardState struct {
+	Pid   int  `json:"pid"`
+	Armed bool `json:"armed"`
+}
+
+// guard is name's running guard, as its nodemgr asks it.
+func (b *upgradeBed) guard(name string) guardState {
+	b.t.Helper()
+	var g guardState
+	if err := json.Unmarshal([]byte(b.nodes[name].must("nodemgr", "guard", "status", "--format", "json")), &g); err != nil {
+		b.t.Fatal(err)
+	}
+	return g
+}
+
+// guardProgram is the program name's guard runs.
+func (b *upgradeBed) guardProgram(name string) string {
+	b.t.Helper()
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", b.guard(name).Pid))
+	return filepath.Base(exe)
 }
 
 // waitAllUp: from's daemon sees every other member up.

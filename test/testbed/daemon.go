@@ -16,6 +16,28 @@ import (
 	"haven/internal/cgroup"
 )
 
+// Commands are the programs of a node, as `make build` puts them in bin/:
+// the three tools and the node guard, which the daemon finds beside
+// nodemgr (a daemon without it does not start).
+var Commands = []string{"haven/cmd/nodemgr", "haven/cmd/haven-guard", "haven/cmd/svcmgr", "haven/cmd/svcmon"}
+
+// BuildNode builds Commands and the commands extra into dir, from the
+// module in srcDir ("" for the current one). In another tree (an earlier
+// release, a copy to compare with) the Commands it does not have are left
+// out: before haven-guard, nodemgr ran the guard itself.
+func BuildNode(dir, srcDir string, extra ...string) error {
+	var pkgs []string
+	for _, pkg := range Commands {
+		if srcDir != "" {
+			if _, err := os.Stat(filepath.Join(srcDir, strings.TrimPrefix(pkg, "haven/"))); err != nil {
+				continue
+			}
+		}
+		pkgs = append(pkgs, pkg)
+	}
+	return Build(dir, srcDir, append(pkgs, extra...)...)
+}
+
 // Build builds the commands pkgs ("haven/cmd/nodemgr") into dir, from the
 // module in srcDir ("" for the current directory).
 func Build(dir, srcDir string, pkgs ...string) error {

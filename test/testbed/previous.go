@@ -29,7 +29,7 @@ var previous struct {
 	err  error
 }
 
-// PreviousRelease builds the previous release's nodemgr, svcmgr and svcmon
+// PreviousRelease builds the previous release's programs (BuildNode)
 // once per process (and once per commit on the machine: they are kept in
 // the temporary directory) and returns the directory that holds them. It
 // returns an error wrapping ErrNoHistory when the commit is not in the
@@ -80,7 +80,7 @@ func buildPrevious() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := Build(tmp, tree, "haven/cmd/nodemgr", "haven/cmd/svcmgr", "haven/cmd/svcmon"); err != nil {
+	if err := BuildNode(tmp, tree); err != nil {
 		os.RemoveAll(tmp)
 		return "", err
 	}
