@@ -107,7 +107,7 @@ func (p Paths) ArbitratorStatus() string { return filepath.Join(p.Run, "arbitrat
 // ArbitratorPid is the running arbitrator's pid file; it holds its lock.
 func (p Paths) ArbitratorPid() string { return filepath.Join(p.Run, "arbitrator.pid") }
 
-// GuardSocket is the node guard's socket (nodemgr guard run), mode 0600;
+// GuardSocket is the node guard's socket (haven-guard), mode 0600;
 // GuardLock is locked while the guard runs.
 func (p Paths) GuardSocket() string { return filepath.Join(p.Run, "guard.sock") }
 func (p Paths) GuardLock() string   { return filepath.Join(p.Run, "guard.lock") }
