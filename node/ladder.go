@@ -169,7 +169,7 @@ func (c *Core) ladder(svc string, inst *instsm.Instance, now time.Time) {
 	}
 	c.setRestartCount(svc, rid, cnt)
 	inst.Lad.PendRID = ""
-	c.beginRestart(svc, inst, rid, fmt.Sprintf("%s down: restart %d of %d", rid, cnt.Spent, spec.Restart))
+	c.beginRestart(svc, inst, rid, fmt.Sprintf("%s down: restart %d of %d%s", rid, cnt.Spent, spec.Restart, windowText(spec)))
 }
 
 // ladderAll runs the ladder of every local instance (a decision pass); it
