@@ -389,15 +389,15 @@ func (c *Core) slideWindows(svc string, inst *instsm.Instance, now time.Time) {
 		for len(keep) > 0 && now.Sub(keep[0]) >= spec.RestartWindow {
 			keep = keep[1:]
 		}
-		if len(keep) == len(cnt.At) && cnt.Spent == len(keep) {
+		gone := len(cnt.At) - len(keep)
+		if gone == 0 {
 			continue
 		}
-		gone := cnt.Spent - len(keep)
-		cnt.At, cnt.Spent = slices.Clone(keep), len(keep)
+		// (restarts counted before the window was set have no time: they
+		// stay counted until a reset)
+		cnt.At, cnt.Spent = slices.Clone(keep), max(cnt.Spent-gone, 0)
 		c.setRestartCount(svc, spec.RID, cnt)
-		if gone > 0 {
-			c.emit(RestartsReset{Svc: svc, RID: spec.RID, Reason: fmt.Sprintf("%d restart(s) older than restart_window %s no longer count", gone, spec.RestartWindow)})
-		}
+		c.emit(RestartsReset{Svc: svc, RID: spec.RID, Reason: fmt.Sprintf("%d restart(s) older than restart_window %s no longer count", gone, spec.RestartWindow)})
 	}
 }
 

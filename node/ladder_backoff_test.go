@@ -112,3 +112,17 @@ func TestLadderWindowGivesRestartsBack(t *testing.T) {
 		}
 	}
 }
+
+// Restarts counted before restart_window was set carry no time: the window
+// does not give them back (the stabilisation time or a reset does).
+func TestLadderWindowKeepsUntimedRestarts(t *testing.T) {
+	fc := clock.NewFake(t0)
+	st := State{Services: map[string]ServiceState{"web": {LocalExpect: dataset.ExpectStarted,
+		Restarts: map[string]RestartCount{"app#main": {Spent: 2, FailedAt: t0}}}}}
+	c := startedCoreSpec(t, fc, st, backoffSpec(2, 0, 10*time.Second))
+	fc.Advance(20 * time.Second)
+	check(t, c, fc, dataset.StatusUp)
+	if n, _ := remaining(c); n != 0 {
+		t.Fatalf("remaining %d, want 0: the window gives back no restart it cannot date", n)
+	}
+}
