@@ -36,3 +36,18 @@ func TestLadderKeywordsAccepted(t *testing.T) {
 		t.Fatalf("got %q %+v", s.MonitorAction, s.Resources[0])
 	}
 }
+
+// The backoff's cap and the window are read; unset, they are 0 (no
+// backoff, no window).
+func TestLadderBackoffKeywords(t *testing.T) {
+	s, err := tomlfile.ParseService("web.toml", "web", []byte("[app.web]\nstart = \"x\"\nmonitor = true\nrestart = 2\nrestart_delay = \"1s\"\nrestart_delay_max = \"30s\"\nrestart_window = \"10m\"\n[app.db]\nstart = \"x\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range s.Resources {
+		want := map[string][2]string{"app#web": {"30s", "10m0s"}, "app#db": {"0s", "0s"}}[r.RID]
+		if got := [2]string{r.RestartDelayMax.String(), r.RestartWindow.String()}; got != want {
+			t.Fatalf("%s: delay max, window %v, want %v", r.RID, got, want)
+		}
+	}
+}

@@ -249,6 +249,9 @@ func (d *document) resource(sec *section) (ResourceConfig, error) {
 	if r.Restart < 0 {
 		return r, d.errAt(sec, "restart", "must not be negative")
 	}
+	if r.RestartDelayMax != 0 && r.RestartDelayMax < r.RestartDelay {
+		return r, d.errAt(sec, "restart_delay_max", "%s is less than restart_delay (%s)", r.RestartDelayMax, r.RestartDelay)
+	}
 	if r.Timeout <= 0 {
 		return r, d.errAt(sec, "timeout", "must be more than 0")
 	}

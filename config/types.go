@@ -236,8 +236,13 @@ type ResourceConfig struct {
 	Monitor      bool
 	Restart      int
 	RestartDelay time.Duration
-	Optional     bool
-	Disable      bool
+	// RestartDelayMax caps the ladder's backoff (0: RestartDelay, no
+	// backoff); RestartWindow is the window its restarts count over (0:
+	// every restart since the last reset).
+	RestartDelayMax time.Duration
+	RestartWindow   time.Duration
+	Optional        bool
+	Disable         bool
 
 	// app
 	Start   string

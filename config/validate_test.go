@@ -146,6 +146,8 @@ func TestServiceErrors(t *testing.T) {
 		{"probe_timeout long", "[ip.vip]\nipname = \"10.0.0.9\"\nipdev = \"eth0\"\nprobe_timeout = \"1m\"\n", `svc.toml:4: ip#vip.probe_timeout: must be more than 0 and at most 10s`},
 		{"restart neg", "[app.web]\nstart = \"x\"\nrestart = -1\n", `svc.toml:3: app#web.restart: must not be negative`},
 		{"restart_delay neg", "[app.web]\nstart = \"x\"\nrestart_delay = -1\n", `svc.toml:3: app#web.restart_delay: duration -1 out of range`},
+		{"restart_delay_max short", "[app.web]\nstart = \"x\"\nrestart_delay = \"2s\"\nrestart_delay_max = \"1s\"\n", `svc.toml:4: app#web.restart_delay_max: 1s is less than restart_delay (2s)`},
+		{"restart_window neg", "[app.web]\nstart = \"x\"\nrestart_window = \"-1m\"\n", `svc.toml:3: app#web.restart_window: `},
 		{"monitor_action bad", "[DEFAULT]\nmonitor_action = \"explode\"\n", `svc.toml:2: DEFAULT.monitor_action: invalid value "explode"`},
 		{"app empty", "[DEFAULT]\n[app.web]\ninfo = \"x\"\n", "svc.toml:2: app#web: an app needs at least one of start, stop, check"},
 		{"app unbalanced quote", "[app.web]\nstart = \"true\"\ncheck = \"echo 'up\"\n", "svc.toml:3: app#web.check: "},

@@ -233,6 +233,9 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 			continue
 		}
 		l := fmt.Sprintf("%s: %s, %d restart(s) remaining", rid, r.Status, r.RestartRemaining)
+		if w := restartWindow(c.cfg, rid); w > 0 {
+			l += " (restarts count over a restart_window of " + w.String() + ")"
+		}
 		if r.LastFailure != "" {
 			l += ", last failure at " + r.LastFailureAt.UTC().Format(time.RFC3339) + ": " + r.LastFailure
 		}
@@ -240,6 +243,16 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 	}
 	e.Monitor = m
 	return e
+}
+
+// restartWindow is the restart_window of the resource rid of cfg (0: none).
+func restartWindow(cfg *config.ServiceConfig, rid string) time.Duration {
+	for _, r := range cfg.Resources {
+		if r.RID == rid {
+			return r.RestartWindow
+		}
+	}
+	return 0
 }
 
 // parentCycle returns a cycle of DEFAULT.parents that leads from svc back

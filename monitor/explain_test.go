@@ -202,3 +202,21 @@ func TestExplainParentCycle(t *testing.T) {
 		t.Errorf("app (outside the cycle): parent cycle %v, want none", m.ParentCycle)
 	}
 }
+
+// TestExplainLadderSaysTheWindow: the ladder's line of a monitored
+// resource says the restarts remaining, and the restart_window they count
+// over when the resource has one.
+func TestExplainLadderSaysTheWindow(t *testing.T) {
+	w := newWorld(t, "n1", "n2")
+	w.addSvc(&config.ServiceConfig{Name: "web", Nodes: []string{"n1", "n2"}, Resources: []config.ResourceConfig{
+		{RID: "app#a", Monitor: true, Restart: 3, RestartWindow: 10 * time.Minute}, {RID: "app#b", Monitor: true, Restart: 1}}})
+	w.setInst("n1", "web", func(i *dataset.Instance) {
+		i.Resources = map[string]dataset.Resource{"app#a": {Status: dataset.StatusUp, Monitor: true, RestartRemaining: 2},
+			"app#b": {Status: dataset.StatusUp, Monitor: true, RestartRemaining: 1}}
+	})
+	got := explain(t, w, "n1", "web", false).Monitor.Ladder
+	want := []string{"app#a: up, 2 restart(s) remaining (restarts count over a restart_window of 10m0s)", "app#b: up, 1 restart(s) remaining"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got ladder %q, want %q", got, want)
+	}
+}

@@ -56,10 +56,23 @@ func LadderSpecs(cfg *config.ServiceConfig) []instsm.ResourceSpec {
 	var out []instsm.ResourceSpec
 	for _, r := range cfg.Resources {
 		if !r.Disable {
-			out = append(out, instsm.ResourceSpec{RID: r.RID, Monitor: r.Monitor, Restart: r.Restart, RestartDelay: r.RestartDelay})
+			out = append(out, instsm.ResourceSpec{RID: r.RID, Monitor: r.Monitor, Restart: r.Restart, RestartDelay: r.RestartDelay,
+				RestartDelayMax: r.RestartDelayMax, RestartWindow: r.RestartWindow})
 		}
 	}
 	return out
+}
+
+// RestartDelay is the wait before the restart number attempt (from 1) of
+// the ladder of spec: restart_delay x 2^(attempt-1), at most
+// restart_delay_max (0, or less than restart_delay: restart_delay, no
+// backoff).
+func RestartDelay(spec instsm.ResourceSpec, attempt int) time.Duration {
+	d, most := spec.RestartDelay, max(spec.RestartDelayMax, spec.RestartDelay)
+	for i := 1; i < attempt && d < most; i++ {
+		d *= 2
+	}
+	return min(d, most)
 }
 
 // Monitor actions (DEFAULT.monitor_action).
@@ -79,6 +92,7 @@ func (c *Core) ladder(svc string, inst *instsm.Instance, now time.Time) {
 		return
 	}
 	c.expireFailures(svc, inst, now)
+	c.slideWindows(svc, inst, now)
 	ss := c.state.Services[svc]
 	st := inst.Mon.State
 	hold := ""
@@ -133,15 +147,16 @@ func (c *Core) ladder(svc string, inst *instsm.Instance, now time.Time) {
 		cnt.LastFailure, cnt.FailedAt = failureText(res), now
 		c.setRestartCount(svc, rid, cnt)
 		left := spec.Restart - cnt.Spent
-		c.emit(ResourceFailed{Svc: svc, RID: rid, Reason: cnt.LastFailure, Remaining: max(left, 0), Delay: spec.RestartDelay.String()})
+		delay := RestartDelay(spec, cnt.Spent+1)
+		c.emit(ResourceFailed{Svc: svc, RID: rid, Reason: cnt.LastFailure, Remaining: max(left, 0), Delay: delay.String()})
 		if left <= 0 {
 			inst.Lad.PendRID = ""
 			c.monitorAction(svc, inst, rid, spec, now)
 			return
 		}
-		inst.Lad.PendRID, inst.Lad.PendAt = rid, now.Add(spec.RestartDelay)
+		inst.Lad.PendRID, inst.Lad.PendAt = rid, now.Add(delay)
 		c.setMonitorState(svc, inst, dataset.Restarting,
-			fmt.Sprintf("%s down: restart %d of %d in %s", rid, cnt.Spent+1, spec.Restart, spec.RestartDelay), now)
+			fmt.Sprintf("%s down: restart %d of %d%s in %s", rid, cnt.Spent+1, spec.Restart, windowText(spec), delay), now)
 	}
 	if now.Before(inst.Lad.PendAt) {
 		c.wakeAt(inst.Lad.PendAt)
@@ -149,9 +164,12 @@ func (c *Core) ladder(svc string, inst *instsm.Instance, now time.Time) {
 	}
 	cnt := ss.Restarts[rid]
 	cnt.Spent++
+	if spec.RestartWindow > 0 {
+		cnt.At = append(slices.Clip(cnt.At), now)
+	}
 	c.setRestartCount(svc, rid, cnt)
 	inst.Lad.PendRID = ""
-	c.beginRestart(svc, inst, rid, fmt.Sprintf("%s down: restart %d of %d", rid, cnt.Spent, spec.Restart))
+	c.beginRestart(svc, inst, rid, fmt.Sprintf("%s down: restart %d of %d%s", rid, cnt.Spent, spec.Restart, windowText(spec)))
 }
 
 // ladderAll runs the ladder of every local instance (a decision pass); it
@@ -352,6 +370,43 @@ func (c *Core) expireFailures(svc string, inst *instsm.Instance, now time.Time) 
 		c.persist()
 		c.publish()
 	}
+}
+
+// slideWindows forgets the restarts of the local instance's resources
+// that are older than their restart_window: they count no more against
+// restart, nor in the backoff. The give-up stays (a clear, a start, or the
+// resource up again ends it).
+func (c *Core) slideWindows(svc string, inst *instsm.Instance, now time.Time) {
+	if c.state.Services[svc].GaveUp != "" {
+		return
+	}
+	for _, spec := range monitoredSpecs(inst) {
+		cnt, ok := c.state.Services[svc].Restarts[spec.RID]
+		if !ok || spec.RestartWindow <= 0 {
+			continue
+		}
+		keep := cnt.At
+		for len(keep) > 0 && now.Sub(keep[0]) >= spec.RestartWindow {
+			keep = keep[1:]
+		}
+		gone := len(cnt.At) - len(keep)
+		if gone == 0 {
+			continue
+		}
+		// (restarts counted before the window was set have no time: they
+		// stay counted until a reset)
+		cnt.At, cnt.Spent = slices.Clone(keep), max(cnt.Spent-gone, 0)
+		c.setRestartCount(svc, spec.RID, cnt)
+		c.emit(RestartsReset{Svc: svc, RID: spec.RID, Reason: fmt.Sprintf("%d restart(s) older than restart_window %s no longer count", gone, spec.RestartWindow)})
+	}
+}
+
+// windowText is " within W" for a resource with a restart_window.
+func windowText(spec instsm.ResourceSpec) string {
+	if spec.RestartWindow <= 0 {
+		return ""
+	}
+	return " within " + spec.RestartWindow.String()
 }
 
 // resetLadder forgets the ladder of svc: counters, GaveUp, and with

@@ -16,8 +16,14 @@ var ladderSpec = instsm.Spec{Local: true, Runnable: true, Monitored: true, Monit
 // (ip#vip and app#main), at the fake clock's now.
 func startedCore(t *testing.T, fc *clock.Fake, st State) *Core {
 	t.Helper()
+	return startedCoreSpec(t, fc, st, ladderSpec)
+}
+
+// startedCoreSpec is startedCore with the instance spec given.
+func startedCoreSpec(t *testing.T, fc *clock.Fake, st State, spec instsm.Spec) *Core {
+	t.Helper()
 	c := New(Config{Name: "n1", MonitorInterval: 5 * time.Second, CheckInterval: time.Minute, WriteThrough: true}, st)
-	c.addInstance("web", ladderSpec, fc.Now())
+	c.addInstance("web", spec, fc.Now())
 	if st.Services["web"].LocalExpect == "" {
 		if _, err := c.runAction("web", "start", "test", fc.Now()); err != nil {
 			t.Fatal(err)

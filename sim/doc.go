@@ -83,7 +83,8 @@
 //	        ready_fast_ack=false guard=false guard_lease=12s]
 //	node n3 [compat=2] [label.zone=b]
 //	service web nodes=n1,n2,n3 orchestrate=ha [parents=db] [start=5s] ...
-//	        [monitor_action=switch monitor=true restart=2 restart_delay=1s]
+//	        [monitor_action=switch monitor=true restart=2 restart_delay=1s
+//	        restart_delay_max=8s restart_window=1m]
 //
 // A scenario may start from a real cluster instead: "snapshot FILE" (the
 // first line, in place of the cluster, node and service lines; FILE is
@@ -94,7 +95,8 @@
 //
 // The values shown are the defaults. A service line's key=value pairs are
 // the DEFAULT keywords of the service config (lists are comma-separated;
-// monitor, restart and restart_delay go to its one resource, app#main),
+// monitor, restart, restart_delay, restart_delay_max and restart_window go
+// to its one resource, app#main),
 // parsed by tomlfile.ParseService; start= and stop= set the simulated action
 // durations of that service. Every daemon starts at time 0, with the first
 // command. Commands run at the current simulated time:

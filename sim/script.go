@@ -376,7 +376,7 @@ func (r *runner) service(args []string) error {
 			fmt.Fprintf(&b, "%s = %s\n", k, v)
 		case k == "monitor" || k == "restart":
 			fmt.Fprintf(&res, "%s = %s\n", k, v)
-		case k == "restart_delay":
+		case k == "restart_delay" || k == "restart_delay_max" || k == "restart_window":
 			fmt.Fprintf(&res, "%s = %s\n", k, strconv.Quote(v))
 		default:
 			fmt.Fprintf(&b, "%s = %s\n", k, strconv.Quote(v))

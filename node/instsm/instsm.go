@@ -101,12 +101,16 @@ type Spec struct {
 	Flex bool
 }
 
-// ResourceSpec is what the ladder reads of one resource of an instance.
+// ResourceSpec is what the ladder reads of one resource of an instance:
+// its restart, restart_delay, restart_delay_max (0: RestartDelay) and
+// restart_window (0: none) keywords.
 type ResourceSpec struct {
-	RID          string
-	Monitor      bool
-	Restart      int
-	RestartDelay time.Duration
+	RID             string
+	Monitor         bool
+	Restart         int
+	RestartDelay    time.Duration
+	RestartDelayMax time.Duration
+	RestartWindow   time.Duration
 }
 
 // Checks are the status checks of an instance.

@@ -120,6 +120,10 @@ type RestartCount struct {
 	// Spent is the number of restarts ordered since the counter was last
 	// reset.
 	Spent int `json:"spent"`
+	// At are when the restarts still counted were ordered, oldest first,
+	// kept only for a resource with a restart_window: Spent is then
+	// len(At), and a restart older than the window leaves it.
+	At []time.Time `json:"at,omitempty"`
 	// LastFailure is what the check said when the resource was last found
 	// down, FailedAt when.
 	LastFailure string    `json:"last_failure,omitempty"`
