@@ -86,6 +86,7 @@ type Cluster struct {
 	q quorumOptions // quorum.go
 
 	startOverlaps map[string][]string // svc -> starts begun while active elsewhere (starts.go)
+	startCrowds   map[string][]crowd  // svc -> every start, with the other nodes it was active on (starts.go)
 
 	paths   map[[2]string]*onPath // from, to -> frames held, lost, duplicated (onpath.go)
 	acks    []Ack                 // the admin targets acknowledged (observers.go)

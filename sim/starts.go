@@ -19,6 +19,11 @@ func (c *Cluster) noteStart(svc, node string) {
 			on = append(on, n)
 		}
 	}
+	if c.startCrowds == nil {
+		c.startCrowds = map[string][]crowd{}
+	}
+	c.startCrowds[svc] = append(c.startCrowds[svc], crowd{len(on),
+		fmtTime(c.Now()) + " " + node + " starts while active on " + strings.Join(on, ",")})
 	if len(on) > 0 {
 		if c.startOverlaps == nil {
 			c.startOverlaps = map[string][]string{}
@@ -44,6 +49,26 @@ func (c *Cluster) active(node, svc string) bool {
 // StartOverlaps returns every start of svc that began while svc was active
 // on another node (when, where, and where else), in order.
 func (c *Cluster) StartOverlaps(svc string) []string { return c.startOverlaps[svc] }
+
+// crowd is one start: how many other nodes svc was active on when it
+// began, and where.
+type crowd struct {
+	others int
+	what   string
+}
+
+// StartsCrowded returns every start of svc that began while svc was
+// active (running, or a start in flight) on k other nodes or more, in
+// order: for a flex service whose flex_max is k, a start too many.
+func (c *Cluster) StartsCrowded(svc string, k int) []string {
+	var out []string
+	for _, s := range c.startCrowds[svc] {
+		if s.others >= k {
+			out = append(out, s.what)
+		}
+	}
+	return out
+}
 
 // Delay makes the heartbeat frames from -> to arrive d late (0: on time
 // again); a link keeps its order.
