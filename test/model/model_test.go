@@ -82,6 +82,7 @@ func TestModelSafe(t *testing.T) {
 		{OnPath2(), Bounds{Depth: 4, Faults: 2}},
 		{Admin2(), Bounds{Depth: 4, Faults: 1, Admin: 1}},
 		{WithoutCrashes(Ladder2()), Bounds{Depth: 7, Faults: 3}},
+		{Flex3(), Bounds{Depth: 8, Faults: 1}},
 	} {
 		r, err := Check(c.w, c.b)
 		if err != nil {
@@ -168,6 +169,26 @@ func TestScriptReplays(t *testing.T) {
 	}
 	if len(res.Failed) != 0 {
 		t.Fatalf("a safe trace fails in the simulation: %v", res.Failed)
+	}
+}
+
+// A flex service's script holds it to flex_max, not to one instance: in
+// flex3 a node cut off stops its instance (split_action) and the spare
+// takes its slot once the takeover gate opens, 2 instances up all along,
+// and the replay passes (the failover rules would fail it).
+func TestFlexScriptReplays(t *testing.T) {
+	w := Flex3()
+	trace := []string{"partition n1 | n2 n3"}
+	for range 7 {
+		trace = append(trace, w.Step)
+	}
+	script := w.Script(trace) + "expect web up on n2,n3\n"
+	res, err := sim.RunScript("replay", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed) != 0 {
+		t.Fatalf("a safe trace of flex3 fails in the simulation: %v\n%s", res.Failed, res.Output)
 	}
 }
 
