@@ -144,6 +144,8 @@
 //	expect n2 sees n1 down       n2's conclusion about n1 (up, down, maintenance, shutting)
 //	expect n1 monitor rejoin     n1's node monitor state
 //	expect n1 daemon stopped     or running
+//	expect web tokens forward    every start of web took a fencing token above every one
+//	                             handed out for web before it (starts.go)
 //	expect web acks kept         every admin target acknowledged is kept by the
 //	                             node that answered (observers.go)
 //	expect n1 never revived      no node saw n1 up while it did not run
@@ -156,7 +158,7 @@
 //
 // A Session (session.go) runs a scenario one line at a time, and its
 // cluster answers between two lines (Core, Machine, DiskState, AppToken,
-// UpOn, StartOverlaps, StartsCrowded, Acks, LostAcks, Revivals, Withheld, PathState): the model checker (test/model, docs/model.md)
+// UpOn, StartOverlaps, StartsCrowded, TokensBackwards, Acks, LostAcks, Revivals, Withheld, PathState): the model checker (test/model, docs/model.md)
 // rebuilds each world it explores that way.
 //
 // # Adding a scenario

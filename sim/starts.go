@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -49,6 +50,24 @@ func (c *Cluster) active(node, svc string) bool {
 // StartOverlaps returns every start of svc that began while svc was active
 // on another node (when, where, and where else), in order.
 func (c *Cluster) StartOverlaps(svc string) []string { return c.startOverlaps[svc] }
+
+// noteToken is called when node begins a start of svc with token: in
+// the order of the starts, whatever node they run on, each token must be
+// above every one handed out before for svc (two instances of a flex
+// service that start in the same step are compared in their order).
+func (c *Cluster) noteToken(svc, node string, token uint64) {
+	if c.tokenMax == nil {
+		c.tokenMax, c.tokenBack = map[string]uint64{}, map[string][]string{}
+	}
+	if most := c.tokenMax[svc]; token < most {
+		c.tokenBack[svc] = append(c.tokenBack[svc], fmt.Sprintf("%s %s starts with token %d after %d was handed out", fmtTime(c.Now()), node, token, most))
+	}
+	c.tokenMax[svc] = max(c.tokenMax[svc], token)
+}
+
+// TokensBackwards returns every start of svc whose fencing token was
+// below one handed out before (when, where, the tokens), in order.
+func (c *Cluster) TokensBackwards(svc string) []string { return c.tokenBack[svc] }
 
 // crowd is one start: how many other nodes svc was active on when it
 // began, and where.
