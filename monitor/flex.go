@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"haven/dataset"
+	"haven/internal/planted"
 	"haven/placement"
 )
 
@@ -124,7 +125,7 @@ func (c *svcCtx) flexBlock(fc flexCount) (why lazy, wait dataset.MonitorState) {
 	if n, why := c.strayInstance(); n != "" {
 		return lazy{"service " + why + " on ", n, ", not one of its nodes", " (it must stop there first)"}, ""
 	}
-	if n, why := c.fenceGate(); n != "" {
+	if n, why := c.fenceGate(); n != "" && !planted.On(planted.FlexNoGate) {
 		return lazy{"wait fence: ", n, ": ", why}, dataset.WaitFence
 	}
 	if p := c.parentDown(); p != "" {

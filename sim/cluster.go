@@ -86,6 +86,9 @@ type Cluster struct {
 	q quorumOptions // quorum.go
 
 	startOverlaps map[string][]string // svc -> starts begun while active elsewhere (starts.go)
+	startCrowds   map[string][]crowd  // svc -> every start, with the other nodes it was active on (starts.go)
+	tokenMax      map[string]uint64   // svc -> the greatest fencing token handed out so far (starts.go)
+	tokenBack     map[string][]string // svc -> starts whose token was below one handed out before (starts.go)
 
 	paths   map[[2]string]*onPath // from, to -> frames held, lost, duplicated (onpath.go)
 	acks    []Ack                 // the admin targets acknowledged (observers.go)

@@ -275,6 +275,7 @@ func (d *daemon) startAction(a node.Action) {
 			d.n.tokens = map[string]uint64{}
 		}
 		d.n.tokens[a.Service] = a.FencingToken
+		d.c.noteToken(a.Service, d.name, a.FencingToken)
 	}
 	if a.Kind == "start" || a.Kind == "restart" {
 		d.c.noteStart(a.Service, d.name)

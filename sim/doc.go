@@ -130,6 +130,8 @@
 //	expect web up on 1 node      ... on that many nodes
 //	expect app at most 2 up      never more than 2 nodes ran app at once so far
 //	                             (a flex service: its flex_max)
+//	expect app started within 2  no start of app began while it was active (running
+//	                             or starting) on 2 other nodes or more (flex_max 2)
 //	expect web down              ... nowhere
 //	expect web target none       every running daemon of web sees this target
 //	expect web@n1 "start failed" n1's monitor state of web (or frozen, thawed, leader,
@@ -144,6 +146,8 @@
 //	expect n2 sees n1 down       n2's conclusion about n1 (up, down, maintenance, shutting)
 //	expect n1 monitor rejoin     n1's node monitor state
 //	expect n1 daemon stopped     or running
+//	expect web tokens forward    every start of web took a fencing token above every one
+//	                             handed out for web before it (starts.go)
 //	expect web acks kept         every admin target acknowledged is kept by the
 //	                             node that answered (observers.go)
 //	expect n1 never revived      no node saw n1 up while it did not run
@@ -156,7 +160,7 @@
 //
 // A Session (session.go) runs a scenario one line at a time, and its
 // cluster answers between two lines (Core, Machine, DiskState, AppToken,
-// UpOn, StartOverlaps, Acks, LostAcks, Revivals, Withheld, PathState): the model checker (test/model, docs/model.md)
+// UpOn, StartOverlaps, StartsCrowded, TokensBackwards, Acks, LostAcks, Revivals, Withheld, PathState): the model checker (test/model, docs/model.md)
 // rebuilds each world it explores that way.
 //
 // # Adding a scenario

@@ -104,6 +104,20 @@ func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) 
 			return "a start began while active elsewhere: " + strings.Join(o, "; "), false, nil
 		}
 		return "every start began while inactive elsewhere", true, nil
+	case len(rest) == 3 && rest[0] == "started" && rest[1] == "within":
+		k, err := strconv.Atoi(rest[2])
+		if err != nil || k < 1 {
+			return "", false, fmt.Errorf("bad instance count %q", rest[2])
+		}
+		if o := c.StartsCrowded(svc, k); len(o) > 0 {
+			return fmt.Sprintf("a start began while %d or more were active elsewhere: %s", k, strings.Join(o, "; ")), false, nil
+		}
+		return fmt.Sprintf("every start began while fewer than %d were active elsewhere", k), true, nil
+	case len(rest) == 2 && rest[0] == "tokens" && rest[1] == "forward":
+		if b := c.TokensBackwards(svc); len(b) > 0 {
+			return "a token went backwards: " + strings.Join(b, "; "), false, nil
+		}
+		return "every start's token above those handed out before", true, nil
 	case len(rest) == 2 && rest[0] == "acks" && rest[1] == "kept":
 		if l := c.LostAcks(svc); len(l) > 0 {
 			return "lost: " + strings.Join(l, "; "), false, nil

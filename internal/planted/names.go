@@ -29,4 +29,9 @@ const (
 	// when the app dies where the service runs, this node's ladder
 	// restarts it too.
 	GaveUpKeeps = "gave-up-keeps"
+	// FlexNoGate: a flex service's free slot, left by a node lost to
+	// the others, is claimed without waiting for the takeover gate (the
+	// lost node's self-stop deadline, or its fence), while that node may
+	// still run its instance: flex_max+1 up.
+	FlexNoGate = "flex-no-gate"
 )

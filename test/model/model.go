@@ -36,8 +36,13 @@ type World struct {
 	Setup   []string // the cluster, arbitrator and service lines
 	Warmup  string   // the first command, before any move ("run 12s")
 	Nodes   []string // sorted
-	Service string   // the failover service checked, and acted on
-	Step    string   // the move of time ("run 3s")
+	Service string   // the service checked, and acted on
+	// Flex, when set, makes Service a flex service of that flex_max: at
+	// most Flex instances up at once, and no start begun while Flex were
+	// active (running or starting) on other nodes, instead of the
+	// failover rules (one instance, no start while active elsewhere).
+	Flex int
+	Step string // the move of time ("run 3s")
 	// Also are more failover services checked (the same invariants; the
 	// moves act on Service only).
 	Also []string
@@ -378,7 +383,7 @@ func Hash(c *sim.Cluster, w *World, f facts) string {
 	now := sim.T0.Add(c.Now())
 	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v fails=%v baddisks=%v\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.Fails, f.BadDisks)
 	for _, svc := range w.services() {
-		fmt.Fprintf(h, "%s max=%d overlaps=%d up=%v\n", svc, f.MaxToken[svc], len(c.StartOverlaps(svc)), c.UpOn(svc))
+		fmt.Fprintf(h, "%s max=%d overlaps=%d up=%v\n", svc, f.MaxToken[svc], len(w.startsTooMany(c, svc)), c.UpOn(svc))
 	}
 	enc := json.NewEncoder(h)
 	fmt.Fprintf(h, "admin=%d acks=", f.Admin)
@@ -423,24 +428,31 @@ func (w *World) check(c *sim.Cluster, f *facts) string {
 	return ""
 }
 
-// checkService is check for the failover service svc.
+// checkService is check for the service svc.
 func (w *World) checkService(c *sim.Cluster, f *facts, svc string) string {
-	if up := c.UpOn(svc); len(up) > 1 {
+	if up := c.UpOn(svc); len(up) > w.most(svc) {
 		return fmt.Sprintf("%s runs on %s at once", svc, strings.Join(up, ","))
 	}
-	if o := c.StartOverlaps(svc); len(o) > 0 {
+	if o := w.startsTooMany(c, svc); len(o) > 0 {
+		if w.most(svc) > 1 {
+			return fmt.Sprintf("%s started while %d were active elsewhere: %s", svc, w.most(svc), o[0])
+		}
 		return fmt.Sprintf("%s started while active elsewhere: %s", svc, o[0])
 	}
 	if l := c.LostAcks(svc); len(l) > 0 {
 		return "an acknowledged admin action was lost: " + l[0]
 	}
+	// the simulation's observer compares each start's token with those
+	// before it in time: two starts within one move (two instances of
+	// a flex service) are in their order, which the nodes' last tokens
+	// alone do not tell
+	if b := c.TokensBackwards(svc); len(b) > 0 {
+		return "fencing token went backwards: " + svc + ": " + b[0]
+	}
 	for _, n := range w.Nodes {
 		t := c.AppToken(n, svc)
 		if t == f.Tokens[svc+"/"+n] {
 			continue
-		}
-		if t < f.MaxToken[svc] {
-			return fmt.Sprintf("fencing token went backwards: %s's app of %s started with %d after %d was handed out", n, svc, t, f.MaxToken[svc])
 		}
 		f.Tokens[svc+"/"+n] = t
 		f.MaxToken[svc] = max(f.MaxToken[svc], t)
@@ -506,7 +518,7 @@ func (w *World) live(trace []string, f facts, sn seen, within time.Duration) (st
 		return "", nil, err
 	}
 	for _, svc := range w.services() {
-		if up := c.UpOn(svc); len(up) != 1 {
+		if up := c.UpOn(svc); len(up) != w.most(svc) {
 			return fmt.Sprintf("%s up on %d nodes %s after the faults stopped", svc, len(up), within), tail, nil
 		}
 	}
@@ -518,12 +530,30 @@ func (w *World) live(trace []string, f facts, sn seen, within time.Duration) (st
 func (w *World) liveScript(lines []string) string {
 	s := w.Script(lines)
 	for _, svc := range w.services() {
-		s += "expect " + svc + " up on 1 node\n"
+		s += fmt.Sprintf("expect %s up on %d node\n", svc, w.most(svc))
 	}
 	return s
 }
 
-// services are the failover services checked.
+// most is how many instances of svc may run at once: the flex_max of a
+// flex service, 1 for a failover one.
+func (w *World) most(svc string) int {
+	if svc == w.Service && w.Flex > 0 {
+		return w.Flex
+	}
+	return 1
+}
+
+// startsTooMany are the starts of svc that began while most(svc) were
+// active on other nodes (the simulation's start observer).
+func (w *World) startsTooMany(c *sim.Cluster, svc string) []string {
+	if k := w.most(svc); k > 1 {
+		return c.StartsCrowded(svc, k)
+	}
+	return c.StartOverlaps(svc)
+}
+
+// services are the services checked.
 func (w *World) services() []string { return append([]string{w.Service}, w.Also...) }
 
 // Check explores w breadth-first up to b and returns what it saw, with the
@@ -711,7 +741,11 @@ func (w *World) Script(trace []string) string {
 	lines = append(lines, w.Warmup)
 	lines = append(lines, trace...)
 	for _, svc := range w.services() {
-		lines = append(lines, "expect "+svc+" never twice", "expect "+svc+" started alone", "expect "+svc+" acks kept")
+		if k := w.most(svc); k > 1 {
+			lines = append(lines, fmt.Sprintf("expect %s at most %d up", svc, k), fmt.Sprintf("expect %s started within %d", svc, k), "expect "+svc+" tokens forward", "expect "+svc+" acks kept")
+			continue
+		}
+		lines = append(lines, "expect "+svc+" never twice", "expect "+svc+" started alone", "expect "+svc+" tokens forward", "expect "+svc+" acks kept")
 	}
 	for _, n := range w.Nodes {
 		lines = append(lines, "expect "+n+" never revived")

@@ -26,6 +26,7 @@ var plantedCases = []struct {
 	{planted.LateAlive, heldOnly(OnPath2()), Bounds{Depth: 5, Faults: 2}},
 	{planted.AckFailedWrite, Admin2(), Bounds{Depth: 4, Faults: 1, Admin: 1}},
 	{planted.GaveUpKeeps, WithoutCrashes(Ladder2()), Bounds{Depth: 7, Faults: 3}},
+	{planted.FlexNoGate, Flex3(), Bounds{Depth: 4, Faults: 1}},
 }
 
 // lean is w without the one-way losses, the pauses and the failed stops

@@ -7,7 +7,7 @@ import (
 
 // Worlds are the worlds of the checker, in the order of docs/model.md.
 func Worlds() []*World {
-	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2(), Two2(), Ladder2()}
+	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2(), Two2(), Ladder2(), Flex3()}
 }
 
 // The worlds of the first slice: 2 or 3 nodes and 1 failover service (an
@@ -171,4 +171,29 @@ func WithoutCrashes(w *World) *World {
 	c.Name += "-nocrash"
 	c.NoCrash = true
 	return &c
+}
+
+// Flex3 is 3 nodes with quorum on (3 votes, no arbitrator) and one flex
+// service, web, of flex_target 2 = flex_max 2 (an app only): it runs on n1
+// and n2 at the end of the warm-up, n3 is the spare. The moves are time,
+// crashes, daemon stops (maintenance) and starts, one node partitioned
+// from the two others and the heal, a daemon paused 6s, and the death of
+// web's app on a node where it runs. Its stops take 5s, so that a lost
+// node's instance still runs while the others may claim its slot.
+func Flex3() *World {
+	return &World{
+		Name: "flex3",
+		Setup: []string{
+			"cluster n1 n2 n3 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop guard=true",
+			"service web nodes=n1,n2,n3 orchestrate=ha topology=flex flex_target=2 flex_max=2 stop=5s monitor=true",
+		},
+		Warmup:      "run 12s",
+		Nodes:       []string{"n1", "n2", "n3"},
+		Service:     "web",
+		Flex:        2,
+		Step:        "run 3s",
+		DaemonStops: true,
+		Pause:       "6s",
+		Kills:       true,
+	}
 }
