@@ -325,12 +325,12 @@ func TestPairKeysForgedFrameOnRealTransport(t *testing.T) {
 		_, bad := ev.Data.Services["forged-by-n2"]
 		return bad
 	}
-	for deadline := time.Now().Add(5 * time.Second); w3.hb.Stats().NotOwnKey-before < uint64(len(frames)) && time.Now().Before(deadline); {
-		if _, bad := w3.find(0, isForged); bad {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// until n3 judged the three frames: counted as refused, or (the
+	// failure) one taken as n1's data. find polls its events, the one of
+	// n1's data found above among them, so the count is read at each poll.
+	w3.find(5*time.Second, func(ev Event) bool {
+		return isForged(ev) || w3.hb.Stats().NotOwnKey-before >= uint64(len(frames))
+	})
 	if _, bad := w3.find(0, isForged); bad {
 		t.Fatal("n3 took the insider's frame as n1's data")
 	}
