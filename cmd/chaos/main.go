@@ -54,6 +54,7 @@ func run(args []string) int {
 	oneVote := fs.Bool("onevote", false, "the arbitrator is Haven's one-vote arbitrator (haven://) instead of a plain HTTP one (2-node clusters fail over without a fence)")
 	ocfMode := fs.Bool("ocf", false, "the test services are OCF agents (the app behind ocf:chaos:app, with ocf:heartbeat:Dummy; needs resource-agents)")
 	diskMode := fs.Bool("disk", false, "a disk-fence round: [hb.disk] fence = true on every node (a file of the work directory), quorum on, DiskFence drawn too (docs/chaos.md)")
+	noFlex := fs.Bool("no-flex", false, "leave out the flex test service (flex1, flex_target = nodes - 1) that every round runs beside the failover ones")
 	quorum := fs.String("quorum", chaos.QuorumMixed, "cluster.quorum of the round: mixed (changed between tests as they ask), on, or off (docs/chaos.md)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: chaos [flags] | chaos check-journal FILE | chaos bed [-nodes N] [-quorum]")
@@ -102,7 +103,7 @@ func run(args []string) int {
 			}
 		}
 	}
-	cfg := chaos.Config{Bin: abs, Previous: prev, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, OneVote: *oneVote, Links: *links, OCF: *ocfMode, Disk: *diskMode}
+	cfg := chaos.Config{Bin: abs, Previous: prev, Nodes: *nodes, Seed: *seed, Duration: *duration, Tests: split(*tests), Only: split(*only), Keep: *keep, Out: os.Stdout, StopOnFailure: *stopOnFailure, Quorum: *quorum, OneVote: *oneVote, Links: *links, OCF: *ocfMode, Disk: *diskMode, NoFlex: *noFlex}
 	cfg.Stop, cfg.Abort = interrupts()
 	cfg.Aborted = func() { os.Exit(130) }
 	rep, err := chaos.Run(cfg)
@@ -160,7 +161,8 @@ func split(s string) []string {
 	return out
 }
 
-// checkJournal prints every overlap of a journal; exit 1 when there is one.
+// checkJournal prints every overlap of a journal (a flex service: every
+// time above its flex_max); exit 1 when there is one.
 func checkJournal(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "usage: chaos check-journal FILE")
@@ -171,7 +173,13 @@ func checkJournal(args []string) int {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		return 2
 	}
-	ov := chaos.Overlaps(ev)
+	// a round keeps its flex services' flex_max beside the journal
+	lim, err := chaos.ReadLimits(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	ov := chaos.Excess(ev, lim)
 	for _, o := range ov {
 		fmt.Println(o)
 	}

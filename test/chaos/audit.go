@@ -38,9 +38,10 @@ func newLedger() Ledger {
 }
 
 // stable checks that every node's daemon runs and sees every other up and
-// idle, and that every service is up on exactly one node, the same in
-// every view and in the journal. It returns where each service runs, or
-// why the cluster is not stable.
+// idle, and that every failover service is up on exactly one node and
+// every flex service on as many as it may (stableFlex), the same in every
+// view and in the journal. It returns where each service runs (a flex
+// service's nodes joined by "+"), or why the cluster is not stable.
 func (c *Cluster) stable() (map[string]string, error) {
 	where := map[string]string{}
 	for _, n := range c.Names {
@@ -89,18 +90,68 @@ func (c *Cluster) stable() (map[string]string, error) {
 			}
 			where[s.Name] = up[0]
 		}
+		for _, s := range c.Flex {
+			up, err := c.stableFlex(n, &st, s)
+			if err != nil {
+				return nil, err
+			}
+			if w, ok := where[s.Name]; ok && w != up {
+				return nil, fmt.Errorf("%s sees %s up on %s, another view on %s", n, s.Name, up, w)
+			}
+			where[s.Name] = up
+		}
 	}
 	ev, err := ReadJournal(c.Journal)
 	if err != nil {
 		return nil, err
 	}
 	up := UpAt(ev)
-	for _, s := range c.Services {
-		if !slices.Equal(up[s.Name], []string{where[s.Name]}) {
+	for _, s := range c.all() {
+		if !slices.Equal(up[s.Name], flexNodes(where[s.Name])) {
 			return nil, fmt.Errorf("the journal has %s up on %v, the daemons on %s", s.Name, up[s.Name], where[s.Name])
 		}
 	}
 	return where, nil
+}
+
+// stableFlex checks view st (node n's) of a flex service: every instance
+// known and idle, and as many up as its target allows: flex_target, or
+// fewer when fewer nodes may host one (a frozen node starts nothing, and
+// keeps what it runs). It returns the nodes up, joined by "+".
+func (c *Cluster) stableFlex(n string, st *dataset.ClusterStatus, s Service) (string, error) {
+	var up []string
+	hosts := 0
+	for _, o := range s.Nodes {
+		i, ok := st.Services[s.Name].Instances[o]
+		if !ok {
+			return "", fmt.Errorf("%s does not know the instance of %s on %s yet", n, s.Name, o)
+		}
+		if m := i.Monitor.State; m != dataset.Idle {
+			return "", fmt.Errorf("%s sees %s on %s %s", n, s.Name, o, m)
+		}
+		if i.Stale || i.Avail == dataset.StatusUnknown || i.Avail == "" {
+			return "", fmt.Errorf("%s does not know the instance of %s on %s yet", n, s.Name, o)
+		}
+		if i.Avail == dataset.StatusUp {
+			up = append(up, o)
+		}
+		if i.Avail == dataset.StatusUp || !st.Nodes[o].Frozen {
+			hosts++
+		}
+	}
+	if want := min(s.Flex, hosts); len(up) != want {
+		return "", fmt.Errorf("%s sees %s up on %v, want %d of them (flex_target %d, %d nodes may host one)", n, s.Name, up, want, s.Flex, hosts)
+	}
+	return strings.Join(up, "+"), nil
+}
+
+// flexNodes are the nodes of a where entry: one for a failover service,
+// those joined by "+" for a flex service.
+func flexNodes(w string) []string {
+	if w == "" {
+		return nil
+	}
+	return strings.Split(w, "+")
 }
 
 // waitStable polls stable until it holds or d passes.
@@ -122,8 +173,8 @@ func (c *Cluster) waitStable(d time.Duration) (map[string]string, error) {
 func (c *Cluster) sameConfigs() error {
 	ref := c.Nodes[c.Names[0]]
 	files, _ := filepath.Glob(filepath.Join(ref.Root, "etc", "services", "*.toml"))
-	if len(files) != len(c.Services) {
-		return fmt.Errorf("%s holds %d service configs, want %d", ref.Name, len(files), len(c.Services))
+	if len(files) != len(c.all()) {
+		return fmt.Errorf("%s holds %d service configs, want %d", ref.Name, len(files), len(c.all()))
 	}
 	for _, f := range files {
 		want, err := os.ReadFile(f)
@@ -256,12 +307,12 @@ func isApp(pid int, app string) bool {
 }
 
 // leaks lists the app processes that no up instance accounts for: one per
-// service, on the node where it is up, whose pid is in its pid file.
+// service and node where it is up, whose pid is in its pid file.
 func (c *Cluster) leaks(where map[string]string) []string {
 	var bad []string
-	for _, s := range c.Services {
+	for _, s := range c.all() {
 		for pid, n := range c.appProcs(s.Name) {
-			if n != where[s.Name] {
+			if !slices.Contains(flexNodes(where[s.Name]), n) {
 				bad = append(bad, fmt.Sprintf("%s: process %d on %s, the service is up on %s", s.Name, pid, n, where[s.Name]))
 				continue
 			}
@@ -297,7 +348,7 @@ func (c *Cluster) Audit(lastFault time.Time, fromLine int, promised bool, l Ledg
 	if ev, err := ReadJournal(c.Journal); err != nil {
 		fail("journal: %v", err)
 	} else {
-		for _, o := range Overlaps(ev) {
+		for _, o := range Excess(ev, c.limits()) {
 			if o.Line <= fromLine {
 				continue
 			}

@@ -50,9 +50,13 @@ type Cluster struct {
 	Work     string
 	Journal  string
 	Services []Service
-	arb      *http.Server
-	mounts   []string
-	logSeen  map[string]int64 // audits: how much of each log was read
+	// Flex are the flex test services (one, flex1, on every node with
+	// flex_target = flex_max = nodes - 1), unless Config.NoFlex or a
+	// round with the previous release (which has no flex topology)
+	Flex    []Service
+	arb     *http.Server
+	mounts  []string
+	logSeen map[string]int64 // audits: how much of each log was read
 	// quorum is the mode the daemons run now (cluster.quorum); members is
 	// the [nodes] section and secret the cluster's, to write cluster.toml
 	// again when the mode changes (SetQuorum)
@@ -86,10 +90,24 @@ func (c *Cluster) clusterToml(quorum bool) string {
 		c.secret, quorum, c.members, uri, arbTimeout)
 }
 
-// Service is one failover test service and the nodes it may run on.
+// Service is one test service and the nodes it may run on. Flex is the
+// flex_target (and flex_max) of a flex service, 0 for a failover service.
 type Service struct {
 	Name  string
 	Nodes []string
+	Flex  int
+}
+
+// all are the failover services, then the flex ones.
+func (c *Cluster) all() []Service { return append(slices.Clone(c.Services), c.Flex...) }
+
+// limits are the flex services' flex_max, for the journal's audit.
+func (c *Cluster) limits() Limits {
+	l := Limits{}
+	for _, s := range c.Flex {
+		l[s.Name] = s.Flex
+	}
+	return l
 }
 
 // App is the path of the service's process: a link to sleep whose name
@@ -303,7 +321,7 @@ func (c *Cluster) writeScripts() error {
 	if err := writeFile(filepath.Join(c.Work, "node-action.sh"), fmt.Sprintf(nodeActionScript, c.NodeActions()), 0o755); err != nil {
 		return err
 	}
-	for _, s := range c.Services {
+	for _, s := range c.all() {
 		if err := os.Symlink(sleep, c.App(s.Name)); err != nil && !os.IsExist(err) {
 			return err
 		}
@@ -314,35 +332,52 @@ func (c *Cluster) writeScripts() error {
 	return nil
 }
 
-// ServiceConfig is the config of a failover test service.
+// ServiceConfig is the config of a test service. A flex service's app is
+// the failover services' one, in OCF rounds too.
 func (c *Cluster) ServiceConfig(s Service) string {
 	q := make([]string, len(s.Nodes))
 	for i, n := range s.Nodes {
 		q[i] = fmt.Sprintf("%q", n)
 	}
-	if c.cfg.OCF {
+	if c.cfg.OCF && s.Flex == 0 {
 		return c.ocfServiceConfig(s)
+	}
+	topology := ""
+	if s.Flex > 0 {
+		topology = fmt.Sprintf("topology = \"flex\"\nflex_target = %d\n", s.Flex)
 	}
 	args := " {name} {nodename} {var}"
 	// the restart ladder: a killed app is restarted in place, and once
-	// its restarts are spent the service switches (ResourceRecover)
-	return fmt.Sprintf("[DEFAULT]\norchestrate = \"ha\"\nnodes = [%s]\nmonitor_action = \"switch\"\n\n[app.main]\nstart = %q\nstop = %q\ncheck = %q\ntimeout = %q\nmonitor = true\nrestart = %d\nrestart_delay = %q\n",
-		strings.Join(q, ", "), filepath.Join(c.Work, "start.sh")+args, filepath.Join(c.Work, "stop.sh")+args, filepath.Join(c.Work, "check.sh")+args,
+	// its restarts are spent the service switches (ResourceRecover; a
+	// flex instance moves to another node)
+	return fmt.Sprintf("[DEFAULT]\norchestrate = \"ha\"\n%snodes = [%s]\nmonitor_action = \"switch\"\n\n[app.main]\nstart = %q\nstop = %q\ncheck = %q\ntimeout = %q\nmonitor = true\nrestart = %d\nrestart_delay = %q\n",
+		topology, strings.Join(q, ", "), filepath.Join(c.Work, "start.sh")+args, filepath.Join(c.Work, "stop.sh")+args, filepath.Join(c.Work, "check.sh")+args,
 		appTimeout, ladderRestarts, ladderDelay)
 }
 
 // CreateServices installs one failover service per rotation of the nodes
-// (svc1 prefers n1, svc2 prefers n2...), at most max of them, from node n1.
-func (c *Cluster) CreateServices(max int) error {
-	for i := 0; i < max && i < len(c.Names); i++ {
+// (svc1 prefers n1, svc2 prefers n2...), at most count of them, and the flex
+// service, from node n1.
+func (c *Cluster) CreateServices(count int) error {
+	for i := 0; i < count && i < len(c.Names); i++ {
 		nodes := append(slices.Clone(c.Names[i:]), c.Names[:i]...)
 		c.Services = append(c.Services, Service{Name: fmt.Sprintf("svc%d", i+1), Nodes: nodes})
+	}
+	if !c.cfg.NoFlex && c.cfg.Previous == "" {
+		c.Flex = append(c.Flex, Service{Name: "flex1", Nodes: slices.Clone(c.Names), Flex: max(1, len(c.Names)-1)})
 	}
 	if err := c.writeScripts(); err != nil {
 		return err
 	}
+	var lim strings.Builder
+	for s, n := range c.limits() {
+		fmt.Fprintf(&lim, "%s %d\n", s, n)
+	}
+	if err := writeFile(LimitsPath(c.Journal), lim.String(), 0o644); err != nil {
+		return err
+	}
 	n := c.Nodes[c.Names[0]]
-	for _, s := range c.Services {
+	for _, s := range c.all() {
 		cfg := filepath.Join(c.Work, s.Name+".toml")
 		if err := writeFile(cfg, c.ServiceConfig(s), 0o644); err != nil {
 			return err

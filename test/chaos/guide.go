@@ -24,7 +24,11 @@ func (c *Cluster) Guide() string {
 	for _, s := range c.Services {
 		svcs = append(svcs, fmt.Sprintf("%s (nodes %s)", s.Name, strings.Join(s.Nodes, ",")))
 	}
-	fmt.Fprintf(&b, "Failover services: %s; their app is a sleep, journaled in %s.\n\n", strings.Join(svcs, ", "), c.Journal)
+	fmt.Fprintf(&b, "Failover services: %s; their app is a sleep, journaled in %s.\n", strings.Join(svcs, ", "), c.Journal)
+	for _, s := range c.Flex {
+		fmt.Fprintf(&b, "Flex service: %s, flex_target = flex_max = %d on %s, the same app.\n", s.Name, s.Flex, strings.Join(s.Nodes, ","))
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "Try, in another shell (as root):\n")
 	fmt.Fprintf(&b, "  %s --root %s --watch                         the cluster as %s sees it\n", filepath.Join(bin, "svcmon"), c.Nodes[n1].Root, n1)
 	fmt.Fprintf(&b, "  %s --root %s -s svc1 switch --to %s --wait     move a service\n", filepath.Join(bin, "svcmgr"), c.Nodes[n1].Root, n2)
@@ -32,7 +36,7 @@ func (c *Cluster) Guide() string {
 	fmt.Fprintf(&b, "  ip netns exec %s %s --root %s daemon start   start it again (in its namespace)\n", c.Bed.NS[n1], filepath.Join(bin, "nodemgr"), c.Nodes[n1].Root)
 	fmt.Fprintf(&b, "  ip netns exec %s iptables -I INPUT -i %s -j DROP   cut %s off (-D instead of -I heals)\n", c.Bed.NS[n1], Dev, n1)
 	fmt.Fprintf(&b, "  ip -n %s link set %s down                   pull %s's cable (up again: link set %s up)\n", c.Bed.NS[n1], Dev, n1, Dev)
-	fmt.Fprintf(&b, "  %s check-journal %s       did a service ever run twice?\n", filepath.Join(bin, "chaos"), c.Journal)
+	fmt.Fprintf(&b, "  %s check-journal %s       did a service ever run twice (a flex one above flex_max)?\n", filepath.Join(bin, "chaos"), c.Journal)
 	fmt.Fprintf(&b, "\nCtrl-C stops the daemons and the services and removes the namespaces and the work directory.\n")
 	return b.String()
 }

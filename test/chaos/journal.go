@@ -2,8 +2,10 @@ package chaos
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -59,13 +61,15 @@ func ReadJournal(path string) ([]Event, error) {
 	return ParseJournal(f, path)
 }
 
-// Overlap is a time during which a failover service was up on more than
-// one node according to the journal.
+// Overlap is a time during which a service was up on more nodes than it
+// may be according to the journal: more than one for a failover service,
+// more than its flex_max for a flex service (Limits).
 type Overlap struct {
 	Svc        string
 	Nodes      []string // every node up during the overlap
 	Start, End float64  // End is 0 while it lasts
 	Line       int      // the start line that opened it
+	Max        int      // the most it may run on at once (1: failover)
 }
 
 func (o Overlap) String() string {
@@ -73,13 +77,21 @@ func (o Overlap) String() string {
 	if o.End > 0 {
 		end = fmt.Sprintf("for %.2fs", o.End-o.Start)
 	}
+	if o.Max > 1 {
+		return fmt.Sprintf("%s up on %s at once (flex_max %d) from t=%.2f (journal line %d), %s", o.Svc, strings.Join(o.Nodes, "+"), o.Max, o.Start, o.Line, end)
+	}
 	return fmt.Sprintf("%s up on %s at once from t=%.2f (journal line %d), %s", o.Svc, strings.Join(o.Nodes, "+"), o.Start, o.Line, end)
 }
 
-// Overlaps lists every overlap of up intervals per service, in order.
-// A stop of a node that was not up is ignored (the suite and the stop
-// script may both record one death).
-func Overlaps(events []Event) []Overlap {
+// Overlaps lists every overlap of up intervals per service, in order, each
+// service taken as a failover service (never up on two nodes at once).
+func Overlaps(events []Event) []Overlap { return Excess(events, nil) }
+
+// Excess lists every time a service was up on more nodes than its limit
+// (limits[svc]; 1 when absent: a failover service), in order. A stop of a
+// node that was not up is ignored (the suite and the stop script may both
+// record one death).
+func Excess(events []Event, limits Limits) []Overlap {
 	up := map[string]map[string]bool{}
 	open := map[string]*Overlap{}
 	var out []*Overlap
@@ -89,9 +101,10 @@ func Overlaps(events []Event) []Overlap {
 			set = map[string]bool{}
 			up[e.Svc] = set
 		}
+		most := limits.Of(e.Svc)
 		if e.Kind == "start" {
 			set[e.Node] = true
-			if len(set) < 2 {
+			if len(set) <= most {
 				continue
 			}
 			if o := open[e.Svc]; o != nil {
@@ -100,13 +113,13 @@ func Overlaps(events []Event) []Overlap {
 				}
 				continue
 			}
-			o := &Overlap{Svc: e.Svc, Nodes: slices.Sorted(maps.Keys(set)), Start: e.T, Line: e.Line}
+			o := &Overlap{Svc: e.Svc, Nodes: slices.Sorted(maps.Keys(set)), Start: e.T, Line: e.Line, Max: most}
 			open[e.Svc] = o
 			out = append(out, o)
 			continue
 		}
 		delete(set, e.Node)
-		if o := open[e.Svc]; o != nil && len(set) < 2 {
+		if o := open[e.Svc]; o != nil && len(set) <= most {
 			o.End = e.T
 			delete(open, e.Svc)
 		}
@@ -117,6 +130,48 @@ func Overlaps(events []Event) []Overlap {
 		res[i] = *o
 	}
 	return res
+}
+
+// Limits are the services that may run on more than one node at once (the
+// flex services: their flex_max), by name. The suite writes them beside
+// the journal (LimitsPath), so that `chaos check-journal` judges a kept
+// journal as the round did.
+type Limits map[string]int
+
+// Of is the most nodes svc may run on at once.
+func (l Limits) Of(svc string) int {
+	if n, ok := l[svc]; ok && n > 0 {
+		return n
+	}
+	return 1
+}
+
+// LimitsPath is where the limits of the journal at path are kept.
+func LimitsPath(journal string) string { return journal + ".limits" }
+
+// ReadLimits reads the limits kept beside a journal: lines `<service>
+// <max>`. No file is no limit (every service a failover one).
+func ReadLimits(journal string) (Limits, error) {
+	b, err := os.ReadFile(LimitsPath(journal))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	l := Limits{}
+	for i, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		n, err := strconv.Atoi(f[len(f)-1])
+		if len(f) != 2 || err != nil || n < 1 {
+			return nil, fmt.Errorf("%s:%d: want `<service> <max>`, got %q", LimitsPath(journal), i+1, line)
+		}
+		l[f[0]] = n
+	}
+	return l, nil
 }
 
 // UpAt lists, per service, the nodes up after the events (sorted).

@@ -13,9 +13,12 @@ import (
 
 // Config of a chaos round.
 type Config struct {
-	Bin      string        // directory of nodemgr, haven-guard, svcmgr, svcmon
-	Nodes    int           // cluster size (3)
-	Services int           // failover test services (2)
+	Bin      string // directory of nodemgr, haven-guard, svcmgr, svcmon
+	Nodes    int    // cluster size (3)
+	Services int    // failover test services (2)
+	// NoFlex leaves out the flex test service (Cluster.Flex) that every
+	// round runs otherwise
+	NoFlex   bool
 	Seed     uint64        // picks the tests and their choices
 	Duration time.Duration // tests start until then
 	Tests    []string      // replay this sequence instead of picking at random
@@ -228,7 +231,11 @@ func Run(cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("set-up: %w", err)
 	}
 	rep.Setup = time.Since(rep.Started)
-	fmt.Fprintf(cfg.Out, "chaos: seed %d, %d nodes, %d link(s) each, %d services, quorum %s%s, cluster up in %s\n", cfg.Seed, len(c.Names), cfg.Links, len(c.Services), cfg.Quorum,
+	flex := ""
+	for _, s := range c.Flex {
+		flex += fmt.Sprintf(" + flex %s (%d of %d)", s.Name, s.Flex, len(s.Nodes))
+	}
+	fmt.Fprintf(cfg.Out, "chaos: seed %d, %d nodes, %d link(s) each, %d services%s, quorum %s%s, cluster up in %s\n", cfg.Seed, len(c.Names), cfg.Links, len(c.Services), flex, cfg.Quorum,
 		map[bool]string{true: ", fencing disk " + c.DiskPath()}[cfg.Disk], rep.Setup.Round(100*time.Millisecond))
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6861766e))
 	ledger := newLedger()

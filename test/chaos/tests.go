@@ -113,7 +113,7 @@ func (c *Cluster) noAppRunning(within time.Duration) error {
 	var left []string
 	err := waitUntil(within, func() bool {
 		left = nil
-		for _, s := range c.Services {
+		for _, s := range c.all() {
 			for pid, n := range c.appProcs(s.Name) {
 				left = append(left, fmt.Sprintf("%s pid %d on %s", s.Name, pid, n))
 			}
