@@ -140,6 +140,11 @@ type HBStatus struct {
 	Rejected   uint64 `json:"rejected"`
 	Dropped    uint64 `json:"dropped"`
 	SendErrors uint64 `json:"send_errors"`
+	// NotOwnKey counts, of Rejected, the frames not sealed with the node
+	// key of the member they claim to be from (per-node keys: another
+	// holder of the cluster secret speaking as that member, or a member
+	// in an earlier step of cluster.node_keys_mode).
+	NotOwnKey uint64 `json:"not_own_key,omitempty"`
 }
 
 // StopRequest asks the daemon to stop. Mode "stop" leaves services running

@@ -280,6 +280,7 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 	ds.HB.Sent, ds.HB.Received = s.Sent, s.Received
 	ds.HB.FullsSent, ds.HB.DeltasSent, ds.HB.NeedsSent = s.FullsSent, s.DeltasSent, s.NeedsSent
 	ds.HB.Rejected, ds.HB.Dropped, ds.HB.SendErrors = s.Rejected, s.Dropped, s.SendErrors
+	ds.HB.NotOwnKey = s.NotOwnKey
 	ds.HB.ProbesSent, ds.HB.ProbesAnswered = s.ProbesSent, s.ProbesAnswered
 	return ds
 }

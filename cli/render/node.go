@@ -77,7 +77,13 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	hb.add(c(" fulls/deltas"), c(strconv.FormatUint(d.HB.FullsSent, 10)+" / "+strconv.FormatUint(d.HB.DeltasSent, 10)))
 	hb.add(c(" needs sent"), c(strconv.FormatUint(d.HB.NeedsSent, 10)))
 	hb.add(c(" probes sent/answered"), c(strconv.FormatUint(d.HB.ProbesSent, 10)+" / "+strconv.FormatUint(d.HB.ProbesAnswered, 10)))
-	hb.add(c(" rejected"), c(strconv.FormatUint(d.HB.Rejected, 10)))
+	rejected := strconv.FormatUint(d.HB.Rejected, 10)
+	if d.HB.NotOwnKey > 0 {
+		// a member's frames sealed without its own node key: forged by
+		// another holder of the secret, or a node_keys_mode step skipped
+		rejected += fmt.Sprintf(" (%d NOT SEALED WITH THEIR SENDER'S NODE KEY)", d.HB.NotOwnKey)
+	}
+	hb.add(c(" rejected"), c(rejected))
 	hb.add(c(" dropped"), c(strconv.FormatUint(d.HB.Dropped, 10)+" ("+strconv.FormatUint(d.HB.SendErrors, 10)+" send errors)"))
 
 	if dk := d.Disk; dk != nil {

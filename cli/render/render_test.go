@@ -415,6 +415,12 @@ func TestNodeStatus(t *testing.T) {
 	if out := NodeStatus(two, now); !strings.Contains(out, "addr                  10.0.0.1:10000, 10.1.0.1:10000 (a link each)") {
 		t.Errorf("a node of two links:\n%s", out)
 	}
+	// per-node keys: frames that claim a member without its node key are
+	// said apart from the other rejected ones
+	two.HB.Rejected, two.HB.NotOwnKey = 7, 3
+	if out := NodeStatus(two, now); !strings.Contains(out, "rejected              7 (3 NOT SEALED WITH THEIR SENDER'S NODE KEY)") {
+		t.Errorf("frames not sealed with their sender's key:\n%s", out)
+	}
 }
 
 func TestServiceList(t *testing.T) {

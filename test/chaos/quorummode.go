@@ -46,6 +46,7 @@ const (
 
 var quorumUses = map[string]quorumUse{
 	"SplitBrain":      quorumDraw,
+	"Flap":            quorumDraw,
 	"OneWayLoss":      quorumDraw,
 	"PauseActive":     quorumDraw,
 	"DaemonLoss":      quorumDraw,

@@ -59,6 +59,7 @@ var Tests = []*Test{
 	{"ResyncConfig", "freeze, cut a node off, edit a service on both sides, heal: every node holds the same config", testResyncConfig},
 	{"AdminUnderChurn", "switch, takeover, freeze --wait from two nodes while the third restarts: every --wait answers honestly", testAdminUnderChurn},
 	{"DiskFull", "fill (or make read-only) /var of a node, ask it to freeze: refused, or in force", testDiskFull},
+	{"Flap", "a flapping partition: the node running a service cut off and healed again and again for 30 s, each cut and heal 0.2 to 2.5 hb.timeout: with quorum never twice (a flex service never above flex_max), the split freezes end by themselves, every service back", testFlap},
 	{"SplitBrain", "cut the node running a service off from the others (the arbitrator with the majority): with quorum the owner stops and freezes, the majority takes over after its self-stop deadline, never twice; without, both run and one instance is left within 10 s of the heal", testSplitBrain},
 	{"OneWayLoss", "the others stop hearing the node running a service, which still hears them: it must learn it was declared down; then as SplitBrain", testOneWayLoss},
 	{"NearQuorumPoint", "split 1 | 2 with the arbitrator on either side or cut (exactly half of the 4 votes, or one more or less): each side stops or takes over as the vote says (quorum on)", testNearQuorumPoint},
