@@ -98,10 +98,8 @@ func (t *T) crashHost(where map[string]string, n string) error {
 	if err := t.C.Nodes[n].Kill9(); err != nil {
 		return err
 	}
-	for _, s := range servicesOn(where, n) {
-		if err := t.C.killApp(s, n); err != nil {
-			return err
-		}
+	if err := t.C.killAppsOn(where, n); err != nil {
+		return err
 	}
 	return t.C.Bed.Cut(n)
 }

@@ -305,15 +305,13 @@ func (t *T) onPathWithheld() error {
 	defer t.C.Bed.Heal()
 	time.Sleep(2*time.Second + time.Duration(t.Rand.Int64N(int64(2*time.Second))))
 	svcs := servicesOn(where, n)
-	t.Fault("crash of %s (kill -9 of its daemon and of the apps of %v)", n, svcs)
+	t.Fault("crash of %s (kill -9 of its daemon and of the apps of %v)", n, t.C.appsOn(where, n))
 	nd := t.C.Nodes[n]
 	if err := nd.Kill9(); err != nil {
 		return err
 	}
-	for _, x := range svcs {
-		if err := t.C.killApp(x, n); err != nil {
-			return err
-		}
+	if err := t.C.killAppsOn(where, n); err != nil {
+		return err
 	}
 	to, err := t.C.upOnlyOn(s, others, splitBound)
 	if err != nil {

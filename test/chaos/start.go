@@ -126,6 +126,29 @@ func (t *T) freeNode() (string, error) {
 }
 
 // servicesOn lists the services running on n.
+// appsOn are the services up on n in where: the failover ones
+// (servicesOn), then the flex services with an instance there.
+func (c *Cluster) appsOn(where map[string]string, n string) []string {
+	svcs := servicesOn(where, n)
+	for _, f := range c.Flex {
+		if slices.Contains(flexNodes(where[f.Name]), n) && !slices.Contains(svcs, f.Name) {
+			svcs = append(svcs, f.Name)
+		}
+	}
+	return svcs
+}
+
+// killAppsOn kills (as a host crash does) the apps of every service up on
+// n in where (appsOn).
+func (c *Cluster) killAppsOn(where map[string]string, n string) error {
+	for _, s := range c.appsOn(where, n) {
+		if err := c.killApp(s, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func servicesOn(where map[string]string, n string) []string {
 	var out []string
 	for s, w := range where {

@@ -250,14 +250,12 @@ func testComponentFail(t *T) error {
 	}
 	// a node crash: the daemon and its apps die; the peers fail over
 	svcs := servicesOn(where, n)
-	t.Fault("crash of %s (kill -9 of its daemon and of the apps of %v)", n, svcs)
+	t.Fault("crash of %s (kill -9 of its daemon and of the apps of %v)", n, t.C.appsOn(where, n))
 	if err := nd.Kill9(); err != nil {
 		return err
 	}
-	for _, s := range svcs {
-		if err := t.C.killApp(s, n); err != nil {
-			return err
-		}
+	if err := t.C.killAppsOn(where, n); err != nil {
+		return err
 	}
 	var others []string
 	for _, o := range t.C.Names {
