@@ -36,6 +36,10 @@ type pass struct {
 	// members says every view of the snapshot is a cluster member's: the
 	// columns are every node (aggregate reads them).
 	allMembers bool
+	// usage is the capacity use of the nodes for the services with
+	// requests (nil when none has any), updated with the local decisions
+	// of the pass (step).
+	usage *placement.Usage
 	// bufInsts and bufAlive are the buffers of svcCtx (buffers).
 	bufInsts []placement.InstanceState
 	bufAlive []bool
@@ -337,4 +341,10 @@ func (p *pass) aggregate(svc string) dataset.Status {
 		}
 	}
 	return a.result()
+}
+
+// state is instance without the liveness (placement.NewUsage's reader).
+func (p *pass) state(node, svc string) placement.InstanceState {
+	st, _ := p.instance(node, svc)
+	return st
 }
