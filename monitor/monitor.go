@@ -191,7 +191,7 @@ func step(s Snapshot, only []string, explain string) ([]Decision, *Explanation) 
 		}
 	}
 	p := newPass(&s, names)
-	p.usage = placement.NewUsage(s.Nodes, s.Services, p.state)
+	p.usage = p.capacityUse()
 	aff := &affinityEnv{s: &s, p: p}
 	env := affinity.Env{Presence: aff.presence, Config: aff.config}
 	out := make([]Decision, 0, len(names))

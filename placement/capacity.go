@@ -84,14 +84,9 @@ func NewUsage(views map[string]NodeView, svcs map[string]*config.ServiceConfig, 
 	if len(reqs) == 0 {
 		return nil
 	}
-	u := &Usage{nodes: make(map[string]*NodeUsage, len(views))}
+	u := CapacityOf(views)
 	for name, v := range views {
-		nu := &NodeUsage{}
-		if c := v.Data.Capacity; c != nil {
-			nu.Known = true
-			nu.Capacity = Resources{CPU: config.MilliCPU(c.CPUMilli), Mem: config.Bytes(c.MemBytes)}
-		}
-		u.nodes[name] = nu
+		nu := u.nodes[name]
 		if !v.Alive() {
 			continue
 		}
@@ -106,6 +101,21 @@ func NewUsage(views map[string]NodeView, svcs map[string]*config.ServiceConfig, 
 				nu.Requested = nu.Requested.Add(RequestOf(svcs[svc]))
 			}
 		}
+	}
+	return u
+}
+
+// CapacityOf is the usage of views with nothing requested yet: each
+// node's capacity, for a caller that adds up the requests itself (Hold).
+func CapacityOf(views map[string]NodeView) *Usage {
+	u := &Usage{nodes: make(map[string]*NodeUsage, len(views))}
+	for name, v := range views {
+		nu := &NodeUsage{}
+		if c := v.Data.Capacity; c != nil {
+			nu.Known = true
+			nu.Capacity = Resources{CPU: config.MilliCPU(c.CPUMilli), Mem: config.Bytes(c.MemBytes)}
+		}
+		u.nodes[name] = nu
 	}
 	return u
 }
