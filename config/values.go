@@ -160,15 +160,11 @@ func (dec Decoder) fromText(kw *Keyword, text string) (any, error) {
 		}
 		return text, nil
 	case TypeCPU, TypeSize:
-		// an integer stays one (cores, bytes), cores a number ("0.5");
-		// anything else is kept as written ("500m", "512MiB") and checked
-		// by fromTOML
+		// an integer stays one (cores, bytes); anything else is kept as
+		// a string ("0.5", "500m", "512MiB"), checked by fromTOML
 		t := strings.TrimSpace(text)
 		if i, err := strconv.ParseInt(t, 10, 64); err == nil {
 			return i, nil
-		}
-		if f, err := strconv.ParseFloat(t, 64); err == nil && kw.Type == TypeCPU {
-			return f, nil
 		}
 		return t, nil
 	case TypeList:
