@@ -19,7 +19,7 @@ func TestStatusCapacityShort(t *testing.T) {
 	}
 	views["n1"].Data.Services["big"] = dataset.Instance{Avail: dataset.StatusUp}
 	big := &config.ServiceConfig{Name: "big", Nodes: []string{"n1"}, RequestCPU: 3500}
-	web := &config.ServiceConfig{Name: "web", Nodes: []string{"n1", "n2"}, RequestCPU: 1000}
+	web := &config.ServiceConfig{Name: "web", Nodes: []string{"n1", "n2"}, Orchestrate: "ha", RequestCPU: 1000}
 	usage := placement.NewUsage(views, map[string]*config.ServiceConfig{"big": big, "web": web}, nil)
 	ss := &dataset.ServiceStatus{Avail: dataset.StatusDown, Nodes: web.Nodes,
 		Instances: map[string]dataset.Instance{"n1": {Avail: dataset.StatusDown}, "n2": {Avail: dataset.StatusDown}}}
@@ -33,5 +33,11 @@ func TestStatusCapacityShort(t *testing.T) {
 	ss.Avail = dataset.StatusDown
 	if got := capacityShort(usage, &config.ServiceConfig{Name: "plain", Nodes: web.Nodes}, ss); got != nil {
 		t.Fatalf("no requests: %q", got)
+	}
+	// stopped by the admin (frozen everywhere): not to be started, nothing
+	// is short
+	ss.Frozen, ss.GlobalExpect = "frozen", dataset.ExpectNone
+	if got := capacityShort(usage, web, ss); got != nil {
+		t.Fatalf("frozen: %q", got)
 	}
 }

@@ -290,11 +290,13 @@ func (d *Daemon) capacityUse(st *dataset.ClusterStatus, nodes map[string]dataset
 }
 
 // capacityShort lists, for a service with requests below its target (up
-// nowhere, or fewer up than flex_target), its live nodes where one more
+// nowhere, or fewer up than flex_target) that the daemons are to start
+// (orchestrated, not frozen nor stopped), its nodes where one more
 // instance does not fit, with what is short.
 func capacityShort(usage *placement.Usage, cfg *config.ServiceConfig, ss *dataset.ServiceStatus) []string {
-	if usage == nil || !cfg.HasRequests() {
-		return nil
+	if usage == nil || !cfg.HasRequests() || cfg.Orchestrate == monitor.OrchestrateNo || ss.Frozen == "frozen" ||
+		ss.GlobalExpect == dataset.ExpectStopped || ss.GlobalExpect == dataset.ExpectFrozen {
+		return nil // not to be started: nothing is short
 	}
 	if f := ss.Flex; f != nil && f.Up >= f.Target || f == nil && ss.Avail == dataset.StatusUp {
 		return nil
