@@ -132,3 +132,30 @@ func TestCapacityFlexTarget(t *testing.T) {
 	w.rounds(4, time.Second)
 	wantUp(t, w, "batch stopped", "n1", "n2", "n3")
 }
+
+// An admin start of a service that no node has the capacity for fails
+// fast with the cause (the --wait callers are answered), and the target
+// stays: the service starts once capacity is freed.
+func TestCapacityStartTargetFails(t *testing.T) {
+	w := newWorld(t, "n1", "n2")
+	w.setCapacity("n1", 1000, 0)
+	w.setCapacity("n2", 1000, 0)
+	w.addSvc(&config.ServiceConfig{Name: "a", Nodes: []string{"n1"}, RequestCPU: 1000})
+	w.addSvc(&config.ServiceConfig{Name: "b", Nodes: []string{"n2"}, RequestCPU: 1000})
+	w.rounds(2, time.Second)
+	w.addSvc(&config.ServiceConfig{Name: "c", Nodes: []string{"n1", "n2"}, Orchestrate: OrchestrateNo, RequestCPU: 1000})
+	w.setTarget("c", target(dataset.ExpectStarted, ""))
+	w.rounds(2, time.Second)
+	d := w.step("n1")["c"]
+	want := "no node has the capacity for it: n1: cpu 1 of 1 requested, needs 1; n2: cpu 1 of 1 requested, needs 1"
+	if d.TargetFailed != want {
+		w.dumpLog()
+		t.Fatalf("target failed %q, want %q", d.TargetFailed, want)
+	}
+	w.setInst("n2", "b", func(i *dataset.Instance) { i.Avail, i.Frozen = dataset.StatusDown, true })
+	w.rounds(3, time.Second)
+	if got := w.upOn("c"); !slices.Equal(got, []string{"n2"}) {
+		w.dumpLog()
+		t.Fatalf("c up on %v, want n2 once b stopped", got)
+	}
+}
