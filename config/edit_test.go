@@ -68,6 +68,17 @@ func TestSetGetUnset(t *testing.T) {
 		{"unset", "app#web.nope", "app#web.nope: unknown keyword", true},
 		{"get", "app#ghost.start", "no section [app.ghost]", true},
 		{"get", "DEFAULT", "DEFAULT.DEFAULT: unknown keyword", true},
+		{"get", "DEFAULT.request_cpu", "0", false},
+		{"set", "DEFAULT.request_cpu=0.5", "", false},
+		{"get", "DEFAULT.request_cpu", "0.5", false},
+		{"set", "DEFAULT.request_cpu=250m", "", false},
+		{"get", "DEFAULT.request_cpu", "0.25", false},
+		{"set", "DEFAULT.request_cpu=-1", "DEFAULT.request_cpu: cpu -1 out of range", true},
+		{"set", "DEFAULT.request_mem=1536MiB", "", false},
+		{"get", "DEFAULT.request_mem", "1536MiB", false},
+		{"set", "DEFAULT.request_mem=2GiB", "", false},
+		{"get", "DEFAULT.request_mem", "2GiB", false},
+		{"set", "DEFAULT.request_mem=lots", `DEFAULT.request_mem: invalid size "lots"`, true},
 	}
 	for _, st := range steps {
 		var out []byte

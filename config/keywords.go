@@ -18,6 +18,8 @@ const (
 	TypeMap           // a table of strings
 	TypeEnum          // a string among Allowed
 	TypeCount         // a TOML integer, or the string "all" (CountAll)
+	TypeCPU           // a number of cores: 2, 0.5 or "500m" (MilliCPU)
+	TypeSize          // an amount of memory: bytes, or "512MiB", "2G" (Bytes)
 )
 
 // CountAll is the Go value of a TypeCount keyword set to "all".
@@ -41,6 +43,10 @@ func (t Type) String() string {
 		return "enum"
 	case TypeCount:
 		return "count"
+	case TypeCPU:
+		return "cpu"
+	case TypeSize:
+		return "size"
 	}
 	return "?"
 }
@@ -102,6 +108,10 @@ var Keywords = []Keyword{
 		Doc: "The node name. Default: the short host name, lowercased."},
 	{Section: SectionNode, Key: "labels", Type: TypeMap, Field: "Labels",
 		Doc: "Free labels, seen by the constraints as `node.labels` (`env` also as `node.env`). Example: `{ env = \"PRD\", az = \"a\" }`."},
+	{Section: SectionNode, Key: "capacity_cpu", Type: TypeCPU, Default: "0", Field: "CapacityCPU",
+		Doc: "The CPU cores this node offers to the services' requests (`request_cpu`): a number with at most 3 decimals (`16`, `7.5`) or thousandths of a core (`\"7500m\"`). 0 (the default): the host's number of CPUs. Published to the peers; placement never starts an instance on a node where the requests of the instances running, stopping, starting or claiming there (every service), plus this one, exceed it (docs/behaviour.md 1.8). Read at start."},
+	{Section: SectionNode, Key: "capacity_mem", Type: TypeSize, Default: "0", Field: "CapacityMem",
+		Doc: "The memory this node offers to the services' requests (`request_mem`): bytes, or a number with a unit (`\"60GiB\"`, `\"64G\"`; KiB, MiB, GiB, TiB are powers of 1024, KB, MB, GB, TB of 1000). 0 (the default): the host's total memory (`MemTotal` of /proc/meminfo). Keep some for the system: e.g. the host's memory less what the OS and the daemon use. Read at start."},
 	{Section: SectionNode, Key: "ready_period", Type: TypeDuration, Default: "16s", Field: "ReadyPeriod",
 		Doc: "The contest window: how long an instance stays `ready` before the orchestrator starts it, so that a better placed peer can claim the start. Must be more than 0 (0 is refused: without a window two nodes could start the same service); for a fast failover use a short one such as `500ms`, longer than a delta takes to reach every peer."},
 	{Section: SectionNode, Key: "ready_fast_ack", Type: TypeBool, Default: "false", Field: "ReadyFastAck",
@@ -199,6 +209,10 @@ var Keywords = []Keyword{
 		Doc: "With `topology = \"flex\"`: below this many instances up the service is `down`; from it to below `flex_target` it is `warn`, at the target `up`. At most `flex_target`."},
 	{Section: SectionDefault, Key: "flex_max", Type: TypeInt, Default: "0", Field: "FlexMax",
 		Doc: "With `topology = \"flex\"`: never more instances up than this, with `cluster.quorum` on (through splits, crashes, restarts and paused daemons). Default (0): `flex_target`. At least `flex_target`, at most the number of the service's nodes (with `nodes = [\"*\"]`, the cluster's members, checked by `create` and `set`)."},
+	{Section: SectionDefault, Key: "request_cpu", Type: TypeCPU, Default: "0", Field: "RequestCPU",
+		Doc: "The CPU cores one instance of the service needs (`0.5`, `2`, `\"250m\"`), for failover and flex services. Placement starts an instance only on a node whose `capacity_cpu` holds the requests of every instance running, stopping, starting or claiming there (every service) plus this one; a running instance is never stopped for it. 0 (the default): no request, the service is never held back by capacity. A request, not a limit: nothing caps what the instance uses (docs/operations.md, \"Sizing: requests and capacity\")."},
+	{Section: SectionDefault, Key: "request_mem", Type: TypeSize, Default: "0", Field: "RequestMem",
+		Doc: "The memory one instance of the service needs (`\"512MiB\"`, `\"2G\"`), checked against the nodes' `capacity_mem` as `request_cpu` is against `capacity_cpu`. 0 (the default): no request."},
 	{Section: SectionDefault, Key: "orchestrate", Type: TypeEnum, Default: "no", Allowed: []string{"no", "start", "ha"}, Field: "Orchestrate",
 		Doc: "`no`: the daemon starts nothing by itself; `start`: start the service once on the placement leader; `ha`: also fail it over when its instance or node fails."},
 	{Section: SectionDefault, Key: "placement", Type: TypeEnum, Default: "nodes order", Allowed: []string{"nodes order", "load avg", "spread", "score", "none"}, Field: "Placement",

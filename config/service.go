@@ -378,3 +378,9 @@ func (d *document) refError(err error) error {
 	}
 	return d.errAt(sec, re.kw, "%s", re.msg)
 }
+
+// HasRequests reports whether the service requests capacity (cpu or
+// memory): only such a service is held back by the nodes' capacity.
+func (s *ServiceConfig) HasRequests() bool {
+	return s != nil && (s.RequestCPU > 0 || s.RequestMem > 0)
+}

@@ -61,9 +61,13 @@ func joinErrors(es []*Error) error {
 
 // NodeConfig is node.toml.
 type NodeConfig struct {
-	File                   string
-	Name                   string
-	Labels                 map[string]string
+	File   string
+	Name   string
+	Labels map[string]string
+	// CapacityCPU and CapacityMem are node.capacity_cpu and capacity_mem
+	// (0: the host's, filled by the daemon).
+	CapacityCPU            MilliCPU
+	CapacityMem            Bytes
 	ReadyPeriod            time.Duration // default 16s
 	ReadyFastAck           bool          // node.ready_fast_ack (default false)
 	MaintenanceGracePeriod time.Duration // default 60s
@@ -200,14 +204,18 @@ type ServiceConfig struct {
 	// Raw is the file content as installed.
 	Raw []byte
 
-	Nodes            []string // as written; "*" means every cluster node (see NodeList)
-	Topology         string   // failover | flex
-	FlexTarget       int      // flex: instances to keep up (CountAll: "all")
-	FlexMin          int      // flex: below it the service is down
-	FlexMax          int      // flex: never more up (0 in the file: FlexTarget; set by ParseService)
-	Orchestrate      string   // no | start | ha
-	Placement        string   // nodes order | load avg | spread | score | none
-	Constraints      string   // source text, "" for none
+	Nodes      []string // as written; "*" means every cluster node (see NodeList)
+	Topology   string   // failover | flex
+	FlexTarget int      // flex: instances to keep up (CountAll: "all")
+	FlexMin    int      // flex: below it the service is down
+	FlexMax    int      // flex: never more up (0 in the file: FlexTarget; set by ParseService)
+	// RequestCPU and RequestMem are what one instance needs of a node's
+	// capacity (0: no request).
+	RequestCPU       MilliCPU
+	RequestMem       Bytes
+	Orchestrate      string // no | start | ha
+	Placement        string // nodes order | load avg | spread | score | none
+	Constraints      string // source text, "" for none
 	HardAffinity     []string
 	HardAntiAffinity []string
 	SoftAffinity     []string

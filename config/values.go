@@ -57,6 +57,10 @@ func fromTOML(kw *Keyword, raw any) (any, error) {
 		return b, nil
 	case TypeDuration:
 		return toDuration(raw)
+	case TypeCPU:
+		return cpuFromTOML(raw)
+	case TypeSize:
+		return sizeFromTOML(raw)
 	case TypeList:
 		switch v := raw.(type) {
 		case string:
@@ -155,6 +159,14 @@ func (dec Decoder) fromText(kw *Keyword, text string) (any, error) {
 			return i, nil
 		}
 		return text, nil
+	case TypeCPU, TypeSize:
+		// an integer stays one (cores, bytes); anything else is kept as
+		// a string ("0.5", "500m", "512MiB"), checked by fromTOML
+		t := strings.TrimSpace(text)
+		if i, err := strconv.ParseInt(t, 10, 64); err == nil {
+			return i, nil
+		}
+		return t, nil
 	case TypeList:
 		t := strings.TrimSpace(text)
 		if strings.HasPrefix(t, "[") {

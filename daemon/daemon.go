@@ -19,6 +19,7 @@ import (
 	"haven/api"
 	"haven/config"
 	"haven/config/tomlfile"
+	"haven/dataset"
 	"haven/driver"
 	"haven/guard"
 	"haven/heartbeat"
@@ -120,6 +121,9 @@ type Daemon struct {
 	services map[string]*instance
 	load15   float64
 	memPct   float64
+	// capacity is what the node offers to the services' requests
+	// (node.toml's, else the host's), published in its data.
+	capacity dataset.Capacity
 	// sysinfoAt is when load15 and memPct were last read (by sysinfo,
 	// whose files stay open while the daemon runs).
 	sysinfoAt time.Time
@@ -343,6 +347,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.startGuard() // renewed at once: a daemon back within the lease keeps its services
 	d.sysinfo = newSysinfoReader()
 	defer d.sysinfo.close()
+	d.capacity = d.sysinfo.capacity(d.node)
 	d.refreshSysinfo()
 	if err := d.startHeartbeat(); err != nil {
 		srv.Close()

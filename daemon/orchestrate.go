@@ -12,11 +12,13 @@ func (d *Daemon) snapshot() monitor.Snapshot { return d.core.Snapshot(d.clk.Now(
 // LocalInfo is the daemon's part of this node's dataset entry (node.Local):
 // what the node core does not keep.
 func (d *Daemon) LocalInfo() dataset.Node {
+	capacity := d.capacity
 	n := dataset.Node{
 		Name:        d.node.Name,
 		Load15:      d.load15,
 		MemAvailPct: d.memPct,
 		Labels:      d.node.Labels,
+		Capacity:    &capacity,
 		Services:    map[string]dataset.Instance{},
 		Gen:         d.drv.Gen(),
 	}

@@ -8,6 +8,7 @@ import (
 	"haven/dataset/status"
 	"haven/monitor"
 	"haven/node/view"
+	"haven/placement"
 )
 
 // clusterStatus builds the status object of the contract from this node's
@@ -69,6 +70,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		unknownUp[name] = view.Unconfirmed(p) && ps != dataset.NodeDown
 		nodes[name] = n
 	}
+	usage := d.capacityUse(st, nodes)
 	for name, inst := range d.services {
 		cfg := inst.cfg
 		ss := dataset.ServiceStatus{
@@ -86,6 +88,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		if cfg.IsFlex() {
 			flexAggregate(&ss, cfg, unknownUp)
 		}
+		ss.CapacityShort = capacityShort(usage, cfg, &ss)
 		st.Services[name] = ss
 	}
 	for _, name := range d.invalidNames() {
@@ -251,4 +254,64 @@ func placementState(ss dataset.ServiceStatus) string {
 		return "optimal"
 	}
 	return "non-optimal"
+}
+
+// capacityUse fills each node's capacity use in st (nodes: their data)
+// and returns the usage the services' capacity notes read (nil when no
+// service has requests).
+func (d *Daemon) capacityUse(st *dataset.ClusterStatus, nodes map[string]dataset.Node) *placement.Usage {
+	views := make(map[string]placement.NodeView, len(nodes))
+	for name, n := range nodes {
+		views[name] = placement.NodeView{Name: name, Status: st.Nodes[name].Status, Data: n}
+	}
+	cfgs := make(map[string]*config.ServiceConfig, len(d.services))
+	for name, inst := range d.services {
+		cfgs[name] = inst.cfg
+	}
+	usage := placement.NewUsage(views, cfgs, func(node, svc string) placement.InstanceState {
+		inst := views[node].Data.Services[svc]
+		s := placement.StateOf(inst)
+		s.Avail = monitor.EffectiveAvail(inst)
+		return s
+	})
+	for name, n := range nodes {
+		if n.Capacity == nil {
+			continue
+		}
+		ni := st.Nodes[name]
+		nc := &dataset.NodeCapacity{CPUMilli: n.Capacity.CPUMilli, MemBytes: n.Capacity.MemBytes}
+		if u := usage.Node(name); u.Known {
+			nc.RequestedCPUMilli, nc.RequestedMemBytes = int64(u.Requested.CPU), int64(u.Requested.Mem)
+		}
+		ni.Capacity = nc
+		st.Nodes[name] = ni
+	}
+	return usage
+}
+
+// capacityShort lists, for a service with requests below its target (up
+// nowhere, or fewer up than flex_target) that the daemons are to start
+// (orchestrated, not frozen nor stopped), its nodes where one more
+// instance does not fit, with what is short.
+func capacityShort(usage *placement.Usage, cfg *config.ServiceConfig, ss *dataset.ServiceStatus) []string {
+	if usage == nil || !cfg.HasRequests() || cfg.Orchestrate == monitor.OrchestrateNo || ss.Frozen == "frozen" ||
+		ss.GlobalExpect == dataset.ExpectStopped || ss.GlobalExpect == dataset.ExpectFrozen {
+		return nil // not to be started: nothing is short
+	}
+	if f := ss.Flex; f != nil && f.Up >= f.Target || f == nil && ss.Avail == dataset.StatusUp {
+		return nil
+	}
+	var out []string
+	for _, n := range ss.Nodes {
+		inst, ok := ss.Instances[n]
+		if !ok {
+			continue
+		}
+		st := placement.StateOf(inst)
+		st.Avail = monitor.EffectiveAvail(inst)
+		if why := usage.Short(n, placement.RequestOf(cfg), placement.Holds(st)); why != "" && why != placement.ReasonCapacityUnknown {
+			out = append(out, n+": "+strings.TrimPrefix(why, placement.ReasonCapacityPrefix))
+		}
+	}
+	return out
 }

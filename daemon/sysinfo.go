@@ -2,8 +2,12 @@ package daemon
 
 import (
 	"bytes"
+	"runtime"
 	"strconv"
 	"syscall"
+
+	"haven/config"
+	"haven/dataset"
 )
 
 // The load and memory are read every sysinfoPeriod from /proc/loadavg and
@@ -110,4 +114,23 @@ func meminfoKB(b []byte, key string) float64 {
 		}
 	}
 	return 0
+}
+
+// capacity is the node's capacity for the services' requests: node.toml's
+// capacity_cpu and capacity_mem, the host's where 0 (the CPUs this
+// process may use, MemTotal).
+func (r *sysinfoReader) capacity(nc *config.NodeConfig) dataset.Capacity {
+	return hostCapacity(nc, runtime.NumCPU(), r.meminfo.read())
+}
+
+// hostCapacity is capacity with the host's CPU count and meminfo.
+func hostCapacity(nc *config.NodeConfig, cpus int, meminfo []byte) dataset.Capacity {
+	c := dataset.Capacity{CPUMilli: int64(nc.CapacityCPU), MemBytes: int64(nc.CapacityMem)}
+	if c.CPUMilli == 0 {
+		c.CPUMilli = int64(cpus) * 1000
+	}
+	if c.MemBytes == 0 {
+		c.MemBytes = int64(meminfoKB(meminfo, "MemTotal:")) * 1024
+	}
+	return c
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"haven/config"
 )
 
 // Only a meaningful change of the load or memory is published: 0.1 and a
@@ -75,5 +77,20 @@ func TestSysinfoParse(t *testing.T) {
 	defer real.close()
 	if m := real.memAvailPct(); m <= 0 || m > 100 {
 		t.Fatalf("this host's available memory %v%%", m)
+	}
+}
+
+// The capacity published: node.toml's where set, else the host's CPUs and
+// MemTotal.
+func TestHostCapacity(t *testing.T) {
+	mem := []byte("MemTotal:        8000000 kB\nMemFree: 1 kB\n")
+	if c := hostCapacity(&config.NodeConfig{}, 4, mem); c.CPUMilli != 4000 || c.MemBytes != 8000000*1024 {
+		t.Fatalf("host defaults: %+v", c)
+	}
+	if c := hostCapacity(&config.NodeConfig{CapacityCPU: 2500, CapacityMem: 1 << 30}, 4, mem); c.CPUMilli != 2500 || c.MemBytes != 1<<30 {
+		t.Fatalf("node.toml: %+v", c)
+	}
+	if c := hostCapacity(&config.NodeConfig{}, 2, nil); c.CPUMilli != 2000 || c.MemBytes != 0 {
+		t.Fatalf("no meminfo: %+v", c)
 	}
 }

@@ -286,11 +286,24 @@ type Node struct {
 	// cluster feature level reaches it, the peers count on the node's own
 	// stop.
 	Guard *GuardInfo `json:"guard,omitempty" since:"2"`
+	// Capacity is what the node offers to the services' requests
+	// (node.capacity_cpu and capacity_mem, the host's by default). nil
+	// from a node of an earlier release: placement starts no service
+	// with requests there (its capacity is not known). Sent from format
+	// 2 on (since.go).
+	Capacity *Capacity `json:"capacity,omitempty" since:"2"`
 
 	// Format is the node's format versions (node/upgrade). It is not part
 	// of the dataset's JSON (nor of its digest): every heartbeat message's
 	// header carries it, and the receiver sets it on the copy it hands over.
 	Format Format `json:"-"`
+}
+
+// Capacity is a node's capacity for the services' requests.
+type Capacity struct {
+	// CPUMilli is in thousandths of a core, MemBytes in bytes.
+	CPUMilli int64 `json:"cpu_milli"`
+	MemBytes int64 `json:"mem_bytes"`
 }
 
 // GuardInfo is what a node says of its armed guard.
@@ -370,6 +383,10 @@ func (n Node) Clone() Node {
 	if n.Guard != nil {
 		g := *n.Guard
 		c.Guard = &g
+	}
+	if n.Capacity != nil {
+		k := *n.Capacity
+		c.Capacity = &k
 	}
 	return c
 }

@@ -33,3 +33,14 @@ func TestSinceFields(t *testing.T) {
 }
 
 func reflectTypeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// A node's capacity is a format 2 field: left out of the data at level 1.
+func TestCapacityIsFormat2(t *testing.T) {
+	n := &Node{Name: "n1", Capacity: &Capacity{CPUMilli: 4000, MemBytes: 1 << 30}}
+	if n.AtLevel(1).Capacity != nil {
+		t.Fatal("capacity kept at level 1")
+	}
+	if n.AtLevel(2).Capacity == nil {
+		t.Fatal("capacity dropped at level 2")
+	}
+}

@@ -248,6 +248,10 @@ type NodeInfo struct {
 	// Guard is the node's guard while armed, as the node publishes it
 	// (the peers' takeover gate counts on it); nil: none armed.
 	Guard *GuardInfo `json:"guard,omitempty"`
+	// Capacity is the node's capacity for the services' requests, with
+	// what the instances holding capacity there request in all; nil when
+	// the node publishes none.
+	Capacity *NodeCapacity `json:"capacity,omitempty"`
 }
 
 // ServiceStatus is one service across its nodes.
@@ -268,6 +272,21 @@ type ServiceStatus struct {
 	// Flex is set for a flex service (DEFAULT.topology = "flex"): its
 	// counts. Absent for a failover service.
 	Flex *FlexStatus `json:"flex,omitempty"`
+	// CapacityShort, for a service with requests below its target
+	// (failover: up nowhere; flex: fewer up than flex_target), lists its
+	// live nodes where one more instance does not fit, with what is short
+	// ("n2: cpu 3.5 of 4 requested, needs 1").
+	CapacityShort []string `json:"capacity_short,omitempty"`
+}
+
+// NodeCapacity is a node's capacity (Capacity) and what the requests of
+// the instances that hold capacity there (running, stopping, starting or
+// claimed, every service) add up to.
+type NodeCapacity struct {
+	CPUMilli          int64 `json:"cpu_milli"`
+	MemBytes          int64 `json:"mem_bytes"`
+	RequestedCPUMilli int64 `json:"requested_cpu_milli"`
+	RequestedMemBytes int64 `json:"requested_mem_bytes"`
 }
 
 // FlexStatus is what the status shows of a flex service: its instances

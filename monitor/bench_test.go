@@ -163,3 +163,31 @@ func BenchmarkStepFlex2000x16(b *testing.B) {
 	}
 	benchStep(b, s)
 }
+
+// BenchmarkStepRequests2000x16 is BenchmarkStepFlex2000x16 with every
+// service requesting capacity (0.1 core, 64MiB) on nodes that hold them
+// all: the capacity use of every node added up each pass, the capacity
+// filter on every ranking, no ranking kept from the last pass.
+func BenchmarkStepRequests2000x16(b *testing.B) {
+	s := benchSnapshot()
+	for j := 0; j < 2000; j++ {
+		name := fmt.Sprintf("svc%04d", j)
+		cfg := *s.Services[name]
+		if j%2 == 1 {
+			cfg.Topology, cfg.FlexTarget, cfg.FlexMin, cfg.FlexMax = config.TopologyFlex, 3, 1, 3
+			for k := 0; k < 3; k++ {
+				n := s.ClusterNodes[(j+k)%len(s.ClusterNodes)]
+				inst := s.Nodes[n].Data.Services[name]
+				inst.Avail, inst.Monitor.LocalExpect = dataset.StatusUp, dataset.ExpectStarted
+				s.Nodes[n].Data.Services[name] = inst
+			}
+		}
+		cfg.RequestCPU, cfg.RequestMem = 100, 64<<20
+		s.Services[name] = &cfg
+	}
+	for n, v := range s.Nodes {
+		v.Data.Capacity = &dataset.Capacity{CPUMilli: 1000 * 1000, MemBytes: 1 << 40}
+		s.Nodes[n] = v
+	}
+	benchStep(b, s)
+}

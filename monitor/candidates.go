@@ -56,8 +56,14 @@ func candidates(s Snapshot, svc string) []string {
 	if !found && cfg.Constraint != nil {
 		cOK = placement.EvalConstraints(cfg, nodes)
 	}
+	var usage *placement.Usage
+	if cfg.HasRequests() {
+		usage = placement.NewUsage(nodes, s.Services, func(node, svc string) placement.InstanceState {
+			return stateOf(nodes[node].Data.Services[svc])
+		})
+	}
 	r := placement.Rank(placement.Input{Service: svc, Config: cfg, ClusterNodes: s.ClusterNodes,
-		Views: nodes, ConstraintOK: cOK, Services: s.Services})
+		Views: nodes, ConstraintOK: cOK, Services: s.Services, Usage: usage})
 	return r.Candidates
 }
 

@@ -58,6 +58,12 @@ type Explanation struct {
 	// kill set, the lease; and which lost nodes' guards the takeover
 	// counts on.
 	Guard []string `json:"guard,omitempty"`
+	// Requests are the service's requests ("cpu 1, mem 512MiB"), "" when
+	// it has none; CapacityShort the live nodes of the service where one
+	// more instance of it does not fit now, with what is short ("n2: cpu
+	// 3.5 of 4 requested, needs 1"), its own instance counted once.
+	Requests      string   `json:"requests,omitempty"`
+	CapacityShort []string `json:"capacity_short,omitempty"`
 	// Flex, for a flex service: its counts, why each node has or has not
 	// an instance, and why the count is below the target.
 	Flex *FlexExplain `json:"flex,omitempty"`
@@ -179,6 +185,10 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 	if c.cfg.IsFlex() {
 		e.Flex = c.flexExplain()
 	}
+	if c.cfg.HasRequests() {
+		e.Requests = RequestText(c.cfg)
+		e.CapacityShort = c.capacityShort()
+	}
 	for i, n := range c.nodes {
 		if c.alive[i] && upish(c.insts[i].Avail) && c.insts[i].Avail != dataset.StatusUnknown {
 			e.Running = append(e.Running, n)
@@ -283,4 +293,32 @@ func parentCycle(svc string, cfgs map[string]*config.ServiceConfig) []string {
 		return nil
 	}
 	return walk(svc)
+}
+
+// RequestText says what one instance of the service requests: "cpu 1,
+// mem 512MiB", "" without requests.
+func RequestText(cfg *config.ServiceConfig) string {
+	var parts []string
+	if cfg.RequestCPU > 0 {
+		parts = append(parts, "cpu "+cfg.RequestCPU.String())
+	}
+	if cfg.RequestMem > 0 {
+		parts = append(parts, "mem "+cfg.RequestMem.Short())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// capacityShort lists the live nodes of the service where one more
+// instance does not fit now (placement.Usage.Short), "node: what".
+func (c *svcCtx) capacityShort() []string {
+	var out []string
+	for i, n := range c.nodes {
+		if !c.alive[i] {
+			continue
+		}
+		if why := c.p.usage.Short(n, placement.RequestOf(c.cfg), placement.Holds(c.insts[i])); why != "" {
+			out = append(out, n+": "+strings.TrimPrefix(why, placement.ReasonCapacityPrefix))
+		}
+	}
+	return out
 }

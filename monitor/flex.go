@@ -272,6 +272,13 @@ func (c *svcCtx) flexExplain() *FlexExplain {
 		}
 	}
 	if short := e.Target - e.Running; short > 0 {
+		defer func() {
+			// which resource is short where, when capacity holds
+			// candidates back
+			if full := c.capacityExcluded(); len(full) > 0 {
+				e.Short += "; short of capacity: " + strings.Join(full, "; ")
+			}
+		}()
 		switch {
 		case len(lost) > 0:
 			e.Short = strconv.Itoa(e.Running) + " of " + strconv.Itoa(e.Target) + " running: waiting for the takeover gate of " + strings.Join(lost, ", ")
@@ -284,4 +291,21 @@ func (c *svcCtx) flexExplain() *FlexExplain {
 		}
 	}
 	return e
+}
+
+// capacityExcluded lists the nodes of the service that the capacity
+// filter holds out of the candidates (no other filter excludes them), with
+// what is short: "n3: cpu 3.5 of 4 requested, needs 1".
+func (c *svcCtx) capacityExcluded() []string {
+	if c.p.usage == nil || !c.cfg.HasRequests() {
+		return nil
+	}
+	var out []string
+	for _, n := range c.nodes {
+		why := c.rank.Reason(n)
+		if strings.HasPrefix(why, placement.ReasonCapacityPrefix) || why == placement.ReasonCapacityUnknown {
+			out = append(out, n+": "+strings.TrimPrefix(why, placement.ReasonCapacityPrefix))
+		}
+	}
+	return out
 }

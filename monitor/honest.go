@@ -178,7 +178,14 @@ func (c *svcCtx) targetFailure() string {
 		if c.warnNode == "" && c.rank.Leader() != "" {
 			return ""
 		}
-		return c.failures(dataset.StartFailed, false)
+		if f := c.failures(dataset.StartFailed, false); f != "" || c.warnNode != "" {
+			return f
+		}
+		// no candidate: capacity is why, where no other filter is
+		if full := c.capacityExcluded(); len(full) > 0 {
+			return "no node has the capacity for it: " + strings.Join(full, "; ")
+		}
+		return ""
 	}
 	return ""
 }

@@ -10,7 +10,9 @@ import (
 // Relations are the links between services through which the decision of
 // one reads another: the affinities (hard and soft, affinity and
 // anti-affinity: a service decided earlier in the same Step counts with
-// its next state) and the parents and children (their avail). Build them
+// its next state), the parents and children (their avail) and the
+// requests (every service with requests reads the capacity the others hold
+// on the nodes: they are all linked). Build them
 // once per set of configs with NewRelations.
 type Relations struct {
 	adj map[string][]string
@@ -26,9 +28,22 @@ func NewRelations(services map[string]*config.ServiceConfig) *Relations {
 		r.adj[a] = append(r.adj[a], b)
 		r.adj[b] = append(r.adj[b], a)
 	}
+	// the services with requests read each other's instances (the
+	// capacity they hold on the nodes): one component
+	first := ""
+	for name, cfg := range services {
+		if cfg.HasRequests() {
+			if first == "" || name < first {
+				first = name
+			}
+		}
+	}
 	for name, cfg := range services {
 		if cfg == nil {
 			continue
+		}
+		if first != "" && cfg.HasRequests() {
+			link(first, name)
 		}
 		for _, list := range [][]string{cfg.HardAffinity, cfg.HardAntiAffinity, cfg.SoftAffinity, cfg.SoftAntiAffinity} {
 			for _, o := range list {

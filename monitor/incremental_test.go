@@ -67,6 +67,9 @@ func randomSnapshotN(r *rand.Rand, nSvcs int) Snapshot {
 				cfg.Nodes = append(cfg.Nodes, s.ClusterNodes[n])
 			}
 		}
+		if r.Intn(3) == 0 { // requests: every such service reads the others
+			cfg.RequestCPU = config.MilliCPU(500 * (1 + r.Intn(4)))
+		}
 		s.Services[name] = cfg
 		if r.Intn(4) == 0 {
 			ok := map[string]bool{}
@@ -102,6 +105,9 @@ func randomSnapshotN(r *rand.Rand, nSvcs int) Snapshot {
 				v.Data.Services[name] = dataset.Instance{Avail: dataset.StatusDown, Monitor: dataset.InstanceMonitor{State: dataset.Idle,
 					GlobalExpect: dataset.ExpectNone, LocalExpect: dataset.ExpectNone, StateSince: t0}}
 			}
+		}
+		if r.Intn(5) > 0 {
+			v.Data.Capacity = &dataset.Capacity{CPUMilli: int64(1000 * (1 + r.Intn(4)))}
 		}
 		if calm {
 			v.Data.Monitor, v.Data.Frozen = dataset.NodeIdle, false

@@ -191,6 +191,7 @@ func step(s Snapshot, only []string, explain string) ([]Decision, *Explanation) 
 		}
 	}
 	p := newPass(&s, names)
+	p.usage = p.capacityUse()
 	aff := &affinityEnv{s: &s, p: p}
 	env := affinity.Env{Presence: aff.presence, Config: aff.config}
 	out := make([]Decision, 0, len(names))
@@ -210,6 +211,7 @@ func step(s Snapshot, only []string, explain string) ([]Decision, *Explanation) 
 			ex = c.explanation(true)
 		}
 		aff.decided(name, c.cur.State, c.d.Monitor.State)
+		c.holdLocal()
 		out = append(out, c.d)
 	}
 	if cfg := s.Services[explain]; explain != "" && ex == nil && cfg != nil {
@@ -322,7 +324,7 @@ func (c *svcCtx) init(s *Snapshot, p *pass, row int, name string, cfg *config.Se
 	in := placement.Input{
 		Service: name, Config: cfg, ClusterNodes: s.ClusterNodes, Nodes: nodes,
 		Views: s.Nodes, Cluster: cluster, ConstraintOK: c.cOK, Affinity: aff, Instances: c.insts,
-		Buf: buf, Members: p.members, NoExcluded: buf != nil,
+		Buf: buf, Members: p.members, NoExcluded: buf != nil, Usage: p.usage,
 	}
 	if explain {
 		in.Explain = true
@@ -512,6 +514,25 @@ func (c *svcCtx) leader() string {
 		return ""
 	}
 	return c.rank.Leader()
+}
+
+// holdLocal counts, in the pass's capacity use, the change of the local
+// instance this Step decided: a claim (ready) or a start holds the
+// service's requests on the local node, a claim withdrawn releases them,
+// so that a service decided later in the same Step sees them (two claims
+// on the local node never overbook it).
+func (c *svcCtx) holdLocal() {
+	if c.p.usage == nil || !c.cfg.HasRequests() || c.cur.State == c.d.Monitor.State {
+		return
+	}
+	was := placement.Holds(placement.InstanceState{Avail: c.inst.Avail, State: c.cur.State})
+	now := placement.Holds(placement.InstanceState{Avail: c.inst.Avail, State: c.d.Monitor.State})
+	switch {
+	case now && !was:
+		c.p.usage.Hold(c.s.Local, placement.RequestOf(c.cfg))
+	case was && !now:
+		c.p.usage.Release(c.s.Local, placement.RequestOf(c.cfg))
+	}
 }
 
 func (c *svcCtx) isCandidate(node string) bool { return slices.Contains(c.rank.Candidates, node) }

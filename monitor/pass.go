@@ -36,6 +36,10 @@ type pass struct {
 	// members says every view of the snapshot is a cluster member's: the
 	// columns are every node (aggregate reads them).
 	allMembers bool
+	// usage is the capacity use of the nodes for the services with
+	// requests (nil when none has any), updated with the local decisions
+	// of the pass (step).
+	usage *placement.Usage
 	// bufInsts and bufAlive are the buffers of svcCtx (buffers).
 	bufInsts []placement.InstanceState
 	bufAlive []bool
@@ -337,4 +341,55 @@ func (p *pass) aggregate(svc string) dataset.Status {
 		}
 	}
 	return a.result()
+}
+
+// capacityUse is placement.NewUsage(s.Nodes, s.Services) read from the
+// columns: what the instances holding capacity request on every node, nil
+// when no service requests anything.
+func (p *pass) capacityUse() *placement.Usage {
+	var rows []int // the rows with requests
+	var reqs []placement.Resources
+	for r, name := range p.names {
+		if cfg := p.s.Services[name]; cfg.HasRequests() {
+			rows = append(rows, r)
+			reqs = append(reqs, placement.RequestOf(cfg))
+		}
+	}
+	var others []string // services with requests but no row
+	for name, cfg := range p.s.Services {
+		if cfg.HasRequests() {
+			if _, ok := p.row[name]; !ok {
+				others = append(others, name)
+			}
+		}
+	}
+	if len(rows) == 0 && len(others) == 0 {
+		return nil
+	}
+	u := placement.CapacityOf(p.s.Nodes)
+	for node, v := range p.s.Nodes {
+		c, member := p.col[node]
+		if !v.Alive() {
+			continue
+		}
+		var sum placement.Resources
+		for k, r := range rows {
+			var st placement.InstanceState
+			if member {
+				st = p.cols[c][r]
+			} else {
+				st, _ = p.instance(node, p.names[r])
+			}
+			if placement.Holds(st) {
+				sum = sum.Add(reqs[k])
+			}
+		}
+		for _, svc := range others {
+			if st, _ := p.instance(node, svc); placement.Holds(st) {
+				sum = sum.Add(placement.RequestOf(p.s.Services[svc]))
+			}
+		}
+		u.Hold(node, sum)
+	}
+	return u
 }

@@ -129,7 +129,7 @@ func (p *pass) rank(row int, in *placement.Input, cacheable bool) placement.Rank
 // the last pass (rank).
 func (c *svcCtx) cacheable(row int, buf []string) bool {
 	cn := c.s.ClusterNodes
-	return row >= 0 && buf != nil && !c.explain && c.p.members != nil && c.cOK == nil &&
+	return row >= 0 && buf != nil && !c.explain && c.p.members != nil && c.cOK == nil && (c.p.usage == nil || !c.cfg.HasRequests()) &&
 		len(c.nodes) == len(cn) && len(cn) > 0 && &c.nodes[0] == &cn[0] &&
 		!affinity.HasHard(c.cfg) && !affinity.HasSoft(c.cfg)
 }

@@ -76,7 +76,7 @@ func (c *Core) noteData(name string, prev view.Peer, data *dataset.Node, ch *dat
 
 // nodeLevelEqual reports whether two copies of a node's data agree on
 // everything the decisions read but the instances: the node monitor,
-// frozen, compat, labels (constraints), the load and memory when a
+// frozen, compat, labels (constraints), capacity (requests), the load and memory when a
 // service reads them, split action. Targets, clears and configs are
 // merged into the local data (a change there is a change of the local
 // dataset: a full pass); Gen changes with everything.
@@ -85,7 +85,8 @@ func nodeLevelEqual(a, b *dataset.Node, load bool) bool {
 	if a.Name != b.Name || a.Monitor != b.Monitor || a.Frozen != b.Frozen || a.Compat != b.Compat || a.Format != b.Format ||
 		a.FrozenReason != b.FrozenReason || a.SplitAction != b.SplitAction ||
 		a.SplitFrozen != b.SplitFrozen || a.SplitFrozenReason != b.SplitFrozenReason || len(a.Labels) != len(b.Labels) ||
-		(a.Guard == nil) != (b.Guard == nil) || a.Guard != nil && *a.Guard != *b.Guard {
+		(a.Guard == nil) != (b.Guard == nil) || a.Guard != nil && *a.Guard != *b.Guard ||
+		(a.Capacity == nil) != (b.Capacity == nil) || a.Capacity != nil && *a.Capacity != *b.Capacity {
 		return false
 	}
 	if load && (a.Load15 != b.Load15 || a.MemAvailPct != b.MemAvailPct) {

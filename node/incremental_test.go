@@ -273,7 +273,7 @@ func TestNodeLevelFieldsKnown(t *testing.T) {
 	known := map[string]string{
 		"Name": "compared", "Monitor": "compared", "Frozen": "compared", "Compat": "compared",
 		"Load15": "compared when read", "MemAvailPct": "compared when read", "Labels": "compared",
-		"FrozenReason": "compared", "SplitAction": "compared", "Format": "compared", "Guard": "compared",
+		"FrozenReason": "compared", "SplitAction": "compared", "Format": "compared", "Guard": "compared", "Capacity": "compared",
 		"SplitFrozen": "compared", "SplitFrozenReason": "compared",
 		"Conf":     "compared by updateConf on every heartbeat event (a change of ConfDiffers: a full pass)",
 		"Services": "diffed per service", "Targets": "merged locally (a full pass)",

@@ -21,11 +21,15 @@
 //     transition table treats a "stop failed" peer like a "start failed" one:
 //     the other node starts);
 //  8. the restart ladder of the instance there did not give up, unless an
-//     admin start drives it (StateOf).
+//     admin start drives it (StateOf);
+//  9. for a service with requests, the node's capacity holds them
+//     (Input.Usage, capacity.go): the requests of every instance holding
+//     capacity there, plus this one unless its instance there holds
+//     capacity already.
 //
 // Filters 1-4 are about the node; a node passing them is "placeable"
 // (Ranking.Placeable, used by giveback to find where the service belongs).
-// Filters 5-8 are about the instance; Ranking.Candidates are the placeable
+// Filters 5-9 are about the instance; Ranking.Candidates are the placeable
 // nodes that also pass them.
 //
 // Policies (DEFAULT.placement):

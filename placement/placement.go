@@ -114,6 +114,10 @@ type Input struct {
 	// caller reads the reasons with Ranking.Reason (a speed-up for callers
 	// that rank many services and read few reasons). It needs Buf.
 	NoExcluded bool
+	// Usage, when non-nil, is the capacity use of the nodes (NewUsage):
+	// the capacity filter holds a service with requests out of the nodes
+	// where it does not fit. Nil: no capacity filter.
+	Usage *Usage
 	// ConstraintErr, read only with Explain, gives the nodes where the
 	// constraints could not be evaluated and why (ConstraintResults): their
 	// verdict shows the error rather than a plain violation.

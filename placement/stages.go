@@ -162,6 +162,7 @@ func (rk *ranker) feasibility(recs []record) {
 	in := rk.in
 	hard := affinity.HasHard(in.Config)
 	insts := rk.fast && in.Instances != nil && in.Nodes != nil
+	capacity := in.Usage != nil && in.Config.HasRequests()
 	for k := range recs {
 		rec := &recs[k]
 		f := filter{all: in.Explain}
@@ -179,11 +180,16 @@ func (rk *ranker) feasibility(recs []record) {
 		}
 		rec.nodeReason = f.first
 		g := filter{all: in.Explain, list: f.list}
+		var st *InstanceState
 		if insts {
-			instanceFilter(&in.Instances[rec.index], &g)
+			st = &in.Instances[rec.index]
 		} else {
-			st := StateOf(in.Views[rec.name].Data.Services[in.Service])
-			instanceFilter(&st, &g)
+			s := StateOf(in.Views[rec.name].Data.Services[in.Service])
+			st = &s
+		}
+		instanceFilter(st, &g)
+		if capacity && (g.first == "" || g.all) {
+			capacityFilter(in, rec.name, st, &g)
 		}
 		rec.instReason = g.first
 		if rec.x != nil {

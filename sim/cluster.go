@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"haven/config"
+	"haven/dataset"
 	"haven/driver"
 	"haven/heartbeat"
 	"haven/internal/clock"
@@ -115,8 +116,12 @@ type Node struct {
 	machineUp bool
 	compat    int // announced by the next daemon start
 	labels    map[string]string
-	dur       node.State // what its daemon persisted (the disk)
-	disk      diskState  // how that disk behaves (disk.go)
+	// capacity is what its daemon publishes for the services' requests
+	// (node capacity_cpu= capacity_mem=); nil: none (a node of an
+	// earlier release)
+	capacity *dataset.Capacity
+	dur      node.State // what its daemon persisted (the disk)
+	disk     diskState  // how that disk behaves (disk.go)
 	// files are the service configs installed on the machine (its
 	// service directory): every service of the scenario at first, then
 	// what config distribution writes.

@@ -206,7 +206,12 @@ func (d *daemon) peerStatus(name string) dataset.NodeStatus {
 // LocalInfo is the driver's part of this node's dataset entry
 // (daemon.LocalInfo).
 func (d *daemon) LocalInfo() dataset.Node {
-	return dataset.Node{Name: d.name, Labels: d.n.labels, Gen: d.drv.Gen()}
+	n := dataset.Node{Name: d.name, Labels: d.n.labels, Gen: d.drv.Gen()}
+	if d.n.capacity != nil {
+		c := *d.n.capacity
+		n.Capacity = &c
+	}
+	return n
 }
 
 // LocalServices are the configs installed on this machine

@@ -81,7 +81,7 @@
 //	cluster n1 n2 n3 [hb.timeout=3s hb.interval=1s ready_period=2s
 //	        maintenance_grace_period=6s rejoin_grace_period=10s start=1s stop=1s
 //	        ready_fast_ack=false guard=false guard_lease=12s]
-//	node n3 [compat=2] [label.zone=b]
+//	node n3 [compat=2] [label.zone=b] [capacity_cpu=4] [capacity_mem=8GiB]
 //	service web nodes=n1,n2,n3 orchestrate=ha [parents=db] [start=5s] ...
 //	        [monitor_action=switch monitor=true restart=2 restart_delay=1s
 //	        restart_delay_max=8s restart_window=1m]
@@ -133,6 +133,9 @@
 //	expect app started within 2  no start of app began while it was active (running
 //	                             or starting) on 2 other nodes or more (flex_max 2)
 //	expect web down              ... nowhere
+//	expect app capacity short on "n3: cpu 1 of 2 requested, needs 1.5"
+//	                             svcmgr explain's line, as the first running daemon
+//	                             (by name) explains app ("none": no node short)
 //	expect web target none       every running daemon of web sees this target
 //	expect web@n1 "start failed" n1's monitor state of web (or frozen, thawed, leader,
 //	                             excluded, "not excluded", "gave up", "not gave up",

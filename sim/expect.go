@@ -2,11 +2,13 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"haven/config/tomlfile"
 	"haven/dataset"
+	"haven/monitor"
 	"haven/node"
 )
 
@@ -131,6 +133,10 @@ func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) 
 		return fmt.Sprintf("every acknowledged target kept (%d)", n), true, nil
 	case len(rest) == 1 && rest[0] == "down":
 		return got, len(up) == 0, nil
+	case len(rest) == 4 && rest[0] == "capacity" && rest[1] == "short" && rest[2] == "on":
+		// svcmgr explain's capacity short line of one node, as the first
+		// running daemon (by name) explains the service
+		return c.holdsCapacityShort(svc, rest[3])
 	case len(rest) == 4 && rest[0] == "up" && rest[1] == "on" && (rest[3] == "node" || rest[3] == "nodes"):
 		k, err := strconv.Atoi(rest[2])
 		if err != nil {
@@ -320,4 +326,30 @@ func nodeFrozenWord(st node.State) string {
 		return "split-frozen"
 	}
 	return frozenWord(st.NodeFrozen)
+}
+
+// holdsCapacityShort checks that the first running daemon (by name)
+// explains svc with want among its nodes short of capacity (what = "n3:
+// cpu 1 of 2 requested, needs 1.5"), or, with want "none", no node.
+func (c *Cluster) holdsCapacityShort(svc, want string) (string, bool, error) {
+	for _, name := range c.names {
+		d := c.nodes[name].d
+		if d == nil {
+			continue
+		}
+		e, ok := monitor.Explain(d.core.Snapshot(c.clk.Now()), svc, false)
+		if !ok {
+			return "", false, fmt.Errorf("%s does not explain %s", name, svc)
+		}
+		got := strings.Join(e.CapacityShort, "; ")
+		if got == "" {
+			got = "none"
+		}
+		got = "from " + name + ": " + got
+		if want == "none" {
+			return got, len(e.CapacityShort) == 0, nil
+		}
+		return got, slices.Contains(e.CapacityShort, want), nil
+	}
+	return "", false, fmt.Errorf("no daemon running")
 }

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"haven/config"
 	"haven/config/tomlfile"
+	"haven/dataset"
 )
 
 // Result is the outcome of a scenario run.
@@ -330,6 +332,23 @@ func (r *runner) nodeLine(args []string) error {
 				r.c.q.splitOf = map[string]string{}
 			}
 			r.c.q.splitOf[n.name] = v
+		case k == "capacity_cpu" || k == "capacity_mem":
+			if n.capacity == nil {
+				n.capacity = &dataset.Capacity{}
+			}
+			if k == "capacity_cpu" {
+				c, err := config.ParseCPU(v)
+				if err != nil {
+					return fmt.Errorf("node: %v", err)
+				}
+				n.capacity.CPUMilli = int64(c)
+				continue
+			}
+			b, err := config.ParseSize(v)
+			if err != nil {
+				return fmt.Errorf("node: %v", err)
+			}
+			n.capacity.MemBytes = int64(b)
 		case strings.HasPrefix(k, "label."):
 			n.labels[strings.TrimPrefix(k, "label.")] = v
 		default:

@@ -76,6 +76,9 @@ type SnapshotNode struct {
 	SplitFrozenReason string            `json:"split_frozen_reason,omitempty"`
 	Compat            int               `json:"compat,omitempty"`
 	Labels            map[string]string `json:"labels,omitempty"`
+	// Capacity is the node's capacity for the services' requests (nil:
+	// it publishes none).
+	Capacity *dataset.Capacity `json:"capacity,omitempty"`
 }
 
 // SnapshotService is one service: its config and its instances.
@@ -597,6 +600,10 @@ func buildFromSnapshot(s *Snapshot) (*Cluster, []string, error) {
 		for k, v := range sn.Labels {
 			n.labels[k] = v
 		}
+		if sn.Capacity != nil {
+			k := *sn.Capacity
+			n.capacity = &k
+		}
 		if sn.Compat > 0 {
 			n.compat = sn.Compat
 		}
@@ -802,8 +809,12 @@ func SnapshotFromStatus(st *dataset.ClusterStatus, configs map[string]string, se
 	s := &Snapshot{Format: SnapshotFormat, TakenAt: now, Local: st.Local, Cluster: st.Cluster.Name, Settings: set,
 		Nodes: map[string]SnapshotNode{}, Services: map[string]SnapshotService{}}
 	for name, n := range st.Nodes {
-		s.Nodes[name] = SnapshotNode{Status: string(n.Status), Frozen: n.Frozen, FrozenReason: n.FrozenReason,
+		sn := SnapshotNode{Status: string(n.Status), Frozen: n.Frozen, FrozenReason: n.FrozenReason,
 			SplitFrozen: n.SplitFrozen, SplitFrozenReason: n.SplitFrozenReason, Compat: n.Compat, Labels: n.Labels}
+		if k := n.Capacity; k != nil {
+			sn.Capacity = &dataset.Capacity{CPUMilli: k.CPUMilli, MemBytes: k.MemBytes}
+		}
+		s.Nodes[name] = sn
 	}
 	for name, sv := range st.Services {
 		cfg, ok := configs[name]

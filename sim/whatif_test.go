@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"haven/dataset"
 	"haven/node"
 )
 
@@ -341,5 +342,26 @@ func TestWhatIfInterrupted(t *testing.T) {
 	cancel()
 	if _, err := WhatIfContext(ctx, threeNodes(), mustEvents(t, "kill", "n1"), 30*time.Second); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("an ended context: %v, want ErrInterrupted", err)
+	}
+}
+
+// The nodes' capacity goes into the simulation: web (2 cores) loses n1;
+// n2 is full with db's 3 of 4 cores, so web goes to n3, and the answer
+// says why n2 was passed over.
+func TestWhatIfCapacity(t *testing.T) {
+	s := threeNodes()
+	for _, n := range []string{"n1", "n2", "n3"} {
+		sn := s.Nodes[n]
+		sn.Capacity = &dataset.Capacity{CPUMilli: 4000, MemBytes: 8 << 30}
+		s.Nodes[n] = sn
+	}
+	web := s.Services["web"]
+	web.Config += "request_cpu = 2\n"
+	s.Services["web"] = web
+	s.Services["db"] = SnapshotService{Config: "[DEFAULT]\nnodes = [\"n2\"]\norchestrate = \"no\"\nrequest_cpu = 3\n",
+		Instances: map[string]SnapshotInstance{"n2": {Running: true, Monitor: "idle"}}}
+	res := whatIf(t, s, mustEvents(t, "kill", "n1"), 30*time.Second)
+	if got := upOn(res, "web"); !reflect.DeepEqual(got, []string{"n3"}) {
+		t.Fatalf("web up on %v, want [n3] (n2 full)\n%s", got, dump(res))
 	}
 }

@@ -41,6 +41,12 @@ func Explain(e *api.Explanation) string {
 	}
 	b.WriteString("leader: " + leaderLine(e) + "\n")
 	b.WriteString("running: " + orWord(strings.Join(e.Running, ", "), "nowhere") + "\n")
+	if e.Requests != "" {
+		b.WriteString("requests: " + e.Requests + " per instance\n")
+		for _, l := range e.CapacityShort {
+			b.WriteString("  short of capacity on " + l + "\n")
+		}
+	}
 	if e.SelfStop != nil {
 		b.WriteString("takeover gate: " + SelfStopText(e.SelfStop) + "\n")
 	}

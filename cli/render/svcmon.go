@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"haven/config"
 	"haven/dataset"
 )
 
@@ -148,6 +149,40 @@ func guardRow(st *dataset.ClusterStatus, nodes []string) (monRow, bool) {
 	return row, show
 }
 
+// capacityRows are the nodes' capacity use, requested of capacity ("1.5/4"
+// cores, "6G/8G" of memory), shown once some instance holds requests.
+func capacityRows(st *dataset.ClusterStatus, nodes []string) (cpu, mem monRow, show bool) {
+	cpu, mem = monRow{left: []cell{c("cpu req")}}, monRow{left: []cell{c("mem req")}}
+	for _, n := range nodes {
+		k := st.Nodes[n].Capacity
+		if k == nil {
+			cpu.nodes, mem.nodes = append(cpu.nodes, c("-")), append(mem.nodes, c("-"))
+			continue
+		}
+		show = show || k.RequestedCPUMilli > 0 || k.RequestedMemBytes > 0
+		cpu.nodes = append(cpu.nodes, capCell(config.MilliCPU(k.RequestedCPUMilli).String()+"/"+config.MilliCPU(k.CPUMilli).String(),
+			k.RequestedCPUMilli, k.CPUMilli))
+		mem.nodes = append(mem.nodes, capCell(gib(k.RequestedMemBytes)+"/"+gib(k.MemBytes), k.RequestedMemBytes, k.MemBytes))
+	}
+	return cpu, mem, show
+}
+
+// capCell is a capacity figure, yellow when all taken, red when over.
+func capCell(txt string, used, capacity int64) cell {
+	switch {
+	case used > capacity:
+		return cc(txt, ansiRed)
+	case used == capacity && used > 0:
+		return cc(txt, ansiYellow)
+	}
+	return c(txt)
+}
+
+// gib is a memory amount in GiB to a tenth ("7.5G", "0G").
+func gib(b int64) string {
+	return strings.TrimSuffix(strconv.FormatFloat(float64(b)/(1<<30), 'f', 1, 64), ".0") + "G"
+}
+
 func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
 	state := monRow{left: []cell{c("state")}}
 	monitor := monRow{left: []cell{c("monitor")}}
@@ -205,6 +240,9 @@ func nodesSection(st *dataset.ClusterStatus, nodes []string) monSection {
 		}
 	}
 	rows := []monRow{state, monitor, frozen, compat, load}
+	if cpu, mem, ok := capacityRows(st, nodes); ok {
+		rows = append(rows, cpu, mem)
+	}
 	if r, ok := guardRow(st, nodes); ok {
 		rows = append(rows, r)
 	}
@@ -302,6 +340,13 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 	}
 	if ge := orNone(s.GlobalExpect); ge != dataset.ExpectNone {
 		notes = append(notes, expect+ge)
+	}
+	if len(s.CapacityShort) > 0 {
+		if long {
+			notes = append(notes, "short of capacity on "+strings.Join(s.CapacityShort, "; "))
+		} else {
+			notes = append(notes, "capacity short")
+		}
 	}
 	return notes
 }
