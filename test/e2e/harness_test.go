@@ -64,11 +64,19 @@ func newNode(t *testing.T, name, nodeToml string) *node {
 // run runs one of the binaries against this node's root.
 func (n *node) run(bin string, args ...string) testbed.Result {
 	n.t.Helper()
+	return n.runEnv(nil, bin, args...)
+}
+
+// runEnv is run with env (KEY=VALUE) added to the command's environment.
+// A test gives a command its environment this way, never with os.Setenv
+// or t.Setenv: the tests run side by side (t.Parallel) in one process.
+func (n *node) runEnv(env []string, bin string, args ...string) testbed.Result {
+	n.t.Helper()
 	dir := binDir
 	if n.bins != "" {
 		dir = n.bins
 	}
-	r, err := testbed.Run(filepath.Join(dir, bin), n.root, args...)
+	r, err := testbed.Command{Bin: filepath.Join(dir, bin), Root: n.root, Args: args, Env: env}.Run()
 	if err != nil {
 		n.t.Fatal(err)
 	}
