@@ -92,8 +92,8 @@ deb:
 # CPU-seconds for the whole package), so E2E_PARALLEL of them run at once
 # (HAVEN_E2E_PARALLEL: e2e alone; the other packages at -parallel 4).
 # The longest packages come first: go test runs -p (the cores) packages at
-# once in the order given, and the e2e package, last but one in the
-# alphabetical order, began after most of the others (the README's "CI
+# once in the order given, and the e2e package, near the end of the
+# alphabetical order, began after most of the others (README, "The CI
 # time budget").
 E2E_PARALLEL ?= 8
 LONGEST      := ./test/e2e ./test/chaos ./resource ./test/model

@@ -23,7 +23,7 @@ var binDir string
 // in place of -parallel: `make test` runs every package with one
 // -parallel, and these tests mostly wait (hb.timeout, ready windows,
 // fences, leases) on daemons that use little CPU, so it runs more of them
-// at once here than in the other packages (README, "Set-up").
+// at once here than in the other packages (README, "The CI time budget").
 const parallelEnv = "HAVEN_E2E_PARALLEL"
 
 func TestMain(m *testing.M) {
