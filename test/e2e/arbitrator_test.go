@@ -22,6 +22,7 @@ import (
 // node's report over UDP through the sealed wire, its status showing the
 // node, stopped.
 func TestArbitratorDaemon(t *testing.T) {
+	t.Parallel() // an arbitrator of its own root, on ports of its own (testbed.FreePort)
 	root := filepath.Join(t.TempDir(), "arb")
 	os.MkdirAll(filepath.Join(root, "etc"), 0o700)
 	run := func(args ...string) testbed.Result {

@@ -45,6 +45,7 @@ func printStatus(t *testing.T, n *node, svc string, args ...string) dataset.Serv
 // print status -r checks the local instance now, then prints: a change
 // the periodic checks would see a minute later is in its answer.
 func TestPrintStatusRefreshChecksNow(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	cfg := filepath.Join(t.TempDir(), "web.toml")
@@ -86,6 +87,7 @@ func TestPrintStatusRefreshChecksNow(t *testing.T) {
 // A node that freezes itself says why in svcmon, also after a restart of
 // its daemon; a thaw clears the reason.
 func TestSelfFreezeReasonShownInSvcmon(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	n1 := c["n1"] // n2 never starts: n1's rejoin grace period (5s) ends without it
 	n1.startDaemon()
@@ -125,6 +127,7 @@ check = "test -f {var}/flag"
 // config, errors that name the file and the service once, the thaw said
 // by the actions that thaw, colours only on a terminal.
 func TestCLIOutputsAgainstADaemon(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	cfg := filepath.Join(t.TempDir(), "slow.toml")

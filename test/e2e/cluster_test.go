@@ -177,6 +177,7 @@ func daemonPid(t *testing.T, n *node) int {
 // service moved to n2, another member: a name that is no member is
 // refused).
 func TestNodeRemovedFromServiceStopsInstance(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	n := c["n1"]
 	createService(t, n, "web", testbed.PidService)

@@ -21,6 +21,7 @@ var startService = strings.Replace(testbed.PidService, `orchestrate = "no"`, `or
 // shown as "config invalid"; nothing is started or stopped; once the file
 // is repaired, a service the admin had stopped stays stopped and frozen.
 func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "[node]\nname = \"n1\"\nmonitor_interval = \"300ms\"\nready_period = \"1s\"\n")
 	n.startDaemon()
 	createService(t, n, "web", startService)
@@ -95,8 +96,7 @@ func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
 	editor := filepath.Join(t.TempDir(), "fix.sh")
 	writeFile(t, editor, "#!/bin/sh\nsed -i 's/sometimes/no/' \"$1\"\n")
 	os.Chmod(editor, 0o755)
-	t.Setenv("EDITOR", editor)
-	r := n.run("svcmgr", "-s", "db", "edit", "config")
+	r := n.runEnv([]string{"EDITOR=" + editor}, "svcmgr", "-s", "db", "edit", "config")
 	if r.Code != 0 {
 		t.Fatalf("edit config of the invalid db: %s", r)
 	}
@@ -111,6 +111,7 @@ func TestConfigInvalidKeepsStateAndIsShown(t *testing.T) {
 // version as the other nodes' content: the node that finds it on start-up
 // gives it a new version, and every node converges on that content.
 func TestConfigChangedBehindHavenConverges(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	createService(t, c["n1"], "web", strings.Replace(testbed.PidService, "[DEFAULT]", "[DEFAULT]\nnodes = [\"n1\", \"n2\"]", 1))
 	conf2 := filepath.Join(c["n2"].root, "etc", "services", "web.toml")
@@ -244,6 +245,7 @@ func TestConcurrentEditsLoseNoAcknowledgedChange(t *testing.T) {
 // edit config is a compare-and-swap: a config changed while the editor
 // was open is not overwritten (exit 1, the edit kept in a file).
 func TestEditConfigRefusesAConcurrentChange(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	createService(t, n, "web", testbed.PidService)
@@ -251,8 +253,7 @@ func TestEditConfigRefusesAConcurrentChange(t *testing.T) {
 	writeFile(t, editor, fmt.Sprintf("#!/bin/sh\n%s --root %s -s web set --kw DEFAULT.priority=3 || exit 1\necho '# mine' >> \"$1\"\n",
 		filepath.Join(binDir, "svcmgr"), n.root))
 	os.Chmod(editor, 0o755)
-	t.Setenv("EDITOR", editor)
-	r := n.run("svcmgr", "-s", "web", "edit", "config")
+	r := n.runEnv([]string{"EDITOR=" + editor}, "svcmgr", "-s", "web", "edit", "config")
 	if r.Code != 1 || !strings.Contains(r.Err, "changed concurrently") || !strings.Contains(r.Err, "your edit is kept in") {
 		t.Fatalf("edit config over a concurrent set: want exit 1, changed concurrently, edit kept; got %s", r)
 	}
@@ -269,6 +270,7 @@ func TestEditConfigRefusesAConcurrentChange(t *testing.T) {
 // edit file is left behind. Off a terminal, the refusal ends it, the edit
 // kept and named.
 func TestEditConfigOffersARefusedEditAgain(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	scriptBin, err := exec.LookPath("script")
 	if err != nil {
 		t.Skip("needs script(1) (util-linux) for a terminal")
@@ -283,10 +285,9 @@ func TestEditConfigOffersARefusedEditAgain(t *testing.T) {
 	editor := filepath.Join(dir, "edit.sh")
 	writeFile(t, editor, fmt.Sprintf("#!/bin/sh\nif [ -e %[1]s/once ]; then sed -i '/nosuchsection/d' \"$1\"; echo '# second' >> \"$1\"; else touch %[1]s/once; echo '[nosuchsection]' >> \"$1\"; fi\n", dir))
 	os.Chmod(editor, 0o755)
-	t.Setenv("EDITOR", editor)
-	t.Setenv("TMPDIR", tmpdir)
+	env := []string{"EDITOR=" + editor, "TMPDIR=" + tmpdir}
 	// off a terminal: refused, exit 2, the edit kept and named
-	r := n.run("svcmgr", "-s", "web", "edit", "config")
+	r := n.runEnv(env, "svcmgr", "-s", "web", "edit", "config")
 	if r.Code != 2 || !strings.Contains(r.Err, "nosuchsection") || !strings.Contains(r.Err, "your edit is kept in "+tmpdir) {
 		t.Fatalf("a refused edit off a terminal: want exit 2 naming the key and the kept file; got %s", r)
 	}
@@ -297,6 +298,7 @@ func TestEditConfigOffersARefusedEditAgain(t *testing.T) {
 	}
 	// on a terminal (script's pty), answered yes
 	cmd := exec.Command(scriptBin, "-qec", filepath.Join(binDir, "svcmgr")+" --root "+n.root+" -s web edit config", "/dev/null")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader("y\n")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "edit again? [Y/n]") || !strings.Contains(string(out), "web: config installed") {

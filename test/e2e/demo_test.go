@@ -33,6 +33,7 @@ func leftBehind(dir string) []string {
 // match it). Written into a pipe, it has no colour codes. Its giveback
 // brings the service back to n1 (it left it on n2 while n1 was in rejoin).
 func TestDemoLeavesNoProcessBehind(t *testing.T) {
+	t.Parallel() // the demo's own directory and ports (cmd/freeport); mostly waits
 	if testing.Short() {
 		t.Skip("the demo takes about 30 s")
 	}

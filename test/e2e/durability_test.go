@@ -157,6 +157,7 @@ func checkRecovered(t *testing.T, n *node) {
 
 // With R/var read-only, a freeze is not acknowledged.
 func TestStateReadOnlyVar(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port; a tmpfs of its own
 	n, v := durNode(t)
 	remount(t, v, "ro")
 	checkNotSaved(t, n, "read-only file system")
@@ -166,6 +167,7 @@ func TestStateReadOnlyVar(t *testing.T) {
 
 // With R/var full, a freeze is not acknowledged.
 func TestStateFullVar(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port; a tmpfs of its own
 	n, v := durNode(t)
 	filler := fill(t, v)
 	checkNotSaved(t, n, "no space left on device")
@@ -216,6 +218,7 @@ func TestStateFullVarTargetRetried(t *testing.T) {
 // A damaged state file stops the daemon from starting (exit 2,
 // the file and the remedy in one line); it is never read as an empty state.
 func TestStateDamagedRefusedAtStart(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	n.must("nodemgr", "freeze")

@@ -16,6 +16,7 @@ import (
 // nodemgr events --format json streams one JSON object a line, live;
 // svcmgr logs shows the output of the service's commands.
 func TestEventsStreamAndServiceLogs(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	createService(t, n, "web", testbed.PidService)
@@ -74,6 +75,7 @@ func TestEventsStreamAndServiceLogs(t *testing.T) {
 
 // svcmgr logs --follow prints the lines appended after it started.
 func TestLogsFollow(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	createService(t, n, "web", testbed.PidService)

@@ -14,6 +14,7 @@ import (
 // service starts on n2; both nodes explain n2 as the leader and n1 as
 // excluded by its freeze, in text and JSON, now and for a start now.
 func TestExplainOnCluster(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	c["n1"].must("nodemgr", "freeze")
 	waitFor(t, 20*time.Second, "n2 sees n1 frozen", func() bool { return c["n2"].status().Nodes["n1"].Frozen })

@@ -13,6 +13,7 @@ import (
 // next node starts web on the acks of the live peers, before ready_period
 // ends (the start's reason says so in node.log); nothing runs twice.
 func TestFastAckFailoverAfterCrash(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2", "n3"}
 	c := startCluster(t, names, clusterOpts{extra: "ready_fast_ack = true"})
 	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2", "n3"]`, ""))

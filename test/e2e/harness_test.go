@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +19,24 @@ import (
 
 var binDir string
 
+// parallelEnv, when set, is how many tests of this package run at once,
+// in place of -parallel: `make test` runs every package with one
+// -parallel, and these tests mostly wait (hb.timeout, ready windows,
+// fences, leases) on daemons that use little CPU, so it runs more of them
+// at once here than in the other packages (README, "The CI time budget").
+const parallelEnv = "HAVEN_E2E_PARALLEL"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(chaos.DiskAttackEnv) != "" {
 		os.Exit(chaos.DiskAttackerMain()) // a disk attacker's process (disk_test.go)
+	}
+	flag.Parse()
+	if v := os.Getenv(parallelEnv); v != "" {
+		if k, err := strconv.Atoi(v); err != nil || k < 1 {
+			fmt.Fprintf(os.Stderr, "%s=%q: want a number of tests, 1 or more\n", parallelEnv, v)
+			os.Exit(2)
+		}
+		flag.Set("test.parallel", v)
 	}
 	dir, err := os.MkdirTemp("", "haven-e2e-bin")
 	if err != nil {
@@ -64,11 +81,19 @@ func newNode(t *testing.T, name, nodeToml string) *node {
 // run runs one of the binaries against this node's root.
 func (n *node) run(bin string, args ...string) testbed.Result {
 	n.t.Helper()
+	return n.runEnv(nil, bin, args...)
+}
+
+// runEnv is run with env (KEY=VALUE) added to the command's environment.
+// A test gives a command its environment this way, never with os.Setenv
+// or t.Setenv: the tests run side by side (t.Parallel) in one process.
+func (n *node) runEnv(env []string, bin string, args ...string) testbed.Result {
+	n.t.Helper()
 	dir := binDir
 	if n.bins != "" {
 		dir = n.bins
 	}
-	r, err := testbed.Run(filepath.Join(dir, bin), n.root, args...)
+	r, err := testbed.Command{Bin: filepath.Join(dir, bin), Root: n.root, Args: args, Env: env}.Run()
 	if err != nil {
 		n.t.Fatal(err)
 	}

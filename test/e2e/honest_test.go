@@ -81,6 +81,7 @@ timeout = "10s"
 // the failing nodes and the resource's last line: a start failed on every
 // node, a switch whose stop failed.
 func TestHonestWaitReturnsTheCause(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	dir := t.TempDir()
 	flag, nostop := filepath.Join(dir, "flag"), filepath.Join(dir, "nostop")
@@ -202,6 +203,7 @@ func TestHonestStaleDataOfACrashedNode(t *testing.T) {
 // processes is killed with the instance's cgroup once the stop ended: here
 // the check reads a file the stop leaves.)
 func TestHonestMisbehavingResources(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	dir := t.TempDir()

@@ -17,6 +17,7 @@ import (
 // A [hook.NAME] of node.toml receives the failover event of a real
 // failover: the event as JSON on stdin, HAVEN_EVENT_* in its environment.
 func TestHookReceivesFailover(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2"}
 	c := newCluster(t, names, clusterOpts{timeout: "3s", interval: "1s"})
 	dir := t.TempDir()

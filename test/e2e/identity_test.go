@@ -39,6 +39,7 @@ func refused(t *testing.T, n *node, want int, msg ...string) {
 // cluster.toml, or with another cluster's name or secret, until the admin
 // says --new-cluster.
 func TestClusterIdentityRemembered(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	secret := testbed.NewSecret()
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{name: "prod", secret: secret})
 	c["n1"].startDaemon()
@@ -90,6 +91,7 @@ func TestClusterIdentityRemembered(t *testing.T) {
 // A single node that never had a cluster.toml starts as in the README tour,
 // and keeps doing so.
 func TestSingleNodeWithoutClusterToml(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "solo", "")
 	n.startDaemon()
 	n.must("nodemgr", "daemon", "stop")
@@ -103,6 +105,7 @@ func TestSingleNodeWithoutClusterToml(t *testing.T) {
 // host its heartbeat port is taken, elsewhere the member's address is not
 // its own; and [hb] must agree with its [nodes] entry.
 func TestNodeNamedAsAnotherRefused(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	c["n2"].startDaemon()
 	cluster := readFile(t, filepath.Join(c["n2"].root, "etc", "cluster.toml"))
@@ -149,6 +152,7 @@ func memberAddr(t *testing.T, cluster, name string) string {
 // the insecure keyword says so (with a WARN); a secret other users may
 // read is refused.
 func TestNoOpenCluster(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	n1 := c["n1"]
 	conf := filepath.Join(n1.root, "etc", "cluster.toml")

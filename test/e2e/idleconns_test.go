@@ -34,6 +34,7 @@ func holdIdle(t *testing.T, c net.Conn, path string) {
 // scrape wait: they held every slot of the metrics listener for its 60 s
 // idle timeout, and a scrape timed out behind them.
 func TestMetricsScrapeAnswersPastIdleConnections(t *testing.T) {
+	t.Parallel() // one daemon of its own root, its metrics on a port of its own (testbed.FreePort)
 	n := newNode(t, "n1", "")
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	setNodeKey(t, n, fmt.Sprintf("metrics_addr = %q", addr))
@@ -83,6 +84,7 @@ func TestMetricsScrapeAnswersPastIdleConnections(t *testing.T) {
 // The same for the local API: 256 idle keep-alive connections (its cap)
 // held every slot for 30 s, and the CLI waited behind them.
 func TestLocalAPIAnswersPastIdleConnections(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	sock := filepath.Join(n.root, "run", "daemon.sock")
@@ -105,6 +107,7 @@ func TestLocalAPIAnswersPastIdleConnections(t *testing.T) {
 // node.metrics_allow: a connection from another address is closed before
 // anything is read (and logged); the allowed scraper is served.
 func TestMetricsAllowList(t *testing.T) {
+	t.Parallel() // one daemon of its own root, its metrics on a port of its own (testbed.FreePort)
 	n := newNode(t, "n1", "")
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	setNodeKey(t, n, fmt.Sprintf("metrics_addr = %q\nmetrics_allow = [\"127.0.0.2\", \"127.0.1.0/24\"]", addr))

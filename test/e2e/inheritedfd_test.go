@@ -18,6 +18,7 @@ import (
 // file; a check command and a hook list their descriptors: neither may
 // hold it.
 func TestAppsAndHooksDoNotInheritTheDaemonsDescriptors(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	dir := t.TempDir()
 	nodeToml := testbed.NodeToml{Name: "n1", Keys: []string{`monitor_interval = "300ms"`}}.String() +
 		fmt.Sprintf("\n[hook.fds]\nevents = [\"daemon_start\"]\ncommand = \"sh -c 'ls -l /proc/$$/fd > %s/hook.fds'\"\ntimeout = \"5s\"\n", dir)

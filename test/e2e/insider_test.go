@@ -155,6 +155,7 @@ func (in *insider) publishLocked() {
 // the versions go on after it (the bound moves with the clock: nothing
 // freezes at it).
 func TestInsiderCounterAtTheBound(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c, in := insiderCluster(t, true)
 	svc := strings.Replace(testbed.PidService, `orchestrate = "no"`, "orchestrate = \"no\"\nnodes = [\"n1\", \"n2\"]", 1)
 	createService(t, c["n1"], "web", svc)
@@ -252,6 +253,7 @@ func TestConfigsBoundedInAllOnCreate(t *testing.T) {
 // (before, they held the configs in their copy of n3's data, refused to
 // install them, and grew to 213 MB with 20 of them).
 func TestInsiderOversizeConfigsRefusedAtReceipt(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c, in := insiderCluster(t, false)
 	big := configText(1<<20, `["n1", "n2"]`)
 	for i := range 3 {

@@ -17,6 +17,7 @@ import (
 // leader n1 starts web; then the app dies on n1. Only n1 restarts it: n2,
 // whose instance gave up, never runs the app again.
 func TestLadderGaveUpNodeLeavesTheRestartToTheOwner(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	c["n1"].must("nodemgr", "freeze")
 	svc := ladderService("none", 1, "200ms")

@@ -85,6 +85,7 @@ func resourceOf(n *node, svc string) dataset.Resource {
 // spent (print status: restart 1 remaining, the last failure) and the
 // service never moves.
 func TestLadderRestartsTheAppLocally(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	const delay = 500 * time.Millisecond
 	// a second, unmonitored app: it keeps running while app#main restarts
@@ -145,6 +146,7 @@ func TestLadderRestartsTheAppLocally(t *testing.T) {
 // Killed more than `restart` times, with monitor_action switch, the
 // service runs on n2, and n1 does not take it back.
 func TestLadderSwitchesAndNeverComesBack(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	createService(t, c["n1"], "web", ladderService("switch", 1, "200ms"))
 	waitFor(t, 15*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))
@@ -181,6 +183,7 @@ func TestLadderSwitchesAndNeverComesBack(t *testing.T) {
 // monitor_action freezestop: stopped and frozen on n1. monitor_action
 // crash: node.toml's crash_command (harmless here) is called once.
 func TestLadderFreezeStopAndCrash(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	mark := filepath.Join(t.TempDir(), "crashed")
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{extra: `crash_command = "echo called >> ` + mark + `"`})
 	createService(t, c["n1"], "web", ladderService("freezestop", 0, "100ms"))

@@ -58,6 +58,7 @@ func (n *node) rawPostAs(path string, body []byte, chunked bool) (int, api.Error
 // A misspelled field must not change the meaning of a request:
 // `"lcoal": true` was ignored and turned a local start into a cluster one.
 func TestLocalAPIRefusesUnknownFields(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	code, e := n.rawPost(api.PathServiceAction, []byte(`{"name":"web","action":"start","lcoal":true}`))
@@ -116,6 +117,7 @@ func (n *node) daemonPidFromStatus() int {
 // of them at once do not grow the daemon by their size (they were read
 // whole and parsed: 100 bodies of 4 MB took it to 1 GB).
 func TestLocalAPIBoundsBodies(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	pid := n.daemonPidFromStatus()
@@ -150,6 +152,7 @@ func TestLocalAPIBoundsBodies(t *testing.T) {
 // Connections that trickle their headers or their body do not lock the
 // CLI out, and the daemon closes them.
 func TestLocalAPITricklingConnectionsDoNotBlockTheCLI(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	sock := filepath.Join(n.root, "run", "daemon.sock")
@@ -215,6 +218,7 @@ func TestLocalAPITricklingConnectionsDoNotBlockTheCLI(t *testing.T) {
 // A user who may not reach the root-only socket is told so, not that the
 // daemon is not running.
 func TestLocalAPIPermissionDeniedIsReportedAsSuch(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: runs the client as nobody")
 	}
@@ -248,6 +252,7 @@ func TestLocalAPIPermissionDeniedIsReportedAsSuch(t *testing.T) {
 // Event and log-follow streams have their own cap: a client that opens
 // many cannot take the connections the CLI needs.
 func TestLocalAPIStreamsAreCapped(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	sock := filepath.Join(n.root, "run", "daemon.sock")

@@ -83,6 +83,7 @@ func value(mfs map[string]*dto.MetricFamily, name string, labels ...string) (flo
 // states of its instance, the start it ran, the heartbeat's traffic, the
 // decision passes, the Go runtime and the process.
 func TestMetricsScrapedFromARealDaemon(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2"}
 	c := newCluster(t, names, clusterOpts{})
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -151,6 +152,7 @@ func TestMetricsScrapedFromARealDaemon(t *testing.T) {
 // an address of another host too; an address already in use stops the
 // daemon at start, naming the key (exit 1: it may be free at the next try).
 func TestMetricsAddrErrors(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	setNodeKey(t, n, `metrics_addr = "localhost"`)
 	r := n.run("nodemgr", "daemon", "start")

@@ -287,13 +287,19 @@ func TestNetnsMultipleActiveKeeperAnnounces(t *testing.T) {
 
 	b.restore("n1")
 	// n1 drops the address (n2's start is the latest: n2 is kept), then
-	// n3's entry must move to n2's MAC by itself
+	// n3's entry must move to n2's MAC by itself. Both are watched until
+	// n1 dropped it and n3's entry is n2's: n2 may announce while n1's stop
+	// still runs (the loop ended at that move, and the test said that n1
+	// still held the address)
 	var dropped, moved time.Time
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && moved.IsZero(); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && (dropped.IsZero() || moved.IsZero()); time.Sleep(10 * time.Millisecond) {
 		if dropped.IsZero() && !b.hasAddr("n1", vip) {
 			dropped = time.Now()
 		}
-		if b.neighMAC("n3", vip) == macN2 {
+		// since when n3's entry has been n2's
+		if b.neighMAC("n3", vip) != macN2 {
+			moved = time.Time{}
+		} else if moved.IsZero() {
 			moved = time.Now()
 		}
 	}

@@ -58,11 +58,13 @@ func TestWrongSecretStaysOut(t *testing.T) {
 // Compat mismatch disables ha orchestration with the messages of docs/contract.md section 8, and
 // the agreement enables it again.
 func TestCompatMismatchAndRecoveryLogged(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	c["n1"].startDaemon()
-	os.Setenv("HAVEN_COMPAT", "2")
-	c["n2"].startDaemon()
-	os.Unsetenv("HAVEN_COMPAT")
+	// the daemon started by this start inherits its environment
+	if r := c["n2"].runEnv([]string{"HAVEN_COMPAT=2"}, "nodemgr", "daemon", "start"); r.Code != 0 {
+		t.Fatalf("daemon start with HAVEN_COMPAT=2: %s", r)
+	}
 	const off = "cluster members run incompatible versions. disable ha orchestration"
 	const on = "cluster members run compatible versions. enable ha orchestration"
 	waitFor(t, 10*time.Second, "n1 logs the incompatibility", func() bool { return strings.Contains(nodeLog(t, c["n1"]), off) })
@@ -83,6 +85,7 @@ func TestCompatMismatchAndRecoveryLogged(t *testing.T) {
 // grace period, then treat it as down. shutdown: the node stops its
 // instances and announces shutting.
 func TestMaintenanceGraceAndShutdown(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	c["n1"].startDaemon()
 	c["n2"].startDaemon()
@@ -142,6 +145,7 @@ func TestMaintenanceGraceAndShutdown(t *testing.T) {
 // Hostile bytes on the heartbeat port (TCP and UDP) never crash a daemon
 // nor break the cluster.
 func TestGarbageOnHeartbeatPort(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	c["n1"].startDaemon()
 	c["n2"].startDaemon()

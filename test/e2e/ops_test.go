@@ -14,6 +14,7 @@ import (
 // succeeds. `daemon stop` must wait for what the daemon releases (its lock
 // on the root), not for the pid, and return at once.
 func TestDaemonStopReturnsWhenTheDaemonIsAZombie(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	for _, mode := range []string{"stop", "shutdown"} {
 		cmd := exec.Command(filepath.Join(binDir, "nodemgr"), "--root", n.root, "daemon", "run")
@@ -44,6 +45,7 @@ func TestDaemonStopReturnsWhenTheDaemonIsAZombie(t *testing.T) {
 // the trace of a crashed daemon only until the next start truncated it),
 // and the log is not copied there.
 func TestDaemonLogsSurviveRotationAndRestart(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	out := filepath.Join(n.root, "log", "daemon.out")
 	writeFile(t, out, "panic: what an earlier daemon printed\n")

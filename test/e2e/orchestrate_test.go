@@ -83,6 +83,7 @@ func TestHAStartAndFailoverAfterCrash(t *testing.T) {
 
 // Admin actions with --wait: stop, start, switch, takeover, giveback.
 func TestAdminActionsWithWait(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2"}
 	c := startCluster(t, names, clusterOpts{})
 	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))
@@ -146,6 +147,7 @@ func TestStartFailedThenNextNodeThenClear(t *testing.T) {
 
 // Constraints keep a service off the nodes that do not satisfy them.
 func TestConstraintsPlaceTheService(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2"}
 	c := newCluster(t, names, clusterOpts{})
 	// label n2 as the only DEV node

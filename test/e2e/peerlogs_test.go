@@ -11,6 +11,7 @@ import (
 // `svcmgr logs --node N` reads N's log of the service through the cluster:
 // the same lines N prints itself.
 func TestLogsOfAnotherNode(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, ""))
 	waitFor(t, 15*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))

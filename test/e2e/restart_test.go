@@ -14,6 +14,7 @@ import (
 // daemon adopts the running service (same process), and a restart of a
 // daemon that is not running starts it.
 func TestDaemonRestartAdoptsServices(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	if out := n.must("nodemgr", "daemon", "restart"); !strings.Contains(out, "daemon not running") || !strings.Contains(out, "daemon started") {
 		t.Fatalf("restart of a stopped daemon: %s", out)

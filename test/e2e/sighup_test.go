@@ -37,6 +37,7 @@ func daemonRunPid(root string) int {
 // first package init on; the Go runtime's own start, before that, cannot
 // be covered, see docs/operations.md.)
 func TestDaemonSurvivesASIGHUPAtItsStart(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	for try := 0; try < 3; try++ {
 		start := exec.Command(filepath.Join(binDir, "nodemgr"), "--root", n.root, "daemon", "start")

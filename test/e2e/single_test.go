@@ -126,6 +126,7 @@ func TestSingleDaemonServiceLifecycle(t *testing.T) {
 // The daemon owns its root: a second daemon is refused, the socket is
 // private, garbage on the socket does not kill it, and stop works.
 func TestDaemonOwnsRootAndSurvivesGarbage(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 
@@ -167,6 +168,7 @@ func TestDaemonOwnsRootAndSurvivesGarbage(t *testing.T) {
 
 // Bad node config: the daemon refuses to start with exit 2, naming file and key.
 func TestDaemonRefusesBadNodeConfig(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "[node]\nname = \"n1\"\nready_period = \"soon\"\n")
 	r := n.run("nodemgr", "daemon", "start")
 	if r.Code != 2 || !strings.Contains(r.Err, "node.toml") || !strings.Contains(r.Err, "ready_period") {
@@ -176,6 +178,7 @@ func TestDaemonRefusesBadNodeConfig(t *testing.T) {
 
 // validate --config needs no daemon.
 func TestValidateWithoutDaemon(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	good := filepath.Join(t.TempDir(), "good.toml")
 	writeFile(t, good, testbed.PidService)

@@ -13,6 +13,7 @@ import (
 // nothing starts there. --force without --local is a usage error (exit 2);
 // start --local --force starts the second copy on purpose.
 func TestStartLocalRefusedWhereItRunsElsewhere(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := startCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	createService(t, c["n1"], "web", testbed.HAService(`["n1", "n2"]`, `multiple_active = "warn"`))
 	waitFor(t, 15*time.Second, "web up on n1, seen from n2", upOnlyOn(c["n2"], "web", "n1"))

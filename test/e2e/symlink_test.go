@@ -13,6 +13,7 @@ import (
 // say so, and nothing is written where they point. The directories the
 // daemon creates are private (0700).
 func TestDaemonNeverWritesThroughPlantedLinks(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	outside := t.TempDir()
 	target := filepath.Join(outside, "target")

@@ -18,6 +18,7 @@ import (
 // and ExecStop's `nodemgr daemon stop` returning only once the daemon has
 // exited.
 func TestSystemdUnitRun(t *testing.T) {
+	t.Parallel() // one daemon of its own root, its own notify socket, no port
 	n := newNode(t, "n1", "")
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "notify.sock")

@@ -11,6 +11,7 @@ import (
 // terminal with its control characters made visible in `svcmgr logs`;
 // `--format json` keeps it exact (JSON escapes it).
 func TestLogsPrintControlCharactersVisibly(t *testing.T) {
+	t.Parallel() // one daemon of its own root, no port
 	n := newNode(t, "n1", "")
 	n.startDaemon()
 	conf := filepath.Join(t.TempDir(), "web.toml")

@@ -379,11 +379,13 @@ func TestDowngrade(t *testing.T) {
 // every node, with the reason in the log line; back within one step, ha
 // comes back. The contract's compat lines are those of a compat mismatch.
 func TestVersionsTooFarApart(t *testing.T) {
+	t.Parallel() // loopback daemons on ports of its own (testbed.FreePort); mostly waits
 	c := newCluster(t, []string{"n1", "n2"}, clusterOpts{})
 	c["n1"].startDaemon()
-	os.Setenv("HAVEN_FORMAT", "4")
-	c["n2"].startDaemon()
-	os.Unsetenv("HAVEN_FORMAT")
+	// the daemon started by this start inherits its environment
+	if r := c["n2"].runEnv([]string{"HAVEN_FORMAT=4"}, "nodemgr", "daemon", "start"); r.Code != 0 {
+		t.Fatalf("daemon start with HAVEN_FORMAT=4: %s", r)
+	}
 	const off = "cluster members run incompatible versions. disable ha orchestration (n2 reads formats up to 4, more than one version step from this node's 2)"
 	const on = "cluster members run compatible versions. enable ha orchestration"
 	waitFor(t, 10*time.Second, "n1 logs the versions too far apart", func() bool { return strings.Contains(nodeLog(t, c["n1"]), off) })

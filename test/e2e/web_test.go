@@ -245,8 +245,16 @@ func TestWebViewInBrowser(t *testing.T) {
 	}
 	shoot(t, evctx, "events.png")
 
-	// the keyboard: the service's link, focused and entered, opens its page
-	if err := chromedp.Do(ctx, chromedp.Focus(`#view tr[data-service="web"] a`), chromedp.KeyEvent("\r")); err != nil {
+	// the keyboard: the service's link, focused and entered, opens its page.
+	// The live grid may be drawn again between the query of the link and
+	// its focus: the focus then names a node gone ("Could not find node
+	// with given id", seen on a loaded host), and is tried again
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err = chromedp.Do(ctx, chromedp.Focus(`#view tr[data-service="web"] a`), chromedp.KeyEvent("\r")); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	poll(t, ctx, 10*time.Second, "the service page", `location.pathname === '/service/web' && !!document.querySelector('#view tr[data-node="n2"]')`)
