@@ -227,3 +227,27 @@ func VerifyService(file string, raw []byte, cluster, service string, keys map[st
 	}
 	return &Signature{Key: name, Serial: serial}, nil
 }
+
+// SignatureCheck checks the signatures of the service configs of one
+// cluster: its name and [admin_keys]. Without keys it checks nothing.
+type SignatureCheck struct {
+	Cluster string
+	Keys    map[string]ed25519.PublicKey
+}
+
+// On reports whether configs must be signed.
+func (sc SignatureCheck) On() bool { return len(sc.Keys) > 0 }
+
+// Check verifies the signature of cfg (its File, Name and Raw) and
+// records it in cfg.Signature; without keys it does nothing.
+func (sc SignatureCheck) Check(cfg *ServiceConfig) error {
+	if !sc.On() {
+		return nil
+	}
+	s, err := VerifyService(cfg.File, cfg.Raw, sc.Cluster, cfg.Name, sc.Keys)
+	if err != nil {
+		return err
+	}
+	cfg.Signature = s
+	return nil
+}
