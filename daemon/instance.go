@@ -87,7 +87,7 @@ func (d *Daemon) loadServices() {
 			err = d.sigs().Check(cfg)
 		}
 		if err != nil && signatureRefused(err) {
-			d.log.Error("service config refused for its signature: service kept, not managed, the last good config taken back from a peer", zap.String("svc", name), zap.Error(err))
+			d.log.Error("service config refused for its signature: service kept, not managed; the content recorded for its version is taken back from a peer that holds it", zap.String("svc", name), zap.Error(err))
 			d.keepRefused(name, raw, err)
 			continue
 		}
