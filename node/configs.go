@@ -388,7 +388,7 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 		}
 		c.witness(e.Version)
 		cur := c.KnownConfig(name)
-		restore := c.restoreWanted(name, e, cur)
+		restore := c.restoreWanted(name, e, cur) && !c.cd.Busy(name) // once
 		if !e.Wins(cur) && !restore {
 			continue
 		}
