@@ -49,3 +49,20 @@ func noteSerial(ss *ServiceState, cfg *config.ServiceConfig) {
 func (c *Core) restoreWanted(name string, e, cur dataset.ConfigEntry) bool {
 	return c.cd.Restoring(name) && !e.Deleted && !cur.Deleted && e.Version == cur.Version && e.Digest == cur.Digest
 }
+
+// forgetSerials drops the serials of every service: configs are not
+// signed (admin keys removed), so no replay rule holds, and a state
+// without them is one the previous release reads.
+func (c *Core) forgetSerials() {
+	changed := false
+	for name, ss := range c.state.Services {
+		if ss.ConfigSerial != 0 || ss.ConfigSerialFloor != 0 {
+			ss.ConfigSerial, ss.ConfigSerialFloor = 0, 0
+			c.state.Services[name] = ss
+			changed = true
+		}
+	}
+	if changed {
+		c.persist()
+	}
+}

@@ -38,6 +38,7 @@ func signedCore(t *testing.T) (*Core, *cfgDriver, func(text string, serial uint6
 		t.Fatal(err)
 	}
 	c, d := cfgCore("n1", "n2")
+	c.cfg.SignedConfigs = true
 	c.cfg.Configs = sigCodec{check: config.SignatureCheck{Cluster: "prod", Keys: map[string]ed25519.PublicKey{"alice": pub}}}
 	sign := func(text string, serial uint64) string {
 		out, err := config.SignService([]byte(text), "prod", "web", "alice", priv, serial)
@@ -159,5 +160,20 @@ func TestRefusedFileTakenBackFromPeer(t *testing.T) {
 	announce(c, map[string]dataset.ConfigEntry{"web": entry(ver(4, "n1"), good, nil)}, t0)
 	if rd := d.drive(t0); len(rd.Configs) != 0 {
 		t.Errorf("installed again: %v", rd.Configs)
+	}
+}
+
+// Admin keys removed from cluster.toml: the serials are forgotten at the
+// start (no replay rule without signatures; the state is then one the
+// previous release reads); with keys they are kept.
+func TestSerialsForgottenWithoutAdminKeys(t *testing.T) {
+	for _, signed := range []bool{true, false} {
+		c, _ := cfgCore("n1", "n2")
+		c.cfg.SignedConfigs = signed
+		c.state.Services["web"] = ServiceState{ConfigSerial: 3, ConfigSerialFloor: 2}
+		c.Step(Started{Now: t0})
+		if ss := c.state.Services["web"]; (ss.ConfigSerial == 3 && ss.ConfigSerialFloor == 2) != signed {
+			t.Errorf("signed configs %v: serials %d %d after the start", signed, ss.ConfigSerial, ss.ConfigSerialFloor)
+		}
 	}
 }
