@@ -168,3 +168,27 @@ func FuzzVerifyService(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSignedConfig: the cost of the check of a signed config of
+// about 1 KiB, beside that of its parse, which every config taken pays
+// (docs/security.md, "Admin-signed configs": "Cost").
+func BenchmarkSignedConfig(b *testing.B) {
+	pub, priv := newAdminKey(b)
+	keys := map[string]ed25519.PublicKey{"alice": pub}
+	text := signedWeb + strings.Repeat("# a comment line of the config, to make it about 1 KiB\n", 18)
+	signed, _ := SignService([]byte(text), "prod", "web", "alice", priv, 1)
+	b.Run("parse", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := tomlfile.ParseService("web.toml", "web", signed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("verify", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := VerifyService("web.toml", signed, "prod", "web", keys); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

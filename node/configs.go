@@ -412,11 +412,12 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			c.sayRefused("config", name, from, e.Version, err) // tried again at the next merge: a config may be deleted meanwhile
 			continue
 		}
-		if parsed > 0 && parsed+len(e.Raw) > mergeBudget {
+		cost := c.mergeCost(len(e.Raw))
+		if parsed > 0 && parsed+cost > mergeBudget {
 			c.mergeSpent(from) // in a later turn (mergeMore); every version is witnessed now
 			continue
 		}
-		parsed += len(e.Raw)
+		parsed += cost
 		if dig := dataset.ConfigDigest([]byte(e.Raw)); e.Digest != dig {
 			if e.Digest != "" {
 				c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Digest: true})

@@ -3,6 +3,7 @@ package node
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -174,6 +175,45 @@ func TestSerialsForgottenWithoutAdminKeys(t *testing.T) {
 		c.Step(Started{Now: t0})
 		if ss := c.state.Services["web"]; (ss.ConfigSerial == 3 && ss.ConfigSerialFloor == 2) != signed {
 			t.Errorf("signed configs %v: serials %d %d after the start", signed, ss.ConfigSerial, ss.ConfigSerialFloor)
+		}
+	}
+}
+
+// The merge budget counts a signed config as at least signedCost: 600
+// small signed configs from a peer are taken over two turns (their
+// signature checks never all held one), where 600 unsigned ones of the
+// same size take one.
+func TestSignedConfigsMergeBudget(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	for _, signed := range []bool{false, true} {
+		c, d := cfgCore("n1", "n2")
+		if signed {
+			c.cfg.SignedConfigs = true
+			c.cfg.Configs = sigCodec{check: config.SignatureCheck{Cluster: "prod", Keys: map[string]ed25519.PublicKey{"alice": pub}}}
+		}
+		es := map[string]dataset.ConfigEntry{}
+		for i := range 600 {
+			name := "svc" + strconv.Itoa(i)
+			raw := []byte("[app.a]\nstart = /bin/true\n")
+			if signed {
+				raw, _ = config.SignService(raw, "prod", name, "alice", priv, 1)
+			}
+			es[name] = entry(ver(uint64(i+1), "n2"), string(raw), nil)
+		}
+		announce(c, es, t0)
+		first := len(d.drive(t0).Configs)
+		want := 600
+		if signed {
+			want = mergeBudget / signedCost
+		}
+		if first != want || c.ConfigMergesLeft() != signed {
+			t.Errorf("signed %v: %d configs in the first turn, want %d (left over: %v)", signed, first, want, c.ConfigMergesLeft())
+		}
+		if signed {
+			c.mergeMore(t0)
+			if n := len(d.drive(t0).Configs); first+n != 600 {
+				t.Errorf("second turn: %d more, want %d", n, 600-first)
+			}
 		}
 	}
 }
