@@ -58,11 +58,7 @@ type SignatureError struct {
 }
 
 func (e *SignatureError) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
-	}
-	return fmt.Sprintf("%s: config_refused: %s: %s", loc, e.Reason, e.Msg)
+	return (&Error{File: e.File, Line: e.Line, Msg: "config_refused: " + e.Reason + ": " + e.Msg}).Error()
 }
 
 // AdminKeySize is the size of an admin's public key (Ed25519).
