@@ -15,8 +15,8 @@ import (
 // configs"). Three nodes whose cluster.toml lists alice's admin key:
 //   - an unsigned create is refused (exit 2, config_refused: unsigned);
 //   - web, signed on a workstation (svcmgr sign --cluster), created on n2,
-//     runs on n1 where it is placed; a set signed with --key reaches every
-//     node;
+//     runs on n1 where it is placed; a set signed with --key and an edit
+//     config signed with $HAVEN_ADMIN_KEY reach every node;
 //   - n2's insider edits services/web.toml on n2's disk (a check that
 //     marks the node it runs on) and restarts n2's daemon: n2 refuses its
 //     own file and takes the signed config back from a peer;
@@ -25,7 +25,9 @@ import (
 //     sends it as a new version; n1 and n3 refuse it (config_refused:
 //     bad signature, the text changed after it was signed, in their
 //     status and log), keep the signed config, never run
-//     the edit's check, and web runs on, the same process on n1.
+//     the edit's check, and web runs on, the same process on n1;
+//   - the insider sends the first signed config again (a replay, two
+//     serials back): n1 and n3 refuse it (config_refused: replayed).
 func TestSignedConfigsInsiderEditRefused(t *testing.T) {
 	t.Parallel() // loopback daemons on ports of their own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2", "n3"}
@@ -50,6 +52,7 @@ func TestSignedConfigsInsiderEditRefused(t *testing.T) {
 	c["n1"].must("svcmgr", "-s", "web", "sign", file, "--key", key, "--cluster", "test")
 	c["n2"].must("svcmgr", "-s", "web", "create", "--config", file)
 	waitFor(t, 20*time.Second, "signed web up on n1", upOnlyOn(c["n3"], "web", "n1"))
+	first := readFile(t, c["n1"].root+"/etc/services/web.toml") // serial 1 of 3
 	if r := c["n3"].run("svcmgr", "-s", "web", "set", "--kw", "app#main.timeout=11s"); r.Code != 2 || !strings.Contains(r.Err, "svcmgr set --key") {
 		t.Fatalf("set without a key: want exit 2 naming --key, got %s", r)
 	}
@@ -57,6 +60,17 @@ func TestSignedConfigsInsiderEditRefused(t *testing.T) {
 	for _, n := range names {
 		waitFor(t, 10*time.Second, "the signed set on "+n, func() bool {
 			return strings.Contains(readFile(t, c[n].root+"/etc/services/web.toml"), `"12s"`)
+		})
+	}
+	// edit config, the key from the environment
+	r, err := testbed.Command{Bin: filepath.Join(binDir, "svcmgr"), Root: c["n2"].root, Args: []string{"-s", "web", "edit", "config"},
+		Env: []string{"EDITOR=sed -i s/12s/13s/", "HAVEN_ADMIN_KEY=" + key}}.Run()
+	if err != nil || r.Code != 0 {
+		t.Fatalf("edit config with HAVEN_ADMIN_KEY: %v %s", err, r)
+	}
+	for _, n := range names {
+		waitFor(t, 10*time.Second, "the signed edit on "+n, func() bool {
+			return strings.Contains(readFile(t, c[n].root+"/etc/services/web.toml"), `"13s"`)
 		})
 	}
 	signed := readFile(t, c["n1"].root+"/etc/services/web.toml")
@@ -110,6 +124,19 @@ func TestSignedConfigsInsiderEditRefused(t *testing.T) {
 	for _, n := range []string{"n1", "n3"} {
 		if _, err := os.Stat(filepath.Join(marks, n)); err == nil {
 			t.Errorf("%s ran the insider's check", n)
+		}
+	}
+	// the insider sends the first signed config again (a replay): below
+	// the serial of the config before the newest, refused
+	c["n2"].must("nodemgr", "daemon", "stop")
+	writeFile(t, n2conf, first)
+	c["n2"].startDaemon()
+	for _, n := range []string{"n1", "n3"} {
+		waitFor(t, 10*time.Second, n+" refuses the replayed config", func() bool {
+			return strings.Contains(c[n].status().Services["web"].ConfigError, "config_refused: replayed")
+		})
+		if got := readFile(t, c[n].root+"/etc/services/web.toml"); got != signed {
+			t.Errorf("%s: the signed config was not kept after the replay:\n%s", n, got)
 		}
 	}
 	if now := strings.TrimSpace(readFile(t, pidFile)); now != pid {
