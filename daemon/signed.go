@@ -27,6 +27,9 @@ func (d *Daemon) keywordNeedsSignature(op string) error {
 	if !d.sigs().On() || op == "get" {
 		return nil
 	}
+	if op == "add" {
+		op = "set --add"
+	}
 	return badInput(errors.New("config_refused: unsigned: cluster.toml lists [admin_keys]: a config change needs an admin's signature: svcmgr " + op + " --key KEYFILE (or HAVEN_ADMIN_KEY=KEYFILE), which signs the new config and installs it"))
 }
 
