@@ -56,7 +56,7 @@ resources by name; keys in the order of this page): comments and layout are not 
 		sections []struct{ kind, header string }
 	}{
 		{"node.toml", []struct{ kind, header string }{{SectionNode, "[node]"}, {SectionHB, "[hb]"}, {SectionHBDisk, "[hb.disk]"}, {SectionHook, "[hook.NAME]"}}},
-		{"cluster.toml", []struct{ kind, header string }{{SectionCluster, "[cluster]"}, {SectionNodes, "[nodes]"}, {SectionNodeKeys, "[node_keys]"}, {SectionArbitrator, "[arbitrator.NAME]"}, {SectionStonith, "[stonith.NODE]"}}},
+		{"cluster.toml", []struct{ kind, header string }{{SectionCluster, "[cluster]"}, {SectionNodes, "[nodes]"}, {SectionNodeKeys, "[node_keys]"}, {SectionAdminKeys, "[admin_keys]"}, {SectionArbitrator, "[arbitrator.NAME]"}, {SectionStonith, "[stonith.NODE]"}}},
 		{"services/NAME.toml", []struct{ kind, header string }{
 			{SectionDefault, "[DEFAULT]"},
 			{SectionResource, "resources: keywords of every [TYPE.NAME]"},

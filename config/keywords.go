@@ -61,6 +61,7 @@ const (
 	SectionCluster    = "cluster"
 	SectionNodes      = "nodes"
 	SectionNodeKeys   = "node_keys"
+	SectionAdminKeys  = "admin_keys"
 	SectionArbitrator = "arbitrator"
 	SectionStonith    = "stonith"
 	SectionDefault    = "DEFAULT"
@@ -187,6 +188,9 @@ var Keywords = []Keyword{
 		Doc: "How the heartbeat uses the members' keys of `[node_keys]` (read only when that section lists keys). `require`: every member has a key, and a frame from a member is accepted only when sealed with the key that the sender and this node alone derive from their key pairs (and the cluster secret); a frame sealed with the cluster secret alone is refused, so that a member cannot speak as another. The two others are the steps of turning keys on in a running cluster, one node at a time (docs/operations.md, \"Per-node keys\"): `accept` sends as without keys and accepts both kinds of frames; `send` seals with the pairwise key to every member that has one and accepts both kinds. Members without a key are accepted on the cluster secret alone in `accept` and `send` only."},
 	{Section: SectionNodeKeys, Key: AnyKey, Type: TypeString,
 		Doc: "One line per member: `NAME = \"KEY\"`, the member's public key as `nodemgr key show` prints it on that member (X25519, 32 bytes in base64). Each node keeps its private key in `node.key` under its root (`/etc/haven/node.key`, mode 0600, made by `nodemgr key generate` at install; never copied to another host). With keys, a frame is sealed with a key only its sender and its receiver can derive: a member holding the secret and its own private key can no longer make the others accept a frame as another member's (docs/security.md, \"Per-node keys\"). Every name must be a member, every key a valid X25519 public key, no two members the same key; the daemon refuses to start when its own entry is not the key of its `node.key`. Missing or empty: no per-node keys (the cluster secret alone)."},
+	// admin-signed service configs (docs/security.md, "Admin-signed configs")
+	{Section: SectionAdminKeys, Key: AnyKey, Type: TypeString,
+		Doc: "One line per administrator: `NAME = \"KEY\"`, an Ed25519 public key as `svcmgr key generate` or `svcmgr key show` prints it (32 bytes in base64); the private key stays on the admin's workstation (never on a node). When the section lists a key, a node installs, relays and acts on a service config only when its last line is a valid signature by one of these keys over the text, the cluster name, the service name and a serial (`svcmgr sign`): a config from a peer, a file read at start-up or a create or edit made here without one is refused (`config_refused: unsigned`, `bad signature`, `unknown key`, or a serial older than the previous config's: `replayed`), and the last good config is kept. So a node's files no longer let their holder make the other nodes run a command (docs/security.md). Names: letters, digits, `_ . -`; no two names the same key. Missing or empty: configs need no signature. Turning it on in a running cluster: docs/operations.md, \"Admin-signed configs\"."},
 	{Section: SectionArbitrator, Key: "uri", Type: TypeString, Required: true, Field: "URI",
 		Doc: "`http://` or `https://` URL answered with a 2xx, or `tcp://host:port` that accepts connections: a plain arbitrator, which votes for every node that reaches it; probed by each node when it loses sight of peers (and every 10s for the status). Or `haven://host:port`: Haven's one-vote arbitrator (`nodemgr arbitrator run` on a third host), which gives its vote to one partition at a time as a lease, so that a 2-node cluster fails over without a fence command; each node reports to it every second (docs/operations.md, \"The 2-node case\")."},
 	{Section: SectionArbitrator, Key: "weight", Type: TypeInt, Default: "1", Field: "Weight",
@@ -310,7 +314,7 @@ var kwIndex = func() map[string]*Keyword {
 // Lookup returns the keyword key of a section kind; for a resource kind it also
 // finds the common resource keywords. For [nodes] any key is a member.
 func Lookup(kind, key string) (*Keyword, bool) {
-	if kind == SectionNodes || kind == SectionNodeKeys {
+	if kind == SectionNodes || kind == SectionNodeKeys || kind == SectionAdminKeys {
 		key = AnyKey
 	}
 	if kw, ok := kwIndex[kind+"\x00"+key]; ok {

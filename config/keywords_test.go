@@ -33,7 +33,7 @@ func TestKeywordTable(t *testing.T) {
 			defaultValue(kw)
 		}()
 		if kw.Field == "" {
-			if kw.Section != SectionNodes && kw.Section != SectionNodeKeys {
+			if kw.Section != SectionNodes && kw.Section != SectionNodeKeys && kw.Section != SectionAdminKeys {
 				t.Errorf("%s: no field", id)
 			}
 			continue

@@ -215,6 +215,9 @@ func (dec Decoder) ParseCluster(file string, data []byte, localNode string) (*Cl
 	if err := d.parseNodeKeys(c); err != nil {
 		return nil, err
 	}
+	if err := d.parseAdminKeys(c); err != nil {
+		return nil, err
+	}
 	sortMembers(c)
 	return c, nil
 }

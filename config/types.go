@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/ed25519"
 	"fmt"
 	"strings"
 	"time"
@@ -150,6 +151,9 @@ type ClusterConfig struct {
 	// NodeKeysMode is how the heartbeat uses them: "require", "send" or
 	// "accept" (the migration steps).
 	NodeKeysMode string
+	// AdminKeys are the admins' Ed25519 public keys ([admin_keys]) by
+	// name; nil without the section: service configs need no signature.
+	AdminKeys map[string]ed25519.PublicKey
 	// explicit is set when [nodes] lists members (not the lone default).
 	explicit bool
 	lines    *lineIndex
@@ -203,6 +207,9 @@ type ServiceConfig struct {
 	Name string
 	// Raw is the file content as installed.
 	Raw []byte
+	// Signature is the admin signature of Raw, set once checked against
+	// cluster.toml's [admin_keys] (VerifyService); nil when not checked.
+	Signature *Signature
 
 	Nodes      []string // as written; "*" means every cluster node (see NodeList)
 	Topology   string   // failover | flex

@@ -312,6 +312,12 @@ func (d *Daemon) parseCreate(req api.CreateRequest) (*config.ServiceConfig, []*c
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := d.sigs().Check(cfg); err != nil {
+		return nil, nil, badInput(err)
+	}
+	if len(cfg.Nodes) == 0 && d.sigs().On() {
+		return nil, nil, badInput(&config.Error{File: file, Key: "DEFAULT.nodes", Msg: "empty: a signed config names its nodes (the daemon cannot add this node to a signed text)"})
+	}
 	if len(cfg.Nodes) == 0 {
 		if raw, err = tomlfile.SetKeyword(file, raw, "DEFAULT.nodes+="+d.nodeName()); err != nil {
 			return nil, nil, err
@@ -492,6 +498,10 @@ func (d *Daemon) keyword(req api.KeywordRequest, pre keywordCheck, done func(any
 		done(out, nil)
 		return
 	case "set", "add", "unset":
+		if err := d.keywordNeedsSignature(req.Op); err != nil {
+			done(nil, err)
+			return
+		}
 		codec := tomlfile.ServiceCodec{File: d.p.ServiceConf}
 		if raw, err = codec.EditService(req.Name, raw, req.Op, req.Kws); err != nil {
 			done(nil, badInput(err))

@@ -83,6 +83,14 @@ func (d *Daemon) loadServices() {
 			continue
 		}
 		cfg, err := tomlfile.ParseService(path, name, raw)
+		if err == nil {
+			err = d.sigs().Check(cfg)
+		}
+		if err != nil && signatureRefused(err) {
+			d.log.Error("service config refused for its signature: service kept, not managed; the content recorded for its version is taken back from a peer that holds it", zap.String("svc", name), zap.Error(err))
+			d.keepRefused(name, raw, err)
+			continue
+		}
 		if err != nil {
 			d.log.Error("service config invalid: service kept, not managed until repaired", zap.String("svc", name), zap.Error(err))
 			d.setInvalid(name, raw, err)

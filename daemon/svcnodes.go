@@ -30,10 +30,14 @@ type memberCodec struct {
 	d *Daemon
 }
 
-// ParseService parses the config of service name and checks its nodes.
+// ParseService parses the config of service name and checks its
+// signature (daemon/signed.go) and its nodes.
 func (c memberCodec) ParseService(name string, raw []byte) (*config.ServiceConfig, error) {
 	cfg, err := c.ServiceCodec.ParseService(name, raw)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.d.sigs().Check(cfg); err != nil {
 		return nil, err
 	}
 	if err := c.d.checkServiceNodes(cfg); err != nil {

@@ -21,7 +21,8 @@ func CoreConfig(n *config.NodeConfig, cl *config.ClusterConfig, compat int, loca
 		ReadyPeriod: n.ReadyPeriod, ReadyFastAck: n.ReadyFastAck, CheckInterval: n.CheckInterval, MonitorInterval: n.MonitorInterval,
 		Quorum: QuorumConfig(n, cl), Local: local, Configs: codec,
 		ConfirmTimeout: ConfirmTimeout(n.HB.Timeout), ClusterConf: ClusterConf(n, cl), ClusterFile: cl.File,
-		Guard: node.GuardConfig{Enabled: n.Guard, Lease: n.GuardLease, Act: config.GuardAct}}
+		SignedConfigs: len(cl.AdminKeys) > 0,
+		Guard:         node.GuardConfig{Enabled: n.Guard, Lease: n.GuardLease, Act: config.GuardAct}}
 }
 
 // ClusterConf is the digest of what node n's configuration must share with

@@ -17,6 +17,20 @@ import (
 // about 50 ms to parse; 2,000 configs of 300 bytes still fit in one turn.
 const mergeBudget = 2 << 20
 
+// signedCost is what the check of a config's signature counts in the
+// merge budget, at least: an Ed25519 verification costs about the parse
+// of 1 KiB of config (config's BenchmarkSignedConfig), counted 4 KiB to
+// be safe, so that 2,000 small signed configs take 4 turns, not one.
+const signedCost = 4 << 10
+
+// mergeCost is what a config of size bytes counts in the merge budget.
+func (c *Core) mergeCost(size int) int {
+	if c.cfg.SignedConfigs {
+		return max(size, signedCost)
+	}
+	return size
+}
+
 // ConfigMergesLeft tells whether peers' configs wait for mergeMore.
 func (c *Core) ConfigMergesLeft() bool { return c.cd.LeftOver() }
 

@@ -166,6 +166,10 @@ func (c *Core) editConfig(req ConfigRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Err: failedf("refused: %v", err)})
 		return tk
 	}
+	if err := c.serialRefused(req.Config); err != nil {
+		c.answer(Answer{Ticket: tk, Err: err, Bad: true})
+		return tk
+	}
 	e := c.newEntry(req.Service, req.Config.Raw)
 	c.order(&configdist.Op{Svc: req.Service, Cfg: req.Config, Entry: e, What: req.What,
 		Edit: &configdist.Edit{Ticket: tk, Op: req.Op, Kws: req.Kws, Counter: e.Version.Counter}})
@@ -322,7 +326,9 @@ func (c *Core) installed(op *configdist.Op, now time.Time) {
 	known := c.known(name)
 	ss := c.state.Services[name]
 	ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = op.Entry.Version, dataset.ConfigDigest(op.Cfg.Raw), op.Entry.Includes
+	noteSerial(&ss, op.Cfg)
 	c.state.Services[name] = ss
+	c.cd.Restored(name)
 	delete(c.state.Tombstones, name)
 	c.persist()
 	c.publish()
@@ -382,7 +388,8 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 		}
 		c.witness(e.Version)
 		cur := c.KnownConfig(name)
-		if !e.Wins(cur) {
+		restore := c.restoreWanted(name, e, cur) && !c.cd.Busy(name) // once
+		if !e.Wins(cur) && !restore {
 			continue
 		}
 		if c.cd.RefusedBefore(name, e.Version) {
@@ -405,11 +412,12 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			c.sayRefused("config", name, from, e.Version, err) // tried again at the next merge: a config may be deleted meanwhile
 			continue
 		}
-		if parsed > 0 && parsed+len(e.Raw) > mergeBudget {
+		cost := c.mergeCost(len(e.Raw))
+		if parsed > 0 && parsed+cost > mergeBudget {
 			c.mergeSpent(from) // in a later turn (mergeMore); every version is witnessed now
 			continue
 		}
-		parsed += len(e.Raw)
+		parsed += cost
 		if dig := dataset.ConfigDigest([]byte(e.Raw)); e.Digest != dig {
 			if e.Digest != "" {
 				c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Digest: true})
@@ -423,13 +431,21 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error(), Kept: true})
 			continue
 		}
-		if e.Version == cur.Version && !cur.Deleted {
+		if err := c.serialRefused(cfg); err != nil {
+			c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error(), Kept: true})
+			continue
+		}
+		if e.Version == cur.Version && !cur.Deleted && !restore {
 			c.emit(ConfigConflict{Svc: name, From: from, Version: e.Version.Counter, Origin: e.Version.Origin,
 				Digest: e.Digest[:12], Ours: shortDigest(cur.Digest)})
 		}
 		e.Raw = ""
 		texts.set(name, len(cfg.Raw))
-		c.order(&configdist.Op{Svc: name, Cfg: cfg, Entry: e, What: "received from " + from, From: from})
+		what := "received from " + from
+		if restore {
+			what = "taken back from " + from + " (the file here was refused)"
+		}
+		c.order(&configdist.Op{Svc: name, Cfg: cfg, Entry: e, What: what, From: from})
 	}
 }
 

@@ -174,7 +174,13 @@ type (
 	IncarnationRecorded struct{ Incarnation uint64 }
 	// ServiceKept keeps the durable state of a service whose config is
 	// there but does not parse (created empty when there is none).
-	ServiceKept struct{ Service string }
+	// Restore: the file was refused for its signature (changed outside
+	// Haven on a cluster with admin keys): the content recorded for its
+	// version is taken back from a peer that holds it.
+	ServiceKept struct {
+		Service string
+		Restore bool
+	}
 	// ServiceForgotten forgets the durable state of a service that has no
 	// config file any more, read at start-up.
 	ServiceForgotten struct{ Service string }
@@ -294,6 +300,9 @@ func (c *Core) Step(in Input) Ticket {
 		c.persist()
 	case ServiceKept:
 		c.install(in.Service)
+		if in.Restore {
+			c.cd.Restore(in.Service)
+		}
 	case ServiceForgotten:
 		if _, ok := c.state.Services[in.Service]; ok {
 			delete(c.state.Services, in.Service)

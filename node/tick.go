@@ -24,6 +24,9 @@ func (c *Core) start(now time.Time) {
 		c.setNodeMonitor(dataset.NodeRejoin, "waiting to hear from every cluster node")
 	}
 	c.updateLevel() // alone in its cluster, a node reads every format there is
+	if !c.cfg.SignedConfigs {
+		c.forgetSerials()
+	}
 	c.publish()
 }
 

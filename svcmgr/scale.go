@@ -23,6 +23,7 @@ func scaleCommand() *cli.Command {
 			&cli.StringFlag{Name: "to", Usage: "the number of instances `N` (at least 1)"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait until N instances are up, as this node sees them"},
 			&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "bound of --wait"},
+			keyFlag(),
 		},
 		Action: scale}
 }
@@ -37,8 +38,18 @@ func scale(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	k, err := adminKey(c)
+	if err != nil {
+		return err
+	}
 	for _, n := range names {
-		if _, err := cl.Keyword(ctx(c), api.KeywordRequest{Name: n, Op: "set", Kws: []string{"flex_target=" + strconv.Itoa(to)}}); err != nil {
+		kws := []string{"flex_target=" + strconv.Itoa(to)}
+		if k != nil {
+			err = editSigned(c, cl, k, n, "set", kws)
+		} else {
+			_, err = cl.Keyword(ctx(c), api.KeywordRequest{Name: n, Op: "set", Kws: kws})
+		}
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(c.App.Writer, "%s: flex_target %d\n", n, to)

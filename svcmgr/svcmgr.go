@@ -44,8 +44,10 @@ func App() *cli.App {
 				UsageText: "svcmgr [-s NAME] create --config FILE [--replace] [--force]", Description: forceHelp + globalsHelp,
 				Flags: []cli.Flag{configFlag("the config `FILE` to install"),
 					&cli.BoolFlag{Name: "replace", Usage: "replace the config of an existing service (e.g. one whose config is invalid)"},
-					forceFlag()},
+					forceFlag(), keyFlag()},
 				Action: create},
+			signCommand(),
+			keyCommand(),
 			action("delete"),
 			action("start"), action("stop"), action("freeze"), action("thaw"),
 			action("clear"), action("abort"), action("takeover"), action("giveback"), action("switch"),
@@ -73,13 +75,14 @@ func App() *cli.App {
 				Flags: []cli.Flag{configFlag("the config `FILE` to check")}, Action: validateFile,
 				Subcommands: []*cli.Command{{Name: "config", Usage: "check the installed config", Description: globalsHelp, Action: validateInstalled}}},
 			{Name: "edit", Usage: "edit config", Subcommands: []*cli.Command{
-				{Name: "config", Usage: "edit the config in $EDITOR, validate, install", Description: globalsHelp, Action: editConfig},
+				{Name: "config", Usage: "edit the config in $EDITOR, validate, install (--key: signed with that admin key)", Description: globalsHelp,
+					Flags: []cli.Flag{keyFlag()}, Action: editConfig},
 			}},
 			{Name: "set", Usage: "set --kw K=V (also K+=V, K-=V for lists; --add: a new resource; --force: naming services or OCF agents not there yet)",
 				UsageText:   "svcmgr -s SELECTOR set [--add] [--force] --kw K=V [--kw K=V ...]",
 				Description: forceHelp + globalsHelp, Flags: []cli.Flag{kwFlag("a keyword to set: `K=V`, K+=V or K-=V (lists); repeatable"),
 					&cli.BoolFlag{Name: "add", Usage: "the keywords may add a resource the config does not have (without it, a resource name that is not in the config is refused: a typo)"},
-					forceFlag()},
+					forceFlag(), keyFlag()},
 				Action: func(c *cli.Context) error {
 					if c.Bool("add") {
 						return keyword(c, "add")
@@ -90,7 +93,7 @@ func App() *cli.App {
 				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to print (its default when unset); repeatable")},
 				Action: func(c *cli.Context) error { return keyword(c, "get") }},
 			{Name: "unset", Usage: "unset --kw K (a keyword; TYPE#NAME: a whole resource)", UsageText: "svcmgr -s SELECTOR unset --kw K [--kw K ...]",
-				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to remove (its default applies), or a resource TYPE#NAME to remove; repeatable")},
+				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to remove (its default applies), or a resource TYPE#NAME to remove; repeatable"), keyFlag()},
 				Action: func(c *cli.Context) error { return keyword(c, "unset") }},
 			{Name: "logs", Usage: "the service's log lines (--follow, --lines N, --node N: another node's; --format json: one object a line)",
 				UsageText: "svcmgr -s NAME logs [--follow] [--lines N] [--node N] [--format json]", Description: globalsHelp,
@@ -211,6 +214,15 @@ func create(c *cli.Context) error {
 	file, name, data, err := checkConfigFile(c, "create")
 	if err != nil {
 		return err
+	}
+	k, err := adminKey(c)
+	if err != nil {
+		return err
+	}
+	if k != nil {
+		if data, err = signText(c, k, name, data, data); err != nil {
+			return err
+		}
 	}
 	replace := c.Bool("replace")
 	res, err := cliutil.Client(c).Create(ctx(c), api.CreateRequest{Name: name, Config: string(data), File: file, Replace: replace, Force: c.Bool("force")})
@@ -389,6 +401,10 @@ func editConfig(c *cli.Context) error {
 		return cliutil.Usage("edit config takes one service, %d selected", len(names))
 	}
 	name := names[0]
+	k, err := adminKey(c)
+	if err != nil {
+		return err
+	}
 	raw, err := cl.Config(ctx(c), name)
 	if err != nil {
 		return err
@@ -424,6 +440,9 @@ func editConfig(c *cli.Context) error {
 		var cfg *config.ServiceConfig
 		if cfg, err = tomlfile.ParseService(tmpName, name, data); err == nil {
 			err = checkOCF(c, cfg)
+		}
+		if err == nil && k != nil {
+			data, err = signText(c, k, name, data, []byte(raw))
 		}
 		if err == nil {
 			req := api.CreateRequest{Name: name, Config: string(data), File: tmpName, Replace: true, Base: dataset.ConfigDigest([]byte(raw))}
@@ -471,9 +490,19 @@ func keyword(c *cli.Context, op string) error {
 	if err != nil {
 		return err
 	}
+	k, err := adminKey(c)
+	if err != nil {
+		return err
+	}
 	for _, n := range names {
 		if err := precheckOCF(c, cl, n, op, kws); err != nil {
 			return err
+		}
+		if k != nil && op != "get" {
+			if err := editSigned(c, cl, k, n, op, kws); err != nil {
+				return err
+			}
+			continue
 		}
 		res, err := cl.Keyword(ctx(c), api.KeywordRequest{Name: n, Op: op, Kws: kws, Force: c.Bool("force")})
 		if err != nil {

@@ -34,37 +34,31 @@ func GenerateNodeKey(path string) (*ecdh.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = fsutil.WriteNew(path, []byte(base64.StdEncoding.EncodeToString(k.Bytes())+"\n"), 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return nil, &config.Error{File: path, Msg: existMsg}
-	}
-	if err != nil {
-		return nil, &config.Error{File: path, Msg: err.Error()}
+	if err := writeNewKey(path, []byte(base64.StdEncoding.EncodeToString(k.Bytes())+"\n"), existMsg); err != nil {
+		return nil, err
 	}
 	return k, nil
+}
+
+// writeNewKey writes a private key file at path, mode 0600, durably; an
+// existing file is never replaced (exist says so).
+func writeNewKey(path string, content []byte, exist string) error {
+	err := fsutil.WriteNew(path, content, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return &config.Error{File: path, Msg: exist}
+	}
+	if err != nil {
+		return &config.Error{File: path, Msg: err.Error()}
+	}
+	return nil
 }
 
 // LoadNodeKey reads the private key at path: a regular file, not a symbolic
 // link, that no other user may read.
 func LoadNodeKey(path string) (*ecdh.PrivateKey, error) {
-	f, err := fsutil.OpenNoFollow(path)
+	data, err := readPrivate(path, "this node's private key")
 	if err != nil {
-		return nil, &config.Error{File: path, Msg: err.Error()}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, &config.Error{File: path, Msg: err.Error()}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &config.Error{File: path, Msg: "not a regular file"}
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, &config.Error{File: path, Msg: fmt.Sprintf("mode %04o lets other users read this node's private key: chmod 600 it (and consider it leaked: generate a new one)", perm)}
-	}
-	data, err := io.ReadAll(io.LimitReader(f, 1024))
-	if err != nil {
-		return nil, &config.Error{File: path, Msg: err.Error()}
+		return nil, err
 	}
 	raw, err := base64.StdEncoding.Strict().DecodeString(strings.TrimSpace(string(data)))
 	if err == nil && len(raw) != config.NodeKeySize {
@@ -83,3 +77,29 @@ func LoadNodeKey(path string) (*ecdh.PrivateKey, error) {
 
 // PublicNodeKey is the text of k's public key, as [node_keys] lists it.
 func PublicNodeKey(k *ecdh.PrivateKey) string { return config.EncodeNodeKey(k.PublicKey().Bytes()) }
+
+// readPrivate reads a private key file (what names its key in errors): a
+// regular file, not a symbolic link, that no other user may read; at most
+// 1 KiB of it.
+func readPrivate(path, what string) ([]byte, error) {
+	f, err := fsutil.OpenNoFollow(path)
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: err.Error()}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: err.Error()}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &config.Error{File: path, Msg: "not a regular file"}
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, &config.Error{File: path, Msg: fmt.Sprintf("mode %04o lets other users read %s: chmod 600 it (and consider it leaked: generate a new one)", perm, what)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 1024))
+	if err != nil {
+		return nil, &config.Error{File: path, Msg: err.Error()}
+	}
+	return data, nil
+}

@@ -66,7 +66,25 @@ type Book struct {
 	// more are the peers whose configs mergeConfigs left over at its
 	// budget, for mergeMore (node/configbudget.go).
 	more map[string]bool
+	// restore are the services whose file here was refused for its
+	// signature: the content of their recorded version is taken back from
+	// a peer.
+	restore map[string]bool
 }
+
+// Restore marks name to be taken back from a peer at its recorded version.
+func (cd *Book) Restore(name string) {
+	if cd.restore == nil {
+		cd.restore = map[string]bool{}
+	}
+	cd.restore[name] = true
+}
+
+// Restoring reports whether name waits to be taken back from a peer.
+func (cd *Book) Restoring(name string) bool { return cd.restore[name] }
+
+// Restored forgets that name waited to be taken back.
+func (cd *Book) Restored(name string) { delete(cd.restore, name) }
 
 // Order records a ConfigOp handed out.
 func (cd *Book) Order(op *Op) { cd.ops = append(cd.ops, op) }

@@ -43,6 +43,10 @@ type Config struct {
 	// for the messages.
 	ClusterConf *dataset.ClusterConf
 	ClusterFile string
+	// SignedConfigs: cluster.toml lists admin keys, and the codec checks
+	// the configs' signatures (node/configsigned.go). Without it the
+	// serials of signed configs are forgotten at start.
+	SignedConfigs bool
 	// Guard is node.guard and what goes with it (node/guard.go).
 	Guard GuardConfig
 	// Local gives what the driver owns of the node's view (nil: an empty

@@ -58,6 +58,12 @@ type ServiceState struct {
 	// Haven. ConfigIncludes is the entry's dataset.ConfigEntry.Includes.
 	ConfigDigest   string            `json:"config_digest,omitempty"`
 	ConfigIncludes map[string]uint64 `json:"config_includes,omitempty"`
+	// ConfigSerial is the highest serial of an admin-signed config
+	// installed here, ConfigSerialFloor the serial of the config it
+	// replaced: a signed config below the floor is an older one sent again
+	// and refused (node/configsigned.go). 0 while configs are not signed.
+	ConfigSerial      uint64 `json:"config_serial,omitempty"`
+	ConfigSerialFloor uint64 `json:"config_serial_floor,omitempty"`
 	// StartFailed survives a restart so a failed node does not retry blindly.
 	StartFailed bool `json:"start_failed,omitempty"`
 	// Clear is the newest clear request known (applied once, relayed).
