@@ -369,6 +369,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	tctx, tcancel := context.WithCancel(ctx)
 	defer tcancel()
 	go d.trimMemory(tctx)
+	go d.sweepContainers(tctx)
 
 	mode := d.loop(ctx)
 	d.stopSBD(mode)
