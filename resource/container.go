@@ -132,13 +132,13 @@ func (c *container) Start(ctx context.Context) error {
 	if err != nil {
 		return c.fail(err)
 	}
-	if ct != nil && ct.State == "running" {
+	if ct != nil && ct.Runs() {
 		c.env.Log(c.rc.RID, "start: container "+c.name+" already running")
 		return nil
 	}
 	if ct != nil {
-		c.env.Log(c.rc.RID, fmt.Sprintf("start: remove the %s container %s of an earlier start", ct.State, c.name))
-		if _, _, err := c.eng.call(ctx, c.timeout(), "rm", "--force", "--ignore", ct.ID); err != nil {
+		c.env.Log(c.rc.RID, fmt.Sprintf("start: remove the container %s of an earlier start (%s, its process gone)", c.name, ct.State))
+		if err := c.eng.remove(ctx, c.timeout(), *ct, 0); err != nil {
 			return c.fail(err)
 		}
 	}
@@ -178,7 +178,7 @@ func (c *container) Start(ctx context.Context) error {
 		return c.fail(err)
 	case ct == nil:
 		return c.fail(fmt.Errorf("container %s not found after its start", c.name))
-	case ct.State != "running":
+	case !ct.Runs():
 		msg := fmt.Sprintf("container %s %s (exit code %d) at once after its start", c.name, ct.State, ct.Code)
 		if out, _, err := c.eng.call(ctx, c.timeout(), "logs", "--tail", "3", ct.ID); err == nil && lastLine(out) != "" {
 			msg += ": " + lastLine(out)
@@ -278,7 +278,7 @@ func (c *container) Stop(ctx context.Context) error {
 		return nil
 	}
 	c.env.Log(c.rc.RID, fmt.Sprintf("stop: %s rm --force --time %d %s (%s)", c.eng.spec.Bin, int(c.rc.StopTimeout/time.Second), c.name, ct.State))
-	if _, _, err := c.eng.call(ctx, c.timeout(), "rm", "--force", "--ignore", "--time", fmt.Sprint(int(c.rc.StopTimeout/time.Second)), ct.ID); err != nil {
+	if err := c.eng.remove(ctx, c.timeout(), *ct, c.rc.StopTimeout); err != nil {
 		return c.fail(err)
 	}
 	return nil
@@ -331,10 +331,12 @@ func (c *container) status(ctx context.Context) (dataset.Status, string, string)
 		}
 		return dataset.StatusDown, "no container " + c.name, ""
 	}
-	switch ct.State {
-	case "running":
+	switch {
+	case ct.Runs():
 		return dataset.StatusUp, "", ""
-	case "paused":
+	case ct.State == "running":
+		return dataset.StatusDown, fmt.Sprintf("container %s: its process %d is gone (the engine, whose monitor went with it, still says running)", c.name, ct.Pid), ""
+	case ct.State == "paused":
 		return dataset.StatusWarn, "container " + c.name + " paused", ""
 	}
 	return dataset.StatusDown, fmt.Sprintf("container %s %s (exit code %d)", c.name, ct.State, ct.Code), ""

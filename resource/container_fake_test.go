@@ -119,7 +119,9 @@ esac`)
 	if st, reason, fault := c.FaultStatus(context.Background()); st != dataset.StatusDown || fault != "" {
 		t.Fatalf("status %s %q %q", st, reason, fault)
 	}
-	if err := c.Start(WithFencingToken(context.Background(), 7)); err != nil {
+	// the scripted container has no process: the start's confirmation
+	// fails, after the calls this test is about
+	if err := c.Start(WithFencingToken(context.Background(), 7)); err == nil || !strings.Contains(err.Error(), "at once after its start") {
 		t.Fatalf("start: %v\n%s", err, rec)
 	}
 	b, _ := os.ReadFile(calls)
@@ -130,8 +132,5 @@ esac`)
 		if !strings.Contains(got, want) {
 			t.Errorf("calls lack %q:\n%s", want, got)
 		}
-	}
-	if st, _, _ := c.FaultStatus(context.Background()); st != dataset.StatusUp {
-		t.Fatalf("status after the start %s", st)
 	}
 }

@@ -276,3 +276,40 @@ func TestContainerPodmanForeignAndOrphan(t *testing.T) {
 		t.Fatalf("running after the orphan's removal: %v", running)
 	}
 }
+
+// The node guard kills the instance's cgroup: the container's process and
+// its monitor (conmon) end, and the engine, told nothing, still says
+// running. The check says down all the same; a stop removes it, a start
+// runs a new one.
+func TestContainerPodmanGuardKill(t *testing.T) {
+	env, rec, p := podmanEnv(t)
+	d, err := New(containerRC("web", nil), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v\n%s", err, rec)
+	}
+	name := ContainerName(env.Service, "web")
+	// as the guard does: kill, wait, remove the group
+	if empty, err := cgroup.KillWait(env.Cgroup, 5*time.Second); err != nil || !empty {
+		t.Fatalf("kill the instance's cgroup: empty %v, %v", empty, err)
+	}
+	if err := cgroup.Remove(env.Cgroup); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := p.Run("ps", "--format", "{{.Names}} {{.Status}}"); !strings.Contains(out, name+" Up") {
+		t.Logf("the engine no longer says running (%q): the case this test is about did not arise", out)
+	}
+	d.(*container).eng.changed()
+	if reason := mustStatus(t, d, dataset.StatusDown); !strings.Contains(reason, "is gone") && !strings.Contains(reason, "exit code") {
+		t.Fatalf("reason %q", reason)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatalf("start after the kill: %v\n%s", err, rec)
+	}
+	mustStatus(t, d, dataset.StatusUp)
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatalf("stop: %v\n%s", err, rec)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,6 +71,31 @@ type Container struct {
 	Labels map[string]string `json:"Labels"`
 	Exited bool              `json:"Exited"`
 	Code   int               `json:"ExitCode"`
+	Pid    int               `json:"Pid"`
+}
+
+// Runs reports whether the container's process runs: the engine says
+// running, and its process is there, in the container's cgroup. The
+// engine's word alone is not enough: it records the state its monitor
+// (conmon) reports, and a monitor killed with the container (the node
+// guard kills both) leaves it saying running. A process that ended but
+// was not reaped yet (a zombie: its parent, conmon, went with it) does not
+// run.
+func (c Container) Runs() bool {
+	if c.State != "running" || c.Pid <= 0 || c.ID == "" {
+		return false
+	}
+	dir := "/proc/" + strconv.Itoa(c.Pid)
+	stat, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state is after the last ")"
+	if i := bytes.LastIndexByte(stat, ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+		return false
+	}
+	b, err := os.ReadFile(dir + "/cgroup")
+	return err == nil && bytes.Contains(b, []byte(c.ID))
 }
 
 // Name is the container's first name.
@@ -334,8 +361,22 @@ func RemoveContainer(ctx context.Context, spec EngineSpec, c Container, stopTime
 	if !c.Haven(spec.Cluster, spec.Node) {
 		return fmt.Errorf("container %s (%s) is not Haven's on this node: not touched", c.Name(), c.ID)
 	}
-	e := engineFor(spec)
+	return engineFor(spec).remove(ctx, timeout, c, stopTimeout)
+}
+
+// remove stops (SIGTERM, then SIGKILL after stopTimeout) and removes
+// container c. A container whose process is gone while the engine still
+// says running (its monitor, conmon, was killed with it: the node guard)
+// is first stopped at once: the engine's stop then takes it as stopped,
+// where its rm would wait for the exit its monitor never writes, then
+// fail.
+func (e *engine) remove(ctx context.Context, timeout time.Duration, c Container, stopTimeout time.Duration) error {
 	defer e.changed()
+	if c.State == "running" && !c.Runs() {
+		if _, _, err := e.call(ctx, timeout, "stop", "--ignore", "--time", "0", c.ID); err != nil {
+			return err
+		}
+	}
 	_, _, err := e.call(ctx, timeout, "rm", "--force", "--ignore", "--time", fmt.Sprint(int(stopTimeout/time.Second)), c.ID)
 	return err
 }

@@ -84,13 +84,26 @@ func (p *Podman) Run(args ...string) (string, error) {
 }
 
 // Running lists the names of the store's running containers: the
-// observer outside the cluster.
+// observer outside the cluster. Podman's records alone are not enough
+// (they say running after the container's monitor, conmon, was killed
+// with it, and --sync does not correct that): a container runs when its
+// process is there, in the cgroup named after the container's id.
 func (p *Podman) Running() ([]string, error) {
-	out, err := p.Run("ps", "--format", "{{.Names}}")
+	out, err := p.Run("ps", "--no-trunc", "--format", "{{.ID}} {{.Pid}} {{.Names}}")
 	if err != nil {
 		return nil, err
 	}
-	return strings.Fields(out), nil
+	var names []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + f[1] + "/cgroup"); err == nil && strings.Contains(string(b), f[0]) {
+			names = append(names, f[2])
+		}
+	}
+	return names, nil
 }
 
 // Close removes every container of the store, then the store.
