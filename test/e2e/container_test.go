@@ -31,9 +31,10 @@ monitor = true
 `, nodes)
 }
 
-// podmanNodes gives each node of c a podman store of its own with the
-// image, in its node.toml; it skips without podman.
-func podmanNodes(t *testing.T, c map[string]*node) map[string]*testbed.Podman {
+// podmanNodes gives each node of c a podman store of its own, in its
+// node.toml, with the image localhost/hbox:1 on the nodes withImage (every
+// node when none is named).
+func podmanNodes(t *testing.T, c map[string]*node, withImage ...string) map[string]*testbed.Podman {
 	t.Helper()
 	out := map[string]*testbed.Podman{}
 	for name, n := range c {
@@ -41,8 +42,14 @@ func podmanNodes(t *testing.T, c map[string]*node) map[string]*testbed.Podman {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(p.Close) // after the daemons' stop (cleanups run last first)
-		if err := p.ImportBusybox("localhost/hbox:1"); err != nil {
+		t.Cleanup(func() {
+			// the daemon first: it would start again what is removed
+			testbed.StopDaemon(filepath.Join(binDir, "nodemgr"), n.root)
+			p.Close()
+		})
+		if len(withImage) > 0 && !slices.Contains(withImage, name) {
+			// no image here
+		} else if err := p.ImportBusybox("localhost/hbox:1"); err != nil {
 			t.Fatal(err)
 		}
 		var kv []string
@@ -118,5 +125,63 @@ func TestPodmanContainerFailoverGuard(t *testing.T) {
 		last.Sub(at).Round(time.Millisecond), started.Sub(at).Round(time.Millisecond), started.Sub(last).Round(time.Millisecond))
 	if rec := readFile(t, filepath.Join(c["n1"].root, "var", "guard.json")); !strings.Contains(rec, `"service": "web"`) {
 		t.Fatalf("n1's guard record does not name web:\n%s", rec)
+	}
+}
+
+// The image only on n2, n1 first in the nodes: n1 says the container
+// cannot run there and the service is placed on n2. A daemon restart on
+// n2 adopts the running container (the same one, no second start). While
+// n2's daemon is down, a container of Haven's labels for a service that
+// is no longer there appears in its store, and one without Haven's labels:
+// the restarted daemon stops and removes the first (an orphan), never
+// touches the second.
+func TestPodmanContainerPlacementAdoptOrphan(t *testing.T) {
+	if why := testbed.PodmanUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	t.Parallel() // loopback daemons on ports of its own; mostly waits
+	names := []string{"n1", "n2"}
+	c := newCluster(t, names, clusterOpts{})
+	stores := podmanNodes(t, c, "n2")
+	startNodes(t, c, names)
+	const name = "haven.web.web"
+	createService(t, c["n1"], "web", containerService(`["n1", "n2"]`))
+	waitFor(t, 30*time.Second, "web up on n2", upOnlyOn(c["n1"], "web", "n2"))
+	r := c["n1"].instance("web").Resources["container#web"]
+	if r.Fault != "hard" || !strings.Contains(r.Log, "cannot run here: image localhost/hbox:1 is not in this node's engine storage") {
+		t.Fatalf("n1's container#web: %+v", r)
+	}
+	id, err := stores["n2"].Run("inspect", "--format", "{{.Id}}", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c["n2"].must("nodemgr", "daemon", "stop")
+	if _, err := stores["n2"].Run("run", "--detach", "--name", "haven.gone.db", "--network", "host",
+		"--label", "haven.cluster=test", "--label", "haven.node=n2", "--label", "haven.service=gone", "--label", "haven.rid=container#db",
+		"localhost/hbox:1", "sleep", "100000"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores["n2"].Run("run", "--detach", "--name", "foreign", "--network", "host", "--label", "haven.node=n2", "localhost/hbox:1", "sleep", "100000"); err != nil {
+		t.Fatal(err)
+	}
+	c["n2"].startDaemon()
+	waitFor(t, 30*time.Second, "the orphan removed", func() bool {
+		out, err := stores["n2"].Run("ps", "--all", "--format", "{{.Names}}")
+		return err == nil && !strings.Contains(out, "haven.gone.db")
+	})
+	if run, _ := stores["n2"].Running(); !slices.Contains(run, "foreign") || !slices.Contains(run, name) {
+		t.Fatalf("n2 runs %v, want foreign and %s", run, name)
+	}
+	if id2, _ := stores["n2"].Run("inspect", "--format", "{{.Id}}", name); id2 != id {
+		t.Fatalf("web's container on n2 is %s, was %s: not adopted", id2, id)
+	}
+	waitFor(t, 30*time.Second, "web up on n2 after the restart", upOnlyOn(c["n1"], "web", "n2"))
+	if lg := readFile(t, filepath.Join(c["n2"].root, "log", "node.log")); !strings.Contains(lg, "orphan container") {
+		t.Fatal("n2's log does not report the orphan")
+	}
+	lg := readFile(t, filepath.Join(c["n2"].root, "log", "services", "web.log"))
+	if n := strings.Count(lg, "container#web start: podman run"); n != 1 {
+		t.Fatalf("web's log on n2 has %d container starts, want 1:\n%s", n, lg)
 	}
 }

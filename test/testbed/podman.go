@@ -106,9 +106,14 @@ func (p *Podman) Running() ([]string, error) {
 	return names, nil
 }
 
-// Close removes every container of the store, then the store.
+// Close removes every container of the store, then the store. A
+// container whose monitor was killed with it (the node guard) fails its
+// first removal and is taken as stopped by it: a second one removes it.
 func (p *Podman) Close() {
-	p.Run("rm", "--all", "--force", "--time", "0")
+	p.Run("stop", "--all", "--time", "0")
+	if _, err := p.Run("rm", "--all", "--force", "--time", "0"); err != nil {
+		p.Run("rm", "--all", "--force", "--time", "0")
+	}
 	os.RemoveAll(p.Dir)
 }
 
