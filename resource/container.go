@@ -119,16 +119,27 @@ func (c *container) ours(list []Container) (*Container, error) {
 	return ct, nil
 }
 
+// lookup lists the node's containers afresh and finds the resource's
+// (nil when none): foreign is set when a container has its name without
+// its labels, err when the engine could not list them.
+func (c *container) lookup(ctx context.Context) (ct *Container, foreign, err error) {
+	list, err := c.eng.list(ctx, c.timeout(), true)
+	if err != nil {
+		return nil, nil, err
+	}
+	ct, foreign = c.ours(list)
+	return ct, foreign, nil
+}
+
 // Start removes a stopped container of the resource left from an earlier
 // start, pulls the image when pull = missing and it is not here, then
 // runs the container detached, and confirms it runs.
 func (c *container) Start(ctx context.Context) error {
 	defer c.eng.changed()
-	list, err := c.eng.list(ctx, c.timeout(), true)
-	if err != nil {
-		return c.fail(err)
+	ct, foreign, err := c.lookup(ctx)
+	if err == nil {
+		err = foreign
 	}
-	ct, err := c.ours(list)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -168,11 +179,10 @@ func (c *container) Start(ctx context.Context) error {
 		return c.fail(&EngineError{Call: c.eng.spec.Bin + " run", Msg: res.describe()})
 	}
 	c.eng.changed()
-	list, err = c.eng.list(ctx, c.timeout(), true)
-	if err != nil {
-		return c.fail(err)
+	ct, foreign, err = c.lookup(ctx)
+	if err == nil {
+		err = foreign
 	}
-	ct, err = c.ours(list)
 	switch {
 	case err != nil:
 		return c.fail(err)
@@ -264,13 +274,12 @@ func cgroupParent(dir string) string {
 // nothing to do.
 func (c *container) Stop(ctx context.Context) error {
 	defer c.eng.changed()
-	list, err := c.eng.list(ctx, c.timeout(), true)
+	ct, foreign, err := c.lookup(ctx)
 	if err != nil {
 		return c.fail(err)
 	}
-	ct, err := c.ours(list)
-	if err != nil {
-		c.env.Log(c.rc.RID, "stop: nothing of Haven's to stop: "+err.Error())
+	if foreign != nil {
+		c.env.Log(c.rc.RID, "stop: nothing of Haven's to stop: "+foreign.Error())
 		return nil
 	}
 	if ct == nil {

@@ -123,6 +123,19 @@ func TestContainerPodmanStartAdoptStop(t *testing.T) {
 	}
 }
 
+// startedContainer is the resource container#web of containerRC, started.
+func startedContainer(t *testing.T, env Env, rec *logRec) Driver {
+	t.Helper()
+	d, err := New(containerRC("web", nil), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v\n%s", err, rec)
+	}
+	return d
+}
+
 func containsInt(l []int, v int) bool {
 	for _, x := range l {
 		if x == v {
@@ -136,13 +149,7 @@ func containsInt(l []int, v int) bool {
 // a container that exits at once fails its start with its last output.
 func TestContainerPodmanExitedAndFailedStart(t *testing.T) {
 	env, rec, p := podmanEnv(t)
-	d, err := New(containerRC("web", nil), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatalf("start: %v\n%s", err, rec)
-	}
+	d := startedContainer(t, env, rec)
 	name := ContainerName(env.Service, "web")
 	if _, err := p.Run("kill", name); err != nil {
 		t.Fatal(err)
@@ -283,13 +290,7 @@ func TestContainerPodmanForeignAndOrphan(t *testing.T) {
 // runs a new one.
 func TestContainerPodmanGuardKill(t *testing.T) {
 	env, rec, p := podmanEnv(t)
-	d, err := New(containerRC("web", nil), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err != nil {
-		t.Fatalf("start: %v\n%s", err, rec)
-	}
+	d := startedContainer(t, env, rec)
 	name := ContainerName(env.Service, "web")
 	// as the guard does: kill, wait, remove the group
 	if empty, err := cgroup.KillWait(env.Cgroup, 5*time.Second); err != nil || !empty {
