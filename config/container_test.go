@@ -83,3 +83,19 @@ stop_timeout = "3s"
 		}
 	}
 }
+
+// TestContainerEnvNodeKeyword: node.toml container_env, and a variable
+// name the environment cannot hold refused with its line.
+func TestContainerEnvNodeKeyword(t *testing.T) {
+	n, err := tomlfile.ParseNode("node.toml", []byte("[node]\nname = \"n1\"\ncontainer_env = { CONTAINERS_STORAGE_CONF = \"/etc/haven/storage.conf\" }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.ContainerEnv["CONTAINERS_STORAGE_CONF"] != "/etc/haven/storage.conf" {
+		t.Fatalf("container_env %v", n.ContainerEnv)
+	}
+	_, err = tomlfile.ParseNode("node.toml", []byte("[node]\nname = \"n1\"\ncontainer_env = { \"A=B\" = \"x\" }\n"))
+	if err == nil || !strings.Contains(err.Error(), `node.toml:3: node.container_env: invalid variable "A=B"`) {
+		t.Fatalf("got %v", err)
+	}
+}
