@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -25,6 +27,32 @@ import (
 // is placed on another node is no orphan: its check says up, and the
 // multiple_active rules deal with it.
 
+// The sweep asks the engine only on a node that ran container resources
+// once: a marker file, written when a local service with a container
+// resource is installed (before any start), and kept. A node without it
+// has no container of Haven's, and the daemons of a host without
+// containers run no engine at all.
+func (d *Daemon) containersMarker() string { return filepath.Join(d.p.Var, "containers.used") }
+
+// markContainers writes the marker once, for a local config with a
+// container resource.
+func (d *Daemon) markContainers(cfg *config.ServiceConfig) {
+	if d.containersMarked {
+		return
+	}
+	for _, r := range cfg.Resources {
+		if r.Type != config.SectionContainer {
+			continue
+		}
+		if err := os.WriteFile(d.containersMarker(), nil, 0o600); err != nil {
+			d.log.Warn("containers: the marker of a node that runs containers not written: the sweep of orphans will not run", zap.Error(err))
+			return
+		}
+		d.containersMarked = true
+		return
+	}
+}
+
 // orphanStopTimeout is how long an orphan's stop waits after SIGTERM.
 const orphanStopTimeout = 10 * time.Second
 
@@ -44,11 +72,13 @@ func (d *Daemon) engineSpec() resource.EngineSpec {
 
 // sweepContainers runs sweepOrphans at start-up, then every
 // check_interval, until ctx ends. Nothing is done where podman is not
-// installed.
+// installed, or on a node that never ran a container resource.
 func (d *Daemon) sweepContainers(ctx context.Context) {
 	spec := d.engineSpec()
 	for {
-		if _, err := exec.LookPath(spec.Bin); err == nil {
+		if _, err := os.Stat(d.containersMarker()); err != nil {
+			// no container here, ever
+		} else if _, err := exec.LookPath(spec.Bin); err == nil {
 			d.sweepOrphans(ctx, spec)
 		}
 		select {

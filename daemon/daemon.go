@@ -99,6 +99,9 @@ type Daemon struct {
 
 	persist *persister
 
+	// containersMarked: this node ran a container resource (containers.go)
+	containersMarked bool
+
 	// metrics are the Prometheus metrics (metrics.go), served on
 	// node.metrics_addr by metricsSrv; hooks run the event hooks (hooks.go).
 	metrics    *metrics

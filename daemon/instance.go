@@ -126,6 +126,9 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 				Cluster: d.cluster.Name, EngineEnv: d.engineEnv(),
 			}
 			set, err = resource.NewSet(exp.Resources, env)
+			if err == nil {
+				d.markContainers(cfg)
+			}
 		}
 		if err != nil {
 			buildErr = err.Error()

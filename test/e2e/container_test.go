@@ -130,11 +130,11 @@ func TestPodmanContainerFailoverGuard(t *testing.T) {
 
 // The image only on n2, n1 first in the nodes: n1 says the container
 // cannot run there and the service is placed on n2. A daemon restart on
-// n2 adopts the running container (the same one, no second start). While
-// n2's daemon is down, a container of Haven's labels for a service that
-// is no longer there appears in its store, and one without Haven's labels:
-// the restarted daemon stops and removes the first (an orphan), never
-// touches the second.
+// n2 adopts the running container (the same one, no second start). Before
+// the restart, a container of Haven's labels for a service that is not
+// there appears in n2's store, and one without Haven's labels: the
+// restarted daemon stops and removes the first (an orphan), never touches
+// the second.
 func TestPodmanContainerPlacementAdoptOrphan(t *testing.T) {
 	if why := testbed.PodmanUnavailable(); why != "" {
 		t.Skip(why)
@@ -156,7 +156,9 @@ func TestPodmanContainerPlacementAdoptOrphan(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c["n2"].must("nodemgr", "daemon", "stop")
+	// made while the daemon runs (its sweep is at start-up and every
+	// check_interval, a minute), so that its restart is quick: a daemon
+	// stopped longer than maintenance_grace_period lets its guard end web
 	if _, err := stores["n2"].Run("run", "--detach", "--name", "haven.gone.db", "--network", "host",
 		"--label", "haven.cluster=test", "--label", "haven.node=n2", "--label", "haven.service=gone", "--label", "haven.rid=container#db",
 		"localhost/hbox:1", "sleep", "100000"); err != nil {
@@ -165,6 +167,7 @@ func TestPodmanContainerPlacementAdoptOrphan(t *testing.T) {
 	if _, err := stores["n2"].Run("run", "--detach", "--name", "foreign", "--network", "host", "--label", "haven.node=n2", "localhost/hbox:1", "sleep", "100000"); err != nil {
 		t.Fatal(err)
 	}
+	c["n2"].must("nodemgr", "daemon", "stop")
 	c["n2"].startDaemon()
 	waitFor(t, 30*time.Second, "the orphan removed", func() bool {
 		out, err := stores["n2"].Run("ps", "--all", "--format", "{{.Names}}")
