@@ -135,6 +135,9 @@ func (c *container) lookup(ctx context.Context) (ct *Container, foreign, err err
 // start, pulls the image when pull = missing and it is not here, then
 // runs the container detached, and confirms it runs.
 func (c *container) Start(ctx context.Context) error {
+	// the engine calls of the action, together, within its timeout
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
 	defer c.eng.changed()
 	ct, foreign, err := c.lookup(ctx)
 	if err == nil {
@@ -273,6 +276,9 @@ func cgroupParent(dir string) string {
 // removes it; with none, or only one that is not Haven's, there is
 // nothing to do.
 func (c *container) Stop(ctx context.Context) error {
+	// within the timeout as a whole: the quorum's stop budget counts it
+	ctx, cancel := context.WithTimeout(ctx, c.timeout())
+	defer cancel()
 	defer c.eng.changed()
 	ct, foreign, err := c.lookup(ctx)
 	if err != nil {

@@ -282,6 +282,9 @@ func (e *engine) list(ctx context.Context, timeout time.Duration, fresh bool) ([
 		}
 		return c.res.list, nil
 	case <-ctx.Done():
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, &EngineError{Call: e.spec.Bin + " ps", Msg: fmt.Sprintf("no answer within %s: is the engine hung?", timeout)}
+		}
 		return nil, &EngineError{Call: e.spec.Bin + " ps", Msg: "canceled"}
 	}
 }
