@@ -64,6 +64,7 @@ resources by name; keys in the order of this page): comments and layout are not 
 			{SectionIP, "[ip.NAME] (rid ip#NAME)"},
 			{SectionFS, "[fs.NAME] (rid fs#NAME)"},
 			{SectionOCF, "[ocf.NAME] (rid ocf#NAME)"},
+			{SectionContainer, "[container.NAME] (rid container#NAME)"},
 		}},
 	}
 	for _, f := range files {

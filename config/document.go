@@ -20,7 +20,7 @@ type schema struct {
 var (
 	nodeSchema    = schema{single: []string{SectionNode, SectionHB, SectionHBDisk}, named: []string{SectionHook}}
 	clusterSchema = schema{single: []string{SectionCluster, SectionNodes, SectionNodeKeys, SectionAdminKeys}, named: []string{SectionArbitrator, SectionStonith}}
-	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP, SectionFS, SectionOCF}}
+	serviceSchema = schema{single: []string{SectionDefault}, named: []string{SectionApp, SectionIP, SectionFS, SectionOCF, SectionContainer}}
 )
 
 func (s schema) sectionNames() string {

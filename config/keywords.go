@@ -70,6 +70,7 @@ const (
 	SectionIP         = "ip"
 	SectionFS         = "fs"
 	SectionOCF        = "ocf"
+	SectionContainer  = "container"
 	SectionHook       = "hook"
 )
 
@@ -123,6 +124,8 @@ var Keywords = []Keyword{
 		Doc: "How long a starting daemon waits for its peers (state `rejoin`) before it orchestrates alone."},
 	{Section: SectionNode, Key: "split_action", Type: TypeEnum, Default: "crash", Allowed: []string{"crash", "reboot", "stop", "disabled"}, Field: "SplitAction",
 		Doc: "What the node does when it loses the quorum. `stop`: stop every local instance at once and freeze the node (the self-fence used by the tests); that split freeze ends by itself once the node holds the quorum again or the cluster is whole (`nodemgr thaw` ends it sooner); `crash` and `reboot` run the node action (act on the real kernel by default); `disabled`: log only. Read only with `cluster.quorum = true`. A `stop` that has not ended by the self-stop deadline escalates to `crash` (docs/operations.md, \"Split brain\")."},
+	{Section: SectionNode, Key: "container_env", Type: TypeMap, Field: "ContainerEnv",
+		Doc: "Environment variables added to every call of the container engine of the `[container.NAME]` resources, over the daemon's own environment: the engine's configuration, such as `{ CONTAINERS_STORAGE_CONF = \"/etc/haven/storage.conf\", CONTAINERS_CONF = \"/etc/haven/containers.conf\" }`, so that several nodes on one host (a test bed) each have their own storage and never see each other's containers."},
 	{Section: SectionNode, Key: "crash_command", Type: TypeString, Default: "echo c > /proc/sysrq-trigger", Field: "CrashCommand",
 		Doc: "DANGEROUS DEFAULT: the command of the node action `crash` (a service's `monitor_action = \"crash\"`), run with `/bin/sh -c` as root; the default crashes the kernel at once (sysrq `c`: no sync, no clean stop). Tests set a harmless command, e.g. `touch /tmp/crashed`. Each run is logged at error level with its reason and bounded by a 30s timeout."},
 	{Section: SectionNode, Key: "reboot_command", Type: TypeString, Default: "echo b > /proc/sysrq-trigger", Field: "RebootCommand",
@@ -300,6 +303,45 @@ var Keywords = []Keyword{
 		Doc: "The time limit of the agent's stop: like `start_timeout`, with the stop's advised timeout."},
 	{Section: SectionOCF, Key: "monitor_timeout", Type: TypeDuration, Default: "0s", Field: "MonitorTimeout",
 		Doc: "The time limit of the agent's monitor (the status check): like `start_timeout`, with the monitor's advised timeout."},
+
+	{Section: SectionContainer, Key: "engine", Type: TypeEnum, Default: "podman", Allowed: []string{"podman", "docker"}, Field: "Engine",
+		Doc: "The container engine, run through its command line (`podman` found in PATH). Only `podman` is built: `docker` is refused by validation until it is tested. The engine's own environment given to the daemon (CONTAINERS_STORAGE_CONF, CONTAINERS_CONF, XDG_*) and node.toml `container_env` reach every engine call."},
+	{Section: SectionContainer, Key: "image", Type: TypeString, Field: "Image",
+		Doc: "The image reference (`localhost/web:1.2`, `registry.example.com/web:1.2`). Exactly one of `image` and `rootfs`. A node whose engine storage lacks the image cannot run the resource (with `pull = \"never\"`): its status says `cannot run here` and the service is placed on the nodes that have it. Load images ahead of time (`podman load`, `podman import`, `podman pull` on every candidate node)."},
+	{Section: SectionContainer, Key: "rootfs", Type: TypeString, Field: "Rootfs",
+		Doc: "A directory holding the container's root filesystem, run as is (`podman run --rootfs`), instead of an `image`. An absolute path; a node where it is missing cannot run the resource (`cannot run here`)."},
+	{Section: SectionContainer, Key: "command", Type: TypeList, Field: "Command",
+		Doc: "The command and its arguments, as a list (`[\"httpd\", \"-f\", \"-p\", \"8080\"]`; a string is split on blanks). Empty: the image's own command."},
+	{Section: SectionContainer, Key: "entrypoint", Type: TypeString, Field: "Entrypoint",
+		Doc: "Overrides the image's entrypoint (`podman run --entrypoint`). Empty: the image's own."},
+	{Section: SectionContainer, Key: "env", Type: TypeMap, Field: "ContainerEnv",
+		Doc: "Environment variables of the container, a table of strings (`env = { PORT = \"8080\" }`). HAVEN_SVCNAME, HAVEN_NODENAME, HAVEN_RID and HAVEN_FENCING_TOKEN (the start's fencing token, docs/fencing-token.md) are set by Haven and cannot be set here."},
+	{Section: SectionContainer, Key: "volumes", Type: TypeList, Field: "Volumes",
+		Doc: "Bind mounts, each `HOST:CONTAINER` or `HOST:CONTAINER:OPTIONS` (`/srv/web/data:/data:rw`): HOST an absolute path (an fs resource's `mnt`, mounted before the container starts: fs resources start first), CONTAINER an absolute path. Named volumes are refused for now."},
+	{Section: SectionContainer, Key: "user", Type: TypeString, Field: "User",
+		Doc: "The user (and group) the container's command runs as (`1000`, `1000:1000`, `nobody`). Empty: the image's."},
+	{Section: SectionContainer, Key: "read_only", Type: TypeBool, Default: "false", Field: "ReadOnly",
+		Doc: "Mount the container's root filesystem read-only (`podman run --read-only`)."},
+	{Section: SectionContainer, Key: "memory", Type: TypeString, Field: "Memory",
+		Doc: "The memory limit of the container: a number of bytes with an optional unit b, k, m or g (`256m`). Empty: no limit."},
+	{Section: SectionContainer, Key: "cpus", Type: TypeString, Field: "CPUs",
+		Doc: "The CPU limit of the container, in CPUs (`0.5`, `2`). Empty: no limit."},
+	{Section: SectionContainer, Key: "pull", Type: TypeEnum, Default: "never", Allowed: []string{"never", "missing"}, Field: "Pull",
+		Doc: "When the start fetches the image. `never` (the default): a failover never waits on a registry; a node without the image cannot run the resource (`cannot run here`) and the service goes to a node that has it. `missing`: the start pulls the image when the node lacks it, within the start's `timeout` (the status then says down, not `cannot run here`, on a node without it)."},
+	{Section: SectionContainer, Key: "stop_timeout", Type: TypeDuration, Default: "10s", Field: "StopTimeout",
+		Doc: "How long the stop waits after SIGTERM (the image's stop signal) before the engine sends SIGKILL (`podman stop -t`). Whole seconds, less than `timeout`."},
+	{Section: SectionContainer, Key: "network", Type: TypeString, Default: "host", Field: "Network",
+		Doc: "The container's network: `host`, the only mode built, shares the host's network, so an `ip` resource's address of the same service (started before the container) is the container's too: its failover moves the address with the container. Other modes are refused for now."},
+	{Section: SectionContainer, Key: "env_file", Type: TypeString, Field: "EnvFile", NotYet: "container env_file",
+		Doc: "A file of environment variables for the container."},
+	{Section: SectionContainer, Key: "ports", Type: TypeList, Field: "Ports", NotYet: "container networks other than host",
+		Doc: "Published ports, for the network modes other than `host`."},
+	{Section: SectionContainer, Key: "cap_add", Type: TypeList, Field: "CapAdd", NotYet: "container capabilities",
+		Doc: "Capabilities added to the container."},
+	{Section: SectionContainer, Key: "cap_drop", Type: TypeList, Field: "CapDrop", NotYet: "container capabilities",
+		Doc: "Capabilities dropped from the container."},
+	{Section: SectionContainer, Key: "healthcheck", Type: TypeBool, Default: "false", Field: "Healthcheck", NotYet: "the engine's health in the status",
+		Doc: "Count the engine's health check of the container in the resource status."},
 }
 
 var kwIndex = func() map[string]*Keyword {
@@ -348,10 +390,10 @@ func SectionKeywords(kind string) []*Keyword {
 }
 
 // ResourceTypes are the resource section kinds, in start order.
-var ResourceTypes = []string{SectionIP, SectionFS, SectionOCF, SectionApp}
+var ResourceTypes = []string{SectionIP, SectionFS, SectionOCF, SectionContainer, SectionApp}
 
 func isResourceKind(kind string) bool {
-	return kind == SectionApp || kind == SectionIP || kind == SectionFS || kind == SectionOCF
+	return kind == SectionApp || kind == SectionIP || kind == SectionFS || kind == SectionOCF || kind == SectionContainer
 }
 
 func resourceTypeRank(kind string) int {

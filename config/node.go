@@ -63,6 +63,11 @@ func (dec Decoder) ParseNode(file string, data []byte, hostname string) (*NodeCo
 	if !pathpkg.IsAbs(c.OCFRoot) {
 		return nil, d.errAt(node, "ocf_root", "%q is not an absolute path", c.OCFRoot)
 	}
+	for k, v := range c.ContainerEnv {
+		if !envNameRE.MatchString(k) || strings.ContainsRune(v, 0) {
+			return nil, d.errAt(node, "container_env", "invalid variable %q: want a name of letters, digits and _, a value without NUL", k)
+		}
+	}
 	if err := checkMetricsAddr(c.MetricsAddr); err != nil {
 		return nil, d.errAt(node, "metrics_addr", "%v", err)
 	}

@@ -94,6 +94,11 @@ func (s *ServiceConfig) expand(nodename, varDir string, final bool) (*ServiceCon
 				return nil, &refErr{kind: ctx.kind, name: ctx.name, kw: fe.key, key: ctx.key(fe.key), msg: fe.msg + " (expanded)"}
 			}
 		}
+		if final && r.Type == SectionContainer {
+			if fe := checkContainer(*r); fe != nil {
+				return nil, &refErr{kind: ctx.kind, name: ctx.name, kw: fe.key, key: ctx.key(fe.key), msg: fe.msg + " (expanded)"}
+			}
+		}
 		if final && r.Type == SectionFS {
 			if fe := checkFS(*r); fe != nil {
 				return nil, &refErr{kind: ctx.kind, name: ctx.name, kw: fe.key, key: ctx.key(fe.key), msg: fe.msg + " (expanded)"}

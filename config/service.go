@@ -66,7 +66,7 @@ func (dec Decoder) ParseService(file, name string, data []byte) (*ServiceConfig,
 		// nothing but blanks and comments: a file cut short, or the wrong
 		// one; a service of [DEFAULT] keywords alone is still valid (a
 		// parent or an affinity target with nothing to run)
-		return nil, &Error{File: file, Msg: "empty config (no section, no keyword): a file cut short? A service needs at least [DEFAULT] or a resource ([app.NAME], [ip.NAME], [fs.NAME], [ocf.NAME])"}
+		return nil, &Error{File: file, Msg: "empty config (no section, no keyword): a file cut short? A service needs at least [DEFAULT] or a resource ([app.NAME], [ip.NAME], [fs.NAME], [ocf.NAME], [container.NAME])"}
 	}
 	def := d.ensure(SectionDefault)
 	s := &ServiceConfig{File: file, Name: name, Raw: append([]byte(nil), data...)}
@@ -274,6 +274,10 @@ func (d *document) resource(sec *section) (ResourceConfig, error) {
 		}
 	case SectionFS:
 		if err := checkFS(r); err != nil {
+			return r, d.errAt(sec, err.key, "%s", err.msg)
+		}
+	case SectionContainer:
+		if err := checkContainer(r); err != nil {
 			return r, d.errAt(sec, err.key, "%s", err.msg)
 		}
 	case SectionOCF:

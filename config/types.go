@@ -80,6 +80,9 @@ type NodeConfig struct {
 	CheckInterval time.Duration
 	// OCFRoot is the root of the OCF resource agents (default /usr/lib/ocf).
 	OCFRoot string
+	// ContainerEnv is added to the environment of every container engine
+	// call (node.container_env).
+	ContainerEnv map[string]string
 	// CrashCommand and RebootCommand are the node actions crash and
 	// reboot, run with /bin/sh -c (defaults: sysrq c and b).
 	CrashCommand  string
@@ -244,7 +247,7 @@ type ServiceConfig struct {
 // ResourceConfig is one [TYPE.NAME] section.
 type ResourceConfig struct {
 	RID  string // "TYPE#NAME"
-	Type string // "app" | "ip" | "fs" | "ocf"
+	Type string // "app" | "ip" | "fs" | "ocf" | "container"
 	Name string
 
 	// common keywords
@@ -294,6 +297,27 @@ type ResourceConfig struct {
 	// TimeoutSet is true when the section sets timeout itself (not a
 	// keyword: the ocf driver prefers the agent's advice to the default).
 	TimeoutSet bool
+	// container (StopTimeout above is its stop_timeout too)
+	Engine       string // podman (docker refused)
+	Image        string
+	Rootfs       string
+	Command      []string
+	Entrypoint   string
+	ContainerEnv map[string]string // its env keyword
+	Volumes      []string
+	User         string
+	ReadOnly     bool
+	Memory       string
+	CPUs         string
+	Pull         string // never | missing
+	Network      string // host
+	// not built yet (refused unless left at their default)
+	EnvFile     string
+	Ports       []string
+	CapAdd      []string
+	CapDrop     []string
+	Healthcheck bool
+
 	// StopLimit is the time limit of the resource's stop when it is not
 	// Timeout (0): set by the shell for an ocf resource whose agent
 	// advises its stop timeout (StopBound).

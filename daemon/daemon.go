@@ -100,6 +100,9 @@ type Daemon struct {
 
 	persist *persister
 
+	// containersMarked: this node ran a container resource (containers.go)
+	containersMarked bool
+
 	// metrics are the Prometheus metrics (metrics.go), served on
 	// node.metrics_addr by metricsSrv; hooks run the event hooks (hooks.go).
 	metrics    *metrics
@@ -374,6 +377,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	tctx, tcancel := context.WithCancel(ctx)
 	defer tcancel()
 	go d.trimMemory(tctx)
+	go d.sweepContainers(tctx)
 
 	mode := d.loop(ctx)
 	d.stopSBD(mode)

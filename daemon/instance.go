@@ -130,8 +130,13 @@ func (d *Daemon) installInstance(cfg *config.ServiceConfig) *instance {
 				OCFRoot: d.node.OCFRoot, MonitorInterval: d.node.MonitorInterval, RscTmp: d.rscTmp(),
 				// every command of the instance runs in its cgroup
 				Cgroup: d.serviceCgroup(name),
+				// the labels and the engine's environment of its containers
+				Cluster: d.cluster.Name, EngineEnv: d.engineEnv(),
 			}
 			set, err = resource.NewSet(exp.Resources, env)
+			if err == nil {
+				d.markContainers(cfg)
+			}
 		}
 		if err != nil {
 			buildErr = err.Error()

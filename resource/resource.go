@@ -30,6 +30,11 @@ type Env struct {
 	// of it named after the resource (cgroup.go). "" for none: process
 	// groups only.
 	Cgroup string
+	// Cluster is the cluster's name, a label of every container Haven
+	// creates; EngineEnv are the variables added to the daemon's
+	// environment for the container engine (node.toml container_env).
+	Cluster   string
+	EngineEnv []string
 }
 
 // Driver starts, stops and checks one resource.
@@ -63,6 +68,8 @@ func New(rc config.ResourceConfig, env Env) (Driver, error) {
 		return newFS(rc, env)
 	case "ocf":
 		return newOCF(rc, env)
+	case "container":
+		return newContainer(rc, env)
 	}
 	return nil, fmt.Errorf("%s: unknown resource type %q", rc.RID, rc.Type)
 }

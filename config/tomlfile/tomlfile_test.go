@@ -42,6 +42,7 @@ func TestLoadNodeDefaults(t *testing.T) {
 		MonitorInterval:        5 * time.Second,
 		CheckInterval:          60 * time.Second,
 		OCFRoot:                "/usr/lib/ocf",
+		ContainerEnv:           map[string]string{},
 		CrashCommand:           "echo c > /proc/sysrq-trigger",
 		RebootCommand:          "echo b > /proc/sysrq-trigger",
 		HB: config.HBConfig{Addr: "0.0.0.0", Port: 10000, Timeout: 15 * time.Second, Interval: 5 * time.Second,
