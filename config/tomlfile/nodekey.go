@@ -3,7 +3,9 @@ package tomlfile
 // This node's private key: the X25519 key pair whose public half the
 // members list in cluster.toml [node_keys]. The private half stays in one
 // file under the node's root (paths.NodeKey), mode 0600, and is never
-// sent, logged or shown (docs/security.md, "Per-node keys").
+// sent, logged or shown (docs/security.md, "Per-node keys"). The one-vote
+// arbitrator's key pair is the same kind of file (paths.ArbitratorKey),
+// read and written by the same code.
 
 import (
 	"crypto/ecdh"
@@ -20,33 +22,53 @@ import (
 	"haven/internal/fsutil"
 )
 
-// existMsg refuses to replace a key.
-const existMsg = "a node key exists already"
+// KeyKind names a kind of key file in its messages.
+type KeyKind struct {
+	What        string // "node key"
+	Whose       string // "this node's"
+	ShowCmd     string // the command that prints the public key
+	GenerateCmd string // the command that makes the key
+}
+
+// The two kinds of key files.
+var (
+	NodeKeyKind       = KeyKind{What: "node key", Whose: "this node's", ShowCmd: "nodemgr key show", GenerateCmd: "nodemgr key generate"}
+	ArbitratorKeyKind = KeyKind{What: "arbitrator key", Whose: "the arbitrator's", ShowCmd: "nodemgr arbitrator key show", GenerateCmd: "nodemgr arbitrator key generate"}
+)
 
 // GenerateNodeKey makes a new key pair and writes its private key to path (mode
 // 0600), durably, and returns it. An existing file is never replaced: a
 // new key means that every member's cluster.toml must list it.
-func GenerateNodeKey(path string) (*ecdh.PrivateKey, error) {
+func GenerateNodeKey(path string) (*ecdh.PrivateKey, error) { return NodeKeyKind.Generate(path) }
+
+// LoadNodeKey reads this node's private key at path (LoadKey).
+func LoadNodeKey(path string) (*ecdh.PrivateKey, error) { return NodeKeyKind.Load(path) }
+
+// Generate makes a new key pair of kind k and writes its private key to
+// path (mode 0600), durably, and returns it; an existing file is never
+// replaced.
+func (k KeyKind) Generate(path string) (*ecdh.PrivateKey, error) {
+	existMsg := "the " + k.What + " exists already"
 	if _, err := os.Lstat(path); err == nil {
-		return nil, &config.Error{File: path, Msg: existMsg + " (nodemgr key show prints its public key)"}
+		return nil, &config.Error{File: path, Msg: existMsg + " (" + k.ShowCmd + " prints its public key)"}
 	}
-	k, err := ecdh.X25519().GenerateKey(rand.Reader)
+	priv, err := ecdh.X25519().GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err
 	}
-	err = fsutil.WriteNew(path, []byte(base64.StdEncoding.EncodeToString(k.Bytes())+"\n"), 0o600)
+	err = fsutil.WriteNew(path, []byte(base64.StdEncoding.EncodeToString(priv.Bytes())+"\n"), 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return nil, &config.Error{File: path, Msg: existMsg}
 	}
 	if err != nil {
 		return nil, &config.Error{File: path, Msg: err.Error()}
 	}
-	return k, nil
+	return priv, nil
 }
 
-// LoadNodeKey reads the private key at path: a regular file, not a symbolic
-// link, that no other user may read.
-func LoadNodeKey(path string) (*ecdh.PrivateKey, error) {
+// Load reads the private key of kind k at path: a regular file, not a
+// symbolic link, that no other user may read.
+func (k KeyKind) Load(path string) (*ecdh.PrivateKey, error) {
 	f, err := fsutil.OpenNoFollow(path)
 	if err != nil {
 		return nil, &config.Error{File: path, Msg: err.Error()}
@@ -60,7 +82,7 @@ func LoadNodeKey(path string) (*ecdh.PrivateKey, error) {
 		return nil, &config.Error{File: path, Msg: "not a regular file"}
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, &config.Error{File: path, Msg: fmt.Sprintf("mode %04o lets other users read this node's private key: chmod 600 it (and consider it leaked: generate a new one)", perm)}
+		return nil, &config.Error{File: path, Msg: fmt.Sprintf("mode %04o lets other users read %s private key: chmod 600 it (and consider it leaked: generate a new one)", perm, k.Whose)}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 1024))
 	if err != nil {
@@ -70,15 +92,15 @@ func LoadNodeKey(path string) (*ecdh.PrivateKey, error) {
 	if err == nil && len(raw) != config.NodeKeySize {
 		err = errors.New("wrong size")
 	}
-	var k *ecdh.PrivateKey
+	var priv *ecdh.PrivateKey
 	if err == nil {
-		k, err = ecdh.X25519().NewPrivateKey(raw)
+		priv, err = ecdh.X25519().NewPrivateKey(raw)
 	}
 	if err != nil {
 		// never echo the content
-		return nil, &config.Error{File: path, Msg: "not a node key (one line: 32 bytes in base64, as nodemgr key generate writes it)"}
+		return nil, &config.Error{File: path, Msg: "not a " + k.What + " (one line: 32 bytes in base64, as " + k.GenerateCmd + " writes it)"}
 	}
-	return k, nil
+	return priv, nil
 }
 
 // PublicNodeKey is the text of k's public key, as [node_keys] lists it.
