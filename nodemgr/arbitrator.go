@@ -60,14 +60,14 @@ var arbitratorKeyPair = keyPair{kind: tomlfile.ArbitratorKeyKind,
 // loadArbitratorKey reads the arbitrator's private key: needed when a
 // cluster lists node keys, read whenever the file exists.
 func loadArbitratorKey(c *cli.Context, conf *config.ArbitratorConf) (*ecdh.PrivateKey, error) {
-	if _, err := os.Lstat(arbitratorKeyPair.path(c)); errors.Is(err, fs.ErrNotExist) && !conf.HasNodeKeys() {
+	path := arbitratorKeyPair.path(c)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if conf.HasNodeKeys() {
+			return nil, &config.Error{File: path, Msg: "missing, and " + conf.File + " lists node keys: the arbitrator needs its own key pair (make it with nodemgr arbitrator key generate, and list its public key as key of [arbitrator.NAME] in the cluster.toml of the members)"}
+		}
 		return nil, nil
 	}
-	k, err := arbitratorKeyPair.load(c)
-	if err != nil && conf.HasNodeKeys() {
-		return nil, fmt.Errorf("%w (%s lists node keys: the arbitrator needs its own key pair)", err, conf.File)
-	}
-	return k, err
+	return arbitratorKeyPair.kind.Load(path)
 }
 
 // statusEvery is how often the running arbitrator writes its status file.

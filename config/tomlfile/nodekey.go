@@ -25,6 +25,7 @@ import (
 // KeyKind names a kind of key file in its messages.
 type KeyKind struct {
 	What        string // "node key"
+	A           string // "a node key"
 	Whose       string // "this node's"
 	ShowCmd     string // the command that prints the public key
 	GenerateCmd string // the command that makes the key
@@ -32,8 +33,8 @@ type KeyKind struct {
 
 // The two kinds of key files.
 var (
-	NodeKeyKind       = KeyKind{What: "node key", Whose: "this node's", ShowCmd: "nodemgr key show", GenerateCmd: "nodemgr key generate"}
-	ArbitratorKeyKind = KeyKind{What: "arbitrator key", Whose: "the arbitrator's", ShowCmd: "nodemgr arbitrator key show", GenerateCmd: "nodemgr arbitrator key generate"}
+	NodeKeyKind       = KeyKind{What: "node key", A: "a node key", Whose: "this node's", ShowCmd: "nodemgr key show", GenerateCmd: "nodemgr key generate"}
+	ArbitratorKeyKind = KeyKind{What: "arbitrator key", A: "an arbitrator key", Whose: "the arbitrator's", ShowCmd: "nodemgr arbitrator key show", GenerateCmd: "nodemgr arbitrator key generate"}
 )
 
 // GenerateNodeKey makes a new key pair and writes its private key to path (mode
@@ -98,7 +99,7 @@ func (k KeyKind) Load(path string) (*ecdh.PrivateKey, error) {
 	}
 	if err != nil {
 		// never echo the content
-		return nil, &config.Error{File: path, Msg: "not a " + k.What + " (one line: 32 bytes in base64, as " + k.GenerateCmd + " writes it)"}
+		return nil, &config.Error{File: path, Msg: "not " + k.A + " (one line: 32 bytes in base64, as " + k.GenerateCmd + " writes it)"}
 	}
 	return priv, nil
 }
