@@ -2,6 +2,7 @@ package arbitrator
 
 import (
 	"context"
+	"crypto/ecdh"
 	"errors"
 	"fmt"
 	"net"
@@ -22,8 +23,29 @@ type Reporter struct {
 	// Source is the local address to send from ("" lets the kernel pick),
 	// e.g. the node's hb.addr on a host with several addresses.
 	Source string
+	// NodeKey is this node's private key and ArbitratorKey the
+	// arbitrator's public key: with both, reports and grants are sealed
+	// with their pairwise key; otherwise with the cluster secret alone.
+	NodeKey       *ecdh.PrivateKey
+	ArbitratorKey *ecdh.PublicKey
 
-	seq uint64
+	seq  uint64
+	keys *keys
+}
+
+// sealKeys are the keys of the reporter's frames (derived once).
+func (r *Reporter) sealKeys() (keys, error) {
+	if r.keys == nil {
+		k := keys{secret: r.Secret}
+		if r.NodeKey != nil && r.ArbitratorKey != nil {
+			var err error
+			if k, err = pairKeys(r.Secret, r.NodeKey, r.ArbitratorKey); err != nil {
+				return k, err
+			}
+		}
+		r.keys = &k
+	}
+	return *r.keys, nil
 }
 
 // ErrNoAnswer is a report that got no valid grant in time.
@@ -54,9 +76,13 @@ func (r *Reporter) Report(ctx context.Context, body ReportBody, now func() time.
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
+	k, err := r.sealKeys()
+	if err != nil {
+		return g, sent, err
+	}
 	sent = now()
 	body.SentUnixMs = time.Now().UnixMilli()
-	out, err := seal(r.Secret, typeReport, r.Cluster, r.Node, r.Inc, r.seq, body)
+	out, err := seal(k, typeReport, r.Cluster, r.Node, r.Inc, r.seq, body)
 	if err != nil {
 		return g, sent, err
 	}
@@ -73,7 +99,7 @@ func (r *Reporter) Report(ctx context.Context, body ReportBody, now func() time.
 		if err != nil || h.typ != typeGrant || h.cluster != r.Cluster || h.node != r.Node || h.inc != r.Inc || h.seq != r.seq {
 			continue // not the grant of this report (a late one, or noise)
 		}
-		if err := open(r.Secret, h, ct, &g); err != nil {
+		if err := open(k, h, ct, &g); err != nil {
 			continue
 		}
 		return g, sent, nil

@@ -15,6 +15,7 @@ var (
 	descGrants   = prometheus.NewDesc("haven_arbitrator_grants_total", "Reports answered with a grant of the vote.", nil, nil)
 	descRefusals = prometheus.NewDesc("haven_arbitrator_refusals_total", "Reports answered with a refusal: another partition holds the vote, or the start-up wait.", nil, nil)
 	descRejected = prometheus.NewDesc("haven_arbitrator_rejected_total", "Datagrams dropped unanswered: malformed, of an unknown cluster, not authentic, replayed or reordered, or sent too long ago.", nil, nil)
+	descNotOwn   = prometheus.NewDesc("haven_arbitrator_rejected_not_own_key_total", "Reports dropped (counted in haven_arbitrator_rejected_total too) for not being sealed with the key of the node they name: with the cluster secret alone from a node whose key arbitrator.toml lists, with a pairwise key that does not open them, or with a node key it does not list.", nil, nil)
 	descWinner   = prometheus.NewDesc("haven_arbitrator_winner_size", "Members of the partition that holds the cluster's vote (0: none yet).", []string{"cluster"}, nil)
 	descHolders  = prometheus.NewDesc("haven_arbitrator_lease_holders", "Nodes of the cluster whose lease has not ended.", []string{"cluster"}, nil)
 	descGranted  = prometheus.NewDesc("haven_arbitrator_node_granted", "1 when the node's last report was granted the vote, 0 when refused.", []string{"cluster", "node"}, nil)
@@ -22,7 +23,7 @@ var (
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descReports, descGrants, descRefusals, descRejected, descWinner, descHolders, descGranted, descLast} {
+	for _, d := range []*prometheus.Desc{descReports, descGrants, descRefusals, descRejected, descNotOwn, descWinner, descHolders, descGranted, descLast} {
 		ch <- d
 	}
 }
@@ -33,6 +34,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descGrants, prometheus.CounterValue, float64(st.Counters.Grants))
 	ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.CounterValue, float64(st.Counters.Refusals))
 	ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(st.Counters.Rejected))
+	ch <- prometheus.MustNewConstMetric(descNotOwn, prometheus.CounterValue, float64(st.Counters.NotOwnKey))
 	for _, cs := range st.Clusters {
 		ch <- prometheus.MustNewConstMetric(descWinner, prometheus.GaugeValue, float64(len(cs.Winner)), cs.Name)
 		ch <- prometheus.MustNewConstMetric(descHolders, prometheus.GaugeValue, float64(len(cs.Holders)), cs.Name)

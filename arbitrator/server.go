@@ -2,6 +2,7 @@ package arbitrator
 
 import (
 	"context"
+	"crypto/ecdh"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -29,6 +30,9 @@ type Config struct {
 	Log  *zap.Logger
 	// Now is the clock (time.Now: its monotonic reading times the leases).
 	Now func() time.Time
+	// Key is the arbitrator's private key (arbitrator.key), needed when a
+	// cluster lists node keys.
+	Key *ecdh.PrivateKey
 }
 
 // Server is the one-vote arbitrator: it answers the reports of the nodes
@@ -38,7 +42,7 @@ type Server struct {
 	log     *zap.Logger
 	now     func() time.Time
 	started time.Time
-	secrets map[string][]byte
+	served  map[string]*served
 
 	mu      sync.Mutex
 	books   map[string]*quorum.LeaseBook
@@ -47,6 +51,35 @@ type Server struct {
 	counts  Counters
 	limiter limiter
 }
+
+// served is what authenticates the reports of one cluster.
+type served struct {
+	secret []byte
+	// pairs are the keys of each member listed in node_keys with this
+	// arbitrator.
+	pairs map[string]keys
+	// require refuses a listed member's report sealed with the secret
+	// alone (node_keys_mode "require").
+	require bool
+}
+
+// keysFor are the keys that open a report of header h, or why none may.
+func (c *served) keysFor(h header) (keys, error) {
+	k, listed := c.pairs[h.node]
+	switch {
+	case h.pair && !listed:
+		return keys{}, fmt.Errorf("%w: sealed with a node key, but arbitrator.toml lists no key of %s (node_keys)", errNotOwn, h.node)
+	case h.pair:
+		return k, nil
+	case listed && c.require:
+		return keys{}, fmt.Errorf("%w: sealed with the cluster secret alone, but %s has a node key in arbitrator.toml (node_keys_mode = \"require\"): forged by another holder of the secret, or %s's cluster.toml lacks this arbitrator's key or %s lacks its node.key", errNotOwn, h.node, h.node, h.node)
+	}
+	return keys{secret: c.secret}, nil
+}
+
+// errNotOwn is in the chain of the errors of reports refused for not
+// being sealed with the key of the node they name.
+var errNotOwn = errors.New("not sealed with its node's key")
 
 type runKey struct {
 	cluster, node string
@@ -59,6 +92,11 @@ type Counters struct {
 	Grants   uint64 `json:"grants"`
 	Refusals uint64 `json:"refusals"` // another partition holds the vote, or the start-up wait
 	Rejected uint64 `json:"rejected"` // malformed, unknown cluster, not authentic, replayed, clock off
+	// NotOwnKey are the rejected reports (counted in Rejected too) not
+	// sealed with the pairwise key of the node they name: with the
+	// cluster secret alone from a node whose key is listed, with a key
+	// that does not open them, or with a node key not listed.
+	NotOwnKey uint64 `json:"not_own_key"`
 }
 
 // NodeSeen is a node's last report as the arbitrator saw it.
@@ -69,6 +107,9 @@ type NodeSeen struct {
 	Partition  []string  `json:"partition"`
 	Running    int       `json:"running"`
 	Granted    bool      `json:"granted"`
+	// NodeKey: the report was sealed with the node's pairwise key (false:
+	// the cluster secret alone).
+	NodeKey bool `json:"node_key"`
 }
 
 // Listen binds the arbitrator's UDP address.
@@ -79,15 +120,15 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
-	s := &Server{log: cfg.Log, now: cfg.Now, secrets: map[string][]byte{}, books: map[string]*quorum.LeaseBook{},
+	s := &Server{log: cfg.Log, now: cfg.Now, served: map[string]*served{}, books: map[string]*quorum.LeaseBook{},
 		last: map[runKey]uint64{}, nodes: map[string]map[string]*NodeSeen{}}
 	s.started = s.now()
-	for name, hexSecret := range cfg.Conf.Clusters {
-		k, err := hex.DecodeString(hexSecret)
+	for name, cl := range cfg.Conf.Clusters {
+		sv, err := newServed(name, cl, cfg.Key)
 		if err != nil {
-			return nil, fmt.Errorf("cluster %s: secret: %w", name, err)
+			return nil, err
 		}
-		s.secrets[name] = k
+		s.served[name] = sv
 		// a restarted arbitrator remembers no lease: the book gives none
 		// until any lease given before its start has ended
 		s.books[name] = quorum.NewLeaseBook(quorum.LeaseConfig{Lease: Lease, Fresh: Fresh}, s.started)
@@ -102,6 +143,28 @@ func Listen(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Conf.Listen, err)
 	}
 	return s, nil
+}
+
+// newServed derives the keys of cluster name of arbitrator.toml.
+func newServed(name string, cl config.ArbitratorCluster, priv *ecdh.PrivateKey) (*served, error) {
+	secret, err := hex.DecodeString(cl.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: secret: %w", name, err)
+	}
+	sv := &served{secret: secret, pairs: map[string]keys{}, require: cl.NodeKeysMode != "accept"}
+	if len(cl.NodeKeys) > 0 && priv == nil {
+		return nil, fmt.Errorf("cluster %s lists node keys, but the arbitrator has no key pair (make one with nodemgr arbitrator key generate, and list its public key as key of [arbitrator.NAME] in the cluster's cluster.toml)", name)
+	}
+	for node, b := range cl.NodeKeys {
+		pub, err := ecdh.X25519().NewPublicKey(b)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: node key of %s: %w", name, node, err)
+		}
+		if sv.pairs[node], err = pairKeys(secret, priv, pub); err != nil {
+			return nil, fmt.Errorf("cluster %s: node key of %s: %w", name, node, err)
+		}
+	}
+	return sv, nil
 }
 
 // Addr is the bound address.
@@ -151,14 +214,26 @@ func (s *Server) handle(b []byte, from *net.UDPAddr) []byte {
 	if err != nil || h.typ != typeReport {
 		return reject("not a report of this version")
 	}
-	secret, ok := s.secrets[h.cluster]
+	sv, ok := s.served[h.cluster]
 	if !ok {
 		return reject("unknown cluster", zap.String("cluster", h.cluster))
 	}
-	var body ReportBody
-	if err := open(secret, h, ct, &body); err != nil {
-		return reject(err.Error(), zap.String("cluster", h.cluster), zap.String("node", h.node))
+	k, err := sv.keysFor(h)
+	if err == nil {
+		var body ReportBody
+		if err = open(k, h, ct, &body); err == nil {
+			return s.answer(now, h, k, body, from, reject)
+		}
 	}
+	if h.pair || errors.Is(err, errNotOwn) {
+		s.counts.NotOwnKey++
+	}
+	return reject(err.Error(), zap.String("cluster", h.cluster), zap.String("node", h.node))
+}
+
+// answer books authentic report body of header h and seals its answer
+// with k, or refuses a replay or a report sent too long ago.
+func (s *Server) answer(now time.Time, h header, k keys, body ReportBody, from *net.UDPAddr, reject func(string, ...zap.Field) []byte) []byte {
 	rk := runKey{h.cluster, h.node, h.inc}
 	if h.seq <= s.last[rk] || s.olderRun(rk) {
 		return reject("replayed or reordered report", zap.String("cluster", h.cluster), zap.String("node", h.node))
@@ -175,8 +250,8 @@ func (s *Server) handle(b []byte, from *net.UDPAddr) []byte {
 	} else {
 		s.counts.Refusals++
 	}
-	s.nodes[h.cluster][h.node] = &NodeSeen{Node: h.node, Addr: from.String(), LastReport: now, Partition: slices.Clone(body.Partition), Running: body.Running, Granted: ans.Granted}
-	out, err := seal(secret, typeGrant, h.cluster, h.node, h.inc, h.seq, ans)
+	s.nodes[h.cluster][h.node] = &NodeSeen{Node: h.node, Addr: from.String(), LastReport: now, Partition: slices.Clone(body.Partition), Running: body.Running, Granted: ans.Granted, NodeKey: h.pair}
+	out, err := seal(k, typeGrant, h.cluster, h.node, h.inc, h.seq, ans)
 	if err != nil {
 		s.log.Error("seal a grant", zap.Error(err))
 		return nil

@@ -2,6 +2,7 @@ package arbitrator
 
 import (
 	"context"
+	"crypto/ecdh"
 	"encoding/hex"
 	"net"
 	"slices"
@@ -33,8 +34,17 @@ func (f *fakeNow) add(d time.Duration) {
 
 func startServer(t *testing.T, clusters map[string]string) (*Server, *fakeNow) {
 	t.Helper()
+	conf := map[string]config.ArbitratorCluster{}
+	for name, secret := range clusters {
+		conf[name] = config.ArbitratorCluster{Secret: secret}
+	}
+	return startServerConf(t, conf, nil)
+}
+
+func startServerConf(t *testing.T, clusters map[string]config.ArbitratorCluster, key *ecdh.PrivateKey) (*Server, *fakeNow) {
+	t.Helper()
 	clk := &fakeNow{t: time.Now()}
-	s, err := Listen(Config{Conf: &config.ArbitratorConf{Listen: "127.0.0.1:0", Clusters: clusters}, Now: clk.now})
+	s, err := Listen(Config{Conf: &config.ArbitratorConf{Listen: "127.0.0.1:0", Clusters: clusters}, Now: clk.now, Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +117,7 @@ func TestServerRefusesForgedReplayedAndOld(t *testing.T) {
 	}
 	// a captured report sent again
 	k, _ := hex.DecodeString(testSecret)
-	frame, err := seal(k, typeReport, "prod", "n1", 7, 1, ReportBody{Partition: []string{"n1"}, SentUnixMs: time.Now().UnixMilli()})
+	frame, err := seal(keys{secret: k}, typeReport, "prod", "n1", 7, 1, ReportBody{Partition: []string{"n1"}, SentUnixMs: time.Now().UnixMilli()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,10 +143,10 @@ func TestServerRefusesForgedReplayedAndOld(t *testing.T) {
 		t.Fatalf("a report sent twice got %d answers, want 1", n)
 	}
 	// an older run of the node after a later one answered
-	old, _ := seal(k, typeReport, "prod", "n1", 6, 9, ReportBody{Partition: []string{"n1"}, SentUnixMs: time.Now().UnixMilli()})
+	old, _ := seal(keys{secret: k}, typeReport, "prod", "n1", 6, 9, ReportBody{Partition: []string{"n1"}, SentUnixMs: time.Now().UnixMilli()})
 	c.Write(old)
 	// a report sent long ago (replayed after a restart of the arbitrator)
-	stale, _ := seal(k, typeReport, "prod", "n1", 8, 1, ReportBody{Partition: []string{"n1"}, SentUnixMs: time.Now().Add(-time.Minute).UnixMilli()})
+	stale, _ := seal(keys{secret: k}, typeReport, "prod", "n1", 8, 1, ReportBody{Partition: []string{"n1"}, SentUnixMs: time.Now().Add(-time.Minute).UnixMilli()})
 	c.Write(stale)
 	c.Write([]byte("garbage"))
 	c.Write(append([]byte{magic, version, typeReport, 4}, "prod"...))
@@ -152,7 +162,7 @@ func TestServerRefusesForgedReplayedAndOld(t *testing.T) {
 // does not open as the grant of the next one.
 func TestGrantBoundToItsReport(t *testing.T) {
 	k, _ := hex.DecodeString(testSecret)
-	g1, err := seal(k, typeGrant, "prod", "n1", 1, 1, GrantBody{Granted: true})
+	g1, err := seal(keys{secret: k}, typeGrant, "prod", "n1", 1, 1, GrantBody{Granted: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +171,12 @@ func TestGrantBoundToItsReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var g GrantBody
-	if err := open(k, h, ct, &g); err != nil || !g.Granted {
+	if err := open(keys{secret: k}, h, ct, &g); err != nil || !g.Granted {
 		t.Fatalf("the grant does not open: %v", err)
 	}
 	h.seq = 2 // the header of the next report
 	h.raw = appendHeader(nil, typeGrant, "prod", "n1", 1, 2)
-	if err := open(k, h, ct, &g); err == nil {
+	if err := open(keys{secret: k}, h, ct, &g); err == nil {
 		t.Fatal("a grant opened as the answer of another report")
 	}
 }
@@ -174,11 +184,11 @@ func TestGrantBoundToItsReport(t *testing.T) {
 // Hostile bytes never crash the arbitrator nor get an answer.
 func FuzzHandle(f *testing.F) {
 	k, _ := hex.DecodeString(testSecret)
-	good, _ := seal(k, typeReport, "prod", "n1", 1, 1, ReportBody{Partition: []string{"n1"}})
+	good, _ := seal(keys{secret: k}, typeReport, "prod", "n1", 1, 1, ReportBody{Partition: []string{"n1"}})
 	f.Add(good)
 	f.Add([]byte{magic, version, typeReport, 4, 'p', 'r', 'o', 'd', 2, 'n', '1'})
 	f.Add([]byte("garbage"))
-	s := &Server{now: time.Now, secrets: map[string][]byte{"prod": k}, books: map[string]*quorum.LeaseBook{"prod": quorum.NewLeaseBook(quorum.LeaseConfig{Lease: Lease, Fresh: Fresh}, time.Now())},
+	s := &Server{now: time.Now, served: map[string]*served{"prod": {secret: k}}, books: map[string]*quorum.LeaseBook{"prod": quorum.NewLeaseBook(quorum.LeaseConfig{Lease: Lease, Fresh: Fresh}, time.Now())},
 		last: map[runKey]uint64{}, nodes: map[string]map[string]*NodeSeen{"prod": {}}}
 	s.log = zapNop()
 	from := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}

@@ -3,6 +3,7 @@ package arbitrator
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/ecdh"
 	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/binary"
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"haven/internal/pairkey"
 	"haven/quorum"
 )
 
@@ -26,11 +28,26 @@ import (
 // header of the report it answers, so it opens only for that report: a
 // captured grant cannot answer another one. The secret never crosses the
 // wire.
+//
+// Per-node keys: when the node has its key pair and the arbitrator's
+// public key (cluster.toml [arbitrator.NAME] key), and the arbitrator has
+// its key pair and the node's public key (arbitrator.toml node_keys), a
+// report and its grant are sealed with a pairwise key instead: HKDF-SHA256
+// of the cluster secret and the X25519 agreement of the two key pairs
+// (pairkey.Master), expanded for the cluster, the node and its
+// incarnation. Only that node and the arbitrator derive it: another member
+// holding the secret and its own key cannot report as that node. The type
+// byte says so (typePair, covered by the associated data). An arbitrator
+// of a release before per-node keys refuses such a frame as not of its
+// version: the node seals so only once its cluster.toml has the key that
+// arbitrator's release made (docs/operations.md, "The 2-node case").
 const (
 	magic      = 'A'
 	version    = 1
 	typeReport = 1
 	typeGrant  = 2
+	// typePair flags the type byte of a frame sealed with a pairwise key.
+	typePair = 0x80
 
 	// MaxDatagram bounds what the arbitrator reads, and what a report
 	// may be (a partition of 32 members is about 600 bytes).
@@ -48,6 +65,7 @@ const versionMax = 2
 var (
 	errNotFrame = errors.New("not an arbitrator frame of this version")
 	errAuth     = errors.New("cannot authenticate (wrong cluster secret, or damaged)")
+	errPairAuth = errors.New("cannot authenticate: not sealed with the key of its node and this arbitrator (forged by another holder of the cluster secret, a node key that is not the one listed, a wrong cluster secret, or damaged)")
 )
 
 // ReportBody is what a node tells the arbitrator.
@@ -68,7 +86,8 @@ type GrantBody = quorum.GrantAnswer
 
 // header is a parsed frame header.
 type header struct {
-	typ           byte
+	typ           byte // typeReport or typeGrant
+	pair          bool // sealed with a pairwise key
 	cluster, node string
 	inc, seq      uint64
 	raw           []byte
@@ -88,7 +107,7 @@ func parseHeader(b []byte) (header, []byte, error) {
 	if len(b) < 4 || b[0] != magic || b[1] < version || b[1] > versionMax {
 		return header{}, nil, errNotFrame
 	}
-	h := header{typ: b[2]}
+	h := header{typ: b[2] &^ typePair, pair: b[2]&typePair != 0}
 	i := 3
 	str := func() (string, bool) {
 		if i >= len(b) {
@@ -122,23 +141,49 @@ func parseHeader(b []byte) (header, []byte, error) {
 	return h, b[i:], nil
 }
 
-// key derives the AEAD of a node's run from the cluster secret.
-func key(secret []byte, cluster, node string, inc uint64) (cipher.AEAD, error) {
-	prk, err := hkdf.Extract(sha256.New, secret, []byte("haven arbitrator v1"))
+// keys seal the frames of a node with an arbitrator: the cluster secret,
+// and the master key of the pair (the node's key pair and the
+// arbitrator's) when both have one; nil pair: the secret alone.
+type keys struct {
+	secret []byte
+	pair   []byte
+}
+
+// pairLabel is the salt of the pair master keys of the arbitrator's wire.
+const pairLabel = "haven arbitrator pairwise v1"
+
+// pairKeys are the keys of a node and an arbitrator with key pairs: priv
+// is the private key of one end, pub the public key of the other.
+func pairKeys(secret []byte, priv *ecdh.PrivateKey, pub *ecdh.PublicKey) (keys, error) {
+	m, err := pairkey.Master(secret, priv, pub, pairLabel)
 	if err != nil {
-		return nil, err
+		return keys{}, err
 	}
-	info := []byte("report key\x00")
+	return keys{secret: secret, pair: m}, nil
+}
+
+// aead derives the AEAD of a node's run: from the pair master key when k
+// has one, otherwise from the cluster secret.
+func (k keys) aead(cluster, node string, inc uint64) (cipher.AEAD, error) {
+	prk, label := k.pair, "pair report key\x00"
+	if prk == nil {
+		var err error
+		if prk, err = hkdf.Extract(sha256.New, k.secret, []byte("haven arbitrator v1")); err != nil {
+			return nil, err
+		}
+		label = "report key\x00"
+	}
+	info := []byte(label)
 	info = append(info, byte(len(cluster)))
 	info = append(info, cluster...)
 	info = append(info, byte(len(node)))
 	info = append(info, node...)
 	info = binary.BigEndian.AppendUint64(info, inc)
-	k, err := hkdf.Expand(sha256.New, prk, string(info), 32)
+	key, err := hkdf.Expand(sha256.New, prk, string(info), 32)
 	if err != nil {
 		return nil, err
 	}
-	blk, err := aes.NewCipher(k)
+	blk, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +197,13 @@ func nonce(seq uint64, dir uint32) []byte {
 	return n
 }
 
-// seal builds a frame of typ carrying body.
-func seal(secret []byte, typ byte, cluster, node string, inc, seq uint64, body any) ([]byte, error) {
+// seal builds a frame of typ carrying body, sealed with the pairwise key
+// when k has one.
+func seal(k keys, typ byte, cluster, node string, inc, seq uint64, body any) ([]byte, error) {
 	if len(cluster) == 0 || len(cluster) > maxName || len(node) == 0 || len(node) > maxName {
 		return nil, fmt.Errorf("cluster and node names of 1 to %d bytes", maxName)
 	}
-	a, err := key(secret, cluster, node, inc)
+	a, err := k.aead(cluster, node, inc)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +211,11 @@ func seal(secret []byte, typ byte, cluster, node string, inc, seq uint64, body a
 	if err != nil {
 		return nil, err
 	}
-	out := appendHeader(nil, typ, cluster, node, inc, seq)
+	flag := byte(0)
+	if k.pair != nil {
+		flag = typePair
+	}
+	out := appendHeader(nil, typ|flag, cluster, node, inc, seq)
 	out = a.Seal(out, nonce(seq, uint32(typ-1)), plain, out)
 	if len(out) > MaxDatagram {
 		return nil, fmt.Errorf("frame of %d bytes over %d", len(out), MaxDatagram)
@@ -173,19 +223,27 @@ func seal(secret []byte, typ byte, cluster, node string, inc, seq uint64, body a
 	return out, nil
 }
 
-// open authenticates frame b (its header already parsed as h) under
-// secret and decodes its body into v.
-func open(secret []byte, h header, ct []byte, v any) error {
+// open authenticates frame b (its header already parsed as h) under k
+// and decodes its body into v. A frame opens only under the kind of key
+// its type byte names.
+func open(k keys, h header, ct []byte, v any) error {
 	if len(ct) < tagSize {
 		return errNotFrame
 	}
-	a, err := key(secret, h.cluster, h.node, h.inc)
+	fail := errAuth
+	if h.pair {
+		fail = errPairAuth
+	}
+	if h.pair != (k.pair != nil) {
+		return fail
+	}
+	a, err := k.aead(h.cluster, h.node, h.inc)
 	if err != nil {
 		return err
 	}
 	plain, err := a.Open(nil, nonce(h.seq, uint32(h.typ-1)), ct, h.raw)
 	if err != nil {
-		return errAuth
+		return fail
 	}
 	if err := json.Unmarshal(plain, v); err != nil {
 		return fmt.Errorf("body: %w", err)

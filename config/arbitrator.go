@@ -18,6 +18,11 @@ import (
 //
 //	[cluster.prod]
 //	secret = "…64 hex digits: prod's cluster.toml secret…"
+//	node_keys_mode = "accept"          # optional: "require" (default) or "accept"
+//
+//	[cluster.prod.node_keys]           # optional: the members' public keys
+//	n1 = "…nodemgr key show on n1…"
+//	n2 = "…"
 //
 // One [cluster.NAME] table per cluster it serves; NAME is that cluster's
 // cluster.name. Its keys are few and fixed, so the file is not in the
@@ -28,8 +33,33 @@ type ArbitratorConf struct {
 	// MetricsAddr, when set, serves the arbitrator's Prometheus metrics
 	// (/metrics, plain HTTP: bind it where only the scraper reaches).
 	MetricsAddr string
-	// Clusters are the secrets (hex, as written) by cluster name.
-	Clusters map[string]string
+	// Clusters are the clusters served, by name.
+	Clusters map[string]ArbitratorCluster
+}
+
+// ArbitratorCluster is one [cluster.NAME] of arbitrator.toml.
+type ArbitratorCluster struct {
+	// Secret is the cluster secret (hex, lower case).
+	Secret string
+	// NodeKeys are the members' public keys (X25519, 32 bytes) by node
+	// name: the reports of a member listed are authenticated with the
+	// key that member and the arbitrator alone derive.
+	NodeKeys map[string][]byte
+	// NodeKeysMode is "require" (a listed member's report sealed with the
+	// secret alone is refused) or "accept" (both kinds are taken: the
+	// step of a migration while the nodes learn the arbitrator's key).
+	NodeKeysMode string
+}
+
+// HasNodeKeys tells whether any cluster lists node keys (the arbitrator
+// then needs its own key pair).
+func (c *ArbitratorConf) HasNodeKeys() bool {
+	for _, cl := range c.Clusters {
+		if len(cl.NodeKeys) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // ClusterNames are the clusters served, sorted.
@@ -61,7 +91,7 @@ func (dec Decoder) ParseArbitratorConf(file string, data []byte) (*ArbitratorCon
 		}
 		return &Error{File: file, Line: lines.find(path, key), Key: strings.Join(id, "."), Msg: fmt.Sprintf(format, a...)}
 	}
-	c := &ArbitratorConf{File: file, Clusters: map[string]string{}}
+	c := &ArbitratorConf{File: file, Clusters: map[string]ArbitratorCluster{}}
 	for _, top := range slices.Sorted(maps.Keys(tree.Values)) {
 		switch top {
 		case "arbitrator", "cluster":
@@ -111,8 +141,8 @@ func (dec Decoder) ParseArbitratorConf(file string, data []byte) (*ArbitratorCon
 			return nil, at(path, "", "invalid cluster name %q", name)
 		}
 		for _, k := range slices.Sorted(maps.Keys(t)) {
-			if k != "secret" {
-				return nil, at(path, k, "unknown keyword (known: secret)")
+			if k != "secret" && k != "node_keys" && k != "node_keys_mode" {
+				return nil, at(path, k, "unknown keyword (known: secret, node_keys, node_keys_mode)")
 			}
 		}
 		secret, _ := t["secret"].(string)
@@ -122,10 +152,60 @@ func (dec Decoder) ParseArbitratorConf(file string, data []byte) (*ArbitratorCon
 		if why := weakSecret(secret); why != "" {
 			return nil, at(path, "secret", "too weak: %s (cluster %s's cluster.toml refuses it too)", why, name)
 		}
-		c.Clusters[name] = strings.ToLower(secret)
+		ac := ArbitratorCluster{Secret: strings.ToLower(secret)}
+		if err := parseArbitratorNodeKeys(&ac, t, path, at); err != nil {
+			return nil, err
+		}
+		c.Clusters[name] = ac
 	}
 	if len(c.Clusters) == 0 {
 		return nil, &Error{File: file, Msg: "no [cluster.NAME] section: the arbitrator serves no cluster"}
 	}
 	return c, nil
+}
+
+// parseArbitratorNodeKeys reads node_keys and node_keys_mode of the
+// [cluster.NAME] table t at path into ac.
+func parseArbitratorNodeKeys(ac *ArbitratorCluster, t map[string]any, path []string, at func(path []string, key, format string, a ...any) *Error) error {
+	ac.NodeKeysMode = "require"
+	if v, ok := t["node_keys_mode"]; ok {
+		s, _ := v.(string)
+		if s != "require" && s != "accept" {
+			return at(path, "node_keys_mode", "want \"require\" or \"accept\"")
+		}
+		ac.NodeKeysMode = s
+	}
+	v, ok := t["node_keys"]
+	if !ok {
+		if ac.NodeKeysMode != "require" {
+			return at(path, "node_keys_mode", "%q, but node_keys lists no key: list the members' keys first (nodemgr key show on each)", ac.NodeKeysMode)
+		}
+		return nil
+	}
+	keys, ok := v.(map[string]any)
+	if !ok {
+		return at(path, "node_keys", "want a table of NODE = \"KEY\" ([%s.node_keys], one line per member)", strings.Join(path, "."))
+	}
+	kpath := append(slices.Clone(path), "node_keys")
+	ac.NodeKeys = map[string][]byte{}
+	owner := map[string]string{}
+	for _, node := range slices.Sorted(maps.Keys(keys)) {
+		if !nodeNameRE.MatchString(node) || len(node) > 255 {
+			return at(kpath, node, "invalid node name %q", node)
+		}
+		s, ok := keys[node].(string)
+		if !ok {
+			return at(kpath, node, "want a string, the key `nodemgr key show` prints on %s", node)
+		}
+		pub, err := ParseNodeKey(s)
+		if err != nil {
+			return at(kpath, node, "%v", err)
+		}
+		if other, dup := owner[string(pub)]; dup {
+			return at(kpath, node, "the same key as %s: each member has its own key (run nodemgr key show on %s)", other, node)
+		}
+		owner[string(pub)] = node
+		ac.NodeKeys[node] = pub
+	}
+	return nil
 }

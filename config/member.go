@@ -54,7 +54,7 @@ func keyErr(file string, lines *lineIndex, sec, key, msg string) *Error {
 		e.Key += "." + key
 	}
 	if lines != nil {
-		e.Line = lines.find([]string{sec}, key)
+		e.Line = lines.find(strings.Split(sec, "."), key) // [arbitrator.a1] is the path arbitrator, a1
 	}
 	return e
 }

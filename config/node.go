@@ -186,6 +186,16 @@ func (dec Decoder) ParseCluster(file string, data []byte, localNode string) (*Cl
 		if strings.HasPrefix(a.URI, "haven://") && c.Secret == "" {
 			return nil, d.errAt(sec, "uri", "a one-vote arbitrator (haven://) authenticates the nodes with the cluster secret: set cluster.secret")
 		}
+		if a.Key != "" {
+			if !strings.HasPrefix(a.URI, "haven://") {
+				return nil, d.errAt(sec, "key", "only a one-vote arbitrator (haven://) has a key")
+			}
+			pub, err := ParseNodeKey(a.Key)
+			if err != nil {
+				return nil, d.errAt(sec, "key", "%v (nodemgr arbitrator key show prints it on the arbitrator's host)", err)
+			}
+			a.PubKey = pub
+		}
 		if a.Weight < 0 {
 			return nil, d.errAt(sec, "weight", "must not be negative")
 		}

@@ -185,6 +185,10 @@ type Arbitrator struct {
 	URI     string
 	Weight  int
 	Timeout time.Duration
+	// Key is a one-vote arbitrator's public key as written (base64);
+	// PubKey its 32 bytes, nil without one.
+	Key    string
+	PubKey []byte
 }
 
 // Stonith is one [stonith.NODE] section: how to fence NODE.

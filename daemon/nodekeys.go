@@ -16,12 +16,42 @@ import (
 type nodeKeys struct {
 	priv *ecdh.PrivateKey // nil: none
 	pubs map[string]*ecdh.PublicKey
+	// arbs are the public keys of the one-vote arbitrators that have one
+	// ([arbitrator.NAME] key), by name: this node's reports to them are
+	// sealed with their pairwise key.
+	arbs map[string]*ecdh.PublicKey
 }
 
-// loadNodeKeys reads this node's key when cluster.toml lists node keys.
+// loadNodeKeys reads this node's key when cluster.toml lists node keys,
+// and the one-vote arbitrators' keys, which need this node's.
+func loadNodeKeys(path string, c *config.ClusterConfig, self string) (nodeKeys, error) {
+	nk, err := readNodeKeys(path, c, self)
+	if err != nil {
+		return nk, err
+	}
+	for _, a := range c.Arbitrators {
+		if a.PubKey == nil {
+			continue
+		}
+		if nk.priv == nil {
+			return nk, c.ErrAt(config.SectionArbitrator+"."+a.Name, "key", "this node has no node key (%s, its public key listed in [node_keys]) to seal its reports to the arbitrator with: make it with nodemgr key generate, or remove this key", path)
+		}
+		pub, err := ecdh.X25519().NewPublicKey(a.PubKey)
+		if err != nil {
+			return nk, c.ErrAt(config.SectionArbitrator+"."+a.Name, "key", "%v", err)
+		}
+		if nk.arbs == nil {
+			nk.arbs = map[string]*ecdh.PublicKey{}
+		}
+		nk.arbs[a.Name] = pub
+	}
+	return nk, nil
+}
+
+// readNodeKeys reads this node's key when cluster.toml lists node keys.
 // When it lists this node's, node.key must hold its private half; without
 // an entry (a migration step) a node.key that exists is used all the same.
-func loadNodeKeys(path string, c *config.ClusterConfig, self string) (nodeKeys, error) {
+func readNodeKeys(path string, c *config.ClusterConfig, self string) (nodeKeys, error) {
 	var nk nodeKeys
 	if len(c.NodeKeys) == 0 {
 		return nk, nil

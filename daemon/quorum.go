@@ -152,6 +152,9 @@ func (d *Daemon) reportOneVote(a config.Arbitrator, p node.Probe) {
 		}
 		cl = &oneVoteClient{rep: &arbitrator.Reporter{Addr: strings.TrimPrefix(a.URI, driver.OneVoteScheme), Cluster: d.cluster.Name,
 			Node: d.node.Name, Secret: secret, Inc: d.dur.Incarnation, Source: src}}
+		if pub := d.keys.arbs[a.Name]; pub != nil {
+			cl.rep.NodeKey, cl.rep.ArbitratorKey = d.keys.priv, pub
+		}
 		d.oneVote[a.Name] = cl
 	}
 	if cl.busy {

@@ -4,13 +4,12 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ecdh"
-	"crypto/hkdf"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
 
 	"haven/config"
+	"haven/internal/pairkey"
 )
 
 // Per-node keys (docs/security.md, "Per-node keys"). When this node and a
@@ -74,13 +73,9 @@ func (k *keyring) setNodeKeys(self string, priv *ecdh.PrivateKey, pubs map[strin
 		}
 	}
 	for name, pub := range all {
-		shared, err := priv.ECDH(pub)
+		prk, err := pairkey.Master(k.prk, priv, pub, "haven heartbeat pairwise v1")
 		if err != nil {
 			return fmt.Errorf("heartbeat: node key of %s: %w", name, err)
-		}
-		prk, err := hkdf.Extract(sha256.New, append(append([]byte(nil), k.prk...), shared...), []byte("haven heartbeat pairwise v1"))
-		if err != nil {
-			return fmt.Errorf("heartbeat: derive key: %w", err)
 		}
 		pk.prk[name] = prk
 	}

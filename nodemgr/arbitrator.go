@@ -2,10 +2,12 @@ package nodemgr
 
 import (
 	"context"
+	"crypto/ecdh"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +26,7 @@ import (
 	"haven/arbitrator"
 	"haven/cli/cliutil"
 	"haven/cli/render"
+	"haven/config"
 	"haven/config/tomlfile"
 	"haven/internal/fsutil"
 	"haven/internal/paths"
@@ -33,13 +36,38 @@ import (
 // for a third host that is no cluster member (docs/operations.md, "The
 // 2-node case").
 func arbitratorCommand() *cli.Command {
-	return &cli.Command{Name: "arbitrator", Usage: "the one-vote arbitrator of 2-node clusters (a third host): run | start | stop | status",
+	return &cli.Command{Name: "arbitrator", Usage: "the one-vote arbitrator of 2-node clusters (a third host): run | start | stop | status | key",
 		Subcommands: []*cli.Command{
+			{Name: "key", Usage: "the arbitrator's key pair, whose public key the clusters' cluster.toml [arbitrator.NAME] key lists: generate | show",
+				Subcommands: keySubcommands(arbitratorKeyPair,
+					"make the arbitrator's key pair (etc/arbitrator.key, mode 0600; an existing key is never replaced) and print the key line of [arbitrator.NAME]",
+					"print the key line of [arbitrator.NAME] (the arbitrator's public key) to paste into the cluster.toml of every member of the clusters it serves")},
 			{Name: "run", Usage: "run the arbitrator in the foreground (R/etc/arbitrator.toml)", Action: arbitratorRun},
 			{Name: "start", Usage: "start the arbitrator in the background; return once it listens", Action: arbitratorStart},
 			{Name: "stop", Usage: "stop the arbitrator", Action: arbitratorStop},
 			{Name: "status", Usage: "the clusters served, their nodes' last reports, which partition holds each vote and until when", Action: arbitratorStatus},
 		}}
+}
+
+// arbitratorKeyPair is the arbitrator's key file, beside arbitrator.toml.
+var arbitratorKeyPair = keyPair{kind: tomlfile.ArbitratorKeyKind,
+	path: func(c *cli.Context) string { return cliutil.Paths(c).ArbitratorKey() },
+	line: func(c *cli.Context, pub string) error {
+		_, err := fmt.Fprintf(c.App.Writer, "key = %q\n", pub)
+		return err
+	}}
+
+// loadArbitratorKey reads the arbitrator's private key: needed when a
+// cluster lists node keys, read whenever the file exists.
+func loadArbitratorKey(c *cli.Context, conf *config.ArbitratorConf) (*ecdh.PrivateKey, error) {
+	path := arbitratorKeyPair.path(c)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if conf.HasNodeKeys() {
+			return nil, &config.Error{File: path, Msg: "missing, and " + conf.File + " lists node keys: the arbitrator needs its own key pair (make it with nodemgr arbitrator key generate, and list its public key as key of [arbitrator.NAME] in the cluster.toml of the members)"}
+		}
+		return nil, nil
+	}
+	return arbitratorKeyPair.kind.Load(path)
 }
 
 // statusEvery is how often the running arbitrator writes its status file.
@@ -72,7 +100,11 @@ func arbitratorRun(c *cli.Context) error {
 		return err
 	}
 	log = log.Named("arbitrator")
-	s, err := arbitrator.Listen(arbitrator.Config{Conf: conf, Log: log})
+	key, err := loadArbitratorKey(c, conf)
+	if err != nil {
+		return err
+	}
+	s, err := arbitrator.Listen(arbitrator.Config{Conf: conf, Log: log, Key: key})
 	if err != nil {
 		return cliutil.Failed("%v", err)
 	}
@@ -154,8 +186,12 @@ func arbitratorStart(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "arbitrator already running (pid %d)\n", pid)
 		return nil
 	}
-	if _, err := tomlfile.LoadArbitratorConf(p.ArbitratorConf()); err != nil {
+	conf, err := tomlfile.LoadArbitratorConf(p.ArbitratorConf())
+	if err != nil {
 		return err // said here, with its file and key, rather than in a log
+	}
+	if _, err := loadArbitratorKey(c, conf); err != nil {
+		return err
 	}
 	pid, err := spawn(c, "the arbitrator", []string{"arbitrator", "run"}, "arbitrator.out", 10*time.Second, func() (int, bool) {
 		if _, err := os.Stat(p.ArbitratorStatus()); err != nil {
@@ -224,7 +260,11 @@ func arbitratorStatus(c *cli.Context) error {
 func arbitratorText(st arbitrator.Status, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "arbitrator  pid %d, listening on %s, started %s, lease %s\n", st.Pid, st.Listen, render.Age(st.Started, now), st.Lease)
-	fmt.Fprintf(&b, "reports     %d (%d granted, %d refused), %d rejected\n", st.Counters.Reports, st.Counters.Grants, st.Counters.Refusals, st.Counters.Rejected)
+	fmt.Fprintf(&b, "reports     %d (%d granted, %d refused), %d rejected", st.Counters.Reports, st.Counters.Grants, st.Counters.Refusals, st.Counters.Rejected)
+	if st.Counters.NotOwnKey > 0 {
+		fmt.Fprintf(&b, " (%d NOT SEALED WITH THEIR NODE'S KEY)", st.Counters.NotOwnKey)
+	}
+	b.WriteString("\n")
 	for _, cs := range st.Clusters {
 		winner := "none yet"
 		if len(cs.Winner) > 0 {
@@ -239,7 +279,11 @@ func arbitratorText(st arbitrator.Status, now time.Time) string {
 			if n.Granted {
 				g = "granted"
 			}
-			fmt.Fprintf(&b, " node   %-12s %s  hears %s  runs %d  last report %s (%s)\n", n.Node, n.Addr, strings.Join(n.Partition, ","), n.Running, render.Age(n.LastReport, now), g)
+			sealed := "secret only"
+			if n.NodeKey {
+				sealed = "node key"
+			}
+			fmt.Fprintf(&b, " node   %-12s %s  hears %s  runs %d  last report %s (%s, %s)\n", n.Node, n.Addr, strings.Join(n.Partition, ","), n.Running, render.Age(n.LastReport, now), g, sealed)
 		}
 		if len(cs.Nodes) == 0 {
 			b.WriteString(" (no report yet)\n")

@@ -3,7 +3,9 @@ package tomlfile
 // This node's private key: the X25519 key pair whose public half the
 // members list in cluster.toml [node_keys]. The private half stays in one
 // file under the node's root (paths.NodeKey), mode 0600, and is never
-// sent, logged or shown (docs/security.md, "Per-node keys").
+// sent, logged or shown (docs/security.md, "Per-node keys"). The one-vote
+// arbitrator's key pair is the same kind of file (paths.ArbitratorKey),
+// read and written by the same code.
 
 import (
 	"crypto/ecdh"
@@ -20,24 +22,45 @@ import (
 	"haven/internal/fsutil"
 )
 
-// existMsg refuses to replace a key.
-const existMsg = "a node key exists already"
+// KeyKind names a kind of key file in its messages.
+type KeyKind struct {
+	What        string // "node key"
+	A           string // "a node key"
+	Whose       string // "this node's"
+	ShowCmd     string // the command that prints the public key
+	GenerateCmd string // the command that makes the key
+}
+
+// The two kinds of key files.
+var (
+	NodeKeyKind       = KeyKind{What: "node key", A: "a node key", Whose: "this node's", ShowCmd: "nodemgr key show", GenerateCmd: "nodemgr key generate"}
+	ArbitratorKeyKind = KeyKind{What: "arbitrator key", A: "an arbitrator key", Whose: "the arbitrator's", ShowCmd: "nodemgr arbitrator key show", GenerateCmd: "nodemgr arbitrator key generate"}
+)
 
 // GenerateNodeKey makes a new key pair and writes its private key to path (mode
 // 0600), durably, and returns it. An existing file is never replaced: a
 // new key means that every member's cluster.toml must list it.
-func GenerateNodeKey(path string) (*ecdh.PrivateKey, error) {
+func GenerateNodeKey(path string) (*ecdh.PrivateKey, error) { return NodeKeyKind.Generate(path) }
+
+// LoadNodeKey reads this node's private key at path (LoadKey).
+func LoadNodeKey(path string) (*ecdh.PrivateKey, error) { return NodeKeyKind.Load(path) }
+
+// Generate makes a new key pair of kind k and writes its private key to
+// path (mode 0600), durably, and returns it; an existing file is never
+// replaced.
+func (k KeyKind) Generate(path string) (*ecdh.PrivateKey, error) {
+	existMsg := "the " + k.What + " exists already"
 	if _, err := os.Lstat(path); err == nil {
-		return nil, &config.Error{File: path, Msg: existMsg + " (nodemgr key show prints its public key)"}
+		return nil, &config.Error{File: path, Msg: existMsg + " (" + k.ShowCmd + " prints its public key)"}
 	}
-	k, err := ecdh.X25519().GenerateKey(rand.Reader)
+	priv, err := ecdh.X25519().GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err
 	}
-	if err := writeNewKey(path, []byte(base64.StdEncoding.EncodeToString(k.Bytes())+"\n"), existMsg); err != nil {
+	if err := writeNewKey(path, []byte(base64.StdEncoding.EncodeToString(priv.Bytes())+"\n"), existMsg); err != nil {
 		return nil, err
 	}
-	return k, nil
+	return priv, nil
 }
 
 // writeNewKey writes a private key file at path, mode 0600, durably; an
@@ -53,10 +76,10 @@ func writeNewKey(path string, content []byte, exist string) error {
 	return nil
 }
 
-// LoadNodeKey reads the private key at path: a regular file, not a symbolic
-// link, that no other user may read.
-func LoadNodeKey(path string) (*ecdh.PrivateKey, error) {
-	data, err := readPrivate(path, "this node's private key")
+// Load reads the private key of kind k at path: a regular file, not a
+// symbolic link, that no other user may read.
+func (k KeyKind) Load(path string) (*ecdh.PrivateKey, error) {
+	data, err := readPrivate(path, k.Whose+" private key")
 	if err != nil {
 		return nil, err
 	}
@@ -64,15 +87,15 @@ func LoadNodeKey(path string) (*ecdh.PrivateKey, error) {
 	if err == nil && len(raw) != config.NodeKeySize {
 		err = errors.New("wrong size")
 	}
-	var k *ecdh.PrivateKey
+	var priv *ecdh.PrivateKey
 	if err == nil {
-		k, err = ecdh.X25519().NewPrivateKey(raw)
+		priv, err = ecdh.X25519().NewPrivateKey(raw)
 	}
 	if err != nil {
 		// never echo the content
-		return nil, &config.Error{File: path, Msg: "not a node key (one line: 32 bytes in base64, as nodemgr key generate writes it)"}
+		return nil, &config.Error{File: path, Msg: "not " + k.A + " (one line: 32 bytes in base64, as " + k.GenerateCmd + " writes it)"}
 	}
-	return k, nil
+	return priv, nil
 }
 
 // PublicNodeKey is the text of k's public key, as [node_keys] lists it.

@@ -100,6 +100,10 @@ func (p Paths) State() string { return filepath.Join(p.Var, "state.json") }
 // arbitrator run), on a host that is no cluster member.
 func (p Paths) ArbitratorConf() string { return filepath.Join(p.Etc, "arbitrator.toml") }
 
+// ArbitratorKey is the one-vote arbitrator's private key, beside its
+// config (mode 0600, never leaves the host).
+func (p Paths) ArbitratorKey() string { return filepath.Join(p.Etc, "arbitrator.key") }
+
 // ArbitratorStatus is where the running arbitrator writes its status
 // (nodemgr arbitrator status reads it).
 func (p Paths) ArbitratorStatus() string { return filepath.Join(p.Run, "arbitrator.json") }
