@@ -95,7 +95,7 @@ deb:
 # once in the order given, and the e2e package, near the end of the
 # alphabetical order, began after most of the others (README, "The CI
 # time budget").
-E2E_PARALLEL ?= 8
+E2E_PARALLEL ?= 6
 LONGEST      := ./test/e2e ./test/chaos ./resource ./test/model
 test: build
 	$(GO) vet ./...
