@@ -28,24 +28,43 @@ type RolloutRequest struct {
 
 func (RolloutRequest) isInput() {}
 
-// RolloutEvent: a rollout began here or was adopted from a peer, or this
-// node's turn in it changed.
-type RolloutEvent struct {
+// RolloutStarted: a rollout began here, or was adopted from a peer (What
+// says which).
+type RolloutStarted struct {
 	Svc  string `json:"svc"`
 	ID   string `json:"id"`
 	What string `json:"what"`
-	Warn bool   `json:"warn,omitempty"`
 }
 
-func (RolloutEvent) Kind() string      { return "rollout" }
-func (e RolloutEvent) Service() string { return e.Svc }
-func (e RolloutEvent) Level() Level {
-	if e.Warn {
+func (RolloutStarted) Kind() string      { return "rollout_started" }
+func (e RolloutStarted) Service() string { return e.Svc }
+func (RolloutStarted) Level() Level      { return Info }
+func (e RolloutStarted) String() string  { return "rollout " + e.ID + ": " + e.What }
+
+// RolloutTurn: this node's turn in a rollout changed (State: delay,
+// restarting, monitoring, ok, failed with its Cause).
+type RolloutTurn struct {
+	Svc   string `json:"svc"`
+	ID    string `json:"id"`
+	State string `json:"state"`
+	Cause string `json:"cause,omitempty"`
+}
+
+func (RolloutTurn) Kind() string      { return "rollout_turn" }
+func (e RolloutTurn) Service() string { return e.Svc }
+func (e RolloutTurn) Level() Level {
+	if e.State == dataset.TurnFailed {
 		return Warn
 	}
 	return Info
 }
-func (e RolloutEvent) String() string { return "rollout " + e.ID + ": " + e.What }
+func (e RolloutTurn) String() string {
+	s := "rollout " + e.ID + ": this node's turn: " + e.State
+	if e.Cause != "" {
+		s += ": " + e.Cause
+	}
+	return s
+}
 
 // running reports whether an instance, as announced, runs (up or warn, or
 // in an action).
@@ -123,7 +142,7 @@ func (c *Core) setRollout(svc string, r *dataset.Rollout, what string) {
 	c.state.Services[svc] = ss
 	c.persist()
 	c.publish()
-	c.emit(RolloutEvent{Svc: svc, ID: r.ID, What: what})
+	c.emit(RolloutStarted{Svc: svc, ID: r.ID, What: what})
 }
 
 // setMark records this node's turn in the rollout of svc.
@@ -134,11 +153,7 @@ func (c *Core) setMark(svc string, m dataset.RolloutMark, now time.Time) {
 	c.state.Services[svc] = ss
 	c.persist()
 	c.publish()
-	what := "this node's turn: " + m.State
-	if m.Cause != "" {
-		what += ": " + m.Cause
-	}
-	c.emit(RolloutEvent{Svc: svc, ID: m.ID, What: what, Warn: m.State == dataset.TurnFailed})
+	c.emit(RolloutTurn{Svc: svc, ID: m.ID, State: m.State, Cause: m.Cause})
 }
 
 // rollouts runs the rollout rules of every local instance of the pass

@@ -56,6 +56,9 @@ func rollout(c *cli.Context) error {
 	}
 	deadline := time.Now().Add(c.Duration("time"))
 	for _, n := range names {
+		if ids[n] == "" {
+			continue // nothing to do there
+		}
 		for {
 			st, err := cl.Status(ctx(c))
 			if err != nil {
