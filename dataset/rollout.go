@@ -69,3 +69,6 @@ type RolloutMark struct {
 func (m *RolloutMark) Final() bool {
 	return m != nil && (m.State == TurnOK || m.State == TurnFailed)
 }
+
+// ShortDigest is the first 12 characters of a config digest, as printed.
+func ShortDigest(d string) string { return d[:min(12, len(d))] }

@@ -115,7 +115,7 @@ func (c *Core) beginRollout(req RolloutRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Err: failedf("%s: no instance runs: nothing to roll out (each starts on the config it finds)", svc)})
 		return tk
 	case len(nodes) == 0:
-		c.answer(Answer{Ticket: tk, Result: fmt.Sprintf("every instance runs config %s already: nothing to do", shortDigest(ss.ConfigDigest))})
+		c.answer(Answer{Ticket: tk, Result: fmt.Sprintf("every instance runs config %s already: nothing to do", dataset.ShortDigest(ss.ConfigDigest))})
 		return tk
 	}
 	if err := c.vb.Err(c.state.Lamport, now); err != nil {
@@ -128,8 +128,8 @@ func (c *Core) beginRollout(req RolloutRequest) Ticket {
 		Parallelism: cfg.UpdateParallelism, DelayMs: cfg.UpdateDelay.Milliseconds(), MonitorMs: cfg.UpdateMonitor.Milliseconds(),
 		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: cfg.UpdateFailureAction,
 	}
-	c.setRollout(svc, r, fmt.Sprintf("begun here: config %s on %v, %d at a time", shortDigest(r.Digest), nodes, max(1, r.Parallelism)))
-	res := fmt.Sprintf("rollout %s accepted: config %s on %s (of %d instances up)", r.ID, shortDigest(r.Digest), strings.Join(nodes, ", "), runs)
+	c.setRollout(svc, r, fmt.Sprintf("begun here: config %s on %v, %d at a time", dataset.ShortDigest(r.Digest), nodes, max(1, r.Parallelism)))
+	res := fmt.Sprintf("rollout %s accepted: config %s on %s (of %d instances up)", r.ID, dataset.ShortDigest(r.Digest), strings.Join(nodes, ", "), runs)
 	c.answer(Answer{Ticket: tk, ID: r.ID, Result: res})
 	c.publish()
 	return tk
@@ -156,10 +156,46 @@ func (c *Core) setMark(svc string, m dataset.RolloutMark, now time.Time) {
 	c.emit(RolloutTurn{Svc: svc, ID: m.ID, State: m.State, Cause: m.Cause})
 }
 
-// rollouts runs the rollout rules of every local instance of the pass
-// (only: the services of an incremental pass, nil for all): adopt a
-// newer record from the peers, end a watch that is due, take a turn. It
-// returns when it must run again (zero: not for a rollout).
+// mergeRollouts adopts the rollout records of peer from's instances of
+// the services listed (keys of insts when svcs is nil) that are newer than
+// ours, for the services known here, as mergeTargets adopts targets.
+func (c *Core) mergeRollouts(from string, insts map[string]dataset.Instance, svcs map[string]bool, now time.Time) {
+	adopt := func(svc string, r *dataset.Rollout) {
+		ss, known := c.state.Services[svc]
+		if r == nil || !known || ss.Rollout != nil && !r.Version.Newer(ss.Rollout.Version) {
+			return
+		}
+		if err := c.vb.Check(r.Version, now); err != nil {
+			c.sayRefused("rollout", svc, from, r.Version, err)
+			return
+		}
+		c.witness(r.Version)
+		c.setRollout(svc, r, "adopted from "+from)
+	}
+	var names []string // those with a record, in order (events in order)
+	if svcs == nil {
+		for svc, i := range insts {
+			if i.Rollout != nil {
+				names = append(names, svc)
+			}
+		}
+	} else {
+		for svc := range svcs {
+			if i, ok := insts[svc]; ok && i.Rollout != nil {
+				names = append(names, svc)
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, svc := range names {
+		adopt(svc, insts[svc].Rollout)
+	}
+}
+
+// rollouts takes this node's turn in the rollout of every local instance
+// of the pass (only: the services of an incremental pass, nil for all)
+// whose turn is not taken yet. It returns when it must run again (zero:
+// not for a rollout).
 func (c *Core) rollouts(snap monitor.Snapshot, now time.Time, only []*instsm.Instance) (next time.Time) {
 	list := c.ilist
 	if only != nil {
@@ -177,35 +213,21 @@ func (c *Core) rollouts(snap monitor.Snapshot, now time.Time, only []*instsm.Ins
 // rolloutOf is rollouts for one local instance.
 func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.Time) time.Time {
 	svc := inst.Name
-	ss, known := c.state.Services[svc]
-	if !known {
-		return time.Time{}
-	}
-	marks := map[string]*dataset.RolloutMark{}
-	for n, v := range snap.Nodes {
-		if n == c.cfg.Name {
-			continue
-		}
-		i, ok := v.Data.Services[svc]
-		if !ok {
-			continue
-		}
-		if r := i.Rollout; r != nil && (ss.Rollout == nil || r.Version.Newer(ss.Rollout.Version)) {
-			if err := c.vb.Check(r.Version, now); err == nil {
-				c.witness(r.Version)
-				c.setRollout(svc, r, "adopted from "+n)
-				ss = c.state.Services[svc]
-			}
-		}
-		if v.Alive() {
-			marks[n] = i.RolloutMark
-		}
-	}
+	ss := c.state.Services[svc]
 	r := ss.Rollout
 	if r == nil {
 		return time.Time{}
 	}
 	mine := ss.RolloutMark
+	if mine != nil && mine.ID == r.ID && mine.State != dataset.TurnDelay || !slices.Contains(r.Nodes, c.cfg.Name) {
+		return time.Time{} // taken, or none to take
+	}
+	marks := make(map[string]*dataset.RolloutMark, len(r.Nodes))
+	for _, n := range r.Nodes {
+		if v, ok := snap.Nodes[n]; ok && n != c.cfg.Name && v.Alive() {
+			marks[n] = v.Data.Services[svc].RolloutMark
+		}
+	}
 	marks[c.cfg.Name] = mine
 	turn := monitor.Turn(r, marks, c.cfg.Name)
 	if !turn.Go {

@@ -72,7 +72,7 @@ func rollout(c *cli.Context) error {
 			default:
 				p := monitor.RolloutState(r, marks)
 				if p.Succeeded() {
-					fmt.Fprintf(c.App.Writer, "%s: rollout %s done: %s on %s\n", n, r.ID, short(r.Digest), strings.Join(r.Nodes, ", "))
+					fmt.Fprintf(c.App.Writer, "%s: rollout %s done: %s on %s\n", n, r.ID, dataset.ShortDigest(r.Digest), strings.Join(r.Nodes, ", "))
 					goto next
 				}
 				if p.Paused || p.Done {
@@ -105,13 +105,6 @@ func rolloutOf(s dataset.ServiceStatus) (*dataset.Rollout, map[string]*dataset.R
 	return r, marks
 }
 
-func short(d string) string {
-	if len(d) > 12 {
-		return d[:12]
-	}
-	return d
-}
-
 func rolloutStatus(c *cli.Context) error {
 	cl := cliutil.Client(c)
 	names, err := selected(c, cl)
@@ -135,7 +128,7 @@ func writeRolloutStatus(w io.Writer, name string, s dataset.ServiceStatus) {
 	if r == nil {
 		fmt.Fprintf(w, "%s: no rollout\n", name)
 	} else {
-		fmt.Fprintf(w, "%s: rollout %s of config %s, %d at a time over %s: %s\n", name, r.ID, short(r.Digest),
+		fmt.Fprintf(w, "%s: rollout %s of config %s, %d at a time over %s: %s\n", name, r.ID, dataset.ShortDigest(r.Digest),
 			max(1, r.Parallelism), strings.Join(r.Nodes, " "), monitor.RolloutState(r, marks))
 	}
 	nodes := slices.Sorted(func(yield func(string) bool) {
@@ -149,7 +142,7 @@ func writeRolloutStatus(w io.Writer, name string, s dataset.ServiceStatus) {
 		i := s.Instances[n]
 		cfg := "-"
 		if i.RunDigest != "" {
-			cfg = short(i.RunDigest)
+			cfg = dataset.ShortDigest(i.RunDigest)
 			if r != nil && i.RunDigest != r.Digest || i.OldConfig() {
 				cfg += " (old)"
 			}
