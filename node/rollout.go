@@ -244,9 +244,11 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 			return due
 		}
 	}
-	if ss.ConfigDigest != r.Digest || c.cd.Busy(svc) || inst.Act.Busy != "" {
-		// the config is still on its way here, or an action runs: a
-		// later pass (the config's install, the action's end) goes on
+	if ss.ConfigDigest != r.Digest || c.cd.Busy(svc) || inst.Act.Busy != "" || ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen {
+		// the config is still on its way here, an action runs, or the
+		// instance or the node is frozen (the daemon restarts nothing
+		// there): a later pass (the config's install, the action's end, a
+		// thaw) goes on
 		return time.Time{}
 	}
 	if _, run := c.Status(svc); !run {

@@ -40,7 +40,13 @@ func TestRolloutTurnOnTheRecordsConfig(t *testing.T) {
 		t.Fatalf("n2 took its turn on a config other than the record's: %+v", rd.Run)
 	}
 	ss = c.state.Services["web"]
-	ss.ConfigDigest = "new" // the config arrived
+	ss.ConfigDigest, ss.Frozen = "new", true // the config arrived; the instance frozen
+	c.state.Services["web"] = ss
+	c.rollouts(rolloutSnap(t0, r.ID), t0, nil)
+	if rd := c.Ready(); len(rd.Run) != 0 {
+		t.Fatalf("n2 restarted a frozen instance: %+v", rd.Run)
+	}
+	ss.Frozen = false
 	c.state.Services["web"] = ss
 	c.rollouts(rolloutSnap(t0, r.ID), t0, nil)
 	rd := c.Ready()
