@@ -196,7 +196,7 @@ type ConfigResponse struct {
 // ActionRequest is an action on one service.
 type ActionRequest struct {
 	Name   string `json:"name"`
-	Action string `json:"action"` // start stop freeze thaw delete clear abort takeover giveback switch
+	Action string `json:"action"` // start stop freeze thaw delete clear abort takeover giveback switch restart rollout
 	Local  bool   `json:"local"`
 	Node   string `json:"node,omitempty"` // clear --node, switch --to
 	// Force lets start --local run a second copy of a service that runs

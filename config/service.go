@@ -158,6 +158,9 @@ func (d *document) checkService(s *ServiceConfig, def *section) error {
 	if err := d.checkFlex(s, def); err != nil {
 		return err
 	}
+	if err := d.checkUpdate(s, def); err != nil {
+		return err
+	}
 	if strings.TrimSpace(s.Constraints) != "" {
 		p, err := constraints.Compile(s.Constraints)
 		if err != nil {
@@ -387,4 +390,25 @@ func (d *document) refError(err error) error {
 // memory): only such a service is held back by the nodes' capacity.
 func (s *ServiceConfig) HasRequests() bool {
 	return s != nil && (s.RequestCPU > 0 || s.RequestMem > 0)
+}
+
+// checkUpdate validates the rollout keywords and parses the failure
+// ratio; what the rollout does not do yet is refused (update_order
+// start-first, update_failure_action rollback).
+func (d *document) checkUpdate(s *ServiceConfig, def *section) error {
+	if s.UpdateParallelism < 1 {
+		return d.errAt(def, "update_parallelism", "must be at least 1 (got %d)", s.UpdateParallelism)
+	}
+	if s.UpdateOrder == "start-first" {
+		return d.errAt(def, "update_order", "\"start-first\" is not built yet: only \"stop-first\" (each instance restarted in place) is")
+	}
+	if s.UpdateFailureAction == "rollback" {
+		return d.errAt(def, "update_failure_action", "\"rollback\" is not built yet (the previous config is not kept): use \"pause\" (the default) or \"continue\"")
+	}
+	r, err := strconv.ParseFloat(strings.TrimSpace(s.UpdateMaxFailureRatioText), 64)
+	if err != nil || r < 0 || r > 1 || r != r {
+		return d.errAt(def, "update_max_failure_ratio", "%q: want a number from 0 to 1", s.UpdateMaxFailureRatioText)
+	}
+	s.UpdateMaxFailureRatio = r
+	return nil
 }

@@ -240,6 +240,15 @@ type ServiceConfig struct {
 	Priority         int    // default 100
 	MultipleActive   string // stop_others | freeze | warn
 
+	// The rollout policy (svcmgr rollout, docs/behaviour.md 11).
+	UpdateParallelism         int
+	UpdateDelay               time.Duration
+	UpdateOrder               string // stop-first (start-first refused)
+	UpdateMonitor             time.Duration
+	UpdateMaxFailureRatioText string  // as written
+	UpdateMaxFailureRatio     float64 // parsed from it, 0 to 1
+	UpdateFailureAction       string  // pause | continue (rollback refused)
+
 	// Constraint is the compiled constraints expression, nil when none.
 	Constraint *constraints.Program
 

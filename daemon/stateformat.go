@@ -99,7 +99,10 @@ func checkStateLevel(path string, level, format int) error {
 // freeze is written as the node's freeze then (the first release knows no
 // other: it stays frozen until an admin thaws it, as it did), and a
 // monitor_action held for want of a candidate is dropped (the ladder
-// stays given up, as it did).
+// stays given up, as it did), and so are the rollout's fields (the config
+// an instance runs, the rollout record and this node's turn: a node at
+// level 1 may hold a rollout of its own nodes of this release; taken back
+// to the first release, it forgets it).
 func withoutUnknown(d durable) durable {
 	if envelopeVersion(d.FeatureLevel) >= 2 {
 		return d
@@ -112,7 +115,8 @@ func withoutUnknown(d durable) durable {
 	}
 	strip := false
 	for _, s := range d.Services {
-		strip = strip || s.Target.Unknown != "" || s.Clear.Unknown != "" || s.ActionHeld != ""
+		strip = strip || s.Target.Unknown != "" || s.Clear.Unknown != "" || s.ActionHeld != "" ||
+			s.RunDigest != "" || s.Rollout != nil || s.RolloutMark != nil
 	}
 	if !strip {
 		return d
@@ -120,6 +124,7 @@ func withoutUnknown(d durable) durable {
 	svcs := make(map[string]durableService, len(d.Services))
 	for k, s := range d.Services {
 		s.Target.Unknown, s.Clear.Unknown, s.ActionHeld = "", "", ""
+		s.RunDigest, s.Rollout, s.RolloutMark = "", nil, nil
 		svcs[k] = s
 	}
 	d.Services = svcs

@@ -182,3 +182,39 @@ func TestStateSplitFreezeAtLevel1(t *testing.T) {
 		t.Fatalf("level 2 read back as %+v (%v)", d, err)
 	}
 }
+
+// TestStateRolloutAtLevel1: the config an instance runs, the rollout
+// record and the node's turn are fields the first release does not know:
+// left out at level 1, written and read back from level 2 on.
+func TestStateRolloutAtLevel1(t *testing.T) {
+	st := formatState(1)
+	web := st.Services["web"]
+	web.RunDigest = "abc"
+	web.Rollout = &dataset.Rollout{ID: "n1-3", Digest: "abc", Nodes: []string{"n1"}, Parallelism: 1, FailureAction: "pause"}
+	web.RolloutMark = &dataset.RolloutMark{ID: "n1-3", State: dataset.TurnOK}
+	st.Services["web"] = web
+	b1, err := encodeDurable(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"run_digest", "rollout", "rollout_mark"} {
+		if bytes.Contains(b1, []byte(`"`+k+`"`)) {
+			t.Fatalf("level 1 wrote %s, which the first release refuses:\n%s", k, b1)
+		}
+	}
+	if _, err := decodeState(b1); err != nil {
+		t.Fatal(err)
+	}
+	if st.Services["web"].Rollout == nil {
+		t.Fatal("encoding at level 1 changed the state it encoded")
+	}
+	st.FeatureLevel = 2
+	b2, err := encodeDurable(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := decodeState(b2)
+	if w := d.Services["web"]; err != nil || w.RunDigest != "abc" || w.Rollout == nil || w.Rollout.ID != "n1-3" || w.RolloutMark == nil || w.RolloutMark.State != dataset.TurnOK {
+		t.Fatalf("level 2 read back as %+v (%v)", d.Services["web"], err)
+	}
+}

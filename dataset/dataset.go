@@ -176,6 +176,19 @@ type Instance struct {
 	// until measured. svcmgr simulate takes them as the action durations.
 	LastStartMs int64 `json:"last_start_ms,omitempty" since:"2"`
 	LastStopMs  int64 `json:"last_stop_ms,omitempty" since:"2"`
+	// RunDigest is the digest of the config the instance was last started
+	// (or restarted whole) with by the daemon; empty when unknown. An
+	// instance up whose RunDigest differs from its node's config runs an
+	// older config (OldConfig).
+	RunDigest string `json:"run_digest,omitempty" since:"2"`
+	// ConfigDigest is the digest of the config installed on the node
+	// (the one the next start takes).
+	ConfigDigest string `json:"config_digest,omitempty" since:"2"`
+	// Rollout is the newest rollout of the service this node knows (a
+	// relayed record, never changed once made: replaced whole), and
+	// RolloutMark how this node's own turn in it went (behaviour.md 11).
+	Rollout     *Rollout     `json:"rollout,omitempty" since:"2"`
+	RolloutMark *RolloutMark `json:"rollout_mark,omitempty" since:"2"`
 }
 
 // ClaimID names one ready window of a service: the claiming node and when
@@ -514,4 +527,10 @@ func (c *ClusterConf) Differs(o *ClusterConf) []string {
 		}
 	}
 	return out
+}
+
+// OldConfig reports whether the instance runs a config other than the one
+// installed on its node (known only when both digests are).
+func (i Instance) OldConfig() bool {
+	return i.RunDigest != "" && i.ConfigDigest != "" && i.RunDigest != i.ConfigDigest
 }

@@ -13,7 +13,9 @@ func (a Instance) Equal(b Instance) bool {
 		a.PlacementLeader != b.PlacementLeader || a.Flags != b.Flags || a.ConfigVersion != b.ConfigVersion ||
 		a.ConfigError != b.ConfigError || a.Excluded != b.Excluded || a.GaveUp != b.GaveUp || a.Stale != b.Stale ||
 		a.AgeMs != b.AgeMs || a.FencingToken != b.FencingToken || a.FencingSeen != b.FencingSeen || a.ReadyAck != b.ReadyAck ||
-		a.LastStartMs != b.LastStartMs || a.LastStopMs != b.LastStopMs ||
+		a.LastStartMs != b.LastStartMs || a.LastStopMs != b.LastStopMs || a.RunDigest != b.RunDigest || a.ConfigDigest != b.ConfigDigest ||
+		!a.Rollout.Equal(b.Rollout) || (a.RolloutMark == nil) != (b.RolloutMark == nil) ||
+		a.RolloutMark != nil && *a.RolloutMark != *b.RolloutMark ||
 		len(a.Resources) != len(b.Resources) {
 		return false
 	}

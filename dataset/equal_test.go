@@ -76,6 +76,8 @@ func setNonZero(v reflect.Value) {
 		m := reflect.MakeMap(v.Type())
 		m.SetMapIndex(reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem())
 		v.Set(m)
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem())) // a pointer to a zero value: not nil
 	default:
 		panic("setNonZero: kind " + v.Kind().String())
 	}

@@ -40,6 +40,12 @@ func (d *Driver) ServiceAction(r Request, done func(node.Answer)) {
 		d.Ask(node.LocalRequest{Service: r.Service, Action: r.Action, Now: now, Force: r.Force}, done)
 	case r.Action == "delete":
 		d.Ask(node.Deletion{Service: r.Service, Now: now}, done)
+	case r.Action == "rollout":
+		if r.Local || r.Wait || r.Node != "" {
+			done(node.Answer{Bad: true, Err: fmt.Errorf("%s rollout: takes no --local, --node or daemon-side wait", r.Service)})
+			return
+		}
+		d.Ask(node.RolloutRequest{Service: r.Service, Now: now}, done)
 	default:
 		treq := node.TargetRequest{Service: r.Service, Action: r.Action, Node: r.Node, Now: now, Nodes: r.Nodes, Wait: r.Wait}
 		if r.Wait && r.WaitTimeout > 0 {

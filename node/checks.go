@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -99,6 +100,7 @@ func (c *Core) checkDone(ck Check, res map[string]dataset.Resource, now time.Tim
 	}
 	c.resourceFaults(svc, inst, now)
 	c.ladder(svc, inst, now)
+	c.wakeAt(c.rolloutChecked(svc, inst, now))
 }
 
 // tickChecks orders the periodic checks: a full one every CheckInterval,
@@ -257,4 +259,55 @@ func (c *Core) whenChecked(svc string) Ticket {
 	}
 	inst.Chk.CheckWaiters = append(inst.Chk.CheckWaiters, tk)
 	return tk
+}
+
+// watchTurn ends this node's watch of its restarted instance: failed once
+// it is not up, ok once it stayed up for the rollout's monitor time, as a
+// status check that ended after that time says (one is ordered then, so
+// that a failure between two periodic checks is not taken for a success).
+func (c *Core) watchTurn(svc string, inst *instsm.Instance, r *dataset.Rollout, m *dataset.RolloutMark, now time.Time) time.Time {
+	if inst.Act.Busy != "" {
+		return time.Time{}
+	}
+	if a := inst.Avail; a != dataset.StatusUp && a != dataset.StatusNA {
+		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnFailed, Cause: fmt.Sprintf("%s within update_monitor after its restart", a)}, now)
+		return time.Time{}
+	}
+	due := time.UnixMilli(m.SinceMs).Add(time.Duration(r.MonitorMs) * time.Millisecond)
+	if now.Before(due) {
+		return due
+	}
+	if inst.Chk.LastMon.Before(due) {
+		c.check(svc, inst, true) // its end comes back here (rolloutChecked)
+		return time.Time{}
+	}
+	c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK}, now)
+	return time.Time{}
+}
+
+// rolloutChecked ends the watch of the local instance of svc for a
+// rollout, if one is in progress (after a status check, and in every
+// decision pass: watchTurns); it returns when to look again (zero: at the
+// end of the next check, or never).
+func (c *Core) rolloutChecked(svc string, inst *instsm.Instance, now time.Time) time.Time {
+	ss := c.state.Services[svc]
+	if m := ss.RolloutMark; m != nil && ss.Rollout != nil && m.ID == ss.Rollout.ID && m.State == dataset.TurnMonitoring {
+		return c.watchTurn(svc, inst, ss.Rollout, m, now)
+	}
+	return time.Time{}
+}
+
+// watchTurns is rolloutChecked for the local instances of a pass (only:
+// those of an incremental pass, nil for all).
+func (c *Core) watchTurns(now time.Time, only []*instsm.Instance) (next time.Time) {
+	list := c.ilist
+	if only != nil {
+		list = only
+	}
+	for _, inst := range list {
+		if inst.Local {
+			next = earliest(next, c.rolloutChecked(inst.Name, inst, now))
+		}
+	}
+	return next
 }

@@ -362,6 +362,7 @@ func (c *Core) remerge(svc string, now time.Time) {
 		if cr, ok := d.Clears[svc]; ok {
 			c.mergeClears(pn, map[string]dataset.ClearRequest{svc: cr}, now)
 		}
+		c.mergeRollouts(pn, d.Services, map[string]bool{svc: true}, now)
 	}
 }
 

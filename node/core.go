@@ -246,3 +246,11 @@ func (c *Core) passInstances() []*instsm.Instance {
 
 // isFlex reports whether svc is a flex service (DEFAULT.topology).
 func (c *Core) isFlex(svc string) bool { inst := c.insts[svc]; return inst != nil && inst.Spec.Flex }
+
+// earliest returns the earlier of a and b, ignoring a zero time.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}

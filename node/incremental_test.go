@@ -287,7 +287,8 @@ func TestNodeLevelFieldsKnown(t *testing.T) {
 func TestInstanceFieldsKnown(t *testing.T) {
 	known := map[string]string{}
 	for _, f := range []string{"Avail", "Overall", "Frozen", "Monitor", "PlacementLeader", "Flags", "Resources", "ConfigVersion",
-		"ConfigError", "Excluded", "GaveUp", "Stale", "AgeMs", "FencingToken", "FencingSeen", "ReadyAck"} {
+		"ConfigError", "Excluded", "GaveUp", "Stale", "AgeMs", "FencingToken", "FencingSeen", "ReadyAck",
+		"RunDigest", "ConfigDigest", "Rollout", "RolloutMark"} {
 		known[f] = "compared"
 	}
 	// measured durations, for svcmgr simulate: no decision reads them

@@ -202,6 +202,9 @@ func (c *Core) beginAction(svc string, inst *instsm.Instance, kind, reason strin
 	inst.Act.Caller = 0
 	inst.Act.PrevState = inst.Mon.State
 	c.publish()
+	if kind == "start" || kind == "restart" {
+		c.noteRunDigest(svc)
+	}
 	token := c.fencingToken(svc)
 	if kind == "start" {
 		token = c.nextFencingToken(svc)
@@ -235,4 +238,17 @@ func (c *Core) persistMonitors() {
 			c.persistMonitor(svc, inst)
 		}
 	}
+}
+
+// noteRunDigest records that the instance of svc is (re)started whole on
+// the config installed now.
+func (c *Core) noteRunDigest(svc string) {
+	ss := c.state.Services[svc]
+	if ss.RunDigest == ss.ConfigDigest {
+		return
+	}
+	ss.RunDigest = ss.ConfigDigest
+	c.state.Services[svc] = ss
+	c.persist()
+	c.publish()
 }

@@ -69,6 +69,8 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 	}
 	next = earliest(next, c.applyDecisions(decs, snap, now))
 	next = earliest(next, c.expireWaiters(now, snap))
+	next = earliest(next, c.watchTurns(now, c.inc.Only))
+	next = earliest(next, c.rollouts(snap, now, c.inc.Only))
 	c.wakeAt(next)
 }
 
@@ -160,12 +162,4 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instsm.Instance, snap m
 		c.persistMonitor(svc, inst)
 		c.publish()
 	}
-}
-
-// earliest returns the earlier of a and b, ignoring a zero time.
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || !b.IsZero() && b.Before(a) {
-		return b
-	}
-	return a
 }

@@ -34,6 +34,7 @@ func (c *Core) takeData(p *peersm.Peer, ev PeerEvent, now time.Time) bool {
 			c.witnessFencingOf(svc, i)
 		}
 	}
+	c.mergeRollouts(ev.Node, ev.Data.Services, ch.Services, now)
 	c.mergeConfigs(ev.Node, changedEntries(ev.Data.Configs, ch.Configs), now)
 	c.mergeTargets(ev.Node, changedEntries(ev.Data.Targets, ch.Targets), now, snap)
 	if ch.Head {
@@ -47,6 +48,7 @@ func (c *Core) takeData(p *peersm.Peer, ev PeerEvent, now time.Time) bool {
 func (c *Core) mergeWhole(from string, d *dataset.Node, now time.Time) {
 	c.witnessFencing(d)
 	c.mergeConfigs(from, d.Configs, now)
+	c.mergeRollouts(from, d.Services, nil, now)
 	c.mergeTargets(from, d.Targets, now, func() monitor.Snapshot { return c.Snapshot(now) })
 	c.mergeClears(from, d.Clears, now)
 }

@@ -122,6 +122,10 @@ func (c *Core) Dataset(n dataset.Node) dataset.Node {
 			ReadyAck:        inst.Fa.Ack,
 			LastStartMs:     inst.Act.LastStart.Milliseconds(),
 			LastStopMs:      inst.Act.LastStop.Milliseconds(),
+			RunDigest:       ss.RunDigest,
+			ConfigDigest:    ss.ConfigDigest,
+			Rollout:         ss.Rollout,
+			RolloutMark:     ss.RolloutMark,
 		}
 	}
 	return n

@@ -316,6 +316,8 @@ func (c *Core) Step(in Input) Ticket {
 		return c.adminTarget(in)
 	case LocalRequest:
 		return c.adminLocal(in)
+	case RolloutRequest:
+		return c.beginRollout(in)
 	case ConfigRequest:
 		return c.editConfig(in)
 	}

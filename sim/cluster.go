@@ -420,6 +420,9 @@ func (c *Cluster) admin(node, svc, action, arg string, local, wait, force bool) 
 
 // adminReq runs an admin request on node (r.Service "": a node action).
 func (c *Cluster) adminReq(node string, r driver.Request) (string, error) {
+	if r.Action == "rollout" {
+		c.watchMinUp(r.Service)
+	}
 	pending := "(answered when the action ends)"
 	if r.Wait {
 		pending = "(waiting: answered when the target is reached)"

@@ -285,6 +285,12 @@ func (d *daemon) startAction(a node.Action) {
 	if a.Kind == "start" || a.Kind == "restart" {
 		d.c.noteStart(a.Service, d.name)
 	}
+	if a.Kind == "restart" && a.RID == "" && d.c.running[d.name][a.Service] {
+		// a restart of the whole instance stops it first: down until its
+		// start ends (and down still when that start fails)
+		d.c.running[d.name][a.Service] = false
+		d.c.noteRunning(a.Service)
+	}
 	inst.busy = a.Kind
 	kind := a.Kind
 	if kind == "restart" {

@@ -101,6 +101,19 @@ func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) 
 		}
 		most := c.q.maxUp[svc]
 		return fmt.Sprintf("at most %d up at once so far", most), most <= k, nil
+	case len(rest) == 6 && rest[0] == "at" && rest[1] == "least" && rest[3] == "up" && rest[4] == "since" && rest[5] == "rollout":
+		k, err := strconv.Atoi(rest[2])
+		if err != nil {
+			return "", false, fmt.Errorf("bad node count %q", rest[2])
+		}
+		least, ok := c.q.minUp[svc]
+		if !ok {
+			return "", false, fmt.Errorf("no rollout of %s was asked", svc)
+		}
+		return fmt.Sprintf("at least %d up at once since the rollout", least), least >= k, nil
+	case len(rest) == 2 && rest[0] == "rollout":
+		got := c.rolloutState(svc)
+		return got, strings.HasPrefix(got, rest[1]), nil
 	case len(rest) == 2 && rest[0] == "started" && rest[1] == "alone":
 		if o := c.StartOverlaps(svc); len(o) > 0 {
 			return "a start began while active elsewhere: " + strings.Join(o, "; "), false, nil
@@ -205,6 +218,25 @@ func (c *Cluster) holdsInstance(svc, node, want string) (string, bool, error) {
 			return "", false, err
 		}
 		return got, got == v, nil
+	}
+	if want == "new config" || want == "old config" {
+		// the config the instance was last started with, against the one
+		// installed, from the node's disk
+		ss := n.dur.Services[svc]
+		got := "new config"
+		if ss.RunDigest != ss.ConfigDigest {
+			got = "old config"
+		}
+		return got, got == want, nil
+	}
+	if turn, ok := strings.CutPrefix(want, "turn "); ok {
+		// this node's turn in the newest rollout it holds, from its disk
+		ss := n.dur.Services[svc]
+		got := "no turn"
+		if m := ss.RolloutMark; m != nil && ss.Rollout != nil && m.ID == ss.Rollout.ID {
+			got = m.State
+		}
+		return "turn " + got, got == turn, nil
 	}
 	if tok, ok := strings.CutPrefix(want, "token "); ok {
 		// the HAVEN_FENCING_TOKEN of the last start there, which must be
@@ -352,4 +384,23 @@ func (c *Cluster) holdsCapacityShort(svc, want string) (string, bool, error) {
 		return got, slices.Contains(e.CapacityShort, want), nil
 	}
 	return "", false, fmt.Errorf("no daemon running")
+}
+
+// rolloutState is "expect SVC rollout done|paused|...": where the newest
+// rollout any node holds on its disk stands, from every node's mark on
+// its disk (the nodes' truth, not what a daemon says).
+func (c *Cluster) rolloutState(svc string) string {
+	var r *dataset.Rollout
+	marks := map[string]*dataset.RolloutMark{}
+	for _, name := range c.names {
+		ss := c.nodes[name].dur.Services[svc]
+		if ss.Rollout != nil && (r == nil || ss.Rollout.Version.Newer(r.Version)) {
+			r = ss.Rollout
+		}
+		marks[name] = ss.RolloutMark
+	}
+	if r == nil {
+		return "none"
+	}
+	return monitor.RolloutState(r, marks).String()
 }

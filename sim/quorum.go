@@ -61,8 +61,11 @@ type quorumOptions struct {
 	arbs       []*simArbitrator
 	stonith    map[string]bool // node -> the fence succeeds
 	splitOf    map[string]string
-	maxUp      map[string]int      // svc -> most nodes running it at once so far
-	overlaps   map[string][]string // svc -> when and where it ran twice
+	maxUp      map[string]int // svc -> most nodes running it at once so far
+	// minUp: svc -> the fewest nodes running it at once since its last
+	// rollout request (absent: none asked)
+	minUp    map[string]int
+	overlaps map[string][]string // svc -> when and where it ran twice
 }
 
 // pending is a probe answer or a fence end due later.
@@ -370,6 +373,9 @@ func (c *Cluster) noteRunning(svc string) {
 		c.q.maxUp, c.q.overlaps = map[string]int{}, map[string][]string{}
 	}
 	c.q.maxUp[svc] = max(c.q.maxUp[svc], len(on))
+	if m, ok := c.q.minUp[svc]; ok {
+		c.q.minUp[svc] = min(m, len(on))
+	}
 	if len(on) > 1 {
 		c.q.overlaps[svc] = append(c.q.overlaps[svc], fmtTime(c.Now())+" "+strings.Join(on, ","))
 	}
@@ -381,4 +387,19 @@ func (c *Cluster) holdsNeverTwice(svc string) (string, bool) {
 		return "up on several nodes at " + strings.Join(o, "; "), false
 	}
 	return fmt.Sprintf("at most %d node at once", c.q.maxUp[svc]), true
+}
+
+// watchMinUp starts counting the fewest nodes running svc at once
+// ("expect SVC at least N up since rollout"), from what runs now.
+func (c *Cluster) watchMinUp(svc string) {
+	if c.q.minUp == nil {
+		c.q.minUp = map[string]int{}
+	}
+	n := 0
+	for _, name := range c.names {
+		if c.running[name][svc] {
+			n++
+		}
+	}
+	c.q.minUp[svc] = n
 }

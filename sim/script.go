@@ -391,7 +391,7 @@ func (r *runner) service(args []string) error {
 				q = append(q, strconv.Quote(x))
 			}
 			fmt.Fprintf(&b, "%s = [%s]\n", k, strings.Join(q, ", "))
-		case k == "priority" || k == "flex_target" && v != "all" || k == "flex_min" || k == "flex_max":
+		case k == "priority" || k == "flex_target" && v != "all" || k == "flex_min" || k == "flex_max" || k == "update_parallelism":
 			fmt.Fprintf(&b, "%s = %s\n", k, v)
 		case k == "monitor" || k == "restart":
 			fmt.Fprintf(&res, "%s = %s\n", k, v)

@@ -53,6 +53,7 @@ func App() *cli.App {
 			action("clear"), action("abort"), action("takeover"), action("giveback"), action("switch"),
 			action("restart"),
 			scaleCommand(),
+			rolloutCommand(),
 			simulateCommand(),
 			describeCommand(),
 			{Name: "ls", Usage: "list services", UsageText: "svcmgr [-s SELECTOR] ls", Description: globalsHelp, Action: ls},

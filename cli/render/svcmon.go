@@ -405,6 +405,10 @@ func instanceCell(s dataset.ServiceStatus, node string, ni dataset.NodeInfo, kno
 		m += " " + string(st)
 	}
 	color := markColor(m)
+	if inst.OldConfig() && (inst.Avail == dataset.StatusUp || inst.Avail == dataset.StatusWarn) {
+		// runs the config it started with, not the one installed since
+		m += " (old config)"
+	}
 	if inst.Monitor.State.Failed() {
 		color = ansiRed
 	}

@@ -155,6 +155,9 @@ func instanceLine(head string, inst dataset.Instance) treeLine {
 	if inst.Overall != "" && inst.Overall != inst.Avail {
 		notes = append([]string{"overall " + string(inst.Overall)}, notes...)
 	}
+	if inst.OldConfig() && (inst.Avail == dataset.StatusUp || inst.Avail == dataset.StatusWarn) {
+		notes = append(notes, "old config (svcmgr rollout)")
+	}
 	if inst.FencingToken != 0 {
 		// the token of the instance's last start there (HAVEN_FENCING_TOKEN)
 		notes = append(notes, fmt.Sprintf("token %d", inst.FencingToken))

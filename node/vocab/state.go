@@ -87,6 +87,15 @@ type ServiceState struct {
 	// it runs once one appears (a peer's split freeze ended, a node came
 	// back), unless the ladder was reset meanwhile.
 	ActionHeld string `json:"action_held,omitempty"`
+	// RunDigest is the config digest installed when the daemon last
+	// ordered a whole start or restart of the instance: the config it runs
+	// (dataset.Instance.RunDigest).
+	RunDigest string `json:"run_digest,omitempty"`
+	// Rollout is the newest rollout of the service known here, and
+	// RolloutMark this node's turn in it (node/rollout.go): both replaced
+	// whole, never changed in place.
+	Rollout     *dataset.Rollout     `json:"rollout,omitempty"`
+	RolloutMark *dataset.RolloutMark `json:"rollout_mark,omitempty"`
 }
 
 // ClusterIdentity is what a node remembers of the multi-node cluster it

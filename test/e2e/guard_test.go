@@ -39,8 +39,9 @@ type procWatch struct {
 	alive map[string][]time.Time
 	// both are the samples where it ran on two nodes at once
 	both []string
-	// rounds counts the sampling rounds done
+	// rounds counts the sampling rounds done, at their times
 	rounds int
+	at     []time.Time
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -133,6 +134,7 @@ func (w *procWatch) run() {
 			w.both = append(w.both, fmt.Sprintf("%s: %v", now.Format("15:04:05.000"), on))
 		}
 		w.rounds++
+		w.at = append(w.at, now)
 		w.mu.Unlock()
 		select {
 		case <-w.stop:

@@ -1,0 +1,39 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"haven/config/tomlfile"
+)
+
+// The rollout keywords: defaults, and what is not built (start-first,
+// rollback) or out of range refused with the file, the line and the key.
+func TestUpdateKeywords(t *testing.T) {
+	cfg, err := tomlfile.ParseService("w.toml", "w", []byte("[DEFAULT]\nnodes = [\"n1\"]\nupdate_max_failure_ratio = \"0.5\"\nupdate_failure_action = \"continue\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.UpdateParallelism != 1 || cfg.UpdateOrder != "stop-first" || cfg.UpdateMonitor != 5*time.Second ||
+		cfg.UpdateMaxFailureRatio != 0.5 || cfg.UpdateFailureAction != "continue" || cfg.UpdateDelay != 0 {
+		t.Fatalf("got %d %q %s %v %q %s", cfg.UpdateParallelism, cfg.UpdateOrder, cfg.UpdateMonitor, cfg.UpdateMaxFailureRatio, cfg.UpdateFailureAction, cfg.UpdateDelay)
+	}
+	const head = "[DEFAULT]\nnodes = [\"n1\"]\n"
+	tests := []struct{ name, data, want string }{
+		{"start-first", head + "update_order = \"start-first\"\n", `w.toml:3: DEFAULT.update_order: "start-first" is not built yet`},
+		{"rollback", head + "update_failure_action = \"rollback\"\n", `w.toml:3: DEFAULT.update_failure_action: "rollback" is not built yet`},
+		{"parallelism 0", head + "update_parallelism = 0\n", "w.toml:3: DEFAULT.update_parallelism: must be at least 1 (got 0)"},
+		{"ratio over 1", head + "update_max_failure_ratio = \"1.5\"\n", `w.toml:3: DEFAULT.update_max_failure_ratio: "1.5": want a number from 0 to 1`},
+		{"ratio word", head + "update_max_failure_ratio = \"half\"\n", `w.toml:3: DEFAULT.update_max_failure_ratio: "half": want a number from 0 to 1`},
+		{"monitor negative", head + "update_monitor = \"-1s\"\n", "w.toml:3: DEFAULT.update_monitor: duration -1s out of range"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tomlfile.ParseService("w.toml", "w", []byte(tt.data))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

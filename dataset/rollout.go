@@ -1,0 +1,74 @@
+package dataset
+
+import "slices"
+
+// Rollout is a rolling restart of a service's running instances on a new
+// config (docs/behaviour.md 11): made once, on the node that took the
+// request, then relayed unchanged in every node's instance entry of the
+// service; the newest Version wins, as for a target. It carries the
+// policy and the node list fixed at creation, so that every node decides
+// its own turn with the same numbers and the same batches.
+type Rollout struct {
+	ID      string  `json:"id"`
+	Version Version `json:"version"`
+	// Digest is the config digest the instances are restarted on.
+	Digest string `json:"digest"`
+	// Nodes are the nodes whose instance is restarted, in placement
+	// order: batch k is Nodes[k*Parallelism : (k+1)*Parallelism].
+	Nodes       []string `json:"nodes"`
+	Parallelism int      `json:"parallelism"`
+	// DelayMs is the wait after a batch ended before the next one starts,
+	// MonitorMs how long a restarted instance must stay up to count as a
+	// success, in milliseconds.
+	DelayMs   int64 `json:"delay_ms,omitempty"`
+	MonitorMs int64 `json:"monitor_ms,omitempty"`
+	// MaxFailureRatio: more failed turns than this share of Nodes takes
+	// FailureAction ("pause" or "continue").
+	MaxFailureRatio float64 `json:"max_failure_ratio,omitempty"`
+	FailureAction   string  `json:"failure_action"`
+}
+
+// Equal reports whether two rollouts are the same (nil is none).
+func (r *Rollout) Equal(o *Rollout) bool {
+	if r == nil || o == nil {
+		return r == o
+	}
+	return r.ID == o.ID && r.Version == o.Version && r.Digest == o.Digest && slices.Equal(r.Nodes, o.Nodes) &&
+		r.Parallelism == o.Parallelism && r.DelayMs == o.DelayMs && r.MonitorMs == o.MonitorMs &&
+		r.MaxFailureRatio == o.MaxFailureRatio && r.FailureAction == o.FailureAction
+}
+
+// The states of a node's turn in a rollout (RolloutMark.State).
+const (
+	// TurnDelay: the batch before ended; the node waits the rollout's
+	// DelayMs from SinceMs before its restart.
+	TurnDelay = "delay"
+	// TurnRestarting: the restart is ordered or running.
+	TurnRestarting = "restarting"
+	// TurnMonitoring: restarted, watched for the rollout's MonitorMs.
+	TurnMonitoring = "monitoring"
+	// TurnOK: stayed up for MonitorMs on the new config.
+	TurnOK = "ok"
+	// TurnFailed: the restart failed, or the instance went down within
+	// MonitorMs; Cause says which.
+	TurnFailed = "failed"
+)
+
+// RolloutMark is how a node's own turn in the rollout ID went, announced
+// in its instance entry.
+type RolloutMark struct {
+	ID    string `json:"id"`
+	State string `json:"state"`
+	Cause string `json:"cause,omitempty"`
+	// SinceMs is when the state began on the announcing node's clock
+	// (Unix milliseconds); only that node reads it.
+	SinceMs int64 `json:"since_ms,omitempty"`
+}
+
+// Final reports whether the turn ended (ok or failed).
+func (m *RolloutMark) Final() bool {
+	return m != nil && (m.State == TurnOK || m.State == TurnFailed)
+}
+
+// ShortDigest is the first 12 characters of a config digest, as printed.
+func ShortDigest(d string) string { return d[:min(12, len(d))] }

@@ -1,0 +1,124 @@
+package monitor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"haven/dataset"
+)
+
+// Rollouts (docs/behaviour.md 11): the pure rules that every node applies
+// to the same relayed record and the nodes' marks, each for its own
+// instance. No leader: a node of batch k takes its turn once every node of
+// the batches before it ended its own.
+
+// RolloutProgress is where a rollout stands, from the marks of its nodes.
+type RolloutProgress struct {
+	// Batch is the index of the first batch not ended (Batches when
+	// every batch ended), Batches their number.
+	Batch, Batches int
+	// OK and Failed list the nodes whose turn ended so (Failed with its
+	// cause: "n2: restart failed: ..."), Pending those of Batch that have
+	// not ended theirs.
+	OK, Failed, Pending []string
+	// Paused: more turns failed than the ratio allows and the action is
+	// pause: no node takes a turn.
+	Paused bool
+	// Done: every batch ended and the rollout is not paused.
+	Done bool
+}
+
+// Succeeded reports whether the rollout ended with every node's turn ok.
+func (p RolloutProgress) Succeeded() bool { return p.Done && len(p.Failed) == 0 }
+
+// String is a one-line account ("batch 2/3: n3 pending; ok n1 n2").
+func (p RolloutProgress) String() string {
+	var b strings.Builder
+	switch {
+	case p.Paused:
+		b.WriteString("paused: " + strings.Join(p.Failed, "; "))
+	case p.Done && len(p.Failed) > 0:
+		b.WriteString("done with failures: " + strings.Join(p.Failed, "; "))
+	case p.Done:
+		b.WriteString("done")
+	default:
+		fmt.Fprintf(&b, "batch %d/%d: %s pending", p.Batch+1, p.Batches, strings.Join(p.Pending, " "))
+	}
+	if len(p.OK) > 0 && !p.Done {
+		b.WriteString("; ok " + strings.Join(p.OK, " "))
+	}
+	return b.String()
+}
+
+// RolloutBatches splits the rollout's nodes into its batches.
+func RolloutBatches(r *dataset.Rollout) [][]string {
+	p := max(1, r.Parallelism)
+	var out [][]string
+	for i := 0; i < len(r.Nodes); i += p {
+		out = append(out, r.Nodes[i:min(i+p, len(r.Nodes))])
+	}
+	return out
+}
+
+// tooManyFailures: more failed turns than MaxFailureRatio of the nodes.
+func tooManyFailures(r *dataset.Rollout, failed int) bool {
+	return failed > 0 && float64(failed) > r.MaxFailureRatio*float64(len(r.Nodes))
+}
+
+// RolloutState says where r stands from marks (each node's mark as it
+// announces it; a mark of another rollout counts as none).
+func RolloutState(r *dataset.Rollout, marks map[string]*dataset.RolloutMark) RolloutProgress {
+	batches := RolloutBatches(r)
+	p := RolloutProgress{Batch: len(batches), Batches: len(batches)}
+	for k, batch := range batches {
+		for _, n := range batch {
+			m := marks[n]
+			switch {
+			case m == nil || m.ID != r.ID || !m.Final():
+				if p.Batch == len(batches) {
+					p.Batch = k
+				}
+				if p.Batch == k {
+					p.Pending = append(p.Pending, n)
+				}
+			case m.State == dataset.TurnOK:
+				p.OK = append(p.OK, n)
+			default:
+				p.Failed = append(p.Failed, n+": "+m.Cause)
+			}
+		}
+	}
+	p.Paused = r.FailureAction != "continue" && tooManyFailures(r, len(p.Failed))
+	p.Done = p.Batch == len(batches) && !p.Paused
+	return p
+}
+
+// RolloutTurn says whether node self takes its turn in r now: Go when
+// it restarts its instance, else Why it waits ("" when it has no turn to
+// take: not in the list, or taken already).
+type RolloutTurn struct {
+	Go  bool
+	Why string
+}
+
+// Turn decides self's turn from the marks (the delay after the batch
+// before is the caller's: it alone knows when it saw that batch end).
+func Turn(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, self string) RolloutTurn {
+	idx := slices.Index(r.Nodes, self)
+	if idx < 0 {
+		return RolloutTurn{}
+	}
+	if m := marks[self]; m != nil && m.ID == r.ID && m.State != dataset.TurnDelay {
+		return RolloutTurn{} // taken (or under way)
+	}
+	p := RolloutState(r, marks)
+	mine := idx / max(1, r.Parallelism)
+	switch {
+	case p.Paused:
+		return RolloutTurn{Why: "rollout paused: " + strings.Join(p.Failed, "; ")}
+	case mine > p.Batch:
+		return RolloutTurn{Why: fmt.Sprintf("batch %d/%d first (%s)", p.Batch+1, p.Batches, strings.Join(p.Pending, " "))}
+	}
+	return RolloutTurn{Go: true, Why: fmt.Sprintf("rollout %s, batch %d/%d", r.ID, mine+1, p.Batches)}
+}

@@ -1,0 +1,279 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"haven/dataset"
+	"haven/monitor"
+	"haven/node/instsm"
+)
+
+// Rollouts (docs/behaviour.md 11, design-notes.md "Rolling a config out to
+// running instances"): a record made once on the node that takes
+// `svcmgr rollout`, relayed in every node's instance entry of the service
+// and durable in each node's state; every node decides its own turn from
+// it and the other nodes' marks (monitor.Turn), restarts its instance in
+// place, watches it for the rollout's monitor time and announces how its
+// turn went. No leader, nothing to hand over when a node is lost.
+
+// RolloutRequest asks for a rollout of the config this node holds of
+// Service to the instances that run (svcmgr rollout).
+type RolloutRequest struct {
+	Service string
+	Now     time.Time
+}
+
+func (RolloutRequest) isInput() {}
+
+// RolloutStarted: a rollout began here, or was adopted from a peer (What
+// says which).
+type RolloutStarted struct {
+	Svc  string `json:"svc"`
+	ID   string `json:"id"`
+	What string `json:"what"`
+}
+
+func (RolloutStarted) Kind() string      { return "rollout_started" }
+func (e RolloutStarted) Service() string { return e.Svc }
+func (RolloutStarted) Level() Level      { return Info }
+func (e RolloutStarted) String() string  { return "rollout " + e.ID + ": " + e.What }
+
+// RolloutTurn: this node's turn in a rollout changed (State: delay,
+// restarting, monitoring, ok, failed with its Cause).
+type RolloutTurn struct {
+	Svc   string `json:"svc"`
+	ID    string `json:"id"`
+	State string `json:"state"`
+	Cause string `json:"cause,omitempty"`
+}
+
+func (RolloutTurn) Kind() string      { return "rollout_turn" }
+func (e RolloutTurn) Service() string { return e.Svc }
+func (e RolloutTurn) Level() Level {
+	if e.State == dataset.TurnFailed {
+		return Warn
+	}
+	return Info
+}
+func (e RolloutTurn) String() string {
+	s := "rollout " + e.ID + ": this node's turn: " + e.State
+	if e.Cause != "" {
+		s += ": " + e.Cause
+	}
+	return s
+}
+
+// running reports whether an instance, as announced, runs (up or warn, or
+// in an action).
+func running(i dataset.Instance) bool {
+	a := monitor.EffectiveAvail(i)
+	return a == dataset.StatusUp || a == dataset.StatusWarn || i.Monitor.State.Transitioning()
+}
+
+// beginRollout makes the rollout record of req: the config this node
+// holds, to the nodes whose instance runs an older one, in the order of
+// the service's nodes, with the service's update_* policy. Answered once the record is
+// on disk here; the peers adopt it at their next pass.
+func (c *Core) beginRollout(req RolloutRequest) Ticket {
+	tk := c.newTicket()
+	svc, now := req.Service, req.Now
+	inst := c.insts[svc]
+	if inst == nil || !inst.Local {
+		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("%s: this node is not one of the service's nodes: run the rollout on one of them", svc)})
+		return tk
+	}
+	if c.cd.Busy(svc) {
+		c.answer(Answer{Ticket: tk, Err: failedf("%s: a config write is in progress here: retry", svc)})
+		return tk
+	}
+	snap := c.Snapshot(now)
+	cfg := snap.Services[svc]
+	ss := c.state.Services[svc]
+	if cfg == nil || ss.ConfigDigest == "" {
+		c.answer(Answer{Ticket: tk, Err: failedf("%s: no config installed here", svc)})
+		return tk
+	}
+	var nodes []string
+	runs := 0
+	for _, n := range cfg.NodeList(snap.ClusterNodes) {
+		v, ok := snap.Nodes[n]
+		if !ok || !v.Alive() {
+			continue
+		}
+		if i, ok := v.Data.Services[svc]; ok && running(i) {
+			runs++
+			if i.RunDigest != ss.ConfigDigest {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	switch {
+	case runs == 0:
+		c.answer(Answer{Ticket: tk, Err: failedf("%s: no instance runs: nothing to roll out (each starts on the config it finds)", svc)})
+		return tk
+	case len(nodes) == 0:
+		c.answer(Answer{Ticket: tk, Result: fmt.Sprintf("every instance runs config %s already: nothing to do", dataset.ShortDigest(ss.ConfigDigest))})
+		return tk
+	}
+	if err := c.vb.Err(c.state.Lamport, now); err != nil {
+		c.answer(Answer{Ticket: tk, Err: err})
+		return tk
+	}
+	v := c.nextVersion()
+	r := &dataset.Rollout{
+		ID: fmt.Sprintf("%s-%d", c.cfg.Name, v.Counter), Version: v, Digest: ss.ConfigDigest, Nodes: nodes,
+		Parallelism: cfg.UpdateParallelism, DelayMs: cfg.UpdateDelay.Milliseconds(), MonitorMs: cfg.UpdateMonitor.Milliseconds(),
+		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: cfg.UpdateFailureAction,
+	}
+	c.setRollout(svc, r, fmt.Sprintf("begun here: config %s on %v, %d at a time", dataset.ShortDigest(r.Digest), nodes, max(1, r.Parallelism)))
+	res := fmt.Sprintf("rollout %s accepted: config %s on %s (of %d instances up)", r.ID, dataset.ShortDigest(r.Digest), strings.Join(nodes, ", "), runs)
+	c.answer(Answer{Ticket: tk, ID: r.ID, Result: res})
+	c.publish()
+	return tk
+}
+
+// setRollout records r as the rollout of svc, durable and announced.
+func (c *Core) setRollout(svc string, r *dataset.Rollout, what string) {
+	ss := c.state.Services[svc]
+	ss.Rollout = r
+	c.state.Services[svc] = ss
+	c.persist()
+	c.publish()
+	c.emit(RolloutStarted{Svc: svc, ID: r.ID, What: what})
+}
+
+// setMark records this node's turn in the rollout of svc.
+func (c *Core) setMark(svc string, m dataset.RolloutMark, now time.Time) {
+	m.SinceMs = now.UnixMilli()
+	ss := c.state.Services[svc]
+	ss.RolloutMark = &m
+	c.state.Services[svc] = ss
+	c.persist()
+	c.publish()
+	c.emit(RolloutTurn{Svc: svc, ID: m.ID, State: m.State, Cause: m.Cause})
+}
+
+// mergeRollouts adopts the rollout records of peer from's instances of
+// the services listed (keys of insts when svcs is nil) that are newer than
+// ours, for the services known here, as mergeTargets adopts targets.
+func (c *Core) mergeRollouts(from string, insts map[string]dataset.Instance, svcs map[string]bool, now time.Time) {
+	adopt := func(svc string, r *dataset.Rollout) {
+		ss, known := c.state.Services[svc]
+		if r == nil || !known || ss.Rollout != nil && !r.Version.Newer(ss.Rollout.Version) {
+			return
+		}
+		if err := c.vb.Check(r.Version, now); err != nil {
+			c.sayRefused("rollout", svc, from, r.Version, err)
+			return
+		}
+		c.witness(r.Version)
+		c.setRollout(svc, r, "adopted from "+from)
+	}
+	var names []string // those with a record, in order (events in order)
+	if svcs == nil {
+		for svc, i := range insts {
+			if i.Rollout != nil {
+				names = append(names, svc)
+			}
+		}
+	} else {
+		for svc := range svcs {
+			if i, ok := insts[svc]; ok && i.Rollout != nil {
+				names = append(names, svc)
+			}
+		}
+	}
+	slices.Sort(names)
+	for _, svc := range names {
+		adopt(svc, insts[svc].Rollout)
+	}
+}
+
+// rollouts takes this node's turn in the rollout of every local instance
+// of the pass (only: the services of an incremental pass, nil for all)
+// whose turn is not taken yet. It returns when it must run again (zero:
+// not for a rollout).
+func (c *Core) rollouts(snap monitor.Snapshot, now time.Time, only []*instsm.Instance) (next time.Time) {
+	list := c.ilist
+	if only != nil {
+		list = only
+	}
+	for _, inst := range list {
+		if !inst.Local || c.stopping {
+			continue
+		}
+		next = earliest(next, c.rolloutOf(inst, snap, now))
+	}
+	return next
+}
+
+// rolloutOf is rollouts for one local instance.
+func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.Time) time.Time {
+	svc := inst.Name
+	ss := c.state.Services[svc]
+	r := ss.Rollout
+	if r == nil {
+		return time.Time{}
+	}
+	mine := ss.RolloutMark
+	if mine != nil && mine.ID == r.ID && mine.State != dataset.TurnDelay || !slices.Contains(r.Nodes, c.cfg.Name) {
+		return time.Time{} // taken, or none to take
+	}
+	marks := make(map[string]*dataset.RolloutMark, len(r.Nodes))
+	for _, n := range r.Nodes {
+		if v, ok := snap.Nodes[n]; ok && n != c.cfg.Name && v.Alive() {
+			marks[n] = v.Data.Services[svc].RolloutMark
+		}
+	}
+	marks[c.cfg.Name] = mine
+	turn := monitor.Turn(r, marks, c.cfg.Name)
+	if !turn.Go {
+		return time.Time{}
+	}
+	if idx := slices.Index(r.Nodes, c.cfg.Name) / max(1, r.Parallelism); idx > 0 && r.DelayMs > 0 {
+		// update_delay from when this node saw the batch before end, on
+		// its own clock (its mark "delay", durable)
+		if mine == nil || mine.ID != r.ID {
+			c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnDelay}, now)
+			mine = c.state.Services[svc].RolloutMark
+		}
+		if due := time.UnixMilli(mine.SinceMs).Add(time.Duration(r.DelayMs) * time.Millisecond); now.Before(due) {
+			return due
+		}
+	}
+	if ss.ConfigDigest != r.Digest || c.cd.Busy(svc) || inst.Act.Busy != "" || ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen {
+		// the config is still on its way here, an action runs, or the
+		// instance or the node is frozen (the daemon restarts nothing
+		// there): a later pass (the config's install, the action's end, a
+		// thaw) goes on
+		return time.Time{}
+	}
+	if _, run := c.Status(svc); !run {
+		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: "not running here: it starts on the new config when it starts"}, now)
+		return time.Time{}
+	}
+	c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnRestarting}, now)
+	if _, err := c.runAction(svc, "restart", turn.Why, now); err != nil {
+		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnFailed, Cause: "restart not run: " + err.Error()}, now)
+	}
+	return time.Time{}
+}
+
+// rolloutActed ends this node's restart for a rollout (its action's end):
+// watched from now on, or failed with the cause.
+func (c *Core) rolloutActed(svc string, err error, now time.Time) {
+	ss := c.state.Services[svc]
+	m := ss.RolloutMark
+	if m == nil || ss.Rollout == nil || m.ID != ss.Rollout.ID || m.State != dataset.TurnRestarting {
+		return
+	}
+	if err != nil {
+		c.setMark(svc, dataset.RolloutMark{ID: m.ID, State: dataset.TurnFailed, Cause: "restart failed: " + err.Error()}, now)
+		return
+	}
+	c.setMark(svc, dataset.RolloutMark{ID: m.ID, State: dataset.TurnMonitoring}, now)
+	c.wakeAt(now.Add(time.Duration(ss.Rollout.MonitorMs) * time.Millisecond))
+}

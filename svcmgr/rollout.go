@@ -1,0 +1,159 @@
+package svcmgr
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"haven/api"
+	"haven/cli/cliutil"
+	"haven/dataset"
+	"haven/monitor"
+)
+
+// rolloutCommand is "svcmgr -s S rollout [--wait [--time D]]" and
+// "svcmgr -s S rollout status": the running instances restarted on the
+// config the local daemon holds, batch by batch, as cluster state
+// (docs/behaviour.md 11). --wait polls the local daemon's status until the
+// rollout is done (exit 0), paused or ended with failures (exit 1, naming
+// the nodes and causes), or replaced by a newer one.
+func rolloutCommand() *cli.Command {
+	return &cli.Command{Name: "rollout", Usage: "restart the running instances on the current config, batch by batch (update_* keywords)",
+		UsageText: "svcmgr -s SELECTOR rollout [--wait [--time 10m]] | rollout status", Description: globalsHelp,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "wait", Usage: "wait until the rollout is done, paused or failed"},
+			&cli.DurationFlag{Name: "time", Value: 10 * time.Minute, Usage: "bound of --wait"},
+		},
+		Subcommands: []*cli.Command{{Name: "status", Usage: "which config each instance runs, and where the rollout stands",
+			UsageText: "svcmgr -s SELECTOR rollout status", Action: rolloutStatus}},
+		Action: rollout}
+}
+
+func rollout(c *cli.Context) error {
+	if c.Args().Len() > 0 {
+		return cliutil.Usage("rollout: unexpected %q (svcmgr -s S rollout [--wait] | rollout status)", c.Args().First())
+	}
+	cl := cliutil.Client(c)
+	names, err := selected(c, cl)
+	if err != nil {
+		return err
+	}
+	ids := map[string]string{}
+	for _, n := range names {
+		resp, err := cl.Action(ctx(c), api.ActionRequest{Name: n, Action: "rollout"})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "%s: %s\n", n, resp.Result)
+		ids[n] = resp.ID
+	}
+	if !c.Bool("wait") {
+		return nil
+	}
+	deadline := time.Now().Add(c.Duration("time"))
+	for _, n := range names {
+		if ids[n] == "" {
+			continue // nothing to do there
+		}
+		for {
+			st, err := cl.Status(ctx(c))
+			if err != nil {
+				return err
+			}
+			r, marks := rolloutOf(st.Services[n])
+			switch {
+			case r == nil:
+			case r.ID != ids[n]:
+				return cliutil.Failed("%s: rollout %s replaced by rollout %s", n, ids[n], r.ID)
+			default:
+				p := monitor.RolloutState(r, marks)
+				if p.Succeeded() {
+					fmt.Fprintf(c.App.Writer, "%s: rollout %s done: %s on %s\n", n, r.ID, dataset.ShortDigest(r.Digest), strings.Join(r.Nodes, ", "))
+					goto next
+				}
+				if p.Paused || p.Done {
+					return cliutil.Failed("%s: rollout %s %s", n, r.ID, p)
+				}
+				if time.Now().After(deadline) {
+					return cliutil.Failed("%s: timed out after %s: rollout %s %s (svcmgr -s %s rollout status)", n, c.Duration("time"), r.ID, p, n)
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	next:
+	}
+	return nil
+}
+
+// rolloutOf finds the newest rollout record among the instances of a
+// service, and the marks of the instances of nodes that are not stale.
+func rolloutOf(s dataset.ServiceStatus) (*dataset.Rollout, map[string]*dataset.RolloutMark) {
+	var r *dataset.Rollout
+	marks := map[string]*dataset.RolloutMark{}
+	for n, i := range s.Instances {
+		if i.Rollout != nil && (r == nil || i.Rollout.Version.Newer(r.Version)) {
+			r = i.Rollout
+		}
+		if !i.Stale {
+			marks[n] = i.RolloutMark
+		}
+	}
+	return r, marks
+}
+
+func rolloutStatus(c *cli.Context) error {
+	cl := cliutil.Client(c)
+	names, err := selected(c, cl)
+	if err != nil {
+		return err
+	}
+	st, err := cl.Status(ctx(c))
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		writeRolloutStatus(c.App.Writer, n, st.Services[n])
+	}
+	return nil
+}
+
+// writeRolloutStatus prints where the rollout of one service stands and,
+// for each node, its instance, the config it runs and its turn.
+func writeRolloutStatus(w io.Writer, name string, s dataset.ServiceStatus) {
+	r, marks := rolloutOf(s)
+	if r == nil {
+		fmt.Fprintf(w, "%s: no rollout\n", name)
+	} else {
+		fmt.Fprintf(w, "%s: rollout %s of config %s, %d at a time over %s: %s\n", name, r.ID, dataset.ShortDigest(r.Digest),
+			max(1, r.Parallelism), strings.Join(r.Nodes, " "), monitor.RolloutState(r, marks))
+	}
+	nodes := slices.Sorted(func(yield func(string) bool) {
+		for n := range s.Instances {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	for _, n := range nodes {
+		i := s.Instances[n]
+		cfg := "-"
+		if i.RunDigest != "" {
+			cfg = dataset.ShortDigest(i.RunDigest)
+			if r != nil && i.RunDigest != r.Digest || i.OldConfig() {
+				cfg += " (old)"
+			}
+		}
+		turn := "-"
+		if m := i.RolloutMark; m != nil && r != nil && m.ID == r.ID {
+			turn = m.State
+			if m.Cause != "" {
+				turn += ": " + m.Cause
+			}
+		}
+		fmt.Fprintf(w, "  %-12s %-8s runs %-20s turn %s\n", n, i.Avail, cfg, turn)
+	}
+}

@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Rollouts (docs/behaviour.md 11) with real daemons on loopback: a flex
+// service of 3 instances whose app journals the version it starts with,
+// watched from outside the cluster (procWatch samples each node's process
+// every 20 ms).
+
+// versionStart is the start command of the journaled app at version v.
+func versionStart(journal, v string) string {
+	return fmt.Sprintf("sh -c 'echo start {nodename} %s >> %s; sleep 100000 >/dev/null 2>&1 & echo $! > {var}/main.pid'", v, journal)
+}
+
+// trough is the fewest nodes whose process ran in one sampling round
+// after t, and when.
+func (w *procWatch) trough(after time.Time) (int, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	least, when := len(w.probes)+1, ""
+	for _, at := range w.at {
+		if !at.After(after) {
+			continue
+		}
+		var on []string
+		for n, ts := range w.alive {
+			for _, s := range ts {
+				if s.Equal(at) {
+					on = append(on, n)
+					break
+				}
+			}
+		}
+		if len(on) < least {
+			least, when = len(on), at.Format("15:04:05.000")+" "+strings.Join(on, ",")
+		}
+	}
+	return least, when
+}
+
+// lastStarts is the version of the last start journaled by each node.
+func lastStarts(t *testing.T, journal string) map[string]string {
+	out := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(readFile(t, journal)), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "start" {
+			out[f[1]] = f[2]
+		}
+	}
+	return out
+}
+
+// A good version rolls out one node at a time (never fewer than 2 of the 3
+// up, never more than 3), and rollout --wait exits 0 once every instance
+// started it; a bad version (its start fails) pauses the rollout at the
+// first node, and --wait exits 1 naming that node and the cause, the other
+// two still running the good version.
+func TestRolloutFlex(t *testing.T) {
+	t.Parallel()
+	names := []string{"n1", "n2", "n3"}
+	c := startCluster(t, names, clusterOpts{})
+	journal := filepath.Join(t.TempDir(), "journal")
+	svc := fmt.Sprintf(`[DEFAULT]
+orchestrate = "ha"
+nodes = ["n1", "n2", "n3"]
+topology = "flex"
+flex_target = 3
+update_monitor = "1s"
+
+[app.main]
+start = "%s"
+stop  = "sh -c 'kill $(cat {var}/main.pid) 2>/dev/null; rm -f {var}/main.pid'"
+check = "sh -c 'test -f {var}/main.pid && kill -0 $(cat {var}/main.pid) 2>/dev/null'"
+monitor = true
+timeout = "10s"
+`, strings.ReplaceAll(versionStart(journal, "v1"), `"`, `\"`))
+	createService(t, c["n1"], "app", svc)
+	pids := map[string]string{}
+	for _, n := range names {
+		pids[n] = filepath.Join(c[n].root, "var", "services", "app", "main.pid")
+	}
+	w := watchProcs(t, pids)
+	waitFor(t, 40*time.Second, "app up on 3 nodes", func() bool { return len(w.running()) == 3 })
+
+	c["n2"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start="+versionStart(journal, "v2"))
+	waitFor(t, 20*time.Second, "svcmon on n3 shows the old config", func() bool {
+		return strings.Count(c["n3"].must("svcmon"), "(old config)") == 3
+	})
+	from := time.Now()
+	out := c["n3"].must("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
+	took := time.Since(from)
+	if !strings.Contains(out, "done") {
+		t.Fatalf("rollout --wait:\n%s", out)
+	}
+	for _, n := range names {
+		if v := lastStarts(t, journal)[n]; v != "v2" {
+			t.Fatalf("%s last started %q after the rollout, want v2:\n%s", n, v, readFile(t, journal))
+		}
+	}
+	w.moreRounds(5)
+	if least, when := w.trough(from); least < 2 {
+		t.Fatalf("the watcher saw %d instances up at once during the rollout (%s): parallelism 1 keeps 2 of 3", least, when)
+	}
+	if most, when := w.peak(); most > 3 {
+		t.Fatalf("the watcher saw %d instances at once (%s), flex_max is 3", most, when)
+	}
+	t.Logf("rollout of 3 instances, parallelism 1, update_monitor 1s: %s", took.Round(10*time.Millisecond))
+
+	// a bad version: its start fails
+	c["n1"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start=sh -c 'exit 1'")
+	waitFor(t, 20*time.Second, "svcmon on n2 shows the old config", func() bool {
+		return strings.Count(c["n2"].must("svcmon"), "(old config)") == 3
+	})
+	from = time.Now()
+	r := c["n2"].run("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
+	if r.Code != 1 || !strings.Contains(r.Err, "paused: n1: restart failed") {
+		t.Fatalf("rollout --wait of a bad version: want exit 1 naming n1 and the failed restart: %s", r)
+	}
+	if st := c["n3"].must("svcmgr", "-s", "app", "rollout", "status"); !strings.Contains(st, "paused: n1: restart failed") || !strings.Contains(st, "turn failed") {
+		t.Fatalf("rollout status:\n%s", st)
+	}
+	w.moreRounds(5)
+	if got := w.running(); strings.Join(got, ",") != "n2,n3" {
+		t.Fatalf("after the pause, app runs on %v, want n2,n3 (not restarted on the bad version)", got)
+	}
+	if least, when := w.trough(from); least < 2 {
+		t.Fatalf("the watcher saw %d instances up at once during the bad rollout (%s)", least, when)
+	}
+}
