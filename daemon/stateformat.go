@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"haven/config"
+	"haven/node"
 	"haven/node/upgrade"
 )
 
@@ -102,7 +103,8 @@ func checkStateLevel(path string, level, format int) error {
 // stays given up, as it did), and so are the rollout's fields (the config
 // an instance runs, the rollout record and this node's turn: a node at
 // level 1 may hold a rollout of its own nodes of this release; taken back
-// to the first release, it forgets it).
+// to the first release, it forgets it), and the times of the restarts a
+// restart_window counts (the count stays, as the first release kept it).
 func withoutUnknown(d durable) durable {
 	if envelopeVersion(d.FeatureLevel) >= 2 {
 		return d
@@ -117,6 +119,9 @@ func withoutUnknown(d durable) durable {
 	for _, s := range d.Services {
 		strip = strip || s.Target.Unknown != "" || s.Clear.Unknown != "" || s.ActionHeld != "" ||
 			s.RunDigest != "" || s.Rollout != nil || s.RolloutMark != nil
+		for _, r := range s.Restarts {
+			strip = strip || len(r.At) > 0
+		}
 	}
 	if !strip {
 		return d
@@ -125,6 +130,14 @@ func withoutUnknown(d durable) durable {
 	for k, s := range d.Services {
 		s.Target.Unknown, s.Clear.Unknown, s.ActionHeld = "", "", ""
 		s.RunDigest, s.Rollout, s.RolloutMark = "", nil, nil
+		if len(s.Restarts) > 0 {
+			rs := make(map[string]node.RestartCount, len(s.Restarts))
+			for rid, r := range s.Restarts {
+				r.At = nil // the count stays: the restarts spent, as before a window
+				rs[rid] = r
+			}
+			s.Restarts = rs
+		}
 		svcs[k] = s
 	}
 	d.Services = svcs

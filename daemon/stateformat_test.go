@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"haven/config"
 	"haven/dataset"
+	"haven/node"
 )
 
 func formatState(level int) durable {
@@ -192,12 +194,14 @@ func TestStateRolloutAtLevel1(t *testing.T) {
 	web.RunDigest = "abc"
 	web.Rollout = &dataset.Rollout{ID: "n1-3", Digest: "abc", Nodes: []string{"n1"}, Parallelism: 1, FailureAction: "pause"}
 	web.RolloutMark = &dataset.RolloutMark{ID: "n1-3", State: dataset.TurnOK}
+	// a restart_window's times of the restarts it counts: the count stays
+	web.Restarts = map[string]node.RestartCount{"app#main": {Spent: 1, At: []time.Time{time.Unix(1700000000, 0)}, LastFailure: "not running", FailedAt: time.Unix(1700000000, 0)}}
 	st.Services["web"] = web
 	b1, err := encodeDurable(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"run_digest", "rollout", "rollout_mark"} {
+	for _, k := range []string{"run_digest", "rollout", "rollout_mark", "at"} {
 		if bytes.Contains(b1, []byte(`"`+k+`"`)) {
 			t.Fatalf("level 1 wrote %s, which the first release refuses:\n%s", k, b1)
 		}
@@ -205,7 +209,10 @@ func TestStateRolloutAtLevel1(t *testing.T) {
 	if _, err := decodeState(b1); err != nil {
 		t.Fatal(err)
 	}
-	if st.Services["web"].Rollout == nil {
+	if !bytes.Contains(b1, []byte(`"spent": 1`)) && !bytes.Contains(b1, []byte(`"spent":1`)) {
+		t.Fatalf("level 1 lost the restarts spent:\n%s", b1)
+	}
+	if st.Services["web"].Rollout == nil || len(st.Services["web"].Restarts["app#main"].At) != 1 {
 		t.Fatal("encoding at level 1 changed the state it encoded")
 	}
 	st.FeatureLevel = 2
