@@ -207,28 +207,7 @@ func checkStrict(raw json.RawMessage, t reflect.Type, path string) error {
 				return &stateError{key: join(k), msg: "unknown key"}
 			}
 		}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			tag := f.Tag.Get("json")
-			if !f.IsExported() || tag == "-" {
-				continue
-			}
-			name, opts, _ := strings.Cut(tag, ",")
-			if name == "" {
-				name = f.Name
-			}
-			v, ok := obj[name]
-			if !ok {
-				if !strings.Contains(","+opts+",", ",omitempty,") {
-					return &stateError{key: join(name), msg: "missing"}
-				}
-				continue
-			}
-			delete(obj, name)
-			if err := checkStrict(v, f.Type, join(name)); err != nil {
-				return err
-			}
-		}
+		return checkFields(obj, t, join)
 	case reflect.Map:
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &obj); err != nil {
@@ -258,6 +237,41 @@ func checkStrict(raw json.RawMessage, t reflect.Type, path string) error {
 	return nil
 }
 
+// checkFields checks the keys of obj against the fields of struct t, the
+// fields of an embedded struct (a sub-machine of the state, its fields at
+// the same level in the file) as t's own.
+func checkFields(obj map[string]json.RawMessage, t reflect.Type, join func(string) string) error {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			if err := checkFields(obj, f.Type, join); err != nil {
+				return err
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		v, ok := obj[name]
+		if !ok {
+			if !strings.Contains(","+opts+",", ",omitempty,") {
+				return &stateError{key: join(name), msg: "missing"}
+			}
+			continue
+		}
+		delete(obj, name)
+		if err := checkStrict(v, f.Type, join(name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // structKey finds the field of struct type t whose JSON key is k, exactly.
 func structKey(t reflect.Type, k string) (reflect.StructField, bool) {
 	for i := 0; i < t.NumField(); i++ {
@@ -267,6 +281,13 @@ func structKey(t reflect.Type, k string) (reflect.StructField, bool) {
 			continue
 		}
 		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// an embedded struct's fields are at t's level
+			if sf, ok := structKey(f.Type, k); ok {
+				return sf, true
+			}
+			continue
+		}
 		if name == "" {
 			name = f.Name
 		}

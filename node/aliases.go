@@ -23,6 +23,8 @@ type (
 	ConfigOp        = vocab.ConfigOp
 	State           = vocab.State
 	ServiceState    = vocab.ServiceState
+	Serials         = vocab.Serials
+	RolloutState    = vocab.RolloutState
 	ClusterIdentity = vocab.ClusterIdentity
 	RestartCount    = vocab.RestartCount
 

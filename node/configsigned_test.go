@@ -147,7 +147,7 @@ func TestSignedConfigReplayRefused(t *testing.T) {
 func TestRefusedFileTakenBackFromPeer(t *testing.T) {
 	c, d, sign := signedCore(t)
 	good := sign("[app.web]\nstart = /bin/true\n", 1)
-	c.state.Services["web"] = ServiceState{ConfigVersion: ver(4, "n1"), ConfigDigest: dataset.ConfigDigest([]byte(good)), ConfigSerial: 1}
+	c.state.Services["web"] = ServiceState{ConfigVersion: ver(4, "n1"), ConfigDigest: dataset.ConfigDigest([]byte(good)), Serials: Serials{ConfigSerial: 1}}
 	c.Step(ServiceKept{Service: "web", Restore: true})
 	announce(c, map[string]dataset.ConfigEntry{"web": entry(ver(4, "n1"), good, nil)}, t0)
 	rd := d.drive(t0)
@@ -171,7 +171,7 @@ func TestSerialsForgottenWithoutAdminKeys(t *testing.T) {
 	for _, signed := range []bool{true, false} {
 		c, _ := cfgCore("n1", "n2")
 		c.cfg.SignedConfigs = signed
-		c.state.Services["web"] = ServiceState{ConfigSerial: 3, ConfigSerialFloor: 2}
+		c.state.Services["web"] = ServiceState{Serials: Serials{ConfigSerial: 3, ConfigSerialFloor: 2}}
 		c.Step(Started{Now: t0})
 		if ss := c.state.Services["web"]; (ss.ConfigSerial == 3 && ss.ConfigSerialFloor == 2) != signed {
 			t.Errorf("signed configs %v: serials %d %d after the start", signed, ss.ConfigSerial, ss.ConfigSerialFloor)

@@ -58,12 +58,8 @@ type ServiceState struct {
 	// Haven. ConfigIncludes is the entry's dataset.ConfigEntry.Includes.
 	ConfigDigest   string            `json:"config_digest,omitempty"`
 	ConfigIncludes map[string]uint64 `json:"config_includes,omitempty"`
-	// ConfigSerial is the highest serial of an admin-signed config
-	// installed here, ConfigSerialFloor the serial of the config it
-	// replaced: a signed config below the floor is an older one sent again
-	// and refused (node/configsigned.go). 0 while configs are not signed.
-	ConfigSerial      uint64 `json:"config_serial,omitempty"`
-	ConfigSerialFloor uint64 `json:"config_serial_floor,omitempty"`
+	// Serials: the admin-signed configs' replay floor.
+	Serials
 	// StartFailed survives a restart so a failed node does not retry blindly.
 	StartFailed bool `json:"start_failed,omitempty"`
 	// Clear is the newest clear request known (applied once, relayed).
@@ -87,13 +83,33 @@ type ServiceState struct {
 	// it runs once one appears (a peer's split freeze ended, a node came
 	// back), unless the ladder was reset meanwhile.
 	ActionHeld string `json:"action_held,omitempty"`
+	// RolloutState: the config the instance runs and the rollout's turn.
+	RolloutState
+}
+
+// Serials are the serials of the admin-signed configs of a service seen
+// here (a sub-machine of ServiceState, its fields at the service's level
+// in the state file). ConfigSerial is the highest serial of an
+// admin-signed config installed here, ConfigSerialFloor the serial of the
+// config it replaced: a signed config below the floor is an older one
+// sent again and refused (node/configsigned.go). 0 while configs are not
+// signed.
+type Serials struct {
+	ConfigSerial      uint64 `json:"config_serial,omitempty"`
+	ConfigSerialFloor uint64 `json:"config_serial_floor,omitempty"`
+}
+
+// RolloutState is a service's share of the rollouts (node/rollout.go; a
+// sub-machine of ServiceState, its fields at the service's level in the
+// state file).
+type RolloutState struct {
 	// RunDigest is the config digest installed when the daemon last
 	// ordered a whole start or restart of the instance: the config it runs
 	// (dataset.Instance.RunDigest).
 	RunDigest string `json:"run_digest,omitempty"`
 	// Rollout is the newest rollout of the service known here, and
-	// RolloutMark this node's turn in it (node/rollout.go): both replaced
-	// whole, never changed in place.
+	// RolloutMark this node's turn in it: both replaced whole, never
+	// changed in place.
 	Rollout     *dataset.Rollout     `json:"rollout,omitempty"`
 	RolloutMark *dataset.RolloutMark `json:"rollout_mark,omitempty"`
 }
