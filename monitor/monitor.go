@@ -141,6 +141,10 @@ type Decision struct {
 	// shell stores it in the local instance (Instance.ReadyAck) and
 	// publishes it when it changes. Empty when it acks nothing.
 	ReadyAck string
+	// FlexTarget is, for a flex service, the number of instances it keeps
+	// up as this Step sees it: flex_target, or in the global mode the
+	// nodes where an instance belongs (global.go). Zero otherwise.
+	FlexTarget int
 }
 
 // Step computes the decisions of the local node, one per configured service
@@ -382,7 +386,10 @@ func (c *svcCtx) decide() {
 	// "start failed" clears once the service is up somewhere (a warn
 	// instance, maybe the failed start's own leftovers, does not clear it).
 	if c.d.Monitor.State == dataset.StartFailed {
-		if c.cfg.IsFlex() {
+		if c.global() {
+			// in the global mode no other node runs this node's
+			// instance: the failed start holds until a clear
+		} else if c.cfg.IsFlex() {
 			// a flex service up elsewhere may still need this node: the
 			// failed start clears once the target is up without it
 			if c.upCount >= c.cfg.FlexTarget {
@@ -403,6 +410,9 @@ func (c *svcCtx) decide() {
 		c.flexAuto()
 	} else {
 		c.auto()
+	}
+	if c.cfg.IsFlex() {
+		c.d.FlexTarget = c.flexTarget()
 	}
 	c.d.Changed = c.d.Action != ActionNone || c.d.Monitor != c.cur
 	c.why = c.d.Reason

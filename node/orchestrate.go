@@ -116,6 +116,7 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instsm.Instance, snap m
 		inst.Leader, inst.Flags = dec.PlacementLeader, dec.Flags
 		c.publish()
 	}
+	inst.FlexTarget = dec.FlexTarget
 	c.noteReadyAck(inst, dec.ReadyAck)
 	if dec.Monitor.GlobalExpect != inst.Mon.GlobalExpect {
 		inst.Mon.GlobalExpect = dec.Monitor.GlobalExpect

@@ -15,12 +15,13 @@ import (
 // flex_target of a flex service set through its config, as "set --kw
 // flex_target=N" does (checked as a create is, written on every node of
 // the service, durable before the answer); --wait then polls the local
-// daemon's status until N instances are up.
+// daemon's status until N instances are up. "--to all" sets the global
+// mode; its --wait ends once every node where an instance belongs runs one.
 func scaleCommand() *cli.Command {
 	return &cli.Command{Name: "scale", Usage: "a flex service's number of instances: flex_target through its config (--wait: until that many are up)",
-		UsageText: "svcmgr -s SELECTOR scale --to N [--wait [--time 5m]]", Description: globalsHelp,
+		UsageText: "svcmgr -s SELECTOR scale --to N|all [--wait [--time 5m]]", Description: globalsHelp,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "to", Usage: "the number of instances `N` (at least 1)"},
+			&cli.StringFlag{Name: "to", Usage: "the number of instances `N` (at least 1), or all: the global mode, one on every candidate node"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait until N instances are up, as this node sees them"},
 			&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "bound of --wait"},
 		},
@@ -29,8 +30,12 @@ func scaleCommand() *cli.Command {
 
 func scale(c *cli.Context) error {
 	to, err := strconv.Atoi(c.String("to"))
-	if err != nil || to < 1 {
-		return cliutil.Usage("scale needs --to N, a number of instances of at least 1 (got %q)", c.String("to"))
+	global := c.String("to") == "all"
+	if global {
+		to, err = 0, nil
+	}
+	if err != nil || to < 1 && !global {
+		return cliutil.Usage("scale needs --to N, a number of instances of at least 1, or all (got %q)", c.String("to"))
 	}
 	cl := cliutil.Client(c)
 	names, err := selected(c, cl)
@@ -38,10 +43,10 @@ func scale(c *cli.Context) error {
 		return err
 	}
 	for _, n := range names {
-		if _, err := cl.Keyword(ctx(c), api.KeywordRequest{Name: n, Op: "set", Kws: []string{"flex_target=" + strconv.Itoa(to)}}); err != nil {
+		if _, err := cl.Keyword(ctx(c), api.KeywordRequest{Name: n, Op: "set", Kws: []string{"flex_target=" + c.String("to")}}); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.App.Writer, "%s: flex_target %d\n", n, to)
+		fmt.Fprintf(c.App.Writer, "%s: flex_target %s\n", n, c.String("to"))
 	}
 	if !c.Bool("wait") {
 		return nil
@@ -53,8 +58,8 @@ func scale(c *cli.Context) error {
 			if err != nil {
 				return err
 			}
-			if f := st.Services[n].Flex; f != nil && f.Target == to && f.Up == to {
-				fmt.Fprintf(c.App.Writer, "%s: %d instances up\n", n, to)
+			if f := st.Services[n].Flex; f != nil && f.Global == global && (global || f.Target == to) && f.Up == f.Target {
+				fmt.Fprintf(c.App.Writer, "%s: %d instances up\n", n, f.Up)
 				break
 			}
 			if time.Now().After(deadline) {

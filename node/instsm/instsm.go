@@ -40,6 +40,10 @@ type Instance struct {
 	Mon    dataset.InstanceMonitor
 	Leader bool
 	Flags  string
+	// FlexTarget is the last decision pass's count of the instances a
+	// flex service keeps up (monitor.Decision.FlexTarget): the status
+	// shows it.
+	FlexTarget int
 	// Retiring: this node was removed from the service's nodes while the
 	// instance ran here; its stop and the check that ends it run with the
 	// drivers of the config that had it (the driver keeps them).
