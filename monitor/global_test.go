@@ -118,3 +118,41 @@ func TestFlexGlobalLostNodeAndFailedStart(t *testing.T) {
 	s.Fencing = map[string]string{"n1": "waiting for n1's self-stop deadline"}
 	wantState(t, "n2 beside a lost n1", decisionOf(Step(s), "app"), dataset.Starting, ActionStart)
 }
+
+// stop --node N of a flex service: N freezes and stops its instance while
+// the other nodes go on with the flex rules; reached once N's instance is
+// frozen and down, and the next candidate takes the slot. start --node N
+// thaws N's instance (reached then); N starts only when a slot is free.
+func TestFlexNodeTargets(t *testing.T) {
+	w := flexWorld(t, 2, "n1", "n2", "n3")
+	w.rounds(4, time.Second)
+	wantUp(t, w, "target 2", "n1", "n2")
+	w.setTarget("app", dataset.Target{Expect: dataset.ExpectStopped, Node: "n1", ID: "x"})
+	if d := decisionOf(Step(w.snap("n3")), "app"); d.Action != ActionNone || d.Monitor.State != dataset.Idle || d.TargetReached {
+		t.Fatalf("n3 while n1 still runs: %+v", d)
+	}
+	d := decisionOf(Step(w.snap("n1")), "app")
+	wantState(t, "n1 stopped@n1", d, dataset.Freezing, ActionFreeze)
+	w.round(time.Second) // n1 freezes, the others see the target
+	w.round(time.Second) // n1 stops
+	if got := w.inst("n1", "app"); !got.Frozen || got.Avail != dataset.StatusDown || w.nodes["n2"].Data.Targets["app"].Expect != "" {
+		w.dumpLog()
+		t.Fatalf("n1 after stopped@n1: frozen %v avail %s, target %+v", got.Frozen, got.Avail, w.nodes["n2"].Data.Targets["app"])
+	}
+	w.rounds(4, time.Second)
+	wantUp(t, w, "n1 held stopped: n3 takes the slot", "n2", "n3")
+
+	w.setTarget("app", dataset.Target{Expect: dataset.ExpectStarted, Node: "n1", ID: "y"})
+	d = decisionOf(Step(w.snap("n1")), "app")
+	wantState(t, "n1 started@n1", d, dataset.Thawing, ActionThaw)
+	w.round(time.Second) // n1 thaws; reached (the world clears a reached target)
+	if w.inst("n1", "app").Frozen || w.nodes["n2"].Data.Targets["app"].Expect != "" {
+		w.dumpLog()
+		t.Fatalf("started@n1: n1 frozen %v, target %+v", w.inst("n1", "app").Frozen, w.nodes["n2"].Data.Targets["app"])
+	}
+	w.rounds(4, time.Second)
+	wantUp(t, w, "n1 thawed, the target up without it", "n2", "n3")
+	w.svcs["app"].FlexTarget, w.svcs["app"].FlexMax = 3, 3
+	w.rounds(4, time.Second)
+	wantUp(t, w, "a slot for n1", "n1", "n2", "n3")
+}

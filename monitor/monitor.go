@@ -400,7 +400,14 @@ func (c *svcCtx) decide() {
 		}
 	}
 	if c.hasTarget() {
-		c.runTarget()
+		if c.nodeTargetElsewhere() {
+			// one other node's instance of a flex service: this one
+			// goes on with the flex rules (flextargets.go)
+			c.flexAuto()
+			c.d.TargetReached = c.nodeTargetReached()
+		} else {
+			c.runTarget()
+		}
 		if c.d.TargetReached {
 			c.unknownNodes()
 		} else {

@@ -9,6 +9,7 @@ import (
 
 	"haven/api"
 	"haven/cli/cliutil"
+	"haven/dataset"
 )
 
 // scaleCommand is "svcmgr -s S scale --to N [--wait [--time D]]": the
@@ -53,24 +54,35 @@ func scale(c *cli.Context) error {
 	}
 	deadline := time.Now().Add(c.Duration("time"))
 	for _, n := range names {
-		for {
-			st, err := cl.Status(ctx(c))
-			if err != nil {
-				return err
-			}
-			if f := st.Services[n].Flex; f != nil && f.Global == global && (global || f.Target == to) && f.Up == f.Target {
-				fmt.Fprintf(c.App.Writer, "%s: %d instances up\n", n, f.Up)
-				break
-			}
-			if time.Now().After(deadline) {
-				why := ""
-				if e, err := cl.Explain(ctx(c), n, false); err == nil && e.Flex != nil && e.Flex.Short != "" {
-					why = ": " + e.Flex.Short
-				}
-				return cliutil.Failed("%s: timed out after %s waiting for %d instances up%s (svcmgr -s %s explain)", n, c.Duration("time"), to, why, n)
-			}
-			time.Sleep(200 * time.Millisecond)
+		if err := waitFlexUp(c, cl, n, deadline, func(f *dataset.FlexStatus) bool {
+			return f.Global == global && (global || f.Target == to)
+		}); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// waitFlexUp polls the local daemon's status until the flex service n has
+// its target up (and ok says the status shows the change asked for), or
+// deadline, when it fails with why the count is short (explain).
+func waitFlexUp(c *cli.Context, cl *api.Client, n string, deadline time.Time, ok func(*dataset.FlexStatus) bool) error {
+	for {
+		st, err := cl.Status(ctx(c))
+		if err != nil {
+			return err
+		}
+		if f := st.Services[n].Flex; f != nil && ok(f) && f.Up == f.Target {
+			fmt.Fprintf(c.App.Writer, "%s: %d instances up\n", n, f.Up)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			why := ""
+			if e, err := cl.Explain(ctx(c), n, false); err == nil && e.Flex != nil && e.Flex.Short != "" {
+				why = ": " + e.Flex.Short
+			}
+			return cliutil.Failed("%s: timed out after %s waiting for its instances up%s (svcmgr -s %s explain)", n, c.Duration("time"), why, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -95,7 +95,7 @@ func TestNetnsFlexKilledDaemonNeverAboveMax(t *testing.T) {
 		t.Fatalf("explain:\n%s", out)
 	}
 	// the refusals that say what to use
-	if r := c["n2"].run("svcmgr", "-s", "app", "switch", "--to", "n3"); r.Code != 2 || !strings.Contains(r.Out+r.Err, "not built yet for a flex service") {
+	if r := c["n2"].run("svcmgr", "-s", "app", "switch", "--to", "n3"); r.Code != 2 || !strings.Contains(r.Out+r.Err, "does not apply to a flex service") {
 		t.Fatalf("switch of a flex service: %s", r)
 	}
 
