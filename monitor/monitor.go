@@ -145,6 +145,11 @@ type Decision struct {
 	// up as this Step sees it: flex_target, or in the global mode the
 	// nodes where an instance belongs (global.go). Zero otherwise.
 	FlexTarget int
+	// FlexUp are, for a flex service, the nodes where an instance is up
+	// (alive, avail up), in the order of its nodes; nil otherwise.
+	// FlexGlobal is true in the global mode.
+	FlexUp     []string
+	FlexGlobal bool
 }
 
 // Step computes the decisions of the local node, one per configured service
@@ -419,7 +424,13 @@ func (c *svcCtx) decide() {
 		c.auto()
 	}
 	if c.cfg.IsFlex() {
-		c.d.FlexTarget = c.flexTarget()
+		c.d.FlexTarget, c.d.FlexGlobal = c.flexTarget(), c.global()
+		c.d.FlexUp = make([]string, 0, c.upCount)
+		for i, n := range c.nodes {
+			if c.alive[i] && c.insts[i].Avail == dataset.StatusUp {
+				c.d.FlexUp = append(c.d.FlexUp, n)
+			}
+		}
 	}
 	c.d.Changed = c.d.Action != ActionNone || c.d.Monitor != c.cur
 	c.why = c.d.Reason

@@ -253,7 +253,7 @@ func (c *Core) FlexTarget(svc string) (int, bool) {
 	if inst == nil || !inst.Local || !inst.Spec.Flex {
 		return 0, false
 	}
-	return inst.FlexTarget, true
+	return inst.Flex.Target, true
 }
 
 // isFlex reports whether svc is a flex service (DEFAULT.topology).

@@ -87,7 +87,8 @@ func TestEventKindsListed(t *testing.T) {
 		QuorumVote{}, QuorumStall{}, ArbitratorStatus{}, TakeoverGate{}, Fenced{}, FenceFailed{},
 		ConfigChangedOutside{}, ConfigDeletedByPeer{}, ConfigRefused{}, ConfigConflict{}, ConfigInstallFailed{},
 		ConfigRebased{}, ConfigUnconfirmed{}, VersionRefused{},
-		PeerDataStale{}, PeerDataFresh{}, DuplicateMember{}, DuplicateMemberGone{}, ResourceFault{}, FeatureLevel{}, ConfDiffer{}}
+		PeerDataStale{}, PeerDataFresh{}, DuplicateMember{}, DuplicateMemberGone{}, ResourceFault{}, FeatureLevel{}, ConfDiffer{},
+		FlexScaled{}, FlexInstances{}, FlexPlaced{}, FlexReplaced{}}
 	for _, e := range evs {
 		found := false
 		for _, k := range config.EventKinds {
