@@ -141,6 +141,9 @@ func (c *svcCtx) flexAuto() {
 	if c.flexExcess() {
 		return
 	}
+	if c.s.FastAck {
+		defer c.flexReadyAck()
+	}
 	local := flexRunning(placement.InstanceState{Avail: c.inst.Avail, State: st})
 	if local {
 		c.settle("instance running")
@@ -148,7 +151,7 @@ func (c *svcCtx) flexAuto() {
 	}
 	c.fc = c.flexCount()
 	blk, wait := c.flexBlock(c.fc)
-	c.contest(blk, wait, false)
+	c.contest(blk, wait, c.s.FastAck)
 }
 
 // flexContested is contested for a flex service: every other claim and

@@ -156,3 +156,52 @@ func TestFlexNodeTargets(t *testing.T) {
 	w.rounds(4, time.Second)
 	wantUp(t, w, "a slot for n1", "n1", "n2", "n3")
 }
+
+// The fast ack of flex claims: two claims for two free slots are acked
+// together by every other node, claimers included, and each starts once
+// all acked; more claims than free slots are acked by nobody.
+func TestFlexFastAck(t *testing.T) {
+	w := flexWorld(t, 1, "n1", "n2", "n3", "n4")
+	w.rounds(4, time.Second)
+	wantUp(t, w, "target 1", "n1")
+	w.svcs["app"].FlexTarget, w.svcs["app"].FlexMax = 3, 3
+	claim := func(n string) string {
+		w.setInst(n, "app", func(i *dataset.Instance) { i.Monitor.State, i.Monitor.StateSince = dataset.Ready, w.now })
+		return dataset.ClaimID(n, w.now)
+	}
+	c2, c3 := claim("n2"), claim("n3")
+	fast := func(n string) Decision {
+		s := w.snap(n)
+		s.FastAck = true
+		return decisionOf(Step(s), "app")
+	}
+	for n, want := range map[string]string{"n1": c2 + "," + c3, "n4": c2 + "," + c3, "n2": c3, "n3": c2} {
+		if got := fast(n).ReadyAck; got != want {
+			t.Fatalf("%s acks %q, want %q", n, got, want)
+		}
+	}
+	if d := fast("n2"); d.Action != ActionNone {
+		t.Fatalf("n2 before the acks: %s (%s)", d.Action, d.Reason)
+	}
+	for n, ack := range map[string]string{"n1": c2 + "," + c3, "n4": c2 + "," + c3, "n2": c3, "n3": c2} {
+		w.setInst(n, "app", func(i *dataset.Instance) { i.ReadyAck = ack })
+	}
+	for _, n := range []string{"n2", "n3"} {
+		d := fast(n)
+		wantState(t, n+" acked by all", d, dataset.Starting, ActionStart)
+		if !strings.Contains(d.Reason, "fast ack") {
+			t.Fatalf("%s: %q", n, d.Reason)
+		}
+	}
+	// a third claim for the two slots: nobody acks, nobody starts fast
+	claim("n4")
+	for _, n := range []string{"n1", "n2", "n3"} {
+		if got := fast(n).ReadyAck; got != "" {
+			t.Fatalf("three claims for two slots: %s acks %q", n, got)
+		}
+	}
+	// and a claimer's own count holds it back, whatever acks it holds
+	if d := fast("n2"); d.Action != ActionNone {
+		t.Fatalf("n2 with three claims for two slots: %s (%s)", d.Action, d.Reason)
+	}
+}
