@@ -219,6 +219,10 @@ type ActionResponse struct {
 	// target action (frozen, mixed, thawed): the started and placed
 	// targets thaw every instance, which the CLI says.
 	WasFrozen string `json:"was_frozen,omitempty"`
+	// Flex is true for a flex service: its start target is reached once
+	// its instances are thawed, and svcmgr start --wait then waits for
+	// its count in the status.
+	Flex bool `json:"flex,omitempty"`
 }
 
 // KeywordRequest sets, unsets or gets keywords of one service.

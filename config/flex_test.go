@@ -29,7 +29,9 @@ func TestFlexKeywords(t *testing.T) {
 		{"max over nodes", head + "flex_target = 2\nflex_max = 4\n", "w.toml:6: DEFAULT.flex_max: 4 instances, but the service has 3 nodes (n1, n2, n3): at most one instance per node"},
 		{"target over nodes", head + "flex_target = 4\n", "w.toml:5: DEFAULT.flex_target: 4 instances, but the service has 3 nodes"},
 		{"target zero", head + "flex_target = 0\n", "w.toml:5: DEFAULT.flex_target: must be at least 1 (got 0)"},
-		{"target all", head + "flex_target = \"all\"\n", "w.toml:5: DEFAULT.flex_target: \"all\" (the global mode, one instance on every candidate node) is not built yet"},
+		{"all with max", head + "flex_target = \"all\"\nflex_max = 3\n", "w.toml:6: DEFAULT.flex_max: not with flex_target = \"all\""},
+		{"all min over nodes", head + "flex_target = \"all\"\nflex_min = 4\n", "w.toml:6: DEFAULT.flex_min: 4 instances, but the service has 3 nodes (n1, n2, n3)"},
+		{"all min negative", head + "flex_target = \"all\"\nflex_min = -1\n", "w.toml:6: DEFAULT.flex_min: must not be negative"},
 		{"target word", head + "flex_target = \"many\"\n", `w.toml:5: DEFAULT.flex_target: invalid value "many": want an integer or "all"`},
 		{"target negative", head + "flex_target = -2\n", "w.toml:5: DEFAULT.flex_target: integer -2 out of range"},
 		{"min negative", head + "flex_min = -1\n", "w.toml:5: DEFAULT.flex_min: must not be negative"},
@@ -60,6 +62,33 @@ func TestFlexMaxOverMembers(t *testing.T) {
 	}
 	err = config.CheckServiceNodes(cfg, nil, []string{"n1", "n2"})
 	if err == nil || !strings.Contains(err.Error(), "DEFAULT.flex_max: 3 instances, but the service has 2 nodes (*)") {
+		t.Fatalf("2 members: %v", err)
+	}
+}
+
+// The global mode (flex_target = "all"): flex_min defaults to 1, flex_max
+// is the number of listed nodes, or 0 (the members, at run time) with "*",
+// where flex_min is checked against the members.
+func TestFlexGlobalKeywords(t *testing.T) {
+	cfg, err := tomlfile.ParseService("w.toml", "w", []byte("[DEFAULT]\nnodes = [\"n1\", \"n2\", \"n3\"]\norchestrate = \"ha\"\ntopology = \"flex\"\nflex_target = \"all\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.FlexGlobal() || cfg.FlexTarget != config.CountAll || cfg.FlexMin != 1 || cfg.FlexMax != 3 {
+		t.Fatalf("global %v target %d min %d max %d, want true all 1 3", cfg.FlexGlobal(), cfg.FlexTarget, cfg.FlexMin, cfg.FlexMax)
+	}
+	star, err := tomlfile.ParseService("w.toml", "w", []byte("[DEFAULT]\nnodes = [\"*\"]\norchestrate = \"ha\"\ntopology = \"flex\"\nflex_target = \"all\"\nflex_min = 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if star.FlexMax != 0 {
+		t.Fatalf("nodes *: flex_max %d, want 0 (the members)", star.FlexMax)
+	}
+	if err := config.CheckServiceNodes(star, nil, []string{"n1", "n2", "n3"}); err != nil {
+		t.Fatalf("3 members: %v", err)
+	}
+	err = config.CheckServiceNodes(star, nil, []string{"n1", "n2"})
+	if err == nil || !strings.Contains(err.Error(), "DEFAULT.flex_min: 3 instances, but the service has 2 nodes (*)") {
 		t.Fatalf("2 members: %v", err)
 	}
 }

@@ -27,6 +27,7 @@ var EventKinds = []string{
 	"peer_stale", "peer_fresh", "duplicate_member", "duplicate_member_gone", "resource_fault", "feature_level",
 	"link_down", "link_up", "link_degraded", "link_repaired", "peer_run_held", "peer_run_trusted", "cluster_conf",
 	"rollout_started", "rollout_turn",
+	"flex_scaled", "flex_instances", "flex_placed", "flex_replaced",
 }
 
 // HookAll is the events entry of a hook run on every event.

@@ -181,7 +181,7 @@ const (
 func (s *ServiceConfig) IsFlex() bool { return s != nil && s.Topology == TopologyFlex }
 
 // checkFlex validates the flex keywords and fills FlexMax's default:
-// target >= 1 and not "all" (the global mode is not built), min <= target
+// target >= 1 or "all" (checkFlexGlobal), min <= target
 // <= max, max at most the service's nodes when they are listed (with "*"
 // or a reference, CheckServiceNodes checks it against the members), and
 // what a flex service cannot take yet (orchestrate other than ha,
@@ -202,7 +202,7 @@ func (d *document) checkFlex(s *ServiceConfig, def *section) error {
 		return d.errAt(def, "multiple_active", "not for a flex service (got %q): its instances beyond flex_target are stopped on the least preferred nodes (docs/behaviour.md, section 10); only the default \"stop_others\" is accepted", s.MultipleActive)
 	}
 	if s.FlexTarget == CountAll {
-		return d.errAt(def, "flex_target", "\"all\" (the global mode, one instance on every candidate node) is not built yet: give a number of instances")
+		return d.checkFlexGlobal(s, def)
 	}
 	if s.FlexTarget < 1 {
 		return d.errAt(def, "flex_target", "must be at least 1 (got %d)", s.FlexTarget)
@@ -228,6 +228,33 @@ func (d *document) checkFlex(s *ServiceConfig, def *section) error {
 	}
 	return nil
 }
+
+// checkFlexGlobal validates the global mode (flex_target = "all"): one
+// instance on every candidate node, so flex_max is the number of the
+// service's nodes (set here when they are listed, 0 with "*" or a
+// reference: the members, known at run time) and may not be set; flex_min
+// is at most the listed nodes (CheckServiceNodes checks it against the
+// members otherwise).
+func (d *document) checkFlexGlobal(s *ServiceConfig, def *section) error {
+	if def.isSet("flex_max") {
+		return d.errAt(def, "flex_max", "not with flex_target = \"all\": the global mode runs at most one instance on each node of the service, so its flex_max is the number of those nodes")
+	}
+	if s.FlexMin < 0 {
+		return d.errAt(def, "flex_min", "must not be negative (got %d)", s.FlexMin)
+	}
+	s.FlexMax = 0
+	if n, ok := listedNodes(s.Nodes); ok {
+		s.FlexMax = n
+		if s.FlexMin > n {
+			return d.errAt(def, "flex_min", "%d instances, but the service has %d nodes (%s): at most one instance per node", s.FlexMin, n, strings.Join(s.Nodes, ", "))
+		}
+	}
+	return nil
+}
+
+// FlexGlobal reports whether the service is a flex service in the global
+// mode (flex_target = "all").
+func (s *ServiceConfig) FlexGlobal() bool { return s.IsFlex() && s.FlexTarget == CountAll }
 
 // listedNodes returns the number of distinct nodes of a nodes list, false
 // when it holds "*" or a reference (known once the members are).

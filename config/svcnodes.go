@@ -39,8 +39,9 @@ func CheckServiceNodes(cfg *ServiceConfig, prev []string, members []string) erro
 			strings.Join(unknown, ", "), what, strings.Join(members, ", ")))
 }
 
-// checkFlexNodes refuses a flex service whose flex_max is more than its
-// nodes once "*" is the members: at most one instance per node.
+// checkFlexNodes refuses a flex service whose flex_max (flex_min in the
+// global mode) is more than its nodes once "*" is the members: at most one
+// instance per node.
 func checkFlexNodes(cfg *ServiceConfig, members []string) error {
 	if !cfg.IsFlex() {
 		return nil
@@ -60,6 +61,13 @@ func checkFlexNodes(cfg *ServiceConfig, members []string) error {
 		}
 	}
 	n = len(seen)
+	if cfg.FlexGlobal() {
+		if n == 0 || cfg.FlexMin <= n {
+			return nil
+		}
+		return keyErr(cfg.File, indexLines(string(cfg.Raw)), SectionDefault, "flex_min",
+			fmt.Sprintf("%d instances, but the service has %d nodes (%s): at most one instance per node", cfg.FlexMin, n, strings.Join(cfg.Nodes, ", ")))
+	}
 	if n == 0 || cfg.FlexMax <= n {
 		return nil
 	}

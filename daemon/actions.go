@@ -32,6 +32,6 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 			done(nil, err)
 			return
 		}
-		done(api.ActionResponse{ID: a.ID, Result: a.Result, WasFrozen: a.WasFrozen}, nil)
+		done(api.ActionResponse{ID: a.ID, Result: a.Result, WasFrozen: a.WasFrozen, Flex: inst.cfg.IsFlex()}, nil)
 	})
 }

@@ -79,7 +79,7 @@ func (e effects) ArmWake(t time.Time) {
 // heartbeat).
 func (e effects) Publish() {
 	n := e.d.localNode()
-	e.d.metrics.setLocal(n)
+	e.d.metrics.setLocal(n, func(svc string) bool { inst := e.d.services[svc]; return inst != nil && inst.cfg.IsFlex() })
 	if e.d.hb != nil {
 		e.d.hb.Publish(n)
 	}

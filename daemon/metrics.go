@@ -97,6 +97,9 @@ type metrics struct {
 	mu    sync.Mutex
 	begun map[string]time.Time // "svc\x00action" -> ActionBegin time
 	local localState
+	// flex are the counts of the flex services (up, target), from their
+	// flex_instances events
+	flex map[string][2]int
 
 	hb atomic.Pointer[heartbeat.Heartbeat]
 	// the disk heartbeat ([hb.disk] path; the disk once open: diskstatus.go)
@@ -116,10 +119,11 @@ type svcState struct {
 	avail   dataset.Status
 	monitor dataset.MonitorState
 	frozen  bool
+	flex    bool // a flex service (its counts from m.flex)
 }
 
 func newMetrics(nodeName, cluster string, compat int) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), begun: map[string]time.Time{}, clk: clock.Wall}
+	m := &metrics{reg: prometheus.NewRegistry(), begun: map[string]time.Time{}, flex: map[string][2]int{}, clk: clock.Wall}
 	svc := []string{"service"}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
@@ -222,6 +226,10 @@ func (m *metrics) observe(e node.Event, now time.Time) {
 		}
 	case node.Failover:
 		m.failovers.WithLabelValues(e.Svc).Inc()
+	case node.FlexInstances:
+		m.mu.Lock()
+		m.flex[e.Svc] = [2]int{e.Up, e.Target}
+		m.mu.Unlock()
 	case node.ResourceFailed:
 		m.resFailures.WithLabelValues(e.Svc, e.RID).Inc()
 	case node.LadderGaveUp:
@@ -304,14 +312,15 @@ func (m *metrics) observeDecision(d time.Duration) {
 }
 
 // setLocal keeps a copy of the local node's states for the scrapes (on
-// the loop, each time the dataset is published).
-func (m *metrics) setLocal(n dataset.Node) {
+// the loop, each time the dataset is published); isFlex says which
+// services are flex services (their counts are shown).
+func (m *metrics) setLocal(n dataset.Node, isFlex func(svc string) bool) {
 	if m == nil {
 		return
 	}
 	st := localState{monitor: n.Monitor, frozen: n.Frozen, splitFrozen: n.SplitFrozen, svcs: make(map[string]svcState, len(n.Services))}
 	for name, i := range n.Services {
-		st.svcs[name] = svcState{avail: i.Avail, monitor: i.Monitor.State, frozen: i.Frozen}
+		st.svcs[name] = svcState{avail: i.Avail, monitor: i.Monitor.State, frozen: i.Frozen, flex: isFlex(name)}
 	}
 	m.mu.Lock()
 	m.local = st
@@ -336,6 +345,10 @@ var (
 		"One-hot monitor state of the local instance: 1 for its current state, 0 for the others.", []string{"service", "state"}, nil)
 	descSvcFrozen = prometheus.NewDesc("haven_service_frozen",
 		"1 when the local instance is frozen (the orchestrator leaves it alone).", []string{"service"}, nil)
+	descFlexUp = prometheus.NewDesc("haven_service_instances_up",
+		"A flex service: its instances up on the live nodes, as this node sees them.", []string{"service"}, nil)
+	descFlexTarget = prometheus.NewDesc("haven_service_instances_target",
+		"A flex service: the instances it keeps up (flex_target; in the global mode the nodes where one belongs), as this node sees them.", []string{"service"}, nil)
 	descNodeMonitor = prometheus.NewDesc("haven_node_monitor_state",
 		"One-hot monitor state of this node: 1 for its current state, 0 for the others.", []string{"state"}, nil)
 	descNodeFrozen      = prometheus.NewDesc("haven_node_frozen", "1 when this node is frozen (by an admin, or by the rejoin rule).", nil, nil)
@@ -379,7 +392,7 @@ var (
 )
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descAvail, descMonitor, descSvcFrozen, descNodeMonitor, descNodeFrozen, descNodeSplitFrozen,
+	for _, d := range []*prometheus.Desc{descAvail, descMonitor, descSvcFrozen, descFlexUp, descFlexTarget, descNodeMonitor, descNodeFrozen, descNodeSplitFrozen,
 		descPeersUp, descPeers, descPeerUp, descPeerAge, descLinkUp, descDiskReachable, descDiskSlotAge} {
 		ch <- d
 	}
@@ -391,6 +404,10 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	c.m.mu.Lock()
 	st := c.m.local
+	flex := make(map[string][2]int, len(c.m.flex))
+	for name, f := range c.m.flex {
+		flex[name] = f
+	}
 	c.m.mu.Unlock() // st is never written again: setLocal makes a new one
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -399,6 +416,10 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		oneHot(string(s.avail), statesOf(availStates), func(state string, v float64) { gauge(descAvail, v, name, state) })
 		oneHot(string(s.monitor), statesOf(monitorStates), func(state string, v float64) { gauge(descMonitor, v, name, state) })
 		gauge(descSvcFrozen, b2f(s.frozen), name)
+		if f, ok := flex[name]; ok && s.flex {
+			gauge(descFlexUp, float64(f[0]), name)
+			gauge(descFlexTarget, float64(f[1]), name)
+		}
 	}
 	if st.monitor != "" {
 		oneHot(string(st.monitor), statesOf(nodeMonitorStates), func(state string, v float64) { gauge(descNodeMonitor, v, state) })

@@ -83,7 +83,7 @@ func TestMetricsOneHotStates(t *testing.T) {
 	m.setLocal(dataset.Node{Monitor: dataset.NodeRejoin, Services: map[string]dataset.Instance{
 		"web": {Avail: dataset.StatusUp, Monitor: dataset.InstanceMonitor{State: dataset.Idle}, Frozen: true},
 		"db":  {Avail: dataset.StatusDown, Monitor: dataset.InstanceMonitor{State: "wait fence"}},
-	}})
+	}}, noFlex)
 	for _, c := range []struct {
 		name   string
 		labels []string
@@ -110,9 +110,45 @@ func TestMetricsOneHotStates(t *testing.T) {
 		}
 	}
 	// a service gone from the dataset goes from the metrics
-	m.setLocal(dataset.Node{Monitor: dataset.NodeIdle, Services: map[string]dataset.Instance{}})
+	m.setLocal(dataset.Node{Monitor: dataset.NodeIdle, Services: map[string]dataset.Instance{}}, noFlex)
 	if got := metricValue(t, m, "haven_service_avail", "service", "web"); got != -1 {
 		t.Errorf("haven_service_avail of a deleted service = %v, want absent", got)
+	}
+}
+
+func noFlex(string) bool { return false }
+
+// A flex service shows its instances up and its target, from its
+// flex_instances events, while it has an instance here; a failover
+// service has neither.
+func TestMetricsFlexCounts(t *testing.T) {
+	m := newMetrics("n1", "c", 1)
+	isFlex := func(svc string) bool { return svc == "app" }
+	n := dataset.Node{Monitor: dataset.NodeIdle, Services: map[string]dataset.Instance{
+		"app": {Avail: dataset.StatusUp}, "db": {Avail: dataset.StatusUp},
+	}}
+	m.setLocal(n, isFlex)
+	if got := metricValue(t, m, "haven_service_instances_up", "service", "app"); got != -1 {
+		t.Fatalf("before any count: %v, want absent", got)
+	}
+	m.observe(node.FlexInstances{Svc: "app", Up: 2, Target: 3, Nodes: []string{"n1", "n2"}}, time.Now())
+	m.observe(node.FlexInstances{Svc: "db", Up: 1, Target: 1}, time.Now()) // not flex here: ignored
+	for _, c := range []struct {
+		name, svc string
+		want      float64
+	}{
+		{"haven_service_instances_up", "app", 2},
+		{"haven_service_instances_target", "app", 3},
+		{"haven_service_instances_up", "db", -1},
+		{"haven_service_instances_target", "db", -1},
+	} {
+		if got := metricValue(t, m, c.name, "service", c.svc); got != c.want {
+			t.Errorf("%s{service=%s} = %v, want %v", c.name, c.svc, got, c.want)
+		}
+	}
+	m.setLocal(dataset.Node{Monitor: dataset.NodeIdle, Services: map[string]dataset.Instance{}}, isFlex)
+	if got := metricValue(t, m, "haven_service_instances_up", "service", "app"); got != -1 {
+		t.Errorf("a deleted flex service: %v, want absent", got)
 	}
 }
 
@@ -124,7 +160,7 @@ func BenchmarkScrape100Services(b *testing.B) {
 	for i := 0; i < 100; i++ {
 		n.Services[fmt.Sprintf("svc%03d", i)] = dataset.Instance{Avail: dataset.StatusUp, Monitor: dataset.InstanceMonitor{State: dataset.Idle}}
 	}
-	m.setLocal(n)
+	m.setLocal(n, noFlex)
 	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	b.Run("scrape", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
@@ -135,7 +171,7 @@ func BenchmarkScrape100Services(b *testing.B) {
 	})
 	b.Run("setLocal", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			m.setLocal(n)
+			m.setLocal(n, noFlex)
 		}
 	})
 }

@@ -86,7 +86,8 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 		}
 		aggregate(&ss, name, nodes, unknownUp)
 		if cfg.IsFlex() {
-			flexAggregate(&ss, cfg, unknownUp)
+			target, most := d.flexTarget(cfg, name, ss.Nodes)
+			flexAggregate(&ss, &dataset.FlexStatus{Target: target, Min: cfg.FlexMin, Max: most, Global: cfg.FlexGlobal()}, unknownUp)
 		}
 		ss.CapacityShort = capacityShort(usage, cfg, &ss)
 		st.Services[name] = ss
@@ -151,11 +152,10 @@ func aggregate(ss *dataset.ServiceStatus, name string, nodes map[string]dataset.
 }
 
 // flexAggregate replaces the failover aggregate of a flex service by its
-// count (dataset/status.Flex): down below flex_min, warn below
+// count of f's target (dataset/status.Flex): down below flex_min, warn below
 // flex_target, up at it; unknown rather than down while a live node's
 // instances are not known. Its placement state is optimal at the target.
-func flexAggregate(ss *dataset.ServiceStatus, cfg *config.ServiceConfig, unknownUp map[string]bool) {
-	f := &dataset.FlexStatus{Target: cfg.FlexTarget, Min: cfg.FlexMin, Max: cfg.FlexMax}
+func flexAggregate(ss *dataset.ServiceStatus, f *dataset.FlexStatus, unknownUp map[string]bool) {
 	warn := false
 	for _, i := range ss.Instances {
 		switch monitor.EffectiveAvail(i) {
@@ -187,6 +187,21 @@ func flexAggregate(ss *dataset.ServiceStatus, cfg *config.ServiceConfig, unknown
 			ss.Overall = dataset.StatusWarn
 		}
 	}
+}
+
+// flexTarget returns the target and the max of a flex service's status:
+// flex_target and flex_max; in the global mode (flex_target = "all") the
+// number of nodes where an instance belongs, as the last decision pass
+// here saw it (on a node that is none of the service's nodes, where no
+// pass decides it: the number of its nodes), and the number of its nodes.
+func (d *Daemon) flexTarget(cfg *config.ServiceConfig, name string, nodes []string) (target, most int) {
+	if !cfg.FlexGlobal() {
+		return cfg.FlexTarget, cfg.FlexMax
+	}
+	if t, ok := d.core.FlexTarget(name); ok {
+		return t, len(nodes)
+	}
+	return len(nodes), len(nodes)
 }
 
 // staleNode marks the instances of a node that is not heard, or whose data

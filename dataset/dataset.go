@@ -221,7 +221,8 @@ func (v Version) IsZero() bool { return v.Counter == 0 && v.Origin == "" }
 type Target struct {
 	// Expect is one of the Expect* constants.
 	Expect string `json:"expect"`
-	// Node is set for "placed@NODE" targets.
+	// Node is set for "placed@NODE" targets, and for the targets of one
+	// node's instance of a flex service ("stopped@NODE", "started@NODE").
 	Node string `json:"node,omitempty"`
 	// ID is the orchestration id returned to the admin.
 	ID      string  `json:"id"`
@@ -238,13 +239,14 @@ func (t Target) Active() bool {
 	return t.Expect != "" && t.Expect != ExpectNone && t.Expect != ExpectAborted
 }
 
-// String renders the target as in the status object ("placed@n2").
+// String renders the target as in the status object ("placed@n2",
+// "stopped@n2").
 func (t Target) String() string {
 	if t.Expect == "" {
 		return ExpectNone
 	}
-	if t.Expect == ExpectPlaced && t.Node != "" {
-		return ExpectPlaced + "@" + t.Node
+	if t.Node != "" {
+		return t.Expect + "@" + t.Node
 	}
 	return t.Expect
 }

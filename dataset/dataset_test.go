@@ -28,11 +28,12 @@ func TestVersionNewer(t *testing.T) {
 
 func TestTargetString(t *testing.T) {
 	cases := map[string]Target{
-		"none":      {},
-		"started":   {Expect: ExpectStarted},
-		"placed":    {Expect: ExpectPlaced},
-		"placed@n2": {Expect: ExpectPlaced, Node: "n2"},
-		"stopped":   {Expect: ExpectStopped, Node: "ignored"},
+		"none":       {},
+		"started":    {Expect: ExpectStarted},
+		"placed":     {Expect: ExpectPlaced},
+		"placed@n2":  {Expect: ExpectPlaced, Node: "n2"},
+		"stopped":    {Expect: ExpectStopped},
+		"stopped@n2": {Expect: ExpectStopped, Node: "n2"},
 	}
 	for want, tg := range cases {
 		if got := tg.String(); got != want {

@@ -296,4 +296,8 @@ type FlexStatus struct {
 	Target int `json:"target"`
 	Min    int `json:"min"`
 	Max    int `json:"max"`
+	// Global is true in the global mode (flex_target = "all"): Target is
+	// the number of nodes where an instance belongs, Max the number of
+	// the service's nodes.
+	Global bool `json:"global,omitempty"`
 }

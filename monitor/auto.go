@@ -26,7 +26,7 @@ func (c *svcCtx) auto() {
 // failover service and a flex one alike: blk and wait are why the local
 // node may not claim, or keep claiming (autoBlock, flexBlock); at the
 // window's end the start waits while contested says so; fast is the fast
-// ack (failover only).
+// ack.
 func (c *svcCtx) contest(blk lazy, wait dataset.MonitorState, fast bool) {
 	st := c.d.Monitor.State
 	now := c.s.Now
@@ -42,7 +42,7 @@ func (c *svcCtx) contest(blk lazy, wait dataset.MonitorState, fast bool) {
 				break
 			}
 			c.act(ActionStart, dataset.Starting, c.startReason())
-		case fast && c.allAcked():
+		case fast && c.allAcked() && (!c.cfg.IsFlex() || c.flexContested() == ""):
 			c.act(ActionStart, dataset.Starting, fastAckReason)
 		default:
 			c.d.Deadline = c.d.Monitor.StateSince.Add(c.s.ReadyPeriod)

@@ -82,6 +82,9 @@ type FlexExplain struct {
 	Nodes []string `json:"nodes"`
 	// Short says why fewer than the target run, "" when they do.
 	Short string `json:"short,omitempty"`
+	// Global is true in the global mode (flex_target = "all"): Target is
+	// then the number of nodes where an instance belongs.
+	Global bool `json:"global,omitempty"`
 }
 
 // LocalMonitor is the local instance's monitor and what it waits for.
@@ -209,6 +212,10 @@ func (c *svcCtx) explanation(local bool) *Explanation {
 	}
 	if c.hasTarget() {
 		m.Target, m.TargetID = c.target.String(), c.target.ID
+	} else if c.global() {
+		if blk, _ := c.globalBlock(); !blk.none() {
+			m.Blocked = blk.String()
+		}
 	} else if c.cfg.IsFlex() {
 		if blk, _ := c.flexBlock(c.flexCount()); !blk.none() {
 			m.Blocked = blk.String()

@@ -1,6 +1,8 @@
 package monitor
 
 import (
+	"strings"
+
 	"haven/dataset"
 	"haven/placement"
 )
@@ -12,6 +14,9 @@ import (
 // and does not contest (Decision.ReadyAck: dataset.ClaimID of the claimer
 // and the start of its window), and the claimer starts as soon as every
 // live node of the service publishes its claim, before the window ends.
+//
+// For a flex service the rule and its proof are flexack.go's; what
+// follows is a failover service's.
 //
 // A node acks only when it would not contest: it is idle (or start
 // failed, out of the race), with no target, no action; the claimer is the
@@ -41,7 +46,7 @@ func (c *svcCtx) allAcked() bool {
 			continue
 		}
 		v := c.cluster.View(n)
-		if v == nil || v.Data.Services[c.name].ReadyAck != id {
+		if v == nil || !acks(v.Data.Services[c.name].ReadyAck, id) {
 			return false
 		}
 	}
@@ -90,4 +95,18 @@ func (c *svcCtx) readyAck() {
 		return
 	}
 	c.d.ReadyAck = dataset.ClaimID(claimer, v.Data.Services[c.name].Monitor.StateSince)
+}
+
+// acks reports whether a published ReadyAck acks claim id: it is the id,
+// or, for a flex service, one of the ids it lists (comma-separated: a flex
+// service may have several claims at once, one per free slot).
+func acks(readyAck, id string) bool {
+	for readyAck != "" {
+		var one string
+		one, readyAck, _ = strings.Cut(readyAck, ",")
+		if one == id {
+			return true
+		}
+	}
+	return false
 }

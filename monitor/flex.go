@@ -102,15 +102,8 @@ func (fc flexCount) slot(local string, target int) (int, int) {
 // claim (or keep claiming) a slot, none when it may.
 func (c *svcCtx) flexBlock(fc flexCount) (why lazy, wait dataset.MonitorState) {
 	local := c.s.Local
-	switch {
-	case c.cfg.Orchestrate != OrchestrateHA:
-		return lazy{"orchestrate=", c.cfg.Orchestrate}, ""
-	case c.cfg.Placement == placement.PolicyNone:
-		return lazy{"placement=none"}, ""
-	case !c.s.Compat:
-		return lazy{"incompatible versions: ha orchestration disabled"}, ""
-	case c.s.ConfDiffers != "":
-		return lazy{c.s.ConfDiffers, ": ha orchestration disabled"}, ""
+	if blk := c.flexOrchestrated(); !blk.none() {
+		return blk, ""
 	}
 	idx, free := fc.slot(local, c.cfg.FlexTarget)
 	if free <= 0 {
@@ -141,8 +134,15 @@ func (c *svcCtx) flexAuto() {
 	if st.Transitioning() || st.Failed() {
 		return
 	}
+	if c.global() {
+		c.globalAuto()
+		return
+	}
 	if c.flexExcess() {
 		return
+	}
+	if c.s.FastAck {
+		defer c.flexReadyAck()
 	}
 	local := flexRunning(placement.InstanceState{Avail: c.inst.Avail, State: st})
 	if local {
@@ -151,7 +151,7 @@ func (c *svcCtx) flexAuto() {
 	}
 	c.fc = c.flexCount()
 	blk, wait := c.flexBlock(c.fc)
-	c.contest(blk, wait, false)
+	c.contest(blk, wait, c.s.FastAck)
 }
 
 // flexContested is contested for a flex service: every other claim and
@@ -241,7 +241,7 @@ func (p *pass) flexUp(svc string) int {
 // flexExplain says, for each node of a flex service in placement order,
 // why it has an instance or not, and why fewer than flex_target run.
 func (c *svcCtx) flexExplain() *FlexExplain {
-	e := &FlexExplain{Target: c.cfg.FlexTarget, Min: c.cfg.FlexMin, Max: c.cfg.FlexMax}
+	e := &FlexExplain{Target: c.flexTarget(), Min: c.cfg.FlexMin, Max: c.flexMax(), Global: c.global()}
 	order := slices.Clone(c.nodes)
 	slices.SortStableFunc(order, func(a, b string) int { return c.rank.Position(a) - c.rank.Position(b) })
 	var free, lost []string
@@ -250,7 +250,9 @@ func (c *svcCtx) flexExplain() *FlexExplain {
 		switch {
 		case !alive:
 			why := "not alive here (down or not heard): its instance does not count"
-			if g, ok := c.s.Fencing[n]; ok {
+			if c.global() {
+				why = "not alive here (down or not heard): its instance is its own, no other node replaces it"
+			} else if g, ok := c.s.Fencing[n]; ok {
 				why = "lost, not certainly stopped (" + g + "): no start anywhere until it is"
 				lost = append(lost, n)
 			}
@@ -270,6 +272,10 @@ func (c *svcCtx) flexExplain() *FlexExplain {
 		default:
 			e.Nodes = append(e.Nodes, n+": no candidate: "+c.rank.Reason(n))
 		}
+	}
+	if c.global() {
+		e.Short = c.globalShort(e.Running, free)
+		return e
 	}
 	if short := e.Target - e.Running; short > 0 {
 		defer func() {

@@ -141,6 +141,15 @@ type Decision struct {
 	// shell stores it in the local instance (Instance.ReadyAck) and
 	// publishes it when it changes. Empty when it acks nothing.
 	ReadyAck string
+	// FlexTarget is, for a flex service, the number of instances it keeps
+	// up as this Step sees it: flex_target, or in the global mode the
+	// nodes where an instance belongs (global.go). Zero otherwise.
+	FlexTarget int
+	// FlexUp are, for a flex service, the nodes where an instance is up
+	// (alive, avail up), in the order of its nodes; nil otherwise.
+	// FlexGlobal is true in the global mode.
+	FlexUp     []string
+	FlexGlobal bool
 }
 
 // Step computes the decisions of the local node, one per configured service
@@ -384,7 +393,10 @@ func (c *svcCtx) decide() {
 	// "start failed" clears once the service is up somewhere (a warn
 	// instance, maybe the failed start's own leftovers, does not clear it).
 	if c.d.Monitor.State == dataset.StartFailed {
-		if c.cfg.IsFlex() {
+		if c.global() {
+			// in the global mode no other node runs this node's
+			// instance: the failed start holds until a clear
+		} else if c.cfg.IsFlex() {
 			// a flex service up elsewhere may still need this node: the
 			// failed start clears once the target is up without it
 			if c.upCount >= c.cfg.FlexTarget {
@@ -395,7 +407,14 @@ func (c *svcCtx) decide() {
 		}
 	}
 	if c.hasTarget() {
-		c.runTarget()
+		if c.nodeTargetElsewhere() {
+			// one other node's instance of a flex service: this one
+			// goes on with the flex rules (flextargets.go)
+			c.flexAuto()
+			c.d.TargetReached = c.nodeTargetReached()
+		} else {
+			c.runTarget()
+		}
 		if c.d.TargetReached {
 			c.unknownNodes()
 		} else {
@@ -405,6 +424,15 @@ func (c *svcCtx) decide() {
 		c.flexAuto()
 	} else {
 		c.auto()
+	}
+	if c.cfg.IsFlex() {
+		c.d.FlexTarget, c.d.FlexGlobal = c.flexTarget(), c.global()
+		c.d.FlexUp = make([]string, 0, c.upCount)
+		for i, n := range c.nodes {
+			if c.alive[i] && c.insts[i].Avail == dataset.StatusUp {
+				c.d.FlexUp = append(c.d.FlexUp, n)
+			}
+		}
 	}
 	c.d.Changed = c.d.Action != ActionNone || c.d.Monitor != c.cur
 	c.why = c.d.Reason

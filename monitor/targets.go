@@ -30,9 +30,20 @@ func (c *svcCtx) runTarget() {
 	case dataset.ExpectThawed:
 		c.targetFrozen(label, false)
 	case dataset.ExpectStopped:
+		if c.cfg.IsFlex() && c.target.Node != "" {
+			c.targetNodeStopped(label)
+			break
+		}
 		c.targetStopped(label)
 	case dataset.ExpectStarted:
-		c.targetStarted(label)
+		switch {
+		case c.cfg.IsFlex() && c.target.Node != "":
+			c.targetNodeStarted(label)
+		case c.cfg.IsFlex():
+			c.targetFlexStarted(label)
+		default:
+			c.targetStarted(label)
+		}
 	case dataset.ExpectPlaced:
 		dest := c.target.Node
 		if dest == "" {

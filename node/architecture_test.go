@@ -33,7 +33,7 @@ var driverSurface = []string{
 	// read-only queries
 	"AnyBusy", "Busy", "Compat", "ConfDiffers", "ConfUnchecked",
 	"ConfigBusy", "ConfigEntries", "ConfigMergesLeft", "Dataset",
-	"FeatureLevel", "FormatMax", "Frozen", "GuardEntitled", "GuardLease", "Instance",
+	"FeatureLevel", "FlexTarget", "FormatMax", "Frozen", "GuardEntitled", "GuardLease", "Instance",
 	"KnownConfig", "NextTick", "NodeFrozen", "NodeMonitor", "Peer",
 	"PeerNames", "PeerStatus", "PersistFailing", "PersistSeq",
 	"QuorumInfo", "SelfStop", "Settled", "Snapshot", "SplitFrozen",

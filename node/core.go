@@ -244,6 +244,18 @@ func (c *Core) passInstances() []*instsm.Instance {
 	return c.inc.Only
 }
 
+// FlexTarget returns the number of instances the flex service svc keeps
+// up as the last decision pass saw it (flex_target, or in the global mode
+// the nodes where an instance belongs); false when no pass decided it
+// here (the local node is none of its nodes).
+func (c *Core) FlexTarget(svc string) (int, bool) {
+	inst := c.insts[svc]
+	if inst == nil || !inst.Local || !inst.Spec.Flex {
+		return 0, false
+	}
+	return inst.Flex.Target, true
+}
+
 // isFlex reports whether svc is a flex service (DEFAULT.topology).
 func (c *Core) isFlex(svc string) bool { inst := c.insts[svc]; return inst != nil && inst.Spec.Flex }
 

@@ -88,7 +88,8 @@ func TestEventKindsListed(t *testing.T) {
 		ConfigChangedOutside{}, ConfigDeletedByPeer{}, ConfigRefused{}, ConfigConflict{}, ConfigInstallFailed{},
 		ConfigRebased{}, ConfigUnconfirmed{}, VersionRefused{},
 		PeerDataStale{}, PeerDataFresh{}, DuplicateMember{}, DuplicateMemberGone{}, ResourceFault{}, FeatureLevel{}, ConfDiffer{},
-		RolloutStarted{}, RolloutTurn{}}
+		RolloutStarted{}, RolloutTurn{},
+		FlexScaled{}, FlexInstances{}, FlexPlaced{}, FlexReplaced{}}
 	for _, e := range evs {
 		found := false
 		for _, k := range config.EventKinds {

@@ -3,6 +3,7 @@ package node
 import (
 	"time"
 
+	"haven/dataset"
 	"haven/monitor"
 	"haven/node/instsm"
 )
@@ -118,6 +119,9 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instsm.Instance, snap m
 		inst.Leader, inst.Flags = dec.PlacementLeader, dec.Flags
 		c.publish()
 	}
+	if inst.Spec.Flex && dec.FlexTarget >= 0 && dec.FlexUp != nil {
+		c.noteFlex(dec, inst)
+	}
 	c.noteReadyAck(inst, dec.ReadyAck)
 	if dec.Monitor.GlobalExpect != inst.Mon.GlobalExpect {
 		inst.Mon.GlobalExpect = dec.Monitor.GlobalExpect
@@ -147,6 +151,9 @@ func (c *Core) applyDecision(dec monitor.Decision, inst *instsm.Instance, snap m
 			c.emit(InstanceMonitor{Svc: svc, From: prev, To: dec.Monitor.State, Reason: dec.Reason})
 		}
 		inst.Mon = dec.Monitor
+		if inst.Spec.Flex && dec.Action == monitor.ActionStart && dec.Monitor.GlobalExpect == dataset.ExpectNone {
+			c.flexPlaced(svc, inst, dec.Reason)
+		}
 		c.beginAction(svc, inst, string(dec.Action), dec.Reason, now)
 		inst.Act.PrevState = prev
 	case monitor.ActionFreeze, monitor.ActionThaw:

@@ -244,9 +244,13 @@ func (c *Core) adminTarget(req TargetRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: fmt.Errorf("unknown action %q", req.Action)})
 		return tk
 	}
-	if err := flexRefused(c.isFlex(svc), svc, req.Action); err != nil {
+	if err := flexRefused(c.isFlex(svc), svc, req.Action, req.Node); err != nil {
 		c.answer(Answer{Ticket: tk, Bad: true, Err: err})
 		return tk
+	}
+	if req.Action == "start" || req.Action == "stop" {
+		// --node: that node's instance of a flex service (flexRefused)
+		t.Node = req.Node
 	}
 	c.noteWasFrozen(tk, svc, req.Nodes)
 	if t.Node != "" && !slices.Contains(req.Nodes, t.Node) {
@@ -353,11 +357,19 @@ func (c *Core) expireWaiters(now time.Time, snap monitor.Snapshot) time.Time {
 func (c *Core) Waiters() int { return len(c.waiters) }
 
 // flexRefused refuses the cluster-wide targets a flex service does not
-// take yet (start, stop, switch, takeover, giveback): it is driven by its
-// flex_target, freeze and thaw.
-func flexRefused(flex bool, svc, action string) error {
-	if !flex || action == "freeze" || action == "thaw" {
+// take (switch, takeover, giveback): it is driven by its flex_target,
+// start and stop (every instance, or one node's with --node), freeze and
+// thaw. --node with start or stop is for a flex service only.
+func flexRefused(flex bool, svc, action, node string) error {
+	switch {
+	case !flex && node != "" && (action == "start" || action == "stop"):
+		return fmt.Errorf("%s: %s --node is for a flex service (one node's instance); a failover service runs on one node: move it with `svcmgr -s %s switch --to %s`, or act on this node's instance with --local", svc, action, svc, node)
+	case !flex:
 		return nil
 	}
-	return fmt.Errorf("%s: %s is not built yet for a flex service: set the number of instances with `svcmgr -s %s scale --to N`; `freeze` holds every instance where it is and `thaw` resumes; `stop --local` stops and freezes one node's instance", svc, action, svc)
+	switch action {
+	case "switch", "takeover", "giveback":
+		return fmt.Errorf("%s: %s does not apply to a flex service (its instances are not one to move): set the number of instances with `svcmgr -s %s scale --to N`; `stop --node N` stops and holds one node's instance (the count refills elsewhere), `start --node N` lets it run there again", svc, action, svc)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"haven/api"
 	"haven/cli/cliutil"
+	"haven/dataset"
 	"haven/internal/termtext"
 )
 
@@ -25,6 +26,8 @@ func actionFlags(name string) []cli.Flag {
 		fs = append(fs, &cli.BoolFlag{Name: "force", Usage: "with --local: start here even though the service runs on another node (a second copy)"})
 	}
 	switch name {
+	case "start", "stop":
+		fs = append(fs, &cli.StringFlag{Name: "node", Usage: "a flex service: that `NODE`'s instance only, through the cluster (stop: stopped and held, the count refilled elsewhere; start: let it run there again)"})
 	case "clear":
 		fs = append(fs, &cli.StringFlag{Name: "node", Usage: "the `NODE` whose failed state to reset (default: every node)"})
 	case "switch":
@@ -69,8 +72,8 @@ func action(name string) *cli.Command {
 
 var actionUsage = map[string]string{
 	"delete":   "stop the service everywhere and remove its config",
-	"start":    "start (orchestrated; --local: this node's instance directly, refused when the service runs on another node unless --force)",
-	"stop":     "stop and freeze (orchestrated; --local: this node's instance directly)",
+	"start":    "start (orchestrated; --local: this node's instance directly, refused when the service runs on another node unless --force; --node N: N's instance of a flex service)",
+	"stop":     "stop and freeze (orchestrated; --local: this node's instance directly; --node N: N's instance of a flex service, through the cluster)",
 	"freeze":   "stop orchestrating the service (--local: this node's instance)",
 	"thaw":     "resume orchestration (--local: this node's instance)",
 	"clear":    "reset a failed monitor state (--node NODE, default every node)",
@@ -88,6 +91,9 @@ func serviceAction(c *cli.Context, action string) error {
 	if action == "switch" && c.String("to") == "" {
 		return cliutil.Usage("switch needs --to NODE")
 	}
+	if c.String("node") != "" && c.Bool("local") && (action == "start" || action == "stop") {
+		return cliutil.Usage("%s: --node and --local exclude each other (--local is this node's instance)", action)
+	}
 	if action == "start" && c.Bool("force") && !c.Bool("local") {
 		return cliutil.Usage("start: --force goes with --local")
 	}
@@ -104,6 +110,7 @@ func serviceAction(c *cli.Context, action string) error {
 		return err
 	}
 	var failures []string
+	deadline := time.Now().Add(c.Duration("time"))
 	for _, name := range names {
 		req := api.ActionRequest{Name: name, Action: action, Local: c.Bool("local") || action == "restart", Node: c.String("node"), Wait: c.Bool("wait"),
 			Force: action == "start" && c.Bool("force")}
@@ -141,6 +148,13 @@ func serviceAction(c *cli.Context, action string) error {
 			cliutil.PrintJSON(c.App.Writer, map[string]any{"service": name, "id": res.ID, "result": result})
 		} else {
 			fmt.Fprintf(c.App.Writer, "%s: %s\n", name, termtext.Clean(result))
+		}
+		if action == "start" && req.Wait && req.Node == "" && !req.Local && res.Flex {
+			// a flex service's start thaws its instances: --wait goes on
+			// until the flex rules brought its count up
+			if err := waitFlexUp(c, cl, name, deadline, func(*dataset.FlexStatus) bool { return true }); err != nil {
+				failures = append(failures, err.Error())
+			}
 		}
 	}
 	if len(failures) > 0 {

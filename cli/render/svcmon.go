@@ -307,7 +307,11 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 		notes = append(notes, "overall "+string(s.Overall))
 	}
 	if f := s.Flex; f != nil && long {
-		notes = append(notes, fmt.Sprintf("flex: %d of %d up (min %d, max %d)", f.Up, f.Target, f.Min, f.Max))
+		mode := ""
+		if f.Global {
+			mode = " on every candidate node"
+		}
+		notes = append(notes, fmt.Sprintf("flex: %d of %d up%s (min %d, max %d)", f.Up, f.Target, mode, f.Min, f.Max))
 	}
 	switch s.Frozen {
 	case "frozen":

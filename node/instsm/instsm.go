@@ -40,6 +40,9 @@ type Instance struct {
 	Mon    dataset.InstanceMonitor
 	Leader bool
 	Flags  string
+	// Flex is what the decision passes said of a flex service's count
+	// (node/flexevents.go).
+	Flex FlexCount
 	// Retiring: this node was removed from the service's nodes while the
 	// instance ran here; its stop and the check that ends it run with the
 	// drivers of the config that had it (the driver keeps them).
@@ -99,6 +102,18 @@ type Spec struct {
 	// Flex is true for a flex service (DEFAULT.topology): its instances
 	// run on several nodes on purpose.
 	Flex bool
+}
+
+// FlexCount is the last decision pass's count of a flex service: Target
+// the instances it keeps up (monitor.Decision.FlexTarget: the status
+// shows it), Up the nodes where one is up, Lost those no longer up since
+// the count was last at the target (a start here replaces the first), Seen
+// once a pass counted.
+type FlexCount struct {
+	Target int
+	Up     []string
+	Lost   []string
+	Seen   bool
 }
 
 // ResourceSpec is what the ladder reads of one resource of an instance:

@@ -95,7 +95,7 @@ func TestNetnsFlexKilledDaemonNeverAboveMax(t *testing.T) {
 		t.Fatalf("explain:\n%s", out)
 	}
 	// the refusals that say what to use
-	if r := c["n2"].run("svcmgr", "-s", "app", "switch", "--to", "n3"); r.Code != 2 || !strings.Contains(r.Out+r.Err, "not built yet for a flex service") {
+	if r := c["n2"].run("svcmgr", "-s", "app", "switch", "--to", "n3"); r.Code != 2 || !strings.Contains(r.Out+r.Err, "does not apply to a flex service") {
 		t.Fatalf("switch of a flex service: %s", r)
 	}
 
@@ -166,4 +166,63 @@ func TestNetnsFlexKilledDaemonNeverAboveMax(t *testing.T) {
 	if got := w.running(); !slices.Equal(got, []string{"n1"}) {
 		t.Fatalf("after scale --to 1: app runs on %v, want n1 (the first of nodes)", got)
 	}
+}
+
+// The global mode (flex_target = "all", docs/behaviour.md 10.8) with real
+// daemons in network namespaces, quorum on: an instance on each of the 3
+// nodes; a drained node stops its own and gets none until thawed, the
+// others never move; a node that leaves (daemon shutdown) and joins again
+// starts its own at once (no window); stop --node and start --node, given
+// on another node, stop and hold one node's instance, then let it run
+// again. The watcher outside the cluster
+// never sees more than one process per node, nor more than 3.
+func TestNetnsFlexGlobal(t *testing.T) {
+	t.Parallel()
+	began := time.Now()
+	names := []string{"n1", "n2", "n3"}
+	q := newQuorumBed(t, names, nil, nil)
+	c := q.nodes
+	w := watchProcs(t, q.flexPids(names...))
+	createService(t, c["n1"], "app", strings.Replace(q.flexService(1, names...), "flex_target = 1", `flex_target = "all"`, 1))
+	q.waitFor(30*time.Second, "app up on the 3 nodes", func() bool { return len(w.running()) == 3 })
+	flexIs := func(n string, up, target int) func() bool {
+		return func() bool {
+			f := c[n].status().Services["app"].Flex
+			return f != nil && f.Global && f.Up == up && f.Target == target && f.Max == 3
+		}
+	}
+	q.waitFor(20*time.Second, "n3 shows app up 3/3", flexIs("n3", 3, 3))
+
+	c["n2"].must("nodemgr", "drain")
+	q.waitFor(20*time.Second, "n2's app ended (watcher)", func() bool { return !w.runs("n2") })
+	q.waitFor(20*time.Second, "n1 shows app up 2/2 (n2 drained: no instance belongs there)", flexIs("n1", 2, 2))
+	if got := w.running(); !slices.Equal(got, []string{"n1", "n3"}) {
+		t.Fatalf("n2 drained: app runs on %v, want n1 n3", got)
+	}
+	c["n2"].must("nodemgr", "thaw")
+	q.waitFor(20*time.Second, "n2 runs app again once thawed", func() bool { return w.runs("n2") })
+
+	// one node's instance, from another node: held stopped, then back
+	if out := c["n3"].must("svcmgr", "-s", "app", "stop", "--node", "n2", "--wait", "--time", "30s"); !strings.Contains(out, "target stopped@n2 reached") {
+		t.Fatalf("stop --node n2 --wait: %s", out)
+	}
+	if w.runs("n2") || !c["n1"].status().Services["app"].Instances["n2"].Frozen {
+		t.Fatalf("after stop --node n2 --wait: n2 runs app %v, its instance frozen %v", w.runs("n2"), c["n1"].status().Services["app"].Instances["n2"].Frozen)
+	}
+	c["n1"].must("svcmgr", "-s", "app", "start", "--node", "n2", "--wait", "--time", "30s")
+	q.waitFor(20*time.Second, "n2 runs app again after start --node n2", func() bool { return w.runs("n2") })
+
+	c["n3"].must("nodemgr", "daemon", "shutdown")
+	q.waitFor(20*time.Second, "n3's app ended with its daemon", func() bool { return !w.runs("n3") })
+	q.startDaemon("n3")
+	q.converge(names, 30*time.Second)
+	if frozen(c["n3"]) {
+		c["n3"].must("nodemgr", "thaw")
+	}
+	q.waitFor(30*time.Second, "n3 runs app again once back", func() bool { return w.runs("n3") })
+	q.waitFor(20*time.Second, "n1 shows app up 3/3", flexIs("n1", 3, 3))
+	if most, when := w.peak(); most > 3 {
+		t.Fatalf("the watcher saw %d instances alive at once (%s), 3 nodes", most, when)
+	}
+	t.Logf("global mode on 3 nodes: %s", time.Since(began).Round(100*time.Millisecond))
 }
