@@ -122,11 +122,12 @@ demo: build
 	./test/demo/demo.sh
 
 # a cluster in network namespaces to try faults by hand (root), removed at
-# Ctrl-C: make bed NODES=3 QUORUM=on (docs/chaos.md, "Try it by hand")
+# Ctrl-C: make bed NODES=3 QUORUM=on (docs/chaos.md, "Try it by hand");
+# EXAMPLE=shop adds the three-tier example of docs/operations.md
 NODES ?= 3
 bed: build
 	$(GO) build -o $(BIN)/ ./cmd/chaos
-	$(BIN)/chaos bed -bin $(BIN) -nodes $(NODES) $(if $(filter on,$(QUORUM)),-quorum)
+	$(BIN)/chaos bed -bin $(BIN) -nodes $(NODES) $(if $(filter on,$(QUORUM)),-quorum) $(if $(EXAMPLE),-example $(EXAMPLE))
 
 # gofmt, go vet and staticcheck (honnef.co/go/tools: its default checks,
 # which include U1000, unused code). The pinned staticcheck is installed into

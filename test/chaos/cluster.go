@@ -53,7 +53,10 @@ type Cluster struct {
 	// Flex are the flex test services (one, flex1, on every node with
 	// flex_target = flex_max = nodes - 1), unless Config.NoFlex or a
 	// round with the previous release (which has no flex topology)
-	Flex    []Service
+	Flex []Service
+	// example are the services of an example made in the bed
+	// (CreateExample), named in its guide
+	example []ExampleService
 	arb     *http.Server
 	mounts  []string
 	logSeen map[string]int64 // audits: how much of each log was read

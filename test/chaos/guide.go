@@ -24,14 +24,24 @@ func (c *Cluster) Guide() string {
 	for _, s := range c.Services {
 		svcs = append(svcs, fmt.Sprintf("%s (nodes %s)", s.Name, strings.Join(s.Nodes, ",")))
 	}
-	fmt.Fprintf(&b, "Failover services: %s; their app is a sleep, journaled in %s.\n", strings.Join(svcs, ", "), c.Journal)
+	if len(svcs) > 0 {
+		fmt.Fprintf(&b, "Failover services: %s; their app is a sleep, journaled in %s.\n", strings.Join(svcs, ", "), c.Journal)
+	}
+	first := "svc1"
+	for _, s := range c.example {
+		fmt.Fprintf(&b, "Example service %s: %s", s.Name, strings.ReplaceAll(strings.TrimSpace(s.Defaults), "\n", "; "))
+		fmt.Fprintf(&b, " (its app is a sleep, journaled in %s)\n", c.Journal)
+		if len(c.Services) == 0 && first == "svc1" {
+			first = s.Name // the first is a failover service
+		}
+	}
 	for _, s := range c.Flex {
 		fmt.Fprintf(&b, "Flex service: %s, flex_target = flex_max = %d on %s, the same app.\n", s.Name, s.Flex, strings.Join(s.Nodes, ","))
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "Try, in another shell (as root):\n")
 	fmt.Fprintf(&b, "  %s --root %s --watch                         the cluster as %s sees it\n", filepath.Join(bin, "svcmon"), c.Nodes[n1].Root, n1)
-	fmt.Fprintf(&b, "  %s --root %s -s svc1 switch --to %s --wait     move a service\n", filepath.Join(bin, "svcmgr"), c.Nodes[n1].Root, n2)
+	fmt.Fprintf(&b, "  %s --root %s -s %s switch --to %s --wait     move a service\n", filepath.Join(bin, "svcmgr"), c.Nodes[n1].Root, first, n2)
 	fmt.Fprintf(&b, "  kill -9 $(cat %s)                 crash %s's daemon (its services keep running)\n", filepath.Join(c.Nodes[n1].Root, "run", "daemon.pid"), n1)
 	fmt.Fprintf(&b, "  ip netns exec %s %s --root %s daemon start   start it again (in its namespace)\n", c.Bed.NS[n1], filepath.Join(bin, "nodemgr"), c.Nodes[n1].Root)
 	fmt.Fprintf(&b, "  ip netns exec %s iptables -I INPUT -i %s -j DROP   cut %s off (-D instead of -I heals)\n", c.Bed.NS[n1], Dev, n1)
