@@ -419,12 +419,14 @@ const sysinfoPeriod = 10 * time.Second
 func (d *Daemon) loop(ctx context.Context) string {
 	defer close(d.quit)
 	var (
-		timer    = d.clk.NewTimer(tickPeriod) // armed below
+		// a kernel timer: as a runtime timer, each of the idle loop's
+		// wake-ups woke the runtime's monitor twice more (clock.NewKernelTimer)
+		timer    = clock.NewKernelTimer(d.clk, tickPeriod) // armed below
 		armed    = false
 		timerAt  time.Time
 		lastTick = d.clk.Now()
 	)
-	defer timer.Stop()
+	defer timer.Close()
 	var mode string
 	for {
 		// sleep until the next tick due: the core knows its wake-ups (an
