@@ -412,8 +412,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 // a periodic check, the safety-net pass, a sysinfo read.
 const tickPeriod = driver.TickPeriod
 
-// sysinfoPeriod is the period of the load and memory reads (refreshSysinfo).
-const sysinfoPeriod = 10 * time.Second
+// sysinfoPeriod is the period of the load and memory reads
+// (refreshSysinfo); a tick that comes up to sysinfoEarly before the read
+// is due makes it, so that the read seldom wakes the loop by itself (the
+// guard's renewals, every 2 s with the quorum off, and the ticks every
+// tickPeriod with it on, fall in that window).
+const (
+	sysinfoPeriod = 10 * time.Second
+	sysinfoEarly  = 2 * time.Second
+)
 
 // loop is the event loop. It returns the stop mode.
 func (d *Daemon) loop(ctx context.Context) string {
@@ -565,7 +572,7 @@ func (d *Daemon) nextTick(lastTick time.Time) time.Time {
 }
 
 func (d *Daemon) tick() {
-	if d.clk.Now().Sub(d.sysinfoAt) >= sysinfoPeriod {
+	if d.clk.Now().Sub(d.sysinfoAt) >= sysinfoPeriod-sysinfoEarly {
 		d.refreshSysinfo()
 	}
 	// the state written again while writes fail, the periodic checks,
