@@ -20,7 +20,11 @@ import (
 )
 
 // burstGap ends a burst: the process made no other call for that long.
-const burstGap = 3 * time.Millisecond
+// The trace slows each call, and a wake-up's calls (a timer's expiry,
+// the work, the exchange with the guard and its answer) spread over a
+// few milliseconds on a loaded host; the sources of an idle daemon come
+// hundreds of milliseconds apart.
+const burstGap = 20 * time.Millisecond
 
 // wakeSources are the names of a burst, in their order of precedence:
 // the first whose test holds for one of the burst's calls names it.
@@ -148,7 +152,7 @@ func straceWakeups(what string, pid int, span time.Duration) (wakeCount, error) 
 
 // printWakeups prints the bursts a second of each process by source.
 func printWakeups(node string, ws []wakeCount) {
-	fmt.Printf("%s, wake-ups by source (bursts of calls, %s apart at least; strace -f over the window):\n", node, burstGap)
+	fmt.Printf("%s, wake-ups by source (bursts of calls: none for %s ends one; strace -f over the window):\n", node, burstGap)
 	fmt.Printf("  %-10s %-38s %s\n", "process", "source", "per second")
 	for _, w := range ws {
 		total := 0
