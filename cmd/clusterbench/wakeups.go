@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,8 +74,17 @@ func straceWakeups(what string, pid int, span time.Duration) (wakeCount, error) 
 	}
 	f.Close()
 	defer os.Remove(f.Name())
-	cmd := exec.Command("timeout", "-s", "INT", strconv.Itoa(int(span.Seconds())), "strace", "-f", "-qq", "-ttt", "-yy", "-s", "48",
-		"-o", f.Name(), "-p", strconv.Itoa(pid))
+	args := []string{"-s", "INT", strconv.Itoa(int(span.Seconds())), "strace", "-f", "-qq", "-ttt", "-yy", "-s", "48", "-o", f.Name()}
+	// every thread named: -f alone attached to the main thread only in
+	// some runs (a Go program's main thread sleeps in a wait)
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, t := range tasks {
+		args = append(args, "-p", filepath.Base(t))
+	}
+	if len(tasks) == 0 {
+		args = append(args, "-p", strconv.Itoa(pid))
+	}
+	cmd := exec.Command("timeout", args...)
 	if out, err := cmd.CombinedOutput(); err != nil && cmd.ProcessState.ExitCode() != 124 && cmd.ProcessState.ExitCode() != 130 {
 		if len(out) > 0 && !strings.Contains(string(out), "Process") {
 			return w, fmt.Errorf("strace: %v: %s", err, out)
