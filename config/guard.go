@@ -9,11 +9,15 @@ import (
 
 // The node guard's numbers (package guard holds the same: a test checks
 // it): GuardAct bounds its action after the lease ran out; the daemon
-// renews every GuardRenewEvery at most; a lease shorter than
-// GuardMinLease would run out at a loop's ordinary hiccup.
+// looks at the lease every GuardRenewEvery at most, and renews it only
+// when that moves its end (docs/behaviour.md 3.1): an anchored lease when
+// a newer acknowledgement arrived, a lease of now + guard_lease (quorum
+// off) once what is left of it fell to guard_lease - GuardSlack; a lease
+// shorter than GuardMinLease would run out at a loop's ordinary hiccup.
 const (
 	GuardAct        = 2500 * time.Millisecond
 	GuardRenewEvery = time.Second
+	GuardSlack      = 2 * time.Second
 	GuardMinLease   = 2 * time.Second
 	// guardMinMaintLease is the least lease a clean stop may leave.
 	guardMinMaintLease = time.Second

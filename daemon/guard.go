@@ -18,9 +18,13 @@ import (
 )
 
 // The daemon's end of the node guard (package guard; docs/behaviour.md
-// 3.1). The loop renews the lease first thing in every pass, at most
-// every config.GuardRenewEvery (guardStep): a loop that is wedged or
-// paused renews nothing, and the guard ends the failover services when
+// 3.1). The loop renews the lease first thing in a pass (guardStep), only
+// when the renewal moves the lease's end (guardCarries): an anchored
+// lease when a newer acknowledgement arrived, looked at every
+// config.GuardRenewEvery at most; a lease of now + guard_lease once what
+// is left of it fell to guard_lease - the slack (guardSlack), the loop
+// waking for that and for nothing else (guardDue). A loop that is wedged
+// or paused renews nothing, and the guard ends the failover services when
 // the lease runs out. What the guard answers goes to the core as an input
 // when it changed (node.GuardReported): its armed state, published for
 // the peers' takeover gate, and the record of a firing, taken in before
@@ -52,10 +56,17 @@ type guardLink struct {
 	inflight     bool
 	seq, applied uint64
 	lease        time.Duration
-	// lastTry is the CLOCK_BOOTTIME of the last exchange; loopAt of the
-	// last pass (the heartbeat's Mute reads it from its goroutines).
-	lastTry time.Duration
-	loopAt  atomic.Int64
+	// lookAt is the CLOCK_BOOTTIME when the loop looks at the lease next
+	// (guardStep; the loop's timer is armed for it: guardDue); loopAt is
+	// that of the last pass (the heartbeat's Mute reads it from its
+	// goroutines, whatever the guard is sent).
+	lookAt time.Duration
+	loopAt atomic.Int64
+	// force: the next pass makes its exchange even if it carries nothing
+	// (an answer taken outside the loop's exchanges goes to the core)
+	force bool
+	// boot reads CLOCK_BOOTTIME (guard.BootNow; tests give their own)
+	boot func() time.Duration
 	// gen numbers the kill set sent last (kill); held is the generation
 	// the guard said it holds.
 	gen, held uint64
@@ -100,11 +111,26 @@ func (d *Daemon) startGuard() {
 	} else {
 		d.spawnGuard()
 	}
+	d.guardBegin()
+}
+
+// guardBegin starts the worker and renews the lease at once, the client
+// connected.
+func (d *Daemon) guardBegin() {
+	g := &d.gl
 	g.jobs = make(chan guardJob, 1)
 	go d.guardWorker(g.jobs)
-	now := guard.BootNow()
-	g.lastTry = now
-	d.guardExchange(d.guardRequest(now), false)
+	now := g.bootNow()
+	req := d.guardRequest(now)
+	g.lookAt = d.guardNextLook(now, req)
+	d.guardExchange(req, false)
+}
+
+func (g *guardLink) bootNow() time.Duration {
+	if g.boot != nil {
+		return g.boot()
+	}
+	return guard.BootNow()
 }
 
 // guardJob is one exchange the worker makes.
@@ -134,7 +160,7 @@ func (d *Daemon) guardWorker(jobs <-chan guardJob) {
 // spawnGuard starts a guard: the guard's program, beside this binary.
 func (d *Daemon) spawnGuard() {
 	g := &d.gl
-	g.spawnedAt = guard.BootNow()
+	g.spawnedAt = g.bootNow()
 	var args []string
 	if d.p.Root != "" {
 		args = append(args, "--root", d.p.Root)
@@ -152,34 +178,111 @@ func (d *Daemon) spawnGuard() {
 }
 
 // guardStep is the guard's share of a loop pass, before the pass's input:
-// the loop is alive (Mute), and every GuardRenewEvery the lease is renewed
-// (or, when the node may not run its services, only asked about), by the
-// worker. After a gap (the loop did not pass for two renewal periods: the
-// daemon was paused or wedged) the exchange is made here, before the
+// the loop is alive (Mute), whatever is sent to the guard. Once the look
+// is due (lookAt), or at once when the guard does not hold the kill set,
+// the lease is renewed when that moves its end (guardCarries), or, when
+// the node may not run its services, only asked about, by the worker.
+// When the pass comes a renewal period or more after the look was due
+// (the daemon was paused or wedged) the exchange is made here, before the
 // pass's input: a daemon resumed learns first whether its guard acted.
 func (d *Daemon) guardStep() {
 	g := &d.gl
 	if !g.on {
 		return
 	}
-	now := guard.BootNow()
+	now := g.bootNow()
 	g.loopAt.Store(int64(now))
-	gap := now - g.lastTry
-	if g.maint || gap < config.GuardRenewEvery && g.held == g.gen || g.inflight && gap < 2*config.GuardRenewEvery {
+	late := now - g.lookAt
+	if g.maint || late < 0 && g.held == g.gen && !g.force || g.inflight && late < config.GuardRenewEvery {
 		return
 	}
-	g.lastTry = now
 	req := d.guardRequest(now)
-	if gap >= 2*config.GuardRenewEvery {
+	g.lookAt = d.guardNextLook(now, req)
+	if late >= config.GuardRenewEvery {
+		g.force = false
 		d.guardExchange(req, false)
 		return
 	}
+	if req.Op == guard.OpRenew && !req.SetKill && !g.force && g.why == g.last.NotRenewed && g.last.Err == "" &&
+		guardCarries(g.rep, req.Deadline, now) == "" {
+		return // the guard holds that end already, the core knows it is renewed: nothing to send
+	}
+	g.force = false
 	g.seq++
 	select {
 	case g.jobs <- guardJob{req: req, seq: g.seq}:
 		g.inflight = true
-	default: // the worker is still busy: the next pass tries again
+	default: // the worker is still busy: a later pass tries again
+		g.lookAt = min(g.lookAt, now+config.GuardRenewEvery)
 	}
+}
+
+// guardCarries says what a renewal to deadline (CLOCK_BOOTTIME, ns) at
+// now brings a guard whose last answer was held: "" when nothing (the
+// guard holds that end already, within guardSame). Any earlier end is
+// sent (the safe direction: the guard must act no later than the core's
+// lease says); a later one only by more than guardSame, so that a lease
+// anchored on the acknowledged beats is renewed once per newer
+// acknowledgement, not once per pass.
+func guardCarries(held guard.Reply, deadline int64, now time.Duration) string {
+	want, end := time.Duration(deadline), time.Duration(held.Deadline)
+	switch {
+	case !held.Armed || held.Error != "":
+		return "not armed"
+	case want < end-guardSameEarlier:
+		return "an earlier end"
+	case want > end+guardSameLater:
+		return "a later end"
+	}
+	return ""
+}
+
+// A renewal whose end is within guardSameEarlier before, or guardSameLater
+// after, the end the guard holds carries nothing. The end is computed
+// from two clocks (the loop's and CLOCK_BOOTTIME) read one after the
+// other, so the same anchor gives ends a few microseconds apart (earlier,
+// never later: BOOTTIME is read first); an end held later than the true
+// one by guardSameEarlier at most is within the guard's margin, one held
+// earlier only makes it act sooner.
+const (
+	guardSameEarlier = time.Millisecond
+	guardSameLater   = 5 * time.Millisecond
+)
+
+// guardSlack is D of docs/behaviour.md 3.1: a lease of now + L (not
+// anchored) is renewed once what is left of it fell to L - D. With
+// cluster.quorum on, D is GuardRenewEvery (the check of guard_lease
+// against the arbitrators' timeout counts on it); a lease of 2D or less
+// is renewed at half its length.
+func (d *Daemon) guardSlack() time.Duration {
+	if d.cluster != nil && d.cluster.Quorum {
+		return config.GuardRenewEvery
+	}
+	return min(config.GuardSlack, d.gl.lease/2)
+}
+
+// guardNextLook is when the loop looks at the lease next after the look
+// at now that made req.
+func (d *Daemon) guardNextLook(now time.Duration, req guard.Request) time.Duration {
+	return guardNextLook(now, req, d.gl.rep, d.gl.lease, d.guardSlack())
+}
+
+// guardNextLook is when the loop looks at the lease next after the look
+// at now that made req, the guard's last answer being held. A renewal to
+// now + lease (not anchored: its end moves with time alone) is due once
+// what is left of the end the guard holds fell to lease - slack, and
+// nothing needs the loop before; otherwise (an anchored lease, which
+// moves when a newer acknowledgement arrives; a status request) a
+// renewal period later.
+func guardNextLook(now time.Duration, req guard.Request, held guard.Reply, lease, slack time.Duration) time.Duration {
+	if req.Op != guard.OpRenew || time.Duration(req.Deadline)-now != lease {
+		return now + config.GuardRenewEvery
+	}
+	end := time.Duration(req.Deadline)
+	if guardCarries(held, req.Deadline, now) == "" {
+		end = time.Duration(held.Deadline) // not sent: the end held
+	}
+	return max(end-lease+slack, now+config.GuardRenewEvery/2)
 }
 
 // guardRequest is the request of a pass at now: a renewal with the kill
@@ -246,12 +349,17 @@ func (d *Daemon) guardAnswer(j guardJob, rep guard.Reply, err error, maint bool)
 	in := node.GuardReported{Now: d.clk.Now(), NotRenewed: g.why}
 	if err != nil {
 		in.Err = err.Error()
-		if guard.BootNow()-g.spawnedAt > guardRespawnEvery {
+		if g.bootNow()-g.spawnedAt > guardRespawnEvery {
 			d.spawnGuard()
 		}
+		g.lookAt = min(g.lookAt, g.bootNow()+config.GuardRenewEvery)
 	} else {
 		in.Armed, in.Maintenance = rep.Armed, rep.Armed && maint
 		g.held, g.rep = rep.Gen, rep
+		if rep.Error != "" || j.req.Op == guard.OpRenew && !rep.Armed {
+			// refused, or fired first: looked at again a period later
+			g.lookAt = min(g.lookAt, g.bootNow()+config.GuardRenewEvery)
+		}
 		if d.metrics != nil {
 			d.metrics.guardDeadline.Store(rep.Deadline) // 0 when not armed
 		}
@@ -333,7 +441,7 @@ func (d *Daemon) guardMaintenance() {
 	}
 	lease := quorum.GuardMaintenanceLease(d.node.MaintenanceGracePeriod, config.GuardAct)
 	d.guardKillSet()
-	req := guard.Request{Op: guard.OpRenew, Deadline: int64(guard.BootNow() + lease), Gen: g.gen, SetKill: true, Kill: g.kill}
+	req := guard.Request{Op: guard.OpRenew, Deadline: int64(g.bootNow() + lease), Gen: g.gen, SetKill: true, Kill: g.kill}
 	if ok, why := d.core.GuardEntitled(d.clk.Now()); !ok {
 		// no renewal: the lease in place ends sooner
 		d.log.Warn("clean stop: the node guard's lease is not extended for maintenance", zap.String("reason", why))
@@ -377,16 +485,20 @@ func (d *Daemon) stopGuardWorker() {
 // (wedged): its peers must see it dead.
 func (d *Daemon) guardMute() bool {
 	at := d.gl.loopAt.Load()
-	return at != 0 && guard.BootNow()-time.Duration(at) > d.gl.lease
+	return at != 0 && d.gl.bootNow()-time.Duration(at) > d.gl.lease
 }
 
-// guardDue is when the loop must pass next for the guard (zero: never).
+// guardDue is when the loop must pass next for the guard (zero: never):
+// its next look, at once when an answer waits for the core (force).
 func (d *Daemon) guardDue() time.Time {
-	if !d.gl.on || d.gl.maint {
+	g := &d.gl
+	if !g.on || g.maint {
 		return time.Time{}
 	}
-	left := config.GuardRenewEvery - (guard.BootNow() - d.gl.lastTry)
-	return d.clk.Now().Add(max(left, 0))
+	if g.force {
+		return d.clk.Now()
+	}
+	return d.clk.Now().Add(max(g.lookAt-g.bootNow(), 0))
 }
 
 // guardPushKillSet sends the kill set when it changed: before a start
@@ -400,7 +512,7 @@ func (d *Daemon) guardPushKillSet() {
 	if !g.on || g.maint || !g.last.Armed {
 		return
 	}
-	now := guard.BootNow()
+	now := g.bootNow()
 	deadline, ok, _ := d.guardDeadline(now)
 	if !ok {
 		return
@@ -414,7 +526,7 @@ func (d *Daemon) guardPushKillSet() {
 	if err == nil {
 		g.held = rep.Gen
 	}
-	g.lastTry = now - config.GuardRenewEvery // the next pass hands an answer to the core
+	g.force = true // the next pass hands an answer to the core
 }
 
 // guardStatus is the node's guard in the status object (nil: guard off).
@@ -426,7 +538,7 @@ func (d *Daemon) guardStatus() *dataset.GuardStatus {
 	st := &dataset.GuardStatus{Armed: g.last.Armed, Maintenance: g.last.Maintenance, LeaseMs: g.lease.Milliseconds(),
 		ActMs: config.GuardAct.Milliseconds(), Pid: g.rep.Pid, Targets: g.rep.Targets, NotRenewing: g.why, Error: g.last.Err}
 	if st.Armed {
-		st.LeftMs = max(0, (time.Duration(g.rep.Deadline) - guard.BootNow()).Milliseconds())
+		st.LeftMs = max(0, (time.Duration(g.rep.Deadline) - g.bootNow()).Milliseconds())
 	}
 	if f := g.rep.Fired; f != nil {
 		st.LastFired = &dataset.GuardFired{At: f.At, LateMs: f.Late.Milliseconds(), Services: f.Services()}

@@ -51,6 +51,9 @@ func (c *Client) exchange(req Request) (Reply, error) {
 	if err := c.conn.SetDeadline(time.Now().Add(c.timeout)); err != nil {
 		return Reply{}, err
 	}
+	// the deadline is a timer of the runtime: left set after the answer,
+	// it would wake the idle process when it passes, for nothing
+	defer c.conn.SetDeadline(time.Time{})
 	if _, err := c.conn.Write(append(b, '\n')); err != nil {
 		return Reply{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"os"
@@ -162,8 +163,14 @@ func (s *server) timer(tf *os.File) {
 	}
 }
 
+// conn is a connection the guard serves (a *net.UnixConn).
+type conn interface {
+	io.ReadWriteCloser
+	SetWriteDeadline(time.Time) error
+}
+
 // serve answers the requests of one connection, one line each way.
-func (s *server) serve(c *net.UnixConn, quit func()) {
+func (s *server) serve(c conn, quit func()) {
 	defer c.Close()
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
@@ -185,6 +192,9 @@ func (s *server) serve(c *net.UnixConn, quit func()) {
 		if _, err := c.Write(append(b, '\n')); err != nil {
 			return
 		}
+		// cleared once written: a deadline left set is a runtime timer
+		// that wakes the idle guard when it passes, for nothing
+		c.SetWriteDeadline(time.Time{})
 		if exit {
 			quit()
 			return

@@ -63,6 +63,7 @@ func main() {
 	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
 	spread := fs.Duration("spread", 0, "idle: create the services over this long (their checks then fall spread over the check interval instead of together)")
 	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file")
+	straceFor := fs.Duration("strace", 0, "idle: also trace n1's daemon and guard (strace -f) for this long in the window, and count their wake-ups by source")
 	heapOut := fs.String("heap", "", "netns-scale: also take a heap profile of n1's daemon after the idle window, into this file; mem: into PREFIX-<n>n-<services>s.pb.gz")
 	memRate := fs.Int("memrate", 0, "mem: GODEBUG=memprofilerate for n1's daemon (1: every allocation in its heap profile; 0: the runtime's default, one per 512 kB)")
 	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,haven-16s+fastack,pacemaker", "sidebyside: the systems, alternated crash after crash (haven-<ready_period>[@<hb.timeout>][+fastack])")
@@ -113,7 +114,7 @@ func main() {
 		for _, n := range ints(*nodes, "1,3") {
 			o := idleOpts(fs, *timeout, *interval, *check)
 			o.nodeKeys = *nodeKeys
-			err = idle(n, *services, *monitor, *settle, *window, *spread, o, *perfOut, *pprofOut)
+			err = idle(n, *services, *monitor, *settle, *window, *spread, o, *perfOut, *pprofOut, *straceFor)
 			if err != nil {
 				break
 			}
@@ -542,7 +543,7 @@ func withEnv(env []string, f func() error) error {
 // idle starts n daemons with nsvc failover services (flagService), waits
 // until each is up on one node and the cluster settled, then samples
 // /proc/PID of every daemon over the window.
-func idle(n, nsvc int, monitored bool, settle, window, spread time.Duration, o opts, perfOut, pprofOut string) error {
+func idle(n, nsvc int, monitored bool, settle, window, spread time.Duration, o opts, perfOut, pprofOut string, straceFor time.Duration) error {
 	hb := "default hb.timeout 15s, hb.interval 5s"
 	if o.timeout > 0 || o.interval > 0 {
 		hb = fmt.Sprintf("hb.timeout %s, hb.interval %s (0: default)", o.timeout, o.interval)
@@ -572,6 +573,8 @@ func idle(n, nsvc int, monitored bool, settle, window, spread time.Duration, o o
 	pids := map[string]int{}
 	before := map[string]procSample{}
 	maxRSS := map[string]int{}
+	gpids := map[string]int{}
+	gbefore := map[string]procSample{}
 	for _, b := range c.nodes {
 		pids[b.name] = testbed.DaemonPID(b.root)
 		s, err := readProc(pids[b.name])
@@ -580,6 +583,40 @@ func idle(n, nsvc int, monitored bool, settle, window, spread time.Duration, o o
 		}
 		before[b.name] = s
 		maxRSS[b.name] = s.rss
+		// its guard (node.guard, on by default): counted beside it
+		if gp := testbed.ReadPID(filepath.Join(b.root, "run", "guard.lock")); gp > 0 {
+			if gs, err := readProc(gp); err == nil {
+				gpids[b.name], gbefore[b.name] = gp, gs
+			}
+		}
+	}
+	var traced chan []wakeCount
+	if straceFor > 0 {
+		traced = make(chan []wakeCount, 1)
+		go func() {
+			procs := []struct {
+				what string
+				pid  int
+			}{{"daemon", pids["n1"]}, {"guard", gpids["n1"]}}
+			res := make([]wakeCount, len(procs))
+			done := make(chan int, len(procs))
+			for i, p := range procs {
+				go func() {
+					if p.pid > 0 {
+						w, err := straceWakeups(p.what, p.pid, min(straceFor, window))
+						if err != nil {
+							fmt.Printf("wake-ups of n1's %s not counted: %v\n", p.what, err)
+						}
+						res[i] = w
+					}
+					done <- i
+				}()
+			}
+			for range procs {
+				<-done
+			}
+			traced <- res
+		}()
 	}
 	var perf *exec.Cmd
 	if perfOut != "" {
@@ -624,6 +661,15 @@ func idle(n, nsvc int, monitored bool, settle, window, spread time.Duration, o o
 			fmt.Printf("CPU profile of n1 in %s (go tool pprof -top %s)\n", pprofOut, pprofOut)
 		}
 	}
+	if traced != nil {
+		var ok []wakeCount
+		for _, w := range <-traced {
+			if w.traceOK {
+				ok = append(ok, w)
+			}
+		}
+		printWakeups("n1", ok)
+	}
 	for _, b := range c.nodes {
 		s, err := readProc(pids[b.name])
 		if err != nil {
@@ -631,6 +677,17 @@ func idle(n, nsvc int, monitored bool, settle, window, spread time.Duration, o o
 		}
 		self, kids := cpuPct(before[b.name], s, el)
 		wakes := float64(s.switches-before[b.name].switches) / el
+		gself, gwakes := 0.0, 0.0
+		if gp := gpids[b.name]; gp > 0 {
+			if gs, err := readProc(gp); err == nil {
+				gself, _ = cpuPct(gbefore[b.name], gs, el)
+				gwakes = float64(gs.switches-gbefore[b.name].switches) / el
+			}
+		}
+		fmt.Printf("%s: guard (pid %d) CPU %.3f%% of a core, %.1f wake-ups/s; daemon and guard %.3f%%, %.1f wake-ups/s\n",
+			b.name, gpids[b.name], gself, gwakes, self+gself, wakes+gwakes)
+		fmt.Printf("RESULT idleguard n=%d node=%s services=%d guard_cpu_pct=%.3f guard_wakeups_per_s=%.1f node_cpu_pct=%.3f node_wakeups_per_s=%.1f\n",
+			n, b.name, nsvc, gself, gwakes, self+gself, wakes+gwakes)
 		fmt.Printf("%s: VmRSS %.1f MB (max in window %.1f MB, VmHWM %.1f MB); CPU daemon %.3f%% of a core (its threads' run time), its children (check commands, in clock ticks) %.3f%%; %.1f wake-ups/s (voluntary context switches of its threads)\n",
 			b.name, float64(s.rss)/1024, float64(maxRSS[b.name])/1024, float64(s.hwm)/1024, self, kids, wakes)
 		fmt.Printf("RESULT idle n=%d node=%s services=%d monitor=%v hb=%s/%s rss_mb=%.1f hwm_mb=%.1f cpu_self_pct=%.3f cpu_children_pct=%.3f hb_bytes_per_s_per_node=%.0f wakeups_per_s=%.1f\n",
