@@ -157,3 +157,30 @@ start = "x"
 		}
 	}
 }
+
+// A config whose request_cpu is written as a TOML float (request_cpu =
+// 0.5, as the docs show it) takes keyword edits: the file is written back
+// with the float as a float (any edit, e.g. svcmgr scale, rewrites the
+// whole file). Before, every edit of such a file failed with "cannot write
+// a value of type float64".
+func TestSetKeepsAFloat(t *testing.T) {
+	data := []byte("[DEFAULT]\nnodes = [\"n1\", \"n2\"]\norchestrate = \"ha\"\ntopology = \"flex\"\nflex_target = 2\nrequest_cpu = 0.5\nrequest_mem = \"256MiB\"\n\n[app.web]\nstart = \"/bin/true\"\n")
+	out, err := tomlfile.SetKeyword("svc.toml", data, "DEFAULT.flex_target=1")
+	if err != nil {
+		t.Fatalf("set on a config with a float: %v", err)
+	}
+	if !strings.Contains(string(out), "request_cpu = 0.5\n") {
+		t.Fatalf("the float is not written back as it was:\n%s", out)
+	}
+	if got, err := tomlfile.GetKeyword("svc.toml", out, "DEFAULT.flex_target"); err != nil || got != "1" {
+		t.Fatalf("flex_target = %q (%v)", got, err)
+	}
+	if got, err := tomlfile.GetKeyword("svc.toml", out, "DEFAULT.request_cpu"); err != nil || got != "0.5" {
+		t.Fatalf("request_cpu = %q (%v)", got, err)
+	}
+	whole := []byte(strings.Replace(string(data), "0.5", "2.0", 1))
+	out, err = tomlfile.SetKeyword("svc.toml", whole, "DEFAULT.flex_target=1")
+	if err != nil || !strings.Contains(string(out), "request_cpu = 2.0\n") {
+		t.Fatalf("a whole float stays a float: %v\n%s", err, out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -102,6 +103,8 @@ func encodeValue(v any) (string, error) {
 		return strconv.FormatInt(x, 10), nil
 	case bool:
 		return strconv.FormatBool(x), nil
+	case float64:
+		return encodeFloat(x), nil
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {
@@ -168,4 +171,23 @@ func literalOK(s string) bool {
 		}
 	}
 	return true
+}
+
+// encodeFloat writes a TOML float: always with a fraction or an exponent
+// (2.0, not 2, which would read back as an integer), nan and inf as TOML
+// spells them.
+func encodeFloat(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "nan"
+	case math.IsInf(x, 1):
+		return "inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	}
+	t := strconv.FormatFloat(x, 'g', -1, 64)
+	if !strings.ContainsAny(t, ".e") {
+		t += ".0"
+	}
+	return t
 }
