@@ -273,3 +273,34 @@ func TestGateAnchoredPeer(t *testing.T) {
 		}
 	}
 }
+
+// A start held because the guard's lease was not renewed (guardHoldsStart)
+// is decided again as soon as the lease is renewed: the renewal alone
+// wakes the decision pass. Before, nothing did: a node whose split freeze
+// ended with its peers quiet kept its service in ready, start held, until
+// some other change (44 s in a chaos round, NearQuorumPoint).
+func TestGuardRenewedWakesAHeldStart(t *testing.T) {
+	c := gcore(t, "n1", []string{"n1", "n2", "n3"}, nil)
+	at := t0.Add(time.Second)
+	c.Step(GuardReported{Armed: true, NotRenewed: "this node lost the quorum", Now: at})
+	if !c.guardHoldsStart("web") {
+		t.Fatal("a start is not held while the lease is not renewed")
+	}
+	c.pass(at)
+	c.Ready()
+	if c.ViewChanged() {
+		t.Fatal("the view is still changed after a pass")
+	}
+	c.Step(GuardReported{Armed: true, Now: at.Add(time.Second)})
+	if !c.ViewChanged() {
+		t.Fatal("the lease renewed again does not wake the pass that decides the held start")
+	}
+	// renewed with no start held: nothing to decide again
+	c.pass(at.Add(time.Second))
+	c.Ready()
+	c.Step(GuardReported{Armed: true, NotRenewed: "a quorum vote waits for the arbitrators", Now: at.Add(2 * time.Second)})
+	c.Step(GuardReported{Armed: true, Now: at.Add(3 * time.Second)})
+	if c.ViewChanged() {
+		t.Fatal("a renewal with no start held woke a pass")
+	}
+}

@@ -122,6 +122,12 @@ func (c *Core) guardReport(in GuardReported) {
 	}
 	g := &c.guard
 	if g.NotRenewed = in.NotRenewed; g.NotRenewed == "" {
+		if g.Held != "" {
+			// a start held for want of a renewed lease (guardHoldsStart)
+			// may go now: nothing else may come to decide it again (a
+			// node whose split freeze ended, its peers quiet)
+			c.wakeUp()
+		}
 		g.Held = ""
 	}
 	if f := in.Fired; f != nil && !f.Acked && f.ID != g.Fired {
