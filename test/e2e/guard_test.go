@@ -542,15 +542,7 @@ func TestGuardProgram(t *testing.T) {
 
 	// a nodemgr alone in its directory
 	alone := t.TempDir()
-	if err := os.Link(filepath.Join(binDir, "nodemgr"), filepath.Join(alone, "nodemgr")); err != nil {
-		b, err := os.ReadFile(filepath.Join(binDir, "nodemgr"))
-		if err == nil {
-			err = os.WriteFile(filepath.Join(alone, "nodemgr"), b, 0o755)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	binCopy(t, "nodemgr", alone)
 	n.bins = alone
 	missing := filepath.Join(alone, "haven-guard") + " is missing"
 	if r := n.run("nodemgr", "daemon", "start"); r.Code != 1 || !strings.Contains(r.Err, missing) {

@@ -251,3 +251,24 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// binCopy puts the program name of binDir into dir and returns its path:
+// a hard link, so that no file is open for writing (a copy written here
+// and run at once can fail with "text file busy" while the tests running
+// beside it fork: their children hold its descriptor until they exec), or
+// a copy where no link can be made (another filesystem).
+func binCopy(t *testing.T, name, dir string) string {
+	t.Helper()
+	dst := filepath.Join(dir, name)
+	if err := os.Link(filepath.Join(binDir, name), dst); err == nil {
+		return dst
+	}
+	b, err := os.ReadFile(filepath.Join(binDir, name))
+	if err == nil {
+		err = os.WriteFile(dst, b, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}

@@ -231,18 +231,11 @@ func TestLocalAPIPermissionDeniedIsReportedAsSuch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(binDir, "svcmon"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(bin, "svcmon"), b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "svcmon"), "--root", n.root)
+	cmd := exec.Command(binCopy(t, "svcmon", bin), "--root", n.root)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
+	err := cmd.Run()
 	want := "permission denied on " + filepath.Join(n.root, "run", "daemon.sock") + " (the API is root-only)"
 	if err == nil || !strings.Contains(e.String(), want) {
 		t.Fatalf("svcmon as nobody: want an error saying %q, got %v\nstdout: %s\nstderr: %s", want, err, o.String(), e.String())
