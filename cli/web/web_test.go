@@ -608,3 +608,27 @@ func TestOCFParametersNeedTheToken(t *testing.T) {
 		t.Errorf("with the token, the OCF parameters are not shown:\n%s", body)
 	}
 }
+
+// A flex service shows its instances up of its target: in the grid (the
+// svcmon grid's "up 2/3") and in its page's summary.
+func TestFlexServiceShown(t *testing.T) {
+	s, src := serve(t, Options{})
+	src.set(func(st *dataset.ClusterStatus) {
+		w := st.Services["web"]
+		w.Flex = &dataset.FlexStatus{Up: 1, Target: 2, Min: 1, Max: 2}
+		w.Avail, w.Overall = dataset.StatusWarn, dataset.StatusWarn
+		st.Services["web"] = w
+	})
+	waitFor := func(path, want string) {
+		t.Helper()
+		var body string
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if _, body = get(t, s.URL+path); strings.Contains(body, want) {
+				return
+			}
+		}
+		t.Fatalf("GET %s: no %q in\n%s", path, want, body)
+	}
+	waitFor("/", ">warn 1/2</td>")
+	waitFor("/service/web", "1 of 2 up, min 1, max 2")
+}
