@@ -619,16 +619,9 @@ func TestFlexServiceShown(t *testing.T) {
 		w.Avail, w.Overall = dataset.StatusWarn, dataset.StatusWarn
 		st.Services["web"] = w
 	})
-	waitFor := func(path, want string) {
-		t.Helper()
-		var body string
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if _, body = get(t, s.URL+path); strings.Contains(body, want) {
-				return
-			}
-		}
-		t.Fatalf("GET %s: no %q in\n%s", path, want, body)
+	shows := func(path, want string) func() bool {
+		return func() bool { _, body := get(t, s.URL+path); return strings.Contains(body, want) }
 	}
-	waitFor("/", ">warn 1/2</td>")
-	waitFor("/service/web", "1 of 2 up, min 1, max 2")
+	waitFor(t, "the grid shows warn 1/2", shows("/", ">warn 1/2</td>"))
+	waitFor(t, "the page says 1 of 2 up", shows("/service/web", "1 of 2 up, min 1, max 2"))
 }
