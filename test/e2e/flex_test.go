@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -225,4 +226,62 @@ func TestNetnsFlexGlobal(t *testing.T) {
 		t.Fatalf("the watcher saw %d instances alive at once (%s), 3 nodes", most, when)
 	}
 	t.Logf("global mode on 3 nodes: %s", time.Since(began).Round(100*time.Millisecond))
+}
+
+// A member added to the cluster gets its instance of a global service
+// (docs/operations.md, "Adding a member"): 3 nodes run app on nodes =
+// ["*"]; cluster.toml with a 4th member is put on every node, n4's daemon
+// starts and the others restart one at a time (`nodemgr daemon restart`:
+// their instances keep running). n4 then starts its own instance and every
+// node shows 4/4. The watcher outside the cluster sees the 3 first
+// instances never end (the same pid throughout), and never more than 4.
+func TestNetnsFlexGlobalMemberAdded(t *testing.T) {
+	t.Parallel()
+	began := time.Now()
+	names := []string{"n1", "n2", "n3"}
+	all := append(slices.Clone(names), "n4")
+	q := newQuorumBedOpts(t, names, quorumOpts{nodeExtra: stopOnSplit, links: 1, joins: []string{"n4"}})
+	c := q.nodes
+	pids := q.flexPids(all...)
+	w := watchProcs(t, pids)
+	svc := strings.Replace(q.flexService(1), "flex_target = 1", `flex_target = "all"`, 1)
+	svc = strings.Replace(svc, `nodes = [""]`, `nodes = ["*"]`, 1)
+	createService(t, c["n1"], "app", svc)
+	q.waitFor(30*time.Second, "app up on the 3 members", func() bool { return len(w.running()) == 3 })
+	first := map[string]string{}
+	for _, n := range names {
+		b, err := os.ReadFile(pids[n])
+		q.ok(err)
+		first[n] = strings.TrimSpace(string(b))
+	}
+
+	q.writeCluster(all)
+	q.startDaemon("n4")
+	for _, n := range names {
+		q.restartDaemon(n)
+	}
+	q.converge(all, 40*time.Second)
+	for _, n := range all {
+		if frozen(c[n]) {
+			t.Fatalf("%s froze itself during the member's addition", n)
+		}
+	}
+	q.waitFor(30*time.Second, "n4 runs its instance", func() bool { return w.runs("n4") })
+	for _, n := range all {
+		q.waitFor(20*time.Second, n+" shows app up 4/4", func() bool {
+			f := c[n].status().Services["app"].Flex
+			return f != nil && f.Global && f.Up == 4 && f.Target == 4
+		})
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(pids[n])
+		q.ok(err)
+		if got := strings.TrimSpace(string(b)); got != first[n] || !w.runs(n) {
+			t.Fatalf("%s's instance did not keep running through the addition: pid %s, then %s (running %v)", n, first[n], got, w.runs(n))
+		}
+	}
+	if most, when := w.peak(); most > 4 {
+		t.Fatalf("the watcher saw %d instances alive at once (%s), 4 nodes", most, when)
+	}
+	t.Logf("a member added to a global service: %s", time.Since(began).Round(100*time.Millisecond))
 }

@@ -109,6 +109,15 @@ func (b *netBed) startDaemon(n string) {
 	}
 }
 
+// restartDaemon restarts the node's daemon inside its namespace
+// (`nodemgr daemon restart`: the services keep running and are adopted).
+func (b *netBed) restartDaemon(n string) {
+	b.t.Helper()
+	if out, err := b.bed.Command(n, binDir+"/nodemgr", "--root", b.nodes[n].root, "daemon", "restart").CombinedOutput(); err != nil {
+		b.t.Fatalf("restart the daemon of %s in %s: %v: %s", n, b.bed.NS[n], err, out)
+	}
+}
+
 // converge waits until every node sees every other up and left rejoin.
 // startAll starts the daemons of names and waits until each hears the
 // others (15 s at most).

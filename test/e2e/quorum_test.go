@@ -99,6 +99,8 @@ type quorumBed struct {
 	journal string
 	app     string
 	work    string
+	// writeCluster writes the cluster.toml listing members on every node
+	writeCluster func(members []string)
 }
 
 func newQuorumBed(t *testing.T, names []string, clusterExtra func(b *chaos.Bed) string, hosts map[string]string) *quorumBed {
@@ -153,43 +155,70 @@ func newQuorumBedEach(t *testing.T, names []string, nodeExtra func(work, name st
 // timings replaced by the defaults.
 func newQuorumBedEdit(t *testing.T, names []string, nodeExtra func(work, name string) string, clusterExtra func(b *chaos.Bed, name string) string, hosts map[string]string, links int, edit func(nodeToml string) string) *quorumBed {
 	t.Helper()
+	return newQuorumBedOpts(t, names, quorumOpts{nodeExtra: nodeExtra, clusterExtra: clusterExtra, hosts: hosts, links: links, edit: edit})
+}
+
+// quorumOpts are the settings of newQuorumBedOpts (see newQuorumBedEdit).
+type quorumOpts struct {
+	nodeExtra    func(work, name string) string
+	clusterExtra func(b *chaos.Bed, name string) string
+	hosts        map[string]string
+	links        int
+	edit         func(nodeToml string) string
+	// joins are nodes of the bed (a namespace, a root, a node.toml) that
+	// the cluster does not list yet: their daemons are not started until
+	// addMembers.
+	joins []string
+}
+
+// newQuorumBedOpts is newQuorumBedEdit with the nodes of o.joins made but
+// left out of the cluster.
+func newQuorumBedOpts(t *testing.T, names []string, o quorumOpts) *quorumBed {
+	t.Helper()
 	work := t.TempDir()
-	common := nodeExtra(work, "")
-	b := newNetBedLinks(t, names, common, nil, links)
-	for _, n := range names {
-		if edit != nil {
+	common := o.nodeExtra(work, "")
+	all := append(slices.Clone(names), o.joins...)
+	b := newNetBedLinks(t, all, common, nil, o.links)
+	for _, n := range all {
+		if o.edit != nil {
 			path := filepath.Join(b.nodes[n].root, "etc", "node.toml")
 			old, err := os.ReadFile(path)
 			b.ok(err)
-			b.ok(testbed.WriteNodeToml(b.nodes[n].root, edit(string(old))))
+			b.ok(testbed.WriteNodeToml(b.nodes[n].root, o.edit(string(old))))
 		}
-		if own := nodeExtra(work, n); own != common {
+		if own := o.nodeExtra(work, n); own != common {
 			path := filepath.Join(b.nodes[n].root, "etc", "node.toml")
 			old, err := os.ReadFile(path)
 			b.ok(err)
 			b.ok(testbed.WriteNodeToml(b.nodes[n].root, strings.Replace(string(old), common, own, 1)))
 		}
 	}
-	for h, addr := range hosts {
+	for h, addr := range o.hosts {
 		b.ok(b.bed.AddHost(h, addr))
 	}
-	var members []testbed.Member
-	for _, n := range names {
-		m := testbed.Member{Name: n, Addr: fmt.Sprintf("%s:%d", b.bed.Addr[n], bedPort)}
-		if links > 1 {
-			m.Links = b.bed.HBAddrs(n)
-		}
-		members = append(members, m)
-	}
-	cluster := strings.Replace(testbed.ClusterToml("netns", testbed.NewSecret(), members), "\n\n[nodes]", "\nquorum = true\n\n[nodes]", 1)
-	for _, n := range names {
-		own := cluster
-		if clusterExtra != nil {
-			own += "\n" + clusterExtra(b.bed, n)
-		}
-		writeClusterToml(t, b.nodes[n], own)
-	}
+	secret := testbed.NewSecret()
 	q := &quorumBed{netBed: b, journal: filepath.Join(work, "journal"), work: work}
+	// writeCluster writes the cluster.toml of members (quorum on) on every
+	// node of the bed
+	q.writeCluster = func(members []string) {
+		var ms []testbed.Member
+		for _, n := range members {
+			m := testbed.Member{Name: n, Addr: fmt.Sprintf("%s:%d", b.bed.Addr[n], bedPort)}
+			if o.links > 1 {
+				m.Links = b.bed.HBAddrs(n)
+			}
+			ms = append(ms, m)
+		}
+		cluster := strings.Replace(testbed.ClusterToml("netns", secret, ms), "\n\n[nodes]", "\nquorum = true\n\n[nodes]", 1)
+		for _, n := range all {
+			own := cluster
+			if o.clusterExtra != nil {
+				own += "\n" + o.clusterExtra(b.bed, n)
+			}
+			writeClusterToml(t, b.nodes[n], own)
+		}
+	}
+	q.writeCluster(names)
 	q.app = quorumApp(t, work, q.journal)
 	for _, n := range names {
 		b.startDaemon(n)
