@@ -413,3 +413,9 @@ func (e *engine) health(ctx context.Context, timeout time.Duration, id string) (
 		return "", &EngineError{Call: e.spec.Bin + " inspect", Msg: fmt.Sprintf("unreadable health state %.40q", h)}
 	}
 }
+
+// PullImage fetches image into the storage of spec's engine (svcmgr
+// pull), bounded by timeout.
+func PullImage(ctx context.Context, spec EngineSpec, image string, timeout time.Duration) error {
+	return engineFor(spec).pull(ctx, timeout, image)
+}

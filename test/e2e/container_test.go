@@ -188,3 +188,85 @@ func TestPodmanContainerPlacementAdoptOrphan(t *testing.T) {
 		t.Fatalf("web's log on n2 has %d container starts, want 1:\n%s", n, lg)
 	}
 }
+
+// svcmgr pull with a registry of the test's own on loopback (no other is
+// reachable): the image on no node at first, pull = never, so both say
+// `cannot run here`. n1's store does not trust the plain-HTTP registry:
+// svcmgr pull fails there, naming n1 and the engine's error, exits 1, and
+// pulls on n2, where the service then starts (placement still avoids n1).
+// Once n1 trusts the registry, a second pull succeeds on both and n1 says
+// `cannot run here` no more.
+func TestPodmanContainerSvcmgrPull(t *testing.T) {
+	if why := testbed.PodmanUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	if why := testbed.RegistryUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	t.Parallel() // loopback daemons on ports of its own; mostly waits
+	reg, err := testbed.StartRegistry(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	src, err := testbed.NewPodman(filepath.Join(t.TempDir(), "src"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	if err := src.ImportBusybox("localhost/hbox:1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Push(src, "localhost/hbox:1", "hbox:1"); err != nil {
+		t.Fatal(err)
+	}
+	image := reg.Addr + "/hbox:1"
+
+	names := []string{"n1", "n2"}
+	c := newCluster(t, names, clusterOpts{})
+	stores := podmanNodes(t, c, "none")
+	if err := stores["n2"].TrustRegistry(reg.Addr); err != nil {
+		t.Fatal(err)
+	}
+	startNodes(t, c, names)
+	createService(t, c["n1"], "web", strings.Replace(containerService(`["n1", "n2"]`), "localhost/hbox:1", image, 1))
+	cannot := func(n string) func() bool {
+		return func() bool {
+			r := c[n].instance("web").Resources["container#web"]
+			return r.Fault == "hard" && strings.Contains(r.Log, "cannot run here: image "+image+" is not in this node's engine storage")
+		}
+	}
+	waitFor(t, 30*time.Second, "n1 and n2 say cannot run here", func() bool { return cannot("n1")() && cannot("n2")() })
+
+	r := c["n1"].run("svcmgr", "-s", "web", "pull")
+	if r.Code != 1 || !strings.Contains(r.Out, "web: n1: container#web "+image+": failed: podman pull: exit code 125") ||
+		!strings.Contains(r.Out, "web: n2: container#web "+image+": pulled") {
+		t.Fatalf("svcmgr pull, n1 not trusting the registry: %s", r)
+	}
+	waitFor(t, 30*time.Second, "web up on n2", upOnlyOn(c["n1"], "web", "n2"))
+	if run, _ := stores["n2"].Running(); !slices.Contains(run, "haven.web.web") {
+		t.Fatalf("n2's store runs %v", run)
+	}
+	if !cannot("n1")() {
+		t.Fatalf("n1's container#web after a failed pull: %+v", c["n1"].instance("web").Resources["container#web"])
+	}
+	if lg := readFile(t, filepath.Join(c["n2"].root, "log", "services", "web.log")); !strings.Contains(lg, "container#web pull: "+image+" (svcmgr pull)") {
+		t.Fatalf("n2's web log does not show the pull:\n%s", lg)
+	}
+
+	if err := stores["n1"].TrustRegistry(reg.Addr); err != nil {
+		t.Fatal(err)
+	}
+	// asked from n2 this time: n1 pulls on the peer's ask
+	if out := c["n2"].must("svcmgr", "-s", "web", "pull"); !strings.Contains(out, "web: n1: container#web "+image+": pulled") {
+		t.Fatalf("svcmgr pull: %s", out)
+	}
+	waitFor(t, 30*time.Second, "n1 can run web's container", func() bool {
+		r := c["n1"].instance("web").Resources["container#web"]
+		return r.Fault == "" && r.Status == "down"
+	})
+	if _, err := stores["n1"].Run("image", "exists", image); err != nil {
+		t.Fatalf("n1's store lacks the image after the pull: %v", err)
+	}
+	waitFor(t, 10*time.Second, "web still up on n2 only", upOnlyOn(c["n1"], "web", "n2"))
+}
