@@ -93,4 +93,3 @@ func (p *Podman) TrustRegistry(addr string) error {
 	_, err = fmt.Fprintf(f, "\n[[registry]]\nlocation = %q\ninsecure = true\n", addr)
 	return errors.Join(err, f.Close())
 }
-
