@@ -185,7 +185,7 @@ func BusyboxRootfs(dir string) error {
 	return nil
 }
 
-var busyboxApplets = []string{"sh", "sleep", "echo", "cat", "env", "ls", "true", "false", "kill", "ps"}
+var busyboxApplets = []string{"sh", "sleep", "echo", "cat", "env", "ls", "true", "false", "kill", "ps", "httpd", "wget"}
 
 // BusyboxTar writes a tarball of a busybox root filesystem.
 func BusyboxTar(path string) error {
