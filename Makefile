@@ -66,7 +66,7 @@ install: dist man
 	sed 's|/usr/bin/|$(BINDIR)/|g' packaging/haven-arbitrator.service > $(DESTDIR)$(UNITDIR)/haven-arbitrator.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/haven-arbitrator.service
 	install -m 0644 packaging/examples/node.toml packaging/examples/cluster.toml $(DESTDIR)$(DOCDIR)/examples/
-	install -m 0644 packaging/examples/services/web.toml packaging/examples/services/web-ocf.toml packaging/examples/services/pg.toml packaging/examples/services/shop-db.toml packaging/examples/services/shop-app.toml packaging/examples/services/shop-logs.toml $(DESTDIR)$(DOCDIR)/examples/services/
+	install -m 0644 packaging/examples/services/web.toml packaging/examples/services/web-ocf.toml packaging/examples/services/pg.toml packaging/examples/services/shop-db.toml packaging/examples/services/shop-app.toml packaging/examples/services/shop-logs.toml packaging/examples/services/web-container.toml $(DESTDIR)$(DOCDIR)/examples/services/
 	# the README links docs/NAME.md: the docs go below docs/ so that its
 	# links work in the installed copy too
 	install -d $(DESTDIR)$(DOCDIR)/docs
@@ -128,7 +128,8 @@ demo: build
 
 # a cluster in network namespaces to try faults by hand (root), removed at
 # Ctrl-C: make bed NODES=3 QUORUM=on (docs/chaos.md, "Try it by hand");
-# EXAMPLE=shop adds the three-tier example of docs/operations.md
+# EXAMPLE=shop adds the three-tier example of docs/operations.md;
+# EXAMPLE=web-container a containerised failover web server behind a VIP
 NODES ?= 3
 bed: build
 	$(GO) build -o $(BIN)/ ./cmd/chaos

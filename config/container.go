@@ -21,6 +21,8 @@ var (
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// memoryRE is a memory limit: bytes with an optional unit.
 	memoryRE = regexp.MustCompile(`^[0-9]+[bkmgBKMG]?$`)
+	// capRE is a capability name, with or without its CAP_ prefix.
+	capRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 	// userRE is a user and an optional group, names or ids.
 	userRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$`)
 )
@@ -69,6 +71,20 @@ func checkContainer(r ResourceConfig) *fieldError {
 		if msg := checkVolume(v); msg != "" {
 			return &fieldError{"volumes", msg}
 		}
+	}
+	if r.EnvFile != "" && !ref(r.EnvFile) && (!pathpkg.IsAbs(r.EnvFile) || strings.HasSuffix(r.EnvFile, "/")) {
+		return &fieldError{"env_file", fmt.Sprintf("%q: want the absolute path of a file", r.EnvFile)}
+	}
+	for i, caps := range [][]string{r.CapAdd, r.CapDrop} {
+		key := []string{"cap_add", "cap_drop"}[i]
+		for _, c := range caps {
+			if !ref(c) && !capRE.MatchString(c) {
+				return &fieldError{key, fmt.Sprintf("invalid capability %q: want a name such as NET_BIND_SERVICE or CAP_NET_ADMIN, or ALL", c)}
+			}
+		}
+	}
+	if strings.ContainsAny(r.Healthcheck, "\x00\n") {
+		return &fieldError{"healthcheck", "the health command is one line: no newline or NUL byte"}
 	}
 	if r.User != "" && !ref(r.User) && !userRE.MatchString(r.User) {
 		return &fieldError{"user", fmt.Sprintf("invalid user %q: want USER or USER:GROUP (names or ids)", r.User)}

@@ -32,6 +32,11 @@ read_only = true
 memory = "256m"
 cpus = "0.5"
 stop_timeout = "3s"
+env_file = "/etc/web/{nodename}.env"
+cap_drop = ["ALL"]
+cap_add = ["NET_BIND_SERVICE", "CAP_CHOWN"]
+healthcheck = "wget -q -O /dev/null http://127.0.0.1:8080/"
+pull = "always"
 `
 	s, err := tomlfile.ParseService("web.toml", "web", []byte(data))
 	if err != nil {
@@ -49,9 +54,11 @@ stop_timeout = "3s"
 		t.Fatal(err)
 	}
 	c := e.Resources[1]
-	if c.Engine != "podman" || c.Image != "localhost/web:n1" || c.Pull != "never" || c.Network != "host" ||
+	if c.Engine != "podman" || c.Image != "localhost/web:n1" || c.Network != "host" ||
 		strings.Join(c.Command, " ") != "httpd -f -p 8080" || c.ContainerEnv["PORT"] != "8080" || !c.ReadOnly ||
-		c.StopTimeout != 3*time.Second || c.Memory != "256m" || c.CPUs != "0.5" || c.User != "1000:1000" {
+		c.StopTimeout != 3*time.Second || c.Memory != "256m" || c.CPUs != "0.5" || c.User != "1000:1000" ||
+		c.EnvFile != "/etc/web/n1.env" || strings.Join(c.CapDrop, " ") != "ALL" || strings.Join(c.CapAdd, " ") != "NET_BIND_SERVICE CAP_CHOWN" ||
+		c.Healthcheck != "wget -q -O /dev/null http://127.0.0.1:8080/" || c.Pull != "always" {
 		t.Fatalf("container: %+v", c)
 	}
 
@@ -69,10 +76,14 @@ stop_timeout = "3s"
 		{"image = \"x\"\ncpus = \"0\"", `container#web.cpus: invalid CPU limit "0"`},
 		{"image = \"x\"\nstop_timeout = \"1500ms\"", "container#web.stop_timeout: 1.5s: want whole seconds"},
 		{"image = \"x\"\nstop_timeout = \"30s\"", "container#web.stop_timeout: 30s is not less than timeout (30s)"},
-		{"image = \"x\"\npull = \"always\"", `container#web.pull`},
-		{"image = \"x\"\nports = [\"80:80\"]", "container#web.ports: not implemented yet"},
-		{"image = \"x\"\nhealthcheck = true", "container#web.healthcheck: not implemented yet"},
-		{"image = \"x\"\ncap_add = [\"NET_ADMIN\"]", "container#web.cap_add: not implemented yet"},
+		{"image = \"x\"\npull = \"sometimes\"", `container#web.pull`},
+		{"rootfs = \"/srv/root\"\npull = \"always\"", `container#web.pull: a rootfs is not pulled`},
+		{"image = \"x\"\nports = [\"80:80\"]", `web.toml:6: container#web.ports: not implemented yet (published ports need a private network; only network = "host" is built`},
+		{"image = \"x\"\nhealthcheck = true", "container#web.healthcheck"},
+		{"image = \"x\"\nhealthcheck = \"a\\nb\"", "web.toml:6: container#web.healthcheck: the health command is one line"},
+		{"image = \"x\"\ncap_add = [\"NET ADMIN\"]", `web.toml:6: container#web.cap_add: invalid capability "NET ADMIN"`},
+		{"image = \"x\"\ncap_drop = [\"--privileged\"]", `container#web.cap_drop: invalid capability "--privileged"`},
+		{"image = \"x\"\nenv_file = \"web.env\"", `web.toml:6: container#web.env_file: "web.env": want the absolute path of a file`},
 		{"image = \"x\"\nbogus = 1", "container#web.bogus"},
 	}
 	for _, b := range bad {

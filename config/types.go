@@ -322,14 +322,14 @@ type ResourceConfig struct {
 	ReadOnly     bool
 	Memory       string
 	CPUs         string
-	Pull         string // never | missing
+	Pull         string // never | missing | always
 	Network      string // host
+	EnvFile      string
+	CapAdd       []string
+	CapDrop      []string
+	Healthcheck  string // the health command; "" none
 	// not built yet (refused unless left at their default)
-	EnvFile     string
-	Ports       []string
-	CapAdd      []string
-	CapDrop     []string
-	Healthcheck bool
+	Ports []string
 
 	// StopLimit is the time limit of the resource's stop when it is not
 	// Timeout (0): set by the shell for an ocf resource whose agent

@@ -115,6 +115,7 @@ func (d *Daemon) routes() http.Handler {
 	})
 	mux.HandleFunc("GET "+api.PathExplain, d.handleExplain)
 	mux.HandleFunc("POST "+api.PathRefresh, d.handleRefresh(decode))
+	mux.HandleFunc("POST "+api.PathPull, d.handlePull(decode))
 	mux.HandleFunc("GET "+api.PathLogs, lim.stream(d.handleLogs))
 	mux.HandleFunc("GET "+api.PathEvents, lim.stream(d.handleEvents))
 	return mux

@@ -43,6 +43,12 @@ type peerAsks struct {
 // askPeer asks peer node and waits for its answer (run off the loop: it
 // blocks up to peerAskTimeout).
 func (d *Daemon) askPeer(node, op string, body any) (json.RawMessage, error) {
+	return d.askPeerWithin(node, op, body, peerAskTimeout, "its log cannot be read")
+}
+
+// askPeerWithin is askPeer waiting up to within; what says what cannot be
+// done when the peer cannot be asked ("its log cannot be read").
+func (d *Daemon) askPeerWithin(node, op string, body any, within time.Duration, what string) (json.RawMessage, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -59,13 +65,16 @@ func (d *Daemon) askPeer(node, op string, body any) (json.RawMessage, error) {
 		// ask: say so at once rather than wait peerAskTimeout for nothing
 		switch st := d.peerStatus(node); st {
 		case dataset.NodeStMaint, dataset.NodeStShutting, dataset.NodeDown:
+			if op != opSvcLog {
+				return nil, failed("%s is %s (its daemon is not running): %s through the cluster now", node, st, what)
+			}
 			return nil, failed("%s is %s (its daemon is not running): its log cannot be read through the cluster now; read it on %s itself (log/services/ below its root)", node, st, node)
 		}
 		d.asks.mu.Lock()
 		defer d.asks.mu.Unlock()
 		id, err := d.hb.Ask(node, op, b)
 		if errors.Is(err, heartbeat.ErrNotUp) {
-			return nil, failed("%s is not up: its log cannot be read through the cluster now", node)
+			return nil, failed("%s is not up: %s through the cluster now", node, what)
 		}
 		if err != nil {
 			return nil, badInput(err)
@@ -85,7 +94,7 @@ func (d *Daemon) askPeer(node, op string, body any) (json.RawMessage, error) {
 		delete(d.asks.wait, id)
 		d.asks.mu.Unlock()
 	}()
-	t := d.clk.NewTimer(peerAskTimeout)
+	t := d.clk.NewTimer(within)
 	defer t.Stop()
 	select {
 	case ev := <-ch:
@@ -94,7 +103,7 @@ func (d *Daemon) askPeer(node, op string, body any) (json.RawMessage, error) {
 		}
 		return ev.Body, nil
 	case <-t.C():
-		return nil, failed("%s did not answer within %s (busy, or its daemon just stopped)", node, peerAskTimeout)
+		return nil, failed("%s did not answer within %s (busy, or its daemon just stopped)", node, within)
 	case <-d.quit:
 		return nil, failed("the daemon is stopping")
 	}
@@ -126,6 +135,9 @@ func (d *Daemon) onAsked(ev heartbeat.Event) {
 	case opSvcLog:
 	case opOCFAgents:
 		d.answerOCFAgents(ev.Body, answer) // ocfagents.go
+		return
+	case opPull:
+		d.answerPull(ev.Node, ev.Body, answer) // pull.go
 		return
 	default:
 		answer(nil, fmt.Sprintf("unknown request %q (this node runs an older Haven?)", ev.Op))

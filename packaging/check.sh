@@ -108,6 +108,7 @@ step "installed binaries"
 /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/web.toml
 /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/pg.toml
 /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/web-ocf.toml
+/usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/web-container.toml
 for f in shop-db shop-app shop-logs; do /usr/bin/svcmgr validate --config /usr/share/doc/haven/examples/services/$f.toml; done
 man -w nodemgr svcmgr svcmon haven-guard 2>/dev/null || ls /usr/share/man/man1/{nodemgr,svcmgr,svcmon,haven-guard}.1.gz
 

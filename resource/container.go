@@ -87,6 +87,11 @@ func (c *container) timeout() time.Duration { return timeoutOf(c.rc) }
 // when the start pulls what is missing): the engine's program, the rootfs
 // directory, the image with pull = never.
 func (c *container) runnable(ctx context.Context) *ContainerError {
+	if f := c.rc.EnvFile; f != "" {
+		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
+			return &ContainerError{RIDName: c.rc.RID, Severity: ocf.Hard, Msg: fmt.Sprintf("cannot run here: env_file %s is not a file on this node", f)}
+		}
+	}
 	if c.rc.Rootfs != "" {
 		if st, err := os.Stat(c.rc.Rootfs); err != nil || !st.IsDir() {
 			return &ContainerError{RIDName: c.rc.RID, Severity: ocf.Hard, Msg: fmt.Sprintf("cannot run here: rootfs %s is not a directory on this node", c.rc.Rootfs)}
@@ -159,12 +164,18 @@ func (c *container) Start(ctx context.Context) error {
 	if e := c.runnable(ctx); e != nil {
 		return e
 	}
-	if c.rc.Image != "" && c.rc.Pull == "missing" {
+	switch {
+	case c.rc.Image != "" && c.rc.Pull == "always":
+		c.env.Log(c.rc.RID, "start: pull "+c.rc.Image+" (pull = always)")
+		if err := c.eng.pull(ctx, c.timeout(), c.rc.Image); err != nil {
+			return c.fail(err)
+		}
+	case c.rc.Image != "" && c.rc.Pull == "missing":
 		if ok, err := c.eng.imageExists(ctx, c.timeout(), c.rc.Image); err != nil {
 			return c.fail(err)
 		} else if !ok {
 			c.env.Log(c.rc.RID, "start: pull "+c.rc.Image+" (pull = missing)")
-			if _, _, err := c.eng.call(ctx, c.timeout(), "pull", "--quiet", "--", c.rc.Image); err != nil {
+			if err := c.eng.pull(ctx, c.timeout(), c.rc.Image); err != nil {
 				return c.fail(err)
 			}
 		}
@@ -222,6 +233,10 @@ func (c *container) runArgs(ctx context.Context) []string {
 		"HAVEN_NODENAME": c.env.Node,
 		"HAVEN_RID":      rc.RID,
 	}
+	if rc.EnvFile != "" {
+		// before the --env: those win over the file's
+		a = append(a, "--env-file", rc.EnvFile)
+	}
 	maps.Copy(env, rc.ContainerEnv)
 	if t := FencingToken(ctx); t != 0 {
 		env["HAVEN_FENCING_TOKEN"] = fmt.Sprint(t)
@@ -246,6 +261,17 @@ func (c *container) runArgs(ctx context.Context) []string {
 	}
 	if rc.Entrypoint != "" {
 		a = append(a, "--entrypoint", rc.Entrypoint)
+	}
+	for _, cp := range rc.CapDrop {
+		a = append(a, "--cap-drop", cp)
+	}
+	for _, cp := range rc.CapAdd {
+		a = append(a, "--cap-add", cp)
+	}
+	if rc.Healthcheck != "" {
+		// the status check runs it (engine.health): the engine's own
+		// timer needs systemd
+		a = append(a, "--health-cmd", rc.Healthcheck, "--health-interval", "disable")
 	}
 	if rc.Rootfs != "" {
 		a = append(a, "--rootfs", rc.Rootfs)
@@ -347,6 +373,15 @@ func (c *container) status(ctx context.Context) (dataset.Status, string, string)
 		return dataset.StatusDown, "no container " + c.name, ""
 	}
 	switch {
+	case ct.Runs() && c.rc.Healthcheck != "":
+		h, err := c.eng.health(ctx, c.timeout(), ct.ID)
+		switch {
+		case err != nil:
+			return dataset.StatusWarn, "container " + c.name + " runs, its health unknown: " + err.Error(), ""
+		case h == "unhealthy":
+			return dataset.StatusDown, "container " + c.name + " unhealthy (its healthcheck failed 3 times in a row)", ""
+		}
+		return dataset.StatusUp, "", ""
 	case ct.Runs():
 		return dataset.StatusUp, "", ""
 	case ct.State == "running":

@@ -134,3 +134,65 @@ esac`)
 		}
 	}
 }
+
+// pull = always: every start pulls, even with the image here, and a pull
+// that fails fails the start naming it; the run's command line carries
+// env_file (before the --env, which win), the capabilities and the
+// health command with the engine's timer off.
+func TestContainerPullAlwaysAndRunArgs(t *testing.T) {
+	env, rec := fakeEngine(t, `echo "$*" >> "$CALLS"
+case "$1 $2" in
+"ps --all") echo '[]' ;;
+"image exists") exit 0 ;;
+"pull --quiet") if [ -e "$PULLFAIL" ]; then echo "Error: initializing source docker://localhost/hbox:1: connection refused" >&2; exit 125; fi ;;
+esac`)
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	t.Setenv("CALLS", calls)
+	t.Setenv("PULLFAIL", filepath.Join(dir, "pullfail"))
+	envFile := filepath.Join(dir, "web.env")
+	if err := os.WriteFile(envFile, []byte("A=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := fakeContainer(t, env, func(rc *config.ResourceConfig) {
+		rc.Pull = "always"
+		rc.EnvFile = envFile
+		rc.CapDrop = []string{"ALL"}
+		rc.CapAdd = []string{"NET_BIND_SERVICE"}
+		rc.Healthcheck = "test -e /tmp/ok"
+	})
+	// the scripted run leaves no container: the start's confirmation fails
+	if err := c.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "not found after its start") {
+		t.Fatalf("start: %v\n%s", err, rec)
+	}
+	b, _ := os.ReadFile(calls)
+	got := string(b)
+	for _, want := range []string{"pull --quiet -- localhost/hbox:1",
+		"--network host --stop-timeout 2 --env-file " + envFile + " --env HAVEN_NODENAME=",
+		"--cap-drop ALL --cap-add NET_BIND_SERVICE --health-cmd test -e /tmp/ok --health-interval disable --pull never localhost/hbox:1 sleep 1000"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("calls lack %q:\n%s", want, got)
+		}
+	}
+	if rec.has("A=1") {
+		t.Errorf("the env_file's values reached the log:\n%s", rec)
+	}
+
+	// a pull that fails fails the start, before any run
+	os.WriteFile(filepath.Join(dir, "pullfail"), nil, 0o600)
+	os.Remove(calls)
+	err := c.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "podman pull: exit code 125: Error: initializing source") {
+		t.Fatalf("start with a failing pull: %v", err)
+	}
+	if b, _ := os.ReadFile(calls); strings.Contains(string(b), "run --detach") {
+		t.Fatalf("the start ran the container after its pull failed:\n%s", b)
+	}
+
+	// env_file missing on the node: cannot run here (a hard fault)
+	os.Remove(envFile)
+	st, reason, fault := c.FaultStatus(context.Background())
+	if st != dataset.StatusDown || fault != "hard" || !strings.Contains(reason, "cannot run here: env_file "+envFile+" is not a file on this node") {
+		t.Fatalf("status without the env_file: %s %q %q", st, reason, fault)
+	}
+}

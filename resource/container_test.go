@@ -314,3 +314,89 @@ func TestContainerPodmanGuardKill(t *testing.T) {
 		t.Fatalf("stop: %v\n%s", err, rec)
 	}
 }
+
+// env_file, cap_drop/cap_add and the health command with real podman:
+// the file's variables reach the container under the env keyword's; the
+// container's process has the capabilities asked for and no other; each
+// check runs the health command: starting, then unhealthy (down) after
+// its 3rd failure in a row, then healthy (up) once it passes.
+func TestContainerPodmanEnvFileCapsHealth(t *testing.T) {
+	env, rec, p := podmanEnv(t)
+	envFile := filepath.Join(t.TempDir(), "web.env")
+	if err := os.WriteFile(envFile, []byte("# the file's\nFROM_FILE=file\nBOTH=file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rc := containerRC("web", func(rc *config.ResourceConfig) {
+		rc.EnvFile = envFile
+		rc.ContainerEnv = map[string]string{"BOTH": "env"}
+		rc.CapDrop = []string{"ALL"}
+		rc.CapAdd = []string{"NET_BIND_SERVICE"}
+		rc.Healthcheck = "test -e /tmp/ok"
+	})
+	d, err := New(rc, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v\n%s", err, rec)
+	}
+	t.Cleanup(func() { d.Stop(context.Background()) })
+	name := ContainerName(env.Service, "web")
+	out, err := p.Run("inspect", "--format", "{{json .Config.Env}} {{.State.Pid}}", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"FROM_FILE=file"`) || !strings.Contains(out, `"BOTH=env"`) || strings.Contains(out, `"BOTH=file"`) {
+		t.Fatalf("the container's environment: %s", out)
+	}
+	f := strings.Fields(out)
+	status, err := os.ReadFile("/proc/" + f[len(f)-1] + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// NET_BIND_SERVICE is capability 10: 0x400, and nothing else
+	if !strings.Contains(string(status), "CapEff:\t0000000000000400\n") {
+		t.Fatalf("the container's capabilities are not NET_BIND_SERVICE alone:\n%s", status)
+	}
+
+	// the health command fails: starting (up) twice, then unhealthy
+	for i := 1; i <= 2; i++ {
+		mustStatus(t, d, dataset.StatusUp)
+	}
+	reason := mustStatus(t, d, dataset.StatusDown)
+	if reason != "container "+name+" unhealthy (its healthcheck failed 3 times in a row)" {
+		t.Fatalf("unhealthy: %q", reason)
+	}
+	if !rec.has("check: down: container " + name + " unhealthy") {
+		t.Fatalf("the log does not say unhealthy:\n%s", rec)
+	}
+	if _, err := p.Run("exec", name, "sh", "-c", ">/tmp/ok"); err != nil {
+		t.Fatal(err)
+	}
+	mustStatus(t, d, dataset.StatusUp)
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pull = always with real podman and no registry: the start's pull fails,
+// naming the pull, and runs nothing, though the image is here.
+func TestContainerPodmanPullAlwaysNoRegistry(t *testing.T) {
+	env, rec, p := podmanEnv(t)
+	// a loopback registry that is not there: refused at once
+	if _, err := p.Run("tag", "localhost/hbox:1", "127.0.0.1:1/hbox:1"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(containerRC("web", func(rc *config.ResourceConfig) { rc.Image = "127.0.0.1:1/hbox:1"; rc.Pull = "always" }), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStatus(t, d, dataset.StatusDown)
+	err = d.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "podman pull: exit code 125") {
+		t.Fatalf("start: %v\n%s", err, rec)
+	}
+	if names, _ := p.Run("ps", "--all", "--format", "{{.Names}}"); strings.TrimSpace(names) != "" {
+		t.Fatalf("containers after the failed pull: %s", names)
+	}
+}

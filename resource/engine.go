@@ -383,3 +383,39 @@ func (e *engine) remove(ctx context.Context, timeout time.Duration, c Container,
 	_, _, err := e.call(ctx, timeout, "rm", "--force", "--ignore", "--time", fmt.Sprint(int(stopTimeout/time.Second)), c.ID)
 	return err
 }
+
+// pull fetches image into the engine's storage (its registry, or a
+// transport such as oci-archive:).
+func (e *engine) pull(ctx context.Context, timeout time.Duration, image string) error {
+	_, _, err := e.call(ctx, timeout, "pull", "--quiet", "--", image)
+	return err
+}
+
+// health runs the health command of container id once and returns the
+// engine's health state after it: "healthy", "starting" (failures fewer
+// than its retries in a row) or "unhealthy".
+func (e *engine) health(ctx context.Context, timeout time.Duration, id string) (string, error) {
+	_, code, err := e.call(ctx, timeout, "healthcheck", "run", id)
+	switch {
+	case err == nil:
+		return "healthy", nil
+	case code != 1:
+		return "", err
+	}
+	out, _, err := e.call(ctx, timeout, "inspect", "--format", "{{.State.Health.Status}}", id)
+	if err != nil {
+		return "", err
+	}
+	switch h := strings.TrimSpace(string(out)); h {
+	case "healthy", "starting", "unhealthy":
+		return h, nil
+	default:
+		return "", &EngineError{Call: e.spec.Bin + " inspect", Msg: fmt.Sprintf("unreadable health state %.40q", h)}
+	}
+}
+
+// PullImage fetches image into the storage of spec's engine (svcmgr
+// pull), bounded by timeout.
+func PullImage(ctx context.Context, spec EngineSpec, image string, timeout time.Duration) error {
+	return engineFor(spec).pull(ctx, timeout, image)
+}

@@ -53,6 +53,7 @@ func App() *cli.App {
 			action("clear"), action("abort"), action("takeover"), action("giveback"), action("switch"),
 			action("restart"),
 			scaleCommand(),
+			pullCommand(),
 			rolloutCommand(),
 			simulateCommand(),
 			describeCommand(),

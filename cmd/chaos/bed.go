@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"haven/test/chaos"
+	"haven/test/testbed"
 )
 
 // bed builds the chaos suite's cluster (network namespaces, a bridge, the
@@ -51,6 +52,13 @@ func bed(args []string) int {
 	if *example != "" {
 		// the example's services alone
 		cfg.Services, cfg.NoFlex = 0, true
+		if chaos.ExampleNeedsPodman(*example) {
+			if why := testbed.PodmanUnavailable(); why != "" {
+				fmt.Fprintf(os.Stderr, "chaos bed: example %s runs containers: %s\n", *example, why)
+				return 2
+			}
+			cfg.Podman = true
+		}
 	}
 	c, err := chaos.NewCluster(cfg)
 	if err != nil {

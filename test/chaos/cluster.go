@@ -57,6 +57,8 @@ type Cluster struct {
 	// example are the services of an example made in the bed
 	// (CreateExample), named in its guide
 	example []ExampleService
+	// stores are the nodes' podman stores (Config.Podman)
+	stores  map[string]*testbed.Podman
 	arb     *http.Server
 	mounts  []string
 	logSeen map[string]int64 // audits: how much of each log was read
@@ -176,6 +178,13 @@ func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 			nodeToml = strings.Replace(nodeToml, "\n\n[hb]", fmt.Sprintf("\nocf_root = %q\n\n[hb]", c.OCFRoot()), 1)
 		}
 		nodeToml += c.diskToml()
+		if c.cfg.Podman {
+			kv, err := c.podmanStore(n)
+			if err != nil {
+				return c, err
+			}
+			nodeToml = strings.Replace(nodeToml, "[node]\n", "[node]\ncontainer_env = { "+kv+" }\n", 1)
+		}
 		if err := writeFile(filepath.Join(nd.Root, "etc", "node.toml"), nodeToml, 0o644); err != nil {
 			return c, err
 		}
@@ -424,6 +433,9 @@ func (c *Cluster) closeKeep(keep bool) {
 	if c.arb != nil {
 		c.arb.Close()
 	}
+	for _, p := range c.stores {
+		p.Close() // the daemons stopped: nothing starts them again
+	}
 	if c.Bed != nil {
 		c.Bed.Close()
 	}
@@ -439,4 +451,27 @@ func (c *Cluster) closeKeep(keep bool) {
 	if !keep {
 		os.RemoveAll(c.Work)
 	}
+}
+
+// podmanStore makes node n's podman store (below the work directory),
+// imports the image localhost/hbox:1 there, and returns the store's
+// environment as the inside of a TOML inline table.
+func (c *Cluster) podmanStore(n string) (string, error) {
+	p, err := testbed.NewPodman(filepath.Join(c.Work, "podman-"+n))
+	if err != nil {
+		return "", err
+	}
+	if c.stores == nil {
+		c.stores = map[string]*testbed.Podman{}
+	}
+	c.stores[n] = p
+	if err := p.ImportBusybox(ExampleImage); err != nil {
+		return "", err
+	}
+	var kv []string
+	for _, e := range p.Env {
+		k, v, _ := strings.Cut(e, "=")
+		kv = append(kv, fmt.Sprintf("%s = %q", k, v))
+	}
+	return strings.Join(kv, ", "), nil
 }

@@ -30,7 +30,14 @@ func (c *Cluster) Guide() string {
 	first := "svc1"
 	for _, s := range c.example {
 		fmt.Fprintf(&b, "Example service %s: %s", s.Name, strings.ReplaceAll(strings.TrimSpace(s.Defaults), "\n", "; "))
-		fmt.Fprintf(&b, " (its app is a sleep, journaled in %s)\n", c.Journal)
+		if s.Body == "" {
+			fmt.Fprintf(&b, " (its app is a sleep, journaled in %s)\n", c.Journal)
+		} else if strings.Contains(s.Body, ExampleVIP) {
+			fmt.Fprintf(&b, " (its config: %s.toml in the work directory)\n", s.Name)
+			fmt.Fprintf(&b, "  ip netns exec %s busybox wget -qO- http://%s:8080/     ask it at its virtual IP, from the arbitrator's host\n", c.Bed.NS["arb"], ExampleVIP)
+		} else {
+			fmt.Fprintf(&b, " (its config: %s.toml in the work directory)\n", s.Name)
+		}
 		if len(c.Services) == 0 && first == "svc1" {
 			first = s.Name // the first is a failover service
 		}
@@ -43,10 +50,20 @@ func (c *Cluster) Guide() string {
 	fmt.Fprintf(&b, "  %s --root %s --watch                         the cluster as %s sees it\n", filepath.Join(bin, "svcmon"), c.Nodes[n1].Root, n1)
 	fmt.Fprintf(&b, "  %s --root %s -s %s switch --to %s --wait     move a service\n", filepath.Join(bin, "svcmgr"), c.Nodes[n1].Root, first, n2)
 	fmt.Fprintf(&b, "  kill -9 $(cat %s)                 crash %s's daemon (its services keep running)\n", filepath.Join(c.Nodes[n1].Root, "run", "daemon.pid"), n1)
-	fmt.Fprintf(&b, "  ip netns exec %s %s --root %s daemon start   start it again (in its namespace)\n", c.Bed.NS[n1], filepath.Join(bin, "nodemgr"), c.Nodes[n1].Root)
+	if c.cfg.Podman {
+		// ip netns exec would hide the cgroup mounts runc needs
+		fmt.Fprintf(&b, "  nsenter --net=/run/netns/%s %s --root %s daemon start   start it again (in its network namespace)\n", c.Bed.NS[n1], filepath.Join(bin, "nodemgr"), c.Nodes[n1].Root)
+	} else {
+		fmt.Fprintf(&b, "  ip netns exec %s %s --root %s daemon start   start it again (in its namespace)\n", c.Bed.NS[n1], filepath.Join(bin, "nodemgr"), c.Nodes[n1].Root)
+	}
 	fmt.Fprintf(&b, "  ip netns exec %s iptables -I INPUT -i %s -j DROP   cut %s off (-D instead of -I heals)\n", c.Bed.NS[n1], Dev, n1)
 	fmt.Fprintf(&b, "  ip -n %s link set %s down                   pull %s's cable (up again: link set %s up)\n", c.Bed.NS[n1], Dev, n1, Dev)
 	fmt.Fprintf(&b, "  %s check-journal %s       did a service ever run twice (a flex one above flex_max)?\n", filepath.Join(bin, "chaos"), c.Journal)
+	for _, n := range c.Names {
+		if p := c.stores[n]; p != nil {
+			fmt.Fprintf(&b, "  env %s podman ps     %s's containers\n", strings.Join(p.Env, " "), n)
+		}
+	}
 	fmt.Fprintf(&b, "\nCtrl-C stops the daemons and the services and removes the namespaces and the work directory.\n")
 	return b.String()
 }

@@ -58,7 +58,8 @@ func (n *Node) run(timeout time.Duration, inNS bool, bin string, args ...string)
 	}
 	c := testbed.Command{Bin: filepath.Join(dir, bin), Root: n.Root, Args: args, Timeout: timeout}
 	if inNS {
-		c.NS = n.c.Bed.NS[n.Name]
+		// with containers, the host's cgroup mounts (Config.Podman)
+		c.NS, c.NetOnly = n.c.Bed.NS[n.Name], n.c.cfg.Podman
 	}
 	r, err := c.Run()
 	if err != nil {

@@ -47,6 +47,10 @@ type Config struct {
 	// OCF makes the test services of OCF agents (chaos/ocf.go): the app
 	// behind ocf:chaos:app, with ocf:heartbeat:Dummy beside it.
 	OCF bool
+	// Podman gives each node a podman store of its own (testbed.Podman,
+	// node.toml container_env) holding the image localhost/hbox:1, built
+	// offline from busybox-static: for the container examples of the bed.
+	Podman bool
 	// Disk makes it a disk-fence round (diskmode.go): [hb.disk] with
 	// fence = true on every node, quorum on, DiskFence drawn too.
 	Disk bool

@@ -188,3 +188,226 @@ func TestPodmanContainerPlacementAdoptOrphan(t *testing.T) {
 		t.Fatalf("web's log on n2 has %d container starts, want 1:\n%s", n, lg)
 	}
 }
+
+// svcmgr pull with a registry of the test's own on loopback (no other is
+// reachable): the image on no node at first, pull = never, so both say
+// `cannot run here`. n1's store does not trust the plain-HTTP registry:
+// svcmgr pull fails there, naming n1 and the engine's error, exits 1, and
+// pulls on n2, where the service then starts (placement still avoids n1).
+// Once n1 trusts the registry, a second pull succeeds on both and n1 says
+// `cannot run here` no more.
+func TestPodmanContainerSvcmgrPull(t *testing.T) {
+	if why := testbed.PodmanUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	if why := testbed.RegistryUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	t.Parallel() // loopback daemons on ports of its own; mostly waits
+	reg, err := testbed.StartRegistry(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Close)
+	src, err := testbed.NewPodman(filepath.Join(t.TempDir(), "src"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	if err := src.ImportBusybox("localhost/hbox:1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Push(src, "localhost/hbox:1", "hbox:1"); err != nil {
+		t.Fatal(err)
+	}
+	image := reg.Addr + "/hbox:1"
+
+	names := []string{"n1", "n2"}
+	c := newCluster(t, names, clusterOpts{})
+	stores := podmanNodes(t, c, "none")
+	if err := stores["n2"].TrustRegistry(reg.Addr); err != nil {
+		t.Fatal(err)
+	}
+	startNodes(t, c, names)
+	createService(t, c["n1"], "web", strings.Replace(containerService(`["n1", "n2"]`), "localhost/hbox:1", image, 1))
+	cannot := func(n string) func() bool {
+		return func() bool {
+			r := c[n].instance("web").Resources["container#web"]
+			return r.Fault == "hard" && strings.Contains(r.Log, "cannot run here: image "+image+" is not in this node's engine storage")
+		}
+	}
+	waitFor(t, 30*time.Second, "n1 and n2 say cannot run here", func() bool { return cannot("n1")() && cannot("n2")() })
+
+	r := c["n1"].run("svcmgr", "-s", "web", "pull")
+	if r.Code != 1 || !strings.Contains(r.Out, "web: n1: container#web "+image+": failed: podman pull: exit code 125") ||
+		!strings.Contains(r.Out, "web: n2: container#web "+image+": pulled") {
+		t.Fatalf("svcmgr pull, n1 not trusting the registry: %s", r)
+	}
+	waitFor(t, 30*time.Second, "web up on n2", upOnlyOn(c["n1"], "web", "n2"))
+	if run, _ := stores["n2"].Running(); !slices.Contains(run, "haven.web.web") {
+		t.Fatalf("n2's store runs %v", run)
+	}
+	if !cannot("n1")() {
+		t.Fatalf("n1's container#web after a failed pull: %+v", c["n1"].instance("web").Resources["container#web"])
+	}
+	if lg := readFile(t, filepath.Join(c["n2"].root, "log", "services", "web.log")); !strings.Contains(lg, "container#web pull: "+image+" (svcmgr pull)") {
+		t.Fatalf("n2's web log does not show the pull:\n%s", lg)
+	}
+
+	if err := stores["n1"].TrustRegistry(reg.Addr); err != nil {
+		t.Fatal(err)
+	}
+	// asked from n2 this time: n1 pulls on the peer's ask
+	if out := c["n2"].must("svcmgr", "-s", "web", "pull"); !strings.Contains(out, "web: n1: container#web "+image+": pulled") {
+		t.Fatalf("svcmgr pull: %s", out)
+	}
+	waitFor(t, 30*time.Second, "n1 can run web's container", func() bool {
+		r := c["n1"].instance("web").Resources["container#web"]
+		return r.Fault == "" && r.Status == "down"
+	})
+	if _, err := stores["n1"].Run("image", "exists", image); err != nil {
+		t.Fatalf("n1's store lacks the image after the pull: %v", err)
+	}
+	waitFor(t, 10*time.Second, "web still up on n2 only", upOnlyOn(c["n1"], "web", "n2"))
+}
+
+// flexContainerService is containerService as a flex service of target.
+func flexContainerService(nodes string, target int) string {
+	return strings.Replace(containerService(nodes), "orchestrate = \"ha\"\n",
+		fmt.Sprintf("orchestrate = \"ha\"\ntopology = \"flex\"\nflex_target = %d\nupdate_monitor = \"1s\"\n", target), 1)
+}
+
+// containerWatch is the observer of the container name on each node:
+// each node's store, asked with podman ps, and the container's process in
+// /proc (testbed.Podman.Running).
+func containerWatch(t *testing.T, stores map[string]*testbed.Podman, name string) *procWatch {
+	probes := map[string]func() bool{}
+	for n, p := range stores {
+		probes[n] = runningProbe(p, name)
+	}
+	return watchProbes(t, probes)
+}
+
+// A flex service of 3 containers on 4 nodes, the guard on: 3 run; kill -9
+// of the daemon of one of them: its guard ends its container, and the
+// fourth node starts one; the observer outside the cluster never sees
+// more than flex_max (3) running at once.
+func TestPodmanContainerFlexKilledDaemon(t *testing.T) {
+	if why := testbed.PodmanUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	t.Parallel() // loopback daemons on ports of its own; mostly waits
+	names := []string{"n1", "n2", "n3", "n4"}
+	c := newCluster(t, names, clusterOpts{timeout: "8s", interval: "1s", extra: `guard_lease = "3s"`})
+	stores := podmanNodes(t, c)
+	startNodes(t, c, names)
+	const name = "haven.web.web"
+	w := containerWatch(t, stores, name)
+	createService(t, c["n1"], "web", flexContainerService(`["n1", "n2", "n3", "n4"]`, 3))
+	waitFor(t, 60*time.Second, "web's container runs on 3 nodes (observer)", func() bool { return len(w.running()) == 3 })
+	waitFor(t, 20*time.Second, "n4 shows web up 3/3", func() bool {
+		f := c["n4"].status().Services["web"].Flex
+		return f != nil && f.Up == 3 && f.Max == 3
+	})
+	up := w.running()
+	victim, spare := up[0], ""
+	for _, n := range names {
+		if !slices.Contains(up, n) {
+			spare = n
+		}
+	}
+	at := time.Now()
+	syscallKill(daemonPid(t, c[victim]))
+	waitFor(t, 90*time.Second, spare+" runs web's container, "+victim+"'s ended (observer)", func() bool {
+		return w.runs(spare) && !w.runs(victim)
+	})
+	w.moreRounds(3)
+	ended, _ := w.last(victim, time.Now())
+	started, _ := w.first(spare, at)
+	t.Logf("kill -9 of %s's daemon: its container last seen %s after, %s's first %s after (margin %s)", victim,
+		ended.Sub(at).Round(time.Millisecond), spare, started.Sub(at).Round(time.Millisecond), started.Sub(ended).Round(time.Millisecond))
+	if got := w.running(); len(got) != 3 {
+		t.Fatalf("web's container runs on %v after the takeover, want 3 nodes", got)
+	}
+	if most, when := w.peak(); most > 3 {
+		t.Logf("guard: %s", readFile(t, filepath.Join(c[victim].root, "var", "guard.json")))
+		t.Fatalf("the observer saw web's container running on %d nodes at once (%s), flex_max is 3", most, when)
+	}
+}
+
+// containerImages is the image of the running container name in each
+// store (podman ps), by node.
+func containerImages(t *testing.T, stores map[string]*testbed.Podman, name string) map[string]string {
+	out := map[string]string{}
+	for n, p := range stores {
+		s, err := p.Run("ps", "--filter", "name=^"+name+"$", "--format", "{{.Image}}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s = strings.TrimSpace(s); s != "" {
+			out[n] = s
+		}
+	}
+	return out
+}
+
+// A rollout to a new image tag: a flex service of 3 containers runs
+// localhost/hbox:1; svcmgr set of the image to localhost/hbox:2 (a second
+// tag of the offline image, on every node), then rollout --wait: every
+// instance runs the new tag, never fewer than 2 of the 3 running
+// (parallelism 1) nor more than 3 (observer). Then a tag that no node has:
+// the rollout pauses at its first node, naming it and the cause (the
+// image missing there), and --wait exits 1; the two others keep hbox:2.
+func TestPodmanContainerRolloutImage(t *testing.T) {
+	if why := testbed.PodmanUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	t.Parallel() // loopback daemons on ports of its own; mostly waits
+	names := []string{"n1", "n2", "n3"}
+	c := newCluster(t, names, clusterOpts{})
+	stores := podmanNodes(t, c)
+	for _, p := range stores {
+		if _, err := p.Run("tag", "localhost/hbox:1", "localhost/hbox:2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startNodes(t, c, names)
+	const name = "haven.web.web"
+	w := containerWatch(t, stores, name)
+	createService(t, c["n1"], "web", flexContainerService(`["n1", "n2", "n3"]`, 3))
+	waitFor(t, 60*time.Second, "web's container runs on 3 nodes (observer)", func() bool { return len(w.running()) == 3 })
+
+	c["n2"].must("svcmgr", "-s", "web", "set", "--kw", "container#web.image=localhost/hbox:2")
+	waitFor(t, 20*time.Second, "svcmon on n3 shows the old config", func() bool {
+		return strings.Count(c["n3"].must("svcmon"), "(old config)") == 3
+	})
+	from := time.Now()
+	if out := c["n3"].must("svcmgr", "-s", "web", "rollout", "--wait", "--time", "90s"); !strings.Contains(out, "done") {
+		t.Fatalf("rollout --wait:\n%s", out)
+	}
+	t.Logf("rollout of 3 containers to a new tag: %s", time.Since(from).Round(10*time.Millisecond))
+	if imgs := containerImages(t, stores, name); len(imgs) != 3 || imgs["n1"] != "localhost/hbox:2" || imgs["n2"] != "localhost/hbox:2" || imgs["n3"] != "localhost/hbox:2" {
+		t.Fatalf("the images running after the rollout: %v, want localhost/hbox:2 on the 3 nodes", imgs)
+	}
+	w.moreRounds(3)
+	if least, when := w.trough(from); least < 2 {
+		t.Fatalf("the observer saw %d containers running at once during the rollout (%s): parallelism 1 keeps 2 of 3", least, when)
+	}
+	if most, when := w.peak(); most > 3 {
+		t.Fatalf("the observer saw %d containers at once (%s), flex_max is 3", most, when)
+	}
+
+	// a tag no node has
+	c["n1"].must("svcmgr", "-s", "web", "set", "--kw", "container#web.image=localhost/hbox:9")
+	waitFor(t, 20*time.Second, "svcmon on n2 shows the old config", func() bool {
+		return strings.Count(c["n2"].must("svcmon"), "(old config)") == 3
+	})
+	r := c["n2"].run("svcmgr", "-s", "web", "rollout", "--wait", "--time", "90s")
+	if r.Code != 1 || !strings.Contains(r.Err, "paused: n1: ") || !strings.Contains(r.Err, "image localhost/hbox:9 is not in this node's engine storage") {
+		t.Fatalf("rollout --wait to a missing tag: want exit 1 naming n1 and the missing image: %s", r)
+	}
+	w.moreRounds(3)
+	if imgs := containerImages(t, stores, name); len(imgs) != 2 || imgs["n2"] != "localhost/hbox:2" || imgs["n3"] != "localhost/hbox:2" {
+		t.Fatalf("after the pause, the images running: %v, want localhost/hbox:2 on n2 and n3", imgs)
+	}
+}

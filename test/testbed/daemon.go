@@ -74,7 +74,11 @@ type Command struct {
 	Bin, Root string
 	Args      []string
 	NS        string
-	Timeout   time.Duration
+	// NetOnly enters NS's network alone (nsenter --net), keeping the
+	// host's mounts: `ip netns exec` mounts a sysfs of its own, which
+	// hides /sys/fs/cgroup, and a container engine's runtime needs it.
+	NetOnly bool
+	Timeout time.Duration
 	// Env is added to the environment of the command (KEY=VALUE).
 	Env []string
 }
@@ -90,9 +94,12 @@ func (c Command) Run() (Result, error) {
 	}
 	argv := append([]string{"--root", c.Root}, c.Args...)
 	var cmd *exec.Cmd
-	if c.NS != "" {
+	switch {
+	case c.NS != "" && c.NetOnly:
+		cmd = exec.CommandContext(ctx, "nsenter", append([]string{"--net=/run/netns/" + c.NS, "--", c.Bin}, argv...)...)
+	case c.NS != "":
 		cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", c.NS, c.Bin}, argv...)...)
-	} else {
+	default:
 		cmd = exec.CommandContext(ctx, c.Bin, argv...)
 	}
 	if len(c.Env) > 0 {

@@ -61,9 +61,15 @@ func NewPodman(dir string) (*Podman, error) {
 	if err := WriteFile(filepath.Join(dir, "containers.conf"), conf, 0o600); err != nil {
 		return nil, err
 	}
+	// no registry to search short names in (none is reachable); a test's
+	// own registry is added by TrustRegistry
+	if err := WriteFile(filepath.Join(dir, "registries.conf"), "unqualified-search-registries = []\n", 0o600); err != nil {
+		return nil, err
+	}
 	return &Podman{Dir: dir, Env: []string{
 		"CONTAINERS_STORAGE_CONF=" + filepath.Join(dir, "storage.conf"),
 		"CONTAINERS_CONF=" + filepath.Join(dir, "containers.conf"),
+		"CONTAINERS_REGISTRIES_CONF=" + filepath.Join(dir, "registries.conf"),
 	}}, nil
 }
 
@@ -179,7 +185,7 @@ func BusyboxRootfs(dir string) error {
 	return nil
 }
 
-var busyboxApplets = []string{"sh", "sleep", "echo", "cat", "env", "ls", "true", "false", "kill", "ps"}
+var busyboxApplets = []string{"sh", "sleep", "echo", "cat", "env", "ls", "true", "false", "kill", "ps", "httpd", "wget"}
 
 // BusyboxTar writes a tarball of a busybox root filesystem.
 func BusyboxTar(path string) error {
