@@ -70,10 +70,25 @@ func signOrder(tag, cluster, service, name string, priv ed25519.PrivateKey, seri
 	return fmt.Sprintf("%s %d %s", name, serial, base64.StdEncoding.EncodeToString(sig)), nil
 }
 
+// MaxOrderSig bounds the length of an order's signature text (about 150
+// bytes: a key name of at most 64, a serial of at most 20 digits, 88 of
+// base64), checked on a peer's whatever the cluster lists: a node never
+// holds or relays a longer one.
+const MaxOrderSig = 256
+
+// OrderSigTooLong refuses a signature text above MaxOrderSig (what:
+// "deletion" or "target"), nil for one within it.
+func OrderSigTooLong(what, sig string) error {
+	if len(sig) <= MaxOrderSig {
+		return nil
+	}
+	return &OrderError{What: what, Reason: SigBad, Msg: fmt.Sprintf("the signature is %d bytes long: at most %d", len(sig), MaxOrderSig)}
+}
+
 // ParseOrderSig splits an order's signature text without checking it.
 func ParseOrderSig(s string) (name string, serial uint64, sig []byte, err error) {
-	if len(s) > 256 {
-		return "", 0, nil, fmt.Errorf("the signature is %d bytes long: at most 256", len(s))
+	if len(s) > MaxOrderSig {
+		return "", 0, nil, fmt.Errorf("the signature is %d bytes long: at most %d", len(s), MaxOrderSig)
 	}
 	return parseSignatureLine(SignaturePrefix + s)
 }

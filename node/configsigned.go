@@ -104,8 +104,8 @@ func (c *Core) ordersSigned() bool { return c.cfg.Admin.On() && c.FeatureLevel()
 // deletionRefused refuses the deletion of name signed sig (a peer's
 // tombstone, or an admin's request here).
 func (c *Core) deletionRefused(name, sig string) error {
-	if !c.ordersSigned() {
-		return nil
+	if err := config.OrderSigTooLong("deletion", sig); err != nil || !c.ordersSigned() {
+		return err
 	}
 	s, err := c.cfg.Admin.Deletion(sig, name)
 	if err != nil {
@@ -153,8 +153,8 @@ func (c *Core) dropTombstone(name string) {
 // targetRefused refuses t, a target of svc (a peer's, or an admin's
 // request here), for its signature; ss is the service's state here.
 func (c *Core) targetRefused(svc string, t dataset.Target, ss ServiceState) error {
-	if !c.ordersSigned() || !t.Active() {
-		return nil
+	if err := config.OrderSigTooLong("target", t.Sig); err != nil || !c.ordersSigned() || !t.Active() {
+		return err
 	}
 	s, err := c.cfg.Admin.Target(t.Sig, svc, t.Expect, t.Node)
 	if err != nil {

@@ -272,13 +272,21 @@ func TestPeerUnsignedTargetRefused(t *testing.T) {
 }
 
 // The feature level gates the targets' rule too: at level 1 a peer's
-// unsigned stop is taken as before.
+// unsigned stop is taken as before; a signature text over the bound is
+// refused whatever the level.
 func TestUnsignedTargetTakenBelowLevel2(t *testing.T) {
 	c, d, s := ordersCore(t)
 	announce(c, map[string]dataset.ConfigEntry{"web": entry(ver(5, "n2"), s.config("[app.web]\n", 1), nil)}, t0)
 	d.drive(t0)
 	c.state.FeatureLevel = 1
 	stop := dataset.Target{Expect: dataset.ExpectStopped, ID: "n2-s", Version: ver(30, "n2")}
+	// a signature text over the bound is refused whatever the level
+	long := stop
+	long.Sig = strings.Repeat("a", config.MaxOrderSig+1)
+	announceTarget(c, long, t0)
+	if rs := eventsOf[TargetRefused](d.drive(t0)); len(rs) != 1 || c.state.Services["web"].Target.Sig != "" {
+		t.Fatalf("level 1: a signature of %d bytes taken: %+v", len(long.Sig), rs)
+	}
 	announceTarget(c, stop, t0)
 	d.drive(t0)
 	if got := c.state.Services["web"].Target; got != stop {
