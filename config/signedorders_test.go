@@ -118,3 +118,17 @@ func FuzzVerifyTarget(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkVerifyTarget: the check of a target's signature, paid once per
+// target taken from a peer (docs/security.md, "Admin-signed deletions and
+// targets").
+func BenchmarkVerifyTarget(b *testing.B) {
+	pub, priv := newAdminKey(b)
+	keys := map[string]ed25519.PublicKey{"alice": pub}
+	sig, _ := SignTarget("prod", "web", "stopped", "", "alice", priv, 5)
+	for b.Loop() {
+		if _, err := VerifyTarget(sig, "prod", "web", "stopped", "", keys); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
