@@ -120,6 +120,7 @@ model:
 # counts are about what 10 s, 5 s and 3 s ran on the 2-core CI host.
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParseService -fuzztime=$(FUZZTIME) -fuzzminimizetime=1s ./config
+	$(GO) test -run='^$$' -fuzz=FuzzVerifyTarget -fuzztime=20000x -fuzzminimizetime=1s ./config
 	$(GO) test -run='^$$' -fuzz=FuzzEnvelope -fuzztime=20000x -fuzzminimizetime=1s ./heartbeat
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeState -fuzztime=6000x -fuzzminimizetime=1s ./daemon
 

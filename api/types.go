@@ -208,6 +208,11 @@ type ActionRequest struct {
 	// WaitTimeout bounds a Wait (svcmgr --time): the daemon then answers
 	// with where the target stands. Zero waits as long as the caller.
 	WaitTimeout time.Duration `json:"wait_timeout,omitempty"`
+	// Sig is an admin's signature of the order (svcmgr --key): of the
+	// deletion, or of the target the action sets; needed when the cluster
+	// lists [admin_keys] (docs/security.md, "Admin-signed deletions and
+	// targets").
+	Sig string `json:"sig,omitempty"`
 }
 
 // ActionResponse tells what was accepted.

@@ -23,7 +23,7 @@ var EventKinds = []string{
 	"restarts_spent", "target", "target_adopted", "target_failed", "target_reached", "target_pending",
 	"quorum_vote", "quorum_stall", "arbitrator", "takeover_gate", "fenced", "fence_failed",
 	"config_outside", "config_deleted_by_peer", "config_refused", "config_conflict", "config_install_failed",
-	"config_rebased", "config_unconfirmed", "version_refused",
+	"config_rebased", "config_unconfirmed", "version_refused", "target_refused",
 	"peer_stale", "peer_fresh", "duplicate_member", "duplicate_member_gone", "resource_fault", "feature_level",
 	"link_down", "link_up", "link_degraded", "link_repaired", "peer_run_held", "peer_run_trusted", "cluster_conf",
 	"rollout_started", "rollout_turn",

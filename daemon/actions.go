@@ -26,7 +26,7 @@ func (d *Daemon) serviceAction(req api.ActionRequest, done func(any, error)) {
 		return
 	}
 	r := driver.Request{Service: inst.name, Action: req.Action, Node: req.Node, Local: req.Local, Force: req.Force,
-		Wait: req.Wait, WaitTimeout: req.WaitTimeout, Nodes: inst.cfg.NodeList(d.cluster.NodeNames())}
+		Wait: req.Wait, WaitTimeout: req.WaitTimeout, Sig: req.Sig, Nodes: inst.cfg.NodeList(d.cluster.NodeNames())}
 	d.drv.ServiceAction(r, func(a node.Answer) {
 		if err := answerErr(a); err != nil {
 			done(nil, err)

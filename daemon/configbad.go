@@ -29,6 +29,11 @@ type configState struct {
 	// status shows them as invalid until a config of that name is
 	// installed or deleted here.
 	refused map[string]string
+	// orders are the peers' deletions and targets refused here for their
+	// admin signature (node/configsigned.go), by service: the status shows
+	// the last one (dataset.ServiceStatus.OrderRefused) until the config
+	// is written again here or a target is taken.
+	orders map[string]string
 }
 
 // badConfig is a service config file that does not parse.
@@ -91,6 +96,10 @@ func (d *Daemon) invalidStatus(name string, nodes map[string]dataset.Node) datas
 // peerConfigRefused records a peer's config refused because it does not
 // parse here (the last good config, if any, is kept: node.ConfigRefused).
 func (d *Daemon) peerConfigRefused(e node.ConfigRefused) {
+	if e.Deletion {
+		d.orderRefused(e.Svc, fmt.Sprintf("the deletion from %s is refused here: %s (the config is kept)", e.From, e.Err))
+		return
+	}
 	if !e.Kept || e.Err == "" {
 		return
 	}
@@ -100,10 +109,26 @@ func (d *Daemon) peerConfigRefused(e node.ConfigRefused) {
 	d.cfgs.refused[e.Svc] = fmt.Sprintf("the config from %s is refused here: %s", e.From, e.Err)
 }
 
+// orderRefused records a peer's deletion or target of svc refused here
+// for its admin signature.
+func (d *Daemon) orderRefused(svc, msg string) {
+	if d.cfgs.orders == nil {
+		d.cfgs.orders = map[string]string{}
+	}
+	d.cfgs.orders[svc] = msg
+	d.changed()
+}
+
 // showRefused adds the peers' configs refused here to the status st: the
 // error on a service this node has (its last good config kept), or a
 // service shown as invalid when this node has none.
 func (d *Daemon) showRefused(st *dataset.ClusterStatus, nodes map[string]dataset.Node) {
+	for _, name := range sortedKeys(d.cfgs.orders) {
+		if ss, ok := st.Services[name]; ok {
+			ss.OrderRefused = d.cfgs.orders[name]
+			st.Services[name] = ss
+		}
+	}
 	for _, name := range sortedKeys(d.cfgs.refused) {
 		msg := d.cfgs.refused[name]
 		if ss, ok := st.Services[name]; ok {

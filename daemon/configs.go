@@ -90,6 +90,7 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 		d.drv.Input(node.ConfigWritten{Service: name, Err: err, Now: d.clk.Now()})
 	case op.Config == nil:
 		delete(d.cfgs.refused, name)
+		delete(d.cfgs.orders, name)
 		delete(d.services, name)
 		d.drv.Input(node.InstanceRemoved{Service: name})
 		delete(d.cfgs.invalid, name)
@@ -100,6 +101,7 @@ func (d *Daemon) configWritten(op node.ConfigOp, path string, err error) {
 		cfg := op.Config
 		cfg.File = path
 		delete(d.cfgs.refused, name)
+		delete(d.cfgs.orders, name)
 		if d.cfgs.invalid[name] != nil {
 			delete(d.cfgs.invalid, name)
 			d.log.Info("service config repaired: managed again with its kept state", zap.String("svc", name))

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"go.uber.org/zap"
@@ -59,6 +60,12 @@ func (e effects) Event(ev node.Event) {
 	switch ev := ev.(type) {
 	case node.ConfigRefused:
 		e.d.peerConfigRefused(ev)
+	case node.TargetRefused:
+		e.d.orderRefused(ev.Svc, fmt.Sprintf("the target %s from %s is refused here: %s (nothing acts on it)", ev.Target.String(), ev.From, ev.Err))
+	case node.TargetAdopted:
+		delete(e.d.cfgs.orders, ev.Svc)
+	case node.TargetSet:
+		delete(e.d.cfgs.orders, ev.Svc)
 	case node.InstanceMonitor:
 		e.d.prepareOnMonitor(ev)
 	}

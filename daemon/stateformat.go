@@ -105,10 +105,13 @@ func checkStateLevel(path string, level, format int) error {
 // level 1 may hold a rollout of its own nodes of this release; taken back
 // to the first release, it forgets it), and the times of the restarts a
 // restart_window counts (the count stays, as the first release kept it).
+// The admin signatures of targets and tombstones and the targets' serial
+// floor go too: they are needed from level 2 on only (node/configsigned.go).
 func withoutUnknown(d durable) durable {
 	if envelopeVersion(d.FeatureLevel) >= 2 {
 		return d
 	}
+	d.TombstoneSigs = nil
 	if d.SplitFrozen {
 		if !d.NodeFrozen {
 			d.NodeFrozen, d.NodeFrozenReason = true, d.SplitFrozenReason
@@ -117,7 +120,7 @@ func withoutUnknown(d durable) durable {
 	}
 	strip := false
 	for _, s := range d.Services {
-		strip = strip || s.Target.Unknown != "" || s.Clear.Unknown != "" || s.ActionHeld != "" ||
+		strip = strip || s.Target.Unknown != "" || s.Target.Sig != "" || s.TargetSerial != 0 || s.Clear.Unknown != "" || s.ActionHeld != "" ||
 			s.RunDigest != "" || s.Rollout != nil || s.RolloutMark != nil
 		for _, r := range s.Restarts {
 			strip = strip || len(r.At) > 0
@@ -129,6 +132,7 @@ func withoutUnknown(d durable) durable {
 	svcs := make(map[string]durableService, len(d.Services))
 	for k, s := range d.Services {
 		s.Target.Unknown, s.Clear.Unknown, s.ActionHeld = "", "", ""
+		s.Target.Sig, s.TargetSerial = "", 0
 		s.RunDigest, s.Rollout, s.RolloutMark = "", nil, nil
 		if len(s.Restarts) > 0 {
 			rs := make(map[string]node.RestartCount, len(s.Restarts))

@@ -225,3 +225,38 @@ func TestStateRolloutAtLevel1(t *testing.T) {
 		t.Fatalf("level 2 read back as %+v (%v)", d.Services["web"], err)
 	}
 }
+
+// TestStateOrderSigsAtLevel1: the admin signatures of a target and a
+// tombstone and the targets' serial floor are fields the first release
+// does not know: left out at level 1 (the orders are not required then),
+// written and read back from level 2 on.
+func TestStateOrderSigsAtLevel1(t *testing.T) {
+	st := formatState(1)
+	web := st.Services["web"]
+	web.Target = dataset.Target{Expect: dataset.ExpectStopped, ID: "n1-4", Version: dataset.Version{Counter: 4, Origin: "n1"}, Sig: "alice 5 sig"}
+	web.TargetSerial = 5
+	st.Services["web"] = web
+	st.Tombstones = map[string]dataset.Version{"db": {Counter: 3, Origin: "n2"}}
+	st.TombstoneSigs = map[string]string{"db": "alice 6 sig"}
+	b1, err := encodeDurable(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"sig", "target_serial", "tombstone_sigs"} {
+		if bytes.Contains(b1, []byte(`"`+k+`"`)) {
+			t.Fatalf("level 1 wrote %s, which the first release refuses:\n%s", k, b1)
+		}
+	}
+	if st.Services["web"].Target.Sig == "" || st.TombstoneSigs["db"] == "" {
+		t.Fatal("encoding at level 1 changed the state it encoded")
+	}
+	st.FeatureLevel = 2
+	b2, err := encodeDurable(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := decodeState(b2)
+	if w := d.Services["web"]; err != nil || w.Target.Sig != "alice 5 sig" || w.TargetSerial != 5 || d.TombstoneSigs["db"] != "alice 6 sig" {
+		t.Fatalf("level 2 read back as %+v, %v (%v)", d.Services["web"], d.TombstoneSigs, err)
+	}
+}

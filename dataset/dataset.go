@@ -227,6 +227,10 @@ type Target struct {
 	// ID is the orchestration id returned to the admin.
 	ID      string  `json:"id"`
 	Version Version `json:"version"`
+	// Sig is an admin's signature of the target ("NAME SERIAL BASE64":
+	// config.SignTarget), needed from a peer when the cluster lists
+	// [admin_keys] (docs/security.md, "Admin-signed deletions and targets").
+	Sig string `json:"sig,omitempty"`
 
 	// Unknown: the fields of a newer release, kept (unknown.go).
 	Unknown Unknown `json:"-"`
@@ -421,6 +425,10 @@ type ConfigEntry struct {
 	Includes map[string]uint64 `json:"includes,omitempty"`
 	Raw      string            `json:"raw,omitempty"`
 	Deleted  bool              `json:"deleted,omitempty"`
+	// Sig is a tombstone's admin signature ("NAME SERIAL BASE64":
+	// config.SignDeletion), needed from a peer when the cluster lists
+	// [admin_keys].
+	Sig string `json:"sig,omitempty"`
 
 	// Unknown: the fields of a newer release, kept (unknown.go).
 	Unknown Unknown `json:"-"`

@@ -33,6 +33,6 @@ func (a Instance) Equal(b Instance) bool {
 // ConfigEntry). Clone keeps a nil lineage nil: nil and empty
 // differ, as on the wire.
 func (a ConfigEntry) Equal(b ConfigEntry) bool {
-	return a.Version == b.Version && a.Digest == b.Digest && a.Raw == b.Raw && a.Deleted == b.Deleted && a.Unknown == b.Unknown &&
+	return a.Version == b.Version && a.Digest == b.Digest && a.Raw == b.Raw && a.Deleted == b.Deleted && a.Sig == b.Sig && a.Unknown == b.Unknown &&
 		(a.Includes == nil) == (b.Includes == nil) && maps.Equal(a.Includes, b.Includes)
 }

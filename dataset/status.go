@@ -269,6 +269,11 @@ type ServiceStatus struct {
 	// parse ("file:line: key: msg"): the daemon keeps the service's state
 	// but does not act on it until the config is repaired.
 	ConfigError string `json:"config_error,omitempty"`
+	// OrderRefused is the last deletion or target of a peer refused on
+	// this node for its admin signature (docs/security.md, "Admin-signed
+	// deletions and targets"): "the target stopped from n2 is refused
+	// here: target_refused: unsigned: ...".
+	OrderRefused string `json:"order_refused,omitempty"`
 	// Flex is set for a flex service (DEFAULT.topology = "flex"): its
 	// counts. Absent for a failover service.
 	Flex *FlexStatus `json:"flex,omitempty"`

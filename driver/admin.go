@@ -22,6 +22,8 @@ type Request struct {
 	WaitTimeout time.Duration
 	// Nodes are the service's nodes (its config's, "*" expanded).
 	Nodes []string
+	// Sig is the admin's signature of a deletion or a target.
+	Sig string
 }
 
 // ServiceAction routes an admin action on one service to the core: a
@@ -39,7 +41,7 @@ func (d *Driver) ServiceAction(r Request, done func(node.Answer)) {
 	case r.Local || r.Action == "restart":
 		d.Ask(node.LocalRequest{Service: r.Service, Action: r.Action, Now: now, Force: r.Force}, done)
 	case r.Action == "delete":
-		d.Ask(node.Deletion{Service: r.Service, Now: now}, done)
+		d.Ask(node.Deletion{Service: r.Service, Now: now, Sig: r.Sig}, done)
 	case r.Action == "rollout":
 		if r.Local || r.Wait || r.Node != "" {
 			done(node.Answer{Bad: true, Err: fmt.Errorf("%s rollout: takes no --local, --node or daemon-side wait", r.Service)})
@@ -47,7 +49,7 @@ func (d *Driver) ServiceAction(r Request, done func(node.Answer)) {
 		}
 		d.Ask(node.RolloutRequest{Service: r.Service, Now: now}, done)
 	default:
-		treq := node.TargetRequest{Service: r.Service, Action: r.Action, Node: r.Node, Now: now, Nodes: r.Nodes, Wait: r.Wait}
+		treq := node.TargetRequest{Service: r.Service, Action: r.Action, Node: r.Node, Now: now, Nodes: r.Nodes, Wait: r.Wait, Sig: r.Sig}
 		if r.Wait && r.WaitTimeout > 0 {
 			treq.Deadline = now.Add(r.WaitTimeout)
 			d.armWake(treq.Deadline)

@@ -22,6 +22,7 @@ func CoreConfig(n *config.NodeConfig, cl *config.ClusterConfig, compat int, loca
 		Quorum: QuorumConfig(n, cl), Local: local, Configs: codec,
 		ConfirmTimeout: ConfirmTimeout(n.HB.Timeout), ClusterConf: ClusterConf(n, cl), ClusterFile: cl.File,
 		SignedConfigs: len(cl.AdminKeys) > 0,
+		Admin:         config.SignatureCheck{Cluster: cl.Name, Keys: cl.AdminKeys},
 		Guard:         node.GuardConfig{Enabled: n.Guard, Lease: n.GuardLease, Act: config.GuardAct}}
 }
 

@@ -42,6 +42,9 @@ type ConfigRefused struct {
 	Err    string `json:"error,omitempty"`
 	Digest bool   `json:"digest,omitempty"`
 	Kept   bool   `json:"kept,omitempty"`
+	// Deletion: what is refused is the peer's deletion of the service
+	// (its admin signature: node/configsigned.go); the config is kept.
+	Deletion bool `json:"deletion,omitempty"`
 }
 
 func (ConfigRefused) Kind() string      { return "config_refused" }
@@ -49,6 +52,8 @@ func (e ConfigRefused) Service() string { return e.Svc }
 func (ConfigRefused) Level() Level      { return Error }
 func (e ConfigRefused) String() string {
 	switch {
+	case e.Deletion:
+		return "deletion from peer refused, the config is kept"
 	case e.Digest:
 		return "config from peer refused: its digest does not match its content"
 	case e.Kept:

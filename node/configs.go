@@ -88,7 +88,7 @@ func (c *Core) KnownConfig(name string) dataset.ConfigEntry {
 // configOnDisk is the entry the state records for name.
 func (c *Core) configOnDisk(name string) dataset.ConfigEntry {
 	if v, ok := c.state.Tombstones[name]; ok {
-		return dataset.ConfigEntry{Version: v, Deleted: true}
+		return dataset.ConfigEntry{Version: v, Deleted: true, Sig: c.state.TombstoneSigs[name]}
 	}
 	ss := c.state.Services[name]
 	return dataset.ConfigEntry{Version: ss.ConfigVersion, Digest: ss.ConfigDigest, Includes: ss.ConfigIncludes}
@@ -106,7 +106,7 @@ func (c *Core) ConfigEntries() map[string]dataset.ConfigEntry {
 		out[name] = e
 	}
 	for name, v := range c.state.Tombstones {
-		out[name] = dataset.ConfigEntry{Version: v, Deleted: true}
+		out[name] = dataset.ConfigEntry{Version: v, Deleted: true, Sig: c.state.TombstoneSigs[name]}
 	}
 	return out
 }
@@ -141,7 +141,7 @@ func (c *Core) checkLocalFile(name string, raw []byte) {
 		e := c.newEntry(name, raw)
 		c.emit(ConfigChangedOutside{Svc: name, Old: ss.ConfigVersion, Version: e.Version.Counter})
 		ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = e.Version, e.Digest, e.Includes
-		delete(c.state.Tombstones, name)
+		c.dropTombstone(name)
 	}
 	c.state.Services[name] = ss
 	c.persist()
@@ -182,8 +182,12 @@ func (c *Core) editConfig(req ConfigRequest) Ticket {
 // node whose daemon is heard (stop it first), or when the local stop
 // fails; a node that is down stops its instance when the tombstone
 // reaches it.
-func (c *Core) deleteService(svc string, now time.Time) Ticket {
+func (c *Core) deleteService(svc, sig string, now time.Time) Ticket {
 	tk := c.newTicket()
+	if err := c.deletionRefused(svc, sig); err != nil {
+		c.answer(Answer{Ticket: tk, Err: err, Bad: true})
+		return tk
+	}
 	snap := c.Snapshot(now)
 	var elsewhere []string
 	for _, n := range snap.ClusterNodes {
@@ -205,14 +209,15 @@ func (c *Core) deleteService(svc string, now time.Time) Ticket {
 		c.answer(Answer{Ticket: tk, Err: err})
 		return tk
 	}
-	c.removeService(svc, c.nextVersion(), tk, now)
+	c.removeService(svc, c.nextVersion(), sig, tk, now)
 	return tk
 }
 
 // removeService stops the local instance if it runs, then removes the
-// config and leaves a tombstone at version v. tk (0 for a deletion heard
-// from a peer) gets the result. The private dir {var} is kept.
-func (c *Core) removeService(name string, v dataset.Version, tk Ticket, now time.Time) {
+// config and leaves a tombstone at version v, signed sig (or ""). tk (0
+// for a deletion heard from a peer) gets the result. The private dir
+// {var} is kept.
+func (c *Core) removeService(name string, v dataset.Version, sig string, tk Ticket, now time.Time) {
 	inst := c.insts[name]
 	_, running := c.Status(name)
 	if inst != nil && tk == 0 && inst.Mon.State == dataset.StopFailed && running {
@@ -221,7 +226,7 @@ func (c *Core) removeService(name string, v dataset.Version, tk Ticket, now time
 		return
 	}
 	if inst == nil || !inst.Local || !inst.Spec.Runnable || !running {
-		c.order(&configdist.Op{Svc: name, Entry: dataset.ConfigEntry{Version: v, Deleted: true}, Ticket: tk})
+		c.order(&configdist.Op{Svc: name, Entry: dataset.ConfigEntry{Version: v, Deleted: true, Sig: sig}, Ticket: tk})
 		return
 	}
 	atk, err := c.runAction(name, "stop", "service deleted", now)
@@ -231,7 +236,7 @@ func (c *Core) removeService(name string, v dataset.Version, tk Ticket, now time
 		}
 		return
 	}
-	c.cd.AwaitStop(atk, configdist.Deletion{Svc: name, V: v, Ticket: tk})
+	c.cd.AwaitStop(atk, configdist.Deletion{Svc: name, V: v, Ticket: tk, Sig: sig})
 }
 
 // deleteStopped ends the stop a deletion ran (tk its ticket): the config
@@ -247,7 +252,7 @@ func (c *Core) deleteStopped(tk Ticket, err error) bool {
 		}
 		return true
 	}
-	c.order(&configdist.Op{Svc: del.Svc, Entry: dataset.ConfigEntry{Version: del.V, Deleted: true}, Ticket: del.Ticket})
+	c.order(&configdist.Op{Svc: del.Svc, Entry: dataset.ConfigEntry{Version: del.V, Deleted: true, Sig: del.Sig}, Ticket: del.Ticket})
 	return true
 }
 
@@ -297,6 +302,7 @@ func (c *Core) removed(op *configdist.Op, err error) {
 		c.state.Tombstones = map[string]dataset.Version{}
 	}
 	c.state.Tombstones[name] = op.Entry.Version
+	c.noteTombstoneSig(name, op.Entry.Sig)
 	c.persist()
 	c.publish()
 	c.emit(ConfigChanged{Svc: name, Change: "deleted"})
@@ -329,7 +335,7 @@ func (c *Core) installed(op *configdist.Op, now time.Time) {
 	noteSerial(&ss, op.Cfg)
 	c.state.Services[name] = ss
 	c.cd.Restored(name)
-	delete(c.state.Tombstones, name)
+	c.dropTombstone(name)
 	c.persist()
 	c.publish()
 	c.emit(ConfigChanged{Svc: name, Change: "config " + op.What})
@@ -397,9 +403,13 @@ func (c *Core) mergeConfigs(from string, entries map[string]dataset.ConfigEntry,
 			continue
 		}
 		if e.Deleted {
+			if err := c.deletionRefused(name, e.Sig); err != nil {
+				c.refuse(name, e.Version, ConfigRefused{Svc: name, From: from, Err: err.Error(), Kept: true, Deletion: true})
+				continue
+			}
 			c.emit(ConfigDeletedByPeer{Svc: name, From: from})
 			c.failPending(name, failedf("%s: deleted concurrently on %s", name, from))
-			c.removeService(name, e.Version, 0, now)
+			c.removeService(name, e.Version, e.Sig, 0, now)
 			continue
 		}
 		if err := config.ValidServiceName(name); err != nil {

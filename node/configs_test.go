@@ -188,7 +188,7 @@ func TestDeleteStopsThenTombstones(t *testing.T) {
 	}
 	upWeb(t, c, d)
 
-	tk = c.deleteService("web", t0)
+	tk = c.deleteService("web", "", t0)
 	rd = d.drive(t0)
 	if len(rd.Run) != 1 || rd.Run[0].Kind != "stop" || rd.Run[0].Reason != "service deleted" || len(rd.Configs) != 0 {
 		t.Fatalf("got run %v configs %v, want the stop first", rd.Run, rd.Configs)
@@ -204,7 +204,7 @@ func TestDeleteStopsThenTombstones(t *testing.T) {
 
 	c.clearLocal("web", "test", t0)
 	d.drive(t0)
-	tk = c.deleteService("web", t0)
+	tk = c.deleteService("web", "", t0)
 	d.drive(t0)
 	c.actionDone("web", "stop", nil, t0)
 	rd = d.drive(t0)

@@ -86,7 +86,7 @@ func TestEventKindsListed(t *testing.T) {
 		ResourceFailed{}, LadderGaveUp{}, MonitorActionTaken{}, RestartsReset{}, NodeActionRun{}, NodeActionEnd{},
 		QuorumVote{}, QuorumStall{}, ArbitratorStatus{}, TakeoverGate{}, Fenced{}, FenceFailed{},
 		ConfigChangedOutside{}, ConfigDeletedByPeer{}, ConfigRefused{}, ConfigConflict{}, ConfigInstallFailed{},
-		ConfigRebased{}, ConfigUnconfirmed{}, VersionRefused{},
+		ConfigRebased{}, ConfigUnconfirmed{}, VersionRefused{}, TargetRefused{},
 		PeerDataStale{}, PeerDataFresh{}, DuplicateMember{}, DuplicateMemberGone{}, ResourceFault{}, FeatureLevel{}, ConfDiffer{},
 		RolloutStarted{}, RolloutTurn{},
 		FlexScaled{}, FlexInstances{}, FlexPlaced{}, FlexReplaced{}}

@@ -81,6 +81,9 @@ func (c *Core) updateLevel() {
 			}
 		}
 	}
+	if cur < 2 && lv >= 2 && c.cfg.Admin.On() {
+		reason += "; with [admin_keys], a deletion or a target from a peer now needs an admin's signature (docs/security.md, \"Admin-signed deletions and targets\")"
+	}
 	c.state.FeatureLevel = lv
 	c.emit(FeatureLevel{From: cur, To: lv, Reason: reason})
 	c.persist()

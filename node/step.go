@@ -112,6 +112,9 @@ type (
 	Deletion struct {
 		Service string
 		Now     time.Time
+		// Sig is the admin's signature of the deletion (svcmgr delete
+		// --key), needed with [admin_keys] (node/configsigned.go).
+		Sig string
 	}
 	// CheckWait answers once the next full check of Service ended
 	// (whenChecked): it has a ticket.
@@ -266,7 +269,7 @@ func (c *Core) Step(in Input) Ticket {
 	case NodeAdmin:
 		return c.adminNode(in.Action, in.Now)
 	case Deletion:
-		return c.deleteService(in.Service, in.Now)
+		return c.deleteService(in.Service, in.Sig, in.Now)
 	case CheckWait:
 		return c.whenChecked(in.Service)
 	case Barrier:

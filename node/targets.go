@@ -42,6 +42,7 @@ func (c *Core) setTarget(svc string, t dataset.Target) dataset.Target {
 	}
 	ss := c.state.Services[svc]
 	ss.Target = t
+	noteTargetSerial(&ss, t)
 	c.state.Services[svc] = ss
 	c.persist()
 	c.publish()
@@ -69,6 +70,12 @@ func (c *Core) mergeTargets(from string, ts map[string]dataset.Target, now time.
 		if !ok || !t.Version.Newer(ss.Target.Version) {
 			continue
 		}
+		if err := c.targetRefused(name, t, ss); err != nil {
+			if !c.vb.Said("signed target "+name, t.Version) {
+				c.emit(TargetRefused{Svc: name, From: from, Target: t, Err: err.Error()})
+			}
+			continue
+		}
 		c.emit(TargetAdopted{Svc: name, Target: t})
 		if old := ss.Target; old.ID != "" && old.Expect != dataset.ExpectNone && c.waiting(name, old.ID) {
 			switch {
@@ -84,6 +91,7 @@ func (c *Core) mergeTargets(from string, ts map[string]dataset.Target, now time.
 			}
 		}
 		ss.Target = t
+		noteTargetSerial(&ss, t)
 		c.state.Services[name] = ss
 		c.persist()
 		c.publish()
@@ -208,6 +216,9 @@ type TargetRequest struct {
 	Deadline time.Time
 	// Now is the time of the request.
 	Now time.Time
+	// Sig is the admin's signature of the target (svcmgr ACTION --key),
+	// needed with [admin_keys] (node/configsigned.go).
+	Sig string
 }
 
 // adminTarget takes an admin's request on a service. Its answer comes in
@@ -267,6 +278,11 @@ func (c *Core) adminTarget(req TargetRequest) Ticket {
 		t = cur // the same target again: join it
 	default:
 		// none, or one reached but on nodes shut down: replaced
+		t.Sig = req.Sig
+		if err := c.targetRefused(svc, t, c.state.Services[svc]); err != nil {
+			c.answer(Answer{Ticket: tk, Err: err, Bad: true})
+			return tk
+		}
 		if err := c.vb.Err(c.state.Lamport, req.Now); err != nil {
 			c.answer(Answer{Ticket: tk, Err: err})
 			return tk

@@ -39,6 +39,9 @@ func actionFlags(name string) []cli.Flag {
 			&cli.BoolFlag{Name: "wait", Usage: "return when the target is reached"},
 			&cli.DurationFlag{Name: "time", Value: 5 * time.Minute, Usage: "bound of --wait"})
 	}
+	if signedVerb(name) {
+		fs = append(fs, keyFlag())
+	}
 	if dryRunVerb[name] {
 		fs = append(fs, &cli.BoolFlag{Name: "dry-run", Usage: "do nothing: print what the simulation of the live cluster says would happen (svcmgr simulate)"})
 	}
@@ -64,6 +67,8 @@ func action(name string) *cli.Command {
 			usage += " --to NODE"
 		case "wait":
 			usage += " [--wait [--time 5m]]"
+		case "key":
+			usage += " [--key KEYFILE]"
 		}
 	}
 	return &cli.Command{Name: name, Usage: actionUsage[name], UsageText: usage, Description: globalsHelp, Flags: fs,
@@ -116,6 +121,9 @@ func serviceAction(c *cli.Context, action string) error {
 			Force: action == "start" && c.Bool("force")}
 		if action == "switch" {
 			req.Node = c.String("to")
+		}
+		if req.Sig, err = signOrder(c, cl, action, req); err != nil {
+			return err
 		}
 		actx, cancel := context.WithCancel(ctx(c))
 		if req.Wait {

@@ -64,6 +64,38 @@ func clusterName(c *cli.Context) (string, error) {
 	return "", cliutil.Usage("the cluster's name is signed too: give --cluster NAME (this host's cluster.toml: %v)", err)
 }
 
+// checkSignature checks the admin signature of data, the config of
+// service name (file), as this node would take it: with [admin_keys] in
+// this node's cluster.toml, refused (exit 2, the reason) unless one of
+// them signed it; note says who signed it, or why it was not checked.
+func checkSignature(c *cli.Context, file, name string, data []byte) (note string, err error) {
+	s, signed := config.SignatureOf(data)
+	var cl *config.ClusterConfig
+	p := cliutil.Paths(c)
+	if _, statErr := os.Stat(p.Cluster); statErr == nil {
+		n, err := tomlfile.LoadNode(p.NodeConf)
+		if err != nil {
+			return "", err
+		}
+		if cl, err = tomlfile.LoadCluster(p.Cluster, n.Name); err != nil {
+			return "", err
+		}
+	}
+	switch {
+	case cl != nil && len(cl.AdminKeys) > 0:
+		v, err := config.VerifyService(file, data, cl.Name, name, cl.AdminKeys)
+		if err != nil {
+			return "", cliutil.Usage("%v", err)
+		}
+		return fmt.Sprintf(" (signed by %s, serial %d: cluster.toml lists that key)", v.Key, v.Serial), nil
+	case !signed:
+		return "", nil
+	case cl != nil:
+		return fmt.Sprintf(" (signed by %s, serial %d; not checked: cluster.toml lists no [admin_keys])", s.Key, s.Serial), nil
+	}
+	return fmt.Sprintf(" (signed by %s, serial %d; not checked: no cluster.toml here)", s.Key, s.Serial), nil
+}
+
 // nextSerial is the serial of a new signature of a config whose current
 // text is prev: the time in seconds, above prev's serial.
 func nextSerial(prev []byte) uint64 {

@@ -361,11 +361,15 @@ func printConfig(c *cli.Context) error {
 
 // validateFile checks --config FILE without a daemon.
 func validateFile(c *cli.Context) error {
-	file, _, _, err := checkConfigFile(c, "validate")
+	file, name, data, err := checkConfigFile(c, "validate")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.App.Writer, "%s: valid\n", file)
+	note, err := checkSignature(c, file, name, data)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "%s: valid%s\n", file, note)
 	return nil
 }
 
@@ -388,7 +392,11 @@ func validateInstalled(c *cli.Context) error {
 		if err := checkOCF(c, cfg); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.App.Writer, "%s: valid\n", n)
+		note, err := checkSignature(c, p.ServiceConf(n), n, []byte(raw))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "%s: valid%s\n", n, note)
 	}
 	return nil
 }

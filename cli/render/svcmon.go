@@ -303,6 +303,9 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 	if s.ConfigError != "" {
 		notes = append(notes, "config invalid: "+s.ConfigError)
 	}
+	if s.OrderRefused != "" {
+		notes = append(notes, "refused: "+s.OrderRefused)
+	}
 	if long && s.Overall != "" && s.Overall != s.Avail {
 		notes = append(notes, "overall "+string(s.Overall))
 	}

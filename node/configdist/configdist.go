@@ -48,6 +48,8 @@ type Deletion struct {
 	Svc    string
 	V      dataset.Version
 	Ticket vocab.Ticket
+	// Sig is the deletion's admin signature ("" for none).
+	Sig string
 }
 
 // Book is the core's bookkeeping of config distribution.

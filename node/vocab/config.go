@@ -47,6 +47,11 @@ type Config struct {
 	// the configs' signatures (node/configsigned.go). Without it the
 	// serials of signed configs are forgotten at start.
 	SignedConfigs bool
+	// Admin is the cluster's name and [admin_keys]: with keys, a peer's
+	// deletion and its targets that make the other nodes act need an
+	// admin's signature, once the cluster feature level is 2
+	// (node/configsigned.go).
+	Admin config.SignatureCheck
 	// Guard is node.guard and what goes with it (node/guard.go).
 	Guard GuardConfig
 	// Local gives what the driver owns of the node's view (nil: an empty

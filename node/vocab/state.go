@@ -29,6 +29,10 @@ type State struct {
 	// Tombstones remember deleted services so that older copies of their
 	// config still travelling between nodes never resurrect them.
 	Tombstones map[string]dataset.Version `json:"tombstones,omitempty"`
+	// TombstoneSigs are the admin signatures of the tombstones that have
+	// one (dataset.ConfigEntry.Sig): relayed with them, and their serial
+	// is the floor of a config that brings the service back.
+	TombstoneSigs map[string]string `json:"tombstone_sigs,omitempty"`
 	// Cluster is the multi-node cluster this node was a member of.
 	Cluster *ClusterIdentity `json:"cluster,omitempty"`
 	// Incarnation numbers this node's last run in the heartbeat envelope:
@@ -97,6 +101,9 @@ type ServiceState struct {
 type Serials struct {
 	ConfigSerial      uint64 `json:"config_serial,omitempty"`
 	ConfigSerialFloor uint64 `json:"config_serial_floor,omitempty"`
+	// TargetSerial is the highest serial of an admin-signed target taken
+	// here: a peer's signed target must be above it (a replay is not).
+	TargetSerial uint64 `json:"target_serial,omitempty"`
 }
 
 // RolloutState is a service's share of the rollouts (node/rollout.go; a
@@ -137,6 +144,12 @@ func (s State) Clone() State {
 		out.Tombstones = make(map[string]dataset.Version, len(s.Tombstones))
 		for k, v := range s.Tombstones {
 			out.Tombstones[k] = v
+		}
+	}
+	if s.TombstoneSigs != nil {
+		out.TombstoneSigs = make(map[string]string, len(s.TombstoneSigs))
+		for k, v := range s.TombstoneSigs {
+			out.TombstoneSigs[k] = v
 		}
 	}
 	if s.Cluster != nil {
