@@ -1,6 +1,11 @@
 package e2e
 
 import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"haven/arbitrator"
 	"haven/dataset"
 	"haven/test/chaos"
 	"haven/test/testbed"
@@ -22,14 +28,18 @@ import (
 // keyedCluster makes names on loopback with a key pair each, listed in
 // [node_keys] (node_keys_mode require), the defaults of
 // maintenance_grace_period and rejoin_grace_period (the procedures count
-// on them), nodeExtra appended to each node.toml; it starts the daemons
-// and returns the nodes and the cluster.toml.
-func keyedCluster(t *testing.T, names []string, nodeExtra string) (map[string]*node, string) {
+// on them), nodeExtra appended to each node.toml, the cluster.toml
+// rewritten by edit (nil: as is); it starts the daemons and returns the
+// nodes and the cluster.toml.
+func keyedCluster(t *testing.T, names []string, nodeExtra string, edit func(conf string) string) (map[string]*node, string) {
 	t.Helper()
 	c := newCluster(t, names, clusterOpts{})
 	conf := readFile(t, c[names[0]].root+"/etc/cluster.toml") + "\n[node_keys]\n"
 	for _, n := range names {
 		conf += c[n].must("nodemgr", "key", "generate")
+	}
+	if edit != nil {
+		conf = edit(conf)
 	}
 	for _, n := range names {
 		p := c[n].root + "/etc/node.toml"
@@ -104,7 +114,7 @@ func allUp(t *testing.T, c map[string]*node, names []string, after string) {
 func TestNodeKeyReplacedWithoutAStop(t *testing.T) {
 	t.Parallel() // loopback daemons on ports of their own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2", "n3"}
-	c, conf := keyedCluster(t, names, "")
+	c, conf := keyedCluster(t, names, "", nil)
 	sameWeb := webOnN1(t, c, names)
 	watch := webWatch(t, c, names)
 
@@ -157,26 +167,36 @@ func TestNodeKeyReplacedWithoutAStop(t *testing.T) {
 }
 
 // TestMemberRemovedIsRefused removes n3 from a keyed cluster with a disk
-// heartbeat (docs/operations.md, "Removing a member"), while n3's daemon
-// goes on running with its old files (a stolen host): n3's lines removed
-// from [nodes] and [node_keys] on n1 and n2, each restarted in turn. From
-// its restart each refuses n3's frames (not a member, counted); n3's
-// files writing the disk as n1 are refused by n2 (counted); web runs on,
-// the same process, on n1.
+// heartbeat and a one-vote arbitrator with keys (docs/operations.md,
+// "Removing a member"), while n3's daemon goes on running with its old
+// files (a stolen host): n3 out of the arbitrator's node_keys (restarted),
+// then n3's lines removed from [nodes] and [node_keys] on n1 and n2, each
+// restarted in turn. From its restart each refuses n3's frames (not a
+// member, counted); n3's files writing the disk as n1 are refused by n2
+// (counted); the arbitrator answers neither n3's daemon nor a report as
+// n3 with the secret alone (counted); web runs on, the same process, on
+// n1.
 func TestMemberRemovedIsRefused(t *testing.T) {
 	t.Parallel() // loopback daemons on ports of their own (testbed.FreePort); mostly waits
 	names := []string{"n1", "n2", "n3"}
 	diskFile := filepath.Join(t.TempDir(), "hb.disk")
-	c, conf := keyedCluster(t, names, "\n[hb.disk]\npath = \""+diskFile+"\"\ntimeout = \"2s\"\n")
+	ab := newArbBed(t)
+	c, conf := keyedCluster(t, names, "\n[hb.disk]\npath = \""+diskFile+"\"\ntimeout = \"2s\"\n", ab.join)
 	sameWeb := webOnN1(t, c, names)
 	waitFor(t, 20*time.Second, "n2 reads n1's and n3's slots advancing", func() bool {
 		st := c["n2"].status()
 		return st.Disk != nil && st.Disk.Slots["n1"].Alive && st.Disk.Slots["n3"].Alive
 	})
-	newConf := regexp.MustCompile(`(?m)^n3 = ".*"\n`).ReplaceAllString(conf, "")
+	waitFor(t, 20*time.Second, "the arbitrator hears n3's reports, sealed with its key", func() bool { return ab.reports("n3", true) })
+	n3Line := regexp.MustCompile(`(?m)^n3 = ".*"\n`)
+	newConf := n3Line.ReplaceAllString(conf, "")
 	if strings.Count(conf, "\nn3 = ") != 2 || strings.Contains(newConf, "\nn3 = ") {
 		t.Fatalf("n3's lines in cluster.toml:\n%s", conf)
 	}
+	// the arbitrator first: n3 out of its node_keys, restarted
+	writeFile(t, ab.conf, n3Line.ReplaceAllString(readFile(t, ab.conf), ""))
+	os.Chmod(ab.conf, 0o600)
+	restartArbitrator(t, ab.arb)
 	for _, n := range []string{"n1", "n2"} {
 		writeClusterToml(t, c[n], newConf)
 		before := c[n].daemonStatus().HB.Rejected
@@ -200,6 +220,13 @@ func TestMemberRemovedIsRefused(t *testing.T) {
 	})
 	stop()
 	waitFor(t, 20*time.Second, "n2 reads the real n1's slot advancing again", func() bool { return c["n2"].status().Disk.Slots["n1"].Alive })
+	// n3's reports to the arbitrator: its daemon's (sealed with its key)
+	// and the secret alone from its files get no answer, and count
+	if ab.reports("n3", false) {
+		t.Error("the arbitrator takes the reports of the removed n3")
+	}
+	ab.forge("n3")
+	waitFor(t, 20*time.Second, "the arbitrator hears n1 and n2", func() bool { return ab.reports("n1", true) && ab.reports("n2", true) })
 	waitFor(t, 10*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
 	sameWeb("the removal")
 }
@@ -289,4 +316,93 @@ func TestAdminKeyRotatedAndRevoked(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "web up on n1 only", upOnlyOn(c["n2"], "web", "n1"))
 	sameWeb("the rotation of the admin keys")
+}
+
+// arbBed is a one-vote arbitrator on loopback with its key pair, for the
+// cluster "test" of newCluster.
+type arbBed struct {
+	t    *testing.T
+	arb  func(args ...string) testbed.Result
+	addr string
+	key  string // its line for cluster.toml: key = "..."
+	conf string // arbitrator.toml
+}
+
+func newArbBed(t *testing.T) *arbBed {
+	t.Helper()
+	port, err := testbed.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	ab := &arbBed{t: t, addr: fmt.Sprintf("127.0.0.1:%d", port), conf: filepath.Join(root, "etc", "arbitrator.toml")}
+	ab.arb = func(args ...string) testbed.Result {
+		r, err := testbed.Run(filepath.Join(binDir, "nodemgr"), root, append([]string{"arbitrator"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	gen := ab.arb("key", "generate")
+	if gen.Code != 0 {
+		t.Fatalf("arbitrator key generate: %s", gen)
+	}
+	ab.key = gen.Out
+	return ab
+}
+
+// join is a keyedCluster edit: quorum on, the arbitrator in cluster.toml
+// with its key, and the arbitrator started with the cluster's secret and
+// node keys.
+func (ab *arbBed) join(conf string) string {
+	secret := regexp.MustCompile(`secret = "([0-9a-f]{64})"`).FindStringSubmatch(conf)
+	keys := conf[strings.Index(conf, "[node_keys]\n")+len("[node_keys]\n"):]
+	writeFile(ab.t, ab.conf, fmt.Sprintf("[arbitrator]\nlisten = %q\n\n[cluster.test]\nsecret = %q\n\n[cluster.test.node_keys]\n%s", ab.addr, secret[1], keys))
+	os.Chmod(ab.conf, 0o600)
+	if r := ab.arb("start"); r.Code != 0 {
+		ab.t.Fatalf("arbitrator start: %s", r)
+	}
+	ab.t.Cleanup(func() { ab.arb("stop") })
+	return strings.Replace(conf, "[cluster]\n", "[cluster]\nquorum = true\n", 1) + fmt.Sprintf("\n[arbitrator.a1]\nuri = \"haven://%s\"\ntimeout = \"1s\"\n", ab.addr) + ab.key
+}
+
+// status is the arbitrator's status.
+func (ab *arbBed) status() arbitrator.Status {
+	ab.t.Helper()
+	var st arbitrator.Status
+	if r := ab.arb("status", "--format", "json"); json.Unmarshal([]byte(r.Out), &st) != nil {
+		ab.t.Fatalf("arbitrator status: %s", r)
+	}
+	return st
+}
+
+// reports tells whether the arbitrator holds a report of node (sealed
+// with its node key when keyed).
+func (ab *arbBed) reports(node string, keyed bool) bool {
+	for _, cl := range ab.status().Clusters {
+		for _, n := range cl.Nodes {
+			if n.Node == node && (!keyed || n.NodeKey) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// forge reports as node with the cluster secret alone (what its files
+// give once the arbitrator lists no key of it): no answer, counted.
+func (ab *arbBed) forge(node string) {
+	ab.t.Helper()
+	secret := regexp.MustCompile(`secret = "([0-9a-f]{64})"`).FindStringSubmatch(readFile(ab.t, ab.conf))
+	sec, _ := hex.DecodeString(secret[1])
+	before := ab.status().Counters.NotOwnKey
+	r := &arbitrator.Reporter{Addr: ab.addr, Cluster: "test", Node: node, Secret: sec, Inc: uint64(time.Now().UnixNano())}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if g, _, err := r.Report(ctx, arbitrator.ReportBody{Partition: []string{node, "n1"}}, time.Now); !errors.Is(err, arbitrator.ErrNoAnswer) {
+		ab.t.Fatalf("a report as %s with the secret alone: %+v, %v", node, g, err)
+	}
+	if st := ab.status(); st.Counters.NotOwnKey <= before {
+		ab.t.Fatalf("the arbitrator did not count the report as %s: %+v", node, st.Counters)
+	}
 }
