@@ -53,6 +53,11 @@ import (
 // its MAC.
 const flagPair = 1
 
+// maxTagged bounds the members of a cluster whose blocks carry tags:
+// with the tags of 64 readers, the longest names and every list of a beat
+// full still fit a block (the echo then cut to about 50 slots).
+const maxTagged = 64
+
 // tagLen is the length of a reader's tag; pairEntryLen of its entry.
 const (
 	tagLen       = 16
@@ -100,6 +105,10 @@ func (k *Keys) SetNodeKeys(self string, members []string, priv *ecdh.PrivateKey,
 	}
 	ms := slices.Clone(members)
 	slices.Sort(ms)
+	if len(ms) > maxTagged {
+		// the tags and a beat's lists must fit a block
+		return fmt.Errorf("disk heartbeat: per-node keys for at most %d members, %d listed", maxTagged, len(ms))
+	}
 	slot := slices.Index(ms, self)
 	if slot < 0 {
 		return fmt.Errorf("disk heartbeat: %s is not a member", self)

@@ -483,3 +483,49 @@ func FuzzDecodePair(f *testing.F) {
 		n3.DecodeFence(b, 2)
 	})
 }
+
+// TestSlotPairTagsBounded: per-node keys are refused past maxTagged
+// members (the block could not hold the tags), and at that bound the
+// fullest beat still fits and opens.
+func TestSlotPairTagsBounded(t *testing.T) {
+	long := strings.Repeat("y", 250)
+	var ms []string
+	pubs := map[string]*ecdh.PublicKey{}
+	var first *ecdh.PrivateKey
+	for i := range maxTagged + 1 {
+		n := long + string(rune('A'+i/26)) + string(rune('a'+i%26))
+		ms = append(ms, n)
+		k, err := ecdh.X25519().GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pubs[n] = k.PublicKey()
+		if i == 0 {
+			first = k
+		}
+	}
+	k := keys(t, strings.Repeat("c", 255), testSecret)
+	if err := k.SetNodeKeys(ms[0], ms, first, pubs, ""); err == nil {
+		t.Fatalf("%d members tagged", len(ms))
+	}
+	ms = ms[:maxTagged]
+	if err := k.SetNodeKeys(ms[0], ms, first, pubs, ""); err != nil {
+		t.Fatal(err)
+	}
+	bt := Beat{Writer: ms[0], Slot: 0, Run: 1, Counter: 1}
+	for i := range maxSeen {
+		bt.Seen = append(bt.Seen, Seen{Slot: i, Run: 1, Counter: 1})
+	}
+	for i := range maxAnnounce {
+		bt.Fences = append(bt.Fences, Announce{Slot: i, Run: 1})
+		bt.Acks = append(bt.Acks, Ack{Slot: i})
+	}
+	got, err := k.DecodeBeat(k.EncodeBeat(bt), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Fences) != maxAnnounce || len(got.Acks) != maxAcks || len(got.Seen) == 0 {
+		t.Fatalf("fences %d, acks %d, seen %d", len(got.Fences), len(got.Acks), len(got.Seen))
+	}
+	t.Logf("at %d members tagged, names of 252 bytes: an echo of %d slots", maxTagged, len(got.Seen))
+}

@@ -328,7 +328,8 @@ func (k *Keys) EncodeBeat(bt Beat) []byte {
 	fences := bt.Fences[:min(len(bt.Fences), maxAnnounce)]
 	acks := bt.Acks[:min(len(bt.Acks), maxAcks)]
 	// the echo is cut to what the block holds beside the fences, the
-	// acknowledgements and the tags (only past about 80 members)
+	// acknowledgements and the tags (with 32 members tagged, the longest
+	// names and every list full, still about 80 slots)
 	fit := (k.room() - len(e.b) - 3 - 26*len(fences) - 18*len(acks)) / 18
 	seen := bt.Seen[:max(0, min(len(bt.Seen), maxSeen, fit))]
 	e.b = append(e.b, byte(len(seen)))
