@@ -30,6 +30,15 @@ import (
 //     count n1's slot stalled, fence it and start web on n2 or n3;
 //     unkeyed, n1's slot advances, no fence is done and web stays down
 //     for 20 s.
+//  3. On a bed of its own: web runs on n3, whose split_action is
+//     "disabled" (a stall of its slot proves nothing: only its
+//     acknowledgement ends a fence of it); n3's daemon is paused (its
+//     services run on); n1 and n2 fence it. The insider writes beats as
+//     n3 acknowledging every fence announced against it: keyed, no fence
+//     ends (its stall proves nothing, the survivors say) and web is not
+//     started elsewhere for 10 s more; unkeyed, the fence
+//     ends on the forged acknowledgement and web starts on n1 or n2 while
+//     n3's copy still runs (a split brain).
 func TestDiskInsiderWritesAsAnotherMember(t *testing.T) {
 	t.Parallel() // loopback daemons on ports of their own (testbed.FreePort); mostly waits
 	for _, keyed := range []bool{true, false} {
@@ -41,15 +50,30 @@ func TestDiskInsiderWritesAsAnotherMember(t *testing.T) {
 			t.Parallel()
 			diskInsider(t, keyed)
 		})
+		t.Run("ack "+name, func(t *testing.T) {
+			t.Parallel()
+			diskInsiderAck(t, keyed)
+		})
 	}
 }
 
-func diskInsider(t *testing.T, keyed bool) {
+// insiderBed is 3 daemons on loopback, quorum on, the disk fencing (a
+// file of the work directory, hb.disk.timeout 2s), each node's
+// split_action split(name) and a crash command that appends its name to
+// WORK/crashed; with keyed, per-node keys (require).
+func insiderBed(t *testing.T, keyed bool, split func(name string) string) (c map[string]*node, work, diskFile string) {
 	names := []string{"n1", "n2", "n3"}
-	work := t.TempDir()
-	diskFile := filepath.Join(work, "hb.disk")
-	c := newCluster(t, names, clusterOpts{extra: `split_action = "stop"` + "\n" + `crash_command = "echo NODE >> ` + work + `/crashed"`})
+	work = t.TempDir()
+	diskFile = filepath.Join(work, "hb.disk")
+	c = newCluster(t, names, clusterOpts{extra: `split_action = "SPLIT"` + "\n" + `crash_command = "echo NODE >> ` + work + `/crashed"`})
 	conf := strings.Replace(readFile(t, c["n1"].root+"/etc/cluster.toml"), "[cluster]\n", "[cluster]\nquorum = true\n", 1)
+	for _, n := range names {
+		p := c[n].root + "/etc/node.toml"
+		nt := strings.NewReplacer("NODE", n, "SPLIT", split(n)).Replace(readFile(t, p)) + "\n[hb.disk]\npath = \"" + diskFile + "\"\nfence = true\ntimeout = \"2s\"\n"
+		if err := os.WriteFile(p, []byte(nt), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if keyed {
 		conf += "\n[node_keys]\n"
 		for _, n := range names {
@@ -57,25 +81,32 @@ func diskInsider(t *testing.T, keyed bool) {
 		}
 	}
 	for _, n := range names {
-		p := c[n].root + "/etc/node.toml"
-		nt := strings.Replace(readFile(t, p), "NODE", n, 1) + "\n[hb.disk]\npath = \"" + diskFile + "\"\nfence = true\ntimeout = \"2s\"\n"
-		if err := os.WriteFile(p, []byte(nt), 0o600); err != nil {
-			t.Fatal(err)
-		}
 		writeClusterToml(t, c[n], conf)
 	}
 	startNodes(t, c, names)
+	return c, work, diskFile
+}
+
+// insiderAs starts the holder of n2's files writing the disk as member as
+// (chaos.DiskInsider), with n2's node key when keyed.
+func insiderAs(t *testing.T, c map[string]*node, diskFile string, keyed bool, as string, echo, fence, ack []string) (stop func()) {
+	in := &chaos.DiskInsider{Path: diskFile, ClusterToml: c["n2"].root + "/etc/cluster.toml", Node: "n2", As: as, Echo: echo, Fence: fence, AckFences: ack, Every: 250 * time.Millisecond}
+	if keyed {
+		in.NodeKey = c["n2"].root + "/etc/node.key"
+	}
+	return startDiskAttacker(t, chaos.DiskAttack{Insider: in})
+}
+
+func diskInsider(t *testing.T, keyed bool) {
+	names := []string{"n1", "n2", "n3"}
+	c, work, diskFile := insiderBed(t, keyed, func(string) string { return "stop" })
 	sameWeb := webOnN1(t, c, names)
 	waitFor(t, 20*time.Second, "n3 reads n1's slot advancing", func() bool {
 		st := c["n3"].status()
 		return st.Disk != nil && st.Disk.Slots["n1"].Alive
 	})
 	insider := func(as string, echo, fence []string) func() {
-		in := &chaos.DiskInsider{Path: diskFile, ClusterToml: c["n2"].root + "/etc/cluster.toml", Node: "n2", As: as, Echo: echo, Fence: fence, Every: 250 * time.Millisecond}
-		if keyed {
-			in.NodeKey = c["n2"].root + "/etc/node.key"
-		}
-		return startDiskAttacker(t, chaos.DiskAttack{Insider: in})
+		return insiderAs(t, c, diskFile, keyed, as, echo, fence, nil)
 	}
 	crashed := func() string { b, _ := os.ReadFile(filepath.Join(work, "crashed")); return string(b) }
 
@@ -131,5 +162,51 @@ func diskInsider(t *testing.T, keyed bool) {
 	}
 	if st := c["n2"].status(); st.Disk == nil || !st.Disk.Slots["n1"].Alive {
 		t.Fatalf("without keys, n2 does not read n1's forged slot as alive: %+v", st.Disk)
+	}
+}
+
+func diskInsiderAck(t *testing.T, keyed bool) {
+	c, _, diskFile := insiderBed(t, keyed, func(n string) string {
+		if n == "n3" {
+			return "disabled"
+		}
+		return "stop"
+	})
+	createService(t, c["n1"], "web", testbed.HAService(`["n3", "n1", "n2"]`, ""))
+	waitFor(t, 30*time.Second, "web up on n3", upOnlyOn(c["n1"], "web", "n3"))
+	pid := testbed.DaemonPID(c["n3"].root)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	insiderAs(t, c, diskFile, keyed, "n3", []string{"n1", "n2"}, nil, []string{"n1", "n2"})
+	elsewhere := func() bool {
+		for _, n := range []string{"n1", "n2"} {
+			if c[n].instance("web").Avail == dataset.StatusUp {
+				return true
+			}
+		}
+		return false
+	}
+	if !keyed {
+		waitFor(t, 45*time.Second, "without keys, web started on n1 or n2 on the forged acknowledgement", elsewhere)
+		if log := nodeLog(t, c["n1"]) + nodeLog(t, c["n2"]); !strings.Contains(log, "acknowledged by n3") {
+			t.Fatal("without keys, no fencer says n3 acknowledged")
+		}
+		return
+	}
+	waitFor(t, 30*time.Second, "a survivor finds n3's stalled slot proves nothing", func() bool {
+		return strings.Contains(nodeLog(t, c["n1"])+nodeLog(t, c["n2"]), "the stall proves nothing")
+	})
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if elsewhere() {
+			t.Fatal("web started on n1 or n2 while n3 (paused) still runs it: a forged acknowledgement was taken")
+		}
+	}
+	if log := nodeLog(t, c["n1"]) + nodeLog(t, c["n2"]); strings.Contains(log, "acknowledged by n3") {
+		t.Fatal("a fencer took an acknowledgement of n3 forged by n2's files")
+	}
+	if st := c["n1"].status(); st.Disk == nil || st.Disk.NotOwnKey == 0 {
+		t.Fatalf("n1 counted no block refused: %+v", st.Disk)
 	}
 }
