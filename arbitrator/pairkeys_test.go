@@ -251,3 +251,31 @@ func FuzzHandlePair(f *testing.F) {
 		}
 	})
 }
+
+// TestServerRemovedMemberRefused: in require, with node keys listed, a
+// node arbitrator.toml does not list (a member removed from the cluster,
+// whose files still hold the secret and its own key pair) gets no answer,
+// whether it seals with the secret alone or with its own key pair, and
+// each refusal is counted; in accept the secret alone is still taken.
+func TestServerRemovedMemberRefused(t *testing.T) {
+	kc := startKeyed(t, "require")
+	kc.clk.add(Lease + quorum.LeaseMargin)
+	n3 := newKey(t)
+	if _, err := report(t, reporter(kc.s, "n3", testSecret, 1), 0, "n3", "n1"); err == nil {
+		t.Fatal("require: the removed n3 with the secret alone was answered")
+	}
+	if _, err := report(t, kc.keyed("n3", n3, 2), 0, "n3", "n1"); err == nil {
+		t.Fatal("require: the removed n3 with its own key pair was answered")
+	}
+	if st := kc.s.Status(); st.Counters.NotOwnKey != 2 {
+		t.Fatalf("counters: %+v", st.Counters)
+	}
+	if g, err := report(t, kc.keyed("n1", kc.n1, 1), 0, "n1", "n2"); err != nil || !g.Granted {
+		t.Fatalf("require: n1 with its key: %+v, %v", g, err)
+	}
+	acc := startKeyed(t, "accept")
+	acc.clk.add(Lease + quorum.LeaseMargin)
+	if _, err := report(t, reporter(acc.s, "n3", testSecret, 1), 0, "n3"); err != nil {
+		t.Fatalf("accept: a node not listed with the secret alone: %v", err)
+	}
+}

@@ -73,6 +73,11 @@ func (c *served) keysFor(h header) (keys, error) {
 		return k, nil
 	case listed && c.require:
 		return keys{}, fmt.Errorf("%w: sealed with the cluster secret alone, but %s has a node key in arbitrator.toml (node_keys_mode = \"require\"): forged by another holder of the secret, or %s's cluster.toml lacks this arbitrator's key or %s lacks its node.key", errNotOwn, h.node, h.node, h.node)
+	case c.require && len(c.pairs) > 0:
+		// require lists every member's key: a node it does not list is
+		// no member (one removed from the cluster, whose files still
+		// hold the secret)
+		return keys{}, fmt.Errorf("%w: sealed with the cluster secret alone, and arbitrator.toml lists no key of %s (node_keys_mode = \"require\": every member has one): a node removed from the cluster, or node_keys lacks a member", errNotOwn, h.node)
 	}
 	return keys{secret: c.secret}, nil
 }

@@ -27,7 +27,7 @@ func (d *Daemon) diskStatus(now time.Time) *dataset.HBDisk {
 	if dsk == nil {
 		return st // not open yet: retried (sbd.go)
 	}
-	st.Open, st.Reachable = true, dsk.Reachable()
+	st.Open, st.Reachable, st.NotOwnKey = true, dsk.Reachable(), dsk.NotOwnKey()
 	for _, name := range d.core.PeerNames() {
 		ps, ok := dsk.Peer(name)
 		if !ok {
@@ -55,6 +55,8 @@ var (
 		"1 when the disk heartbeat ([hb.disk]) had a good round within hb.disk.timeout, 0 when it is lost or not open.", []string{"path"}, nil)
 	descDiskSlotAge = prometheus.NewDesc("haven_hb_disk_slot_advanced_seconds",
 		"Seconds since the peer's slot on the shared disk last advanced (absent when never seen advancing).", []string{"peer"}, nil)
+	descDiskNotOwnKey = prometheus.NewDesc("haven_hb_disk_blocks_not_own_key_total",
+		"Reads of a slot of the shared disk that refused a block not authenticated with its writer's node key (per-node keys).", []string{"path"}, nil)
 )
 
 // collectDisk sets the disk heartbeat's metrics (at a scrape, off the
@@ -68,6 +70,7 @@ func collectDisk(ch chan<- prometheus.Metric, path string, dsk *disk.Disk, peers
 	if dsk == nil {
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(descDiskNotOwnKey, prometheus.CounterValue, float64(dsk.NotOwnKey()), path)
 	for _, p := range peers {
 		if ps, ok := dsk.Peer(p); ok && !ps.LastAdvance.IsZero() {
 			ch <- prometheus.MustNewConstMetric(descDiskSlotAge, prometheus.GaugeValue, now.Sub(ps.LastAdvance).Seconds(), p)

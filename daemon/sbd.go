@@ -86,7 +86,7 @@ func (d *Daemon) startSBD() error {
 	}
 	if dk.Path != "" {
 		cfg := disk.Config{Path: dk.Path, Node: d.node.Name, Members: d.cluster.NodeNames(), Cluster: d.cluster.Name,
-			Secret: d.cluster.Secret, Run: d.dur.Incarnation, Interval: config.DiskBeatPeriod(d.node.HB), Timeout: dk.Timeout,
+			Secret: d.cluster.Secret, NodeKey: d.keys.priv, MemberKeys: d.keys.pubs, NodeKeysMode: d.cluster.NodeKeysMode, Run: d.dur.Incarnation, Interval: config.DiskBeatPeriod(d.node.HB), Timeout: dk.Timeout,
 			Clock: d.clk, Logger: d.log.Named("disk"), OnState: d.onDiskState, Guard: d.diskGuard()}
 		if dk.Fence && cfg.Guard&disk.GuardStops == 0 {
 			d.log.Warn("hb.disk.fence with split_action "+d.node.SplitAction+": this node does not stop by itself when it loses the disk and the majority, so the survivors never count it fenced by the stall of its slot: its services are taken over only once it acknowledged a fence (it read the fence and stopped them), or by a [stonith] command (docs/operations.md)",

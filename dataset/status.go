@@ -108,6 +108,10 @@ type HBDisk struct {
 	Reachable bool `json:"reachable"`
 	// Slots are the peers' slots, by node name.
 	Slots map[string]HBDiskSlot `json:"slots,omitempty"`
+	// NotOwnKey counts the reads of a slot that refused a block not
+	// authenticated with its writer's node key (per-node keys: written
+	// by another holder of the secret, or a node_keys_mode step skipped).
+	NotOwnKey uint64 `json:"not_own_key,omitempty"`
 }
 
 // HBDiskSlot is one peer's slot on the shared disk.

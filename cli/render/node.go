@@ -99,6 +99,11 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 			use = "the fencing device"
 		}
 		hb.add(c(" disk"), c(dk.Path+": "+state+", "+use))
+		if dk.NotOwnKey > 0 {
+			// blocks in a member's slot it did not write: another holder
+			// of the secret, or a node_keys_mode step skipped
+			hb.add(c("  refused"), c(fmt.Sprintf("%d NOT AUTHENTICATED WITH THEIR WRITER'S NODE KEY", dk.NotOwnKey)))
+		}
 		for _, p := range slices.Sorted(maps.Keys(dk.Slots)) {
 			sl := dk.Slots[p]
 			t := "never seen advancing"

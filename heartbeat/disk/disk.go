@@ -2,6 +2,7 @@ package disk
 
 import (
 	"context"
+	"crypto/ecdh"
 	crand "crypto/rand"
 	"errors"
 	"fmt"
@@ -37,6 +38,15 @@ type Config struct {
 	// Cluster and Secret (64 hex digits, "" when insecure) key the MACs.
 	Cluster string
 	Secret  string
+	// NodeKey is this node's key pair (node.key, nil: none), MemberKeys
+	// the members' public keys (cluster.toml [node_keys]) and
+	// NodeKeysMode cluster.node_keys_mode: with a key pair this node's
+	// blocks carry a tag per listed reader, and a listed writer's blocks
+	// are refused unless their tag for this node verifies ("require") or
+	// unless they carry one that does not ("accept", "send"): pair.go.
+	NodeKey      *ecdh.PrivateKey
+	MemberKeys   map[string]*ecdh.PublicKey
+	NodeKeysMode string
 	// Run is this run's id (the daemon's incarnation).
 	Run uint64
 	// Guard is what this run does by itself (GuardStops, GuardWatchdog),
@@ -162,6 +172,9 @@ type Disk struct {
 	tampered, doubt time.Time
 	lost            bool
 	logged          map[string]time.Time
+	// notOwnKey counts the reads of a block refused for not being
+	// authenticated with its writer's node key (ErrNotOwnKey).
+	notOwnKey uint64
 }
 
 // logEvery is the rate limit of a repeated disk error (per slot and kind).
@@ -190,6 +203,9 @@ func New(cfg Config) (*Disk, error) {
 	}
 	keys, err := NewKeys(cfg.Cluster, cfg.Secret)
 	if err != nil {
+		return nil, err
+	}
+	if err := keys.SetNodeKeys(cfg.Node, members, cfg.NodeKey, cfg.MemberKeys, cfg.NodeKeysMode); err != nil {
 		return nil, err
 	}
 	d := &Disk{cfg: cfg, keys: keys, slot: slot, clk: cfg.Clock, log: cfg.Logger,
@@ -554,12 +570,18 @@ func (d *Disk) follow(buf []byte, now time.Time) (own error, tamper bool) {
 		v.fenceBy = ""
 		if f, err := d.keys.DecodeFence(block(buf, FenceOffset(i)), i); err == nil {
 			v.fenceBy = f.Fencer
+		} else if errors.Is(err, ErrNotOwnKey) {
+			d.notOwnKey++
+			d.logErrLocked("fence:"+m+":"+kindOf(err), "a peer's fence block is not its fencer's (ignored)", err, zap.String("peer", m), zap.Int("slot", i))
 		}
 		bt, err := d.keys.DecodeBeat(block(buf, BeatOffset(i)), i)
 		if err == nil && bt.Writer != m {
 			err = fmt.Errorf("%w: written by %q, the slot of %s", ErrWrongSlot, bt.Writer, m)
 		}
 		if err != nil {
+			if errors.Is(err, ErrNotOwnKey) {
+				d.notOwnKey++
+			}
 			if !errors.Is(err, ErrEmpty) {
 				d.logErrLocked("beat:"+m+":"+kindOf(err), "a peer's slot is unreadable (not counted alive)", err, zap.String("peer", m), zap.Int("slot", i))
 			}
@@ -628,6 +650,9 @@ func (d *Disk) readBackLocked(b []byte, slot int) (tamper bool, err error) {
 		// nothing written yet in this run: nothing to read back
 		return false, nil
 	case err != nil:
+		if errors.Is(err, ErrNotOwnKey) {
+			d.notOwnKey++
+		}
 		return true, fmt.Errorf("own slot: %w", err)
 	case bt.Writer != d.cfg.Node || bt.Run != d.cfg.Run || bt.Counter != d.written:
 		return true, fmt.Errorf("own slot reads back %s run %d counter %d, wrote run %d counter %d", bt.Writer, bt.Run, bt.Counter, d.cfg.Run, d.written)
@@ -643,6 +668,9 @@ func (d *Disk) ownFenceLocked(b []byte, slot int) {
 	switch {
 	case errors.Is(err, ErrEmpty):
 	case err != nil:
+		if errors.Is(err, ErrNotOwnKey) {
+			d.notOwnKey++
+		}
 		d.logErrLocked("fence:"+d.cfg.Node+":"+kindOf(err), "this node's fence block is unreadable (ignored: no fence)", err, zap.Int("slot", slot))
 	case f.Target != d.cfg.Node:
 		d.logErrLocked("fence:"+d.cfg.Node+":target", "this node's fence block names another target (ignored)", nil, zap.String("target", f.Target))
@@ -659,7 +687,7 @@ func (d *Disk) ownFenceLocked(b []byte, slot int) {
 }
 
 func kindOf(err error) string {
-	for _, e := range []error{ErrTruncated, ErrGarbage, ErrVersion, ErrOtherCluster, ErrChecksum, ErrMalformed, ErrWrongSlot} {
+	for _, e := range []error{ErrTruncated, ErrGarbage, ErrVersion, ErrOtherCluster, ErrChecksum, ErrMalformed, ErrWrongSlot, ErrNotOwnKey} {
 		if errors.Is(err, e) {
 			return e.Error()
 		}
@@ -925,6 +953,15 @@ func (d *Disk) Peer(name string) (PeerSlot, bool) {
 		return PeerSlot{}, false
 	}
 	return PeerSlot{Seen: v.seen, Run: v.run, Counter: v.count, LastAdvance: v.lastAdvance, Err: v.err}, true
+}
+
+// NotOwnKey is how many reads of a slot refused a block not
+// authenticated with its writer's node key (a beat in a member's slot, or
+// a fence record, written by another holder of the secret).
+func (d *Disk) NotOwnKey() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.notOwnKey
 }
 
 // Reachable reports whether the disk had a good round within Timeout (and

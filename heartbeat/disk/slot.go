@@ -22,10 +22,11 @@ import (
 //	0   magic "HAVENDSK" (8 bytes)
 //	8   version (uint16, big endian) = 1
 //	10  kind (1 byte: 1 beat, 2 fence)
-//	11  0
+//	11  flags (1: the writer's per-reader tags follow the MAC, pair.go)
 //	12  body length (uint16)
 //	14  body
 //	14+len  HMAC-SHA256 of bytes 0..14+len, 32 bytes
+//	14+len+32  with flag 1: the writer's tags, one per reader (pair.go)
 //	rest zero
 //
 // A beat's body: the cluster, the writer, its slot, run, counter, clock,
@@ -37,7 +38,10 @@ import (
 //
 // The MAC key is HKDF-SHA256 of the cluster secret and the cluster name:
 // a host that reads and writes the disk but lacks the secret can neither
-// forge a beat nor a fence. The cluster name is also in clear in every
+// forge a beat nor a fence. With per-node keys each block also carries a
+// tag per reader under a key of the writer's and that reader's key pairs
+// (pair.go): a member's files no longer write another member's slot. The
+// cluster name is also in clear in every
 // body, so that a disk of another cluster is named as such in the logs.
 const (
 	BlockSize = 4096
@@ -172,6 +176,10 @@ type Fence struct {
 type Keys struct {
 	cluster string
 	key     []byte
+	// prk is the secret's disk master key (the root of the pairwise
+	// keys too); pair, the per-node keys (nil: none, SetNodeKeys).
+	prk  []byte
+	pair *pairKeys
 }
 
 // NewKeys derives the MAC key from the cluster secret (64 hex digits) and
@@ -194,7 +202,7 @@ func NewKeys(cluster, secretHex string) (*Keys, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Keys{cluster: cluster, key: key}, nil
+	return &Keys{cluster: cluster, key: key, prk: prk}, nil
 }
 
 // enc is a small big-endian writer.
@@ -242,11 +250,20 @@ func (k *Keys) seal(kind byte, body []byte) []byte {
 	b[10] = kind
 	binary.BigEndian.PutUint16(b[12:], uint16(len(body)))
 	copy(b[headerLen:], body)
+	if k.pair != nil {
+		b[11] = flagPair
+	}
 	m := hmac.New(sha256.New, k.key)
 	m.Write(b[:headerLen+len(body)])
 	copy(b[headerLen+len(body):], m.Sum(nil))
+	if k.pair != nil {
+		k.tagBlock(b, len(body))
+	}
 	return b
 }
+
+// room is the most a body may take in a block of this node.
+func (k *Keys) room() int { return BlockSize - headerLen - macLen - k.pairLen() }
 
 // open checks a block's header and MAC and returns its body. The cluster
 // name is read first (every body starts with it) so that a block of
@@ -308,21 +325,25 @@ func (k *Keys) EncodeBeat(bt Beat) []byte {
 	e.b = append(e.b, bt.State)
 	e.u64(uint64(max(bt.Period, 0)))
 	e.b = append(e.b, bt.Guard)
-	seen := bt.Seen[:min(len(bt.Seen), maxSeen)]
+	fences := bt.Fences[:min(len(bt.Fences), maxAnnounce)]
+	acks := bt.Acks[:min(len(bt.Acks), maxAcks)]
+	// the echo is cut to what the block holds beside the fences, the
+	// acknowledgements and the tags (with 32 members tagged, the longest
+	// names and every list full, still about 80 slots)
+	fit := (k.room() - len(e.b) - 3 - 26*len(fences) - 18*len(acks)) / 18
+	seen := bt.Seen[:max(0, min(len(bt.Seen), maxSeen, fit))]
 	e.b = append(e.b, byte(len(seen)))
 	for _, s := range seen {
 		e.u16(uint16(s.Slot))
 		e.u64(s.Run)
 		e.u64(s.Counter)
 	}
-	fences := bt.Fences[:min(len(bt.Fences), maxAnnounce)]
 	e.b = append(e.b, byte(len(fences)))
 	for _, a := range fences {
 		e.u16(uint16(a.Slot))
 		e.u64(a.Run)
 		e.b = append(e.b, a.Nonce[:]...)
 	}
-	acks := bt.Acks[:min(len(bt.Acks), maxAcks)]
 	e.b = append(e.b, byte(len(acks)))
 	for _, a := range acks {
 		e.u16(uint16(a.Slot))
@@ -364,6 +385,9 @@ func (k *Keys) DecodeBeat(b []byte, slot int) (Beat, error) {
 	}
 	if bt.Slot != slot {
 		return Beat{}, fmt.Errorf("%w: slot %d found in slot %d", ErrWrongSlot, bt.Slot, slot)
+	}
+	if err := k.checkPair(b, len(body), bt.Writer); err != nil {
+		return Beat{}, err
 	}
 	return bt, nil
 }
@@ -407,6 +431,9 @@ func (k *Keys) DecodeFence(b []byte, slot int) (Fence, error) {
 	}
 	if f.Slot != slot {
 		return Fence{}, fmt.Errorf("%w: slot %d found in slot %d", ErrWrongSlot, f.Slot, slot)
+	}
+	if err := k.checkPair(b, len(body), f.Fencer); err != nil {
+		return Fence{}, err
 	}
 	return f, nil
 }

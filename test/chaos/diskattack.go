@@ -44,6 +44,9 @@ type DiskAttack struct {
 	PlayEvery   time.Duration    `json:"play_every,omitempty"`
 	Poll        time.Duration    `json:"poll,omitempty"`
 	Delay       time.Duration    `json:"delay,omitempty"`
+	// Insider, when set, is the attack instead: one member's files
+	// writing as another member (diskinsider.go).
+	Insider *DiskInsider `json:"insider,omitempty"`
 }
 
 // DiskAttackEnv names the environment variable that makes a test binary
@@ -53,6 +56,9 @@ const DiskAttackEnv = "HAVEN_DISK_ATTACK"
 
 // Run attacks until ctx ends. It returns the number of blocks it wrote.
 func (a DiskAttack) Run(ctx context.Context) (int, error) {
+	if a.Insider != nil {
+		return a.Insider.Run(ctx)
+	}
 	f, err := os.OpenFile(a.Path, os.O_RDWR, 0)
 	if err != nil {
 		return 0, err
