@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ type opts struct {
 	check    time.Duration // check_interval (0: default)
 	fastAck  bool          // node.ready_fast_ack
 	nodeKeys bool          // per-node keys: a key pair per node, cluster.toml [node_keys]
+	quorum   bool          // cluster.quorum = true, split_action "stop" (never the host's crash)
 }
 
 type cluster struct {
@@ -118,6 +120,9 @@ func newClusterOn(n int, o opts, bed *chaos.Bed, extra []string) (*cluster, erro
 		members = append(members, testbed.Member{Name: name, Addr: fmt.Sprintf("%s:%d", addr, b.port)})
 	}
 	cl := testbed.ClusterToml("bench", testbed.NewSecret(), members)
+	if o.quorum {
+		cl = strings.Replace(cl, "\n\n[nodes]", "\nquorum = true\n\n[nodes]", 1)
+	}
 	for _, b := range c.nodes {
 		nt := testbed.NodeToml{Name: b.name, Keys: slices.Clone(extra)}
 		if o.ready > 0 {
@@ -131,6 +136,9 @@ func newClusterOn(n int, o opts, bed *chaos.Bed, extra []string) (*cluster, erro
 		}
 		if o.check > 0 {
 			nt.Keys = append(nt.Keys, fmt.Sprintf("check_interval = %q", o.check.String()))
+		}
+		if o.quorum && n > 1 {
+			nt.Keys = append(nt.Keys, `split_action = "stop"`)
 		}
 		if n > 1 {
 			nt.Keys = append(nt.Keys, `rejoin_grace_period = "30s"`)

@@ -70,6 +70,8 @@ func main() {
 	crashes := fs.Int("crashes", 5, "sidebyside: crashes of the VIP's owner per system")
 	period := fs.Duration("period", 10*time.Millisecond, "sidebyside: the client's ping period")
 	nodeKeys := fs.Bool("node-keys", false, "propagation, detection, idle, failover: per-node keys (a key pair per node, cluster.toml [node_keys], node_keys_mode require)")
+	dist := fs.Bool("dist", false, "build the node's programs as `make dist` does (CGO_ENABLED=0, -trimpath, -buildmode=pie, -ldflags=-s; the DWARF that -w would drop is not loaded at run time): the binaries a package installs, where the default is a plain `go build` (linked to the C library)")
+	quorumOn := fs.Bool("quorum", false, "idle, mem: cluster.quorum = true (split_action stop)")
 	monitor := fs.Bool("monitor", true, "idle, failover: resources are monitored (checked every monitor_interval, 5s, instead of check_interval, 60s)")
 	fs.Parse(os.Args[2:])
 
@@ -88,6 +90,11 @@ func main() {
 	}
 	defer os.RemoveAll(bin)
 	registerCleanup(func() { os.RemoveAll(bin) }) // also on a fatal error or a signal
+	if *dist {
+		// through the environment of the go command: testbed.Build runs it
+		os.Setenv("CGO_ENABLED", "0")
+		os.Setenv("GOFLAGS", strings.TrimSpace(os.Getenv("GOFLAGS")+" -trimpath -buildmode=pie -ldflags=-s"))
+	}
 	if err := buildBinaries(bin); err != nil {
 		os.RemoveAll(bin)
 		fatal(fmt.Errorf("%w (run from the module root, or set HAVEN_SRC to it)", err))
@@ -113,7 +120,7 @@ func main() {
 	case "idle":
 		for _, n := range ints(*nodes, "1,3") {
 			o := idleOpts(fs, *timeout, *interval, *check)
-			o.nodeKeys = *nodeKeys
+			o.nodeKeys, o.quorum = *nodeKeys, *quorumOn
 			err = idle(n, *services, *monitor, *settle, *window, *spread, o, *perfOut, *pprofOut, *straceFor)
 			if err != nil {
 				break
@@ -122,6 +129,7 @@ func main() {
 	case "mem":
 		for _, n := range ints(*nodes, "1,3") {
 			o := idleOpts(fs, *timeout, *interval, *check)
+			o.quorum = *quorumOn
 			w := time.Duration(0)
 			fs.Visit(func(f *flag.Flag) {
 				if f.Name == "window" {
