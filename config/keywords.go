@@ -319,7 +319,7 @@ var Keywords = []Keyword{
 		Doc: "The time limit of the agent's monitor (the status check): like `start_timeout`, with the monitor's advised timeout."},
 
 	{Section: SectionContainer, Key: "engine", Type: TypeEnum, Default: "podman", Allowed: []string{"podman", "docker"}, Field: "Engine",
-		Doc: "The container engine, run through its command line (`podman` found in PATH). Only `podman` is built: `docker` is refused by validation until it is tested. The engine's own environment given to the daemon (CONTAINERS_STORAGE_CONF, CONTAINERS_CONF, XDG_*) and node.toml `container_env` reach every engine call."},
+		Doc: "The container engine, run through its command line (`podman` or `docker`, found in PATH). With `docker`, dockerd must use the `cgroupfs` cgroup driver for the container to run in the instance's cgroup (docs/resources.md, \"The docker engine\"), and `rootfs` is refused (docker runs images only). The engine's own environment given to the daemon (CONTAINERS_STORAGE_CONF, CONTAINERS_CONF, XDG_*, DOCKER_HOST) and node.toml `container_env` reach every engine call."},
 	{Section: SectionContainer, Key: "image", Type: TypeString, Field: "Image",
 		Doc: "The image reference (`localhost/web:1.2`, `registry.example.com/web:1.2`). Exactly one of `image` and `rootfs`. A node whose engine storage lacks the image cannot run the resource (with `pull = \"never\"`): its status says `cannot run here` and the service is placed on the nodes that have it. Load images ahead of time (`podman load`, `podman import`, `podman pull` on every candidate node)."},
 	{Section: SectionContainer, Key: "rootfs", Type: TypeString, Field: "Rootfs",

@@ -36,10 +36,10 @@ type container struct {
 }
 
 func newContainer(rc config.ResourceConfig, env Env) (*container, error) {
-	if rc.Engine != "podman" {
-		return nil, fmt.Errorf("%s: engine %q is not built: only podman", rc.RID, rc.Engine)
+	if rc.Engine != "podman" && rc.Engine != "docker" {
+		return nil, fmt.Errorf("%s: engine %q is not built: podman or docker", rc.RID, rc.Engine)
 	}
-	spec := EngineSpec{Bin: "podman", Env: env.EngineEnv, Cluster: env.Cluster, Node: env.Node}
+	spec := EngineSpec{Bin: rc.Engine, Env: env.EngineEnv, Cluster: env.Cluster, Node: env.Node}
 	return &container{rc: rc, env: env, eng: engineFor(spec), name: ContainerName(env.Service, rc.Name),
 		tracked: tracked{cg: newLeaf(env.Cgroup, rc.RID)}}, nil
 }
@@ -292,7 +292,7 @@ func (c *container) Stop(ctx context.Context) error {
 		c.env.Log(c.rc.RID, "stop: no container "+c.name+": nothing to do")
 		return nil
 	}
-	c.env.Log(c.rc.RID, fmt.Sprintf("stop: %s rm --force --time %d %s (%s)", c.eng.spec.Bin, int(c.rc.StopTimeout/time.Second), c.name, ct.State))
+	c.env.Log(c.rc.RID, fmt.Sprintf("stop: %s %s (%s)", c.eng.removeCmd(c.rc.StopTimeout), c.name, ct.State))
 	if err := c.eng.remove(ctx, c.timeout(), *ct, c.rc.StopTimeout); err != nil {
 		return c.fail(err)
 	}

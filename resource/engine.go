@@ -310,6 +310,9 @@ func (e *engine) runList(c *listCall, timeout time.Duration) {
 
 // ps lists every container labelled with this node (running or not).
 func (e *engine) ps(ctx context.Context, timeout time.Duration) ([]Container, error) {
+	if e.docker() {
+		return e.dockerPs(ctx, timeout)
+	}
 	out, _, err := e.call(ctx, timeout, "ps", "--all", "--no-trunc", "--format", "json", "--filter", "label="+LabelNode+"="+e.spec.Node)
 	if err != nil {
 		return nil, err
@@ -340,6 +343,9 @@ func find(list []Container, name string) *Container {
 
 // imageExists reports whether the image is in the engine's storage.
 func (e *engine) imageExists(ctx context.Context, timeout time.Duration, image string) (bool, error) {
+	if e.docker() {
+		return e.dockerImageExists(ctx, timeout, image)
+	}
 	_, code, err := e.call(ctx, timeout, "image", "exists", "--", image)
 	switch {
 	case err == nil:
@@ -375,6 +381,9 @@ func RemoveContainer(ctx context.Context, spec EngineSpec, c Container, stopTime
 // fail.
 func (e *engine) remove(ctx context.Context, timeout time.Duration, c Container, stopTimeout time.Duration) error {
 	defer e.changed()
+	if e.docker() {
+		return e.dockerRemove(ctx, timeout, c, stopTimeout)
+	}
 	if c.State == "running" && !c.Runs() {
 		if _, _, err := e.call(ctx, timeout, "stop", "--ignore", "--time", "0", c.ID); err != nil {
 			return err

@@ -1,0 +1,88 @@
+package resource
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"haven/dataset"
+)
+
+// The calls of a stop, in each engine's words: podman's rm waits
+// stop_timeout after SIGTERM itself; docker's rm --force would SIGKILL at
+// once, so its stop comes first.
+func TestContainerStopCalls(t *testing.T) {
+	want := map[string]string{
+		"podman": "rm --force --ignore --time 2 " + fakeID,
+		"docker": "stop -t 2 -- " + fakeID + "\nrm --force -- " + fakeID,
+	}
+	fakeEngines(t, func(t *testing.T, bin string) {
+		env, rec, calls := scripted(t, bin)
+		if err := os.WriteFile(os.Getenv("STATE"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := fakeContainer(t, bin, env, nil)
+		if err := c.Stop(context.Background()); err != nil {
+			t.Fatalf("stop: %v\n%s", err, rec)
+		}
+		b, _ := os.ReadFile(calls)
+		if !strings.Contains(string(b), want[bin]) {
+			t.Fatalf("calls lack %q:\n%s", want[bin], b)
+		}
+	})
+}
+
+// An engine that cannot say whether the image is there (dockerd down:
+// docker image inspect exits 1 as for a missing image, with another
+// message) is a warn, never "cannot run here": a hard fault would move
+// the service for an engine's hiccup.
+func TestContainerImageCheckFails(t *testing.T) {
+	body := map[string]string{
+		"podman": `case "$1" in ps) echo '[]' ;; *) echo "Error: database is locked" >&2; exit 125 ;; esac`,
+		"docker": `case "$1" in ps) ;; *) echo "Cannot connect to the Docker daemon at unix:///run/docker.sock. Is the docker daemon running?" >&2; exit 1 ;; esac`,
+	}
+	fakeEngines(t, func(t *testing.T, bin string) {
+		env, _ := fakeEngine(t, bin, body[bin])
+		c := fakeContainer(t, bin, env, nil)
+		st, reason, fault := c.FaultStatus(context.Background())
+		if st != dataset.StatusWarn || fault != "" || !strings.Contains(reason, bin+" image") {
+			t.Fatalf("status %s %q %q", st, reason, fault)
+		}
+	})
+}
+
+// Docker's listing: a container removed between its ps and its inspect
+// is left out (docker prints the others and exits 1); an id that is not
+// one (hostile or garbled output) and a record without its state are
+// refused, never passed on as arguments or read as a container.
+func TestContainerDockerListing(t *testing.T) {
+	rec := `{"Id":"` + fakeID + `","Name":"/haven.websvc.web","State":{"Status":"exited","Pid":0,"ExitCode":3},"Config":{"Image":"x","Labels":{"haven.cluster":"fake","haven.node":"'"$NODE"'","haven.service":"websvc","haven.rid":"container#web"}}}`
+	other := strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"gone between", `case "$1" in ps) echo ` + fakeID + `; echo ` + other + ` ;; container) echo '[` + rec + `]'; echo "Error: No such container: ` + other + `" >&2; exit 1 ;; esac`,
+			"container haven.websvc.web exited (exit code 3)"},
+		{"not an id", `case "$1" in ps) echo -- --format ;; container) echo "$*" > "$CALLS" ;; esac`, "docker ps: unreadable output: \"--\" is not a container id"},
+		{"no state", `case "$1" in ps) echo ` + fakeID + ` ;; container) echo '[{"Id":"` + fakeID + `","Name":"/haven.websvc.web"}]' ;; esac`,
+			"a container without id, name, state or config"},
+		{"inspect fails", `case "$1" in ps) echo ` + fakeID + ` ;; container) echo "Error response from daemon: i/o timeout" >&2; exit 1 ;; esac`,
+			"docker container inspect: exit code 1: Error response from daemon: i/o timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, _ := fakeEngine(t, "docker", tc.body)
+			t.Setenv("NODE", env.Node)
+			calls := t.TempDir() + "/calls"
+			t.Setenv("CALLS", calls)
+			c := fakeContainer(t, "docker", env, nil)
+			_, reason, _ := c.FaultStatus(context.Background())
+			if !strings.Contains(reason, tc.want) {
+				t.Fatalf("reason %q, want %q", reason, tc.want)
+			}
+			if _, err := os.Stat(calls); err == nil {
+				t.Fatal("docker container inspect was called with what ps printed")
+			}
+		})
+	}
+}
