@@ -186,6 +186,9 @@ func (c *container) Start(ctx context.Context) error {
 	if err == nil {
 		err = foreign
 	}
+	if err == nil && ct != nil {
+		ct, err = c.settle(ctx, ct)
+	}
 	switch {
 	case err != nil:
 		return c.fail(err)
@@ -350,7 +353,7 @@ func (c *container) status(ctx context.Context) (dataset.Status, string, string)
 	case ct.Runs():
 		return dataset.StatusUp, "", ""
 	case ct.State == "running":
-		return dataset.StatusDown, fmt.Sprintf("container %s: its process %d is gone (the engine, whose monitor went with it, still says running)", c.name, ct.Pid), ""
+		return dataset.StatusDown, fmt.Sprintf("container %s: its process %d is gone (%s)", c.name, ct.Pid, c.eng.goneNote()), ""
 	case ct.State == "paused":
 		return dataset.StatusWarn, "container " + c.name + " paused", ""
 	}

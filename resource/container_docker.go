@@ -120,3 +120,44 @@ func (e *engine) removeCmd(stopTimeout time.Duration) string {
 	}
 	return fmt.Sprintf("podman rm --force --time %d", t)
 }
+
+// goneNote says why the engine says running while the container's
+// process is gone.
+func (e *engine) goneNote() string {
+	if e.docker() {
+		return "docker has not recorded its exit yet"
+	}
+	return "the engine, whose monitor went with it, still says running"
+}
+
+// settleWait bounds the wait of settle for docker's record of an exit.
+const settleWait = 3 * time.Second
+
+// settle is ct once the engine's records agree with its process: docker
+// records the exit of a process that ended at once after its start a
+// moment later (its shim reports it), and says running until then;
+// settle lists again until it does, within settleWait and ctx. Podman
+// records it before its run returns: ct as is.
+func (c *container) settle(ctx context.Context, ct *Container) (*Container, error) {
+	if !c.eng.docker() {
+		return ct, nil
+	}
+	deadline := time.Now().Add(settleWait)
+	for ct != nil && ct.State == "running" && !ct.Runs() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ct, nil
+		case <-time.After(50 * time.Millisecond):
+		}
+		c.eng.changed()
+		var foreign error
+		var err error
+		if ct, foreign, err = c.lookup(ctx); err == nil {
+			err = foreign
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ct, nil
+}

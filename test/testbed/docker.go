@@ -26,7 +26,7 @@ type Docker struct {
 	run string // the short run directory: the sockets' paths stay under 108 bytes
 	// Env is what the engine's calls need: DOCKER_HOST (give it to a node
 	// as container_env).
-	Env []string
+	Env    []string
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once dockerd is reaped
 	log    string
@@ -187,8 +187,33 @@ func (d *Docker) Close() {
 }
 
 func (d *Docker) cleanup() {
+	// what dockerd left mounted (its exec root's netns/default)
+	unmountUnder(d.run)
+	unmountUnder(d.Dir)
 	if err := os.RemoveAll(d.run); err != nil && !errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(os.Stderr, "testbed: docker run directory %s: %v\n", d.run, err)
 	}
 	os.RemoveAll(d.Dir)
+}
+
+// unmountUnder detaches every mount under dir, the deepest first.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var mps []string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		mp := strings.ReplaceAll(f[4], "\\040", " ")
+		if strings.HasPrefix(mp, dir+"/") {
+			mps = append(mps, mp)
+		}
+	}
+	for i := len(mps) - 1; i >= 0; i-- {
+		syscall.Unmount(mps[i], syscall.MNT_DETACH)
+	}
 }
