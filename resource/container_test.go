@@ -21,50 +21,28 @@ import (
 // testbed.Docker), an image built offline from busybox-static. Each
 // TestContainerPodmanX has its TestContainerDockerX: the same test.
 
-// store is one node's engine as the tests drive it, outside the driver.
-type store interface {
-	Run(args ...string) (string, error)
-	Running() ([]string, error)
-	ImportBusybox(ref string) error
-	Close()
-}
-
 // engineEnv is cgroupEnv with an engine (podman, docker) of the test's
 // own holding the image localhost/hbox:1: a podman store, or a dockerd
 // of its own; it skips without root, the engine, runc or busybox-static,
 // or where dockerd does not start.
-func engineEnv(t *testing.T, engine string) (Env, *logRec, store) {
+func engineEnv(t *testing.T, engine string) (Env, *logRec, testbed.Store) {
 	t.Helper()
 	env, rec := cgroupEnv(t)
-	var (
-		p   store
-		err error
-		kv  []string
-	)
-	if engine == "docker" {
-		if why := testbed.DockerUnavailable(); why != "" {
-			t.Skip(why)
-		}
-		var d *testbed.Docker
-		if d, err = testbed.NewDocker(t.TempDir()); err != nil {
-			t.Skipf("docker: no dockerd of the test's own: %v", err)
-		}
-		p, kv = d, d.Env
-	} else {
-		if why := testbed.PodmanUnavailable(); why != "" {
-			t.Skip(why)
-		}
-		var pm *testbed.Podman
-		if pm, err = testbed.NewPodman(t.TempDir()); err != nil {
-			t.Fatal(err)
-		}
-		p, kv = pm, pm.Env
+	if why := testbed.EngineUnavailable(engine); why != "" {
+		t.Skip(why)
+	}
+	p, err := testbed.NewStore(engine, t.TempDir())
+	var no *testbed.NoDockerd
+	if errors.As(err, &no) {
+		t.Skip(err)
+	} else if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(p.Close) // before the cgroups' clean-up (cleanups run last first)
 	if err := p.ImportBusybox("localhost/hbox:1"); err != nil {
 		t.Fatal(err)
 	}
-	env.Cluster, env.EngineEnv = "ctest", kv
+	env.Cluster, env.EngineEnv = "ctest", p.Environ()
 	env.Node = "n-" + strconv.Itoa(os.Getpid()) + "-" + strings.ReplaceAll(t.Name(), "/", "-")
 	return env, rec, p
 }

@@ -217,3 +217,46 @@ func unmountUnder(dir string) {
 		syscall.Unmount(mps[i], syscall.MNT_DETACH)
 	}
 }
+
+// Store is one node's container engine as the tests drive it: a
+// Podman store or a Docker daemon of its own.
+type Store interface {
+	Run(args ...string) (string, error)
+	Running() ([]string, error)
+	ImportBusybox(ref string) error
+	// Environ is what the engine's calls need (a node's container_env).
+	Environ() []string
+	Close()
+}
+
+// Environ is the variables of the store's calls.
+func (p *Podman) Environ() []string { return p.Env }
+
+// Environ is the variables of the daemon's calls.
+func (d *Docker) Environ() []string { return d.Env }
+
+// EngineUnavailable is PodmanUnavailable or DockerUnavailable.
+func EngineUnavailable(engine string) string {
+	if engine == "docker" {
+		return DockerUnavailable()
+	}
+	return PodmanUnavailable()
+}
+
+// NewStore is NewPodman or NewDocker of dir. A dockerd that cannot
+// start here is an error that says so (the caller skips on it).
+func NewStore(engine, dir string) (Store, error) {
+	if engine == "docker" {
+		d, err := NewDocker(dir)
+		if err != nil {
+			return nil, &NoDockerd{err}
+		}
+		return d, nil
+	}
+	return NewPodman(dir)
+}
+
+// NoDockerd is a dockerd that did not start: the docker tests skip.
+type NoDockerd struct{ Err error }
+
+func (e *NoDockerd) Error() string { return "docker: no dockerd of the test's own: " + e.Err.Error() }
