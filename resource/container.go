@@ -179,7 +179,7 @@ func (c *container) Start(ctx context.Context) error {
 		return c.fail(&EngineError{Call: c.eng.spec.Bin + " run", Msg: err.Error()})
 	}
 	if res.code != 0 {
-		return c.fail(&EngineError{Call: c.eng.spec.Bin + " run", Msg: res.describe()})
+		return c.runFailed(res)
 	}
 	c.eng.changed()
 	ct, foreign, err = c.lookup(ctx)

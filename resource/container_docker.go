@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"haven/resource/ocf"
 )
 
 // The docker engine (engine = "docker") through the docker command line,
@@ -160,4 +162,25 @@ func (c *container) settle(ctx context.Context, ct *Container) (*Container, erro
 		}
 	}
 	return ct, nil
+}
+
+// runFailed is the error of a run that exited non-zero, with its last
+// line of output; docker ends its errors with a line of its own ("Run
+// 'docker run --help' for more information"): the error is the line
+// before. A run refused by this node's dockerd as configured is a hard
+// fault: with the systemd cgroup driver, dockerd takes a --cgroup-parent
+// that is a systemd slice only, and the instance's cgroup is a path; the
+// container cannot run in it here, and Haven does not run it elsewhere
+// than in it (the guard could not end it).
+func (c *container) runFailed(res runResult) *ContainerError {
+	if c.eng.docker() {
+		for len(res.lines) > 0 && (strings.TrimSpace(res.lines[len(res.lines)-1]) == "" || strings.HasPrefix(res.lines[len(res.lines)-1], "Run 'docker ")) {
+			res.lines = res.lines[:len(res.lines)-1]
+		}
+		if strings.Contains(strings.Join(res.lines, "\n"), "cgroup-parent for systemd cgroup") {
+			return &ContainerError{RIDName: c.rc.RID, Severity: ocf.Hard,
+				Msg: "cannot run here: this node's dockerd uses the systemd cgroup driver, which refuses the instance's cgroup as the container's parent: set \"exec-opts\": [\"native.cgroupdriver=cgroupfs\"] in its daemon.json (docs/resources.md, \"The docker engine\")"}
+		}
+	}
+	return c.fail(&EngineError{Call: c.eng.spec.Bin + " run", Msg: res.describe()})
 }

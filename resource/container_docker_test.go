@@ -2,11 +2,14 @@ package resource
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
 	"haven/dataset"
+	"haven/test/testbed"
 )
 
 // The calls of a stop, in each engine's words: podman's rm waits
@@ -84,5 +87,51 @@ func TestContainerDockerListing(t *testing.T) {
 				t.Fatal("docker container inspect was called with what ps printed")
 			}
 		})
+	}
+}
+
+// A dockerd with the systemd cgroup driver refuses the instance's cgroup
+// as the container's parent: the start is a hard fault that says what to
+// change, and nothing runs outside the cgroup the guard kills.
+func TestContainerDockerSystemdDriverRefused(t *testing.T) {
+	if why := testbed.DockerUnavailable(); why != "" {
+		t.Skip(why)
+	}
+	env, rec := cgroupEnv(t)
+	d, err := testbed.NewDockerDriver(t.TempDir(), "systemd")
+	if err != nil {
+		t.Skipf("docker: no dockerd of the test's own: %v", err)
+	}
+	t.Cleanup(d.Close)
+	if err := d.ImportBusybox("localhost/hbox:1"); err != nil {
+		t.Fatal(err)
+	}
+	env.Cluster, env.EngineEnv, env.Node = "ctest", d.Env, "n-systemd-"+strconv.Itoa(os.Getpid())
+	c, err := New(engineRC("docker", "web", nil), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Start(context.Background())
+	var f *ContainerError
+	if !errors.As(err, &f) || f.Severity != "hard" || !strings.Contains(f.Msg, "native.cgroupdriver=cgroupfs") {
+		t.Fatalf("start: %v\n%s", err, rec)
+	}
+	if running, _ := d.Running(); len(running) != 0 {
+		t.Fatalf("running: %v", running)
+	}
+}
+
+// A docker run that fails says docker's error, not the line docker adds
+// after it ("Run 'docker run --help' for more information").
+func TestContainerDockerRunError(t *testing.T) {
+	env, _ := fakeEngine(t, "docker", `case "$1" in
+ps) ;;
+image) echo sha256:1 ;;
+run) echo 'docker: Error response from daemon: Conflict. The container name "/haven.websvc.web" is already in use.' >&2; echo >&2; echo "Run 'docker run --help' for more information" >&2; exit 125 ;;
+esac`)
+	c := fakeContainer(t, "docker", env, nil)
+	err := c.Start(context.Background())
+	if err == nil || !strings.HasSuffix(err.Error(), `docker run: exit code 125: docker: Error response from daemon: Conflict. The container name "/haven.websvc.web" is already in use.`) {
+		t.Fatalf("start: %v", err)
 	}
 }

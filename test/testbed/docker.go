@@ -53,7 +53,10 @@ func DockerUnavailable() string {
 
 // NewDocker starts a dockerd of its own with its data under dir, and
 // returns once it answers (within a minute).
-func NewDocker(dir string) (*Docker, error) {
+func NewDocker(dir string) (*Docker, error) { return NewDockerDriver(dir, "cgroupfs") }
+
+// NewDockerDriver is NewDocker with the cgroup driver (cgroupfs, systemd).
+func NewDockerDriver(dir, driver string) (*Docker, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -78,7 +81,7 @@ func NewDocker(dir string) (*Docker, error) {
 		"--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(run, "exec"),
 		"--pidfile", filepath.Join(run, "dockerd.pid"), "--host", "unix://"+sock,
 		"--containerd-namespace", ns, "--containerd-plugins-namespace", ns+"-plugins",
-		"--storage-driver", "vfs", "--exec-opt", "native.cgroupdriver=cgroupfs",
+		"--storage-driver", "vfs", "--exec-opt", "native.cgroupdriver="+driver,
 		"--bridge", "none", "--iptables=false", "--ip6tables=false", "--ip-masq=false", "--userland-proxy=false")
 	d.cmd.Stdout, d.cmd.Stderr = lf, lf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
