@@ -6,9 +6,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"haven/config"
 	"haven/dataset"
+	"haven/internal/cgroup"
 	"haven/test/testbed"
 )
 
@@ -134,4 +139,59 @@ esac`)
 	if err == nil || !strings.HasSuffix(err.Error(), `docker run: exit code 125: docker: Error response from daemon: Conflict. The container name "/haven.websvc.web" is already in use.`) {
 		t.Fatalf("start: %v", err)
 	}
+}
+
+// The unlucky sequence: dockerd hangs (SIGSTOP), then the guard kills
+// the instance's cgroup. The check says warn while dockerd does not
+// answer (never up, never down: whether it runs is not known); the
+// container's process ends all the same (the kill is the kernel's, not
+// dockerd's); once dockerd answers again, the check says down with the
+// kill's exit code, and a start runs a new container.
+func TestContainerDockerGuardKillWhileDockerdHung(t *testing.T) {
+	env, rec, p := engineEnv(t, "docker")
+	d := p.(*testbed.Docker)
+	c, err := New(engineRC("docker", "web", func(rc *config.ResourceConfig) { rc.Timeout = 3 * time.Second }), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v\n%s", err, rec)
+	}
+	out, err := d.Run("inspect", "--format", "{{.State.Pid}}", ContainerName(env.Service, "web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(out))
+	if pid <= 0 || !testbed.Alive(pid) {
+		t.Fatalf("the container's process %q", out)
+	}
+	if err := syscall.Kill(d.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := sync.OnceFunc(func() { syscall.Kill(d.Pid(), syscall.SIGCONT) })
+	t.Cleanup(cont)
+	c.(*container).eng.changed()
+	st, reason, fault := c.(Faulter).FaultStatus(context.Background())
+	if st != dataset.StatusWarn || fault != "" || !strings.Contains(reason, "no answer within 3s") {
+		t.Fatalf("status with dockerd hung: %s %q %q", st, reason, fault)
+	}
+	// the guard: kill, wait, remove
+	if empty, err := cgroup.End(env.Cgroup, 5*time.Second); err != nil || !empty {
+		t.Fatalf("kill the instance's cgroup: empty %v, %v", empty, err)
+	}
+	if testbed.Alive(pid) {
+		t.Fatalf("the container's process %d survived the guard's kill with dockerd hung", pid)
+	}
+	cont()
+	if err := testbed.WaitFor(20*time.Second, 100*time.Millisecond, "the check says down once dockerd answers", func() bool {
+		c.(*container).eng.changed()
+		st, reason, _ := c.(Faulter).FaultStatus(context.Background())
+		return st == dataset.StatusDown && strings.Contains(reason, "exit code 137")
+	}); err != nil {
+		t.Fatalf("%v\n%s", err, rec)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatalf("start after the kill: %v\n%s", err, rec)
+	}
+	mustStatus(t, c, dataset.StatusUp)
 }

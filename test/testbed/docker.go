@@ -109,6 +109,9 @@ func NewDockerDriver(dir, driver string) (*Docker, error) {
 	}
 }
 
+// Pid is dockerd's process id.
+func (d *Docker) Pid() int { return d.cmd.Process.Pid }
+
 // logTail is the last lines of dockerd's log.
 func (d *Docker) logTail() string {
 	b, _ := os.ReadFile(d.log)
