@@ -138,7 +138,8 @@ const settleWait = 3 * time.Second
 // settle is ct once the engine's records agree with its process: docker
 // records the exit of a process that ended at once after its start a
 // moment later (its shim reports it), and says running until then;
-// settle lists again until it does, within settleWait and ctx. Podman
+// settle lists again until it does, within settleWait and ctx (the
+// last listing seen when ctx ends). Podman
 // records it before its run returns: ct as is.
 func (c *container) settle(ctx context.Context, ct *Container) (*Container, error) {
 	if !c.eng.docker() {
@@ -152,14 +153,17 @@ func (c *container) settle(ctx context.Context, ct *Container) (*Container, erro
 		case <-time.After(50 * time.Millisecond):
 		}
 		c.eng.changed()
-		var foreign error
-		var err error
-		if ct, foreign, err = c.lookup(ctx); err == nil {
+		next, foreign, err := c.lookup(ctx)
+		if err == nil {
 			err = foreign
 		}
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ct, nil // the start's time is up: what was seen last
+		case err != nil:
 			return nil, err
 		}
+		ct = next
 	}
 	return ct, nil
 }

@@ -99,6 +99,7 @@ func TestContainerDockerListing(t *testing.T) {
 // as the container's parent: the start is a hard fault that says what to
 // change, and nothing runs outside the cgroup the guard kills.
 func TestContainerDockerSystemdDriverRefused(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
 	if why := testbed.DockerUnavailable(); why != "" {
 		t.Skip(why)
 	}
@@ -148,6 +149,7 @@ esac`)
 // dockerd's); once dockerd answers again, the check says down with the
 // kill's exit code, and a start runs a new container.
 func TestContainerDockerGuardKillWhileDockerdHung(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
 	env, rec, p := engineEnv(t, "docker")
 	d := p.(*testbed.Docker)
 	c, err := New(engineRC("docker", "web", func(rc *config.ResourceConfig) { rc.Timeout = 3 * time.Second }), env)

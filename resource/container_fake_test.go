@@ -2,6 +2,7 @@ package resource
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,9 +45,15 @@ func fakeEngine(t *testing.T, bin, body string) (Env, *logRec) {
 	}
 	t.Setenv("PATH", path)
 	env, rec := testEnv(t)
-	env.Cluster, env.Node = "fake", "fake-"+t.Name()
+	// a node of its own each time (-count=N too): an engine keeps the
+	// environment it was made with
+	fakeNodes++
+	env.Cluster, env.Node = "fake", fmt.Sprintf("fake-%s-%d", t.Name(), fakeNodes)
 	return env, rec
 }
+
+// fakeNodes numbers the nodes of fakeEngine.
+var fakeNodes int
 
 func fakeContainer(t *testing.T, bin string, env Env, mod func(*config.ResourceConfig)) *container {
 	t.Helper()

@@ -19,7 +19,9 @@ import (
 // The container driver against real podman (a store of the test's own,
 // testbed.Podman) and real docker (a dockerd of the test's own,
 // testbed.Docker), an image built offline from busybox-static. Each
-// TestContainerPodmanX has its TestContainerDockerX: the same test.
+// TestContainerPodmanX has its TestContainerDockerX: the same test. The
+// docker ones run side by side (t.Parallel: each its dockerd, its node,
+// its cgroups), after the package's serial tests.
 
 // engineEnv is cgroupEnv with an engine (podman, docker) of the test's
 // own holding the image localhost/hbox:1: a podman store, or a dockerd
@@ -77,7 +79,10 @@ func mustStatus(t *testing.T, d Driver, want dataset.Status) string {
 // running container, stop; the labels and the environment of the
 // container; its process in the instance's cgroup.
 func TestContainerPodmanStartAdoptStop(t *testing.T) { containerStartAdoptStop(t, "podman") }
-func TestContainerDockerStartAdoptStop(t *testing.T) { containerStartAdoptStop(t, "docker") }
+func TestContainerDockerStartAdoptStop(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
+	containerStartAdoptStop(t, "docker")
+}
 
 func containerStartAdoptStop(t *testing.T, engine string) {
 	env, rec, p := engineEnv(t, engine)
@@ -167,6 +172,7 @@ func TestContainerPodmanExitedAndFailedStart(t *testing.T) {
 	containerExitedAndFailedStart(t, "podman")
 }
 func TestContainerDockerExitedAndFailedStart(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
 	containerExitedAndFailedStart(t, "docker")
 }
 
@@ -223,6 +229,7 @@ func TestContainerPodmanMissingImageAndRootfs(t *testing.T) {
 	containerMissingImageAndRootfs(t, "podman")
 }
 func TestContainerDockerMissingImageAndRootfs(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
 	containerMissingImageAndRootfs(t, "docker")
 }
 
@@ -274,7 +281,10 @@ func containerMissingImageAndRootfs(t *testing.T, engine string) {
 // refuses it. A container of Haven's labels whose resource is gone is
 // removed by RemoveContainer.
 func TestContainerPodmanForeignAndOrphan(t *testing.T) { containerForeignAndOrphan(t, "podman") }
-func TestContainerDockerForeignAndOrphan(t *testing.T) { containerForeignAndOrphan(t, "docker") }
+func TestContainerDockerForeignAndOrphan(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
+	containerForeignAndOrphan(t, "docker")
+}
 
 func containerForeignAndOrphan(t *testing.T, engine string) {
 	env, rec, p := engineEnv(t, engine)
@@ -336,7 +346,10 @@ func containerForeignAndOrphan(t *testing.T, engine string) {
 // running. The check says down all the same; a stop removes it, a start
 // runs a new one.
 func TestContainerPodmanGuardKill(t *testing.T) { containerGuardKill(t, "podman") }
-func TestContainerDockerGuardKill(t *testing.T) { containerGuardKill(t, "docker") }
+func TestContainerDockerGuardKill(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
+	containerGuardKill(t, "docker")
+}
 
 func containerGuardKill(t *testing.T, engine string) {
 	env, rec, p := engineEnv(t, engine)
