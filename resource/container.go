@@ -171,8 +171,9 @@ func (c *container) Start(ctx context.Context) error {
 	}
 	argv := c.runArgs(ctx)
 	c.env.Log(c.rc.RID, "start: "+c.eng.spec.Bin+" run "+c.name+" "+c.Label())
-	// the engine call runs in the resource's cgroup: its monitor process
-	// (conmon) stays there, the container goes in a child of the
+	// the engine call runs in the resource's cgroup: podman's monitor
+	// process (conmon) stays there (docker's shim is dockerd's, outside:
+	// container_docker.go), the container goes in a child of the
 	// instance's (--cgroup-parent)
 	res, err := run(ctx, command{action: "start", argv: argv, timeout: c.timeout(), env: c.eng.env, dir: c.env.VarDir, keep: 20, cgroup: c.cg})
 	if err != nil {

@@ -23,7 +23,9 @@ import (
 // (tens of ms of CPU): the status checks of every container resource of
 // a node share one listing of the node's containers (engine.list), made
 // at most once per listFresh unless a start or stop changed them since.
-// docs/design-notes.md has the choice and its measured cost.
+// docs/design-notes.md has the choice and its measured cost. Docker
+// (engine = "docker") is driven the same way; what it says differently
+// is in container_docker.go.
 
 // The labels of every container Haven creates: the cluster, the
 // service, the resource and the node. A container without them (or with
