@@ -63,7 +63,8 @@ pull = "always"
 	}
 
 	bad := []struct{ body, want string }{
-		{`engine = "docker"` + "\nimage = \"x\"", `web.toml:5: container#web.engine: "docker" is not built yet`},
+		{"engine = \"docker\"\nrootfs = \"/srv/root\"", `web.toml:6: container#web.rootfs: docker runs images only`},
+		{"engine = \"docker\"\nimage = \"x\"\nhealthcheck = \"true\"", `web.toml:7: container#web.healthcheck: not built yet with engine = "docker"`},
 		{`command = ["true"]`, "container#web.image: a container needs an image"},
 		{"image = \"x\"\nrootfs = \"/srv/root\"", "container#web.rootfs: set image or rootfs, not both"},
 		{`rootfs = "srv/root"`, `container#web.rootfs: "srv/root": want an absolute path`},
@@ -92,6 +93,11 @@ pull = "always"
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("%q: got %v, want %q", b.body, err, b.want)
 		}
+	}
+	// docker is an engine of its own, with an image
+	sc, err := tomlfile.ParseService("web.toml", "web", []byte("[DEFAULT]\nnodes = [\"n1\"]\n\n[container.web]\nengine = \"docker\"\nimage = \"localhost/web:1\"\n"))
+	if err != nil || sc.Resources[0].Engine != "docker" {
+		t.Fatalf("engine = docker: %v", err)
 	}
 }
 

@@ -311,7 +311,7 @@ type ResourceConfig struct {
 	// keyword: the ocf driver prefers the agent's advice to the default).
 	TimeoutSet bool
 	// container (StopTimeout above is its stop_timeout too)
-	Engine       string // podman (docker refused)
+	Engine       string // podman or docker
 	Image        string
 	Rootfs       string
 	Command      []string

@@ -27,29 +27,38 @@ import (
 // is placed on another node is no orphan: its check says up, and the
 // multiple_active rules deal with it.
 
-// The sweep asks the engine only on a node that ran container resources
-// once: a marker file, written when a local service with a container
-// resource is installed (before any start), and kept. A node without it
-// has no container of Haven's, and the daemons of a host without
-// containers run no engine at all.
-func (d *Daemon) containersMarker() string { return filepath.Join(d.p.Var, "containers.used") }
-
-// markContainers writes the marker once, for a local config with a
-// container resource.
-func (d *Daemon) markContainers(cfg *config.ServiceConfig) {
-	if d.containersMarked {
-		return
+// The sweep asks an engine only on a node that ran container resources
+// of that engine once: a marker file per engine (var/containers.used for
+// podman, var/containers.docker.used for docker), written when a local
+// service with a container resource of the engine is installed (before
+// any start), and kept. A node without it has no container of Haven's in
+// that engine, and the daemons of a host without containers run no
+// engine at all (nor ask a docker command line whose dockerd is absent).
+func (d *Daemon) containersMarker(engine string) string {
+	if engine == "podman" {
+		return filepath.Join(d.p.Var, "containers.used")
 	}
+	return filepath.Join(d.p.Var, "containers."+engine+".used")
+}
+
+// containerEngines are the engines the sweep asks.
+var containerEngines = []string{"podman", "docker"}
+
+// markContainers writes the markers once, for a local config with
+// container resources.
+func (d *Daemon) markContainers(cfg *config.ServiceConfig) {
 	for _, r := range cfg.Resources {
-		if r.Type != config.SectionContainer {
+		if r.Type != config.SectionContainer || d.containersMarked[r.Engine] || !slices.Contains(containerEngines, r.Engine) {
 			continue
 		}
-		if err := os.WriteFile(d.containersMarker(), nil, 0o600); err != nil {
-			d.log.Warn("containers: the marker of a node that runs containers not written: the sweep of orphans will not run", zap.Error(err))
-			return
+		if err := os.WriteFile(d.containersMarker(r.Engine), nil, 0o600); err != nil {
+			d.log.Warn("containers: the marker of a node that runs containers not written: the sweep of orphans will not run", zap.String("engine", r.Engine), zap.Error(err))
+			continue
 		}
-		d.containersMarked = true
-		return
+		if d.containersMarked == nil {
+			d.containersMarked = map[string]bool{}
+		}
+		d.containersMarked[r.Engine] = true
 	}
 }
 
@@ -65,21 +74,22 @@ func (d *Daemon) engineEnv() []string {
 	return out
 }
 
-// engineSpec is the podman engine of this node's containers.
-func (d *Daemon) engineSpec() resource.EngineSpec {
-	return resource.EngineSpec{Bin: "podman", Env: d.engineEnv(), Cluster: d.cluster.Name, Node: d.node.Name}
+// engineSpec is the engine (podman, docker) of this node's containers.
+func (d *Daemon) engineSpec(engine string) resource.EngineSpec {
+	return resource.EngineSpec{Bin: engine, Env: d.engineEnv(), Cluster: d.cluster.Name, Node: d.node.Name}
 }
 
 // sweepContainers runs sweepOrphans at start-up, then every
-// check_interval, until ctx ends. Nothing is done where podman is not
-// installed, or on a node that never ran a container resource.
+// check_interval, until ctx ends, for each engine installed here that
+// ran a container resource of this node.
 func (d *Daemon) sweepContainers(ctx context.Context) {
-	spec := d.engineSpec()
 	for {
-		if _, err := os.Stat(d.containersMarker()); err != nil {
-			// no container here, ever
-		} else if _, err := exec.LookPath(spec.Bin); err == nil {
-			d.sweepOrphans(ctx, spec)
+		for _, engine := range containerEngines {
+			if _, err := os.Stat(d.containersMarker(engine)); err != nil {
+				// no container of this engine here, ever
+			} else if _, err := exec.LookPath(engine); err == nil {
+				d.sweepOrphans(ctx, d.engineSpec(engine))
+			}
 		}
 		select {
 		case <-d.clk.After(d.node.CheckInterval):
@@ -102,7 +112,7 @@ func (d *Daemon) sweepOrphans(ctx context.Context, spec resource.EngineSpec) {
 	if len(list) == 0 {
 		return
 	}
-	v, err := d.call(func() (any, error) { return d.localContainerRIDs(), nil })
+	v, err := d.call(func() (any, error) { return d.localContainerRIDs(spec.Bin), nil })
 	if err != nil {
 		return
 	}
@@ -120,7 +130,7 @@ func (d *Daemon) sweepOrphans(ctx context.Context, spec resource.EngineSpec) {
 		if local {
 			why = "service " + svc + " has no resource " + rid
 		}
-		d.log.Warn("containers: orphan container: stopped and removed", zap.String("container", c.Name()), zap.String("id", c.ID),
+		d.log.Warn("containers: orphan container: stopped and removed", zap.String("engine", spec.Bin), zap.String("container", c.Name()), zap.String("id", c.ID),
 			zap.String("svc", svc), zap.String("rid", rid), zap.String("state", c.State), zap.String("why", why))
 		if err := resource.RemoveContainer(ctx, spec, c, orphanStopTimeout, time.Minute); err != nil && !errors.Is(err, context.Canceled) {
 			d.log.Error("containers: orphan container not removed", zap.String("container", c.Name()), zap.Error(err))
@@ -129,9 +139,9 @@ func (d *Daemon) sweepOrphans(ctx context.Context, spec resource.EngineSpec) {
 }
 
 // localContainerRIDs maps each service local to this node to the rids of
-// its container resources; a service whose config does not parse here
+// its container resources of engine; a service whose config does not parse here
 // maps to nil (every container of it is kept: its config is not known).
-func (d *Daemon) localContainerRIDs() map[string]map[string]bool {
+func (d *Daemon) localContainerRIDs(engine string) map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	for name, inst := range d.services {
 		if !inst.local || inst.cfg == nil {
@@ -139,7 +149,7 @@ func (d *Daemon) localContainerRIDs() map[string]map[string]bool {
 		}
 		rids := map[string]bool{}
 		for _, r := range inst.cfg.Resources {
-			if r.Type == config.SectionContainer {
+			if r.Type == config.SectionContainer && r.Engine == engine {
 				rids[r.RID] = true
 			}
 		}

@@ -100,8 +100,8 @@ type Daemon struct {
 
 	persist *persister
 
-	// containersMarked: this node ran a container resource (containers.go)
-	containersMarked bool
+	// containersMarked: this node ran a container resource of the engine (containers.go)
+	containersMarked map[string]bool
 
 	// metrics are the Prometheus metrics (metrics.go), served on
 	// node.metrics_addr by metricsSrv; hooks run the event hooks (hooks.go).

@@ -32,22 +32,24 @@ type pullAsk struct {
 }
 
 // pullTargets are the images of the enabled container resources of cfg
-// as expanded for this node, and the sum of their time limits.
-func (d *Daemon) pullTargets(cfg *config.ServiceConfig) ([]api.PullImage, []time.Duration, error) {
+// as expanded for this node, each one's time limit and its engine.
+func (d *Daemon) pullTargets(cfg *config.ServiceConfig) ([]api.PullImage, []time.Duration, []string, error) {
 	exp, err := cfg.ForNode(d.node.Name, d.p.ServiceVar(cfg.Name))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var out []api.PullImage
 	var limits []time.Duration
+	var engines []string
 	for _, r := range exp.Resources {
 		if r.Type != config.SectionContainer || r.Disable || r.Image == "" {
 			continue
 		}
 		out = append(out, api.PullImage{RID: r.RID, Image: r.Image})
 		limits = append(limits, pullTimeout(r))
+		engines = append(engines, r.Engine)
 	}
-	return out, limits, nil
+	return out, limits, engines, nil
 }
 
 // pullTimeout is the time limit of a resource's pull: its timeout.
@@ -62,13 +64,13 @@ func pullTimeout(r config.ResourceConfig) time.Duration {
 // then orders a check of its instance.
 func (d *Daemon) pullHere(cfg *config.ServiceConfig) api.PullNode {
 	res := api.PullNode{Node: d.node.Name}
-	images, limits, err := d.pullTargets(cfg)
+	images, limits, engines, err := d.pullTargets(cfg)
 	if err != nil {
 		res.Error = err.Error()
 		return res
 	}
-	spec := d.engineSpec()
 	for i := range images {
+		spec := d.engineSpec(engines[i])
 		d.log.Info("pull", zap.String("svc", cfg.Name), zap.String("rid", images[i].RID), zap.String("image", images[i].Image))
 		d.svclogs.write(cfg.Name, images[i].RID, "pull: "+images[i].Image+" (svcmgr pull)")
 		if err := resource.PullImage(d.actx, spec, images[i].Image, limits[i]); err != nil {
@@ -132,7 +134,7 @@ func (d *Daemon) handlePull(decode func(http.ResponseWriter, *http.Request, any)
 		}
 		cfg := v.(*config.ServiceConfig)
 		// the wait of a peer's answer: its pulls' limits, one after the other
-		_, limits, err := d.pullTargets(cfg)
+		_, limits, _, err := d.pullTargets(cfg)
 		if err != nil {
 			writeErr(w, badInput(err))
 			return

@@ -36,10 +36,10 @@ type container struct {
 }
 
 func newContainer(rc config.ResourceConfig, env Env) (*container, error) {
-	if rc.Engine != "podman" {
-		return nil, fmt.Errorf("%s: engine %q is not built: only podman", rc.RID, rc.Engine)
+	if rc.Engine != "podman" && rc.Engine != "docker" {
+		return nil, fmt.Errorf("%s: engine %q is not built: podman or docker", rc.RID, rc.Engine)
 	}
-	spec := EngineSpec{Bin: "podman", Env: env.EngineEnv, Cluster: env.Cluster, Node: env.Node}
+	spec := EngineSpec{Bin: rc.Engine, Env: env.EngineEnv, Cluster: env.Cluster, Node: env.Node}
 	return &container{rc: rc, env: env, eng: engineFor(spec), name: ContainerName(env.Service, rc.Name),
 		tracked: tracked{cg: newLeaf(env.Cgroup, rc.RID)}}, nil
 }
@@ -182,20 +182,24 @@ func (c *container) Start(ctx context.Context) error {
 	}
 	argv := c.runArgs(ctx)
 	c.env.Log(c.rc.RID, "start: "+c.eng.spec.Bin+" run "+c.name+" "+c.Label())
-	// the engine call runs in the resource's cgroup: its monitor process
-	// (conmon) stays there, the container goes in a child of the
+	// the engine call runs in the resource's cgroup: podman's monitor
+	// process (conmon) stays there (docker's shim is dockerd's, outside:
+	// container_docker.go), the container goes in a child of the
 	// instance's (--cgroup-parent)
 	res, err := run(ctx, command{action: "start", argv: argv, timeout: c.timeout(), env: c.eng.env, dir: c.env.VarDir, keep: 20, cgroup: c.cg})
 	if err != nil {
 		return c.fail(&EngineError{Call: c.eng.spec.Bin + " run", Msg: err.Error()})
 	}
 	if res.code != 0 {
-		return c.fail(&EngineError{Call: c.eng.spec.Bin + " run", Msg: res.describe()})
+		return c.runFailed(res)
 	}
 	c.eng.changed()
 	ct, foreign, err = c.lookup(ctx)
 	if err == nil {
 		err = foreign
+	}
+	if err == nil && ct != nil {
+		ct, err = c.settle(ctx, ct)
 	}
 	switch {
 	case err != nil:
@@ -318,7 +322,7 @@ func (c *container) Stop(ctx context.Context) error {
 		c.env.Log(c.rc.RID, "stop: no container "+c.name+": nothing to do")
 		return nil
 	}
-	c.env.Log(c.rc.RID, fmt.Sprintf("stop: %s rm --force --time %d %s (%s)", c.eng.spec.Bin, int(c.rc.StopTimeout/time.Second), c.name, ct.State))
+	c.env.Log(c.rc.RID, fmt.Sprintf("stop: %s %s (%s)", c.eng.removeCmd(c.rc.StopTimeout), c.name, ct.State))
 	if err := c.eng.remove(ctx, c.timeout(), *ct, c.rc.StopTimeout); err != nil {
 		return c.fail(err)
 	}
@@ -385,7 +389,7 @@ func (c *container) status(ctx context.Context) (dataset.Status, string, string)
 	case ct.Runs():
 		return dataset.StatusUp, "", ""
 	case ct.State == "running":
-		return dataset.StatusDown, fmt.Sprintf("container %s: its process %d is gone (the engine, whose monitor went with it, still says running)", c.name, ct.Pid), ""
+		return dataset.StatusDown, fmt.Sprintf("container %s: its process %d is gone (%s)", c.name, ct.Pid, c.eng.goneNote()), ""
 	case ct.State == "paused":
 		return dataset.StatusWarn, "container " + c.name + " paused", ""
 	}

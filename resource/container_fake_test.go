@@ -2,6 +2,7 @@ package resource
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,33 +14,51 @@ import (
 )
 
 // The container driver against a scripted engine: a program named
-// podman, first in PATH, that answers garbage, hangs, fails, or is
-// missing. Each is a resource error with a clear message, never a hang.
+// podman (or docker), first in PATH, that answers garbage, hangs, fails,
+// or is missing. Each is a resource error with a clear message, never a
+// hang. Each test runs against both engines (fakeEngines).
 
-// fakeEngine puts a podman script of body first in PATH and returns an
-// Env of a node of the test's own (the engines are shared by spec).
-func fakeEngine(t *testing.T, body string) (Env, *logRec) {
+// engineNames are the container engines built.
+var engineNames = []string{"podman", "docker"}
+
+// fakeEngines runs f once per engine, as a subtest named after it.
+func fakeEngines(t *testing.T, f func(t *testing.T, bin string)) {
+	for _, bin := range engineNames {
+		t.Run(bin, func(t *testing.T) { f(t, bin) })
+	}
+}
+
+// fakeEngine puts a script of body named bin (podman, docker) first in
+// PATH and returns an Env of a node of the test's own (the engines are
+// shared by spec).
+func fakeEngine(t *testing.T, bin, body string) (Env, *logRec) {
 	t.Helper()
 	dir := t.TempDir()
 	if body != "" {
-		if err := os.WriteFile(filepath.Join(dir, "podman"), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, bin), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	path := dir + ":/usr/bin:/bin"
 	if body == "" {
-		path = dir // no podman at all
+		path = dir // no engine at all
 	}
 	t.Setenv("PATH", path)
 	env, rec := testEnv(t)
-	env.Cluster, env.Node = "fake", "fake-"+t.Name()
+	// a node of its own each time (-count=N too): an engine keeps the
+	// environment it was made with
+	fakeNodes++
+	env.Cluster, env.Node = "fake", fmt.Sprintf("fake-%s-%d", t.Name(), fakeNodes)
 	return env, rec
 }
 
-func fakeContainer(t *testing.T, env Env, mod func(*config.ResourceConfig)) *container {
+// fakeNodes numbers the nodes of fakeEngine.
+var fakeNodes int
+
+func fakeContainer(t *testing.T, bin string, env Env, mod func(*config.ResourceConfig)) *container {
 	t.Helper()
 	rc := containerRC("web", mod)
-	rc.Timeout = time.Second
+	rc.Engine, rc.Timeout = bin, time.Second
 	d, err := New(rc, env)
 	if err != nil {
 		t.Fatal(err)
@@ -48,91 +67,127 @@ func fakeContainer(t *testing.T, env Env, mod func(*config.ResourceConfig)) *con
 }
 
 func TestContainerEngineGarbage(t *testing.T) {
-	env, _ := fakeEngine(t, `echo '{"not": a list'`)
-	c := fakeContainer(t, env, nil)
-	st, reason, fault := c.FaultStatus(context.Background())
-	if st != dataset.StatusWarn || fault != "" || !strings.Contains(reason, "podman ps: unreadable output") {
-		t.Fatalf("status %s %q %q", st, reason, fault)
-	}
-	if err := c.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "unreadable output") {
-		t.Fatalf("start: %v", err)
-	}
-	if err := c.Stop(context.Background()); err == nil || !strings.Contains(err.Error(), "unreadable output") {
-		t.Fatalf("stop: %v", err)
-	}
+	fakeEngines(t, func(t *testing.T, bin string) {
+		env, _ := fakeEngine(t, bin, `echo '{"not": a list'`)
+		c := fakeContainer(t, bin, env, nil)
+		st, reason, fault := c.FaultStatus(context.Background())
+		if st != dataset.StatusWarn || fault != "" || !strings.Contains(reason, bin+" ps: unreadable output") {
+			t.Fatalf("status %s %q %q", st, reason, fault)
+		}
+		if err := c.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "unreadable output") {
+			t.Fatalf("start: %v", err)
+		}
+		if err := c.Stop(context.Background()); err == nil || !strings.Contains(err.Error(), "unreadable output") {
+			t.Fatalf("stop: %v", err)
+		}
+	})
 }
 
 func TestContainerEngineHangs(t *testing.T) {
-	// a hung engine that also leaves a child holding its output
-	env, _ := fakeEngine(t, `sleep 1000 & exec sleep 1000`)
-	c := fakeContainer(t, env, nil)
-	begin := time.Now()
-	st, reason, _ := c.FaultStatus(context.Background())
-	if st != dataset.StatusWarn || !strings.Contains(reason, "podman ps: no answer within 1s (killed)") {
-		t.Fatalf("status %s %q", st, reason)
-	}
-	if err := c.Stop(context.Background()); err == nil || !strings.Contains(err.Error(), "no answer within 1s") {
-		t.Fatalf("stop: %v", err)
-	}
-	if d := time.Since(begin); d > 10*time.Second {
-		t.Fatalf("a hung engine held the calls %s", d)
-	}
+	fakeEngines(t, func(t *testing.T, bin string) {
+		// a hung engine that also leaves a child holding its output
+		env, _ := fakeEngine(t, bin, `sleep 1000 & exec sleep 1000`)
+		c := fakeContainer(t, bin, env, nil)
+		begin := time.Now()
+		st, reason, _ := c.FaultStatus(context.Background())
+		if st != dataset.StatusWarn || !strings.Contains(reason, bin+" ps: no answer within 1s (killed)") {
+			t.Fatalf("status %s %q", st, reason)
+		}
+		if err := c.Stop(context.Background()); err == nil || !strings.Contains(err.Error(), "no answer within 1s") {
+			t.Fatalf("stop: %v", err)
+		}
+		if d := time.Since(begin); d > 10*time.Second {
+			t.Fatalf("a hung engine held the calls %s", d)
+		}
+	})
 }
 
 func TestContainerEngineFails(t *testing.T) {
-	env, _ := fakeEngine(t, `echo "Error: database is locked" >&2; exit 125`)
-	c := fakeContainer(t, env, nil)
-	st, reason, _ := c.FaultStatus(context.Background())
-	if st != dataset.StatusWarn || reason != "podman ps: exit code 125: Error: database is locked" {
-		t.Fatalf("status %s %q", st, reason)
-	}
+	fakeEngines(t, func(t *testing.T, bin string) {
+		env, _ := fakeEngine(t, bin, `echo "Error: database is locked" >&2; exit 125`)
+		c := fakeContainer(t, bin, env, nil)
+		st, reason, _ := c.FaultStatus(context.Background())
+		if st != dataset.StatusWarn || reason != bin+" ps: exit code 125: Error: database is locked" {
+			t.Fatalf("status %s %q", st, reason)
+		}
+	})
 }
 
 func TestContainerEngineMissing(t *testing.T) {
-	env, _ := fakeEngine(t, "")
-	c := fakeContainer(t, env, nil)
-	st, reason, fault := c.FaultStatus(context.Background())
-	if st != dataset.StatusDown || fault != "hard" || !strings.Contains(reason, "cannot run here: podman is not installed") {
-		t.Fatalf("status %s %q %q", st, reason, fault)
-	}
-	err := c.Start(context.Background())
-	if f, ok := err.(*ContainerError); !ok || f.Severity != "hard" {
-		t.Fatalf("start: %#v", err)
-	}
+	fakeEngines(t, func(t *testing.T, bin string) {
+		env, _ := fakeEngine(t, bin, "")
+		c := fakeContainer(t, bin, env, nil)
+		st, reason, fault := c.FaultStatus(context.Background())
+		if st != dataset.StatusDown || fault != "hard" || !strings.Contains(reason, "cannot run here: "+bin+" is not installed") {
+			t.Fatalf("status %s %q %q", st, reason, fault)
+		}
+		err := c.Start(context.Background())
+		if f, ok := err.(*ContainerError); !ok || f.Severity != "hard" {
+			t.Fatalf("start: %#v", err)
+		}
+	})
+}
+
+// fakeID is the id of the scripted engines' container.
+const fakeID = "c602ff29bd5798189f938cfb6a668149da4fffc1c4fb2bbc92909e86a316040e"
+
+// fakeScripts are engines of one container, haven.websvc.web, whose
+// process is not there: it is listed once $STATE exists (the run creates
+// it), with $STATUS (running when unset); the image is not in the
+// storage; every call is written to $CALLS. The same story in each
+// engine's words.
+var fakeScripts = map[string]string{
+	"podman": `echo "$*" >> "$CALLS"
+case "$1 $2" in
+"ps --all") if [ -e "$STATE" ]; then echo '[{"Id":"` + fakeID + `","Names":["haven.websvc.web"],"State":"'"${STATUS:-running}"'","Labels":{"haven.cluster":"fake","haven.node":"'"$NODE"'","haven.service":"websvc","haven.rid":"container#web"}}]'; else echo '[]'; fi ;;
+"image exists") exit 1 ;;
+"run --detach") touch "$STATE" ;;
+esac`,
+	"docker": `echo "$*" >> "$CALLS"
+case "$1 $2" in
+"ps --all") if [ -e "$STATE" ]; then echo ` + fakeID + `; fi ;;
+"container inspect") echo '[{"Id":"` + fakeID + `","Name":"/haven.websvc.web","State":{"Status":"'"${STATUS:-running}"'","Pid":0,"ExitCode":0},"Config":{"Image":"localhost/hbox:1","Labels":{"haven.cluster":"fake","haven.node":"'"$NODE"'","haven.service":"websvc","haven.rid":"container#web"}}}]' ;;
+"image inspect") echo "Error response from daemon: No such image: $6" >&2; exit 1 ;;
+"run --detach") touch "$STATE" ;;
+esac`,
+}
+
+// scripted is fakeEngine with bin's fakeScripts: the file of its calls.
+func scripted(t *testing.T, bin string) (Env, *logRec, string) {
+	t.Helper()
+	env, rec := fakeEngine(t, bin, fakeScripts[bin])
+	calls := filepath.Join(t.TempDir(), "calls")
+	t.Setenv("CALLS", calls)
+	t.Setenv("STATE", filepath.Join(t.TempDir(), "state"))
+	t.Setenv("NODE", env.Node)
+	return env, rec, calls
 }
 
 // pull = missing: the start pulls an image the node lacks, and a node
 // without it is not "cannot run here"; the run's command line carries
 // the labels, the host network, the cgroup-free defaults and --pull never.
 func TestContainerPullMissingAndRunArgs(t *testing.T) {
-	env, rec := fakeEngine(t, `echo "$*" >> "$CALLS"
-case "$1 $2" in
-"ps --all") if [ -e "$STATE" ]; then echo '[{"Id":"abc","Names":["haven.websvc.web"],"State":"running","Labels":{"haven.cluster":"fake","haven.node":"'"$NODE"'","haven.service":"websvc","haven.rid":"container#web"}}]'; else echo '[]'; fi ;;
-"image exists") exit 1 ;;
-"run --detach") touch "$STATE" ;;
-esac`)
-	calls := filepath.Join(t.TempDir(), "calls")
-	t.Setenv("CALLS", calls)
-	t.Setenv("STATE", filepath.Join(t.TempDir(), "state"))
-	t.Setenv("NODE", env.Node)
-	c := fakeContainer(t, env, func(rc *config.ResourceConfig) { rc.Pull = "missing" })
-	if st, reason, fault := c.FaultStatus(context.Background()); st != dataset.StatusDown || fault != "" {
-		t.Fatalf("status %s %q %q", st, reason, fault)
-	}
-	// the scripted container has no process: the start's confirmation
-	// fails, after the calls this test is about
-	if err := c.Start(WithFencingToken(context.Background(), 7)); err == nil || !strings.Contains(err.Error(), "at once after its start") {
-		t.Fatalf("start: %v\n%s", err, rec)
-	}
-	b, _ := os.ReadFile(calls)
-	got := string(b)
-	for _, want := range []string{"pull --quiet -- localhost/hbox:1",
-		"run --detach --name haven.websvc.web --label haven.cluster=fake --label haven.service=websvc --label haven.rid=container#web --label haven.node=" + env.Node +
-			" --network host --stop-timeout 2 --env HAVEN_FENCING_TOKEN=7 --env HAVEN_NODENAME=" + env.Node + " --env HAVEN_RID=container#web --env HAVEN_SVCNAME=websvc --pull never localhost/hbox:1 sleep 1000"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("calls lack %q:\n%s", want, got)
+	fakeEngines(t, func(t *testing.T, bin string) {
+		env, rec, calls := scripted(t, bin)
+		c := fakeContainer(t, bin, env, func(rc *config.ResourceConfig) { rc.Pull = "missing" })
+		if st, reason, fault := c.FaultStatus(context.Background()); st != dataset.StatusDown || fault != "" {
+			t.Fatalf("status %s %q %q", st, reason, fault)
 		}
-	}
+		// the scripted container has no process: the start's confirmation
+		// fails, after the calls this test is about
+		if err := c.Start(WithFencingToken(context.Background(), 7)); err == nil || !strings.Contains(err.Error(), "at once after its start") {
+			t.Fatalf("start: %v\n%s", err, rec)
+		}
+		b, _ := os.ReadFile(calls)
+		got := string(b)
+		for _, want := range []string{"pull --quiet -- localhost/hbox:1",
+			"run --detach --name haven.websvc.web --label haven.cluster=fake --label haven.service=websvc --label haven.rid=container#web --label haven.node=" + env.Node +
+				" --network host --stop-timeout 2 --env HAVEN_FENCING_TOKEN=7 --env HAVEN_NODENAME=" + env.Node + " --env HAVEN_RID=container#web --env HAVEN_SVCNAME=websvc --pull never localhost/hbox:1 sleep 1000"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("calls lack %q:\n%s", want, got)
+			}
+		}
+	})
 }
 
 // pull = always: every start pulls, even with the image here, and a pull
@@ -140,7 +195,7 @@ esac`)
 // env_file (before the --env, which win), the capabilities and the
 // health command with the engine's timer off.
 func TestContainerPullAlwaysAndRunArgs(t *testing.T) {
-	env, rec := fakeEngine(t, `echo "$*" >> "$CALLS"
+	env, rec := fakeEngine(t, "podman", `echo "$*" >> "$CALLS"
 case "$1 $2" in
 "ps --all") echo '[]' ;;
 "image exists") exit 0 ;;
@@ -154,7 +209,7 @@ esac`)
 	if err := os.WriteFile(envFile, []byte("A=1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := fakeContainer(t, env, func(rc *config.ResourceConfig) {
+	c := fakeContainer(t, "podman", env, func(rc *config.ResourceConfig) {
 		rc.Pull = "always"
 		rc.EnvFile = envFile
 		rc.CapDrop = []string{"ALL"}

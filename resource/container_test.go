@@ -16,27 +16,35 @@ import (
 	"haven/test/testbed"
 )
 
-// The container driver against real podman: a store of the test's own
-// (testbed.Podman), an image built offline from busybox-static.
+// The container driver against real podman (a store of the test's own,
+// testbed.Podman) and real docker (a dockerd of the test's own,
+// testbed.Docker), an image built offline from busybox-static. Each
+// TestContainerPodmanX has its TestContainerDockerX: the same test. The
+// docker ones run side by side (t.Parallel: each its dockerd, its node,
+// its cgroups), after the package's serial tests.
 
-// podmanEnv is cgroupEnv with a podman store of the test's own holding
-// the image localhost/hbox:1; it skips without root, podman, runc or
-// busybox-static.
-func podmanEnv(t *testing.T) (Env, *logRec, *testbed.Podman) {
+// engineEnv is cgroupEnv with an engine (podman, docker) of the test's
+// own holding the image localhost/hbox:1: a podman store, or a dockerd
+// of its own; it skips without root, the engine, runc or busybox-static,
+// or where dockerd does not start.
+func engineEnv(t *testing.T, engine string) (Env, *logRec, testbed.Store) {
 	t.Helper()
-	if why := testbed.PodmanUnavailable(); why != "" {
+	env, rec := cgroupEnv(t)
+	if why := testbed.EngineUnavailable(engine); why != "" {
 		t.Skip(why)
 	}
-	env, rec := cgroupEnv(t)
-	p, err := testbed.NewPodman(t.TempDir())
-	if err != nil {
+	p, err := testbed.NewStore(engine, t.TempDir())
+	var no *testbed.NoDockerd
+	if errors.As(err, &no) {
+		t.Skip(err)
+	} else if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close) // before the cgroups' clean-up (cleanups run last first)
 	if err := p.ImportBusybox("localhost/hbox:1"); err != nil {
 		t.Fatal(err)
 	}
-	env.Cluster, env.EngineEnv = "ctest", p.Env
+	env.Cluster, env.EngineEnv = "ctest", p.Environ()
 	env.Node = "n-" + strconv.Itoa(os.Getpid()) + "-" + strings.ReplaceAll(t.Name(), "/", "-")
 	return env, rec, p
 }
@@ -48,6 +56,13 @@ func containerRC(name string, mod func(*config.ResourceConfig)) config.ResourceC
 	if mod != nil {
 		mod(&rc)
 	}
+	return rc
+}
+
+// engineRC is containerRC with engine.
+func engineRC(engine, name string, mod func(*config.ResourceConfig)) config.ResourceConfig {
+	rc := containerRC(name, mod)
+	rc.Engine = engine
 	return rc
 }
 
@@ -63,9 +78,15 @@ func mustStatus(t *testing.T, d Driver, want dataset.Status) string {
 // Start, check, a second driver (a restarted daemon) adopting the
 // running container, stop; the labels and the environment of the
 // container; its process in the instance's cgroup.
-func TestContainerPodmanStartAdoptStop(t *testing.T) {
-	env, rec, p := podmanEnv(t)
-	rc := containerRC("web", func(rc *config.ResourceConfig) {
+func TestContainerPodmanStartAdoptStop(t *testing.T) { containerStartAdoptStop(t, "podman") }
+func TestContainerDockerStartAdoptStop(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
+	containerStartAdoptStop(t, "docker")
+}
+
+func containerStartAdoptStop(t *testing.T, engine string) {
+	env, rec, p := engineEnv(t, engine)
+	rc := engineRC(engine, "web", func(rc *config.ResourceConfig) {
 		rc.ContainerEnv = map[string]string{"GREETING": "hello"}
 	})
 	d, err := New(rc, env)
@@ -124,9 +145,9 @@ func TestContainerPodmanStartAdoptStop(t *testing.T) {
 }
 
 // startedContainer is the resource container#web of containerRC, started.
-func startedContainer(t *testing.T, env Env, rec *logRec) Driver {
+func startedContainer(t *testing.T, engine string, env Env, rec *logRec) Driver {
 	t.Helper()
-	d, err := New(containerRC("web", nil), env)
+	d, err := New(engineRC(engine, "web", nil), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +169,16 @@ func containsInt(l []int, v int) bool {
 // A container that exits is down; a start removes it and runs a new one;
 // a container that exits at once fails its start with its last output.
 func TestContainerPodmanExitedAndFailedStart(t *testing.T) {
-	env, rec, p := podmanEnv(t)
-	d := startedContainer(t, env, rec)
+	containerExitedAndFailedStart(t, "podman")
+}
+func TestContainerDockerExitedAndFailedStart(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
+	containerExitedAndFailedStart(t, "docker")
+}
+
+func containerExitedAndFailedStart(t *testing.T, engine string) {
+	env, rec, p := engineEnv(t, engine)
+	d := startedContainer(t, engine, env, rec)
 	name := ContainerName(env.Service, "web")
 	if _, err := p.Run("kill", name); err != nil {
 		t.Fatal(err)
@@ -169,15 +198,26 @@ func TestContainerPodmanExitedAndFailedStart(t *testing.T) {
 	}
 	mustStatus(t, d, dataset.StatusUp)
 
-	bad, err := New(containerRC("bad", func(rc *config.ResourceConfig) {
+	bad, err := New(engineRC(engine, "bad", func(rc *config.ResourceConfig) {
 		rc.Command = []string{"sh", "-c", "echo the config file is missing; exit 3"}
 	}), env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = bad.Start(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "exit code 3") || !strings.Contains(err.Error(), "the config file is missing") {
-		t.Fatalf("start of a container that exits at once: %v", err)
+	if err == nil {
+		// its process still ran at the start's confirmation (docker's run
+		// returns as soon as it starts): the next check says it exited
+		t.Logf("the container that exits at once still ran at its start's confirmation")
+		if err := testbed.WaitFor(10*time.Second, 50*time.Millisecond, "the container that exits at once down", func() bool {
+			bad.(*container).eng.changed()
+			st, reason, _ := bad.(Faulter).FaultStatus(context.Background())
+			return st == dataset.StatusDown && strings.Contains(reason, "exit code 3")
+		}); err != nil {
+			t.Fatal(err)
+		}
+	} else if !strings.Contains(err.Error(), "exit code 3") || !strings.Contains(err.Error(), "the config file is missing") {
+		t.Fatalf("start of a container that exits at once: %v\n%s", err, rec)
 	}
 }
 
@@ -186,8 +226,16 @@ func TestContainerPodmanExitedAndFailedStart(t *testing.T) {
 // start fails with the same fault. A rootfs directory runs without an
 // image; a missing one is a hard fault too.
 func TestContainerPodmanMissingImageAndRootfs(t *testing.T) {
-	env, rec, _ := podmanEnv(t)
-	d, err := New(containerRC("web", func(rc *config.ResourceConfig) { rc.Image = "localhost/nothere:1" }), env)
+	containerMissingImageAndRootfs(t, "podman")
+}
+func TestContainerDockerMissingImageAndRootfs(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
+	containerMissingImageAndRootfs(t, "docker")
+}
+
+func containerMissingImageAndRootfs(t *testing.T, engine string) {
+	env, rec, _ := engineEnv(t, engine)
+	d, err := New(engineRC(engine, "web", func(rc *config.ResourceConfig) { rc.Image = "localhost/nothere:1" }), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,8 +252,11 @@ func TestContainerPodmanMissingImageAndRootfs(t *testing.T) {
 		t.Fatalf("start's fault %s %s: %v", rid, sev, err)
 	}
 
+	if engine == "docker" {
+		return // docker runs images only: a rootfs is refused by the config
+	}
 	root := filepath.Join(t.TempDir(), "rootfs")
-	rd, err := New(containerRC("root", func(rc *config.ResourceConfig) { rc.Image, rc.Rootfs = "", root }), env)
+	rd, err := New(engineRC(engine, "root", func(rc *config.ResourceConfig) { rc.Image, rc.Rootfs = "", root }), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,13 +280,19 @@ func TestContainerPodmanMissingImageAndRootfs(t *testing.T) {
 // stop leaves it running; the sweep's list skips it and RemoveContainer
 // refuses it. A container of Haven's labels whose resource is gone is
 // removed by RemoveContainer.
-func TestContainerPodmanForeignAndOrphan(t *testing.T) {
-	env, rec, p := podmanEnv(t)
+func TestContainerPodmanForeignAndOrphan(t *testing.T) { containerForeignAndOrphan(t, "podman") }
+func TestContainerDockerForeignAndOrphan(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
+	containerForeignAndOrphan(t, "docker")
+}
+
+func containerForeignAndOrphan(t *testing.T, engine string) {
+	env, rec, p := engineEnv(t, engine)
 	name := ContainerName(env.Service, "web")
 	if _, err := p.Run("run", "--detach", "--name", name, "--network", "host", "--label", LabelNode+"="+env.Node, "localhost/hbox:1", "sleep", "1000"); err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(containerRC("web", nil), env)
+	d, err := New(engineRC(engine, "web", nil), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +305,7 @@ func TestContainerPodmanForeignAndOrphan(t *testing.T) {
 	if err := d.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	spec := EngineSpec{Bin: "podman", Env: p.Env, Cluster: env.Cluster, Node: env.Node}
+	spec := EngineSpec{Bin: engine, Env: env.EngineEnv, Cluster: env.Cluster, Node: env.Node}
 	list, err := ListContainers(context.Background(), spec, 30*time.Second)
 	if err != nil || len(list) != 1 || list[0].Haven(env.Cluster, env.Node) {
 		t.Fatalf("list %+v %v", list, err)
@@ -261,7 +318,7 @@ func TestContainerPodmanForeignAndOrphan(t *testing.T) {
 	}
 
 	// an orphan: Haven's labels, its resource gone from the config
-	o, err := New(containerRC("old", nil), env)
+	o, err := New(engineRC(engine, "old", nil), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,9 +345,15 @@ func TestContainerPodmanForeignAndOrphan(t *testing.T) {
 // its monitor (conmon) end, and the engine, told nothing, still says
 // running. The check says down all the same; a stop removes it, a start
 // runs a new one.
-func TestContainerPodmanGuardKill(t *testing.T) {
-	env, rec, p := podmanEnv(t)
-	d := startedContainer(t, env, rec)
+func TestContainerPodmanGuardKill(t *testing.T) { containerGuardKill(t, "podman") }
+func TestContainerDockerGuardKill(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
+	containerGuardKill(t, "docker")
+}
+
+func containerGuardKill(t *testing.T, engine string) {
+	env, rec, p := engineEnv(t, engine)
+	d := startedContainer(t, engine, env, rec)
 	name := ContainerName(env.Service, "web")
 	// as the guard does: kill, wait, remove the group
 	if empty, err := cgroup.KillWait(env.Cgroup, 5*time.Second); err != nil || !empty {
@@ -321,7 +384,7 @@ func TestContainerPodmanGuardKill(t *testing.T) {
 // check runs the health command: starting, then unhealthy (down) after
 // its 3rd failure in a row, then healthy (up) once it passes.
 func TestContainerPodmanEnvFileCapsHealth(t *testing.T) {
-	env, rec, p := podmanEnv(t)
+	env, rec, p := engineEnv(t, "podman")
 	envFile := filepath.Join(t.TempDir(), "web.env")
 	if err := os.WriteFile(envFile, []byte("# the file's\nFROM_FILE=file\nBOTH=file\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -382,7 +445,7 @@ func TestContainerPodmanEnvFileCapsHealth(t *testing.T) {
 // pull = always with real podman and no registry: the start's pull fails,
 // naming the pull, and runs nothing, though the image is here.
 func TestContainerPodmanPullAlwaysNoRegistry(t *testing.T) {
-	env, rec, p := podmanEnv(t)
+	env, rec, p := engineEnv(t, "podman")
 	// a loopback registry that is not there: refused at once
 	if _, err := p.Run("tag", "localhost/hbox:1", "127.0.0.1:1/hbox:1"); err != nil {
 		t.Fatal(err)

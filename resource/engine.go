@@ -23,7 +23,9 @@ import (
 // (tens of ms of CPU): the status checks of every container resource of
 // a node share one listing of the node's containers (engine.list), made
 // at most once per listFresh unless a start or stop changed them since.
-// docs/design-notes.md has the choice and its measured cost.
+// docs/design-notes.md has the choice and its measured cost. Docker
+// (engine = "docker") is driven the same way; what it says differently
+// is in container_docker.go.
 
 // The labels of every container Haven creates: the cluster, the
 // service, the resource and the node. A container without them (or with
@@ -310,6 +312,9 @@ func (e *engine) runList(c *listCall, timeout time.Duration) {
 
 // ps lists every container labelled with this node (running or not).
 func (e *engine) ps(ctx context.Context, timeout time.Duration) ([]Container, error) {
+	if e.docker() {
+		return e.dockerPs(ctx, timeout)
+	}
 	out, _, err := e.call(ctx, timeout, "ps", "--all", "--no-trunc", "--format", "json", "--filter", "label="+LabelNode+"="+e.spec.Node)
 	if err != nil {
 		return nil, err
@@ -340,6 +345,9 @@ func find(list []Container, name string) *Container {
 
 // imageExists reports whether the image is in the engine's storage.
 func (e *engine) imageExists(ctx context.Context, timeout time.Duration, image string) (bool, error) {
+	if e.docker() {
+		return e.dockerImageExists(ctx, timeout, image)
+	}
 	_, code, err := e.call(ctx, timeout, "image", "exists", "--", image)
 	switch {
 	case err == nil:
@@ -375,6 +383,9 @@ func RemoveContainer(ctx context.Context, spec EngineSpec, c Container, stopTime
 // fail.
 func (e *engine) remove(ctx context.Context, timeout time.Duration, c Container, stopTimeout time.Duration) error {
 	defer e.changed()
+	if e.docker() {
+		return e.dockerRemove(ctx, timeout, c, stopTimeout)
+	}
 	if c.State == "running" && !c.Runs() {
 		if _, _, err := e.call(ctx, timeout, "stop", "--ignore", "--time", "0", c.ID); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,34 +13,42 @@ import (
 	"haven/test/testbed"
 )
 
-// Containers with real podman: each node has its own store
-// (testbed.Podman, given to the node as node.toml container_env) holding
-// an image built offline from busybox-static. The observer is outside the
-// cluster: `podman ps` of each node's store.
+// Containers with real podman and real docker: each node has its own
+// store (testbed.Podman) or dockerd (testbed.Docker), given to the node as
+// node.toml container_env, holding an image built offline from
+// busybox-static. The observer is outside the cluster: `podman ps` of
+// each node's store, `docker ps` of each node's dockerd. Each
+// TestPodmanX has its TestDockerX: the same test.
 
-// containerService is a failover service of one container on nodes.
-func containerService(nodes string) string {
+// containerService is a failover service of one container of engine on
+// nodes.
+func containerService(engine, nodes string) string {
 	return fmt.Sprintf(`[DEFAULT]
 orchestrate = "ha"
 nodes = %s
 
 [container.web]
+engine = %q
 image = "localhost/hbox:1"
 command = ["sleep", "100000"]
 stop_timeout = "1s"
 monitor = true
-`, nodes)
+`, nodes, engine)
 }
 
-// podmanNodes gives each node of c a podman store of its own, in its
-// node.toml, with the image localhost/hbox:1 on the nodes withImage (every
-// node when none is named).
-func podmanNodes(t *testing.T, c map[string]*node, withImage ...string) map[string]*testbed.Podman {
+// engineNodes gives each node of c a podman store (or a dockerd) of its
+// own, in its node.toml, with the image localhost/hbox:1 on the nodes
+// withImage (every node when none is named). It skips where dockerd does
+// not start.
+func engineNodes(t *testing.T, engine string, c map[string]*node, withImage ...string) map[string]testbed.Store {
 	t.Helper()
-	out := map[string]*testbed.Podman{}
+	out := map[string]testbed.Store{}
 	for name, n := range c {
-		p, err := testbed.NewPodman(filepath.Join(t.TempDir(), "podman-"+name))
-		if err != nil {
+		p, err := testbed.NewStore(engine, filepath.Join(t.TempDir(), engine+"-"+name))
+		var no *testbed.NoDockerd
+		if errors.As(err, &no) {
+			t.Skip(err)
+		} else if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
@@ -53,7 +62,7 @@ func podmanNodes(t *testing.T, c map[string]*node, withImage ...string) map[stri
 			t.Fatal(err)
 		}
 		var kv []string
-		for _, e := range p.Env {
+		for _, e := range p.Environ() {
 			k, v, _ := strings.Cut(e, "=")
 			kv = append(kv, fmt.Sprintf("%s = %q", k, v))
 		}
@@ -69,8 +78,9 @@ func podmanNodes(t *testing.T, c map[string]*node, withImage ...string) map[stri
 	return out
 }
 
-// runningProbe: the store runs the container named name (podman ps).
-func runningProbe(p *testbed.Podman, name string) func() bool {
+// runningProbe: the store runs the container named name (podman ps,
+// docker ps).
+func runningProbe(p testbed.Store, name string) func() bool {
 	return func() bool {
 		r, err := p.Running()
 		return err == nil && slices.Contains(r, name)
@@ -81,8 +91,15 @@ func runningProbe(p *testbed.Podman, name string) func() bool {
 // of the owner's daemon. Its guard ends the container (its processes are
 // in the instance's cgroup) before the other node starts it there; the
 // observer never sees it run on both.
-func TestPodmanContainerFailoverGuard(t *testing.T) {
-	if why := testbed.PodmanUnavailable(); why != "" {
+func TestPodmanContainerFailoverGuard(t *testing.T) { containerFailoverGuard(t, "podman") }
+
+// TestDockerContainerFailoverGuard: with docker the container's processes
+// are in the instance's cgroup, its shim outside (dockerd's child): the
+// guard ends the processes, the shim records their exit.
+func TestDockerContainerFailoverGuard(t *testing.T) { containerFailoverGuard(t, "docker") }
+
+func containerFailoverGuard(t *testing.T, engine string) {
+	if why := testbed.EngineUnavailable(engine); why != "" {
 		t.Skip(why)
 	}
 	t.Parallel() // loopback daemons on ports of its own; mostly waits
@@ -90,10 +107,10 @@ func TestPodmanContainerFailoverGuard(t *testing.T) {
 	// no quorum: n2 starts web hb.timeout + ready_period after n1's
 	// daemon died; n1's guard ends it within guard_lease + 2.5 s
 	c := newCluster(t, names, clusterOpts{timeout: "8s", interval: "1s", extra: `guard_lease = "3s"`})
-	stores := podmanNodes(t, c)
+	stores := engineNodes(t, engine, c)
 	startNodes(t, c, names)
 	const name = "haven.web.web"
-	createService(t, c["n1"], "web", containerService(`["n1", "n2"]`))
+	createService(t, c["n1"], "web", containerService(engine, `["n1", "n2"]`))
 	waitFor(t, 30*time.Second, "web up on n1", upOnlyOn(c["n2"], "web", "n1"))
 	if r, _ := stores["n1"].Running(); !slices.Equal(r, []string{name}) {
 		t.Fatalf("n1's store runs %v, want %s", r, name)
@@ -104,7 +121,7 @@ func TestPodmanContainerFailoverGuard(t *testing.T) {
 	waitFor(t, 60*time.Second, "web's container runs on n2 (observer)", func() bool { return w.runs("n2") })
 	w.moreRounds(3)
 	if o := w.overlaps(); len(o) > 0 {
-		out, err := stores["n1"].Run("inspect", "--format", "{{.State.Pid}} {{.State.Status}} {{.State.ConmonPid}}", name)
+		out, err := stores["n1"].Run("inspect", "--format", "{{.State.Pid}} {{.State.Status}}", name)
 		t.Logf("n1: %s %v", out, err)
 		f := strings.Fields(out)
 		if len(f) > 0 {
@@ -136,16 +153,25 @@ func TestPodmanContainerFailoverGuard(t *testing.T) {
 // restarted daemon stops and removes the first (an orphan), never touches
 // the second.
 func TestPodmanContainerPlacementAdoptOrphan(t *testing.T) {
-	if why := testbed.PodmanUnavailable(); why != "" {
+	containerPlacementAdoptOrphan(t, "podman")
+}
+
+// TestDockerContainerPlacementAdoptOrphan: the same with docker.
+func TestDockerContainerPlacementAdoptOrphan(t *testing.T) {
+	containerPlacementAdoptOrphan(t, "docker")
+}
+
+func containerPlacementAdoptOrphan(t *testing.T, engine string) {
+	if why := testbed.EngineUnavailable(engine); why != "" {
 		t.Skip(why)
 	}
 	t.Parallel() // loopback daemons on ports of its own; mostly waits
 	names := []string{"n1", "n2"}
 	c := newCluster(t, names, clusterOpts{})
-	stores := podmanNodes(t, c, "n2")
+	stores := engineNodes(t, engine, c, "n2")
 	startNodes(t, c, names)
 	const name = "haven.web.web"
-	createService(t, c["n1"], "web", containerService(`["n1", "n2"]`))
+	createService(t, c["n1"], "web", containerService(engine, `["n1", "n2"]`))
 	waitFor(t, 30*time.Second, "web up on n2", upOnlyOn(c["n1"], "web", "n2"))
 	r := c["n1"].instance("web").Resources["container#web"]
 	if r.Fault != "hard" || !strings.Contains(r.Log, "cannot run here: image localhost/hbox:1 is not in this node's engine storage") {
@@ -184,7 +210,7 @@ func TestPodmanContainerPlacementAdoptOrphan(t *testing.T) {
 		t.Fatal("n2's log does not report the orphan")
 	}
 	lg := readFile(t, filepath.Join(c["n2"].root, "log", "services", "web.log"))
-	if n := strings.Count(lg, "container#web start: podman run"); n != 1 {
+	if n := strings.Count(lg, "container#web start: "+engine+" run"); n != 1 {
 		t.Fatalf("web's log on n2 has %d container starts, want 1:\n%s", n, lg)
 	}
 }
@@ -224,12 +250,12 @@ func TestPodmanContainerSvcmgrPull(t *testing.T) {
 
 	names := []string{"n1", "n2"}
 	c := newCluster(t, names, clusterOpts{})
-	stores := podmanNodes(t, c, "none")
-	if err := stores["n2"].TrustRegistry(reg.Addr); err != nil {
+	stores := engineNodes(t, "podman", c, "none")
+	if err := stores["n2"].(*testbed.Podman).TrustRegistry(reg.Addr); err != nil {
 		t.Fatal(err)
 	}
 	startNodes(t, c, names)
-	createService(t, c["n1"], "web", strings.Replace(containerService(`["n1", "n2"]`), "localhost/hbox:1", image, 1))
+	createService(t, c["n1"], "web", strings.Replace(containerService("podman", `["n1", "n2"]`), "localhost/hbox:1", image, 1))
 	cannot := func(n string) func() bool {
 		return func() bool {
 			r := c[n].instance("web").Resources["container#web"]
@@ -254,7 +280,7 @@ func TestPodmanContainerSvcmgrPull(t *testing.T) {
 		t.Fatalf("n2's web log does not show the pull:\n%s", lg)
 	}
 
-	if err := stores["n1"].TrustRegistry(reg.Addr); err != nil {
+	if err := stores["n1"].(*testbed.Podman).TrustRegistry(reg.Addr); err != nil {
 		t.Fatal(err)
 	}
 	// asked from n2 this time: n1 pulls on the peer's ask
@@ -273,14 +299,14 @@ func TestPodmanContainerSvcmgrPull(t *testing.T) {
 
 // flexContainerService is containerService as a flex service of target.
 func flexContainerService(nodes string, target int) string {
-	return strings.Replace(containerService(nodes), "orchestrate = \"ha\"\n",
+	return strings.Replace(containerService("podman", nodes), "orchestrate = \"ha\"\n",
 		fmt.Sprintf("orchestrate = \"ha\"\ntopology = \"flex\"\nflex_target = %d\nupdate_monitor = \"1s\"\n", target), 1)
 }
 
 // containerWatch is the observer of the container name on each node:
 // each node's store, asked with podman ps, and the container's process in
 // /proc (testbed.Podman.Running).
-func containerWatch(t *testing.T, stores map[string]*testbed.Podman, name string) *procWatch {
+func containerWatch(t *testing.T, stores map[string]testbed.Store, name string) *procWatch {
 	probes := map[string]func() bool{}
 	for n, p := range stores {
 		probes[n] = runningProbe(p, name)
@@ -299,7 +325,7 @@ func TestPodmanContainerFlexKilledDaemon(t *testing.T) {
 	t.Parallel() // loopback daemons on ports of its own; mostly waits
 	names := []string{"n1", "n2", "n3", "n4"}
 	c := newCluster(t, names, clusterOpts{timeout: "8s", interval: "1s", extra: `guard_lease = "3s"`})
-	stores := podmanNodes(t, c)
+	stores := engineNodes(t, "podman", c)
 	startNodes(t, c, names)
 	const name = "haven.web.web"
 	w := containerWatch(t, stores, name)
@@ -337,7 +363,7 @@ func TestPodmanContainerFlexKilledDaemon(t *testing.T) {
 
 // containerImages is the image of the running container name in each
 // store (podman ps), by node.
-func containerImages(t *testing.T, stores map[string]*testbed.Podman, name string) map[string]string {
+func containerImages(t *testing.T, stores map[string]testbed.Store, name string) map[string]string {
 	out := map[string]string{}
 	for n, p := range stores {
 		s, err := p.Run("ps", "--filter", "name=^"+name+"$", "--format", "{{.Image}}")
@@ -365,7 +391,7 @@ func TestPodmanContainerRolloutImage(t *testing.T) {
 	t.Parallel() // loopback daemons on ports of its own; mostly waits
 	names := []string{"n1", "n2", "n3"}
 	c := newCluster(t, names, clusterOpts{})
-	stores := podmanNodes(t, c)
+	stores := engineNodes(t, "podman", c)
 	for _, p := range stores {
 		if _, err := p.Run("tag", "localhost/hbox:1", "localhost/hbox:2"); err != nil {
 			t.Fatal(err)
