@@ -520,7 +520,7 @@ func mergeTimeline(own []WhatIfLine, events []Event, origin time.Duration) []Wha
 // config bookkeeping are left out.
 func whatIfShown(e node.Event) bool {
 	switch e := e.(type) {
-	case node.ResourceStatus, node.InstanceStatus, node.ConfigChanged, node.StreamStarted, node.EventsLost, node.TargetAdopted:
+	case node.ResourceStatus, node.InstanceStatus, node.ConfigChanged, node.StreamStarted, node.EventsLost, node.TargetAdopted, node.RolloutProgress:
 		return false
 	case node.TargetSet:
 		return e.Target.Active() // not the target's clean-up once reached

@@ -58,6 +58,9 @@ type Instance struct {
 	RanElsewhere, StartReason string
 	// Fa is the ready window of the instance (node/fastack.go).
 	Fa FastAck
+	// RolloutSaid is the last rollout progress said of the service
+	// (node/rolloutnote.go).
+	RolloutSaid string
 }
 
 // InFlight is the action in flight on an instance, and how long the last

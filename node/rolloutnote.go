@@ -1,0 +1,76 @@
+package node
+
+import (
+	"fmt"
+
+	"haven/dataset"
+	"haven/monitor"
+	"haven/node/instsm"
+)
+
+// RolloutProgress: where the newest rollout of a service stands, or how
+// many of its running instances run this node's config and how many an
+// older one, changed as this node sees them (the metrics take their
+// gauges from it; every node of the service says it). ID is "" while the
+// service never had a rollout.
+type RolloutProgress struct {
+	Svc     string `json:"svc"`
+	ID      string `json:"id,omitempty"`
+	State   string `json:"state,omitempty"`
+	OK      int    `json:"ok"`
+	Failed  int    `json:"failed"`
+	Pending int    `json:"pending"`
+	Current int    `json:"current"`
+	Old     int    `json:"old"`
+}
+
+func (RolloutProgress) Kind() string      { return "rollout_progress" }
+func (e RolloutProgress) Service() string { return e.Svc }
+func (RolloutProgress) Level() Level      { return Info }
+func (e RolloutProgress) String() string {
+	s := fmt.Sprintf("instances on this node's config %d, on an older one %d", e.Current, e.Old)
+	if e.ID != "" {
+		s = fmt.Sprintf("rollout %s %s: %d ok, %d failed, %d pending; ", e.ID, e.State, e.OK, e.Failed, e.Pending) + s
+	}
+	return s
+}
+
+// noteRollouts says a RolloutProgress for each local instance of the pass
+// (only: an incremental pass's, nil for all) whose rollout or count of
+// instances on old configs moved since it last did. Nothing is said of a
+// service that never had a rollout nor an instance on an older config.
+func (c *Core) noteRollouts(snap monitor.Snapshot, only []*instsm.Instance) {
+	list := c.ilist
+	if only != nil {
+		list = only
+	}
+	for _, inst := range list {
+		if !inst.Local {
+			continue
+		}
+		svc := inst.Name
+		insts := make(map[string]dataset.Instance, len(snap.Nodes))
+		for n, v := range snap.Nodes {
+			if i, ok := v.Data.Services[svc]; ok {
+				insts[n] = i
+			}
+		}
+		live := func(n string) bool { v, ok := snap.Nodes[n]; return ok && v.Alive() }
+		ss := c.state.Services[svc]
+		e := RolloutProgress{Svc: svc}
+		cnt := monitor.CountConfigs(insts, live, ss.ConfigDigest)
+		e.Current, e.Old = cnt.Current, cnt.Old
+		if ss.Rollout != nil {
+			frozen := func(n string) bool { d := snap.Nodes[n].Data; return d.Frozen || d.SplitFrozen }
+			if v := monitor.RolloutView(insts, live, frozen); v != nil {
+				e.ID, e.State, e.OK, e.Failed, e.Pending = v.ID, v.State, v.OK, v.Failed, v.Pending
+			}
+		}
+		key := fmt.Sprintf("%s %s %d %d %d %d %d", e.ID, e.State, e.OK, e.Failed, e.Pending, e.Current, e.Old)
+		if key == inst.RolloutSaid || inst.RolloutSaid == "" && e.ID == "" && e.Old == 0 {
+			continue
+		}
+		inst.RolloutSaid = key
+		c.emit(e)
+	}
+}
