@@ -363,7 +363,7 @@ var (
 		"The turns of the service's newest rollout by how they stand (ok, failed, pending: not ended, a node down counted) as this node sees them.", []string{"service", "turn"}, nil)
 	descConfigs = prometheus.NewDesc("haven_service_instances_config",
 		"The service's running instances on the live nodes that run this node's config (current) or an older one (old), once it had a rollout or an instance on an older config.", []string{"service", "config"}, nil)
-	rolloutStates = []string{dataset.RolloutInProgress, dataset.RolloutPaused, dataset.RolloutDone, dataset.RolloutDoneWithFailures}
+	rolloutStates   = []string{dataset.RolloutInProgress, dataset.RolloutPaused, dataset.RolloutDone, dataset.RolloutDoneWithFailures}
 	descNodeMonitor = prometheus.NewDesc("haven_node_monitor_state",
 		"One-hot monitor state of this node: 1 for its current state, 0 for the others.", []string{"state"}, nil)
 	descNodeFrozen      = prometheus.NewDesc("haven_node_frozen", "1 when this node is frozen (by an admin, or by the rejoin rule).", nil, nil)
