@@ -80,7 +80,7 @@ func turnWhy(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, n string
 			return "restarting on the new config"
 		case dataset.TurnMonitoring:
 			return fmt.Sprintf("restarted, watched for update_monitor (%s) since %s on its clock",
-				time.Duration(r.MonitorMs)*time.Millisecond, time.UnixMilli(m.SinceMs).Format("15:04:05"))
+				time.Duration(r.MonitorMs)*time.Millisecond, time.UnixMilli(m.SinceMs).UTC().Format("15:04:05 UTC"))
 		}
 	}
 	if t := Turn(r, marks, n); !t.Go && t.Why != "" {
@@ -88,7 +88,7 @@ func turnWhy(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, n string
 	}
 	if m != nil && m.ID == r.ID && m.State == dataset.TurnDelay {
 		due := time.UnixMilli(m.SinceMs).Add(time.Duration(r.DelayMs) * time.Millisecond)
-		return fmt.Sprintf("update_delay (%s) after the batch before: until %s on its clock", time.Duration(r.DelayMs)*time.Millisecond, due.Format("15:04:05"))
+		return fmt.Sprintf("update_delay (%s) after the batch before: until %s on its clock", time.Duration(r.DelayMs)*time.Millisecond, due.UTC().Format("15:04:05 UTC"))
 	}
 	switch {
 	case i.ConfigDigest != r.Digest:
