@@ -92,6 +92,19 @@ timeout = "10s"
 	waitFor(t, 20*time.Second, "svcmon on n3 shows the old config", func() bool {
 		return strings.Count(c["n3"].must("svcmon"), "(old config)") == 3
 	})
+	// what the rollout would do, in the simulation of the live cluster
+	// (svcmgr simulate --rollout): nothing is restarted by it
+	sim := c["n3"].must("svcmgr", "-s", "app", "rollout", "--dry-run")
+	for _, want := range []string{"running an older config than their node holds (a rollout restarts them): app@n1, app@n2, app@n3",
+		"of app, batch by batch: done", "  batch 1: n1 ok (restart +", "  batch 3: n3 ok",
+		"instances up at once: fewest 2 since the request (bound 2, flex_target - update_parallelism), most 3 (at most 3)"} {
+		if !strings.Contains(sim, want) {
+			t.Fatalf("rollout --dry-run: no %q in\n%s", want, sim)
+		}
+	}
+	if n := strings.Count(readFile(t, journal), "start "); n != 3 {
+		t.Fatalf("after the dry run, %d starts journaled, want the 3 first:\n%s", n, readFile(t, journal))
+	}
 	from := time.Now()
 	out := c["n3"].must("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
 	took := time.Since(from)
