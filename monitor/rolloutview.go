@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/placement"
 )
 
 // The rollout as one node sees it (status, explain, svcmon, the web view,
@@ -119,6 +120,24 @@ func CountConfigs(insts map[string]dataset.Instance, live func(node string) bool
 	var c dataset.ConfigCount
 	for n, i := range insts {
 		if !live(n) || i.RunDigest == "" || !running(i) {
+			continue
+		}
+		if i.RunDigest == digest {
+			c.Current++
+		} else {
+			c.Old++
+		}
+	}
+	return c
+}
+
+// CountConfigsOf is CountConfigs of the instances of svc in a pass's
+// view of the nodes (the alive ones), without a copy of them.
+func CountConfigsOf(nodes map[string]placement.NodeView, svc, digest string) dataset.ConfigCount {
+	var c dataset.ConfigCount
+	for _, v := range nodes {
+		i, ok := v.Data.Services[svc]
+		if !ok || !v.Alive() || i.RunDigest == "" || !running(i) {
 			continue
 		}
 		if i.RunDigest == digest {

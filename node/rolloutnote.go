@@ -49,28 +49,30 @@ func (c *Core) noteRollouts(snap monitor.Snapshot, only []*instsm.Instance) {
 			continue
 		}
 		svc := inst.Name
-		insts := make(map[string]dataset.Instance, len(snap.Nodes))
-		for n, v := range snap.Nodes {
-			if i, ok := v.Data.Services[svc]; ok {
-				insts[n] = i
-			}
-		}
-		live := func(n string) bool { v, ok := snap.Nodes[n]; return ok && v.Alive() }
 		ss := c.state.Services[svc]
 		e := RolloutProgress{Svc: svc}
-		cnt := monitor.CountConfigs(insts, live, ss.ConfigDigest)
+		cnt := monitor.CountConfigsOf(snap.Nodes, svc, ss.ConfigDigest)
 		e.Current, e.Old = cnt.Current, cnt.Old
 		if ss.Rollout != nil {
+			// (a copy of the instances only for a service that had a
+			// rollout: the full pass of 2,000 services stays as it was)
+			insts := make(map[string]dataset.Instance, len(snap.Nodes))
+			for n, v := range snap.Nodes {
+				if i, ok := v.Data.Services[svc]; ok {
+					insts[n] = i
+				}
+			}
+			live := func(n string) bool { v, ok := snap.Nodes[n]; return ok && v.Alive() }
 			frozen := func(n string) bool { d := snap.Nodes[n].Data; return d.Frozen || d.SplitFrozen }
 			if v := monitor.RolloutView(insts, live, frozen); v != nil {
 				e.ID, e.State, e.OK, e.Failed, e.Pending = v.ID, v.State, v.OK, v.Failed, v.Pending
 			}
 		}
-		key := fmt.Sprintf("%s %s %d %d %d %d %d", e.ID, e.State, e.OK, e.Failed, e.Pending, e.Current, e.Old)
-		if key == inst.RolloutSaid || inst.RolloutSaid == "" && e.ID == "" && e.Old == 0 {
-			continue
+		said := instsm.RolloutSaid{ID: e.ID, State: e.State, OK: e.OK, Failed: e.Failed, Pending: e.Pending, Current: e.Current, Old: e.Old}
+		if said == inst.RolloutSaid || inst.RolloutSaid == (instsm.RolloutSaid{}) && e.ID == "" && e.Old == 0 {
+			continue // said already, or nothing to say yet
 		}
-		inst.RolloutSaid = key
+		inst.RolloutSaid = said
 		c.emit(e)
 	}
 }
