@@ -3,7 +3,7 @@
 # in parallel: they share the host's cores). Run from the module root:
 #
 #   bench/run.sh            # everything, about 25 minutes on 2 cores
-#   bench/run.sh prop       # one figure: prop detect idle mem failover mass step hb scale
+#   bench/run.sh prop       # one figure: prop detect idle mem failover mass rollout step hb scale
 #   bench/sidebyside.sh     # Haven against keepalived and Pacemaker (installs them; not run here)
 #
 # Output goes to stdout; the lines starting with RESULT are the summaries.
@@ -43,6 +43,8 @@ run mem timeout 900 $cb mem -nodes 3 -services 50 -settle 45s -window 60s -memra
 run failover timeout 600 $cb failover -nodes 3 -services 1 -runs 6 -timeout 3s -interval 1s -ready 2s
 # 5. 50 services failing over together
 run mass timeout 900 $cb failover -nodes 3 -services 50 -runs 3 -timeout 3s -interval 1s -ready 2s
+# 11. a rollout of a flex service of 3 instances, update_* defaults
+run rollout bench/rollout.sh 3
 # 6. one decision pass over 2,000 services on 16 nodes
 run step go test -run XXX -bench Step2000x16 -benchtime 100x -count 5 -benchmem ./monitor
 # the heartbeat alone (the heartbeat owner's benchmark), for comparison

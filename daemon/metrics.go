@@ -100,6 +100,10 @@ type metrics struct {
 	// flex are the counts of the flex services (up, target), from their
 	// flex_instances events
 	flex map[string][2]int
+	// rollouts are where each service's rollout stands and its instances
+	// on this node's config or an older one, from its rollout_progress
+	// events
+	rollouts map[string]node.RolloutProgress
 
 	hb atomic.Pointer[heartbeat.Heartbeat]
 	// the disk heartbeat ([hb.disk] path; the disk once open: diskstatus.go)
@@ -123,7 +127,7 @@ type svcState struct {
 }
 
 func newMetrics(nodeName, cluster string, compat int) *metrics {
-	m := &metrics{reg: prometheus.NewRegistry(), begun: map[string]time.Time{}, flex: map[string][2]int{}, clk: clock.Wall}
+	m := &metrics{reg: prometheus.NewRegistry(), begun: map[string]time.Time{}, flex: map[string][2]int{}, rollouts: map[string]node.RolloutProgress{}, clk: clock.Wall}
 	svc := []string{"service"}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
@@ -229,6 +233,10 @@ func (m *metrics) observe(e node.Event, now time.Time) {
 	case node.FlexInstances:
 		m.mu.Lock()
 		m.flex[e.Svc] = [2]int{e.Up, e.Target}
+		m.mu.Unlock()
+	case node.RolloutProgress:
+		m.mu.Lock()
+		m.rollouts[e.Svc] = e
 		m.mu.Unlock()
 	case node.ResourceFailed:
 		m.resFailures.WithLabelValues(e.Svc, e.RID).Inc()
@@ -349,6 +357,13 @@ var (
 		"A flex service: its instances up on the live nodes, as this node sees them.", []string{"service"}, nil)
 	descFlexTarget = prometheus.NewDesc("haven_service_instances_target",
 		"A flex service: the instances it keeps up (flex_target; in the global mode the nodes where one belongs), as this node sees them.", []string{"service"}, nil)
+	descRollout = prometheus.NewDesc("haven_service_rollout_state",
+		"One-hot state of the service's newest rollout as this node sees it (in_progress, paused, done, done_with_failures); absent while it never had one.", []string{"service", "state"}, nil)
+	descRolloutTurns = prometheus.NewDesc("haven_service_rollout_turns",
+		"The turns of the service's newest rollout by how they stand (ok, failed, pending: not ended, a node down counted) as this node sees them.", []string{"service", "turn"}, nil)
+	descConfigs = prometheus.NewDesc("haven_service_instances_config",
+		"The service's running instances on the live nodes that run this node's config (current) or an older one (old), once it had a rollout or an instance on an older config.", []string{"service", "config"}, nil)
+	rolloutStates   = []string{dataset.RolloutInProgress, dataset.RolloutPaused, dataset.RolloutDone, dataset.RolloutDoneWithFailures}
 	descNodeMonitor = prometheus.NewDesc("haven_node_monitor_state",
 		"One-hot monitor state of this node: 1 for its current state, 0 for the others.", []string{"state"}, nil)
 	descNodeFrozen      = prometheus.NewDesc("haven_node_frozen", "1 when this node is frozen (by an admin, or by the rejoin rule).", nil, nil)
@@ -392,7 +407,7 @@ var (
 )
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descAvail, descMonitor, descSvcFrozen, descFlexUp, descFlexTarget, descNodeMonitor, descNodeFrozen, descNodeSplitFrozen,
+	for _, d := range []*prometheus.Desc{descAvail, descMonitor, descSvcFrozen, descFlexUp, descFlexTarget, descRollout, descRolloutTurns, descConfigs, descNodeMonitor, descNodeFrozen, descNodeSplitFrozen,
 		descPeersUp, descPeers, descPeerUp, descPeerAge, descLinkUp, descDiskReachable, descDiskSlotAge} {
 		ch <- d
 	}
@@ -408,6 +423,10 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for name, f := range c.m.flex {
 		flex[name] = f
 	}
+	rollouts := make(map[string]node.RolloutProgress, len(c.m.rollouts))
+	for name, r := range c.m.rollouts {
+		rollouts[name] = r
+	}
 	c.m.mu.Unlock() // st is never written again: setLocal makes a new one
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -419,6 +438,16 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		if f, ok := flex[name]; ok && s.flex {
 			gauge(descFlexUp, float64(f[0]), name)
 			gauge(descFlexTarget, float64(f[1]), name)
+		}
+		if r, ok := rollouts[name]; ok {
+			if r.ID != "" {
+				oneHot(r.State, rolloutStates, func(state string, v float64) { gauge(descRollout, v, name, state) })
+				gauge(descRolloutTurns, float64(r.OK), name, "ok")
+				gauge(descRolloutTurns, float64(r.Failed), name, "failed")
+				gauge(descRolloutTurns, float64(r.Pending), name, "pending")
+			}
+			gauge(descConfigs, float64(r.Current), name, "current")
+			gauge(descConfigs, float64(r.Old), name, "old")
 		}
 	}
 	if st.monitor != "" {

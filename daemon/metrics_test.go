@@ -214,3 +214,40 @@ func TestMetricsOfTheQuorum(t *testing.T) {
 		}
 	}
 }
+
+// A service's rollout shows as a one-hot state and its turns by how they
+// stand, and its running instances on this node's config or an older
+// one, from its rollout_progress events; a service that never had one
+// shows only the counts of configs, once said.
+func TestMetricsRollout(t *testing.T) {
+	m := newMetrics("n1", "c", 1)
+	m.setLocal(dataset.Node{Monitor: dataset.NodeIdle, Services: map[string]dataset.Instance{
+		"app": {Avail: dataset.StatusUp}, "db": {Avail: dataset.StatusUp}, "web": {Avail: dataset.StatusUp},
+	}}, noFlex)
+	m.observe(node.RolloutProgress{Svc: "app", ID: "n1-4", State: dataset.RolloutPaused, OK: 1, Failed: 1, Pending: 1, Current: 1, Old: 2}, time.Now())
+	m.observe(node.RolloutProgress{Svc: "db", Current: 1, Old: 1}, time.Now())
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"haven_service_rollout_state", []string{"service", "app", "state", "paused"}, 1},
+		{"haven_service_rollout_state", []string{"service", "app", "state", "in_progress"}, 0},
+		{"haven_service_rollout_state", []string{"service", "app", "state", "done"}, 0},
+		{"haven_service_rollout_turns", []string{"service", "app", "turn", "failed"}, 1},
+		{"haven_service_rollout_turns", []string{"service", "app", "turn", "pending"}, 1},
+		{"haven_service_instances_config", []string{"service", "app", "config", "current"}, 1},
+		{"haven_service_instances_config", []string{"service", "app", "config", "old"}, 2},
+		{"haven_service_rollout_state", []string{"service", "db", "state", "paused"}, -1},
+		{"haven_service_instances_config", []string{"service", "db", "config", "old"}, 1},
+		{"haven_service_instances_config", []string{"service", "web", "config", "old"}, -1},
+	} {
+		if got := metricValue(t, m, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	m.observe(node.RolloutProgress{Svc: "app", ID: "n1-4", State: dataset.RolloutDone, OK: 3, Current: 3}, time.Now())
+	if got := metricValue(t, m, "haven_service_rollout_state", "service", "app", "state", "done"); got != 1 {
+		t.Errorf("done: %v", got)
+	}
+}

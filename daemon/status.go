@@ -90,6 +90,7 @@ func (d *Daemon) clusterStatus() *dataset.ClusterStatus {
 			flexAggregate(&ss, &dataset.FlexStatus{Target: target, Min: cfg.FlexMin, Max: most, Global: cfg.FlexGlobal()}, unknownUp)
 		}
 		ss.CapacityShort = capacityShort(usage, cfg, &ss)
+		rolloutStatus(&ss, st.Nodes, d.dur.Services[name].ConfigDigest)
 		st.Services[name] = ss
 	}
 	for _, name := range d.invalidNames() {
@@ -329,4 +330,17 @@ func capacityShort(usage *placement.Usage, cfg *config.ServiceConfig, ss *datase
 		}
 	}
 	return out
+}
+
+// rolloutStatus sets the rollout of ss and the count of its instances on
+// this node's config (digest) and on an older one, from its instances and
+// the nodes' states (monitor.RolloutView).
+func rolloutStatus(ss *dataset.ServiceStatus, nodes map[string]dataset.NodeInfo, digest string) {
+	live := func(n string) bool {
+		ni, ok := nodes[n]
+		return ok && placement.NodeView{Status: ni.Status}.Alive() && !ss.Instances[n].Stale
+	}
+	frozen := func(n string) bool { ni := nodes[n]; return ni.Frozen || ni.SplitFrozen }
+	ss.Rollout = monitor.RolloutView(ss.Instances, live, frozen)
+	ss.Configs = monitor.CountConfigs(ss.Instances, live, digest)
 }

@@ -286,6 +286,12 @@ type ServiceStatus struct {
 	// live nodes where one more instance does not fit, with what is short
 	// ("n2: cpu 3.5 of 4 requested, needs 1").
 	CapacityShort []string `json:"capacity_short,omitempty"`
+	// Rollout is where the service's newest rollout stands as this node
+	// sees it (behaviour.md 11), absent when it never had one; Configs
+	// counts its running instances on the live nodes on this node's
+	// config and on an older one.
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+	Configs ConfigCount    `json:"configs"`
 }
 
 // NodeCapacity is a node's capacity (Capacity) and what the requests of

@@ -67,6 +67,10 @@ type Explanation struct {
 	// Flex, for a flex service: its counts, why each node has or has not
 	// an instance, and why the count is below the target.
 	Flex *FlexExplain `json:"flex,omitempty"`
+	// Rollout is where the service's newest rollout stands and why each
+	// node's turn not ended waits (RolloutView), absent when it never had
+	// one.
+	Rollout *dataset.RolloutStatus `json:"rollout,omitempty"`
 }
 
 // FlexExplain is the flex part of an Explanation.
@@ -148,6 +152,16 @@ func Explain(s Snapshot, svc string, start bool) (e Explanation, ok bool) {
 	}
 	_, ex := step(s, nil, svc)
 	ex.Hypothetical = start
+	if !start {
+		insts := map[string]dataset.Instance{}
+		for n, v := range s.Nodes {
+			if i, ok := v.Data.Services[svc]; ok {
+				insts[n] = i
+			}
+		}
+		ex.Rollout = RolloutView(insts, func(n string) bool { v, ok := s.Nodes[n]; return ok && v.Alive() },
+			func(n string) bool { d := s.Nodes[n].Data; return d.Frozen || d.SplitFrozen })
+	}
 	return *ex, true
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"haven/config"
@@ -113,6 +114,12 @@ func (c *Core) ladder(svc string, inst *instsm.Instance, now time.Time) {
 		// (a flex service runs elsewhere on purpose: each instance's
 		// ladder is its own)
 		hold = "the service is up on " + inst.Lad.UpElsewhere
+	case c.isFlex(svc) && flexUpWithout(inst, c.cfg.Name):
+		// a flex instance down here whose slot another node took (its
+		// start or a rollout's restart failed, the flex rules refilled
+		// the target): a start in place would be one more than the
+		// target, maybe above flex_max
+		hold = "the flex target is up without this instance (" + strings.Join(inst.Flex.Up, ", ") + ")"
 	}
 	if hold != "" {
 		inst.Lad.PendRID = ""
@@ -549,4 +556,11 @@ func (c *Core) clearLocal(svc, reason string, now time.Time) bool {
 	inst.Mon = next
 	c.persistMonitor(svc, inst)
 	return true
+}
+
+// flexUpWithout reports whether the last pass counted a flex service's
+// target up on other nodes than self.
+func flexUpWithout(inst *instsm.Instance, self string) bool {
+	fx := inst.Flex
+	return fx.Target > 0 && len(fx.Up) >= fx.Target && !slices.Contains(fx.Up, self)
 }

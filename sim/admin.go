@@ -60,10 +60,12 @@ func (c *Cluster) coreConfig(n string, compat int, local node.Local) node.Config
 
 // record puts a typed event on the timeline.
 func (d *daemon) record(e node.Event) {
-	if _, count := e.(node.FlexInstances); !count {
-		// (every node says the count of a flex service as it sees it:
-		// kept in the events, left out of the timeline, where the
-		// instances' own lines say the same)
+	switch e.(type) {
+	case node.FlexInstances, node.RolloutProgress:
+		// (every node says the count of a flex service, and where a
+		// rollout stands, as it sees them: kept in the events, left out
+		// of the timeline, where the instances' own lines say the same)
+	default:
 		d.c.logf(d.name, e.Service(), "%s", e.String())
 	}
 	d.c.events = append(d.c.events, Event{At: d.c.Now(), Node: d.name, Event: e})

@@ -99,6 +99,9 @@ type SnapshotInstance struct {
 	// the instance's actions, zero when never measured.
 	StartDuration Duration `json:"start_duration,omitempty"`
 	StopDuration  Duration `json:"stop_duration,omitempty"`
+	// OldConfig: the instance runs a config older than the one its node
+	// holds (dataset.Instance.OldConfig): a rollout restarts it.
+	OldConfig bool `json:"old_config,omitempty"`
 }
 
 // Duration is a time.Duration written as "16s" in JSON.
@@ -154,6 +157,7 @@ var WhatIfVerbs = []struct{ Verb, Arg, Help string }{
 	{"giveback", "SVC", "svcmgr -s SVC giveback"},
 	{"fail", "SVC[:RID]", "the service's resources die where it runs (the next check says down; they fail together, so any RID means all); the restart ladder and monitor_action follow"},
 	{"set", "SVC:KEY=VALUE", "svcmgr -s SVC set --kw KEY=VALUE (a config edit)"},
+	{"rollout", "SVC", "svcmgr -s SVC rollout: the running instances restarted on the config installed (after a --set: the edited one), batch by batch"},
 	{"start-daemon", "NODE", "nodemgr daemon start on NODE (a node that was down comes back)"},
 }
 
@@ -199,6 +203,43 @@ type WhatIfResult struct {
 	Services []WhatIfService `json:"services"`
 	// Nodes is the final state of every node.
 	Nodes []WhatIfNode `json:"nodes"`
+	// Rollouts are the rollouts of the what-if (--rollout), each batch
+	// by batch, with the instances up it kept.
+	Rollouts []WhatIfRollout `json:"rollouts,omitempty"`
+}
+
+// WhatIfRollout is a rollout of a what-if: its batches, each node's turn
+// with its times, where it stood at the end, and the fewest and most
+// instances running at once from its request on against the bounds.
+type WhatIfRollout struct {
+	Service string `json:"service"`
+	// Answer is the rollout's answer (an error: nothing rolled out).
+	Answer string `json:"answer"`
+	ID     string `json:"id,omitempty"`
+	// State is where it stood at the end (RolloutProgress.String).
+	State   string                `json:"state,omitempty"`
+	Batches [][]WhatIfRolloutTurn `json:"batches,omitempty"`
+	// FewestUp is the fewest nodes that ran the service at once from the
+	// request to the end of the simulation, MostUp the most at once in
+	// the whole simulation;
+	// Least is the bound of a flex service's rollout (flex_target -
+	// update_parallelism, stop-first: never fewer up), 0 for a failover
+	// service (down during its own restart); Most its flex_max (1 for a
+	// failover service).
+	FewestUp int `json:"fewest_up"`
+	MostUp   int `json:"most_up"`
+	Least    int `json:"least"`
+	Most     int `json:"most"`
+}
+
+// WhatIfRolloutTurn is one node's turn: when it began its restart and
+// when it ended (ok or failed), after the start of the simulation.
+type WhatIfRolloutTurn struct {
+	Node  string    `json:"node"`
+	State string    `json:"state"`
+	Cause string    `json:"cause,omitempty"`
+	Begin *Duration `json:"begin,omitempty"`
+	End   *Duration `json:"end,omitempty"`
 }
 
 // WhatIfLine is one line of the timeline.
@@ -328,7 +369,7 @@ func (s *Snapshot) CheckEvents(events []WhatIfEvent) error {
 			if !isNode(e.Arg) && !isSvc(e.Arg) {
 				return fmt.Errorf("--%s %s: no node or service %q", e.Verb, e.Arg, e.Arg)
 			}
-		case "start", "stop", "giveback":
+		case "start", "stop", "giveback", "rollout":
 			if !isSvc(e.Arg) {
 				return fmt.Errorf("--%s %s: no service %q", e.Verb, e.Arg, e.Arg)
 			}
@@ -424,6 +465,7 @@ func WhatIfContext(ctx context.Context, s *Snapshot, events []WhatIfEvent, dur t
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At < evs[j].At })
 	res := &WhatIfResult{Local: s.Local, Assumptions: assumptions}
 	var own []WhatIfLine
+	var rolls []WhatIfRollout
 	for _, e := range evs {
 		if wait := origin + e.At - c.Now(); wait > 0 {
 			c.Run(wait)
@@ -432,6 +474,9 @@ func WhatIfContext(ctx context.Context, s *Snapshot, events []WhatIfEvent, dur t
 			return nil, ErrInterrupted
 		}
 		text, answer := c.applyWhatIf(s.Local, e)
+		if e.Verb == "rollout" {
+			rolls = append(rolls, WhatIfRollout{Service: e.Arg, Answer: answer})
+		}
 		own = append(own, WhatIfLine{At: Duration(c.Now() - origin), Kind: "event", Text: text})
 		if answer != "" {
 			own = append(own, WhatIfLine{At: Duration(c.Now() - origin), Node: s.Local, Kind: "answer", Text: answer})
@@ -446,6 +491,7 @@ func WhatIfContext(ctx context.Context, s *Snapshot, events []WhatIfEvent, dur t
 	res.For = Duration(c.Now() - origin)
 	res.Timeline = mergeTimeline(own, c.events[firstEvent:], origin)
 	res.Services, res.Nodes = c.whatIfFinal(s.Local)
+	res.Rollouts = c.whatIfRollouts(rolls, c.events[firstEvent:], origin)
 	// the explanations' times on the live cluster's clock: the start of
 	// the simulation is when the snapshot was taken
 	if !s.TakenAt.IsZero() {
@@ -520,7 +566,7 @@ func mergeTimeline(own []WhatIfLine, events []Event, origin time.Duration) []Wha
 // config bookkeeping are left out.
 func whatIfShown(e node.Event) bool {
 	switch e := e.(type) {
-	case node.ResourceStatus, node.InstanceStatus, node.ConfigChanged, node.StreamStarted, node.EventsLost, node.TargetAdopted:
+	case node.ResourceStatus, node.InstanceStatus, node.ConfigChanged, node.StreamStarted, node.EventsLost, node.TargetAdopted, node.RolloutProgress:
 		return false
 	case node.TargetSet:
 		return e.Target.Active() // not the target's clean-up once reached
@@ -617,11 +663,26 @@ func buildFromSnapshot(s *Snapshot) (*Cluster, []string, error) {
 	if len(down) > 0 {
 		assumptions = append(assumptions, "down now, and down in the simulation until started: "+strings.Join(down, ", "))
 	}
+	var old []string
 	for _, name := range sortedKeys(s.Services) {
 		svc := s.Services[name]
-		for nn, in := range svc.Instances {
+		// every node holds the snapshot's config; an instance runs it, or
+		// an older one (its digest not known here: one of no config)
+		digest := dataset.ConfigDigest([]byte(svc.Config))
+		for _, nn := range c.svcs[name].NodeList(c.names) {
+			ss := c.nodes[nn].dur.Services[name]
+			ss.ConfigDigest = digest
+			c.nodes[nn].dur.Services[name] = ss
+		}
+		for _, nn := range sortedKeys(svc.Instances) {
+			in := svc.Instances[nn]
 			n := c.nodes[nn]
 			ss := n.dur.Services[name]
+			ss.RunDigest = digest
+			if in.OldConfig {
+				ss.RunDigest = olderConfig
+				old = append(old, name+"@"+nn)
+			}
 			ss.Frozen, ss.StartFailed = in.Frozen, in.StartFailed
 			if in.Running && n.machineUp {
 				c.running[nn][name] = true
@@ -630,8 +691,15 @@ func buildFromSnapshot(s *Snapshot) (*Cluster, []string, error) {
 			n.dur.Services[name] = ss
 		}
 	}
+	if len(old) > 0 {
+		assumptions = append(assumptions, "running an older config than their node holds (a rollout restarts them): "+strings.Join(old, ", "))
+	}
 	return c, assumptions, nil
 }
+
+// olderConfig is the run digest of an instance the snapshot says runs an
+// older config than its node's.
+const olderConfig = "older"
 
 func orDefault(d time.Duration) time.Duration {
 	if d <= 0 {
@@ -685,7 +753,7 @@ func (c *Cluster) applyWhatIf(local string, e WhatIfEvent) (text, answer string)
 			return e.Arg + ": nodemgr " + e.Verb, answerOf(c.Admin(e.Arg, "", e.Verb, "", false))
 		}
 		return on + ": svcmgr -s " + e.Arg + " " + e.Verb, answerOf(c.Admin(on, e.Arg, e.Verb, "", false))
-	case "start", "stop", "giveback":
+	case "start", "stop", "giveback", "rollout":
 		return on + ": svcmgr -s " + e.Arg + " " + e.Verb, answerOf(c.Admin(on, e.Arg, e.Verb, "", false))
 	case "switch":
 		return on + ": svcmgr -s " + head + " switch --to " + tail, answerOf(c.Admin(on, head, "switch", tail, false))
@@ -832,9 +900,92 @@ func SnapshotFromStatus(st *dataset.ClusterStatus, configs map[string]string, se
 				Monitor:       string(in.Monitor.State),
 				StartDuration: Duration(time.Duration(in.LastStartMs) * time.Millisecond),
 				StopDuration:  Duration(time.Duration(in.LastStopMs) * time.Millisecond),
+				OldConfig:     in.OldConfig() && (in.Avail == dataset.StatusUp || in.Avail == dataset.StatusWarn),
 			}
 		}
 		s.Services[name] = ss
 	}
 	return s
+}
+
+// whatIfRollouts completes the rollouts asked (rolls) from the events of
+// the simulation: the record, each node's turn and its times, where it
+// stands at the end, and the fewest and most instances up since.
+func (c *Cluster) whatIfRollouts(rolls []WhatIfRollout, events []Event, origin time.Duration) []WhatIfRollout {
+	for k := range rolls {
+		wr := &rolls[k]
+		svc := wr.Service
+		var r *dataset.Rollout
+		for _, name := range c.names {
+			if ss := c.nodes[name].dur.Services[svc]; ss.Rollout != nil && (r == nil || ss.Rollout.Version.Newer(r.Version)) {
+				r = ss.Rollout
+			}
+		}
+		cfg := c.svcs[svc]
+		wr.Most, wr.MostUp, wr.FewestUp = 1, c.q.maxUp[svc], c.q.minUp[svc]
+		if cfg.IsFlex() {
+			wr.Most = cfg.FlexMax
+			if r != nil {
+				wr.Least = max(0, cfg.FlexTarget-max(1, r.Parallelism))
+			}
+		}
+		if r == nil || strings.HasPrefix(wr.Answer, "error") || !strings.Contains(wr.Answer, r.ID) {
+			continue
+		}
+		wr.ID, wr.State = r.ID, c.rolloutState(svc)
+		turns := map[string]*WhatIfRolloutTurn{}
+		for _, b := range monitor.RolloutBatches(r) {
+			var batch []WhatIfRolloutTurn
+			for _, n := range b {
+				batch = append(batch, WhatIfRolloutTurn{Node: n, State: "not taken"})
+			}
+			wr.Batches = append(wr.Batches, batch)
+		}
+		for i := range wr.Batches {
+			for j := range wr.Batches[i] {
+				turns[wr.Batches[i][j].Node] = &wr.Batches[i][j]
+			}
+		}
+		for _, e := range events {
+			ev, ok := e.Event.(node.RolloutTurn)
+			if !ok || ev.Svc != svc || ev.ID != r.ID || turns[e.Node] == nil {
+				continue
+			}
+			t, at := turns[e.Node], Duration(e.At-origin)
+			t.State, t.Cause = ev.State, ev.Cause
+			switch ev.State {
+			case dataset.TurnRestarting:
+				t.Begin = &at
+			case dataset.TurnOK, dataset.TurnFailed:
+				t.End = &at
+			}
+		}
+	}
+	return rolls
+}
+
+// RolloutSpan is how long a what-if of a rollout of svc runs: every
+// running instance's turn one after the other (its stop and start, as
+// measured or assumed, update_monitor, update_delay, a few beats), and
+// 20 s more; at least a minute.
+func RolloutSpan(s *Snapshot, svc string) time.Duration {
+	sv, ok := s.Services[svc]
+	if !ok {
+		return time.Minute
+	}
+	cfg, err := tomlfile.ParseService(svc+".toml", svc, []byte(sv.Config))
+	if err != nil {
+		return time.Minute
+	}
+	var turns int
+	var act time.Duration
+	for _, in := range sv.Instances {
+		if in.Running {
+			turns++
+		}
+		act = max(act, orDefault(time.Duration(in.StartDuration))+orDefault(time.Duration(in.StopDuration)))
+	}
+	beat := 4 * time.Duration(s.Settings.HBInterval)
+	span := time.Duration(turns)*(act+cfg.UpdateMonitor+cfg.UpdateDelay+beat) + 20*time.Second
+	return min(max(span, time.Minute), MaxWhatIfSpan)
 }

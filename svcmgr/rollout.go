@@ -23,8 +23,9 @@ import (
 // the nodes and causes), or replaced by a newer one.
 func rolloutCommand() *cli.Command {
 	return &cli.Command{Name: "rollout", Usage: "restart the running instances on the current config, batch by batch (update_* keywords)",
-		UsageText: "svcmgr -s SELECTOR rollout [--wait [--time 10m]] | rollout status", Description: globalsHelp,
+		UsageText: "svcmgr -s SELECTOR rollout [--wait [--time 10m]] | rollout --dry-run | rollout status", Description: globalsHelp,
 		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "dry-run", Usage: "simulate the rollout (svcmgr simulate --rollout): its batches, each turn's times, the instances up it keeps; nothing is sent"},
 			&cli.BoolFlag{Name: "wait", Usage: "wait until the rollout is done, paused or failed"},
 			&cli.DurationFlag{Name: "time", Value: 10 * time.Minute, Usage: "bound of --wait"},
 		},
@@ -41,6 +42,12 @@ func rollout(c *cli.Context) error {
 	names, err := selected(c, cl)
 	if err != nil {
 		return err
+	}
+	if c.Bool("dry-run") {
+		if c.Bool("wait") {
+			return cliutil.Usage("rollout --dry-run: simulates the rollout (without --wait)")
+		}
+		return rolloutDryRun(c, names)
 	}
 	ids := map[string]string{}
 	for _, n := range names {

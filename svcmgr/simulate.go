@@ -57,13 +57,26 @@ func simulateCommand() *cli.Command {
 	)
 	return &cli.Command{Name: "simulate", Usage: "what if: replay the live cluster in the simulation with events (--kill n1, --switch web:n2, ...) and print what would happen; nothing is sent to the cluster",
 		UsageText: "svcmgr simulate [--kill NODE] [--cut NODE] [--freeze NODE|SVC] [--drain NODE] [--stop SVC] [--switch SVC:NODE]\n" +
-			"                 [--fail SVC] [--set SVC:KEY=VALUE] ... [EVENT@+10s] [--for 60s] [--save FILE | --from FILE] [--format json]",
+			"                 [--fail SVC] [--set SVC:KEY=VALUE] [--rollout SVC] ... [EVENT@+10s] [--for 60s] [--save FILE | --from FILE] [--format json]",
 		Description: "Events run in command-line order at their times (@+10s: ten seconds after the start).\n" +
 			"Events: " + strings.Join(verbs, ", ") + ".\n" + globalsHelp,
 		Flags: flags,
 		Action: func(c *cli.Context) error {
 			if c.Args().Len() > 0 {
 				return cliutil.Usage("simulate: unexpected argument %q (events are flags: --kill n1)", c.Args().First())
+			}
+			if !c.IsSet("for") {
+				// a rollout's turns take longer than the default: simulate
+				// them all (sim.RolloutSpan)
+				return whatif.RunFor(c, func(*sim.Snapshot) []sim.WhatIfEvent { return list.events }, func(s *sim.Snapshot) time.Duration {
+					d := c.Duration("for")
+					for _, e := range list.events {
+						if e.Verb == "rollout" {
+							d = max(d, e.At+sim.RolloutSpan(s, e.Arg))
+						}
+					}
+					return d
+				})
 			}
 			return whatif.Run(c, list.events, c.Duration("for"))
 		}}
@@ -97,3 +110,22 @@ func dryRun(c *cli.Context, action string, names []string) error {
 
 // dryRunFor is how long a --dry-run simulates.
 const dryRunFor = 60 * time.Second
+
+// rolloutDryRun is "svcmgr -s S rollout --dry-run": the rollout of each
+// selected service simulated (svcmgr simulate --rollout S), for as long
+// as their turns take.
+func rolloutDryRun(c *cli.Context, names []string) error {
+	return whatif.RunFor(c, func(*sim.Snapshot) []sim.WhatIfEvent {
+		var evs []sim.WhatIfEvent
+		for _, n := range names {
+			evs = append(evs, sim.WhatIfEvent{Verb: "rollout", Arg: n})
+		}
+		return evs
+	}, func(s *sim.Snapshot) time.Duration {
+		var d time.Duration
+		for _, n := range names {
+			d = max(d, sim.RolloutSpan(s, n))
+		}
+		return d
+	})
+}

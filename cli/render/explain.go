@@ -66,6 +66,10 @@ func Explain(e *api.Explanation) string {
 		}
 	}
 
+	if r := e.Rollout; r != nil {
+		b.WriteString(RolloutText(r))
+	}
+
 	var cand, excl table
 	cand.gap, excl.gap = 2, 2
 	k := 0
@@ -246,4 +250,27 @@ func orWord(s, word string) string {
 		return word
 	}
 	return s
+}
+
+// RolloutText is a rollout as explain prints it: where it stands, then
+// each node's turn, and why a turn not ended waits.
+func RolloutText(r *dataset.RolloutStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rollout %s of config %s, %d at a time: %s: %s\n", r.ID, dataset.ShortDigest(r.Digest), r.Parallelism,
+		strings.ReplaceAll(r.State, "_", " "), r.Summary)
+	var t table
+	t.gap = 2
+	for _, tu := range r.Turns {
+		turn := orDash(tu.State)
+		if tu.Cause != "" {
+			turn += ": " + tu.Cause
+		}
+		if tu.Why != "" {
+			turn += " (" + tu.Why + ")"
+		}
+		runs := "runs " + orDash(dataset.ShortDigest(tu.RunDigest))
+		t.add(c("  "+tu.Node), c(fmt.Sprintf("batch %d", tu.Batch)), c(runs), c(turn))
+	}
+	b.WriteString(t.String())
+	return b.String()
 }

@@ -137,6 +137,29 @@ func TestExplainGolden(t *testing.T) {
 		},
 		// a label that is not a number: the constraint cannot be evaluated
 		// on n2, shown as an error; n3 is a plain violation.
+		// a flex service of 3 in a rollout of 1 at a time: n1 ok, n2
+		// monitoring, n3 waits for batch 2 (then for a config it does not
+		// hold yet); seen from n3.
+		"explain_rollout": func(t *testing.T) *monitor.Explanation {
+			w := newExplainWorld("n3", 0, 0, 0)
+			w.add(&config.ServiceConfig{Name: "app", Topology: "flex", FlexTarget: 3, FlexMin: 1, FlexMax: 3})
+			r := &dataset.Rollout{ID: "n1-12", Digest: "8d04e7a1c2f3aa", Nodes: []string{"n1", "n2", "n3"}, Parallelism: 1,
+				MonitorMs: 3000, FailureAction: "pause"}
+			for n, m := range map[string]*dataset.RolloutMark{
+				"n1": {ID: "n1-12", State: dataset.TurnOK},
+				"n2": {ID: "n1-12", State: dataset.TurnMonitoring, SinceMs: explainT0.UnixMilli()},
+				"n3": nil,
+			} {
+				w.inst(n, "app", func(i *dataset.Instance) {
+					i.Avail, i.Monitor.LocalExpect = dataset.StatusUp, "started"
+					i.Rollout, i.RolloutMark, i.ConfigDigest, i.RunDigest = r, m, "8d04e7a1c2f3aa", "8d04e7a1c2f3aa"
+					if n == "n3" {
+						i.ConfigDigest, i.RunDigest = "1c2f38d04e7abb", "1c2f38d04e7abb"
+					}
+				})
+			}
+			return w.explain(t, "app", false)
+		},
 		"explain_constraint_error": func(t *testing.T) *monitor.Explanation {
 			w := newExplainWorld("n1", 0, 0, 0)
 			for n, rack := range map[string]string{"n1": "3", "n2": "north", "n3": "1"} {

@@ -265,6 +265,10 @@ func servicesSection(st *dataset.ClusterStatus, nodes []string, sel func(string)
 			row.nodes = append(row.nodes, instanceCell(s, n, ni, known))
 		}
 		sec.rows = append(sec.rows, row)
+		if r := s.Rollout; r != nil && (r.State == dataset.RolloutInProgress || r.State == dataset.RolloutPaused) {
+			// a rollout under way, or stopped on failures: its line below
+			sec.notes = append(sec.notes, fmt.Sprintf("%s: rollout %s of config %s: %s", name, r.ID, dataset.ShortDigest(r.Digest), r.Summary))
+		}
 	}
 	return sec
 }
@@ -347,6 +351,16 @@ func serviceNotes(s dataset.ServiceStatus, long bool) []string {
 	}
 	if ge := orNone(s.GlobalExpect); ge != dataset.ExpectNone {
 		notes = append(notes, expect+ge)
+	}
+	if r := s.Rollout; r != nil {
+		switch {
+		case long && !r.Ended() || long && r.State == dataset.RolloutPaused:
+			notes = append(notes, "rollout "+r.ID+" "+strings.ReplaceAll(r.State, "_", " ")+": "+r.Summary)
+		case r.State == dataset.RolloutInProgress:
+			notes = append(notes, fmt.Sprintf("rolling out %d/%d", r.OK+r.Failed, len(r.Turns)))
+		case r.State == dataset.RolloutPaused:
+			notes = append(notes, "rollout paused")
+		}
 	}
 	if len(s.CapacityShort) > 0 {
 		if long {

@@ -28,6 +28,7 @@ var funcs = template.FuncMap{
 	"clock":  func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 	"stamp":  func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 	"legend": func() string { l, _, _ := strings.Cut(render.SvcmonLegend, "\nColours"); return l },
+	"short":  func(d string) string { return orDashWeb(dataset.ShortDigest(d)) },
 }
 
 func mustPages() *pages {
@@ -340,4 +341,11 @@ func newestFirst(evs []numbered) []numbered {
 	out := slices.Clone(evs)
 	slices.Reverse(out)
 	return out
+}
+
+func orDashWeb(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -625,3 +625,25 @@ func TestFlexServiceShown(t *testing.T) {
 	waitFor(t, "the grid shows warn 1/2", shows("/", ">warn 1/2</td>"))
 	waitFor(t, "the page says 1 of 2 up", shows("/service/web", "1 of 2 up, min 1, max 2"))
 }
+
+// A rollout in progress shows in the grid (the svcmon note and line) and
+// on its service's page: where it stands, and each node's batch, the
+// config it runs, its turn and what it waits for.
+func TestRolloutShown(t *testing.T) {
+	s, src := serve(t, Options{})
+	src.set(func(st *dataset.ClusterStatus) {
+		w := st.Services["web"]
+		w.Rollout = &dataset.RolloutStatus{ID: "n1-12", Digest: "8d04e7a1c2f3aa", Parallelism: 1, Batches: 2, State: dataset.RolloutInProgress,
+			Summary: "batch 2/2: n2 pending; ok n1", OK: 1, Pending: 1,
+			Turns: []dataset.RolloutTurnStatus{{Node: "n1", Batch: 1, State: "ok", RunDigest: "8d04e7a1c2f3aa"},
+				{Node: "n2", Batch: 2, RunDigest: "1c2f38d04e7abb", Why: "config 8d04e7a1c2f3 not received yet (it holds 1c2f38d04e7a)"}}}
+		st.Services["web"] = w
+	})
+	shows := func(path, want string) func() bool {
+		return func() bool { _, body := get(t, s.URL+path); return strings.Contains(body, want) }
+	}
+	waitFor(t, "the grid says the rollout", shows("/", "web: rollout n1-12 of config 8d04e7a1c2f3: batch 2/2: n2 pending; ok n1"))
+	waitFor(t, "the page's rollout heading", shows("/service/web", `<h2 id="rollout">Rollout n1-12</h2>`))
+	waitFor(t, "n2's turn waits for its config", shows("/service/web",
+		`<th scope="row">n2</th><td>2</td><td>1c2f38d04e7a</td>`+"\n"+`<td class="">-</td>`+"\n"+`<td class="wrap">config 8d04e7a1c2f3 not received yet (it holds 1c2f38d04e7a)</td>`))
+}

@@ -29,12 +29,18 @@ func Run(c *cli.Context, events []sim.WhatIfEvent, d time.Duration) error {
 // RunWith is Run with events that depend on the snapshot (the local
 // node's name, for nodemgr drain --dry-run).
 func RunWith(c *cli.Context, eventsOf func(*sim.Snapshot) []sim.WhatIfEvent, d time.Duration) error {
+	if d <= 0 {
+		return cliutil.Usage("simulate: --for %s: want a positive duration", d)
+	}
+	return RunFor(c, eventsOf, func(*sim.Snapshot) time.Duration { return d })
+}
+
+// RunFor is RunWith with a simulated time that depends on the snapshot
+// too (a rollout: its services' turns, sim.RolloutSpan).
+func RunFor(c *cli.Context, eventsOf func(*sim.Snapshot) []sim.WhatIfEvent, forOf func(*sim.Snapshot) time.Duration) error {
 	asJSON, err := cliutil.JSON(c)
 	if err != nil {
 		return err
-	}
-	if d <= 0 {
-		return cliutil.Usage("simulate: --for %s: want a positive duration", d)
 	}
 	if c.String("from") != "" && c.String("save") != "" {
 		return cliutil.Usage("simulate: --from and --save exclude each other")
@@ -56,6 +62,7 @@ func RunWith(c *cli.Context, eventsOf func(*sim.Snapshot) []sim.WhatIfEvent, d t
 		return cliutil.Failed("%v", err)
 	}
 	events := eventsOf(snap)
+	d := forOf(snap)
 	if err := snap.CheckWhatIf(events, d); err != nil {
 		return cliutil.Usage("simulate: %v", err)
 	}
@@ -186,6 +193,11 @@ func RenderWhatIf(s *sim.Snapshot, events []sim.WhatIfEvent, res *sim.WhatIfResu
 		nodes = append(nodes, t)
 	}
 	fmt.Fprintf(&b, "  nodes: %s\n", termtext.Clean(strings.Join(nodes, "; ")))
+	for _, r := range res.Rollouts {
+		for _, l := range strings.Split(strings.TrimSuffix(RolloutText(r), "\n"), "\n") {
+			b.WriteString(termtext.Clean(l) + "\n") // each line made inert, the lines kept
+		}
+	}
 	for _, sv := range res.Services {
 		if sv.Explain != nil && len(sv.UpOn) == 0 {
 			fmt.Fprintf(&b, "\nWhy %s is down (on %s at the end):\n", termtext.Clean(sv.Name), termtext.Clean(sv.Explain.Local))
@@ -208,4 +220,39 @@ func count(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// RolloutText is a rollout of a what-if: its batches with each turn's
+// times, where it stood at the end, and the instances up it kept against
+// the bounds.
+func RolloutText(r sim.WhatIfRollout) string {
+	var b strings.Builder
+	if r.ID == "" {
+		fmt.Fprintf(&b, "\nRollout of %s: %s\n", r.Service, r.Answer)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "\nRollout %s of %s, batch by batch: %s\n", r.ID, r.Service, r.State)
+	at := func(d *sim.Duration) string {
+		if d == nil {
+			return "-"
+		}
+		return fmt.Sprintf("+%.3fs", time.Duration(*d).Seconds())
+	}
+	for k, batch := range r.Batches {
+		var turns []string
+		for _, t := range batch {
+			s := fmt.Sprintf("%s %s (restart %s, ended %s)", t.Node, t.State, at(t.Begin), at(t.End))
+			if t.Cause != "" {
+				s += ": " + t.Cause
+			}
+			turns = append(turns, s)
+		}
+		fmt.Fprintf(&b, "  batch %d: %s\n", k+1, strings.Join(turns, "; "))
+	}
+	bound := fmt.Sprintf("bound %d, flex_target - update_parallelism", r.Least)
+	if r.Most == 1 && r.Least == 0 {
+		bound = "a failover service is down during its own restart"
+	}
+	fmt.Fprintf(&b, "  instances up at once: fewest %d since the request (%s), most %d (at most %d)\n", r.FewestUp, bound, r.MostUp, r.Most)
+	return b.String()
 }

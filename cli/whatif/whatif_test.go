@@ -154,3 +154,25 @@ func TestRenderWhatIfCleansNames(t *testing.T) {
 		t.Fatalf("an empty timeline is not said:\n%s", out)
 	}
 }
+
+// A rollout of a what-if prints its batches, each turn's times, and the
+// instances up it kept, one line each (a peer's cause made inert, the
+// lines kept).
+func TestRenderRollout(t *testing.T) {
+	b0, e0 := sim.Duration(0), sim.Duration(4*time.Second)
+	res := &sim.WhatIfResult{For: sim.Duration(time.Minute), Rollouts: []sim.WhatIfRollout{{Service: "app", ID: "n2-1", State: "paused: n3: restart failed: \x1b[31mboom",
+		Batches:  [][]sim.WhatIfRolloutTurn{{{Node: "n1", State: "ok", Begin: &b0, End: &e0}}, {{Node: "n3", State: "failed", Cause: "restart failed: \x1b[31mboom", Begin: &e0}}},
+		FewestUp: 2, MostUp: 3, Least: 2, Most: 3}}}
+	out := RenderWhatIf(&sim.Snapshot{Local: "n2", Cluster: "c"}, nil, res)
+	for _, want := range []string{"\nRollout n2-1 of app, batch by batch: paused: n3: restart failed: ",
+		"\n  batch 1: n1 ok (restart +0.000s, ended +4.000s)\n",
+		"\n  batch 2: n3 failed (restart +4.000s, ended -): restart failed: ",
+		"\n  instances up at once: fewest 2 since the request (bound 2, flex_target - update_parallelism), most 3 (at most 3)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("an escape left in:\n%q", out)
+	}
+}

@@ -58,6 +58,17 @@ type Instance struct {
 	RanElsewhere, StartReason string
 	// Fa is the ready window of the instance (node/fastack.go).
 	Fa FastAck
+	// RolloutSaid is the last rollout progress said of the service
+	// (node/rolloutnote.go), zero before any.
+	RolloutSaid RolloutSaid
+}
+
+// RolloutSaid is what a rollout_progress event said: the service's
+// newest rollout (ID "" when none) and its running instances on this
+// node's config or an older one.
+type RolloutSaid struct {
+	ID, State                         string
+	OK, Failed, Pending, Current, Old int
 }
 
 // InFlight is the action in flight on an instance, and how long the last

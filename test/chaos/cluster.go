@@ -286,6 +286,7 @@ pid=$(cat "$var/main.pid" 2>/dev/null)
 
 const startScript = `alive "$pid" && exit 0
 if [ -e "%[2]s/fail-$svc-$node" ]; then echo "chaos: the start of $svc fails on $node"; exit 1; fi
+case "$4" in bad*) if [ -e "%[2]s/badnode-$node" ]; then echo "chaos: version $4 of $svc fails on $node"; exit 1; fi;; esac
 journal start
 "$app" 100000 >/dev/null 2>&1 &
 pid=$!

@@ -47,6 +47,7 @@ const (
 var quorumUses = map[string]quorumUse{
 	"SplitBrain":      quorumDraw,
 	"Flap":            quorumDraw,
+	"Rollout":         quorumDraw,
 	"OneWayLoss":      quorumDraw,
 	"PauseActive":     quorumDraw,
 	"DaemonLoss":      quorumDraw,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -91,6 +92,19 @@ timeout = "10s"
 	waitFor(t, 20*time.Second, "svcmon on n3 shows the old config", func() bool {
 		return strings.Count(c["n3"].must("svcmon"), "(old config)") == 3
 	})
+	// what the rollout would do, in the simulation of the live cluster
+	// (svcmgr simulate --rollout): nothing is restarted by it
+	sim := c["n3"].must("svcmgr", "-s", "app", "rollout", "--dry-run")
+	for _, want := range []string{"running an older config than their node holds (a rollout restarts them): app@n1, app@n2, app@n3",
+		"of app, batch by batch: done", "  batch 1: n1 ok (restart +", "  batch 3: n3 ok",
+		"instances up at once: fewest 2 since the request (bound 2, flex_target - update_parallelism), most 3 (at most 3)"} {
+		if !strings.Contains(sim, want) {
+			t.Fatalf("rollout --dry-run: no %q in\n%s", want, sim)
+		}
+	}
+	if n := strings.Count(readFile(t, journal), "start "); n != 3 {
+		t.Fatalf("after the dry run, %d starts journaled, want the 3 first:\n%s", n, readFile(t, journal))
+	}
 	from := time.Now()
 	out := c["n3"].must("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
 	took := time.Since(from)
@@ -130,5 +144,103 @@ timeout = "10s"
 	}
 	if least, when := w.trough(from); least < 2 {
 		t.Fatalf("the watcher saw %d instances up at once during the bad rollout (%s)", least, when)
+	}
+}
+
+// The node that took the rollout is killed (kill -9 of its daemon) while
+// the first node's turn runs: the record is already on the others' disks
+// and each takes its own turn from it, so the rollout ends done without
+// it. n4 holds no instance (flex_target 3 of n1..n4), so nothing waits on
+// its return; the watcher outside the cluster sees every node's process
+// and the journal of the versions started: never fewer than 2 up, never
+// more than 3, each of n1 n2 n3 last started v2. The status's rollout
+// (monitor.RolloutView) is what the test follows. n4 back, it holds the
+// record as done and restarts nothing.
+func TestRolloutOriginKilled(t *testing.T) {
+	t.Parallel()
+	names := []string{"n1", "n2", "n3", "n4"}
+	c := startCluster(t, names, clusterOpts{})
+	journal := filepath.Join(t.TempDir(), "journal")
+	svc := fmt.Sprintf(`[DEFAULT]
+orchestrate = "ha"
+nodes = ["n1", "n2", "n3", "n4"]
+topology = "flex"
+flex_target = 3
+flex_max = 3
+update_monitor = "2s"
+
+[app.main]
+start = "%s"
+stop  = "sh -c 'kill $(cat {var}/main.pid) 2>/dev/null; rm -f {var}/main.pid'"
+check = "sh -c 'test -f {var}/main.pid && kill -0 $(cat {var}/main.pid) 2>/dev/null'"
+monitor = true
+timeout = "10s"
+`, strings.ReplaceAll(versionStart(journal, "v1"), `"`, `\"`))
+	createService(t, c["n1"], "app", svc)
+	pids := map[string]string{}
+	for _, n := range names {
+		pids[n] = filepath.Join(c[n].root, "var", "services", "app", "main.pid")
+	}
+	w := watchProcs(t, pids)
+	waitFor(t, 40*time.Second, "app up on n1 n2 n3", func() bool { return strings.Join(w.running(), ",") == "n1,n2,n3" })
+
+	c["n2"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start="+versionStart(journal, "v2"))
+	waitFor(t, 20*time.Second, "every node holds the new config (svcmon on n4: 3 old)", func() bool {
+		return strings.Count(c["n4"].must("svcmon"), "(old config)") == 3
+	})
+	from := time.Now()
+	out := c["n4"].must("svcmgr", "-s", "app", "rollout")
+	if !strings.Contains(out, "accepted") {
+		t.Fatalf("rollout on n4: %s", out)
+	}
+	waitFor(t, 20*time.Second, "n2 sees n1's turn under way", func() bool {
+		r := c["n2"].status().Services["app"].Rollout
+		return r != nil && len(r.Turns) == 3 && (r.Turns[0].State == "restarting" || r.Turns[0].State == "monitoring")
+	})
+	if err := syscall.Kill(daemonPid(t, c["n4"]), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	var last string
+	waitFor(t, 60*time.Second, "n2 and n3 see the rollout done", func() bool {
+		done := true
+		for _, n := range []string{"n2", "n3"} {
+			r := c[n].status().Services["app"].Rollout
+			if r == nil || r.State != "done" || r.OK != 3 {
+				done = false
+				last = fmt.Sprintf("%s: %+v", n, r)
+			}
+		}
+		return done
+	})
+	if r := c["n1"].status().Services["app"].Rollout; r.Pending != 0 || r.Turns[1].State != "ok" || r.Turns[2].State != "ok" {
+		t.Fatalf("n1's view of the rollout: %+v (last %s)", r, last)
+	}
+	t.Logf("rollout taken by n4, n4 killed %s after the request; done %s after the request", killed.Sub(from).Round(10*time.Millisecond), time.Since(from).Round(10*time.Millisecond))
+	for _, n := range names[:3] {
+		if v := lastStarts(t, journal)[n]; v != "v2" {
+			t.Fatalf("%s last started %q after the rollout, want v2:\n%s", n, v, readFile(t, journal))
+		}
+	}
+	w.moreRounds(5)
+	if least, when := w.trough(from); least < 2 {
+		t.Fatalf("the watcher saw %d instances up at once during the rollout (%s): parallelism 1 keeps 2 of 3", least, when)
+	}
+	if most, when := w.peak(); most > 3 {
+		t.Fatalf("the watcher saw %d instances at once (%s), flex_max is 3", most, when)
+	}
+	if got := strings.Join(w.running(), ","); got != "n1,n2,n3" {
+		t.Fatalf("after the rollout app runs on %s, want n1,n2,n3", got)
+	}
+
+	// n4 back: it holds the record (its own, from its disk), sees it done
+	// and restarts nothing
+	c["n4"].startDaemon()
+	waitFor(t, 30*time.Second, "n4 sees the rollout done", func() bool {
+		r := c["n4"].status().Services["app"].Rollout
+		return r != nil && r.State == "done"
+	})
+	if n := strings.Count(readFile(t, journal), "start "); n != 6 {
+		t.Fatalf("%d starts journaled, want 6 (3 of v1, 3 of v2):\n%s", n, readFile(t, journal))
 	}
 }
