@@ -161,11 +161,11 @@ const maxPending = 16
 type core struct {
 	s   settings
 	log *zap.Logger
+	inc uint64
+	tr  transport // set once before the first call
 	// stall: the times this node did not run, left out of its peers'
 	// silences (stall.go)
 	stall stallWatch
-	inc uint64
-	tr  transport // set once before the first call
 	// epoch is when this run started: messages carry the time since (fresh.go).
 	epoch time.Time
 	// nBase is this run's first message number (not used), nLast its
