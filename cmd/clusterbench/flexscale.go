@@ -173,7 +173,7 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 		if err != nil {
 			return err
 		}
-		up := map[string]time.Time{}
+		up, begin := map[string]time.Time{}, map[string]time.Time{}
 		var down time.Time
 		deadline := time.After(budget + 120*time.Second)
 	collect:
@@ -186,6 +186,10 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 				switch {
 				case e.Kind == "peer_down" && e.Fields["node"] == victim && down.IsZero():
 					down = e.Time
+				case e.Kind == "action_begin" && strings.HasPrefix(e.Message, "start") && affected[e.Service] && e.Time.After(tk):
+					if _, ok := begin[e.Service]; !ok {
+						begin[e.Service] = e.Time
+					}
 				case e.Kind == "instance_status" && strings.HasSuffix(e.Message, "-> up") && affected[e.Service] && e.Time.After(tk):
 					if _, ok := up[e.Service]; !ok {
 						up[e.Service] = e.Time
@@ -195,9 +199,13 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 				break collect
 			}
 		}
-		var each stats
-		for _, t := range up {
+		var each, toBegin, toUp stats
+		for svc, t := range up {
 			each.add(t.Sub(tk))
+			if b, ok := begin[svc]; ok {
+				toBegin.add(b.Sub(tk))
+				toUp.add(t.Sub(b))
+			}
 		}
 		late := 0
 		for _, d := range each.xs {
@@ -209,6 +217,11 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 		lastAll.add(each.max())
 		fmt.Printf("kill %d: %s (%d instances: %d services affected) killed; first peer_down %s after; replaced %d/%d: first %s, p50 %s, p99 %s, last %s after the kill; %d beyond %s; load %s\n",
 			r+1, victim, count[victim], len(affected), ms(down.Sub(tk)), len(up), len(affected), ms(each.min()), ms(each.pct(50)), ms(each.pct(99)), ms(each.max()), late, budget, loadAvg())
+		// where the time went: the decision to start (kill -> the first
+		// action_begin start of the service elsewhere) and the start with
+		// its check (action_begin -> up)
+		fmt.Printf("  kill -> start begun: p50 %s, last %s; start begun -> up: p50 %s, max %s\n",
+			ms(toBegin.pct(50)), ms(toBegin.max()), ms(toUp.pct(50)), ms(toUp.max()))
 		if len(up) < len(affected) {
 			var miss []string
 			for s := range affected {
