@@ -134,6 +134,12 @@ type HBStatus struct {
 	// once (lost beats); ProbesAnswered the peers' probes answered.
 	ProbesSent     uint64 `json:"probes_sent"`
 	ProbesAnswered uint64 `json:"probes_answered"`
+	// Stalls counts the times this daemon did not run for more than a
+	// beat period and a quarter (a stopped process, a paused VM, a starved
+	// host), StalledMS their total in milliseconds: time left out of its
+	// peers' silences (docs/behaviour.md, "Failure detection").
+	Stalls    uint64 `json:"stalls"`
+	StalledMS int64  `json:"stalled_ms"`
 	// Rejected counts malformed, foreign or unauthenticated traffic;
 	// Dropped the frames lost to a full peer queue (repaired by the next
 	// full copy); SendErrors the failed sends.

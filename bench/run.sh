@@ -3,8 +3,9 @@
 # in parallel: they share the host's cores). Run from the module root:
 #
 #   bench/run.sh            # everything, about 25 minutes on 2 cores
-#   bench/run.sh prop       # one figure: prop detect idle mem failover mass rollout step hb scale
+#   bench/run.sh prop       # one figure: prop detect idle mem failover mass rollout step hb scale flex
 #   bench/sidebyside.sh     # Haven against keepalived and Pacemaker (installs them; not run here)
+#   bench/falsealarm.sh     # 30 minutes at the fast failover profile on a busy host (not run here)
 #
 # Output goes to stdout; the lines starting with RESULT are the summaries.
 set -eu
@@ -47,6 +48,7 @@ run mass timeout 900 $cb failover -nodes 3 -services 50 -runs 3 -timeout 3s -int
 run rollout bench/rollout.sh 3
 # 6. one decision pass over 2,000 services on 16 nodes
 run step go test -run XXX -bench Step2000x16 -benchtime 100x -count 5 -benchmem ./monitor
+run step go test -run XXX -bench 'Step(Flex)?2000x16$' -benchtime 20x -count 5 -benchmem ./monitor
 # the heartbeat alone (the heartbeat owner's benchmark), for comparison
 run hb timeout 600 go run ./cmd/hbbench -sizes 3,16 -detect 2,3,16 -timeout 3s -interval 1s
 # Daemons in network namespaces (root only). 500 services
@@ -54,3 +56,6 @@ run hb timeout 600 go run ./cmd/hbbench -sizes 3,16 -detect 2,3,16 -timeout 3s -
 # see docs/benchmarks-archive.md, "Scale in network namespaces"; watch MemAvailable
 run scale timeout 1500 $cb netns-scale -nodes 16 -services 100 -changes 30 -runs 3 -timeout 3s -interval 1s
 run scale timeout 1500 $cb netns-scale -nodes 32 -services 10 -changes 30 -runs 3 -settle 30s -timeout 3s -interval 1s
+# flex at scale: 16 daemons in namespaces, 500 services half flex (target 3),
+# a node lost twice (root only; about 10 minutes, GBs of memory)
+run flex timeout 1800 $cb flex-scale -nodes 16 -services 500 -target 3 -runs 2 -timeout 3s -interval 1s -ready 2s -settle 30s -window 120s

@@ -283,6 +283,7 @@ func (d *Daemon) daemonStatus() *api.DaemonStatus {
 	ds.HB.Rejected, ds.HB.Dropped, ds.HB.SendErrors = s.Rejected, s.Dropped, s.SendErrors
 	ds.HB.NotOwnKey = s.NotOwnKey
 	ds.HB.ProbesSent, ds.HB.ProbesAnswered = s.ProbesSent, s.ProbesAnswered
+	ds.HB.Stalls, ds.HB.StalledMS = s.Stalls, s.Stalled.Milliseconds()
 	return ds
 }
 

@@ -163,6 +163,9 @@ type core struct {
 	log *zap.Logger
 	inc uint64
 	tr  transport // set once before the first call
+	// stall: the times this node did not run, left out of its peers'
+	// silences (stall.go)
+	stall stallWatch
 	// epoch is when this run started: messages carry the time since (fresh.go).
 	epoch time.Time
 	// nBase is this run's first message number (not used), nLast its
@@ -562,18 +565,19 @@ func (c *core) tick() {
 	}
 	c.ticks++
 	now := c.s.Clock.Now()
+	c.stall.note(now, c.s)
 	declared := false
 	for _, name := range c.names {
 		p := c.peers[name]
 		c.checkGapLocked(p, now)
 		c.checkTwinLocked(p, now)
 		c.checkHoldLocked(p, now)
-		if p.up && now.Sub(p.heard) >= c.s.Timeout {
+		if p.up && c.silentLocked(p, now) >= c.s.Timeout {
 			p.up, p.hold = false, false // the Down ends a hold (newrun.go)
 			linksDownLocked(p)
 			p.forgetBehind()
 			c.log.Debug("peer down", zap.String("peer", p.name),
-				zap.Duration("silent", now.Sub(p.heard)), zap.Time("last_heard", p.heard))
+				zap.Duration("silent", now.Sub(p.heard)), zap.Duration("stalled", c.stall.within(p.heard)), zap.Time("last_heard", p.heard))
 			c.emitLocked(Event{Kind: Down, Node: p.name})
 			declared = true
 		}
@@ -597,7 +601,23 @@ func (c *core) tick() {
 		}
 		c.nextBeat = now.Add(c.s.beat)
 	}
+	c.pruneStallsLocked()
 	c.drainLocked()
+}
+
+// pruneStallsLocked forgets the stalls older than every silence counted.
+func (c *core) pruneStallsLocked() {
+	if len(c.stall.spans) == 0 {
+		return
+	}
+	var oldest time.Time
+	anyUp := false
+	for _, p := range c.peers {
+		if p.up && (!anyUp || p.heard.Before(oldest)) {
+			oldest, anyUp = p.heard, true
+		}
+	}
+	c.stall.prune(oldest, anyUp)
 }
 
 // Beats in step. A node that hears a peer's beat when its own is due
@@ -631,7 +651,7 @@ func (c *core) next() time.Time {
 	now := c.s.Clock.Now()
 	t := c.nextBeat
 	for _, p := range c.peers {
-		if d := p.heard.Add(c.s.Timeout); p.up && d.Before(t) {
+		if d := p.heard.Add(c.s.Timeout + c.stall.within(p.heard)); p.up && d.Before(t) {
 			t = d
 		}
 		if p.up && now.Sub(p.heard) >= c.s.probeAfter() {
@@ -891,6 +911,7 @@ func (c *core) peerList() []Peer {
 func (c *core) stats() Stats {
 	c.mu.Lock()
 	st := c.st
+	st.Stalls, st.Stalled = c.stall.count, c.stall.total
 	c.mu.Unlock()
 	st.Dropped = c.dropped.Load()
 	st.SendErrors = c.sendErrs.Load()

@@ -330,6 +330,11 @@ type Stats struct {
 	// BeatsInStep counts the rounds of beats sent early, on a peer's beat
 	// (see beatInStepLocked).
 	BeatsInStep uint64
+	// Stalls counts the times this node did not run for more than a beat
+	// period and a quarter (stall.go), Stalled their total: left out of
+	// its peers' silences.
+	Stalls  uint64
+	Stalled time.Duration
 }
 
 // settings is a validated Config with the derived periods.

@@ -54,6 +54,10 @@ type MemNetwork struct {
 	// beatsOnly: BeatsOnly, only the beats from or to the node on the
 	// link pass
 	beatsOnly map[memLink]bool
+	// paused: Pause, the node's timers stop and the frames sent to it
+	// wait in parked (its socket's buffer), in sending order
+	paused map[string]bool
+	parked []memFrame
 }
 
 // memLink is one network link of one node.
@@ -87,7 +91,41 @@ func NewMemNetwork(clk clock.Clock) *MemNetwork {
 		withhold:  map[[2]string]func(b []byte) bool{},
 		linkCut:   map[memLink]bool{},
 		beatsOnly: map[memLink]bool{},
+		paused:    map[string]bool{},
 	}
+}
+
+// Pause(node, true) stops node's timers and keeps every frame sent to it
+// for later, as the socket of a process that is not scheduled does
+// (SIGSTOP, a paused VM, a starved host). Pause(node, false) resumes it in
+// the unlucky order: its tick runs first, at the clock's now, before the
+// frames kept for it are delivered (in sending order).
+func (n *MemNetwork) Pause(node string, on bool) {
+	n.mu.Lock()
+	if on {
+		n.paused[node] = true
+		n.mu.Unlock()
+		return
+	}
+	delete(n.paused, node)
+	h := n.nodes[node]
+	var mine, keep []memFrame
+	for _, f := range n.parked {
+		if f.to == node {
+			mine = append(mine, f)
+		} else {
+			keep = append(keep, f)
+		}
+	}
+	n.parked = keep
+	n.mu.Unlock()
+	if h != nil {
+		h.c.tick()
+	}
+	n.mu.Lock()
+	n.queue = append(mine, n.queue...)
+	n.mu.Unlock()
+	n.Flush()
 }
 
 // CutLink cuts (on) or restores network link (0-based) of node: every
@@ -327,6 +365,10 @@ func (n *MemNetwork) Flush() {
 			n.withheld = append(n.withheld, f)
 			ok = false
 		}
+		if ok && n.paused[f.to] {
+			n.parked = append(n.parked, f)
+			ok = false
+		}
 		n.mu.Unlock()
 		switch {
 		case !ok:
@@ -396,7 +438,7 @@ func (n *MemNetwork) live() []*memHB {
 	defer n.mu.Unlock()
 	var out []*memHB
 	for name, h := range n.nodes {
-		if !h.closed && !n.crashed[name] {
+		if !h.closed && !n.crashed[name] && !n.paused[name] {
 			out = append(out, h)
 		}
 	}

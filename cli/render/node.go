@@ -77,6 +77,9 @@ func NodeStatus(d *api.DaemonStatus, now time.Time) string {
 	hb.add(c(" fulls/deltas"), c(strconv.FormatUint(d.HB.FullsSent, 10)+" / "+strconv.FormatUint(d.HB.DeltasSent, 10)))
 	hb.add(c(" needs sent"), c(strconv.FormatUint(d.HB.NeedsSent, 10)))
 	hb.add(c(" probes sent/answered"), c(strconv.FormatUint(d.HB.ProbesSent, 10)+" / "+strconv.FormatUint(d.HB.ProbesAnswered, 10)))
+	if d.HB.Stalls > 0 {
+		hb.add(c(" stalls"), c(fmt.Sprintf("%d (%s not run)", d.HB.Stalls, time.Duration(d.HB.StalledMS)*time.Millisecond)))
+	}
 	rejected := strconv.FormatUint(d.HB.Rejected, 10)
 	if d.HB.NotOwnKey > 0 {
 		// a member's frames sealed without its own node key: forged by

@@ -5,6 +5,7 @@
 //	chaos [-seed N] [-duration 10m] [-tests A,B] [-only A,B] [-report FILE] [-bin DIR] [-keep] [-stop-on-failure] [-quorum mixed|on|off] [-list]
 //	chaos check-journal FILE    the never-twice checker over a journal
 //	chaos bed [-nodes 3] [-quorum]  a cluster in network namespaces to try by hand, until Ctrl-C
+//	chaos falsealarm [-duration 30m] [-timeout 1s]  nothing faulted on a busy host: counts false alarms (bench/falsealarm.sh)
 package main
 
 import (
@@ -37,6 +38,9 @@ func run(args []string) int {
 	}
 	if len(args) > 0 && args[0] == "bed" {
 		return bed(args[1:])
+	}
+	if len(args) > 0 && args[0] == "falsealarm" {
+		return falseAlarm(args[1:])
 	}
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	seed := fs.Uint64("seed", 1, "seed of the test picks and of their choices")

@@ -8,6 +8,7 @@
 //	go run ./cmd/clusterbench failover -services 50 -runs 3
 //	go run ./cmd/clusterbench failover -services 1 -runs 5 -ready 16s -fastack
 //	go run ./cmd/clusterbench netns-scale -nodes 16,32 -services 500
+//	go run ./cmd/clusterbench flex-scale -nodes 16 -services 500 -target 3 -runs 1
 //	go run ./cmd/clusterbench sidebyside -crashes 5
 //	go run ./cmd/clusterbench mem -nodes 1,3 -services 50
 //
@@ -37,7 +38,7 @@ import (
 )
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: clusterbench propagation|detection|idle|failover|netns-scale|sidebyside|mem [flags]  (-h for the flags)")
+	fmt.Fprintln(os.Stderr, "usage: clusterbench propagation|detection|idle|failover|netns-scale|flex-scale|sidebyside|mem [flags]  (-h for the flags)")
 	os.Exit(2)
 }
 
@@ -66,7 +67,8 @@ func main() {
 	straceFor := fs.Duration("strace", 0, "idle: also trace n1's daemon and guard (strace -f) for this long in the window, and count their wake-ups by source")
 	heapOut := fs.String("heap", "", "netns-scale: also take a heap profile of n1's daemon after the idle window, into this file; mem: into PREFIX-<n>n-<services>s.pb.gz")
 	memRate := fs.Int("memrate", 0, "mem: GODEBUG=memprofilerate for n1's daemon (1: every allocation in its heap profile; 0: the runtime's default, one per 512 kB)")
-	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,haven-16s+fastack,pacemaker", "sidebyside: the systems, alternated crash after crash (haven-<ready_period>[@<hb.timeout>][+fastack])")
+	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,haven-16s+fastack,pacemaker", "sidebyside: the systems, alternated crash after crash (keepalived[@<advert_int>], pacemaker, haven-fast, haven-<ready_period>[@<hb.timeout>][+fastack])")
+	target := fs.Int("target", 3, "flex-scale: flex_target of the flex services")
 	crashes := fs.Int("crashes", 5, "sidebyside: crashes of the VIP's owner per system")
 	period := fs.Duration("period", 10*time.Millisecond, "sidebyside: the client's ping period")
 	nodeKeys := fs.Bool("node-keys", false, "propagation, detection, idle, failover: per-node keys (a key pair per node, cluster.toml [node_keys], node_keys_mode require)")
@@ -154,6 +156,16 @@ func main() {
 		}
 		for _, n := range ints(*nodes, "16,32") {
 			err = netnsScale(n, *services, *changes, *runs, *poll, *watch, opts{timeout: *timeout, interval: *interval}, *settle, *window, *heapOut)
+			if err != nil {
+				break
+			}
+		}
+	case "flex-scale":
+		if why := chaos.NetnsUnavailable(); why != "" {
+			fatal(fmt.Errorf("flex-scale: %s", why))
+		}
+		for _, n := range ints(*nodes, "16") {
+			err = flexScale(n, *services, *target, *runs, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck}, *settle, *window)
 			if err != nil {
 				break
 			}

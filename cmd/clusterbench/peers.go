@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -67,24 +68,36 @@ func spawn(cmd *exec.Cmd, log string) error {
 type keepalived struct {
 	bed  *chaos.Bed
 	work string
+	// advert is advert_int (1s when 0). Under a second the instance runs
+	// VRRPv3 (RFC 5798), whose interval is in centiseconds (0.01 s to
+	// 40.95 s); VRRPv2 counts whole seconds and keepalived raises a
+	// shorter one to 1 s
+	advert time.Duration
 }
 
 func (k *keepalived) conf(node string, prio int) string {
+	adv, version := "1", ""
+	if k.advert > 0 {
+		adv = strconv.FormatFloat(k.advert.Seconds(), 'f', -1, 64)
+		if k.advert < time.Second || k.advert%time.Second != 0 {
+			version = "\tversion 3\n"
+		}
+	}
 	return fmt.Sprintf(`global_defs {
 	router_id %s
 }
 vrrp_instance VI_1 {
 	state BACKUP
 	nopreempt
-	interface %s
+%s	interface %s
 	virtual_router_id 51
 	priority %d
-	advert_int 1
+	advert_int %s
 	virtual_ipaddress {
 		%s/%s dev %s
 	}
 }
-`, node, chaos.Dev, prio, vipAddr, vipPrefix, chaos.Dev)
+`, node, version, chaos.Dev, prio, adv, vipAddr, vipPrefix, chaos.Dev)
 }
 
 func (k *keepalived) run(node string) error {
@@ -114,8 +127,8 @@ func (k *keepalived) restart(node string) error {
 	if err := k.run(node); err != nil {
 		return err
 	}
-	// the VRRP child runs and hears the master's adverts (one a second)
-	time.Sleep(3 * time.Second)
+	// the VRRP child runs and hears the master's adverts (one an advert_int)
+	time.Sleep(3 * max(time.Second, k.advert))
 	if len(k.bed.Pids(node)) < 2 {
 		return fmt.Errorf("keepalived on %s did not start: see %s", node, filepath.Join(k.work, node, "keepalived.log"))
 	}

@@ -42,6 +42,11 @@ func runCleanups() {
 	}
 }
 
+// fastProfile is haven-fast, the fast failover profile of
+// docs/operations.md ("Fast failover"): hb.timeout 1s (hb.interval a third
+// of it), ready_period 16s (its default) with node.ready_fast_ack.
+const fastProfile = "haven-16s@1s+fastack"
+
 type sbsSystem struct {
 	label  string
 	bed    *chaos.Bed
@@ -65,6 +70,9 @@ func newSystem(kind string, period time.Duration) (s *sbsSystem, err error) {
 	}
 	s.bed = bed
 	var closeBed func()
+	if kind == "haven-fast" {
+		kind = fastProfile
+	}
 	switch {
 	case strings.HasPrefix(kind, "haven-"):
 		// haven-<ready_period>[@<hb.timeout>][+fastack]: hb.timeout 3s by
@@ -88,14 +96,22 @@ func newSystem(kind string, period time.Duration) (s *sbsSystem, err error) {
 		}
 		s.a = &haven{c: c}
 		closeBed = c.close
-	case kind == "keepalived", kind == "pacemaker":
-		work, err := os.MkdirTemp("", "havenbench-"+kind+"-")
+	case kind == "keepalived", strings.HasPrefix(kind, "keepalived@"), kind == "pacemaker":
+		var advert time.Duration
+		if as, ok := strings.CutPrefix(kind, "keepalived@"); ok {
+			advert, err = time.ParseDuration(as)
+			if err != nil || advert < 10*time.Millisecond || advert > 40950*time.Millisecond || advert%(10*time.Millisecond) != 0 {
+				bed.Close()
+				return s, fmt.Errorf("%s: want keepalived@<advert_int>, in centiseconds from 10ms to 40.95s (VRRPv3 under a second), e.g. keepalived@100ms", kind)
+			}
+		}
+		work, err := os.MkdirTemp("", "havenbench-"+strings.ReplaceAll(kind, "@", "-")+"-")
 		if err != nil {
 			bed.Close()
 			return s, err
 		}
-		if kind == "keepalived" {
-			s.a = &keepalived{bed: bed, work: work}
+		if kind != "pacemaker" {
+			s.a = &keepalived{bed: bed, work: work, advert: advert}
 		} else {
 			s.a = &pacemaker{bed: bed, work: work, pid: map[string]int{}}
 		}
@@ -111,7 +127,7 @@ func newSystem(kind string, period time.Duration) (s *sbsSystem, err error) {
 		}
 	default:
 		bed.Close()
-		return s, fmt.Errorf("unknown system %q (keepalived, pacemaker, haven-<ready_period>[@<hb.timeout>][+fastack])", kind)
+		return s, fmt.Errorf("unknown system %q (keepalived, keepalived@<advert_int>, pacemaker, haven-fast, haven-<ready_period>[@<hb.timeout>][+fastack])", kind)
 	}
 	a := s.a
 	var once sync.Once
@@ -291,7 +307,7 @@ func sbsIdle(systems []*sbsSystem, window time.Duration) {
 
 func sideBySide(kinds []string, crashes int, window, period time.Duration) error {
 	fmt.Printf("\n## sidebyside: %s; 3 nodes each in network namespaces on a bridge of its own, a client namespace pinging the VIP %s every %s\n", strings.Join(kinds, ", "), vipAddr, period)
-	fmt.Println("detection settings: keepalived advert_int 1 (master down after 3 adverts + skew); corosync token 3000 (consensus 3600, its default); Haven hb.timeout 3s, hb.interval 1s (haven-R@T: hb.timeout T, hb.interval T/3; haven-R+fastack: node.ready_fast_ack = true on every node, the start may come before ready_period ends).")
+	fmt.Println("detection settings: keepalived advert_int 1 (master down after 3 adverts + skew; keepalived@A: advert_int A, VRRPv3 under a second); corosync token 3000 (consensus 3600, its default); Haven hb.timeout 3s, hb.interval 1s (haven-R@T: hb.timeout T, hb.interval T/3; haven-R+fastack: node.ready_fast_ack = true on every node, the start may come before ready_period ends; haven-fast: " + fastProfile + ").")
 	fmt.Printf("load at the start: %s\n", loadNow())
 	var systems []*sbsSystem
 	var failed []*sbsSystem

@@ -95,6 +95,21 @@ func (c *Cluster) clusterToml(quorum bool) string {
 		c.secret, quorum, c.members, uri, arbTimeout)
 }
 
+// HBProfile is a cluster's heartbeat and ready timings (Config.HB).
+type HBProfile struct {
+	Timeout, Interval time.Duration // hb.timeout, hb.interval
+	Ready             time.Duration // node.ready_period
+	FastAck           bool          // node.ready_fast_ack
+}
+
+// orSuite is p, or the suite's own timings when p is nil.
+func (p *HBProfile) orSuite() HBProfile {
+	if p == nil {
+		return HBProfile{Timeout: hbTimeout, Interval: hbInterval, Ready: readyPeriod}
+	}
+	return *p
+}
+
 // Service is one test service and the nodes it may run on. Flex is the
 // flex_target (and flex_max) of a flex service, 0 for a failover service.
 type Service struct {
@@ -172,8 +187,12 @@ func newCluster(cfg Config, quorum bool) (c *Cluster, err error) {
 		// split_action stop (read with quorum on only), and node actions
 		// that only record they ran: never the default sysrq
 		action := filepath.Join(work, "node-action.sh")
+		hb := cfg.HB.orSuite()
 		nodeToml := fmt.Sprintf("[node]\nname = %q\nmonitor_interval = %q\nready_period = %q\nmaintenance_grace_period = %q\nrejoin_grace_period = %q\nsplit_action = \"stop\"\ncrash_command = \"%s %s crash\"\nreboot_command = \"%s %s reboot\"\n\n[hb]\naddr = %q\nport = %d\ntimeout = %q\ninterval = %q\n",
-			n, monitorInterval, readyPeriod, maintGrace, rejoinGrace, action, n, action, n, bed.Addr[n], HBPort, hbTimeout, hbInterval)
+			n, monitorInterval, hb.Ready, maintGrace, rejoinGrace, action, n, action, n, bed.Addr[n], HBPort, hb.Timeout, hb.Interval)
+		if hb.FastAck {
+			nodeToml = strings.Replace(nodeToml, "\n\n[hb]", "\nready_fast_ack = true\n\n[hb]", 1)
+		}
 		if c.cfg.OCF {
 			nodeToml = strings.Replace(nodeToml, "\n\n[hb]", fmt.Sprintf("\nocf_root = %q\n\n[hb]", c.OCFRoot()), 1)
 		}

@@ -57,6 +57,10 @@ type Config struct {
 	// First are run first, in order (entries as in Tests: Name or
 	// Name/q), then the tests picked at random.
 	First []string
+	// HB, when set, replaces the cluster's heartbeat and ready timings
+	// with a profile of its own (FalseAlarm's, bench/falsealarm.sh). The
+	// tests' bounds count on the suite's timings: a round refuses it.
+	HB *HBProfile
 	// Stop, when closed, ends the round after the test running (the report
 	// says it was interrupted). Abort, when closed, removes the cluster at
 	// once (daemons stopped, namespaces deleted, the work directory kept
@@ -159,6 +163,9 @@ func Run(cfg Config) (*Report, error) {
 	case QuorumMixed, QuorumOn, QuorumOff:
 	default:
 		return nil, ConfigError(fmt.Sprintf("quorum mode %q: want %s, %s or %s", cfg.Quorum, QuorumMixed, QuorumOn, QuorumOff))
+	}
+	if cfg.HB != nil {
+		return nil, ConfigError("a round runs at the suite's own heartbeat timings (its tests' bounds count on them): Config.HB is for FalseAlarm")
 	}
 	if err := diskMode(&cfg); err != nil {
 		return nil, err
