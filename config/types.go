@@ -247,7 +247,7 @@ type ServiceConfig struct {
 	UpdateMonitor             time.Duration
 	UpdateMaxFailureRatioText string  // as written
 	UpdateMaxFailureRatio     float64 // parsed from it, 0 to 1
-	UpdateFailureAction       string  // pause | continue (rollback refused)
+	UpdateFailureAction       string  // rollback | pause | continue
 
 	// Constraint is the compiled constraints expression, nil when none.
 	Constraint *constraints.Program

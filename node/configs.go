@@ -149,6 +149,15 @@ func (c *Core) checkLocalFile(name string, raw []byte) {
 
 // order hands a ConfigOp out.
 func (c *Core) order(op *configdist.Op) {
+	if op.Cfg != nil {
+		if last := c.cd.LastOp(op.Svc); last != nil {
+			if last.Cfg != nil {
+				op.Prev = last.Cfg.Raw
+			}
+		} else if cur := c.cfg.Local.LocalServices()[op.Svc]; cur != nil {
+			op.Prev = cur.Raw
+		}
+	}
 	c.cd.Order(op)
 	c.ready.Configs = append(c.ready.Configs, ConfigOp{Service: op.Svc, Config: op.Cfg, What: op.What})
 }
@@ -325,7 +334,9 @@ func (c *Core) installed(op *configdist.Op, now time.Time) {
 	name := op.Svc
 	known := c.known(name)
 	ss := c.state.Services[name]
-	ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = op.Entry.Version, dataset.ConfigDigest(op.Cfg.Raw), op.Entry.Includes
+	dig := dataset.ConfigDigest(op.Cfg.Raw)
+	keepPrevious(&ss, op.Prev, dig)
+	ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = op.Entry.Version, dig, op.Entry.Includes
 	noteSerial(&ss, op.Cfg)
 	c.state.Services[name] = ss
 	c.cd.Restored(name)
@@ -476,4 +487,19 @@ func (c *Core) mergeMore(now time.Time) bool {
 	}
 	c.checkEdits(now)
 	return c.ConfigMergesLeft()
+}
+
+// keepPrevious records in ss the text prev that a config of digest dig
+// replaces: the current config of ss, unless the text handed out is not
+// it (an install failed in between): then none is kept rather than an
+// older one. A config installed again (same digest) keeps it as is.
+func keepPrevious(ss *ServiceState, prev []byte, dig string) {
+	if ss.ConfigDigest == "" || ss.ConfigDigest == dig {
+		return
+	}
+	if prev == nil || dataset.ConfigDigest(prev) != ss.ConfigDigest {
+		ss.Previous = nil
+		return
+	}
+	ss.Previous = &dataset.PrevConfig{Digest: ss.ConfigDigest, Raw: string(prev)}
 }

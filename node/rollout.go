@@ -89,27 +89,18 @@ func (c *Core) beginRollout(req RolloutRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Err: failedf("%s: a config write is in progress here: retry", svc)})
 		return tk
 	}
-	snap := c.Snapshot(now)
-	cfg := snap.Services[svc]
 	ss := c.state.Services[svc]
-	if cfg == nil || ss.ConfigDigest == "" {
+	if ss.ConfigDigest == "" {
 		c.answer(Answer{Ticket: tk, Err: failedf("%s: no config installed here", svc)})
 		return tk
 	}
-	var nodes []string
-	runs := 0
-	for _, n := range cfg.NodeList(snap.ClusterNodes) {
-		v, ok := snap.Nodes[n]
-		if !ok || !v.Alive() {
-			continue
-		}
-		if i, ok := v.Data.Services[svc]; ok && running(i) {
-			runs++
-			if i.RunDigest != ss.ConfigDigest {
-				nodes = append(nodes, n)
-			}
-		}
+	snap := c.Snapshot(now)
+	cfg := snap.Services[svc]
+	if cfg == nil {
+		c.answer(Answer{Ticket: tk, Err: failedf("%s: no config installed here", svc)})
+		return tk
 	}
+	nodes, runs := c.runningOld(svc, snap, ss.ConfigDigest)
 	switch {
 	case runs == 0:
 		c.answer(Answer{Ticket: tk, Err: failedf("%s: no instance runs: nothing to roll out (each starts on the config it finds)", svc)})
@@ -222,13 +213,7 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 	if mine != nil && mine.ID == r.ID && mine.State != dataset.TurnDelay || !slices.Contains(r.Nodes, c.cfg.Name) {
 		return time.Time{} // taken, or none to take
 	}
-	marks := make(map[string]*dataset.RolloutMark, len(r.Nodes))
-	for _, n := range r.Nodes {
-		if v, ok := snap.Nodes[n]; ok && n != c.cfg.Name && v.Alive() {
-			marks[n] = v.Data.Services[svc].RolloutMark
-		}
-	}
-	marks[c.cfg.Name] = mine
+	marks := c.rolloutMarks(svc, r, snap)
 	turn := monitor.Turn(r, marks, c.cfg.Name)
 	if !turn.Go {
 		return time.Time{}
@@ -276,4 +261,39 @@ func (c *Core) rolloutActed(svc string, err error, now time.Time) {
 	}
 	c.setMark(svc, dataset.RolloutMark{ID: m.ID, State: dataset.TurnMonitoring}, now)
 	c.wakeAt(now.Add(time.Duration(ss.Rollout.MonitorMs) * time.Millisecond))
+}
+
+// runningOld lists, in the order of the service's nodes, the alive nodes
+// whose instance of svc runs a config other than digest, and counts the
+// instances that run.
+func (c *Core) runningOld(svc string, snap monitor.Snapshot, digest string) (nodes []string, runs int) {
+	cfg := snap.Services[svc]
+	if cfg == nil {
+		return nil, 0
+	}
+	for _, n := range cfg.NodeList(snap.ClusterNodes) {
+		v, ok := snap.Nodes[n]
+		if !ok || !v.Alive() {
+			continue
+		}
+		if i, ok := v.Data.Services[svc]; ok && running(i) {
+			runs++
+			if i.RunDigest != digest {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	return nodes, runs
+}
+
+// rolloutMarks are the marks of r's nodes alive, this node's included.
+func (c *Core) rolloutMarks(svc string, r *dataset.Rollout, snap monitor.Snapshot) map[string]*dataset.RolloutMark {
+	marks := make(map[string]*dataset.RolloutMark, len(r.Nodes))
+	for _, n := range r.Nodes {
+		if v, ok := snap.Nodes[n]; ok && n != c.cfg.Name && v.Alive() {
+			marks[n] = v.Data.Services[svc].RolloutMark
+		}
+	}
+	marks[c.cfg.Name] = c.state.Services[svc].RolloutMark
+	return marks
 }

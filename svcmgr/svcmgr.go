@@ -54,6 +54,7 @@ func App() *cli.App {
 			action("restart"),
 			scaleCommand(),
 			rolloutCommand(),
+			rollbackCommand(),
 			simulateCommand(),
 			describeCommand(),
 			{Name: "ls", Usage: "list services", UsageText: "svcmgr [-s SELECTOR] ls", Description: globalsHelp, Action: ls},

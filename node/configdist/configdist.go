@@ -28,6 +28,10 @@ type Op struct {
 	Redo  []*Edit // a rebase: the edits it applies again
 	// Ticket answers a deletion (0: a deletion heard from a peer).
 	Ticket vocab.Ticket
+	// Prev is the text this op replaces (the config installed, or that of
+	// the op of the service handed out before it): kept as the previous
+	// config once written (nil: none).
+	Prev []byte
 }
 
 // Edit is an edit made here that the live peers have not all

@@ -58,6 +58,9 @@ type Instance struct {
 	RanElsewhere, StartReason string
 	// Fa is the ready window of the instance (node/fastack.go).
 	Fa FastAck
+	// RolloutSaid is where the service's rollout stood (its id, then a
+	// word) when this node last spoke for it (node/rollback.go): said once.
+	RolloutSaid string
 }
 
 // InFlight is the action in flight on an instance, and how long the last
