@@ -494,12 +494,21 @@ func (c *Core) mergeMore(now time.Time) bool {
 // it (an install failed in between): then none is kept rather than an
 // older one. A config installed again (same digest) keeps it as is.
 func keepPrevious(ss *ServiceState, prev []byte, dig string) {
-	if ss.ConfigDigest == "" || ss.ConfigDigest == dig {
+	if ss.ConfigDigest == dig && dig != "" {
 		return
 	}
-	if prev == nil || dataset.ConfigDigest(prev) != ss.ConfigDigest {
+	pd := ""
+	if prev != nil {
+		pd = dataset.ConfigDigest(prev)
+	}
+	switch {
+	case pd == "" || pd == dig:
 		ss.Previous = nil
-		return
+	case ss.ConfigDigest != "" && pd != ss.ConfigDigest:
+		ss.Previous = nil
+	default:
+		// the config recorded, or one installed without a version (a
+		// file read at start-up that never had one)
+		ss.Previous = &dataset.PrevConfig{Digest: pd, Raw: string(prev)}
 	}
-	ss.Previous = &dataset.PrevConfig{Digest: ss.ConfigDigest, Raw: string(prev)}
 }
