@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,6 +158,18 @@ func (c *Core) rollBack(svc, undoes, cause string, now time.Time) (*dataset.Roll
 	c.order(&configdist.Op{Svc: svc, Cfg: cfg, Entry: c.newEntry(svc, cfg.Raw), What: what})
 	snap := c.Snapshot(now)
 	nodes, _ := c.runningOld(svc, snap, prev.Digest)
+	if u := ss.Rollout; u != nil && u.ID == undoes && undoes != "" {
+		// the nodes whose turn failed in the rollout undone: their
+		// failed state is cleared on their turn (rolloutOf)
+		for n, m := range c.rolloutMarks(svc, u, snap) {
+			if m != nil && m.ID == u.ID && m.State == dataset.TurnFailed && !slices.Contains(nodes, n) {
+				nodes = append(nodes, n)
+			}
+		}
+		slices.SortStableFunc(nodes, func(a, b string) int {
+			return slices.Index(u.Nodes, a) - slices.Index(u.Nodes, b)
+		})
+	}
 	v := c.nextVersion()
 	r := &dataset.Rollout{
 		ID: fmt.Sprintf("%s-%d", c.cfg.Name, v.Counter), Version: v, Digest: prev.Digest, Nodes: nodes,

@@ -237,7 +237,15 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 		return time.Time{}
 	}
 	if _, run := c.Status(svc); !run {
-		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: "not running here: it starts on the new config when it starts"}, now)
+		cause := "not running here: it starts on the new config when it starts"
+		if r.Rollback && mine != nil && mine.ID == r.Undoes && mine.State == dataset.TurnFailed && inst.Mon.State.Failed() {
+			// its turn failed on the config rolled back: the failed
+			// state goes, and placement starts it again where it is
+			// wanted (never above flex_max), on the previous config
+			c.clearLocal(svc, "rollback "+r.ID+": the config this node's turn failed on is rolled back", now)
+			cause = "not running here: its failed state cleared, it starts on the previous config when placement starts it"
+		}
+		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: cause}, now)
 		return time.Time{}
 	}
 	c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnRestarting}, now)
