@@ -242,7 +242,10 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 			// its turn failed on the config rolled back: the failed
 			// state goes, and placement starts it again where it is
 			// wanted (never above flex_max), on the previous config
+			// (not expected here any more: its monitored resources,
+			// down, are not restarted by the ladder in the meantime)
 			c.clearLocal(svc, "rollback "+r.ID+": the config this node's turn failed on is rolled back", now)
+			c.expect(svc, inst, dataset.ExpectNone)
 			cause = "not running here: its failed state cleared, it starts on the previous config when placement starts it"
 		}
 		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: cause}, now)

@@ -57,9 +57,11 @@ func lastStarts(t *testing.T, journal string) map[string]string {
 
 // A good version rolls out one node at a time (never fewer than 2 of the 3
 // up, never more than 3), and rollout --wait exits 0 once every instance
-// started it; a bad version (its start fails) pauses the rollout at the
-// first node, and --wait exits 1 naming that node and the cause, the other
-// two still running the good version.
+// started it; a bad version (its start fails) fails the rollout at the
+// first node and is rolled back by itself (update_failure_action rollback,
+// the default): --wait exits 1 naming that node, the cause and the
+// rollback, every node holds the good config again and every instance runs
+// it (the failed one started again on it, the other two never restarted).
 func TestRolloutFlex(t *testing.T) {
 	t.Parallel()
 	names := []string{"n1", "n2", "n3"}
@@ -118,17 +120,36 @@ timeout = "10s"
 	})
 	from = time.Now()
 	r := c["n2"].run("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
-	if r.Code != 1 || !strings.Contains(r.Err, "paused: n1: restart failed") {
-		t.Fatalf("rollout --wait of a bad version: want exit 1 naming n1 and the failed restart: %s", r)
+	if r.Code != 1 || !strings.Contains(r.Err, "n1: restart failed") || !strings.Contains(r.Err, "rolled back") {
+		t.Fatalf("rollout --wait of a bad version: want exit 1 naming n1, the failed restart and the rollback: %s", r)
 	}
-	if st := c["n3"].must("svcmgr", "-s", "app", "rollout", "status"); !strings.Contains(st, "paused: n1: restart failed") || !strings.Contains(st, "turn failed") {
-		t.Fatalf("rollout status:\n%s", st)
+	// every node holds the good config again, and every instance runs it
+	defer func() {
+		if t.Failed() {
+			t.Logf("n1 node log:\n%s\nsvcmon:\n%s", readFile(t, filepath.Join(c["n1"].root, "log", "node.log")), c["n1"].must("svcmgr", "-s", "app", "print", "status"))
+		}
+	}()
+	waitFor(t, 30*time.Second, "app up on 3 nodes on v2 again", func() bool {
+		starts := lastStarts(t, journal)
+		return len(w.running()) == 3 && starts["n1"] == "v2" && starts["n2"] == "v2" && starts["n3"] == "v2"
+	})
+	st := c["n3"].must("svcmgr", "-s", "app", "rollout", "status")
+	if !strings.Contains(st, "rollback of ") || !strings.Contains(st, "done") || strings.Contains(st, "(old)") {
+		t.Fatalf("rollout status after the rollback:\n%s", st)
+	}
+	for _, n := range names {
+		if got := c[n].must("svcmgr", "-s", "app", "get", "--kw", "app#main.start"); !strings.Contains(got, "v2") {
+			t.Fatalf("%s holds app#main.start %q after the rollback, want the v2 start", n, got)
+		}
 	}
 	w.moreRounds(5)
-	if got := w.running(); strings.Join(got, ",") != "n2,n3" {
-		t.Fatalf("after the pause, app runs on %v, want n2,n3 (not restarted on the bad version)", got)
-	}
 	if least, when := w.trough(from); least < 2 {
-		t.Fatalf("the watcher saw %d instances up at once during the bad rollout (%s)", least, when)
+		t.Fatalf("the watcher saw %d instances up at once during the bad rollout and its rollback (%s)", least, when)
+	}
+	if most, when := w.peak(); most > 3 {
+		t.Fatalf("the watcher saw %d instances at once (%s), flex_max is 3", most, when)
+	}
+	if j := readFile(t, journal); strings.Count(j, "start n2 v2") != 1 || strings.Count(j, "start n3 v2") != 1 {
+		t.Fatalf("n2 or n3 restarted by the rollback (they never left v2):\n%s", j)
 	}
 }
