@@ -34,6 +34,8 @@ type RolloutProgress struct {
 	// Rollback: the rollout is itself a rollback (of Undoes).
 	Rollback bool
 	Undoes   string
+	// Cause: why a rollout that was to be rolled back is paused instead.
+	Cause string
 }
 
 // Succeeded reports whether the rollout ended with every node's turn ok.
@@ -59,6 +61,9 @@ func (p RolloutProgress) String() string {
 		b.WriteString("failed, rolling back: " + strings.Join(p.Failed, "; "))
 	case p.Paused:
 		b.WriteString("paused: " + strings.Join(p.Failed, "; "))
+		if p.Cause != "" {
+			b.WriteString(" (" + p.Cause + ")")
+		}
 	case p.Done && len(p.Failed) > 0:
 		b.WriteString("done with failures: " + strings.Join(p.Failed, "; "))
 	case p.Done:
@@ -92,6 +97,9 @@ func tooManyFailures(r *dataset.Rollout, failed int) bool {
 func RolloutState(r *dataset.Rollout, marks map[string]*dataset.RolloutMark) RolloutProgress {
 	batches := RolloutBatches(r)
 	p := RolloutProgress{Batch: len(batches), Batches: len(batches), Rollback: r.Rollback, Undoes: r.Undoes}
+	if !r.Rollback {
+		p.Cause = r.Cause
+	}
 	for k, batch := range batches {
 		for _, n := range batch {
 			m := marks[n]

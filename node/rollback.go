@@ -242,7 +242,7 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 		ss := c.state.Services[svc]
 		if ss.ConfigDigest != r.Digest {
 			inst.RolloutSaid = key
-			c.emit(RolloutPaused{Svc: svc, ID: r.ID, Failed: failed, Cause: "not rolled back: the config changed since (" + dataset.ShortDigest(ss.ConfigDigest) + ")"})
+			c.pauseInstead(svc, r, failed, "not rolled back: the config changed since (now "+dataset.ShortDigest(ss.ConfigDigest)+")", now)
 			return false
 		}
 		if c.cd.Busy(svc) {
@@ -250,17 +250,30 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 		}
 		inst.RolloutSaid = key
 		if _, err := c.rollBack(svc, r.ID, fmt.Sprintf("rollout %s failed: %s", r.ID, failed), now); err != nil {
-			c.emit(RolloutPaused{Svc: svc, ID: r.ID, Failed: failed, Cause: "not rolled back: " + err.Error()})
+			c.pauseInstead(svc, r, failed, "not rolled back: "+err.Error(), now)
 			return false
 		}
 		return true
 	case p.Paused:
-		c.emit(RolloutPaused{Svc: svc, ID: r.ID, Failed: failed})
+		c.emit(RolloutPaused{Svc: svc, ID: r.ID, Failed: failed, Cause: r.Cause})
 	case p.Done:
 		c.emit(RolloutDone{Svc: svc, ID: r.ID, Failed: failed})
 	}
 	inst.RolloutSaid = key
 	return false
+}
+
+// pauseInstead replaces the record r of svc, failed but not rolled back,
+// by the same rollout paused (a newer version of it, with the cause), so
+// that every node, rollout status and --wait see it paused and why.
+func (c *Core) pauseInstead(svc string, r *dataset.Rollout, failed, cause string, now time.Time) {
+	if err := c.vb.Err(c.state.Lamport, now); err != nil {
+		c.emit(RolloutPaused{Svc: svc, ID: r.ID, Failed: failed, Cause: cause})
+		return
+	}
+	p := *r
+	p.Version, p.FailureAction, p.Cause = c.nextVersion(), "pause", cause
+	c.setRollout(svc, &p, "paused: "+cause)
 }
 
 // rollbackResumed orders again the config of a rollback made here that

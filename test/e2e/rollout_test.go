@@ -44,6 +44,25 @@ func (w *procWatch) trough(after time.Time) (int, string) {
 	return least, when
 }
 
+// journaledFlex is a flex service of 3 instances on n1, n2, n3 whose app
+// journals the version it starts with (v1).
+func journaledFlex(journal string) string {
+	return fmt.Sprintf(`[DEFAULT]
+orchestrate = "ha"
+nodes = ["n1", "n2", "n3"]
+topology = "flex"
+flex_target = 3
+update_monitor = "1s"
+
+[app.main]
+start = "%s"
+stop  = "sh -c 'kill $(cat {var}/main.pid) 2>/dev/null; rm -f {var}/main.pid'"
+check = "sh -c 'test -f {var}/main.pid && kill -0 $(cat {var}/main.pid) 2>/dev/null'"
+monitor = true
+timeout = "10s"
+`, strings.ReplaceAll(versionStart(journal, "v1"), `"`, `\"`))
+}
+
 // lastStarts is the version of the last start journaled by each node.
 func lastStarts(t *testing.T, journal string) map[string]string {
 	out := map[string]string{}
@@ -67,20 +86,7 @@ func TestRolloutFlex(t *testing.T) {
 	names := []string{"n1", "n2", "n3"}
 	c := startCluster(t, names, clusterOpts{})
 	journal := filepath.Join(t.TempDir(), "journal")
-	svc := fmt.Sprintf(`[DEFAULT]
-orchestrate = "ha"
-nodes = ["n1", "n2", "n3"]
-topology = "flex"
-flex_target = 3
-update_monitor = "1s"
-
-[app.main]
-start = "%s"
-stop  = "sh -c 'kill $(cat {var}/main.pid) 2>/dev/null; rm -f {var}/main.pid'"
-check = "sh -c 'test -f {var}/main.pid && kill -0 $(cat {var}/main.pid) 2>/dev/null'"
-monitor = true
-timeout = "10s"
-`, strings.ReplaceAll(versionStart(journal, "v1"), `"`, `\"`))
+	svc := journaledFlex(journal)
 	createService(t, c["n1"], "app", svc)
 	pids := map[string]string{}
 	for _, n := range names {
@@ -151,5 +157,61 @@ timeout = "10s"
 	}
 	if j := readFile(t, journal); strings.Count(j, "start n2 v2") != 1 || strings.Count(j, "start n3 v2") != 1 {
 		t.Fatalf("n2 or n3 restarted by the rollback (they never left v2):\n%s", j)
+	}
+}
+
+// With admin keys, the rollback of a bad signed config installs the
+// previous signed text again, signature included, and every node accepts
+// it (its serial is the replay floor: one config back); every instance
+// ends on it.
+func TestRolloutRollbackSigned(t *testing.T) {
+	t.Parallel()
+	names := []string{"n1", "n2", "n3"}
+	c := newCluster(t, names, clusterOpts{})
+	ws := t.TempDir() // the admin's workstation
+	key := filepath.Join(ws, "alice.key")
+	line := c["n1"].must("svcmgr", "key", "generate", "--name", "alice", "--key", key)
+	signedConf := readFile(t, c["n1"].root+"/etc/cluster.toml") + "\n[admin_keys]\n" + line
+	for _, n := range names {
+		writeClusterToml(t, c[n], signedConf)
+	}
+	startNodes(t, c, names)
+	journal := filepath.Join(t.TempDir(), "journal")
+	file := filepath.Join(ws, "app.toml")
+	writeFile(t, file, journaledFlex(journal))
+	c["n1"].must("svcmgr", "-s", "app", "sign", file, "--key", key, "--cluster", "test")
+	c["n2"].must("svcmgr", "-s", "app", "create", "--config", file)
+	pids := map[string]string{}
+	for _, n := range names {
+		pids[n] = filepath.Join(c[n].root, "var", "services", "app", "main.pid")
+	}
+	w := watchProcs(t, pids)
+	waitFor(t, 40*time.Second, "app up on 3 nodes", func() bool { return len(w.running()) == 3 })
+
+	c["n2"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start="+versionStart(journal, "v2"), "--key", key)
+	c["n3"].must("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
+	good := readFile(t, c["n1"].root+"/etc/services/app.toml")
+	if !strings.Contains(good, "v2") {
+		t.Fatalf("the config after the signed set:\n%s", good)
+	}
+	c["n1"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start=sh -c 'exit 1'", "--key", key)
+	r := c["n2"].run("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
+	if r.Code != 1 || !strings.Contains(r.Err, "restart failed") || !strings.Contains(r.Err, "rolled back") {
+		t.Fatalf("rollout --wait of a bad signed version: want exit 1 naming the failed restart and the rollback: %s", r)
+	}
+	waitFor(t, 30*time.Second, "app up on 3 nodes on v2 again", func() bool {
+		starts := lastStarts(t, journal)
+		return len(w.running()) == 3 && starts["n1"] == "v2" && starts["n2"] == "v2" && starts["n3"] == "v2"
+	})
+	for _, n := range names {
+		if got := readFile(t, c[n].root+"/etc/services/app.toml"); got != good {
+			t.Fatalf("%s holds after the rollback:\n%s\nwant the previous signed text:\n%s", n, got, good)
+		}
+		if lg := readFile(t, filepath.Join(c[n].root, "log", "node.log")); strings.Contains(lg, "config_refused") {
+			t.Fatalf("%s refused a config during the rollback:\n%s", n, lg)
+		}
+	}
+	if most, when := w.peak(); most > 3 {
+		t.Fatalf("the watcher saw %d instances at once (%s), flex_max is 3", most, when)
 	}
 }
