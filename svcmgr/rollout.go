@@ -59,6 +59,38 @@ func startRollout(c *cli.Context, action string) error {
 	if err != nil {
 		return err
 	}
+	return rolloutNames(c, cl, names, action)
+}
+
+// rolloutFlags are the flags of set, unset and edit config that roll the
+// change out at once (--rollout [--wait [--time D]]).
+func rolloutFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "rollout", Usage: "once the change is installed on every live node, roll it out (svcmgr rollout)"},
+		&cli.BoolFlag{Name: "wait", Usage: "with --rollout: wait until the rollout is done, paused, failed or rolled back"},
+		&cli.DurationFlag{Name: "time", Value: 10 * time.Minute, Usage: "bound of --wait"},
+	}
+}
+
+// checkRolloutFlags refuses --wait or --time without --rollout.
+func checkRolloutFlags(c *cli.Context) error {
+	if !c.Bool("rollout") && (c.IsSet("wait") || c.IsSet("time")) {
+		return cliutil.Usage("--wait and --time go with --rollout")
+	}
+	return nil
+}
+
+// rolloutAfterEdit is --rollout of set, unset and edit config.
+func rolloutAfterEdit(c *cli.Context, cl *api.Client, names []string) error {
+	if !c.Bool("rollout") {
+		return nil
+	}
+	return rolloutNames(c, cl, names, "rollout")
+}
+
+// rolloutNames asks for the rollout or rollback of names and, with
+// --wait, waits for each.
+func rolloutNames(c *cli.Context, cl *api.Client, names []string, action string) error {
 	ids := map[string]string{}
 	for _, n := range names {
 		resp, err := cl.Action(ctx(c), api.ActionRequest{Name: n, Action: action})

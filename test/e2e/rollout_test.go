@@ -160,7 +160,8 @@ func TestRolloutFlex(t *testing.T) {
 	}
 }
 
-// With admin keys, the rollback of a bad signed config installs the
+// With admin keys, a signed set --rollout --wait edits and rolls out in
+// one go; the rollback of a bad signed config installs the
 // previous signed text again, signature included, and every node accepts
 // it (its serial is the replay floor: one config back); every instance
 // ends on it.
@@ -188,8 +189,13 @@ func TestRolloutRollbackSigned(t *testing.T) {
 	w := watchProcs(t, pids)
 	waitFor(t, 40*time.Second, "app up on 3 nodes", func() bool { return len(w.running()) == 3 })
 
-	c["n2"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start="+versionStart(journal, "v2"), "--key", key)
-	c["n3"].must("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
+	// the signed edit and its rollout in one go
+	if out := c["n2"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start="+versionStart(journal, "v2"), "--key", key, "--rollout", "--wait", "--time", "60s"); !strings.Contains(out, "done") {
+		t.Fatalf("set --rollout --wait:\n%s", out)
+	}
+	if starts := lastStarts(t, journal); starts["n1"] != "v2" || starts["n2"] != "v2" || starts["n3"] != "v2" {
+		t.Fatalf("after set --rollout --wait, the last starts are %v, want v2 everywhere", starts)
+	}
 	good := readFile(t, c["n1"].root+"/etc/services/app.toml")
 	if !strings.Contains(good, "v2") {
 		t.Fatalf("the config after the signed set:\n%s", good)
