@@ -69,7 +69,7 @@ func (dec Decoder) ParseService(file, name string, data []byte) (*ServiceConfig,
 		return nil, &Error{File: file, Msg: "empty config (no section, no keyword): a file cut short? A service needs at least [DEFAULT] or a resource ([app.NAME], [ip.NAME], [fs.NAME], [ocf.NAME], [container.NAME])"}
 	}
 	def := d.ensure(SectionDefault)
-	s := &ServiceConfig{File: file, Name: name, Raw: append([]byte(nil), data...)}
+	s := &ServiceConfig{File: file, Name: name, Raw: append([]byte(nil), data...), RunDigest: runDigest(d, data)}
 	fill(s, def)
 	// every error of the file: DEFAULT's first one, then each resource's
 	var errs []*Error

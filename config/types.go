@@ -214,6 +214,9 @@ type ServiceConfig struct {
 	Name string
 	// Raw is the file content as installed.
 	Raw []byte
+	// RunDigest is the digest of what runs (Raw less the orchestration
+	// keywords: OrchestrationKeywords), set by ParseService.
+	RunDigest string
 	// Signature is the admin signature of Raw, set once checked against
 	// cluster.toml's [admin_keys] (VerifyService); nil when not checked.
 	Signature *Signature

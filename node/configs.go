@@ -152,10 +152,10 @@ func (c *Core) order(op *configdist.Op) {
 	if op.Cfg != nil {
 		if last := c.cd.LastOp(op.Svc); last != nil {
 			if last.Cfg != nil {
-				op.Prev = last.Cfg.Raw
+				op.Prev, op.PrevRun = last.Cfg.Raw, last.Cfg.RunDigest
 			}
 		} else if cur := c.cfg.Local.LocalServices()[op.Svc]; cur != nil {
-			op.Prev = cur.Raw
+			op.Prev, op.PrevRun = cur.Raw, cur.RunDigest
 		}
 	}
 	c.cd.Order(op)
@@ -336,6 +336,13 @@ func (c *Core) installed(op *configdist.Op, now time.Time) {
 	ss := c.state.Services[name]
 	dig := dataset.ConfigDigest(op.Cfg.Raw)
 	keepPrevious(&ss, op.Prev, dig)
+	if ss.RunDigest != "" && ss.RunDigest == ss.ConfigDigest && op.Prev != nil && dataset.ConfigDigest(op.Prev) == ss.ConfigDigest &&
+		op.PrevRun != "" && op.PrevRun == op.Cfg.RunDigest {
+		// the instance runs the config replaced, which differs from this
+		// one only by keywords that orchestrate (config.OrchestrationKeywords):
+		// it runs this one as well
+		ss.RunDigest = dig
+	}
 	ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = op.Entry.Version, dig, op.Entry.Includes
 	noteSerial(&ss, op.Cfg)
 	c.state.Services[name] = ss

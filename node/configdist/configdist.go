@@ -32,6 +32,9 @@ type Op struct {
 	// the op of the service handed out before it): kept as the previous
 	// config once written (nil: none).
 	Prev []byte
+	// PrevRun is the run digest of that text (config.ServiceConfig's
+	// RunDigest; "" when unknown).
+	PrevRun string
 }
 
 // Edit is an edit made here that the live peers have not all
