@@ -76,7 +76,9 @@ func lastStarts(t *testing.T, journal string) map[string]string {
 
 // A good version rolls out one node at a time (never fewer than 2 of the 3
 // up, never more than 3), and rollout --wait exits 0 once every instance
-// started it; a bad version (its start fails) fails the rollout at the
+// started it; an edit of keywords that only orchestrate (priority,
+// flex_min) shows no instance on an old config and leaves nothing to roll
+// out; a bad version (its start fails) fails the rollout at the
 // first node and is rolled back by itself (update_failure_action rollback,
 // the default): --wait exits 1 naming that node, the cause and the
 // rollback, every node holds the good config again and every instance runs
@@ -118,6 +120,19 @@ func TestRolloutFlex(t *testing.T) {
 		t.Fatalf("the watcher saw %d instances at once (%s), flex_max is 3", most, when)
 	}
 	t.Logf("rollout of 3 instances, parallelism 1, update_monitor 1s: %s", took.Round(10*time.Millisecond))
+
+	// an edit of keywords that only orchestrate leaves every instance on
+	// the current config: nothing shown old, nothing to roll out
+	c["n1"].must("svcmgr", "-s", "app", "set", "--kw", "priority=20", "--kw", "flex_min=2")
+	waitFor(t, 20*time.Second, "the priority edit on n3", func() bool {
+		return strings.TrimSpace(c["n3"].must("svcmgr", "-s", "app", "get", "--kw", "priority")) == "20"
+	})
+	if mon := c["n3"].must("svcmon"); strings.Contains(mon, "(old config)") {
+		t.Fatalf("a priority and flex_min edit shows the instances on an old config:\n%s", mon)
+	}
+	if out := c["n3"].must("svcmgr", "-s", "app", "rollout"); !strings.Contains(out, "nothing to do") {
+		t.Fatalf("rollout after a priority edit: %s", out)
+	}
 
 	// a bad version: its start fails
 	c["n1"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start=sh -c 'exit 1'")
