@@ -141,6 +141,7 @@ func (c *Core) checkLocalFile(name string, raw []byte) {
 		e := c.newEntry(name, raw)
 		c.emit(ConfigChangedOutside{Svc: name, Old: ss.ConfigVersion, Version: e.Version.Counter})
 		ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = e.Version, e.Digest, e.Includes
+		ss.Previous = nil // the text it replaced is gone: no rollback to an older one
 		delete(c.state.Tombstones, name)
 	}
 	c.state.Services[name] = ss

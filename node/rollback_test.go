@@ -80,6 +80,15 @@ func TestPreviousConfigKeptAndRolledBack(t *testing.T) {
 	if ss2.Previous != nil {
 		t.Fatalf("a text handed out that is not the one recorded was kept: %+v", ss2.Previous)
 	}
+	// a file changed outside Haven, found at start-up: the text it
+	// replaced is gone, so none is kept (never a rollback two back)
+	if c.State().Services["web"].Previous == nil {
+		t.Fatal("no previous config before the hand edit")
+	}
+	c.checkLocalFile("web", []byte("handmade"))
+	if p := c.State().Services["web"].Previous; p != nil {
+		t.Fatalf("after a hand edit: previous %+v", p)
+	}
 }
 
 // No previous config kept: the rollback is refused, and nothing changes.
