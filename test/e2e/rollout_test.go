@@ -154,6 +154,7 @@ func TestRolloutFlex(t *testing.T) {
 		starts := lastStarts(t, journal)
 		return len(w.running()) == 3 && starts["n1"] == "v2" && starts["n2"] == "v2" && starts["n3"] == "v2"
 	})
+	t.Logf("bad version rolled back, from rollout --wait to 3 instances up on v2 again (update_monitor 1s): %s", time.Since(from).Round(10*time.Millisecond))
 	st := c["n3"].must("svcmgr", "-s", "app", "rollout", "status")
 	if !strings.Contains(st, "rollback of ") || !strings.Contains(st, "done") || strings.Contains(st, "(old)") {
 		t.Fatalf("rollout status after the rollback:\n%s", st)
