@@ -238,8 +238,10 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 	}
 	if _, run := c.Status(svc); !run {
 		cause := "not running here: it starts on the new config when it starts"
-		if r.Rollback && mine != nil && mine.ID == r.Undoes && mine.State == dataset.TurnFailed && inst.Mon.State.Failed() {
-			// its turn failed on the config rolled back: the failed
+		if r.Rollback && inst.Mon.State.Failed() {
+			// its turn failed on the config rolled back (a node of a
+			// rollback's list runs another config, or failed its turn in
+			// the rollout undone; its mark may be update_delay's): the failed
 			// state goes, and placement starts it again where it is
 			// wanted (never above flex_max), on the previous config
 			// (not expected here any more: its monitored resources,
