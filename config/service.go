@@ -69,7 +69,7 @@ func (dec Decoder) ParseService(file, name string, data []byte) (*ServiceConfig,
 		return nil, &Error{File: file, Msg: "empty config (no section, no keyword): a file cut short? A service needs at least [DEFAULT] or a resource ([app.NAME], [ip.NAME], [fs.NAME], [ocf.NAME], [container.NAME])"}
 	}
 	def := d.ensure(SectionDefault)
-	s := &ServiceConfig{File: file, Name: name, Raw: append([]byte(nil), data...)}
+	s := &ServiceConfig{File: file, Name: name, Raw: append([]byte(nil), data...), RunDigest: runDigest(d, data)}
 	fill(s, def)
 	// every error of the file: DEFAULT's first one, then each resource's
 	var errs []*Error
@@ -421,16 +421,13 @@ func (s *ServiceConfig) HasRequests() bool {
 
 // checkUpdate validates the rollout keywords and parses the failure
 // ratio; what the rollout does not do yet is refused (update_order
-// start-first, update_failure_action rollback).
+// start-first).
 func (d *document) checkUpdate(s *ServiceConfig, def *section) error {
 	if s.UpdateParallelism < 1 {
 		return d.errAt(def, "update_parallelism", "must be at least 1 (got %d)", s.UpdateParallelism)
 	}
 	if s.UpdateOrder == "start-first" {
 		return d.errAt(def, "update_order", "\"start-first\" is not built yet: only \"stop-first\" (each instance restarted in place) is")
-	}
-	if s.UpdateFailureAction == "rollback" {
-		return d.errAt(def, "update_failure_action", "\"rollback\" is not built yet (the previous config is not kept): use \"pause\" (the default) or \"continue\"")
 	}
 	r, err := strconv.ParseFloat(strings.TrimSpace(s.UpdateMaxFailureRatioText), 64)
 	if err != nil || r < 0 || r > 1 || r != r {

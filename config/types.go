@@ -214,6 +214,9 @@ type ServiceConfig struct {
 	Name string
 	// Raw is the file content as installed.
 	Raw []byte
+	// RunDigest is the digest of what runs (Raw less the orchestration
+	// keywords: OrchestrationKeywords), set by ParseService.
+	RunDigest string
 	// Signature is the admin signature of Raw, set once checked against
 	// cluster.toml's [admin_keys] (VerifyService); nil when not checked.
 	Signature *Signature
@@ -247,7 +250,7 @@ type ServiceConfig struct {
 	UpdateMonitor             time.Duration
 	UpdateMaxFailureRatioText string  // as written
 	UpdateMaxFailureRatio     float64 // parsed from it, 0 to 1
-	UpdateFailureAction       string  // pause | continue (rollback refused)
+	UpdateFailureAction       string  // rollback | pause | continue
 
 	// Constraint is the compiled constraints expression, nil when none.
 	Constraint *constraints.Program

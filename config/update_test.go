@@ -8,8 +8,9 @@ import (
 	"haven/config/tomlfile"
 )
 
-// The rollout keywords: defaults, and what is not built (start-first,
-// rollback) or out of range refused with the file, the line and the key.
+// The rollout keywords: defaults (update_failure_action rollback), and
+// what is not built (start-first) or out of range refused with the file,
+// the line and the key.
 func TestUpdateKeywords(t *testing.T) {
 	cfg, err := tomlfile.ParseService("w.toml", "w", []byte("[DEFAULT]\nnodes = [\"n1\"]\nupdate_max_failure_ratio = \"0.5\"\nupdate_failure_action = \"continue\"\n"))
 	if err != nil {
@@ -20,9 +21,13 @@ func TestUpdateKeywords(t *testing.T) {
 		t.Fatalf("got %d %q %s %v %q %s", cfg.UpdateParallelism, cfg.UpdateOrder, cfg.UpdateMonitor, cfg.UpdateMaxFailureRatio, cfg.UpdateFailureAction, cfg.UpdateDelay)
 	}
 	const head = "[DEFAULT]\nnodes = [\"n1\"]\n"
+	def, err := tomlfile.ParseService("w.toml", "w", []byte(head))
+	if err != nil || def.UpdateFailureAction != "rollback" {
+		t.Fatalf("default update_failure_action: got %q (%v), want rollback", def.UpdateFailureAction, err)
+	}
 	tests := []struct{ name, data, want string }{
 		{"start-first", head + "update_order = \"start-first\"\n", `w.toml:3: DEFAULT.update_order: "start-first" is not built yet`},
-		{"rollback", head + "update_failure_action = \"rollback\"\n", `w.toml:3: DEFAULT.update_failure_action: "rollback" is not built yet`},
+		{"action word", head + "update_failure_action = \"undo\"\n", `w.toml:3: DEFAULT.update_failure_action`},
 		{"parallelism 0", head + "update_parallelism = 0\n", "w.toml:3: DEFAULT.update_parallelism: must be at least 1 (got 0)"},
 		{"ratio over 1", head + "update_max_failure_ratio = \"1.5\"\n", `w.toml:3: DEFAULT.update_max_failure_ratio: "1.5": want a number from 0 to 1`},
 		{"ratio word", head + "update_max_failure_ratio = \"half\"\n", `w.toml:3: DEFAULT.update_max_failure_ratio: "half": want a number from 0 to 1`},

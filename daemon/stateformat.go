@@ -101,8 +101,8 @@ func checkStateLevel(path string, level, format int) error {
 // other: it stays frozen until an admin thaws it, as it did), and a
 // monitor_action held for want of a candidate is dropped (the ladder
 // stays given up, as it did), and so are the rollout's fields (the config
-// an instance runs, the rollout record and this node's turn: a node at
-// level 1 may hold a rollout of its own nodes of this release; taken back
+// an instance runs, the rollout record, this node's turn and the previous
+// config kept for a rollback: a node at level 1 may hold a rollout of its own nodes of this release; taken back
 // to the first release, it forgets it), and the times of the restarts a
 // restart_window counts (the count stays, as the first release kept it).
 // The admin signatures of targets and tombstones and the targets' serial
@@ -121,7 +121,7 @@ func withoutUnknown(d durable) durable {
 	strip := false
 	for _, s := range d.Services {
 		strip = strip || s.Target.Unknown != "" || s.Target.Sig != "" || s.TargetSerial != 0 || s.Clear.Unknown != "" || s.ActionHeld != "" ||
-			s.RunDigest != "" || s.Rollout != nil || s.RolloutMark != nil
+			s.RunDigest != "" || s.Rollout != nil || s.RolloutMark != nil || s.Previous != nil
 		for _, r := range s.Restarts {
 			strip = strip || len(r.At) > 0
 		}
@@ -133,7 +133,7 @@ func withoutUnknown(d durable) durable {
 	for k, s := range d.Services {
 		s.Target.Unknown, s.Clear.Unknown, s.ActionHeld = "", "", ""
 		s.Target.Sig, s.TargetSerial = "", 0
-		s.RunDigest, s.Rollout, s.RolloutMark = "", nil, nil
+		s.RunDigest, s.Rollout, s.RolloutMark, s.Previous = "", nil, nil, nil
 		if len(s.Restarts) > 0 {
 			rs := make(map[string]node.RestartCount, len(s.Restarts))
 			for rid, r := range s.Restarts {

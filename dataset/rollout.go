@@ -23,9 +23,24 @@ type Rollout struct {
 	DelayMs   int64 `json:"delay_ms,omitempty"`
 	MonitorMs int64 `json:"monitor_ms,omitempty"`
 	// MaxFailureRatio: more failed turns than this share of Nodes takes
-	// FailureAction ("pause" or "continue").
+	// FailureAction ("rollback", "pause" or "continue").
 	MaxFailureRatio float64 `json:"max_failure_ratio,omitempty"`
 	FailureAction   string  `json:"failure_action"`
+	// Undoes is set on a rollback (update_failure_action rollback, or
+	// svcmgr rollback): the ID of the rollout it undoes ("" when there was
+	// none), and Cause why ("n2: restart failed: ...", "by hand"). Its
+	// Digest is the previous config, installed as a new version.
+	Rollback bool   `json:"rollback,omitempty"`
+	Undoes   string `json:"undoes,omitempty"`
+	Cause    string `json:"cause,omitempty"`
+}
+
+// PrevConfig is the config a service held before its current one (kept
+// by every node when it installs a new version; node/rollback.go): what a
+// rollback installs again, signature included.
+type PrevConfig struct {
+	Digest string `json:"digest"`
+	Raw    string `json:"raw"`
 }
 
 // Equal reports whether two rollouts are the same (nil is none).
@@ -35,7 +50,8 @@ func (r *Rollout) Equal(o *Rollout) bool {
 	}
 	return r.ID == o.ID && r.Version == o.Version && r.Digest == o.Digest && slices.Equal(r.Nodes, o.Nodes) &&
 		r.Parallelism == o.Parallelism && r.DelayMs == o.DelayMs && r.MonitorMs == o.MonitorMs &&
-		r.MaxFailureRatio == o.MaxFailureRatio && r.FailureAction == o.FailureAction
+		r.MaxFailureRatio == o.MaxFailureRatio && r.FailureAction == o.FailureAction &&
+		r.Rollback == o.Rollback && r.Undoes == o.Undoes && r.Cause == o.Cause
 }
 
 // The states of a node's turn in a rollout (RolloutMark.State).

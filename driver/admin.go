@@ -42,9 +42,13 @@ func (d *Driver) ServiceAction(r Request, done func(node.Answer)) {
 		d.Ask(node.LocalRequest{Service: r.Service, Action: r.Action, Now: now, Force: r.Force}, done)
 	case r.Action == "delete":
 		d.Ask(node.Deletion{Service: r.Service, Now: now, Sig: r.Sig}, done)
-	case r.Action == "rollout":
+	case r.Action == "rollout" || r.Action == "rollback":
 		if r.Local || r.Wait || r.Node != "" {
-			done(node.Answer{Bad: true, Err: fmt.Errorf("%s rollout: takes no --local, --node or daemon-side wait", r.Service)})
+			done(node.Answer{Bad: true, Err: fmt.Errorf("%s %s: takes no --local, --node or daemon-side wait", r.Service, r.Action)})
+			return
+		}
+		if r.Action == "rollback" {
+			d.Ask(node.RollbackRequest{Service: r.Service, Now: now}, done)
 			return
 		}
 		d.Ask(node.RolloutRequest{Service: r.Service, Now: now}, done)

@@ -25,19 +25,45 @@ type RolloutProgress struct {
 	// Paused: more turns failed than the ratio allows and the action is
 	// pause: no node takes a turn.
 	Paused bool
-	// Done: every batch ended and the rollout is not paused.
+	// RollBack: more turns failed than the ratio allows and the action is
+	// rollback: no node takes a turn, one node (RollbackBy) restores the
+	// previous config and rolls it out, a rollout that replaces this one.
+	RollBack bool
+	// Done: every batch ended and the rollout is not paused or failed.
 	Done bool
+	// Rollback: the rollout is itself a rollback (of Undoes).
+	Rollback bool
+	Undoes   string
+	// Cause: why a rollout that was to be rolled back is paused instead.
+	Cause string
 }
 
 // Succeeded reports whether the rollout ended with every node's turn ok.
 func (p RolloutProgress) Succeeded() bool { return p.Done && len(p.Failed) == 0 }
 
-// String is a one-line account ("batch 2/3: n3 pending; ok n1 n2").
+// Halted reports whether the rollout stopped short: paused, or failed and
+// to be rolled back.
+func (p RolloutProgress) Halted() bool { return p.Paused || p.RollBack }
+
+// String is a one-line account ("batch 2/3: n3 pending; ok n1 n2"); that
+// of a rollback begins with "rollback of ID: ".
 func (p RolloutProgress) String() string {
 	var b strings.Builder
+	if p.Rollback {
+		b.WriteString("rollback")
+		if p.Undoes != "" {
+			b.WriteString(" of " + p.Undoes)
+		}
+		b.WriteString(": ")
+	}
 	switch {
+	case p.RollBack:
+		b.WriteString("failed, rolling back: " + strings.Join(p.Failed, "; "))
 	case p.Paused:
 		b.WriteString("paused: " + strings.Join(p.Failed, "; "))
+		if p.Cause != "" {
+			b.WriteString(" (" + p.Cause + ")")
+		}
 	case p.Done && len(p.Failed) > 0:
 		b.WriteString("done with failures: " + strings.Join(p.Failed, "; "))
 	case p.Done:
@@ -70,7 +96,10 @@ func tooManyFailures(r *dataset.Rollout, failed int) bool {
 // announces it; a mark of another rollout counts as none).
 func RolloutState(r *dataset.Rollout, marks map[string]*dataset.RolloutMark) RolloutProgress {
 	batches := RolloutBatches(r)
-	p := RolloutProgress{Batch: len(batches), Batches: len(batches)}
+	p := RolloutProgress{Batch: len(batches), Batches: len(batches), Rollback: r.Rollback, Undoes: r.Undoes}
+	if !r.Rollback {
+		p.Cause = r.Cause
+	}
 	for k, batch := range batches {
 		for _, n := range batch {
 			m := marks[n]
@@ -89,9 +118,28 @@ func RolloutState(r *dataset.Rollout, marks map[string]*dataset.RolloutMark) Rol
 			}
 		}
 	}
-	p.Paused = r.FailureAction != "continue" && tooManyFailures(r, len(p.Failed))
-	p.Done = p.Batch == len(batches) && !p.Paused
+	halt := r.FailureAction != "continue" && tooManyFailures(r, len(p.Failed))
+	p.RollBack = halt && r.FailureAction == "rollback"
+	p.Paused = halt && !p.RollBack
+	p.Done = p.Batch == len(batches) && !halt
 	return p
+}
+
+// RollbackBy is the node that rolls r back once its failures call for it
+// (RolloutState's RollBack), among the nodes alive (self included): the
+// node that made r if alive, else the first of its nodes alive. Every node
+// applies it to the same record; should two views differ, both roll back
+// to the same config and the newer record wins.
+func RollbackBy(r *dataset.Rollout, alive func(string) bool) string {
+	if o := r.Version.Origin; o != "" && alive(o) {
+		return o
+	}
+	for _, n := range r.Nodes {
+		if alive(n) {
+			return n
+		}
+	}
+	return ""
 }
 
 // RolloutTurn says whether node self takes its turn in r now: Go when
@@ -117,6 +165,8 @@ func Turn(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, self string
 	switch {
 	case p.Paused:
 		return RolloutTurn{Why: "rollout paused: " + strings.Join(p.Failed, "; ")}
+	case p.RollBack:
+		return RolloutTurn{Why: "rollout failed, rolled back: " + strings.Join(p.Failed, "; ")}
 	case mine > p.Batch:
 		return RolloutTurn{Why: fmt.Sprintf("batch %d/%d first (%s)", p.Batch+1, p.Batches, strings.Join(p.Pending, " "))}
 	}

@@ -72,3 +72,42 @@ func TestRolloutFailureRatio(t *testing.T) {
 		t.Errorf("ratio 0, one failure: %+v", p)
 	}
 }
+
+// TestRolloutRollBack: with update_failure_action rollback, the failure
+// that crosses the ratio stops every later turn and asks for a rollback
+// (not a pause, not done); RollbackBy picks the rollout's maker if alive,
+// else the first of its nodes alive; a rollback record says so.
+func TestRolloutRollBack(t *testing.T) {
+	r := &dataset.Rollout{ID: "n9-4", Version: dataset.Version{Counter: 4, Origin: "n9"}, Nodes: []string{"n1", "n2", "n3"}, Parallelism: 1, FailureAction: "rollback"}
+	marks := map[string]*dataset.RolloutMark{"n1": mark("n9-4", dataset.TurnOK, ""), "n2": mark("n9-4", dataset.TurnFailed, "restart failed: x")}
+	p := RolloutState(r, marks)
+	if !p.RollBack || p.Paused || p.Done || !p.Halted() || p.String() != "failed, rolling back: n2: restart failed: x; ok n1" {
+		t.Fatalf("after n2 failed: %+v %q", p, p)
+	}
+	if got := Turn(r, marks, "n3"); got.Go || got.Why != "rollout failed, rolled back: n2: restart failed: x" {
+		t.Fatalf("n3 after the failure: %+v", got)
+	}
+	r.MaxFailureRatio = 0.5 // 1 failure of 3 is within it
+	if p := RolloutState(r, marks); p.RollBack || !Turn(r, marks, "n3").Go {
+		t.Fatalf("within the ratio: %+v", p)
+	}
+	alive := map[string]bool{"n9": true, "n1": true, "n2": true}
+	by := func() string { return RollbackBy(r, func(n string) bool { return alive[n] }) }
+	if got := by(); got != "n9" {
+		t.Fatalf("RollbackBy with its maker alive: %q", got)
+	}
+	alive["n9"], alive["n1"] = false, false
+	if got := by(); got != "n2" {
+		t.Fatalf("RollbackBy without n9 and n1: %q", got)
+	}
+	rb := &dataset.Rollout{ID: "n9-6", Nodes: []string{"n1"}, FailureAction: "pause", Rollback: true, Undoes: "n9-4"}
+	if p := RolloutState(rb, map[string]*dataset.RolloutMark{"n1": mark("n9-6", dataset.TurnOK, "")}); p.String() != "rollback of n9-4: done" {
+		t.Fatalf("a rollback done: %q", p)
+	}
+	// a rollout paused instead of rolled back says why
+	pr := *r
+	pr.MaxFailureRatio, pr.FailureAction, pr.Cause = 0, "pause", "not rolled back: the config changed since"
+	if p := RolloutState(&pr, marks); !p.Paused || p.String() != "paused: n2: restart failed: x (not rolled back: the config changed since); ok n1" {
+		t.Fatalf("paused instead: %q", p)
+	}
+}

@@ -141,6 +141,7 @@ func (c *Core) checkLocalFile(name string, raw []byte) {
 		e := c.newEntry(name, raw)
 		c.emit(ConfigChangedOutside{Svc: name, Old: ss.ConfigVersion, Version: e.Version.Counter})
 		ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = e.Version, e.Digest, e.Includes
+		ss.Previous = nil // the text it replaced is gone: no rollback to an older one
 		c.dropTombstone(name)
 	}
 	c.state.Services[name] = ss
@@ -149,6 +150,15 @@ func (c *Core) checkLocalFile(name string, raw []byte) {
 
 // order hands a ConfigOp out.
 func (c *Core) order(op *configdist.Op) {
+	if op.Cfg != nil {
+		if last := c.cd.LastOp(op.Svc); last != nil {
+			if last.Cfg != nil {
+				op.Prev, op.PrevRun = last.Cfg.Raw, last.Cfg.RunDigest
+			}
+		} else if cur := c.cfg.Local.LocalServices()[op.Svc]; cur != nil {
+			op.Prev, op.PrevRun = cur.Raw, cur.RunDigest
+		}
+	}
 	c.cd.Order(op)
 	c.ready.Configs = append(c.ready.Configs, ConfigOp{Service: op.Svc, Config: op.Cfg, What: op.What})
 }
@@ -331,7 +341,16 @@ func (c *Core) installed(op *configdist.Op, now time.Time) {
 	name := op.Svc
 	known := c.known(name)
 	ss := c.state.Services[name]
-	ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = op.Entry.Version, dataset.ConfigDigest(op.Cfg.Raw), op.Entry.Includes
+	dig := dataset.ConfigDigest(op.Cfg.Raw)
+	keepPrevious(&ss, op.Prev, dig)
+	if ss.RunDigest != "" && ss.RunDigest == ss.ConfigDigest && op.Prev != nil && dataset.ConfigDigest(op.Prev) == ss.ConfigDigest &&
+		op.PrevRun != "" && op.PrevRun == op.Cfg.RunDigest {
+		// the instance runs the config replaced, which differs from this
+		// one only by keywords that orchestrate (config.OrchestrationKeywords):
+		// it runs this one as well
+		ss.RunDigest = dig
+	}
+	ss.ConfigVersion, ss.ConfigDigest, ss.ConfigIncludes = op.Entry.Version, dig, op.Entry.Includes
 	noteSerial(&ss, op.Cfg)
 	c.state.Services[name] = ss
 	c.cd.Restored(name)
@@ -486,4 +505,28 @@ func (c *Core) mergeMore(now time.Time) bool {
 	}
 	c.checkEdits(now)
 	return c.ConfigMergesLeft()
+}
+
+// keepPrevious records in ss the text prev that a config of digest dig
+// replaces: the current config of ss, unless the text handed out is not
+// it (an install failed in between): then none is kept rather than an
+// older one. A config installed again (same digest) keeps it as is.
+func keepPrevious(ss *ServiceState, prev []byte, dig string) {
+	if ss.ConfigDigest == dig && dig != "" {
+		return
+	}
+	pd := ""
+	if prev != nil {
+		pd = dataset.ConfigDigest(prev)
+	}
+	switch {
+	case pd == "" || pd == dig:
+		ss.Previous = nil
+	case ss.ConfigDigest != "" && pd != ss.ConfigDigest:
+		ss.Previous = nil
+	default:
+		// the config recorded, or one installed without a version (a
+		// file read at start-up that never had one)
+		ss.Previous = &dataset.PrevConfig{Digest: pd, Raw: string(prev)}
+	}
 }

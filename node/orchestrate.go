@@ -71,6 +71,7 @@ func (c *Core) decide(snap monitor.Snapshot, now time.Time, only []string) {
 	next = earliest(next, c.applyDecisions(decs, snap, now))
 	next = earliest(next, c.expireWaiters(now, snap))
 	next = earliest(next, c.watchTurns(now, c.inc.Only))
+	c.rollbackPass(snap, now, c.inc.Only)
 	next = earliest(next, c.rollouts(snap, now, c.inc.Only))
 	c.noteRollouts(snap, c.inc.Only)
 	c.wakeAt(next)

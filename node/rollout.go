@@ -89,27 +89,18 @@ func (c *Core) beginRollout(req RolloutRequest) Ticket {
 		c.answer(Answer{Ticket: tk, Err: failedf("%s: a config write is in progress here: retry", svc)})
 		return tk
 	}
-	snap := c.Snapshot(now)
-	cfg := snap.Services[svc]
 	ss := c.state.Services[svc]
-	if cfg == nil || ss.ConfigDigest == "" {
+	if ss.ConfigDigest == "" {
 		c.answer(Answer{Ticket: tk, Err: failedf("%s: no config installed here", svc)})
 		return tk
 	}
-	var nodes []string
-	runs := 0
-	for _, n := range cfg.NodeList(snap.ClusterNodes) {
-		v, ok := snap.Nodes[n]
-		if !ok || !v.Alive() {
-			continue
-		}
-		if i, ok := v.Data.Services[svc]; ok && running(i) {
-			runs++
-			if i.RunDigest != ss.ConfigDigest {
-				nodes = append(nodes, n)
-			}
-		}
+	snap := c.Snapshot(now)
+	cfg := snap.Services[svc]
+	if cfg == nil {
+		c.answer(Answer{Ticket: tk, Err: failedf("%s: no config installed here", svc)})
+		return tk
 	}
+	nodes, runs := c.runningOld(svc, snap, ss.ConfigDigest)
 	switch {
 	case runs == 0:
 		c.answer(Answer{Ticket: tk, Err: failedf("%s: no instance runs: nothing to roll out (each starts on the config it finds)", svc)})
@@ -222,13 +213,7 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 	if mine != nil && mine.ID == r.ID && mine.State != dataset.TurnDelay || !slices.Contains(r.Nodes, c.cfg.Name) {
 		return time.Time{} // taken, or none to take
 	}
-	marks := make(map[string]*dataset.RolloutMark, len(r.Nodes))
-	for _, n := range r.Nodes {
-		if v, ok := snap.Nodes[n]; ok && n != c.cfg.Name && v.Alive() {
-			marks[n] = v.Data.Services[svc].RolloutMark
-		}
-	}
-	marks[c.cfg.Name] = mine
+	marks := c.rolloutMarks(svc, r, snap)
 	turn := monitor.Turn(r, marks, c.cfg.Name)
 	if !turn.Go {
 		return time.Time{}
@@ -252,7 +237,20 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 		return time.Time{}
 	}
 	if _, run := c.Status(svc); !run {
-		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: "not running here: it starts on the new config when it starts"}, now)
+		cause := "not running here: it starts on the new config when it starts"
+		if r.Rollback && inst.Mon.State.Failed() {
+			// its turn failed on the config rolled back (a node of a
+			// rollback's list runs another config, or failed its turn in
+			// the rollout undone; its mark may be update_delay's): the failed
+			// state goes, and placement starts it again where it is
+			// wanted (never above flex_max), on the previous config
+			// (not expected here any more: its monitored resources,
+			// down, are not restarted by the ladder in the meantime)
+			c.clearLocal(svc, "rollback "+r.ID+": the config this node's turn failed on is rolled back", now)
+			c.expect(svc, inst, dataset.ExpectNone)
+			cause = "not running here: its failed state cleared, it starts on the previous config when placement starts it"
+		}
+		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: cause}, now)
 		return time.Time{}
 	}
 	c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnRestarting}, now)
@@ -276,4 +274,39 @@ func (c *Core) rolloutActed(svc string, err error, now time.Time) {
 	}
 	c.setMark(svc, dataset.RolloutMark{ID: m.ID, State: dataset.TurnMonitoring}, now)
 	c.wakeAt(now.Add(time.Duration(ss.Rollout.MonitorMs) * time.Millisecond))
+}
+
+// runningOld lists, in the order of the service's nodes, the alive nodes
+// whose instance of svc runs a config other than digest, and counts the
+// instances that run.
+func (c *Core) runningOld(svc string, snap monitor.Snapshot, digest string) (nodes []string, runs int) {
+	cfg := snap.Services[svc]
+	if cfg == nil {
+		return nil, 0
+	}
+	for _, n := range cfg.NodeList(snap.ClusterNodes) {
+		v, ok := snap.Nodes[n]
+		if !ok || !v.Alive() {
+			continue
+		}
+		if i, ok := v.Data.Services[svc]; ok && running(i) {
+			runs++
+			if i.RunDigest != digest {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	return nodes, runs
+}
+
+// rolloutMarks are the marks of r's nodes alive, this node's included.
+func (c *Core) rolloutMarks(svc string, r *dataset.Rollout, snap monitor.Snapshot) map[string]*dataset.RolloutMark {
+	marks := make(map[string]*dataset.RolloutMark, len(r.Nodes))
+	for _, n := range r.Nodes {
+		if v, ok := snap.Nodes[n]; ok && n != c.cfg.Name && v.Alive() {
+			marks[n] = v.Data.Services[svc].RolloutMark
+		}
+	}
+	marks[c.cfg.Name] = c.state.Services[svc].RolloutMark
+	return marks
 }

@@ -321,6 +321,8 @@ func (c *Core) Step(in Input) Ticket {
 		return c.adminLocal(in)
 	case RolloutRequest:
 		return c.beginRollout(in)
+	case RollbackRequest:
+		return c.rollbackByHand(in)
 	case ConfigRequest:
 		return c.editConfig(in)
 	}

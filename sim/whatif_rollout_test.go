@@ -26,7 +26,9 @@ func rolloutSnap(old ...string) *Snapshot {
 // turn's times, done at the end, never fewer than flex_target -
 // update_parallelism up nor more than flex_max; instances on the current
 // config are not in it; with none old, the answer says there is nothing
-// to do, and a --set before makes every running one old.
+// to do (an edit of a keyword that only orchestrates changes nothing of
+// that), and a --set of update_parallelism before the rollout sizes its
+// batches.
 func TestWhatIfRollout(t *testing.T) {
 	s := rolloutSnap("n1", "n3")
 	res := whatIf(t, s, mustEvents(t, "rollout", "app"), RolloutSpan(s, "app"))
@@ -58,9 +60,16 @@ func TestWhatIfRollout(t *testing.T) {
 	if r := res.Rollouts[0]; r.ID != "" || !strings.Contains(r.Answer, "nothing to do") {
 		t.Errorf("none old: %+v", r)
 	}
-	// a config edit, then the rollout: every running instance, 1 at a time
+	// an edit of a keyword that only orchestrates makes nothing old
+	// (config.OrchestrationKeywords): still nothing to do
+	res = whatIf(t, s, mustEvents(t, "set", "app:update_parallelism=2", "rollout", "app@+2s"), time.Minute)
+	if r := res.Rollouts[0]; r.ID != "" || !strings.Contains(r.Answer, "nothing to do") {
+		t.Errorf("after a --set of update_parallelism 2, none old: %+v\n%s", r, dump(res))
+	}
+	// every instance old, update_parallelism 2 set first: 2 batches, 2 then 1
+	s = rolloutSnap("n1", "n2", "n3")
 	res = whatIf(t, s, mustEvents(t, "set", "app:update_parallelism=2", "rollout", "app@+2s"), RolloutSpan(s, "app"))
 	if r := res.Rollouts[0]; r.State != "done" || len(r.Batches) != 2 || len(r.Batches[0]) != 2 || r.Least != 1 || r.FewestUp < 1 {
-		t.Errorf("after a --set of update_parallelism 2: %+v\n%s", r, dump(res))
+		t.Errorf("3 old, after a --set of update_parallelism 2: %+v\n%s", r, dump(res))
 	}
 }

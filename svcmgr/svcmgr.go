@@ -55,6 +55,7 @@ func App() *cli.App {
 			scaleCommand(),
 			pullCommand(),
 			rolloutCommand(),
+			rollbackCommand(),
 			simulateCommand(),
 			describeCommand(),
 			{Name: "ls", Usage: "list services", UsageText: "svcmgr [-s SELECTOR] ls", Description: globalsHelp, Action: ls},
@@ -78,13 +79,13 @@ func App() *cli.App {
 				Subcommands: []*cli.Command{{Name: "config", Usage: "check the installed config", Description: globalsHelp, Action: validateInstalled}}},
 			{Name: "edit", Usage: "edit config", Subcommands: []*cli.Command{
 				{Name: "config", Usage: "edit the config in $EDITOR, validate, install (--key: signed with that admin key)", Description: globalsHelp,
-					Flags: []cli.Flag{keyFlag()}, Action: editConfig},
+					Flags: append([]cli.Flag{keyFlag()}, rolloutFlags()...), Action: editConfig},
 			}},
 			{Name: "set", Usage: "set --kw K=V (also K+=V, K-=V for lists; --add: a new resource; --force: naming services or OCF agents not there yet)",
-				UsageText:   "svcmgr -s SELECTOR set [--add] [--force] --kw K=V [--kw K=V ...]",
-				Description: forceHelp + globalsHelp, Flags: []cli.Flag{kwFlag("a keyword to set: `K=V`, K+=V or K-=V (lists); repeatable"),
+				UsageText:   "svcmgr -s SELECTOR set [--add] [--force] [--rollout [--wait]] --kw K=V [--kw K=V ...]",
+				Description: forceHelp + globalsHelp, Flags: append([]cli.Flag{kwFlag("a keyword to set: `K=V`, K+=V or K-=V (lists); repeatable"),
 					&cli.BoolFlag{Name: "add", Usage: "the keywords may add a resource the config does not have (without it, a resource name that is not in the config is refused: a typo)"},
-					forceFlag(), keyFlag()},
+					forceFlag(), keyFlag()}, rolloutFlags()...),
 				Action: func(c *cli.Context) error {
 					if c.Bool("add") {
 						return keyword(c, "add")
@@ -95,7 +96,7 @@ func App() *cli.App {
 				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to print (its default when unset); repeatable")},
 				Action: func(c *cli.Context) error { return keyword(c, "get") }},
 			{Name: "unset", Usage: "unset --kw K (a keyword; TYPE#NAME: a whole resource)", UsageText: "svcmgr -s SELECTOR unset --kw K [--kw K ...]",
-				Description: globalsHelp, Flags: []cli.Flag{kwFlag("a keyword `K` to remove (its default applies), or a resource TYPE#NAME to remove; repeatable"), keyFlag()},
+				Description: globalsHelp, Flags: append([]cli.Flag{kwFlag("a keyword `K` to remove (its default applies), or a resource TYPE#NAME to remove; repeatable"), keyFlag()}, rolloutFlags()...),
 				Action: func(c *cli.Context) error { return keyword(c, "unset") }},
 			{Name: "logs", Usage: "the service's log lines (--follow, --lines N, --node N: another node's; --format json: one object a line)",
 				UsageText: "svcmgr -s NAME logs [--follow] [--lines N] [--node N] [--format json]", Description: globalsHelp,
@@ -411,6 +412,9 @@ func editConfig(c *cli.Context) error {
 		return cliutil.Usage("edit config takes one service, %d selected", len(names))
 	}
 	name := names[0]
+	if err := checkRolloutFlags(c); err != nil {
+		return err
+	}
 	k, err := adminKey(c)
 	if err != nil {
 		return err
@@ -459,7 +463,7 @@ func editConfig(c *cli.Context) error {
 			if _, err = cl.Create(ctx(c), req); err == nil {
 				os.Remove(tmpName)
 				fmt.Fprintf(c.App.Writer, "%s: config installed\n", name)
-				return nil
+				return rolloutAfterEdit(c, cl, names)
 			}
 		}
 		// a refused config (exit 2) is offered to the editor again, as
@@ -495,6 +499,11 @@ func keyword(c *cli.Context, op string) error {
 	if len(kws) == 0 {
 		return cliutil.Usage("%s needs --kw", op)
 	}
+	if op != "get" {
+		if err := checkRolloutFlags(c); err != nil {
+			return err
+		}
+	}
 	cl := cliutil.Client(c)
 	names, err := selected(c, cl)
 	if err != nil {
@@ -527,7 +536,10 @@ func keyword(c *cli.Context, op string) error {
 			}
 		}
 	}
-	return nil
+	if op == "get" {
+		return nil
+	}
+	return rolloutAfterEdit(c, cl, names)
 }
 
 // explain prints, for each selected service, the local daemon's

@@ -28,6 +28,13 @@ type Op struct {
 	Redo  []*Edit // a rebase: the edits it applies again
 	// Ticket answers a deletion (0: a deletion heard from a peer).
 	Ticket vocab.Ticket
+	// Prev is the text this op replaces (the config installed, or that of
+	// the op of the service handed out before it): kept as the previous
+	// config once written (nil: none).
+	Prev []byte
+	// PrevRun is the run digest of that text (config.ServiceConfig's
+	// RunDigest; "" when unknown).
+	PrevRun string
 }
 
 // Edit is an edit made here that the live peers have not all

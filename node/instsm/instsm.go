@@ -61,6 +61,9 @@ type Instance struct {
 	// RolloutSaid is the last rollout progress said of the service
 	// (node/rolloutnote.go), zero before any.
 	RolloutSaid RolloutSaid
+	// RolloutSpoke is where the service's rollout stood (its id, then a
+	// word) when this node last spoke for it (node/rollback.go): said once.
+	RolloutSpoke string
 }
 
 // RolloutSaid is what a rollout_progress event said: the service's

@@ -119,6 +119,10 @@ type RolloutState struct {
 	// changed in place.
 	Rollout     *dataset.Rollout     `json:"rollout,omitempty"`
 	RolloutMark *dataset.RolloutMark `json:"rollout_mark,omitempty"`
+	// Previous is the config installed before the current one (its text,
+	// signature included, and digest): what a rollback installs again.
+	// Written with the version that replaced it.
+	Previous *dataset.PrevConfig `json:"previous,omitempty"`
 }
 
 // ClusterIdentity is what a node remembers of the multi-node cluster it

@@ -45,28 +45,10 @@ func (w *procWatch) trough(after time.Time) (int, string) {
 	return least, when
 }
 
-// lastStarts is the version of the last start journaled by each node.
-func lastStarts(t *testing.T, journal string) map[string]string {
-	out := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(readFile(t, journal)), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "start" {
-			out[f[1]] = f[2]
-		}
-	}
-	return out
-}
-
-// A good version rolls out one node at a time (never fewer than 2 of the 3
-// up, never more than 3), and rollout --wait exits 0 once every instance
-// started it; a bad version (its start fails) pauses the rollout at the
-// first node, and --wait exits 1 naming that node and the cause, the other
-// two still running the good version.
-func TestRolloutFlex(t *testing.T) {
-	t.Parallel()
-	names := []string{"n1", "n2", "n3"}
-	c := startCluster(t, names, clusterOpts{})
-	journal := filepath.Join(t.TempDir(), "journal")
-	svc := fmt.Sprintf(`[DEFAULT]
+// journaledFlex is a flex service of 3 instances on n1, n2, n3 whose app
+// journals the version it starts with (v1).
+func journaledFlex(journal string) string {
+	return fmt.Sprintf(`[DEFAULT]
 orchestrate = "ha"
 nodes = ["n1", "n2", "n3"]
 topology = "flex"
@@ -80,6 +62,34 @@ check = "sh -c 'test -f {var}/main.pid && kill -0 $(cat {var}/main.pid) 2>/dev/n
 monitor = true
 timeout = "10s"
 `, strings.ReplaceAll(versionStart(journal, "v1"), `"`, `\"`))
+}
+
+// lastStarts is the version of the last start journaled by each node.
+func lastStarts(t *testing.T, journal string) map[string]string {
+	out := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(readFile(t, journal)), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "start" {
+			out[f[1]] = f[2]
+		}
+	}
+	return out
+}
+
+// A good version rolls out one node at a time (never fewer than 2 of the 3
+// up, never more than 3), and rollout --wait exits 0 once every instance
+// started it; an edit of keywords that only orchestrate (priority,
+// flex_min) shows no instance on an old config and leaves nothing to roll
+// out; a bad version (its start fails) fails the rollout at the
+// first node and is rolled back by itself (update_failure_action rollback,
+// the default): --wait exits 1 naming that node, the cause and the
+// rollback, every node holds the good config again and every instance runs
+// it (the failed one started again on it, the other two never restarted).
+func TestRolloutFlex(t *testing.T) {
+	t.Parallel()
+	names := []string{"n1", "n2", "n3"}
+	c := startCluster(t, names, clusterOpts{})
+	journal := filepath.Join(t.TempDir(), "journal")
+	svc := journaledFlex(journal)
 	createService(t, c["n1"], "app", svc)
 	pids := map[string]string{}
 	for _, n := range names {
@@ -125,6 +135,19 @@ timeout = "10s"
 	}
 	t.Logf("rollout of 3 instances, parallelism 1, update_monitor 1s: %s", took.Round(10*time.Millisecond))
 
+	// an edit of keywords that only orchestrate leaves every instance on
+	// the current config: nothing shown old, nothing to roll out
+	c["n1"].must("svcmgr", "-s", "app", "set", "--kw", "priority=20", "--kw", "flex_min=2")
+	waitFor(t, 20*time.Second, "the priority edit on n3", func() bool {
+		return strings.TrimSpace(c["n3"].must("svcmgr", "-s", "app", "get", "--kw", "priority")) == "20"
+	})
+	if mon := c["n3"].must("svcmon"); strings.Contains(mon, "(old config)") {
+		t.Fatalf("a priority and flex_min edit shows the instances on an old config:\n%s", mon)
+	}
+	if out := c["n3"].must("svcmgr", "-s", "app", "rollout"); !strings.Contains(out, "nothing to do") {
+		t.Fatalf("rollout after a priority edit: %s", out)
+	}
+
 	// a bad version: its start fails
 	c["n1"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start=sh -c 'exit 1'")
 	waitFor(t, 20*time.Second, "svcmon on n2 shows the old config", func() bool {
@@ -132,18 +155,100 @@ timeout = "10s"
 	})
 	from = time.Now()
 	r := c["n2"].run("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
-	if r.Code != 1 || !strings.Contains(r.Err, "paused: n1: restart failed") {
-		t.Fatalf("rollout --wait of a bad version: want exit 1 naming n1 and the failed restart: %s", r)
+	if r.Code != 1 || !strings.Contains(r.Err, "n1: restart failed") || !strings.Contains(r.Err, "rolled back") {
+		t.Fatalf("rollout --wait of a bad version: want exit 1 naming n1, the failed restart and the rollback: %s", r)
 	}
-	if st := c["n3"].must("svcmgr", "-s", "app", "rollout", "status"); !strings.Contains(st, "paused: n1: restart failed") || !strings.Contains(st, "turn failed") {
-		t.Fatalf("rollout status:\n%s", st)
+	// every node holds the good config again, and every instance runs it
+	defer func() {
+		if t.Failed() {
+			t.Logf("n1 node log:\n%s\nsvcmon:\n%s", readFile(t, filepath.Join(c["n1"].root, "log", "node.log")), c["n1"].must("svcmgr", "-s", "app", "print", "status"))
+		}
+	}()
+	waitFor(t, 30*time.Second, "app up on 3 nodes on v2 again", func() bool {
+		starts := lastStarts(t, journal)
+		return len(w.running()) == 3 && starts["n1"] == "v2" && starts["n2"] == "v2" && starts["n3"] == "v2"
+	})
+	t.Logf("bad version rolled back, from rollout --wait to 3 instances up on v2 again (update_monitor 1s): %s", time.Since(from).Round(10*time.Millisecond))
+	st := c["n3"].must("svcmgr", "-s", "app", "rollout", "status")
+	if !strings.Contains(st, "rollback of ") || !strings.Contains(st, "done") || strings.Contains(st, "(old)") {
+		t.Fatalf("rollout status after the rollback:\n%s", st)
+	}
+	for _, n := range names {
+		if got := c[n].must("svcmgr", "-s", "app", "get", "--kw", "app#main.start"); !strings.Contains(got, "v2") {
+			t.Fatalf("%s holds app#main.start %q after the rollback, want the v2 start", n, got)
+		}
 	}
 	w.moreRounds(5)
-	if got := w.running(); strings.Join(got, ",") != "n2,n3" {
-		t.Fatalf("after the pause, app runs on %v, want n2,n3 (not restarted on the bad version)", got)
-	}
 	if least, when := w.trough(from); least < 2 {
-		t.Fatalf("the watcher saw %d instances up at once during the bad rollout (%s)", least, when)
+		t.Fatalf("the watcher saw %d instances up at once during the bad rollout and its rollback (%s)", least, when)
+	}
+	if most, when := w.peak(); most > 3 {
+		t.Fatalf("the watcher saw %d instances at once (%s), flex_max is 3", most, when)
+	}
+	if j := readFile(t, journal); strings.Count(j, "start n2 v2") != 1 || strings.Count(j, "start n3 v2") != 1 {
+		t.Fatalf("n2 or n3 restarted by the rollback (they never left v2):\n%s", j)
+	}
+}
+
+// With admin keys, a signed set --rollout --wait edits and rolls out in
+// one go; the rollback of a bad signed config installs the
+// previous signed text again, signature included, and every node accepts
+// it (its serial is the replay floor: one config back); every instance
+// ends on it.
+func TestRolloutRollbackSigned(t *testing.T) {
+	t.Parallel()
+	names := []string{"n1", "n2", "n3"}
+	c := newCluster(t, names, clusterOpts{})
+	ws := t.TempDir() // the admin's workstation
+	key := filepath.Join(ws, "alice.key")
+	line := c["n1"].must("svcmgr", "key", "generate", "--name", "alice", "--key", key)
+	signedConf := readFile(t, c["n1"].root+"/etc/cluster.toml") + "\n[admin_keys]\n" + line
+	for _, n := range names {
+		writeClusterToml(t, c[n], signedConf)
+	}
+	startNodes(t, c, names)
+	journal := filepath.Join(t.TempDir(), "journal")
+	file := filepath.Join(ws, "app.toml")
+	writeFile(t, file, journaledFlex(journal))
+	c["n1"].must("svcmgr", "-s", "app", "sign", file, "--key", key, "--cluster", "test")
+	c["n2"].must("svcmgr", "-s", "app", "create", "--config", file)
+	pids := map[string]string{}
+	for _, n := range names {
+		pids[n] = filepath.Join(c[n].root, "var", "services", "app", "main.pid")
+	}
+	w := watchProcs(t, pids)
+	waitFor(t, 40*time.Second, "app up on 3 nodes", func() bool { return len(w.running()) == 3 })
+
+	// the signed edit and its rollout in one go
+	if out := c["n2"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start="+versionStart(journal, "v2"), "--key", key, "--rollout", "--wait", "--time", "60s"); !strings.Contains(out, "done") {
+		t.Fatalf("set --rollout --wait:\n%s", out)
+	}
+	if starts := lastStarts(t, journal); starts["n1"] != "v2" || starts["n2"] != "v2" || starts["n3"] != "v2" {
+		t.Fatalf("after set --rollout --wait, the last starts are %v, want v2 everywhere", starts)
+	}
+	good := readFile(t, c["n1"].root+"/etc/services/app.toml")
+	if !strings.Contains(good, "v2") {
+		t.Fatalf("the config after the signed set:\n%s", good)
+	}
+	c["n1"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start=sh -c 'exit 1'", "--key", key)
+	r := c["n2"].run("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
+	if r.Code != 1 || !strings.Contains(r.Err, "restart failed") || !strings.Contains(r.Err, "rolled back") {
+		t.Fatalf("rollout --wait of a bad signed version: want exit 1 naming the failed restart and the rollback: %s", r)
+	}
+	waitFor(t, 30*time.Second, "app up on 3 nodes on v2 again", func() bool {
+		starts := lastStarts(t, journal)
+		return len(w.running()) == 3 && starts["n1"] == "v2" && starts["n2"] == "v2" && starts["n3"] == "v2"
+	})
+	for _, n := range names {
+		if got := readFile(t, c[n].root+"/etc/services/app.toml"); got != good {
+			t.Fatalf("%s holds after the rollback:\n%s\nwant the previous signed text:\n%s", n, got, good)
+		}
+		if lg := readFile(t, filepath.Join(c[n].root, "log", "node.log")); strings.Contains(lg, "config_refused") {
+			t.Fatalf("%s refused a config during the rollback:\n%s", n, lg)
+		}
+	}
+	if most, when := w.peak(); most > 3 {
+		t.Fatalf("the watcher saw %d instances at once (%s), flex_max is 3", most, when)
 	}
 }
 
