@@ -46,9 +46,6 @@ func checkContainer(r ResourceConfig) *fieldError {
 	if r.Rootfs != "" && r.Engine == "docker" {
 		return &fieldError{"rootfs", "docker runs images only (it has no --rootfs): import the directory as an image (tar -C DIR -c . | docker import - IMAGE) and set image"}
 	}
-	if r.Healthcheck != "" && r.Engine == "docker" {
-		return &fieldError{"healthcheck", "not built yet with engine = \"docker\" (docker runs the health command on a timer of its own, which Haven does not read yet): use podman, or an app resource whose check asks the container"}
-	}
 	if r.Rootfs != "" && r.Pull != "never" {
 		return &fieldError{"pull", "a rootfs is not pulled: leave pull out"}
 	}

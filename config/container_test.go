@@ -64,7 +64,7 @@ pull = "always"
 
 	bad := []struct{ body, want string }{
 		{"engine = \"docker\"\nrootfs = \"/srv/root\"", `web.toml:6: container#web.rootfs: docker runs images only`},
-		{"engine = \"docker\"\nimage = \"x\"\nhealthcheck = \"true\"", `web.toml:7: container#web.healthcheck: not built yet with engine = "docker"`},
+		{"engine = \"docker\"\nimage = \"x\"\nhealthcheck = \"a\\nb\"", "web.toml:7: container#web.healthcheck: the health command is one line"},
 		{`command = ["true"]`, "container#web.image: a container needs an image"},
 		{"image = \"x\"\nrootfs = \"/srv/root\"", "container#web.rootfs: set image or rootfs, not both"},
 		{`rootfs = "srv/root"`, `container#web.rootfs: "srv/root": want an absolute path`},

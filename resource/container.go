@@ -272,9 +272,14 @@ func (c *container) runArgs(ctx context.Context) []string {
 	for _, cp := range rc.CapAdd {
 		a = append(a, "--cap-add", cp)
 	}
-	if rc.Healthcheck != "" {
-		// the status check runs it (engine.health): the engine's own
-		// timer needs systemd
+	switch {
+	case rc.Healthcheck != "" && c.eng.docker():
+		// dockerd runs it on its own timer; the listing reads its state
+		a = append(a, "--health-cmd", rc.Healthcheck, "--health-interval", dockerHealthInterval(c.env.MonitorInterval).String(),
+			"--health-retries", fmt.Sprint(dockerHealthRetries))
+	case rc.Healthcheck != "":
+		// the status check runs it (engine.health): podman's own timer
+		// needs systemd
 		a = append(a, "--health-cmd", rc.Healthcheck, "--health-interval", "disable")
 	}
 	if rc.Rootfs != "" {
@@ -378,7 +383,7 @@ func (c *container) status(ctx context.Context) (dataset.Status, string, string)
 	}
 	switch {
 	case ct.Runs() && c.rc.Healthcheck != "":
-		h, err := c.eng.health(ctx, c.timeout(), ct.ID)
+		h, err := c.eng.health(ctx, c.timeout(), *ct)
 		switch {
 		case err != nil:
 			return dataset.StatusWarn, "container " + c.name + " runs, its health unknown: " + err.Error(), ""

@@ -36,6 +36,9 @@ type dockerInspect struct {
 		Status   string `json:"Status"`
 		Pid      int    `json:"Pid"`
 		ExitCode int    `json:"ExitCode"`
+		Health   *struct {
+			Status string `json:"Status"`
+		} `json:"Health"` // with a health command only
 	} `json:"State"`
 	Config *struct {
 		Image  string            `json:"Image"`
@@ -76,10 +79,40 @@ func (e *engine) dockerPs(ctx context.Context, timeout time.Duration) ([]Contain
 		if !dockerIDRE.MatchString(r.ID) || name == "" || r.State == nil || r.Config == nil {
 			return nil, &EngineError{Call: call, Msg: fmt.Sprintf("unreadable output of docker container inspect: a container without id, name, state or config: %.80q", out)}
 		}
-		list = append(list, Container{ID: r.ID, Names: []string{name}, State: r.State.Status, Image: r.Config.Image,
-			Labels: r.Config.Labels, Exited: r.State.Status == "exited", Code: r.State.ExitCode, Pid: r.State.Pid})
+		ct := Container{ID: r.ID, Names: []string{name}, State: r.State.Status, Image: r.Config.Image,
+			Labels: r.Config.Labels, Exited: r.State.Status == "exited", Code: r.State.ExitCode, Pid: r.State.Pid}
+		if r.State.Health != nil {
+			ct.Health = r.State.Health.Status
+		}
+		list = append(list, ct)
 	}
 	return list, nil
+}
+
+// dockerHealthRetries is docker's --health-retries: the failures in a
+// row that make a container unhealthy, podman's default.
+const dockerHealthRetries = 3
+
+// dockerHealthInterval is docker's --health-interval: the node's
+// monitor_interval (5s when unset), so that a monitored container's
+// check finds the health at most one interval old.
+func dockerHealthInterval(monitor time.Duration) time.Duration {
+	if monitor <= 0 {
+		return 5 * time.Second
+	}
+	return monitor
+}
+
+// dockerHealth is the health of container ct as dockerd recorded it in
+// the listing (its own timer runs the command): no call of its own.
+func dockerHealth(ct Container) (string, error) {
+	switch ct.Health {
+	case "healthy", "starting", "unhealthy":
+		return ct.Health, nil
+	case "":
+		return "", &EngineError{Call: "docker container inspect", Msg: "no health state: the container was started without the health command"}
+	}
+	return "", &EngineError{Call: "docker container inspect", Msg: fmt.Sprintf("unreadable health state %.40q", ct.Health)}
 }
 
 // dockerImageExists reports whether the image is in dockerd's storage:

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -249,5 +251,85 @@ esac`)
 	st, reason, fault := c.FaultStatus(context.Background())
 	if st != dataset.StatusDown || fault != "hard" || !strings.Contains(reason, "cannot run here: env_file "+envFile+" is not a file on this node") {
 		t.Fatalf("status without the env_file: %s %q %q", st, reason, fault)
+	}
+}
+
+// healthcheck with docker: the run passes the health command with
+// dockerd's own timer at the node's monitor_interval and 3 retries, and
+// each check reads the health state from the listing's container inspect
+// (no call of its own): starting and healthy up, unhealthy down, none
+// warn. The scripted container's process is a sleep of the test's, in a
+// cgroup named after the container's id (as Runs wants).
+func TestContainerDockerHealthScripted(t *testing.T) {
+	cenv, _ := cgroupEnv(t)
+	env, rec := fakeEngine(t, "docker", `echo "$*" >> "$CALLS"
+case "$1 $2" in
+"ps --all") if [ -e "$STATE" ]; then echo `+fakeID+`; fi ;;
+"container inspect") h=""; if [ -e "$HEALTH" ]; then h=',"Health":{"Status":"'"$(cat "$HEALTH")"'"}'; fi
+  echo '[{"Id":"`+fakeID+`","Name":"/haven.websvc.web","State":{"Status":"running","Pid":'"$PID"',"ExitCode":0'"$h"'},"Config":{"Image":"localhost/hbox:1","Labels":{"haven.cluster":"fake","haven.node":"'"$NODE"'","haven.service":"websvc","haven.rid":"container#web"}}}]' ;;
+"image inspect") exit 0 ;;
+"run --detach") touch "$STATE" ;;
+esac`)
+	env.MonitorInterval = 2 * time.Second
+	dir := t.TempDir()
+	calls, health := filepath.Join(dir, "calls"), filepath.Join(dir, "health")
+	t.Setenv("CALLS", calls)
+	t.Setenv("STATE", filepath.Join(dir, "state"))
+	t.Setenv("HEALTH", health)
+	t.Setenv("NODE", env.Node)
+	cg := filepath.Join(cenv.Cgroup, "docker-"+fakeID+".scope")
+	if err := os.MkdirAll(cg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(cg, syscall.O_DIRECTORY|syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	sleep := exec.Command("sleep", "1000")
+	sleep.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sleep.Process.Kill(); sleep.Wait() })
+	t.Setenv("PID", fmt.Sprint(sleep.Process.Pid))
+
+	c := fakeContainer(t, "docker", env, func(rc *config.ResourceConfig) { rc.Healthcheck = "test -e /tmp/ok" })
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v\n%s", err, rec)
+	}
+	b, _ := os.ReadFile(calls)
+	if want := " --health-cmd test -e /tmp/ok --health-interval 2s --health-retries 3 --pull never localhost/hbox:1 sleep 1000"; !strings.Contains(string(b), want) {
+		t.Fatalf("the run lacks %q:\n%s", want, b)
+	}
+	for _, step := range []struct {
+		health string
+		want   dataset.Status
+		reason string
+	}{
+		{"starting", dataset.StatusUp, ""},
+		{"unhealthy", dataset.StatusDown, "container haven.websvc.web unhealthy (its healthcheck failed 3 times in a row)"},
+		{"healthy", dataset.StatusUp, ""},
+		{"", dataset.StatusWarn, "container haven.websvc.web runs, its health unknown: docker container inspect: no health state: the container was started without the health command"},
+		{"dead", dataset.StatusWarn, `container haven.websvc.web runs, its health unknown: docker container inspect: unreadable health state "dead"`},
+	} {
+		os.Remove(health)
+		if step.health != "" {
+			os.WriteFile(health, []byte(step.health), 0o600)
+		}
+		os.Remove(calls)
+		c.eng.changed() // a listing of its own
+		st, reason, fault := c.FaultStatus(context.Background())
+		if st != step.want || reason != step.reason || fault != "" {
+			t.Fatalf("health %q: status %s %q %q", step.health, st, reason, fault)
+		}
+		// the listing's two calls and nothing else
+		b, _ := os.ReadFile(calls)
+		if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "ps --all") || !strings.HasPrefix(lines[1], "container inspect") {
+			t.Fatalf("health %q: the check's calls:\n%s", step.health, b)
+		}
+	}
+	if !rec.has("check: down: container haven.websvc.web unhealthy") {
+		t.Fatalf("the log does not say unhealthy:\n%s", rec)
 	}
 }

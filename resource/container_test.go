@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -378,18 +379,30 @@ func containerGuardKill(t *testing.T, engine string) {
 	}
 }
 
-// env_file, cap_drop/cap_add and the health command with real podman:
+// env_file, cap_drop/cap_add and the health command with a real engine:
 // the file's variables reach the container under the env keyword's; the
-// container's process has the capabilities asked for and no other; each
-// check runs the health command: starting, then unhealthy (down) after
-// its 3rd failure in a row, then healthy (up) once it passes.
+// container's process has the capabilities asked for and no other; the
+// health command: starting (up), then unhealthy (down) after its 3rd
+// failure in a row, then healthy (up) once it passes. Podman: each check
+// runs it; docker: dockerd runs it every monitor_interval (1s here) and
+// the checks read its state.
 func TestContainerPodmanEnvFileCapsHealth(t *testing.T) {
-	env, rec, p := engineEnv(t, "podman")
+	containerEnvFileCapsHealth(t, "podman")
+}
+
+func TestContainerDockerEnvFileCapsHealth(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
+	containerEnvFileCapsHealth(t, "docker")
+}
+
+func containerEnvFileCapsHealth(t *testing.T, engine string) {
+	env, rec, p := engineEnv(t, engine)
+	env.MonitorInterval = time.Second
 	envFile := filepath.Join(t.TempDir(), "web.env")
 	if err := os.WriteFile(envFile, []byte("# the file's\nFROM_FILE=file\nBOTH=file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rc := containerRC("web", func(rc *config.ResourceConfig) {
+	rc := engineRC(engine, "web", func(rc *config.ResourceConfig) {
 		rc.EnvFile = envFile
 		rc.ContainerEnv = map[string]string{"BOTH": "env"}
 		rc.CapDrop = []string{"ALL"}
@@ -405,14 +418,21 @@ func TestContainerPodmanEnvFileCapsHealth(t *testing.T) {
 	}
 	t.Cleanup(func() { d.Stop(context.Background()) })
 	name := ContainerName(env.Service, "web")
-	out, err := p.Run("inspect", "--format", "{{json .Config.Env}} {{.State.Pid}}", name)
+	out, err := p.Run("inspect", "--format", "{{.State.Pid}}", name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, `"FROM_FILE=file"`) || !strings.Contains(out, `"BOTH=env"`) || strings.Contains(out, `"BOTH=file"`) {
-		t.Fatalf("the container's environment: %s", out)
-	}
 	f := strings.Fields(out)
+	// what the process sees (docker's record keeps both BOTH, in order;
+	// the process has the last)
+	environ, err := os.ReadFile("/proc/" + f[len(f)-1] + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := strings.Split(string(environ), "\x00")
+	if !slices.Contains(vars, "FROM_FILE=file") || !slices.Contains(vars, "BOTH=env") || slices.Contains(vars, "BOTH=file") {
+		t.Fatalf("the container's process's environment: %q", vars)
+	}
 	status, err := os.ReadFile("/proc/" + f[len(f)-1] + "/status")
 	if err != nil {
 		t.Fatal(err)
@@ -422,13 +442,28 @@ func TestContainerPodmanEnvFileCapsHealth(t *testing.T) {
 		t.Fatalf("the container's capabilities are not NET_BIND_SERVICE alone:\n%s", status)
 	}
 
-	// the health command fails: starting (up) twice, then unhealthy
-	for i := 1; i <= 2; i++ {
+	// the health command fails: starting (up), then unhealthy
+	unhealthy := "container " + name + " unhealthy (its healthcheck failed 3 times in a row)"
+	if engine == "podman" {
+		// each check runs it: up twice, down at the third
+		for i := 1; i <= 2; i++ {
+			mustStatus(t, d, dataset.StatusUp)
+		}
+		if reason := mustStatus(t, d, dataset.StatusDown); reason != unhealthy {
+			t.Fatalf("unhealthy: %q", reason)
+		}
+	} else {
+		// dockerd's timer: starting until its 3rd failure, 3s from the start
 		mustStatus(t, d, dataset.StatusUp)
-	}
-	reason := mustStatus(t, d, dataset.StatusDown)
-	if reason != "container "+name+" unhealthy (its healthcheck failed 3 times in a row)" {
-		t.Fatalf("unhealthy: %q", reason)
+		var st dataset.Status
+		var reason string
+		eventually(t, 30*time.Second, "never unhealthy", func() bool {
+			st, reason, _ = d.(Faulter).FaultStatus(context.Background())
+			return st != dataset.StatusUp
+		})
+		if st != dataset.StatusDown || reason != unhealthy {
+			t.Fatalf("status %s %q, want down %q", st, reason, unhealthy)
+		}
 	}
 	if !rec.has("check: down: container " + name + " unhealthy") {
 		t.Fatalf("the log does not say unhealthy:\n%s", rec)
@@ -436,7 +471,14 @@ func TestContainerPodmanEnvFileCapsHealth(t *testing.T) {
 	if _, err := p.Run("exec", name, "sh", "-c", ">/tmp/ok"); err != nil {
 		t.Fatal(err)
 	}
-	mustStatus(t, d, dataset.StatusUp)
+	if engine == "podman" {
+		mustStatus(t, d, dataset.StatusUp)
+	} else {
+		eventually(t, 30*time.Second, "never healthy again", func() bool {
+			st, _, _ := d.(Faulter).FaultStatus(context.Background())
+			return st == dataset.StatusUp
+		})
+	}
 	if err := d.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}

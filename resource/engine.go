@@ -74,6 +74,9 @@ type Container struct {
 	Exited bool              `json:"Exited"`
 	Code   int               `json:"ExitCode"`
 	Pid    int               `json:"Pid"`
+	// Health is docker's health state ("" without a health command);
+	// podman's is asked for (engine.health).
+	Health string `json:"-"`
 }
 
 // Runs reports whether the container's process runs: the engine says
@@ -402,10 +405,15 @@ func (e *engine) pull(ctx context.Context, timeout time.Duration, image string) 
 	return err
 }
 
-// health runs the health command of container id once and returns the
-// engine's health state after it: "healthy", "starting" (failures fewer
-// than its retries in a row) or "unhealthy".
-func (e *engine) health(ctx context.Context, timeout time.Duration, id string) (string, error) {
+// health is the health state of container ct: "healthy", "starting"
+// (failures fewer than its retries in a row) or "unhealthy". Podman runs
+// its health command once now; docker's own timer runs it, and the
+// listing holds its state.
+func (e *engine) health(ctx context.Context, timeout time.Duration, ct Container) (string, error) {
+	if e.docker() {
+		return dockerHealth(ct)
+	}
+	id := ct.ID
 	_, code, err := e.call(ctx, timeout, "healthcheck", "run", id)
 	switch {
 	case err == nil:
