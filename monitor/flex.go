@@ -329,3 +329,15 @@ func (c *svcCtx) capacityExcluded() []string {
 	}
 	return out
 }
+
+// upLeaving counts the instances up (as upCount counts them) that leave
+// their slot to a replacement (a start-first rollout's turn).
+func (c *svcCtx) upLeaving() int {
+	n := 0
+	for i := range c.nodes {
+		if c.alive[i] && c.insts[i].Leaving && c.insts[i].Avail == dataset.StatusUp {
+			n++
+		}
+	}
+	return n
+}
