@@ -113,6 +113,14 @@ func (c *svcCtx) flexBlock(fc flexCount) (why lazy, wait dataset.MonitorState) {
 		return blk, ""
 	}
 	idx, free := fc.slot(local, c.cfg.FlexTarget)
+	if room := c.cfg.FlexMax - fc.taken - fc.leaving; room < free && free > 0 {
+		// instances leaving their slot (start-first) still run: the
+		// claims fit in flex_max with them, the best first
+		if room <= 0 {
+			return lazy{"flex max reached: ", strconv.Itoa(fc.taken + fc.leaving), " instances running elsewhere, some leaving their slot (start-first rollout turns)", ": waiting for them to stop"}, ""
+		}
+		free = room
+	}
 	if free <= 0 {
 		return lazy{"flex target reached: ", strconv.Itoa(fc.taken), " of ", strconv.Itoa(c.cfg.FlexTarget) + " instances running elsewhere (up, in an action, claimed or not known)"}, ""
 	}
