@@ -180,7 +180,8 @@ func Turn(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, self string
 // running there). It leaves out the instances that leave their slot
 // too, and those of the local node's batch whose turn has not ended
 // (they may be leaving theirs unseen yet): so the instances of one batch
-// never count on each other to stop.
+// never count on each other to stop; and an instance of a node not in r's
+// list that runs (or would start on) another config than r's.
 func Replacements(s Snapshot, svc string, r *dataset.Rollout) (up, coming int) {
 	p := max(1, r.Parallelism)
 	mine := slices.Index(r.Nodes, s.Local) / p
@@ -198,8 +199,13 @@ func Replacements(s Snapshot, svc string, r *dataset.Rollout) (up, coming int) {
 			continue
 		}
 		st := stateOf(i)
+		outside := !slices.Contains(r.Nodes, n) // not one of the old instances: a replacement
 		switch {
 		case st.Leaving && flexRunning(st):
+			counted[n] = true
+		case outside && (i.RunDigest != r.Digest && upish(st.Avail) || i.ConfigDigest != r.Digest):
+			// a replacement on another config (the spare missed the
+			// edit) replaces nothing: neither up nor coming
 			counted[n] = true
 		case (st.Avail == dataset.StatusUp || st.Avail == dataset.StatusWarn) && !st.State.Transitioning():
 			up++
@@ -211,7 +217,7 @@ func Replacements(s Snapshot, svc string, r *dataset.Rollout) (up, coming int) {
 		}
 	}
 	for _, n := range candidates(s, svc) {
-		if !counted[n] {
+		if !counted[n] && s.Nodes[n].Data.Services[svc].ConfigDigest == r.Digest {
 			coming++
 		}
 	}

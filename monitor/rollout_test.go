@@ -152,6 +152,14 @@ func TestStartFirstReplacements(t *testing.T) {
 	if up, _ := Replacements(w.snap("n1"), "app", r); up != 2 {
 		t.Fatalf("n1 once n2's turn ended, n3 n4 up: up %d, want 2", up)
 	}
+	// a replacement on another config replaces nothing, a spare that
+	// would start on another config is no spare (it missed the edit)
+	w.setInst("n4", "app", func(i *dataset.Instance) { i.RunDigest = "old" })
+	w.setInst("n5", "app", func(i *dataset.Instance) { i.ConfigDigest = "old" })
+	if up, coming := Replacements(w.snap("n1"), "app", r); up != 1 || coming != 2 {
+		t.Fatalf("n1 with n4 up on another config, n5 holding another: up %d coming %d, want 1 and 2 (n3, the spare n2)", up, coming)
+	}
+	w.setInst("n4", "app", func(i *dataset.Instance) { i.RunDigest = "" })
 	// n3 leaving its slot (another rollout's node would be): not counted
 	w.setInst("n3", "app", func(i *dataset.Instance) { i.RolloutMark = mark(r.ID, dataset.TurnReplacing, "") })
 	if up, _ := Replacements(w.snap("n1"), "app", r); up != 1 {
