@@ -383,6 +383,10 @@ update_order = "start-first"`))
 	waitFor(t, 20*time.Second, "svcmon on n3 shows the old config", func() bool {
 		return strings.Count(c["n3"].must("svcmon"), "(old config)") == 2
 	})
+	sim := c["n3"].must("svcmgr", "-s", "app", "rollout", "--dry-run")
+	if want := "fewest 2 since the request (bound 2, flex_target: start-first, while a spare starts for each turn), most 3 (at most 3)"; !strings.Contains(sim, want) {
+		t.Fatalf("rollout --dry-run: no %q in\n%s", want, sim)
+	}
 	from := time.Now()
 	out := c["n3"].must("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
 	took := time.Since(from)
