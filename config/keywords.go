@@ -227,7 +227,7 @@ var Keywords = []Keyword{
 	{Section: SectionDefault, Key: "update_delay", Type: TypeDuration, Default: "0", Field: "UpdateDelay",
 		Doc: "`svcmgr rollout`: the pause between the end of a batch and the start of the next."},
 	{Section: SectionDefault, Key: "update_order", Type: TypeEnum, Default: "stop-first", Allowed: []string{"stop-first", "start-first"}, Field: "UpdateOrder",
-		Doc: "`svcmgr rollout`: `stop-first` restarts each instance of a batch in place (a stop, then a start on the new config). `start-first` (a new instance beside the old one before the old one stops) is not built yet and is refused."},
+		Doc: "`svcmgr rollout`: `stop-first` restarts each instance of a batch in place (a stop, then a start on the new config). `start-first` (flex services with `flex_max` above `flex_target`, at least `update_parallelism` above): each node's old instance leaves its slot to a replacement that placement starts on a spare candidate, and stops once the replacement is up; without a spare candidate the turn restarts in place (docs/behaviour.md 11.5)."},
 	{Section: SectionDefault, Key: "update_monitor", Type: TypeDuration, Default: "5s", Field: "UpdateMonitor",
 		Doc: "`svcmgr rollout`: how long a restarted instance must stay up to count as a success; one that fails its restart, or goes down within this time, counts as a failure."},
 	{Section: SectionDefault, Key: "update_max_failure_ratio", Type: TypeString, Default: "0", Field: "UpdateMaxFailureRatioText",

@@ -420,14 +420,25 @@ func (s *ServiceConfig) HasRequests() bool {
 }
 
 // checkUpdate validates the rollout keywords and parses the failure
-// ratio; what the rollout does not do yet is refused (update_order
-// start-first).
+// ratio; update_order start-first only where a replacement may run
+// beside the instance it replaces.
 func (d *document) checkUpdate(s *ServiceConfig, def *section) error {
 	if s.UpdateParallelism < 1 {
 		return d.errAt(def, "update_parallelism", "must be at least 1 (got %d)", s.UpdateParallelism)
 	}
 	if s.UpdateOrder == "start-first" {
-		return d.errAt(def, "update_order", "\"start-first\" is not built yet: only \"stop-first\" (each instance restarted in place) is")
+		// a replacement runs beside the instance it replaces: only where a
+		// second instance may run, one spare slot per turn of a batch
+		switch {
+		case !s.IsFlex():
+			return d.errAt(def, "update_order", "\"start-first\" is for flex services only (a %s service runs one instance: it restarts in place, \"stop-first\")", s.Topology)
+		case s.FlexGlobal():
+			return d.errAt(def, "update_order", "\"start-first\" is not for flex_target = \"all\" (an instance on every node: no spare node for a replacement)")
+		case s.FlexMax <= s.FlexTarget:
+			return d.errAt(def, "update_order", "\"start-first\" needs flex_max above flex_target (got %d and %d): the replacement runs beside the instance it replaces", s.FlexMax, s.FlexTarget)
+		case s.UpdateParallelism > s.FlexMax-s.FlexTarget:
+			return d.errAt(def, "update_order", "\"start-first\" with update_parallelism %d needs flex_max - flex_target at least %d (got %d): one spare slot per turn of a batch", s.UpdateParallelism, s.UpdateParallelism, s.FlexMax-s.FlexTarget)
+		}
 	}
 	r, err := strconv.ParseFloat(strings.TrimSpace(s.UpdateMaxFailureRatioText), 64)
 	if err != nil || r < 0 || r > 1 || r != r {

@@ -246,7 +246,7 @@ type ServiceConfig struct {
 	// The rollout policy (svcmgr rollout, docs/behaviour.md 11).
 	UpdateParallelism         int
 	UpdateDelay               time.Duration
-	UpdateOrder               string // stop-first (start-first refused)
+	UpdateOrder               string // stop-first, start-first (flex, flex_max - flex_target >= update_parallelism)
 	UpdateMonitor             time.Duration
 	UpdateMaxFailureRatioText string  // as written
 	UpdateMaxFailureRatio     float64 // parsed from it, 0 to 1

@@ -26,6 +26,11 @@ type Rollout struct {
 	// FailureAction ("rollback", "pause" or "continue").
 	MaxFailureRatio float64 `json:"max_failure_ratio,omitempty"`
 	FailureAction   string  `json:"failure_action"`
+	// Order is update_order: "" (stop-first: each node restarts its
+	// instance in place) or OrderStartFirst (each node's old instance
+	// leaves its slot to a replacement started elsewhere, and stops once
+	// the replacement is up).
+	Order string `json:"order,omitempty"`
 	// Undoes is set on a rollback (update_failure_action rollback, or
 	// svcmgr rollback): the ID of the rollout it undoes ("" when there was
 	// none), and Cause why ("n2: restart failed: ...", "by hand"). Its
@@ -51,8 +56,11 @@ func (r *Rollout) Equal(o *Rollout) bool {
 	return r.ID == o.ID && r.Version == o.Version && r.Digest == o.Digest && slices.Equal(r.Nodes, o.Nodes) &&
 		r.Parallelism == o.Parallelism && r.DelayMs == o.DelayMs && r.MonitorMs == o.MonitorMs &&
 		r.MaxFailureRatio == o.MaxFailureRatio && r.FailureAction == o.FailureAction &&
-		r.Rollback == o.Rollback && r.Undoes == o.Undoes && r.Cause == o.Cause
+		r.Rollback == o.Rollback && r.Undoes == o.Undoes && r.Cause == o.Cause && r.Order == o.Order
 }
+
+// OrderStartFirst is Rollout.Order for update_order = "start-first".
+const OrderStartFirst = "start-first"
 
 // The states of a node's turn in a rollout (RolloutMark.State).
 const (
@@ -61,6 +69,11 @@ const (
 	TurnDelay = "delay"
 	// TurnRestarting: the restart is ordered or running.
 	TurnRestarting = "restarting"
+	// TurnReplacing (start-first): the instance runs on but leaves its
+	// slot to a replacement, which placement starts on a spare candidate;
+	// it stops once the replacement is up (then TurnOK), or restarts in
+	// place when no spare candidate is left (then TurnRestarting).
+	TurnReplacing = "replacing"
 	// TurnMonitoring: restarted, watched for the rollout's MonitorMs.
 	TurnMonitoring = "monitoring"
 	// TurnOK: stayed up for MonitorMs on the new config.
@@ -79,6 +92,16 @@ type RolloutMark struct {
 	// SinceMs is when the state began on the announcing node's clock
 	// (Unix milliseconds); only that node reads it.
 	SinceMs int64 `json:"since_ms,omitempty"`
+}
+
+// Leaving reports whether inst, as announced, runs an instance that left
+// its slot to a replacement (its node's turn of a start-first rollout is
+// under way, TurnReplacing): the flex placement counts it against
+// flex_max but not flex_target, and the instances beyond flex_target do
+// not stop it (it stops by itself once replaced).
+func (i Instance) Leaving() bool {
+	m := i.RolloutMark
+	return m != nil && m.State == TurnReplacing && i.Rollout != nil && m.ID == i.Rollout.ID
 }
 
 // Final reports whether the turn ended (ok or failed).

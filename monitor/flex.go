@@ -50,6 +50,11 @@ type flexCount struct {
 	// claims (ready).
 	taken  int
 	claims []string
+	// leaving counts the other nodes' instances that run and left their
+	// slot to a replacement (a start-first rollout's turn,
+	// dataset.Instance.Leaving): not in taken, but counted against
+	// flex_max.
+	leaving int
 	// free lists the candidates, best first, whose instance does not run
 	// (the local one included): the first target-taken of them claim.
 	free []string
@@ -69,6 +74,8 @@ func (c *svcCtx) flexCount() flexCount {
 		}
 		st := c.insts[i]
 		switch {
+		case flexRunning(st) && st.Leaving:
+			fc.leaving++
 		case flexRunning(st):
 			fc.taken++
 		case st.State == dataset.Ready && c.isCandidate(n):
@@ -106,6 +113,14 @@ func (c *svcCtx) flexBlock(fc flexCount) (why lazy, wait dataset.MonitorState) {
 		return blk, ""
 	}
 	idx, free := fc.slot(local, c.cfg.FlexTarget)
+	if room := c.cfg.FlexMax - fc.taken - fc.leaving; room < free && free > 0 {
+		// instances leaving their slot (start-first) still run: the
+		// claims fit in flex_max with them, the best first
+		if room <= 0 {
+			return lazy{"flex max reached: ", strconv.Itoa(fc.taken + fc.leaving), " instances running elsewhere, some leaving their slot (start-first rollout turns)", ": waiting for them to stop"}, ""
+		}
+		free = room
+	}
 	if free <= 0 {
 		return lazy{"flex target reached: ", strconv.Itoa(fc.taken), " of ", strconv.Itoa(c.cfg.FlexTarget) + " instances running elsewhere (up, in an action, claimed or not known)"}, ""
 	}
@@ -155,11 +170,16 @@ func (c *svcCtx) flexAuto() {
 }
 
 // flexContested is contested for a flex service: every other claim and
-// this one must fit in flex_target with the slots taken.
+// this one must fit in flex_target with the slots taken, and in flex_max
+// with the instances leaving theirs besides (a start-first rollout's
+// turns: they run until their replacement is up).
 func (c *svcCtx) flexContested() string {
 	fc := c.fc
 	if all := fc.taken + len(fc.claims) + 1; all > c.cfg.FlexTarget {
 		return "ready period ended, but " + strings.Join(fc.claims, ", ") + " claim too (" + strconv.Itoa(all) + " instances for a flex target of " + strconv.Itoa(c.cfg.FlexTarget) + "): waiting for them to back off"
+	}
+	if all := fc.taken + fc.leaving + len(fc.claims) + 1; all > c.cfg.FlexMax {
+		return "ready period ended, but " + strconv.Itoa(fc.leaving) + " instances being replaced still run (" + strconv.Itoa(all) + " instances for a flex max of " + strconv.Itoa(c.cfg.FlexMax) + "): waiting for them to stop"
 	}
 	return ""
 }
@@ -182,7 +202,9 @@ func (c *svcCtx) flexExcess() bool {
 	}
 	var run []string
 	for i, n := range c.nodes {
-		if c.alive[i] && (c.insts[i].Avail == dataset.StatusUp || c.insts[i].Avail == dataset.StatusWarn) {
+		// an instance leaving its slot (start-first) stops by itself
+		// once replaced: its replacement is not the excess
+		if c.alive[i] && !c.insts[i].Leaving && (c.insts[i].Avail == dataset.StatusUp || c.insts[i].Avail == dataset.StatusWarn) {
 			run = append(run, n)
 		}
 	}
@@ -314,4 +336,16 @@ func (c *svcCtx) capacityExcluded() []string {
 		}
 	}
 	return out
+}
+
+// upLeaving counts the instances up (as upCount counts them) that leave
+// their slot to a replacement (a start-first rollout's turn).
+func (c *svcCtx) upLeaving() int {
+	n := 0
+	for i := range c.nodes {
+		if c.alive[i] && c.insts[i].Leaving && c.insts[i].Avail == dataset.StatusUp {
+			n++
+		}
+	}
+	return n
 }

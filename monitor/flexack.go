@@ -54,12 +54,16 @@ func (c *svcCtx) flexReadyAck() {
 	if len(fc.claims) == 0 {
 		return
 	}
-	taken := fc.taken
+	taken, leaving := fc.taken, fc.leaving
 	if flexRunning(placement.InstanceState{Avail: c.inst.Avail, State: c.d.Monitor.State}) {
-		taken++
+		if c.inst.Leaving() {
+			leaving++
+		} else {
+			taken++
+		}
 	}
 	free := c.cfg.FlexTarget - taken
-	if len(fc.claims) > free {
+	if len(fc.claims) > free || taken+leaving+len(fc.claims) > c.cfg.FlexMax {
 		return // more claims than free slots: they sort it out by their windows
 	}
 	best := fc.free[:min(max(free, 0), len(fc.free))]

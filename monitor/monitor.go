@@ -398,8 +398,10 @@ func (c *svcCtx) decide() {
 			// instance: the failed start holds until a clear
 		} else if c.cfg.IsFlex() {
 			// a flex service up elsewhere may still need this node: the
-			// failed start clears once the target is up without it
-			if c.upCount >= c.cfg.FlexTarget {
+			// failed start clears once the target is up without it (an
+			// instance leaving its slot in a start-first rollout does
+			// not count: it stops once replaced)
+			if c.upCount-c.upLeaving() >= c.cfg.FlexTarget {
 				c.to(dataset.Idle, "flex target up: clear start failed")
 			}
 		} else if c.upCount > 0 {

@@ -172,3 +172,54 @@ func Turn(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, self string
 	}
 	return RolloutTurn{Go: true, Why: fmt.Sprintf("rollout %s, batch %d/%d", r.ID, mine+1, p.Batches)}
 }
+
+// Replacements counts, for the local node's start-first turn in r (its
+// instance of svc leaving its slot), the instances that replace it: up
+// those up or warn on the other alive nodes, coming those and the ones
+// claiming or in an action there plus the spare candidates (no instance
+// running there). It leaves out the instances that leave their slot
+// too, and those of the local node's batch whose turn has not ended
+// (they may be leaving theirs unseen yet): so the instances of one batch
+// never count on each other to stop; and an instance of a node not in r's
+// list that runs (or would start on) another config than r's.
+func Replacements(s Snapshot, svc string, r *dataset.Rollout) (up, coming int) {
+	p := max(1, r.Parallelism)
+	mine := slices.Index(r.Nodes, s.Local) / p
+	counted := map[string]bool{s.Local: true}
+	for n, v := range s.Nodes {
+		if n == s.Local || !v.Alive() {
+			continue
+		}
+		i, ok := v.Data.Services[svc]
+		if !ok {
+			continue
+		}
+		if k := slices.Index(r.Nodes, n); k >= 0 && k/p == mine && (i.RolloutMark == nil || i.RolloutMark.ID != r.ID || !i.RolloutMark.Final()) {
+			counted[n] = true // a batch mate whose turn is under way
+			continue
+		}
+		st := stateOf(i)
+		outside := !slices.Contains(r.Nodes, n) // not one of the old instances: a replacement
+		switch {
+		case st.Leaving && flexRunning(st):
+			counted[n] = true
+		case outside && (i.RunDigest != r.Digest && upish(st.Avail) || i.ConfigDigest != r.Digest):
+			// a replacement on another config (the spare missed the
+			// edit) replaces nothing: neither up nor coming
+			counted[n] = true
+		case (st.Avail == dataset.StatusUp || st.Avail == dataset.StatusWarn) && !st.State.Transitioning():
+			up++
+			coming++
+			counted[n] = true
+		case flexRunning(st) || st.State == dataset.Ready:
+			coming++
+			counted[n] = true
+		}
+	}
+	for _, n := range candidates(s, svc) {
+		if !counted[n] && s.Nodes[n].Data.Services[svc].ConfigDigest == r.Digest {
+			coming++
+		}
+	}
+	return up, coming
+}

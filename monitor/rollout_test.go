@@ -2,6 +2,9 @@ package monitor
 
 import (
 	"testing"
+	"time"
+
+	"haven/config"
 
 	"haven/dataset"
 )
@@ -109,5 +112,84 @@ func TestRolloutRollBack(t *testing.T) {
 	pr.MaxFailureRatio, pr.FailureAction, pr.Cause = 0, "pause", "not rolled back: the config changed since"
 	if p := RolloutState(&pr, marks); !p.Paused || p.String() != "paused: n2: restart failed: x (not rolled back: the config changed since); ok n1" {
 		t.Fatalf("paused instead: %q", p)
+	}
+}
+
+// startFirstWorld: flex app on n1..n5, target 2, max 4, a start-first
+// rollout of n1 n2 two at a time, n1 and n2 up and in it.
+func startFirstWorld(t *testing.T) (*world, *dataset.Rollout) {
+	nodes := []string{"n1", "n2", "n3", "n4", "n5"}
+	w := newWorld(t, nodes...)
+	w.addSvc(&config.ServiceConfig{Name: "app", Nodes: nodes, Topology: config.TopologyFlex, FlexTarget: 2, FlexMax: 4})
+	r := &dataset.Rollout{ID: "n1-1", Nodes: []string{"n1", "n2"}, Parallelism: 2, Order: dataset.OrderStartFirst, FailureAction: "pause"}
+	for _, n := range nodes {
+		w.setInst(n, "app", func(i *dataset.Instance) { i.Rollout = r })
+	}
+	for _, n := range []string{"n1", "n2"} {
+		w.setInst(n, "app", func(i *dataset.Instance) { i.Avail = dataset.StatusUp })
+	}
+	return w, r
+}
+
+// A start-first turn's node stops its old instance once flex_target
+// instances are up elsewhere, never counting its batch mates whose turn
+// is under way: n2 may leave its slot too, unseen yet by n1 (the
+// unlucky sequence: each counts the other, both stop, one instance
+// left). Instances leaving theirs never count; spares count as coming.
+func TestStartFirstReplacements(t *testing.T) {
+	w, r := startFirstWorld(t)
+	w.setInst("n1", "app", func(i *dataset.Instance) { i.RolloutMark = mark(r.ID, dataset.TurnReplacing, "") })
+	// n2 announces nothing yet (its mark travels), n3 runs a replacement
+	w.setInst("n3", "app", func(i *dataset.Instance) { i.Avail = dataset.StatusUp })
+	if up, coming := Replacements(w.snap("n1"), "app", r); up != 1 || coming != 3 {
+		t.Fatalf("n1 with its batch mate n2 up: up %d coming %d, want 1 (n3) and 3 (n3, spares n4 n5)", up, coming)
+	}
+	// n2's turn ended (its instance replaced): n4 up counts now
+	w.setInst("n2", "app", func(i *dataset.Instance) {
+		i.Avail, i.RolloutMark = dataset.StatusDown, mark(r.ID, dataset.TurnOK, "")
+	})
+	w.setInst("n4", "app", func(i *dataset.Instance) { i.Avail = dataset.StatusUp })
+	if up, _ := Replacements(w.snap("n1"), "app", r); up != 2 {
+		t.Fatalf("n1 once n2's turn ended, n3 n4 up: up %d, want 2", up)
+	}
+	// a replacement on another config replaces nothing, a spare that
+	// would start on another config is no spare (it missed the edit)
+	w.setInst("n4", "app", func(i *dataset.Instance) { i.RunDigest = "old" })
+	w.setInst("n5", "app", func(i *dataset.Instance) { i.ConfigDigest = "old" })
+	if up, coming := Replacements(w.snap("n1"), "app", r); up != 1 || coming != 2 {
+		t.Fatalf("n1 with n4 up on another config, n5 holding another: up %d coming %d, want 1 and 2 (n3, the spare n2)", up, coming)
+	}
+	w.setInst("n4", "app", func(i *dataset.Instance) { i.RunDigest = "" })
+	// n3 leaving its slot (another rollout's node would be): not counted
+	w.setInst("n3", "app", func(i *dataset.Instance) { i.RolloutMark = mark(r.ID, dataset.TurnReplacing, "") })
+	if up, _ := Replacements(w.snap("n1"), "app", r); up != 1 {
+		t.Fatalf("n1 with n3 leaving: up %d, want 1 (n4)", up)
+	}
+}
+
+// A claim starts only when the instances running, those leaving their
+// slot (start-first turns), the other claims and itself fit in flex_max,
+// whatever flex_target leaves free: n1 and n2 leave theirs, so flex_target
+// 2 has both slots free, but n3 and n4 claiming together would make 4
+// instances for a flex_max of 3.
+func TestStartFirstClaimsFitFlexMax(t *testing.T) {
+	w, r := startFirstWorld(t)
+	w.svcs["app"].FlexMax = 3
+	for _, n := range []string{"n1", "n2"} {
+		w.setInst(n, "app", func(i *dataset.Instance) { i.RolloutMark = mark(r.ID, dataset.TurnReplacing, "") })
+	}
+	for _, n := range []string{"n3", "n4"} {
+		w.setInst(n, "app", func(i *dataset.Instance) { i.Monitor.State = dataset.Ready; i.Monitor.StateSince = t0 })
+	}
+	w.now = t0.Add(10 * time.Second)
+	for _, n := range []string{"n3", "n4"} {
+		if d := w.step(n)["app"]; d.Action == ActionStart {
+			t.Fatalf("%s starts with n1 n2 leaving and the other claiming (4 instances for a flex max of 3): %s", n, d.Reason)
+		}
+	}
+	// n4 backs off: n3 fits (n1 n2 leaving, n3: 3)
+	w.setInst("n4", "app", func(i *dataset.Instance) { i.Monitor.State = dataset.Idle })
+	if d := w.step("n3")["app"]; d.Action != ActionStart {
+		t.Fatalf("n3 alone claiming: %+v, want a start", d)
 	}
 }

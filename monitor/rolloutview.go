@@ -78,7 +78,12 @@ func turnWhy(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, n string
 	if m != nil && m.ID == r.ID {
 		switch m.State {
 		case dataset.TurnRestarting:
+			if m.Cause != "" {
+				return "restarting on the new config: " + m.Cause
+			}
 			return "restarting on the new config"
+		case dataset.TurnReplacing:
+			return "start-first: its instance runs on, its slot left to a replacement that placement starts on a spare candidate; it stops once flex_target instances are up elsewhere (its batch's not counted), or restarts in place if no spare is left"
 		case dataset.TurnMonitoring:
 			return fmt.Sprintf("restarted, watched for update_monitor (%s) since %s on its clock",
 				time.Duration(r.MonitorMs)*time.Millisecond, time.UnixMilli(m.SinceMs).UTC().Format("15:04:05 UTC"))

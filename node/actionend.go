@@ -24,7 +24,7 @@ func (c *Core) actionAborted(svc, kind string, err error, now time.Time) {
 	inst.Act.Busy = ""
 	c.nextCheck = time.Time{}
 	c.setMonitorState(svc, inst, inst.Act.PrevState, "not run: "+err.Error(), now)
-	c.rolloutActed(svc, err, now)
+	c.rolloutActed(svc, kind, err, now)
 	c.actionAnswered(inst, err)
 }
 
@@ -110,5 +110,5 @@ func (c *Core) finishAction(svc string, inst *instsm.Instance, kind string, err 
 	if kind == "start" && err == nil {
 		c.noteStarted(svc, inst)
 	}
-	c.rolloutActed(svc, err, now)
+	c.rolloutActed(svc, kind, err, now)
 }

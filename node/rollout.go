@@ -119,6 +119,9 @@ func (c *Core) beginRollout(req RolloutRequest) Ticket {
 		Parallelism: cfg.UpdateParallelism, DelayMs: cfg.UpdateDelay.Milliseconds(), MonitorMs: cfg.UpdateMonitor.Milliseconds(),
 		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: cfg.UpdateFailureAction,
 	}
+	if cfg.UpdateOrder == dataset.OrderStartFirst && cfg.IsFlex() {
+		r.Order = dataset.OrderStartFirst
+	}
 	c.setRollout(svc, r, fmt.Sprintf("begun here: config %s on %v, %d at a time", dataset.ShortDigest(r.Digest), nodes, max(1, r.Parallelism)))
 	res := fmt.Sprintf("rollout %s accepted: config %s on %s (of %d instances up)", r.ID, dataset.ShortDigest(r.Digest), strings.Join(nodes, ", "), runs)
 	c.answer(Answer{Ticket: tk, ID: r.ID, Result: res})
@@ -210,6 +213,9 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 		return time.Time{}
 	}
 	mine := ss.RolloutMark
+	if mine != nil && mine.ID == r.ID && mine.State == dataset.TurnReplacing {
+		return c.replaced(inst, r, snap, now)
+	}
 	if mine != nil && mine.ID == r.ID && mine.State != dataset.TurnDelay || !slices.Contains(r.Nodes, c.cfg.Name) {
 		return time.Time{} // taken, or none to take
 	}
@@ -253,18 +259,75 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: cause}, now)
 		return time.Time{}
 	}
-	c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnRestarting}, now)
-	if _, err := c.runAction(svc, "restart", turn.Why, now); err != nil {
+	if r.Order == dataset.OrderStartFirst {
+		// start-first: the instance runs on and leaves its slot to a
+		// replacement (placement starts it on a spare candidate); it
+		// stops once the replacement is up (replaced, next passes)
+		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnReplacing}, now)
+		return c.replaced(inst, r, snap, now)
+	}
+	c.restartTurn(svc, r, turn.Why, "", now)
+	return time.Time{}
+}
+
+// restartTurn takes this node's turn in r by a restart in place
+// (stop-first, or start-first without a spare: cause says so).
+func (c *Core) restartTurn(svc string, r *dataset.Rollout, why, cause string, now time.Time) {
+	c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnRestarting, Cause: cause}, now)
+	if _, err := c.runAction(svc, "restart", why, now); err != nil {
 		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnFailed, Cause: "restart not run: " + err.Error()}, now)
+	}
+}
+
+// replaced goes on with this node's start-first turn in r (its mark
+// replacing: the instance left its slot to a replacement). The old
+// instance stops once flex_target instances are up elsewhere, not
+// counting those of its own batch whose turn has not ended (they may be
+// leaving theirs too, unseen yet); when no replacement can come (the
+// instances elsewhere and the spare candidates cannot make flex_target),
+// the turn falls back to a restart in place (stop-first), and says so.
+func (c *Core) replaced(inst *instsm.Instance, r *dataset.Rollout, snap monitor.Snapshot, now time.Time) time.Time {
+	svc := inst.Name
+	cfg := snap.Services[svc]
+	if cfg == nil || inst.Act.Busy != "" || c.cd.Busy(svc) {
+		return time.Time{} // an action runs: its end comes back here
+	}
+	if _, run := c.Status(svc); !run {
+		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: "not running here: it starts on the new config when it starts"}, now)
+		return time.Time{}
+	}
+	if ss := c.state.Services[svc]; ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen {
+		return time.Time{}
+	}
+	up, coming := monitor.Replacements(snap, svc, r)
+	switch {
+	case up >= cfg.FlexTarget:
+		reason := fmt.Sprintf("rollout %s (start-first): %d instances up elsewhere for a flex target of %d: the replaced instance stops", r.ID, up, cfg.FlexTarget)
+		if _, err := c.runAction(svc, "stop", reason, now); err != nil {
+			c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnFailed, Cause: "stop not run: " + err.Error()}, now)
+		}
+	case coming < cfg.FlexTarget:
+		cause := fmt.Sprintf("no spare candidate for a replacement (%d instances up or coming elsewhere for a flex target of %d): restarted in place (stop-first)", coming, cfg.FlexTarget)
+		c.restartTurn(svc, r, "rollout "+r.ID+": "+cause, cause, now)
 	}
 	return time.Time{}
 }
 
 // rolloutActed ends this node's restart for a rollout (its action's end):
 // watched from now on, or failed with the cause.
-func (c *Core) rolloutActed(svc string, err error, now time.Time) {
+func (c *Core) rolloutActed(svc, kind string, err error, now time.Time) {
 	ss := c.state.Services[svc]
 	m := ss.RolloutMark
+	if m != nil && ss.Rollout != nil && m.ID == ss.Rollout.ID && m.State == dataset.TurnReplacing && kind == "stop" {
+		// start-first: the old instance stopped once replaced (a stop that
+		// failed is a failure as any: the turn fails with it)
+		if err != nil {
+			c.setMark(svc, dataset.RolloutMark{ID: m.ID, State: dataset.TurnFailed, Cause: "stop of the replaced instance failed: " + err.Error()}, now)
+			return
+		}
+		c.setMark(svc, dataset.RolloutMark{ID: m.ID, State: dataset.TurnOK, Cause: "replaced: stopped once a replacement was up elsewhere"}, now)
+		return
+	}
 	if m == nil || ss.Rollout == nil || m.ID != ss.Rollout.ID || m.State != dataset.TurnRestarting {
 		return
 	}

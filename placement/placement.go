@@ -135,6 +135,9 @@ type InstanceState struct {
 	// there) while it holds the instance out of the candidates: always but
 	// under an admin start (StateOf).
 	GaveUp string
+	// Leaving is dataset.Instance.Leaving (the instance left its slot to
+	// a replacement in a start-first rollout and stops once replaced).
+	Leaving bool
 }
 
 // StateOf extracts the InstanceState of an instance. A give-up of its
@@ -143,7 +146,7 @@ type InstanceState struct {
 // (its global expect "started"): a start is one of the things that end a
 // give-up (behaviour.md 4.3), so the admin's start may pick that node.
 func StateOf(inst dataset.Instance) InstanceState {
-	st := InstanceState{Avail: inst.Avail, Frozen: inst.Frozen, State: inst.Monitor.State, Excluded: inst.Excluded}
+	st := InstanceState{Avail: inst.Avail, Frozen: inst.Frozen, State: inst.Monitor.State, Excluded: inst.Excluded, Leaving: inst.Leaving()}
 	if inst.Monitor.GlobalExpect != dataset.ExpectStarted {
 		st.GaveUp = inst.GaveUp
 	}

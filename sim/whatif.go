@@ -230,6 +230,9 @@ type WhatIfRollout struct {
 	MostUp   int `json:"most_up"`
 	Least    int `json:"least"`
 	Most     int `json:"most"`
+	// StartFirst: the rollout is start-first (Least is flex_target, as
+	// long as a spare starts for each turn).
+	StartFirst bool `json:"start_first,omitempty"`
 }
 
 // WhatIfRolloutTurn is one node's turn: when it began its restart and
@@ -927,6 +930,12 @@ func (c *Cluster) whatIfRollouts(rolls []WhatIfRollout, events []Event, origin t
 			wr.Most = cfg.FlexMax
 			if r != nil {
 				wr.Least = max(0, cfg.FlexTarget-max(1, r.Parallelism))
+				if r.Order == dataset.OrderStartFirst {
+					// a replacement up before each old instance stops
+					// (a turn without a spare restarts in place: the
+					// stop-first bound)
+					wr.Least, wr.StartFirst = cfg.FlexTarget, true
+				}
 			}
 		}
 		if r == nil || strings.HasPrefix(wr.Answer, "error") || !strings.Contains(wr.Answer, r.ID) {
@@ -954,8 +963,10 @@ func (c *Cluster) whatIfRollouts(rolls []WhatIfRollout, events []Event, origin t
 			t, at := turns[e.Node], Duration(e.At-origin)
 			t.State, t.Cause = ev.State, ev.Cause
 			switch ev.State {
-			case dataset.TurnRestarting:
-				t.Begin = &at
+			case dataset.TurnRestarting, dataset.TurnReplacing:
+				if t.Begin == nil {
+					t.Begin = &at
+				}
 			case dataset.TurnOK, dataset.TurnFailed:
 				t.End = &at
 			}

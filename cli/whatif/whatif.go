@@ -250,6 +250,9 @@ func RolloutText(r sim.WhatIfRollout) string {
 		fmt.Fprintf(&b, "  batch %d: %s\n", k+1, strings.Join(turns, "; "))
 	}
 	bound := fmt.Sprintf("bound %d, flex_target - update_parallelism", r.Least)
+	if r.StartFirst {
+		bound = fmt.Sprintf("bound %d, flex_target: start-first, while a spare starts for each turn", r.Least)
+	}
 	if r.Most == 1 && r.Least == 0 {
 		bound = "a failover service is down during its own restart"
 	}

@@ -48,12 +48,18 @@ func (w *procWatch) trough(after time.Time) (int, string) {
 // journaledFlex is a flex service of 3 instances on n1, n2, n3 whose app
 // journals the version it starts with (v1).
 func journaledFlex(journal string) string {
+	return journaledFlexOf(journal, `nodes = ["n1", "n2", "n3"]
+flex_target = 3`)
+}
+
+// journaledFlexOf is journaledFlex with the nodes and flex keywords of
+// head.
+func journaledFlexOf(journal, head string) string {
 	return fmt.Sprintf(`[DEFAULT]
 orchestrate = "ha"
-nodes = ["n1", "n2", "n3"]
 topology = "flex"
-flex_target = 3
 update_monitor = "1s"
+`+head+`
 
 [app.main]
 start = "%s"
@@ -348,4 +354,71 @@ timeout = "10s"
 	if n := strings.Count(readFile(t, journal), "start "); n != 6 {
 		t.Fatalf("%d starts journaled, want 6 (3 of v1, 3 of v2):\n%s", n, readFile(t, journal))
 	}
+}
+
+// update_order = "start-first" (behaviour.md 11.5) on 4 nodes, flex
+// target 2, max 3: each turn's old instance runs on until a replacement
+// started on a spare node is up, then stops. The watcher outside the
+// cluster never sees fewer than 2 processes up from the request on, nor
+// more than 3; at the end 2 instances run v2, on other nodes than the
+// first two (each replaced node is the spare of the next turn).
+func TestRolloutStartFirst(t *testing.T) {
+	t.Parallel()
+	names := []string{"n1", "n2", "n3", "n4"}
+	c := startCluster(t, names, clusterOpts{})
+	journal := filepath.Join(t.TempDir(), "journal")
+	createService(t, c["n1"], "app", journaledFlexOf(journal, `nodes = ["n1", "n2", "n3", "n4"]
+flex_target = 2
+flex_max = 3
+update_order = "start-first"`))
+	pids := map[string]string{}
+	for _, n := range names {
+		pids[n] = filepath.Join(c[n].root, "var", "services", "app", "main.pid")
+	}
+	w := watchProcs(t, pids)
+	waitFor(t, 40*time.Second, "app up on 2 nodes", func() bool { return len(w.running()) == 2 })
+	first := w.running()
+
+	c["n2"].must("svcmgr", "-s", "app", "set", "--kw", "app#main.start="+versionStart(journal, "v2"))
+	waitFor(t, 20*time.Second, "svcmon on n3 shows the old config", func() bool {
+		return strings.Count(c["n3"].must("svcmon"), "(old config)") == 2
+	})
+	sim := c["n3"].must("svcmgr", "-s", "app", "rollout", "--dry-run")
+	if want := "fewest 2 since the request (bound 2, flex_target: start-first, while a spare starts for each turn), most 3 (at most 3)"; !strings.Contains(sim, want) {
+		t.Fatalf("rollout --dry-run: no %q in\n%s", want, sim)
+	}
+	from := time.Now()
+	out := c["n3"].must("svcmgr", "-s", "app", "rollout", "--wait", "--time", "60s")
+	took := time.Since(from)
+	if !strings.Contains(out, "done") {
+		t.Fatalf("rollout --wait:\n%s", out)
+	}
+	waitFor(t, 20*time.Second, "2 instances up, both on v2", func() bool {
+		run := w.running()
+		if len(run) != 2 {
+			return false
+		}
+		starts := lastStarts(t, journal)
+		for _, n := range run {
+			if starts[n] != "v2" {
+				return false
+			}
+		}
+		return true
+	})
+	w.moreRounds(5)
+	if least, when := w.trough(from); least < 2 {
+		t.Fatalf("the watcher saw %d instances up at once during the start-first rollout (%s), flex_target is 2:\n%s", least, when, readFile(t, journal))
+	}
+	if most, when := w.peak(); most > 3 {
+		t.Fatalf("the watcher saw %d instances at once (%s), flex_max is 3", most, when)
+	}
+	st := c["n1"].must("svcmgr", "-s", "app", "rollout", "status")
+	if !strings.Contains(st, "done") || strings.Contains(st, "restarting") {
+		t.Fatalf("rollout status after the start-first rollout:\n%s", st)
+	}
+	if j := readFile(t, journal); strings.Count(j, " v2") != 2 {
+		t.Fatalf("%d v2 starts journaled, want 2 (one replacement per turn, none restarted in place):\n%s", strings.Count(j, " v2"), j)
+	}
+	t.Logf("start-first rollout of %v on 4 nodes (target 2, max 3): %s, now on %v", first, took.Round(10*time.Millisecond), w.running())
 }
