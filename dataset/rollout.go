@@ -26,6 +26,10 @@ type Rollout struct {
 	// FailureAction ("rollback", "pause" or "continue").
 	MaxFailureRatio float64 `json:"max_failure_ratio,omitempty"`
 	FailureAction   string  `json:"failure_action"`
+	// DownNodes is update_down_nodes: "skip" lets the next batches go
+	// past a node down when its turn comes (it takes its turn when it
+	// returns); "" (wait) holds them until it is back.
+	DownNodes string `json:"down_nodes,omitempty"`
 	// Undoes is set on a rollback (update_failure_action rollback, or
 	// svcmgr rollback): the ID of the rollout it undoes ("" when there was
 	// none), and Cause why ("n2: restart failed: ...", "by hand"). Its
@@ -50,7 +54,7 @@ func (r *Rollout) Equal(o *Rollout) bool {
 	}
 	return r.ID == o.ID && r.Version == o.Version && r.Digest == o.Digest && slices.Equal(r.Nodes, o.Nodes) &&
 		r.Parallelism == o.Parallelism && r.DelayMs == o.DelayMs && r.MonitorMs == o.MonitorMs &&
-		r.MaxFailureRatio == o.MaxFailureRatio && r.FailureAction == o.FailureAction &&
+		r.MaxFailureRatio == o.MaxFailureRatio && r.FailureAction == o.FailureAction && r.DownNodes == o.DownNodes &&
 		r.Rollback == o.Rollback && r.Undoes == o.Undoes && r.Cause == o.Cause
 }
 
@@ -68,6 +72,10 @@ const (
 	// TurnFailed: the restart failed, or the instance went down within
 	// MonitorMs; Cause says which.
 	TurnFailed = "failed"
+	// TurnSkipped: the node is down and the rollout's DownNodes is skip;
+	// never announced (the nodes that see it down count it so), its
+	// turn is taken when it returns.
+	TurnSkipped = "skipped"
 )
 
 // RolloutMark is how a node's own turn in the rollout ID went, announced

@@ -174,7 +174,7 @@ func (c *Core) rollBack(svc, undoes, cause string, now time.Time) (*dataset.Roll
 	r := &dataset.Rollout{
 		ID: fmt.Sprintf("%s-%d", c.cfg.Name, v.Counter), Version: v, Digest: prev.Digest, Nodes: nodes,
 		Parallelism: cfg.UpdateParallelism, DelayMs: cfg.UpdateDelay.Milliseconds(), MonitorMs: cfg.UpdateMonitor.Milliseconds(),
-		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: "pause", Rollback: true, Undoes: undoes, Cause: cause,
+		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: "pause", DownNodes: downNodes(cfg.UpdateDownNodes), Rollback: true, Undoes: undoes, Cause: cause,
 	}
 	c.setRollout(svc, r, fmt.Sprintf("rollback begun here: config %s on %v, %d at a time", dataset.ShortDigest(r.Digest), nodes, max(1, r.Parallelism)))
 	c.emit(RollbackStarted{Svc: svc, ID: r.ID, Undoes: undoes, Digest: r.Digest, Cause: cause})

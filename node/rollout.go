@@ -117,7 +117,7 @@ func (c *Core) beginRollout(req RolloutRequest) Ticket {
 	r := &dataset.Rollout{
 		ID: fmt.Sprintf("%s-%d", c.cfg.Name, v.Counter), Version: v, Digest: ss.ConfigDigest, Nodes: nodes,
 		Parallelism: cfg.UpdateParallelism, DelayMs: cfg.UpdateDelay.Milliseconds(), MonitorMs: cfg.UpdateMonitor.Milliseconds(),
-		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: cfg.UpdateFailureAction,
+		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: cfg.UpdateFailureAction, DownNodes: downNodes(cfg.UpdateDownNodes),
 	}
 	c.setRollout(svc, r, fmt.Sprintf("begun here: config %s on %v, %d at a time", dataset.ShortDigest(r.Digest), nodes, max(1, r.Parallelism)))
 	res := fmt.Sprintf("rollout %s accepted: config %s on %s (of %d instances up)", r.ID, dataset.ShortDigest(r.Digest), strings.Join(nodes, ", "), runs)
@@ -216,7 +216,25 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 	marks := c.rolloutMarks(svc, r, snap)
 	turn := monitor.Turn(r, marks, c.cfg.Name)
 	if !turn.Go {
+		delete(c.skipSeen, svc)
 		return time.Time{}
+	}
+	if r.DownNodes == "skip" && !monitor.Turn(r, c.liveMarks(svc, r, snap), c.cfg.Name).Go {
+		// this turn comes only by skipping nodes down: only once this
+		// node saw them so for hb.timeout (the peers of a partition are
+		// declared down one after the other: a node cut off from the
+		// others sees itself in the minority by then, and waits)
+		since, ok := c.skipSeen[svc]
+		if !ok {
+			if c.skipSeen == nil {
+				c.skipSeen = map[string]time.Time{}
+			}
+			since = now
+			c.skipSeen[svc] = now
+		}
+		if due := since.Add(c.cfg.Quorum.HBTimeout); now.Before(due) {
+			return due
+		}
 	}
 	if idx := slices.Index(r.Nodes, c.cfg.Name) / max(1, r.Parallelism); idx > 0 && r.DelayMs > 0 {
 		// update_delay from when this node saw the batch before end, on
@@ -299,8 +317,30 @@ func (c *Core) runningOld(svc string, snap monitor.Snapshot, digest string) (nod
 	return nodes, runs
 }
 
-// rolloutMarks are the marks of r's nodes alive, this node's included.
+// rolloutMarks are the marks of r's nodes alive, this node's included,
+// and, with update_down_nodes skip, the down ones skipped
+// (monitor.SkipDown).
 func (c *Core) rolloutMarks(svc string, r *dataset.Rollout, snap monitor.Snapshot) map[string]*dataset.RolloutMark {
+	marks := c.liveMarks(svc, r, snap)
+	monitor.SkipDown(r, marks, func(n string) bool {
+		v, ok := snap.Nodes[n]
+		return n == c.cfg.Name || ok && v.Alive()
+	})
+	return marks
+}
+
+// downNodes is update_down_nodes as a record holds it: "" for wait (the
+// default, as records made before the keyword).
+func downNodes(kw string) string {
+	if kw == "skip" {
+		return kw
+	}
+	return ""
+}
+
+// liveMarks are the marks of r's nodes alive only, this node's included
+// (none skipped).
+func (c *Core) liveMarks(svc string, r *dataset.Rollout, snap monitor.Snapshot) map[string]*dataset.RolloutMark {
 	marks := make(map[string]*dataset.RolloutMark, len(r.Nodes))
 	for _, n := range r.Nodes {
 		if v, ok := snap.Nodes[n]; ok && n != c.cfg.Name && v.Alive() {
