@@ -37,6 +37,10 @@ type Rollout struct {
 	Rollback bool   `json:"rollback,omitempty"`
 	Undoes   string `json:"undoes,omitempty"`
 	Cause    string `json:"cause,omitempty"`
+	// Stopped, when set, pauses the rollout whatever its turns: the
+	// config it rolls out was superseded by a newer edit (its nodes would
+	// wait for it for ever), said by the node that speaks for it.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // PrevConfig is the config a service held before its current one (kept
@@ -55,7 +59,7 @@ func (r *Rollout) Equal(o *Rollout) bool {
 	return r.ID == o.ID && r.Version == o.Version && r.Digest == o.Digest && slices.Equal(r.Nodes, o.Nodes) &&
 		r.Parallelism == o.Parallelism && r.DelayMs == o.DelayMs && r.MonitorMs == o.MonitorMs &&
 		r.MaxFailureRatio == o.MaxFailureRatio && r.FailureAction == o.FailureAction && r.DownNodes == o.DownNodes &&
-		r.Rollback == o.Rollback && r.Undoes == o.Undoes && r.Cause == o.Cause
+		r.Rollback == o.Rollback && r.Undoes == o.Undoes && r.Cause == o.Cause && r.Stopped == o.Stopped
 }
 
 // The states of a node's turn in a rollout (RolloutMark.State).

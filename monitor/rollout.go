@@ -63,6 +63,8 @@ func (p RolloutProgress) String() string {
 	switch {
 	case p.RollBack:
 		b.WriteString("failed, rolling back: " + strings.Join(p.Failed, "; "))
+	case p.Paused && len(p.Failed) == 0:
+		b.WriteString("paused: " + p.Cause)
 	case p.Paused:
 		b.WriteString("paused: " + strings.Join(p.Failed, "; "))
 		if p.Cause != "" {
@@ -130,8 +132,12 @@ func RolloutState(r *dataset.Rollout, marks map[string]*dataset.RolloutMark) Rol
 		}
 	}
 	halt := r.FailureAction != "continue" && tooManyFailures(r, len(p.Failed))
-	p.RollBack = halt && r.FailureAction == "rollback"
+	p.RollBack = halt && r.FailureAction == "rollback" && r.Stopped == ""
 	p.Paused = halt && !p.RollBack
+	if r.Stopped != "" && !(p.Batch == len(batches) && len(p.Skipped) == 0) {
+		// superseded before its end: paused, whatever its failures
+		p.Paused, p.RollBack, halt, p.Cause = true, false, true, r.Stopped
+	}
 	p.Done = p.Batch == len(batches) && !halt && len(p.Skipped) == 0
 	return p
 }
@@ -200,6 +206,8 @@ func Turn(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, self string
 	p := RolloutState(r, marks)
 	mine := idx / max(1, r.Parallelism)
 	switch {
+	case p.Paused && len(p.Failed) == 0:
+		return RolloutTurn{Why: "rollout paused: " + p.Cause}
 	case p.Paused:
 		return RolloutTurn{Why: "rollout paused: " + strings.Join(p.Failed, "; ")}
 	case p.RollBack:

@@ -35,9 +35,6 @@ type Core struct {
 	relays map[Ticket]relay
 	// stopping is set once the daemon stops: no decision pass any more.
 	stopping bool
-	// skipSeen: since when a rollout turn of the service has been due
-	// here only by skipping nodes down (update_down_nodes skip).
-	skipSeen map[string]time.Time
 	// shutdown is set when that stop is a shutdown: an instance whose start
 	// was in flight is stopped once the start ends.
 	shutdown bool

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -72,6 +73,9 @@ func (RolloutPaused) Kind() string      { return "rollout_paused" }
 func (e RolloutPaused) Service() string { return e.Svc }
 func (RolloutPaused) Level() Level      { return Warn }
 func (e RolloutPaused) String() string {
+	if e.Failed == "" {
+		return "rollout " + e.ID + " paused: " + e.Cause
+	}
 	s := "rollout " + e.ID + " paused: " + e.Failed
 	if e.Cause != "" {
 		s += " (" + e.Cause + ")"
@@ -213,6 +217,15 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 	if monitor.RollbackBy(r, alive) != c.cfg.Name {
 		return false
 	}
+	if c.superseded(svc, r, p) {
+		ss := c.state.Services[svc]
+		s := *r
+		s.Version, s.Stopped = c.nextVersion(), "the config changed since (now "+dataset.ShortDigest(ss.ConfigDigest)+"): a new svcmgr rollout rolls it out"
+		if c.vb.Err(c.state.Lamport, now) == nil {
+			c.setRollout(svc, &s, "paused: "+s.Stopped)
+		}
+		return false
+	}
 	var key string
 	switch {
 	case p.RollBack:
@@ -255,12 +268,25 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 		}
 		return true
 	case p.Paused:
-		c.emit(RolloutPaused{Svc: svc, ID: r.ID, Failed: failed, Cause: r.Cause})
+		c.emit(RolloutPaused{Svc: svc, ID: r.ID, Failed: failed, Cause: cmp.Or(r.Stopped, r.Cause)})
 	case p.Done:
 		c.emit(RolloutDone{Svc: svc, ID: r.ID, Failed: failed})
 	}
 	inst.RolloutSpoke = key
 	return false
+}
+
+// superseded reports whether the rollout r of svc, not ended, rolls out
+// a config a newer edit replaced here: its nodes would wait for that
+// config for ever. The config is newer than the record, or, on the node
+// that made the record (it held r's config then), any other config but
+// that of a rollback of its own not written yet (rollbackResumed).
+func (c *Core) superseded(svc string, r *dataset.Rollout, p monitor.RolloutProgress) bool {
+	ss := c.state.Services[svc]
+	if r.Stopped != "" || p.Done || p.Halted() || ss.ConfigDigest == r.Digest || ss.ConfigDigest == "" || c.cd.Busy(svc) {
+		return false
+	}
+	return ss.ConfigVersion.Newer(r.Version) || r.Version.Origin == c.cfg.Name && !r.Rollback
 }
 
 // pauseInstead replaces the record r of svc, failed but not rolled back,

@@ -216,7 +216,7 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 	marks := c.rolloutMarks(svc, r, snap)
 	turn := monitor.Turn(r, marks, c.cfg.Name)
 	if !turn.Go {
-		delete(c.skipSeen, svc)
+		inst.SkipSeen = time.Time{}
 		return time.Time{}
 	}
 	if r.DownNodes == "skip" && !monitor.Turn(r, c.liveMarks(svc, r, snap), c.cfg.Name).Go {
@@ -224,14 +224,10 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 		// node saw them so for hb.timeout (the peers of a partition are
 		// declared down one after the other: a node cut off from the
 		// others sees itself in the minority by then, and waits)
-		since, ok := c.skipSeen[svc]
-		if !ok {
-			if c.skipSeen == nil {
-				c.skipSeen = map[string]time.Time{}
-			}
-			since = now
-			c.skipSeen[svc] = now
+		if inst.SkipSeen.IsZero() {
+			inst.SkipSeen = now
 		}
+		since := inst.SkipSeen
 		if due := since.Add(c.cfg.Quorum.HBTimeout); now.Before(due) {
 			return due
 		}
@@ -254,6 +250,7 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 		// thaw) goes on
 		return time.Time{}
 	}
+	inst.SkipSeen = time.Time{} // the turn is taken now
 	if _, run := c.Status(svc); !run {
 		cause := "not running here: it starts on the new config when it starts"
 		if r.Rollback && inst.Mon.State.Failed() {
