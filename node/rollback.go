@@ -101,6 +101,44 @@ func (e RolloutDone) String() string {
 	return "rollout " + e.ID + " done"
 }
 
+// RolloutBatch: a batch of a rollout begun (the batches before it ended:
+// OK and Failed, the turns ended so far), or, with update_down_nodes
+// skip, every batch ended but the turns of the nodes down (Skipped): the
+// rollout is done once they took theirs. Said by one node, as
+// RolloutPaused.
+type RolloutBatch struct {
+	Svc     string `json:"svc"`
+	ID      string `json:"id"`
+	Batch   int    `json:"batch"`
+	Batches int    `json:"batches"`
+	Nodes   string `json:"nodes,omitempty"`
+	OK      string `json:"ok,omitempty"`
+	Failed  string `json:"failed,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+func (RolloutBatch) Kind() string      { return "rollout_batch" }
+func (e RolloutBatch) Service() string { return e.Svc }
+func (RolloutBatch) Level() Level      { return Info }
+func (e RolloutBatch) String() string {
+	var s string
+	if e.Batch > e.Batches {
+		s = fmt.Sprintf("rollout %s: every batch ended; skipped (node down): %s: their turn when they return", e.ID, e.Skipped)
+	} else {
+		s = fmt.Sprintf("rollout %s: batch %d/%d begun: %s", e.ID, e.Batch, e.Batches, e.Nodes)
+		if e.Skipped != "" {
+			s += "; skipped (node down): " + e.Skipped
+		}
+	}
+	if e.OK != "" {
+		s += "; ok " + e.OK
+	}
+	if e.Failed != "" {
+		s += "; failed " + e.Failed
+	}
+	return s
+}
+
 // rollbackByHand is svcmgr rollback: answered once the record is on disk
 // here (the config's write follows in the same Ready).
 func (c *Core) rollbackByHand(req RollbackRequest) Ticket {
@@ -182,6 +220,9 @@ func (c *Core) rollBack(svc, undoes, cause string, now time.Time) (*dataset.Roll
 	}
 	c.setRollout(svc, r, fmt.Sprintf("rollback begun here: config %s on %v, %d at a time", dataset.ShortDigest(r.Digest), nodes, max(1, r.Parallelism)))
 	c.emit(RollbackStarted{Svc: svc, ID: r.ID, Undoes: undoes, Digest: r.Digest, Cause: cause})
+	if inst := c.insts[svc]; inst != nil {
+		inst.RolloutSpoke = r.ID + "/begun" // its first batch is said (rolloutReport)
+	}
 	return r, nil
 }
 
@@ -235,7 +276,7 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 	case p.Done:
 		key = "done"
 	default:
-		key = "running"
+		key = fmt.Sprintf("batch %d", p.Batch)
 	}
 	key = r.ID + "/" + key
 	said := inst.RolloutSpoke
@@ -271,6 +312,12 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 		c.emit(RolloutPaused{Svc: svc, ID: r.ID, Failed: failed, Cause: cmp.Or(r.Stopped, r.Cause)})
 	case p.Done:
 		c.emit(RolloutDone{Svc: svc, ID: r.ID, Failed: failed})
+	default:
+		e := RolloutBatch{Svc: svc, ID: r.ID, Batch: p.Batch + 1, Batches: p.Batches, OK: strings.Join(p.OK, " "), Failed: failed, Skipped: strings.Join(p.Skipped, " ")}
+		if p.Batch < p.Batches {
+			e.Nodes = strings.Join(monitor.RolloutBatches(r)[p.Batch], " ")
+		}
+		c.emit(e)
 	}
 	inst.RolloutSpoke = key
 	return false

@@ -120,6 +120,7 @@ func (c *Core) beginRollout(req RolloutRequest) Ticket {
 		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: cfg.UpdateFailureAction, DownNodes: downNodes(cfg.UpdateDownNodes),
 	}
 	c.setRollout(svc, r, fmt.Sprintf("begun here: config %s on %v, %d at a time", dataset.ShortDigest(r.Digest), nodes, max(1, r.Parallelism)))
+	inst.RolloutSpoke = r.ID + "/begun" // its first batch is said (rolloutReport)
 	res := fmt.Sprintf("rollout %s accepted: config %s on %s (of %d instances up)", r.ID, dataset.ShortDigest(r.Digest), strings.Join(nodes, ", "), runs)
 	c.answer(Answer{Ticket: tk, ID: r.ID, Result: res})
 	c.publish()
