@@ -1,11 +1,13 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
 	"haven/node/instsm"
@@ -53,7 +55,7 @@ type RolloutTurn struct {
 func (RolloutTurn) Kind() string      { return "rollout_turn" }
 func (e RolloutTurn) Service() string { return e.Svc }
 func (e RolloutTurn) Level() Level {
-	if e.State == dataset.TurnFailed {
+	if e.State == dataset.TurnFailed || strings.HasPrefix(e.Cause, "refused") {
 		return Warn
 	}
 	return Info
@@ -269,6 +271,13 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: cause}, now)
 		return time.Time{}
 	}
+	if why := rolloutRefused(r, snap.Services[svc]); why != "" {
+		// what a record can make this node do is bounded by the config it
+		// holds (admin-signed with [admin_keys]; the record is not): its
+		// turn ends without a restart (docs/security.md, "Rollout records")
+		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: why}, now)
+		return time.Time{}
+	}
 	c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnRestarting}, now)
 	if _, err := c.runAction(svc, "restart", turn.Why, now); err != nil {
 		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnFailed, Cause: "restart not run: " + err.Error()}, now)
@@ -325,6 +334,27 @@ func (c *Core) rolloutMarks(svc string, r *dataset.Rollout, snap monitor.Snapsho
 		return n == c.cfg.Name || ok && v.Alive()
 	})
 	return marks
+}
+
+// rolloutRefused says why this node's instance, running, is not restarted
+// for the record r ("" when it is): r's pace is not that of cfg, the
+// config of r's digest that
+// this node holds (the record is made from it: update_parallelism,
+// update_delay, update_monitor, update_max_failure_ratio,
+// update_down_nodes, and update_failure_action or pause). A record made
+// by a member that is not an admin can so restart instances only onto
+// the config their node holds, at that config's own pace.
+func rolloutRefused(r *dataset.Rollout, cfg *config.ServiceConfig) string {
+	switch {
+	case cfg == nil:
+		return "refused: no config of " + dataset.ShortDigest(r.Digest) + " here to check the record's pace against"
+	case r.Parallelism != cfg.UpdateParallelism || r.DelayMs != cfg.UpdateDelay.Milliseconds() || r.MonitorMs != cfg.UpdateMonitor.Milliseconds() ||
+		r.MaxFailureRatio != cfg.UpdateMaxFailureRatio || r.DownNodes != downNodes(cfg.UpdateDownNodes) ||
+		r.FailureAction != cfg.UpdateFailureAction && r.FailureAction != "pause":
+		return fmt.Sprintf("refused: not restarted: the record's pace (parallelism %d, delay %dms, monitor %dms, ratio %g, %s, %s) is not that of config %s (docs/security.md, \"Rollout records\")",
+			r.Parallelism, r.DelayMs, r.MonitorMs, r.MaxFailureRatio, r.FailureAction, cmp.Or(r.DownNodes, "wait"), dataset.ShortDigest(r.Digest))
+	}
+	return ""
 }
 
 // downNodes is update_down_nodes as a record holds it: "" for wait (the
