@@ -351,11 +351,13 @@ func (c *Core) pauseInstead(svc string, r *dataset.Rollout, failed, cause string
 
 // rollbackResumed orders again the config of a rollback made here that
 // is not installed (the daemon stopped, or the write failed, before it
-// was): the record is durable, the write was not.
+// was): the record is durable, the write was not. Not that of a rollback
+// paused as superseded (its record's newer version says nothing of its
+// config's write: a newer edit replaced it).
 func (c *Core) rollbackResumed(svc string, r *dataset.Rollout) {
 	ss := c.state.Services[svc]
 	prev := ss.Previous
-	if !r.Rollback || r.Version.Origin != c.cfg.Name || ss.ConfigDigest == r.Digest || prev == nil || prev.Digest != r.Digest ||
+	if !r.Rollback || r.Stopped != "" || r.Version.Origin != c.cfg.Name || ss.ConfigDigest == r.Digest || prev == nil || prev.Digest != r.Digest ||
 		c.cd.Busy(svc) || ss.ConfigVersion.Newer(r.Version) || c.cfg.Configs == nil {
 		return
 	}
