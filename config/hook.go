@@ -26,7 +26,7 @@ var EventKinds = []string{
 	"config_rebased", "config_unconfirmed", "version_refused", "target_refused",
 	"peer_stale", "peer_fresh", "duplicate_member", "duplicate_member_gone", "resource_fault", "feature_level",
 	"link_down", "link_up", "link_degraded", "link_repaired", "peer_run_held", "peer_run_trusted", "cluster_conf",
-	"rollout_started", "rollout_turn", "rollout_progress", "rollout_paused", "rollout_done", "rollback_started",
+	"rollout_started", "rollout_turn", "rollout_progress", "rollout_batch", "rollout_paused", "rollout_done", "rollback_started",
 	"flex_scaled", "flex_instances", "flex_placed", "flex_replaced",
 }
 

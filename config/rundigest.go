@@ -22,7 +22,7 @@ var OrchestrationKeywords = []string{
 	"orchestrate", "request_cpu", "request_mem",
 	"hard_affinity", "hard_anti_affinity", "soft_affinity", "soft_anti_affinity", "parents", "children",
 	"monitor_action", "multiple_active",
-	"update_parallelism", "update_delay", "update_order", "update_monitor", "update_max_failure_ratio", "update_failure_action",
+	"update_parallelism", "update_delay", "update_order", "update_monitor", "update_max_failure_ratio", "update_failure_action", "update_down_nodes",
 }
 
 // runDigest is the digest of what runs of a parsed service config: its

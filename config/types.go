@@ -251,6 +251,7 @@ type ServiceConfig struct {
 	UpdateMaxFailureRatioText string  // as written
 	UpdateMaxFailureRatio     float64 // parsed from it, 0 to 1
 	UpdateFailureAction       string  // rollback | pause | continue
+	UpdateDownNodes           string  // wait | skip
 
 	// Constraint is the compiled constraints expression, nil when none.
 	Constraint *constraints.Program

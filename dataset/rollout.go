@@ -31,6 +31,10 @@ type Rollout struct {
 	// leaves its slot to a replacement started elsewhere, and stops once
 	// the replacement is up).
 	Order string `json:"order,omitempty"`
+	// DownNodes is update_down_nodes: "skip" lets the next batches go
+	// past a node down when its turn comes (it takes its turn when it
+	// returns); "" (wait) holds them until it is back.
+	DownNodes string `json:"down_nodes,omitempty"`
 	// Undoes is set on a rollback (update_failure_action rollback, or
 	// svcmgr rollback): the ID of the rollout it undoes ("" when there was
 	// none), and Cause why ("n2: restart failed: ...", "by hand"). Its
@@ -38,6 +42,10 @@ type Rollout struct {
 	Rollback bool   `json:"rollback,omitempty"`
 	Undoes   string `json:"undoes,omitempty"`
 	Cause    string `json:"cause,omitempty"`
+	// Stopped, when set, pauses the rollout whatever its turns: the
+	// config it rolls out was superseded by a newer edit (its nodes would
+	// wait for it for ever), said by the node that speaks for it.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // PrevConfig is the config a service held before its current one (kept
@@ -55,8 +63,8 @@ func (r *Rollout) Equal(o *Rollout) bool {
 	}
 	return r.ID == o.ID && r.Version == o.Version && r.Digest == o.Digest && slices.Equal(r.Nodes, o.Nodes) &&
 		r.Parallelism == o.Parallelism && r.DelayMs == o.DelayMs && r.MonitorMs == o.MonitorMs &&
-		r.MaxFailureRatio == o.MaxFailureRatio && r.FailureAction == o.FailureAction &&
-		r.Rollback == o.Rollback && r.Undoes == o.Undoes && r.Cause == o.Cause && r.Order == o.Order
+		r.MaxFailureRatio == o.MaxFailureRatio && r.FailureAction == o.FailureAction && r.DownNodes == o.DownNodes &&
+		r.Rollback == o.Rollback && r.Undoes == o.Undoes && r.Cause == o.Cause && r.Stopped == o.Stopped && r.Order == o.Order
 }
 
 // OrderStartFirst is Rollout.Order for update_order = "start-first".
@@ -81,6 +89,10 @@ const (
 	// TurnFailed: the restart failed, or the instance went down within
 	// MonitorMs; Cause says which.
 	TurnFailed = "failed"
+	// TurnSkipped: the node is down and the rollout's DownNodes is skip;
+	// never announced (the nodes that see it down count it so), its
+	// turn is taken when it returns.
+	TurnSkipped = "skipped"
 )
 
 // RolloutMark is how a node's own turn in the rollout ID went, announced

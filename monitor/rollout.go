@@ -22,6 +22,10 @@ type RolloutProgress struct {
 	// cause: "n2: restart failed: ..."), Pending those of Batch that have
 	// not ended theirs.
 	OK, Failed, Pending []string
+	// Skipped lists the nodes down whose turn was skipped
+	// (update_down_nodes skip): the batches after theirs go on, and the
+	// rollout is not done until they took their turn.
+	Skipped []string
 	// Paused: more turns failed than the ratio allows and the action is
 	// pause: no node takes a turn.
 	Paused bool
@@ -59,6 +63,8 @@ func (p RolloutProgress) String() string {
 	switch {
 	case p.RollBack:
 		b.WriteString("failed, rolling back: " + strings.Join(p.Failed, "; "))
+	case p.Paused && len(p.Failed) == 0:
+		b.WriteString("paused: " + p.Cause)
 	case p.Paused:
 		b.WriteString("paused: " + strings.Join(p.Failed, "; "))
 		if p.Cause != "" {
@@ -68,8 +74,13 @@ func (p RolloutProgress) String() string {
 		b.WriteString("done with failures: " + strings.Join(p.Failed, "; "))
 	case p.Done:
 		b.WriteString("done")
+	case p.Batch == p.Batches:
+		b.WriteString("every batch ended; skipped (node down): " + strings.Join(p.Skipped, " ") + ": their turn when they return")
 	default:
 		fmt.Fprintf(&b, "batch %d/%d: %s pending", p.Batch+1, p.Batches, strings.Join(p.Pending, " "))
+	}
+	if len(p.Skipped) > 0 && p.Batch < p.Batches && !p.Halted() {
+		b.WriteString("; skipped (node down) " + strings.Join(p.Skipped, " "))
 	}
 	if len(p.OK) > 0 && !p.Done {
 		b.WriteString("; ok " + strings.Join(p.OK, " "))
@@ -104,6 +115,8 @@ func RolloutState(r *dataset.Rollout, marks map[string]*dataset.RolloutMark) Rol
 		for _, n := range batch {
 			m := marks[n]
 			switch {
+			case m != nil && m.ID == r.ID && m.State == dataset.TurnSkipped:
+				p.Skipped = append(p.Skipped, n)
 			case m == nil || m.ID != r.ID || !m.Final():
 				if p.Batch == len(batches) {
 					p.Batch = k
@@ -119,10 +132,40 @@ func RolloutState(r *dataset.Rollout, marks map[string]*dataset.RolloutMark) Rol
 		}
 	}
 	halt := r.FailureAction != "continue" && tooManyFailures(r, len(p.Failed))
-	p.RollBack = halt && r.FailureAction == "rollback"
+	p.RollBack = halt && r.FailureAction == "rollback" && r.Stopped == ""
 	p.Paused = halt && !p.RollBack
-	p.Done = p.Batch == len(batches) && !halt
+	if r.Stopped != "" && !(p.Batch == len(batches) && len(p.Skipped) == 0) {
+		// superseded before its end: paused, whatever its failures
+		p.Paused, p.RollBack, halt, p.Cause = true, false, true, r.Stopped
+	}
+	p.Done = p.Batch == len(batches) && !halt && len(p.Skipped) == 0
 	return p
+}
+
+// SkipDown marks skipped, in marks, the turn of each node of r that is
+// not live when r's DownNodes is skip, and only while more than half of
+// r's nodes are live (a node cut off from the others never counts them
+// skipped: it waits for them, as with wait). A node whose turn ended
+// keeps its mark (it is no longer needed). Every node applies it to its
+// own view of who is alive.
+func SkipDown(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, live func(string) bool) {
+	if r.DownNodes != "skip" {
+		return
+	}
+	var up int
+	for _, n := range r.Nodes {
+		if live(n) {
+			up++
+		}
+	}
+	if 2*up <= len(r.Nodes) {
+		return
+	}
+	for _, n := range r.Nodes {
+		if m := marks[n]; !live(n) && (m == nil || m.ID != r.ID || !m.Final()) {
+			marks[n] = &dataset.RolloutMark{ID: r.ID, State: dataset.TurnSkipped, Cause: "node down"}
+		}
+	}
 }
 
 // RollbackBy is the node that rolls r back once its failures call for it
@@ -163,12 +206,22 @@ func Turn(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, self string
 	p := RolloutState(r, marks)
 	mine := idx / max(1, r.Parallelism)
 	switch {
+	case p.Paused && len(p.Failed) == 0:
+		return RolloutTurn{Why: "rollout paused: " + p.Cause}
 	case p.Paused:
 		return RolloutTurn{Why: "rollout paused: " + strings.Join(p.Failed, "; ")}
 	case p.RollBack:
 		return RolloutTurn{Why: "rollout failed, rolled back: " + strings.Join(p.Failed, "; ")}
 	case mine > p.Batch:
 		return RolloutTurn{Why: fmt.Sprintf("batch %d/%d first (%s)", p.Batch+1, p.Batches, strings.Join(p.Pending, " "))}
+	}
+	for k, n := range r.Nodes {
+		// a node back from a skipped turn catches up once the batch under
+		// way (a later one) ended: never more than a batch restarts at once
+		if m := marks[n]; k/max(1, r.Parallelism) != mine && m != nil && m.ID == r.ID &&
+			(m.State == dataset.TurnRestarting || m.State == dataset.TurnMonitoring) {
+			return RolloutTurn{Why: fmt.Sprintf("catching up after %s's turn (%s)", n, m.State)}
+		}
 	}
 	return RolloutTurn{Go: true, Why: fmt.Sprintf("rollout %s, batch %d/%d", r.ID, mine+1, p.Batches)}
 }

@@ -193,3 +193,53 @@ func TestStartFirstClaimsFitFlexMax(t *testing.T) {
 		t.Fatalf("n3 alone claiming: %+v, want a start", d)
 	}
 }
+
+// TestRolloutSkipDown: with update_down_nodes skip, a node down counts
+// skipped (no failure: the ratio 0 does not pause) and the next batch
+// goes; the rollout is not done until it took its turn; back, it waits
+// for the batch under way before its catch-up. With wait (the default),
+// or with not more than half of the nodes alive, nothing is skipped.
+func TestRolloutSkipDown(t *testing.T) {
+	r := &dataset.Rollout{ID: "r1", Nodes: []string{"n1", "n2", "n3", "n4"}, Parallelism: 1, FailureAction: "pause", DownNodes: "skip"}
+	down := map[string]bool{"n2": true}
+	live := func(n string) bool { return !down[n] }
+	view := func() map[string]*dataset.RolloutMark {
+		m := map[string]*dataset.RolloutMark{"n1": mark("r1", dataset.TurnOK, "")}
+		SkipDown(r, m, live)
+		return m
+	}
+	if got := Turn(r, view(), "n3"); !got.Go {
+		t.Fatalf("n3 with n2 down, skip: %+v", got)
+	}
+	if p := RolloutState(r, view()); p.Paused || p.Done || len(p.Skipped) != 1 || p.String() != "batch 3/4: n3 pending; skipped (node down) n2; ok n1" {
+		t.Fatalf("progress with n2 skipped: %+v %q", p, p)
+	}
+	m := view()
+	m["n3"], m["n4"] = mark("r1", dataset.TurnOK, ""), mark("r1", dataset.TurnOK, "")
+	if p := RolloutState(r, m); p.Done || p.String() != "every batch ended; skipped (node down): n2: their turn when they return; ok n1 n3 n4" {
+		t.Fatalf("every batch ended but n2's: %+v %q", p, p)
+	}
+	// n2 back while n4 restarts: it waits for n4's turn to end
+	m = map[string]*dataset.RolloutMark{"n1": mark("r1", dataset.TurnOK, ""), "n3": mark("r1", dataset.TurnOK, ""), "n4": mark("r1", dataset.TurnMonitoring, "")}
+	if got := Turn(r, m, "n2"); got.Go || got.Why != "catching up after n4's turn (monitoring)" {
+		t.Fatalf("n2 back while n4 monitors: %+v", got)
+	}
+	m["n4"] = mark("r1", dataset.TurnOK, "")
+	if got := Turn(r, m, "n2"); !got.Go {
+		t.Fatalf("n2 back once n4 ended: %+v", got)
+	}
+	m["n2"] = mark("r1", dataset.TurnOK, "")
+	if p := RolloutState(r, m); !p.Succeeded() {
+		t.Fatalf("n2 caught up: %q", p)
+	}
+	// not more than half alive: nothing skipped
+	down = map[string]bool{"n2": true, "n3": true}
+	if got := Turn(r, view(), "n4"); got.Go {
+		t.Fatalf("n4 with half of the nodes down: %+v", got)
+	}
+	// wait: nothing skipped
+	down, r.DownNodes = map[string]bool{"n2": true}, ""
+	if got := Turn(r, view(), "n3"); got.Go {
+		t.Fatalf("n3 with n2 down, wait: %+v", got)
+	}
+}

@@ -41,6 +41,7 @@ func RolloutView(insts map[string]dataset.Instance, live, frozen func(node strin
 			marks[n] = i.RolloutMark
 		}
 	}
+	SkipDown(r, marks, live)
 	p := RolloutState(r, marks)
 	s := &dataset.RolloutStatus{ID: r.ID, Digest: r.Digest, Parallelism: max(1, r.Parallelism), Batches: p.Batches,
 		Summary: p.String(), OK: len(p.OK), Failed: len(p.Failed), Pending: len(r.Nodes) - len(p.OK) - len(p.Failed)}
@@ -57,7 +58,7 @@ func RolloutView(insts map[string]dataset.Instance, live, frozen func(node strin
 	for k, n := range r.Nodes {
 		i := insts[n]
 		t := dataset.RolloutTurnStatus{Node: n, Batch: k/s.Parallelism + 1, RunDigest: i.RunDigest}
-		if m := marks[n]; m != nil && m.ID == r.ID {
+		if m := marks[n]; m != nil && m.ID == r.ID && m.State != dataset.TurnSkipped {
 			t.State, t.Cause = m.State, m.Cause
 		}
 		if t.State != dataset.TurnOK && t.State != dataset.TurnFailed {
@@ -72,6 +73,9 @@ func RolloutView(insts map[string]dataset.Instance, live, frozen func(node strin
 // what it does.
 func turnWhy(r *dataset.Rollout, marks map[string]*dataset.RolloutMark, n string, i dataset.Instance, live, frozen bool) string {
 	if !live {
+		if m := marks[n]; m != nil && m.ID == r.ID && m.State == dataset.TurnSkipped {
+			return "node down: its turn skipped (update_down_nodes skip), taken when it returns"
+		}
 		return "node down: the rollout waits for it (the batches after it too)"
 	}
 	m := marks[n]

@@ -269,6 +269,13 @@ func (c *Core) watchTurn(svc string, inst *instsm.Instance, r *dataset.Rollout, 
 	if inst.Act.Busy != "" {
 		return time.Time{}
 	}
+	if a := inst.Avail; a != dataset.StatusUp && a != dataset.StatusNA && c.state.SplitFrozen {
+		// stopped by the split_action of a lost quorum: that says nothing
+		// of the config (a failure would roll it back from the minority):
+		// the turn is to take again, once this node holds the quorum
+		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnDelay, Cause: "stopped by split_action (quorum lost), not a failure: the turn is taken again"}, now)
+		return time.Time{}
+	}
 	if a := inst.Avail; a != dataset.StatusUp && a != dataset.StatusNA {
 		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnFailed, Cause: fmt.Sprintf("%s within update_monitor after its restart", a)}, now)
 		return time.Time{}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -72,6 +73,9 @@ func (RolloutPaused) Kind() string      { return "rollout_paused" }
 func (e RolloutPaused) Service() string { return e.Svc }
 func (RolloutPaused) Level() Level      { return Warn }
 func (e RolloutPaused) String() string {
+	if e.Failed == "" {
+		return "rollout " + e.ID + " paused: " + e.Cause
+	}
 	s := "rollout " + e.ID + " paused: " + e.Failed
 	if e.Cause != "" {
 		s += " (" + e.Cause + ")"
@@ -95,6 +99,44 @@ func (e RolloutDone) String() string {
 		return "rollout " + e.ID + " done with failures: " + e.Failed
 	}
 	return "rollout " + e.ID + " done"
+}
+
+// RolloutBatch: a batch of a rollout begun (the batches before it ended:
+// OK and Failed, the turns ended so far), or, with update_down_nodes
+// skip, every batch ended but the turns of the nodes down (Skipped): the
+// rollout is done once they took theirs. Said by one node, as
+// RolloutPaused.
+type RolloutBatch struct {
+	Svc     string `json:"svc"`
+	ID      string `json:"id"`
+	Batch   int    `json:"batch"`
+	Batches int    `json:"batches"`
+	Nodes   string `json:"nodes,omitempty"`
+	OK      string `json:"ok,omitempty"`
+	Failed  string `json:"failed,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
+}
+
+func (RolloutBatch) Kind() string      { return "rollout_batch" }
+func (e RolloutBatch) Service() string { return e.Svc }
+func (RolloutBatch) Level() Level      { return Info }
+func (e RolloutBatch) String() string {
+	var s string
+	if e.Batch > e.Batches {
+		s = fmt.Sprintf("rollout %s: every batch ended; skipped (node down): %s: their turn when they return", e.ID, e.Skipped)
+	} else {
+		s = fmt.Sprintf("rollout %s: batch %d/%d begun: %s", e.ID, e.Batch, e.Batches, e.Nodes)
+		if e.Skipped != "" {
+			s += "; skipped (node down): " + e.Skipped
+		}
+	}
+	if e.OK != "" {
+		s += "; ok " + e.OK
+	}
+	if e.Failed != "" {
+		s += "; failed " + e.Failed
+	}
+	return s
 }
 
 // rollbackByHand is svcmgr rollback: answered once the record is on disk
@@ -174,10 +216,13 @@ func (c *Core) rollBack(svc, undoes, cause string, now time.Time) (*dataset.Roll
 	r := &dataset.Rollout{
 		ID: fmt.Sprintf("%s-%d", c.cfg.Name, v.Counter), Version: v, Digest: prev.Digest, Nodes: nodes,
 		Parallelism: cfg.UpdateParallelism, DelayMs: cfg.UpdateDelay.Milliseconds(), MonitorMs: cfg.UpdateMonitor.Milliseconds(),
-		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: "pause", Rollback: true, Undoes: undoes, Cause: cause,
+		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: "pause", DownNodes: downNodes(cfg.UpdateDownNodes), Rollback: true, Undoes: undoes, Cause: cause,
 	}
 	c.setRollout(svc, r, fmt.Sprintf("rollback begun here: config %s on %v, %d at a time", dataset.ShortDigest(r.Digest), nodes, max(1, r.Parallelism)))
 	c.emit(RollbackStarted{Svc: svc, ID: r.ID, Undoes: undoes, Digest: r.Digest, Cause: cause})
+	if inst := c.insts[svc]; inst != nil {
+		inst.RolloutSpoke = r.ID + "/begun" // its first batch is said (rolloutReport)
+	}
 	return r, nil
 }
 
@@ -213,6 +258,15 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 	if monitor.RollbackBy(r, alive) != c.cfg.Name {
 		return false
 	}
+	if c.superseded(svc, r, p) {
+		ss := c.state.Services[svc]
+		s := *r
+		s.Version, s.Stopped = c.nextVersion(), "the config changed since (now "+dataset.ShortDigest(ss.ConfigDigest)+"): a new svcmgr rollout rolls it out"
+		if c.vb.Err(c.state.Lamport, now) == nil {
+			c.setRollout(svc, &s, "paused: "+s.Stopped)
+		}
+		return false
+	}
 	var key string
 	switch {
 	case p.RollBack:
@@ -222,7 +276,7 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 	case p.Done:
 		key = "done"
 	default:
-		key = "running"
+		key = fmt.Sprintf("batch %d", p.Batch)
 	}
 	key = r.ID + "/" + key
 	said := inst.RolloutSpoke
@@ -255,12 +309,31 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 		}
 		return true
 	case p.Paused:
-		c.emit(RolloutPaused{Svc: svc, ID: r.ID, Failed: failed, Cause: r.Cause})
+		c.emit(RolloutPaused{Svc: svc, ID: r.ID, Failed: failed, Cause: cmp.Or(r.Stopped, r.Cause)})
 	case p.Done:
 		c.emit(RolloutDone{Svc: svc, ID: r.ID, Failed: failed})
+	default:
+		e := RolloutBatch{Svc: svc, ID: r.ID, Batch: p.Batch + 1, Batches: p.Batches, OK: strings.Join(p.OK, " "), Failed: failed, Skipped: strings.Join(p.Skipped, " ")}
+		if p.Batch < p.Batches {
+			e.Nodes = strings.Join(monitor.RolloutBatches(r)[p.Batch], " ")
+		}
+		c.emit(e)
 	}
 	inst.RolloutSpoke = key
 	return false
+}
+
+// superseded reports whether the rollout r of svc, not ended, rolls out
+// a config a newer edit replaced here: its nodes would wait for that
+// config for ever. The config is newer than the record, or, on the node
+// that made the record (it held r's config then), any other config but
+// that of a rollback of its own not written yet (rollbackResumed).
+func (c *Core) superseded(svc string, r *dataset.Rollout, p monitor.RolloutProgress) bool {
+	ss := c.state.Services[svc]
+	if r.Stopped != "" || p.Done || p.Halted() || ss.ConfigDigest == r.Digest || ss.ConfigDigest == "" || c.cd.Busy(svc) {
+		return false
+	}
+	return ss.ConfigVersion.Newer(r.Version) || r.Version.Origin == c.cfg.Name && !r.Rollback
 }
 
 // pauseInstead replaces the record r of svc, failed but not rolled back,
@@ -278,11 +351,13 @@ func (c *Core) pauseInstead(svc string, r *dataset.Rollout, failed, cause string
 
 // rollbackResumed orders again the config of a rollback made here that
 // is not installed (the daemon stopped, or the write failed, before it
-// was): the record is durable, the write was not.
+// was): the record is durable, the write was not. Not that of a rollback
+// paused as superseded (its record's newer version says nothing of its
+// config's write: a newer edit replaced it).
 func (c *Core) rollbackResumed(svc string, r *dataset.Rollout) {
 	ss := c.state.Services[svc]
 	prev := ss.Previous
-	if !r.Rollback || r.Version.Origin != c.cfg.Name || ss.ConfigDigest == r.Digest || prev == nil || prev.Digest != r.Digest ||
+	if !r.Rollback || r.Stopped != "" || r.Version.Origin != c.cfg.Name || ss.ConfigDigest == r.Digest || prev == nil || prev.Digest != r.Digest ||
 		c.cd.Busy(svc) || ss.ConfigVersion.Newer(r.Version) || c.cfg.Configs == nil {
 		return
 	}

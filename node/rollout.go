@@ -1,11 +1,13 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
 	"haven/node/instsm"
@@ -53,7 +55,7 @@ type RolloutTurn struct {
 func (RolloutTurn) Kind() string      { return "rollout_turn" }
 func (e RolloutTurn) Service() string { return e.Svc }
 func (e RolloutTurn) Level() Level {
-	if e.State == dataset.TurnFailed {
+	if e.State == dataset.TurnFailed || strings.HasPrefix(e.Cause, "refused") {
 		return Warn
 	}
 	return Info
@@ -117,12 +119,13 @@ func (c *Core) beginRollout(req RolloutRequest) Ticket {
 	r := &dataset.Rollout{
 		ID: fmt.Sprintf("%s-%d", c.cfg.Name, v.Counter), Version: v, Digest: ss.ConfigDigest, Nodes: nodes,
 		Parallelism: cfg.UpdateParallelism, DelayMs: cfg.UpdateDelay.Milliseconds(), MonitorMs: cfg.UpdateMonitor.Milliseconds(),
-		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: cfg.UpdateFailureAction,
+		MaxFailureRatio: cfg.UpdateMaxFailureRatio, FailureAction: cfg.UpdateFailureAction, DownNodes: downNodes(cfg.UpdateDownNodes),
 	}
 	if cfg.UpdateOrder == dataset.OrderStartFirst && cfg.IsFlex() {
 		r.Order = dataset.OrderStartFirst
 	}
 	c.setRollout(svc, r, fmt.Sprintf("begun here: config %s on %v, %d at a time", dataset.ShortDigest(r.Digest), nodes, max(1, r.Parallelism)))
+	inst.RolloutSpoke = r.ID + "/begun" // its first batch is said (rolloutReport)
 	res := fmt.Sprintf("rollout %s accepted: config %s on %s (of %d instances up)", r.ID, dataset.ShortDigest(r.Digest), strings.Join(nodes, ", "), runs)
 	c.answer(Answer{Ticket: tk, ID: r.ID, Result: res})
 	c.publish()
@@ -222,7 +225,21 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 	marks := c.rolloutMarks(svc, r, snap)
 	turn := monitor.Turn(r, marks, c.cfg.Name)
 	if !turn.Go {
+		inst.SkipSeen = time.Time{}
 		return time.Time{}
+	}
+	if r.DownNodes == "skip" && !monitor.Turn(r, c.liveMarks(svc, r, snap), c.cfg.Name).Go {
+		// this turn comes only by skipping nodes down: only once this
+		// node saw them so for hb.timeout (the peers of a partition are
+		// declared down one after the other: a node cut off from the
+		// others sees itself in the minority by then, and waits)
+		if inst.SkipSeen.IsZero() {
+			inst.SkipSeen = now
+		}
+		since := inst.SkipSeen
+		if due := since.Add(c.cfg.Quorum.HBTimeout); now.Before(due) {
+			return due
+		}
 	}
 	if idx := slices.Index(r.Nodes, c.cfg.Name) / max(1, r.Parallelism); idx > 0 && r.DelayMs > 0 {
 		// update_delay from when this node saw the batch before end, on
@@ -242,6 +259,7 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 		// thaw) goes on
 		return time.Time{}
 	}
+	inst.SkipSeen = time.Time{} // the turn is taken now
 	if _, run := c.Status(svc); !run {
 		cause := "not running here: it starts on the new config when it starts"
 		if r.Rollback && inst.Mon.State.Failed() {
@@ -257,6 +275,13 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 			cause = "not running here: its failed state cleared, it starts on the previous config when placement starts it"
 		}
 		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: cause}, now)
+		return time.Time{}
+	}
+	if why := rolloutRefused(r, snap.Services[svc]); why != "" {
+		// what a record can make this node do is bounded by the config it
+		// holds (admin-signed with [admin_keys]; the record is not): its
+		// turn ends without a restart (docs/security.md, "Rollout records")
+		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: why}, now)
 		return time.Time{}
 	}
 	if r.Order == dataset.OrderStartFirst {
@@ -362,8 +387,52 @@ func (c *Core) runningOld(svc string, snap monitor.Snapshot, digest string) (nod
 	return nodes, runs
 }
 
-// rolloutMarks are the marks of r's nodes alive, this node's included.
+// rolloutMarks are the marks of r's nodes alive, this node's included,
+// and, with update_down_nodes skip, the down ones skipped
+// (monitor.SkipDown).
 func (c *Core) rolloutMarks(svc string, r *dataset.Rollout, snap monitor.Snapshot) map[string]*dataset.RolloutMark {
+	marks := c.liveMarks(svc, r, snap)
+	monitor.SkipDown(r, marks, func(n string) bool {
+		v, ok := snap.Nodes[n]
+		return n == c.cfg.Name || ok && v.Alive()
+	})
+	return marks
+}
+
+// rolloutRefused says why this node's instance, running, is not restarted
+// for the record r ("" when it is): r's pace is not that of cfg, the
+// config of r's digest that
+// this node holds (the record is made from it: update_parallelism,
+// update_delay, update_monitor, update_max_failure_ratio,
+// update_down_nodes, and update_failure_action or pause). A record made
+// by a member that is not an admin can so restart instances only onto
+// the config their node holds, at that config's own pace.
+func rolloutRefused(r *dataset.Rollout, cfg *config.ServiceConfig) string {
+	switch {
+	case cfg == nil:
+		return "refused: no config of " + dataset.ShortDigest(r.Digest) + " here to check the record's pace against"
+	case r.Parallelism != cfg.UpdateParallelism || r.DelayMs != cfg.UpdateDelay.Milliseconds() || r.MonitorMs != cfg.UpdateMonitor.Milliseconds() ||
+		r.MaxFailureRatio != cfg.UpdateMaxFailureRatio || r.DownNodes != downNodes(cfg.UpdateDownNodes) ||
+		r.Order == dataset.OrderStartFirst && !(cfg.UpdateOrder == dataset.OrderStartFirst && cfg.IsFlex()) ||
+		r.FailureAction != cfg.UpdateFailureAction && r.FailureAction != "pause":
+		return fmt.Sprintf("refused: not restarted: the record's pace (parallelism %d, delay %dms, monitor %dms, ratio %g, %s, %s, %s) is not that of config %s (docs/security.md, \"Rollout records\")",
+			r.Parallelism, r.DelayMs, r.MonitorMs, r.MaxFailureRatio, r.FailureAction, cmp.Or(r.DownNodes, "wait"), cmp.Or(r.Order, "stop-first"), dataset.ShortDigest(r.Digest))
+	}
+	return ""
+}
+
+// downNodes is update_down_nodes as a record holds it: "" for wait (the
+// default, as records made before the keyword).
+func downNodes(kw string) string {
+	if kw == "skip" {
+		return kw
+	}
+	return ""
+}
+
+// liveMarks are the marks of r's nodes alive only, this node's included
+// (none skipped).
+func (c *Core) liveMarks(svc string, r *dataset.Rollout, snap monitor.Snapshot) map[string]*dataset.RolloutMark {
 	marks := make(map[string]*dataset.RolloutMark, len(r.Nodes))
 	for _, n := range r.Nodes {
 		if v, ok := snap.Nodes[n]; ok && n != c.cfg.Name && v.Alive() {

@@ -1,17 +1,22 @@
 package node
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"haven/config"
 	"haven/dataset"
 	"haven/monitor"
 	"haven/placement"
 )
 
-// rolloutSnap is n2's view: n1 up and its instance of web ok in rollout id.
+// rolloutSnap is n2's view: n1 up and its instance of web ok in rollout
+// id; web's config rolls out one at a time, watched for 2s, paused on a
+// failure.
 func rolloutSnap(now time.Time, id string) monitor.Snapshot {
 	return monitor.Snapshot{Now: now, Local: "n2", ClusterNodes: []string{"n1", "n2"},
+		Services: map[string]*config.ServiceConfig{"web": {UpdateParallelism: 1, UpdateMonitor: 2 * time.Second, UpdateFailureAction: "pause"}},
 		Nodes: map[string]placement.NodeView{
 			"n1": {Name: "n1", Status: dataset.NodeUp, Data: dataset.Node{Name: "n1", Services: map[string]dataset.Instance{
 				"web": {Avail: dataset.StatusUp, RolloutMark: &dataset.RolloutMark{ID: id, State: dataset.TurnOK}}}}},
@@ -93,5 +98,47 @@ func TestRolloutNewestRecordWins(t *testing.T) {
 	c.mergeRollouts("n3", map[string]dataset.Instance{"web": {Rollout: older}}, map[string]bool{"web": true}, t0)
 	if got := c.state.Services["web"].Rollout; got == nil || got.ID != "n1-9" {
 		t.Fatalf("got %+v, want n1-9", got)
+	}
+}
+
+// A record whose pace is not that of the config it rolls out (a member's
+// forged record: with [admin_keys] the config is signed, the record is
+// not) restarts nothing: the turn ends ok with the refusal, said at WARN.
+func TestRolloutRecordBoundByTheConfig(t *testing.T) {
+	for name, tc := range map[string]struct {
+		r    dataset.Rollout
+		run  string
+		want string
+	}{
+		"faster":     {dataset.Rollout{Parallelism: 2, MonitorMs: 2000, FailureAction: "pause"}, "old", "refused: not restarted: the record's pace"},
+		"no watch":   {dataset.Rollout{Parallelism: 1, FailureAction: "pause"}, "old", "refused: not restarted: the record's pace"},
+		"continue":   {dataset.Rollout{Parallelism: 1, MonitorMs: 2000, FailureAction: "continue"}, "old", "refused: not restarted: the record's pace"},
+		"skip":       {dataset.Rollout{Parallelism: 1, MonitorMs: 2000, FailureAction: "pause", DownNodes: "skip"}, "old", "refused: not restarted: the record's pace"},
+		"the config": {dataset.Rollout{Parallelism: 1, MonitorMs: 2000, FailureAction: "pause"}, "old", ""},
+	} {
+		c := newCore("n2")
+		localWebChecked(c, dataset.StatusUp)
+		ss := c.state.Services["web"]
+		ss.ConfigDigest, ss.RunDigest = "new", tc.run
+		c.state.Services["web"] = ss
+		r := tc.r
+		r.ID, r.Version, r.Digest, r.Nodes = "n1-7", dataset.Version{Counter: 7, Origin: "n1"}, "new", []string{"n1", "n2"}
+		c.mergeRollouts("n1", map[string]dataset.Instance{"web": {Rollout: &r}}, nil, t0)
+		c.Ready()
+		c.rollouts(rolloutSnap(t0, r.ID), t0, nil)
+		rd := c.Ready()
+		m := c.state.Services["web"].RolloutMark
+		if tc.want == "" {
+			if len(rd.Run) != 1 || m == nil || m.State != dataset.TurnRestarting {
+				t.Errorf("%s: want a restart, got %+v, turn %+v", name, rd.Run, m)
+			}
+			continue
+		}
+		if len(rd.Run) != 0 || m == nil || m.State != dataset.TurnOK || !strings.HasPrefix(m.Cause, tc.want) {
+			t.Errorf("%s: want no restart and turn ok %q, got %+v, turn %+v", name, tc.want, rd.Run, m)
+		}
+		if strings.HasPrefix(tc.want, "refused") && (RolloutTurn{Cause: m.Cause}).Level() != Warn {
+			t.Errorf("%s: the refusal is not said at WARN", name)
+		}
 	}
 }

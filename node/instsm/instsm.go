@@ -64,6 +64,9 @@ type Instance struct {
 	// RolloutSpoke is where the service's rollout stood (its id, then a
 	// word) when this node last spoke for it (node/rollback.go): said once.
 	RolloutSpoke string
+	// SkipSeen is since when this node's rollout turn has been due only
+	// by skipping nodes down (update_down_nodes skip), zero when not.
+	SkipSeen time.Time
 }
 
 // RolloutSaid is what a rollout_progress event said: the service's

@@ -24,7 +24,9 @@ import (
 // service never above flex_max, in the journal):
 //
 //   - no lost acknowledged edit: every node holds the config of the last
-//     edit answered ok, or of one asked after it;
+//     edit answered ok, or of one asked after it, or the config a
+//     rollback of a rollout accepted after that edit installed again (the
+//     automatic rollback undoes the edit it rolled out, as a newer edit);
 //   - no lost acknowledged rollout: the newest rollout every node holds
 //     is the last one answered "accepted", or one asked after it;
 //   - every rollout ends: in every view the newest one is in a final
@@ -64,6 +66,7 @@ func testRollout(t *T) error {
 	}()
 
 	var versions, acked, rollouts, accepted []string
+	var sinceAck []string // the rollouts accepted since the last acknowledged edit
 	var edits, refused int
 	idRe := regexp.MustCompile(`rollout (\S+) accepted`)
 	end := time.Now().Add(rolloutFor)
@@ -77,6 +80,7 @@ func testRollout(t *T) error {
 		edits++
 		if r := n.Run(20*time.Second, "svcmgr", "-s", s.Name, "set", "--kw", "app#main.start="+start+" "+v); r.Code == 0 {
 			acked = append(acked, v)
+			sinceAck = nil
 		} else {
 			refused++
 		}
@@ -86,6 +90,7 @@ func testRollout(t *T) error {
 		if r := m.Run(20*time.Second, "svcmgr", "-s", s.Name, "rollout"); r.Code == 0 {
 			if id := idRe.FindStringSubmatch(r.Out); id != nil {
 				accepted = append(accepted, id[1])
+				sinceAck = append(sinceAck, id[1])
 			}
 		}
 		t.jitter(6 * time.Second)
@@ -104,7 +109,7 @@ func testRollout(t *T) error {
 	if err := waitUntil(recoveryBound, func() bool { return t.C.allUp() == nil }, ""); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("after the faults: %v", t.C.allUp()))...)
 	}
-	errs = append(errs, t.editsKept(s.Name, versions, acked))
+	errs = append(errs, t.editsKept(s.Name, versions, acked, sinceAck))
 	errs = append(errs, t.rolloutsEnd(s.Name, accepted))
 
 	// back to the first config, every start working again
@@ -209,8 +214,11 @@ func (c *Cluster) allUp() error {
 
 // editsKept: every node's config of svc holds the last acknowledged
 // version, or one asked after it (an edit answered with an error may have
-// been installed all the same).
-func (t *T) editsKept(svc string, asked, acked []string) error {
+// been installed all the same), or the config a rollback installed again
+// (update_failure_action rollback, the default) when it undoes a rollout
+// accepted after that edit (later: one of them rolled the edit out, and
+// the rollback is a newer edit of its own).
+func (t *T) editsKept(svc string, asked, acked, laterRollouts []string) error {
 	if len(acked) == 0 {
 		return nil
 	}
@@ -224,7 +232,7 @@ func (t *T) editsKept(svc string, asked, acked []string) error {
 				why = err.Error()
 				return false
 			}
-			if !slices.ContainsFunc(ok, func(v string) bool { return strings.Contains(string(b), "{var} "+v+`"`) }) {
+			if !slices.ContainsFunc(ok, func(v string) bool { return strings.Contains(string(b), "{var} "+v+`"`) }) && !t.rolledBack(n, svc, b, laterRollouts) {
 				why = fmt.Sprintf("%s holds a config of %s without the last acknowledged edit (%s) nor a later one (%v)", n, svc, last, ok[1:])
 				return false
 			}
@@ -235,6 +243,20 @@ func (t *T) editsKept(svc string, asked, acked []string) error {
 		return fmt.Errorf("lost acknowledged edit: %s", why)
 	}
 	return nil
+}
+
+// rolledBack: the newest rollout node n holds of svc is a rollback of one
+// of rollouts, and raw (n's config) is the config it installed again.
+func (t *T) rolledBack(n, svc string, raw []byte, rollouts []string) bool {
+	st, err := t.C.Nodes[n].Status()
+	if err != nil {
+		return false
+	}
+	r := st.Services[svc].Rollout
+	if r == nil || r.Digest != dataset.ConfigDigest(raw) {
+		return false
+	}
+	return slices.ContainsFunc(rollouts, func(id string) bool { return strings.HasPrefix(r.Summary, "rollback of "+id+":") })
 }
 
 // rolloutsEnd: the newest rollout every node holds of svc is the last
