@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"haven/test/chaos"
 	"haven/test/testbed"
 )
 
@@ -69,19 +68,8 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 	fmt.Printf("\n## flex-scale: %d daemons in network namespaces, %d services (%d flex, flex_target %d; %d failover), an app of a sleep each (checked every check_interval), hb.timeout %s, hb.interval %s, ready_period %s, fast ack %v; bound for the last replacement: hb.timeout + ready_period + 1s = %s\n",
 		n, nsvc, (nsvc+1)/2, target, nsvc/2, o.timeout, o.interval, o.ready, o.fastAck, budget)
 	fmt.Printf("load at the start: %s\n", loadNow())
-	var nm []string
-	for i := 1; i <= n; i++ {
-		nm = append(nm, fmt.Sprintf("n%d", i))
-	}
-	bed, err := chaos.NewBed(nm)
+	c, _, nm, err := newNetnsCluster(n, o)
 	if err != nil {
-		return err
-	}
-	c, err := newClusterOn(n, o, bed, nil)
-	if err != nil {
-		if c != nil {
-			c.close()
-		}
 		return err
 	}
 	defer c.close()

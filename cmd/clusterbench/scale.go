@@ -149,19 +149,8 @@ func fetchInNS(ns, url, out string) error {
 func netnsScale(n, nsvc, changes, kills int, poll time.Duration, watch int, o opts, settle, window time.Duration, heapOut string) error {
 	fmt.Printf("\n## netns-scale: %d daemons, one network namespace each on a bridge, %d services on every node (app without check, orchestrate no), hb.timeout %s, hb.interval %s\n", n, nsvc, o.timeout, o.interval)
 	fmt.Printf("load at the start: %s\n", loadNow())
-	var names []string
-	for i := 1; i <= n; i++ {
-		names = append(names, fmt.Sprintf("n%d", i))
-	}
-	bed, err := chaos.NewBed(names)
+	c, bed, names, err := newNetnsCluster(n, o)
 	if err != nil {
-		return err
-	}
-	c, err := newClusterOn(n, o, bed, nil)
-	if err != nil {
-		if c != nil {
-			c.close()
-		}
 		return err
 	}
 	defer c.close()
@@ -443,4 +432,26 @@ func flipAndPoll(c *cluster, svc string, changes, watch int, poll, deadline, pau
 		time.Sleep(pause + rand.N(200*time.Millisecond))
 	}
 	return misses, nil
+}
+
+// newNetnsCluster makes a bed of n network namespaces (n1..nN on a
+// bridge, their names) and the cluster of their daemons on it
+// (netns-scale, flex-scale); the caller closes the cluster.
+func newNetnsCluster(n int, o opts) (*cluster, *chaos.Bed, []string, error) {
+	var names []string
+	for i := 1; i <= n; i++ {
+		names = append(names, fmt.Sprintf("n%d", i))
+	}
+	bed, err := chaos.NewBed(names)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := newClusterOn(n, o, bed, nil)
+	if err != nil {
+		if c != nil {
+			c.close()
+		}
+		return nil, nil, nil, err
+	}
+	return c, bed, names, nil
 }

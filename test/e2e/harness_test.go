@@ -236,6 +236,22 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// holdsFor samples bad every 100 ms for d and fails the test, saying
+// what, as soon as it is true: a property that must hold over a window
+// (nothing starts, nothing is obeyed), not a wait for an event.
+func holdsFor(t *testing.T, d time.Duration, what string, bad func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); ; {
+		if bad() {
+			t.Fatal(what)
+		}
+		if !time.Now().Before(end) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // the sampling period of the window
+	}
+}
+
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := testbed.WriteFile(path, content, 0o644); err != nil {

@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -121,19 +120,7 @@ func (d *Docker) logTail() string {
 
 // Run runs docker on this dockerd (bounded at 60 s) and returns its
 // standard output.
-func (d *Docker) Run(args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	cmd.Env = append(os.Environ(), d.Env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return string(out), nil
-}
+func (d *Docker) Run(args ...string) (string, error) { return runEngine("docker", d.Env, args...) }
 
 // Running lists the names of the daemon's running containers: the
 // observer outside the cluster. A container runs when docker says so and

@@ -75,16 +75,21 @@ func NewPodman(dir string) (*Podman, error) {
 
 // Run runs podman on this store (bounded at 60 s) and returns its
 // standard output.
-func (p *Podman) Run(args ...string) (string, error) {
+func (p *Podman) Run(args ...string) (string, error) { return runEngine("podman", p.Env, args...) }
+
+// runEngine runs an engine's command line (podman, docker) with env over
+// this process's environment, bounded at 60 s, and returns its standard
+// output; an error names the call and carries its standard error.
+func runEngine(bin string, env []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "podman", args...)
-	cmd.Env = append(os.Environ(), p.Env...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("podman %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return string(out), fmt.Errorf("%s %s: %v: %s", bin, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return string(out), nil
 }
