@@ -19,9 +19,14 @@ import (
 // with the arbitrators, survived). Without it the node neither acks nor
 // starts early: the whole window again.
 func (c *Core) fastAck(now time.Time) bool {
-	if !c.cfg.ReadyFastAck {
-		return false
-	}
+	return c.cfg.ReadyFastAck && c.holdsQuorum(now)
+}
+
+// holdsQuorum reports whether this node's side holds the quorum now:
+// always with cluster.quorum off; with it on, no vote lost or pending,
+// and the live members alone make a majority, or the last vote, with the
+// arbitrators, survived.
+func (c *Core) holdsQuorum(now time.Time) bool {
 	if !c.quorumOn() {
 		return true
 	}

@@ -302,6 +302,13 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 		if c.cd.Busy(svc) {
 			return false // the write's end comes back here
 		}
+		if !c.holdsQuorum(now) {
+			// a node cut off from the majority would make a version of
+			// its own, on the nodes it sees, that the others take at the
+			// heal: the rollback waits until this side holds the quorum
+			// (the vote's end, or the heal, makes a pass that comes back)
+			return false
+		}
 		inst.RolloutSpoke = key
 		if _, err := c.rollBack(svc, r.ID, fmt.Sprintf("rollout %s failed: %s", r.ID, failed), now); err != nil {
 			c.pauseInstead(svc, r, failed, "not rolled back: "+err.Error(), now)
