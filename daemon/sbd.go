@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -113,6 +114,13 @@ func (d *Daemon) startSBD() error {
 					if !d.post(func() { d.sbd.disk = dsk; d.metrics.disk.Store(dsk) }) {
 						dsk.Close(disk.StateStopped) // the daemon stopped meanwhile
 					}
+					return
+				}
+				if ce := (*disk.ConfigError)(nil); errors.As(err, &ce) {
+					// the same files give the same refusal: not retried
+					// (a daemon restart or reload with others tries again)
+					d.log.Error("disk heartbeat not started: the configuration does not allow it", zap.String("path", dk.Path), zap.Error(err))
+					d.onDiskState(false, err.Error())
 					return
 				}
 				d.log.Error("disk heartbeat: cannot open the disk (retried)", zap.String("path", dk.Path), zap.Error(err))

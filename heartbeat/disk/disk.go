@@ -180,6 +180,13 @@ type Disk struct {
 // logEvery is the rate limit of a repeated disk error (per slot and kind).
 const logEvery = time.Minute
 
+// ConfigError is New's refusal of its Config (not of the device): the
+// same config is refused again, so a caller does not retry it.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // New checks cfg and opens the device. Start begins the rounds.
 func New(cfg Config) (*Disk, error) {
 	if cfg.Clock == nil {
@@ -192,21 +199,21 @@ func New(cfg Config) (*Disk, error) {
 		cfg.Open = OpenFile
 	}
 	if cfg.Interval <= 0 || cfg.Timeout <= 0 {
-		return nil, errors.New("disk heartbeat: interval and timeout must be more than 0")
+		return nil, &ConfigError{errors.New("disk heartbeat: interval and timeout must be more than 0")}
 	}
 	members := slices.Clone(cfg.Members)
 	slices.Sort(members)
 	cfg.Members = members
 	slot := slices.Index(members, cfg.Node)
 	if slot < 0 {
-		return nil, fmt.Errorf("disk heartbeat: %s is not a member", cfg.Node)
+		return nil, &ConfigError{fmt.Errorf("disk heartbeat: %s is not a member", cfg.Node)}
 	}
 	keys, err := NewKeys(cfg.Cluster, cfg.Secret)
 	if err != nil {
-		return nil, err
+		return nil, &ConfigError{err}
 	}
 	if err := keys.SetNodeKeys(cfg.Node, members, cfg.NodeKey, cfg.MemberKeys, cfg.NodeKeysMode); err != nil {
-		return nil, err
+		return nil, &ConfigError{err}
 	}
 	d := &Disk{cfg: cfg, keys: keys, slot: slot, clk: cfg.Clock, log: cfg.Logger,
 		quit: make(chan struct{}), peers: map[string]*slotView{}, fences: map[string]*fenceReq{},

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -528,4 +529,38 @@ func TestSlotPairTagsBounded(t *testing.T) {
 		t.Fatalf("fences %d, acks %d, seen %d", len(got.Fences), len(got.Acks), len(got.Seen))
 	}
 	t.Logf("at %d members tagged, names of 252 bytes: an echo of %d slots", maxTagged, len(got.Seen))
+}
+
+// TestNewRefusesTooManyTaggedMembers: New refuses per-node keys past
+// maxTagged members as a ConfigError (the daemon does not retry it) and
+// opens nothing.
+func TestNewRefusesTooManyTaggedMembers(t *testing.T) {
+	var ms []string
+	pubs := map[string]*ecdh.PublicKey{}
+	var first *ecdh.PrivateKey
+	for i := range maxTagged + 1 {
+		n := fmt.Sprintf("n%02d", i)
+		ms = append(ms, n)
+		k, err := ecdh.X25519().GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pubs[n] = k.PublicKey()
+		if i == 0 {
+			first = k
+		}
+	}
+	opened := false
+	cfg := Config{Path: "/nonexistent", Node: ms[0], Members: ms, Cluster: "prod", Secret: testSecret, Run: 1,
+		Interval: period, Timeout: 200 * time.Millisecond, NodeKey: first, MemberKeys: pubs,
+		Open: func(string) (Device, error) { opened = true; return nil, errors.New("not reached") }}
+	_, err := New(cfg)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "at most 64 members, 65 listed") || opened {
+		t.Fatalf("65 members with keys: %v (a ConfigError: %v), device opened: %v", err, ce != nil, opened)
+	}
+	cfg.Members = ms[:maxTagged]
+	if _, err := New(cfg); errors.As(err, &ce) || !opened {
+		t.Fatalf("%d members: %v (opened: %v)", maxTagged, err, opened)
+	}
 }
