@@ -490,21 +490,7 @@ func FuzzDecodePair(f *testing.F) {
 // fullest beat still fits and opens.
 func TestSlotPairTagsBounded(t *testing.T) {
 	long := strings.Repeat("y", 250)
-	var ms []string
-	pubs := map[string]*ecdh.PublicKey{}
-	var first *ecdh.PrivateKey
-	for i := range maxTagged + 1 {
-		n := long + string(rune('A'+i/26)) + string(rune('a'+i%26))
-		ms = append(ms, n)
-		k, err := ecdh.X25519().GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pubs[n] = k.PublicKey()
-		if i == 0 {
-			first = k
-		}
-	}
+	ms, pubs, first := keyedMembers(t, maxTagged+1, func(i int) string { return long + string(rune('A'+i/26)) + string(rune('a'+i%26)) })
 	k := keys(t, strings.Repeat("c", 255), testSecret)
 	if err := k.SetNodeKeys(ms[0], ms, first, pubs, ""); err == nil {
 		t.Fatalf("%d members tagged", len(ms))
@@ -535,21 +521,7 @@ func TestSlotPairTagsBounded(t *testing.T) {
 // maxTagged members as a ConfigError (the daemon does not retry it) and
 // opens nothing.
 func TestNewRefusesTooManyTaggedMembers(t *testing.T) {
-	var ms []string
-	pubs := map[string]*ecdh.PublicKey{}
-	var first *ecdh.PrivateKey
-	for i := range maxTagged + 1 {
-		n := fmt.Sprintf("n%02d", i)
-		ms = append(ms, n)
-		k, err := ecdh.X25519().GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pubs[n] = k.PublicKey()
-		if i == 0 {
-			first = k
-		}
-	}
+	ms, pubs, first := keyedMembers(t, maxTagged+1, func(i int) string { return fmt.Sprintf("n%02d", i) })
 	opened := false
 	cfg := Config{Path: "/nonexistent", Node: ms[0], Members: ms, Cluster: "prod", Secret: testSecret, Run: 1,
 		Interval: period, Timeout: 200 * time.Millisecond, NodeKey: first, MemberKeys: pubs,
@@ -563,4 +535,26 @@ func TestNewRefusesTooManyTaggedMembers(t *testing.T) {
 	if _, err := New(cfg); errors.As(err, &ce) || !opened {
 		t.Fatalf("%d members: %v (opened: %v)", maxTagged, err, opened)
 	}
+}
+
+// keyedMembers makes n members named by name, each with a key pair: their
+// names, their public keys, and the first one's private key.
+func keyedMembers(t *testing.T, n int, name func(int) string) ([]string, map[string]*ecdh.PublicKey, *ecdh.PrivateKey) {
+	t.Helper()
+	var ms []string
+	pubs := map[string]*ecdh.PublicKey{}
+	var first *ecdh.PrivateKey
+	for i := range n {
+		m := name(i)
+		ms = append(ms, m)
+		k, err := ecdh.X25519().GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pubs[m] = k.PublicKey()
+		if i == 0 {
+			first = k
+		}
+	}
+	return ms, pubs, first
 }
