@@ -19,8 +19,11 @@ import (
 // configuration suits the CI machines: the runc runtime (crun refuses a
 // hybrid cgroup layout), no default ulimits (podman's default
 // RLIMIT_NOFILE is above some hosts' hard limit), the cgroupfs cgroup
-// manager (a --cgroup-parent is a path, not a systemd slice), host
-// networking only (no network backend to set up).
+// manager (a --cgroup-parent is a path, not a systemd slice), and a
+// network configuration directory of its own (network = "bridge": the
+// default network is netavark's, made in the network namespace podman
+// runs in; its address allocations are the host's, in
+// /run/containers/networks, shared by every store).
 type Podman struct {
 	Dir string
 	// Env is what the engine's calls need: CONTAINERS_STORAGE_CONF and
@@ -47,14 +50,14 @@ func PodmanUnavailable() string {
 
 // NewPodman writes the configuration of a store under dir.
 func NewPodman(dir string) (*Podman, error) {
-	for _, d := range []string{"graph", "run", "tmp"} {
+	for _, d := range []string{"graph", "run", "tmp", "networks"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, err
 		}
 	}
 	storage := fmt.Sprintf("[storage]\ndriver = \"vfs\"\ngraphroot = %q\nrunroot = %q\n", filepath.Join(dir, "graph"), filepath.Join(dir, "run"))
-	conf := fmt.Sprintf("[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nevents_logfile_path = %q\ntmp_dir = %q\n",
-		filepath.Join(dir, "events.log"), filepath.Join(dir, "tmp"))
+	conf := fmt.Sprintf("[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nevents_logfile_path = %q\ntmp_dir = %q\n\n[network]\nnetwork_config_dir = %q\n",
+		filepath.Join(dir, "events.log"), filepath.Join(dir, "tmp"), filepath.Join(dir, "networks"))
 	if err := WriteFile(filepath.Join(dir, "storage.conf"), storage, 0o600); err != nil {
 		return nil, err
 	}
