@@ -29,6 +29,12 @@ type Podman struct {
 	// Env is what the engine's calls need: CONTAINERS_STORAGE_CONF and
 	// CONTAINERS_CONF (give it to a node as container_env).
 	Env []string
+	// NetNS, when set, is the network namespace (in /run/netns) of the
+	// node the store is given to: its calls enter that namespace alone
+	// (nsenter --net, keeping the host's cgroup mounts), so that the
+	// engine's network set-up and tear-down (netavark's bridge and NAT
+	// rules, network = "bridge") act there, as the node's daemon's do.
+	NetNS string
 }
 
 // PodmanUnavailable says why the podman tests cannot run here ("" when
@@ -78,7 +84,12 @@ func NewPodman(dir string) (*Podman, error) {
 
 // Run runs podman on this store (bounded at 60 s) and returns its
 // standard output.
-func (p *Podman) Run(args ...string) (string, error) { return runEngine("podman", p.Env, args...) }
+func (p *Podman) Run(args ...string) (string, error) {
+	if p.NetNS != "" {
+		return runEngine("nsenter", p.Env, append([]string{"--net=/run/netns/" + p.NetNS, "--", "podman"}, args...)...)
+	}
+	return runEngine("podman", p.Env, args...)
+}
 
 // runEngine runs an engine's command line (podman, docker) with env over
 // this process's environment, bounded at 60 s, and returns its standard
