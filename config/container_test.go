@@ -147,6 +147,10 @@ func TestContainerPorts(t *testing.T) {
 	if err != nil || strings.Join(e.Resources[1].Ports, " ") != "192.0.2.50:8080:80 8443:443" {
 		t.Fatalf("expanded: %v %v", e, err)
 	}
+	// docker's bridge too
+	if _, err := tomlfile.ParseService("web.toml", "web", []byte(head+"engine = \"docker\"\nnetwork = \"bridge\"\nports = [\"8080:80\"]\n")); err != nil {
+		t.Fatalf("docker: %v", err)
+	}
 	for _, tt := range []struct{ in, ip, proto string }{
 		{"8080:80", "", "tcp"}, {"0.0.0.0:1:65535/udp", "0.0.0.0", "udp"}, {"10.0.0.1:8080:80/tcp", "10.0.0.1", "tcp"},
 	} {
@@ -168,7 +172,6 @@ func TestContainerPorts(t *testing.T) {
 		{"network = \"bridge\"\nports = [\"[fd00::5]:80:80\"]", `container#web.ports: "[fd00::5]:80:80": IPv6 is not built`},
 		{"network = \"bridge\"\nports = [\"[fd00::5:80:80\"]", `container#web.ports: "[fd00::5:80:80": want [IP:]HOSTPORT`},
 		{"network = \"host\"\nports = [\"80:80\"]", `web.toml:11: container#web.ports: published ports need network = "bridge" (network is "host"`},
-		{"network = \"bridge\"\nengine = \"docker\"", `web.toml:10: container#web.network: "bridge" with engine = "docker" is not built`},
 		{"network = \"bridge\"\nports = [\"8080:80\", \"192.0.2.50:8080:81\"]", `web.toml:11: container#web.ports: "192.0.2.50:8080:81": host port 8080/tcp is published twice in container#web ("8080:80")`},
 		{"network = \"bridge\"\nports = [\"{ip#vip.ipname}:8080:80\", \"192.0.2.50:8080:81\"]", `web.toml:11: container#web.ports: "192.0.2.50:8080:81": host port 8080/tcp is published twice in container#web ("192.0.2.50:8080:80"): a node can forward it to one container only (expanded)`},
 		{"network = \"bridge\"\nports = [\"8080:80\"]\n\n[container.api]\nimage = \"y\"\nnetwork = \"bridge\"\nports = [\"127.0.0.1:8080:80\"]", `web.toml:16: container#api.ports: "127.0.0.1:8080:80": host port 8080/tcp is published by container#web too ("8080:80")`},

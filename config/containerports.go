@@ -104,9 +104,6 @@ func checkPorts(r ResourceConfig) *fieldError {
 	if r.Network != "host" && r.Network != "bridge" && !portRef(r.Network) {
 		return &fieldError{"network", fmt.Sprintf("%q: want \"host\" (the host's network and its ip resources' addresses) or \"bridge\" (the engine's default bridge, with ports published by NAT); other modes are not built", r.Network)}
 	}
-	if r.Network == "bridge" && r.Engine == "docker" {
-		return &fieldError{"network", dockerBridgeRefusal}
-	}
 	if len(r.Ports) > 0 && r.Network != "bridge" && !portRef(r.Network) {
 		return &fieldError{"ports", fmt.Sprintf("published ports need network = \"bridge\" (network is %q: the container listens on the host's ports as they are)", r.Network)}
 	}
@@ -117,9 +114,6 @@ func checkPorts(r ResourceConfig) *fieldError {
 	}
 	return nil
 }
-
-// dockerBridgeRefusal is why network = "bridge" is refused with docker.
-const dockerBridgeRefusal = "\"bridge\" with engine = \"docker\" is not built: dockerd's bridge is its own (docker0 and its iptables rules, per dockerd) and is not tested; use podman, or network = \"host\""
 
 // portsClash finds a host port published twice by the containers of
 // resources (same protocol, addresses that may be the same): the second

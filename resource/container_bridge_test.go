@@ -17,28 +17,39 @@ import (
 	"haven/test/testbed"
 )
 
-// network = "bridge" with real podman, in a network namespace of the
-// test's own (a node's): podman's netavark makes the podman0 bridge, a
-// veth and the NAT rules of that namespace, which the host's must never
-// see. The test binary re-executes itself in the namespace with `nsenter
+// network = "bridge" with real podman and real docker, in a network
+// namespace of the test's own (a node's): podman's netavark makes the
+// podman0 bridge, a veth and the NAT rules of that namespace (dockerd,
+// started there, its docker0, veths and rules), which the host's must
+// never see. The test binary re-executes itself in the namespace with `nsenter
 // --net` (not `ip netns exec`, whose fresh /sys hides the cgroup mounts
-// the runtime needs), running only TestContainerPodmanBridgeHelper: a
+// the runtime needs), running only TestContainerBridgeHelper: a
 // process entered whole, so the driver's listing, on a goroutine of its
 // own, lists from the same namespace as its run.
 
-const bridgeHelperEnv = "HAVEN_BRIDGE_HELPER" // the address the helper publishes on
+const bridgeHelperEnv = "HAVEN_BRIDGE_HELPER" // the engine the helper runs
 
 // bridgeVIP stands for the service's address in the namespace.
 const bridgeVIP = "192.0.2.50"
 
 // A container on the bridge publishing a port on the node's address
 // answers on it; after the guard's kill of its cgroup (podman still says
-// Up), a start runs a new one on the same port, which answers; after a
-// second kill, the stop removes the NAT rules, the veth and the bridge,
-// and a start on the same port answers again. A second container
-// publishing the same port on the node fails its start, naming the port.
-func TestContainerPodmanBridge(t *testing.T) {
-	if why := testbed.PodmanUnavailable(); why != "" {
+// Up; docker says exited), a start runs a new one on the same port, which
+// answers; after a second kill, the stop leaves no NAT rule of the port
+// nor veth (nor podman's bridge: docker0 is dockerd's, and stays), and a
+// start on the same port answers again. A second container publishing the
+// same port on the node fails its start, naming the port.
+func TestContainerPodmanBridge(t *testing.T) { containerBridge(t, "podman") }
+
+// TestContainerDockerBridge: the same with a dockerd of the test's own
+// with its bridge (docker0) and iptables rules, in the namespace.
+func TestContainerDockerBridge(t *testing.T) {
+	t.Parallel() // a dockerd of its own; mostly waits
+	containerBridge(t, "docker")
+}
+
+func containerBridge(t *testing.T, engine string) {
+	if why := testbed.EngineUnavailable(engine); why != "" {
 		t.Skip(why)
 	}
 	for _, p := range []string{"ip", "nsenter", "iptables"} {
@@ -52,33 +63,30 @@ func TestContainerPodmanBridge(t *testing.T) {
 	sh(t, "ip", "-n", ns, "link", "set", "eth0", "up")
 	sh(t, "ip", "-n", ns, "link", "set", "eth1", "up")
 	sh(t, "ip", "-n", ns, "addr", "add", bridgeVIP+"/24", "dev", "eth0")
-	cmd := exec.Command("nsenter", "--net=/run/netns/"+ns, "--", os.Args[0], "-test.run=^TestContainerPodmanBridgeHelper$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), bridgeHelperEnv+"="+bridgeVIP)
+	cmd := exec.Command("nsenter", "--net=/run/netns/"+ns, "--", os.Args[0], "-test.run=^TestContainerBridgeHelper$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), bridgeHelperEnv+"="+engine)
 	out, err := cmd.CombinedOutput()
 	switch {
-	case strings.Contains(string(out), "--- SKIP: TestContainerPodmanBridgeHelper"):
+	case strings.Contains(string(out), "--- SKIP: TestContainerBridgeHelper"):
 		t.Skipf("the helper skipped:\n%s", out)
-	case err != nil || !strings.Contains(string(out), "--- PASS: TestContainerPodmanBridgeHelper"):
+	case err != nil || !strings.Contains(string(out), "--- PASS: TestContainerBridgeHelper"):
 		t.Fatalf("the helper in %s: %v\n%s", ns, err, out)
 	}
 	t.Logf("%s", out)
-	// the host's namespace has none of it
-	if b, _ := exec.Command("ip", "-br", "link", "show", "podman0").CombinedOutput(); !strings.Contains(string(b), "does not exist") && strings.Contains(string(b), "podman0") {
-		t.Logf("a podman0 bridge in the host's namespace (another test's?): %s", b)
-	}
 }
 
-func TestContainerPodmanBridgeHelper(t *testing.T) {
-	vip := os.Getenv(bridgeHelperEnv)
-	if vip == "" {
-		t.Skip("helper of TestContainerPodmanBridge, run by it inside a network namespace")
+func TestContainerBridgeHelper(t *testing.T) {
+	engine := os.Getenv(bridgeHelperEnv)
+	if engine == "" {
+		t.Skip("helper of TestContainerPodmanBridge and TestContainerDockerBridge, run by them inside a network namespace")
 	}
-	env, rec, p := engineEnv(t, "podman")
+	vip := bridgeVIP
+	env, rec, p := engineEnvOf(t, engine, testbed.NewBridgeStore)
 	port, err := testbed.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := containerRC("web", func(rc *config.ResourceConfig) {
+	rc := engineRC(engine, "web", func(rc *config.ResourceConfig) {
 		rc.Network, rc.Ports = "bridge", []string{fmt.Sprintf("%s:%d:8080", vip, port)}
 		rc.Command = []string{"httpd", "-f", "-p", "8080", "-h", "/etc"}
 	})
@@ -134,7 +142,7 @@ func TestContainerPodmanBridgeHelper(t *testing.T) {
 		if err := cgroup.Remove(env.Cgroup); err != nil {
 			t.Fatal(err)
 		}
-		if out, _ := p.Run("ps", "--format", "{{.Status}}"); !strings.HasPrefix(out, "Up") {
+		if out, _ := p.Run("ps", "--format", "{{.Status}}"); engine == "podman" && !strings.HasPrefix(out, "Up") {
 			t.Logf("podman no longer says Up (%q): the case this test is about did not arise", out)
 		}
 		d.(*container).eng.changed()
@@ -145,13 +153,13 @@ func TestContainerPodmanBridgeHelper(t *testing.T) {
 		t.Fatalf("start: %v\n%s", err, rec)
 	}
 	first := answers("the first start")
-	if !strings.Contains(nat(), dport) || !strings.Contains(links(), "podman0") {
-		t.Fatalf("no NAT rule for port %d or no podman0 bridge:\n%s\n%s", port, nat(), links())
+	if !strings.Contains(nat(), dport) || !strings.Contains(links(), map[string]string{"podman": "podman0", "docker": "docker0"}[engine]) {
+		t.Fatalf("no NAT rule for port %d or no bridge:\n%s\n%s", port, nat(), links())
 	}
 
 	// another container of the node publishing the same port: refused by
 	// the engine, which holds the port
-	other, err := New(containerRC("api", func(rc *config.ResourceConfig) {
+	other, err := New(engineRC(engine, "api", func(rc *config.ResourceConfig) {
 		rc.Network, rc.Ports = "bridge", []string{fmt.Sprintf("%d:8081", port)}
 	}), env)
 	if err != nil {
@@ -181,7 +189,7 @@ func TestContainerPodmanBridgeHelper(t *testing.T) {
 	if n := nat(); strings.Contains(n, dport) {
 		t.Fatalf("a NAT rule for port %d after the stop:\n%s", port, n)
 	}
-	if l := links(); strings.Contains(l, "podman0") || strings.Contains(l, "veth") {
+	if l := links(); (engine == "podman" && strings.Contains(l, "podman0")) || strings.Contains(l, "veth") {
 		t.Fatalf("the bridge or a veth after the stop:\n%s", l)
 	}
 	if err := d.Start(context.Background()); err != nil {
