@@ -165,9 +165,11 @@ func TestContainerBridgeHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := other.Start(context.Background()); err == nil || !strings.Contains(err.Error(), fmt.Sprint(port)) {
+	err = other.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprint(port)) {
 		t.Fatalf("a second container on port %d: %v", port, err)
 	}
+	t.Logf("a second container on port %d: %v", port, err)
 	other.Stop(context.Background())
 
 	// the guard's kill, then a start (the restart ladder's): the dead
