@@ -13,7 +13,8 @@ import (
 
 // The [container.NAME] resources run one container each through the
 // engine's command line (docs/resources.md, package resource). The config
-// checks what it can without the engine; what is not built yet (network modes other than host, named volumes) is refused here.
+// checks what it can without the engine; what is not built yet (network modes other than host and bridge,
+// named volumes) is refused here.
 
 var (
 	// envNameRE is what an environment variable name may be.
@@ -49,8 +50,8 @@ func checkContainer(r ResourceConfig) *fieldError {
 	if r.Rootfs != "" && r.Pull != "never" {
 		return &fieldError{"pull", "a rootfs is not pulled: leave pull out"}
 	}
-	if r.Network != "host" && !ref(r.Network) {
-		return &fieldError{"network", fmt.Sprintf("%q: only \"host\" is built (the container shares the host's network and its ip resources' addresses)", r.Network)}
+	if fe := checkPorts(r); fe != nil {
+		return fe
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.ContainerEnv)) {
 		if !envNameRE.MatchString(k) {

@@ -26,6 +26,7 @@ func FuzzParseService(f *testing.F) {
 		"a.b.c = 1\n",
 		"[DEFAULT]\nnodes = [[\"x\"]]\n",
 		"[ip.v]\nipname = \"::1\"\nipdev = \"lo\"\nnetmask = \"255.255.255.0\"\n",
+		"[ip.vip]\nipname = \"10.0.0.5\"\nipdev = \"eth0\"\n[container.web]\nimage = \"x\"\nnetwork = \"bridge\"\nports = [\"{ip#vip.ipname}:8080:80\", \"[fd00::1]:1:2/udp\", \"8080:80\"]\n",
 		"[DEFAULT\n",
 		"x = '''\n[app.web]\n'''\n",
 	}

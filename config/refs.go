@@ -105,6 +105,12 @@ func (s *ServiceConfig) expand(nodename, varDir string, final bool) (*ServiceCon
 			}
 		}
 	}
+	if final {
+		if re := portsClash(c.Resources); re != nil {
+			re.msg += " (expanded)"
+			return nil, re
+		}
+	}
 	return &c, nil
 }
 

@@ -99,6 +99,11 @@ func (dec Decoder) ParseService(file, name string, data []byte) (*ServiceConfig,
 		}
 		s.Resources = append(s.Resources, r)
 	}
+	if re := portsClash(s.Resources); re != nil {
+		if err := collect(d.refError(re)); err != nil {
+			return nil, err
+		}
+	}
 	if err := joinErrors(errs); err != nil {
 		return nil, err
 	}

@@ -20,7 +20,8 @@ import (
 
 // container runs one container through the engine (engine.go): named
 // ContainerName, labelled with the cluster, service, resource and node,
-// sharing the host's network, in a child of the instance's cgroup
+// on the host's network or the engine's bridge (ports published by NAT),
+// in a child of the instance's cgroup
 // (--cgroup-parent) so that a stop's clean-up and the node guard end its
 // processes as they end an app's.
 type container struct {
@@ -226,6 +227,11 @@ func (c *container) runArgs(ctx context.Context) []string {
 		"--label", LabelNode + "=" + c.env.Node,
 		"--network", rc.Network,
 		"--stop-timeout", fmt.Sprint(int(rc.StopTimeout / time.Second)),
+	}
+	for _, p := range rc.Ports {
+		// the engine makes (and removes with the container) the NAT rules
+		// of the node's network namespace
+		a = append(a, "--publish", p)
 	}
 	if p := cgroupParent(c.env.Cgroup); p != "" {
 		a = append(a, "--cgroup-parent", p)

@@ -333,3 +333,23 @@ esac`)
 		t.Fatalf("the log does not say unhealthy:\n%s", rec)
 	}
 }
+
+// network = "bridge": the run puts the container on the engine's bridge
+// and publishes each port (--publish, in the config's order), both
+// engines with one command line.
+func TestContainerBridgeRunArgs(t *testing.T) {
+	fakeEngines(t, func(t *testing.T, bin string) {
+		env, rec, calls := scripted(t, bin)
+		c := fakeContainer(t, bin, env, func(rc *config.ResourceConfig) {
+			rc.Network, rc.Ports, rc.Pull = "bridge", []string{"192.0.2.50:8080:80", "53:53/udp"}, "missing"
+		})
+		if err := c.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "at once after its start") {
+			t.Fatalf("start: %v\n%s", err, rec)
+		}
+		b, _ := os.ReadFile(calls)
+		want := "--label haven.node=" + env.Node + " --network bridge --stop-timeout 2 --publish 192.0.2.50:8080:80 --publish 53:53/udp --env "
+		if !strings.Contains(string(b), want) {
+			t.Errorf("calls lack %q:\n%s", want, b)
+		}
+	})
+}

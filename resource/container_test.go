@@ -30,11 +30,17 @@ import (
 // or where dockerd does not start.
 func engineEnv(t *testing.T, engine string) (Env, *logRec, testbed.Store) {
 	t.Helper()
+	return engineEnvOf(t, engine, testbed.NewStore)
+}
+
+// engineEnvOf is engineEnv with the engine made by newStore.
+func engineEnvOf(t *testing.T, engine string, newStore func(engine, dir string) (testbed.Store, error)) (Env, *logRec, testbed.Store) {
+	t.Helper()
 	env, rec := cgroupEnv(t)
 	if why := testbed.EngineUnavailable(engine); why != "" {
 		t.Skip(why)
 	}
-	p, err := testbed.NewStore(engine, t.TempDir())
+	p, err := newStore(engine, t.TempDir())
 	var no *testbed.NoDockerd
 	if errors.As(err, &no) {
 		t.Skip(err)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -25,6 +26,19 @@ type netBed struct {
 	t     *testing.T
 	bed   *chaos.Bed
 	nodes map[string]*node
+	// netOnly starts the daemons in their node's network namespace alone
+	// (nsenter --net), with the host's mounts: a container engine's
+	// runtime needs the cgroup mounts that `ip netns exec`'s fresh /sys
+	// hides.
+	netOnly bool
+}
+
+// command is name with args run in node n's network namespace.
+func (b *netBed) command(n, name string, args ...string) *exec.Cmd {
+	if b.netOnly {
+		return exec.Command("nsenter", append([]string{"--net=/run/netns/" + b.bed.NS[n], "--", name}, args...)...)
+	}
+	return b.bed.Command(n, name, args...)
 }
 
 // skipUnlessNetns skips the test when network namespaces cannot be made.
@@ -104,7 +118,7 @@ func newNetBedLinks(t *testing.T, names []string, nodeExtra string, addrs map[st
 // startDaemon starts the node's daemon inside its namespace.
 func (b *netBed) startDaemon(n string) {
 	b.t.Helper()
-	if out, err := b.bed.Command(n, binDir+"/nodemgr", "--root", b.nodes[n].root, "daemon", "start").CombinedOutput(); err != nil {
+	if out, err := b.command(n, binDir+"/nodemgr", "--root", b.nodes[n].root, "daemon", "start").CombinedOutput(); err != nil {
 		b.t.Fatalf("start the daemon of %s in %s: %v: %s", n, b.bed.NS[n], err, out)
 	}
 }
@@ -113,7 +127,7 @@ func (b *netBed) startDaemon(n string) {
 // (`nodemgr daemon restart`: the services keep running and are adopted).
 func (b *netBed) restartDaemon(n string) {
 	b.t.Helper()
-	if out, err := b.bed.Command(n, binDir+"/nodemgr", "--root", b.nodes[n].root, "daemon", "restart").CombinedOutput(); err != nil {
+	if out, err := b.command(n, binDir+"/nodemgr", "--root", b.nodes[n].root, "daemon", "restart").CombinedOutput(); err != nil {
 		b.t.Fatalf("restart the daemon of %s in %s: %v: %s", n, b.bed.NS[n], err, out)
 	}
 }

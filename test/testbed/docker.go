@@ -18,7 +18,8 @@ import (
 // each other's containers. The configuration suits the CI machines: the
 // cgroupfs cgroup driver (a --cgroup-parent is a path, not a systemd
 // slice), the vfs storage driver (any file system; the test image is a
-// few MB), no bridge, no iptables (host networking only), and an empty
+// few MB), no bridge, no iptables (host networking only; NewDockerBridge
+// has them, in a network namespace of the test's own), and an empty
 // daemon.json (the host's /etc/docker is not read).
 type Docker struct {
 	Dir string
@@ -55,7 +56,15 @@ func DockerUnavailable() string {
 func NewDocker(dir string) (*Docker, error) { return NewDockerDriver(dir, "cgroupfs") }
 
 // NewDockerDriver is NewDocker with the cgroup driver (cgroupfs, systemd).
-func NewDockerDriver(dir, driver string) (*Docker, error) {
+func NewDockerDriver(dir, driver string) (*Docker, error) { return newDocker(dir, driver, false) }
+
+// NewDockerBridge is NewDocker with dockerd's default bridge (docker0,
+// 172.17.0.0/16) and its iptables rules (network = "bridge"): they are
+// made in the caller's network namespace, which must be the test's own
+// (a node's), never the host's.
+func NewDockerBridge(dir string) (*Docker, error) { return newDocker(dir, "cgroupfs", true) }
+
+func newDocker(dir, driver string, bridge bool) (*Docker, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -81,7 +90,10 @@ func NewDockerDriver(dir, driver string) (*Docker, error) {
 		"--pidfile", filepath.Join(run, "dockerd.pid"), "--host", "unix://"+sock,
 		"--containerd-namespace", ns, "--containerd-plugins-namespace", ns+"-plugins",
 		"--storage-driver", "vfs", "--exec-opt", "native.cgroupdriver="+driver,
-		"--bridge", "none", "--iptables=false", "--ip6tables=false", "--ip-masq=false", "--userland-proxy=false")
+		"--ip6tables=false", "--userland-proxy=false")
+	if !bridge {
+		d.cmd.Args = append(d.cmd.Args, "--bridge", "none", "--iptables=false", "--ip-masq=false")
+	}
 	d.cmd.Stdout, d.cmd.Stderr = lf, lf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
@@ -241,6 +253,20 @@ func EngineUnavailable(engine string) string {
 func NewStore(engine, dir string) (Store, error) {
 	if engine == "docker" {
 		d, err := NewDocker(dir)
+		if err != nil {
+			return nil, &NoDockerd{err}
+		}
+		return d, nil
+	}
+	return NewPodman(dir)
+}
+
+// NewBridgeStore is NewStore for network = "bridge": with docker, a
+// dockerd with its bridge and iptables rules (NewDockerBridge), to be
+// called in a network namespace of the test's own.
+func NewBridgeStore(engine, dir string) (Store, error) {
+	if engine == "docker" {
+		d, err := NewDockerBridge(dir)
 		if err != nil {
 			return nil, &NoDockerd{err}
 		}

@@ -19,13 +19,22 @@ import (
 // configuration suits the CI machines: the runc runtime (crun refuses a
 // hybrid cgroup layout), no default ulimits (podman's default
 // RLIMIT_NOFILE is above some hosts' hard limit), the cgroupfs cgroup
-// manager (a --cgroup-parent is a path, not a systemd slice), host
-// networking only (no network backend to set up).
+// manager (a --cgroup-parent is a path, not a systemd slice), and a
+// network configuration directory of its own (network = "bridge": the
+// default network is netavark's, made in the network namespace podman
+// runs in; its address allocations are the host's, in
+// /run/containers/networks, shared by every store).
 type Podman struct {
 	Dir string
 	// Env is what the engine's calls need: CONTAINERS_STORAGE_CONF and
 	// CONTAINERS_CONF (give it to a node as container_env).
 	Env []string
+	// NetNS, when set, is the network namespace (in /run/netns) of the
+	// node the store is given to: its calls enter that namespace alone
+	// (nsenter --net, keeping the host's cgroup mounts), so that the
+	// engine's network set-up and tear-down (netavark's bridge and NAT
+	// rules, network = "bridge") act there, as the node's daemon's do.
+	NetNS string
 }
 
 // PodmanUnavailable says why the podman tests cannot run here ("" when
@@ -47,14 +56,14 @@ func PodmanUnavailable() string {
 
 // NewPodman writes the configuration of a store under dir.
 func NewPodman(dir string) (*Podman, error) {
-	for _, d := range []string{"graph", "run", "tmp"} {
+	for _, d := range []string{"graph", "run", "tmp", "networks"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			return nil, err
 		}
 	}
 	storage := fmt.Sprintf("[storage]\ndriver = \"vfs\"\ngraphroot = %q\nrunroot = %q\n", filepath.Join(dir, "graph"), filepath.Join(dir, "run"))
-	conf := fmt.Sprintf("[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nevents_logfile_path = %q\ntmp_dir = %q\n",
-		filepath.Join(dir, "events.log"), filepath.Join(dir, "tmp"))
+	conf := fmt.Sprintf("[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = \"runc\"\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nevents_logfile_path = %q\ntmp_dir = %q\n\n[network]\nnetwork_config_dir = %q\n",
+		filepath.Join(dir, "events.log"), filepath.Join(dir, "tmp"), filepath.Join(dir, "networks"))
 	if err := WriteFile(filepath.Join(dir, "storage.conf"), storage, 0o600); err != nil {
 		return nil, err
 	}
@@ -75,7 +84,12 @@ func NewPodman(dir string) (*Podman, error) {
 
 // Run runs podman on this store (bounded at 60 s) and returns its
 // standard output.
-func (p *Podman) Run(args ...string) (string, error) { return runEngine("podman", p.Env, args...) }
+func (p *Podman) Run(args ...string) (string, error) {
+	if p.NetNS != "" {
+		return runEngine("nsenter", p.Env, append([]string{"--net=/run/netns/" + p.NetNS, "--", "podman"}, args...)...)
+	}
+	return runEngine("podman", p.Env, args...)
+}
 
 // runEngine runs an engine's command line (podman, docker) with env over
 // this process's environment, bounded at 60 s, and returns its standard
