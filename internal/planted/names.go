@@ -34,4 +34,16 @@ const (
 	// lost node's self-stop deadline, or its fence), while that node may
 	// still run its instance: flex_max+1 up.
 	FlexNoGate = "flex-no-gate"
+	// RollbackNoQuorum: the automatic rollback of a failed rollout is
+	// made by the node that speaks for it whether or not its side holds
+	// the quorum, so that a node cut off from the majority rolls the
+	// config back on the nodes it sees.
+	RollbackNoQuorum = "rollback-no-quorum"
+	// TurnSplitFrozen: a node whose split_action froze it (a quorum vote
+	// lost) still takes its rollout turn and restarts its instance.
+	TurnSplitFrozen = "turn-split-frozen"
+	// LeavingFree: a flex claim does not count the instances that left
+	// their slot in a start-first rollout and still run: more than
+	// flex_max up while they stop.
+	LeavingFree = "leaving-free"
 )
