@@ -9,6 +9,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/internal/planted"
 	"haven/monitor"
 	"haven/node/instsm"
 )
@@ -219,10 +220,23 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 	if mine != nil && mine.ID == r.ID && mine.State == dataset.TurnReplacing {
 		return c.replaced(inst, r, snap, now)
 	}
+	interrupted := mine != nil && mine.ID == r.ID && mine.State == dataset.TurnRestarting && inst.Act.Busy == ""
+	if interrupted {
+		// the restart this turn began runs no more and never ended: the
+		// daemon stopped, or the node crashed, during it (its mark is on
+		// the disk, the action was not). Nothing waits for its end: the
+		// turn is taken again (not running here: ok, it starts on the
+		// new config; running: restarted), where it would hold the
+		// rollout for ever
+		mine = nil
+	}
 	if mine != nil && mine.ID == r.ID && mine.State != dataset.TurnDelay || !slices.Contains(r.Nodes, c.cfg.Name) {
 		return time.Time{} // taken, or none to take
 	}
 	marks := c.rolloutMarks(svc, r, snap)
+	if interrupted {
+		delete(marks, c.cfg.Name)
+	}
 	turn := monitor.Turn(r, marks, c.cfg.Name)
 	if !turn.Go {
 		inst.SkipSeen = time.Time{}
@@ -252,7 +266,7 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 			return due
 		}
 	}
-	if ss.ConfigDigest != r.Digest || c.cd.Busy(svc) || inst.Act.Busy != "" || ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen {
+	if ss.ConfigDigest != r.Digest || c.cd.Busy(svc) || inst.Act.Busy != "" || ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen && !planted.On(planted.TurnSplitFrozen) {
 		// the config is still on its way here, an action runs, or the
 		// instance or the node is frozen (the daemon restarts nothing
 		// there): a later pass (the config's install, the action's end, a
@@ -321,7 +335,7 @@ func (c *Core) replaced(inst *instsm.Instance, r *dataset.Rollout, snap monitor.
 		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: "not running here: it starts on the new config when it starts"}, now)
 		return time.Time{}
 	}
-	if ss := c.state.Services[svc]; ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen {
+	if ss := c.state.Services[svc]; ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen && !planted.On(planted.TurnSplitFrozen) {
 		return time.Time{}
 	}
 	up, coming := monitor.Replacements(snap, svc, r)
