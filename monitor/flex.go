@@ -113,9 +113,6 @@ func (c *svcCtx) flexBlock(fc flexCount) (why lazy, wait dataset.MonitorState) {
 		return blk, ""
 	}
 	idx, free := fc.slot(local, c.cfg.FlexTarget)
-	if planted.On(planted.LeavingFree) {
-		fc.leaving = 0
-	}
 	if room := c.cfg.FlexMax - fc.taken - fc.leaving; room < free && free > 0 {
 		// instances leaving their slot (start-first) still run: the
 		// claims fit in flex_max with them, the best first
@@ -181,7 +178,7 @@ func (c *svcCtx) flexContested() string {
 	if all := fc.taken + len(fc.claims) + 1; all > c.cfg.FlexTarget {
 		return "ready period ended, but " + strings.Join(fc.claims, ", ") + " claim too (" + strconv.Itoa(all) + " instances for a flex target of " + strconv.Itoa(c.cfg.FlexTarget) + "): waiting for them to back off"
 	}
-	if all := fc.taken + fc.leaving + len(fc.claims) + 1; all > c.cfg.FlexMax && !planted.On(planted.LeavingFree) {
+	if all := fc.taken + fc.leaving + len(fc.claims) + 1; all > c.cfg.FlexMax {
 		return "ready period ended, but " + strconv.Itoa(fc.leaving) + " instances being replaced still run (" + strconv.Itoa(all) + " instances for a flex max of " + strconv.Itoa(c.cfg.FlexMax) + "): waiting for them to stop"
 	}
 	return ""

@@ -340,7 +340,7 @@ func (c *Core) replaced(inst *instsm.Instance, r *dataset.Rollout, snap monitor.
 	}
 	up, coming := monitor.Replacements(snap, svc, r)
 	switch {
-	case up >= cfg.FlexTarget:
+	case up >= cfg.FlexTarget || planted.On(planted.ReplacedEarly) && up+1 >= cfg.FlexTarget:
 		reason := fmt.Sprintf("rollout %s (start-first): %d instances up elsewhere for a flex target of %d: the replaced instance stops", r.ID, up, cfg.FlexTarget)
 		if _, err := c.runAction(svc, "stop", reason, now); err != nil {
 			c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnFailed, Cause: "stop not run: " + err.Error()}, now)

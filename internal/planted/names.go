@@ -42,8 +42,8 @@ const (
 	// TurnSplitFrozen: a node whose split_action froze it (a quorum vote
 	// lost) still takes its rollout turn and restarts its instance.
 	TurnSplitFrozen = "turn-split-frozen"
-	// LeavingFree: a flex claim does not count the instances that left
-	// their slot in a start-first rollout and still run: more than
-	// flex_max up while they stop.
-	LeavingFree = "leaving-free"
+	// ReplacedEarly: in a start-first rollout, the instance that left
+	// its slot stops once flex_target instances are up counting itself,
+	// not once its replacement is up elsewhere: one instance short.
+	ReplacedEarly = "replaced-early"
 )
