@@ -266,7 +266,7 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 			return due
 		}
 	}
-	if ss.ConfigDigest != r.Digest || c.cd.Busy(svc) || inst.Act.Busy != "" || ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen && !planted.On(planted.TurnSplitFrozen) {
+	if ss.ConfigDigest != r.Digest || c.cd.Busy(svc) || inst.Act.Busy != "" || ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen {
 		// the config is still on its way here, an action runs, or the
 		// instance or the node is frozen (the daemon restarts nothing
 		// there): a later pass (the config's install, the action's end, a
@@ -335,7 +335,7 @@ func (c *Core) replaced(inst *instsm.Instance, r *dataset.Rollout, snap monitor.
 		c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnOK, Cause: "not running here: it starts on the new config when it starts"}, now)
 		return time.Time{}
 	}
-	if ss := c.state.Services[svc]; ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen && !planted.On(planted.TurnSplitFrozen) {
+	if ss := c.state.Services[svc]; ss.Frozen || c.state.NodeFrozen || c.state.SplitFrozen {
 		return time.Time{}
 	}
 	up, coming := monitor.Replacements(snap, svc, r)

@@ -39,9 +39,6 @@ const (
 	// the quorum, so that a node cut off from the majority rolls the
 	// config back on the nodes it sees.
 	RollbackNoQuorum = "rollback-no-quorum"
-	// TurnSplitFrozen: a node whose split_action froze it (a quorum vote
-	// lost) still takes its rollout turn and restarts its instance.
-	TurnSplitFrozen = "turn-split-frozen"
 	// ReplacedEarly: in a start-first rollout, the instance that left
 	// its slot stops once flex_target instances are up counting itself,
 	// not once its replacement is up elsewhere: one instance short.
