@@ -284,9 +284,11 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 	said := inst.RolloutSpoke
 	if said == "" {
 		// first look since this daemon started: what was said before is
-		// not said again
-		inst.RolloutSpoke = key
+		// not said again; a rollback due is made (a rollback made
+		// before would have replaced r), and is not marked said until
+		// it is: a wait below (the quorum, a write) comes back here
 		if key != r.ID+"/rollback" {
+			inst.RolloutSpoke = key
 			return false
 		}
 	} else if said == key {
