@@ -124,11 +124,12 @@ func TestWithoutGuardDaemonStop(t *testing.T) {
 // Liveness under fairness, the CI bound: once the faults stop (every
 // fault in force repaired, every daemon started), web runs on one node
 // within 60s, from every state of tie2 up to depth 4 with 2 faults; and
-// in rollout3, up to depth 6 with 1 fault, web's configs converge (every
-// node holds one config, every instance up runs it) within 60s: the
-// interrupted turn and the rollback made between two peers declared down
-// were found so (scenarios rollout_turn_interrupted and
-// rollout_rollback_cut).
+// in rollout3, up to depth 6 with 1 fault (and with the rollout made on
+// n1, depth 4), web's configs converge (every node holds one config,
+// every instance up runs it) within 60s: the interrupted turn, the
+// rollback made between two peers declared down and the rollback lost at
+// a daemon's start were found so (scenarios rollout_turn_interrupted,
+// rollout_rollback_cut and rollout_rollback_restarted).
 func TestModelLive(t *testing.T) {
 	for _, c := range []struct {
 		w *World
@@ -136,6 +137,7 @@ func TestModelLive(t *testing.T) {
 	}{
 		{Tie2(), Bounds{Depth: 4, Faults: 2, Live: time.Minute}},
 		{Rollout3(), Bounds{Depth: 6, Faults: 1, Live: time.Minute}},
+		{MadeOn(Rollout3(), "n1"), Bounds{Depth: 4, Faults: 1, Live: time.Minute}},
 	} {
 		r, err := Check(c.w, c.b)
 		if err != nil {

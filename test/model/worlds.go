@@ -231,6 +231,17 @@ func Rollout3() *World {
 	}
 }
 
+// MadeOn is the rollout world w with its edit and rollout made on node n
+// (rollout3's are made on n2, whose turn comes second: a node cut off in
+// the first turn sees the maker lost; made on n1, the maker takes the
+// first turn itself, and its own failure and crash are the maker's).
+func MadeOn(w *World, n string) *World {
+	c := *w
+	c.Name += "-" + n
+	c.Then = []string{n + ": svcmgr -s web set --kw priority=50", "run 1s", n + ": svcmgr -s web rollout"}
+	return &c
+}
+
 // Rollout3SF is rollout3 in start-first order (update_order
 // start-first): web has flex_target 2 and flex_max 3, up on n1 and n2,
 // n3 the spare. A turn does not restart its instance: it leaves its slot
