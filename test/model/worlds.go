@@ -7,7 +7,7 @@ import (
 
 // Worlds are the worlds of the checker, in the order of docs/model.md.
 func Worlds() []*World {
-	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2(), Two2(), Ladder2(), Flex3(), Rollout3(), Rollout3SF()}
+	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2(), Two2(), Ladder2(), Flex3(), Rollout3(), MadeOn(Rollout3(), "n1"), Rollout3SF()}
 }
 
 // The worlds of the first slice: 2 or 3 nodes and 1 failover service (an
