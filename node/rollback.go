@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"haven/dataset"
+	"haven/internal/planted"
 	"haven/monitor"
 	"haven/node/configdist"
 	"haven/node/instsm"
@@ -256,6 +257,7 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 		return n == c.cfg.Name || ok && v.Alive()
 	}
 	if monitor.RollbackBy(r, alive) != c.cfg.Name {
+		inst.SpeakSeen = time.Time{}
 		return false
 	}
 	if c.superseded(svc, r, p) {
@@ -282,9 +284,11 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 	said := inst.RolloutSpoke
 	if said == "" {
 		// first look since this daemon started: what was said before is
-		// not said again
-		inst.RolloutSpoke = key
+		// not said again; a rollback due is made (a rollback made
+		// before would have replaced r), and is not marked said until
+		// it is: a wait below (the quorum, a write) comes back here
 		if key != r.ID+"/rollback" {
+			inst.RolloutSpoke = key
 			return false
 		}
 	} else if said == key {
@@ -302,12 +306,30 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 		if c.cd.Busy(svc) {
 			return false // the write's end comes back here
 		}
-		if !c.holdsQuorum(now) {
+		if !c.holdsQuorum(now) && !planted.On(planted.RollbackNoQuorum) {
 			// a node cut off from the majority would make a version of
 			// its own, on the nodes it sees, that the others take at the
 			// heal: the rollback waits until this side holds the quorum
 			// (the vote's end, or the heal, makes a pass that comes back)
+			inst.SpeakSeen = time.Time{}
 			return false
+		}
+		if r.Version.Origin != c.cfg.Name && c.quorumOn() && !planted.On(planted.RollbackNoQuorum) {
+			// this node speaks because the maker (and the rollout's
+			// nodes before it) are down in its view: the peers of a cut
+			// are declared down one after the other, and between two of
+			// them a node cut off still counts a quorum it is about to
+			// lose. It speaks once it has been the one to, holding the
+			// quorum, for hb.timeout (as a turn that comes only by
+			// skipping nodes down): a node of the minority has lost the
+			// quorum by then
+			if inst.SpeakSeen.IsZero() {
+				inst.SpeakSeen = now
+			}
+			if due := inst.SpeakSeen.Add(c.cfg.Quorum.HBTimeout); now.Before(due) {
+				c.wakeAt(due)
+				return false
+			}
 		}
 		inst.RolloutSpoke = key
 		if _, err := c.rollBack(svc, r.ID, fmt.Sprintf("rollout %s failed: %s", r.ID, failed), now); err != nil {

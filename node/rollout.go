@@ -9,6 +9,7 @@ import (
 
 	"haven/config"
 	"haven/dataset"
+	"haven/internal/planted"
 	"haven/monitor"
 	"haven/node/instsm"
 )
@@ -219,10 +220,23 @@ func (c *Core) rolloutOf(inst *instsm.Instance, snap monitor.Snapshot, now time.
 	if mine != nil && mine.ID == r.ID && mine.State == dataset.TurnReplacing {
 		return c.replaced(inst, r, snap, now)
 	}
+	interrupted := mine != nil && mine.ID == r.ID && mine.State == dataset.TurnRestarting && inst.Act.Busy == ""
+	if interrupted {
+		// the restart this turn began runs no more and never ended: the
+		// daemon stopped, or the node crashed, during it (its mark is on
+		// the disk, the action was not). Nothing waits for its end: the
+		// turn is taken again (not running here: ok, it starts on the
+		// new config; running: restarted), where it would hold the
+		// rollout for ever
+		mine = nil
+	}
 	if mine != nil && mine.ID == r.ID && mine.State != dataset.TurnDelay || !slices.Contains(r.Nodes, c.cfg.Name) {
 		return time.Time{} // taken, or none to take
 	}
 	marks := c.rolloutMarks(svc, r, snap)
+	if interrupted {
+		delete(marks, c.cfg.Name)
+	}
 	turn := monitor.Turn(r, marks, c.cfg.Name)
 	if !turn.Go {
 		inst.SkipSeen = time.Time{}
@@ -326,7 +340,7 @@ func (c *Core) replaced(inst *instsm.Instance, r *dataset.Rollout, snap monitor.
 	}
 	up, coming := monitor.Replacements(snap, svc, r)
 	switch {
-	case up >= cfg.FlexTarget:
+	case up >= cfg.FlexTarget || planted.On(planted.ReplacedEarly) && up+1 >= cfg.FlexTarget:
 		reason := fmt.Sprintf("rollout %s (start-first): %d instances up elsewhere for a flex target of %d: the replaced instance stops", r.ID, up, cfg.FlexTarget)
 		if _, err := c.runAction(svc, "stop", reason, now); err != nil {
 			c.setMark(svc, dataset.RolloutMark{ID: r.ID, State: dataset.TurnFailed, Cause: "stop not run: " + err.Error()}, now)

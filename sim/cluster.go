@@ -95,6 +95,9 @@ type Cluster struct {
 	acks    []Ack                 // the admin targets acknowledged (observers.go)
 	revived map[string][]string   // node -> when a peer saw it up while it did not run
 
+	rollbacks     map[string]map[string][]rollbackSeen // svc -> rollout undone -> the rollbacks written to a disk (rollouts.go)
+	restartCrowds map[string][]crowd                   // svc -> every restart of a whole instance, with the others in one (rollouts.go)
+
 	// ctx, when set, ends Run early once done (a what-if interrupted)
 	ctx context.Context
 }

@@ -59,6 +59,7 @@ type instance struct {
 	name    string
 	cfg     *config.ServiceConfig
 	busy    string // "start" | "stop" while an action runs (the fake driver)
+	whole   bool   // busy is a restart of the whole instance (rollouts.go)
 	busyEnd time.Time
 }
 
@@ -285,13 +286,16 @@ func (d *daemon) startAction(a node.Action) {
 	if a.Kind == "start" || a.Kind == "restart" {
 		d.c.noteStart(a.Service, d.name)
 	}
+	if a.Kind == "restart" && a.RID == "" {
+		d.c.noteWholeRestart(a.Service, d.name)
+	}
 	if a.Kind == "restart" && a.RID == "" && d.c.running[d.name][a.Service] {
 		// a restart of the whole instance stops it first: down until its
 		// start ends (and down still when that start fails)
 		d.c.running[d.name][a.Service] = false
 		d.c.noteRunning(a.Service)
 	}
-	inst.busy = a.Kind
+	inst.busy, inst.whole = a.Kind, a.Kind == "restart" && a.RID == ""
 	kind := a.Kind
 	if kind == "restart" {
 		kind = "start"
@@ -309,7 +313,7 @@ func (d *daemon) actionDone(inst *instance) {
 		d.c.running[d.name][inst.name] = action == "start" || action == "restart"
 		d.c.noteRunning(inst.name)
 	}
-	inst.busy = ""
+	inst.busy, inst.whole = "", false
 	var err error
 	if !ok {
 		err = fmt.Errorf("%s failed (scripted)", action)

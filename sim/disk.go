@@ -72,6 +72,7 @@ func (d *daemon) saveState(seq uint64, st *node.State) bool {
 	n.disk.writes++
 	if n.disk.delay == 0 && !n.disk.fail {
 		n.dur = st.Clone()
+		d.c.noteDurable(d.name)
 		return true
 	}
 	d.writes = append(d.writes, simWrite{seq: seq, st: st.Clone(), at: d.c.clk.Now().Add(n.disk.delay)})
@@ -93,6 +94,7 @@ func (d *daemon) writesDone() bool {
 			continue
 		}
 		d.n.dur = w.st
+		d.c.noteDurable(d.name)
 		d.drv.Persisted(w.seq, nil)
 	}
 	return did

@@ -154,6 +154,12 @@
 //	expect web acks kept         every admin target acknowledged is kept by the
 //	                             node that answered (observers.go)
 //	expect n1 never revived      no node saw n1 up while it did not run
+//	expect web rolled back once  no rollout of web undone by two rollbacks (every
+//	                             rollback record that reached a disk counts: rollouts.go)
+//	expect web restarts within 1 no restart of a whole instance (a rollout's turn)
+//	                             began while one was in flight on 1 other node or more
+//	expect web configs converged every node's disk holds one config of web, and
+//	                             every instance up runs it
 //
 // The output is the timeline (time, node, service, the change and why:
 // monitor states, actions, avail, node monitor and frozen changes, each
@@ -163,7 +169,8 @@
 //
 // A Session (session.go) runs a scenario one line at a time, and its
 // cluster answers between two lines (Core, Machine, DiskState, AppToken,
-// UpOn, StartOverlaps, StartsCrowded, TokensBackwards, Acks, LostAcks, Revivals, Withheld, PathState): the model checker (test/model, docs/model.md)
+// UpOn, StartOverlaps, StartsCrowded, TokensBackwards, Acks, LostAcks, Revivals, Withheld, PathState, Rollbacks,
+// RestartsCrowded, FewestUp, Unconverged): the model checker (test/model, docs/model.md)
 // rebuilds each world it explores that way.
 //
 // # Adding a scenario

@@ -114,6 +114,25 @@ func (c *Cluster) holdsService(svc string, rest []string) (string, bool, error) 
 	case len(rest) == 2 && rest[0] == "rollout":
 		got := c.rolloutState(svc)
 		return got, strings.HasPrefix(got, rest[1]), nil
+	case len(rest) == 3 && rest[0] == "rolled" && rest[1] == "back" && rest[2] == "once":
+		if r := c.Rollbacks(svc); len(r) > 0 {
+			return strings.Join(r, "; "), false, nil
+		}
+		return "no rollout rolled back twice", true, nil
+	case len(rest) == 3 && rest[0] == "restarts" && rest[1] == "within":
+		k, err := strconv.Atoi(rest[2])
+		if err != nil || k < 1 {
+			return "", false, fmt.Errorf("bad instance count %q", rest[2])
+		}
+		if o := c.RestartsCrowded(svc, k); len(o) > 0 {
+			return fmt.Sprintf("a restart began while %d or more were restarting elsewhere: %s", k, strings.Join(o, "; ")), false, nil
+		}
+		return fmt.Sprintf("every restart began while fewer than %d were restarting elsewhere", k), true, nil
+	case len(rest) == 2 && rest[0] == "configs" && rest[1] == "converged":
+		if d := c.Unconverged(svc); d != "" {
+			return d, false, nil
+		}
+		return "one config on every node, every instance up on it", true, nil
 	case len(rest) == 2 && rest[0] == "started" && rest[1] == "alone":
 		if o := c.StartOverlaps(svc); len(o) > 0 {
 			return "a start began while active elsewhere: " + strings.Join(o, "; "), false, nil

@@ -17,7 +17,9 @@ import (
 //	                       is kept by the node that answered it: its state
 //	                       disk, and its core when its daemon runs, hold that
 //	                       target (in progress, reached or aborted) or a newer
-//	                       one (superseded by a later action)
+//	                       one (superseded by a later action); a rollout
+//	                       or rollback acknowledged (its record's id): that
+//	                       record or a newer one
 //	expect n1 never revived  no node saw n1 come up while n1's daemon had
 //	                       not been running (crashed, stopped or paused) for
 //	                       longer than the lag the heartbeat allows a frame
@@ -69,6 +71,19 @@ func keeps(t dataset.Target, id string) bool {
 	return ok && t.Version.Newer(v)
 }
 
+// keepsRollout reports whether r is the acknowledged rollout id or a
+// newer record.
+func keepsRollout(r *dataset.Rollout, id string) bool {
+	if r == nil {
+		return false
+	}
+	if r.ID == id {
+		return true
+	}
+	v, ok := idVersion(id)
+	return ok && r.Version.Newer(v)
+}
+
 // LostAcks lists the acknowledged targets of svc that the node that
 // answered no longer keeps, on its disk or in its running core.
 func (c *Cluster) LostAcks(svc string) []string {
@@ -79,7 +94,16 @@ func (c *Cluster) LostAcks(svc string) []string {
 		}
 		n := c.nodes[a.Node]
 		where := ""
-		if t := n.dur.Services[svc].Target; !keeps(t, a.ID) {
+		if a.Action == "rollout" || a.Action == "rollback" {
+			// the id is the rollout record's, not a target's: the node
+			// keeps that record or a newer one (its rollback, a later
+			// rollout, a paused version)
+			if r := n.dur.Services[svc].Rollout; !keepsRollout(r, a.ID) {
+				where = "its disk holds no such rollout"
+			} else if n.d != nil && !keepsRollout(n.d.core.State().Services[svc].Rollout, a.ID) {
+				where = "its core holds no such rollout"
+			}
+		} else if t := n.dur.Services[svc].Target; !keeps(t, a.ID) {
 			where = fmt.Sprintf("its disk holds %s (id %s)", effective(t), t.ID)
 		} else if n.d != nil {
 			if t := n.d.core.State().Services[svc].Target; !keeps(t, a.ID) {

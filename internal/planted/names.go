@@ -34,4 +34,13 @@ const (
 	// lost node's self-stop deadline, or its fence), while that node may
 	// still run its instance: flex_max+1 up.
 	FlexNoGate = "flex-no-gate"
+	// RollbackNoQuorum: the automatic rollback of a failed rollout is
+	// made by the node that speaks for it whether or not its side holds
+	// the quorum, so that a node cut off from the majority rolls the
+	// config back on the nodes it sees.
+	RollbackNoQuorum = "rollback-no-quorum"
+	// ReplacedEarly: in a start-first rollout, the instance that left
+	// its slot stops once flex_target instances are up counting itself,
+	// not once its replacement is up elsewhere: one instance short.
+	ReplacedEarly = "replaced-early"
 )

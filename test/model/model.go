@@ -32,9 +32,12 @@ import (
 
 // World is a small cluster and the moves that may happen in it.
 type World struct {
-	Name    string
-	Setup   []string // the cluster, arbitrator and service lines
-	Warmup  string   // the first command, before any move ("run 12s")
+	Name   string
+	Setup  []string // the cluster, arbitrator and service lines
+	Warmup string   // the first command, before any move ("run 12s")
+	// Then are more lines of the warm-up, after Warmup (an edit and the
+	// rollout asked: the exploration starts mid-rollout).
+	Then    []string
 	Nodes   []string // sorted
 	Service string   // the service checked, and acted on
 	// Flex, when set, makes Service a flex service of that flex_max: at
@@ -85,6 +88,15 @@ type World struct {
 	// whose daemon runs ("switch" is switch --to each other node), up to
 	// Bounds.Admin on a path: not faults.
 	Admin []string
+	// Rollout, when set, is the update_parallelism of the rollout the
+	// warm-up asks, and checks its rules: no turn restarts the whole
+	// instance while Rollout others do (sim's RestartsCrowded), no
+	// rollout is undone by two rollbacks (sim's Rollbacks), and, on a
+	// path without a fault, never fewer than Least instances up since
+	// the rollout was asked; the liveness check (Bounds.Live) wants the
+	// configs converged too.
+	Rollout int
+	Least   int
 }
 
 // Bounds are how far the checker explores: Depth moves after the warm-up,
@@ -352,7 +364,12 @@ func (w *World) adminMoves(machines map[string]string) []move {
 // deterministic, so the same lines give the same world).
 func (w *World) build(trace []string) (*sim.Cluster, error) {
 	s := sim.NewSession(w.Name)
-	return w.more(s, append(append(slices.Clone(w.Setup), w.Warmup), trace...))
+	return w.more(s, append(w.start(), trace...))
+}
+
+// start is the setup and the warm-up: the lines before any move.
+func (w *World) start() []string {
+	return append(append(slices.Clone(w.Setup), w.Warmup), w.Then...)
 }
 
 // more runs lines in the session s and returns its cluster.
@@ -383,7 +400,7 @@ func Hash(c *sim.Cluster, w *World, f facts) string {
 	now := sim.T0.Add(c.Now())
 	fmt.Fprintf(h, "t=%d faults=%d cut=%v oneway=%v unreach=%v fails=%v baddisks=%v\n", c.Now(), f.Faults, f.Cut, f.OneWay, f.Unreachable, f.Fails, f.BadDisks)
 	for _, svc := range w.services() {
-		fmt.Fprintf(h, "%s max=%d overlaps=%d up=%v\n", svc, f.MaxToken[svc], len(w.startsTooMany(c, svc)), c.UpOn(svc))
+		fmt.Fprintf(h, "%s max=%d overlaps=%d up=%v rollbacks=%s\n", svc, f.MaxToken[svc], len(w.startsTooMany(c, svc)), c.UpOn(svc), c.RollbackIDs(svc))
 	}
 	enc := json.NewEncoder(h)
 	fmt.Fprintf(h, "admin=%d acks=", f.Admin)
@@ -442,6 +459,9 @@ func (w *World) checkService(c *sim.Cluster, f *facts, svc string) string {
 	if l := c.LostAcks(svc); len(l) > 0 {
 		return "an acknowledged admin action was lost: " + l[0]
 	}
+	if inv := w.checkRollout(c, f, svc); inv != "" {
+		return inv
+	}
 	// the simulation's observer compares each start's token with those
 	// before it in time: two starts within one move (two instances of
 	// a flex service) are in their order, which the nodes' last tokens
@@ -456,6 +476,26 @@ func (w *World) checkService(c *sim.Cluster, f *facts, svc string) string {
 		}
 		f.Tokens[svc+"/"+n] = t
 		f.MaxToken[svc] = max(f.MaxToken[svc], t)
+	}
+	return ""
+}
+
+// checkRollout is check of a rollout world's rules for svc: no turn
+// restarts the whole instance while Rollout others do, no rollout is
+// undone by two rollbacks, and with no fault on the path, never fewer
+// than Least instances up since the rollout was asked.
+func (w *World) checkRollout(c *sim.Cluster, f *facts, svc string) string {
+	if w.Rollout == 0 || svc != w.Service {
+		return ""
+	}
+	if o := c.RestartsCrowded(svc, w.Rollout); len(o) > 0 {
+		return fmt.Sprintf("%s restarted while %d restarted elsewhere: %s", svc, w.Rollout, o[0])
+	}
+	if r := c.Rollbacks(svc); len(r) > 0 {
+		return "a rollout rolled back twice: " + r[0]
+	}
+	if n, ok := c.FewestUp(svc); ok && f.Faults == 0 && n < w.Least {
+		return fmt.Sprintf("%s down to %d instances up since the rollout, with no fault", svc, n)
 	}
 	return ""
 }
@@ -502,7 +542,7 @@ const settleStop = 10 * time.Second
 func (w *World) live(trace []string, f facts, sn seen, within time.Duration) (string, []string, error) {
 	tail := append(w.recovery(f, sn), "run "+settleStop.String())
 	s := sim.NewSession(w.Name)
-	c, err := w.more(s, append(append(append(slices.Clone(w.Setup), w.Warmup), trace...), tail...))
+	c, err := w.more(s, append(append(w.start(), trace...), tail...))
 	if err != nil {
 		return "", nil, err
 	}
@@ -518,9 +558,15 @@ func (w *World) live(trace []string, f facts, sn seen, within time.Duration) (st
 		return "", nil, err
 	}
 	for _, svc := range w.services() {
-		if up := c.UpOn(svc); len(up) != w.most(svc) {
+		if up := c.UpOn(svc); len(up) != w.most(svc) && w.Rollout == 0 {
 			return fmt.Sprintf("%s up on %d nodes %s after the faults stopped", svc, len(up), within), tail, nil
 		}
+	}
+	// a rollout world: the configs converge (an app's death gives its
+	// node up on web by design, two of them leave it on one node until
+	// svcmgr clear: the count of instances is not the rule checked)
+	if d := c.Unconverged(w.Service); w.Rollout > 0 && d != "" {
+		return fmt.Sprintf("%s's configs not converged %s after the faults stopped: %s", w.Service, within, d), tail, nil
 	}
 	return "", tail, nil
 }
@@ -529,6 +575,9 @@ func (w *World) live(trace []string, f facts, sn seen, within time.Duration) (st
 // expectation that each service runs on one node.
 func (w *World) liveScript(lines []string) string {
 	s := w.Script(lines)
+	if w.Rollout > 0 {
+		return s + "expect " + w.Service + " configs converged\n"
+	}
 	for _, svc := range w.services() {
 		s += fmt.Sprintf("expect %s up on %d node\n", svc, w.most(svc))
 	}
@@ -737,8 +786,7 @@ func (w *World) see(c *sim.Cluster) seen {
 // run.
 func (w *World) Script(trace []string) string {
 	lines := []string{"# found by the model checker (test/model), world " + w.Name}
-	lines = append(lines, w.Setup...)
-	lines = append(lines, w.Warmup)
+	lines = append(lines, w.start()...)
 	lines = append(lines, trace...)
 	for _, svc := range w.services() {
 		if k := w.most(svc); k > 1 {
@@ -747,8 +795,25 @@ func (w *World) Script(trace []string) string {
 		}
 		lines = append(lines, "expect "+svc+" never twice", "expect "+svc+" started alone", "expect "+svc+" tokens forward", "expect "+svc+" acks kept")
 	}
+	if w.Rollout > 0 {
+		lines = append(lines, "expect "+w.Service+" rolled back once", fmt.Sprintf("expect %s restarts within %d", w.Service, w.Rollout))
+		if !w.anyFault(trace) {
+			lines = append(lines, fmt.Sprintf("expect %s at least %d up since rollout", w.Service, w.Least))
+		}
+	}
 	for _, n := range w.Nodes {
 		lines = append(lines, "expect "+n+" never revived")
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// anyFault reports whether trace holds a fault (a move but time, a
+// release and the admin actions).
+func (w *World) anyFault(trace []string) bool {
+	for _, l := range trace {
+		if l != w.Step && !strings.HasPrefix(l, "release ") && !strings.Contains(l, ": svcmgr ") {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ package model
 
 import (
 	"testing"
+	"time"
 
 	"haven/internal/planted"
 	"haven/sim"
@@ -27,6 +28,12 @@ var plantedCases = []struct {
 	{planted.AckFailedWrite, Admin2(), Bounds{Depth: 4, Faults: 1, Admin: 1}},
 	{planted.GaveUpKeeps, WithoutCrashes(Ladder2()), Bounds{Depth: 7, Faults: 3}},
 	{planted.FlexNoGate, Flex3(), Bounds{Depth: 4, Faults: 1}},
+	// the rollback made by a node cut off shows in what runs after the
+	// heal: the liveness check (configs converged) finds it, in rollout3
+	// without the crashes, pauses and deaths of an app (not needed for
+	// it, and each state costs one more world)
+	{planted.RollbackNoQuorum, cutOnly(Rollout3()), Bounds{Depth: 4, Faults: 2, Live: time.Minute}},
+	{planted.ReplacedEarly, Rollout3SF(), Bounds{Depth: 4, Faults: 1}},
 }
 
 // lean is w without the one-way losses, the pauses and the failed stops
@@ -97,5 +104,14 @@ func heldOnly(w *World) *World {
 	c := *w
 	c.Name += "-held"
 	c.Frames, c.NoPartition = false, true
+	return &c
+}
+
+// cutOnly is w without the crashes, the pauses and the deaths of an app:
+// its faults are the partitions (and their heal) and the failed restarts.
+func cutOnly(w *World) *World {
+	c := *w
+	c.Name += "-cut"
+	c.NoCrash, c.Pause, c.Kills = true, "", false
 	return &c
 }

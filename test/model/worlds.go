@@ -7,7 +7,7 @@ import (
 
 // Worlds are the worlds of the checker, in the order of docs/model.md.
 func Worlds() []*World {
-	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2(), Two2(), Ladder2(), Flex3()}
+	return []*World{Tie2(), OneVote2(), Plain2(), Majority3(), OnPath2(), Admin2(), Two2(), Ladder2(), Flex3(), Rollout3(), MadeOn(Rollout3(), "n1"), Rollout3SF()}
 }
 
 // The worlds of the first slice: 2 or 3 nodes and 1 failover service (an
@@ -196,4 +196,67 @@ func Flex3() *World {
 		Pause:       "6s",
 		Kills:       true,
 	}
+}
+
+// Rollout3 is flex3's cluster (3 nodes, quorum on, 3 votes) whose flex
+// service web, of flex_target 2 = flex_max 2 (n1 and n2 up, n3 the
+// spare, stop-first), is rolled out at the end of the warm-up: n2 edits
+// a keyword (priority, which changes the config's digest) and asks a
+// rollout, one node at a time (update_parallelism 1), each restart
+// watched for update_monitor 4s (a failure then, or a failed restart,
+// rolls the config back: update_failure_action rollback, ratio 0). The
+// exploration starts as n1 restarts for its turn (then n2). The moves
+// are time, crashes and daemon starts, one node partitioned from the two
+// others and the heal, a daemon paused 6s, the death of web's app on a
+// node where it runs (within a turn's update_monitor: the turn fails),
+// and the next restart on a node failing.
+func Rollout3() *World {
+	return &World{
+		Name: "rollout3",
+		Setup: []string{
+			"cluster n1 n2 n3 hb.timeout=3s hb.interval=1s ready_period=2s quorum=true split_action=stop guard=true",
+			"service web nodes=n1,n2,n3 orchestrate=ha topology=flex flex_target=2 flex_max=2 stop=5s monitor=true update_monitor=4s",
+		},
+		Warmup:          "run 12s",
+		Then:            []string{"n2: svcmgr -s web set --kw priority=50", "run 1s", "n2: svcmgr -s web rollout"},
+		Nodes:           []string{"n1", "n2", "n3"},
+		Service:         "web",
+		Flex:            2,
+		Step:            "run 3s",
+		Pause:           "6s",
+		Kills:           true,
+		RestartFailures: true,
+		Rollout:         1,
+		Least:           1,
+	}
+}
+
+// MadeOn is the rollout world w with its edit and rollout made on node n
+// (rollout3's are made on n2, whose turn comes second: a node cut off in
+// the first turn sees the maker lost; made on n1, the maker takes the
+// first turn itself, and its own failure and crash are the maker's).
+func MadeOn(w *World, n string) *World {
+	c := *w
+	c.Name += "-" + n
+	c.Then = []string{n + ": svcmgr -s web set --kw priority=50", "run 1s", n + ": svcmgr -s web rollout"}
+	return &c
+}
+
+// Rollout3SF is rollout3 in start-first order (update_order
+// start-first): web has flex_target 2 and flex_max 3, up on n1 and n2,
+// n3 the spare. A turn does not restart its instance: it leaves its slot
+// to a replacement that the best spare claims and starts, and stops once
+// flex_target instances are up elsewhere (n1's turn: n3 replaces it, then
+// n2's: n1 does). Never more than flex_max up; on a path without a
+// fault, never fewer than flex_target. Its starts take 4s (a replacement
+// is up 6s after its claim, the ready period's 2s and its start: the
+// leaving instance's stop, 5s, must wait for it). The moves are
+// rollout3's.
+func Rollout3SF() *World {
+	w := Rollout3()
+	w.Name = "rollout3sf"
+	w.Setup = slices.Clone(w.Setup)
+	w.Setup[1] = "service web nodes=n1,n2,n3 orchestrate=ha topology=flex flex_target=2 flex_max=3 update_order=start-first start=4s stop=5s monitor=true update_monitor=4s"
+	w.Flex, w.Least = 3, 2
+	return w
 }
