@@ -257,7 +257,6 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 		return n == c.cfg.Name || ok && v.Alive()
 	}
 	if monitor.RollbackBy(r, alive) != c.cfg.Name {
-		inst.SpeakSeen = time.Time{}
 		return false
 	}
 	if c.superseded(svc, r, p) {
@@ -311,22 +310,19 @@ func (c *Core) rolloutReport(inst *instsm.Instance, r *dataset.Rollout, p monito
 			// its own, on the nodes it sees, that the others take at the
 			// heal: the rollback waits until this side holds the quorum
 			// (the vote's end, or the heal, makes a pass that comes back)
-			inst.SpeakSeen = time.Time{}
 			return false
 		}
-		if r.Version.Origin != c.cfg.Name && c.quorumOn() && !planted.On(planted.RollbackNoQuorum) {
-			// this node speaks because the maker (and the rollout's
-			// nodes before it) are down in its view: the peers of a cut
-			// are declared down one after the other, and between two of
-			// them a node cut off still counts a quorum it is about to
-			// lose. It speaks once it has been the one to, holding the
-			// quorum, for hb.timeout (as a turn that comes only by
-			// skipping nodes down): a node of the minority has lost the
-			// quorum by then
-			if inst.SpeakSeen.IsZero() {
-				inst.SpeakSeen = now
-			}
-			if due := inst.SpeakSeen.Add(c.cfg.Quorum.HBTimeout); now.Before(due) {
+		if q := &c.q; c.quorumOn() && !q.LastAt.IsZero() && !planted.On(planted.RollbackNoQuorum) {
+			// a vote follows each member lost: the peers of a cut are
+			// declared down one after the other, and between two of them
+			// a node cut off still counts a quorum it is about to lose,
+			// and would roll back on the nodes it still sees (the others
+			// take that record at the heal, and the nodes it no longer
+			// saw keep the failed config). The rollback waits hb.timeout
+			// after the last vote, maker or not: a node of the minority
+			// has lost the quorum by then (the members of one cut are
+			// declared down within a beat of each other)
+			if due := q.LastAt.Add(c.cfg.Quorum.HBTimeout); now.Before(due) {
 				c.wakeAt(due)
 				return false
 			}

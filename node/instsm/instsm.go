@@ -67,11 +67,6 @@ type Instance struct {
 	// SkipSeen is since when this node's rollout turn has been due only
 	// by skipping nodes down (update_down_nodes skip), zero when not.
 	SkipSeen time.Time
-	// SpeakSeen is since when this node has been the one to make the
-	// automatic rollback of its rollout, holding the quorum, while the
-	// rollout's maker is down in its view (node/rollback.go), zero when
-	// not.
-	SpeakSeen time.Time
 }
 
 // RolloutSaid is what a rollout_progress event said: the service's
