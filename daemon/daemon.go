@@ -466,11 +466,16 @@ func (d *Daemon) loop(ctx context.Context) string {
 			inWake
 			inTick
 			inStop
+			inAck
 		)
 		stopMode := ""
 		select {
 		case f = <-d.ev:
 			input = inFunc
+		case <-d.guardAcks():
+			// a peer acknowledged a newer beat: the anchored lease is
+			// looked at now, in step with the heartbeat's round
+			d.gl.ackNew, input = true, inAck
 		case ev, ok := <-d.hbEvents:
 			if !ok {
 				d.hbEvents = nil
@@ -503,6 +508,16 @@ func (d *Daemon) loop(ctx context.Context) string {
 			armed = false
 			lastTick = d.clk.Now()
 			d.tick()
+		case inAck:
+			// the clock's tick (every tickPeriod with the quorum on)
+			// rides the round too once half its period passed: a tick
+			// earlier than due is harmless, and the loop then wakes
+			// once for the round, the look and the tick
+			if now := d.clk.Now(); now.Sub(lastTick) >= tickPeriod/2 && d.core.WatchesClock() {
+				armed = false
+				lastTick = now
+				d.tick()
+			}
 		case inStop:
 			if mode == "" {
 				mode = stopMode

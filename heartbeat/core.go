@@ -203,6 +203,8 @@ type core struct {
 	nextAsk uint64
 	// ticks counts the ticks run (the ticker's wake-ups; tests).
 	ticks uint64
+	// ackNote is AckedNotify's channel (buffer 1)
+	ackNote chan struct{}
 }
 
 func newCore(s settings) *core {
@@ -216,6 +218,7 @@ func newCore(s settings) *core {
 		rejLast: map[string]time.Time{},
 		wake:    clock.NewSleeper(s.Clock),
 		epoch:   now,
+		ackNote: make(chan struct{}, 1),
 	}
 	if c.inc == 0 {
 		c.inc = uint64(now.UnixNano()) + incSeq.Add(1)
