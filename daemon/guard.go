@@ -20,8 +20,8 @@ import (
 // The daemon's end of the node guard (package guard; docs/behaviour.md
 // 3.1). The loop renews the lease first thing in a pass (guardStep), only
 // when the renewal moves the lease's end (guardCarries): an anchored
-// lease when a newer acknowledgement arrived, looked at every
-// config.GuardRenewEvery at most; a lease of now + guard_lease once what
+// lease when a newer acknowledgement arrived, looked at on its arrival
+// (guardAcks) and every config.GuardRenewEvery at most; a lease of now + guard_lease once what
 // is left of it fell to guard_lease - the slack (guardSlack), the loop
 // waking for that and for nothing else (guardDue). A loop that is wedged
 // or paused renews nothing, and the guard ends the failover services when
