@@ -421,6 +421,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 // a periodic check, the safety-net pass, a sysinfo read.
 const tickPeriod = driver.TickPeriod
 
+// tickRideMin is the least time since the last tick for a tick to be
+// taken with the heartbeat's round (inAck): the ticks then snap to the
+// round's phase, at most one more tick per tickRideMin.
+const tickRideMin = tickPeriod / 5
+
 // sysinfoPeriod is the period of the load and memory reads
 // (refreshSysinfo); a tick that comes up to sysinfoEarly before the read
 // is due makes it, so that the read seldom wakes the loop by itself (the
@@ -510,10 +515,15 @@ func (d *Daemon) loop(ctx context.Context) string {
 			d.tick()
 		case inAck:
 			// the clock's tick (every tickPeriod with the quorum on)
-			// rides the round too once half its period passed: a tick
-			// earlier than due is harmless, and the loop then wakes
-			// once for the round, the look and the tick
-			if now := d.clk.Now(); now.Sub(lastTick) >= tickPeriod/2 && d.core.WatchesClock() {
+			// rides the round too: a tick earlier than due is
+			// harmless, and the next ones then fall a period and two
+			// after the round, the second with the next round (or a
+			// few ms before it: then no tick here). A tick due at a
+			// phase of its own was taken at the round only once half
+			// its period had passed, and a timer's tick that had
+			// drifted earlier than the round stayed apart (2 timer
+			// wake-ups a second instead of 1 in a run)
+			if now := d.clk.Now(); now.Sub(lastTick) >= tickRideMin && d.core.WatchesClock() {
 				armed = false
 				lastTick = now
 				d.tick()
