@@ -515,14 +515,12 @@ func (d *Daemon) loop(ctx context.Context) string {
 			d.tick()
 		case inAck:
 			// the clock's tick (every tickPeriod with the quorum on)
-			// rides the round too: a tick earlier than due is
-			// harmless, and the next ones then fall a period and two
-			// after the round, the second with the next round (or a
-			// few ms before it: then no tick here). A tick due at a
-			// phase of its own was taken at the round only once half
-			// its period had passed, and a timer's tick that had
-			// drifted earlier than the round stayed apart (2 timer
-			// wake-ups a second instead of 1 in a run)
+			// rides the round too (a tick earlier than due is
+			// harmless): the timer's next ticks fall a period and two
+			// after the round, the second with the next round or a
+			// few ms before it (then no tick here). Taken only once
+			// half a period had passed, a tick that drifted earlier
+			// than the round stayed on a phase of its own
 			if now := d.clk.Now(); now.Sub(lastTick) >= tickRideMin && d.core.WatchesClock() {
 				armed = false
 				lastTick = now
