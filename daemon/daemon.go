@@ -421,6 +421,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 // a periodic check, the safety-net pass, a sysinfo read.
 const tickPeriod = driver.TickPeriod
 
+// tickRideMin is the least time since the last tick for a tick to be
+// taken with the heartbeat's round (inAck): the ticks then snap to the
+// round's phase, at most one more tick per tickRideMin.
+const tickRideMin = tickPeriod / 5
+
 // sysinfoPeriod is the period of the load and memory reads
 // (refreshSysinfo); a tick that comes up to sysinfoEarly before the read
 // is due makes it, so that the read seldom wakes the loop by itself (the
@@ -466,11 +471,16 @@ func (d *Daemon) loop(ctx context.Context) string {
 			inWake
 			inTick
 			inStop
+			inAck
 		)
 		stopMode := ""
 		select {
 		case f = <-d.ev:
 			input = inFunc
+		case <-d.guardAcks():
+			// a peer acknowledged a newer beat: the anchored lease is
+			// looked at now, in step with the heartbeat's round
+			d.gl.ackNew, input = true, inAck
 		case ev, ok := <-d.hbEvents:
 			if !ok {
 				d.hbEvents = nil
@@ -503,6 +513,19 @@ func (d *Daemon) loop(ctx context.Context) string {
 			armed = false
 			lastTick = d.clk.Now()
 			d.tick()
+		case inAck:
+			// the clock's tick (every tickPeriod with the quorum on)
+			// rides the round too (a tick earlier than due is
+			// harmless): the timer's next ticks fall a period and two
+			// after the round, the second with the next round or a
+			// few ms before it (then no tick here). Taken only once
+			// half a period had passed, a tick that drifted earlier
+			// than the round stayed on a phase of its own
+			if now := d.clk.Now(); now.Sub(lastTick) >= tickRideMin && d.core.WatchesClock() {
+				armed = false
+				lastTick = now
+				d.tick()
+			}
 		case inStop:
 			if mode == "" {
 				mode = stopMode

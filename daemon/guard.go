@@ -20,8 +20,8 @@ import (
 // The daemon's end of the node guard (package guard; docs/behaviour.md
 // 3.1). The loop renews the lease first thing in a pass (guardStep), only
 // when the renewal moves the lease's end (guardCarries): an anchored
-// lease when a newer acknowledgement arrived, looked at every
-// config.GuardRenewEvery at most; a lease of now + guard_lease once what
+// lease when a newer acknowledgement arrived, looked at on its arrival
+// (guardAcks) and every config.GuardRenewEvery at most; a lease of now + guard_lease once what
 // is left of it fell to guard_lease - the slack (guardSlack), the loop
 // waking for that and for nothing else (guardDue). A loop that is wedged
 // or paused renews nothing, and the guard ends the failover services when
@@ -65,6 +65,10 @@ type guardLink struct {
 	// force: the next pass makes its exchange even if it carries nothing
 	// (an answer taken outside the loop's exchanges goes to the core)
 	force bool
+	// ackNew: a peer acknowledged a newer beat of this node since the
+	// last look (the heartbeat's AckedNotify, taken by the loop while
+	// the lease may be anchored: guardAcks): the next pass looks.
+	ackNew bool
 	// boot reads CLOCK_BOOTTIME (guard.BootNow; tests give their own)
 	boot func() time.Duration
 	// gen numbers the kill set sent last (kill); held is the generation
@@ -193,9 +197,10 @@ func (d *Daemon) guardStep() {
 	now := g.bootNow()
 	g.loopAt.Store(int64(now))
 	late := now - g.lookAt
-	if g.maint || late < 0 && g.held == g.gen && !g.force || g.inflight && late < config.GuardRenewEvery {
+	if g.maint || !guardLooks(late, g.ackNew, g.held == g.gen, g.force, g.inflight) {
 		return
 	}
+	g.ackNew = false
 	req := d.guardRequest(now)
 	g.lookAt = d.guardNextLook(now, req)
 	if late >= config.GuardRenewEvery {
@@ -215,6 +220,35 @@ func (d *Daemon) guardStep() {
 	default: // the worker is still busy: a later pass tries again
 		g.lookAt = min(g.lookAt, now+config.GuardRenewEvery)
 	}
+}
+
+// guardLooks says whether a pass looks at the lease: late after the look
+// was due, or at once when a peer acknowledged a newer beat (ackNew), the
+// guard does not hold the kill set, or an answer waits for the core
+// (force); not while the worker's exchange is in flight, unless the look
+// is a renewal period late (a newer acknowledgement is then looked at
+// after the answer, which is an input of the loop).
+func guardLooks(late time.Duration, ackNew, killHeld, force, inflight bool) bool {
+	if inflight && late < config.GuardRenewEvery {
+		return false
+	}
+	return late >= 0 || ackNew || !killHeld || force
+}
+
+// guardAcks is the heartbeat's AckedNotify while the lease may be
+// anchored on the acknowledged beats (cluster.quorum on, peers to
+// acknowledge), else nil (a loop that selects it never wakes for it):
+// a newer acknowledgement is what moves an anchored lease's end, and it
+// arrives with the peers' beats, in step with this node's own round
+// (heartbeat: beats in step). Looked at on its arrival, the renewal goes
+// in the same wake-up as the round instead of at a phase of its own
+// (the loop's timer, R after the last look, stays the bound).
+func (d *Daemon) guardAcks() <-chan struct{} {
+	g := &d.gl
+	if !g.on || g.maint || d.hb == nil || d.cluster == nil || !d.cluster.Quorum {
+		return nil
+	}
+	return d.hb.AckedNotify()
 }
 
 // guardCarries says what a renewal to deadline (CLOCK_BOOTTIME, ns) at

@@ -56,28 +56,66 @@ func TestGuardCarriesNothingWithTheSameEnd(t *testing.T) {
 // sent and the looks, and an error when the lease ran out.
 func leaseRun(lease, slack, span time.Duration, end func(now time.Duration) time.Duration,
 	late func(i int) time.Duration) (renewals, looks int, err error) {
+	r := leaseRunWith(lease, slack, span, end, late, false)
+	return r.renewals, r.looks, r.err
+}
+
+// leaseStats is what leaseRunWith saw: the renewals sent, the looks, the
+// longest time from a move of the core's end to the renewal that gave it
+// to the guard, and the first error (the lease ran out, or the guard held
+// an end later than the core's).
+type leaseStats struct {
+	renewals, looks int
+	lag             time.Duration
+	err             error
+}
+
+// leaseRunWith is leaseRun; with acks, a move of the core's end (a newer
+// acknowledgement, in anchoredEnd) is also signalled to the loop as the
+// heartbeat's AckedNotify does, and the loop looks late(i) after it
+// (guardLooks). At every step the end the guard holds is checked against
+// the core's: never later than it (beyond guardSameLater).
+func leaseRunWith(lease, slack, span time.Duration, end func(now time.Duration) time.Duration,
+	late func(i int) time.Duration, acks bool) (st leaseStats) {
 	var l guard.Lease
 	var held guard.Reply
 	start := time.Hour // CLOCK_BOOTTIME of the first look
 	look := start
+	var lastEnd, movedAt time.Duration
+	ackNew := false
 	for now := start; now < start+span; now += time.Millisecond {
 		if l.Due(now) {
-			return renewals, looks, fmt.Errorf("the lease ran out at +%s (held end +%s)", now-start, time.Duration(held.Deadline)-start)
+			st.err = fmt.Errorf("the lease ran out at +%s (held end +%s)", now-start, time.Duration(held.Deadline)-start)
+			return st
 		}
-		if now < look+late(looks) {
+		e := end(now)
+		if held.Armed && time.Duration(held.Deadline) > e+guardSameLater {
+			st.err = fmt.Errorf("at +%s the guard holds +%s, later than the core's end +%s", now-start, time.Duration(held.Deadline)-start, e-start)
+			return st
+		}
+		if e != lastEnd {
+			lastEnd, movedAt = e, now
+			ackNew = acks
+		}
+		at := now - late(st.looks) // the loop runs late(i) behind what wakes it
+		if !guardLooks(at-look, ackNew && at >= movedAt, true, false, false) {
 			continue
 		}
-		looks++
-		req := guard.Request{Op: guard.OpRenew, Deadline: int64(end(now))}
+		st.looks++
+		ackNew = false
+		req := guard.Request{Op: guard.OpRenew, Deadline: int64(e)}
 		next := guardNextLook(now, req, held, lease, slack)
 		if guardCarries(held, req.Deadline, now) != "" {
 			rep, _, _ := l.Handle(now, req)
-			renewals++
+			st.renewals++
 			held = rep
+			if held.Armed && now > start {
+				st.lag = max(st.lag, now-movedAt)
+			}
 		}
 		look = next
 	}
-	return renewals, looks, nil
+	return st
 }
 
 // With the quorum off the lease is now + L: renewed once what is left of
@@ -143,6 +181,48 @@ func TestGuardAnchoredLeaseRenewedOncePerAcknowledgement(t *testing.T) {
 	short := 2*beat + config.GuardRenewEvery - 50*time.Millisecond
 	if _, _, err := leaseRun(short, config.GuardRenewEvery, span, anchoredEnd(short, beat, worst, delay), late); err == nil {
 		t.Fatalf("lease %s (under two beats plus R): never ran out; the test does not reach the bound", short)
+	}
+}
+
+// With the acknowledgements signalled (the heartbeat's AckedNotify) the
+// look at the anchored lease rides the peers' beats: each newer
+// acknowledgement is renewed as soon as the loop runs after its arrival
+// (here up to 5 ms), where the timer alone took up to R; the end the
+// guard holds is never later than the core's, there are no more
+// renewals than acknowledgements, the timer's look every R stays the
+// bound (the acknowledgements cut off, the lease still runs out), and at
+// the least lease the config accepts it never runs out, whatever the
+// peer's phase; nor at one R shorter, which the timer alone did not hold.
+func TestGuardAnchoredLeaseLookedAtOnTheAcknowledgement(t *testing.T) {
+	beat, delay, span := 5*time.Second, time.Millisecond, 10*time.Minute
+	late := func(i int) time.Duration { return time.Duration(i%6) * time.Millisecond } // 0 to 5 ms
+	least := 2*beat + config.GuardRenewEvery + 10*time.Millisecond
+	worst := beat - 2*delay
+	for _, lease := range []time.Duration{least, least - config.GuardRenewEvery + 50*time.Millisecond} {
+		for _, phase := range []time.Duration{2 * delay, beat / 3, beat / 2, beat - 100*time.Millisecond, worst} {
+			st := leaseRunWith(lease, config.GuardRenewEvery, span, anchoredEnd(lease, beat, phase, delay), late, true)
+			if st.err != nil {
+				t.Fatalf("lease %s, phase %s: %v", lease, phase, st.err)
+			}
+			if st.lag > 5*time.Millisecond {
+				t.Errorf("lease %s, phase %s: a newer acknowledgement renewed %s after its arrival, want at the loop's next run (5 ms)", lease, phase, st.lag)
+			}
+			if acks := int(span / beat); st.renewals > acks+1 {
+				t.Errorf("lease %s, phase %s: %d renewals for %d newer acknowledgements (%d looks)", lease, phase, st.renewals, acks, st.looks)
+			}
+			if most := int(span/config.GuardRenewEvery) + int(span/beat) + 1; st.looks > most {
+				t.Errorf("lease %s, phase %s: %d looks, want at most one every R and one per acknowledgement (%d)", lease, phase, st.looks, most)
+			}
+		}
+	}
+	// the peer cut off: no acknowledgement after the first minute, the
+	// lease runs out L after the last one acknowledged, no later
+	cut := time.Hour + time.Minute
+	lease := least
+	acked := anchoredEnd(lease, beat, beat/2, delay)
+	st := leaseRunWith(lease, config.GuardRenewEvery, span, func(now time.Duration) time.Duration { return acked(min(now, cut)) }, late, true)
+	if st.err == nil || st.err.Error() != fmt.Sprintf("the lease ran out at +%s (held end +%s)", acked(cut)-time.Hour, acked(cut)-time.Hour) {
+		t.Fatalf("acknowledgements cut at +1m: %v, want the lease run out at its end +%s", st.err, acked(cut)-time.Hour)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"log"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,24 +36,79 @@ func (d *deadlines) state() (int, time.Time) {
 	return d.sets, d.last
 }
 
-// An exchange bounds itself with a deadline and clears it once answered:
-// a deadline left set is a timer of the runtime that wakes the idle
-// daemon when it passes, for nothing (once per renewal).
-func TestClientClearsItsDeadline(t *testing.T) {
-	cfg, _ := startGuard(t)
-	raw, err := net.Dial("unix", cfg.Socket)
+// An exchange is bounded by the kernel (the socket's timeouts), with no
+// timer of the runtime: a guard that takes the request and never
+// answers, or answers a byte at a time too slowly, fails the exchange
+// within the client's timeout; one that answers in pieces is read whole;
+// the connection closed, the next request dials again.
+func TestClientBoundsItsExchangeWithoutARuntimeTimer(t *testing.T) {
+	dir := t.TempDir()
+	sock := dir + "/g.sock"
+	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &deadlines{Conn: raw}
-	c := NewClient(cfg.Socket, time.Second)
-	c.conn, c.rd = rec, bufio.NewReader(rec)
+	defer ln.Close()
+	type mode int
+	const (
+		silent mode = iota
+		trickle
+		pieces
+	)
+	modes := make(chan mode, 4)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(conn net.Conn, m mode) {
+				defer conn.Close()
+				rd := bufio.NewReader(conn)
+				for {
+					if _, err := rd.ReadBytes('\n'); err != nil {
+						return
+					}
+					rep := []byte(`{"version":1,"armed":true,"deadline_ns":42}` + "\n")
+					switch m {
+					case silent:
+						time.Sleep(2 * time.Second) // the server's side: no answer
+						return
+					case trickle:
+						for _, c := range rep {
+							conn.Write([]byte{c})
+							time.Sleep(100 * time.Millisecond)
+						}
+					case pieces:
+						conn.Write(rep[:5])
+						time.Sleep(20 * time.Millisecond)
+						conn.Write(rep[5:])
+					}
+				}
+			}(conn, <-modes)
+		}
+	}()
+	const timeout = 300 * time.Millisecond
+	c := NewClient(sock, timeout)
 	defer c.Close()
-	if _, err := c.Do(Request{Op: OpStatus}); err != nil {
-		t.Fatal(err)
+	for _, m := range []mode{silent, trickle} {
+		modes <- m
+		start := time.Now()
+		if _, err := c.Do(Request{Op: OpStatus}); err == nil || !strings.Contains(err.Error(), "timeout") {
+			t.Fatalf("mode %d: %v, want a timeout", m, err)
+		}
+		// the bound, not a timing: an unbounded read would wait for the
+		// whole answer (trickle: 4 s) or forever (silent: the server's 2 s)
+		if took := time.Since(start); took > timeout+time.Second {
+			t.Fatalf("mode %d: the exchange took %s, its bound is %s", m, took, timeout)
+		}
 	}
-	if sets, last := rec.state(); sets < 2 || !last.IsZero() {
-		t.Fatalf("%d deadlines set, the last %v: want the exchange's, then none", sets, last)
+	modes <- pieces
+	for i := 0; i < 2; i++ {
+		rep, err := c.Do(Request{Op: OpStatus})
+		if err != nil || !rep.Armed || rep.Deadline != 42 {
+			t.Fatalf("exchange %d, an answer in two pieces: %+v, %v", i, rep, err)
+		}
 	}
 }
 

@@ -203,6 +203,8 @@ type core struct {
 	nextAsk uint64
 	// ticks counts the ticks run (the ticker's wake-ups; tests).
 	ticks uint64
+	// ackNote is AckedNotify's channel (buffer 1)
+	ackNote chan struct{}
 }
 
 func newCore(s settings) *core {
@@ -216,6 +218,7 @@ func newCore(s settings) *core {
 		rejLast: map[string]time.Time{},
 		wake:    clock.NewSleeper(s.Clock),
 		epoch:   now,
+		ackNote: make(chan struct{}, 1),
 	}
 	if c.inc == 0 {
 		c.inc = uint64(now.UnixNano()) + incSeq.Add(1)
@@ -632,9 +635,11 @@ func (c *core) pruneStallsLocked() {
 // earlier, never later, so nothing that counts on the period changes (the
 // timeout is three of them, probes begin after a beat and a half of
 // silence), and a node sends at most one round per half period (its next
-// round is due a whole period after the last). The ticker may still wake
-// at the due time the early round replaced, to find nothing due: a wake-up
-// that falls with the round's in the steady state (docs/benchmarks.md).
+// round is due a whole period after the last). The ticker, asleep until
+// the due time the early round replaced, is woken to sleep again until the
+// new one (kick): left asleep, it woke a few milliseconds after the round,
+// once the process had gone back to wait, to find nothing due (a context
+// switch a period; docs/benchmarks.md, "Idle with the quorum on").
 func (c *core) beatInStepLocked(now time.Time) {
 	if c.nextBeat.Sub(now) > c.s.beat/2 {
 		return
@@ -642,6 +647,7 @@ func (c *core) beatInStepLocked(now time.Time) {
 	c.sendRoundLocked()
 	c.nextBeat = now.Add(c.s.beat)
 	c.st.BeatsInStep++
+	c.kick()
 }
 
 // next returns when tick has work to do next.

@@ -252,6 +252,10 @@ func (c *core) proofLocked(p *peer, m *message, now time.Time) proof {
 		// echo anchors the guard's lease
 		if hs, ok := c.sentAtLocked(h.N); ok {
 			p.ack = Ack{N: h.N, Sent: hs, Heard: now}
+			select {
+			case c.ackNote <- struct{}{}:
+			default: // one is waiting already
+			}
 		}
 	}
 	return proof{at: at, ok: true}

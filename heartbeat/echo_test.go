@@ -234,3 +234,53 @@ func TestAckOfAnEarlierReleaseStandsIn(t *testing.T) {
 		t.Fatalf("a member of an earlier release: anchor %+v, want its plain echo of %d", p.ack, co.nLast)
 	}
 }
+
+// AckedNotify fires when, and only when, Acked moved: once per newer
+// acknowledgement (a renewal of the guard's anchored lease waits on it,
+// daemon/guard.go), never for a withheld or replayed one.
+func TestMemAckedNotifyWhenAckedMoves(t *testing.T) {
+	c := newMemClusterHB(t, 2, 3*time.Second, time.Second)
+	c.publish("n01", svcNode("n01", 1, "web"))
+	c.net.Advance(5 * time.Second)
+	c.collect()
+	hb := c.hb["n01"]
+	notified := func() bool {
+		select {
+		case <-hb.AckedNotify():
+			return true
+		default:
+			return false
+		}
+	}
+	notified() // what the start left
+	prev, _ := hb.Acked("n02")
+	moves := 0
+	for i := 0; i < 1000; i++ { // 10 s in 10 ms steps
+		c.net.Advance(10 * time.Millisecond)
+		a, _ := hb.Acked("n02")
+		if got := notified(); got != (a != prev) {
+			t.Fatalf("at step %d: Acked %+v (was %+v), notified %v", i, a, prev, got)
+		}
+		if a != prev {
+			moves++
+		}
+		prev = a
+	}
+	if moves < 8 {
+		t.Fatalf("Acked moved %d times in 10 s of beats every second", moves)
+	}
+	// withheld then replayed: the anchor stays, nothing is signalled
+	var frames [][]byte
+	c.net.Withhold("n02", "n01", func(b []byte) bool { frames = append(frames, append([]byte(nil), b...)); return true })
+	c.net.Advance(2 * time.Second)
+	if notified() || len(frames) == 0 {
+		t.Fatalf("acknowledgements withheld on the path: notified (%d frames held)", len(frames))
+	}
+	c.net.Withhold("n02", "n01", nil)
+	c.net.ReleaseHeld("n01")
+	notified()
+	c.net.Redeliver("n02", "n01", 0, frames[0])
+	if notified() {
+		t.Fatal("a replayed frame was signalled as a newer acknowledgement")
+	}
+}

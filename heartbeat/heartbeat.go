@@ -115,6 +115,12 @@ type Heartbeat interface {
 	// acknowledged in one of its beats, and when this node sent it (its
 	// clock); false when none yet (echo.go).
 	Acked(peer string) (Ack, bool)
+	// AckedNotify is signalled each time a peer acknowledged a newer
+	// message of this node than it had (Acked moved): a buffer of one,
+	// never blocking the heartbeat, so signals not taken yet coalesce.
+	// A lease anchored on the acknowledgements is looked at when it
+	// fires, in step with the peers' beats (daemon/guard.go).
+	AckedNotify() <-chan struct{}
 	// Close flushes the last Publish to the live peers and releases the
 	// transport.
 	Close() error

@@ -304,6 +304,7 @@ func (h *mlHB) NoteLinkAlive(peer, link string) {
 }
 func (h *mlHB) Peers() []Peer                 { return h.c.peerList() }
 func (h *mlHB) Acked(peer string) (Ack, bool) { return h.c.acked(peer) }
+func (h *mlHB) AckedNotify() <-chan struct{}  { return h.c.ackNote }
 func (h *mlHB) Stats() Stats                  { return h.c.stats() }
 func (h *mlHB) Ask(to, op string, body json.RawMessage) (uint64, error) {
 	return h.c.ask(to, op, body)

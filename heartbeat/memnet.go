@@ -486,6 +486,7 @@ func (h *memHB) NoteLinkAlive(peer, link string) {
 }
 func (h *memHB) Peers() []Peer                 { return h.c.peerList() }
 func (h *memHB) Acked(peer string) (Ack, bool) { return h.c.acked(peer) }
+func (h *memHB) AckedNotify() <-chan struct{}  { return h.c.ackNote }
 func (h *memHB) Stats() Stats                  { return h.c.stats() }
 func (h *memHB) Ask(to, op string, body json.RawMessage) (uint64, error) {
 	return h.c.ask(to, op, body)

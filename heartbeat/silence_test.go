@@ -3,6 +3,7 @@ package heartbeat
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,6 +199,41 @@ func TestBeatsInStep(t *testing.T) {
 	}
 	if evs := c.events("n01", Down, "n02"); len(evs) > 0 {
 		t.Fatalf("n01 saw n02 down: %v", evs)
+	}
+}
+
+// wakeCount is a Sleeper that counts its Wakes (the ticker's sleep).
+type wakeCount struct {
+	clock.Sleeper
+	wakes atomic.Int64
+}
+
+func (w *wakeCount) Wake() { w.wakes.Add(1); w.Sleeper.Wake() }
+
+// A round sent early on a peer's beat (in step) wakes the ticker, asleep
+// until the due time that round replaced, so that it sleeps again until
+// the new one at once instead of waking later for nothing: one Wake per
+// round in step.
+func TestBeatInStepWakesTheTicker(t *testing.T) {
+	c := &memCluster{t: t, clk: clock.NewFake(t0), members: memberList(2),
+		hb: map[string]Heartbeat{}, seen: map[string]map[string]*dataset.Node{}, evs: map[string][]Event{}}
+	c.net = NewMemNetwork(c.clk)
+	c.join("n01", testSecret, "prod")
+	core := c.hb["n01"].(*memHB).c
+	w := &wakeCount{Sleeper: core.wake}
+	core.mu.Lock()
+	core.wake = w
+	core.mu.Unlock()
+	c.net.Advance(3 * time.Second) // n02 a phase of 3 s of 5 s later: n01 joins its rounds
+	c.join("n02", testSecret, "prod")
+	c.net.Advance(30 * time.Second)
+	c.collect()
+	inStep := c.hb["n01"].Stats().BeatsInStep
+	if inStep == 0 {
+		t.Fatal("n01 sent no round in step")
+	}
+	if n := w.wakes.Load(); n < int64(inStep) {
+		t.Fatalf("n01 sent %d rounds in step and woke its ticker %d times", inStep, n)
 	}
 }
 
