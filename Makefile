@@ -12,6 +12,10 @@ FUZZTIME ?= 100000x
 VERSION := $(shell packaging/version.sh)
 COMMIT  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 LDFLAGS := -X haven/internal/version.Version=$(VERSION) -X haven/internal/version.Commit=$(COMMIT)
+# the node's programs never write their man pages (cmd/gendist does):
+# without urfave/cli's docs the daemon does not build the man-page
+# writer's tables at start-up (test/testbed.BuildTags, the same tags)
+TAGS    := urfave_cli_no_docs
 
 # make install (DESTDIR for staging, PREFIX=/usr by default)
 PREFIX      ?= /usr
@@ -34,13 +38,13 @@ TOOLS       := nodemgr svcmgr svcmon
 all: build
 
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(CMDS)
+	$(GO) build -tags $(TAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/ $(CMDS)
 
 # the installed binaries: position-independent (ASLR, as Debian builds Go),
 # stripped (symbols and DWARF; a panic still prints its stack), without the
 # build machine's paths
 dist:
-	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags '-s -w $(LDFLAGS)' -o $(BIN)/dist/ $(CMDS)
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -trimpath -buildmode=pie -ldflags '-s -w $(LDFLAGS)' -o $(BIN)/dist/ $(CMDS)
 
 # man pages and bash/zsh/fish completions, from the urfave/cli definitions
 man completion:

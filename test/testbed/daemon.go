@@ -38,10 +38,15 @@ func BuildNode(dir, srcDir string, extra ...string) error {
 	return Build(dir, srcDir, append(pkgs, extra...)...)
 }
 
+// BuildTags are the build tags of the node's programs, as the Makefile's
+// TAGS: urfave/cli without its man-page and markdown writers, which only
+// cmd/gendist uses (the daemon built its tables at start-up for nothing).
+const BuildTags = "urfave_cli_no_docs"
+
 // Build builds the commands pkgs ("haven/cmd/nodemgr") into dir, from the
 // module in srcDir ("" for the current directory).
 func Build(dir, srcDir string, pkgs ...string) error {
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	cmd := exec.Command("go", append([]string{"build", "-tags", BuildTags, "-o", dir + "/"}, pkgs...)...)
 	cmd.Dir = srcDir
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
