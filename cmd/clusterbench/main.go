@@ -61,7 +61,7 @@ func main() {
 	window := fs.Duration("window", 60*time.Second, "idle: measurement window")
 	settle := fs.Duration("settle", 15*time.Second, "idle: wait before the window")
 	perfOut := fs.String("perf", "", "idle: also run `perf record -g` on n1's daemon over the window, into this file")
-	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
+	check := fs.Duration("check", 0, "idle, failover: check_interval (0: the default, 60s)")
 	spread := fs.Duration("spread", 0, "idle: create the services over this long (their checks then fall spread over the check interval instead of together)")
 	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file; flex-scale: of a survivor over each kill, into FILE-<kill>")
 	straceFor := fs.Duration("strace", 0, "idle: also trace n1's daemon and guard (strace -f) for this long in the window, and count their wake-ups by source")
@@ -145,7 +145,7 @@ func main() {
 		}
 	case "failover":
 		for _, n := range ints(*nodes, "3") {
-			err = failover(n, *services, *runs, *monitor, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck, nodeKeys: *nodeKeys})
+			err = failover(n, *services, *runs, *monitor, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck, nodeKeys: *nodeKeys, check: *check})
 			if err != nil {
 				break
 			}
