@@ -74,6 +74,7 @@ func main() {
 	nodeKeys := fs.Bool("node-keys", false, "propagation, detection, idle, failover: per-node keys (a key pair per node, cluster.toml [node_keys], node_keys_mode require)")
 	dist := fs.Bool("dist", false, "build the node's programs as `make dist` does (CGO_ENABLED=0, -trimpath, -buildmode=pie, -ldflags=-s; the DWARF that -w would drop is not loaded at run time): the binaries a package installs, where the default is a plain `go build` (linked to the C library)")
 	quorumOn := fs.Bool("quorum", false, "idle, mem: cluster.quorum = true (split_action stop)")
+	checkCost := fs.Duration("checkcost", 0, "failover: each check of the services' app sleeps this long first (a host where checks are slow: a backlog of periodic checks)")
 	monitor := fs.Bool("monitor", true, "idle, failover: resources are monitored (checked every monitor_interval, 5s, instead of check_interval, 60s)")
 	fs.Parse(os.Args[2:])
 
@@ -145,7 +146,7 @@ func main() {
 		}
 	case "failover":
 		for _, n := range ints(*nodes, "3") {
-			err = failover(n, *services, *runs, *monitor, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck, nodeKeys: *nodeKeys, check: *check})
+			err = failover(n, *services, *runs, *monitor, *checkCost, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck, nodeKeys: *nodeKeys, check: *check})
 			if err != nil {
 				break
 			}
@@ -765,10 +766,13 @@ func placedOnce(c *cluster, nsvc int, d time.Duration) (string, error) {
 // action_begin (start) and instance_status "-> up" (the check after the
 // start). The overhead of a run is up - kill - (hb.timeout + ready_period),
 // or up - kill - hb.timeout with fast ack (the start needs no window then).
-func failover(n, nsvc, runs int, monitored bool, o opts) error {
+func failover(n, nsvc, runs int, monitored bool, checkCost time.Duration, o opts) error {
 	fa := ""
 	if o.fastAck {
 		fa = ", ready_fast_ack on"
+	}
+	if o.check > 0 || checkCost > 0 {
+		fa += fmt.Sprintf(", check_interval %s, each check sleeping %s first", o.check, checkCost)
 	}
 	fmt.Printf("\n## failover: %d daemons, %d ha service(s), monitor=%v, hb.timeout %s, hb.interval %s, ready_period %s%s, %d kills\n", n, nsvc, monitored, o.timeout, o.interval, o.ready, fa, runs)
 	c, err := formCluster(n, o)
@@ -780,6 +784,9 @@ func failover(n, nsvc, runs int, monitored bool, o opts) error {
 		svc := testbed.HAService(names(c), "")
 		if !monitored {
 			svc = strings.Replace(svc, "monitor = true", "monitor = false", 1)
+		}
+		if checkCost > 0 {
+			svc = strings.Replace(svc, `check = "sh -c '`, fmt.Sprintf(`check = "sh -c 'sleep %g; `, checkCost.Seconds()), 1)
 		}
 		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), svc); err != nil {
 			return err
@@ -876,7 +883,10 @@ func failover(n, nsvc, runs int, monitored bool, o opts) error {
 			if t.After(last) {
 				last = t
 			}
-			b := begin[s]
+			b, ok := begin[s]
+			if !ok {
+				continue // its action_begin was not seen (up without a start here)
+			}
 			if x, ok := end[s]; ok {
 				cmds.add(x.Sub(b))
 				confirm.add(t.Sub(x))
