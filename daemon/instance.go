@@ -187,7 +187,7 @@ func (d *Daemon) startCheck(ck node.Check) {
 		d.drv.Input(node.Checked{Check: ck, Now: d.clk.Now()})
 		return
 	}
-	d.checkQ().add(func() {
+	d.checkQ().push(ck.Service, ck.Periodic, func() {
 		ctx := resource.WithFencingToken(d.actx, ck.FencingToken)
 		var res map[string]dataset.Resource
 		if ck.Full {
@@ -242,6 +242,9 @@ func (d *Daemon) startAction(a node.Action, set *resource.Set) {
 	if action == "start" {
 		d.guardPushKillSet() // the guard knows the instance before it runs
 	}
+	// a periodic check of the instance that still waits runs before the
+	// one that ends the action: not behind the other periodic ones
+	d.checkQ().promote(a.Service)
 	d.goWorker(func(ctx context.Context) {
 		ctx = resource.WithFencingToken(ctx, a.FencingToken)
 		var err error

@@ -77,15 +77,20 @@ func (p *workerPool) close() {
 	}
 }
 
-// checkQueue runs the core's checks at most max at once, in the order
-// they were asked. The checks of a batch (those due in the same
-// twelfth of check_interval or monitor_interval: every service when they
-// were created, or the daemon started, together) used to start at once:
-// 200 process starts, 200 children on the CPUs together. Fewer at once
-// cost the daemon less per check, down to four a CPU (a batch of 200 `true`
-// on 2 CPUs, GOMAXPROCS=1, BenchmarkAppCheckBatch's way: 100 µs a check
-// all at once, 82-90 µs with 8 at once; 1 at once 137-174 µs, the waits no
-// longer overlap), and the host sees no burst of 200 processes.
+// checkQueue runs the core's checks at most max at once: those something
+// waits on first (the check that ends an action, that of a new config, an
+// answer's), in the order they were asked, then the periodic ones
+// (node.Check.Periodic), in the order they were asked. The checks of a
+// batch (those due in the same twelfth of check_interval or
+// monitor_interval: every service when they were created, or the daemon
+// started, together) used to start at once: 200 process starts, 200
+// children on the CPUs together. Fewer at once cost the daemon less per
+// check, down to four a CPU (a batch of 200 `true` on 2 CPUs,
+// GOMAXPROCS=1, BenchmarkAppCheckBatch's way: 100 µs a check all at once,
+// 82-90 µs with 8 at once; 1 at once 137-174 µs, the waits no longer
+// overlap), and the host sees no burst of 200 processes. A start's check
+// does not wait for a batch of periodic ones queued before it (with 500
+// instances a node, 40 a batch: seconds on a loaded host).
 //
 // A check that hangs must not hold the others: when none of the running
 // checks ended for slowCheck while others wait, the running ones are slow
@@ -96,12 +101,19 @@ type checkQueue struct {
 	start func(job func()) // runs job on a worker
 
 	mu       sync.Mutex
-	waiting  []func()
-	counted  int    // running checks of the current epoch
-	epoch    uint64 // bumped when the running checks are found slow
-	ended    uint64 // checks ended, of any epoch
-	watching bool   // a watch is under way (waiting is not empty)
+	first    []queuedCheck // what something waits on
+	waiting  []queuedCheck // the periodic checks
+	counted  int           // running checks of the current epoch
+	epoch    uint64        // bumped when the running checks are found slow
+	ended    uint64        // checks ended, of any epoch
+	watching bool          // a watch is under way (a check waits)
 	closed   bool
+}
+
+// queuedCheck is a check that waits for a slot, with its service.
+type queuedCheck struct {
+	svc string
+	job func()
 }
 
 // slowCheck is how long the running checks may go without one ending
@@ -112,23 +124,64 @@ const slowCheck = 100 * time.Millisecond
 // need them; the daemon itself runs on one).
 func checkSlots() int { return max(4, 4*runtime.NumCPU()) }
 
-// add queues a check.
-func (q *checkQueue) add(job func()) {
+// add queues a check something waits on.
+func (q *checkQueue) add(job func()) { q.push("", false, job) }
+
+// push queues the check of svc, periodic or not.
+func (q *checkQueue) push(svc string, periodic bool, job func()) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return
 	}
-	q.waiting = append(q.waiting, job)
+	if periodic {
+		q.waiting = append(q.waiting, queuedCheck{svc, job})
+	} else {
+		q.first = append(q.first, queuedCheck{svc, job})
+	}
 	q.dispatchLocked()
+}
+
+// promote moves the periodic checks of svc that wait ahead of the other
+// periodic ones, behind those already first: an action of svc began, and
+// the check that ends it comes only after them (node/checks.go: one check
+// at a time per instance).
+func (q *checkQueue) promote(svc string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	kept := q.waiting[:0]
+	for _, c := range q.waiting {
+		if c.svc == svc {
+			q.first = append(q.first, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	clear(q.waiting[len(kept):])
+	q.waiting = kept
+	q.dispatchLocked()
+}
+
+// pendingLocked is how many checks wait.
+func (q *checkQueue) pendingLocked() int { return len(q.first) + len(q.waiting) }
+
+// nextLocked takes the next check to run: the first lane, then the
+// periodic one.
+func (q *checkQueue) nextLocked() func() {
+	lane := &q.first
+	if len(*lane) == 0 {
+		lane = &q.waiting
+	}
+	job := (*lane)[0].job
+	(*lane)[0] = queuedCheck{}
+	*lane = (*lane)[1:]
+	return job
 }
 
 // dispatchLocked starts the checks that may start, and watches the others.
 func (q *checkQueue) dispatchLocked() {
-	for len(q.waiting) > 0 && q.counted < q.max && !q.closed {
-		job := q.waiting[0]
-		q.waiting[0] = nil
-		q.waiting = q.waiting[1:]
+	for q.pendingLocked() > 0 && q.counted < q.max && !q.closed {
+		job := q.nextLocked()
 		q.counted++
 		epoch := q.epoch
 		q.start(func() {
@@ -136,7 +189,7 @@ func (q *checkQueue) dispatchLocked() {
 			q.end(epoch)
 		})
 	}
-	if len(q.waiting) > 0 && !q.watching && !q.closed {
+	if q.pendingLocked() > 0 && !q.watching && !q.closed {
 		q.watching = true
 		go q.watch(q.ended)
 	}
@@ -159,7 +212,7 @@ func (q *checkQueue) watch(seen uint64) {
 	for {
 		<-q.clk.After(slowCheck)
 		q.mu.Lock()
-		if len(q.waiting) == 0 || q.closed {
+		if q.pendingLocked() == 0 || q.closed {
 			q.watching = false
 			q.mu.Unlock()
 			return
@@ -179,5 +232,5 @@ func (q *checkQueue) close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
-	q.waiting = nil
+	q.first, q.waiting = nil, nil
 }

@@ -147,3 +147,41 @@ func TestCheckQueueSlowChecksGiveWay(t *testing.T) {
 		t.Fatalf("%d checks started, want 6: one was started after close", n)
 	}
 }
+
+// The checks something waits on (the one that ends an action) run before
+// the periodic ones asked earlier; promote brings the periodic checks of
+// a service whose action began ahead of the other periodic ones (the
+// check that ends its action comes after them); each lane keeps the order
+// it was asked in.
+func TestCheckQueueFirstLane(t *testing.T) {
+	q, _, _ := testQueue(1)
+	var mu sync.Mutex
+	var order []string
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	job := func(name string) func() {
+		wg.Add(1)
+		return func() {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+			if name == "hold" {
+				<-release
+			}
+			wg.Done()
+		}
+	}
+	q.push("h", true, job("hold")) // takes the one slot
+	for _, s := range []string{"p1", "p2", "p3", "p4"} {
+		q.push(s, true, job(s))
+	}
+	q.push("a", false, job("a"))
+	q.promote("p3")
+	q.push("b", false, job("b"))
+	q.promote("nothing queued")
+	close(release)
+	wg.Wait()
+	if got, want := strings.Join(order, " "), "hold a p3 b p1 p2 p4"; got != want {
+		t.Fatalf("ran %q, want %q", got, want)
+	}
+}

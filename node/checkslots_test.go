@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"haven/dataset"
 	"haven/node/instsm"
 )
 
@@ -39,5 +40,41 @@ func TestFullChecksBatched(t *testing.T) {
 	c.cfg.CheckInterval = 10 * time.Nanosecond
 	if inst := (&instsm.Instance{Chk: instsm.Checks{LastFull: base.Add(3)}}); !c.fullDue(inst).Equal(base.Add(13)) {
 		t.Fatalf("10ns interval: due %v", c.fullDue(inst))
+	}
+}
+
+// The checks of an instance's intervals are marked periodic; the one that
+// ends an action, and the one a new config or the start-up orders, are
+// not: the driver runs those before the periodic ones (a start's check
+// does not wait for a batch of periodic checks).
+func TestPeriodicChecksMarked(t *testing.T) {
+	c := New(Config{Name: "n1", WriteThrough: true, CheckInterval: time.Minute, MonitorInterval: 5 * time.Second}, State{})
+	c.install("web")
+	c.Ready()
+	c.addInstance("web", instsm.Spec{Local: true, Runnable: true, Monitored: true}, t0)
+	c.checkNow("web") // the start-up's check
+	rd := c.Ready()
+	if len(rd.Check) != 1 || rd.Check[0].Periodic {
+		t.Fatalf("start-up: checks %+v, want one not periodic", rd.Check)
+	}
+	c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, t0)
+	c.Ready()
+	for _, tc := range []struct {
+		after time.Duration
+		full  bool
+	}{{5 * time.Second, false}, {time.Minute, true}} {
+		now := t0.Add(tc.after)
+		c.tickChecks(now)
+		rd = c.Ready()
+		if len(rd.Check) != 1 || !rd.Check[0].Periodic || rd.Check[0].Full != tc.full {
+			t.Fatalf("+%s: checks %+v, want one periodic, full %v", tc.after, rd.Check, tc.full)
+		}
+		c.checkDone(rd.Check[0], map[string]dataset.Resource{"app#1": {Status: dataset.StatusUp}}, now)
+		c.Ready()
+	}
+	c.actionDone("web", "stop", nil, t0.Add(2*time.Minute))
+	rd = c.Ready()
+	if len(rd.Check) != 1 || rd.Check[0].Periodic || !rd.Check[0].Full {
+		t.Fatalf("after an action: checks %+v, want one full, not periodic", rd.Check)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // cgroupEnv is testEnv with the instance's cgroup in a node tree of the
 // test's own (removed at its end); it skips when cgroups cannot be used.
-func cgroupEnv(t *testing.T) (Env, *logRec) {
+func cgroupEnv(t testing.TB) (Env, *logRec) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("cgroups: run as root")

@@ -65,6 +65,34 @@ func BenchmarkAppCheck(b *testing.B) {
 	b.ReportMetric(float64(selfCPU(b)-cpu0)/float64(b.N), "self-cpu-ns/op")
 }
 
+// BenchmarkAppCheckCgroup is BenchmarkAppCheck with the check run in its
+// instance's cgroup, as the daemon runs every command of an instance
+// (cloned into the group: CLONE_INTO_CGROUP). Root only, cgroup v2.
+//
+//	GOMAXPROCS=1 go test -run XXX -bench 'BenchmarkAppCheck(Cgroup)?$' -count 3 ./resource
+func BenchmarkAppCheckCgroup(b *testing.B) {
+	b.Setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	env, _ := cgroupEnv(b)
+	d, err := New(config.ResourceConfig{RID: "app#main", Type: "app", Check: "true", Monitor: true}, env)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if st, r := d.Status(ctx); st != dataset.StatusUp {
+		b.Fatalf("check true: %s (%s)", st, r)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := selfCPU(b)
+	for i := 0; i < b.N; i++ {
+		if st, _ := d.Status(ctx); st != dataset.StatusUp {
+			b.Fatalf("check true: %s", st)
+		}
+	}
+	b.ReportMetric(float64(selfCPU(b)-cpu0)/float64(b.N), "self-cpu-ns/op")
+}
+
 // BenchmarkAppCheckBatch is BenchmarkAppCheck as the daemon runs them: a
 // batch of 200 checks (due in the same twelfth of check_interval: 200
 // services created together, or checked together since the daemon

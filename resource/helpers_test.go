@@ -41,7 +41,7 @@ func (l *logRec) String() string {
 }
 
 // testEnv returns an Env whose VarDir does not exist yet.
-func testEnv(t *testing.T) (Env, *logRec) {
+func testEnv(t testing.TB) (Env, *logRec) {
 	t.Helper()
 	rec := &logRec{}
 	return Env{

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,7 +64,7 @@ func isFlex(svc string) bool {
 	return i%2 == 0
 }
 
-func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration) error {
+func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration, pprofOut, heapOut string) error {
 	budget := o.timeout + o.ready + time.Second
 	fmt.Printf("\n## flex-scale: %d daemons in network namespaces, %d services (%d flex, flex_target %d; %d failover), an app of a sleep each (checked every check_interval), hb.timeout %s, hb.interval %s, ready_period %s, fast ack %v; bound for the last replacement: hb.timeout + ready_period + 1s = %s\n",
 		n, nsvc, (nsvc+1)/2, target, nsvc/2, o.timeout, o.interval, o.ready, o.fastAck, budget)
@@ -82,6 +83,10 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 	}
 	c.nodes[0].newState = true
 	t0 := time.Now()
+	if pprofOut != "" || heapOut != "" {
+		// every daemon, each on the loopback of its own namespace
+		os.Setenv("HAVEN_PPROF_ADDR", pprofInNS)
+	}
 	for _, b := range c.nodes {
 		if err := b.start(); err != nil {
 			return err
@@ -107,6 +112,13 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 	time.Sleep(settle)
 	if err := scaleIdle(c, window); err != nil {
 		return err
+	}
+	if heapOut != "" {
+		if err := fetchInNS(c.nodes[0].ns, "http://"+pprofInNS+"/debug/pprof/heap", heapOut); err != nil {
+			fmt.Printf("heap profile: %v\n", err)
+		} else {
+			fmt.Printf("heap profile of n1 in %s (go tool pprof -sample_index=inuse_space -top %s)\n", heapOut, heapOut)
+		}
 	}
 	ch := make(chan nev, 1<<20)
 	subs := map[string]context.CancelFunc{}
@@ -156,12 +168,39 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 		}
 		time.Sleep(time.Second)
 		drain(ch)
+		// the survivors' CPU over the kill: each daemon's own, and that
+		// of the processes it waited for (its starts and checks)
+		cpu0 := map[string]procSample{}
+		for _, b := range c.nodes {
+			if b.name != victim {
+				if ps, err := readProc(testbed.DaemonPID(b.root)); err == nil {
+					cpu0[b.name] = ps
+				}
+			}
+		}
+		var prof chan error
+		profOut := ""
+		if pprofOut != "" {
+			// a survivor's CPU profile over the kill: n1's, or n2's
+			// when n1 is the victim
+			sv := c.nodes[0]
+			if sv.name == victim {
+				sv = c.nodes[1]
+			}
+			profOut = fmt.Sprintf("%s-%d-%s", pprofOut, r+1, sv.name)
+			prof = make(chan error, 1)
+			secs := int((budget + 10*time.Second).Seconds())
+			go func() {
+				prof <- fetchInNS(sv.ns, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofInNS, secs), profOut)
+			}()
+			time.Sleep(200 * time.Millisecond)
+		}
 		subs[victim]()
 		tk, err := c.by[victim].crash()
 		if err != nil {
 			return err
 		}
-		up, begin := map[string]time.Time{}, map[string]time.Time{}
+		up, begin, end := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
 		var down time.Time
 		deadline := time.After(budget + 120*time.Second)
 	collect:
@@ -178,6 +217,10 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 					if _, ok := begin[e.Service]; !ok {
 						begin[e.Service] = e.Time
 					}
+				case e.Kind == "action_end" && e.Fields["action"] == "start" && affected[e.Service] && e.Time.After(tk):
+					if _, ok := end[e.Service]; !ok {
+						end[e.Service] = e.Time
+					}
 				case e.Kind == "instance_status" && strings.HasSuffix(e.Message, "-> up") && affected[e.Service] && e.Time.After(tk):
 					if _, ok := up[e.Service]; !ok {
 						up[e.Service] = e.Time
@@ -187,12 +230,26 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 				break collect
 			}
 		}
-		var each, toBegin, toUp stats
+		el := time.Since(tk).Seconds()
+		var self, kids, selfMax float64
+		for name, a := range cpu0 {
+			if b, err := readProc(testbed.DaemonPID(c.by[name].root)); err == nil {
+				x := float64(b.self-a.self) / clkTck
+				self += x
+				selfMax = max(selfMax, x)
+				kids += float64(b.children-a.children) / clkTck
+			}
+		}
+		var each, toBegin, toUp, cmds, confirm stats
 		for svc, t := range up {
 			each.add(t.Sub(tk))
 			if b, ok := begin[svc]; ok {
 				toBegin.add(b.Sub(tk))
 				toUp.add(t.Sub(b))
+				if x, ok := end[svc]; ok && !x.Before(b) {
+					cmds.add(x.Sub(b))
+					confirm.add(t.Sub(x))
+				}
 			}
 		}
 		late := 0
@@ -210,6 +267,17 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration)
 		// its check (action_begin -> up)
 		fmt.Printf("  kill -> start begun: p50 %s, last %s; start begun -> up: p50 %s, max %s\n",
 			ms(toBegin.pct(50)), ms(toBegin.max()), ms(toUp.pct(50)), ms(toUp.max()))
+		fmt.Printf("  of which start begun -> action_end (its commands): p50 %s, max %s; action_end -> up (the check that ends it): p50 %s, max %s\n",
+			ms(cmds.pct(50)), ms(cmds.max()), ms(confirm.pct(50)), ms(confirm.max()))
+		fmt.Printf("  the %d survivors over the %.1f s from the kill to the last up: daemons %.1f CPU s (the busiest %.1f), the processes they waited for %.1f CPU s; the host had %.1f CPU s\n",
+			len(cpu0), el, self, selfMax, kids, el*float64(numCPU()))
+		if prof != nil {
+			if err := <-prof; err != nil {
+				fmt.Printf("  CPU profile: %v\n", err)
+			} else {
+				fmt.Printf("  CPU profile of a survivor over the kill in %s\n", profOut)
+			}
+		}
 		if len(up) < len(affected) {
 			var miss []string
 			for s := range affected {

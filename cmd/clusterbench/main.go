@@ -61,11 +61,11 @@ func main() {
 	window := fs.Duration("window", 60*time.Second, "idle: measurement window")
 	settle := fs.Duration("settle", 15*time.Second, "idle: wait before the window")
 	perfOut := fs.String("perf", "", "idle: also run `perf record -g` on n1's daemon over the window, into this file")
-	check := fs.Duration("check", 0, "idle: check_interval (0: the default, 60s)")
+	check := fs.Duration("check", 0, "idle, failover: check_interval (0: the default, 60s)")
 	spread := fs.Duration("spread", 0, "idle: create the services over this long (their checks then fall spread over the check interval instead of together)")
-	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file")
+	pprofOut := fs.String("pprof", "", "idle: also take a CPU profile of n1's daemon over the window (HAVEN_PPROF_ADDR), into this file; flex-scale: of a survivor over each kill, into FILE-<kill>")
 	straceFor := fs.Duration("strace", 0, "idle: also trace n1's daemon and guard (strace -f) for this long in the window, and count their wake-ups by source")
-	heapOut := fs.String("heap", "", "netns-scale: also take a heap profile of n1's daemon after the idle window, into this file; mem: into PREFIX-<n>n-<services>s.pb.gz")
+	heapOut := fs.String("heap", "", "netns-scale, flex-scale: also take a heap profile of n1's daemon after the idle window, into this file; mem: into PREFIX-<n>n-<services>s.pb.gz")
 	memRate := fs.Int("memrate", 0, "mem: GODEBUG=memprofilerate for n1's daemon (1: every allocation in its heap profile; 0: the runtime's default, one per 512 kB)")
 	systems := fs.String("systems", "keepalived,haven-1s,haven-100ms,haven-16s+fastack,pacemaker", "sidebyside: the systems, alternated crash after crash (keepalived[@<advert_int>], pacemaker, haven-fast, haven-<ready_period>[@<hb.timeout>][+fastack])")
 	target := fs.Int("target", 3, "flex-scale: flex_target of the flex services")
@@ -74,6 +74,7 @@ func main() {
 	nodeKeys := fs.Bool("node-keys", false, "propagation, detection, idle, failover: per-node keys (a key pair per node, cluster.toml [node_keys], node_keys_mode require)")
 	dist := fs.Bool("dist", false, "build the node's programs as `make dist` does (CGO_ENABLED=0, -trimpath, -buildmode=pie, -ldflags=-s; the DWARF that -w would drop is not loaded at run time): the binaries a package installs, where the default is a plain `go build` (linked to the C library)")
 	quorumOn := fs.Bool("quorum", false, "idle, mem: cluster.quorum = true (split_action stop)")
+	checkCost := fs.Duration("checkcost", 0, "failover: each check of the services' app sleeps this long first (a host where checks are slow: a backlog of periodic checks)")
 	monitor := fs.Bool("monitor", true, "idle, failover: resources are monitored (checked every monitor_interval, 5s, instead of check_interval, 60s)")
 	fs.Parse(os.Args[2:])
 
@@ -145,7 +146,7 @@ func main() {
 		}
 	case "failover":
 		for _, n := range ints(*nodes, "3") {
-			err = failover(n, *services, *runs, *monitor, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck, nodeKeys: *nodeKeys})
+			err = failover(n, *services, *runs, *monitor, *checkCost, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck, nodeKeys: *nodeKeys, check: *check})
 			if err != nil {
 				break
 			}
@@ -165,7 +166,7 @@ func main() {
 			fatal(fmt.Errorf("flex-scale: %s", why))
 		}
 		for _, n := range ints(*nodes, "16") {
-			err = flexScale(n, *services, *target, *runs, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck}, *settle, *window)
+			err = flexScale(n, *services, *target, *runs, opts{timeout: *timeout, interval: *interval, ready: *ready, fastAck: *fastAck}, *settle, *window, *pprofOut, *heapOut)
 			if err != nil {
 				break
 			}
@@ -765,10 +766,13 @@ func placedOnce(c *cluster, nsvc int, d time.Duration) (string, error) {
 // action_begin (start) and instance_status "-> up" (the check after the
 // start). The overhead of a run is up - kill - (hb.timeout + ready_period),
 // or up - kill - hb.timeout with fast ack (the start needs no window then).
-func failover(n, nsvc, runs int, monitored bool, o opts) error {
+func failover(n, nsvc, runs int, monitored bool, checkCost time.Duration, o opts) error {
 	fa := ""
 	if o.fastAck {
 		fa = ", ready_fast_ack on"
+	}
+	if o.check > 0 || checkCost > 0 {
+		fa += fmt.Sprintf(", check_interval %s, each check sleeping %s first", o.check, checkCost)
 	}
 	fmt.Printf("\n## failover: %d daemons, %d ha service(s), monitor=%v, hb.timeout %s, hb.interval %s, ready_period %s%s, %d kills\n", n, nsvc, monitored, o.timeout, o.interval, o.ready, fa, runs)
 	c, err := formCluster(n, o)
@@ -780,6 +784,9 @@ func failover(n, nsvc, runs int, monitored bool, o opts) error {
 		svc := testbed.HAService(names(c), "")
 		if !monitored {
 			svc = strings.Replace(svc, "monitor = true", "monitor = false", 1)
+		}
+		if checkCost > 0 {
+			svc = strings.Replace(svc, `check = "sh -c '`, fmt.Sprintf(`check = "sh -c 'sleep %g; `, checkCost.Seconds()), 1)
 		}
 		if err := c.nodes[0].createService(fmt.Sprintf("s%02d", i), svc); err != nil {
 			return err
@@ -808,6 +815,9 @@ func failover(n, nsvc, runs int, monitored bool, o opts) error {
 		budget = o.timeout
 	}
 	var over, detect, window, start, spreadUp, spreadBegin, lastUp stats
+	// each service's start: action_begin -> action_end (its commands),
+	// action_end -> up (the check that ends it: its wait and its run)
+	var cmds, confirm stats
 	doubles := 0
 	for r := range runs {
 		owner, err := placedOnce(c, nsvc, 60*time.Second)
@@ -826,6 +836,7 @@ func failover(n, nsvc, runs int, monitored bool, o opts) error {
 		begin := map[string]time.Time{}
 		up := map[string]time.Time{}
 		upOn := map[string]string{}
+		end := map[string]time.Time{}
 		deadline := time.After(budget + 60*time.Second)
 	collect:
 		for len(up) < nsvc {
@@ -840,6 +851,10 @@ func failover(n, nsvc, runs int, monitored bool, o opts) error {
 				case e.Kind == "action_begin" && strings.HasPrefix(e.Message, "start"):
 					if _, ok := begin[e.Service]; !ok {
 						begin[e.Service] = e.Time
+					}
+				case e.Kind == "action_end" && e.Fields["action"] == "start":
+					if _, ok := end[e.Service]; !ok {
+						end[e.Service] = e.Time
 					}
 				case e.Kind == "instance_status" && strings.HasSuffix(e.Message, "-> up"):
 					if _, ok := up[e.Service]; !ok {
@@ -868,7 +883,14 @@ func failover(n, nsvc, runs int, monitored bool, o opts) error {
 			if t.After(last) {
 				last = t
 			}
-			b := begin[s]
+			b, ok := begin[s]
+			if !ok {
+				continue // its action_begin was not seen (up without a start here)
+			}
+			if x, ok := end[s]; ok {
+				cmds.add(x.Sub(b))
+				confirm.add(t.Sub(x))
+			}
 			if firstB.IsZero() || b.Before(firstB) {
 				firstB = b
 			}
@@ -910,6 +932,7 @@ func failover(n, nsvc, runs int, monitored bool, o opts) error {
 	fmt.Printf("detection (kill -> peer_down on the new owner): p50 %s max %s\n", ms(detect.pct(50)), ms(detect.max()))
 	fmt.Printf("peer_down -> first action_begin start: p50 %s max %s (ready_period %s)\n", ms(window.pct(50)), ms(window.max()), o.ready)
 	fmt.Printf("action_begin -> up (start command + check): p50 %s max %s\n", ms(start.pct(50)), ms(start.max()))
+	fmt.Printf("  of which action_begin -> action_end (the start's commands): p50 %s max %s; action_end -> up (the check that ends it): p50 %s max %s\n", ms(cmds.pct(50)), ms(cmds.max()), ms(confirm.pct(50)), ms(confirm.max()))
 	fmt.Printf("kill -> last service up: min %s p50 %s max %s\n", ms(lastUp.min()), ms(lastUp.pct(50)), ms(lastUp.max()))
 	fmt.Printf("overhead beyond the budget (hb.timeout%s: %s): min %s p50 %s max %s\n", map[bool]string{false: " + ready_period", true: ", fast ack"}[o.fastAck], budget, ms(over.min()), ms(over.pct(50)), ms(over.max()))
 	if nsvc > 1 {

@@ -265,7 +265,7 @@ func scaleIdle(c *cluster, window time.Duration) error {
 	if err != nil {
 		return err
 	}
-	var cpu, rss, bps spread
+	var cpu, kids, rss, bps spread
 	var fulls, needs, dropped uint64
 	for _, b := range c.nodes {
 		s, err := readProc(pids[b.name])
@@ -273,6 +273,7 @@ func scaleIdle(c *cluster, window time.Duration) error {
 			return err
 		}
 		cpu.add(float64(s.self-before[b.name].self) / clkTck / el * 100)
+		kids.add(float64(s.children-before[b.name].children) / clkTck / el * 100)
 		rss.add(float64(maxRSS[b.name]) / 1024)
 		bps.add(float64(by1[b.name]-by0[b.name]) / el)
 		if ds, err := b.daemonStatus(); err == nil {
@@ -282,6 +283,7 @@ func scaleIdle(c *cluster, window time.Duration) error {
 		}
 	}
 	fmt.Printf("CPU per daemon (%% of a core, utime+stime over %.0f s): %s\n", el, &cpu)
+	fmt.Printf("CPU of the processes each daemon waited for (%% of a core, cutime+cstime: its checks): %s\n", &kids)
 	fmt.Printf("RSS per daemon (MB, max in window): %s\n", &rss)
 	fmt.Printf("bytes sent per node (B/s, Ethernet frames on its veth): %s\n", &bps)
 	fmt.Printf("heartbeat counters over the window, all nodes: fulls sent %d, needs sent %d, dropped %d\n", fulls, needs, dropped)

@@ -33,6 +33,10 @@ type Check struct {
 	// FencingToken is the token of the instance's last start here, for
 	// HAVEN_FENCING_TOKEN (0: never started here).
 	FencingToken uint64 `json:"fencing_token,omitempty"`
+	// Periodic tells a check of the instance's interval (tickChecks) from
+	// one something waits on (the end of an action, a new config, an
+	// answer): the driver runs those first.
+	Periodic bool `json:"periodic,omitempty"`
 }
 
 // Probe orders the driver to probe an arbitrator now, off its loop, and

@@ -214,10 +214,13 @@ func KillUnder(dir string) {
 	pidFiles, _ := filepath.Glob(filepath.Join(dir, "var", "services", "*", "*.pid"))
 	more, _ := filepath.Glob(filepath.Join(dir, "*", "var", "services", "*", "*.pid"))
 	for _, f := range append(pidFiles, more...) {
-		if b, err := os.ReadFile(f); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && pid != os.Getpid() {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
+		b, err := os.ReadFile(f)
+		fi, serr := os.Stat(f)
+		if err != nil || serr != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 && pid != os.Getpid() && startedBy(pid, fi.ModTime()) {
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 	under := func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
@@ -246,6 +249,55 @@ func KillUnder(dir string) {
 	// the cgroups of the node roots dir and dir/*
 	roots, _ := filepath.Glob(filepath.Join(dir, "*"))
 	RemoveCgroups(append([]string{dir}, roots...)...)
+}
+
+// startedBy reports whether process pid started no later than t (a pid
+// file's time): the process a pid file names, not one that took its
+// number after it died. A stale pid file of a killed service (a crash's
+// KillUnder leaves them) otherwise names whatever runs under that number
+// now: another cluster's daemon on a host shared by several test runs was
+// killed so.
+func startedBy(pid int, t time.Time) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// the fields after the command name, in parentheses; starttime is
+	// field 22, in clock ticks since boot
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	if len(f) < 20 {
+		return false
+	}
+	ticks, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return false
+	}
+	boot, ok := bootTime()
+	if !ok {
+		return false
+	}
+	const hz = 100 // USER_HZ
+	start := boot.Add(time.Duration(ticks) * time.Second / hz)
+	// btime is truncated to a second: start is up to a second early, never
+	// late (the process it names is never spared); a file's time comes
+	// from a coarse clock, a few ms behind: 100 ms of slack
+	return !start.After(t.Add(100 * time.Millisecond))
+}
+
+// bootTime is the host's boot time (btime of /proc/stat).
+func bootTime() (time.Time, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "btime "); ok {
+			if s, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+				return time.Unix(s, 0), true
+			}
+		}
+	}
+	return time.Time{}, false
 }
 
 // RemoveCgroups kills what runs in the cgroups of the nodes of roots (a

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -59,5 +60,45 @@ func TestRootsParse(t *testing.T) {
 	}
 	if _, err := tomlfile.ParseService("web.toml", "web", []byte(HAService(NodeList([]string{"n1", "n2"}), "priority = 5"))); err != nil {
 		t.Errorf("HAService: %v", err)
+	}
+}
+
+// KillUnder kills the process a service's pid file names, but not one that
+// took that number after the file was written (a stale pid file of a
+// killed service): a process of another test run on the same host.
+func TestKillUnderSparesAReusedPid(t *testing.T) {
+	dir := t.TempDir()
+	stranger := exec.Command("sleep", "60") // its cwd and arguments are not under dir
+	if err := stranger.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { stranger.Wait(); close(exited) }()
+	t.Cleanup(func() { stranger.Process.Kill(); <-exited })
+	pidFile := filepath.Join(dir, "var", "services", "web", "main.pid")
+	if err := WriteFile(pidFile, strconv.Itoa(stranger.Process.Pid)+"\n", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// the file was written an hour before the process started: stale
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(pidFile, old, old); err != nil {
+		t.Fatal(err)
+	}
+	KillUnder(dir)
+	select {
+	case <-exited:
+		t.Fatal("KillUnder killed a process started after its pid file was written")
+	case <-time.After(200 * time.Millisecond):
+	}
+	// written after the start: the process it names
+	now := time.Now()
+	if err := os.Chtimes(pidFile, now, now); err != nil {
+		t.Fatal(err)
+	}
+	KillUnder(dir)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("KillUnder did not kill the process its pid file names")
 	}
 }
