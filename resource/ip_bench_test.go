@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"haven/config"
-	"haven/dataset"
 )
 
 // The daemon's own cost of one check of an ip resource: 127.0.0.1/8 on lo,
@@ -18,17 +17,5 @@ func BenchmarkIPStatus(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	if st, r := d.Status(ctx); st != dataset.StatusUp {
-		b.Fatalf("127.0.0.1 on lo: %s (%s)", st, r)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := selfCPU(b)
-	for i := 0; i < b.N; i++ {
-		if st, r := d.Status(ctx); st != dataset.StatusUp {
-			b.Fatalf("127.0.0.1 on lo: %s (%s)", st, r)
-		}
-	}
-	b.ReportMetric(float64(selfCPU(b)-cpu0)/float64(b.N), "self-cpu-ns/op")
+	benchStatusUp(b, context.Background(), d, "127.0.0.1 on lo")
 }
