@@ -106,20 +106,23 @@ func TestContainerBridgeHelper(t *testing.T) {
 		want := strings.TrimSpace(id)[:12]
 		c := &http.Client{Timeout: 2 * time.Second}
 		var got string
-		for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		defer func() {
+			if t.Failed() {
+				t.Logf("%s: the last answer of %s: %s\n%s", what, url, got, rec)
+			}
+		}()
+		eventually(t, 15*time.Second, fmt.Sprintf("%s: %s answers %s", what, url, want), func() bool {
 			r, err := c.Get(url)
 			if err != nil {
 				got = err.Error()
-				continue
+				return false
 			}
 			b, _ := io.ReadAll(r.Body)
 			r.Body.Close()
-			if got = strings.TrimSpace(string(b)); got == want {
-				return got
-			}
-		}
-		t.Fatalf("%s: %s does not answer %s (last: %s)\n%s", what, url, want, got, rec)
-		return ""
+			got = strings.TrimSpace(string(b))
+			return got == want
+		})
+		return got
 	}
 	nat := func() string {
 		b, err := exec.Command("iptables", "-t", "nat", "-S").CombinedOutput()
