@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -143,21 +142,8 @@ func flexScale(n, nsvc, target, kills int, o opts, settle, window time.Duration,
 			fmt.Printf("heap profile of n1 in %s (go tool pprof -sample_index=inuse_space -top %s)\n", heapOut, heapOut)
 		}
 	}
-	ch := make(chan nev, 1<<20)
-	subs := map[string]context.CancelFunc{}
-	sub := func(b *bnode) {
-		ctx, cancel := context.WithCancel(context.Background())
-		subs[b.name] = cancel
-		b.subscribe(ctx, ch)
-	}
-	for _, b := range c.nodes {
-		sub(b)
-	}
-	defer func() {
-		for _, cancel := range subs {
-			cancel()
-		}
-	}()
+	ch, subs, sub := subscribeAll(c, 1<<20)
+	defer subs.cancel()
 	var lastAll stats
 	over, doubles := 0, 0
 	for r := range kills {

@@ -795,21 +795,8 @@ func failover(n, nsvc, runs int, monitored bool, checkCost time.Duration, o opts
 	if _, err := placedOnce(c, nsvc, 120*time.Second); err != nil {
 		return err
 	}
-	ch := make(chan nev, 100000)
-	subs := map[string]context.CancelFunc{}
-	sub := func(b *bnode) {
-		ctx, cancel := context.WithCancel(context.Background())
-		subs[b.name] = cancel
-		b.subscribe(ctx, ch)
-	}
-	for _, b := range c.nodes {
-		sub(b)
-	}
-	defer func() {
-		for _, cancel := range subs {
-			cancel()
-		}
-	}()
+	ch, subs, sub := subscribeAll(c, 100000)
+	defer subs.cancel()
 	budget := o.timeout + o.ready
 	if o.fastAck {
 		budget = o.timeout
@@ -941,4 +928,30 @@ func failover(n, nsvc, runs int, monitored bool, checkCost time.Duration, o opts
 	fmt.Printf("RESULT failover n=%d services=%d fastack=%v up_p50=%s up_max=%s overhead_p50=%s overhead_max=%s spread_up_p50=%s spread_up_max=%s doubles=%d\n",
 		n, nsvc, o.fastAck, ms(lastUp.pct(50)), ms(lastUp.max()), ms(over.pct(50)), ms(over.max()), ms(spreadUp.pct(50)), ms(spreadUp.max()), doubles)
 	return nil
+}
+
+// subscriptions are the event streams of a cluster's nodes, by node: a
+// node's cancel ends its stream (before its crash), sub opens it again.
+type subscriptions map[string]context.CancelFunc
+
+func (s subscriptions) cancel() {
+	for _, cancel := range s {
+		cancel()
+	}
+}
+
+// subscribeAll opens every node's event stream into one channel of size
+// events; sub opens a node's again (after its restart).
+func subscribeAll(c *cluster, size int) (chan nev, subscriptions, func(*bnode)) {
+	ch := make(chan nev, size)
+	subs := subscriptions{}
+	sub := func(b *bnode) {
+		ctx, cancel := context.WithCancel(context.Background())
+		subs[b.name] = cancel
+		b.subscribe(ctx, ch)
+	}
+	for _, b := range c.nodes {
+		sub(b)
+	}
+	return ch, subs, sub
 }

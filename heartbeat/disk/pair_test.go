@@ -158,14 +158,7 @@ func TestSlotPairTagsFit(t *testing.T) {
 	if err := r.SetNodeKeys(ms[31], ms, privs[ms[31]], pubs, ""); err != nil {
 		t.Fatal(err)
 	}
-	bt := Beat{Writer: ms[0], Slot: 0, Run: 1, Counter: 1}
-	for i := range maxSeen {
-		bt.Seen = append(bt.Seen, Seen{Slot: i, Run: 1, Counter: 1})
-	}
-	for i := range maxAnnounce {
-		bt.Fences = append(bt.Fences, Announce{Slot: i, Run: 1})
-		bt.Acks = append(bt.Acks, Ack{Slot: i})
-	}
+	bt := fullestBeat(ms[0])
 	got, err := r.DecodeBeat(k.EncodeBeat(bt), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -499,14 +492,7 @@ func TestSlotPairTagsBounded(t *testing.T) {
 	if err := k.SetNodeKeys(ms[0], ms, first, pubs, ""); err != nil {
 		t.Fatal(err)
 	}
-	bt := Beat{Writer: ms[0], Slot: 0, Run: 1, Counter: 1}
-	for i := range maxSeen {
-		bt.Seen = append(bt.Seen, Seen{Slot: i, Run: 1, Counter: 1})
-	}
-	for i := range maxAnnounce {
-		bt.Fences = append(bt.Fences, Announce{Slot: i, Run: 1})
-		bt.Acks = append(bt.Acks, Ack{Slot: i})
-	}
+	bt := fullestBeat(ms[0])
 	got, err := k.DecodeBeat(k.EncodeBeat(bt), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -557,4 +543,18 @@ func keyedMembers(t *testing.T, n int, name func(int) string) ([]string, map[str
 		}
 	}
 	return ms, pubs, first
+}
+
+// fullestBeat is the beat of writer (slot 0) with every list at its
+// bound: an echo of maxSeen slots, maxAnnounce fences and acks.
+func fullestBeat(writer string) Beat {
+	bt := Beat{Writer: writer, Slot: 0, Run: 1, Counter: 1}
+	for i := range maxSeen {
+		bt.Seen = append(bt.Seen, Seen{Slot: i, Run: 1, Counter: 1})
+	}
+	for i := range maxAnnounce {
+		bt.Fences = append(bt.Fences, Announce{Slot: i, Run: 1})
+		bt.Acks = append(bt.Acks, Ack{Slot: i})
+	}
+	return bt
 }
